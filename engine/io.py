@@ -1,0 +1,95 @@
+"""``engine.save`` / ``engine.load``: state dicts in NumPy's ``.npz`` format, never pickle.
+
+A state dict may nest dicts, lists and tuples of tensors, arrays, numbers, strings, booleans and
+None (a model's parameters, an optimizer's moments and step counts). Arrays are stored as the
+archive's members; the nesting is stored as JSON in one more member, so loading never has to
+unpickle anything. Writes are atomic: a temporary file in the same folder, then a rename.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+
+from .tensor import Tensor
+
+_STRUCTURE_KEY = "__structure__"
+_FORMAT = "engine-state/1"
+
+
+def _encode(obj, arrays: list):
+    if isinstance(obj, Tensor):
+        obj = obj.data
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind not in "biufc":
+            raise TypeError(f"save: arrays of dtype {obj.dtype} are not supported (numbers and booleans only)")
+        arrays.append(obj)
+        return {"array": len(arrays) - 1}
+    if isinstance(obj, np.generic):
+        return _encode(obj.item(), arrays)
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return {"value": obj}
+    if isinstance(obj, dict):
+        bad = [k for k in obj if not isinstance(k, (str, int))]
+        if bad:
+            raise TypeError(f"save: dict keys must be str or int, got {bad[0]!r}")
+        return {"dict": [[k, _encode(v, arrays)] for k, v in obj.items()]}
+    if isinstance(obj, (list, tuple)):
+        return {"tuple" if isinstance(obj, tuple) else "list": [_encode(v, arrays) for v in obj]}
+    raise TypeError(f"save: cannot store an object of type {type(obj).__name__} (no pickle, by design)")
+
+
+def _decode(node, archive):
+    if "array" in node:
+        return Tensor._wrap(archive[f"a{node['array']}"])
+    if "value" in node:
+        return node["value"]
+    if "dict" in node:
+        return {k: _decode(v, archive) for k, v in node["dict"]}
+    if "tuple" in node:
+        return tuple(_decode(v, archive) for v in node["tuple"])
+    return [_decode(v, archive) for v in node["list"]]
+
+
+def save(obj, path) -> None:
+    """Write ``obj`` (a state dict) to ``path`` as ``.npz``; the file appears whole or not at all."""
+    arrays: list = []
+    structure = {"format": _FORMAT, "root": _encode(obj, arrays)}
+    members = {f"a{i}": a for i, a in enumerate(arrays)}
+    members[_STRUCTURE_KEY] = np.array(json.dumps(structure))
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".engine-save-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **members)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load(path):
+    """Read what :func:`save` wrote; arrays come back as Tensors. Never unpickles."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"load: no such file: {path}")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if not hasattr(archive, "files") or _STRUCTURE_KEY not in archive.files:
+                raise ValueError("it has no engine structure record")
+            structure = json.loads(str(archive[_STRUCTURE_KEY]))
+            if structure.get("format") != _FORMAT:
+                raise ValueError(f"unknown format {structure.get('format')!r}")
+            return _decode(structure["root"], archive)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, json.JSONDecodeError) as err:
+        raise ValueError(
+            f"load: {path} is not a readable engine checkpoint (.npz written by engine.save): {err}"
+        ) from None

@@ -1,0 +1,479 @@
+"""Elementwise primitives: arithmetic, exp/log, trigonometry and activations.
+
+Each docstring gives the forward formula r = f(a, b) and the local gradients ∂r/∂a, ∂r/∂b; the
+backward multiplies them by the upstream gradient g = ∂L/∂r (the chain rule). Broadcasting is
+undone centrally in :mod:`engine.autograd`, so a backward may return a gradient of the output's
+(broadcast) shape.
+"""
+
+import numpy as np
+
+from ..autograd import Function
+from .special import normal_cdf, normal_pdf
+
+# ---------------------------------------------------------------- arithmetic
+
+
+class Add(Function):
+    """r = a + b;  ∂r/∂a = 1, ∂r/∂b = 1."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a + b
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g
+
+
+class Sub(Function):
+    """r = a − b;  ∂r/∂a = 1, ∂r/∂b = −1."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a - b
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, (-g if ctx.needs_input_grad[1] else None)
+
+
+class Mul(Function):
+    """r = a·b;  ∂r/∂a = b, ∂r/∂b = a."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        return (g * b if need_a else None), (g * a if need_b else None)
+
+
+class Div(Function):
+    """r = a / b;  ∂r/∂a = 1/b, ∂r/∂b = −a/b²."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a / b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        ga = g / b if need_a else None
+        gb = -g * a / (b * b) if need_b else None
+        return ga, gb
+
+
+class Neg(Function):
+    """r = −a;  ∂r/∂a = −1."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return -a
+
+    @staticmethod
+    def backward(ctx, g):
+        return -g
+
+
+class Pow(Function):
+    """r = aᵇ (both tensors);  ∂r/∂a = b·aᵇ⁻¹, ∂r/∂b = aᵇ·ln a.
+
+    ln a exists only for a > 0; where a = 0 and b ≥ 0 the exponent's gradient is 0 (the limit
+    of aᵇ·ln a, as PyTorch does). A negative base has no real ln, so asking for the exponent's
+    gradient there is an error rather than a silent NaN.
+    """
+
+    @staticmethod
+    def forward(ctx, a, b):
+        out = np.power(a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, out = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        ga = g * b * np.power(a, b - 1) if need_a else None
+        gb = None
+        if need_b:
+            if np.any(a < 0):
+                raise ValueError(
+                    "pow: the gradient with respect to the exponent is aᵇ·ln(a), which needs a "
+                    f"base ≥ 0; the base has negative values (min {np.min(a)})"
+                )
+            positive = a > 0
+            log_a = np.log(np.where(positive, a, 1.0))
+            gb = g * np.where(positive, out * log_a, 0.0)
+        return ga, gb
+
+
+class PowScalar(Function):
+    """r = aᵖ for a constant exponent p;  ∂r/∂a = p·aᵖ⁻¹."""
+
+    @staticmethod
+    def forward(ctx, a, *, exponent):
+        ctx.save_for_backward(a)
+        ctx.exponent = exponent
+        if exponent == 2:
+            return a * a
+        return np.power(a, exponent)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        p = ctx.exponent
+        if p == 2:
+            return g * 2 * a
+        return g * p * np.power(a, p - 1)
+
+
+class RPowScalar(Function):
+    """r = cᵃ for a constant base c > 0;  ∂r/∂a = cᵃ·ln c."""
+
+    @staticmethod
+    def forward(ctx, a, *, base):
+        out = np.power(np.asarray(base, dtype=a.dtype), a)
+        ctx.save_for_backward(out)
+        ctx.log_base = np.log(base) if base > 0 else 0.0
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        return g * out * ctx.log_base
+
+
+# ---------------------------------------------------------------- exp and log
+
+
+class Exp(Function):
+    """r = eᵃ;  ∂r/∂a = eᵃ = r."""
+
+    @staticmethod
+    def forward(ctx, a):
+        out = np.exp(a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        return g * out
+
+
+class Log(Function):
+    """r = ln a;  ∂r/∂a = 1/a."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g / a
+
+
+class LogBase(Function):
+    """r = log_b(a) = ln a / ln b (both tensors);  ∂r/∂a = 1/(a·ln b), ∂r/∂b = −ln a/(b·ln² b).
+
+    (One seed drops the minus sign of ∂r/∂b: log_b(a) falls as the base grows.)
+    """
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ln_a, ln_b = np.log(a), np.log(b)
+        ctx.save_for_backward(a, b, ln_a, ln_b)
+        return ln_a / ln_b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, ln_a, ln_b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        ga = g / (a * ln_b) if need_a else None
+        gb = -g * ln_a / (b * ln_b * ln_b) if need_b else None
+        return ga, gb
+
+
+class Sqrt(Function):
+    """r = √a;  ∂r/∂a = 1/(2√a)."""
+
+    @staticmethod
+    def forward(ctx, a):
+        out = np.sqrt(a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        return g / (2 * out)
+
+
+class Abs(Function):
+    """r = |a|;  ∂r/∂a = sign(a) (0 at a = 0, as PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.abs(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * np.sign(a)
+
+
+class Sin(Function):
+    """r = sin a;  ∂r/∂a = cos a."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.sin(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * np.cos(a)
+
+
+class Cos(Function):
+    """r = cos a;  ∂r/∂a = −sin a."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.cos(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return -g * np.sin(a)
+
+
+# ---------------------------------------------------------------- activations
+
+
+def stable_sigmoid(a: np.ndarray) -> np.ndarray:
+    """σ(a) = 1/(1 + e⁻ᵃ) without overflow: only e^(−|a|) ≤ 1 is ever formed."""
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(a.dtype, copy=False)
+
+
+class Sigmoid(Function):
+    """r = σ(a) = 1/(1 + e⁻ᵃ);  ∂r/∂a = σ(a)(1 − σ(a)). Finite for a = ±1000."""
+
+    @staticmethod
+    def forward(ctx, a):
+        out = stable_sigmoid(a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        return g * out * (1 - out)
+
+
+class Tanh(Function):
+    """r = tanh a = (e²ᵃ − 1)/(e²ᵃ + 1);  ∂r/∂a = 1 − tanh² a."""
+
+    @staticmethod
+    def forward(ctx, a):
+        out = np.tanh(a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        return g * (1 - out * out)
+
+
+class Relu(Function):
+    """r = max(0, a);  ∂r/∂a = 1 if a > 0 else 0."""
+
+    @staticmethod
+    def forward(ctx, a):
+        out = np.maximum(a, 0)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        return g * (out > 0)
+
+
+class LeakyRelu(Function):
+    """r = a if a > 0 else α·a;  ∂r/∂a = 1 if a > 0 else α."""
+
+    @staticmethod
+    def forward(ctx, a, *, negative_slope):
+        ctx.save_for_backward(a)
+        ctx.slope = negative_slope
+        return np.where(a > 0, a, a * negative_slope)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return np.where(a > 0, g, g * ctx.slope)
+
+
+class Elu(Function):
+    """r = a if a > 0 else α(eᵃ − 1);  ∂r/∂a = 1 if a > 0 else α·eᵃ."""
+
+    @staticmethod
+    def forward(ctx, a, *, alpha):
+        neg = alpha * np.expm1(np.minimum(a, 0))
+        ctx.save_for_backward(a, neg)
+        ctx.alpha = alpha
+        return np.where(a > 0, a, neg)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, neg = ctx.saved_tensors
+        return np.where(a > 0, g, g * (neg + ctx.alpha))
+
+
+class Softplus(Function):
+    """r = (1/β)·ln(1 + e^(βa));  ∂r/∂a = σ(βa).
+
+    Computed as max(a, 0) + ln(1 + e^(−β|a|))/β, which never overflows (finite at ±1000).
+    """
+
+    @staticmethod
+    def forward(ctx, a, *, beta):
+        ctx.save_for_backward(a)
+        ctx.beta = beta
+        return np.maximum(a, 0) + np.log1p(np.exp(-beta * np.abs(a))) / beta
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * stable_sigmoid(ctx.beta * a)
+
+
+class Silu(Function):
+    """r = a·σ(a) (Swish);  ∂r/∂a = σ(a)·(1 + a(1 − σ(a)))."""
+
+    @staticmethod
+    def forward(ctx, a):
+        s = stable_sigmoid(a)
+        ctx.save_for_backward(a, s)
+        return a * s
+
+    @staticmethod
+    def backward(ctx, g):
+        a, s = ctx.saved_tensors
+        return g * s * (1 + a * (1 - s))
+
+
+_SQRT_2_OVER_PI = np.sqrt(2.0 / np.pi)
+_GELU_CUBIC = 0.044715
+
+
+class Gelu(Function):
+    """Exact: r = a·Φ(a);  ∂r/∂a = Φ(a) + a·φ(a), with Φ, φ the standard normal CDF and PDF.
+
+    approximate='tanh': r = ½a(1 + tanh u), u = √(2/π)(a + 0.044715a³);
+    ∂r/∂a = ½(1 + tanh u) + ½a(1 − tanh² u)·√(2/π)(1 + 3·0.044715a²).
+    """
+
+    @staticmethod
+    def forward(ctx, a, *, approximate):
+        ctx.save_for_backward(a)
+        ctx.approximate = approximate
+        if approximate == "tanh":
+            t = np.tanh(_SQRT_2_OVER_PI * (a + _GELU_CUBIC * a**3))
+            ctx.t = t
+            return 0.5 * a * (1 + t)
+        cdf = normal_cdf(a)
+        ctx.cdf = cdf
+        return (a * cdf).astype(a.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        if ctx.approximate == "tanh":
+            t = ctx.t
+            du = _SQRT_2_OVER_PI * (1 + 3 * _GELU_CUBIC * a * a)
+            return g * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * du)
+        return g * (ctx.cdf + a * normal_pdf(a)).astype(a.dtype, copy=False)
+
+
+class Clamp(Function):
+    """r = min(max(a, lo), hi);  ∂r/∂a = 1 if lo ≤ a ≤ hi else 0."""
+
+    @staticmethod
+    def forward(ctx, a, *, lo, hi):
+        ctx.save_for_backward(a)
+        ctx.lo, ctx.hi = lo, hi
+        return np.clip(a, lo, hi)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        inside = np.ones(a.shape, dtype=bool)
+        if ctx.lo is not None:
+            inside &= a >= ctx.lo
+        if ctx.hi is not None:
+            inside &= a <= ctx.hi
+        return g * inside
+
+
+class Maximum(Function):
+    """r = max(a, b);  the gradient goes to the larger input, split in half on ties (as PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return np.maximum(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        share_a = (a > b) + 0.5 * (a == b)
+        return g * share_a, g * (1 - share_a)
+
+
+class Minimum(Function):
+    """r = min(a, b);  the gradient goes to the smaller input, split in half on ties."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return np.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        share_a = (a < b) + 0.5 * (a == b)
+        return g * share_a, g * (1 - share_a)
+
+
+class Where(Function):
+    """r = a where cond else b;  ∂r/∂a = cond, ∂r/∂b = not cond (cond is a constant mask)."""
+
+    @staticmethod
+    def forward(ctx, a, b, *, cond):
+        ctx.cond = cond
+        return np.where(cond, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        need_a, need_b = ctx.needs_input_grad
+        zero = np.zeros((), dtype=g.dtype)
+        ga = np.where(ctx.cond, g, zero) if need_a else None
+        gb = np.where(ctx.cond, zero, g) if need_b else None
+        return ga, gb

@@ -1,0 +1,71 @@
+"""Matrix products: ``matmul`` (batched, broadcast) and the fused dense layer ``linear``."""
+
+import numpy as np
+
+from ..autograd import Function
+
+
+def _swap(x):
+    return np.swapaxes(x, -1, -2)
+
+
+class MatMul(Function):
+    """r = a @ b;  ∂L/∂a = g @ bᵀ, ∂L/∂b = aᵀ @ g (batch axes broadcast like NumPy's matmul).
+
+    A 1-D operand is treated as a row (left) or column (right) vector, as ``np.matmul`` does; the
+    broadcast batch axes are summed back centrally.
+    """
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        a2 = a[None, :] if a.ndim == 1 else a
+        b2 = b[:, None] if b.ndim == 1 else b
+        if a.ndim == 1:
+            g = np.expand_dims(g, -2)
+        if b.ndim == 1:
+            g = np.expand_dims(g, -1)
+        ga = gb = None
+        if need_a:
+            ga = g @ _swap(b2)
+            ga = ga[..., 0, :] if a.ndim == 1 else ga
+        if need_b:
+            if b2.ndim == 2 and a2.ndim > 2:  # a shared matrix: one product over the whole batch
+                gb = a2.reshape(-1, a2.shape[-1]).T @ g.reshape(-1, g.shape[-1])
+            else:
+                gb = _swap(a2) @ g
+            gb = gb[..., :, 0] if b.ndim == 1 else gb
+        return ga, gb
+
+
+class Linear(Function):
+    """r = x Wᵀ + b (W is out × in, as PyTorch);  ∂L/∂x = g W, ∂L/∂W = gᵀ x, ∂L/∂b = Σ g.
+
+    One node instead of three (transpose, matmul, add): the dense layer is the hot path of every
+    MLP, so its batch axes are flattened into one matrix product each way.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None):
+        ctx.save_for_backward(x, weight)
+        out = x @ weight.T
+        if bias is not None:
+            out += bias
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        g2 = g.reshape(-1, g.shape[-1])
+        gx = (g @ weight) if needs[0] else None
+        gw = (g2.T @ x.reshape(-1, x.shape[-1])) if needs[1] else None
+        if len(needs) == 3:
+            return gx, gw, (g2.sum(axis=0) if needs[2] else None)
+        return gx, gw

@@ -1,0 +1,127 @@
+"""Movement primitives: they rearrange, select or copy elements without changing their values.
+
+Their gradients route each upstream element back to where it came from: a reshape reshapes back,
+a permutation applies the inverse permutation, an index scatters (adding where an index repeats),
+a concatenation splits, an expansion sums over the copies.
+"""
+
+import numpy as np
+
+from ..autograd import Function
+
+
+class Reshape(Function):
+    """r = a viewed with a new shape;  the gradient is g reshaped to a's shape."""
+
+    @staticmethod
+    def forward(ctx, a, *, shape):
+        ctx.shape = a.shape
+        return a.reshape(shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.shape)
+
+
+class Permute(Function):
+    """r = a with its axes reordered by ``dims``;  the gradient applies the inverse order."""
+
+    @staticmethod
+    def forward(ctx, a, *, dims):
+        ctx.inverse = tuple(np.argsort(dims))
+        return np.transpose(a, dims)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.transpose(g, ctx.inverse)
+
+
+class Expand(Function):
+    """r = a broadcast to ``shape`` (no copy);  the gradient sums over the copies (done centrally)."""
+
+    @staticmethod
+    def forward(ctx, a, *, shape):
+        return np.broadcast_to(a, shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class Index(Function):
+    """r = a[index];  the gradient is scattered back: zeros with g added at ``index``.
+
+    Basic slices select each element at most once, so assignment suffices; integer-array indices
+    may repeat, and ``np.add.at`` adds every repetition's gradient (a repeated row gets the sum).
+    """
+
+    @staticmethod
+    def forward(ctx, a, *, index):
+        ctx.shape, ctx.dtype, ctx.index = a.shape, a.dtype, index
+        ctx.advanced = _is_advanced(index)
+        return a[index]
+
+    @staticmethod
+    def backward(ctx, g):
+        grad = np.zeros(ctx.shape, dtype=g.dtype)
+        if ctx.advanced:
+            np.add.at(grad, ctx.index, g)
+        else:
+            grad[ctx.index] = g
+        return grad
+
+
+def _is_advanced(index) -> bool:
+    """True when ``index`` holds an integer array, whose entries may repeat (boolean masks cannot)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return any(
+        isinstance(p, (list, np.ndarray)) and np.asarray(p).dtype != bool for p in parts
+    )
+
+
+class Cat(Function):
+    """r = [a₁, a₂, …] joined along ``dim``;  the gradient is g split at the same boundaries."""
+
+    @staticmethod
+    def forward(ctx, *arrays, dim):
+        ctx.dim = dim
+        ctx.bounds = np.cumsum([x.shape[dim] for x in arrays])[:-1]
+        return np.concatenate(arrays, axis=dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return tuple(np.split(g, ctx.bounds, axis=ctx.dim))
+
+
+class Pad(Function):
+    """r = a surrounded by a constant;  the gradient is g with the padding cut away.
+
+    ``widths`` is NumPy's per-axis ((before, after), ...) form; negative widths crop.
+    """
+
+    @staticmethod
+    def forward(ctx, a, *, widths, value):
+        crop = tuple(slice(max(-lo, 0), a.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(widths))
+        grow = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+        ctx.shape, ctx.crop = a.shape, crop
+        ctx.inner = tuple(slice(lo, lo + (c.stop - c.start)) for (lo, _), c in zip(grow, crop))
+        return np.pad(a[crop], grow, mode="constant", constant_values=value)
+
+    @staticmethod
+    def backward(ctx, g):
+        grad = np.zeros(ctx.shape, dtype=g.dtype)
+        grad[ctx.crop] = g[ctx.inner]
+        return grad
+
+
+class Flip(Function):
+    """r = a reversed along ``dims``;  the gradient is g reversed the same way."""
+
+    @staticmethod
+    def forward(ctx, a, *, dims):
+        ctx.dims = dims
+        return np.flip(a, axis=dims)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.flip(g, axis=ctx.dims)

@@ -1,0 +1,219 @@
+"""Reductions: sum, mean, max/min, prod, var, and the fused, stable logsumexp/softmax family.
+
+A reduction's backward spreads the upstream gradient back over the reduced axes; ``_expand``
+restores the reduced axes (as length 1) so that NumPy broadcasting does the spreading.
+"""
+
+import numpy as np
+
+from ..autograd import Function
+
+
+def normalize_dims(dim, ndim: int, op: str) -> tuple:
+    """``dim`` (None, int or sequence, negatives allowed) as a sorted tuple of axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    out = []
+    for d in dims:
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise IndexError(
+                f"{op}: dim {d} is out of range for a tensor with {ndim} dimension(s) "
+                f"(valid: {-max(ndim, 1)} to {max(ndim, 1) - 1})"
+            )
+        out.append(d % ndim if ndim else 0)
+    return tuple(sorted(set(out))) if ndim else ()
+
+
+def _expand(grad, axes, keepdim):
+    """Give ``grad`` back the reduced ``axes`` as length-1 axes (a no-op when keepdim)."""
+    return grad if keepdim or not axes else np.expand_dims(grad, axes)
+
+
+class Sum(Function):
+    """r = Σ a over ``axes``;  ∂r/∂aᵢ = 1, so the gradient is g broadcast back."""
+
+    @staticmethod
+    def forward(ctx, a, *, axes, keepdim):
+        ctx.shape, ctx.axes, ctx.keepdim = a.shape, axes, keepdim
+        return np.sum(a, axis=axes, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.broadcast_to(_expand(g, ctx.axes, ctx.keepdim), ctx.shape)
+
+
+class Mean(Function):
+    """r = (1/n) Σ a over ``axes``;  ∂r/∂aᵢ = 1/n."""
+
+    @staticmethod
+    def forward(ctx, a, *, axes, keepdim):
+        ctx.shape, ctx.axes, ctx.keepdim = a.shape, axes, keepdim
+        ctx.count = int(np.prod([a.shape[i] for i in axes])) if axes else 1
+        return np.mean(a, axis=axes, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        g = _expand(g, ctx.axes, ctx.keepdim) / ctx.count
+        return np.broadcast_to(g, ctx.shape)
+
+
+class Var(Function):
+    """r = Σ(a − ā)² / (n − c) over ``axes`` (c = correction, 1 = unbiased);  ∂r/∂aᵢ = 2(aᵢ − ā)/(n − c)."""
+
+    @staticmethod
+    def forward(ctx, a, *, axes, keepdim, correction):
+        count = int(np.prod([a.shape[i] for i in axes])) if axes else 1
+        if count - correction <= 0:
+            raise ValueError(
+                f"var: {count} element(s) with correction={correction} leaves no degrees of "
+                "freedom; use correction=0 or reduce over more elements"
+            )
+        centred = a - a.mean(axis=axes, keepdims=True)
+        ctx.save_for_backward(centred)
+        ctx.axes, ctx.keepdim, ctx.denominator = axes, keepdim, count - correction
+        return np.sum(centred * centred, axis=axes, keepdims=keepdim) / ctx.denominator
+
+    @staticmethod
+    def backward(ctx, g):
+        (centred,) = ctx.saved_tensors
+        return _expand(g, ctx.axes, ctx.keepdim) * (2.0 / ctx.denominator) * centred
+
+
+class Amax(Function):
+    """r = max a over ``axes``;  the gradient is split evenly among the maximal elements."""
+
+    @staticmethod
+    def forward(ctx, a, *, axes, keepdim, use_min=False):
+        out = (np.min if use_min else np.max)(a, axis=axes, keepdims=True)
+        mask = a == out
+        ctx.save_for_backward(mask / mask.sum(axis=axes, keepdims=True))
+        ctx.axes, ctx.keepdim = axes, keepdim
+        return out if keepdim else np.squeeze(out, axis=axes)
+
+    @staticmethod
+    def backward(ctx, g):
+        (share,) = ctx.saved_tensors
+        return _expand(g, ctx.axes, ctx.keepdim) * share
+
+
+class MaxAlongDim(Function):
+    """values = max a along ``dim`` with its argmax; the gradient goes to that one index."""
+
+    @staticmethod
+    def forward(ctx, a, *, dim, keepdim, use_min=False):
+        index = (np.argmin if use_min else np.argmax)(a, axis=dim)
+        index_k = np.expand_dims(index, dim)
+        values = np.take_along_axis(a, index_k, axis=dim)
+        ctx.shape, ctx.dim, ctx.keepdim, ctx.index_k = a.shape, dim, keepdim, index_k
+        ctx.indices = index_k if keepdim else index
+        return values if keepdim else np.squeeze(values, axis=dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        grad = np.zeros(ctx.shape, dtype=g.dtype)
+        g = g if ctx.keepdim else np.expand_dims(g, ctx.dim)
+        np.put_along_axis(grad, ctx.index_k, g, axis=ctx.dim)
+        return grad
+
+
+class Prod(Function):
+    """r = Π a over ``axes``;  ∂r/∂aᵢ = Π_{j≠i} aⱼ (computed without dividing, so zeros are fine)."""
+
+    @staticmethod
+    def forward(ctx, a, *, dim, keepdim):
+        ctx.save_for_backward(a)
+        ctx.dim, ctx.keepdim = dim, keepdim
+        return np.prod(a, axis=dim, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        dim = ctx.dim
+        flat = dim is None
+        x = a.reshape(-1) if flat else a
+        axis = 0 if flat else dim
+        n = x.shape[axis]
+        ones_shape = list(x.shape)
+        ones_shape[axis] = 1
+        ones = np.ones(ones_shape, dtype=x.dtype)
+        # products of everything before and after each element along the axis
+        before = np.concatenate([ones, np.cumprod(x, axis=axis)], axis=axis)
+        rev = np.flip(x, axis=axis)
+        after = np.flip(np.concatenate([ones, np.cumprod(rev, axis=axis)], axis=axis), axis=axis)
+        others = np.take(before, range(n), axis=axis) * np.take(after, range(1, n + 1), axis=axis)
+        if flat:
+            return (g * others).reshape(a.shape)
+        g = g if ctx.keepdim else np.expand_dims(g, dim)
+        return g * others
+
+
+# ---------------------------------------------------------------- fused, numerically stable
+
+
+def stable_logsumexp(a: np.ndarray, axis, keepdims: bool = True) -> np.ndarray:
+    """log Σ exp(a) = m + log Σ exp(a − m) with m = max a, so exp never overflows."""
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)  # all −inf along the axis: keep −inf, avoid inf − inf
+    out = m + np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True))
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def stable_log_softmax(a: np.ndarray, axis: int) -> np.ndarray:
+    """log softmax(a) = a − logsumexp(a)."""
+    return a - stable_logsumexp(a, axis)
+
+
+def stable_softmax(a: np.ndarray, axis: int) -> np.ndarray:
+    """softmax(a)ᵢ = exp(aᵢ − m) / Σⱼ exp(aⱼ − m) with m = max a."""
+    e = np.exp(a - np.max(a, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+class LogSumExp(Function):
+    """r = log Σᵢ exp(aᵢ) along ``dim``;  ∂r/∂aᵢ = softmax(a)ᵢ."""
+
+    @staticmethod
+    def forward(ctx, a, *, dim, keepdim):
+        out = stable_logsumexp(a, dim, keepdims=True)
+        ctx.save_for_backward(a, out)
+        ctx.dim, ctx.keepdim = dim, keepdim
+        return out if keepdim else np.squeeze(out, axis=dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        g = _expand(g, ctx.dim, ctx.keepdim)
+        return g * np.exp(a - out)
+
+
+class Softmax(Function):
+    """rᵢ = exp(aᵢ)/Σⱼ exp(aⱼ) along ``dim``;  vector-Jacobian product: ∂L/∂a = r ⊙ (g − Σⱼ gⱼrⱼ)."""
+
+    @staticmethod
+    def forward(ctx, a, *, dim):
+        out = stable_softmax(a, dim)
+        ctx.save_for_backward(out)
+        ctx.dim = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (r,) = ctx.saved_tensors
+        return r * (g - np.sum(g * r, axis=ctx.dim, keepdims=True))
+
+
+class LogSoftmax(Function):
+    """rᵢ = aᵢ − log Σⱼ exp(aⱼ);  ∂L/∂a = g − softmax(a)·Σⱼ gⱼ."""
+
+    @staticmethod
+    def forward(ctx, a, *, dim):
+        out = stable_log_softmax(a, dim)
+        ctx.save_for_backward(out)
+        ctx.dim = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        return g - np.exp(out) * np.sum(g, axis=ctx.dim, keepdims=True)
