@@ -1,0 +1,67 @@
+# The course's commands. Everything runs inside ./.venv, created on first use.
+#
+#   make run     serve every notebook and cheat sheet (marimo gallery) on http://127.0.0.1:2718
+#   make edit    open the notebooks in marimo's editor (NB=notebooks/01_activations.py for one)
+#   make test    install the test tools into .venv and run every test
+#   make bench   engine vs NumPy vs PyTorch timings
+#   make check   marimo's linter, strict, over every notebook and cheat sheet
+#
+# torch is never installed here: it is the test oracle, installed by .ci/run (or by hand with
+# `.venv/bin/pip install torch==2.13.0`); without it the oracle tests skip with a reason.
+
+PYTHON ?= python3
+VENV   ?= .venv
+HOST   ?= 127.0.0.1
+PORT   ?= 2718
+NB     ?=
+PYTEST_ARGS ?=
+
+BIN := $(VENV)/bin
+# Stamps: reinstall only when pyproject.toml changes.
+INSTALLED      := $(VENV)/.installed
+TEST_INSTALLED := $(VENV)/.installed-test
+NOTEBOOK_DIRS  := notebooks cheatsheets
+
+.PHONY: help venv install run edit test test-tools bench check clean
+
+help:
+	@sed -n 's/^#   //p' Makefile
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+venv: $(BIN)/python
+
+$(INSTALLED): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -e .
+	@touch $@
+
+install: $(INSTALLED)
+
+run: install
+	@echo "Serving the course at http://$(HOST):$(PORT)  (Ctrl-C to stop)"
+	$(BIN)/marimo run $(NOTEBOOK_DIRS) --host $(HOST) --port $(PORT) --headless --no-token --no-sandbox
+
+edit: install
+	$(BIN)/marimo edit $(NB) --host $(HOST) --port $(PORT) --no-sandbox
+
+$(TEST_INSTALLED): pyproject.toml $(INSTALLED)
+	$(BIN)/pip install -e '.[test]'
+	@touch $@
+
+test-tools: $(TEST_INSTALLED)
+
+# pytest exits with 5 when it collects no test; that is not a failure of the repository.
+test: test-tools
+	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest: no tests collected"; exit 0; fi; exit $$status
+
+bench: install
+	$(BIN)/python -m benchmarks.run
+
+check: install
+	$(BIN)/marimo check --strict $(NOTEBOOK_DIRS)
+
+# Caches and build output only; `rm -rf .venv` by hand to start from scratch.
+clean:
+	rm -rf .pytest_cache .hypothesis build *.egg-info

@@ -1,0 +1,211 @@
+"""Benchmark runner: the engine against hand-written NumPy and PyTorch (CPU, 2 threads).
+
+Run ``make bench`` (or ``python -m benchmarks.run [--filter TEXT] [--repeat N]``). It prints one
+table, ``case | engine ms | numpy ms | torch ms | engine/numpy | engine/torch``; a ratio below 1
+means the engine is faster. Benchmarks are not tests: nothing here asserts a time.
+
+Protocol for adding a benchmark
+-------------------------------
+Create ``benchmarks/bench_<topic>.py`` with a module-level list ``CASES``. Each case is any object
+with these attributes (``benchmarks.run.Case`` is a ready-made dataclass):
+
+- ``name``: short label for the table row, e.g. ``"mlp 784-256-10 b128 SGD step"``;
+- ``engine``, ``numpy``, ``torch``: zero-argument *setup* functions, or ``None`` when that column
+  does not apply. The runner calls each setup once (untimed); it builds data, model and optimizer
+  and returns the zero-argument function that does one unit of work (e.g. one training step),
+  which the runner times. Import ``torch`` inside the torch setup, never at module level, so the
+  module loads without torch (the column then reads ``n/a``).
+
+All three setups of a case should build the same problem from the same seed, so the columns
+compare like with like. Keep one call in the millisecond range; the runner repeats it.
+
+Measurement
+-----------
+- Threads: PyTorch gets ``torch.set_num_threads(2)``; NumPy's BLAS gets 2 threads too
+  (``OMP/OPENBLAS/MKL_NUM_THREADS``, set before NumPy is imported unless already set).
+- Each function is called ``--warmup`` times, then its inner loop count ``n`` is doubled until one
+  sample of ``n`` calls lasts at least ``--min-time`` seconds. Then ``--repeat`` samples are taken,
+  round-robin across the columns of a case (so a slow moment of a shared machine hits all of
+  them), and the table shows the median time per call, measured with ``time.perf_counter``.
+"""
+
+from __future__ import annotations
+
+import os
+
+THREADS = 2
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, str(THREADS))
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import importlib.util  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+COLUMNS = ("engine", "numpy", "torch")
+
+
+@dataclass
+class Case:
+    """One benchmark row; each column is a setup function returning the callable to time."""
+
+    name: str
+    engine: Callable[[], Callable[[], object]] | None = None
+    numpy: Callable[[], Callable[[], object]] | None = None
+    torch: Callable[[], Callable[[], object]] | None = None
+
+
+@dataclass
+class Result:
+    seconds: float | None = None  # median seconds per call
+    note: str = ""  # why there is no time ("n/a", "torch missing", "error")
+
+
+def discover(directory: Path = HERE) -> list[tuple[str, object]]:
+    """(module name, case) for every case of every ``bench_*.py`` in ``directory``, sorted."""
+    cases = []
+    for path in sorted(Path(directory).glob("bench_*.py")):
+        if Path(directory).resolve() == HERE:
+            module = importlib.import_module(f"benchmarks.{path.stem}")
+        else:
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        if not hasattr(module, "CASES"):
+            raise AttributeError(f"{path.name} defines no CASES list (see benchmarks/run.py)")
+        cases.extend((path.stem, case) for case in module.CASES)
+    return cases
+
+
+def _sample(fn: Callable[[], object], number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return time.perf_counter() - start
+
+
+def calibrate(fn: Callable[[], object], min_time: float, warmup: int) -> int:
+    """Calls per sample so that one sample lasts at least ``min_time`` seconds."""
+    for _ in range(warmup):
+        fn()
+    number = 1
+    while _sample(fn, number) < min_time and number < 1 << 20:
+        number *= 2
+    return number
+
+
+def _configure_torch() -> str:
+    try:
+        import torch
+    except ImportError:
+        return "not installed"
+    torch.set_num_threads(THREADS)
+    return f"{torch.__version__} ({torch.get_num_threads()} threads)"
+
+
+def measure_case(case, repeat: int, min_time: float, warmup: int, errors: list[str]) -> dict[str, Result]:
+    """Median seconds per call of each column of ``case``."""
+    results = {column: Result(note="n/a") for column in COLUMNS}
+    runners: dict[str, tuple[Callable[[], object], int]] = {}
+    for column in COLUMNS:
+        setup = getattr(case, column, None)
+        if setup is None:
+            continue
+        try:
+            fn = setup()
+            runners[column] = (fn, calibrate(fn, min_time, warmup))
+        except ImportError as error:
+            results[column] = Result(note=f"{getattr(error, 'name', None) or 'module'} missing")
+        except Exception:  # one broken column must not hide the others
+            results[column] = Result(note="error")
+            errors.append(f"{case.name} [{column}]:\n{traceback.format_exc()}")
+    samples: dict[str, list[float]] = {column: [] for column in runners}
+    for _ in range(repeat):
+        for column, (fn, number) in runners.items():
+            samples[column].append(_sample(fn, number) / number)
+    for column, values in samples.items():
+        results[column] = Result(seconds=statistics.median(values))
+    return results
+
+
+def _ms(result: Result) -> str:
+    return f"{result.seconds * 1e3:.3f}" if result.seconds is not None else result.note
+
+
+def _ratio(a: Result, b: Result) -> str:
+    return f"{a.seconds / b.seconds:.2f}x" if a.seconds and b.seconds else "-"
+
+
+def format_table(rows: list[tuple[str, dict[str, Result]]]) -> str:
+    """A Markdown table, one row per case."""
+    header = ("case", "engine ms", "numpy ms", "torch ms", "engine/numpy", "engine/torch")
+    body = [
+        (
+            name,
+            _ms(r["engine"]),
+            _ms(r["numpy"]),
+            _ms(r["torch"]),
+            _ratio(r["engine"], r["numpy"]),
+            _ratio(r["engine"], r["torch"]),
+        )
+        for name, r in rows
+    ]
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+
+    def line(cells):
+        return "| " + " | ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths))
+        ) + " |"
+
+    rule = "|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|"
+    return "\n".join([line(header), rule, *(line(row) for row in body)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n")[0])
+    parser.add_argument("--filter", default="", help="run only cases whose name contains this text")
+    parser.add_argument("--repeat", type=int, default=7, help="timed samples per column (median)")
+    parser.add_argument("--min-time", type=float, default=0.05, help="seconds per sample, at least")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")
+    parser.add_argument("--dir", type=Path, default=HERE, help="where the bench_*.py modules are")
+    args = parser.parse_args(argv)
+
+    import numpy
+
+    torch_status = _configure_torch()
+    cases = [(module, case) for module, case in discover(args.dir) if args.filter in case.name]
+    clock = time.get_clock_info("perf_counter")
+    print(
+        f"python {platform.python_version()} | numpy {numpy.__version__} | torch {torch_status} | "
+        f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS')} | {os.cpu_count()} CPUs\n"
+        f"median of {args.repeat} samples of >= {args.min_time * 1e3:.0f} ms each, "
+        f"after {args.warmup} warm-up calls; perf_counter resolution {clock.resolution:.0e} s"
+    )
+    if not cases:
+        print(f"no benchmark cases found (bench_*.py with CASES in {args.dir})")
+        return 0
+
+    errors: list[str] = []
+    rows = []
+    for module, case in cases:
+        print(f"  {module}: {case.name} ...", file=sys.stderr, flush=True)
+        rows.append((case.name, measure_case(case, args.repeat, args.min_time, args.warmup, errors)))
+    print()
+    print(format_table(rows))
+    print("\nratios: engine time / other time (below 1.00x: the engine is faster)")
+    for error in errors:
+        print(f"\nERROR in {error}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Shared pytest setup.
+
+- Markers (declared in pyproject.toml): a test marked ``oracle`` needs torch and one marked
+  ``browser`` needs Chromium + Playwright; both are checked before the test runs and skip it with
+  the reason, or fail it under ``REQUIRE_ORACLE=1`` / ``REQUIRE_BROWSER=1`` (see tests/oracle.py).
+- Fixtures ``torch`` (the module) and ``chromium`` (the executable's path) do the same.
+- Hypothesis runs without its per-example deadline: the machine is shared and tests never assert
+  times.
+- The end of the run says which optional tools were present, so a skip is never silent.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))  # `from oracle import ...` from any test file
+
+from oracle import browser_available, require_browser, require_torch, torch_available  # noqa: E402
+
+try:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "course", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+    )
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "course"))
+except ImportError:  # hypothesis is a test extra; tests that use it import it themselves
+    pass
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("oracle"):
+        require_torch()
+    if item.get_closest_marker("browser"):
+        require_browser()
+
+
+@pytest.fixture
+def torch():
+    """The torch module (skips, or fails under REQUIRE_ORACLE=1, without it)."""
+    return require_torch()
+
+
+@pytest.fixture
+def chromium() -> str:
+    """Path to a working Chromium (skips, or fails under REQUIRE_BROWSER=1, without it)."""
+    return require_browser()
+
+
+def pytest_report_header(config):
+    import numpy
+
+    lines = [f"numpy {numpy.__version__}"]
+    if torch_available():
+        import torch
+
+        lines.append(f"oracle: torch {torch.__version__}")
+    else:
+        lines.append("oracle: torch not installed -> oracle tests will be skipped")
+    lines.append("browser: " + ("chromium + playwright found" if browser_available()
+                                else "unavailable -> browser tests will be skipped"))
+    for variable in ("REQUIRE_ORACLE", "REQUIRE_BROWSER"):
+        if os.environ.get(variable):
+            lines.append(f"{variable}={os.environ[variable]}")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter):
+    skipped = terminalreporter.stats.get("skipped", [])
+    tools = {"oracle (torch)": "torch not installed", "browser": "browser test skipped"}
+    for tool, phrase in tools.items():
+        count = sum(phrase in str(getattr(report, "longrepr", "")) for report in skipped)
+        if count:
+            terminalreporter.write_line(
+                f"{count} {tool} test(s) skipped; `bash .ci/run` installs the tools and runs them.",
+                yellow=True,
+            )

@@ -1,0 +1,214 @@
+"""The repository's promises: dependencies, a NumPy-only `engine`, `make run`, CI, benchmarks."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import tomllib
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+RUNTIME_DEPENDENCIES = {"marimo==0.25.2", "numpy", "matplotlib", "altair"}
+
+
+# ----------------------------------------------------------------------------- pyproject.toml
+def test_runtime_dependencies_are_exactly_the_four():
+    dependencies = PYPROJECT["project"]["dependencies"]
+    assert sorted(dependencies) == sorted(RUNTIME_DEPENDENCIES)
+    assert len(dependencies) == len(set(dependencies))
+
+
+def test_python_version_and_import_package():
+    assert PYPROJECT["project"]["requires-python"] == ">=3.11"
+    find = PYPROJECT["tool"]["setuptools"]["packages"]["find"]
+    assert find["include"] == ["engine", "engine.*"]
+
+
+def test_torch_is_only_a_test_oracle_never_a_requirement():
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert {"pytest", "hypothesis", "playwright"} <= set(extras["test"])
+    every_requirement = PYPROJECT["project"]["dependencies"] + [r for e in extras.values() for r in e]
+    assert not [r for r in every_requirement if r.lower().startswith("torch")]
+
+
+def test_marimo_finds_engine_and_pytest_knows_the_markers():
+    assert PYPROJECT["tool"]["marimo"]["runtime"]["pythonpath"] == ["."]
+    pytest_options = PYPROJECT["tool"]["pytest"]["ini_options"]
+    assert pytest_options["testpaths"] == ["tests"]
+    declared = {marker.split(":")[0] for marker in pytest_options["markers"]}
+    assert {"oracle", "browser", "slow"} <= declared
+
+
+# ----------------------------------------------------------------------------- import engine
+IMPORT_PROBE = textwrap.dedent(
+    """
+    import importlib, importlib.abc, json, pkgutil, sys
+
+    FORBIDDEN = {"marimo", "matplotlib", "altair", "torch", "pandas", "scipy", "PIL", "pytest",
+                 "hypothesis", "playwright"}
+    attempts = []
+
+    class Refuse(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in FORBIDDEN:
+                attempts.append(name)
+                raise ImportError(f"blocked by the test: {name}")
+            return None
+
+    before = set(sys.modules)
+    sys.meta_path.insert(0, Refuse())
+    import engine
+    modules = ["engine"]
+    for info in pkgutil.walk_packages(engine.__path__, "engine."):
+        importlib.import_module(info.name)
+        modules.append(info.name)
+    loaded = {name.split(".")[0] for name in set(sys.modules) - before}
+    third_party = sorted(loaded - set(sys.stdlib_module_names) - {"engine", "numpy", "cython_runtime"}
+                         - {n for n in loaded if n.startswith("_")})
+    print(json.dumps({"attempts": attempts, "third_party": third_party, "modules": modules}))
+    """
+)
+
+
+def test_import_engine_needs_only_numpy():
+    """`import engine` and every engine submodule load with plotting, marimo and torch blocked."""
+    import json
+
+    result = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["attempts"] == [], f"importing engine tried to import {report['attempts']}"
+    assert report["third_party"] == [], f"importing engine loaded {report['third_party']}"
+    expected = {f"engine.{p.stem}" for p in (ROOT / "engine").glob("*.py") if p.stem != "__init__"}
+    assert expected <= set(report["modules"]), "some engine modules were not imported"
+
+
+# ----------------------------------------------------------------------------- make run
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _make_dry_run(target: str, *variables: str) -> str:
+    result = subprocess.run(
+        ["make", "-n", target, f"VENV={sys.prefix}", *variables],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_make_targets_exist():
+    for target in ("run", "edit", "test", "bench", "check", "install"):
+        _make_dry_run(target)
+    assert "benchmarks.run" in _make_dry_run("bench")
+    assert "pytest" in _make_dry_run("test")
+
+
+@pytest.mark.slow
+def test_make_run_serves_the_gallery_on_localhost_only():
+    port = _free_port()
+    command = next(
+        line for line in _make_dry_run("run", f"PORT={port}").splitlines() if "marimo run" in line
+    )
+    assert "notebooks cheatsheets" in command and "--host 127.0.0.1" in command
+    server = subprocess.Popen(
+        shlex.split(command), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert server.poll() is None, server.stdout.read().decode(errors="replace")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+                    assert response.status == 200
+                    assert "marimo" in response.read().decode(errors="replace").lower()
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "marimo run did not answer within 90 s"
+                time.sleep(0.5)
+        psutil = pytest.importorskip("psutil")
+        listening = {
+            c.laddr.ip for c in psutil.Process(server.pid).net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN
+        }
+        assert listening == {"127.0.0.1"}, f"marimo listens on {listening}"
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+# ----------------------------------------------------------------------------- CI script
+def test_ci_script_requires_every_tool():
+    script = ROOT / ".ci" / "run"
+    assert os.access(script, os.X_OK), ".ci/run must be executable"
+    subprocess.run(["bash", "-n", str(script)], check=True, timeout=30)
+    text = script.read_text(encoding="utf-8")
+    assert "set -euo pipefail" in text
+    assert "pip install torch==2.13.0" in text
+    assert "apt-get install -y" in text and "chromium" in text
+    assert "REQUIRE_ORACLE=1 REQUIRE_BROWSER=1 make test" in text
+
+
+# ----------------------------------------------------------------------------- benchmarks
+BENCH_MODULE = textwrap.dedent(
+    """
+    import time
+    from benchmarks.run import Case
+
+    def sleeper(seconds):
+        return lambda: (lambda: time.sleep(seconds))
+
+    def broken():
+        raise RuntimeError("setup failed on purpose")
+
+    CASES = [
+        Case("fast engine", engine=sleeper(0.001), numpy=sleeper(0.004)),
+        Case("broken column", engine=broken, numpy=sleeper(0.001)),
+    ]
+    """
+)
+
+
+def test_benchmark_runner_times_every_column_and_reports_errors(tmp_path):
+    from benchmarks import run
+
+    (tmp_path / "bench_fake.py").write_text(BENCH_MODULE)
+    (tmp_path / "helper.py").write_text("CASES = 1 / 0  # not a bench_ module: never imported\n")
+    cases = run.discover(tmp_path)
+    assert [case.name for _, case in cases] == ["fast engine", "broken column"]
+
+    errors: list[str] = []
+    fast = run.measure_case(cases[0][1], repeat=3, min_time=0.005, warmup=1, errors=errors)
+    assert 0.0009 < fast["engine"].seconds < fast["numpy"].seconds
+    assert fast["torch"].seconds is None and fast["torch"].note == "n/a"
+    broken = run.measure_case(cases[1][1], repeat=2, min_time=0.002, warmup=1, errors=errors)
+    assert broken["engine"].note == "error" and broken["numpy"].seconds is not None
+    assert len(errors) == 1 and "setup failed on purpose" in errors[0]
+
+    table = run.format_table([("fast engine", fast), ("broken column", broken)])
+    lines = table.splitlines()
+    assert [c.strip() for c in lines[0].split("|")[1:-1]] == [
+        "case", "engine ms", "numpy ms", "torch ms", "engine/numpy", "engine/torch",
+    ]
+    ratio = fast["engine"].seconds / fast["numpy"].seconds
+    assert f"{ratio:.2f}x" in lines[2]
+    assert "error" in lines[3]
