@@ -20,7 +20,8 @@ BIN := $(VENV)/bin
 # Stamps: reinstall only when pyproject.toml changes.
 INSTALLED      := $(VENV)/.installed
 TEST_INSTALLED := $(VENV)/.installed-test
-NOTEBOOK_DIRS  := notebooks cheatsheets
+# The folders that exist (git keeps no empty folder; a fresh clone may lack one for a while).
+NOTEBOOK_DIRS  := $(wildcard notebooks cheatsheets)
 
 .PHONY: help venv install run edit test test-tools bench check clean
 
@@ -39,6 +40,7 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 install: $(INSTALLED)
 
 run: install
+	@test -n "$(NOTEBOOK_DIRS)" || { echo "make run: no notebooks/ or cheatsheets/ folder"; exit 1; }
 	@echo "Serving the course at http://$(HOST):$(PORT)  (Ctrl-C to stop)"
 	$(BIN)/marimo run $(NOTEBOOK_DIRS) --host $(HOST) --port $(PORT) --headless --no-token --no-sandbox
 
@@ -60,6 +62,7 @@ bench: install
 	$(BIN)/python -m benchmarks.run
 
 check: install
+	@test -n "$(NOTEBOOK_DIRS)" || { echo "make check: no notebooks/ or cheatsheets/ folder"; exit 1; }
 	$(BIN)/marimo check --strict $(NOTEBOOK_DIRS)
 
 # Caches and build output only; `rm -rf .venv` by hand to start from scratch.

@@ -124,7 +124,10 @@ def test_make_run_serves_the_gallery_on_localhost_only():
     command = next(
         line for line in _make_dry_run("run", f"PORT={port}").splitlines() if "marimo run" in line
     )
-    assert "notebooks cheatsheets" in command and "--host 127.0.0.1" in command
+    folders = [name for name in ("notebooks", "cheatsheets") if (ROOT / name).is_dir()]
+    if not folders:
+        pytest.fail("neither notebooks/ nor cheatsheets/ exists: nothing for `make run` to serve")
+    assert f"marimo run {' '.join(folders)} " in command and "--host 127.0.0.1" in command
     server = subprocess.Popen(
         shlex.split(command), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -148,12 +151,19 @@ def test_make_run_serves_the_gallery_on_localhost_only():
         }
         assert listening == {"127.0.0.1"}, f"marimo listens on {listening}"
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        _stop(server)
+
+
+def _stop(server: subprocess.Popen) -> None:
+    """Stop the server and anything it started (its own process group)."""
+    if server.poll() is not None:
+        return
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
 
 
 # ----------------------------------------------------------------------------- CI script
