@@ -19,7 +19,7 @@ accuracy). A ratio whose denominator is 0 (no item predicted positive, say) is `
 Ranking and regression::
 
     ROC-AUC = P(score of a random positive > score of a random negative) + ½ P(tie)
-            = (R₊ - n₊(n₊ + 1)/2) / (n₊ n₋)        R₊: sum of the positives' ranks (ties averaged)
+            = (R₊ - n₊(n₊ + 1)/2) / (n₊ n₋)   R₊: sum of the positives' ranks, ties averaged
     R²      = 1 - Σ(y - ŷ)² / Σ(y - ȳ)²
     perplexity = exp(mean negative log-likelihood per token, in nats)
 

@@ -267,7 +267,9 @@ def receptive_field(layers: Sequence) -> list[ReceptiveField]:
     """
     op = "receptive_field"
     if isinstance(layers, str) or not isinstance(layers, Sequence) or len(layers) == 0:
-        raise ValueError(f"{op}: layers must be a non-empty sequence of layer tuples, got {layers!r}")
+        raise ValueError(
+            f"{op}: layers must be a non-empty sequence of layer tuples, got {layers!r}"
+        )
     size, jump, padding = 1, 1, 0
     fields = []
     for index, layer in enumerate(layers):

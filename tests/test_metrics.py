@@ -293,3 +293,13 @@ def test_confusion_matrix_sizes():
     assert confusion_matrix([], [], num_classes=3).sum() == 0
     c = confusion_matrix([1, 1], [1, 1], num_classes=4)
     assert c.dtype == np.int64 and c.shape == (4, 4) and c[1, 1] == 2 and c.sum() == 2
+
+
+def test_engine_tensors_are_accepted():
+    import engine
+
+    logits = engine.Tensor(np.array([[2.0, 0.1], [0.3, 1.5], [0.9, 0.2]]), requires_grad=True)
+    targets = engine.Tensor(np.array([0, 1, 1]))
+    assert accuracy(targets, logits) == pytest.approx(2 / 3)  # predictions 0, 1, 0
+    assert roc_auc(engine.tensor([0.0, 1.0, 1.0]), engine.tensor([0.2, 0.8, 0.1])) == 0.5
+    assert perplexity(engine.tensor([math.log(3.0)])) == pytest.approx(3.0)
