@@ -23,6 +23,9 @@ Measurement
 -----------
 - Threads: PyTorch gets ``torch.set_num_threads(2)``; NumPy's BLAS gets 2 threads too
   (``OMP/OPENBLAS/MKL_NUM_THREADS``, set before NumPy is imported unless already set).
+  ``BENCH_THREADS=1`` changes both. On a busy machine (load average near the CPU count) PyTorch's
+  OpenMP threads wait on each other and small torch steps slow down many times over; the header
+  prints the load and warns, so quote figures from a quiet machine.
 - Each function is called ``--warmup`` times, then its inner loop count ``n`` is doubled until one
   sample of ``n`` calls lasts at least ``--min-time`` seconds. Then ``--repeat`` samples are taken,
   round-robin across the columns of a case (so a slow moment of a shared machine hits all of
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 import os
 
-THREADS = 2
+THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, str(THREADS))
 
@@ -190,6 +193,12 @@ def main(argv: list[str] | None = None) -> int:
         f"median of {args.repeat} samples of >= {args.min_time * 1e3:.0f} ms each, "
         f"after {args.warmup} warm-up calls; perf_counter resolution {clock.resolution:.0e} s"
     )
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load > 0.5 * (os.cpu_count() or 1):
+        print(
+            f"WARNING: load average {load:.1f} on {os.cpu_count()} CPUs: other processes compete "
+            "for the cores; multi-threaded timings (torch above all) are unreliable."
+        )
     if not cases:
         print(f"no benchmark cases found (bench_*.py with CASES in {args.dir})")
         return 0
