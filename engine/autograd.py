@@ -31,6 +31,7 @@ import functools
 import numpy as np
 
 _grad_enabled = True
+_tensor_class = None  # set by engine.tensor on import (avoids a circular import per op call)
 
 
 def is_grad_enabled() -> bool:
@@ -97,17 +98,15 @@ class Function:
     @classmethod
     def apply(cls, *inputs, **kwargs):
         """Run the op on Tensors ``inputs`` (keyword arguments are non-differentiable settings)."""
-        from .tensor import Tensor
-
         ctx = cls.__new__(cls)
         data = cls.forward(ctx, *[t.data for t in inputs], **kwargs)
         if _grad_enabled:
-            needs = tuple(t.requires_grad for t in inputs)
+            needs = tuple([t.requires_grad for t in inputs])
             if True in needs:
                 ctx.parents = inputs
                 ctx.needs_input_grad = needs
-                return Tensor._from_op(data, ctx)
-        return Tensor._wrap(data)
+                return _tensor_class._from_op(data, ctx)
+        return _tensor_class._wrap(data)
 
     def __repr__(self):
         return f"<{type(self).__name__}>"

@@ -585,6 +585,9 @@ class Tensor:
             yield self[i]
 
 
+autograd._tensor_class = Tensor
+
+
 # ---------------------------------------------------------------- helpers
 
 
