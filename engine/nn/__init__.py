@@ -1,5 +1,28 @@
 """``engine.nn``: modules (layers and models), initialisers and gradient utilities, as ``torch.nn``."""
 
+from . import init, utils
+from .layers import (
+    ELU,
+    GELU,
+    BatchNorm1d,
+    BatchNorm2d,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    LogSoftmax,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    SwiGLU,
+    Tanh,
+    Unflatten,
+)
 from .module import Module, ModuleList, Parameter, Sequential
 
-# layers, init and utils (written next) are imported below; other layer files add their own line.
+# Other layer files add their import lines below (conv.py, attention.py).

@@ -1,0 +1,415 @@
+"""Layers as modules: dense, normalisation, dropout, embedding, reshaping and activations.
+
+Each layer holds its parameters and calls the matching function of :mod:`engine.functional`, where
+the arithmetic (and hence the gradient) lives. Defaults, initialisation and ``repr`` follow
+``torch.nn``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import functional as F
+from ..ops.matmul import Linear as _LinearOp
+from ..tensor import Tensor, as_tensor
+from . import init
+from .module import Module, Parameter
+
+_FLOAT = np.float32
+
+
+def _dtype(dtype):
+    return np.dtype(_FLOAT if dtype is None else dtype)
+
+
+def _positive_int(value, name: str, layer: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{layer}: {name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+# ---------------------------------------------------------------- dense
+
+
+class Linear(Module):
+    """y = x Wᵀ + b, W of shape (out_features, in_features).
+
+    Initialisation as PyTorch: W and b ~ U(−1/√in, 1/√in) (kaiming_uniform_ with a = √5).
+    Gradients: ∂L/∂x = g W, ∂L/∂W = gᵀ x, ∂L/∂b = Σ_batch g.
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None):
+        super().__init__()
+        self.in_features = _positive_int(in_features, "in_features", "Linear")
+        self.out_features = _positive_int(out_features, "out_features", "Linear")
+        dtype = _dtype(dtype)
+        self.weight = Parameter(np.empty((self.out_features, self.in_features), dtype=dtype))
+        self.bias = Parameter(np.empty(self.out_features, dtype=dtype)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1.0 / math.sqrt(self.in_features)
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x):
+        # the hot path of every MLP: one check, then the fused primitive (no F.linear re-checks)
+        if not isinstance(x, Tensor):
+            x = as_tensor(x)
+        if x.data.ndim == 0 or x.data.shape[-1] != self.in_features:
+            raise ValueError(
+                f"Linear: input of shape {x.shape} must end with in_features={self.in_features} "
+                f"(the layer maps {self.in_features} -> {self.out_features} features)"
+            )
+        if self.bias is None:
+            return _LinearOp.apply(x, self.weight)
+        return _LinearOp.apply(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Identity(Module):
+    """Returns its input unchanged (a placeholder layer)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class Flatten(Module):
+    """Merge dims start_dim..end_dim into one (default: everything but the batch dim)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        x = as_tensor(x)
+        if x.ndim and not (-x.ndim <= self.start_dim < x.ndim and -x.ndim <= self.end_dim < x.ndim):
+            raise ValueError(
+                f"Flatten: dims start_dim={self.start_dim}, end_dim={self.end_dim} are out of range "
+                f"for an input of shape {x.shape}"
+            )
+        return x.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split dim ``dim`` into ``unflattened_size``."""
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x):
+        x = as_tensor(x)
+        d = self.dim % x.ndim
+        return x.reshape(x.shape[:d] + self.unflattened_size + x.shape[d + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Dropout(Module):
+    """Inverted dropout: in training, zero each element with probability p and scale the rest by
+    1/(1 − p), so E[output] = input; in evaluation, the identity."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: probability p must be in [0, 1], got {p}")
+        self.p = float(p)
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace=False"
+
+
+class Embedding(Module):
+    """A lookup table: row i of ``weight`` (num_embeddings × embedding_dim) for index i; W ~ N(0, 1)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, dtype=None):
+        super().__init__()
+        self.num_embeddings = _positive_int(num_embeddings, "num_embeddings", "Embedding")
+        self.embedding_dim = _positive_int(embedding_dim, "embedding_dim", "Embedding")
+        self.weight = Parameter(np.empty((self.num_embeddings, self.embedding_dim), dtype=_dtype(dtype)))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+
+    def forward(self, idx):
+        return F.embedding(idx, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+# ---------------------------------------------------------------- normalisation
+
+
+class _BatchNorm(Module):
+    """Shared body of BatchNorm1d/2d: y = (x − μ)/√(σ² + ε)·γ + β per channel (dim 1).
+
+    Training: μ, σ² (biased) over every dim but 1; the running statistics move towards the batch's:
+    running ← (1 − momentum)·running + momentum·batch, with the unbiased variance (PyTorch's rule);
+    ``momentum=None`` gives the cumulative average (factor 1/num_batches_tracked).
+    Evaluation uses the running statistics (unless ``track_running_stats=False``).
+    """
+
+    _allowed_ndims: tuple = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
+                 track_running_stats: bool = True, dtype=None):
+        super().__init__()
+        name = type(self).__name__
+        self.num_features = _positive_int(num_features, "num_features", name)
+        if eps <= 0:
+            raise ValueError(f"{name}: eps must be positive, got {eps}")
+        if momentum is not None and not 0.0 <= momentum <= 1.0:
+            raise ValueError(f"{name}: momentum must be in [0, 1] or None, got {momentum}")
+        self.eps, self.momentum = float(eps), momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        dtype = _dtype(dtype)
+        if affine:
+            self.weight = Parameter(np.ones(self.num_features, dtype=dtype))
+            self.bias = Parameter(np.zeros(self.num_features, dtype=dtype))
+        else:
+            self.weight = self.bias = None
+        if track_running_stats:
+            self.register_buffer("running_mean", Tensor._wrap(np.zeros(self.num_features, dtype=dtype)))
+            self.register_buffer("running_var", Tensor._wrap(np.ones(self.num_features, dtype=dtype)))
+            self.register_buffer("num_batches_tracked", Tensor._wrap(np.array(0, dtype=np.int64)))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.data[...] = 0
+            self.running_var.data[...] = 1
+            self.num_batches_tracked.data[...] = 0
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, x):
+        x = as_tensor(x)
+        name = type(self).__name__
+        if x.ndim not in self._allowed_ndims:
+            expected = " or ".join(f"{n}-D" for n in self._allowed_ndims)
+            raise ValueError(f"{name}: expected a {expected} input (batch, channels, ...), got shape {x.shape}")
+        if x.shape[1] != self.num_features:
+            raise ValueError(
+                f"{name}: input has {x.shape[1]} channels (dim 1 of shape {x.shape}) but the layer "
+                f"was built for num_features={self.num_features}"
+            )
+        use_batch_stats = self.training or not self.track_running_stats
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.data += 1
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked.data)
+        update = self.training and self.track_running_stats
+        return F.batch_norm(
+            x,
+            self.running_mean if update or not use_batch_stats else None,
+            self.running_var if update or not use_batch_stats else None,
+            self.weight,
+            self.bias,
+            training=use_batch_stats,
+            momentum=factor,
+            eps=self.eps,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of (N, C) or (N, C, L) inputs, per channel C."""
+
+    _allowed_ndims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of (N, C, H, W) images, per channel C (statistics over N, H, W)."""
+
+    _allowed_ndims = (4,)
+
+
+class LayerNorm(Module):
+    """y = (x − μ)/√(σ² + ε)·γ + β, μ and σ² (biased) over the last dims ``normalized_shape`` of each
+    sample; the same in training and evaluation. γ = 1, β = 0 initially."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
+        self.normalized_shape = tuple(_positive_int(n, "normalized_shape", "LayerNorm") for n in shape)
+        if eps <= 0:
+            raise ValueError(f"LayerNorm: eps must be positive, got {eps}")
+        self.eps = float(eps)
+        self.elementwise_affine = elementwise_affine
+        dtype = _dtype(dtype)
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, dtype=dtype))
+            self.bias = Parameter(np.zeros(self.normalized_shape, dtype=dtype)) if bias else None
+        else:
+            self.weight = self.bias = None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+# ---------------------------------------------------------------- activations
+
+
+class ReLU(Module):
+    """max(0, x)."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def forward(self, x):
+        return F.relu(x)
+
+
+class LeakyReLU(Module):
+    """x if x > 0 else negative_slope·x."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class Sigmoid(Module):
+    """1/(1 + e⁻ˣ)."""
+
+    def forward(self, x):
+        return F.sigmoid(x)
+
+
+class Tanh(Module):
+    def forward(self, x):
+        return F.tanh(x)
+
+
+class GELU(Module):
+    """x·Φ(x), or its tanh approximation with approximate='tanh'."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    """x·σ(x) (Swish)."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def forward(self, x):
+        return F.silu(x)
+
+
+class ELU(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class Softplus(Module):
+    def __init__(self, beta: float = 1.0):
+        super().__init__()
+        self.beta = beta
+
+    def forward(self, x):
+        return F.softplus(x, self.beta)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}"
+
+
+class Softmax(Module):
+    """e^(xᵢ)/Σⱼ e^(xⱼ) along ``dim`` (default: the last dim)."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = -1 if dim is None else dim
+
+    def forward(self, x):
+        return F.softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = -1 if dim is None else dim
+
+    def forward(self, x):
+        return F.log_softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class SwiGLU(Module):
+    """The gated feed-forward block of LLaMA: W_down(SiLU(W_gate x) ⊙ W_up x).
+
+    ``d_in → d_hidden`` twice (gate and value), then ``d_hidden → d_out`` (default d_out = d_in,
+    so the block fits a residual stream). Three Linear layers, without bias by default.
+    """
+
+    def __init__(self, d_in: int, d_hidden: int, d_out: int | None = None, bias: bool = False, dtype=None):
+        super().__init__()
+        d_out = d_in if d_out is None else d_out
+        self.w_gate = Linear(d_in, d_hidden, bias=bias, dtype=dtype)
+        self.w_up = Linear(d_in, d_hidden, bias=bias, dtype=dtype)
+        self.w_down = Linear(d_hidden, d_out, bias=bias, dtype=dtype)
+
+    def forward(self, x):
+        return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
