@@ -1,0 +1,517 @@
+"""Convolution and pooling: im2col, col2im, and the primitives built on them.
+
+Layout of the column matrix (the same as ``torch.nn.functional.unfold``)::
+
+    cols = im2col(x)            x: [N, C, H, W]  ->  cols: [N, C·kh·kw, H_out·W_out]
+    cols[n, (c, i, j), (p, q)] = x_pad[n, c, p·s_h + i·d_h, q·s_w + j·d_w]
+
+Row ``(c, i, j)`` = c·kh·kw + i·kw + j is one kernel tap of one channel; column ``(p, q)`` =
+p·W_out + q is one output position. A convolution is then one matrix product per batch item,
+``out[n] = W₂ · cols[n]`` with W₂ the weight reshaped to [C_out, C·kh·kw], and its gradients are
+two more: ``∂L/∂W₂ = Σₙ gₙ · colsₙᵀ`` and ``∂L/∂cols = W₂ᵀ · g``. ``col2im`` is the adjoint of
+``im2col``: it adds every column entry back onto the pixel it was copied from (pixels that sit in
+several windows receive the sum), which turns ∂L/∂cols into ∂L/∂x.
+
+Both are vectorised: ``im2col`` is one strided view (no copy) reshaped into the matrix (one copy);
+``col2im`` loops over the kh·kw kernel offsets only, each adding a whole strided slice, never over
+pixels or batch items (``np.add.at`` would be an order of magnitude slower).
+
+Sizes come from :mod:`engine.shapes` (H_out = ⌊(H + 2P − D(K − 1) − 1)/S⌋ + 1), which also raises
+the error, naming the numbers, when a configuration is impossible.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .. import shapes
+from ..autograd import Function
+
+__all__ = [
+    "im2col", "col2im", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d",
+    "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d",
+]
+
+
+# ----------------------------------------------------------------------------- arguments
+def _pair(value, name: str, op: str, minimum: int) -> tuple[int, int]:
+    """An int or a pair of ints, each >= ``minimum``, as a pair (PyTorch's ``_pair``)."""
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+    if len(items) != 2:
+        raise ValueError(f"{op}: {name} must be an int or a pair of ints, got {value!r}")
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{op}: {name} must be an int or a pair of ints, got {value!r}")
+        if v < minimum:
+            raise ValueError(f"{op}: {name} must be >= {minimum}, got {name}={value!r}")
+    return int(items[0]), int(items[1])
+
+
+def _widths(padding, kernel, stride, dilation, op: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Padding as ((top, bottom), (left, right)); also PyTorch's strings 'valid' and 'same'.
+
+    'same' pads D(K − 1) in total, the odd pixel at the bottom/right as PyTorch; it needs stride 1.
+    """
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0, 0), (0, 0)
+        if padding == "same":
+            if stride != (1, 1):
+                raise ValueError(f"{op}: padding='same' needs stride 1, got stride={stride}")
+            totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+            return tuple((t // 2, t - t // 2) for t in totals)
+        raise ValueError(f"{op}: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+    ph, pw = _pair(padding, "padding", op, 0)
+    return (ph, ph), (pw, pw)
+
+
+def _output_hw(op, x_shape, kernel, stride, widths, dilation) -> tuple[int, int]:
+    """(H_out, W_out) from engine.shapes; an impossible size raises ValueError with the numbers."""
+    out = []
+    for size, k, s, (lo, hi), d in zip(x_shape[-2:], kernel, stride, widths, dilation):
+        try:
+            # asymmetric padding (lo, hi) gives the size of symmetric padding lo on size + hi − lo
+            out.append(shapes.conv_output_size(size + hi - lo, k, s, lo, d))
+        except ValueError as error:
+            raise ValueError(f"{op}: input of shape {tuple(x_shape)}: {error}") from None
+    return out[0], out[1]
+
+
+def _as_array(x) -> np.ndarray:
+    return np.asarray(getattr(x, "data", x))
+
+
+# ----------------------------------------------------------------------------- im2col / col2im
+def _pad(x: np.ndarray, widths, value=0.0) -> np.ndarray:
+    if not any(lo or hi for lo, hi in widths):
+        return x
+    return np.pad(x, ((0, 0), (0, 0), *widths), mode="constant", constant_values=value)
+
+
+def _windows(xp: np.ndarray, kernel, stride, dilation, out_hw) -> np.ndarray:
+    """A strided *view* [N, C, kh, kw, H_out, W_out] of the padded input (nothing is copied):
+    ``view[n, c, i, j, p, q] = xp[n, c, p·s_h + i·d_h, q·s_w + j·d_w]``."""
+    sn, sc, sh, sw = xp.strides
+    return as_strided(
+        xp,
+        shape=(xp.shape[0], xp.shape[1], kernel[0], kernel[1], out_hw[0], out_hw[1]),
+        strides=(sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1]),
+        writeable=False,
+    )
+
+
+def _im2col(x, kernel, stride, widths, dilation, out_hw) -> np.ndarray:
+    """[N, C·kh·kw, H_out·W_out] (one copy of the strided view)."""
+    n, c = x.shape[:2]
+    view = _windows(_pad(x, widths), kernel, stride, dilation, out_hw)
+    return view.reshape(n, c * kernel[0] * kernel[1], out_hw[0] * out_hw[1])
+
+
+def _col2im(cols6, x_shape, kernel, stride, widths, dilation) -> np.ndarray:
+    """Adjoint of ``_im2col``: add ``cols6[n, c, i, j, p, q]`` onto x_pad[n, c, p·s_h + i·d_h, q·s_w + j·d_w].
+
+    ``cols6`` is [N, C, kh, kw, H_out, W_out] (it may be a broadcast view). One strided slice-add
+    per kernel offset (i, j); overlapping windows accumulate. The padding is cut off at the end.
+    """
+    n, c, h, w = x_shape
+    (top, bottom), (left, right) = widths
+    ho, wo = cols6.shape[-2:]
+    dtype = np.result_type(cols6.dtype, np.float32) if cols6.dtype.kind != "f" else cols6.dtype
+    out = np.zeros((n, c, h + top + bottom, w + left + right), dtype=dtype)
+    for i in range(kernel[0]):
+        r0 = i * dilation[0]
+        rows = slice(r0, r0 + stride[0] * (ho - 1) + 1, stride[0])
+        for j in range(kernel[1]):
+            c0 = j * dilation[1]
+            out[:, :, rows, c0:c0 + stride[1] * (wo - 1) + 1:stride[1]] += cols6[:, :, i, j]
+    return out[:, :, top:top + h, left:left + w]
+
+
+def im2col(x, kernel_size, stride=1, padding=0, dilation=1) -> np.ndarray:
+    """The column matrix of a convolution: every receptive field as a column.
+
+    ``x``: [N, C, H, W] (or [C, H, W]), an array or a Tensor. Returns a NumPy array
+    [N, C·kh·kw, H_out·W_out] (or [C·kh·kw, H_out·W_out]), the layout of
+    ``torch.nn.functional.unfold``::
+
+        cols[n, c·kh·kw + i·kw + j, p·W_out + q] = x_pad[n, c, p·s_h + i·d_h, q·s_w + j·d_w]
+
+    ``conv2d`` computes ``weight.reshape(C_out, -1) @ cols`` from exactly this matrix.
+    """
+    op = "im2col"
+    x = _as_array(x)
+    if x.ndim not in (3, 4):
+        raise ValueError(f"{op}: input must be [N, C, H, W] or [C, H, W], got shape {x.shape}")
+    kernel = _pair(kernel_size, "kernel_size", op, 1)
+    stride = _pair(stride, "stride", op, 1)
+    dilation = _pair(dilation, "dilation", op, 1)
+    widths = _widths(padding, kernel, stride, dilation, op)
+    batched = x if x.ndim == 4 else x[None]
+    out_hw = _output_hw(op, x.shape, kernel, stride, widths, dilation)
+    cols = _im2col(batched, kernel, stride, widths, dilation, out_hw)
+    return cols if x.ndim == 4 else cols[0]
+
+
+def col2im(cols, output_size, kernel_size, stride=1, padding=0, dilation=1) -> np.ndarray:
+    """The adjoint of :func:`im2col` (``torch.nn.functional.fold``): [N, C·kh·kw, L] -> [N, C, H, W].
+
+    Each column entry is added back onto the pixel it was copied from, so a pixel covered by k
+    windows receives the sum of k entries: ``col2im(im2col(ones))`` counts the windows per pixel.
+    ``output_size`` is (H, W) of the image.
+    """
+    op = "col2im"
+    cols = _as_array(cols)
+    kernel = _pair(kernel_size, "kernel_size", op, 1)
+    stride = _pair(stride, "stride", op, 1)
+    dilation = _pair(dilation, "dilation", op, 1)
+    h, w = _pair(output_size, "output_size", op, 1)
+    widths = _widths(padding, kernel, stride, dilation, op)
+    batched = cols if cols.ndim == 3 else cols[None]
+    if cols.ndim not in (2, 3) or batched.shape[1] % (kernel[0] * kernel[1]):
+        raise ValueError(f"{op}: cols must be [N, C·kh·kw, L] with kh·kw = {kernel[0] * kernel[1]}, got shape {cols.shape}")
+    n, rows, length = batched.shape
+    c = rows // (kernel[0] * kernel[1])
+    ho, wo = _output_hw(op, (n, c, h, w), kernel, stride, widths, dilation)
+    if ho * wo != length:
+        raise ValueError(f"{op}: cols has {length} columns but a {h}x{w} image has {ho}x{wo} = {ho * wo} windows")
+    out = _col2im(batched.reshape(n, c, *kernel, ho, wo), (n, c, h, w), kernel, stride, widths, dilation)
+    return out if cols.ndim == 3 else out[0]
+
+
+# ----------------------------------------------------------------------------- convolution
+class Conv2d(Function):
+    """out[n, o] = Σ_(c,i,j) W[o, c, i, j] · x_pad[n, c, p·s + i·d, q·s + j·d] + b[o]  (cross-correlation).
+
+    As matrices, per batch item and group: out = W₂ · cols + b, with cols = im2col(x).
+    Gradients (g = ∂L/∂out, reshaped [N, C_out, L]):
+        ∂L/∂W₂ = Σₙ gₙ · colsₙᵀ,   ∂L/∂x = col2im(W₂ᵀ · g),   ∂L/∂b = Σ_(n,p,q) g.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None, *, stride, widths, dilation, groups, out_hw):
+        n = x.shape[0]
+        c_out, c_group, kh, kw = weight.shape
+        k = c_group * kh * kw
+        cols = _im2col(x, (kh, kw), stride, widths, dilation, out_hw)  # [N, C·kh·kw, L]
+        length = cols.shape[-1]
+        w2 = weight.reshape(groups, c_out // groups, k)
+        if groups == 1:
+            out = np.matmul(w2[0], cols)  # [N, C_out, L]
+        else:
+            out = np.matmul(w2, cols.reshape(n, groups, k, length)).reshape(n, c_out, length)
+        if bias is not None:
+            out += bias[:, None]
+        ctx.save_for_backward(cols, weight)
+        ctx.settings = (x.shape, stride, widths, dilation, groups)
+        return out.reshape(n, c_out, *out_hw)
+
+    @staticmethod
+    def backward(ctx, g):
+        cols, weight = ctx.saved_tensors
+        x_shape, stride, widths, dilation, groups = ctx.settings
+        needs = ctx.needs_input_grad
+        n, c_in = x_shape[:2]
+        c_out, c_group, kh, kw = weight.shape
+        k = c_group * kh * kw
+        length = cols.shape[-1]
+        g4 = g.reshape(n, groups, c_out // groups, length)
+        cols4 = cols.reshape(n, groups, k, length)
+        gx = gw = gb = None
+        if needs[1]:
+            # Σₙ gₙ colsₙᵀ: N small products summed (one big product would need a transposed copy)
+            gw = np.matmul(g4, cols4.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
+        if needs[0]:
+            w2t = weight.reshape(groups, c_out // groups, k).transpose(0, 2, 1)
+            dcols = np.matmul(w2t, g4)  # [N, G, k, L]
+            gx = _col2im(dcols.reshape(n, c_in, kh, kw, *g.shape[-2:]), x_shape, (kh, kw),
+                         stride, widths, dilation)
+        if len(needs) == 3 and needs[2]:
+            gb = g.sum(axis=(0, 2, 3))
+        return (gx, gw, gb) if len(needs) == 3 else (gx, gw)
+
+
+class ConvTranspose2d(Function):
+    """The adjoint of Conv2d in its input: out = col2im(W₂ᵀ · x) + b, W of shape [C_in, C_out/G, kh, kw].
+
+    Each input pixel x[n, c, p, q] spreads W[c, :, :, :]·x onto the output window at
+    (p·s − P + i·d, q·s − P + j·d). Gradients (g = ∂L/∂out):
+        ∂L/∂x = W₂ · im2col(g)  (a convolution of g with the same weight),
+        ∂L/∂W₂ = Σₙ xₙ · im2col(g)ₙᵀ,   ∂L/∂b = Σ_(n,p,q) g.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None, *, stride, widths, dilation, groups, out_hw):
+        n, c_in, h, w = x.shape
+        _, c_group, kh, kw = weight.shape
+        k = c_group * kh * kw
+        x4 = x.reshape(n, groups, c_in // groups, h * w)
+        w2t = weight.reshape(groups, c_in // groups, k).transpose(0, 2, 1)  # [G, k, C_in/G]
+        cols = np.matmul(w2t, x4)  # [N, G, k, L]
+        c_out = c_group * groups
+        y_shape = (n, c_out, *out_hw)
+        out = _col2im(cols.reshape(n, c_out, kh, kw, h, w), y_shape, (kh, kw), stride, widths, dilation)
+        if bias is not None:
+            out = out + bias[:, None, None]
+        ctx.save_for_backward(x, weight)
+        ctx.settings = (stride, widths, dilation, groups)
+        return np.ascontiguousarray(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        stride, widths, dilation, groups = ctx.settings
+        needs = ctx.needs_input_grad
+        n, c_in, h, w = x.shape
+        _, c_group, kh, kw = weight.shape
+        k = c_group * kh * kw
+        cols = _im2col(g, (kh, kw), stride, widths, dilation, (h, w)).reshape(n, groups, k, h * w)
+        gx = gw = gb = None
+        if needs[0]:
+            w2 = weight.reshape(groups, c_in // groups, k)
+            gx = np.matmul(w2, cols).reshape(x.shape)
+        if needs[1]:
+            x4 = x.reshape(n, groups, c_in // groups, h * w)
+            gw = np.matmul(x4, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
+        if len(needs) == 3 and needs[2]:
+            gb = g.sum(axis=(0, 2, 3))
+        return (gx, gw, gb) if len(needs) == 3 else (gx, gw)
+
+
+# ----------------------------------------------------------------------------- pooling
+class MaxPool2d(Function):
+    """out[n, c, p, q] = max over the window (i, j) of x_pad[n, c, p·s + i·d, q·s + j·d], padding −∞.
+
+    Gradient: each g[n, c, p, q] goes to ONE input element, the window's first maximum in
+    row-major window order (as PyTorch); overlapping windows that pick the same pixel add up.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, kernel, stride, widths, dilation, out_hw):
+        n, c = x.shape[:2]
+        view = _windows(_pad(x, widths, -np.inf), kernel, stride, dilation, out_hw)
+        flat = view.reshape(n, c, kernel[0] * kernel[1], *out_hw)  # one copy
+        arg = flat.argmax(axis=2)  # first maximum; a NaN counts as the maximum, as PyTorch
+        out = np.take_along_axis(flat, arg[:, :, None], axis=2)[:, :, 0]
+        ctx.arg = arg
+        ctx.settings = (x.shape, kernel, stride, widths, dilation)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x_shape, kernel, stride, widths, dilation = ctx.settings
+        n, c = x_shape[:2]
+        dcols = np.zeros((n, c, kernel[0] * kernel[1], *g.shape[-2:]), dtype=g.dtype)
+        np.put_along_axis(dcols, ctx.arg[:, :, None], g[:, :, None], axis=2)
+        return _col2im(dcols.reshape(n, c, *kernel, *g.shape[-2:]), x_shape, kernel, stride, widths, dilation)
+
+
+class AvgPool2d(Function):
+    """out[n, c, p, q] = (1/D[p, q]) Σ_(i,j) x_pad[n, c, p·s + i, q·s + j], zero padding.
+
+    D = kh·kw (count_include_pad), or the count of non-padding pixels in the window, or
+    divisor_override. Gradient: every pixel of the window receives g[n, c, p, q] / D[p, q].
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, kernel, stride, widths, divisor, out_hw):
+        view = _windows(_pad(x, widths), kernel, stride, (1, 1), out_hw)
+        out = view[:, :, 0, 0].copy()
+        for i in range(kernel[0]):  # kh·kw slice-adds: faster than summing the strided view
+            for j in range(kernel[1]):
+                if i or j:
+                    out += view[:, :, i, j]
+        out /= divisor
+        ctx.settings = (x.shape, kernel, stride, widths, divisor)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x_shape, kernel, stride, widths, divisor = ctx.settings
+        share = (g / divisor)[:, :, None, None]
+        cols6 = np.broadcast_to(share, (*g.shape[:2], *kernel, *g.shape[-2:]))
+        return _col2im(cols6, x_shape, kernel, stride, widths, (1, 1))
+
+
+# ----------------------------------------------------------------------------- functions
+def _tensor(x):
+    from ..tensor import as_tensor
+
+    return as_tensor(x)
+
+
+def _check_input(op: str, x, what: str = "input") -> bool:
+    """Accept [N, C, H, W] or unbatched [C, H, W]; returns True when a batch dim must be added."""
+    if x.ndim not in (3, 4):
+        raise ValueError(f"{op}: {what} must be 4-D [N, C, H, W] (or 3-D [C, H, W]), got shape {x.shape}")
+    if x.dtype.kind != "f":
+        raise TypeError(f"{op}: {what} must be floating point, got {x.dtype}; convert it with .float()")
+    return x.ndim == 3
+
+
+def _groups(op: str, groups) -> int:
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    return int(groups)
+
+
+def _check_bias(op: str, bias, channels: int):
+    if bias is None:
+        return None
+    bias = _tensor(bias)
+    if bias.shape != (channels,):
+        raise ValueError(f"{op}: bias must have shape ({channels},) (one per output channel), got {bias.shape}")
+    return bias
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation, as ``torch.nn.functional.conv2d``.
+
+    input [N, C_in, H, W] (or [C_in, H, W]), weight [C_out, C_in/groups, kh, kw], bias [C_out];
+    stride, padding, dilation: int or (h, w) pair; padding may also be 'valid' or 'same'.
+    Output [N, C_out, H_out, W_out] with H_out = ⌊(H + 2P − D(kh − 1) − 1)/S⌋ + 1.
+    """
+    op = "conv2d"
+    x, weight = _tensor(input), _tensor(weight)
+    unbatched = _check_input(op, x)
+    groups = _groups(op, groups)
+    if weight.ndim != 4:
+        raise ValueError(f"{op}: weight must be 4-D [C_out, C_in/groups, kh, kw], got shape {weight.shape}")
+    c_in = x.shape[-3]
+    if c_in != weight.shape[1] * groups:
+        raise ValueError(
+            f"{op}: input of shape {x.shape} has {c_in} channels, but weight of shape {weight.shape} "
+            f"expects {weight.shape[1]}·groups = {weight.shape[1] * groups} (weight is "
+            "[C_out, C_in/groups, kh, kw])"
+        )
+    if weight.shape[0] % groups:
+        raise ValueError(f"{op}: C_out = {weight.shape[0]} (weight shape {weight.shape}) is not divisible by groups={groups}")
+    bias = _check_bias(op, bias, weight.shape[0])
+    kernel = weight.shape[2:]
+    stride = _pair(stride, "stride", op, 1)
+    dilation = _pair(dilation, "dilation", op, 1)
+    widths = _widths(padding, kernel, stride, dilation, op)
+    out_hw = _output_hw(op, x.shape, kernel, stride, widths, dilation)
+    if unbatched:
+        x = x.unsqueeze(0)
+    inputs = (x, weight) if bias is None else (x, weight, bias)
+    out = Conv2d.apply(*inputs, stride=stride, widths=widths, dilation=dilation, groups=groups, out_hw=out_hw)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Transposed convolution (the gradient of conv2d in its input), as ``torch.nn.functional.conv_transpose2d``.
+
+    input [N, C_in, H, W], weight [C_in, C_out/groups, kh, kw], bias [C_out].
+    Output H_out = (H − 1)S − 2P + D(kh − 1) + output_padding + 1 (see engine.shapes).
+    """
+    op = "conv_transpose2d"
+    x, weight = _tensor(input), _tensor(weight)
+    unbatched = _check_input(op, x)
+    groups = _groups(op, groups)
+    if weight.ndim != 4:
+        raise ValueError(f"{op}: weight must be 4-D [C_in, C_out/groups, kh, kw], got shape {weight.shape}")
+    c_in = x.shape[-3]
+    if c_in != weight.shape[0] or c_in % groups:
+        raise ValueError(
+            f"{op}: input of shape {x.shape} has {c_in} channels, but weight of shape {weight.shape} "
+            f"is [C_in, C_out/groups, kh, kw] with C_in = {weight.shape[0]}"
+            + (f" (and C_in must be divisible by groups={groups})" if c_in % groups else "")
+        )
+    bias = _check_bias(op, bias, weight.shape[1] * groups)
+    kernel = weight.shape[2:]
+    stride = _pair(stride, "stride", op, 1)
+    dilation = _pair(dilation, "dilation", op, 1)
+    padding = _pair(padding, "padding", op, 0)
+    output_padding = _pair(output_padding, "output_padding", op, 0)
+    try:
+        out_hw = shapes.conv_transpose_output_size(x.shape[-2:], kernel, stride, padding, output_padding, dilation)
+    except ValueError as error:
+        raise ValueError(f"{op}: input of shape {x.shape}, weight of shape {weight.shape}: {error}") from None
+    widths = tuple((p, p) for p in padding)
+    if unbatched:
+        x = x.unsqueeze(0)
+    inputs = (x, weight) if bias is None else (x, weight, bias)
+    out = ConvTranspose2d.apply(*inputs, stride=stride, widths=widths, dilation=dilation, groups=groups, out_hw=out_hw)
+    return out.squeeze(0) if unbatched else out
+
+
+def _pool_settings(op, x, kernel_size, stride, padding, dilation, ceil_mode):
+    kernel = _pair(kernel_size, "kernel_size", op, 1)
+    stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) else _pair(stride, "stride", op, 1)
+    padding = _pair(padding, "padding", op, 0)
+    dilation = _pair(dilation, "dilation", op, 1)
+    if ceil_mode:
+        raise NotImplementedError(f"{op}: ceil_mode=True is not implemented; pad the input instead")
+    if any(p > k // 2 for p, k in zip(padding, kernel)):
+        raise ValueError(
+            f"{op}: padding {padding} must be at most half the kernel size {kernel} "
+            "(otherwise a window could hold only padding)"
+        )
+    widths = tuple((p, p) for p in padding)
+    out_hw = _output_hw(op, x.shape, kernel, stride, widths, dilation)
+    return kernel, stride, widths, dilation, out_hw
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Maximum over each window, as ``torch.nn.functional.max_pool2d`` (stride defaults to kernel_size).
+
+    Padding counts as −∞ (it never wins). With ``return_indices=True`` also returns, per output,
+    the flat index h·W + w of the chosen pixel in its [H, W] plane (as PyTorch).
+    """
+    op = "max_pool2d"
+    x = _tensor(input)
+    unbatched = _check_input(op, x)
+    kernel, stride, widths, dilation, out_hw = _pool_settings(op, x, kernel_size, stride, padding, dilation, ceil_mode)
+    if unbatched:
+        x = x.unsqueeze(0)
+    out = MaxPool2d.apply(x, kernel=kernel, stride=stride, widths=widths, dilation=dilation, out_hw=out_hw)
+    if unbatched:
+        out = out.squeeze(0)
+    if not return_indices:
+        return out
+    from ..tensor import Tensor
+
+    # recompute the winner's position from the window offset: row p·s + i·d − P, column likewise
+    arg = _max_offsets(x.data, kernel, stride, widths, dilation, out_hw)
+    i, j = np.divmod(arg, kernel[1])
+    rows = np.arange(out_hw[0])[:, None] * stride[0] + i * dilation[0] - widths[0][0]
+    cols = np.arange(out_hw[1])[None, :] * stride[1] + j * dilation[1] - widths[1][0]
+    index = (rows * x.shape[-1] + cols).astype(np.int64)
+    return out, Tensor._wrap(index[0] if unbatched else index)
+
+
+def _max_offsets(x, kernel, stride, widths, dilation, out_hw) -> np.ndarray:
+    view = _windows(_pad(x, widths, -np.inf), kernel, stride, dilation, out_hw)
+    return view.reshape(*x.shape[:2], kernel[0] * kernel[1], *out_hw).argmax(axis=2)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over each window, as ``torch.nn.functional.avg_pool2d`` (stride defaults to kernel_size).
+
+    Zero padding; the divisor is kh·kw when ``count_include_pad`` (padding counts), else the
+    number of real pixels in the window; ``divisor_override`` replaces both.
+    """
+    op = "avg_pool2d"
+    x = _tensor(input)
+    unbatched = _check_input(op, x)
+    kernel, stride, widths, _, out_hw = _pool_settings(op, x, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None:
+        if isinstance(divisor_override, bool) or not isinstance(divisor_override, numbers.Integral) or divisor_override < 1:
+            raise ValueError(f"{op}: divisor_override must be a positive int, got {divisor_override!r}")
+        divisor = np.asarray(divisor_override, dtype=x.dtype)
+    elif count_include_pad or not any(lo for lo, _ in widths):
+        divisor = np.asarray(kernel[0] * kernel[1], dtype=x.dtype)
+    else:
+        counts = []
+        for size, k, s, (p, _), o in zip(x.shape[-2:], kernel, stride, widths, out_hw):
+            start = np.arange(o) * s - p  # first row of each window in unpadded coordinates
+            counts.append(np.minimum(start + k, size) - np.maximum(start, 0))
+        divisor = (counts[0][:, None] * counts[1][None, :]).astype(x.dtype)
+    if unbatched:
+        x = x.unsqueeze(0)
+    out = AvgPool2d.apply(x, kernel=kernel, stride=stride, widths=widths, divisor=divisor, out_hw=out_hw)
+    return out.squeeze(0) if unbatched else out
