@@ -222,3 +222,16 @@ def test_benchmark_runner_times_every_column_and_reports_errors(tmp_path):
     ratio = fast["engine"].seconds / fast["numpy"].seconds
     assert f"{ratio:.2f}x" in lines[2]
     assert "error" in lines[3]
+
+
+# ----------------------------------------------------------------------------- README
+def test_readme_links_every_page_of_the_course():
+    """The README's course table links each notebook and cheat sheet that engine.course lists."""
+    import re
+
+    from engine import course
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(((?:notebooks|cheatsheets)/[^)]+\.py)\)", readme))
+    listed = {entry.path for entry in course.entries()}
+    assert linked == listed, f"missing from README: {listed - linked}; unknown: {linked - listed}"
