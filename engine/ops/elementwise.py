@@ -100,7 +100,10 @@ class Pow(Function):
     def backward(ctx, g):
         a, b, out = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        ga = g * b * np.power(a, b - 1) if need_a else None
+        ga = None
+        if need_a:  # b = 0 gives 0 even at a = 0, where b·aᵇ⁻¹ would be 0·∞ (as PyTorch)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ga = g * np.where(b == 0, 0.0, b * np.power(a, b - 1))
         gb = None
         if need_b:
             if np.any(a < 0):
@@ -131,6 +134,8 @@ class PowScalar(Function):
         p = ctx.exponent
         if p == 2:
             return g * 2 * a
+        if p == 0:  # a⁰ = 1 is constant; 0·a⁻¹ would give NaN at a = 0
+            return np.zeros_like(g)
         return g * p * np.power(a, p - 1)
 
 
