@@ -25,6 +25,8 @@ class MatMul(Function):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
+        if a.ndim == 1 and b.ndim == 1:  # dot product: a scalar output
+            return (g * b if need_a else None), (g * a if need_b else None)
         a2 = a[None, :] if a.ndim == 1 else a
         b2 = b[:, None] if b.ndim == 1 else b
         if a.ndim == 1:
