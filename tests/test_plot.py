@@ -1,0 +1,119 @@
+"""engine.plot: one palette with meanings, charts that fit the notebook and never choke on NaN."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from engine import plot
+
+
+def test_every_palette_colour_has_a_meaning_and_is_hex():
+    assert set(plot.PALETTE) == set(plot.MEANINGS)
+    for name, hexcode in plot.PALETTE.items():
+        assert len(hexcode) == 7 and hexcode.startswith("#"), name
+    # the colours that must never be confused are distinct
+    distinct = ["function", "derivative", "autograd", "data", "model", "train", "validation"]
+    assert len({plot.PALETTE[k] for k in distinct}) == len(distinct)
+    assert len(set(plot.PALETTE[k] for k in ["sgd", "momentum", "nesterov", "rmsprop", "adam", "adamw"])) == 6
+
+
+def test_color_lookup():
+    assert plot.color("adam") == plot.PALETTE["adam"]
+    assert plot.color("#123456") == "#123456"
+    with pytest.raises(ValueError, match="unknown palette name 'mauve'"):
+        plot.color("mauve")
+
+
+def test_import_engine_loads_neither_altair_nor_matplotlib():
+    code = "import sys, engine, engine.plot; print(sorted(m for m in ('altair', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_records_send_non_finite_values_as_gaps():
+    rows = plot.records(x=np.array([0.0, 1.0, 2.0]), y=np.array([1.5, np.nan, np.inf]), s="a")
+    assert rows == [{"x": 0.0, "y": 1.5, "s": "a"}, {"x": 1.0, "y": None, "s": "a"}, {"x": 2.0, "y": None, "s": "a"}]
+    json.dumps(rows)  # strict JSON, no NaN tokens
+    with pytest.raises(ValueError, match="column 'y' has 2 values"):
+        plot.records(x=[1, 2, 3], y=[1, 2])
+
+
+def _spec(chart):
+    return chart.to_dict()
+
+
+
+def test_curves_fill_the_width_and_use_palette_colours():
+    x = np.linspace(-1, 1, 11)
+    spec = _spec(plot.curves(x, {"function": x, "derivative": np.ones_like(x)}, x_title="z", y_title="a"))
+    assert spec["width"] == "container"
+    scale = spec["encoding"]["color"]["scale"]
+    assert scale["domain"] == ["function", "derivative"]
+    assert scale["range"] == [plot.PALETTE["function"], plot.PALETTE["derivative"]]
+    assert spec["encoding"]["x"]["title"] == "z" and spec["encoding"]["y"]["title"] == "a"
+    assert len(spec["data"]["values"]) == 22
+
+
+def test_function_and_derivative_draws_autograd_dots_over_the_formula():
+    x = np.linspace(-3, 3, 301)
+    f, df = np.tanh(x), 1 - np.tanh(x) ** 2
+    spec = _spec(plot.function_and_derivative(x, f, df, df + 1.0, name="tanh", n_dots=31))
+    lines, dots = spec["layer"]
+    assert dots["mark"]["color"] == plot.PALETTE["autograd"]
+    ys = [r["y"] for r in dots["data"]["values"]]
+    xs = np.array([r["x"] for r in dots["data"]["values"]])
+    # the dots carry the autograd values (here shifted by one so they are told apart from the line)
+    np.testing.assert_allclose(ys, 1 - np.tanh(xs) ** 2 + 1.0, rtol=1e-5, atol=1e-6)
+    assert 25 <= len(ys) <= 35
+
+
+def test_y_domain_cuts_values_outside_the_view():
+    x = np.array([0.0, 1.0, 2.0])
+    spec = _spec(plot.curves(x, {"f": np.array([0.0, 50.0, 1.0])}, y_domain=(-1, 2)))
+    assert [r["y"] for r in spec["data"]["values"]] == [0.0, None, 1.0]
+
+
+def test_heatmap_and_histograms_and_bars():
+    z = np.arange(6.0).reshape(2, 3)
+    spec = _spec(plot.heatmap(z, x_labels=list("abc"), y_labels=["r0", "r1"], annotate=True))
+    cells = spec["data"]["values"]
+    assert {(c["y"], c["x"]): c["z"] for c in cells}[("r1", "b")] == 4.0
+    with pytest.raises(ValueError, match="2-D"):
+        plot.heatmap(np.zeros(3))
+    h = _spec(plot.histogram_grid({"L1": np.zeros(10), "L2": np.ones(10)}, bins=4, flags={"L1": "100% dead"}))
+    shares = {}
+    for r in h["data"]["values"]:
+        shares.setdefault(r["panel"], 0.0)
+        shares[r["panel"]] += r["share"]
+    assert shares == {"L1 · 100% dead": pytest.approx(1.0), "L2": pytest.approx(1.0)}
+    b = _spec(plot.bars(["a", "b"], [0.25, 0.75]))
+    assert [r["value"] for r in b["data"]["values"]] == [0.25, 0.75]
+
+
+def test_loss_curves_on_a_log_axis_drop_non_positive_values():
+    spec = _spec(plot.loss_curves({"train": [1.0, 0.0, 0.1]}, log_y=True))
+    assert [r["y"] for r in spec["data"]["values"]] == [1.0, None, 0.1]
+    assert spec["encoding"]["y"]["scale"]["type"] == "log"
+
+
+def test_matplotlib_figures_draw_with_non_finite_paths():
+    xx, yy = np.meshgrid(np.linspace(-2, 2, 30), np.linspace(-1, 3, 30))
+    zz = (1 - xx) ** 2 + 100 * (yy - xx ** 2) ** 2
+    path = np.array([[-1.0, 1.0], [0.0, 0.5], [np.inf, np.nan]])
+    fig = plot.contour_trajectories(xx, yy, zz, {"sgd": path, "adam": path[:2]}, start=(-1, 1), minimum=(1, 1))
+    ax = fig.axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "sgd" in labels and "adam" in labels
+    sgd = [line for line in ax.get_lines() if line.get_label() == "sgd"][0]
+    assert len(sgd.get_xdata()) == 2  # stopped at the last finite point
+    fig.canvas.draw()
+    probs = np.full((30, 30, 2), 0.5)
+    plot.decision_boundary(xx, yy, probs, np.zeros((4, 2)), np.array([0, 1, 0, 1])).canvas.draw()
+    plot.image_grid(np.zeros((3, 4, 4)), titles=["a", "b", "c"], ncols=2).canvas.draw()
+    nodes = [dict(id="a", label="x", value=2.0, grad=None, depth=0), dict(id="b", label="exp", value=7.39, grad=1.0, depth=1)]
+    fig = plot.graph_figure(nodes, [("a", "b")], highlight="b", done={"b"})
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "x\n2\ngrad ?" in texts and "exp\n7.39\ngrad 1" in texts
