@@ -146,7 +146,7 @@ class RPowScalar(Function):
     def forward(ctx, a, *, base):
         out = np.power(np.asarray(base, dtype=a.dtype), a)
         ctx.save_for_backward(out)
-        ctx.log_base = np.log(base) if base > 0 else 0.0
+        ctx.log_base = float(np.log(base)) if base > 0 else 0.0
         return out
 
     @staticmethod
@@ -384,7 +384,7 @@ class Silu(Function):
         return g * s * (1 + a * (1 - s))
 
 
-_SQRT_2_OVER_PI = np.sqrt(2.0 / np.pi)
+_SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))  # a Python float keeps float32 inputs float32
 _GELU_CUBIC = 0.044715
 
 
