@@ -170,7 +170,7 @@ class _BatchNorm(Module):
     _allowed_ndims: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype=None):
+                 track_running_stats: bool = True, dtype=None, *, bias: bool = True):
         super().__init__()
         name = type(self).__name__
         self.num_features = _positive_int(num_features, "num_features", name)
@@ -183,7 +183,7 @@ class _BatchNorm(Module):
         dtype = _dtype(dtype)
         if affine:
             self.weight = Parameter(np.ones(self.num_features, dtype=dtype))
-            self.bias = Parameter(np.zeros(self.num_features, dtype=dtype))
+            self.bias = Parameter(np.zeros(self.num_features, dtype=dtype)) if bias else None
         else:
             self.weight = self.bias = None
         if track_running_stats:
@@ -203,8 +203,9 @@ class _BatchNorm(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
+        if self.weight is not None:
             init.ones_(self.weight)
+        if self.bias is not None:
             init.zeros_(self.bias)
 
     def forward(self, x):
@@ -239,7 +240,7 @@ class _BatchNorm(Module):
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-            f"track_running_stats={self.track_running_stats}"
+            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
         )
 
 
@@ -279,7 +280,8 @@ class LayerNorm(Module):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 # ---------------------------------------------------------------- activations
