@@ -258,6 +258,14 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
     elif t.dtype.kind == "f":
         if t.shape != input.shape:
             raise ValueError(f"{op}: probability targets must have the input's shape {input.shape}, got {t.shape}")
+        if isinstance(target, Tensor) and target.requires_grad:
+            # a target that learns (rare): composed from primitives so that it gets its gradient
+            # ∂ℓ/∂q = −w·log softmax(z); the fused op below treats the target as a constant
+            q = target if input.ndim <= 2 else _class_last(target, op)
+            q = q * (1.0 - label_smoothing) + label_smoothing / n_classes
+            if w is not None:
+                q = q * Tensor._wrap(w)
+            return _apply_reduction(-(q * z.log_softmax(-1)).sum(-1), reduction)
         q = t if input.ndim <= 2 else np.moveaxis(t, 1, -1)
         q = q.astype(z.dtype) * (1.0 - label_smoothing) + label_smoothing / n_classes
         coef = q if w is None else q * w
