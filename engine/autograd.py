@@ -172,7 +172,15 @@ def backward(root, gradient: np.ndarray) -> None:
             continue
         node = tensor._ctx
         if node is None or tensor._retain:
-            tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+            if tensor.grad is None:
+                # .grad must be the tensor's own writable array: an op may hand back a read-only
+                # broadcast view (sum, mean) or a NumPy scalar (0-d inputs)
+                if not (isinstance(grad, np.ndarray) and grad.flags.writeable):
+                    grad = np.array(grad)
+                tensor.grad = grad
+            else:
+                tensor.grad = np.asarray(tensor.grad + grad)
+            handed_out.add(id(grad))  # a retained non-leaf's .grad must not reach a leaf too
         if node is None:
             continue
         input_grads = type(node).backward(node, grad)
