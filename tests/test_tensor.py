@@ -1,0 +1,257 @@
+"""The Tensor itself: construction and dtypes (PyTorch's rules), attributes, conversions, repr,
+comparisons, factories and manual_seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine
+from engine import Tensor
+from oracle import require_torch
+
+
+# ---------------------------------------------------------------- dtypes follow torch.tensor
+@pytest.mark.parametrize("data", [1.5, [1.0, 2.0], [[1, 2.5]], 3, [1, 2], True, [True, False], [],
+                                  np.float64(2.0), np.float32(2.0)],
+                         ids=["float", "float_list", "mixed_list", "int", "int_list", "bool", "bool_list",
+                              "empty", "np_float64", "np_float32"])
+def test_python_data_gets_torchs_dtype(data):
+    torch = require_torch()
+    ours = Tensor(data)
+    theirs = torch.tensor(data)
+    assert ours.dtype == np.dtype(str(theirs.dtype).removeprefix("torch.")), (ours.dtype, theirs.dtype)
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.data, theirs.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int32, np.int64, np.bool_])
+def test_numpy_arrays_keep_their_dtype(dtype):
+    arr = np.ones((2, 2), dtype=dtype)
+    assert Tensor(arr).dtype == dtype
+    assert engine.tensor(arr).dtype == dtype
+
+
+@pytest.mark.parametrize("dtype, expected", [("float64", np.float64), (np.float32, np.float32),
+                                             (engine.float64, np.float64), (engine.int64, np.int64)])
+def test_dtype_argument_overrides(dtype, expected):
+    assert Tensor([1.0, 2.0], dtype=dtype).dtype == expected
+    assert Tensor(np.ones(2, dtype=np.float32), dtype=dtype).dtype == expected
+
+
+def test_tensor_copies_its_numpy_input_like_torch_tensor():
+    arr = np.ones(3)
+    t = Tensor(arr)
+    arr[0] = 5.0
+    assert t.data[0] == 1.0
+    u = Tensor(t)
+    t.data[1] = 7.0
+    assert u.data[1] == 1.0
+
+
+def test_requires_grad_at_construction():
+    t = engine.tensor([1.0, 2.0], requires_grad=True)
+    assert t.requires_grad and t.is_leaf and t.grad is None
+
+
+def test_object_data_is_a_type_error():
+    with pytest.raises(TypeError, match="tensor: cannot build a tensor from"):
+        Tensor([1.0, "a", None])
+
+
+# ---------------------------------------------------------------- attributes and conversions
+def test_shape_attributes():
+    t = Tensor(np.zeros((2, 3, 4)))
+    assert t.shape == (2, 3, 4) and t.ndim == 3 and t.dim() == 3
+    assert t.size() == (2, 3, 4) and t.size(-1) == 4 and t.numel() == 24
+    assert t.T.shape == (4, 3, 2)
+    assert len(t) == 2
+
+
+def test_len_of_a_0d_tensor_is_an_error():
+    with pytest.raises(TypeError, match="len"):
+        len(Tensor(1.0))
+
+
+def test_item_numpy_tolist_float_int():
+    assert Tensor(2.5).item() == 2.5 and isinstance(Tensor(2.5).item(), float)
+    assert Tensor(3).item() == 3 and isinstance(Tensor(3).item(), int)
+    assert Tensor([[4.0]]).item() == 4.0
+    assert float(Tensor([1.5])) == 1.5 and int(Tensor(7)) == 7
+    t = Tensor(np.arange(3.0))
+    assert isinstance(t.numpy(), np.ndarray) and np.shares_memory(t.numpy(), t.data)
+    assert t.tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(ValueError, match=r"item: only a single-element tensor .* shape \(3,\)"):
+        t.item()
+
+
+def test_bool_of_a_tensor():
+    assert bool(Tensor(1.0)) and not bool(Tensor([0.0]))
+    with pytest.raises(RuntimeError, match=r"bool\(\): a tensor of shape \(2,\) has 2 values"):
+        bool(Tensor([1.0, 2.0]))
+
+
+def test_type_conversions():
+    t = Tensor([1.7, -2.2])
+    assert t.double().dtype == np.float64 and t.float() is t
+    assert t.long().dtype == np.int64 and t.long().tolist() == [1, -2]
+    assert t.int().dtype == np.int32
+    assert t.bool().dtype == np.bool_
+    assert t.to(np.float64).dtype == np.float64
+
+
+def test_repr_shows_values_dtype_and_grad_state():
+    assert repr(Tensor([1.0, 2.0])) == "tensor([1., 2.])"
+    assert repr(Tensor(np.array([1.0, 2.0]))) == "tensor([1., 2.], dtype=float64)"
+    assert repr(Tensor([1.0], requires_grad=True)) == "tensor([1.], requires_grad=True)"
+    assert repr(Tensor([1.0], requires_grad=True) * 2) == "tensor([2.], grad_fn=<Mul>)"
+    assert repr(Tensor([1, 2])) == "tensor([1, 2])"
+    assert "tensor(" in repr(Tensor(np.zeros((2, 2))))
+
+
+def test_setitem_refuses_to_break_a_gradient_but_works_under_no_grad():
+    w = Tensor(np.zeros(3), requires_grad=True)
+    with pytest.raises(RuntimeError, match="setitem: in-place assignment into a tensor that requires grad"):
+        w[0] = 1.0
+    with engine.no_grad():
+        w[0] = 1.0
+        w[1:] = Tensor(np.array([2.0, 3.0]))
+    np.testing.assert_array_equal(w.data, [1.0, 2.0, 3.0])
+    c = Tensor(np.zeros(2))
+    c[np.array([True, False])] = 5.0
+    assert c.data.tolist() == [5.0, 0.0]
+
+
+# ---------------------------------------------------------------- comparisons
+COMPARISONS = ["__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"]
+
+
+@pytest.mark.parametrize("op", COMPARISONS)
+def test_comparisons_match_torch_and_carry_no_gradient(op):
+    torch = require_torch()
+    a = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]])
+    b = np.array([2.0, 2.0, 2.0])
+    x = Tensor(a, requires_grad=True)
+    for other, torch_other in [(Tensor(b), torch.tensor(b)), (2.0, 2.0), (b, torch.tensor(b))]:
+        got = getattr(x, op)(other)
+        want = getattr(torch.tensor(a), op)(torch_other)
+        assert got.dtype == np.bool_ and not got.requires_grad and got.grad_fn is None
+        np.testing.assert_array_equal(got.data, want.numpy())
+
+
+def test_logical_operators_and_any_all():
+    t = Tensor([1.0, -1.0, 2.0])
+    m = (t > 0) & (t < 2)
+    assert m.tolist() == [True, False, False]
+    assert ((t > 1) | (t < 0)).tolist() == [False, True, True]
+    assert (~(t > 0)).tolist() == [False, True, False]
+    assert bool((t > -5).all()) and not bool((t > 5).any())
+    with pytest.raises(TypeError, match="~ .* needs a bool tensor"):
+        ~t
+
+
+def test_tensor_is_hashable_by_identity():
+    a, b = Tensor([1.0]), Tensor([1.0])
+    assert len({a, b}) == 2
+
+
+# ---------------------------------------------------------------- factories
+@pytest.mark.parametrize("make, shape, value", [
+    (lambda: engine.zeros(2, 3), (2, 3), 0.0),
+    (lambda: engine.zeros((2, 3)), (2, 3), 0.0),
+    (lambda: engine.ones(4), (4,), 1.0),
+    (lambda: engine.ones([2, 2]), (2, 2), 1.0),
+    (lambda: engine.full((2, 3), 1.5), (2, 3), 1.5),
+    (lambda: engine.full(3, -2.0), (3,), -2.0),
+    (lambda: engine.zeros_like(Tensor(np.ones((3, 1), dtype=np.float32))), (3, 1), 0.0),
+    (lambda: engine.ones_like(Tensor(np.zeros((1, 2), dtype=np.float32))), (1, 2), 1.0),
+])
+def test_constant_factories(make, shape, value):
+    t = make()
+    assert t.shape == shape and t.dtype == np.float32 and not t.requires_grad
+    assert np.all(t.data == value)
+
+
+def test_factory_dtypes_match_torch():
+    torch = require_torch()
+    pairs = [
+        (engine.zeros(2), torch.zeros(2)), (engine.full((2,), 3), torch.full((2,), 3)),
+        (engine.full((2,), 3.0), torch.full((2,), 3.0)), (engine.arange(5), torch.arange(5)),
+        (engine.arange(0, 1, 0.25), torch.arange(0, 1, 0.25)), (engine.linspace(0, 1, 5), torch.linspace(0, 1, 5)),
+        (engine.eye(3), torch.eye(3)), (engine.eye(2, 3), torch.eye(2, 3)),
+        (engine.zeros_like(Tensor([1, 2])), torch.zeros_like(torch.tensor([1, 2]))),
+        (engine.randint(0, 5, (3,)), torch.randint(0, 5, (3,))), (engine.randn(2), torch.randn(2)),
+        (engine.rand(2), torch.rand(2)),
+    ]
+    for ours, theirs in pairs:
+        assert ours.dtype == np.dtype(str(theirs.dtype).removeprefix("torch.")), (ours, theirs)
+        assert ours.shape == tuple(theirs.shape)
+    for ours, theirs in pairs[:9]:  # the deterministic ones: same values too
+        np.testing.assert_allclose(ours.data, theirs.numpy(), rtol=1e-7)
+
+
+def test_factory_values():
+    np.testing.assert_array_equal(engine.arange(2, 8, 3).data, [2, 5])
+    np.testing.assert_allclose(engine.linspace(-1, 1, 5).data, [-1, -0.5, 0, 0.5, 1])
+    np.testing.assert_array_equal(engine.eye(2).data, [[1, 0], [0, 1]])
+    assert engine.zeros(2, dtype="float64").dtype == np.float64
+    assert engine.randn(3, requires_grad=True).requires_grad
+    assert engine.ones(2, requires_grad=True).is_leaf
+
+
+def test_random_factories_ranges():
+    engine.manual_seed(0)
+    r = engine.rand(1000)
+    assert r.data.min() >= 0.0 and r.data.max() < 1.0
+    i = engine.randint(3, size=(1000,))
+    assert set(np.unique(i.data)) == {0, 1, 2}
+    j = engine.randint(-2, 2, (50,))
+    assert j.data.min() >= -2 and j.data.max() < 2
+    n = engine.randn(10_000)
+    assert abs(n.data.mean()) < 0.05 and abs(n.data.std() - 1) < 0.05
+
+
+def test_manual_seed_makes_draws_reproducible():
+    engine.manual_seed(123)
+    a = (engine.randn(3, 4), engine.rand(5), engine.randint(0, 10, (6,)))
+    engine.manual_seed(123)
+    b = (engine.randn(3, 4), engine.rand(5), engine.randint(0, 10, (6,)))
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.data, y.data)
+    engine.manual_seed(124)
+    assert not np.array_equal(engine.randn(3, 4).data, a[0].data)
+
+
+def test_manual_seed_replaces_the_generator_each_time():
+    engine.manual_seed(7)
+    first = engine.random.generator()
+    engine.manual_seed(7)
+    assert engine.random.generator() is not first
+    with pytest.raises(TypeError, match="manual_seed: seed must be an int"):
+        engine.manual_seed(1.5)
+
+
+def test_factory_errors():
+    with pytest.raises(ValueError, match=r"zeros: sizes must be non-negative, got \(2, -1\)"):
+        engine.zeros(2, -1)
+    with pytest.raises(ValueError, match=r"randint: high \(2\) must be greater than low \(2\)"):
+        engine.randint(2, 2, (3,))
+    with pytest.raises(ValueError, match="arange: step must not be 0"):
+        engine.arange(0, 5, 0)
+    with pytest.raises(ValueError, match="linspace: steps must be at least 1"):
+        engine.linspace(0, 1, 0)
+    with pytest.raises(TypeError, match="only floating-point"):
+        engine.arange(3, requires_grad=True)
+
+
+def test_public_names_exist():
+    for name in ["Tensor", "tensor", "cat", "stack", "where", "maximum", "minimum", "matmul", "log", "zeros",
+                 "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint", "arange", "linspace",
+                 "eye", "manual_seed", "no_grad", "is_grad_enabled", "gradcheck", "save", "load"]:
+        assert callable(getattr(engine, name)), name
+    for method in ["backward", "numpy", "item", "detach", "requires_grad_", "reshape", "view", "flatten",
+                   "transpose", "permute", "squeeze", "unsqueeze", "expand", "sum", "mean", "var", "std", "max",
+                   "min", "amax", "argmax", "argmin", "prod", "exp", "log", "log2", "log10", "sqrt", "abs", "sin",
+                   "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "softmax", "log_softmax", "logsumexp",
+                   "masked_fill"]:
+        assert callable(getattr(Tensor, method)), method
