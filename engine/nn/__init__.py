@@ -26,3 +26,5 @@ from .layers import (
 from .module import Module, ModuleList, Parameter, Sequential
 
 # Other layer files add their import lines below (conv.py, attention.py).
+from .attention import MultiheadAttention
+from .conv import AvgPool2d, Conv2d, ConvTranspose2d, MaxPool2d
