@@ -32,7 +32,12 @@ def _as_array(data, dtype=None) -> np.ndarray:
     elif isinstance(data, np.generic):
         arr = np.asarray(data)
     else:
-        arr = np.asarray(data)
+        try:
+            arr = np.asarray(data)
+        except ValueError:
+            raise ValueError(
+                f"tensor: nested lists must be rectangular (every row the same length), got {data!r:.80}"
+            ) from None
         if arr.dtype == np.float64:
             arr = arr.astype(_DEFAULT_FLOAT)
         elif arr.dtype == object:
@@ -697,6 +702,9 @@ def stack(tensors: Sequence, dim: int = 0) -> Tensor:
     shapes = {t.shape for t in tensors}
     if len(shapes) > 1:
         raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
+    ndim = tensors[0].ndim
+    if not -ndim - 1 <= dim <= ndim:
+        raise IndexError(f"stack: dim {dim} is out of range for stacking tensors of shape {tensors[0].shape} (valid: {-ndim - 1} to {ndim})")
     return cat([t.unsqueeze(dim) for t in tensors], dim)
 
 
