@@ -1,0 +1,140 @@
+"""Rows of the activation-functions sheet: each activation and its derivative.
+
+Derivative rows compare the engine's autograd (``r.backward(g); x.grad``, with a random upstream
+gradient g) with the derivative's formula written in NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core import SAME, FormulaRow, N, spec
+
+SHEET = "activation_functions"
+BACKWARD = "r = {f}; r.backward(g); x.grad"
+
+
+def _grid(low, high, n=20001):
+    """A fine grid for the minimum of an activation (the same points in every backend)."""
+    return lambda rng: np.linspace(low, high, n)
+
+
+def _act(id, section, name, latex, numpy, engine, torch=SAME, notes="", inputs=None, **kw):
+    return FormulaRow(
+        id=id, sheet=SHEET, section=section, name=name, latex=latex, numpy=numpy, engine=engine,
+        torch=engine if torch == SAME else torch, inputs=inputs or spec(x=N(4, 6, scale=2.0)),
+        notes=notes, **kw,
+    )
+
+
+def _grad(id, section, name, latex, numpy, call, notes="", inputs=None, **kw):
+    """A derivative row: NumPy formula of g·φ'(x) against autograd through ``call``."""
+    code = BACKWARD.format(f=call)
+    return _act(id, section, name, latex, numpy, code, code, notes,
+                inputs or spec(x=N(4, 6, scale=2.0), g=N(4, 6)), grad=("x",), **kw)
+
+
+R = r"\operatorname{ReLU}"
+ROWS = [
+    # ---------------------------------------------------------------- piecewise linear
+    _act("act.relu", "Piecewise linear", "ReLU", R + r"(x) = \max(0, x)",
+         "np.maximum(0, x)", "F.relu(x)",
+         notes="Default for hidden layers; range [0, ∞).", keywords=("rectified",)),
+    _grad("act.relu.grad", "Piecewise linear", "ReLU derivative",
+          R + r"'(x) = \begin{cases}1 & x > 0\\ 0 & x \le 0\end{cases}",
+          "g * (x > 0)", "F.relu(x)",
+          notes="The gradient at exactly 0 is taken as 0, as in PyTorch."),
+    _act("act.leaky_relu", "Piecewise linear", "Leaky ReLU",
+         r"\operatorname{LeakyReLU}(x) = \begin{cases}x & x > 0\\ \alpha x & x \le 0\end{cases}",
+         "np.where(x > 0, x, a * x)", "F.leaky_relu(x, negative_slope=a)",
+         inputs=spec(x=N(4, 6, scale=2.0), a=0.1),
+         notes="Keeps a small gradient α (default 0.01) for x < 0."),
+    _grad("act.leaky_relu.grad", "Piecewise linear", "Leaky ReLU derivative",
+          r"\operatorname{LeakyReLU}'(x) = \begin{cases}1 & x > 0\\ \alpha & x \le 0\end{cases}",
+          "g * np.where(x > 0, 1, a)", "F.leaky_relu(x, negative_slope=a)",
+          inputs=spec(x=N(4, 6, scale=2.0), g=N(4, 6), a=0.1)),
+    # ---------------------------------------------------------------- saturating
+    _act("act.sigmoid", "Saturating", "Sigmoid", r"\sigma(x) = \frac{1}{1 + e^{-x}}",
+         "1 / (1 + np.exp(-x))", "F.sigmoid(x)", "torch.sigmoid(x)",
+         notes="Turns a logit into a probability; range (0, 1).", keywords=("logistic",)),
+    _grad("act.sigmoid.grad", "Saturating", "Sigmoid derivative",
+          r"\sigma'(x) = \sigma(x)\,(1 - \sigma(x))",
+          "s = 1 / (1 + np.exp(-x)); g * s * (1 - s)", "F.sigmoid(x)",
+          notes="At most 1/4 (at x = 0): stacked sigmoids shrink gradients."),
+    _act("act.tanh", "Saturating", "Tanh", r"\tanh(x) = \frac{e^{x} - e^{-x}}{e^{x} + e^{-x}}",
+         "(np.exp(x) - np.exp(-x)) / (np.exp(x) + np.exp(-x))", "x.tanh()", "torch.tanh(x)",
+         notes="Zero-centred; range (−1, 1); tanh(x) = 2σ(2x) − 1.", keywords=("hyperbolic",)),
+    _act("act.tanh.exp2", "Saturating", "Tanh (one exponential)",
+         r"\tanh(x) = \frac{e^{2x} - 1}{e^{2x} + 1}",
+         "(np.exp(2 * x) - 1) / (np.exp(2 * x) + 1)", "F.tanh(x)", "torch.tanh(x)",
+         notes="The same function with one exponential; overflows for x > 354, so libraries "
+               "compute tanh another way.", keywords=("hyperbolic",)),
+    _grad("act.tanh.grad", "Saturating", "Tanh derivative", r"\tanh'(x) = 1 - \tanh^2(x)",
+          "g * (1 - np.tanh(x) ** 2)", "x.tanh()"),
+    # ---------------------------------------------------------------- smooth
+    _act("act.gelu", "Smooth (Transformers)", "GELU",
+         r"\operatorname{GELU}(x) = x\,\Phi(x) = \tfrac{x}{2}\left(1 + \operatorname{erf}(x/\sqrt2)\right)",
+         "0.5 * x * (1 + np.vectorize(math.erf)(x / np.sqrt(2)))", "F.gelu(x)",
+         notes="Φ is the standard normal CDF; smooth ReLU of BERT and GPT.",
+         keywords=("gaussian error linear unit",)),
+    _act("act.gelu.tanh", "Smooth (Transformers)", "GELU (tanh approximation)",
+         r"\operatorname{GELU}(x) \approx \tfrac{x}{2}\left[1 + \tanh\!\left(\sqrt{2/\pi}\,(x + 0.044715\,x^3)\right)\right]",
+         "0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))",
+         "F.gelu(x, approximate='tanh')",
+         notes="Within 5e-4 of the exact GELU; GPT-2's choice."),
+    _grad("act.gelu.grad", "Smooth (Transformers)", "GELU derivative",
+          r"\operatorname{GELU}'(x) = \Phi(x) + x\,\varphi(x)",
+          "g * (0.5 * (1 + np.vectorize(math.erf)(x / np.sqrt(2))) + x * np.exp(-x ** 2 / 2) / np.sqrt(2 * np.pi))",
+          "F.gelu(x)", notes="φ is the standard normal density."),
+    _act("act.gelu.min", "Smooth (Transformers)", "GELU minimum",
+         r"\min_x \operatorname{GELU}(x) \approx -0.17 \text{ at } x \approx -0.75",
+         "(0.5 * x * (1 + np.vectorize(math.erf)(x / np.sqrt(2)))).min()", "F.gelu(x).min()",
+         inputs=spec(x=_grid(-1.0, -0.5)), notes="So GELU's range is about [−0.17, ∞).",
+         keywords=("range",)),
+    _act("act.silu", "Smooth (Transformers)", "SiLU / Swish", r"\operatorname{SiLU}(x) = x\,\sigma(x) = \frac{x}{1 + e^{-x}}",
+         "x / (1 + np.exp(-x))", "F.silu(x)",
+         notes="Self-gated and non-monotonic; used in LLaMA's MLP.", keywords=("swish",)),
+    _grad("act.silu.grad", "Smooth (Transformers)", "SiLU derivative",
+          r"\operatorname{SiLU}'(x) = \sigma(x)\,\bigl(1 + x\,(1 - \sigma(x))\bigr)",
+          "s = 1 / (1 + np.exp(-x)); g * s * (1 + x * (1 - s))", "F.silu(x)", keywords=("swish",)),
+    _act("act.silu.min", "Smooth (Transformers)", "SiLU minimum",
+         r"\min_x \operatorname{SiLU}(x) \approx -0.28 \text{ at } x \approx -1.28",
+         "(x / (1 + np.exp(-x))).min()", "F.silu(x).min()",
+         inputs=spec(x=_grid(-2.0, -0.5)), notes="So SiLU's range is about [−0.28, ∞).",
+         keywords=("range", "swish")),
+    _act("act.softplus", "Smooth (Transformers)", "Softplus", r"\operatorname{softplus}(x) = \ln(1 + e^{x})",
+         "np.log1p(np.exp(x))", "F.softplus(x)",
+         notes="A smooth ReLU; its derivative is σ(x)."),
+    _act("act.elu", "Smooth (Transformers)", "ELU",
+         r"\operatorname{ELU}(x) = \begin{cases}x & x > 0\\ \alpha(e^{x} - 1) & x \le 0\end{cases}",
+         "np.where(x > 0, x, a * (np.exp(x) - 1))", "F.elu(x, alpha=a)",
+         inputs=spec(x=N(4, 6, scale=2.0), a=1.0)),
+    _act("act.swiglu", "Smooth (Transformers)", "SwiGLU",
+         r"\operatorname{SwiGLU}(x) = \operatorname{SiLU}(x W_{gate}) \odot (x W_{up})",
+         "s = x @ Wg; s / (1 + np.exp(-s)) * (x @ Wu)", "F.swiglu(x, Wg, Wu)",
+         "F.silu(x @ Wg) * (x @ Wu)",
+         inputs=spec(x=N(4, 6), Wg=N(6, 8), Wu=N(6, 8)),
+         notes="The gated MLP of LLaMA; range (−∞, ∞).", keywords=("gated", "glu")),
+    # ---------------------------------------------------------------- output functions
+    _act("act.softmax", "Output functions", "Softmax",
+         r"\operatorname{softmax}(z)_i = \frac{e^{z_i - \max_j z_j}}{\sum_k e^{z_k - \max_j z_j}}",
+         "e = np.exp(z - z.max(-1, keepdims=True)); e / e.sum(-1, keepdims=True)",
+         "F.softmax(z, dim=-1)", inputs=spec(z=N(4, 6, scale=2.0)),
+         notes="Subtracting the max changes nothing but keeps e^z finite."),
+    _act("act.softmax.shift", "Output functions", "Softmax ignores a shift (z + 1000)",
+         r"\operatorname{softmax}(z + c) = \operatorname{softmax}(z)",
+         "e = np.exp(z - z.max(-1, keepdims=True)); e / e.sum(-1, keepdims=True)",
+         "F.softmax(z + 1000, dim=-1)", inputs=spec(z=N(4, 6, scale=2.0)),
+         notes="Why the stable form works: a naive e^{1000} would overflow.",
+         keywords=("stable", "overflow")),
+    _act("act.softmax.temperature", "Output functions", "Softmax with temperature",
+         r"\operatorname{softmax}(z/\tau)_i = \frac{e^{z_i/\tau}}{\sum_j e^{z_j/\tau}}",
+         "e = np.exp((z - z.max(-1, keepdims=True)) / tau); e / e.sum(-1, keepdims=True)",
+         "F.softmax(z / tau, dim=-1)", inputs=spec(z=N(4, 6, scale=2.0), tau=0.5),
+         notes="τ < 1 sharpens, τ > 1 flattens towards uniform."),
+    _act("act.log_softmax", "Output functions", "Log-softmax",
+         r"\log\operatorname{softmax}(z)_i = z_i - \log\sum_j e^{z_j}",
+         "m = z.max(-1, keepdims=True); z - m - np.log(np.exp(z - m).sum(-1, keepdims=True))",
+         "F.log_softmax(z, dim=-1)", inputs=spec(z=N(4, 6, scale=2.0)),
+         notes="The log-sum-exp form stays finite where log(softmax(z)) gives −∞."),
+]

@@ -1,0 +1,345 @@
+"""The hub sheet: its own rows, its sections (which rows, which notebooks and sheets each links
+to), and the minimal training loop in NumPy, engine and PyTorch.
+
+The hub shows its own rows (neuron, dense layer, backpropagation of a dense layer, initialisation,
+regularisation, normalisation, training tips, diffusion, VAE) next to the key rows of the focused
+sheets, section by section (:data:`HUB_SECTIONS`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .core import SAME, FormulaRow, Ints, N, U, spec
+
+SHEET = "deep_learning"
+
+# ----------------------------------------------------------------------------- rows
+
+
+def _row(id, section, name, latex, numpy, engine, torch=SAME, inputs=None, notes="", **kw):
+    return FormulaRow(id=id, sheet=SHEET, section=section, name=name, latex=latex, numpy=numpy,
+                      engine=engine, torch=engine if torch == SAME else torch, inputs=inputs,
+                      notes=notes, **kw)
+
+
+NEURON = "Neuron and dense layer"
+BACKPROP = "Backpropagation"
+INIT = "Initialisation and regularisation"
+NORM = "Normalisation"
+TIPS = "Training tips"
+DIFF = "Diffusion: the forward process"
+VAE = "VAE: ELBO and KL"
+
+DENSE = spec(x=N(4, 5), W=N(3, 5), b=N(3))
+NORM_IN = spec(x=lambda rng: 3 * rng.standard_normal((16, 5)) + 1, gamma=N(5), beta=N(5), eps=1e-5)
+LATENT = spec(mu=N(4, 3), logvar=N(4, 3, scale=0.5), eps=N(4, 3))
+KL_NUMPY = "-0.5 * np.sum(1 + logvar - mu ** 2 - np.exp(logvar), axis=-1)"
+KL_TORCH = "-0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp(), dim=-1)"
+LINEAR_ALPHA_BARS = "np.cumprod(1 - np.linspace(b0, b1, T))"
+
+ROWS = [
+    # ---------------------------------------------------------------- neuron and dense layer
+    _row("dl.neuron", NEURON, "Neuron", r"z = \mathbf w^\top \mathbf x + b,\quad a = \phi(z)",
+         "np.tanh(w @ x + b)", "(w @ x + b).tanh()", "torch.tanh(w @ x + b)",
+         spec(w=N(5), x=N(5), b=0.3), notes="A weighted sum, then an activation φ (here tanh).",
+         keywords=("perceptron", "weighted sum")),
+    _row("dl.dense", NEURON, "Dense layer", r"\mathbf z^{(l)} = W^{(l)} \mathbf a^{(l-1)} + \mathbf b^{(l)}",
+         "x @ W.T + b", "F.linear(x, W, b)", inputs=DENSE,
+         notes="A batch of row vectors: Z = X Wᵀ + b, W of shape (n_out, n_in).",
+         keywords=("linear", "fully connected")),
+    _row("dl.dense.params", NEURON, "Dense layer parameters", r"\#\text{params} = n_{in}\,n_{out} + n_{out}",
+         "n_in * n_out + n_out", "sum(p.numel() for p in nn.Linear(n_in, n_out).parameters())",
+         inputs=spec(n_in=lambda rng: int(rng.integers(1, 500)), n_out=lambda rng: int(rng.integers(1, 500))),
+         notes="Weights, then one bias per output.", keywords=("parameter count",)),
+    _row("dl.collapse", NEURON, "Linear layers without activation collapse",
+         r"(\mathbf x W_1) W_2 = \mathbf x\,(W_1 W_2)", "x @ (W1 @ W2)", "(x @ W1) @ W2",
+         inputs=spec(x=N(4, 5), W1=N(5, 6), W2=N(6, 3)),
+         notes="Without a non-linearity between them, two layers are one linear map."),
+    # ---------------------------------------------------------------- backpropagation
+    _row("dl.backprop.outer", BACKPROP, "Weight and bias gradients (one sample)",
+         r"\frac{\partial L}{\partial W^{(l)}} = \boldsymbol\delta^{(l)} (\mathbf a^{(l-1)})^\top,\quad "
+         r"\frac{\partial L}{\partial \mathbf b^{(l)}} = \boldsymbol\delta^{(l)}",
+         "(np.outer(delta, a), delta)", "z = W @ a + b; z.backward(delta); (W.grad, b.grad)",
+         inputs=spec(W=N(3, 5), a=N(5), b=N(3), delta=N(3)), grad=("W", "b"),
+         notes="δ = ∂L/∂z, the error signal at the layer's output.", keywords=("delta",)),
+    _row("dl.backprop.delta", BACKPROP, "Error signal to the previous layer",
+         r"\boldsymbol\delta^{(l-1)} = \left((W^{(l)})^\top \boldsymbol\delta^{(l)}\right) \odot \phi'(\mathbf z^{(l-1)})",
+         "(delta @ W) * (z > 0)", "a = F.relu(z); r = F.linear(a, W); r.backward(delta); z.grad",
+         inputs=spec(z=N(4, 5), W=N(3, 5), delta=N(4, 3)), grad=("z", "W"),
+         notes="Here φ = ReLU and a batch of rows, so Wᵀδ becomes δ W.", keywords=("delta",)),
+    _row("dl.backprop.dense", BACKPROP, "Dense layer backward (batch)",
+         r"Z = XW + b:\ \ dW = X^\top dZ,\ \ db = \textstyle\sum_n dZ_n,\ \ dX = dZ\, W^\top",
+         "(X.T @ dZ, dZ.sum(0), dZ @ W.T)", "Z = X @ W + b; Z.backward(dZ); (W.grad, b.grad, X.grad)",
+         inputs=spec(X=N(6, 4), W=N(4, 3), b=N(3), dZ=N(6, 3)), grad=("X", "W", "b"),
+         notes="db sums over the batch because b is broadcast to every row.", keywords=("chain rule",)),
+    # ---------------------------------------------------------------- initialisation and regularisation
+    _row("dl.init.he", INIT, "He (Kaiming) initialisation", r"W \sim \mathcal N\!\left(0, \frac{2}{n_{in}}\right)",
+         "2 / n_in", "nn.init.kaiming_normal_(engine.zeros(n_out, n_in)).var().item()",
+         "nn.init.kaiming_normal_(torch.zeros(n_out, n_in)).var().item()",
+         spec(n_in=400, n_out=1000), rtol=0.03,
+         notes="Keeps the activations' variance constant through ReLU layers (the sample variance "
+               "of 400 000 draws is compared).", keywords=("kaiming", "init", "variance")),
+    _row("dl.init.xavier", INIT, "Xavier (Glorot) initialisation",
+         r"\operatorname{Var}(W) = \frac{2}{n_{in} + n_{out}}",
+         "2 / (n_in + n_out)", "nn.init.xavier_normal_(engine.zeros(n_out, n_in)).var().item()",
+         "nn.init.xavier_normal_(torch.zeros(n_out, n_in)).var().item()",
+         spec(n_in=400, n_out=1000), rtol=0.03, notes="Suits tanh and sigmoid layers.",
+         keywords=("glorot", "init", "variance")),
+    _row("dl.l2", INIT, "L2 penalty gradient",
+         r"\mathcal L_{total} = \mathcal L_{data} + \lambda \lVert W\rVert_2^2 \Rightarrow \nabla_W = \nabla_W\mathcal L_{data} + 2\lambda W",
+         "2 * lam * W", "(lam * (W ** 2).sum()).backward(); W.grad", inputs=spec(W=N(3, 4), lam=0.01),
+         grad=("W",), notes="Pulls every weight towards 0 in proportion to its size.",
+         keywords=("weight decay", "ridge", "regularization")),
+    _row("dl.dropout", INIT, "Inverted dropout",
+         r"\tilde{\mathbf h} = \frac{\mathbf m \odot \mathbf h}{1 - q},\quad m_j \sim \operatorname{Bernoulli}(1 - q)",
+         "m = rng.random(h.shape) >= q; (m * h / (1 - q)).mean()", "F.dropout(h, p=q).mean()",
+         inputs=spec(h=U(1.0, 2.0, 200_000), q=0.3), rtol=0.01,
+         notes="Scaling by 1/(1 − q) keeps the expectation, so evaluation needs no change "
+               "(random masks: the means are compared).", keywords=("regularization",)),
+    _row("dl.dropout.scale", INIT, "Dropout scale of the kept units", r"\tilde h_j \in \left\{0, \frac{h_j}{1 - q}\right\}",
+         "1 / (1 - q)", "F.dropout(engine.ones(1000), p=q).max()", "F.dropout(torch.ones(1000), p=q).max()",
+         inputs=spec(q=0.3), rtol=1e-6, keywords=("regularization",)),
+    # ---------------------------------------------------------------- normalisation
+    _row("dl.batchnorm", NORM, "Batch normalisation",
+         r"\hat x_i = \frac{x_i - \mu_B}{\sqrt{\sigma_B^2 + \varepsilon}},\quad y_i = \gamma \hat x_i + \beta",
+         "(x - x.mean(0)) / np.sqrt(x.var(0) + eps) * gamma + beta",
+         "F.batch_norm(x, None, None, gamma, beta, training=True, eps=eps)", inputs=NORM_IN,
+         notes="μ_B, σ²_B over the batch, per feature (biased variance); evaluation uses running "
+               "averages instead.", keywords=("batchnorm", "bn")),
+    _row("dl.layernorm", NORM, "Layer normalisation",
+         r"\hat x = \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}},\ \mu, \sigma^2 \text{ over the features of one sample}",
+         "(x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps) * gamma + beta",
+         "F.layer_norm(x, (5,), gamma, beta, eps=eps)", inputs=NORM_IN,
+         notes="Independent of the batch: the same in training and evaluation; used in Transformers.",
+         keywords=("layernorm", "ln")),
+    # ---------------------------------------------------------------- training tips
+    _row("dl.tips.normalise", TIPS, "Normalise the inputs", r"x' = \frac{x - \mu_{train}}{\sigma_{train}}",
+         "(X - X.mean(0)) / X.std(0)", "(X - X.mean(0)) / X.std(0, correction=0)",
+         inputs=spec(X=lambda rng: rng.normal([5.0, -2.0, 100.0], [1.0, 0.1, 30.0], (50, 3))),
+         notes="Use the training set's statistics for every split. NumPy's std divides by n, "
+               "PyTorch's by n − 1 unless correction=0.", keywords=("standardise", "scale")),
+    _row("dl.tips.initial_loss", TIPS, "Initial loss ≈ ln K",
+         r"L_0 = -\ln \tfrac1K = \ln K", "np.log(K)", "F.cross_entropy(engine.zeros(len(y), K), y)",
+         "F.cross_entropy(torch.zeros(len(y), K), y)", inputs=spec(K=10, y=Ints(10, 32)), rtol=1e-6,
+         notes="Uniform predictions over K balanced classes; far above means a bug or a bad init.",
+         keywords=("sanity check", "cross entropy")),
+    _row("dl.tips.eval", TIPS, "train() / eval(): dropout off at evaluation",
+         r"\text{eval: } \operatorname{Dropout}(h) = h", "h", "nn.Dropout(0.5).eval()(h)",
+         inputs=spec(h=N(4, 5)), notes="eval() also makes BatchNorm use its running statistics.",
+         keywords=("evaluation", "inference", "mode")),
+    _row("dl.tips.no_grad", TIPS, "No-grad: build no graph", r"\texttt{no\_grad}: \text{no gradient tracked}",
+         "False", "with engine.no_grad(): r = (x * 2).requires_grad",
+         "with torch.no_grad(): r = (x * 2).requires_grad", inputs=spec(x=N(3)), grad=("x",),
+         result="r", notes="For evaluation and frozen parts: faster, and no memory kept for backward.",
+         keywords=("inference", "frozen")),
+    # ---------------------------------------------------------------- diffusion
+    _row("dl.diffusion.alpha_bar", DIFF, "Noise schedule: ᾱ_t",
+         r"\alpha_t = 1 - \beta_t,\quad \bar\alpha_t = \prod_{s=1}^{t} \alpha_s",
+         LINEAR_ALPHA_BARS, "diffusion.linear_beta_schedule(T, b0, b1).alpha_bars",
+         "torch.cumprod(1 - torch.linspace(b0, b1, T, dtype=torch.float64), 0)",
+         inputs=spec(T=1000, b0=1e-4, b1=0.02),
+         notes="DDPM's linear β from 10⁻⁴ to 0.02: ᾱ falls from ≈1 to ≈4·10⁻⁵.",
+         keywords=("ddpm", "beta schedule")),
+    _row("dl.diffusion.q_sample", DIFF, "Forward process in closed form",
+         r"q(x_t \mid x_0) = \mathcal N\!\left(\sqrt{\bar\alpha_t}\, x_0, (1 - \bar\alpha_t) I\right):\ "
+         r"x_t = \sqrt{\bar\alpha_t}\, x_0 + \sqrt{1 - \bar\alpha_t}\,\epsilon",
+         "ab = np.cumprod(1 - np.linspace(1e-4, 0.02, 1000)); np.sqrt(ab[t]) * x0 + np.sqrt(1 - ab[t]) * eps",
+         "diffusion.q_sample(x0, t, eps, diffusion.linear_beta_schedule(1000))",
+         "ab = torch.cumprod(1 - torch.linspace(1e-4, 0.02, 1000, dtype=torch.float64), 0); ab[t].sqrt() * x0 + (1 - ab[t]).sqrt() * eps",
+         inputs=spec(x0=N(8, 2), eps=N(8, 2), t=lambda rng: int(rng.integers(0, 1000))),
+         notes="Jump to any step t in one draw, ε ~ N(0, I); t counts from 0 as in code.",
+         keywords=("ddpm", "noising")),
+    _row("dl.diffusion.cosine", DIFF, "Cosine schedule",
+         r"\bar\alpha_t = \frac{f(t)}{f(0)},\ f(t) = \cos^2\!\left(\frac{t/T + s}{1 + s}\cdot\frac{\pi}{2}\right)",
+         "f = np.cos((np.arange(T + 1) / T + s) / (1 + s) * np.pi / 2) ** 2; np.cumprod(1 - np.clip(1 - f[1:] / f[:-1], 1e-12, 0.999))",
+         "diffusion.cosine_beta_schedule(T, s).alpha_bars", None, inputs=spec(T=100, s=0.008),
+         notes="β_t = 1 − ᾱ_t/ᾱ_{t−1} clipped at 0.999; ᾱ falls slowly at both ends.",
+         keywords=("improved ddpm", "beta schedule")),
+    # ---------------------------------------------------------------- VAE
+    _row("dl.vae.reparameterize", VAE, "Reparameterisation trick",
+         r"z = \mu + \sigma \odot \epsilon,\quad \sigma = e^{\frac12 \log\sigma^2},\ \epsilon \sim \mathcal N(0, I)",
+         "mu + np.exp(0.5 * logvar) * eps", "vae.reparameterize(mu, logvar, eps)",
+         "mu + torch.exp(0.5 * logvar) * eps", inputs=LATENT,
+         notes="The randomness moves into ε, so gradients reach μ and log σ².", keywords=("sampling",)),
+    _row("dl.vae.kl", VAE, "KL to the standard normal",
+         r"D_{KL}\left(\mathcal N(\mu, \operatorname{diag}\sigma^2) \,\Vert\, \mathcal N(0, I)\right) = -\frac12 \sum_j \left(1 + \log\sigma_j^2 - \mu_j^2 - \sigma_j^2\right)",
+         KL_NUMPY, "vae.gaussian_kl(mu, logvar)", KL_TORCH, inputs=LATENT,
+         notes="Closed form, per sample; 0 exactly when μ = 0 and σ = 1.", keywords=("kullback", "latent")),
+    _row("dl.vae.elbo", VAE, "ELBO",
+         r"\log p(x) \ge \mathbb E_{q_\phi(z \mid x)}\left[\log p_\theta(x \mid z)\right] - D_{KL}\left(q_\phi(z \mid x) \,\Vert\, p(z)\right)",
+         "(x * logits - np.logaddexp(0, logits)).sum(-1) - (" + KL_NUMPY + ")",
+         "vae.elbo(vae.bernoulli_log_likelihood(logits, x), vae.gaussian_kl(mu, logvar))",
+         "-F.binary_cross_entropy_with_logits(logits, x, reduction='none').sum(-1) - " + KL_TORCH,
+         inputs=spec(logits=N(4, 6, scale=2.0), x=U(0.0, 1.0, 4, 6), mu=N(4, 3), logvar=N(4, 3, scale=0.5)),
+         notes="Reconstruction (here a Bernoulli decoder, from logits) minus KL, per sample; "
+               "train by minimising −ELBO.", keywords=("evidence lower bound", "vae loss")),
+]
+
+
+# ----------------------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True)
+class HubSection:
+    """One section of the hub: its title, the rows it lists (ids, from any sheet), and the topic
+    notebooks and focused cheat sheets it links to (``engine.course`` ids)."""
+
+    key: str
+    title: str
+    rows: tuple
+    notebooks: tuple = ()
+    sheets: tuple = ()
+
+
+HUB_SECTIONS = (
+    HubSection("neuron", NEURON, ("dl.neuron", "dl.dense", "shape.linear", "dl.dense.params", "dl.collapse"),
+               ("03_backprop",), ("tensor_shapes",)),
+    HubSection("activations", "Activations",
+               ("act.relu", "act.leaky_relu", "act.sigmoid", "act.tanh", "act.gelu", "act.gelu.tanh",
+                "act.silu", "act.swiglu", "act.softmax.temperature"),
+               ("01_activations",), ("activation_functions",)),
+    HubSection("outputs", "Output layers and losses",
+               ("loss.mse", "loss.bce_logits", "loss.bce_logits.grad", "act.softmax", "loss.ce",
+                "loss.ce.grad", "loss.kl_div"),
+               ("02_losses",), ("loss_functions",)),
+    HubSection("backprop", BACKPROP,
+               ("deriv.chain_rule", "dl.backprop.outer", "dl.backprop.delta", "dl.backprop.dense",
+                "deriv.matmul.grad"),
+               ("03_backprop",), ("derivatives",)),
+    HubSection("updates", "Parameter updates",
+               ("opt.sgd", "opt.momentum", "opt.rmsprop", "opt.adam", "opt.adamw", "opt.clip_grad_norm"),
+               ("04_optimizers",), ("optimizers",)),
+    HubSection("init", INIT,
+               ("dl.init.he", "dl.init.xavier", "dl.l2", "opt.sgd_weight_decay", "dl.dropout",
+                "dl.dropout.scale"),
+               ("01_activations", "04_optimizers"), ("optimizers",)),
+    HubSection("norm", NORM, ("dl.batchnorm", "dl.layernorm"), ("05_convolution", "06_attention")),
+    HubSection("conv", "Convolution arithmetic",
+               ("shape.conv1d", "shape.conv_out", "shape.conv_out_dilated", "shape.effective_kernel",
+                "shape.conv_transpose_out", "shape.receptive_field", "shape.conv2d_params",
+                "deriv.conv2d.grad_input.transposed"),
+               ("05_convolution",), ("tensor_shapes", "derivatives")),
+    HubSection("attention", "Attention, tensor shapes and RoPE",
+               ("shape.attention.sdpa", "shape.attention.causal", "shape.attention.masked_fill",
+                "shape.attention.heads", "shape.attention.scores", "shape.attention.params",
+                "shape.rope.frequencies", "shape.rope", "shape.rope.relative"),
+               ("06_attention",), ("tensor_shapes",)),
+    HubSection("schedules", "Learning-rate schedules",
+               ("sched.step", "sched.cosine", "sched.warmup", "sched.one_cycle", "sched.plateau"),
+               ("04_optimizers",), ("optimizers",)),
+    HubSection("metrics", "Metrics",
+               ("metric.accuracy", "metric.precision", "metric.recall", "metric.f1", "metric.confusion",
+                "metric.roc_auc", "metric.r2", "metric.perplexity"),
+               (), ("metrics",)),
+    HubSection("tips", TIPS,
+               ("dl.tips.normalise", "dl.tips.initial_loss", "dl.tips.eval", "deriv.grad_check",
+                "dl.tips.no_grad"),
+               ("02_losses", "03_backprop"), ("derivatives",)),
+    HubSection("loop", "The minimal training loop", (), ("03_backprop", "04_optimizers"), ("optimizers",)),
+    HubSection("diffusion", DIFF, ("dl.diffusion.alpha_bar", "dl.diffusion.q_sample", "dl.diffusion.cosine"),
+               ("07_diffusion",)),
+    HubSection("vae", VAE, ("dl.vae.reparameterize", "dl.vae.kl", "dl.vae.elbo"), ("08_vae",)),
+)
+
+
+def hub_section(key: str) -> HubSection:
+    """The hub section with this key; a clear error otherwise."""
+    for section in HUB_SECTIONS:
+        if section.key == key:
+            return section
+    raise KeyError(f"hub_section: unknown key {key!r}; keys: {', '.join(s.key for s in HUB_SECTIONS)}")
+
+
+# ----------------------------------------------------------------------------- training loops
+# Shown on the hub and run by the tests (and by the hub's run button): each reads X [N, D] and
+# y [N] (class indices) and leaves the final training loss in `loss`.
+
+NUMPY_TRAINING_LOOP = '''\
+import numpy as np
+
+def softmax(z):
+    e = np.exp(z - z.max(1, keepdims=True))          # stable: shift by the row max
+    return e / e.sum(1, keepdims=True)
+
+rng = np.random.default_rng(0)                       # X: [N, D], y: [N] class indices
+N, D = X.shape
+H, K, lr = 32, int(y.max()) + 1, 0.5
+W1 = rng.normal(0, np.sqrt(2 / D), (D, H)); b1 = np.zeros(H)    # He initialisation
+W2 = rng.normal(0, np.sqrt(2 / H), (H, K)); b2 = np.zeros(K)
+for epoch in range(500):
+    Z1 = X @ W1 + b1; A1 = np.maximum(0, Z1)         # dense layer + ReLU
+    P = softmax(A1 @ W2 + b2)                        # logits -> probabilities
+    loss = -np.log(P[np.arange(N), y]).mean()        # cross-entropy
+    dZ2 = (P - np.eye(K)[y]) / N                     # dL/dlogits = p - onehot(y)
+    dW2, db2 = A1.T @ dZ2, dZ2.sum(0)                # dW = A^T dZ, db = sum of dZ
+    dZ1 = (dZ2 @ W2.T) * (Z1 > 0)                    # dA = dZ W^T, times ReLU'
+    dW1, db1 = X.T @ dZ1, dZ1.sum(0)
+    for p, g in ((W1, dW1), (b1, db1), (W2, dW2), (b2, db2)):
+        p -= lr * g                                  # SGD step, in place
+'''
+
+ENGINE_TRAINING_LOOP = '''\
+import engine
+import engine.functional as F
+from engine import nn, optim
+
+engine.manual_seed(0)                                # X: [N, D], y: [N] class indices
+inputs, targets = engine.tensor(X, dtype=engine.float32), engine.tensor(y)
+model = nn.Sequential(nn.Linear(X.shape[1], 32), nn.ReLU(), nn.Linear(32, int(y.max()) + 1))
+opt = optim.AdamW(model.parameters(), lr=0.02)
+for epoch in range(300):
+    model.train()                                    # dropout / BatchNorm in training mode
+    loss = F.cross_entropy(model(inputs), targets)   # logits in: no softmax first
+    opt.zero_grad()                                  # gradients accumulate otherwise
+    loss.backward()                                  # backpropagation
+    nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+model.eval()
+with engine.no_grad():
+    accuracy = (model(inputs).argmax(1).numpy() == y).mean()
+'''
+
+# The PyTorch loop is the engine loop with other imports: the rest is character for character.
+TORCH_IMPORTS = {
+    "import engine.functional as F": "import torch.nn.functional as F",
+    "from engine import nn, optim": "from torch import nn, optim",
+    "import engine": "import torch",
+    "engine.": "torch.",
+}
+
+
+def torch_training_loop() -> str:
+    """:data:`ENGINE_TRAINING_LOOP` with PyTorch's imports (the only lines that differ)."""
+    code = ENGINE_TRAINING_LOOP
+    for old, new in TORCH_IMPORTS.items():
+        code = code.replace(old, new)
+    return code
+
+
+TRAINING_LOOPS = {"numpy": NUMPY_TRAINING_LOOP, "engine": ENGINE_TRAINING_LOOP}
+
+
+def run_training_loop(backend: str, X, y) -> dict:
+    """Run the hub's training loop for ``backend`` ('numpy', 'engine' or 'torch') on X, y.
+
+    Returns ``{'loss': final training loss, 'accuracy': training accuracy}``.
+    """
+    if backend not in ("numpy", "engine", "torch"):
+        raise ValueError(f"run_training_loop: backend must be 'numpy', 'engine' or 'torch', got {backend!r}")
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    if X.ndim != 2 or y.shape != (X.shape[0],) or y.dtype.kind not in "iu":
+        raise ValueError(f"run_training_loop: need X [N, D] and integer y [N], got {X.shape} and {y.shape} {y.dtype}")
+    code = torch_training_loop() if backend == "torch" else TRAINING_LOOPS[backend]
+    ns = {"X": X, "y": y}
+    exec(compile(code, f"<training loop: {backend}>", "exec"), ns)
+    loss = ns["loss"]
+    loss = float(loss.item() if hasattr(loss, "item") else loss)
+    if "accuracy" in ns:
+        accuracy = float(ns["accuracy"])
+    else:
+        accuracy = float((ns["P"].argmax(1) == y).mean())
+    return {"loss": loss, "accuracy": accuracy}
