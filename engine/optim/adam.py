@@ -59,20 +59,27 @@ class Adam(Optimizer):
             else:
                 g = g + wd * p.data
         m, v = state["exp_avg"], state["exp_avg_sq"]
-        m += (1 - beta1) * (g - m)
+        # in place with one scratch array: small parameters make NumPy's per-call cost dominate
+        tmp = np.subtract(g, m)
+        tmp *= 1 - beta1
+        m += tmp  # m ← m + (1 − β₁)(g − m) = β₁m + (1 − β₁)g
+        np.multiply(g, g, out=tmp)
+        tmp *= 1 - beta2
         v *= beta2
-        v += (1 - beta2) * (g * g)
+        v += tmp
         bias_correction1 = 1 - beta1 ** step
         bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
         if group["amsgrad"]:
             v_max = state["max_exp_avg_sq"]
             np.maximum(v_max, v, out=v_max)
-            denom = np.sqrt(v_max)
+            np.sqrt(v_max, out=tmp)
         else:
-            denom = np.sqrt(v)
-        denom /= bias_correction2_sqrt
-        denom += eps
-        p.data -= (lr / bias_correction1) * (m / denom)
+            np.sqrt(v, out=tmp)
+        tmp /= bias_correction2_sqrt
+        tmp += eps
+        np.divide(m, tmp, out=tmp)
+        tmp *= lr / bias_correction1
+        p.data -= tmp
 
 
 class AdamW(Adam):
