@@ -516,3 +516,25 @@ def test_functional_layers_used_by_modules():
     np.testing.assert_array_equal(F.linear(x, lin.weight, lin.bias).data, lin(x).data)
     with pytest.raises(ValueError, match="linear"):
         F.linear(engine.randn(4, 2), lin.weight)
+
+
+def test_deepcopy_makes_an_independent_target_network():
+    import copy
+
+    engine.manual_seed(0)
+    online = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.ReLU(), nn.Linear(3, 1))
+    target = copy.deepcopy(online)
+    assert [n for n, _ in target.named_parameters()] == [n for n, _ in online.named_parameters()]
+    for a, b in zip(online.parameters(), target.parameters()):
+        assert isinstance(b, nn.Parameter) and np.array_equal(a.data, b.data) and not np.shares_memory(a.data, b.data)
+    online[0].weight.data += 1.0
+    assert not np.array_equal(online[0].weight.data, target[0].weight.data)
+
+
+def test_apply_and_get_submodule():
+    m = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.Linear(3, 3), nn.Tanh()))
+    m.apply(lambda mod: nn.init.zeros_(mod.weight) if isinstance(mod, nn.Linear) else None)
+    assert all(not lin.weight.data.any() for lin in (m[0], m[1][0]))
+    assert m.get_submodule("1.0") is m[1][0]
+    with pytest.raises(AttributeError, match="no sub-module '5'"):
+        m.get_submodule("1.5")
