@@ -139,8 +139,6 @@ def _split_mask(op: str, attn_mask, is_causal: bool, L: int, S: int, scores_shap
     if attn_mask is None:
         return None, None
     mask = attn_mask if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
-    if mask.ndim < 2 and mask.shape != ():
-        raise ValueError(f"{op}: attn_mask of shape {mask.shape} must broadcast to the scores' shape {scores_shape}")
     _check_broadcast(tuple(mask.shape), scores_shape, f"{op} (attn_mask vs scores [..., L, S])")
     dtype = mask.dtype if isinstance(mask, np.ndarray) else mask.data.dtype
     if dtype == np.bool_:
