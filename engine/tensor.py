@@ -262,10 +262,13 @@ class Tensor:
     # ------------------------------------------------------------ arithmetic
 
     def _operand(self, other, op: str) -> "Tensor":
-        """``other`` as a Tensor; Python numbers take this tensor's float dtype (as PyTorch)."""
+        """``other`` as a Tensor; Python and NumPy numbers take this tensor's float dtype (as PyTorch,
+        so ``x / np.sqrt(d)`` keeps a float32 ``x`` float32)."""
         if isinstance(other, Tensor):
             return other
-        if isinstance(other, (bool, int, float)) and not isinstance(other, np.generic):
+        if isinstance(other, np.generic) and other.dtype.kind in "biuf":
+            other = other.item()  # a NumPy scalar counts as a Python number, as in PyTorch
+        if isinstance(other, (bool, int, float)):
             if _is_float(self.data):
                 return Tensor._wrap(np.asarray(other, dtype=self.data.dtype))
             if isinstance(other, float):
@@ -278,6 +281,8 @@ class Tensor:
     def _binary(self, fn, other, op: str, reverse: bool = False) -> "Tensor":
         other = self._operand(other, op)
         a, b = (other, self) if reverse else (self, other)
+        if a.data.dtype != b.data.dtype or (op == "div" and not _is_float(a.data)):
+            a, b = _promote(a, b, op)
         _check_broadcast(a.shape, b.shape, op)
         return fn.apply(a, b)
 
@@ -306,12 +311,18 @@ class Tensor:
         return self._binary(ew.Div, other, "div", reverse=True)
 
     def __pow__(self, exponent):
+        if isinstance(exponent, np.generic) and exponent.dtype.kind in "iuf":
+            exponent = exponent.item()  # np.float64(2.5) must not promote a float32 tensor
         if isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
+            if isinstance(exponent, float) and not _is_float(self.data):
+                return self.float() ** exponent  # an integer tensor to a float power is float32, as torch
             return ew.PowScalar.apply(self, exponent=exponent)
         return self._binary(ew.Pow, exponent, "pow")
 
     def __rpow__(self, base):
         if isinstance(base, (int, float)) and not isinstance(base, bool) and base > 0:
+            if isinstance(base, float) and not _is_float(self.data):
+                return base ** self.float()  # 1.5 ** arange(3) is float32 (an int base dtype would truncate 1.5)
             return ew.RPowScalar.apply(self, base=base)
         return self._binary(ew.Pow, base, "pow", reverse=True)
 
@@ -340,6 +351,7 @@ class Tensor:
     # comparisons give boolean tensors and no gradient
     def _compare(self, other, fn) -> "Tensor":
         other = other.data if isinstance(other, Tensor) else other
+        _check_broadcast(self.shape, np.shape(other), fn.__name__)
         return Tensor._wrap(fn(self.data, other))
 
     def __lt__(self, other):
@@ -606,6 +618,19 @@ class _Cast(autograd.Function):
     @staticmethod
     def backward(ctx, g):
         return g
+
+
+def _promote(a: Tensor, b: Tensor, op: str):
+    """PyTorch's promotion where NumPy's differs: a float tensor meeting an integer or bool one keeps
+    its float dtype (NumPy widens float32 with int64 to float64), and dividing integers gives float32."""
+    float_a, float_b = _is_float(a.data), _is_float(b.data)
+    if float_a and not float_b:
+        b = Tensor._wrap(b.data.astype(a.data.dtype))
+    elif float_b and not float_a:
+        a = Tensor._wrap(a.data.astype(b.data.dtype))
+    elif not float_a and not float_b and op == "div":
+        a, b = Tensor._wrap(a.data.astype(_DEFAULT_FLOAT)), Tensor._wrap(b.data.astype(_DEFAULT_FLOAT))
+    return a, b
 
 
 def _shape_arg(shape) -> tuple:

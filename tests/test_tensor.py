@@ -255,3 +255,57 @@ def test_public_names_exist():
                    "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "softmax", "log_softmax", "logsumexp",
                    "masked_fill"]:
         assert callable(getattr(Tensor, method)), method
+
+
+# ---------------------------------------------------------------- promotion follows torch, not NumPy
+# Each row is one expression written once: T builds a tensor (engine.Tensor or torch.tensor).
+PROMOTION = [
+    ("float32_times_python_float", np.float32, lambda t, T: t * 1.5),
+    ("float32_times_numpy_float64_scalar", np.float32, lambda t, T: t * np.float64(1.5)),
+    ("float32_over_np_sqrt", np.float32, lambda t, T: t / np.sqrt(4.0)),
+    ("float32_pow_numpy_scalar", np.float32, lambda t, T: t ** np.float64(1.5)),
+    ("numpy_scalar_minus_float32", np.float32, lambda t, T: np.float64(2.0) - t),
+    ("float32_plus_numpy_float32_scalar", np.float32, lambda t, T: t + np.float32(1)),
+    ("float32_times_numpy_int_scalar", np.float32, lambda t, T: t * np.int64(3)),
+    ("float32_times_int64_tensor", np.float32, lambda t, T: t * T(np.array([1, 0, 2]))),
+    ("int64_tensor_times_float32", np.float32, lambda t, T: T(np.array([1, 0, 2])) * t),
+    ("float32_plus_bool_tensor", np.float32, lambda t, T: t + T(np.array([True, False, True]))),
+    ("float32_plus_float64_tensor", np.float32, lambda t, T: t + T(np.ones(3))),
+    ("int_times_python_float", np.int64, lambda t, T: t * 1.5),
+    ("int_times_numpy_float", np.int64, lambda t, T: t * np.float64(1.5)),
+    ("python_float_minus_int", np.int64, lambda t, T: 1.5 - t),
+    ("int_true_division", np.int64, lambda t, T: t / 2),
+    ("int_reflected_division", np.int64, lambda t, T: 6 / t),
+    ("int_over_int_tensor", np.int64, lambda t, T: t / T(np.array([2, 4, 8]))),
+    ("int_times_int", np.int64, lambda t, T: t * 2),
+    ("int_pow_float", np.int64, lambda t, T: t ** 0.5),
+    ("int_pow_int", np.int64, lambda t, T: t ** 2),
+    ("float_base_pow_int", np.int64, lambda t, T: 1.5 ** t),
+    ("int_base_pow_int", np.int64, lambda t, T: 2 ** t),
+    ("int_plus_bool", np.int64, lambda t, T: t + True),
+]
+
+
+@pytest.mark.parametrize("name, dtype, fn", PROMOTION, ids=[r[0] for r in PROMOTION])
+def test_dtype_promotion_matches_torch(name, dtype, fn):
+    """e.g. ``x / np.sqrt(d)`` keeps float32 and ``arange(3) * 0.5`` is float32, as in PyTorch."""
+    torch = require_torch()
+    values = np.array([1, 2, 3], dtype=dtype)
+    ours = fn(Tensor(values), Tensor)
+    theirs = fn(torch.tensor(values), torch.tensor)
+    assert ours.dtype == np.dtype(str(theirs.dtype).removeprefix("torch.")), (ours.dtype, theirs.dtype)
+    np.testing.assert_allclose(ours.data, theirs.numpy(), rtol=1e-6)
+
+
+def test_comparison_shape_mismatch_names_the_op():
+    with pytest.raises(ValueError, match=r"less: shapes \(2, 3\) and \(4,\) cannot be broadcast"):
+        Tensor(np.ones((2, 3))) < Tensor(np.ones(4))
+
+
+def test_mixed_dtype_gradient_flows_to_the_float_input():
+    x = Tensor(np.ones(3, dtype=np.float32), requires_grad=True)
+    mask = Tensor(np.array([0, 1, 2]))  # int64, as one_hot returns
+    y = x * mask
+    assert y.dtype == np.float32
+    y.backward(np.ones(3, dtype=np.float32))
+    np.testing.assert_array_equal(x.grad, [0.0, 1.0, 2.0])
