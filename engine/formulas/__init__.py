@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from . import activation_functions, deep_learning, derivatives, loss_functions, metrics, optimizers, tensor_shapes
 from .core import BACKENDS, KINDS, FormulaRow
-from .evaluate import FormulaMismatch, check_row, evaluate, run_snippet, to_numpy, torch_available
+from .evaluate import (
+    FormulaMismatch, assert_close, check_row, evaluate, evaluate_with, run_snippet, to_numpy, torch_available,
+)
 
 __all__ = [
     "FormulaRow", "FormulaMismatch", "ROWS", "SHEETS", "BACKENDS", "KINDS", "rows", "row", "search",
-    "evaluate", "check_row", "run_snippet", "to_numpy", "torch_available", "snippet_count",
+    "evaluate", "evaluate_with", "check_row", "assert_close", "render", "run_snippet", "to_numpy", "torch_available", "snippet_count",
 ]
 
 _MODULES = (activation_functions, loss_functions, derivatives, optimizers, metrics, tensor_shapes, deep_learning)
@@ -58,6 +60,9 @@ def search(query: str, candidates=None) -> tuple:
     pool = ROWS if candidates is None else tuple(candidates)
     words = str(query or "").lower().split()
     return tuple(r for r in pool if all(w in r.text() for w in words))
+
+
+from . import render  # noqa: E402  (render looks rows up through this package)
 
 
 def snippet_count(candidates=None) -> dict:

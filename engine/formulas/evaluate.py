@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import importlib
 import importlib.util
 import math
@@ -23,7 +24,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .core import BACKENDS, FormulaRow
 
 __all__ = [
-    "FormulaMismatch", "evaluate", "check_row", "namespace", "run_snippet", "to_numpy",
+    "FormulaMismatch", "evaluate", "evaluate_with", "check_row", "namespace", "run_snippet", "to_numpy",
     "assert_close", "torch_available",
 ]
 
@@ -193,10 +194,22 @@ def _evaluate_schedule(row, backend, code, values, ns):
 
 def evaluate(row: FormulaRow, backend: str, seed: int = 0):
     """Run ``row``'s ``backend`` snippet on its inputs drawn with ``seed``; the result as NumPy."""
-    code = getattr(row, backend, None) if backend in BACKENDS else None
+    return evaluate_with(row, backend, row.inputs(np.random.default_rng(seed)), seed)
+
+
+def evaluate_with(row: FormulaRow, backend: str, values: dict, seed: int = 0, steps: int | None = None):
+    """Run ``row``'s ``backend`` snippet on the given input ``values`` (a sheet's live chart uses
+    it to draw a formula on a grid); the result as NumPy. ``steps`` overrides the number of steps
+    of an 'update' or 'schedule' row."""
+    if steps is not None:
+        if row.kind == "value":
+            raise ValueError(f"evaluate: row {row.id!r} is a 'value' row; steps applies to updates and schedules")
+        row = dataclasses.replace(row, steps=int(steps))
+    if backend not in BACKENDS:
+        raise ValueError(f"evaluate: backend must be one of {BACKENDS}, got {backend!r}")
+    code = getattr(row, backend)
     if code is None:
         raise ValueError(f"evaluate: row {row.id!r} has no {backend!r} snippet")
-    values = row.inputs(np.random.default_rng(seed))
     ns = namespace(backend, seed)
     if row.kind == "update":
         return _evaluate_update(row, backend, code, values, ns)
