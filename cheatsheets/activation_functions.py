@@ -1,0 +1,109 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="full", app_title="Cheat sheet · Activation functions")
+
+with app.setup:
+    import marimo as mo
+    import numpy as np
+
+    from engine import course, formulas, plot
+    from engine.formulas import render
+
+    METADATA = {
+        "id": "activation_functions",
+        "name": "Activation functions",
+        "summary": "Each activation and its derivative in LaTeX, NumPy, engine and PyTorch.",
+        "topics": ["activations", "derivatives", "cheatsheet"],
+    }
+
+    # Activations drawn by the live chart: (forward row, derivative row), both from this sheet.
+    CURVES = {
+        "ReLU": ("act.relu", "act.relu.grad"),
+        "Leaky ReLU": ("act.leaky_relu", "act.leaky_relu.grad"),
+        "Sigmoid": ("act.sigmoid", "act.sigmoid.grad"),
+        "Tanh": ("act.tanh", "act.tanh.grad"),
+        "GELU": ("act.gelu", "act.gelu.grad"),
+        "SiLU / Swish": ("act.silu", "act.silu.grad"),
+    }
+
+
+@app.function
+def activation_curves(name, x, slope):
+    """φ(x) and φ'(x) from the rows' NumPy formulas, and φ'(x) from the engine's autograd.
+
+    The derivative rows compute g·φ'(x); with g = 1 they give φ'(x) itself.
+    """
+    forward, derivative = (formulas.row(i) for i in CURVES[name])
+    values = {"x": x, "g": np.ones_like(x), "a": slope}
+    f = formulas.evaluate_with(forward, "numpy", values)
+    df = formulas.evaluate_with(derivative, "numpy", values)
+    df_autograd = formulas.evaluate_with(derivative, "engine", values)
+    return f, df, df_autograd
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(f"""
+    # {METADATA["name"]}
+
+    Every activation of the course with its derivative: the formula, then the same function in
+    NumPy, in the course's engine and in PyTorch. The engine and PyTorch columns are often the
+    same line, because the engine uses PyTorch's names.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md(METADATA["id"]))
+    return
+
+
+@app.cell
+def _():
+    choice = mo.ui.dropdown(options=list(CURVES), value="GELU", label="activation φ")
+    return (choice,)
+
+
+@app.cell
+def _():
+    x_range = mo.ui.slider(1.0, 10.0, step=0.5, value=4.0, label="x from −r to r", show_value=True)
+    return (x_range,)
+
+
+@app.cell
+def _():
+    slope = mo.ui.slider(0.0, 0.5, step=0.01, value=0.1, label="α (Leaky ReLU)", show_value=True)
+    return (slope,)
+
+
+@app.cell(hide_code=True)
+def _(choice, slope, x_range):
+    _x = np.linspace(-x_range.value, x_range.value, 401)
+    _f, _df, _autograd = activation_curves(choice.value, _x, slope.value)
+    mo.vstack([
+        mo.md("**Try it.** The line is the formula from the table below; the dark dots are the "
+              "engine's autograd, which must sit on the derivative's line."),
+        mo.hstack([choice, x_range, slope], justify="start", gap=2),
+        plot.function_and_derivative(_x, _f, _df, _autograd, name="φ", var="x",
+                                     title=f"{choice.value} and its derivative"),
+    ])
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(render.LEGEND)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md("\n\n".join(f"## {title}\n\n{render.table_md(rows, sheet=METADATA['id'])}"
+                      for title, rows in render.sheet_sections(METADATA["id"])))
+    return
+
+
+if __name__ == "__main__":
+    app.run()

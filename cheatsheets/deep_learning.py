@@ -1,0 +1,330 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="full", app_title="Cheat sheet · Deep learning essential formulas")
+
+with app.setup:
+    import marimo as mo
+
+    from engine import course, data, formulas
+    from engine.formulas import deep_learning as hub
+    from engine.formulas import render
+
+    METADATA = {
+        "id": "deep_learning",
+        "name": "Deep learning essential formulas",
+        "summary": "The hub: the training path from input to update, every formula family with NumPy, "
+        "engine and PyTorch code checked to agree, and links to every notebook.",
+        "topics": ["deep_learning", "neural_networks", "backpropagation", "optimization", "cheatsheet"],
+    }
+
+
+@app.function
+def show_section(key: str, query: str, prose: str = ""):
+    """A hub section (heading, links, prose, rows matching ``query``), or nothing when the query
+    matches none of its rows."""
+    text = render.hub_section_md(key, query, prose, from_id=METADATA["id"])
+    return mo.md(text) if text else None
+
+
+@app.function
+def page_index_md() -> str:
+    """Every notebook and cheat sheet of the course, with its link and summary."""
+    lines = []
+    for kind, heading in (("notebook", "Notebooks"), ("cheatsheet", "Cheat sheets")):
+        lines.append(f"**{heading}**\n")
+        for e in course.entries(kind):
+            if e.id != METADATA["id"]:
+                lines.append(f"- [{e.title}]({course.link(e.id, from_id=METADATA['id'])}): {e.summary}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+@app.function
+def check_every_row(rows):
+    """Run every row's NumPy and engine snippets; returns (number that agree, [(id, error)])."""
+    failures = []
+    for row in mo.status.progress_bar(rows, title="checking formulas", remove_on_exit=True):
+        try:
+            formulas.check_row(row, backends=["numpy", "engine"])
+        except Exception as error:  # reported in the page, never a traceback
+            failures.append((row.id, f"{type(error).__name__}: {error}"))
+    return len(rows) - len(failures), failures
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(f"""
+    # {METADATA["name"]}
+
+    A map of the formulas of deep learning, from one neuron to diffusion models. Each row gives
+    the formula and the same computation three ways: in NumPy, in the course's own engine, and in
+    PyTorch. The tests run every one of these snippets on random inputs and check that they agree,
+    so what you copy from here computes what it says. Follow the training path to find a
+    formula, then the links to the notebook that explains it.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md(METADATA["id"]))
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## The training path
+
+    $$
+    \boxed{
+    \text{input } \mathbf x
+    \xrightarrow{\ \text{layers}\ } \text{logits } \mathbf z
+    \xrightarrow{\ \text{output function}\ } \hat{\mathbf y}
+    \xrightarrow{\ \text{loss}\ } \mathcal L
+    \xrightarrow{\ \text{backpropagation}\ } \nabla_\theta \mathcal L
+    \xrightarrow{\ \text{optimizer}\ } \theta_{t+1}
+    }
+    $$
+
+    Training repeats this loop over mini-batches: the forward pass computes the loss, the
+    backward pass its gradient with respect to every parameter, and the optimizer moves the
+    parameters a small step against it. Sections 1–3 are the forward pass, 4 the backward pass,
+    5–7 and 10 how the step is taken and kept stable, 12–13 how to run and debug the whole loop.
+    """)
+    return
+
+
+@app.cell
+def _():
+    query = mo.ui.text(placeholder="relu, adam, conv, kl …", label="Filter the formulas by name",
+                       full_width=True)
+    return (query,)
+
+
+@app.cell(hide_code=True)
+def _(query):
+    mo.vstack([query, mo.md(render.search_md(query.value, from_id=METADATA["id"])), mo.md(render.LEGEND)])
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("neuron", query.value, r"""
+    A neuron weighs its inputs, adds a bias and bends the sum with an activation $\phi$; a dense
+    layer does this for $n_{out}$ neurons at once with one matrix product. Without the bend,
+    stacked layers would collapse into a single linear map.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("activations", query.value, r"""
+    ReLU is the default in hidden layers; GELU and SiLU are its smooth versions in Transformers;
+    sigmoid and tanh saturate, which shrinks gradients in deep stacks. Their derivatives are on
+    the activation sheet.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("outputs", query.value, r"""
+    The output function and the loss go together. Regression: identity output and MSE. Binary
+    classification: a sigmoid and the log loss, whose gradient with respect to the logit is
+    simply $\hat p - y$. Multiclass: a softmax and cross-entropy, with gradient $p - \text{onehot}(y)$.
+    Pass logits to the fused losses; they are exact where $\log(\text{softmax})$ would overflow.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("backprop", query.value, r"""
+    Backpropagation applies the chain rule from the loss back to every parameter. For a dense
+    layer, the error signal $\boldsymbol\delta = \partial L / \partial \mathbf z$ gives the weight
+    gradient as an outer product, and travels to the previous layer through $W^\top$ and
+    $\phi'$. The derivatives sheet lists every primitive's gradient.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("updates", query.value, r"""
+    Gradient descent steps against the gradient, $\theta_{t+1} = \theta_t - \eta\,\nabla_\theta L$.
+    Momentum averages past gradients; RMSprop and Adam give each parameter its own step size;
+    AdamW decays the weights apart from the gradient. Clipping the global gradient norm keeps one
+    bad batch from throwing the weights far away.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("init", query.value, r"""
+    Initialise so that the activations' variance neither grows nor shrinks from layer to layer
+    (He for ReLU, Xavier for tanh). Regularise by penalising large weights (L2 or weight decay,
+    the same for plain SGD, not for Adam) or by dropping units at random during training.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("norm", query.value, r"""
+    Normalisation rescales activations to zero mean and unit variance, then lets the network
+    choose its own scale $\gamma$ and shift $\beta$. BatchNorm takes the statistics over the batch
+    (CNNs), LayerNorm over the features of one sample (Transformers).
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("conv", query.value, r"""
+    A convolution slides one small kernel over the input (weight sharing), so its parameter count
+    does not depend on the image size. Its output size, the size of its transpose, the span of a
+    dilated kernel and the receptive field of a stack are all integer arithmetic.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("attention", query.value, r"""
+    Attention mixes the values $V$ with weights given by a softmax over query-key scores. With
+    $H$ heads, $d_{model}$ splits into $H$ heads of width $d_k = d_{model}/H$; the scores tensor is
+    $[B, H, L, L]$. RoPE encodes positions by rotating pairs of query and key coordinates, so
+    that scores depend only on the distance between tokens.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("schedules", query.value, r"""
+    The learning rate rarely stays constant: warm it up while Adam's statistics settle, then
+    decay it in steps, along a cosine, in one cycle, or when the validation loss stops improving.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("metrics", query.value, r"""
+    Report what matters for the task: accuracy only when classes are balanced, precision and
+    recall (and their F1) otherwise, ROC-AUC for rankings, R² for regression, perplexity for
+    language models.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("tips", query.value, r"""
+    - **Normalise the inputs** with the training set's mean and standard deviation.
+    - **Check the initial loss**: about $\ln K$ for $K$ balanced classes. NaN: lower the learning
+      rate, clip the gradients.
+    - **Overfit one batch** first: the loss must go to about 0, or there is a bug.
+    - **`model.train()` / `model.eval()`** switch dropout and BatchNorm between their two modes.
+    - **Training loss down, validation loss up** is overfitting: dropout, weight decay, more
+      data, early stopping.
+    - **Check gradients** by central differences in float64 (`engine.gradcheck`).
+    - **No gradient** for evaluation and frozen parts: `with engine.no_grad():`.
+    """)
+    return
+
+
+@app.cell
+def _():
+    loop_button = mo.ui.run_button(label="Run the NumPy and engine loops on two moons")
+    return (loop_button,)
+
+
+@app.cell(hide_code=True)
+def _(loop_button, query):
+    _md = render.hub_section_md("loop", query.value, r"""
+    The whole path in a few lines: a two-layer network trained with cross-entropy, first in NumPy
+    with the backward pass written by hand (the gradients of sections 3 and 4), then with the
+    engine, where `loss.backward()` does that work. The PyTorch loop is the engine loop with
+    other imports. The tests run all three and require a low loss on the two-moons data.
+    """, from_id=METADATA["id"])
+    mo.vstack([
+        mo.md(_md),
+        mo.ui.tabs({
+            "NumPy": mo.md(f"```python\n{hub.NUMPY_TRAINING_LOOP}```"),
+            "engine": mo.md(f"```python\n{hub.ENGINE_TRAINING_LOOP}```"),
+            "PyTorch": mo.md(f"```python\n{hub.torch_training_loop()}```"),
+        }),
+        loop_button,
+    ]) if _md else None
+    return
+
+
+@app.cell(hide_code=True)
+def _(loop_button):
+    mo.stop(not loop_button.value)
+    _X, _y = data.make_moons(200, noise=0.1, seed=0)
+    with mo.status.spinner(title="training…"):
+        _results = {b: hub.run_training_loop(b, _X, _y) for b in ("numpy", "engine")}
+    mo.md("\n".join(f"- **{b}**: final loss {r['loss']:.4f}, training accuracy {r['accuracy']:.1%}"
+                    for b, r in _results.items()))
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("diffusion", query.value, r"""
+    A diffusion model learns to undo noise. The forward process adds Gaussian noise over $T$
+    steps with a schedule $\beta_t$; in closed form, $x_t$ is a mix of $x_0$ and fresh noise that
+    can be drawn for any $t$ in one step.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _(query):
+    show_section("vae", query.value, r"""
+    A variational autoencoder maximises a lower bound on $\log p(x)$: the reconstruction term
+    minus the KL divergence from the encoder's Gaussian to the prior, which has a closed form.
+    """)
+    return
+
+
+@app.cell
+def _():
+    check_button = mo.ui.run_button(label="Check every formula of every sheet (NumPy vs engine)")
+    return (check_button,)
+
+
+@app.cell(hide_code=True)
+def _(check_button):
+    mo.vstack([
+        mo.md(f"## Check it yourself\n\nThe sheets hold **{len(formulas.ROWS)}** formula rows. Run "
+              "them all here: every NumPy snippet against its engine snippet, on fresh random inputs."),
+        check_button,
+    ])
+    return
+
+
+@app.cell(hide_code=True)
+def _(check_button):
+    mo.stop(not check_button.value)
+    _agree, _failures = check_every_row(formulas.ROWS)
+    (mo.callout(mo.md(f"All **{_agree}** rows agree."), kind="success") if not _failures else
+     mo.callout(mo.md(f"{_agree} rows agree; these do not:\n\n"
+                      + "\n".join(f"- `{i}`: {e}" for i, e in _failures)), kind="danger"))
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md("## Every page of the course\n\n" + page_index_md())
+    return
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,134 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="full", app_title="Cheat sheet · Derivatives and gradients")
+
+with app.setup:
+    import marimo as mo
+    import numpy as np
+
+    from engine import course, formulas
+    from engine.formulas import render
+
+    METADATA = {
+        "id": "derivatives",
+        "name": "Derivatives and gradients",
+        "summary": "Every primitive's forward and gradient functions, the chain rule and the gradient check.",
+        "topics": ["derivatives", "backpropagation", "autograd", "cheatsheet"],
+    }
+
+    # Every row this sheet shows, by id, for the "check a row" picker.
+    SHEET_ROWS = {r.name: r.id for _, rows in render.sheet_sections(METADATA["id"]) for r in rows}
+
+
+@app.function
+def summarize(value) -> str:
+    """A short description of a result: its shape and first values."""
+    if isinstance(value, tuple):
+        return " ; ".join(summarize(v) for v in value)
+    a = np.asarray(value)
+    if a.ndim == 0:
+        return f"{a.item():.6g}"
+    flat = ", ".join(f"{v:.4g}" for v in a.ravel()[:4])
+    return f"shape {a.shape}: [{flat}{', …' if a.size > 4 else ''}]"
+
+
+@app.function
+def max_difference(a, b) -> float:
+    """The largest absolute difference between two results (tuples element by element)."""
+    if isinstance(a, tuple):
+        return max(max_difference(x, y) for x, y in zip(a, b))
+    return float(np.max(np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float)), initial=0.0))
+
+
+@app.function
+def check_report(row_id: str, seed: int, with_torch: bool):
+    """Run one row's snippets on inputs drawn with ``seed`` and show the results side by side."""
+    row = formulas.row(row_id)
+    backends = ["numpy", "engine"] + (["torch"] if with_torch and row.torch is not None else [])
+    results, lines = {}, []
+    for backend in backends:
+        try:
+            results[backend] = formulas.evaluate(row, backend, seed)
+        except Exception as error:  # shown to the reader, never a traceback
+            return mo.callout(mo.md(f"The {backend} snippet failed: `{type(error).__name__}: {error}`"),
+                              kind="danger")
+        line = f"- **{backend}** `{getattr(row, backend)}` → {summarize(results[backend])}"
+        if backend != "numpy":
+            line += f" (largest difference from NumPy: {max_difference(results[backend], results['numpy']):.2e})"
+        lines.append(line)
+    try:
+        for backend in backends[1:]:
+            formulas.assert_close(results[backend], results["numpy"], row.rtol, row.atol, backend)
+        verdict = mo.callout(mo.md(f"All {len(backends)} agree (rtol {row.rtol:g})."), kind="success")
+    except AssertionError as error:
+        verdict = mo.callout(mo.md(f"Disagreement: {error}"), kind="danger")
+    return mo.vstack([mo.md(f"${row.latex}$"), mo.md("\n".join(lines)), verdict])
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(f"""
+    # {METADATA["name"]}
+
+    What backpropagation needs from each operation: its forward function and its gradient. A
+    gradient row is a vector-Jacobian product: given the upstream gradient $g = \\partial L / \\partial r$,
+    it gives $\\partial L / \\partial(\\text{{input}})$. The NumPy column is the formula; the engine and
+    PyTorch columns ask autograd (`r.backward(g)`, then `.grad`). Two classic slips are corrected
+    here: $\\partial(a/b)/\\partial b = -a/b^2$ and $\\partial \\log_\\beta x / \\partial\\beta =
+    -\\ln x / (\\beta \\ln^2 \\beta)$, both with a minus sign.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md(METADATA["id"]))
+    return
+
+
+@app.cell
+def _():
+    picked = mo.ui.dropdown(options=SHEET_ROWS, value="Division gradient", label="row")
+    return (picked,)
+
+
+@app.cell
+def _():
+    seed = mo.ui.slider(0, 99, value=0, label="random inputs (seed)", show_value=True)
+    return (seed,)
+
+
+@app.cell
+def _():
+    with_torch = mo.ui.checkbox(value=False, label="also run PyTorch (imports torch: a few seconds)",
+                                disabled=not formulas.torch_available())
+    return (with_torch,)
+
+
+@app.cell(hide_code=True)
+def _(picked, seed, with_torch):
+    mo.vstack([
+        mo.md("**Check a row.** Pick a row, draw new random inputs, and run its snippets: the "
+              "tests do this for every row of every sheet."),
+        mo.hstack([picked, seed, with_torch], justify="start", gap=2),
+        check_report(picked.value, seed.value, with_torch.value),
+    ])
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(render.LEGEND)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md("\n\n".join(f"## {title}\n\n{render.table_md(rows, sheet=METADATA['id'])}"
+                      for title, rows in render.sheet_sections(METADATA["id"])))
+    return
+
+
+if __name__ == "__main__":
+    app.run()

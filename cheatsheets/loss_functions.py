@@ -1,0 +1,108 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="full", app_title="Cheat sheet · Loss functions")
+
+with app.setup:
+    import marimo as mo
+    import numpy as np
+
+    import engine
+    import engine.functional as F
+    from engine import course, plot
+    from engine.formulas import render
+
+    METADATA = {
+        "id": "loss_functions",
+        "name": "Loss functions",
+        "summary": "Regression and classification losses with their gradients, in every spelling.",
+        "topics": ["losses", "cross_entropy", "cheatsheet"],
+    }
+
+
+@app.function
+def regression_losses(e, delta):
+    """Per-residual losses and their autograd derivatives for residuals e = ŷ − y (target 0).
+
+    Returns two dicts, name -> values over e: the losses, and ∂loss/∂ŷ from ``backward()``.
+    """
+    makers = {
+        "MSE": lambda p, t: F.mse_loss(p, t, reduction="none"),
+        "MAE": lambda p, t: F.l1_loss(p, t, reduction="none"),
+        f"Huber (δ = {delta:g})": lambda p, t: F.huber_loss(p, t, reduction="none", delta=delta),
+        f"pseudo-Huber (δ = {delta:g})": lambda p, t: F.pseudo_huber_loss(p, t, reduction="none", delta=delta),
+    }
+    losses, grads = {}, {}
+    target = np.zeros_like(e)
+    for name, make in makers.items():
+        y_hat = engine.tensor(e, requires_grad=True)
+        out = make(y_hat, target)
+        out.sum().backward()
+        losses[name], grads[name] = out.numpy(), y_hat.grad
+    return losses, grads
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(f"""
+    # {METADATA["name"]}
+
+    Losses by task, each with its gradient, in NumPy, the course's engine and PyTorch.
+    Classification losses take **logits**: the fused forms (`cross_entropy`,
+    `binary_cross_entropy_with_logits`) apply the softmax or sigmoid themselves, exactly and
+    stably.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md(METADATA["id"]))
+    return
+
+
+@app.cell
+def _():
+    delta = mo.ui.slider(0.1, 3.0, step=0.1, value=1.0, label="δ (Huber)", show_value=True)
+    return (delta,)
+
+
+@app.cell
+def _():
+    e_range = mo.ui.slider(0.5, 10.0, step=0.5, value=3.0, label="residual from −r to r", show_value=True)
+    return (e_range,)
+
+
+@app.cell(hide_code=True)
+def _(delta, e_range):
+    _e = np.linspace(-e_range.value, e_range.value, 301)
+    _losses, _grads = regression_losses(_e, delta.value)
+    mo.vstack([
+        mo.md("**Robust or not.** Beyond δ, Huber grows linearly like MAE, so an outlier pulls "
+              "with a bounded force; MSE's pull grows with the residual. Gradients come from the "
+              "engine's `backward()`."),
+        mo.hstack([delta, e_range], justify="start", gap=2),
+        mo.hstack([
+            plot.curves(_e, _losses, x_title="residual e = ŷ − y", y_title="loss", title="loss"),
+            plot.curves(_e, _grads, x_title="residual e = ŷ − y", y_title="∂loss/∂ŷ",
+                        title="gradient (autograd)"),
+        ], widths="equal"),
+    ])
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(render.LEGEND)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md("\n\n".join(f"## {title}\n\n{render.table_md(rows, sheet=METADATA['id'])}"
+                      for title, rows in render.sheet_sections(METADATA["id"])))
+    return
+
+
+if __name__ == "__main__":
+    app.run()
