@@ -710,6 +710,8 @@ def cat(tensors: Sequence, dim: int = 0) -> Tensor:
     if not tensors:
         raise ValueError("cat: expected a non-empty sequence of tensors")
     ndim = tensors[0].ndim
+    if ndim == 0:
+        raise ValueError("cat: 0-d tensors cannot be concatenated (they have no dim); use engine.stack")
     (axis,) = rd.normalize_dims(dim, ndim, "cat")
     for t in tensors[1:]:
         if t.ndim != ndim or any(t.shape[i] != tensors[0].shape[i] for i in range(ndim) if i != axis):

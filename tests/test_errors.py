@@ -47,6 +47,7 @@ OTHER_ERRORS = [
     ("cat", lambda: engine.cat([A, Tensor(np.ones((2, 4)))]), ValueError, r"cat: shapes \[\(2, 3\), \(2, 4\)\]"),
     ("cat_ndim", lambda: engine.cat([A, Tensor(np.ones(3))]), ValueError, r"cat: shapes \[\(2, 3\), \(3,\)\]"),
     ("cat_dim", lambda: engine.cat([A, A], dim=2), IndexError, "cat: dim 2 is out of range"),
+    ("cat_0d", lambda: engine.cat([Tensor(1.0), Tensor(2.0)]), ValueError, "cat: 0-d tensors cannot be concatenated"),
     ("stack", lambda: engine.stack([A, B]), ValueError, r"stack: all tensors must have the same shape"),
     ("stack_dim", lambda: engine.stack([A, A], dim=4), IndexError, r"stack: dim 4 is out of range .*\(2, 3\)"),
     ("mse_loss", lambda: F.mse_loss(A, B), ValueError, r"mse_loss: input shape \(2, 3\) and target shape \(4,\) differ"),

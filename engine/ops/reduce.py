@@ -155,7 +155,8 @@ def stable_logsumexp(a: np.ndarray, axis, keepdims: bool = True) -> np.ndarray:
     """log Σ exp(a) = m + log Σ exp(a − m) with m = max a, so exp never overflows."""
     m = np.max(a, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)  # all −inf along the axis: keep −inf, avoid inf − inf
-    out = m + np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True))
+    with np.errstate(divide="ignore"):  # log 0 = −inf for an all −inf slice, as PyTorch
+        out = m + np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True))
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
@@ -184,7 +185,8 @@ class LogSumExp(Function):
     def backward(ctx, g):
         a, out = ctx.saved_tensors
         g = _expand(g, ctx.dim, ctx.keepdim)
-        return g * np.exp(a - out)
+        with np.errstate(invalid="ignore"):  # an all −inf slice: NaN, as PyTorch
+            return g * np.exp(a - out)
 
 
 class Softmax(Function):
