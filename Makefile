@@ -5,6 +5,8 @@
 #   make test    install the test tools into .venv and run every test
 #   make bench   engine vs NumPy vs PyTorch timings
 #   make check   marimo's linter, strict, over every notebook and cheat sheet
+#   make site    build the static site into _site/ (WebAssembly pages + static exports + index)
+#   make serve-site  serve _site/ on http://127.0.0.1:8000 (SITE_PORT=...)
 #
 # torch is never installed here: it is the test oracle, installed by .ci/run (or by hand with
 # `.venv/bin/pip install torch==2.13.0`); without it the oracle tests skip with a reason.
@@ -15,6 +17,9 @@ HOST   ?= 127.0.0.1
 PORT   ?= 2718
 NB     ?=
 PYTEST_ARGS ?=
+SITE_DIR  ?= _site
+SITE_PORT ?= 8000
+SITE_ARGS ?=
 
 BIN := $(VENV)/bin
 # Stamps: reinstall only when pyproject.toml changes.
@@ -23,7 +28,7 @@ TEST_INSTALLED := $(VENV)/.installed-test
 # The folders that exist (git keeps no empty folder; a fresh clone may lack one for a while).
 NOTEBOOK_DIRS  := $(wildcard notebooks cheatsheets)
 
-.PHONY: help venv install run edit test test-tools bench check clean
+.PHONY: help venv install run edit test test-tools bench check site serve-site clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -65,6 +70,20 @@ check: install
 	@test -n "$(NOTEBOOK_DIRS)" || { echo "make check: no notebooks/ or cheatsheets/ folder"; exit 1; }
 	$(BIN)/marimo check --strict $(NOTEBOOK_DIRS)
 
+# `marimo export html-wasm` finds the notebooks' local modules with uv (from PyPI).
+$(BIN)/uv: | $(BIN)/python
+	$(BIN)/pip install uv
+
+# The pages listed in engine/course.py as WebAssembly pages + static exports + index.html.
+# Needs npm once (the Pyodide lock file, pyodide@314.0.0, goes to build/pyodide/).
+site: install $(BIN)/uv
+	$(BIN)/python scripts/build_site.py --out $(SITE_DIR) $(SITE_ARGS)
+
+serve-site:
+	@test -f $(SITE_DIR)/index.html || { echo "make serve-site: no $(SITE_DIR)/index.html; run make site first"; exit 1; }
+	@echo "Serving $(SITE_DIR) at http://$(HOST):$(SITE_PORT)  (Ctrl-C to stop)"
+	$(BIN)/python -m http.server $(SITE_PORT) --bind $(HOST) --directory $(SITE_DIR)
+
 # Caches and build output only; `rm -rf .venv` by hand to start from scratch.
 clean:
-	rm -rf .pytest_cache .hypothesis build *.egg-info
+	rm -rf .pytest_cache .hypothesis build _site *.egg-info

@@ -1,0 +1,216 @@
+"""Shared helpers for the tests that drive Chromium with Playwright.
+
+- :func:`launch` starts Debian's Chromium (Playwright cannot download its own browser here).
+- :data:`KERNEL_HOOK` is an init script that listens to a marimo page's websocket and keeps, in
+  ``window.__mw``, each cell's status, the finished runs, error outputs, stderr and progress bars:
+  the tests wait on that state, never on fixed sleeps.
+- :data:`SNAPSHOT_JS` summarises what the cell outputs draw (canvas pixels, images, SVG, chart
+  specs, text outside the input widgets) so a test can tell whether a control changed a chart.
+- :class:`CdnFromPackage` answers a static export's CDN requests from the installed marimo
+  package's ``_static/`` folder.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOTS = ROOT / "build" / "screenshots"
+
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+VIEWPORT = {"width": 1280, "height": 900}
+
+# marimo error types that a notebook raises on purpose (mo.stop, a stopped ancestor).
+INTENTIONAL_ERRORS = {"ancestor-stopped", "ancestor-prevented", "interruption"}
+
+
+def launch(playwright, executable: str):
+    return playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+
+
+KERNEL_HOOK = r"""
+(() => {
+  if (window.__mw) return;
+  const mw = window.__mw = {
+    status: {}, errors: [], stderr: [], progress: [], completed: 0, kernelReady: false,
+    cells: [], messages: 0, lastOutput: {},
+  };
+  mw.busy = () => Object.values(mw.status).filter(s => s === 'queued' || s === 'running').length;
+  mw.idleAfter = (n) => mw.kernelReady && mw.completed > n && mw.busy() === 0;
+  const attr = (html, name) => {
+    const m = html.match(new RegExp('data-' + name + "=['\"]([^'\"]*)['\"]"));
+    return m ? m[1] : null;
+  };
+  const handle = (raw) => {
+    let msg;
+    try { msg = JSON.parse(raw); } catch (e) { return; }
+    const d = msg.data || {};
+    mw.messages++;
+    if (msg.op === 'kernel-ready') { mw.kernelReady = true; mw.cells = d.cell_ids || []; }
+    else if (msg.op === 'completed-run') mw.completed++;
+    else if (msg.op === 'cell-op') {
+      if (d.status) mw.status[d.cell_id] = d.status;
+      const out = d.output;
+      if (out && out.channel === 'marimo-error') {
+        for (const e of (Array.isArray(out.data) ? out.data : [out.data])) {
+          mw.errors.push({cell: d.cell_id, type: e && e.type,
+                          msg: String((e && (e.msg || e.exception_string)) || JSON.stringify(e)).slice(0, 1000)});
+        }
+      }
+      if (out && typeof out.data === 'string' && out.data.includes('<marimo-progress')) {
+        const html = out.data.slice(out.data.indexOf('<marimo-progress'));
+        const progress = Number(attr(html, 'progress')), total = Number(attr(html, 'total'));
+        mw.progress.push({cell: d.cell_id, progress, total});
+        mw.lastOutput[d.cell_id] = {progress, total};
+      } else if (out) {
+        mw.lastOutput[d.cell_id] = null;  // the bar was removed or replaced by the cell's result
+      }
+      const lines = d.console ? (Array.isArray(d.console) ? d.console : [d.console]) : [];
+      for (const c of lines) {
+        if (c && (c.channel === 'stderr' || c.channel === 'marimo-error')) {
+          mw.stderr.push({cell: d.cell_id, text: String(typeof c.data === 'string' ? c.data : JSON.stringify(c.data)).slice(0, 2000)});
+        }
+      }
+    }
+  };
+  const Original = window.WebSocket;
+  class Hooked extends Original {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', (event) => { if (typeof event.data === 'string') handle(event.data); });
+    }
+  }
+  window.WebSocket = Hooked;
+})();
+"""
+
+SNAPSHOT_JS = r"""
+() => {
+  const CONTROLS = new Set(['MARIMO-SLIDER', 'MARIMO-RANGE-SLIDER', 'MARIMO-NUMBER', 'MARIMO-DROPDOWN',
+    'MARIMO-RADIO', 'MARIMO-CHECKBOX', 'MARIMO-SWITCH', 'MARIMO-TEXT', 'MARIMO-TEXT-AREA',
+    'MARIMO-BUTTON', 'MARIMO-MULTISELECT', 'MARIMO-DATE', 'MARIMO-CODE-EDITOR', 'MARIMO-REFRESH']);
+  const hash = (s) => { let h = 0; for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0; return s.length + ':' + h; };
+  const areas = [];
+  for (const area of document.querySelectorAll('#App .output-area')) {
+    const text = [], drawn = [];
+    const walk = (node, inControl) => {
+      if (node.nodeType === 3) { if (!inControl && node.textContent.trim()) text.push(node.textContent.trim()); return; }
+      if (node.nodeType !== 1 && node.nodeType !== 11) return;
+      const tag = (node.tagName || '').toUpperCase();
+      if (tag === 'STYLE' || tag === 'SCRIPT') return;
+      const control = inControl || CONTROLS.has(tag);
+      if (tag === 'CANVAS') { try { drawn.push('canvas ' + hash(node.toDataURL())); } catch (e) { drawn.push('canvas (unreadable)'); } }
+      else if (tag === 'IMG') drawn.push('img ' + hash(node.currentSrc || node.src || ''));
+      else if (tag === 'SVG') {
+        if (!(node.getAttribute('class') || '').includes('lucide')) drawn.push('svg ' + hash(node.outerHTML));
+        return;
+      } else if (tag === 'MARIMO-MIME-RENDERER' || tag === 'MARIMO-VEGA') {
+        drawn.push('spec ' + hash(node.getAttribute('data-data') || node.getAttribute('data-spec') || ''));
+      }
+      if (node.shadowRoot) walk(node.shadowRoot, control);
+      for (const child of node.childNodes) walk(child, control);
+    };
+    walk(area, false);
+    areas.push({id: area.id, text: text.join(' ').slice(0, 400), textHash: hash(text.join('\n')), drawn});
+  }
+  return areas;
+}
+"""
+
+
+def changed_areas(before: list, after: list) -> list[str]:
+    """Describe the output areas whose drawing or text differs between two snapshots."""
+    old = {a["id"]: a for a in before}
+    changes = []
+    for area in after:
+        previous = old.get(area["id"])
+        if previous is None:
+            if area["drawn"] or area["text"]:
+                changes.append(f"{area['id']}: new output")
+            continue
+        if area["drawn"] != previous["drawn"]:
+            changes.append(f"{area['id']}: drawing changed ({', '.join(area['drawn'][:3])})")
+        elif area["textHash"] != previous["textHash"]:
+            changes.append(f"{area['id']}: text changed to {area['text'][:120]!r}")
+    return changes
+
+
+def screenshot(page, name: str) -> Path:
+    """Save a screenshot of the whole page (marimo scrolls inside #App, so grow the viewport)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    height = page.evaluate(
+        "() => Math.max(document.documentElement.scrollHeight, "
+        "...[...document.querySelectorAll('#App, #App *')].filter(e => e.scrollHeight > e.clientHeight + 4 "
+        "&& getComputedStyle(e).overflowY !== 'visible').map(e => e.scrollHeight))"
+    )
+    size = page.viewport_size
+    page.set_viewport_size({"width": size["width"], "height": int(min(max(height, size["height"]), 12000))})
+    try:
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        page.set_viewport_size(size)
+    return path
+
+
+class CdnFromPackage:
+    """Playwright route handler: serve marimo's CDN URLs from the installed package's ``_static/``.
+
+    A static export loads ``https://cdn.jsdelivr.net/npm/@marimo-team/frontend@<version>/dist/...``;
+    the same files ship in the marimo wheel. Requests to any other host are aborted and recorded
+    (the test decides whether they matter); CDN files the package lacks are recorded as missing.
+    """
+
+    def __init__(self):
+        import marimo
+
+        self.static = Path(marimo.__file__).parent / "_static"
+        self.prefix = f"https://cdn.jsdelivr.net/npm/@marimo-team/frontend@{marimo.__version__}/dist/"
+        self.served: list[str] = []
+        self.missing: list[str] = []
+        self.blocked: list[str] = []
+
+    def __call__(self, route):
+        url = route.request.url
+        if url.startswith(self.prefix):
+            relative = url[len(self.prefix):].split("?")[0].split("#")[0]
+            target = (self.static / relative).resolve()
+            if target.is_file() and target.is_relative_to(self.static.resolve()):
+                self.served.append(relative)
+                kind = mimetypes.guess_type(str(target))[0] or "application/octet-stream"
+                return route.fulfill(status=200, body=target.read_bytes(),
+                                     headers={"content-type": kind, "access-control-allow-origin": "*"})
+            self.missing.append(url)
+            return route.fulfill(status=404, body="not in marimo/_static")
+        if url.startswith(("file://", "data:", "blob:")):
+            return route.continue_()
+        self.blocked.append(url)
+        return route.abort()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def stop_process_group(process) -> None:
+    """Stop a server started with ``start_new_session=True`` and everything it spawned."""
+    import signal
+    import subprocess
+
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

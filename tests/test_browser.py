@@ -1,0 +1,291 @@
+"""The course as a web app: `make run`'s gallery driven in Chromium with Playwright.
+
+One `marimo run` server (the command `make run` prints) serves the whole gallery; one browser
+page visits every notebook and cheat sheet of engine.course in sequence and checks that it
+
+- renders its title (an H1 naming the course entry) and its formulas with KaTeX, with no marimo
+  error output, no stderr traceback and no JavaScript page error;
+- links to other pages with the gallery's ``?file=`` form, each answering 200;
+- changes what it draws when a slider moves (the chart's pixels/spec or an output's text);
+- on pages with buttons: a button press starts a run whose progress bar reaches its total.
+
+Waits follow the kernel: a websocket hook (tests/browser_tools.py) records each cell's status and
+each finished run. A full-page screenshot of each page goes to build/screenshots/<id>.png.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from browser_tools import (
+    INTENTIONAL_ERRORS, KERNEL_HOOK, ROOT, SNAPSHOT_JS, VIEWPORT, changed_areas, free_port,
+    launch, screenshot, stop_process_group,
+)
+from engine import course
+from oracle import require_browser
+
+pytestmark = pytest.mark.browser
+
+LOAD_TIMEOUT_MS = 180_000  # the first run of a page: a kernel process, imports, every cell
+RUN_TIMEOUT_MS = 240_000  # one training run behind a button
+
+
+# ----------------------------------------------------------------------------- fixtures
+def _make_run_command(port: int) -> list[str]:
+    """The exact `marimo run` command of `make run` (dry run), on a free port."""
+    result = subprocess.run(["make", "-n", "run", f"VENV={sys.prefix}", f"PORT={port}"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if "marimo run" in line)
+    return shlex.split(line)
+
+
+@pytest.fixture(scope="module")
+def gallery(tmp_path_factory):
+    """Base URL of `make run`'s gallery on 127.0.0.1 (its log file kept for error reports)."""
+    require_browser()
+    missing = [e.path for e in course.entries() if not (ROOT / e.path).is_file()]
+    if len(missing) == len(course.entries()):
+        pytest.fail("no notebook or cheat sheet exists yet: nothing to serve")
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("gallery") / "server.log"
+    with open(log_path, "wb") as log:
+        server = subprocess.Popen(_make_run_command(port), cwd=ROOT, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, log_path.read_text(errors="replace")
+            try:
+                with urllib.request.urlopen(base, timeout=5) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "marimo run did not answer within 120 s"
+            time.sleep(0.5)
+        yield {"base": base, "log": log_path}
+    finally:
+        stop_process_group(server)
+
+
+@pytest.fixture(scope="module")
+def browser_page():
+    """One Chromium page, reused for every course page (visited in sequence)."""
+    executable = require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch(playwright, executable)
+        context = browser.new_context(viewport=VIEWPORT)
+        context.add_init_script(KERNEL_HOOK)
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page_errors: list[str] = []
+        page.on("pageerror", lambda error: page_errors.append(str(error)))
+        page.page_errors = page_errors
+        yield page
+        context.close()
+        browser.close()
+
+
+# ----------------------------------------------------------------------------- helpers
+def _server_log_for(gallery, errors) -> str:
+    """Lines of the server log about these errors (run mode logs tracebacks there, not in the page)."""
+    log = gallery["log"].read_text(errors="replace").splitlines()
+    ids = [e["msg"].split(":")[-1].strip() for e in errors if "error_id" in e["msg"] or ":" in e["msg"]]
+    hits = [i for i, line in enumerate(log) if any(i_d and i_d in line for i_d in ids)]
+    if not hits:
+        return "\n".join(log[-40:])
+    return "\n".join(log[max(0, hits[0] - 2): hits[0] + 40])
+
+
+def _assert_no_errors(page, gallery, where: str) -> None:
+    state = page.evaluate("() => ({errors: __mw.errors, stderr: __mw.stderr})")
+    errors = [e for e in state["errors"] if e["type"] not in INTENTIONAL_ERRORS]
+    assert not errors, (f"{where}: marimo error output {errors}\nserver log:\n"
+                        + _server_log_for(gallery, errors))
+    tracebacks = [s for s in state["stderr"]
+                  if any(word in s["text"] for word in ("Traceback", "Error", "Exception"))]
+    assert not tracebacks, f"{where}: a cell wrote an error to stderr: {tracebacks}"
+    warnings = [s for s in state["stderr"] if s not in tracebacks]
+    if warnings:
+        import warnings as _warnings
+
+        _warnings.warn(f"{where}: a cell wrote to stderr: {warnings}")
+    assert not page.page_errors, f"{where}: JavaScript page errors {page.page_errors}"
+
+
+def _wait_idle_after(page, completed_before: int, timeout_ms: int, what: str) -> None:
+    try:
+        page.wait_for_function(f"() => window.__mw && __mw.idleAfter({completed_before})",
+                               timeout=timeout_ms, polling=100)
+    except Exception as error:  # playwright TimeoutError: say what the kernel was doing
+        state = page.evaluate("() => window.__mw ? {status: __mw.status, completed: __mw.completed, "
+                              "ready: __mw.kernelReady} : null")
+        raise AssertionError(f"{what}: the kernel did not finish within {timeout_ms / 1000:.0f} s; "
+                             f"state {state}") from error
+
+
+def _wait_settled(page, timeout_s: float = 20.0) -> list:
+    """The output snapshot once two reads 400 ms apart agree (charts finish drawing after idle)."""
+    deadline = time.monotonic() + timeout_s
+    previous = page.evaluate(SNAPSHOT_JS)
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(400)
+        current = page.evaluate(SNAPSHOT_JS)
+        if current == previous:
+            return current
+        previous = current
+    return previous
+
+
+def _open(page, gallery, entry) -> None:
+    page.page_errors.clear()
+    page.goto(gallery["base"] + course.link(entry.id, mode="server"), wait_until="domcontentloaded")
+    _wait_idle_after(page, 0, LOAD_TIMEOUT_MS, f"{entry.id}: first run")
+
+
+# ----------------------------------------------------------------------------- tests
+def test_gallery_lists_every_page(gallery, browser_page):
+    page = browser_page
+    page.goto(gallery["base"])
+    page.locator("a[href*='?file=']").first.wait_for(timeout=60_000)
+    hrefs = page.locator("a[href*='?file=']").evaluate_all("els => els.map(e => e.href)")
+    served = set()
+    for href in hrefs:
+        file = urllib.parse.parse_qs(urllib.parse.urlparse(href).query)["file"][0]
+        path = Path(file) if Path(file).is_absolute() else ROOT / file
+        served.add(path.resolve().relative_to(ROOT.resolve()).as_posix())
+    listed = {e.path for e in course.entries()}
+    assert listed <= served, f"the gallery lacks {sorted(listed - served)}"
+    screenshot(page, "gallery")
+
+
+@pytest.mark.parametrize("entry", course.entries(), ids=lambda e: e.id)
+def test_page_renders_and_reacts(entry, gallery, browser_page):
+    assert (ROOT / entry.path).is_file(), f"{entry.path} is listed in engine/course.py but missing"
+    page = browser_page
+    started = time.monotonic()
+    _open(page, gallery, entry)
+    print(f"{entry.id}: first run done in {time.monotonic() - started:.1f} s")
+    try:
+        _check_page(page, gallery, entry)
+    finally:
+        screenshot(page, entry.id)
+        print(f"{entry.id}: checked in {time.monotonic() - started:.1f} s")
+
+
+def _check_page(page, gallery, entry) -> None:
+    # Title and formulas.
+    headings = [h.strip() for h in page.locator("#App h1").all_inner_texts()]
+    assert any(entry.title.casefold() in h.casefold() for h in headings), (
+        f"{entry.id}: no H1 names {entry.title!r}; H1s: {headings}")
+    formulas = page.locator("marimo-tex")
+    assert formulas.count() > 0, f"{entry.id}: no formula on the page"
+    page.locator(".katex").first.wait_for(state="attached", timeout=30_000)
+    unrendered = page.locator("marimo-tex").evaluate_all(
+        "els => els.filter(e => !(e.shadowRoot || e).querySelector('.katex')).map(e => e.textContent.slice(0, 80))")
+    assert not unrendered, f"{entry.id}: formulas not rendered by KaTeX: {unrendered[:5]}"
+    assert page.locator(".katex-error").count() == 0, (
+        f"{entry.id}: KaTeX errors: {page.locator('.katex-error').all_inner_texts()[:5]}")
+    _assert_no_errors(page, gallery, f"{entry.id} after loading")
+
+    # Links to other pages: the gallery form, each served.
+    hrefs = page.locator("#App a[href]").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    assert not [h for h in hrefs if h.endswith(".html") and "://" not in h], (
+        f"{entry.id}: site-style .html links under marimo run: {hrefs}")
+    broken_links = []  # reported at the end, after the controls were exercised
+    for href in sorted({h for h in hrefs if h.startswith("?file=")}):
+        target = urllib.parse.unquote(href.removeprefix("?file="))
+        if target not in {e.path for e in course.entries()}:
+            broken_links.append(f"{href} (not a course page)")
+            continue
+        try:
+            with urllib.request.urlopen(gallery["base"] + href, timeout=30) as response:
+                status = response.status
+        except urllib.error.HTTPError as error:
+            status = error.code
+        if status != 200:
+            broken_links.append(f"{href} (HTTP {status})")
+
+    # A slider changes what is drawn.
+    sliders = page.locator("#App [role=slider]")
+    count = sliders.count()
+    assert count > 0, f"{entry.id}: no slider on the page"
+    tried = []
+    for index in range(count):
+        thumb = sliders.nth(index)
+        if thumb.get_attribute("aria-disabled") == "true" or thumb.get_attribute("data-disabled") is not None:
+            continue
+        before = _wait_settled(page)
+        completed = page.evaluate("() => __mw.completed")
+        value, high = thumb.get_attribute("aria-valuenow"), thumb.get_attribute("aria-valuemax")
+        thumb.scroll_into_view_if_needed()
+        thumb.focus()
+        thumb.press("ArrowLeft" if value is not None and value == high else "ArrowRight")
+        page.wait_for_function(f"() => __mw.busy() > 0 || __mw.completed > {completed}",
+                               timeout=30_000, polling=50)
+        _wait_idle_after(page, completed, RUN_TIMEOUT_MS, f"{entry.id}: slider {index}")
+        _assert_no_errors(page, gallery, f"{entry.id} after moving slider {index}")
+        # The new outputs arrive with the finished run; charts then redraw: compare once settled.
+        changes = changed_areas(before, _wait_settled(page))
+        if changes:
+            print(f"{entry.id}: slider {index} changed {changes[:3]}")
+            break
+        tried.append(f"slider {index} ({value} -> {thumb.get_attribute('aria-valuenow')})")
+    else:
+        pytest.fail(f"{entry.id}: moving a slider changed nothing drawn; tried {tried}")
+
+    # Buttons: each press runs to the end; a training run's progress bar reaches its total.
+    buttons = page.locator("#App marimo-button button")
+    if buttons.count():
+        progress_before = page.evaluate("() => __mw.progress.length")
+        for index in range(buttons.count()):
+            button = buttons.nth(index)
+            if button.is_disabled():
+                continue
+            completed = page.evaluate("() => __mw.completed")
+            button.scroll_into_view_if_needed()
+            button.click()
+            page.wait_for_function(f"() => __mw.busy() > 0 || __mw.completed > {completed}",
+                                   timeout=30_000, polling=50)
+            _wait_idle_after(page, completed, RUN_TIMEOUT_MS, f"{entry.id}: button {index}")
+            _assert_no_errors(page, gallery, f"{entry.id} after pressing button {index}")
+            print(f"{entry.id}: button {index} ({button.inner_text()!r}) done")
+        progress = page.evaluate(f"() => __mw.progress.slice({progress_before})")
+        final = page.evaluate("() => __mw.lastOutput")
+        bars = {}
+        for update in progress:
+            if update["total"] and update["total"] > 0:
+                bars[update["cell"]] = max(bars.get(update["cell"], 0), update["progress"])
+        assert bars, f"{entry.id}: pressing its buttons showed no progress bar (mo.status.progress_bar)"
+        # marimo sends bar updates at most every 0.15 s and may remove the bar on exit, so a
+        # finished bar is one that advanced and then either reached its total or was replaced by
+        # the cell's result when the run ended (the cell is idle, without error, by now).
+        stalled = {cell: high for cell, high in bars.items() if high < 1}
+        assert not stalled, f"{entry.id}: progress bars that never advanced: {stalled}"
+        unfinished = {cell: f"{state['progress']}/{state['total']}" for cell, state in final.items()
+                      if cell in bars and state is not None and state["progress"] < state["total"]}
+        assert not unfinished, f"{entry.id}: progress bars left short of their total: {unfinished}"
+        _wait_settled(page)
+
+    assert not broken_links, f"{entry.id}: links that the gallery does not serve: {broken_links}"
+
+
+def test_some_page_trains_behind_a_button():
+    """The course has training runs behind buttons (checked page by page above)."""
+    sources = [(ROOT / e.path).read_text(encoding="utf-8") for e in course.entries()
+               if (ROOT / e.path).is_file()]
+    assert any("run_button" in s and "progress_bar" in s for s in sources), (
+        "no page has a mo.ui.run_button with mo.status.progress_bar")
