@@ -215,3 +215,4 @@ def nav_md(id: str, mode: str = "auto") -> str:
         if i + 1 < len(order):
             parts.append("next: " + _md_link(order[i + 1], id, mode) + " →")
     return " · ".join(parts)
+

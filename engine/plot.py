@@ -14,6 +14,8 @@ pandas needed), with NaN and ±inf sent as missing values so that a chart never 
 
 from __future__ import annotations
 
+import base64
+import json
 import math
 
 import numpy as np
@@ -123,6 +125,32 @@ def _alt():
     return alt
 
 
+def _data(rows: list):
+    """Chart data as a JSON data URL rather than inline values.
+
+    Altair validates a chart against the Vega-Lite schema each time it is drawn, and walking
+    thousands of inline records costs seconds; a URL is one string. Vega reads data URLs as it
+    reads files, in the server, the static export and the browser build alike.
+    """
+    alt = _alt()
+    payload = base64.b64encode(json.dumps(rows, separators=(",", ":"), allow_nan=False).encode()).decode()
+    return alt.UrlData(url="data:application/json;base64," + payload, format=alt.DataFormat(type="json"))
+
+
+def chart_rows(part) -> list:
+    """The records of a chart, or of one part of its ``to_dict()`` spec (for tests and debugging)."""
+    if hasattr(part, "to_dict"):
+        part = part.to_dict()
+    data = part.get("data", {})
+    if "values" in data:
+        return data["values"]
+    url = data.get("url", "")
+    prefix = "data:application/json;base64,"
+    if not url.startswith(prefix):
+        raise ValueError("plot.chart_rows: this chart part holds no inline data")
+    return json.loads(base64.b64decode(url[len(prefix):]))
+
+
 def _finish(chart, title=None, height=HEIGHT):
     props = {"width": "container", "height": height}
     if title:
@@ -144,58 +172,75 @@ def _color_scale(names, colors=None):
 # ----------------------------------------------------------------------------- Altair charts
 
 
+def _subsample(x, y, n_dots):
+    step = max(1, len(x) // max(1, n_dots - 1))
+    idx = np.arange(0, len(x), step)
+    return np.asarray(x, dtype=float)[idx], np.asarray(y, dtype=float)[idx]
+
+
+def _mask(yv, y_domain, log_y):
+    yv = np.asarray(yv, dtype=float)
+    if y_domain is not None:
+        yv = np.where((yv < y_domain[0]) | (yv > y_domain[1]), np.nan, yv)
+    if log_y:
+        yv = np.where(yv > 0, yv, np.nan)
+    return yv
+
+
 def curves(x, ys: dict, *, x_title: str = "x", y_title: str = "y", title=None, colors=None,
-           dashed=(), y_domain=None, height=HEIGHT, legend_title: str = ""):
-    """Several curves y(x) on one chart with a legend.
+           dashed=(), y_domain=None, height=HEIGHT, legend_title: str = "", log_y: bool = False,
+           dots: dict | None = None, n_dots: int = 41):
+    """Several curves y(x) on one chart with one legend; optionally dots on top.
 
     ``ys`` maps a series name to its values over ``x`` (or to ``(x_i, y_i)`` for its own x);
     a name found in :data:`PALETTE` gets its colour unless ``colors`` says otherwise; names in
-    ``dashed`` are drawn dashed. ``y_domain=(lo, hi)`` clips the view (values outside are cut).
+    ``dashed`` are drawn dashed. ``dots`` maps more series to values over ``x`` drawn as dots
+    (about ``n_dots`` of them), dark 'autograd' unless ``colors`` names another colour: the
+    engine's values laid over a formula's line. ``y_domain=(lo, hi)`` clips the view (values
+    outside are cut); ``log_y`` draws a log axis (non-positive values become gaps).
     """
     alt = _alt()
+    dots = dots or {}
+    colors = dict(colors or {})
+    for name in dots:
+        colors.setdefault(name, "autograd")
     rows = []
     for name, v in ys.items():
         xs, yv = (v if isinstance(v, tuple) else (x, v))
-        yv = np.asarray(yv, dtype=float)
-        if y_domain is not None:
-            yv = np.where((yv < y_domain[0]) | (yv > y_domain[1]), np.nan, yv)
-        rows += records(x=np.asarray(xs, dtype=float), y=yv, series=name)
-    names = list(ys)
-    enc_y = alt.Y("y:Q", title=y_title, scale=alt.Scale(domain=list(y_domain)) if y_domain else alt.Undefined)
-    chart = alt.Chart(alt.Data(values=rows)).mark_line(clip=True).encode(
-        x=alt.X("x:Q", title=x_title),
-        y=enc_y,
-        color=alt.Color("series:N", scale=_color_scale(names, colors), title=legend_title,
-                        sort=names, legend=alt.Legend(orient="bottom")),
-        strokeDash=alt.condition(
-            alt.FieldOneOfPredicate(field="series", oneOf=list(dashed)) if dashed else alt.datum.series == "\0",
-            alt.value([5, 4]), alt.value([1, 0])),
-        tooltip=[alt.Tooltip("series:N"), alt.Tooltip("x:Q", format=".4g"), alt.Tooltip("y:Q", format=".4g")],
+        rows += records(x=np.asarray(xs, dtype=float), y=_mask(yv, y_domain, log_y), series=name,
+                        dash=name in dashed)
+    dot_rows = []
+    for name, v in dots.items():
+        xs, yv = _subsample(x, v, n_dots)
+        dot_rows += records(x=xs, y=_mask(yv, y_domain, log_y), series=name)
+    names = list(ys) + list(dots)
+    scale = {"domain": list(y_domain)} if y_domain else {}
+    if log_y:
+        scale["type"] = "log"
+    y_enc = alt.Y("y:Q", title=y_title, scale=alt.Scale(**scale) if scale else alt.Undefined)
+    color_enc = alt.Color("series:N", scale=_color_scale(names, colors), title=legend_title, sort=names,
+                          legend=alt.Legend(orient="bottom"))
+    tooltip = [alt.Tooltip("series:N"), alt.Tooltip("x:Q", format=".4g"), alt.Tooltip("y:Q", format=".6g")]
+    chart = alt.Chart(_data(rows)).mark_line(clip=True).encode(
+        x=alt.X("x:Q", title=x_title), y=y_enc, color=color_enc,
+        strokeDash=alt.StrokeDash("dash:N", scale=alt.Scale(domain=[False, True], range=[[1, 0], [5, 4]]),
+                                  legend=None),
+        tooltip=tooltip,
     )
+    if dot_rows:
+        chart = alt.layer(chart, alt.Chart(_data(dot_rows)).mark_point(
+            filled=True, size=24, opacity=1, clip=True).encode(x="x:Q", y=y_enc, color=color_enc, tooltip=tooltip))
     return _finish(chart, title, height)
 
 
-def function_and_derivative(x, f, df_analytic, df_autograd, *, name: str = "f", x_title: str = "x",
-                            title=None, y_domain=None, n_dots: int = 41, height=HEIGHT):
+def function_and_derivative(x, f, df_analytic, df_autograd, *, name: str = "f", var: str = "x",
+                            x_title=None, title=None, y_domain=None, n_dots: int = 41, height=HEIGHT):
     """A function (blue), its derivative from the formula (orange line), and the derivative
     computed by the engine's autograd (dark dots, every few points) drawn over the formula."""
-    alt = _alt()
-    x = np.asarray(x, dtype=float)
-    lines = curves(x, {f"{name}(x)": f, f"{name}'(x), formula": df_analytic}, x_title=x_title,
-                   y_title="value", colors={f"{name}(x)": "function", f"{name}'(x), formula": "derivative"},
-                   y_domain=y_domain, height=height)
-    step = max(1, len(x) // max(1, n_dots - 1))
-    idx = np.arange(0, len(x), step)
-    dots_y = np.asarray(df_autograd, dtype=float)[idx]
-    if y_domain is not None:
-        dots_y = np.where((dots_y < y_domain[0]) | (dots_y > y_domain[1]), np.nan, dots_y)
-    dots = alt.Chart(alt.Data(values=records(x=x[idx], y=dots_y, series=f"{name}'(x), autograd"))).mark_point(
-        filled=True, size=22, color=PALETTE["autograd"], clip=True).encode(
-        x="x:Q", y="y:Q",
-        shape=alt.Shape("series:N", title="", legend=alt.Legend(orient="bottom")),
-        tooltip=[alt.Tooltip("x:Q", format=".4g"), alt.Tooltip("y:Q", title="autograd", format=".6g")])
-    chart = alt.layer(lines, dots)
-    return _finish(chart, title, height)
+    f_name, d_name, a_name = f"{name}({var})", f"{name}′({var}), formula", f"{name}′({var}), autograd"
+    return curves(x, {f_name: f, d_name: df_analytic}, dots={a_name: df_autograd}, n_dots=n_dots,
+                  x_title=x_title or var, y_title="value", colors={f_name: "function", d_name: "derivative"},
+                  y_domain=y_domain, title=title, height=height)
 
 
 def bars(labels, values, *, x_title: str = "", y_title: str = "", title=None, color_name: str = "model",
@@ -203,7 +248,7 @@ def bars(labels, values, *, x_title: str = "", y_title: str = "", title=None, co
     """Vertical bars with their value written on top (probabilities, per-layer shares...)."""
     alt = _alt()
     labels = [str(s) for s in labels]
-    data = alt.Data(values=records(label=np.asarray(labels, dtype=object), value=np.asarray(values, dtype=float)))
+    data = _data(records(label=np.asarray(labels, dtype=object), value=np.asarray(values, dtype=float)))
     base = alt.Chart(data).encode(
         x=alt.X("label:N", title=x_title, sort=labels, axis=alt.Axis(labelAngle=0)),
         y=alt.Y("value:Q", title=y_title, scale=alt.Scale(domain=list(y_domain)) if y_domain else alt.Undefined),
@@ -225,7 +270,7 @@ def heatmap(z, *, x_labels=None, y_labels=None, x_title: str = "", y_title: str 
     xl = [str(s) for s in (x_labels if x_labels is not None else range(cols))]
     yl = [str(s) for s in (y_labels if y_labels is not None else range(rows))]
     ii, jj = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-    data = alt.Data(values=records(x=np.asarray(xl, dtype=object)[jj.ravel()], y=np.asarray(yl, dtype=object)[ii.ravel()],
+    data = _data(records(x=np.asarray(xl, dtype=object)[jj.ravel()], y=np.asarray(yl, dtype=object)[ii.ravel()],
                                    z=z.ravel()))
     scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme)
     base = alt.Chart(data).encode(x=alt.X("x:O", title=x_title, sort=xl), y=alt.Y("y:O", title=y_title, sort=yl))
@@ -244,7 +289,7 @@ def scatter_classes(X, y, *, x_title: str = "x₁", y_title: str = "x₂", title
     y = np.asarray(y).astype(int)
     names = class_names or [f"class {k}" for k in range(int(y.max()) + 1 if y.size else 1)]
     lab = np.asarray(names, dtype=object)[y]
-    chart = alt.Chart(alt.Data(values=records(x1=X[:, 0], x2=X[:, 1], label=lab))).mark_circle(size=28, opacity=0.8).encode(
+    chart = alt.Chart(_data(records(x1=X[:, 0], x2=X[:, 1], label=lab))).mark_circle(size=28, opacity=0.8).encode(
         x=alt.X("x1:Q", title=x_title), y=alt.Y("x2:Q", title=y_title),
         color=alt.Color("label:N", title="", sort=list(names),
                         scale=alt.Scale(domain=list(names), range=list(CLASS_COLORS[: len(names)])),
@@ -263,7 +308,7 @@ def loss_curves(history: dict, *, x_title: str = "epoch", y_title: str = "loss",
             v = np.where(v > 0, v, np.nan)
         rows += records(step=np.arange(1, len(v) + 1), y=v, series=name)
     names = list(history)
-    chart = alt.Chart(alt.Data(values=rows)).mark_line().encode(
+    chart = alt.Chart(_data(rows)).mark_line().encode(
         x=alt.X("step:Q", title=x_title),
         y=alt.Y("y:Q", title=y_title, scale=alt.Scale(type="log") if log_y else alt.Undefined),
         color=alt.Color("series:N", title="", sort=names, scale=_color_scale(names, colors),
@@ -295,7 +340,7 @@ def histogram_grid(panels: dict, *, bins: int = 30, x_title: str = "value", colu
         label = f"{name} · {flags[name]}" if flags and name in flags else name
         rows += records(lo=edges[:-1], hi=edges[1:], share=share, panel=label)
     labels = [f"{n} · {flags[n]}" if flags and n in flags else n for n in names]
-    chart = alt.Chart(alt.Data(values=rows)).mark_rect(color=color(color_name)).encode(
+    chart = alt.Chart(_data(rows)).mark_rect(color=color(color_name)).encode(
         x=alt.X("lo:Q", title=x_title, scale=alt.Scale(domain=list(range_))), x2="hi:Q",
         y=alt.Y("share:Q", title="share"), tooltip=[alt.Tooltip("lo:Q", format=".3g"), alt.Tooltip("share:Q", format=".3f")],
     ).properties(width=panel_width, height=panel_height).facet(
@@ -308,7 +353,7 @@ def histogram_grid(panels: dict, *, bins: int = 30, x_title: str = "value", colu
 def rule(value: float, orient: str = "y", color_name: str = "reference"):
     """A horizontal (orient='y') or vertical ('x') reference line to layer over a chart."""
     alt = _alt()
-    return alt.Chart(alt.Data(values=[{"v": _clean(value)}])).mark_rule(
+    return alt.Chart(_data([{"v": _clean(value)}])).mark_rule(
         color=color(color_name), strokeDash=[3, 3]).encode(**{orient: f"v:Q"})
 
 
@@ -316,7 +361,7 @@ def points(x, y, *, color_name: str = "data", size: int = 40, label: str | None 
     """A layer of points (data, outliers, minima) in one palette colour, to add to a chart with ``+``."""
     alt = _alt()
     enc = {"x": "x:Q", "y": "y:Q", "tooltip": [alt.Tooltip("x:Q", format=".4g"), alt.Tooltip("y:Q", format=".4g")]}
-    return alt.Chart(alt.Data(values=records(x=np.asarray(x, float), y=np.asarray(y, float),
+    return alt.Chart(_data(records(x=np.asarray(x, float), y=np.asarray(y, float),
                                              label=label or color_name))).mark_point(
         filled=filled, size=size, color=color(color_name)).encode(**enc)
 
@@ -477,3 +522,168 @@ def _short(v) -> str:
     if a.size == 1:
         return f"{float(a):.4g}"
     return f"[{a.size} values]"
+
+
+# ----------------------------------------------------------------------------- notebooks 05-08
+# Cell kinds of the convolution diagrams: the input is data (grey), padding a reference level
+# (light), the kernel's taps belong to the model (purple), and the output they produce is the
+# model's prediction (purple too).
+GRID_COLORS = {
+    "input": "#cbd5e1",
+    "padding": "#f1f5f9",
+    "tap": PALETTE["model"],
+    "tap on padding": "#c4b5fd",
+    "output": "#e9d5ff",
+    "selected": PALETTE["model"],
+    "cropped": "#f1f5f9",
+    "kept": PALETTE["model"],
+    "empty": "#ffffff",
+}
+
+
+def cell_grid(row, col, kind, *, colors=None, text=None, title=None, x_title: str = "column",
+              y_title: str = "row", height=None, cell: int = 18, legend: bool = True):
+    """A grid of labelled cells (row 0 at the top), one colour per ``kind`` (see :data:`GRID_COLORS`).
+
+    ``row``, ``col``, ``kind`` (and optional ``text`` written in each cell) are equal-length columns.
+    The height follows the number of rows (``cell`` pixels each) unless given.
+    """
+    alt = _alt()
+    colors = {**GRID_COLORS, **(colors or {})}
+    kind = np.asarray(kind, dtype=object)
+    names = [k for k in colors if k in set(kind.tolist())]
+    cols = dict(r=np.asarray(row), c=np.asarray(col), kind=kind)
+    if text is not None:
+        cols["t"] = np.asarray(text, dtype=object)
+    data = _data(records(**cols))
+    n_rows = int(np.max(row)) + 1 if len(row) else 1
+    base = alt.Chart(data).encode(
+        x=alt.X("c:O", title=x_title, axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("r:O", title=y_title))
+    chart = base.mark_rect(stroke="white", strokeWidth=1).encode(
+        color=alt.Color("kind:N", title="", scale=alt.Scale(domain=names, range=[color(colors[n]) for n in names]),
+                        legend=alt.Legend(orient="bottom") if legend else None),
+        tooltip=["r:O", "c:O", "kind:N"] + (["t:N"] if text is not None else []))
+    if text is not None:
+        chart = chart + base.mark_text(fontSize=10).encode(text="t:N")
+    return _finish(chart, title, height or max(60, cell * n_rows + 40))
+
+
+def image_row(panels: dict, *, cmaps=None, symmetric=(), titles_fmt: str = "{}", cell: float = 2.3,
+              colorbar: bool = True, annotate=(), fmt: str = "{:.2f}", suptitle=None):
+    """Matplotlib images side by side, one per entry of ``panels`` (title -> 2-D array).
+
+    Names in ``symmetric`` get a colour range centred on 0 (signed maps: edges, kernels, weights,
+    in a red-blue map); names in ``annotate`` have each value written in its cell (small arrays).
+    """
+    fig = _figure(cell * len(panels) + 0.4, cell + 0.5 + (0.3 if suptitle else 0))
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    cmaps = cmaps or {}
+    for ax, (name, img) in zip(axes, panels.items()):
+        img = np.asarray(img, dtype=float)
+        if name in symmetric:
+            m = float(np.nanmax(np.abs(img))) if img.size and np.isfinite(img).any() else 1.0
+            m = m if m > 0 else 1.0
+            im = ax.imshow(img, cmap=cmaps.get(name, "RdBu_r"), vmin=-m, vmax=m, interpolation="nearest")
+        else:
+            im = ax.imshow(img, cmap=cmaps.get(name, "gray"), interpolation="nearest")
+        if name in annotate:
+            norm = im.norm  # dark cells get white text, whatever the colour map
+            for (i, j), v in np.ndenumerate(img):
+                shade = norm(v) if name not in symmetric else abs(norm(v) - 0.5) * 2
+                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=7,
+                        color="white" if shade > 0.6 else "black")
+        ax.set_title(titles_fmt.format(name), fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if colorbar:
+            fig.colorbar(im, ax=ax, shrink=0.8)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    return fig
+
+
+def im2col_figure(view: dict, *, width: float = 10.0):
+    """im2col made visible (the dict of ``engine.conv_lab.im2col_view``): the padded input with the
+    chosen output pixel's patch outlined, the column matrix colsᵀ with its row outlined, and the
+    weights that row meets, all in one grey range so the same value looks the same everywhere.
+    Small inputs have their values written in; the lit row always has."""
+    from matplotlib.patches import Rectangle
+
+    x_pad, patch, rows, r = view["x_pad"], view["patch"], view["rows"], view["row"]
+    c = x_pad.shape[0]
+    lo = min(0.0, float(x_pad.min()))
+    hi = max(float(x_pad.max()), lo + 1e-9)
+    write_input = x_pad.shape[1] <= 12
+    fig = _figure(width, min(7.0, max(2.8, 0.18 * rows.shape[0] + 1.6)))
+    grid = fig.add_gridspec(1, c + 2, width_ratios=[x_pad.shape[2]] * c + [rows.shape[1], 1.6])
+
+    def text_color(v):
+        return "white" if (v - lo) / (hi - lo) > 0.55 else "black"
+
+    for ch in range(c):
+        ax = fig.add_subplot(grid[0, ch])
+        ax.imshow(x_pad[ch], cmap="Greys", vmin=lo, vmax=hi)
+        for (i, j), v in np.ndenumerate(x_pad[ch]):
+            if patch[ch, i, j]:
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=PALETTE["model"], lw=2))
+            if write_input:
+                ax.text(j, i, f"{v:g}", ha="center", va="center", fontsize=7, color=text_color(v))
+        ax.set_title(f"padded input, channel {ch}" if c > 1 else "padded input", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    ax = fig.add_subplot(grid[0, c])
+    ax.imshow(rows, cmap="Greys", vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
+    ax.add_patch(Rectangle((-0.5, r - 0.5), rows.shape[1], 1, fill=False, ec=PALETTE["model"], lw=2.2))
+    if rows.shape[1] <= 36:
+        for j, v in enumerate(rows[r]):
+            ax.text(j, r, f"{v:g}", ha="center", va="center", fontsize=6.5, color=text_color(v))
+    ax.set_title("colsᵀ: one row per output pixel", fontsize=9)
+    ax.set_xlabel("tap (c, i, j)")
+    ax.set_ylabel("output pixel r")
+    ax.set_yticks([r])
+    ax.set_xticks([])
+    ax = fig.add_subplot(grid[0, c + 1])
+    w = np.asarray(view["weights"])[:, None]
+    m = max(float(np.abs(w).max()), 1e-9)
+    ax.imshow(w, cmap="PuOr_r", vmin=-m, vmax=m, aspect="auto", interpolation="nearest")
+    if len(w) <= 36:
+        for i, v in enumerate(w[:, 0]):
+            ax.text(0, i, f"{v:g}", ha="center", va="center", fontsize=6.5,
+                    color="white" if abs(v) > 0.6 * m else "black")
+    ax.set_title("weights", fontsize=9)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return fig
+
+
+def strip_placements(data: dict, *, title=None):
+    """The strip diagram of ``engine.conv_lab.conv_placements``: one row per output, the padded
+    input along x, the kernel's taps lit."""
+    return cell_grid(data["output"], data["position"], data["kind"], title=title,
+                     x_title="padded input position", y_title="output o")
+
+
+def paths_2d(series: dict, *, x_title: str = "x", y_title: str = "y", title=None, colors=None,
+             height=HEIGHT, square: bool = True, points: bool = True):
+    """2-D paths drawn in their own order (not sorted by x): ``series`` maps a name to ``(x, y)``
+    or to ``(x, y, t)`` with ``t`` the value shown in the tooltip (a position, a time step).
+    ``square`` gives both axes the same range, so circles look round."""
+    alt = _alt()
+    rows = []
+    lim = 0.0
+    for name, v in series.items():
+        x, y = np.asarray(v[0], float), np.asarray(v[1], float)
+        t = np.asarray(v[2]) if len(v) > 2 else np.arange(len(x))
+        rows += records(x=x, y=y, t=t, order=np.arange(len(x)), series=name)
+        finite = np.concatenate([np.abs(x[np.isfinite(x)]), np.abs(y[np.isfinite(y)])])
+        lim = max(lim, float(finite.max()) if finite.size else 0.0)
+    names = list(series)
+    scale = alt.Scale(domain=[-1.05 * lim, 1.05 * lim]) if square and lim > 0 else alt.Undefined
+    chart = alt.Chart(alt.Data(values=rows)).mark_line(point=points, clip=True).encode(
+        x=alt.X("x:Q", title=x_title, scale=scale), y=alt.Y("y:Q", title=y_title, scale=scale),
+        order="order:Q",
+        color=alt.Color("series:N", title="", sort=names, scale=_color_scale(names, colors),
+                        legend=alt.Legend(orient="bottom")),
+        tooltip=["series:N", "t:Q", alt.Tooltip("x:Q", format=".3g"), alt.Tooltip("y:Q", format=".3g")])
+    return _finish(chart, title, height)

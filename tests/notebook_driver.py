@@ -51,6 +51,7 @@ import contextlib
 import html
 import importlib.util
 import io
+import json
 import os
 import re
 import subprocess
@@ -104,6 +105,10 @@ class Driven:
         if name == "_original":
             raise AttributeError(name)
         return getattr(self._original, name)
+
+    def _mime_(self):
+        # marimo looks the display method up on the type, so delegate it explicitly
+        return self._original._mime_()
 
     def __repr__(self):
         return f"Driven({type(self._original).__name__}, value={self.value!r})"
@@ -192,9 +197,30 @@ def output_html(outputs) -> str:
     return "\n".join(parts)
 
 
+def _decode_attr(value: str) -> str:
+    try:
+        decoded = json.loads(html.unescape(value))
+    except (ValueError, TypeError):
+        return ""
+    return decoded if isinstance(decoded, str) else ""
+
+
+def _visible_text(markup: str) -> str:
+    # Callouts, labels and some layouts keep their inner HTML in data-* attributes, as JSON
+    # strings: put that HTML where the tag stood, then strip every tag.
+    def expand(tag):
+        inner = [_decode_attr(v) for v in re.findall(r"data-(?:label|html)='([^']*)'", tag.group(0))]
+        return " " + " ".join(inner) + " "
+
+    for _ in range(3):  # nested outputs (a callout inside a stack inside a callout)
+        markup = re.sub(r"<[^>]*data-(?:label|html)='[^']*'[^>]*>", expand, markup)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", markup)).split())
+
+
 def output_text(outputs) -> str:
-    """The visible text of every output, tags removed and entities decoded: for `in` assertions."""
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", output_html(outputs))).split())
+    """The visible text of every output (tags removed, entities decoded, callouts' and labels'
+    inner HTML included): for `in` assertions."""
+    return _visible_text(output_html(outputs))
 
 
 def assert_no_error_outputs(outputs):

@@ -54,7 +54,7 @@ def test_curves_fill_the_width_and_use_palette_colours():
     assert scale["domain"] == ["function", "derivative"]
     assert scale["range"] == [plot.PALETTE["function"], plot.PALETTE["derivative"]]
     assert spec["encoding"]["x"]["title"] == "z" and spec["encoding"]["y"]["title"] == "a"
-    assert len(spec["data"]["values"]) == 22
+    assert len(plot.chart_rows(spec)) == 22
 
 
 def test_function_and_derivative_draws_autograd_dots_over_the_formula():
@@ -62,9 +62,15 @@ def test_function_and_derivative_draws_autograd_dots_over_the_formula():
     f, df = np.tanh(x), 1 - np.tanh(x) ** 2
     spec = _spec(plot.function_and_derivative(x, f, df, df + 1.0, name="tanh", n_dots=31))
     lines, dots = spec["layer"]
-    assert dots["mark"]["color"] == plot.PALETTE["autograd"]
-    ys = [r["y"] for r in dots["data"]["values"]]
-    xs = np.array([r["x"] for r in dots["data"]["values"]])
+    assert lines["mark"]["type"] == "line" and dots["mark"]["type"] == "point"
+    scale = dots["encoding"]["color"]["scale"]
+    colour_of = dict(zip(scale["domain"], scale["range"]))
+    assert colour_of["tanh′(x), autograd"] == plot.PALETTE["autograd"]
+    assert colour_of["tanh(x)"] == plot.PALETTE["function"]
+    assert colour_of["tanh′(x), formula"] == plot.PALETTE["derivative"]
+    assert lines["encoding"]["color"]["scale"] == scale  # one legend for lines and dots
+    ys = [r["y"] for r in plot.chart_rows(dots)]
+    xs = np.array([r["x"] for r in plot.chart_rows(dots)])
     # the dots carry the autograd values (here shifted by one so they are told apart from the line)
     np.testing.assert_allclose(ys, 1 - np.tanh(xs) ** 2 + 1.0, rtol=1e-5, atol=1e-6)
     assert 25 <= len(ys) <= 35
@@ -73,29 +79,31 @@ def test_function_and_derivative_draws_autograd_dots_over_the_formula():
 def test_y_domain_cuts_values_outside_the_view():
     x = np.array([0.0, 1.0, 2.0])
     spec = _spec(plot.curves(x, {"f": np.array([0.0, 50.0, 1.0])}, y_domain=(-1, 2)))
-    assert [r["y"] for r in spec["data"]["values"]] == [0.0, None, 1.0]
+    assert [r["y"] for r in plot.chart_rows(spec)] == [0.0, None, 1.0]
+    spec = _spec(plot.curves(x, {"f": np.array([1.0, 0.0, -1.0])}, log_y=True))
+    assert [r["y"] for r in plot.chart_rows(spec)] == [1.0, None, None]
 
 
 def test_heatmap_and_histograms_and_bars():
     z = np.arange(6.0).reshape(2, 3)
     spec = _spec(plot.heatmap(z, x_labels=list("abc"), y_labels=["r0", "r1"], annotate=True))
-    cells = spec["data"]["values"]
+    cells = plot.chart_rows(spec)
     assert {(c["y"], c["x"]): c["z"] for c in cells}[("r1", "b")] == 4.0
     with pytest.raises(ValueError, match="2-D"):
         plot.heatmap(np.zeros(3))
     h = _spec(plot.histogram_grid({"L1": np.zeros(10), "L2": np.ones(10)}, bins=4, flags={"L1": "100% dead"}))
     shares = {}
-    for r in h["data"]["values"]:
+    for r in plot.chart_rows(h):
         shares.setdefault(r["panel"], 0.0)
         shares[r["panel"]] += r["share"]
     assert shares == {"L1 · 100% dead": pytest.approx(1.0), "L2": pytest.approx(1.0)}
     b = _spec(plot.bars(["a", "b"], [0.25, 0.75]))
-    assert [r["value"] for r in b["data"]["values"]] == [0.25, 0.75]
+    assert [r["value"] for r in plot.chart_rows(b)] == [0.25, 0.75]
 
 
 def test_loss_curves_on_a_log_axis_drop_non_positive_values():
     spec = _spec(plot.loss_curves({"train": [1.0, 0.0, 0.1]}, log_y=True))
-    assert [r["y"] for r in spec["data"]["values"]] == [1.0, None, 0.1]
+    assert [r["y"] for r in plot.chart_rows(spec)] == [1.0, None, 0.1]
     assert spec["encoding"]["y"]["scale"]["type"] == "log"
 
 

@@ -1,0 +1,396 @@
+"""Computations behind notebook 01 (activations): curves, derivatives, ranges, softmax, depth lab.
+
+Every value comes from the engine: functions from :mod:`engine.functional`, derivatives from
+autograd (``y.backward(ones)`` gives the elementwise derivative f'(x) in ``x.grad``). The NumPy
+formulas in :data:`ACTIVATIONS` are the independent "analytic" curves the notebook draws under the
+autograd dots; the tests check that the two agree.
+
+- :func:`evaluate`: f(x) and f'(x) by the engine, and the same from the closed forms.
+- :func:`activation_minimum`: the lowest point of a non-monotonic activation (GELU ≈ −0.170 at
+  x ≈ −0.752, SiLU ≈ −0.278 at x ≈ −1.278), found by bisection on the autograd derivative.
+- :func:`output_range`: the range found numerically: bounds attained, approached, or unbounded.
+- :func:`softmax_with_temperature`: probabilities and entropy of softmax(z / T).
+- :func:`depth_lab`: a deep MLP at initialisation; per-layer pre-activation statistics, the
+  share of units whose derivative is (almost) zero, and gradient norms from autograd next to
+  the product of per-layer factors σ_W·√n·rms(φ') that predicts them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import functional as F
+from .tensor import Tensor
+
+# ----------------------------------------------------------------------------- closed forms
+
+
+def _sigmoid(x):
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+_erf = np.vectorize(math.erf, otypes=[float])
+_C = math.sqrt(2 / math.pi)
+_K = 0.044715
+
+
+def _phi_cdf(x):
+    return 0.5 * (1 + _erf(x / math.sqrt(2)))
+
+
+def _phi_pdf(x):
+    return np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(_C * (x + _K * x**3)))
+
+
+def _gelu_tanh_d(x):
+    t = np.tanh(_C * (x + _K * x**3))
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _C * (1 + 3 * _K * x * x)
+
+
+def _softplus(x):
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _spec(label, formula, derivative, f, df, engine, params=(), note=""):
+    return dict(label=label, formula=formula, derivative=derivative, f=f, df=df, engine=engine,
+                params=params, note=note)
+
+
+# name -> label, LaTeX of f and f', NumPy f and f' (analytic), engine function, parameter names
+ACTIVATIONS = {
+    "relu": _spec("ReLU", r"\max(0, z)", r"\begin{cases}1 & z>0\\0 & z\le 0\end{cases}",
+                  lambda x: np.maximum(x, 0.0), lambda x: (x > 0).astype(float), lambda t: F.relu(t),
+                  note="cheap and sparse; a unit whose input stays negative gets no gradient (dead)"),
+    "leaky_relu": _spec("Leaky ReLU", r"\max(\alpha z, z)", r"\begin{cases}1 & z>0\\ \alpha & z\le 0\end{cases}",
+                        lambda x, slope=0.01: np.where(x > 0, x, slope * x),
+                        lambda x, slope=0.01: np.where(x > 0, 1.0, slope),
+                        lambda t, slope=0.01: F.leaky_relu(t, slope), params=("slope",),
+                        note="a small slope α for z < 0 keeps every unit trainable"),
+    "sigmoid": _spec("Sigmoid", r"\sigma(z) = \frac{1}{1+e^{-z}}", r"\sigma(z)\,(1-\sigma(z))",
+                     _sigmoid, lambda x: _sigmoid(x) * (1 - _sigmoid(x)), lambda t: F.sigmoid(t),
+                     note="a probability for a binary output; its slope is at most 1/4, so stacks of it vanish"),
+    "tanh": _spec("Tanh", r"\tanh z = \frac{e^{2z}-1}{e^{2z}+1}", r"1-\tanh^2 z",
+                  np.tanh, lambda x: 1 - np.tanh(x) ** 2, lambda t: F.tanh(t),
+                  note="zero-centred; saturates at ±1 where the slope vanishes"),
+    "gelu": _spec("GELU (exact)", r"z\,\Phi(z)", r"\Phi(z) + z\,\varphi(z)",
+                  lambda x: x * _phi_cdf(x), lambda x: _phi_cdf(x) + x * _phi_pdf(x), lambda t: F.gelu(t),
+                  note="the Transformer default: z weighted by the chance that a standard normal falls below z"),
+    "gelu_tanh": _spec("GELU (tanh approximation)", r"\tfrac12 z\left(1+\tanh\!\left(\sqrt{2/\pi}\,(z+0.044715z^3)\right)\right)",
+                       r"\tfrac12(1+\tanh u) + \tfrac12 z\,(1-\tanh^2 u)\sqrt{2/\pi}\,(1+3\cdot 0.044715z^2),\ u = \sqrt{2/\pi}\,(z+0.044715z^3)",
+                       _gelu_tanh, _gelu_tanh_d, lambda t: F.gelu(t, approximate="tanh"),
+                       note="the fast approximation used by GPT-2; within 5·10⁻⁴ of the exact GELU"),
+    "silu": _spec("SiLU / Swish", r"z\,\sigma(z)", r"\sigma(z)\,(1 + z(1-\sigma(z)))",
+                  lambda x: x * _sigmoid(x), lambda x: _sigmoid(x) * (1 + x * (1 - _sigmoid(x))),
+                  lambda t: F.silu(t), note="self-gated and non-monotonic; the gate of SwiGLU"),
+    "softplus": _spec("Softplus", r"\ln(1+e^{z})", r"\sigma(z)", _softplus, _sigmoid, lambda t: F.softplus(t),
+                      note="a smooth ReLU that is never exactly zero"),
+    "elu": _spec("ELU", r"\begin{cases}z & z>0\\ \alpha(e^{z}-1) & z\le 0\end{cases}",
+                 r"\begin{cases}1 & z>0\\ \alpha e^{z} & z\le 0\end{cases}",
+                 lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))),
+                 lambda x, alpha=1.0: np.where(x > 0, 1.0, alpha * np.exp(np.minimum(x, 0))),
+                 lambda t, alpha=1.0: F.elu(t, alpha), params=("alpha",),
+                 note="smooth for z < 0, saturating at −α, so mean activations move toward zero"),
+    "swiglu": _spec("SwiGLU (1-D slice)", r"\operatorname{SiLU}(z w_g)\,(z w_u),\ w_g = w_u = 1:\ z^2\sigma(z)",
+                    r"2z\,\sigma(z) + z^2\sigma(z)(1-\sigma(z))",
+                    lambda x: x * x * _sigmoid(x), lambda x: 2 * x * _sigmoid(x) + x * x * _sigmoid(x) * (1 - _sigmoid(x)),
+                    lambda t: F.swiglu(t.reshape(-1, 1), np.ones((1, 1), t.dtype), np.ones((1, 1), t.dtype)).reshape(-1),
+                    note="a gated unit with two weight matrices (LLaMA's MLP); shown with both weights set to 1"),
+}
+
+DEPTH_ACTIVATIONS = ("relu", "leaky_relu", "tanh", "sigmoid", "gelu", "silu", "elu")
+INITS = ("he", "xavier", "custom")
+
+
+def _check_name(name, allowed=None):
+    allowed = ACTIVATIONS if allowed is None else allowed
+    if name not in allowed:
+        raise ValueError(f"activations_lab: unknown activation {name!r}; choose one of {', '.join(allowed)}")
+
+
+def _kw(name, params: dict) -> dict:
+    return {k: float(v) for k, v in params.items() if k in ACTIVATIONS[name]["params"]}
+
+
+# ----------------------------------------------------------------------------- curves
+
+
+@dataclass
+class Curves:
+    """f and f' over x: by the engine (forward and autograd) and by the closed forms."""
+
+    x: np.ndarray
+    f: np.ndarray
+    df_autograd: np.ndarray
+    f_formula: np.ndarray
+    df_formula: np.ndarray
+
+    @property
+    def max_derivative_gap(self) -> float:
+        return float(np.max(np.abs(self.df_autograd - self.df_formula)))
+
+
+def engine_derivative(name: str, x, **params):
+    """(f(x), f'(x)) with the engine: forward, then backward of ones gives the elementwise slope."""
+    _check_name(name)
+    t = Tensor(np.asarray(x, dtype=np.float64), requires_grad=True)
+    y = ACTIVATIONS[name]["engine"](t, **_kw(name, params))
+    y.backward(np.ones_like(y.data))
+    return y.data.copy(), t.grad.copy()
+
+
+def evaluate(name: str, x, **params) -> Curves:
+    """The curves the notebook draws for activation ``name`` (parameters: slope, alpha)."""
+    x = np.asarray(x, dtype=np.float64)
+    f, df = engine_derivative(name, x, **params)
+    spec = ACTIVATIONS[name]
+    kw = _kw(name, params)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return Curves(x, f, df, spec["f"](x, **kw), spec["df"](x, **kw))
+
+
+def activation_minimum(name: str, bracket=(-4.0, 0.0), **params):
+    """(x*, f(x*)) where f' changes sign from − to + inside ``bracket``, or None if it never does.
+
+    Bisection on the engine's autograd derivative, 60 halvings: x* to ~1e-15 of the bracket.
+    """
+    lo, hi = map(float, bracket)
+    d = lambda v: engine_derivative(name, np.array([v]), **params)[1][0]  # noqa: E731
+    if not (d(lo) < 0 < d(hi)):
+        return None
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if d(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    x_star = 0.5 * (lo + hi)
+    return x_star, float(engine_derivative(name, np.array([x_star]), **params)[0][0])
+
+
+@dataclass
+class Range:
+    lo: float
+    hi: float
+    lo_kind: str  # 'attained' | 'approached' | 'unbounded'
+    hi_kind: str
+
+    def text(self, digits: int = 3) -> str:
+        def num(v):
+            return f"{v:.{digits}g}".replace("-", "−") if abs(v) > 1e-12 else "0"
+
+        left = "(−∞" if self.lo_kind == "unbounded" else ("[" if self.lo_kind == "attained" else "(") + num(self.lo)
+        right = "∞)" if self.hi_kind == "unbounded" else num(self.hi) + ("]" if self.hi_kind == "attained" else ")")
+        return f"{left}, {right}"
+
+
+def output_range(name: str, span: float = 60.0, **params) -> Range:
+    """The output range, numerically: evaluate on [−span, span]; at each end a bound is
+    'unbounded' if f still moves there (|f'| > 1e-6), 'approached' if f has flattened onto a
+    limit it reaches only at infinity, and the interior minimum (GELU, SiLU) is 'attained'."""
+    x = np.linspace(-span, span, 24001)
+    f, df = engine_derivative(name, x, **params)
+    lo_kind = "unbounded" if abs(df[0]) > 1e-6 else "approached"
+    hi_kind = "unbounded" if abs(df[-1]) > 1e-6 else "approached"
+    lo, hi = float(f[0]), float(f[-1])
+    interior = activation_minimum(name, **params)
+    if interior is not None:
+        lo, lo_kind = interior[1], "attained"
+    elif lo_kind == "approached" and np.any(df[: len(x) // 2] == 0) and np.all(f[: len(x) // 2] == f[0]):
+        lo_kind = "attained"  # flat and reached: ReLU's 0 for every x ≤ 0
+    if hi_kind == "approached" and np.all(df[len(x) // 2:] == 0):
+        hi_kind = "attained"
+    # values reached only in the limit are rounded to it (σ(−60) ≈ 9e−27 reads as 0)
+    if lo_kind == "approached":
+        lo = round(lo, 9)
+    if hi_kind == "approached":
+        hi = round(hi, 9)
+    return Range(lo, hi, lo_kind, hi_kind)
+
+
+def gelu_approximation_error(x):
+    """tanh-approximate GELU minus exact GELU, both computed by the engine (float64)."""
+    t = Tensor(np.asarray(x, dtype=np.float64))
+    return F.gelu(t, approximate="tanh").data - F.gelu(t).data
+
+
+def derivative_peak(name: str, **params) -> float:
+    """max f'(x) by autograd over x ∈ [−20, 20]: ¼ for sigmoid, 1 for ReLU and tanh, ≈1.129 for GELU;
+    inf when the slope still grows at the edge (SwiGLU's x²σ(x))."""
+    d = engine_derivative(name, np.linspace(-20, 20, 8001), **params)[1]
+    i = int(np.argmax(d))
+    if i in (0, len(d) - 1) and abs(d[i] - d[i - 1 if i else 1]) > 1e-9:
+        return float("inf")
+    return float(d[i])
+
+
+# ----------------------------------------------------------------------------- softmax
+
+
+def parse_numbers(text: str, name: str = "logits", min_count: int = 2, max_count: int = 12,
+                  limit: float = 1e6) -> np.ndarray:
+    """'2, 1, 0.1' -> array([2., 1., .1]); a ValueError that says what is wrong otherwise."""
+    parts = [p for p in str(text).replace(";", ",").replace(" ", ",").split(",") if p.strip()]
+    try:
+        values = np.array([float(p) for p in parts], dtype=np.float64)
+    except ValueError:
+        bad = next(p for p in parts if not _is_float(p))
+        raise ValueError(f"{name}: {bad.strip()!r} is not a number; write numbers separated by commas") from None
+    if len(values) < min_count:
+        raise ValueError(f"{name}: need at least {min_count} numbers, got {len(values)}")
+    if len(values) > max_count:
+        raise ValueError(f"{name}: at most {max_count} numbers, got {len(values)}")
+    if not np.all(np.isfinite(values)) or np.any(np.abs(values) > limit):
+        raise ValueError(f"{name}: every value must be finite and within ±{limit:g}")
+    return values
+
+
+def _is_float(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+@dataclass
+class SoftmaxResult:
+    probs: np.ndarray
+    entropy: float  # nats
+    max_entropy: float  # ln K
+
+    @property
+    def entropy_share(self) -> float:
+        return self.entropy / self.max_entropy
+
+
+def softmax_with_temperature(logits, temperature: float) -> SoftmaxResult:
+    """p = softmax(z / T) with the engine (stable for any T > 0) and its entropy H = −Σ p ln p."""
+    if not (temperature > 0 and math.isfinite(temperature)):
+        raise ValueError(f"softmax_with_temperature: the temperature must be positive and finite, got {temperature}")
+    z = Tensor(np.asarray(logits, dtype=np.float64) / temperature)
+    logp = F.log_softmax(z, dim=-1).data
+    p = np.exp(logp)
+    entropy = float(-(p * logp).sum())
+    return SoftmaxResult(p, max(entropy, 0.0), math.log(len(p)))
+
+
+# ----------------------------------------------------------------------------- depth lab
+
+
+@dataclass
+class DepthReport:
+    """Per-layer statistics of an MLP at initialisation (index 0 is the first hidden layer)."""
+
+    activation: str
+    init: str
+    weight_std: float
+    z_std: np.ndarray
+    z_mean: np.ndarray
+    flat_share: np.ndarray  # share of pre-activations where φ'(z) < 5% of its peak
+    dead_share: np.ndarray  # share of units flat for every sample of the batch
+    deriv_rms: np.ndarray  # √mean φ'(z)²
+    grad_norm: np.ndarray  # ‖∂L/∂z_l‖ from autograd
+    predicted_grad_norm: np.ndarray  # ‖∂L/∂z_L‖ · Π_{k>l} σ_W √n rms φ'(z_{k-1})
+    z_samples: list = field(default_factory=list)
+    message: str = ""
+
+    @property
+    def depth(self) -> int:
+        return len(self.z_std)
+
+    @property
+    def gradient_ratio(self) -> float:
+        """‖∂L/∂z_1‖ / ‖∂L/∂z_L‖: ≪ 1 vanishing, ≫ 1 exploding."""
+        return float(self.grad_norm[0] / self.grad_norm[-1]) if self.grad_norm[-1] > 0 else float("nan")
+
+    def verdict(self) -> str:
+        r = self.gradient_ratio
+        if not math.isfinite(r):
+            return "broken"
+        return "vanish" if r < 1e-2 else ("explode" if r > 1e2 else "stable")
+
+
+def init_std(init: str, fan_in: int, fan_out: int, scale: float = 1.0, activation: str = "relu",
+             slope: float = 0.01) -> float:
+    """Weight standard deviation: He √(2/n_in) (√(2/(1+α²)/n_in) for leaky ReLU, as
+    ``nn.init.kaiming_normal_``), Xavier √(2/(n_in + n_out)) (``nn.init.xavier_normal_``), custom scale/√n_in."""
+    if init == "he":
+        gain2 = 2.0 / (1 + slope**2) if activation == "leaky_relu" else 2.0
+        return math.sqrt(gain2 / fan_in)
+    if init == "xavier":
+        return math.sqrt(2.0 / (fan_in + fan_out))
+    if init == "custom":
+        if not (scale > 0):
+            raise ValueError(f"init_std: the custom scale must be positive, got {scale}")
+        return scale / math.sqrt(fan_in)
+    raise ValueError(f"init_std: init must be one of {INITS}, got {init!r}")
+
+
+def depth_lab(depth: int = 10, width: int = 128, activation: str = "tanh", init: str = "xavier",
+              scale: float = 1.0, n_samples: int = 256, slope: float = 0.01, seed: int = 0,
+              max_samples: int = 2000) -> DepthReport:
+    """Push a batch x ~ N(0, I) through ``depth`` layers z_l = a_{l−1} W_lᵀ, a_l = φ(z_l), then
+    backpropagate L = Σ a_L ⊙ G (G a fixed random upstream gradient) and record each layer.
+
+    Why the prediction works: δ_{l−1} = (δ_l W_l) ⊙ φ'(z_{l−1}); with iid weights of std σ_W,
+    ‖δ_l W_l‖ ≈ σ_W √n ‖δ_l‖, and the elementwise factor scales it by about rms φ'(z_{l−1}).
+    """
+    _check_name(activation, DEPTH_ACTIVATIONS)
+    if not (isinstance(depth, (int, np.integer)) and 1 <= depth <= 200):
+        raise ValueError(f"depth_lab: depth must be an integer in [1, 200], got {depth!r}")
+    if not (isinstance(width, (int, np.integer)) and 2 <= width <= 2048):
+        raise ValueError(f"depth_lab: width must be an integer in [2, 2048], got {width!r}")
+    rng = np.random.default_rng(seed)
+    std = init_std(init, width, width, scale, activation, slope)
+    params = {"slope": slope} if activation == "leaky_relu" else {}
+    act = ACTIVATIONS[activation]["engine"]
+    kw = _kw(activation, params)
+    peak = derivative_peak(activation, **params)
+
+    x = Tensor(rng.standard_normal((n_samples, width)))
+    a, zs, weights = x, [], []
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(depth):
+            w = Tensor(rng.normal(0.0, std, (width, width)), requires_grad=False)
+            z = (a @ w.T)
+            if not z.requires_grad:
+                z.requires_grad_(True)
+            z.retain_grad()
+            zs.append(z)
+            weights.append(w)
+            a = act(z, **kw)
+        upstream = rng.standard_normal(a.shape)
+        a.backward(upstream)
+
+        z_std = np.array([z.data.std() for z in zs])
+        z_mean = np.array([z.data.mean() for z in zs])
+        derivs = [engine_derivative(activation, z.data, **params)[1] for z in zs]
+        flat = [d < 0.05 * peak for d in derivs]
+        flat_share = np.array([f.mean() for f in flat])
+        dead_share = np.array([f.all(axis=0).mean() for f in flat])
+        deriv_rms = np.array([math.sqrt(float(np.mean(d * d))) for d in derivs])
+        grad_norm = np.array([np.linalg.norm(z.grad) if z.grad is not None else 0.0 for z in zs])
+        factors = np.array([weights[k].data.std() * math.sqrt(width) * deriv_rms[k - 1] for k in range(1, depth)])
+        # predicted[l] = grad_norm[L-1] * prod of factors k = l+1 .. L-1
+        tail = np.concatenate([np.cumprod(factors[::-1])[::-1], [1.0]]) if depth > 1 else np.array([1.0])
+        predicted = grad_norm[-1] * tail
+
+    pick = rng.permutation(n_samples * width)[: min(max_samples, n_samples * width)]
+    samples = [z.data.ravel()[pick] for z in zs]
+    report = DepthReport(activation, init, std, z_std, z_mean, flat_share, dead_share, deriv_rms, grad_norm,
+                         predicted, samples)
+    bad = not (np.all(np.isfinite(z_std)) and np.all(np.isfinite(grad_norm)))
+    if bad:
+        report.message = ("the activations or gradients overflowed to inf/NaN: the weights are far too large "
+                          "for this depth; lower the scale")
+    elif grad_norm[-1] == 0:
+        report.message = "every unit of the last layer is flat: no gradient reaches the network at all"
+    return report

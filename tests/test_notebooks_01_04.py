@@ -1,0 +1,154 @@
+"""Notebooks 01-04: they run headless, pass `marimo check`, export, and every control can be
+driven to its extremes with no error, showing the values the engine computes.
+
+Controls are driven with `app.run(defs=...)` through tests/notebook_driver.py (see its docstring).
+"""
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import activations_lab, course
+from tests.notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, export_html,
+                                   load_app, load_module, marimo_check, output_text, run_app, run_headless)
+
+NOTEBOOKS = {
+    "01_activations": ["act_choice", "leaky_slope", "elu_alpha", "x_span", "logits_text", "temperature",
+                       "depth", "width", "depth_act", "init", "init_scale",
+                       "answer_sigmoid", "answer_depth", "answer_softmax"],
+}
+PATHS = {nb: f"notebooks/{nb}.py" for nb in NOTEBOOKS}
+
+
+def _app(nb):
+    return load_app(PATHS[nb])
+
+
+def _text(nb, **values):
+    outputs, defs = run_app(_app(nb), **values)
+    assert_no_error_outputs(outputs)
+    return output_text(outputs), defs
+
+
+# ----------------------------------------------------------------------------- every notebook
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_runs_headless_without_error_output(nb):
+    seconds = run_headless(PATHS[nb])
+    print(f"{nb}: headless run {seconds:.1f} s")
+
+
+def test_marimo_check_strict_and_wasm_rules():
+    paths = list(PATHS.values())
+    marimo_check(*paths)
+    marimo_check(*paths, select="MW")
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_exports_to_html(nb, tmp_path):
+    page = export_html(PATHS[nb], tmp_path / f"{nb}.html")
+    assert course.entry(nb).title.split()[0] in page
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_metadata_title_and_navigation(nb):
+    module = load_module(PATHS[nb])
+    meta = module.METADATA
+    assert meta["id"] == nb and set(meta) >= {"id", "name", "summary", "topics"}
+    assert module.app._config.app_title.startswith(nb[:2])
+    text, _ = _text(nb)
+    assert meta["name"] in text
+    nav = re.findall(r"\]\(([^)]+)\)", course.nav_md(nb, mode="site"))
+    html_outputs = " ".join(str(getattr(o, "text", "")) for o in run_app(_app(nb))[0])
+    for url in nav:
+        assert url in html_outputs, f"{nb} does not link {url}"
+    source = (ROOT / PATHS[nb]).read_text()
+    assert '__generated_with = "0.25.2"' in source and "with app.setup:" in source
+    assert source.count("hide_code=True") >= 4
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_every_control_at_its_extremes(nb):
+    base = default_defs(_app(nb))
+    values = {name: control_values(base[name]) for name in NOTEBOOKS[nb]}
+    # all controls at their first value (minimum), then all at their second (maximum)
+    for k in (0, 1):
+        _text(nb, **{name: v[min(k, len(v) - 1)] for name, v in values.items()})
+    # every option of every choice control: run i sets each one to its option i (cycling), the
+    # numeric controls stay at their defaults
+    choices = {name: vs for name, vs in values.items() if not isinstance(vs[0], (int, float))}
+    for i in range(max((len(vs) for vs in choices.values()), default=0)):
+        _text(nb, **{name: vs[i % len(vs)] for name, vs in choices.items()})
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_the_same_in_your_own_script_runs(nb, tmp_path, monkeypatch):
+    source = (ROOT / PATHS[nb]).read_text()
+    section = source[source.index("The same in your own script"):]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert blocks, f"{nb} has no script block"
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        code = "\n".join(line[4:] if line.startswith("    ") else line for line in block.splitlines())
+        exec(compile(code, f"{nb}-script", "exec"), {})
+
+
+# ----------------------------------------------------------------------------- 01_activations
+
+def test_01_shows_each_activation_with_engine_values():
+    app = _app("01_activations")
+    for name in ("leaky_relu", "elu", "gelu"):
+        text, defs = _text("01_activations", act_choice=name, leaky_slope=0.25, elu_alpha=2.0)
+        expected = activations_lab.output_range(name, slope=0.25, alpha=2.0).text()
+        assert defs["act_range"].text() == expected
+        assert f"Output range (found numerically): {expected}" in text
+        assert defs["act_gap"] < 1e-9  # autograd dots sit on the formula
+    assert app is not None
+
+
+def test_01_minima_and_gelu_error_agree_with_the_engine():
+    text, defs = _text("01_activations")
+    g, s = activations_lab.activation_minimum("gelu"), activations_lab.activation_minimum("silu")
+    assert defs["gelu_min"] == g and defs["silu_min"] == s
+    assert f"GELU's minimum {g[1]:.4f}" in text and f"SiLU's minimum {s[1]:.4f}" in text
+    assert round(g[1], 2) == -0.17 and round(s[1], 2) == -0.28
+    err = np.abs(activations_lab.gelu_approximation_error(np.linspace(-6, 6, 601))).max()
+    assert f"{err:.2e}" in text
+    rows = {r["activation"]: r for r in defs["family_rows"]}
+    assert rows["Sigmoid"]["range"] == "(0, 1)" and rows["Sigmoid"]["steepest slope"] == "0.2500"
+
+
+def test_01_softmax_follows_logits_and_temperature():
+    text, defs = _text("01_activations", logits_text="3, 0, -3", temperature=0.5)
+    z = np.array([3.0, 0.0, -3.0]) / 0.5
+    p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    np.testing.assert_allclose(defs["softmax_result"].probs, p, rtol=1e-12)
+    h = -(p * np.log(p)).sum()
+    assert f"H = {h:.4f} nats" in text and f"ln K = {math.log(3):.4f}" in text
+    for bad, msg in [("", "at least 2"), ("1, two", "'two' is not a number"), ("x" * 200, "not a number")]:
+        text, defs = _text("01_activations", logits_text=bad)
+        assert "Cannot read the logits" in text and msg in text and defs["softmax_result"] is None
+
+
+def test_01_depth_lab_reports_the_engine_numbers():
+    text, defs = _text("01_activations", depth=30, width=64, depth_act="sigmoid", init="xavier")
+    r = activations_lab.depth_lab(depth=30, width=64, activation="sigmoid", init="xavier", n_samples=128, seed=0)
+    assert defs["depth_report"].gradient_ratio == pytest.approx(r.gradient_ratio, rel=1e-9)
+    assert f"{r.gradient_ratio:.3g}" in text and "vanishes" in text
+    text, _ = _text("01_activations", depth=50, width=256, depth_act="relu", init="custom", init_scale=3.0)
+    assert "explodes" in text
+
+
+def test_01_exercises_are_graded_by_the_engine():
+    text, defs = _text("01_activations", answer_sigmoid="1/4", answer_softmax="0.79", answer_depth="vanish")
+    assert defs["sigmoid_slope_truth"] == pytest.approx(0.25)
+    p0 = math.exp(2) / (math.exp(2) + 2)
+    assert defs["softmax_truth"] == pytest.approx(p0)
+    assert text.count("Right") == 3
+    text, _ = _text("01_activations", answer_sigmoid="0.5", answer_softmax="0.33", answer_depth="explode")
+    assert "Right" not in text and text.count("Not quite") == 2 and "Not this one" in text
+    text, _ = _text("01_activations", answer_sigmoid="a quarter")
+    assert "is not a number I can read" in text
