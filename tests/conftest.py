@@ -6,6 +6,7 @@
 - Fixtures ``torch`` (the module) and ``chromium`` (the executable's path) do the same.
 - Hypothesis runs without its per-example deadline: the machine is shared and tests never assert
   times.
+- BLAS runs one thread per process (see below); benchmarks, not tests, measure speed.
 - The end of the run says which optional tools were present, so a skip is never silent.
 """
 
@@ -14,7 +15,12 @@ from __future__ import annotations
 import os
 import sys
 
-import pytest
+# One BLAS thread per process, set before NumPy loads: tests run beside marimo servers and
+# subprocesses on 2 cores, where OpenBLAS's spinning threads slow small products 10-30x.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import pytest  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))  # `from oracle import ...` from any test file
 
