@@ -11,7 +11,7 @@ import pytest
 import engine.functional as F
 from engine import Tensor
 from oracle import require_torch
-from torch_compare import check_op, draw, oracle
+from torch_compare import check_op, oracle
 
 pytestmark = [pytest.mark.oracle, pytest.mark.filterwarnings("ignore:reduction. 'mean' divides:UserWarning")]
 
