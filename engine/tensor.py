@@ -735,25 +735,39 @@ def stack(tensors: Sequence, dim: int = 0) -> Tensor:
     return cat([t.unsqueeze(dim) for t in tensors], dim)
 
 
+def _operands(a, b, op: str):
+    """Two operands of a free function as Tensors, promoted as the operators do (a number takes the
+    tensor's dtype, so ``where(x > 0, x, 0)`` keeps a float32 ``x`` float32)."""
+    if isinstance(a, Tensor) and not isinstance(b, Tensor):
+        b = a._operand(b, op)
+    elif isinstance(b, Tensor) and not isinstance(a, Tensor):
+        a = b._operand(a, op)
+    else:
+        a, b = as_tensor(a), as_tensor(b)
+    if a.data.dtype != b.data.dtype:
+        a, b = _promote(a, b, op)
+    return a, b
+
+
 def where(condition, a, b) -> Tensor:
     """``a`` where ``condition`` is True, else ``b``; gradients flow to the chosen side only."""
     cond = np.asarray(condition.data if isinstance(condition, Tensor) else condition)
     if cond.dtype != np.bool_:
         raise TypeError(f"where: condition must be boolean, got {cond.dtype}")
-    a, b = as_tensor(a), as_tensor(b)
+    a, b = _operands(a, b, "where")
     _check_broadcast(a.shape, b.shape, "where")
     _check_broadcast(cond.shape, np.broadcast_shapes(a.shape, b.shape), "where")
     return ew.Where.apply(a, b, cond=cond)
 
 
 def maximum(a, b) -> Tensor:
-    a, b = as_tensor(a), as_tensor(b)
+    a, b = _operands(a, b, "maximum")
     _check_broadcast(a.shape, b.shape, "maximum")
     return ew.Maximum.apply(a, b)
 
 
 def minimum(a, b) -> Tensor:
-    a, b = as_tensor(a), as_tensor(b)
+    a, b = _operands(a, b, "minimum")
     _check_broadcast(a.shape, b.shape, "minimum")
     return ew.Minimum.apply(a, b)
 

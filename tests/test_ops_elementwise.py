@@ -288,3 +288,18 @@ def test_float32_in_float32_out_and_float32_gradient(fn):
     assert out.dtype == np.float32
     out.backward(np.ones(3, dtype=np.float32))
     assert x.grad.dtype == np.float32
+
+
+@pytest.mark.parametrize("fn, torch_fn", [
+    (lambda t: engine.where(t > 0, t, 0), lambda t: require_torch().where(t > 0, t, 0)),
+    (lambda t: engine.where(t > 0, 0.5, t), lambda t: require_torch().where(t > 0, 0.5, t)),
+    (lambda t: engine.where(t > 0, t, np.float64(0)), lambda t: require_torch().where(t > 0, t, np.float64(0))),
+    (lambda t: engine.maximum(t, 0), lambda t: require_torch().clamp(t, min=0)),
+    (lambda t: engine.minimum(np.float64(0.5), t), lambda t: require_torch().clamp(t, max=0.5)),
+], ids=["where_int_zero", "where_float_left", "where_numpy_scalar", "maximum_int", "minimum_numpy_scalar_left"])
+def test_free_functions_with_numbers_keep_float32(fn, torch_fn):
+    torch = require_torch()
+    x = np.array([-1.0, 0.25, 2.0], dtype=np.float32)
+    ours, theirs = fn(Tensor(x, requires_grad=True)), torch_fn(torch.tensor(x))
+    assert ours.dtype == np.float32 and theirs.dtype == torch.float32
+    np.testing.assert_array_equal(ours.data, theirs.numpy())
