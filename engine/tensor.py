@@ -430,6 +430,8 @@ class Tensor:
     def clamp(self, min=None, max=None):
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
+        # NumPy scalar bounds act as Python numbers (np.float64 would promote a float32 tensor)
+        min, max = (b.item() if isinstance(b, np.generic) else b for b in (min, max))
         if min is not None and max is not None and min > max:
             raise ValueError(f"clamp: min ({min}) is greater than max ({max})")
         return ew.Clamp.apply(self, lo=min, hi=max)

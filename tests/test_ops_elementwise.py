@@ -295,8 +295,9 @@ def test_float32_in_float32_out_and_float32_gradient(fn):
     (lambda t: engine.where(t > 0, 0.5, t), lambda t: require_torch().where(t > 0, 0.5, t)),
     (lambda t: engine.where(t > 0, t, np.float64(0)), lambda t: require_torch().where(t > 0, t, np.float64(0))),
     (lambda t: engine.maximum(t, 0), lambda t: require_torch().clamp(t, min=0)),
+    (lambda t: t.clamp(np.float64(0), np.float64(1)), lambda t: t.clamp(np.float64(0), np.float64(1))),
     (lambda t: engine.minimum(np.float64(0.5), t), lambda t: require_torch().clamp(t, max=0.5)),
-], ids=["where_int_zero", "where_float_left", "where_numpy_scalar", "maximum_int", "minimum_numpy_scalar_left"])
+], ids=["where_int_zero", "where_float_left", "where_numpy_scalar", "maximum_int", "clamp_numpy_scalars", "minimum_numpy_scalar_left"])
 def test_free_functions_with_numbers_keep_float32(fn, torch_fn):
     torch = require_torch()
     x = np.array([-1.0, 0.25, 2.0], dtype=np.float32)
