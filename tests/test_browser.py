@@ -49,6 +49,29 @@ def _make_run_command(port: int) -> list[str]:
     return shlex.split(line)
 
 
+def _serve(command: list[str], cwd: Path, log_path: Path) -> tuple[subprocess.Popen, str]:
+    """Start a marimo server; return it and its base URL once it answers."""
+    port = command[command.index("--port") + 1]
+    with open(log_path, "wb") as log:
+        server = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    base = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 120
+    while True:
+        if server.poll() is not None:
+            raise AssertionError(f"marimo run exited: {log_path.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(base, timeout=5) as response:
+                if response.status == 200:
+                    return server, base
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            stop_process_group(server)
+            raise AssertionError("marimo run did not answer within 120 s")
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module")
 def gallery(tmp_path_factory):
     """Base URL of `make run`'s gallery on 127.0.0.1 (its log file kept for error reports)."""
@@ -56,24 +79,9 @@ def gallery(tmp_path_factory):
     missing = [e.path for e in course.entries() if not (ROOT / e.path).is_file()]
     if len(missing) == len(course.entries()):
         pytest.fail("no notebook or cheat sheet exists yet: nothing to serve")
-    port = free_port()
     log_path = tmp_path_factory.mktemp("gallery") / "server.log"
-    with open(log_path, "wb") as log:
-        server = subprocess.Popen(_make_run_command(port), cwd=ROOT, stdout=log,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}/"
+    server, base = _serve(_make_run_command(free_port()), ROOT, log_path)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, log_path.read_text(errors="replace")
-            try:
-                with urllib.request.urlopen(base, timeout=5) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "marimo run did not answer within 120 s"
-            time.sleep(0.5)
         yield {"base": base, "log": log_path}
     finally:
         stop_process_group(server)
@@ -289,3 +297,98 @@ def test_some_page_trains_behind_a_button():
                if (ROOT / e.path).is_file()]
     assert any("run_button" in s and "progress_bar" in s for s in sources), (
         "no page has a mo.ui.run_button with mo.status.progress_bar")
+
+
+HARNESS_NOTEBOOK = """
+import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import time
+
+    import marimo as mo
+
+    mo.md("# Harness check\\n\\n$$a^2 + b^2$$")
+    return mo, time
+
+
+@app.cell
+def _(mo):
+    k = mo.ui.slider(1, 5, value=1, label="k")
+    k
+    return (k,)
+
+
+@app.cell
+def _(k, mo):
+    mo.md(f"ten times k is {10 * k.value}")
+    return
+
+
+@app.cell
+def _(k):
+    if k.value > 1:
+        raise ZeroDivisionError("the harness must see this")
+    return
+
+
+@app.cell
+def _(mo):
+    go = mo.ui.run_button(label="go")
+    go
+    return (go,)
+
+
+@app.cell
+def _(go, mo, time):
+    mo.stop(not go.value)
+    with mo.status.progress_bar(total=20, remove_on_exit=True) as bar:
+        for _ in range(20):
+            time.sleep(0.02)
+            bar.update()
+    mo.md("trained")
+    return
+"""
+
+
+def test_the_harness_sees_errors_changes_and_progress(browser_page, tmp_path):
+    """The checks above can fail: on a notebook made to misbehave, each one notices."""
+    folder = tmp_path / "harness"
+    folder.mkdir()
+    (folder / "harness.py").write_text(HARNESS_NOTEBOOK, encoding="utf-8")
+    command = [sys.executable, "-m", "marimo", "run", str(folder), "--host", "127.0.0.1",
+               "--port", str(free_port()), "--headless", "--no-token", "--no-sandbox"]
+    server, base = _serve(command, tmp_path, tmp_path / "server.log")
+    page = browser_page
+    try:
+        page.page_errors.clear()
+        page.goto(base + "?file=harness.py")
+        _wait_idle_after(page, 0, LOAD_TIMEOUT_MS, "harness: first run")
+        state = page.evaluate("() => ({errors: __mw.errors, progress: __mw.progress})")
+        assert [e for e in state["errors"] if e["type"] not in INTENTIONAL_ERRORS] == []
+        assert page.locator(".katex").count() >= 1
+
+        before = _wait_settled(page)
+        completed = page.evaluate("() => __mw.completed")
+        thumb = page.locator("#App [role=slider]").first
+        thumb.focus()
+        thumb.press("ArrowRight")
+        _wait_idle_after(page, completed, RUN_TIMEOUT_MS, "harness: slider")
+        changes = changed_areas(before, _wait_settled(page))
+        assert any("ten times k is 20" in change for change in changes), changes
+        with pytest.raises(AssertionError, match="marimo error output"):
+            _assert_no_errors(page, {"log": tmp_path / "server.log"}, "harness")
+
+        completed = page.evaluate("() => __mw.completed")
+        page.locator("#App marimo-button button").first.click()
+        _wait_idle_after(page, completed, RUN_TIMEOUT_MS, "harness: button")
+        progress = page.evaluate("() => __mw.progress")
+        assert progress and max(p["progress"] for p in progress) >= 1
+        assert all(p["total"] == 20 for p in progress)
+        assert page.evaluate("() => Object.values(__mw.lastOutput).every(v => v === null)")
+        assert "trained" in page.locator("#App").inner_text()
+    finally:
+        stop_process_group(server)
