@@ -1,0 +1,241 @@
+"""The cheat sheets (cheatsheets/*.py): they run headless with no error, export, pass marimo check,
+follow the notebook conventions, show every formula row, link the course, and their controls
+(including every extreme) never produce a traceback. The hub's filter box narrows the rows.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import re
+
+import numpy as np
+import pytest
+
+from engine import course, formulas
+from engine.formulas import deep_learning as hub
+from engine.formulas import render
+from notebook_driver import (
+    ROOT, assert_no_error_outputs, control_values, default_defs, export_html, load_app, load_module,
+    marimo_check, output_html, output_text, run_app, run_headless,
+)
+
+SHEETS = [e.id for e in course.cheatsheets()]
+FOCUSED = [s for s in SHEETS if s != course.HUB_ID]
+HUB = "cheatsheets/deep_learning.py"
+
+
+def path(sheet: str) -> str:
+    return course.entry(sheet).path
+
+
+def run(sheet: str, **values):
+    outputs, defs = run_app(load_app(path(sheet)), **values)
+    assert_no_error_outputs(outputs)
+    return outputs, defs
+
+
+# ----------------------------------------------------------------------------- whole-file checks
+
+
+@pytest.mark.parametrize("sheet", SHEETS)
+def test_sheet_runs_headless(sheet):
+    run_headless(path(sheet))
+
+
+def test_marimo_check_strict_passes():
+    marimo_check("cheatsheets/")
+
+
+def test_marimo_check_wasm_rules_pass():
+    marimo_check("cheatsheets/", select="MW")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sheet", SHEETS)
+def test_sheet_exports_to_html(sheet, tmp_path):
+    page = export_html(path(sheet), tmp_path / f"{sheet}.html")
+    assert course.entry(sheet).title in html.unescape(page)
+
+
+@pytest.mark.parametrize("sheet", SHEETS)
+def test_sheet_follows_the_notebook_conventions(sheet):
+    source = (ROOT / path(sheet)).read_text(encoding="utf-8")
+    module = load_module(path(sheet))
+    assert '__generated_with = "0.25.2"' in source
+    assert "with app.setup:" in source
+    assert re.search(r'marimo\.App\([^)]*app_title="[^"]+"', source)
+    meta = module.METADATA
+    assert set(meta) == {"id", "name", "summary", "topics"}
+    entry = course.entry(sheet)
+    assert meta["id"] == sheet and meta["name"] == entry.title and meta["summary"] == entry.summary
+    assert meta["topics"] and all(isinstance(t, str) for t in meta["topics"])
+    tree = ast.parse(source)
+    decorators = [ast.unparse(d) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+                  for d in node.decorator_list]
+    assert "app.function" in decorators
+    assert any(d == "app.cell(hide_code=True)" for d in decorators)
+    outputs, _ = run(sheet)
+    first = output_html(outputs)
+    assert re.search(r"<h1[^>]*>[^<]*" + re.escape(meta["name"]), first), "no H1 title"
+
+
+# ----------------------------------------------------------------------------- content
+
+
+@pytest.mark.parametrize("sheet", FOCUSED)
+def test_focused_sheet_shows_every_row_it_owns(sheet):
+    outputs, _ = run(sheet)
+    text = output_text(outputs)
+    for title, rows in render.sheet_sections(sheet):
+        assert title in text
+        for r in rows:
+            assert r.name in text, f"{sheet}: row {r.id} is not shown"
+            assert r.numpy in text and r.engine in text, f"{sheet}: the code of {r.id} is not shown verbatim"
+    assert render.LEGEND.split(".")[0] in text
+
+
+@pytest.mark.parametrize("sheet", FOCUSED)
+def test_focused_sheet_links_back_to_the_hub_and_its_notebooks(sheet):
+    outputs, _ = run(sheet)
+    page = output_html(outputs)
+    assert course.link(course.HUB_ID, from_id=sheet, mode="site") in page
+    for related in course.entry(sheet).related:
+        assert course.link(related, from_id=sheet, mode="site") in page
+
+
+def test_hub_links_all_eight_notebooks_and_every_focused_sheet():
+    outputs, _ = run(course.HUB_ID)
+    page = output_html(outputs)
+    for e in course.notebooks():
+        assert course.link(e.id, from_id=course.HUB_ID, mode="site") in page, e.id
+    for sheet in FOCUSED:
+        assert course.link(sheet, from_id=course.HUB_ID, mode="site") in page, sheet
+
+
+def test_hub_shows_every_section_the_training_path_and_the_loops():
+    outputs, _ = run(course.HUB_ID)
+    text = output_text(outputs)
+    for number, section in enumerate(hub.HUB_SECTIONS, start=1):
+        assert f"{number}. {section.title}" in text
+        for i in section.rows:
+            assert formulas.row(i).name in text
+    assert "The training path" in text and "backpropagation" in text
+    for tip in ("Overfit one batch", "Training loss down, validation loss up", "Check the initial loss"):
+        assert tip in text
+    code = html.unescape(re.sub(r"<[^>]+>", "", output_html(outputs)))  # highlighted code, tags dropped
+    assert "loss.backward()" in code and "p -= lr * g" in code and "import torch.nn.functional as F" in code
+
+
+def test_hub_filter_narrows_the_rows_by_name():
+    outputs, _ = run(course.HUB_ID)
+    assert "AdamW (decoupled decay)" in output_text(outputs)
+    outputs, _ = run(course.HUB_ID, query="relu")
+    text = output_text(outputs)
+    assert "ReLU" in text and "Leaky ReLU" in text
+    assert "AdamW (decoupled decay)" not in text and "Batch normalisation" not in text
+    assert "1. Neuron and dense layer" not in text and "2. Activations" in text
+    n_hub = len({i for s in hub.HUB_SECTIONS for i in s.rows})
+    assert re.search(rf"\b2 of {n_hub} rows on this page", text)
+    # Only on the focused sheets: the derivatives of ReLU and Leaky ReLU.
+    assert "ReLU derivative" in text
+    outputs, _ = run(course.HUB_ID, query="adamw")
+    text = output_text(outputs)
+    assert "AdamW (decoupled decay)" in text and "5. Parameter updates" in text
+    assert "Leaky ReLU" not in text and "SGD with momentum" not in text
+
+
+@pytest.mark.parametrize("sheet", SHEETS)
+def test_every_control_at_its_extremes_gives_no_traceback(sheet):
+    app = load_app(path(sheet))
+    defs = default_defs(app)
+    controls = {k: v for k, v in defs.items()
+                if type(v).__module__.startswith("marimo._plugins.ui") and hasattr(v, "value")
+                and type(v).__name__ != "run_button"}
+    assert controls, f"{sheet} has no live control"
+    for name, control in controls.items():
+        for value in control_values(control):
+            outputs, _ = run_app(app, **{name: value})
+            assert_no_error_outputs(outputs)
+
+
+# ----------------------------------------------------------------------------- live touches
+
+
+def test_activation_chart_draws_the_rows_formulas_and_autograd_agrees():
+    module = load_module(path("activation_functions"))
+    x = np.linspace(-4, 4, 101)
+    for name in module.CURVES:
+        f, df, df_autograd = module.activation_curves(name, x, 0.1)
+        assert f.shape == df.shape == df_autograd.shape == x.shape
+        formulas.assert_close(df_autograd, df, rtol=1e-9, atol=1e-12, what=name)
+    _, defs = run("activation_functions", choice="Leaky ReLU", slope=0.5)
+    assert defs["choice"].value == "Leaky ReLU"
+
+
+def test_loss_chart_gradients_are_bounded_for_robust_losses():
+    module = load_module(path("loss_functions"))
+    e = np.linspace(-10, 10, 201)
+    losses, grads = module.regression_losses(e, 1.0)
+    assert np.max(np.abs(grads["MAE"])) == pytest.approx(1.0)
+    assert np.max(np.abs(grads["Huber (δ = 1)"])) == pytest.approx(1.0)
+    assert np.max(np.abs(grads["MSE"])) == pytest.approx(20.0)
+    np.testing.assert_allclose(losses["MSE"], e**2)
+
+
+def test_derivatives_sheet_checks_every_row_it_shows():
+    module = load_module(path("derivatives"))
+    for name, row_id in module.SHEET_ROWS.items():
+        report = module.check_report(row_id, seed=5, with_torch=False)
+        assert "agree" in output_text([report]), f"{row_id}: {output_text([report])[:500]}"
+    outputs, _ = run("derivatives", picked="deriv.log_base.grad", seed=99)
+    assert "All 2 agree" in output_text(outputs)
+
+
+@pytest.mark.oracle
+def test_derivatives_sheet_runs_pytorch_on_request():
+    from oracle import require_torch
+
+    require_torch()
+    module = load_module(path("derivatives"))
+    report = module.check_report("deriv.div.grad", seed=1, with_torch=True)
+    assert "All 3 agree" in output_text([report])
+
+
+def test_optimizer_chart_lines_and_dots_agree():
+    module = load_module(path("optimizers"))
+    for steps in (10, 60, 200):
+        formula, scheduler = module.schedule_curves(steps, 0.3)
+        assert len(formula) == len(scheduler) == 5
+        for (name, line), dots in zip(formula.items(), scheduler.values()):
+            assert line.shape == (steps,)
+            formulas.assert_close(dots, line, rtol=1e-7, atol=1e-12, what=f"{name} over {steps} steps")
+
+
+def test_metrics_report_matches_the_threshold():
+    module = load_module(path("metrics"))
+    y, s = module.scored_examples()
+    low, high = module.threshold_report(y, s, -10.0), module.threshold_report(y, s, 10.0)
+    assert low["recall"] == 1.0 and low["predicted positives"] == len(y)
+    assert high["predicted positives"] == 0 and high["precision"] == 0.0
+    assert low["ROC-AUC"] == high["ROC-AUC"] > 0.8
+    outputs, _ = run("metrics", threshold=4.5)
+    assert "No example is predicted positive" in output_text(outputs) or module.threshold_report(y, s, 4.5)[
+        "predicted positives"] > 0
+
+
+def test_tensor_shape_calculators_warn_instead_of_failing():
+    module = load_module(path("tensor_shapes"))
+    assert "= 16" in output_text([module.conv_report(32, 3, 2, 1, 1, 1)])
+    bad = output_text([module.conv_report(1, 11, 1, 0, 1, 0)])
+    assert "conv_output_size" in bad
+    assert "divisible" in output_text([module.attention_report(2, 4, 100, 3)])
+    assert "[2, 8, 4, 4]" in output_text([module.attention_report(2, 4, 64, 8)])
+
+
+@pytest.mark.slow
+def test_hub_run_buttons_train_the_loops_and_check_every_row():
+    outputs, _ = run(course.HUB_ID, loop_button=True, check_button=True)
+    text = output_text(outputs)
+    assert re.search(r"numpy\s*: final loss 0\.0\d+", text) and re.search(r"engine\s*: final loss 0\.0\d+", text)
+    assert f"All {len(formulas.ROWS)} rows agree" in text
