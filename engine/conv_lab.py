@@ -1,0 +1,583 @@
+"""The computations behind notebook 05 (convolution), one function per picture or exercise.
+
+- Arithmetic: :func:`conv_report` / :func:`conv_transpose_report` (output size, effective kernel,
+  parameter count, and a sentence that explains impossible or wasteful settings);
+  :func:`conv_placements` / :func:`conv_transpose_placements` (where every kernel tap lands, for
+  the strip diagram); :func:`conv_grid` (the padded 2-D input with one output pixel's taps lit).
+- :func:`receptive_field_table`: a layer stack's receptive field, jump and feature-map size, row
+  by row; :func:`uniform_stack` builds a custom stack from a few numbers.
+- im2col made visible: :func:`im2col_view` (the column matrix, one output pixel's patch, row and
+  weights) and :func:`im2col_backward` (the backward pass as two transposed products).
+- Classic filters: :data:`CLASSIC_FILTERS`, :func:`sample_image`, :func:`apply_filter`.
+- A small CNN on the shapes images: :func:`make_cnn`, :func:`train_cnn`, :func:`feature_maps`.
+
+Everything that shows a number computes it here (or in ``engine.shapes`` / ``engine.ops.conv``),
+so the notebook only draws and the tests can check each value.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import shapes
+
+__all__ = [
+    "CLASSIC_FILTERS", "ConvReport", "apply_filter", "cnn_accuracy", "conv_grid",
+    "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
+    "feature_maps", "im2col_backward", "im2col_view", "learned_filters", "make_cnn",
+    "receptive_field_table", "round_trip_output_padding", "sample_image", "train_cnn",
+    "uniform_stack",
+]
+
+
+# ----------------------------------------------------------------------------- arithmetic
+@dataclass(frozen=True)
+class ConvReport:
+    """What a convolution (or transposed convolution) setting gives, in one dimension.
+
+    ``ok`` False means no valid output; ``message`` then says why and how to fix it. When ``ok``,
+    ``notes`` lists the quirks worth seeing (pixels never reached, windows made of padding only).
+    """
+
+    ok: bool
+    output_size: int | None
+    effective_kernel: int
+    padded_size: int | None
+    params: int
+    message: str
+    notes: tuple = field(default_factory=tuple)
+
+
+def _settings(op, **values):
+    """Validate integer settings (a clear ValueError naming op and value)."""
+    minimums = {"size": 1, "kernel": 1, "stride": 1, "padding": 0, "dilation": 1,
+                "output_padding": 0, "c_in": 1, "c_out": 1}
+    out = {}
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{op}: {name} must be an integer, got {value!r}")
+        if value < minimums[name]:
+            raise ValueError(f"{op}: {name} must be >= {minimums[name]}, got {value}")
+        out[name] = int(value)
+    return out
+
+
+def conv_report(size, kernel, stride=1, padding=0, dilation=1, c_in=1, c_out=1) -> ConvReport:
+    """Output size, effective kernel and parameter count of ``Conv2d(c_in, c_out, kernel, ...)``
+    along one spatial dimension, with a sentence for impossible or lossy settings.
+
+        K_eff = D(K - 1) + 1,    O = floor((W + 2P - K_eff) / S) + 1,    params = C_out(C_in K² + 1)
+
+    Impossible (ok=False): the dilated kernel is wider than the padded input. Notes: the last
+    ``(W + 2P - K_eff) mod S`` padded pixels are never reached; padding >= K_eff makes windows
+    that see padding only.
+    """
+    op = "conv_report"
+    s = _settings(op, size=size, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
+                  c_in=c_in, c_out=c_out)
+    w, k, st, p, d = s["size"], s["kernel"], s["stride"], s["padding"], s["dilation"]
+    k_eff = shapes.effective_kernel_size(k, d)
+    padded = w + 2 * p
+    params = shapes.conv2d_params(s["c_in"], s["c_out"], k)
+    if k_eff > padded:
+        need = math.ceil((k_eff - w) / 2)
+        message = (f"Impossible: the kernel spans K_eff = {d}·({k}−1)+1 = {k_eff} pixels but the "
+                   f"padded input has only W+2P = {w}+2·{p} = {padded}. No placement fits. "
+                   f"Use padding ≥ {need}, a smaller kernel or a smaller dilation.")
+        return ConvReport(False, None, k_eff, padded, params, message)
+    out = shapes.conv_output_size(w, k, st, p, d)
+    message = (f"O = ⌊(W + 2P − K_eff)/S⌋ + 1 = ⌊({w} + {2 * p} − {k_eff})/{st}⌋ + 1 = {out}")
+    notes = []
+    leftover = (padded - k_eff) % st
+    if leftover:
+        notes.append(f"The last {leftover} padded pixel(s) are never reached: the stride {st} does "
+                     f"not divide W + 2P − K_eff = {padded - k_eff}, so the floor drops them.")
+    if p >= k_eff:
+        notes.append(f"Padding {p} ≥ K_eff {k_eff}: the first and last windows see padding only "
+                     f"(their outputs are just the bias).")
+    if out == w:
+        notes.append("'Same' size: the output is as wide as the input.")
+    return ConvReport(True, out, k_eff, padded, params, message, tuple(notes))
+
+
+def conv_transpose_report(size, kernel, stride=1, padding=0, output_padding=0, dilation=1,
+                          c_in=1, c_out=1) -> ConvReport:
+    """Output size of ``ConvTranspose2d`` along one dimension, with the reason when impossible.
+
+        O = (W - 1)S - 2P + D(K - 1) + output_padding + 1
+
+    PyTorch requires output_padding < max(S, D) and O >= 1. ``padded_size`` is None (a transposed
+    convolution crops P from each side of its full output instead of padding its input).
+    """
+    op = "conv_transpose_report"
+    s = _settings(op, size=size, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
+                  output_padding=output_padding, c_in=c_in, c_out=c_out)
+    w, k, st, p, d, a = (s["size"], s["kernel"], s["stride"], s["padding"], s["dilation"],
+                         s["output_padding"])
+    k_eff = shapes.effective_kernel_size(k, d)
+    # ConvTranspose2d(c_in, c_out) stores a [c_in, c_out, K, K] weight and c_out biases.
+    params = s["c_in"] * s["c_out"] * k * k + s["c_out"]
+    if a >= max(st, d):
+        message = (f"Impossible: output_padding must be smaller than the stride or the dilation "
+                   f"(here {a} ≥ max({st}, {d})). It only picks among the {st} input sizes that a "
+                   f"stride-{st} convolution maps to the same output.")
+        return ConvReport(False, None, k_eff, None, params, message)
+    full = (w - 1) * st + k_eff + a
+    out = full - 2 * p
+    if out < 1:
+        message = (f"Impossible: (W−1)S − 2P + D(K−1) + output_padding + 1 = {(w - 1) * st} − "
+                   f"{2 * p} + {d * (k - 1)} + {a} + 1 = {out} < 1: the padding {p} crops more "
+                   f"than the full output of {full} pixels.")
+        return ConvReport(False, None, k_eff, None, params, message)
+    message = (f"O = (W−1)S − 2P + D(K−1) + output_padding + 1 = {(w - 1) * st} − {2 * p} + "
+               f"{d * (k - 1)} + {a} + 1 = {out}")
+    notes = []
+    if st > k_eff:
+        notes.append(f"Stride {st} > K_eff {k_eff}: the kernel's copies do not touch, leaving "
+                     f"output pixels that receive nothing (only the bias).")
+    elif st > 1 and k_eff % st:
+        notes.append(f"K_eff {k_eff} is not a multiple of the stride {st}: some output pixels "
+                     f"receive more kernel copies than others (the checkerboard pattern).")
+    return ConvReport(True, out, k_eff, None, params, message, tuple(notes))
+
+
+def round_trip_output_padding(size, kernel, stride=1, padding=0, dilation=1) -> int:
+    """The output_padding that makes ``ConvTranspose2d`` return a convolution's output to ``size``:
+
+        a = (W + 2P − K_eff) mod S
+
+    the pixels the convolution's floor dropped (always < S, as PyTorch requires)."""
+    report = conv_report(size, kernel, stride, padding, dilation)
+    if not report.ok:
+        raise ValueError(f"round_trip_output_padding: {report.message}")
+    return (report.padded_size - report.effective_kernel) % int(stride)
+
+
+# ----------------------------------------------------------------------------- drawings
+def conv_placements(size, kernel, stride=1, padding=0, dilation=1) -> dict:
+    """Where each output's kernel taps land on the padded 1-D input (the strip diagram).
+
+    Output o's taps sit at padded positions ``o·S + k·D`` for k = 0..K-1 (input pixel
+    ``o·S + k·D − P``). Returns a dict of equal-length columns, one row per (output o, padded
+    position x) cell: ``output``, ``position`` (padded coordinate), ``pixel`` (input index or -1
+    in padding), ``kind`` in {'input', 'padding', 'tap', 'tap on padding'}; plus ``taps`` [O, K]
+    (padded coordinates) and ``report``. An impossible setting gives empty columns.
+    """
+    report = conv_report(size, kernel, stride, padding, dilation)
+    k = int(kernel)
+    empty = {"output": np.zeros(0, int), "position": np.zeros(0, int), "pixel": np.zeros(0, int),
+             "kind": np.zeros(0, object), "taps": np.zeros((0, k), int), "report": report}
+    if not report.ok:
+        return empty
+    out, padded = report.output_size, report.padded_size
+    taps = np.arange(out)[:, None] * stride + np.arange(k)[None, :] * dilation   # [O, K]
+    position = np.broadcast_to(np.arange(padded), (out, padded))
+    output = np.broadcast_to(np.arange(out)[:, None], (out, padded))
+    pixel = position - padding
+    in_padding = (pixel < 0) | (pixel >= size)
+    is_tap = np.zeros((out, padded), bool)
+    np.put_along_axis(is_tap, taps, True, axis=1)
+    kind = np.where(is_tap, np.where(in_padding, "tap on padding", "tap"),
+                    np.where(in_padding, "padding", "input")).astype(object)
+    return {"output": output.ravel(), "position": position.ravel(),
+            "pixel": np.where(in_padding, -1, pixel).ravel(), "kind": kind.ravel(),
+            "taps": taps, "report": report}
+
+
+def conv_transpose_placements(size, kernel, stride=1, padding=0, output_padding=0,
+                              dilation=1) -> dict:
+    """Where each input pixel's copy of the kernel lands in a transposed convolution's output.
+
+    Input pixel i writes to the full (uncropped) positions ``u = i·S + k·D`` for k = 0..K-1; the
+    result keeps ``u - P`` for 0 <= u - P < O (P is cropped from each side, output_padding adds
+    positions at the end). Columns, one row per (input i, tap k): ``input``, ``tap``, ``full``
+    (u), ``output`` (u - P, or -1 when cropped), ``kept`` (bool); plus ``coverage`` [O] (how many
+    copies reach each output pixel) and ``report``.
+    """
+    report = conv_transpose_report(size, kernel, stride, padding, output_padding, dilation)
+    if not report.ok:
+        z = np.zeros(0, int)
+        return {"input": z, "tap": z, "full": z, "output": z, "kept": np.zeros(0, bool),
+                "coverage": z, "report": report}
+    inp, tap = np.meshgrid(np.arange(size), np.arange(kernel), indexing="ij")
+    full = inp * stride + tap * dilation
+    out = full - padding
+    kept = (out >= 0) & (out < report.output_size)
+    coverage = np.bincount(out[kept].ravel(), minlength=report.output_size)
+    return {"input": inp.ravel(), "tap": tap.ravel(), "full": full.ravel(),
+            "output": np.where(kept, out, -1).ravel(), "kept": kept.ravel(),
+            "coverage": coverage, "report": report}
+
+
+def conv_grid(size, kernel, stride=1, padding=0, dilation=1, out_row=0, out_col=0) -> dict:
+    """The padded square input grid with output pixel (out_row, out_col)'s kernel taps lit.
+
+    Columns, one row per padded cell: ``row``, ``col`` (padded coordinates), ``kind`` in
+    {'input', 'padding', 'tap', 'tap on padding'}; ``output_row``/``output_col``: the output
+    grid's cells with ``selected``; ``out_row``/``out_col`` as used (clipped into the output) and
+    ``report``. Impossible settings give empty columns.
+    """
+    report = conv_report(size, kernel, stride, padding, dilation)
+    z = np.zeros(0, int)
+    if not report.ok:
+        return {"row": z, "col": z, "kind": np.zeros(0, object), "output_row": z,
+                "output_col": z, "selected": np.zeros(0, bool), "out_row": 0, "out_col": 0,
+                "report": report}
+    o, n = report.output_size, report.padded_size
+    out_row = int(np.clip(out_row, 0, o - 1))
+    out_col = int(np.clip(out_col, 0, o - 1))
+    rows, cols = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    in_padding = ((rows < padding) | (rows >= padding + size)
+                  | (cols < padding) | (cols >= padding + size))
+    tap_rows = out_row * stride + np.arange(kernel) * dilation
+    tap_cols = out_col * stride + np.arange(kernel) * dilation
+    is_tap = np.isin(rows, tap_rows) & np.isin(cols, tap_cols)
+    kind = np.where(is_tap, np.where(in_padding, "tap on padding", "tap"),
+                    np.where(in_padding, "padding", "input")).astype(object)
+    orow, ocol = np.meshgrid(np.arange(o), np.arange(o), indexing="ij")
+    selected = (orow == out_row) & (ocol == out_col)
+    return {"row": rows.ravel(), "col": cols.ravel(), "kind": kind.ravel(),
+            "output_row": orow.ravel(), "output_col": ocol.ravel(), "selected": selected.ravel(),
+            "out_row": out_row, "out_col": out_col, "report": report}
+
+
+# ----------------------------------------------------------------------------- receptive fields
+def uniform_stack(n_layers, kernel=3, stride=1, dilation=1, pool_every=0):
+    """A custom stack for :func:`receptive_field_table`: ``n_layers`` convolutions (kernel,
+    stride, dilation, 'same' padding D(K-1)//2), with a 2x2/2 max-pool after every
+    ``pool_every`` convolutions (0: none). Returns named layers ``(name, (k, s, p, d))``."""
+    op = "uniform_stack"
+    s = _settings(op, size=n_layers, kernel=kernel, stride=stride, dilation=dilation)
+    if isinstance(pool_every, bool) or not isinstance(pool_every, numbers.Integral) or pool_every < 0:
+        raise ValueError(f"{op}: pool_every must be an integer >= 0, got {pool_every!r}")
+    pad = s["dilation"] * (s["kernel"] - 1) // 2
+    layers = []
+    for i in range(1, s["size"] + 1):
+        layers.append((f"conv{i}", (s["kernel"], s["stride"], pad, s["dilation"])))
+        if pool_every and i % pool_every == 0:
+            layers.append((f"pool{i // pool_every}", (2, 2, 0, 1)))
+    return layers
+
+
+def receptive_field_table(layers, input_size=None) -> list[dict]:
+    """One row per layer: name, kernel, stride, padding, dilation, receptive field ``rf``,
+    ``jump`` (product of strides), effective padding ``start`` and, given ``input_size``, the
+    feature-map size ``fmap`` after the layer (None once the map has collapsed: a layer whose
+    kernel no longer fits; ``note`` says so).
+
+        r_l = r_{l-1} + (K_eff,l - 1) j_{l-1},    j_l = j_{l-1} s_l,    fmap_l = conv size of fmap_{l-1}
+    """
+    fields = shapes.receptive_field(layers)
+    rows = []
+    fmap = input_size
+    for index, (layer, rf) in enumerate(zip(layers, fields)):
+        name, setting = (layer if isinstance(layer[0], str) else (f"layer {index + 1}", layer))
+        k, s, p, *rest = setting
+        d = rest[0] if rest else 1
+        note = ""
+        if fmap is not None:
+            try:
+                fmap = shapes.conv_output_size(fmap, k, s, p, d)
+            except ValueError:
+                note = "the feature map is smaller than this kernel: the stack cannot go on"
+                fmap = None
+                input_size = None  # later layers: no map at all
+        rows.append({"layer": index + 1, "name": name, "kernel": k, "stride": s, "padding": p,
+                     "dilation": d, "rf": rf.size, "jump": rf.jump, "start": rf.padding,
+                     "fmap": fmap, "note": note})
+    return rows
+
+
+# ----------------------------------------------------------------------------- im2col made visible
+def _conv_settings(x, kernel, stride, padding, dilation, op):
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 2:
+        x = x[None]
+    if x.ndim != 3:
+        raise ValueError(f"{op}: x must be an image [H, W] or [C, H, W], got shape {x.shape}")
+    report = conv_report(min(x.shape[1:]), kernel, stride, padding, dilation)
+    return x, report
+
+
+def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0) -> dict:
+    """One convolution as a matrix product, with one output pixel's path through it lit.
+
+    ``x``: [C, H, W] (or [H, W]); ``weight``: [C_out, C, K, K]. With ``cols = im2col(x)``
+    ([C·K·K, L], one column per output pixel, the layout of ``torch.nn.functional.unfold``) and
+    ``W₂ = weight.reshape(C_out, C·K·K)``::
+
+        out = W₂ · cols,    out[o, r] = Σ_t W₂[o, t] · cols[t, r],    r = out_row·W_out + out_col
+
+    Returns a dict: ``ok``/``message`` (False with the reason for impossible settings, nothing
+    else then); ``rows`` = colsᵀ [L, C·K·K] (one row per output pixel, as drawn), ``row`` (the
+    index r), ``row_values`` (the patch, = colsᵀ[r]), ``weights`` (W₂[0], the weights it meets),
+    ``products`` (their element-wise product), ``value`` (their sum = out[0, r]), ``x_pad``
+    [C, H+2P, W+2P], ``patch`` (boolean mask over x_pad of the taps r reads), ``tap_labels``
+    ('c,i,j' per column), ``output`` (W₂·cols for channel 0, [H_out, W_out]) and ``conv2d``
+    (``engine.functional.conv2d`` on the same input, to compare), ``out_row``/``out_col`` clipped.
+    """
+    from .ops.conv import conv2d, im2col  # late import: engine.ops.conv is the conv engine
+
+    op = "im2col_view"
+    x, report = _conv_settings(x, np.shape(weight)[-1], stride, padding, dilation, op)
+    if not report.ok:
+        return {"ok": False, "message": report.message}
+    weight = np.asarray(weight, dtype=np.float64)
+    c, h, w = x.shape
+    k = weight.shape[-1]
+    if weight.ndim != 4 or weight.shape[1] != c or weight.shape[2] != k:
+        raise ValueError(f"{op}: weight must be [C_out, {c}, K, K] for an input with {c} channels, "
+                         f"got shape {weight.shape}")
+    h_out = shapes.conv_output_size(h, k, stride, padding, dilation)
+    w_out = shapes.conv_output_size(w, k, stride, padding, dilation)
+    out_row = int(np.clip(out_row, 0, h_out - 1))
+    out_col = int(np.clip(out_col, 0, w_out - 1))
+    cols = im2col(x, k, stride, padding, dilation)             # [C·K·K, L]
+    w2 = weight.reshape(weight.shape[0], -1)
+    r = out_row * w_out + out_col
+    x_pad = np.pad(x, ((0, 0), (padding, padding), (padding, padding)))
+    patch = np.zeros(x_pad.shape, bool)
+    taps_r = out_row * stride + np.arange(k) * dilation
+    taps_c = out_col * stride + np.arange(k) * dilation
+    patch[:, taps_r[:, None], taps_c[None, :]] = True
+    ci, ii, jj = np.meshgrid(np.arange(c), np.arange(k), np.arange(k), indexing="ij")
+    labels = [f"{a},{b},{d}" for a, b, d in zip(ci.ravel(), ii.ravel(), jj.ravel())]
+    products = cols[:, r] * w2[0]
+    return {
+        "ok": True, "message": report.message, "rows": cols.T, "row": r,
+        "row_values": cols[:, r], "weights": w2[0], "products": products,
+        "value": float(products.sum()), "x_pad": x_pad, "patch": patch, "tap_labels": labels,
+        "output": (w2 @ cols)[0].reshape(h_out, w_out),
+        "conv2d": conv2d(x[None], weight, stride=stride, padding=padding,
+                         dilation=dilation).data[0, 0].astype(np.float64),
+        "out_row": out_row, "out_col": out_col, "out_shape": (h_out, w_out),
+    }
+
+
+def im2col_backward(x, weight, grad_output, stride=1, padding=0, dilation=1) -> dict:
+    """The backward pass of a convolution as the two transposed products, next to autograd.
+
+    With ``g = ∂L/∂out`` reshaped [C_out, L]::
+
+        ∂L/∂W₂ = g · colsᵀ             ∂L/∂cols = W₂ᵀ · g            ∂L/∂x = col2im(∂L/∂cols)
+
+    ``col2im`` adds every column entry back onto the pixel it came from, so a pixel inside several
+    windows collects several terms (``window_count`` = col2im(im2col(ones)) counts them).
+    Returns ``grad_weight``/``grad_input`` by hand, ``autograd_weight``/``autograd_input`` from
+    ``engine`` (``out.backward(g)``), and ``window_count`` [H, W].
+    """
+    from . import Tensor
+    from .ops.conv import col2im, conv2d, im2col
+
+    op = "im2col_backward"
+    x, report = _conv_settings(x, np.shape(weight)[-1], stride, padding, dilation, op)
+    if not report.ok:
+        raise ValueError(f"{op}: {report.message}")
+    weight = np.asarray(weight, dtype=np.float64)
+    k = weight.shape[-1]
+    cols = im2col(x, k, stride, padding, dilation)
+    w2 = weight.reshape(weight.shape[0], -1)
+    g = np.asarray(grad_output, dtype=np.float64)
+    g2 = g.reshape(weight.shape[0], -1)
+    if g2.shape[1] != cols.shape[1]:
+        raise ValueError(f"{op}: grad_output has {g2.shape[1]} positions per channel, the "
+                         f"output has {cols.shape[1]}")
+    grad_weight = (g2 @ cols.T).reshape(weight.shape)
+    grad_input = col2im(w2.T @ g2, x.shape[1:], k, stride, padding, dilation)
+    xt = Tensor(x[None], requires_grad=True)
+    wt = Tensor(weight, requires_grad=True)
+    out = conv2d(xt, wt, stride=stride, padding=padding, dilation=dilation)
+    out.backward(g.reshape(out.shape))
+    ones = np.ones((1,) + x.shape[1:])
+    count = col2im(im2col(ones, k, stride, padding, dilation), x.shape[1:], k, stride, padding,
+                   dilation)[0]
+    return {"grad_weight": grad_weight, "grad_input": grad_input,
+            "autograd_weight": wt.grad, "autograd_input": xt.grad[0], "window_count": count}
+
+
+# ----------------------------------------------------------------------------- classic filters
+def _gaussian_kernel(size: int, sigma: float) -> np.ndarray:
+    t = np.arange(size) - (size - 1) / 2
+    g = np.exp(-t**2 / (2 * sigma**2))
+    k = np.outer(g, g)
+    return k / k.sum()
+
+
+# Cross-correlation kernels, as conv2d applies them (no flip). Each sums to 1 (keeps brightness:
+# blur, sharpen, identity) or to 0 (responds to change only: edges, Laplacian).
+CLASSIC_FILTERS: dict = {
+    "identity": np.array([[0, 0, 0], [0, 1, 0], [0, 0, 0]], float),
+    "box blur": np.full((3, 3), 1 / 9),
+    "Gaussian blur": _gaussian_kernel(5, 1.0),
+    "sharpen": np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], float),
+    "vertical edges (Sobel x)": np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], float),
+    "horizontal edges (Sobel y)": np.array([[-1, -2, -1], [0, 0, 0], [1, 2, 1]], float),
+    "Laplacian": np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], float),
+    "emboss": np.array([[-2, -1, 0], [-1, 1, 1], [0, 1, 2]], float),
+}
+
+
+def sample_image(size=48, noise=0.0, seed=0) -> np.ndarray:
+    """A generated grey image [size, size] in [0, 1]: a soft left-to-right gradient, a bright
+    square, a dark disc, a diagonal stripe and fine vertical bars (edges of every orientation and
+    scale), plus Gaussian noise of std ``noise``."""
+    op = "sample_image"
+    s = _settings(op, size=size)["size"]
+    if s < 8:
+        raise ValueError(f"{op}: size must be >= 8, got {s}")
+    noise = float(noise)
+    if not (math.isfinite(noise) and noise >= 0):
+        raise ValueError(f"{op}: noise must be a finite number >= 0, got {noise}")
+    u = (np.arange(s) + 0.5) / s
+    yy, xx = np.meshgrid(u, u, indexing="ij")
+    img = 0.15 + 0.2 * xx
+    img = np.where((np.abs(xx - 0.3) < 0.15) & (np.abs(yy - 0.3) < 0.15), 0.95, img)
+    img = np.where((xx - 0.7) ** 2 + (yy - 0.32) ** 2 < 0.16**2, 0.02, img)
+    img = np.where(np.abs((xx - yy) - 0.25) < 0.05, 0.7, img)
+    bars = (np.floor(xx * s / 2) % 2 == 0) & (yy > 0.72) & (yy < 0.92) & (xx > 0.45) & (xx < 0.9)
+    img = np.where(bars, 0.85, img)
+    if noise:
+        img = img + noise * np.random.default_rng(seed).standard_normal(img.shape)
+    return np.clip(img, 0.0, 1.0)
+
+
+def apply_filter(image, kernel, stride=1, repeat=1) -> np.ndarray:
+    """``kernel`` (a name in :data:`CLASSIC_FILTERS` or a [K, K] array) applied ``repeat`` times
+    to ``image`` [H, W] with ``engine.functional.conv2d``, zero padding K//2 (same size at
+    stride 1), the stride on the last application. The name 'edge magnitude' gives
+    sqrt(Sobel_x² + Sobel_y²)."""
+    from .ops.conv import conv2d
+
+    op = "apply_filter"
+    if isinstance(kernel, str) and kernel == "edge magnitude":
+        gx = apply_filter(image, "vertical edges (Sobel x)", stride, repeat)
+        gy = apply_filter(image, "horizontal edges (Sobel y)", stride, repeat)
+        return np.sqrt(gx**2 + gy**2)
+    if isinstance(kernel, str):
+        if kernel not in CLASSIC_FILTERS:
+            raise ValueError(f"{op}: unknown filter {kernel!r}; known: "
+                             f"{', '.join(CLASSIC_FILTERS)}, edge magnitude")
+        kernel = CLASSIC_FILTERS[kernel]
+    kernel = np.asarray(kernel, dtype=np.float64)
+    if kernel.ndim != 2 or kernel.shape[0] != kernel.shape[1]:
+        raise ValueError(f"{op}: kernel must be square [K, K], got shape {kernel.shape}")
+    image = np.asarray(image, dtype=np.float64)
+    if image.ndim != 2:
+        raise ValueError(f"{op}: image must be [H, W], got shape {image.shape}")
+    repeat = _settings(op, size=repeat)["size"]
+    k = kernel.shape[0]
+    x = image[None, None]
+    w = kernel[None, None]
+    for i in range(repeat):
+        x = conv2d(x, w, padding=k // 2, stride=stride if i == repeat - 1 else 1).data
+    return x[0, 0]
+
+
+# ----------------------------------------------------------------------------- a small CNN
+def make_cnn(n_filters=6, kernel_size=5, n_classes=4, image_size=16, seed=0):
+    """conv(1→C, K, 'same') → ReLU → max-pool 2 → conv(C→2C, 3, 'same') → ReLU → max-pool 2 →
+    flatten → linear(2C·(S/4)², n_classes). ``seed`` fixes the initial weights
+    (``engine.manual_seed``). The image size must be a multiple of 4 (two 2x2 pools)."""
+    from . import manual_seed, nn
+
+    op = "make_cnn"
+    s = _settings(op, c_in=n_filters, kernel=kernel_size, c_out=n_classes, size=image_size)
+    if s["size"] % 4:
+        raise ValueError(f"{op}: image_size must be a multiple of 4, got {image_size}")
+    if s["kernel"] % 2 == 0:
+        raise ValueError(f"{op}: kernel_size must be odd (for 'same' padding), got {kernel_size}")
+    manual_seed(int(seed))
+    c, k, side = s["c_in"], s["kernel"], s["size"] // 4
+    return nn.Sequential(
+        nn.Conv2d(1, c, k, padding=k // 2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(c, 2 * c, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(2 * c * side * side, s["c_out"]),
+    )
+
+
+def cnn_accuracy(model, X, y, batch_size=256) -> float:
+    """Share of images whose largest logit is the label (no graph built)."""
+    from . import Tensor, no_grad
+
+    X = np.asarray(X, dtype=np.float32)
+    hits = 0
+    with no_grad():
+        for start in range(0, len(X), batch_size):
+            logits = model(Tensor(X[start:start + batch_size])).data
+            hits += int((logits.argmax(axis=1) == np.asarray(y)[start:start + batch_size]).sum())
+    return hits / max(1, len(X))
+
+
+def train_cnn(model, X, y, X_test=None, y_test=None, epochs=5, lr=3e-3, batch_size=32, seed=0,
+              on_epoch=None) -> dict:
+    """Adam on the cross-entropy of ``model(X)``; one history entry per epoch.
+
+    Returns ``{'loss': mean training loss per epoch, 'train_acc': [...], 'test_acc': [...]}``
+    (test accuracy only with a test set). ``on_epoch(epoch, history)`` is called after each epoch
+    (a progress bar's hook). A non-finite loss stops training with ``history['stopped']`` set.
+    """
+    from . import Tensor, optim
+    from . import functional as F
+    from .data import DataLoader
+
+    op = "train_cnn"
+    epochs = _settings(op, size=epochs)["size"]
+    lr = float(lr)
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"{op}: lr must be a positive number, got {lr}")
+    opt = optim.Adam(model.parameters(), lr=lr)
+    loader = DataLoader(np.asarray(X, np.float32), np.asarray(y, np.int64),
+                        batch_size=batch_size, shuffle=True, seed=seed)
+    history = {"loss": [], "train_acc": [], "test_acc": [], "stopped": ""}
+    model.train()
+    for epoch in range(1, epochs + 1):
+        losses = []
+        for xb, yb in loader:
+            loss = F.cross_entropy(model(Tensor(xb)), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.data))
+        history["loss"].append(float(np.mean(losses)))
+        if not math.isfinite(history["loss"][-1]):
+            history["stopped"] = f"the loss became non-finite at epoch {epoch}: lower the learning rate"
+            break
+        model.eval()
+        history["train_acc"].append(cnn_accuracy(model, X, y))
+        if X_test is not None:
+            history["test_acc"].append(cnn_accuracy(model, X_test, y_test))
+        model.train()
+        if on_epoch is not None:
+            on_epoch(epoch, history)
+    model.eval()
+    return history
+
+
+def feature_maps(model, image) -> dict:
+    """The activations one image [1, H, W] (or [H, W]) produces after each layer of a Sequential
+    CNN from :func:`make_cnn`: ``{'conv1': [C, H, W], 'relu1': ..., 'pool1': ..., 'conv2': ...,
+    ..., 'logits': [n_classes], 'probs': [n_classes]}``."""
+    from . import Tensor, no_grad
+
+    x = np.asarray(image, dtype=np.float32)
+    x = x.reshape((1, 1) + x.shape[-2:])
+    names = ["conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "flatten", "logits"]
+    maps = {}
+    with no_grad():
+        h = Tensor(x)
+        for name, layer in zip(names, model):
+            h = layer(h)
+            maps[name] = h.data[0].copy()
+    z = maps["logits"].astype(np.float64)
+    p = np.exp(z - z.max())
+    maps["probs"] = p / p.sum()
+    return maps
+
+
+def learned_filters(model) -> np.ndarray:
+    """The first convolution's kernels [C, K, K] (one per filter)."""
+    return np.asarray(model[0].weight.data)[:, 0].copy()

@@ -1,0 +1,814 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="05 · Convolution")
+
+with app.setup:
+    import marimo as mo
+    import numpy as np
+
+    import engine
+    from engine import conv_lab, course, data, plot, shapes
+    from engine.exercises import check_number
+
+
+@app.function
+def verdict(result):
+    """A graded answer as a callout: green when right, amber with the hint otherwise."""
+    ok, message = result
+    kind = {True: "success", False: "warn", None: "neutral"}[ok]
+    return mo.callout(mo.md(message), kind=kind)
+
+
+@app.cell(hide_code=True)
+def _():
+    METADATA = {
+        "id": "05_convolution",
+        "name": "Convolution",
+        "summary": "Convolution arithmetic and receptive fields, im2col made visible, classic "
+        "filters, and a small CNN with its learned filters.",
+        "topics": ["convolution", "receptive_field", "im2col", "cnn"],
+    }
+    mo.md(f"""
+    # {METADATA["name"]}
+
+    A convolution slides one small set of weights over an image. This notebook makes every part of
+    that sentence something you can move:
+
+    - **size arithmetic**: predict the output size of any convolution or transposed convolution,
+      and see why some settings are impossible;
+    - **receptive fields**: how far a deep unit sees, layer by layer, in AlexNet, VGG-16 and ResNet-50;
+    - **im2col**: the trick that turns a convolution into one matrix product, forward and backward;
+    - **filters**: what hand-made kernels do to an image, and what a trained CNN learns by itself.
+    """)
+    return (METADATA,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md("05_convolution"))
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 1. One output value
+
+    A 2-D convolution layer with weights $W \in \mathbb{R}^{C_{out}\times C_{in}\times K\times K}$
+    computes each output value as a weighted sum over a $K\times K$ window of every input channel:
+
+    $$
+    y[o, p, q] = b[o] + \sum_{c=1}^{C_{in}} \sum_{i=0}^{K-1} \sum_{j=0}^{K-1}
+    W[o, c, i, j]\; x_{\text{pad}}[c,\; pS + iD,\; qS + jD]
+    $$
+
+    $S$ is the **stride** (how far the window jumps), $P$ the zero **padding** added around the
+    input, $D$ the **dilation** (the gap between the kernel's taps). The same $W$ is used at every
+    position $(p, q)$: this **weight sharing** is why a convolution has so few parameters,
+
+    $$
+    \#\text{params} = C_{out}\,(C_{in} K^2 + 1),
+    $$
+
+    whatever the image size. (Deep-learning libraries compute this cross-correlation and call it
+    convolution: the kernel is not flipped.)
+
+    ## 2. Size arithmetic
+
+    A kernel with dilation $D$ spans $K_{\text{eff}} = D(K-1) + 1$ pixels. It fits into the padded
+    input $W + 2P$ at starts $0, S, 2S, \dots$, so the output size is the number of starts:
+
+    $$
+    O = \left\lfloor \frac{W + 2P - K_{\text{eff}}}{S} \right\rfloor + 1 .
+    $$
+
+    Move the sliders: the strip shows, for each output $o$ (one row each), which input pixels its
+    kernel reads. The grid below it shows the same for a 2-D output pixel.
+    """)
+    return
+
+
+@app.cell
+def _():
+    size_w = mo.ui.slider(1, 16, value=7, label="input size W", show_value=True)
+    return (size_w,)
+
+
+@app.cell
+def _():
+    kernel_k = mo.ui.slider(1, 7, value=3, label="kernel K", show_value=True)
+    return (kernel_k,)
+
+
+@app.cell
+def _():
+    padding_p = mo.ui.slider(0, 4, value=1, label="padding P", show_value=True)
+    return (padding_p,)
+
+
+@app.cell
+def _():
+    stride_s = mo.ui.slider(1, 4, value=2, label="stride S", show_value=True)
+    return (stride_s,)
+
+
+@app.cell
+def _():
+    dilation_d = mo.ui.slider(1, 3, value=1, label="dilation D", show_value=True)
+    return (dilation_d,)
+
+
+@app.cell
+def _():
+    channels_in = mo.ui.slider(1, 64, value=3, label="C_in", show_value=True)
+    return (channels_in,)
+
+
+@app.cell
+def _():
+    channels_out = mo.ui.slider(1, 64, value=16, label="C_out", show_value=True)
+    return (channels_out,)
+
+
+@app.cell
+def _(
+    channels_in,
+    channels_out,
+    dilation_d,
+    kernel_k,
+    padding_p,
+    size_w,
+    stride_s,
+):
+    conv_setting = conv_lab.conv_report(size_w.value, kernel_k.value, stride_s.value,
+                                        padding_p.value, dilation_d.value,
+                                        channels_in.value, channels_out.value)
+    _lines = [
+        f"**K_eff** = {conv_setting.effective_kernel} · **padded input** = "
+        f"{conv_setting.padded_size} · **parameters** of Conv2d({channels_in.value}, "
+        f"{channels_out.value}, {kernel_k.value}) = {conv_setting.params:,}",
+        "",
+        conv_setting.message,
+    ] + [f"- {n}" for n in conv_setting.notes]
+    mo.vstack([
+        mo.hstack([size_w, kernel_k, padding_p, stride_s, dilation_d], wrap=True),
+        mo.hstack([channels_in, channels_out], justify="start"),
+        mo.callout(mo.md("\n".join(_lines)), kind="info" if conv_setting.ok else "danger"),
+    ])
+    return (conv_setting,)
+
+
+@app.cell
+def _(conv_setting, dilation_d, kernel_k, padding_p, size_w, stride_s):
+    _strip = conv_lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
+                                      padding_p.value, dilation_d.value)
+    mo.stop(not conv_setting.ok, mo.md("*No placement fits: nothing to draw.*"))
+    plot.strip_placements(_strip, title="Each row: the pixels one output's kernel reads")
+    return
+
+
+@app.cell
+def _(conv_setting):
+    _last = max(0, (conv_setting.output_size or 1) - 1)
+    out_pixel_row = mo.ui.slider(0, max(1, _last), value=min(1, _last),
+                                 label="output row p", show_value=True)
+    return (out_pixel_row,)
+
+
+@app.cell
+def _(conv_setting):
+    _last = max(0, (conv_setting.output_size or 1) - 1)
+    out_pixel_col = mo.ui.slider(0, max(1, _last), value=0, label="output column q",
+                                 show_value=True)
+    return (out_pixel_col,)
+
+
+@app.cell
+def _(
+    conv_setting,
+    dilation_d,
+    kernel_k,
+    out_pixel_col,
+    out_pixel_row,
+    padding_p,
+    size_w,
+    stride_s,
+):
+    mo.stop(not conv_setting.ok, mo.md("*Choose settings where the kernel fits to see the 2-D grid.*"))
+    grid = conv_lab.conv_grid(size_w.value, kernel_k.value, stride_s.value, padding_p.value,
+                              dilation_d.value, out_pixel_row.value, out_pixel_col.value)
+    _input = plot.cell_grid(grid["row"], grid["col"], grid["kind"],
+                            title=f"padded input: the taps of output ({grid['out_row']}, {grid['out_col']})")
+    _output = plot.cell_grid(grid["output_row"], grid["output_col"],
+                             np.where(grid["selected"], "selected", "output"),
+                             title=f"output {conv_setting.output_size}×{conv_setting.output_size}",
+                             legend=False)
+    mo.vstack([mo.hstack([out_pixel_row, out_pixel_col], justify="start"),
+               mo.hstack([_input, _output], widths=[2, 1])])
+    return (grid,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ### Transposed convolution
+
+    A transposed convolution runs the picture backwards: each **input** pixel stamps a copy of the
+    kernel, scaled by its value, onto the output at position $iS$, and overlapping copies add up.
+    It is exactly the gradient of a convolution with respect to its input, so it maps sizes back:
+
+    $$
+    O = (W - 1)S - 2P + D(K - 1) + \text{output\_padding} + 1 .
+    $$
+
+    Here $P$ **crops** the full output on both sides. A stride-$S$ convolution sends $S$ different
+    input sizes to the same output size (the floor above), so `output_padding` $\in [0, S)$ picks
+    which one to return to. It uses the K, S, P and D sliders above, with its own input size.
+    """)
+    return
+
+
+@app.cell
+def _():
+    transpose_w = mo.ui.slider(1, 10, value=3, label="input size W", show_value=True)
+    return (transpose_w,)
+
+
+@app.cell
+def _():
+    output_padding = mo.ui.slider(0, 3, value=1, label="output_padding", show_value=True)
+    return (output_padding,)
+
+
+@app.cell
+def _(dilation_d, kernel_k, output_padding, padding_p, stride_s, transpose_w):
+    transposed = conv_lab.conv_transpose_placements(transpose_w.value, kernel_k.value,
+                                                    stride_s.value, padding_p.value,
+                                                    output_padding.value, dilation_d.value)
+    _r = transposed["report"]
+    _text = "\n".join([_r.message] + [f"- {n}" for n in _r.notes])
+    _controls = mo.hstack([transpose_w, output_padding], justify="start")
+    if not _r.ok:
+        _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="danger")])
+    else:
+        _kind = np.where(transposed["kept"], "kept", "cropped")
+        _stamps = plot.cell_grid(transposed["input"], transposed["full"], _kind,
+                                 text=np.where(transposed["kept"], transposed["output"], "×"),
+                                 x_title="full (uncropped) output position u = iS + kD",
+                                 y_title="input pixel i",
+                                 title="Each row: where one input pixel's kernel copy lands "
+                                       "(number = output index, × = cropped by P)")
+        _coverage = plot.bars(np.arange(_r.output_size), transposed["coverage"],
+                              x_title="output pixel", y_title="copies",
+                              title="kernel copies reaching each output pixel", text_format="d")
+        _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="info"), _stamps, _coverage])
+    _view
+    return (transposed,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    Uneven coverage (bars of different heights inside the output) is the source of the
+    **checkerboard artefacts** of generators built from transposed convolutions: it appears when
+    $K_{\text{eff}}$ is not a multiple of $S$. Try $K=3, S=2$, then $K=4, S=2$.
+
+    ### Check yourself
+
+    **Exercise 1.** A $28\times 28$ image goes through `Conv2d(1, 8, kernel_size=5, stride=2)`
+    with no padding. How many pixels wide is the output?
+    """)
+    return
+
+
+@app.cell
+def _():
+    answer_size = mo.ui.text(placeholder="output width", label="your answer")
+    return (answer_size,)
+
+
+@app.cell
+def _(answer_size):
+    truth_size = shapes.conv_output_size(28, 5, stride=2, padding=0)
+    mo.vstack([answer_size, verdict(check_number(
+        answer_size.value, truth_size,
+        "count the starts 0, 2, 4, … at which a 5-wide window still fits in 28 pixels: "
+        "⌊(28 − 5)/2⌋ + 1."))])
+    return (truth_size,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Exercise 2.** How many parameters (weights and biases) does `Conv2d(3, 16, kernel_size=5)`
+    have? Does the answer depend on the image size?
+    """)
+    return
+
+
+@app.cell
+def _():
+    answer_params = mo.ui.text(placeholder="parameter count", label="your answer")
+    return (answer_params,)
+
+
+@app.cell
+def _(answer_params):
+    truth_params = shapes.conv2d_params(3, 16, 5)
+    mo.vstack([answer_params, verdict(check_number(
+        answer_params.value, truth_params,
+        "each of the 16 filters has 3 × 5 × 5 weights and one bias; the image size never enters."))])
+    return (truth_params,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 3. Receptive fields
+
+    A unit deep in the network depends on a window of the input, its **receptive field**. With
+    $r_0 = 1$ and the **jump** $j_0 = 1$ (the distance, in input pixels, between neighbouring units),
+    each layer $l$ with kernel $K_l$, stride $s_l$ and dilation $D_l$ grows them:
+
+    $$
+    r_l = r_{l-1} + \big(K_{\text{eff},l} - 1\big)\, j_{l-1}, \qquad j_l = j_{l-1}\, s_l .
+    $$
+
+    A kernel adds $K-1$ units of the previous layer, and each of those is $j_{l-1}$ input pixels
+    apart: strides early in the network make every later layer see much further. Pick a classic
+    network or build your own stack of 'same'-padded convolutions.
+    """)
+    return
+
+
+@app.cell
+def _():
+    rf_preset = mo.ui.dropdown(
+        options=["AlexNet", "VGG-16", "ResNet-50", "custom stack"], value="VGG-16",
+        label="network")
+    return (rf_preset,)
+
+
+@app.cell
+def _():
+    rf_layers = mo.ui.slider(1, 12, value=6, label="custom: layers", show_value=True)
+    return (rf_layers,)
+
+
+@app.cell
+def _():
+    rf_kernel = mo.ui.slider(1, 7, value=3, label="custom: kernel", show_value=True)
+    return (rf_kernel,)
+
+
+@app.cell
+def _():
+    rf_stride = mo.ui.slider(1, 3, value=1, label="custom: stride", show_value=True)
+    return (rf_stride,)
+
+
+@app.cell
+def _():
+    rf_dilation = mo.ui.slider(1, 4, value=1, label="custom: dilation", show_value=True)
+    return (rf_dilation,)
+
+
+@app.cell
+def _():
+    rf_pool = mo.ui.slider(0, 4, value=2, label="custom: 2×2 pool every n convs (0: none)",
+                           show_value=True)
+    return (rf_pool,)
+
+
+@app.cell
+def _():
+    rf_input = mo.ui.slider(8, 512, step=8, value=224, label="input size", show_value=True)
+    return (rf_input,)
+
+
+@app.cell
+def _(rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride):
+    if rf_preset.value == "custom stack":
+        _layers = conv_lab.uniform_stack(rf_layers.value, rf_kernel.value, rf_stride.value,
+                                         rf_dilation.value, rf_pool.value)
+    else:
+        _layers = shapes.RECEPTIVE_FIELD_PRESETS[rf_preset.value]
+    rf_rows = conv_lab.receptive_field_table(_layers, input_size=rf_input.value)
+    rf_final = rf_rows[-1]["rf"]
+    _names = [r["name"] for r in rf_rows]
+    _chart = plot.curves(
+        np.arange(1, len(rf_rows) + 1),
+        {"receptive field r (input pixels)": np.array([r["rf"] for r in rf_rows], float),
+         "jump j (input pixels)": np.array([r["jump"] for r in rf_rows], float)},
+        x_title="layer l", y_title="input pixels", colors={"receptive field r (input pixels)": "model",
+                                                            "jump j (input pixels)": "reference"},
+        title=f"{rf_preset.value}: the field grows to {rf_final} pixels")
+    _collapsed = [r for r in rf_rows if r["note"]]
+    _warn = (mo.callout(mo.md(f"At **{_collapsed[0]['name']}** {_collapsed[0]['note']} "
+                              f"(input {rf_input.value} px). Enlarge the input or use fewer strides."),
+                        kind="warn") if _collapsed else mo.md(""))
+    _table = mo.ui.table(
+        [{"layer": r["name"], "K": r["kernel"], "S": r["stride"], "P": r["padding"],
+          "D": r["dilation"], "field r": r["rf"], "jump j": r["jump"],
+          "feature map": "—" if r["fmap"] is None else f"{r['fmap']}×{r['fmap']}"} for r in rf_rows],
+        selection=None, page_size=12, label=f"{len(_names)} layers")
+    mo.vstack([
+        mo.hstack([rf_preset, rf_input], justify="start"),
+        mo.hstack([rf_layers, rf_kernel, rf_stride, rf_dilation, rf_pool], wrap=True)
+        if rf_preset.value == "custom stack" else mo.md(""),
+        _warn, _chart, _table,
+    ])
+    return rf_final, rf_rows
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    VGG's argument is in the first rows of its table: two stacked $3\times3$ convolutions see
+    $5\times5$ pixels and three see $7\times7$, like one $7\times7$ kernel, with
+    $3\cdot 9C^2 = 27C^2$ weights instead of $49C^2$ and two more non-linearities in between.
+    Dilation grows the field without pooling (try the custom stack with dilation 2).
+
+    **Exercise 3.** Three $3\times3$ convolutions: the first two with stride 2, the last with
+    stride 1. How many input pixels wide is the receptive field of one output unit?
+    """)
+    return
+
+
+@app.cell
+def _():
+    answer_rf = mo.ui.text(placeholder="receptive field", label="your answer")
+    return (answer_rf,)
+
+
+@app.cell
+def _(answer_rf):
+    truth_rf = shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size
+    mo.vstack([answer_rf, verdict(check_number(
+        answer_rf.value, truth_rf,
+        "layer by layer, r grows by (K − 1)·j with j the product of the strides before it: "
+        "1 + 2·1, then + 2·2, then + 2·4."))])
+    return (truth_rf,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 4. im2col: a convolution is a matrix product
+
+    Copy every window of the padded input into one row of a matrix (the **column matrix**, stored
+    transposed by `unfold`: one column per window). The convolution is then one product with the
+    weights flattened to $W_2 \in \mathbb{R}^{C_{out}\times C_{in}K^2}$:
+
+    $$
+    \text{cols} = \operatorname{im2col}(x) \in \mathbb{R}^{C_{in}K^2 \times L}, \qquad
+    Y = W_2\,\text{cols} \;(+\, b), \qquad L = H_{out}W_{out} .
+    $$
+
+    Pick an output pixel: its patch is lit on the input, its row in the matrix, and the weights it
+    meets. The output value is that row times the weights.
+    """)
+    return
+
+
+@app.cell
+def _():
+    im_size = mo.ui.slider(3, 8, value=5, label="input H = W", show_value=True)
+    return (im_size,)
+
+
+@app.cell
+def _():
+    im_channels = mo.ui.slider(1, 2, value=1, label="channels", show_value=True)
+    return (im_channels,)
+
+
+@app.cell
+def _():
+    im_kernel = mo.ui.slider(1, 4, value=3, label="kernel K", show_value=True)
+    return (im_kernel,)
+
+
+@app.cell
+def _():
+    im_stride = mo.ui.slider(1, 3, value=1, label="stride S", show_value=True)
+    return (im_stride,)
+
+
+@app.cell
+def _():
+    im_padding = mo.ui.slider(0, 2, value=1, label="padding P", show_value=True)
+    return (im_padding,)
+
+
+@app.cell
+def _():
+    im_pixel = mo.ui.slider(0, 63, value=7, label="output pixel r (row of the matrix)",
+                            show_value=True)
+    return (im_pixel,)
+
+
+@app.cell
+def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride):
+    # Small integers, so every product can be checked by hand.
+    _rng = np.random.default_rng(5)
+    im_x = _rng.integers(0, 10, size=(im_channels.value, im_size.value, im_size.value)).astype(float)
+    im_w = _rng.integers(-1, 3, size=(1, im_channels.value, im_kernel.value, im_kernel.value)).astype(float)
+    _report = conv_lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value)
+    _w_out = _report.output_size or 1
+    _r = min(im_pixel.value, _w_out * _w_out - 1)
+    view = conv_lab.im2col_view(im_x, im_w, im_stride.value, im_padding.value, 1,
+                                _r // _w_out, _r % _w_out)
+    _controls = mo.hstack([im_size, im_channels, im_kernel, im_stride, im_padding], wrap=True)
+    if not view["ok"]:
+        _shown = mo.vstack([_controls, im_pixel, mo.callout(mo.md(view["message"]), kind="danger")])
+    else:
+        _terms = " + ".join(f"{a:g}·{b:g}" if b >= 0 else f"{a:g}·({b:g})"
+                            for a, b in zip(view["row_values"], view["weights"]))
+        _clipped = (f" (the output has only {_w_out * _w_out} pixels: showing the last)"
+                    if im_pixel.value != _r else "")
+        _shown = mo.vstack([
+            _controls, im_pixel,
+            plot.im2col_figure(view),
+            mo.md(f"Output pixel r = {view['row']} is (p, q) = ({view['out_row']}, "
+                  f"{view['out_col']}){_clipped}. Its row of cols times the weights:\n\n"
+                  f"{_terms} = **{view['value']:g}**\n\n"
+                  f"`conv2d` gives {view['conv2d'][view['out_row'], view['out_col']]:g} at the same "
+                  f"pixel; the whole matrix product equals `conv2d` everywhere: "
+                  f"{bool(np.allclose(view['output'], view['conv2d']))}."),
+        ])
+    _shown
+    return im_w, im_x, view
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ### The backward pass is two transposed products
+
+    Given the upstream gradient $G = \partial L/\partial Y \in \mathbb{R}^{C_{out}\times L}$, the
+    chain rule through $Y = W_2\,\text{cols}$ gives
+
+    $$
+    \frac{\partial L}{\partial W_2} = G\,\text{cols}^\top, \qquad
+    \frac{\partial L}{\partial\,\text{cols}} = W_2^\top G, \qquad
+    \frac{\partial L}{\partial x} = \operatorname{col2im}\!\Big(W_2^\top G\Big).
+    $$
+
+    `col2im` adds each entry of the column matrix back onto the pixel it was copied from, so a
+    pixel inside several windows collects several gradient terms. The map on the left counts them;
+    on the right, the gradients computed by hand from these formulas and by the engine's autograd.
+    """)
+    return
+
+
+@app.cell
+def _(im_padding, im_stride, im_w, im_x, view):
+    mo.stop(not view["ok"], mo.md("*No valid convolution with these settings.*"))
+    _g = np.random.default_rng(6).normal(size=(1,) + view["out_shape"])
+    backward = conv_lab.im2col_backward(im_x, im_w, _g, im_stride.value, im_padding.value)
+    backward_gap = max(
+        float(np.abs(backward["grad_input"] - backward["autograd_input"]).max()),
+        float(np.abs(backward["grad_weight"] - backward["autograd_weight"]).max()))
+    mo.vstack([
+        plot.image_row({"windows per pixel": backward["window_count"],
+                        "∂L/∂x by col2im": backward["grad_input"][0],
+                        "∂L/∂x by autograd": backward["autograd_input"][0]},
+                       cmaps={"windows per pixel": "Purples"},
+                       symmetric=("∂L/∂x by col2im", "∂L/∂x by autograd"),
+                       annotate=("windows per pixel",), fmt="{:.0f}"),
+        mo.md(f"Largest difference between the hand-written backward pass and autograd, over "
+              f"∂L/∂x and ∂L/∂W: **{backward_gap:.1e}**."),
+    ])
+    return backward, backward_gap
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 5. Classic filters
+
+    Before learning, people designed kernels by hand. A kernel whose weights sum to 1 keeps the
+    brightness (blur, sharpen); one whose weights sum to 0 answers only to change (edges, the
+    Laplacian). Sobel's $x$ kernel is a derivative across columns smoothed along rows:
+
+    $$
+    G_x = \begin{pmatrix} -1 & 0 & 1 \\ -2 & 0 & 2 \\ -1 & 0 & 1 \end{pmatrix}, \qquad
+    \lVert \nabla x \rVert \approx \sqrt{(G_x \star x)^2 + (G_y \star x)^2}.
+    $$
+
+    Each result below is `engine.functional.conv2d` with padding $K//2$.
+    """)
+    return
+
+
+@app.cell
+def _():
+    filter_name = mo.ui.dropdown(options=list(conv_lab.CLASSIC_FILTERS) + ["edge magnitude"],
+                                 value="vertical edges (Sobel x)", label="filter")
+    return (filter_name,)
+
+
+@app.cell
+def _():
+    filter_noise = mo.ui.slider(0.0, 0.5, step=0.05, value=0.0, label="image noise σ",
+                                show_value=True)
+    return (filter_noise,)
+
+
+@app.cell
+def _():
+    filter_repeat = mo.ui.slider(1, 8, value=1, label="apply n times", show_value=True)
+    return (filter_repeat,)
+
+
+@app.cell
+def _():
+    filter_stride = mo.ui.slider(1, 4, value=1, label="stride", show_value=True)
+    return (filter_stride,)
+
+
+@app.cell
+def _(filter_name, filter_noise, filter_repeat, filter_stride):
+    image = conv_lab.sample_image(48, noise=filter_noise.value, seed=0)
+    filtered = conv_lab.apply_filter(image, filter_name.value, filter_stride.value,
+                                     filter_repeat.value)
+    _kernel = (conv_lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]
+               if filter_name.value == "edge magnitude" else conv_lab.CLASSIC_FILTERS[filter_name.value])
+    _signed = filter_name.value in ("vertical edges (Sobel x)", "horizontal edges (Sobel y)",
+                                    "Laplacian", "emboss", "sharpen")
+    _panels = {"image": image,
+               "kernel" + (" (Sobel x, with y)" if filter_name.value == "edge magnitude" else ""): _kernel,
+               f"result {filtered.shape[0]}×{filtered.shape[1]}": filtered}
+    _names = list(_panels)
+    mo.vstack([
+        mo.hstack([filter_name, filter_noise, filter_repeat, filter_stride], wrap=True),
+        plot.image_row(_panels, symmetric=(_names[1],) + ((_names[2],) if _signed else ()),
+                       annotate=(_names[1],) if _kernel.shape[0] <= 3 else (), cell=2.6),
+        mo.md(f"Kernel weights sum to **{_kernel.sum():.3g}**; result range "
+              f"[{filtered.min():.2f}, {filtered.max():.2f}]. Red is positive, blue negative."),
+    ])
+    return filtered, image
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    Add noise and compare the edge filters before and after a blur (apply the box blur a few times,
+    then think of the Sobel filter applied to its result: two convolutions in a row are one
+    convolution with a larger kernel, which is what a CNN's stacked layers exploit).
+
+    ## 6. A small CNN learns its own filters
+
+    Two convolution blocks (conv, ReLU, $2\times2$ max-pool) and a linear layer classify $16\times16$
+    images of circles, squares, triangles and crosses. Training runs when you press the button
+    (a few seconds; the browser version is slower). Afterwards the first layer's kernels and the
+    feature maps of a test image show what the network looks at.
+    """)
+    return
+
+
+@app.cell
+def _():
+    cnn_filters = mo.ui.slider(2, 12, value=6, label="filters in layer 1", show_value=True)
+    return (cnn_filters,)
+
+
+@app.cell
+def _():
+    cnn_kernel = mo.ui.dropdown(options={"3×3": 3, "5×5": 5, "7×7": 7}, value="5×5",
+                                label="kernel")
+    return (cnn_kernel,)
+
+
+@app.cell
+def _():
+    cnn_epochs = mo.ui.slider(1, 15, value=8, label="epochs", show_value=True)
+    return (cnn_epochs,)
+
+
+@app.cell
+def _():
+    cnn_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2,
+                                     "1e-1": 1e-1}, value="1e-2", label="learning rate")
+    return (cnn_lr,)
+
+
+@app.cell
+def _():
+    cnn_train = mo.ui.run_button(label="Train the CNN")
+    return (cnn_train,)
+
+
+@app.cell
+def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train):
+    cnn_params = (shapes.conv2d_params(1, cnn_filters.value, cnn_kernel.value)
+                  + shapes.conv2d_params(cnn_filters.value, 2 * cnn_filters.value, 3)
+                  + shapes.linear_params(2 * cnn_filters.value * 4 * 4, 4))
+    mo.vstack([
+        mo.hstack([cnn_filters, cnn_kernel, cnn_epochs, cnn_lr], wrap=True),
+        mo.hstack([cnn_train, mo.md(f"{cnn_params:,} parameters · 512 training images, 256 test images")],
+                  justify="start"),
+    ])
+    return (cnn_params,)
+
+
+@app.cell
+def _():
+    shapes_train = data.make_shapes(512, size=16, seed=0)
+    shapes_test = data.make_shapes(256, size=16, seed=1)
+    return shapes_test, shapes_train
+
+
+@app.cell
+def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train, shapes_test, shapes_train):
+    mo.stop(not cnn_train.value, mo.md("*Press **Train the CNN** to train it.*"))
+    cnn = conv_lab.make_cnn(cnn_filters.value, cnn_kernel.value, seed=0)
+    with mo.status.progress_bar(total=cnn_epochs.value, title="training",
+                                remove_on_exit=True) as _bar:
+        cnn_history = conv_lab.train_cnn(cnn, *shapes_train, *shapes_test,
+                                         epochs=cnn_epochs.value, lr=cnn_lr.value, seed=0,
+                                         on_epoch=lambda e, h: _bar.update())
+    _curves = plot.loss_curves({"train": cnn_history["train_acc"],
+                                "validation": cnn_history["test_acc"]},
+                               y_title="accuracy", title="accuracy per epoch (chance: 0.25)")
+    _loss = plot.loss_curves({"train": cnn_history["loss"]}, y_title="cross-entropy",
+                             title="training loss per epoch")
+    _stopped = (mo.callout(mo.md(cnn_history["stopped"]), kind="warn")
+                if cnn_history["stopped"] else mo.md(""))
+    _final = cnn_history["test_acc"][-1] if cnn_history["test_acc"] else float("nan")
+    mo.vstack([_stopped, mo.hstack([_loss, _curves], widths="equal"),
+               mo.md(f"Test accuracy after {len(cnn_history['loss'])} epochs: **{_final:.1%}**")])
+    return cnn, cnn_history
+
+
+@app.cell
+def _():
+    cnn_image = mo.ui.slider(0, 255, value=0, label="test image", show_value=True)
+    return (cnn_image,)
+
+
+@app.cell
+def _(cnn, cnn_image, shapes_test):
+    _maps = conv_lab.feature_maps(cnn, shapes_test[0][cnn_image.value])
+    _label = data.SHAPE_CLASSES[int(shapes_test[1][cnn_image.value])]
+    _guess = data.SHAPE_CLASSES[int(np.argmax(_maps["probs"]))]
+    _filters = conv_lab.learned_filters(cnn)
+    mo.vstack([
+        mo.md("**Learned first-layer kernels** (red positive, blue negative): edge and blob "
+              "detectors appear without anyone designing them."),
+        plot.image_row({f"filter {i}": f for i, f in enumerate(_filters)},
+                       symmetric=tuple(f"filter {i}" for i in range(len(_filters))),
+                       colorbar=False, cell=1.2),
+        cnn_image,
+        plot.image_row({"input": shapes_test[0][cnn_image.value, 0],
+                        **{f"conv1 · {i}": m for i, m in enumerate(_maps["relu1"][:6])}},
+                       colorbar=False, cell=1.3,
+                       suptitle="the image and its first-layer feature maps after ReLU"),
+        plot.bars(list(data.SHAPE_CLASSES), _maps["probs"], y_title="probability",
+                  title=f"true: {_label} · predicted: {_guess}", y_domain=(0, 1)),
+    ])
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## The same in your own script
+
+    Everything above is a few lines with the engine; the names and arguments are PyTorch's.
+    """)
+    return
+
+
+@app.cell
+def _():
+    import engine.functional as F
+    from engine import nn
+
+    engine.manual_seed(0)
+    x = engine.randn(8, 3, 32, 32)                       # a batch of 8 RGB images
+    conv = nn.Conv2d(3, 16, kernel_size=5, stride=2, padding=2)
+    y = F.max_pool2d(F.relu(conv(x)), 2)                 # [8, 16, 8, 8]
+    n_params = sum(p.data.size for p in conv.parameters())
+    size = engine.shapes.conv_output_size(32, 5, stride=2, padding=2)
+    field = engine.shapes.receptive_field([(5, 2, 2), (2, 2, 0)])[-1].size
+    y.sum().backward()                                   # gradients reach conv.weight
+    mo.show_code(mo.md(f"`y.shape` = {y.shape} · parameters = {n_params} · conv output size = "
+                       f"{size} · receptive field = {field} · `conv.weight.grad.shape` = "
+                       f"{conv.weight.grad.shape}"))
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(
+        "---\n\n**Where next.** Convolutions share weights across positions; attention lets every "
+        "position choose which others to read. " + course.nav_md("05_convolution")
+    )
+    return
+
+
+if __name__ == "__main__":
+    app.run()

@@ -1,0 +1,336 @@
+"""Notebooks 05-08 run headless, pass marimo's checks, export, and survive every control's extremes.
+
+Each control is driven (through ``app.run(defs=...)``, see tests/notebook_driver.py) at its
+minimum, maximum and default; no cell may raise, warn or print a traceback. The values a
+notebook shows are compared with the engine computing the same thing directly.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+
+import numpy as np
+import pytest
+from notebook_driver import (
+    assert_no_error_outputs,
+    control_values,
+    default_defs,
+    export_html,
+    load_app,
+    marimo_check,
+    output_html,
+    run_app,
+    run_headless,
+)
+
+import engine
+from engine import attention_lab, conv_lab, shapes
+
+NOTEBOOKS = ["notebooks/05_convolution.py", "notebooks/06_attention.py"]
+
+
+def _ui_controls(app) -> list[str]:
+    from marimo._plugins.ui._core.ui_element import UIElement
+
+    defs = default_defs(app)
+    return sorted(n for n, v in defs.items()
+                  if isinstance(v, UIElement) and type(v).__name__ not in ("run_button", "table"))
+
+
+def output_text(outputs) -> str:
+    """Visible text of the outputs, including what marimo keeps in attributes (callouts, stacks
+    of UI elements store their HTML JSON-escaped in ``data-*`` attributes)."""
+    raw = html.unescape(output_html(outputs))
+    raw = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), raw)
+    raw = html.unescape(raw.replace('\\"', '"').replace("\\n", " "))
+    return " ".join(re.sub(r"<[^>]+>", " ", raw).split())
+
+
+# ----------------------------------------------------------------------------- whole files
+@pytest.mark.parametrize("path", NOTEBOOKS)
+def test_runs_headless(path):
+    seconds = run_headless(path)
+    print(f"{path}: headless run {seconds:.1f} s")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS)
+def test_marimo_check_strict_and_wasm(path):
+    marimo_check(path)
+    marimo_check(path, select="MW")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS)
+def test_exports_html(path, tmp_path):
+    page = export_html(path, tmp_path / "page.html")
+    assert "<html" in page.lower()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS)
+def test_structure(path):
+    """Title, metadata, at least four controls, two graded exercises, a run button for training."""
+    app = load_app(path)
+    outputs, defs = run_app(app)
+    assert_no_error_outputs(outputs)
+    meta = defs["METADATA"]
+    assert set(meta) >= {"id", "name", "summary", "topics"}
+    assert meta["id"] == path.split("/")[-1][:-3]
+    assert engine.course.entry(meta["id"]).path == path
+    controls = _ui_controls(app)
+    assert len(controls) >= 4, controls
+    assert sum(name.startswith("answer_") for name in controls) >= 2
+    text = output_text(outputs)
+    assert "Type your answer" in text  # the exercises wait for an answer
+    assert "cheat sheet" in text  # the navigation bar
+
+
+# ----------------------------------------------------------------------------- every control
+def _drive_cases():
+    cases = []
+    for path in NOTEBOOKS:
+        app = load_app(path)
+        for name in _ui_controls(app):
+            control = default_defs(app)[name]
+            for value in control_values(control):
+                if value == control.value and len(control_values(control)) > 1:
+                    continue  # the default run covers it
+                cases.append(pytest.param(path, name, value, id=f"{path[10:12]}-{name}-{value!r:.20}"))
+    return cases
+
+
+@pytest.mark.parametrize("path, name, value", _drive_cases())
+def test_every_control_extreme_runs_clean(path, name, value):
+    outputs, _ = run_app(load_app(path), **{name: value})
+    assert_no_error_outputs(outputs)
+
+
+# ============================================================================= 05 convolution
+NB05 = "notebooks/05_convolution.py"
+
+
+@pytest.mark.parametrize("w, k, p, s, d", [(7, 3, 1, 2, 1), (16, 7, 0, 1, 3), (1, 1, 0, 4, 1),
+                                           (2, 7, 0, 1, 3), (16, 3, 4, 4, 2)])
+def test_05_calculator_agrees_with_engine_shapes(w, k, p, s, d):
+    outputs, defs = run_app(load_app(NB05), size_w=w, kernel_k=k, padding_p=p, stride_s=s,
+                            dilation_d=d)
+    assert_no_error_outputs(outputs)
+    report = defs["conv_setting"]
+    k_eff = shapes.effective_kernel_size(k, d)
+    assert report.effective_kernel == k_eff
+    if k_eff > w + 2 * p:
+        assert not report.ok and "Impossible" in output_text(outputs)
+        with pytest.raises(ValueError):
+            shapes.conv_output_size(w, k, s, p, d)
+    else:
+        out = shapes.conv_output_size(w, k, s, p, d)
+        assert report.output_size == out
+        assert f"= {out}" in output_text(outputs)
+
+
+def test_05_transposed_and_params_agree_with_torch_shapes(torch):
+    outputs, defs = run_app(load_app(NB05), transpose_w=4, kernel_k=4, stride_s=2, padding_p=1,
+                            output_padding=1, channels_in=64, channels_out=1)
+    assert_no_error_outputs(outputs)
+    y = torch.nn.functional.conv_transpose1d(torch.ones(1, 1, 4), torch.ones(1, 1, 4), stride=2,
+                                             padding=1, output_padding=1)
+    assert defs["transposed"]["report"].output_size == y.shape[-1]
+    np.testing.assert_array_equal(defs["transposed"]["coverage"], y[0, 0].numpy())
+    conv = torch.nn.Conv2d(64, 1, 4)
+    assert defs["conv_setting"].params == sum(p.numel() for p in conv.parameters())
+
+
+@pytest.mark.parametrize("preset", ["AlexNet", "VGG-16", "ResNet-50"])
+def test_05_receptive_field_presets(preset):
+    outputs, defs = run_app(load_app(NB05), rf_preset=preset)
+    assert_no_error_outputs(outputs)
+    expected = shapes.receptive_field(shapes.RECEPTIVE_FIELD_PRESETS[preset])[-1].size
+    assert defs["rf_final"] == expected
+    assert str(expected) in output_text(outputs)
+
+
+def test_05_receptive_field_custom_collapse_is_a_warning():
+    outputs, defs = run_app(load_app(NB05), rf_preset="custom stack", rf_layers=12, rf_stride=3,
+                            rf_kernel=7, rf_input=8)
+    assert_no_error_outputs(outputs)
+    assert "cannot go on" in output_text(outputs)
+
+
+def test_05_exercises_graded_by_the_engine():
+    app = load_app(NB05)
+    _, defs = run_app(app)
+    truths = {"answer_size": shapes.conv_output_size(28, 5, 2, 0),
+              "answer_params": shapes.conv2d_params(3, 16, 5),
+              "answer_rf": shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size}
+    assert (defs["truth_size"], defs["truth_params"], defs["truth_rf"]) == tuple(truths.values())
+    assert truths["answer_rf"] == 15 and truths["answer_size"] == 12 and truths["answer_params"] == 1216
+    for name, truth in truths.items():
+        text = output_text(run_app(app, **{name: str(truth)})[0])
+        assert f"Right: {truth}" in text
+        text = output_text(run_app(app, **{name: str(truth + 1)})[0])
+        assert "Not quite" in text and "Hint" in text
+
+
+@pytest.mark.parametrize("size, k, s, p, r", [(5, 3, 1, 1, 7), (8, 4, 3, 2, 63), (3, 4, 1, 0, 0),
+                                              (6, 2, 2, 0, 5)])
+def test_05_im2col_view_agrees_with_conv2d(size, k, s, p, r):
+    outputs, defs = run_app(load_app(NB05), im_size=size, im_kernel=k, im_stride=s, im_padding=p,
+                            im_pixel=r)
+    assert_no_error_outputs(outputs)
+    view = defs["view"]
+    report = conv_lab.conv_report(size, k, s, p)
+    assert view["ok"] == report.ok
+    if not report.ok:
+        return
+    ref = engine.functional.conv2d(defs["im_x"][None], defs["im_w"], stride=s, padding=p).data[0, 0]
+    np.testing.assert_allclose(view["output"], ref)
+    o = report.output_size
+    assert view["row"] == min(r, o * o - 1)
+    assert view["value"] == pytest.approx(ref[view["out_row"], view["out_col"]])
+    assert f"**{view['value']:g}**" not in output_text(outputs)  # rendered bold, not raw markdown
+    assert f"{view['value']:g}" in output_text(outputs)
+    assert defs["backward_gap"] < 1e-9
+
+
+def test_05_filters_agree_with_engine():
+    for name in ["Gaussian blur", "edge magnitude", "Laplacian"]:
+        outputs, defs = run_app(load_app(NB05), filter_name=name, filter_stride=2, filter_repeat=2)
+        assert_no_error_outputs(outputs)
+        np.testing.assert_allclose(defs["filtered"],
+                                   conv_lab.apply_filter(conv_lab.sample_image(48), name, 2, 2))
+
+
+def test_05_training_runs_behind_the_button():
+    app = load_app(NB05)
+    outputs, defs = run_app(app)
+    assert "cnn_history" not in defs or defs.get("cnn_history") is None
+    outputs, defs = run_app(app, cnn_train=True, cnn_epochs=2, cnn_filters=2, cnn_image=255)
+    assert_no_error_outputs(outputs)
+    history = defs["cnn_history"]
+    assert len(history["loss"]) == 2
+    X, y = defs["shapes_test"]
+    assert history["test_acc"][-1] == pytest.approx(conv_lab.cnn_accuracy(defs["cnn"], X, y))
+    assert f"{history['test_acc'][-1]:.1%}" in output_text(outputs)
+
+
+def test_05_training_with_a_huge_learning_rate_says_so():
+    outputs, defs = run_app(load_app(NB05), cnn_train=True, cnn_epochs=1, cnn_lr=1e-1)
+    assert_no_error_outputs(outputs)
+    assert math.isfinite(defs["cnn_history"]["loss"][0]) or "non-finite" in output_text(outputs)
+
+
+# ============================================================================= 06 attention
+NB06 = "notebooks/06_attention.py"
+
+
+def _softmax_rows(scores, mask):
+    """Masked softmax written out in NumPy (no engine): blocked keys get weight 0."""
+    s = np.where(mask, scores, -np.inf) if mask is not None else scores
+    top = np.max(np.where(np.isfinite(s), s, -1e300), axis=1, keepdims=True)
+    e = np.where(np.isfinite(s), np.exp(s - top), 0.0)
+    total = e.sum(axis=1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+@pytest.mark.parametrize("kind", attention_lab.MASK_KINDS)
+@pytest.mark.parametrize("tau", [0.05, 20.0])
+def test_06_weights_agree_with_a_numpy_softmax(kind, tau):
+    outputs, defs = run_app(load_app(NB06), mask_kind=kind, qkv_temperature=tau, mask_window=1,
+                            mask_pad=10 if tau > 1 else 0, qkv_dk=64)
+    assert_no_error_outputs(outputs)
+    qkv, maps, mask = defs["qkv"], defs["maps"], defs["mask"]
+    expected = _softmax_rows(qkv["Q"] @ qkv["K"].T / np.sqrt(64) / tau, mask)
+    np.testing.assert_allclose(maps["weights"], expected, atol=1e-10)
+    np.testing.assert_allclose(maps["output"], expected @ qkv["V"], atol=1e-10)
+    ref = engine.functional.scaled_dot_product_attention(qkv["Q"], qkv["K"], qkv["V"],
+                                                         attn_mask=mask, scale=1 / np.sqrt(64) / tau)
+    np.testing.assert_allclose(maps["output"], ref.data, atol=1e-10)
+    if kind == "padding" and tau > 1:  # every key is padding: the notebook says so, no NaN
+        assert "may attend to no key" in output_text(outputs)
+        assert np.all(maps["weights"] == 0)
+
+
+def test_06_scale_options_and_attention_against_torch(torch):
+    for label, factor in [("1 (no scaling)", 1.0), ("1/d_k", 1 / 8)]:
+        outputs, defs = run_app(load_app(NB06), qkv_scale=attention_lab.SCALES[label], qkv_dk=8,
+                                mask_kind="causal")
+        assert_no_error_outputs(outputs)
+        q, k, v = (torch.tensor(defs["qkv"][n]) for n in "QKV")
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=torch.tensor(defs["mask"]), scale=factor)
+        np.testing.assert_allclose(defs["maps"]["output"], ref.numpy(), atol=1e-10)
+        assert defs["maps"]["scale"] == pytest.approx(factor)
+
+
+@pytest.mark.parametrize("dk", [1, 512])
+def test_06_variance_experiment(dk):
+    outputs, defs = run_app(load_app(NB06), variance_dk=dk)
+    assert_no_error_outputs(outputs)
+    v = defs["variance"]
+    assert v["var_raw"] == pytest.approx(dk, rel=0.1)
+    assert v["var_scaled"] == pytest.approx(1.0, rel=0.1)
+    assert f"{v['var_raw']:.1f}" in output_text(outputs)
+    sweep = defs["sweep"]
+    assert sweep["max_raw"][-1] > 0.8 and sweep["max_scaled"][-1] < 0.4
+
+
+def test_06_multihead_shapes_against_torch(torch):
+    outputs, defs = run_app(load_app(NB06), mha_dmodel=96, mha_heads=16, mha_batch=3,
+                            mha_length=128)
+    assert_no_error_outputs(outputs)
+    mha = defs["mha"]
+    assert mha["ok"] and mha["d_k"] == 6
+    layer = torch.nn.MultiheadAttention(96, 16, batch_first=True)
+    assert mha["module_params"] == mha["params"]["total"] == sum(p.numel() for p in layer.parameters())
+    x = torch.zeros(3, 128, 96)
+    out, w = layer(x, x, x, average_attn_weights=False)
+    assert mha["output_shape"] == tuple(out.shape) and mha["weights_shape"] == tuple(w.shape)
+    assert dict(mha["rows"])["scores"] == (3, 16, 128, 128)
+    outputs, defs = run_app(load_app(NB06), mha_dmodel=8, mha_heads=3)
+    assert not defs["mha"]["ok"] and "divide" in output_text(outputs)
+
+
+def test_06_rope_shift_invariance_shown():
+    for m, n, s in [(0, 50, 200), (50, 0, 0), (17, 17, 123)]:
+        outputs, defs = run_app(load_app(NB06), rope_m=m, rope_n=n, rope_shift=s)
+        assert_no_error_outputs(outputs)
+        c = defs["shift_check"]
+        assert c["rope"] == pytest.approx(c["rope_shifted"], abs=1e-9)
+        q, k = defs["rope_q"], defs["rope_k"]
+        # the same score by rotating k by the offset only (independent of absolute position)
+        rotated = engine.attention.apply_rope(k[None], positions=np.array([n - m])).data[0]
+        assert c["rope"] == pytest.approx(float(q @ rotated), abs=1e-9)
+
+
+def test_06_exercises_graded_by_the_engine():
+    app = load_app(NB06)
+    _, defs = run_app(app)
+    assert defs["truth_variance"] == 256 and defs["truth_causal"] == 21
+    assert defs["truth_mha"] == 4 * (512 * 512 + 512)
+    assert defs["truth_rope"] == pytest.approx(defs["shift_check"]["rope"], abs=1e-9)  # m=3, n=7
+    for name, truth in [("answer_variance", 256), ("answer_causal", 21),
+                        ("answer_mha", defs["truth_mha"]),
+                        ("answer_rope", round(defs["truth_rope"], 4))]:
+        assert "Right" in output_text(run_app(app, **{name: str(truth)})[0])
+        assert "Not quite" in output_text(run_app(app, **{name: str(truth * 1.5 + 5)})[0])
+
+
+def test_06_tiny_model_learns_reversal():
+    outputs, defs = run_app(load_app(NB06), tiny_train=True)
+    assert_no_error_outputs(outputs)
+    tiny = defs["tiny"]
+    assert defs["tiny_accuracy"] > 0.9
+    L = len(tiny["example"])
+    assert list(tiny["weights"].argmax(axis=1)) == list(range(L - 1, -1, -1))
+    with engine.no_grad():
+        pred = tiny["model"](tiny["x_test"]).data.argmax(-1)
+    assert defs["tiny_accuracy"] == pytest.approx(float((pred == tiny["y_test"]).mean()))
+    assert f"{defs['tiny_accuracy']:.1%}" in output_text(outputs)
+
+
+def test_06_tiny_model_extremes():
+    for kwargs in [dict(tiny_lr=1.0, tiny_steps=25, tiny_length=12, tiny_task="sort"),
+                   dict(tiny_lr=1e-4, tiny_steps=25, tiny_length=2, tiny_task="rotate by 1")]:
+        outputs, defs = run_app(load_app(NB06), tiny_train=True, **kwargs)
+        assert_no_error_outputs(outputs)
+        assert 0.0 <= defs["tiny_accuracy"] <= 1.0 or "non-finite" in output_text(outputs)
