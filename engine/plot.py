@@ -48,6 +48,15 @@ PALETTE = {
     "rmsprop": "#16a34a",
     "adam": "#ea580c",
     "adamw": "#be123c",
+    # losses
+    "mse": "#0369a1",
+    "mae": "#92400e",
+    "huber": "#15803d",
+    "pseudo_huber": "#a21caf",
+    "cross_entropy": "#ca8a04",
+    # the two directions of a KL fit
+    "kl_forward": "#0284c7",
+    "kl_reverse": "#d97706",
 }
 
 MEANINGS = {
@@ -67,6 +76,10 @@ MEANINGS = {
     "float64": "double precision",
     "sgd": "plain SGD", "momentum": "SGD with momentum", "nesterov": "SGD with Nesterov momentum",
     "rmsprop": "RMSprop", "adam": "Adam", "adamw": "AdamW (decoupled weight decay)",
+    "mse": "mean squared error", "mae": "mean absolute error", "huber": "Huber loss",
+    "pseudo_huber": "pseudo-Huber loss", "cross_entropy": "cross-entropy",
+    "kl_forward": "fitted by minimising KL(p‖q) (mode-covering)",
+    "kl_reverse": "fitted by minimising KL(q‖p) (mode-seeking)",
 }
 
 # Class colours for labelled points and decision regions (class k -> CLASS_COLORS[k]).
@@ -189,7 +202,7 @@ def _mask(yv, y_domain, log_y):
 
 def curves(x, ys: dict, *, x_title: str = "x", y_title: str = "y", title=None, colors=None,
            dashed=(), y_domain=None, height=HEIGHT, legend_title: str = "", log_y: bool = False,
-           dots: dict | None = None, n_dots: int = 41):
+           dots: dict | None = None, n_dots: int = 41, log_x: bool = False):
     """Several curves y(x) on one chart with one legend; optionally dots on top.
 
     ``ys`` maps a series name to its values over ``x`` (or to ``(x_i, y_i)`` for its own x);
@@ -197,7 +210,8 @@ def curves(x, ys: dict, *, x_title: str = "x", y_title: str = "y", title=None, c
     ``dashed`` are drawn dashed. ``dots`` maps more series to values over ``x`` drawn as dots
     (about ``n_dots`` of them), dark 'autograd' unless ``colors`` names another colour: the
     engine's values laid over a formula's line. ``y_domain=(lo, hi)`` clips the view (values
-    outside are cut); ``log_y`` draws a log axis (non-positive values become gaps).
+    outside are cut); ``log_y`` draws a log axis (non-positive values become gaps), ``log_x`` a
+    log x axis.
     """
     alt = _alt()
     dots = dots or {}
@@ -221,15 +235,16 @@ def curves(x, ys: dict, *, x_title: str = "x", y_title: str = "y", title=None, c
     color_enc = alt.Color("series:N", scale=_color_scale(names, colors), title=legend_title, sort=names,
                           legend=alt.Legend(orient="bottom"))
     tooltip = [alt.Tooltip("series:N"), alt.Tooltip("x:Q", format=".4g"), alt.Tooltip("y:Q", format=".6g")]
+    x_enc = alt.X("x:Q", title=x_title, scale=alt.Scale(type="log") if log_x else alt.Undefined)
     chart = alt.Chart(_data(rows)).mark_line(clip=True).encode(
-        x=alt.X("x:Q", title=x_title), y=y_enc, color=color_enc,
+        x=x_enc, y=y_enc, color=color_enc,
         strokeDash=alt.StrokeDash("dash:N", scale=alt.Scale(domain=[False, True], range=[[1, 0], [5, 4]]),
                                   legend=None),
         tooltip=tooltip,
     )
     if dot_rows:
         chart = alt.layer(chart, alt.Chart(_data(dot_rows)).mark_point(
-            filled=True, size=24, opacity=1, clip=True).encode(x="x:Q", y=y_enc, color=color_enc, tooltip=tooltip))
+            filled=True, size=24, opacity=1, clip=True).encode(x=x_enc, y=y_enc, color=color_enc, tooltip=tooltip))
     return _finish(chart, title, height)
 
 
@@ -244,17 +259,52 @@ def function_and_derivative(x, f, df_analytic, df_autograd, *, name: str = "f", 
 
 
 def bars(labels, values, *, x_title: str = "", y_title: str = "", title=None, color_name: str = "model",
-         y_domain=None, height=200, text_format: str = ".3f"):
-    """Vertical bars with their value written on top (probabilities, per-layer shares...)."""
+         y_domain=None, height=200, text_format: str = ".3f", dots: dict | None = None, bar_label: str | None = None):
+    """Vertical bars with their value written on top (probabilities, per-layer shares...).
+
+    ``dots`` maps a name to one value per label, drawn as dark 'autograd' dots on the bars (the
+    engine's values over a formula's bars); ``bar_label`` names the bars in the legend then.
+    """
     alt = _alt()
     labels = [str(s) for s in labels]
-    data = _data(records(label=np.asarray(labels, dtype=object), value=np.asarray(values, dtype=float)))
-    base = alt.Chart(data).encode(
+    name = bar_label or "value"
+    rows = records(label=np.asarray(labels, dtype=object), value=np.asarray(values, dtype=float), series=name)
+    x_enc = alt.X("label:N", title=x_title, sort=labels, axis=alt.Axis(labelAngle=0))
+    y_enc = alt.Y("value:Q", title=y_title, scale=alt.Scale(domain=list(y_domain)) if y_domain else alt.Undefined)
+    base = alt.Chart(_data(rows)).encode(x=x_enc, y=y_enc, tooltip=[alt.Tooltip("label:N"), alt.Tooltip("value:Q", format=".4g")])
+    if dots:
+        names = [name] + list(dots)
+        colors = {name: color_name, **{n: "autograd" for n in dots}}
+        color_enc = alt.Color("series:N", title="", sort=names, scale=_color_scale(names, colors),
+                              legend=alt.Legend(orient="bottom"))
+        chart = base.mark_bar().encode(color=color_enc)
+        dot_rows = []
+        for n, v in dots.items():
+            dot_rows += records(label=np.asarray(labels, dtype=object), value=np.asarray(v, dtype=float), series=n)
+        chart = chart + alt.Chart(_data(dot_rows)).mark_point(filled=True, size=60, opacity=1).encode(
+            x=x_enc, y=y_enc, color=color_enc, tooltip=["series:N", alt.Tooltip("value:Q", format=".6g")])
+    else:
+        chart = base.mark_bar(color=color(color_name)) + base.mark_text(dy=-6, fontSize=11).encode(
+            text=alt.Text("value:Q", format=text_format))
+    return _finish(chart, title, height)
+
+
+def grouped_bars(labels, series: dict, *, x_title: str = "", y_title: str = "", title=None, colors=None,
+                 y_domain=None, height=200):
+    """Bars side by side per label, one colour per series (e.g. predicted p and target q per class)."""
+    alt = _alt()
+    labels = [str(s) for s in labels]
+    rows = []
+    for name, vals in series.items():
+        rows += records(label=np.asarray(labels, dtype=object), value=np.asarray(vals, dtype=float), series=name)
+    names = list(series)
+    chart = alt.Chart(_data(rows)).mark_bar().encode(
         x=alt.X("label:N", title=x_title, sort=labels, axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("series:N", sort=names),
         y=alt.Y("value:Q", title=y_title, scale=alt.Scale(domain=list(y_domain)) if y_domain else alt.Undefined),
-        tooltip=[alt.Tooltip("label:N"), alt.Tooltip("value:Q", format=".4g")])
-    chart = base.mark_bar(color=color(color_name)) + base.mark_text(dy=-6, fontSize=11).encode(
-        text=alt.Text("value:Q", format=text_format))
+        color=alt.Color("series:N", title="", sort=names, scale=_color_scale(names, colors),
+                        legend=alt.Legend(orient="bottom")),
+        tooltip=["label:N", "series:N", alt.Tooltip("value:Q", format=".4g")])
     return _finish(chart, title, height)
 
 

@@ -167,14 +167,14 @@ def control_values(control) -> list:
     """Values to drive a control with: its minimum, maximum and default (in ``.value`` space).
 
     Sliders and numbers: start, stop, value. Dropdowns and radios: every option's value.
-    Switches and checkboxes: False, True. Text: '', the default, and a 200-character junk string.
+    Switches, checkboxes and run buttons: False, True (a pressed run button). Text: '', the default, and a 200-character junk string.
     """
     cls = type(getattr(control, "_original", control)).__name__
     if hasattr(control, "start") and hasattr(control, "stop"):
         return list(dict.fromkeys([control.start, control.stop, control.value]))
     if cls in ("dropdown", "radio"):
         return list(control.options.values())
-    if cls in ("switch", "checkbox"):
+    if cls in ("switch", "checkbox", "run_button", "button"):
         return [False, True]
     if cls in ("text", "text_area"):
         return ["", control.value, "x" * 200]

@@ -1,0 +1,266 @@
+"""Fitting labs for notebooks 02 and 03: robust line fits, the MLP playground, the gradient check.
+
+- :func:`make_line_data` / :func:`fit_line`: a line fitted by the engine (Adam with a cosine
+  schedule) under MSE, MAE, Huber or pseudo-Huber, while outliers pull on it.
+- :func:`make_playground_data`, :func:`build_mlp`, :func:`train_playground`: a small MLP on 2-D
+  toy data with a chosen width, depth, activation, optimizer and learning rate; loss and accuracy
+  history, and the class probabilities over a grid for the decision boundary.
+- :func:`overfit_one_batch`: the sanity check: a network must drive the loss on one small batch
+  to (nearly) zero, or something is broken.
+- :func:`finite_difference_errors`: |central difference − autograd| as the step h sweeps many
+  decades, in float32 and float64: the V of truncation error (∝ h²) against round-off (∝ ε/h).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import data as toy
+from . import functional as F
+from . import nn, optim
+from .optim import lr_scheduler
+from .tensor import Tensor
+
+LINE_LOSSES = ("mse", "mae", "huber", "pseudo_huber")
+
+
+# ----------------------------------------------------------------------------- line fits
+
+
+def make_line_data(n: int = 30, slope: float = 1.5, intercept: float = 0.5, noise: float = 0.4,
+                   n_outliers: int = 0, outlier_shift: float = 8.0, seed: int = 0):
+    """Points y = slope·x + intercept + noise on x ∈ [−3, 3]; the ``n_outliers`` right-most
+    points are moved up by ``outlier_shift``. Returns (x, y, is_outlier)."""
+    if not 0 <= n_outliers <= n // 2:
+        raise ValueError(f"make_line_data: n_outliers must be between 0 and {n // 2}, got {n_outliers}")
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(-3, 3, n))
+    y = slope * x + intercept + rng.normal(0, noise, n)
+    is_outlier = np.zeros(n, dtype=bool)
+    if n_outliers:
+        is_outlier[-n_outliers:] = True
+        y[is_outlier] += outlier_shift
+    return x, y, is_outlier
+
+
+def _regression_loss(name, pred, target, delta):
+    if name == "mse":
+        return F.mse_loss(pred, target)
+    if name == "mae":
+        return F.l1_loss(pred, target)
+    if name == "huber":
+        return F.huber_loss(pred, target, delta=delta)
+    if name == "pseudo_huber":
+        return F.pseudo_huber_loss(pred, target, delta=delta)
+    raise ValueError(f"fit_line: loss must be one of {LINE_LOSSES}, got {name!r}")
+
+
+def fit_line(x, y, loss: str = "mse", delta: float = 1.0, steps: int = 400, lr: float = 0.2):
+    """Fit ŷ = w·x + b by minimising the mean ``loss`` with the engine: Adam, learning rate
+    annealed to 0 by a cosine schedule (so MAE's constant-size gradients still settle).
+    Returns (w, b, loss history)."""
+    if loss not in LINE_LOSSES:
+        raise ValueError(f"fit_line: loss must be one of {LINE_LOSSES}, got {loss!r}")
+    xt, yt = Tensor(np.asarray(x, dtype=np.float64)), Tensor(np.asarray(y, dtype=np.float64))
+    w = Tensor(np.array(0.0), requires_grad=True)
+    b = Tensor(np.array(0.0), requires_grad=True)
+    opt = optim.Adam([w, b], lr=lr)
+    sched = lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    history = np.empty(steps)
+    for i in range(steps):
+        opt.zero_grad()
+        value = _regression_loss(loss, w * xt + b, yt, delta)
+        value.backward()
+        opt.step()
+        sched.step()
+        history[i] = float(value.data)
+    return float(w.data), float(b.data), history
+
+
+# ----------------------------------------------------------------------------- MLP playground
+
+DATASETS = ("moons", "circles", "spirals", "blobs")
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU, "sigmoid": nn.Sigmoid, "silu": nn.SiLU}
+OPTIMIZERS = ("sgd", "momentum", "adam")
+
+
+def make_playground_data(name: str = "moons", n: int = 200, noise: float = 0.1, seed: int = 0):
+    """A 2-D toy set from :mod:`engine.data`, standardised (zero mean, unit variance per feature,
+    statistics of these points), split 75/25 into train and validation. Returns (Xtr, ytr, Xva, yva)."""
+    if name == "moons":
+        X, y = toy.make_moons(n, noise=noise, seed=seed)
+    elif name == "circles":
+        X, y = toy.make_circles(n, noise=noise, factor=0.5, seed=seed)
+    elif name == "spirals":
+        X, y = toy.make_spirals(n, n_classes=2, noise=noise, seed=seed)
+    elif name == "blobs":
+        X, y = toy.make_blobs(n, centers=3, noise=max(noise, 0.05) * 10, seed=seed)
+    else:
+        raise ValueError(f"make_playground_data: data set must be one of {DATASETS}, got {name!r}")
+    X = np.asarray(X, dtype=np.float64)
+    X = (X - X.mean(0)) / X.std(0)
+    cut = int(0.75 * len(X))
+    return X[:cut], np.asarray(y[:cut]), X[cut:], np.asarray(y[cut:])
+
+
+def build_mlp(n_in: int, n_out: int, width: int = 16, depth: int = 2, activation: str = "tanh", seed: int = 0):
+    """Linear(n_in, width) → φ → … (``depth`` hidden layers) → Linear(width, n_out), float64."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"build_mlp: activation must be one of {tuple(ACTIVATIONS)}, got {activation!r}")
+    if not (1 <= depth <= 8 and 1 <= width <= 256):
+        raise ValueError(f"build_mlp: need 1 ≤ depth ≤ 8 and 1 ≤ width ≤ 256, got depth={depth}, width={width}")
+    rng = np.random.default_rng(seed)
+    layers, fan_in = [], n_in
+    for _ in range(depth):
+        layers += [nn.Linear(fan_in, width), ACTIVATIONS[activation]()]
+        fan_in = width
+    layers.append(nn.Linear(fan_in, n_out))
+    model = nn.Sequential(*layers)
+    # Our own seeded draws (the global generator stays untouched): He for ReLU-like, Xavier otherwise.
+    for layer in layers:
+        if isinstance(layer, nn.Linear):
+            fi, fo = layer.weight.shape[1], layer.weight.shape[0]
+            std = math.sqrt(2 / fi) if activation in ("relu", "gelu", "silu") else math.sqrt(2 / (fi + fo))
+            layer.weight.data = rng.normal(0, std, layer.weight.shape)
+            layer.bias.data = np.zeros(layer.bias.shape)
+    return model
+
+
+def make_optimizer(name: str, params, lr: float):
+    if name == "sgd":
+        return optim.SGD(params, lr=lr)
+    if name == "momentum":
+        return optim.SGD(params, lr=lr, momentum=0.9)
+    if name == "adam":
+        return optim.Adam(params, lr=lr)
+    raise ValueError(f"make_optimizer: optimizer must be one of {OPTIMIZERS}, got {name!r}")
+
+
+@dataclass
+class PlaygroundRun:
+    history: dict = field(default_factory=dict)  # train_loss, val_loss, train_acc, val_acc per epoch
+    grid_x: np.ndarray = None
+    grid_y: np.ndarray = None
+    grid_probs: np.ndarray = None  # [G, G, C]
+    diverged: bool = False
+    model: object = None
+
+
+def class_grid(model, X, size: int = 60, margin: float = 0.5):
+    """Class probabilities of ``model`` over a size×size grid covering X (for decision boundaries)."""
+    lo, hi = X.min(0) - margin, X.max(0) + margin
+    gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], size), np.linspace(lo[1], hi[1], size))
+    pts = np.stack([gx.ravel(), gy.ravel()], 1)
+    from .autograd import no_grad
+
+    with no_grad():
+        probs = F.softmax(model(Tensor(pts)), dim=-1).data
+    return gx, gy, probs.reshape(size, size, -1)
+
+
+def train_playground(X, y, Xva, yva, width: int = 16, depth: int = 2, activation: str = "tanh",
+                     optimizer: str = "adam", lr: float = 0.03, epochs: int = 100, batch_size: int = 32,
+                     seed: int = 0, grid_size: int = 60, progress=None):
+    """Mini-batch training with cross-entropy; ``progress(epoch)`` is called after every epoch
+    (the notebook's progress bar). Stops early, flagged ``diverged``, if the loss becomes non-finite."""
+    n_classes = int(max(y.max(), yva.max())) + 1
+    model = build_mlp(X.shape[1], n_classes, width, depth, activation, seed)
+    opt = make_optimizer(optimizer, model.parameters(), lr)
+    rng = np.random.default_rng(seed + 1)
+    hist = {k: [] for k in ("train_loss", "val_loss", "train_acc", "val_acc")}
+    run = PlaygroundRun(history=hist, model=model)
+    from .autograd import no_grad
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        for epoch in range(epochs):
+            order = rng.permutation(len(X))
+            for start in range(0, len(X), batch_size):
+                idx = order[start:start + batch_size]
+                loss = F.cross_entropy(model(Tensor(X[idx])), y[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            with no_grad():
+                ztr, zva = model(Tensor(X)), model(Tensor(Xva))
+                hist["train_loss"].append(float(F.cross_entropy(ztr, y).data))
+                hist["val_loss"].append(float(F.cross_entropy(zva, yva).data))
+                hist["train_acc"].append(float(np.mean(ztr.data.argmax(1) == y)))
+                hist["val_acc"].append(float(np.mean(zva.data.argmax(1) == yva)))
+            if progress is not None:
+                progress(epoch)
+            if not math.isfinite(hist["train_loss"][-1]):
+                run.diverged = True
+                break
+    if not run.diverged:
+        run.grid_x, run.grid_y, run.grid_probs = class_grid(model, np.concatenate([X, Xva]), grid_size)
+    return run
+
+
+def overfit_one_batch(X, y, width: int = 32, depth: int = 2, activation: str = "tanh", lr: float = 0.01,
+                      steps: int = 300, batch: int = 16, seed: int = 0):
+    """Train on the same ``batch`` examples only (Adam): a correct model and loss reach ≈ 0.
+    Returns the loss per step."""
+    model = build_mlp(X.shape[1], int(y.max()) + 1, width, depth, activation, seed)
+    opt = optim.Adam(model.parameters(), lr=lr)
+    xb, yb = Tensor(X[:batch]), y[:batch]
+    losses = np.empty(steps)
+    for i in range(steps):
+        loss = F.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses[i] = float(loss.data)
+    return losses
+
+
+# ----------------------------------------------------------------------------- gradient check
+
+
+def _probe(t):
+    """The function the gradient check probes: f(x) = sin(x)·eˣ / (1 + x²), smooth, no special points."""
+    return t.sin() * t.exp() / (t * t + 1.0)
+
+
+def probe_derivative_exact(x: float) -> float:
+    """f'(x) of :func:`_probe` by the quotient and product rules, in float64 (the reference)."""
+    u, v = math.sin(x) * math.exp(x), 1 + x * x
+    du = (math.cos(x) + math.sin(x)) * math.exp(x)
+    return (du * v - u * 2 * x) / (v * v)
+
+
+def finite_difference_errors(x0: float = 0.7, hs=None):
+    """For each step h: |(f(x+h) − f(x−h))/2h − f'(x)| in float32 and in float64, and the
+    autograd error |autograd − f'(x)| in each dtype. f and the differences are evaluated in the
+    dtype itself (the engine keeps float32 in float32), so round-off shows.
+
+    Theory: error ≈ |f'''|h²/6 (truncation) + ε|f|/h (round-off), smallest where the two
+    meet, near h ≈ ε^(1/3) up to the function's scale (ε ≈ 1.2e−7 in float32, 2.2e−16 in float64).
+    """
+    hs = np.logspace(-12, 0, 49) if hs is None else np.asarray(hs, dtype=np.float64)
+    exact = probe_derivative_exact(x0)
+    out = {"h": hs}
+    for dtype in ("float32", "float64"):
+        x = np.array(x0, dtype=dtype)
+        errs = []
+        with np.errstate(all="ignore"):
+            for h in hs:
+                hh = np.array(h, dtype=dtype)
+                xp, xm = x + hh, x - hh
+                fp, fm = _probe(Tensor(xp)).data, _probe(Tensor(xm)).data
+                est = (fp - fm) / (2 * hh)
+                errs.append(abs(float(est) - exact))
+        t = Tensor(x, requires_grad=True)
+        _probe(t).backward()
+        out[dtype] = np.array(errs)
+        out[f"autograd_{dtype}"] = abs(float(t.grad) - exact)
+    return out
+
+
+def best_step(errors: dict, dtype: str):
+    """(h, error) at the bottom of the V for ``dtype``."""
+    e = np.where(np.isfinite(errors[dtype]), errors[dtype], np.inf)
+    i = int(np.argmin(e))
+    return float(errors["h"][i]), float(e[i])

@@ -1,0 +1,259 @@
+"""Computations behind notebook 02 (losses), all through the engine's losses and autograd.
+
+- :func:`regression_curves`: MSE, MAE, Huber and pseudo-Huber against the residual e = ŷ − y,
+  with ∂ℓ/∂ŷ from autograd and from the closed form.
+- :func:`cross_entropy_report`: softmax, a label-smoothed target, the loss and ∂L/∂z = p − q.
+- :func:`naive_vs_fused`: −log(softmax(z)_y) computed naively (exp, divide, log) next to the
+  fused ``F.cross_entropy``, as the logits grow: the naive one overflows to inf/NaN.
+- :func:`kl_both_ways` and :func:`fit_gaussian_kl`: KL(p‖q) ≠ KL(q‖p), and fitting a Gaussian q to a
+  bimodal p in each direction (mode-covering against mode-seeking).
+- :func:`margin_gradients` and :func:`train_sigmoid_classifier`: why MSE on a sigmoid saturates
+  while cross-entropy keeps pushing.
+- :func:`initial_loss`: the cross-entropy of an untrained K-class classifier, ≈ ln K when the logits
+  start small.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import functional as F
+from .activations_lab import Curves
+from .optim import SGD, Adam
+from .tensor import Tensor
+
+# ----------------------------------------------------------------------------- regression losses
+
+
+def _huber(e, delta):
+    a = np.abs(e)
+    return np.where(a <= delta, 0.5 * e * e, delta * (a - 0.5 * delta))
+
+
+REGRESSION_LOSSES = {
+    "mse": dict(label="MSE (L2)", formula=r"e^2", grad=r"2e",
+                f=lambda e, d: e * e, df=lambda e, d: 2 * e,
+                engine=lambda t, d: F.mse_loss(t, np.zeros_like(t.data), reduction="none")),
+    "mae": dict(label="MAE (L1)", formula=r"|e|", grad=r"\operatorname{sign}(e)",
+                f=lambda e, d: np.abs(e), df=lambda e, d: np.sign(e),
+                engine=lambda t, d: F.l1_loss(t, np.zeros_like(t.data), reduction="none")),
+    "huber": dict(label="Huber", formula=r"\begin{cases}\tfrac12 e^2 & |e|\le\delta\\ \delta(|e|-\tfrac12\delta) & |e|>\delta\end{cases}",
+                  grad=r"\begin{cases}e & |e|\le\delta\\ \delta\,\operatorname{sign}(e) & |e|>\delta\end{cases}",
+                  f=_huber, df=lambda e, d: np.clip(e, -d, d),
+                  engine=lambda t, d: F.huber_loss(t, np.zeros_like(t.data), reduction="none", delta=d)),
+    "pseudo_huber": dict(label="pseudo-Huber", formula=r"\delta^2\left(\sqrt{1+(e/\delta)^2}-1\right)",
+                         grad=r"\frac{e}{\sqrt{1+(e/\delta)^2}}",
+                         f=lambda e, d: d * d * (np.sqrt(1 + (e / d) ** 2) - 1),
+                         df=lambda e, d: e / np.sqrt(1 + (e / d) ** 2),
+                         engine=lambda t, d: F.pseudo_huber_loss(t, np.zeros_like(t.data), reduction="none", delta=d)),
+}
+
+
+def _check(name, table):
+    if name not in table:
+        raise ValueError(f"losses_lab: unknown loss {name!r}; choose one of {', '.join(table)}")
+
+
+def regression_curves(name: str, e, delta: float = 1.0) -> Curves:
+    """ℓ(e) and ∂ℓ/∂ŷ for residuals e = ŷ − y (target 0): engine forward + autograd, and formulas."""
+    _check(name, REGRESSION_LOSSES)
+    if not delta > 0:
+        raise ValueError(f"regression_curves: delta must be positive, got {delta}")
+    spec = REGRESSION_LOSSES[name]
+    e = np.asarray(e, dtype=np.float64)
+    t = Tensor(e, requires_grad=True)
+    loss = spec["engine"](t, delta)
+    loss.backward(np.ones_like(loss.data))
+    return Curves(e, loss.data.copy(), t.grad.copy(), spec["f"](e, delta), spec["df"](e, delta))
+
+
+# ----------------------------------------------------------------------------- classification
+
+
+def bce_curves(p):
+    """BCE against the predicted probability p for y = 1 (−ln p) and y = 0 (−ln(1 − p)), by the engine."""
+    p = np.asarray(p, dtype=np.float64)
+    t = Tensor(p)
+    one = F.binary_cross_entropy(t, np.ones_like(p), reduction="none").data
+    zero = F.binary_cross_entropy(t, np.zeros_like(p), reduction="none").data
+    return one, zero
+
+
+@dataclass
+class CrossEntropyReport:
+    probs: np.ndarray
+    target: np.ndarray  # the smoothed target distribution q
+    loss: float
+    grad_autograd: np.ndarray
+    grad_formula: np.ndarray  # p − q
+
+
+def cross_entropy_report(logits, target: int, label_smoothing: float = 0.0) -> CrossEntropyReport:
+    """One example: L = −Σ q_k log softmax(z)_k with q = (1 − ε)·onehot(y) + ε/K; ∂L/∂z = p − q."""
+    z = np.asarray(logits, dtype=np.float64)
+    k = len(z)
+    if not (isinstance(target, (int, np.integer)) and 0 <= target < k):
+        raise ValueError(f"cross_entropy_report: the target class must be an integer in [0, {k - 1}], got {target!r}")
+    t = Tensor(z[None, :], requires_grad=True)
+    loss = F.cross_entropy(t, np.array([target]), label_smoothing=label_smoothing)
+    loss.backward()
+    p = F.softmax(Tensor(z), dim=-1).data
+    q = np.full(k, label_smoothing / k)
+    q[target] += 1 - label_smoothing
+    return CrossEntropyReport(p, q, float(loss.data), t.grad[0].copy(), p - q)
+
+
+def naive_vs_fused(scales, dtype: str = "float32"):
+    """Cross-entropy of logits s·(1, 0, −1) with target class 2 (the least likely one), as s grows.
+
+    naive: softmax by exp(z)/Σexp(z), then −log of it, all in ``dtype``: exp overflows (float32
+    beyond z ≈ 88.7) and the loss becomes NaN, or p underflows to 0 and the loss becomes inf.
+    fused: ``F.cross_entropy``, which uses log-sum-exp with the maximum subtracted: exact, 2s.
+    """
+    scales = np.asarray(scales, dtype=np.float64)
+    base = np.array([1.0, 0.0, -1.0])
+    naive, fused = [], []
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        for s in scales:
+            z = (s * base).astype(dtype)
+            e = np.exp(z)
+            p = e / e.sum()
+            naive.append(float(-np.log(p[2])))
+            fused.append(float(F.cross_entropy(Tensor(z[None, :]), np.array([2])).data))
+    return np.array(naive), np.array(fused)
+
+
+# ----------------------------------------------------------------------------- KL divergence
+
+
+def gaussian_on_grid(grid, mu: float, sigma: float):
+    """A normal density discretised on an evenly spaced grid and normalised to sum to 1."""
+    g = np.exp(-0.5 * ((np.asarray(grid) - mu) / sigma) ** 2)
+    return g / g.sum()
+
+
+def bimodal_on_grid(grid, separation: float = 4.0, weight: float = 0.5, sigma: float = 0.7):
+    """p: a mixture of two normals at ±separation/2 (left weight ``weight``), on the grid."""
+    g = weight * gaussian_on_grid(grid, -separation / 2, sigma) + (1 - weight) * gaussian_on_grid(grid, separation / 2, sigma)
+    return g / g.sum()
+
+
+def kl(p, q) -> float:
+    """KL(p‖q) = Σ p ln(p/q) by ``F.kl_div`` (input log q, target p, summed)."""
+    q = np.maximum(np.asarray(q, dtype=np.float64), 1e-300)
+    return float(F.kl_div(Tensor(np.log(q)), np.asarray(p, dtype=np.float64), reduction="sum").data)
+
+
+def kl_both_ways(p, q):
+    """(KL(p‖q), KL(q‖p)): the two directions differ."""
+    return kl(p, q), kl(q, p)
+
+
+def fit_gaussian_kl(p, grid, direction: str = "forward", mu0: float = 0.5, sigma0: float = 1.0,
+                    steps: int = 300, lr: float = 0.05):
+    """Fit q = N(μ, σ²) (on the grid) to p by Adam on KL(p‖q) ('forward') or KL(q‖p) ('reverse').
+
+    Forward KL punishes q ≈ 0 where p > 0, so q spreads over every mode (mode-covering); reverse
+    KL punishes q > 0 where p ≈ 0, so q settles on one mode (mode-seeking). Returns (μ, σ, losses).
+    """
+    if direction not in ("forward", "reverse"):
+        raise ValueError(f"fit_gaussian_kl: direction must be 'forward' or 'reverse', got {direction!r}")
+    grid = np.asarray(grid, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    mu = Tensor(np.array(mu0, dtype=np.float64), requires_grad=True)
+    log_sigma = Tensor(np.array(math.log(sigma0), dtype=np.float64), requires_grad=True)
+    opt = Adam([mu, log_sigma], lr=lr)
+    g = Tensor(grid)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        logits = -0.5 * ((g - mu) / log_sigma.exp()) ** 2
+        log_q = F.log_softmax(logits, dim=-1)  # the normalised discretised Gaussian, in logs
+        if direction == "forward":
+            loss = F.kl_div(log_q, p, reduction="sum")
+        else:
+            q = log_q.exp()
+            loss = (q * (log_q - np.log(np.maximum(p, 1e-300)))).sum()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.data))
+    return float(mu.data), float(np.exp(log_sigma.data)), np.array(losses)
+
+
+# ----------------------------------------------------------------------------- MSE vs CE on a sigmoid
+
+
+def margin_gradients(margins):
+    """|∂ℓ/∂z| for a positive example (y = 1) as the logit z = margin moves, by autograd and formula.
+
+    cross-entropy ℓ = −ln σ(z):  ∂ℓ/∂z = σ(z) − 1            → −1 when the model is badly wrong
+    MSE on p = σ(z), ℓ = (σ(z) − 1)²: ∂ℓ/∂z = 2(σ − 1)σ(1 − σ) → 0 when badly wrong (saturated)
+    Returns a dict: name -> (autograd, formula), magnitudes.
+    """
+    m = np.asarray(margins, dtype=np.float64)
+    ce_t = Tensor(m, requires_grad=True)
+    F.binary_cross_entropy_with_logits(ce_t, np.ones_like(m), reduction="sum").backward()
+    mse_t = Tensor(m, requires_grad=True)
+    F.mse_loss(F.sigmoid(mse_t), np.ones_like(m), reduction="sum").backward()
+    s = 1 / (1 + np.exp(-m))
+    return {
+        "cross-entropy": (np.abs(ce_t.grad), np.abs(s - 1)),
+        "MSE on σ(z)": (np.abs(mse_t.grad), np.abs(2 * (s - 1) * s * (1 - s))),
+    }
+
+
+def sigmoid_classifier_data(n: int = 100, seed: int = 0):
+    """1-D two-class data: x ~ N(−2, 1) for y = 0 and N(2, 1) for y = 1."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0.0, 1.0], n // 2)
+    x = rng.normal(0.0, 1.0, len(y)) + np.where(y == 1, 2.0, -2.0)
+    return x, y
+
+
+def train_sigmoid_classifier(x, y, loss: str, w0: float, b0: float = 0.0, lr: float = 0.5, steps: int = 100):
+    """Fit p = σ(w x + b) by full-batch SGD from (w0, b0) with 'cross_entropy' or 'mse' on p.
+
+    Returns dict(loss=[...], accuracy=[...], w=[...]) per step (before each update, and the last).
+    """
+    if loss not in ("cross_entropy", "mse"):
+        raise ValueError(f"train_sigmoid_classifier: loss must be 'cross_entropy' or 'mse', got {loss!r}")
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    w = Tensor(np.array(w0, dtype=np.float64), requires_grad=True)
+    b = Tensor(np.array(b0, dtype=np.float64), requires_grad=True)
+    opt = SGD([w, b], lr=lr)
+    hist = {"loss": [], "accuracy": [], "w": []}
+    for step in range(steps + 1):
+        z = w * x + b
+        if loss == "cross_entropy":
+            value = F.binary_cross_entropy_with_logits(z, y)
+        else:
+            value = F.mse_loss(F.sigmoid(z), y)
+        hist["loss"].append(float(value.data))
+        hist["accuracy"].append(float(np.mean((z.data > 0) == (y == 1))))
+        hist["w"].append(float(w.data))
+        if step == steps:
+            break
+        opt.zero_grad()
+        value.backward()
+        opt.step()
+    return {k: np.array(v) for k, v in hist.items()}
+
+
+# ----------------------------------------------------------------------------- initial loss
+
+
+def initial_loss(n_classes: int, logit_scale: float, n_samples: int = 512, seed: int = 0):
+    """Mean cross-entropy of random logits N(0, scale²) against random labels, and ln K.
+
+    With small logits every class gets ≈ 1/K, so the loss is ≈ ln K: the first number to check when
+    training starts. Large initial logits make confident mistakes and a much larger loss.
+    """
+    if not (isinstance(n_classes, (int, np.integer)) and n_classes >= 2):
+        raise ValueError(f"initial_loss: need at least 2 classes, got {n_classes!r}")
+    rng = np.random.default_rng(seed)
+    z = rng.normal(0.0, logit_scale, (n_samples, n_classes))
+    y = rng.integers(0, n_classes, n_samples)
+    return float(F.cross_entropy(Tensor(z), y).data), math.log(n_classes)

@@ -1,0 +1,579 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="02 · Loss functions")
+
+with app.setup:
+    import marimo as mo
+    import numpy as np
+
+    import engine
+    from engine import activations_lab, course, fit_lab, plot
+    from engine import losses_lab as lab
+    from engine.exercises import check_number
+
+    METADATA = {
+        "id": "02_losses",
+        "name": "Loss functions",
+        "summary": "Regression and classification losses with their gradients, robust fits with "
+        "outliers, why losses take logits, KL divergence, and the initial-loss check.",
+        "topics": ["losses", "robust_regression", "cross_entropy", "label_smoothing", "kl_divergence"],
+    }
+
+
+@app.function
+def verdict(result):
+    """A graded answer as a callout: green when right, red with the hint when wrong, grey when empty."""
+    ok, message = result
+    return mo.callout(mo.md(message), kind={True: "success", False: "danger", None: "neutral"}[ok])
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(f"""
+    # {METADATA["name"]}
+
+    A loss turns "how wrong is the model?" into one number, and its **gradient** is the only thing
+    the optimizer ever sees. Choosing a loss is choosing which mistakes matter. In this notebook you will
+
+    - compare MSE, MAE, Huber and pseudo-Huber as functions of the residual, with their gradients
+      computed by the engine's autograd over the formulas;
+    - fit a line under each of them while outliers pull on it;
+    - compute cross-entropy from logits, with label smoothing, and watch the naive
+      `log(softmax)` break where the fused version does not;
+    - see that KL divergence is not symmetric, and why MSE on a sigmoid learns slowly;
+    - learn the first check of any classifier: the initial loss should be $\\ln K$.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md(METADATA["id"]))
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 1. Regression losses and their gradients
+
+    With a prediction $\hat y$ and a target $y$, write the residual $e = \hat y - y$. The mean
+    over $n$ examples of a per-example loss $\ell(e)$ is the training objective:
+
+    $$
+    \text{MSE} = \frac1n\sum_i e_i^2, \qquad \text{MAE} = \frac1n\sum_i |e_i|, \qquad
+    \text{Huber}_\delta(e) = \begin{cases}\tfrac12 e^2 & |e|\le\delta\\ \delta\,(|e|-\tfrac12\delta) & |e|>\delta\end{cases}
+    $$
+
+    The gradient tells the story: MSE's $2e$ grows without bound, so one far-away point can
+    dominate a whole batch; MAE's $\operatorname{sign}(e)$ treats every error alike; Huber is
+    quadratic near zero and linear beyond $\delta$, and pseudo-Huber
+    $\delta^2(\sqrt{1+(e/\delta)^2}-1)$ is its smooth twin.
+    """)
+    return
+
+
+@app.cell
+def _():
+    reg_loss = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
+                              value="Huber", label="loss ℓ")
+    return (reg_loss,)
+
+
+@app.cell
+def _():
+    delta = mo.ui.slider(0.1, 5.0, step=0.1, value=1.0, label="δ (Huber, pseudo-Huber)", show_value=True)
+    return (delta,)
+
+
+@app.cell
+def _(delta, reg_loss):
+    _e = np.linspace(-4, 4, 321)
+    reg_curves = lab.regression_curves(reg_loss.value, _e, delta.value)
+    reg_gap = reg_curves.max_derivative_gap
+    _spec = lab.REGRESSION_LOSSES[reg_loss.value]
+    _all = {spec["label"]: lab.regression_curves(name, _e, delta.value).f for name, spec in lab.REGRESSION_LOSSES.items()}
+    _overview = plot.curves(_e, _all, x_title="residual e = ŷ − y", y_title="loss ℓ(e)", y_domain=(0, 8),
+                            colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
+                            title=f"The four losses (δ = {delta.value:g})", height=240)
+    _lo = max(-8.0, float(min(reg_curves.f.min(), reg_curves.df_formula.min())) - 0.5)
+    _hi = min(8.0, float(max(reg_curves.f.max(), reg_curves.df_formula.max())) + 0.5)
+    _detail = plot.function_and_derivative(_e, reg_curves.f, reg_curves.df_formula, reg_curves.df_autograd,
+                                           name="ℓ", var="e", title=_spec["label"], y_domain=(_lo, _hi), height=240)
+    mo.vstack([
+        mo.hstack([reg_loss, delta]),
+        mo.hstack([_overview, _detail], widths=[1, 1]),
+        mo.md(rf"""
+    $$
+    \ell(e) = {_spec["formula"]}, \qquad \frac{{\partial \ell}}{{\partial \hat y}} = {_spec["grad"]}
+    $$
+
+    Largest gap between the autograd dots and the formula: **{reg_gap:.1e}**.
+    """),
+    ])
+    return reg_curves, reg_gap
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 2. The outlier lab
+
+    Thirty points lie near a line. Move some of the right-most points away (the *outliers*) and
+    the engine refits $\hat y = wx + b$ under each loss (Adam, 300 steps, learning rate annealed
+    by a cosine schedule). MSE follows the outliers, because their squared errors outweigh
+    everything else; MAE barely moves; Huber sits in between, closer to MAE the smaller $\delta$.
+    """)
+    return
+
+
+@app.cell
+def _():
+    n_outliers = mo.ui.slider(0, 10, step=1, value=3, label="outliers", show_value=True, debounce=True)
+    return (n_outliers,)
+
+
+@app.cell
+def _():
+    outlier_shift = mo.ui.slider(-20, 20, step=1, value=10, label="outlier shift", show_value=True, debounce=True)
+    return (outlier_shift,)
+
+
+@app.cell
+def _(delta, n_outliers, outlier_shift):
+    line_x, line_y, line_out = fit_lab.make_line_data(n=30, n_outliers=n_outliers.value,
+                                                      outlier_shift=float(outlier_shift.value), seed=0)
+    line_fits = {name: fit_lab.fit_line(line_x, line_y, name, delta=delta.value, steps=300)[:2]
+                 for name in fit_lab.LINE_LOSSES}
+    _xs = np.array([-3.2, 3.2])
+    _labels = {name: lab.REGRESSION_LOSSES[name]["label"] for name in fit_lab.LINE_LOSSES}
+    _chart = (plot.curves(_xs, {_labels[n]: w * _xs + b for n, (w, b) in line_fits.items()}, x_title="x",
+                          y_title="y", colors={_labels[n]: n for n in line_fits}, height=280,
+                          title="Fitted lines under each loss (true line: slope 1.5, intercept 0.5)")
+              + plot.points(line_x[~line_out], line_y[~line_out], color_name="data")
+              + plot.points(line_x[line_out], line_y[line_out], color_name="outlier", size=70))
+    _rows = "\n".join(f"| {_labels[n]} | {w:.3f} | {b:.3f} |" for n, (w, b) in line_fits.items())
+    mo.vstack([
+        mo.hstack([n_outliers, outlier_shift, delta]),
+        _chart,
+        mo.md("| loss | slope w | intercept b |\n|---|---|---|\n" + _rows),
+    ])
+    return line_fits, line_out, line_x, line_y
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 3. Classification: cross-entropy from logits
+
+    For two classes the model outputs one logit $z$ and $\hat p = \sigma(z)$; for $K$ classes, $K$
+    logits and $p = \operatorname{softmax}(z)$. The loss is the negative log-probability of the
+    right answer; **label smoothing** $\varepsilon$ replaces the one-hot target by
+    $q = (1-\varepsilon)\,\text{onehot}(y) + \varepsilon/K$, so the model is never asked for
+    certainty:
+
+    $$
+    L = -\sum_k q_k \ln p_k, \qquad \frac{\partial L}{\partial z_k} = p_k - q_k .
+    $$
+
+    That gradient is why the output function and the loss belong together: the softmax's
+    Jacobian and the logarithm's $1/p$ cancel into a plain difference (for two classes,
+    $\partial L/\partial z = \hat p - y$). Below, the bars are the formula $p - q$ and the dark
+    dots autograd's $\partial L/\partial z$.
+    """)
+    return
+
+
+@app.cell
+def _():
+    ce_logits = mo.ui.text(value="2.0, 0.5, -1.0, 0.0", label="logits z", full_width=True)
+    return (ce_logits,)
+
+
+@app.cell
+def _():
+    ce_target = mo.ui.slider(0, 11, step=1, value=1, label="true class y", show_value=True)
+    return (ce_target,)
+
+
+@app.cell
+def _():
+    smoothing = mo.ui.slider(0.0, 0.5, step=0.01, value=0.1, label="label smoothing ε", show_value=True)
+    return (smoothing,)
+
+
+@app.cell
+def _(ce_logits, ce_target, smoothing):
+    ce_report = None
+    try:
+        _z = activations_lab.parse_numbers(ce_logits.value, name="logits")
+    except ValueError as _err:
+        _out = mo.callout(mo.md(f"**Cannot read the logits.** {_err}"), kind="warn")
+    else:
+        if ce_target.value >= len(_z):
+            _out = mo.callout(mo.md(f"**There are only {len(_z)} classes** (0 to {len(_z) - 1}): "
+                                    f"class {ce_target.value} does not exist. Lower y or add logits."), kind="warn")
+        else:
+            ce_report = lab.cross_entropy_report(_z, int(ce_target.value), smoothing.value)
+            _classes = [f"class {k}" for k in range(len(_z))]
+            _probs = plot.grouped_bars(_classes, {"predicted p": ce_report.probs, "target q": ce_report.target},
+                                       y_title="probability", y_domain=(0, 1),
+                                       colors={"predicted p": "model", "target q": "target"},
+                                       title="Prediction and (smoothed) target")
+            _grad = plot.bars(_classes, ce_report.grad_formula, bar_label="p − q (formula)",
+                              color_name="derivative", dots={"autograd ∂L/∂z": ce_report.grad_autograd},
+                              y_title="∂L/∂z_k", title="Gradient with respect to the logits")
+            _out = mo.vstack([
+                mo.hstack([_probs, _grad], widths=[1, 1]),
+                mo.md(f"Cross-entropy **L = {ce_report.loss:.4f}** (engine `F.cross_entropy(z, y, "
+                      f"label_smoothing={smoothing.value:g})`); largest |autograd − (p − q)| = "
+                      f"**{np.abs(ce_report.grad_autograd - ce_report.grad_formula).max():.1e}**. "
+                      "With ε > 0 the loss cannot reach 0: the best the model can do is p = q."),
+            ])
+    mo.vstack([ce_logits, mo.hstack([ce_target, smoothing]), _out])
+    return (ce_report,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 4. Why losses take logits
+
+    Written naively, cross-entropy is `-log(exp(z[y]) / exp(z).sum())`. In float32, $e^{z}$
+    overflows past $z \approx 88.7$ and the ratio becomes `inf/inf = nan`; the probability of an
+    unlikely class underflows to 0 and its log to $-\infty$. The fused loss never forms those
+    numbers:
+
+    $$
+    -\ln \operatorname{softmax}(z)_y = -z_y + \ln\sum_j e^{z_j}
+    = -z_y + m + \ln\sum_j e^{z_j - m}, \qquad m = \max_j z_j ,
+    $$
+
+    which is exact for any logits. This is why `F.cross_entropy` and
+    `F.binary_cross_entropy_with_logits` (like their PyTorch namesakes) take **logits**, not
+    probabilities. Below: logits $s\cdot(1, 0, -1)$ with the last class as the target, whose
+    true loss is $2s + \ln(1 + e^{-s} + e^{-2s})$, about $2s$.
+    """)
+    return
+
+
+@app.cell
+def _():
+    logit_scale = mo.ui.slider(steps=[1, 2, 5, 10, 20, 30, 50, 80, 100, 200, 500, 1000], value=50,
+                               label="logit scale s", show_value=True)
+    return (logit_scale,)
+
+
+@app.cell
+def _():
+    precision = mo.ui.radio(options=["float32", "float64"], value="float32", label="precision", inline=True)
+    return (precision,)
+
+
+@app.cell
+def _(logit_scale, precision):
+    _scales = np.geomspace(1, 1000, 61)
+    _naive, _fused = lab.naive_vs_fused(_scales, precision.value)
+    naive_now, fused_now = (float(v[0]) for v in lab.naive_vs_fused([logit_scale.value], precision.value))
+    _exact = lab.naive_vs_fused(_scales, "float64")[1]
+    _rel = np.abs(_naive - _exact) / _exact
+    _bad = ~np.isfinite(_naive) | (_rel > 1e-3)
+    naive_breaks_at = float(_scales[np.argmax(_bad)]) if _bad.any() else None
+    _chart = plot.curves(_scales, {"fused cross_entropy": _fused, "naive log(softmax)": _naive},
+                         x_title="logit scale s", y_title="loss", log_y=True, log_x=True,
+                         colors={"naive log(softmax)": "error", "fused cross_entropy": "target"},
+                         dashed=["naive log(softmax)"], title=f"Cross-entropy in {precision.value}", height=240)
+    _chart = _chart + plot.rule(logit_scale.value, orient="x")
+    _shown = "nan" if np.isnan(naive_now) else ("inf" if np.isinf(naive_now) else f"{naive_now:.4f}")
+    _where = (f"In {precision.value} the naive formula is off by more than 0.1 % (or not finite) from "
+              f"s ≈ **{naive_breaks_at:.3g}** on; there the red curve stops or leaves the green one."
+              if naive_breaks_at is not None else f"In {precision.value} the naive formula survives up to s = 1000.")
+    mo.vstack([
+        mo.hstack([logit_scale, precision]),
+        _chart,
+        mo.md(f"At s = {logit_scale.value:g}: naive **{_shown}**, fused **{fused_now:.4f}** "
+              f"(float64: {float(lab.naive_vs_fused([logit_scale.value], 'float64')[1][0]):.4f}). {_where}"),
+    ])
+    return fused_now, naive_breaks_at, naive_now
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 5. KL divergence is not a distance
+
+    $$
+    D_{\mathrm{KL}}(p\,\|\,q) = \sum_x p(x)\ln\frac{p(x)}{q(x)} \;\ge 0,
+    \qquad D_{\mathrm{KL}}(p\,\|\,q) \ne D_{\mathrm{KL}}(q\,\|\,p).
+    $$
+
+    Cross-entropy equals $D_{\mathrm{KL}}(p\|q)$ plus the entropy of $p$, so minimising one
+    minimises the other. Here $p$ is a two-bump distribution and $q$ a single Gaussian you can
+    move. $D_{\mathrm{KL}}(p\|q)$ explodes where $q$ misses mass that $p$ has; $D_{\mathrm{KL}}(q\|p)$
+    explodes where $q$ puts mass that $p$ lacks. Press the button to let the engine fit $q$ each
+    way from where you put it: forward KL **covers** both bumps, reverse KL **picks** one
+    (the behaviour behind variational inference's over-confident posteriors).
+    """)
+    return
+
+
+@app.cell
+def _():
+    kl_separation = mo.ui.slider(0.0, 8.0, step=0.5, value=5.0, label="bump separation", show_value=True)
+    return (kl_separation,)
+
+
+@app.cell
+def _():
+    q_mu = mo.ui.slider(-4.0, 4.0, step=0.1, value=1.0, label="q: mean μ", show_value=True)
+    return (q_mu,)
+
+
+@app.cell
+def _():
+    q_sigma = mo.ui.slider(0.2, 4.0, step=0.1, value=1.0, label="q: std σ", show_value=True)
+    return (q_sigma,)
+
+
+@app.cell
+def _():
+    kl_fit_button = mo.ui.run_button(label="fit q both ways")
+    return (kl_fit_button,)
+
+
+@app.cell
+def _(kl_fit_button, kl_separation, q_mu, q_sigma):
+    kl_grid = np.linspace(-7, 7, 281)
+    kl_p = lab.bimodal_on_grid(kl_grid, separation=kl_separation.value)
+    kl_q = lab.gaussian_on_grid(kl_grid, q_mu.value, q_sigma.value)
+    kl_forward, kl_reverse = lab.kl_both_ways(kl_p, kl_q)
+    kl_fits = {}
+    if kl_fit_button.value:
+        with mo.status.progress_bar(total=2, title="fitting q", remove_on_exit=True) as _bar:
+            for _direction in ("forward", "reverse"):
+                kl_fits[_direction] = lab.fit_gaussian_kl(kl_p, kl_grid, _direction, mu0=q_mu.value,
+                                                          sigma0=q_sigma.value, steps=300)
+                _bar.update()
+    _curves = {"p (target)": kl_p, "q (yours)": kl_q}
+    _colors = {"p (target)": "data", "q (yours)": "model"}
+    for _direction, (_mu, _sig, _) in kl_fits.items():
+        _name = f"q fitted by {'KL(p‖q)' if _direction == 'forward' else 'KL(q‖p)'}"
+        _curves[_name] = lab.gaussian_on_grid(kl_grid, _mu, _sig)
+        _colors[_name] = "kl_" + _direction
+    _chart = plot.curves(kl_grid, _curves, x_title="x", y_title="probability", colors=_colors, height=240,
+                         dashed=[n for n in _curves if "fitted" in n], title="p and q on a grid of 281 points")
+    _fit_text = "".join(
+        f" · {'KL(p‖q)' if d == 'forward' else 'KL(q‖p)'} fit: μ = {m:.2f}, σ = {s:.2f}"
+        for d, (m, s, _) in kl_fits.items())
+    mo.vstack([
+        mo.hstack([kl_separation, q_mu, q_sigma, kl_fit_button], wrap=True),
+        _chart,
+        mo.md(f"KL(p‖q) = **{kl_forward:.4f}** · KL(q‖p) = **{kl_reverse:.4f}**{_fit_text}"),
+    ])
+    return kl_fits, kl_forward, kl_reverse
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 6. MSE on a sigmoid learns slowly when it is badly wrong
+
+    Take a positive example ($y=1$) and let its logit $z$ range from very wrong ($z \ll 0$) to
+    very right. With cross-entropy, $\partial L/\partial z = \sigma(z) - 1 \to -1$: the worse the
+    mistake, the stronger the push. With MSE on the probability,
+
+    $$
+    \frac{\partial}{\partial z}\,(\sigma(z) - 1)^2 = 2(\sigma(z)-1)\,\sigma(z)\,(1-\sigma(z)) \;\to\; 0
+    \quad (z \to -\infty),
+    $$
+
+    because the sigmoid has flattened: a confident mistake gets almost no gradient. On the right,
+    a logistic regression starts from a wrong weight $w_0$ and trains with each loss.
+    """)
+    return
+
+
+@app.cell
+def _():
+    w0 = mo.ui.slider(-6.0, 6.0, step=0.5, value=-4.0, label="initial weight w₀", show_value=True)
+    return (w0,)
+
+
+@app.cell
+def _():
+    clf_lr = mo.ui.slider(steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=0.3, label="learning rate η", show_value=True)
+    return (clf_lr,)
+
+
+@app.cell
+def _(clf_lr, w0):
+    _m = np.linspace(-10, 10, 201)
+    margin_grads = lab.margin_gradients(_m)
+    _ce_auto, _ce_formula = margin_grads["cross-entropy"]
+    _mse_auto, _mse_formula = margin_grads["MSE on σ(z)"]
+    _margin = plot.curves(_m, {"CE formula": _ce_formula, "MSE formula": _mse_formula},
+                          dots={"CE autograd": _ce_auto, "MSE autograd": _mse_auto}, n_dots=21,
+                          colors={"CE formula": "cross_entropy", "MSE formula": "mse", "MSE autograd": "#475569"},
+                          x_title="logit z of a positive example (margin)", y_title="|∂L/∂z|", height=240,
+                          title="Gradient against margin")
+    _x, _y = lab.sigmoid_classifier_data(100, seed=0)
+    clf_runs = {name: lab.train_sigmoid_classifier(_x, _y, name, w0=w0.value, lr=clf_lr.value, steps=100)
+                for name in ("cross_entropy", "mse")}
+    _acc = plot.loss_curves({"cross-entropy": clf_runs["cross_entropy"]["accuracy"],
+                             "MSE on σ(z)": clf_runs["mse"]["accuracy"]},
+                            x_title="step", y_title="training accuracy", height=240,
+                            colors={"cross-entropy": "cross_entropy", "MSE on σ(z)": "mse"},
+                            title=f"Training from w₀ = {w0.value:g}")
+    _steps = {n: int(np.argmax(r["accuracy"] >= 0.95)) if np.any(r["accuracy"] >= 0.95) else None
+              for n, r in clf_runs.items()}
+    _say = " · ".join(f"{'cross-entropy' if n == 'cross_entropy' else 'MSE'}: "
+                      + (f"95 % accuracy after **{s}** steps" if s is not None else "**not** at 95 % after 100 steps")
+                      for n, s in _steps.items())
+    mo.vstack([mo.hstack([w0, clf_lr]), mo.hstack([_margin, _acc], widths=[1, 1]), mo.md(_say)])
+    return clf_runs, margin_grads
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 7. The initial-loss check
+
+    Before training, a classifier's logits should be small, so every class gets about $1/K$ and
+    the cross-entropy is about $-\ln(1/K) = \ln K$: 0.693 for two classes, 2.303 for ten. If the
+    first loss you print is far above $\ln K$, the initialisation is making confident guesses (or
+    the labels and logits do not match); if it is NaN, look for a log of zero. Random logits
+    $z \sim \mathcal N(0, s^2)$ against random labels:
+    """)
+    return
+
+
+@app.cell
+def _():
+    n_classes = mo.ui.slider(steps=[2, 3, 5, 10, 20, 50, 100, 1000], value=10, label="classes K", show_value=True)
+    return (n_classes,)
+
+
+@app.cell
+def _():
+    init_logit_scale = mo.ui.slider(steps=[0.001, 0.01, 0.1, 0.3, 1.0, 3.0, 10.0], value=0.01,
+                                    label="logit scale s", show_value=True)
+    return (init_logit_scale,)
+
+
+@app.cell
+def _(init_logit_scale, n_classes):
+    initial, ln_k = lab.initial_loss(n_classes.value, init_logit_scale.value, n_samples=512, seed=0)
+    _ratio = initial / ln_k
+    _kind = "success" if abs(_ratio - 1) < 0.05 else "warn"
+    mo.vstack([
+        mo.hstack([n_classes, init_logit_scale]),
+        mo.callout(mo.md(f"Initial cross-entropy **{initial:.4f}** against ln K = **{ln_k:.4f}** "
+                         f"(ratio {_ratio:.2f}). " + ("Healthy start." if _kind == "success" else
+                                                     "Too far from ln K: shrink the initial logits.")), kind=_kind),
+    ])
+    return initial, ln_k
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 8. Check yourself
+    """)
+    return
+
+
+@app.cell
+def _():
+    answer_ln10 = mo.ui.text(placeholder="e.g. 1.0", label="L₀ =")
+    return (answer_ln10,)
+
+
+@app.cell
+def _(answer_ln10):
+    ln10_truth = float(engine.functional.cross_entropy(engine.zeros(1, 10), np.array([3])).item())
+    mo.vstack([
+        mo.md("**1.** A freshly initialised 10-class classifier outputs all-zero logits. What cross-entropy "
+              "does it start from? (Three decimals.)"),
+        answer_ln10,
+        verdict(check_number(answer_ln10.value, ln10_truth, abs_tol=0.002, hint="Every class gets 1/10.")),
+    ])
+    return (ln10_truth,)
+
+
+@app.cell
+def _():
+    answer_huber = mo.ui.text(placeholder="e.g. 4.5", label="Huber(e = 3) =")
+    return (answer_huber,)
+
+
+@app.cell
+def _(answer_huber):
+    huber_truth = float(lab.regression_curves("huber", np.array([3.0]), delta=1.0).f[0])
+    mo.vstack([
+        mo.md("**2.** Huber loss with δ = 1 for a residual e = 3?"),
+        answer_huber,
+        verdict(check_number(answer_huber.value, huber_truth, abs_tol=1e-3,
+                             hint="|e| > δ, so the linear branch δ(|e| − δ/2) applies.")),
+    ])
+    return (huber_truth,)
+
+
+@app.cell
+def _():
+    answer_bce = mo.ui.text(placeholder="e.g. 0.5", label="∂L/∂z =")
+    return (answer_bce,)
+
+
+@app.cell
+def _(answer_bce):
+    _z = engine.tensor(np.array([np.log(0.8 / 0.2)]), requires_grad=True)
+    engine.functional.binary_cross_entropy_with_logits(_z, np.array([1.0])).backward()
+    bce_truth = float(_z.grad[0])
+    mo.vstack([
+        mo.md("**3.** A binary classifier gives a positive example (y = 1) the probability p̂ = 0.8. "
+              "What is ∂L/∂z of the cross-entropy with respect to its logit?"),
+        answer_bce,
+        verdict(check_number(answer_bce.value, bce_truth, abs_tol=1e-3, hint="∂L/∂z = p̂ − y; mind the sign.")),
+    ])
+    return (bce_truth,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 9. The same in your own script
+
+    ```python
+    import numpy as np
+    import engine
+    import engine.functional as F
+
+    pred = engine.tensor(np.array([0.5, 2.0, -3.0]), requires_grad=True)
+    target = np.zeros(3)
+    for loss in (F.mse_loss(pred, target), F.l1_loss(pred, target),
+                 F.huber_loss(pred, target, delta=1.0), F.pseudo_huber_loss(pred, target, delta=1.0)):
+        pred.grad = None
+        loss.backward()
+        print(float(loss.data), pred.grad)
+
+    logits = engine.tensor([[2.0, 0.5, -1.0]], requires_grad=True)
+    loss = F.cross_entropy(logits, np.array([1]), label_smoothing=0.1)   # logits in, never softmax first
+    loss.backward()                                                        # logits.grad = p - q (batch mean)
+
+    z = engine.tensor([1.5]); y = engine.tensor([1.0])
+    F.binary_cross_entropy_with_logits(z, y)                # stable for any z
+    F.kl_div(F.log_softmax(logits, dim=-1), np.array([[0.2, 0.5, 0.3]]), reduction="batchmean")
+    ```
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md(METADATA["id"]))
+    return
+
+
+if __name__ == "__main__":
+    app.run()
