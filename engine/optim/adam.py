@@ -133,14 +133,13 @@ class Adam(Optimizer):
         rebuilt after ``load_state_dict`` or a change of shapes; None if the group cannot be fused."""
         names = self._moment_names if group["amsgrad"] else self._moment_names[:2]
         key = id(group)
+        ids = tuple(map(id, params))
         cached = self._flat_cache.get(key)
-        if cached is not None and cached[0] is group:
-            _, flats, views, offsets = cached
-            if len(views) == len(params) and all(
-                self.state.get(p, {}).get(name) is view[i]
-                for p, view in zip(params, views) for i, name in enumerate(names)
-            ):
-                return (*flats[:2], flats[2] if len(flats) > 2 else None, offsets)
+        # the views stay valid until load_state_dict replaces self.state or the parameters change
+        if cached is not None and cached[0] is group and cached[1] is self.state and cached[2] == ids \
+                and len(cached[3]) == len(names):
+            flats, offsets = cached[3], cached[4]
+            return (*flats[:2], flats[2] if len(flats) > 2 else None, offsets)
         dtype = params[0].data.dtype
         if any(p.data.dtype != dtype for p in params):
             return None
@@ -165,7 +164,7 @@ class Adam(Optimizer):
             s["step"] = step
             for name, arr in zip(names, view):
                 s[name] = arr
-        self._flat_cache[key] = (group, flats, views, offsets)
+        self._flat_cache[key] = (group, self.state, ids, flats, offsets)
         return (*flats[:2], flats[2] if len(flats) > 2 else None, offsets)
 
 
