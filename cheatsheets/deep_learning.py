@@ -57,11 +57,11 @@ def _():
     mo.md(f"""
     # {METADATA["name"]}
 
-    A map of the formulas of deep learning, from one neuron to diffusion models. Each row gives
-    the formula and the same computation three ways: in NumPy, in the course's own engine, and in
-    PyTorch. The tests run every one of these snippets on random inputs and check that they agree,
-    so what you copy from here computes what it says. Follow the training path to find a
-    formula, then the links to the notebook that explains it.
+    From one neuron to diffusion models, on one page. Each row pairs a formula with the same
+    computation written three ways: NumPy, the course's own engine, and PyTorch. The test suite
+    runs every one of those snippets on random inputs and checks that the three agree, so code
+    copied from here computes what the formula says. Sections follow the order of a training
+    step; each names the notebook where its formulas are derived and explored.
     """)
     return
 
@@ -88,9 +88,9 @@ def _():
     }
     $$
 
-    Training repeats this loop over mini-batches: the forward pass computes the loss, the
-    backward pass its gradient with respect to every parameter, and the optimizer moves the
-    parameters a small step against it. Sections 1–3 are the forward pass, 4 the backward pass,
+    One optimisation step runs this chain once on a mini-batch: the forward pass ends in a
+    number, the loss; the backward pass returns that number's gradient for every parameter; the
+    optimizer uses the gradient to change the parameters a little. Sections 1–3 are the forward pass, 4 the backward pass,
     5–7 and 10 how the step is taken and kept stable, 12–13 how to run and debug the whole loop.
     """)
     return
@@ -113,8 +113,8 @@ def _(query):
 def _(query):
     show_section("neuron", query.value, r"""
     A neuron weighs its inputs, adds a bias and bends the sum with an activation $\phi$; a dense
-    layer does this for $n_{out}$ neurons at once with one matrix product. Without the bend,
-    stacked layers would collapse into a single linear map.
+    layer does this for $n_{out}$ neurons at once with one matrix product. Take the activations
+    away and any stack of layers is one matrix product.
     """)
     return
 
@@ -176,8 +176,9 @@ def _(query):
 def _(query):
     show_section("norm", query.value, r"""
     Normalisation rescales activations to zero mean and unit variance, then lets the network
-    choose its own scale $\gamma$ and shift $\beta$. BatchNorm takes the statistics over the batch
-    (CNNs), LayerNorm over the features of one sample (Transformers).
+    choose its own scale $\gamma$ and shift $\beta$. BatchNorm computes the statistics per feature
+    across the batch, which suits CNNs; LayerNorm per sample across its features, which suits
+    Transformers and works at any batch size.
     """)
     return
 
@@ -195,10 +196,11 @@ def _(query):
 @app.cell(hide_code=True)
 def _(query):
     show_section("attention", query.value, r"""
-    Attention mixes the values $V$ with weights given by a softmax over query-key scores. With
-    $H$ heads, $d_{model}$ splits into $H$ heads of width $d_k = d_{model}/H$; the scores tensor is
-    $[B, H, L, L]$. RoPE encodes positions by rotating pairs of query and key coordinates, so
-    that scores depend only on the distance between tokens.
+    Each query scores every key by a dot product; a softmax turns one query's scores into
+    weights, and its output is the weighted average of the values. With $H$ heads, $d_{model}$
+    splits into heads of width $d_k = d_{model}/H$, and the scores form a $[B, H, L, L]$ tensor.
+    RoPE marks positions by turning each coordinate pair of a query or key through an angle
+    proportional to the token's position, so a score depends only on how far apart two tokens are.
     """)
     return
 
@@ -226,12 +228,13 @@ def _(query):
 def _(query):
     show_section("tips", query.value, r"""
     - **Normalise the inputs** with the training set's mean and standard deviation.
-    - **Check the initial loss**: about $\ln K$ for $K$ balanced classes. NaN: lower the learning
-      rate, clip the gradients.
-    - **Overfit one batch** first: the loss must go to about 0, or there is a bug.
+    - **Check the initial loss**: with $K$ balanced classes an untrained model should score near
+      $\ln K$. If the loss turns into NaN, lower the learning rate or clip the gradients.
+    - **Overfit one batch** first: a working model drives the loss on one small batch to almost
+      zero; if it cannot, look for a bug before tuning anything.
     - **`model.train()` / `model.eval()`** switch dropout and BatchNorm between their two modes.
-    - **Training loss down, validation loss up** is overfitting: dropout, weight decay, more
-      data, early stopping.
+    - **When the validation loss climbs while the training loss keeps falling**, the model is
+      memorising: add dropout or weight decay, get more data, or stop earlier.
     - **Check gradients** by central differences in float64 (`engine.gradcheck`).
     - **No gradient** for evaluation and frozen parts: `with engine.no_grad():`.
     """)

@@ -48,9 +48,9 @@ def _():
     # {METADATA["name"]}
 
     Losses by task, each with its gradient, in NumPy, the course's engine and PyTorch.
-    Classification losses take **logits**: the fused forms (`cross_entropy`,
-    `binary_cross_entropy_with_logits`) apply the softmax or sigmoid themselves, exactly and
-    stably.
+    Give classification losses the raw **logits**: `cross_entropy` and
+    `binary_cross_entropy_with_logits` fold the softmax or sigmoid into the loss, which keeps
+    them finite where a separate softmax followed by a log would overflow.
     """)
     return
 

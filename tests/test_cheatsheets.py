@@ -121,10 +121,11 @@ def test_hub_shows_every_section_the_training_path_and_the_loops():
         for i in section.rows:
             assert formulas.row(i).name in text
     assert "The training path" in text and "backpropagation" in text
-    for tip in ("Overfit one batch", "Training loss down, validation loss up", "Check the initial loss"):
+    for tip in ("Overfit one batch", "validation loss climbs while the training loss keeps falling",
+                "Check the initial loss", "Normalise the inputs", "gradcheck", "No gradient"):
         assert tip in text
     code = html.unescape(re.sub(r"<[^>]+>", "", output_html(outputs)))  # highlighted code, tags dropped
-    assert "loss.backward()" in code and "p -= lr * g" in code and "import torch.nn.functional as F" in code
+    assert "loss.backward()" in code and "params[name] -= lr * grads[name]" in code and "import torch.nn.functional as F" in code
 
 
 def test_hub_filter_narrows_the_rows_by_name():

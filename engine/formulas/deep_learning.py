@@ -44,7 +44,7 @@ ROWS = [
     # ---------------------------------------------------------------- neuron and dense layer
     _row("dl.neuron", NEURON, "Neuron", r"z = \mathbf w^\top \mathbf x + b,\quad a = \phi(z)",
          "np.tanh(w @ x + b)", "(w @ x + b).tanh()", "torch.tanh(w @ x + b)",
-         spec(w=N(5), x=N(5), b=0.3), notes="A weighted sum, then an activation φ (here tanh).",
+         spec(w=N(5), x=N(5), b=0.3), notes="Bias plus the inputs weighted by w, passed through φ (tanh here).",
          keywords=("perceptron", "weighted sum")),
     _row("dl.dense", NEURON, "Dense layer", r"\mathbf z^{(l)} = W^{(l)} \mathbf a^{(l-1)} + \mathbf b^{(l)}",
          "x @ W.T + b", "F.linear(x, W, b)", inputs=DENSE,
@@ -53,11 +53,11 @@ ROWS = [
     _row("dl.dense.params", NEURON, "Dense layer parameters", r"\#\text{params} = n_{in}\,n_{out} + n_{out}",
          "n_in * n_out + n_out", "sum(p.numel() for p in nn.Linear(n_in, n_out).parameters())",
          inputs=spec(n_in=lambda rng: int(rng.integers(1, 500)), n_out=lambda rng: int(rng.integers(1, 500))),
-         notes="Weights, then one bias per output.", keywords=("parameter count",)),
+         notes="n_in·n_out weights and n_out biases.", keywords=("parameter count",)),
     _row("dl.collapse", NEURON, "Linear layers without activation collapse",
          r"(\mathbf x W_1) W_2 = \mathbf x\,(W_1 W_2)", "x @ (W1 @ W2)", "(x @ W1) @ W2",
          inputs=spec(x=N(4, 5), W1=N(5, 6), W2=N(6, 3)),
-         notes="Without a non-linearity between them, two layers are one linear map."),
+         notes="(x W₁) W₂ is the single matrix W₁W₂: depth adds nothing without a non-linearity."),
     # ---------------------------------------------------------------- backpropagation
     _row("dl.backprop.outer", BACKPROP, "Weight and bias gradients (one sample)",
          r"\frac{\partial L}{\partial W^{(l)}} = \boldsymbol\delta^{(l)} (\mathbf a^{(l-1)})^\top,\quad "
@@ -133,7 +133,7 @@ ROWS = [
     _row("dl.tips.no_grad", TIPS, "No-grad: build no graph", r"\texttt{no\_grad}: \text{no gradient tracked}",
          "False", "with engine.no_grad(): r = (x * 2).requires_grad",
          "with torch.no_grad(): r = (x * 2).requires_grad", inputs=spec(x=N(3)), grad=("x",),
-         result="r", notes="For evaluation and frozen parts: faster, and no memory kept for backward.",
+         result="r", notes="Nothing is recorded for backward: use it to evaluate, or around layers you keep fixed.",
          keywords=("inference", "frozen")),
     # ---------------------------------------------------------------- diffusion
     _row("dl.diffusion.alpha_bar", DIFF, "Noise schedule: ᾱ_t",
@@ -260,25 +260,33 @@ def hub_section(key: str) -> HubSection:
 NUMPY_TRAINING_LOOP = '''\
 import numpy as np
 
-def softmax(z):
-    e = np.exp(z - z.max(1, keepdims=True))          # stable: shift by the row max
-    return e / e.sum(1, keepdims=True)
-
-rng = np.random.default_rng(0)                       # X: [N, D], y: [N] class indices
-N, D = X.shape
-H, K, lr = 32, int(y.max()) + 1, 0.5
-W1 = rng.normal(0, np.sqrt(2 / D), (D, H)); b1 = np.zeros(H)    # He initialisation
-W2 = rng.normal(0, np.sqrt(2 / H), (H, K)); b2 = np.zeros(K)
+rng = np.random.default_rng(0)                        # X: [N, D] inputs, y: [N] class indices
+n, d = X.shape
+hidden, classes, lr = 32, int(y.max()) + 1, 0.5
+onehot = np.eye(classes)[y]
+params = {
+    "W1": rng.standard_normal((d, hidden)) * np.sqrt(2 / d),        # He initialisation
+    "b1": np.zeros(hidden),
+    "W2": rng.standard_normal((hidden, classes)) * np.sqrt(2 / hidden),
+    "b2": np.zeros(classes),
+}
 for epoch in range(500):
-    Z1 = X @ W1 + b1; A1 = np.maximum(0, Z1)         # dense layer + ReLU
-    P = softmax(A1 @ W2 + b2)                        # logits -> probabilities
-    loss = -np.log(P[np.arange(N), y]).mean()        # cross-entropy
-    dZ2 = (P - np.eye(K)[y]) / N                     # dL/dlogits = p - onehot(y)
-    dW2, db2 = A1.T @ dZ2, dZ2.sum(0)                # dW = A^T dZ, db = sum of dZ
-    dZ1 = (dZ2 @ W2.T) * (Z1 > 0)                    # dA = dZ W^T, times ReLU'
-    dW1, db1 = X.T @ dZ1, dZ1.sum(0)
-    for p, g in ((W1, dW1), (b1, db1), (W2, dW2), (b2, db2)):
-        p -= lr * g                                  # SGD step, in place
+    # forward: dense, ReLU, dense, log-softmax, cross-entropy
+    pre = X @ params["W1"] + params["b1"]
+    h = np.maximum(pre, 0)
+    logits = h @ params["W2"] + params["b2"]
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = -(onehot * log_probs).sum(axis=1).mean()
+    # backward: the chain rule, from the loss to each parameter
+    d_logits = (np.exp(log_probs) - onehot) / n                # softmax minus one-hot
+    grads = {"W2": h.T @ d_logits, "b2": d_logits.sum(axis=0)}
+    d_pre = (d_logits @ params["W2"].T) * (pre > 0)            # back through W2, then ReLU'
+    grads["W1"], grads["b1"] = X.T @ d_pre, d_pre.sum(axis=0)
+    # update: one step of gradient descent on every parameter
+    for name in params:
+        params[name] -= lr * grads[name]
+accuracy = (logits.argmax(axis=1) == y).mean()
 '''
 
 ENGINE_TRAINING_LOOP = '''\
@@ -286,19 +294,19 @@ import engine
 import engine.functional as F
 from engine import nn, optim
 
-engine.manual_seed(0)                                # X: [N, D], y: [N] class indices
+engine.manual_seed(0)                                 # X: [N, D] inputs, y: [N] class indices
 inputs, targets = engine.tensor(X, dtype=engine.float32), engine.tensor(y)
 model = nn.Sequential(nn.Linear(X.shape[1], 32), nn.ReLU(), nn.Linear(32, int(y.max()) + 1))
 opt = optim.AdamW(model.parameters(), lr=0.02)
 for epoch in range(300):
-    model.train()                                    # dropout / BatchNorm in training mode
-    loss = F.cross_entropy(model(inputs), targets)   # logits in: no softmax first
-    opt.zero_grad()                                  # gradients accumulate otherwise
-    loss.backward()                                  # backpropagation
+    model.train()                                     # the training behaviour of every layer
+    loss = F.cross_entropy(model(inputs), targets)    # the loss takes the raw logits
+    opt.zero_grad()                                   # .grad adds up across backward() calls
+    loss.backward()                                   # every parameter's .grad, by the chain rule
     nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
 model.eval()
-with engine.no_grad():
+with engine.no_grad():                                # no graph needed to measure
     accuracy = (model(inputs).argmax(1).numpy() == y).mean()
 '''
 
@@ -338,8 +346,4 @@ def run_training_loop(backend: str, X, y) -> dict:
     exec(compile(code, f"<training loop: {backend}>", "exec"), ns)
     loss = ns["loss"]
     loss = float(loss.item() if hasattr(loss, "item") else loss)
-    if "accuracy" in ns:
-        accuracy = float(ns["accuracy"])
-    else:
-        accuracy = float((ns["P"].argmax(1) == y).mean())
-    return {"loss": loss, "accuracy": accuracy}
+    return {"loss": loss, "accuracy": float(ns["accuracy"])}

@@ -49,11 +49,11 @@ ROWS = [
     # ---------------------------------------------------------------- update rules
     _update("opt.sgd", "SGD", r"\theta \leftarrow \theta - \eta\, g",
             "p = p - lr * g", "optim.SGD([p], lr=lr)", {}, lr=0.1,
-            notes="g = ∇θL on a mini-batch; too large an η diverges, too small crawls."),
+            notes="g is the mini-batch gradient ∇θL; η sets the step length."),
     _update("opt.momentum", "SGD with momentum",
             r"v \leftarrow \mu v + g,\quad \theta \leftarrow \theta - \eta\, v",
             "v = mu * v + g; p = p - lr * v", "optim.SGD([p], lr=lr, momentum=mu)", {"v": 0.0},
-            lr=0.1, mu=0.9, notes="Averages successive gradients: faster along persistent directions."),
+            lr=0.1, mu=0.9, notes="A running sum of past gradients: directions that keep agreeing build up speed, oscillations cancel."),
     _update("opt.nesterov", "Nesterov momentum",
             r"v \leftarrow \mu v + g,\quad \theta \leftarrow \theta - \eta\,(g + \mu v)",
             "v = mu * v + g; p = p - lr * (g + mu * v)",

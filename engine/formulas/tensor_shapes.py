@@ -119,7 +119,7 @@ ROWS = [
          "np.einsum('ctk,ck->t', sliding_window_view(x, w.shape[1], axis=1), w) + b",
          "F.conv2d(x.reshape(1, *x.shape[:1], 1, -1), w.reshape(1, *w.shape[:1], 1, -1), b).reshape(-1)",
          "F.conv1d(x[None], w[None], b)[0, 0]", spec(x=N(3, 12), w=N(3, 4), b=N(1)),
-         notes="The same kernel slides along t: weight sharing. The engine runs it as a 1-pixel-high conv2d.",
+         notes="One kernel for every position t (weight sharing); the engine runs it as a conv2d of height 1.",
          keywords=("conv", "weight sharing")),
     _row("shape.max_pool", CONV, "Pooling output size", r"O = \left\lfloor \frac{W - K}{S} \right\rfloor + 1",
          "(W - K) // S + 1", "F.max_pool2d(engine.zeros(1, 1, W, W), K, S).shape[-1]",
@@ -184,8 +184,8 @@ ROWS = [
          "a = np.arange(x.shape[-2])[:, None] * base ** (-2 * np.arange(x.shape[-1] // 2) / x.shape[-1]); "
          "r = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * a); np.stack([r.real, r.imag], -1).reshape(x.shape)",
          "attention.apply_rope(x, base=base)", None, spec(x=N(2, 5, 8), base=10000.0),
-         notes="Consecutive pairs rotate by m·θ_i at position m; applied to queries and keys. "
-               "A pair is a complex number, a rotation a product with e^{imθ}.",
+         notes="Pair i of the token at position m turns by the angle m·θ_i; done to queries and keys, "
+               "not values. Read a pair as a complex number: the turn is a product with e^{imθ}.",
          keywords=("rotary", "position")),
     _row("shape.rope.relative", POS, "RoPE scores depend on m − n only",
          r"\langle R_m q, R_n k\rangle = \operatorname{Re}\sum_i q_i\, \bar k_i\, e^{i(m - n)\theta_i}",
