@@ -210,14 +210,21 @@ def _index_coefficients(target, n_classes, sample_shape, weight, ignore_index, s
             "(the input's shape without its class dimension)"
         )
     valid = t != ignore_index
-    bad = valid & ((t < 0) | (t >= n_classes))
-    if bad.any():
-        raise IndexError(f"{op}: target class {t[bad].flat[0]} is out of range for {n_classes} classes (0 to {n_classes - 1})")
-    safe_t = np.where(valid, t, 0)
+    all_valid = bool(valid.all())
+    if all_valid:  # the common case: two cheap range checks instead of a masked search
+        bad = (t.min() < 0 or t.max() >= n_classes) if t.size else False
+    else:
+        bad = bool((valid & ((t < 0) | (t >= n_classes))).any())
+    if bad:
+        wrong = t[valid & ((t < 0) | (t >= n_classes))].flat[0]
+        raise IndexError(f"{op}: target class {wrong} is out of range for {n_classes} classes (0 to {n_classes - 1})")
+    safe_t = t if all_valid else np.where(valid, t, 0)
+    coef = (safe_t[..., None] == np.arange(n_classes)).astype(dtype)  # one-hot rows
+    if weight is None and all_valid and not smoothing:
+        return coef, float(t.size)
     w = np.ones(n_classes, dtype=dtype) if weight is None else weight
     w_y = w[safe_t] * valid
-    coef = np.zeros(sample_shape + (n_classes,), dtype=dtype)
-    np.put_along_axis(coef, safe_t[..., None], ((1.0 - smoothing) * w_y)[..., None], axis=-1)
+    coef *= ((1.0 - smoothing) * w_y)[..., None]
     if smoothing:
         coef += (smoothing / n_classes) * w * valid[..., None]
     return coef, float(w_y.sum())
