@@ -21,6 +21,7 @@ Positions: ``sinusoidal_positions`` (Vaswani et al., 2017) and rotary embeddings
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -88,64 +89,126 @@ def padding_mask(lengths, L: int | None = None) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- attention
+def _softmax_scores(q, k, add, blocked, scale, bias):
+    """(q·scale, P) with P = softmax(q kᵀ·scale + add + bias, blocked → −inf) along the keys."""
+    qs = q * np.asarray(scale, dtype=q.dtype)  # scale the small [L, d] operand, not [L, S]
+    scores = np.matmul(qs, np.swapaxes(k, -1, -2))
+    for extra in (add, bias):
+        if extra is not None:
+            scores = _add_into(scores, extra)
+    if blocked is not None:
+        shape = np.broadcast_shapes(scores.shape, blocked.shape)
+        if shape != scores.shape:
+            scores = np.broadcast_to(scores, shape).copy()
+        np.copyto(scores, -np.inf, where=blocked)
+    top = scores.max(axis=-1, keepdims=True)
+    top[~np.isfinite(top)] = 0.0  # a fully blocked row: exp(−inf − 0) = 0, no inf − inf
+    scores -= top
+    np.exp(scores, out=scores)
+    total = np.einsum("...j->...", scores)[..., None]  # row sums (einsum: faster than .sum here)
+    total[total == 0] = 1.0  # a fully blocked row keeps weights 0 instead of 0/0
+    scores /= total
+    return qs, scores
+
+
+def _softmax_scores_backward(ds, p, qs, k, scale, needs):
+    """Turn ds = ∂L/∂P (a scratch array, overwritten) into ∂L/∂scores, then into (∂L/∂q, ∂L/∂k, ∂L/∂add)."""
+    row = np.einsum("...j,...j->...", ds, p)[..., None]  # Σⱼ gⱼPⱼ without an [L, S] temporary
+    ds -= row
+    ds *= p
+    gq = np.matmul(ds, k) * np.asarray(scale, dtype=ds.dtype) if needs[0] else None
+    gk = np.matmul(np.swapaxes(ds, -1, -2), qs) if needs[1] else None  # qs already holds the scale
+    return gq, gk, ds
+
+
 class AttentionWeights(Function):
     """P = softmax(q kᵀ·scale + mask) along the last axis; blocked entries (False / −inf) get 0.
 
     Gradient (g = ∂L/∂P): ∂L/∂scores = dS = P ⊙ (g − Σⱼ gⱼPⱼ) (softmax's vector-Jacobian product),
     ∂L/∂q = dS k · scale,  ∂L/∂k = dSᵀ q · scale,  ∂L/∂mask = dS (an additive float mask).
+
+    ``add`` is a float mask that may need a gradient; ``bias`` (a constant additive array, e.g. the
+    cached causal mask) and ``blocked`` (boolean, True = blocked) are settings without one.
     """
 
     @staticmethod
-    def forward(ctx, q, k, add=None, *, blocked, scale):
-        scores = np.matmul(q, np.swapaxes(k, -1, -2))
-        scores *= scale
-        if add is not None:
-            scores = scores + add
-        if blocked is not None:
-            shape = np.broadcast_shapes(scores.shape, blocked.shape)
-            if shape != scores.shape:
-                scores = np.broadcast_to(scores, shape).copy()
-            np.copyto(scores, -np.inf, where=blocked)
-        top = scores.max(axis=-1, keepdims=True)
-        top[~np.isfinite(top)] = 0.0  # a fully blocked row: exp(−inf − 0) = 0, no inf − inf
-        scores -= top
-        np.exp(scores, out=scores)
-        total = scores.sum(axis=-1, keepdims=True)
-        total[total == 0] = 1.0  # a fully blocked row keeps weights 0 instead of 0/0
-        scores /= total
-        ctx.save_for_backward(q, k, scores)
+    def forward(ctx, q, k, add=None, *, blocked, scale, bias=None):
+        qs, p = _softmax_scores(q, k, add, blocked, scale, bias)
+        ctx.save_for_backward(qs, k, p)
         ctx.scale = scale
-        return scores
+        return p
 
     @staticmethod
     def backward(ctx, g):
-        q, k, p = ctx.saved_tensors
+        qs, k, p = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        ds = g * p
-        ds -= p * ds.sum(axis=-1, keepdims=True)  # P ⊙ g − P ⊙ Σ(g ⊙ P)
-        gq = np.matmul(ds, k) * ctx.scale if needs[0] else None
-        gk = np.matmul(np.swapaxes(ds, -1, -2), q) * ctx.scale if needs[1] else None
-        if len(needs) == 3:
-            return gq, gk, (ds if needs[2] else None)
-        return gq, gk
+        gq, gk, ds = _softmax_scores_backward(g.copy(), p, qs, k, ctx.scale, needs)  # g is not ours
+        return (gq, gk, ds if needs[2] else None) if len(needs) == 3 else (gq, gk)
 
 
-def _split_mask(op: str, attn_mask, is_causal: bool, L: int, S: int, scores_shape):
-    """(additive float Tensor or None, boolean 'blocked' array or None) from the user's mask."""
+class ScaledDotProductAttention(Function):
+    """out = P v with P = softmax(q kᵀ·scale + mask): attention in one node (no dropout).
+
+    Gradient (g = ∂L/∂out): ∂L/∂v = Pᵀ g;  ∂L/∂P = g vᵀ, then as :class:`AttentionWeights`.
+    Fusing P v into the node lets ∂L/∂P be computed and turned into ∂L/∂scores in one scratch
+    array, and keeps one fewer [L, S] array alive: the hot path of every transformer layer.
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, add=None, *, blocked, scale, bias=None):
+        qs, p = _softmax_scores(q, k, add, blocked, scale, bias)
+        ctx.save_for_backward(qs, k, v, p)
+        ctx.scale = scale
+        return np.matmul(p, v)
+
+    @staticmethod
+    def backward(ctx, g):
+        qs, k, v, p = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        gv = np.matmul(np.swapaxes(p, -1, -2), g) if needs[2] else None
+        gq = gk = ds = None
+        if needs[0] or needs[1] or (len(needs) == 4 and needs[3]):
+            ds = np.matmul(g, np.swapaxes(v, -1, -2))  # ∂L/∂P, our own scratch array
+            gq, gk, ds = _softmax_scores_backward(ds, p, qs, k, ctx.scale, needs)
+        if len(needs) == 4:
+            return gq, gk, gv, (ds if needs[3] else None)
+        return gq, gk, gv
+
+
+def _add_into(scores: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """scores + extra, in place when the shape and dtype allow it."""
+    if np.broadcast_shapes(scores.shape, extra.shape) == scores.shape and \
+            np.result_type(scores, extra) == scores.dtype:
+        scores += extra
+        return scores
+    return scores + extra
+
+
+@functools.lru_cache(maxsize=32)
+def _causal_bias(L: int, S: int, dtype: str) -> np.ndarray:
+    """A read-only additive causal mask [L, S]: 0 where j <= i, −inf above the diagonal."""
+    bias = np.where(causal_mask(L, S), 0.0, -np.inf).astype(dtype)
+    bias.flags.writeable = False
+    return bias
+
+
+def _split_mask(op: str, attn_mask, is_causal: bool, L: int, S: int, scores_shape, dtype):
+    """The user's mask as (additive float Tensor or None, boolean 'blocked' array or None,
+    constant additive array or None)."""
     if is_causal:
         if attn_mask is not None:
             raise ValueError(f"{op}: give either attn_mask or is_causal=True, not both")
-        return None, ~causal_mask(L, S)
+        return None, None, _causal_bias(L, S, np.dtype(dtype).str)
     if attn_mask is None:
-        return None, None
+        return None, None, None
     mask = attn_mask if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
     _check_broadcast(tuple(mask.shape), scores_shape, f"{op} (attn_mask vs scores [..., L, S])")
     dtype = mask.dtype if isinstance(mask, np.ndarray) else mask.data.dtype
     if dtype == np.bool_:
-        return None, ~np.asarray(getattr(mask, "data", mask))
+        return None, ~np.asarray(getattr(mask, "data", mask)), None
     if dtype.kind != "f":
         raise TypeError(f"{op}: attn_mask must be boolean (True = attend) or float (added), got {dtype}")
-    return as_tensor(mask), None
+    return as_tensor(mask), None, None
 
 
 def _check_qkv(op: str, q: Tensor, k: Tensor, v: Tensor | None = None):
@@ -164,6 +227,16 @@ def _check_qkv(op: str, q: Tensor, k: Tensor, v: Tensor | None = None):
             raise TypeError(f"{op}: {name} must be floating point, got {t.dtype}")
 
 
+def _prepare(op, q, k, attn_mask, is_causal, scale):
+    """Scale and the mask split into (add, blocked, bias) for the primitives."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    L, S = q.shape[-2], k.shape[-2]
+    scores_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (L, S)
+    dtype = np.result_type(q.dtype, k.dtype)
+    add, blocked, bias = _split_mask(op, attn_mask, is_causal, L, S, scores_shape, dtype)
+    return scale, add, blocked, bias
+
+
 def attention_weights(query, key, attn_mask=None, is_causal: bool = False, scale=None) -> Tensor:
     """softmax(q kᵀ · scale + mask) [..., L, S]: how much each query attends to each key.
 
@@ -172,12 +245,9 @@ def attention_weights(query, key, attn_mask=None, is_causal: bool = False, scale
     op = "attention_weights"
     q, k = as_tensor(query), as_tensor(key)
     _check_qkv(op, q, k)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    L, S = q.shape[-2], k.shape[-2]
-    scores_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (L, S)
-    add, blocked = _split_mask(op, attn_mask, is_causal, L, S, scores_shape)
+    scale, add, blocked, bias = _prepare(op, q, k, attn_mask, is_causal, scale)
     inputs = (q, k) if add is None else (q, k, add)
-    return AttentionWeights.apply(*inputs, blocked=blocked, scale=scale)
+    return AttentionWeights.apply(*inputs, blocked=blocked, scale=scale, bias=bias)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
@@ -199,12 +269,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         )
     q, k, v = as_tensor(query), as_tensor(key), as_tensor(value)
     _check_qkv(op, q, k, v)
-    weights = attention_weights(q, k, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
-    if dropout_p > 0.0:
+    if dropout_p > 0.0:  # dropout acts on the weights: compose weights → dropout → product
         from .functional import dropout
 
-        weights = dropout(weights, dropout_p, training=True)
-    return matmul(weights, v)
+        weights = attention_weights(q, k, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+        return matmul(dropout(weights, dropout_p, training=True), v)
+    scale, add, blocked, bias = _prepare(op, q, k, attn_mask, is_causal, scale)
+    inputs = (q, k, v) if add is None else (q, k, v, add)
+    return ScaledDotProductAttention.apply(*inputs, blocked=blocked, scale=scale, bias=bias)
 
 
 # ----------------------------------------------------------------------------- positions

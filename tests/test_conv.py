@@ -175,6 +175,7 @@ TRANSPOSE_CASES = [
     ((1, 2, 3, 4), (2, 3, 4, 2), dict(stride=(3, 2), padding=(1, 0), output_padding=(2, 1)), True),
     ((2, 2, 4, 4), (2, 2, 3, 3), dict(stride=2, dilation=2, padding=1, output_padding=1), True),
     ((2, 4, 3, 3), (4, 3, 3, 3), dict(stride=2, groups=2), True),
+    ((1, 2, 4, 5), (2, 3, 3, 3), dict(dilation=3, padding=1, output_padding=2), False),  # op >= stride
 ]
 
 

@@ -130,6 +130,34 @@ def _col2im(cols6, x_shape, kernel, stride, widths, dilation) -> np.ndarray:
     return out[:, :, top:top + h, left:left + w]
 
 
+def _product_col2im(w2t, rhs, x_shape, kernel, stride, widths, dilation, out_hw) -> np.ndarray:
+    """``_col2im`` of the product ``w2t @ rhs``, without building that product.
+
+    w2t [G, (C/G)·kh·kw, K] and rhs [N, G, K, H_out·W_out]: the product is the column matrix
+    (e.g. W₂ᵀ g, the gradient of the columns), C·kh·kw rows of N·L values, usually the largest
+    array of a convolution. Instead, for each kernel offset (i, j) the slice of C rows that
+    belongs to it is computed into one reused buffer and added onto its strided slice of the
+    image: kh·kw smaller products, the same arithmetic, a fraction of the memory traffic.
+    """
+    n, c, h, w = x_shape
+    groups, _, k = w2t.shape
+    (top, bottom), (left, right) = widths
+    ho, wo = out_hw  # the window grid (rhs has ho·wo columns)
+    w5 = w2t.reshape(groups, c // groups, kernel[0], kernel[1], k)
+    dtype = np.result_type(w2t.dtype, rhs.dtype)
+    out = np.zeros((n, c, h + top + bottom, w + left + right), dtype=dtype)
+    buf = np.empty((n, groups, c // groups, ho * wo), dtype=dtype)
+    piece = buf.reshape(n, c, ho, wo)
+    for i in range(kernel[0]):
+        r0 = i * dilation[0]
+        rows = slice(r0, r0 + stride[0] * (ho - 1) + 1, stride[0])
+        for j in range(kernel[1]):
+            c0 = j * dilation[1]
+            np.matmul(w5[:, :, i, j, :], rhs, out=buf)
+            out[:, :, rows, c0:c0 + stride[1] * (wo - 1) + 1:stride[1]] += piece
+    return out[:, :, top:top + h, left:left + w]
+
+
 def im2col(x, kernel_size, stride=1, padding=0, dilation=1) -> np.ndarray:
     """The column matrix of a convolution: every receptive field as a column.
 
@@ -225,9 +253,7 @@ class Conv2d(Function):
             gw = np.matmul(g4, cols4.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
         if needs[0]:
             w2t = weight.reshape(groups, c_out // groups, k).transpose(0, 2, 1)
-            dcols = np.matmul(w2t, g4)  # [N, G, k, L]
-            gx = _col2im(dcols.reshape(n, c_in, kh, kw, *g.shape[-2:]), x_shape, (kh, kw),
-                         stride, widths, dilation)
+            gx = _product_col2im(w2t, g4, x_shape, (kh, kw), stride, widths, dilation, g.shape[-2:])  # col2im(W₂ᵀ g)
         if len(needs) == 3 and needs[2]:
             gb = g.sum(axis=(0, 2, 3))
         return (gx, gw, gb) if len(needs) == 3 else (gx, gw)
@@ -249,10 +275,8 @@ class ConvTranspose2d(Function):
         k = c_group * kh * kw
         x4 = x.reshape(n, groups, c_in // groups, h * w)
         w2t = weight.reshape(groups, c_in // groups, k).transpose(0, 2, 1)  # [G, k, C_in/G]
-        cols = np.matmul(w2t, x4)  # [N, G, k, L]
-        c_out = c_group * groups
-        y_shape = (n, c_out, *out_hw)
-        out = _col2im(cols.reshape(n, c_out, kh, kw, h, w), y_shape, (kh, kw), stride, widths, dilation)
+        y_shape = (n, c_group * groups, *out_hw)
+        out = _product_col2im(w2t, x4, y_shape, (kh, kw), stride, widths, dilation, (h, w))  # col2im(W₂ᵀ x)
         if bias is not None:
             out = out + bias[:, None, None]
         ctx.save_for_backward(x, weight)
