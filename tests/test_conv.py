@@ -5,13 +5,15 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from oracle import check_against_torch, check_gradcheck, random_arrays, require_torch
 
 import engine
 import engine.functional as F
 from engine import nn, optim
 from engine.ops.conv import col2im, im2col
-from engine.shapes import conv2d_params
+from engine.shapes import conv2d_params, conv_output_size
 
 
 # ----------------------------------------------------------------------------- im2col
@@ -47,6 +49,19 @@ IM2COL_CASES = [
 def test_im2col_matches_the_definition(k, s, p, d):
     (x,) = random_arrays((2, 3, 7, 8), seed=1)
     np.testing.assert_array_equal(im2col(x, k, s, p, d), naive_im2col(x, k, s, p, d))
+
+
+@settings(max_examples=40)
+@given(h=st.integers(1, 9), w=st.integers(1, 9), kh=st.integers(1, 4), kw=st.integers(1, 4),
+       sh=st.integers(1, 3), sw=st.integers(1, 3), ph=st.integers(0, 2), pw=st.integers(0, 2),
+       dh=st.integers(1, 3), dw=st.integers(1, 3))
+def test_im2col_and_conv2d_shapes_for_any_valid_setting(h, w, kh, kw, sh, sw, ph, pw, dh, dw):
+    assume(dh * (kh - 1) + 1 <= h + 2 * ph and dw * (kw - 1) + 1 <= w + 2 * pw)
+    x = np.random.default_rng(h * 100 + w).standard_normal((1, 2, h, w))
+    k, s, p, d = (kh, kw), (sh, sw), (ph, pw), (dh, dw)
+    np.testing.assert_array_equal(im2col(x, k, s, p, d), naive_im2col(x, k, s, p, d))
+    out = F.conv2d(x, np.ones((3, 2, kh, kw)), stride=s, padding=p, dilation=d)
+    assert out.shape == (1, 3, *conv_output_size((h, w), k, s, p, d))
 
 
 def test_im2col_layout_is_torch_unfold():
