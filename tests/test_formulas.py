@@ -233,6 +233,7 @@ def test_row_is_well_formed(row):
 
 def test_ids_are_unique_and_rows_are_found_by_id():
     assert len(set(IDS)) == len(IDS)
+    assert len({r.name for r in ROWS}) == len(ROWS), "two rows share a name (the search and pickers show names)"
     assert formulas.row("deriv.div.grad").name == "Division gradient"
     with pytest.raises(KeyError, match="no row with id 'nope'"):
         formulas.row("nope")

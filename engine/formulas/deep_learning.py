@@ -50,7 +50,7 @@ ROWS = [
          "x @ W.T + b", "F.linear(x, W, b)", inputs=DENSE,
          notes="A batch of row vectors: Z = X Wᵀ + b, W of shape (n_out, n_in).",
          keywords=("linear", "fully connected")),
-    _row("dl.dense.params", NEURON, "Dense layer parameters", r"\#\text{params} = n_{in}\,n_{out} + n_{out}",
+    _row("dl.dense.params", NEURON, "Dense layer parameters, counted on the layer", r"\#\text{params} = n_{in}\,n_{out} + n_{out}",
          "n_in * n_out + n_out", "sum(p.numel() for p in nn.Linear(n_in, n_out).parameters())",
          inputs=spec(n_in=lambda rng: int(rng.integers(1, 500)), n_out=lambda rng: int(rng.integers(1, 500))),
          notes="n_in·n_out weights and n_out biases.", keywords=("parameter count",)),
