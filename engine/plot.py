@@ -530,38 +530,57 @@ def image_grid(images, *, titles=None, ncols: int = 8, cmap: str = "gray", vmin=
     return fig
 
 
-def graph_figure(nodes, edges, *, highlight=None, done=(), width: float = 8.0, height: float = 3.6):
+def graph_figure(nodes, edges, *, highlight=None, done=(), width: float = 8.0, height: float = 3.8):
     """A computation graph, inputs on the left and the output on the right.
 
-    ``nodes``: dicts with 'id', 'label' (e.g. 'mul'), 'value' and 'grad' (None when not yet known),
-    and 'depth' (column); ``edges``: (from_id, to_id) pairs. The node ``highlight`` is the one the
-    backward pass is at (orange); the ids in ``done`` already hold their gradient (teal edge).
+    ``nodes``: dicts with 'id', 'label' (e.g. 'mul'), 'value', 'grad' (None when not yet known),
+    'depth' (column) and optionally 'kind' ('const' nodes show their value only); ``edges``:
+    (from_id, to_id) pairs, repeated when an input is used twice (drawn once, marked ×2). The node
+    ``highlight`` is where the backward pass is (orange); the ids in ``done`` hold their final
+    gradient (teal).
     """
+    from collections import Counter
+
     fig = _figure(width, height)
     ax = fig.add_subplot()
     ax.set_axis_off()
     depth = {n["id"]: n["depth"] for n in nodes}
+    max_d = max(depth.values()) if depth else 0
     cols: dict = {}
     for n in nodes:
         cols.setdefault(n["depth"], []).append(n["id"])
-    pos = {}
-    max_d = max(depth.values()) if depth else 0
-    for d, ids in cols.items():
-        for j, i in enumerate(ids):
-            pos[i] = (d / max(1, max_d), 1 - (j + 1) / (len(ids) + 1))
+    consumers: dict = {}
     for a, b in edges:
+        consumers.setdefault(a, []).append(b)
+    # Place columns right to left; each node near the mean height of the nodes that use it
+    # (the barycentre heuristic), which removes most crossings in small graphs.
+    ypos: dict = {}
+    for d in sorted(cols, reverse=True):
+        ids = cols[d]
+        key = {i: (np.mean([ypos[c] for c in consumers.get(i, []) if c in ypos])
+                   if any(c in ypos for c in consumers.get(i, [])) else 0.5) for i in ids}
+        ids = sorted(ids, key=lambda i: -key[i])
+        for j, i in enumerate(ids):
+            ypos[i] = 1 - (j + 1) / (len(ids) + 1)
+    pos = {i: (depth[i] / max(1, max_d), ypos[i]) for i in depth}
+    for (a, b), count in Counter(edges).items():
         (x0, y0), (x1, y1) = pos[a], pos[b]
-        ax.annotate("", xy=(x1 - 0.045, y1), xytext=(x0 + 0.045, y0),
+        ax.annotate("", xy=(x1 - 0.05, y1), xytext=(x0 + 0.05, y0),
                     arrowprops=dict(arrowstyle="->", color="#9ca3af", lw=1.2))
+        if count > 1:
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.03, f"×{count}", fontsize=8, color="#6b7280", ha="center")
     for n in nodes:
         x, y = pos[n["id"]]
         is_hi = n["id"] == highlight
         edge = PALETTE["derivative"] if is_hi else (PALETTE["train"] if n["id"] in done else "#9ca3af")
         face = "#fff7ed" if is_hi else "white"
-        g = n.get("grad")
-        gtxt = "grad ?" if g is None else f"grad {_short(g)}"
-        ax.text(x, y, f"{n['label']}\n{_short(n['value'])}\n{gtxt}", ha="center", va="center", fontsize=8.5,
-                family="monospace", bbox=dict(boxstyle="round,pad=0.35", fc=face, ec=edge, lw=2.2 if is_hi else 1.2))
+        if n.get("kind") == "const":
+            text, edge = f"const\n{_short(n['value'])}", "#d1d5db"
+        else:
+            g = n.get("grad")
+            text = f"{n['label']}\n{_short(n['value'])}\n" + ("grad ?" if g is None else f"grad {_short(g)}")
+        ax.text(x, y, text, ha="center", va="center", fontsize=8.5, family="monospace",
+                bbox=dict(boxstyle="round,pad=0.35", fc=face, ec=edge, lw=2.2 if is_hi else 1.2))
     ax.set_xlim(-0.08, 1.08)
     ax.set_ylim(0, 1)
     return fig

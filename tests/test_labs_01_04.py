@@ -322,3 +322,143 @@ def test_huber_fit_is_stationary_and_robust_losses_resist_outliers():
     assert abs(slopes["huber"] - 1.5) < abs(slopes["mse"] - 1.5) / 2
     with pytest.raises(ValueError, match="n_outliers"):
         fit_lab.make_line_data(n=10, n_outliers=6)
+
+
+# ============================================================================ graph
+from engine import graph as graphs  # noqa: E402
+
+
+def _square_grads(x, y):
+    inner = x * y + math.sin(x)
+    return 2 * inner * (y + math.cos(x)), 2 * inner * x
+
+
+@pytest.mark.parametrize("x, y", [(1.5, -0.5), (-2.0, 3.0), (0.0, 0.0)])
+def test_traced_graph_gradients_match_the_chain_rule_by_hand(x, y):
+    g = graphs.expression_graph("square", x, y, 0.0)
+    gx, gy = _square_grads(x, y)
+    grads = graphs.input_gradients(g)
+    assert grads["x"] == pytest.approx(gx, abs=1e-12) and grads["y"] == pytest.approx(gy, abs=1e-12)
+    assert g.node(g.output).value == pytest.approx((x * y + math.sin(x)) ** 2)
+
+
+def test_every_expression_against_central_differences():
+    for name, spec in graphs.EXPRESSIONS.items():
+        vals = (0.8, -1.3, 0.4)
+        g = graphs.expression_graph(name, *vals)
+        f = lambda a, b, c: float(spec["build"](*(engine.tensor(np.array(v, dtype=np.float64)) for v in (a, b, c))).data)  # noqa: E731
+        for i, label in enumerate("xyz"):
+            if label not in graphs.input_gradients(g):
+                continue
+            h = 1e-6
+            up, down = list(vals), list(vals)
+            up[i] += h
+            down[i] -= h
+            assert graphs.input_gradients(g)[label] == pytest.approx((f(*up) - f(*down)) / (2 * h), rel=1e-6, abs=1e-8)
+
+
+def test_backward_order_puts_every_node_after_its_users():
+    g = graphs.expression_graph("quotient", 0.5, 1.0, -0.7)
+    position = {i: k for k, i in enumerate(g.order)}
+    for a, b in g.edges:  # b uses a
+        if a in position:
+            assert position[b] < position[a]
+    assert g.order[0] == g.output
+    assert {n.id for n in g.nodes if n.kind != "const"} == set(g.order)
+
+
+def test_steps_replay_what_backward_sent():
+    g = graphs.expression_graph("reuse", 1.2, 0.5, 0.0)  # f = x·eˣ + x·y: x receives three contributions
+    received: dict = {}
+    for k in range(len(g.order)):
+        for parent, _, c in g.step(k).sends:
+            received[parent] = received.get(parent, 0.0) + c
+    for n in g.nodes:
+        if n.kind == "input":
+            assert received[n.id] == pytest.approx(n.grad, abs=1e-12)
+    x = next(n for n in g.nodes if n.label == "x")
+    assert sum(1 for k in range(len(g.order)) for p, _, _ in g.step(k).sends if p == x.id) == 3
+    assert x.grad == pytest.approx(math.exp(1.2) * (1 + 1.2) + 0.5)
+    with pytest.raises(ValueError, match="k must be in"):
+        g.step(len(g.order))
+
+
+def test_local_rules_come_from_the_op_docstrings():
+    g = graphs.expression_graph("square", 1.0, 2.0, 0.0)
+    rules = {n.label: n.rule for n in g.nodes if n.kind == "op"}
+    assert rules["mul"] == "∂r/∂a = b, ∂r/∂b = a"
+    assert rules["sin"] == "∂r/∂a = cos a"
+    assert rules["add"] == "∂r/∂a = 1, ∂r/∂b = 1"
+    from engine.ops.elementwise import Mul
+    assert Mul.__doc__.startswith("r = a·b;")
+    drawing = g.drawing(0)
+    known = [n for n in drawing["nodes"] if n["grad"] is not None]
+    assert [n["id"] for n in known] == [g.output]
+
+
+def test_dense_layer_gradients_by_hand_equal_autograd():
+    d = graphs.dense_layer_gradients(n=7, d_in=5, d_out=3, seed=4)
+    assert d.shapes["dW"] == (5, 3) and d.shapes["db"] == (3,) and d.shapes["dX"] == (7, 5)
+    for k, v in d.max_difference.items():
+        assert v < 1e-12, k
+    # the formulas themselves, against a finite difference of L = Σ (XW + b) ⊙ G
+    rng = np.random.default_rng(4)
+    X, W, b = rng.standard_normal((7, 5)), rng.standard_normal((5, 3)), rng.standard_normal(3)
+    G = rng.standard_normal((7, 3))
+    L = lambda W_: np.sum((X @ W_ + b) * G)  # noqa: E731
+    E = np.zeros_like(W)
+    E[2, 1] = 1e-6
+    assert (L(W + E) - L(W - E)) / 2e-6 == pytest.approx(d.by_hand["dW"][2, 1], rel=1e-6)
+    assert graphs.linear_layer_matches_functional() < 1e-12
+    with pytest.raises(ValueError, match="d_in must be"):
+        graphs.dense_layer_gradients(d_in=0)
+
+
+# ============================================================================ fit_lab: playground, gradient check
+
+def test_finite_difference_error_has_the_v_shape():
+    fd = fit_lab.finite_difference_errors(0.7)
+    exact = fit_lab.probe_derivative_exact(0.7)
+    h = 1e-5
+    numeric = (math.sin(0.7 + h) * math.exp(0.7 + h) / (1 + (0.7 + h) ** 2)
+               - math.sin(0.7 - h) * math.exp(0.7 - h) / (1 + (0.7 - h) ** 2)) / (2 * h)
+    assert exact == pytest.approx(numeric, rel=1e-8)
+    for dtype, eps in (("float32", 1.2e-7), ("float64", 2.2e-16)):
+        h_best, e_best = fit_lab.best_step(fd, dtype)
+        e = fd[dtype]
+        assert e[-1] > 100 * e_best and e[0] > 100 * e_best  # both arms of the V rise
+        assert eps ** 0.5 / 100 < h_best < eps ** 0.25  # the bottom sits near ε^(1/3)
+    assert fit_lab.best_step(fd, "float64")[1] < 1e-9 < fit_lab.best_step(fd, "float32")[1]
+    assert fd["autograd_float64"] < 1e-14 and fd["autograd_float32"] < 1e-6
+
+
+def test_playground_learns_moons_and_reports_history():
+    Xtr, ytr, Xva, yva = fit_lab.make_playground_data("moons", n=200, noise=0.1, seed=0)
+    assert Xtr.shape == (150, 2) and np.allclose(np.concatenate([Xtr, Xva]).mean(0), 0, atol=1e-12)
+    calls = []
+    run = fit_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
+                                   lr=0.03, epochs=60, progress=calls.append)
+    assert calls == list(range(60)) and not run.diverged
+    assert run.history["train_acc"][-1] > 0.95 and run.history["val_acc"][-1] > 0.9
+    assert run.history["train_loss"][-1] < run.history["train_loss"][0] / 3
+    assert run.grid_probs.shape == (60, 60, 2)
+    np.testing.assert_allclose(run.grid_probs.sum(-1), 1.0, atol=1e-12)
+
+
+def test_playground_divergence_is_flagged_not_raised():
+    Xtr, ytr, Xva, yva = fit_lab.make_playground_data("spirals", n=200, noise=0.1, seed=0)
+    run = fit_lab.train_playground(Xtr, ytr, Xva, yva, width=64, depth=4, activation="relu", optimizer="sgd",
+                                   lr=3.0, epochs=40)
+    assert run.diverged and len(run.history["train_loss"]) < 40 and run.grid_probs is None
+    with pytest.raises(ValueError, match="data set must be"):
+        fit_lab.make_playground_data("mnist")
+    with pytest.raises(ValueError, match="optimizer must be"):
+        fit_lab.make_optimizer("lbfgs", [], 0.1)
+
+
+def test_untrained_playground_starts_near_ln_k_and_overfits_one_batch():
+    Xtr, ytr, Xva, yva = fit_lab.make_playground_data("blobs", n=200, noise=0.1, seed=0)
+    run = fit_lab.train_playground(Xtr, ytr, Xva, yva, epochs=0)
+    assert run.history["train_loss"] == [] and run.grid_probs.shape[-1] == 3
+    losses = fit_lab.overfit_one_batch(Xtr, ytr, width=32, depth=2, activation="tanh", steps=300)
+    assert losses[-1] < 0.05 < losses[0]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from engine import activations_lab, course, fit_lab, losses_lab
+from engine import graph as graphs
 from tests.notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, export_html,
                                    load_app, load_module, marimo_check, output_text, run_app, run_headless)
 
@@ -22,6 +23,9 @@ NOTEBOOKS = {
     "02_losses": ["reg_loss", "delta", "n_outliers", "outlier_shift", "ce_logits", "ce_target", "smoothing",
                   "logit_scale", "precision", "kl_separation", "q_mu", "q_sigma", "kl_fit_button", "w0", "clf_lr",
                   "n_classes", "init_logit_scale", "answer_ln10", "answer_huber", "answer_bce"],
+    "03_backprop": ["expr", "x_val", "y_val", "z_val", "bp_step", "dense_n", "dense_in", "dense_out", "gc_x0", "gc_h",
+                    "pg_data", "pg_noise", "pg_width", "pg_depth", "pg_act", "pg_opt", "pg_lr", "pg_epochs",
+                    "train_button", "overfit_button", "answer_neuron", "answer_db", "answer_h"],
 }
 PATHS = {nb: f"notebooks/{nb}.py" for nb in NOTEBOOKS}
 
@@ -224,4 +228,57 @@ def test_02_exercises_are_graded_by_the_engine():
     assert defs["huber_truth"] == pytest.approx(2.5) and defs["bce_truth"] == pytest.approx(-0.2)
     assert text.count("Right") == 3
     text, _ = _text("02_losses", answer_ln10="1", answer_huber="4.5", answer_bce="0.2")
+    assert "Right" not in text and text.count("Not quite") == 3
+
+
+# ----------------------------------------------------------------------------- 03_backprop
+
+def test_03_graph_step_through_shows_the_engine_gradients():
+    for name in graphs.EXPRESSIONS:
+        text, defs = _text("03_backprop", expr=name, x_val=-3.0, y_val=3.0, z_val=0.5, bp_step=2)
+        g = graphs.expression_graph(name, -3.0, 3.0, 0.5)
+        assert defs["input_grads"] == pytest.approx(graphs.input_gradients(g))
+        for label, grad in graphs.input_gradients(g).items():
+            assert f"∂f/∂{label} = {grad:.6g}" in text
+        assert defs["graph_step"].node.id == g.order[2]
+        assert "Local rule" in text or "is an input" in text
+    text, defs = _text("03_backprop", expr="neuron", bp_step=13)
+    assert "past the end" in text
+
+
+def test_03_dense_layer_and_gradient_check():
+    text, defs = _text("03_backprop", dense_n=64, dense_in=32, dense_out=32, gc_x0=-2.0, gc_h=1e-12)
+    assert max(defs["dense"].max_difference.values()) < 1e-10
+    assert "(32, 32)" in text and "(64, 32)" in text
+    fd = fit_lab.finite_difference_errors(-2.0, hs=np.logspace(-12, 0, 61))
+    for dt in ("float32", "float64"):
+        h, e = fit_lab.best_step(fd, dt)
+        assert defs["fd_best"][dt] == pytest.approx((h, e))
+        assert f"smallest {e:.1e} at h ≈ {h:.0e}" in text
+
+
+def test_03_playground_trains_behind_the_button():
+    text, defs = _text("03_backprop")
+    assert defs["pg_run"] is None and "Press train" in text
+    Xtr, ytr, Xva, yva = fit_lab.make_playground_data("moons", n=240, noise=0.15, seed=0)
+    assert f"Initial training loss {defs['pg_initial_loss']:.4f}" in text
+    text, defs = _text("03_backprop", train_button=True, pg_epochs=20)
+    run = fit_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
+                                   lr=0.03, epochs=20, seed=0, grid_size=50)
+    np.testing.assert_allclose(defs["pg_run"].history["train_loss"], run.history["train_loss"])
+    assert f"train loss {run.history['train_loss'][-1]:.4f}" in text
+    text, defs = _text("03_backprop", train_button=True, pg_epochs=50, pg_opt="sgd", pg_lr=3.0, pg_act="relu",
+                       pg_depth=4, pg_width=64, pg_data="spirals")
+    assert defs["pg_run"].diverged and "Training diverged" in text
+    text, defs = _text("03_backprop", overfit_button=True)
+    assert defs["overfit_losses"][-1] < 0.05 and "memorise a batch" in text
+
+
+def test_03_exercises_are_graded_by_the_engine():
+    s = 1 / (1 + math.exp(1.5))
+    text, defs = _text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_db="5", answer_h="-6")
+    assert defs["neuron_truth"] == pytest.approx(s * (1 - s) * 2)
+    assert defs["db_truth"] == 5 and -8 <= defs["h_truth"] <= -4
+    assert text.count("Right") == 3
+    text, _ = _text("03_backprop", answer_neuron="0.5", answer_db="160", answer_h="-12")
     assert "Right" not in text and text.count("Not quite") == 3

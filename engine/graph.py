@@ -1,0 +1,259 @@
+"""The computation graph the engine records, made drawable and walkable (notebook 03).
+
+Every Tensor produced by an op keeps that op's node (``tensor._ctx``, a :class:`engine.autograd.Function`
+instance) and the node keeps its inputs (``ctx.parents``). :func:`trace` follows those links back
+from an output and returns a :class:`Graph`: one :class:`Node` per tensor with its op name, value,
+gradient and column for drawing, the edges, and ``order``: the reverse topological order in which
+``backward()`` visits the nodes (each node after every node that uses it).
+
+:meth:`Graph.step` replays the backward pass one node at a time: at each node it shows the local
+rule (the op's docstring, the same line the derivatives cheat sheet shows), the upstream gradient,
+and what the node sends to each input, computed by calling the op's own ``backward`` with the
+gradient the engine found. :func:`dense_layer_gradients` compares the hand-written dense-layer
+gradients dW = XᵀdZ, db = ΣdZ, dX = dZWᵀ with autograd.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import functional as F
+from .autograd import _topological_order
+from .tensor import Tensor
+
+# ----------------------------------------------------------------------------- expressions
+
+EXPRESSIONS = {
+    "square": dict(label="f = (x·y + sin x)²", latex=r"f = (x\,y + \sin x)^2",
+                   build=lambda x, y, z: (x * y + x.sin()) ** 2),
+    "neuron": dict(label="f = σ(w·x + b), with w = y, b = z", latex=r"f = \sigma(y\,x + z)",
+                   build=lambda x, y, z: (y * x + z).sigmoid()),
+    "quotient": dict(label="f = ln(x² + 1)·y / (y² + z² + 1)", latex=r"f = \frac{\ln(x^2 + 1)\,y}{y^2 + z^2 + 1}",
+                     build=lambda x, y, z: (x * x + 1.0).log() * y / (y * y + z * z + 1.0)),
+    "reuse": dict(label="f = x·eˣ + x·y (x used three times)", latex=r"f = x\,e^{x} + x\,y",
+                  build=lambda x, y, z: x * x.exp() + x * y),
+}
+
+
+def _label(ctx) -> str:
+    name = type(ctx).__name__
+    if name == "PowScalar":
+        return f"pow {ctx.exponent:g}"
+    return {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Neg": "neg", "Exp": "exp", "Log": "log",
+            "Sin": "sin", "Cos": "cos", "Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}.get(name, name.lower())
+
+
+def local_rule(ctx) -> tuple:
+    """(forward formula, local gradients) from the op's docstring, e.g. ('r = a·b', '∂r/∂a = b, ∂r/∂b = a')."""
+    doc = (type(ctx).__doc__ or "").strip().splitlines()
+    first = doc[0] if doc else type(ctx).__name__
+    if ";" in first:
+        fwd, rule = first.split(";", 1)
+        rule = rule.strip().split(". ")[0]  # the formula only, not the remarks after it
+        return fwd.strip(), rule.rstrip(".")
+    return first.strip(), ""
+
+
+@dataclass
+class Node:
+    id: int
+    label: str  # op name ('mul', 'sin') or the input's name ('x')
+    value: float
+    grad: float | None  # dL/d(this), None for constants
+    depth: int  # column: 0 for inputs, 1 + max over parents otherwise
+    parents: tuple = ()  # ids
+    forward: str = ""  # 'r = a·b'
+    rule: str = ""  # '∂r/∂a = b, ∂r/∂b = a'
+    kind: str = "op"  # 'input' | 'const' | 'op'
+
+
+@dataclass
+class Step:
+    """The backward pass at one node: the gradient it holds and what it sends to each input."""
+
+    node: Node
+    upstream: float
+    sends: list = field(default_factory=list)  # (parent id, parent label, contribution)
+
+    def text(self) -> str:
+        if self.node.kind != "op":
+            return (f"**{self.node.label}** is an input: it receives its gradient "
+                    f"**∂f/∂{self.node.label} = {self.upstream:.6g}** (the sum of what its users sent).")
+        parts = ", ".join(f"{c:.6g} to **{label}**" for _, label, c in self.sends)
+        return (f"At **{self.node.label}** ({self.node.forward}), the gradient is g = ∂f/∂r = "
+                f"**{self.upstream:.6g}**. Local rule: {self.node.rule}. It sends g × local gradient: {parts}.")
+
+
+@dataclass
+class Graph:
+    nodes: list
+    edges: list  # (from id, to id): from an input to the op using it
+    order: list  # ids in the order backward() visits them: the output first, inputs last
+    output: int
+    _ctx: dict = field(default_factory=dict, repr=False)
+
+    def node(self, id: int) -> Node:
+        return next(n for n in self.nodes if n.id == id)
+
+    def step(self, k: int) -> Step:
+        """The k-th node of the backward pass (0 = the output)."""
+        if not 0 <= k < len(self.order):
+            raise ValueError(f"Graph.step: k must be in [0, {len(self.order) - 1}], got {k}")
+        n = self.node(self.order[k])
+        step = Step(n, float(n.grad))
+        ctx = self._ctx.get(n.id)
+        if ctx is not None:
+            grads = type(ctx).backward(ctx, np.asarray(n.grad, dtype=np.float64))
+            grads = grads if isinstance(grads, tuple) else (grads,)
+            for parent_id, needs, g in zip(n.parents, ctx.needs_input_grad, grads):
+                if needs and g is not None:
+                    step.sends.append((parent_id, self.node(parent_id).label, float(np.sum(g))))
+        return step
+
+    def known_after(self, k: int) -> set:
+        """Ids whose gradient is final once the backward pass has processed steps 0..k."""
+        return set(self.order[: k + 1])
+
+    def drawing(self, k: int | None = None) -> dict:
+        """Arguments for ``engine.plot.graph_figure``: grads hidden for nodes not yet reached."""
+        known = self.known_after(k) if k is not None else set(self.order)
+        nodes = [dict(id=n.id, label=n.label, value=n.value, depth=n.depth, kind=n.kind,
+                      grad=n.grad if n.id in known else None) for n in self.nodes]
+        return dict(nodes=nodes, edges=self.edges, highlight=self.order[k] if k is not None else None, done=known)
+
+
+def trace(output: Tensor, names: dict | None = None, backward: bool = True) -> Graph:
+    """The graph behind scalar ``output``; ``names`` maps input tensors to labels ('x').
+
+    With ``backward=True`` it runs ``output.backward()`` (inputs must start with no gradient) and
+    keeps every intermediate gradient (``retain_grad``), so each node shows ∂output/∂node.
+    """
+    if output.data.size != 1:
+        raise ValueError(f"graph.trace: the output must be a single value, got shape {output.shape}")
+    names = {id(t): n for t, n in (names or {}).items()}
+    # every tensor reachable through the recorded nodes, constants included
+    seen, stack, tensors = set(), [output], []
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        tensors.append(t)
+        if t._ctx is not None:
+            stack.extend(t._ctx.parents)
+    if backward:
+        for t in tensors:
+            if t._ctx is not None:
+                t.retain_grad()
+        output.backward()
+    ids = {id(t): i for i, t in enumerate(tensors)}
+    depth: dict = {}
+
+    def depth_of(t):  # iterative longest path from the inputs
+        todo = [t]
+        while todo:
+            u = todo[-1]
+            if id(u) in depth:
+                todo.pop()
+                continue
+            parents = u._ctx.parents if u._ctx is not None else ()
+            missing = [p for p in parents if id(p) not in depth]
+            if missing:
+                todo.extend(missing)
+                continue
+            depth[id(u)] = 1 + max((depth[id(p)] for p in parents), default=-1)
+            todo.pop()
+        return depth[id(t)]
+
+    nodes, edges, ctxs = [], [], {}
+    for t in tensors:
+        i = ids[id(t)]
+        ctx = t._ctx
+        if ctx is None:
+            kind = "input" if t.requires_grad else "const"
+            label = names.get(id(t), "input" if kind == "input" else f"{float(t.data):g}")
+            fwd, rule, parents = "", "", ()
+        else:
+            kind, label = "op", _label(ctx)
+            fwd, rule = local_rule(ctx)
+            parents = tuple(ids[id(p)] for p in ctx.parents)
+            edges += [(p, i) for p in parents]
+            ctxs[i] = ctx
+        grad = None if t.grad is None else float(np.sum(t.grad))
+        nodes.append(Node(i, label, float(t.data), grad, depth_of(t), parents, fwd, rule, kind))
+    order = [ids[id(t)] for t in _topological_order(output)]
+    return Graph(nodes, edges, order, ids[id(output)], ctxs)
+
+
+def expression_graph(name: str, x: float, y: float, z: float) -> Graph:
+    """Build expression ``name`` of :data:`EXPRESSIONS` at (x, y, z) in float64 and trace it."""
+    if name not in EXPRESSIONS:
+        raise ValueError(f"graph.expression_graph: unknown expression {name!r}; choose one of {', '.join(EXPRESSIONS)}")
+    leaves = {v: Tensor(np.array(val, dtype=np.float64), requires_grad=True) for v, val in zip("xyz", (x, y, z))}
+    out = EXPRESSIONS[name]["build"](leaves["x"], leaves["y"], leaves["z"])
+    used = {id(t) for t in _reachable(out)}
+    names = {t: v for v, t in leaves.items() if id(t) in used}
+    return trace(out, names)
+
+
+def _reachable(t):
+    seen, stack, out = set(), [t], []
+    while stack:
+        u = stack.pop()
+        if id(u) in seen:
+            continue
+        seen.add(id(u))
+        out.append(u)
+        if u._ctx is not None:
+            stack.extend(u._ctx.parents)
+    return out
+
+
+def input_gradients(graph: Graph) -> dict:
+    """{input label: ∂f/∂input} read from a traced graph."""
+    return {n.label: n.grad for n in graph.nodes if n.kind == "input"}
+
+
+# ----------------------------------------------------------------------------- dense layer
+
+
+@dataclass
+class DenseGradients:
+    shapes: dict  # name -> shape
+    by_hand: dict  # dW, db, dX from the formulas
+    autograd: dict  # the same from the engine
+
+    @property
+    def max_difference(self) -> dict:
+        return {k: float(np.max(np.abs(self.by_hand[k] - self.autograd[k]))) for k in self.by_hand}
+
+
+def dense_layer_gradients(n: int = 4, d_in: int = 3, d_out: int = 2, seed: int = 0) -> DenseGradients:
+    """Z = XW + b with a random upstream gradient dZ = ∂L/∂Z (L = Σ Z ⊙ G):
+
+    by hand: dW = Xᵀ dZ (d_in × d_out), db = Σ_rows dZ (d_out), dX = dZ Wᵀ (n × d_in);
+    autograd: the same from ``backward()`` through the engine's matmul and broadcast add.
+    """
+    for name, v in (("n", n), ("d_in", d_in), ("d_out", d_out)):
+        if not (isinstance(v, (int, np.integer)) and 1 <= v <= 512):
+            raise ValueError(f"dense_layer_gradients: {name} must be an integer in [1, 512], got {v!r}")
+    rng = np.random.default_rng(seed)
+    X, W, b = rng.standard_normal((n, d_in)), rng.standard_normal((d_in, d_out)), rng.standard_normal(d_out)
+    G = rng.standard_normal((n, d_out))
+    by_hand = {"dW": X.T @ G, "db": G.sum(axis=0), "dX": G @ W.T}
+    Xt, Wt, bt = (Tensor(a, requires_grad=True) for a in (X, W, b))
+    Z = Xt @ Wt + bt
+    (Z * G).sum().backward()
+    auto = {"dW": Wt.grad, "db": bt.grad, "dX": Xt.grad}
+    shapes = {"X": X.shape, "W": W.shape, "b": b.shape, "Z": Z.shape, "dZ": G.shape,
+              "dW": by_hand["dW"].shape, "db": by_hand["db"].shape, "dX": by_hand["dX"].shape}
+    return DenseGradients(shapes, by_hand, auto)
+
+
+def linear_layer_matches_functional(n: int = 4, d_in: int = 3, d_out: int = 2, seed: int = 0) -> float:
+    """Max |XW + b − F.linear(X, Wᵀ, b)|: the course's Z = XW + b is PyTorch's x Wᵀ + b with W stored (out, in)."""
+    rng = np.random.default_rng(seed)
+    X, W, b = rng.standard_normal((n, d_in)), rng.standard_normal((d_in, d_out)), rng.standard_normal(d_out)
+    return float(np.max(np.abs(X @ W + b - F.linear(Tensor(X), Tensor(W.T), Tensor(b)).data)))

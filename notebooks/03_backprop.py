@@ -1,0 +1,518 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="03 · Backpropagation")
+
+with app.setup:
+    import marimo as mo
+    import numpy as np
+
+    import engine
+    from engine import course, fit_lab, plot
+    from engine import graph as graphs
+    from engine.exercises import check_number
+
+    METADATA = {
+        "id": "03_backprop",
+        "name": "Backpropagation",
+        "summary": "A computation graph walked in reverse, a dense layer's gradients by hand, the "
+        "gradient check's V-shaped error, and an MLP playground on 2-D data.",
+        "topics": ["backpropagation", "autograd", "chain_rule", "gradient_check", "mlp"],
+    }
+
+
+@app.function
+def verdict(result):
+    """A graded answer as a callout: green when right, red with the hint when wrong, grey when empty."""
+    ok, message = result
+    return mo.callout(mo.md(message), kind={True: "success", False: "danger", None: "neutral"}[ok])
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(f"""
+    # {METADATA["name"]}
+
+    Backpropagation is the chain rule, applied once per operation, in the right order. The
+    engine records every operation as a node of a graph while it computes; `backward()` then
+    walks that graph from the output to the inputs, and each node multiplies the gradient it
+    receives by its own small **local rule**. In this notebook you will
+
+    - step through the backward pass of an expression, node by node, with the rule each node uses;
+    - write a dense layer's gradients by hand in NumPy and find them equal to autograd's;
+    - check gradients with finite differences and see why the step $h$ cannot be too small;
+    - train small networks on 2-D data in a playground, and run the "overfit one batch" check.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md(METADATA["id"]))
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 1. The chain rule on a graph
+
+    If $f$ depends on $x$ through an intermediate $r$, then
+
+    $$
+    \frac{\partial f}{\partial x} = \frac{\partial f}{\partial r}\,\frac{\partial r}{\partial x}.
+    $$
+
+    In a graph, $\partial f/\partial r$ is the gradient $g$ arriving at node $r$ from above and
+    $\partial r/\partial x$ is the node's local rule: a `mul` node $r = a\,b$ sends $g\,b$ to $a$
+    and $g\,a$ to $b$; an `add` node passes $g$ unchanged to both; `exp` sends $g\,e^a$. A value
+    used twice receives the **sum** of the gradients from its two uses. Pick an expression and
+    its inputs, then move the step slider: the orange node is where the backward pass is, teal
+    nodes already hold their final gradient, and the text shows the rule from the engine's
+    own source (each op's docstring).
+    """)
+    return
+
+
+@app.cell
+def _():
+    expr = mo.ui.dropdown(options={spec["label"]: name for name, spec in graphs.EXPRESSIONS.items()},
+                          value="f = (x·y + sin x)²", label="expression")
+    return (expr,)
+
+
+@app.cell
+def _():
+    x_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=1.5, label="x", show_value=True)
+    return (x_val,)
+
+
+@app.cell
+def _():
+    y_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=-0.5, label="y", show_value=True)
+    return (y_val,)
+
+
+@app.cell
+def _():
+    z_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.3, label="z", show_value=True)
+    return (z_val,)
+
+
+@app.cell
+def _():
+    bp_step = mo.ui.slider(0, 13, step=1, value=0, label="backward step", show_value=True)
+    return (bp_step,)
+
+
+@app.cell
+def _(bp_step, expr, x_val, y_val, z_val):
+    graph = graphs.expression_graph(expr.value, x_val.value, y_val.value, z_val.value)
+    input_grads = graphs.input_gradients(graph)
+    _k = min(bp_step.value, len(graph.order) - 1)
+    graph_step = graph.step(_k)
+    _note = (f"The backward pass has {len(graph.order)} steps here (0 to {len(graph.order) - 1}); "
+             f"step {bp_step.value} is past the end, so the last one is shown." if bp_step.value >= len(graph.order)
+             else f"Step {_k} of {len(graph.order) - 1}.")
+    _fig = plot.graph_figure(**graph.drawing(_k), height=3.0)
+    _grads = " · ".join(f"∂f/∂{name} = **{g:.6g}**" for name, g in sorted(input_grads.items()))
+    mo.vstack([
+        mo.hstack([expr, x_val, y_val, z_val], wrap=True),
+        mo.md(rf"""$${graphs.EXPRESSIONS[expr.value]["latex"]} = {graph.node(graph.output).value:.6g}$$"""),
+        bp_step,
+        _fig,
+        mo.md(f"{_note} {graph_step.text()}"),
+        mo.md(f"After the whole pass, autograd gives: {_grads}."),
+    ])
+    return graph, graph_step, input_grads
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 2. A dense layer by hand
+
+    For a batch $X$ ($n\times d_{in}$), weights $W$ ($d_{in}\times d_{out}$) and bias $b$, the layer
+    computes $Z = XW + b$ (the bias broadcast over the rows). Given the upstream gradient
+    $dZ = \partial L/\partial Z$, the chain rule applied to each entry gives three matrix products:
+
+    $$
+    dW = X^\top dZ, \qquad db = \sum_{\text{rows}} dZ, \qquad dX = dZ\,W^\top .
+    $$
+
+    The shapes check the formulas: $dW$ must have $W$'s shape, so $X^\top$ ($d_{in}\times n$) times
+    $dZ$ ($n\times d_{out}$); $db$ sums over the batch because $b$ was copied to every row; $dX$
+    passes the signal on to the previous layer. Below they are computed in plain NumPy and by the
+    engine's autograd (through its `matmul` and broadcast `add`) for random $X$, $W$, $b$ and a
+    random upstream $dZ$.
+    """)
+    return
+
+
+@app.cell
+def _():
+    dense_n = mo.ui.slider(1, 64, step=1, value=4, label="batch n", show_value=True)
+    return (dense_n,)
+
+
+@app.cell
+def _():
+    dense_in = mo.ui.slider(1, 32, step=1, value=3, label="d_in", show_value=True)
+    return (dense_in,)
+
+
+@app.cell
+def _():
+    dense_out = mo.ui.slider(1, 32, step=1, value=2, label="d_out", show_value=True)
+    return (dense_out,)
+
+
+@app.cell
+def _(dense_in, dense_n, dense_out):
+    dense = graphs.dense_layer_gradients(dense_n.value, dense_in.value, dense_out.value, seed=0)
+    _diff = dense.max_difference
+    _rows = "\n".join(f"| {k} | {dense.shapes[k]} | {_diff[k]:.1e} |" for k in ("dW", "db", "dX"))
+    _small = dense_in.value * dense_out.value <= 64
+    _m = float(np.abs(dense.by_hand["dW"]).max()) or 1.0
+    _maps = mo.hstack([
+        plot.heatmap(dense.by_hand["dW"], x_title="output unit", y_title="input feature", title="dW = XᵀdZ (NumPy)",
+                     scheme="redblue", domain=(-_m, _m), annotate=_small, height=160),
+        plot.heatmap(dense.autograd["dW"], x_title="output unit", y_title="input feature", title="dW (autograd)",
+                     scheme="redblue", domain=(-_m, _m), annotate=_small, height=160),
+    ], widths=[1, 1])
+    mo.vstack([
+        mo.hstack([dense_n, dense_in, dense_out]),
+        mo.md("| gradient | shape | max abs(NumPy − autograd) |\n|---|---|---|\n" + _rows),
+        _maps,
+    ])
+    return (dense,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 3. The gradient check and its V
+
+    To test a gradient, compare it with a central difference:
+
+    $$
+    f'(x) \approx \frac{f(x+h) - f(x-h)}{2h}, \qquad
+    \text{error} \approx \underbrace{\frac{|f'''|}{6}h^2}_{\text{truncation}} + \underbrace{\frac{\varepsilon\,|f|}{h}}_{\text{round-off}} .
+    $$
+
+    A large $h$ leaves a truncation error that shrinks like $h^2$; a tiny $h$ subtracts two nearly
+    equal numbers and divides the rounding error $\varepsilon$ by $h$. On a log-log plot the error is
+    a **V**, lowest near $h\approx\varepsilon^{1/3}$ (times the function's scale). float32 has
+    $\varepsilon\approx1.2\times10^{-7}$, float64 $2.2\times10^{-16}$: this is why
+    `engine.gradcheck` (like `torch.autograd.gradcheck`) works in float64. Here
+    $f(x) = \sin(x)\,e^x/(1+x^2)$, the exact $f'$ comes from the quotient rule, and the dashed
+    lines mark autograd's own error.
+    """)
+    return
+
+
+@app.cell
+def _():
+    gc_x0 = mo.ui.slider(-2.0, 2.0, step=0.1, value=0.7, label="point x", show_value=True)
+    return (gc_x0,)
+
+
+@app.cell
+def _():
+    gc_h = mo.ui.slider(steps=[10.0 ** k for k in range(-12, 1)], value=1e-4, label="step h", show_value=True)
+    return (gc_h,)
+
+
+@app.cell
+def _(gc_h, gc_x0):
+    fd = fit_lab.finite_difference_errors(gc_x0.value, hs=np.logspace(-12, 0, 61))
+    fd_at_h = fit_lab.finite_difference_errors(gc_x0.value, hs=[gc_h.value])
+    fd_best = {dt: fit_lab.best_step(fd, dt) for dt in ("float32", "float64")}
+    _floor = 1e-18
+    _curves = {dt: np.maximum(fd[dt], _floor) for dt in ("float32", "float64")}
+    _curves.update({f"autograd error, {dt}": np.full_like(fd["h"], max(fd[f"autograd_{dt}"], _floor))
+                    for dt in ("float32", "float64")})
+    _chart = plot.curves(fd["h"], _curves, x_title="step h", y_title="|error|", log_x=True, log_y=True,
+                         colors={"autograd error, float32": "float32", "autograd error, float64": "float64"},
+                         dashed=["autograd error, float32", "autograd error, float64"], height=260,
+                         title=f"Central difference against the exact derivative at x = {gc_x0.value:g}")
+    _chart = _chart + plot.rule(gc_h.value, orient="x")
+    _row = " · ".join(f"{dt}: error **{fd_at_h[dt][0]:.2e}** at h = {gc_h.value:.0e}, smallest "
+                      f"**{fd_best[dt][1]:.1e}** at h ≈ {fd_best[dt][0]:.0e}" for dt in ("float32", "float64"))
+    mo.vstack([mo.hstack([gc_x0, gc_h]), _chart, mo.md(_row + ". (Errors below 10⁻¹⁸ are drawn at 10⁻¹⁸.)")])
+    return fd, fd_at_h, fd_best
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 4. The playground
+
+    A multilayer perceptron with `depth` hidden layers of `width` units learns to separate 2-D
+    points (inputs standardised with the statistics of the data, 75 % for training, 25 % held out
+    for validation), trained with cross-entropy on mini-batches of 32. Before you press
+    **train**, the picture shows the untrained network: its first loss should be about
+    $\ln K$. The background colour is the predicted class, paler where the network is unsure.
+    Things to try: spirals with depth 1 against depth 3; a learning rate of 3 with SGD; ReLU
+    with width 2 (dead units); sigmoid with depth 4.
+    """)
+    return
+
+
+@app.cell
+def _():
+    pg_data = mo.ui.dropdown(options=list(fit_lab.DATASETS), value="moons", label="data")
+    return (pg_data,)
+
+
+@app.cell
+def _():
+    pg_noise = mo.ui.slider(0.0, 0.5, step=0.05, value=0.15, label="noise", show_value=True)
+    return (pg_noise,)
+
+
+@app.cell
+def _():
+    pg_width = mo.ui.slider(2, 64, step=2, value=16, label="width", show_value=True)
+    return (pg_width,)
+
+
+@app.cell
+def _():
+    pg_depth = mo.ui.slider(1, 4, step=1, value=2, label="depth", show_value=True)
+    return (pg_depth,)
+
+
+@app.cell
+def _():
+    pg_act = mo.ui.dropdown(options=list(fit_lab.ACTIVATIONS), value="tanh", label="activation")
+    return (pg_act,)
+
+
+@app.cell
+def _():
+    pg_opt = mo.ui.dropdown(options={"SGD": "sgd", "SGD + momentum 0.9": "momentum", "Adam": "adam"},
+                            value="Adam", label="optimizer")
+    return (pg_opt,)
+
+
+@app.cell
+def _():
+    pg_lr = mo.ui.slider(steps=[0.0001, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=0.03,
+                         label="learning rate", show_value=True)
+    return (pg_lr,)
+
+
+@app.cell
+def _():
+    pg_epochs = mo.ui.slider(5, 300, step=5, value=60, label="epochs", show_value=True)
+    return (pg_epochs,)
+
+
+@app.cell
+def _():
+    train_button = mo.ui.run_button(label="train")
+    return (train_button,)
+
+
+@app.cell
+def _(pg_act, pg_data, pg_depth, pg_epochs, pg_lr, pg_noise, pg_opt, pg_width, train_button):
+    pg_split = fit_lab.make_playground_data(pg_data.value, n=240, noise=pg_noise.value, seed=0)
+    mo.vstack([
+        mo.hstack([pg_data, pg_noise, pg_width, pg_depth], wrap=True),
+        mo.hstack([pg_act, pg_opt, pg_lr, pg_epochs, train_button], wrap=True),
+    ])
+    return (pg_split,)
+
+
+@app.cell
+def _(pg_act, pg_depth, pg_epochs, pg_lr, pg_opt, pg_split, pg_width, train_button):
+    _Xtr, _ytr, _Xva, _yva = pg_split
+    _k = int(max(_ytr.max(), _yva.max())) + 1
+    _untrained = fit_lab.train_playground(_Xtr, _ytr, _Xva, _yva, width=pg_width.value, depth=pg_depth.value,
+                                          activation=pg_act.value, optimizer=pg_opt.value, lr=pg_lr.value,
+                                          epochs=0, seed=0, grid_size=50)
+    pg_initial_loss = float(engine.functional.cross_entropy(_untrained.model(engine.Tensor(_Xtr)), _ytr).item())
+    pg_run = None
+    if train_button.value:
+        with mo.status.progress_bar(total=pg_epochs.value, title="training", remove_on_exit=True) as _bar:
+            pg_run = fit_lab.train_playground(_Xtr, _ytr, _Xva, _yva, width=pg_width.value, depth=pg_depth.value,
+                                              activation=pg_act.value, optimizer=pg_opt.value, lr=pg_lr.value,
+                                              epochs=pg_epochs.value, seed=0, grid_size=50,
+                                              progress=lambda _epoch: _bar.update())
+    _X, _y = np.concatenate([_Xtr, _Xva]), np.concatenate([_ytr, _yva])
+    if pg_run is None:
+        _fig = plot.decision_boundary(_untrained.grid_x, _untrained.grid_y, _untrained.grid_probs, _X, _y,
+                                      title="untrained network")
+        _side = mo.md(f"Initial training loss **{pg_initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** "
+                      f"for K = {_k} classes. Press **train** to run {pg_epochs.value} epochs.")
+    elif pg_run.diverged:
+        _fig = plot.decision_boundary(_untrained.grid_x, _untrained.grid_y, _untrained.grid_probs, _X, _y,
+                                      title="untrained network")
+        _side = mo.callout(mo.md(f"**Training diverged** after {len(pg_run.history['train_loss'])} epochs: the loss "
+                                 f"became inf or NaN. The learning rate {pg_lr.value:g} is too large for "
+                                 f"{pg_opt.value}; lower it."), kind="warn")
+    else:
+        _h = pg_run.history
+        _fig = plot.decision_boundary(pg_run.grid_x, pg_run.grid_y, pg_run.grid_probs, _X, _y,
+                                      title=f"after {len(_h['train_loss'])} epochs")
+        _side = mo.vstack([
+            plot.loss_curves({"train": _h["train_loss"], "validation": _h["val_loss"]}, y_title="cross-entropy",
+                             log_y=True, height=170, title="Loss"),
+            plot.loss_curves({"train": _h["train_acc"], "validation": _h["val_acc"]}, y_title="accuracy",
+                             height=150, title="Accuracy"),
+            mo.md(f"final: train loss **{_h['train_loss'][-1]:.4f}**, validation accuracy "
+                  f"**{100 * _h['val_acc'][-1]:.1f} %**"),
+        ])
+    mo.hstack([_fig, _side], widths=[1, 1])
+    return pg_initial_loss, pg_run
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ### Overfit one batch
+
+    Before a long training run, take **one** small batch (16 examples here) and train on it alone.
+    A correct model, loss and update can memorise 16 points, so the loss must fall close to 0;
+    if it stalls, something is wrong (a detached tensor, a forgotten `zero_grad()`, labels that
+    do not match the inputs, a learning rate far off) and no amount of data will fix it.
+    """)
+    return
+
+
+@app.cell
+def _():
+    overfit_button = mo.ui.run_button(label="overfit one batch")
+    return (overfit_button,)
+
+
+@app.cell
+def _(overfit_button, pg_act, pg_depth, pg_split, pg_width):
+    overfit_losses = None
+    if overfit_button.value:
+        overfit_losses = fit_lab.overfit_one_batch(pg_split[0], pg_split[1], width=max(pg_width.value, 8),
+                                                   depth=pg_depth.value, activation=pg_act.value, steps=300)
+        _ok = overfit_losses[-1] < 0.05
+        _out = mo.vstack([
+            plot.loss_curves({"train": overfit_losses}, x_title="step", y_title="loss on the batch", log_y=True,
+                             height=180, title="One batch, 300 Adam steps"),
+            mo.callout(mo.md(f"Final loss on the batch: **{overfit_losses[-1]:.2e}**. " +
+                             ("The network can memorise a batch: the pipeline works." if _ok else
+                              "It did not get below 0.05: with this activation and size the network "
+                              "struggles even to memorise; try tanh or more width.")),
+                       kind="success" if _ok else "warn"),
+        ])
+    else:
+        _out = mo.md("Press the button to run the check with the playground's width, depth and activation.")
+    mo.vstack([overfit_button, _out])
+    return (overfit_losses,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 5. Check yourself
+    """)
+    return
+
+
+@app.cell
+def _():
+    answer_neuron = mo.ui.text(placeholder="e.g. 0.25", label="∂f/∂y =")
+    return (answer_neuron,)
+
+
+@app.cell
+def _(answer_neuron):
+    neuron_truth = graphs.input_gradients(graphs.expression_graph("neuron", 2.0, -1.0, 0.5))["y"]
+    mo.vstack([
+        mo.md(r"**1.** For $f = \sigma(y\,x + z)$ at $x = 2$, $y = -1$, $z = 0.5$, use the local rules to find "
+              r"$\partial f/\partial y$. (Three decimals; $\sigma(-1.5) \approx 0.1824$.)"),
+        answer_neuron,
+        verdict(check_number(answer_neuron.value, neuron_truth, abs_tol=2e-3,
+                             hint="σ′(a) = σ(a)(1 − σ(a)), then the mul node sends g·x to y.")),
+    ])
+    return (neuron_truth,)
+
+
+@app.cell
+def _():
+    answer_db = mo.ui.text(placeholder="e.g. 4", label="entries of db =")
+    return (answer_db,)
+
+
+@app.cell
+def _(answer_db):
+    db_truth = int(np.prod(graphs.dense_layer_gradients(32, 10, 5).shapes["db"]))
+    mo.vstack([
+        mo.md("**2.** A dense layer maps a batch of 32 examples with 10 features to 5 outputs. How many "
+              "numbers does the bias gradient db hold?"),
+        answer_db,
+        verdict(check_number(answer_db.value, db_truth, hint="db has the shape of b; the batch is summed away.")),
+    ])
+    return (db_truth,)
+
+
+@app.cell
+def _():
+    answer_h = mo.ui.text(placeholder="e.g. -3", label="log₁₀ h =")
+    return (answer_h,)
+
+
+@app.cell
+def _(answer_h):
+    h_truth = float(np.log10(fit_lab.best_step(fit_lab.finite_difference_errors(0.7), "float64")[0]))
+    mo.vstack([
+        mo.md("**3.** In float64, around which step h is the central difference most accurate? Answer with "
+              "the exponent, log₁₀ h (within one decade counts)."),
+        answer_h,
+        verdict(check_number(answer_h.value, h_truth, abs_tol=1.01,
+                             hint="Balance h² against ε/h with ε ≈ 2·10⁻¹⁶.")),
+    ])
+    return (h_truth,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 6. The same in your own script
+
+    ```python
+    import numpy as np
+    import engine
+    from engine import nn, optim
+    import engine.functional as F
+
+    x = engine.tensor(np.array(1.5), requires_grad=True)
+    y = engine.tensor(np.array(-0.5), requires_grad=True)
+    f = (x * y + x.sin()) ** 2
+    f.backward()
+    print(x.grad, y.grad)          # the chain rule, node by node
+
+    engine.gradcheck(lambda a, b: (a * b + a.sin()) ** 2,
+                     (np.array([1.5]), np.array([-0.5])))        # float64 central differences
+
+    X, y = engine.data.make_moons(200, noise=0.15, seed=0)
+    model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 2))
+    opt = optim.Adam(model.parameters(), lr=0.03)
+    for epoch in range(50):
+        for xb, yb in engine.data.batches(X, y, batch_size=32, seed=epoch):
+            loss = F.cross_entropy(model(engine.tensor(xb)), yb)
+            opt.zero_grad()          # gradients accumulate otherwise
+            loss.backward()
+            opt.step()
+    print(float(loss.data))
+    ```
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md(METADATA["id"]))
+    return
+
+
+if __name__ == "__main__":
+    app.run()
