@@ -14,7 +14,10 @@ several windows receive the sum), which turns ∂L/∂cols into ∂L/∂x.
 
 Both are vectorised: ``im2col`` is one strided view (no copy) reshaped into the matrix (one copy);
 ``col2im`` loops over the kh·kw kernel offsets only, each adding a whole strided slice, never over
-pixels or batch items (``np.add.at`` would be an order of magnitude slower).
+pixels or batch items (``np.add.at`` would be an order of magnitude slower). Where the columns to
+scatter are a product (W₂ᵀ g in the input gradient, W₂ᵀ x in the transposed convolution), each
+offset's rows of the product are computed just before they are added, into one reused buffer,
+so the full column-gradient matrix (the largest array of the layer) is never built.
 
 Sizes come from :mod:`engine.shapes` (H_out = ⌊(H + 2P − D(K − 1) − 1)/S⌋ + 1), which also raises
 the error, naming the numbers, when a configuration is impossible.
