@@ -142,8 +142,8 @@ def changed_areas(before: list, after: list) -> list[str]:
 
 def screenshot(page, name: str) -> Path:
     """Save a screenshot of the whole page (marimo scrolls inside #App, so grow the viewport)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
     height = page.evaluate(
         "() => Math.max(document.documentElement.scrollHeight, "
         "...[...document.querySelectorAll('#App, #App *')].filter(e => e.scrollHeight > e.clientHeight + 4 "
