@@ -28,7 +28,7 @@ TEST_INSTALLED := $(VENV)/.installed-test
 # The folders that exist (git keeps no empty folder; a fresh clone may lack one for a while).
 NOTEBOOK_DIRS  := $(wildcard notebooks cheatsheets)
 
-.PHONY: help venv install run edit test test-tools bench check site serve-site clean
+.PHONY: help venv install run edit test test-tools bench check site site-tools serve-site clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -76,7 +76,10 @@ $(BIN)/uv: | $(BIN)/python
 
 # The pages listed in engine/course.py as WebAssembly pages + static exports + index.html.
 # Needs npm once (the Pyodide lock file, pyodide@314.0.0, goes to build/pyodide/).
-site: install $(BIN)/uv
+site-tools: install $(BIN)/uv
+	$(BIN)/python scripts/build_site.py --tools-only
+
+site: site-tools
 	$(BIN)/python scripts/build_site.py --out $(SITE_DIR) $(SITE_ARGS)
 
 serve-site:

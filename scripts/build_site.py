@@ -33,6 +33,7 @@ Static pages
 Usage::
 
     python scripts/build_site.py [--out _site] [--only ID ...] [--jobs 2] [--allow-missing]
+    python scripts/build_site.py --tools-only      # fetch the lock file, check for uv
 """
 
 from __future__ import annotations
@@ -378,7 +379,14 @@ def main(argv=None) -> int:
                         help="build the pages that exist when some listed pages are missing")
     parser.add_argument("--no-static", dest="static", action="store_false",
                         help="skip the static (non-WASM) exports")
+    parser.add_argument("--tools-only", action="store_true",
+                        help="only fetch the Pyodide lock file (npm) and check for uv, then stop")
     args = parser.parse_args(argv)
+    if args.tools_only:
+        print(f"Pyodide lock file: {ensure_pyodide_lock()}")
+        if shutil.which("uv", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}") is None:
+            raise SystemExit("build_site: uv is needed by `marimo export html-wasm` (pip install uv)")
+        return 0
     out = args.out if args.out.is_absolute() else Path.cwd() / args.out
     return build(out, only=args.only, jobs=args.jobs, allow_missing=args.allow_missing,
                  static=args.static)
