@@ -195,7 +195,12 @@ def test_page_renders_and_reacts(entry, gallery, browser_page):
 
 
 def _check_page(page, gallery, entry) -> None:
-    # Title and formulas.
+    # Title and formulas (the DOM follows the kernel's messages by a frame or so).
+    try:
+        page.locator("#App h1").first.wait_for(timeout=30_000)
+    except Exception:
+        pass  # reported just below, with what the page shows
+    _wait_settled(page)
     headings = [h.strip() for h in page.locator("#App h1").all_inner_texts()]
     assert any(entry.title.casefold() in h.casefold() for h in headings), (
         f"{entry.id}: no H1 names {entry.title!r}; H1s: {headings}")
