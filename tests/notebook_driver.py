@@ -167,7 +167,8 @@ def control_values(control) -> list:
     """Values to drive a control with: its minimum, maximum and default (in ``.value`` space).
 
     Sliders and numbers: start, stop, value. Dropdowns and radios: every option's value.
-    Switches, checkboxes and run buttons: False, True (a pressed run button). Text: '', the default, and a 200-character junk string.
+    Dictionaries and arrays of controls: every element at its minimum, then at its maximum, then
+    at its default. Switches, checkboxes and run buttons: False, True (a pressed run button). Text: '', the default, and a 200-character junk string.
     """
     cls = type(getattr(control, "_original", control)).__name__
     if hasattr(control, "start") and hasattr(control, "stop"):
@@ -180,6 +181,12 @@ def control_values(control) -> list:
         return ["", control.value, "x" * 200]
     if cls == "multiselect":
         return [[], list(control.options.values())]
+    if cls in ("dictionary", "array"):
+        # each element's own minimum, maximum and default, all elements together
+        parts = {k: control_values(v) for k, v in control.elements.items()} if cls == "dictionary" \
+            else {i: control_values(v) for i, v in enumerate(control.elements)}
+        runs = [{k: vs[min(j, len(vs) - 1)] for k, vs in parts.items()} for j in range(3)]
+        return runs if cls == "dictionary" else [list(r.values()) for r in runs]
     raise TypeError(f"control_values: don't know how to drive a {cls}")
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from engine import activations_lab, course, fit_lab, losses_lab
 from engine import graph as graphs
+from engine import optim_lab
 from tests.notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, export_html,
                                    load_app, load_module, marimo_check, output_text, run_app, run_headless)
 
@@ -26,6 +27,11 @@ NOTEBOOKS = {
     "03_backprop": ["expr", "x_val", "y_val", "z_val", "bp_step", "dense_n", "dense_in", "dense_out", "gc_x0", "gc_h",
                     "pg_data", "pg_noise", "pg_width", "pg_depth", "pg_act", "pg_opt", "pg_lr", "pg_epochs",
                     "train_button", "overfit_button", "answer_neuron", "answer_db", "answer_h"],
+    "04_optimizers": ["surface", "start_x", "start_y", "n_steps", "shown_opts", "lrs", "momentum_beta", "rms_alpha",
+                      "adam_beta1", "adam_beta2", "adamw_decay", "traj_schedule", "bc_steps", "bc_noise",
+                      "sched_steps", "sched_lr", "sched_step_size", "sched_gamma", "sched_warmup", "sched_pct",
+                      "plateau_patience", "wd_lambda", "wd_lr", "clip_norm", "clip_lr",
+                      "answer_adam", "answer_cosine", "answer_clip"],
 }
 PATHS = {nb: f"notebooks/{nb}.py" for nb in NOTEBOOKS}
 
@@ -75,6 +81,17 @@ def test_metadata_title_and_navigation(nb):
     source = (ROOT / PATHS[nb]).read_text()
     assert '__generated_with = "0.25.2"' in source and "with app.setup:" in source
     assert source.count("hide_code=True") >= 4
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_every_control_is_listed_and_there_are_at_least_four(nb):
+    from marimo._plugins.ui._core.ui_element import UIElement
+
+    base = default_defs(_app(nb))
+    controls = {name for name, v in base.items() if isinstance(v, UIElement)}
+    assert controls == set(NOTEBOOKS[nb])
+    assert len([c for c in controls if not c.startswith("answer_")]) >= 4
+    assert len([c for c in controls if c.startswith("answer_")]) >= 2  # check-yourself exercises
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS)
@@ -281,4 +298,59 @@ def test_03_exercises_are_graded_by_the_engine():
     assert defs["db_truth"] == 5 and -8 <= defs["h_truth"] <= -4
     assert text.count("Right") == 3
     text, _ = _text("03_backprop", answer_neuron="0.5", answer_db="160", answer_h="-12")
+    assert "Right" not in text and text.count("Not quite") == 3
+
+
+# ----------------------------------------------------------------------------- 04_optimizers
+
+def test_04_trajectories_come_from_the_engine_optimizers():
+    lrs = {n: optim_lab.SURFACES["beale"]["lr"][n] for n in optim_lab.OPTIMIZERS}
+    text, defs = _text("04_optimizers", surface="beale", start_x=0.5, start_y=1.0, n_steps=80, lrs=lrs,
+                       traj_schedule="warmup_cosine", adamw_decay=0.2)
+    hyper = dict(momentum=0.9, alpha=0.99, betas=(0.9, 0.999), weight_decay=0.2)
+    for name in optim_lab.OPTIMIZERS:
+        t = optim_lab.run_optimizer("beale", name, start=(0.5, 1.0), steps=80, lr=lrs[name],
+                                    schedule="warmup_cosine", **hyper)
+        np.testing.assert_allclose(defs["trajectories"][name].path, t.path)
+        assert f"{t.final_loss:.3g}" in text
+    text, defs = _text("04_optimizers", shown_opts=[])
+    assert "No optimizer selected" in text and defs["trajectories"] == {}
+    text, defs = _text("04_optimizers", momentum_beta=0.0)
+    assert "Nesterov not run" in text and "nesterov" not in defs["trajectories"]
+
+
+def test_04_divergence_is_reported():
+    lrs = {n: 1.0 for n in optim_lab.OPTIMIZERS}
+    text, defs = _text("04_optimizers", surface="rosenbrock", lrs=lrs)
+    assert defs["trajectories"]["sgd"].diverged and "diverged" in text and "Lower its learning rate" in text
+
+
+def test_04_bias_correction_schedules_decay_and_clipping():
+    text, defs = _text("04_optimizers", adam_beta1=0.9, adam_beta2=0.999, bc_steps=20, bc_noise=0.0)
+    assert abs(defs["bc_with"]["update"][0]) == pytest.approx(1.0)
+    assert abs(defs["bc_without"]["update"][0]) == pytest.approx(0.1 / math.sqrt(0.001))
+    np.testing.assert_allclose(defs["bc_engine"], defs["bc_with"]["update"], rtol=1e-9)
+    assert "First step: 1.000 η with the correction, 3.162 η without" in text
+    text, defs = _text("04_optimizers", sched_steps=10, sched_warmup=100)
+    assert all(len(v) == 10 for v in defs["schedules"].values()) and "cut to 9" in text
+    c = optim_lab.schedule_curves(steps=100, lr=0.1, step_size=25, gamma=0.5, warmup=10, pct_start=0.3,
+                                  factor=0.5, patience=5)
+    _, defs = _text("04_optimizers")
+    for k in c:
+        np.testing.assert_allclose(defs["schedules"][k], c[k])
+    text, defs = _text("04_optimizers", wd_lambda=0.5, wd_lr=0.1)
+    p = optim_lab.l2_vs_decoupled(weight_decay=0.5, lr=0.1, steps=200)
+    np.testing.assert_allclose(defs["wd_paths"]["adamw"], p["adamw"])
+    assert f"{2 * (1 - 0.05) ** 200:.3f} at t = 200" in text
+    text, defs = _text("04_optimizers", clip_norm=3.0, clip_lr=0.01)
+    runs = list(defs["clip_runs"].values())
+    assert runs[0].diverged and not runs[1].diverged and "diverged at step" in text
+
+
+def test_04_exercises_are_graded_by_the_engine():
+    text, defs = _text("04_optimizers", answer_adam="0.01", answer_cosine="0.05", answer_clip="0.6")
+    assert defs["adam_truth"] == pytest.approx(0.01, rel=1e-6)
+    assert defs["cosine_truth"] == pytest.approx(0.05) and defs["clip_truth"] == pytest.approx(0.6, rel=1e-5)
+    assert text.count("Right") == 3
+    text, _ = _text("04_optimizers", answer_adam="0.003", answer_cosine="0.1", answer_clip="3")
     assert "Right" not in text and text.count("Not quite") == 3

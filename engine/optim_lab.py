@@ -1,0 +1,324 @@
+"""Optimizers at work on 2-D loss surfaces (notebook 04), all through ``engine.optim``.
+
+- :data:`SURFACES`: an ill-conditioned quadratic, Rosenbrock's valley, a saddle with two minima,
+  and Beale's function, each an engine-differentiable function of θ = (θ₁, θ₂) with its NumPy
+  twin for contour grids, a start, the minimum and suggested learning rates.
+- :func:`run_optimizer`: an engine optimizer (SGD, momentum, Nesterov, RMSprop, Adam, AdamW) on a
+  2-D parameter for N steps, optionally with a learning-rate schedule and gradient clipping;
+  returns the trajectory, the losses and whether it diverged.
+- :func:`adam_first_steps`: Adam's update sizes over the first steps with and without bias
+  correction (the corrected one equals ``engine.optim.Adam``).
+- :func:`schedule_curves`: the learning rates of StepLR, cosine, linear warm-up then cosine,
+  one-cycle and reduce-on-plateau from ``engine.optim.lr_scheduler``.
+- :func:`l2_vs_decoupled`: Adam with an L2 penalty against AdamW's decoupled weight decay on a
+  loss with one flat direction, where the two differ.
+- :func:`clip_by_global_norm`: gradient clipping with ``nn.utils.clip_grad_norm_``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import optim
+from .nn.module import Parameter
+from .nn.utils import clip_grad_norm_
+from .optim import lr_scheduler
+from .tensor import Tensor
+
+OPTIMIZERS = ("sgd", "momentum", "nesterov", "rmsprop", "adam", "adamw")
+LABELS = {"sgd": "SGD", "momentum": "momentum", "nesterov": "Nesterov", "rmsprop": "RMSprop",
+          "adam": "Adam", "adamw": "AdamW"}
+SCHEDULES = ("constant", "step", "cosine", "warmup_cosine", "onecycle", "plateau")
+
+# ----------------------------------------------------------------------------- surfaces
+
+
+def _quadratic(t):
+    return 0.5 * (t[0] ** 2 + 100.0 * t[1] ** 2)
+
+
+def _rosenbrock(t):
+    return (1.0 - t[0]) ** 2 + 100.0 * (t[1] - t[0] ** 2) ** 2
+
+
+def _saddle(t):
+    return 0.5 * t[0] ** 2 - 0.5 * t[1] ** 2 + 0.25 * t[1] ** 4
+
+
+def _beale(t):
+    x, y = t[0], t[1]
+    return (1.5 - x + x * y) ** 2 + (2.25 - x + x * y ** 2) ** 2 + (2.625 - x + x * y ** 3) ** 2
+
+
+SURFACES = {
+    "quadratic": dict(label="ill-conditioned quadratic", fn=_quadratic,
+                      latex=r"f(\theta) = \tfrac12(\theta_1^2 + 100\,\theta_2^2)",
+                      start=(-2.8, 1.2), minimum=(0.0, 0.0), box=((-3.2, 3.2), (-1.6, 1.6)),
+                      lr=dict(sgd=0.018, momentum=0.01, nesterov=0.01, rmsprop=0.03, adam=0.1, adamw=0.1)),
+    "rosenbrock": dict(label="Rosenbrock's valley", fn=_rosenbrock,
+                       latex=r"f(\theta) = (1-\theta_1)^2 + 100\,(\theta_2-\theta_1^2)^2",
+                       start=(-1.2, 1.0), minimum=(1.0, 1.0), box=((-2.0, 2.0), (-1.0, 3.0)),
+                       lr=dict(sgd=1e-3, momentum=1e-3, nesterov=1e-3, rmsprop=3e-2, adam=0.1, adamw=0.1)),
+    "saddle": dict(label="a saddle between two minima", fn=_saddle,
+                   latex=r"f(\theta) = \tfrac12\theta_1^2 - \tfrac12\theta_2^2 + \tfrac14\theta_2^4",
+                   start=(-2.0, 0.01), minimum=(0.0, 1.0), box=((-2.5, 2.5), (-1.8, 1.8)),
+                   lr=dict(sgd=0.05, momentum=0.02, nesterov=0.02, rmsprop=0.01, adam=0.03, adamw=0.03)),
+    "beale": dict(label="Beale's function", fn=_beale,
+                  latex=r"f(\theta) = (1.5-\theta_1+\theta_1\theta_2)^2 + (2.25-\theta_1+\theta_1\theta_2^2)^2 + (2.625-\theta_1+\theta_1\theta_2^3)^2",
+                  start=(1.0, 1.4), minimum=(3.0, 0.5), box=((-0.5, 4.5), (-1.0, 2.0)),
+                  lr=dict(sgd=1e-2, momentum=3e-3, nesterov=3e-3, rmsprop=3e-2, adam=0.1, adamw=0.1)),
+}
+
+
+def _check_surface(name):
+    if name not in SURFACES:
+        raise ValueError(f"optim_lab: unknown surface {name!r}; choose one of {', '.join(SURFACES)}")
+
+
+def surface_value(name: str, theta) -> float:
+    """f(θ) with the engine (the same function the optimizers minimise)."""
+    _check_surface(name)
+    return float(SURFACES[name]["fn"](Tensor(np.asarray(theta, dtype=np.float64))).data)
+
+
+def surface_gradient(name: str, theta) -> np.ndarray:
+    """∇f(θ) by autograd."""
+    _check_surface(name)
+    t = Tensor(np.asarray(theta, dtype=np.float64), requires_grad=True)
+    SURFACES[name]["fn"](t).backward()
+    return t.grad.copy()
+
+
+def surface_grid(name: str, size: int = 120):
+    """(θ₁ grid, θ₂ grid, f on the grid) over the surface's box, for contours (vectorised NumPy)."""
+    _check_surface(name)
+    (x0, x1), (y0, y1) = SURFACES[name]["box"]
+    xx, yy = np.meshgrid(np.linspace(x0, x1, size), np.linspace(y0, y1, size))
+    zz = SURFACES[name]["fn"](np.stack([xx, yy]))
+    return xx, yy, zz
+
+
+# ----------------------------------------------------------------------------- running optimizers
+
+
+def make_optimizer(name: str, params, lr: float, momentum: float = 0.9, alpha: float = 0.99,
+                   betas=(0.9, 0.999), weight_decay: float = 0.0):
+    """One of :data:`OPTIMIZERS` from ``engine.optim`` (AdamW's decay is ``weight_decay``; the others get none)."""
+    if name == "sgd":
+        return optim.SGD(params, lr=lr)
+    if name == "momentum":
+        return optim.SGD(params, lr=lr, momentum=momentum)
+    if name == "nesterov":
+        if momentum <= 0:
+            raise ValueError("Nesterov momentum needs μ > 0 (with μ = 0 it is plain SGD); raise the momentum slider")
+        return optim.SGD(params, lr=lr, momentum=momentum, nesterov=True)
+    if name == "rmsprop":
+        return optim.RMSprop(params, lr=lr, alpha=alpha)
+    if name == "adam":
+        return optim.Adam(params, lr=lr, betas=tuple(betas))
+    if name == "adamw":
+        return optim.AdamW(params, lr=lr, betas=tuple(betas), weight_decay=weight_decay)
+    raise ValueError(f"optim_lab: optimizer must be one of {OPTIMIZERS}, got {name!r}")
+
+
+def make_schedule(name: str, opt, steps: int, warmup: int | None = None, step_size: int | None = None,
+                  gamma: float = 0.5, factor: float = 0.5, patience: int = 10):
+    """A scheduler from ``engine.optim.lr_scheduler`` for a run of ``steps`` steps (None for 'constant')."""
+    warmup = warmup if warmup is not None else max(1, steps // 10)
+    step_size = step_size if step_size is not None else max(1, steps // 4)
+    if name == "constant":
+        return None
+    if name == "step":
+        return lr_scheduler.StepLR(opt, step_size=step_size, gamma=gamma)
+    if name == "cosine":
+        return lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    if name == "warmup_cosine":
+        return lr_scheduler.warmup_cosine(opt, warmup_steps=min(max(1, warmup), steps - 1), total_steps=steps)
+    if name == "onecycle":
+        lr = opt.param_groups[0]["lr"]
+        return lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps + 1, cycle_momentum=False)
+    if name == "plateau":
+        return lr_scheduler.ReduceLROnPlateau(opt, factor=factor, patience=patience)
+    raise ValueError(f"optim_lab: schedule must be one of {SCHEDULES}, got {name!r}")
+
+
+@dataclass
+class Trajectory:
+    path: np.ndarray  # [k + 1, 2]: the start, then θ after each step
+    losses: np.ndarray  # f at each point of the path
+    lrs: np.ndarray  # the learning rate used at each step
+    diverged: bool
+    grad_norms: np.ndarray  # ‖∇f‖ before clipping, per step
+
+    @property
+    def final_loss(self) -> float:
+        return float(self.losses[-1])
+
+
+def run_optimizer(surface: str, name: str, start=None, steps: int = 100, lr: float | None = None,
+                  schedule: str = "constant", clip: float | None = None, **hyper) -> Trajectory:
+    """Minimise ``surface`` from ``start`` with optimizer ``name`` for ``steps`` steps.
+
+    Each step: f(θ) and ∇f by autograd, optional ``clip_grad_norm_(θ, clip)``, ``opt.step()``,
+    then the schedule's ``step()`` (ReduceLROnPlateau gets the loss). A run that leaves the view
+    by a factor of 10⁶ or becomes non-finite stops and is flagged ``diverged``.
+    """
+    _check_surface(surface)
+    spec = SURFACES[surface]
+    if not (isinstance(steps, (int, np.integer)) and 1 <= steps <= 5000):
+        raise ValueError(f"run_optimizer: steps must be an integer in [1, 5000], got {steps!r}")
+    lr = spec["lr"][name] if lr is None else lr
+    if not (lr > 0 and math.isfinite(lr)):
+        raise ValueError(f"run_optimizer: the learning rate must be positive, got {lr}")
+    theta = Parameter(np.asarray(start if start is not None else spec["start"], dtype=np.float64))
+    opt = make_optimizer(name, [theta], lr, **hyper)
+    sched = make_schedule(schedule, opt, steps)
+    path, losses, lrs, norms = [theta.data.copy()], [], [], []
+    diverged = False
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = spec["fn"](theta)
+            losses.append(float(loss.data))
+            loss.backward()
+            norms.append(float(np.linalg.norm(theta.grad)))
+            if clip is not None:
+                clip_grad_norm_([theta], clip)
+            lrs.append(opt.param_groups[0]["lr"])
+            opt.step()
+            if sched is not None:
+                sched.step(losses[-1]) if schedule == "plateau" else sched.step()
+            path.append(theta.data.copy())
+            if not np.all(np.isfinite(theta.data)) or np.max(np.abs(theta.data)) > 1e6:
+                diverged = True
+                break
+        losses.append(surface_value(surface, path[-1]) if not diverged else float("nan"))
+    return Trajectory(np.array(path), np.array(losses), np.array(lrs), diverged, np.array(norms))
+
+
+# ----------------------------------------------------------------------------- Adam's bias correction
+
+
+def adam_first_steps(grads, lr: float = 0.01, betas=(0.9, 0.999), eps: float = 1e-8, bias_correction: bool = True):
+    """Adam's updates Δθ_t for a sequence of gradients g_1, g_2, … (one parameter):
+
+        m_t = β₁m_{t−1} + (1 − β₁)g_t,   v_t = β₂v_{t−1} + (1 − β₂)g_t²,
+        with correction:  Δθ_t = −η · m̂_t / (√v̂_t + ε),  m̂ = m/(1 − β₁ᵗ), v̂ = v/(1 − β₂ᵗ)
+        without:          Δθ_t = −η · m_t / (√v_t + ε)
+
+    m and v start at 0, so early on they are biased toward 0, v more than m (β₂ > β₁): without
+    the correction the first step is η(1 − β₁)/√(1 − β₂) ≈ 3.2η for the default betas.
+    Returns dict(update, m, v, m_hat, v_hat) as arrays over the steps.
+    """
+    b1, b2 = betas
+    m = v = 0.0
+    out = {k: [] for k in ("update", "m", "v", "m_hat", "v_hat")}
+    for t, g in enumerate(np.asarray(grads, dtype=np.float64), start=1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        m_hat, v_hat = (m / (1 - b1**t), v / (1 - b2**t)) if bias_correction else (m, v)
+        out["update"].append(-lr * m_hat / (math.sqrt(v_hat) + eps))
+        for k, val in (("m", m), ("v", v), ("m_hat", m_hat), ("v_hat", v_hat)):
+            out[k].append(val)
+    return {k: np.array(val) for k, val in out.items()}
+
+
+def engine_adam_updates(grads, lr: float = 0.01, betas=(0.9, 0.999), eps: float = 1e-8) -> np.ndarray:
+    """The same updates from ``engine.optim.Adam`` fed the gradients one by one (the reference)."""
+    p = Parameter(np.zeros(1))
+    opt = optim.Adam([p], lr=lr, betas=tuple(betas), eps=eps)
+    updates = []
+    for g in np.asarray(grads, dtype=np.float64):
+        before = p.data.copy()
+        p.grad = np.array([g])
+        opt.step()
+        updates.append(float(p.data[0] - before[0]))
+    return np.array(updates)
+
+
+def noisy_gradients(steps: int, mean: float = 1.0, noise: float = 0.0, seed: int = 0) -> np.ndarray:
+    """g_t = mean + noise·N(0, 1): the gradient sequence of the bias-correction demo."""
+    return mean + noise * np.random.default_rng(seed).standard_normal(steps)
+
+
+# ----------------------------------------------------------------------------- schedules
+
+
+def plateau_metric(steps: int, seed: int = 0) -> np.ndarray:
+    """A validation loss that falls, then stalls with noise: what ReduceLROnPlateau reacts to."""
+    t = np.arange(steps)
+    rng = np.random.default_rng(seed)
+    return 0.3 + np.exp(-t / max(1, steps / 8)) + 0.01 * rng.standard_normal(steps)
+
+
+def schedule_curves(steps: int = 100, lr: float = 0.1, step_size: int = 25, gamma: float = 0.5,
+                    warmup: int = 10, pct_start: float = 0.3, factor: float = 0.5, patience: int = 5,
+                    seed: int = 0) -> dict:
+    """{schedule name: learning rate at steps 0 … steps − 1} from the engine's schedulers."""
+    if not (isinstance(steps, (int, np.integer)) and steps >= 2):
+        raise ValueError(f"schedule_curves: steps must be an integer ≥ 2, got {steps!r}")
+    warmup = int(min(max(1, warmup), steps - 1))
+    sv = lr_scheduler.schedule_values
+    return {
+        "step": sv(lambda o: lr_scheduler.StepLR(o, step_size=max(1, step_size), gamma=gamma), steps, lr),
+        "cosine": sv(lambda o: lr_scheduler.CosineAnnealingLR(o, T_max=steps), steps, lr),
+        "warmup_cosine": sv(lambda o: lr_scheduler.warmup_cosine(o, warmup_steps=warmup, total_steps=steps), steps, lr),
+        "onecycle": sv(lambda o: lr_scheduler.OneCycleLR(o, max_lr=lr, total_steps=steps, pct_start=pct_start),
+                       steps, lr),
+        "plateau": sv(lambda o: lr_scheduler.ReduceLROnPlateau(o, factor=factor, patience=patience), steps, lr,
+                      metrics=plateau_metric(steps, seed)),
+    }
+
+
+# ----------------------------------------------------------------------------- weight decay
+
+
+def _flat_direction_loss(t):
+    """f(θ) = 5(θ₁ − 2)²: θ₂ does not affect the loss at all; only weight decay moves it."""
+    return 5.0 * (t[0] - 2.0) ** 2
+
+
+def l2_vs_decoupled(weight_decay: float = 0.1, lr: float = 0.05, steps: int = 200, start=(0.0, 2.0)) -> dict:
+    """Adam with L2 (``Adam(weight_decay=λ)``: λθ added to the gradient, then normalised by √v̂)
+    against AdamW (``AdamW(weight_decay=λ)``: θ ← θ − ηλθ outside the adaptive step).
+
+    On θ₂, which has no loss gradient, L2-Adam's normalised step is ≈ η·sign(θ₂) whatever λ is
+    (it drives θ₂ to 0 in about |θ₂|/η steps), while AdamW shrinks it by (1 − ηλ) per step. On
+    θ₁, whose loss gradient is large, L2's λθ₁ is drowned out; AdamW still pulls θ₁ toward 0 a little.
+    Returns {'adam_l2': path, 'adamw': path}, each [steps + 1, 2].
+    """
+    paths = {}
+    for name in ("adam_l2", "adamw"):
+        theta = Parameter(np.asarray(start, dtype=np.float64))
+        if name == "adam_l2":
+            opt = optim.Adam([theta], lr=lr, weight_decay=weight_decay)
+        else:
+            opt = optim.AdamW([theta], lr=lr, weight_decay=weight_decay)
+        path = [theta.data.copy()]
+        for _ in range(steps):
+            opt.zero_grad()
+            _flat_direction_loss(theta).backward()
+            opt.step()
+            path.append(theta.data.copy())
+        paths[name] = np.array(path)
+    return paths
+
+
+# ----------------------------------------------------------------------------- clipping
+
+
+def clip_by_global_norm(grads, max_norm: float):
+    """Clip gradients (a list of arrays, one per parameter) by their global norm √(Σ g²) with
+    ``nn.utils.clip_grad_norm_``. Returns (clipped list, norm before, norm after)."""
+    params = []
+    for g in grads:
+        p = Parameter(np.zeros_like(np.asarray(g, dtype=np.float64)))
+        p.grad = np.array(g, dtype=np.float64)
+        params.append(p)
+    before = float(clip_grad_norm_(params, max_norm).data)
+    clipped = [p.grad for p in params]
+    after = math.sqrt(sum(float(np.sum(g * g)) for g in clipped))
+    return clipped, before, after

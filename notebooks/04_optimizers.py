@@ -1,0 +1,592 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="04 · Optimizers")
+
+with app.setup:
+    import marimo as mo
+    import numpy as np
+
+    import engine
+    from engine import course, plot
+    from engine import optim_lab as lab
+    from engine.exercises import check_number
+
+    METADATA = {
+        "id": "04_optimizers",
+        "name": "Optimizers",
+        "summary": "SGD, momentum, Nesterov, RMSprop, Adam and AdamW on loss surfaces, bias "
+        "correction, learning-rate schedules, weight decay and gradient clipping.",
+        "topics": ["optimization", "sgd", "momentum", "adam", "lr_schedules", "weight_decay", "gradient_clipping"],
+    }
+
+    LR_STEPS = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.018, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0]
+
+
+@app.function
+def verdict(result):
+    """A graded answer as a callout: green when right, red with the hint when wrong, grey when empty."""
+    ok, message = result
+    return mo.callout(mo.md(message), kind={True: "success", False: "danger", None: "neutral"}[ok])
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(f"""
+    # {METADATA["name"]}
+
+    Backpropagation gives the gradient; the optimizer decides what to do with it. Plain gradient
+    descent steps straight downhill, which is slow in long narrow valleys and stalls near saddle
+    points; the optimizers used in practice add **momentum** (remember the past direction),
+    **adaptive step sizes** (one per parameter) or both. In this notebook you will
+
+    - race SGD, momentum, Nesterov, RMSprop, Adam and AdamW on four 2-D loss surfaces, with their
+      hyper-parameters and a learning-rate schedule under your control;
+    - see what Adam's bias correction does to its first steps;
+    - plot the common learning-rate schedules;
+    - find where Adam with an L2 penalty and AdamW's decoupled weight decay part ways;
+    - clip gradients by their global norm and rescue a diverging run.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md(METADATA["id"]))
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 1. The update rules
+
+    With the gradient $g_t = \nabla_\theta \mathcal L(\theta_t)$ and learning rate $\eta$:
+
+    $$
+    \begin{aligned}
+    \text{SGD:}\quad & \theta_{t+1} = \theta_t - \eta\, g_t \\
+    \text{momentum:}\quad & b_t = \mu\, b_{t-1} + g_t, \qquad \theta_{t+1} = \theta_t - \eta\, b_t \\
+    \text{Nesterov:}\quad & b_t = \mu\, b_{t-1} + g_t, \qquad \theta_{t+1} = \theta_t - \eta\,(g_t + \mu\, b_t) \\
+    \text{RMSprop:}\quad & s_t = \alpha\, s_{t-1} + (1-\alpha)\, g_t^2, \qquad \theta_{t+1} = \theta_t - \eta\, \frac{g_t}{\sqrt{s_t} + \varepsilon} \\
+    \text{Adam:}\quad & m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t, \quad v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2, \quad
+    \theta_{t+1} = \theta_t - \eta\, \frac{\hat m_t}{\sqrt{\hat v_t} + \varepsilon} \\
+    \text{AdamW:}\quad & \theta_{t+1} = \theta_t - \eta\lambda\,\theta_t - \eta\, \frac{\hat m_t}{\sqrt{\hat v_t} + \varepsilon}
+    \end{aligned}
+    $$
+
+    with $\hat m_t = m_t/(1-\beta_1^t)$ and $\hat v_t = v_t/(1-\beta_2^t)$. These are PyTorch's
+    forms (its momentum buffer starts at the first gradient; AdamW's decay uses $\theta_t$ from
+    before the step), and `engine.optim` follows them exactly.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 2. Four surfaces, six optimizers
+
+    Each surface is a function of $\theta = (\theta_1, \theta_2)$ built from engine operations, so
+    the optimizers get their gradients from autograd, exactly as they would in a network. The
+    learning rates start at values that suit each surface; move them, change the start, switch on
+    a schedule. What to look for: SGD zig-zags across the **ill-conditioned** quadratic (one
+    direction 100× steeper than the other; at η = 0.02 the zig-zag never dies down, above it
+    explodes) while momentum and Adam cut through; in **Rosenbrock's**
+    curved valley everything is slow and momentum pays off; at the **saddle** the gradient is
+    almost zero and plain SGD waits; **Beale** has flat plateaus and steep walls.
+    """)
+    return
+
+
+@app.cell
+def _():
+    surface = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.SURFACES.items()},
+                             value="Rosenbrock's valley", label="surface")
+    return (surface,)
+
+
+@app.cell
+def _(surface):
+    _box = lab.SURFACES[surface.value]["box"]
+    _start = lab.SURFACES[surface.value]["start"]
+    start_x = mo.ui.slider(_box[0][0], _box[0][1], step=0.1, value=_start[0], label="start θ₁", show_value=True)
+    return (start_x,)
+
+
+@app.cell
+def _(surface):
+    _box = lab.SURFACES[surface.value]["box"]
+    _start = lab.SURFACES[surface.value]["start"]
+    start_y = mo.ui.slider(_box[1][0], _box[1][1], step=0.05, value=_start[1], label="start θ₂", show_value=True)
+    return (start_y,)
+
+
+@app.cell
+def _():
+    n_steps = mo.ui.slider(10, 1000, step=10, value=200, label="steps", show_value=True, debounce=True)
+    return (n_steps,)
+
+
+@app.cell
+def _():
+    shown_opts = mo.ui.multiselect(options={lab.LABELS[n]: n for n in lab.OPTIMIZERS},
+                                   value=[lab.LABELS[n] for n in lab.OPTIMIZERS], label="optimizers")
+    return (shown_opts,)
+
+
+@app.cell
+def _(surface):
+    lrs = mo.ui.dictionary({
+        name: mo.ui.slider(steps=LR_STEPS, value=lab.SURFACES[surface.value]["lr"][name], label=f"η {lab.LABELS[name]}",
+                           show_value=True)
+        for name in lab.OPTIMIZERS
+    })
+    return (lrs,)
+
+
+@app.cell
+def _():
+    momentum_beta = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="momentum μ", show_value=True)
+    return (momentum_beta,)
+
+
+@app.cell
+def _():
+    rms_alpha = mo.ui.slider(0.5, 0.999, step=0.001, value=0.99, label="RMSprop α", show_value=True)
+    return (rms_alpha,)
+
+
+@app.cell
+def _():
+    adam_beta1 = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="Adam β₁", show_value=True)
+    return (adam_beta1,)
+
+
+@app.cell
+def _():
+    adam_beta2 = mo.ui.slider(steps=[0.9, 0.95, 0.99, 0.995, 0.999, 0.9999], value=0.999, label="Adam β₂",
+                              show_value=True)
+    return (adam_beta2,)
+
+
+@app.cell
+def _():
+    adamw_decay = mo.ui.slider(0.0, 0.5, step=0.01, value=0.05, label="AdamW λ", show_value=True)
+    return (adamw_decay,)
+
+
+@app.cell
+def _():
+    traj_schedule = mo.ui.dropdown(options={"constant": "constant", "step decay": "step", "cosine": "cosine",
+                                            "warm-up + cosine": "warmup_cosine", "one-cycle": "onecycle",
+                                            "reduce on plateau": "plateau"},
+                                   value="constant", label="schedule")
+    return (traj_schedule,)
+
+
+@app.cell
+def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alpha, shown_opts, start_x,
+      start_y, surface, traj_schedule):
+    _hyper = dict(momentum=momentum_beta.value, alpha=rms_alpha.value, betas=(adam_beta1.value, adam_beta2.value),
+                  weight_decay=adamw_decay.value)
+    _chosen = [n for n in lab.OPTIMIZERS if n in shown_opts.value]
+    trajectories, trajectory_problems = {}, {}
+    for _name in _chosen:
+        try:
+            trajectories[_name] = lab.run_optimizer(surface.value, _name, start=(start_x.value, start_y.value),
+                                                    steps=n_steps.value, lr=lrs.value[_name],
+                                                    schedule=traj_schedule.value, **_hyper)
+        except ValueError as _err:  # a setting the optimizer refuses, e.g. Nesterov with μ = 0
+            trajectory_problems[_name] = str(_err)
+    mo.vstack([c for c in [
+        mo.callout(mo.md("  \n".join(f"**{lab.LABELS[n]} not run**: {m}" for n, m in trajectory_problems.items())),
+                   kind="warn") if trajectory_problems else None,
+        mo.hstack([surface, start_x, start_y, n_steps, traj_schedule], wrap=True),
+        shown_opts,
+        mo.hstack(list(lrs.elements.values()), wrap=True),
+        mo.hstack([momentum_beta, rms_alpha, adam_beta1, adam_beta2, adamw_decay], wrap=True),
+    ] if c is not None])
+    return trajectories, trajectory_problems
+
+
+@app.cell
+def _(surface, trajectories):
+    _spec = lab.SURFACES[surface.value]
+    if not trajectories:
+        _out = mo.callout(mo.md("**No optimizer selected.** Pick at least one in the list above."), kind="warn")
+    else:
+        _xx, _yy, _zz = lab.surface_grid(surface.value, 140)
+        _paths = {lab.LABELS[n]: t.path for n, t in trajectories.items()}
+        _colors = {lab.LABELS[n]: n for n in trajectories}
+        _first = next(iter(trajectories.values())).path[0]
+        _fig = plot.contour_trajectories(_xx, _yy, _zz, _paths, colors=_colors, start=_first,
+                                         minimum=_spec["minimum"], title=_spec["label"], width=7.5, height=4.8)
+        _losses = {lab.LABELS[n]: np.maximum(t.losses - lab.surface_value(surface.value, _spec["minimum"]), 1e-16)
+                   for n, t in trajectories.items()}
+        _curve = plot.loss_curves(_losses, x_title="step", y_title="f(θ) − f(θ*)", log_y=True, colors=_colors,
+                                  height=220, title="Distance to the minimum value")
+        _rows = []
+        for _n, _t in trajectories.items():
+            _dist = float(np.linalg.norm(_t.path[-1] - np.array(_spec["minimum"])))
+            _state = (f"diverged at step {len(_t.path) - 1}" if _t.diverged
+                      else f"{_t.final_loss:.3g}")
+            _rows.append(f"| {lab.LABELS[_n]} | {_t.lrs[0]:.3g} | {_state} | {_dist:.3g} |")
+        _diverged = [lab.LABELS[n] for n, t in trajectories.items() if t.diverged]
+        _warn = [mo.callout(mo.md(f"**{', '.join(_diverged)} diverged**: the step overshoots the valley and "
+                                  "grows each time. Lower its learning rate."), kind="warn")] if _diverged else []
+        _out = mo.vstack(_warn + [
+            mo.md(rf"$${_spec['latex']}$$"),
+            _fig,
+            _curve,
+            mo.md("| optimizer | η at step 0 | final f(θ) | distance to θ* |\n|---|---|---|---|\n" + "\n".join(_rows)),
+        ])
+    _out
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 3. Adam's bias correction
+
+    $m$ and $v$ start at zero, so for the first steps they are averages of too few gradients and
+    are pulled toward zero; $v$ more so because $\beta_2 = 0.999$ remembers about 1000 steps
+    against $\beta_1$'s 10. Dividing by $1-\beta^t$ undoes exactly that pull: for a constant
+    gradient $g$, $\hat m_t = g$ and $\hat v_t = g^2$ from the very first step, which is then
+    $\eta$. Without the correction the first step is
+
+    $$
+    \eta\,\frac{(1-\beta_1)\,g}{\sqrt{(1-\beta_2)\,g^2}} = \eta\,\frac{1-\beta_1}{\sqrt{1-\beta_2}} \approx 3.2\,\eta ,
+    $$
+
+    and it keeps growing for a while: a burst of oversized steps just when the parameters are
+    least trained. The lines below are the formulas; the dots are `engine.optim.Adam`'s actual
+    updates (with the correction), fed the same gradients. β₁ and β₂ are the sliders of section 2.
+    """)
+    return
+
+
+@app.cell
+def _():
+    bc_steps = mo.ui.slider(5, 300, step=5, value=60, label="steps shown", show_value=True)
+    return (bc_steps,)
+
+
+@app.cell
+def _():
+    bc_noise = mo.ui.slider(0.0, 3.0, step=0.1, value=0.0, label="gradient noise", show_value=True)
+    return (bc_noise,)
+
+
+@app.cell
+def _(adam_beta1, adam_beta2, bc_noise, bc_steps):
+    _betas = (adam_beta1.value, adam_beta2.value)
+    _g = lab.noisy_gradients(bc_steps.value, mean=1.0, noise=bc_noise.value, seed=0)
+    bc_with = lab.adam_first_steps(_g, lr=1.0, betas=_betas, bias_correction=True)
+    bc_without = lab.adam_first_steps(_g, lr=1.0, betas=_betas, bias_correction=False)
+    bc_engine = lab.engine_adam_updates(_g, lr=1.0, betas=_betas)
+    _t = np.arange(1, bc_steps.value + 1)
+    _chart = plot.curves(_t, {"with correction": np.abs(bc_with["update"]), "without": np.abs(bc_without["update"])},
+                         dots={"engine.optim.Adam": np.abs(bc_engine)}, n_dots=min(bc_steps.value, 40),
+                         colors={"with correction": "adam", "without": "error"}, dashed=["without"],
+                         x_title="step t", y_title="|Δθ| / η", height=240,
+                         title=f"Adam's step size for gradients ≈ 1 (β₁ = {_betas[0]:g}, β₂ = {_betas[1]:g})")
+    mo.vstack([
+        mo.hstack([bc_steps, bc_noise, adam_beta1, adam_beta2]),
+        _chart,
+        mo.md(f"First step: **{abs(bc_with['update'][0]):.3f} η** with the correction, "
+              f"**{abs(bc_without['update'][0]):.3f} η** without; largest step without: "
+              f"**{np.abs(bc_without['update']).max():.3f} η**."),
+    ])
+    return bc_engine, bc_with, bc_without
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 4. Learning-rate schedules
+
+    A schedule changes $\eta$ during training: large early to travel, small late to settle.
+    **Step decay** multiplies it by $\gamma$ every few epochs; **cosine annealing** follows
+    $\eta_t = \eta_{\min} + \tfrac12(\eta_{\max}-\eta_{\min})(1+\cos(\pi t/T))$; **warm-up then
+    cosine** ramps up linearly first (Adam's early estimates are noisy, and large models are
+    fragile at the start); **one-cycle** warms up to a peak and anneals far below the start;
+    **reduce-on-plateau** cuts the rate by a factor whenever a validation loss (here a synthetic
+    one that stalls) has not improved for `patience` steps. Every curve is read from the engine's
+    `lr_scheduler` classes, which match PyTorch's values.
+    """)
+    return
+
+
+@app.cell
+def _():
+    sched_steps = mo.ui.slider(10, 500, step=10, value=100, label="total steps", show_value=True)
+    return (sched_steps,)
+
+
+@app.cell
+def _():
+    sched_lr = mo.ui.slider(steps=[0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0], value=0.1, label="base η",
+                            show_value=True)
+    return (sched_lr,)
+
+
+@app.cell
+def _():
+    sched_step_size = mo.ui.slider(1, 100, step=1, value=25, label="step size", show_value=True)
+    return (sched_step_size,)
+
+
+@app.cell
+def _():
+    sched_gamma = mo.ui.slider(0.1, 0.9, step=0.05, value=0.5, label="step γ", show_value=True)
+    return (sched_gamma,)
+
+
+@app.cell
+def _():
+    sched_warmup = mo.ui.slider(1, 100, step=1, value=10, label="warm-up steps", show_value=True)
+    return (sched_warmup,)
+
+
+@app.cell
+def _():
+    sched_pct = mo.ui.slider(0.05, 0.9, step=0.05, value=0.3, label="one-cycle rise share", show_value=True)
+    return (sched_pct,)
+
+
+@app.cell
+def _():
+    plateau_patience = mo.ui.slider(1, 30, step=1, value=5, label="plateau patience", show_value=True)
+    return (plateau_patience,)
+
+
+@app.cell
+def _(plateau_patience, sched_gamma, sched_lr, sched_pct, sched_step_size, sched_steps, sched_warmup):
+    schedules = lab.schedule_curves(steps=sched_steps.value, lr=sched_lr.value, step_size=sched_step_size.value,
+                                    gamma=sched_gamma.value, warmup=sched_warmup.value, pct_start=sched_pct.value,
+                                    factor=0.5, patience=plateau_patience.value)
+    _names = {"step": "step decay", "cosine": "cosine", "warmup_cosine": "warm-up + cosine", "onecycle": "one-cycle",
+              "plateau": "reduce on plateau"}
+    _chart = plot.curves(np.arange(sched_steps.value), {_names[k]: v for k, v in schedules.items()},
+                         x_title="step t", y_title="learning rate η_t", height=260, title="Schedules")
+    _note = ("" if sched_warmup.value < sched_steps.value else
+             f" (The warm-up of {sched_warmup.value} steps is longer than the run, so it is cut to "
+             f"{sched_steps.value - 1}.)")
+    mo.vstack([
+        mo.hstack([sched_steps, sched_lr, sched_step_size, sched_gamma], wrap=True),
+        mo.hstack([sched_warmup, sched_pct, plateau_patience], wrap=True),
+        _chart,
+        mo.md("Final rates: " + " · ".join(f"{_names[k]} **{v[-1]:.3g}**" for k, v in schedules.items()) + "." + _note),
+    ])
+    return (schedules,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 5. L2 penalty or decoupled weight decay?
+
+    For plain SGD, adding $\tfrac{\lambda}{2}\lVert\theta\rVert^2$ to the loss and shrinking the
+    weights by $\eta\lambda\theta$ each step are the same thing. For Adam they are not: an L2
+    term enters the gradient, $g + \lambda\theta$, and is then **divided by** $\sqrt{\hat v}$ like
+    the rest. Where the loss gradient is large, the decay is drowned out; where it is zero, the
+    normalised step is about $\eta\,\operatorname{sign}(\theta)$, whatever $\lambda$ is. AdamW
+    applies $\theta \leftarrow \theta - \eta\lambda\theta$ outside the adaptive step, so every
+    weight decays at the same relative rate. Here $f(\theta) = 5(\theta_1-2)^2$: $\theta_2$ plays no
+    role in the loss, so only the decay moves it.
+    """)
+    return
+
+
+@app.cell
+def _():
+    wd_lambda = mo.ui.slider(0.0, 1.0, step=0.01, value=0.1, label="λ", show_value=True)
+    return (wd_lambda,)
+
+
+@app.cell
+def _():
+    wd_lr = mo.ui.slider(steps=[0.001, 0.003, 0.01, 0.03, 0.05, 0.1, 0.3], value=0.05, label="η", show_value=True)
+    return (wd_lr,)
+
+
+@app.cell
+def _(wd_lambda, wd_lr):
+    wd_paths = lab.l2_vs_decoupled(weight_decay=wd_lambda.value, lr=wd_lr.value, steps=200)
+    _t = np.arange(201)
+    _names = {"adam_l2": "Adam + L2", "adamw": "AdamW"}
+    _chart2 = plot.curves(_t, {f"{_names[k]}: θ₂": p[:, 1] for k, p in wd_paths.items()}, x_title="step",
+                          y_title="θ₂ (no loss gradient)", height=220,
+                          colors={"Adam + L2: θ₂": "adam", "AdamW: θ₂": "adamw"}, title="The weight the loss ignores")
+    _chart1 = plot.curves(_t, {f"{_names[k]}: θ₁": p[:, 0] for k, p in wd_paths.items()}, x_title="step",
+                          y_title="θ₁ (loss minimum at 2)", height=220,
+                          colors={"Adam + L2: θ₁": "adam", "AdamW: θ₁": "adamw"}, title="The weight the loss wants at 2")
+    mo.vstack([
+        mo.hstack([wd_lambda, wd_lr]),
+        mo.hstack([_chart2, _chart1], widths=[1, 1]),
+        mo.md(f"After 200 steps: Adam + L2 θ = ({wd_paths['adam_l2'][-1, 0]:.3f}, {wd_paths['adam_l2'][-1, 1]:.3f}), "
+              f"AdamW θ = ({wd_paths['adamw'][-1, 0]:.3f}, {wd_paths['adamw'][-1, 1]:.3f}). "
+              f"AdamW's θ₂ follows 2·(1 − ηλ)ᵗ = {2 * (1 - wd_lr.value * wd_lambda.value) ** 200:.3f} at t = 200."),
+    ])
+    return (wd_paths,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 6. Gradient clipping by global norm
+
+    One bad batch or a steep wall can produce a gradient a thousand times larger than usual, and
+    one SGD step then throws the parameters far away. Clipping rescales **all** gradients together
+    when their global norm exceeds a threshold $c$, keeping the direction:
+
+    $$
+    \lVert g\rVert = \sqrt{\textstyle\sum_{\text{params}}\sum_i g_i^2}, \qquad
+    g \leftarrow g\cdot\frac{c}{\lVert g\rVert} \quad\text{if } \lVert g\rVert > c .
+    $$
+
+    (Note the square root: the norm is a length, not a sum of squares.) Below, SGD on
+    Rosenbrock's valley with a learning rate too large for its steep walls, with and without
+    `nn.utils.clip_grad_norm_`.
+    """)
+    return
+
+
+@app.cell
+def _():
+    clip_norm = mo.ui.slider(steps=[0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0], value=3.0, label="max norm c",
+                             show_value=True)
+    return (clip_norm,)
+
+
+@app.cell
+def _():
+    clip_lr = mo.ui.slider(steps=[0.001, 0.003, 0.005, 0.01, 0.02, 0.05], value=0.01, label="SGD η",
+                           show_value=True)
+    return (clip_lr,)
+
+
+@app.cell
+def _(clip_lr, clip_norm):
+    clip_runs = {
+        "no clipping": lab.run_optimizer("rosenbrock", "sgd", steps=300, lr=clip_lr.value),
+        f"clipped at {clip_norm.value:g}": lab.run_optimizer("rosenbrock", "sgd", steps=300, lr=clip_lr.value,
+                                                             clip=clip_norm.value),
+    }
+    _xx, _yy, _zz = lab.surface_grid("rosenbrock", 120)
+    _fig = plot.contour_trajectories(_xx, _yy, _zz, {k: r.path for k, r in clip_runs.items()},
+                                     colors={"no clipping": "error", f"clipped at {clip_norm.value:g}": "sgd"},
+                                     start=lab.SURFACES["rosenbrock"]["start"], minimum=(1.0, 1.0),
+                                     title="SGD on Rosenbrock", width=7.0, height=4.4)
+    _lines = []
+    for _k, _r in clip_runs.items():
+        _fate = f"diverged at step {len(_r.path) - 1}" if _r.diverged else f"final f = {_r.final_loss:.3g}"
+        _lines.append(f"**{_k}**: largest gradient norm {np.max(_r.grad_norms):.3g}, {_fate}")
+    mo.vstack([mo.hstack([clip_norm, clip_lr]), _fig, mo.md(" · ".join(_lines))])
+    return (clip_runs,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 7. Check yourself
+    """)
+    return
+
+
+@app.cell
+def _():
+    answer_adam = mo.ui.text(placeholder="e.g. 0.003", label="|Δθ₁| =")
+    return (answer_adam,)
+
+
+@app.cell
+def _(answer_adam):
+    adam_truth = float(abs(lab.engine_adam_updates([0.3], lr=0.01)[0]))
+    mo.vstack([
+        mo.md("**1.** Adam (η = 0.01, default betas) takes its first step on a parameter whose gradient is 0.3. "
+              "How far does the parameter move?"),
+        answer_adam,
+        verdict(check_number(answer_adam.value, adam_truth, rel_tol=0.01,
+                             hint="After bias correction m̂₁ = g and v̂₁ = g².")),
+    ])
+    return (adam_truth,)
+
+
+@app.cell
+def _():
+    answer_cosine = mo.ui.text(placeholder="e.g. 0.1", label="η₅₀ =")
+    return (answer_cosine,)
+
+
+@app.cell
+def _(answer_cosine):
+    cosine_truth = float(lab.schedule_curves(steps=100, lr=0.1)["cosine"][50])
+    mo.vstack([
+        mo.md("**2.** Cosine annealing from η = 0.1 to 0 over T = 100 steps: what is the learning rate at step 50?"),
+        answer_cosine,
+        verdict(check_number(answer_cosine.value, cosine_truth, rel_tol=0.01, hint="cos(π/2) = 0.")),
+    ])
+    return (cosine_truth,)
+
+
+@app.cell
+def _():
+    answer_clip = mo.ui.text(placeholder="e.g. 1.5", label="clipped g₁ =")
+    return (answer_clip,)
+
+
+@app.cell
+def _(answer_clip):
+    _clipped, _before, _after = lab.clip_by_global_norm([np.array([3.0]), np.array([4.0])], max_norm=1.0)
+    clip_truth = float(_clipped[0][0])
+    mo.vstack([
+        mo.md("**3.** Two parameters have gradients g₁ = 3 and g₂ = 4. After `clip_grad_norm_(params, max_norm=1)`, "
+              "what is g₁? (Two decimals.)"),
+        answer_clip,
+        verdict(check_number(answer_clip.value, clip_truth, abs_tol=0.005,
+                             hint="The global norm is √(3² + 4²); both are scaled by the same factor.")),
+    ])
+    return (clip_truth,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 8. The same in your own script
+
+    ```python
+    import numpy as np
+    import engine
+    from engine import nn, optim
+    from engine.optim import lr_scheduler
+
+    theta = nn.Parameter(np.array([-1.2, 1.0]))
+    opt = optim.AdamW([theta], lr=0.1, betas=(0.9, 0.999), weight_decay=0.01)
+    sched = lr_scheduler.CosineAnnealingLR(opt, T_max=300)
+    for step in range(300):
+        loss = (1 - theta[0]) ** 2 + 100 * (theta[1] - theta[0] ** 2) ** 2   # Rosenbrock
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_([theta], max_norm=10.0)
+        opt.step()
+        sched.step()
+    print(theta.data, sched.get_last_lr())
+
+    # or: optim.SGD(params, lr, momentum=0.9, nesterov=True), optim.RMSprop(params, lr, alpha=0.99),
+    # optim.Adam(params, lr, weight_decay=λ)  (that one is the coupled L2 penalty)
+    ```
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md(METADATA["id"]))
+    return
+
+
+if __name__ == "__main__":
+    app.run()
