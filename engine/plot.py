@@ -756,3 +756,29 @@ def paths_2d(series: dict, *, x_title: str = "x", y_title: str = "y", title=None
                         legend=alt.Legend(orient="bottom")),
         tooltip=["series:N", "t:Q", alt.Tooltip("x:Q", format=".3g"), alt.Tooltip("y:Q", format=".3g")])
     return _finish(chart, title, height)
+
+
+def point_layers(layers: dict, *, x_title: str = "x₁", y_title: str = "x₂", title=None, height=360,
+                 square: bool = True, size: int = 10, domain=None):
+    """Several 2-D point sets on one chart with a legend: ``layers`` maps a name to ``(X, colour)``
+    with X [N, 2] and a palette name ('data', 'model', ...). ``square`` (with ``domain``, or the
+    data's extent) gives both axes the same range, so shapes are not distorted."""
+    alt = _alt()
+    rows, names, colors = [], [], {}
+    lim = 0.0
+    for name, (X, colour) in layers.items():
+        X = np.asarray(X, dtype=float)
+        rows += records(x=X[:, 0], y=X[:, 1], series=name)
+        names.append(name)
+        colors[name] = colour
+        finite = np.abs(X[np.isfinite(X).all(axis=1)])
+        lim = max(lim, float(finite.max()) if finite.size else 0.0)
+    if domain is None and square and lim > 0:
+        domain = (-1.05 * lim, 1.05 * lim)
+    scale = alt.Scale(domain=list(domain)) if domain is not None else alt.Undefined
+    chart = alt.Chart(_data(rows)).mark_circle(size=size, opacity=0.7, clip=True).encode(
+        x=alt.X("x:Q", title=x_title, scale=scale), y=alt.Y("y:Q", title=y_title, scale=scale),
+        color=alt.Color("series:N", title="", sort=names, scale=_color_scale(names, colors),
+                        legend=alt.Legend(orient="bottom")),
+        tooltip=["series:N", alt.Tooltip("x:Q", format=".3g"), alt.Tooltip("y:Q", format=".3g")])
+    return _finish(chart, title, height)

@@ -20,6 +20,21 @@ def verdict(result):
     return mo.callout(mo.md(message), kind=kind)
 
 
+@app.function
+def throttled(bar, total):
+    """A per-step callback that moves ``bar`` at most about 100 times: redrawing the progress bar
+    at every step of a long run would cost more than the step itself."""
+    chunk = max(1, total // 100)
+
+    def tick(step, *_):
+        if step % chunk == 0:
+            bar.update(increment=chunk)
+        elif step == total:
+            bar.update(increment=step % chunk)
+
+    return tick
+
+
 @app.cell(hide_code=True)
 def _():
     METADATA = {
@@ -577,7 +592,7 @@ def _(tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train):
                                 remove_on_exit=True) as _bar:
         tiny = attention_lab.train_tiny_attention(tiny_task.value, steps=tiny_steps.value,
                                                   lr=tiny_lr.value, length=tiny_length.value,
-                                                  seed=0, on_step=lambda s: _bar.update())
+                                                  seed=0, on_step=throttled(_bar, tiny_steps.value))
     _h = tiny["history"]
     _labels_in = [f"{i}:{t}" for i, t in enumerate(tiny["example"])]
     _labels_out = [f"{i}→{p}" for i, p in enumerate(tiny["prediction"])]
