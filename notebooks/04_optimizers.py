@@ -110,7 +110,7 @@ def _():
 def _(surface):
     _box = lab.SURFACES[surface.value]["box"]
     _start = lab.SURFACES[surface.value]["start"]
-    start_x = mo.ui.slider(_box[0][0], _box[0][1], step=0.1, value=_start[0], label="start θ₁", show_value=True)
+    start_x = mo.ui.slider(_box[0][0], _box[0][1], step=0.1, value=_start[0], label="start θ₁", show_value=True, debounce=True)
     return (start_x,)
 
 
@@ -118,7 +118,7 @@ def _(surface):
 def _(surface):
     _box = lab.SURFACES[surface.value]["box"]
     _start = lab.SURFACES[surface.value]["start"]
-    start_y = mo.ui.slider(_box[1][0], _box[1][1], step=0.05, value=_start[1], label="start θ₂", show_value=True)
+    start_y = mo.ui.slider(_box[1][0], _box[1][1], step=0.05, value=_start[1], label="start θ₂", show_value=True, debounce=True)
     return (start_y,)
 
 
@@ -139,7 +139,7 @@ def _():
 def _(surface):
     lrs = mo.ui.dictionary({
         name: mo.ui.slider(steps=LR_STEPS, value=lab.SURFACES[surface.value]["lr"][name], label=f"η {lab.LABELS[name]}",
-                           show_value=True)
+                           show_value=True, debounce=True)
         for name in lab.OPTIMIZERS
     })
     return (lrs,)
@@ -147,19 +147,19 @@ def _(surface):
 
 @app.cell
 def _():
-    momentum_beta = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="momentum μ", show_value=True)
+    momentum_beta = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="momentum μ", show_value=True, debounce=True)
     return (momentum_beta,)
 
 
 @app.cell
 def _():
-    rms_alpha = mo.ui.slider(0.5, 0.999, step=0.001, value=0.99, label="RMSprop α", show_value=True)
+    rms_alpha = mo.ui.slider(0.5, 0.999, step=0.001, value=0.99, label="RMSprop α", show_value=True, debounce=True)
     return (rms_alpha,)
 
 
 @app.cell
 def _():
-    adam_beta1 = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="Adam β₁", show_value=True)
+    adam_beta1 = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="Adam β₁", show_value=True, debounce=True)
     return (adam_beta1,)
 
 
@@ -172,7 +172,7 @@ def _():
 
 @app.cell
 def _():
-    adamw_decay = mo.ui.slider(0.0, 0.5, step=0.01, value=0.05, label="AdamW λ", show_value=True)
+    adamw_decay = mo.ui.slider(0.0, 0.5, step=0.01, value=0.05, label="AdamW λ", show_value=True, debounce=True)
     return (adamw_decay,)
 
 
