@@ -102,6 +102,8 @@ def browser_page():
         page_errors: list[str] = []
         page.on("pageerror", lambda error: page_errors.append(str(error)))
         page.page_errors = page_errors
+        page.console_errors = []
+        page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text[:300]))
         yield page
         context.close()
         browser.close()
@@ -191,10 +193,14 @@ def test_page_renders_and_reacts(entry, gallery, browser_page):
         _check_page(page, gallery, entry)
     finally:
         screenshot(page, entry.id)
+        if page.console_errors:
+            print(f"{entry.id}: console errors {page.console_errors[:5]}")
+            page.console_errors.clear()
         print(f"{entry.id}: checked in {time.monotonic() - started:.1f} s")
 
 
 def _check_page(page, gallery, entry) -> None:
+    problems = []  # reported together at the end, after every control was exercised
     # Title and formulas (the DOM follows the kernel's messages by a frame or so).
     try:
         page.locator("#App h1").first.wait_for(timeout=30_000)
@@ -218,7 +224,7 @@ def _check_page(page, gallery, entry) -> None:
     hrefs = page.locator("#App a[href]").evaluate_all("els => els.map(e => e.getAttribute('href'))")
     assert not [h for h in hrefs if h.endswith(".html") and "://" not in h], (
         f"{entry.id}: site-style .html links under marimo run: {hrefs}")
-    broken_links = []  # reported at the end, after the controls were exercised
+    broken_links = []
     for href in sorted({h for h in hrefs if h.startswith("?file=")}):
         target = urllib.parse.unquote(href.removeprefix("?file="))
         if target not in {e.path for e in course.entries()}:
@@ -231,11 +237,14 @@ def _check_page(page, gallery, entry) -> None:
             status = error.code
         if status != 200:
             broken_links.append(f"{href} (HTTP {status})")
+    if broken_links:
+        problems.append(f"links that the gallery does not serve: {broken_links}")
 
     # A slider changes what is drawn.
     sliders = page.locator("#App [role=slider]")
     count = sliders.count()
-    assert count > 0, f"{entry.id}: no slider on the page"
+    if count == 0:
+        problems.append("no slider on the page")
     tried = []
     for index in range(count):
         thumb = sliders.nth(index)
@@ -258,7 +267,8 @@ def _check_page(page, gallery, entry) -> None:
             break
         tried.append(f"slider {index} ({value} -> {thumb.get_attribute('aria-valuenow')})")
     else:
-        pytest.fail(f"{entry.id}: moving a slider changed nothing drawn; tried {tried}")
+        if count:
+            problems.append(f"moving a slider changed nothing drawn; tried {tried}")
 
     # Buttons: each press runs to the end; a training run's progress bar reaches its total.
     buttons = page.locator("#App marimo-button button")
@@ -282,7 +292,8 @@ def _check_page(page, gallery, entry) -> None:
         for update in progress:
             if update["total"] and update["total"] > 0:
                 bars[update["cell"]] = max(bars.get(update["cell"], 0), update["progress"])
-        assert bars, f"{entry.id}: pressing its buttons showed no progress bar (mo.status.progress_bar)"
+        if not bars:
+            problems.append("pressing its buttons showed no progress bar (mo.status.progress_bar)")
         # marimo sends bar updates at most every 0.15 s and may remove the bar on exit, so a
         # finished bar is one that advanced and then either reached its total or was replaced by
         # the cell's result when the run ended (the cell is idle, without error, by now).
@@ -293,7 +304,7 @@ def _check_page(page, gallery, entry) -> None:
         assert not unfinished, f"{entry.id}: progress bars left short of their total: {unfinished}"
         _wait_settled(page)
 
-    assert not broken_links, f"{entry.id}: links that the gallery does not serve: {broken_links}"
+    assert not problems, f"{entry.id}: " + "; ".join(problems)
 
 
 def test_some_page_trains_behind_a_button():
