@@ -571,3 +571,84 @@ def test_epsilon_curves_exact_formula_and_learned_model():
     np.testing.assert_allclose(c["exact"], -np.sqrt(1 - ab) * score, atol=1e-12)
     np.testing.assert_allclose(c["density"], dens.sum(1) / 2 / np.sqrt(2 * np.pi * v), atol=1e-12)
     assert c["learned"].shape == (7,)
+
+
+# ============================================================================= 08 VAE
+from engine import vae  # noqa: E402
+
+
+def test_reparam_gradients_are_the_pathwise_derivatives():
+    r = G.reparam_gradients(1.5, 0.5, n=5000, seed=3)
+    eps = np.random.default_rng(3).standard_normal(5000)
+    z = 1.5 + 0.5 * eps
+    assert r["estimate"] == pytest.approx(np.mean(z**2))
+    assert r["grad_mu"] == pytest.approx(np.mean(2 * z))
+    assert r["grad_sigma"] == pytest.approx(np.mean(2 * z * eps))
+    assert r["grad_mu"] == pytest.approx(3.0, abs=0.05) and r["grad_sigma"] == pytest.approx(1.0, abs=0.1)
+    with pytest.raises(ValueError, match="sigma"):
+        G.reparam_gradients(0.0, 0.0)
+
+
+def test_kl_check_closed_form_monte_carlo_and_torch(torch):
+    for mu, sigma in [(0.0, 1.0), (1.0, 1.0), (-2.0, 0.3), (0.5, 2.5)]:
+        k = G.kl_check(mu, sigma, n_samples=20000, seed=1)
+        ref = torch.distributions.kl_divergence(torch.distributions.Normal(mu, sigma),
+                                                torch.distributions.Normal(0.0, 1.0))
+        assert k["closed"] == pytest.approx(float(ref), rel=1e-6, abs=1e-7)  # torch: float32
+        assert abs(k["mc"] - k["closed"]) < 5 * k["mc_se"] + 1e-12
+        dx = k["x"][1] - k["x"][0]
+        if sigma <= 1:  # the grid [−6, 6] holds all the mass
+            assert k["q"].sum() * dx == pytest.approx(1.0, abs=1e-3)
+
+
+def test_estimator_comparison_exact_gradients():
+    for name in G.ESTIMATOR_FUNCTIONS:
+        e = G.estimator_comparison(0.7, 0.8, name, n_samples=20, n=3000, seed=4)
+        for key in ("score_function", "reparameterized"):
+            v = e[key]
+            assert v.mean() == pytest.approx(e["exact"], abs=5 * v.std() / np.sqrt(len(v)))
+    e = G.estimator_comparison(2.0, 1.0, "exp z", n_samples=1, n=2000, seed=0)
+    assert e["exact"] == pytest.approx(np.exp(2.5))
+    assert e["score_var"] > 3 * e["reparam_var"]
+    with pytest.raises(ValueError, match="f_name"):
+        G.estimator_comparison(f_name="tan z")
+
+
+def test_train_vae_2d_budget_and_collapse():
+    X = G.toy_data_2d("moons", 1500, seed=0)
+    low = G.train_vae_2d(X, beta=0.1, latent_dim=3, steps=400, n_eval=300)
+    high = G.train_vae_2d(X, beta=100.0, latent_dim=3, steps=400, n_eval=300)
+    for r in (low, high):
+        assert r["kl"] == pytest.approx(r["kl_per_dim"].sum(), rel=1e-5)
+        assert r["elbo"] == pytest.approx(-(r["recon"] + r["kl"]), rel=1e-5)
+        assert r["reconstructions"].shape == (300, 2) and r["samples"].shape == (300, 2)
+    assert (low["kl_per_dim"] > 0.05).sum() >= 1
+    assert high["kl_per_dim"].max() < 0.05  # collapsed
+    assert high["recon"] > low["recon"]
+    # the recon term is the Gaussian negative log-likelihood of the model's loss on held-out rows
+    engine.manual_seed(1)
+    again = low["model"].loss(low["held_out"], beta=0.1)
+    assert again.recon == pytest.approx(low["recon"], rel=1e-6)
+
+
+def test_beta_sweep_switches_dimensions_off():
+    X = G.toy_data_2d("8 Gaussians", 1200, seed=0)
+    ticks = []
+    s = G.beta_sweep(X, betas=(0.1, 100.0), latent_dim=2, steps=300, on_step=ticks.append)
+    assert ticks[-1] == 600 and len(ticks) == 600
+    assert s["active"][0] >= 1 and s["active"][1] == 0
+    np.testing.assert_allclose(s["kl"], s["kl_per_dim"].sum(1))
+
+
+def test_image_vae_latents_grid_and_decoder():
+    imgs, labels = engine.data.make_shapes(200, 16, seed=0)
+    r = G.train_image_vae(imgs, labels, steps=30, n_eval=40)
+    assert r["latents"].shape == (40, 2) and list(r["labels"]) == list(labels[-40:])
+    g = G.latent_grid(r["model"], n=3, limit=2.0)
+    assert g["images"].shape == (3, 3, 16, 16)
+    # top-left tile is z = (−2, 2): decode it directly
+    direct = G.decode_point(r["model"], -2.0, 2.0)
+    np.testing.assert_allclose(g["images"][0, 0], direct, rtol=1e-5, atol=1e-6)  # float32 batch
+    with engine.no_grad():
+        logits = r["model"].decode(np.array([[-2.0, 2.0]], np.float32)).data[0, 0]
+    np.testing.assert_allclose(direct, 1 / (1 + np.exp(-logits)), rtol=1e-5)

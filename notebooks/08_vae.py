@@ -1,0 +1,576 @@
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="08 · Variational autoencoders")
+
+with app.setup:
+    import marimo as mo
+    import numpy as np
+
+    import engine
+    from engine import course, data, generative_lab, plot, vae
+    from engine.exercises import check_number
+
+
+@app.function
+def verdict(result):
+    """A graded answer as a callout: green when right, amber with the hint otherwise."""
+    ok, message = result
+    kind = {True: "success", False: "warn", None: "neutral"}[ok]
+    return mo.callout(mo.md(message), kind=kind)
+
+
+@app.function
+def throttled(bar, total):
+    """A per-step callback that moves ``bar`` at most about 100 times: redrawing the progress bar
+    at every step of a long run would cost more than the step itself."""
+    chunk = max(1, total // 100)
+
+    def tick(step, *_):
+        if step % chunk == 0:
+            bar.update(increment=chunk)
+        elif step == total:
+            bar.update(increment=step % chunk)
+
+    return tick
+
+
+@app.cell(hide_code=True)
+def _():
+    METADATA = {
+        "id": "08_vae",
+        "name": "Variational autoencoders",
+        "summary": "The reparameterisation trick, the KL term and the ELBO budget, posterior "
+        "collapse, and a VAE's latent space.",
+        "topics": ["vae", "generative_models", "elbo"],
+    }
+    mo.md(f"""
+    # {METADATA["name"]}
+
+    A variational autoencoder compresses each input into a small random code $z$ and learns to
+    rebuild the input from it; because the codes are pushed to look like samples of $\\mathcal N(0, I)$,
+    decoding fresh noise produces new data. In this notebook you will:
+
+    - see why writing $z = \\mu + \\sigma\\varepsilon$ lets gradients reach $\\mu$ and $\\sigma$, and how
+      much less noisy that gradient is than the score-function alternative;
+    - compute the KL divergence of $\\mathcal N(\\mu, \\sigma^2)$ to $\\mathcal N(0, 1)$ in closed form and
+      check it by Monte Carlo;
+    - read the ELBO as a budget between reconstruction and KL, and watch latent dimensions
+      collapse as its weight $\\beta$ grows;
+    - train a VAE on images of shapes and explore its latent space.
+    """)
+    return (METADATA,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(course.nav_md("08_vae"))
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 1. The model and its objective
+
+    An **encoder** maps $x$ to a Gaussian over codes, $q_\phi(z\mid x) = \mathcal N\big(\mu_\phi(x),
+    \operatorname{diag}\sigma_\phi^2(x)\big)$; a **decoder** gives $p_\theta(x\mid z)$. Both are
+    trained by maximising the **evidence lower bound**:
+
+    $$
+    \log p_\theta(x) \;\ge\; \operatorname{ELBO}(x) =
+    \underbrace{\mathbb E_{z\sim q_\phi(z\mid x)}\big[\log p_\theta(x\mid z)\big]}_{\text{reconstruction}}
+    \;-\; \underbrace{D_{\mathrm{KL}}\big(q_\phi(z\mid x)\,\Vert\,\mathcal N(0, I)\big)}_{\text{price of the code}} .
+    $$
+
+    ## 2. The reparameterisation trick
+
+    The reconstruction term is an expectation over $z \sim q_\phi$, estimated with a sample. A
+    sample is not differentiable in $\mu$ and $\sigma$, but it can be written as one:
+
+    $$
+    z = \mu + \sigma\,\varepsilon, \qquad \varepsilon \sim \mathcal N(0, 1), \qquad
+    \frac{\partial z}{\partial \mu} = 1, \quad \frac{\partial z}{\partial \sigma} = \varepsilon .
+    $$
+
+    The randomness now sits in $\varepsilon$, which needs no gradient, and backpropagation runs
+    straight through $z$. Below, $f(z) = z^2$, whose expectation $\mu^2 + \sigma^2$ is known: the
+    engine's autograd through $z = \mu + \sigma\varepsilon$ estimates $\partial/\partial\mu = 2\mu$ and
+    $\partial/\partial\sigma = 2\sigma$.
+    """)
+    return
+
+
+@app.cell
+def _():
+    q_mu = mo.ui.slider(-3.0, 3.0, step=0.1, value=1.0, label="μ", show_value=True)
+    return (q_mu,)
+
+
+@app.cell
+def _():
+    q_sigma = mo.ui.slider(0.05, 3.0, step=0.05, value=0.5, label="σ", show_value=True)
+    return (q_sigma,)
+
+
+@app.cell
+def _():
+    q_samples = mo.ui.slider(steps=[10, 30, 100, 300, 1000, 3000, 10000], value=1000,
+                             label="samples of ε", show_value=True)
+    return (q_samples,)
+
+
+@app.cell
+def _(q_mu, q_samples, q_sigma):
+    reparam = generative_lab.reparam_gradients(q_mu.value, q_sigma.value, n=q_samples.value, seed=0)
+    _edges = np.linspace(-6, 6, 61)
+    _hist = plot.curves(None, {
+        "ε ~ N(0, 1)": (0.5 * (_edges[1:] + _edges[:-1]), np.histogram(reparam["eps"], _edges, density=True)[0]),
+        "z = μ + σε": (0.5 * (_edges[1:] + _edges[:-1]), np.histogram(reparam["z"], _edges, density=True)[0]),
+    }, x_title="value", y_title="density", colors={"ε ~ N(0, 1)": "data", "z = μ + σε": "model"},
+        title="the same draws ε, shifted by μ and stretched by σ")
+    _rows = ["| | estimate (autograd through z) | exact |", "|---|---|---|",
+             f"| E[z²] | {reparam['estimate']:.4f} | μ² + σ² = {reparam['value']:.4f} |",
+             f"| ∂/∂μ | {reparam['grad_mu']:.4f} | 2μ = {reparam['exact_grad_mu']:.4f} |",
+             f"| ∂/∂σ | {reparam['grad_sigma']:.4f} | 2σ = {reparam['exact_grad_sigma']:.4f} |"]
+    mo.vstack([mo.hstack([q_mu, q_sigma, q_samples], wrap=True), mo.md("\n".join(_rows)), _hist])
+    return (reparam,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    With more samples of $\varepsilon$ the estimates close in on the exact values: the gradient is
+    **unbiased**, and its spread shrinks like $1/\sqrt{n}$.
+
+    ## 3. The price of the code: KL to the prior
+
+    For one latent dimension, the KL of $q = \mathcal N(\mu, \sigma^2)$ to $p = \mathcal N(0, 1)$
+    has a closed form; for $J$ independent dimensions the terms add up:
+
+    $$
+    D_{\mathrm{KL}}(q\,\Vert\,p) = \mathbb E_{z\sim q}\big[\log q(z) - \log p(z)\big]
+    = -\tfrac12\big(1 + \log\sigma^2 - \mu^2 - \sigma^2\big),
+    \qquad D_{\mathrm{KL}} = -\tfrac12 \sum_{j=1}^{J}\big(1 + \log\sigma_j^2 - \mu_j^2 - \sigma_j^2\big).
+    $$
+
+    It is zero only for $\mu = 0, \sigma = 1$: moving the code away from $0$ costs $\mu^2/2$, and
+    making it precise (small $\sigma$) costs $-\log\sigma$, without limit. The Monte-Carlo column
+    averages $\log q(z) - \log p(z)$ over samples $z \sim q$ (it uses the μ, σ and sample sliders above).
+    """)
+    return
+
+
+@app.cell
+def _(q_mu, q_samples, q_sigma):
+    kl = generative_lab.kl_check(q_mu.value, q_sigma.value, n_samples=max(2, q_samples.value), seed=1)
+    _dens = plot.curves(kl["x"], {"q = N(μ, σ²)": kl["q"], "p = N(0, 1)": kl["p"]}, x_title="z",
+                        y_title="density", colors={"q = N(μ, σ²)": "model", "p = N(0, 1)": "reference"},
+                        title="the code's distribution q against the prior p")
+    _mus = np.linspace(-3, 3, 25)
+    _sigmas = np.linspace(0.1, 3, 30)
+    _surface = vae.gaussian_kl(np.repeat(_mus[None, :, None], 30, axis=0),
+                               np.log(np.repeat(_sigmas[:, None, None], 25, axis=1) ** 2)).data
+    _heat = plot.heatmap(np.log10(_surface[::-1] + 1e-3), x_labels=[f"{m:.1f}" for m in _mus],
+                         y_labels=[f"{s:.1f}" for s in _sigmas[::-1]], x_title="μ", y_title="σ",
+                         color_title="log₁₀ KL", scheme="purples",
+                         title="KL over (μ, σ): zero only at μ = 0, σ = 1")
+    mo.vstack([
+        mo.md(f"Closed form: **{kl['closed']:.4f}** nats · Monte Carlo over {max(2, q_samples.value)} "
+              f"samples: **{kl['mc']:.4f} ± {kl['mc_se']:.4f}** (one standard error)"),
+        mo.hstack([_dens, _heat], widths="equal"),
+    ])
+    return (kl,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ### Check yourself
+
+    **Exercise 1.** What is $D_{\mathrm{KL}}\big(\mathcal N(1, 1)\,\Vert\,\mathcal N(0, 1)\big)$ in nats?
+    """)
+    return
+
+
+@app.cell
+def _():
+    answer_kl_shift = mo.ui.text(placeholder="KL in nats", label="your answer")
+    return (answer_kl_shift,)
+
+
+@app.cell
+def _(answer_kl_shift):
+    truth_kl_shift = float(vae.gaussian_kl(np.array([1.0]), np.array([0.0])).data)
+    mo.vstack([answer_kl_shift, verdict(check_number(
+        answer_kl_shift.value, truth_kl_shift,
+        "with σ = 1 the terms 1 + log σ² − σ² cancel: only −½(−μ²) remains.", abs_tol=1e-3))])
+    return (truth_kl_shift,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Exercise 2.** And $D_{\mathrm{KL}}\big(\mathcal N(0, 0.5^2)\,\Vert\,\mathcal N(0, 1)\big)$?
+    (Three decimals.)
+    """)
+    return
+
+
+@app.cell
+def _():
+    answer_kl_narrow = mo.ui.text(placeholder="KL in nats", label="your answer")
+    return (answer_kl_narrow,)
+
+
+@app.cell
+def _(answer_kl_narrow):
+    truth_kl_narrow = float(vae.gaussian_kl(np.array([0.0]), np.log(np.array([0.25]))).data)
+    mo.vstack([answer_kl_narrow, verdict(check_number(
+        answer_kl_narrow.value, truth_kl_narrow,
+        "put μ = 0 and σ² = 0.25 into −½(1 + log σ² − μ² − σ²); log 0.25 ≈ −1.386.",
+        abs_tol=1.5e-3))])
+    return (truth_kl_narrow,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 4. Why not differentiate the density instead?
+
+    Without the trick, the gradient of an expectation can still be estimated, by differentiating
+    the density rather than the sample (the **score-function** or REINFORCE estimator):
+
+    $$
+    \nabla_\mu\,\mathbb E_{q_\mu}[f(z)] = \mathbb E_{q_\mu}\big[f(z)\,\nabla_\mu \log q_\mu(z)\big]
+    \quad\text{vs.}\quad
+    \nabla_\mu\,\mathbb E_{\varepsilon}[f(\mu + \sigma\varepsilon)] = \mathbb E_\varepsilon\big[f'(\mu+\sigma\varepsilon)\big].
+    $$
+
+    Both are unbiased. The score function only sees the values of $f$, and multiplies them by a
+    random factor; the pathwise gradient uses $f$'s slope. Each histogram below holds 2000
+    independent estimates, each averaging the chosen number of samples (both computed by the
+    engine's autograd).
+    """)
+    return
+
+
+@app.cell
+def _():
+    est_function = mo.ui.dropdown(options=list(generative_lab.ESTIMATOR_FUNCTIONS), value="z²",
+                                  label="f(z)")
+    return (est_function,)
+
+
+@app.cell
+def _():
+    est_samples = mo.ui.slider(steps=[1, 2, 5, 10, 50, 100], value=1, label="samples per estimate",
+                               show_value=True)
+    return (est_samples,)
+
+
+@app.cell
+def _(est_function, est_samples, q_mu, q_sigma):
+    estimates = generative_lab.estimator_comparison(q_mu.value, q_sigma.value, est_function.value,
+                                                    n_samples=est_samples.value, n=2000, seed=2)
+    _all = np.concatenate([estimates["score_function"], estimates["reparameterized"]])
+    _lo, _hi = np.percentile(_all, [1, 99])
+    _pad = max(1e-3, 0.1 * (_hi - _lo))
+    _hist = plot.histogram_grid({"score function (REINFORCE)": estimates["score_function"],
+                                 "reparameterised (pathwise)": estimates["reparameterized"]},
+                                bins=40, columns=2, range_=(_lo - _pad, _hi + _pad),
+                                x_title="estimate of ∂/∂μ E[f(z)]", panel_width=260,
+                                panel_height=120,
+                                flags={"score function (REINFORCE)": f"variance {estimates['score_var']:.3g}",
+                                       "reparameterised (pathwise)": f"variance {estimates['reparam_var']:.3g}"})
+    variance_ratio = estimates["score_var"] / max(estimates["reparam_var"], 1e-300)
+    mo.vstack([
+        mo.hstack([est_function, est_samples], justify="start"),
+        mo.md(f"exact gradient **{estimates['exact']:.4f}** · mean of the score-function estimates "
+              f"{estimates['score_mean']:.4f}, of the pathwise ones {estimates['reparam_mean']:.4f} · "
+              f"variance ratio score/pathwise: **{variance_ratio:.3g}** (uses μ and σ from section 2)"),
+        _hist,
+    ])
+    return estimates, variance_ratio
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    For $f = z^2$ or $e^z$ the pathwise estimates are far tighter, and the gap widens as $\mu$ moves
+    away from 0 (the score function multiplies large values of $f$ by noise). For a bounded, wiggly
+    $f$ such as $\sin z$ with a wide $\sigma$ the two come close: the rule is "usually much
+    better", not "always". VAEs use the pathwise gradient; the score function remains for discrete
+    $z$, where there is no path to differentiate.
+
+    **Exercise 3.** For $z \sim \mathcal N(\mu, \sigma^2)$ with $\mu = 1.5$ and $\sigma = 0.5$:
+    what is the exact $\partial/\partial\mu\; \mathbb E[z^2]$?
+    """)
+    return
+
+
+@app.cell
+def _():
+    answer_gradient = mo.ui.text(placeholder="gradient", label="your answer")
+    return (answer_gradient,)
+
+
+@app.cell
+def _(answer_gradient):
+    truth_gradient = generative_lab.reparam_gradients(1.5, 0.5, n=10)["exact_grad_mu"]
+    mo.vstack([answer_gradient, verdict(check_number(
+        answer_gradient.value, truth_gradient,
+        "E[z²] = μ² + σ²; differentiate in μ.", abs_tol=1e-3))])
+    return (truth_gradient,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 5. The ELBO as a budget, and posterior collapse
+
+    Weight the KL by $\beta$ and minimise
+
+    $$
+    \mathcal L_\beta = \underbrace{-\mathbb E_q[\log p_\theta(x\mid z)]}_{\text{reconstruction}} +
+    \beta \sum_{j} D_{\mathrm{KL}}\big(q(z_j\mid x)\,\Vert\,\mathcal N(0,1)\big).
+    $$
+
+    Every nat of information a latent dimension carries about $x$ is paid for in KL. With small
+    $\beta$ the code is cheap and reconstructions are sharp; as $\beta$ grows, dimensions whose
+    information is not worth their price are switched off: their $q(z_j\mid x)$ becomes the prior
+    for every $x$ and their KL drops to zero. This is **posterior collapse**; at large $\beta$ every
+    dimension collapses and the decoder outputs the same average point whatever the input.
+
+    A VAE with a few latent dimensions is trained on the 2-D data below (Gaussian decoder).
+    """)
+    return
+
+
+@app.cell
+def _():
+    vae_data = mo.ui.dropdown(options=list(generative_lab.DATASETS_2D), value="moons", label="data")
+    return (vae_data,)
+
+
+@app.cell
+def _():
+    vae_beta = mo.ui.slider(steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0], value=1.0,
+                            label="β", show_value=True)
+    return (vae_beta,)
+
+
+@app.cell
+def _():
+    vae_latent = mo.ui.slider(1, 6, value=3, label="latent dimensions", show_value=True)
+    return (vae_latent,)
+
+
+@app.cell
+def _():
+    vae_steps = mo.ui.slider(100, 4000, step=100, value=800, label="training steps", show_value=True)
+    return (vae_steps,)
+
+
+@app.cell
+def _():
+    vae_train = mo.ui.run_button(label="Train the VAE")
+    return (vae_train,)
+
+
+@app.cell
+def _():
+    vae_sweep = mo.ui.run_button(label="Sweep β from 0.1 to 100")
+    return (vae_sweep,)
+
+
+@app.cell
+def _(vae_data):
+    vae_points = generative_lab.toy_data_2d(vae_data.value, n=2500, seed=0)
+    return (vae_points,)
+
+
+@app.cell
+def _(vae_beta, vae_data, vae_latent, vae_steps, vae_sweep, vae_train):
+    mo.vstack([mo.hstack([vae_data, vae_beta, vae_latent, vae_steps], wrap=True),
+               mo.hstack([vae_train, vae_sweep], justify="start")])
+    return
+
+
+@app.cell
+def _(vae_beta, vae_latent, vae_points, vae_steps, vae_train):
+    mo.stop(not vae_train.value, mo.md("*Press **Train the VAE** (about a second).*"))
+    with mo.status.progress_bar(total=vae_steps.value, title="training", remove_on_exit=True) as _bar:
+        vae_run = generative_lab.train_vae_2d(vae_points, beta=vae_beta.value,
+                                              latent_dim=vae_latent.value, steps=vae_steps.value,
+                                              seed=0, on_step=throttled(_bar, vae_steps.value))
+    mo.stop(bool(vae_run["stopped"]), mo.callout(mo.md(vae_run["stopped"]), kind="warn"))
+    _dims = [f"z{j + 1}" for j in range(vae_latent.value)]
+    _bars = plot.bars(_dims, vae_run["kl_per_dim"], y_title="KL (nats)", color_name="model",
+                      title="KL per latent dimension", text_format=".2f")
+    _points = plot.point_layers({"data": (vae_run["held_out"], "data"),
+                                 "reconstructions": (vae_run["reconstructions"], "model"),
+                                 "decoded samples z ~ N(0, I)": (vae_run["samples"], "target")},
+                                domain=(-3, 3), height=360, size=8,
+                                title="held-out data, their reconstructions, and new samples")
+    vae_active = int((vae_run["kl_per_dim"] > 0.05).sum())
+    mo.vstack([
+        mo.md(f"Held-out budget at β = {vae_beta.value:g}: reconstruction **{vae_run['recon']:.3f}** "
+              f"nats + KL **{vae_run['kl']:.3f}** nats; ELBO (β = 1) = **{vae_run['elbo']:.3f}** · "
+              f"active dimensions (KL > 0.05): **{vae_active}** of {vae_latent.value}"),
+        mo.hstack([_bars, _points], widths=[1, 2]),
+    ])
+    return vae_active, vae_run
+
+
+@app.cell
+def _(vae_latent, vae_points, vae_sweep):
+    mo.stop(not vae_sweep.value, mo.md("*Press **Sweep β** to train one VAE per β (a few seconds).*"))
+    _betas = (0.1, 1.0, 3.0, 10.0, 30.0, 100.0)
+    _steps = 500
+    with mo.status.progress_bar(total=_steps * len(_betas), title="sweep", remove_on_exit=True) as _bar:
+        sweep = generative_lab.beta_sweep(vae_points, _betas, latent_dim=vae_latent.value,
+                                          steps=_steps, seed=0,
+                                          on_step=throttled(_bar, _steps * len(_betas)))
+    _x = np.log10(sweep["betas"])
+    _kl = plot.curves(_x, {f"z{j + 1}": sweep["kl_per_dim"][:, j] for j in range(vae_latent.value)},
+                      x_title="log₁₀ β", y_title="KL (nats)",
+                      title="KL per dimension against β: dimensions switch off one by one")
+    _recon = plot.curves(_x, {"reconstruction": sweep["recon"], "total KL": sweep["kl"]},
+                         x_title="log₁₀ β", y_title="nats",
+                         colors={"reconstruction": "error", "total KL": "model"},
+                         title="the budget: reconstruction cost rises as KL is squeezed out")
+    mo.vstack([
+        mo.hstack([_kl, _recon], widths="equal"),
+        mo.md("active dimensions: " + " · ".join(
+            f"β = {b:g}: **{a}**" for b, a in zip(sweep["betas"], sweep["active"]))),
+    ])
+    return (sweep,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 6. A VAE on images: the latent space
+
+    Now the shapes images ($16\times16$ grey pixels, Bernoulli decoder) with a **two**-dimensional
+    code, so that the whole latent space fits on the screen. After training, each held-out image is
+    placed at its code $\mu(x)$, coloured by its (never shown to the model) class; the grid
+    decodes evenly spaced codes; the two sliders decode any code you choose.
+    """)
+    return
+
+
+@app.cell
+def _():
+    image_steps = mo.ui.slider(50, 2000, step=50, value=400, label="training steps", show_value=True)
+    return (image_steps,)
+
+
+@app.cell
+def _():
+    image_train = mo.ui.run_button(label="Train the image VAE")
+    return (image_train,)
+
+
+@app.cell
+def _():
+    latent_z1 = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.0, label="z₁", show_value=True)
+    return (latent_z1,)
+
+
+@app.cell
+def _():
+    latent_z2 = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.0, label="z₂", show_value=True)
+    return (latent_z2,)
+
+
+@app.cell
+def _():
+    shape_images, shape_labels = data.make_shapes(1024, size=16, seed=0)
+    return shape_images, shape_labels
+
+
+@app.cell
+def _(image_steps, image_train, shape_images, shape_labels):
+    mo.stop(not image_train.value,
+            mo.vstack([mo.hstack([image_steps, image_train], justify="start"),
+                       mo.md("*Press **Train the image VAE** (a few seconds).*")]))
+    with mo.status.progress_bar(total=image_steps.value, title="training", remove_on_exit=True) as _bar:
+        image_vae = generative_lab.train_image_vae(shape_images, shape_labels, steps=image_steps.value,
+                                                   seed=0, on_step=throttled(_bar, image_steps.value))
+    mo.stop(bool(image_vae["stopped"]), mo.callout(mo.md(image_vae["stopped"]), kind="warn"))
+    _scatter = plot.scatter_classes(image_vae["latents"], image_vae["labels"], x_title="z₁ = μ₁(x)",
+                                    y_title="z₂ = μ₂(x)", class_names=list(data.SHAPE_CLASSES),
+                                    title="held-out images placed at their codes", height=360)
+    _grid = generative_lab.latent_grid(image_vae["model"], n=8, limit=2.5)
+    _tiles = plot.image_grid(_grid["images"].reshape((-1,) + _grid["images"].shape[-2:]), ncols=8,
+                             vmin=0, vmax=1, cell=0.6,
+                             suptitle="decoded codes on a grid, z₁ from −2.5 (left) to 2.5, z₂ from 2.5 (top) to −2.5")
+    _pairs = np.concatenate([image_vae["images"][:8, 0], image_vae["reconstructions"][:8, 0]])
+    _recon = plot.image_grid(_pairs, ncols=8, vmin=0, vmax=1, cell=0.6,
+                             suptitle="held-out images (top) and their reconstructions (bottom)")
+    mo.vstack([
+        mo.hstack([image_steps, image_train], justify="start"),
+        mo.md(f"Held-out ELBO: **{image_vae['elbo']:.1f}** nats per image (256 pixels)."),
+        mo.hstack([_scatter, _tiles], widths="equal"),
+        _recon,
+    ])
+    return (image_vae,)
+
+
+@app.cell
+def _(image_vae, latent_z1, latent_z2):
+    decoded = generative_lab.decode_point(image_vae["model"], latent_z1.value, latent_z2.value)
+    mo.vstack([
+        mo.md("**Latent explorer**: choose a code, see what the decoder makes of it."),
+        mo.hstack([latent_z1, latent_z2], justify="start"),
+        plot.image_row({f"decoder(z = ({latent_z1.value:.1f}, {latent_z2.value:.1f}))": decoded},
+                       cmaps={f"decoder(z = ({latent_z1.value:.1f}, {latent_z2.value:.1f}))": "gray"},
+                       cell=2.4, colorbar=False),
+    ])
+    return (decoded,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    Nearby codes decode to similar images, and the space between the codes of real images is
+    filled with in-between shapes rather than left empty: the KL term packs every code around the
+    origin. With only two numbers per image the model keeps what costs the most pixels to get
+    wrong (size, brightness, then the outline), so the classes, which it never saw, form
+    overlapping regions rather than separate islands. Train longer and watch them pull apart.
+
+    ## The same in your own script
+    """)
+    return
+
+
+@app.cell
+def _():
+    import engine.functional as F
+
+    engine.manual_seed(0)
+    mu, logvar = engine.zeros(4, 2, requires_grad=True), engine.zeros(4, 2, requires_grad=True)
+    z = vae.reparameterize(mu, logvar)                    # z = μ + σ·ε, differentiable
+    kl_terms = vae.gaussian_kl(mu, logvar)                # −½ Σ (1 + log σ² − μ² − σ²), per sample
+    (F.mse_loss(z, engine.ones(4, 2)) + kl_terms.mean()).backward()
+    model = vae.VAE(input_dim=2, hidden=64, latent_dim=2)
+    X, _ = data.make_moons(500, noise=0.05)
+    history = vae.train_vae(model, X, steps=100, lr=3e-3, beta=1.0)
+    mo.show_code(mo.md(f"`mu.grad.shape` = {mu.grad.shape} · last ELBO {history.elbo[-1]:.2f} · "
+                       f"`model.generate(3).shape` = {model.generate(3).shape}"))
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(
+        "---\n\n**The end of the course.** Back to the start, or to the formulas: "
+        + course.nav_md("08_vae")
+    )
+    return
+
+
+if __name__ == "__main__":
+    app.run()
