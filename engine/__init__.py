@@ -7,8 +7,6 @@
 See the course's notebooks for what each piece computes and why; ``../API.md`` is the contract.
 """
 
-import importlib as _importlib
-
 from .autograd import enable_grad, is_grad_enabled, no_grad
 from .creation import arange, eye, full, linspace, ones, ones_like, rand, randint, randn, zeros, zeros_like
 from .gradcheck import GradcheckError, gradcheck
@@ -21,17 +19,15 @@ float64 = "float64"
 int64 = "int64"
 bool_ = "bool"
 
-# Submodules: imported on first use while the package is being assembled.
-_SUBMODULES = (
-    "functional", "nn", "optim", "shapes", "attention", "diffusion", "vae",
-    "metrics", "data", "plot", "course", "random", "ops",
-)
-
-
-def __getattr__(name):
-    if name in _SUBMODULES:
-        return _importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module 'engine' has no attribute {name!r}")
+# Every other submodule, imported here, eagerly and by name (not through importlib): `engine.nn`
+# works after `import engine`, and `marimo export html-wasm`, which bundles the modules a notebook
+# reaches in Ruff's static import graph, puts the whole package into one wheel that every page of
+# the site shares. (autograd, creation, gradcheck, io, random and tensor are imported above; naming
+# them here would rebind `engine.tensor` and `engine.gradcheck` from the functions to the modules.)
+# A new module goes into this list: tests/test_site.py checks it.
+from . import (activations_lab, attention, attention_lab, conv_lab, course, data, diffusion,
+    distances, exercises, fit_lab, formulas, functional, generative_lab, graph, losses_lab,
+    metrics, nn, ops, optim, optim_lab, plot, shapes, vae)  # noqa: E402,F401
 
 
 __all__ = [
