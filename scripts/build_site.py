@@ -20,7 +20,7 @@ WebAssembly pages
     The browser installs a page's dependencies from the PEP 723 header of the embedded notebook.
     The wheel declares none, and ``engine.plot`` imports Altair and Matplotlib lazily (invisible to
     marimo's import scan), so the builder exports a staged copy of each notebook (under
-    ``build/site-src/``) whose header lists the engine's runtime packages; marimo pins each to the
+    ``build/site-src-<pid>/``) whose header lists the engine's runtime packages; marimo pins each to the
     version in Pyodide's lock file. The lock file is the one of the npm package
     ``pyodide@<PYODIDE_VERSION>`` (installed under ``build/pyodide/`` with npm) and is passed to
     marimo with ``MARIMO_PYODIDE_LOCK_FILE``, so the pins are exact and need no network look-up.
@@ -61,7 +61,8 @@ from engine import course  # noqa: E402
 PYODIDE_VERSION = "314.0.0"
 PYODIDE_DIR = ROOT / "build" / "pyodide"
 PYODIDE_LOCK = PYODIDE_DIR / "node_modules" / "pyodide" / "pyodide-lock.json"
-STAGE_DIR = ROOT / "build" / "site-src"
+# Staged notebooks (one folder per build, so that builds running at once never share it).
+STAGE_DIR = ROOT / "build" / f"site-src-{os.getpid()}"
 STATIC_PREFIX = "static"
 # What the browser must install for `engine` (numpy) and `engine.plot` (altair, matplotlib).
 WASM_DEPENDENCIES = ("numpy", "altair", "matplotlib")
@@ -140,7 +141,7 @@ def with_wasm_header(source: str, dependencies=WASM_DEPENDENCIES) -> str:
 
 
 def stage(entry) -> Path:
-    """Copy the notebook under build/site-src/ (same sub-folder) with the WASM header added.
+    """Copy the notebook under build/site-src-<pid>/ (same sub-folder) with the WASM header added.
 
     The copy stays inside the repository, so marimo still finds pyproject.toml and its pythonpath.
     """
@@ -310,16 +311,17 @@ def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
             raise SystemExit(f"build_site: refusing to replace {out}: not a site this script built")
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    if STAGE_DIR.exists():
-        shutil.rmtree(STAGE_DIR)
 
     folder_locks = {folder: threading.Lock() for folder in ("notebooks", "cheatsheets")}
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(export_wasm, e, out, env, folder_locks[e.path.split("/")[0]])
-                   for e in entries]
-        if static:
-            futures += [pool.submit(export_static, e, out, env) for e in entries]
-        results = [f.result() for f in futures]
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = [pool.submit(export_wasm, e, out, env, folder_locks[e.path.split("/")[0]])
+                       for e in entries]
+            if static:
+                futures += [pool.submit(export_static, e, out, env) for e in entries]
+            results = [f.result() for f in futures]
+    finally:
+        shutil.rmtree(STAGE_DIR, ignore_errors=True)
 
     failures = [r for r in results if r.errors]
     for r in sorted(results, key=lambda r: (r.kind, r.id)):

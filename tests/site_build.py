@@ -1,14 +1,18 @@
 """One `make site` per test session, shared by tests/test_site.py and tests/test_static_export.py.
 
-The site is built into build/test-site/ (not _site/, which stays the user's) with
-``--allow-missing``, so the pages that exist are checked even while others are still being
-written; test_site.py fails on any page the course lists but the site lacks.
+The site is built into a fresh temporary folder (not _site/, which stays the user's; not a fixed
+folder, which a second test run at the same time would rebuild under this one's feet), removed
+when the session ends. ``--allow-missing`` lets the pages that exist be checked while others are
+still being written; test_site.py fails on any page the course lists but the site lacks.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
+import shutil
+import tempfile
 import subprocess
 import sys
 import time
@@ -16,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "build" / "test-site"
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import build_site  # noqa: E402  (scripts/build_site.py)
@@ -33,14 +36,16 @@ class Build:
 
 @functools.lru_cache(maxsize=1)
 def site_build() -> Build:
+    site = Path(tempfile.mkdtemp(prefix="dlcourse-site-")) / "_site"
+    atexit.register(shutil.rmtree, site.parent, True)
     started = time.monotonic()
     process = subprocess.run(
-        ["make", "site", f"VENV={sys.prefix}", f"SITE_DIR={SITE}", "SITE_ARGS=--allow-missing"],
+        ["make", "site", f"VENV={sys.prefix}", f"SITE_DIR={site}", "SITE_ARGS=--allow-missing"],
         cwd=ROOT, capture_output=True, text=True, timeout=1800,
     )
     seconds = time.monotonic() - started
-    manifest_path = SITE / "site.json"
+    manifest_path = site / "site.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     output = process.stdout + process.stderr
     print(f"make site: exit {process.returncode} in {seconds:.0f} s\n{output[-3000:]}")
-    return Build(SITE, process.returncode, output, seconds, manifest)
+    return Build(site, process.returncode, output, seconds, manifest)
