@@ -252,8 +252,8 @@ def index_html(marimo_version: str, wheel: str | None) -> str:
 the course, with PyTorch's names.</p>
 <p>Each title opens the interactive page: Python runs in your browser (WebAssembly, Pyodide
 {PYODIDE_VERSION}); the first visit downloads the runtime, later pages reuse it. "Static page"
-opens a copy whose outputs were computed when the site was built: it loads instantly and needs no
-Python, but its controls do not recompute anything.</p>
+opens a copy with the notebook's code and the outputs computed when the site was built: it loads
+at once and needs no Python, but its controls do not recompute anything.</p>
 <h2>Notebooks</h2>
 <ol class="notebooks">
 {notebooks}
