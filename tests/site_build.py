@@ -34,6 +34,19 @@ class Build:
     manifest: dict
 
 
+def require_site_tools() -> None:
+    """npm fetches Pyodide's lock file once; without it the site tests skip (fail in CI).
+
+    CI (``REQUIRE_BROWSER=1``) must build the site, so there a missing npm is a failure.
+    """
+    if build_site.PYODIDE_LOCK.is_file() or shutil.which("npm"):
+        return
+    from oracle import _missing
+
+    _missing("npm not found: `make site` needs it once for Pyodide's lock file; site tests skipped",
+             "REQUIRE_BROWSER")
+
+
 @functools.lru_cache(maxsize=1)
 def site_build() -> Build:
     site = Path(tempfile.mkdtemp(prefix="dlcourse-site-")) / "_site"

@@ -186,11 +186,9 @@ def test_every_engine_file_follows_the_browser_rules():
 
 def test_every_package_the_engine_imports_ships_with_pyodide():
     """numpy, altair, matplotlib are in the lock file of the Pyodide the site pins."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import build_site
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    from site_build import build_site, require_site_tools
+
+    require_site_tools()
     lock = json.loads(build_site.ensure_pyodide_lock().read_text())
     assert lock["info"]["python"].startswith("3.")
     shipped = {name for spec in lock["packages"].values() for name in spec.get("imports", [])}

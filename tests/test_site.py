@@ -28,13 +28,14 @@ from pathlib import Path
 import pytest
 
 from engine import course
-from site_build import ROOT, build_site, site_build
+from site_build import ROOT, build_site, require_site_tools, site_build
 
 ENTRIES = course.entries()
 
 
 @pytest.fixture(scope="module")
 def built():
+    require_site_tools()
     return site_build()
 
 

@@ -19,7 +19,7 @@ import pytest
 from browser_tools import VIEWPORT, CdnFromPackage, launch, screenshot
 from engine import course
 from oracle import require_browser
-from site_build import build_site, site_build
+from site_build import build_site, require_site_tools, site_build
 
 pytestmark = pytest.mark.browser
 
@@ -43,6 +43,7 @@ def static_page():
 
 @pytest.mark.parametrize("entry", course.entries(), ids=lambda e: e.id)
 def test_static_page_renders(entry, static_page):
+    require_site_tools()
     built = site_build()
     path = built.site / build_site.static_path(entry.id)
     assert path.is_file(), (f"the site lacks {build_site.static_path(entry.id)} "
