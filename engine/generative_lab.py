@@ -42,21 +42,24 @@ def _positive(op, name, value):
 DATASETS_2D = ("moons", "swiss roll", "8 Gaussians")
 
 
-def toy_data_2d(name="moons", n=3000, seed=0) -> np.ndarray:
+def toy_data_2d(name="moons", n=3000, seed=0, return_labels=False):
     """A 2-D data set from ``engine.data``, standardised (mean 0, std 1 per coordinate), so that
-    it lives on the same scale as the N(0, I) noise the diffusion ends in. float64 [n, 2]."""
+    it lives on the same scale as the N(0, I) noise the diffusion ends in. float64 [n, 2]; with
+    ``return_labels`` also the int64 labels [n] (moon, Gaussian component, or segment of the
+    roll), for colouring."""
     op = "toy_data_2d"
     n = _int(op, "n", n, 2)
     if name == "moons":
-        X = engine_data.make_moons(n, noise=0.05, seed=seed)[0]
+        X, y = engine_data.make_moons(n, noise=0.05, seed=seed)
     elif name == "swiss roll":
-        X = engine_data.make_swiss_roll(n, noise=0.05, seed=seed)[0]
+        X, y = engine_data.make_swiss_roll(n, noise=0.05, seed=seed)
     elif name == "8 Gaussians":
-        X = engine_data.make_gaussian_mixture(n, seed=seed)[0]
+        X, y = engine_data.make_gaussian_mixture(n, seed=seed)[:2]
     else:
         raise ValueError(f"{op}: name must be one of {DATASETS_2D}, got {name!r}")
     X = np.asarray(X, dtype=np.float64)
-    return (X - X.mean(0)) / X.std(0)
+    X = (X - X.mean(0)) / X.std(0)
+    return (X, np.asarray(y, dtype=np.int64)) if return_labels else X
 
 
 LINEAR_MAX_SCALE = 0.999 / 0.02  # the largest rescaling that keeps β_T = 0.02·scale below 1
@@ -327,9 +330,10 @@ def train_vae_2d(X, beta=1.0, latent_dim=2, steps=800, lr=3e-3, hidden=64, obs_v
     """A ``engine.vae.VAE`` (Gaussian likelihood of variance ``obs_var``) trained on 2-D points
     (the last ``n_eval`` rows held out), with the held-out budget measured at the end:
     ``recon`` = −log p(x | z) (nats), ``kl_per_dim`` [latent_dim], ``kl``, ``elbo`` (β = 1),
-    plus ``reconstructions`` (decoded posterior means of the held-out points), ``samples``
+    plus ``latents`` (posterior means μ(x) of the held-out points [n_eval, latent_dim]),
+    ``reconstructions`` (decoded posterior means of the held-out points), ``samples``
     (decoded z ~ N(0, I)), ``history`` (``engine.vae.VAEHistory``), ``model``, ``stopped``."""
-    from . import manual_seed, vae
+    from . import manual_seed, no_grad, vae
 
     op = "train_vae_2d"
     X = np.asarray(X, dtype=np.float32)
@@ -347,8 +351,11 @@ def train_vae_2d(X, beta=1.0, latent_dim=2, steps=800, lr=3e-3, hidden=64, obs_v
         return {"model": model, "stopped": str(error).replace("train_vae: ", ""), "history": None}
     manual_seed(int(seed) + 1)
     final = model.loss(held, beta=float(beta))
+    with no_grad():
+        latents = model.encode(held)[0].data.astype(np.float64)
     manual_seed(int(seed) + 2)
     return {"model": model, "history": history, "recon": final.recon, "kl": final.kl,
+            "latents": latents,
             "kl_per_dim": final.kl_per_dim, "elbo": final.elbo, "held_out": held,
             "reconstructions": model.reconstruct(held), "samples": model.generate(n_eval),
             "stopped": ""}

@@ -386,8 +386,9 @@ def _():
 
 @app.cell
 def _(vae_data):
-    vae_points = generative_lab.toy_data_2d(vae_data.value, n=2500, seed=0)
-    return (vae_points,)
+    vae_points, vae_labels = generative_lab.toy_data_2d(vae_data.value, n=2500, seed=0,
+                                                        return_labels=True)
+    return vae_labels, vae_points
 
 
 @app.cell
@@ -398,7 +399,7 @@ def _(vae_beta, vae_data, vae_latent, vae_steps, vae_sweep, vae_train):
 
 
 @app.cell
-def _(vae_beta, vae_latent, vae_points, vae_steps, vae_train):
+def _(vae_beta, vae_labels, vae_latent, vae_points, vae_steps, vae_train):
     mo.stop(not vae_train.value, mo.md("*Press **Train the VAE** (about a second).*"))
     with mo.status.progress_bar(total=vae_steps.value, title="training", remove_on_exit=True) as _bar:
         vae_run = generative_lab.train_vae_2d(vae_points, beta=vae_beta.value,
@@ -414,11 +415,23 @@ def _(vae_beta, vae_latent, vae_points, vae_steps, vae_train):
                                 domain=(-3, 3), height=360, size=8,
                                 title="held-out data, their reconstructions, and new samples")
     vae_active = int((vae_run["kl_per_dim"] > 0.05).sum())
+    # the two most informative latent dimensions (largest KL), coloured by the data's classes
+    _order = np.argsort(-vae_run["kl_per_dim"])
+    _shown = np.stack([vae_run["latents"][:, _order[0]],
+                       vae_run["latents"][:, _order[1]] if vae_latent.value > 1
+                       else np.zeros(len(vae_run["latents"]))], axis=1)
+    _latent = plot.scatter_classes(
+        _shown, vae_labels[-len(_shown):], height=300,
+        x_title=f"μ of z{_order[0] + 1} (KL {vae_run['kl_per_dim'][_order[0]]:.2f})",
+        y_title=(f"μ of z{_order[1] + 1} (KL {vae_run['kl_per_dim'][_order[1]]:.2f})"
+                 if vae_latent.value > 1 else "(one latent dimension)"),
+        title="held-out points placed at their codes, coloured by class")
     mo.vstack([
         mo.md(f"Held-out budget at β = {vae_beta.value:g}: reconstruction **{vae_run['recon']:.3f}** "
               f"nats + KL **{vae_run['kl']:.3f}** nats; ELBO (β = 1) = **{vae_run['elbo']:.3f}** · "
               f"active dimensions (KL > 0.05): **{vae_active}** of {vae_latent.value}"),
         mo.hstack([_bars, _points], widths=[1, 2]),
+        _latent,
     ])
     return vae_active, vae_run
 

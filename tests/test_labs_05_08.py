@@ -652,3 +652,15 @@ def test_image_vae_latents_grid_and_decoder():
     with engine.no_grad():
         logits = r["model"].decode(np.array([[-2.0, 2.0]], np.float32)).data[0, 0]
     np.testing.assert_allclose(direct, 1 / (1 + np.exp(-logits)), rtol=1e-5)
+
+
+def test_toy_data_2d_labels_and_vae_latents():
+    X, y = G.toy_data_2d("moons", 600, seed=2, return_labels=True)
+    X0, y0 = engine.data.make_moons(600, noise=0.05, seed=2)
+    np.testing.assert_array_equal(y, y0)
+    X0 = X0.astype(np.float64)
+    np.testing.assert_allclose(X, (X0 - X0.mean(0)) / X0.std(0), rtol=1e-12)
+    r = G.train_vae_2d(X, latent_dim=2, steps=50, n_eval=100)
+    with engine.no_grad():
+        mu = r["model"].encode(X[-100:].astype(np.float32))[0].data
+    np.testing.assert_allclose(r["latents"], mu, rtol=1e-5, atol=1e-6)  # float32 BLAS

@@ -501,6 +501,8 @@ def test_08_vae_budget_and_collapse():
     assert run["kl"] == pytest.approx(run["kl_per_dim"].sum(), rel=1e-5)
     assert run["elbo"] == pytest.approx(-(run["recon"] + run["kl"]), rel=1e-5)
     assert defs["vae_active"] == int((run["kl_per_dim"] > 0.05).sum())
+    assert run["latents"].shape == (500, 3)
+    assert "coloured by class" in output_text(outputs)
     assert f"{run['recon']:.3f}" in output_text(outputs)
     outputs, defs = run_app(app, vae_train=True, vae_beta=100.0)
     assert_no_error_outputs(outputs)
