@@ -7,9 +7,7 @@ notebook shows are compared with the engine computing the same thing directly.
 
 from __future__ import annotations
 
-import html
 import math
-import re
 
 import numpy as np
 import pytest
@@ -20,7 +18,7 @@ from notebook_driver import (
     export_html,
     load_app,
     marimo_check,
-    output_html,
+    output_text,
     run_app,
     run_headless,
 )
@@ -38,15 +36,6 @@ def _ui_controls(app) -> list[str]:
     defs = default_defs(app)
     return sorted(n for n, v in defs.items()
                   if isinstance(v, UIElement) and type(v).__name__ not in ("run_button", "table"))
-
-
-def output_text(outputs) -> str:
-    """Visible text of the outputs, including what marimo keeps in attributes (callouts, stacks
-    of UI elements store their HTML JSON-escaped in ``data-*`` attributes)."""
-    raw = html.unescape(output_html(outputs))
-    raw = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), raw)
-    raw = html.unescape(raw.replace('\\"', '"').replace("\\n", " "))
-    return " ".join(re.sub(r"<[^>]+>", " ", raw).split())
 
 
 # ----------------------------------------------------------------------------- whole files
@@ -104,6 +93,59 @@ def _drive_cases():
 def test_every_control_extreme_runs_clean(path, name, value):
     outputs, _ = run_app(load_app(path), **{name: value})
     assert_no_error_outputs(outputs)
+
+
+# Training controls act only when their run button is pressed: drive each at its extremes with it.
+TRAINING = {
+    "notebooks/05_convolution.py": ("cnn_train", ["cnn_filters", "cnn_kernel", "cnn_epochs", "cnn_lr",
+                                                  "cnn_image"]),
+    "notebooks/06_attention.py": ("tiny_train", ["tiny_task", "tiny_length", "tiny_steps", "tiny_lr"]),
+    "notebooks/07_diffusion.py": ("ddpm_train", ["ddpm_steps", "ddpm_T", "ddpm_hidden", "ddpm_lr",
+                                                 "reverse_k", "forward_data", "forward_kind"]),
+    "notebooks/08_vae.py": ("image_train", ["image_steps", "latent_z1", "latent_z2"]),
+}
+TRAINING_EXTRA = {  # second buttons of a notebook
+    "notebooks/07_diffusion.py": ("mix_train", ["mix_separation", "mix_std", "mix_weight", "mix_T",
+                                                "mix_variance", "mix_t"]),
+    "notebooks/08_vae.py": ("vae_train", ["vae_data", "vae_beta", "vae_latent", "vae_steps"]),
+}
+
+
+def _training_cases():
+    cases = []
+    for table in (TRAINING, TRAINING_EXTRA):
+        for path, (button, names) in table.items():
+            app = load_app(path)
+            for name in names:
+                control = default_defs(app)[name]
+                values = control_values(control)
+                extremes = values if type(control).__name__ == "dropdown" else values[:2]
+                for value in extremes:
+                    if value == control.value:
+                        continue
+                    cases.append(pytest.param(path, button, name, value,
+                                              id=f"{path[10:12]}-{button}-{name}-{value!r:.20}"))
+    return cases
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path, button, name, value", _training_cases())
+def test_training_controls_at_their_extremes(path, button, name, value):
+    outputs, _ = run_app(load_app(path), **{button: True, name: value})
+    assert_no_error_outputs(outputs)
+
+
+def test_every_control_is_driven():
+    """Each control of each notebook appears in the extreme-value tests (nothing forgotten)."""
+    driven = {(c.values[0], c.values[1]) for c in _drive_cases()}
+    for path in NOTEBOOKS:
+        app = load_app(path)
+        for name in _ui_controls(app):
+            assert (path, name) in driven or len(control_values(default_defs(app)[name])) == 1, name
+        buttons = {n for n, v in default_defs(app).items() if type(v).__name__ == "run_button"}
+        covered = {b for t in (TRAINING, TRAINING_EXTRA) if path in t for b in [t[path][0]]}
+        covered |= {"vae_sweep"} if path.endswith("08_vae.py") else set()  # its own test
+        assert buttons <= covered, buttons - covered
 
 
 # ============================================================================= 05 convolution
