@@ -147,6 +147,16 @@ def _wait_idle_after(page, completed_before: int, timeout_ms: int, what: str) ->
                              f"state {state}") from error
 
 
+def _started(page, completed_before: int, timeout_ms: int = 30_000) -> bool:
+    """Whether the kernel started (or already finished) a run since ``completed_before`` runs."""
+    try:
+        page.wait_for_function(f"() => __mw.busy() > 0 || __mw.completed > {completed_before}",
+                               timeout=timeout_ms, polling=50)
+        return True
+    except Exception:  # playwright's TimeoutError
+        return False
+
+
 def _wait_settled(page, timeout_s: float = 20.0) -> list:
     """The output snapshot once two reads 400 ms apart agree (charts finish drawing after idle)."""
     deadline = time.monotonic() + timeout_s
@@ -256,8 +266,9 @@ def _check_page(page, gallery, entry) -> None:
         thumb.scroll_into_view_if_needed()
         thumb.focus()
         thumb.press("ArrowLeft" if value is not None and value == high else "ArrowRight")
-        page.wait_for_function(f"() => __mw.busy() > 0 || __mw.completed > {completed}",
-                               timeout=30_000, polling=50)
+        if not _started(page, completed):
+            tried.append(f"slider {index} (no cell ran)")
+            continue
         _wait_idle_after(page, completed, RUN_TIMEOUT_MS, f"{entry.id}: slider {index}")
         _assert_no_errors(page, gallery, f"{entry.id} after moving slider {index}")
         # The new outputs arrive with the finished run; charts then redraw: compare once settled.
@@ -281,8 +292,7 @@ def _check_page(page, gallery, entry) -> None:
             completed = page.evaluate("() => __mw.completed")
             button.scroll_into_view_if_needed()
             button.click()
-            page.wait_for_function(f"() => __mw.busy() > 0 || __mw.completed > {completed}",
-                                   timeout=30_000, polling=50)
+            assert _started(page, completed), f"{entry.id}: pressing button {index} ran no cell"
             _wait_idle_after(page, completed, RUN_TIMEOUT_MS, f"{entry.id}: button {index}")
             _assert_no_errors(page, gallery, f"{entry.id} after pressing button {index}")
             print(f"{entry.id}: button {index} ({button.inner_text()!r}) done")
