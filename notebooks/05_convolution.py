@@ -417,7 +417,10 @@ def _(rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
         mo.hstack([rf_preset, rf_input], justify="start"),
         mo.hstack([rf_layers, rf_kernel, rf_stride, rf_dilation, rf_pool], wrap=True)
         if rf_preset.value == "custom stack" else mo.md(""),
-        _warn, _chart, _table,
+        _warn,
+        mo.md(f"One unit after the last layer sees **{rf_final}** input pixels per side; neighbouring "
+              f"units are **{rf_rows[-1]['jump']}** pixels apart."),
+        _chart, _table,
     ])
     return rf_final, rf_rows
 

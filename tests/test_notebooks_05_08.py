@@ -544,7 +544,7 @@ def test_08_vae_budget_and_collapse():
     assert run["elbo"] == pytest.approx(-(run["recon"] + run["kl"]), rel=1e-5)
     assert defs["vae_active"] == int((run["kl_per_dim"] > 0.05).sum())
     assert run["latents"].shape == (500, 3)
-    assert "coloured by class" in output_text(outputs)
+    assert "active dimensions (KL > 0.05)" in output_text(outputs)
     assert f"{run['recon']:.3f}" in output_text(outputs)
     outputs, defs = run_app(app, vae_train=True, vae_beta=100.0)
     assert_no_error_outputs(outputs)
