@@ -21,6 +21,7 @@ compare like with like. Keep one call in the millisecond range; the runner repea
 
 Measurement
 -----------
+- Each case runs in its own Python process, so one case's heap and threads cannot slow the next.
 - Threads: PyTorch gets ``torch.set_num_threads(2)``; NumPy's BLAS gets 2 threads too
   (``OMP/OPENBLAS/MKL_NUM_THREADS``, set before NumPy is imported unless already set).
   ``BENCH_THREADS=1`` changes both. On a busy machine (load average near the CPU count) PyTorch's
@@ -29,7 +30,8 @@ Measurement
 - Each function is called ``--warmup`` times, then its inner loop count ``n`` is doubled until one
   sample of ``n`` calls lasts at least ``--min-time`` seconds. Then ``--repeat`` samples are taken,
   round-robin across the columns of a case (so a slow moment of a shared machine hits all of
-  them), and the table shows the median time per call, measured with ``time.perf_counter``.
+  them), each sample after a 0.3 s pause and one untimed call of its own (so that the previous
+  column's spinning threads and cache contents do not bill this one), and the table shows the median time per call, measured with ``time.perf_counter``.
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import importlib  # noqa: E402
+import json  # noqa: E402
 import importlib.util  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
@@ -54,6 +58,7 @@ from pathlib import Path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 COLUMNS = ("engine", "numpy", "torch")
+SETTLE_SECONDS = 0.3
 
 
 @dataclass
@@ -133,6 +138,10 @@ def measure_case(case, repeat: int, min_time: float, warmup: int, errors: list[s
     samples: dict[str, list[float]] = {column: [] for column in runners}
     for _ in range(repeat):
         for column, (fn, number) in runners.items():
+            # PyTorch's OpenMP threads spin for a while after their work; let them go to sleep
+            # so that they do not bill the next column, then warm this column's caches
+            time.sleep(SETTLE_SECONDS)
+            fn()
             samples[column].append(_sample(fn, number) / number)
     for column, values in samples.items():
         results[column] = Result(seconds=statistics.median(values))
@@ -173,6 +182,32 @@ def format_table(rows: list[tuple[str, dict[str, Result]]]) -> str:
     return "\n".join([line(header), rule, *(line(row) for row in body)])
 
 
+def _measure_one(args) -> int:
+    """Child process: measure case number ``args.one`` and print its results as one JSON line."""
+    _configure_torch()
+    _, case = [c for c in discover(args.dir) if args.filter in c[1].name][args.one]
+    errors: list[str] = []
+    results = measure_case(case, args.repeat, args.min_time, args.warmup, errors)
+    print(json.dumps({"results": {k: [r.seconds, r.note] for k, r in results.items()}, "errors": errors}))
+    return 0
+
+
+def _measure_in_child(index: int, args, errors: list[str]) -> dict[str, Result]:
+    """Each case runs in a fresh process: no heap state, cache or idle-spinning library threads
+    left behind by an earlier case can bill a later one."""
+    command = [sys.executable, "-m", "benchmarks.run", "--one", str(index), "--filter", args.filter,
+               "--repeat", str(args.repeat), "--min-time", str(args.min_time),
+               "--warmup", str(args.warmup), "--dir", str(args.dir)]
+    done = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True)
+    try:
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        errors.append(f"case {index} (child process exit {done.returncode}):\n{done.stderr[-2000:]}")
+        return {column: Result(note="error") for column in COLUMNS}
+    errors.extend(report["errors"])
+    return {k: Result(seconds=v[0], note=v[1]) for k, v in report["results"].items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n")[0])
     parser.add_argument("--filter", default="", help="run only cases whose name contains this text")
@@ -180,7 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-time", type=float, default=0.05, help="seconds per sample, at least")
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")
     parser.add_argument("--dir", type=Path, default=HERE, help="where the bench_*.py modules are")
+    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # child process
     args = parser.parse_args(argv)
+    if args.one is not None:
+        return _measure_one(args)
 
     import numpy
 
@@ -205,9 +243,9 @@ def main(argv: list[str] | None = None) -> int:
 
     errors: list[str] = []
     rows = []
-    for module, case in cases:
+    for index, (module, case) in enumerate(cases):
         print(f"  {module}: {case.name} ...", file=sys.stderr, flush=True)
-        rows.append((case.name, measure_case(case, args.repeat, args.min_time, args.warmup, errors)))
+        rows.append((case.name, _measure_in_child(index, args, errors)))
     print()
     print(format_table(rows))
     print("\nratios: engine time / other time (below 1.00x: the engine is faster)")
