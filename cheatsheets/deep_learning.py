@@ -6,7 +6,7 @@ app = marimo.App(width="full", app_title="Cheat sheet · Deep learning essential
 with app.setup:
     import marimo as mo
 
-    from engine import course, data, formulas
+    from engine import course, data, formulas, losses_lab
     from engine.formulas import deep_learning as hub
     from engine.formulas import render
 
@@ -239,6 +239,29 @@ def _(query):
     - **No gradient** for evaluation and frozen parts: `with engine.no_grad():`.
     """)
     return
+
+
+@app.cell
+def _():
+    n_classes = mo.ui.slider(2, 1000, value=10, label="classes K", debounce=True)
+    logit_scale = mo.ui.slider(0.0, 10.0, step=0.1, value=0.1, label="std of the initial logits",
+                               debounce=True)
+    return logit_scale, n_classes
+
+
+@app.cell(hide_code=True)
+def _(logit_scale, n_classes):
+    initial, ln_k = losses_lab.initial_loss(n_classes.value, logit_scale.value)
+    _verdict = ("close to ln K: the model starts out undecided, as it should"
+                if abs(initial - ln_k) < 0.1 * ln_k else
+                "far above ln K: the initial logits are too large, so the model starts out confidently wrong")
+    mo.vstack([
+        mo.md("**Try the initial-loss check.** Random logits for 512 samples with random labels; "
+              "the engine computes their mean cross-entropy."),
+        mo.hstack([n_classes, logit_scale], justify="start", gap=2),
+        mo.md(f"initial loss **{initial:.3f}** vs $\\ln K$ = **{ln_k:.3f}**: {_verdict}."),
+    ])
+    return (initial,)
 
 
 @app.cell

@@ -240,3 +240,17 @@ def test_hub_run_buttons_train_the_loops_and_check_every_row():
     text = output_text(outputs)
     assert re.search(r"numpy\s*: final loss 0\.0\d+", text) and re.search(r"engine\s*: final loss 0\.0\d+", text)
     assert f"All {len(formulas.ROWS)} rows agree" in text
+
+
+@pytest.mark.parametrize("k, scale", [(2, 0.0), (10, 0.1), (1000, 10.0)])
+def test_hub_initial_loss_check_shows_the_engines_value(k, scale):
+    from engine import losses_lab
+
+    outputs, defs = run("deep_learning", n_classes=k, logit_scale=scale)
+    expected, ln_k = losses_lab.initial_loss(k, scale)
+    assert defs["initial"] == pytest.approx(expected)
+    assert f"initial loss {expected:.3f}" in output_text(outputs)
+    if scale <= 0.1:
+        assert abs(expected - ln_k) < 0.1 * ln_k  # small logits: the loss starts at ln K
+    else:
+        assert expected > 2 * ln_k  # large logits: confidently wrong from the start
