@@ -22,6 +22,11 @@ SITE_PORT ?= 8000
 SITE_ARGS ?=
 
 BIN := $(VENV)/bin
+
+# The course's models are small: one BLAS thread per process avoids OpenBLAS threads spinning
+# against each other (and against other sessions) on a busy machine. `make bench` sets its own.
+run edit test site: export OPENBLAS_NUM_THREADS ?= 1
+run edit test site: export OMP_NUM_THREADS ?= 1
 # Stamps: reinstall only when pyproject.toml changes.
 INSTALLED      := $(VENV)/.installed
 TEST_INSTALLED := $(VENV)/.installed-test
