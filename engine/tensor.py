@@ -430,6 +430,8 @@ class Tensor:
     def clamp(self, min=None, max=None):
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
+        if isinstance(min, (Tensor, np.ndarray)) or isinstance(max, (Tensor, np.ndarray)):
+            return _clamp_to_tensors(self, min, max)
         # NumPy scalar bounds act as Python numbers (np.float64 would promote a float32 tensor)
         min, max = (b.item() if isinstance(b, np.generic) else b for b in (min, max))
         if min is not None and max is not None and min > max:
@@ -458,6 +460,8 @@ class Tensor:
         return rd.Mean.apply(self, axes=rd.normalize_dims(dim, self.ndim, "mean"), keepdim=keepdim)
 
     def var(self, dim=None, keepdim: bool = False, unbiased: bool = True, correction=None):
+        if not _is_float(self.data):
+            raise TypeError(f"var: needs a floating-point tensor, got {self.dtype}; use .float() first")
         correction = (1 if unbiased else 0) if correction is None else correction
         axes = rd.normalize_dims(dim, self.ndim, "var")
         return rd.Var.apply(self, axes=axes, keepdim=keepdim, correction=correction)
@@ -470,6 +474,10 @@ class Tensor:
             raise ValueError(f"{op}: the tensor is empty (shape {self.shape})")
         if dim is None:
             return rd.Amax.apply(self, axes=tuple(range(self.ndim)), keepdim=False, use_min=use_min)
+        if self.ndim == 0:  # as PyTorch: a 0-d tensor is its own max, at index 0
+            rd.normalize_dims(dim, 0, op)
+            return ValuesIndices(self.reshape(1)._extreme(0, False, use_min, op).values.reshape(()),
+                                 Tensor._wrap(np.asarray(0)))
         (axis,) = rd.normalize_dims(dim, self.ndim, op)
         values = rd.MaxAlongDim.apply(self, dim=axis, keepdim=keepdim, use_min=use_min)
         return_indices = (np.argmin if use_min else np.argmax)(self.data, axis=axis)
@@ -503,14 +511,23 @@ class Tensor:
         return rd.Prod.apply(self, dim=dim, keepdim=keepdim)
 
     def logsumexp(self, dim, keepdim: bool = False):
+        if self.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
+            rd.normalize_dims(dim, 0, "logsumexp")
+            return self.reshape(1).logsumexp(0).reshape(())
         (axis,) = rd.normalize_dims(dim, self.ndim, "logsumexp")
         return rd.LogSumExp.apply(self, dim=axis, keepdim=keepdim)
 
     def softmax(self, dim):
+        if self.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
+            rd.normalize_dims(dim, 0, "softmax")
+            return self.reshape(1).softmax(0).reshape(())
         (axis,) = rd.normalize_dims(dim, self.ndim, "softmax")
         return rd.Softmax.apply(self, dim=axis)
 
     def log_softmax(self, dim):
+        if self.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
+            rd.normalize_dims(dim, 0, "log_softmax")
+            return self.reshape(1).log_softmax(0).reshape(())
         (axis,) = rd.normalize_dims(dim, self.ndim, "log_softmax")
         return rd.LogSoftmax.apply(self, dim=axis)
 
@@ -633,6 +650,20 @@ def _promote(a: Tensor, b: Tensor, op: str):
     elif not float_a and not float_b and op == "div":
         a, b = Tensor._wrap(a.data.astype(_DEFAULT_FLOAT)), Tensor._wrap(b.data.astype(_DEFAULT_FLOAT))
     return a, b
+
+
+def _clamp_to_tensors(x: "Tensor", lo, hi) -> "Tensor":
+    """clamp with tensor bounds: the gradient goes to x where lo ≤ x ≤ hi, else to the bound."""
+    out = x
+    if lo is not None:
+        lo = as_tensor(lo)
+        _check_broadcast(x.shape, lo.shape, "clamp (min)")
+        out = where(out.data < lo.data, lo, out)
+    if hi is not None:
+        hi = as_tensor(hi)
+        _check_broadcast(x.shape, hi.shape, "clamp (max)")
+        out = where(out.data > hi.data, hi, out)
+    return out
 
 
 def _shape_arg(shape) -> tuple:

@@ -309,3 +309,47 @@ def test_mixed_dtype_gradient_flows_to_the_float_input():
     assert y.dtype == np.float32
     y.backward(np.ones(3, dtype=np.float32))
     np.testing.assert_array_equal(x.grad, [0.0, 1.0, 2.0])
+
+
+# ---------------------------------------------------------------- 0-d inputs, int var, tensor bounds
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "logsumexp"])
+def test_single_dim_ops_on_a_0d_tensor_match_torch(op):
+    torch = require_torch()
+    x = engine.tensor(np.float64(1.7), requires_grad=True)
+    tx = torch.tensor(1.7, dtype=torch.float64, requires_grad=True)
+    out, t_out = getattr(x, op)(0), getattr(tx, op)(0)
+    assert out.shape == () and np.allclose(out.data, t_out.detach().numpy())
+    out.backward(np.float64(0.3))
+    t_out.backward(torch.tensor(0.3, dtype=torch.float64))
+    assert np.allclose(x.grad, tx.grad.numpy())
+
+
+def test_max_along_a_dim_of_a_0d_tensor_is_itself_at_index_0():
+    values, indices = engine.tensor(3.0).max(0)
+    assert values.item() == 3.0 and indices.item() == 0
+    with pytest.raises(IndexError, match="max"):
+        engine.tensor(3.0).max(1)
+
+
+def test_var_of_an_integer_tensor_is_a_clear_error():
+    with pytest.raises(TypeError, match="var: needs a floating-point tensor"):
+        engine.tensor([1, 2, 3]).var()
+
+
+def test_clamp_with_tensor_bounds_matches_torch_and_gradcheck():
+    torch = require_torch()
+    rng = np.random.default_rng(3)
+    x, lo = rng.standard_normal(7), rng.standard_normal(7) - 0.5
+    hi, g = lo + 1.0, rng.standard_normal(7)
+    ts = [engine.tensor(a, requires_grad=True) for a in (x, lo, hi)]
+    out = ts[0].clamp(ts[1], ts[2])
+    out.backward(g)
+    tt = [torch.tensor(a, requires_grad=True) for a in (x, lo, hi)]
+    t_out = tt[0].clamp(tt[1], tt[2])
+    t_out.backward(torch.tensor(g))
+    assert np.allclose(out.data, t_out.detach().numpy())
+    for mine, theirs in zip(ts, tt):
+        assert np.allclose(mine.grad, theirs.grad.numpy())
+    assert engine.gradcheck(lambda a, b, c: a.clamp(b, c), [engine.tensor(a, requires_grad=True) for a in (x, lo, hi)])
