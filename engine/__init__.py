@@ -27,7 +27,7 @@ bool_ = "bool"
 # A new module goes into this list: tests/test_site.py checks it.
 from . import (activations_lab, attention, attention_lab, conv_lab, course, data, diffusion,
     distances, exercises, fit_lab, formulas, functional, generative_lab, graph, losses_lab,
-    metrics, nn, ops, optim, optim_lab, plot, shapes, vae)  # noqa: E402,F401
+    metrics, nn, ops, optim, optim_lab, plot, shapes, ui, vae)  # noqa: E402,F401
 
 
 __all__ = [

@@ -11,6 +11,7 @@ with app.setup:
     from engine import activations_lab as lab
     from engine import course, plot
     from engine.exercises import check_number
+    from engine.ui import verdict
 
     METADATA = {
         "id": "01_activations",
@@ -19,13 +20,6 @@ with app.setup:
         "and a depth lab where gradients vanish or explode.",
         "topics": ["activations", "initialisation", "softmax", "vanishing_gradients"],
     }
-
-
-@app.function
-def verdict(result):
-    """A graded answer as a callout: green when right, red with the hint when wrong, grey when empty."""
-    ok, message = result
-    return mo.callout(mo.md(message), kind={True: "success", False: "danger", None: "neutral"}[ok])
 
 
 @app.cell(hide_code=True)

@@ -11,6 +11,7 @@ with app.setup:
     from engine import activations_lab, course, fit_lab, plot
     from engine import losses_lab as lab
     from engine.exercises import check_number
+    from engine.ui import verdict
 
     METADATA = {
         "id": "02_losses",
@@ -19,13 +20,6 @@ with app.setup:
         "outliers, why losses take logits, KL divergence, and the initial-loss check.",
         "topics": ["losses", "robust_regression", "cross_entropy", "label_smoothing", "kl_divergence"],
     }
-
-
-@app.function
-def verdict(result):
-    """A graded answer as a callout: green when right, red with the hint when wrong, grey when empty."""
-    ok, message = result
-    return mo.callout(mo.md(message), kind={True: "success", False: "danger", None: "neutral"}[ok])
 
 
 @app.cell(hide_code=True)

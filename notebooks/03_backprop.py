@@ -11,6 +11,7 @@ with app.setup:
     from engine import course, fit_lab, plot
     from engine import graph as graphs
     from engine.exercises import check_number
+    from engine.ui import verdict
 
     METADATA = {
         "id": "03_backprop",
@@ -19,13 +20,6 @@ with app.setup:
         "gradient check's V-shaped error, and an MLP playground on 2-D data.",
         "topics": ["backpropagation", "autograd", "chain_rule", "gradient_check", "mlp"],
     }
-
-
-@app.function
-def verdict(result):
-    """A graded answer as a callout: green when right, red with the hint when wrong, grey when empty."""
-    ok, message = result
-    return mo.callout(mo.md(message), kind={True: "success", False: "danger", None: "neutral"}[ok])
 
 
 @app.cell(hide_code=True)

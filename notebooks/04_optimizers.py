@@ -11,6 +11,7 @@ with app.setup:
     from engine import course, plot
     from engine import optim_lab as lab
     from engine.exercises import check_number
+    from engine.ui import verdict
 
     METADATA = {
         "id": "04_optimizers",
@@ -21,13 +22,6 @@ with app.setup:
     }
 
     LR_STEPS = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.018, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0]
-
-
-@app.function
-def verdict(result):
-    """A graded answer as a callout: green when right, red with the hint when wrong, grey when empty."""
-    ok, message = result
-    return mo.callout(mo.md(message), kind={True: "success", False: "danger", None: "neutral"}[ok])
 
 
 @app.cell(hide_code=True)

@@ -10,14 +10,7 @@ with app.setup:
     import engine
     from engine import conv_lab, course, data, plot, shapes
     from engine.exercises import check_number
-
-
-@app.function
-def verdict(result):
-    """A graded answer as a callout: green when right, amber with the hint otherwise."""
-    ok, message = result
-    kind = {True: "success", False: "warn", None: "neutral"}[ok]
-    return mo.callout(mo.md(message), kind=kind)
+    from engine.ui import verdict
 
 
 @app.cell(hide_code=True)

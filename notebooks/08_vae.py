@@ -10,29 +10,7 @@ with app.setup:
     import engine
     from engine import course, data, generative_lab, plot, vae
     from engine.exercises import check_number
-
-
-@app.function
-def verdict(result):
-    """A graded answer as a callout: green when right, amber with the hint otherwise."""
-    ok, message = result
-    kind = {True: "success", False: "warn", None: "neutral"}[ok]
-    return mo.callout(mo.md(message), kind=kind)
-
-
-@app.function
-def throttled(bar, total):
-    """A per-step callback that moves ``bar`` at most about 100 times: redrawing the progress bar
-    at every step of a long run would cost more than the step itself."""
-    chunk = max(1, total // 100)
-
-    def tick(step, *_):
-        if step % chunk == 0:
-            bar.update(increment=chunk)
-        elif step == total:
-            bar.update(increment=step % chunk)
-
-    return tick
+    from engine.ui import throttled, verdict
 
 
 @app.cell(hide_code=True)

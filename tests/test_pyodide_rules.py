@@ -10,7 +10,7 @@ provides. The rules, checked on every file of ``engine/`` by reading its syntax 
    nor of a standard module Pyodide leaves out (tkinter, curses, readline, ...);
 3. no ``os.system``/``os.popen``/``os.fork``/``os.exec*``/``os.spawn*``/``os.kill``;
 4. third-party packages: NumPy at module level, and nothing else there; ``engine.plot`` may import
-   Altair and Matplotlib and ``engine.course`` marimo inside functions (the browser build installs
+   Altair and Matplotlib and ``engine.course`` and ``engine.ui`` marimo inside functions (the browser build installs
    the first two from the page's header, marimo is the runtime); the optional PyTorch column of
    the formula sheets imports torch inside functions of ``engine/formulas/evaluate.py`` only.
    Every package the engine imports is one that Pyodide ships (its lock file says so), marimo aside;
@@ -59,7 +59,7 @@ MODULE_LEVEL_THIRD_PARTY = {"numpy"}
 LAZY_ALLOWED = {  # third-party packages imported inside functions, and where
     "altair": {"engine/plot.py"},
     "matplotlib": {"engine/plot.py"},
-    "marimo": {"engine/course.py"},
+    "marimo": {"engine/course.py", "engine/ui.py"},
     "torch": {"engine/formulas/evaluate.py"},
 }
 IN_BROWSER_WITHOUT_LOCK = {"marimo"}  # the WASM runtime itself
