@@ -4,6 +4,7 @@
 #   make edit    open the notebooks in marimo's editor (NB=notebooks/01_activations.py for one)
 #   make test    install the test tools into .venv and run every test
 #   make bench   engine vs NumPy vs PyTorch timings
+#   make bench-ui  time each page and control in Chromium under marimo run and edit (BENCH_UI_ARGS=...)
 #   make check   marimo's linter, strict, over every notebook and cheat sheet
 #   make site    build the static site into _site/ (WebAssembly pages + static exports + index)
 #   make serve-site  serve _site/ on http://127.0.0.1:8000 (SITE_PORT=...)
@@ -33,7 +34,7 @@ TEST_INSTALLED := $(VENV)/.installed-test
 # The folders that exist (git keeps no empty folder; a fresh clone may lack one for a while).
 NOTEBOOK_DIRS  := $(wildcard notebooks cheatsheets)
 
-.PHONY: help venv install run edit test test-tools bench check site site-tools serve-site clean
+.PHONY: help venv install run edit test test-tools bench bench-ui check site site-tools serve-site clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -70,6 +71,11 @@ test: test-tools
 
 bench: install
 	$(BIN)/python -m benchmarks.run
+
+# Chromium + Playwright (the test tools) time every page's first run and every control's update.
+BENCH_UI_ARGS ?=
+bench-ui: test-tools
+	$(BIN)/python -m benchmarks.bench_ui $(BENCH_UI_ARGS)
 
 check: install
 	@test -n "$(NOTEBOOK_DIRS)" || { echo "make check: no notebooks/ or cheatsheets/ folder"; exit 1; }
