@@ -1,4 +1,4 @@
-"""Toy data sets that need no download, and a mini-batch iterator.
+"""Data sets that need no download (toy sets and one real one), and a mini-batch iterator.
 
 Every ``make_*`` function is seeded: ``seed=None`` draws from the engine's global generator
 (so ``engine.manual_seed(s)`` fixes it), an int gives its own ``np.random.default_rng(seed)``,
@@ -10,14 +10,24 @@ and a ``np.random.Generator`` is used as is. Points come back as ``X`` float32 [
 - ``make_swiss_roll``: the rolled sheet (t cos t, t sin t), 2-D or 3-D, for diffusion demos.
 - ``make_gaussian_mixture``: samples plus the exact ``GaussianMixture`` (log-density and score).
 - ``make_shapes``: small grey images of circles, squares, triangles and crosses.
+- ``load_digits``: the 1,797 real 8x8 handwritten digits of UCI's "Optical Recognition of
+  Handwritten Digits" (CC BY 4.0), shipped inside the engine, with a fixed train/test split.
 - ``DataLoader`` / ``batches``: shuffled mini-batches; ``train_test_split``.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import functools
+import gzip
+import hashlib
+import io
 import math
 import numbers
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -28,6 +38,7 @@ __all__ = [
     "DataLoader",
     "GaussianMixture",
     "batches",
+    "load_digits",
     "make_blobs",
     "make_circles",
     "make_gaussian_mixture",
@@ -384,6 +395,97 @@ def make_shapes(n_samples=512, size=16, classes=SHAPE_CLASSES, noise=0.1, seed=N
     images += noise * rng.standard_normal(images.shape)
     np.clip(images, 0.0, 1.0, out=images)
     return images[:, None].astype(np.float32), labels.astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- real digits
+DIGITS_FILE = Path(__file__).resolve().parent / "datasets" / "digits_data.py"
+DIGITS_SPLITS = ("train", "test", "all")
+_DIGITS_TEST_SIZE = 360  # 20% of 1,797 rounded up, as scikit-learn's train_test_split(test_size=0.2)
+_DIGITS_SPLIT_SEED = 0
+
+
+def load_digits(split="all", *, channel_dim=False):
+    """The 1,797 handwritten digits of UCI's "Optical Recognition of Handwritten Digits", 8x8 pixels.
+
+        X, y = load_digits()                      # all 1,797: X float32 [1797, 8, 8], y int64 [1797]
+        X_train, y_train = load_digits("train")   # 1,437 images to train on
+        X_test, y_test = load_digits("test")      # the 360 others, to report accuracy on
+        X, y = load_digits("train", channel_dim=True)   # [1437, 1, 8, 8], what conv2d takes
+
+    Returns ``(images, labels)``, new arrays on every call. A pixel is the number of ink pixels
+    (0..16) in one 4x4 block of a 32x32 scan, divided by 16, so images lie in [0, 1]. Labels are
+    the digits 0..9; the full set has 178, 182, 177, 183, 181, 182, 181, 179, 174, 180 of them.
+
+    The split is fixed (the same on every call, machine and NumPy version) and stratified: the
+    test set's 360 images are split over the digits in proportion to their counts (the largest
+    remainders round up), and which images of each digit go to test is drawn by NumPy's legacy
+    ``RandomState(0)``, whose stream never changes. ``engine.manual_seed`` does not affect it.
+    Both parts keep the file's order: shuffle with ``DataLoader``.
+
+    Source: the copy in scikit-learn (``sklearn/datasets/data/digits.csv.gz``, the test part of
+    the UCI set; E. Alpaydin and C. Kaynak, 1998; CC BY 4.0), shipped inside the engine as
+    ``engine/datasets/digits_data.py`` (see the README there). It loads with no network and
+    without scikit-learn. A missing, truncated or corrupted copy raises ``RuntimeError`` naming
+    the file.
+    """
+    if split not in DIGITS_SPLITS:
+        raise ValueError(f"load_digits: split must be one of {DIGITS_SPLITS}, got {split!r}")
+    pixels, labels, test = _digits()
+    rows = slice(None) if split == "all" else (test if split == "test" else ~test)
+    images = pixels[rows].reshape(-1, 8, 8).astype(np.float32) / np.float32(16)
+    if channel_dim:
+        images = images[:, None]
+    return images, labels[rows].copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _digits() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pixels uint8 [1797, 64] in 0..16, labels int64 [1797], test mask bool [1797]), read once."""
+    try:
+        from .datasets import digits_data
+    except (ImportError, SyntaxError, ValueError) as error:  # missing, or cut in the middle
+        _digits_error(f"cannot be imported ({type(error).__name__}: {error})")
+    table = _decode_digits(digits_data.BASE64, digits_data.SIZE, digits_data.SHA256)
+    pixels, labels = table[:, :64].astype(np.uint8), table[:, 64].astype(np.int64)
+    return pixels, labels, _stratified_test_mask(labels, _DIGITS_TEST_SIZE, _DIGITS_SPLIT_SEED)
+
+
+def _decode_digits(text: str, size: int, sha256: str) -> np.ndarray:
+    """The CSV table [1797, 65] (64 pixels, then the label) from the base64 text of its .gz file.
+
+    The SHA-256 of the decoded bytes must be the one recorded beside them, so a truncated or
+    altered copy is refused before anything is parsed."""
+    try:
+        blob = base64.b64decode(text)
+    except binascii.Error as error:
+        _digits_error(f"is truncated or corrupted: its text is not valid base64 ({error})")
+    if len(blob) != size:
+        _digits_error(f"is truncated or corrupted: it decodes to {len(blob):,} bytes, not {size:,}")
+    if hashlib.sha256(blob).hexdigest() != sha256:
+        _digits_error("is corrupted: the SHA-256 of its bytes is not the one recorded in it")
+    return np.loadtxt(io.StringIO(gzip.decompress(blob).decode("ascii")), delimiter=",",
+                      dtype=np.int64, ndmin=2)
+
+
+def _digits_error(problem: str) -> NoReturn:
+    raise RuntimeError(
+        f"load_digits: the data file {DIGITS_FILE} {problem}. It ships with the engine: restore it "
+        "(git checkout engine/datasets, or reinstall the package)."
+    )
+
+
+def _stratified_test_mask(labels: np.ndarray, test_size: int, seed: int) -> np.ndarray:
+    """A boolean mask of ``test_size`` rows with every class in proportion to its count."""
+    counts = np.bincount(labels)
+    share = counts * test_size / counts.sum()
+    per_class = np.floor(share).astype(np.int64)
+    remainders = share - per_class
+    per_class[np.argsort(-remainders, kind="stable")[: test_size - per_class.sum()]] += 1
+    rng = np.random.RandomState(seed)  # legacy generator: its stream is frozen across NumPy versions
+    mask = np.zeros(len(labels), dtype=bool)
+    for digit, k in enumerate(per_class):
+        mask[rng.permutation(np.flatnonzero(labels == digit))[:k]] = True
+    return mask
 
 
 # ----------------------------------------------------------------------------- batching
