@@ -24,7 +24,7 @@ bool_ = "bool"
 # reaches in Ruff's static import graph, puts the whole package into one wheel that every page of
 # the site shares. (autograd, creation, gradcheck, io, random and tensor are imported above; naming
 # them here would rebind `engine.tensor` and `engine.gradcheck` from the functions to the modules.)
-# A new module goes into this list: tests/test_site.py checks it.
+# A new module goes into this list: tests/site/test_site.py checks it.
 from . import (activations_lab, attention, attention_lab, conv_lab, course, data, diffusion,
     distances, exercises, fit_lab, formulas, functional, generative_lab, graph, losses_lab,
     metrics, nn, ops, optim, optim_lab, plot, shapes, ui, vae)  # noqa: E402,F401

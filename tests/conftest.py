@@ -2,7 +2,7 @@
 
 - Markers (declared in pyproject.toml): a test marked ``oracle`` needs torch and one marked
   ``browser`` needs Chromium + Playwright; both are checked before the test runs and skip it with
-  the reason, or fail it under ``REQUIRE_ORACLE=1`` / ``REQUIRE_BROWSER=1`` (see tests/oracle.py).
+  the reason, or fail it under ``REQUIRE_ORACLE=1`` / ``REQUIRE_BROWSER=1`` (see tests/support/oracle.py).
 - Fixtures ``torch`` (the module) and ``chromium`` (the executable's path) do the same.
 - Hypothesis runs without its per-example deadline: the machine is shared and tests never assert
   times.
@@ -22,7 +22,9 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import pytest  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(__file__))  # `from oracle import ...` from any test file
+# The helpers that are not tests (oracle, torch_compare, notebook_driver, browser_tools, site_build)
+# live in tests/support/: `from oracle import ...` works from any test file.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "support"))
 
 from oracle import browser_available, require_browser, require_torch, torch_available  # noqa: E402
 

@@ -9,7 +9,7 @@ page visits every notebook and cheat sheet of engine.course in sequence and chec
 - changes what it draws when a slider moves (the chart's pixels/spec or an output's text);
 - on pages with buttons: a button press starts a run whose progress bar reaches its total.
 
-Waits follow the kernel: a websocket hook (tests/browser_tools.py) records each cell's status and
+Waits follow the kernel: a websocket hook (tests/support/browser_tools.py) records each cell's status and
 each finished run. A full-page screenshot of each page goes to build/screenshots/<id>.png.
 """
 

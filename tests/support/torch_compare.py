@@ -1,4 +1,4 @@
-"""Shorthands over tests/oracle.py for the engine-core tests.
+"""Shorthands over tests/support/oracle.py for the engine-core tests.
 
 ``check_op(engine_fn, torch_fn, inputs)`` runs both checks every op must pass:
 

@@ -7,7 +7,7 @@ import pytest
 
 from engine import course
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 NOTEBOOK_IDS = ["01_activations", "02_losses", "03_backprop", "04_optimizers",
                 "05_convolution", "06_attention", "07_diffusion", "08_vae"]

@@ -1,7 +1,7 @@
 """Notebooks 01-04: they run headless, pass `marimo check`, export, and every control can be
 driven to its extremes with no error, showing the values the engine computes.
 
-Controls are driven with `app.run(defs=...)` through tests/notebook_driver.py (see its docstring).
+Controls are driven with `app.run(defs=...)` through tests/support/notebook_driver.py (see its docstring).
 """
 
 import math
@@ -14,7 +14,7 @@ import pytest
 from engine import activations_lab, course, fit_lab, losses_lab
 from engine import graph as graphs
 from engine import optim_lab
-from tests.notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, export_html,
+from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, export_html,
                                    load_app, load_module, marimo_check, output_text, run_app, run_headless)
 
 NOTEBOOKS = {

@@ -28,7 +28,7 @@ so that its controls can be replaced one at a time:
 
 Then::
 
-    from tests.notebook_driver import load_app, run_app, control_values, output_text
+    from notebook_driver import load_app, run_app, control_values, output_text
 
     app = load_app("notebooks/01_activations.py")
     outputs, defs = run_app(app)                                # defaults
@@ -60,7 +60,7 @@ import time
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 MARIMO = str(VENV_BIN / "marimo") if (VENV_BIN / "marimo").exists() else "marimo"
 

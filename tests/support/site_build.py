@@ -1,4 +1,4 @@
-"""One `make site` per test session, shared by tests/test_site.py and tests/test_static_export.py.
+"""One `make site` per test session, shared by tests/site/test_site.py and tests/site/test_static_export.py.
 
 The site is built into a fresh temporary folder (not _site/, which stays the user's; not a fixed
 folder, which a second test run at the same time would rebuild under this one's feet), removed
@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import build_site  # noqa: E402  (scripts/build_site.py)

@@ -1,6 +1,6 @@
 """Notebooks 05-08 run headless, pass marimo's checks, export, and survive every control's extremes.
 
-Each control is driven (through ``app.run(defs=...)``, see tests/notebook_driver.py) at its
+Each control is driven (through ``app.run(defs=...)``, see tests/support/notebook_driver.py) at its
 minimum, maximum and default; no cell may raise, warn or print a traceback. The values a
 notebook shows are compared with the engine computing the same thing directly.
 """

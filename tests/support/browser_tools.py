@@ -16,7 +16,7 @@ import mimetypes
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "build" / "screenshots"
 
 CHROMIUM_ARGS = [

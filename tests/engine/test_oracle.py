@@ -13,7 +13,7 @@ import pytest
 
 from oracle import check_against_torch, check_gradcheck, random_arrays
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1] / "support"  # oracle.py
 
 
 # ----------------------------------------------------------------------------- skip or fail
