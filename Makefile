@@ -85,7 +85,7 @@ check: install
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/pip install uv
 
-# The pages listed in engine/course.py as WebAssembly pages + static exports + index.html.
+# The pages listed in engine/course/toc.py as WebAssembly pages + static exports + index.html.
 # Needs npm once (the Pyodide lock file, pyodide@314.0.0, goes to build/pyodide/).
 site-tools: install $(BIN)/uv
 	$(BIN)/python scripts/build_site.py --tools-only

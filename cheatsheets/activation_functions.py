@@ -7,8 +7,8 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine import course, formulas, plot
-    from engine.formulas import render
+    from engine.course import formulas, plot, toc
+    from engine.course.formulas import render
 
     METADATA = {
         "id": "activation_functions",
@@ -56,7 +56,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 

@@ -6,9 +6,11 @@ app = marimo.App(width="full", app_title="Cheat sheet · Deep learning essential
 with app.setup:
     import marimo as mo
 
-    from engine import course, data, formulas, losses_lab
-    from engine.formulas import deep_learning as hub
-    from engine.formulas import render
+    from engine import data
+    from engine.course import formulas, toc
+    from engine.course.formulas import deep_learning as hub
+    from engine.course.formulas import render
+    from engine.course.labs import losses as lab
 
     METADATA = {
         "id": "deep_learning",
@@ -33,9 +35,9 @@ def page_index_md() -> str:
     lines = []
     for kind, heading in (("notebook", "Notebooks"), ("cheatsheet", "Cheat sheets")):
         lines.append(f"**{heading}**\n")
-        for e in course.entries(kind):
+        for e in toc.entries(kind):
             if e.id != METADATA["id"]:
-                lines.append(f"- [{e.title}]({course.link(e.id, from_id=METADATA['id'])}): {e.summary}")
+                lines.append(f"- [{e.title}]({toc.link(e.id, from_id=METADATA['id'])}): {e.summary}")
         lines.append("")
     return "\n".join(lines)
 
@@ -68,7 +70,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -251,7 +253,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _(logit_scale, n_classes):
-    initial, ln_k = losses_lab.initial_loss(n_classes.value, logit_scale.value)
+    initial, ln_k = lab.initial_loss(n_classes.value, logit_scale.value)
     _verdict = ("close to ln K: the model starts out undecided, as it should"
                 if abs(initial - ln_k) < 0.1 * ln_k else
                 "far above ln K: the initial logits are too large, so the model starts out confidently wrong")

@@ -9,8 +9,8 @@ with app.setup:
 
     import engine
     import engine.functional as F
-    from engine import course, plot
-    from engine.formulas import render
+    from engine.course import plot, toc
+    from engine.course.formulas import render
 
     METADATA = {
         "id": "loss_functions",
@@ -57,7 +57,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 

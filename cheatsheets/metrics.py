@@ -7,8 +7,9 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine import course, metrics, plot
-    from engine.formulas import render
+    from engine import metrics
+    from engine.course import plot, toc
+    from engine.course.formulas import render
 
     METADATA = {
         "id": "metrics",
@@ -57,7 +58,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 

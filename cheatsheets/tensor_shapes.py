@@ -6,8 +6,9 @@ app = marimo.App(width="full", app_title="Cheat sheet · Tensor shapes")
 with app.setup:
     import marimo as mo
 
-    from engine import course, shapes
-    from engine.formulas import render
+    from engine import shapes
+    from engine.course import toc
+    from engine.course.formulas import render
 
     METADATA = {
         "id": "tensor_shapes",
@@ -61,7 +62,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 

@@ -4,7 +4,9 @@
     from engine import Tensor, nn, optim
     import engine.functional as F
 
-See the course's notebooks for what each piece computes and why; ``../API.md`` is the contract.
+This package is the library: NumPy only, no marimo, plotting or lesson code. The course's labs,
+charts, widgets, formula rows and table of contents live in ``engine.course``, which imports from
+here and never the other way. The README says what to read first and how the layers fit.
 """
 
 from .autograd import enable_grad, is_grad_enabled, no_grad
@@ -19,15 +21,17 @@ float64 = "float64"
 int64 = "int64"
 bool_ = "bool"
 
-# Every other submodule, imported here, eagerly and by name (not through importlib): `engine.nn`
-# works after `import engine`, and `marimo export html-wasm`, which bundles the modules a notebook
-# reaches in Ruff's static import graph, puts the whole package into one wheel that every page of
-# the site shares. (autograd, creation, gradcheck, io, random and tensor are imported above; naming
-# them here would rebind `engine.tensor` and `engine.gradcheck` from the functions to the modules.)
-# A new module goes into this list: tests/site/test_site.py checks it.
-from . import (activations_lab, attention, attention_lab, conv_lab, course, data, diffusion,
-    distances, exercises, fit_lab, formulas, functional, generative_lab, graph, losses_lab,
-    metrics, nn, ops, optim, optim_lab, plot, shapes, ui, vae)  # noqa: E402,F401
+# Every other library submodule, imported here, eagerly and by name (not through importlib):
+# `engine.nn` works after `import engine`, and `marimo export html-wasm`, which bundles the modules
+# a notebook reaches in Ruff's static import graph, puts the whole library into the one wheel that
+# every page of the site shares (the notebooks' `from engine.course import ...` reaches the course
+# layer, whose `__init__` imports its own submodules the same way). (autograd, creation,
+# gradcheck, io, random and tensor are imported above; naming them here would rebind
+# `engine.tensor` and `engine.gradcheck` from the functions to the modules.) `engine.course` is
+# deliberately absent: `import engine` loads no lesson code. A new library module goes into this
+# list: tests/site/test_site.py checks it.
+from . import (attention, data, diffusion, distances, functional, metrics, nn, ops, optim, shapes,
+    vae)  # noqa: E402,F401
 
 
 __all__ = [

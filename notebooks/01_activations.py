@@ -8,10 +8,10 @@ with app.setup:
     import numpy as np
 
     import engine
-    from engine import activations_lab as lab
-    from engine import course, plot
-    from engine.exercises import check_number
-    from engine.ui import verdict
+    from engine.course import plot, toc
+    from engine.course.exercises import check_number
+    from engine.course.labs import activations as lab
+    from engine.course.ui import verdict
 
     METADATA = {
         "id": "01_activations",
@@ -43,7 +43,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -429,7 +429,7 @@ def _():
     nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")    # He: Var(W) = 2 / n_in
     ```
 
-    The depth lab is `engine.activations_lab.depth_lab(depth=20, width=64, activation="tanh",
+    The depth lab is `engine.course.labs.activations.depth_lab(depth=20, width=64, activation="tanh",
     init="xavier")`; its report holds every number drawn above.
     """)
     return
@@ -437,7 +437,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 

@@ -8,10 +8,10 @@ with app.setup:
     import numpy as np
 
     import engine
-    from engine import activations_lab, course, fit_lab, plot
-    from engine import losses_lab as lab
-    from engine.exercises import check_number
-    from engine.ui import verdict
+    from engine.course import plot, toc
+    from engine.course.exercises import check_number
+    from engine.course.labs import losses as lab
+    from engine.course.ui import verdict
 
     METADATA = {
         "id": "02_losses",
@@ -43,7 +43,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -136,12 +136,12 @@ def _():
 
 @app.cell
 def _(delta, n_outliers, outlier_shift):
-    line_x, line_y, line_out = fit_lab.make_line_data(n=30, n_outliers=n_outliers.value,
-                                                      outlier_shift=float(outlier_shift.value), seed=0)
-    line_fits = {name: fit_lab.fit_line(line_x, line_y, name, delta=delta.value, steps=300)[:2]
-                 for name in fit_lab.LINE_LOSSES}
+    line_x, line_y, line_out = lab.make_line_data(n=30, n_outliers=n_outliers.value,
+                                                  outlier_shift=float(outlier_shift.value), seed=0)
+    line_fits = {name: lab.fit_line(line_x, line_y, name, delta=delta.value, steps=300)[:2]
+                 for name in lab.LINE_LOSSES}
     _xs = np.array([-3.2, 3.2])
-    _labels = {name: lab.REGRESSION_LOSSES[name]["label"] for name in fit_lab.LINE_LOSSES}
+    _labels = {name: lab.REGRESSION_LOSSES[name]["label"] for name in lab.LINE_LOSSES}
     _chart = (plot.curves(_xs, {_labels[n]: w * _xs + b for n, (w, b) in line_fits.items()}, x_title="x",
                           y_title="y", colors={_labels[n]: n for n in line_fits}, height=280,
                           title="Fitted lines under each loss (true line: slope 1.5, intercept 0.5)")
@@ -201,7 +201,7 @@ def _():
 def _(ce_logits, ce_target, smoothing):
     ce_report = None
     try:
-        _z = activations_lab.parse_numbers(ce_logits.value, name="logits")
+        _z = lab.parse_numbers(ce_logits.value, name="logits")
     except ValueError as _err:
         _out = mo.callout(mo.md(f"**Cannot read the logits.** {_err}"), kind="warn")
     else:
@@ -565,7 +565,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 

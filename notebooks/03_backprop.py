@@ -8,10 +8,10 @@ with app.setup:
     import numpy as np
 
     import engine
-    from engine import course, fit_lab, plot
-    from engine import graph as graphs
-    from engine.exercises import check_number
-    from engine.ui import verdict
+    from engine.course import graph as graphs, plot, toc
+    from engine.course.exercises import check_number
+    from engine.course.labs import backprop as lab
+    from engine.course.ui import verdict
 
     METADATA = {
         "id": "03_backprop",
@@ -42,7 +42,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -219,9 +219,9 @@ def _():
 
 @app.cell
 def _(gc_h, gc_x0):
-    fd = fit_lab.finite_difference_errors(gc_x0.value, hs=np.logspace(-12, 0, 61))
-    fd_at_h = fit_lab.finite_difference_errors(gc_x0.value, hs=[gc_h.value])
-    fd_best = {dt: fit_lab.best_step(fd, dt) for dt in ("float32", "float64")}
+    fd = lab.finite_difference_errors(gc_x0.value, hs=np.logspace(-12, 0, 61))
+    fd_at_h = lab.finite_difference_errors(gc_x0.value, hs=[gc_h.value])
+    fd_best = {dt: lab.best_step(fd, dt) for dt in ("float32", "float64")}
     _floor = 1e-18
     _curves = {dt: np.maximum(fd[dt], _floor) for dt in ("float32", "float64")}
     _curves.update({f"autograd error, {dt}": np.full_like(fd["h"], max(fd[f"autograd_{dt}"], _floor))
@@ -255,7 +255,7 @@ def _():
 
 @app.cell
 def _():
-    pg_data = mo.ui.dropdown(options=list(fit_lab.DATASETS), value="moons", label="data")
+    pg_data = mo.ui.dropdown(options=list(lab.DATASETS), value="moons", label="data")
     return (pg_data,)
 
 
@@ -279,7 +279,7 @@ def _():
 
 @app.cell
 def _():
-    pg_act = mo.ui.dropdown(options=list(fit_lab.ACTIVATIONS), value="tanh", label="activation")
+    pg_act = mo.ui.dropdown(options=list(lab.ACTIVATIONS), value="tanh", label="activation")
     return (pg_act,)
 
 
@@ -311,7 +311,7 @@ def _():
 
 @app.cell
 def _(pg_act, pg_data, pg_depth, pg_epochs, pg_lr, pg_noise, pg_opt, pg_width, train_button):
-    pg_split = fit_lab.make_playground_data(pg_data.value, n=240, noise=pg_noise.value, seed=0)
+    pg_split = lab.make_playground_data(pg_data.value, n=240, noise=pg_noise.value, seed=0)
     mo.vstack([
         mo.hstack([pg_data, pg_noise, pg_width, pg_depth], wrap=True),
         mo.hstack([pg_act, pg_opt, pg_lr, pg_epochs, train_button], wrap=True),
@@ -323,17 +323,17 @@ def _(pg_act, pg_data, pg_depth, pg_epochs, pg_lr, pg_noise, pg_opt, pg_width, t
 def _(pg_act, pg_depth, pg_epochs, pg_lr, pg_opt, pg_split, pg_width, train_button):
     _Xtr, _ytr, _Xva, _yva = pg_split
     _k = int(max(_ytr.max(), _yva.max())) + 1
-    _untrained = fit_lab.train_playground(_Xtr, _ytr, _Xva, _yva, width=pg_width.value, depth=pg_depth.value,
-                                          activation=pg_act.value, optimizer=pg_opt.value, lr=pg_lr.value,
-                                          epochs=0, seed=0, grid_size=50)
+    _untrained = lab.train_playground(_Xtr, _ytr, _Xva, _yva, width=pg_width.value, depth=pg_depth.value,
+                                      activation=pg_act.value, optimizer=pg_opt.value, lr=pg_lr.value,
+                                      epochs=0, seed=0, grid_size=50)
     pg_initial_loss = float(engine.functional.cross_entropy(_untrained.model(engine.Tensor(_Xtr)), _ytr).item())
     pg_run = None
     if train_button.value:
         with mo.status.progress_bar(total=pg_epochs.value, title="training", remove_on_exit=True) as _bar:
-            pg_run = fit_lab.train_playground(_Xtr, _ytr, _Xva, _yva, width=pg_width.value, depth=pg_depth.value,
-                                              activation=pg_act.value, optimizer=pg_opt.value, lr=pg_lr.value,
-                                              epochs=pg_epochs.value, seed=0, grid_size=50,
-                                              progress=lambda _epoch: _bar.update())
+            pg_run = lab.train_playground(_Xtr, _ytr, _Xva, _yva, width=pg_width.value, depth=pg_depth.value,
+                                          activation=pg_act.value, optimizer=pg_opt.value, lr=pg_lr.value,
+                                          epochs=pg_epochs.value, seed=0, grid_size=50,
+                                          progress=lambda _epoch: _bar.update())
     _X, _y = np.concatenate([_Xtr, _Xva]), np.concatenate([_ytr, _yva])
     if pg_run is None:
         _fig = plot.decision_boundary(_untrained.grid_x, _untrained.grid_y, _untrained.grid_probs, _X, _y,
@@ -385,8 +385,8 @@ def _():
 def _(overfit_button, pg_act, pg_depth, pg_split, pg_width):
     overfit_losses = None
     if overfit_button.value:
-        overfit_losses = fit_lab.overfit_one_batch(pg_split[0], pg_split[1], width=max(pg_width.value, 8),
-                                                   depth=pg_depth.value, activation=pg_act.value, steps=300)
+        overfit_losses = lab.overfit_one_batch(pg_split[0], pg_split[1], width=max(pg_width.value, 8),
+                                               depth=pg_depth.value, activation=pg_act.value, steps=300)
         _ok = overfit_losses[-1] < 0.05
         _out = mo.vstack([
             plot.loss_curves({"train": overfit_losses}, x_title="step", y_title="loss on the batch", log_y=True,
@@ -456,7 +456,7 @@ def _():
 
 @app.cell
 def _(answer_h):
-    h_truth = float(np.log10(fit_lab.best_step(fit_lab.finite_difference_errors(0.7), "float64")[0]))
+    h_truth = float(np.log10(lab.best_step(lab.finite_difference_errors(0.7), "float64")[0]))
     mo.vstack([
         mo.md("**3.** In float64, around which step h is the central difference most accurate? Answer with "
               "the exponent, log₁₀ h (within one decade counts)."),
@@ -504,7 +504,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 

@@ -8,10 +8,10 @@ with app.setup:
     import numpy as np
 
     import engine
-    from engine import course, plot
-    from engine import optim_lab as lab
-    from engine.exercises import check_number
-    from engine.ui import verdict
+    from engine.course import plot, toc
+    from engine.course.exercises import check_number
+    from engine.course.labs import optimizers as lab
+    from engine.course.ui import verdict
 
     METADATA = {
         "id": "04_optimizers",
@@ -46,7 +46,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -578,7 +578,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md(METADATA["id"]))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 

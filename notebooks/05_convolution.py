@@ -8,9 +8,11 @@ with app.setup:
     import numpy as np
 
     import engine
-    from engine import conv_lab, course, data, plot, shapes
-    from engine.exercises import check_number
-    from engine.ui import verdict
+    from engine import data, shapes
+    from engine.course import plot, toc
+    from engine.course.exercises import check_number
+    from engine.course.labs import convolution as lab
+    from engine.course.ui import verdict
 
 
 @app.cell(hide_code=True)
@@ -39,7 +41,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md("05_convolution"))
+    mo.md(toc.nav_md("05_convolution"))
     return
 
 
@@ -134,9 +136,9 @@ def _(
     size_w,
     stride_s,
 ):
-    conv_setting = conv_lab.conv_report(size_w.value, kernel_k.value, stride_s.value,
-                                        padding_p.value, dilation_d.value,
-                                        channels_in.value, channels_out.value)
+    conv_setting = lab.conv_report(size_w.value, kernel_k.value, stride_s.value,
+                                   padding_p.value, dilation_d.value,
+                                   channels_in.value, channels_out.value)
     _lines = [
         f"**K_eff** = {conv_setting.effective_kernel} · **padded input** = "
         f"{conv_setting.padded_size} · **parameters** of Conv2d({channels_in.value}, "
@@ -154,8 +156,8 @@ def _(
 
 @app.cell
 def _(conv_setting, dilation_d, kernel_k, padding_p, size_w, stride_s):
-    _strip = conv_lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
-                                      padding_p.value, dilation_d.value)
+    _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
+                                 padding_p.value, dilation_d.value)
     mo.stop(not conv_setting.ok, mo.md("*No placement fits: nothing to draw.*"))
     plot.strip_placements(_strip, title="Each row: the pixels one output's kernel reads")
     return
@@ -189,8 +191,8 @@ def _(
     stride_s,
 ):
     mo.stop(not conv_setting.ok, mo.md("*Choose settings where the kernel fits to see the 2-D grid.*"))
-    grid = conv_lab.conv_grid(size_w.value, kernel_k.value, stride_s.value, padding_p.value,
-                              dilation_d.value, out_pixel_row.value, out_pixel_col.value)
+    grid = lab.conv_grid(size_w.value, kernel_k.value, stride_s.value, padding_p.value,
+                         dilation_d.value, out_pixel_row.value, out_pixel_col.value)
     _input = plot.cell_grid(grid["row"], grid["col"], grid["kind"],
                             title=f"padded input: the taps of output ({grid['out_row']}, {grid['out_col']})")
     _output = plot.cell_grid(grid["output_row"], grid["output_col"],
@@ -236,9 +238,9 @@ def _():
 
 @app.cell
 def _(dilation_d, kernel_k, output_padding, padding_p, stride_s, transpose_w):
-    transposed = conv_lab.conv_transpose_placements(transpose_w.value, kernel_k.value,
-                                                    stride_s.value, padding_p.value,
-                                                    output_padding.value, dilation_d.value)
+    transposed = lab.conv_transpose_placements(transpose_w.value, kernel_k.value,
+                                               stride_s.value, padding_p.value,
+                                               output_padding.value, dilation_d.value)
     _r = transposed["report"]
     _text = "\n".join([_r.message] + [f"- {n}" for n in _r.notes])
     _controls = mo.hstack([transpose_w, output_padding], justify="start")
@@ -383,11 +385,11 @@ def _():
 @app.cell
 def _(rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride):
     if rf_preset.value == "custom stack":
-        _layers = conv_lab.uniform_stack(rf_layers.value, rf_kernel.value, rf_stride.value,
-                                         rf_dilation.value, rf_pool.value)
+        _layers = lab.uniform_stack(rf_layers.value, rf_kernel.value, rf_stride.value,
+                                    rf_dilation.value, rf_pool.value)
     else:
         _layers = shapes.RECEPTIVE_FIELD_PRESETS[rf_preset.value]
-    rf_rows = conv_lab.receptive_field_table(_layers, input_size=rf_input.value)
+    rf_rows = lab.receptive_field_table(_layers, input_size=rf_input.value)
     rf_final = rf_rows[-1]["rf"]
     _names = [r["name"] for r in rf_rows]
     _chart = plot.curves(
@@ -511,11 +513,11 @@ def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride):
     _rng = np.random.default_rng(5)
     im_x = _rng.integers(0, 10, size=(im_channels.value, im_size.value, im_size.value)).astype(float)
     im_w = _rng.integers(-1, 3, size=(1, im_channels.value, im_kernel.value, im_kernel.value)).astype(float)
-    _report = conv_lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value)
+    _report = lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value)
     _w_out = _report.output_size or 1
     _r = min(im_pixel.value, _w_out * _w_out - 1)
-    view = conv_lab.im2col_view(im_x, im_w, im_stride.value, im_padding.value, 1,
-                                _r // _w_out, _r % _w_out)
+    view = lab.im2col_view(im_x, im_w, im_stride.value, im_padding.value, 1,
+                           _r // _w_out, _r % _w_out)
     _controls = mo.hstack([im_size, im_channels, im_kernel, im_stride, im_padding], wrap=True)
     if not view["ok"]:
         _shown = mo.vstack([_controls, im_pixel, mo.callout(mo.md(view["message"]), kind="danger")])
@@ -563,7 +565,7 @@ def _():
 def _(im_padding, im_stride, im_w, im_x, view):
     mo.stop(not view["ok"], mo.md("*No valid convolution with these settings.*"))
     _g = np.random.default_rng(6).normal(size=(1,) + view["out_shape"])
-    backward = conv_lab.im2col_backward(im_x, im_w, _g, im_stride.value, im_padding.value)
+    backward = lab.im2col_backward(im_x, im_w, _g, im_stride.value, im_padding.value)
     backward_gap = max(
         float(np.abs(backward["grad_input"] - backward["autograd_input"]).max()),
         float(np.abs(backward["grad_weight"] - backward["autograd_weight"]).max()))
@@ -601,7 +603,7 @@ def _():
 
 @app.cell
 def _():
-    filter_name = mo.ui.dropdown(options=list(conv_lab.CLASSIC_FILTERS) + ["edge magnitude"],
+    filter_name = mo.ui.dropdown(options=list(lab.CLASSIC_FILTERS) + ["edge magnitude"],
                                  value="vertical edges (Sobel x)", label="filter")
     return (filter_name,)
 
@@ -627,11 +629,11 @@ def _():
 
 @app.cell
 def _(filter_name, filter_noise, filter_repeat, filter_stride):
-    image = conv_lab.sample_image(48, noise=filter_noise.value, seed=0)
-    filtered = conv_lab.apply_filter(image, filter_name.value, filter_stride.value,
-                                     filter_repeat.value)
-    _kernel = (conv_lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]
-               if filter_name.value == "edge magnitude" else conv_lab.CLASSIC_FILTERS[filter_name.value])
+    image = lab.sample_image(48, noise=filter_noise.value, seed=0)
+    filtered = lab.apply_filter(image, filter_name.value, filter_stride.value,
+                                filter_repeat.value)
+    _kernel = (lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]
+               if filter_name.value == "edge magnitude" else lab.CLASSIC_FILTERS[filter_name.value])
     _signed = filter_name.value in ("vertical edges (Sobel x)", "horizontal edges (Sobel y)",
                                     "Laplacian", "emboss", "sharpen")
     _panels = {"image": image,
@@ -720,12 +722,12 @@ def _():
 @app.cell
 def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train, shapes_test, shapes_train):
     mo.stop(not cnn_train.value, mo.md("*Press **Train the CNN** to train it.*"))
-    cnn = conv_lab.make_cnn(cnn_filters.value, cnn_kernel.value, seed=0)
+    cnn = lab.make_cnn(cnn_filters.value, cnn_kernel.value, seed=0)
     with mo.status.progress_bar(total=cnn_epochs.value, title="training",
                                 remove_on_exit=True) as _bar:
-        cnn_history = conv_lab.train_cnn(cnn, *shapes_train, *shapes_test,
-                                         epochs=cnn_epochs.value, lr=cnn_lr.value, seed=0,
-                                         on_epoch=lambda e, h: _bar.update())
+        cnn_history = lab.train_cnn(cnn, *shapes_train, *shapes_test,
+                                    epochs=cnn_epochs.value, lr=cnn_lr.value, seed=0,
+                                    on_epoch=lambda e, h: _bar.update())
     _curves = plot.loss_curves({"train": cnn_history["train_acc"],
                                 "validation": cnn_history["test_acc"]},
                                y_title="accuracy", title="accuracy per epoch (chance: 0.25)")
@@ -747,10 +749,10 @@ def _():
 
 @app.cell
 def _(cnn, cnn_image, shapes_test):
-    _maps = conv_lab.feature_maps(cnn, shapes_test[0][cnn_image.value])
+    _maps = lab.feature_maps(cnn, shapes_test[0][cnn_image.value])
     _label = data.SHAPE_CLASSES[int(shapes_test[1][cnn_image.value])]
     _guess = data.SHAPE_CLASSES[int(np.argmax(_maps["probs"]))]
-    _filters = conv_lab.learned_filters(cnn)
+    _filters = lab.learned_filters(cnn)
     mo.vstack([
         mo.md("**Learned first-layer kernels** (red positive, blue negative): edge and blob "
               "detectors appear without anyone designing them."),
@@ -801,7 +803,7 @@ def _():
 def _():
     mo.md(
         "---\n\n**Where next.** Convolutions share weights across positions; attention lets every "
-        "position choose which others to read. " + course.nav_md("05_convolution")
+        "position choose which others to read. " + toc.nav_md("05_convolution")
     )
     return
 

@@ -8,9 +8,11 @@ with app.setup:
     import numpy as np
 
     import engine
-    from engine import attention_lab, course, plot, shapes
-    from engine.exercises import check_number
-    from engine.ui import throttled, verdict
+    from engine import shapes
+    from engine.course import plot, toc
+    from engine.course.exercises import check_number
+    from engine.course.labs import attention as lab
+    from engine.course.ui import throttled, verdict
 
 
 @app.cell(hide_code=True)
@@ -40,7 +42,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md("06_attention"))
+    mo.md(toc.nav_md("06_attention"))
     return
 
 
@@ -84,7 +86,7 @@ def _():
 
 @app.cell
 def _():
-    qkv_scale = mo.ui.dropdown(options=attention_lab.SCALES, value="1/√d_k (standard)",
+    qkv_scale = mo.ui.dropdown(options=lab.SCALES, value="1/√d_k (standard)",
                                label="scale")
     return (qkv_scale,)
 
@@ -98,7 +100,7 @@ def _():
 
 @app.cell
 def _():
-    mask_kind = mo.ui.dropdown(options=list(attention_lab.MASK_KINDS), value="none", label="mask")
+    mask_kind = mo.ui.dropdown(options=list(lab.MASK_KINDS), value="none", label="mask")
     return (mask_kind,)
 
 
@@ -116,11 +118,11 @@ def _():
 
 @app.cell
 def _(mask_kind, mask_pad, mask_window, qkv_dk, qkv_scale, qkv_seed, qkv_temperature):
-    qkv = attention_lab.toy_qkv(d_model=16, d_k=qkv_dk.value, seed=qkv_seed.value)
+    qkv = lab.toy_qkv(d_model=16, d_k=qkv_dk.value, seed=qkv_seed.value)
     _L = len(qkv["tokens"])
-    mask = attention_lab.make_mask(mask_kind.value, _L, mask_window.value, mask_pad.value)
-    maps = attention_lab.attention_maps(qkv["Q"], qkv["K"], qkv["V"], qkv_scale.value,
-                                        qkv_temperature.value, mask)
+    mask = lab.make_mask(mask_kind.value, _L, mask_window.value, mask_pad.value)
+    maps = lab.attention_maps(qkv["Q"], qkv["K"], qkv["V"], qkv_scale.value,
+                              qkv_temperature.value, mask)
     _labels = [f"{i}:{w}" for i, w in enumerate(qkv["tokens"])]
     _small = qkv_dk.value <= 16
     _scores = plot.heatmap(maps["scores"], x_labels=_labels, y_labels=_labels, x_title="key j",
@@ -185,8 +187,8 @@ def _():
 
 @app.cell
 def _(variance_dk):
-    variance = attention_lab.dot_product_variance(variance_dk.value, n=4000, seed=0)
-    sweep = attention_lab.scaling_sweep(L=16, n=300, seed=0)
+    variance = lab.dot_product_variance(variance_dk.value, n=4000, seed=0)
+    sweep = lab.scaling_sweep(L=16, n=300, seed=0)
     _lim = max(4.0, 4 * np.sqrt(variance_dk.value))
     _hist = plot.histogram_grid({"q·k (raw)": variance["raw"], "q·k / √d_k": variance["scaled"]},
                                 bins=40, x_title="score (same axis for both)", columns=2,
@@ -231,7 +233,7 @@ def _():
 
 @app.cell
 def _(answer_variance):
-    _sample = attention_lab.dot_product_variance(256, n=20000, seed=1)["var_raw"]
+    _sample = lab.dot_product_variance(256, n=20000, seed=1)["var_raw"]
     truth_variance = 256.0  # Var(q·k) = d_k; the engine's sample above agrees within a few %
     mo.vstack([answer_variance, verdict(check_number(
         answer_variance.value, truth_variance,
@@ -258,7 +260,7 @@ def _():
 
 @app.cell
 def _(answer_causal):
-    truth_causal = int(attention_lab.make_mask("causal", 6).sum())
+    truth_causal = int(lab.make_mask("causal", 6).sum())
     mo.vstack([answer_causal, verdict(check_number(
         answer_causal.value, truth_causal,
         "query i sees keys 0 … i, that is i + 1 of them; add 1 + 2 + … + 6."))])
@@ -313,8 +315,8 @@ def _():
 
 @app.cell
 def _(mha_batch, mha_dmodel, mha_heads, mha_length):
-    mha = attention_lab.mha_shapes(mha_batch.value, mha_length.value, mha_dmodel.value,
-                                   mha_heads.value)
+    mha = lab.mha_shapes(mha_batch.value, mha_length.value, mha_dmodel.value,
+                         mha_heads.value)
     _controls = mo.hstack([mha_batch, mha_length, mha_dmodel, mha_heads], wrap=True)
     if not mha["ok"]:
         _shown = mo.callout(mo.md(f"{mha['message']}: each head gets d_model / H columns, so H "
@@ -423,11 +425,11 @@ def _(rope_base, rope_dim, rope_m, rope_n, rope_shift):
     _rng = np.random.default_rng(3)
     rope_q = _rng.standard_normal(rope_dim.value)
     rope_k = _rng.standard_normal(rope_dim.value)
-    shift_check = attention_lab.rope_shift_check(rope_q, rope_k, rope_m.value, rope_n.value,
-                                                 rope_shift.value, rope_base.value)
+    shift_check = lab.rope_shift_check(rope_q, rope_k, rope_m.value, rope_n.value,
+                                       rope_shift.value, rope_base.value)
     _pairs = {}
     for _i in sorted({0, rope_dim.value // 4, rope_dim.value // 2 - 1}):
-        _t = attention_lab.rope_pair_trajectory(rope_dim.value, _i, 32, rope_base.value)
+        _t = lab.rope_pair_trajectory(rope_dim.value, _i, 32, rope_base.value)
         _pairs[f"pair {_i} (θ = {_t['theta']:.3g} rad per position)"] = (
             _t["xy"][:, 0], _t["xy"][:, 1], _t["positions"])
     _circle = plot.paths_2d(_pairs, x_title="x₂ᵢ (rotated)", y_title="x₂ᵢ₊₁ (rotated)", height=340,
@@ -455,8 +457,8 @@ def _(rope_base, rope_dim, rope_m, rope_n, rope_shift):
 
 @app.cell
 def _(rope_base, rope_dim):
-    rope_distance = attention_lab.rope_score_vs_distance(rope_dim.value, rope_base.value, 256)
-    sinusoid = attention_lab.sinusoidal_similarity(64, rope_dim.value, rope_base.value)
+    rope_distance = lab.rope_score_vs_distance(rope_dim.value, rope_base.value, 256)
+    sinusoid = lab.sinusoidal_similarity(64, rope_dim.value, rope_base.value)
     _decay = plot.curves(rope_distance["distance"],
                          {"q = k = ones": rope_distance["ones"],
                           "random q, k": rope_distance["random"]},
@@ -496,7 +498,7 @@ def _():
 
 @app.cell
 def _(answer_rope, rope_base, rope_k, rope_q):
-    truth_rope = attention_lab.rope_shift_check(rope_q, rope_k, 103, 107, 0, rope_base.value)["rope"]
+    truth_rope = lab.rope_shift_check(rope_q, rope_k, 103, 107, 0, rope_base.value)["rope"]
     mo.vstack([answer_rope, verdict(check_number(
         answer_rope.value, truth_rope,
         "both positions moved by the same 100: only the offset n − m = 4 enters the score. "
@@ -527,7 +529,7 @@ def _():
 
 @app.cell
 def _():
-    tiny_task = mo.ui.dropdown(options=list(attention_lab.TASKS), value="reverse", label="task")
+    tiny_task = mo.ui.dropdown(options=list(lab.TASKS), value="reverse", label="task")
     return (tiny_task,)
 
 
@@ -568,9 +570,9 @@ def _(tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train):
     mo.stop(not tiny_train.value, mo.md("*Press **Train the attention model** (about a second).*"))
     with mo.status.progress_bar(total=tiny_steps.value, title="training",
                                 remove_on_exit=True) as _bar:
-        tiny = attention_lab.train_tiny_attention(tiny_task.value, steps=tiny_steps.value,
-                                                  lr=tiny_lr.value, length=tiny_length.value,
-                                                  seed=0, on_step=throttled(_bar, tiny_steps.value))
+        tiny = lab.train_tiny_attention(tiny_task.value, steps=tiny_steps.value,
+                                        lr=tiny_lr.value, length=tiny_length.value,
+                                        seed=0, on_step=throttled(_bar, tiny_steps.value))
     _h = tiny["history"]
     _labels_in = [f"{i}:{t}" for i, t in enumerate(tiny["example"])]
     _labels_out = [f"{i}→{p}" for i, p in enumerate(tiny["prediction"])]
@@ -625,7 +627,7 @@ def _():
 def _():
     mo.md(
         "---\n\n**Where next.** Attention mixes information across positions; generative models "
-        "learn whole distributions. " + course.nav_md("06_attention")
+        "learn whole distributions. " + toc.nav_md("06_attention")
     )
     return
 

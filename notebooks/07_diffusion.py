@@ -8,9 +8,11 @@ with app.setup:
     import numpy as np
 
     import engine
-    from engine import course, diffusion, generative_lab, plot
-    from engine.exercises import check_number
-    from engine.ui import throttled, verdict
+    from engine import diffusion
+    from engine.course import plot, toc
+    from engine.course.exercises import check_number
+    from engine.course.labs import diffusion as lab
+    from engine.course.ui import throttled, verdict
 
 
 @app.function
@@ -49,7 +51,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md("07_diffusion"))
+    mo.md(toc.nav_md("07_diffusion"))
     return
 
 
@@ -94,9 +96,9 @@ def _():
 @app.cell
 def _(schedule_T, schedule_rescale):
     schedules = {
-        "linear": generative_lab.make_schedule(
+        "linear": lab.make_schedule(
             "linear" if schedule_rescale.value else "linear (fixed bounds)", schedule_T.value),
-        "cosine": generative_lab.make_schedule("cosine", schedule_T.value),
+        "cosine": lab.make_schedule("cosine", schedule_T.value),
     }
     _x = (np.arange(schedule_T.value) + 1) / schedule_T.value
     _colors = {"linear": "function", "cosine": "derivative"}
@@ -165,7 +167,7 @@ def _():
 
 @app.cell
 def _():
-    forward_data = mo.ui.dropdown(options=list(generative_lab.DATASETS_2D), value="moons",
+    forward_data = mo.ui.dropdown(options=list(lab.DATASETS_2D), value="moons",
                                   label="data")
     return (forward_data,)
 
@@ -184,7 +186,7 @@ def _():
 
 @app.cell
 def _(forward_data):
-    data_2d = generative_lab.toy_data_2d(forward_data.value, n=3000, seed=0)
+    data_2d = lab.toy_data_2d(forward_data.value, n=3000, seed=0)
     return (data_2d,)
 
 
@@ -192,7 +194,7 @@ def _(forward_data):
 def _(data_2d, forward_data, forward_kind, forward_t, schedule_T, schedules):
     forward_schedule = schedules[forward_kind.value]
     forward_step = step_index(forward_t.value, schedule_T.value)
-    _xt = generative_lab.forward_snapshot(data_2d[:1000], forward_schedule, forward_step, seed=1)
+    _xt = lab.forward_snapshot(data_2d[:1000], forward_schedule, forward_step, seed=1)
     _ab = forward_schedule.alpha_bars[forward_step]
     _chart = plot.point_layers({"x_0 (data)": (data_2d[:1000], "data"),
                                 f"x_t, t = {forward_step + 1}": (_xt, "model")},
@@ -220,8 +222,8 @@ def _():
 
 @app.cell
 def _(forward_schedule, forward_step):
-    chain = generative_lab.chain_vs_closed_form([1.5, -1.0], forward_schedule, forward_step,
-                                                n=4000, seed=2)
+    chain = lab.chain_vs_closed_form([1.5, -1.0], forward_schedule, forward_step,
+                                     n=4000, seed=2)
     _grid = np.linspace(-4, 4, 161)
     _density = np.exp(-(_grid - chain["closed_mean"][0]) ** 2 / (2 * chain["closed_var"])) / np.sqrt(
         2 * np.pi * chain["closed_var"])
@@ -356,12 +358,12 @@ def _(ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train):
 @app.cell
 def _(data_2d, ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train, forward_kind):
     mo.stop(not ddpm_train.value, mo.md("*Press **Train the DDPM** to train it.*"))
-    ddpm_schedule = generative_lab.make_schedule(forward_kind.value, ddpm_T.value)
+    ddpm_schedule = lab.make_schedule(forward_kind.value, ddpm_T.value)
     with mo.status.progress_bar(total=ddpm_steps.value, title="training",
                                 remove_on_exit=True) as _bar:
-        ddpm = generative_lab.train_ddpm_tracked(data_2d, ddpm_schedule, steps=ddpm_steps.value,
-                                                 hidden=ddpm_hidden.value, lr=ddpm_lr.value,
-                                                 seed=0, on_step=throttled(_bar, ddpm_steps.value))
+        ddpm = lab.train_ddpm_tracked(data_2d, ddpm_schedule, steps=ddpm_steps.value,
+                                      hidden=ddpm_hidden.value, lr=ddpm_lr.value,
+                                      seed=0, on_step=throttled(_bar, ddpm_steps.value))
     _window = max(1, len(ddpm["losses"]) // 50)
     _smooth = np.convolve(ddpm["losses"], np.ones(_window) / _window, mode="valid")
     _loss = plot.curves(np.arange(len(_smooth)) + _window, {"train": _smooth},
@@ -387,7 +389,7 @@ def _(data_2d, ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train, forward_kin
 @app.cell
 def _(ddpm, ddpm_schedule):
     mo.stop(ddpm["stopped"] != "", mo.md("*Training stopped early: lower the learning rate.*"))
-    _run = generative_lab.reverse_trajectory(ddpm["model"], ddpm_schedule, 1000, seed=3)
+    _run = lab.reverse_trajectory(ddpm["model"], ddpm_schedule, 1000, seed=3)
     mo.stop(_run["states"] is None,
             mo.callout(mo.md(f"Sampling failed: {_run['message']}. Lower the learning rate."), kind="warn"))
     trajectory = _run["states"]
@@ -484,10 +486,10 @@ def _():
 
 @app.cell
 def _(mix_T, mix_separation, mix_std, mix_variance, mix_weight):
-    mixture = generative_lab.mixture_1d(mix_separation.value, mix_std.value, mix_weight.value)
-    mix_schedule = generative_lab.make_schedule("linear", mix_T.value)
-    exact_samples = generative_lab.exact_reverse_1d(mixture, mix_schedule, n=4000, seed=0,
-                                                    variance=mix_variance.value)
+    mixture = lab.mixture_1d(mix_separation.value, mix_std.value, mix_weight.value)
+    mix_schedule = lab.make_schedule("linear", mix_T.value)
+    exact_samples = lab.exact_reverse_1d(mixture, mix_schedule, n=4000, seed=0,
+                                         variance=mix_variance.value)
     return exact_samples, mix_schedule, mixture
 
 
@@ -495,9 +497,9 @@ def _(mix_T, mix_separation, mix_std, mix_variance, mix_weight):
 def _(mix_schedule, mix_train, mix_variance, mixture):
     if mix_train.value:
         with mo.status.progress_bar(total=1500, title="training", remove_on_exit=True) as _bar:
-            learned_1d = generative_lab.train_denoiser_1d(mixture, mix_schedule, steps=1500, seed=0,
-                                                          variance=mix_variance.value,
-                                                          on_step=throttled(_bar, 1500))
+            learned_1d = lab.train_denoiser_1d(mixture, mix_schedule, steps=1500, seed=0,
+                                               variance=mix_variance.value,
+                                               on_step=throttled(_bar, 1500))
     else:
         learned_1d = None
     return (learned_1d,)
@@ -527,7 +529,7 @@ def _(
                                    "learned ε_θ": "model"},
                            title="samples of the reverse process (histograms) and the data density")
     _t = step_index(mix_t.value, mix_schedule.T)
-    mix_curves = generative_lab.epsilon_curves(
+    mix_curves = lab.epsilon_curves(
         mixture, mix_schedule, _t, model=None if learned_1d is None else learned_1d["model"])
     _eps = {"ε*(x, t), exact": mix_curves["exact"]}
     if "learned" in mix_curves:
@@ -604,7 +606,7 @@ def _():
 def _():
     mo.md(
         "---\n\n**Where next.** Diffusion learns to reverse a fixed noising process; a variational "
-        "autoencoder learns the encoder too. " + course.nav_md("07_diffusion")
+        "autoencoder learns the encoder too. " + toc.nav_md("07_diffusion")
     )
     return
 

@@ -8,9 +8,11 @@ with app.setup:
     import numpy as np
 
     import engine
-    from engine import course, data, generative_lab, plot, vae
-    from engine.exercises import check_number
-    from engine.ui import throttled, verdict
+    from engine import data, vae
+    from engine.course import plot, toc
+    from engine.course.exercises import check_number
+    from engine.course.labs import vae as lab
+    from engine.course.ui import throttled, verdict
 
 
 @app.cell(hide_code=True)
@@ -42,7 +44,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(course.nav_md("08_vae"))
+    mo.md(toc.nav_md("08_vae"))
     return
 
 
@@ -100,7 +102,7 @@ def _():
 
 @app.cell
 def _(q_mu, q_samples, q_sigma):
-    reparam = generative_lab.reparam_gradients(q_mu.value, q_sigma.value, n=q_samples.value, seed=0)
+    reparam = lab.reparam_gradients(q_mu.value, q_sigma.value, n=q_samples.value, seed=0)
     _edges = np.linspace(-6, 6, 61)
     _hist = plot.curves(None, {
         "ε ~ N(0, 1)": (0.5 * (_edges[1:] + _edges[:-1]), np.histogram(reparam["eps"], _edges, density=True)[0]),
@@ -141,7 +143,7 @@ def _():
 
 @app.cell
 def _(q_mu, q_samples, q_sigma):
-    kl = generative_lab.kl_check(q_mu.value, q_sigma.value, n_samples=max(2, q_samples.value), seed=1)
+    kl = lab.kl_check(q_mu.value, q_sigma.value, n_samples=max(2, q_samples.value), seed=1)
     _dens = plot.curves(kl["x"], {"q = N(μ, σ²)": kl["q"], "p = N(0, 1)": kl["p"]}, x_title="z",
                         y_title="density", colors={"q = N(μ, σ²)": "model", "p = N(0, 1)": "reference"},
                         title="the code's distribution q against the prior p")
@@ -235,7 +237,7 @@ def _():
 
 @app.cell
 def _():
-    est_function = mo.ui.dropdown(options=list(generative_lab.ESTIMATOR_FUNCTIONS), value="z²",
+    est_function = mo.ui.dropdown(options=list(lab.ESTIMATOR_FUNCTIONS), value="z²",
                                   label="f(z)")
     return (est_function,)
 
@@ -249,8 +251,8 @@ def _():
 
 @app.cell
 def _(est_function, est_samples, q_mu, q_sigma):
-    estimates = generative_lab.estimator_comparison(q_mu.value, q_sigma.value, est_function.value,
-                                                    n_samples=est_samples.value, n=2000, seed=2)
+    estimates = lab.estimator_comparison(q_mu.value, q_sigma.value, est_function.value,
+                                         n_samples=est_samples.value, n=2000, seed=2)
     _all = np.concatenate([estimates["score_function"], estimates["reparameterized"]])
     _lo, _hi = np.percentile(_all, [1, 99])
     _pad = max(1e-3, 0.1 * (_hi - _lo))
@@ -295,7 +297,7 @@ def _():
 
 @app.cell
 def _(answer_gradient):
-    truth_gradient = generative_lab.reparam_gradients(1.5, 0.5, n=10)["exact_grad_mu"]
+    truth_gradient = lab.reparam_gradients(1.5, 0.5, n=10)["exact_grad_mu"]
     mo.vstack([answer_gradient, verdict(check_number(
         answer_gradient.value, truth_gradient,
         "E[z²] = μ² + σ²; differentiate in μ.", abs_tol=1e-3))])
@@ -327,7 +329,7 @@ def _():
 
 @app.cell
 def _():
-    vae_data = mo.ui.dropdown(options=list(generative_lab.DATASETS_2D), value="moons", label="data")
+    vae_data = mo.ui.dropdown(options=list(lab.DATASETS_2D), value="moons", label="data")
     return (vae_data,)
 
 
@@ -364,8 +366,8 @@ def _():
 
 @app.cell
 def _(vae_data):
-    vae_points, vae_labels = generative_lab.toy_data_2d(vae_data.value, n=2500, seed=0,
-                                                        return_labels=True)
+    vae_points, vae_labels = lab.toy_data_2d(vae_data.value, n=2500, seed=0,
+                                             return_labels=True)
     return vae_labels, vae_points
 
 
@@ -380,9 +382,9 @@ def _(vae_beta, vae_data, vae_latent, vae_steps, vae_sweep, vae_train):
 def _(vae_beta, vae_labels, vae_latent, vae_points, vae_steps, vae_train):
     mo.stop(not vae_train.value, mo.md("*Press **Train the VAE** (about a second).*"))
     with mo.status.progress_bar(total=vae_steps.value, title="training", remove_on_exit=True) as _bar:
-        vae_run = generative_lab.train_vae_2d(vae_points, beta=vae_beta.value,
-                                              latent_dim=vae_latent.value, steps=vae_steps.value,
-                                              seed=0, on_step=throttled(_bar, vae_steps.value))
+        vae_run = lab.train_vae_2d(vae_points, beta=vae_beta.value,
+                                   latent_dim=vae_latent.value, steps=vae_steps.value,
+                                   seed=0, on_step=throttled(_bar, vae_steps.value))
     mo.stop(bool(vae_run["stopped"]), mo.callout(mo.md(vae_run["stopped"]), kind="warn"))
     _dims = [f"z{j + 1}" for j in range(vae_latent.value)]
     _bars = plot.bars(_dims, vae_run["kl_per_dim"], y_title="KL (nats)", color_name="model",
@@ -420,9 +422,9 @@ def _(vae_latent, vae_points, vae_sweep):
     _betas = (0.1, 1.0, 3.0, 10.0, 30.0, 100.0)
     _steps = 500
     with mo.status.progress_bar(total=_steps * len(_betas), title="sweep", remove_on_exit=True) as _bar:
-        sweep = generative_lab.beta_sweep(vae_points, _betas, latent_dim=vae_latent.value,
-                                          steps=_steps, seed=0,
-                                          on_step=throttled(_bar, _steps * len(_betas)))
+        sweep = lab.beta_sweep(vae_points, _betas, latent_dim=vae_latent.value,
+                               steps=_steps, seed=0,
+                               on_step=throttled(_bar, _steps * len(_betas)))
     _x = np.log10(sweep["betas"])
     _kl = plot.curves(_x, {f"z{j + 1}": sweep["kl_per_dim"][:, j] for j in range(vae_latent.value)},
                       x_title="log₁₀ β", y_title="KL (nats)",
@@ -488,13 +490,13 @@ def _(image_steps, image_train, shape_images, shape_labels):
             mo.vstack([mo.hstack([image_steps, image_train], justify="start"),
                        mo.md("*Press **Train the image VAE** (a few seconds).*")]))
     with mo.status.progress_bar(total=image_steps.value, title="training", remove_on_exit=True) as _bar:
-        image_vae = generative_lab.train_image_vae(shape_images, shape_labels, steps=image_steps.value,
-                                                   seed=0, on_step=throttled(_bar, image_steps.value))
+        image_vae = lab.train_image_vae(shape_images, shape_labels, steps=image_steps.value,
+                                        seed=0, on_step=throttled(_bar, image_steps.value))
     mo.stop(bool(image_vae["stopped"]), mo.callout(mo.md(image_vae["stopped"]), kind="warn"))
     _scatter = plot.scatter_classes(image_vae["latents"], image_vae["labels"], x_title="z₁ = μ₁(x)",
                                     y_title="z₂ = μ₂(x)", class_names=list(data.SHAPE_CLASSES),
                                     title="held-out images placed at their codes", height=360)
-    _grid = generative_lab.latent_grid(image_vae["model"], n=8, limit=2.5)
+    _grid = lab.latent_grid(image_vae["model"], n=8, limit=2.5)
     _tiles = plot.image_grid(_grid["images"].reshape((-1,) + _grid["images"].shape[-2:]), ncols=8,
                              vmin=0, vmax=1, cell=0.6,
                              suptitle="decoded codes on a grid, z₁ from −2.5 (left) to 2.5, z₂ from 2.5 (top) to −2.5")
@@ -512,7 +514,7 @@ def _(image_steps, image_train, shape_images, shape_labels):
 
 @app.cell
 def _(image_vae, latent_z1, latent_z2):
-    decoded = generative_lab.decode_point(image_vae["model"], latent_z1.value, latent_z2.value)
+    decoded = lab.decode_point(image_vae["model"], latent_z1.value, latent_z2.value)
     mo.vstack([
         mo.md("**Latent explorer**: choose a code, see what the decoder makes of it."),
         mo.hstack([latent_z1, latent_z2], justify="start"),
@@ -558,7 +560,7 @@ def _():
 def _():
     mo.md(
         "---\n\n**The end of the course.** Back to the start, or to the formulas: "
-        + course.nav_md("08_vae")
+        + toc.nav_md("08_vae")
     )
     return
 

@@ -1,8 +1,8 @@
 """Build the course's static site into ``_site/`` (what ``make site`` runs).
 
-Layout (the one ``engine.course`` links assume: every page one folder below the home page)::
+Layout (the one ``engine.course.toc`` links assume: every page one folder below the home page)::
 
-    _site/index.html                          home page, generated from engine.course
+    _site/index.html                          home page, generated from engine.course.toc
     _site/notebooks/01_activations.html       WebAssembly page (marimo export html-wasm --mode run)
     _site/notebooks/assets/, public/wheels/   marimo's frontend and the engine wheel for that folder
     _site/cheatsheets/<id>.html (+ assets/, public/wheels/)
@@ -14,11 +14,12 @@ WebAssembly pages
     ``marimo export html-wasm`` bundles the local ``engine`` package as a pure-Python wheel because
     pyproject.toml sets ``[tool.marimo.runtime] pythonpath = ["."]``; it finds the modules a page
     reaches with Ruff's import graph (run through ``uv``). ``engine/__init__.py`` imports every
-    submodule, so each page reaches the whole package and all pages share one wheel (the builder
-    checks that they do).
+    library submodule and ``engine/course/__init__.py`` every course submodule, and every page
+    imports ``engine.course``, so each page reaches the whole package and all pages share one wheel
+    (the builder checks that they do).
 
     The browser installs a page's dependencies from the PEP 723 header of the embedded notebook.
-    The wheel declares none, and ``engine.plot`` imports Altair and Matplotlib lazily (invisible to
+    The wheel declares none, and ``engine.course.plot`` imports Altair and Matplotlib lazily (invisible to
     marimo's import scan), so the builder exports a staged copy of each notebook (under
     ``build/site-src-<pid>/``) whose header lists the engine's runtime packages; marimo pins each to the
     version in Pyodide's lock file. The lock file is the one of the npm package
@@ -56,7 +57,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine import course  # noqa: E402
+from engine.course import toc  # noqa: E402
 
 PYODIDE_VERSION = "314.0.0"
 PYODIDE_DIR = ROOT / "build" / "pyodide"
@@ -64,7 +65,7 @@ PYODIDE_LOCK = PYODIDE_DIR / "node_modules" / "pyodide" / "pyodide-lock.json"
 # Staged notebooks (one folder per build, so that builds running at once never share it).
 STAGE_DIR = ROOT / "build" / f"site-src-{os.getpid()}"
 STATIC_PREFIX = "static"
-# What the browser must install for `engine` (numpy) and `engine.plot` (altair, matplotlib).
+# What the browser must install for `engine` (numpy) and `engine.course.plot` (altair, matplotlib).
 WASM_DEPENDENCIES = ("numpy", "altair", "matplotlib")
 SITE_TITLE = "Deep learning, from the gradient up"
 
@@ -72,12 +73,12 @@ SITE_TITLE = "Deep learning, from the gradient up"
 # ----------------------------------------------------------------------------- paths and names
 def wasm_path(entry_id: str) -> str:
     """Where the WebAssembly page of an entry lives, relative to the site root."""
-    return course.site_path(entry_id)
+    return toc.site_path(entry_id)
 
 
 def static_path(entry_id: str) -> str:
     """Where the static export of an entry lives: the same layout under ``static/``."""
-    return f"{STATIC_PREFIX}/{course.site_path(entry_id)}"
+    return f"{STATIC_PREFIX}/{toc.site_path(entry_id)}"
 
 
 def embedded_notebook(page_html: str) -> str:
@@ -224,7 +225,7 @@ def _page_item(entry, number: str = "") -> str:
     num = f'<span class="number">{html.escape(number)}</span>' if number else ""
     return (
         f'<li class="page" id="{html.escape(entry.id)}">{num}'
-        f'<a class="title" href="{html.escape(course.link(entry.id, from_id="index", mode="site"))}">'
+        f'<a class="title" href="{html.escape(toc.link(entry.id, from_id="index", mode="site"))}">'
         f"{html.escape(entry.title)}</a>\n"
         f'  <p class="summary">{html.escape(entry.summary)}</p>\n'
         f'  <p class="meta">{kind} · {html.escape(topics)} · '
@@ -234,8 +235,8 @@ def _page_item(entry, number: str = "") -> str:
 
 
 def index_html(marimo_version: str, wheel: str | None) -> str:
-    notebooks = "\n".join(_page_item(e, e.id.split("_")[0]) for e in course.notebooks())
-    sheets = "\n".join(_page_item(e) for e in course.cheatsheets())
+    notebooks = "\n".join(_page_item(e, e.id.split("_")[0]) for e in toc.notebooks())
+    sheets = "\n".join(_page_item(e) for e in toc.cheatsheets())
     wheel_note = f" The engine ships to the browser as <code>{html.escape(wheel)}</code>." if wheel else ""
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -247,8 +248,8 @@ def index_html(marimo_version: str, wheel: str | None) -> str:
 </head>
 <body>
 <h1>{html.escape(SITE_TITLE)}</h1>
-<p class="lead">An interactive deep-learning course: {len(course.notebooks())} notebooks and
-{len(course.cheatsheets())} cheat sheets, computed by a small NumPy autograd engine written for
+<p class="lead">An interactive deep-learning course: {len(toc.notebooks())} notebooks and
+{len(toc.cheatsheets())} cheat sheets, computed by a small NumPy autograd engine written for
 the course, with PyTorch's names.</p>
 <p>Each title opens the interactive page: Python runs in your browser (WebAssembly, Pyodide
 {PYODIDE_VERSION}); the first visit downloads the runtime, later pages reuse it. "Static page"
@@ -286,13 +287,13 @@ def page_wheels(out: Path, entry) -> dict[str, Path]:
 def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
           static: bool = True) -> int:
     started = time.monotonic()
-    entries = [e for e in course.entries() if not only or e.id in only]
-    unknown = set(only or ()) - {e.id for e in course.entries()}
+    entries = [e for e in toc.entries() if not only or e.id in only]
+    unknown = set(only or ()) - {e.id for e in toc.entries()}
     if unknown:
         raise SystemExit(f"build_site: unknown page id(s) {sorted(unknown)}")
     missing = [e.path for e in entries if not (ROOT / e.path).is_file()]
     if missing and not allow_missing:
-        raise SystemExit("build_site: pages listed in engine/course.py are missing: "
+        raise SystemExit("build_site: pages listed in engine/course/toc.py are missing: "
                          + ", ".join(missing) + " (--allow-missing builds the others)")
     entries = [e for e in entries if (ROOT / e.path).is_file()]
 
@@ -338,10 +339,11 @@ def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
         else:
             wheels.add(found["engine"].name)
     if len(wheels) > 1:
-        # Each page bundles only the engine modules it reaches; engine/__init__.py must import
-        # every submodule for the pages to share one complete wheel.
+        # Each page bundles only the engine modules it reaches; engine/__init__.py and
+        # engine/course/__init__.py must import every submodule for the pages to share one wheel.
         print(f"build_site: warning: the pages bundle {len(wheels)} different engine wheels "
-              f"({', '.join(sorted(wheels))}); engine/__init__.py should import every submodule")
+              f"({', '.join(sorted(wheels))}); engine/__init__.py and engine/course/__init__.py should "
+              "import every submodule")
 
     (out / ".nojekyll").touch()
     import marimo

@@ -1,4 +1,4 @@
-"""engine.formulas: every formula row of every cheat sheet, executed.
+"""engine.course.formulas: every formula row of every cheat sheet, executed.
 
 - Every NumPy snippet runs against its engine snippet on random inputs (two draws), and every
   PyTorch snippet against the NumPy one (the oracle; required under REQUIRE_ORACLE=1).
@@ -18,10 +18,10 @@ import re
 import numpy as np
 import pytest
 
-from engine import course, formulas
-from engine.formulas import FormulaMismatch, FormulaRow, render
-from engine.formulas import deep_learning as hub
-from engine.formulas.core import N, spec
+from engine.course import formulas, toc
+from engine.course.formulas import FormulaMismatch, FormulaRow, render
+from engine.course.formulas import deep_learning as hub
+from engine.course.formulas.core import N, spec
 from oracle import require_torch
 
 ROWS = formulas.ROWS
@@ -218,7 +218,7 @@ def test_snippet_counts():
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_row_is_well_formed(row):
-    assert row.sheet in formulas.SHEETS and course.entry(row.sheet).kind == "cheatsheet"
+    assert row.sheet in formulas.SHEETS and toc.entry(row.sheet).kind == "cheatsheet"
     assert row.name.strip() and row.section.strip()
     assert re.fullmatch(r"[a-z0-9_.]+", row.id), row.id
     for backend, code in row.snippets().items():
@@ -244,7 +244,7 @@ def test_ids_are_unique_and_rows_are_found_by_id():
 def test_every_sheet_has_rows():
     for sheet in formulas.SHEETS:
         assert len(formulas.rows(sheet)) >= 8, sheet
-    assert set(formulas.SHEETS) == {e.id for e in course.cheatsheets()}
+    assert set(formulas.SHEETS) == {e.id for e in toc.cheatsheets()}
 
 
 # ----------------------------------------------------------------------------- the seeds' errors, corrected
@@ -456,8 +456,8 @@ def test_the_hub_sections_cover_its_rows_and_link_every_notebook_and_sheet():
     assert {r.id for r in formulas.rows("deep_learning")} <= set(on_hub)
     linked_notebooks = {n for s in hub.HUB_SECTIONS for n in s.notebooks}
     linked_sheets = {n for s in hub.HUB_SECTIONS for n in s.sheets}
-    assert linked_notebooks == {e.id for e in course.notebooks()}
-    assert linked_sheets == {e.id for e in course.cheatsheets()} - {"deep_learning"}
+    assert linked_notebooks == {e.id for e in toc.notebooks()}
+    assert linked_sheets == {e.id for e in toc.cheatsheets()} - {"deep_learning"}
     titles = [s.title for s in hub.HUB_SECTIONS]
     for expected in ("Neuron and dense layer", "Activations", "Output layers and losses", "Backpropagation",
                      "Parameter updates", "Initialisation and regularisation", "Normalisation",

@@ -1,4 +1,4 @@
-"""The engine modules behind notebooks 01-04: activations_lab, graph, optim_lab, fit_lab.
+"""The engine modules behind notebooks 01-04: activations_lab, graph, optim_lab, backprop_lab.
 
 Each expected value is computed independently here (closed forms with math/NumPy, published
 constants), never by the function under test.
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine import activations_lab as act
+from engine.course.labs import activations as act
 
 
 # ============================================================================ activations_lab
@@ -183,8 +183,8 @@ def test_depth_lab_extremes_are_finite_or_explained():
 
 
 # ============================================================================ losses_lab
-from engine import fit_lab  # noqa: E402
-from engine import losses_lab as losses  # noqa: E402
+from engine.course.labs import backprop as backprop_lab  # noqa: E402
+from engine.course.labs import losses  # noqa: E402
 
 
 @pytest.mark.parametrize("name", list(losses.REGRESSION_LOSSES))
@@ -290,19 +290,19 @@ def test_initial_loss_is_ln_k_for_small_logits():
         losses.initial_loss(1, 1.0)
 
 
-# ============================================================================ fit_lab: lines
+# ============================================================================ losses lab (02): line fits
 
 def test_fit_line_mse_equals_least_squares():
-    x, y, _ = fit_lab.make_line_data(n=30, n_outliers=3, outlier_shift=8.0, seed=1)
-    w, b, hist = fit_lab.fit_line(x, y, "mse", steps=400)
+    x, y, _ = losses.make_line_data(n=30, n_outliers=3, outlier_shift=8.0, seed=1)
+    w, b, hist = losses.fit_line(x, y, "mse", steps=400)
     w_ls, b_ls = np.polyfit(x, y, 1)
     assert w == pytest.approx(w_ls, abs=1e-4) and b == pytest.approx(b_ls, abs=1e-4)
     assert hist[-1] <= hist[0]
 
 
 def test_fit_line_mae_reaches_the_least_absolute_deviation_optimum():
-    x, y, _ = fit_lab.make_line_data(n=30, n_outliers=5, outlier_shift=10.0, seed=2)
-    w, b, _ = fit_lab.fit_line(x, y, "mae", steps=400)
+    x, y, _ = losses.make_line_data(n=30, n_outliers=5, outlier_shift=10.0, seed=2)
+    w, b, _ = losses.fit_line(x, y, "mae", steps=400)
     # An L1 line fit has an optimum through two of the points: try every pair.
     i, j = np.triu_indices(len(x), 1)
     ws = (y[j] - y[i]) / (x[j] - x[i])
@@ -312,20 +312,20 @@ def test_fit_line_mae_reaches_the_least_absolute_deviation_optimum():
 
 
 def test_huber_fit_is_stationary_and_robust_losses_resist_outliers():
-    x, y, out = fit_lab.make_line_data(n=30, n_outliers=5, outlier_shift=15.0, seed=0)
-    w, b, _ = fit_lab.fit_line(x, y, "huber", delta=1.0, steps=400)
+    x, y, out = losses.make_line_data(n=30, n_outliers=5, outlier_shift=15.0, seed=0)
+    w, b, _ = losses.fit_line(x, y, "huber", delta=1.0, steps=400)
     e = w * x + b - y
     g = np.clip(e, -1.0, 1.0)  # dHuber/de
     assert abs(np.mean(g * x)) < 1e-3 and abs(np.mean(g)) < 1e-3
-    slopes = {name: fit_lab.fit_line(x, y, name, steps=300)[0] for name in fit_lab.LINE_LOSSES}
+    slopes = {name: losses.fit_line(x, y, name, steps=300)[0] for name in losses.LINE_LOSSES}
     assert abs(slopes["mae"] - 1.5) < abs(slopes["mse"] - 1.5) / 3
     assert abs(slopes["huber"] - 1.5) < abs(slopes["mse"] - 1.5) / 2
     with pytest.raises(ValueError, match="n_outliers"):
-        fit_lab.make_line_data(n=10, n_outliers=6)
+        losses.make_line_data(n=10, n_outliers=6)
 
 
 # ============================================================================ graph
-from engine import graph as graphs  # noqa: E402
+from engine.course import graph as graphs  # noqa: E402
 
 
 def _square_grads(x, y):
@@ -414,29 +414,29 @@ def test_dense_layer_gradients_by_hand_equal_autograd():
         graphs.dense_layer_gradients(d_in=0)
 
 
-# ============================================================================ fit_lab: playground, gradient check
+# ============================================================================ backprop lab (03): playground, gradient check
 
 def test_finite_difference_error_has_the_v_shape():
-    fd = fit_lab.finite_difference_errors(0.7)
-    exact = fit_lab.probe_derivative_exact(0.7)
+    fd = backprop_lab.finite_difference_errors(0.7)
+    exact = backprop_lab.probe_derivative_exact(0.7)
     h = 1e-5
     numeric = (math.sin(0.7 + h) * math.exp(0.7 + h) / (1 + (0.7 + h) ** 2)
                - math.sin(0.7 - h) * math.exp(0.7 - h) / (1 + (0.7 - h) ** 2)) / (2 * h)
     assert exact == pytest.approx(numeric, rel=1e-8)
     for dtype, eps in (("float32", 1.2e-7), ("float64", 2.2e-16)):
-        h_best, e_best = fit_lab.best_step(fd, dtype)
+        h_best, e_best = backprop_lab.best_step(fd, dtype)
         e = fd[dtype]
         assert e[-1] > 100 * e_best and e[0] > 100 * e_best  # both arms of the V rise
         assert eps ** 0.5 / 100 < h_best < eps ** 0.25  # the bottom sits near ε^(1/3)
-    assert fit_lab.best_step(fd, "float64")[1] < 1e-9 < fit_lab.best_step(fd, "float32")[1]
+    assert backprop_lab.best_step(fd, "float64")[1] < 1e-9 < backprop_lab.best_step(fd, "float32")[1]
     assert fd["autograd_float64"] < 1e-14 and fd["autograd_float32"] < 1e-6
 
 
 def test_playground_learns_moons_and_reports_history():
-    Xtr, ytr, Xva, yva = fit_lab.make_playground_data("moons", n=200, noise=0.1, seed=0)
+    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("moons", n=200, noise=0.1, seed=0)
     assert Xtr.shape == (150, 2) and np.allclose(np.concatenate([Xtr, Xva]).mean(0), 0, atol=1e-12)
     calls = []
-    run = fit_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
+    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
                                    lr=0.03, epochs=60, progress=calls.append)
     assert calls == list(range(60)) and not run.diverged
     assert run.history["train_acc"][-1] > 0.95 and run.history["val_acc"][-1] > 0.9
@@ -446,26 +446,26 @@ def test_playground_learns_moons_and_reports_history():
 
 
 def test_playground_divergence_is_flagged_not_raised():
-    Xtr, ytr, Xva, yva = fit_lab.make_playground_data("spirals", n=200, noise=0.1, seed=0)
-    run = fit_lab.train_playground(Xtr, ytr, Xva, yva, width=64, depth=4, activation="relu", optimizer="sgd",
+    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("spirals", n=200, noise=0.1, seed=0)
+    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=64, depth=4, activation="relu", optimizer="sgd",
                                    lr=3.0, epochs=40)
     assert run.diverged and len(run.history["train_loss"]) < 40 and run.grid_probs is None
     with pytest.raises(ValueError, match="data set must be"):
-        fit_lab.make_playground_data("mnist")
+        backprop_lab.make_playground_data("mnist")
     with pytest.raises(ValueError, match="optimizer must be"):
-        fit_lab.make_optimizer("lbfgs", [], 0.1)
+        backprop_lab.make_optimizer("lbfgs", [], 0.1)
 
 
 def test_untrained_playground_starts_near_ln_k_and_overfits_one_batch():
-    Xtr, ytr, Xva, yva = fit_lab.make_playground_data("blobs", n=200, noise=0.1, seed=0)
-    run = fit_lab.train_playground(Xtr, ytr, Xva, yva, epochs=0)
+    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("blobs", n=200, noise=0.1, seed=0)
+    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, epochs=0)
     assert run.history["train_loss"] == [] and run.grid_probs.shape[-1] == 3
-    losses = fit_lab.overfit_one_batch(Xtr, ytr, width=32, depth=2, activation="tanh", steps=300)
+    losses = backprop_lab.overfit_one_batch(Xtr, ytr, width=32, depth=2, activation="tanh", steps=300)
     assert losses[-1] < 0.05 < losses[0]
 
 
 # ============================================================================ optim_lab
-from engine import optim_lab as olab  # noqa: E402
+from engine.course.labs import optimizers as olab  # noqa: E402
 
 
 @pytest.mark.parametrize("name", list(olab.SURFACES))

@@ -1,4 +1,4 @@
-"""The notebook labs of 05-08 (engine.conv_lab, engine.attention_lab, engine.generative_lab).
+"""The notebook labs of 05-08 (engine.course.labs: convolution, attention, diffusion, vae).
 
 Each value a notebook shows is checked here against an independent computation: brute-force
 loops over placements and patches, NumPy written out by hand, closed forms, or PyTorch.
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import engine
-from engine import conv_lab, shapes
+from engine import shapes
+from engine.course.labs import convolution as conv_lab
 
 
 # ============================================================================= 05 convolution
@@ -296,7 +297,7 @@ def test_make_cnn_rejects_bad_sizes():
 
 
 def test_check_number():
-    from engine.exercises import check_number, parse_number
+    from engine.course.exercises import check_number, parse_number
 
     assert check_number("7", 7, "h") == (True, "Right: 7.")
     ok, msg = check_number(6, 7, "count the taps")
@@ -314,7 +315,7 @@ def test_check_number():
 
 
 # ============================================================================= 06 attention
-from engine import attention_lab  # noqa: E402
+from engine.course.labs import attention as attention_lab  # noqa: E402
 
 
 def test_toy_qkv_projects_the_embeddings():
@@ -465,38 +466,38 @@ def test_tiny_attention_learns_to_reverse():
 
 # ============================================================================= 07 diffusion
 from engine import diffusion  # noqa: E402
-from engine import generative_lab as G  # noqa: E402
+from engine.course.labs import diffusion as diffusion_lab  # noqa: E402
 
 
-@pytest.mark.parametrize("name", G.DATASETS_2D)
+@pytest.mark.parametrize("name", diffusion_lab.DATASETS_2D)
 def test_toy_data_2d_is_standardised(name):
-    X = G.toy_data_2d(name, n=500, seed=1)
+    X = diffusion_lab.toy_data_2d(name, n=500, seed=1)
     assert X.shape == (500, 2)
     np.testing.assert_allclose(X.mean(0), 0, atol=1e-12)
     np.testing.assert_allclose(X.std(0), 1, atol=1e-12)
     with pytest.raises(ValueError, match="name"):
-        G.toy_data_2d("spiral galaxy")
+        diffusion_lab.toy_data_2d("spiral galaxy")
 
 
 def test_make_schedule_linear_scale():
     for T in (10, 20, 21, 50, 1000):
-        s = G.make_schedule("linear", T)
+        s = diffusion_lab.make_schedule("linear", T)
         scale = min(1000 / T, 0.999 / 0.02)
         np.testing.assert_allclose(s.betas, np.linspace(1e-4, 0.02, T) * scale)
         assert s.betas.max() < 1
         assert s.alpha_bars[-1] < (1e-2 if T < 21 else 1e-4)
-    np.testing.assert_allclose(G.make_schedule("linear (fixed bounds)", 100).betas,
+    np.testing.assert_allclose(diffusion_lab.make_schedule("linear (fixed bounds)", 100).betas,
                                np.linspace(1e-4, 0.02, 100))
-    np.testing.assert_allclose(G.make_schedule("cosine", 64).alpha_bars,
+    np.testing.assert_allclose(diffusion_lab.make_schedule("cosine", 64).alpha_bars,
                                diffusion.cosine_beta_schedule(64).alpha_bars)
     with pytest.raises(ValueError, match="kind"):
-        G.make_schedule("quadratic")
+        diffusion_lab.make_schedule("quadratic")
 
 
 def test_forward_snapshot_is_the_closed_form():
-    X = G.toy_data_2d("moons", 200)
-    s = G.make_schedule("linear", 50)
-    xt = G.forward_snapshot(X, s, 20, seed=4)
+    X = diffusion_lab.toy_data_2d("moons", 200)
+    s = diffusion_lab.make_schedule("linear", 50)
+    xt = diffusion_lab.forward_snapshot(X, s, 20, seed=4)
     eps = np.random.default_rng(4).standard_normal(X.shape)
     ab = np.prod(1 - s.betas[:21])
     np.testing.assert_allclose(xt, np.sqrt(ab) * X + np.sqrt(1 - ab) * eps, rtol=1e-10)
@@ -504,22 +505,22 @@ def test_forward_snapshot_is_the_closed_form():
 
 def test_chain_vs_closed_form_constant_beta():
     s = diffusion.Schedule.from_betas(np.full(30, 0.05))
-    c = G.chain_vs_closed_form([2.0], s, 29, n=20000, seed=0)
+    c = diffusion_lab.chain_vs_closed_form([2.0], s, 29, n=20000, seed=0)
     ab = 0.95 ** 30
     assert c["closed_mean"][0] == pytest.approx(np.sqrt(ab) * 2.0)
     assert c["closed_var"] == pytest.approx(1 - ab)
     assert c["mean"][0] == pytest.approx(np.sqrt(ab) * 2.0, abs=5 * np.sqrt((1 - ab) / 20000))
     assert c["var"][0] == pytest.approx(1 - ab, rel=0.05)
     with pytest.raises(ValueError, match="t must be"):
-        G.chain_vs_closed_form([0.0], s, 30)
+        diffusion_lab.chain_vs_closed_form([0.0], s, 30)
 
 
 def test_train_ddpm_tracked_improves_and_is_reproducible():
-    X = G.toy_data_2d("8 Gaussians", 1400, seed=0)
-    s = G.make_schedule("linear", 20)
+    X = diffusion_lab.toy_data_2d("8 Gaussians", 1400, seed=0)
+    s = diffusion_lab.make_schedule("linear", 20)
     ticks = []
-    a = G.train_ddpm_tracked(X, s, steps=400, n_checkpoints=4, n_eval=300, on_step=ticks.append)
-    b = G.train_ddpm_tracked(X, s, steps=400, n_checkpoints=4, n_eval=300)
+    a = diffusion_lab.train_ddpm_tracked(X, s, steps=400, n_checkpoints=4, n_eval=300, on_step=ticks.append)
+    b = diffusion_lab.train_ddpm_tracked(X, s, steps=400, n_checkpoints=4, n_eval=300)
     assert ticks == list(range(1, 401))
     np.testing.assert_array_equal(a["losses"], b["losses"])
     assert list(a["checkpoints"]) == [100, 200, 300, 400] and len(a["quality"]) == 4
@@ -529,14 +530,14 @@ def test_train_ddpm_tracked_improves_and_is_reproducible():
     # the quality number is the engine's energy distance (recomputed on the held-out rows)
     np.testing.assert_array_equal(a["held_out"], X[-300:].astype(np.float32).astype(np.float64))
     with pytest.raises(ValueError, match="n_eval"):
-        G.train_ddpm_tracked(X[:100], s, n_eval=300)
+        diffusion_lab.train_ddpm_tracked(X[:100], s, n_eval=300)
 
 
 def test_reverse_trajectory_and_sampling_agree():
-    X = G.toy_data_2d("moons", 1000, seed=0)
-    s = G.make_schedule("linear", 10)
-    run = G.train_ddpm_tracked(X, s, steps=50, n_checkpoints=1, n_eval=200)
-    traj = G.reverse_trajectory(run["model"], s, n=64, seed=5)
+    X = diffusion_lab.toy_data_2d("moons", 1000, seed=0)
+    s = diffusion_lab.make_schedule("linear", 10)
+    run = diffusion_lab.train_ddpm_tracked(X, s, steps=50, n_checkpoints=1, n_eval=200)
+    traj = diffusion_lab.reverse_trajectory(run["model"], s, n=64, seed=5)
     assert traj["message"] == "" and traj["states"].shape == (11, 64, 2)
     engine.manual_seed(5)
     final = diffusion.sample(run["model"], s, 64, 2, variance="posterior")
@@ -544,22 +545,22 @@ def test_reverse_trajectory_and_sampling_agree():
 
 
 def test_exact_reverse_1d_reproduces_the_mixture():
-    m = G.mixture_1d(3.0, 0.3, 0.25)
+    m = diffusion_lab.mixture_1d(3.0, 0.3, 0.25)
     assert m.weights[0] == pytest.approx(0.25) and list(m.means[:, 0]) == [-1.5, 1.5]
-    x = G.exact_reverse_1d(m, G.make_schedule("linear", 1000), n=4000, variance="beta")
+    x = diffusion_lab.exact_reverse_1d(m, diffusion_lab.make_schedule("linear", 1000), n=4000, variance="beta")
     assert np.mean(x < 0) == pytest.approx(0.25, abs=0.03)
     mean = 0.25 * -1.5 + 0.75 * 1.5
     assert x.mean() == pytest.approx(mean, abs=0.06)
     with pytest.raises(ValueError, match="weight_left"):
-        G.mixture_1d(weight_left=1.0)
+        diffusion_lab.mixture_1d(weight_left=1.0)
 
 
 def test_epsilon_curves_exact_formula_and_learned_model():
-    m = G.mixture_1d(2.0, 0.5, 0.5)
-    s = G.make_schedule("linear", 20)
-    run = G.train_denoiser_1d(m, s, steps=100, n=500)
+    m = diffusion_lab.mixture_1d(2.0, 0.5, 0.5)
+    s = diffusion_lab.make_schedule("linear", 20)
+    run = diffusion_lab.train_denoiser_1d(m, s, steps=100, n=500)
     assert run["samples"].shape == (500,)
-    c = G.epsilon_curves(m, s, 5, model=run["model"], grid=np.linspace(-3, 3, 7))
+    c = diffusion_lab.epsilon_curves(m, s, 5, model=run["model"], grid=np.linspace(-3, 3, 7))
     ab = s.alpha_bars[5]
     # score of the noised mixture written out: Σ r_k (μ_k' − x)/v with μ_k' = √ᾱ μ_k, v = ᾱσ² + 1 − ᾱ
     x = c["x"]
@@ -575,10 +576,11 @@ def test_epsilon_curves_exact_formula_and_learned_model():
 
 # ============================================================================= 08 VAE
 from engine import vae  # noqa: E402
+from engine.course.labs import vae as vae_lab  # noqa: E402
 
 
 def test_reparam_gradients_are_the_pathwise_derivatives():
-    r = G.reparam_gradients(1.5, 0.5, n=5000, seed=3)
+    r = vae_lab.reparam_gradients(1.5, 0.5, n=5000, seed=3)
     eps = np.random.default_rng(3).standard_normal(5000)
     z = 1.5 + 0.5 * eps
     assert r["estimate"] == pytest.approx(np.mean(z**2))
@@ -586,12 +588,12 @@ def test_reparam_gradients_are_the_pathwise_derivatives():
     assert r["grad_sigma"] == pytest.approx(np.mean(2 * z * eps))
     assert r["grad_mu"] == pytest.approx(3.0, abs=0.05) and r["grad_sigma"] == pytest.approx(1.0, abs=0.1)
     with pytest.raises(ValueError, match="sigma"):
-        G.reparam_gradients(0.0, 0.0)
+        vae_lab.reparam_gradients(0.0, 0.0)
 
 
 def test_kl_check_closed_form_monte_carlo_and_torch(torch):
     for mu, sigma in [(0.0, 1.0), (1.0, 1.0), (-2.0, 0.3), (0.5, 2.5)]:
-        k = G.kl_check(mu, sigma, n_samples=20000, seed=1)
+        k = vae_lab.kl_check(mu, sigma, n_samples=20000, seed=1)
         ref = torch.distributions.kl_divergence(torch.distributions.Normal(mu, sigma),
                                                 torch.distributions.Normal(0.0, 1.0))
         assert k["closed"] == pytest.approx(float(ref), rel=1e-6, abs=1e-7)  # torch: float32
@@ -602,22 +604,22 @@ def test_kl_check_closed_form_monte_carlo_and_torch(torch):
 
 
 def test_estimator_comparison_exact_gradients():
-    for name in G.ESTIMATOR_FUNCTIONS:
-        e = G.estimator_comparison(0.7, 0.8, name, n_samples=20, n=3000, seed=4)
+    for name in vae_lab.ESTIMATOR_FUNCTIONS:
+        e = vae_lab.estimator_comparison(0.7, 0.8, name, n_samples=20, n=3000, seed=4)
         for key in ("score_function", "reparameterized"):
             v = e[key]
             assert v.mean() == pytest.approx(e["exact"], abs=5 * v.std() / np.sqrt(len(v)))
-    e = G.estimator_comparison(2.0, 1.0, "exp z", n_samples=1, n=2000, seed=0)
+    e = vae_lab.estimator_comparison(2.0, 1.0, "exp z", n_samples=1, n=2000, seed=0)
     assert e["exact"] == pytest.approx(np.exp(2.5))
     assert e["score_var"] > 3 * e["reparam_var"]
     with pytest.raises(ValueError, match="f_name"):
-        G.estimator_comparison(f_name="tan z")
+        vae_lab.estimator_comparison(f_name="tan z")
 
 
 def test_train_vae_2d_budget_and_collapse():
-    X = G.toy_data_2d("moons", 1500, seed=0)
-    low = G.train_vae_2d(X, beta=0.1, latent_dim=3, steps=400, n_eval=300)
-    high = G.train_vae_2d(X, beta=100.0, latent_dim=3, steps=400, n_eval=300)
+    X = vae_lab.toy_data_2d("moons", 1500, seed=0)
+    low = vae_lab.train_vae_2d(X, beta=0.1, latent_dim=3, steps=400, n_eval=300)
+    high = vae_lab.train_vae_2d(X, beta=100.0, latent_dim=3, steps=400, n_eval=300)
     for r in (low, high):
         assert r["kl"] == pytest.approx(r["kl_per_dim"].sum(), rel=1e-5)
         assert r["elbo"] == pytest.approx(-(r["recon"] + r["kl"]), rel=1e-5)
@@ -632,9 +634,9 @@ def test_train_vae_2d_budget_and_collapse():
 
 
 def test_beta_sweep_switches_dimensions_off():
-    X = G.toy_data_2d("8 Gaussians", 1200, seed=0)
+    X = vae_lab.toy_data_2d("8 Gaussians", 1200, seed=0)
     ticks = []
-    s = G.beta_sweep(X, betas=(0.1, 100.0), latent_dim=2, steps=300, on_step=ticks.append)
+    s = vae_lab.beta_sweep(X, betas=(0.1, 100.0), latent_dim=2, steps=300, on_step=ticks.append)
     assert ticks[-1] == 600 and len(ticks) == 600
     assert s["active"][0] >= 1 and s["active"][1] == 0
     np.testing.assert_allclose(s["kl"], s["kl_per_dim"].sum(1))
@@ -642,12 +644,12 @@ def test_beta_sweep_switches_dimensions_off():
 
 def test_image_vae_latents_grid_and_decoder():
     imgs, labels = engine.data.make_shapes(200, 16, seed=0)
-    r = G.train_image_vae(imgs, labels, steps=30, n_eval=40)
+    r = vae_lab.train_image_vae(imgs, labels, steps=30, n_eval=40)
     assert r["latents"].shape == (40, 2) and list(r["labels"]) == list(labels[-40:])
-    g = G.latent_grid(r["model"], n=3, limit=2.0)
+    g = vae_lab.latent_grid(r["model"], n=3, limit=2.0)
     assert g["images"].shape == (3, 3, 16, 16)
     # top-left tile is z = (−2, 2): decode it directly
-    direct = G.decode_point(r["model"], -2.0, 2.0)
+    direct = vae_lab.decode_point(r["model"], -2.0, 2.0)
     np.testing.assert_allclose(g["images"][0, 0], direct, rtol=1e-5, atol=1e-6)  # float32 batch
     with engine.no_grad():
         logits = r["model"].decode(np.array([[-2.0, 2.0]], np.float32)).data[0, 0]
@@ -655,12 +657,12 @@ def test_image_vae_latents_grid_and_decoder():
 
 
 def test_toy_data_2d_labels_and_vae_latents():
-    X, y = G.toy_data_2d("moons", 600, seed=2, return_labels=True)
+    X, y = vae_lab.toy_data_2d("moons", 600, seed=2, return_labels=True)
     X0, y0 = engine.data.make_moons(600, noise=0.05, seed=2)
     np.testing.assert_array_equal(y, y0)
     X0 = X0.astype(np.float64)
     np.testing.assert_allclose(X, (X0 - X0.mean(0)) / X0.std(0), rtol=1e-12)
-    r = G.train_vae_2d(X, latent_dim=2, steps=50, n_eval=100)
+    r = vae_lab.train_vae_2d(X, latent_dim=2, steps=50, n_eval=100)
     with engine.no_grad():
         mu = r["model"].encode(X[-100:].astype(np.float32))[0].data
     np.testing.assert_allclose(r["latents"], mu, rtol=1e-5, atol=1e-6)  # float32 BLAS

@@ -1,4 +1,4 @@
-"""engine.plot: one palette with meanings, charts that fit the notebook and never choke on NaN."""
+"""engine.course.plot: one palette with meanings, charts that fit the notebook and never choke on NaN."""
 
 import json
 import subprocess
@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from engine import plot
+from engine.course import plot
 
 
 def test_every_palette_colour_has_a_meaning_and_is_hex():
@@ -28,7 +28,7 @@ def test_color_lookup():
 
 
 def test_import_engine_loads_neither_altair_nor_matplotlib():
-    code = "import sys, engine, engine.plot; print(sorted(m for m in ('altair', 'matplotlib') if m in sys.modules))"
+    code = "import sys, engine, engine.course.plot; print(sorted(m for m in ('altair', 'matplotlib') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -1,9 +1,9 @@
-"""engine.ui: the verdict callout and the throttled progress callback the notebooks share."""
+"""engine.course.ui: the verdict callout and the throttled progress callback the notebooks share."""
 
 import pytest
 
-from engine.exercises import check_number
-from engine.ui import VERDICT_KINDS, throttled, verdict
+from engine.course.exercises import check_number
+from engine.course.ui import VERDICT_KINDS, throttled, verdict
 
 
 class CountingBar:

@@ -12,21 +12,21 @@ import re
 import numpy as np
 import pytest
 
-from engine import course, formulas
-from engine.formulas import deep_learning as hub
-from engine.formulas import render
+from engine.course import formulas, toc
+from engine.course.formulas import deep_learning as hub
+from engine.course.formulas import render
 from notebook_driver import (
     ROOT, assert_no_error_outputs, control_values, default_defs, export_html, load_app, load_module,
     marimo_check, output_html, output_text, run_app, run_headless,
 )
 
-SHEETS = [e.id for e in course.cheatsheets()]
-FOCUSED = [s for s in SHEETS if s != course.HUB_ID]
+SHEETS = [e.id for e in toc.cheatsheets()]
+FOCUSED = [s for s in SHEETS if s != toc.HUB_ID]
 HUB = "cheatsheets/deep_learning.py"
 
 
 def path(sheet: str) -> str:
-    return course.entry(sheet).path
+    return toc.entry(sheet).path
 
 
 def run(sheet: str, **values):
@@ -55,7 +55,7 @@ def test_marimo_check_wasm_rules_pass():
 @pytest.mark.parametrize("sheet", SHEETS)
 def test_sheet_exports_to_html(sheet, tmp_path):
     page = export_html(path(sheet), tmp_path / f"{sheet}.html")
-    assert course.entry(sheet).title in html.unescape(page)
+    assert toc.entry(sheet).title in html.unescape(page)
 
 
 @pytest.mark.parametrize("sheet", SHEETS)
@@ -67,7 +67,7 @@ def test_sheet_follows_the_notebook_conventions(sheet):
     assert re.search(r'marimo\.App\([^)]*app_title="[^"]+"', source)
     meta = module.METADATA
     assert set(meta) == {"id", "name", "summary", "topics"}
-    entry = course.entry(sheet)
+    entry = toc.entry(sheet)
     assert meta["id"] == sheet and meta["name"] == entry.title and meta["summary"] == entry.summary
     assert meta["topics"] and all(isinstance(t, str) for t in meta["topics"])
     tree = ast.parse(source)
@@ -99,22 +99,22 @@ def test_focused_sheet_shows_every_row_it_owns(sheet):
 def test_focused_sheet_links_back_to_the_hub_and_its_notebooks(sheet):
     outputs, _ = run(sheet)
     page = output_html(outputs)
-    assert course.link(course.HUB_ID, from_id=sheet, mode="site") in page
-    for related in course.entry(sheet).related:
-        assert course.link(related, from_id=sheet, mode="site") in page
+    assert toc.link(toc.HUB_ID, from_id=sheet, mode="site") in page
+    for related in toc.entry(sheet).related:
+        assert toc.link(related, from_id=sheet, mode="site") in page
 
 
 def test_hub_links_all_eight_notebooks_and_every_focused_sheet():
-    outputs, _ = run(course.HUB_ID)
+    outputs, _ = run(toc.HUB_ID)
     page = output_html(outputs)
-    for e in course.notebooks():
-        assert course.link(e.id, from_id=course.HUB_ID, mode="site") in page, e.id
+    for e in toc.notebooks():
+        assert toc.link(e.id, from_id=toc.HUB_ID, mode="site") in page, e.id
     for sheet in FOCUSED:
-        assert course.link(sheet, from_id=course.HUB_ID, mode="site") in page, sheet
+        assert toc.link(sheet, from_id=toc.HUB_ID, mode="site") in page, sheet
 
 
 def test_hub_shows_every_section_the_training_path_and_the_loops():
-    outputs, _ = run(course.HUB_ID)
+    outputs, _ = run(toc.HUB_ID)
     text = output_text(outputs)
     for number, section in enumerate(hub.HUB_SECTIONS, start=1):
         assert f"{number}. {section.title}" in text
@@ -129,9 +129,9 @@ def test_hub_shows_every_section_the_training_path_and_the_loops():
 
 
 def test_hub_filter_narrows_the_rows_by_name():
-    outputs, _ = run(course.HUB_ID)
+    outputs, _ = run(toc.HUB_ID)
     assert "AdamW (decoupled decay)" in output_text(outputs)
-    outputs, _ = run(course.HUB_ID, query="relu")
+    outputs, _ = run(toc.HUB_ID, query="relu")
     text = output_text(outputs)
     assert "ReLU" in text and "Leaky ReLU" in text
     assert "AdamW (decoupled decay)" not in text and "Batch normalisation" not in text
@@ -140,7 +140,7 @@ def test_hub_filter_narrows_the_rows_by_name():
     assert re.search(rf"\b2 of {n_hub} rows on this page", text)
     # Only on the focused sheets: the derivatives of ReLU and Leaky ReLU.
     assert "ReLU derivative" in text
-    outputs, _ = run(course.HUB_ID, query="adamw")
+    outputs, _ = run(toc.HUB_ID, query="adamw")
     text = output_text(outputs)
     assert "AdamW (decoupled decay)" in text and "5. Parameter updates" in text
     assert "Leaky ReLU" not in text and "SGD with momentum" not in text
@@ -236,7 +236,7 @@ def test_tensor_shape_calculators_warn_instead_of_failing():
 
 @pytest.mark.slow
 def test_hub_run_buttons_train_the_loops_and_check_every_row():
-    outputs, _ = run(course.HUB_ID, loop_button=True, check_button=True)
+    outputs, _ = run(toc.HUB_ID, loop_button=True, check_button=True)
     text = output_text(outputs)
     assert re.search(r"numpy\s*: final loss 0\.0\d+", text) and re.search(r"engine\s*: final loss 0\.0\d+", text)
     assert f"All {len(formulas.ROWS)} rows agree" in text
@@ -244,7 +244,7 @@ def test_hub_run_buttons_train_the_loops_and_check_every_row():
 
 @pytest.mark.parametrize("k, scale", [(2, 0.0), (10, 0.1), (1000, 10.0)])
 def test_hub_initial_loss_check_shows_the_engines_value(k, scale):
-    from engine import losses_lab
+    from engine.course.labs import losses as losses_lab
 
     outputs, defs = run("deep_learning", n_classes=k, logit_scale=scale)
     expected, ln_k = losses_lab.initial_loss(k, scale)

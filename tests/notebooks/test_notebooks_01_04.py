@@ -11,9 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import activations_lab, course, fit_lab, losses_lab
-from engine import graph as graphs
-from engine import optim_lab
+from engine.course import graph as graphs
+from engine.course import toc
+from engine.course.labs import activations as activations_lab
+from engine.course.labs import backprop as backprop_lab
+from engine.course.labs import losses as losses_lab
+from engine.course.labs import optimizers as optim_lab
 from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, export_html,
                                    load_app, load_module, marimo_check, output_text, run_app, run_headless)
 
@@ -63,7 +66,7 @@ def test_marimo_check_strict_and_wasm_rules():
 @pytest.mark.parametrize("nb", NOTEBOOKS)
 def test_exports_to_html(nb, tmp_path):
     page = export_html(PATHS[nb], tmp_path / f"{nb}.html")
-    assert course.entry(nb).title.split()[0] in page
+    assert toc.entry(nb).title.split()[0] in page
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS)
@@ -74,7 +77,7 @@ def test_metadata_title_and_navigation(nb):
     assert module.app._config.app_title.startswith(nb[:2])
     text, _ = _text(nb)
     assert meta["name"] in text
-    nav = re.findall(r"\]\(([^)]+)\)", course.nav_md(nb, mode="site"))
+    nav = re.findall(r"\]\(([^)]+)\)", toc.nav_md(nb, mode="site"))
     html_outputs = " ".join(str(getattr(o, "text", "")) for o in run_app(_app(nb))[0])
     for url in nav:
         assert url in html_outputs, f"{nb} does not link {url}"
@@ -186,10 +189,10 @@ def test_02_regression_losses_and_outlier_fits_come_from_the_engine():
         assert defs["reg_gap"] < 1e-9
         np.testing.assert_allclose(defs["reg_curves"].f, losses_lab.regression_curves(name, defs["reg_curves"].x, 0.5).f)
     text, defs = _text("02_losses", n_outliers=6, outlier_shift=-15, delta=2.0)
-    x, y, out = fit_lab.make_line_data(n=30, n_outliers=6, outlier_shift=-15.0, seed=0)
+    x, y, out = losses_lab.make_line_data(n=30, n_outliers=6, outlier_shift=-15.0, seed=0)
     np.testing.assert_array_equal(defs["line_y"], y)
-    for name in fit_lab.LINE_LOSSES:
-        w, b, _ = fit_lab.fit_line(x, y, name, delta=2.0, steps=300)
+    for name in losses_lab.LINE_LOSSES:
+        w, b, _ = losses_lab.fit_line(x, y, name, delta=2.0, steps=300)
         assert defs["line_fits"][name] == pytest.approx((w, b))
         assert f"{w:.3f}" in text
 
@@ -267,9 +270,9 @@ def test_03_dense_layer_and_gradient_check():
     text, defs = _text("03_backprop", dense_n=64, dense_in=32, dense_out=32, gc_x0=-2.0, gc_h=1e-12)
     assert max(defs["dense"].max_difference.values()) < 1e-10
     assert "(32, 32)" in text and "(64, 32)" in text
-    fd = fit_lab.finite_difference_errors(-2.0, hs=np.logspace(-12, 0, 61))
+    fd = backprop_lab.finite_difference_errors(-2.0, hs=np.logspace(-12, 0, 61))
     for dt in ("float32", "float64"):
-        h, e = fit_lab.best_step(fd, dt)
+        h, e = backprop_lab.best_step(fd, dt)
         assert defs["fd_best"][dt] == pytest.approx((h, e))
         assert f"smallest {e:.1e} at h ≈ {h:.0e}" in text
 
@@ -277,10 +280,10 @@ def test_03_dense_layer_and_gradient_check():
 def test_03_playground_trains_behind_the_button():
     text, defs = _text("03_backprop")
     assert defs["pg_run"] is None and "Press train" in text
-    Xtr, ytr, Xva, yva = fit_lab.make_playground_data("moons", n=240, noise=0.15, seed=0)
+    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("moons", n=240, noise=0.15, seed=0)
     assert f"Initial training loss {defs['pg_initial_loss']:.4f}" in text
     text, defs = _text("03_backprop", train_button=True, pg_epochs=20)
-    run = fit_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
+    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
                                    lr=0.03, epochs=20, seed=0, grid_size=50)
     np.testing.assert_allclose(defs["pg_run"].history["train_loss"], run.history["train_loss"])
     assert f"train loss {run.history['train_loss'][-1]:.4f}" in text

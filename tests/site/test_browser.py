@@ -1,7 +1,7 @@
 """The course as a web app: `make run`'s gallery driven in Chromium with Playwright.
 
 One `marimo run` server (the command `make run` prints) serves the whole gallery; one browser
-page visits every notebook and cheat sheet of engine.course in sequence and checks that it
+page visits every notebook and cheat sheet of engine.course.toc in sequence and checks that it
 
 - renders its title (an H1 naming the course entry) and its formulas with KaTeX, with no marimo
   error output, no stderr traceback and no JavaScript page error;
@@ -30,7 +30,7 @@ from browser_tools import (
     INTENTIONAL_ERRORS, KERNEL_HOOK, ROOT, SNAPSHOT_JS, VIEWPORT, changed_areas, free_port,
     launch, screenshot, stop_process_group,
 )
-from engine import course
+from engine.course import toc
 from oracle import require_browser
 
 pytestmark = pytest.mark.browser
@@ -76,8 +76,8 @@ def _serve(command: list[str], cwd: Path, log_path: Path) -> tuple[subprocess.Po
 def gallery(tmp_path_factory):
     """Base URL of `make run`'s gallery on 127.0.0.1 (its log file kept for error reports)."""
     require_browser()
-    missing = [e.path for e in course.entries() if not (ROOT / e.path).is_file()]
-    if len(missing) == len(course.entries()):
+    missing = [e.path for e in toc.entries() if not (ROOT / e.path).is_file()]
+    if len(missing) == len(toc.entries()):
         pytest.fail("no notebook or cheat sheet exists yet: nothing to serve")
     log_path = tmp_path_factory.mktemp("gallery") / "server.log"
     server, base = _serve(_make_run_command(free_port()), ROOT, log_path)
@@ -172,7 +172,7 @@ def _wait_settled(page, timeout_s: float = 20.0) -> list:
 
 def _open(page, gallery, entry) -> None:
     page.page_errors.clear()
-    page.goto(gallery["base"] + course.link(entry.id, mode="server"), wait_until="domcontentloaded")
+    page.goto(gallery["base"] + toc.link(entry.id, mode="server"), wait_until="domcontentloaded")
     _wait_idle_after(page, 0, LOAD_TIMEOUT_MS, f"{entry.id}: first run")
 
 
@@ -187,14 +187,14 @@ def test_gallery_lists_every_page(gallery, browser_page):
         file = urllib.parse.parse_qs(urllib.parse.urlparse(href).query)["file"][0]
         path = Path(file) if Path(file).is_absolute() else ROOT / file
         served.add(path.resolve().relative_to(ROOT.resolve()).as_posix())
-    listed = {e.path for e in course.entries()}
+    listed = {e.path for e in toc.entries()}
     assert listed <= served, f"the gallery lacks {sorted(listed - served)}"
     screenshot(page, "gallery")
 
 
-@pytest.mark.parametrize("entry", course.entries(), ids=lambda e: e.id)
+@pytest.mark.parametrize("entry", toc.entries(), ids=lambda e: e.id)
 def test_page_renders_and_reacts(entry, gallery, browser_page):
-    assert (ROOT / entry.path).is_file(), f"{entry.path} is listed in engine/course.py but missing"
+    assert (ROOT / entry.path).is_file(), f"{entry.path} is listed in engine/course/toc.py but missing"
     page = browser_page
     started = time.monotonic()
     _open(page, gallery, entry)
@@ -237,7 +237,7 @@ def _check_page(page, gallery, entry) -> None:
     broken_links = []
     for href in sorted({h for h in hrefs if h.startswith("?file=")}):
         target = urllib.parse.unquote(href.removeprefix("?file="))
-        if target not in {e.path for e in course.entries()}:
+        if target not in {e.path for e in toc.entries()}:
             broken_links.append(f"{href} (not a course page)")
             continue
         try:
@@ -319,7 +319,7 @@ def _check_page(page, gallery, entry) -> None:
 
 def test_some_page_trains_behind_a_button():
     """The course has training runs behind buttons (checked page by page above)."""
-    sources = [(ROOT / e.path).read_text(encoding="utf-8") for e in course.entries()
+    sources = [(ROOT / e.path).read_text(encoding="utf-8") for e in toc.entries()
                if (ROOT / e.path).is_file()]
     assert any("run_button" in s and "progress_bar" in s for s in sources), (
         "no page has a mo.ui.run_button with mo.status.progress_bar")

@@ -9,10 +9,11 @@ provides. The rules, checked on every file of ``engine/`` by reading its syntax 
 2. no import of threading, multiprocessing, concurrent, subprocess, socket, signal, ctypes, ...,
    nor of a standard module Pyodide leaves out (tkinter, curses, readline, ...);
 3. no ``os.system``/``os.popen``/``os.fork``/``os.exec*``/``os.spawn*``/``os.kill``;
-4. third-party packages: NumPy at module level, and nothing else there; ``engine.plot`` may import
-   Altair and Matplotlib and ``engine.course`` and ``engine.ui`` marimo inside functions (the browser build installs
-   the first two from the page's header, marimo is the runtime); the optional PyTorch column of
-   the formula sheets imports torch inside functions of ``engine/formulas/evaluate.py`` only.
+4. third-party packages: NumPy at module level, and nothing else there; ``engine.course.plot`` may
+   import Altair and Matplotlib and ``engine.course.toc`` and ``engine.course.ui`` marimo inside
+   functions (the browser build installs the first two from the page's header, marimo is the
+   runtime); the optional PyTorch column of the formula sheets imports torch inside functions of
+   ``engine/course/formulas/evaluate.py`` only.
    Every package the engine imports is one that Pyodide ships (its lock file says so), marimo aside;
 5. no file writes (``open`` for writing, ``write_text``, ``np.save``, ``savefig`` to a path,
    ``os.remove``, ``tempfile``, ``shutil``, ...) except in ``engine/io.py``, the save/load module,
@@ -57,10 +58,10 @@ WRITE_MODULES = {"tempfile", "shutil"}
 IO_MODULE = "engine/io.py"
 MODULE_LEVEL_THIRD_PARTY = {"numpy"}
 LAZY_ALLOWED = {  # third-party packages imported inside functions, and where
-    "altair": {"engine/plot.py"},
-    "matplotlib": {"engine/plot.py"},
-    "marimo": {"engine/course.py", "engine/ui.py"},
-    "torch": {"engine/formulas/evaluate.py"},
+    "altair": {"engine/course/plot.py"},
+    "matplotlib": {"engine/course/plot.py"},
+    "marimo": {"engine/course/toc.py", "engine/course/ui.py"},
+    "torch": {"engine/course/formulas/evaluate.py"},
 }
 IN_BROWSER_WITHOUT_LOCK = {"marimo"}  # the WASM runtime itself
 OPTIONAL_OUTSIDE_BROWSER = {"torch"}  # guarded by torch_available(); absent in the browser
@@ -175,6 +176,16 @@ def test_the_engine_is_pure_python():
     assert len(list(ENGINE.rglob("*.py"))) > 10
 
 
+def test_the_scan_covers_the_library_and_the_course_layer():
+    scanned = {p.relative_to(ROOT).as_posix() for p in engine_files() if p.suffix == ".py"}
+    for path in ("engine/tensor.py", "engine/course/toc.py", "engine/course/plot.py",
+                 "engine/course/ui.py", "engine/course/formulas/evaluate.py",
+                 "engine/course/labs/convolution.py"):
+        assert path in scanned, f"{path} is not scanned"
+    for paths in LAZY_ALLOWED.values():
+        assert all((ROOT / path).is_file() for path in paths), f"LAZY_ALLOWED names a missing file: {paths}"
+
+
 def test_every_engine_file_follows_the_browser_rules():
     problems = []
     for path in engine_files():
@@ -234,15 +245,15 @@ def test_the_checker_catches(source, expected):
     ("engine/example.py", "import numpy as np\nimport math, dataclasses\nfrom engine import nn"),
     ("engine/example.py", "with open(p) as f: f.read()\nopen(p, 'rb')"),
     ("engine/example.py", "name.replace('_', ' ')\nitems.remove(x)\ns.rename(columns=c)"),
-    ("engine/plot.py", "def draw():\n    import altair as alt\n    import matplotlib.pyplot as plt\n"
+    ("engine/course/plot.py", "def draw():\n    import altair as alt\n    import matplotlib.pyplot as plt\n"
                        "    buf = io.BytesIO()\n    fig.savefig(buf, format='png')"),
     ("engine/io.py", "import os, tempfile\nopen(p, 'wb')\nos.replace(a, b)"),
-    ("engine/formulas/evaluate.py", "def f():\n    import torch"),
+    ("engine/course/formulas/evaluate.py", "def f():\n    import torch"),
 ])
 def test_the_checker_allows(relative, source):
     assert violations(relative, source) == []
 
 
 def test_lazy_imports_must_stay_lazy():
-    found = violations("engine/plot.py", "import altair as alt")
+    found = violations("engine/course/plot.py", "import altair as alt")
     assert any("at module level" in message for message in found), found

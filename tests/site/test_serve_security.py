@@ -73,10 +73,10 @@ def shared_server(tmp_path_factory):
 
 def _a_page() -> str:
     """A page of the gallery, as ``?file=`` (the first course page that exists)."""
-    from engine import course
+    from engine.course import toc
 
     folders = [name for name in ("notebooks", "cheatsheets") if (ROOT / name).is_dir()]
-    for entry in course.entries():
+    for entry in toc.entries():
         if (ROOT / entry.path).is_file():
             # With two folders served, the gallery's keys are relative to the repository root.
             key = entry.path if len(folders) > 1 else entry.path.split("/", 1)[1]

@@ -3,7 +3,7 @@
 The WASM pages fetch Pyodide and its packages from a CDN when a reader opens them; this machine
 reaches no CDN, so the tests check everything around that step instead:
 
-- `make site` exits 0 and builds every page engine.course lists (a missing page fails);
+- `make site` exits 0 and builds every page engine.course.toc lists (a missing page fails);
 - the home page lists every page with its title, summary and links;
 - each WASM page embeds its notebook, whose PEP 723 header names the engine wheel that sits where
   the browser will look for it, and pins NumPy, Altair and Matplotlib to the Pyodide lock file;
@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import course
+from engine.course import toc
 from site_build import ROOT, build_site, require_site_tools, site_build
 
-ENTRIES = course.entries()
+ENTRIES = toc.entries()
 
 
 @pytest.fixture(scope="module")
@@ -60,14 +60,14 @@ def test_the_home_page_lists_every_page(built):
         text = html.unescape(item.group(1))
         assert e.title in text and e.summary in text
         hrefs = [html.unescape(h) for h in re.findall(r'href="([^"]+)"', item.group(1))]
-        assert course.link(e.id, from_id="index", mode="site") in hrefs
+        assert toc.link(e.id, from_id="index", mode="site") in hrefs
         assert build_site.static_path(e.id) in hrefs
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.id)
 def test_each_page_is_a_wasm_page_with_its_notebook_and_the_engine_wheel(built, entry):
     page = built.site / build_site.wasm_path(entry.id)
-    assert (ROOT / entry.path).is_file(), f"{entry.path} is listed in engine/course.py but missing"
+    assert (ROOT / entry.path).is_file(), f"{entry.path} is listed in engine/course/toc.py but missing"
     assert page.is_file(), f"the site lacks {build_site.wasm_path(entry.id)}"
     assert (built.site / build_site.static_path(entry.id)).is_file(), "no static export beside it"
     source = build_site.embedded_notebook(page.read_text(encoding="utf-8"))
@@ -88,19 +88,43 @@ def test_each_page_is_a_wasm_page_with_its_notebook_and_the_engine_wheel(built, 
         assert pin in source, f"{package} is not pinned to Pyodide's {versions[package]}: {source[:400]}"
 
 
-def test_engine_init_imports_every_submodule_by_name():
-    """Ruff's static import graph decides what the wheel holds: importlib calls are invisible to it."""
+def _imported_by_name(package: Path) -> set[str]:
+    """The submodules ``package/__init__.py`` imports by name (``from . import a, b``, ``from .a import x``)."""
     import ast
 
-    tree = ast.parse((ROOT / "engine" / "__init__.py").read_text(encoding="utf-8"))
+    tree = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
     imported = set()
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.level == 1:
             imported.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
-    package = ROOT / "engine"
-    submodules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
-    submodules |= {d.name for d in package.iterdir() if (d / "__init__.py").is_file()}
-    assert submodules <= imported, f"engine/__init__.py does not import {sorted(submodules - imported)}"
+    return imported
+
+
+def _submodules(package: Path) -> set[str]:
+    """Public modules and subpackages of ``package`` (a leading underscore marks a private helper,
+    reached through the public module that imports it)."""
+    names = {p.stem for p in package.glob("*.py") if not p.stem.startswith("_")}
+    return names | {d.name for d in package.iterdir() if (d / "__init__.py").is_file()}
+
+
+@pytest.mark.parametrize("package", ["engine", "engine/course", "engine/course/labs"])
+def test_each_init_imports_every_submodule_by_name(package):
+    """Ruff's static import graph decides what the wheel holds: importlib calls are invisible to it.
+    The library's __init__ reaches the library, engine.course's reaches the course layer (and
+    every page imports engine.course); the library's __init__ never imports the course layer."""
+    path = ROOT / package
+    expected = _submodules(path) - ({"course"} if package == "engine" else set())
+    imported = _imported_by_name(path)
+    assert expected <= imported, f"{package}/__init__.py does not import {sorted(expected - imported)}"
+    if package == "engine":
+        assert "course" not in imported, "engine/__init__.py imports the course layer"
+
+
+def test_every_page_imports_the_course_layer():
+    """What makes every page reach engine/course/__init__.py, hence the whole package."""
+    for entry in ENTRIES:
+        source = (ROOT / entry.path).read_text(encoding="utf-8")
+        assert "from engine.course import" in source, f"{entry.path} does not import engine.course"
 
 
 def test_every_page_shares_one_complete_engine_wheel(built):
@@ -143,8 +167,9 @@ def test_the_wheel_installs_into_a_clean_venv_and_imports(built, tmp_path):
     report = json.loads(run.stdout.strip().splitlines()[-1])
     assert Path(report["file"]).resolve().is_relative_to(venv.resolve()), report["file"]
     assert report["grad"] == [2.0, -4.0, 6.0]
-    expected = {f"engine.{p.stem}" for p in (ROOT / "engine").glob("*.py") if p.stem != "__init__"}
-    assert expected <= set(report["modules"])
+    expected = {".".join(p.relative_to(ROOT).with_suffix("").parts) for p in (ROOT / "engine").rglob("*.py")
+                if p.stem != "__init__" and "__pycache__" not in p.parts}
+    assert expected <= set(report["modules"]), sorted(expected - set(report["modules"]))
 
 
 def _resolves(site: Path, page: Path, href: str) -> bool:
@@ -170,10 +195,10 @@ def test_every_link_resolves_to_a_file_of_the_site(built):
     for e in ENTRIES:
         # The navigation each page draws in the browser (mode 'site': no server behind the page).
         for folder in ("", "static/"):
-            page = site / (folder + course.site_path(e.id))
-            for href in re.findall(r"\]\(([^)]+)\)", course.nav_md(e.id, mode="site")):
+            page = site / (folder + toc.site_path(e.id))
+            for href in re.findall(r"\]\(([^)]+)\)", toc.nav_md(e.id, mode="site")):
                 if not _resolves(site, page, href):
-                    broken.append(f"{folder}{course.site_path(e.id)} nav -> {href}")
+                    broken.append(f"{folder}{toc.site_path(e.id)} nav -> {href}")
         # Links frozen into the static export's outputs (JSON-escaped inside the page).
         static = site / build_site.static_path(e.id)
         if static.is_file():

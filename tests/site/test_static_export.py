@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from browser_tools import VIEWPORT, CdnFromPackage, launch, screenshot
-from engine import course
+from engine.course import toc
 from oracle import require_browser
 from site_build import build_site, require_site_tools, site_build
 
@@ -41,7 +41,7 @@ def static_page():
         browser.close()
 
 
-@pytest.mark.parametrize("entry", course.entries(), ids=lambda e: e.id)
+@pytest.mark.parametrize("entry", toc.entries(), ids=lambda e: e.id)
 def test_static_page_renders(entry, static_page):
     require_site_tools()
     built = site_build()

@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import shapes
+import engine.functional as F
+from engine import Tensor, manual_seed, nn, no_grad, optim, shapes
+from engine.data import DataLoader
+from engine.ops.conv import col2im, conv2d, im2col
 
 __all__ = [
     "CLASSIC_FILTERS", "ConvReport", "apply_filter", "cnn_accuracy", "conv_grid",
@@ -320,8 +323,6 @@ def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0
     ('c,i,j' per column), ``output`` (W₂·cols for channel 0, [H_out, W_out]) and ``conv2d``
     (``engine.functional.conv2d`` on the same input, to compare), ``out_row``/``out_col`` clipped.
     """
-    from .ops.conv import conv2d, im2col  # late import: engine.ops.conv is the conv engine
-
     op = "im2col_view"
     x, report = _conv_settings(x, np.shape(weight)[-1], stride, padding, dilation, op)
     if not report.ok:
@@ -370,9 +371,6 @@ def im2col_backward(x, weight, grad_output, stride=1, padding=0, dilation=1) -> 
     Returns ``grad_weight``/``grad_input`` by hand, ``autograd_weight``/``autograd_input`` from
     ``engine`` (``out.backward(g)``), and ``window_count`` [H, W].
     """
-    from . import Tensor
-    from .ops.conv import col2im, conv2d, im2col
-
     op = "im2col_backward"
     x, report = _conv_settings(x, np.shape(weight)[-1], stride, padding, dilation, op)
     if not report.ok:
@@ -450,8 +448,6 @@ def apply_filter(image, kernel, stride=1, repeat=1) -> np.ndarray:
     to ``image`` [H, W] with ``engine.functional.conv2d``, zero padding K//2 (same size at
     stride 1), the stride on the last application. The name 'edge magnitude' gives
     sqrt(Sobel_x² + Sobel_y²)."""
-    from .ops.conv import conv2d
-
     op = "apply_filter"
     if isinstance(kernel, str) and kernel == "edge magnitude":
         gx = apply_filter(image, "vertical edges (Sobel x)", stride, repeat)
@@ -482,8 +478,6 @@ def make_cnn(n_filters=6, kernel_size=5, n_classes=4, image_size=16, seed=0):
     """conv(1→C, K, 'same') → ReLU → max-pool 2 → conv(C→2C, 3, 'same') → ReLU → max-pool 2 →
     flatten → linear(2C·(S/4)², n_classes). ``seed`` fixes the initial weights
     (``engine.manual_seed``). The image size must be a multiple of 4 (two 2x2 pools)."""
-    from . import manual_seed, nn
-
     op = "make_cnn"
     s = _settings(op, c_in=n_filters, kernel=kernel_size, c_out=n_classes, size=image_size)
     if s["size"] % 4:
@@ -501,8 +495,6 @@ def make_cnn(n_filters=6, kernel_size=5, n_classes=4, image_size=16, seed=0):
 
 def cnn_accuracy(model, X, y, batch_size=256) -> float:
     """Share of images whose largest logit is the label (no graph built)."""
-    from . import Tensor, no_grad
-
     X = np.asarray(X, dtype=np.float32)
     hits = 0
     with no_grad():
@@ -520,10 +512,6 @@ def train_cnn(model, X, y, X_test=None, y_test=None, epochs=5, lr=3e-3, batch_si
     (test accuracy only with a test set). ``on_epoch(epoch, history)`` is called after each epoch
     (a progress bar's hook). A non-finite loss stops training with ``history['stopped']`` set.
     """
-    from . import Tensor, optim
-    from . import functional as F
-    from .data import DataLoader
-
     op = "train_cnn"
     epochs = _settings(op, size=epochs)["size"]
     lr = float(lr)
@@ -561,8 +549,6 @@ def feature_maps(model, image) -> dict:
     """The activations one image [1, H, W] (or [H, W]) produces after each layer of a Sequential
     CNN from :func:`make_cnn`: ``{'conv1': [C, H, W], 'relu1': ..., 'pool1': ..., 'conv2': ...,
     ..., 'logits': [n_classes], 'probs': [n_classes]}``."""
-    from . import Tensor, no_grad
-
     x = np.asarray(image, dtype=np.float32)
     x = x.reshape((1, 1) + x.shape[-2:])
     names = ["conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "flatten", "logits"]

@@ -1,7 +1,5 @@
-"""Fitting labs for notebooks 02 and 03: robust line fits, the MLP playground, the gradient check.
+"""Computations behind notebook 03 (backprop): the MLP playground and the gradient check.
 
-- :func:`make_line_data` / :func:`fit_line`: a line fitted by the engine (Adam with a cosine
-  schedule) under MSE, MAE, Huber or pseudo-Huber, while outliers pull on it.
 - :func:`make_playground_data`, :func:`build_mlp`, :func:`train_playground`: a small MLP on 2-D
   toy data with a chosen width, depth, activation, optimizer and learning rate; loss and accuracy
   history, and the class probabilities over a grid for the decision boundary.
@@ -18,67 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import data as toy
-from . import functional as F
-from . import nn, optim
-from .optim import lr_scheduler
-from .tensor import Tensor
-
-LINE_LOSSES = ("mse", "mae", "huber", "pseudo_huber")
-
-
-# ----------------------------------------------------------------------------- line fits
-
-
-def make_line_data(n: int = 30, slope: float = 1.5, intercept: float = 0.5, noise: float = 0.4,
-                   n_outliers: int = 0, outlier_shift: float = 8.0, seed: int = 0):
-    """Points y = slope·x + intercept + noise on x ∈ [−3, 3]; the ``n_outliers`` right-most
-    points are moved up by ``outlier_shift``. Returns (x, y, is_outlier)."""
-    if not 0 <= n_outliers <= n // 2:
-        raise ValueError(f"make_line_data: n_outliers must be between 0 and {n // 2}, got {n_outliers}")
-    rng = np.random.default_rng(seed)
-    x = np.sort(rng.uniform(-3, 3, n))
-    y = slope * x + intercept + rng.normal(0, noise, n)
-    is_outlier = np.zeros(n, dtype=bool)
-    if n_outliers:
-        is_outlier[-n_outliers:] = True
-        y[is_outlier] += outlier_shift
-    return x, y, is_outlier
-
-
-def _regression_loss(name, pred, target, delta):
-    if name == "mse":
-        return F.mse_loss(pred, target)
-    if name == "mae":
-        return F.l1_loss(pred, target)
-    if name == "huber":
-        return F.huber_loss(pred, target, delta=delta)
-    if name == "pseudo_huber":
-        return F.pseudo_huber_loss(pred, target, delta=delta)
-    raise ValueError(f"fit_line: loss must be one of {LINE_LOSSES}, got {name!r}")
-
-
-def fit_line(x, y, loss: str = "mse", delta: float = 1.0, steps: int = 400, lr: float = 0.2):
-    """Fit ŷ = w·x + b by minimising the mean ``loss`` with the engine: Adam, learning rate
-    annealed to 0 by a cosine schedule (so MAE's constant-size gradients still settle).
-    Returns (w, b, loss history)."""
-    if loss not in LINE_LOSSES:
-        raise ValueError(f"fit_line: loss must be one of {LINE_LOSSES}, got {loss!r}")
-    xt, yt = Tensor(np.asarray(x, dtype=np.float64)), Tensor(np.asarray(y, dtype=np.float64))
-    w = Tensor(np.array(0.0), requires_grad=True)
-    b = Tensor(np.array(0.0), requires_grad=True)
-    opt = optim.Adam([w, b], lr=lr)
-    sched = lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    history = np.empty(steps)
-    for i in range(steps):
-        opt.zero_grad()
-        value = _regression_loss(loss, w * xt + b, yt, delta)
-        value.backward()
-        opt.step()
-        sched.step()
-        history[i] = float(value.data)
-    return float(w.data), float(b.data), history
-
+import engine.functional as F
+from engine import Tensor, nn, no_grad, optim
+from engine import data as toy
 
 # ----------------------------------------------------------------------------- MLP playground
 
@@ -154,8 +94,6 @@ def class_grid(model, X, size: int = 60, margin: float = 0.5):
     lo, hi = X.min(0) - margin, X.max(0) + margin
     gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], size), np.linspace(lo[1], hi[1], size))
     pts = np.stack([gx.ravel(), gy.ravel()], 1)
-    from .autograd import no_grad
-
     with no_grad():
         probs = F.softmax(model(Tensor(pts)), dim=-1).data
     return gx, gy, probs.reshape(size, size, -1)
@@ -172,8 +110,6 @@ def train_playground(X, y, Xva, yva, width: int = 16, depth: int = 2, activation
     rng = np.random.default_rng(seed + 1)
     hist = {k: [] for k in ("train_loss", "val_loss", "train_acc", "val_acc")}
     run = PlaygroundRun(history=hist, model=model)
-    from .autograd import no_grad
-
     with np.errstate(over="ignore", invalid="ignore"):
         for epoch in range(epochs):
             order = rng.permutation(len(X))

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import functional as F
-from .tensor import Tensor
+import engine.functional as F
+from engine import Tensor
 
 # ----------------------------------------------------------------------------- closed forms
 
@@ -112,7 +112,7 @@ INITS = ("he", "xavier", "custom")
 def _check_name(name, allowed=None):
     allowed = ACTIVATIONS if allowed is None else allowed
     if name not in allowed:
-        raise ValueError(f"activations_lab: unknown activation {name!r}; choose one of {', '.join(allowed)}")
+        raise ValueError(f"activations lab: unknown activation {name!r}; choose one of {', '.join(allowed)}")
 
 
 def _kw(name, params: dict) -> dict:

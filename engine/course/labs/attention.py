@@ -16,12 +16,14 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
-from . import attention, shapes
-from .nn import Module
+import engine.functional as F
+from engine import Tensor, attention, manual_seed, matmul, nn, no_grad, optim, shapes
+from engine.nn import Module
+
+from ._checks import _int, _positive
 
 __all__ = [
     "MASK_KINDS", "SCALES", "TASKS", "TinyAttention", "attention_maps", "dot_product_variance",
@@ -31,19 +33,6 @@ __all__ = [
 ]
 
 SENTENCE = "the cat sat on the mat because it was warm"
-
-
-def _int(op, name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{op}: {name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _positive(op, name, value):
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{op}: {name} must be a positive finite number, got {value}")
-    return value
 
 
 # ----------------------------------------------------------------------------- Q, K, V
@@ -183,8 +172,6 @@ def mha_shapes(B, L, d_model, H) -> dict:
     [B, L, d_model] batch. Returns ``ok``; when H does not divide d_model, ``ok`` False and
     ``message``; else ``d_k``, ``rows`` (stage, shape), ``params`` (by formula), ``module_params``
     (counted on the module), ``output_shape`` and ``weights_shape`` (from the module)."""
-    from . import Tensor, manual_seed, nn, no_grad
-
     try:
         info = shapes.attention_shapes(B, L, d_model, H)
     except ValueError as error:
@@ -303,8 +290,6 @@ class TinyAttention(Module):
     """
 
     def __init__(self, vocab=8, length=6, d_model=32):
-        from . import nn
-
         super().__init__()
         self.length = length
         self.token = nn.Embedding(vocab, d_model)
@@ -316,8 +301,6 @@ class TinyAttention(Module):
 
     def attend(self, x):
         """(logits [B, L, vocab], attention weights [B, L, L]) for token ids x [B, L]."""
-        from . import matmul
-
         x = np.asarray(x)
         h = self.token(x) + self.position(np.arange(x.shape[-1]))
         weights = attention.attention_weights(self.q(h), self.k(h))
@@ -336,9 +319,6 @@ def train_tiny_attention(task="reverse", steps=300, lr=1e-2, d_model=32, length=
     ``prediction``/``weights`` [L, L] for one held-out sequence. ``on_step(step)`` is called after
     every step (a progress bar's hook). A non-finite loss stops early with ``stopped`` set.
     """
-    from . import Tensor, manual_seed, no_grad, optim
-    from . import functional as F
-
     op = "train_tiny_attention"
     steps = _int(op, "steps", steps, 1)
     lr = _positive(op, "lr", lr)

@@ -9,6 +9,8 @@
   bimodal p in each direction (mode-covering against mode-seeking).
 - :func:`margin_gradients` and :func:`train_sigmoid_classifier`: why MSE on a sigmoid saturates
   while cross-entropy keeps pushing.
+- :func:`make_line_data` / :func:`fit_line`: a line fitted by the engine (Adam with a cosine
+  schedule) under MSE, MAE, Huber or pseudo-Huber, while outliers pull on it.
 - :func:`initial_loss`: the cross-entropy of an untrained K-class classifier, ≈ ln K when the logits
   start small.
 """
@@ -20,10 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import functional as F
-from .activations_lab import Curves
-from .optim import SGD, Adam
-from .tensor import Tensor
+import engine.functional as F
+from engine import Tensor
+from engine.optim import SGD, Adam
+from engine.optim.lr_scheduler import CosineAnnealingLR
+
+from .activations import Curves
+from .activations import parse_numbers as parse_numbers  # re-exported: 02 reads logits typed as text
 
 # ----------------------------------------------------------------------------- regression losses
 
@@ -54,7 +59,7 @@ REGRESSION_LOSSES = {
 
 def _check(name, table):
     if name not in table:
-        raise ValueError(f"losses_lab: unknown loss {name!r}; choose one of {', '.join(table)}")
+        raise ValueError(f"losses lab: unknown loss {name!r}; choose one of {', '.join(table)}")
 
 
 def regression_curves(name: str, e, delta: float = 1.0) -> Curves:
@@ -257,3 +262,58 @@ def initial_loss(n_classes: int, logit_scale: float, n_samples: int = 512, seed:
     z = rng.normal(0.0, logit_scale, (n_samples, n_classes))
     y = rng.integers(0, n_classes, n_samples)
     return float(F.cross_entropy(Tensor(z), y).data), math.log(n_classes)
+
+
+# ----------------------------------------------------------------------------- line fits
+
+LINE_LOSSES = ("mse", "mae", "huber", "pseudo_huber")
+
+
+def make_line_data(n: int = 30, slope: float = 1.5, intercept: float = 0.5, noise: float = 0.4,
+                   n_outliers: int = 0, outlier_shift: float = 8.0, seed: int = 0):
+    """Points y = slope·x + intercept + noise on x ∈ [−3, 3]; the ``n_outliers`` right-most
+    points are moved up by ``outlier_shift``. Returns (x, y, is_outlier)."""
+    if not 0 <= n_outliers <= n // 2:
+        raise ValueError(f"make_line_data: n_outliers must be between 0 and {n // 2}, got {n_outliers}")
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(-3, 3, n))
+    y = slope * x + intercept + rng.normal(0, noise, n)
+    is_outlier = np.zeros(n, dtype=bool)
+    if n_outliers:
+        is_outlier[-n_outliers:] = True
+        y[is_outlier] += outlier_shift
+    return x, y, is_outlier
+
+
+def _regression_loss(name, pred, target, delta):
+    if name == "mse":
+        return F.mse_loss(pred, target)
+    if name == "mae":
+        return F.l1_loss(pred, target)
+    if name == "huber":
+        return F.huber_loss(pred, target, delta=delta)
+    if name == "pseudo_huber":
+        return F.pseudo_huber_loss(pred, target, delta=delta)
+    raise ValueError(f"fit_line: loss must be one of {LINE_LOSSES}, got {name!r}")
+
+
+def fit_line(x, y, loss: str = "mse", delta: float = 1.0, steps: int = 400, lr: float = 0.2):
+    """Fit ŷ = w·x + b by minimising the mean ``loss`` with the engine: Adam, learning rate
+    annealed to 0 by a cosine schedule (so MAE's constant-size gradients still settle).
+    Returns (w, b, loss history)."""
+    if loss not in LINE_LOSSES:
+        raise ValueError(f"fit_line: loss must be one of {LINE_LOSSES}, got {loss!r}")
+    xt, yt = Tensor(np.asarray(x, dtype=np.float64)), Tensor(np.asarray(y, dtype=np.float64))
+    w = Tensor(np.array(0.0), requires_grad=True)
+    b = Tensor(np.array(0.0), requires_grad=True)
+    opt = Adam([w, b], lr=lr)
+    sched = CosineAnnealingLR(opt, T_max=steps)
+    history = np.empty(steps)
+    for i in range(steps):
+        opt.zero_grad()
+        value = _regression_loss(loss, w * xt + b, yt, delta)
+        value.backward()
+        opt.step()
+        sched.step()
+        history[i] = float(value.data)
+    return float(w.data), float(b.data), history

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import optim
-from .nn.module import Parameter
-from .nn.utils import clip_grad_norm_
-from .optim import lr_scheduler
-from .tensor import Tensor
+from engine import Tensor, optim
+from engine.nn.module import Parameter
+from engine.nn.utils import clip_grad_norm_
+from engine.optim import lr_scheduler
 
 OPTIMIZERS = ("sgd", "momentum", "nesterov", "rmsprop", "adam", "adamw")
 LABELS = {"sgd": "SGD", "momentum": "momentum", "nesterov": "Nesterov", "rmsprop": "RMSprop",
@@ -75,7 +74,7 @@ SURFACES = {
 
 def _check_surface(name):
     if name not in SURFACES:
-        raise ValueError(f"optim_lab: unknown surface {name!r}; choose one of {', '.join(SURFACES)}")
+        raise ValueError(f"optimizers lab: unknown surface {name!r}; choose one of {', '.join(SURFACES)}")
 
 
 def surface_value(name: str, theta) -> float:
@@ -121,7 +120,7 @@ def make_optimizer(name: str, params, lr: float, momentum: float = 0.9, alpha: f
         return optim.Adam(params, lr=lr, betas=tuple(betas))
     if name == "adamw":
         return optim.AdamW(params, lr=lr, betas=tuple(betas), weight_decay=weight_decay)
-    raise ValueError(f"optim_lab: optimizer must be one of {OPTIMIZERS}, got {name!r}")
+    raise ValueError(f"optimizers lab: optimizer must be one of {OPTIMIZERS}, got {name!r}")
 
 
 def make_schedule(name: str, opt, steps: int, warmup: int | None = None, step_size: int | None = None,
@@ -142,7 +141,7 @@ def make_schedule(name: str, opt, steps: int, warmup: int | None = None, step_si
         return lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps + 1, cycle_momentum=False)
     if name == "plateau":
         return lr_scheduler.ReduceLROnPlateau(opt, factor=factor, patience=patience)
-    raise ValueError(f"optim_lab: schedule must be one of {SCHEDULES}, got {name!r}")
+    raise ValueError(f"optimizers lab: schedule must be one of {SCHEDULES}, got {name!r}")
 
 
 @dataclass

@@ -6,7 +6,7 @@ a tuple result). :func:`check_row` runs the three and raises :class:`FormulaMism
 row, the snippets and the worst element, when the engine or PyTorch disagrees with NumPy.
 
 The protocols for ``kind='update'`` and ``kind='schedule'`` rows are described in
-:mod:`engine.formulas.core`. PyTorch is optional: :func:`torch_available` says whether it can run.
+:mod:`engine.course.formulas.core`. PyTorch is optional: :func:`torch_available` says whether it can run.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _module(name: str):
 
 
 def namespace(backend: str, seed: int = 0) -> dict:
-    """The globals a snippet of ``backend`` runs in (see :mod:`engine.formulas.core`)."""
+    """The globals a snippet of ``backend`` runs in (see :mod:`engine.course.formulas.core`)."""
     base = {"np": np, "math": math}
     if backend == "numpy":
         return {**base, "sliding_window_view": sliding_window_view, "rng": np.random.default_rng(seed + 1)}

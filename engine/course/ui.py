@@ -9,7 +9,7 @@ VERDICT_KINDS = {True: "success", False: "warn", None: "neutral"}
 
 
 def verdict(result):
-    """``(ok, message)`` from :func:`engine.exercises.check_number` as a marimo callout."""
+    """``(ok, message)`` from :func:`engine.course.exercises.check_number` as a marimo callout."""
     import marimo as mo
 
     ok, message = result

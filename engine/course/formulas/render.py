@@ -2,7 +2,7 @@
 
 Pure string work (no marimo): a sheet passes the strings to ``mo.md``. Each table row shows the
 name (and the row's note), the formula as inline LaTeX, and the three snippets verbatim. Links
-to other pages come from :mod:`engine.course`, as seen from the sheet that draws them.
+to other pages come from :mod:`engine.course.toc`, as seen from the sheet that draws them.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable
 
+from .. import toc
 from .core import FormulaRow
 
 __all__ = ["LEGEND", "KIND_NOTES", "table_md", "sheet_sections", "EXTRA_SECTIONS", "links_md",
@@ -56,9 +57,7 @@ def _code(code: str | None) -> str:
 
 
 def _default_link(from_id: str | None) -> Callable[[str], str]:
-    from .. import course
-
-    return lambda id: course.link(id, from_id=from_id)
+    return lambda id: toc.link(id, from_id=from_id)
 
 
 def table_md(rows: Iterable[FormulaRow], sheet: str | None = None, link: Callable | None = None) -> str:
@@ -78,9 +77,7 @@ def table_md(rows: Iterable[FormulaRow], sheet: str | None = None, link: Callabl
         if notes:
             name += f"<br><small>{_cell(notes)}</small>"
         if sheet is not None and r.sheet != sheet:
-            from .. import course
-
-            name += f"<br><small>→ [{_cell(course.entry(r.sheet).title)}]({link(r.sheet)})</small>"
+                    name += f"<br><small>→ [{_cell(toc.entry(r.sheet).title)}]({link(r.sheet)})</small>"
         lines.append(f"| {name} | ${_cell(r.latex)}$ | {_code(r.numpy)} | {_code(r.engine)} | {_code(r.torch)} |")
     return "\n".join(lines)
 
@@ -102,15 +99,13 @@ def sheet_sections(sheet: str) -> list:
 def links_md(notebooks: Iterable[str] = (), sheets: Iterable[str] = (), from_id: str | None = None,
              link: Callable | None = None) -> str:
     """'Explained in: [notebook] · Cheat sheet: [sheet]' with course titles and links."""
-    from .. import course
-
     link = link or _default_link(from_id)
     parts = []
     notebooks, sheets = list(notebooks), list(sheets)
     if notebooks:
-        parts.append("Explained in the notebook: " + ", ".join(f"[{course.entry(i).title}]({link(i)})" for i in notebooks))
+        parts.append("Explained in the notebook: " + ", ".join(f"[{toc.entry(i).title}]({link(i)})" for i in notebooks))
     if sheets:
-        parts.append("Cheat sheet: " + ", ".join(f"[{course.entry(i).title}]({link(i)})" for i in sheets))
+        parts.append("Cheat sheet: " + ", ".join(f"[{toc.entry(i).title}]({link(i)})" for i in sheets))
     return " · ".join(parts)
 
 

@@ -185,7 +185,7 @@ ROWS = [
 @dataclass(frozen=True)
 class HubSection:
     """One section of the hub: its title, the rows it lists (ids, from any sheet), and the topic
-    notebooks and focused cheat sheets it links to (``engine.course`` ids)."""
+    notebooks and focused cheat sheets it links to (``engine.course.toc`` ids)."""
 
     key: str
     title: str

@@ -1,6 +1,6 @@
 """Every formula of the cheat sheets, as data: LaTeX plus NumPy, engine and PyTorch code.
 
-    from engine import formulas
+    from engine.course import formulas
     formulas.rows("activation_functions")      # the rows of one sheet, in order
     formulas.row("deriv.div.grad")             # one row by id
     formulas.check_row(formulas.row("act.relu"))   # run its code; raises if the engine disagrees
@@ -9,7 +9,7 @@
 One module per sheet holds that sheet's rows (``activation_functions``, ``loss_functions``,
 ``derivatives``, ``optimizers``, ``metrics``, ``tensor_shapes``, ``deep_learning``);
 :mod:`.core` defines :class:`FormulaRow`, :mod:`.evaluate` runs the snippets, :mod:`.render`
-draws them as markdown, :mod:`.layout` says which rows each sheet shows under which heading.
+draws them as markdown.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ ROWS: tuple = tuple(r for m in _MODULES for r in m.ROWS)
 _BY_ID = {}
 for _r in ROWS:
     if _r.id in _BY_ID:
-        raise ValueError(f"engine.formulas: duplicate row id {_r.id!r}")
+        raise ValueError(f"engine.course.formulas: duplicate row id {_r.id!r}")
     _BY_ID[_r.id] = _r
 
 
@@ -41,7 +41,7 @@ def row(id: str) -> FormulaRow:
     try:
         return _BY_ID[id]
     except KeyError:
-        raise KeyError(f"engine.formulas: no row with id {id!r}") from None
+        raise KeyError(f"engine.course.formulas: no row with id {id!r}") from None
 
 
 def rows(sheet: str | None = None) -> tuple:
@@ -49,7 +49,7 @@ def rows(sheet: str | None = None) -> tuple:
     if sheet is None:
         return ROWS
     if sheet not in SHEETS:
-        raise ValueError(f"engine.formulas.rows: unknown sheet {sheet!r}; sheets: {', '.join(SHEETS)}")
+        raise ValueError(f"engine.course.formulas.rows: unknown sheet {sheet!r}; sheets: {', '.join(SHEETS)}")
     return tuple(r for r in ROWS if r.sheet == sheet)
 
 

@@ -1,7 +1,7 @@
 """The formula row: one formula, its LaTeX, and the same computation in NumPy, engine and PyTorch.
 
 Every cheat sheet is drawn from :class:`FormulaRow` objects, and the tests run every row's code
-(see :mod:`engine.formulas.evaluate`), so a formula shown on a sheet is a formula that was checked.
+(see :mod:`engine.course.formulas.evaluate`), so a formula shown on a sheet is a formula that was checked.
 
 A row's three snippets are real code, shown verbatim. Each is run in its own namespace:
 
@@ -45,7 +45,7 @@ class FormulaRow:
     """One formula of a cheat sheet and its code in three spellings.
 
     id:       unique, dotted, stable (``"act.relu"``); the tests and the hub refer to rows by id.
-    sheet:    the cheat sheet the row belongs to (an ``engine.course`` id).
+    sheet:    the cheat sheet the row belongs to (an ``engine.course.toc`` id).
     section:  the heading it is listed under on that sheet.
     name:     what a reader searches for ("ReLU derivative").
     latex:    the formula, without dollar signs.

@@ -16,7 +16,7 @@ Links work in the two places a page is read:
 Which one applies is decided when the link is drawn (:func:`detect_mode`): a notebook served by a
 marimo server has an HTTP request behind its session (``mo.app_meta().request`` is set); a static
 export, a WebAssembly page and ``python notebook.py`` have none, and get the site's ``.html``
-links. So a notebook just writes ``mo.md(course.nav_md("01_activations"))`` and the same cell is
+links. So a notebook just writes ``mo.md(toc.nav_md("01_activations"))`` and the same cell is
 right in every setting.
 """
 
@@ -126,7 +126,7 @@ def entry(id: str) -> Entry:
     try:
         return _BY_ID[id]
     except (KeyError, TypeError):
-        raise ValueError(f"course.entry: unknown id {id!r}; known ids: {', '.join(_BY_ID)}") from None
+        raise ValueError(f"toc.entry: unknown id {id!r}; known ids: {', '.join(_BY_ID)}") from None
 
 
 def entries(kind: str | None = None) -> tuple:
@@ -134,7 +134,7 @@ def entries(kind: str | None = None) -> tuple:
     if kind is None:
         return ENTRIES
     if kind not in ("notebook", "cheatsheet"):
-        raise ValueError(f"course.entries: kind must be 'notebook', 'cheatsheet' or None, got {kind!r}")
+        raise ValueError(f"toc.entries: kind must be 'notebook', 'cheatsheet' or None, got {kind!r}")
     return tuple(e for e in ENTRIES if e.kind == kind)
 
 
@@ -177,7 +177,7 @@ def link(id: str, from_id: str | None = None, mode: str = "auto") -> str:
     """
     target = entry(id)
     if mode not in MODES:
-        raise ValueError(f"course.link: mode must be one of {MODES}, got {mode!r}")
+        raise ValueError(f"toc.link: mode must be one of {MODES}, got {mode!r}")
     if mode == "auto":
         mode = detect_mode()
     if mode == "server":

@@ -673,7 +673,7 @@ def image_row(panels: dict, *, cmaps=None, symmetric=(), titles_fmt: str = "{}",
 
 
 def im2col_figure(view: dict, *, width: float = 10.0):
-    """im2col made visible (the dict of ``engine.conv_lab.im2col_view``): the padded input with the
+    """im2col made visible (the dict of ``engine.course.labs.convolution.im2col_view``): the padded input with the
     chosen output pixel's patch outlined, the column matrix colsᵀ with its row outlined, and the
     weights that row meets, all in one grey range so the same value looks the same everywhere.
     Small inputs have their values written in; the lit row always has."""
@@ -727,7 +727,7 @@ def im2col_figure(view: dict, *, width: float = 10.0):
 
 
 def strip_placements(data: dict, *, title=None):
-    """The strip diagram of ``engine.conv_lab.conv_placements``: one row per output, the padded
+    """The strip diagram of ``engine.course.labs.convolution.conv_placements``: one row per output, the padded
     input along x, the kernel's taps lit."""
     return cell_grid(data["output"], data["position"], data["kind"], title=title,
                      x_title="padded input position", y_title="output o")
