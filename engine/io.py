@@ -55,25 +55,53 @@ def _decode(node, archive):
     return [_decode(v, archive) for v in node["list"]]
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def save(obj, path) -> None:
-    """Write ``obj`` (a state dict) to ``path`` as ``.npz``; the file appears whole or not at all."""
+    """Write ``obj`` (a state dict) to ``path`` as ``.npz``; the file appears whole or not at all.
+
+    As ``open(path, "wb")`` (and so ``torch.save``) would: a new file gets the usual permissions
+    (0o666 minus the umask), an existing file keeps its own, and a symbolic link is written through
+    (its target is replaced, the link stays).
+    """
     arrays: list = []
     structure = {"format": _FORMAT, "root": _encode(obj, arrays)}
     members = {f"a{i}": a for i, a in enumerate(arrays)}
     members[_STRUCTURE_KEY] = np.array(json.dumps(structure))
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".engine-save-", suffix=".tmp", dir=folder)
+    target = os.path.realpath(path)  # through symbolic links: replace what the link points to
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"save: the folder of {path} does not exist ({folder}); create it first")
+    if os.path.isdir(target):
+        raise IsADirectoryError(f"save: {path} is a folder; give a file name, e.g. {os.path.join(path, 'model.npz')}")
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".engine-save-", suffix=".tmp", dir=folder)
+    except OSError as err:
+        raise type(err)(err.errno, f"save: cannot write {path}: {err.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **members)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+_ZIP_MAGIC = b"PK\x03\x04"
+_NPY_MAGIC = b"\x93NUMPY"
 
 
 def load(path):
@@ -81,15 +109,33 @@ def load(path):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"load: no such file: {path}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"load: {path} is a folder, not a checkpoint file")
+    with open(path, "rb") as f:
+        head = f.read(6)
+    if head.startswith(_NPY_MAGIC):
+        raise ValueError(
+            f"load: {path} is not a readable engine checkpoint (.npz written by engine.save): it holds "
+            "a single NumPy array (.npy format); read it with numpy.load, or wrap it: "
+            "engine.save({'x': array}, 'file.npz')"
+        )
+    if not head.startswith(_ZIP_MAGIC):
+        raise ValueError(
+            f"load: {path} is not a readable engine checkpoint (.npz written by engine.save): it is not "
+            "a zip archive at all (a text file, a pickle, or a truncated download?)"
+        )
     try:
         with np.load(path, allow_pickle=False) as archive:
-            if not hasattr(archive, "files") or _STRUCTURE_KEY not in archive.files:
-                raise ValueError("it has no engine structure record")
+            if _STRUCTURE_KEY not in archive.files:
+                raise ValueError("it has no engine structure record (a plain numpy.savez archive?)")
             structure = json.loads(str(archive[_STRUCTURE_KEY]))
             if structure.get("format") != _FORMAT:
                 raise ValueError(f"unknown format {structure.get('format')!r}")
             return _decode(structure["root"], archive)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, json.JSONDecodeError) as err:
+        reason = str(err)
+        if "pickle" in reason:  # never point anyone towards unpickling an untrusted file
+            reason = "a member holds Python objects, which engine checkpoints never do"
         raise ValueError(
-            f"load: {path} is not a readable engine checkpoint (.npz written by engine.save): {err}"
+            f"load: {path} is not a readable engine checkpoint (.npz written by engine.save): {reason}"
         ) from None
