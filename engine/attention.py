@@ -12,7 +12,8 @@ True where attention is ALLOWED (False blocks); a *float* mask is added to the s
 below return boolean masks with the same convention. (``nn.MultiheadAttention`` follows PyTorch's
 opposite convention for its boolean masks: True there means BLOCKED; pass ``~mask``.)
 
-A query whose every key is blocked gets all-zero weights and a zero output, never NaN.
+A query whose every key is blocked gets all-zero weights and a zero output, never NaN; so does
+every query when there are no keys at all (S = 0), as PyTorch.
 
 Positions: ``sinusoidal_positions`` (Vaswani et al., 2017) and rotary embeddings ``apply_rope``
 (Su et al., 2021), which rotate each pair (x_{2i}, x_{2i+1}) by the angle m·θ_i,
@@ -101,6 +102,8 @@ def _softmax_scores(q, k, add, blocked, scale, bias):
         if shape != scores.shape:
             scores = np.broadcast_to(scores, shape).copy()
         np.copyto(scores, -np.inf, where=blocked)
+    if scores.shape[-1] == 0:  # no keys: nothing to attend to, zero weights and a zero output (as PyTorch)
+        return qs, scores
     top = scores.max(axis=-1, keepdims=True)
     top[~np.isfinite(top)] = 0.0  # a fully blocked row: exp(−inf − 0) = 0, no inf − inf
     scores -= top

@@ -21,17 +21,28 @@ no op has to repeat them:
 * **un-broadcasting**: an op may return a gradient with the (broadcast) shape of its output; it is
   summed back to each input's own shape here;
 * **dtype**: a gradient is cast to its input's dtype;
-* **accumulation**: a tensor used twice receives the sum of both gradients.
+* **accumulation**: a tensor used twice receives the sum of both gradients, and a leaf's ``.grad``
+  is added to in place (a reference taken before a second ``backward`` sees the sum);
+* **saved arrays are checked**: every tensor carries a version counter that in-place writes bump
+  (``x[i] = v``, ``x += y``, ``x.add_(y)``, an optimizer step). An op records the versions of the
+  tensors whose arrays it saved; if one changed before ``backward``, the gradient would be computed
+  from the wrong values, so :func:`backward` raises instead, naming the op;
+* **freeing**: after ``backward`` the saved arrays are released (unless ``retain_graph=True``); a
+  second ``backward`` through the same ops is then an error, as in PyTorch.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 
 _grad_enabled = True
 _tensor_class = None  # set by engine.tensor on import (avoids a circular import per op call)
+# Every recorded node and every in-place rebase takes the next number, so that backward can tell
+# whether a node used a tensor before or after an in-place op replaced that tensor's history.
+_sequence = itertools.count()
 
 
 def is_grad_enabled() -> bool:
@@ -80,9 +91,15 @@ class Function:
 
     Attributes set by :meth:`apply`: ``parents`` (the input tensors) and ``needs_input_grad``
     (one bool per input), which lets ``backward`` skip gradients nobody asked for.
+    ``saved_tensors`` is ``()`` until ``save_for_backward`` and ``None`` once backward freed it.
+    A subclass whose output may share memory with its first input (a view: reshape, permute,
+    expand, basic indexing) sets ``shares_input = True``, so that both share one version counter.
     """
 
-    __slots__ = ("parents", "needs_input_grad", "saved_tensors", "__dict__")
+    __slots__ = ("parents", "needs_input_grad", "__dict__")
+    saved_tensors = ()
+    shares_input = False
+    _checks = ()
 
     @staticmethod
     def forward(ctx, *args, **kwargs):  # pragma: no cover - abstract
@@ -105,11 +122,70 @@ class Function:
             if True in needs:
                 ctx.parents = inputs
                 ctx.needs_input_grad = needs
-                return _tensor_class._from_op(data, ctx)
-        return _tensor_class._wrap(data)
+                ctx._seq = next(_sequence)
+                out = _tensor_class._from_op(data, ctx)
+                if ctx.saved_tensors:
+                    ctx._checks = _version_checks(ctx.saved_tensors, inputs, out)
+                elif cls.shares_input:
+                    _share_version(out, inputs[0], recorded=True)
+                return out
+        out = _tensor_class._wrap(data)
+        if cls.shares_input:
+            _share_version(out, inputs[0], recorded=False)
+        return out
 
     def __repr__(self):
         return f"<{type(self).__name__}>"
+
+
+def _share_version(out, source, recorded: bool) -> None:
+    """A view shares its source's version counter (writing into either changes both)."""
+    if np.may_share_memory(out.data, source.data):
+        out._vc = source._vc
+        if recorded:  # a graph now holds two tensors over one memory: see Tensor._inplace
+            source._vc[1] = True
+
+
+def _version_checks(saved, inputs, out) -> list:
+    """(counter, version now, what, saved index) for each saved array that is an input's or the output's."""
+    checks = []
+    for k, a in enumerate(saved):
+        if not isinstance(a, np.ndarray):
+            continue
+        if a is out.data:
+            checks.append((out._vc, out._vc[0], "output 0", k))
+            continue
+        base = a.base
+        for i, t in enumerate(inputs):
+            d = t.data
+            if a is d or (base is not None and base is d):
+                checks.append((t._vc, t._vc[0], f"input {i}", k))
+                break
+    return checks
+
+
+def _check_saved(node) -> None:
+    """Raise if backward cannot use ``node``'s saved arrays: freed, or changed in place since."""
+    saved = node.saved_tensors
+    if saved is None:
+        raise RuntimeError(
+            f"backward: trying to backward through the graph a second time: the arrays that "
+            f"{type(node).__name__} saved for its gradient were freed by the first backward(). "
+            "Pass backward(retain_graph=True) the first time if you need to go through the graph "
+            "again (or recompute the forward pass)."
+        )
+    for counter, version, what, k in node._checks:
+        if counter[0] != version:
+            a = saved[k]
+            raise RuntimeError(
+                f"backward: one of the variables needed for gradient computation has been modified "
+                f"by an inplace operation: the {a.dtype} array of shape {a.shape} that "
+                f"{type(node).__name__} saved ({what}) is at version {counter[0]}; expected version "
+                f"{version}. Something wrote into it between the forward pass and backward() "
+                "(x[...] = v, x += y, x.add_(y), an optimizer step, ...), so its gradient would be "
+                "computed from the wrong values. Make the change after backward(), or use an "
+                "out-of-place op (x = x + y)."
+            )
 
 
 def unbroadcast(grad: np.ndarray, shape: tuple) -> np.ndarray:
@@ -133,6 +209,23 @@ def unbroadcast(grad: np.ndarray, shape: tuple) -> np.ndarray:
     return grad
 
 
+def _as_used_by(tensor, node):
+    """``tensor`` as it was when ``node`` used it: an in-place op may have given it a new history
+    since, and ``node`` must send its gradient to the old one."""
+    for rebased_at, before in tensor._history:
+        if node._seq < rebased_at:
+            return before
+    return tensor
+
+
+def _parents(node) -> tuple:
+    parents = node.parents
+    for p in parents:
+        if p._history is not None:
+            return tuple(_as_used_by(q, node) if q._history is not None else q for q in parents)
+    return parents
+
+
 def _topological_order(root) -> list:
     """Tensors reachable from ``root`` that need a gradient, each after all its consumers.
 
@@ -151,18 +244,36 @@ def _topological_order(root) -> list:
         stack.append((tensor, True))
         node = tensor._ctx
         if node is not None:
-            for parent in node.parents:
+            for parent in _parents(node):
                 if parent.requires_grad and id(parent) not in visited:
                     stack.append((parent, False))
     order.reverse()
     return order
 
 
-def backward(root, gradient: np.ndarray) -> None:
+def _accumulate(tensor, grad) -> None:
+    """Add ``grad`` into ``tensor.grad``: in place when it already holds an array of its own."""
+    existing = tensor.grad
+    if existing is None:
+        # .grad must be the tensor's own writable array: an op may hand back a read-only
+        # broadcast view (sum, mean), a view of another array, or a NumPy scalar (0-d inputs)
+        if not (isinstance(grad, np.ndarray) and grad.flags.writeable and grad.base is None):
+            grad = np.array(grad)
+        tensor.grad = grad
+    elif (isinstance(existing, np.ndarray) and existing.flags.writeable
+          and existing.shape == np.shape(grad) and existing.dtype == grad.dtype):
+        existing += grad
+    else:
+        tensor.grad = np.asarray(existing + grad)
+
+
+def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
     """Propagate ``gradient`` (dL/d root) to every leaf that requires a gradient.
 
     Leaves accumulate into ``.grad`` (so two ``backward`` calls add up, as in PyTorch); a non-leaf
-    keeps its gradient only after ``retain_grad()``.
+    keeps its gradient only after ``retain_grad()``. Saved arrays are checked (not freed, not
+    modified in place since the forward pass) before each op's backward, and freed after it
+    unless ``retain_graph``.
     """
     grads = {id(root): gradient}
     handed_out = {id(gradient)}  # arrays already stored once: a second owner gets a copy
@@ -172,21 +283,20 @@ def backward(root, gradient: np.ndarray) -> None:
             continue
         node = tensor._ctx
         if node is None or tensor._retain:
-            if tensor.grad is None:
-                # .grad must be the tensor's own writable array: an op may hand back a read-only
-                # broadcast view (sum, mean) or a NumPy scalar (0-d inputs)
-                if not (isinstance(grad, np.ndarray) and grad.flags.writeable):
-                    grad = np.array(grad)
-                tensor.grad = grad
-            else:
-                tensor.grad = np.asarray(tensor.grad + grad)
-            handed_out.add(id(grad))  # a retained non-leaf's .grad must not reach a leaf too
+            first = tensor.grad is None
+            _accumulate(tensor, grad)
+            if first:
+                handed_out.add(id(tensor.grad))  # a retained non-leaf's .grad must not reach a leaf too
         if node is None:
             continue
+        if node.saved_tensors is None or node._checks:
+            _check_saved(node)
         input_grads = type(node).backward(node, grad)
+        if not retain_graph and node.saved_tensors:
+            node.saved_tensors = None
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
-        for parent, needs, g in zip(node.parents, node.needs_input_grad, input_grads):
+        for parent, needs, g in zip(_parents(node), node.needs_input_grad, input_grads):
             if not needs or g is None:
                 continue
             if g.shape != parent.data.shape:

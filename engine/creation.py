@@ -17,7 +17,7 @@ def _make(data, dtype, requires_grad) -> Tensor:
 
 
 def _size(size, op) -> tuple:
-    shape = _shape_arg(size)
+    shape = _shape_arg(size, op)
     if any(n < 0 for n in shape):
         raise ValueError(f"{op}: sizes must be non-negative, got {shape}")
     return shape

@@ -7,6 +7,8 @@ composed from Tensor methods, so every gradient here comes from tested primitive
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import random as _random
@@ -14,67 +16,91 @@ from .ops import elementwise as ew
 from .ops import loss as loss_ops
 from .ops import movement as mv
 from .ops.matmul import Linear
-from .tensor import Tensor, _check_broadcast, as_tensor, where
+from .tensor import Tensor, _check_broadcast, _floating, _no_bool, as_tensor, where
 
 # ---------------------------------------------------------------- activations
 
 
+# Activations of integer or bool tensors compute in float32, PyTorch's default dtype (PyTorch
+# itself refuses most of them for integers; relu keeps the integer dtype, as PyTorch).
+
+
 def relu(x) -> Tensor:
     """max(0, x)."""
-    return ew.Relu.apply(as_tensor(x))
+    x = as_tensor(x)
+    _no_bool(x, "relu")
+    return ew.Relu.apply(x)
 
 
 def leaky_relu(x, negative_slope: float = 0.01) -> Tensor:
     """x if x > 0 else negative_slope·x."""
-    return ew.LeakyRelu.apply(as_tensor(x), negative_slope=negative_slope)
+    return ew.LeakyRelu.apply(_floating(as_tensor(x)), negative_slope=negative_slope)
 
 
 def sigmoid(x) -> Tensor:
     """1 / (1 + e⁻ˣ), stable for any x."""
-    return ew.Sigmoid.apply(as_tensor(x))
+    return ew.Sigmoid.apply(_floating(as_tensor(x)))
 
 
 def tanh(x) -> Tensor:
-    return ew.Tanh.apply(as_tensor(x))
+    return ew.Tanh.apply(_floating(as_tensor(x)))
 
 
 def gelu(x, approximate: str = "none") -> Tensor:
     """x·Φ(x) (exact), or ½x(1 + tanh(√(2/π)(x + 0.044715x³))) with approximate='tanh'."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return ew.Gelu.apply(as_tensor(x), approximate=approximate)
+    return ew.Gelu.apply(_floating(as_tensor(x)), approximate=approximate)
 
 
 def silu(x) -> Tensor:
     """x·σ(x), also called Swish."""
-    return ew.Silu.apply(as_tensor(x))
+    return ew.Silu.apply(_floating(as_tensor(x)))
 
 
 def softplus(x, beta: float = 1.0) -> Tensor:
     """(1/β)·ln(1 + e^(βx)), a smooth ReLU; finite for x = ±1000."""
     if beta <= 0:
         raise ValueError(f"softplus: beta must be positive, got {beta}")
-    return ew.Softplus.apply(as_tensor(x), beta=float(beta))
+    return ew.Softplus.apply(_floating(as_tensor(x)), beta=float(beta))
 
 
 def elu(x, alpha: float = 1.0) -> Tensor:
     """x if x > 0 else α(eˣ − 1)."""
-    return ew.Elu.apply(as_tensor(x), alpha=float(alpha))
+    return ew.Elu.apply(_floating(as_tensor(x)), alpha=float(alpha))
 
 
-def softmax(x, dim: int = -1) -> Tensor:
-    """e^(xᵢ) / Σⱼ e^(xⱼ) along ``dim`` (stable: the max is subtracted first)."""
-    return as_tensor(x).softmax(dim)
+def _softmax_dim(x: Tensor, dim, op: str) -> int:
+    """``dim``, or PyTorch's legacy implicit choice (0 for 0-, 1- and 3-d inputs, else 1) with its
+    deprecation warning: name the dim."""
+    if dim is not None:
+        return dim
+    warnings.warn(
+        f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X "
+        "as an argument.", UserWarning, stacklevel=3,
+    )
+    return 0 if x.ndim in (0, 1, 3) else 1
 
 
-def log_softmax(x, dim: int = -1) -> Tensor:
-    """xᵢ − log Σⱼ e^(xⱼ) along ``dim``."""
-    return as_tensor(x).log_softmax(dim)
+def softmax(x, dim=None) -> Tensor:
+    """e^(xᵢ) / Σⱼ e^(xⱼ) along ``dim`` (stable: the max is subtracted first).
+
+    Without ``dim``: PyTorch's implicit choice and warning (dim 1 of a 2-d input, but dim 0 of a
+    3-d one); always pass ``dim``.
+    """
+    x = as_tensor(x)
+    return x.softmax(_softmax_dim(x, dim, "softmax"))
+
+
+def log_softmax(x, dim=None) -> Tensor:
+    """xᵢ − log Σⱼ e^(xⱼ) along ``dim`` (without ``dim``: as :func:`softmax`)."""
+    x = as_tensor(x)
+    return x.log_softmax(_softmax_dim(x, dim, "log_softmax"))
 
 
 def logsigmoid(x) -> Tensor:
     """log σ(x) = −softplus(−x), stable."""
-    return -softplus(-as_tensor(x))
+    return -softplus(-_floating(as_tensor(x)))
 
 
 def swiglu(x, w_gate, w_up) -> Tensor:
@@ -155,7 +181,7 @@ def pseudo_huber_loss(input, target, reduction: str = "mean", delta: float = 1.0
 def _optional_array(x, dtype, op, name, shape=None):
     if x is None:
         return None
-    arr = np.asarray(x.data if isinstance(x, Tensor) else x, dtype=dtype)
+    arr = np.array(x.data if isinstance(x, Tensor) else x, dtype=dtype)  # a copy: saved for backward
     if shape is not None:
         try:
             np.broadcast_shapes(arr.shape, shape)
@@ -221,19 +247,19 @@ def _index_coefficients(target, n_classes, sample_shape, weight, ignore_index, s
     safe_t = t if all_valid else np.where(valid, t, 0)
     coef = (safe_t[..., None] == np.arange(n_classes)).astype(dtype)  # one-hot rows
     if weight is None and all_valid and not smoothing:
-        return coef, float(t.size)
+        return coef, float(t.size), None
     w = np.ones(n_classes, dtype=dtype) if weight is None else weight
     w_y = w[safe_t] * valid
     coef *= ((1.0 - smoothing) * w_y)[..., None]
     if smoothing:
         coef += (smoothing / n_classes) * w * valid[..., None]
-    return coef, float(w_y.sum())
+    return coef, float(w_y.sum()), (None if all_valid else valid)
 
 
 def _class_weight(weight, n_classes, dtype, op):
     if weight is None:
         return None
-    w = np.asarray(weight.data if isinstance(weight, Tensor) else weight, dtype=dtype)
+    w = np.array(weight.data if isinstance(weight, Tensor) else weight, dtype=dtype)
     if w.shape != (n_classes,):
         raise ValueError(f"{op}: weight must have one entry per class ({n_classes},), got {w.shape}")
     return w
@@ -260,8 +286,8 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
     w = _class_weight(weight, n_classes, z.dtype, op)
     t = target.data if isinstance(target, Tensor) else np.asarray(target)
     if t.dtype.kind in "iub":
-        coef, denominator = _index_coefficients(t, n_classes, sample_shape, w, ignore_index,
-                                                label_smoothing, z.dtype, op)
+        coef, denominator, valid = _index_coefficients(t, n_classes, sample_shape, w, ignore_index,
+                                                       label_smoothing, z.dtype, op)
     elif t.dtype.kind == "f":
         if t.shape != input.shape:
             raise ValueError(f"{op}: probability targets must have the input's shape {input.shape}, got {t.shape}")
@@ -276,10 +302,11 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
         q = t if input.ndim <= 2 else np.moveaxis(t, 1, -1)
         q = q.astype(z.dtype) * (1.0 - label_smoothing) + label_smoothing / n_classes
         coef = q if w is None else q * w
-        denominator = float(max(int(np.prod(sample_shape)), 1))
+        denominator, valid = float(np.prod(sample_shape)), None  # an empty batch: NaN, as PyTorch
     else:
         raise TypeError(f"{op}: target must hold class indices or probabilities, got dtype {t.dtype}")
-    return loss_ops.CrossEntropy.apply(z, coef=coef, reduction=reduction, denominator=denominator)
+    return loss_ops.CrossEntropy.apply(z, coef=coef, reduction=reduction, denominator=denominator,
+                                       valid=valid)
 
 
 def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
@@ -292,15 +319,17 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     t = np.asarray(target.data if isinstance(target, Tensor) else target)
     if t.dtype.kind not in "iu":
         raise TypeError(f"{op}: target must hold integer class indices, got {t.dtype}")
-    coef, denominator = _index_coefficients(t, n_classes, x.shape[:-1], w, ignore_index, 0.0, x.dtype, op)
-    return loss_ops.NLLLoss.apply(x, coef=coef, reduction=reduction, denominator=denominator)
+    coef, denominator, valid = _index_coefficients(t, n_classes, x.shape[:-1], w, ignore_index, 0.0,
+                                                   x.dtype, op)
+    return loss_ops.NLLLoss.apply(x, coef=coef, reduction=reduction, denominator=denominator, valid=valid)
 
 
-def kl_div(input, target, reduction: str = "batchmean", log_target: bool = False) -> Tensor:
+def kl_div(input, target, reduction: str = "mean", log_target: bool = False) -> Tensor:
     """KL(p ‖ q) = Σ p·(log p − log q), with ``input`` = log q and ``target`` = p (or log p).
 
     Terms with p = 0 contribute 0. 'batchmean' divides the sum by the batch size (input.shape[0]),
-    which is the true KL per sample; 'mean' divides by the number of elements.
+    which is the true KL per sample; 'mean' (the default, as PyTorch) divides by the number of
+    elements, which is not the KL: pass reduction='batchmean'.
     """
     op = "kl_div"
     _check_reduction(reduction, op, ("batchmean", "mean", "sum", "none"))
@@ -368,7 +397,7 @@ def one_hot(idx, num_classes: int = -1) -> Tensor:
 def embedding(idx, weight) -> Tensor:
     """Rows of ``weight`` picked by integer ``idx``; repeated indices accumulate their gradients."""
     weight = as_tensor(weight)
-    i = np.asarray(idx.data if isinstance(idx, Tensor) else idx)
+    i = np.array(idx.data if isinstance(idx, Tensor) else idx)  # a copy: backward scatters by it
     if i.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be integers, got {i.dtype}")
     if i.size and (i.min() < 0 or i.max() >= weight.shape[0]):

@@ -7,6 +7,8 @@ at fault) and pick the primitive.
 
 from __future__ import annotations
 
+import operator
+import warnings
 from collections import namedtuple
 from typing import Sequence
 
@@ -33,22 +35,38 @@ def _as_array(data, dtype=None) -> np.ndarray:
         arr = np.asarray(data)
     else:
         try:
-            arr = np.asarray(data)
+            arr = np.asarray(data)  # a list of Tensors works too, through Tensor.__array__
         except ValueError:
             raise ValueError(
                 f"tensor: nested lists must be rectangular (every row the same length), got {data!r:.80}"
             ) from None
-        if arr.dtype == np.float64:
+        if arr.dtype == np.float64 and not _holds_float64_tensor(data):
             arr = arr.astype(_DEFAULT_FLOAT)
-        elif arr.dtype == object:
-            raise TypeError(f"tensor: cannot build a tensor from {type(data).__name__} {data!r:.80}")
+    if arr.dtype.kind not in "biufc":
+        raise TypeError(
+            f"tensor: cannot build a tensor from {type(data).__name__} {data!r:.80} (dtype {arr.dtype}); "
+            "a tensor holds numbers or booleans: a number, a nested list of numbers, or a NumPy array"
+        )
     if dtype is not None:
         arr = arr.astype(np.dtype(dtype), copy=False)
     return arr
 
 
+def _holds_float64_tensor(data) -> bool:
+    """True for a list whose first element is a float64 Tensor (torch keeps its dtype then)."""
+    first = data
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    return isinstance(first, Tensor) and first.data.dtype == np.float64
+
+
 def _is_float(arr: np.ndarray) -> bool:
     return arr.dtype.kind in "fc"
+
+
+def _new_version() -> list:
+    """A version counter: [number of in-place writes, shared with a view recorded in a graph?]."""
+    return [0, False]
 
 
 class Tensor:
@@ -58,7 +76,7 @@ class Tensor:
     a NumPy array keeps its dtype (float64 stays float64), and ``dtype=`` overrides both.
     """
 
-    __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retain", "__weakref__")
+    __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retain", "_vc", "_history", "__weakref__")
     # NumPy defers to our reflected operators (array + tensor -> Tensor.__radd__)
     __array_ufunc__ = None
 
@@ -70,6 +88,8 @@ class Tensor:
         self.grad = None
         self._ctx = None
         self._retain = False
+        self._vc = _new_version()
+        self._history = None
         self.requires_grad = False
         if requires_grad:
             self.requires_grad_(True)
@@ -84,6 +104,8 @@ class Tensor:
         t.grad = None
         t._ctx = None
         t._retain = False
+        t._vc = [0, False]
+        t._history = None
         t.requires_grad = False
         return t
 
@@ -111,6 +133,15 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self._ctx is None
+
+    @property
+    def _version(self) -> int:
+        """How many in-place writes this tensor's memory has seen (as ``torch.Tensor._version``)."""
+        return self._vc[0]
+
+    def _bump_version(self) -> None:
+        """Record an in-place write into ``.data`` (optimizers and initialisers call it)."""
+        self._vc[0] += 1
 
     @property
     def grad_fn(self):
@@ -185,11 +216,17 @@ class Tensor:
         self._retain = True
         return self
 
-    def backward(self, gradient=None) -> None:
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False) -> None:
         """Compute d(self)/d(leaf) for every leaf that requires a gradient; leaves accumulate ``.grad``.
 
         ``gradient`` is dL/d(self); it may be omitted only for a single-element tensor (L = self).
+        The arrays the ops saved are freed afterwards, unless ``retain_graph=True`` (needed to call
+        backward through the same graph again).
         """
+        if create_graph:
+            raise NotImplementedError(
+                "backward: create_graph=True (gradients of gradients) is not supported by the engine"
+            )
         if not self.requires_grad:
             raise RuntimeError(
                 "backward: this tensor does not require a gradient and has no graph; create the "
@@ -209,11 +246,13 @@ class Tensor:
                 raise ValueError(
                     f"backward: gradient has shape {grad.shape} but the tensor has shape {self.shape}"
                 )
-        autograd.backward(self, grad)
+        autograd.backward(self, grad, retain_graph=bool(retain_graph))
 
     def detach(self) -> "Tensor":
-        """The same data, cut from the graph (shares memory, like PyTorch)."""
-        return Tensor._wrap(self.data)
+        """The same data, cut from the graph (shares memory and the version counter, like PyTorch)."""
+        t = Tensor._wrap(self.data)
+        t._vc = self._vc
+        return t
 
     def zero_grad_(self) -> None:
         self.grad = None
@@ -222,6 +261,15 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         return self.data
+
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(t)``: the data (shared, as ``t.numpy()``)."""
+        arr = self.data
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"__array__: converting {arr.dtype} to {np.dtype(dtype)} needs a copy")
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
 
     def item(self):
         if self.data.size != 1:
@@ -274,7 +322,10 @@ class Tensor:
             if isinstance(other, float):
                 return Tensor._wrap(np.asarray(other, dtype=_DEFAULT_FLOAT))
             return Tensor._wrap(np.asarray(other))
-        if isinstance(other, (np.ndarray, np.generic, list, tuple)):
+        if isinstance(other, np.ndarray):
+            # a copy: the op may save it for backward, and the caller may change the array later
+            return Tensor._wrap(np.array(_as_array(other)))
+        if isinstance(other, (np.generic, list, tuple)):
             return Tensor._wrap(_as_array(other))
         raise TypeError(f"{op}: unsupported operand of type {type(other).__name__}")
 
@@ -316,13 +367,22 @@ class Tensor:
         if isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
             if isinstance(exponent, float) and not _is_float(self.data):
                 return self.float() ** exponent  # an integer tensor to a float power is float32, as torch
+            if not _is_float(self.data):
+                if exponent < 0:
+                    _negative_integer_power()
+                if self.data.dtype == np.bool_:
+                    return self.long() ** exponent
             return ew.PowScalar.apply(self, exponent=exponent)
         return self._binary(ew.Pow, exponent, "pow")
 
     def __rpow__(self, base):
+        if isinstance(base, np.generic) and base.dtype.kind in "iuf":
+            base = base.item()
         if isinstance(base, (int, float)) and not isinstance(base, bool) and base > 0:
             if isinstance(base, float) and not _is_float(self.data):
                 return base ** self.float()  # 1.5 ** arange(3) is float32 (an int base dtype would truncate 1.5)
+            if not _is_float(self.data) and self.data.size and self.data.min() < 0:
+                _negative_integer_power()
             return ew.RPowScalar.apply(self, base=base)
         return self._binary(ew.Pow, base, "pow", reverse=True)
 
@@ -333,6 +393,7 @@ class Tensor:
         return matmul(self._operand(other, "matmul"), self)
 
     def __neg__(self):
+        _no_bool(self, "neg", "use ~t (logical not) for a bool tensor")
         return ew.Neg.apply(self)
 
     def __pos__(self):
@@ -391,11 +452,14 @@ class Tensor:
 
     # ------------------------------------------------------------ elementwise functions
 
+    # Floating functions of an integer or bool tensor compute in float32 (PyTorch's default dtype),
+    # never in the integer dtype (sigmoid would truncate to 0) nor in NumPy's float64.
+
     def exp(self):
-        return ew.Exp.apply(self)
+        return ew.Exp.apply(_floating(self))
 
     def log(self):
-        return ew.Log.apply(self)
+        return ew.Log.apply(_floating(self))
 
     def log2(self):
         return log(self, 2.0)
@@ -404,27 +468,29 @@ class Tensor:
         return log(self, 10.0)
 
     def sqrt(self):
-        return ew.Sqrt.apply(self)
+        return ew.Sqrt.apply(_floating(self))
 
     def square(self):
-        return ew.PowScalar.apply(self, exponent=2)
+        return self ** 2
 
     def abs(self):
+        _no_bool(self, "abs")
         return ew.Abs.apply(self)
 
     def sin(self):
-        return ew.Sin.apply(self)
+        return ew.Sin.apply(_floating(self))
 
     def cos(self):
-        return ew.Cos.apply(self)
+        return ew.Cos.apply(_floating(self))
 
     def tanh(self):
-        return ew.Tanh.apply(self)
+        return ew.Tanh.apply(_floating(self))
 
     def sigmoid(self):
-        return ew.Sigmoid.apply(self)
+        return ew.Sigmoid.apply(_floating(self))
 
     def relu(self):
+        _no_bool(self, "relu")
         return ew.Relu.apply(self)
 
     def clamp(self, min=None, max=None):
@@ -436,49 +502,74 @@ class Tensor:
         min, max = (b.item() if isinstance(b, np.generic) else b for b in (min, max))
         if min is not None and max is not None and min > max:
             raise ValueError(f"clamp: min ({min}) is greater than max ({max})")
+        if not _is_float(self.data) and (isinstance(min, float) or isinstance(max, float)):
+            return self.float().clamp(min, max)  # an integer tensor clamped to float bounds: float32
         return ew.Clamp.apply(self, lo=min, hi=max)
 
     clip = clamp
 
     def masked_fill(self, mask, value) -> "Tensor":
-        """``value`` where ``mask`` is True, this tensor elsewhere; no gradient where filled."""
-        mask = np.asarray(mask.data if isinstance(mask, Tensor) else mask)
+        """``value`` where ``mask`` is True, this tensor elsewhere; no gradient to this tensor where
+        filled. ``value`` may be a 0-d tensor that requires a gradient (it gets the filled places')."""
+        mask = np.array(mask.data if isinstance(mask, Tensor) else mask)  # a copy: saved for backward
         if mask.dtype != np.bool_:
             raise TypeError(f"masked_fill: mask must be boolean, got {mask.dtype}")
         _check_broadcast(self.shape, mask.shape, "masked_fill")
-        fill = Tensor._wrap(np.asarray(value, dtype=self.dtype))
+        if isinstance(value, Tensor):
+            if value.ndim != 0:
+                raise ValueError(
+                    f"masked_fill: value must be a number or a 0-d tensor, got a tensor of shape {value.shape}"
+                )
+            fill = value if value.dtype == self.dtype else value.type(self.dtype)
+        else:
+            fill = Tensor._wrap(np.asarray(value, dtype=self.dtype))
         return ew.Where.apply(fill, self, cond=mask)
 
     # ------------------------------------------------------------ reductions
 
+    # dim=None or dim=() reduces every dim, as PyTorch (NumPy's axis=() would reduce none)
+
     def sum(self, dim=None, keepdim: bool = False):
-        return rd.Sum.apply(self, axes=rd.normalize_dims(dim, self.ndim, "sum"), keepdim=keepdim)
+        return rd.Sum.apply(self, axes=rd.normalize_dims(dim, self.ndim, "sum", empty_is_all=True),
+                            keepdim=keepdim)
 
     def mean(self, dim=None, keepdim: bool = False):
         if not _is_float(self.data):
             raise TypeError(f"mean: needs a floating-point tensor, got {self.dtype}; use .float() first")
-        return rd.Mean.apply(self, axes=rd.normalize_dims(dim, self.ndim, "mean"), keepdim=keepdim)
+        return rd.Mean.apply(self, axes=rd.normalize_dims(dim, self.ndim, "mean", empty_is_all=True),
+                             keepdim=keepdim)
+
+    def _var_settings(self, dim, unbiased, correction, op):
+        if not _is_float(self.data):
+            raise TypeError(f"{op}: needs a floating-point tensor, got {self.dtype}; use .float() first")
+        correction = (1 if unbiased else 0) if correction is None else correction
+        return rd.normalize_dims(dim, self.ndim, op, empty_is_all=True), correction
 
     def var(self, dim=None, keepdim: bool = False, unbiased: bool = True, correction=None):
-        if not _is_float(self.data):
-            raise TypeError(f"var: needs a floating-point tensor, got {self.dtype}; use .float() first")
-        correction = (1 if unbiased else 0) if correction is None else correction
-        axes = rd.normalize_dims(dim, self.ndim, "var")
+        axes, correction = self._var_settings(dim, unbiased, correction, "var")
         return rd.Var.apply(self, axes=axes, keepdim=keepdim, correction=correction)
 
     def std(self, dim=None, keepdim: bool = False, unbiased: bool = True, correction=None):
-        return self.var(dim, keepdim, unbiased, correction).sqrt()
+        """√var; its gradient is 0 where the variance is 0 (as PyTorch), not 0/0."""
+        axes, correction = self._var_settings(dim, unbiased, correction, "std")
+        return rd.Std.apply(self, axes=axes, keepdim=keepdim, correction=correction)
 
     def _extreme(self, dim, keepdim, use_min, op):
-        if self.data.size == 0:
-            raise ValueError(f"{op}: the tensor is empty (shape {self.shape})")
         if dim is None:
-            return rd.Amax.apply(self, axes=tuple(range(self.ndim)), keepdim=False, use_min=use_min)
+            if self.data.size == 0:
+                raise ValueError(
+                    f"{op}: the tensor is empty (shape {self.shape}), so it has no {op}imum; give dim= "
+                    "to reduce along a non-empty dim"
+                )
+            # as PyTorch: a NaN is the max, and the gradient is shared among the NaNs
+            return rd.Amax.apply(self, axes=tuple(range(self.ndim)), keepdim=False, use_min=use_min,
+                                 nan_is_extreme=True)
         if self.ndim == 0:  # as PyTorch: a 0-d tensor is its own max, at index 0
             rd.normalize_dims(dim, 0, op)
             return ValuesIndices(self.reshape(1)._extreme(0, False, use_min, op).values.reshape(()),
                                  Tensor._wrap(np.asarray(0)))
         (axis,) = rd.normalize_dims(dim, self.ndim, op)
+        _nonempty_dim(self, axis, op)
         values = rd.MaxAlongDim.apply(self, dim=axis, keepdim=keepdim, use_min=use_min)
         return_indices = (np.argmin if use_min else np.argmax)(self.data, axis=axis)
         indices = Tensor._wrap(np.expand_dims(return_indices, axis) if keepdim else return_indices)
@@ -492,11 +583,15 @@ class Tensor:
         return self._extreme(dim, keepdim, True, "min")
 
     def amax(self, dim=None, keepdim: bool = False):
-        axes = rd.normalize_dims(dim, self.ndim, "amax")
+        axes = rd.normalize_dims(dim, self.ndim, "amax", empty_is_all=True)
+        for axis in axes:
+            _nonempty_dim(self, axis, "amax")
         return rd.Amax.apply(self, axes=axes, keepdim=keepdim, use_min=False)
 
     def amin(self, dim=None, keepdim: bool = False):
-        axes = rd.normalize_dims(dim, self.ndim, "amin")
+        axes = rd.normalize_dims(dim, self.ndim, "amin", empty_is_all=True)
+        for axis in axes:
+            _nonempty_dim(self, axis, "amin")
         return rd.Amax.apply(self, axes=axes, keepdim=keepdim, use_min=True)
 
     def argmax(self, dim=None, keepdim: bool = False):
@@ -511,30 +606,34 @@ class Tensor:
         return rd.Prod.apply(self, dim=dim, keepdim=keepdim)
 
     def logsumexp(self, dim, keepdim: bool = False):
-        if self.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
+        """log Σ exp along ``dim``; over an empty dim it is log 0 = −inf, as PyTorch."""
+        x = _floating(self)
+        if x.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
             rd.normalize_dims(dim, 0, "logsumexp")
-            return self.reshape(1).logsumexp(0).reshape(())
-        (axis,) = rd.normalize_dims(dim, self.ndim, "logsumexp")
-        return rd.LogSumExp.apply(self, dim=axis, keepdim=keepdim)
+            return x.reshape(1).logsumexp(0).reshape(())
+        (axis,) = rd.normalize_dims(dim, x.ndim, "logsumexp")
+        return rd.LogSumExp.apply(x, dim=axis, keepdim=keepdim)
 
     def softmax(self, dim):
-        if self.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
+        x = _floating(self)
+        if x.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
             rd.normalize_dims(dim, 0, "softmax")
-            return self.reshape(1).softmax(0).reshape(())
-        (axis,) = rd.normalize_dims(dim, self.ndim, "softmax")
-        return rd.Softmax.apply(self, dim=axis)
+            return x.reshape(1).softmax(0).reshape(())
+        (axis,) = rd.normalize_dims(dim, x.ndim, "softmax")
+        return rd.Softmax.apply(x, dim=axis)
 
     def log_softmax(self, dim):
-        if self.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
+        x = _floating(self)
+        if x.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
             rd.normalize_dims(dim, 0, "log_softmax")
-            return self.reshape(1).log_softmax(0).reshape(())
-        (axis,) = rd.normalize_dims(dim, self.ndim, "log_softmax")
-        return rd.LogSoftmax.apply(self, dim=axis)
+            return x.reshape(1).log_softmax(0).reshape(())
+        (axis,) = rd.normalize_dims(dim, x.ndim, "log_softmax")
+        return rd.LogSoftmax.apply(x, dim=axis)
 
     # ------------------------------------------------------------ movement
 
     def reshape(self, *shape):
-        shape = _shape_arg(shape)
+        shape = _shape_arg(shape, "reshape")
         try:
             np.empty(self.shape, dtype=np.bool_).reshape(shape)  # cheap validity check
         except ValueError:
@@ -548,8 +647,11 @@ class Tensor:
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1):
         if self.ndim == 0:
+            rd.normalize_dims(start_dim, 0, "flatten")
+            rd.normalize_dims(end_dim, 0, "flatten")
             return self.reshape(1)
-        start, end = start_dim % self.ndim, end_dim % self.ndim
+        (start,) = rd.normalize_dims(start_dim, self.ndim, "flatten")
+        (end,) = rd.normalize_dims(end_dim, self.ndim, "flatten")
         if start > end:
             raise ValueError(f"flatten: start_dim ({start_dim}) comes after end_dim ({end_dim})")
         shape = self.shape[:start] + (-1,) + self.shape[end + 1:]
@@ -558,7 +660,7 @@ class Tensor:
         return self.reshape(shape)
 
     def permute(self, *dims):
-        dims = _shape_arg(dims)
+        dims = _shape_arg(dims, "permute")
         if sorted(d % max(self.ndim, 1) for d in dims) != list(range(self.ndim)):
             raise ValueError(f"permute: {tuple(dims)} is not a permutation of the {self.ndim} dims of shape {self.shape}")
         return mv.Permute.apply(self, dims=tuple(d % self.ndim for d in dims))
@@ -571,21 +673,24 @@ class Tensor:
         return mv.Permute.apply(self, dims=tuple(dims))
 
     def squeeze(self, dim=None):
+        """Remove dims of size 1: all of them, or those in ``dim`` (an int or a tuple, as PyTorch 2)."""
         if dim is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
-        (axis,) = rd.normalize_dims(dim, self.ndim, "squeeze")
-        if self.shape[axis] != 1:
+        axes = rd.normalize_dims(dim, self.ndim, "squeeze")
+        drop = {axis for axis in axes if self.ndim and self.shape[axis] == 1}
+        if not drop:
             return self
-        return self.reshape(self.shape[:axis] + self.shape[axis + 1:])
+        return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in drop))
 
     def unsqueeze(self, dim: int):
+        dim = _int_arg(dim, "unsqueeze", "dim")
         if not -self.ndim - 1 <= dim <= self.ndim:
             raise IndexError(f"unsqueeze: dim {dim} is out of range for a tensor with {self.ndim} dims")
         axis = dim % (self.ndim + 1)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
     def expand(self, *shape):
-        shape = _shape_arg(shape)
+        shape = _shape_arg(shape, "expand")
         lead = len(shape) - self.ndim
         if lead < 0:
             raise ValueError(f"expand: cannot expand shape {self.shape} to fewer dims {tuple(shape)}")
@@ -597,6 +702,7 @@ class Tensor:
         return self.expand(other.shape)
 
     def flip(self, dims):
+        """A reversed copy (as PyTorch; NumPy's flip is a view that later writes would change)."""
         dims = rd.normalize_dims(dims, self.ndim, "flip")
         return mv.Flip.apply(self, dims=dims)
 
@@ -609,12 +715,207 @@ class Tensor:
         return mv.Index.apply(self, index=index)
 
     def __setitem__(self, index, value):
-        if self.requires_grad and autograd.is_grad_enabled():
+        """``t[index] = value`` in place. Into a constant, a value that requires grad makes ``t`` part
+        of the graph (its gradient flows to the value); into a leaf that requires grad it is an
+        error outside ``no_grad``, as in PyTorch."""
+        index = _clean_index(index)
+        if not (autograd._grad_enabled and (self.requires_grad
+                                            or (isinstance(value, Tensor) and value.requires_grad))):
+            try:
+                self.data[index] = value.data if isinstance(value, Tensor) else value
+            except IndexError as err:
+                raise IndexError(f"setitem: {err} (tensor shape {self.shape})") from None
+            except ValueError as err:
+                raise ValueError(f"setitem: {err} (tensor shape {self.shape})") from None
+            self._vc[0] += 1
+            return
+        self._check_inplace("setitem")
+        value = value if isinstance(value, Tensor) else Tensor._wrap(np.asarray(value, dtype=self.dtype))
+        if value.dtype != self.dtype:
+            value = value.type(self.dtype)
+        try:
+            target_shape = self.data[index].shape
+        except IndexError as err:
+            raise IndexError(f"setitem: {err} (tensor shape {self.shape})") from None
+        _check_broadcast(value.shape, target_shape, "setitem", result=target_shape)
+        before = self._before_inplace(copy=False)  # SetItem reads only its shape
+        self._rebase(mv.SetItem.apply(before, value if value is not self else before, index=index),
+                     before, "setitem")
+
+    # ------------------------------------------------------------ in place
+
+    def _check_inplace(self, op: str) -> None:
+        """The checks before an in-place op that gradients must flow through."""
+        if self.requires_grad and self._ctx is None:
             raise RuntimeError(
-                "setitem: in-place assignment into a tensor that requires grad would break its "
-                "gradient; assign under engine.no_grad(), or build a new tensor with engine.where/cat"
+                f"{op}: a leaf Variable that requires grad is being used in an in-place operation. "
+                "This tensor is trained (its .grad is computed from the graph), so changing it while "
+                "gradients are recorded is refused, as in PyTorch. To compute a new value, use an "
+                "out-of-place op (y = x + 1, engine.where, masked_fill). To change the tensor "
+                "itself (initialisation, a hand-written update step), do it under engine.no_grad(), "
+                "and not between a forward pass and its backward()."
             )
-        self.data[_clean_index(index)] = value.data if isinstance(value, Tensor) else value
+        if self._vc[1]:
+            raise RuntimeError(
+                f"{op}: this tensor shares its memory with a view (reshape, permute, indexing, ...) "
+                "that is part of the graph, so an in-place change while gradients are recorded would "
+                "leave one of them with a stale gradient. The engine refuses it (PyTorch tracks "
+                "views); use an out-of-place op instead (y = x + 1)."
+            )
+
+    def _before_inplace(self, copy: bool = True) -> "Tensor":
+        """A tensor standing for this one's current value and history, for an in-place op to use."""
+        before = Tensor._wrap(self.data.copy() if copy else self.data)
+        before._ctx = self._ctx
+        before.requires_grad = self.requires_grad
+        return before
+
+    def _rebase(self, new: "Tensor", before: "Tensor", op: str) -> "Tensor":
+        """Write ``new`` (computed from ``before``) into this tensor, which becomes ``new``'s node's output.
+
+        Ops recorded earlier that used this tensor keep sending their gradient to ``before``.
+        """
+        if new.dtype != self.dtype:
+            new = new.type(self.dtype)
+        self._write(new.data, op)
+        self._ctx = new._ctx
+        self.requires_grad = new.requires_grad
+        if new.requires_grad or before.requires_grad:
+            history = self._history or []
+            history.append((next(autograd._sequence), before))
+            self._history = history
+        return self
+
+    def _write(self, values: np.ndarray, op: str) -> None:
+        """``self.data[...] = values`` with PyTorch's checks, and a version bump."""
+        if values.shape != self.shape:
+            raise RuntimeError(f"{op}: output with shape {self.shape} doesn't match the broadcast shape {values.shape}")
+        if values.dtype != self.dtype and not np.can_cast(values.dtype, self.dtype, casting="same_kind"):
+            raise RuntimeError(f"{op}: result type {values.dtype} can't be cast to the desired output type {self.dtype}")
+        if not self.data.flags.writeable:
+            raise RuntimeError(
+                f"{op}: this tensor's memory is read-only (a broadcast view, e.g. from expand()); "
+                "write into a copy instead"
+            )
+        self.data[...] = values
+        self._vc[0] += 1
+
+    def _inplace(self, op: str, compute, *others) -> "Tensor":
+        """Replace this tensor's values by ``compute(self, *others)``, in place, as PyTorch's ``x.op_()``.
+
+        Without a graph to record, the result is written into ``.data``. With one (this tensor or an
+        operand requires grad, outside ``no_grad``), the op is recorded on a copy of the old value
+        and this tensor becomes its output.
+        """
+        if not (autograd._grad_enabled and (self.requires_grad or any(
+                isinstance(o, Tensor) and o.requires_grad for o in others))):
+            with autograd.no_grad():
+                new = compute(Tensor._wrap(self.data), *others)
+            self._write(new.data, op)
+            return self
+        self._check_inplace(op)
+        before = self._before_inplace()
+        new = compute(before, *[before if o is self else o for o in others])
+        return self._rebase(new, before, op)
+
+    def __iadd__(self, other):
+        return self._inplace("add_", Tensor.__add__, other)
+
+    def __isub__(self, other):
+        return self._inplace("sub_", Tensor.__sub__, other)
+
+    def __imul__(self, other):
+        return self._inplace("mul_", Tensor.__mul__, other)
+
+    def __itruediv__(self, other):
+        return self._inplace("div_", Tensor.__truediv__, other)
+
+    def __ipow__(self, other):
+        return self._inplace("pow_", Tensor.__pow__, other)
+
+    def add_(self, other, alpha=1):
+        if alpha != 1:
+            return self._inplace("add_", lambda x, o: x + o * alpha, other)
+        return self._inplace("add_", Tensor.__add__, other)
+
+    def sub_(self, other, alpha=1):
+        if alpha != 1:
+            return self._inplace("sub_", lambda x, o: x - o * alpha, other)
+        return self._inplace("sub_", Tensor.__sub__, other)
+
+    def mul_(self, other):
+        return self._inplace("mul_", Tensor.__mul__, other)
+
+    def div_(self, other):
+        return self._inplace("div_", Tensor.__truediv__, other)
+
+    def pow_(self, exponent):
+        return self._inplace("pow_", Tensor.__pow__, exponent)
+
+    def neg_(self):
+        return self._inplace("neg_", Tensor.__neg__)
+
+    def abs_(self):
+        return self._inplace("abs_", Tensor.abs)
+
+    def exp_(self):
+        return self._inplace("exp_", Tensor.exp)
+
+    def log_(self):
+        return self._inplace("log_", Tensor.log)
+
+    def sqrt_(self):
+        return self._inplace("sqrt_", Tensor.sqrt)
+
+    def sigmoid_(self):
+        return self._inplace("sigmoid_", Tensor.sigmoid)
+
+    def tanh_(self):
+        return self._inplace("tanh_", Tensor.tanh)
+
+    def relu_(self):
+        return self._inplace("relu_", Tensor.relu)
+
+    def clamp_(self, min=None, max=None):
+        return self._inplace("clamp_", lambda x, lo, hi: x.clamp(lo, hi), min, max)
+
+    clip_ = clamp_
+
+    def masked_fill_(self, mask, value):
+        return self._inplace("masked_fill_", lambda x, v: x.masked_fill(mask, v), value)
+
+    def fill_(self, value):
+        """Every element set to ``value`` (a number, or a 0-d tensor whose gradient is the sum)."""
+        if isinstance(value, Tensor) and value.ndim != 0:
+            raise ValueError(f"fill_: value must be a number or a 0-d tensor, got shape {value.shape}")
+        return self._inplace("fill_", lambda x, v: _filled(x, v), value)
+
+    def zero_(self):
+        return self._inplace("zero_", lambda x: _filled(x, 0))
+
+    def copy_(self, src):
+        """This tensor's values replaced by ``src``'s (broadcast to this shape, cast to this dtype)."""
+        src = src if isinstance(src, Tensor) else Tensor._wrap(np.array(_as_array(src)))
+        _check_broadcast(src.shape, self.shape, "copy_", result=self.shape)
+        return self._inplace("copy_", lambda x, v: _filled(x, v), src)
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0):
+        from . import random as _random
+
+        return self._write_drawn(_random.generator().uniform(a, b, self.shape), "uniform_")
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0):
+        from . import random as _random
+
+        return self._write_drawn(_random.generator().normal(mean, std, self.shape), "normal_")
+
+    def _write_drawn(self, values: np.ndarray, op: str) -> "Tensor":
+        values = values.astype(self.dtype)
+        if autograd._grad_enabled and self.requires_grad:  # a non-leaf becomes a constant
+            self._check_inplace(op)
+            return self._rebase(Tensor._wrap(values), self._before_inplace(copy=False), op)
+        self._write(values, op)
+        return self
 
     def __iter__(self):
         for i in range(len(self)):
@@ -639,17 +940,88 @@ class _Cast(autograd.Function):
         return g
 
 
+def _category(dtype) -> int:
+    return 0 if dtype == np.bool_ else (2 if dtype.kind in "fc" else 1)
+
+
+def _promote_types(x, y):
+    """PyTorch's promote_types: the higher category (bool < integer < float) wins outright (float32
+    with int64 stays float32, where NumPy gives float64); within a category, the wider type."""
+    cx, cy = _category(x), _category(y)
+    if cx != cy:
+        return x if cx > cy else y
+    return np.result_type(x, y)
+
+
+def result_dtype(a: np.ndarray, b: np.ndarray):
+    """PyTorch's result type of two tensors: a 0-d tensor does not widen a dimensioned one of the
+    same or a higher category (float32 vector + float64 scalar tensor is float32)."""
+    if (a.ndim == 0) == (b.ndim == 0):
+        return _promote_types(a.dtype, b.dtype)
+    dim, zero = (a.dtype, b.dtype) if a.ndim else (b.dtype, a.dtype)
+    if _category(dim) >= _category(zero):
+        return dim
+    return _promote_types(dim, zero)
+
+
+def _to_dtype(t: Tensor, dtype) -> Tensor:
+    if t.data.dtype == dtype:
+        return t
+    if t.requires_grad:
+        return _Cast.apply(t, dtype=dtype)
+    return Tensor._wrap(t.data.astype(dtype))
+
+
 def _promote(a: Tensor, b: Tensor, op: str):
-    """PyTorch's promotion where NumPy's differs: a float tensor meeting an integer or bool one keeps
-    its float dtype (NumPy widens float32 with int64 to float64), and dividing integers gives float32."""
-    float_a, float_b = _is_float(a.data), _is_float(b.data)
-    if float_a and not float_b:
-        b = Tensor._wrap(b.data.astype(a.data.dtype))
-    elif float_b and not float_a:
-        a = Tensor._wrap(a.data.astype(b.data.dtype))
-    elif not float_a and not float_b and op == "div":
-        a, b = Tensor._wrap(a.data.astype(_DEFAULT_FLOAT)), Tensor._wrap(b.data.astype(_DEFAULT_FLOAT))
-    return a, b
+    """Both operands converted to PyTorch's result type (see :func:`result_dtype`); dividing integers
+    gives float32."""
+    dtype = result_dtype(a.data, b.data)
+    if op == "div" and dtype.kind not in "fc":
+        dtype = np.dtype(_DEFAULT_FLOAT)
+    return _to_dtype(a, dtype), _to_dtype(b, dtype)
+
+
+def _floating(x: Tensor) -> Tensor:
+    """``x`` itself if floating, else its values as float32 (PyTorch's default dtype)."""
+    if x.data.dtype.kind in "fc":
+        return x
+    return Tensor._wrap(x.data.astype(_DEFAULT_FLOAT))
+
+
+def _no_bool(x: Tensor, op: str, hint: str = "convert it first, e.g. t.float() or t.long()") -> None:
+    if x.data.dtype == np.bool_:
+        raise TypeError(f"{op}: not supported for a bool tensor (as in PyTorch); {hint}")
+
+
+def _negative_integer_power():
+    raise RuntimeError(
+        "pow: Integers to negative integer powers are not allowed (the result is not an integer); "
+        "use a float base or a float tensor, e.g. 2.0 ** t or t.float() ** -1"
+    )
+
+
+def _nonempty_dim(x: Tensor, axis: int, op: str) -> None:
+    if x.ndim and x.shape[axis] == 0:
+        raise IndexError(
+            f"{op}: Expected reduction dim {axis} to have non-zero size (the tensor has shape {x.shape}, "
+            "so there is nothing to take the extreme of along it)"
+        )
+
+
+def _int_arg(value, op: str, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{op}: {name} must be an int, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def _filled(x: Tensor, v) -> Tensor:
+    """A tensor of ``x``'s shape and dtype holding ``v`` (broadcast); a ``v`` that requires grad gets
+    the gradient (summed over the copies)."""
+    if not isinstance(v, Tensor):
+        return Tensor._wrap(np.full(x.shape, v, dtype=x.dtype))
+    if not v.requires_grad:
+        return Tensor._wrap(np.broadcast_to(v.data.astype(x.dtype, copy=False), x.shape))
+    return Tensor._wrap(np.zeros(x.shape, dtype=x.dtype)) + _to_dtype(v, x.dtype)
 
 
 def _clamp_to_tensors(x: "Tensor", lo, hi) -> "Tensor":
@@ -666,20 +1038,34 @@ def _clamp_to_tensors(x: "Tensor", lo, hi) -> "Tensor":
     return out
 
 
-def _shape_arg(shape) -> tuple:
+def _shape_arg(shape, op: str = "shape") -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return tuple(int(n) for n in shape)
+    out = []
+    for n in shape:
+        if isinstance(n, Tensor):
+            n = n.data
+        if isinstance(n, bool) or isinstance(n, (float, np.floating)):
+            raise TypeError(f"{op}: sizes must be integers, got {type(n).__name__} {n!r} in {tuple(shape)!r}")
+        try:
+            out.append(operator.index(n))
+        except TypeError:
+            raise TypeError(f"{op}: sizes must be integers, got {type(n).__name__} {n!r}") from None
+    return tuple(out)
 
 
 def _clean_index(index):
-    """Tensors inside an index become arrays (they carry no gradient)."""
+    """Tensors inside an index become arrays (they carry no gradient); index arrays are copied,
+    since backward uses them and the caller may change them in the meantime."""
     if isinstance(index, Tensor):
-        return index.data
+        return index.data.copy()
+    if isinstance(index, np.ndarray):
+        return index.copy()
     if isinstance(index, tuple):
-        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
+        return tuple(i.data.copy() if isinstance(i, Tensor) else (i.copy() if isinstance(i, np.ndarray) else i)
+                     for i in index)
     if isinstance(index, list):
-        return np.asarray(index)
+        return np.array([i.item() if isinstance(i, Tensor) else i for i in index])
     return index
 
 
@@ -701,15 +1087,25 @@ def _check_broadcast(a: tuple, b: tuple, op: str, result=None) -> None:
 
 def _arg_extreme(t: Tensor, dim, keepdim, fn, op) -> Tensor:
     if dim is None:
+        if t.data.size == 0:
+            raise ValueError(f"{op}: the tensor is empty (shape {t.shape}); give dim= to reduce along a non-empty dim")
         return Tensor._wrap(np.asarray(fn(t.data)))
     (axis,) = rd.normalize_dims(dim, t.ndim, op)
+    _nonempty_dim(t, axis, op)
     out = fn(t.data, axis=axis)
     return Tensor._wrap(np.expand_dims(out, axis) if keepdim else out)
 
 
 def as_tensor(x) -> Tensor:
-    """``x`` unchanged if it is a Tensor, else a constant Tensor (arrays keep their dtype)."""
-    return x if isinstance(x, Tensor) else Tensor._wrap(_as_array(x))
+    """``x`` unchanged if it is a Tensor, else a constant Tensor (arrays keep their dtype).
+
+    A NumPy array is copied: an op may save it for backward, and the caller may change it later.
+    """
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return Tensor._wrap(np.array(_as_array(x)))
+    return Tensor._wrap(_as_array(x))
 
 
 # ---------------------------------------------------------------- free functions
@@ -734,6 +1130,11 @@ def matmul(a, b) -> Tensor:
         )
     if a.ndim > 2 and b.ndim > 2:
         _check_broadcast(a.shape[:-2], b.shape[:-2], "matmul (batch dims)")
+    if a.data.dtype != b.data.dtype:
+        raise RuntimeError(
+            f"matmul: expected both operands to have the same dtype, but got {a.data.dtype} and "
+            f"{b.data.dtype} (as PyTorch, matmul does not promote); convert one, e.g. b.to(a.dtype)"
+        )
     return MatMul.apply(a, b)
 
 
@@ -751,6 +1152,11 @@ def cat(tensors: Sequence, dim: int = 0) -> Tensor:
             raise ValueError(
                 f"cat: shapes {[tuple(x.shape) for x in tensors]} must match except in dim {dim}"
             )
+    dtype = tensors[0].data.dtype
+    if any(t.data.dtype != dtype for t in tensors):  # PyTorch's promotion: int with float32 is float32
+        for t in tensors[1:]:
+            dtype = _promote_types(dtype, t.data.dtype)
+        tensors = [_to_dtype(t, dtype) for t in tensors]
     return mv.Cat.apply(*tensors, dim=axis)
 
 
@@ -784,7 +1190,7 @@ def _operands(a, b, op: str):
 
 def where(condition, a, b) -> Tensor:
     """``a`` where ``condition`` is True, else ``b``; gradients flow to the chosen side only."""
-    cond = np.asarray(condition.data if isinstance(condition, Tensor) else condition)
+    cond = np.array(condition.data if isinstance(condition, Tensor) else condition)  # a copy: saved
     if cond.dtype != np.bool_:
         raise TypeError(f"where: condition must be boolean, got {cond.dtype}")
     a, b = _operands(a, b, "where")
@@ -807,7 +1213,7 @@ def minimum(a, b) -> Tensor:
 
 def log(x, base=None) -> Tensor:
     """ln x, or log_base(x) = ln x / ln base (base may be a tensor that needs a gradient)."""
-    x = as_tensor(x)
+    x = _floating(as_tensor(x))  # an integer tensor: float32, as torch (NumPy: uint8 -> float16)
     if base is None:
         return ew.Log.apply(x)
     if isinstance(base, (int, float)) and not isinstance(base, bool):

@@ -147,7 +147,7 @@ def trace(output: Tensor, names: dict | None = None, backward: bool = True) -> G
         for t in tensors:
             if t._ctx is not None:
                 t.retain_grad()
-        output.backward()
+        output.backward(retain_graph=True)  # step() replays each node's backward afterwards
     ids = {id(t): i for i, t in enumerate(tensors)}
     depth: dict = {}
 

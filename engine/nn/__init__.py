@@ -23,7 +23,7 @@ from .layers import (
     Tanh,
     Unflatten,
 )
-from .module import Module, ModuleList, Parameter, Sequential
+from .module import Module, ModuleDict, ModuleList, Parameter, ParameterDict, ParameterList, Sequential
 
 # Other layer files add their import lines below (conv.py, attention.py).
 from .attention import MultiheadAttention

@@ -83,6 +83,8 @@ def _fan(tensor, mode: str) -> int:
 def _fill(tensor, values: np.ndarray):
     arr = tensor.data if isinstance(tensor, Tensor) else tensor
     arr[...] = values
+    if isinstance(tensor, Tensor):
+        tensor._bump_version()  # an in-place write: a graph that saved the old values must know
     return tensor
 
 

@@ -374,11 +374,12 @@ class Softplus(Module):
 
 
 class Softmax(Module):
-    """e^(xᵢ)/Σⱼ e^(xⱼ) along ``dim`` (default: the last dim)."""
+    """e^(xᵢ)/Σⱼ e^(xⱼ) along ``dim``; without ``dim``, PyTorch's implicit choice and its warning
+    (see :func:`engine.functional.softmax`): always pass ``dim``."""
 
-    def __init__(self, dim: int = -1):
+    def __init__(self, dim=None):
         super().__init__()
-        self.dim = -1 if dim is None else dim
+        self.dim = dim
 
     def forward(self, x):
         return F.softmax(x, self.dim)
@@ -388,9 +389,9 @@ class Softmax(Module):
 
 
 class LogSoftmax(Module):
-    def __init__(self, dim: int = -1):
+    def __init__(self, dim=None):
         super().__init__()
-        self.dim = -1 if dim is None else dim
+        self.dim = dim
 
     def forward(self, x):
         return F.log_softmax(x, self.dim)

@@ -2,10 +2,13 @@
 
 A module's parameters, sub-modules and buffers are *discovered* from its attributes, in the order
 they were assigned: a :class:`Parameter` attribute is a parameter, a :class:`Module` attribute is a
-child, a list, tuple or dict of modules (or of parameters) holds children named ``"name.0"``,
-``"name.key"``, and tensors registered with :meth:`Module.register_buffer` are buffers (state that
-is saved but not trained, such as BatchNorm's running statistics). Attribute reads are ordinary
-Python attribute reads, so a forward pass pays nothing for the bookkeeping.
+child (:class:`ModuleList`, :class:`ModuleDict`, :class:`ParameterList` and :class:`ParameterDict`
+hold several, named ``"name.0"``, ``"name.key"``), and tensors registered with
+:meth:`Module.register_buffer` are buffers (state that is saved but not trained, such as
+BatchNorm's running statistics). As in PyTorch, a plain Python list or dict of modules is *not*
+registered: its layers would be missing from ``parameters()``, so an optimizer would never train
+them; use ``nn.ModuleList``. Attribute reads are ordinary Python attribute reads, so a forward pass
+pays nothing for the bookkeeping.
 
 Names follow PyTorch: ``named_parameters()`` yields ``"0.weight"``, ``"encoder.fc.bias"``, ...
 """
@@ -38,6 +41,8 @@ class Parameter(Tensor):
             self.grad = None
             self._ctx = None
             self._retain = False
+            self._vc = data._vc  # one memory, one version counter
+            self._history = None
             self.requires_grad = False
             if requires_grad:
                 self.requires_grad_(True)
@@ -122,18 +127,6 @@ class Module:
                 params.append((name, value))
             elif isinstance(value, Module):
                 children.append((name, value))
-            elif isinstance(value, (list, tuple)):
-                for i, item in enumerate(value):
-                    if isinstance(item, Parameter):
-                        params.append((f"{name}.{i}", item))
-                    elif isinstance(item, Module):
-                        children.append((f"{name}.{i}", item))
-            elif isinstance(value, dict):
-                for key, item in value.items():
-                    if isinstance(item, Parameter):
-                        params.append((f"{name}.{key}", item))
-                    elif isinstance(item, Module):
-                        children.append((f"{name}.{key}", item))
         return params, children
 
     # ------------------------------------------------------------------ traversal
@@ -264,19 +257,20 @@ class Module:
     # ------------------------------------------------------------------ state dict
 
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> "OrderedDict":
-        """Every parameter and persistent buffer by dotted name, as Tensors sharing the module's data."""
+        """Every parameter and persistent buffer by dotted name, as Tensors sharing the module's data.
+
+        A parameter shared by two modules (tied weights: ``head.weight = emb.weight``) appears under
+        both names, as in PyTorch, so checkpoints load either way.
+        """
         out = OrderedDict() if destination is None else destination
-        memo = set()
-        for module_prefix, module in self.named_modules(prefix=prefix.rstrip(".")):
+        for module_prefix, module in _every_path(self, prefix.rstrip("."), {id(self)}):
             dot = f"{module_prefix}." if module_prefix else ""
             for name, param in module._own()[0]:
-                if id(param) not in memo:
-                    memo.add(id(param))
-                    out[dot + name] = param if keep_vars else Tensor._wrap(param.data)
+                out[dot + name] = param if keep_vars else param.detach()
             skip = module.__dict__.get("_non_persistent", ())
             for name, buf in module._own_buffers():
                 if buf is not None and name not in skip:
-                    out[dot + name] = buf if keep_vars else Tensor._wrap(buf.data)
+                    out[dot + name] = buf if keep_vars else buf.detach()
         return out
 
     def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
@@ -316,6 +310,7 @@ class Module:
         for key, arr in arrays.items():
             target = targets[key]
             target.data[...] = arr  # in place: optimizers keep pointing at the same parameters
+            target._bump_version()
         return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ printing
@@ -338,6 +333,14 @@ class Module:
                 return main + lines[0] + ")"
             return main + "\n  " + "\n  ".join(lines) + "\n)"
         return main + ")"
+
+
+def _every_path(module, prefix: str, path: set):
+    """(dotted name, module) for every way of reaching each module (a shared one under each name)."""
+    yield prefix, module
+    for name, child in module._own()[1]:
+        if id(child) not in path:  # a module inside itself would never end
+            yield from _every_path(child, f"{prefix}.{name}" if prefix else name, path | {id(child)})
 
 
 class ModuleList(Module):
@@ -451,3 +454,132 @@ class Sequential(Module):
         if names is not None and name in names:
             return self.__dict__["_items"][names.index(name)]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+
+
+class ModuleDict(Module):
+    """A dict of modules, registered as children under their keys (it has no forward)."""
+
+    _hidden = _RESERVED | {"_items"}
+
+    def __init__(self, modules=None):
+        super().__init__()
+        self._items = {}
+        if modules is not None:
+            self.update(modules)
+
+    def _members(self):
+        yield from self._items.items()
+        yield from super()._members()
+
+    def __setitem__(self, key: str, module) -> None:
+        if not isinstance(key, str):
+            raise TypeError(f"ModuleDict: keys must be strings, got {type(key).__name__}")
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict[{key!r}]: expected a Module, got {type(module).__name__}")
+        self._items[key] = module
+
+    def update(self, modules) -> None:
+        pairs = modules.items() if hasattr(modules, "items") else modules
+        for key, module in pairs:
+            self[key] = module
+
+    def __getitem__(self, key: str):
+        return self._items[key]
+
+    def __delitem__(self, key: str) -> None:
+        del self._items[key]
+
+    def pop(self, key: str):
+        return self._items.pop(key)
+
+    def __contains__(self, key) -> bool:
+        return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def keys(self):
+        return self._items.keys()
+
+    def values(self):
+        return self._items.values()
+
+    def items(self):
+        return self._items.items()
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict has no forward(); call its modules in your own forward")
+
+
+class ParameterList(Module):
+    """A list of Parameters, registered as ``"0"``, ``"1"``, ... (a plain list is not, as PyTorch)."""
+
+    _hidden = _RESERVED | {"_items"}
+
+    def __init__(self, values=None):
+        super().__init__()
+        self._items = []
+        for p in values or ():
+            self.append(p)
+
+    def _members(self):
+        for i, p in enumerate(self._items):
+            yield str(i), p
+        yield from super()._members()
+
+    def append(self, value) -> "ParameterList":
+        self._items.append(value if isinstance(value, Parameter) else Parameter(value))
+        return self
+
+    def __getitem__(self, index):
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+
+class ParameterDict(Module):
+    """A dict of Parameters, registered under their keys."""
+
+    _hidden = _RESERVED | {"_items"}
+
+    def __init__(self, values=None):
+        super().__init__()
+        self._items = {}
+        pairs = values.items() if hasattr(values, "items") else (values or ())
+        for key, value in pairs:
+            self[key] = value
+
+    def _members(self):
+        yield from self._items.items()
+        yield from super()._members()
+
+    def __setitem__(self, key: str, value) -> None:
+        self._items[str(key)] = value if isinstance(value, Parameter) else Parameter(value)
+
+    def __getitem__(self, key: str):
+        return self._items[key]
+
+    def __contains__(self, key) -> bool:
+        return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def keys(self):
+        return self._items.keys()
+
+    def values(self):
+        return self._items.values()
+
+    def items(self):
+        return self._items.items()

@@ -57,9 +57,15 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
             "set error_if_nonfinite=False to clip anyway"
         )
     coef = max_norm / (total + 1e-6)
-    if coef < 1.0:
-        for p in params:
-            if p.grad is not None:
+    if not coef < 1.0 and not math.isnan(coef):
+        return Tensor._wrap(np.asarray(total, dtype=dtype))
+    # scaled in place (a reference to .grad sees it, as PyTorch); a NaN or infinite norm makes
+    # every gradient NaN, as PyTorch (min(coef, 1) keeps NaN), rather than leaving them unclipped
+    for p in params:
+        if p.grad is not None:
+            if p.grad.flags.writeable:
+                p.grad *= np.asarray(coef, dtype=p.grad.dtype)
+            else:
                 p.grad = p.grad * np.asarray(coef, dtype=p.grad.dtype)
     return Tensor._wrap(np.asarray(total, dtype=dtype))
 
@@ -95,6 +101,7 @@ def soft_update(target, source, tau: float) -> None:
     for t, s in zip(t_params, s_params):
         t.data *= 1.0 - tau
         t.data += tau * s.data
+        t._bump_version()
 
 
 def parameters_to_vector(parameters) -> Tensor:
@@ -114,4 +121,5 @@ def vector_to_parameters(vec, parameters) -> None:
     for p in params:
         n = p.data.size
         p.data[...] = v[offset:offset + n].reshape(p.shape)
+        p._bump_version()
         offset += n

@@ -92,6 +92,11 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        if a.dtype.kind in "iub" and b.dtype.kind in "iub" and np.any(b < 0):
+            raise RuntimeError(
+                "pow: Integers to negative integer powers are not allowed (the result is not an "
+                "integer); use a float base or exponent, e.g. t.float() ** e"
+            )
         out = np.power(a, b)
         ctx.save_for_backward(a, b, out)
         return out
@@ -185,7 +190,8 @@ class Log(Function):
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return g / a
+        with np.errstate(divide="ignore", invalid="ignore"):  # ±inf at a = 0, as PyTorch
+            return g / a
 
 
 class LogBase(Function):
@@ -196,16 +202,19 @@ class LogBase(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ln_a, ln_b = np.log(a), np.log(b)
+        with np.errstate(divide="ignore", invalid="ignore"):  # log 0 = −inf, log of a negative NaN
+            ln_a, ln_b = np.log(a), np.log(b)
+            out = ln_a / ln_b
         ctx.save_for_backward(a, b, ln_a, ln_b)
-        return ln_a / ln_b
+        return out
 
     @staticmethod
     def backward(ctx, g):
         a, b, ln_a, ln_b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        ga = g / (a * ln_b) if need_a else None
-        gb = -g * ln_a / (b * ln_b * ln_b) if need_b else None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ga = g / (a * ln_b) if need_a else None
+            gb = -g * ln_a / (b * ln_b * ln_b) if need_b else None
         return ga, gb
 
 
@@ -214,14 +223,16 @@ class Sqrt(Function):
 
     @staticmethod
     def forward(ctx, a):
-        out = np.sqrt(a)
+        with np.errstate(invalid="ignore"):  # √(negative) is NaN, as PyTorch (without a warning)
+            out = np.sqrt(a)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx, g):
         (out,) = ctx.saved_tensors
-        return g / (2 * out)
+        with np.errstate(divide="ignore", invalid="ignore"):  # +inf at 0, as PyTorch
+            return g / (2 * out)
 
 
 class Abs(Function):
@@ -306,7 +317,7 @@ class Tanh(Function):
 
 
 class Relu(Function):
-    """r = max(0, a);  ∂r/∂a = 1 if a > 0 else 0."""
+    """r = max(0, a);  ∂r/∂a = 0 if r ≤ 0 else 1 (so a NaN passes its gradient through, as PyTorch)."""
 
     @staticmethod
     def forward(ctx, a):
@@ -317,7 +328,7 @@ class Relu(Function):
     @staticmethod
     def backward(ctx, g):
         (out,) = ctx.saved_tensors
-        return g * (out > 0)
+        return np.where(out <= 0, 0, g)
 
 
 class LeakyRelu(Function):
@@ -437,6 +448,14 @@ class Clamp(Function):
         return g * inside
 
 
+def _extreme_shares(a, b, g, a_loses, b_loses):
+    """Gradient shares of max/min: 0 to the input that loses, ½ each on a tie, and (as PyTorch) the
+    whole gradient to both where a NaN makes the comparison false both ways."""
+    dtype = g.dtype
+    half = np.where(a == b, dtype.type(0.5), dtype.type(1.0))
+    return g * np.where(a_loses, dtype.type(0), half), g * np.where(b_loses, dtype.type(0), half)
+
+
 class Maximum(Function):
     """r = max(a, b);  the gradient goes to the larger input, split in half on ties (as PyTorch)."""
 
@@ -448,8 +467,7 @@ class Maximum(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        share_a = (a > b) + 0.5 * (a == b)
-        return g * share_a, g * (1 - share_a)
+        return _extreme_shares(a, b, g, a < b, b < a)
 
 
 class Minimum(Function):
@@ -463,8 +481,7 @@ class Minimum(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        share_a = (a < b) + 0.5 * (a == b)
-        return g * share_a, g * (1 - share_a)
+        return _extreme_shares(a, b, g, a > b, b > a)
 
 
 class Where(Function):

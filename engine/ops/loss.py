@@ -19,20 +19,41 @@ REDUCTIONS = ("mean", "sum", "none")
 
 
 def _reduce(per_sample, reduction, denominator):
+    """The mean of no samples (an empty batch, every target ignored, zero total weight) is NaN, as
+    PyTorch: 0/0, without NumPy's warning."""
     if reduction == "none":
         return per_sample
     total = per_sample.sum()
     if reduction == "sum":
         return total
-    return total / denominator if denominator else total * 0
+    return total / denominator if denominator else np.nan
 
 
-def _reduction_grad(g, shape, reduction, denominator, dtype):
-    """dL/d(per-sample loss) for the chosen reduction."""
+def _reduction_grad(g, shape, reduction, denominator, dtype, valid=None):
+    """dL/d(per-sample loss) for the chosen reduction.
+
+    A mean over zero total weight has the gradient g/0: NaN for the samples that count (weight 0),
+    0 for ignored ones (``valid`` False), as PyTorch.
+    """
     if reduction == "none":
         return g
-    scale = 1.0 if reduction == "sum" else (1.0 / denominator if denominator else 0.0)
+    if reduction == "mean" and not denominator:
+        nan = np.full(shape, np.nan, dtype=dtype)
+        return nan if valid is None else np.where(valid, nan, dtype.type(0))
+    scale = 1.0 if reduction == "sum" else 1.0 / denominator
     return np.broadcast_to(np.asarray(g * scale, dtype=dtype), shape)
+
+
+def _weighted_sum(coef, log_p):
+    """Σ_c A_ic·log p_ic, where a class with A = 0 contributes 0 even if log p = −inf (a masked
+    logit), not 0·(−inf) = NaN."""
+    with np.errstate(invalid="ignore"):
+        total = np.sum(coef * log_p, axis=-1)
+    bad = np.isnan(total)
+    if bad.any():
+        c = coef[bad]
+        total[bad] = np.sum(c * np.where(c != 0, log_p[bad], 0), axis=-1)
+    return total
 
 
 class CrossEntropy(Function):
@@ -43,18 +64,19 @@ class CrossEntropy(Function):
     """
 
     @staticmethod
-    def forward(ctx, z, *, coef, reduction, denominator):
+    def forward(ctx, z, *, coef, reduction, denominator, valid=None):
         log_p = stable_log_softmax(z, -1)
-        per_sample = -np.sum(coef * log_p, axis=-1)
+        per_sample = -_weighted_sum(coef, log_p)
         ctx.save_for_backward(log_p, coef)
-        ctx.reduction, ctx.denominator = reduction, denominator
+        ctx.reduction, ctx.denominator, ctx.valid = reduction, denominator, valid
         ctx.sample_shape = per_sample.shape
         return np.asarray(_reduce(per_sample, reduction, denominator), dtype=z.dtype)
 
     @staticmethod
     def backward(ctx, g):
         log_p, coef = ctx.saved_tensors
-        g_sample = _reduction_grad(g, ctx.sample_shape, ctx.reduction, ctx.denominator, log_p.dtype)
+        g_sample = _reduction_grad(g, ctx.sample_shape, ctx.reduction, ctx.denominator, log_p.dtype,
+                                   ctx.valid)
         dz = np.exp(log_p) * coef.sum(axis=-1, keepdims=True) - coef
         return dz * g_sample[..., None]
 
@@ -63,17 +85,18 @@ class NLLLoss(Function):
     """ℓᵢ = −Σ_c A_ic · x_ic for log-probabilities x (A one-hot times class weight);  ∂ℓᵢ/∂x = −A."""
 
     @staticmethod
-    def forward(ctx, log_p, *, coef, reduction, denominator):
-        per_sample = -np.sum(coef * log_p, axis=-1)
+    def forward(ctx, log_p, *, coef, reduction, denominator, valid=None):
+        per_sample = -_weighted_sum(coef, log_p)
         ctx.save_for_backward(coef)
-        ctx.reduction, ctx.denominator = reduction, denominator
+        ctx.reduction, ctx.denominator, ctx.valid = reduction, denominator, valid
         ctx.sample_shape = per_sample.shape
         return np.asarray(_reduce(per_sample, reduction, denominator), dtype=log_p.dtype)
 
     @staticmethod
     def backward(ctx, g):
         (coef,) = ctx.saved_tensors
-        g_sample = _reduction_grad(g, ctx.sample_shape, ctx.reduction, ctx.denominator, coef.dtype)
+        g_sample = _reduction_grad(g, ctx.sample_shape, ctx.reduction, ctx.denominator, coef.dtype,
+                                   ctx.valid)
         return -coef * g_sample[..., None]
 
 

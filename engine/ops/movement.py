@@ -13,6 +13,8 @@ from ..autograd import Function
 class Reshape(Function):
     """r = a viewed with a new shape;  the gradient is g reshaped to a's shape."""
 
+    shares_input = True  # a view when NumPy can make one: one memory, one version counter
+
     @staticmethod
     def forward(ctx, a, *, shape):
         ctx.shape = a.shape
@@ -26,6 +28,8 @@ class Reshape(Function):
 class Permute(Function):
     """r = a with its axes reordered by ``dims``;  the gradient applies the inverse order."""
 
+    shares_input = True
+
     @staticmethod
     def forward(ctx, a, *, dims):
         ctx.inverse = tuple(np.argsort(dims))
@@ -38,6 +42,8 @@ class Permute(Function):
 
 class Expand(Function):
     """r = a broadcast to ``shape`` (no copy);  the gradient sums over the copies (done centrally)."""
+
+    shares_input = True
 
     @staticmethod
     def forward(ctx, a, *, shape):
@@ -53,7 +59,10 @@ class Index(Function):
 
     Basic slices select each element at most once, so assignment suffices; integer-array indices
     may repeat, and ``np.add.at`` adds every repetition's gradient (a repeated row gets the sum).
+    Basic indexing gives a view (it shares the version counter); ``index`` arrives copied.
     """
+
+    shares_input = True
 
     @staticmethod
     def forward(ctx, a, *, index):
@@ -115,13 +124,34 @@ class Pad(Function):
 
 
 class Flip(Function):
-    """r = a reversed along ``dims``;  the gradient is g reversed the same way."""
+    """r = a reversed along ``dims`` (a copy, as PyTorch);  the gradient is g reversed the same way."""
 
     @staticmethod
     def forward(ctx, a, *, dims):
         ctx.dims = dims
-        return np.flip(a, axis=dims)
+        return np.flip(a, axis=dims).copy()
 
     @staticmethod
     def backward(ctx, g):
         return np.flip(g, axis=ctx.dims)
+
+
+class SetItem(Function):
+    """r = a with r[index] = v (``t[index] = v`` recorded in a graph);  ∂r/∂a = 1 outside ``index``
+    (0 inside: those values were overwritten), ∂r/∂v = g[index] (summed back over v's broadcast)."""
+
+    @staticmethod
+    def forward(ctx, a, v, *, index):
+        ctx.index = index
+        out = a.copy()
+        out[index] = v
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        need_a, need_v = ctx.needs_input_grad
+        ga = None
+        if need_a:
+            ga = g.copy()
+            ga[ctx.index] = 0
+        return ga, (g[ctx.index] if need_v else None)

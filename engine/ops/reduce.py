@@ -9,11 +9,22 @@ import numpy as np
 from ..autograd import Function
 
 
-def normalize_dims(dim, ndim: int, op: str) -> tuple:
-    """``dim`` (None, int or sequence, negatives allowed) as a sorted tuple of axes."""
+def normalize_dims(dim, ndim: int, op: str, empty_is_all: bool = False) -> tuple:
+    """``dim`` (None, int or sequence, negatives allowed) as a sorted tuple of axes.
+
+    ``empty_is_all``: for reductions, ``dim=()`` means every dim, as PyTorch (NumPy: none).
+    """
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
+        dims = (dim,)
+    elif isinstance(dim, (tuple, list)) and all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dim):
+        dims = tuple(dim)
+    else:
+        raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {type(dim).__name__} {dim!r}")
+    if not dims and empty_is_all:
+        return tuple(range(ndim))
     out = []
     for d in dims:
         if not -max(ndim, 1) <= d < max(ndim, 1):
@@ -36,6 +47,8 @@ class Sum(Function):
     @staticmethod
     def forward(ctx, a, *, axes, keepdim):
         ctx.shape, ctx.axes, ctx.keepdim = a.shape, axes, keepdim
+        if a.dtype.kind in "biu":  # integers and booleans sum into int64, as PyTorch (NumPy: uint64)
+            return np.sum(a, axis=axes, keepdims=keepdim, dtype=np.int64)
         return np.sum(a, axis=axes, keepdims=keepdim)
 
     @staticmethod
@@ -50,6 +63,9 @@ class Mean(Function):
     def forward(ctx, a, *, axes, keepdim):
         ctx.shape, ctx.axes, ctx.keepdim = a.shape, axes, keepdim
         ctx.count = int(np.prod([a.shape[i] for i in axes])) if axes else 1
+        if ctx.count == 0:  # the mean of nothing is NaN, as PyTorch (without NumPy's warning)
+            shape = np.sum(a, axis=axes, keepdims=keepdim).shape
+            return np.full(shape, np.nan, dtype=a.dtype)
         return np.mean(a, axis=axes, keepdims=keepdim)
 
     @staticmethod
@@ -80,14 +96,52 @@ class Var(Function):
         return _expand(g, ctx.axes, ctx.keepdim) * (2.0 / ctx.denominator) * centred
 
 
-class Amax(Function):
-    """r = max a over ``axes``;  the gradient is split evenly among the maximal elements."""
+class Std(Function):
+    """r = √var(a) over ``axes``;  ∂r/∂aᵢ = (aᵢ − ā)/((n − c)·r), and 0 where r = 0 (as PyTorch:
+    a constant slice has no direction to move in; 0/0 would be NaN)."""
 
     @staticmethod
-    def forward(ctx, a, *, axes, keepdim, use_min=False):
+    def forward(ctx, a, *, axes, keepdim, correction):
+        count = int(np.prod([a.shape[i] for i in axes])) if axes else 1
+        if count - correction <= 0:
+            raise ValueError(
+                f"std: {count} element(s) with correction={correction} leaves no degrees of "
+                "freedom; use correction=0 or reduce over more elements"
+            )
+        centred = a - a.mean(axis=axes, keepdims=True)
+        out = np.sqrt(np.sum(centred * centred, axis=axes, keepdims=True) / (count - correction))
+        ctx.save_for_backward(centred, out)
+        ctx.axes, ctx.keepdim, ctx.denominator = axes, keepdim, count - correction
+        return out if keepdim else np.squeeze(out, axis=axes)
+
+    @staticmethod
+    def backward(ctx, g):
+        centred, out = ctx.saved_tensors
+        scale = np.zeros_like(out)
+        np.divide(_expand(g, ctx.axes, ctx.keepdim), ctx.denominator * out, out=scale, where=out != 0)
+        return scale * centred
+
+
+class Amax(Function):
+    """r = max a over ``axes``;  the gradient is split evenly among the maximal elements.
+
+    A NaN in a slice makes its max NaN. ``nan_is_extreme`` (``max()``/``min()`` without dim, as
+    PyTorch) then shares that slice's gradient among its NaNs; otherwise (``amax``, as PyTorch) the
+    slice's gradient is NaN.
+    """
+
+    @staticmethod
+    def forward(ctx, a, *, axes, keepdim, use_min=False, nan_is_extreme=False):
         out = (np.min if use_min else np.max)(a, axis=axes, keepdims=True)
         mask = a == out
-        ctx.save_for_backward(mask / mask.sum(axis=axes, keepdims=True))
+        if a.dtype.kind in "fc":
+            nan_out = np.isnan(out)
+            if nan_out.any():
+                mask = np.where(nan_out, np.isnan(a) if nan_is_extreme else False, mask)
+        count = mask.sum(axis=axes, keepdims=True)
+        share = np.full(mask.shape, np.nan, dtype=a.dtype if a.dtype.kind in "fc" else np.float64)
+        np.divide(mask, count, out=share, where=count > 0)
+        ctx.save_for_backward(share)
         ctx.axes, ctx.keepdim = axes, keepdim
         return out if keepdim else np.squeeze(out, axis=axes)
 
@@ -124,6 +178,8 @@ class Prod(Function):
     def forward(ctx, a, *, dim, keepdim):
         ctx.save_for_backward(a)
         ctx.dim, ctx.keepdim = dim, keepdim
+        if a.dtype.kind in "biu":
+            return np.prod(a, axis=dim, keepdims=keepdim, dtype=np.int64)
         return np.prod(a, axis=dim, keepdims=keepdim)
 
     @staticmethod
@@ -152,7 +208,15 @@ class Prod(Function):
 
 
 def stable_logsumexp(a: np.ndarray, axis, keepdims: bool = True) -> np.ndarray:
-    """log Σ exp(a) = m + log Σ exp(a − m) with m = max a, so exp never overflows."""
+    """log Σ exp(a) = m + log Σ exp(a − m) with m = max a, so exp never overflows.
+
+    Over an empty axis the sum is 0 and the result −inf, as PyTorch.
+    """
+    if a.shape[axis] == 0:
+        shape = list(a.shape)
+        shape[axis] = 1
+        out = np.full(shape, -np.inf, dtype=a.dtype)
+        return out if keepdims else np.squeeze(out, axis=axis)
     m = np.max(a, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)  # all −inf along the axis: keep −inf, avoid inf − inf
     with np.errstate(divide="ignore"):  # log 0 = −inf for an all −inf slice, as PyTorch
@@ -166,7 +230,9 @@ def stable_log_softmax(a: np.ndarray, axis: int) -> np.ndarray:
 
 
 def stable_softmax(a: np.ndarray, axis: int) -> np.ndarray:
-    """softmax(a)ᵢ = exp(aᵢ − m) / Σⱼ exp(aⱼ − m) with m = max a."""
+    """softmax(a)ᵢ = exp(aᵢ − m) / Σⱼ exp(aⱼ − m) with m = max a (an empty axis: an empty result)."""
+    if a.shape[axis] == 0:
+        return a.copy()
     e = np.exp(a - np.max(a, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import types
+import warnings
 from bisect import bisect_right
 from collections import Counter
 
@@ -69,6 +70,13 @@ class LRScheduler:
 
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or jump to ``epoch``, using the closed form when there is one)."""
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(
+                "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 "
+                "and later (and in the engine), you should call them in the opposite order: "
+                "`optimizer.step()` before `lr_scheduler.step()`. Failure to do this will result in "
+                "skipping the first value of the learning rate schedule.", UserWarning, stacklevel=2,
+            )
         self._step_count += 1
         self._update_lr(epoch)
 
@@ -621,6 +629,7 @@ def schedule_values(make_scheduler, steps: int, lr: float = 0.1, metrics=None, o
         opt = Adam([param], lr=lr)
     else:
         raise ValueError(f"schedule_values: optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+    opt._opt_called = True  # no training here: the schedule alone, without the order warning
     scheduler = make_scheduler(opt)
     plateau = isinstance(scheduler, ReduceLROnPlateau)
     if plateau and (metrics is None or len(metrics) < steps):

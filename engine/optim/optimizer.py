@@ -4,7 +4,8 @@ As ``torch.optim.Optimizer``: ``param_groups`` is a list of dicts, each with its
 its own hyper-parameters (``lr``, ``momentum``, ...) filled in from the optimizer's defaults;
 ``state[p]`` holds the running quantities of parameter ``p`` (moments, step count). Subclasses
 implement ``_update(group, p, grad, state)``, which changes ``p.data`` in place with NumPy only,
-so a step never builds a graph.
+so a step never builds a graph; ``step()`` then bumps each updated parameter's version counter, so
+a backward through a graph recorded before the step is an error rather than a wrong gradient.
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ class Optimizer:
                 loss = closure()
         for group in self.param_groups:
             self._step_group(group)
+            for p in group["params"]:
+                if p.grad is not None:  # updated in place: a graph that saved p must not reuse it
+                    p._vc[0] += 1
+        self._opt_called = True  # schedulers check it (scheduler.step() before optimizer.step() warns)
         return loss
 
     def _step_group(self, group: dict) -> None:

@@ -68,9 +68,11 @@ def test_gradients_accumulate_across_two_backward_calls():
 def test_backward_twice_through_the_same_graph_accumulates():
     x = leaf(2.0)
     y = x ** 3
-    y.backward()
+    y.backward(retain_graph=True)  # as PyTorch: without it the saved arrays are freed
     y.backward()
     assert x.grad == 2 * 12.0
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
 
 
 def test_zero_grad_then_backward_starts_fresh():

@@ -28,7 +28,8 @@ class Block(nn.Module):
         self.scale = nn.Parameter(np.ones(3))
         self.fc = nn.Linear(3, 3)
         self.heads = nn.ModuleList([nn.Linear(3, 2), nn.Linear(3, 2)])
-        self.extra = [nn.Linear(2, 1)]  # a plain list of modules is discovered too
+        self.extra = nn.ModuleDict({"out": nn.Linear(2, 1)})
+        self.plain = [nn.Linear(2, 1)]  # a plain list of modules is not registered, as in PyTorch
         self.register_buffer("counter", engine.zeros(1))
         self.register_buffer("scratch", engine.zeros(2), persistent=False)
 
@@ -42,13 +43,13 @@ def test_named_parameters_dotted_names_and_order():
     names = [n for n, _ in m.named_parameters()]
     assert names == [
         "0.weight", "0.bias", "2.scale", "2.fc.weight", "2.fc.bias", "2.heads.0.weight", "2.heads.0.bias",
-        "2.heads.1.weight", "2.heads.1.bias", "2.extra.0.weight", "2.extra.0.bias",
+        "2.heads.1.weight", "2.heads.1.bias", "2.extra.out.weight", "2.extra.out.bias",
     ]
     assert len(list(m.parameters())) == len(names)
     assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in m.parameters())
     assert [n for n, _ in m.named_children()] == ["0", "1", "2"]
-    assert [n for n, _ in m[2].named_children()] == ["fc", "heads", "extra.0"]
-    assert len(list(m.modules())) == 1 + 3 + 3 + 2  # self; 0, 1, 2; fc, heads, extra.0; the 2 heads
+    assert [n for n, _ in m[2].named_children()] == ["fc", "heads", "extra"]
+    assert len(list(m.modules())) == 1 + 3 + 3 + 2 + 1  # self; 0, 1, 2; fc, heads, extra; the 2 heads; extra.out
     assert m.num_parameters() == 2 * 3 + 3 + 3 + 9 + 3 + 2 * (6 + 2) + 2 + 1
 
 
@@ -67,7 +68,8 @@ def test_shared_parameter_counted_once():
     lin = nn.Linear(2, 2)
     m = nn.Sequential(lin, nn.ReLU(), lin)
     assert len(list(m.parameters())) == 2
-    assert list(m.state_dict()) == ["0.weight", "0.bias"]
+    # the state dict names it under both paths, as PyTorch (so either checkpoint layout loads)
+    assert list(m.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
 
 
 def test_repr_matches_torch():
