@@ -214,3 +214,88 @@ def stop_process_group(process) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def make_command(target: str, port: int, **variables: str) -> list[str]:
+    """The marimo command line that ``make <target>`` runs (read with ``make -n``), on ``port``.
+
+    ``target`` is ``run`` or ``edit``; ``variables`` are further make variables (``NB=...``).
+    The command uses this interpreter's venv, so it matches what the tests import.
+    """
+    import shlex
+    import subprocess
+    import sys
+
+    arguments = ["make", "-n", target, f"VENV={sys.prefix}", f"PORT={port}",
+                 *(f"{name}={value}" for name, value in variables.items())]
+    result = subprocess.run(arguments, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(arguments)} failed: {result.stderr}")
+    line = next((line for line in result.stdout.splitlines() if f"marimo {target}" in line), None)
+    if line is None:
+        raise RuntimeError(f"`make -n {target}` runs no `marimo {target}`: {result.stdout}")
+    return shlex.split(line)
+
+
+def serve(command: list[str], cwd: Path, log_path: Path, timeout: float = 120.0,
+          env: dict | None = None):
+    """Start a marimo server (its own process group); return it and its base URL once it answers.
+
+    Stop it with :func:`stop_process_group`. The server's output goes to ``log_path``.
+    """
+    import subprocess
+    import time
+    import urllib.request
+
+    port = command[command.index("--port") + 1]
+    with open(log_path, "wb") as log:
+        server = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True, env=env)
+    base = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + timeout
+    while True:
+        if server.poll() is not None:
+            raise RuntimeError(f"{command[:3]} exited: {Path(log_path).read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(base, timeout=5) as response:
+                if response.status == 200:
+                    return server, base
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            stop_process_group(server)
+            raise RuntimeError(f"{command[:3]} did not answer within {timeout:.0f} s")
+        time.sleep(0.3)
+
+
+# marimo edit's "Run all stale cells" button (the run button outside every cell), once enabled;
+# marked with data-run-all so that a locator can click it.
+_RUN_ALL_JS = r"""
+() => {
+  const buttons = [...document.querySelectorAll('button[data-testid=run-button]')]
+    .filter(b => !b.closest('[data-cell-id]') && !b.closest('.marimo-cell'));
+  const button = buttons[buttons.length - 1];
+  if (!button || button.disabled) return false;
+  button.setAttribute('data-run-all', '');
+  return true;
+}
+"""
+
+
+def editor_run_all(page, timeout_ms: float = 60_000) -> float | None:
+    """In ``marimo edit``, run every cell as a learner does on opening a notebook.
+
+    marimo 0.25's editor runs nothing on open unless ``runtime.auto_instantiate`` is true; then it
+    offers "Run all stale cells". Call after the page's ``kernel-ready`` (``__mw.kernelReady``).
+    Returns the page clock (``performance.now()``, ms) at the press, or None when the editor's
+    configuration runs the cells by itself.
+    """
+    config = page.evaluate(
+        "() => { const e = document.querySelector('marimo-user-config');"
+        " try { return JSON.parse(e.getAttribute('data-config')); } catch (x) { return null; } }")
+    if ((config or {}).get("runtime") or {}).get("auto_instantiate"):
+        return None
+    page.wait_for_function(_RUN_ALL_JS, timeout=timeout_ms, polling=50)
+    pressed = page.evaluate("() => performance.now()")
+    page.locator("button[data-run-all]").click()
+    return pressed
