@@ -7,9 +7,8 @@ with app.setup:
     import marimo as mo
 
     from engine import data
-    from engine.course import formulas, toc
+    from engine.course import formulas, render, toc
     from engine.course.formulas import deep_learning as hub
-    from engine.course.formulas import render
     from engine.course.labs import losses as lab
 
     METADATA = {

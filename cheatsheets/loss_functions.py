@@ -9,8 +9,7 @@ with app.setup:
 
     import engine
     import engine.functional as F
-    from engine.course import plot, toc
-    from engine.course.formulas import render
+    from engine.course import plot, render, toc
 
     METADATA = {
         "id": "loss_functions",

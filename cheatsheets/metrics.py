@@ -8,8 +8,7 @@ with app.setup:
     import numpy as np
 
     from engine import metrics
-    from engine.course import plot, toc
-    from engine.course.formulas import render
+    from engine.course import plot, render, toc
 
     METADATA = {
         "id": "metrics",

@@ -7,8 +7,7 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import formulas, plot, toc
-    from engine.course.formulas import render
+    from engine.course import formulas, plot, render, toc
 
     METADATA = {
         "id": "optimizers",

@@ -7,8 +7,7 @@ with app.setup:
     import marimo as mo
 
     from engine import shapes
-    from engine.course import toc
-    from engine.course.formulas import render
+    from engine.course import render, toc
 
     METADATA = {
         "id": "tensor_shapes",

@@ -8,10 +8,8 @@ with app.setup:
     import numpy as np
 
     import engine
-    from engine.course import plot, toc
-    from engine.course.exercises import check_number
+    from engine.course import check_number, plot, toc, verdict
     from engine.course.labs import losses as lab
-    from engine.course.ui import verdict
 
     METADATA = {
         "id": "02_losses",

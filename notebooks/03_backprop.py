@@ -8,10 +8,9 @@ with app.setup:
     import numpy as np
 
     import engine
-    from engine.course import graph as graphs, plot, toc
-    from engine.course.exercises import check_number
+    from engine.course import check_number, plot, toc, verdict
+    from engine.course import graph as graphs
     from engine.course.labs import backprop as lab
-    from engine.course.ui import verdict
 
     METADATA = {
         "id": "03_backprop",

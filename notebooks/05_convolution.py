@@ -9,10 +9,8 @@ with app.setup:
 
     import engine
     from engine import data, shapes
-    from engine.course import plot, toc
-    from engine.course.exercises import check_number
+    from engine.course import check_number, plot, toc, verdict
     from engine.course.labs import convolution as lab
-    from engine.course.ui import verdict
 
 
 @app.cell(hide_code=True)

@@ -1,7 +1,8 @@
 """The course layer: what only the notebooks and cheat sheets need, on top of the ``engine`` library.
 
-    from engine.course import plot, toc, ui
+    from engine.course import check_number, plot, toc, verdict      # a notebook
     from engine.course.labs import convolution as lab
+    from engine.course import formulas, plot, render, toc         # a cheat sheet
 
 - :mod:`.toc`: the table of contents (every page's id, title, file, topics) and the links between
   pages;
@@ -11,12 +12,20 @@
 - :mod:`.graph`: the computation graph a notebook draws and steps through;
 - :mod:`.formulas`: every formula row of the cheat sheets, as data, checked against the engine.
 
-The library never imports from here (tests/engine/test_layers.py checks it). Every submodule is
-imported below, eagerly and by name, for the same reason ``engine/__init__.py`` imports the
-library's: ``marimo export html-wasm`` bundles what Ruff's static import graph reaches from a
-notebook, and every notebook imports ``engine.course``, so every page gets the whole package in
-one shared wheel. None of them is heavy: marimo, Altair and Matplotlib are imported inside the
-functions that draw.
+The library never imports from here (tests/engine/test_layers.py checks it).
+
+Every submodule is imported below, eagerly and by name, for the reason ``engine/__init__.py``
+imports the library's: ``marimo export html-wasm`` bundles the files that Ruff's static import
+graph reaches from a notebook, and all pages must share one wheel holding the whole package.
+Ruff reaches this file only when a page imports a name defined here (``from engine.course import
+plot`` resolves to plot.py alone), so the helpers every page uses are re-exported here and every
+page imports at least one of them (tests/site/test_site.py resolves each page as marimo does).
+None of this is heavy: marimo, Altair and Matplotlib are imported inside the functions that draw.
 """
 
 from . import exercises, formulas, graph, labs, plot, toc, ui  # noqa: F401
+from .exercises import check_number
+from .formulas import render
+from .ui import throttled, verdict
+
+__all__ = ["check_number", "render", "throttled", "verdict"]
