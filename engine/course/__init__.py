@@ -1,6 +1,6 @@
 """The course layer: what only the notebooks and cheat sheets need, on top of the ``engine`` library.
 
-    from engine.course import check_number, plot, toc, verdict      # a notebook
+    from engine.course import metadata, plot, toc, ui               # a notebook
     from engine.course.labs import convolution as lab
     from engine.course import formulas, plot, render, toc         # a cheat sheet
 
@@ -19,13 +19,14 @@ imports the library's: ``marimo export html-wasm`` bundles the files that Ruff's
 graph reaches from a notebook, and all pages must share one wheel holding the whole package.
 Ruff reaches this file only when a page imports a name defined here (``from engine.course import
 plot`` resolves to plot.py alone), so the helpers every page uses are re-exported here and every
-page imports at least one of them (tests/site/test_site.py resolves each page as marimo does).
+page imports at least one of them (``metadata``, for its METADATA) (tests/site/test_site.py resolves each page as marimo does).
 None of this is heavy: marimo, Altair and Matplotlib are imported inside the functions that draw.
 """
 
 from . import exercises, formulas, graph, labs, plot, toc, ui  # noqa: F401
 from .exercises import check_number
 from .formulas import render
+from .toc import metadata
 from .ui import throttled, verdict
 
-__all__ = ["check_number", "render", "throttled", "verdict"]
+__all__ = ["check_number", "metadata", "render", "throttled", "verdict"]

@@ -10,8 +10,9 @@ error, so a notebook can pass any entry straight in.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
-__all__ = ["check_number", "parse_number"]
+__all__ = ["ChoiceExercise", "Exercise", "NumberExercise", "check_number", "parse_number"]
 
 
 def parse_number(answer):
@@ -57,3 +58,66 @@ def check_number(answer, truth: float, hint: str, rel_tol: float = 0.0, abs_tol:
         return True, f"Right: {shown}."
     direction = "too large" if value > truth else "too small"
     return False, f"Not quite: {value:g} is {direction}. Hint: {hint}"
+
+
+# ----------------------------------------------------------------------------- exercises
+# The notebook convention (docs/notebook-convention.md): an exercise is built once, in the cell that
+# creates its answer box (which reads no answer), so a keystroke re-runs only the grading.
+
+
+class Exercise:
+    """A graded "check yourself" question: ``check(answer) -> (ok, message)``, where ``ok`` is
+    True (right), False (wrong, the message carries the hint) or None (no answer yet)."""
+
+    question: str
+
+    def check(self, answer) -> tuple[bool | None, str]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class NumberExercise(Exercise):
+    """A numeric answer, right within ``max(abs_tol, rel_tol·|truth|)`` (see :func:`check_number`).
+
+    ``truth`` is computed by the engine or a lab when the exercise is built; ``explanation`` is
+    added to the praise (why the number is what it is).
+    """
+
+    question: str
+    truth: float
+    hint: str
+    rel_tol: float = 0.0
+    abs_tol: float = 0.0
+    unit: str = ""
+    explanation: str = ""
+
+    def check(self, answer) -> tuple[bool | None, str]:
+        ok, message = check_number(answer, self.truth, self.hint, rel_tol=self.rel_tol,
+                                   abs_tol=self.abs_tol, unit=self.unit)
+        if ok and self.explanation:
+            message = f"{message} {self.explanation}"
+        return ok, message
+
+
+@dataclass(frozen=True)
+class ChoiceExercise(Exercise):
+    """A multiple-choice answer: ``options`` maps each label to its value; ``truth`` is the right
+    value. ``explanation`` follows a right answer, ``hint`` a wrong one."""
+
+    question: str
+    options: dict = field(hash=False)
+    truth: object
+    hint: str
+    explanation: str = ""
+
+    def __post_init__(self):
+        if self.truth not in self.options.values():
+            raise ValueError(f"ChoiceExercise: the truth {self.truth!r} is not one of the options "
+                             f"{list(self.options.values())}")
+
+    def check(self, answer) -> tuple[bool | None, str]:
+        if answer is None:
+            return None, "Choose an answer."
+        if answer == self.truth:
+            return True, f"Right. {self.explanation}".strip()
+        return False, f"Not this one. Hint: {self.hint}"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "Entry", "ENTRIES", "HUB_ID", "entry", "entries", "notebooks", "cheatsheets", "site_path",
-    "detect_mode", "link", "nav_md", "MODES",
+    "detect_mode", "link", "nav_md", "MODES", "metadata",
 ]
 
 MODES = ("auto", "server", "site")
@@ -127,6 +127,13 @@ def entry(id: str) -> Entry:
         return _BY_ID[id]
     except (KeyError, TypeError):
         raise ValueError(f"toc.entry: unknown id {id!r}; known ids: {', '.join(_BY_ID)}") from None
+
+
+def metadata(id: str) -> dict:
+    """A page's METADATA dict (id, name, summary, topics), the seed cheat sheet's format, from its
+    entry here: the one source, so a notebook's header and the course's index never drift."""
+    e = entry(id)
+    return {"id": e.id, "name": e.title, "summary": e.summary, "topics": list(e.topics)}
 
 
 def entries(kind: str | None = None) -> tuple:

@@ -1,5 +1,5 @@
-"""The marimo pieces every notebook shares: a graded exercise's verdict and a throttled progress
-callback. marimo is imported inside the functions, so ``import engine`` still needs only NumPy.
+"""The marimo pieces every notebook shares: a graded exercise with its verdict, the message for a
+setting a lab refuses, and a throttled progress callback. marimo is imported inside the functions, so ``import engine`` still needs only NumPy.
 """
 
 from __future__ import annotations
@@ -28,3 +28,27 @@ def throttled(bar, total: int):
             bar.update(increment=step % chunk)
 
     return tick
+
+
+def answer_box(exercise, placeholder: str = "your answer", label: str = ""):
+    """The input a learner answers ``exercise`` in: a radio for a :class:`ChoiceExercise`, a text
+    box otherwise. Create it in the cell that builds the exercise (docs/notebook-convention.md)."""
+    import marimo as mo
+
+    if hasattr(exercise, "options"):
+        return mo.ui.radio(options=exercise.options, value=None, label=label)
+    return mo.ui.text(placeholder=placeholder, label=label)
+
+
+def exercise(exercise, box):
+    """The question, the answer box and the verdict on what the learner entered."""
+    import marimo as mo
+
+    return mo.vstack([mo.md(exercise.question), box, verdict(exercise.check(box.value))])
+
+
+def problem(error: Exception, what: str = "This setting"):
+    """A setting a lab refused (its ``ValueError``) as a callout the learner can act on."""
+    import marimo as mo
+
+    return mo.callout(mo.md(f"**{what} cannot be computed.** {error}"), kind="warn")

@@ -278,3 +278,55 @@ def export_html(path, out_path) -> str:
     assert "Traceback (most recent call last)" not in page, f"the exported {path} shows a traceback"
     assert "application/vnd.marimo+error" not in page, f"the exported {path} shows an error"
     return page
+
+
+# ----------------------------------------------------------------------------- the convention
+# (docs/notebook-convention.md): what every notebook test discovers instead of listing by hand.
+
+PASSIVE = ("table",)  # UI elements that show data and take no input worth driving
+
+
+def notebook_path(nb: str) -> str:
+    """``"05_convolution"`` -> ``"notebooks/05_convolution.py"`` (a path is returned unchanged)."""
+    return nb if nb.endswith(".py") else f"notebooks/{nb}.py"
+
+
+def controls(app) -> dict:
+    """Every input control a notebook defines, by name (run buttons excluded: see run_buttons)."""
+    from marimo._plugins.ui._core.ui_element import UIElement
+
+    return {n: v for n, v in default_defs(app).items()
+            if isinstance(v, UIElement) and type(v).__name__ not in PASSIVE + ("run_button",)}
+
+
+def run_buttons(app) -> dict:
+    return {n: v for n, v in default_defs(app).items() if type(v).__name__ == "run_button"}
+
+
+def extreme_runs(app) -> list[dict]:
+    """Settings that drive every control to its extremes in a few runs: all controls at their first
+    value (minimum), all at their second (maximum), then every option of every choice control
+    (run i sets each to its option i, cycling). Each run also presses every run button, so the
+    training controls act at their extremes."""
+    values = {name: control_values(c) for name, c in controls(app).items()}
+    pressed = {name: True for name in run_buttons(app)}
+    runs = [{**{n: v[min(k, len(v) - 1)] for n, v in values.items()}, **pressed} for k in (0, 1)]
+    choices = {n: vs for n, vs in values.items()
+               if type(controls(app)[n]).__name__ in ("dropdown", "radio")}
+    for i in range(max((len(vs) for vs in choices.values()), default=0)):
+        runs.append({n: vs[i % len(vs)] for n, vs in choices.items()})
+    return runs
+
+
+def notebook_text(nb: str, **values) -> tuple[str, dict]:
+    """Run notebook ``nb`` with ``values``; fail on an error output; return (visible text, defs)."""
+    outputs, defs = run_app(load_app(notebook_path(nb)), **values)
+    assert_no_error_outputs(outputs)
+    return output_text(outputs), defs
+
+
+def script_cells(app) -> list:
+    """The "same in your own script" cells: visible code that defines a private ``_script``."""
+    app._maybe_initialize()
+    return [cd for cd in app._cell_manager.cell_data()
+            if cd.cell is not None and "def _script(" in cd.code]

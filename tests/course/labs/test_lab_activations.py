@@ -1,0 +1,186 @@
+"""The engine modules behind notebooks 01-04: activations_lab, graph, optim_lab, backprop_lab.
+
+Each expected value is computed independently here (closed forms with math/NumPy, published
+constants), never by the function under test.
+"""
+
+import math
+import numpy as np
+import pytest
+import engine
+from engine.course.labs import activations as act
+from engine.course.labs import backprop as backprop_lab
+from engine.course.labs import losses
+from engine.course import graph as graphs
+from engine.course.labs import optimizers as olab
+
+
+# ============================================================================ activations_lab
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+@pytest.mark.parametrize("name", list(act.ACTIVATIONS))
+def test_autograd_derivative_matches_the_formula(name):
+    x = np.linspace(-6, 6, 241) + 1e-3  # off the kinks of ReLU-like functions
+    c = act.evaluate(name, x, slope=0.2, alpha=1.5)
+    np.testing.assert_allclose(c.f, c.f_formula, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(c.df_autograd, c.df_formula, rtol=1e-7, atol=1e-10)
+    # and the formula against a central difference of the formula itself (catches a wrong formula)
+    h = 1e-5
+    spec = act.ACTIVATIONS[name]
+    kw = {k: v for k, v in {"slope": 0.2, "alpha": 1.5}.items() if k in spec["params"]}
+    numeric = (spec["f"](x + h, **kw) - spec["f"](x - h, **kw)) / (2 * h)
+    np.testing.assert_allclose(c.df_formula, numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_closed_forms_match_independent_definitions():
+    x = np.linspace(-5, 5, 101)
+    f = act.ACTIVATIONS
+    np.testing.assert_allclose(f["gelu"]["f"](x), [v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x], atol=1e-12)
+    np.testing.assert_allclose(f["silu"]["f"](x), x / (1 + np.exp(-x)), atol=1e-12)
+    np.testing.assert_allclose(f["softplus"]["f"](x), np.log1p(np.exp(x)), atol=1e-12)
+    np.testing.assert_allclose(f["tanh"]["f"](x), (np.exp(2 * x) - 1) / (np.exp(2 * x) + 1), atol=1e-12)
+
+
+def test_gelu_minimum_found_by_bisection_is_where_the_derivative_vanishes():
+    x_star, f_star = act.activation_minimum("gelu")
+    cdf = 0.5 * (1 + math.erf(x_star / math.sqrt(2)))
+    pdf = math.exp(-x_star**2 / 2) / math.sqrt(2 * math.pi)
+    assert abs(cdf + x_star * pdf) < 1e-12  # Φ(x) + xφ(x) = 0
+    assert f_star == pytest.approx(x_star * cdf, abs=1e-14)
+    assert f_star == pytest.approx(-0.16997, abs=5e-5) and x_star == pytest.approx(-0.75179, abs=5e-5)
+
+
+def test_silu_minimum_is_minus_one_minus_lambert_w_of_one_over_e():
+    # 1 + x(1 − σ(x)) = 0 gives x* = −1 − W(1/e), and then f(x*) = x* + 1.
+    w = 0.5  # solve w e^w = 1/e by Newton
+    for _ in range(50):
+        w -= (w * math.exp(w) - math.exp(-1)) / (math.exp(w) * (1 + w))
+    x_star, f_star = act.activation_minimum("silu")
+    assert x_star == pytest.approx(-1 - w, abs=1e-12)
+    assert f_star == pytest.approx(-w, abs=1e-12)
+
+
+def test_monotone_activations_have_no_interior_minimum():
+    for name in ("relu", "leaky_relu", "sigmoid", "tanh", "softplus", "elu"):
+        assert act.activation_minimum(name) is None
+
+
+@pytest.mark.parametrize("name, params, text", [
+    ("relu", {}, "[0, ∞)"), ("leaky_relu", {"slope": 0.1}, "(−∞, ∞)"), ("sigmoid", {}, "(0, 1)"),
+    ("tanh", {}, "(−1, 1)"), ("softplus", {}, "(0, ∞)"), ("elu", {"alpha": 2.0}, "(−2, ∞)"),
+    ("gelu", {}, "[−0.17, ∞)"), ("silu", {}, "[−0.278, ∞)"), ("swiglu", {}, "(0, ∞)"),
+])
+def test_output_ranges_found_numerically(name, params, text):
+    assert act.output_range(name, **params).text() == text
+
+
+def test_gelu_tanh_approximation_error_is_below_five_ten_thousandths():
+    x = np.linspace(-6, 6, 2001)
+    err = act.gelu_approximation_error(x)
+    exact = np.array([v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x])
+    approx = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(err, approx - exact, atol=1e-12)
+    assert 4e-4 < np.abs(err).max() < 5e-4
+
+
+def test_derivative_peaks():
+    assert act.derivative_peak("sigmoid") == pytest.approx(0.25, abs=1e-6)
+    assert act.derivative_peak("tanh") == pytest.approx(1.0, abs=1e-6)
+    assert act.derivative_peak("gelu") == pytest.approx(1.1289, abs=2e-4)
+    assert act.derivative_peak("swiglu") == math.inf
+
+
+def test_softmax_with_temperature_against_numpy():
+    z = np.array([2.0, 1.0, 0.1, -1.0])
+    for t in (0.05, 0.5, 1.0, 10.0):
+        r = act.softmax_with_temperature(z, t)
+        e = np.exp((z - z.max()) / t)
+        p = e / e.sum()
+        np.testing.assert_allclose(r.probs, p, rtol=1e-12, atol=1e-300)
+        assert r.entropy == pytest.approx(-(p[p > 0] * np.log(p[p > 0])).sum(), abs=1e-12)
+        assert 0 <= r.entropy <= r.max_entropy == pytest.approx(math.log(4))
+    sharp = act.softmax_with_temperature([1000.0, -1000.0, 0.0], 0.05)
+    assert np.all(np.isfinite(sharp.probs)) and sharp.probs[0] == 1.0 and sharp.entropy == 0.0
+    flat = act.softmax_with_temperature(z, 1e6)
+    assert flat.entropy_share == pytest.approx(1.0, abs=1e-9)
+    with pytest.raises(ValueError, match="temperature must be positive"):
+        act.softmax_with_temperature(z, 0.0)
+
+
+def test_parse_numbers_says_what_is_wrong():
+    np.testing.assert_array_equal(act.parse_numbers("2, 1 ,0.5;-3"), [2, 1, 0.5, -3])
+    with pytest.raises(ValueError, match="'abc' is not a number"):
+        act.parse_numbers("1, abc")
+    with pytest.raises(ValueError, match="at least 2"):
+        act.parse_numbers("")
+    with pytest.raises(ValueError, match="at most 12"):
+        act.parse_numbers(",".join(["1"] * 13))
+    with pytest.raises(ValueError, match="finite"):
+        act.parse_numbers("1, inf")
+
+
+def test_init_std_matches_engine_nn_init():
+    from engine import nn
+
+    engine.manual_seed(0)
+    w = engine.zeros(400, 300)
+    nn.init.kaiming_normal_(w, nonlinearity="relu")
+    assert w.data.std() == pytest.approx(act.init_std("he", 300, 400), rel=0.02)
+    nn.init.xavier_normal_(w)
+    assert w.data.std() == pytest.approx(act.init_std("xavier", 300, 400), rel=0.02)
+    assert act.init_std("custom", 100, 100, scale=2.0) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="init must be one of"):
+        act.init_std("lecun", 10, 10)
+
+
+def test_depth_lab_gradients_against_a_numpy_backward_pass():
+    r = act.depth_lab(depth=4, width=16, activation="tanh", init="xavier", n_samples=8, seed=3)
+    # Redo the same network by hand: same seed, same draw order.
+    rng = np.random.default_rng(3)
+    std = math.sqrt(2 / 32)
+    a = rng.standard_normal((8, 16))
+    zs, ws = [], []
+    for _ in range(4):
+        w = rng.normal(0.0, std, (16, 16))
+        z = a @ w.T
+        zs.append(z)
+        ws.append(w)
+        a = np.tanh(z)
+    delta = rng.standard_normal(a.shape) * (1 - np.tanh(zs[-1]) ** 2)
+    norms = [np.linalg.norm(delta)]
+    for l in range(3, 0, -1):
+        delta = (delta @ ws[l]) * (1 - np.tanh(zs[l - 1]) ** 2)
+        norms.append(np.linalg.norm(delta))
+    np.testing.assert_allclose(r.grad_norm, norms[::-1], rtol=1e-10)
+    np.testing.assert_allclose(r.z_std, [z.std() for z in zs], rtol=1e-10)
+
+
+def test_depth_lab_shows_vanishing_stable_and_exploding_regimes():
+    sig = act.depth_lab(depth=30, width=64, activation="sigmoid", init="xavier", n_samples=64, seed=1)
+    assert sig.verdict() == "vanish" and sig.gradient_ratio < 1e-6
+    he = act.depth_lab(depth=20, width=128, activation="relu", init="he", n_samples=128)
+    assert he.verdict() == "stable"
+    assert 0.35 < he.flat_share[0] < 0.65  # ReLU is flat for about half its inputs
+    big = act.depth_lab(depth=30, width=64, activation="relu", init="custom", scale=3.0, n_samples=64)
+    assert big.verdict() == "explode"
+    # the product of per-layer factors predicts the autograd norms (ReLU: within a factor 2)
+    ratio = he.predicted_grad_norm / he.grad_norm
+    assert np.all((ratio > 0.5) & (ratio < 2.0))
+
+
+def test_depth_lab_extremes_are_finite_or_explained():
+    huge = act.depth_lab(depth=50, width=256, activation="relu", init="custom", scale=3.0, n_samples=32)
+    assert np.all(np.isfinite(huge.grad_norm)) or huge.message
+    tiny = act.depth_lab(depth=50, width=8, activation="sigmoid", init="custom", scale=0.1, n_samples=32)
+    assert tiny.verdict() in ("vanish", "broken")
+    one = act.depth_lab(depth=1, width=8, activation="gelu", init="he", n_samples=4)
+    assert one.gradient_ratio == 1.0 and one.predicted_grad_norm[0] == one.grad_norm[0]
+    with pytest.raises(ValueError, match="depth must be"):
+        act.depth_lab(depth=0)
+    with pytest.raises(ValueError, match="unknown activation"):
+        act.depth_lab(activation="swish2")
+
+

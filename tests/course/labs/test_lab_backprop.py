@@ -1,0 +1,67 @@
+"""The engine modules behind notebooks 01-04: activations_lab, graph, optim_lab, backprop_lab.
+
+Each expected value is computed independently here (closed forms with math/NumPy, published
+constants), never by the function under test.
+"""
+
+import math
+import numpy as np
+import pytest
+import engine
+from engine.course.labs import activations as act
+from engine.course.labs import backprop as backprop_lab
+from engine.course.labs import losses
+from engine.course import graph as graphs
+from engine.course.labs import optimizers as olab
+
+
+# ============================================================================ backprop lab (03): playground, gradient check
+
+def test_finite_difference_error_has_the_v_shape():
+    fd = backprop_lab.finite_difference_errors(0.7)
+    exact = backprop_lab.probe_derivative_exact(0.7)
+    h = 1e-5
+    numeric = (math.sin(0.7 + h) * math.exp(0.7 + h) / (1 + (0.7 + h) ** 2)
+               - math.sin(0.7 - h) * math.exp(0.7 - h) / (1 + (0.7 - h) ** 2)) / (2 * h)
+    assert exact == pytest.approx(numeric, rel=1e-8)
+    for dtype, eps in (("float32", 1.2e-7), ("float64", 2.2e-16)):
+        h_best, e_best = backprop_lab.best_step(fd, dtype)
+        e = fd[dtype]
+        assert e[-1] > 100 * e_best and e[0] > 100 * e_best  # both arms of the V rise
+        assert eps ** 0.5 / 100 < h_best < eps ** 0.25  # the bottom sits near ε^(1/3)
+    assert backprop_lab.best_step(fd, "float64")[1] < 1e-9 < backprop_lab.best_step(fd, "float32")[1]
+    assert fd["autograd_float64"] < 1e-14 and fd["autograd_float32"] < 1e-6
+
+
+def test_playground_learns_moons_and_reports_history():
+    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("moons", n=200, noise=0.1, seed=0)
+    assert Xtr.shape == (150, 2) and np.allclose(np.concatenate([Xtr, Xva]).mean(0), 0, atol=1e-12)
+    calls = []
+    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
+                                   lr=0.03, epochs=60, progress=calls.append)
+    assert calls == list(range(60)) and not run.diverged
+    assert run.history["train_acc"][-1] > 0.95 and run.history["val_acc"][-1] > 0.9
+    assert run.history["train_loss"][-1] < run.history["train_loss"][0] / 3
+    assert run.grid_probs.shape == (60, 60, 2)
+    np.testing.assert_allclose(run.grid_probs.sum(-1), 1.0, atol=1e-12)
+
+
+def test_playground_divergence_is_flagged_not_raised():
+    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("spirals", n=200, noise=0.1, seed=0)
+    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=64, depth=4, activation="relu", optimizer="sgd",
+                                   lr=3.0, epochs=40)
+    assert run.diverged and len(run.history["train_loss"]) < 40 and run.grid_probs is None
+    with pytest.raises(ValueError, match="data set must be"):
+        backprop_lab.make_playground_data("mnist")
+    with pytest.raises(ValueError, match="optimizer must be"):
+        backprop_lab.make_optimizer("lbfgs", [], 0.1)
+
+
+def test_untrained_playground_starts_near_ln_k_and_overfits_one_batch():
+    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("blobs", n=200, noise=0.1, seed=0)
+    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, epochs=0)
+    assert run.history["train_loss"] == [] and run.grid_probs.shape[-1] == 3
+    losses = backprop_lab.overfit_one_batch(Xtr, ytr, width=32, depth=2, activation="tanh", steps=300)
+    assert losses[-1] < 0.05 < losses[0]
+
+

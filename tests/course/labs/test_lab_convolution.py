@@ -1,0 +1,319 @@
+"""The notebook labs of 05-08 (engine.course.labs: convolution, attention, diffusion, vae).
+
+Each value a notebook shows is checked here against an independent computation: brute-force
+loops over placements and patches, NumPy written out by hand, closed forms, or PyTorch.
+"""
+
+import math
+import numpy as np
+import pytest
+import engine
+from engine import shapes
+from engine.course.labs import convolution as conv_lab
+from engine.course.labs import attention as attention_lab
+from engine import diffusion
+from engine.course.labs import diffusion as diffusion_lab
+from engine import vae
+from engine.course.labs import vae as vae_lab
+
+
+# ============================================================================= 05 convolution
+def _brute_output_size(w, k, s, p, d):
+    """Count kernel placements by walking the padded input one start at a time."""
+    span = d * (k - 1) + 1
+    return sum(1 for start in range(0, w + 2 * p) if start % s == 0 and start + span <= w + 2 * p)
+
+
+@pytest.mark.parametrize("w", [1, 2, 5, 7, 12])
+@pytest.mark.parametrize("k, s, p, d", [(1, 1, 0, 1), (3, 1, 1, 1), (3, 2, 0, 1), (4, 3, 2, 1),
+                                        (3, 2, 1, 2), (5, 1, 0, 3), (2, 4, 3, 1)])
+def test_conv_report_counts_placements(w, k, s, p, d):
+    report = conv_lab.conv_report(w, k, s, p, d)
+    expected = _brute_output_size(w, k, s, p, d)
+    if expected == 0:
+        assert not report.ok and report.output_size is None
+        assert "Impossible" in report.message and str(d * (k - 1) + 1) in report.message
+    else:
+        assert report.ok and report.output_size == expected
+        assert report.effective_kernel == d * (k - 1) + 1
+        assert str(expected) in report.message
+
+
+def test_conv_report_notes_and_params():
+    # 6 + 2 - 3 = 5 is odd: at stride 2 the last padded pixel is never reached
+    r = conv_lab.conv_report(6, 3, 2, 1)
+    assert r.ok and any("never reached" in n for n in r.notes)
+    assert conv_lab.conv_report(5, 3, 1, 1).notes == ("'Same' size: the output is as wide as the input.",)
+    assert any("padding only" in n for n in conv_lab.conv_report(4, 3, 1, 3).notes)
+    # C_out (C_in K^2 + 1): counted by hand for Conv2d(3, 16, 5)
+    assert conv_lab.conv_report(32, 5, c_in=3, c_out=16).params == 16 * 3 * 25 + 16
+
+
+def test_conv_report_rejects_bad_settings():
+    with pytest.raises(ValueError, match="stride"):
+        conv_lab.conv_report(5, 3, stride=0)
+    with pytest.raises(TypeError, match="kernel"):
+        conv_lab.conv_report(5, 2.5)
+
+
+def test_conv_placements_taps_match_the_definition():
+    w, k, s, p, d = 7, 3, 2, 1, 2
+    data = conv_lab.conv_placements(w, k, s, p, d)
+    out = _brute_output_size(w, k, s, p, d)
+    taps = data["taps"]
+    assert taps.shape == (out, k)
+    for o in range(out):
+        assert list(taps[o]) == [o * s + j * d for j in range(k)]
+    kind = data["kind"].reshape(out, w + 2 * p)
+    for o in range(out):
+        for x in range(w + 2 * p):
+            pad = x < p or x >= p + w
+            tap = x in taps[o]
+            expected = ("tap on padding" if pad else "tap") if tap else ("padding" if pad else "input")
+            assert kind[o, x] == expected
+    empty = conv_lab.conv_placements(2, 5)
+    assert not empty["report"].ok and len(empty["kind"]) == 0
+
+
+def test_conv_grid_lights_the_selected_window():
+    g = conv_lab.conv_grid(5, 3, 2, 1, 1, out_row=1, out_col=2)
+    n = 7
+    kind = g["kind"].reshape(n, n)
+    lit = np.argwhere(np.isin(kind, ["tap", "tap on padding"]))
+    expected = [(r, c) for r in (2, 3, 4) for c in (4, 5, 6)]
+    assert sorted(map(tuple, lit)) == expected
+    assert kind[2, 6] == "tap on padding" and kind[0, 0] == "padding"
+    assert g["selected"].sum() == 1
+    # out-of-range selections are clipped into the output grid
+    assert conv_lab.conv_grid(5, 3, 2, 1, 1, 99, -4)["out_row"] == 2
+
+
+def test_conv_transpose_report_and_coverage(torch):
+    for w, k, s, p, a, d in [(3, 3, 2, 1, 1, 1), (4, 4, 2, 1, 0, 1), (2, 3, 3, 0, 2, 1),
+                             (5, 3, 1, 2, 0, 2), (3, 2, 2, 0, 1, 1)]:
+        r = conv_lab.conv_transpose_report(w, k, s, p, a, d)
+        x = torch.ones(1, 1, w, dtype=torch.float64)
+        weight = torch.ones(1, 1, k, dtype=torch.float64)
+        y = torch.nn.functional.conv_transpose1d(x, weight, stride=s, padding=p,
+                                                 output_padding=a, dilation=d)
+        assert r.ok and r.output_size == y.shape[-1]
+        cov = conv_lab.conv_transpose_placements(w, k, s, p, a, d)["coverage"]
+        np.testing.assert_array_equal(cov, y[0, 0].numpy())
+
+
+def test_conv_transpose_report_impossible():
+    r = conv_lab.conv_transpose_report(3, 3, 2, 0, output_padding=2)
+    assert not r.ok and "output_padding" in r.message
+    r = conv_lab.conv_transpose_report(1, 1, 1, 3)
+    assert not r.ok and "< 1" in r.message
+    assert len(conv_lab.conv_transpose_placements(1, 1, 1, 3)["coverage"]) == 0
+
+
+def test_round_trip_output_padding():
+    for w, k, s, p in [(7, 3, 2, 1), (8, 3, 2, 1), (28, 5, 3, 2), (10, 4, 4, 0)]:
+        o = shapes.conv_output_size(w, k, s, p)
+        a = conv_lab.round_trip_output_padding(w, k, s, p)
+        assert shapes.conv_transpose_output_size(o, k, s, p, a) == w
+
+
+def test_receptive_field_table_by_brute_force():
+    # three 3x3 stride-1 convolutions see 7x7 (the VGG argument); fmap from conv_output_size
+    rows = conv_lab.receptive_field_table(conv_lab.uniform_stack(3, 3, 1), input_size=10)
+    assert [r["rf"] for r in rows] == [3, 5, 7]
+    assert [r["fmap"] for r in rows] == [10, 10, 10]
+    # brute force: which input pixels can reach output pixel 0 of a stack? Propagate intervals.
+    layers = [(5, 2, 2, 1), (3, 2, 1, 2), (3, 1, 0, 1)]
+    lo, hi = 0, 0
+    for k, s, p, d in reversed(layers):
+        lo, hi = lo * s - p, hi * s - p + d * (k - 1)
+    rows = conv_lab.receptive_field_table(layers, input_size=40)
+    assert rows[-1]["rf"] == hi - lo + 1 and rows[-1]["start"] == -lo
+    size = 40
+    for row, (k, s, p, d) in zip(rows, layers):
+        size = _brute_output_size(size, k, s, p, d)
+        assert row["fmap"] == size
+
+
+def test_receptive_field_table_collapse_and_presets():
+    rows = conv_lab.receptive_field_table(conv_lab.uniform_stack(6, 3, 2, 1, 0), input_size=8)
+    fmaps = [r["fmap"] for r in rows]
+    assert fmaps[:4] == [4, 2, 1, 1] or fmaps[:3] == [4, 2, 1]
+    rows = conv_lab.receptive_field_table(conv_lab.uniform_stack(4, 5, 1), input_size=3)
+    assert rows[0]["fmap"] == 3  # 'same' padding keeps it
+    rows = conv_lab.receptive_field_table([(7, 1, 0)], input_size=3)
+    assert rows[0]["fmap"] is None and "cannot" in rows[0]["note"]
+    vgg = conv_lab.receptive_field_table(shapes.RECEPTIVE_FIELD_PRESETS["VGG-16"], 224)
+    assert vgg[-1]["rf"] == 212 and vgg[-1]["fmap"] == 7 and vgg[-1]["jump"] == 32
+
+
+def test_uniform_stack_pools():
+    layers = conv_lab.uniform_stack(4, 3, 1, 2, pool_every=2)
+    names = [n for n, _ in layers]
+    assert names == ["conv1", "conv2", "pool1", "conv3", "conv4", "pool2"]
+    assert layers[0][1] == (3, 1, 2, 2)  # 'same' padding D(K-1)/2
+    with pytest.raises(ValueError, match="pool_every"):
+        conv_lab.uniform_stack(2, pool_every=-1)
+
+
+# ----------------------------------------------------------------------------- im2col
+def _naive_patch(x_pad, k, s, d, row, col):
+    """The values output (row, col) reads, channel by channel, tap by tap (loops on purpose)."""
+    values = []
+    for c in range(x_pad.shape[0]):
+        for i in range(k):
+            for j in range(k):
+                values.append(x_pad[c, row * s + i * d, col * s + j * d])
+    return np.array(values)
+
+
+@pytest.mark.parametrize("c, h, k, s, p, d", [(1, 5, 3, 1, 1, 1), (2, 6, 3, 2, 0, 1),
+                                              (1, 7, 2, 3, 2, 1), (2, 7, 3, 1, 1, 2)])
+def test_im2col_view_row_is_the_naive_patch(c, h, k, s, p, d):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(c, h, h))
+    w = rng.normal(size=(3, c, k, k))
+    x_pad = np.pad(x, ((0, 0), (p, p), (p, p)))
+    out = _brute_output_size(h, k, s, p, d)
+    for row, col in [(0, 0), (out - 1, out - 1), (out // 2, 0)]:
+        v = conv_lab.im2col_view(x, w, s, p, d, row, col)
+        patch = _naive_patch(x_pad, k, s, d, row, col)
+        np.testing.assert_allclose(v["row_values"], patch)
+        np.testing.assert_allclose(v["rows"][row * out + col], patch)
+        np.testing.assert_allclose(v["weights"], w[0].ravel())
+        assert v["value"] == pytest.approx(float(patch @ w[0].ravel()))
+        assert v["patch"].sum() == c * k * k
+        np.testing.assert_allclose(np.sort(x_pad[v["patch"]]), np.sort(patch))
+        np.testing.assert_allclose(v["output"], v["conv2d"], atol=1e-9)
+        assert v["output"][row, col] == pytest.approx(v["value"])
+
+
+def test_im2col_view_against_torch(torch):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 6, 6))
+    w = rng.normal(size=(1, 2, 3, 3))
+    v = conv_lab.im2col_view(x, w, 2, 1, 1)
+    ref = torch.nn.functional.conv2d(torch.tensor(x[None]), torch.tensor(w), stride=2, padding=1)
+    np.testing.assert_allclose(v["output"], ref[0, 0].numpy(), atol=1e-10)
+    cols = torch.nn.functional.unfold(torch.tensor(x[None]), 3, stride=2, padding=1)[0].numpy()
+    np.testing.assert_allclose(v["rows"], cols.T)
+
+
+def test_im2col_view_impossible_setting_is_a_message():
+    v = conv_lab.im2col_view(np.zeros((1, 3, 3)), np.zeros((1, 1, 5, 5)))
+    assert not v["ok"] and "Impossible" in v["message"]
+
+
+def test_im2col_backward_matches_autograd_and_counts_windows():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2, 6, 6))
+    w = rng.normal(size=(3, 2, 3, 3))
+    g = rng.normal(size=(3, 3, 3))
+    b = conv_lab.im2col_backward(x, w, g, stride=2, padding=1)
+    np.testing.assert_allclose(b["grad_weight"], b["autograd_weight"], atol=1e-10)
+    np.testing.assert_allclose(b["grad_input"], b["autograd_input"], atol=1e-10)
+    # windows per pixel by brute force
+    count = np.zeros((8, 8))
+    for r in range(3):
+        for c in range(3):
+            count[2 * r:2 * r + 3, 2 * c:2 * c + 3] += 1
+    np.testing.assert_array_equal(b["window_count"], count[1:7, 1:7])
+
+
+# ----------------------------------------------------------------------------- filters
+def _naive_correlate(image, kernel):
+    k = kernel.shape[0]
+    padded = np.pad(image, k // 2)
+    out = np.zeros_like(image)
+    for i in range(k):
+        for j in range(k):
+            out += kernel[i, j] * padded[i:i + image.shape[0], j:j + image.shape[1]]
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(conv_lab.CLASSIC_FILTERS))
+def test_apply_filter_is_cross_correlation(name):
+    img = conv_lab.sample_image(24, noise=0.05, seed=3)
+    kernel = conv_lab.CLASSIC_FILTERS[name]
+    np.testing.assert_allclose(conv_lab.apply_filter(img, name), _naive_correlate(img, kernel),
+                               atol=1e-12)
+
+
+def test_filters_sum_and_special_cases():
+    img = conv_lab.sample_image(32)
+    np.testing.assert_array_equal(conv_lab.apply_filter(img, "identity"), img)
+    for name in ("box blur", "Gaussian blur", "sharpen", "identity"):
+        assert conv_lab.CLASSIC_FILTERS[name].sum() == pytest.approx(1.0)
+    for name in ("vertical edges (Sobel x)", "horizontal edges (Sobel y)", "Laplacian"):
+        assert conv_lab.CLASSIC_FILTERS[name].sum() == pytest.approx(0.0)
+    gx = _naive_correlate(img, conv_lab.CLASSIC_FILTERS["vertical edges (Sobel x)"])
+    gy = _naive_correlate(img, conv_lab.CLASSIC_FILTERS["horizontal edges (Sobel y)"])
+    np.testing.assert_allclose(conv_lab.apply_filter(img, "edge magnitude"), np.hypot(gx, gy),
+                               atol=1e-12)
+    twice = conv_lab.apply_filter(img, "box blur", repeat=2)
+    k = conv_lab.CLASSIC_FILTERS["box blur"]
+    np.testing.assert_allclose(twice, _naive_correlate(_naive_correlate(img, k), k), atol=1e-12)
+    strided = conv_lab.apply_filter(img, "sharpen", stride=3)
+    np.testing.assert_allclose(strided, _naive_correlate(img, conv_lab.CLASSIC_FILTERS["sharpen"])[::3, ::3],
+                               atol=1e-12)
+    with pytest.raises(ValueError, match="unknown filter"):
+        conv_lab.apply_filter(img, "blurry")
+
+
+def test_sample_image():
+    a = conv_lab.sample_image(40, noise=0.2, seed=1)
+    assert a.shape == (40, 40) and a.min() >= 0 and a.max() <= 1
+    np.testing.assert_array_equal(a, conv_lab.sample_image(40, noise=0.2, seed=1))
+    with pytest.raises(ValueError, match="size"):
+        conv_lab.sample_image(4)
+
+
+# ----------------------------------------------------------------------------- small CNN
+def test_cnn_learns_the_shapes():
+    X, y = engine.data.make_shapes(384, size=16, seed=0)
+    Xt, yt = engine.data.make_shapes(128, size=16, seed=1)
+    model = conv_lab.make_cnn(n_filters=4, kernel_size=5, seed=0)
+    seen = []
+    history = conv_lab.train_cnn(model, X, y, Xt, yt, epochs=4, lr=2e-2, seed=0,
+                                 on_epoch=lambda e, h: seen.append(e))
+    assert seen == [1, 2, 3, 4] and len(history["loss"]) == 4
+    assert history["loss"][-1] < history["loss"][0]
+    assert history["test_acc"][-1] > 0.6  # chance is 0.25
+    # the accuracy reported is the share of argmax hits, recomputed here
+    with engine.no_grad():
+        logits = model(engine.Tensor(Xt)).data
+    assert history["test_acc"][-1] == pytest.approx(float((logits.argmax(1) == yt).mean()))
+    maps = conv_lab.feature_maps(model, Xt[0])
+    assert maps["conv1"].shape == (4, 16, 16) and maps["pool2"].shape == (8, 4, 4)
+    np.testing.assert_allclose(maps["logits"], logits[0], rtol=1e-5, atol=1e-6)
+    assert maps["probs"].sum() == pytest.approx(1.0)
+    np.testing.assert_array_equal(conv_lab.learned_filters(model), model[0].weight.data[:, 0])
+    # conv1's map is the engine conv of the image with the learned filters, plus bias
+    ref = engine.functional.conv2d(Xt[:1], model[0].weight.data, model[0].bias.data, padding=2).data[0]
+    np.testing.assert_allclose(maps["conv1"], ref, rtol=1e-5, atol=1e-6)
+
+
+def test_make_cnn_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="multiple of 4"):
+        conv_lab.make_cnn(image_size=18)
+    with pytest.raises(ValueError, match="odd"):
+        conv_lab.make_cnn(kernel_size=4)
+
+
+def test_check_number():
+    from engine.course.exercises import check_number, parse_number
+
+    assert check_number("7", 7, "h") == (True, "Right: 7.")
+    ok, msg = check_number(6, 7, "count the taps")
+    assert ok is False and "count the taps" in msg and "too small" in msg
+    assert check_number("", 7, "h")[0] is None
+    assert check_number(None, 7, "h")[0] is None
+    assert check_number("abc", 7, "h")[0] is None
+    assert check_number("x" * 200, 7, "h")[0] is None
+    assert check_number("nan", 7, "h")[0] is None
+    assert check_number("0.49", 0.5, "h", abs_tol=0.02)[0] is True
+    assert check_number("0.45", 0.5, "h", abs_tol=0.02)[0] is False
+    assert check_number("1/4", 0.25, "h")[0] is True
+    assert check_number("1,5", 1.5, "h")[0] is True
+    assert parse_number("1/0") is None and parse_number(True) is None
+
+

@@ -1,0 +1,157 @@
+"""The engine modules behind notebooks 01-04: activations_lab, graph, optim_lab, backprop_lab.
+
+Each expected value is computed independently here (closed forms with math/NumPy, published
+constants), never by the function under test.
+"""
+
+import math
+import numpy as np
+import pytest
+import engine
+from engine.course.labs import activations as act
+from engine.course.labs import backprop as backprop_lab
+from engine.course.labs import losses
+from engine.course import graph as graphs
+from engine.course.labs import optimizers as olab
+
+
+# ============================================================================ losses_lab
+
+
+@pytest.mark.parametrize("name", list(losses.REGRESSION_LOSSES))
+@pytest.mark.parametrize("delta", [0.3, 1.0, 2.5])
+def test_regression_loss_gradients_autograd_equals_formula(name, delta):
+    e = np.linspace(-5, 5, 201) + 1e-3
+    c = losses.regression_curves(name, e, delta)
+    np.testing.assert_allclose(c.f, c.f_formula, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(c.df_autograd, c.df_formula, rtol=1e-10, atol=1e-12)
+    spec = losses.REGRESSION_LOSSES[name]
+    h = 1e-6
+    numeric = (spec["f"](e + h, delta) - spec["f"](e - h, delta)) / (2 * h)
+    np.testing.assert_allclose(c.df_formula, numeric, rtol=1e-5, atol=1e-5)
+
+
+def test_huber_values_and_bad_delta():
+    c = losses.regression_curves("huber", np.array([0.5, 3.0, -3.0]), delta=1.0)
+    np.testing.assert_allclose(c.f, [0.125, 2.5, 2.5])
+    with pytest.raises(ValueError, match="delta must be positive"):
+        losses.regression_curves("huber", np.zeros(2), delta=0.0)
+    with pytest.raises(ValueError, match="unknown loss"):
+        losses.regression_curves("hinge", np.zeros(2))
+
+
+def test_cross_entropy_report_against_numpy():
+    z = np.array([2.0, 0.5, -1.0, 0.0])
+    for eps in (0.0, 0.1, 0.5):
+        r = losses.cross_entropy_report(z, 1, eps)
+        p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+        q = np.full(4, eps / 4)
+        q[1] += 1 - eps
+        assert r.loss == pytest.approx(-(q * np.log(p)).sum(), rel=1e-12)
+        np.testing.assert_allclose(r.grad_autograd, p - q, atol=1e-12)
+        np.testing.assert_allclose(r.target, q)
+    with pytest.raises(ValueError, match="target class must be an integer"):
+        losses.cross_entropy_report(z, 4)
+
+
+def test_naive_cross_entropy_breaks_where_the_fused_one_does_not():
+    scales = np.array([1.0, 10.0, 100.0, 1000.0])
+    exact = 2 * scales + np.log1p(np.exp(-scales) + np.exp(-2 * scales))  # -z_2 + log(e^s + 1 + e^-s)
+    naive32, fused32 = losses.naive_vs_fused(scales, "float32")
+    np.testing.assert_allclose(fused32, exact, rtol=1e-6)
+    assert naive32[0] == pytest.approx(exact[0], rel=1e-5)
+    assert not np.isfinite(naive32[3])  # exp(1000) overflows in float32
+    naive64, fused64 = losses.naive_vs_fused(scales, "float64")
+    np.testing.assert_allclose(fused64, exact, rtol=1e-12)
+    assert naive64[2] == pytest.approx(exact[2], rel=1e-9) and not np.isfinite(naive64[3])
+
+
+def test_kl_divergence_properties():
+    grid = np.linspace(-7, 7, 281)
+    p = losses.bimodal_on_grid(grid, separation=5.0)
+    q = losses.gaussian_on_grid(grid, 1.0, 1.0)
+    fwd, rev = losses.kl_both_ways(p, q)
+    assert fwd == pytest.approx(np.sum(p * np.log(p / q)), rel=1e-10)
+    assert rev == pytest.approx(np.sum(q * np.log(q / p)), rel=1e-10)
+    assert fwd > 0 and rev > 0 and abs(fwd - rev) > 0.1
+    assert losses.kl(p, p) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_forward_kl_matches_moments_and_reverse_kl_picks_a_mode():
+    grid = np.linspace(-12, 12, 481)  # wide enough that q is not cut off at the edges
+    p = losses.bimodal_on_grid(grid, separation=5.0)
+    mean = np.sum(p * grid)
+    std = math.sqrt(np.sum(p * (grid - mean) ** 2))  # forward KL to a Gaussian = moment matching
+    mu, sigma, hist = losses.fit_gaussian_kl(p, grid, "forward", mu0=1.0, sigma0=1.0, steps=300)
+    assert mu == pytest.approx(mean, abs=0.02) and sigma == pytest.approx(std, rel=0.02)
+    assert hist[-1] < hist[0]
+    mu, sigma, _ = losses.fit_gaussian_kl(p, grid, "reverse", mu0=1.0, sigma0=1.0, steps=300)
+    assert mu == pytest.approx(2.5, abs=0.1) and sigma == pytest.approx(0.7, abs=0.1)
+
+
+def test_margin_gradients_show_mse_saturating():
+    m = np.linspace(-10, 10, 41)
+    g = losses.margin_gradients(m)
+    for auto, formula in g.values():
+        np.testing.assert_allclose(auto, formula, rtol=1e-10, atol=1e-15)
+    s = 1 / (1 + np.exp(-m))
+    np.testing.assert_allclose(g["cross-entropy"][1], 1 - s, atol=1e-15)
+    assert g["cross-entropy"][0][0] > 0.99 and g["MSE on σ(z)"][0][0] < 1e-3
+
+
+def test_cross_entropy_trains_a_wrong_sigmoid_faster_than_mse():
+    x, y = losses.sigmoid_classifier_data(100, seed=0)
+    ce = losses.train_sigmoid_classifier(x, y, "cross_entropy", w0=-4.0, lr=0.3, steps=100)
+    mse = losses.train_sigmoid_classifier(x, y, "mse", w0=-4.0, lr=0.3, steps=100)
+    z = -4.0 * x
+    assert ce["loss"][0] == pytest.approx(np.mean(np.logaddexp(0, -z) * y + np.logaddexp(0, z) * (1 - y)), rel=1e-10)
+    assert mse["loss"][0] == pytest.approx(np.mean((1 / (1 + np.exp(-z)) - y) ** 2), rel=1e-10)
+    assert ce["accuracy"][20] > 0.95 and mse["accuracy"][20] < 0.5
+    with pytest.raises(ValueError, match="loss must be"):
+        losses.train_sigmoid_classifier(x, y, "hinge", w0=0.0)
+
+
+def test_initial_loss_is_ln_k_for_small_logits():
+    for k in (2, 10, 1000):
+        value, ln_k = losses.initial_loss(k, 1e-3)
+        assert ln_k == math.log(k) and value == pytest.approx(ln_k, abs=1e-3)
+    big, ln_k = losses.initial_loss(10, 10.0)
+    assert big > 3 * ln_k
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        losses.initial_loss(1, 1.0)
+
+
+# ============================================================================ losses lab (02): line fits
+
+def test_fit_line_mse_equals_least_squares():
+    x, y, _ = losses.make_line_data(n=30, n_outliers=3, outlier_shift=8.0, seed=1)
+    w, b, hist = losses.fit_line(x, y, "mse", steps=400)
+    w_ls, b_ls = np.polyfit(x, y, 1)
+    assert w == pytest.approx(w_ls, abs=1e-4) and b == pytest.approx(b_ls, abs=1e-4)
+    assert hist[-1] <= hist[0]
+
+
+def test_fit_line_mae_reaches_the_least_absolute_deviation_optimum():
+    x, y, _ = losses.make_line_data(n=30, n_outliers=5, outlier_shift=10.0, seed=2)
+    w, b, _ = losses.fit_line(x, y, "mae", steps=400)
+    # An L1 line fit has an optimum through two of the points: try every pair.
+    i, j = np.triu_indices(len(x), 1)
+    ws = (y[j] - y[i]) / (x[j] - x[i])
+    bs = y[i] - ws * x[i]
+    best = np.min(np.mean(np.abs(y[None, :] - ws[:, None] * x[None, :] - bs[:, None]), axis=1))
+    assert np.mean(np.abs(y - w * x - b)) == pytest.approx(best, abs=2e-3)
+
+
+def test_huber_fit_is_stationary_and_robust_losses_resist_outliers():
+    x, y, out = losses.make_line_data(n=30, n_outliers=5, outlier_shift=15.0, seed=0)
+    w, b, _ = losses.fit_line(x, y, "huber", delta=1.0, steps=400)
+    e = w * x + b - y
+    g = np.clip(e, -1.0, 1.0)  # dHuber/de
+    assert abs(np.mean(g * x)) < 1e-3 and abs(np.mean(g)) < 1e-3
+    slopes = {name: losses.fit_line(x, y, name, steps=300)[0] for name in losses.LINE_LOSSES}
+    assert abs(slopes["mae"] - 1.5) < abs(slopes["mse"] - 1.5) / 3
+    assert abs(slopes["huber"] - 1.5) < abs(slopes["mse"] - 1.5) / 2
+    with pytest.raises(ValueError, match="n_outliers"):
+        losses.make_line_data(n=10, n_outliers=6)
+
+

@@ -1,0 +1,115 @@
+"""The engine modules behind notebooks 01-04: activations_lab, graph, optim_lab, backprop_lab.
+
+Each expected value is computed independently here (closed forms with math/NumPy, published
+constants), never by the function under test.
+"""
+
+import math
+import numpy as np
+import pytest
+import engine
+from engine.course.labs import activations as act
+from engine.course.labs import backprop as backprop_lab
+from engine.course.labs import losses
+from engine.course import graph as graphs
+from engine.course.labs import optimizers as olab
+
+
+# ============================================================================ optim_lab
+
+
+@pytest.mark.parametrize("name", list(olab.SURFACES))
+def test_surface_gradients_by_autograd_match_central_differences(name):
+    rng = np.random.default_rng(0)
+    (x0, x1), (y0, y1) = olab.SURFACES[name]["box"]
+    for _ in range(5):
+        th = np.array([rng.uniform(x0, x1), rng.uniform(y0, y1)])
+        g = olab.surface_gradient(name, th)
+        for i in range(2):
+            e = np.zeros(2)
+            e[i] = 1e-6
+            numeric = (olab.surface_value(name, th + e) - olab.surface_value(name, th - e)) / 2e-6
+            assert g[i] == pytest.approx(numeric, rel=1e-5, abs=1e-5)
+    xx, yy, zz = olab.surface_grid(name, 30)
+    assert zz[3, 7] == pytest.approx(olab.surface_value(name, [xx[3, 7], yy[3, 7]]))
+    minimum = olab.SURFACES[name]["minimum"]
+    np.testing.assert_allclose(olab.surface_gradient(name, minimum), 0.0, atol=1e-12)
+
+
+def test_sgd_trajectory_is_theta_minus_lr_times_gradient():
+    t = olab.run_optimizer("quadratic", "sgd", start=(-2.0, 1.0), steps=5, lr=0.005)
+    th = np.array([-2.0, 1.0])
+    for k in range(5):
+        th = th - 0.005 * np.array([th[0], 100.0 * th[1]])
+        np.testing.assert_allclose(t.path[k + 1], th, rtol=1e-12)
+    assert t.losses[0] == pytest.approx(0.5 * (4 + 100))
+
+
+def test_momentum_and_adam_beat_sgd_on_the_ill_conditioned_quadratic():
+    final = {n: olab.run_optimizer("quadratic", n, steps=100).final_loss for n in ("sgd", "momentum", "adam")}
+    assert final["momentum"] < final["sgd"] / 10 and final["adam"] < final["sgd"] / 10
+    edge = olab.run_optimizer("quadratic", "sgd", start=(0.0, 1.0), steps=50, lr=0.02)  # 1 − ηκ = −1
+    np.testing.assert_allclose(np.abs(edge.path[:, 1]), 1.0, rtol=1e-12)
+
+
+def test_saddle_and_divergence():
+    for n in olab.OPTIMIZERS:
+        t = olab.run_optimizer("saddle", n, steps=300)
+        assert t.final_loss == pytest.approx(-0.25, abs=1e-3), n  # escaped to a minimum f = −1/4
+    bad = olab.run_optimizer("rosenbrock", "sgd", steps=100, lr=0.05)
+    assert bad.diverged and len(bad.path) < 101 and math.isnan(bad.final_loss)
+    with pytest.raises(ValueError, match="learning rate must be positive"):
+        olab.run_optimizer("rosenbrock", "sgd", lr=0.0)
+    with pytest.raises(ValueError, match="unknown surface"):
+        olab.run_optimizer("himmelblau", "sgd")
+
+
+def test_schedules_inside_trajectories_use_the_engine_schedulers():
+    t = olab.run_optimizer("beale", "adam", steps=100, schedule="cosine", lr=0.1)
+    expected = 0.1 * 0.5 * (1 + np.cos(np.pi * np.arange(100) / 100))
+    np.testing.assert_allclose(t.lrs, expected, atol=1e-12)
+    for s in olab.SCHEDULES:
+        r = olab.run_optimizer("rosenbrock", "adam", steps=50, schedule=s)
+        assert len(r.lrs) == 50 and np.all(r.lrs > 0) and not r.diverged
+
+
+def test_adam_bias_correction_formulas_and_engine_agree():
+    g = olab.noisy_gradients(30, mean=0.5, noise=1.0, seed=3)
+    corrected = olab.adam_first_steps(g, lr=0.01)
+    np.testing.assert_allclose(corrected["update"], olab.engine_adam_updates(g, lr=0.01), rtol=1e-10, atol=1e-15)
+    plain = olab.adam_first_steps(np.ones(3), lr=1.0, bias_correction=False)
+    assert abs(plain["update"][0]) == pytest.approx(0.1 / math.sqrt(0.001), rel=1e-6)
+    np.testing.assert_allclose(olab.adam_first_steps(np.ones(3), lr=1.0)["update"], -1.0, rtol=1e-7)
+
+
+def test_schedule_curves_closed_forms():
+    c = olab.schedule_curves(steps=100, lr=0.1, step_size=25, gamma=0.5, warmup=10, pct_start=0.3)
+    t = np.arange(100)
+    np.testing.assert_allclose(c["step"], 0.1 * 0.5 ** (t // 25), rtol=1e-12)
+    np.testing.assert_allclose(c["cosine"], 0.05 * (1 + np.cos(np.pi * t / 100)), atol=1e-12)
+    assert c["warmup_cosine"][0] < c["warmup_cosine"][10] == pytest.approx(0.1)
+    assert np.argmax(c["onecycle"]) == pytest.approx(29, abs=1) and c["onecycle"].max() == pytest.approx(0.1)
+    drops = np.flatnonzero(np.diff(c["plateau"]) < 0)
+    assert len(drops) >= 1 and np.all(np.isin(np.round(c["plateau"] / 0.1, 12), 0.5 ** np.arange(20)))
+    with pytest.raises(ValueError, match="steps must be"):
+        olab.schedule_curves(steps=1)
+
+
+def test_l2_penalty_and_decoupled_decay_differ_as_described():
+    p = olab.l2_vs_decoupled(weight_decay=0.1, lr=0.05, steps=200)
+    t = np.arange(201)
+    np.testing.assert_allclose(p["adamw"][:, 1], 2.0 * (1 - 0.05 * 0.1) ** t, rtol=1e-9)  # θ₂ ← (1 − ηλ)θ₂
+    assert abs(p["adam_l2"][-1, 1]) < 0.05  # normalised: ~η per step, gone after ~40 steps
+    assert abs(p["adam_l2"][40, 1]) < 0.5 < p["adamw"][40, 1]
+    assert abs(p["adam_l2"][-1, 0] - 2.0) < abs(p["adamw"][-1, 0] - 2.0)  # decay drowned out on θ₁
+
+
+def test_clip_by_global_norm_uses_the_square_root():
+    clipped, before, after = olab.clip_by_global_norm([np.array([3.0]), np.array([4.0])], 1.0)
+    assert before == pytest.approx(5.0) and after == pytest.approx(1.0, rel=1e-5)
+    assert clipped[0][0] == pytest.approx(0.6, rel=1e-5) and clipped[1][0] == pytest.approx(0.8, rel=1e-5)
+    same, before, after = olab.clip_by_global_norm([np.array([0.3, 0.4])], 1.0)
+    np.testing.assert_array_equal(same[0], [0.3, 0.4])
+    free = olab.run_optimizer("rosenbrock", "sgd", steps=300, lr=0.01)
+    held = olab.run_optimizer("rosenbrock", "sgd", steps=300, lr=0.01, clip=3.0)
+    assert free.diverged and not held.diverged and held.final_loss < 1.0

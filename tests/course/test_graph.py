@@ -1,0 +1,106 @@
+"""The engine modules behind notebooks 01-04: activations_lab, graph, optim_lab, backprop_lab.
+
+Each expected value is computed independently here (closed forms with math/NumPy, published
+constants), never by the function under test.
+"""
+
+import math
+import numpy as np
+import pytest
+import engine
+from engine.course.labs import activations as act
+from engine.course.labs import backprop as backprop_lab
+from engine.course.labs import losses
+from engine.course import graph as graphs
+from engine.course.labs import optimizers as olab
+
+
+# ============================================================================ graph
+
+
+def _square_grads(x, y):
+    inner = x * y + math.sin(x)
+    return 2 * inner * (y + math.cos(x)), 2 * inner * x
+
+
+@pytest.mark.parametrize("x, y", [(1.5, -0.5), (-2.0, 3.0), (0.0, 0.0)])
+def test_traced_graph_gradients_match_the_chain_rule_by_hand(x, y):
+    g = graphs.expression_graph("square", x, y, 0.0)
+    gx, gy = _square_grads(x, y)
+    grads = graphs.input_gradients(g)
+    assert grads["x"] == pytest.approx(gx, abs=1e-12) and grads["y"] == pytest.approx(gy, abs=1e-12)
+    assert g.node(g.output).value == pytest.approx((x * y + math.sin(x)) ** 2)
+
+
+def test_every_expression_against_central_differences():
+    for name, spec in graphs.EXPRESSIONS.items():
+        vals = (0.8, -1.3, 0.4)
+        g = graphs.expression_graph(name, *vals)
+        f = lambda a, b, c: float(spec["build"](*(engine.tensor(np.array(v, dtype=np.float64)) for v in (a, b, c))).data)  # noqa: E731
+        for i, label in enumerate("xyz"):
+            if label not in graphs.input_gradients(g):
+                continue
+            h = 1e-6
+            up, down = list(vals), list(vals)
+            up[i] += h
+            down[i] -= h
+            assert graphs.input_gradients(g)[label] == pytest.approx((f(*up) - f(*down)) / (2 * h), rel=1e-6, abs=1e-8)
+
+
+def test_backward_order_puts_every_node_after_its_users():
+    g = graphs.expression_graph("quotient", 0.5, 1.0, -0.7)
+    position = {i: k for k, i in enumerate(g.order)}
+    for a, b in g.edges:  # b uses a
+        if a in position:
+            assert position[b] < position[a]
+    assert g.order[0] == g.output
+    assert {n.id for n in g.nodes if n.kind != "const"} == set(g.order)
+
+
+def test_steps_replay_what_backward_sent():
+    g = graphs.expression_graph("reuse", 1.2, 0.5, 0.0)  # f = x·eˣ + x·y: x receives three contributions
+    received: dict = {}
+    for k in range(len(g.order)):
+        for parent, _, c in g.step(k).sends:
+            received[parent] = received.get(parent, 0.0) + c
+    for n in g.nodes:
+        if n.kind == "input":
+            assert received[n.id] == pytest.approx(n.grad, abs=1e-12)
+    x = next(n for n in g.nodes if n.label == "x")
+    assert sum(1 for k in range(len(g.order)) for p, _, _ in g.step(k).sends if p == x.id) == 3
+    assert x.grad == pytest.approx(math.exp(1.2) * (1 + 1.2) + 0.5)
+    with pytest.raises(ValueError, match="k must be in"):
+        g.step(len(g.order))
+
+
+def test_local_rules_come_from_the_op_docstrings():
+    g = graphs.expression_graph("square", 1.0, 2.0, 0.0)
+    rules = {n.label: n.rule for n in g.nodes if n.kind == "op"}
+    assert rules["mul"] == "∂r/∂a = b, ∂r/∂b = a"
+    assert rules["sin"] == "∂r/∂a = cos a"
+    assert rules["add"] == "∂r/∂a = 1, ∂r/∂b = 1"
+    from engine.ops.elementwise import Mul
+    assert Mul.__doc__.startswith("r = a·b;")
+    drawing = g.drawing(0)
+    known = [n for n in drawing["nodes"] if n["grad"] is not None]
+    assert [n["id"] for n in known] == [g.output]
+
+
+def test_dense_layer_gradients_by_hand_equal_autograd():
+    d = graphs.dense_layer_gradients(n=7, d_in=5, d_out=3, seed=4)
+    assert d.shapes["dW"] == (5, 3) and d.shapes["db"] == (3,) and d.shapes["dX"] == (7, 5)
+    for k, v in d.max_difference.items():
+        assert v < 1e-12, k
+    # the formulas themselves, against a finite difference of L = Σ (XW + b) ⊙ G
+    rng = np.random.default_rng(4)
+    X, W, b = rng.standard_normal((7, 5)), rng.standard_normal((5, 3)), rng.standard_normal(3)
+    G = rng.standard_normal((7, 3))
+    L = lambda W_: np.sum((X @ W_ + b) * G)  # noqa: E731
+    E = np.zeros_like(W)
+    E[2, 1] = 1e-6
+    assert (L(W + E) - L(W - E)) / 2e-6 == pytest.approx(d.by_hand["dW"][2, 1], rel=1e-6)
+    assert graphs.linear_layer_matches_functional() < 1e-12
+    with pytest.raises(ValueError, match="d_in must be"):
+        graphs.dense_layer_gradients(d_in=0)
+
+

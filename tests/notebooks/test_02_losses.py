@@ -1,0 +1,89 @@
+"""Notebook 02_losses: the values it shows are the engine's, and its claims hold on them.
+"""
+
+import math
+import re
+
+from pathlib import Path
+import numpy as np
+import pytest
+from engine.course import graph as graphs
+from engine.course import toc
+from engine.course.labs import activations as activations_lab
+from engine.course.labs import backprop as backprop_lab
+from engine.course.labs import losses as losses_lab
+from engine.course.labs import optimizers as optim_lab
+from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
+                             notebook_text, output_text, run_app)
+
+
+# ----------------------------------------------------------------------------- 02_losses
+
+def test_02_regression_losses_and_outlier_fits_come_from_the_engine():
+    for name in losses_lab.REGRESSION_LOSSES:
+        text, defs = notebook_text("02_losses", reg_loss=name, delta=0.5)
+        assert defs["reg_gap"] < 1e-9
+        np.testing.assert_allclose(defs["reg_curves"].f, losses_lab.regression_curves(name, defs["reg_curves"].x, 0.5).f)
+    text, defs = notebook_text("02_losses", n_outliers=6, outlier_shift=-15, delta=2.0)
+    x, y, out = losses_lab.make_line_data(n=30, n_outliers=6, outlier_shift=-15.0, seed=0)
+    np.testing.assert_array_equal(defs["line_y"], y)
+    for name in losses_lab.LINE_LOSSES:
+        w, b, _ = losses_lab.fit_line(x, y, name, delta=2.0, steps=300)
+        assert defs["line_fits"][name] == pytest.approx((w, b))
+        assert f"{w:.3f}" in text
+
+
+def test_02_cross_entropy_with_label_smoothing():
+    text, defs = notebook_text("02_losses", ce_logits="1, 2, 3", ce_target=0, smoothing=0.2)
+    r = losses_lab.cross_entropy_report(np.array([1.0, 2.0, 3.0]), 0, 0.2)
+    assert defs["ce_report"].loss == pytest.approx(r.loss)
+    assert f"L = {r.loss:.4f}" in text
+    text, defs = notebook_text("02_losses", ce_logits="1, 2", ce_target=5)
+    assert "There are only 2 classes" in text and defs["ce_report"] is None
+
+
+def test_02_naive_log_softmax_fails_and_the_fused_loss_does_not():
+    text, defs = notebook_text("02_losses", logit_scale=1000, precision="float32")
+    assert not math.isfinite(defs["naive_now"]) and math.isfinite(defs["fused_now"])
+    assert defs["fused_now"] == pytest.approx(2000.0)
+    assert ("naive inf" in text or "naive nan" in text) and "fused 2000.0000" in text
+    assert 10 < defs["naive_breaks_at"] < 100  # float32 fails somewhere between s = 10 and 100
+    _, defs64 = notebook_text("02_losses", logit_scale=1, precision="float64")
+    assert defs64["naive_breaks_at"] > defs["naive_breaks_at"]
+
+
+def test_02_kl_both_ways_and_the_fits():
+    text, defs = notebook_text("02_losses", q_mu=-2.0, q_sigma=0.5, kl_separation=4.0, kl_fit_button=True)
+    grid = np.linspace(-7, 7, 281)
+    p = losses_lab.bimodal_on_grid(grid, separation=4.0)
+    q = losses_lab.gaussian_on_grid(grid, -2.0, 0.5)
+    fwd, rev = losses_lab.kl_both_ways(p, q)
+    assert defs["kl_forward"] == pytest.approx(fwd) and f"KL(p‖q) = {fwd:.4f}" in text
+    assert f"KL(q‖p) = {rev:.4f}" in text
+    mu_f, s_f, _ = losses_lab.fit_gaussian_kl(p, grid, "forward", mu0=-2.0, sigma0=0.5, steps=300)
+    assert defs["kl_fits"]["forward"][:2] == pytest.approx((mu_f, s_f))
+    assert f"μ = {mu_f:.2f}, σ = {s_f:.2f}" in text
+    _, defs = notebook_text("02_losses")
+    assert defs["kl_fits"] == {}  # nothing fitted until the button is pressed
+
+
+def test_02_mse_vs_cross_entropy_and_initial_loss():
+    text, defs = notebook_text("02_losses", w0=-6.0, clf_lr=1.0, n_classes=1000, init_logit_scale=10.0)
+    x, y = losses_lab.sigmoid_classifier_data(100, seed=0)
+    ce = losses_lab.train_sigmoid_classifier(x, y, "cross_entropy", w0=-6.0, lr=1.0, steps=100)
+    np.testing.assert_allclose(defs["clf_runs"]["cross_entropy"]["accuracy"], ce["accuracy"])
+    value, ln_k = losses_lab.initial_loss(1000, 10.0, n_samples=512, seed=0)
+    assert defs["initial"] == pytest.approx(value) and f"{value:.4f}" in text and "shrink the initial logits" in text
+    text, _ = notebook_text("02_losses", n_classes=2, init_logit_scale=0.001)
+    assert "Healthy start" in text
+
+
+def test_02_exercises_are_graded_by_the_engine():
+    text, defs = notebook_text("02_losses", answer_ln10="2.303", answer_huber="2.5", answer_bce="-0.2")
+    assert defs["ln10_truth"] == pytest.approx(math.log(10))
+    assert defs["huber_truth"] == pytest.approx(2.5) and defs["bce_truth"] == pytest.approx(-0.2)
+    assert text.count("Right") == 3
+    text, _ = notebook_text("02_losses", answer_ln10="1", answer_huber="4.5", answer_bce="0.2")
+    assert "Right" not in text and text.count("Not quite") == 3
+
+

@@ -1,0 +1,72 @@
+"""Notebook 03_backprop: the values it shows are the engine's, and its claims hold on them.
+"""
+
+import math
+import re
+
+from pathlib import Path
+import numpy as np
+import pytest
+from engine.course import graph as graphs
+from engine.course import toc
+from engine.course.labs import activations as activations_lab
+from engine.course.labs import backprop as backprop_lab
+from engine.course.labs import losses as losses_lab
+from engine.course.labs import optimizers as optim_lab
+from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
+                             notebook_text, output_text, run_app)
+
+
+# ----------------------------------------------------------------------------- 03_backprop
+
+def test_03_graph_step_through_shows_the_engine_gradients():
+    for name in graphs.EXPRESSIONS:
+        text, defs = notebook_text("03_backprop", expr=name, x_val=-3.0, y_val=3.0, z_val=0.5, bp_step=2)
+        g = graphs.expression_graph(name, -3.0, 3.0, 0.5)
+        assert defs["input_grads"] == pytest.approx(graphs.input_gradients(g))
+        for label, grad in graphs.input_gradients(g).items():
+            assert f"∂f/∂{label} = {grad:.6g}" in text
+        assert defs["graph_step"].node.id == g.order[2]
+        assert "Local rule" in text or "is an input" in text
+    text, defs = notebook_text("03_backprop", expr="neuron", bp_step=13)
+    assert "past the end" in text
+
+
+def test_03_dense_layer_and_gradient_check():
+    text, defs = notebook_text("03_backprop", dense_n=64, dense_in=32, dense_out=32, gc_x0=-2.0, gc_h=1e-12)
+    assert max(defs["dense"].max_difference.values()) < 1e-10
+    assert "(32, 32)" in text and "(64, 32)" in text
+    fd = backprop_lab.finite_difference_errors(-2.0, hs=np.logspace(-12, 0, 61))
+    for dt in ("float32", "float64"):
+        h, e = backprop_lab.best_step(fd, dt)
+        assert defs["fd_best"][dt] == pytest.approx((h, e))
+        assert f"smallest {e:.1e} at h ≈ {h:.0e}" in text
+
+
+def test_03_playground_trains_behind_the_button():
+    text, defs = notebook_text("03_backprop")
+    assert defs["pg_run"] is None and "Press train" in text
+    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("moons", n=240, noise=0.15, seed=0)
+    assert f"Initial training loss {defs['pg_initial_loss']:.4f}" in text
+    text, defs = notebook_text("03_backprop", train_button=True, pg_epochs=20)
+    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
+                                   lr=0.03, epochs=20, seed=0, grid_size=50)
+    np.testing.assert_allclose(defs["pg_run"].history["train_loss"], run.history["train_loss"])
+    assert f"train loss {run.history['train_loss'][-1]:.4f}" in text
+    text, defs = notebook_text("03_backprop", train_button=True, pg_epochs=50, pg_opt="sgd", pg_lr=3.0, pg_act="relu",
+                       pg_depth=4, pg_width=64, pg_data="spirals")
+    assert defs["pg_run"].diverged and "Training diverged" in text
+    text, defs = notebook_text("03_backprop", overfit_button=True)
+    assert defs["overfit_losses"][-1] < 0.05 and "memorise a batch" in text
+
+
+def test_03_exercises_are_graded_by_the_engine():
+    s = 1 / (1 + math.exp(1.5))
+    text, defs = notebook_text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_db="5", answer_h="-6")
+    assert defs["neuron_truth"] == pytest.approx(s * (1 - s) * 2)
+    assert defs["db_truth"] == 5 and -8 <= defs["h_truth"] <= -4
+    assert text.count("Right") == 3
+    text, _ = notebook_text("03_backprop", answer_neuron="0.5", answer_db="160", answer_h="-12")
+    assert "Right" not in text and text.count("Not quite") == 3
+
+

@@ -1,0 +1,72 @@
+"""Notebook 04_optimizers: the values it shows are the engine's, and its claims hold on them.
+"""
+
+import math
+import re
+
+from pathlib import Path
+import numpy as np
+import pytest
+from engine.course import graph as graphs
+from engine.course import toc
+from engine.course.labs import activations as activations_lab
+from engine.course.labs import backprop as backprop_lab
+from engine.course.labs import losses as losses_lab
+from engine.course.labs import optimizers as optim_lab
+from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
+                             notebook_text, output_text, run_app)
+
+
+# ----------------------------------------------------------------------------- 04_optimizers
+
+def test_04_trajectories_come_from_the_engine_optimizers():
+    lrs = {n: optim_lab.SURFACES["beale"]["lr"][n] for n in optim_lab.OPTIMIZERS}
+    text, defs = notebook_text("04_optimizers", surface="beale", start_x=0.5, start_y=1.0, n_steps=80, lrs=lrs,
+                       traj_schedule="warmup_cosine", adamw_decay=0.2)
+    hyper = dict(momentum=0.9, alpha=0.99, betas=(0.9, 0.999), weight_decay=0.2)
+    for name in optim_lab.OPTIMIZERS:
+        t = optim_lab.run_optimizer("beale", name, start=(0.5, 1.0), steps=80, lr=lrs[name],
+                                    schedule="warmup_cosine", **hyper)
+        np.testing.assert_allclose(defs["trajectories"][name].path, t.path)
+        assert f"{t.final_loss:.3g}" in text
+    text, defs = notebook_text("04_optimizers", shown_opts=[])
+    assert "No optimizer selected" in text and defs["trajectories"] == {}
+    text, defs = notebook_text("04_optimizers", momentum_beta=0.0)
+    assert "Nesterov not run" in text and "nesterov" not in defs["trajectories"]
+
+
+def test_04_divergence_is_reported():
+    lrs = {n: 1.0 for n in optim_lab.OPTIMIZERS}
+    text, defs = notebook_text("04_optimizers", surface="rosenbrock", lrs=lrs)
+    assert defs["trajectories"]["sgd"].diverged and "diverged" in text and "Lower its learning rate" in text
+
+
+def test_04_bias_correction_schedules_decay_and_clipping():
+    text, defs = notebook_text("04_optimizers", adam_beta1=0.9, adam_beta2=0.999, bc_steps=20, bc_noise=0.0)
+    assert abs(defs["bc_with"]["update"][0]) == pytest.approx(1.0)
+    assert abs(defs["bc_without"]["update"][0]) == pytest.approx(0.1 / math.sqrt(0.001))
+    np.testing.assert_allclose(defs["bc_engine"], defs["bc_with"]["update"], rtol=1e-9)
+    assert "First step: 1.000 η with the correction, 3.162 η without" in text
+    text, defs = notebook_text("04_optimizers", sched_steps=10, sched_warmup=100)
+    assert all(len(v) == 10 for v in defs["schedules"].values()) and "cut to 9" in text
+    c = optim_lab.schedule_curves(steps=100, lr=0.1, step_size=25, gamma=0.5, warmup=10, pct_start=0.3,
+                                  factor=0.5, patience=5)
+    _, defs = notebook_text("04_optimizers")
+    for k in c:
+        np.testing.assert_allclose(defs["schedules"][k], c[k])
+    text, defs = notebook_text("04_optimizers", wd_lambda=0.5, wd_lr=0.1)
+    p = optim_lab.l2_vs_decoupled(weight_decay=0.5, lr=0.1, steps=200)
+    np.testing.assert_allclose(defs["wd_paths"]["adamw"], p["adamw"])
+    assert f"{2 * (1 - 0.05) ** 200:.3f} at t = 200" in text
+    text, defs = notebook_text("04_optimizers", clip_norm=3.0, clip_lr=0.01)
+    runs = list(defs["clip_runs"].values())
+    assert runs[0].diverged and not runs[1].diverged and "diverged at step" in text
+
+
+def test_04_exercises_are_graded_by_the_engine():
+    text, defs = notebook_text("04_optimizers", answer_adam="0.01", answer_cosine="0.05", answer_clip="0.6")
+    assert defs["adam_truth"] == pytest.approx(0.01, rel=1e-6)
+    assert defs["cosine_truth"] == pytest.approx(0.05) and defs["clip_truth"] == pytest.approx(0.6, rel=1e-5)
+    assert text.count("Right") == 3
+    text, _ = notebook_text("04_optimizers", answer_adam="0.003", answer_cosine="0.1", answer_clip="3")
+    assert "Right" not in text and text.count("Not quite") == 3

@@ -1,0 +1,131 @@
+"""Notebook 05_convolution: the values it shows are the engine's, and its claims hold on them.
+"""
+
+import math
+import re
+
+import numpy as np
+import pytest
+import engine
+from engine import diffusion, shapes, vae
+from engine.course.labs import attention as attention_lab
+from engine.course.labs import convolution as conv_lab
+from engine.course.labs import vae as vae_lab
+from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
+                             notebook_text, output_text, run_app)
+
+
+# ============================================================================= 05 convolution
+NB05 = "notebooks/05_convolution.py"
+
+
+@pytest.mark.parametrize("w, k, p, s, d", [(7, 3, 1, 2, 1), (16, 7, 0, 1, 3), (1, 1, 0, 4, 1),
+                                           (2, 7, 0, 1, 3), (16, 3, 4, 4, 2)])
+def test_05_calculator_agrees_with_engine_shapes(w, k, p, s, d):
+    outputs, defs = run_app(load_app(NB05), size_w=w, kernel_k=k, padding_p=p, stride_s=s,
+                            dilation_d=d)
+    assert_no_error_outputs(outputs)
+    report = defs["conv_setting"]
+    k_eff = shapes.effective_kernel_size(k, d)
+    assert report.effective_kernel == k_eff
+    if k_eff > w + 2 * p:
+        assert not report.ok and "Impossible" in output_text(outputs)
+        with pytest.raises(ValueError):
+            shapes.conv_output_size(w, k, s, p, d)
+    else:
+        out = shapes.conv_output_size(w, k, s, p, d)
+        assert report.output_size == out
+        assert f"= {out}" in output_text(outputs)
+
+
+def test_05_transposed_and_params_agree_with_torch_shapes(torch):
+    outputs, defs = run_app(load_app(NB05), transpose_w=4, kernel_k=4, stride_s=2, padding_p=1,
+                            output_padding=1, channels_in=64, channels_out=1)
+    assert_no_error_outputs(outputs)
+    y = torch.nn.functional.conv_transpose1d(torch.ones(1, 1, 4), torch.ones(1, 1, 4), stride=2,
+                                             padding=1, output_padding=1)
+    assert defs["transposed"]["report"].output_size == y.shape[-1]
+    np.testing.assert_array_equal(defs["transposed"]["coverage"], y[0, 0].numpy())
+    conv = torch.nn.Conv2d(64, 1, 4)
+    assert defs["conv_setting"].params == sum(p.numel() for p in conv.parameters())
+
+
+@pytest.mark.parametrize("preset", ["AlexNet", "VGG-16", "ResNet-50"])
+def test_05_receptive_field_presets(preset):
+    outputs, defs = run_app(load_app(NB05), rf_preset=preset)
+    assert_no_error_outputs(outputs)
+    expected = shapes.receptive_field(shapes.RECEPTIVE_FIELD_PRESETS[preset])[-1].size
+    assert defs["rf_final"] == expected
+    assert str(expected) in output_text(outputs)
+
+
+def test_05_receptive_field_custom_collapse_is_a_warning():
+    outputs, defs = run_app(load_app(NB05), rf_preset="custom stack", rf_layers=12, rf_stride=3,
+                            rf_kernel=7, rf_input=8)
+    assert_no_error_outputs(outputs)
+    assert "cannot go on" in output_text(outputs)
+
+
+def test_05_exercises_graded_by_the_engine():
+    app = load_app(NB05)
+    _, defs = run_app(app)
+    truths = {"answer_size": shapes.conv_output_size(28, 5, 2, 0),
+              "answer_params": shapes.conv2d_params(3, 16, 5),
+              "answer_rf": shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size}
+    assert (defs["truth_size"], defs["truth_params"], defs["truth_rf"]) == tuple(truths.values())
+    assert truths["answer_rf"] == 15 and truths["answer_size"] == 12 and truths["answer_params"] == 1216
+    for name, truth in truths.items():
+        text = output_text(run_app(app, **{name: str(truth)})[0])
+        assert f"Right: {truth}" in text
+        text = output_text(run_app(app, **{name: str(truth + 1)})[0])
+        assert "Not quite" in text and "Hint" in text
+
+
+@pytest.mark.parametrize("size, k, s, p, r", [(5, 3, 1, 1, 7), (8, 4, 3, 2, 63), (3, 4, 1, 0, 0),
+                                              (6, 2, 2, 0, 5)])
+def test_05_im2col_view_agrees_with_conv2d(size, k, s, p, r):
+    outputs, defs = run_app(load_app(NB05), im_size=size, im_kernel=k, im_stride=s, im_padding=p,
+                            im_pixel=r)
+    assert_no_error_outputs(outputs)
+    view = defs["view"]
+    report = conv_lab.conv_report(size, k, s, p)
+    assert view["ok"] == report.ok
+    if not report.ok:
+        return
+    ref = engine.functional.conv2d(defs["im_x"][None], defs["im_w"], stride=s, padding=p).data[0, 0]
+    np.testing.assert_allclose(view["output"], ref)
+    o = report.output_size
+    assert view["row"] == min(r, o * o - 1)
+    assert view["value"] == pytest.approx(ref[view["out_row"], view["out_col"]])
+    assert f"**{view['value']:g}**" not in output_text(outputs)  # rendered bold, not raw markdown
+    assert f"{view['value']:g}" in output_text(outputs)
+    assert defs["backward_gap"] < 1e-9
+
+
+def test_05_filters_agree_with_engine():
+    for name in ["Gaussian blur", "edge magnitude", "Laplacian"]:
+        outputs, defs = run_app(load_app(NB05), filter_name=name, filter_stride=2, filter_repeat=2)
+        assert_no_error_outputs(outputs)
+        np.testing.assert_allclose(defs["filtered"],
+                                   conv_lab.apply_filter(conv_lab.sample_image(48), name, 2, 2))
+
+
+def test_05_training_runs_behind_the_button():
+    app = load_app(NB05)
+    outputs, defs = run_app(app)
+    assert "cnn_history" not in defs or defs.get("cnn_history") is None
+    outputs, defs = run_app(app, cnn_train=True, cnn_epochs=2, cnn_filters=2, cnn_image=255)
+    assert_no_error_outputs(outputs)
+    history = defs["cnn_history"]
+    assert len(history["loss"]) == 2
+    X, y = defs["shapes_test"]
+    assert history["test_acc"][-1] == pytest.approx(conv_lab.cnn_accuracy(defs["cnn"], X, y))
+    assert f"{history['test_acc'][-1]:.1%}" in output_text(outputs)
+
+
+def test_05_training_with_a_huge_learning_rate_says_so():
+    outputs, defs = run_app(load_app(NB05), cnn_train=True, cnn_epochs=1, cnn_lr=1e-1)
+    assert_no_error_outputs(outputs)
+    assert math.isfinite(defs["cnn_history"]["loss"][0]) or "non-finite" in output_text(outputs)
+
+

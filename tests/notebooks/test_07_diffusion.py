@@ -1,0 +1,118 @@
+"""Notebook 07_diffusion: the values it shows are the engine's, and its claims hold on them.
+"""
+
+import math
+import re
+
+import numpy as np
+import pytest
+import engine
+from engine import diffusion, shapes, vae
+from engine.course.labs import attention as attention_lab
+from engine.course.labs import convolution as conv_lab
+from engine.course.labs import vae as vae_lab
+from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
+                             notebook_text, output_text, run_app)
+
+
+# ============================================================================= 07 diffusion
+NB07 = "notebooks/07_diffusion.py"
+
+
+@pytest.mark.parametrize("T, rescale", [(10, True), (10, False), (1000, False), (1000, True)])
+def test_07_schedules_agree_with_engine(T, rescale):
+    outputs, defs = run_app(load_app(NB07), schedule_T=T, schedule_rescale=rescale)
+    assert_no_error_outputs(outputs)
+    linear = defs["schedules"]["linear"]
+    betas = np.linspace(1e-4, 0.02, T) * (min(1000 / T, 0.999 / 0.02) if rescale else 1)
+    np.testing.assert_allclose(linear.betas, betas)
+    np.testing.assert_allclose(linear.alpha_bars, np.cumprod(1 - betas))
+    cosine = defs["schedules"]["cosine"]
+    np.testing.assert_allclose(cosine.alpha_bars, diffusion.cosine_beta_schedule(T).alpha_bars)
+    text = output_text(outputs)
+    assert f"linear: ᾱ_T = {linear.alpha_bars[-1]:.2g}" in text
+    assert ("far from pure noise" in text) == (linear.alpha_bars[-1] > 0.01)
+
+
+@pytest.mark.parametrize("t, kind", [(0.0, "linear"), (1.0, "cosine"), (0.5, "linear")])
+def test_07_forward_chain_matches_closed_form(t, kind):
+    outputs, defs = run_app(load_app(NB07), forward_t=t, forward_kind=kind)
+    assert_no_error_outputs(outputs)
+    schedule, step = defs["forward_schedule"], defs["forward_step"]
+    assert step == round(t * (schedule.T - 1))
+    ab = schedule.alpha_bars[step]
+    chain = defs["chain"]
+    np.testing.assert_allclose(chain["closed_mean"], np.sqrt(ab) * np.array([1.5, -1.0]))
+    assert chain["closed_var"] == pytest.approx(1 - ab)
+    sem = np.sqrt((1 - ab) / 4000)  # standard error of the chain's mean
+    np.testing.assert_allclose(chain["mean"], chain["closed_mean"], atol=5 * sem + 1e-12)
+    np.testing.assert_allclose(chain["var"], 1 - ab, atol=5 * (1 - ab) * np.sqrt(2 / 4000) + 1e-12)
+    assert f"ᾱ_t = {ab:.3f}" in output_text(outputs)
+
+
+def test_07_exercises_graded_by_the_engine():
+    app = load_app(NB07)
+    _, defs = run_app(app)
+    assert defs["truth_alpha_bar"] == pytest.approx(0.98 ** 50)
+    assert defs["truth_mean"] == pytest.approx(1.2) and defs["truth_std"] == pytest.approx(0.8)
+    for name, truth in [("answer_alpha_bar", f"{0.98 ** 50:.3f}"), ("answer_mean", "1.2"),
+                        ("answer_std", "0.8")]:
+        assert "Right" in output_text(run_app(app, **{name: truth})[0])
+        assert "Not quite" in output_text(run_app(app, **{name: "0.1"})[0])
+
+
+def test_07_ddpm_trains_behind_the_button_and_steps_back():
+    app = load_app(NB07)
+    outputs, defs = run_app(app, ddpm_train=True)
+    assert_no_error_outputs(outputs)
+    ddpm = defs["ddpm"]
+    assert len(ddpm["losses"]) == 2000 and len(ddpm["quality"]) == 8
+    assert ddpm["losses"][-200:].mean() < ddpm["losses"][:20].mean()
+    assert defs["ddpm_final"] < 0.5 * ddpm["noise_quality"]  # far better than noise
+    assert f"{defs['ddpm_final']:.4f}" in output_text(outputs)
+    traj = defs["trajectory"]
+    assert traj.shape == (51, 1000, 2)
+    assert 0.8 < traj[0].std() < 1.2  # k = 0: pure N(0, I) noise
+    for k in (0, 50):
+        outputs, _ = run_app(app, ddpm_train=True, ddpm_steps=100, reverse_k=k)
+        assert_no_error_outputs(outputs)
+
+
+def test_07_ddpm_extremes_never_raise():
+    for kwargs in [dict(ddpm_lr=1.0, ddpm_steps=100), dict(ddpm_T=200, ddpm_hidden=32, ddpm_steps=100)]:
+        outputs, defs = run_app(load_app(NB07), ddpm_train=True, **kwargs)
+        assert_no_error_outputs(outputs)
+
+
+@pytest.mark.parametrize("sep, std, w, T, variance", [(3.0, 0.3, 0.3, 1000, "beta"),
+                                                       (0.0, 1.0, 0.5, 1000, "beta"),
+                                                       (5.0, 0.05, 0.05, 10, "posterior")])
+def test_07_exact_reverse_process(sep, std, w, T, variance):
+    outputs, defs = run_app(load_app(NB07), mix_separation=sep, mix_std=std, mix_weight=w, mix_T=T,
+                            mix_variance=variance)
+    assert_no_error_outputs(outputs)
+    mixture, samples = defs["mixture"], defs["exact_samples"]
+    means = np.array([-sep / 2, sep / 2])
+    mean = w * means[0] + (1 - w) * means[1]
+    var = w * (std**2 + means[0] ** 2) + (1 - w) * (std**2 + means[1] ** 2) - mean**2
+    assert defs["mix_moments"]["true"] == pytest.approx((mean, var))
+    if T == 1000:  # fine steps: the exact reverse process reproduces the mixture
+        assert samples.mean() == pytest.approx(mean, abs=0.06)
+        assert samples.var() == pytest.approx(var, rel=0.06)
+    # ε* shown is −√(1 − ᾱ_t) times the exact score of the noised mixture
+    curves, schedule = defs["mix_curves"], defs["mix_schedule"]
+    t = round(0.2 * (schedule.T - 1))
+    noised = mixture.diffused(np.sqrt(schedule.alpha_bars[t]), np.sqrt(1 - schedule.alpha_bars[t]))
+    np.testing.assert_allclose(curves["exact"], -np.sqrt(1 - schedule.alpha_bars[t])
+                               * noised.score(curves["x"][:, None])[:, 0], atol=1e-10)
+
+
+def test_07_learned_1d_denoiser_tracks_the_exact_one():
+    outputs, defs = run_app(load_app(NB07), mix_train=True)
+    assert_no_error_outputs(outputs)
+    curves = defs["mix_curves"]
+    inside = np.abs(curves["x"]) < 2.5
+    assert np.max(np.abs(curves["learned"] - curves["exact"])[inside]) < 0.5
+    assert "learned reverse process" in output_text(outputs)
+
+
