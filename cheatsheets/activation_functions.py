@@ -7,14 +7,9 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import formulas, plot, render, toc
+    from engine.course import formulas, metadata, plot, render, toc
 
-    METADATA = {
-        "id": "activation_functions",
-        "name": "Activation functions",
-        "summary": "Each activation and its derivative in LaTeX, NumPy, engine and PyTorch.",
-        "topics": ["activations", "derivatives", "cheatsheet"],
-    }
+    METADATA = metadata("activation_functions")
 
     # Activations drawn by the live chart: (forward row, derivative row), both from this sheet.
     CURVES = {
@@ -62,19 +57,9 @@ def _():
 @app.cell
 def _():
     choice = mo.ui.dropdown(options=list(CURVES), value="GELU", label="activation φ")
-    return (choice,)
-
-
-@app.cell
-def _():
     x_range = mo.ui.slider(1.0, 10.0, step=0.5, value=4.0, label="x from −r to r", show_value=True)
-    return (x_range,)
-
-
-@app.cell
-def _():
     slope = mo.ui.slider(0.0, 0.5, step=0.01, value=0.1, label="α (Leaky ReLU)", show_value=True)
-    return (slope,)
+    return choice, slope, x_range
 
 
 @app.cell(hide_code=True)

@@ -7,17 +7,11 @@ with app.setup:
     import marimo as mo
 
     from engine import data
-    from engine.course import formulas, render, toc
+    from engine.course import formulas, metadata, render, toc
     from engine.course.formulas import deep_learning as hub
     from engine.course.labs import losses as lab
 
-    METADATA = {
-        "id": "deep_learning",
-        "name": "Deep learning essential formulas",
-        "summary": "The hub: the training path from input to update, every formula family with NumPy, "
-        "engine and PyTorch code checked to agree, and links to every notebook.",
-        "topics": ["deep_learning", "neural_networks", "backpropagation", "optimization", "cheatsheet"],
-    }
+    METADATA = metadata("deep_learning")
 
 
 @app.function

@@ -7,14 +7,9 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import formulas, render, toc
+    from engine.course import formulas, metadata, render, toc
 
-    METADATA = {
-        "id": "derivatives",
-        "name": "Derivatives and gradients",
-        "summary": "Every primitive's forward and gradient functions, the chain rule and the gradient check.",
-        "topics": ["derivatives", "backpropagation", "autograd", "cheatsheet"],
-    }
+    METADATA = metadata("derivatives")
 
     # Every row this sheet shows, by id, for the "check a row" picker.
     SHEET_ROWS = {r.name: r.id for _, rows in render.sheet_sections(METADATA["id"]) for r in rows}
@@ -89,20 +84,10 @@ def _():
 @app.cell
 def _():
     picked = mo.ui.dropdown(options=SHEET_ROWS, value="Division gradient", label="row")
-    return (picked,)
-
-
-@app.cell
-def _():
     seed = mo.ui.slider(0, 99, value=0, label="random inputs (seed)", show_value=True)
-    return (seed,)
-
-
-@app.cell
-def _():
     with_torch = mo.ui.checkbox(value=False, label="also run PyTorch (imports torch: a few seconds)",
                                 disabled=not formulas.torch_available())
-    return (with_torch,)
+    return picked, seed, with_torch
 
 
 @app.cell(hide_code=True)

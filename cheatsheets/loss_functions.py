@@ -9,14 +9,9 @@ with app.setup:
 
     import engine
     import engine.functional as F
-    from engine.course import plot, render, toc
+    from engine.course import metadata, plot, render, toc
 
-    METADATA = {
-        "id": "loss_functions",
-        "name": "Loss functions",
-        "summary": "Regression and classification losses with their gradients, in every spelling.",
-        "topics": ["losses", "cross_entropy", "cheatsheet"],
-    }
+    METADATA = metadata("loss_functions")
 
 
 @app.function
@@ -63,13 +58,8 @@ def _():
 @app.cell
 def _():
     delta = mo.ui.slider(0.1, 3.0, step=0.1, value=1.0, label="δ (Huber)", show_value=True)
-    return (delta,)
-
-
-@app.cell
-def _():
     e_range = mo.ui.slider(0.5, 10.0, step=0.5, value=3.0, label="residual from −r to r", show_value=True)
-    return (e_range,)
+    return delta, e_range
 
 
 @app.cell(hide_code=True)

@@ -8,14 +8,9 @@ with app.setup:
     import numpy as np
 
     from engine import metrics
-    from engine.course import plot, render, toc
+    from engine.course import metadata, plot, render, toc
 
-    METADATA = {
-        "id": "metrics",
-        "name": "Metrics",
-        "summary": "Accuracy, precision, recall, F1, confusion matrix, ROC-AUC, R² and perplexity.",
-        "topics": ["metrics", "evaluation", "cheatsheet"],
-    }
+    METADATA = metadata("metrics")
 
 
 @app.function

@@ -7,14 +7,9 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import formulas, plot, render, toc
+    from engine.course import formulas, metadata, plot, render, toc
 
-    METADATA = {
-        "id": "optimizers",
-        "name": "Optimizers and schedules",
-        "summary": "Update rules from SGD to AdamW, gradient clipping and learning-rate schedules.",
-        "topics": ["optimization", "lr_schedules", "regularisation", "cheatsheet"],
-    }
+    METADATA = metadata("optimizers")
 
     SCHEDULES = ("sched.step", "sched.cosine", "sched.warmup", "sched.one_cycle", "sched.plateau")
 
@@ -70,13 +65,8 @@ def _():
 @app.cell
 def _():
     horizon = mo.ui.slider(10, 200, step=10, value=60, label="steps", show_value=True)
-    return (horizon,)
-
-
-@app.cell
-def _():
     peak = mo.ui.slider(0.01, 1.0, step=0.01, value=0.1, label="η (peak learning rate)", show_value=True)
-    return (peak,)
+    return horizon, peak
 
 
 @app.cell(hide_code=True)

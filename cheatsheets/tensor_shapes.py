@@ -7,14 +7,9 @@ with app.setup:
     import marimo as mo
 
     from engine import shapes
-    from engine.course import render, toc
+    from engine.course import metadata, render, toc
 
-    METADATA = {
-        "id": "tensor_shapes",
-        "name": "Tensor shapes",
-        "summary": "Dimension rules for dense, convolution and attention layers, with parameter counts.",
-        "topics": ["shapes", "convolution", "attention", "cheatsheet"],
-    }
+    METADATA = metadata("tensor_shapes")
 
 
 @app.function

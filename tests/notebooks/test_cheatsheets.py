@@ -16,8 +16,8 @@ from engine.course import formulas, toc
 from engine.course.formulas import deep_learning as hub
 from engine.course.formulas import render
 from notebook_driver import (
-    ROOT, assert_no_error_outputs, control_values, default_defs, export_html, load_app, load_module,
-    marimo_check, output_html, output_text, run_app, run_headless,
+    ROOT, assert_no_error_outputs, control_values, controls, export_html, extreme_runs, load_app,
+    load_module, marimo_check, output_html, output_text, run_app, run_headless,
 )
 
 SHEETS = [e.id for e in toc.cheatsheets()]
@@ -66,10 +66,8 @@ def test_sheet_follows_the_notebook_conventions(sheet):
     assert "with app.setup:" in source
     assert re.search(r'marimo\.App\([^)]*app_title="[^"]+"', source)
     meta = module.METADATA
-    assert set(meta) == {"id", "name", "summary", "topics"}
-    entry = toc.entry(sheet)
-    assert meta["id"] == sheet and meta["name"] == entry.title and meta["summary"] == entry.summary
-    assert meta["topics"] and all(isinstance(t, str) for t in meta["topics"])
+    assert meta == toc.metadata(sheet), "METADATA must be toc.metadata(id): the table of contents is the one source"
+    assert f'METADATA = metadata("{sheet}")' in source, "METADATA is built in the setup cell, from engine.course"
     tree = ast.parse(source)
     decorators = [ast.unparse(d) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
                   for d in node.decorator_list]
@@ -148,16 +146,30 @@ def test_hub_filter_narrows_the_rows_by_name():
 
 @pytest.mark.parametrize("sheet", SHEETS)
 def test_every_control_at_its_extremes_gives_no_traceback(sheet):
+    """Every discovered control: all at their extremes together (run buttons pressed), then each
+    alone through its minimum, maximum, default and, for text, a 200-character junk string."""
     app = load_app(path(sheet))
-    defs = default_defs(app)
-    controls = {k: v for k, v in defs.items()
-                if type(v).__module__.startswith("marimo._plugins.ui") and hasattr(v, "value")
-                and type(v).__name__ != "run_button"}
-    assert controls, f"{sheet} has no live control"
-    for name, control in controls.items():
+    found = controls(app)
+    assert found, f"{sheet} has no live control"
+    for values in extreme_runs(app):
+        outputs, _ = run_app(app, **values)
+        assert_no_error_outputs(outputs)
+    for name, control in found.items():
         for value in control_values(control):
             outputs, _ = run_app(app, **{name: value})
             assert_no_error_outputs(outputs)
+
+
+@pytest.mark.parametrize("sheet", SHEETS)
+def test_controls_are_grouped_one_cell_per_section(sheet):
+    """Two cells in a row that both create controls are one section split in two: a section's
+    controls are created in one cell (docs/notebook-convention.md, rule 4)."""
+    app = load_app(path(sheet))
+    found = set(controls(app))
+    app._maybe_initialize()
+    per_cell = [set(cd.cell._cell.defs) & found for cd in app._cell_manager.cell_data() if cd.cell is not None]
+    for here, after in zip(per_cell, per_cell[1:]):
+        assert not (here and after), f"{sheet}: {sorted(here)} and {sorted(after)} are split across two cells"
 
 
 # ----------------------------------------------------------------------------- live touches
