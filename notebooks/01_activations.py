@@ -7,17 +7,10 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    import engine
-    from engine.course import check_number, plot, toc, verdict
+    from engine.course import exercises, metadata, plot, toc, ui
     from engine.course.labs import activations as lab
 
-    METADATA = {
-        "id": "01_activations",
-        "name": "Activation functions",
-        "summary": "ReLU to SwiGLU with their derivatives and ranges, softmax with temperature, "
-        "and a depth lab where gradients vanish or explode.",
-        "topics": ["activations", "initialisation", "softmax", "vanishing_gradients"],
-    }
+    METADATA = metadata("01_activations")
 
 
 @app.cell(hide_code=True)
@@ -33,8 +26,8 @@ def _():
       **autograd** and laid over the textbook formula;
     - find the output range of each one, including the small negative dips of GELU and SiLU;
     - turn logits into probabilities with a **softmax** and a temperature;
-    - stack up to fifty layers and watch the signal and the gradient **vanish or explode**, and
-      see which initialisation keeps them alive.
+    - stack up to fifty layers and watch the gradient **vanish or explode**, see which
+      initialisation keeps it alive, and why the same number decides the forward variance.
     """)
     return
 
@@ -50,10 +43,12 @@ def _():
     mo.md(r"""
     ## 1. One neuron, one bend
 
-    A neuron adds up its weighted inputs and passes the sum $z$ through an activation $\phi$:
+    A neuron adds up its weighted inputs and passes the sum $z$ through an activation $\phi$.
+    With an example written as a row $\mathbf x$ and the neuron's weights as a row $\mathbf w$
+    (one row of a layer's weight matrix $W$, stored (out, in) as `nn.Linear` does):
 
     $$
-    z = \mathbf{w}^\top \mathbf{x} + b, \qquad a = \phi(z).
+    z = \mathbf{x}\,\mathbf{w}^\top + b, \qquad a = \phi(z).
     $$
 
     Backpropagation multiplies the incoming gradient by $\phi'(z)$ at every unit, so the
@@ -72,25 +67,10 @@ def _():
         value="GELU (exact)",
         label="activation φ",
     )
-    return (act_choice,)
-
-
-@app.cell
-def _():
     leaky_slope = mo.ui.slider(0.0, 0.5, step=0.01, value=0.1, label="leaky ReLU slope α", show_value=True)
-    return (leaky_slope,)
-
-
-@app.cell
-def _():
     elu_alpha = mo.ui.slider(0.1, 3.0, step=0.1, value=1.0, label="ELU α", show_value=True)
-    return (elu_alpha,)
-
-
-@app.cell
-def _():
     x_span = mo.ui.slider(1, 20, step=1, value=5, label="x range ±", show_value=True)
-    return (x_span,)
+    return act_choice, elu_alpha, leaky_slope, x_span
 
 
 @app.cell
@@ -131,19 +111,18 @@ def _():
 
 
 @app.cell
-def _(elu_alpha, leaky_slope):
-    family_rows = []
-    for _name, _spec in lab.ACTIVATIONS.items():
-        _params = {"slope": leaky_slope.value, "alpha": elu_alpha.value}
-        _rng = lab.output_range(_name, **_params)
-        _min = lab.activation_minimum(_name, **_params)
-        _peak = lab.derivative_peak(_name, **_params)
-        family_rows.append({
-            "activation": _spec["label"],
-            "range": _rng.text(),
-            "minimum": "—" if _min is None else f"{_min[1]:.4f} at z = {_min[0]:.4f}",
-            "steepest slope": f"{_peak:.4f}" if np.isfinite(_peak) else "unbounded",
-        })
+def _():
+    # the rows without a parameter, computed once: moving α re-runs only its own row
+    fixed_family_rows = {_name: lab.family_row(_name) for _name, _spec in lab.ACTIVATIONS.items()
+                         if not _spec["params"]}
+    return (fixed_family_rows,)
+
+
+@app.cell
+def _(elu_alpha, fixed_family_rows, leaky_slope):
+    _params = {"leaky_relu": {"slope": leaky_slope.value}, "elu": {"alpha": elu_alpha.value}}
+    family_rows = [fixed_family_rows[_name] if _name in fixed_family_rows else lab.family_row(_name, **_params[_name])
+                   for _name in lab.ACTIVATIONS]
     mo.ui.table(family_rows, selection=None, pagination=False, label="Ranges and slopes (α from the sliders above)")
     return (family_rows,)
 
@@ -163,6 +142,8 @@ def _():
     **The dips.** GELU and SiLU dip below zero before rising: the engine finds GELU's minimum
     **{gelu_min[1]:.4f}** at $z = {gelu_min[0]:.4f}$ and SiLU's minimum **{silu_min[1]:.4f}**
     at $z = {silu_min[0]:.4f}$ (the tables you may have seen round them to −0.17 and −0.28).
+    SwiGLU's slice $z^2\sigma(z)$ is never negative: it rises to a small local maximum near
+    $z \approx -2.2$, falls back to its minimum 0 at $z = 0$, and its range is $[0, \infty)$.
 
     **Exact versus approximate GELU.** The exact GELU needs the normal CDF $\Phi$; GPT-2 and
     many kernels use $\tfrac12 z\,(1+\tanh(\sqrt{{2/\pi}}\,(z+0.044715z^3)))$ instead. The
@@ -195,16 +176,11 @@ def _():
 @app.cell
 def _():
     logits_text = mo.ui.text(value="2.0, 1.0, 0.1, -1.0", label="logits z", full_width=True)
-    return (logits_text,)
-
-
-@app.cell
-def _():
     temperature = mo.ui.slider(
         steps=[0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0],
         value=1.0, label="temperature T", show_value=True,
     )
-    return (temperature,)
+    return logits_text, temperature
 
 
 @app.cell
@@ -213,7 +189,7 @@ def _(logits_text, temperature):
     try:
         _z = lab.parse_numbers(logits_text.value, name="logits")
     except ValueError as _err:
-        _out = mo.callout(mo.md(f"**Cannot read the logits.** {_err}"), kind="warn")
+        _out = ui.problem(_err, "The softmax")
     else:
         softmax_result = lab.softmax_with_temperature(_z, temperature.value)
         _chart = plot.bars([f"class {k}" for k in range(len(_z))], softmax_result.probs,
@@ -233,15 +209,17 @@ def _():
     mo.md(r"""
     ## 4. The depth lab: vanishing and exploding gradients
 
-    Stack $L$ layers $\mathbf z^{(l)} = W^{(l)}\mathbf a^{(l-1)}$, $\mathbf a^{(l)} = \phi(\mathbf z^{(l)})$
-    of width $n$, feed a batch of standard normal inputs and backpropagate a random gradient.
-    Going down one layer multiplies the error signal by $W^\top$ and by $\phi'$:
+    Stack $L$ layers of width $n$. A batch is a matrix whose rows are examples, and each layer's
+    weights are stored (out, in), as `nn.Linear` stores them:
+    $Z^{(l)} = A^{(l-1)}\,W^{(l)\top}$, $A^{(l)} = \phi(Z^{(l)})$. Feed standard normal inputs and
+    backpropagate a random upstream gradient. Going down one layer multiplies each row of the error
+    signal by $W$ and by $\phi'$:
 
     $$
-    \boldsymbol\delta^{(l-1)} = \big(W^{(l)\top}\boldsymbol\delta^{(l)}\big)\odot\phi'(\mathbf z^{(l-1)}),
+    \Delta^{(l-1)} = \big(\Delta^{(l)}\,W^{(l)}\big)\odot\phi'(Z^{(l-1)}),
     \qquad
-    \frac{\lVert\boldsymbol\delta^{(l-1)}\rVert}{\lVert\boldsymbol\delta^{(l)}\rVert}
-    \approx \sigma_W\sqrt{n}\;\operatorname{rms}\phi'(\mathbf z^{(l-1)}).
+    \frac{\lVert\Delta^{(l-1)}\rVert}{\lVert\Delta^{(l)}\rVert}
+    \approx \sigma_W\sqrt{n}\;\operatorname{rms}\phi'(Z^{(l-1)}).
     $$
 
     Over $L$ layers these factors **multiply**: slightly below one and the gradient vanishes,
@@ -257,36 +235,16 @@ def _():
 @app.cell
 def _():
     depth = mo.ui.slider(1, 50, step=1, value=20, label="depth L", show_value=True, debounce=True)
-    return (depth,)
-
-
-@app.cell
-def _():
     width = mo.ui.slider(8, 256, step=8, value=64, label="width n", show_value=True, debounce=True)
-    return (width,)
-
-
-@app.cell
-def _():
     depth_act = mo.ui.dropdown(
         options={lab.ACTIVATIONS[n]["label"]: n for n in lab.DEPTH_ACTIVATIONS},
         value="Tanh", label="activation",
     )
-    return (depth_act,)
-
-
-@app.cell
-def _():
     init = mo.ui.radio(options={"He": "he", "Xavier": "xavier", "custom σ_W = s/√n": "custom"},
                        value="Xavier", label="initialisation", inline=True)
-    return (init,)
-
-
-@app.cell
-def _():
     init_scale = mo.ui.slider(0.1, 3.0, step=0.05, value=1.0, label="custom scale s", show_value=True,
                               debounce=True)
-    return (init_scale,)
+    return depth, depth_act, init, init_scale, width
 
 
 @app.cell
@@ -320,7 +278,9 @@ def _(depth_report):
     _summary = mo.md(
         f"σ_W = **{_r.weight_std:.4f}** · first-layer gradient / last-layer gradient = "
         f"**{_r.gradient_ratio:.3g}** → the gradient **{_fate[_r.verdict()]}** "
-        f"over {_r.depth} layers · std of z in the last layer: **{_r.z_std[-1]:.3g}**"
+        f"over {_r.depth} layers · per layer, the gradient norm is multiplied by "
+        f"**{_r.per_layer_factor:.3f}** and the variance of z by **{_r.variance_factor:.3f}** "
+        f"(geometric means) · std of z in the last layer: **{_r.z_std[-1]:.3g}**"
     )
     mo.vstack(_msg + [_summary, _hist, mo.hstack([_shares, _grads], widths=[1, 1])])
     return
@@ -329,11 +289,36 @@ def _(depth_report):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    Things to try: **sigmoid** with any initialisation (its slope is at most ¼, so the gradient
-    shrinks by about 4× per layer); **ReLU with Xavier** (the signal halves every layer) against
-    **ReLU with He**; **tanh** with a custom scale of 0.5, 1 and 2 (vanishing, about right,
-    saturated and flat); then a custom scale of 3 with ReLU to see an explosion.
+    Things to try:
 
+    - **sigmoid with Xavier**: here $\sigma_W\sqrt n = 1$ and $\sigma' \le \tfrac14$, so the
+      gradient shrinks by about 4× per layer; with **He**, $\sigma_W\sqrt n = \sqrt2$ and it
+      shrinks by about 3×. It vanishes either way.
+    - **ReLU with Xavier** against **ReLU with He**: ReLU zeroes half of the pre-activations, so
+      with Xavier the *variance* of $z$ halves at every layer (its standard deviation falls by
+      $\sqrt2$); He's factor 2 in $\sigma_W^2$ gives that half back.
+    - **tanh** with a custom scale of 0.5, 1, 2 and 3, then a custom scale of 3 with ReLU.
+
+    **Ordered and chaotic.** With $\sigma_W = s/\sqrt n$, the squared backward factor of one
+    layer is $\chi = s^2\,\mathbb E[\phi'(z)^2]$, the expectation over that layer's
+    pre-activations. The forward pass has its own map,
+    $\operatorname{Var}(z_l) = s^2\,\mathbb E[\phi(z_{l-1})^2]$, and near $z = 0$ tanh is the
+    identity, so both maps start with the same slope $s^2$. At $s = 0.5$ the variance shrinks
+    toward 0, every unit sits in tanh's linear middle, and the variance and the squared gradient
+    shrink by the same factor per layer: the *ordered* phase, where gradients vanish. Above
+    $s = 1$ the variance stops shrinking and settles where part of the units saturate, yet the
+    gradient **grows**: at $s = 2$ (depth 20, width 64) by about 1.17× per layer, at $s = 3$ by
+    several hundred over the stack. Saturation does not kill the gradient here; $\chi > 1$ makes
+    it explode. This is the *chaotic* phase of Poole et al. (2016) and Schoenholz et al. (2017),
+    who show that the same $\chi$ is the rate at which two nearby inputs are pushed apart layer
+    after layer; $\chi = 1$ is the *edge of chaos* an initialisation aims for.
+    """)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 5. Check yourself
     """)
     return
@@ -341,68 +326,62 @@ def _():
 
 @app.cell
 def _():
-    answer_sigmoid = mo.ui.text(placeholder="e.g. 0.5", label="σ′(0) =")
-    return (answer_sigmoid,)
+    exercise_sigmoid = exercises.NumberExercise(
+        question="**1.** What is the sigmoid's slope at $z = 0$, its steepest point? (A fraction is fine.)",
+        truth=float(lab.engine_derivative("sigmoid", np.array([0.0]))[1][0]),
+        hint="σ(0) = ½ and σ′ = σ(1 − σ).",
+        rel_tol=0.01,
+    )
+    answer_sigmoid = ui.answer_box(exercise_sigmoid, placeholder="e.g. 0.5", label="σ′(0) =")
+    return answer_sigmoid, exercise_sigmoid
 
 
 @app.cell
-def _(answer_sigmoid):
-    sigmoid_slope_truth = float(lab.engine_derivative("sigmoid", np.array([0.0]))[1][0])
-    mo.vstack([
-        mo.md("**1.** What is the sigmoid's slope at $z = 0$, its steepest point? (A fraction is fine.)"),
-        answer_sigmoid,
-        verdict(check_number(answer_sigmoid.value, sigmoid_slope_truth, rel_tol=0.01,
-                             hint="σ(0) = ½ and σ′ = σ(1 − σ).")),
-    ])
-    return (sigmoid_slope_truth,)
+def _(answer_sigmoid, exercise_sigmoid):
+    ui.exercise(exercise_sigmoid, answer_sigmoid)
+    return
 
 
 @app.cell
 def _():
-    answer_depth = mo.ui.radio(
+    _truth = lab.depth_lab(depth=30, width=64, activation="sigmoid", init="xavier", n_samples=64, seed=1)
+    exercise_depth = exercises.ChoiceExercise(
+        question="**2.** A 30-layer network of **sigmoid** units with Xavier initialisation. Compared with "
+                 "the last layer, the gradient that reaches the first layer is…",
         options={"much smaller (it vanishes)": "vanish", "about the same": "stable",
                  "much larger (it explodes)": "explode"},
-        value=None, label="",
+        truth=_truth.verdict(),
+        hint="think of the largest possible slope of a sigmoid, then multiply it 30 times.",
+        explanation=f"The first layer's gradient is **{_truth.gradient_ratio:.1e}** times the last layer's: "
+                    f"a factor of **{_truth.per_layer_factor:.2f}** per layer, since σ′ ≤ ¼ and σ_W√n = 1.",
     )
-    return (answer_depth,)
+    answer_depth = ui.answer_box(exercise_depth)
+    return answer_depth, exercise_depth
 
 
 @app.cell
-def _(answer_depth):
-    depth_truth = lab.depth_lab(depth=30, width=64, activation="sigmoid", init="xavier", n_samples=64, seed=1)
-    if answer_depth.value is None:
-        _fb = (None, "Choose an answer; the engine then runs the network.")
-    elif answer_depth.value == depth_truth.verdict():
-        _fb = (True, f"Right: the first layer's gradient is **{depth_truth.gradient_ratio:.1e}** times the last "
-                     "layer's. σ′ ≤ ¼ costs a factor of about 4 per layer.")
-    else:
-        _fb = (False, "Not this one. Think of the largest possible slope of a sigmoid, then multiply it 30 times.")
-    mo.vstack([
-        mo.md("**2.** A 30-layer network of **sigmoid** units with Xavier initialisation. Compared with "
-              "the last layer, the gradient that reaches the first layer is…"),
-        answer_depth,
-        verdict(_fb),
-    ])
-    return (depth_truth,)
+def _(answer_depth, exercise_depth):
+    ui.exercise(exercise_depth, answer_depth)
+    return
 
 
 @app.cell
 def _():
-    answer_softmax = mo.ui.text(placeholder="e.g. 0.33", label="p₀ =")
-    return (answer_softmax,)
+    exercise_softmax = exercises.NumberExercise(
+        question="**3.** Logits $z = (2, 0, 0)$ at $T = 1$: what probability does the softmax give the first "
+                 "class? (Two decimals are enough.)",
+        truth=float(lab.softmax_with_temperature([2.0, 0.0, 0.0], 1.0).probs[0]),
+        hint="p₀ = e² / (e² + e⁰ + e⁰), with e² ≈ 7.39.",
+        abs_tol=0.006,
+    )
+    answer_softmax = ui.answer_box(exercise_softmax, placeholder="e.g. 0.33", label="p₀ =")
+    return answer_softmax, exercise_softmax
 
 
 @app.cell
-def _(answer_softmax):
-    softmax_truth = float(lab.softmax_with_temperature([2.0, 0.0, 0.0], 1.0).probs[0])
-    mo.vstack([
-        mo.md("**3.** Logits $z = (2, 0, 0)$ at $T = 1$: what probability does the softmax give the first class? "
-              "(Two decimals are enough.)"),
-        answer_softmax,
-        verdict(check_number(answer_softmax.value, softmax_truth, abs_tol=0.006,
-                             hint="p₀ = e² / (e² + e⁰ + e⁰), with e² ≈ 7.39.")),
-    ])
-    return (softmax_truth,)
+def _(answer_softmax, exercise_softmax):
+    ui.exercise(exercise_softmax, answer_softmax)
+    return
 
 
 @app.cell(hide_code=True)
@@ -410,26 +389,34 @@ def _():
     mo.md(r"""
     ## 6. The same in your own script
 
-    ```python
-    import numpy as np
-    import engine
-    import engine.functional as F
-
-    z = engine.tensor(np.linspace(-4, 4, 9), requires_grad=True)
-    a = F.gelu(z)                  # or F.relu, F.silu, F.leaky_relu(z, 0.1), F.elu, ...
-    a.backward(engine.ones_like(a))  # d a_i / d z_i for every element at once
-    print(a.data, z.grad)
-
-    p = F.softmax(engine.tensor([2.0, 1.0, 0.1]) / 0.5, dim=-1)   # temperature 0.5
-
-    from engine import nn
-    layer = nn.Linear(256, 256)
-    nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")    # He: Var(W) = 2 / n_in
-    ```
-
-    The depth lab is `engine.course.labs.activations.depth_lab(depth=20, width=64, activation="tanh",
-    init="xavier")`; its report holds every number drawn above.
+    The cell below is what you would write in a script (it runs here, in a private function).
     """)
+    return
+
+
+@app.cell
+def _():
+    def _script():
+        import numpy as np
+
+        import engine
+        import engine.functional as F
+        from engine import nn
+
+        z = engine.tensor(np.linspace(-4, 4, 9), requires_grad=True)
+        a = F.gelu(z)  # or F.relu, F.silu, F.leaky_relu(z, 0.1), F.elu, ...
+        a.backward(engine.ones_like(a))  # z.grad holds d a_i / d z_i for every element at once
+
+        p = F.softmax(engine.tensor([2.0, 1.0, 0.1]) / 0.5, dim=-1)  # temperature 0.5
+
+        layer = nn.Linear(256, 256)  # weight stored (out, in); layer(x) = x @ W.T + b
+        nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")  # He: Var(W) = 2 / n_in
+        return (f"GELU′ on z = −4, −3, …, 4: {np.round(z.grad, 3)}\n"
+                f"softmax([2, 1, 0.1] / 0.5) = {np.round(p.data, 4)}\n"
+                f"He-initialised weight {layer.weight.shape}: std {layer.weight.data.std():.4f}, "
+                f"√(2/256) = {np.sqrt(2 / 256):.4f}")
+
+    mo.plain_text(_script())
     return
 
 

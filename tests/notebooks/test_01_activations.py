@@ -51,7 +51,7 @@ def test_01_softmax_follows_logits_and_temperature():
     assert f"H = {h:.4f} nats" in text and f"ln K = {math.log(3):.4f}" in text
     for bad, msg in [("", "at least 2"), ("1, two", "'two' is not a number"), ("x" * 200, "not a number")]:
         text, defs = notebook_text("01_activations", logits_text=bad)
-        assert "Cannot read the logits" in text and msg in text and defs["softmax_result"] is None
+        assert "The softmax cannot be computed" in text and msg in text and defs["softmax_result"] is None
 
 
 def test_01_depth_lab_reports_the_engine_numbers():
@@ -65,9 +65,10 @@ def test_01_depth_lab_reports_the_engine_numbers():
 
 def test_01_exercises_are_graded_by_the_engine():
     text, defs = notebook_text("01_activations", answer_sigmoid="1/4", answer_softmax="0.79", answer_depth="vanish")
-    assert defs["sigmoid_slope_truth"] == pytest.approx(0.25)
+    assert defs["exercise_sigmoid"].truth == pytest.approx(0.25)
     p0 = math.exp(2) / (math.exp(2) + 2)
-    assert defs["softmax_truth"] == pytest.approx(p0)
+    assert defs["exercise_softmax"].truth == pytest.approx(p0)
+    assert defs["exercise_depth"].truth == "vanish"
     assert text.count("Right") == 3
     text, _ = notebook_text("01_activations", answer_sigmoid="0.5", answer_softmax="0.33", answer_depth="explode")
     assert "Right" not in text and text.count("Not quite") == 2 and "Not this one" in text
@@ -75,3 +76,68 @@ def test_01_exercises_are_graded_by_the_engine():
     assert "is not a number I can read" in text
 
 
+
+
+# ----------------------------------------------------------------------------- issue 13: fixes
+
+
+def test_01_swiglu_slice_has_range_from_zero_and_its_minimum_is_shown():
+    """z²σ(z) has a local maximum near z ≈ −2.2 and its minimum 0 at z = 0: [0, ∞), not (0, ∞) and "—"."""
+    text, defs = notebook_text("01_activations", act_choice="swiglu")
+    z = np.linspace(-8, 2, 100001)
+    f = z * z / (1 + np.exp(-z))
+    assert f.min() >= 0 and abs(z[np.argmin(f)]) < 1e-3  # the minimum, independently: 0 at z = 0
+    local_max = z[(z < -1)][np.argmax(f[z < -1])]
+    assert -2.4 < local_max < -2.0
+    row = {r["activation"]: r for r in defs["family_rows"]}["SwiGLU (1-D slice)"]
+    assert row["range"] == "[0, ∞)" and row["minimum"] == "0.0000 at z = 0.0000"
+    assert defs["act_range"].text() == "[0, ∞)" and "Output range (found numerically): [0, ∞)" in text
+
+
+def test_01_gelu_is_credited_to_bert_and_gpt2_not_the_2017_transformer():
+    text, _ = notebook_text("01_activations", act_choice="gelu")
+    assert "Transformer default" not in text
+    assert "2017 Transformer used ReLU" in text and "BERT" in text
+
+
+def _per_layer(text):
+    return float(re.search(r"the gradient norm is multiplied by (\d+\.\d+)", text).group(1))
+
+
+def _variance_per_layer(text):
+    return float(re.search(r"the variance of z by (\d+\.\d+)", text).group(1))
+
+
+def test_01_sigmoid_shrinks_about_4x_per_layer_with_xavier_and_3x_with_he():
+    text, _ = notebook_text("01_activations", depth=20, width=64, depth_act="sigmoid", init="xavier")
+    assert 3.5 < 1 / _per_layer(text) < 5.0
+    text, _ = notebook_text("01_activations", depth=20, width=64, depth_act="sigmoid", init="he")
+    assert 2.5 < 1 / _per_layer(text) < 3.7
+    prose = notebook_text("01_activations")[0]
+    assert "shrinks by about 4× per layer" in prose and "it shrinks by about 3×" in prose
+
+
+def test_01_relu_with_xavier_halves_the_variance_and_he_keeps_it():
+    text, _ = notebook_text("01_activations", depth=20, width=64, depth_act="relu", init="xavier")
+    assert 0.4 < _variance_per_layer(text) < 0.6
+    text, _ = notebook_text("01_activations", depth=20, width=64, depth_act="relu", init="he")
+    assert 0.85 < _variance_per_layer(text) < 1.15
+    assert "with Xavier the variance of ||(z||) halves at every layer" in text
+
+
+def test_01_tanh_ordered_at_half_chaotic_at_two_and_three():
+    """The old prose called tanh at scale 2 "saturated and flat"; its gradient grows instead."""
+    text, _ = notebook_text("01_activations", depth=20, width=64, depth_act="tanh", init="custom", init_scale=0.5)
+    grad, var = _per_layer(text), _variance_per_layer(text)
+    assert grad < 0.6 and var == pytest.approx(grad**2, rel=0.05)  # ordered: both shrink by χ = s²
+    assert "vanishes" in text
+    text, _ = notebook_text("01_activations", depth=20, width=64, depth_act="tanh", init="custom", init_scale=2.0)
+    assert round(_per_layer(text), 2) == 1.17  # "by about 1.17× per layer"
+    assert 0.9 < _variance_per_layer(text) < 1.05  # the variance has settled, the gradient still grows
+    r = activations_lab.depth_lab(depth=20, width=64, activation="tanh", init="custom", scale=2.0, n_samples=128, seed=0)
+    assert r.flat_share[-1] > 0.1  # part of the units saturate, and yet the gradient grows
+    text, _ = notebook_text("01_activations", depth=20, width=64, depth_act="tanh", init="custom", init_scale=3.0)
+    ratio = float(re.search(r"last-layer gradient = (\S+) →", text).group(1))
+    assert 200 < ratio < 1000 and "explodes" in text  # "several hundred over the stack"
+    prose = notebook_text("01_activations")[0]
+    assert "saturated and flat" not in prose and "1.17× per layer" in prose and "several hundred" in prose

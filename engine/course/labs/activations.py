@@ -82,7 +82,8 @@ ACTIVATIONS = {
                   note="zero-centred; saturates at ±1 where the slope vanishes"),
     "gelu": _spec("GELU (exact)", r"z\,\Phi(z)", r"\Phi(z) + z\,\varphi(z)",
                   lambda x: x * _phi_cdf(x), lambda x: _phi_cdf(x) + x * _phi_pdf(x), lambda t: F.gelu(t),
-                  note="the Transformer default: z weighted by the chance that a standard normal falls below z"),
+                  note="BERT's and GPT-2's choice (the 2017 Transformer used ReLU): z weighted by Φ(z), the "
+                       "probability that a standard normal falls below z"),
     "gelu_tanh": _spec("GELU (tanh approximation)", r"\tfrac12 z\left(1+\tanh\!\left(\sqrt{2/\pi}\,(z+0.044715z^3)\right)\right)",
                        r"\tfrac12(1+\tanh u) + \tfrac12 z\,(1-\tanh^2 u)\sqrt{2/\pi}\,(1+3\cdot 0.044715z^2),\ u = \sqrt{2/\pi}\,(z+0.044715z^3)",
                        _gelu_tanh, _gelu_tanh_d, lambda t: F.gelu(t, approximate="tanh"),
@@ -156,23 +157,40 @@ def evaluate(name: str, x, **params) -> Curves:
         return Curves(x, f, df, spec["f"](x, **kw), spec["df"](x, **kw))
 
 
-def activation_minimum(name: str, bracket=(-4.0, 0.0), **params):
-    """(x*, f(x*)) where f' changes sign from − to + inside ``bracket``, or None if it never does.
+def activation_minimum(name: str, bracket=(-8.0, 2.0), **params):
+    """(x*, f(x*)) at the lowest point where f' changes sign from − to + inside ``bracket``, or None.
 
-    Bisection on the engine's autograd derivative, 60 halvings: x* to ~1e-15 of the bracket.
+    The derivative (autograd) is scanned on a grid of 0.025 steps, so a local maximum on the way
+    (SwiGLU's slice z²σ(z) has one near z ≈ −2.2 before its minimum 0 at z = 0) cannot hide the
+    sign change; each − to + change is refined by 60 bisection halvings (x* to ~1e-15).
     """
     lo, hi = map(float, bracket)
+    grid = np.linspace(lo, hi, int(round((hi - lo) / 0.025)) + 1)
+    slope = engine_derivative(name, grid, **params)[1]
     d = lambda v: engine_derivative(name, np.array([v]), **params)[1][0]  # noqa: E731
-    if not (d(lo) < 0 < d(hi)):
-        return None
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if d(mid) < 0:
-            lo = mid
-        else:
-            hi = mid
-    x_star = 0.5 * (lo + hi)
-    return x_star, float(engine_derivative(name, np.array([x_star]), **params)[0][0])
+    best = None
+    for i in np.flatnonzero((slope[:-1] < 0) & (slope[1:] >= 0)):
+        a, b = float(grid[i]), float(grid[i + 1])
+        for _ in range(60):
+            mid = 0.5 * (a + b)
+            if d(mid) < 0:
+                a = mid
+            else:
+                b = mid
+        x_star = 0.5 * (a + b)
+        value = float(engine_derivative(name, np.array([x_star]), **params)[0][0])
+        if best is None or value < best[1]:
+            best = (x_star, value)
+    return best
+
+
+def minimum_text(name: str, **params) -> str:
+    """The table's "minimum" cell: "−0.1700 at z = −0.7518", or "—" for a monotonic activation."""
+    found = activation_minimum(name, **params)
+    if found is None:
+        return "—"
+    x_star, value = (0.0 if abs(v) < 5e-5 else v for v in found)  # −1e-20 would print as −0.0000
+    return f"{value:.4f} at z = {x_star:.4f}"
 
 
 @dataclass
@@ -229,6 +247,14 @@ def derivative_peak(name: str, **params) -> float:
     if i in (0, len(d) - 1) and abs(d[i] - d[i - 1 if i else 1]) > 1e-9:
         return float("inf")
     return float(d[i])
+
+
+def family_row(name: str, **params) -> dict:
+    """One row of the notebook's family table: label, range, minimum and steepest slope."""
+    peak = derivative_peak(name, **params)
+    return {"activation": ACTIVATIONS[name]["label"], "range": output_range(name, **params).text(),
+            "minimum": minimum_text(name, **params),
+            "steepest slope": f"{peak:.4f}" if np.isfinite(peak) else "unbounded"}
 
 
 # ----------------------------------------------------------------------------- softmax
@@ -310,6 +336,21 @@ class DepthReport:
     def gradient_ratio(self) -> float:
         """‖∂L/∂z_1‖ / ‖∂L/∂z_L‖: ≪ 1 vanishing, ≫ 1 exploding."""
         return float(self.grad_norm[0] / self.grad_norm[-1]) if self.grad_norm[-1] > 0 else float("nan")
+
+    @property
+    def per_layer_factor(self) -> float:
+        """The geometric mean of ‖∂L/∂z_{l−1}‖ / ‖∂L/∂z_l‖ over the stack: ratio^(1/(L−1)); 1 for L = 1."""
+        if self.depth == 1:
+            return 1.0
+        r = self.gradient_ratio
+        return float(r ** (1 / (self.depth - 1))) if math.isfinite(r) and r > 0 else float("nan")
+
+    @property
+    def variance_factor(self) -> float:
+        """The geometric mean of Var(z_l) / Var(z_{l−1}): the forward variance map's ratio per layer."""
+        if self.depth == 1 or not (self.z_std[0] > 0 and math.isfinite(self.z_std[-1])):
+            return 1.0 if self.depth == 1 else float("nan")
+        return float((self.z_std[-1] / self.z_std[0]) ** (2 / (self.depth - 1)))
 
     def verdict(self) -> str:
         r = self.gradient_ratio

@@ -71,7 +71,7 @@ def test_monotone_activations_have_no_interior_minimum():
 @pytest.mark.parametrize("name, params, text", [
     ("relu", {}, "[0, ∞)"), ("leaky_relu", {"slope": 0.1}, "(−∞, ∞)"), ("sigmoid", {}, "(0, 1)"),
     ("tanh", {}, "(−1, 1)"), ("softplus", {}, "(0, ∞)"), ("elu", {"alpha": 2.0}, "(−2, ∞)"),
-    ("gelu", {}, "[−0.17, ∞)"), ("silu", {}, "[−0.278, ∞)"), ("swiglu", {}, "(0, ∞)"),
+    ("gelu", {}, "[−0.17, ∞)"), ("silu", {}, "[−0.278, ∞)"), ("swiglu", {}, "[0, ∞)"),
 ])
 def test_output_ranges_found_numerically(name, params, text):
     assert act.output_range(name, **params).text() == text
@@ -184,3 +184,34 @@ def test_depth_lab_extremes_are_finite_or_explained():
         act.depth_lab(activation="swish2")
 
 
+
+
+def test_swiglu_slice_minimum_is_zero_at_zero_past_its_local_maximum():
+    """z²σ(z): derivative zσ(z)(2 + z(1 − σ(z))) is positive on (−2.2, …) only after z = 0; a
+    bracket search from −4 met a positive slope at both ends and missed the minimum."""
+    x_star, f_star = act.activation_minimum("swiglu")
+    assert abs(x_star) < 1e-12 and 0 <= f_star < 1e-24
+    assert act.minimum_text("swiglu") == "0.0000 at z = 0.0000"
+    assert act.output_range("swiglu").text() == "[0, ∞)"
+    # the local maximum the old bracket tripped on: 2 + z(1 − σ(z)) = 0, solved by bisection here
+    lo, hi = -3.0, -1.5
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if 2 + mid * (1 - _sigmoid(mid)) > 0 else (mid, hi)
+    assert -2.4 < lo < -2.0
+
+
+def test_family_row_reads_the_lab():
+    row = act.family_row("sigmoid")
+    assert row == {"activation": "Sigmoid", "range": "(0, 1)", "minimum": "—", "steepest slope": "0.2500"}
+    assert act.family_row("elu", alpha=2.0)["range"] == "(−2, ∞)"
+
+
+def test_per_layer_factors_are_the_geometric_means_of_the_stack():
+    r = act.depth_lab(depth=12, width=32, activation="tanh", init="custom", scale=0.5, n_samples=64, seed=3)
+    steps = r.grad_norm[:-1] / r.grad_norm[1:]
+    assert r.per_layer_factor == pytest.approx(float(np.exp(np.log(steps).mean())), rel=1e-12)
+    var_steps = (r.z_std[1:] / r.z_std[:-1]) ** 2
+    assert r.variance_factor == pytest.approx(float(np.exp(np.log(var_steps).mean())), rel=1e-12)
+    one = act.depth_lab(depth=1, width=8, activation="relu", init="he", n_samples=8, seed=0)
+    assert one.per_layer_factor == 1.0 and one.variance_factor == 1.0
