@@ -7,18 +7,11 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    import engine
-    from engine.course import check_number, plot, toc, verdict
+    from engine.course import exercises, metadata, plot, toc, ui
     from engine.course import graph as graphs
     from engine.course.labs import backprop as lab
 
-    METADATA = {
-        "id": "03_backprop",
-        "name": "Backpropagation",
-        "summary": "A computation graph walked in reverse, a dense layer's gradients by hand, the "
-        "gradient check's V-shaped error, and an MLP playground on 2-D data.",
-        "topics": ["backpropagation", "autograd", "chain_rule", "gradient_check", "mlp"],
-    }
+    METADATA = metadata("03_backprop")
 
 
 @app.cell(hide_code=True)
@@ -71,37 +64,22 @@ def _():
 def _():
     expr = mo.ui.dropdown(options={spec["label"]: name for name, spec in graphs.EXPRESSIONS.items()},
                           value="f = (x·y + sin x)²", label="expression")
-    return (expr,)
-
-
-@app.cell
-def _():
     x_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=1.5, label="x", show_value=True)
-    return (x_val,)
-
-
-@app.cell
-def _():
     y_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=-0.5, label="y", show_value=True)
-    return (y_val,)
-
-
-@app.cell
-def _():
     z_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.3, label="z", show_value=True)
-    return (z_val,)
-
-
-@app.cell
-def _():
     bp_step = mo.ui.slider(0, 13, step=1, value=0, label="backward step", show_value=True)
-    return (bp_step,)
+    return bp_step, expr, x_val, y_val, z_val
 
 
 @app.cell
-def _(bp_step, expr, x_val, y_val, z_val):
+def _(expr, x_val, y_val, z_val):
     graph = graphs.expression_graph(expr.value, x_val.value, y_val.value, z_val.value)
     input_grads = graphs.input_gradients(graph)
+    return graph, input_grads
+
+
+@app.cell
+def _(bp_step, expr, graph, input_grads, x_val, y_val, z_val):
     _k = min(bp_step.value, len(graph.order) - 1)
     graph_step = graph.step(_k)
     _note = (f"The backward pass has {len(graph.order)} steps here (0 to {len(graph.order) - 1}); "
@@ -117,7 +95,7 @@ def _(bp_step, expr, x_val, y_val, z_val):
         mo.md(f"{_note} {graph_step.text()}"),
         mo.md(f"After the whole pass, autograd gives: {_grads}."),
     ])
-    return graph, graph_step, input_grads
+    return (graph_step,)
 
 
 @app.cell(hide_code=True)
@@ -125,18 +103,28 @@ def _():
     mo.md(r"""
     ## 2. A dense layer by hand
 
-    For a batch $X$ ($n\times d_{in}$), weights $W$ ($d_{in}\times d_{out}$) and bias $b$, the layer
-    computes $Z = XW + b$ (the bias broadcast over the rows). Given the upstream gradient
+    We write a layer the way PyTorch stores it. A batch $X$ has shape $n\times d_{in}$, one example
+    per **row**; the weights $W$ have shape $d_{out}\times d_{in}$ and the bias $b$ has $d_{out}$
+    entries; the layer computes
+
+    $$
+    Z = X W^\top + b \qquad (n\times d_{out}, \text{ the bias broadcast over the rows}).
+    $$
+
+    Why store $W$ as (out, in)? Row $w_j$ of $W$ is output unit $j$'s weight vector, so unit $j$
+    computes $z_j = w_j\cdot x + b_j$, the textbook neuron; and $XW^\top$ applies every unit to every
+    example in one matrix product. This is `nn.Linear`'s `weight` and `F.linear(x, W, b)`, and the
+    convention of every notebook and cheat sheet in this course. Given the upstream gradient
     $dZ = \partial L/\partial Z$, the chain rule applied to each entry gives three matrix products:
 
     $$
-    dW = X^\top dZ, \qquad db = \sum_{\text{rows}} dZ, \qquad dX = dZ\,W^\top .
+    dW = dZ^\top X, \qquad db = \sum_{\text{rows}} dZ, \qquad dX = dZ\,W .
     $$
 
-    The shapes check the formulas: $dW$ must have $W$'s shape, so $X^\top$ ($d_{in}\times n$) times
-    $dZ$ ($n\times d_{out}$); $db$ sums over the batch because $b$ was copied to every row; $dX$
-    passes the signal on to the previous layer. Below they are computed in plain NumPy and by the
-    engine's autograd (through its `matmul` and broadcast `add`) for random $X$, $W$, $b$ and a
+    The shapes check the formulas: $dW$ must have $W$'s shape, so $dZ^\top$ ($d_{out}\times n$) times
+    $X$ ($n\times d_{in}$); $db$ sums over the batch because $b$ was copied to every row; $dX$
+    passes the gradient on to the previous layer. Below they are computed in plain NumPy and by the
+    engine's autograd (through `F.linear`, the op `nn.Linear` calls) for random $X$, $W$, $b$ and a
     random upstream $dZ$.
     """)
     return
@@ -145,19 +133,9 @@ def _():
 @app.cell
 def _():
     dense_n = mo.ui.slider(1, 64, step=1, value=4, label="batch n", show_value=True)
-    return (dense_n,)
-
-
-@app.cell
-def _():
     dense_in = mo.ui.slider(1, 32, step=1, value=3, label="d_in", show_value=True)
-    return (dense_in,)
-
-
-@app.cell
-def _():
     dense_out = mo.ui.slider(1, 32, step=1, value=2, label="d_out", show_value=True)
-    return (dense_out,)
+    return dense_in, dense_n, dense_out
 
 
 @app.cell
@@ -168,13 +146,14 @@ def _(dense_in, dense_n, dense_out):
     _small = dense_in.value * dense_out.value <= 64
     _m = float(np.abs(dense.by_hand["dW"]).max()) or 1.0
     _maps = mo.hstack([
-        plot.heatmap(dense.by_hand["dW"], x_title="output unit", y_title="input feature", title="dW = XᵀdZ (NumPy)",
+        plot.heatmap(dense.by_hand["dW"], x_title="input feature", y_title="output unit", title="dW = dZᵀX (NumPy)",
                      scheme="redblue", domain=(-_m, _m), annotate=_small, height=160),
-        plot.heatmap(dense.autograd["dW"], x_title="output unit", y_title="input feature", title="dW (autograd)",
+        plot.heatmap(dense.autograd["dW"], x_title="input feature", y_title="output unit", title="dW (autograd)",
                      scheme="redblue", domain=(-_m, _m), annotate=_small, height=160),
     ], widths=[1, 1])
     mo.vstack([
         mo.hstack([dense_n, dense_in, dense_out]),
+        mo.md(f"X is {dense.shapes['X']}, W is {dense.shapes['W']} (out, in), Z = XWᵀ + b is {dense.shapes['Z']}."),
         mo.md("| gradient | shape | max abs(NumPy − autograd) |\n|---|---|---|\n" + _rows),
         _maps,
     ])
@@ -207,20 +186,20 @@ def _():
 @app.cell
 def _():
     gc_x0 = mo.ui.slider(-2.0, 2.0, step=0.1, value=0.7, label="point x", show_value=True)
-    return (gc_x0,)
-
-
-@app.cell
-def _():
     gc_h = mo.ui.slider(steps=[10.0 ** k for k in range(-12, 1)], value=1e-4, label="step h", show_value=True)
-    return (gc_h,)
+    return gc_h, gc_x0
 
 
 @app.cell
-def _(gc_h, gc_x0):
+def _(gc_x0):
     fd = lab.finite_difference_errors(gc_x0.value, hs=np.logspace(-12, 0, 61))
-    fd_at_h = lab.finite_difference_errors(gc_x0.value, hs=[gc_h.value])
     fd_best = {dt: lab.best_step(fd, dt) for dt in ("float32", "float64")}
+    return fd, fd_best
+
+
+@app.cell
+def _(fd, fd_best, gc_h, gc_x0):
+    fd_at_h = lab.finite_difference_errors(gc_x0.value, hs=[gc_h.value])
     _floor = 1e-18
     _curves = {dt: np.maximum(fd[dt], _floor) for dt in ("float32", "float64")}
     _curves.update({f"autograd error, {dt}": np.full_like(fd["h"], max(fd[f"autograd_{dt}"], _floor))
@@ -233,7 +212,7 @@ def _(gc_h, gc_x0):
     _row = " · ".join(f"{dt}: error **{fd_at_h[dt][0]:.2e}** at h = {gc_h.value:.0e}, smallest "
                       f"**{fd_best[dt][1]:.1e}** at h ≈ {fd_best[dt][0]:.0e}" for dt in ("float32", "float64"))
     mo.vstack([mo.hstack([gc_x0, gc_h]), _chart, mo.md(_row + ". (Errors below 10⁻¹⁸ are drawn at 10⁻¹⁸.)")])
-    return fd, fd_at_h, fd_best
+    return (fd_at_h,)
 
 
 @app.cell(hide_code=True)
@@ -255,93 +234,61 @@ def _():
 @app.cell
 def _():
     pg_data = mo.ui.dropdown(options=list(lab.DATASETS), value="moons", label="data")
-    return (pg_data,)
-
-
-@app.cell
-def _():
     pg_noise = mo.ui.slider(0.0, 0.5, step=0.05, value=0.15, label="noise", show_value=True)
-    return (pg_noise,)
-
-
-@app.cell
-def _():
     pg_width = mo.ui.slider(2, 64, step=2, value=16, label="width", show_value=True)
-    return (pg_width,)
-
-
-@app.cell
-def _():
     pg_depth = mo.ui.slider(1, 4, step=1, value=2, label="depth", show_value=True)
-    return (pg_depth,)
-
-
-@app.cell
-def _():
     pg_act = mo.ui.dropdown(options=list(lab.ACTIVATIONS), value="tanh", label="activation")
-    return (pg_act,)
-
-
-@app.cell
-def _():
     pg_opt = mo.ui.dropdown(options={"SGD": "sgd", "SGD + momentum 0.9": "momentum", "Adam": "adam"},
                             value="Adam", label="optimizer")
-    return (pg_opt,)
-
-
-@app.cell
-def _():
     pg_lr = mo.ui.slider(steps=[0.0001, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=0.03,
                          label="learning rate", show_value=True)
-    return (pg_lr,)
-
-
-@app.cell
-def _():
     pg_epochs = mo.ui.slider(5, 300, step=5, value=60, label="epochs", show_value=True)
-    return (pg_epochs,)
-
-
-@app.cell
-def _():
     train_button = mo.ui.run_button(label="train")
-    return (train_button,)
-
-
-@app.cell
-def _(pg_act, pg_data, pg_depth, pg_epochs, pg_lr, pg_noise, pg_opt, pg_width, train_button):
-    pg_split = lab.make_playground_data(pg_data.value, n=240, noise=pg_noise.value, seed=0)
     mo.vstack([
         mo.hstack([pg_data, pg_noise, pg_width, pg_depth], wrap=True),
         mo.hstack([pg_act, pg_opt, pg_lr, pg_epochs, train_button], wrap=True),
     ])
+    return pg_act, pg_data, pg_depth, pg_epochs, pg_lr, pg_noise, pg_opt, pg_width, train_button
+
+
+@app.cell
+def _(pg_data, pg_noise):
+    pg_split = lab.make_playground_data(pg_data.value, n=240, noise=pg_noise.value, seed=0)
     return (pg_split,)
 
 
 @app.cell
+def _(pg_act, pg_depth, pg_split, pg_width):
+    # the untrained network: rebuilt only when the data or the architecture changes
+    pg_untrained = lab.train_playground(*pg_split, width=pg_width.value, depth=pg_depth.value,
+                                        activation=pg_act.value, epochs=0, seed=0, grid_size=50)
+    return (pg_untrained,)
+
+
+@app.cell
 def _(pg_act, pg_depth, pg_epochs, pg_lr, pg_opt, pg_split, pg_width, train_button):
-    _Xtr, _ytr, _Xva, _yva = pg_split
-    _k = int(max(_ytr.max(), _yva.max())) + 1
-    _untrained = lab.train_playground(_Xtr, _ytr, _Xva, _yva, width=pg_width.value, depth=pg_depth.value,
-                                      activation=pg_act.value, optimizer=pg_opt.value, lr=pg_lr.value,
-                                      epochs=0, seed=0, grid_size=50)
-    pg_initial_loss = float(engine.functional.cross_entropy(_untrained.model(engine.Tensor(_Xtr)), _ytr).item())
     pg_run = None
     if train_button.value:
         with mo.status.progress_bar(total=pg_epochs.value, title="training", remove_on_exit=True) as _bar:
-            pg_run = lab.train_playground(_Xtr, _ytr, _Xva, _yva, width=pg_width.value, depth=pg_depth.value,
+            pg_run = lab.train_playground(*pg_split, width=pg_width.value, depth=pg_depth.value,
                                           activation=pg_act.value, optimizer=pg_opt.value, lr=pg_lr.value,
                                           epochs=pg_epochs.value, seed=0, grid_size=50,
                                           progress=lambda _epoch: _bar.update())
+    return (pg_run,)
+
+
+@app.cell
+def _(pg_epochs, pg_lr, pg_opt, pg_run, pg_split, pg_untrained):
+    _Xtr, _ytr, _Xva, _yva = pg_split
+    _k = int(max(_ytr.max(), _yva.max())) + 1
     _X, _y = np.concatenate([_Xtr, _Xva]), np.concatenate([_ytr, _yva])
+    _u = pg_untrained
     if pg_run is None:
-        _fig = plot.decision_boundary(_untrained.grid_x, _untrained.grid_y, _untrained.grid_probs, _X, _y,
-                                      title="untrained network")
-        _side = mo.md(f"Initial training loss **{pg_initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** "
+        _fig = plot.decision_boundary(_u.grid_x, _u.grid_y, _u.grid_probs, _X, _y, title="untrained network")
+        _side = mo.md(f"Initial training loss **{_u.initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** "
                       f"for K = {_k} classes. Press **train** to run {pg_epochs.value} epochs.")
     elif pg_run.diverged:
-        _fig = plot.decision_boundary(_untrained.grid_x, _untrained.grid_y, _untrained.grid_probs, _X, _y,
-                                      title="untrained network")
+        _fig = plot.decision_boundary(_u.grid_x, _u.grid_y, _u.grid_probs, _X, _y, title="untrained network")
         _side = mo.callout(mo.md(f"**Training diverged** after {len(pg_run.history['train_loss'])} epochs: the loss "
                                  f"became inf or NaN. The learning rate {pg_lr.value:g} is too large for "
                                  f"{pg_opt.value}; lower it."), kind="warn")
@@ -358,7 +305,7 @@ def _(pg_act, pg_depth, pg_epochs, pg_lr, pg_opt, pg_split, pg_width, train_butt
                   f"**{100 * _h['val_acc'][-1]:.1f} %**"),
         ])
     mo.hstack([_fig, _side], widths=[1, 1])
-    return pg_initial_loss, pg_run
+    return
 
 
 @app.cell(hide_code=True)
@@ -412,58 +359,53 @@ def _():
 
 @app.cell
 def _():
-    answer_neuron = mo.ui.text(placeholder="e.g. 0.25", label="∂f/∂y =")
-    return (answer_neuron,)
+    exercise_neuron = exercises.NumberExercise(
+        question=r"**1.** For $f = \sigma(y\,x + z)$ at $x = 2$, $y = -1$, $z = 0.5$, use the local rules to find "
+                 r"$\partial f/\partial y$. (Three decimals; $\sigma(-1.5) \approx 0.1824$.)",
+        truth=graphs.input_gradients(graphs.expression_graph("neuron", 2.0, -1.0, 0.5))["y"],
+        hint="σ′(a) = σ(a)(1 − σ(a)), then the mul node sends g·x to y.", abs_tol=2e-3)
+    answer_neuron = ui.answer_box(exercise_neuron, placeholder="e.g. 0.25", label="∂f/∂y =")
+    return answer_neuron, exercise_neuron
 
 
 @app.cell
-def _(answer_neuron):
-    neuron_truth = graphs.input_gradients(graphs.expression_graph("neuron", 2.0, -1.0, 0.5))["y"]
-    mo.vstack([
-        mo.md(r"**1.** For $f = \sigma(y\,x + z)$ at $x = 2$, $y = -1$, $z = 0.5$, use the local rules to find "
-              r"$\partial f/\partial y$. (Three decimals; $\sigma(-1.5) \approx 0.1824$.)"),
-        answer_neuron,
-        verdict(check_number(answer_neuron.value, neuron_truth, abs_tol=2e-3,
-                             hint="σ′(a) = σ(a)(1 − σ(a)), then the mul node sends g·x to y.")),
-    ])
-    return (neuron_truth,)
+def _(answer_neuron, exercise_neuron):
+    ui.exercise(exercise_neuron, answer_neuron)
+    return
 
 
 @app.cell
 def _():
-    answer_db = mo.ui.text(placeholder="e.g. 4", label="entries of db =")
-    return (answer_db,)
+    exercise_dw = exercises.NumberExercise(
+        question="**2.** `nn.Linear(10, 5)` maps a batch of 32 examples with 10 features to 5 outputs. How many "
+                 "rows does its weight gradient dW = dZᵀX have?",
+        truth=graphs.dense_layer_gradients(32, 10, 5).shapes["dW"][0],
+        hint="dW has W's shape, and PyTorch stores W as (out, in).")
+    answer_dw = ui.answer_box(exercise_dw, placeholder="e.g. 32", label="rows of dW =")
+    return answer_dw, exercise_dw
 
 
 @app.cell
-def _(answer_db):
-    db_truth = int(np.prod(graphs.dense_layer_gradients(32, 10, 5).shapes["db"]))
-    mo.vstack([
-        mo.md("**2.** A dense layer maps a batch of 32 examples with 10 features to 5 outputs. How many "
-              "numbers does the bias gradient db hold?"),
-        answer_db,
-        verdict(check_number(answer_db.value, db_truth, hint="db has the shape of b; the batch is summed away.")),
-    ])
-    return (db_truth,)
+def _(answer_dw, exercise_dw):
+    ui.exercise(exercise_dw, answer_dw)
+    return
 
 
 @app.cell
 def _():
-    answer_h = mo.ui.text(placeholder="e.g. -3", label="log₁₀ h =")
-    return (answer_h,)
+    exercise_h = exercises.NumberExercise(
+        question="**3.** In float64, around which step h is the central difference most accurate? Answer with "
+                 "the exponent, log₁₀ h (within one decade counts).",
+        truth=float(np.log10(lab.best_step(lab.finite_difference_errors(0.7), "float64")[0])),
+        hint="Balance h² against ε/h with ε ≈ 2·10⁻¹⁶.", abs_tol=1.01)
+    answer_h = ui.answer_box(exercise_h, placeholder="e.g. -3", label="log₁₀ h =")
+    return answer_h, exercise_h
 
 
 @app.cell
-def _(answer_h):
-    h_truth = float(np.log10(lab.best_step(lab.finite_difference_errors(0.7), "float64")[0]))
-    mo.vstack([
-        mo.md("**3.** In float64, around which step h is the central difference most accurate? Answer with "
-              "the exponent, log₁₀ h (within one decade counts)."),
-        answer_h,
-        verdict(check_number(answer_h.value, h_truth, abs_tol=1.01,
-                             hint="Balance h² against ε/h with ε ≈ 2·10⁻¹⁶.")),
-    ])
-    return (h_truth,)
+def _(answer_h, exercise_h):
+    ui.exercise(exercise_h, answer_h)
+    return
 
 
 @app.cell(hide_code=True)
@@ -471,33 +413,42 @@ def _():
     mo.md(r"""
     ## 6. The same in your own script
 
-    ```python
-    import numpy as np
-    import engine
-    from engine import nn, optim
-    import engine.functional as F
-
-    x = engine.tensor(np.array(1.5), requires_grad=True)
-    y = engine.tensor(np.array(-0.5), requires_grad=True)
-    f = (x * y + x.sin()) ** 2
-    f.backward()
-    print(x.grad, y.grad)          # the chain rule, node by node
-
-    engine.gradcheck(lambda a, b: (a * b + a.sin()) ** 2,
-                     (np.array([1.5]), np.array([-0.5])))        # float64 central differences
-
-    X, y = engine.data.make_moons(200, noise=0.15, seed=0)
-    model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 2))
-    opt = optim.Adam(model.parameters(), lr=0.03)
-    for epoch in range(50):
-        for xb, yb in engine.data.batches(X, y, batch_size=32, seed=epoch):
-            loss = F.cross_entropy(model(engine.tensor(xb)), yb)
-            opt.zero_grad()          # gradients accumulate otherwise
-            loss.backward()
-            opt.step()
-    print(float(loss.data))
-    ```
+    Autograd on a scalar expression, a float64 gradient check, and a small MLP trained on moons
+    (a few epochs, so the cell stays quick):
     """)
+    return
+
+
+@app.cell
+def _():
+    def _script():
+        import numpy as np
+
+        import engine
+        import engine.functional as F
+        from engine import nn, optim
+
+        x = engine.tensor(np.array(1.5), requires_grad=True)
+        y = engine.tensor(np.array(-0.5), requires_grad=True)
+        f = (x * y + x.sin()) ** 2
+        f.backward()  # the chain rule, node by node
+        ok = engine.gradcheck(lambda a, b: (a * b + a.sin()) ** 2,
+                              (np.array([1.5]), np.array([-0.5])))  # float64 central differences
+
+        X, labels = engine.data.make_moons(200, noise=0.15, seed=0)
+        with engine.random.fork_rng(0):
+            model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 2))
+        opt = optim.Adam(model.parameters(), lr=0.03)
+        for epoch in range(10):
+            for xb, yb in engine.data.batches(X, labels, batch_size=32, seed=epoch):
+                loss = F.cross_entropy(model(engine.tensor(xb)), yb)
+                opt.zero_grad()  # gradients accumulate otherwise
+                loss.backward()
+                opt.step()
+        return (f"x.grad = {float(x.grad):.6g}, y.grad = {float(y.grad):.6g}; gradcheck passed: {ok}; "
+                f"last mini-batch loss after 10 epochs: {float(loss.data):.4f}")
+
+    mo.md(f"`{_script()}`")
     return
 
 

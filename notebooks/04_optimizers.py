@@ -7,17 +7,10 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    import engine
-    from engine.course import check_number, plot, toc, verdict
+    from engine.course import exercises, metadata, plot, toc, ui
     from engine.course.labs import optimizers as lab
 
-    METADATA = {
-        "id": "04_optimizers",
-        "name": "Optimizers",
-        "summary": "SGD, momentum, Nesterov, RMSprop, Adam and AdamW on loss surfaces, bias "
-        "correction, learning-rate schedules, weight decay and gradient clipping.",
-        "topics": ["optimization", "sgd", "momentum", "adam", "lr_schedules", "weight_decay", "gradient_clipping"],
-    }
+    METADATA = metadata("04_optimizers")
 
     LR_STEPS = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.018, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0]
 
@@ -95,116 +88,68 @@ def _():
 def _():
     surface = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.SURFACES.items()},
                              value="Rosenbrock's valley", label="surface")
-    return (surface,)
-
-
-@app.cell
-def _(surface):
-    _box = lab.SURFACES[surface.value]["box"]
-    _start = lab.SURFACES[surface.value]["start"]
-    start_x = mo.ui.slider(_box[0][0], _box[0][1], step=0.1, value=_start[0], label="start θ₁", show_value=True, debounce=True)
-    return (start_x,)
-
-
-@app.cell
-def _(surface):
-    _box = lab.SURFACES[surface.value]["box"]
-    _start = lab.SURFACES[surface.value]["start"]
-    start_y = mo.ui.slider(_box[1][0], _box[1][1], step=0.05, value=_start[1], label="start θ₂", show_value=True, debounce=True)
-    return (start_y,)
-
-
-@app.cell
-def _():
     n_steps = mo.ui.slider(10, 1000, step=10, value=200, label="steps", show_value=True, debounce=True)
-    return (n_steps,)
-
-
-@app.cell
-def _():
     shown_opts = mo.ui.multiselect(options={lab.LABELS[n]: n for n in lab.OPTIMIZERS},
                                    value=[lab.LABELS[n] for n in lab.OPTIMIZERS], label="optimizers")
-    return (shown_opts,)
-
-
-@app.cell
-def _(surface):
-    lrs = mo.ui.dictionary({
-        name: mo.ui.slider(steps=LR_STEPS, value=lab.SURFACES[surface.value]["lr"][name], label=f"η {lab.LABELS[name]}",
-                           show_value=True, debounce=True)
-        for name in lab.OPTIMIZERS
-    })
-    return (lrs,)
-
-
-@app.cell
-def _():
     momentum_beta = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="momentum μ", show_value=True, debounce=True)
-    return (momentum_beta,)
-
-
-@app.cell
-def _():
     rms_alpha = mo.ui.slider(0.5, 0.999, step=0.001, value=0.99, label="RMSprop α", show_value=True, debounce=True)
-    return (rms_alpha,)
-
-
-@app.cell
-def _():
     adam_beta1 = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="Adam β₁", show_value=True, debounce=True)
-    return (adam_beta1,)
-
-
-@app.cell
-def _():
     adam_beta2 = mo.ui.slider(steps=[0.9, 0.95, 0.99, 0.995, 0.999, 0.9999], value=0.999, label="Adam β₂",
                               show_value=True)
-    return (adam_beta2,)
-
-
-@app.cell
-def _():
-    adamw_decay = mo.ui.slider(0.0, 0.5, step=0.01, value=0.05, label="AdamW λ", show_value=True, debounce=True)
-    return (adamw_decay,)
-
-
-@app.cell
-def _():
+    adamw_decay = mo.ui.slider(0.0, 0.5, step=0.01, value=0.0, label="AdamW λ", show_value=True, debounce=True)
     traj_schedule = mo.ui.dropdown(options={"constant": "constant", "step decay": "step", "cosine": "cosine",
                                             "warm-up + cosine": "warmup_cosine", "one-cycle": "onecycle",
                                             "reduce on plateau": "plateau"},
                                    value="constant", label="schedule")
-    return (traj_schedule,)
+    return adam_beta1, adam_beta2, adamw_decay, momentum_beta, n_steps, rms_alpha, shown_opts, surface, traj_schedule
+
+
+@app.cell
+def _(surface):
+    # ranges and defaults that depend on the surface
+    _spec = lab.SURFACES[surface.value]
+    start_x = mo.ui.slider(*_spec["box"][0], step=0.1, value=_spec["start"][0], label="start θ₁", show_value=True,
+                           debounce=True)
+    start_y = mo.ui.slider(*_spec["box"][1], step=0.05, value=_spec["start"][1], label="start θ₂",
+                           show_value=True, debounce=True)
+    lrs = mo.ui.dictionary({
+        name: mo.ui.slider(steps=LR_STEPS, value=_spec["lr"][name], label=f"η {lab.LABELS[name]}",
+                           show_value=True, debounce=True)
+        for name in lab.OPTIMIZERS
+    })
+    return lrs, start_x, start_y
 
 
 @app.cell
 def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alpha, shown_opts, start_x,
       start_y, surface, traj_schedule):
-    _hyper = dict(momentum=momentum_beta.value, alpha=rms_alpha.value, betas=(adam_beta1.value, adam_beta2.value),
-                  weight_decay=adamw_decay.value)
-    _chosen = [n for n in lab.OPTIMIZERS if n in shown_opts.value]
-    trajectories, trajectory_problems = {}, {}
-    for _name in _chosen:
-        try:
-            trajectories[_name] = lab.run_optimizer(surface.value, _name, start=(start_x.value, start_y.value),
-                                                    steps=n_steps.value, lr=lrs.value[_name],
-                                                    schedule=traj_schedule.value, **_hyper)
-        except ValueError as _err:  # a setting the optimizer refuses, e.g. Nesterov with μ = 0
-            trajectory_problems[_name] = str(_err)
-    mo.vstack([c for c in [
-        mo.callout(mo.md("  \n".join(f"**{lab.LABELS[n]} not run**: {m}" for n, m in trajectory_problems.items())),
-                   kind="warn") if trajectory_problems else None,
+    mo.vstack([
         mo.hstack([surface, start_x, start_y, n_steps, traj_schedule], wrap=True),
         shown_opts,
         mo.hstack(list(lrs.elements.values()), wrap=True),
         mo.hstack([momentum_beta, rms_alpha, adam_beta1, adam_beta2, adamw_decay], wrap=True),
-    ] if c is not None])
+    ])
+    return
+
+
+@app.cell
+def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alpha, shown_opts, start_x,
+      start_y, surface, traj_schedule):
+    # each run is cached on the settings its optimizer reads: one slider re-runs one or two optimizers
+    _race = lab.race(surface.value, shown_opts.value, start=(start_x.value, start_y.value), steps=n_steps.value,
+                     lrs=lrs.value, schedule=traj_schedule.value, momentum=momentum_beta.value,
+                     alpha=rms_alpha.value, betas=(adam_beta1.value, adam_beta2.value),
+                     weight_decay=adamw_decay.value)
+    trajectories, trajectory_problems = _race.trajectories, _race.problems
     return trajectories, trajectory_problems
 
 
 @app.cell
-def _(surface, trajectories):
+def _(adamw_decay, surface, trajectories, trajectory_problems):
     _spec = lab.SURFACES[surface.value]
+    _problems = [mo.callout(mo.md("  \n".join(f"**{lab.LABELS[n]} not run**: {m}"
+                                              for n, m in trajectory_problems.items())), kind="warn")
+                 ] if trajectory_problems else []
     if not trajectories:
         _out = mo.callout(mo.md("**No optimizer selected.** Pick at least one in the list above."), kind="warn")
     else:
@@ -227,13 +172,17 @@ def _(surface, trajectories):
         _diverged = [lab.LABELS[n] for n, t in trajectories.items() if t.diverged]
         _warn = [mo.callout(mo.md(f"**{', '.join(_diverged)} diverged**: the step overshoots the valley and "
                                   "grows each time. Lower its learning rate."), kind="warn")] if _diverged else []
+        _decay = ([mo.md(f"AdamW runs with λ = {adamw_decay.value:g}: each step also shrinks θ toward 0 by "
+                         "ηλθ, so it settles where that shrinkage balances its adaptive step, not at θ*. Its distance to θ* "
+                         "measures that bias, not a slower optimizer; with λ = 0 AdamW is Adam.")]
+                  if adamw_decay.value > 0 and "adamw" in trajectories else [])
         _out = mo.vstack(_warn + [
             mo.md(rf"$${_spec['latex']}$$"),
             _fig,
             _curve,
             mo.md("| optimizer | η at step 0 | final f(θ) | distance to θ* |\n|---|---|---|---|\n" + "\n".join(_rows)),
-        ])
-    _out
+        ] + _decay)
+    mo.vstack(_problems + [_out])
     return
 
 
@@ -262,13 +211,8 @@ def _():
 @app.cell
 def _():
     bc_steps = mo.ui.slider(5, 300, step=5, value=60, label="steps shown", show_value=True)
-    return (bc_steps,)
-
-
-@app.cell
-def _():
     bc_noise = mo.ui.slider(0.0, 3.0, step=0.1, value=0.0, label="gradient noise", show_value=True)
-    return (bc_noise,)
+    return bc_noise, bc_steps
 
 
 @app.cell
@@ -279,7 +223,7 @@ def _(adam_beta1, adam_beta2, bc_noise, bc_steps):
     bc_without = lab.adam_first_steps(_g, lr=1.0, betas=_betas, bias_correction=False)
     bc_engine = lab.engine_adam_updates(_g, lr=1.0, betas=_betas)
     _t = np.arange(1, bc_steps.value + 1)
-    _chart = plot.curves(_t, {"with correction": np.abs(bc_with["update"]), "without": np.abs(bc_without["update"])},
+    _chart = plot.curves(_t, {"with correction": np.abs(bc_with.update), "without": np.abs(bc_without.update)},
                          dots={"engine.optim.Adam": np.abs(bc_engine)}, n_dots=min(bc_steps.value, 40),
                          colors={"with correction": "adam", "without": "error"}, dashed=["without"],
                          x_title="step t", y_title="|Δθ| / η", height=240,
@@ -287,9 +231,9 @@ def _(adam_beta1, adam_beta2, bc_noise, bc_steps):
     mo.vstack([
         mo.hstack([bc_steps, bc_noise, adam_beta1, adam_beta2]),
         _chart,
-        mo.md(f"First step: **{abs(bc_with['update'][0]):.3f} η** with the correction, "
-              f"**{abs(bc_without['update'][0]):.3f} η** without; largest step without: "
-              f"**{np.abs(bc_without['update']).max():.3f} η**."),
+        mo.md(f"First step: **{abs(bc_with.update[0]):.3f} η** with the correction, "
+              f"**{abs(bc_without.update[0]):.3f} η** without; largest step without: "
+              f"**{np.abs(bc_without.update).max():.3f} η**."),
     ])
     return bc_engine, bc_with, bc_without
 
@@ -314,44 +258,14 @@ def _():
 @app.cell
 def _():
     sched_steps = mo.ui.slider(10, 500, step=10, value=100, label="total steps", show_value=True)
-    return (sched_steps,)
-
-
-@app.cell
-def _():
     sched_lr = mo.ui.slider(steps=[0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0], value=0.1, label="base η",
                             show_value=True)
-    return (sched_lr,)
-
-
-@app.cell
-def _():
     sched_step_size = mo.ui.slider(1, 100, step=1, value=25, label="step size", show_value=True)
-    return (sched_step_size,)
-
-
-@app.cell
-def _():
     sched_gamma = mo.ui.slider(0.1, 0.9, step=0.05, value=0.5, label="step γ", show_value=True)
-    return (sched_gamma,)
-
-
-@app.cell
-def _():
     sched_warmup = mo.ui.slider(1, 100, step=1, value=10, label="warm-up steps", show_value=True)
-    return (sched_warmup,)
-
-
-@app.cell
-def _():
     sched_pct = mo.ui.slider(0.05, 0.9, step=0.05, value=0.3, label="one-cycle rise share", show_value=True)
-    return (sched_pct,)
-
-
-@app.cell
-def _():
     plateau_patience = mo.ui.slider(1, 30, step=1, value=5, label="plateau patience", show_value=True)
-    return (plateau_patience,)
+    return plateau_patience, sched_gamma, sched_lr, sched_pct, sched_step_size, sched_steps, sched_warmup
 
 
 @app.cell
@@ -395,13 +309,8 @@ def _():
 @app.cell
 def _():
     wd_lambda = mo.ui.slider(0.0, 1.0, step=0.01, value=0.1, label="λ", show_value=True)
-    return (wd_lambda,)
-
-
-@app.cell
-def _():
     wd_lr = mo.ui.slider(steps=[0.001, 0.003, 0.01, 0.03, 0.05, 0.1, 0.3], value=0.05, label="η", show_value=True)
-    return (wd_lr,)
+    return wd_lambda, wd_lr
 
 
 @app.cell
@@ -450,22 +359,17 @@ def _():
 def _():
     clip_norm = mo.ui.slider(steps=[0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0], value=3.0, label="max norm c",
                              show_value=True)
-    return (clip_norm,)
-
-
-@app.cell
-def _():
     clip_lr = mo.ui.slider(steps=[0.001, 0.003, 0.005, 0.01, 0.02, 0.05], value=0.01, label="SGD η",
                            show_value=True)
-    return (clip_lr,)
+    return clip_lr, clip_norm
 
 
 @app.cell
 def _(clip_lr, clip_norm):
     clip_runs = {
-        "no clipping": lab.run_optimizer("rosenbrock", "sgd", steps=300, lr=clip_lr.value),
-        f"clipped at {clip_norm.value:g}": lab.run_optimizer("rosenbrock", "sgd", steps=300, lr=clip_lr.value,
-                                                             clip=clip_norm.value),
+        "no clipping": lab.cached_run("rosenbrock", "sgd", steps=300, lr=clip_lr.value),
+        f"clipped at {clip_norm.value:g}": lab.cached_run("rosenbrock", "sgd", steps=300, lr=clip_lr.value,
+                                                          clip=clip_norm.value),
     }
     _xx, _yy, _zz = lab.surface_grid("rosenbrock", 120)
     _fig = plot.contour_trajectories(_xx, _yy, _zz, {k: r.path for k, r in clip_runs.items()},
@@ -490,58 +394,52 @@ def _():
 
 @app.cell
 def _():
-    answer_adam = mo.ui.text(placeholder="e.g. 0.003", label="|Δθ₁| =")
-    return (answer_adam,)
+    exercise_adam = exercises.NumberExercise(
+        question="**1.** Adam (η = 0.01, default betas) takes its first step on a parameter whose gradient is 0.3. "
+                 "How far does the parameter move?",
+        truth=float(abs(lab.engine_adam_updates([0.3], lr=0.01)[0])),
+        hint="After bias correction m̂₁ = g and v̂₁ = g².", rel_tol=0.01)
+    answer_adam = ui.answer_box(exercise_adam, placeholder="e.g. 0.003", label="|Δθ₁| =")
+    return answer_adam, exercise_adam
 
 
 @app.cell
-def _(answer_adam):
-    adam_truth = float(abs(lab.engine_adam_updates([0.3], lr=0.01)[0]))
-    mo.vstack([
-        mo.md("**1.** Adam (η = 0.01, default betas) takes its first step on a parameter whose gradient is 0.3. "
-              "How far does the parameter move?"),
-        answer_adam,
-        verdict(check_number(answer_adam.value, adam_truth, rel_tol=0.01,
-                             hint="After bias correction m̂₁ = g and v̂₁ = g².")),
-    ])
-    return (adam_truth,)
+def _(answer_adam, exercise_adam):
+    ui.exercise(exercise_adam, answer_adam)
+    return
 
 
 @app.cell
 def _():
-    answer_cosine = mo.ui.text(placeholder="e.g. 0.1", label="η₅₀ =")
-    return (answer_cosine,)
+    exercise_cosine = exercises.NumberExercise(
+        question="**2.** Cosine annealing from η = 0.1 to 0 over T = 100 steps: what is the learning rate at step 50?",
+        truth=float(lab.schedule_curves(steps=100, lr=0.1)["cosine"][50]), hint="cos(π/2) = 0.", rel_tol=0.01)
+    answer_cosine = ui.answer_box(exercise_cosine, placeholder="e.g. 0.1", label="η₅₀ =")
+    return answer_cosine, exercise_cosine
 
 
 @app.cell
-def _(answer_cosine):
-    cosine_truth = float(lab.schedule_curves(steps=100, lr=0.1)["cosine"][50])
-    mo.vstack([
-        mo.md("**2.** Cosine annealing from η = 0.1 to 0 over T = 100 steps: what is the learning rate at step 50?"),
-        answer_cosine,
-        verdict(check_number(answer_cosine.value, cosine_truth, rel_tol=0.01, hint="cos(π/2) = 0.")),
-    ])
-    return (cosine_truth,)
+def _(answer_cosine, exercise_cosine):
+    ui.exercise(exercise_cosine, answer_cosine)
+    return
 
 
 @app.cell
 def _():
-    answer_clip = mo.ui.text(placeholder="e.g. 1.5", label="clipped g₁ =")
-    return (answer_clip,)
-
-
-@app.cell
-def _(answer_clip):
     _clipped, _before, _after = lab.clip_by_global_norm([np.array([3.0]), np.array([4.0])], max_norm=1.0)
-    clip_truth = float(_clipped[0][0])
-    mo.vstack([
-        mo.md("**3.** Two parameters have gradients g₁ = 3 and g₂ = 4. After `clip_grad_norm_(params, max_norm=1)`, "
-              "what is g₁? (Two decimals.)"),
-        answer_clip,
-        verdict(check_number(answer_clip.value, clip_truth, abs_tol=0.005,
-                             hint="The global norm is √(3² + 4²); both are scaled by the same factor.")),
-    ])
-    return (clip_truth,)
+    exercise_clip = exercises.NumberExercise(
+        question="**3.** Two parameters have gradients g₁ = 3 and g₂ = 4. After "
+                 "`clip_grad_norm_(params, max_norm=1)`, what is g₁? (Two decimals.)",
+        truth=float(_clipped[0][0]), hint="The global norm is √(3² + 4²); both are scaled by the same factor.",
+        abs_tol=0.005)
+    answer_clip = ui.answer_box(exercise_clip, placeholder="e.g. 1.5", label="clipped g₁ =")
+    return answer_clip, exercise_clip
+
+
+@app.cell
+def _(answer_clip, exercise_clip):
+    ui.exercise(exercise_clip, answer_clip)
+    return
 
 
 @app.cell(hide_code=True)
@@ -549,28 +447,34 @@ def _():
     mo.md(r"""
     ## 8. The same in your own script
 
-    ```python
-    import numpy as np
-    import engine
-    from engine import nn, optim
-    from engine.optim import lr_scheduler
-
-    theta = nn.Parameter(np.array([-1.2, 1.0]))
-    opt = optim.AdamW([theta], lr=0.1, betas=(0.9, 0.999), weight_decay=0.01)
-    sched = lr_scheduler.CosineAnnealingLR(opt, T_max=300)
-    for step in range(300):
-        loss = (1 - theta[0]) ** 2 + 100 * (theta[1] - theta[0] ** 2) ** 2   # Rosenbrock
-        opt.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_([theta], max_norm=10.0)
-        opt.step()
-        sched.step()
-    print(theta.data, sched.get_last_lr())
-
-    # or: optim.SGD(params, lr, momentum=0.9, nesterov=True), optim.RMSprop(params, lr, alpha=0.99),
-    # optim.Adam(params, lr, weight_decay=λ)  (that one is the coupled L2 penalty)
-    ```
+    AdamW with a cosine schedule and gradient clipping on Rosenbrock's valley. Other choices:
+    `optim.SGD(params, lr, momentum=0.9, nesterov=True)`, `optim.RMSprop(params, lr, alpha=0.99)`,
+    `optim.Adam(params, lr, weight_decay=λ)` (that one is the coupled L2 penalty).
     """)
+    return
+
+
+@app.cell
+def _():
+    def _script():
+        import numpy as np
+
+        from engine import nn, optim
+        from engine.optim import lr_scheduler
+
+        theta = nn.Parameter(np.array([-1.2, 1.0]))
+        opt = optim.AdamW([theta], lr=0.1, betas=(0.9, 0.999), weight_decay=0.0)
+        sched = lr_scheduler.CosineAnnealingLR(opt, T_max=300)
+        for step in range(300):
+            loss = (1 - theta[0]) ** 2 + 100 * (theta[1] - theta[0] ** 2) ** 2  # Rosenbrock
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_([theta], max_norm=10.0)
+            opt.step()
+            sched.step()
+        return f"θ after 300 steps = {np.round(theta.data, 4)}, last loss {float(loss.data):.3g}, η now {sched.get_last_lr()[0]:.3g}"
+
+    mo.md(f"`{_script()}`")
     return
 
 

@@ -10,7 +10,8 @@ gradient and column for drawing, the edges, and ``order``: the reverse topologic
 rule (the op's docstring, the same line the derivatives cheat sheet shows), the upstream gradient,
 and what the node sends to each input, computed by calling the op's own ``backward`` with the
 gradient the engine found. :func:`dense_layer_gradients` compares the hand-written dense-layer
-gradients dW = XᵀdZ, db = ΣdZ, dX = dZWᵀ with autograd.
+gradients of Z = X Wᵀ + b (W stored (out, in), as ``nn.Linear`` does), dW = dZᵀX, db = ΣdZ,
+dX = dZ W, with autograd.
 """
 
 from __future__ import annotations
@@ -133,39 +134,25 @@ def trace(output: Tensor, names: dict | None = None, backward: bool = True) -> G
     if output.data.size != 1:
         raise ValueError(f"graph.trace: the output must be a single value, got shape {output.shape}")
     names = {id(t): n for t, n in (names or {}).items()}
-    # every tensor reachable through the recorded nodes, constants included
-    seen, stack, tensors = set(), [output], []
-    while stack:
-        t = stack.pop()
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        tensors.append(t)
-        if t._ctx is not None:
-            stack.extend(t._ctx.parents)
+    # The one graph walk is autograd's own: the order backward() visits the tensors that need a
+    # gradient. The constants those ops read (the 1 in x² + 1) hang off it one step away.
+    order = _topological_order(output)
+    tensors, seen = list(order), {id(t) for t in order}
+    for t in order:
+        for p in (t._ctx.parents if t._ctx is not None else ()):
+            if id(p) not in seen:
+                seen.add(id(p))
+                tensors.append(p)
     if backward:
-        for t in tensors:
+        for t in order:
             if t._ctx is not None:
                 t.retain_grad()
         output.backward(retain_graph=True)  # step() replays each node's backward afterwards
     ids = {id(t): i for i, t in enumerate(tensors)}
-    depth: dict = {}
-
-    def depth_of(t):  # iterative longest path from the inputs
-        todo = [t]
-        while todo:
-            u = todo[-1]
-            if id(u) in depth:
-                todo.pop()
-                continue
-            parents = u._ctx.parents if u._ctx is not None else ()
-            missing = [p for p in parents if id(p) not in depth]
-            if missing:
-                todo.extend(missing)
-                continue
-            depth[id(u)] = 1 + max((depth[id(p)] for p in parents), default=-1)
-            todo.pop()
-        return depth[id(t)]
+    depth: dict = {}  # column: longest path from an input; parents come later in the order
+    for t in [*tensors[len(order):], *reversed(order)]:
+        parents = t._ctx.parents if t._ctx is not None else ()
+        depth[id(t)] = 1 + max((depth[id(p)] for p in parents), default=-1)
 
     nodes, edges, ctxs = [], [], {}
     for t in tensors:
@@ -182,9 +169,8 @@ def trace(output: Tensor, names: dict | None = None, backward: bool = True) -> G
             edges += [(p, i) for p in parents]
             ctxs[i] = ctx
         grad = None if t.grad is None else float(np.sum(t.grad))
-        nodes.append(Node(i, label, float(t.data), grad, depth_of(t), parents, fwd, rule, kind))
-    order = [ids[id(t)] for t in _topological_order(output)]
-    return Graph(nodes, edges, order, ids[id(output)], ctxs)
+        nodes.append(Node(i, label, float(t.data), grad, depth[id(t)], parents, fwd, rule, kind))
+    return Graph(nodes, edges, [ids[id(t)] for t in order], ids[id(output)], ctxs)
 
 
 def expression_graph(name: str, x: float, y: float, z: float) -> Graph:
@@ -193,22 +179,7 @@ def expression_graph(name: str, x: float, y: float, z: float) -> Graph:
         raise ValueError(f"graph.expression_graph: unknown expression {name!r}; choose one of {', '.join(EXPRESSIONS)}")
     leaves = {v: Tensor(np.array(val, dtype=np.float64), requires_grad=True) for v, val in zip("xyz", (x, y, z))}
     out = EXPRESSIONS[name]["build"](leaves["x"], leaves["y"], leaves["z"])
-    used = {id(t) for t in _reachable(out)}
-    names = {t: v for v, t in leaves.items() if id(t) in used}
-    return trace(out, names)
-
-
-def _reachable(t):
-    seen, stack, out = set(), [t], []
-    while stack:
-        u = stack.pop()
-        if id(u) in seen:
-            continue
-        seen.add(id(u))
-        out.append(u)
-        if u._ctx is not None:
-            stack.extend(u._ctx.parents)
-    return out
+    return trace(out, {t: v for v, t in leaves.items()})  # a leaf f does not use is not in the graph
 
 
 def input_gradients(graph: Graph) -> dict:
@@ -231,20 +202,22 @@ class DenseGradients:
 
 
 def dense_layer_gradients(n: int = 4, d_in: int = 3, d_out: int = 2, seed: int = 0) -> DenseGradients:
-    """Z = XW + b with a random upstream gradient dZ = ∂L/∂Z (L = Σ Z ⊙ G):
+    """Z = X Wᵀ + b, PyTorch's convention: X is (n, d_in), one example per row; W is stored
+    (d_out, d_in), its row j holding output j's weights, as ``nn.Linear`` stores it. With a random
+    upstream gradient dZ = ∂L/∂Z (L = Σ Z ⊙ G):
 
-    by hand: dW = Xᵀ dZ (d_in × d_out), db = Σ_rows dZ (d_out), dX = dZ Wᵀ (n × d_in);
-    autograd: the same from ``backward()`` through the engine's matmul and broadcast add.
+    by hand: dW = dZᵀ X (d_out × d_in), db = Σ_rows dZ (d_out), dX = dZ W (n × d_in);
+    autograd: the same from ``backward()`` through the engine's ``F.linear`` (the op ``nn.Linear`` calls).
     """
     for name, v in (("n", n), ("d_in", d_in), ("d_out", d_out)):
         if not (isinstance(v, (int, np.integer)) and 1 <= v <= 512):
             raise ValueError(f"dense_layer_gradients: {name} must be an integer in [1, 512], got {v!r}")
     rng = np.random.default_rng(seed)
-    X, W, b = rng.standard_normal((n, d_in)), rng.standard_normal((d_in, d_out)), rng.standard_normal(d_out)
+    X, W, b = rng.standard_normal((n, d_in)), rng.standard_normal((d_out, d_in)), rng.standard_normal(d_out)
     G = rng.standard_normal((n, d_out))
-    by_hand = {"dW": X.T @ G, "db": G.sum(axis=0), "dX": G @ W.T}
+    by_hand = {"dW": G.T @ X, "db": G.sum(axis=0), "dX": G @ W}
     Xt, Wt, bt = (Tensor(a, requires_grad=True) for a in (X, W, b))
-    Z = Xt @ Wt + bt
+    Z = F.linear(Xt, Wt, bt)
     (Z * G).sum().backward()
     auto = {"dW": Wt.grad, "db": bt.grad, "dX": Xt.grad}
     shapes = {"X": X.shape, "W": W.shape, "b": b.shape, "Z": Z.shape, "dZ": G.shape,
@@ -253,7 +226,7 @@ def dense_layer_gradients(n: int = 4, d_in: int = 3, d_out: int = 2, seed: int =
 
 
 def linear_layer_matches_functional(n: int = 4, d_in: int = 3, d_out: int = 2, seed: int = 0) -> float:
-    """Max |XW + b − F.linear(X, Wᵀ, b)|: the course's Z = XW + b is PyTorch's x Wᵀ + b with W stored (out, in)."""
+    """Max |X Wᵀ + b − F.linear(X, W, b)| with W stored (d_out, d_in): the course's formula is the op."""
     rng = np.random.default_rng(seed)
-    X, W, b = rng.standard_normal((n, d_in)), rng.standard_normal((d_in, d_out)), rng.standard_normal(d_out)
-    return float(np.max(np.abs(X @ W + b - F.linear(Tensor(X), Tensor(W.T), Tensor(b)).data)))
+    X, W, b = rng.standard_normal((n, d_in)), rng.standard_normal((d_out, d_in)), rng.standard_normal(d_out)
+    return float(np.max(np.abs(X @ W.T + b - F.linear(Tensor(X), Tensor(W), Tensor(b)).data)))

@@ -57,6 +57,20 @@ def test_backward_order_puts_every_node_after_its_users():
     assert {n.id for n in g.nodes if n.kind != "const"} == set(g.order)
 
 
+def test_the_stepper_walks_in_autograds_own_order():
+    """One graph walk: the stepper's order is engine.autograd's topological order, tensor for tensor."""
+    from engine.autograd import _topological_order
+
+    leaves = [engine.tensor(np.array(v), requires_grad=True) for v in (0.5, 1.0, -0.7)]
+    out = graphs.EXPRESSIONS["quotient"]["build"](*leaves)
+    expected = [float(t.data) for t in _topological_order(out)]
+    g = graphs.trace(out, {t: v for t, v in zip(leaves, "xyz")})
+    assert [g.node(i).value for i in g.order] == pytest.approx(expected)
+    assert len(g.order) == len(expected)
+    for a, b in g.edges:  # columns: an input sits left of every op that reads it
+        assert g.node(a).depth < g.node(b).depth
+
+
 def test_steps_replay_what_backward_sent():
     g = graphs.expression_graph("reuse", 1.2, 0.5, 0.0)  # f = x·eˣ + x·y: x receives three contributions
     received: dict = {}
@@ -88,17 +102,29 @@ def test_local_rules_come_from_the_op_docstrings():
 
 def test_dense_layer_gradients_by_hand_equal_autograd():
     d = graphs.dense_layer_gradients(n=7, d_in=5, d_out=3, seed=4)
-    assert d.shapes["dW"] == (5, 3) and d.shapes["db"] == (3,) and d.shapes["dX"] == (7, 5)
+    # PyTorch's storage: W is (out, in), so dW is too
+    assert d.shapes["W"] == d.shapes["dW"] == (3, 5) and d.shapes["db"] == (3,) and d.shapes["dX"] == (7, 5)
     for k, v in d.max_difference.items():
         assert v < 1e-12, k
-    # the formulas themselves, against a finite difference of L = Σ (XW + b) ⊙ G
+    # the formulas themselves, against a finite difference of L = Σ (X Wᵀ + b) ⊙ G
     rng = np.random.default_rng(4)
-    X, W, b = rng.standard_normal((7, 5)), rng.standard_normal((5, 3)), rng.standard_normal(3)
+    X, W, b = rng.standard_normal((7, 5)), rng.standard_normal((3, 5)), rng.standard_normal(3)
     G = rng.standard_normal((7, 3))
-    L = lambda W_: np.sum((X @ W_ + b) * G)  # noqa: E731
-    E = np.zeros_like(W)
-    E[2, 1] = 1e-6
-    assert (L(W + E) - L(W - E)) / 2e-6 == pytest.approx(d.by_hand["dW"][2, 1], rel=1e-6)
+    L = lambda W_: np.sum((X @ W_.T + b) * G)  # noqa: E731
+    for i, j in ((2, 1), (0, 4)):
+        E = np.zeros_like(W)
+        E[i, j] = 1e-6
+        assert (L(W + E) - L(W - E)) / 2e-6 == pytest.approx(d.by_hand["dW"][i, j], rel=1e-6)
+    # and against PyTorch's nn.Linear, whose weight has the same (out, in) storage
+    import torch
+    lin = torch.nn.Linear(5, 3, dtype=torch.float64)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor(W))
+        lin.bias.copy_(torch.tensor(b))
+    Xt = torch.tensor(X, requires_grad=True)
+    lin(Xt).backward(torch.tensor(G))
+    np.testing.assert_allclose(d.autograd["dW"], lin.weight.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(d.by_hand["dX"], Xt.grad.numpy(), rtol=1e-12)
     assert graphs.linear_layer_matches_functional() < 1e-12
     with pytest.raises(ValueError, match="d_in must be"):
         graphs.dense_layer_gradients(d_in=0)

@@ -36,6 +36,11 @@ def test_03_dense_layer_and_gradient_check():
     text, defs = notebook_text("03_backprop", dense_n=64, dense_in=32, dense_out=32, gc_x0=-2.0, gc_h=1e-12)
     assert max(defs["dense"].max_difference.values()) < 1e-10
     assert "(32, 32)" in text and "(64, 32)" in text
+    # one weight convention, PyTorch's: W stored (out, in), Z = X Wᵀ + b, dW = dZᵀX (issue 13)
+    small_text, small = notebook_text("03_backprop", dense_n=7, dense_in=5, dense_out=3)
+    assert small["dense"].shapes["W"] == small["dense"].shapes["dW"] == (3, 5)
+    assert "W is (3, 5) (out, in), Z = XWᵀ + b is (7, 3)" in small_text
+    assert "dW (3, 5)" in small_text and "XW + b" not in small_text and "Z = XW " not in small_text
     fd = backprop_lab.finite_difference_errors(-2.0, hs=np.logspace(-12, 0, 61))
     for dt in ("float32", "float64"):
         h, e = backprop_lab.best_step(fd, dt)
@@ -47,7 +52,8 @@ def test_03_playground_trains_behind_the_button():
     text, defs = notebook_text("03_backprop")
     assert defs["pg_run"] is None and "Press train" in text
     Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("moons", n=240, noise=0.15, seed=0)
-    assert f"Initial training loss {defs['pg_initial_loss']:.4f}" in text
+    assert f"Initial training loss {defs['pg_untrained'].initial_loss:.4f}" in text
+    assert abs(defs["pg_untrained"].initial_loss - math.log(2)) < 0.3  # the prose: about ln K
     text, defs = notebook_text("03_backprop", train_button=True, pg_epochs=20)
     run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
                                    lr=0.03, epochs=20, seed=0, grid_size=50)
@@ -62,11 +68,11 @@ def test_03_playground_trains_behind_the_button():
 
 def test_03_exercises_are_graded_by_the_engine():
     s = 1 / (1 + math.exp(1.5))
-    text, defs = notebook_text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_db="5", answer_h="-6")
-    assert defs["neuron_truth"] == pytest.approx(s * (1 - s) * 2)
-    assert defs["db_truth"] == 5 and -8 <= defs["h_truth"] <= -4
+    text, defs = notebook_text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_dw="5", answer_h="-6")
+    assert defs["exercise_neuron"].truth == pytest.approx(s * (1 - s) * 2)
+    assert defs["exercise_dw"].truth == 5 and -8 <= defs["exercise_h"].truth <= -4
     assert text.count("Right") == 3
-    text, _ = notebook_text("03_backprop", answer_neuron="0.5", answer_db="160", answer_h="-12")
+    text, _ = notebook_text("03_backprop", answer_neuron="0.5", answer_dw="10", answer_h="-12")
     assert "Right" not in text and text.count("Not quite") == 3
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import engine.functional as F
 from engine import Tensor, nn, no_grad, optim
 from engine import data as toy
+from engine.random import fork_rng
 
 # ----------------------------------------------------------------------------- MLP playground
 
@@ -54,10 +55,11 @@ def build_mlp(n_in: int, n_out: int, width: int = 16, depth: int = 2, activation
         raise ValueError(f"build_mlp: need 1 ≤ depth ≤ 8 and 1 ≤ width ≤ 256, got depth={depth}, width={width}")
     rng = np.random.default_rng(seed)
     layers, fan_in = [], n_in
-    for _ in range(depth):
-        layers += [nn.Linear(fan_in, width), ACTIVATIONS[activation]()]
-        fan_in = width
-    layers.append(nn.Linear(fan_in, n_out))
+    with fork_rng(seed):  # nn.Linear's own init draws; the global stream stays where it was
+        for _ in range(depth):
+            layers += [nn.Linear(fan_in, width), ACTIVATIONS[activation]()]
+            fan_in = width
+        layers.append(nn.Linear(fan_in, n_out))
     model = nn.Sequential(*layers)
     # Our own seeded draws (the global generator stays untouched): He for ReLU-like, Xavier otherwise.
     for layer in layers:
@@ -69,14 +71,15 @@ def build_mlp(n_in: int, n_out: int, width: int = 16, depth: int = 2, activation
     return model
 
 
-def make_optimizer(name: str, params, lr: float):
+def playground_optimizer(name: str, params, lr: float):
+    """The playground's optimizer menu: plain SGD, SGD with momentum 0.9, or Adam."""
     if name == "sgd":
         return optim.SGD(params, lr=lr)
     if name == "momentum":
         return optim.SGD(params, lr=lr, momentum=0.9)
     if name == "adam":
         return optim.Adam(params, lr=lr)
-    raise ValueError(f"make_optimizer: optimizer must be one of {OPTIMIZERS}, got {name!r}")
+    raise ValueError(f"playground_optimizer: optimizer must be one of {OPTIMIZERS}, got {name!r}")
 
 
 @dataclass
@@ -87,6 +90,7 @@ class PlaygroundRun:
     grid_probs: np.ndarray = None  # [G, G, C]
     diverged: bool = False
     model: object = None
+    initial_loss: float = float("nan")  # training cross-entropy before any step: ≈ ln K at a sane init
 
 
 def class_grid(model, X, size: int = 60, margin: float = 0.5):
@@ -106,10 +110,12 @@ def train_playground(X, y, Xva, yva, width: int = 16, depth: int = 2, activation
     (the notebook's progress bar). Stops early, flagged ``diverged``, if the loss becomes non-finite."""
     n_classes = int(max(y.max(), yva.max())) + 1
     model = build_mlp(X.shape[1], n_classes, width, depth, activation, seed)
-    opt = make_optimizer(optimizer, model.parameters(), lr)
+    opt = playground_optimizer(optimizer, model.parameters(), lr)
     rng = np.random.default_rng(seed + 1)
     hist = {k: [] for k in ("train_loss", "val_loss", "train_acc", "val_acc")}
     run = PlaygroundRun(history=hist, model=model)
+    with no_grad():
+        run.initial_loss = float(F.cross_entropy(model(Tensor(X)), y).data)
     with np.errstate(over="ignore", invalid="ignore"):
         for epoch in range(epochs):
             order = rng.permutation(len(X))

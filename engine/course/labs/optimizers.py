@@ -17,8 +17,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -103,7 +104,7 @@ def surface_grid(name: str, size: int = 120):
 # ----------------------------------------------------------------------------- running optimizers
 
 
-def make_optimizer(name: str, params, lr: float, momentum: float = 0.9, alpha: float = 0.99,
+def surface_optimizer(name: str, params, lr: float, momentum: float = 0.9, alpha: float = 0.99,
                    betas=(0.9, 0.999), weight_decay: float = 0.0):
     """One of :data:`OPTIMIZERS` from ``engine.optim`` (AdamW's decay is ``weight_decay``; the others get none)."""
     if name == "sgd":
@@ -123,7 +124,7 @@ def make_optimizer(name: str, params, lr: float, momentum: float = 0.9, alpha: f
     raise ValueError(f"optimizers lab: optimizer must be one of {OPTIMIZERS}, got {name!r}")
 
 
-def make_schedule(name: str, opt, steps: int, warmup: int | None = None, step_size: int | None = None,
+def make_lr_scheduler(name: str, opt, steps: int, warmup: int | None = None, step_size: int | None = None,
                   gamma: float = 0.5, factor: float = 0.5, patience: int = 10):
     """A scheduler from ``engine.optim.lr_scheduler`` for a run of ``steps`` steps (None for 'constant')."""
     warmup = warmup if warmup is not None else max(1, steps // 10)
@@ -173,8 +174,8 @@ def run_optimizer(surface: str, name: str, start=None, steps: int = 100, lr: flo
     if not (lr > 0 and math.isfinite(lr)):
         raise ValueError(f"run_optimizer: the learning rate must be positive, got {lr}")
     theta = Parameter(np.asarray(start if start is not None else spec["start"], dtype=np.float64))
-    opt = make_optimizer(name, [theta], lr, **hyper)
-    sched = make_schedule(schedule, opt, steps)
+    opt = surface_optimizer(name, [theta], lr, **hyper)
+    sched = make_lr_scheduler(schedule, opt, steps)
     path, losses, lrs, norms = [theta.data.copy()], [], [], []
     diverged = False
     with np.errstate(over="ignore", invalid="ignore"):
@@ -198,7 +199,63 @@ def run_optimizer(surface: str, name: str, start=None, steps: int = 100, lr: flo
     return Trajectory(np.array(path), np.array(losses), np.array(lrs), diverged, np.array(norms))
 
 
+# Which hyper-parameters each optimizer reads: a run is cached on these only, so moving μ re-runs
+# momentum and Nesterov, not Adam (the race's sliders stay fast).
+HYPER_USED = {"sgd": (), "momentum": ("momentum",), "nesterov": ("momentum",), "rmsprop": ("alpha",),
+              "adam": ("betas",), "adamw": ("betas", "weight_decay")}
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_run(surface, name, start, steps, lr, schedule, clip, hyper_items):
+    return run_optimizer(surface, name, start=start, steps=steps, lr=lr, schedule=schedule, clip=clip,
+                         **dict(hyper_items))
+
+
+def cached_run(surface: str, name: str, start=None, steps: int = 100, lr: float | None = None,
+               schedule: str = "constant", clip: float | None = None, **hyper) -> Trajectory:
+    """:func:`run_optimizer`, remembered: the same settings return the same (unchanged) Trajectory.
+    Only the hyper-parameters ``name`` reads (:data:`HYPER_USED`) are part of the key."""
+    used = tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else float(v))
+                        for k, v in hyper.items() if k in HYPER_USED.get(name, ())))
+    start = None if start is None else tuple(float(v) for v in start)
+    return _cached_run(surface, name, start, int(steps), None if lr is None else float(lr), schedule,
+                       None if clip is None else float(clip), used)
+
+
+@dataclass
+class Race:
+    """Several optimizers from one start: the trajectories that ran, and why the others did not."""
+
+    trajectories: dict = field(default_factory=dict)  # name -> Trajectory
+    problems: dict = field(default_factory=dict)  # name -> the ValueError's message
+
+
+def race(surface: str, names, start=None, steps: int = 100, lrs: dict | None = None,
+         schedule: str = "constant", **hyper) -> Race:
+    """Run each optimizer of ``names`` (in :data:`OPTIMIZERS` order) with its own learning rate;
+    a setting one optimizer refuses (Nesterov with μ = 0) is recorded, the others still run."""
+    result = Race()
+    for name in (n for n in OPTIMIZERS if n in names):
+        try:
+            result.trajectories[name] = cached_run(surface, name, start=start, steps=steps,
+                                                   lr=(lrs or {}).get(name), schedule=schedule, **hyper)
+        except ValueError as err:
+            result.problems[name] = str(err)
+    return result
+
+
 # ----------------------------------------------------------------------------- Adam's bias correction
+
+
+@dataclass
+class AdamSteps:
+    """Adam's update Δθ_t and its moments at steps t = 1, 2, … (arrays over the steps)."""
+
+    update: np.ndarray
+    m: np.ndarray
+    v: np.ndarray
+    m_hat: np.ndarray
+    v_hat: np.ndarray
 
 
 def adam_first_steps(grads, lr: float = 0.01, betas=(0.9, 0.999), eps: float = 1e-8, bias_correction: bool = True):
@@ -210,7 +267,7 @@ def adam_first_steps(grads, lr: float = 0.01, betas=(0.9, 0.999), eps: float = 1
 
     m and v start at 0, so early on they are biased toward 0, v more than m (β₂ > β₁): without
     the correction the first step is η(1 − β₁)/√(1 − β₂) ≈ 3.2η for the default betas.
-    Returns dict(update, m, v, m_hat, v_hat) as arrays over the steps.
+    Returns an :class:`AdamSteps` of arrays over the steps.
     """
     b1, b2 = betas
     m = v = 0.0
@@ -222,7 +279,7 @@ def adam_first_steps(grads, lr: float = 0.01, betas=(0.9, 0.999), eps: float = 1
         out["update"].append(-lr * m_hat / (math.sqrt(v_hat) + eps))
         for k, val in (("m", m), ("v", v), ("m_hat", m_hat), ("v_hat", v_hat)):
             out[k].append(val)
-    return {k: np.array(val) for k, val in out.items()}
+    return AdamSteps(**{k: np.array(val) for k, val in out.items()})
 
 
 def engine_adam_updates(grads, lr: float = 0.01, betas=(0.9, 0.999), eps: float = 1e-8) -> np.ndarray:

@@ -54,7 +54,7 @@ def test_playground_divergence_is_flagged_not_raised():
     with pytest.raises(ValueError, match="data set must be"):
         backprop_lab.make_playground_data("mnist")
     with pytest.raises(ValueError, match="optimizer must be"):
-        backprop_lab.make_optimizer("lbfgs", [], 0.1)
+        backprop_lab.playground_optimizer("lbfgs", [], 0.1)
 
 
 def test_untrained_playground_starts_near_ln_k_and_overfits_one_batch():

@@ -76,10 +76,10 @@ def test_schedules_inside_trajectories_use_the_engine_schedulers():
 def test_adam_bias_correction_formulas_and_engine_agree():
     g = olab.noisy_gradients(30, mean=0.5, noise=1.0, seed=3)
     corrected = olab.adam_first_steps(g, lr=0.01)
-    np.testing.assert_allclose(corrected["update"], olab.engine_adam_updates(g, lr=0.01), rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(corrected.update, olab.engine_adam_updates(g, lr=0.01), rtol=1e-10, atol=1e-15)
     plain = olab.adam_first_steps(np.ones(3), lr=1.0, bias_correction=False)
-    assert abs(plain["update"][0]) == pytest.approx(0.1 / math.sqrt(0.001), rel=1e-6)
-    np.testing.assert_allclose(olab.adam_first_steps(np.ones(3), lr=1.0)["update"], -1.0, rtol=1e-7)
+    assert abs(plain.update[0]) == pytest.approx(0.1 / math.sqrt(0.001), rel=1e-6)
+    np.testing.assert_allclose(olab.adam_first_steps(np.ones(3), lr=1.0).update, -1.0, rtol=1e-7)
 
 
 def test_schedule_curves_closed_forms():
@@ -113,3 +113,16 @@ def test_clip_by_global_norm_uses_the_square_root():
     free = olab.run_optimizer("rosenbrock", "sgd", steps=300, lr=0.01)
     held = olab.run_optimizer("rosenbrock", "sgd", steps=300, lr=0.01, clip=3.0)
     assert free.diverged and not held.diverged and held.final_loss < 1.0
+
+
+def test_the_race_caches_each_run_on_the_settings_its_optimizer_reads():
+    hyper = dict(momentum=0.9, alpha=0.99, betas=(0.9, 0.999), weight_decay=0.0)
+    first = olab.race("beale", olab.OPTIMIZERS, steps=40, **hyper)
+    moved = olab.race("beale", olab.OPTIMIZERS, steps=40, **{**hyper, "momentum": 0.5})
+    for name in olab.OPTIMIZERS:  # μ is read by momentum and Nesterov only
+        same = moved.trajectories[name] is first.trajectories[name]
+        assert same == (name not in ("momentum", "nesterov")), name
+        fresh = olab.run_optimizer("beale", name, steps=40, **{**hyper, "momentum": 0.5})
+        np.testing.assert_array_equal(moved.trajectories[name].path, fresh.path)
+    refused = olab.race("beale", ["sgd", "nesterov"], steps=10, momentum=0.0)
+    assert list(refused.trajectories) == ["sgd"] and "μ > 0" in refused.problems["nesterov"]
