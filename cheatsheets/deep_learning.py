@@ -108,8 +108,10 @@ def _(query):
 def _(query):
     show_section("neuron", query.value, r"""
     A neuron weighs its inputs, adds a bias and bends the sum with an activation $\phi$; a dense
-    layer does this for $n_{out}$ neurons at once with one matrix product. Take the activations
-    away and any stack of layers is one matrix product.
+    layer does this for $n_{out}$ neurons at once with one matrix product. The course writes it
+    as PyTorch stores it: $W \in \mathbb R^{n_{out} \times n_{in}}$ (row $j$ holds the weights of
+    output $j$) and a batch $X$ of shape $(B, n_{in})$, one sample per row, so $Z = X W^\top + \mathbf b$.
+    Take the activations away and any stack of layers is one matrix product.
     """)
     return
 
@@ -139,9 +141,9 @@ def _(query):
 def _(query):
     show_section("backprop", query.value, r"""
     Backpropagation applies the chain rule from the loss back to every parameter. For a dense
-    layer, the error signal $\boldsymbol\delta = \partial L / \partial \mathbf z$ gives the weight
-    gradient as an outer product, and travels to the previous layer through $W^\top$ and
-    $\phi'$. The derivatives sheet lists every primitive's gradient.
+    layer $Z = X W^\top + \mathbf b$, the error signal $\boldsymbol\delta = \partial L / \partial \mathbf z$
+    gives the weight gradient as an outer product, $\boldsymbol\delta^\top \mathbf a$, and travels to
+    the previous layer through $W$ and $\phi'$. The derivatives sheet lists every primitive's gradient.
     """)
     return
 

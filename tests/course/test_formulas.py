@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import math
+import pathlib
 import re
 
 import numpy as np
@@ -303,6 +304,78 @@ def test_a_wrong_formula_cannot_stay_on_a_sheet():
     _engine_disagrees_with("act.sigmoid.grad", "s = 1 / (1 + np.exp(-x)); g * s")
     _engine_disagrees_with("act.tanh.grad", "g * (1 + np.tanh(x) ** 2)")
     _engine_disagrees_with("deriv.matmul.grad", "(g @ b.T, g.T @ a)")
+
+
+# ----------------------------------------------------------------------------- one weight convention
+# PyTorch's storage, W ∈ ℝ^{n_out × n_in}, written Z = X Wᵀ + b with X of shape (batch, n_in)
+# (issue 13). Each dense-layer row: {weight input: n_in from the row's inputs}.
+DENSE_LAYER_ROWS = {
+    "dl.dense": {"W": lambda v: v["X"].shape[-1]},
+    "dl.collapse": {"W1": lambda v: v["X"].shape[-1], "W2": lambda v: v["W1"].shape[0]},
+    "dl.backprop.outer": {"W": lambda v: v["a"].shape[-1]},
+    "dl.backprop.delta": {"W": lambda v: v["z"].shape[-1]},
+    "dl.backprop.dense": {"W": lambda v: v["X"].shape[-1]},
+    "act.swiglu": {"Wg": lambda v: v["X"].shape[-1], "Wu": lambda v: v["X"].shape[-1]},
+}
+
+
+@pytest.mark.parametrize("row_id", DENSE_LAYER_ROWS)
+def test_dense_layer_rows_store_weights_as_nn_linear_does(row_id):
+    """Every weight of a dense-layer row has the shape of nn.Linear(n_in, n_out).weight, where n_in
+    is the width of what it multiplies."""
+    from engine import nn
+
+    row = formulas.row(row_id)
+    values = row.inputs(np.random.default_rng(0))
+    torch = require_torch() if formulas.torch_available() else None
+    for weight, n_in_of in DENSE_LAYER_ROWS[row_id].items():
+        n_in, n_out = n_in_of(values), values[weight].shape[0]
+        assert values[weight].shape == tuple(nn.Linear(n_in, n_out).weight.shape), (row_id, weight)
+        if torch is not None:
+            assert values[weight].shape == tuple(torch.nn.Linear(n_in, n_out).weight.shape), (row_id, weight)
+
+
+# A weight multiplied from the left of a column vector (W a, W x) or untransposed from the right of
+# a batch (X W, x @ W): the two conventions the course no longer uses.
+OTHER_CONVENTIONS = (
+    re.compile(r"W(?:\^\{\(l\)\}|_(?:\{\w+\}|\w))?\s*\\mathbf\s*[ax]\b"),  # LaTeX: W a, W^{(l)} \mathbf a
+    re.compile(r"\b[Xx]\s*W(?:_(?:\{\w+\}|\w))?(?!\s*(?:_(?:\{\w+\}|\w))?\^\\top)(?![\w^{])"),  # LaTeX: XW, x W_gate
+    re.compile(r"\b[Xxah]\s*@\s*(?:params\[\"W\w*\"\]|W\w*)(?!\.T|\w)"),  # code: X @ W, x @ Wg
+    re.compile(r"\bW\w*\s*@\s*[axh]\b"),  # code: W @ a
+)
+
+
+def _other_convention(text: str):
+    return next((m.group(0) for pattern in OTHER_CONVENTIONS for m in [pattern.search(text)] if m), None)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_every_row_writes_dense_weights_one_way(row):
+    for part in (row.latex, row.numpy, row.engine, row.torch or ""):
+        assert _other_convention(part) is None, f"{row.id}: {_other_convention(part)!r} in {part!r}"
+
+
+def test_the_convention_check_catches_the_old_spellings():
+    for old in (r"\mathbf z^{(l)} = W^{(l)} \mathbf a^{(l-1)} + \mathbf b^{(l)}", r"Z = XW + b",
+                r"\operatorname{SiLU}(x W_{gate})", "Z = X @ W + b", "s = x @ Wg; s", "z = W @ a + b",
+                'pre = X @ params["W1"] + params["b1"]'):
+        assert _other_convention(old), old
+    for new in (r"Z = X W^\top + \mathbf b", r"\operatorname{SiLU}(X W_{gate}^\top)", "X @ W.T + b",
+                'X @ params["W1"].T', r"(X W_1^\top) W_2^\top"):
+        assert _other_convention(new) is None, new
+
+
+def test_the_sheets_prose_writes_dense_weights_one_way():
+    root = pathlib.Path(__file__).resolve().parents[2]
+    for path in sorted((root / "cheatsheets").glob("*.py")) + sorted((root / "engine/course/formulas").glob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            assert _other_convention(line) is None, f"{path.name}:{number}: {line.strip()}"
+
+
+def test_the_numpy_training_loop_stores_weights_as_nn_linear_does():
+    code = hub.NUMPY_TRAINING_LOOP
+    assert "rng.standard_normal((hidden, d))" in code and "rng.standard_normal((classes, hidden))" in code
+    assert _other_convention(code) is None, _other_convention(code)
 
 
 # ----------------------------------------------------------------------------- published anchors

@@ -110,11 +110,13 @@ ROWS = [
          "np.where(x > 0, x, a * (np.exp(x) - 1))", "F.elu(x, alpha=a)",
          inputs=spec(x=N(4, 6, scale=2.0), a=1.0)),
     _act("act.swiglu", "Smooth (Transformers)", "SwiGLU",
-         r"\operatorname{SwiGLU}(x) = \operatorname{SiLU}(x W_{gate}) \odot (x W_{up})",
-         "s = x @ Wg; s / (1 + np.exp(-s)) * (x @ Wu)", "F.swiglu(x, Wg, Wu)",
-         "F.silu(x @ Wg) * (x @ Wu)",
-         inputs=spec(x=N(4, 6), Wg=N(6, 8), Wu=N(6, 8)),
-         notes="A SiLU gate times a linear branch: the MLP block of LLaMA; any real output.", keywords=("gated", "glu")),
+         r"\operatorname{SwiGLU}(X) = \operatorname{SiLU}(X W_{gate}^\top) \odot (X W_{up}^\top)",
+         "s = X @ Wg.T; s / (1 + np.exp(-s)) * (X @ Wu.T)", "F.swiglu(X, Wg.T, Wu.T)",
+         "F.silu(F.linear(X, Wg)) * F.linear(X, Wu)",
+         inputs=spec(X=N(4, 6), Wg=N(8, 6), Wu=N(8, 6)),
+         notes="A SiLU gate times a linear branch: the MLP block of LLaMA; any real output. W_gate and "
+               "W_up are stored (d_hidden, d_in) like `nn.Linear`'s weight; `engine.functional.swiglu` "
+               "multiplies by its arguments, so it takes their transposes.", keywords=("gated", "glu")),
     # ---------------------------------------------------------------- output functions
     _act("act.softmax", "Output functions", "Softmax",
          r"\operatorname{softmax}(z)_i = \frac{e^{z_i - \max_j z_j}}{\sum_k e^{z_k - \max_j z_j}}",

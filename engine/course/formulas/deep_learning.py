@@ -33,7 +33,7 @@ TIPS = "Training tips"
 DIFF = "Diffusion: the forward process"
 VAE = "VAE: ELBO and KL"
 
-DENSE = spec(x=N(4, 5), W=N(3, 5), b=N(3))
+DENSE = spec(X=N(4, 5), W=N(3, 5), b=N(3))  # X: (batch, n_in), W: (n_out, n_in) as nn.Linear stores it
 NORM_IN = spec(x=lambda rng: 3 * rng.standard_normal((16, 5)) + 1, gamma=N(5), beta=N(5), eps=1e-5)
 LATENT = spec(mu=N(4, 3), logvar=N(4, 3, scale=0.5), eps=N(4, 3))
 KL_NUMPY = "-0.5 * np.sum(1 + logvar - mu ** 2 - np.exp(logvar), axis=-1)"
@@ -46,34 +46,40 @@ ROWS = [
          "np.tanh(w @ x + b)", "(w @ x + b).tanh()", "torch.tanh(w @ x + b)",
          spec(w=N(5), x=N(5), b=0.3), notes="Bias plus the inputs weighted by w, passed through φ (tanh here).",
          keywords=("perceptron", "weighted sum")),
-    _row("dl.dense", NEURON, "Dense layer", r"\mathbf z^{(l)} = W^{(l)} \mathbf a^{(l-1)} + \mathbf b^{(l)}",
-         "x @ W.T + b", "F.linear(x, W, b)", inputs=DENSE,
-         notes="A batch of row vectors: Z = X Wᵀ + b, W of shape (n_out, n_in).",
-         keywords=("linear", "fully connected")),
+    _row("dl.dense", NEURON, "Dense layer",
+         r"Z = X W^\top + \mathbf b,\quad X \in \mathbb R^{B \times n_{in}},\ W \in \mathbb R^{n_{out} \times n_{in}}",
+         "X @ W.T + b", "F.linear(X, W, b)", inputs=DENSE,
+         notes="The course's one convention, PyTorch's: `nn.Linear` stores W as (n_out, n_in), so row j "
+               "holds output j's weights (the textbook z = W x for one column vector) and a batch of "
+               "row vectors is X Wᵀ.",
+         keywords=("linear", "fully connected", "weight convention")),
     _row("dl.dense.params", NEURON, "Dense layer parameters, counted on the layer", r"\#\text{params} = n_{in}\,n_{out} + n_{out}",
          "n_in * n_out + n_out", "sum(p.numel() for p in nn.Linear(n_in, n_out).parameters())",
          inputs=spec(n_in=lambda rng: int(rng.integers(1, 500)), n_out=lambda rng: int(rng.integers(1, 500))),
          notes="n_in·n_out weights and n_out biases.", keywords=("parameter count",)),
     _row("dl.collapse", NEURON, "Linear layers without activation collapse",
-         r"(\mathbf x W_1) W_2 = \mathbf x\,(W_1 W_2)", "x @ (W1 @ W2)", "(x @ W1) @ W2",
-         inputs=spec(x=N(4, 5), W1=N(5, 6), W2=N(6, 3)),
-         notes="(x W₁) W₂ is the single matrix W₁W₂: depth adds nothing without a non-linearity."),
+         r"(X W_1^\top) W_2^\top = X\,(W_2 W_1)^\top", "X @ (W2 @ W1).T", "F.linear(F.linear(X, W1), W2)",
+         inputs=spec(X=N(4, 5), W1=N(6, 5), W2=N(3, 6)),
+         notes="Two dense layers with no activation are one dense layer of weight W₂W₁: depth adds "
+               "nothing without a non-linearity."),
     # ---------------------------------------------------------------- backpropagation
     _row("dl.backprop.outer", BACKPROP, "Weight and bias gradients (one sample)",
-         r"\frac{\partial L}{\partial W^{(l)}} = \boldsymbol\delta^{(l)} (\mathbf a^{(l-1)})^\top,\quad "
-         r"\frac{\partial L}{\partial \mathbf b^{(l)}} = \boldsymbol\delta^{(l)}",
-         "(np.outer(delta, a), delta)", "z = W @ a + b; z.backward(delta); (W.grad, b.grad)",
+         r"\mathbf z = \mathbf a W^\top + \mathbf b:\ \ \frac{\partial L}{\partial W} = \boldsymbol\delta^\top \mathbf a,\quad "
+         r"\frac{\partial L}{\partial \mathbf b} = \boldsymbol\delta",
+         "(np.outer(delta, a), delta)", "z = F.linear(a, W, b); z.backward(delta); (W.grad, b.grad)",
          inputs=spec(W=N(3, 5), a=N(5), b=N(3), delta=N(3)), grad=("W", "b"),
-         notes="δ = ∂L/∂z, the error signal at the layer's output.", keywords=("delta",)),
+         notes="δ = ∂L/∂z, the error signal at the layer's output (a row vector); δᵀa is their outer "
+               "product, of W's shape (n_out, n_in).", keywords=("delta",)),
     _row("dl.backprop.delta", BACKPROP, "Error signal to the previous layer",
-         r"\boldsymbol\delta^{(l-1)} = \left((W^{(l)})^\top \boldsymbol\delta^{(l)}\right) \odot \phi'(\mathbf z^{(l-1)})",
+         r"\boldsymbol\delta^{(l-1)} = \left(\boldsymbol\delta^{(l)} W^{(l)}\right) \odot \phi'(\mathbf z^{(l-1)})",
          "(delta @ W) * (z > 0)", "a = F.relu(z); r = F.linear(a, W); r.backward(delta); z.grad",
          inputs=spec(z=N(4, 5), W=N(3, 5), delta=N(4, 3)), grad=("z", "W"),
-         notes="Here φ = ReLU and a batch of rows, so Wᵀδ becomes δ W.", keywords=("delta",)),
+         notes="Here φ = ReLU and δ holds one row per sample: the forward pass multiplies by Wᵀ, so "
+               "the error travels back through W.", keywords=("delta",)),
     _row("dl.backprop.dense", BACKPROP, "Dense layer backward (batch)",
-         r"Z = XW + b:\ \ dW = X^\top dZ,\ \ db = \textstyle\sum_n dZ_n,\ \ dX = dZ\, W^\top",
-         "(X.T @ dZ, dZ.sum(0), dZ @ W.T)", "Z = X @ W + b; Z.backward(dZ); (W.grad, b.grad, X.grad)",
-         inputs=spec(X=N(6, 4), W=N(4, 3), b=N(3), dZ=N(6, 3)), grad=("X", "W", "b"),
+         r"Z = X W^\top + \mathbf b:\ \ dW = dZ^\top X,\ \ d\mathbf b = \textstyle\sum_n dZ_n,\ \ dX = dZ\, W",
+         "(dZ.T @ X, dZ.sum(0), dZ @ W)", "Z = X @ W.T + b; Z.backward(dZ); (W.grad, b.grad, X.grad)",
+         inputs=spec(X=N(6, 4), W=N(3, 4), b=N(3), dZ=N(6, 3)), grad=("X", "W", "b"),
          notes="db sums over the batch because b is broadcast to every row.", keywords=("chain rule",)),
     # ---------------------------------------------------------------- initialisation and regularisation
     _row("dl.init.he", INIT, "He (Kaiming) initialisation", r"W \sim \mathcal N\!\left(0, \frac{2}{n_{in}}\right)",
@@ -265,24 +271,24 @@ n, d = X.shape
 hidden, classes, lr = 32, int(y.max()) + 1, 0.5
 onehot = np.eye(classes)[y]
 params = {
-    "W1": rng.standard_normal((d, hidden)) * np.sqrt(2 / d),        # He initialisation
+    "W1": rng.standard_normal((hidden, d)) * np.sqrt(2 / d),        # (out, in), as nn.Linear; He init
     "b1": np.zeros(hidden),
-    "W2": rng.standard_normal((hidden, classes)) * np.sqrt(2 / hidden),
+    "W2": rng.standard_normal((classes, hidden)) * np.sqrt(2 / hidden),
     "b2": np.zeros(classes),
 }
 for epoch in range(500):
     # forward: dense, ReLU, dense, log-softmax, cross-entropy
-    pre = X @ params["W1"] + params["b1"]
+    pre = X @ params["W1"].T + params["b1"]
     h = np.maximum(pre, 0)
-    logits = h @ params["W2"] + params["b2"]
+    logits = h @ params["W2"].T + params["b2"]
     shifted = logits - logits.max(axis=1, keepdims=True)
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
     loss = -(onehot * log_probs).sum(axis=1).mean()
     # backward: the chain rule, from the loss to each parameter
     d_logits = (np.exp(log_probs) - onehot) / n                # softmax minus one-hot
-    grads = {"W2": h.T @ d_logits, "b2": d_logits.sum(axis=0)}
-    d_pre = (d_logits @ params["W2"].T) * (pre > 0)            # back through W2, then ReLU'
-    grads["W1"], grads["b1"] = X.T @ d_pre, d_pre.sum(axis=0)
+    grads = {"W2": d_logits.T @ h, "b2": d_logits.sum(axis=0)}
+    d_pre = (d_logits @ params["W2"]) * (pre > 0)              # back through W2, then ReLU'
+    grads["W1"], grads["b1"] = d_pre.T @ X, d_pre.sum(axis=0)
     # update: one step of gradient descent on every parameter
     for name in params:
         params[name] -= lr * grads[name]

@@ -69,7 +69,7 @@ ROWS = [
          "(B, n_out)", "nn.Linear(n_in, n_out)(engine.zeros(B, n_in)).shape",
          "nn.Linear(n_in, n_out)(torch.zeros(B, n_in)).shape",
          spec(B=4, n_in=lambda rng: int(rng.integers(1, 20)), n_out=lambda rng: int(rng.integers(1, 20))),
-         notes="The weight is stored (out, in), as in PyTorch: y = x Wᵀ + b."),
+         notes="The weight is stored (n_out, n_in), as in PyTorch: Z = X Wᵀ + b."),
     _row("shape.linear_params", DENSE, "Dense layer parameters", r"\#\text{params} = n_{in}\,n_{out} + n_{out}",
          "n_in * n_out + n_out", "shapes.linear_params(n_in, n_out)",
          "sum(p.numel() for p in nn.Linear(n_in, n_out).parameters())",
