@@ -7,17 +7,10 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    import engine
-    from engine.course import check_number, plot, toc, verdict
+    from engine.course import exercises, metadata, plot, toc, ui
     from engine.course.labs import losses as lab
 
-    METADATA = {
-        "id": "02_losses",
-        "name": "Loss functions",
-        "summary": "Regression and classification losses with their gradients, robust fits with "
-        "outliers, why losses take logits, KL divergence, and the initial-loss check.",
-        "topics": ["losses", "robust_regression", "cross_entropy", "label_smoothing", "kl_divergence"],
-    }
+    METADATA = metadata("02_losses")
 
 
 @app.cell(hide_code=True)
@@ -61,7 +54,10 @@ def _():
     The gradient tells the story: MSE's $2e$ grows without bound, so one far-away point can
     dominate a whole batch; MAE's $\operatorname{sign}(e)$ treats every error alike; Huber is
     quadratic near zero and linear beyond $\delta$, and pseudo-Huber
-    $\delta^2(\sqrt{1+(e/\delta)^2}-1)$ is its smooth twin.
+    $\delta^2(\sqrt{1+(e/\delta)^2}-1)$ is its smooth twin. As $\delta \to \infty$ Huber is
+    $\tfrac12 e^2$ everywhere: **half the MSE** (note the factor ½ in Huber's convention, so its
+    gradient is $e$ where MSE's is $2e$); MSE and Huber are drawn together below, and at
+    $\delta \ge 4$ one is exactly half the other.
     """)
     return
 
@@ -70,13 +66,8 @@ def _():
 def _():
     reg_loss = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
                               value="Huber", label="loss ℓ")
-    return (reg_loss,)
-
-
-@app.cell
-def _():
     delta = mo.ui.slider(0.1, 5.0, step=0.1, value=1.0, label="δ (Huber, pseudo-Huber)", show_value=True)
-    return (delta,)
+    return delta, reg_loss
 
 
 @app.cell
@@ -85,8 +76,13 @@ def _(delta, reg_loss):
     reg_curves = lab.regression_curves(reg_loss.value, _e, delta.value)
     reg_gap = reg_curves.max_derivative_gap
     _spec = lab.REGRESSION_LOSSES[reg_loss.value]
-    _all = {spec["label"]: lab.regression_curves(name, _e, delta.value).f for name, spec in lab.REGRESSION_LOSSES.items()}
-    _overview = plot.curves(_e, _all, x_title="residual e = ŷ − y", y_title="loss ℓ(e)", y_domain=(0, 8),
+    reg_overview = {spec["label"]: lab.regression_curves(name, _e, delta.value).f
+                    for name, spec in lab.REGRESSION_LOSSES.items()}
+    # δ beyond every residual drawn: Huber is ½e² on the whole plot, half the MSE curve beside it
+    huber_is_half_mse = bool(np.allclose(reg_overview["Huber"], 0.5 * reg_overview["MSE (L2)"], rtol=1e-12))
+    _half = ("Here δ exceeds every residual drawn (|e| ≤ 4), so the Huber curve is exactly half the MSE curve."
+             if huber_is_half_mse else "")
+    _overview = plot.curves(_e, reg_overview, x_title="residual e = ŷ − y", y_title="loss ℓ(e)", y_domain=(0, 8),
                             colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
                             title=f"The four losses (δ = {delta.value:g})", height=240)
     _lo = max(-8.0, float(min(reg_curves.f.min(), reg_curves.df_formula.min())) - 0.5)
@@ -101,10 +97,10 @@ def _(delta, reg_loss):
     \ell(e) = {_spec["formula"]}, \qquad \frac{{\partial \ell}}{{\partial \hat y}} = {_spec["grad"]}
     $$
 
-    Largest gap between the autograd dots and the formula: **{reg_gap:.1e}**.
+    Largest gap between the autograd dots and the formula: **{reg_gap:.1e}**. {_half}
     """),
     ])
-    return reg_curves, reg_gap
+    return huber_is_half_mse, reg_curves, reg_gap, reg_overview
 
 
 @app.cell(hide_code=True)
@@ -123,21 +119,24 @@ def _():
 @app.cell
 def _():
     n_outliers = mo.ui.slider(0, 10, step=1, value=3, label="outliers", show_value=True, debounce=True)
-    return (n_outliers,)
-
-
-@app.cell
-def _():
     outlier_shift = mo.ui.slider(-20, 20, step=1, value=10, label="outlier shift", show_value=True, debounce=True)
-    return (outlier_shift,)
+    return n_outliers, outlier_shift
 
 
 @app.cell
-def _(delta, n_outliers, outlier_shift):
+def _(n_outliers, outlier_shift):
     line_x, line_y, line_out = lab.make_line_data(n=30, n_outliers=n_outliers.value,
                                                   outlier_shift=float(outlier_shift.value), seed=0)
-    line_fits = {name: lab.fit_line(line_x, line_y, name, delta=delta.value, steps=300)[:2]
-                 for name in lab.LINE_LOSSES}
+    # MSE and MAE do not depend on δ: fitted here, so moving δ refits only Huber and pseudo-Huber
+    line_fits_free = {name: lab.fit_line(line_x, line_y, name, steps=300)[:2] for name in ("mse", "mae")}
+    return line_fits_free, line_out, line_x, line_y
+
+
+@app.cell
+def _(delta, line_fits_free, line_out, line_x, line_y, n_outliers, outlier_shift):
+    line_fits = {**line_fits_free, **{name: lab.fit_line(line_x, line_y, name, delta=delta.value, steps=300)[:2]
+                                      for name in ("huber", "pseudo_huber")}}
+    line_fits = {name: line_fits[name] for name in lab.LINE_LOSSES}
     _xs = np.array([-3.2, 3.2])
     _labels = {name: lab.REGRESSION_LOSSES[name]["label"] for name in lab.LINE_LOSSES}
     _chart = (plot.curves(_xs, {_labels[n]: w * _xs + b for n, (w, b) in line_fits.items()}, x_title="x",
@@ -151,7 +150,7 @@ def _(delta, n_outliers, outlier_shift):
         _chart,
         mo.md("| loss | slope w | intercept b |\n|---|---|---|\n" + _rows),
     ])
-    return line_fits, line_out, line_x, line_y
+    return (line_fits,)
 
 
 @app.cell(hide_code=True)
@@ -180,19 +179,9 @@ def _():
 @app.cell
 def _():
     ce_logits = mo.ui.text(value="2.0, 0.5, -1.0, 0.0", label="logits z", full_width=True)
-    return (ce_logits,)
-
-
-@app.cell
-def _():
     ce_target = mo.ui.slider(0, 11, step=1, value=1, label="true class y", show_value=True)
-    return (ce_target,)
-
-
-@app.cell
-def _():
     smoothing = mo.ui.slider(0.0, 0.5, step=0.01, value=0.1, label="label smoothing ε", show_value=True)
-    return (smoothing,)
+    return ce_logits, ce_target, smoothing
 
 
 @app.cell
@@ -200,29 +189,25 @@ def _(ce_logits, ce_target, smoothing):
     ce_report = None
     try:
         _z = lab.parse_numbers(ce_logits.value, name="logits")
+        ce_report = lab.cross_entropy_report(_z, int(ce_target.value), smoothing.value)
     except ValueError as _err:
-        _out = mo.callout(mo.md(f"**Cannot read the logits.** {_err}"), kind="warn")
+        _out = ui.problem(_err, "The cross-entropy")
     else:
-        if ce_target.value >= len(_z):
-            _out = mo.callout(mo.md(f"**There are only {len(_z)} classes** (0 to {len(_z) - 1}): "
-                                    f"class {ce_target.value} does not exist. Lower y or add logits."), kind="warn")
-        else:
-            ce_report = lab.cross_entropy_report(_z, int(ce_target.value), smoothing.value)
-            _classes = [f"class {k}" for k in range(len(_z))]
-            _probs = plot.grouped_bars(_classes, {"predicted p": ce_report.probs, "target q": ce_report.target},
-                                       y_title="probability", y_domain=(0, 1),
-                                       colors={"predicted p": "model", "target q": "target"},
-                                       title="Prediction and (smoothed) target")
-            _grad = plot.bars(_classes, ce_report.grad_formula, bar_label="p − q (formula)",
-                              color_name="derivative", dots={"autograd ∂L/∂z": ce_report.grad_autograd},
-                              y_title="∂L/∂z_k", title="Gradient with respect to the logits")
-            _out = mo.vstack([
-                mo.hstack([_probs, _grad], widths=[1, 1]),
-                mo.md(f"Cross-entropy **L = {ce_report.loss:.4f}** (engine `F.cross_entropy(z, y, "
-                      f"label_smoothing={smoothing.value:g})`); largest |autograd − (p − q)| = "
-                      f"**{np.abs(ce_report.grad_autograd - ce_report.grad_formula).max():.1e}**. "
-                      "With ε > 0 the loss cannot reach 0: the best the model can do is p = q."),
-            ])
+        _classes = [f"class {k}" for k in range(len(_z))]
+        _probs = plot.grouped_bars(_classes, {"predicted p": ce_report.probs, "target q": ce_report.target},
+                                   y_title="probability", y_domain=(0, 1),
+                                   colors={"predicted p": "model", "target q": "target"},
+                                   title="Prediction and (smoothed) target")
+        _grad = plot.bars(_classes, ce_report.grad_formula, bar_label="p − q (formula)",
+                          color_name="derivative", dots={"autograd ∂L/∂z": ce_report.grad_autograd},
+                          y_title="∂L/∂z_k", title="Gradient with respect to the logits")
+        _out = mo.vstack([
+            mo.hstack([_probs, _grad], widths=[1, 1]),
+            mo.md(f"Cross-entropy **L = {ce_report.loss:.4f}** (engine `F.cross_entropy(z, y, "
+                  f"label_smoothing={smoothing.value:g})`); largest |autograd − (p − q)| = "
+                  f"**{np.abs(ce_report.grad_autograd - ce_report.grad_formula).max():.1e}**. "
+                  "With ε > 0 the loss cannot reach 0: the best the model can do is p = q."),
+        ])
     mo.vstack([ce_logits, mo.hstack([ce_target, smoothing]), _out])
     return (ce_report,)
 
@@ -232,20 +217,24 @@ def _():
     mo.md(r"""
     ## 4. Why losses take logits
 
-    Written naively, cross-entropy is `-log(exp(z[y]) / exp(z).sum())`. In float32, $e^{z}$
-    overflows past $z \approx 88.7$ and the ratio becomes `inf/inf = nan`; the probability of an
-    unlikely class underflows to 0 and its log to $-\infty$. The fused loss never forms those
-    numbers:
+    Written naively, cross-entropy is `-log(exp(z[y]) / exp(z).sum())`, and it fails in two
+    ways. In float32, $e^{z}$ overflows to `inf` past $z \approx 88.7$: if the target is the
+    **most likely** class, the ratio becomes `inf/inf = nan`. If the target is the **least
+    likely** class, its probability $e^{z_y}/\sum_j e^{z_j}$ underflows to 0 long before that,
+    and $-\ln 0 = +\infty$. The fused loss never forms those numbers:
 
     $$
     -\ln \operatorname{softmax}(z)_y = -z_y + \ln\sum_j e^{z_j}
-    = -z_y + m + \ln\sum_j e^{z_j - m}, \qquad m = \max_j z_j ,
+    = -z_y + m + \ln\sum_j e^{z_j - m}, \qquad m = \max_j z_j .
     $$
 
-    which is exact for any logits. This is why `F.cross_entropy` and
+    Every $e^{z_j - m}$ lies in $(0, 1]$ and the sum is at least 1, so nothing overflows and
+    the logarithm never sees 0: the computation is **numerically stable** (it still rounds like
+    any float computation). This is why `F.cross_entropy` and
     `F.binary_cross_entropy_with_logits` (like their PyTorch namesakes) take **logits**, not
-    probabilities. Below: logits $s\cdot(1, 0, -1)$ with the last class as the target, whose
-    true loss is $2s + \ln(1 + e^{-s} + e^{-2s})$, about $2s$.
+    probabilities. Below: logits $s\cdot(1, 0, -1)$ and a target class you choose; class 2's true
+    loss is $2s + \ln(1 + e^{-s} + e^{-2s})$, about $2s$, and class 0's is
+    $\ln(1 + e^{-s} + e^{-2s})$, about $e^{-s}$.
     """)
     return
 
@@ -254,40 +243,47 @@ def _():
 def _():
     logit_scale = mo.ui.slider(steps=[1, 2, 5, 10, 20, 30, 50, 80, 100, 200, 500, 1000], value=50,
                                label="logit scale s", show_value=True)
-    return (logit_scale,)
-
-
-@app.cell
-def _():
     precision = mo.ui.radio(options=["float32", "float64"], value="float32", label="precision", inline=True)
-    return (precision,)
+    naive_target = mo.ui.radio(options={"class 0 (the most likely)": 0, "class 1": 1,
+                                        "class 2 (the least likely)": 2},
+                               value="class 2 (the least likely)", label="target class y", inline=True)
+    return logit_scale, naive_target, precision
 
 
 @app.cell
-def _(logit_scale, precision):
-    _scales = np.geomspace(1, 1000, 61)
-    _naive, _fused = lab.naive_vs_fused(_scales, precision.value)
-    naive_now, fused_now = (float(v[0]) for v in lab.naive_vs_fused([logit_scale.value], precision.value))
-    _exact = lab.naive_vs_fused(_scales, "float64")[1]
-    _rel = np.abs(_naive - _exact) / _exact
-    _bad = ~np.isfinite(_naive) | (_rel > 1e-3)
-    naive_breaks_at = float(_scales[np.argmax(_bad)]) if _bad.any() else None
-    _chart = plot.curves(_scales, {"fused cross_entropy": _fused, "naive log(softmax)": _naive},
+def _(naive_target, precision):
+    # the whole curve depends on precision and target only; moving s just moves the rule
+    naive_scales = np.geomspace(1, 1000, 61)
+    naive_curve, fused_curve = lab.naive_vs_fused(naive_scales, precision.value, naive_target.value)
+    naive_break = lab.naive_breakdown(precision.value, naive_target.value)
+    naive_breaks_at = naive_break.scale
+    return fused_curve, naive_break, naive_breaks_at, naive_curve, naive_scales
+
+
+@app.cell
+def _(fused_curve, logit_scale, naive_break, naive_curve, naive_scales, naive_target, precision):
+    naive_now, fused_now = (float(v[0]) for v in lab.naive_vs_fused([logit_scale.value], precision.value,
+                                                                      naive_target.value))
+    _fused64 = float(lab.naive_vs_fused([logit_scale.value], "float64", naive_target.value)[1][0])
+    _chart = plot.curves(naive_scales, {"fused cross_entropy": fused_curve, "naive log(softmax)": naive_curve},
                          x_title="logit scale s", y_title="loss", log_y=True, log_x=True,
                          colors={"naive log(softmax)": "error", "fused cross_entropy": "target"},
                          dashed=["naive log(softmax)"], title=f"Cross-entropy in {precision.value}", height=240)
     _chart = _chart + plot.rule(logit_scale.value, orient="x")
-    _shown = "nan" if np.isnan(naive_now) else ("inf" if np.isinf(naive_now) else f"{naive_now:.4f}")
-    _where = (f"In {precision.value} the naive formula is off by more than 0.1 % (or not finite) from "
-              f"s ≈ **{naive_breaks_at:.3g}** on; there the red curve stops or leaves the green one."
-              if naive_breaks_at is not None else f"In {precision.value} the naive formula survives up to s = 1000.")
+    _shown = "nan" if np.isnan(naive_now) else ("inf" if np.isinf(naive_now) else f"{naive_now:.4g}")
+    _how = {"NaN": "**NaN** (exp overflowed: inf/inf)", "+∞": "**+∞** (the probability underflowed to 0)"}
+    _where = (f"In {precision.value}, with target class {naive_target.value}, the naive formula first gives "
+              f"{_how[naive_break.kind]} at s ≈ **{naive_break.scale:.1f}**; there the red curve stops."
+              if naive_break.scale is not None
+              else f"In {precision.value} the naive formula stays finite up to s = 1000.")
     mo.vstack([
         mo.hstack([logit_scale, precision]),
+        naive_target,
         _chart,
-        mo.md(f"At s = {logit_scale.value:g}: naive **{_shown}**, fused **{fused_now:.4f}** "
-              f"(float64: {float(lab.naive_vs_fused([logit_scale.value], 'float64')[1][0]):.4f}). {_where}"),
+        mo.md(f"At s = {logit_scale.value:g}: naive **{_shown}**, fused **{fused_now:.4g}** "
+              f"(fused in float64: {_fused64:.4g}). {_where}"),
     ])
-    return fused_now, naive_breaks_at, naive_now
+    return fused_now, naive_now
 
 
 @app.cell(hide_code=True)
@@ -306,6 +302,13 @@ def _():
     explodes where $q$ puts mass that $p$ lacks. Press the button to let the engine fit $q$ each
     way from where you put it: forward KL **covers** both bumps, reverse KL **picks** one
     (the behaviour behind variational inference's over-confident posteriors).
+
+    Now put $q$ at $\mu = 0$, with the bumps well apart, and fit again. By symmetry the gradient
+    of $D_{\mathrm{KL}}(q\|p)$ in $\mu$ is exactly zero there, so gradient descent never leaves
+    $\mu = 0$: it only widens $q$ over both bumps and stops at a **symmetric stationary point**.
+    At the default separation of 5 that point is a local minimum, and a worse one than either
+    bump (its $D_{\mathrm{KL}}(q\|p)$ is about twice as large). The objective is not convex in
+    $(\mu, \sigma)$: where you start decides where you end.
     """)
     return
 
@@ -313,25 +316,10 @@ def _():
 @app.cell
 def _():
     kl_separation = mo.ui.slider(0.0, 8.0, step=0.5, value=5.0, label="bump separation", show_value=True)
-    return (kl_separation,)
-
-
-@app.cell
-def _():
     q_mu = mo.ui.slider(-4.0, 4.0, step=0.1, value=1.0, label="q: mean μ", show_value=True)
-    return (q_mu,)
-
-
-@app.cell
-def _():
     q_sigma = mo.ui.slider(0.2, 4.0, step=0.1, value=1.0, label="q: std σ", show_value=True)
-    return (q_sigma,)
-
-
-@app.cell
-def _():
     kl_fit_button = mo.ui.run_button(label="fit q both ways")
-    return (kl_fit_button,)
+    return kl_fit_button, kl_separation, q_mu, q_sigma
 
 
 @app.cell
@@ -356,8 +344,9 @@ def _(kl_fit_button, kl_separation, q_mu, q_sigma):
     _chart = plot.curves(kl_grid, _curves, x_title="x", y_title="probability", colors=_colors, height=240,
                          dashed=[n for n in _curves if "fitted" in n], title="p and q on a grid of 281 points")
     _fit_text = "".join(
-        f" · {'KL(p‖q)' if d == 'forward' else 'KL(q‖p)'} fit: μ = {m:.2f}, σ = {s:.2f}"
-        for d, (m, s, _) in kl_fits.items())
+        f" · {'KL(p‖q)' if d == 'forward' else 'KL(q‖p)'} fit: μ = {m:.2f}, σ = {s:.2f}, "
+        f"final {'KL(p‖q)' if d == 'forward' else 'KL(q‖p)'} = {h[-1]:.3f}"
+        for d, (m, s, h) in kl_fits.items())
     mo.vstack([
         mo.hstack([kl_separation, q_mu, q_sigma, kl_fit_button], wrap=True),
         _chart,
@@ -389,41 +378,39 @@ def _():
 @app.cell
 def _():
     w0 = mo.ui.slider(-6.0, 6.0, step=0.5, value=-4.0, label="initial weight w₀", show_value=True)
-    return (w0,)
+    clf_lr = mo.ui.slider(steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=0.3, label="learning rate η", show_value=True)
+    return clf_lr, w0
 
 
 @app.cell
 def _():
-    clf_lr = mo.ui.slider(steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=0.3, label="learning rate η", show_value=True)
-    return (clf_lr,)
+    # no control moves this chart: drawn once
+    margin_grads = lab.margin_gradients(np.linspace(-10, 10, 201))
+    margin_chart = plot.curves(
+        margin_grads.margins, {"CE formula": margin_grads.ce_formula, "MSE formula": margin_grads.mse_formula},
+        dots={"CE autograd": margin_grads.ce_autograd, "MSE autograd": margin_grads.mse_autograd}, n_dots=21,
+        colors={"CE formula": "cross_entropy", "MSE formula": "mse", "MSE autograd": "#475569"},
+        x_title="logit z of a positive example (margin)", y_title="|∂L/∂z|", height=240,
+        title="Gradient against margin")
+    return margin_chart, margin_grads
 
 
 @app.cell
-def _(clf_lr, w0):
-    _m = np.linspace(-10, 10, 201)
-    margin_grads = lab.margin_gradients(_m)
-    _ce_auto, _ce_formula = margin_grads["cross-entropy"]
-    _mse_auto, _mse_formula = margin_grads["MSE on σ(z)"]
-    _margin = plot.curves(_m, {"CE formula": _ce_formula, "MSE formula": _mse_formula},
-                          dots={"CE autograd": _ce_auto, "MSE autograd": _mse_auto}, n_dots=21,
-                          colors={"CE formula": "cross_entropy", "MSE formula": "mse", "MSE autograd": "#475569"},
-                          x_title="logit z of a positive example (margin)", y_title="|∂L/∂z|", height=240,
-                          title="Gradient against margin")
+def _(clf_lr, margin_chart, w0):
     _x, _y = lab.sigmoid_classifier_data(100, seed=0)
     clf_runs = {name: lab.train_sigmoid_classifier(_x, _y, name, w0=w0.value, lr=clf_lr.value, steps=100)
                 for name in ("cross_entropy", "mse")}
-    _acc = plot.loss_curves({"cross-entropy": clf_runs["cross_entropy"]["accuracy"],
-                             "MSE on σ(z)": clf_runs["mse"]["accuracy"]},
+    _acc = plot.loss_curves({"cross-entropy": clf_runs["cross_entropy"].accuracy,
+                             "MSE on σ(z)": clf_runs["mse"].accuracy},
                             x_title="step", y_title="training accuracy", height=240,
                             colors={"cross-entropy": "cross_entropy", "MSE on σ(z)": "mse"},
                             title=f"Training from w₀ = {w0.value:g}")
-    _steps = {n: int(np.argmax(r["accuracy"] >= 0.95)) if np.any(r["accuracy"] >= 0.95) else None
-              for n, r in clf_runs.items()}
     _say = " · ".join(f"{'cross-entropy' if n == 'cross_entropy' else 'MSE'}: "
-                      + (f"95 % accuracy after **{s}** steps" if s is not None else "**not** at 95 % after 100 steps")
-                      for n, s in _steps.items())
-    mo.vstack([mo.hstack([w0, clf_lr]), mo.hstack([_margin, _acc], widths=[1, 1]), mo.md(_say)])
-    return clf_runs, margin_grads
+                      + (f"95 % accuracy after **{r.steps_to(0.95)}** steps" if r.steps_to(0.95) is not None
+                         else "**not** at 95 % after 100 steps")
+                      for n, r in clf_runs.items())
+    mo.vstack([mo.hstack([w0, clf_lr]), mo.hstack([margin_chart, _acc], widths=[1, 1]), mo.md(_say)])
+    return (clf_runs,)
 
 
 @app.cell(hide_code=True)
@@ -443,14 +430,9 @@ def _():
 @app.cell
 def _():
     n_classes = mo.ui.slider(steps=[2, 3, 5, 10, 20, 50, 100, 1000], value=10, label="classes K", show_value=True)
-    return (n_classes,)
-
-
-@app.cell
-def _():
     init_logit_scale = mo.ui.slider(steps=[0.001, 0.01, 0.1, 0.3, 1.0, 3.0, 10.0], value=0.01,
                                     label="logit scale s", show_value=True)
-    return (init_logit_scale,)
+    return init_logit_scale, n_classes
 
 
 @app.cell
@@ -477,58 +459,59 @@ def _():
 
 @app.cell
 def _():
-    answer_ln10 = mo.ui.text(placeholder="e.g. 1.0", label="L₀ =")
-    return (answer_ln10,)
+    exercise_ln10 = exercises.NumberExercise(
+        question="**1.** A freshly initialised 10-class classifier outputs all-zero logits. What cross-entropy "
+                 "does it start from? (Three decimals.)",
+        truth=lab.cross_entropy_report(np.zeros(10), 3).loss,
+        hint="Every class gets 1/10.",
+        abs_tol=0.002,
+    )
+    answer_ln10 = ui.answer_box(exercise_ln10, placeholder="e.g. 1.0", label="L₀ =")
+    return answer_ln10, exercise_ln10
 
 
 @app.cell
-def _(answer_ln10):
-    ln10_truth = float(engine.functional.cross_entropy(engine.zeros(1, 10), np.array([3])).item())
-    mo.vstack([
-        mo.md("**1.** A freshly initialised 10-class classifier outputs all-zero logits. What cross-entropy "
-              "does it start from? (Three decimals.)"),
-        answer_ln10,
-        verdict(check_number(answer_ln10.value, ln10_truth, abs_tol=0.002, hint="Every class gets 1/10.")),
-    ])
-    return (ln10_truth,)
-
-
-@app.cell
-def _():
-    answer_huber = mo.ui.text(placeholder="e.g. 4.5", label="Huber(e = 3) =")
-    return (answer_huber,)
-
-
-@app.cell
-def _(answer_huber):
-    huber_truth = float(lab.regression_curves("huber", np.array([3.0]), delta=1.0).f[0])
-    mo.vstack([
-        mo.md("**2.** Huber loss with δ = 1 for a residual e = 3?"),
-        answer_huber,
-        verdict(check_number(answer_huber.value, huber_truth, abs_tol=1e-3,
-                             hint="|e| > δ, so the linear branch δ(|e| − δ/2) applies.")),
-    ])
-    return (huber_truth,)
+def _(answer_ln10, exercise_ln10):
+    ui.exercise(exercise_ln10, answer_ln10)
+    return
 
 
 @app.cell
 def _():
-    answer_bce = mo.ui.text(placeholder="e.g. 0.5", label="∂L/∂z =")
-    return (answer_bce,)
+    exercise_huber = exercises.NumberExercise(
+        question="**2.** Huber loss with δ = 1 for a residual e = 3?",
+        truth=float(lab.regression_curves("huber", np.array([3.0]), delta=1.0).f[0]),
+        hint="|e| > δ, so the linear branch δ(|e| − δ/2) applies.",
+        abs_tol=1e-3,
+    )
+    answer_huber = ui.answer_box(exercise_huber, placeholder="e.g. 4.5", label="Huber(e = 3) =")
+    return answer_huber, exercise_huber
 
 
 @app.cell
-def _(answer_bce):
-    _z = engine.tensor(np.array([np.log(0.8 / 0.2)]), requires_grad=True)
-    engine.functional.binary_cross_entropy_with_logits(_z, np.array([1.0])).backward()
-    bce_truth = float(_z.grad[0])
-    mo.vstack([
-        mo.md("**3.** A binary classifier gives a positive example (y = 1) the probability p̂ = 0.8. "
-              "What is ∂L/∂z of the cross-entropy with respect to its logit?"),
-        answer_bce,
-        verdict(check_number(answer_bce.value, bce_truth, abs_tol=1e-3, hint="∂L/∂z = p̂ − y; mind the sign.")),
-    ])
-    return (bce_truth,)
+def _(answer_huber, exercise_huber):
+    ui.exercise(exercise_huber, answer_huber)
+    return
+
+
+@app.cell
+def _():
+    exercise_bce = exercises.NumberExercise(
+        question="**3.** A binary classifier gives a positive example (y = 1) the probability p̂ = 0.8. "
+                 "What is ∂L/∂z of the cross-entropy with respect to its logit?",
+        # margin_gradients holds |∂L/∂z| for y = 1, where ∂L/∂z = σ(z) − 1 is negative
+        truth=-float(lab.margin_gradients([np.log(0.8 / 0.2)]).ce_autograd[0]),
+        hint="∂L/∂z = p̂ − y; mind the sign.",
+        abs_tol=1e-3,
+    )
+    answer_bce = ui.answer_box(exercise_bce, placeholder="e.g. 0.5", label="∂L/∂z =")
+    return answer_bce, exercise_bce
+
+
+@app.cell
+def _(answer_bce, exercise_bce):
+    ui.exercise(exercise_bce, answer_bce)
+    return
 
 
 @app.cell(hide_code=True)
@@ -536,28 +519,39 @@ def _():
     mo.md(r"""
     ## 9. The same in your own script
 
-    ```python
-    import numpy as np
-    import engine
-    import engine.functional as F
-
-    pred = engine.tensor(np.array([0.5, 2.0, -3.0]), requires_grad=True)
-    target = np.zeros(3)
-    for loss in (F.mse_loss(pred, target), F.l1_loss(pred, target),
-                 F.huber_loss(pred, target, delta=1.0), F.pseudo_huber_loss(pred, target, delta=1.0)):
-        pred.grad = None
-        loss.backward()
-        print(float(loss.data), pred.grad)
-
-    logits = engine.tensor([[2.0, 0.5, -1.0]], requires_grad=True)
-    loss = F.cross_entropy(logits, np.array([1]), label_smoothing=0.1)   # logits in, never softmax first
-    loss.backward()                                                        # logits.grad = p - q (batch mean)
-
-    z = engine.tensor([1.5]); y = engine.tensor([1.0])
-    F.binary_cross_entropy_with_logits(z, y)                # stable for any z
-    F.kl_div(F.log_softmax(logits, dim=-1), np.array([[0.2, 0.5, 0.3]]), reduction="batchmean")
-    ```
+    The cell below is what you would write in a script (it runs here, in a private function).
     """)
+    return
+
+
+@app.cell
+def _():
+    def _script():
+        import numpy as np
+
+        import engine
+        import engine.functional as F
+
+        pred = engine.tensor(np.array([0.5, 2.0, -3.0]), requires_grad=True)
+        target = np.zeros(3)
+        lines = []
+        for name, loss_fn in (("MSE", F.mse_loss), ("MAE", F.l1_loss),
+                              ("Huber", lambda p, t: F.huber_loss(p, t, delta=1.0))):
+            pred.grad = None
+            loss = loss_fn(pred, target)
+            loss.backward()
+            lines.append(f"{name}: loss {float(loss.data):.4f}, gradient {np.round(pred.grad, 4)}")
+
+        logits = engine.tensor([[2.0, 0.5, -1.0]], requires_grad=True)
+        loss = F.cross_entropy(logits, np.array([1]), label_smoothing=0.1)  # logits in, never softmax first
+        loss.backward()  # logits.grad = p − q (mean over the batch)
+        lines.append(f"cross-entropy {float(loss.data):.4f}, ∂L/∂z = {np.round(logits.grad, 4)}")
+
+        z = engine.tensor([1000.0])
+        lines.append(f"BCE with logits at z = 1000, y = 0: {float(F.binary_cross_entropy_with_logits(z, engine.tensor([0.0])).data):.1f}")
+        return "\n".join(lines)
+
+    mo.plain_text(_script())
     return
 
 

@@ -39,17 +39,37 @@ def test_02_cross_entropy_with_label_smoothing():
     assert defs["ce_report"].loss == pytest.approx(r.loss)
     assert f"L = {r.loss:.4f}" in text
     text, defs = notebook_text("02_losses", ce_logits="1, 2", ce_target=5)
-    assert "There are only 2 classes" in text and defs["ce_report"] is None
+    assert "there are only 2 classes (0 to 1), so class 5 does not exist" in text and defs["ce_report"] is None
+    text, defs = notebook_text("02_losses", ce_logits="1, two")
+    assert "The cross-entropy cannot be computed" in text and "'two' is not a number" in text
 
 
 def test_02_naive_log_softmax_fails_and_the_fused_loss_does_not():
     text, defs = notebook_text("02_losses", logit_scale=1000, precision="float32")
     assert not math.isfinite(defs["naive_now"]) and math.isfinite(defs["fused_now"])
     assert defs["fused_now"] == pytest.approx(2000.0)
-    assert ("naive inf" in text or "naive nan" in text) and "fused 2000.0000" in text
+    assert ("naive inf" in text or "naive nan" in text) and "fused 2000 " in text
     assert 10 < defs["naive_breaks_at"] < 100  # float32 fails somewhere between s = 10 and 100
     _, defs64 = notebook_text("02_losses", logit_scale=1, precision="float64")
     assert defs64["naive_breaks_at"] > defs["naive_breaks_at"]
+
+
+def test_02_naive_cross_entropy_fails_by_nan_for_the_likeliest_class_and_by_inf_for_the_least():
+    """The old demo always targeted class 2, so the promised inf/inf = NaN past z ≈ 88.7 never appeared."""
+    text, defs = notebook_text("02_losses", naive_target=0, precision="float32", logit_scale=100)
+    assert defs["naive_break"].kind == "NaN" and math.isnan(defs["naive_now"])
+    assert math.log(np.finfo(np.float32).max) < defs["naive_breaks_at"] < 1.002 * math.log(np.finfo(np.float32).max)
+    assert f"**NaN** (exp overflowed: inf/inf) at s ≈ {defs['naive_breaks_at']:.1f}".replace("**", "") in text
+    assert "naive nan" in text and math.isfinite(defs["fused_now"])
+    text, defs = notebook_text("02_losses", naive_target=2, precision="float32", logit_scale=100)
+    assert defs["naive_break"].kind == "+∞" and defs["naive_now"] == math.inf
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    s_under = -math.log(tiny) / 2  # e^{−2s} below the smallest float32 subnormal
+    assert s_under < defs["naive_breaks_at"] < 1.02 * s_under  # ≈ 52, long before exp overflows at 88.7
+    assert f"+∞ (the probability underflowed to 0) at s ≈ {defs['naive_breaks_at']:.1f}" in text
+    assert defs["fused_now"] == pytest.approx(200.0, rel=1e-6)
+    prose = notebook_text("02_losses")[0]
+    assert "numerically stable" in prose and "which is exact" not in prose
 
 
 def test_02_kl_both_ways_and_the_fits():
@@ -67,11 +87,37 @@ def test_02_kl_both_ways_and_the_fits():
     assert defs["kl_fits"] == {}  # nothing fitted until the button is pressed
 
 
+def test_02_reverse_kl_started_at_zero_stays_on_the_symmetric_stationary_point():
+    text, defs = notebook_text("02_losses", q_mu=0.0, q_sigma=1.0, kl_separation=5.0, kl_fit_button=True)
+    mu, sigma, hist = defs["kl_fits"]["reverse"]
+    assert abs(mu) < 1e-3 and "KL(q‖p) fit: μ = 0.00" in text
+    assert f"final KL(q‖p) = {hist[-1]:.3f}" in text
+    grid = np.linspace(-7, 7, 281)
+    p = losses_lab.bimodal_on_grid(grid, separation=5.0)
+    _, _, from_one = losses_lab.fit_gaussian_kl(p, grid, "reverse", mu0=1.0, sigma0=1.0, steps=300)
+    assert 1.7 < hist[-1] / from_one[-1] < 2.3  # "about twice as large" as the fit on one bump
+    at = lambda m, s: losses_lab.kl(losses_lab.gaussian_on_grid(grid, m, s), p)  # noqa: E731
+    here = at(0.0, sigma)
+    for m, s in ((0.2, sigma), (-0.2, sigma), (0.0, 1.1 * sigma), (0.0, sigma / 1.1), (0.2, 1.1 * sigma)):
+        assert at(m, s) > here  # a local minimum, as the prose says, not a saddle
+    prose = notebook_text("02_losses")[0]
+    assert "symmetric stationary point" in prose and "not convex" in prose and "about twice as large" in prose
+
+
+def test_02_huber_with_large_delta_is_half_the_mse_drawn_beside_it():
+    text, defs = notebook_text("02_losses", delta=5.0)
+    np.testing.assert_allclose(defs["reg_overview"]["Huber"], 0.5 * defs["reg_overview"]["MSE (L2)"], rtol=1e-12)
+    assert defs["huber_is_half_mse"] and "exactly half the MSE curve" in text
+    text, defs = notebook_text("02_losses", delta=1.0)
+    assert not defs["huber_is_half_mse"] and "exactly half the MSE curve" not in text
+    assert "half the MSE" in text
+
+
 def test_02_mse_vs_cross_entropy_and_initial_loss():
     text, defs = notebook_text("02_losses", w0=-6.0, clf_lr=1.0, n_classes=1000, init_logit_scale=10.0)
     x, y = losses_lab.sigmoid_classifier_data(100, seed=0)
     ce = losses_lab.train_sigmoid_classifier(x, y, "cross_entropy", w0=-6.0, lr=1.0, steps=100)
-    np.testing.assert_allclose(defs["clf_runs"]["cross_entropy"]["accuracy"], ce["accuracy"])
+    np.testing.assert_allclose(defs["clf_runs"]["cross_entropy"].accuracy, ce.accuracy)
     value, ln_k = losses_lab.initial_loss(1000, 10.0, n_samples=512, seed=0)
     assert defs["initial"] == pytest.approx(value) and f"{value:.4f}" in text and "shrink the initial logits" in text
     text, _ = notebook_text("02_losses", n_classes=2, init_logit_scale=0.001)
@@ -80,8 +126,8 @@ def test_02_mse_vs_cross_entropy_and_initial_loss():
 
 def test_02_exercises_are_graded_by_the_engine():
     text, defs = notebook_text("02_losses", answer_ln10="2.303", answer_huber="2.5", answer_bce="-0.2")
-    assert defs["ln10_truth"] == pytest.approx(math.log(10))
-    assert defs["huber_truth"] == pytest.approx(2.5) and defs["bce_truth"] == pytest.approx(-0.2)
+    assert defs["exercise_ln10"].truth == pytest.approx(math.log(10))
+    assert defs["exercise_huber"].truth == pytest.approx(2.5) and defs["exercise_bce"].truth == pytest.approx(-0.2)
     assert text.count("Right") == 3
     text, _ = notebook_text("02_losses", answer_ln10="1", answer_huber="4.5", answer_bce="0.2")
     assert "Right" not in text and text.count("Not quite") == 3

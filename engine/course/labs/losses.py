@@ -3,8 +3,9 @@
 - :func:`regression_curves`: MSE, MAE, Huber and pseudo-Huber against the residual e = ŷ − y,
   with ∂ℓ/∂ŷ from autograd and from the closed form.
 - :func:`cross_entropy_report`: softmax, a label-smoothed target, the loss and ∂L/∂z = p − q.
-- :func:`naive_vs_fused`: −log(softmax(z)_y) computed naively (exp, divide, log) next to the
-  fused ``F.cross_entropy``, as the logits grow: the naive one overflows to inf/NaN.
+- :func:`naive_vs_fused` and :func:`naive_breakdown`: −log(softmax(z)_y) computed naively (exp,
+  divide, log) next to the fused ``F.cross_entropy``, as the logits grow: the naive one gives NaN
+  (overflow, inf/inf) for the likeliest class and +∞ (underflow, log 0) for the least likely.
 - :func:`kl_both_ways` and :func:`fit_gaussian_kl`: KL(p‖q) ≠ KL(q‖p), and fitting a Gaussian q to a
   bimodal p in each direction (mode-covering against mode-seeking).
 - :func:`margin_gradients` and :func:`train_sigmoid_classifier`: why MSE on a sigmoid saturates
@@ -78,15 +79,6 @@ def regression_curves(name: str, e, delta: float = 1.0) -> Curves:
 # ----------------------------------------------------------------------------- classification
 
 
-def bce_curves(p):
-    """BCE against the predicted probability p for y = 1 (−ln p) and y = 0 (−ln(1 − p)), by the engine."""
-    p = np.asarray(p, dtype=np.float64)
-    t = Tensor(p)
-    one = F.binary_cross_entropy(t, np.ones_like(p), reduction="none").data
-    zero = F.binary_cross_entropy(t, np.zeros_like(p), reduction="none").data
-    return one, zero
-
-
 @dataclass
 class CrossEntropyReport:
     probs: np.ndarray
@@ -100,8 +92,11 @@ def cross_entropy_report(logits, target: int, label_smoothing: float = 0.0) -> C
     """One example: L = −Σ q_k log softmax(z)_k with q = (1 − ε)·onehot(y) + ε/K; ∂L/∂z = p − q."""
     z = np.asarray(logits, dtype=np.float64)
     k = len(z)
-    if not (isinstance(target, (int, np.integer)) and 0 <= target < k):
+    if not isinstance(target, (int, np.integer)) or isinstance(target, bool):
         raise ValueError(f"cross_entropy_report: the target class must be an integer in [0, {k - 1}], got {target!r}")
+    if not 0 <= target < k:
+        raise ValueError(f"cross_entropy_report: there are only {k} classes (0 to {k - 1}), so class {target} "
+                         "does not exist; lower the true class y or add logits")
     t = Tensor(z[None, :], requires_grad=True)
     loss = F.cross_entropy(t, np.array([target]), label_smoothing=label_smoothing)
     loss.backward()
@@ -111,24 +106,63 @@ def cross_entropy_report(logits, target: int, label_smoothing: float = 0.0) -> C
     return CrossEntropyReport(p, q, float(loss.data), t.grad[0].copy(), p - q)
 
 
-def naive_vs_fused(scales, dtype: str = "float32"):
-    """Cross-entropy of logits s·(1, 0, −1) with target class 2 (the least likely one), as s grows.
+NAIVE_LOGITS = np.array([1.0, 0.0, -1.0])  # logits s·(1, 0, −1): class 0 most likely, class 2 least
 
-    naive: softmax by exp(z)/Σexp(z), then −log of it, all in ``dtype``: exp overflows (float32
-    beyond z ≈ 88.7) and the loss becomes NaN, or p underflows to 0 and the loss becomes inf.
-    fused: ``F.cross_entropy``, which uses log-sum-exp with the maximum subtracted: exact, 2s.
+
+def _check_naive(dtype, target):
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"naive_vs_fused: dtype must be 'float32' or 'float64', got {dtype!r}")
+    if target not in (0, 1, 2):
+        raise ValueError(f"naive_vs_fused: the target class must be 0, 1 or 2, got {target!r}")
+
+
+def naive_cross_entropy(scales, dtype: str = "float32", target: int = 2) -> np.ndarray:
+    """−log(exp(z_y) / Σ exp(z)) for logits s·(1, 0, −1), every step in ``dtype`` (one row per scale).
+
+    Two ways to fail: for the most likely class, exp(s) overflows (float32 past s ≈ 88.7, float64
+    past ≈ 709.8) and the ratio is inf/inf = NaN; for the least likely one, p = e^{−s}/(e^{s} + …)
+    underflows to 0 once e^{−2s} is below the smallest subnormal (float32: s ≈ 52) and −log 0 = +∞.
     """
-    scales = np.asarray(scales, dtype=np.float64)
-    base = np.array([1.0, 0.0, -1.0])
-    naive, fused = [], []
+    _check_naive(dtype, target)
+    z = (np.asarray(scales, dtype=np.float64)[:, None] * NAIVE_LOGITS).astype(dtype)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        for s in scales:
-            z = (s * base).astype(dtype)
-            e = np.exp(z)
-            p = e / e.sum()
-            naive.append(float(-np.log(p[2])))
-            fused.append(float(F.cross_entropy(Tensor(z[None, :]), np.array([2])).data))
-    return np.array(naive), np.array(fused)
+        e = np.exp(z)
+        p = e[:, target] / e.sum(axis=1)
+        return (-np.log(p)).astype(np.float64)
+
+
+def naive_vs_fused(scales, dtype: str = "float32", target: int = 2):
+    """(naive, fused) cross-entropy of logits s·(1, 0, −1) against class ``target``, as s grows.
+
+    fused: ``F.cross_entropy``, which subtracts the largest logit before the log-sum-exp, so no
+    intermediate overflows or underflows: numerically stable (its float64 values agree with the
+    closed form −z_y + log Σ e^{z} to ~1e-15 relative).
+    """
+    _check_naive(dtype, target)
+    scales = np.asarray(scales, dtype=np.float64)
+    z = (scales[:, None] * NAIVE_LOGITS).astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        fused = F.cross_entropy(Tensor(z), np.full(len(scales), target), reduction="none").data
+    return naive_cross_entropy(scales, dtype, target), fused.astype(np.float64)
+
+
+@dataclass
+class NaiveBreakdown:
+    """Where the naive cross-entropy first stops being a number, scanning s upward from 1."""
+
+    scale: float | None  # first s (on a grid 0.1 % apart) where the naive loss is not finite; None if never
+    kind: str | None  # "NaN" (inf/inf) or "+∞" (log of an underflowed 0)
+
+
+def naive_breakdown(dtype: str = "float32", target: int = 2, s_max: float = 1000.0) -> NaiveBreakdown:
+    """The first logit scale s ∈ [1, s_max] where :func:`naive_cross_entropy` is NaN or ±∞, and which."""
+    scales = np.geomspace(1.0, s_max, 6910)  # consecutive scales 0.1 % apart
+    naive = naive_cross_entropy(scales, dtype, target)
+    bad = ~np.isfinite(naive)
+    if not bad.any():
+        return NaiveBreakdown(None, None)
+    i = int(np.argmax(bad))
+    return NaiveBreakdown(float(scales[i]), "NaN" if np.isnan(naive[i]) else "+∞")
 
 
 # ----------------------------------------------------------------------------- KL divergence
@@ -191,12 +225,22 @@ def fit_gaussian_kl(p, grid, direction: str = "forward", mu0: float = 0.5, sigma
 # ----------------------------------------------------------------------------- MSE vs CE on a sigmoid
 
 
-def margin_gradients(margins):
+@dataclass
+class MarginGradients:
+    """|∂ℓ/∂z| over the margins, for each loss by autograd and by its formula."""
+
+    margins: np.ndarray
+    ce_autograd: np.ndarray
+    ce_formula: np.ndarray
+    mse_autograd: np.ndarray
+    mse_formula: np.ndarray
+
+
+def margin_gradients(margins) -> MarginGradients:
     """|∂ℓ/∂z| for a positive example (y = 1) as the logit z = margin moves, by autograd and formula.
 
     cross-entropy ℓ = −ln σ(z):  ∂ℓ/∂z = σ(z) − 1            → −1 when the model is badly wrong
     MSE on p = σ(z), ℓ = (σ(z) − 1)²: ∂ℓ/∂z = 2(σ − 1)σ(1 − σ) → 0 when badly wrong (saturated)
-    Returns a dict: name -> (autograd, formula), magnitudes.
     """
     m = np.asarray(margins, dtype=np.float64)
     ce_t = Tensor(m, requires_grad=True)
@@ -204,10 +248,7 @@ def margin_gradients(margins):
     mse_t = Tensor(m, requires_grad=True)
     F.mse_loss(F.sigmoid(mse_t), np.ones_like(m), reduction="sum").backward()
     s = 1 / (1 + np.exp(-m))
-    return {
-        "cross-entropy": (np.abs(ce_t.grad), np.abs(s - 1)),
-        "MSE on σ(z)": (np.abs(mse_t.grad), np.abs(2 * (s - 1) * s * (1 - s))),
-    }
+    return MarginGradients(m, np.abs(ce_t.grad), np.abs(s - 1), np.abs(mse_t.grad), np.abs(2 * (s - 1) * s * (1 - s)))
 
 
 def sigmoid_classifier_data(n: int = 100, seed: int = 0):
@@ -218,11 +259,23 @@ def sigmoid_classifier_data(n: int = 100, seed: int = 0):
     return x, y
 
 
-def train_sigmoid_classifier(x, y, loss: str, w0: float, b0: float = 0.0, lr: float = 0.5, steps: int = 100):
-    """Fit p = σ(w x + b) by full-batch SGD from (w0, b0) with 'cross_entropy' or 'mse' on p.
+@dataclass
+class ClassifierRun:
+    """One training run, per step (before each update, and after the last)."""
 
-    Returns dict(loss=[...], accuracy=[...], w=[...]) per step (before each update, and the last).
-    """
+    loss: np.ndarray
+    accuracy: np.ndarray
+    w: np.ndarray
+
+    def steps_to(self, accuracy: float = 0.95) -> int | None:
+        """The first step whose training accuracy reaches ``accuracy``, or None."""
+        hit = np.flatnonzero(self.accuracy >= accuracy)
+        return int(hit[0]) if hit.size else None
+
+
+def train_sigmoid_classifier(x, y, loss: str, w0: float, b0: float = 0.0, lr: float = 0.5,
+                             steps: int = 100) -> ClassifierRun:
+    """Fit p = σ(w x + b) by full-batch SGD from (w0, b0) with 'cross_entropy' or 'mse' on p."""
     if loss not in ("cross_entropy", "mse"):
         raise ValueError(f"train_sigmoid_classifier: loss must be 'cross_entropy' or 'mse', got {loss!r}")
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
@@ -244,7 +297,7 @@ def train_sigmoid_classifier(x, y, loss: str, w0: float, b0: float = 0.0, lr: fl
         opt.zero_grad()
         value.backward()
         opt.step()
-    return {k: np.array(v) for k, v in hist.items()}
+    return ClassifierRun(np.array(hist["loss"]), np.array(hist["accuracy"]), np.array(hist["w"]))
 
 
 # ----------------------------------------------------------------------------- initial loss

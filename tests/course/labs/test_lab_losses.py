@@ -50,8 +50,10 @@ def test_cross_entropy_report_against_numpy():
         assert r.loss == pytest.approx(-(q * np.log(p)).sum(), rel=1e-12)
         np.testing.assert_allclose(r.grad_autograd, p - q, atol=1e-12)
         np.testing.assert_allclose(r.target, q)
-    with pytest.raises(ValueError, match="target class must be an integer"):
+    with pytest.raises(ValueError, match=r"there are only 4 classes \(0 to 3\), so class 4 does not exist"):
         losses.cross_entropy_report(z, 4)
+    with pytest.raises(ValueError, match="target class must be an integer"):
+        losses.cross_entropy_report(z, 1.5)
 
 
 def test_naive_cross_entropy_breaks_where_the_fused_one_does_not():
@@ -64,6 +66,30 @@ def test_naive_cross_entropy_breaks_where_the_fused_one_does_not():
     naive64, fused64 = losses.naive_vs_fused(scales, "float64")
     np.testing.assert_allclose(fused64, exact, rtol=1e-12)
     assert naive64[2] == pytest.approx(exact[2], rel=1e-9) and not np.isfinite(naive64[3])
+
+
+def test_naive_cross_entropy_each_target_and_its_breakdown():
+    scales = np.array([1.0, 10.0, 30.0])
+    for target in (0, 1, 2):
+        z = scales[:, None] * np.array([1.0, 0.0, -1.0])
+        exact = -z[:, target] + scales + np.log1p(np.exp(-scales) + np.exp(-2 * scales))  # max logit is s
+        naive, fused = losses.naive_vs_fused(scales, "float64", target)
+        np.testing.assert_allclose(naive, exact, rtol=1e-12, atol=1e-15)  # class 0's loss ≈ e^{−s}: absolute
+        np.testing.assert_allclose(fused, exact, rtol=1e-12, atol=1e-14)  # log of a sum ≥ 1: ~ε absolute
+    ln_max32, ln_max64 = math.log(np.finfo(np.float32).max), math.log(np.finfo(np.float64).max)
+    b = losses.naive_breakdown("float32", 0)
+    assert b.kind == "NaN" and ln_max32 < b.scale < 1.002 * ln_max32
+    b = losses.naive_breakdown("float64", 0)
+    assert b.kind == "NaN" and ln_max64 < b.scale < 1.002 * ln_max64
+    for dtype in ("float32", "float64"):
+        under = -math.log(float(np.finfo(dtype).smallest_subnormal)) / 2
+        b = losses.naive_breakdown(dtype, 2)
+        assert b.kind == "+∞" and under < b.scale < 1.02 * under
+    assert losses.naive_breakdown("float64", 2, s_max=100.0) == losses.NaiveBreakdown(None, None)
+    with pytest.raises(ValueError, match="target class must be 0, 1 or 2"):
+        losses.naive_vs_fused([1.0], "float32", 3)
+    with pytest.raises(ValueError, match="dtype must be"):
+        losses.naive_breakdown("float16", 0)
 
 
 def test_kl_divergence_properties():
@@ -92,11 +118,11 @@ def test_forward_kl_matches_moments_and_reverse_kl_picks_a_mode():
 def test_margin_gradients_show_mse_saturating():
     m = np.linspace(-10, 10, 41)
     g = losses.margin_gradients(m)
-    for auto, formula in g.values():
+    for auto, formula in ((g.ce_autograd, g.ce_formula), (g.mse_autograd, g.mse_formula)):
         np.testing.assert_allclose(auto, formula, rtol=1e-10, atol=1e-15)
     s = 1 / (1 + np.exp(-m))
-    np.testing.assert_allclose(g["cross-entropy"][1], 1 - s, atol=1e-15)
-    assert g["cross-entropy"][0][0] > 0.99 and g["MSE on σ(z)"][0][0] < 1e-3
+    np.testing.assert_allclose(g.ce_formula, 1 - s, atol=1e-15)
+    assert g.ce_autograd[0] > 0.99 and g.mse_autograd[0] < 1e-3
 
 
 def test_cross_entropy_trains_a_wrong_sigmoid_faster_than_mse():
@@ -104,9 +130,10 @@ def test_cross_entropy_trains_a_wrong_sigmoid_faster_than_mse():
     ce = losses.train_sigmoid_classifier(x, y, "cross_entropy", w0=-4.0, lr=0.3, steps=100)
     mse = losses.train_sigmoid_classifier(x, y, "mse", w0=-4.0, lr=0.3, steps=100)
     z = -4.0 * x
-    assert ce["loss"][0] == pytest.approx(np.mean(np.logaddexp(0, -z) * y + np.logaddexp(0, z) * (1 - y)), rel=1e-10)
-    assert mse["loss"][0] == pytest.approx(np.mean((1 / (1 + np.exp(-z)) - y) ** 2), rel=1e-10)
-    assert ce["accuracy"][20] > 0.95 and mse["accuracy"][20] < 0.5
+    assert ce.loss[0] == pytest.approx(np.mean(np.logaddexp(0, -z) * y + np.logaddexp(0, z) * (1 - y)), rel=1e-10)
+    assert mse.loss[0] == pytest.approx(np.mean((1 / (1 + np.exp(-z)) - y) ** 2), rel=1e-10)
+    assert ce.accuracy[20] > 0.95 and mse.accuracy[20] < 0.5
+    assert ce.steps_to(0.95) == int(np.flatnonzero(ce.accuracy >= 0.95)[0]) and mse.steps_to(1.01) is None
     with pytest.raises(ValueError, match="loss must be"):
         losses.train_sigmoid_classifier(x, y, "hinge", w0=0.0)
 
