@@ -82,11 +82,27 @@ def test_04_bias_correction_schedules_decay_and_clipping():
     assert runs[0].diverged and not runs[1].diverged and "diverged at step" in text
 
 
+def test_04_condition_number_rates_shown_match_the_prose():
+    for kappa in (2, 100, 1000):
+        text, defs = notebook_text("04_optimizers", cond_kappa=kappa)
+        cond = defs["cond"]
+        assert cond.kappa == kappa
+        for k in ("gd", "momentum"):  # the table shows the measured rate, within 1 % of theory
+            assert f"{cond.theory[k]:.4f} {cond.measured[k]:.4f}" in text
+            assert abs(cond.measured[k] / cond.theory[k] - 1) < 0.01
+        # "momentum needs about √κ times fewer steps": the measured log-rates' ratio
+        ratio = math.log(cond.measured["momentum"]) / math.log(cond.measured["gd"])
+        assert abs(ratio / math.sqrt(kappa) - 1) < 0.15, (kappa, ratio)
+
+
 def test_04_exercises_are_graded_by_the_engine():
-    text, defs = notebook_text("04_optimizers", answer_adam="0.01", answer_cosine="0.05", answer_clip="0.6")
+    text, defs = notebook_text("04_optimizers", answer_adam="0.01", answer_cosine="0.05", answer_clip="0.6",
+                               answer_rate="0.818")
+    assert defs["exercise_rate"].truth == pytest.approx(9 / 11)
     assert defs["exercise_adam"].truth == pytest.approx(0.01, rel=1e-6)
     assert defs["exercise_cosine"].truth == pytest.approx(0.05)
     assert defs["exercise_clip"].truth == pytest.approx(0.6, rel=1e-5)
-    assert text.count("Right") == 3
-    text, _ = notebook_text("04_optimizers", answer_adam="0.003", answer_cosine="0.1", answer_clip="3")
-    assert "Right" not in text and text.count("Not quite") == 3
+    assert text.count("Right") == 4
+    text, _ = notebook_text("04_optimizers", answer_adam="0.003", answer_cosine="0.1", answer_clip="3",
+                            answer_rate="0.980")
+    assert "Right" not in text and text.count("Not quite") == 4

@@ -126,3 +126,20 @@ def test_the_race_caches_each_run_on_the_settings_its_optimizer_reads():
         np.testing.assert_array_equal(moved.trajectories[name].path, fresh.path)
     refused = olab.race("beale", ["sgd", "nesterov"], steps=10, momentum=0.0)
     assert list(refused.trajectories) == ["sgd"] and "μ > 0" in refused.problems["nesterov"]
+
+
+@pytest.mark.parametrize("kappa", [4.0, 100.0, 1000.0])
+def test_condition_rates_match_polyak_and_goh(kappa):
+    r = olab.condition_rates(kappa, steps=300)
+    root = math.sqrt(kappa)
+    assert r.theory == pytest.approx({"gd": (kappa - 1) / (kappa + 1), "momentum": (root - 1) / (root + 1)})
+    assert r.measured["gd"] == pytest.approx(r.theory["gd"], rel=1e-9)  # both directions contract by r exactly
+    assert r.theory["momentum"] <= r.measured["momentum"] <= 1.01 * r.theory["momentum"]
+    # the heavy ball by hand, θ_{t+1} = θ_t − η∇f + μ(θ_t − θ_{t−1}), is what engine.optim.SGD ran
+    lr, mu = r.settings["momentum"]
+    prev = theta = np.ones(2)
+    for t in range(1, 21):
+        prev, theta = theta, theta - lr * np.array([1.0, kappa]) * theta + mu * (theta - prev)
+        assert np.linalg.norm(theta) == pytest.approx(r.norms["momentum"][t], rel=1e-9)
+    with pytest.raises(ValueError, match="κ must be"):
+        olab.condition_rates(1.0)
