@@ -6,10 +6,11 @@ process as snapshots, and the exact-vs-learned comparison on a 1-D Gaussian mixt
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from engine import Tensor, manual_seed, no_grad, random
+from engine import Tensor, no_grad, random
 from engine import data as engine_data
 from engine import diffusion as D
 from engine.distances import energy_distance
@@ -20,9 +21,10 @@ from ._checks import _int, _positive
 from ._generative import DATASETS_2D, toy_data_2d
 
 __all__ = [
-    "DATASETS_2D", "LINEAR_MAX_SCALE", "chain_vs_closed_form", "epsilon_curves", "exact_reverse_1d",
-    "forward_snapshot", "linear_scale", "make_schedule", "mixture_1d", "reverse_trajectory",
-    "toy_data_2d", "train_ddpm_tracked", "train_denoiser_1d",
+    "DATASETS_2D", "LINEAR_MAX_SCALE", "ChainCheck", "DDPMRun", "EpsilonCurves", "Moments",
+    "chain_vs_closed_form", "epsilon_curves", "exact_reverse_1d", "forward_snapshot", "linear_scale",
+    "make_noise_schedule", "mixture_1d", "mixture_moments", "mode_commitment", "reverse_trajectory",
+    "sample_moments", "step_at", "toy_data_2d", "train_ddpm_tracked", "train_denoiser_1d",
 ]
 
 
@@ -36,7 +38,7 @@ def linear_scale(T) -> float:
     return min(1000.0 / T, LINEAR_MAX_SCALE)
 
 
-def make_schedule(kind="linear", T=100):
+def make_noise_schedule(kind="linear", T=100):
     """'linear' (DDPM's 1e-4 … 0.02 times :func:`linear_scale`, so that ᾱ_T ≈ 4e-5 for T ≥ 21),
     'linear (fixed bounds)' (1e-4 … 0.02 as printed, whatever T) or 'cosine'."""
     if kind == "linear":
@@ -46,8 +48,13 @@ def make_schedule(kind="linear", T=100):
         return D.linear_beta_schedule(T)
     if kind == "cosine":
         return D.cosine_beta_schedule(T)
-    raise ValueError(f"make_schedule: kind must be 'linear', 'linear (fixed bounds)' or 'cosine', "
+    raise ValueError(f"make_noise_schedule: kind must be 'linear', 'linear (fixed bounds)' or 'cosine', "
                      f"got {kind!r}")
+
+
+def step_at(fraction, T) -> int:
+    """The time step t ∈ {0, …, T − 1} at a fraction of the way through the process."""
+    return int(round(float(fraction) * (int(T) - 1)))
 
 
 # ----------------------------------------------------------------------------- forward process
@@ -59,14 +66,23 @@ def forward_snapshot(X0, schedule, t, seed=0) -> np.ndarray:
     return D.q_sample(X0, int(t), noise, schedule)
 
 
-def chain_vs_closed_form(x0, schedule, t, n=4000, seed=0) -> dict:
+@dataclass(frozen=True)
+class ChainCheck:
+    """n runs of the forward chain from one point against the closed form q(x_t | x_0)."""
+
+    samples: np.ndarray  # [n, D]: x_t of every run
+    mean: np.ndarray  # [D]: their mean per coordinate
+    var: np.ndarray  # [D]: their variance per coordinate
+    closed_mean: np.ndarray  # [D]: √ᾱ_t x_0
+    closed_var: float  # 1 − ᾱ_t
+
+
+def chain_vs_closed_form(x0, schedule, t, n=4000, seed=0) -> ChainCheck:
     """Run the forward chain one step at a time from the single point ``x0`` (n copies):
 
         x_s = √(1 − β_s) x_{s−1} + √β_s ε_s,   s = 0 … t,
 
-    and compare with the closed form q(x_t | x_0) = N(√ᾱ_t x_0, (1 − ᾱ_t) I). Returns
-    ``samples`` [n, D], their ``mean``/``var`` per coordinate, and ``closed_mean``/``closed_var``.
-    """
+    and compare with the closed form q(x_t | x_0) = N(√ᾱ_t x_0, (1 − ᾱ_t) I)."""
     op = "chain_vs_closed_form"
     x0 = np.atleast_1d(np.asarray(x0, dtype=np.float64))
     t = _int(op, "t", t, 0)
@@ -78,23 +94,35 @@ def chain_vs_closed_form(x0, schedule, t, n=4000, seed=0) -> dict:
     for s in range(t + 1):  # one step per time step: the chain itself (vectorised over samples)
         x = math.sqrt(schedule.alphas[s]) * x + math.sqrt(schedule.betas[s]) * rng.standard_normal(x.shape)
     mean, var = D.q_mean_var(x0[None], t, schedule)
-    return {"samples": x, "mean": x.mean(0), "var": x.var(0), "closed_mean": np.asarray(mean)[0],
-            "closed_var": float(np.asarray(var).reshape(-1)[0])}
+    return ChainCheck(samples=x, mean=x.mean(0), var=x.var(0), closed_mean=np.asarray(mean)[0],
+                      closed_var=float(np.asarray(var).reshape(-1)[0]))
 
 
 # ----------------------------------------------------------------------------- training with a quality curve
+@dataclass
+class DDPMRun:
+    """A seeded DDPM training run and the sample quality measured along it."""
+
+    model: D.Denoiser
+    losses: np.ndarray  # the loss at every step
+    checkpoints: np.ndarray  # the steps at which quality was measured
+    quality: np.ndarray  # energy distance of fresh samples to the held-out rows, per checkpoint
+    noise_quality: float  # the same for pure N(0, I) noise, where sampling starts
+    floor: float  # the same for a second draw of the data: what a perfect model would score
+    held_out: np.ndarray  # the held-out rows [n_eval, D]
+    stopped: str = ""  # why training stopped early (a non-finite loss), or empty
+    samples: np.ndarray | None = None  # the 1-D runs: samples drawn with the learned model
+
+
 def train_ddpm_tracked(X, schedule, steps=2000, hidden=64, lr=1e-2, batch_size=256, n_checkpoints=8,
-                       n_eval=500, seed=0, variance="posterior", on_step=None) -> dict:
+                       n_eval=500, seed=0, variance="posterior", on_step=None) -> DDPMRun:
     """Train ``engine.diffusion.Denoiser`` on X [N, D] (the last ``n_eval`` rows held out) with
     Adam, the learning rate decaying from ``lr`` to lr/100 along a cosine, and measure the sample
     quality ``n_checkpoints`` times on the way.
 
     Quality: the energy distance between ``n_eval`` fresh samples and the held-out rows
-    (0 for identical distributions); ``noise_quality`` is the same for pure N(0, I) noise (where
-    sampling starts) and ``floor`` for a second held-out draw of the data (what a perfect model
-    would score with this many points). Returns ``model``, ``losses`` (every step),
-    ``checkpoints`` (step numbers), ``quality``, ``noise_quality``, ``floor``, ``stopped``.
-    ``on_step(step)`` is called after every step. Seeded: the same arguments give the same run.
+    (0 for identical distributions). ``on_step(step)`` is called after every step. Seeded (on a
+    forked stream: the global one is left as it was): the same arguments give the same run.
     """
     op = "train_ddpm_tracked"
     steps = _int(op, "steps", steps, 1)
@@ -105,52 +133,49 @@ def train_ddpm_tracked(X, schedule, steps=2000, hidden=64, lr=1e-2, batch_size=2
         raise ValueError(f"{op}: X must be [N, D] with N >= 2·n_eval + 2 = {2 * n_eval + 2}, "
                          f"got shape {X.shape}")
     train, held = X[:-n_eval], X[-n_eval:].astype(np.float64)
-    manual_seed(int(seed))
-    model = D.Denoiser(X.shape[1], int(hidden), T=schedule.T)
-    opt = Adam(model.parameters(), lr=lr)
-    decay = CosineAnnealingLR(opt, steps, eta_min=lr / 100)
     checkpoints = sorted({max(1, round(steps * k / n_checkpoints)) for k in range(1, n_checkpoints + 1)})
     losses, quality, stopped = [], [], ""
-    for step in range(1, steps + 1):
-        batch = train[random.generator().integers(0, len(train), size=batch_size)]
-        loss = D.ddpm_loss(model, batch, schedule)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        decay.step()
-        losses.append(float(loss.data))
-        if not math.isfinite(losses[-1]):
-            stopped = f"the loss became non-finite at step {step}: lower the learning rate"
-            break
-        if step in checkpoints:
-            try:
-                samples = D.sample(model, schedule, n_eval, X.shape[1], variance=variance)
-                quality.append(energy_distance(samples, held))
-            except FloatingPointError:
-                quality.append(float("nan"))
-        if on_step is not None:
-            on_step(step)
+    with random.fork_rng(int(seed)):
+        model = D.Denoiser(X.shape[1], int(hidden), T=schedule.T)
+        opt = Adam(model.parameters(), lr=lr)
+        decay = CosineAnnealingLR(opt, steps, eta_min=lr / 100)
+        for step in range(1, steps + 1):
+            batch = train[random.generator().integers(0, len(train), size=batch_size)]
+            loss = D.ddpm_loss(model, batch, schedule)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            decay.step()
+            losses.append(float(loss.data))
+            if not math.isfinite(losses[-1]):
+                stopped = f"the loss became non-finite at step {step}: lower the learning rate"
+                break
+            if step in checkpoints:
+                try:
+                    samples = D.sample(model, schedule, n_eval, X.shape[1], variance=variance)
+                    quality.append(energy_distance(samples, held))
+                except FloatingPointError:
+                    quality.append(float("nan"))
+            if on_step is not None:
+                on_step(step)
     rng = np.random.default_rng(seed + 1)
     noise = rng.standard_normal(held.shape)
     floor = energy_distance(train[rng.choice(len(train), n_eval, replace=False)].astype(np.float64), held)
-    return {"model": model, "losses": np.asarray(losses), "checkpoints": np.asarray(checkpoints[:len(quality)]),
-            "quality": np.asarray(quality), "noise_quality": energy_distance(noise, held),
-            "floor": floor, "stopped": stopped, "held_out": held}
+    return DDPMRun(model=model, losses=np.asarray(losses), checkpoints=np.asarray(checkpoints[:len(quality)]),
+                   quality=np.asarray(quality), noise_quality=energy_distance(noise, held), floor=floor,
+                   held_out=held, stopped=stopped)
 
 
-def reverse_trajectory(model, schedule, n=1000, dim=2, seed=0, variance="posterior") -> dict:
-    """Ancestral sampling from N(0, I) to data with every intermediate state kept.
-
-    Returns ``states`` [T + 1, n, dim] (index k = the state after k reverse steps: k = 0 is the
-    pure noise x_T, k = T the samples x_0) and ``message`` (empty, or why sampling failed: a
-    badly trained model can make the states blow up; ``states`` is then None). Seeded.
-    """
-    manual_seed(int(seed))
-    try:
-        states = D.sample(model, schedule, int(n), dim, return_trajectory=True, variance=variance)
-    except FloatingPointError as error:
-        return {"states": None, "message": str(error).replace("sample: ", "")}
-    return {"states": states, "message": ""}
+def reverse_trajectory(model, schedule, n=1000, dim=2, seed=0, variance="posterior") -> np.ndarray:
+    """Ancestral sampling from N(0, I) to data with every intermediate state kept: [T + 1, n, dim]
+    (index k = the state after k reverse steps: k = 0 is the pure noise x_T, k = T the samples
+    x_0). Seeded. A badly trained model can make the states blow up: ValueError, saying so."""
+    with random.fork_rng(int(seed)):
+        try:
+            return D.sample(model, schedule, int(n), dim, return_trajectory=True, variance=variance)
+        except FloatingPointError as error:
+            raise ValueError(f"reverse_trajectory: {str(error).replace('sample: ', '')}; "
+                             "lower the learning rate") from None
 
 
 # ----------------------------------------------------------------------------- exact reverse process in 1-D
@@ -167,38 +192,88 @@ def mixture_1d(separation=2.0, std=0.3, weight_left=0.5):
     return engine_data.GaussianMixture(means, std, np.array([w, 1 - w]))
 
 
+@dataclass(frozen=True)
+class Moments:
+    """Mean, variance and the share of mass left of 0 of a 1-D distribution or sample."""
+
+    mean: float
+    var: float
+    share_left: float
+
+
+def mixture_moments(mixture) -> Moments:
+    """The exact moments of a 1-D mixture: E[x] = Σ w_k μ_k, Var[x] = Σ w_k (σ_k² + μ_k²) − E[x]²,
+    and P(x < 0) = Σ w_k Φ(−μ_k/σ_k)."""
+    means, w = mixture.means[:, 0], mixture.weights
+    stds = np.broadcast_to(np.asarray(mixture.stds, dtype=np.float64).reshape(-1), means.shape)
+    mean = float(w @ means)
+    left = float(w @ np.array([0.5 * math.erfc(m / (s * math.sqrt(2))) for m, s in zip(means, stds)]))
+    return Moments(mean=mean, var=float(w @ (stds**2 + means**2)) - mean**2, share_left=left)
+
+
+def sample_moments(x) -> Moments:
+    """The same three numbers for a sample."""
+    x = np.asarray(x, dtype=np.float64)
+    return Moments(mean=float(x.mean()), var=float(x.var()), share_left=float(np.mean(x < 0)))
+
+
 def exact_reverse_1d(mixture, schedule, n=4000, seed=0, variance="posterior") -> np.ndarray:
     """Samples [n] of the reverse process run with the exact ε* = −√(1 − ᾱ_t) ∇log q_t of the
     mixture (``engine.diffusion.exact_sample``); seeded."""
-    manual_seed(int(seed))
-    return D.exact_sample(mixture, schedule, int(n), variance=variance)[:, 0]
+    with random.fork_rng(int(seed)):
+        return D.exact_sample(mixture, schedule, int(n), variance=variance)[:, 0]
 
 
 def train_denoiser_1d(mixture, schedule, steps=1500, hidden=64, lr=1e-2, n=4000, seed=0,
-                      variance="posterior", on_step=None) -> dict:
-    """A learned ε_θ for the 1-D mixture: :func:`train_ddpm_tracked` on ``n`` samples of it.
-    Returns that dict plus ``samples`` [n] drawn with the learned model."""
+                      variance="posterior", on_step=None) -> DDPMRun:
+    """A learned ε_θ for the 1-D mixture: :func:`train_ddpm_tracked` on ``n`` samples of it, with
+    ``samples`` [n] drawn with the learned model (NaN, and ``stopped`` says why, if they diverge)."""
     X = mixture.sample(n + 600, seed=seed)[0].astype(np.float64)
     run = train_ddpm_tracked(X, schedule, steps=steps, hidden=hidden, lr=lr, n_checkpoints=4,
                              n_eval=300, seed=seed, variance=variance, on_step=on_step)
-    manual_seed(int(seed) + 7)
-    try:
-        run["samples"] = D.sample(run["model"], schedule, n, 1, variance=variance)[:, 0]
-    except FloatingPointError:
-        run["samples"] = np.full(n, np.nan)
-        run["stopped"] = run["stopped"] or "sampling diverged: the model's predictions are too large"
+    with random.fork_rng(int(seed) + 7):
+        try:
+            run.samples = D.sample(run.model, schedule, n, 1, variance=variance)[:, 0]
+        except FloatingPointError:
+            run.samples = np.full(n, np.nan)
+            run.stopped = run.stopped or "sampling diverged: the model's predictions are too large"
     return run
 
 
-def epsilon_curves(mixture, schedule, t, model=None, grid=None) -> dict:
-    """The optimal noise prediction ε*(x, t) = −√(1 − ᾱ_t) ∇log q_t(x) of the mixture over a grid
-    of x, and the learned ε_θ(x, t) when a ``model`` is given; also the noised density q_t(x)."""
+@dataclass(frozen=True)
+class EpsilonCurves:
+    """The noise prediction over a grid of x at one step t."""
+
+    x: np.ndarray  # the grid
+    exact: np.ndarray  # ε*(x, t) = −√(1 − ᾱ_t) ∇log q_t(x)
+    density: np.ndarray  # q_t(x), the noised density
+    learned: np.ndarray | None = None  # ε_θ(x, t) when a model was given
+
+
+def epsilon_curves(mixture, schedule, t, model=None, grid=None) -> EpsilonCurves:
+    """The optimal noise prediction ε*(x, t) of the mixture over a grid of x, and the learned
+    ε_θ(x, t) when a ``model`` is given; also the noised density q_t(x)."""
     grid = np.linspace(-4, 4, 401) if grid is None else np.asarray(grid, dtype=np.float64)
     t = int(t)
-    out = {"x": grid, "exact": D.exact_epsilon(mixture, grid[:, None], t, schedule)[:, 0],
-           "density": D.noised_mixture(mixture, t, schedule).prob(grid[:, None])}
+    learned = None
     if model is not None:
         with no_grad():
-            out["learned"] = model(Tensor(grid[:, None].astype(np.float32)),
-                                   np.full(len(grid), t, dtype=np.int64)).data[:, 0].astype(np.float64)
-    return out
+            learned = model(Tensor(grid[:, None].astype(np.float32)),
+                            np.full(len(grid), t, dtype=np.int64)).data[:, 0].astype(np.float64)
+    return EpsilonCurves(x=grid, exact=D.exact_epsilon(mixture, grid[:, None], t, schedule)[:, 0],
+                         density=D.noised_mixture(mixture, t, schedule).prob(grid[:, None]),
+                         learned=learned)
+
+
+def mode_commitment(mixture, schedule, n=2000, seed=0, variance="posterior") -> np.ndarray:
+    """Coarse to fine with the exact ε*: for each number k = 0 … T of reverse steps taken, the
+    share of samples already on the side of the valley between the two modes (x = the midpoint
+    of the means, scaled by √ᾱ_t) on which they end. Which mode a sample joins (the coarse
+    structure) is settled by the large-t steps; where in the mode it lands is settled last."""
+    with random.fork_rng(int(seed)):
+        states = D.exact_sample(mixture, schedule, int(n), return_trajectory=True, variance=variance)[..., 0]
+    middle = float(mixture.means[:, 0].mean())
+    # after k steps the state is x_{T−k}, noised by ᾱ at index T − 1 − k (and not at all at k = T)
+    scale = np.sqrt(np.concatenate([schedule.alpha_bars[::-1], [1.0]]))
+    side = states > (scale * middle)[:, None]
+    return (side == side[-1]).mean(axis=1)

@@ -32,22 +32,22 @@ def test_toy_data_2d_is_standardised(name):
 
 def test_make_schedule_linear_scale():
     for T in (10, 20, 21, 50, 1000):
-        s = diffusion_lab.make_schedule("linear", T)
+        s = diffusion_lab.make_noise_schedule("linear", T)
         scale = min(1000 / T, 0.999 / 0.02)
         np.testing.assert_allclose(s.betas, np.linspace(1e-4, 0.02, T) * scale)
         assert s.betas.max() < 1
         assert s.alpha_bars[-1] < (1e-2 if T < 21 else 1e-4)
-    np.testing.assert_allclose(diffusion_lab.make_schedule("linear (fixed bounds)", 100).betas,
+    np.testing.assert_allclose(diffusion_lab.make_noise_schedule("linear (fixed bounds)", 100).betas,
                                np.linspace(1e-4, 0.02, 100))
-    np.testing.assert_allclose(diffusion_lab.make_schedule("cosine", 64).alpha_bars,
+    np.testing.assert_allclose(diffusion_lab.make_noise_schedule("cosine", 64).alpha_bars,
                                diffusion.cosine_beta_schedule(64).alpha_bars)
     with pytest.raises(ValueError, match="kind"):
-        diffusion_lab.make_schedule("quadratic")
+        diffusion_lab.make_noise_schedule("quadratic")
 
 
 def test_forward_snapshot_is_the_closed_form():
     X = diffusion_lab.toy_data_2d("moons", 200)
-    s = diffusion_lab.make_schedule("linear", 50)
+    s = diffusion_lab.make_noise_schedule("linear", 50)
     xt = diffusion_lab.forward_snapshot(X, s, 20, seed=4)
     eps = np.random.default_rng(4).standard_normal(X.shape)
     ab = np.prod(1 - s.betas[:21])
@@ -58,47 +58,58 @@ def test_chain_vs_closed_form_constant_beta():
     s = diffusion.Schedule.from_betas(np.full(30, 0.05))
     c = diffusion_lab.chain_vs_closed_form([2.0], s, 29, n=20000, seed=0)
     ab = 0.95 ** 30
-    assert c["closed_mean"][0] == pytest.approx(np.sqrt(ab) * 2.0)
-    assert c["closed_var"] == pytest.approx(1 - ab)
-    assert c["mean"][0] == pytest.approx(np.sqrt(ab) * 2.0, abs=5 * np.sqrt((1 - ab) / 20000))
-    assert c["var"][0] == pytest.approx(1 - ab, rel=0.05)
+    assert c.closed_mean[0] == pytest.approx(np.sqrt(ab) * 2.0)
+    assert c.closed_var == pytest.approx(1 - ab)
+    assert c.mean[0] == pytest.approx(np.sqrt(ab) * 2.0, abs=5 * np.sqrt((1 - ab) / 20000))
+    assert c.var[0] == pytest.approx(1 - ab, rel=0.05)
     with pytest.raises(ValueError, match="t must be"):
         diffusion_lab.chain_vs_closed_form([0.0], s, 30)
 
 
 def test_train_ddpm_tracked_improves_and_is_reproducible():
     X = diffusion_lab.toy_data_2d("8 Gaussians", 1400, seed=0)
-    s = diffusion_lab.make_schedule("linear", 20)
+    s = diffusion_lab.make_noise_schedule("linear", 20)
     ticks = []
     a = diffusion_lab.train_ddpm_tracked(X, s, steps=400, n_checkpoints=4, n_eval=300, on_step=ticks.append)
     b = diffusion_lab.train_ddpm_tracked(X, s, steps=400, n_checkpoints=4, n_eval=300)
     assert ticks == list(range(1, 401))
-    np.testing.assert_array_equal(a["losses"], b["losses"])
-    assert list(a["checkpoints"]) == [100, 200, 300, 400] and len(a["quality"]) == 4
-    assert a["losses"][-50:].mean() < a["losses"][:10].mean()
-    assert a["quality"][-1] < a["noise_quality"]
-    assert a["floor"] < a["quality"][-1] + 0.05
+    np.testing.assert_array_equal(a.losses, b.losses)
+    assert list(a.checkpoints) == [100, 200, 300, 400] and len(a.quality) == 4
+    assert a.losses[-50:].mean() < a.losses[:10].mean()
+    assert a.quality[-1] < a.noise_quality
+    assert a.floor < a.quality[-1] + 0.05
     # the quality number is the engine's energy distance (recomputed on the held-out rows)
-    np.testing.assert_array_equal(a["held_out"], X[-300:].astype(np.float32).astype(np.float64))
+    np.testing.assert_array_equal(a.held_out, X[-300:].astype(np.float32).astype(np.float64))
     with pytest.raises(ValueError, match="n_eval"):
         diffusion_lab.train_ddpm_tracked(X[:100], s, n_eval=300)
 
 
 def test_reverse_trajectory_and_sampling_agree():
     X = diffusion_lab.toy_data_2d("moons", 1000, seed=0)
-    s = diffusion_lab.make_schedule("linear", 10)
+    s = diffusion_lab.make_noise_schedule("linear", 10)
     run = diffusion_lab.train_ddpm_tracked(X, s, steps=50, n_checkpoints=1, n_eval=200)
-    traj = diffusion_lab.reverse_trajectory(run["model"], s, n=64, seed=5)
-    assert traj["message"] == "" and traj["states"].shape == (11, 64, 2)
+    traj = diffusion_lab.reverse_trajectory(run.model, s, n=64, seed=5)
+    assert traj.shape == (11, 64, 2)
     engine.manual_seed(5)
-    final = diffusion.sample(run["model"], s, 64, 2, variance="posterior")
-    np.testing.assert_allclose(traj["states"][-1], final)
+    final = diffusion.sample(run.model, s, 64, 2, variance="posterior")
+    np.testing.assert_allclose(traj[-1], final)
+
+
+def test_reverse_trajectory_of_a_diverged_model_is_a_clear_error():
+    X = diffusion_lab.toy_data_2d("moons", 1000, seed=0)
+    s = diffusion_lab.make_noise_schedule("linear", 10)
+    run = diffusion_lab.train_ddpm_tracked(X, s, steps=5, n_checkpoints=1, n_eval=200)
+    for p in run.model.parameters():
+        p.data[...] = 1e30  # predictions overflow: the states cannot stay finite
+    with np.errstate(over="ignore", invalid="ignore"), \
+            pytest.raises(ValueError, match="reverse_trajectory: .*lower the learning rate"):
+        diffusion_lab.reverse_trajectory(run.model, s, n=8)
 
 
 def test_exact_reverse_1d_reproduces_the_mixture():
     m = diffusion_lab.mixture_1d(3.0, 0.3, 0.25)
     assert m.weights[0] == pytest.approx(0.25) and list(m.means[:, 0]) == [-1.5, 1.5]
-    x = diffusion_lab.exact_reverse_1d(m, diffusion_lab.make_schedule("linear", 1000), n=4000, variance="beta")
+    x = diffusion_lab.exact_reverse_1d(m, diffusion_lab.make_noise_schedule("linear", 1000), n=4000, variance="beta")
     assert np.mean(x < 0) == pytest.approx(0.25, abs=0.03)
     mean = 0.25 * -1.5 + 0.75 * 1.5
     assert x.mean() == pytest.approx(mean, abs=0.06)
@@ -108,20 +119,44 @@ def test_exact_reverse_1d_reproduces_the_mixture():
 
 def test_epsilon_curves_exact_formula_and_learned_model():
     m = diffusion_lab.mixture_1d(2.0, 0.5, 0.5)
-    s = diffusion_lab.make_schedule("linear", 20)
+    s = diffusion_lab.make_noise_schedule("linear", 20)
     run = diffusion_lab.train_denoiser_1d(m, s, steps=100, n=500)
-    assert run["samples"].shape == (500,)
-    c = diffusion_lab.epsilon_curves(m, s, 5, model=run["model"], grid=np.linspace(-3, 3, 7))
+    assert run.samples.shape == (500,)
+    c = diffusion_lab.epsilon_curves(m, s, 5, model=run.model, grid=np.linspace(-3, 3, 7))
     ab = s.alpha_bars[5]
     # score of the noised mixture written out: Σ r_k (μ_k' − x)/v with μ_k' = √ᾱ μ_k, v = ᾱσ² + 1 − ᾱ
-    x = c["x"]
+    x = c.x
     mu = np.sqrt(ab) * np.array([-1.0, 1.0])
     v = ab * 0.25 + 1 - ab
     dens = np.exp(-(x[:, None] - mu) ** 2 / (2 * v))
     r = dens / dens.sum(1, keepdims=True)
     score = (r * (mu - x[:, None]) / v).sum(1)
-    np.testing.assert_allclose(c["exact"], -np.sqrt(1 - ab) * score, atol=1e-12)
-    np.testing.assert_allclose(c["density"], dens.sum(1) / 2 / np.sqrt(2 * np.pi * v), atol=1e-12)
-    assert c["learned"].shape == (7,)
+    np.testing.assert_allclose(c.exact, -np.sqrt(1 - ab) * score, atol=1e-12)
+    np.testing.assert_allclose(c.density, dens.sum(1) / 2 / np.sqrt(2 * np.pi * v), atol=1e-12)
+    assert c.learned.shape == (7,)
 
 
+
+
+def test_step_at_and_moments():
+    assert [diffusion_lab.step_at(f, 50) for f in (0.0, 0.5, 1.0)] == [0, 24, 49]
+    m = diffusion_lab.mixture_1d(2.0, 0.5, 0.2)
+    x = m.sample(200000, seed=3)[0][:, 0]
+    exact = diffusion_lab.mixture_moments(m)
+    assert exact.mean == pytest.approx(0.2 * -1 + 0.8 * 1)
+    assert exact.var == pytest.approx(0.25 + 1 - 0.6**2)
+    drawn = diffusion_lab.sample_moments(x)
+    assert drawn.share_left == pytest.approx(exact.share_left, abs=0.005)  # Monte Carlo vs Φ
+    assert drawn.mean == pytest.approx(x.mean()) and drawn.var == pytest.approx(x.var())
+
+
+def test_mode_commitment_counts_samples_on_their_final_side():
+    m = diffusion_lab.mixture_1d(3.0, 0.3, 0.5)
+    s = diffusion_lab.make_noise_schedule("linear", 20)
+    c = diffusion_lab.mode_commitment(m, s, n=500, seed=2)
+    # recomputed from the same trajectory, drawn on the same seed
+    engine.manual_seed(2)
+    states = diffusion.exact_sample(m, s, 500, return_trajectory=True, variance="posterior")[..., 0]
+    side = states > 0  # symmetric modes: the valley is at 0 for every t
+    np.testing.assert_allclose(c, (side == side[-1]).mean(1))
+    assert c[-1] == 1.0 and c.shape == (21,)
