@@ -56,6 +56,11 @@ def _():
     its inputs, then move the step slider: the orange node is where the backward pass is, teal
     nodes already hold their final gradient, and the text shows the rule from the engine's
     own source (each op's docstring).
+
+    The order is the one `backward()` itself uses (the stepper asks the autograd for it): a
+    **topological order** of the graph, reversed, so that a node is processed only after every
+    node that uses it has sent its share. Pick "x used three times" to watch the shares arrive
+    at $x$ one by one and add up.
     """)
     return
 
@@ -87,15 +92,23 @@ def _(bp_step, expr, graph, input_grads, x_val, y_val, z_val):
              else f"Step {_k} of {len(graph.order) - 1}.")
     _fig = plot.graph_figure(**graph.drawing(_k), height=3.0)
     _grads = " · ".join(f"∂f/∂{name} = **{g:.6g}**" for name, g in sorted(input_grads.items()))
+    graph_sums = graph.accumulation(_k)
+    _order = " → ".join(f"**{graph.node(i).label}**" if j == _k else graph.node(i).label
+                        for j, i in enumerate(graph.order))
+    _sums = [f"**{graph.node(i).label}** is read {n} times: {got} of {n} contributions arrived, partial sum "
+             f"**{total:.6g}**" + (" (its final gradient)." if got == n else ".")
+             for i, (total, got, n) in graph_sums.items()]
     mo.vstack([
         mo.hstack([expr, x_val, y_val, z_val], wrap=True),
         mo.md(rf"""$${graphs.EXPRESSIONS[expr.value]["latex"]} = {graph.node(graph.output).value:.6g}$$"""),
         bp_step,
         _fig,
         mo.md(f"{_note} {graph_step.text()}"),
+        mo.md(f"Backward order (a topological order, reversed: every node after all the nodes that use it): {_order}."),
+        mo.md("  \n".join(_sums) if _sums else "No value is used twice in this expression."),
         mo.md(f"After the whole pass, autograd gives: {_grads}."),
     ])
-    return (graph_step,)
+    return graph_step, graph_sums
 
 
 @app.cell(hide_code=True)
@@ -405,6 +418,25 @@ def _():
 @app.cell
 def _(answer_h, exercise_h):
     ui.exercise(exercise_h, answer_h)
+    return
+
+
+@app.cell
+def _():
+    _reuse = graphs.expression_graph("reuse", 1.0, 1.0, 0.0)
+    exercise_uses = exercises.NumberExercise(
+        question=r"**4.** In $f = x\,e^{x} + x\,y$, how many contributions are added up to make "
+                 r"$\partial f/\partial x$ during the backward pass?",
+        truth=_reuse.uses(next(n.id for n in _reuse.nodes if n.label == "x")),
+        hint="Count every place an op reads x: each one sends x a share (step through 'x used three times').",
+        explanation="Two mul nodes and the exp node each read x.")
+    answer_uses = ui.answer_box(exercise_uses, placeholder="e.g. 2", label="contributions =")
+    return answer_uses, exercise_uses
+
+
+@app.cell
+def _(answer_uses, exercise_uses):
+    ui.exercise(exercise_uses, answer_uses)
     return
 
 

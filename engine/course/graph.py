@@ -113,6 +113,27 @@ class Graph:
                     step.sends.append((parent_id, self.node(parent_id).label, float(np.sum(g))))
         return step
 
+    def received(self, k: int) -> dict:
+        """{node id: [(sender label, contribution), …]}: what each node has been sent by steps 0..k.
+        A node used m times receives m contributions; its gradient is their sum once all arrived."""
+        got: dict = {}
+        for j in range(k + 1):
+            step = self.step(j)
+            for parent_id, _, c in step.sends:
+                got.setdefault(parent_id, []).append((step.node.label, c))
+        return got
+
+    def accumulation(self, k: int) -> dict:
+        """For each node read more than once: {id: (partial sum, contributions arrived, expected)}
+        after steps 0..k: accumulation made visible (the sum equals ``grad`` once all arrived)."""
+        got = self.received(k)
+        return {n.id: (sum(c for _, c in got.get(n.id, [])), len(got.get(n.id, [])), self.uses(n.id))
+                for n in self.nodes if self.uses(n.id) > 1}
+
+    def uses(self, id: int) -> int:
+        """How many inputs of ops read node ``id`` (x·x reads x twice): the contributions it will receive."""
+        return sum(1 for a, _ in self.edges if a == id)
+
     def known_after(self, k: int) -> set:
         """Ids whose gradient is final once the backward pass has processed steps 0..k."""
         return set(self.order[: k + 1])

@@ -130,3 +130,19 @@ def test_dense_layer_gradients_by_hand_equal_autograd():
         graphs.dense_layer_gradients(d_in=0)
 
 
+
+
+def test_accumulation_shows_partial_sums_arriving_at_a_node_used_three_times():
+    g = graphs.expression_graph("reuse", 1.2, 0.5, 0.0)  # f = x·eˣ + x·y
+    x = next(n for n in g.nodes if n.label == "x")
+    shares = [math.exp(1.2), 1.2 * math.exp(1.2), 0.5]  # from x·eˣ (as a), from eˣ, from x·y
+    assert g.uses(x.id) == 3
+    arrived = [g.accumulation(k)[x.id][1] for k in range(len(g.order))]
+    assert arrived == sorted(arrived) and arrived[0] == 0 and arrived[-1] == 3
+    assert 1 in arrived and 2 in arrived  # the shares arrive one at a time
+    total, got, expected = g.accumulation(len(g.order) - 1)[x.id]
+    assert got == expected == 3 and total == pytest.approx(sum(shares)) == pytest.approx(x.grad)
+    for k in range(len(g.order)):  # a partial sum is the sum of the shares received so far
+        partial, got, _ = g.accumulation(k)[x.id]
+        assert partial == pytest.approx(sum(c for _, c in g.received(k).get(x.id, [])))
+    assert graphs.expression_graph("neuron", 1.0, 1.0, 1.0).accumulation(3) == {}

@@ -29,7 +29,21 @@ def test_03_graph_step_through_shows_the_engine_gradients():
         assert defs["graph_step"].node.id == g.order[2]
         assert "Local rule" in text or "is an input" in text
     text, defs = notebook_text("03_backprop", expr="neuron", bp_step=13)
-    assert "past the end" in text
+    assert "past the end" in text and "No value is used twice" in text
+
+
+def test_03_stepper_shows_shares_adding_up_at_x():
+    g = graphs.expression_graph("reuse", 1.5, -0.5, 0.3)
+    x = next(n for n in g.nodes if n.label == "x")
+    seen = []
+    for k in range(len(g.order)):
+        text, defs = notebook_text("03_backprop", expr="reuse", bp_step=k)
+        total, got, n = defs["graph_sums"][x.id]
+        seen.append(got)
+        assert f"{got} of 3 contributions arrived, partial sum {total:.6g}" in text
+        assert "Backward order" in text and " → ".join(g.node(i).label for i in g.order) in text
+    assert seen[0] == 0 and seen[-1] == 3 and sorted(set(seen)) == [0, 1, 2, 3]
+    assert f"partial sum {x.grad:.6g} (its final gradient)" in text
 
 
 def test_03_dense_layer_and_gradient_check():
@@ -68,11 +82,13 @@ def test_03_playground_trains_behind_the_button():
 
 def test_03_exercises_are_graded_by_the_engine():
     s = 1 / (1 + math.exp(1.5))
-    text, defs = notebook_text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_dw="5", answer_h="-6")
+    text, defs = notebook_text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_dw="5", answer_h="-6",
+                               answer_uses="3")
     assert defs["exercise_neuron"].truth == pytest.approx(s * (1 - s) * 2)
     assert defs["exercise_dw"].truth == 5 and -8 <= defs["exercise_h"].truth <= -4
-    assert text.count("Right") == 3
-    text, _ = notebook_text("03_backprop", answer_neuron="0.5", answer_dw="10", answer_h="-12")
-    assert "Right" not in text and text.count("Not quite") == 3
+    assert defs["exercise_uses"].truth == 3
+    assert text.count("Right") == 4
+    text, _ = notebook_text("03_backprop", answer_neuron="0.5", answer_dw="10", answer_h="-12", answer_uses="2")
+    assert "Right" not in text and text.count("Not quite") == 4
 
 
