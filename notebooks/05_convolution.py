@@ -7,21 +7,15 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    import engine
     from engine import data, shapes
-    from engine.course import check_number, plot, toc, verdict
+    from engine.course import exercises, metadata, plot, toc, ui
     from engine.course.labs import convolution as lab
+
+    METADATA = metadata("05_convolution")
 
 
 @app.cell(hide_code=True)
 def _():
-    METADATA = {
-        "id": "05_convolution",
-        "name": "Convolution",
-        "summary": "Convolution arithmetic and receptive fields, im2col made visible, classic "
-        "filters, and a small CNN with its learned filters.",
-        "topics": ["convolution", "receptive_field", "im2col", "cnn"],
-    }
     mo.md(f"""
     # {METADATA["name"]}
 
@@ -34,12 +28,12 @@ def _():
     - **im2col**: the trick that turns a convolution into one matrix product, forward and backward;
     - **filters**: what hand-made kernels do to an image, and what a trained CNN learns by itself.
     """)
-    return (METADATA,)
+    return
 
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(toc.nav_md("05_convolution"))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -85,43 +79,13 @@ def _():
 @app.cell
 def _():
     size_w = mo.ui.slider(1, 16, value=7, label="input size W", show_value=True)
-    return (size_w,)
-
-
-@app.cell
-def _():
     kernel_k = mo.ui.slider(1, 7, value=3, label="kernel K", show_value=True)
-    return (kernel_k,)
-
-
-@app.cell
-def _():
     padding_p = mo.ui.slider(0, 4, value=1, label="padding P", show_value=True)
-    return (padding_p,)
-
-
-@app.cell
-def _():
     stride_s = mo.ui.slider(1, 4, value=2, label="stride S", show_value=True)
-    return (stride_s,)
-
-
-@app.cell
-def _():
     dilation_d = mo.ui.slider(1, 3, value=1, label="dilation D", show_value=True)
-    return (dilation_d,)
-
-
-@app.cell
-def _():
     channels_in = mo.ui.slider(1, 64, value=3, label="C_in", show_value=True)
-    return (channels_in,)
-
-
-@app.cell
-def _():
     channels_out = mo.ui.slider(1, 64, value=16, label="C_out", show_value=True)
-    return (channels_out,)
+    return channels_in, channels_out, dilation_d, kernel_k, padding_p, size_w, stride_s
 
 
 @app.cell
@@ -147,7 +111,7 @@ def _(
     mo.vstack([
         mo.hstack([size_w, kernel_k, padding_p, stride_s, dilation_d], wrap=True),
         mo.hstack([channels_in, channels_out], justify="start"),
-        mo.callout(mo.md("\n".join(_lines)), kind="info" if conv_setting.ok else "danger"),
+        mo.callout(mo.md("\n".join(_lines)), kind="info" if conv_setting.ok else "warn"),
     ])
     return (conv_setting,)
 
@@ -163,18 +127,13 @@ def _(conv_setting, dilation_d, kernel_k, padding_p, size_w, stride_s):
 
 @app.cell
 def _(conv_setting):
+    # Their range depends on the calculator's output size, hence a second controls cell.
     _last = max(0, (conv_setting.output_size or 1) - 1)
     out_pixel_row = mo.ui.slider(0, max(1, _last), value=min(1, _last),
                                  label="output row p", show_value=True)
-    return (out_pixel_row,)
-
-
-@app.cell
-def _(conv_setting):
-    _last = max(0, (conv_setting.output_size or 1) - 1)
     out_pixel_col = mo.ui.slider(0, max(1, _last), value=0, label="output column q",
                                  show_value=True)
-    return (out_pixel_col,)
+    return out_pixel_col, out_pixel_row
 
 
 @app.cell
@@ -225,13 +184,8 @@ def _():
 @app.cell
 def _():
     transpose_w = mo.ui.slider(1, 10, value=3, label="input size W", show_value=True)
-    return (transpose_w,)
-
-
-@app.cell
-def _():
     output_padding = mo.ui.slider(0, 3, value=1, label="output_padding", show_value=True)
-    return (output_padding,)
+    return output_padding, transpose_w
 
 
 @app.cell
@@ -243,7 +197,7 @@ def _(dilation_d, kernel_k, output_padding, padding_p, stride_s, transpose_w):
     _text = "\n".join([_r.message] + [f"- {n}" for n in _r.notes])
     _controls = mo.hstack([transpose_w, output_padding], justify="start")
     if not _r.ok:
-        _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="danger")])
+        _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="warn")])
     else:
         _kind = np.where(transposed["kept"], "kept", "cropped")
         _stamps = plot.cell_grid(transposed["input"], transposed["full"], _kind,
@@ -268,51 +222,43 @@ def _():
     $K_{\text{eff}}$ is not a multiple of $S$. Try $K=3, S=2$, then $K=4, S=2$.
 
     ### Check yourself
-
-    **Exercise 1.** A $28\times 28$ image goes through `Conv2d(1, 8, kernel_size=5, stride=2)`
-    with no padding. How many pixels wide is the output?
     """)
     return
 
 
 @app.cell
 def _():
-    answer_size = mo.ui.text(placeholder="output width", label="your answer")
-    return (answer_size,)
+    exercise_size = exercises.NumberExercise(
+        question="**Exercise 1.** A 28 × 28 image goes through "
+        "`Conv2d(1, 8, kernel_size=5, stride=2)` with no padding. How many pixels wide is the output?",
+        truth=shapes.conv_output_size(28, 5, stride=2, padding=0),
+        hint="count the starts 0, 2, 4, … at which a 5-wide window still fits in 28 pixels: "
+        "⌊(28 − 5)/2⌋ + 1.")
+    answer_size = ui.answer_box(exercise_size, placeholder="output width")
+    return answer_size, exercise_size
 
 
 @app.cell
-def _(answer_size):
-    truth_size = shapes.conv_output_size(28, 5, stride=2, padding=0)
-    mo.vstack([answer_size, verdict(check_number(
-        answer_size.value, truth_size,
-        "count the starts 0, 2, 4, … at which a 5-wide window still fits in 28 pixels: "
-        "⌊(28 − 5)/2⌋ + 1."))])
-    return (truth_size,)
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    **Exercise 2.** How many parameters (weights and biases) does `Conv2d(3, 16, kernel_size=5)`
-    have? Does the answer depend on the image size?
-    """)
+def _(answer_size, exercise_size):
+    ui.exercise(exercise_size, answer_size)
     return
 
 
 @app.cell
 def _():
-    answer_params = mo.ui.text(placeholder="parameter count", label="your answer")
-    return (answer_params,)
+    exercise_params = exercises.NumberExercise(
+        question="**Exercise 2.** How many parameters (weights and biases) does "
+        "`Conv2d(3, 16, kernel_size=5)` have? Does the answer depend on the image size?",
+        truth=shapes.conv2d_params(3, 16, 5),
+        hint="each of the 16 filters has 3 × 5 × 5 weights and one bias; the image size never enters.")
+    answer_params = ui.answer_box(exercise_params, placeholder="parameter count")
+    return answer_params, exercise_params
 
 
 @app.cell
-def _(answer_params):
-    truth_params = shapes.conv2d_params(3, 16, 5)
-    mo.vstack([answer_params, verdict(check_number(
-        answer_params.value, truth_params,
-        "each of the 16 filters has 3 × 5 × 5 weights and one bias; the image size never enters."))])
-    return (truth_params,)
+def _(answer_params, exercise_params):
+    ui.exercise(exercise_params, answer_params)
+    return
 
 
 @app.cell(hide_code=True)
@@ -340,44 +286,14 @@ def _():
     rf_preset = mo.ui.dropdown(
         options=["AlexNet", "VGG-16", "ResNet-50", "custom stack"], value="VGG-16",
         label="network")
-    return (rf_preset,)
-
-
-@app.cell
-def _():
     rf_layers = mo.ui.slider(1, 12, value=6, label="custom: layers", show_value=True)
-    return (rf_layers,)
-
-
-@app.cell
-def _():
     rf_kernel = mo.ui.slider(1, 7, value=3, label="custom: kernel", show_value=True)
-    return (rf_kernel,)
-
-
-@app.cell
-def _():
     rf_stride = mo.ui.slider(1, 3, value=1, label="custom: stride", show_value=True)
-    return (rf_stride,)
-
-
-@app.cell
-def _():
     rf_dilation = mo.ui.slider(1, 4, value=1, label="custom: dilation", show_value=True)
-    return (rf_dilation,)
-
-
-@app.cell
-def _():
     rf_pool = mo.ui.slider(0, 4, value=2, label="custom: 2×2 pool every n convs (0: none)",
                            show_value=True)
-    return (rf_pool,)
-
-
-@app.cell
-def _():
     rf_input = mo.ui.slider(8, 512, step=8, value=224, label="input size", show_value=True)
-    return (rf_input,)
+    return rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
 
 
 @app.cell
@@ -425,27 +341,26 @@ def _():
     $5\times5$ pixels and three see $7\times7$, like one $7\times7$ kernel, with
     $3\cdot 9C^2 = 27C^2$ weights instead of $49C^2$ and two more non-linearities in between.
     Dilation grows the field without pooling (try the custom stack with dilation 2).
-
-    **Exercise 3.** Three $3\times3$ convolutions: the first two with stride 2, the last with
-    stride 1. How many input pixels wide is the receptive field of one output unit?
     """)
     return
 
 
 @app.cell
 def _():
-    answer_rf = mo.ui.text(placeholder="receptive field", label="your answer")
-    return (answer_rf,)
+    exercise_rf = exercises.NumberExercise(
+        question="**Exercise 3.** Three 3 × 3 convolutions: the first two with stride 2, the last "
+        "with stride 1. How many input pixels wide is the receptive field of one output unit?",
+        truth=shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size,
+        hint="layer by layer, r grows by (K − 1)·j with j the product of the strides before it: "
+        "1 + 2·1, then + 2·2, then + 2·4.")
+    answer_rf = ui.answer_box(exercise_rf, placeholder="receptive field")
+    return answer_rf, exercise_rf
 
 
 @app.cell
-def _(answer_rf):
-    truth_rf = shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size
-    mo.vstack([answer_rf, verdict(check_number(
-        answer_rf.value, truth_rf,
-        "layer by layer, r grows by (K − 1)·j with j the product of the strides before it: "
-        "1 + 2·1, then + 2·2, then + 2·4."))])
-    return (truth_rf,)
+def _(answer_rf, exercise_rf):
+    ui.exercise(exercise_rf, answer_rf)
+    return
 
 
 @app.cell(hide_code=True)
@@ -453,17 +368,19 @@ def _():
     mo.md(r"""
     ## 4. im2col: a convolution is a matrix product
 
-    Copy every window of the padded input into one row of a matrix (the **column matrix**, stored
-    transposed by `unfold`: one column per window). The convolution is then one product with the
-    weights flattened to $W_2 \in \mathbb{R}^{C_{out}\times C_{in}K^2}$:
+    Copy every window of the padded input into one **column** of a matrix, the column matrix
+    (`torch.nn.functional.unfold` returns it in this layout). The convolution is then one product
+    with the weights flattened to $W_2 \in \mathbb{R}^{C_{out}\times C_{in}K^2}$:
 
     $$
     \text{cols} = \operatorname{im2col}(x) \in \mathbb{R}^{C_{in}K^2 \times L}, \qquad
     Y = W_2\,\text{cols} \;(+\, b), \qquad L = H_{out}W_{out} .
     $$
 
-    Pick an output pixel: its patch is lit on the input, its row in the matrix, and the weights it
-    meets. The output value is that row times the weights.
+    Column $r$ of cols holds the window of output pixel $r = p\,W_{out} + q$. Pick $r$: its
+    window is outlined on the input, column $r$ of cols (drawn lying down, as row $r$ of
+    $\text{cols}^\top$, so that it reads left to right like the weights) and the weights it meets.
+    The output value is their dot product.
     """)
     return
 
@@ -471,38 +388,13 @@ def _():
 @app.cell
 def _():
     im_size = mo.ui.slider(3, 8, value=5, label="input H = W", show_value=True)
-    return (im_size,)
-
-
-@app.cell
-def _():
     im_channels = mo.ui.slider(1, 2, value=1, label="channels", show_value=True)
-    return (im_channels,)
-
-
-@app.cell
-def _():
     im_kernel = mo.ui.slider(1, 4, value=3, label="kernel K", show_value=True)
-    return (im_kernel,)
-
-
-@app.cell
-def _():
     im_stride = mo.ui.slider(1, 3, value=1, label="stride S", show_value=True)
-    return (im_stride,)
-
-
-@app.cell
-def _():
     im_padding = mo.ui.slider(0, 2, value=1, label="padding P", show_value=True)
-    return (im_padding,)
-
-
-@app.cell
-def _():
-    im_pixel = mo.ui.slider(0, 63, value=7, label="output pixel r (row of the matrix)",
+    im_pixel = mo.ui.slider(0, 63, value=7, label="output pixel r (column r of cols)",
                             show_value=True)
-    return (im_pixel,)
+    return im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride
 
 
 @app.cell
@@ -511,28 +403,30 @@ def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride):
     _rng = np.random.default_rng(5)
     im_x = _rng.integers(0, 10, size=(im_channels.value, im_size.value, im_size.value)).astype(float)
     im_w = _rng.integers(-1, 3, size=(1, im_channels.value, im_kernel.value, im_kernel.value)).astype(float)
-    _report = lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value)
-    _w_out = _report.output_size or 1
-    _r = min(im_pixel.value, _w_out * _w_out - 1)
-    view = lab.im2col_view(im_x, im_w, im_stride.value, im_padding.value, 1,
-                           _r // _w_out, _r % _w_out)
     _controls = mo.hstack([im_size, im_channels, im_kernel, im_stride, im_padding], wrap=True)
-    if not view["ok"]:
-        _shown = mo.vstack([_controls, im_pixel, mo.callout(mo.md(view["message"]), kind="danger")])
+    try:
+        _w_out = lab.conv_report(im_size.value, im_kernel.value, im_stride.value,
+                                 im_padding.value).output_size or 1
+        _r = min(im_pixel.value, _w_out * _w_out - 1)
+        view = lab.im2col_view(im_x, im_w, im_stride.value, im_padding.value, 1,
+                               _r // _w_out, _r % _w_out)
+    except ValueError as _err:
+        view = None
+        _shown = mo.vstack([_controls, im_pixel, ui.problem(_err)])
     else:
         _terms = " + ".join(f"{a:g}·{b:g}" if b >= 0 else f"{a:g}·({b:g})"
-                            for a, b in zip(view["row_values"], view["weights"]))
+                            for a, b in zip(view.row_values, view.weights))
         _clipped = (f" (the output has only {_w_out * _w_out} pixels: showing the last)"
                     if im_pixel.value != _r else "")
         _shown = mo.vstack([
             _controls, im_pixel,
-            plot.im2col_figure(view),
-            mo.md(f"Output pixel r = {view['row']} is (p, q) = ({view['out_row']}, "
-                  f"{view['out_col']}){_clipped}. Its row of cols times the weights:\n\n"
-                  f"{_terms} = **{view['value']:g}**\n\n"
-                  f"`conv2d` gives {view['conv2d'][view['out_row'], view['out_col']]:g} at the same "
+            plot.im2col_figure(vars(view)),
+            mo.md(f"Output pixel r = {view.row} is (p, q) = ({view.out_row}, "
+                  f"{view.out_col}){_clipped}. Column r of cols times the weights:\n\n"
+                  f"{_terms} = **{view.value:g}**\n\n"
+                  f"`conv2d` gives {view.conv2d[view.out_row, view.out_col]:g} at the same "
                   f"pixel; the whole matrix product equals `conv2d` everywhere: "
-                  f"{bool(np.allclose(view['output'], view['conv2d']))}."),
+                  f"{bool(np.allclose(view.output, view.conv2d))}."),
         ])
     _shown
     return im_w, im_x, view
@@ -561,16 +455,14 @@ def _():
 
 @app.cell
 def _(im_padding, im_stride, im_w, im_x, view):
-    mo.stop(not view["ok"], mo.md("*No valid convolution with these settings.*"))
-    _g = np.random.default_rng(6).normal(size=(1,) + view["out_shape"])
+    mo.stop(view is None, mo.md("*No valid convolution with these settings.*"))
+    _g = np.random.default_rng(6).normal(size=(1,) + view.out_shape)
     backward = lab.im2col_backward(im_x, im_w, _g, im_stride.value, im_padding.value)
-    backward_gap = max(
-        float(np.abs(backward["grad_input"] - backward["autograd_input"]).max()),
-        float(np.abs(backward["grad_weight"] - backward["autograd_weight"]).max()))
+    backward_gap = backward.largest_gap
     mo.vstack([
-        plot.image_row({"windows per pixel": backward["window_count"],
-                        "∂L/∂x by col2im": backward["grad_input"][0],
-                        "∂L/∂x by autograd": backward["autograd_input"][0]},
+        plot.image_row({"windows per pixel": backward.window_count,
+                        "∂L/∂x by col2im": backward.grad_input[0],
+                        "∂L/∂x by autograd": backward.autograd_input[0]},
                        cmaps={"windows per pixel": "Purples"},
                        symmetric=("∂L/∂x by col2im", "∂L/∂x by autograd"),
                        annotate=("windows per pixel",), fmt="{:.0f}"),
@@ -587,10 +479,13 @@ def _():
 
     Before learning, people designed kernels by hand. A kernel whose weights sum to 1 keeps the
     brightness (blur, sharpen); one whose weights sum to 0 answers only to change (edges, the
-    Laplacian). Sobel's $x$ kernel is a derivative across columns smoothed along rows:
+    Laplacian). Sobel's $x$ kernel is the outer product of a vertical smoothing and a horizontal
+    derivative: it differentiates along each row (across columns, so it answers to vertical
+    edges) and averages three neighbouring rows with weights $1, 2, 1$ (down each column):
 
     $$
-    G_x = \begin{pmatrix} -1 & 0 & 1 \\ -2 & 0 & 2 \\ -1 & 0 & 1 \end{pmatrix}, \qquad
+    G_x = \begin{pmatrix} 1 \\ 2 \\ 1 \end{pmatrix}\begin{pmatrix} -1 & 0 & 1 \end{pmatrix}
+    = \begin{pmatrix} -1 & 0 & 1 \\ -2 & 0 & 2 \\ -1 & 0 & 1 \end{pmatrix}, \qquad
     \lVert \nabla x \rVert \approx \sqrt{(G_x \star x)^2 + (G_y \star x)^2}.
     $$
 
@@ -603,31 +498,22 @@ def _():
 def _():
     filter_name = mo.ui.dropdown(options=list(lab.CLASSIC_FILTERS) + ["edge magnitude"],
                                  value="vertical edges (Sobel x)", label="filter")
-    return (filter_name,)
-
-
-@app.cell
-def _():
     filter_noise = mo.ui.slider(0.0, 0.5, step=0.05, value=0.0, label="image noise σ",
                                 show_value=True)
-    return (filter_noise,)
-
-
-@app.cell
-def _():
     filter_repeat = mo.ui.slider(1, 8, value=1, label="apply n times", show_value=True)
-    return (filter_repeat,)
-
-
-@app.cell
-def _():
     filter_stride = mo.ui.slider(1, 4, value=1, label="stride", show_value=True)
-    return (filter_stride,)
+    return filter_name, filter_noise, filter_repeat, filter_stride
 
 
 @app.cell
-def _(filter_name, filter_noise, filter_repeat, filter_stride):
+def _(filter_noise):
+    # Its own cell: the other filter controls do not redraw the image.
     image = lab.sample_image(48, noise=filter_noise.value, seed=0)
+    return (image,)
+
+
+@app.cell
+def _(filter_name, filter_noise, filter_repeat, filter_stride, image):
     filtered = lab.apply_filter(image, filter_name.value, filter_stride.value,
                                 filter_repeat.value)
     _kernel = (lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]
@@ -645,22 +531,81 @@ def _(filter_name, filter_noise, filter_repeat, filter_stride):
         mo.md(f"Kernel weights sum to **{_kernel.sum():.3g}**; result range "
               f"[{filtered.min():.2f}, {filtered.max():.2f}]. Red is positive, blue negative."),
     ])
-    return filtered, image
+    return (filtered,)
 
 
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    Add noise and compare the edge filters before and after a blur (apply the box blur a few times,
-    then think of the Sobel filter applied to its result: two convolutions in a row are one
-    convolution with a larger kernel, which is what a CNN's stacked layers exploit).
+    ### Two convolutions in a row
 
+    Cross-correlating with $a$ and then with $b$ reads $x[i+u+v]$ with weight $a[u]\,b[v]$, so it
+    is **one** cross-correlation with the kernel $c[t] = \sum_{u+v=t} a[u]\,b[v]$, which is
+    $(K_a + K_b - 1)$ pixels wide. This holds only while nothing sits between the two layers. A
+    CNN puts a nonlinearity there (a ReLU), and then no single kernel reproduces the pair: the
+    network stays a deeper function (notebook 01: without nonlinearities, depth adds nothing).
+    What composes in every case is the **receptive field** of section 3: the pair still reads a
+    $(K_a + K_b - 1)$-wide window.
+
+    Below, both routes on the image above, without padding so that no border effect interferes.
+    """)
+    return
+
+
+@app.cell
+def _():
+    compose_first = mo.ui.dropdown(options=list(lab.CLASSIC_FILTERS),
+                                   value="vertical edges (Sobel x)", label="first kernel a")
+    compose_second = mo.ui.dropdown(options=list(lab.CLASSIC_FILTERS), value="box blur",
+                                    label="then kernel b")
+    return compose_first, compose_second
+
+
+@app.cell
+def _(compose_first, compose_second, image):
+    composition = lab.two_convolutions(image, compose_first.value, compose_second.value)
+    mo.vstack([
+        mo.hstack([compose_first, compose_second], justify="start"),
+        mo.hstack([
+            plot.image_row({f"one {composition.composed.shape[0]}×{composition.composed.shape[1]} "
+                            "kernel c": composition.composed}, colorbar=False, cell=2.0,
+                           annotate=(), symmetric=(f"one {composition.composed.shape[0]}×"
+                                                   f"{composition.composed.shape[1]} kernel c",)),
+            mo.md(f"- b ⋆ (a ⋆ x) against c ⋆ x, largest difference: "
+                  f"**{composition.gap_linear:.1e}** (rounding only)\n"
+                  f"- b ⋆ ReLU(a ⋆ x) against c ⋆ x: **{composition.gap_relu:.3g}** "
+                  f"(the ReLU zeroed {composition.relu_changed:.0%} of a ⋆ x)"),
+        ], justify="start"),
+    ])
+    return (composition,)
+
+
+@app.cell
+def _():
+    exercise_compose = exercises.NumberExercise(
+        question="**Exercise 4.** A 3 × 3 blur followed by a 5 × 5 kernel, nothing in between: "
+        "how many pixels wide is the one kernel that does both?",
+        truth=lab.compose_kernels(np.ones((3, 3)), np.ones((5, 5))).shape[0],
+        hint="c[t] sums a[u]·b[v] over u + v = t, with u from 0 to 2 and v from 0 to 4.")
+    answer_compose = ui.answer_box(exercise_compose, placeholder="kernel width")
+    return answer_compose, exercise_compose
+
+
+@app.cell
+def _(answer_compose, exercise_compose):
+    ui.exercise(exercise_compose, answer_compose)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 6. A small CNN learns its own filters
 
     Two convolution blocks (conv, ReLU, $2\times2$ max-pool) and a linear layer classify $16\times16$
     images of circles, squares, triangles and crosses. Training runs when you press the button
     (a few seconds; the browser version is slower). Afterwards the first layer's kernels and the
-    feature maps of a test image show what the network looks at.
+    feature maps of a test image show what the network computes.
     """)
     return
 
@@ -668,33 +613,13 @@ def _():
 @app.cell
 def _():
     cnn_filters = mo.ui.slider(2, 12, value=6, label="filters in layer 1", show_value=True)
-    return (cnn_filters,)
-
-
-@app.cell
-def _():
     cnn_kernel = mo.ui.dropdown(options={"3×3": 3, "5×5": 5, "7×7": 7}, value="5×5",
                                 label="kernel")
-    return (cnn_kernel,)
-
-
-@app.cell
-def _():
     cnn_epochs = mo.ui.slider(1, 15, value=8, label="epochs", show_value=True)
-    return (cnn_epochs,)
-
-
-@app.cell
-def _():
     cnn_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2,
                                      "1e-1": 1e-1}, value="1e-2", label="learning rate")
-    return (cnn_lr,)
-
-
-@app.cell
-def _():
     cnn_train = mo.ui.run_button(label="Train the CNN")
-    return (cnn_train,)
+    return cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train
 
 
 @app.cell
@@ -726,16 +651,16 @@ def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train, shapes_test, shape
         cnn_history = lab.train_cnn(cnn, *shapes_train, *shapes_test,
                                     epochs=cnn_epochs.value, lr=cnn_lr.value, seed=0,
                                     on_epoch=lambda e, h: _bar.update())
-    _curves = plot.loss_curves({"train": cnn_history["train_acc"],
-                                "validation": cnn_history["test_acc"]},
+    _curves = plot.loss_curves({"train": cnn_history.train_acc,
+                                "validation": cnn_history.test_acc},
                                y_title="accuracy", title="accuracy per epoch (chance: 0.25)")
-    _loss = plot.loss_curves({"train": cnn_history["loss"]}, y_title="cross-entropy",
+    _loss = plot.loss_curves({"train": cnn_history.loss}, y_title="cross-entropy",
                              title="training loss per epoch")
-    _stopped = (mo.callout(mo.md(cnn_history["stopped"]), kind="warn")
-                if cnn_history["stopped"] else mo.md(""))
-    _final = cnn_history["test_acc"][-1] if cnn_history["test_acc"] else float("nan")
+    _stopped = (mo.callout(mo.md(cnn_history.stopped), kind="warn")
+                if cnn_history.stopped else mo.md(""))
+    _final = cnn_history.test_acc[-1] if cnn_history.test_acc else float("nan")
     mo.vstack([_stopped, mo.hstack([_loss, _curves], widths="equal"),
-               mo.md(f"Test accuracy after {len(cnn_history['loss'])} epochs: **{_final:.1%}**")])
+               mo.md(f"Test accuracy after {len(cnn_history.loss)} epochs: **{_final:.1%}**")])
     return cnn, cnn_history
 
 
@@ -752,8 +677,7 @@ def _(cnn, cnn_image, shapes_test):
     _guess = data.SHAPE_CLASSES[int(np.argmax(_maps["probs"]))]
     _filters = lab.learned_filters(cnn)
     mo.vstack([
-        mo.md("**Learned first-layer kernels** (red positive, blue negative): edge and blob "
-              "detectors appear without anyone designing them."),
+        mo.md("**Learned first-layer kernels** (red positive, blue negative)."),
         plot.image_row({f"filter {i}": f for i, f in enumerate(_filters)},
                        symmetric=tuple(f"filter {i}" for i in range(len(_filters))),
                        colorbar=False, cell=1.2),
@@ -780,20 +704,22 @@ def _():
 
 @app.cell
 def _():
-    import engine.functional as F
-    from engine import nn
+    def _script():
+        import engine
+        import engine.functional as F
+        from engine import nn
 
-    engine.manual_seed(0)
-    x = engine.randn(8, 3, 32, 32)                       # a batch of 8 RGB images
-    conv = nn.Conv2d(3, 16, kernel_size=5, stride=2, padding=2)
-    y = F.max_pool2d(F.relu(conv(x)), 2)                 # [8, 16, 8, 8]
-    n_params = sum(p.data.size for p in conv.parameters())
-    size = engine.shapes.conv_output_size(32, 5, stride=2, padding=2)
-    field = engine.shapes.receptive_field([(5, 2, 2), (2, 2, 0)])[-1].size
-    y.sum().backward()                                   # gradients reach conv.weight
-    mo.show_code(mo.md(f"`y.shape` = {y.shape} · parameters = {n_params} · conv output size = "
-                       f"{size} · receptive field = {field} · `conv.weight.grad.shape` = "
-                       f"{conv.weight.grad.shape}"))
+        x = engine.randn(8, 3, 32, 32)                       # a batch of 8 RGB images
+        conv = nn.Conv2d(3, 16, kernel_size=5, stride=2, padding=2)
+        y = F.max_pool2d(F.relu(conv(x)), 2)                 # [8, 16, 8, 8]
+        n_params = sum(p.data.size for p in conv.parameters())
+        size = engine.shapes.conv_output_size(32, 5, stride=2, padding=2)
+        field = engine.shapes.receptive_field([(5, 2, 2), (2, 2, 0)])[-1].size
+        y.sum().backward()                                   # gradients reach conv.weight
+        return (f"`y.shape` = {y.shape} · parameters = {n_params} · conv output size = {size} · "
+                f"receptive field = {field} · `conv.weight.grad.shape` = {conv.weight.grad.shape}")
+
+    mo.md(_script())
     return
 
 
@@ -801,7 +727,7 @@ def _():
 def _():
     mo.md(
         "---\n\n**Where next.** Convolutions share weights across positions; attention lets every "
-        "position choose which others to read. " + toc.nav_md("05_convolution")
+        "position choose which others to read. " + toc.nav_md(METADATA["id"])
     )
     return
 

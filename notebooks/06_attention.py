@@ -7,21 +7,15 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    import engine
     from engine import shapes
-    from engine.course import check_number, plot, throttled, toc, verdict
+    from engine.course import exercises, metadata, plot, throttled, toc, ui
     from engine.course.labs import attention as lab
+
+    METADATA = metadata("06_attention")
 
 
 @app.cell(hide_code=True)
 def _():
-    METADATA = {
-        "id": "06_attention",
-        "name": "Attention",
-        "summary": "Scaled dot-product attention, masks, multi-head shapes, RoPE and sinusoidal "
-        "positions, and a tiny attention model.",
-        "topics": ["attention", "transformers", "positional_encoding"],
-    }
     mo.md(f"""
     # {METADATA["name"]}
 
@@ -35,12 +29,12 @@ def _():
     - show by experiment that rotary embeddings (RoPE) make scores depend on relative position only;
     - train a tiny attention model and read the rule it found in its attention map.
     """)
-    return (METADATA,)
+    return
 
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(toc.nav_md("06_attention"))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -73,76 +67,56 @@ def _():
 @app.cell
 def _():
     qkv_dk = mo.ui.slider(1, 64, value=4, label="d_k", show_value=True)
-    return (qkv_dk,)
-
-
-@app.cell
-def _():
     qkv_seed = mo.ui.slider(0, 20, value=0, label="random weights #", show_value=True)
-    return (qkv_seed,)
-
-
-@app.cell
-def _():
     qkv_scale = mo.ui.dropdown(options=lab.SCALES, value="1/√d_k (standard)",
                                label="scale")
-    return (qkv_scale,)
-
-
-@app.cell
-def _():
     qkv_temperature = mo.ui.slider(steps=[0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 20.0], value=1.0,
                                    label="temperature τ", show_value=True)
-    return (qkv_temperature,)
-
-
-@app.cell
-def _():
     mask_kind = mo.ui.dropdown(options=list(lab.MASK_KINDS), value="none", label="mask")
-    return (mask_kind,)
-
-
-@app.cell
-def _():
     mask_window = mo.ui.slider(1, 10, value=2, label="window", show_value=True)
-    return (mask_window,)
-
-
-@app.cell
-def _():
     mask_pad = mo.ui.slider(0, 10, value=3, label="padding tokens at the end", show_value=True)
-    return (mask_pad,)
+    return mask_kind, mask_pad, mask_window, qkv_dk, qkv_scale, qkv_seed, qkv_temperature
 
 
 @app.cell
-def _(mask_kind, mask_pad, mask_window, qkv_dk, qkv_scale, qkv_seed, qkv_temperature):
+def _(qkv_dk, qkv_seed):
     qkv = lab.toy_qkv(d_model=16, d_k=qkv_dk.value, seed=qkv_seed.value)
-    _L = len(qkv["tokens"])
+    return (qkv,)
+
+
+@app.cell
+def _(mask_kind, mask_pad, mask_window, qkv, qkv_dk, qkv_scale, qkv_seed, qkv_temperature):
+    _L = len(qkv.tokens)
     mask = lab.make_mask(mask_kind.value, _L, mask_window.value, mask_pad.value)
-    maps = lab.attention_maps(qkv["Q"], qkv["K"], qkv["V"], qkv_scale.value,
+    maps = lab.attention_maps(qkv.Q, qkv.K, qkv.V, qkv_scale.value,
                               qkv_temperature.value, mask)
-    _labels = [f"{i}:{w}" for i, w in enumerate(qkv["tokens"])]
+    mask_counts = lab.mask_cost(mask, _L)
+    _labels = [f"{i}:{w}" for i, w in enumerate(qkv.tokens)]
     _small = qkv_dk.value <= 16
-    _scores = plot.heatmap(maps["scores"], x_labels=_labels, y_labels=_labels, x_title="key j",
+    _scores = plot.heatmap(maps.scores, x_labels=_labels, y_labels=_labels, x_title="key j",
                            y_title="query i", color_title="score", scheme="blueorange",
                            annotate=True, fmt=".1f", title="scores q·k · scale / τ (blank: masked)")
-    _weights = plot.heatmap(maps["weights"], x_labels=_labels, y_labels=_labels,
+    _weights = plot.heatmap(maps.weights, x_labels=_labels, y_labels=_labels,
                             x_title="key j", y_title="query i", color_title="weight",
                             scheme="purples", domain=(0, 1), annotate=True, fmt=".2f",
                             title="attention weights (each row sums to 1)")
-    _notes = [f"scale × 1/τ = **{maps['scale']:.3g}** · mean row entropy "
-              f"**{maps['entropy'].mean():.2f}** nats (uniform over {_L} keys: {np.log(_L):.2f}) · "
-              f"largest weight **{np.nanmax(maps['weights']):.2f}**"]
-    if len(maps["empty_rows"]):
-        _notes.append(f"Queries {list(maps['empty_rows'])} may attend to no key at all: their "
-                      "weights are all zero and their output is zero (the engine never returns NaN).")
+    _notes = [f"scale × 1/τ = **{maps.scale:.3g}** · mean row entropy "
+              f"**{maps.entropy.mean():.2f}** nats (uniform over {_L} keys: {np.log(_L):.2f}) · "
+              f"largest weight **{np.nanmax(maps.weights):.2f}**",
+              f"Scores computed: **{mask_counts.computed}** (all L² = {_L}², the mask is applied "
+              f"afterwards) · scores the mask keeps: **{mask_counts.used}**."]
+    if len(maps.empty_rows):
+        _notes.append(f"Queries {list(maps.empty_rows)} may attend to no key at all. The engine "
+                      "gives them all-zero weights and a zero output, as PyTorch's "
+                      "`F.scaled_dot_product_attention` does (since 2.5); a plain softmax over "
+                      "all −∞ scores, and `nn.MultiheadAttention` with every key padded, give NaN.")
     mo.vstack([
         mo.hstack([qkv_dk, qkv_seed, qkv_scale, qkv_temperature], wrap=True),
         mo.hstack([mask_kind, mask_window, mask_pad], wrap=True),
         mo.md("\n\n".join(_notes)),
         mo.hstack([_scores, _weights], widths="equal"),
     ])
-    return mask, maps, qkv
+    return mask, mask_counts, maps
 
 
 @app.cell(hide_code=True)
@@ -157,9 +131,86 @@ def _():
 
     - **causal**: query $i$ sees keys $j \le i$ only, so a language model cannot peek at the future;
     - **padding**: sequences in a batch are padded to one length, and nobody may attend to the padding;
-    - **sliding window**: each query sees its neighbours within a window, so the cost grows as
-      $L \cdot w$ instead of $L^2$.
+    - **sliding window**: each query sees its neighbours within a window. Only $\approx L\,(2w-1)$
+      scores are used instead of $L^2$, but a dense mask, as here, still computes all $L^2$ and
+      discards the rest: the saving in time and memory needs a banded kernel that never forms
+      the blocked scores (the line above the heatmaps counts both).
 
+    **Order.** Without positions and masks, attention treats its input as a set: reorder the
+    tokens and every output is reordered the same way, $\operatorname{Attention}(PX) =
+    P\operatorname{Attention}(X)$ for a permutation matrix $P$, because
+    $\operatorname{softmax}(PSP^\top) = P\operatorname{softmax}(S)P^\top$. Add a position
+    vector to each slot before the projections and the equality fails: the largest differences
+    below are measured on the sentence above, for one random reordering.
+    """)
+    return
+
+
+@app.cell
+def _(qkv):
+    permutation = lab.permutation_check(qkv, seed=0)
+    mo.md(f"Reordering the tokens as {permutation.order.tolist()}: largest |Attention(PX) − "
+          f"P·Attention(X)| = **{permutation.gap_plain:.1e}** without positions (rounding), "
+          f"**{permutation.gap_positions:.3f}** with sinusoidal positions added to X.")
+    return (permutation,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ### A designed lookup
+
+    Random weights give an arbitrary pattern. Build one on purpose: eight random keys, and a
+    query equal to key 3. Its score against key 3 is $|k_3|^2/\sqrt{d_k} \approx \sqrt{d_k}$,
+    against the others about $\mathcal N(0, 1)$. Multiplying every score by $c$ (an inverse
+    temperature) moves the weights from uniform ($c \to 0$) to all on key 3 ($c \to \infty$):
+    attention is a soft dictionary lookup whose sharpness the scale sets.
+    """)
+    return
+
+
+@app.cell
+def _():
+    retrieval_scale = mo.ui.slider(steps=[0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
+                                   value=1.0, label="multiplier c of the scores", show_value=True)
+    return (retrieval_scale,)
+
+
+@app.cell
+def _(retrieval_scale):
+    retrieval = lab.designed_retrieval(L=8, d_k=16, target=3,
+                                       multipliers=(retrieval_scale.value,), seed=0)
+    mo.vstack([
+        retrieval_scale,
+        plot.bars([f"key {j}" for j in range(8)], retrieval.weights[0], y_title="weight",
+                  y_domain=(0, 1), title=f"c = {retrieval_scale.value:g}: weight on key 3 = "
+                  f"{retrieval.on_target[0]:.3f}"),
+        mo.md(f"Scores q·k_j/√d_k: {', '.join(f'{v:.2f}' for v in retrieval.scores)}. Weight on "
+              f"the matching key: **{retrieval.on_target[0]:.3f}** (uniform: {1 / 8:.3f})."),
+    ])
+    return (retrieval,)
+
+
+@app.cell
+def _():
+    exercise_lookup = exercises.NumberExercise(
+        question="**Exercise 1.** A query scores 4 against its matching key and 0 against each of "
+        "7 other keys. What weight does the softmax give the matching key? (Two decimals.)",
+        truth=float(np.exp(4) / (np.exp(4) + 7)),
+        hint="softmax: e⁴ / (e⁴ + 7·e⁰).", abs_tol=0.01)
+    answer_lookup = ui.answer_box(exercise_lookup, placeholder="weight")
+    return answer_lookup, exercise_lookup
+
+
+@app.cell
+def _(answer_lookup, exercise_lookup):
+    ui.exercise(exercise_lookup, answer_lookup)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 2. Why divide by $\sqrt{d_k}$?
 
     If the entries of $q$ and $k$ are independent with mean 0 and variance 1, each product
@@ -186,83 +237,81 @@ def _():
 @app.cell
 def _(variance_dk):
     variance = lab.dot_product_variance(variance_dk.value, n=4000, seed=0)
-    sweep = lab.scaling_sweep(L=16, n=300, seed=0)
     _lim = max(4.0, 4 * np.sqrt(variance_dk.value))
-    _hist = plot.histogram_grid({"q·k (raw)": variance["raw"], "q·k / √d_k": variance["scaled"]},
+    _hist = plot.histogram_grid({"q·k (raw)": variance.raw, "q·k / √d_k": variance.scaled},
                                 bins=40, x_title="score (same axis for both)", columns=2,
                                 range_=(-_lim, _lim),
                                 panel_width=260, panel_height=120,
-                                flags={"q·k (raw)": f"variance {variance['var_raw']:.1f}",
-                                       "q·k / √d_k": f"variance {variance['var_scaled']:.2f}"})
-    _var = plot.curves(np.log2(sweep["d_k"]), {"raw": sweep["var_raw"],
-                                               "divided by √d_k": sweep["var_scaled"]},
+                                flags={"q·k (raw)": f"variance {variance.var_raw:.1f}",
+                                       "q·k / √d_k": f"variance {variance.var_scaled:.2f}"})
+    mo.vstack([variance_dk, _hist,
+               mo.md(f"For d_k = {variance_dk.value}: sample variance of q·k = "
+                     f"**{variance.var_raw:.1f}** (theory {variance_dk.value}), after dividing by "
+                     f"√d_k = **{variance.var_scaled:.2f}** (theory 1).")])
+    return (variance,)
+
+
+@app.cell
+def _():
+    # Does not depend on the d_k slider: its own cell, computed once.
+    sweep = lab.scaling_sweep(L=16, n=300, seed=0)
+    _var = plot.curves(np.log2(sweep.d_k), {"raw": sweep.var_raw,
+                                            "divided by √d_k": sweep.var_scaled},
                        x_title="log₂ d_k", y_title="Var(score)", log_y=True,
                        colors={"raw": "error", "divided by √d_k": "model"},
                        title="score variance: d_k raw, 1 when scaled")
-    _max = plot.curves(np.log2(sweep["d_k"]), {"raw": sweep["max_raw"],
-                                               "divided by √d_k": sweep["max_scaled"]},
+    _max = plot.curves(np.log2(sweep.d_k), {"raw": sweep.max_raw,
+                                            "divided by √d_k": sweep.max_scaled},
                        x_title="log₂ d_k", y_title="largest weight", y_domain=(0, 1),
                        colors={"raw": "error", "divided by √d_k": "model"},
                        title="average largest softmax weight over 16 keys")
-    mo.vstack([variance_dk, _hist,
-               mo.md(f"For d_k = {variance_dk.value}: sample variance of q·k = "
-                     f"**{variance['var_raw']:.1f}** (theory {variance_dk.value}), after dividing by "
-                     f"√d_k = **{variance['var_scaled']:.2f}** (theory 1)."),
-               mo.hstack([_var, _max], widths="equal")])
-    return sweep, variance
+    mo.hstack([_var, _max], widths="equal")
+    return (sweep,)
 
 
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
     ### Check yourself
-
-    **Exercise 1.** Queries and keys have independent entries of variance 1 and $d_k = 256$.
-    What is the variance of a raw score $q\cdot k$ (before scaling)?
     """)
     return
 
 
 @app.cell
 def _():
-    answer_variance = mo.ui.text(placeholder="variance", label="your answer")
-    return (answer_variance,)
+    # The sample is drawn once, here, not on every keystroke in the answer box.
+    _sample = lab.dot_product_variance(256, n=20000, seed=1).var_raw
+    exercise_variance = exercises.NumberExercise(
+        question="**Exercise 2.** Queries and keys have independent entries of variance 1 and "
+        "$d_k = 256$. What is the variance of a raw score $q\\cdot k$ (before scaling)?",
+        truth=256.0,
+        hint="each q_i k_i has variance 1·1 and the d_k products are independent: variances add.",
+        rel_tol=0.02, explanation=f"(A sample of 20 000 pairs gives {_sample:.1f}.)")
+    answer_variance = ui.answer_box(exercise_variance, placeholder="variance")
+    return answer_variance, exercise_variance
 
 
 @app.cell
-def _(answer_variance):
-    _sample = lab.dot_product_variance(256, n=20000, seed=1)["var_raw"]
-    truth_variance = 256.0  # Var(q·k) = d_k; the engine's sample above agrees within a few %
-    mo.vstack([answer_variance, verdict(check_number(
-        answer_variance.value, truth_variance,
-        "each q_i k_i has variance 1·1 and the d_k products are independent: variances add.",
-        rel_tol=0.02)),
-        mo.md(f"<small>(A sample of 20 000 pairs gives {_sample:.1f}.)</small>")])
-    return (truth_variance,)
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    **Exercise 2.** A causal mask over a sequence of $L = 6$ tokens: how many (query, key) pairs
-    are allowed to attend?
-    """)
+def _(answer_variance, exercise_variance):
+    ui.exercise(exercise_variance, answer_variance)
     return
 
 
 @app.cell
 def _():
-    answer_causal = mo.ui.text(placeholder="allowed pairs", label="your answer")
-    return (answer_causal,)
+    exercise_causal = exercises.NumberExercise(
+        question="**Exercise 3.** A causal mask over a sequence of $L = 6$ tokens: how many "
+        "(query, key) pairs are allowed to attend?",
+        truth=int(lab.make_mask("causal", 6).sum()),
+        hint="query i sees keys 0 … i, that is i + 1 of them; add 1 + 2 + … + 6.")
+    answer_causal = ui.answer_box(exercise_causal, placeholder="allowed pairs")
+    return answer_causal, exercise_causal
 
 
 @app.cell
-def _(answer_causal):
-    truth_causal = int(lab.make_mask("causal", 6).sum())
-    mo.vstack([answer_causal, verdict(check_number(
-        answer_causal.value, truth_causal,
-        "query i sees keys 0 … i, that is i + 1 of them; add 1 + 2 + … + 6."))])
-    return (truth_causal,)
+def _(answer_causal, exercise_causal):
+    ui.exercise(exercise_causal, answer_causal)
+    return
 
 
 @app.cell(hide_code=True)
@@ -290,71 +339,49 @@ def _():
 @app.cell
 def _():
     mha_batch = mo.ui.slider(1, 64, value=2, label="batch B", show_value=True)
-    return (mha_batch,)
-
-
-@app.cell
-def _():
     mha_length = mo.ui.slider(1, 128, value=10, label="length L", show_value=True)
-    return (mha_length,)
-
-
-@app.cell
-def _():
     mha_dmodel = mo.ui.slider(8, 256, step=8, value=64, label="d_model", show_value=True)
-    return (mha_dmodel,)
-
-
-@app.cell
-def _():
     mha_heads = mo.ui.slider(1, 16, value=8, label="heads H", show_value=True)
-    return (mha_heads,)
+    return mha_batch, mha_dmodel, mha_heads, mha_length
 
 
 @app.cell
 def _(mha_batch, mha_dmodel, mha_heads, mha_length):
-    mha = lab.mha_shapes(mha_batch.value, mha_length.value, mha_dmodel.value,
-                         mha_heads.value)
     _controls = mo.hstack([mha_batch, mha_length, mha_dmodel, mha_heads], wrap=True)
-    if not mha["ok"]:
-        _shown = mo.callout(mo.md(f"{mha['message']}: each head gets d_model / H columns, so H "
-                                  f"must divide d_model. Try H = "
-                                  f"{', '.join(str(h) for h in range(1, 17) if mha_dmodel.value % h == 0)}."),
-                            kind="warn")
+    try:
+        mha = lab.mha_shapes(mha_batch.value, mha_length.value, mha_dmodel.value,
+                             mha_heads.value)
+    except ValueError as _err:
+        mha = None
+        _shown = ui.problem(_err)
     else:
         _table = ["| stage | shape |", "|---|---|"] + [
-            f"| {stage} | `{list(shape)}` |" for stage, shape in mha["rows"]]
+            f"| {stage} | `{list(shape)}` |" for stage, shape in mha.rows]
         _shown = mo.md("\n".join(_table) + (
-            f"\n\nd_k = d_model / H = **{mha['d_k']}** · parameters by formula 4(d² + d) = "
-            f"**{mha['params']['total']:,}** · counted on `nn.MultiheadAttention`: "
-            f"**{mha['module_params']:,}** · its output {list(mha['output_shape'])}, its "
-            f"per-head weights {list(mha['weights_shape'])}"))
+            f"\n\nd_k = d_model / H = **{mha.d_k}** · parameters by formula 4(d² + d) = "
+            f"**{mha.params['total']:,}** · counted on `nn.MultiheadAttention`: "
+            f"**{mha.module_params:,}** · its output {list(mha.output_shape)}, its "
+            f"per-head weights {list(mha.weights_shape)}"))
     mo.vstack([_controls, _shown])
     return (mha,)
 
 
-@app.cell(hide_code=True)
+@app.cell
 def _():
-    mo.md(r"""
-    **Exercise 3.** How many parameters (weights and biases) has `nn.MultiheadAttention(512, 8)`?
-    """)
+    exercise_mha = exercises.NumberExercise(
+        question="**Exercise 4.** How many parameters (weights and biases) has "
+        "`nn.MultiheadAttention(512, 8)`?",
+        truth=shapes.multihead_attention_params(512),
+        hint="four d_model × d_model projections (Q, K, V, output), each with d_model biases; "
+        "the number of heads does not matter.")
+    answer_mha = ui.answer_box(exercise_mha, placeholder="parameter count")
+    return answer_mha, exercise_mha
+
+
+@app.cell
+def _(answer_mha, exercise_mha):
+    ui.exercise(exercise_mha, answer_mha)
     return
-
-
-@app.cell
-def _():
-    answer_mha = mo.ui.text(placeholder="parameter count", label="your answer")
-    return (answer_mha,)
-
-
-@app.cell
-def _(answer_mha):
-    truth_mha = shapes.multihead_attention_params(512)
-    mo.vstack([answer_mha, verdict(check_number(
-        answer_mha.value, truth_mha,
-        "four d_model × d_model projections (Q, K, V, output), each with d_model biases; "
-        "the number of heads does not matter."))])
-    return (truth_mha,)
 
 
 @app.cell(hide_code=True)
@@ -390,46 +417,31 @@ def _():
 @app.cell
 def _():
     rope_dim = mo.ui.slider(steps=[2, 4, 8, 16, 32, 64, 128], value=16, label="d", show_value=True)
-    return (rope_dim,)
-
-
-@app.cell
-def _():
     rope_base = mo.ui.dropdown(options={"100": 100.0, "10 000": 10000.0, "1 000 000": 1e6},
                                value="10 000", label="base")
-    return (rope_base,)
-
-
-@app.cell
-def _():
     rope_m = mo.ui.slider(0, 50, value=3, label="query position m", show_value=True)
-    return (rope_m,)
-
-
-@app.cell
-def _():
     rope_n = mo.ui.slider(0, 50, value=7, label="key position n", show_value=True)
-    return (rope_n,)
-
-
-@app.cell
-def _():
     rope_shift = mo.ui.slider(0, 200, value=40, label="shift both by s", show_value=True)
-    return (rope_shift,)
+    return rope_base, rope_dim, rope_m, rope_n, rope_shift
 
 
 @app.cell
-def _(rope_base, rope_dim, rope_m, rope_n, rope_shift):
+def _(rope_dim):
     _rng = np.random.default_rng(3)
     rope_q = _rng.standard_normal(rope_dim.value)
     rope_k = _rng.standard_normal(rope_dim.value)
+    return rope_k, rope_q
+
+
+@app.cell
+def _(rope_base, rope_dim, rope_k, rope_m, rope_n, rope_q, rope_shift):
     shift_check = lab.rope_shift_check(rope_q, rope_k, rope_m.value, rope_n.value,
                                        rope_shift.value, rope_base.value)
     _pairs = {}
     for _i in sorted({0, rope_dim.value // 4, rope_dim.value // 2 - 1}):
         _t = lab.rope_pair_trajectory(rope_dim.value, _i, 32, rope_base.value)
-        _pairs[f"pair {_i} (θ = {_t['theta']:.3g} rad per position)"] = (
-            _t["xy"][:, 0], _t["xy"][:, 1], _t["positions"])
+        _pairs[f"pair {_i} (θ = {_t.theta:.3g} rad per position)"] = (
+            _t.xy[:, 0], _t.xy[:, 1], _t.positions)
     _circle = plot.paths_2d(_pairs, x_title="x₂ᵢ (rotated)", y_title="x₂ᵢ₊₁ (rotated)", height=340,
                             title="a vector of ones at positions 0…31: each pair turns at its own speed")
     mo.vstack([
@@ -438,70 +450,84 @@ def _(rope_base, rope_dim, rope_m, rope_n, rope_shift):
         mo.md("\n".join([
             "| positions | RoPE score ⟨R_m q, R_n k⟩ | absolute: (q + PE_m)·(k + PE_n) |",
             "|---|---|---|",
-            f"| m = {rope_m.value}, n = {rope_n.value} | {shift_check['rope']:.6f} | "
-            f"{shift_check['absolute']:.6f} |",
+            f"| m = {rope_m.value}, n = {rope_n.value} | {shift_check.rope:.6f} | "
+            f"{shift_check.absolute:.6f} |",
             f"| m = {rope_m.value + rope_shift.value}, n = {rope_n.value + rope_shift.value} | "
-            f"{shift_check['rope_shifted']:.6f} | {shift_check['absolute_shifted']:.6f} |",
+            f"{shift_check.rope_shifted:.6f} | {shift_check.absolute_shifted:.6f} |",
             "",
             f"Shifting both positions by {rope_shift.value} changes the RoPE score by "
-            f"**{abs(shift_check['rope_shifted'] - shift_check['rope']):.1e}** (rounding only) "
+            f"**{abs(shift_check.rope_shifted - shift_check.rope):.1e}** (rounding only) "
             f"and the absolute one by "
-            f"**{abs(shift_check['absolute_shifted'] - shift_check['absolute']):.3f}**.",
+            f"**{abs(shift_check.absolute_shifted - shift_check.absolute):.3f}**.",
         ])),
         _circle,
     ])
-    return rope_k, rope_q, shift_check
+    return (shift_check,)
 
 
 @app.cell
 def _(rope_base, rope_dim):
     rope_distance = lab.rope_score_vs_distance(rope_dim.value, rope_base.value, 256)
     sinusoid = lab.sinusoidal_similarity(64, rope_dim.value, rope_base.value)
-    _decay = plot.curves(rope_distance["distance"],
-                         {"q = k = ones": rope_distance["ones"],
-                          "random q, k": rope_distance["random"]},
-                         x_title="distance n − m", y_title="score",
-                         colors={"q = k = ones": "model", "random q, k": "data"},
-                         title="RoPE score against distance: the long-range decay")
-    _pe = plot.heatmap(sinusoid["pe"][:32].T, x_title="position m", y_title="dimension",
+    _decay = plot.curves(rope_distance.distance,
+                         {"Su et al.'s bound (1/(d/2)) Σⱼ|Sⱼ|": rope_distance.bound_relative,
+                          "score of aligned q = k = 1": rope_distance.aligned_relative},
+                         x_title="distance n − m", y_title="relative to distance 0",
+                         colors={"Su et al.'s bound (1/(d/2)) Σⱼ|Sⱼ|": "reference",
+                                 "score of aligned q = k = 1": "model"},
+                         title="RoPE's long-range decay: an upper bound, reached by aligned vectors")
+    _pe = plot.heatmap(sinusoid.pe[:32].T, x_title="position m", y_title="dimension",
                        color_title="PE", scheme="blueorange", domain=(-1, 1),
                        title="sinusoidal positions PE (dimensions × positions)")
-    _sim = plot.curves(np.arange(64), {"PE₀ · PEₙ": sinusoid["similarity"][0]},
+    _sim = plot.curves(np.arange(64), {"PE₀ · PEₙ": sinusoid.similarity[0]},
                        x_title="distance n", y_title="dot product", colors={"PE₀ · PEₙ": "function"},
                        title="sinusoidal: similarity of two positions falls with distance")
-    mo.vstack([_decay, mo.hstack([_pe, _sim], widths="equal")])
+    mo.vstack([_decay,
+               mo.md(f"At distances 200 to 256 the bound is at most "
+                     f"**{rope_distance.bound_relative[200:].max():.2f}** of its value at 0 "
+                     f"(d = {rope_dim.value}). The more pairs, the deeper the decay: with d = 2 "
+                     f"a single pair turns forever and nothing decays."),
+               mo.hstack([_pe, _sim], widths="equal")])
     return rope_distance, sinusoid
 
 
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    With $q = k = \mathbf 1$ the RoPE score is $2\sum_i \cos(\Delta\,\theta_i)$: $d$ at distance 0,
-    then decaying with ripples, because the fast pairs average out while the slow ones still agree.
-    A larger base slows every pair down, which stretches the decay over longer distances (the
-    trick behind extending a model's context).
-
-    **Exercise 4.** With the random $q$, $k$ above (d and base as set), the RoPE score at positions
-    $m = 3$, $n = 7$ is shown in the table when the sliders are at 3 and 7. Without moving them:
-    what is the score at positions $m = 103$, $n = 107$? (Three decimals suffice.)
+    Writing each pair as a complex number, the RoPE score is
+    $\operatorname{Re}\sum_i h_i e^{\mathrm i\Delta\theta_i}$ with $h_i = q_{[i]}\overline{k_{[i]}}$
+    and $\Delta = n - m$. Su et al. (2021, §3.4.3) bound its size by summation by parts:
+    $\big|\sum_i h_i e^{\mathrm i\Delta\theta_i}\big| \le \max_i |h_{i+1} - h_i|
+    \sum_j |S_j|$, $S_j = \sum_{i<j} e^{\mathrm i\Delta\theta_i}$. The second factor,
+    $\frac{1}{d/2}\sum_j |S_j|$, decays with $\Delta$ (the chart). It constrains pairs of vectors
+    whose $h_i$ vary slowly, such as aligned ones: with $q = k = \mathbf 1$ the score is
+    $2\sum_i \cos(\Delta\,\theta_i)$, $d$ at distance 0, then falling with ripples, since the
+    fast pairs average out while the slow ones still agree. Two random vectors have no such
+    decay: their $h_i$ jump around and the bound's first factor is large. A larger base slows
+    every pair down, which stretches the decay over longer distances (the trick behind extending
+    a model's context).
     """)
     return
 
 
 @app.cell
-def _():
-    answer_rope = mo.ui.text(placeholder="score", label="your answer")
-    return (answer_rope,)
+def _(rope_base, rope_k, rope_q):
+    exercise_rope = exercises.NumberExercise(
+        question="**Exercise 5.** With the random $q$, $k$ above (d and base as set), the RoPE "
+        "score at positions $m = 3$, $n = 7$ is shown in the table when the sliders are at 3 and 7. "
+        "Without moving them: what is the score at positions $m = 103$, $n = 107$? "
+        "(Three decimals suffice.)",
+        truth=lab.rope_shift_check(rope_q, rope_k, 103, 107, 0, rope_base.value).rope,
+        hint="both positions moved by the same 100: only the offset n − m = 4 enters the score. "
+        "Set m = 3, n = 7 and read the table.", abs_tol=1e-3)
+    answer_rope = ui.answer_box(exercise_rope, placeholder="score")
+    return answer_rope, exercise_rope
 
 
 @app.cell
-def _(answer_rope, rope_base, rope_k, rope_q):
-    truth_rope = lab.rope_shift_check(rope_q, rope_k, 103, 107, 0, rope_base.value)["rope"]
-    mo.vstack([answer_rope, verdict(check_number(
-        answer_rope.value, truth_rope,
-        "both positions moved by the same 100: only the offset n − m = 4 enters the score. "
-        "Set m = 3, n = 7 and read the table.", abs_tol=1e-3))])
-    return (truth_rope,)
+def _(answer_rope, exercise_rope):
+    ui.exercise(exercise_rope, answer_rope)
+    return
 
 
 @app.cell(hide_code=True)
@@ -528,33 +554,13 @@ def _():
 @app.cell
 def _():
     tiny_task = mo.ui.dropdown(options=list(lab.TASKS), value="reverse", label="task")
-    return (tiny_task,)
-
-
-@app.cell
-def _():
     tiny_length = mo.ui.slider(2, 12, value=6, label="sequence length", show_value=True)
-    return (tiny_length,)
-
-
-@app.cell
-def _():
     tiny_steps = mo.ui.slider(25, 1000, step=25, value=300, label="training steps",
                               show_value=True)
-    return (tiny_steps,)
-
-
-@app.cell
-def _():
     tiny_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "1e-2": 1e-2, "1e-1": 1e-1,
                                       "1": 1.0}, value="1e-2", label="learning rate")
-    return (tiny_lr,)
-
-
-@app.cell
-def _():
     tiny_train = mo.ui.run_button(label="Train the attention model")
-    return (tiny_train,)
+    return tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train
 
 
 @app.cell
@@ -571,20 +577,20 @@ def _(tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train):
         tiny = lab.train_tiny_attention(tiny_task.value, steps=tiny_steps.value,
                                         lr=tiny_lr.value, length=tiny_length.value,
                                         seed=0, on_step=throttled(_bar, tiny_steps.value))
-    _h = tiny["history"]
-    _labels_in = [f"{i}:{t}" for i, t in enumerate(tiny["example"])]
-    _labels_out = [f"{i}→{p}" for i, p in enumerate(tiny["prediction"])]
-    _map = plot.heatmap(tiny["weights"], x_labels=_labels_in, y_labels=_labels_out,
+    _h = tiny.history
+    _labels_in = [f"{i}:{t}" for i, t in enumerate(tiny.example)]
+    _labels_out = [f"{i}→{p}" for i, p in enumerate(tiny.prediction)]
+    _map = plot.heatmap(tiny.weights, x_labels=_labels_in, y_labels=_labels_out,
                         x_title="input position : token", y_title="output position → predicted",
                         color_title="weight", scheme="purples", domain=(0, 1), annotate=True,
                         fmt=".2f", title="learned attention map for one held-out sequence")
-    _acc = plot.curves(_h["step"], {"validation": _h["accuracy"]}, x_title="training step",
+    _acc = plot.curves(_h.step, {"validation": _h.accuracy}, x_title="training step",
                        y_title="token accuracy", y_domain=(0, 1), title="held-out accuracy")
-    tiny_accuracy = float(_h["accuracy"][-1]) if len(_h["accuracy"]) else float("nan")
+    tiny_accuracy = float(_h.accuracy[-1]) if len(_h.accuracy) else float("nan")
     mo.vstack([
-        mo.callout(mo.md(tiny["stopped"]), kind="warn") if tiny["stopped"] else mo.md(""),
-        mo.md(f"input `{tiny['example'].tolist()}` · target `{tiny['target'].tolist()}` · "
-              f"predicted `{tiny['prediction'].tolist()}` · held-out token accuracy "
+        mo.callout(mo.md(tiny.stopped), kind="warn") if tiny.stopped else mo.md(""),
+        mo.md(f"input `{tiny.example.tolist()}` · target `{tiny.target.tolist()}` · "
+              f"predicted `{tiny.prediction.tolist()}` · held-out token accuracy "
               f"**{tiny_accuracy:.1%}**"),
         mo.hstack([_map, _acc], widths="equal"),
     ])
@@ -604,20 +610,22 @@ def _():
 
 @app.cell
 def _():
-    import engine.functional as F
-    from engine import nn
-    from engine.attention import apply_rope, causal_mask
+    def _script():
+        import engine
+        import engine.functional as F
+        from engine import nn
+        from engine.attention import apply_rope, causal_mask
 
-    engine.manual_seed(0)
-    q = engine.randn(2, 4, 10, 16)                 # [B, H, L, d_k]
-    k, v = engine.randn(2, 4, 10, 16), engine.randn(2, 4, 10, 16)
-    out = F.scaled_dot_product_attention(apply_rope(q), apply_rope(k), v,
-                                         attn_mask=causal_mask(10))
-    mha_layer = nn.MultiheadAttention(64, num_heads=4, batch_first=True)
-    x = engine.randn(2, 10, 64)
-    y, w = mha_layer(x, x, x)                      # self-attention, weights averaged over heads
-    mo.show_code(mo.md(f"`out.shape` = {out.shape} · `y.shape` = {y.shape} · "
-                       f"`w.shape` = {w.shape}"))
+        q = engine.randn(2, 4, 10, 16)                 # [B, H, L, d_k]
+        k, v = engine.randn(2, 4, 10, 16), engine.randn(2, 4, 10, 16)
+        out = F.scaled_dot_product_attention(apply_rope(q), apply_rope(k), v,
+                                             attn_mask=causal_mask(10))
+        mha_layer = nn.MultiheadAttention(64, num_heads=4, batch_first=True)
+        x = engine.randn(2, 10, 64)
+        y, w = mha_layer(x, x, x)                      # self-attention, weights averaged over heads
+        return f"`out.shape` = {out.shape} · `y.shape` = {y.shape} · `w.shape` = {w.shape}"
+
+    mo.md(_script())
     return
 
 
@@ -625,7 +633,7 @@ def _():
 def _():
     mo.md(
         "---\n\n**Where next.** Attention mixes information across positions; generative models "
-        "learn whole distributions. " + toc.nav_md("06_attention")
+        "learn whole distributions. " + toc.nav_md(METADATA["id"])
     )
     return
 

@@ -35,15 +35,15 @@ def test_06_weights_agree_with_a_numpy_softmax(kind, tau):
                             mask_pad=10 if tau > 1 else 0, qkv_dk=64)
     assert_no_error_outputs(outputs)
     qkv, maps, mask = defs["qkv"], defs["maps"], defs["mask"]
-    expected = _softmax_rows(qkv["Q"] @ qkv["K"].T / np.sqrt(64) / tau, mask)
-    np.testing.assert_allclose(maps["weights"], expected, atol=1e-10)
-    np.testing.assert_allclose(maps["output"], expected @ qkv["V"], atol=1e-10)
-    ref = engine.functional.scaled_dot_product_attention(qkv["Q"], qkv["K"], qkv["V"],
+    expected = _softmax_rows(qkv.Q @ qkv.K.T / np.sqrt(64) / tau, mask)
+    np.testing.assert_allclose(maps.weights, expected, atol=1e-10)
+    np.testing.assert_allclose(maps.output, expected @ qkv.V, atol=1e-10)
+    ref = engine.functional.scaled_dot_product_attention(qkv.Q, qkv.K, qkv.V,
                                                          attn_mask=mask, scale=1 / np.sqrt(64) / tau)
-    np.testing.assert_allclose(maps["output"], ref.data, atol=1e-10)
+    np.testing.assert_allclose(maps.output, ref.data, atol=1e-10)
     if kind == "padding" and tau > 1:  # every key is padding: the notebook says so, no NaN
         assert "may attend to no key" in output_text(outputs)
-        assert np.all(maps["weights"] == 0)
+        assert np.all(maps.weights == 0)
 
 
 def test_06_scale_options_and_attention_against_torch(torch):
@@ -51,11 +51,11 @@ def test_06_scale_options_and_attention_against_torch(torch):
         outputs, defs = run_app(load_app(NB06), qkv_scale=attention_lab.SCALES[label], qkv_dk=8,
                                 mask_kind="causal")
         assert_no_error_outputs(outputs)
-        q, k, v = (torch.tensor(defs["qkv"][n]) for n in "QKV")
+        q, k, v = (torch.tensor(getattr(defs["qkv"], n)) for n in "QKV")
         ref = torch.nn.functional.scaled_dot_product_attention(
             q, k, v, attn_mask=torch.tensor(defs["mask"]), scale=factor)
-        np.testing.assert_allclose(defs["maps"]["output"], ref.numpy(), atol=1e-10)
-        assert defs["maps"]["scale"] == pytest.approx(factor)
+        np.testing.assert_allclose(defs["maps"].output, ref.numpy(), atol=1e-10)
+        assert defs["maps"].scale == pytest.approx(factor)
 
 
 @pytest.mark.parametrize("dk", [1, 512])
@@ -63,11 +63,11 @@ def test_06_variance_experiment(dk):
     outputs, defs = run_app(load_app(NB06), variance_dk=dk)
     assert_no_error_outputs(outputs)
     v = defs["variance"]
-    assert v["var_raw"] == pytest.approx(dk, rel=0.1)
-    assert v["var_scaled"] == pytest.approx(1.0, rel=0.1)
-    assert f"{v['var_raw']:.1f}" in output_text(outputs)
+    assert v.var_raw == pytest.approx(dk, rel=0.1)
+    assert v.var_scaled == pytest.approx(1.0, rel=0.1)
+    assert f"{v.var_raw:.1f}" in output_text(outputs)
     sweep = defs["sweep"]
-    assert sweep["max_raw"][-1] > 0.8 and sweep["max_scaled"][-1] < 0.4
+    assert sweep.max_raw[-1] > 0.8 and sweep.max_scaled[-1] < 0.4
 
 
 def test_06_multihead_shapes_against_torch(torch):
@@ -75,15 +75,16 @@ def test_06_multihead_shapes_against_torch(torch):
                             mha_length=128)
     assert_no_error_outputs(outputs)
     mha = defs["mha"]
-    assert mha["ok"] and mha["d_k"] == 6
+    assert mha.d_k == 6
     layer = torch.nn.MultiheadAttention(96, 16, batch_first=True)
-    assert mha["module_params"] == mha["params"]["total"] == sum(p.numel() for p in layer.parameters())
+    assert mha.module_params == mha.params["total"] == sum(p.numel() for p in layer.parameters())
     x = torch.zeros(3, 128, 96)
     out, w = layer(x, x, x, average_attn_weights=False)
-    assert mha["output_shape"] == tuple(out.shape) and mha["weights_shape"] == tuple(w.shape)
-    assert dict(mha["rows"])["scores"] == (3, 16, 128, 128)
+    assert mha.output_shape == tuple(out.shape) and mha.weights_shape == tuple(w.shape)
+    assert dict(mha.rows)["scores"] == (3, 16, 128, 128)
     outputs, defs = run_app(load_app(NB06), mha_dmodel=8, mha_heads=3)
-    assert not defs["mha"]["ok"] and "divide" in output_text(outputs)
+    assert defs["mha"] is None and "must divide d_model = 8" in output_text(outputs)
+    assert "try H = 1, 2, 4, 8" in output_text(outputs)
 
 
 def test_06_rope_shift_invariance_shown():
@@ -91,24 +92,31 @@ def test_06_rope_shift_invariance_shown():
         outputs, defs = run_app(load_app(NB06), rope_m=m, rope_n=n, rope_shift=s)
         assert_no_error_outputs(outputs)
         c = defs["shift_check"]
-        assert c["rope"] == pytest.approx(c["rope_shifted"], abs=1e-9)
+        assert c.rope == pytest.approx(c.rope_shifted, abs=1e-9)
         q, k = defs["rope_q"], defs["rope_k"]
         # the same score by rotating k by the offset only (independent of absolute position)
         rotated = engine.attention.apply_rope(k[None], positions=np.array([n - m])).data[0]
-        assert c["rope"] == pytest.approx(float(q @ rotated), abs=1e-9)
+        assert c.rope == pytest.approx(float(q @ rotated), abs=1e-9)
 
 
 def test_06_exercises_graded_by_the_engine():
     app = load_app(NB06)
     _, defs = run_app(app)
-    assert defs["truth_variance"] == 256 and defs["truth_causal"] == 21
-    assert defs["truth_mha"] == 4 * (512 * 512 + 512)
-    assert defs["truth_rope"] == pytest.approx(defs["shift_check"]["rope"], abs=1e-9)  # m=3, n=7
+    truth = {n: defs[f"exercise_{n}"].truth for n in ("variance", "causal", "mha", "rope", "lookup")}
+    assert truth["variance"] == 256 and truth["causal"] == 21
+    assert truth["mha"] == 4 * (512 * 512 + 512)
+    assert truth["rope"] == pytest.approx(defs["shift_check"].rope, abs=1e-9)  # m=3, n=7
+    # the lookup exercise: its truth is the weight the retrieval chart shows at c = 1 for scores
+    # 4 and 0 ... recomputed from the definition of the softmax
+    assert truth["lookup"] == pytest.approx(math.exp(4) / (math.exp(4) + 7))
     for name, truth in [("answer_variance", 256), ("answer_causal", 21),
-                        ("answer_mha", defs["truth_mha"]),
-                        ("answer_rope", round(defs["truth_rope"], 4))]:
+                        ("answer_mha", truth["mha"]),
+                        ("answer_rope", round(truth["rope"], 4)),
+                        ("answer_lookup", round(truth["lookup"], 2))]:
         assert "Right" in output_text(run_app(app, **{name: str(truth)})[0])
         assert "Not quite" in output_text(run_app(app, **{name: str(truth * 1.5 + 5)})[0])
+    # the 20,000-sample estimate is computed when the exercise is built, never per keystroke
+    assert "20 000 pairs gives" in output_text(run_app(app, answer_variance="256")[0])
 
 
 def test_06_tiny_model_learns_reversal():
@@ -116,11 +124,11 @@ def test_06_tiny_model_learns_reversal():
     assert_no_error_outputs(outputs)
     tiny = defs["tiny"]
     assert defs["tiny_accuracy"] > 0.9
-    L = len(tiny["example"])
-    assert list(tiny["weights"].argmax(axis=1)) == list(range(L - 1, -1, -1))
+    L = len(tiny.example)
+    assert list(tiny.weights.argmax(axis=1)) == list(range(L - 1, -1, -1))
     with engine.no_grad():
-        pred = tiny["model"](tiny["x_test"]).data.argmax(-1)
-    assert defs["tiny_accuracy"] == pytest.approx(float((pred == tiny["y_test"]).mean()))
+        pred = tiny.model(tiny.x_test).data.argmax(-1)
+    assert defs["tiny_accuracy"] == pytest.approx(float((pred == tiny.y_test).mean()))
     assert f"{defs['tiny_accuracy']:.1%}" in output_text(outputs)
 
 
@@ -132,3 +140,86 @@ def test_06_tiny_model_extremes():
         assert 0.0 <= defs["tiny_accuracy"] <= 1.0 or "non-finite" in output_text(outputs)
 
 
+
+
+def test_06_rope_decay_chart_is_su_et_al_bound():
+    """Issue 14: the decay chart plotted random q, k that do not decay. It now plots the bound
+    and the aligned score, each relative to distance 0, and the number it quotes is the bound's."""
+    text, defs = notebook_text("06_attention", rope_dim=64)
+    r = defs["rope_distance"]
+    theta = 10000.0 ** (-np.arange(0, 64, 2) / 64)
+    partial = np.cumsum(np.exp(1j * np.outer(r.distance, theta)), axis=1)
+    np.testing.assert_allclose(r.bound, np.abs(partial).mean(axis=1), atol=1e-12)
+    np.testing.assert_allclose(r.aligned, 2 * np.cos(np.outer(r.distance, theta)).sum(1), atol=1e-9)
+    assert np.all(np.abs(r.aligned) <= 64 * r.bound + 1e-9)  # the bound holds (h_i = 2, h_{d/2} = 0)
+    far = r.bound_relative[200:].max()
+    assert far < 0.5 and f"**{far:.2f}**" not in text and f"{far:.2f} of its value" in text
+    assert "random q, k" not in text
+    # "the more pairs, the deeper the decay; with d = 2 nothing decays"
+    text2, defs2 = notebook_text("06_attention", rope_dim=2)
+    assert defs2["rope_distance"].bound_relative.min() == pytest.approx(1.0)
+    assert "1.00 of its value" in text2
+    fars = [attention_lab.rope_score_vs_distance(d, 10000.0, 256).bound_relative[200:].max()
+            for d in (2, 4, 8, 16, 32, 64, 128)]
+    assert all(b <= a + 1e-12 for a, b in zip(fars, fars[1:])) and fars[-1] < 0.35
+
+
+def test_06_dense_mask_counts_all_scores():
+    """Issue 14: a sliding window saves work only with a banded kernel; a dense mask computes L²."""
+    text, defs = notebook_text("06_attention", mask_kind="sliding window", mask_window=2)
+    L = len(defs["qkv"].tokens)
+    band = sum(1 for i in range(L) for j in range(L) if abs(i - j) < 2)
+    assert defs["mask_counts"].computed == L * L and defs["mask_counts"].used == band
+    assert f"Scores computed: {L * L}" in text and f"scores the mask keeps: {band}" in text
+    assert "banded kernel" in text
+
+
+def test_06_permutation_equivariance_shown():
+    """Issue 14: claimed, never shown. Reorder X: outputs reorder (no positions), not with PE."""
+    text, defs = notebook_text("06_attention")
+    p, qkv = defs["permutation"], defs["qkv"]
+
+    def attend(x):  # softmax(QKᵀ/√d_k)V written out in NumPy
+        q, k, v = x @ qkv.W_q, x @ qkv.W_k, x @ qkv.W_v
+        s = q @ k.T / np.sqrt(q.shape[1])
+        w = np.exp(s - s.max(1, keepdims=True))
+        return (w / w.sum(1, keepdims=True)) @ v
+
+    order = p.order
+    assert sorted(order) == list(range(len(qkv.tokens))) and list(order) != sorted(order)
+    assert p.gap_plain == pytest.approx(np.abs(attend(qkv.X[order]) - attend(qkv.X)[order]).max(), abs=1e-12)
+    pe = engine.attention.sinusoidal_positions(len(order), qkv.X.shape[1]).data
+    shown = np.abs(attend(qkv.X[order] + pe) - attend(qkv.X + pe)[order]).max()
+    assert p.gap_positions == pytest.approx(shown, rel=1e-5)
+    assert p.gap_plain < 1e-12 and p.gap_positions > 0.01
+    assert f"{p.gap_plain:.1e}" in text and f"{p.gap_positions:.3f}" in text
+
+
+def test_06_fully_masked_row_said_as_pytorch_does(torch):
+    """Issue 14: say what PyTorch returns for a row with no allowed key; check each word of it."""
+    text, defs = notebook_text("06_attention", mask_kind="padding", mask_pad=10)
+    qkv, mask = defs["qkv"], defs["mask"]
+    assert not mask.any() and np.all(defs["maps"].output == 0)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(getattr(qkv, n)) for n in "QKV"), attn_mask=torch.tensor(mask))
+    assert torch.all(ref == 0)                                       # SDPA: zeros, as the engine
+    assert torch.isnan(torch.softmax(torch.full((3,), -math.inf), 0)).all()   # softmax: NaN
+    layer = torch.nn.MultiheadAttention(4, 1, batch_first=True)
+    x = torch.randn(1, 3, 4)
+    assert torch.isnan(layer(x, x, x, key_padding_mask=torch.ones(1, 3, dtype=torch.bool))[0]).all()
+    assert "F.scaled_dot_product_attention does (since 2.5)" in text and "give NaN" in text
+
+
+@pytest.mark.parametrize("c", [0.0625, 8.0])
+def test_06_designed_lookup_concentrates_as_the_scale_grows(c):
+    text, defs = notebook_text("06_attention", retrieval_scale=c)
+    r = defs["retrieval"]
+    assert r.scores.argmax() == 3
+    s = r.scores * c
+    w = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+    np.testing.assert_allclose(r.weights[0], w, atol=1e-12)
+    assert f"{r.on_target[0]:.3f}" in text
+    if c == 8.0:
+        assert r.on_target[0] > 0.99
+    else:
+        assert abs(r.on_target[0] - 1 / 8) < 0.1   # near uniform

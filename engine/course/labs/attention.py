@@ -16,33 +16,52 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 import engine.functional as F
-from engine import Tensor, attention, manual_seed, matmul, nn, no_grad, optim, shapes
+from engine import Tensor, attention, matmul, nn, no_grad, optim, shapes
 from engine.nn import Module
+from engine.random import fork_rng
 
 from ._checks import _int, _positive
 
 __all__ = [
-    "MASK_KINDS", "SCALES", "TASKS", "TinyAttention", "attention_maps", "dot_product_variance",
-    "make_mask", "make_sequence_task", "mha_shapes", "rope_pair_trajectory",
+    "MASK_KINDS", "SCALES", "TASKS", "AttentionMaps", "DotProductVariance", "MHAShapes", "MaskCost",
+    "PermutationCheck", "QKV", "Retrieval",
+    "RopeDistance", "RopeShift", "RopeTrajectory", "ScalingSweep", "SinusoidalSimilarity",
+    "TinyAttention", "TinyHistory", "TinyRun", "attention_maps", "dot_product_variance",
+    "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
     "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
-    "toy_qkv", "train_tiny_attention",
+    "designed_retrieval", "toy_qkv", "train_tiny_attention",
 ]
 
 SENTENCE = "the cat sat on the mat because it was warm"
 
 
 # ----------------------------------------------------------------------------- Q, K, V
-def toy_qkv(tokens=SENTENCE, d_model=8, d_k=4, seed=0) -> dict:
+@dataclass(frozen=True)
+class QKV:
+    """A sentence's embeddings ``X`` [L, d_model], projections ``W_q``/``W_k``/``W_v``
+    [d_model, d_k] and their products ``Q``/``K``/``V`` [L, d_k]."""
+
+    tokens: list
+    X: np.ndarray
+    W_q: np.ndarray
+    W_k: np.ndarray
+    W_v: np.ndarray
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+
+
+def toy_qkv(tokens=SENTENCE, d_model=8, d_k=4, seed=0) -> QKV:
     """Queries, keys and values of a short sentence.
 
     Each distinct word gets a random embedding x ∈ R^d_model (a repeated word, the same one), and
     three random projections map it: q = x W_q, k = x W_k, v = x W_v, each W ~ N(0, 1/d_model)
-    so that q, k, v have entries of variance about 1. Returns ``tokens`` (list of words), ``X``
-    [L, d_model], ``W_q``/``W_k``/``W_v`` [d_model, d_k], ``Q``/``K``/``V`` [L, d_k].
+    so that q, k, v have entries of variance about 1. Returns a :class:`QKV`.
     """
     op = "toy_qkv"
     words = tokens.split() if isinstance(tokens, str) else list(tokens)
@@ -55,8 +74,7 @@ def toy_qkv(tokens=SENTENCE, d_model=8, d_k=4, seed=0) -> dict:
     table = rng.standard_normal((len(vocab), d_model))
     X = table[[vocab.index(w) for w in words]]
     W = rng.standard_normal((3, d_model, d_k)) / math.sqrt(d_model)
-    return {"tokens": words, "X": X, "W_q": W[0], "W_k": W[1], "W_v": W[2],
-            "Q": X @ W[0], "K": X @ W[1], "V": X @ W[2]}
+    return QKV(words, X, W[0], W[1], W[2], X @ W[0], X @ W[1], X @ W[2])
 
 
 # ----------------------------------------------------------------------------- masks
@@ -99,7 +117,20 @@ def _scale_value(scale, d_k, op):
     return _positive(op, "scale", scale)
 
 
-def attention_maps(Q, K, V, scale="sqrt", temperature=1.0, mask=None) -> dict:
+@dataclass(frozen=True)
+class AttentionMaps:
+    """Scores (NaN where masked), weights, output, per-row entropy (nats), the scale used and
+    the queries allowed no key (``empty_rows``)."""
+
+    scores: np.ndarray
+    weights: np.ndarray
+    output: np.ndarray
+    entropy: np.ndarray
+    scale: float
+    empty_rows: np.ndarray
+
+
+def attention_maps(Q, K, V, scale="sqrt", temperature=1.0, mask=None) -> AttentionMaps:
     """Scaled dot-product attention step by step, for one sequence.
 
         S = Q Kᵀ · scale / τ,     A = softmax(S) over the allowed keys,     out = A V
@@ -120,13 +151,106 @@ def attention_maps(Q, K, V, scale="sqrt", temperature=1.0, mask=None) -> dict:
     with np.errstate(divide="ignore", invalid="ignore"):
         plogp = np.where(weights > 0, weights * np.log(np.where(weights > 0, weights, 1.0)), 0.0)
     allowed = np.ones(raw.shape, bool) if mask is None else np.broadcast_to(mask, raw.shape)
-    return {"scores": scores, "weights": weights, "output": weights @ V,
-            "entropy": -plogp.sum(axis=-1), "scale": factor,
-            "empty_rows": np.flatnonzero(~allowed.any(axis=-1))}
+    return AttentionMaps(scores, weights, weights @ V, -plogp.sum(axis=-1), factor,
+                         np.flatnonzero(~allowed.any(axis=-1)))
+
+
+@dataclass(frozen=True)
+class PermutationCheck:
+    """Self-attention on tokens reordered by ``order``, against the original output reordered
+    the same way: ``gap_plain`` (no positions: equal up to rounding) and ``gap_positions`` (the
+    sinusoidal positions added to the embeddings before the projections: no longer equal)."""
+
+    order: np.ndarray
+    gap_plain: float
+    gap_positions: float
+
+
+def permutation_check(qkv: QKV, seed=0) -> PermutationCheck:
+    """Is self-attention permutation-equivariant? With no mask and no positions,
+    Attention(PX) = P·Attention(X) for every permutation matrix P (softmax(P S Pᵀ) = P softmax(S) Pᵀ).
+    Adding positions (X + PE, PE fixed per slot) breaks it: a token's position travels with it
+    no longer. ``order`` is drawn from ``np.random.default_rng(seed)``."""
+    X = np.asarray(qkv.X, dtype=np.float64)
+    L = X.shape[0]
+    order = np.random.default_rng(seed).permutation(L)
+    pe = attention.sinusoidal_positions(L, X.shape[1]).data.astype(np.float64)
+
+    def attend(x):
+        return attention_maps(x @ qkv.W_q, x @ qkv.W_k, x @ qkv.W_v).output
+
+    plain = np.abs(attend(X[order]) - attend(X)[order]).max()
+    with_positions = np.abs(attend(X[order] + pe) - attend(X + pe)[order]).max()
+    return PermutationCheck(order, float(plain), float(with_positions))
+
+
+@dataclass(frozen=True)
+class MaskCost:
+    """What a dense mask costs: ``computed`` = L² scores computed, ``used`` = the allowed ones
+    (what a banded kernel would compute), and ``dense_waste`` = 1 − used/computed."""
+
+    computed: int
+    used: int
+
+    @property
+    def dense_waste(self) -> float:
+        return 1.0 - self.used / self.computed
+
+
+def mask_cost(mask, L) -> MaskCost:
+    """Scores a dense masked attention computes (all L², masked ones are set to −∞ afterwards)
+    against the ones the mask allows."""
+    L = _int("mask_cost", "L", L, 1)
+    used = L * L if mask is None else int(np.asarray(mask).sum())
+    return MaskCost(L * L, used)
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """A query built to match key ``target``: at each multiplier c of the standard scale, the
+    ``weights`` [len(multipliers), L] and the ``scores`` q·k_j/√d_k (c = 1)."""
+
+    target: int
+    multipliers: np.ndarray
+    scores: np.ndarray
+    weights: np.ndarray
+
+    @property
+    def on_target(self) -> np.ndarray:
+        return self.weights[:, self.target]
+
+
+def designed_retrieval(L=8, d_k=16, target=3, multipliers=(0.25, 0.5, 1, 2, 4, 8), seed=0) -> Retrieval:
+    """Keys k_j ~ N(0, I_{d_k}); the query is q = k_target, so its score against k_target is
+    |k_target|²/√d_k ≈ √d_k while the others are ≈ N(0, 1). Multiplying the scores by c (an
+    inverse temperature) moves the softmax from uniform (c → 0) to all weight on the target
+    (c → ∞): attention as a soft dictionary lookup."""
+    op = "designed_retrieval"
+    L = _int(op, "L", L, 2)
+    d_k = _int(op, "d_k", d_k, 1)
+    target = _int(op, "target", target, 0)
+    if target >= L:
+        raise ValueError(f"{op}: target must be < L = {L}, got {target}")
+    c = np.asarray([_positive(op, "multiplier", m) for m in np.atleast_1d(multipliers)])
+    keys = np.random.default_rng(seed).standard_normal((L, d_k))
+    scores = keys @ keys[target] / math.sqrt(d_k)
+    z = c[:, None] * scores[None, :]
+    z = np.exp(z - z.max(axis=1, keepdims=True))
+    return Retrieval(target, c, scores, z / z.sum(axis=1, keepdims=True))
 
 
 # ----------------------------------------------------------------------------- why √d_k
-def dot_product_variance(d_k, n=4000, seed=0) -> dict:
+@dataclass(frozen=True)
+class DotProductVariance:
+    """``raw`` samples of q·k, the same ``scaled`` by 1/√d_k, and their sample variances."""
+
+    raw: np.ndarray
+    scaled: np.ndarray
+    var_raw: float
+    var_scaled: float
+
+
+def dot_product_variance(d_k, n=4000, seed=0) -> DotProductVariance:
     """Samples of q·k for q, k ~ N(0, I_{d_k}), raw and divided by √d_k.
 
     Var(q·k) = Σ_i Var(q_i k_i) = d_k (each product has variance 1), so q·k/√d_k has variance 1
@@ -140,11 +264,21 @@ def dot_product_variance(d_k, n=4000, seed=0) -> dict:
     k = rng.standard_normal((n, d_k))
     raw = np.einsum("nd,nd->n", q, k)
     scaled = raw / math.sqrt(d_k)
-    return {"raw": raw, "scaled": scaled, "var_raw": float(raw.var()),
-            "var_scaled": float(scaled.var())}
+    return DotProductVariance(raw, scaled, float(raw.var()), float(scaled.var()))
 
 
-def scaling_sweep(dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), L=16, n=400, seed=0) -> dict:
+@dataclass(frozen=True)
+class ScalingSweep:
+    """Per d_k: score variance and mean largest softmax weight, raw and scaled by 1/√d_k."""
+
+    d_k: np.ndarray
+    var_raw: np.ndarray
+    var_scaled: np.ndarray
+    max_raw: np.ndarray
+    max_scaled: np.ndarray
+
+
+def scaling_sweep(dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), L=16, n=400, seed=0) -> ScalingSweep:
     """For each d_k: the variance of q·k (raw and scaled) and the average largest softmax weight
     over L random keys, raw and scaled: without scaling the softmax saturates (one key takes
     nearly all the weight, the gradient through the others vanishes) as d_k grows."""
@@ -162,32 +296,56 @@ def scaling_sweep(dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), L=16, n=400, see
             p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
             out[f"var_{key}"].append(float(scores.var()))
             out[f"max_{key}"].append(float(p.max(axis=1).mean()))
-    return {k: np.asarray(v) for k, v in out.items()}
+    return ScalingSweep(**{k: np.asarray(v) for k, v in out.items()})
 
 
 # ----------------------------------------------------------------------------- multi-head shapes
-def mha_shapes(B, L, d_model, H) -> dict:
+@dataclass(frozen=True)
+class MHAShapes:
+    """``d_k`` per head, ``rows`` (stage, shape), ``params`` by formula, ``module_params`` counted
+    on ``nn.MultiheadAttention``, and the module's ``output_shape`` and ``weights_shape``."""
+
+    d_k: int
+    rows: list
+    params: dict
+    module_params: int
+    output_shape: tuple
+    weights_shape: tuple
+
+
+def mha_shapes(B, L, d_model, H) -> MHAShapes:
     """Shapes through multi-head self-attention (``engine.shapes.attention_shapes``) checked by
     running ``engine.nn.MultiheadAttention(d_model, H, batch_first=True)`` on a random
-    [B, L, d_model] batch. Returns ``ok``; when H does not divide d_model, ``ok`` False and
-    ``message``; else ``d_k``, ``rows`` (stage, shape), ``params`` (by formula), ``module_params``
-    (counted on the module), ``output_shape`` and ``weights_shape`` (from the module)."""
+    [B, L, d_model] batch (built on its own random stream). When H does not divide d_model,
+    a ValueError says so and lists the head counts that do."""
     try:
         info = shapes.attention_shapes(B, L, d_model, H)
     except ValueError as error:
-        return {"ok": False, "message": str(error).replace("attention_shapes: ", "")}
-    manual_seed(0)
-    mha = nn.MultiheadAttention(d_model, H, batch_first=True)
+        divisors = ", ".join(str(h) for h in range(1, 17) if int(d_model) % h == 0)
+        raise ValueError(f"mha_shapes: {str(error).replace('attention_shapes: ', '')}. Each head "
+                         f"gets d_model / H columns, so H must divide d_model = {d_model}: "
+                         f"try H = {divisors}.") from None
+    with fork_rng(0):
+        mha = nn.MultiheadAttention(d_model, H, batch_first=True)
     x = Tensor(np.random.default_rng(0).standard_normal((B, L, d_model)).astype(np.float32))
     with no_grad():
         out, weights = mha(x, x, x, need_weights=True, average_attn_weights=False)
-    return {"ok": True, "message": "", "d_k": info.d_k, "rows": list(info.shapes.items()),
-            "params": dict(info.params), "module_params": int(sum(p.data.size for p in mha.parameters())),
-            "output_shape": tuple(out.shape), "weights_shape": tuple(weights.shape)}
+    return MHAShapes(info.d_k, list(info.shapes.items()), dict(info.params),
+                     int(sum(p.data.size for p in mha.parameters())), tuple(out.shape),
+                     tuple(weights.shape))
 
 
 # ----------------------------------------------------------------------------- RoPE
-def rope_pair_trajectory(d=8, pair=0, positions=16, base=10000.0, x=None) -> dict:
+@dataclass(frozen=True)
+class RopeTrajectory:
+    """One pair's rotated coordinates ``xy`` [P, 2] at ``positions``; ``theta`` rad/position."""
+
+    positions: np.ndarray
+    xy: np.ndarray
+    theta: float
+
+
+def rope_pair_trajectory(d=8, pair=0, positions=16, base=10000.0, x=None) -> RopeTrajectory:
     """Where pair ``pair`` of a vector x (default all ones) goes as its position m runs over
     0 … positions−1 under ``engine.attention.apply_rope``: it turns by θ_i per position,
     θ_i = base^(−2i/d). Returns ``positions``, ``xy`` [P, 2] and ``theta`` (radians/position)."""
@@ -200,7 +358,7 @@ def rope_pair_trajectory(d=8, pair=0, positions=16, base=10000.0, x=None) -> dic
     x = np.ones(d) if x is None else np.asarray(x, dtype=np.float64)
     rotated = attention.apply_rope(np.broadcast_to(x, (P, d)).copy(), base=base).data
     theta = attention.rope_frequencies(d, base)[pair]
-    return {"positions": np.arange(P), "xy": rotated[:, 2 * pair:2 * pair + 2], "theta": float(theta)}
+    return RopeTrajectory(np.arange(P), rotated[:, 2 * pair:2 * pair + 2], float(theta))
 
 
 def _rope_at(x, m, base):
@@ -208,7 +366,17 @@ def _rope_at(x, m, base):
                                 base=base).data[0]
 
 
-def rope_shift_check(q, k, m, n, shift, base=10000.0) -> dict:
+@dataclass(frozen=True)
+class RopeShift:
+    """Scores at (m, n) and at (m + s, n + s), with RoPE and with added sinusoidal positions."""
+
+    rope: float
+    rope_shifted: float
+    absolute: float
+    absolute_shifted: float
+
+
+def rope_shift_check(q, k, m, n, shift, base=10000.0) -> RopeShift:
     """The score of query q at position m with key k at position n, before and after shifting
     both positions by ``shift``: with RoPE, ⟨R_m q, R_n k⟩ = ⟨R_{m+s} q, R_{n+s} k⟩ (it depends
     on m − n only); with sinusoidal positions added, (q + p_m)·(k + p_n) changes with the shift.
@@ -218,42 +386,70 @@ def rope_shift_check(q, k, m, n, shift, base=10000.0) -> dict:
     d = q.shape[-1]
     top = max(m, n) + shift + 1
     pe = attention.sinusoidal_positions(top, d, base).data.astype(np.float64)
-    return {
-        "rope": float(_rope_at(q, m, base) @ _rope_at(k, n, base)),
-        "rope_shifted": float(_rope_at(q, m + shift, base) @ _rope_at(k, n + shift, base)),
-        "absolute": float((q + pe[m]) @ (k + pe[n])),
-        "absolute_shifted": float((q + pe[m + shift]) @ (k + pe[n + shift])),
-    }
+    return RopeShift(
+        rope=float(_rope_at(q, m, base) @ _rope_at(k, n, base)),
+        rope_shifted=float(_rope_at(q, m + shift, base) @ _rope_at(k, n + shift, base)),
+        absolute=float((q + pe[m]) @ (k + pe[n])),
+        absolute_shifted=float((q + pe[m + shift]) @ (k + pe[n + shift])),
+    )
 
 
-def rope_score_vs_distance(d=64, base=10000.0, max_distance=256, q=None, k=None) -> dict:
-    """⟨R_m q, R_n k⟩ against the distance n − m = 0 … max_distance (m = 0).
+@dataclass(frozen=True)
+class RopeDistance:
+    """Against the distance Δ = n − m: the score of aligned vectors q = k = 1 (``aligned``, its
+    ``closed_form`` 2 Σ_i cos Δθ_i) and Su et al.'s relative upper bound ``bound``
+    = (1/(d/2)) Σ_j |S_j|, S_j = Σ_{i<j} e^{iΔθ_i}; ``*_relative``: each divided by its value at 0."""
 
-    With q = k = all ones the score is 2 Σ_i cos(Δ·θ_i): it starts at d and decays, with
-    ripples, as Δ grows (RoPE's long-range decay). Also returns the same for random q, k
-    (given or drawn with seed 0) and the ones-vector's closed form for comparison."""
+    distance: np.ndarray
+    aligned: np.ndarray
+    closed_form: np.ndarray
+    bound: np.ndarray
+
+    @property
+    def aligned_relative(self) -> np.ndarray:
+        return self.aligned / self.aligned[0]
+
+    @property
+    def bound_relative(self) -> np.ndarray:
+        return self.bound / self.bound[0]
+
+
+def rope_score_vs_distance(d=64, base=10000.0, max_distance=256) -> RopeDistance:
+    """RoPE's long-range decay (Su et al. 2021, §3.4.3), for Δ = n − m = 0 … max_distance.
+
+    Writing each pair as a complex number, ⟨R_m q, R_n k⟩ = Re Σ_i h_i e^{iΔθ_i} with
+    h_i = q_[i] conj(k_[i]). Abel summation bounds its size by max_i |h_{i+1} − h_i| · Σ_j |S_j|,
+    S_j = Σ_{i<j} e^{iΔθ_i}: the factor (1/(d/2)) Σ_j |S_j| decays with Δ. It bounds the score of
+    vectors whose pairs agree (q = k = 1 here, computed with ``apply_rope``); a random pair of
+    vectors has no such decay (its h_i jump around, so the bound's first factor is large).
+    """
     op = "rope_score_vs_distance"
     d = _int(op, "d", d, 2)
     D = _int(op, "max_distance", max_distance, 1)
     dist = np.arange(D + 1)
     ones = np.ones(d)
-    rng = np.random.default_rng(0)
-    q = rng.standard_normal(d) if q is None else np.asarray(q, float)
-    k = rng.standard_normal(d) if k is None else np.asarray(k, float)
     rot_ones = attention.apply_rope(np.broadcast_to(ones, (D + 1, d)).copy(), positions=dist,
-                                    base=base).data
-    rot_k = attention.apply_rope(np.broadcast_to(k, (D + 1, d)).copy(), positions=dist,
-                                 base=base).data
+                                    base=base).data.astype(np.float64)
     theta = attention.rope_frequencies(d, base)
-    return {"distance": dist, "ones": rot_ones @ ones, "random": rot_k @ q,
-            "closed_form": 2 * np.cos(dist[:, None] * theta[None, :]).sum(axis=1)}
+    partial = np.cumsum(np.exp(1j * dist[:, None] * theta[None, :]), axis=1)   # S_1 … S_{d/2}
+    return RopeDistance(dist, rot_ones @ ones,
+                        2 * np.cos(dist[:, None] * theta[None, :]).sum(axis=1),
+                        np.abs(partial).mean(axis=1))
 
 
-def sinusoidal_similarity(L=64, d=64, base=10000.0) -> dict:
+@dataclass(frozen=True)
+class SinusoidalSimilarity:
+    """The table ``pe`` [L, d] and its Gram matrix ``similarity`` [L, L]."""
+
+    pe: np.ndarray
+    similarity: np.ndarray
+
+
+def sinusoidal_similarity(L=64, d=64, base=10000.0) -> SinusoidalSimilarity:
     """The sinusoidal table PE [L, d] and the dot products PE_m·PE_n [L, L]: they depend on
     m − n only (Σ_i cos((m − n)ω_i)), largest at m = n and fading with distance."""
     pe = attention.sinusoidal_positions(L, d, base).data.astype(np.float64)
-    return {"pe": pe, "similarity": pe @ pe.T}
+    return SinusoidalSimilarity(pe, pe @ pe.T)
 
 
 # ----------------------------------------------------------------------------- a tiny model
@@ -310,11 +506,37 @@ class TinyAttention(Module):
         return self.attend(x)[0]
 
 
+@dataclass(frozen=True)
+class TinyHistory:
+    """Every ``eval_every`` steps: the ``step``, the mean training ``loss`` since the last entry
+    and the held-out per-token ``accuracy``."""
+
+    step: np.ndarray
+    loss: np.ndarray
+    accuracy: np.ndarray
+
+
+@dataclass(frozen=True)
+class TinyRun:
+    """A trained :class:`TinyAttention`, its history, one held-out ``example`` with its
+    ``target``, ``prediction`` and attention ``weights`` [L, L], and the held-out set."""
+
+    model: TinyAttention
+    history: TinyHistory
+    example: np.ndarray
+    target: np.ndarray
+    prediction: np.ndarray
+    weights: np.ndarray
+    stopped: str
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
 def train_tiny_attention(task="reverse", steps=300, lr=1e-2, d_model=32, length=6, vocab=8,
-                         batch_size=64, seed=0, eval_every=25, on_step=None) -> dict:
+                         batch_size=64, seed=0, eval_every=25, on_step=None) -> TinyRun:
     """Train :class:`TinyAttention` with Adam on fresh random batches of ``task``.
 
-    Returns ``model``, ``history`` (``step``, ``loss``, ``accuracy``: per-token accuracy on a fixed
+    Returns a :class:`TinyRun`: ``model``, ``history`` (``step``, ``loss``, ``accuracy``: per-token accuracy on a fixed
     held-out set of 256 sequences, every ``eval_every`` steps) and ``example``/``target``/
     ``prediction``/``weights`` [L, L] for one held-out sequence. ``on_step(step)`` is called after
     every step (a progress bar's hook). A non-finite loss stops early with ``stopped`` set.
@@ -322,8 +544,8 @@ def train_tiny_attention(task="reverse", steps=300, lr=1e-2, d_model=32, length=
     op = "train_tiny_attention"
     steps = _int(op, "steps", steps, 1)
     lr = _positive(op, "lr", lr)
-    manual_seed(int(seed))
-    model = TinyAttention(vocab, length, d_model)
+    with fork_rng(int(seed)):
+        model = TinyAttention(vocab, length, d_model)
     opt = optim.Adam(model.parameters(), lr=lr)
     x_test, y_test = make_sequence_task(task, 256, length, vocab, seed=10_000 + seed)
     history = {"step": [], "loss": [], "accuracy": []}
@@ -351,6 +573,6 @@ def train_tiny_attention(task="reverse", steps=300, lr=1e-2, d_model=32, length=
             on_step(step)
     with no_grad():
         logits, weights = model.attend(x_test[:1])
-    return {"model": model, "history": {k: np.asarray(v) for k, v in history.items()},
-            "example": x_test[0], "target": y_test[0], "prediction": logits.data[0].argmax(-1),
-            "weights": weights.data[0], "stopped": stopped, "x_test": x_test, "y_test": y_test}
+    return TinyRun(model, TinyHistory(**{k: np.asarray(v) for k, v in history.items()}),
+                   x_test[0], y_test[0], logits.data[0].argmax(-1), weights.data[0], stopped,
+                   x_test, y_test)

@@ -24,16 +24,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import engine.functional as F
-from engine import Tensor, manual_seed, nn, no_grad, optim, shapes
+from engine import Tensor, nn, no_grad, optim, shapes
+from engine.random import fork_rng
 from engine.data import DataLoader
 from engine.ops.conv import col2im, conv2d, im2col
 
 __all__ = [
-    "CLASSIC_FILTERS", "ConvReport", "apply_filter", "cnn_accuracy", "conv_grid",
+    "CLASSIC_FILTERS", "CNNHistory", "ConvReport", "Im2colBackward", "Im2colView",
+    "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "conv_grid",
     "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
     "feature_maps", "im2col_backward", "im2col_view", "learned_filters", "make_cnn",
     "receptive_field_table", "round_trip_output_padding", "sample_image", "train_cnn",
-    "uniform_stack",
+    "two_convolutions", "uniform_stack",
 ]
 
 
@@ -306,7 +308,29 @@ def _conv_settings(x, kernel, stride, padding, dilation, op):
     return x, report
 
 
-def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0) -> dict:
+@dataclass(frozen=True)
+class Im2colView:
+    """One convolution as a matrix product, with one output pixel's path through it lit (see
+    :func:`im2col_view`). ``rows`` = colsᵀ [L, C·K·K] (one row per output pixel, as drawn)."""
+
+    message: str
+    rows: np.ndarray
+    row: int
+    row_values: np.ndarray
+    weights: np.ndarray
+    products: np.ndarray
+    value: float
+    x_pad: np.ndarray
+    patch: np.ndarray
+    tap_labels: list
+    output: np.ndarray
+    conv2d: np.ndarray
+    out_row: int
+    out_col: int
+    out_shape: tuple
+
+
+def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0) -> Im2colView:
     """One convolution as a matrix product, with one output pixel's path through it lit.
 
     ``x``: [C, H, W] (or [H, W]); ``weight``: [C_out, C, K, K]. With ``cols = im2col(x)``
@@ -315,18 +339,18 @@ def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0
 
         out = W₂ · cols,    out[o, r] = Σ_t W₂[o, t] · cols[t, r],    r = out_row·W_out + out_col
 
-    Returns a dict: ``ok``/``message`` (False with the reason for impossible settings, nothing
-    else then); ``rows`` = colsᵀ [L, C·K·K] (one row per output pixel, as drawn), ``row`` (the
-    index r), ``row_values`` (the patch, = colsᵀ[r]), ``weights`` (W₂[0], the weights it meets),
-    ``products`` (their element-wise product), ``value`` (their sum = out[0, r]), ``x_pad``
-    [C, H+2P, W+2P], ``patch`` (boolean mask over x_pad of the taps r reads), ``tap_labels``
-    ('c,i,j' per column), ``output`` (W₂·cols for channel 0, [H_out, W_out]) and ``conv2d``
-    (``engine.functional.conv2d`` on the same input, to compare), ``out_row``/``out_col`` clipped.
+    Returns an :class:`Im2colView`: ``rows`` = colsᵀ (drawn one row per output pixel), ``row``
+    (the index r), ``row_values`` (the patch, = cols[:, r]), ``weights`` (W₂[0], the weights it
+    meets), ``products`` (their element-wise product), ``value`` (their sum = out[0, r]),
+    ``x_pad`` [C, H+2P, W+2P], ``patch`` (boolean mask over x_pad of the taps r reads),
+    ``tap_labels`` ('c,i,j' per tap), ``output`` (W₂·cols for channel 0, [H_out, W_out]) and
+    ``conv2d`` (``engine.functional.conv2d`` on the same input, to compare), ``out_row``/
+    ``out_col`` clipped into the output. An impossible setting raises ValueError with the reason.
     """
     op = "im2col_view"
     x, report = _conv_settings(x, np.shape(weight)[-1], stride, padding, dilation, op)
     if not report.ok:
-        return {"ok": False, "message": report.message}
+        raise ValueError(f"{op}: {report.message}")
     weight = np.asarray(weight, dtype=np.float64)
     c, h, w = x.shape
     k = weight.shape[-1]
@@ -348,18 +372,33 @@ def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0
     ci, ii, jj = np.meshgrid(np.arange(c), np.arange(k), np.arange(k), indexing="ij")
     labels = [f"{a},{b},{d}" for a, b, d in zip(ci.ravel(), ii.ravel(), jj.ravel())]
     products = cols[:, r] * w2[0]
-    return {
-        "ok": True, "message": report.message, "rows": cols.T, "row": r,
-        "row_values": cols[:, r], "weights": w2[0], "products": products,
-        "value": float(products.sum()), "x_pad": x_pad, "patch": patch, "tap_labels": labels,
-        "output": (w2 @ cols)[0].reshape(h_out, w_out),
-        "conv2d": conv2d(x[None], weight, stride=stride, padding=padding,
-                         dilation=dilation).data[0, 0].astype(np.float64),
-        "out_row": out_row, "out_col": out_col, "out_shape": (h_out, w_out),
-    }
+    return Im2colView(
+        message=report.message, rows=cols.T, row=r, row_values=cols[:, r], weights=w2[0],
+        products=products, value=float(products.sum()), x_pad=x_pad, patch=patch,
+        tap_labels=labels, output=(w2 @ cols)[0].reshape(h_out, w_out),
+        conv2d=conv2d(x[None], weight, stride=stride, padding=padding,
+                      dilation=dilation).data[0, 0].astype(np.float64),
+        out_row=out_row, out_col=out_col, out_shape=(h_out, w_out))
 
 
-def im2col_backward(x, weight, grad_output, stride=1, padding=0, dilation=1) -> dict:
+@dataclass(frozen=True)
+class Im2colBackward:
+    """The two transposed products next to autograd (see :func:`im2col_backward`)."""
+
+    grad_weight: np.ndarray
+    grad_input: np.ndarray
+    autograd_weight: np.ndarray
+    autograd_input: np.ndarray
+    window_count: np.ndarray
+
+    @property
+    def largest_gap(self) -> float:
+        """The largest |by hand − autograd| over ∂L/∂x and ∂L/∂W."""
+        return max(float(np.abs(self.grad_input - self.autograd_input).max()),
+                   float(np.abs(self.grad_weight - self.autograd_weight).max()))
+
+
+def im2col_backward(x, weight, grad_output, stride=1, padding=0, dilation=1) -> Im2colBackward:
     """The backward pass of a convolution as the two transposed products, next to autograd.
 
     With ``g = ∂L/∂out`` reshaped [C_out, L]::
@@ -368,8 +407,9 @@ def im2col_backward(x, weight, grad_output, stride=1, padding=0, dilation=1) -> 
 
     ``col2im`` adds every column entry back onto the pixel it came from, so a pixel inside several
     windows collects several terms (``window_count`` = col2im(im2col(ones)) counts them).
-    Returns ``grad_weight``/``grad_input`` by hand, ``autograd_weight``/``autograd_input`` from
-    ``engine`` (``out.backward(g)``), and ``window_count`` [H, W].
+    Returns an :class:`Im2colBackward`: ``grad_weight``/``grad_input`` by hand,
+    ``autograd_weight``/``autograd_input`` from ``engine`` (``out.backward(g)``), and
+    ``window_count`` [H, W].
     """
     op = "im2col_backward"
     x, report = _conv_settings(x, np.shape(weight)[-1], stride, padding, dilation, op)
@@ -393,8 +433,7 @@ def im2col_backward(x, weight, grad_output, stride=1, padding=0, dilation=1) -> 
     ones = np.ones((1,) + x.shape[1:])
     count = col2im(im2col(ones, k, stride, padding, dilation), x.shape[1:], k, stride, padding,
                    dilation)[0]
-    return {"grad_weight": grad_weight, "grad_input": grad_input,
-            "autograd_weight": wt.grad, "autograd_input": xt.grad[0], "window_count": count}
+    return Im2colBackward(grad_weight, grad_input, wt.grad, xt.grad[0], count)
 
 
 # ----------------------------------------------------------------------------- classic filters
@@ -473,24 +512,68 @@ def apply_filter(image, kernel, stride=1, repeat=1) -> np.ndarray:
     return x[0, 0]
 
 
+def compose_kernels(first, second) -> np.ndarray:
+    """The one kernel that does what cross-correlating with ``first`` then ``second`` does (no
+    nonlinearity between): c[t] = Σ_{u+v=t} first[u]·second[v], a (K₁+K₂−1)-wide kernel.
+
+    (x ⋆ a) ⋆ b [i] = Σ_v b[v] Σ_u a[u] x[i+u+v], so c is the full convolution of a and b."""
+    a = np.asarray(first, dtype=np.float64)
+    b = np.asarray(second, dtype=np.float64)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"compose_kernels: kernels must be 2-D, got shapes {a.shape} and {b.shape}")
+    out = np.zeros((a.shape[0] + b.shape[0] - 1, a.shape[1] + b.shape[1] - 1))
+    for (i, j), w in np.ndenumerate(b):
+        out[i:i + a.shape[0], j:j + a.shape[1]] += w * a
+    return out
+
+
+@dataclass(frozen=True)
+class TwoConvolutions:
+    """Two 'valid' cross-correlations in a row against the one composed kernel: ``gap_linear`` =
+    max |conv(conv(x, a), b) − conv(x, a ⋆ b)| (rounding only), ``gap_relu`` the same with a ReLU
+    between the two (no single kernel does that), ``relu_changed``: the share of first-layer
+    outputs the ReLU set to zero."""
+
+    composed: np.ndarray
+    gap_linear: float
+    gap_relu: float
+    relu_changed: float
+
+
+def two_convolutions(image, first="vertical edges (Sobel x)", second="box blur") -> TwoConvolutions:
+    """Apply ``first`` then ``second`` (names in :data:`CLASSIC_FILTERS` or arrays) with no
+    padding, with and without a ReLU between, and compare with :func:`compose_kernels`."""
+    kernels = [CLASSIC_FILTERS[k] if isinstance(k, str) else np.asarray(k, float)
+               for k in (first, second)]
+    x = np.asarray(image, dtype=np.float64)[None, None]
+    a, b = (k[None, None] for k in kernels)
+    composed = compose_kernels(*kernels)
+    hidden = conv2d(x, a).data
+    linear = conv2d(hidden, b).data
+    relu = conv2d(np.maximum(hidden, 0.0), b).data
+    once = conv2d(x, composed[None, None]).data
+    return TwoConvolutions(composed, float(np.abs(linear - once).max()),
+                           float(np.abs(relu - once).max()), float((hidden < 0).mean()))
+
+
 # ----------------------------------------------------------------------------- a small CNN
 def make_cnn(n_filters=6, kernel_size=5, n_classes=4, image_size=16, seed=0):
     """conv(1→C, K, 'same') → ReLU → max-pool 2 → conv(C→2C, 3, 'same') → ReLU → max-pool 2 →
     flatten → linear(2C·(S/4)², n_classes). ``seed`` fixes the initial weights
-    (``engine.manual_seed``). The image size must be a multiple of 4 (two 2x2 pools)."""
+    (drawn inside ``engine.random.fork_rng(seed)``, so the global stream is left as it was). The image size must be a multiple of 4 (two 2x2 pools)."""
     op = "make_cnn"
     s = _settings(op, c_in=n_filters, kernel=kernel_size, c_out=n_classes, size=image_size)
     if s["size"] % 4:
         raise ValueError(f"{op}: image_size must be a multiple of 4, got {image_size}")
     if s["kernel"] % 2 == 0:
         raise ValueError(f"{op}: kernel_size must be odd (for 'same' padding), got {kernel_size}")
-    manual_seed(int(seed))
     c, k, side = s["c_in"], s["kernel"], s["size"] // 4
-    return nn.Sequential(
-        nn.Conv2d(1, c, k, padding=k // 2), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(c, 2 * c, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(2 * c * side * side, s["c_out"]),
-    )
+    with fork_rng(int(seed)):
+        return nn.Sequential(
+            nn.Conv2d(1, c, k, padding=k // 2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(c, 2 * c, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(2 * c * side * side, s["c_out"]),
+        )
 
 
 def cnn_accuracy(model, X, y, batch_size=256) -> float:
@@ -504,13 +587,23 @@ def cnn_accuracy(model, X, y, batch_size=256) -> float:
     return hits / max(1, len(X))
 
 
-def train_cnn(model, X, y, X_test=None, y_test=None, epochs=5, lr=3e-3, batch_size=32, seed=0,
-              on_epoch=None) -> dict:
-    """Adam on the cross-entropy of ``model(X)``; one history entry per epoch.
+@dataclass
+class CNNHistory:
+    """One entry per epoch: mean training ``loss``, ``train_acc``, ``test_acc`` (empty without a
+    test set); ``stopped`` says why training stopped early ('' when it ran to the end)."""
 
-    Returns ``{'loss': mean training loss per epoch, 'train_acc': [...], 'test_acc': [...]}``
-    (test accuracy only with a test set). ``on_epoch(epoch, history)`` is called after each epoch
-    (a progress bar's hook). A non-finite loss stops training with ``history['stopped']`` set.
+    loss: list = field(default_factory=list)
+    train_acc: list = field(default_factory=list)
+    test_acc: list = field(default_factory=list)
+    stopped: str = ""
+
+
+def train_cnn(model, X, y, X_test=None, y_test=None, epochs=5, lr=3e-3, batch_size=32, seed=0,
+              on_epoch=None) -> CNNHistory:
+    """Adam on the cross-entropy of ``model(X)``; one :class:`CNNHistory` entry per epoch.
+
+    ``on_epoch(epoch, history)`` is called after each epoch (a progress bar's hook). A non-finite
+    loss stops training with ``history.stopped`` set. Shuffling uses ``seed`` (its own stream).
     """
     op = "train_cnn"
     epochs = _settings(op, size=epochs)["size"]
@@ -520,7 +613,7 @@ def train_cnn(model, X, y, X_test=None, y_test=None, epochs=5, lr=3e-3, batch_si
     opt = optim.Adam(model.parameters(), lr=lr)
     loader = DataLoader(np.asarray(X, np.float32), np.asarray(y, np.int64),
                         batch_size=batch_size, shuffle=True, seed=seed)
-    history = {"loss": [], "train_acc": [], "test_acc": [], "stopped": ""}
+    history = CNNHistory()
     model.train()
     for epoch in range(1, epochs + 1):
         losses = []
@@ -530,14 +623,14 @@ def train_cnn(model, X, y, X_test=None, y_test=None, epochs=5, lr=3e-3, batch_si
             loss.backward()
             opt.step()
             losses.append(float(loss.data))
-        history["loss"].append(float(np.mean(losses)))
-        if not math.isfinite(history["loss"][-1]):
-            history["stopped"] = f"the loss became non-finite at epoch {epoch}: lower the learning rate"
+        history.loss.append(float(np.mean(losses)))
+        if not math.isfinite(history.loss[-1]):
+            history.stopped = f"the loss became non-finite at epoch {epoch}: lower the learning rate"
             break
         model.eval()
-        history["train_acc"].append(cnn_accuracy(model, X, y))
+        history.train_acc.append(cnn_accuracy(model, X, y))
         if X_test is not None:
-            history["test_acc"].append(cnn_accuracy(model, X_test, y_test))
+            history.test_acc.append(cnn_accuracy(model, X_test, y_test))
         model.train()
         if on_epoch is not None:
             on_epoch(epoch, history)

@@ -22,11 +22,11 @@ from engine.course.labs import vae as vae_lab
 
 def test_toy_qkv_projects_the_embeddings():
     t = attention_lab.toy_qkv("a b a c", d_model=6, d_k=3, seed=1)
-    assert t["tokens"] == ["a", "b", "a", "c"]
-    np.testing.assert_array_equal(t["X"][0], t["X"][2])  # the same word, the same embedding
+    assert t.tokens == ["a", "b", "a", "c"]
+    np.testing.assert_array_equal(t.X[0], t.X[2])  # the same word, the same embedding
     for name in "QKV":
-        np.testing.assert_allclose(t[name], t["X"] @ t[f"W_{name.lower()}"])
-    assert t["Q"].shape == (4, 3)
+        np.testing.assert_allclose(getattr(t, name), t.X @ getattr(t, f"W_{name.lower()}"))
+    assert t.Q.shape == (4, 3)
     with pytest.raises(ValueError, match="at least one token"):
         attention_lab.toy_qkv("")
 
@@ -55,14 +55,14 @@ def test_attention_maps_against_numpy():
     s = np.where(mask, s, -np.inf)
     p = np.exp(s - s.max(1, keepdims=True))
     p /= p.sum(1, keepdims=True)
-    np.testing.assert_allclose(r["weights"], p, atol=1e-12)
-    np.testing.assert_allclose(r["output"], p @ V, atol=1e-12)
+    np.testing.assert_allclose(r.weights, p, atol=1e-12)
+    np.testing.assert_allclose(r.output, p @ V, atol=1e-12)
     logp = np.log(np.where(p > 0, p, 1.0))
-    np.testing.assert_allclose(r["entropy"], -(p * logp).sum(1), atol=1e-12)
-    assert r["entropy"][0] == 0.0  # the first query sees one key only
-    assert np.isnan(r["scores"][0, 1]) and r["scale"] == pytest.approx(1.0)
+    np.testing.assert_allclose(r.entropy, -(p * logp).sum(1), atol=1e-12)
+    assert r.entropy[0] == 0.0  # the first query sees one key only
+    assert np.isnan(r.scores[0, 1]) and r.scale == pytest.approx(1.0)
     empty = attention_lab.attention_maps(Q, K, V, mask=np.zeros((5, 5), bool))
-    assert list(empty["empty_rows"]) == [0, 1, 2, 3, 4] and np.all(empty["output"] == 0)
+    assert list(empty.empty_rows) == [0, 1, 2, 3, 4] and np.all(empty.output == 0)
     with pytest.raises(ValueError, match="temperature"):
         attention_lab.attention_maps(Q, K, V, temperature=0)
     with pytest.raises(ValueError, match="scale"):
@@ -72,34 +72,34 @@ def test_attention_maps_against_numpy():
 def test_dot_product_variance_is_d_k():
     for d in (1, 16, 256):
         v = attention_lab.dot_product_variance(d, n=20000, seed=3)
-        assert v["var_raw"] == pytest.approx(d, rel=0.06)
-        assert v["var_scaled"] == pytest.approx(1.0, rel=0.06)
-        np.testing.assert_allclose(v["scaled"] * np.sqrt(d), v["raw"])
+        assert v.var_raw == pytest.approx(d, rel=0.06)
+        assert v.var_scaled == pytest.approx(1.0, rel=0.06)
+        np.testing.assert_allclose(v.scaled * np.sqrt(d), v.raw)
     s = attention_lab.scaling_sweep(dims=(1, 16, 256), L=8, n=500)
-    assert np.all(np.diff(s["max_raw"]) > 0)  # saturation grows with d_k without scaling
-    assert np.ptp(s["max_scaled"]) < 0.1  # and stays put with it
-    np.testing.assert_allclose(s["var_raw"] / s["d_k"], 1.0, rtol=0.15)
+    assert np.all(np.diff(s.max_raw) > 0)  # saturation grows with d_k without scaling
+    assert np.ptp(s.max_scaled) < 0.1  # and stays put with it
+    np.testing.assert_allclose(s.var_raw / s.d_k, 1.0, rtol=0.15)
 
 
 def test_mha_shapes_against_torch(torch):
     info = attention_lab.mha_shapes(2, 5, 12, 3)
     layer = torch.nn.MultiheadAttention(12, 3, batch_first=True)
-    assert info["module_params"] == sum(p.numel() for p in layer.parameters()) == info["params"]["total"]
+    assert info.module_params == sum(p.numel() for p in layer.parameters()) == info.params["total"]
     x = torch.zeros(2, 5, 12)
     out, w = layer(x, x, x, average_attn_weights=False)
-    assert info["output_shape"] == tuple(out.shape) and info["weights_shape"] == tuple(w.shape)
-    assert dict(info["rows"])["q, k, v (per head)"] == (2, 3, 5, 4)
-    bad = attention_lab.mha_shapes(2, 5, 12, 5)
-    assert not bad["ok"] and "12" in bad["message"] and "5" in bad["message"]
+    assert info.output_shape == tuple(out.shape) and info.weights_shape == tuple(w.shape)
+    assert dict(info.rows)["q, k, v (per head)"] == (2, 3, 5, 4)
+    with pytest.raises(ValueError, match="mha_shapes: .*12.*try H = 1, 2, 3, 4, 6, 12"):
+        attention_lab.mha_shapes(2, 5, 12, 5)
 
 
 def test_rope_pair_trajectory_is_a_rotation():
     d, base = 8, 10000.0
     t = attention_lab.rope_pair_trajectory(d, pair=1, positions=20, base=base)
     theta = base ** (-2 / d)
-    assert t["theta"] == pytest.approx(theta)
-    np.testing.assert_allclose(np.hypot(*t["xy"].T), np.sqrt(2))  # rotations keep the length
-    angles = np.unwrap(np.arctan2(t["xy"][:, 1], t["xy"][:, 0]))
+    assert t.theta == pytest.approx(theta)
+    np.testing.assert_allclose(np.hypot(*t.xy.T), np.sqrt(2))  # rotations keep the length
+    angles = np.unwrap(np.arctan2(t.xy[:, 1], t.xy[:, 0]))
     np.testing.assert_allclose(np.diff(angles), theta)
     with pytest.raises(ValueError, match="pair"):
         attention_lab.rope_pair_trajectory(8, pair=4)
@@ -109,8 +109,8 @@ def test_rope_shift_check_and_distance():
     rng = np.random.default_rng(1)
     q, k = rng.normal(size=16), rng.normal(size=16)
     c = attention_lab.rope_shift_check(q, k, 3, 9, 100)
-    assert c["rope"] == pytest.approx(c["rope_shifted"], abs=1e-10)
-    assert abs(c["absolute"] - c["absolute_shifted"]) > 1e-3
+    assert c.rope == pytest.approx(c.rope_shifted, abs=1e-10)
+    assert abs(c.absolute - c.absolute_shifted) > 1e-3
     # score by hand: rotate each pair of q by 3θ_i and of k by 9θ_i
     theta = 10000.0 ** (-np.arange(0, 16, 2) / 16)
 
@@ -121,16 +121,33 @@ def test_rope_shift_check_and_distance():
         out[1::2] = a * np.sin(m * theta) + b * np.cos(m * theta)
         return out
 
-    assert c["rope"] == pytest.approx(float(rot(q, 3) @ rot(k, 9)), abs=1e-10)
+    assert c.rope == pytest.approx(float(rot(q, 3) @ rot(k, 9)), abs=1e-10)
     r = attention_lab.rope_score_vs_distance(d=32, max_distance=100)
-    np.testing.assert_allclose(r["ones"], r["closed_form"], atol=1e-9)
-    assert r["ones"][0] == pytest.approx(32)
-    assert r["ones"][1:].max() < 32
+    np.testing.assert_allclose(r.aligned, r.closed_form, atol=1e-9)
+    assert r.aligned[0] == pytest.approx(32)
+    assert r.aligned[1:].max() < 32
+
+
+def test_rope_decay_is_su_et_al_bound_on_aligned_vectors():
+    """The bound is (1/(d/2)) Σ_j |S_j| with S_j the partial sums of e^{iΔθ}, written out here
+    with a loop; it bounds the aligned score (|2 Re S_{d/2}| <= d · bound) and decays with Δ."""
+    d, base = 64, 10000.0
+    r = attention_lab.rope_score_vs_distance(d=d, base=base, max_distance=256)
+    theta = base ** (-np.arange(0, d, 2) / d)
+    for delta in (0, 7, 100, 256):
+        partial, total = 0j, 0.0
+        for t in theta:
+            partial += np.exp(1j * delta * t)
+            total += abs(partial)
+        assert r.bound[delta] == pytest.approx(total / (d // 2))
+    assert np.all(np.abs(r.aligned) <= d * r.bound + 1e-9)
+    assert r.bound_relative[0] == r.aligned_relative[0] == 1.0
+    assert r.bound_relative[200:].max() < 0.45  # the long-range decay the chart shows
 
 
 def test_sinusoidal_similarity_depends_on_offset():
     s = attention_lab.sinusoidal_similarity(L=40, d=16)
-    sim = s["similarity"]
+    sim = s.similarity
     np.testing.assert_allclose(sim[:-5, :-5], sim[5:, 5:], atol=1e-5)  # Toeplitz: m − n only
     np.testing.assert_allclose(np.diag(sim), 8.0, atol=1e-5)  # Σ sin² + cos² over 8 pairs
 
@@ -153,16 +170,39 @@ def test_tiny_attention_learns_to_reverse():
     r = attention_lab.train_tiny_attention("reverse", steps=150, lr=1e-2, length=5,
                                            on_step=calls.append)
     assert calls == list(range(1, 151))
-    assert r["history"]["accuracy"][-1] > 0.9
-    np.testing.assert_allclose(r["weights"].sum(1), 1.0, rtol=1e-5)
-    assert list(r["weights"].argmax(1)) == [4, 3, 2, 1, 0]
+    assert r.history.accuracy[-1] > 0.9
+    np.testing.assert_allclose(r.weights.sum(1), 1.0, rtol=1e-5)
+    assert list(r.weights.argmax(1)) == [4, 3, 2, 1, 0]
     # the weights returned are softmax(q kᵀ/√d) of the model's own projections
-    m = r["model"]
+    m = r.model
     with engine.no_grad():
-        h = m.token(r["example"][None]) + m.position(np.arange(5))
+        h = m.token(r.example[None]) + m.position(np.arange(5))
         q, k = m.q(h).data[0], m.k(h).data[0]
     s = q @ k.T / np.sqrt(q.shape[-1])
     p = np.exp(s - s.max(1, keepdims=True))
-    np.testing.assert_allclose(r["weights"], p / p.sum(1, keepdims=True), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(r.weights, p / p.sum(1, keepdims=True), rtol=1e-4, atol=1e-6)
 
 
+
+
+def test_permutation_check_and_mask_cost():
+    qkv = attention_lab.toy_qkv(d_model=8, d_k=4, seed=2)
+    p = attention_lab.permutation_check(qkv, seed=1)
+    assert sorted(p.order) == list(range(len(qkv.tokens)))
+    assert p.gap_plain < 1e-12 < 1e-3 < p.gap_positions
+    L = 7
+    cost = attention_lab.mask_cost(attention_lab.make_mask("causal", L), L)
+    assert (cost.computed, cost.used) == (49, 28) and cost.dense_waste == pytest.approx(21 / 49)
+    assert attention_lab.mask_cost(None, L).used == 49
+
+
+def test_designed_retrieval_softmax_by_hand():
+    r = attention_lab.designed_retrieval(L=6, d_k=32, target=2, multipliers=(0.5, 1, 16), seed=4)
+    keys = np.random.default_rng(4).standard_normal((6, 32))
+    np.testing.assert_allclose(r.scores, keys @ keys[2] / np.sqrt(32))
+    for row, c in zip(r.weights, (0.5, 1, 16)):
+        e = np.exp(c * r.scores - (c * r.scores).max())
+        np.testing.assert_allclose(row, e / e.sum())
+    assert np.all(np.diff(r.on_target) > 0) and r.on_target[-1] > 0.999
+    with pytest.raises(ValueError, match="target must be < L"):
+        attention_lab.designed_retrieval(L=3, target=3)

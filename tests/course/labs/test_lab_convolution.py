@@ -177,14 +177,14 @@ def test_im2col_view_row_is_the_naive_patch(c, h, k, s, p, d):
     for row, col in [(0, 0), (out - 1, out - 1), (out // 2, 0)]:
         v = conv_lab.im2col_view(x, w, s, p, d, row, col)
         patch = _naive_patch(x_pad, k, s, d, row, col)
-        np.testing.assert_allclose(v["row_values"], patch)
-        np.testing.assert_allclose(v["rows"][row * out + col], patch)
-        np.testing.assert_allclose(v["weights"], w[0].ravel())
-        assert v["value"] == pytest.approx(float(patch @ w[0].ravel()))
-        assert v["patch"].sum() == c * k * k
-        np.testing.assert_allclose(np.sort(x_pad[v["patch"]]), np.sort(patch))
-        np.testing.assert_allclose(v["output"], v["conv2d"], atol=1e-9)
-        assert v["output"][row, col] == pytest.approx(v["value"])
+        np.testing.assert_allclose(v.row_values, patch)
+        np.testing.assert_allclose(v.rows[row * out + col], patch)
+        np.testing.assert_allclose(v.weights, w[0].ravel())
+        assert v.value == pytest.approx(float(patch @ w[0].ravel()))
+        assert v.patch.sum() == c * k * k
+        np.testing.assert_allclose(np.sort(x_pad[v.patch]), np.sort(patch))
+        np.testing.assert_allclose(v.output, v.conv2d, atol=1e-9)
+        assert v.output[row, col] == pytest.approx(v.value)
 
 
 def test_im2col_view_against_torch(torch):
@@ -193,14 +193,14 @@ def test_im2col_view_against_torch(torch):
     w = rng.normal(size=(1, 2, 3, 3))
     v = conv_lab.im2col_view(x, w, 2, 1, 1)
     ref = torch.nn.functional.conv2d(torch.tensor(x[None]), torch.tensor(w), stride=2, padding=1)
-    np.testing.assert_allclose(v["output"], ref[0, 0].numpy(), atol=1e-10)
+    np.testing.assert_allclose(v.output, ref[0, 0].numpy(), atol=1e-10)
     cols = torch.nn.functional.unfold(torch.tensor(x[None]), 3, stride=2, padding=1)[0].numpy()
-    np.testing.assert_allclose(v["rows"], cols.T)
+    np.testing.assert_allclose(v.rows, cols.T)
 
 
 def test_im2col_view_impossible_setting_is_a_message():
-    v = conv_lab.im2col_view(np.zeros((1, 3, 3)), np.zeros((1, 1, 5, 5)))
-    assert not v["ok"] and "Impossible" in v["message"]
+    with pytest.raises(ValueError, match="im2col_view: Impossible"):
+        conv_lab.im2col_view(np.zeros((1, 3, 3)), np.zeros((1, 1, 5, 5)))
 
 
 def test_im2col_backward_matches_autograd_and_counts_windows():
@@ -209,14 +209,14 @@ def test_im2col_backward_matches_autograd_and_counts_windows():
     w = rng.normal(size=(3, 2, 3, 3))
     g = rng.normal(size=(3, 3, 3))
     b = conv_lab.im2col_backward(x, w, g, stride=2, padding=1)
-    np.testing.assert_allclose(b["grad_weight"], b["autograd_weight"], atol=1e-10)
-    np.testing.assert_allclose(b["grad_input"], b["autograd_input"], atol=1e-10)
+    np.testing.assert_allclose(b.grad_weight, b.autograd_weight, atol=1e-10)
+    np.testing.assert_allclose(b.grad_input, b.autograd_input, atol=1e-10)
     # windows per pixel by brute force
     count = np.zeros((8, 8))
     for r in range(3):
         for c in range(3):
             count[2 * r:2 * r + 3, 2 * c:2 * c + 3] += 1
-    np.testing.assert_array_equal(b["window_count"], count[1:7, 1:7])
+    np.testing.assert_array_equal(b.window_count, count[1:7, 1:7])
 
 
 # ----------------------------------------------------------------------------- filters
@@ -275,13 +275,13 @@ def test_cnn_learns_the_shapes():
     seen = []
     history = conv_lab.train_cnn(model, X, y, Xt, yt, epochs=4, lr=2e-2, seed=0,
                                  on_epoch=lambda e, h: seen.append(e))
-    assert seen == [1, 2, 3, 4] and len(history["loss"]) == 4
-    assert history["loss"][-1] < history["loss"][0]
-    assert history["test_acc"][-1] > 0.6  # chance is 0.25
+    assert seen == [1, 2, 3, 4] and len(history.loss) == 4
+    assert history.loss[-1] < history.loss[0]
+    assert history.test_acc[-1] > 0.6  # chance is 0.25
     # the accuracy reported is the share of argmax hits, recomputed here
     with engine.no_grad():
         logits = model(engine.Tensor(Xt)).data
-    assert history["test_acc"][-1] == pytest.approx(float((logits.argmax(1) == yt).mean()))
+    assert history.test_acc[-1] == pytest.approx(float((logits.argmax(1) == yt).mean()))
     maps = conv_lab.feature_maps(model, Xt[0])
     assert maps["conv1"].shape == (4, 16, 16) and maps["pool2"].shape == (8, 4, 4)
     np.testing.assert_allclose(maps["logits"], logits[0], rtol=1e-5, atol=1e-6)
@@ -317,3 +317,40 @@ def test_check_number():
     assert parse_number("1/0") is None and parse_number(True) is None
 
 
+
+
+def test_compose_kernels_is_the_pair_of_cross_correlations():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(3, 3)), rng.normal(size=(2, 4))
+    x = rng.normal(size=(12, 13))
+    c = conv_lab.compose_kernels(a, b)
+    assert c.shape == (4, 6)
+    np.testing.assert_allclose(_naive_valid(_naive_valid(x, a), b), _naive_valid(x, c), atol=1e-12)
+    with pytest.raises(ValueError, match="compose_kernels"):
+        conv_lab.compose_kernels(np.ones(3), a)
+
+
+def _naive_valid(x, k):
+    out = np.zeros((x.shape[0] - k.shape[0] + 1, x.shape[1] - k.shape[1] + 1))
+    for i, j in np.ndindex(out.shape):
+        out[i, j] = (x[i:i + k.shape[0], j:j + k.shape[1]] * k).sum()
+    return out
+
+
+def test_two_convolutions_gaps():
+    img = conv_lab.sample_image(24)
+    t = conv_lab.two_convolutions(img, "vertical edges (Sobel x)", "box blur")
+    hidden = _naive_valid(img, conv_lab.CLASSIC_FILTERS["vertical edges (Sobel x)"])
+    relu = _naive_valid(np.maximum(hidden, 0), conv_lab.CLASSIC_FILTERS["box blur"])
+    once = _naive_valid(img, t.composed)
+    assert t.gap_linear < 1e-12
+    assert t.gap_relu == pytest.approx(np.abs(relu - once).max())
+    assert t.relu_changed == pytest.approx((hidden < 0).mean())
+    # a blur first never goes negative: then the ReLU changes nothing and the pair still collapses
+    assert conv_lab.two_convolutions(img, "box blur", "Laplacian").gap_relu < 1e-12
+
+
+def test_make_cnn_weights_follow_the_seed_only():
+    a, b = conv_lab.make_cnn(seed=3), conv_lab.make_cnn(seed=3)
+    np.testing.assert_array_equal(a[0].weight.data, b[0].weight.data)
+    assert not np.array_equal(a[0].weight.data, conv_lab.make_cnn(seed=4)[0].weight.data)
