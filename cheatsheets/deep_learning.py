@@ -175,7 +175,9 @@ def _(query):
     Normalisation rescales activations to zero mean and unit variance, then lets the network
     choose its own scale $\gamma$ and shift $\beta$. BatchNorm computes the statistics per feature
     across the batch, which suits CNNs; LayerNorm per sample across its features, which suits
-    Transformers and works at any batch size.
+    Transformers and works at any batch size; RMSNorm drops LayerNorm's mean and shift. A residual
+    connection adds a layer's input to its output, $\mathbf y = \mathbf x + F(\mathbf x)$, so the
+    gradient reaches $\mathbf x$ through the identity whatever $F$ does.
     """)
     return
 
@@ -196,8 +198,11 @@ def _(query):
     Each query scores every key by a dot product; a softmax turns one query's scores into
     weights, and its output is the weighted average of the values. With $H$ heads, $d_{model}$
     splits into heads of width $d_k = d_{model}/H$, and the scores form a $[B, H, L, L]$ tensor.
-    RoPE marks positions by turning each coordinate pair of a query or key through an angle
-    proportional to the token's position, so a score depends only on how far apart two tokens are.
+    The two $L \times L$ products cost $4 B L^2 d_{model}$ FLOPs, and backward keeps the
+    $B H L^2$ weights. A Transformer block wraps attention and an MLP in two residual sub-layers,
+    each reading a LayerNorm of the residual stream (pre-norm). RoPE marks positions by turning
+    each coordinate pair of a query or key through an angle proportional to the token's position,
+    so a score depends only on how far apart two tokens are.
     """)
     return
 
@@ -303,7 +308,10 @@ def _(query):
     show_section("diffusion", query.value, r"""
     A diffusion model learns to undo noise. The forward process adds Gaussian noise over $T$
     steps with a schedule $\beta_t$; in closed form, $x_t$ is a mix of $x_0$ and fresh noise that
-    can be drawn for any $t$ in one step.
+    can be drawn for any $t$ in one step. A network $\epsilon_\theta$ learns to predict that noise
+    (the DDPM loss); sampling runs the chain backwards, in $T$ ancestral steps with fresh noise or
+    in a few deterministic DDIM steps. Tweedie's formula says why predicting the noise is enough:
+    it gives the score, and the score gives the best estimate of $x_0$.
     """)
     return
 
@@ -313,6 +321,8 @@ def _(query):
     show_section("vae", query.value, r"""
     A variational autoencoder maximises a lower bound on $\log p(x)$: the reconstruction term
     minus the KL divergence from the encoder's Gaussian to the prior, which has a closed form.
+    Averaging $K$ importance weights inside the log gives a tighter bound, between the ELBO
+    ($K = 1$) and $\log p(x)$.
     """)
     return
 

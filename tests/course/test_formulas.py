@@ -316,6 +316,11 @@ DENSE_LAYER_ROWS = {
     "dl.backprop.delta": {"W": lambda v: v["z"].shape[-1]},
     "dl.backprop.dense": {"W": lambda v: v["X"].shape[-1]},
     "act.swiglu": {"Wg": lambda v: v["X"].shape[-1], "Wu": lambda v: v["X"].shape[-1]},
+    "dl.residual": {"W": lambda v: v["x"].shape[-1]},
+    "deriv.residual.grad": {"W": lambda v: v["x"].shape[-1]},
+    "dl.diffusion.loss": {"W": lambda v: v["x0"].shape[-1]},
+    "dl.transformer_block": {**{w: (lambda v: v["x"].shape[-1]) for w in ("Wq", "Wk", "Wv", "Wo", "W1")},
+                             "W2": lambda v: v["W1"].shape[0]},
 }
 
 
@@ -401,6 +406,139 @@ def test_conv_arithmetic_anchors():
     rf = formulas.row("shape.receptive_field")
     stack = {"k": [3, 3, 3], "s": [1, 1, 1], "p": [1, 1, 1]}
     assert int(formulas.evaluate_with(rf, "numpy", stack)) == int(formulas.evaluate_with(rf, "engine", stack)) == 7
+
+
+# ----------------------------------------------------------------------------- the newer rows' claims
+# (issue 14): each row's notes claim something beyond "the three spellings agree"; check it.
+
+
+def _value(row_id, backend="numpy", **values):
+    return formulas.evaluate_with(formulas.row(row_id), backend, values)
+
+
+def test_the_residual_path_hands_the_gradient_through_unchanged():
+    rng = np.random.default_rng(0)
+    x, W, g = rng.standard_normal((4, 5)), rng.standard_normal((5, 5)), rng.standard_normal((4, 5))
+    dead = _value("deriv.residual.grad", "engine", x=x, W=W, b=np.full(5, -100.0), g=g)  # ReLU branch off
+    np.testing.assert_array_equal(dead, g)
+    alive = _value("deriv.residual.grad", "engine", x=x, W=W, b=np.zeros(5), g=g)
+    assert np.abs(alive - g).max() > 0.1  # the branch adds its own share on top of g
+
+
+def test_batchnorm_backward_is_orthogonal_to_the_mean_and_to_x_hat():
+    """What the note says it loses: per feature, Σ_i ∇x_i = 0 and Σ_i ∇x_i x̂_i = 0 (exactly with
+    ε = 0; ε > 0 leaves x̂ a variance slightly below 1)."""
+    row = formulas.row("deriv.batchnorm.grad")
+    values = {**row.inputs(np.random.default_rng(3)), "eps": 0.0}
+    dx = formulas.evaluate_with(row, "engine", values)[0]
+    x = values["x"]
+    x_hat = (x - x.mean(0)) / np.sqrt(x.var(0) + values["eps"])
+    np.testing.assert_allclose(dx.sum(0), 0.0, atol=1e-10)
+    np.testing.assert_allclose((dx * x_hat).sum(0), 0.0, atol=1e-10)
+    assert np.abs(dx).max() > 0.1
+
+
+def test_rmsnorm_is_layernorm_on_zero_mean_rows():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((6, 5))
+    x -= x.mean(-1, keepdims=True)
+    gamma = rng.standard_normal(5)
+    rms = _value("dl.rmsnorm", "engine", x=x, gamma=gamma, eps=1e-5)
+    ln = _value("dl.layernorm", "engine", x=x, gamma=gamma, beta=np.zeros(5), eps=1e-5)
+    np.testing.assert_allclose(rms, ln, rtol=1e-12)
+    x_shifted = x + 3.0  # and differs once the mean is not 0
+    assert not np.allclose(_value("dl.rmsnorm", x=x_shifted, gamma=gamma, eps=1e-5),
+                           _value("dl.layernorm", x=x_shifted, gamma=gamma, beta=np.zeros(5), eps=1e-5))
+
+
+def test_the_transformer_block_is_causal_and_residual():
+    row = formulas.row("dl.transformer_block")
+    values = row.inputs(np.random.default_rng(2))
+    y = formulas.evaluate_with(row, "engine", values)
+    changed = {**values, "x": values["x"].copy()}
+    changed["x"][-1] += 1.0  # a new last token changes no earlier output
+    y2 = formulas.evaluate_with(row, "engine", changed)
+    np.testing.assert_allclose(y2[:-1], y[:-1], rtol=1e-12)
+    assert np.abs(y2[-1] - y[-1]).max() > 0.1
+    zero_branches = {**values, "Wo": np.zeros_like(values["Wo"]), "W2": np.zeros_like(values["W2"])}
+    np.testing.assert_array_equal(formulas.evaluate_with(row, "engine", zero_branches), values["x"])
+
+
+def test_attention_flops_and_memory_anchors():
+    sizes = {"B": 1, "H": 32, "L": 8192, "d_model": 4096}
+    assert int(_value("shape.attention.memory", **sizes)) == 8 * 2**30  # the note's 8 GiB
+    # The L² term equals the projections' 8·B·L·d² at L = 2·d_model, and exceeds it beyond.
+    d = 64
+    assert int(_value("shape.attention.flops", "engine", B=1, H=4, L=2 * d, d_model=d)) == 8 * 1 * (2 * d) * d**2
+    assert int(_value("shape.attention.flops", "engine", B=1, H=4, L=4 * d, d_model=d)) > 8 * 1 * (4 * d) * d**2
+
+
+def test_the_ddpm_step_with_the_true_noise_lands_on_the_posterior_mean():
+    from engine import diffusion
+
+    sch = diffusion.linear_beta_schedule(1000)
+    rng = np.random.default_rng(4)
+    x0, eps = rng.standard_normal((8, 2)), rng.standard_normal((8, 2))
+    for t in (1, 500, 999):
+        xt = diffusion.q_sample(x0, t, eps, sch)
+        step = _value("dl.diffusion.ddpm_step", xt=xt, eps=eps, z=np.zeros_like(xt), t=t)
+        mean, _ = diffusion.q_posterior_mean_var(x0, xt, t, sch)
+        np.testing.assert_allclose(step, mean, rtol=1e-9, atol=1e-12)
+
+
+def test_ddim_with_the_true_noise_jumps_exactly_along_the_forward_process():
+    from engine import diffusion
+
+    sch = diffusion.linear_beta_schedule(1000)
+    rng = np.random.default_rng(5)
+    x0, eps = rng.standard_normal((8, 2)), rng.standard_normal((8, 2))
+    for t, s in ((999, 0), (999, 900), (10, 3)):
+        xt = diffusion.q_sample(x0, t, eps, sch)
+        np.testing.assert_allclose(_value("dl.diffusion.ddim_step", xt=xt, eps=eps, t=t, s=s),
+                                   diffusion.q_sample(x0, s, eps, sch), rtol=1e-9, atol=1e-12)
+
+
+def test_the_ddpm_loss_is_zero_only_for_a_perfect_noise_prediction():
+    rng = np.random.default_rng(6)
+    x0, eps, t = rng.standard_normal((8, 2)), rng.standard_normal((8, 2)), rng.integers(0, 1000, 8)
+    loss = float(_value("dl.diffusion.loss", "engine", x0=x0, eps=eps, t=t, W=np.zeros((2, 2))))
+    assert loss == pytest.approx(float((eps ** 2).mean()))  # predicting 0: the noise's own power
+
+
+def test_tweedie_tends_to_the_data_mean_as_the_noise_grows():
+    xt = np.linspace(-3, 3, 7)[:, None]
+    late = _value("dl.diffusion.tweedie", "engine", xt=xt, m=1.5, s=0.5, t=999)
+    early = _value("dl.diffusion.tweedie", "engine", xt=xt, m=1.5, s=0.5, t=0)
+    np.testing.assert_allclose(late, 1.5, atol=0.01)  # x_t says almost nothing about x_0
+    np.testing.assert_allclose(early, xt, atol=0.01)  # x_t is almost x_0
+
+
+def _iwae(mu, sigma, K, seed, x=0.8):
+    rng = np.random.default_rng(seed)
+    return float(_value("dl.vae.iwae", "engine", x=np.array([[x]]), mu=np.array([[mu]]),
+                        sigma=np.array([[sigma]]), eps=rng.standard_normal((1, K)))[0])
+
+
+def test_iwae_tightens_with_k_and_is_exact_for_the_true_posterior():
+    x = 0.8
+    log_px = -0.5 * math.log(2 * math.pi * 2.0) - x**2 / 4.0  # log N(x; 0, 2)
+    for K in (1, 7, 50):  # true posterior N(x/2, 1/2): every weight is p(x)
+        assert _iwae(x / 2, math.sqrt(0.5), K, seed=K, x=x) == pytest.approx(log_px, abs=1e-12)
+    # A poor q: averaged over draws, ELBO = L_1 < L_10 < L_100 < log p(x).
+    means = [np.mean([_iwae(-1.0, 0.5, K, seed) for seed in range(300)]) for K in (1, 10, 100)]
+    assert means[0] < means[1] < means[2] < log_px
+    assert log_px - means[2] < 0.5 * (log_px - means[0])
+
+
+def test_the_elbo_row_uses_a_normalised_gaussian_decoder():
+    """Integrated over x, exp(log N(x; x̂, σ²)) is 1 (a density): the ELBO is a bound in nats."""
+    row = formulas.row("dl.vae.elbo")
+    assert "gaussian_log_likelihood" in row.engine and "bernoulli" not in row.engine
+    grid = np.linspace(-3, 4, 20001)[:, None]
+    values = {"x_hat": np.full_like(grid, 0.5), "x": grid, "mu": np.zeros((len(grid), 3)),
+              "logvar": np.zeros((len(grid), 3)), "var": 0.05}  # KL = 0: the ELBO is log N(x; 0.5, 0.05)
+    density = np.exp(formulas.evaluate_with(row, "engine", values))
+    assert np.trapezoid(density, grid[:, 0]) == pytest.approx(1.0, abs=1e-6)
 
 
 # ----------------------------------------------------------------------------- the evaluator
@@ -533,10 +671,11 @@ def test_the_hub_sections_cover_its_rows_and_link_every_notebook_and_sheet():
     assert linked_sheets == {e.id for e in toc.cheatsheets()} - {"deep_learning"}
     titles = [s.title for s in hub.HUB_SECTIONS]
     for expected in ("Neuron and dense layer", "Activations", "Output layers and losses", "Backpropagation",
-                     "Parameter updates", "Initialisation and regularisation", "Normalisation",
-                     "Convolution arithmetic", "Attention, tensor shapes and RoPE", "Learning-rate schedules",
-                     "Metrics", "Training tips", "The minimal training loop", "Diffusion: the forward process",
-                     "VAE: ELBO and KL"):
+                     "Parameter updates", "Initialisation and regularisation",
+                     "Normalisation and residual connections", "Convolution arithmetic",
+                     "Attention, the Transformer block and RoPE", "Learning-rate schedules", "Metrics",
+                     "Training tips", "The minimal training loop", "Diffusion: forward process, loss and samplers",
+                     "VAE: ELBO, KL and the IWAE bound"):
         assert expected in titles
 
 

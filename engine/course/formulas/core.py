@@ -6,7 +6,7 @@ Every cheat sheet is drawn from :class:`FormulaRow` objects, and the tests run e
 A row's three snippets are real code, shown verbatim. Each is run in its own namespace:
 
 * ``numpy``:  ``np``, ``math``, ``sliding_window_view``, ``rng`` (a seeded Generator);
-* ``engine``: ``engine``, ``F`` (engine.functional), ``nn``, ``optim``, ``metrics``, ``shapes``,
+* ``engine``: ``engine``, ``F`` (engine.functional), ``nn``, ``optim``, ``metrics``, ``shapes``, ``data``,
   ``attention``, ``diffusion``, ``vae``, ``np``, ``math``;
 * ``torch``:  ``torch``, ``F`` (torch.nn.functional), ``nn``, ``optim``, ``np``, ``math``;
 

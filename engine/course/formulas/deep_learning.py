@@ -28,10 +28,11 @@ def _row(id, section, name, latex, numpy, engine, torch=SAME, inputs=None, notes
 NEURON = "Neuron and dense layer"
 BACKPROP = "Backpropagation"
 INIT = "Initialisation and regularisation"
-NORM = "Normalisation"
+NORM = "Normalisation and residual connections"
+BLOCK = "The Transformer block"
 TIPS = "Training tips"
-DIFF = "Diffusion: the forward process"
-VAE = "VAE: ELBO and KL"
+DIFF = "Diffusion: forward process, loss and samplers"
+VAE = "VAE: ELBO, KL and the IWAE bound"
 
 DENSE = spec(X=N(4, 5), W=N(3, 5), b=N(3))  # X: (batch, n_in), W: (n_out, n_in) as nn.Linear stores it
 NORM_IN = spec(x=lambda rng: 3 * rng.standard_normal((16, 5)) + 1, gamma=N(5), beta=N(5), eps=1e-5)
@@ -39,6 +40,37 @@ LATENT = spec(mu=N(4, 3), logvar=N(4, 3, scale=0.5), eps=N(4, 3))
 KL_NUMPY = "-0.5 * np.sum(1 + logvar - mu ** 2 - np.exp(logvar), axis=-1)"
 KL_TORCH = "-0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp(), dim=-1)"
 LINEAR_ALPHA_BARS = "np.cumprod(1 - np.linspace(b0, b1, T))"
+# DDPM's schedule (T = 1000, β from 1e-4 to 0.02) as the diffusion rows' NumPy and PyTorch spell it.
+DDPM_BETAS = {"numpy": "b = np.linspace(1e-4, 0.02, 1000); ab = np.cumprod(1 - b)",
+              "torch": "b = torch.linspace(1e-4, 0.02, 1000, dtype=torch.float64); ab = torch.cumprod(1 - b, 0)"}
+DDPM_SCHEDULE = "sch = diffusion.linear_beta_schedule(1000)"
+# One pre-norm block: causal single-head self-attention, then a ReLU MLP, each on a LayerNorm
+# (no affine parameters) of the residual stream x [L, d].
+BLOCK_NUMPY = (
+    "ln = lambda h: (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-5); h = ln(x); "
+    "s = (h @ Wq.T) @ (h @ Wk.T).T / np.sqrt(Wq.shape[0]) + np.triu(np.full((len(x), len(x)), -np.inf), 1); "
+    "a = np.exp(s - s.max(-1, keepdims=True)); a = a / a.sum(-1, keepdims=True); "
+    "x = x + (a @ (h @ Wv.T)) @ Wo.T; x + np.maximum(ln(x) @ W1.T, 0) @ W2.T"
+)
+BLOCK_ENGINE = (
+    "h = F.layer_norm(x, (x.shape[-1],)); "
+    "x = x + F.linear(F.scaled_dot_product_attention(F.linear(h, Wq), F.linear(h, Wk), F.linear(h, Wv), is_causal=True), Wo); "
+    "x + F.linear(F.relu(F.linear(F.layer_norm(x, (x.shape[-1],)), W1)), W2)"
+)
+
+
+def _block_inputs(rng, L=6, d=8, hidden=16):
+    """A residual stream x [L, d] and the block's weights, stored (out, in) as nn.Linear does."""
+    weights = {name: rng.standard_normal((d, d)) / np.sqrt(d) for name in ("Wq", "Wk", "Wv", "Wo")}
+    return {"x": rng.standard_normal((L, d)), **weights,
+            "W1": rng.standard_normal((hidden, d)) / np.sqrt(d), "W2": rng.standard_normal((d, hidden)) / np.sqrt(hidden)}
+
+
+def _ddim_steps(rng):
+    """x_t and ε̂ for 8 two-dimensional points, a step t and an earlier step s < t to jump to."""
+    t = int(rng.integers(1, 1000))
+    return {"xt": rng.standard_normal((8, 2)), "eps": rng.standard_normal((8, 2)), "t": t,
+            "s": int(rng.integers(0, t))}
 
 ROWS = [
     # ---------------------------------------------------------------- neuron and dense layer
@@ -121,6 +153,28 @@ ROWS = [
          "F.layer_norm(x, (5,), gamma, beta, eps=eps)", inputs=NORM_IN,
          notes="Independent of the batch: the same in training and evaluation; used in Transformers.",
          keywords=("layernorm", "ln")),
+    _row("dl.rmsnorm", NORM, "RMS normalisation",
+         r"\operatorname{RMSNorm}(x) = \frac{x}{\sqrt{\frac1d \sum_j x_j^2 + \varepsilon}} \odot \gamma",
+         "x / np.sqrt((x ** 2).mean(-1, keepdims=True) + eps) * gamma",
+         "x / ((x ** 2).mean(-1, keepdim=True) + eps).sqrt() * gamma", "F.rms_norm(x, (5,), gamma, eps=eps)",
+         inputs=NORM_IN, notes="LayerNorm without the mean subtraction and without β (Zhang & Sennrich, "
+                               "2019): one statistic fewer; the norm of LLaMA and most recent LLMs.",
+         keywords=("rmsnorm", "llama")),
+    _row("dl.residual", NORM, "Residual connection",
+         r"\mathbf y = \mathbf x + F(\mathbf x),\quad F(\mathbf x) = \operatorname{ReLU}(\mathbf x W^\top + \mathbf b)",
+         "x + np.maximum(x @ W.T + b, 0)", "x + F.relu(F.linear(x, W, b))",
+         inputs=spec(x=N(4, 5), W=N(5, 5), b=N(5)),
+         notes="The layer learns a change to its input (He et al., 2016); F's output must keep x's "
+               "shape. Its gradient is on the derivatives sheet.", keywords=("resnet", "skip connection")),
+    # ---------------------------------------------------------------- the Transformer block
+    _row("dl.transformer_block", BLOCK, "Transformer block (pre-norm)",
+         r"\mathbf x' = \mathbf x + \operatorname{Attn}\!\left(\operatorname{LN}_1(\mathbf x)\right),\quad "
+         r"\mathbf y = \mathbf x' + \operatorname{MLP}\!\left(\operatorname{LN}_2(\mathbf x')\right)",
+         BLOCK_NUMPY, BLOCK_ENGINE, inputs=_block_inputs,
+         notes="Each sub-layer reads a normalised copy of the residual stream and adds its output back "
+               "(GPT-2 and later; the 2017 Transformer normalised after the sum). Here one causal head, "
+               "Attn(h) = softmax(h W_qᵀ (h W_kᵀ)ᵀ/√d + mask) h W_vᵀ W_oᵀ, and MLP(h) = ReLU(h W₁ᵀ) W₂ᵀ.",
+         keywords=("transformer", "pre-norm", "residual stream", "gpt")),
     # ---------------------------------------------------------------- training tips
     _row("dl.tips.normalise", TIPS, "Normalise the inputs", r"x' = \frac{x - \mu_{train}}{\sigma_{train}}",
          "(X - X.mean(0)) / X.std(0)", "(X - X.mean(0)) / X.std(0, correction=0)",
@@ -164,6 +218,43 @@ ROWS = [
          "diffusion.cosine_beta_schedule(T, s).alpha_bars", None, inputs=spec(T=100, s=0.008),
          notes="β_t = 1 − ᾱ_t/ᾱ_{t−1} clipped at 0.999; ᾱ falls slowly at both ends.",
          keywords=("improved ddpm", "beta schedule")),
+    _row("dl.diffusion.loss", DIFF, "DDPM loss (ε-prediction)",
+         r"\mathcal L_{simple} = \mathbb E_{t, x_0, \epsilon}\left\lVert \epsilon - \epsilon_\theta\!\left(\sqrt{\bar\alpha_t}\, x_0 + \sqrt{1 - \bar\alpha_t}\,\epsilon,\ t\right)\right\rVert^2",
+         DDPM_BETAS["numpy"] + "; a = ab[t][:, None]; xt = np.sqrt(a) * x0 + np.sqrt(1 - a) * eps; ((eps - xt @ W.T) ** 2).mean()",
+         "xt = diffusion.q_sample(x0, t, eps, diffusion.linear_beta_schedule(1000)); F.mse_loss(F.linear(xt, W), eps)",
+         DDPM_BETAS["torch"] + "; a = ab[t][:, None]; xt = a.sqrt() * x0 + (1 - a).sqrt() * eps; F.mse_loss(F.linear(xt, W), eps)",
+         inputs=spec(x0=N(8, 2), eps=N(8, 2), t=Ints(1000, 8), W=N(2, 2)),
+         notes="One step t per sample; ε_θ is a linear layer here, standing in for the network (which "
+               "also reads t). The mean runs over the batch and the coordinates (Ho et al., 2020).",
+         keywords=("ddpm", "epsilon prediction", "training")),
+    _row("dl.diffusion.ddpm_step", DIFF, "DDPM ancestral sampling step",
+         r"x_{t-1} = \frac{1}{\sqrt{\alpha_t}}\left(x_t - \frac{\beta_t}{\sqrt{1 - \bar\alpha_t}}\,\epsilon_\theta(x_t, t)\right) + \sigma_t z,\quad \sigma_t^2 = \beta_t",
+         DDPM_BETAS["numpy"] + "; (xt - b[t] / np.sqrt(1 - ab[t]) * eps) / np.sqrt(1 - b[t]) + np.sqrt(b[t]) * z",
+         "diffusion.reverse_step(xt, eps, t, diffusion.linear_beta_schedule(1000), noise=z)",
+         DDPM_BETAS["torch"] + "; (xt - b[t] / (1 - ab[t]).sqrt() * eps) / (1 - b[t]).sqrt() + b[t].sqrt() * z",
+         inputs=spec(xt=N(8, 2), eps=N(8, 2), z=N(8, 2), t=lambda rng: int(rng.integers(1, 1000))),
+         notes="From t = T − 1 down to 0 with fresh noise z ~ N(0, I) at each step but the last: T "
+               "network calls per sample.", keywords=("ddpm", "sampler", "reverse process")),
+    _row("dl.diffusion.ddim_step", DIFF, "DDIM step (deterministic, η = 0)",
+         r"\hat x_0 = \frac{x_t - \sqrt{1 - \bar\alpha_t}\,\hat\epsilon}{\sqrt{\bar\alpha_t}},\quad "
+         r"x_s = \sqrt{\bar\alpha_s}\,\hat x_0 + \sqrt{1 - \bar\alpha_s}\,\hat\epsilon,\quad s < t",
+         DDPM_BETAS["numpy"] + "; x0 = (xt - np.sqrt(1 - ab[t]) * eps) / np.sqrt(ab[t]); np.sqrt(ab[s]) * x0 + np.sqrt(1 - ab[s]) * eps",
+         DDPM_SCHEDULE + "; ab = sch.alpha_bars[t]; x0 = (xt - math.sqrt(1 - ab) * eps) / math.sqrt(ab); diffusion.q_sample(x0, s, eps, sch)",
+         DDPM_BETAS["torch"] + "; x0 = (xt - (1 - ab[t]).sqrt() * eps) / ab[t].sqrt(); ab[s].sqrt() * x0 + (1 - ab[s]).sqrt() * eps",
+         inputs=_ddim_steps,
+         notes="Song et al. (2021): predict x̂₀, then put it back at step s with the same noise ε̂ "
+               "(the engine spells it as q_sample). No fresh noise, so s may skip many steps: tens of "
+               "network calls instead of T.", keywords=("ddim", "sampler", "deterministic", "few steps")),
+    _row("dl.diffusion.tweedie", DIFF, "Tweedie's formula",
+         r"\mathbb E[x_0 \mid x_t] = \frac{x_t + (1 - \bar\alpha_t)\,\nabla_{x_t} \log p_t(x_t)}{\sqrt{\bar\alpha_t}}",
+         "ab = np.cumprod(1 - np.linspace(1e-4, 0.02, 1000))[t]; m + np.sqrt(ab) * s ** 2 / (ab * s ** 2 + 1 - ab) * (xt - np.sqrt(ab) * m)",
+         DDPM_SCHEDULE + "; ab = sch.alpha_bars[t]; (xt + (1 - ab) * diffusion.exact_score(data.GaussianMixture([[m]], s, 1.0), xt, t, sch)) / math.sqrt(ab)",
+         "ab = torch.cumprod(1 - torch.linspace(1e-4, 0.02, 1000, dtype=torch.float64), 0)[t]; x = xt.clone().requires_grad_(); "
+         "(-(x - ab.sqrt() * m) ** 2 / (2 * (ab * s ** 2 + 1 - ab))).sum().backward(); (xt + (1 - ab) * x.grad) / ab.sqrt()",
+         inputs=spec(xt=N(8, 1), m=1.5, s=0.5, t=lambda rng: int(rng.integers(0, 1000))),
+         notes="The best guess of x₀ is the noisy point moved along the score; with ε̂ = −√(1 − ᾱ_t) ∇log p_t "
+               "it is DDIM's x̂₀. Checked on data x₀ ~ N(m, s²): NumPy conditions the Gaussian, the engine "
+               "uses its exact score, PyTorch differentiates log p_t.", keywords=("score", "denoiser", "posterior mean")),
     # ---------------------------------------------------------------- VAE
     _row("dl.vae.reparameterize", VAE, "Reparameterisation trick",
          r"z = \mu + \sigma \odot \epsilon,\quad \sigma = e^{\frac12 \log\sigma^2},\ \epsilon \sim \mathcal N(0, I)",
@@ -174,14 +265,29 @@ ROWS = [
          r"D_{KL}\left(\mathcal N(\mu, \operatorname{diag}\sigma^2) \,\Vert\, \mathcal N(0, I)\right) = -\frac12 \sum_j \left(1 + \log\sigma_j^2 - \mu_j^2 - \sigma_j^2\right)",
          KL_NUMPY, "vae.gaussian_kl(mu, logvar)", KL_TORCH, inputs=LATENT,
          notes="Closed form, per sample; 0 exactly when μ = 0 and σ = 1.", keywords=("kullback", "latent")),
-    _row("dl.vae.elbo", VAE, "ELBO",
-         r"\log p(x) \ge \mathbb E_{q_\phi(z \mid x)}\left[\log p_\theta(x \mid z)\right] - D_{KL}\left(q_\phi(z \mid x) \,\Vert\, p(z)\right)",
-         "(x * logits - np.logaddexp(0, logits)).sum(-1) - (" + KL_NUMPY + ")",
-         "vae.elbo(vae.bernoulli_log_likelihood(logits, x), vae.gaussian_kl(mu, logvar))",
-         "-F.binary_cross_entropy_with_logits(logits, x, reduction='none').sum(-1) - " + KL_TORCH,
-         inputs=spec(logits=N(4, 6, scale=2.0), x=U(0.0, 1.0, 4, 6), mu=N(4, 3), logvar=N(4, 3, scale=0.5)),
-         notes="Reconstruction (here a Bernoulli decoder, from logits) minus KL, per sample; "
-               "train by minimising −ELBO.", keywords=("evidence lower bound", "vae loss")),
+    _row("dl.vae.elbo", VAE, "ELBO (Gaussian decoder)",
+         r"\log p(x) \ge \mathbb E_{q_\phi(z \mid x)}\left[\log \mathcal N\!\left(x;\, \hat x_\theta(z),\, \sigma^2 I\right)\right] - D_{KL}\left(q_\phi(z \mid x) \,\Vert\, p(z)\right)",
+         "(-0.5 * ((x - x_hat) ** 2 / var + np.log(2 * np.pi * var))).sum(-1) - (" + KL_NUMPY + ")",
+         "vae.elbo(vae.gaussian_log_likelihood(x_hat, x, var), vae.gaussian_kl(mu, logvar))",
+         "(-0.5 * ((x - x_hat) ** 2 / var + math.log(2 * math.pi * var))).sum(-1) - " + KL_TORCH,
+         inputs=spec(x_hat=U(0.0, 1.0, 4, 6), x=U(0.0, 1.0, 4, 6), mu=N(4, 3), logvar=N(4, 3, scale=0.5), var=0.05),
+         notes="Reconstruction minus KL, per sample, for one draw z of q; train by minimising −ELBO. A "
+               "Gaussian decoder is a density on real-valued (grey) pixels, so the ELBO bounds log p(x) "
+               "in nats; a Bernoulli decoder on grey pixels in [0, 1] is not normalised there and bounds "
+               "nothing. The decoder variance σ² weighs reconstruction against KL, the knob β turns.",
+         keywords=("evidence lower bound", "vae loss", "decoder variance")),
+    _row("dl.vae.iwae", VAE, "Importance-weighted bound (IWAE)",
+         r"\mathcal L_K = \mathbb E\left[\log \frac1K \sum_{k=1}^{K} \frac{p(x, z_k)}{q(z_k \mid x)}\right],\ z_k \sim q(z \mid x):\quad "
+         r"\text{ELBO} = \mathcal L_1 \le \mathcal L_K \le \log p(x)",
+         "z = mu + sigma * eps; lw = -0.5 * ((x - z) ** 2 + z ** 2 - eps ** 2) - 0.5 * np.log(2 * np.pi) + np.log(sigma); "
+         "np.logaddexp.reduce(lw, -1) - np.log(lw.shape[-1])",
+         "z = mu + sigma * eps; lw = -0.5 * ((x - z) ** 2 + z ** 2 - eps ** 2) - 0.5 * math.log(2 * math.pi) + sigma.log(); "
+         "lw.logsumexp(-1) - math.log(lw.shape[-1])",
+         inputs=spec(x=N(6, 1), mu=N(6, 1), sigma=U(0.3, 1.5, 6, 1), eps=N(6, 50)),
+         notes="Burda et al. (2016), on the model p(z) = N(0, 1), p(x | z) = N(z, 1), so that log p(x) = "
+               "log N(x; 0, 2) is known, with q(z | x) = N(μ, σ²) and K = 50 samples z_k = μ + σ ε_k. "
+               "The bound rises with K, and equals log p(x) for every K when q is the true posterior N(x/2, 1/2).",
+         keywords=("iwae", "importance sampling", "log likelihood", "elbo gap")),
 ]
 
 
@@ -222,15 +328,19 @@ HUB_SECTIONS = (
                ("dl.init.he", "dl.init.xavier", "dl.l2", "opt.sgd_weight_decay", "dl.dropout",
                 "dl.dropout.scale"),
                ("01_activations", "04_optimizers"), ("optimizers",)),
-    HubSection("norm", NORM, ("dl.batchnorm", "dl.layernorm"), ("05_convolution", "06_attention")),
+    HubSection("norm", NORM,
+               ("dl.batchnorm", "deriv.batchnorm.grad", "dl.layernorm", "dl.rmsnorm", "dl.residual",
+                "deriv.residual.grad"),
+               ("01_activations", "05_convolution", "06_attention"), ("derivatives",)),
     HubSection("conv", "Convolution arithmetic",
                ("shape.conv1d", "shape.conv_out", "shape.conv_out_dilated", "shape.effective_kernel",
                 "shape.conv_transpose_out", "shape.receptive_field", "shape.conv2d_params",
                 "deriv.conv2d.grad_input.transposed"),
                ("05_convolution",), ("tensor_shapes", "derivatives")),
-    HubSection("attention", "Attention, tensor shapes and RoPE",
+    HubSection("attention", "Attention, the Transformer block and RoPE",
                ("shape.attention.sdpa", "shape.attention.causal", "shape.attention.masked_fill",
                 "shape.attention.heads", "shape.attention.scores", "shape.attention.params",
+                "shape.attention.flops", "shape.attention.memory", "dl.transformer_block",
                 "shape.rope.frequencies", "shape.rope", "shape.rope.relative"),
                ("06_attention",), ("tensor_shapes",)),
     HubSection("schedules", "Learning-rate schedules",
@@ -245,9 +355,11 @@ HUB_SECTIONS = (
                 "dl.tips.no_grad"),
                ("02_losses", "03_backprop"), ("derivatives",)),
     HubSection("loop", "The minimal training loop", (), ("03_backprop", "04_optimizers"), ("optimizers",)),
-    HubSection("diffusion", DIFF, ("dl.diffusion.alpha_bar", "dl.diffusion.q_sample", "dl.diffusion.cosine"),
+    HubSection("diffusion", DIFF,
+               ("dl.diffusion.alpha_bar", "dl.diffusion.q_sample", "dl.diffusion.cosine", "dl.diffusion.loss",
+                "dl.diffusion.ddpm_step", "dl.diffusion.ddim_step", "dl.diffusion.tweedie"),
                ("07_diffusion",)),
-    HubSection("vae", VAE, ("dl.vae.reparameterize", "dl.vae.kl", "dl.vae.elbo"), ("08_vae",)),
+    HubSection("vae", VAE, ("dl.vae.reparameterize", "dl.vae.kl", "dl.vae.elbo", "dl.vae.iwae"), ("08_vae",)),
 )
 
 

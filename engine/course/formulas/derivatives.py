@@ -25,6 +25,7 @@ EW = "Element-wise operations"
 CX = "Matrix multiplication and convolution"
 ACT = "Activation and cost functions"
 RULES = "Rules and checks"
+LAYERS = "Normalisation and residual layers"
 
 AB = spec(a=N(3, 4), b=N(3, 4), g=N(3, 4))
 AB_POS = spec(a=U(0.5, 2.0, 3, 4), b=U(0.5, 2.0, 3, 4), g=N(3, 4))
@@ -120,6 +121,25 @@ ROWS = [
          f"np.einsum('nchwuv,nohw->ocuv', {WIN}(x, w.shape[2:], axis=(2, 3)), g)",
          "r = F.conv2d(x, w); r.backward(g); w.grad", inputs=CONV, grad=("x", "w"),
          notes="A correlation of the input with the upstream gradient.", keywords=("conv", "kernel")),
+    # ---------------------------------------------------------------- normalisation and residual layers
+    _row("deriv.batchnorm.grad", LAYERS, "Batch normalisation backward",
+         r"\nabla x_i = \frac{\gamma}{\sigma_B}\Bigl(g_i - \frac1N \sum_j g_j - \hat x_i\, \frac1N \sum_j g_j \hat x_j\Bigr),\quad "
+         r"\nabla\gamma = \sum_i g_i \hat x_i,\quad \nabla\beta = \sum_i g_i",
+         "s = np.sqrt(x.var(0) + eps); xh = (x - x.mean(0)) / s; (gamma / s * (g - g.mean(0) - xh * (g * xh).mean(0)), (g * xh).sum(0), g.sum(0))",
+         "r = F.batch_norm(x, None, None, gamma, beta, training=True, eps=eps); r.backward(g); (x.grad, gamma.grad, beta.grad)",
+         inputs=spec(x=lambda rng: 3 * rng.standard_normal((16, 5)) + 1, gamma=N(5), beta=N(5), g=N(16, 5), eps=1e-5),
+         grad=("x", "gamma", "beta"),
+         notes="σ_B = √(σ²_B + ε). The batch mean and variance depend on every sample, so each input's "
+               "gradient loses the batch mean of g and g's projection on x̂.",
+         keywords=("batchnorm", "bn", "backward")),
+    _row("deriv.residual.grad", LAYERS, "Residual connection backward",
+         r"\mathbf y = \mathbf x + \operatorname{ReLU}(\mathbf z),\ \mathbf z = \mathbf x W^\top + \mathbf b:\quad "
+         r"\nabla \mathbf x = \mathbf g + \left(\mathbf g \odot \mathbb 1[\mathbf z > 0]\right) W",
+         "g + (g * (x @ W.T + b > 0)) @ W", "r = x + F.relu(F.linear(x, W, b)); r.backward(g); x.grad",
+         inputs=spec(x=N(4, 5), W=N(5, 5), b=N(5), g=N(4, 5)), grad=("x",),
+         notes="The identity path hands g to x unchanged, whatever the branch does: a deep stack of "
+               "residual blocks cannot make the gradient vanish through its skip connections.",
+         keywords=("resnet", "skip connection", "vanishing gradient")),
     # ---------------------------------------------------------------- activations and costs
     _row("deriv.identity", ACT, "Linear (identity) activation", r"r = t,\quad \frac{\partial r}{\partial t} = 1",
          "g * np.ones_like(t)", "r = 1 * t; r.backward(g); t.grad", inputs=T, grad=("t",),

@@ -65,7 +65,7 @@ def namespace(backend: str, seed: int = 0) -> dict:
 
         engine.manual_seed(seed + 2)  # not `seed`: the inputs are drawn from that stream
         ns = {**base, "engine": engine, "F": _module("engine.functional")}
-        for name in ("nn", "optim", "metrics", "shapes", "attention", "diffusion", "vae"):
+        for name in ("nn", "optim", "metrics", "shapes", "attention", "diffusion", "vae", "data"):
             ns[name] = _module(f"engine.{name}")
         return ns
     if backend == "torch":

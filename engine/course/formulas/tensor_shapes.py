@@ -143,6 +143,25 @@ ROWS = [
          "(B, H, L, L)", "shapes.attention_shapes(B, L, d_model, H).shapes['scores']",
          "(torch.zeros(B, H, L, d_model // H) @ torch.zeros(B, H, L, d_model // H).transpose(-2, -1)).shape",
          _attention, notes="One score per (query, key) pair: memory grows as L²."),
+    _row("shape.attention.flops", ATT, "Attention FLOPs (the two L² products)",
+         r"\text{FLOPs}(QK^\top) + \text{FLOPs}(AV) = 2\,B H L^2 d_k + 2\,B H L^2 d_k = 4\,B L^2 d_{model}",
+         "4 * B * L ** 2 * d_model",
+         "q = engine.zeros(B, H, L, d_model // H); s = q @ q.transpose(-2, -1); 2 * s.numel() * q.shape[-1] + 2 * (s @ q).numel() * s.shape[-1]",
+         "q = torch.zeros(B, H, L, d_model // H); s = q @ q.transpose(-2, -1); 2 * s.numel() * q.shape[-1] + 2 * (s @ q).numel() * s.shape[-1]",
+         _attention,
+         notes="A matrix product costs 2 FLOPs (a multiply and an add) per output element per term of "
+               "its inner dimension; code counts it on the products' real shapes. The four projections "
+               "cost 8·B·L·d²_model, so the L² term dominates once L > 2·d_model.",
+         keywords=("flops", "compute", "cost", "quadratic")),
+    _row("shape.attention.memory", ATT, "Attention memory (the weights kept for backward)",
+         r"\text{bytes}(A) = B\,H\,L^2 \times 4 \ \text{(float32)}",
+         "4 * B * H * L * L",
+         "attention.attention_weights(engine.zeros(B, H, L, d_model // H), engine.zeros(B, H, L, d_model // H)).numpy().nbytes",
+         "F.softmax(torch.zeros(B, H, L, d_model // H) @ torch.zeros(B, H, L, d_model // H).transpose(-2, -1), -1).nbytes",
+         _attention,
+         notes="Backward needs A = softmax(QKᵀ/√d_k), one float per (query, key) pair and head: at L = 8192, "
+               "32 heads and batch 1, 8 GiB per layer. FlashAttention never stores A; it recomputes it "
+               "block by block.", keywords=("memory", "quadratic", "flash attention")),
     _row("shape.attention.output", ATT, "Multi-head attention output shape",
          r"[B, L, d_{model}] \to [B, L, d_{model}]",
          "x.shape", "nn.MultiheadAttention(d_model, H, batch_first=True)(x, x, x)[0].shape",
