@@ -7,21 +7,15 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    import engine
     from engine import data, vae
-    from engine.course import check_number, plot, throttled, toc, verdict
+    from engine.course import exercises, metadata, plot, throttled, toc, ui
     from engine.course.labs import vae as lab
+
+    METADATA = metadata("08_vae")
 
 
 @app.cell(hide_code=True)
 def _():
-    METADATA = {
-        "id": "08_vae",
-        "name": "Variational autoencoders",
-        "summary": "The reparameterisation trick, the KL term and the ELBO budget, posterior "
-        "collapse, and a VAE's latent space.",
-        "topics": ["vae", "generative_models", "elbo"],
-    }
     mo.md(f"""
     # {METADATA["name"]}
 
@@ -30,19 +24,19 @@ def _():
     decoding fresh noise produces new data. In this notebook you will:
 
     - see why writing $z = \\mu + \\sigma\\varepsilon$ lets gradients reach $\\mu$ and $\\sigma$, and how
-      much less noisy that gradient is than the score-function alternative;
+      much less variance that gradient has than the score-function alternative;
     - compute the KL divergence of $\\mathcal N(\\mu, \\sigma^2)$ to $\\mathcal N(0, 1)$ in closed form and
       check it by Monte Carlo;
     - read the ELBO as a budget between reconstruction and KL, and watch latent dimensions
       collapse as its weight $\\beta$ grows;
-    - train a VAE on images of shapes and explore its latent space.
+    - train a VAE on handwritten digits and explore its latent space.
     """)
-    return (METADATA,)
+    return
 
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(toc.nav_md("08_vae"))
+    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -82,36 +76,28 @@ def _():
 @app.cell
 def _():
     q_mu = mo.ui.slider(-3.0, 3.0, step=0.1, value=1.0, label="μ", show_value=True)
-    return (q_mu,)
-
-
-@app.cell
-def _():
     q_sigma = mo.ui.slider(0.05, 3.0, step=0.05, value=0.5, label="σ", show_value=True)
-    return (q_sigma,)
-
-
-@app.cell
-def _():
     q_samples = mo.ui.slider(steps=[10, 30, 100, 300, 1000, 3000, 10000], value=1000,
                              label="samples of ε", show_value=True)
-    return (q_samples,)
+    mo.hstack([q_mu, q_sigma, q_samples], wrap=True)
+    return q_mu, q_samples, q_sigma
 
 
 @app.cell
 def _(q_mu, q_samples, q_sigma):
     reparam = lab.reparam_gradients(q_mu.value, q_sigma.value, n=q_samples.value, seed=0)
     _edges = np.linspace(-6, 6, 61)
+    _centres = 0.5 * (_edges[1:] + _edges[:-1])
     _hist = plot.curves(None, {
-        "ε ~ N(0, 1)": (0.5 * (_edges[1:] + _edges[:-1]), np.histogram(reparam["eps"], _edges, density=True)[0]),
-        "z = μ + σε": (0.5 * (_edges[1:] + _edges[:-1]), np.histogram(reparam["z"], _edges, density=True)[0]),
+        "ε ~ N(0, 1)": (_centres, np.histogram(reparam.eps, _edges, density=True)[0]),
+        "z = μ + σε": (_centres, np.histogram(reparam.z, _edges, density=True)[0]),
     }, x_title="value", y_title="density", colors={"ε ~ N(0, 1)": "data", "z = μ + σε": "model"},
         title="the same draws ε, shifted by μ and stretched by σ")
     _rows = ["| | estimate (autograd through z) | exact |", "|---|---|---|",
-             f"| E[z²] | {reparam['estimate']:.4f} | μ² + σ² = {reparam['value']:.4f} |",
-             f"| ∂/∂μ | {reparam['grad_mu']:.4f} | 2μ = {reparam['exact_grad_mu']:.4f} |",
-             f"| ∂/∂σ | {reparam['grad_sigma']:.4f} | 2σ = {reparam['exact_grad_sigma']:.4f} |"]
-    mo.vstack([mo.hstack([q_mu, q_sigma, q_samples], wrap=True), mo.md("\n".join(_rows)), _hist])
+             f"| E[z²] | {reparam.estimate:.4f} | μ² + σ² = {reparam.value:.4f} |",
+             f"| ∂/∂μ | {reparam.grad_mu:.4f} | 2μ = {reparam.exact_grad_mu:.4f} |",
+             f"| ∂/∂σ | {reparam.grad_sigma:.4f} | 2σ = {reparam.exact_grad_sigma:.4f} |"]
+    mo.vstack([mo.md("\n".join(_rows)), _hist])
     return (reparam,)
 
 
@@ -142,73 +128,52 @@ def _():
 @app.cell
 def _(q_mu, q_samples, q_sigma):
     kl = lab.kl_check(q_mu.value, q_sigma.value, n_samples=max(2, q_samples.value), seed=1)
-    _dens = plot.curves(kl["x"], {"q = N(μ, σ²)": kl["q"], "p = N(0, 1)": kl["p"]}, x_title="z",
+    _dens = plot.curves(kl.x, {"q = N(μ, σ²)": kl.q, "p = N(0, 1)": kl.p}, x_title="z",
                         y_title="density", colors={"q = N(μ, σ²)": "model", "p = N(0, 1)": "reference"},
                         title="the code's distribution q against the prior p")
-    _mus = np.linspace(-3, 3, 25)
-    _sigmas = np.linspace(0.1, 3, 30)
-    _surface = vae.gaussian_kl(np.repeat(_mus[None, :, None], 30, axis=0),
-                               np.log(np.repeat(_sigmas[:, None, None], 25, axis=1) ** 2)).data
-    _heat = plot.heatmap(np.log10(_surface[::-1] + 1e-3), x_labels=[f"{m:.1f}" for m in _mus],
-                         y_labels=[f"{s:.1f}" for s in _sigmas[::-1]], x_title="μ", y_title="σ",
-                         color_title="log₁₀ KL", scheme="purples",
-                         title="KL over (μ, σ): zero only at μ = 0, σ = 1")
     mo.vstack([
-        mo.md(f"Closed form: **{kl['closed']:.4f}** nats · Monte Carlo over {max(2, q_samples.value)} "
-              f"samples: **{kl['mc']:.4f} ± {kl['mc_se']:.4f}** (one standard error)"),
-        mo.hstack([_dens, _heat], widths="equal"),
+        mo.md(f"Closed form: **{kl.closed:.4f}** nats · Monte Carlo over {max(2, q_samples.value)} "
+              f"samples: **{kl.mc:.4f} ± {kl.mc_se:.4f}** (one standard error)"),
+        _dens,
     ])
     return (kl,)
 
 
-@app.cell(hide_code=True)
+@app.cell
 def _():
-    mo.md(r"""
-    ### Check yourself
-
-    **Exercise 1.** What is $D_{\mathrm{KL}}\big(\mathcal N(1, 1)\,\Vert\,\mathcal N(0, 1)\big)$ in nats?
-    """)
+    # the KL surface does not depend on the sliders: computed once
+    _mus = np.linspace(-3, 3, 25)
+    _sigmas = np.linspace(0.1, 3, 30)
+    _surface = vae.gaussian_kl(np.repeat(_mus[None, :, None], 30, axis=0),
+                               np.log(np.repeat(_sigmas[:, None, None], 25, axis=1) ** 2)).data
+    plot.heatmap(np.log10(_surface[::-1] + 1e-3), x_labels=[f"{m:.1f}" for m in _mus],
+                 y_labels=[f"{s:.1f}" for s in _sigmas[::-1]], x_title="μ", y_title="σ",
+                 color_title="log₁₀ KL", scheme="purples",
+                 title="KL over (μ, σ): zero only at μ = 0, σ = 1")
     return
 
 
 @app.cell
 def _():
-    answer_kl_shift = mo.ui.text(placeholder="KL in nats", label="your answer")
-    return (answer_kl_shift,)
+    exercise_kl_shift = exercises.NumberExercise(
+        question=r"**Exercise 1.** What is $D_{\mathrm{KL}}\big(\mathcal N(1, 1)\,\Vert\,\mathcal N(0, 1)\big)$ in nats?",
+        truth=float(vae.gaussian_kl(np.array([1.0]), np.array([0.0])).data),
+        hint="with σ = 1 the terms 1 + log σ² − σ² cancel: only −½(−μ²) remains.", abs_tol=1e-3)
+    exercise_kl_narrow = exercises.NumberExercise(
+        question=r"**Exercise 2.** And $D_{\mathrm{KL}}\big(\mathcal N(0, 0.5^2)\,\Vert\,\mathcal N(0, 1)\big)$? (Three decimals.)",
+        truth=float(vae.gaussian_kl(np.array([0.0]), np.log(np.array([0.25]))).data),
+        hint="put μ = 0 and σ² = 0.25 into −½(1 + log σ² − μ² − σ²); log 0.25 ≈ −1.386.",
+        abs_tol=1.5e-3)
+    answer_kl_shift = ui.answer_box(exercise_kl_shift, placeholder="KL in nats")
+    answer_kl_narrow = ui.answer_box(exercise_kl_narrow, placeholder="KL in nats")
+    return answer_kl_narrow, answer_kl_shift, exercise_kl_narrow, exercise_kl_shift
 
 
 @app.cell
-def _(answer_kl_shift):
-    truth_kl_shift = float(vae.gaussian_kl(np.array([1.0]), np.array([0.0])).data)
-    mo.vstack([answer_kl_shift, verdict(check_number(
-        answer_kl_shift.value, truth_kl_shift,
-        "with σ = 1 the terms 1 + log σ² − σ² cancel: only −½(−μ²) remains.", abs_tol=1e-3))])
-    return (truth_kl_shift,)
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    **Exercise 2.** And $D_{\mathrm{KL}}\big(\mathcal N(0, 0.5^2)\,\Vert\,\mathcal N(0, 1)\big)$?
-    (Three decimals.)
-    """)
+def _(answer_kl_narrow, answer_kl_shift, exercise_kl_narrow, exercise_kl_shift):
+    mo.vstack([mo.md("### Check yourself"), ui.exercise(exercise_kl_shift, answer_kl_shift),
+               ui.exercise(exercise_kl_narrow, answer_kl_narrow)])
     return
-
-
-@app.cell
-def _():
-    answer_kl_narrow = mo.ui.text(placeholder="KL in nats", label="your answer")
-    return (answer_kl_narrow,)
-
-
-@app.cell
-def _(answer_kl_narrow):
-    truth_kl_narrow = float(vae.gaussian_kl(np.array([0.0]), np.log(np.array([0.25]))).data)
-    mo.vstack([answer_kl_narrow, verdict(check_number(
-        answer_kl_narrow.value, truth_kl_narrow,
-        "put μ = 0 and σ² = 0.25 into −½(1 + log σ² − μ² − σ²); log 0.25 ≈ −1.386.",
-        abs_tol=1.5e-3))])
-    return (truth_kl_narrow,)
 
 
 @app.cell(hide_code=True)
@@ -226,80 +191,92 @@ def _():
     $$
 
     Both are unbiased. The score function only sees the values of $f$, and multiplies them by a
-    random factor; the pathwise gradient uses $f$'s slope. Each histogram below holds 2000
-    independent estimates, each averaging the chosen number of samples (both computed by the
-    engine's autograd).
+    random factor; the pathwise gradient uses $f$'s slope. Because
+    $\mathbb E_{q_\mu}[\nabla_\mu \log q_\mu(z)] = 0$, any **baseline** $b$ that does not depend on
+    $z$ can be subtracted from $f(z)$ without changing the mean,
+    $\mathbb E\big[(f(z) - b)\,\nabla_\mu \log q_\mu(z)\big]$; a $b$ close to $f(z)$ (here $b = f(\mu)$) is a
+    **control variate** that removes part of the variance. Each histogram below holds 2000
+    independent estimates, each averaging the chosen number of samples, all three on the same
+    draws and computed by the engine's autograd.
     """)
     return
 
 
 @app.cell
 def _():
-    est_function = mo.ui.dropdown(options=list(lab.ESTIMATOR_FUNCTIONS), value="z²",
-                                  label="f(z)")
-    return (est_function,)
-
-
-@app.cell
-def _():
+    est_function = mo.ui.dropdown(options=list(lab.ESTIMATOR_FUNCTIONS), value="z²", label="f(z)")
     est_samples = mo.ui.slider(steps=[1, 2, 5, 10, 50, 100], value=1, label="samples per estimate",
                                show_value=True)
-    return (est_samples,)
+    mo.hstack([est_function, est_samples], justify="start")
+    return est_function, est_samples
 
 
 @app.cell
 def _(est_function, est_samples, q_mu, q_sigma):
     estimates = lab.estimator_comparison(q_mu.value, q_sigma.value, est_function.value,
                                          n_samples=est_samples.value, n=2000, seed=2)
-    _all = np.concatenate([estimates["score_function"], estimates["reparameterized"]])
+    _panels = {"score function (REINFORCE)": estimates.score_function,
+               "score function, baseline f(μ)": estimates.baseline,
+               "reparameterised (pathwise)": estimates.reparameterized}
+    _vars = dict(zip(_panels, (estimates.score_var, estimates.baseline_var, estimates.reparam_var)))
+    _all = np.concatenate(list(_panels.values()))
     _lo, _hi = np.percentile(_all, [1, 99])
     _pad = max(1e-3, 0.1 * (_hi - _lo))
-    _hist = plot.histogram_grid({"score function (REINFORCE)": estimates["score_function"],
-                                 "reparameterised (pathwise)": estimates["reparameterized"]},
-                                bins=40, columns=2, range_=(_lo - _pad, _hi + _pad),
-                                x_title="estimate of ∂/∂μ E[f(z)]", panel_width=260,
+    _hist = plot.histogram_grid(_panels, bins=40, columns=3, range_=(_lo - _pad, _hi + _pad),
+                                x_title="estimate of ∂/∂μ E[f(z)]", panel_width=220,
                                 panel_height=120,
-                                flags={"score function (REINFORCE)": f"variance {estimates['score_var']:.3g}",
-                                       "reparameterised (pathwise)": f"variance {estimates['reparam_var']:.3g}"})
-    variance_ratio = estimates["score_var"] / max(estimates["reparam_var"], 1e-300)
+                                flags={k: f"variance {v:.3g}" for k, v in _vars.items()})
+    variance_ratio = estimates.score_var / max(estimates.reparam_var, 1e-300)
+    baseline_ratio = estimates.score_var / max(estimates.baseline_var, 1e-300)
     mo.vstack([
-        mo.hstack([est_function, est_samples], justify="start"),
-        mo.md(f"exact gradient **{estimates['exact']:.4f}** · mean of the score-function estimates "
-              f"{estimates['score_mean']:.4f}, of the pathwise ones {estimates['reparam_mean']:.4f} · "
-              f"variance ratio score/pathwise: **{variance_ratio:.3g}** (uses μ and σ from section 2)"),
+        mo.md(f"exact gradient **{estimates.exact:.4f}** · means: score function "
+              f"{estimates.score_function.mean():.4f}, with baseline {estimates.baseline.mean():.4f}, "
+              f"pathwise {estimates.reparameterized.mean():.4f} · variance ratio score/pathwise: "
+              f"**{variance_ratio:.3g}**, score/baseline: **{baseline_ratio:.3g}** (μ and σ from "
+              "section 2)"),
         _hist,
     ])
-    return estimates, variance_ratio
+    return baseline_ratio, estimates, variance_ratio
 
 
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    For $f = z^2$ or $e^z$ the pathwise estimates are far tighter, and the gap widens as $\mu$ moves
-    away from 0 (the score function multiplies large values of $f$ by noise). For a bounded, wiggly
-    $f$ such as $\sin z$ with a wide $\sigma$ the two come close: the rule is "usually much
-    better", not "always". VAEs use the pathwise gradient; the score function remains for discrete
-    $z$, where there is no path to differentiate.
-
-    **Exercise 3.** For $z \sim \mathcal N(\mu, \sigma^2)$ with $\mu = 1.5$ and $\sigma = 0.5$:
-    what is the exact $\partial/\partial\mu\; \mathbb E[z^2]$?
+    At the default setting the baseline narrows the score-function histogram for all three
+    functions, but for $f = z^2$ or $e^z$ the pathwise estimates stay far tighter, and the gap
+    widens as $\mu$ moves away from 0 (the score function multiplies large values of $f$ by
+    noise). For a bounded, wiggly $f$ such as $\sin z$ with a wide $\sigma$ the two come close:
+    the rule is "usually much better", not "always". VAEs use the pathwise gradient; the score
+    function, with a baseline, remains for discrete $z$, where there is no path to differentiate.
     """)
     return
 
 
 @app.cell
 def _():
-    answer_gradient = mo.ui.text(placeholder="gradient", label="your answer")
-    return (answer_gradient,)
+    exercise_gradient = exercises.NumberExercise(
+        question=r"**Exercise 3.** For $z \sim \mathcal N(\mu, \sigma^2)$ with $\mu = 1.5$ and "
+        r"$\sigma = 0.5$: what is the exact $\partial/\partial\mu\; \mathbb E[z^2]$?",
+        truth=lab.reparam_gradients(1.5, 0.5, n=10).exact_grad_mu,
+        hint="E[z²] = μ² + σ²; differentiate in μ.", abs_tol=1e-3)
+    exercise_baseline = exercises.ChoiceExercise(
+        question="**Exercise 4.** Subtracting a baseline b from f(z) in the score-function "
+        "estimator changes…",
+        options={"its mean": "mean", "its variance, not its mean": "variance",
+                 "both": "both"},
+        truth="variance",
+        hint="E[∇_μ log q(z)] = 0, so E[b·∇_μ log q(z)] = 0 for any b that does not depend on z.",
+        explanation="The baseline is a control variate: unbiased, and as good as it is close to f(z).")
+    answer_gradient = ui.answer_box(exercise_gradient, placeholder="gradient")
+    answer_baseline = ui.answer_box(exercise_baseline)
+    return answer_baseline, answer_gradient, exercise_baseline, exercise_gradient
 
 
 @app.cell
-def _(answer_gradient):
-    truth_gradient = lab.reparam_gradients(1.5, 0.5, n=10)["exact_grad_mu"]
-    mo.vstack([answer_gradient, verdict(check_number(
-        answer_gradient.value, truth_gradient,
-        "E[z²] = μ² + σ²; differentiate in μ.", abs_tol=1e-3))])
-    return (truth_gradient,)
+def _(answer_baseline, answer_gradient, exercise_baseline, exercise_gradient):
+    mo.vstack([ui.exercise(exercise_gradient, answer_gradient),
+               ui.exercise(exercise_baseline, answer_baseline)])
+    return
 
 
 @app.cell(hide_code=True)
@@ -320,7 +297,13 @@ def _():
     for every $x$ and their KL drops to zero. This is **posterior collapse**; at large $\beta$ every
     dimension collapses and the decoder outputs the same average point whatever the input.
 
-    A VAE with a few latent dimensions is trained on the 2-D data below (Gaussian decoder).
+    A VAE with a few latent dimensions is trained on the 2-D data below, with a Gaussian decoder
+    $p_\theta(x\mid z) = \mathcal N\big(\hat x_\theta(z), \sigma_x^2 I\big)$. Its reconstruction term is
+    $\lVert x - \hat x\rVert^2/(2\sigma_x^2) + \tfrac D2\log(2\pi\sigma_x^2)$, so the **decoder variance**
+    $\sigma_x^2$ is the same knob as $\beta$: multiplying the loss by $\sigma_x^2/\sigma_0^2$ (which does
+    not change Adam's steps) turns $(\sigma_x^2, \beta)$ into $(\sigma_0^2,\ \beta\,\sigma_x^2/\sigma_0^2)$.
+    A larger $\sigma_x^2$ makes reconstruction errors cheap, exactly as a larger $\beta$ makes the
+    code dear.
     """)
     return
 
@@ -328,115 +311,119 @@ def _():
 @app.cell
 def _():
     vae_data = mo.ui.dropdown(options=list(lab.DATASETS_2D), value="moons", label="data")
-    return (vae_data,)
-
-
-@app.cell
-def _():
     vae_beta = mo.ui.slider(steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0], value=1.0,
                             label="β", show_value=True)
-    return (vae_beta,)
-
-
-@app.cell
-def _():
+    vae_obs_var = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], value=0.05,
+                               label="decoder variance σ²ₓ", show_value=True)
     vae_latent = mo.ui.slider(1, 6, value=3, label="latent dimensions", show_value=True)
-    return (vae_latent,)
-
-
-@app.cell
-def _():
     vae_steps = mo.ui.slider(100, 4000, step=100, value=800, label="training steps", show_value=True)
-    return (vae_steps,)
-
-
-@app.cell
-def _():
     vae_train = mo.ui.run_button(label="Train the VAE")
-    return (vae_train,)
-
-
-@app.cell
-def _():
     vae_sweep = mo.ui.run_button(label="Sweep β from 0.1 to 100")
-    return (vae_sweep,)
+    mo.vstack([mo.hstack([vae_data, vae_beta, vae_obs_var, vae_latent, vae_steps], wrap=True),
+               mo.hstack([vae_train, vae_sweep], justify="start")])
+    return vae_beta, vae_data, vae_latent, vae_obs_var, vae_steps, vae_sweep, vae_train
 
 
 @app.cell
 def _(vae_data):
-    vae_points, vae_labels = lab.toy_data_2d(vae_data.value, n=2500, seed=0,
-                                             return_labels=True)
+    vae_points, vae_labels = lab.toy_data_2d(vae_data.value, n=2500, seed=0, return_labels=True)
     return vae_labels, vae_points
 
 
 @app.cell
-def _(vae_beta, vae_data, vae_latent, vae_steps, vae_sweep, vae_train):
-    mo.vstack([mo.hstack([vae_data, vae_beta, vae_latent, vae_steps], wrap=True),
-               mo.hstack([vae_train, vae_sweep], justify="start")])
-    return
+def _(vae_beta, vae_obs_var):
+    vae_equivalent = lab.equivalent_beta(vae_beta.value, vae_obs_var.value, reference_var=0.05)
+    mo.md(f"β = {vae_beta.value:g} with σ²ₓ = {vae_obs_var.value:g} trains the same model as "
+          f"β = **{vae_equivalent:.3g}** with σ²ₓ = 0.05.")
+    return (vae_equivalent,)
 
 
 @app.cell
-def _(vae_beta, vae_labels, vae_latent, vae_points, vae_steps, vae_train):
-    mo.stop(not vae_train.value, mo.md("*Press **Train the VAE** (about a second).*"))
-    with mo.status.progress_bar(total=vae_steps.value, title="training", remove_on_exit=True) as _bar:
-        vae_run = lab.train_vae_2d(vae_points, beta=vae_beta.value,
-                                   latent_dim=vae_latent.value, steps=vae_steps.value,
-                                   seed=0, on_step=throttled(_bar, vae_steps.value))
-    mo.stop(bool(vae_run["stopped"]), mo.callout(mo.md(vae_run["stopped"]), kind="warn"))
-    _dims = [f"z{j + 1}" for j in range(vae_latent.value)]
-    _bars = plot.bars(_dims, vae_run["kl_per_dim"], y_title="KL (nats)", color_name="model",
+def _(vae_beta, vae_latent, vae_obs_var, vae_points, vae_steps, vae_train):
+    vae_run = None
+    if vae_train.value:
+        with mo.status.progress_bar(total=vae_steps.value, title="training", remove_on_exit=True) as _bar:
+            vae_run = lab.train_vae_2d(vae_points, beta=vae_beta.value, latent_dim=vae_latent.value,
+                                       steps=vae_steps.value, obs_var=vae_obs_var.value, seed=0,
+                                       on_step=throttled(_bar, vae_steps.value))
+    return (vae_run,)
+
+
+@app.cell
+def _(vae_beta, vae_labels, vae_run):
+    mo.stop(vae_run is None, mo.md("*Press **Train the VAE** (about a second).*"))
+    mo.stop(bool(vae_run.stopped), mo.callout(mo.md(vae_run.stopped), kind="warn"))
+    _latent_dim = len(vae_run.kl_per_dim)
+    _dims = [f"z{j + 1}" for j in range(_latent_dim)]
+    _bars = plot.bars(_dims, vae_run.kl_per_dim, y_title="KL (nats)", color_name="model",
                       title="KL per latent dimension", text_format=".2f")
-    _points = plot.point_layers({"data": (vae_run["held_out"], "data"),
-                                 "reconstructions": (vae_run["reconstructions"], "model"),
-                                 "decoded samples z ~ N(0, I)": (vae_run["samples"], "target")},
+    _points = plot.point_layers({"data": (vae_run.held_out, "data"),
+                                 "reconstructions": (vae_run.reconstructions, "model"),
+                                 "decoded samples z ~ N(0, I)": (vae_run.samples, "target")},
                                 domain=(-3, 3), height=360, size=8,
                                 title="held-out data, their reconstructions, and new samples")
-    vae_active = int((vae_run["kl_per_dim"] > 0.05).sum())
+    vae_active = int((vae_run.kl_per_dim > 0.05).sum())
     # the two most informative latent dimensions (largest KL), coloured by the data's classes
-    _order = np.argsort(-vae_run["kl_per_dim"])
-    _shown = np.stack([vae_run["latents"][:, _order[0]],
-                       vae_run["latents"][:, _order[1]] if vae_latent.value > 1
-                       else np.zeros(len(vae_run["latents"]))], axis=1)
+    _order = np.argsort(-vae_run.kl_per_dim)
+    _shown = np.stack([vae_run.latents[:, _order[0]],
+                       vae_run.latents[:, _order[1]] if _latent_dim > 1
+                       else np.zeros(len(vae_run.latents))], axis=1)
     _latent = plot.scatter_classes(
         _shown, vae_labels[-len(_shown):], height=300,
-        x_title=f"μ of z{_order[0] + 1} (KL {vae_run['kl_per_dim'][_order[0]]:.2f})",
-        y_title=(f"μ of z{_order[1] + 1} (KL {vae_run['kl_per_dim'][_order[1]]:.2f})"
-                 if vae_latent.value > 1 else "(one latent dimension)"),
+        x_title=f"μ of z{_order[0] + 1} (KL {vae_run.kl_per_dim[_order[0]]:.2f})",
+        y_title=(f"μ of z{_order[1] + 1} (KL {vae_run.kl_per_dim[_order[1]]:.2f})"
+                 if _latent_dim > 1 else "(one latent dimension)"),
         title="held-out points placed at their codes, coloured by class")
     mo.vstack([
-        mo.md(f"Held-out budget at β = {vae_beta.value:g}: reconstruction **{vae_run['recon']:.3f}** "
-              f"nats + KL **{vae_run['kl']:.3f}** nats; ELBO (β = 1) = **{vae_run['elbo']:.3f}** · "
-              f"active dimensions (KL > 0.05): **{vae_active}** of {vae_latent.value}"),
+        mo.md(f"Held-out budget at β = {vae_beta.value:g}: reconstruction **{vae_run.recon:.3f}** "
+              f"nats + KL **{vae_run.kl:.3f}** nats; ELBO (β = 1) = **{vae_run.elbo:.3f}** · "
+              f"active dimensions (KL > 0.05): **{vae_active}** of {_latent_dim}"),
         mo.hstack([_bars, _points], widths=[1, 2]),
         _latent,
     ])
-    return vae_active, vae_run
+    return (vae_active,)
 
 
 @app.cell
-def _(vae_latent, vae_points, vae_sweep):
+def _(vae_latent, vae_obs_var, vae_points, vae_sweep):
     mo.stop(not vae_sweep.value, mo.md("*Press **Sweep β** to train one VAE per β (a few seconds).*"))
     _betas = (0.1, 1.0, 3.0, 10.0, 30.0, 100.0)
     _steps = 500
     with mo.status.progress_bar(total=_steps * len(_betas), title="sweep", remove_on_exit=True) as _bar:
-        sweep = lab.beta_sweep(vae_points, _betas, latent_dim=vae_latent.value,
-                               steps=_steps, seed=0,
+        sweep = lab.beta_sweep(vae_points, _betas, latent_dim=vae_latent.value, steps=_steps,
+                               obs_var=vae_obs_var.value, seed=0,
                                on_step=throttled(_bar, _steps * len(_betas)))
-    _x = np.log10(sweep["betas"])
-    _kl = plot.curves(_x, {f"z{j + 1}": sweep["kl_per_dim"][:, j] for j in range(vae_latent.value)},
+    _x = np.log10(sweep.betas)
+    _kl = plot.curves(_x, {f"z{j + 1}": sweep.kl_per_dim[:, j] for j in range(vae_latent.value)},
                       x_title="log₁₀ β", y_title="KL (nats)",
                       title="KL per dimension against β: dimensions switch off one by one")
-    _recon = plot.curves(_x, {"reconstruction": sweep["recon"], "total KL": sweep["kl"]},
+    _recon = plot.curves(_x, {"reconstruction": sweep.recon, "total KL": sweep.kl},
                          x_title="log₁₀ β", y_title="nats",
                          colors={"reconstruction": "error", "total KL": "model"},
                          title="the budget: reconstruction cost rises as KL is squeezed out")
     mo.vstack([
         mo.hstack([_kl, _recon], widths="equal"),
         mo.md("active dimensions: " + " · ".join(
-            f"β = {b:g}: **{a}**" for b, a in zip(sweep["betas"], sweep["active"]))),
+            f"β = {b:g}: **{a}**" for b, a in zip(sweep.betas, sweep.active))),
     ])
     return (sweep,)
+
+
+@app.cell
+def _():
+    exercise_knob = exercises.NumberExercise(
+        question="**Exercise 5.** A VAE trains with decoder variance σ²ₓ = 0.2 and β = 1. With "
+        "σ²ₓ = 0.05, which β trains the same model?",
+        truth=lab.equivalent_beta(1.0, 0.2, reference_var=0.05),
+        hint="multiply the loss ‖x − x̂‖²/(2σ²ₓ) + β·KL by σ²ₓ/0.05.", rel_tol=1e-3)
+    answer_knob = ui.answer_box(exercise_knob, placeholder="β")
+    return answer_knob, exercise_knob
+
+
+@app.cell
+def _(answer_knob, exercise_knob):
+    ui.exercise(exercise_knob, answer_knob)
+    return
 
 
 @app.cell(hide_code=True)
@@ -444,10 +431,15 @@ def _():
     mo.md(r"""
     ## 6. A VAE on images: the latent space
 
-    Now the shapes images ($16\times16$ grey pixels, Bernoulli decoder) with a **two**-dimensional
-    code, so that the whole latent space fits on the screen. After training, each held-out image is
-    placed at its code $\mu(x)$, coloured by its (never shown to the model) class; the grid
-    decodes evenly spaced codes; the two sliders decode any code you choose.
+    Now real handwritten digits: the 1,797 $8\times8$ UCI digits (`engine.data.load_digits`,
+    1,437 to train on, 360 held out), with a **two**-dimensional code, so that the whole latent
+    space fits on the screen. A grey pixel is an intensity in $[0, 1]$, not the outcome of a coin
+    flip, so the decoder is Gaussian, $p_\theta(x\mid z) = \mathcal N(\hat x_\theta(z), \sigma_x^2 I)$: a
+    normalised density on the 64 pixel values, which makes the held-out ELBO a lower bound on
+    $\log p_\theta(x)$, a log **density** (it can be positive). A Bernoulli likelihood on grey values
+    is not normalised over $[0, 1]$, and its "ELBO" bounds nothing. After training, each held-out
+    image is placed at its code $\mu(x)$, coloured by its digit (never shown to the model); the
+    grid decodes evenly spaced codes; the two sliders decode any code you choose.
     """)
     return
 
@@ -455,70 +447,67 @@ def _():
 @app.cell
 def _():
     image_steps = mo.ui.slider(50, 2000, step=50, value=400, label="training steps", show_value=True)
-    return (image_steps,)
-
-
-@app.cell
-def _():
-    image_train = mo.ui.run_button(label="Train the image VAE")
-    return (image_train,)
-
-
-@app.cell
-def _():
+    image_obs_var = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2], value=0.05,
+                                 label="decoder variance σ²ₓ", show_value=True)
+    image_train = mo.ui.run_button(label="Train the digit VAE")
     latent_z1 = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.0, label="z₁", show_value=True)
-    return (latent_z1,)
-
-
-@app.cell
-def _():
     latent_z2 = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.0, label="z₂", show_value=True)
-    return (latent_z2,)
+    mo.hstack([image_steps, image_obs_var, image_train], justify="start")
+    return image_obs_var, image_steps, image_train, latent_z1, latent_z2
 
 
 @app.cell
 def _():
-    shape_images, shape_labels = data.make_shapes(1024, size=16, seed=0)
-    return shape_images, shape_labels
+    digits_train, _ = data.load_digits("train")
+    digits_test, digit_labels = data.load_digits("test")
+    return digit_labels, digits_test, digits_train
 
 
 @app.cell
-def _(image_steps, image_train, shape_images, shape_labels):
-    mo.stop(not image_train.value,
-            mo.vstack([mo.hstack([image_steps, image_train], justify="start"),
-                       mo.md("*Press **Train the image VAE** (a few seconds).*")]))
-    with mo.status.progress_bar(total=image_steps.value, title="training", remove_on_exit=True) as _bar:
-        image_vae = lab.train_image_vae(shape_images, shape_labels, steps=image_steps.value,
-                                        seed=0, on_step=throttled(_bar, image_steps.value))
-    mo.stop(bool(image_vae["stopped"]), mo.callout(mo.md(image_vae["stopped"]), kind="warn"))
-    _scatter = plot.scatter_classes(image_vae["latents"], image_vae["labels"], x_title="z₁ = μ₁(x)",
-                                    y_title="z₂ = μ₂(x)", class_names=list(data.SHAPE_CLASSES),
-                                    title="held-out images placed at their codes", height=360)
-    _grid = lab.latent_grid(image_vae["model"], n=8, limit=2.5)
-    _tiles = plot.image_grid(_grid["images"].reshape((-1,) + _grid["images"].shape[-2:]), ncols=8,
-                             vmin=0, vmax=1, cell=0.6,
-                             suptitle="decoded codes on a grid, z₁ from −2.5 (left) to 2.5, z₂ from 2.5 (top) to −2.5")
-    _pairs = np.concatenate([image_vae["images"][:8, 0], image_vae["reconstructions"][:8, 0]])
-    _recon = plot.image_grid(_pairs, ncols=8, vmin=0, vmax=1, cell=0.6,
-                             suptitle="held-out images (top) and their reconstructions (bottom)")
-    mo.vstack([
-        mo.hstack([image_steps, image_train], justify="start"),
-        mo.md(f"Held-out ELBO: **{image_vae['elbo']:.1f}** nats per image (256 pixels)."),
-        mo.hstack([_scatter, _tiles], widths="equal"),
-        _recon,
-    ])
+def _(digit_labels, digits_test, digits_train, image_obs_var, image_steps, image_train):
+    image_vae = None
+    if image_train.value:
+        with mo.status.progress_bar(total=image_steps.value, title="training", remove_on_exit=True) as _bar:
+            image_vae = lab.train_image_vae(digits_train, digits_test, digit_labels,
+                                            steps=image_steps.value, obs_var=image_obs_var.value,
+                                            seed=0, on_step=throttled(_bar, image_steps.value))
     return (image_vae,)
 
 
 @app.cell
+def _(image_vae):
+    mo.stop(image_vae is None, mo.md("*Press **Train the digit VAE** (a few seconds).*"))
+    mo.stop(bool(image_vae.stopped), mo.callout(mo.md(image_vae.stopped), kind="warn"))
+    _scatter = plot.scatter_classes(image_vae.latents, image_vae.labels, x_title="z₁ = μ₁(x)",
+                                    y_title="z₂ = μ₂(x)", class_names=[str(d) for d in range(10)],
+                                    title="held-out digits placed at their codes", height=360)
+    _grid = lab.latent_grid(image_vae.model, image_vae.image_shape, n=8, limit=2.5)
+    _tiles = plot.image_grid(_grid.images.reshape((-1,) + image_vae.image_shape), ncols=8,
+                             vmin=0, vmax=1, cell=0.6,
+                             suptitle="decoded codes on a grid, z₁ from −2.5 (left) to 2.5, z₂ from 2.5 (top) to −2.5")
+    _pairs = np.concatenate([image_vae.images[:8], image_vae.reconstructions[:8]])
+    _recon = plot.image_grid(_pairs, ncols=8, vmin=0, vmax=1, cell=0.6,
+                             suptitle="held-out digits (top) and their reconstructions (bottom)")
+    mo.vstack([
+        mo.md(f"Held-out ELBO: **{image_vae.elbo:.1f}** nats per image, a lower bound on the log "
+              "density log p(x) of its 64 pixel values."),
+        mo.hstack([_scatter, _tiles], widths="equal"),
+        _recon,
+    ])
+    return
+
+
+@app.cell
 def _(image_vae, latent_z1, latent_z2):
-    decoded = lab.decode_point(image_vae["model"], latent_z1.value, latent_z2.value)
+    mo.stop(image_vae is None or bool(image_vae.stopped))
+    decoded = lab.decode_point(image_vae.model, latent_z1.value, latent_z2.value).reshape(
+        image_vae.image_shape)
+    _name = f"decoder(z = ({latent_z1.value:.1f}, {latent_z2.value:.1f}))"
     mo.vstack([
         mo.md("**Latent explorer**: choose a code, see what the decoder makes of it."),
         mo.hstack([latent_z1, latent_z2], justify="start"),
-        plot.image_row({f"decoder(z = ({latent_z1.value:.1f}, {latent_z2.value:.1f}))": decoded},
-                       cmaps={f"decoder(z = ({latent_z1.value:.1f}, {latent_z2.value:.1f}))": "gray"},
-                       cell=2.4, colorbar=False),
+        plot.image_row({_name: np.clip(decoded, 0, 1)}, cmaps={_name: "gray"}, cell=2.4,
+                       colorbar=False),
     ])
     return (decoded,)
 
@@ -526,11 +515,9 @@ def _(image_vae, latent_z1, latent_z2):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    Nearby codes decode to similar images, and the space between the codes of real images is
-    filled with in-between shapes rather than left empty: the KL term packs every code around the
-    origin. With only two numbers per image the model keeps what costs the most pixels to get
-    wrong (size, brightness, then the outline), so the classes, which it never saw, form
-    overlapping regions rather than separate islands. Train longer and watch them pull apart.
+    Nearby codes decode to similar images: the decoder is a smooth function of $z$, and the KL
+    term packs every code around the origin, so the grid between the codes of real digits decodes
+    to in-between strokes rather than to noise.
 
     ## The same in your own script
     """)
@@ -539,18 +526,25 @@ def _():
 
 @app.cell
 def _():
-    import engine.functional as F
+    def _script():
+        import engine
+        import engine.functional as F
+        from engine import data, vae
 
-    engine.manual_seed(0)
-    mu, logvar = engine.zeros(4, 2, requires_grad=True), engine.zeros(4, 2, requires_grad=True)
-    z = vae.reparameterize(mu, logvar)                    # z = μ + σ·ε, differentiable
-    kl_terms = vae.gaussian_kl(mu, logvar)                # −½ Σ (1 + log σ² − μ² − σ²), per sample
-    (F.mse_loss(z, engine.ones(4, 2)) + kl_terms.mean()).backward()
-    model = vae.VAE(input_dim=2, hidden=64, latent_dim=2)
-    X, _ = data.make_moons(500, noise=0.05)
-    history = vae.train_vae(model, X, steps=100, lr=3e-3, beta=1.0)
-    mo.show_code(mo.md(f"`mu.grad.shape` = {mu.grad.shape} · last ELBO {history.elbo[-1]:.2f} · "
-                       f"`model.generate(3).shape` = {model.generate(3).shape}"))
+        with engine.random.fork_rng(0):
+            mu = engine.zeros(4, 2, requires_grad=True)
+            logvar = engine.zeros(4, 2, requires_grad=True)
+            z = vae.reparameterize(mu, logvar)                    # z = μ + σ·ε, differentiable
+            kl_terms = vae.gaussian_kl(mu, logvar)                # −½ Σ (1 + log σ² − μ² − σ²), per sample
+            (F.mse_loss(z, engine.ones(4, 2)) + kl_terms.mean()).backward()
+            model = vae.VAE(input_dim=2, hidden=64, latent_dim=2, obs_var=0.05)  # Gaussian decoder
+            X, _ = data.make_moons(500, noise=0.05)
+            history = vae.train_vae(model, X, steps=100, lr=3e-3, beta=1.0)
+            generated = model.generate(3)
+        return (f"mu.grad.shape = {mu.grad.shape} · last ELBO {history.elbo[-1]:.2f} · "
+                f"model.generate(3).shape = {generated.shape}")
+
+    mo.md(f"`{_script()}`")
     return
 
 
@@ -558,7 +552,7 @@ def _():
 def _():
     mo.md(
         "---\n\n**The end of the course.** Back to the start, or to the formulas: "
-        + toc.nav_md("08_vae")
+        + toc.nav_md(METADATA["id"])
     )
     return
 

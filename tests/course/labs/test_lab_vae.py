@@ -24,10 +24,10 @@ def test_reparam_gradients_are_the_pathwise_derivatives():
     r = vae_lab.reparam_gradients(1.5, 0.5, n=5000, seed=3)
     eps = np.random.default_rng(3).standard_normal(5000)
     z = 1.5 + 0.5 * eps
-    assert r["estimate"] == pytest.approx(np.mean(z**2))
-    assert r["grad_mu"] == pytest.approx(np.mean(2 * z))
-    assert r["grad_sigma"] == pytest.approx(np.mean(2 * z * eps))
-    assert r["grad_mu"] == pytest.approx(3.0, abs=0.05) and r["grad_sigma"] == pytest.approx(1.0, abs=0.1)
+    assert r.estimate == pytest.approx(np.mean(z**2))
+    assert r.grad_mu == pytest.approx(np.mean(2 * z))
+    assert r.grad_sigma == pytest.approx(np.mean(2 * z * eps))
+    assert r.grad_mu == pytest.approx(3.0, abs=0.05) and r.grad_sigma == pytest.approx(1.0, abs=0.1)
     with pytest.raises(ValueError, match="sigma"):
         vae_lab.reparam_gradients(0.0, 0.0)
 
@@ -37,22 +37,22 @@ def test_kl_check_closed_form_monte_carlo_and_torch(torch):
         k = vae_lab.kl_check(mu, sigma, n_samples=20000, seed=1)
         ref = torch.distributions.kl_divergence(torch.distributions.Normal(mu, sigma),
                                                 torch.distributions.Normal(0.0, 1.0))
-        assert k["closed"] == pytest.approx(float(ref), rel=1e-6, abs=1e-7)  # torch: float32
-        assert abs(k["mc"] - k["closed"]) < 5 * k["mc_se"] + 1e-12
-        dx = k["x"][1] - k["x"][0]
+        assert k.closed == pytest.approx(float(ref), rel=1e-6, abs=1e-7)  # torch: float32
+        assert abs(k.mc - k.closed) < 5 * k.mc_se + 1e-12
+        dx = k.x[1] - k.x[0]
         if sigma <= 1:  # the grid [−6, 6] holds all the mass
-            assert k["q"].sum() * dx == pytest.approx(1.0, abs=1e-3)
+            assert k.q.sum() * dx == pytest.approx(1.0, abs=1e-3)
 
 
 def test_estimator_comparison_exact_gradients():
     for name in vae_lab.ESTIMATOR_FUNCTIONS:
         e = vae_lab.estimator_comparison(0.7, 0.8, name, n_samples=20, n=3000, seed=4)
-        for key in ("score_function", "reparameterized"):
-            v = e[key]
-            assert v.mean() == pytest.approx(e["exact"], abs=5 * v.std() / np.sqrt(len(v)))
+        for key in ("score_function", "baseline", "reparameterized"):
+            v = getattr(e, key)
+            assert v.mean() == pytest.approx(e.exact, abs=5 * v.std() / np.sqrt(len(v)))
     e = vae_lab.estimator_comparison(2.0, 1.0, "exp z", n_samples=1, n=2000, seed=0)
-    assert e["exact"] == pytest.approx(np.exp(2.5))
-    assert e["score_var"] > 3 * e["reparam_var"]
+    assert e.exact == pytest.approx(np.exp(2.5))
+    assert e.score_var > 3 * e.reparam_var
     with pytest.raises(ValueError, match="f_name"):
         vae_lab.estimator_comparison(f_name="tan z")
 
@@ -62,16 +62,16 @@ def test_train_vae_2d_budget_and_collapse():
     low = vae_lab.train_vae_2d(X, beta=0.1, latent_dim=3, steps=400, n_eval=300)
     high = vae_lab.train_vae_2d(X, beta=100.0, latent_dim=3, steps=400, n_eval=300)
     for r in (low, high):
-        assert r["kl"] == pytest.approx(r["kl_per_dim"].sum(), rel=1e-5)
-        assert r["elbo"] == pytest.approx(-(r["recon"] + r["kl"]), rel=1e-5)
-        assert r["reconstructions"].shape == (300, 2) and r["samples"].shape == (300, 2)
-    assert (low["kl_per_dim"] > 0.05).sum() >= 1
-    assert high["kl_per_dim"].max() < 0.05  # collapsed
-    assert high["recon"] > low["recon"]
+        assert r.kl == pytest.approx(r.kl_per_dim.sum(), rel=1e-5)
+        assert r.elbo == pytest.approx(-(r.recon + r.kl), rel=1e-5)
+        assert r.reconstructions.shape == (300, 2) and r.samples.shape == (300, 2)
+    assert (low.kl_per_dim > 0.05).sum() >= 1
+    assert high.kl_per_dim.max() < 0.05  # collapsed
+    assert high.recon > low.recon
     # the recon term is the Gaussian negative log-likelihood of the model's loss on held-out rows
     engine.manual_seed(1)
-    again = low["model"].loss(low["held_out"], beta=0.1)
-    assert again.recon == pytest.approx(low["recon"], rel=1e-6)
+    again = low.model.loss(low.held_out, beta=0.1)
+    assert again.recon == pytest.approx(low.recon, rel=1e-6)
 
 
 def test_beta_sweep_switches_dimensions_off():
@@ -79,22 +79,49 @@ def test_beta_sweep_switches_dimensions_off():
     ticks = []
     s = vae_lab.beta_sweep(X, betas=(0.1, 100.0), latent_dim=2, steps=300, on_step=ticks.append)
     assert ticks[-1] == 600 and len(ticks) == 600
-    assert s["active"][0] >= 1 and s["active"][1] == 0
-    np.testing.assert_allclose(s["kl"], s["kl_per_dim"].sum(1))
+    assert s.active[0] >= 1 and s.active[1] == 0
+    np.testing.assert_allclose(s.kl, s.kl_per_dim.sum(1))
 
 
 def test_image_vae_latents_grid_and_decoder():
-    imgs, labels = engine.data.make_shapes(200, 16, seed=0)
-    r = vae_lab.train_image_vae(imgs, labels, steps=30, n_eval=40)
-    assert r["latents"].shape == (40, 2) and list(r["labels"]) == list(labels[-40:])
-    g = vae_lab.latent_grid(r["model"], n=3, limit=2.0)
-    assert g["images"].shape == (3, 3, 16, 16)
-    # top-left tile is z = (−2, 2): decode it directly
-    direct = vae_lab.decode_point(r["model"], -2.0, 2.0)
-    np.testing.assert_allclose(g["images"][0, 0], direct, rtol=1e-5, atol=1e-6)  # float32 batch
+    train, _ = engine.data.load_digits("train")
+    test, labels = engine.data.load_digits("test")
+    r = vae_lab.train_image_vae(train[:300], test[:40], labels[:40], steps=30, obs_var=0.1)
+    assert r.model.likelihood == "gaussian" and r.model.obs_var == 0.1 and r.image_shape == (8, 8)
+    assert r.latents.shape == (40, 2) and list(r.labels) == list(labels[:40])
+    assert r.reconstructions.shape == (40, 8, 8) and np.isfinite(r.elbo)
+    g = vae_lab.latent_grid(r.model, r.image_shape, n=3, limit=2.0)
+    assert g.images.shape == (3, 3, 8, 8)
+    # top-left tile is z = (−2, 2): decode it directly; a Gaussian decoder's mean is its output
+    direct = vae_lab.decode_point(r.model, -2.0, 2.0)
+    np.testing.assert_allclose(g.images[0, 0].ravel(), direct, rtol=1e-5, atol=1e-6)  # float32 batch
     with engine.no_grad():
-        logits = r["model"].decode(np.array([[-2.0, 2.0]], np.float32)).data[0, 0]
-    np.testing.assert_allclose(direct, 1 / (1 + np.exp(-logits)), rtol=1e-5)
+        out = r.model.decode(np.array([[-2.0, 2.0]], np.float32)).data[0]
+    np.testing.assert_allclose(direct, out, rtol=1e-6)
+    with pytest.raises(ValueError, match="images must be"):
+        vae_lab.train_image_vae(train[:10].reshape(10, 64), test[:5], labels[:5])
+
+
+def test_score_function_baseline_is_the_control_variate_by_hand():
+    e = vae_lab.estimator_comparison(1.5, 0.7, "z²", n_samples=3, n=500, seed=5)
+    eps = np.random.default_rng(5).standard_normal((500, 3))
+    z = 1.5 + 0.7 * eps
+    by_hand = ((z**2 - 1.5**2) * (z - 1.5) / 0.7**2).mean(1)
+    np.testing.assert_allclose(e.baseline, by_hand, rtol=1e-10)
+    bare = (z**2 * (z - 1.5) / 0.7**2).mean(1)
+    np.testing.assert_allclose(e.score_function, bare, rtol=1e-10)  # the same draws
+
+
+def test_decoder_variance_and_beta_are_one_knob():
+    assert vae_lab.equivalent_beta(1.0, 0.2, reference_var=0.05) == pytest.approx(4.0)
+    X = vae_lab.toy_data_2d("moons", 1000, seed=0)
+    a = vae_lab.train_vae_2d(X, beta=0.5, latent_dim=2, steps=150, obs_var=0.5, n_eval=200)
+    b = vae_lab.train_vae_2d(X, beta=5.0, latent_dim=2, steps=150, obs_var=0.05, n_eval=200)
+    c = vae_lab.train_vae_2d(X, beta=0.5, latent_dim=2, steps=150, obs_var=0.05, n_eval=200)
+    np.testing.assert_allclose(a.kl_per_dim, b.kl_per_dim, rtol=1e-3, atol=1e-4)
+    assert np.abs(a.kl_per_dim - c.kl_per_dim).max() > 0.05  # the variance alone does change it
+    with pytest.raises(ValueError, match="obs_var"):
+        vae_lab.train_vae_2d(X, obs_var=0.0)
 
 
 def test_toy_data_2d_labels_and_vae_latents():
@@ -105,5 +132,5 @@ def test_toy_data_2d_labels_and_vae_latents():
     np.testing.assert_allclose(X, (X0 - X0.mean(0)) / X0.std(0), rtol=1e-12)
     r = vae_lab.train_vae_2d(X, latent_dim=2, steps=50, n_eval=100)
     with engine.no_grad():
-        mu = r["model"].encode(X[-100:].astype(np.float32))[0].data
-    np.testing.assert_allclose(r["latents"], mu, rtol=1e-5, atol=1e-6)  # float32 BLAS
+        mu = r.model.encode(X[-100:].astype(np.float32))[0].data
+    np.testing.assert_allclose(r.latents, mu, rtol=1e-5, atol=1e-6)  # float32 BLAS
