@@ -110,3 +110,16 @@ def test_every_nav_bar_is_well_formed(e):
             assert label.strip()
             assert re.fullmatch(r"\?file=(notebooks|cheatsheets)/\w+\.py", url) if mode == "server" \
                 else re.fullmatch(r"\.\./(notebooks|cheatsheets)/\w+\.html", url)
+
+
+def test_the_reading_guide_names_files_that_exist():
+    """ARCHITECTURE.md (linked from the README) points at real files: a renamed module breaks it."""
+    root = ROOT
+    guide = (root / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"(?:engine|tests|notebooks|cheatsheets|docs|scripts)/[\w/.<>-]*[\w>]", guide))
+    concrete = {p for p in named if "<" not in p and "NN_" not in p}  # not the patterns, e.g. labs/<topic>.py
+    assert len(concrete) >= 20, sorted(concrete)
+    missing = sorted(p for p in concrete if not (root / p).exists())
+    assert not missing, f"ARCHITECTURE.md names missing files: {missing}"
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "(ARCHITECTURE.md)" in readme and "(docs/notebook-convention.md)" in readme
