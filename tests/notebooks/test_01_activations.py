@@ -141,3 +141,63 @@ def test_01_tanh_ordered_at_half_chaotic_at_two_and_three():
     assert 200 < ratio < 1000 and "explodes" in text  # "several hundred over the stack"
     prose = notebook_text("01_activations")[0]
     assert "saturated and flat" not in prose and "1.17× per layer" in prose and "several hundred" in prose
+
+
+# ----------------------------------------------------------------------------- issue 13: additions
+
+
+def _variant_rows(text):
+    rows = {}
+    for name in ("plain", "residual", "pre-norm", "residual + pre-norm"):
+        m = re.search(rf"(?<!\+ ){re.escape(name)} (\S+) (vanishes|explodes|stays in range|is lost) ×(\S+)", text)
+        rows[name] = (float(m.group(1)), m.group(2), float(m.group(3)))
+    return rows
+
+
+@pytest.mark.parametrize("act, init, scale, plain_fate", [
+    ("sigmoid", "xavier", 1.0, "vanishes"), ("sigmoid", "he", 1.0, "vanishes"), ("relu", "xavier", 1.0, "vanishes"),
+    ("tanh", "custom", 2.0, "explodes")])
+def test_01_residual_plus_prenorm_keeps_fifty_layers_alive(act, init, scale, plain_fate):
+    text, defs = notebook_text("01_activations", width=64, depth_act=act, init=init, init_scale=scale)
+    rows = _variant_rows(text)
+    lab_rows = activations_lab.depth_variants(depth=50, width=64, activation=act, init=init, scale=scale)
+    for name, (ratio, _, var) in rows.items():
+        assert ratio == float(f"{lab_rows[name].gradient_ratio:.3g}")
+        assert var == float(f"{lab_rows[name].variance_factor:.3g}")
+    assert rows["plain"][1] == plain_fate
+    assert 1.0 < rows["residual + pre-norm"][0] < 15 and rows["residual + pre-norm"][1] == "stays in range"
+
+
+def test_01_residual_alone_and_prenorm_alone_do_not_save_a_relu_stack():
+    text, _ = notebook_text("01_activations", width=64, depth_act="relu", init="he")
+    rows = _variant_rows(text)
+    assert rows["residual"][1] == "explodes" and rows["residual"][2] > 2  # "more than doubles per layer"
+    assert rows["pre-norm"][1] == "explodes" and rows["residual + pre-norm"][1] == "stays in range"
+    assert "within about 10× of the last layer's" in text
+
+
+def test_01_switches_drive_the_depth_lab():
+    _, defs = notebook_text("01_activations", depth=50, width=64, depth_act="relu", init="he",
+                            depth_residual=True, depth_norm=True)
+    r = activations_lab.depth_lab(depth=50, width=64, activation="relu", init="he", n_samples=128, seed=0,
+                                  residual=True, norm=True)
+    np.testing.assert_allclose(defs["depth_report"].grad_norm, r.grad_norm, rtol=1e-12)
+    assert defs["depth_report"].predicted_grad_norm is None
+
+
+def test_01_weight_scale_sweep_crosses_one_where_the_notebook_says():
+    text, defs = notebook_text("01_activations", depth_act="relu")
+    crossing = defs["weight_sweep"].crossing
+    assert crossing == pytest.approx(math.sqrt(2), rel=0.03)
+    assert f"the factor crosses 1 at s ≈ {crossing:.2f}" in text
+    text, _ = notebook_text("01_activations", depth_act="sigmoid")
+    assert "the factor stays below 1 for every s up to 5" in text
+
+
+def test_01_new_exercises_are_graded():
+    text, defs = notebook_text("01_activations", answer_edge="1.41", answer_residual="explode")
+    assert defs["exercise_edge"].truth == pytest.approx(math.sqrt(2), rel=0.03)
+    assert defs["exercise_residual"].truth == "explode"
+    assert text.count("Right") == 2
+    text, _ = notebook_text("01_activations", answer_edge="1", answer_residual="stable")
+    assert "Right" not in text and "Not quite" in text and "Not this one" in text

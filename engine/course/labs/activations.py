@@ -324,7 +324,7 @@ class DepthReport:
     dead_share: np.ndarray  # share of units flat for every sample of the batch
     deriv_rms: np.ndarray  # √mean φ'(z)²
     grad_norm: np.ndarray  # ‖∂L/∂z_l‖ from autograd
-    predicted_grad_norm: np.ndarray  # ‖∂L/∂z_L‖ · Π_{k>l} σ_W √n rms φ'(z_{k-1})
+    predicted_grad_norm: np.ndarray | None  # ‖∂L/∂z_L‖ · Π_{k>l} σ_W √n rms φ'(z_{k-1}); None off the plain stack
     z_samples: list = field(default_factory=list)
     message: str = ""
 
@@ -375,14 +375,38 @@ def init_std(init: str, fan_in: int, fan_out: int, scale: float = 1.0, activatio
     raise ValueError(f"init_std: init must be one of {INITS}, got {init!r}")
 
 
+def _forward_stack(x, weights, act, kw, residual: bool, norm: bool):
+    """The stack's forward pass; returns (output, pre-activations z_l with their gradients retained).
+
+    Plain: a_l = φ(a_{l−1} W_lᵀ). ``norm``: the layer reads LayerNorm(a_{l−1}) (pre-norm, no
+    affine parameters). ``residual``: a_l = a_{l−1} + φ(z_l), so the identity path carries the
+    gradient past every layer.
+    """
+    a, zs = x, []
+    for w in weights:
+        h = F.layer_norm(a, (a.shape[-1],)) if norm else a
+        z = h @ w.T
+        if not z.requires_grad:
+            z.requires_grad_(True)
+        z.retain_grad()
+        zs.append(z)
+        out = act(z, **kw)
+        a = a + out if residual else out
+    return a, zs
+
+
 def depth_lab(depth: int = 10, width: int = 128, activation: str = "tanh", init: str = "xavier",
               scale: float = 1.0, n_samples: int = 256, slope: float = 0.01, seed: int = 0,
-              max_samples: int = 2000) -> DepthReport:
-    """Push a batch x ~ N(0, I) through ``depth`` layers z_l = a_{l−1} W_lᵀ, a_l = φ(z_l), then
-    backpropagate L = Σ a_L ⊙ G (G a fixed random upstream gradient) and record each layer.
+              max_samples: int = 2000, residual: bool = False, norm: bool = False) -> DepthReport:
+    """Push a batch x ~ N(0, I) through ``depth`` layers z_l = a_{l−1} W_lᵀ, a_l = φ(z_l) (W stored
+    (out, in), as ``nn.Linear``), then backpropagate L = Σ a_L ⊙ G (G a fixed random upstream
+    gradient) and record each layer. ``residual`` adds the identity path a_l = a_{l−1} + φ(z_l);
+    ``norm`` feeds each layer LayerNorm(a_{l−1}) (pre-norm).
 
-    Why the prediction works: δ_{l−1} = (δ_l W_l) ⊙ φ'(z_{l−1}); with iid weights of std σ_W,
-    ‖δ_l W_l‖ ≈ σ_W √n ‖δ_l‖, and the elementwise factor scales it by about rms φ'(z_{l−1}).
+    Why the prediction works (plain stack only): δ_{l−1} = (δ_l W_l) ⊙ φ'(z_{l−1}); with iid
+    weights of std σ_W, ‖δ_l W_l‖ ≈ σ_W √n ‖δ_l‖, and the elementwise factor scales it by about
+    rms φ'(z_{l−1}). With a residual path or a normalisation the product no longer applies, and
+    ``predicted_grad_norm`` is None.
     """
     _check_name(activation, DEPTH_ACTIVATIONS)
     if not (isinstance(depth, (int, np.integer)) and 1 <= depth <= 200):
@@ -392,24 +416,14 @@ def depth_lab(depth: int = 10, width: int = 128, activation: str = "tanh", init:
     rng = np.random.default_rng(seed)
     std = init_std(init, width, width, scale, activation, slope)
     params = {"slope": slope} if activation == "leaky_relu" else {}
-    act = ACTIVATIONS[activation]["engine"]
     kw = _kw(activation, params)
     peak = derivative_peak(activation, **params)
 
     x = Tensor(rng.standard_normal((n_samples, width)))
-    a, zs, weights = x, [], []
+    weights = [Tensor(rng.normal(0.0, std, (width, width))) for _ in range(depth)]
     with np.errstate(over="ignore", invalid="ignore"):
-        for _ in range(depth):
-            w = Tensor(rng.normal(0.0, std, (width, width)), requires_grad=False)
-            z = (a @ w.T)
-            if not z.requires_grad:
-                z.requires_grad_(True)
-            z.retain_grad()
-            zs.append(z)
-            weights.append(w)
-            a = act(z, **kw)
-        upstream = rng.standard_normal(a.shape)
-        a.backward(upstream)
+        a, zs = _forward_stack(x, weights, ACTIVATIONS[activation]["engine"], kw, residual, norm)
+        a.backward(rng.standard_normal(a.shape))
 
         z_std = np.array([z.data.std() for z in zs])
         z_mean = np.array([z.data.mean() for z in zs])
@@ -419,10 +433,12 @@ def depth_lab(depth: int = 10, width: int = 128, activation: str = "tanh", init:
         dead_share = np.array([f.all(axis=0).mean() for f in flat])
         deriv_rms = np.array([math.sqrt(float(np.mean(d * d))) for d in derivs])
         grad_norm = np.array([np.linalg.norm(z.grad) if z.grad is not None else 0.0 for z in zs])
-        factors = np.array([weights[k].data.std() * math.sqrt(width) * deriv_rms[k - 1] for k in range(1, depth)])
-        # predicted[l] = grad_norm[L-1] * prod of factors k = l+1 .. L-1
-        tail = np.concatenate([np.cumprod(factors[::-1])[::-1], [1.0]]) if depth > 1 else np.array([1.0])
-        predicted = grad_norm[-1] * tail
+        predicted = None
+        if not (residual or norm):
+            factors = np.array([weights[k].data.std() * math.sqrt(width) * deriv_rms[k - 1] for k in range(1, depth)])
+            # predicted[l] = grad_norm[L-1] * prod of factors k = l+1 .. L-1
+            tail = np.concatenate([np.cumprod(factors[::-1])[::-1], [1.0]]) if depth > 1 else np.array([1.0])
+            predicted = grad_norm[-1] * tail
 
     pick = rng.permutation(n_samples * width)[: min(max_samples, n_samples * width)]
     samples = [z.data.ravel()[pick] for z in zs]
@@ -435,3 +451,46 @@ def depth_lab(depth: int = 10, width: int = 128, activation: str = "tanh", init:
     elif grad_norm[-1] == 0:
         report.message = "every unit of the last layer is flat: no gradient reaches the network at all"
     return report
+
+
+@dataclass
+class ScaleSweep:
+    """The per-layer gradient factor of a plain stack against the custom weight scale s (σ_W = s/√n)."""
+
+    activation: str
+    scales: np.ndarray
+    per_layer_factor: np.ndarray  # geometric mean of ‖∂L/∂z_{l−1}‖ / ‖∂L/∂z_l‖ at each scale
+
+    @property
+    def crossing(self) -> float | None:
+        """The scale where the factor crosses 1 (log-linear interpolation), or None if it never does."""
+        log_f = np.log(self.per_layer_factor)
+        up = np.flatnonzero((log_f[:-1] < 0) & (log_f[1:] >= 0))
+        if not up.size:
+            return None
+        i = int(up[0])
+        t = -log_f[i] / (log_f[i + 1] - log_f[i])
+        return float(self.scales[i] + t * (self.scales[i + 1] - self.scales[i]))
+
+
+def scale_sweep(activation: str = "tanh", scales=None, depth: int = 20, width: int = 64,
+                n_samples: int = 32, seed: int = 0) -> ScaleSweep:
+    """Run :func:`depth_lab` (plain stack, custom init) at each weight scale s and record its
+    per-layer gradient factor: below 1 the gradient vanishes with depth, above 1 it explodes."""
+    scales = np.linspace(0.25, 5.0, 20) if scales is None else np.asarray(scales, dtype=np.float64)
+    factors = [depth_lab(depth=depth, width=width, activation=activation, init="custom", scale=float(s),
+                         n_samples=n_samples, seed=seed).per_layer_factor for s in scales]
+    return ScaleSweep(activation, scales, np.array(factors))
+
+
+DEPTH_VARIANTS = {"plain": (False, False), "residual": (True, False), "pre-norm": (False, True),
+                  "residual + pre-norm": (True, True)}
+
+
+def depth_variants(depth: int = 50, width: int = 64, activation: str = "tanh", init: str = "xavier",
+                   scale: float = 1.0, n_samples: int = 128, seed: int = 0) -> dict:
+    """The same stack (same weights and inputs) plain, with a residual path, with pre-norm, and
+    with both: variant name -> :class:`DepthReport`."""
+    return {name: depth_lab(depth=depth, width=width, activation=activation, init=init, scale=scale,
+                            n_samples=n_samples, seed=seed, residual=res, norm=norm)
+            for name, (res, norm) in DEPTH_VARIANTS.items()}

@@ -215,3 +215,50 @@ def test_per_layer_factors_are_the_geometric_means_of_the_stack():
     assert r.variance_factor == pytest.approx(float(np.exp(np.log(var_steps).mean())), rel=1e-12)
     one = act.depth_lab(depth=1, width=8, activation="relu", init="he", n_samples=8, seed=0)
     assert one.per_layer_factor == 1.0 and one.variance_factor == 1.0
+
+
+@pytest.mark.parametrize("residual, norm", [(False, False), (True, False), (False, True), (True, True)])
+def test_depth_lab_residual_and_prenorm_gradients_against_pytorch(residual, norm):
+    torch = pytest.importorskip("torch")
+    depth, width, n, seed = 6, 16, 32, 7
+    r = act.depth_lab(depth=depth, width=width, activation="tanh", init="xavier", n_samples=n, seed=seed,
+                      residual=residual, norm=norm)
+    rng = np.random.default_rng(seed)  # the lab's draws, in its order: inputs, weights, upstream gradient
+    x = torch.tensor(rng.standard_normal((n, width)))
+    std = math.sqrt(2.0 / (2 * width))
+    weights = [torch.tensor(rng.normal(0.0, std, (width, width))) for _ in range(depth)]
+    a, zs = x, []
+    for w in weights:
+        h = torch.nn.functional.layer_norm(a, (width,)) if norm else a
+        z = h @ w.T
+        z.requires_grad_(True) if not z.requires_grad else None
+        z.retain_grad()
+        zs.append(z)
+        a = a + torch.tanh(z) if residual else torch.tanh(z)
+    a.backward(torch.tensor(rng.standard_normal(tuple(a.shape))))
+    np.testing.assert_allclose(r.grad_norm, [float(z.grad.norm()) for z in zs], rtol=1e-9)
+    np.testing.assert_allclose(r.z_std, [float(z.detach().std(unbiased=False)) for z in zs], rtol=1e-9)
+    assert (r.predicted_grad_norm is None) == (residual or norm)
+
+
+def test_residual_plus_prenorm_keeps_fifty_layers_trainable_where_the_parts_do_not():
+    for activation, init, scale in (("sigmoid", "xavier", 1.0), ("relu", "xavier", 1.0), ("relu", "he", 1.0),
+                                    ("tanh", "custom", 2.0)):
+        v = act.depth_variants(depth=50, width=64, activation=activation, init=init, scale=scale)
+        assert set(v) == {"plain", "residual", "pre-norm", "residual + pre-norm"}
+        assert 1.0 < v["residual + pre-norm"].gradient_ratio < 15, activation
+    relu = act.depth_variants(depth=50, width=64, activation="relu", init="he")
+    assert relu["residual"].verdict() == "explode" and relu["pre-norm"].verdict() == "explode"
+    # each layer adds at least the stream's own variance: Var(z) at least doubles per layer
+    assert relu["residual"].variance_factor > 2.0
+    assert 0.9 < relu["residual + pre-norm"].variance_factor < 1.1
+
+
+def test_scale_sweep_crosses_one_at_he_for_relu():
+    sweep = act.scale_sweep("relu")
+    assert sweep.crossing == pytest.approx(math.sqrt(2), rel=0.03)  # s·rms φ′ = s/√2 = 1
+    direct = act.depth_lab(depth=20, width=64, activation="relu", init="custom", scale=float(sweep.scales[3]),
+                           n_samples=32, seed=0)
+    assert sweep.per_layer_factor[3] == direct.per_layer_factor
+    assert act.scale_sweep("sigmoid").crossing is None  # σ′ ≤ ¼: no scale up to 5 reaches 1
+    assert 1.0 < act.scale_sweep("tanh").crossing < 1.5
