@@ -343,6 +343,53 @@ def _(plateau_patience, sched_gamma, sched_lr, sched_pct, sched_step_size, sched
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    ### Why decay at all: the noise floor of stochastic gradients
+
+    Every run above used the exact gradient. Training uses a **mini-batch** gradient: the mean of
+    $B$ examples' gradients, an unbiased estimate of the full one whose variance is about $1/B$
+    of a single example's. Here $L(\theta) = \lVert X\theta - y\rVert^2/2n$ on $n = 512$ points
+    whose labels carry noise, so no $\theta$ fits every point and the per-example gradients
+    disagree even at the minimum $\hat\theta$. With a constant $\eta$, SGD stops improving at a
+    **floor** where the noise it injects each step balances the pull toward $\hat\theta$: the
+    smaller the batch (or the larger $\eta$), the higher the floor. Decaying $\eta$ (here the
+    cosine schedule of this section, to 0) averages the noise out and goes below it, provided the
+    run reaches the floor before $\eta$ gets small. Full-batch gradient descent has no noise and
+    no floor. All three runs start at $\theta = 0$ and take 400 steps; the constant and decayed
+    runs see the same batches.
+    """)
+    return
+
+
+@app.cell
+def _():
+    noise_batch = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=8, label="batch size B",
+                               show_value=True)
+    noise_lr = mo.ui.slider(steps=[0.03, 0.1, 0.3], value=0.3, label="η", show_value=True)
+    return noise_batch, noise_lr
+
+
+@app.cell
+def _(noise_batch, noise_lr):
+    noisy = lab.sgd_noise(noise_batch.value, lr=noise_lr.value, steps=400, seed=0)
+    _chart = plot.curves(np.arange(401), {k: np.maximum(v, 1e-12) for k, v in noisy.excess.items()},
+                         colors={"constant": "sgd", "decayed": "adam", "full batch": "autograd"},
+                         x_title="step", y_title="L(θ_t) − L(θ̂)", log_y=True, height=240,
+                         title=f"SGD with batches of {noisy.batch_size} of {noisy.n} (drawn at 10⁻¹² when below)")
+    _ratio = noisy.floor["constant"] / max(noisy.floor["decayed"], 1e-300)
+    mo.vstack([
+        mo.hstack([noise_batch, noise_lr]),
+        _chart,
+        mo.md("Mean excess loss over the last 40 steps: " +
+              " · ".join(f"{k} **{v:.2e}**" for k, v in noisy.floor.items()) +
+              f". The decayed run ends **{_ratio:.3g}×** " + ("below" if _ratio > 1 else "above") +
+              f" the constant one. Gradient noise at θ̂, E‖g_B − ∇L‖²: **{noisy.gradient_noise:.3g}**."),
+    ])
+    return (noisy,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 5. L2 penalty or decoupled weight decay?
 
     For plain SGD, adding $\tfrac{\lambda}{2}\lVert\theta\rVert^2$ to the loss and shrinking the
@@ -508,6 +555,26 @@ def _():
 @app.cell
 def _(answer_rate, exercise_rate):
     ui.exercise(exercise_rate, answer_rate)
+    return
+
+
+@app.cell
+def _():
+    _small, _large = (lab.sgd_noise(b, lr=0.3, steps=400, seed=0).floor["constant"] for b in (4, 64))
+    exercise_floor = exercises.ChoiceExercise(
+        question="**5.** SGD with a constant η = 0.3 on the least-squares problem of section 4: the batch grows "
+                 "from 4 to 64. What happens to the loss floor?",
+        options={"it rises": "rises", "it falls": "falls", "it stays the same": "same"},
+        truth="falls" if _large < _small else "rises",
+        hint="The variance of a mean of B gradients is about 1/B of one gradient's.",
+        explanation=f"Measured: {_small:.2e} at B = 4, {_large:.2e} at B = 64.")
+    answer_floor = ui.answer_box(exercise_floor)
+    return answer_floor, exercise_floor
+
+
+@app.cell
+def _(answer_floor, exercise_floor):
+    ui.exercise(exercise_floor, answer_floor)
     return
 
 

@@ -83,7 +83,7 @@ def test_04_bias_correction_schedules_decay_and_clipping():
 
 
 def test_04_condition_number_rates_shown_match_the_prose():
-    for kappa in (2, 100, 1000):
+    for kappa in (2, 1000):  # the slider's ends (100, the default, is in the generic runs)
         text, defs = notebook_text("04_optimizers", cond_kappa=kappa)
         cond = defs["cond"]
         assert cond.kappa == kappa
@@ -95,14 +95,31 @@ def test_04_condition_number_rates_shown_match_the_prose():
         assert abs(ratio / math.sqrt(kappa) - 1) < 0.15, (kappa, ratio)
 
 
+@pytest.mark.slow
+def test_04_noise_floor_claims_hold_on_the_values_shown():
+    shown = {}
+    for b in (1, 8, 512):
+        text, defs = notebook_text("04_optimizers", noise_batch=b)
+        noisy = defs["noisy"]
+        shown[b] = noisy.floor["constant"]
+        assert f"constant {noisy.floor['constant']:.2e}" in text
+        ratio = noisy.floor["constant"] / noisy.floor["decayed"]
+        assert ratio > 1 and f"ends {ratio:.3g}× below the constant one" in text  # decay goes below the floor
+        assert noisy.floor["full batch"] < 1e-8  # full batch: no floor
+    assert shown[1] > shown[8] > shown[512]  # the smaller the batch, the higher the floor
+    text, defs = notebook_text("04_optimizers", noise_batch=8, noise_lr=0.03)
+    assert defs["noisy"].floor["constant"] < shown[8]  # ... or the larger η
+
+
 def test_04_exercises_are_graded_by_the_engine():
     text, defs = notebook_text("04_optimizers", answer_adam="0.01", answer_cosine="0.05", answer_clip="0.6",
-                               answer_rate="0.818")
+                               answer_rate="0.818", answer_floor="falls")
     assert defs["exercise_rate"].truth == pytest.approx(9 / 11)
     assert defs["exercise_adam"].truth == pytest.approx(0.01, rel=1e-6)
     assert defs["exercise_cosine"].truth == pytest.approx(0.05)
     assert defs["exercise_clip"].truth == pytest.approx(0.6, rel=1e-5)
-    assert text.count("Right") == 4
+    assert defs["exercise_floor"].truth == "falls"
+    assert text.count("Right") == 5
     text, _ = notebook_text("04_optimizers", answer_adam="0.003", answer_cosine="0.1", answer_clip="3",
-                            answer_rate="0.980")
-    assert "Right" not in text and text.count("Not quite") == 4
+                            answer_rate="0.980", answer_floor="rises")
+    assert "Right" not in text and text.count("Not quite") == 4 and text.count("Not this one") == 1

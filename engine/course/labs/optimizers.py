@@ -300,6 +300,70 @@ def noisy_gradients(steps: int, mean: float = 1.0, noise: float = 0.0, seed: int
     return mean + noise * np.random.default_rng(seed).standard_normal(steps)
 
 
+# ----------------------------------------------------------------------------- stochastic gradients
+
+
+@dataclass
+class NoisyRuns:
+    """Mini-batch SGD on least squares: the excess loss L(θ_t) − L(θ̂) after each step (full data),
+    with a constant η, with η decayed by a cosine to 0, and full-batch GD at the same η."""
+
+    batch_size: int
+    n: int
+    excess: dict  # 'constant' / 'decayed' / 'full batch' -> array over steps 0 … steps
+    floor: dict  # the mean excess over the last 10 % of the steps, per run
+    gradient_noise: float  # E‖g_batch − g‖² at θ̂, measured over 200 batches: the noise a step sees
+
+
+def _least_squares_data(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 2)) * np.array([1.0, 0.5])
+    y = X @ np.array([2.0, -1.0]) + rng.standard_normal(n)  # σ = 1 label noise: no θ fits every point
+    return X, y
+
+
+def sgd_noise(batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 512, seed: int = 0) -> NoisyRuns:
+    """L(θ) = ‖Xθ − y‖²/2n on 2-D data with label noise. A mini-batch gradient is unbiased but
+    noisy, with variance about 1/B of one example's: at a constant η, SGD stops falling at a floor
+    that rises as B shrinks; decaying η averages the noise out and goes below it. Full-batch GD
+    (B = n) has no noise and no floor. The batches come from ``default_rng(seed)``."""
+    if not (isinstance(batch_size, (int, np.integer)) and 1 <= batch_size <= n):
+        raise ValueError(f"sgd_noise: batch size must be an integer in [1, {n}], got {batch_size!r}")
+    if not (0 < lr <= 1.0):
+        raise ValueError(f"sgd_noise: η must be in (0, 1] for this problem (its largest curvature is ≈ 1), got {lr}")
+    if not (isinstance(steps, (int, np.integer)) and 10 <= steps <= 5000):
+        raise ValueError(f"sgd_noise: steps must be an integer in [10, 5000], got {steps!r}")
+    X, y = _least_squares_data(n, seed)
+    best = np.linalg.lstsq(X, y, rcond=None)[0]
+
+    def loss(theta):
+        return 0.5 * float(np.mean((X @ theta - y) ** 2))
+
+    floor_loss = loss(best)
+    excess, floor = {}, {}
+    for name in ("constant", "decayed", "full batch"):
+        rng = np.random.default_rng(seed + 1)  # the same batches for the constant and the decayed run
+        theta = Parameter(np.zeros(2))
+        opt = optim.SGD([theta], lr=lr)
+        sched = lr_scheduler.CosineAnnealingLR(opt, T_max=steps) if name == "decayed" else None
+        curve = [loss(theta.data) - floor_loss]
+        for _ in range(steps):
+            idx = np.arange(n) if name == "full batch" else rng.integers(0, n, batch_size)
+            opt.zero_grad()
+            residual = Tensor(X[idx]) @ theta - Tensor(y[idx])
+            (0.5 * (residual * residual).mean()).backward()
+            opt.step()
+            if sched is not None:
+                sched.step()
+            curve.append(loss(theta.data) - floor_loss)
+        excess[name] = np.maximum(np.array(curve), 0.0)
+        floor[name] = float(np.mean(excess[name][-max(1, steps // 10):]))
+    rng = np.random.default_rng(seed + 2)
+    noise = [np.sum((X[i].T @ (X[i] @ best - y[i]) / batch_size) ** 2)
+             for i in (rng.integers(0, n, batch_size) for _ in range(200))]
+    return NoisyRuns(int(batch_size), n, excess, floor, float(np.mean(noise)))
+
+
 # ----------------------------------------------------------------------------- condition number
 
 

@@ -143,3 +143,22 @@ def test_condition_rates_match_polyak_and_goh(kappa):
         assert np.linalg.norm(theta) == pytest.approx(r.norms["momentum"][t], rel=1e-9)
     with pytest.raises(ValueError, match="κ must be"):
         olab.condition_rates(1.0)
+
+
+def test_sgd_noise_floor_falls_with_the_batch_and_decay_breaks_through():
+    runs = {b: olab.sgd_noise(b, lr=0.3, steps=400, seed=0) for b in (1, 8, 64)}
+    floors = [runs[b].floor["constant"] for b in (1, 8, 64)]
+    assert floors[0] > floors[1] > floors[2]
+    for r in runs.values():
+        assert r.floor["decayed"] < r.floor["constant"] / 5  # decay goes below the floor
+        assert r.floor["full batch"] < 1e-8  # exact gradients: no floor
+    # the noise a step sees: variance of a mean of B per-example gradients, ≈ 1/B of one's
+    assert 30 < runs[1].gradient_noise / runs[64].gradient_noise < 130
+    # the excess is measured against the least-squares optimum, computed independently here
+    X, y = olab._least_squares_data(512, 0)
+    best = np.linalg.solve(X.T @ X, X.T @ y)
+    assert runs[8].excess["constant"][0] == pytest.approx(0.5 * np.mean(y ** 2) - 0.5 * np.mean((X @ best - y) ** 2))
+    with pytest.raises(ValueError, match="batch size must be"):
+        olab.sgd_noise(0)
+    with pytest.raises(ValueError, match="η must be"):
+        olab.sgd_noise(8, lr=2.0)
