@@ -600,7 +600,85 @@ def _(answer_compose, exercise_compose):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 6. A small CNN learns its own filters
+    ## 6. Translation equivariance
+
+    Weight sharing has a consequence that is the reason convolutions suit images: shift the input
+    by $k$ pixels and a stride-1 convolution's output shifts by exactly $k$ pixels,
+    $F(T_k x) = T_k F(x)$. A dense layer, with one weight per (input pixel, output unit) pair, has
+    no such structure: the output of a shifted digit is unrelated to the shifted output.
+
+    A stride $S$ or a $p\times p$ pool puts the output on a grid $S\cdot p$ times coarser. A shift
+    by a multiple of $S\cdot p$ moves the output by $k/(S\cdot p)$ cells, exactly; any other shift
+    lands between output cells, and no output shift matches. Averaging the whole map of a stride-1
+    convolution (as a classifier head does) turns equivariance into invariance: the average does
+    not move at all.
+
+    Below, an 8×8 test digit sits in a 24×24 canvas; F is a random 3×3 convolution (padding 1)
+    with the chosen stride and pooling, and the error is $\lVert F(T_k x) - T_{k'} F(x)\rVert /
+    \lVert F(x)\rVert$ for the output shift $k'$ that fits best.
+    """)
+    return
+
+
+@app.cell
+def _():
+    equi_shift = mo.ui.slider(0, 6, value=2, label="shift k (pixels)", show_value=True)
+    equi_stride = mo.ui.slider(1, 2, value=1, label="conv stride S", show_value=True)
+    equi_pool = mo.ui.dropdown(options={"none": 1, "2×2 max-pool": 2}, value="none",
+                               label="pooling")
+    equi_digit = mo.ui.slider(0, 359, value=0, label="test digit #", show_value=True)
+    return equi_digit, equi_pool, equi_shift, equi_stride
+
+
+@app.cell
+def _():
+    digits_test = data.load_digits("test")
+    return (digits_test,)
+
+
+@app.cell
+def _(digits_test, equi_digit, equi_pool, equi_shift, equi_stride):
+    equivariance = lab.shift_equivariance(digits_test[0][equi_digit.value], equi_shift.value,
+                                          equi_stride.value, equi_pool.value, seed=0)
+    _e = equivariance
+    mo.vstack([
+        mo.hstack([equi_shift, equi_stride, equi_pool, equi_digit], wrap=True),
+        plot.image_row({"x": _e.image, f"T_{_e.shift} x": _e.shifted,
+                        "conv F(x)": _e.conv_map, f"conv F(T_{_e.shift} x)": _e.conv_map_shifted,
+                        "dense D(x)": _e.dense_map, f"dense D(T_{_e.shift} x)": _e.dense_map_shifted},
+                       colorbar=False, cell=1.5),
+        mo.md(f"- convolution: relative error **{_e.conv_error:.2g}** against the output shifted "
+              f"by k' = {_e.out_shift}\n"
+              f"- dense layer: relative error **{_e.dense_error:.2g}** against the output shifted "
+              f"by k = {_e.shift}\n"
+              f"- change of the conv map's global average: **{_e.conv_pooled:.2g}** of its size"),
+    ])
+    return (equivariance,)
+
+
+@app.cell
+def _(digits_test):
+    _probe = lab.shift_equivariance(digits_test[0][0], 4, stride=2, pool=2)
+    exercise_equivariance = exercises.NumberExercise(
+        question="**Exercise 5.** A stride-2 convolution followed by a 2×2 max-pool. Shift the "
+        "input 4 pixels to the right: by how many cells does the output move?",
+        truth=_probe.out_shift,
+        hint="each output cell covers stride × pool = 4 input pixels.",
+        explanation=f"(Measured: relative error {_probe.conv_error:.1g} at that shift.)")
+    answer_equivariance = ui.answer_box(exercise_equivariance, placeholder="cells")
+    return answer_equivariance, exercise_equivariance
+
+
+@app.cell
+def _(answer_equivariance, exercise_equivariance):
+    ui.exercise(exercise_equivariance, answer_equivariance)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 7. A small CNN learns its own filters
 
     Two convolution blocks (conv, ReLU, $2\times2$ max-pool) and a linear layer classify $16\times16$
     images of circles, squares, triangles and crosses. Training runs when you press the button

@@ -161,3 +161,34 @@ def test_05_sobel_and_im2col_words_match_the_formulas():
     assert "smoothed along rows" not in text and "one row per window" not in text
     assert "output pixel r (column r of cols)" in text
     assert defs["view"].rows.shape[1] == defs["im_w"][0].size  # colsᵀ drawn: one row per window
+
+
+@pytest.mark.parametrize("k, stride, pool", [(2, 1, 1), (3, 2, 1), (4, 2, 1), (5, 1, 2), (6, 1, 2), (4, 2, 2)])
+def test_05_translation_equivariance_claims_hold_on_the_shown_values(k, stride, pool):
+    """Issue 14's figure: the equivariance error of conv vs dense. Each sentence of the section
+    is checked on what the notebook shows: exact for stride·pool | k, broken otherwise; dense
+    never; the global average of a stride-1 map does not move."""
+    text, defs = notebook_text("05_convolution", equi_shift=k, equi_stride=stride, equi_pool=pool)
+    e = defs["equivariance"]
+    assert f"{e.conv_error:.2g}" in text and f"{e.dense_error:.2g}" in text
+    assert e.dense_error > 0.5
+    if k % (stride * pool) == 0:
+        assert e.conv_error < 1e-12 and e.out_shift == k // (stride * pool)
+    else:
+        assert e.conv_error > 0.1
+    if stride == pool == 1:
+        assert e.conv_pooled < 1e-12
+    # the conv map by a loop over windows, independent of the engine
+    padded = np.pad(e.shifted, 1)
+    kernel = np.random.default_rng(0).standard_normal((1, 1, 3, 3))[0, 0]
+    full = np.array([[(padded[i:i + 3, j:j + 3] * kernel).sum() for j in range(24)] for i in range(24)])
+    full = full[::stride, ::stride]
+    if pool > 1:
+        n = full.shape[0] // pool
+        full = full[:n * pool, :n * pool].reshape(n, pool, n, pool).max(axis=(1, 3))
+    np.testing.assert_allclose(e.conv_map_shifted, full, atol=1e-12)
+
+
+def test_05_equivariance_exercise_is_the_measured_shift():
+    text, defs = notebook_text("05_convolution", answer_equivariance="1")
+    assert defs["exercise_equivariance"].truth == 1 and "Right: 1" in text

@@ -30,11 +30,12 @@ from engine.data import DataLoader
 from engine.ops.conv import col2im, conv2d, im2col
 
 __all__ = [
-    "CLASSIC_FILTERS", "CNNHistory", "ConvReport", "Im2colBackward", "Im2colView",
+    "CLASSIC_FILTERS", "CNNHistory", "ConvReport", "EQUIVARIANCE_CANVAS", "Equivariance",
+    "Im2colBackward", "Im2colView",
     "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "conv_grid",
     "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
     "feature_maps", "im2col_backward", "im2col_view", "learned_filters", "make_cnn",
-    "receptive_field_table", "round_trip_output_padding", "sample_image", "train_cnn",
+    "receptive_field_table", "round_trip_output_padding", "sample_image", "shift_equivariance", "train_cnn",
     "two_convolutions", "uniform_stack",
 ]
 
@@ -554,6 +555,89 @@ def two_convolutions(image, first="vertical edges (Sobel x)", second="box blur")
     once = conv2d(x, composed[None, None]).data
     return TwoConvolutions(composed, float(np.abs(linear - once).max()),
                            float(np.abs(relu - once).max()), float((hidden < 0).mean()))
+
+
+# ----------------------------------------------------------------------------- equivariance
+EQUIVARIANCE_CANVAS = 24   # an 8x8 digit at (8, 8) in a 24x24 zero canvas: shifts up to 6 stay inside
+
+
+@dataclass(frozen=True)
+class Equivariance:
+    """Shift the input right by ``shift`` pixels. ``conv_error`` = ‖F(Tx) − T'F(x)‖ / ‖F(x)‖ for
+    the conv stack F (T' the output shift closest to shift / (stride·pool), ``out_shift``);
+    ``dense_error`` the same for a dense layer with a same-sized output and T' = T;
+    ``conv_pooled``: the change of the conv output's global average (what a classifier head
+    reads) relative to its mean size. The maps are for drawing."""
+
+    shift: int
+    out_shift: int
+    conv_error: float
+    dense_error: float
+    conv_pooled: float
+    image: np.ndarray
+    shifted: np.ndarray
+    conv_map: np.ndarray
+    conv_map_shifted: np.ndarray
+    dense_map: np.ndarray
+    dense_map_shifted: np.ndarray
+
+
+def _shift_right(a, k):
+    out = np.zeros_like(a)
+    if k == 0:
+        return a.copy()
+    out[..., k:] = a[..., :-k]
+    return out
+
+
+def shift_equivariance(image, shift=2, stride=1, pool=1, seed=0) -> Equivariance:
+    """Translation equivariance of a convolution against a dense layer, measured.
+
+    ``image`` [8, 8] is placed in a zero canvas (:data:`EQUIVARIANCE_CANVAS` wide) and shifted
+    right by ``shift`` pixels. F = conv(3×3, padding 1, ``stride``) then, with ``pool`` > 1, a
+    ``pool``×``pool`` max-pool; the dense layer maps the canvas to a canvas-sized map with
+    W ~ N(0, 1/n). With weights shared across positions, F(T_k x) = T_{k/(stride·pool)} F(x)
+    exactly when stride·pool divides k; otherwise no output shift matches. A dense layer has
+    no such structure. Global averaging of a stride-1 convolution's output is exactly invariant.
+    """
+    op = "shift_equivariance"
+    img = np.asarray(image, dtype=np.float64)
+    if img.shape != (8, 8):
+        raise ValueError(f"{op}: image must be 8x8 (a digit), got shape {img.shape}")
+    n = EQUIVARIANCE_CANVAS
+    shift = int(shift)
+    if not 0 <= shift <= n - 16 - 2:
+        raise ValueError(f"{op}: shift must be in 0..{n - 18} to keep the digit inside, got {shift}")
+    s = _settings(op, stride=stride, kernel=pool)
+    stride, pool = s["stride"], s["kernel"]
+    rng = np.random.default_rng(seed)
+    kernel = rng.standard_normal((1, 1, 3, 3))
+    dense = rng.standard_normal((n * n, n * n)) / n
+    canvas = np.zeros((n, n))
+    canvas[8:16, 8:16] = img
+    moved = _shift_right(canvas, shift)
+
+    def conv_stack(x):
+        y = conv2d(x[None, None], kernel, padding=1, stride=stride).data
+        if pool > 1:
+            y = F.max_pool2d(Tensor(y), pool).data
+        return y[0, 0]
+
+    def dense_layer(x):
+        return (dense @ x.ravel()).reshape(n, n)
+
+    factor = stride * pool
+    fx, ftx = conv_stack(canvas), conv_stack(moved)
+    candidates = sorted({shift // factor, -(-shift // factor)})
+    errors = [np.linalg.norm(ftx - _shift_right(fx, c)) / np.linalg.norm(fx) for c in candidates]
+    best = int(np.argmin(errors))
+    dx, dtx = dense_layer(canvas), dense_layer(moved)
+    return Equivariance(
+        shift=shift, out_shift=candidates[best], conv_error=float(errors[best]),
+        dense_error=float(np.linalg.norm(dtx - _shift_right(dx, shift)) / np.linalg.norm(dx)),
+        conv_pooled=float(abs(ftx.mean() - fx.mean()) / np.abs(fx).mean()),
+        image=canvas, shifted=moved, conv_map=fx, conv_map_shifted=ftx, dense_map=dx,
+        dense_map_shifted=dtx)
 
 
 # ----------------------------------------------------------------------------- a small CNN

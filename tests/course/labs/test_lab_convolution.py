@@ -354,3 +354,20 @@ def test_make_cnn_weights_follow_the_seed_only():
     a, b = conv_lab.make_cnn(seed=3), conv_lab.make_cnn(seed=3)
     np.testing.assert_array_equal(a[0].weight.data, b[0].weight.data)
     assert not np.array_equal(a[0].weight.data, conv_lab.make_cnn(seed=4)[0].weight.data)
+
+
+def test_shift_equivariance_against_torch(torch):
+    img = engine.data.load_digits("test")[0][5]
+    for k, stride, pool in [(0, 1, 1), (3, 1, 1), (3, 2, 1), (2, 2, 1), (4, 2, 2)]:
+        e = conv_lab.shift_equivariance(img, k, stride, pool, seed=1)
+        kernel = torch.tensor(np.random.default_rng(1).standard_normal((1, 1, 3, 3)))
+        for x, shown in ((e.image, e.conv_map), (e.shifted, e.conv_map_shifted)):
+            y = torch.nn.functional.conv2d(torch.tensor(x)[None, None], kernel, padding=1, stride=stride)
+            if pool > 1:
+                y = torch.nn.functional.max_pool2d(y, pool)
+            np.testing.assert_allclose(shown, y[0, 0].numpy(), atol=1e-10)
+        np.testing.assert_array_equal(e.shifted[:, k:], e.image[:, :24 - k])
+    with pytest.raises(ValueError, match="shift must be in 0..6"):
+        conv_lab.shift_equivariance(img, 7)
+    with pytest.raises(ValueError, match="8x8"):
+        conv_lab.shift_equivariance(np.zeros((4, 4)))
