@@ -24,9 +24,10 @@ no op has to repeat them:
 * **accumulation**: a tensor used twice receives the sum of both gradients, and a leaf's ``.grad``
   is added to in place (a reference taken before a second ``backward`` sees the sum);
 * **saved arrays are checked**: every tensor carries a version counter that in-place writes bump
-  (``x[i] = v``, ``x += y``, ``x.add_(y)``, an optimizer step). An op records the versions of the
-  tensors whose arrays it saved; if one changed before ``backward``, the gradient would be computed
-  from the wrong values, so :func:`backward` raises instead, naming the op;
+  (``x[i] = v``, ``x += y``, ``x.add_(y)``, an optimizer step), and each write is stamped with the
+  next number of one global sequence that also numbers the recorded ops. If an array an op saved
+  was written after the op was recorded, the gradient would be computed from the wrong values, so
+  :func:`backward` raises instead, naming the op (recording costs one number per op);
 * **freeing**: after ``backward`` the saved arrays are released (unless ``retain_graph=True``); a
   second ``backward`` through the same ops is then an error, as in PyTorch.
 """
@@ -40,9 +41,11 @@ import numpy as np
 
 _grad_enabled = True
 _tensor_class = None  # set by engine.tensor on import (avoids a circular import per op call)
-# Every recorded node and every in-place rebase takes the next number, so that backward can tell
-# whether a node used a tensor before or after an in-place op replaced that tensor's history.
-_sequence = itertools.count()
+# Every recorded node, every in-place write and every in-place rebase takes the next number, so
+# that backward can tell whether a write (or a new history) came after a node used the tensor.
+_sequence = itertools.count(1)
+_rebased = False  # set once an in-place op has given some tensor a new history (see _parents)
+_last_write = 0  # the sequence number of the latest in-place write (nodes recorded after it: no check)
 
 
 def is_grad_enabled() -> bool:
@@ -99,7 +102,6 @@ class Function:
     __slots__ = ("parents", "needs_input_grad", "__dict__")
     saved_tensors = ()
     shares_input = False
-    _checks = ()
 
     @staticmethod
     def forward(ctx, *args, **kwargs):  # pragma: no cover - abstract
@@ -124,9 +126,7 @@ class Function:
                 ctx.needs_input_grad = needs
                 ctx._seq = next(_sequence)
                 out = _tensor_class._from_op(data, ctx)
-                if ctx.saved_tensors:
-                    ctx._checks = _version_checks(ctx.saved_tensors, inputs, out)
-                elif cls.shares_input:
+                if cls.shares_input:
                     _share_version(out, inputs[0], recorded=True)
                 return out
         out = _tensor_class._wrap(data)
@@ -146,26 +146,18 @@ def _share_version(out, source, recorded: bool) -> None:
             source._vc[1] = True
 
 
-def _version_checks(saved, inputs, out) -> list:
-    """(counter, version now, what, saved index) for each saved array that is an input's or the output's."""
-    checks = []
-    for k, a in enumerate(saved):
-        if not isinstance(a, np.ndarray):
-            continue
-        if a is out.data:
-            checks.append((out._vc, out._vc[0], "output 0", k))
-            continue
-        base = a.base
-        for i, t in enumerate(inputs):
-            d = t.data
-            if a is d or (base is not None and base is d):
-                checks.append((t._vc, t._vc[0], f"input {i}", k))
-                break
-    return checks
+def _is_or_views(a, d) -> bool:
+    return a is d or (isinstance(a, np.ndarray) and a.base is not None and a.base is d)
 
 
-def _check_saved(node) -> None:
-    """Raise if backward cannot use ``node``'s saved arrays: freed, or changed in place since."""
+def _check_saved(node, output) -> None:
+    """Raise if backward cannot use ``node``'s saved arrays: freed, or written in place since the
+    node was recorded (a write stamps the tensor's counter with a later sequence number).
+
+    ``output`` is the tensor backward reached ``node`` through: its output, or, once an in-place op
+    gave that tensor a new history, the copy standing for its old value (the in-place op then
+    flagged the node if it had saved the overwritten array).
+    """
     saved = node.saved_tensors
     if saved is None:
         raise RuntimeError(
@@ -174,18 +166,34 @@ def _check_saved(node) -> None:
             "Pass backward(retain_graph=True) the first time if you need to go through the graph "
             "again (or recompute the forward pass)."
         )
-    for counter, version, what, k in node._checks:
-        if counter[0] != version:
-            a = saved[k]
-            raise RuntimeError(
-                f"backward: one of the variables needed for gradient computation has been modified "
-                f"by an inplace operation: the {a.dtype} array of shape {a.shape} that "
-                f"{type(node).__name__} saved ({what}) is at version {counter[0]}; expected version "
-                f"{version}. Something wrote into it between the forward pass and backward() "
-                "(x[...] = v, x += y, x.add_(y), an optimizer step, ...), so its gradient would be "
-                "computed from the wrong values. Make the change after backward(), or use an "
-                "out-of-place op (x = x + y)."
-            )
+    seq = node._seq
+    modified = None
+    for i, p in enumerate(node.parents):
+        counter = p._vc
+        if counter[2] > seq:
+            d = p.data
+            for a in saved:
+                if _is_or_views(a, d):
+                    modified = (a, f"input {i}", counter)
+    counter = output._vc
+    if counter[2] > seq:
+        for a in saved:
+            if _is_or_views(a, output.data):
+                modified = (a, "output 0", counter)
+    overwritten = node.__dict__.get("_output_overwritten")
+    if overwritten is not None:
+        modified = overwritten
+    if modified is not None:
+        a, what, counter = modified
+        raise RuntimeError(
+            f"backward: one of the variables needed for gradient computation has been modified by "
+            f"an inplace operation: the {a.dtype} array of shape {a.shape} that "
+            f"{type(node).__name__} saved ({what}) was written after the forward pass (it is now at "
+            f"version {counter[0]}). Something wrote into it between the forward pass and "
+            "backward() (x[...] = v, x += y, x.add_(y), an optimizer step, ...), so its gradient "
+            "would be computed from the wrong values. Make the change after backward(), or use an "
+            "out-of-place op (x = x + y)."
+        )
 
 
 def unbroadcast(grad: np.ndarray, shape: tuple) -> np.ndarray:
@@ -220,6 +228,8 @@ def _as_used_by(tensor, node):
 
 def _parents(node) -> tuple:
     parents = node.parents
+    if not _rebased:  # the common case: no in-place op ever rewrote a history
+        return parents
     for p in parents:
         if p._history is not None:
             return tuple(_as_used_by(q, node) if q._history is not None else q for q in parents)
@@ -244,7 +254,7 @@ def _topological_order(root) -> list:
         stack.append((tensor, True))
         node = tensor._ctx
         if node is not None:
-            for parent in _parents(node):
+            for parent in (_parents(node) if _rebased else node.parents):
                 if parent.requires_grad and id(parent) not in visited:
                     stack.append((parent, False))
     order.reverse()
@@ -289,14 +299,16 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
                 handed_out.add(id(tensor.grad))  # a retained non-leaf's .grad must not reach a leaf too
         if node is None:
             continue
-        if node.saved_tensors is None or node._checks:
-            _check_saved(node)
+        saved = node.saved_tensors
+        if saved is None or (_last_write > node._seq and saved):
+            _check_saved(node, tensor)
         input_grads = type(node).backward(node, grad)
         if not retain_graph and node.saved_tensors:
             node.saved_tensors = None
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
-        for parent, needs, g in zip(_parents(node), node.needs_input_grad, input_grads):
+        for parent, needs, g in zip(_parents(node) if _rebased else node.parents, node.needs_input_grad,
+                                    input_grads):
             if not needs or g is None:
                 continue
             if g.shape != parent.data.shape:

@@ -65,8 +65,9 @@ def _is_float(arr: np.ndarray) -> bool:
 
 
 def _new_version() -> list:
-    """A version counter: [number of in-place writes, shared with a view recorded in a graph?]."""
-    return [0, False]
+    """A version counter: [number of in-place writes, shared with a view recorded in a graph?,
+    sequence number of the latest write (see engine.autograd)]."""
+    return [0, False, 0]
 
 
 class Tensor:
@@ -104,7 +105,7 @@ class Tensor:
         t.grad = None
         t._ctx = None
         t._retain = False
-        t._vc = [0, False]
+        t._vc = [0, False, 0]
         t._history = None
         t.requires_grad = False
         return t
@@ -141,7 +142,9 @@ class Tensor:
 
     def _bump_version(self) -> None:
         """Record an in-place write into ``.data`` (optimizers and initialisers call it)."""
-        self._vc[0] += 1
+        counter = self._vc
+        counter[0] += 1
+        counter[2] = autograd._last_write = next(autograd._sequence)
 
     @property
     def grad_fn(self):
@@ -332,6 +335,9 @@ class Tensor:
     def _binary(self, fn, other, op: str, reverse: bool = False) -> "Tensor":
         other = self._operand(other, op)
         a, b = (other, self) if reverse else (self, other)
+        if op == "sub" and a.data.dtype == np.bool_ and b.data.dtype == np.bool_:
+            raise TypeError("sub: subtraction of two bool tensors is not supported (as in PyTorch); "
+                            "use a != b (logical xor), or convert them first: a.long() - b.long()")
         if a.data.dtype != b.data.dtype or (op == "div" and not _is_float(a.data)):
             a, b = _promote(a, b, op)
         _check_broadcast(a.shape, b.shape, op)
@@ -727,7 +733,7 @@ class Tensor:
                 raise IndexError(f"setitem: {err} (tensor shape {self.shape})") from None
             except ValueError as err:
                 raise ValueError(f"setitem: {err} (tensor shape {self.shape})") from None
-            self._vc[0] += 1
+            self._bump_version()
             return
         self._check_inplace("setitem")
         value = value if isinstance(value, Tensor) else Tensor._wrap(np.asarray(value, dtype=self.dtype))
@@ -777,10 +783,16 @@ class Tensor:
         """
         if new.dtype != self.dtype:
             new = new.type(self.dtype)
+        old = self._ctx
+        if old is not None and old.saved_tensors:  # did the op that made us save what we overwrite?
+            for a in old.saved_tensors:
+                if autograd._is_or_views(a, self.data):
+                    old._output_overwritten = (a, "output 0", self._vc)
         self._write(new.data, op)
         self._ctx = new._ctx
         self.requires_grad = new.requires_grad
         if new.requires_grad or before.requires_grad:
+            autograd._rebased = True
             history = self._history or []
             history.append((next(autograd._sequence), before))
             self._history = history
@@ -798,7 +810,7 @@ class Tensor:
                 "write into a copy instead"
             )
         self.data[...] = values
-        self._vc[0] += 1
+        self._bump_version()
 
     def _inplace(self, op: str, compute, *others) -> "Tensor":
         """Replace this tensor's values by ``compute(self, *others)``, in place, as PyTorch's ``x.op_()``.

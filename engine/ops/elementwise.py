@@ -328,7 +328,7 @@ class Relu(Function):
     @staticmethod
     def backward(ctx, g):
         (out,) = ctx.saved_tensors
-        return np.where(out <= 0, 0, g)
+        return g * ~(out <= 0)  # (not np.where: several times slower on a random sign pattern)
 
 
 class LeakyRelu(Function):

@@ -94,11 +94,15 @@ class Optimizer:
         if closure is not None:
             with autograd.enable_grad():
                 loss = closure()
+        stamp = next(autograd._sequence)  # one in-place write stamp for the whole step
         for group in self.param_groups:
             self._step_group(group)
             for p in group["params"]:
                 if p.grad is not None:  # updated in place: a graph that saved p must not reuse it
-                    p._vc[0] += 1
+                    counter = p._vc
+                    counter[0] += 1
+                    counter[2] = stamp
+        autograd._last_write = stamp
         self._opt_called = True  # schedulers check it (scheduler.step() before optimizer.step() warns)
         return loss
 

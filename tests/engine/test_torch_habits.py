@@ -18,7 +18,9 @@ import engine.functional as F
 from engine import nn, optim
 from torch_compare import check_op, oracle
 
-pytestmark = pytest.mark.oracle
+# every case in this file runs with NumPy's RuntimeWarnings as errors: the engine's own
+# computations (means, norms, log-probabilities) must never leak one
+pytestmark = [pytest.mark.oracle, pytest.mark.filterwarnings("error::RuntimeWarning")]
 
 INF = float("inf")
 NAN = float("nan")
