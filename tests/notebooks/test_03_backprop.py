@@ -46,6 +46,18 @@ def test_03_stepper_shows_shares_adding_up_at_x():
     assert f"partial sum {x.grad:.6g} (its final gradient)" in text
 
 
+def test_03_reverse_mode_costs_about_two_forwards_whatever_n():
+    for n in (1, 1000):
+        text, defs = notebook_text("03_backprop", mode_n=n)
+        m = defs["modes"]
+        ref = backprop_lab.forward_vs_reverse(n, seed=0)
+        np.testing.assert_allclose(m.grad_reverse_mode, ref.grad_autograd, rtol=1e-12)
+        assert f"Reverse mode costs {m.reverse_mode_in_forwards:.3g} forward passes" in text
+        assert 2 <= m.reverse_mode_in_forwards <= 3
+        assert abs(m.forward_mode_in_forwards / (2 * n) - 1) < 0.2  # "about 2n"
+        assert f"forward (JVPs) {n} {m.jvp_madds:,}" in text
+
+
 def test_03_dense_layer_and_gradient_check():
     text, defs = notebook_text("03_backprop", dense_n=64, dense_in=32, dense_out=32, gc_x0=-2.0, gc_h=1e-12)
     assert max(defs["dense"].max_difference.values()) < 1e-10
@@ -83,12 +95,15 @@ def test_03_playground_trains_behind_the_button():
 def test_03_exercises_are_graded_by_the_engine():
     s = 1 / (1 + math.exp(1.5))
     text, defs = notebook_text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_dw="5", answer_h="-6",
-                               answer_uses="3")
+                               answer_uses="3",
+                               answer_modes=f"{backprop_lab.forward_vs_reverse(500).forward_mode_in_forwards:.0f}")
     assert defs["exercise_neuron"].truth == pytest.approx(s * (1 - s) * 2)
     assert defs["exercise_dw"].truth == 5 and -8 <= defs["exercise_h"].truth <= -4
     assert defs["exercise_uses"].truth == 3
-    assert text.count("Right") == 4
-    text, _ = notebook_text("03_backprop", answer_neuron="0.5", answer_dw="10", answer_h="-12", answer_uses="2")
-    assert "Right" not in text and text.count("Not quite") == 4
+    assert 900 < defs["exercise_modes"].truth < 1100
+    assert text.count("Right") == 5
+    text, _ = notebook_text("03_backprop", answer_neuron="0.5", answer_dw="10", answer_h="-12", answer_uses="2",
+                            answer_modes="2")
+    assert "Right" not in text and text.count("Not quite") == 5
 
 

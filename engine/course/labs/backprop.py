@@ -5,6 +5,8 @@
   history, and the class probabilities over a grid for the decision boundary.
 - :func:`overfit_one_batch`: the sanity check: a network must drive the loss on one small batch
   to (nearly) zero, or something is broken.
+- :func:`forward_vs_reverse`: the gradient of f: ℝⁿ → ℝ by forward mode (n Jacobian–vector
+  products) and by reverse mode (one vector–Jacobian product), with a multiply-add counter.
 - :func:`finite_difference_errors`: |central difference − autograd| as the step h sweeps many
   decades, in float32 and float64: the V of truncation error (∝ h²) against round-off (∝ ε/h).
 """
@@ -206,3 +208,70 @@ def best_step(errors: dict, dtype: str):
     e = np.where(np.isfinite(errors[dtype]), errors[dtype], np.inf)
     i = int(np.argmin(e))
     return float(errors["h"][i]), float(e[i])
+
+
+# ----------------------------------------------------------------------------- forward vs reverse mode
+
+
+@dataclass
+class ModeCost:
+    """The gradient of f(x) = v · tanh(W x) (x ∈ ℝⁿ, W stored (hidden, n)) by both modes of
+    automatic differentiation, each counting the multiply-adds it performs."""
+
+    n: int
+    hidden: int
+    forward_madds: int  # one plain evaluation of f
+    jvp_passes: int  # forward mode: one Jacobian–vector product per input direction
+    jvp_madds: int
+    vjp_passes: int  # reverse mode: one forward pass, then one backward pass
+    vjp_madds: int
+    grad_forward_mode: np.ndarray
+    grad_reverse_mode: np.ndarray
+    grad_autograd: np.ndarray  # engine's backward(), the reference
+
+    @property
+    def forward_mode_in_forwards(self) -> float:
+        return self.jvp_madds / self.forward_madds
+
+    @property
+    def reverse_mode_in_forwards(self) -> float:
+        return self.vjp_madds / self.forward_madds
+
+
+def forward_vs_reverse(n: int = 100, hidden: int = 64, seed: int = 0) -> ModeCost:
+    """Forward mode pushes a tangent dx through the graph with the values (a Jacobian–vector product
+    J·dx) and needs one pass per input direction e₁ … eₙ; reverse mode runs f once, keeps its
+    intermediate values, and pulls the scalar 1 back (a vector–Jacobian product 1·J) in one pass.
+    Both are written out in NumPy with a counter (a matrix–vector product of an (h, n) matrix costs
+    h·n multiply-adds, an elementwise product h) and checked against the engine's ``backward()``."""
+    if not (isinstance(n, (int, np.integer)) and 1 <= n <= 5000):
+        raise ValueError(f"forward_vs_reverse: n must be an integer in [1, 5000], got {n!r}")
+    if not (isinstance(hidden, (int, np.integer)) and 1 <= hidden <= 1024):
+        raise ValueError(f"forward_vs_reverse: hidden must be an integer in [1, 1024], got {hidden!r}")
+    rng = np.random.default_rng(seed)
+    W, v, x = rng.standard_normal((hidden, n)) / math.sqrt(n), rng.standard_normal(hidden), rng.standard_normal(n)
+    h = hidden
+
+    def evaluate(x):  # a = Wx, t = tanh a, f = v·t
+        a = W @ x
+        t = np.tanh(a)
+        return a, t, float(v @ t), h * n + 2 * h
+
+    _, _, _, forward_madds = evaluate(x)
+    grad_fwd, jvp_madds = np.empty(n), 0
+    for i in range(n):  # one JVP per direction: the values and their tangents side by side
+        dx = np.zeros(n)
+        dx[i] = 1.0
+        _, t, _, cost = evaluate(x)
+        da = W @ dx  # tangent of a
+        dt = (1.0 - t * t) * da  # tangent of tanh a
+        grad_fwd[i] = v @ dt  # tangent of f: ∂f/∂x_i
+        jvp_madds += cost + h * n + 3 * h
+    _, t, _, cost = evaluate(x)  # reverse: one forward pass, values kept for the backward pass
+    dt = 1.0 * v  # ∂f/∂t
+    da = dt * (1.0 - t * t)  # ∂f/∂a
+    grad_rev = W.T @ da  # ∂f/∂x = Wᵀ ∂f/∂a: the vector–Jacobian product
+    vjp_madds = cost + 3 * h + h * n
+    xt = Tensor(x.copy(), requires_grad=True)
+    (Tensor(v) * (Tensor(W) @ xt).tanh()).sum().backward()
+    return ModeCost(n, h, forward_madds, n, jvp_madds, 2, vjp_madds, grad_fwd, grad_rev, xt.grad.copy())

@@ -65,3 +65,29 @@ def test_untrained_playground_starts_near_ln_k_and_overfits_one_batch():
     assert losses[-1] < 0.05 < losses[0]
 
 
+
+
+@pytest.mark.parametrize("n", [1, 7, 300])
+def test_forward_and_reverse_mode_give_the_gradient_at_their_costs(n):
+    r = backprop_lab.forward_vs_reverse(n, hidden=16, seed=3)
+    # independently: the gradient by central differences of f(x) = v·tanh(Wx) with the same draws
+    rng = np.random.default_rng(3)
+    W, v, x = rng.standard_normal((16, n)) / math.sqrt(n), rng.standard_normal(16), rng.standard_normal(n)
+    f = lambda x_: float(v @ np.tanh(W @ x_))  # noqa: E731
+    for i in {0, n // 2, n - 1}:
+        e = np.zeros(n)
+        e[i] = 1e-6
+        fd = (f(x + e) - f(x - e)) / 2e-6
+        assert r.grad_forward_mode[i] == pytest.approx(fd, rel=1e-6, abs=1e-9)
+        assert r.grad_reverse_mode[i] == pytest.approx(fd, rel=1e-6, abs=1e-9)
+    np.testing.assert_allclose(r.grad_autograd, r.grad_reverse_mode, rtol=1e-12, atol=1e-15)
+    assert (r.jvp_passes, r.vjp_passes) == (n, 2)
+    h = 16  # one forward: Wx (h·n), tanh and the dot product (h each)
+    assert r.forward_madds == h * n + 2 * h
+    assert r.vjp_madds == 2 * h * n + 5 * h and r.jvp_madds == n * (2 * h * n + 5 * h)
+    assert 2 <= r.reverse_mode_in_forwards <= 3  # "about 2–3 forwards", whatever n is
+
+
+def test_forward_vs_reverse_refuses_bad_sizes():
+    with pytest.raises(ValueError, match="n must be"):
+        backprop_lab.forward_vs_reverse(0)
