@@ -85,14 +85,7 @@ def _(horizon, peak):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(render.LEGEND)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md("\n\n".join(f"## {title}\n\n{render.table_md(rows, sheet=METADATA['id'])}"
-                      for title, rows in render.sheet_sections(METADATA["id"])))
+    mo.md(render.sheet_md(METADATA["id"]))
     return
 
 

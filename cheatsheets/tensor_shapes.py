@@ -105,14 +105,7 @@ def _(att_b, att_d, att_h, att_l):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(render.LEGEND)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md("\n\n".join(f"## {title}\n\n{render.table_md(rows, sheet=METADATA['id'])}"
-                      for title, rows in render.sheet_sections(METADATA["id"])))
+    mo.md(render.sheet_md(METADATA["id"]))
     return
 
 

@@ -284,9 +284,8 @@ def page_wheels(out: Path, entry) -> dict[str, Path]:
             for name, url in requirements.items()}
 
 
-def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
-          static: bool = True) -> int:
-    started = time.monotonic()
+def select_entries(only, allow_missing: bool) -> tuple[list, list]:
+    """The table of contents' pages to build (all, or the ``only`` ids) and the listed files missing."""
     entries = [e for e in toc.entries() if not only or e.id in only]
     unknown = set(only or ()) - {e.id for e in toc.entries()}
     if unknown:
@@ -295,17 +294,31 @@ def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
     if missing and not allow_missing:
         raise SystemExit("build_site: pages listed in engine/course/toc.py are missing: "
                          + ", ".join(missing) + " (--allow-missing builds the others)")
-    entries = [e for e in entries if (ROOT / e.path).is_file()]
+    return [e for e in entries if (ROOT / e.path).is_file()], missing
 
-    lock_file = ensure_pyodide_lock()
-    env = dict(os.environ, MARIMO_PYODIDE_LOCK_FILE=str(lock_file))
-    bin_dir = Path(sys.executable).parent
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"  # marimo runs `uv` from PATH
-    if (bin_dir / "uv").is_file():
-        env.setdefault("UV", str(bin_dir / "uv"))
-    elif shutil.which("uv", path=env["PATH"]) is None:
+
+def _path_with_venv() -> str:
+    """PATH with this Python's bin/ first: marimo runs ``uv`` from PATH."""
+    return f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def require_uv() -> None:
+    if shutil.which("uv", path=_path_with_venv()) is None:
         raise SystemExit("build_site: uv is needed by `marimo export html-wasm` (pip install uv)")
 
+
+def export_env(lock_file: Path) -> dict:
+    """The exports' environment: Pyodide's lock file for marimo's pins, and ``uv`` reachable."""
+    require_uv()
+    env = dict(os.environ, MARIMO_PYODIDE_LOCK_FILE=str(lock_file), PATH=_path_with_venv())
+    uv = Path(sys.executable).parent / "uv"
+    if uv.is_file():
+        env.setdefault("UV", str(uv))
+    return env
+
+
+def fresh_out(out: Path) -> None:
+    """Empty the output folder, refusing to delete anything this script did not build."""
     if out.exists():
         if out == ROOT or ROOT.is_relative_to(out) or (
                 any(out.iterdir()) and not (out / "site.json").is_file()):
@@ -313,6 +326,9 @@ def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
         shutil.rmtree(out)
     out.mkdir(parents=True)
 
+
+def export_pages(entries, out: Path, env: dict, jobs: int, static: bool) -> list:
+    """Every page's WebAssembly export (and static export), ``jobs`` at a time; their Results."""
     folder_locks = {folder: threading.Lock() for folder in ("notebooks", "cheatsheets")}
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -323,12 +339,14 @@ def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
             results = [f.result() for f in futures]
     finally:
         shutil.rmtree(STAGE_DIR, ignore_errors=True)
-
-    failures = [r for r in results if r.errors]
     for r in sorted(results, key=lambda r: (r.kind, r.id)):
         print(f"  {r.kind:6s} {r.id:22s} {r.seconds:6.1f} s{'  FAILED' if r.errors else ''}")
+    return results
 
-    wheels = set()
+
+def check_wheels(out: Path, entries) -> tuple[set, list]:
+    """The engine wheels the built pages name, and a failed Result for each page naming none."""
+    wheels, failures = set(), []
     for e in entries:
         if not (out / wasm_path(e.id)).is_file():
             continue
@@ -344,10 +362,14 @@ def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
         print(f"build_site: warning: the pages bundle {len(wheels)} different engine wheels "
               f"({', '.join(sorted(wheels))}); engine/__init__.py and engine/course/__init__.py should "
               "import every submodule")
+    return wheels, failures
 
-    (out / ".nojekyll").touch()
+
+def write_index_and_manifest(out: Path, entries, wheels: set, missing: list, static: bool) -> None:
+    """``index.html`` (the home page), ``site.json`` (what the tests read) and ``.nojekyll``."""
     import marimo
 
+    (out / ".nojekyll").touch()
     wheel = sorted(wheels)[0] if len(wheels) == 1 else None
     (out / "index.html").write_text(index_html(marimo.__version__, wheel), encoding="utf-8")
     manifest = {
@@ -362,10 +384,21 @@ def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
     }
     (out / "site.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
-    seconds = time.monotonic() - started
-    size = folder_size(out)
+
+def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
+          static: bool = True) -> int:
+    """Build the site into ``out``; 0 when every export succeeded, 1 otherwise (failures on stderr)."""
+    started = time.monotonic()
+    entries, missing = select_entries(only, allow_missing)
+    env = export_env(ensure_pyodide_lock())
+    fresh_out(out)
+    results = export_pages(entries, out, env, jobs, static)
+    wheels, wheel_failures = check_wheels(out, entries)
+    write_index_and_manifest(out, entries, wheels, missing, static)
+
     print(f"site: {len(entries)} pages ({len(missing)} missing) in {out}, "
-          f"{size / 2**20:.1f} MiB, built in {seconds:.0f} s")
+          f"{folder_size(out) / 2**20:.1f} MiB, built in {time.monotonic() - started:.0f} s")
+    failures = [r for r in results if r.errors] + wheel_failures
     if failures:
         for r in failures:
             print(f"\n--- {r.kind} {r.id}:\n" + "\n".join(r.errors), file=sys.stderr)
@@ -388,8 +421,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.tools_only:
         print(f"Pyodide lock file: {ensure_pyodide_lock()}")
-        if shutil.which("uv", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}") is None:
-            raise SystemExit("build_site: uv is needed by `marimo export html-wasm` (pip install uv)")
+        require_uv()
         return 0
     out = args.out if args.out.is_absolute() else Path.cwd() / args.out
     return build(out, only=args.only, jobs=args.jobs, allow_missing=args.allow_missing,

@@ -30,6 +30,7 @@ LAYERS = "Normalisation and residual layers"
 AB = spec(a=N(3, 4), b=N(3, 4), g=N(3, 4))
 AB_POS = spec(a=U(0.5, 2.0, 3, 4), b=U(0.5, 2.0, 3, 4), g=N(3, 4))
 T = spec(t=N(3, 4), g=N(3, 4))
+T_PROBS = spec(t=N(3, 4), y=Probs(3, 4))  # logits and one distribution per row
 CONV = spec(x=N(2, 3, 7, 6), w=N(4, 3, 3, 2), g=N(2, 4, 5, 5))
 WIN = "sliding_window_view"
 
@@ -169,14 +170,14 @@ ROWS = [
     _row("deriv.softmax_ce", ACT, "Softmax cross-entropy (summed)",
          r"L = -\sum_i y_i \ln p_i,\quad p = \operatorname{softmax}(t)",
          "m = t.max(-1, keepdims=True); -(y * (t - m - np.log(np.exp(t - m).sum(-1, keepdims=True)))).sum()",
-         "F.cross_entropy(t, y, reduction='sum')", inputs=spec(t=N(3, 4), y=Probs(3, 4)),
+         "F.cross_entropy(t, y, reduction='sum')", inputs=T_PROBS,
          notes="y holds one probability distribution per row (one-hot or soft).",
          keywords=("cross entropy", "log loss")),
     _row("deriv.softmax_ce.grad", ACT, "Softmax cross-entropy gradient",
          r"\frac{\partial L}{\partial t_i} = p_i - y_i",
          "p = np.exp(t - t.max(-1, keepdims=True)); p / p.sum(-1, keepdims=True) - y",
          "L = F.cross_entropy(t, y, reduction='sum'); L.backward(); t.grad",
-         inputs=spec(t=N(3, 4), y=Probs(3, 4)), grad=("t",),
+         inputs=T_PROBS, grad=("t",),
          notes="Fusing softmax and log-loss gives this simple, stable gradient.",
          keywords=("cross entropy",)),
     # ---------------------------------------------------------------- rules

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from .. import toc
 from .core import FormulaRow
 
-__all__ = ["LEGEND", "KIND_NOTES", "table_md", "sheet_sections", "EXTRA_SECTIONS", "links_md",
+__all__ = ["LEGEND", "KIND_NOTES", "table_md", "sheet_sections", "sheet_md", "EXTRA_SECTIONS", "links_md",
            "hub_section_md", "search_md"]
 
 LEGEND = (
@@ -94,6 +94,12 @@ def sheet_sections(sheet: str) -> list:
     for title, ids in EXTRA_SECTIONS.get(sheet, ()):
         out.append((title, tuple(row(i) for i in ids)))
     return out
+
+
+def sheet_md(sheet: str) -> str:
+    """A focused sheet's tables: the legend, then one ``## heading`` and table per section."""
+    tables = [f"## {title}\n\n{table_md(rows, sheet=sheet)}" for title, rows in sheet_sections(sheet)]
+    return "\n\n".join([LEGEND, *tables])
 
 
 def links_md(notebooks: Iterable[str] = (), sheets: Iterable[str] = (), from_id: str | None = None,

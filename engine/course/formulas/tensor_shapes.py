@@ -60,6 +60,9 @@ ZEROS = "torch.zeros(1, 1, W, W)"
 KERNEL = "torch.zeros(1, 1, K, K)"
 QKV = spec(q=N(2, 3, 5, 4), k=N(2, 3, 6, 4), v=N(2, 3, 6, 4))
 QKV_SELF = spec(q=N(2, 3, 5, 4), k=N(2, 3, 5, 4), v=N(2, 3, 5, 4))
+# The FLOPs of QKᵀ and of AV, counted on the shapes the library's products really have.
+ATTENTION_FLOPS = ("q = {lib}.zeros(B, H, L, d_model // H); s = q @ q.transpose(-2, -1); "
+                   "2 * s.numel() * q.shape[-1] + 2 * (s @ q).numel() * s.shape[-1]")
 SOFTMAX_ATTN = ("s = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1]){mask}; "
                 "w = np.exp(s - s.max(-1, keepdims=True)); w / w.sum(-1, keepdims=True) @ v")
 
@@ -146,8 +149,7 @@ ROWS = [
     _row("shape.attention.flops", ATT, "Attention FLOPs (the two L² products)",
          r"\text{FLOPs}(QK^\top) + \text{FLOPs}(AV) = 2\,B H L^2 d_k + 2\,B H L^2 d_k = 4\,B L^2 d_{model}",
          "4 * B * L ** 2 * d_model",
-         "q = engine.zeros(B, H, L, d_model // H); s = q @ q.transpose(-2, -1); 2 * s.numel() * q.shape[-1] + 2 * (s @ q).numel() * s.shape[-1]",
-         "q = torch.zeros(B, H, L, d_model // H); s = q @ q.transpose(-2, -1); 2 * s.numel() * q.shape[-1] + 2 * (s @ q).numel() * s.shape[-1]",
+         ATTENTION_FLOPS.format(lib="engine"), ATTENTION_FLOPS.format(lib="torch"),
          _attention,
          notes="A matrix product costs 2 FLOPs (a multiply and an add) per output element per term of "
                "its inner dimension; code counts it on the products' real shapes. The four projections "
@@ -156,8 +158,8 @@ ROWS = [
     _row("shape.attention.memory", ATT, "Attention memory (the weights kept for backward)",
          r"\text{bytes}(A) = B\,H\,L^2 \times 4 \ \text{(float32)}",
          "4 * B * H * L * L",
-         "attention.attention_weights(engine.zeros(B, H, L, d_model // H), engine.zeros(B, H, L, d_model // H)).numpy().nbytes",
-         "F.softmax(torch.zeros(B, H, L, d_model // H) @ torch.zeros(B, H, L, d_model // H).transpose(-2, -1), -1).nbytes",
+         "q = engine.zeros(B, H, L, d_model // H); attention.attention_weights(q, q).numpy().nbytes",
+         "q = torch.zeros(B, H, L, d_model // H); F.softmax(q @ q.transpose(-2, -1), -1).nbytes",
          _attention,
          notes="Backward needs A = softmax(QKᵀ/√d_k), one float per (query, key) pair and head: at L = 8192, "
                "32 heads and batch 1, 8 GiB per layer. FlashAttention never stores A; it recomputes it "
