@@ -25,6 +25,8 @@ __all__ = [
     "chain_vs_closed_form", "epsilon_curves", "exact_reverse_1d", "forward_snapshot", "linear_scale",
     "make_noise_schedule", "mixture_1d", "mixture_moments", "mode_commitment", "reverse_trajectory",
     "sample_moments", "step_at", "toy_data_2d", "train_ddpm_tracked", "train_denoiser_1d",
+    "SamplerComparison", "compare_samplers", "energy_distance", "ring_mixture", "sample_ddim", "sample_ddpm_steps",
+    "sampling_steps",
 ]
 
 
@@ -277,3 +279,87 @@ def mode_commitment(mixture, schedule, n=2000, seed=0, variance="posterior") -> 
     scale = np.sqrt(np.concatenate([schedule.alpha_bars[::-1], [1.0]]))
     side = states > (scale * middle)[:, None]
     return (side == side[-1]).mean(axis=1)
+
+
+# ----------------------------------------------------------------------------- few-step samplers
+def ring_mixture(n_modes=8, radius=1.6, std=0.15):
+    """``n_modes`` 2-D Gaussians on a circle (the "8 Gaussians" set on the scale of N(0, I)), as an
+    ``engine.data.GaussianMixture``: its exact ε* lets a sampler be judged with no training error."""
+    op = "ring_mixture"
+    n_modes = _int(op, "n_modes", n_modes, 1)
+    angles = 2 * np.pi * np.arange(n_modes) / n_modes
+    means = _positive(op, "radius", radius) * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    return engine_data.GaussianMixture(means, _positive(op, "std", std), np.ones(n_modes))
+
+
+def sampling_steps(schedule, steps) -> np.ndarray:
+    """The ``steps`` time steps τ_1 < … < τ_S (0-based indices into the schedule, τ_S = T − 1,
+    τ_1 = 0) a few-step sampler visits, evenly spaced."""
+    steps = _int("sampling_steps", "steps", steps, 1)
+    if steps > schedule.T:
+        raise ValueError(f"sampling_steps: steps must be <= T = {schedule.T}, got {steps}")
+    return np.unique(np.round(np.linspace(0, schedule.T - 1, steps)).astype(np.int64))
+
+
+def _respaced(schedule, taus):
+    """The schedule of the visited steps: β'_i = 1 − ᾱ_{τ_i}/ᾱ_{τ_{i−1}} (ᾱ before τ_1 is 1),
+    so that ᾱ'_i = ᾱ_{τ_i}: the same marginals q(x_τ | x_0), fewer steps (Nichol & Dhariwal 2021)."""
+    ab = schedule.alpha_bars[taus]
+    return D.Schedule.from_betas(1 - ab / np.concatenate([[1.0], ab[:-1]]))
+
+
+def sample_ddpm_steps(model, schedule, steps, n=1000, dim=2, seed=0) -> np.ndarray:
+    """Ancestral DDPM sampling (σ² = β̃, the posterior variance) on ``steps`` evenly spaced steps
+    of ``schedule``: the respaced schedule, with the model asked at the original steps τ_i."""
+    taus = sampling_steps(schedule, steps)
+
+    def at_original_steps(x, i):
+        return model(x, taus[np.asarray(i)])
+
+    with random.fork_rng(int(seed)):
+        return D.sample(at_original_steps, _respaced(schedule, taus), int(n), dim, variance="posterior")
+
+
+def sample_ddim(model, schedule, steps, n=1000, dim=2, seed=0) -> np.ndarray:
+    """DDIM (Song et al. 2021, η = 0): deterministic once x_T is drawn. At each visited step,
+
+        x̂_0 = (x_τ − √(1 − ᾱ_τ) ε̂) / √ᾱ_τ,    x_{τ'} = √ᾱ_{τ'} x̂_0 + √(1 − ᾱ_{τ'}) ε̂,
+
+    with τ' the next visited step (ᾱ = 1 after the last: x_0 = x̂_0). Same x_T as
+    :func:`sample_ddpm_steps` for the same seed."""
+    taus = sampling_steps(schedule, steps)
+    with random.fork_rng(int(seed)):
+        x = random.generator().standard_normal((int(n), dim)).astype(np.float32)
+    ab = schedule.alpha_bars
+    with no_grad():
+        for i in range(len(taus) - 1, -1, -1):
+            t = int(taus[i])
+            eps = np.asarray(model(Tensor(x), np.full(len(x), t, dtype=np.int64)).data, dtype=np.float64)
+            x0 = (x - math.sqrt(1 - ab[t]) * eps) / math.sqrt(ab[t])
+            ab_next = ab[taus[i - 1]] if i > 0 else 1.0
+            x = (math.sqrt(ab_next) * x0 + math.sqrt(1 - ab_next) * eps).astype(np.float32)
+    return x
+
+
+@dataclass(frozen=True)
+class SamplerComparison:
+    """DDPM against DDIM with the exact ε* of a mixture, scored by energy distance to fresh data."""
+
+    steps: np.ndarray  # the step counts
+    ddpm: np.ndarray  # energy distance of the DDPM samples, per step count
+    ddim: np.ndarray  # the same for DDIM
+    floor: float  # a second draw of the data against the first: the score of a perfect sampler
+
+
+def compare_samplers(mixture, schedule, steps=(10, 50, 1000), n=1000, seed=0, on_step=None) -> SamplerComparison:
+    """Both samplers at each step count, from the same x_T (``seed``), with the exact ε*."""
+    model = D.OptimalDenoiser(mixture, schedule)
+    held = mixture.sample(n, seed=seed + 100)[0]
+    ddpm, ddim = [], []
+    for k, count in enumerate(steps):
+        ddpm.append(energy_distance(sample_ddpm_steps(model, schedule, count, n, mixture.dim, seed), held))
+        ddim.append(energy_distance(sample_ddim(model, schedule, count, n, mixture.dim, seed), held))
+        if on_step is not None:
+            on_step(k + 1)
+    floor = energy_distance(mixture.sample(n, seed=seed + 200)[0], held)
+    return SamplerComparison(steps=np.asarray(steps), ddpm=np.asarray(ddpm), ddim=np.asarray(ddim), floor=floor)

@@ -160,3 +160,50 @@ def test_mode_commitment_counts_samples_on_their_final_side():
     side = states > 0  # symmetric modes: the valley is at 0 for every t
     np.testing.assert_allclose(c, (side == side[-1]).mean(1))
     assert c[-1] == 1.0 and c.shape == (21,)
+
+
+def test_sampling_steps_and_respaced_marginals():
+    s = diffusion_lab.make_noise_schedule("linear", 1000)
+    taus = diffusion_lab.sampling_steps(s, 10)
+    assert taus[0] == 0 and taus[-1] == 999 and len(taus) == 10
+    respaced = diffusion_lab._respaced(s, taus)
+    np.testing.assert_allclose(respaced.alpha_bars, s.alpha_bars[taus], rtol=1e-10)
+    with pytest.raises(ValueError, match="steps must be <= T"):
+        diffusion_lab.sampling_steps(s, 1001)
+
+
+def test_ddpm_on_every_step_is_ancestral_sampling():
+    m = diffusion_lab.ring_mixture()
+    s = diffusion_lab.make_noise_schedule("linear", 30)
+    model = diffusion.OptimalDenoiser(m, s)
+    mine = diffusion_lab.sample_ddpm_steps(model, s, 30, n=50, seed=4)
+    engine.manual_seed(4)
+    np.testing.assert_allclose(mine, diffusion.sample(model, s, 50, 2, variance="posterior"), rtol=1e-6)
+
+
+def test_ddim_update_written_out():
+    m = diffusion_lab.ring_mixture()
+    s = diffusion_lab.make_noise_schedule("linear", 100)
+    model = diffusion.OptimalDenoiser(m, s)
+    x = np.random.default_rng(7).standard_normal((20, 2)).astype(np.float32)  # the x_T of seed 7
+    ab = s.alpha_bars
+    for t, t_next in [(99, 66), (66, 33), (33, 0)]:
+        eps = diffusion.exact_epsilon(m, x.astype(np.float64), t, s)
+        x0 = (x - np.sqrt(1 - ab[t]) * eps) / np.sqrt(ab[t])
+        x = (np.sqrt(ab[t_next]) * x0 + np.sqrt(1 - ab[t_next]) * eps).astype(np.float32)
+    eps = diffusion.exact_epsilon(m, x.astype(np.float64), 0, s)
+    x = (x - np.sqrt(1 - ab[0]) * eps) / np.sqrt(ab[0])  # the last step lands on x̂_0
+    got = diffusion_lab.sample_ddim(model, s, 4, n=20, seed=7)
+    np.testing.assert_allclose(got, x, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(got, diffusion_lab.sample_ddim(model, s, 4, n=20, seed=7))  # deterministic
+
+
+def test_compare_samplers_ddim_wins_with_few_steps():
+    m = diffusion_lab.ring_mixture()
+    s = diffusion_lab.make_noise_schedule("linear", 1000)
+    c = diffusion_lab.compare_samplers(m, s, steps=(5,), n=600, seed=1)
+    assert c.ddim[0] < 0.9 * c.ddpm[0]  # 5 steps: a gap far above the estimate's noise
+    held = m.sample(600, seed=101)[0]
+    model = diffusion.OptimalDenoiser(m, s)
+    assert c.ddim[0] == pytest.approx(diffusion_lab.energy_distance(
+        diffusion_lab.sample_ddim(model, s, 5, n=600, seed=1), held))
