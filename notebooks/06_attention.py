@@ -387,6 +387,84 @@ def _(answer_mha, exercise_mha):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    ### Memory: the score tensor and the KV cache
+
+    A kernel that forms the scores holds $H \cdot L^2$ numbers per layer: memory **quadratic** in
+    the length. Kernels such as FlashAttention avoid storing them by computing the softmax block
+    by block; the $O(L^2)$ arithmetic remains.
+
+    A decoder generates one token at a time. Token $t$'s query must meet the keys and values of
+    tokens $0 \dots t$, which do not change once computed (the mask is causal), so they are kept:
+    the **KV cache**, $2 \cdot \text{layers} \cdot L \cdot d_{model}$ numbers, **linear** in
+    the length. Each step then projects one new row instead of the whole prefix.
+    """)
+    return
+
+
+@app.cell
+def _():
+    kv_length = mo.ui.slider(steps=[128, 512, 1024, 2048, 4096, 8192, 32768, 131072], value=1024,
+                             label="length L", show_value=True)
+    kv_dmodel = mo.ui.slider(steps=[256, 512, 768, 1024, 2048, 4096], value=768,
+                             label="d_model", show_value=True)
+    kv_layers = mo.ui.slider(1, 96, value=12, label="layers", show_value=True)
+    kv_heads = mo.ui.slider(1, 64, value=12, label="heads H", show_value=True)
+    kv_precision = mo.ui.dropdown(options={"float32 (4 bytes)": 4, "bfloat16 (2 bytes)": 2},
+                                  value="float32 (4 bytes)", label="numbers stored as")
+    return kv_dmodel, kv_heads, kv_layers, kv_length, kv_precision
+
+
+@app.cell
+def _(kv_dmodel, kv_heads, kv_layers, kv_length, kv_precision):
+    _args = (kv_dmodel.value, kv_layers.value, kv_heads.value, kv_precision.value)
+    kv_memory = lab.attention_memory(kv_length.value, *_args)
+    kv_sweep = [lab.attention_memory(n, *_args) for n in kv_length.steps]
+    _mib = 2.0**20
+    _chart = plot.curves(np.log2(kv_length.steps),
+                         {"scores of one layer": [m.scores_bytes / _mib for m in kv_sweep],
+                          "KV cache, all layers": [m.kv_cache_bytes / _mib for m in kv_sweep]},
+                         x_title="log₂ L", y_title="MiB (log scale)", log_y=True,
+                         title="memory against length: L² for the scores, L for the cache")
+    mo.vstack([
+        mo.hstack([kv_length, kv_dmodel, kv_layers, kv_heads, kv_precision], wrap=True),
+        mo.md(f"At L = {kv_length.value:,}: scores of one layer **{kv_memory.scores_bytes / _mib:,.1f} "
+              f"MiB** · KV cache of {kv_layers.value} layers **{kv_memory.kv_cache_bytes / _mib:,.1f} "
+              f"MiB**. Doubling L multiplies the first by 4 and the second by 2."),
+        _chart,
+    ])
+    return kv_memory, kv_sweep
+
+
+@app.cell
+def _():
+    kv_check = lab.kv_cache_decode(length=12, d_model=8, seed=0)
+    mo.md(f"Twelve tokens decoded one at a time with a cache, against one causal-masked pass: "
+          f"largest difference **{kv_check.max_gap:.1e}**. Rows of K and V projected: "
+          f"**{kv_check.projected_cached}** with the cache, **{kv_check.projected_uncached}** "
+          f"without (every prefix again); query-key products: {kv_check.scores} either way.")
+    return (kv_check,)
+
+
+@app.cell
+def _():
+    exercise_kv = exercises.NumberExercise(
+        question="**Exercise 5.** GPT-2 small: 12 layers, d_model = 768, a context of 1,024 tokens "
+        "stored in float32. How many MiB (2²⁰ bytes) is its KV cache for one sequence?",
+        truth=lab.attention_memory(1024, 768, 12, 12, 4).kv_cache_bytes / 2**20,
+        hint="2 (K and V) × layers × L × d_model numbers, 4 bytes each.", rel_tol=0.01)
+    answer_kv = ui.answer_box(exercise_kv, placeholder="MiB")
+    return answer_kv, exercise_kv
+
+
+@app.cell
+def _(answer_kv, exercise_kv):
+    ui.exercise(exercise_kv, answer_kv)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 4. Where is each token? Positions
 
     Attention itself ignores order: permute the tokens and each output is permuted the same way.
@@ -513,7 +591,7 @@ def _():
 @app.cell
 def _(rope_base, rope_k, rope_q):
     exercise_rope = exercises.NumberExercise(
-        question="**Exercise 5.** With the random $q$, $k$ above (d and base as set), the RoPE "
+        question="**Exercise 6.** With the random $q$, $k$ above (d and base as set), the RoPE "
         "score at positions $m = 3$, $n = 7$ is shown in the table when the sliders are at 3 and 7. "
         "Without moving them: what is the score at positions $m = 103$, $n = 107$? "
         "(Three decimals suffice.)",

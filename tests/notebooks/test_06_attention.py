@@ -223,3 +223,39 @@ def test_06_designed_lookup_concentrates_as_the_scale_grows(c):
         assert r.on_target[0] > 0.99
     else:
         assert abs(r.on_target[0] - 1 / 8) < 0.1   # near uniform
+
+
+@pytest.mark.parametrize("L", [128, 131072])
+def test_06_memory_counts_and_growth(L):
+    """The scores' L² and the cache's L, on the values the notebook shows; bytes of real arrays."""
+    text, defs = notebook_text("06_attention", kv_length=L, kv_precision=2)
+    m, sweep = defs["kv_memory"], defs["kv_sweep"]
+    assert m.scores_bytes == 12 * L * L * 2 and m.kv_cache_bytes == 2 * 12 * L * 768 * 2
+    assert f"{m.scores_bytes / 2**20:,.1f} MiB" in text and f"{m.kv_cache_bytes / 2**20:,.1f} MiB" in text
+    for a, b in zip(sweep, sweep[1:]):  # "doubling L multiplies the first by 4, the second by 2"
+        ratio = b.length / a.length
+        assert b.scores_bytes == a.scores_bytes * ratio**2 and b.kv_cache_bytes == a.kv_cache_bytes * ratio
+    # the same counts on arrays the engine builds (small sizes)
+    small = attention_lab.attention_memory(7, 8, 3, 2, 4)
+    q = engine.randn(2, 7, 4)
+    assert engine.matmul(q, q.transpose(-1, -2)).data.nbytes == small.scores_bytes
+    assert 3 * 2 * engine.randn(7, 8).data.nbytes == small.kv_cache_bytes
+
+
+def test_06_kv_cache_decodes_exactly_and_counts_projections(torch):
+    text, defs = notebook_text("06_attention", answer_kv="72")
+    c = defs["kv_check"]
+    assert c.max_gap < 1e-12 and f"{c.max_gap:.1e}" in text
+    assert (c.projected_cached, c.projected_uncached, c.scores) == (12, 78, 78)
+    assert defs["exercise_kv"].truth == 72 and "Right: 72" in text
+    # the cache against PyTorch's causal attention on the same projections
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((12, 8))
+    Wq, Wk, Wv = rng.standard_normal((3, 8, 8)) / np.sqrt(8)
+    full = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(X @ W) for W in (Wq, Wk, Wv)), is_causal=True).numpy()
+    last = attention_lab.kv_cache_decode(12, 8, seed=0)
+    assert last.max_gap < 1e-12
+    step = X[5] @ Wq @ (X[:6] @ Wk).T / np.sqrt(8)
+    w = np.exp(step - step.max()) / np.exp(step - step.max()).sum()
+    np.testing.assert_allclose(w @ (X[:6] @ Wv), full[5], atol=1e-12)

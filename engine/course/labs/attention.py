@@ -28,11 +28,11 @@ from engine.random import fork_rng
 from ._checks import _int, _positive
 
 __all__ = [
-    "MASK_KINDS", "SCALES", "TASKS", "AttentionMaps", "DotProductVariance", "MHAShapes", "MaskCost",
+    "MASK_KINDS", "SCALES", "TASKS", "AttentionMaps", "AttentionMemory", "KVDecode", "DotProductVariance", "MHAShapes", "MaskCost",
     "PermutationCheck", "QKV", "Retrieval",
     "RopeDistance", "RopeShift", "RopeTrajectory", "ScalingSweep", "SinusoidalSimilarity",
     "TinyAttention", "TinyHistory", "TinyRun", "attention_maps", "dot_product_variance",
-    "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
+    "attention_memory", "kv_cache_decode", "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
     "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
     "designed_retrieval", "toy_qkv", "train_tiny_attention",
 ]
@@ -333,6 +333,64 @@ def mha_shapes(B, L, d_model, H) -> MHAShapes:
     return MHAShapes(info.d_k, list(info.shapes.items()), dict(info.params),
                      int(sum(p.data.size for p in mha.parameters())), tuple(out.shape),
                      tuple(weights.shape))
+
+
+# ----------------------------------------------------------------------------- memory and the KV cache
+@dataclass(frozen=True)
+class AttentionMemory:
+    """Bytes of one forward pass over a sequence of ``length`` tokens (batch 1): the score
+    tensor [H, L, L] of one layer (``scores_bytes``, what a kernel that forms it must hold) and
+    the KV cache of all layers (``kv_cache_bytes`` = 2 · layers · L · d_model values)."""
+
+    length: int
+    scores_bytes: int
+    kv_cache_bytes: int
+
+
+def attention_memory(length=1024, d_model=768, layers=12, heads=12, bytes_per_value=4) -> AttentionMemory:
+    """Score memory grows as L² (H·L² values per layer), the KV cache as L (2·layers·L·d_model)."""
+    op = "attention_memory"
+    L = _int(op, "length", length, 1)
+    d = _int(op, "d_model", d_model, 1)
+    n = _int(op, "layers", layers, 1)
+    h = _int(op, "heads", heads, 1)
+    b = _int(op, "bytes_per_value", bytes_per_value, 1)
+    return AttentionMemory(L, h * L * L * b, 2 * n * L * d * b)
+
+
+@dataclass(frozen=True)
+class KVDecode:
+    """Causal self-attention generated one token at a time with a KV cache, against the full
+    masked computation: ``max_gap`` between the two outputs; rows of K and V projected with the
+    cache (``projected_cached`` = L) and without it (``projected_uncached`` = L(L+1)/2, every
+    prefix recomputed); ``scores`` = L(L+1)/2 query-key products either way."""
+
+    max_gap: float
+    projected_cached: int
+    projected_uncached: int
+    scores: int
+
+
+def kv_cache_decode(length=12, d_model=8, seed=0) -> KVDecode:
+    """Decode ``length`` steps: at step t, project only token t's key and value, append them to
+    the cache, and attend from token t's query to the cached t + 1 keys. The outputs equal one
+    causal-masked pass over the whole sequence (a test of the cache, not an approximation)."""
+    op = "kv_cache_decode"
+    L = _int(op, "length", length, 1)
+    d = _int(op, "d_model", d_model, 1)
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((L, d))
+    Wq, Wk, Wv = rng.standard_normal((3, d, d)) / math.sqrt(d)
+    full = attention.scaled_dot_product_attention(
+        X @ Wq, X @ Wk, X @ Wv, attn_mask=attention.causal_mask(L)).data
+    keys, values, rows = [], [], []
+    for t in range(L):
+        keys.append(X[t] @ Wk)            # one new row per step: the cache
+        values.append(X[t] @ Wv)
+        rows.append(attention.scaled_dot_product_attention(
+            (X[t] @ Wq)[None], np.array(keys), np.array(values)).data[0])
+    return KVDecode(float(np.abs(np.array(rows) - full).max()), L, L * (L + 1) // 2,
+                    L * (L + 1) // 2)
 
 
 # ----------------------------------------------------------------------------- RoPE

@@ -206,3 +206,12 @@ def test_designed_retrieval_softmax_by_hand():
     assert np.all(np.diff(r.on_target) > 0) and r.on_target[-1] > 0.999
     with pytest.raises(ValueError, match="target must be < L"):
         attention_lab.designed_retrieval(L=3, target=3)
+
+
+def test_attention_memory_and_kv_decode():
+    m = attention_lab.attention_memory(1024, 768, 12, 12, 4)
+    assert m.scores_bytes == 12 * 1024**2 * 4 and m.kv_cache_bytes == 72 * 2**20
+    with pytest.raises(ValueError, match="attention_memory: length"):
+        attention_lab.attention_memory(0)
+    d = attention_lab.kv_cache_decode(length=5, d_model=4, seed=3)
+    assert d.max_gap < 1e-12 and (d.projected_cached, d.projected_uncached) == (5, 15)
