@@ -178,6 +178,46 @@ def _(mode_n, mode_sweep):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    ### What backward keeps
+
+    The backward pass needs values from the forward pass: `tanh`'s rule uses its output
+    ($1 - t^2$), a linear layer's weight gradient $dZ^\top X$ uses its input $X$. So every op saves
+    what its rule will read, and it stays in memory until `backward()` has used it. Below, the
+    playground's MLP (2 inputs, width 64, 2 classes, tanh) runs one forward pass with a
+    cross-entropy loss; the engine's saved arrays are counted by walking the recorded graph, an
+    array shared with a parameter or an earlier op counted once.
+    """)
+    return
+
+
+@app.cell
+def _():
+    mem_batch = mo.ui.slider(steps=[1, 8, 32, 128, 512, 2048, 8192], value=128, label="batch B", show_value=True)
+    mem_depth = mo.ui.slider(1, 8, step=1, value=2, label="hidden layers", show_value=True)
+    return mem_batch, mem_depth
+
+
+@app.cell
+def _(mem_batch, mem_depth):
+    saved = lab.saved_for_backward(mem_batch.value, depth=mem_depth.value, width=64, seed=0)
+    _rows = "\n".join(f"| {op} | {n:,} |" for op, n in saved.per_op)
+    mo.vstack([
+        mo.hstack([mem_batch, mem_depth]),
+        mo.md(f"One forward pass on **{saved.batch}** examples leaves **{saved.activation_floats:,}** floats "
+              f"({saved.activation_bytes / 1024:,.1f} KiB in float64) for the backward pass, "
+              f"**{saved.activation_floats // saved.batch:,}** per example, against "
+              f"**{saved.parameter_floats:,}** parameters. The saved activations grow in proportion to the "
+              "batch and by B × width with each hidden layer; the parameters do not depend on the batch. "
+              "This is why a large batch runs out of memory in training but not at inference, where "
+              "`no_grad()` records nothing."),
+        mo.md("| op (backward order) | floats it saved |\n|---|---|\n" + _rows),
+    ])
+    return (saved,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 2. A dense layer by hand
 
     We write a layer the way PyTorch stores it. A batch $X$ has shape $n\times d_{in}$, one example
@@ -520,6 +560,26 @@ def _():
 @app.cell
 def _(answer_modes, exercise_modes):
     ui.exercise(exercise_modes, answer_modes)
+    return
+
+
+@app.cell
+def _():
+    _one, _two = (lab.saved_for_backward(100, depth=d, width=64, seed=0) for d in (1, 2))
+    exercise_saved = exercises.NumberExercise(
+        question="**6.** The MLP of *What backward keeps* gets one more hidden layer of width 64. With a batch of "
+                 "100 examples, how many more floats does its forward pass keep for the backward pass?",
+        truth=_two.activation_floats - _one.activation_floats,
+        hint="The new linear layer reads its input, a batch of width-64 activations; tanh's output is then "
+             "what the next layer reads (counted once).",
+        explanation="B × width: one activation matrix per layer.")
+    answer_saved = ui.answer_box(exercise_saved, placeholder="e.g. 100", label="more floats =")
+    return answer_saved, exercise_saved
+
+
+@app.cell
+def _(answer_saved, exercise_saved):
+    ui.exercise(exercise_saved, answer_saved)
     return
 
 

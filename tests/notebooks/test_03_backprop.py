@@ -58,6 +58,18 @@ def test_03_reverse_mode_costs_about_two_forwards_whatever_n():
         assert f"forward (JVPs) {n} {m.jvp_madds:,}" in text
 
 
+def test_03_what_backward_keeps_grows_with_the_batch_as_the_prose_says():
+    shown = {}
+    for batch, depth in ((1, 1), (8192, 1), (8192, 8)):
+        text, defs = notebook_text("03_backprop", mem_batch=batch, mem_depth=depth)
+        s = defs["saved"]
+        shown[batch, depth] = s
+        assert f"leaves {s.activation_floats:,} floats" in text and f"against {s.parameter_floats:,} parameters" in text
+    assert shown[8192, 1].activation_floats == 8192 * shown[1, 1].activation_floats
+    assert shown[8192, 8].activation_floats - shown[8192, 1].activation_floats == 7 * 8192 * 64
+    assert shown[8192, 1].parameter_floats == shown[1, 1].parameter_floats
+
+
 def test_03_dense_layer_and_gradient_check():
     text, defs = notebook_text("03_backprop", dense_n=64, dense_in=32, dense_out=32, gc_x0=-2.0, gc_h=1e-12)
     assert max(defs["dense"].max_difference.values()) < 1e-10
@@ -96,14 +108,16 @@ def test_03_exercises_are_graded_by_the_engine():
     s = 1 / (1 + math.exp(1.5))
     text, defs = notebook_text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_dw="5", answer_h="-6",
                                answer_uses="3",
-                               answer_modes=f"{backprop_lab.forward_vs_reverse(500).forward_mode_in_forwards:.0f}")
+                               answer_modes=f"{backprop_lab.forward_vs_reverse(500).forward_mode_in_forwards:.0f}",
+                               answer_saved="6400")
     assert defs["exercise_neuron"].truth == pytest.approx(s * (1 - s) * 2)
     assert defs["exercise_dw"].truth == 5 and -8 <= defs["exercise_h"].truth <= -4
     assert defs["exercise_uses"].truth == 3
     assert 900 < defs["exercise_modes"].truth < 1100
-    assert text.count("Right") == 5
+    assert defs["exercise_saved"].truth == 100 * 64
+    assert text.count("Right") == 6
     text, _ = notebook_text("03_backprop", answer_neuron="0.5", answer_dw="10", answer_h="-12", answer_uses="2",
-                            answer_modes="2")
-    assert "Right" not in text and text.count("Not quite") == 5
+                            answer_modes="2", answer_saved="64")
+    assert "Right" not in text and text.count("Not quite") == 6
 
 

@@ -275,3 +275,50 @@ def forward_vs_reverse(n: int = 100, hidden: int = 64, seed: int = 0) -> ModeCos
     xt = Tensor(x.copy(), requires_grad=True)
     (Tensor(v) * (Tensor(W) @ xt).tanh()).sum().backward()
     return ModeCost(n, h, forward_madds, n, jvp_madds, 2, vjp_madds, grad_fwd, grad_rev, xt.grad.copy())
+
+
+# ----------------------------------------------------------------------------- what backward keeps
+
+
+@dataclass
+class SavedForBackward:
+    """What one forward pass of the playground's MLP leaves for ``backward()``: the arrays its nodes
+    saved (found by walking autograd's own topological order), split into activations (new
+    memory, one row per example) and views of the parameters (no new memory)."""
+
+    batch: int
+    depth: int
+    width: int
+    activation_floats: int
+    parameter_floats: int
+    per_op: list  # (op name, floats it saved that no earlier op or parameter holds), in backward order
+
+    @property
+    def activation_bytes(self) -> int:
+        return 8 * self.activation_floats  # float64
+
+
+def saved_for_backward(batch: int = 32, depth: int = 2, width: int = 16, activation: str = "tanh",
+                       seed: int = 0) -> SavedForBackward:
+    """Build the playground's MLP (2 inputs, 2 classes), run one forward pass on ``batch`` examples
+    and add up what the recorded nodes saved for the backward pass."""
+    from engine.autograd import _topological_order
+
+    if not (isinstance(batch, (int, np.integer)) and 1 <= batch <= 100_000):
+        raise ValueError(f"saved_for_backward: batch must be an integer in [1, 100000], got {batch!r}")
+    model = build_mlp(2, 2, width, depth, activation, seed)
+    params = [p.data for p in model.parameters()]
+    x = np.random.default_rng(seed).standard_normal((batch, 2))
+    loss = F.cross_entropy(model(Tensor(x)), np.zeros(batch, dtype=np.int64))
+    per_op, total, kept = [], 0, list(params)  # an array shared with one already counted is free
+    for t in _topological_order(loss):
+        if t._ctx is None:
+            continue
+        fresh = 0
+        for a in (a for a in (t._ctx.saved_tensors or ()) if isinstance(a, np.ndarray)):
+            if not any(np.shares_memory(a, k) for k in kept):
+                kept.append(a)
+                fresh += a.size
+        per_op.append((type(t._ctx).__name__, int(fresh)))
+        total += fresh
+    return SavedForBackward(int(batch), depth, width, int(total), int(sum(p.size for p in params)), per_op)

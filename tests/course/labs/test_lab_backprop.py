@@ -91,3 +91,22 @@ def test_forward_and_reverse_mode_give_the_gradient_at_their_costs(n):
 def test_forward_vs_reverse_refuses_bad_sizes():
     with pytest.raises(ValueError, match="n must be"):
         backprop_lab.forward_vs_reverse(0)
+
+
+def test_saved_for_backward_grows_with_batch_and_depth_not_parameters():
+    base = backprop_lab.saved_for_backward(1, depth=2, width=16)
+    big = backprop_lab.saved_for_backward(50, depth=2, width=16)
+    deeper = backprop_lab.saved_for_backward(50, depth=3, width=16)
+    assert big.activation_floats == 50 * base.activation_floats  # one row per example
+    assert deeper.activation_floats - big.activation_floats == 50 * 16  # B × width per hidden layer
+    assert big.parameter_floats == base.parameter_floats == (2 * 16 + 16) + (16 * 16 + 16) + (16 * 2 + 2)
+    assert big.activation_bytes == 8 * big.activation_floats
+    # the first linear layer keeps its input x (B × 2): the count includes what we fed in
+    assert big.per_op[-1] == ("Linear", 50 * 2)
+    # inference records nothing: no graph, nothing saved
+    import engine
+    model = backprop_lab.build_mlp(2, 2, 16, 2)
+    with engine.no_grad():
+        assert model(engine.Tensor(np.zeros((5, 2))))._ctx is None
+    with pytest.raises(ValueError, match="batch must be"):
+        backprop_lab.saved_for_backward(0)
