@@ -418,8 +418,7 @@ def _():
     exercise_depth = exercises.ChoiceExercise(
         question="**2.** A 30-layer network of **sigmoid** units with Xavier initialisation. Compared with "
                  "the last layer, the gradient that reaches the first layer is…",
-        options={"much smaller (it vanishes)": "vanish", "about the same": "stable",
-                 "much larger (it explodes)": "explode"},
+        options=lab.GRADIENT_FATES,
         truth=_truth.verdict(),
         hint="think of the largest possible slope of a sigmoid, then multiply it 30 times.",
         explanation=f"The first layer's gradient is **{_truth.gradient_ratio:.1e}** times the last layer's: "
@@ -481,8 +480,7 @@ def _():
     exercise_residual = exercises.ChoiceExercise(
         question="**5.** A 50-layer ReLU stack with He initialisation gets a residual path, but no normalisation. "
                  "Compared with the last layer, the gradient that reaches the first layer is…",
-        options={"much smaller (it vanishes)": "vanish", "about the same": "stable",
-                 "much larger (it explodes)": "explode"},
+        options=lab.GRADIENT_FATES,
         truth=_truth.verdict(),
         hint="each layer adds φ(z), of about the stream's own variance, to the stream.",
         explanation=f"The ratio is **{_truth.gradient_ratio:.2g}**: the forward variance doubles at every layer, "

@@ -156,7 +156,88 @@ def _(delta, line_fits_free, line_out, line_x, line_y, n_outliers, outlier_shift
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 3. Classification: cross-entropy from logits
+    ## 3. Losses are likelihoods
+
+    Each loss is the negative log-likelihood of a noise model, and the noise model decides what
+    the prediction estimates. Take the simplest model, a constant $c$ fitted to targets $y_i$:
+
+    - **MSE** is $-\ln$ of a Gaussian, $\mathcal N(y \mid c, \sigma^2)$, up to a scale and a
+      constant: $\frac{(y-c)^2}{2\sigma^2} + \text{const}$. Its minimiser is the **mean** of $y$.
+    - **MAE** is $-\ln$ of a Laplace density, $\frac{|y-c|}{b} + \text{const}$. Its minimiser
+      is the **median**.
+    - The **pinball** loss $\rho_\tau(e) = \max(\tau e, (\tau - 1) e)$ with $e = y - c$ is $-\ln$
+      of an asymmetric Laplace density. Its minimiser is the **τ-quantile**: at the optimum a
+      share τ of the targets lies below $c$.
+    - **Cross-entropy** is $-\ln$ of a categorical distribution; fitted with constant logits,
+      its softmax is the **class frequencies**.
+
+    Below, the engine fits a constant under each loss (Adam, cosine-annealed learning rate) to
+    2,000 targets. On skewed (Gamma) noise the three answers differ, and each matches the
+    statistic its likelihood estimates; on symmetric Gaussian noise the mean and the median agree.
+    """)
+    return
+
+
+@app.cell
+def _():
+    lik_noise = mo.ui.radio(options={"Gamma(2, 1): skewed": "gamma", "Gaussian N(2, 1): symmetric": "gaussian"},
+                            value="Gamma(2, 1): skewed", label="noise", inline=True)
+    lik_tau = mo.ui.slider(0.05, 0.95, step=0.05, value=0.9, label="pinball quantile τ", show_value=True,
+                           debounce=True)
+    return lik_noise, lik_tau
+
+
+@app.cell
+def _(lik_noise):
+    lik_y = lab.skewed_targets(lik_noise.value, n=2000, seed=0)
+    # MSE and MAE do not depend on τ: fitted here, so moving τ refits only the pinball loss
+    lik_fits_free = [lab.constant_fit(lik_y, "mse"), lab.constant_fit(lik_y, "mae")]
+    return lik_fits_free, lik_y
+
+
+@app.cell
+def _(lik_fits_free, lik_noise, lik_tau, lik_y):
+    lik_fits = lik_fits_free + [lab.constant_fit(lik_y, "pinball", tau=lik_tau.value)]
+    _centres, _density = lab.target_density(lik_y)
+    _chart = plot.curves(_centres, {"density of the targets": _density}, x_title="y", y_title="density",
+                         colors={"density of the targets": "data"}, height=220,
+                         title="Targets, and the best constant under MSE (blue), MAE (brown), pinball (violet)")
+    for _fit, _color in zip(lik_fits, ("mse", "mae", "model")):
+        _chart = _chart + plot.rule(_fit.fitted, orient="x", color_name=_color)
+    _names = {"mse": "MSE ↔ Gaussian", "mae": "MAE ↔ Laplace", "pinball": f"pinball τ = {lik_tau.value:g} ↔ asymmetric Laplace"}
+    _span = lambda f: (f"{f.minimisers[0]:.4f}" if f.minimisers[0] == f.minimisers[1]  # noqa: E731
+                       else f"[{f.minimisers[0]:.4f}, {f.minimisers[1]:.4f}]")
+    _rows = "\n".join(f"| {_names[f.loss]} | {f.fitted:.4f} | {f.statistic_name} | {f.statistic:.4f} | {_span(f)} |"
+                      for f in lik_fits)
+    mo.vstack([
+        mo.hstack([lik_noise, lik_tau], justify="start"),
+        _chart,
+        mo.md("| loss ↔ likelihood | best constant (engine) | statistic | its value (NumPy) | every minimiser |\n"
+              "|---|---|---|---|---|\n" + _rows),
+        mo.md("With an even count of targets (2,000 here), MAE's loss is flat between the two middle values, "
+              "and pinball's between two neighbouring values when 2,000·τ is whole: any point there is a "
+              "median or a τ-quantile, so the engine's constant and NumPy's interpolated value can differ "
+              "in the third decimal while both minimise the loss."),
+    ])
+    return (lik_fits,)
+
+
+@app.cell
+def _():
+    _labels = lab.sample_labels((0.6, 0.3, 0.1), n=500, seed=0)
+    class_frequencies = np.bincount(_labels, minlength=3) / len(_labels)
+    class_fit = lab.fit_class_probabilities(_labels, 3)
+    _show = lambda v: "(" + ", ".join(f"{x:.3f}" for x in v) + ")"  # noqa: E731
+    mo.md(f"**Cross-entropy ↔ categorical.** 500 labels drawn with probabilities (0.6, 0.3, 0.1) have "
+          f"frequencies **{_show(class_frequencies)}**; constant logits fitted by cross-entropy give the "
+          f"softmax **{_show(class_fit)}**: the frequencies, the categorical maximum-likelihood estimate.")
+    return class_fit, class_frequencies
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 4. Classification: cross-entropy from logits
 
     For two classes the model outputs one logit $z$ and $\hat p = \sigma(z)$; for $K$ classes, $K$
     logits and $p = \operatorname{softmax}(z)$. The loss is the negative log-probability of the
@@ -215,7 +296,7 @@ def _(ce_logits, ce_target, smoothing):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 4. Why losses take logits
+    ## 5. Why losses take logits
 
     Written naively, cross-entropy is `-log(exp(z[y]) / exp(z).sum())`, and it fails in two
     ways. In float32, $e^{z}$ overflows to `inf` past $z \approx 88.7$: if the target is the
@@ -289,7 +370,7 @@ def _(fused_curve, logit_scale, naive_break, naive_curve, naive_scales, naive_ta
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 5. KL divergence is not a distance
+    ## 6. KL divergence is not a distance
 
     $$
     D_{\mathrm{KL}}(p\,\|\,q) = \sum_x p(x)\ln\frac{p(x)}{q(x)} \;\ge 0,
@@ -358,7 +439,7 @@ def _(kl_fit_button, kl_separation, q_mu, q_sigma):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 6. MSE on a sigmoid learns slowly when it is badly wrong
+    ## 7. MSE on a sigmoid learns slowly when it is badly wrong
 
     Take a positive example ($y=1$) and let its logit $z$ range from very wrong ($z \ll 0$) to
     very right. With cross-entropy, $\partial L/\partial z = \sigma(z) - 1 \to -1$: the worse the
@@ -416,7 +497,7 @@ def _(clf_lr, margin_chart, w0):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 7. The initial-loss check
+    ## 8. The initial-loss check
 
     Before training, a classifier's logits should be small, so every class gets about $1/K$ and
     the cross-entropy is about $-\ln(1/K) = \ln K$: 0.693 for two classes, 2.303 for ten. If the
@@ -452,7 +533,7 @@ def _(init_logit_scale, n_classes):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 8. Check yourself
+    ## 9. Check yourself
     """)
     return
 
@@ -514,10 +595,30 @@ def _(answer_bce, exercise_bce):
     return
 
 
+@app.cell
+def _():
+    exercise_median = exercises.NumberExercise(
+        question="**4.** Three targets, 1, 2 and 10. What is the best constant prediction under **MAE**? "
+                 "(And under MSE?)",
+        truth=lab.constant_fit([1.0, 2.0, 10.0], "mae").fitted,
+        hint="MAE is the Laplace likelihood; which statistic does it estimate?",
+        abs_tol=0.01,
+        explanation="MAE's minimiser is the median, 2; MSE's is the mean, 13/3 ≈ 4.33, pulled up by the 10.",
+    )
+    answer_median = ui.answer_box(exercise_median, placeholder="e.g. 4", label="ĉ =")
+    return answer_median, exercise_median
+
+
+@app.cell
+def _(answer_median, exercise_median):
+    ui.exercise(exercise_median, answer_median)
+    return
+
+
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## 9. The same in your own script
+    ## 10. The same in your own script
 
     The cell below is what you would write in a script (it runs here, in a private function).
     """)

@@ -133,3 +133,61 @@ def test_02_exercises_are_graded_by_the_engine():
     assert "Right" not in text and text.count("Not quite") == 3
 
 
+
+
+# ----------------------------------------------------------------------------- issue 13: losses are likelihoods
+
+
+def _likelihood_rows(text):
+    found = re.findall(r"(MSE ↔ Gaussian|MAE ↔ Laplace|pinball τ = \S+ ↔ asymmetric Laplace) (\S+) "
+                       r"(mean|median|\S+-quantile) (\S+) (\[\S+ \S+\]|\S+)", text)
+    rows = {}
+    for name, fit, stat, value, span in found:
+        lo, hi = (float(v) for v in span.strip("[]").split(", ")) if "[" in span else (float(span),) * 2
+        rows[name.split()[0]] = (float(fit), stat, float(value), lo, hi)
+    return rows
+
+
+def test_02_three_losses_three_answers_on_skewed_noise():
+    text, defs = notebook_text("02_losses", lik_noise="gamma", lik_tau=0.9)
+    rows = _likelihood_rows(text)
+    y = losses_lab.skewed_targets("gamma", n=2000, seed=0)
+    expected = {"MSE": ("mean", np.mean(y)), "MAE": ("median", np.median(y)), "pinball": ("0.9-quantile", np.quantile(y, 0.9))}
+    for name, (stat, value) in expected.items():
+        fit, shown_stat, shown_value, lo, hi = rows[name]
+        assert shown_stat == stat and shown_value == pytest.approx(value, abs=5e-5)
+        assert fit == pytest.approx(value, abs=1e-2) and lo - 1e-4 <= fit <= hi + 1e-4  # each its own statistic
+    tau, s = 0.9, np.sort(y)
+    assert rows["pinball"][3:] == (round(s[1799], 4), round(s[1800], 4))  # 2000·0.9 whole: flat between s_1800, s_1801
+    assert rows["MAE"][3:] == (round(s[999], 4), round(s[1000], 4))
+    fits = sorted(r[0] for r in rows.values())
+    assert fits[1] - fits[0] > 0.2 and fits[2] - fits[1] > 1.0  # three different answers
+    below = np.mean(y < rows["pinball"][0])
+    assert below == pytest.approx(0.9, abs=0.005)  # "a share τ of the targets lies below c"
+
+
+def test_02_on_symmetric_noise_mean_and_median_agree_and_tau_moves_the_quantile():
+    text, _ = notebook_text("02_losses", lik_noise="gaussian", lik_tau=0.05)
+    rows = _likelihood_rows(text)
+    assert abs(rows["MSE"][0] - rows["MAE"][0]) < 0.02
+    y = losses_lab.skewed_targets("gaussian", n=2000, seed=0)
+    fit, stat, _, lo, hi = rows["pinball"]
+    assert stat == "0.05-quantile" and lo - 1e-4 <= fit <= hi + 1e-4
+    assert (lo, hi) == (round(np.sort(y)[99], 4), round(np.sort(y)[100], 4))
+
+
+def test_02_cross_entropy_with_constant_logits_recovers_the_class_frequencies():
+    text, defs = notebook_text("02_losses")
+    np.testing.assert_allclose(defs["class_fit"], defs["class_frequencies"], atol=1e-3)
+    labels = losses_lab.sample_labels((0.6, 0.3, 0.1), n=500, seed=0)
+    np.testing.assert_allclose(defs["class_frequencies"], np.bincount(labels, minlength=3) / 500)
+    shown = "(" + ", ".join(f"{v:.3f}" for v in defs["class_frequencies"]) + ")"
+    assert text.count(shown) == 2  # the frequencies, and the fitted softmax printing the same digits
+
+
+def test_02_median_exercise_is_graded():
+    text, defs = notebook_text("02_losses", answer_median="2")
+    assert defs["exercise_median"].truth == pytest.approx(2.0, abs=1e-3)
+    assert "Right" in text and "median, 2" in text
+    text, _ = notebook_text("02_losses", answer_median="4.33")
+    assert "Not quite" in text

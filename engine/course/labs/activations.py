@@ -359,6 +359,11 @@ class DepthReport:
         return "vanish" if r < 1e-2 else ("explode" if r > 1e2 else "stable")
 
 
+# the choices of a "what happens to the gradient?" exercise, labels -> DepthReport.verdict() values
+GRADIENT_FATES = {"much smaller (it vanishes)": "vanish", "about the same": "stable",
+                  "much larger (it explodes)": "explode"}
+
+
 def init_std(init: str, fan_in: int, fan_out: int, scale: float = 1.0, activation: str = "relu",
              slope: float = 0.01) -> float:
     """Weight standard deviation: He √(2/n_in) (√(2/(1+α²)/n_in) for leaky ReLU, as

@@ -370,3 +370,120 @@ def fit_line(x, y, loss: str = "mse", delta: float = 1.0, steps: int = 400, lr: 
         sched.step()
         history[i] = float(value.data)
     return float(w.data), float(b.data), history
+
+
+# ----------------------------------------------------------------------------- losses are likelihoods
+
+NOISE_KINDS = ("gamma", "gaussian")
+
+
+def skewed_targets(kind: str = "gamma", n: int = 2000, seed: int = 0) -> np.ndarray:
+    """Targets y for a constant predictor: Gamma(shape 2, scale 1), skewed to the right (mean 2,
+    median ≈ 1.68), or Gaussian N(2, 1), symmetric (mean = median = 2)."""
+    if kind not in NOISE_KINDS:
+        raise ValueError(f"skewed_targets: kind must be one of {NOISE_KINDS}, got {kind!r}")
+    rng = np.random.default_rng(seed)
+    return rng.gamma(2.0, 1.0, n) if kind == "gamma" else rng.normal(2.0, 1.0, n)
+
+
+def pinball_loss(pred, target, tau: float):
+    """The quantile (pinball) loss, mean over the batch: τ·e for e = y − ŷ ≥ 0, (τ − 1)·e below;
+    its minimiser over constants is the τ-quantile of y."""
+    if not 0 < tau < 1:
+        raise ValueError(f"pinball_loss: the quantile τ must lie strictly between 0 and 1, got {tau}")
+    e = Tensor(np.asarray(target, dtype=np.float64)) - pred
+    return (tau * F.relu(e) + (1 - tau) * F.relu(-e)).mean()
+
+
+@dataclass
+class ConstantFit:
+    """The best constant predictor ĉ under one loss, found by the engine, and the statistic it estimates."""
+
+    loss: str
+    fitted: float
+    statistic_name: str
+    statistic: float
+    minimisers: tuple  # (lo, hi): every constant in [lo, hi] minimises the sample's loss
+
+    @property
+    def is_a_minimiser(self) -> bool:
+        """The engine's constant lies in the minimising interval (to 1e-6)."""
+        return self.minimisers[0] - 1e-6 <= self.fitted <= self.minimisers[1] + 1e-6
+
+
+def fit_constant(y, loss: str = "mse", tau: float = 0.5, steps: int = 400, lr: float = 0.1) -> float:
+    """argmin_c mean ℓ(y − c) by the engine: Adam from c = 0, learning rate annealed to 0 by a
+    cosine schedule (so MAE's and pinball's constant-size gradients settle)."""
+    y = np.asarray(y, dtype=np.float64)
+    # shape (1,), not 0-d: Adam on a lone 0-d parameter fails in the engine today (reported)
+    c = Tensor(np.zeros(1), requires_grad=True)
+    opt = Adam([c], lr=lr)
+    sched = CosineAnnealingLR(opt, T_max=steps)
+    yt, zeros = Tensor(y), Tensor(np.zeros_like(y))
+    for _ in range(steps):
+        opt.zero_grad()
+        if loss == "mse":
+            value = F.mse_loss(c + zeros, yt)  # the constant broadcast over the batch
+        elif loss == "mae":
+            value = F.l1_loss(c + zeros, yt)
+        elif loss == "pinball":
+            value = pinball_loss(c, y, tau)
+        else:
+            raise ValueError(f"fit_constant: loss must be 'mse', 'mae' or 'pinball', got {loss!r}")
+        value.backward()
+        opt.step()
+        sched.step()
+    return float(c.data[0])
+
+
+STATISTIC_OF = {"mse": "mean", "mae": "median", "pinball": "quantile"}
+
+
+def constant_fit(y, loss: str = "mse", tau: float = 0.9) -> ConstantFit:
+    """The engine's best constant under ``loss`` next to the statistic it estimates: MSE (the
+    Gaussian's negative log-likelihood) the mean, MAE (the Laplace's) the median, pinball(τ) (the
+    asymmetric Laplace's) the τ-quantile."""
+    y = np.asarray(y, dtype=np.float64)
+    if loss not in STATISTIC_OF:
+        raise ValueError(f"constant_fit: loss must be one of {tuple(STATISTIC_OF)}, got {loss!r}")
+    statistic = {"mse": np.mean, "mae": np.median, "pinball": lambda v: np.quantile(v, tau)}[loss](y)
+    name = f"{tau:g}-quantile" if loss == "pinball" else STATISTIC_OF[loss]
+    minimisers = (float(statistic),) * 2 if loss == "mse" else quantile_interval(y, 0.5 if loss == "mae" else tau)
+    return ConstantFit(loss, fit_constant(y, loss, tau=tau), name, float(statistic), minimisers)
+
+
+def quantile_interval(y, tau: float) -> tuple:
+    """Every minimiser of the mean pinball loss ρ_τ(y − c) over c, as (lo, hi): with the sorted
+    sample s_1 ≤ … ≤ s_n and k = nτ, the interval [s_k, s_{k+1}] when k is a whole number (the
+    loss is flat between them), else the single point s_⌈k⌉. τ = ½ gives MAE's medians."""
+    s = np.sort(np.asarray(y, dtype=np.float64))
+    k = len(s) * tau
+    if abs(k - round(k)) < 1e-9 and 1 <= round(k) < len(s):
+        return float(s[round(k) - 1]), float(s[round(k)])
+    point = float(s[math.ceil(k) - 1])
+    return point, point
+
+
+def fit_class_probabilities(labels, n_classes: int, steps: int = 300, lr: float = 0.1) -> np.ndarray:
+    """Constant logits fitted by cross-entropy to ``labels``: softmax of the result, which is the
+    categorical maximum-likelihood estimate, the class frequencies."""
+    labels = np.asarray(labels)
+    z = Tensor(np.zeros(n_classes), requires_grad=True)
+    opt = Adam([z], lr=lr)
+    for _ in range(steps):
+        opt.zero_grad()
+        F.cross_entropy(z + Tensor(np.zeros((len(labels), n_classes))), labels).backward()
+        opt.step()
+    return F.softmax(Tensor(z.data), dim=-1).data
+
+
+def target_density(y, bins: int = 40):
+    """(bin centres, density) of the targets, the histogram drawn under the fitted constants."""
+    density, edges = np.histogram(np.asarray(y, dtype=np.float64), bins=bins, density=True)
+    return 0.5 * (edges[:-1] + edges[1:]), density
+
+
+def sample_labels(probs=(0.6, 0.3, 0.1), n: int = 500, seed: int = 0) -> np.ndarray:
+    """``n`` class labels drawn with the given class probabilities."""
+    probs = np.asarray(probs, dtype=np.float64)
+    return np.random.default_rng(seed).choice(len(probs), n, p=probs / probs.sum())

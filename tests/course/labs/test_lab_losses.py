@@ -182,3 +182,51 @@ def test_huber_fit_is_stationary_and_robust_losses_resist_outliers():
         losses.make_line_data(n=10, n_outliers=6)
 
 
+
+
+def test_pinball_loss_value_and_gradient():
+    y = np.array([0.5, 1.0, 3.0, -2.0])
+    for tau in (0.1, 0.5, 0.9):
+        c = engine.tensor(np.array([0.7]), requires_grad=True)
+        loss = losses.pinball_loss(c, y, tau)
+        e = y - 0.7
+        assert float(loss.data) == pytest.approx(np.mean(np.maximum(tau * e, (tau - 1) * e)), rel=1e-12)
+        loss.backward()
+        h = 1e-6
+        f = lambda v: np.mean(np.maximum(tau * (y - v), (tau - 1) * (y - v)))  # noqa: E731
+        assert c.grad[0] == pytest.approx((f(0.7 + h) - f(0.7 - h)) / (2 * h), rel=1e-6)
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        losses.pinball_loss(engine.tensor([0.0]), y, 1.0)
+
+
+@pytest.mark.parametrize("loss, tau", [("mse", 0.5), ("mae", 0.5), ("pinball", 0.25), ("pinball", 0.9)])
+def test_constant_fit_finds_the_statistic_of_its_likelihood(loss, tau):
+    y = losses.skewed_targets("gamma", n=500, seed=3)
+    fit = losses.constant_fit(y, loss, tau=tau)
+    stat = {"mse": np.mean(y), "mae": np.median(y), "pinball": np.quantile(y, tau)}[loss]
+    assert fit.statistic == pytest.approx(stat, rel=1e-12) and fit.fitted == pytest.approx(stat, abs=2e-2)
+    assert fit.is_a_minimiser
+    # brute force: the loss at the fit is the smallest the sample allows (its minimum over all sample points)
+    t = {"mse": None, "mae": 0.5, "pinball": tau}[loss]
+    objective = (lambda c: np.mean((y - c) ** 2)) if t is None else \
+        (lambda c: np.mean(np.maximum(t * (y - c), (t - 1) * (y - c))))
+    best = min(objective(c) for c in (np.append(y, np.mean(y))))
+    assert objective(fit.fitted) == pytest.approx(best, rel=1e-6)
+    with pytest.raises(ValueError, match="loss must be one of"):
+        losses.constant_fit(y, "huber")
+
+
+def test_fit_class_probabilities_are_the_frequencies():
+    labels = losses.sample_labels((0.2, 0.5, 0.3), n=400, seed=1)
+    np.testing.assert_allclose(losses.fit_class_probabilities(labels, 3), np.bincount(labels) / 400, atol=1e-3)
+    centres, density = losses.target_density(losses.skewed_targets("gaussian"), bins=20)
+    assert len(centres) == 20 and np.sum(density * np.diff(centres).mean()) == pytest.approx(1.0, rel=1e-9)
+
+
+def test_quantile_interval_is_where_the_pinball_loss_is_flat():
+    y = np.array([3.0, 1.0, 4.0, 1.5, 9.0, 2.0])  # sorted: 1, 1.5, 2, 3, 4, 9
+    assert losses.quantile_interval(y, 0.5) == (2.0, 3.0)  # n·τ = 3: flat between s_3 and s_4
+    assert losses.quantile_interval(y, 0.25) == (1.5, 1.5)  # n·τ = 1.5: the single point s_2
+    f = lambda c, t: np.mean(np.maximum(t * (y - c), (t - 1) * (y - c)))  # noqa: E731
+    assert f(2.0, 0.5) == pytest.approx(f(2.7, 0.5)) and f(1.9, 0.5) > f(2.0, 0.5) < f(3.1, 0.5) + 0
+    assert f(3.1, 0.5) > f(3.0, 0.5)
