@@ -70,6 +70,31 @@ def _():
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    **Nesterov's look-ahead.** Momentum carries $\theta$ a step $\mu v$ before the gradient has any
+    say. Nesterov's idea, in the form of Sutskever et al. (2013), is to take the gradient *there*:
+    $v_{t+1} = \mu v_t - \eta\,\nabla f(\theta_t + \mu v_t)$, $\theta_{t+1} = \theta_t + v_{t+1}$.
+    If momentum is about to overshoot a valley floor, the gradient at the look-ahead point already
+    points back, and the step brakes early. PyTorch's rule above takes the gradient at its own
+    parameters, yet it is the same algorithm: its parameters **are** the look-ahead points
+    $\varphi_t = \theta_t + \mu v_t$ (substitute and the update becomes
+    $\varphi_{t+1} = \varphi_t + \mu^2 v_t - (1+\mu)\,\eta\,\nabla f(\varphi_t)$ in both forms).
+    """)
+    return
+
+
+@app.cell
+def _():
+    lookahead = lab.nesterov_lookahead("quadratic", lr=0.01, momentum=0.9, steps=50)
+    mo.md(f"Checked on the ill-conditioned quadratic below (η = 0.01, μ = 0.9, 50 steps): the look-ahead "
+          f"points of the textbook form and `SGD(nesterov=True)`'s parameters differ by at most "
+          f"**{lookahead.max_difference:.1e}**, while the textbook θ_t themselves sit up to "
+          f"**{np.max(np.abs(lookahead.theta - lookahead.engine)):.2f}** away.")
+    return (lookahead,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 2. Four surfaces, six optimizers
 
     Each surface is a function of $\theta = (\theta_1, \theta_2)$ built from engine operations, so
@@ -575,6 +600,23 @@ def _():
 @app.cell
 def _(answer_floor, exercise_floor):
     ui.exercise(exercise_floor, answer_floor)
+    return
+
+
+@app.cell
+def _():
+    exercise_lookahead = exercises.NumberExercise(
+        question="**6.** Nesterov momentum with μ = 0.9 is at θ = 0 with velocity v = 2 (one parameter). "
+                 "At which θ does the look-ahead form evaluate the gradient?",
+        truth=float(lab.lookahead_point(0.0, 2.0, momentum=0.9)),
+        hint="Where momentum alone would carry θ: θ + μv.", rel_tol=1e-6)
+    answer_lookahead = ui.answer_box(exercise_lookahead, placeholder="e.g. 1", label="θ + μv =")
+    return answer_lookahead, exercise_lookahead
+
+
+@app.cell
+def _(answer_lookahead, exercise_lookahead):
+    ui.exercise(exercise_lookahead, answer_lookahead)
     return
 
 

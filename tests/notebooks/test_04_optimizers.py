@@ -111,15 +111,26 @@ def test_04_noise_floor_claims_hold_on_the_values_shown():
     assert defs["noisy"].floor["constant"] < shown[8]  # ... or the larger η
 
 
+def test_04_nesterov_lookahead_claim_on_the_values_shown():
+    text, defs = notebook_text("04_optimizers")
+    la = defs["lookahead"]
+    assert la.max_difference < 1e-12 and f"differ by at most {la.max_difference:.1e}" in text
+    gap = np.max(np.abs(la.theta - la.engine))
+    assert gap > 0.1 and f"up to {gap:.2f} away" in text
+
+
 def test_04_exercises_are_graded_by_the_engine():
     text, defs = notebook_text("04_optimizers", answer_adam="0.01", answer_cosine="0.05", answer_clip="0.6",
-                               answer_rate="0.818", answer_floor="falls")
+                               answer_rate="0.818", answer_floor="falls",
+                               answer_lookahead="1.8")
     assert defs["exercise_rate"].truth == pytest.approx(9 / 11)
     assert defs["exercise_adam"].truth == pytest.approx(0.01, rel=1e-6)
     assert defs["exercise_cosine"].truth == pytest.approx(0.05)
     assert defs["exercise_clip"].truth == pytest.approx(0.6, rel=1e-5)
     assert defs["exercise_floor"].truth == "falls"
-    assert text.count("Right") == 5
+    assert defs["exercise_lookahead"].truth == pytest.approx(1.8)
+    assert text.count("Right") == 6
     text, _ = notebook_text("04_optimizers", answer_adam="0.003", answer_cosine="0.1", answer_clip="3",
-                            answer_rate="0.980", answer_floor="rises")
-    assert "Right" not in text and text.count("Not quite") == 4 and text.count("Not this one") == 1
+                            answer_rate="0.980", answer_floor="rises",
+                            answer_lookahead="2")
+    assert "Right" not in text and text.count("Not quite") == 5 and text.count("Not this one") == 1

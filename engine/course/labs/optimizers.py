@@ -244,6 +244,53 @@ def race(surface: str, names, start=None, steps: int = 100, lrs: dict | None = N
     return result
 
 
+# ----------------------------------------------------------------------------- Nesterov's look-ahead
+
+
+@dataclass
+class LookAhead:
+    """Nesterov momentum two ways on one surface: Sutskever et al.'s look-ahead form and PyTorch's."""
+
+    theta: np.ndarray  # look-ahead form: θ_t, [steps + 1, 2]
+    lookahead: np.ndarray  # φ_t = θ_t + μv_t, where the look-ahead form takes its gradients
+    engine: np.ndarray  # engine.optim.SGD(nesterov=True)'s parameters, [steps + 1, 2]
+
+    @property
+    def max_difference(self) -> float:
+        """max ‖φ_t − engine θ_t‖: PyTorch's parameters are the look-ahead points."""
+        return float(np.max(np.abs(self.lookahead - self.engine)))
+
+
+def lookahead_point(theta, velocity, momentum: float):
+    """φ = θ + μv: where momentum alone would carry θ, and where Nesterov takes the gradient."""
+    return np.asarray(theta, dtype=np.float64) + momentum * np.asarray(velocity, dtype=np.float64)
+
+
+def nesterov_lookahead(surface: str = "quadratic", lr: float = 0.01, momentum: float = 0.9,
+                       steps: int = 50) -> LookAhead:
+    """The look-ahead form v ← μv − η∇f(θ + μv), θ ← θ + v takes the gradient where momentum is
+    about to carry θ, so it brakes before it overshoots. PyTorch's form (b ← μb + g, θ ← θ − η(g + μb),
+    with g at its own parameters) is the same algorithm in the variable φ = θ + μv."""
+    _check_surface(surface)
+    fn = SURFACES[surface]["fn"]
+    theta, v = np.array(SURFACES[surface]["start"], dtype=np.float64), np.zeros(2)
+    thetas, points = [theta.copy()], [theta.copy()]
+    for _ in range(steps):
+        v = momentum * v - lr * surface_gradient(surface, lookahead_point(theta, v, momentum))
+        theta = theta + v
+        thetas.append(theta.copy())
+        points.append(lookahead_point(theta, v, momentum))
+    p = Parameter(np.array(SURFACES[surface]["start"], dtype=np.float64))
+    opt = optim.SGD([p], lr=lr, momentum=momentum, nesterov=True)
+    path = [p.data.copy()]
+    for _ in range(steps):
+        opt.zero_grad()
+        fn(p).backward()
+        opt.step()
+        path.append(p.data.copy())
+    return LookAhead(np.array(thetas), np.array(points), np.array(path))
+
+
 # ----------------------------------------------------------------------------- Adam's bias correction
 
 

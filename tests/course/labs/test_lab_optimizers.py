@@ -162,3 +162,18 @@ def test_sgd_noise_floor_falls_with_the_batch_and_decay_breaks_through():
         olab.sgd_noise(0)
     with pytest.raises(ValueError, match="η must be"):
         olab.sgd_noise(8, lr=2.0)
+
+
+@pytest.mark.parametrize("surface", ["quadratic", "rosenbrock"])
+def test_pytorch_nesterov_parameters_are_the_lookahead_points(surface):
+    lr, mu = olab.SURFACES[surface]["lr"]["nesterov"], 0.9
+    r = olab.nesterov_lookahead(surface, lr=lr, momentum=mu, steps=40)
+    # the textbook form by hand, with the gradient by autograd at θ + μv
+    theta, v = np.array(olab.SURFACES[surface]["start"]), np.zeros(2)
+    for t in range(1, 41):
+        v = mu * v - lr * olab.surface_gradient(surface, theta + mu * v)
+        theta = theta + v
+        np.testing.assert_allclose(r.theta[t], theta, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(r.engine[t], theta + mu * v, rtol=1e-10, atol=1e-12)
+    assert r.max_difference < 1e-12 and np.max(np.abs(r.theta - r.engine)) > 0.1  # different variables
+    assert olab.lookahead_point(0.0, 2.0, 0.9) == pytest.approx(1.8)
