@@ -20,13 +20,25 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 RUNTIME_DEPENDENCIES = {"marimo==0.25.2", "numpy", "matplotlib", "altair"}
+# The widgets of issue 15, pinned exactly (the WebAssembly pages copy these pins).
+WIDGET_DEPENDENCIES = {"wigglystuff==0.5.36", "anywidget==0.11.0", "drawdata==0.5.2"}
 
 
 # ----------------------------------------------------------------------------- pyproject.toml
-def test_runtime_dependencies_are_exactly_the_four():
+def test_runtime_dependencies_are_exactly_the_listed_ones():
+    """An unlisted addition fails here: add it to the sets above only with a reason in pyproject."""
     dependencies = PYPROJECT["project"]["dependencies"]
-    assert sorted(dependencies) == sorted(RUNTIME_DEPENDENCIES)
+    assert sorted(dependencies) == sorted(RUNTIME_DEPENDENCIES | WIDGET_DEPENDENCIES)
     assert len(dependencies) == len(set(dependencies))
+
+
+def test_every_dependency_beyond_the_four_is_pinned_with_a_written_reason():
+    """Each widget requirement is `==`-pinned and the line above it in pyproject.toml is a comment."""
+    lines = (ROOT / "pyproject.toml").read_text(encoding="utf-8").splitlines()
+    for requirement in WIDGET_DEPENDENCIES:
+        assert "==" in requirement
+        row = lines.index(f'    "{requirement}",')
+        assert lines[row - 1].strip().startswith("#"), f"{requirement} has no reason above it"
 
 
 def test_python_version_and_import_package():
