@@ -27,12 +27,13 @@ import engine.functional as F
 from engine import Tensor, nn, no_grad, optim, shapes
 from engine.random import fork_rng
 from engine.data import DataLoader
+from engine.metrics import confusion_matrix
 from engine.ops.conv import col2im, conv2d, im2col
 
 __all__ = [
     "CLASSIC_FILTERS", "CNNHistory", "ConvReport", "EQUIVARIANCE_CANVAS", "Equivariance",
     "Im2colBackward", "Im2colView",
-    "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "conv_grid",
+    "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "confusion", "conv_grid",
     "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
     "feature_maps", "im2col_backward", "im2col_view", "learned_filters", "make_cnn",
     "receptive_field_table", "round_trip_output_padding", "sample_image", "shift_equivariance", "train_cnn",
@@ -720,6 +721,17 @@ def train_cnn(model, X, y, X_test=None, y_test=None, epochs=5, lr=3e-3, batch_si
             on_epoch(epoch, history)
     model.eval()
     return history
+
+
+def confusion(model, X, y, batch_size=256) -> np.ndarray:
+    """The confusion matrix of ``model`` on (X, y): ``engine.metrics.confusion_matrix`` of the
+    labels and the argmax predictions, rows true classes, columns predictions."""
+    X = np.asarray(X, dtype=np.float32)
+    with no_grad():
+        predictions = np.concatenate([model(Tensor(X[i:i + batch_size])).data.argmax(axis=1)
+                                      for i in range(0, len(X), batch_size)])
+    n_classes = model[-1].weight.shape[0]
+    return confusion_matrix(np.asarray(y), predictions, num_classes=n_classes)
 
 
 def feature_maps(model, image) -> dict:

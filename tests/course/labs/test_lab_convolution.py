@@ -371,3 +371,15 @@ def test_shift_equivariance_against_torch(torch):
         conv_lab.shift_equivariance(img, 7)
     with pytest.raises(ValueError, match="8x8"):
         conv_lab.shift_equivariance(np.zeros((4, 4)))
+
+
+def test_confusion_counts_argmax_predictions():
+    X, y = engine.data.load_digits("test", channel_dim=True)
+    model = conv_lab.make_cnn(2, 3, n_classes=10, image_size=8, seed=1)
+    c = conv_lab.confusion(model, X[:50], y[:50])
+    with engine.no_grad():
+        pred = model(engine.Tensor(X[:50])).data.argmax(1)
+    brute = np.zeros((10, 10), int)
+    for t, p in zip(y[:50], pred):
+        brute[t, p] += 1
+    np.testing.assert_array_equal(c, brute)
