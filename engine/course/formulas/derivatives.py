@@ -135,7 +135,7 @@ ROWS = [
          keywords=("batchnorm", "bn", "backward")),
     _row("deriv.residual.grad", LAYERS, "Residual connection backward",
          r"\mathbf y = \mathbf x + \operatorname{ReLU}(\mathbf z),\ \mathbf z = \mathbf x W^\top + \mathbf b:\quad "
-         r"\nabla \mathbf x = \mathbf g + \left(\mathbf g \odot \mathbb 1[\mathbf z > 0]\right) W",
+         r"\nabla \mathbf x = \mathbf g + \left(\mathbf g \odot \mathbf 1[\mathbf z > 0]\right) W",
          "g + (g * (x @ W.T + b > 0)) @ W", "r = x + F.relu(F.linear(x, W, b)); r.backward(g); x.grad",
          inputs=spec(x=N(4, 5), W=N(5, 5), b=N(5), g=N(4, 5)), grad=("x",),
          notes="The identity path hands g to x unchanged, whatever the branch does: a deep stack of "
