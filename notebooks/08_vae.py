@@ -409,6 +409,61 @@ def _(vae_latent, vae_obs_var, vae_points, vae_sweep):
     return (sweep,)
 
 
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Where the codes go.** Decoding $z \sim \mathcal N(0, I)$ produces data only if the codes
+    the encoder actually uses, the **aggregate posterior** $q(z) = \frac1N\sum_n q(z\mid x_n)$,
+    fill the prior. The button trains a VAE with a 2-D code at four values of $\beta$ on the data
+    chosen above, $\beta = 0$ being a plain autoencoder whose codes are merely noisy, and draws one
+    $z \sim q(z\mid x)$ per held-out point over draws of the prior. Two energy distances score it:
+    codes to prior, and decoded prior samples to the data.
+    """)
+    return
+
+
+@app.cell
+def _():
+    aggregate_run = mo.ui.run_button(label="Train at β = 0, 0.1, 1, 10")
+    aggregate_run
+    return (aggregate_run,)
+
+
+@app.cell
+def _(aggregate_run, vae_obs_var, vae_points):
+    mo.stop(not aggregate_run.value, mo.md("*Press the button (four short trainings, a few seconds).*"))
+    _betas = (0.0, 0.1, 1.0, 10.0)
+    try:
+        with mo.status.progress_bar(total=600 * len(_betas), title="training", remove_on_exit=True) as _bar:
+            aggregate = lab.aggregate_posterior(vae_points, betas=_betas, steps=600,
+                                                obs_var=vae_obs_var.value, seed=0,
+                                                on_step=throttled(_bar, 600 * len(_betas)))
+    except ValueError as _err:
+        mo.stop(True, ui.problem(_err, "This training"))
+    _prior = np.random.default_rng(5).standard_normal((500, 2))
+    _charts = [plot.point_layers({"prior N(0, I)": (_prior, "reference"), "codes z ~ q(z | x)": (_z, "model")},
+                                 domain=(-4, 4), height=230, size=6,
+                                 title=f"β = {_b:g}")
+               for _b, _z in zip(aggregate.betas, aggregate.codes)]
+    _rows = ["| β | codes to prior | decoded prior samples to data |", "|---|---|---|"] + [
+        f"| {_b:g} | {_p:.3f} | {_d:.3f} |"
+        for _b, _p, _d in zip(aggregate.betas, aggregate.to_prior, aggregate.samples_to_data)]
+    mo.vstack([mo.hstack(_charts, widths="equal"), mo.md("\n".join(_rows))])
+    return (aggregate,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    At $\beta = 0$ nothing ties the codes to the prior: they spread where the decoder finds them
+    convenient, the prior puts mass on regions no code visits (the holes), and decoded prior
+    samples land far from the data. At $\beta = 1$ the codes fill the prior and the samples come
+    closest to the data. At $\beta = 10$ the codes match the prior best of all, but by carrying
+    little information: the samples get worse again.
+    """)
+    return
+
+
 @app.cell
 def _():
     exercise_knob = exercises.NumberExercise(
@@ -450,10 +505,12 @@ def _():
     image_obs_var = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2], value=0.05,
                                  label="decoder variance σ²ₓ", show_value=True)
     image_train = mo.ui.run_button(label="Train the digit VAE")
+    iwae_K = mo.ui.slider(steps=[1, 3, 10, 30, 100, 300], value=30,
+                          label="importance samples K", show_value=True)
     latent_z1 = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.0, label="z₁", show_value=True)
     latent_z2 = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.0, label="z₂", show_value=True)
     mo.hstack([image_steps, image_obs_var, image_train], justify="start")
-    return image_obs_var, image_steps, image_train, latent_z1, latent_z2
+    return image_obs_var, image_steps, image_train, iwae_K, latent_z1, latent_z2
 
 
 @app.cell
@@ -515,10 +572,81 @@ def _(image_vae, latent_z1, latent_z2):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    Nearby codes decode to similar images: the decoder is a smooth function of $z$, and the KL
-    term packs every code around the origin, so the grid between the codes of real digits decodes
-    to in-between strokes rather than to noise.
+    The grid and the sliders decode codes no digit was encoded to: the KL term pulls every
+    $q(z\mid x)$ towards $\mathcal N(0, I)$, so the region the grid covers is the region the
+    decoder was trained on.
+    """)
+    return
 
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## 7. How far is the ELBO from log p(x)?
+
+    For any $q(z\mid x)$, Bayes' rule $p_\theta(z\mid x) = p_\theta(x\mid z)\,p(z)/p_\theta(x)$ gives
+
+    $$
+    \log p_\theta(x) = \mathbb E_{q}\Big[\log \frac{p_\theta(x\mid z)\,p(z)}{q(z\mid x)}\Big]
+    + \mathbb E_{q}\Big[\log \frac{q(z\mid x)}{p_\theta(z\mid x)}\Big]
+    = \operatorname{ELBO}(x) + D_{\mathrm{KL}}\big(q(z\mid x)\,\Vert\,p_\theta(z\mid x)\big),
+    $$
+
+    so the ELBO falls short of $\log p_\theta(x)$ by exactly how far the encoder's Gaussian is from
+    the true posterior. That gap can be measured: with $K$ samples $z_k \sim q(z\mid x)$, the
+    **importance-weighted bound** (Burda, Grosse & Salakhutdinov 2016)
+
+    $$
+    \operatorname{IWAE}_K(x) = \mathbb E\Big[\log \frac1K \sum_{k=1}^{K}
+    \frac{p_\theta(x\mid z_k)\,p(z_k)}{q(z_k\mid x)}\Big]
+    $$
+
+    is the ELBO at $K = 1$, never decreases as $K$ grows, and tends to $\log p_\theta(x)$. Its rise
+    above the ELBO is a lower estimate of the KL gap. Computed on the 360 held-out digits of the
+    model trained above.
+    """)
+    return
+
+
+@app.cell
+def _(image_vae, iwae_K):
+    mo.stop(image_vae is None or bool(image_vae.stopped),
+            mo.md("*Train the digit VAE above to measure its gap.*"))
+    iwae = lab.iwae_bounds(image_vae.model, image_vae.images, Ks=(1, 10, 100, iwae_K.value), seed=0)
+    _rows = ["| K | IWAE_K (nats per image) | IWAE_K − ELBO |", "|---|---|---|"] + [
+        f"| {_k} | {_b:.3f} ± {_se:.2f} | {_g:.3f} |"
+        for _k, _b, _se, _g in zip(iwae.K, iwae.bound, iwae.standard_error, iwae.gap)]
+    mo.vstack([mo.md(f"ELBO (K = 1, its own draws): **{iwae.elbo:.3f}** nats per image. With your "
+                     f"K = {iwae_K.value}: IWAE = **{iwae.bound[-1]:.3f}**, "
+                     f"**{iwae.gap[-1]:.3f}** nats above the ELBO."),
+               iwae_K, mo.md("\n".join(_rows) + "\n\n(± one standard error over the images; "
+                                                  "each row draws its own z.)")])
+    return (iwae,)
+
+
+@app.cell
+def _():
+    exercise_iwae = exercises.ChoiceExercise(
+        question="**Exercise 6.** As K grows, IWAE_K − ELBO approaches…",
+        options={"0": "zero", "KL(q(z|x) ‖ p(z|x)), averaged over the data": "posterior kl",
+                 "KL(q(z|x) ‖ N(0, I))": "prior kl"},
+        truth="posterior kl",
+        hint="log p(x) = ELBO + KL(q(z|x) ‖ p(z|x)), and IWAE_K tends to log p(x).",
+        explanation="The gap is the distance from the encoder's Gaussian to the true posterior, "
+        "not the KL term of the ELBO.")
+    answer_iwae = ui.answer_box(exercise_iwae)
+    return answer_iwae, exercise_iwae
+
+
+@app.cell
+def _(answer_iwae, exercise_iwae):
+    ui.exercise(exercise_iwae, answer_iwae)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## The same in your own script
     """)
     return

@@ -19,7 +19,8 @@ __all__ = [
     "DATASETS_2D", "ESTIMATOR_FUNCTIONS", "BetaSweep", "EstimatorComparison", "ImageVAERun",
     "KLCheck", "LatentGrid", "ReparamGradients", "VAERun", "beta_sweep", "decode_point",
     "equivalent_beta", "estimator_comparison", "kl_check", "latent_grid", "reparam_gradients",
-    "toy_data_2d", "train_image_vae", "train_vae_2d",
+    "toy_data_2d", "train_image_vae", "train_vae_2d", "IWAEBounds", "iwae_bounds",
+    "AggregatePosterior", "aggregate_posterior",
 ]
 
 
@@ -312,3 +313,88 @@ def decode_point(model, z1=0.0, z2=0.0) -> np.ndarray:
     if model.latent_dim > 1:
         z[0, 1] = z2
     return model.generate(z=z)[0]
+
+
+# ----------------------------------------------------------------------------- the gap to log p(x)
+@dataclass(frozen=True)
+class IWAEBounds:
+    """The importance-weighted bounds IWAE_K on log p(x), averaged over images (nats)."""
+
+    K: np.ndarray  # the numbers of importance samples
+    bound: np.ndarray  # IWAE_K for each K
+    standard_error: np.ndarray  # of each average over the images
+    elbo: float  # IWAE_1, the ELBO, on its own draws
+
+    @property
+    def gap(self) -> np.ndarray:
+        """IWAE_K − ELBO: how much of KL(q(z|x) ‖ p(z|x)) the K samples recover."""
+        return self.bound - self.elbo
+
+
+def _log_normal(x, mean, var):
+    return -0.5 * (((x - mean) ** 2) / var + np.log(2 * np.pi * var)).sum(-1)
+
+
+def iwae_bounds(model, X, Ks=(1, 10, 100), seed=0) -> IWAEBounds:
+    """IWAE_K = E[log (1/K) Σ_k p(x | z_k) p(z_k) / q(z_k | x)], z_k ~ q(z | x) (Burda et al.
+    2016) for a Gaussian-decoder ``engine.vae.VAE`` and rows X [N, D]. IWAE_1 is the ELBO, the
+    bound rises with K, and IWAE_K → log p(x) as K → ∞: log p(x) = ELBO + KL(q(z|x) ‖ p(z|x)).
+    Each K draws its own z (seeded); ``elbo`` is IWAE_1 on a draw of its own."""
+    op = "iwae_bounds"
+    if getattr(model, "likelihood", None) != "gaussian":
+        raise ValueError(f"{op}: the model must have a Gaussian decoder (likelihood='gaussian')")
+    Ks = [_int(op, "K", k, 1) for k in Ks]
+    X = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
+    with no_grad():
+        mu, logvar = (t.data.astype(np.float64) for t in model.encode(X.astype(np.float32)))
+    std = np.exp(0.5 * logvar)
+    rng = np.random.default_rng(seed)
+    bounds, errors = [], []
+    for K in [1] + Ks:
+        z = mu + std * rng.standard_normal((K,) + mu.shape)  # [K, N, L]
+        x_hat = model.generate(z=z.reshape(-1, mu.shape[1]).astype(np.float32)).astype(np.float64)
+        log_w = (_log_normal(X, x_hat.reshape(K, len(X), -1), model.obs_var)
+                 + _log_normal(z, 0.0, 1.0) - _log_normal(z, mu, std**2))  # [K, N]
+        top = log_w.max(0)
+        per_image = top + np.log(np.exp(log_w - top).mean(0))
+        bounds.append(per_image.mean())
+        errors.append(per_image.std(ddof=1) / math.sqrt(len(X)) if len(X) > 1 else math.nan)
+    return IWAEBounds(K=np.asarray(Ks), bound=np.asarray(bounds[1:]), standard_error=np.asarray(errors[1:]),
+                      elbo=float(bounds[0]))
+
+
+# ----------------------------------------------------------------------------- the aggregate posterior
+@dataclass(frozen=True)
+class AggregatePosterior:
+    """For each β: draws of the aggregate posterior q(z) = mean over x of q(z | x), and how far it
+    and the decoded prior samples are from where they should be (energy distances)."""
+
+    betas: np.ndarray
+    codes: list  # per β: z ~ q(z | x), one per held-out x [n, 2]
+    to_prior: np.ndarray  # energy distance of those codes to draws of N(0, I)
+    samples_to_data: np.ndarray  # energy distance of decoded z ~ N(0, I) to the held-out data
+
+
+def aggregate_posterior(X, betas=(0.0, 0.1, 1.0, 10.0), steps=600, obs_var=0.05, n_eval=500, seed=0,
+                        on_step=None) -> AggregatePosterior:
+    """Train a VAE with a 2-D code per β (β = 0: a plain autoencoder with noisy codes) and draw
+    one z ~ q(z | x) per held-out x: the aggregate posterior q(z), which the prior N(0, I) should
+    match for decoded prior samples to look like data."""
+    from engine.distances import energy_distance
+
+    codes, to_prior, to_data = [], [], []
+    rng = np.random.default_rng(seed + 3)
+    for i, beta in enumerate(betas):
+        hook = None if on_step is None else (lambda s, i=i: on_step(i * steps + s))
+        run = train_vae_2d(X, beta=beta, latent_dim=2, steps=steps, obs_var=obs_var, n_eval=n_eval,
+                           seed=seed, on_step=hook)
+        if run.stopped:
+            raise ValueError(f"aggregate_posterior: training at β = {beta:g} failed: {run.stopped}")
+        with no_grad():
+            logvar = run.model.encode(run.held_out)[1].data.astype(np.float64)
+        z = run.latents + np.exp(0.5 * logvar) * rng.standard_normal(run.latents.shape)
+        codes.append(z)
+        to_prior.append(energy_distance(z, rng.standard_normal(z.shape)))
+        to_data.append(energy_distance(run.samples.astype(np.float64), run.held_out.astype(np.float64)))
+    return AggregatePosterior(betas=np.asarray(betas, dtype=np.float64), codes=codes,
+                              to_prior=np.asarray(to_prior), samples_to_data=np.asarray(to_data))

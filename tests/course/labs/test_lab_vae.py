@@ -134,3 +134,37 @@ def test_toy_data_2d_labels_and_vae_latents():
     with engine.no_grad():
         mu = r.model.encode(X[-100:].astype(np.float32))[0].data
     np.testing.assert_allclose(r.latents, mu, rtol=1e-5, atol=1e-6)  # float32 BLAS
+
+
+def test_iwae_bounds_rise_towards_log_p_x():
+    train, _ = engine.data.load_digits("train")
+    test, labels = engine.data.load_digits("test")
+    r = vae_lab.train_image_vae(train, test, labels, steps=200)
+    x = test[:30].reshape(30, 64).astype(np.float64)
+    b = vae_lab.iwae_bounds(r.model, test[:30], Ks=(1, 10, 100), seed=3)
+    assert b.bound[0] == pytest.approx(b.elbo, abs=4 * b.standard_error[0])  # IWAE_1 is the ELBO
+    assert b.bound[0] < b.bound[1] < b.bound[2]
+    np.testing.assert_allclose(b.gap, b.bound - b.elbo)
+    # log p(x) by plain Monte Carlo over the 2-D prior, independent of the encoder
+    z = np.random.default_rng(0).standard_normal((20000, 2))
+    x_hat = r.model.generate(z=z.astype(np.float32)).astype(np.float64)
+    log_lik = -0.5 * (((x[:, None] - x_hat[None]) ** 2) / 0.05 + np.log(2 * np.pi * 0.05)).sum(-1)
+    top = log_lik.max(1, keepdims=True)
+    log_px = (top[:, 0] + np.log(np.exp(log_lik - top).mean(1))).mean()
+    assert b.bound[2] <= log_px + 0.3  # a lower bound (up to Monte Carlo error)
+    assert log_px - b.bound[2] < log_px - b.elbo  # K = 100 closes part of the gap
+    with pytest.raises(ValueError, match="Gaussian decoder"):
+        vae_lab.iwae_bounds(engine.vae.ImageVAE((1, 8, 8)), test[:2, None])
+
+
+def test_aggregate_posterior_codes_are_draws_of_q():
+    X = vae_lab.toy_data_2d("moons", 900, seed=0)
+    a = vae_lab.aggregate_posterior(X, betas=(0.0, 1.0), steps=150, n_eval=200, seed=1)
+    run = vae_lab.train_vae_2d(X, beta=1.0, latent_dim=2, steps=150, n_eval=200, seed=1)
+    codes = a.codes[1]
+    # standardised by q's own mean and std, the codes are N(0, I) draws
+    with engine.no_grad():
+        logvar = run.model.encode(run.held_out)[1].data.astype(np.float64)
+    u = (codes - run.latents) / np.exp(0.5 * logvar)
+    assert abs(u.mean()) < 0.15 and u.std() == pytest.approx(1.0, abs=0.1)
+    assert a.to_prior.shape == (2,) and (a.to_prior >= 0).all()
