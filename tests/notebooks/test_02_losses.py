@@ -191,3 +191,54 @@ def test_02_median_exercise_is_graded():
     assert "Right" in text and "median, 2" in text
     text, _ = notebook_text("02_losses", answer_median="4.33")
     assert "Not quite" in text
+
+
+# ----------------------------------------------------------------------------- issue 13: multi-label and imbalance
+
+
+def test_02_multilabel_bce_next_to_softmax_cross_entropy():
+    text, defs = notebook_text("02_losses")
+    r = defs["ml_report"]
+    z, t = np.array([2.0, -1.0, 1.5, -3.0]), np.array([1.0, 0.0, 1.0, 0.0])
+    s = 1 / (1 + np.exp(-z))
+    assert r.bce == pytest.approx(-np.sum(t * np.log(s) + (1 - t) * np.log(1 - s)), rel=1e-12)
+    p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    assert r.softmax_ce == pytest.approx(-np.sum(t / 2 * np.log(p)), rel=1e-12)
+    assert f"Sigmoids sum to {s.sum():.3f}" in text and "the softmax to 1.000" in text
+    assert f"never below ln 2 = {math.log(2):.4f}" in text and r.softmax_ce > r.softmax_floor
+    text, defs = notebook_text("02_losses", ml_logits="20, -20, 20, -20")
+    assert defs["ml_report"].bce < 1e-8 and defs["ml_report"].softmax_ce == pytest.approx(math.log(2), abs=1e-8)
+    text, defs = notebook_text("02_losses", ml_labels=[])
+    assert "This example cannot be computed" in text and "at least one true label" in text and defs["ml_report"] is None
+    text, _ = notebook_text("02_losses", ml_labels=[5])
+    assert "there are only 4 labels" in text
+
+
+def _imbalance_rows(text):
+    found = re.findall(r"(plain BCE|BCE, pos_weight = n_neg/n_pos|focal, γ = \S+) (\S+) % (\S+) % (\S+|—) %?", text)
+    return {name.split(",")[0].split()[0]: (float(a), float(r)) for name, a, r, _ in found}
+
+
+def test_02_imbalance_accuracy_hides_a_zero_recall_and_weights_restore_it():
+    text, defs = notebook_text("02_losses", imb_share=0.01, focal_gamma=2.0)
+    runs = defs["imb_runs"]
+    x, y = losses_lab.imbalanced_data(n=1000, minority_share=0.01, seed=0)
+    again = losses_lab.train_imbalanced(x, y, "plain")
+    assert (runs["plain"].accuracy, runs["plain"].recall) == (again.accuracy, again.recall)
+    np.testing.assert_array_equal(runs["plain"].w, again.w)
+    assert runs["plain"].accuracy == pytest.approx(0.99, abs=0.005) and runs["plain"].recall == 0.0
+    assert runs["weighted"].recall > 0.8 and runs["weighted"].precision < 0.5 * runs["weighted"].recall  # paid in precision
+    assert "plain BCE 99 % 0 % —" in text
+    for share in (0.01, 0.05):
+        _, defs = notebook_text("02_losses", imb_share=share, focal_gamma=2.0)
+        r = defs["imb_runs"]
+        assert r["weighted"].recall > 0.8
+        assert abs(r["focal"].recall - r["plain"].recall) < abs(r["weighted"].recall - r["plain"].recall)
+    prose = notebook_text("02_losses")[0]
+    assert "99 % accuracy by never predicting the rare class" in prose and "above 80 % here" in prose
+
+
+def test_02_softmax_floor_exercise_is_graded():
+    text, defs = notebook_text("02_losses", answer_floor="1.099")
+    assert defs["exercise_floor"].truth == pytest.approx(math.log(3))
+    assert "Right" in text

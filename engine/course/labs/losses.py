@@ -487,3 +487,105 @@ def sample_labels(probs=(0.6, 0.3, 0.1), n: int = 500, seed: int = 0) -> np.ndar
     """``n`` class labels drawn with the given class probabilities."""
     probs = np.asarray(probs, dtype=np.float64)
     return np.random.default_rng(seed).choice(len(probs), n, p=probs / probs.sum())
+
+
+# ----------------------------------------------------------------------------- multi-label and imbalance
+
+
+@dataclass
+class MultiLabelReport:
+    """One example with several true labels, scored two ways from the same logits."""
+
+    sigmoid_probs: np.ndarray  # independent per label: need not sum to 1
+    softmax_probs: np.ndarray  # one distribution over the labels: sums to 1
+    bce: float  # Σ_k BCE(σ(z_k), t_k), the multi-label loss (summed over labels)
+    softmax_ce: float  # −Σ_k q_k ln p_k with q = t / Σt
+    softmax_floor: float  # the least softmax CE can reach, the entropy of q: ln(number of true labels)
+    bce_grad: np.ndarray  # ∂BCE/∂z = σ(z) − t, by autograd
+    softmax_grad: np.ndarray  # ∂CE/∂z = p − q, by autograd
+
+
+def multilabel_report(logits, labels) -> MultiLabelReport:
+    """Multi-label BCE next to softmax cross-entropy for logits z and the set of true ``labels``."""
+    z = np.asarray(logits, dtype=np.float64)
+    k = len(z)
+    labels = sorted(set(int(v) for v in labels))
+    if not labels:
+        raise ValueError("multilabel_report: softmax cross-entropy needs at least one true label to spread its "
+                         "target over; pick one or more labels")
+    if labels[-1] >= k or labels[0] < 0:
+        raise ValueError(f"multilabel_report: there are only {k} labels (0 to {k - 1}), got label {labels[-1]}")
+    t = np.zeros(k)
+    t[labels] = 1.0
+    q = t / t.sum()
+    zb = Tensor(z, requires_grad=True)
+    bce = F.binary_cross_entropy_with_logits(zb, t, reduction="sum")
+    bce.backward()
+    zs = Tensor(z[None, :], requires_grad=True)
+    ce = -(F.log_softmax(zs, dim=-1) * q[None, :]).sum()
+    ce.backward()
+    return MultiLabelReport(F.sigmoid(Tensor(z)).data, F.softmax(Tensor(z), dim=-1).data, float(bce.data),
+                            float(ce.data), math.log(len(labels)), zb.grad.copy(), zs.grad[0].copy())
+
+
+IMBALANCE_METHODS = ("plain", "weighted", "focal")
+
+
+def imbalanced_data(n: int = 1000, minority_share: float = 0.05, seed: int = 0):
+    """Two overlapping 2-D Gaussian classes, N((0, 0), I) and N((1.5, 1.5), I); the positive
+    class (y = 1) is the minority. Returns (x of shape (n, 2), y)."""
+    if not 0 < minority_share <= 0.5:
+        raise ValueError(f"imbalanced_data: minority_share must be in (0, 0.5], got {minority_share}")
+    rng = np.random.default_rng(seed)
+    n_pos = max(1, int(round(n * minority_share)))
+    y = np.concatenate([np.zeros(n - n_pos), np.ones(n_pos)])
+    x = rng.standard_normal((n, 2)) + 1.5 * y[:, None]
+    return x, y
+
+
+def focal_loss(logits, target, gamma: float = 2.0):
+    """Lin et al.'s focal loss, mean over the batch: −(1 − p_t)^γ ln p_t with p_t the probability
+    of the true class; γ = 0 is plain BCE, larger γ down-weights the examples already right."""
+    if gamma < 0:
+        raise ValueError(f"focal_loss: gamma must be ≥ 0, got {gamma}")
+    t = np.asarray(target, dtype=np.float64)
+    signed = logits * Tensor(2 * t - 1)  # ln p_t = ln σ(±z)
+    log_pt = F.logsigmoid(signed)
+    return (-((1 - log_pt.exp()) ** gamma) * log_pt).mean()
+
+
+@dataclass
+class ImbalanceRun:
+    method: str
+    accuracy: float
+    recall: float  # of the minority class, at threshold ½
+    precision: float  # of the minority predictions (nan when none is predicted)
+    w: np.ndarray
+    b: float
+
+
+def train_imbalanced(x, y, method: str = "plain", gamma: float = 2.0, steps: int = 200, lr: float = 0.1) -> ImbalanceRun:
+    """Logistic regression z = x wᵀ + b by full-batch Adam under plain BCE, BCE with the positives
+    weighted by n_neg/n_pos (``pos_weight``, as PyTorch), or the focal loss; scored at threshold ½."""
+    if method not in IMBALANCE_METHODS:
+        raise ValueError(f"train_imbalanced: method must be one of {IMBALANCE_METHODS}, got {method!r}")
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    w = Tensor(np.zeros((1, x.shape[1])), requires_grad=True)
+    b = Tensor(np.zeros(1), requires_grad=True)
+    opt = Adam([w, b], lr=lr)
+    xt = Tensor(x)
+    pos_weight = np.array([(y == 0).sum() / max((y == 1).sum(), 1)])
+    for _ in range(steps):
+        opt.zero_grad()
+        z = (xt @ w.T + b).reshape(-1)
+        if method == "focal":
+            loss = focal_loss(z, y, gamma)
+        else:
+            loss = F.binary_cross_entropy_with_logits(z, y, pos_weight=pos_weight if method == "weighted" else None)
+        loss.backward()
+        opt.step()
+    pred = (x @ w.data.T + b.data).reshape(-1) > 0
+    hits = float(np.sum(pred & (y == 1)))
+    precision = hits / pred.sum() if pred.sum() else float("nan")
+    return ImbalanceRun(method, float(np.mean(pred == (y == 1))), float(hits / max((y == 1).sum(), 1)), float(precision),
+                        w.data.copy(), float(b.data[0]))

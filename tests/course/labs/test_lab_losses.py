@@ -230,3 +230,61 @@ def test_quantile_interval_is_where_the_pinball_loss_is_flat():
     f = lambda c, t: np.mean(np.maximum(t * (y - c), (t - 1) * (y - c)))  # noqa: E731
     assert f(2.0, 0.5) == pytest.approx(f(2.7, 0.5)) and f(1.9, 0.5) > f(2.0, 0.5) < f(3.1, 0.5) + 0
     assert f(3.1, 0.5) > f(3.0, 0.5)
+
+
+def test_multilabel_report_against_pytorch():
+    torch = pytest.importorskip("torch")
+    z = np.array([0.3, -1.2, 2.0, 0.5, -0.1])
+    r = losses.multilabel_report(z, [1, 2])
+    t = torch.tensor([0.0, 1.0, 1.0, 0.0, 0.0], dtype=torch.float64)
+    zt = torch.tensor(z, requires_grad=True)
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(zt, t, reduction="sum")
+    bce.backward()
+    assert r.bce == pytest.approx(bce.item(), rel=1e-12)
+    np.testing.assert_allclose(r.bce_grad, zt.grad.numpy(), rtol=1e-12)
+    zt2 = torch.tensor(z[None, :], requires_grad=True)
+    ce = torch.nn.functional.cross_entropy(zt2, (t / t.sum())[None, :])  # probability targets
+    ce.backward()
+    assert r.softmax_ce == pytest.approx(ce.item(), rel=1e-12)
+    np.testing.assert_allclose(r.softmax_grad, zt2.grad.numpy()[0], rtol=1e-12, atol=1e-15)
+    assert r.softmax_floor == pytest.approx(math.log(2))
+    with pytest.raises(ValueError, match="at least one true label"):
+        losses.multilabel_report(z, [])
+    with pytest.raises(ValueError, match="only 5 labels"):
+        losses.multilabel_report(z, [5])
+
+
+def test_focal_loss_against_its_formula_and_bce_at_gamma_zero():
+    z = np.array([-2.0, -0.3, 0.0, 1.1, 3.0])
+    y = np.array([1.0, 0.0, 1.0, 1.0, 0.0])
+    s = 1 / (1 + np.exp(-z))
+    pt = np.where(y == 1, s, 1 - s)
+    for gamma in (0.0, 0.5, 2.0):
+        zt = engine.tensor(z, requires_grad=True)
+        loss = losses.focal_loss(zt, y, gamma)
+        assert float(loss.data) == pytest.approx(np.mean(-((1 - pt) ** gamma) * np.log(pt)), rel=1e-12)
+        loss.backward()
+        h = 1e-6
+        for i in range(len(z)):
+            zp, zm = z.copy(), z.copy()
+            zp[i] += h
+            zm[i] -= h
+            f = lambda v: float(losses.focal_loss(engine.tensor(v), y, gamma).data)  # noqa: E731
+            assert zt.grad[i] == pytest.approx((f(zp) - f(zm)) / (2 * h), rel=1e-5, abs=1e-9)
+    bce = float(engine.functional.binary_cross_entropy_with_logits(engine.tensor(z), y).data)
+    assert float(losses.focal_loss(engine.tensor(z), y, 0.0).data) == pytest.approx(bce, rel=1e-12)
+    with pytest.raises(ValueError, match="gamma must be"):
+        losses.focal_loss(engine.tensor(z), y, -1.0)
+
+
+def test_train_imbalanced_scores_and_errors():
+    x, y = losses.imbalanced_data(n=400, minority_share=0.1, seed=2)
+    assert y.sum() == 40 and x.shape == (400, 2)
+    run = losses.train_imbalanced(x, y, "weighted", steps=50)
+    pred = (x @ run.w.T + run.b).reshape(-1) > 0
+    assert run.recall == pytest.approx(np.sum(pred & (y == 1)) / 40)
+    assert run.accuracy == pytest.approx(np.mean(pred == (y == 1)))
+    with pytest.raises(ValueError, match="method must be one of"):
+        losses.train_imbalanced(x, y, "smote")
+    with pytest.raises(ValueError, match="minority_share"):
+        losses.imbalanced_data(minority_share=0.0)
