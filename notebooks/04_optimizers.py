@@ -415,6 +415,48 @@ def _(noise_batch, noise_lr):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    ### Finding η: the learning-rate range test
+
+    Before a long run, a short one can find the usable range of $\eta$ (Smith, *Cyclical Learning
+    Rates*, 2017; fastai's `lr_find`): start tiny, multiply $\eta$ by a constant factor every
+    mini-batch step, record the loss, and stop when it blows up. The loss first falls faster as
+    $\eta$ grows, bottoms out, then explodes. On this least-squares problem we know why: gradient
+    descent diverges once $\eta > 2/\lambda_{\max}$, with $\lambda_{\max}$ the Hessian's largest
+    eigenvalue (the vertical line). With large batches the blow-up shows just after the crossing
+    (the error must first grow 4-fold); with a batch of one it comes well before, since one
+    example's curvature can far exceed the average. The usual choice is a rate somewhat below the
+    bottom of the curve. The run goes from $\eta = 10^{-4}$ to at most 30.
+    """)
+    return
+
+
+@app.cell
+def _():
+    range_batch = mo.ui.slider(steps=[1, 8, 32, 128, 512], value=32, label="batch size B", show_value=True)
+    range_steps = mo.ui.slider(steps=[60, 120, 400], value=120, label="ramp length (steps)", show_value=True)
+    return range_batch, range_steps
+
+
+@app.cell
+def _(range_batch, range_steps):
+    lr_range = lab.lr_range_test(range_batch.value, steps=range_steps.value, seed=0)
+    _chart = plot.curves(lr_range.lrs, {"loss": lr_range.losses}, x_title="learning rate η (growing each step)",
+                         y_title="L(θ)", log_x=True, log_y=True, height=230, colors={"loss": "sgd"},
+                         title=f"Range test, batches of {range_batch.value}")
+    _chart = _chart + plot.rule(lr_range.stable_limit, orient="x")
+    _blow = (f"it blew up at η = **{lr_range.blowup_lr:.3g}**, {lr_range.blowup_lr / lr_range.stable_limit:.2f}× "
+             "the limit" if np.isfinite(lr_range.blowup_lr) else "it did not blow up within the range")
+    mo.vstack([
+        mo.hstack([range_batch, range_steps]),
+        _chart,
+        mo.md(f"Lowest loss at η = **{lr_range.best_lr:.3g}**; 2/λ_max = **{lr_range.stable_limit:.3g}**; {_blow}."),
+    ])
+    return (lr_range,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 5. L2 penalty or decoupled weight decay?
 
     For plain SGD, adding $\tfrac{\lambda}{2}\lVert\theta\rVert^2$ to the loss and shrinking the
@@ -617,6 +659,23 @@ def _():
 @app.cell
 def _(answer_lookahead, exercise_lookahead):
     ui.exercise(exercise_lookahead, answer_lookahead)
+    return
+
+
+@app.cell
+def _():
+    exercise_limit = exercises.NumberExercise(
+        question="**7.** Plain gradient descent on a quadratic whose Hessian is diag(0.5, 0.1): above which "
+                 "learning rate does it diverge?",
+        truth=lab.gd_stability_limit(np.diag([0.5, 0.1])),
+        hint="Along the steepest direction the error is multiplied by 1 − ηλ_max each step.", rel_tol=0.01)
+    answer_limit = ui.answer_box(exercise_limit, placeholder="e.g. 1", label="η limit =")
+    return answer_limit, exercise_limit
+
+
+@app.cell
+def _(answer_limit, exercise_limit):
+    ui.exercise(exercise_limit, answer_limit)
     return
 
 

@@ -119,18 +119,35 @@ def test_04_nesterov_lookahead_claim_on_the_values_shown():
     assert gap > 0.1 and f"up to {gap:.2f} away" in text
 
 
+@pytest.mark.slow
+def test_04_range_test_claims_on_the_values_shown():
+    for batch in (1, 32, 512):
+        for steps in (60, 400):
+            text, defs = notebook_text("04_optimizers", range_batch=batch, range_steps=steps)
+            r = defs["lr_range"]
+            ratio = r.blowup_lr / r.stable_limit
+            assert f"blew up at η = {r.blowup_lr:.3g}" in text and f"{ratio:.2f}× the limit" in text
+            best = int(np.argmin(r.losses))
+            assert r.losses[0] > r.losses[best] < r.losses[-1] / 4  # falls, bottoms out, explodes
+            if batch >= 32:
+                assert 1.0 <= ratio <= 2.5, (batch, steps, ratio)  # just after the crossing
+            else:
+                assert ratio < 0.6, (batch, steps, ratio)  # a batch of one: well before
+
+
 def test_04_exercises_are_graded_by_the_engine():
     text, defs = notebook_text("04_optimizers", answer_adam="0.01", answer_cosine="0.05", answer_clip="0.6",
                                answer_rate="0.818", answer_floor="falls",
-                               answer_lookahead="1.8")
+                               answer_lookahead="1.8", answer_limit="4")
     assert defs["exercise_rate"].truth == pytest.approx(9 / 11)
     assert defs["exercise_adam"].truth == pytest.approx(0.01, rel=1e-6)
     assert defs["exercise_cosine"].truth == pytest.approx(0.05)
     assert defs["exercise_clip"].truth == pytest.approx(0.6, rel=1e-5)
     assert defs["exercise_floor"].truth == "falls"
     assert defs["exercise_lookahead"].truth == pytest.approx(1.8)
-    assert text.count("Right") == 6
+    assert defs["exercise_limit"].truth == pytest.approx(4.0)
+    assert text.count("Right") == 7
     text, _ = notebook_text("04_optimizers", answer_adam="0.003", answer_cosine="0.1", answer_clip="3",
                             answer_rate="0.980", answer_floor="rises",
-                            answer_lookahead="2")
-    assert "Right" not in text and text.count("Not quite") == 5 and text.count("Not this one") == 1
+                            answer_lookahead="2", answer_limit="2")
+    assert "Right" not in text and text.count("Not quite") == 6 and text.count("Not this one") == 1

@@ -369,6 +369,14 @@ def _least_squares_data(n: int, seed: int):
     return X, y
 
 
+def _least_squares_step(opt, theta, X, y, idx) -> None:
+    """One optimizer step on the mini-batch ``idx`` of L(θ) = ‖Xθ − y‖²/2n, gradient by autograd."""
+    opt.zero_grad()
+    residual = Tensor(X[idx]) @ theta - Tensor(y[idx])
+    (0.5 * (residual * residual).mean()).backward()
+    opt.step()
+
+
 def sgd_noise(batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 512, seed: int = 0) -> NoisyRuns:
     """L(θ) = ‖Xθ − y‖²/2n on 2-D data with label noise. A mini-batch gradient is unbiased but
     noisy, with variance about 1/B of one example's: at a constant η, SGD stops falling at a floor
@@ -396,10 +404,7 @@ def sgd_noise(batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 5
         curve = [loss(theta.data) - floor_loss]
         for _ in range(steps):
             idx = np.arange(n) if name == "full batch" else rng.integers(0, n, batch_size)
-            opt.zero_grad()
-            residual = Tensor(X[idx]) @ theta - Tensor(y[idx])
-            (0.5 * (residual * residual).mean()).backward()
-            opt.step()
+            _least_squares_step(opt, theta, X, y, idx)
             if sched is not None:
                 sched.step()
             curve.append(loss(theta.data) - floor_loss)
@@ -409,6 +414,57 @@ def sgd_noise(batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 5
     noise = [np.sum((X[i].T @ (X[i] @ best - y[i]) / batch_size) ** 2)
              for i in (rng.integers(0, n, batch_size) for _ in range(200))]
     return NoisyRuns(int(batch_size), n, excess, floor, float(np.mean(noise)))
+
+
+@dataclass
+class RangeTest:
+    """A learning-rate range test (Smith, 2017): η grows geometrically each mini-batch step while the
+    loss is recorded, until it blows up."""
+
+    lrs: np.ndarray  # η at each step taken
+    losses: np.ndarray  # the full-data loss after each step
+    best_lr: float  # η where the loss was lowest
+    blowup_lr: float  # first η after the lowest point whose loss exceeds 4× the lowest (nan if none)
+    stable_limit: float  # 2/λ_max of the Hessian XᵀX/n: plain GD diverges above it
+
+
+def gd_stability_limit(hessian) -> float:
+    """2/λ_max: gradient descent on a quadratic with this Hessian diverges for any larger η (along the
+    steepest eigenvector each step multiplies the error by 1 − ηλ_max, below −1 past it)."""
+    return 2.0 / float(np.linalg.eigvalsh(np.asarray(hessian, dtype=np.float64)).max())
+
+
+def lr_range_test(batch_size: int = 32, steps: int = 120, lr_min: float = 1e-4, lr_max: float = 30.0,
+                  n: int = 512, seed: int = 0) -> RangeTest:
+    """SGD on the least-squares problem of :func:`sgd_noise` with η_t = lr_min·(lr_max/lr_min)^(t/steps).
+    It stops once the loss exceeds 4× the lowest seen (as ``lr_find`` does) or is not finite."""
+    if not (isinstance(batch_size, (int, np.integer)) and 1 <= batch_size <= n):
+        raise ValueError(f"lr_range_test: batch size must be an integer in [1, {n}], got {batch_size!r}")
+    if not (isinstance(steps, (int, np.integer)) and 10 <= steps <= 2000):
+        raise ValueError(f"lr_range_test: steps must be an integer in [10, 2000], got {steps!r}")
+    if not (0 < lr_min < lr_max):
+        raise ValueError(f"lr_range_test: need 0 < lr_min < lr_max, got {lr_min}, {lr_max}")
+    X, y = _least_squares_data(n, seed)
+    rng = np.random.default_rng(seed + 1)
+    theta = Parameter(np.zeros(2))
+    opt = optim.SGD([theta], lr=lr_min)
+    lrs, losses = [], []
+    growth = (lr_max / lr_min) ** (1.0 / steps)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            opt.param_groups[0]["lr"] = lr = lr_min * growth ** t
+            _least_squares_step(opt, theta, X, y, rng.integers(0, n, batch_size))
+            lrs.append(lr)
+            losses.append(0.5 * float(np.mean((X @ theta.data - y) ** 2)))
+            if not math.isfinite(losses[-1]) or losses[-1] > 4 * min(losses):
+                break
+    losses_arr = np.array(losses)
+    finite = np.where(np.isfinite(losses_arr), losses_arr, np.inf)
+    best = int(np.argmin(finite))
+    over = np.flatnonzero(~(finite[best:] <= 4 * finite[best])) + best  # after the lowest point
+    limit = gd_stability_limit(X.T @ X / n)
+    return RangeTest(np.array(lrs), losses_arr, float(lrs[best]),
+                     float(lrs[over[0]]) if len(over) else float("nan"), limit)
 
 
 # ----------------------------------------------------------------------------- condition number

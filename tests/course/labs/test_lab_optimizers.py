@@ -177,3 +177,19 @@ def test_pytorch_nesterov_parameters_are_the_lookahead_points(surface):
         np.testing.assert_allclose(r.engine[t], theta + mu * v, rtol=1e-10, atol=1e-12)
     assert r.max_difference < 1e-12 and np.max(np.abs(r.theta - r.engine)) > 0.1  # different variables
     assert olab.lookahead_point(0.0, 2.0, 0.9) == pytest.approx(1.8)
+
+
+def test_lr_range_test_blows_up_past_the_gd_limit():
+    X, y = olab._least_squares_data(512, 0)
+    limit = 2 / np.linalg.eigvalsh(X.T @ X / 512).max()
+    r = olab.lr_range_test(512, steps=120, seed=0)
+    assert r.stable_limit == pytest.approx(limit)
+    growth = (30.0 / 1e-4) ** (1 / 120)
+    np.testing.assert_allclose(r.lrs, 1e-4 * growth ** np.arange(len(r.lrs)), rtol=1e-12)
+    best = int(np.argmin(r.losses))
+    assert 0 < best < len(r.losses) - 1 and r.best_lr == r.lrs[best]
+    assert r.losses[-1] > 4 * r.losses[best] and r.blowup_lr == r.lrs[-1]  # stopped at the blow-up
+    assert limit <= r.blowup_lr <= 2.5 * limit
+    assert olab.gd_stability_limit(np.diag([0.5, 0.1])) == pytest.approx(4.0)
+    with pytest.raises(ValueError, match="batch size must be"):
+        olab.lr_range_test(0)
