@@ -10,7 +10,8 @@
 - :mod:`.plot`: the one visual language (palette with meanings, the shared charts);
 - :mod:`.ui` and :mod:`.exercises`: the verdict callout, the progress callback, answer checking;
 - :mod:`.graph`: the computation graph a notebook draws and steps through;
-- :mod:`.formulas`: every formula row of the cheat sheets, as data, checked against the engine.
+- :mod:`.formulas`: every formula row of the cheat sheets, as data, checked against the engine;
+- :mod:`.widgets`: the drag-and-draw controls (issue 15) and their values as NumPy.
 
 The library never imports from here (tests/engine/test_layers.py checks it).
 
@@ -23,7 +24,7 @@ page imports at least one of them (``metadata``, for its METADATA) (tests/site/t
 None of this is heavy: marimo, Altair and Matplotlib are imported inside the functions that draw.
 """
 
-from . import exercises, formulas, graph, labs, plot, toc, ui  # noqa: F401
+from . import exercises, formulas, graph, labs, plot, toc, ui, widgets  # noqa: F401
 from .exercises import check_number
 from .formulas import render
 from .toc import metadata

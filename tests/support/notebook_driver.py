@@ -169,8 +169,13 @@ def control_values(control) -> list:
     Sliders and numbers: start, stop, value. Dropdowns and radios: every option's value.
     Dictionaries and arrays of controls: every element at its minimum, then at its maximum, then
     at its default. Switches, checkboxes and run buttons: False, True (a pressed run button). Text: '', the default, and a 200-character junk string.
+    Widgets made by engine/course/widgets.py (anywidgets, matrices): their ``test_values`` (an
+    empty drawing, a full one, a corner point, one class...), then their default.
     """
     cls = type(getattr(control, "_original", control)).__name__
+    extremes = getattr(control, "test_values", None)
+    if extremes is not None:
+        return [*extremes, control.value]
     if hasattr(control, "start") and hasattr(control, "stop"):
         return list(dict.fromkeys([control.start, control.stop, control.value]))
     if cls in ("dropdown", "radio"):
@@ -306,13 +311,14 @@ def run_buttons(app) -> dict:
 def extreme_runs(app) -> list[dict]:
     """Settings that drive every control to its extremes in a few runs: all controls at their first
     value (minimum), all at their second (maximum), then every option of every choice control
-    (run i sets each to its option i, cycling). Each run also presses every run button, so the
-    training controls act at their extremes."""
+    and every test value of every widget (run i sets each to its option i, cycling). Each run also
+    presses every run button, so the training controls act at their extremes."""
     values = {name: control_values(c) for name, c in controls(app).items()}
     pressed = {name: True for name in run_buttons(app)}
     runs = [{**{n: v[min(k, len(v) - 1)] for n, v in values.items()}, **pressed} for k in (0, 1)]
     choices = {n: vs for n, vs in values.items()
-               if type(controls(app)[n]).__name__ in ("dropdown", "radio")}
+               if type(controls(app)[n]).__name__ in ("dropdown", "radio")
+               or hasattr(controls(app)[n], "test_values")}
     for i in range(max((len(vs) for vs in choices.values()), default=0)):
         runs.append({n: vs[i % len(vs)] for n, vs in choices.items()})
     return runs

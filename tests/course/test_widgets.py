@@ -1,0 +1,204 @@
+"""engine.course.widgets: each factory's value conversion at the extremes it hands the headless
+tests, and those extremes driven through a small marimo app as the notebook tests drive them."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import marimo
+import numpy as np
+import pytest
+
+from engine.course import widgets
+from engine.data import load_digits
+from notebook_driver import control_values, extreme_runs, output_text, run_app
+
+BOUNDS = ((-2.0, 2.0), (-1.0, 3.0))
+
+
+# ----------------------------------------------------------------------------- draggable points
+def test_draggable_points_read_as_n_by_2_and_reach_every_corner():
+    drawn = []
+    pucks = widgets.draggable_points(lambda ax, pts: drawn.append(pts), [0.5, -1.0, 1.5], [0.0, 2.0, 1.0],
+                                     x_bounds=BOUNDS[0], y_bounds=BOUNDS[1])
+    assert type(pucks).__name__ == "anywidget"
+    default = widgets.puck_points(pucks.value)
+    assert default.dtype == np.float64 and default.tolist() == [[0.5, 0.0], [-1.0, 2.0], [1.5, 1.0]]
+    np.testing.assert_array_equal(drawn[0], default)  # the chart was drawn for the initial pucks
+    seen = set()
+    for value in pucks.test_values:
+        points = widgets.puck_points(value)
+        assert points.shape == (3, 2)
+        assert ((points[:, 0] >= -2) & (points[:, 0] <= 2) & (points[:, 1] >= -1) & (points[:, 1] <= 3)).all()
+        seen |= {tuple(p) for p in points}
+    assert seen == {(-2.0, -1.0), (2.0, 3.0), (-2.0, 3.0), (2.0, -1.0)}
+
+
+def test_dragging_a_puck_redraws_the_chart_for_the_new_points():
+    drawn = []
+
+    def draw(ax, pts):
+        drawn.append(pts.copy())
+        ax.plot(pts[:, 0], pts[:, 1], "o")
+
+    pucks = widgets.draggable_points(draw, [0.0], [1.0], x_bounds=BOUNDS[0], y_bounds=BOUNDS[1])
+    before = pucks.widget.chart_base64
+    pucks.widget.x = [1.75]  # what the browser sends when the puck is dragged
+    assert drawn[-1].tolist() == [[1.75, 1.0]]
+    assert pucks.widget.chart_base64 != before
+    assert widgets.puck_points(pucks.value).tolist() == [[1.75, 1.0]]
+
+
+def test_draggable_points_refuse_unequal_coordinates_by_name():
+    with pytest.raises(ValueError, match="draggable_points: x and y need the same"):
+        widgets.draggable_points(lambda ax, pts: None, [0.0, 1.0], [0.0], x_bounds=(0, 1), y_bounds=(0, 1))
+
+
+# ----------------------------------------------------------------------------- 2-D point
+def test_point_2d_clips_its_start_and_offers_the_four_corners():
+    start = widgets.point_2d(0.25, 7.0, x_bounds=BOUNDS[0], y_bounds=BOUNDS[1])
+    assert widgets.point(start.value) == (0.25, 3.0)  # y clipped to its bound
+    corners = {widgets.point(v) for v in start.test_values}
+    assert corners == {(-2.0, -1.0), (2.0, 3.0), (-2.0, 3.0), (2.0, -1.0)}
+
+
+# ----------------------------------------------------------------------------- drawing
+def _white_canvas_with_black_square(size=40):
+    """A PNG as the browser stores it with store_background: opaque white, black strokes."""
+    from PIL import Image
+
+    rgb = np.full((size, size, 3), 255, np.uint8)
+    rgb[10:20, 5:15] = 0
+    buffer = io.BytesIO()
+    Image.fromarray(rgb, "RGB").convert("RGBA").save(buffer, format="PNG")
+    return {"base64": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode(),
+            "width": size, "height": size}
+
+
+def test_canvas_extremes_read_as_blank_full_dot_and_bar():
+    pad = widgets.canvas(64)
+    blank, full, dot, bar = (widgets.ink(v) for v in pad.test_values)
+    for image in (blank, full, dot, bar):
+        assert image.shape == (64, 64) and image.dtype == np.float32
+    assert blank.max() == 0 and full.min() == 1
+    assert dot.sum() == 9 and bar.sum() == 48 * 8
+    digits = [widgets.to_digit(image) for image in (blank, full, dot, bar)]
+    for d in digits:
+        assert d.shape == (8, 8) and d.dtype == np.float32 and 0 <= d.min() and d.max() <= 1
+    assert digits[0].max() == 0 and digits[1].min() == 1
+    assert digits[2].min() == 1  # fit: a dot alone is cropped to fill the frame
+    assert widgets.to_digit(dot, fit=False).sum() == pytest.approx(0.25)  # 9 pixels mark 4 cells
+    # the bar, cropped and centred, is a vertical stroke: ink in the middle columns only
+    assert digits[3][:, :2].max() == 0 and digits[3][:, 3:5].min() > 0.5
+    assert widgets.ink(pad.value).max() == 0  # the default canvas is blank
+
+
+def test_ink_counts_black_strokes_on_a_white_background():
+    image = widgets.ink(_white_canvas_with_black_square())
+    assert image[10:20, 5:15].min() == 1 and image.sum() == 100
+
+
+def test_a_test_digit_shown_on_the_canvas_comes_back_unchanged():
+    images, _ = load_digits("test")
+    for k in (0, 1, 2):
+        pad = widgets.canvas(256, start=images[k])
+        back = widgets.to_digit(widgets.ink(pad.value), fit=False)
+        np.testing.assert_allclose(back, images[k], atol=1 / 255)  # PNG keeps 8 bits
+
+
+def test_to_digit_refuses_a_non_image_by_name():
+    with pytest.raises(ValueError, match=r"to_digit: expected a 2-D drawing, got shape \(5,\)"):
+        widgets.to_digit(np.ones(5))
+
+
+# ----------------------------------------------------------------------------- matrix
+def test_matrix_extremes_fill_every_entry():
+    kernel = widgets.matrix(np.eye(3), min_value=-2, max_value=3)
+    assert type(kernel).__name__ == "matrix"
+    np.testing.assert_array_equal(widgets.as_array(kernel.value), np.eye(3))
+    fills = [widgets.as_array(v) for v in kernel.test_values]
+    assert [f.shape for f in fills] == [(3, 3)] * 3
+    assert [float(np.unique(f)[0]) for f in fills] == [-2.0, 3.0, 0.0]
+    assert len(widgets.matrix([[1.0]], min_value=1, max_value=2).test_values) == 2  # 0 is out of bounds
+
+
+# ----------------------------------------------------------------------------- labelled data set
+def test_scatter_extremes_are_typed_with_a_clear_problem():
+    canvas = widgets.scatter(2, bounds=BOUNDS)
+    empty, one, one_class, corners = (widgets.scatter_data(v, bounds=BOUNDS) for v in canvas.test_values)
+    for drawn in (empty, one, one_class, corners):
+        assert drawn.X.dtype == np.float32 and drawn.X.ndim == 2 and drawn.X.shape[1] == 2
+        assert drawn.y.dtype == np.int64 and drawn.y.shape == (len(drawn.X),)
+    assert empty.X.shape == (0, 2) and "the canvas has 0" in empty.problem
+    assert len(one.y) == 1 and "the canvas has 1" in one.problem
+    assert set(one_class.y) == {0} and "class a only" in one_class.problem
+    assert corners.problem is None
+    np.testing.assert_allclose(corners.X, [[-2, -1], [2, 3]])
+    assert corners.y.tolist() == [0, 1]
+    # a density model takes one class; one point is still too few for it
+    assert widgets.scatter_data(canvas.test_values[2], bounds=BOUNDS, min_classes=1).problem is None
+    assert widgets.scatter_data(canvas.test_values[1], bounds=BOUNDS, min_classes=1).problem
+
+
+def test_scatter_maps_pixels_to_bounds_and_clips_the_spray_past_the_edge():
+    X = np.array([[-1.5, 0.0], [1.0, 2.5], [0.0, -1.0]])
+    canvas = widgets.scatter(3, bounds=BOUNDS, start=(X, [0, 2, 1]))
+    drawn = widgets.scatter_data(canvas.value, bounds=BOUNDS)
+    np.testing.assert_allclose(drawn.X, X, atol=1e-6)
+    assert drawn.y.tolist() == [0, 2, 1] and drawn.problem is None
+    sprayed = {**canvas.value, "data": [{"x": -30.0, "y": 900.0, "color": "#1f77b4", "label": "a", "batch": 0}]}
+    assert widgets.scatter_data(sprayed, bounds=BOUNDS, min_points=1, min_classes=1).X.tolist() == [[-2.0, 3.0]]
+    with pytest.raises(ValueError, match="scatter: n_classes must be 1 to 4, got 5"):
+        widgets.scatter(5)
+
+
+# ----------------------------------------------------------------------------- driven headless
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import marimo as mo
+
+    from engine.course import widgets as w
+    return mo, w
+
+
+@app.cell
+def _(w):
+    start = w.point_2d(0.5, 1.0, x_bounds=(-2.0, 2.0), y_bounds=(-1.0, 3.0))
+    return (start,)
+
+
+@app.cell
+def _(w):
+    drawing = w.scatter(2, bounds=((-2.0, 2.0), (-1.0, 3.0)))
+    return (drawing,)
+
+
+@app.cell
+def _(mo, start, w):
+    x0, y0 = w.point(start.value)
+    mo.md(f"start at ({x0:.2f}, {y0:.2f})")
+    return
+
+
+@app.cell
+def _(drawing, mo, w):
+    data = w.scatter_data(drawing.value, bounds=((-2.0, 2.0), (-1.0, 3.0)))
+    mo.callout(data.problem, kind="warn") if data.problem else mo.md(f"{len(data.y)} points drawn")
+    return (data,)
+
+
+def test_the_driver_runs_every_widget_extreme_through_a_notebook():
+    outputs, defs = run_app(app)
+    assert "start at (0.50, 1.00)" in output_text(outputs)
+    assert control_values(defs["start"])[-1] == defs["start"].value  # extremes, then the default
+    runs = extreme_runs(app)
+    assert len(runs) == 2 + 5  # first, second, then each of the 5 values (4 extremes + default)
+    texts = [output_text(run_app(app, **r)[0]) for r in runs]
+    for corner in ("(-2.00, -1.00)", "(2.00, 3.00)", "(-2.00, 3.00)", "(2.00, -1.00)"):
+        assert any(f"start at {corner}" in t for t in texts), corner
+    assert any("the canvas has 0" in t for t in texts) and any("class a only" in t for t in texts)
+    assert any("2 points drawn" in t for t in texts)
