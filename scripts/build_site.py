@@ -49,6 +49,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -65,8 +66,14 @@ PYODIDE_LOCK = PYODIDE_DIR / "node_modules" / "pyodide" / "pyodide-lock.json"
 # Staged notebooks (one folder per build, so that builds running at once never share it).
 STAGE_DIR = ROOT / "build" / f"site-src-{os.getpid()}"
 STATIC_PREFIX = "static"
-# What the browser must install for `engine` (numpy) and `engine.course.plot` (altair, matplotlib).
-WASM_DEPENDENCIES = ("numpy", "altair", "matplotlib")
+# What the browser must install for `engine` (numpy) and `engine.course.plot` (altair, matplotlib),
+# pinned by marimo to Pyodide's lock file, and for `engine.course.widgets`: packages Pyodide does
+# not ship, which micropip fetches from PyPI at the versions pyproject.toml pins (copied from there).
+WIDGET_PACKAGES = ("wigglystuff", "anywidget", "drawdata")
+WIDGET_DEPENDENCIES = tuple(
+    d for d in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    if d.split("==")[0] in WIDGET_PACKAGES)
+WASM_DEPENDENCIES = ("numpy", "altair", "matplotlib") + WIDGET_DEPENDENCIES
 SITE_TITLE = "Deep learning, from the gradient up"
 
 
@@ -133,8 +140,12 @@ def with_wasm_header(source: str, dependencies=WASM_DEPENDENCIES) -> str:
 
     project = script_metadata.loads(source) or {}
     listed = [str(d) for d in project.get("dependencies", [])]
-    names = {re.split(r"[\s\[<>=!~;@]", d, maxsplit=1)[0].lower() for d in listed}
-    project["dependencies"] = listed + [d for d in dependencies if d not in names]
+
+    def name(requirement):
+        return re.split(r"[\s\[<>=!~;@]", requirement, maxsplit=1)[0].lower()
+
+    names = {name(d) for d in listed}
+    project["dependencies"] = listed + [d for d in dependencies if name(d) not in names]
     block = script_metadata.dumps(project)
     if script_metadata.loads(source) is None:
         return f"{block}\n{source}"

@@ -6,7 +6,8 @@ reaches no CDN, so the tests check everything around that step instead:
 - `make site` exits 0 and builds every page engine.course.toc lists (a missing page fails);
 - the home page lists every page with its title, summary and links;
 - each WASM page embeds its notebook, whose PEP 723 header names the engine wheel that sits where
-  the browser will look for it, and pins NumPy, Altair and Matplotlib to the Pyodide lock file;
+  the browser will look for it, and pins NumPy, Altair and Matplotlib to the Pyodide lock file and
+  the widget packages (wigglystuff, anywidget, drawdata) to pyproject.toml's pins;
 - all pages share one engine wheel, which holds the whole package, pip-installs into a clean
   virtual environment and imports `engine` with all its submodules there;
 - every link in the home page, in the static pages and in each page's navigation resolves to a
@@ -85,8 +86,31 @@ def test_each_page_is_a_wasm_page_with_its_notebook_and_the_engine_wheel(built, 
     assert wheels["engine"].name.startswith("engine-") and wheels["engine"].suffix == ".whl"
     versions = _lock_versions()
     for package in build_site.WASM_DEPENDENCIES:
+        if "==" in package:  # a widget package, pinned as pyproject.toml pins it
+            assert f'"{package}"' in source, f"{package} is missing from the page: {source[:400]}"
+            continue
         pin = f'"{package}=={versions[package]}"'
         assert pin in source, f"{package} is not pinned to Pyodide's {versions[package]}: {source[:400]}"
+
+
+def test_the_wasm_header_adds_the_widget_packages_at_pyprojects_pins_once():
+    """Without a build: the staged header lists NumPy, Altair, Matplotlib and every widget package
+    pyproject.toml pins (none of them ships with Pyodide), and keeps a page's own listing."""
+    import tomllib
+
+    from marimo._environments import script_metadata
+
+    require_site_tools()  # the lock file, to check none of the widget packages is in it
+
+    pinned = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    widget_pins = {d for d in pinned if d.split("==")[0] in ("wigglystuff", "anywidget", "drawdata")}
+    assert len(widget_pins) == 3 and all("==" in d for d in widget_pins)
+    assert not set(build_site.WIDGET_PACKAGES) & set(_lock_versions()), "Pyodide ships one now: pin it there"
+    header = script_metadata.loads(build_site.with_wasm_header("import marimo\napp = marimo.App()\n"))
+    assert set(header["dependencies"]) == {"numpy", "altair", "matplotlib"} | widget_pins
+    own = build_site.with_wasm_header('# /// script\n# dependencies = ["drawdata>=0.5"]\n# ///\nimport marimo\n')
+    listed = script_metadata.loads(own)["dependencies"]
+    assert listed.count("drawdata>=0.5") == 1 and not [d for d in listed if d.startswith("drawdata==")]
 
 
 def _imported_by_name(package: Path) -> set[str]:
