@@ -678,6 +678,94 @@ def _(tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    ## 6. Attention inside a Transformer
+
+    A decoder-only Transformer (GPT's layout) stacks **blocks** on a **residual stream**
+    $x \in \mathbb{R}^{L\times d}$. Each block normalises before each sub-layer (pre-norm) and adds
+    the sub-layer's output back to the stream:
+
+    $$
+    x \leftarrow x + \operatorname{CausalSelfAttention}(\operatorname{LN}(x)), \qquad
+    x \leftarrow x + \operatorname{MLP}(\operatorname{LN}(x)), \qquad
+    \operatorname{MLP}(h) = W_2\,\operatorname{GELU}(W_1 h).
+    $$
+
+    Attention is the only place where positions exchange information; the MLP acts on each
+    position alone. $\operatorname{LN}$ rescales each position's vector to mean 0 and variance 1
+    (then a learned scale and shift). Token and position embeddings enter at the bottom, a final
+    LayerNorm and a linear read-out give next-token logits at the top.
+
+    Below, one block with $d = 32$ and two heads learns to continue a short text that the course
+    wrote for this purpose (about 2,100 characters; the last tenth is held out), one character
+    at a time. The baseline is the **unigram** model: predict each character by its frequency in
+    the training text, whatever came before. Its held-out cross-entropy is what a model that
+    ignores context scores.
+    """)
+    return
+
+
+@app.cell
+def _():
+    exercise_block = exercises.NumberExercise(
+        question="**Exercise 7.** How many parameters has one pre-norm block with d = 768 "
+        "(12 heads, MLP width 4d, biases everywhere, two LayerNorms)?",
+        truth=lab.block_parameters(768, 12),
+        hint="attention: four d × d projections with biases; MLP: d × 4d + 4d and 4d × d + d; "
+        "each LayerNorm: 2d.")
+    answer_block = ui.answer_box(exercise_block, placeholder="parameter count")
+    return answer_block, exercise_block
+
+
+@app.cell
+def _(answer_block, exercise_block):
+    ui.exercise(exercise_block, answer_block)
+    return
+
+
+@app.cell
+def _():
+    gpt_steps = mo.ui.slider(50, 600, step=50, value=400, label="training steps", show_value=True)
+    gpt_layers = mo.ui.slider(1, 2, value=1, label="blocks", show_value=True)
+    gpt_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2,
+                                     "1": 1.0}, value="3e-3", label="learning rate")
+    gpt_train = mo.ui.run_button(label="Train the tiny Transformer")
+    return gpt_layers, gpt_lr, gpt_steps, gpt_train
+
+
+@app.cell
+def _(gpt_layers, gpt_lr, gpt_steps, gpt_train):
+    mo.vstack([mo.hstack([gpt_steps, gpt_layers, gpt_lr], wrap=True), gpt_train])
+    return
+
+
+@app.cell
+def _(gpt_layers, gpt_lr, gpt_steps, gpt_train):
+    mo.stop(not gpt_train.value,
+            mo.md("*Press **Train the tiny Transformer** (several seconds; slower in the browser).*"))
+    with mo.status.progress_bar(total=gpt_steps.value, title="training",
+                                remove_on_exit=True) as _bar:
+        gpt = lab.train_tiny_gpt(steps=gpt_steps.value, lr=gpt_lr.value, layers=gpt_layers.value,
+                                 seed=0, on_step=throttled(_bar, gpt_steps.value))
+    if gpt.stopped:
+        _shown = mo.callout(mo.md(gpt.stopped), kind="warn")
+    else:
+        _shown = mo.vstack([
+            plot.curves(gpt.steps, {"train": gpt.train_loss, "held-out": gpt.heldout_loss,
+                                    "unigram baseline": np.full(len(gpt.steps), gpt.unigram)},
+                        x_title="training step", y_title="nats per character",
+                        dashed=("unigram baseline",), title="next-character cross-entropy"),
+            mo.md(f"Held-out loss **{gpt.heldout_loss[-1]:.2f}** nats per character against "
+                  f"**{gpt.unigram:.2f}** for the unigram baseline."),
+            mo.md("Sampled after the prompt *a query* (temperature 0.8):"),
+            mo.plain_text(gpt.sample),
+        ])
+    _shown
+    return (gpt,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## The same in your own script
 
     The engine's attention functions take PyTorch's arguments (a boolean mask is True where

@@ -259,3 +259,15 @@ def test_06_kv_cache_decodes_exactly_and_counts_projections(torch):
     step = X[5] @ Wq @ (X[:6] @ Wk).T / np.sqrt(8)
     w = np.exp(step - step.max()) / np.exp(step - step.max()).sum()
     np.testing.assert_allclose(w @ (X[:6] @ Wv), full[5], atol=1e-12)
+
+
+@pytest.mark.slow
+def test_06_tiny_transformer_beats_the_unigram_baseline():
+    """Issue 14: the tiny decoder must reach a loss well below the unigram baseline; both shown."""
+    text, defs = notebook_text("06_attention", gpt_train=True)
+    gpt = defs["gpt"]
+    assert not gpt.stopped
+    assert gpt.heldout_loss[-1] < gpt.unigram - 0.8, (gpt.heldout_loss[-1], gpt.unigram)
+    assert f"{gpt.heldout_loss[-1]:.2f} nats per character" in text and f"{gpt.unigram:.2f}" in text
+    assert gpt.sample.startswith("a query ") and gpt.sample in text
+    assert defs["exercise_block"].truth == 12 * 768**2 + 13 * 768

@@ -34,7 +34,9 @@ __all__ = [
     "TinyAttention", "TinyHistory", "TinyRun", "attention_maps", "dot_product_variance",
     "attention_memory", "kv_cache_decode", "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
     "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
-    "designed_retrieval", "toy_qkv", "train_tiny_attention",
+    "TEXT", "CharData", "GPTRun", "TinyGPT", "TransformerBlock", "block_parameters", "char_data",
+    "designed_retrieval", "heldout_loss", "sample_text", "toy_qkv", "train_tiny_attention",
+    "train_tiny_gpt",
 ]
 
 SENTENCE = "the cat sat on the mat because it was warm"
@@ -634,3 +636,189 @@ def train_tiny_attention(task="reverse", steps=300, lr=1e-2, d_model=32, length=
     return TinyRun(model, TinyHistory(**{k: np.asarray(v) for k, v in history.items()}),
                    x_test[0], y_test[0], logits.data[0].argmax(-1), weights.data[0], stopped,
                    x_test, y_test)
+
+
+# ----------------------------------------------------------------------------- a Transformer
+# A short text the project wrote for this lesson (no licence question): character-level data for
+# the tiny decoder below. Its sentences repeat words and patterns, so a small model can learn some.
+TEXT = (
+    "a query asks a question. a key says what a token offers. a value is what a token passes on. "
+    "each query meets every key, and the scores become weights that sum to one. the output mixes "
+    "the values with those weights. a causal mask lets each token read only the tokens before it, "
+    "so a model can learn to predict the next token. the residual stream carries each token from "
+    "layer to layer; every block adds what attention reads and what the small network computes. "
+    "layer norm keeps the numbers in a steady range before each part. the model reads the text "
+    "one character at a time and guesses the next one. at first it guesses letters by how often "
+    "they appear. then it learns which letter follows which, then short words, then the shape of "
+    "a sentence. a query asks, a key answers, a value is passed on. the weights sum to one and "
+    "the output mixes the values. each block reads, mixes and adds. each token reads the tokens "
+    "before it and never the ones after it. the next token is a guess, and the loss says how "
+    "surprised the model was. a small model on a short text learns the words it sees often and "
+    "the way a sentence starts and ends. it will not learn the meaning of the words, only which "
+    "characters tend to follow which, and that is already far better than counting letters. "
+    "a convolution reads a small window and shares its weights across the image. attention reads "
+    "every token and chooses its weights from the data. the scores are divided by the square root "
+    "of the width, so that the softmax does not saturate. a mask sets a score to minus infinity, "
+    "and its weight becomes zero. a token may read the tokens before it, and the mask hides the "
+    "ones after it. the model learns to put its weight where the answer is. when the scale grows, "
+    "the weight moves to the best key. when the scale shrinks, the weights become even. the cache "
+    "keeps the keys and the values, so each new token adds one row and reads all the rows before "
+    "it. the memory of the scores grows with the square of the length, the cache grows with the "
+    "length. a block reads, mixes and adds, and the next block reads what the last one wrote. "
+)
+
+
+class TransformerBlock(Module):
+    """A pre-norm decoder block (GPT-2's layout):
+
+        x ← x + CausalSelfAttention(LayerNorm(x))
+        x ← x + MLP(LayerNorm(x)),     MLP = Linear(d, 4d) → GELU → Linear(4d, d)
+
+    The residual stream x [B, L, d] passes through unchanged; each sub-layer adds to it."""
+
+    def __init__(self, d_model=32, heads=2):
+        super().__init__()
+        self.norm_attention = nn.LayerNorm(d_model)
+        self.attention = nn.MultiheadAttention(d_model, heads, batch_first=True)
+        self.norm_mlp = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
+                                 nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        h = self.norm_attention(x)
+        x = x + self.attention(h, h, h, is_causal=True, need_weights=False)[0]
+        return x + self.mlp(self.norm_mlp(x))
+
+
+class TinyGPT(Module):
+    """Token and learned position embeddings, ``layers`` :class:`TransformerBlock`, a final
+    LayerNorm and a linear read-out to next-token logits [B, L, vocab]."""
+
+    def __init__(self, vocab, context=32, d_model=32, heads=2, layers=1):
+        super().__init__()
+        self.context = context
+        self.token = nn.Embedding(vocab, d_model)
+        self.position = nn.Embedding(context, d_model)
+        self.blocks = nn.ModuleList([TransformerBlock(d_model, heads) for _ in range(layers)])
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab)
+
+    def forward(self, ids):
+        ids = np.asarray(ids)
+        x = self.token(ids) + self.position(np.arange(ids.shape[-1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+@dataclass(frozen=True)
+class CharData:
+    """``TEXT`` as character ids: ``chars`` (the vocabulary, sorted), ``train``/``heldout`` ids
+    (the last tenth is held out), and ``unigram`` = the held-out cross-entropy (nats/char) of
+    the training text's character frequencies (add-one smoothed): the baseline to beat."""
+
+    chars: str
+    train: np.ndarray
+    heldout: np.ndarray
+    unigram: float
+
+
+def char_data(text=TEXT) -> CharData:
+    chars = "".join(sorted(set(text)))
+    ids = np.array([chars.index(c) for c in text], dtype=np.int64)
+    cut = int(0.9 * len(ids))
+    counts = np.bincount(ids[:cut], minlength=len(chars)) + 1.0
+    p = counts / counts.sum()
+    return CharData(chars, ids[:cut], ids[cut:], float(-np.log(p[ids[cut:]]).mean()))
+
+
+def _windows(ids, context, starts):
+    return (np.stack([ids[s:s + context] for s in starts]),
+            np.stack([ids[s + 1:s + context + 1] for s in starts]))
+
+
+def heldout_loss(model, ids, context) -> float:
+    """Mean next-character cross-entropy (nats) over every position of non-overlapping windows."""
+    starts = np.arange(0, len(ids) - context - 1, context)
+    x, y = _windows(ids, context, starts)
+    with no_grad():
+        logits = model(x)
+        return float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).data)
+
+
+@dataclass(frozen=True)
+class GPTRun:
+    """A trained :class:`TinyGPT`: ``steps`` and ``train_loss``/``heldout_loss`` (nats/char)
+    every ``eval_every`` steps, the ``unigram`` baseline, a ``sample`` of generated text and
+    ``stopped`` (why training stopped early, or '')."""
+
+    model: TinyGPT
+    data: CharData
+    steps: np.ndarray
+    train_loss: np.ndarray
+    heldout_loss: np.ndarray
+    unigram: float
+    sample: str
+    stopped: str
+
+
+def sample_text(model, data: CharData, prompt="a query ", length=120, temperature=0.8, seed=0) -> str:
+    """Generate ``length`` characters after ``prompt``: each step feeds the last ``context``
+    characters, samples the next from softmax(logits / temperature) with its own generator."""
+    rng = np.random.default_rng(seed)
+    temperature = _positive("sample_text", "temperature", temperature)
+    ids = [data.chars.index(c) for c in prompt if c in data.chars]
+    with no_grad():
+        for _ in range(_int("sample_text", "length", length, 0)):
+            logits = model(np.array([ids[-model.context:]])).data[0, -1] / temperature
+            p = np.exp(logits - logits.max())
+            ids.append(int(rng.choice(len(p), p=p / p.sum())))
+    return "".join(data.chars[i] for i in ids)
+
+
+def block_parameters(d_model=768, heads=12) -> int:
+    """Parameters of one :class:`TransformerBlock` counted on the module (built on its own
+    stream): 12d² + 13d (attention 4d² + 4d, MLP 8d² + 5d, two LayerNorms 4d)."""
+    with fork_rng(0):
+        block = TransformerBlock(_int("block_parameters", "d_model", d_model, 1), heads)
+    return int(sum(p.data.size for p in block.parameters()))
+
+
+def train_tiny_gpt(steps=400, lr=3e-3, d_model=32, heads=2, layers=1, context=16, batch_size=32,
+                   seed=0, eval_every=50, on_step=None) -> GPTRun:
+    """Train :class:`TinyGPT` with Adam on random windows of :data:`TEXT` (next-character
+    cross-entropy), built and trained on its own random streams (``seed``)."""
+    op = "train_tiny_gpt"
+    steps = _int(op, "steps", steps, 1)
+    lr = _positive(op, "lr", lr)
+    if _int(op, "d_model", d_model, 1) % _int(op, "heads", heads, 1):
+        raise ValueError(f"{op}: heads ({heads}) must divide d_model ({d_model})")
+    data = char_data()
+    with fork_rng(int(seed)):
+        model = TinyGPT(len(data.chars), context, d_model, heads, _int(op, "layers", layers, 1))
+        opt = optim.Adam(model.parameters(), lr=lr)
+        rng = np.random.default_rng(seed)
+        log = {"steps": [], "train": [], "heldout": []}
+        stopped, recent = "", []
+        for step in range(1, steps + 1):
+            x, y = _windows(data.train, context,
+                            rng.integers(0, len(data.train) - context - 1, size=batch_size))
+            logits = model(x)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            recent.append(float(loss.data))
+            if not math.isfinite(recent[-1]):
+                stopped = f"the loss became non-finite at step {step}: lower the learning rate"
+                break
+            if step % eval_every == 0 or step == steps:
+                log["steps"].append(step)
+                log["train"].append(float(np.mean(recent)))
+                log["heldout"].append(heldout_loss(model, data.heldout, context))
+                recent = []
+            if on_step is not None:
+                on_step(step)
+        sample = sample_text(model, data, seed=seed) if not stopped else ""
+    return GPTRun(model, data, np.asarray(log["steps"]), np.asarray(log["train"]),
+                  np.asarray(log["heldout"]), data.unigram, sample, stopped)

@@ -215,3 +215,41 @@ def test_attention_memory_and_kv_decode():
         attention_lab.attention_memory(0)
     d = attention_lab.kv_cache_decode(length=5, d_model=4, seed=3)
     assert d.max_gap < 1e-12 and (d.projected_cached, d.projected_uncached) == (5, 15)
+
+
+def test_block_parameters_match_torch_layers(torch):
+    d = 48
+    layers = [torch.nn.LayerNorm(d), torch.nn.MultiheadAttention(d, 4, batch_first=True),
+              torch.nn.LayerNorm(d), torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)]
+    expected = sum(p.numel() for m in layers for p in m.parameters())
+    assert attention_lab.block_parameters(d, 4) == expected == 12 * d * d + 13 * d
+
+
+def test_char_data_unigram_by_hand():
+    import collections
+    d = attention_lab.char_data()
+    text = attention_lab.TEXT
+    cut = int(0.9 * len(text))
+    counts = collections.Counter(text[:cut])
+    total = cut + len(d.chars)
+    nats = -np.mean([math.log((counts[c] + 1) / total) for c in text[cut:]])
+    assert d.unigram == pytest.approx(nats)
+    assert "".join(d.chars[i] for i in d.heldout) == text[cut:]
+
+
+def test_tiny_gpt_is_causal_and_trains():
+    with engine.random.fork_rng(0):
+        model = attention_lab.TinyGPT(vocab=10, context=8, d_model=16, heads=2, layers=2)
+    x = np.random.default_rng(0).integers(0, 10, size=(1, 8))
+    y = x.copy()
+    y[0, 5] = (y[0, 5] + 1) % 10  # change a later token: earlier logits must not move
+    with engine.no_grad():
+        a, b = model(x).data, model(y).data
+    np.testing.assert_allclose(a[0, :5], b[0, :5], atol=1e-6)
+    assert np.abs(a[0, 5:] - b[0, 5:]).max() > 1e-4
+    run = attention_lab.train_tiny_gpt(steps=60, eval_every=30)
+    assert run.train_loss[-1] < run.train_loss[0] and len(run.sample) == len("a query ") + 120
+    assert run.heldout_loss[-1] == pytest.approx(
+        attention_lab.heldout_loss(run.model, run.data.heldout, 16))
+    with pytest.raises(ValueError, match="heads"):
+        attention_lab.train_tiny_gpt(d_model=30, heads=4)
