@@ -299,3 +299,64 @@ def editor_run_all(page, timeout_ms: float = 60_000) -> float | None:
     pressed = page.evaluate("() => performance.now()")
     page.locator("button[data-run-all]").click()
     return pressed
+
+
+# ----------------------------------------------------------------------------- widgets (issue 15)
+# The drawing surface of an anywidget (engine/course/widgets.py): its largest visible canvas, SVG
+# or image, looked up through open shadow roots (a Slider2D and a ChartPuck draw on a canvas,
+# drawdata's scatter on an SVG, Paint on a canvas under a toolbar of small SVG icons).
+_SURFACE_JS = r"""
+(root) => {
+  let best = null, bestArea = 0;
+  const visit = (node) => {
+    if (!node) return;
+    for (const el of node.querySelectorAll('canvas, svg, img')) {
+      const box = el.getBoundingClientRect();
+      if (box.width * box.height > bestArea && !(el.closest('svg') && el.closest('svg') !== el)) {
+        best = el; bestArea = box.width * box.height;
+      }
+    }
+    for (const el of node.querySelectorAll('*')) if (el.shadowRoot) visit(el.shadowRoot);
+  };
+  visit(root.shadowRoot); visit(root);
+  return best;
+}
+"""
+
+
+def drag_on_widget(page, widget, path, *, steps: int = 10) -> str | None:
+    """Drag with the mouse along ``path`` on an anywidget's drawing surface; return the id of the
+    output area that holds the widget.
+
+    ``widget``: a Playwright ElementHandle or Locator of the widget (e.g.
+    ``page.locator("marimo-anywidget").nth(0)``) or of any element around its surface.
+    ``path``: two or more ``(fx, fy)`` points as fractions of the surface's box (0, 0 the top-left
+    corner): press at the first, move through the others in ``steps`` mouse moves each, release
+    at the last. ``[(0.5, 0.5), (0.95, 0.05)]`` drags a point from the centre to the top-right
+    corner (a ChartPuck's puck must sit at the first point); ``[(0.3, 0.2), (0.3, 0.8)]`` draws
+    a vertical stroke on a canvas or sprays a line of points on a scatter.
+
+    The widget redraws itself when dragged, so a test that the *dependent* output changed compares
+    :data:`SNAPSHOT_JS` snapshots taken before and after (waiting for ``__mw.idleAfter(n)``), and
+    leaves the returned area out of :func:`changed_areas`' result.
+    """
+    if len(path) < 2:
+        raise ValueError(f"drag_on_widget: a path needs at least two points, got {path!r}")
+    handle = widget.element_handle() if hasattr(widget, "element_handle") else widget
+    surface = handle.evaluate_handle(_SURFACE_JS).as_element()
+    if surface is None:
+        raise AssertionError("drag_on_widget: the widget has no canvas, SVG or image to drag on")
+    surface.scroll_into_view_if_needed()
+    box = surface.bounding_box()
+    if not box or box["width"] < 2 or box["height"] < 2:
+        raise AssertionError(f"drag_on_widget: the widget's surface is not visible ({box})")
+
+    def at(fx, fy):
+        return box["x"] + fx * (box["width"] - 1), box["y"] + fy * (box["height"] - 1)
+
+    page.mouse.move(*at(*path[0]))
+    page.mouse.down()
+    for fx, fy in path[1:]:
+        page.mouse.move(*at(fx, fy), steps=steps)
+    page.mouse.up()
+    return handle.evaluate("(el) => { const a = el.closest('.output-area'); return a ? a.id : null; }")
