@@ -24,7 +24,10 @@ def _():
     walks that graph from the output to the inputs, and each node multiplies the gradient it
     receives by its own small **local rule**. In this notebook you will
 
-    - step through the backward pass of an expression, node by node, with the rule each node uses;
+    - step through the backward pass of an expression, node by node, with the rule each node uses,
+      and watch the shares add up at a value used several times;
+    - see why deep learning differentiates in reverse: one backward pass for all inputs, against
+      one forward-mode pass per input, and what the backward pass keeps in memory;
     - write a dense layer's gradients by hand in NumPy and find them equal to autograd's;
     - check gradients with finite differences and see why the step $h$ cannot be too small;
     - train small networks on 2-D data in a playground, and run the "overfit one batch" check.

@@ -27,8 +27,10 @@ def _():
 
     - race SGD, momentum, Nesterov, RMSprop, Adam and AdamW on four 2-D loss surfaces, with their
       hyper-parameters and a learning-rate schedule under your control;
+    - measure how the condition number sets the speed of gradient descent and of momentum;
     - see what Adam's bias correction does to its first steps;
-    - plot the common learning-rate schedules;
+    - plot the common learning-rate schedules, see the noise floor of mini-batch gradients that
+      decay breaks through, and find a learning rate with a range test;
     - find where Adam with an L2 penalty and AdamW's decoupled weight decay part ways;
     - clip gradients by their global norm and rescue a diverging run.
     """)
