@@ -201,3 +201,21 @@ def test_01_new_exercises_are_graded():
     assert text.count("Right") == 2
     text, _ = notebook_text("01_activations", answer_edge="1", answer_residual="stable")
     assert "Right" not in text and "Not quite" in text and "Not this one" in text
+
+
+def test_01_the_bend_buys_accuracy_and_pieces():
+    text, defs = notebook_text("01_activations", answer_pieces="7")  # default: width 8, one layer, untrained
+    r = defs["bend_report"]
+    assert r.pieces <= r.one_layer_bound == 37 and f"makes at most {r.one_layer_bound}" in text
+    same = activations_lab.bend_lab(8, 1, steps=0, seed=0)
+    assert same.pieces == r.pieces and f"{r.pieces} linear pieces" in text
+    assert defs["exercise_pieces"].truth == 7 and text.count("Right") == 1
+    text, defs = notebook_text("01_activations", bend_width=8, bend_depth=0, bend_train=True)
+    r = defs["bend_report"]
+    assert r.pieces == 1 and r.steps == 400 and r.accuracy < 0.9  # "stops below 90 %"
+    assert f"1 linear pieces in the box · training accuracy {100 * r.accuracy:.1f} %" in text
+    _, defs = notebook_text("01_activations", bend_width=16, bend_depth=2, bend_train=True)
+    assert defs["bend_report"].accuracy >= 0.99  # "reach 99 % or more"
+    # the notebook shows the lab's report (checked above); "two hidden layers already show more pieces"
+    one, two = (activations_lab.bend_lab(16, d, steps=0, seed=0) for d in (1, 2))
+    assert two.pieces > one.pieces

@@ -499,3 +499,112 @@ def depth_variants(depth: int = 50, width: int = 64, activation: str = "tanh", i
     return {name: depth_lab(depth=depth, width=width, activation=activation, init=init, scale=scale,
                             n_samples=n_samples, seed=seed, residual=res, norm=norm)
             for name, (res, norm) in DEPTH_VARIANTS.items()}
+
+
+# ----------------------------------------------------------------------------- what the bend buys
+
+
+@dataclass
+class BendReport:
+    """A small ReLU network on the two-moons data: its decision and its linear pieces on a grid."""
+
+    width: int
+    depth: int  # hidden layers; 0 is logistic regression, a single linear piece
+    steps: int  # Adam steps trained (0: the network at initialisation)
+    pieces: int  # distinct on/off patterns of the ReLUs over the grid: the linear pieces seen in the box
+    accuracy: float  # on the 200 training points
+    xx: np.ndarray
+    yy: np.ndarray
+    probs: np.ndarray  # (G, G) probability of class 1
+    piece_ids: np.ndarray  # (G, G) index of the linear piece each grid point lies in
+    X: np.ndarray
+    y: np.ndarray
+
+    @property
+    def one_layer_bound(self) -> int | None:
+        """The most pieces one hidden layer of this width can make (None for other depths)."""
+        return max_pieces_one_layer(self.width) if self.depth == 1 else None
+
+
+def max_pieces_one_layer(n: int) -> int:
+    """n lines cut the plane into at most 1 + n + n(n − 1)/2 regions (lines in general position)."""
+    return 1 + n + n * (n - 1) // 2
+
+
+def bend_lab(width: int = 8, depth: int = 1, steps: int = 0, seed: int = 0, grid: int = 150,
+             lr: float = 0.02, on_step=None) -> BendReport:
+    """Build 2 → width (×depth, ReLU) → 1 on the global stream forked at ``seed``, optionally train
+    it (Adam, full batch, BCE with logits) on 200 two-moons points, then label every grid point
+    with its ReLU pattern: inside one pattern the network is one affine map, so the number of
+    distinct patterns is the number of linear pieces the grid sees (a lower bound on the true count)."""
+    import engine
+    from engine import nn
+    from engine.data import make_moons
+
+    if not (isinstance(width, (int, np.integer)) and 1 <= width <= 64):
+        raise ValueError(f"bend_lab: width must be an integer in [1, 64], got {width!r}")
+    if not (isinstance(depth, (int, np.integer)) and 0 <= depth <= 6):
+        raise ValueError(f"bend_lab: depth must be an integer in [0, 6], got {depth!r}")
+    X, y = make_moons(200, noise=0.15, seed=seed)
+    with engine.random.fork_rng(seed):
+        sizes = [2] + [width] * depth
+        layers = [nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:])]
+        head = nn.Linear(sizes[-1], 1)
+    params = [p for layer in layers + [head] for p in layer.parameters()]
+    opt = engine.optim.Adam(params, lr=lr)
+    target = y.astype(np.float64)
+    for i in range(steps):
+        opt.zero_grad()
+        h = Tensor(X)
+        for layer in layers:
+            h = F.relu(layer(h))
+        F.binary_cross_entropy_with_logits(head(h).reshape(-1), target).backward()
+        opt.step()
+        if on_step is not None:
+            on_step(i)
+
+    lo, hi = X.min(axis=0) - 0.5, X.max(axis=0) + 0.5
+    xx, yy = np.meshgrid(np.linspace(lo[0], hi[0], grid), np.linspace(lo[1], hi[1], grid))
+    points = np.column_stack([xx.ravel(), yy.ravel()])
+
+    def forward(inputs):
+        h, bits = inputs, []
+        for layer in layers:
+            z = h @ layer.weight.data.T + layer.bias.data  # Z = X Wᵀ + b, W stored (out, in)
+            bits.append(z > 0)
+            h = np.maximum(z, 0.0)
+        return (h @ head.weight.data.T + head.bias.data).reshape(-1), bits
+
+    logits, bits = forward(points)
+    if bits:
+        _, piece_ids = np.unique(np.concatenate(bits, axis=1), axis=0, return_inverse=True)
+    else:
+        piece_ids = np.zeros(len(points), dtype=int)
+    train_logits, _ = forward(X)
+    accuracy = float(np.mean((train_logits > 0) == (y == 1)))
+    return BendReport(width, depth, steps, int(piece_ids.max()) + 1, accuracy, xx, yy,
+                      _sigmoid(logits).reshape(xx.shape), piece_ids.reshape(xx.shape), X, y)
+
+
+def bend_figure(report: BendReport):
+    """Two panels: the linear pieces (one colour each, the decision boundary drawn over them) and
+    the data. Matplotlib, imported here (plot.py has no piece map)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8.0, 3.6), layout="constrained")
+    extent = (report.xx.min(), report.xx.max(), report.yy.min(), report.yy.max())
+    shuffled = np.random.default_rng(0).permutation(report.pieces)[report.piece_ids]  # neighbours unlike
+    for k, (ax, title) in enumerate(zip(fig.subplots(1, 2), (f"{report.pieces} linear pieces",
+                                                             f"decision, accuracy {100 * report.accuracy:.0f} %"))):
+        if k == 0:
+            ax.imshow(shuffled, origin="lower", extent=extent, aspect="auto", cmap="tab20", interpolation="nearest")
+        else:
+            ax.imshow(report.probs, origin="lower", extent=extent, aspect="auto", cmap="coolwarm", vmin=0, vmax=1,
+                      alpha=0.6)
+            ax.scatter(report.X[:, 0], report.X[:, 1], c=report.y, cmap="coolwarm", s=10, edgecolor="white",
+                       linewidth=0.4)
+        ax.contour(report.xx, report.yy, report.probs, levels=[0.5], colors="black", linewidths=1.2)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("x₁")
+        ax.set_ylabel("x₂")
+    return fig

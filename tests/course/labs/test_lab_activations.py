@@ -262,3 +262,35 @@ def test_scale_sweep_crosses_one_at_he_for_relu():
     assert sweep.per_layer_factor[3] == direct.per_layer_factor
     assert act.scale_sweep("sigmoid").crossing is None  # σ′ ≤ ¼: no scale up to 5 reaches 1
     assert 1.0 < act.scale_sweep("tanh").crossing < 1.5
+
+
+def test_bend_lab_pieces_are_affine_and_bounded():
+    r = act.bend_lab(width=5, depth=1, steps=0, seed=4, grid=60)
+    assert r.pieces <= act.max_pieces_one_layer(5) == 16 and r.one_layer_bound == 16
+    # inside one piece the network is one affine map: fit it on three points, predict the rest
+    logit = np.log(r.probs / (1 - r.probs))
+    pts = np.column_stack([r.xx.ravel(), r.yy.ravel()])
+    ids = r.piece_ids.ravel()
+    for piece in np.unique(ids)[:6]:
+        idx = np.flatnonzero(ids == piece)
+        if len(idx) < 4:
+            continue
+        A = np.column_stack([pts[idx], np.ones(len(idx))])
+        coef, *_ = np.linalg.lstsq(A, logit.ravel()[idx], rcond=None)
+        np.testing.assert_allclose(A @ coef, logit.ravel()[idx], atol=1e-5)  # float32 weights
+    assert act.bend_lab(width=5, depth=0, seed=4, grid=60).pieces == 1
+
+
+def test_bend_lab_leaves_the_global_stream_and_is_reproducible():
+    engine.manual_seed(5)
+    before = engine.randn(3).data
+    engine.manual_seed(5)
+    a = act.bend_lab(width=4, depth=2, steps=3, seed=1, grid=20)
+    after = engine.randn(3).data
+    np.testing.assert_array_equal(before, after)
+    b = act.bend_lab(width=4, depth=2, steps=3, seed=1, grid=20)
+    np.testing.assert_array_equal(a.probs, b.probs)
+    with pytest.raises(ValueError, match="width must be an integer"):
+        act.bend_lab(width=0)
+    with pytest.raises(ValueError, match="depth must be an integer"):
+        act.bend_lab(depth=7)
