@@ -39,7 +39,7 @@ into a sensible result or a ``mo.callout(..., kind="warn")``, never an exception
 export time, but no Python runs behind it: dragging moves the puck on screen and recomputes
 nothing. The WebAssembly pages install these packages (scripts/build_site.py) and run fully.
 
-marimo, wigglystuff, drawdata and Pillow are imported inside the functions: ``import engine`` and
+marimo, Matplotlib, wigglystuff and drawdata are imported inside the functions: ``import engine`` and
 ``import engine.course`` load none of them (tests/engine/test_layers.py).
 """
 
@@ -148,12 +148,12 @@ def point(value) -> tuple[float, float]:
 # ----------------------------------------------------------------------------- drawing
 def _png(ink: np.ndarray) -> str:
     """Base64 PNG (no ``data:`` prefix) of black ink with opacity ``ink`` on a transparent canvas."""
-    from PIL import Image
+    from matplotlib import image
 
     rgba = np.zeros(ink.shape + (4,), np.uint8)
     rgba[..., 3] = np.round(np.clip(ink, 0, 1) * 255).astype(np.uint8)
     buffer = io.BytesIO()
-    Image.fromarray(rgba, "RGBA").save(buffer, format="PNG")
+    image.imsave(buffer, rgba, format="png")
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -194,14 +194,18 @@ def ink(value) -> np.ndarray:
     background or a transparent one. An empty or unreadable value is a blank canvas of the
     value's size.
     """
-    from PIL import Image
+    from matplotlib import image
 
     height, width = int(value.get("height", 0) or 1), int(value.get("width", 0) or 1)
     data = value.get("base64") or ""
     if not data:
         return np.zeros((height, width), np.float32)
-    rgba = np.asarray(Image.open(io.BytesIO(base64.b64decode(data.split("base64,")[-1]))).convert("RGBA"),
-                      np.float32) / 255
+    rgba = image.imread(io.BytesIO(base64.b64decode(data.split("base64,")[-1])), format="png")
+    if rgba.ndim == 2:  # a grey PNG
+        rgba = np.repeat(rgba[..., None], 3, axis=2)
+    if rgba.shape[2] == 3:
+        rgba = np.concatenate([rgba, np.ones(rgba.shape[:2] + (1,), rgba.dtype)], axis=2)
+    rgba = rgba.astype(np.float32)
     darkness = 1 - rgba[..., :3] @ np.array([0.299, 0.587, 0.114], np.float32)
     return np.clip(rgba[..., 3] * darkness, 0, 1).astype(np.float32)
 

@@ -12,7 +12,9 @@ provides. The rules, checked on every file of ``engine/`` by reading its syntax 
 4. third-party packages: NumPy at module level, and nothing else there; ``engine.course.plot`` may
    import Altair and Matplotlib and ``engine.course.toc`` and ``engine.course.ui`` marimo inside
    functions (the browser build installs the first two from the page's header, marimo is the
-   runtime); the optional PyTorch column of the formula sheets imports torch inside functions of
+   runtime); ``engine.course.widgets`` may import marimo, Matplotlib, wigglystuff and drawdata
+   (the last two pure-Python wheels the page's header pins); the optional PyTorch column of the
+   formula sheets imports torch inside functions of
    ``engine/course/formulas/evaluate.py`` only.
    Every package the engine imports is one that Pyodide ships (its lock file says so), marimo aside;
 5. no file writes (``open`` for writing, ``write_text``, ``np.save``, ``savefig`` to a path,
@@ -59,11 +61,16 @@ IO_MODULE = "engine/io.py"
 MODULE_LEVEL_THIRD_PARTY = {"numpy"}
 LAZY_ALLOWED = {  # third-party packages imported inside functions, and where
     "altair": {"engine/course/plot.py"},
-    "matplotlib": {"engine/course/plot.py"},
-    "marimo": {"engine/course/toc.py", "engine/course/ui.py"},
+    "matplotlib": {"engine/course/plot.py", "engine/course/widgets.py"},
+    "marimo": {"engine/course/toc.py", "engine/course/ui.py", "engine/course/widgets.py"},
     "torch": {"engine/course/formulas/evaluate.py"},
+    "wigglystuff": {"engine/course/widgets.py"},
+    "drawdata": {"engine/course/widgets.py"},
 }
 IN_BROWSER_WITHOUT_LOCK = {"marimo"}  # the WASM runtime itself
+# Pure-Python widget wheels Pyodide does not ship: micropip fetches them from PyPI at the versions
+# pyproject.toml pins, which the site build writes into each page's header (issue 15).
+FROM_PYPI_IN_BROWSER = {"wigglystuff", "drawdata"}
 OPTIONAL_OUTSIDE_BROWSER = {"torch"}  # guarded by torch_available(); absent in the browser
 
 
@@ -204,10 +211,12 @@ def test_every_package_the_engine_imports_ships_with_pyodide():
     assert lock["info"]["python"].startswith("3.")
     shipped = {name for spec in lock["packages"].values() for name in spec.get("imports", [])}
     imported = MODULE_LEVEL_THIRD_PARTY | set(LAZY_ALLOWED)
-    needed = imported - IN_BROWSER_WITHOUT_LOCK - OPTIONAL_OUTSIDE_BROWSER
+    needed = imported - IN_BROWSER_WITHOUT_LOCK - OPTIONAL_OUTSIDE_BROWSER - FROM_PYPI_IN_BROWSER
     assert needed <= shipped, f"not in Pyodide {build_site.PYODIDE_VERSION}: {needed - shipped}"
-    # The site's pages install exactly these (their PEP 723 header).
-    assert set(build_site.WASM_DEPENDENCIES) == needed
+    # The site's pages install exactly these (their PEP 723 header), the widgets at exact pins.
+    assert set(build_site.WASM_DEPENDENCIES) == needed | set(build_site.WIDGET_DEPENDENCIES)
+    assert FROM_PYPI_IN_BROWSER <= {d.split("==")[0] for d in build_site.WIDGET_DEPENDENCIES}
+    assert all("==" in d for d in build_site.WIDGET_DEPENDENCIES)
 
 
 # ----------------------------------------------------------------------------- the checker itself
