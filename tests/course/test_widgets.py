@@ -202,3 +202,125 @@ def test_the_driver_runs_every_widget_extreme_through_a_notebook():
         assert any(f"start at {corner}" in t for t in texts), corner
     assert any("the canvas has 0" in t for t in texts) and any("class a only" in t for t in texts)
     assert any("2 points drawn" in t for t in texts)
+
+
+# ----------------------------------------------------------------------------- in Chromium
+PROBE_NOTEBOOK = '''
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import marimo as mo
+    from engine.course import widgets as w
+    return mo, w
+
+
+@app.cell
+def _(w):
+    start = w.point_2d(0.0, 0.0, x_bounds=(-2.0, 2.0), y_bounds=(-1.0, 3.0))
+    start
+    return (start,)
+
+
+@app.cell
+def _(mo, start, w):
+    mo.md("start at ({:.2f}, {:.2f})".format(*w.point(start.value)))
+    return
+
+
+@app.cell
+def _(w):
+    drawing = w.scatter(2)
+    drawing
+    return (drawing,)
+
+
+@app.cell
+def _(drawing, mo, w):
+    mo.md(f"{len(w.scatter_data(drawing.value).y)} points drawn")
+    return
+
+
+@app.cell
+def _(w):
+    pad = w.canvas(128)
+    pad
+    return (pad,)
+
+
+@app.cell
+def _(mo, pad, w):
+    mo.md(f"ink total {float(w.to_digit(w.ink(pad.value)).sum()):.2f}")
+    return
+
+
+@app.cell
+def _(w):
+    pucks = w.draggable_points(lambda ax, p: ax.plot(p[:, 0], p[:, 1], "o"), [0.0], [1.0],
+                               x_bounds=(-2, 2), y_bounds=(-1, 3))
+    pucks
+    return (pucks,)
+
+
+@app.cell
+def _(mo, pucks, w):
+    mo.md(f"puck at {w.puck_points(pucks.value).round(2).tolist()}")
+    return
+'''
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_dragging_each_widget_in_chromium_changes_its_dependent_output(chromium, tmp_path):
+    """browser_tools.drag_on_widget under `marimo run`: a 2-D point dragged to its corner, a spray
+    on the scatter, a stroke on the canvas and a puck dragged each change the cell that reads them."""
+    import os
+    import re
+    import sys
+    from pathlib import Path
+
+    from playwright.sync_api import sync_playwright
+
+    import browser_tools as bt
+
+    notebook = tmp_path / "probe.py"
+    notebook.write_text(PROBE_NOTEBOOK, encoding="utf-8")
+    port = bt.free_port()
+    marimo_bin = Path(sys.executable).parent / "marimo"
+    env = dict(os.environ, PYTHONPATH=str(bt.ROOT))
+    server, base = bt.serve([str(marimo_bin), "run", str(notebook), "--headless", "--port", str(port),
+                             "--host", "127.0.0.1", "--no-token"], tmp_path, tmp_path / "server.log", env=env)
+    try:
+        with sync_playwright() as p:
+            browser = bt.launch(p, chromium)
+            page = browser.new_page(viewport=bt.VIEWPORT)
+            page.add_init_script(bt.KERNEL_HOOK)
+            page.goto(base)
+            page.wait_for_function("() => window.__mw && __mw.idleAfter(0)", timeout=90_000)
+            page.wait_for_function("() => document.querySelectorAll('marimo-anywidget').length === 4",
+                                   timeout=30_000)
+
+            def app_text():
+                return page.locator("#App").inner_text()
+
+            first = app_text()
+            for before in ("start at (0.00, 0.00)", "0 points drawn", "ink total 0.00", "puck at [[0.0, 1.0]]"):
+                assert before in first, before
+            paths = [[(0.5, 0.75), (0.98, 0.02)], [(0.2, 0.5), (0.8, 0.5)], [(0.3, 0.2), (0.3, 0.8)],
+                     [(0.5, 0.5), (0.9, 0.1)]]  # the puck starts near the middle of the chart
+            for i, path in enumerate(paths):
+                completed = page.evaluate("() => __mw.completed")
+                bt.drag_on_widget(page, page.locator("marimo-anywidget").nth(i), path)
+                page.wait_for_function(f"() => __mw.idleAfter({completed})", timeout=30_000)
+            last = app_text()
+            assert "start at (2.00, 3.00)" in last  # dragged past the corner: clamped to it
+            assert re.search(r"\b[1-9]\d* points drawn", last)
+            assert re.search(r"ink total [1-9]", last)
+            assert "puck at [[" in last and "puck at [[0.0, 1.0]]" not in last
+            browser.close()
+    finally:
+        bt.stop_process_group(server)
