@@ -321,15 +321,15 @@ def _(gc_x0):
 def _(fd, fd_best, gc_h, gc_x0):
     fd_at_h = lab.finite_difference_errors(gc_x0.value, hs=[gc_h.value])
     _floor = 1e-18
-    _curves = {dt: np.maximum(fd[dt], _floor) for dt in ("float32", "float64")}
-    _curves.update({f"autograd error, {dt}": np.full_like(fd["h"], max(fd[f"autograd_{dt}"], _floor))
+    _curves = {dt: np.maximum(fd.error(dt), _floor) for dt in ("float32", "float64")}
+    _curves.update({f"autograd error, {dt}": np.full_like(fd.h, max(fd.autograd_error(dt), _floor))
                     for dt in ("float32", "float64")})
-    _chart = plot.curves(fd["h"], _curves, x_title="step h", y_title="|error|", log_x=True, log_y=True,
+    _chart = plot.curves(fd.h, _curves, x_title="step h", y_title="|error|", log_x=True, log_y=True,
                          colors={"autograd error, float32": "float32", "autograd error, float64": "float64"},
                          dashed=["autograd error, float32", "autograd error, float64"], height=260,
                          title=f"Central difference against the exact derivative at x = {gc_x0.value:g}")
     _chart = _chart + plot.rule(gc_h.value, orient="x")
-    _row = " · ".join(f"{dt}: error **{fd_at_h[dt][0]:.2e}** at h = {gc_h.value:.0e}, smallest "
+    _row = " · ".join(f"{dt}: error **{fd_at_h.error(dt)[0]:.2e}** at h = {gc_h.value:.0e}, smallest "
                       f"**{fd_best[dt][1]:.1e}** at h ≈ {fd_best[dt][0]:.0e}" for dt in ("float32", "float64"))
     mo.vstack([mo.hstack([gc_x0, gc_h]), _chart, mo.md(_row + ". (Errors below 10⁻¹⁸ are drawn at 10⁻¹⁸.)")])
     return (fd_at_h,)

@@ -484,18 +484,18 @@ def _():
 def _(wd_lambda, wd_lr):
     wd_paths = lab.l2_vs_decoupled(weight_decay=wd_lambda.value, lr=wd_lr.value, steps=200)
     _t = np.arange(201)
-    _names = {"adam_l2": "Adam + L2", "adamw": "AdamW"}
-    _chart2 = plot.curves(_t, {f"{_names[k]}: θ₂": p[:, 1] for k, p in wd_paths.items()}, x_title="step",
+    _paths = {"Adam + L2": wd_paths.adam_l2, "AdamW": wd_paths.adamw}
+    _chart2 = plot.curves(_t, {f"{k}: θ₂": p[:, 1] for k, p in _paths.items()}, x_title="step",
                           y_title="θ₂ (no loss gradient)", height=220,
                           colors={"Adam + L2: θ₂": "adam", "AdamW: θ₂": "adamw"}, title="The weight the loss ignores")
-    _chart1 = plot.curves(_t, {f"{_names[k]}: θ₁": p[:, 0] for k, p in wd_paths.items()}, x_title="step",
+    _chart1 = plot.curves(_t, {f"{k}: θ₁": p[:, 0] for k, p in _paths.items()}, x_title="step",
                           y_title="θ₁ (loss minimum at 2)", height=220,
                           colors={"Adam + L2: θ₁": "adam", "AdamW: θ₁": "adamw"}, title="The weight the loss wants at 2")
     mo.vstack([
         mo.hstack([wd_lambda, wd_lr]),
         mo.hstack([_chart2, _chart1], widths=[1, 1]),
-        mo.md(f"After 200 steps: Adam + L2 θ = ({wd_paths['adam_l2'][-1, 0]:.3f}, {wd_paths['adam_l2'][-1, 1]:.3f}), "
-              f"AdamW θ = ({wd_paths['adamw'][-1, 0]:.3f}, {wd_paths['adamw'][-1, 1]:.3f}). "
+        mo.md(f"After 200 steps: Adam + L2 θ = ({wd_paths.adam_l2[-1, 0]:.3f}, {wd_paths.adam_l2[-1, 1]:.3f}), "
+              f"AdamW θ = ({wd_paths.adamw[-1, 0]:.3f}, {wd_paths.adamw[-1, 1]:.3f}). "
               f"AdamW's θ₂ follows 2·(1 − ηλ)ᵗ = {2 * (1 - wd_lr.value * wd_lambda.value) ** 200:.3f} at t = 200."),
     ])
     return (wd_paths,)

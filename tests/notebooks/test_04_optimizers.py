@@ -75,7 +75,8 @@ def test_04_bias_correction_schedules_decay_and_clipping():
         np.testing.assert_allclose(defs["schedules"][k], c[k])
     text, defs = notebook_text("04_optimizers", wd_lambda=0.5, wd_lr=0.1)
     p = optim_lab.l2_vs_decoupled(weight_decay=0.5, lr=0.1, steps=200)
-    np.testing.assert_allclose(defs["wd_paths"]["adamw"], p["adamw"])
+    np.testing.assert_allclose(defs["wd_paths"].adamw, p.adamw)
+    np.testing.assert_allclose(defs["wd_paths"].adam_l2, p.adam_l2)
     assert f"{2 * (1 - 0.05) ** 200:.3f} at t = 200" in text
     text, defs = notebook_text("04_optimizers", clip_norm=3.0, clip_lr=0.01)
     runs = list(defs["clip_runs"].values())

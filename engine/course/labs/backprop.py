@@ -175,7 +175,30 @@ def probe_derivative_exact(x: float) -> float:
     return (du * v - u * 2 * x) / (v * v)
 
 
-def finite_difference_errors(x0: float = 0.7, hs=None):
+@dataclass
+class FiniteDifferenceErrors:
+    """|central difference − f'(x)| over the steps ``h``, and autograd's own error, per dtype."""
+
+    h: np.ndarray
+    float32: np.ndarray
+    float64: np.ndarray
+    autograd_float32: float
+    autograd_float64: float
+
+    def error(self, dtype: str) -> np.ndarray:
+        return getattr(self, _dtype_name(dtype))
+
+    def autograd_error(self, dtype: str) -> float:
+        return getattr(self, f"autograd_{_dtype_name(dtype)}")
+
+
+def _dtype_name(dtype: str) -> str:
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"finite differences: dtype must be 'float32' or 'float64', got {dtype!r}")
+    return dtype
+
+
+def finite_difference_errors(x0: float = 0.7, hs=None) -> FiniteDifferenceErrors:
     """For each step h: |(f(x+h) − f(x−h))/2h − f'(x)| in float32 and in float64, and the
     autograd error |autograd − f'(x)| in each dtype. f and the differences are evaluated in the
     dtype itself (the engine keeps float32 in float32), so round-off shows.
@@ -185,7 +208,7 @@ def finite_difference_errors(x0: float = 0.7, hs=None):
     """
     hs = np.logspace(-12, 0, 49) if hs is None else np.asarray(hs, dtype=np.float64)
     exact = probe_derivative_exact(x0)
-    out = {"h": hs}
+    out = {}
     for dtype in ("float32", "float64"):
         x = np.array(x0, dtype=dtype)
         errs = []
@@ -200,14 +223,14 @@ def finite_difference_errors(x0: float = 0.7, hs=None):
         _probe(t).backward()
         out[dtype] = np.array(errs)
         out[f"autograd_{dtype}"] = abs(float(t.grad) - exact)
-    return out
+    return FiniteDifferenceErrors(hs, **out)
 
 
-def best_step(errors: dict, dtype: str):
+def best_step(errors: FiniteDifferenceErrors, dtype: str):
     """(h, error) at the bottom of the V for ``dtype``."""
-    e = np.where(np.isfinite(errors[dtype]), errors[dtype], np.inf)
+    e = np.where(np.isfinite(errors.error(dtype)), errors.error(dtype), np.inf)
     i = int(np.argmin(e))
-    return float(errors["h"][i]), float(e[i])
+    return float(errors.h[i]), float(e[i])
 
 
 # ----------------------------------------------------------------------------- forward vs reverse mode

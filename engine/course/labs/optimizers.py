@@ -553,14 +553,21 @@ def _flat_direction_loss(t):
     return 5.0 * (t[0] - 2.0) ** 2
 
 
-def l2_vs_decoupled(weight_decay: float = 0.1, lr: float = 0.05, steps: int = 200, start=(0.0, 2.0)) -> dict:
+@dataclass
+class WeightDecayPaths:
+    adam_l2: np.ndarray  # Adam(weight_decay=λ): θ after each step, [steps + 1, 2]
+    adamw: np.ndarray  # AdamW(weight_decay=λ)
+
+
+def l2_vs_decoupled(weight_decay: float = 0.1, lr: float = 0.05, steps: int = 200,
+                    start=(0.0, 2.0)) -> WeightDecayPaths:
     """Adam with L2 (``Adam(weight_decay=λ)``: λθ added to the gradient, then normalised by √v̂)
     against AdamW (``AdamW(weight_decay=λ)``: θ ← θ − ηλθ outside the adaptive step).
 
     On θ₂, which has no loss gradient, L2-Adam's normalised step is ≈ η·sign(θ₂) whatever λ is
     (it drives θ₂ to 0 in about |θ₂|/η steps), while AdamW shrinks it by (1 − ηλ) per step. On
     θ₁, whose loss gradient is large, L2's λθ₁ is drowned out; AdamW still pulls θ₁ toward 0 a little.
-    Returns {'adam_l2': path, 'adamw': path}, each [steps + 1, 2].
+    Returns both paths, each [steps + 1, 2].
     """
     paths = {}
     for name in ("adam_l2", "adamw"):
@@ -576,7 +583,7 @@ def l2_vs_decoupled(weight_decay: float = 0.1, lr: float = 0.05, steps: int = 20
             opt.step()
             path.append(theta.data.copy())
         paths[name] = np.array(path)
-    return paths
+    return WeightDecayPaths(**paths)
 
 
 # ----------------------------------------------------------------------------- clipping

@@ -26,11 +26,13 @@ def test_finite_difference_error_has_the_v_shape():
     assert exact == pytest.approx(numeric, rel=1e-8)
     for dtype, eps in (("float32", 1.2e-7), ("float64", 2.2e-16)):
         h_best, e_best = backprop_lab.best_step(fd, dtype)
-        e = fd[dtype]
+        e = fd.error(dtype)
         assert e[-1] > 100 * e_best and e[0] > 100 * e_best  # both arms of the V rise
         assert eps ** 0.5 / 100 < h_best < eps ** 0.25  # the bottom sits near ε^(1/3)
     assert backprop_lab.best_step(fd, "float64")[1] < 1e-9 < backprop_lab.best_step(fd, "float32")[1]
-    assert fd["autograd_float64"] < 1e-14 and fd["autograd_float32"] < 1e-6
+    assert fd.autograd_float64 < 1e-14 and fd.autograd_float32 < 1e-6
+    with pytest.raises(ValueError, match="dtype must be"):
+        backprop_lab.best_step(fd, "float16")
 
 
 def test_playground_learns_moons_and_reports_history():

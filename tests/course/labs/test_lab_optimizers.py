@@ -98,10 +98,10 @@ def test_schedule_curves_closed_forms():
 def test_l2_penalty_and_decoupled_decay_differ_as_described():
     p = olab.l2_vs_decoupled(weight_decay=0.1, lr=0.05, steps=200)
     t = np.arange(201)
-    np.testing.assert_allclose(p["adamw"][:, 1], 2.0 * (1 - 0.05 * 0.1) ** t, rtol=1e-9)  # θ₂ ← (1 − ηλ)θ₂
-    assert abs(p["adam_l2"][-1, 1]) < 0.05  # normalised: ~η per step, gone after ~40 steps
-    assert abs(p["adam_l2"][40, 1]) < 0.5 < p["adamw"][40, 1]
-    assert abs(p["adam_l2"][-1, 0] - 2.0) < abs(p["adamw"][-1, 0] - 2.0)  # decay drowned out on θ₁
+    np.testing.assert_allclose(p.adamw[:, 1], 2.0 * (1 - 0.05 * 0.1) ** t, rtol=1e-9)  # θ₂ ← (1 − ηλ)θ₂
+    assert abs(p.adam_l2[-1, 1]) < 0.05  # normalised: ~η per step, gone after ~40 steps
+    assert abs(p.adam_l2[40, 1]) < 0.5 < p.adamw[40, 1]
+    assert abs(p.adam_l2[-1, 0] - 2.0) < abs(p.adamw[-1, 0] - 2.0)  # decay drowned out on θ₁
 
 
 def test_clip_by_global_norm_uses_the_square_root():
