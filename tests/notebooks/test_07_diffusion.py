@@ -181,3 +181,19 @@ def test_07_ddim_against_ddpm_at_the_same_step_counts():
     assert "Right" in notebook_text(NB07, answer_ddim="20")[0]
     assert "Right" in notebook_text(NB07, answer_sawtooth="down")[0]
     assert "Not this one" in notebook_text(NB07, answer_sawtooth="up")[0]
+
+
+def test_07_classifier_free_guidance_trades_spread_for_fidelity():
+    """Issue 14: one conditional denoiser with dropped labels and a guidance-scale control; the
+    prose's claims (almost all on the right moon at w = 0, fidelity up to 100 %, spread down
+    several-fold) hold on the table shown."""
+    text, defs = notebook_text(NB07, guide_train=True, guide_scale=8.0)
+    g = defs["guide_trade"]
+    assert list(g.scales) == [0.0, 0.5, 1.0, 2.0, 4.0, 8.0]
+    assert g.fidelity[0] > 0.95 and g.fidelity[-1] == 1.0
+    assert np.all(np.diff(g.fidelity) >= -0.005)  # rises (up to one sample in 1000)
+    assert np.all(np.diff(g.spread) < 0) and g.spread[-1] < g.spread[0] / 3
+    for w, f, s in zip(g.scales, g.fidelity, g.spread):
+        assert f"| {w:g} | {f:.1%} | {s:.2f} |" in text or (f"{f:.1%}" in text and f"{s:.2f}" in text)
+    print("guidance w, fidelity, spread:", g.scales, g.fidelity, g.spread)
+    assert "Right" in notebook_text(NB07, answer_guidance="1.4")[0]

@@ -207,3 +207,35 @@ def test_compare_samplers_ddim_wins_with_few_steps():
     model = diffusion.OptimalDenoiser(m, s)
     assert c.ddim[0] == pytest.approx(diffusion_lab.energy_distance(
         diffusion_lab.sample_ddim(model, s, 5, n=600, seed=1), held))
+
+
+def test_conditional_denoiser_guidance_written_out():
+    X, y = diffusion_lab.toy_data_2d("moons", 600, seed=0, return_labels=True)
+    run = diffusion_lab.train_conditional(X, y, T=10, steps=30, seed=2)
+    assert run.model.n_classes == 2 and run.losses.shape == (30,)
+    # the guided update, written out with the model's two predictions and the engine's step
+    w, label = 2.0, 1
+    x = np.random.default_rng(3).standard_normal((40, 2)).astype(np.float32)  # the x_T of seed 3
+    engine.manual_seed(3)
+    engine.random.generator().standard_normal((40, 2))  # sample_guided draws x_T first
+    for t in reversed(range(10)):
+        steps = np.full(40, t, dtype=np.int64)
+        with engine.no_grad():
+            c = run.model(engine.Tensor(x), steps, np.full(40, label)).data
+            u = run.model(engine.Tensor(x), steps, np.full(40, 2)).data  # label 2 = ∅
+        x = diffusion.reverse_step(x, (1 + w) * c - w * u, t, run.schedule, variance="posterior")
+    np.testing.assert_allclose(diffusion_lab.sample_guided(run, label, w, n=40, seed=3), x, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="label must be < 2"):
+        diffusion_lab.sample_guided(run, 2, 1.0)
+    with pytest.raises(ValueError, match="scale"):
+        diffusion_lab.sample_guided(run, 0, -1.0)
+
+
+def test_guidance_trade_by_hand():
+    X, y = diffusion_lab.toy_data_2d("moons", 400, seed=0, return_labels=True)
+    run = diffusion_lab.GuidedRun(model=None, schedule=None, losses=np.zeros(1), X=X, y=y)
+    real = X[y == 0]
+    samples = {0.0: real[:50] + 0.01, 1.0: X[y == 1][:50]}
+    g = diffusion_lab.guidance_trade(run, 0, samples)
+    assert list(g.fidelity) == [1.0, 0.0]
+    assert g.spread[0] == pytest.approx(real[:50].var(0).sum() / real.var(0).sum())
