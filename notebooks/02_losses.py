@@ -7,7 +7,7 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import exercises, metadata, plot, toc, ui
+    from engine.course import exercises, metadata, plot, toc, ui, widgets
     from engine.course.labs import losses as lab
 
     METADATA = metadata("02_losses")
@@ -108,8 +108,9 @@ def _():
     mo.md(r"""
     ## 2. The outlier lab
 
-    Thirty points lie near a line. Move some of the right-most points away (the *outliers*) and
-    the engine refits $\hat y = wx + b$ under each loss (Adam, 300 steps, learning rate annealed
+    Thirty points lie near a line. Move some of the right-most points away (the *outliers*) with
+    the sliders, then drag them anywhere on the left chart, and the engine refits $\hat y = wx + b$
+    under each loss (Adam, 300 steps, learning rate annealed
     by a cosine schedule). MSE follows the outliers, because their squared errors outweigh
     everything else; MAE barely moves; Huber sits in between, closer to MAE the smaller $\delta$.
     """)
@@ -125,15 +126,29 @@ def _():
 
 @app.cell
 def _(n_outliers, outlier_shift):
-    line_x, line_y, line_out = lab.make_line_data(n=30, n_outliers=n_outliers.value,
-                                                  outlier_shift=float(outlier_shift.value), seed=0)
+    # the sliders are the keyboard path: they place the outliers, and the pucks start there
+    line_base = lab.make_line_data(n=30, n_outliers=n_outliers.value, outlier_shift=float(outlier_shift.value),
+                                   seed=0)
+    _x, _y, _out = line_base
+    outlier_pucks = None
+    if _out.any():
+        outlier_pucks = widgets.draggable_points(
+            lambda ax, _points: lab.draw_inliers(ax, _x[~_out], _y[~_out]), _x[_out], _y[_out],
+            x_bounds=lab.LINE_BOUNDS[0], y_bounds=lab.LINE_BOUNDS[1], figsize=(5.0, 3.2))
+    return line_base, outlier_pucks
+
+
+@app.cell
+def _(line_base, outlier_pucks):
+    _dragged = widgets.puck_points(outlier_pucks.value) if outlier_pucks is not None else np.empty((0, 2))
+    line_x, line_y, line_out = lab.with_dragged_outliers(*line_base, _dragged)
     # MSE and MAE do not depend on δ: fitted here, so moving δ refits only Huber and pseudo-Huber
     line_fits_free = {name: lab.fit_line(line_x, line_y, name, steps=300)[:2] for name in ("mse", "mae")}
     return line_fits_free, line_out, line_x, line_y
 
 
 @app.cell
-def _(delta, line_fits_free, line_out, line_x, line_y, n_outliers, outlier_shift):
+def _(delta, line_fits_free, line_out, line_x, line_y, n_outliers, outlier_pucks, outlier_shift):
     line_fits = {**line_fits_free, **{name: lab.fit_line(line_x, line_y, name, delta=delta.value, steps=300)[:2]
                                       for name in ("huber", "pseudo_huber")}}
     line_fits = {name: line_fits[name] for name in lab.LINE_LOSSES}
@@ -147,7 +162,7 @@ def _(delta, line_fits_free, line_out, line_x, line_y, n_outliers, outlier_shift
     _rows = "\n".join(f"| {_labels[n]} | {w:.3f} | {b:.3f} |" for n, (w, b) in line_fits.items())
     mo.vstack([
         mo.hstack([n_outliers, outlier_shift, delta]),
-        _chart,
+        mo.hstack([outlier_pucks, _chart], widths=[1, 1]) if outlier_pucks is not None else _chart,
         mo.md("| loss | slope w | intercept b |\n|---|---|---|\n" + _rows),
     ])
     return (line_fits,)

@@ -242,3 +242,26 @@ def test_02_softmax_floor_exercise_is_graded():
     text, defs = notebook_text("02_losses", answer_floor="1.099")
     assert defs["exercise_floor"].truth == pytest.approx(math.log(3))
     assert "Right" in text
+
+
+# ----------------------------------------------------------------------------- issue 15: dragged outliers
+
+
+def test_02_dragged_outliers_are_the_data_the_lines_are_fitted_to():
+    _, defs = notebook_text("02_losses")
+    base_x, base_y, out = losses_lab.make_line_data(n=30, n_outliers=3, outlier_shift=10.0, seed=0)
+    np.testing.assert_array_equal(defs["line_y"], base_y)  # the pucks start where the sliders put the outliers
+    drag = {"x": [3.0, 3.0, 3.0], "y": [-25.0, -25.0, -25.0]}
+    text, defs = notebook_text("02_losses", outlier_pucks=drag)
+    np.testing.assert_array_equal(defs["line_x"][-3:], 3.0)
+    np.testing.assert_array_equal(defs["line_y"][-3:], -25.0)
+    np.testing.assert_array_equal(defs["line_y"][:-3], base_y[~out])
+    for name in losses_lab.LINE_LOSSES:
+        w, b, _ = losses_lab.fit_line(defs["line_x"], defs["line_y"], name, delta=1.0, steps=300)
+        assert defs["line_fits"][name] == pytest.approx((w, b)) and f"{w:.3f}" in text
+    # dragged far below, the outliers pull the MSE line down hard and the MAE line barely
+    slope = {name: wb[0] for name, wb in defs["line_fits"].items()}
+    assert slope["mse"] < 0.5 < 1.2 < slope["mae"]
+    _, defs = notebook_text("02_losses", n_outliers=0)
+    assert defs["outlier_pucks"] is None and not defs["line_out"].any()
+

@@ -589,3 +589,28 @@ def train_imbalanced(x, y, method: str = "plain", gamma: float = 2.0, steps: int
     precision = hits / pred.sum() if pred.sum() else float("nan")
     return ImbalanceRun(method, float(np.mean(pred == (y == 1))), float(hits / max((y == 1).sum(), 1)), float(precision),
                         w.data.copy(), float(b.data[0]))
+
+
+# ----------------------------------------------------------------------------- dragged outliers
+
+LINE_BOUNDS = ((-3.2, 3.2), (-26.0, 28.0))  # (x, y) limits of the outlier lab's chart and its pucks
+
+
+def with_dragged_outliers(x, y, is_outlier, points):
+    """The line data with its outliers replaced by ``points`` (float [m, 2], e.g. dragged pucks):
+    (x, y, is_outlier) with the inliers first, in their order, then the m points."""
+    x, y, is_outlier = (np.asarray(v) for v in (x, y, is_outlier))
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    keep = ~is_outlier
+    return (np.concatenate([x[keep], points[:, 0]]), np.concatenate([y[keep], points[:, 1]]),
+            np.concatenate([np.zeros(keep.sum(), dtype=bool), np.ones(len(points), dtype=bool)]))
+
+
+def draw_inliers(ax, x, y, slope: float = 1.5, intercept: float = 0.5):
+    """The pucks' backdrop (Matplotlib axes): the inliers and the true line they were drawn from."""
+    xs = np.array(LINE_BOUNDS[0])
+    ax.plot(xs, slope * xs + intercept, color="#9ca3af", linestyle="--", linewidth=1)
+    ax.scatter(x, y, s=14, color="#64748b")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    ax.set_title("drag the red outliers", fontsize=10)

@@ -288,3 +288,15 @@ def test_train_imbalanced_scores_and_errors():
         losses.train_imbalanced(x, y, "smote")
     with pytest.raises(ValueError, match="minority_share"):
         losses.imbalanced_data(minority_share=0.0)
+
+
+def test_with_dragged_outliers_keeps_inliers_in_order():
+    x, y, out = losses.make_line_data(n=10, n_outliers=2, outlier_shift=5.0, seed=1)
+    nx, ny, nout = losses.with_dragged_outliers(x, y, out, [[0.0, 1.0], [1.0, 2.0], [2.0, 3.0]])
+    np.testing.assert_array_equal(nx[:8], x[:8])
+    np.testing.assert_array_equal(ny[:8], y[:8])
+    np.testing.assert_array_equal(nx[8:], [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(ny[8:], [1.0, 2.0, 3.0])
+    assert nout.tolist() == [False] * 8 + [True] * 3
+    nx, ny, nout = losses.with_dragged_outliers(x, y, out, np.empty((0, 2)))
+    assert len(nx) == 8 and not nout.any()
