@@ -70,14 +70,16 @@ def _wrap(widget, changes: list[dict]):
 
 
 # ----------------------------------------------------------------------------- draggable points
-def draggable_points(draw, x, y, *, x_bounds, y_bounds, figsize=(5.0, 3.6), color="#e63946"):
+def draggable_points(draw, x, y, *, x_bounds, y_bounds, figsize=(5.0, 3.6), color="#e63946", throttle=50):
     """Pucks at ``(x[i], y[i])`` over a Matplotlib chart that ``draw(ax, points)`` redraws as they move.
 
     ``points`` is a float64 [n, 2] array of the pucks' data coordinates; ``draw`` plots onto a
     cleared axes whose limits are already ``x_bounds``/``y_bounds`` (keep them: the pucks map pixels
     to data through them). The pucks stay inside the bounds. The number of pucks is fixed when the
     widget is made: to add points, re-create it from a count control (its keyboard path, with a
-    slider for the values that place them). Read it with :func:`puck_points`.
+    slider for the values that place them). Read it with :func:`puck_points`. ``throttle``: the
+    pucks' position reaches Python at most every that many milliseconds while dragging (each time
+    the chart and the cells that read it re-run); ``"dragend"`` only on release, for slow cells.
 
     Test values: every puck in the lower-left corner, every puck in the upper-right corner, the
     pucks alternating between the other two corners.
@@ -102,7 +104,7 @@ def draggable_points(draw, x, y, *, x_bounds, y_bounds, figsize=(5.0, 3.6), colo
         draw(ax, np.column_stack([xs, ys]).astype(np.float64))
 
     render(x, y)
-    puck = ChartPuck(fig, x=x, y=y, puck_color=color, drag_x_bounds=tuple(map(float, x_bounds)),
+    puck = ChartPuck(fig, x=x, y=y, puck_color=color, throttle=throttle, drag_x_bounds=tuple(map(float, x_bounds)),
                      drag_y_bounds=tuple(map(float, y_bounds)))
 
     def redraw(_change):
