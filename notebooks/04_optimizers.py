@@ -7,7 +7,7 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import exercises, metadata, plot, toc, ui
+    from engine.course import exercises, metadata, plot, toc, ui, widgets
     from engine.course.labs import optimizers as lab
 
     METADATA = metadata("04_optimizers")
@@ -101,12 +101,12 @@ def _():
 
     Each surface is a function of $\theta = (\theta_1, \theta_2)$ built from engine operations, so
     the optimizers get their gradients from autograd, exactly as they would in a network. The
-    learning rates start at values that suit each surface; move them, change the start, switch on
-    a schedule. What to look for: SGD zig-zags across the **ill-conditioned** quadratic (one
-    direction 100× steeper than the other; at η = 0.02 the zig-zag never dies down, above it
-    explodes) while momentum and Adam cut through; in **Rosenbrock's**
-    curved valley everything is slow and momentum pays off; at the **saddle** the gradient is
-    almost zero and plain SGD waits; **Beale** has flat plateaus and steep walls.
+    learning rates start at values that suit each surface; move them, drag the start point (or
+    use its two sliders), switch on a schedule. What to look for: SGD zig-zags across the
+    **ill-conditioned** quadratic (one direction 100× steeper than the other; at η = 0.02 the
+    zig-zag never dies down, above it explodes) while momentum and Adam cut through; in
+    **Rosenbrock's** curved valley everything is slow and momentum pays off; at the **saddle**
+    the gradient is almost zero and plain SGD waits; **Beale** has flat plateaus and steep walls.
     """)
     return
 
@@ -148,10 +148,19 @@ def _(surface):
 
 
 @app.cell
-def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alpha, shown_opts, start_x,
-      start_y, surface, traj_schedule):
+def _(start_x, start_y, surface):
+    # drag the start; the two sliders are its keyboard path (moving one re-creates the point there)
+    start_point = widgets.point_2d(start_x.value, start_y.value, x_bounds=lab.SURFACES[surface.value]["box"][0],
+                                   y_bounds=lab.SURFACES[surface.value]["box"][1], size=220)
+    return (start_point,)
+
+
+@app.cell
+def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alpha, shown_opts, start_point,
+      start_x, start_y, surface, traj_schedule):
     mo.vstack([
-        mo.hstack([surface, start_x, start_y, n_steps, traj_schedule], wrap=True),
+        mo.hstack([mo.vstack([mo.md("**start θ** (drag)"), start_point]),
+                   mo.vstack([surface, start_x, start_y, n_steps, traj_schedule])], justify="start"),
         shown_opts,
         mo.hstack(list(lrs.elements.values()), wrap=True),
         mo.hstack([momentum_beta, rms_alpha, adam_beta1, adam_beta2, adamw_decay], wrap=True),
@@ -160,10 +169,10 @@ def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alph
 
 
 @app.cell
-def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alpha, shown_opts, start_x,
-      start_y, surface, traj_schedule):
+def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alpha, shown_opts, start_point,
+      surface, traj_schedule):
     # each run is cached on the settings its optimizer reads: one slider re-runs one or two optimizers
-    _race = lab.race(surface.value, shown_opts.value, start=(start_x.value, start_y.value), steps=n_steps.value,
+    _race = lab.race(surface.value, shown_opts.value, start=widgets.point(start_point.value), steps=n_steps.value,
                      lrs=lrs.value, schedule=traj_schedule.value, momentum=momentum_beta.value,
                      alpha=rms_alpha.value, betas=(adam_beta1.value, adam_beta2.value),
                      weight_decay=adamw_decay.value)

@@ -152,3 +152,15 @@ def test_04_exercises_are_graded_by_the_engine():
                             answer_rate="0.980", answer_floor="rises",
                             answer_lookahead="2", answer_limit="2")
     assert "Right" not in text and text.count("Not quite") == 6 and text.count("Not this one") == 1
+
+
+def test_04_dragging_the_start_point_restarts_every_trajectory():
+    """The Slider2D point is what the race reads; its sliders are the keyboard path to it."""
+    text, defs = notebook_text("04_optimizers", surface="beale", start_point={"x": 4.5, "y": -1.0})
+    for name, t in defs["trajectories"].items():
+        np.testing.assert_array_equal(t.path[0], [4.5, -1.0])
+        ref = optim_lab.run_optimizer("beale", name, start=(4.5, -1.0), steps=200,
+                                      momentum=0.9, alpha=0.99, betas=(0.9, 0.999), weight_decay=0.0)
+        np.testing.assert_allclose(t.path, ref.path)
+    _, defs = notebook_text("04_optimizers", start_x=0.5, start_y=2.5)  # the keyboard path
+    assert {tuple(t.path[0]) for t in defs["trajectories"].values()} == {(0.5, 2.5)}
