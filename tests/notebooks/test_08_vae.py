@@ -191,3 +191,33 @@ def test_08_aggregate_posterior_holes_at_beta_0_and_collapse_at_beta_10():
     for b, x, y in zip(a.betas, p, d):
         assert f"| {b:g} | {x:.3f} | {y:.3f} |" in text or (f"{x:.3f}" in text and f"{y:.3f}" in text)
     print("codes to prior:", p, "samples to data:", d)
+
+
+def test_08_free_bits_keep_dimensions_annealing_does_not_move_the_optimum():
+    """Issue 14: a remedy for posterior collapse; the prose's claims at β = 10 hold on the table."""
+    text, defs = notebook_text(NB08, remedy_run=True)
+    r = defs["remedies"]
+    assert list(r) == ["none", "KL annealing", "free bits"]
+    free, plain, anneal = r["free bits"], r["none"], r["KL annealing"]
+    assert (np.abs(free.kl_per_dim - 0.5) < 0.125).all()  # all three in use, each near λ = 0.5
+    assert (plain.kl_per_dim > 0.05).sum() < 3  # the plain run switched dimensions off
+    assert free.elbo > plain.elbo + 1.0  # "far better"
+    assert anneal.elbo <= plain.elbo + 0.1  # "no better than the plain run's"
+    for run in r.values():
+        assert f"{run.elbo:.3f}" in text and f"{run.recon:.3f}" in text
+    print("held-out ELBO none / annealing / free bits:", plain.elbo, anneal.elbo, free.elbo)
+    assert "Right" in notebook_text(NB08, answer_free_bits="1.5")[0]
+
+
+def test_08_dragging_the_latent_point_decodes_that_code():
+    """Issue 15: the Slider2D point decodes the code it is dragged to; the sliders are its
+    keyboard path (they place the point)."""
+    app = load_app(NB08)
+    outputs, defs = run_app(app, image_train=True, image_steps=50, latent_point={"x": 3.0, "y": -3.0})
+    assert_no_error_outputs(outputs)
+    assert defs["latent_code"] == (3.0, -3.0)
+    model = defs["image_vae"].model
+    np.testing.assert_allclose(defs["decoded"].ravel(),
+                               model.generate(z=np.array([[3.0, -3.0]], np.float32))[0], rtol=1e-6)
+    _, defs = run_app(app, image_train=True, image_steps=50, latent_z1=-1.5, latent_z2=2.0)
+    assert defs["latent_code"] == (-1.5, 2.0)
