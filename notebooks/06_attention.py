@@ -8,7 +8,7 @@ with app.setup:
     import numpy as np
 
     from engine import shapes
-    from engine.course import exercises, metadata, plot, throttled, toc, ui
+    from engine.course import exercises, metadata, plot, throttled, toc, ui, widgets
     from engine.course.labs import attention as lab
 
     METADATA = metadata("06_attention")
@@ -189,6 +189,36 @@ def _(retrieval_scale):
               f"the matching key: **{retrieval.on_target[0]:.3f}** (uniform: {1 / 8:.3f})."),
     ])
     return (retrieval,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Steer a query yourself.** Four keys point along the four axes, $k_j = 2e_j$ in
+    $d_k = 4$, so the scaled score of key $j$ is $q\cdot k_j/\sqrt{4} = q_j$ and the weights are
+    $\operatorname{softmax}(q)$. Edit the query (drag an entry, or select it and type).
+    """)
+    return
+
+
+@app.cell
+def _():
+    query_edit = widgets.matrix([[2.0, 0.0, 0.0, 0.0]], min_value=-5.0, max_value=5.0, step=0.5,
+                                label="query q")
+    return (query_edit,)
+
+
+@app.cell
+def _(query_edit):
+    _q = widgets.as_array(query_edit.value)[:1, :4]
+    steered = lab.attention_maps(_q, 2.0 * np.eye(4), 2.0 * np.eye(4))
+    mo.vstack([
+        query_edit,
+        plot.bars([f"key {j}" for j in range(4)], steered.weights[0], y_title="weight",
+                  y_domain=(0, 1), title="weights of your query over the four keys"),
+        mo.md(f"Weights: {', '.join(f'{w:.3f}' for w in steered.weights[0])}."),
+    ])
+    return (steered,)
 
 
 @app.cell
@@ -678,6 +708,64 @@ def _(tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    ### Cross-attention
+
+    So far queries, keys and values came from one sequence (**self**-attention). In
+    **cross**-attention (the encoder-decoder Transformer's second attention, a text-to-image
+    model reading its prompt) the queries come from one sequence and the keys and values from
+    another: $\operatorname{softmax}(Q_{tgt}K_{src}^\top/\sqrt d)\,V_{src}$. The weight matrix is
+    $L_{tgt}\times L_{src}$, not square, and each output row is a mix of source values.
+
+    Below, each of the 4 target tokens is a noisy copy of one source word's embedding (identity
+    projections). With little noise each query puts its largest weight on the word it copies.
+    """)
+    return
+
+
+@app.cell
+def _():
+    cross_noise = mo.ui.slider(0.0, 4.0, step=0.5, value=0.5, label="noise on the copies",
+                               show_value=True)
+    return (cross_noise,)
+
+
+@app.cell
+def _(cross_noise):
+    cross = lab.cross_attention(cross_noise.value, seed=0)
+    _found = int((cross.weights.argmax(axis=1) == cross.aligned).sum())
+    mo.vstack([
+        cross_noise,
+        plot.heatmap(cross.weights, x_labels=[f"{j}:{w}" for j, w in enumerate(cross.source)],
+                     y_labels=[f"copy of {w}" for w in cross.target], x_title="source key",
+                     y_title="target query", color_title="weight", scheme="purples",
+                     domain=(0, 1), annotate=True, fmt=".2f",
+                     title=f"cross-attention weights {cross.weights.shape[0]}×{cross.weights.shape[1]}"),
+        mo.md(f"Queries whose largest weight is on the word they copy: **{_found} of "
+              f"{len(cross.target)}** · output shape {list(cross.output.shape)}."),
+    ])
+    return (cross,)
+
+
+@app.cell
+def _():
+    exercise_cross = exercises.NumberExercise(
+        question="**Exercise 7.** Cross-attention with queries from a 7-token sequence and keys "
+        "and values from a 12-token one, one head: how many attention weights are there?",
+        truth=lab.attention_maps(np.zeros((7, 4)), np.zeros((12, 4)), np.zeros((12, 4))).weights.size,
+        hint="one weight per (query, key) pair: L_tgt × L_src.")
+    answer_cross = ui.answer_box(exercise_cross, placeholder="weights")
+    return answer_cross, exercise_cross
+
+
+@app.cell
+def _(answer_cross, exercise_cross):
+    ui.exercise(exercise_cross, answer_cross)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 6. Attention inside a Transformer
 
     A decoder-only Transformer (GPT's layout) stacks **blocks** on a **residual stream**
@@ -707,7 +795,7 @@ def _():
 @app.cell
 def _():
     exercise_block = exercises.NumberExercise(
-        question="**Exercise 7.** How many parameters has one pre-norm block with d = 768 "
+        question="**Exercise 8.** How many parameters has one pre-norm block with d = 768 "
         "(12 heads, MLP width 4d, biases everywhere, two LayerNorms)?",
         truth=lab.block_parameters(768, 12),
         hint="attention: four d × d projections with biases; MLP: d × 4d + 4d and 4d × d + d; "

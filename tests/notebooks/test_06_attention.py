@@ -271,3 +271,31 @@ def test_06_tiny_transformer_beats_the_unigram_baseline():
     assert f"{gpt.heldout_loss[-1]:.2f} nats per character" in text and f"{gpt.unigram:.2f}" in text
     assert gpt.sample.startswith("a query ") and gpt.sample in text
     assert defs["exercise_block"].truth == 12 * 768**2 + 13 * 768
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.5, 4.0])
+def test_06_cross_attention_shown(torch, noise):
+    text, defs = notebook_text("06_attention", cross_noise=noise, answer_cross="84")
+    c = defs["cross"]
+    assert c.weights.shape == (4, 8) and c.output.shape == (4, 16)
+    # the same construction written out, and torch's attention on it
+    rng = np.random.default_rng(0)
+    table = {w: rng.standard_normal(16) for w in dict.fromkeys(c.source)}
+    source = torch.tensor(np.stack([table[w] for w in c.source]))
+    target = source[[2, 1, 3, 7]] + noise * torch.tensor(rng.standard_normal((4, 16)))
+    ref = torch.softmax(target @ source.T / 4.0, dim=1)
+    np.testing.assert_allclose(c.weights, ref.numpy(), atol=1e-10)
+    np.testing.assert_allclose(c.output, (ref @ source).numpy(), atol=1e-10)
+    found = int((c.weights.argmax(1) == c.aligned).sum())
+    assert f"{found} of 4" in text
+    if noise <= 1.0:   # "with little noise each query puts its largest weight on its word"
+        assert found == 4
+    assert defs["exercise_cross"].truth == 84 and "Right: 84" in text
+
+
+@pytest.mark.parametrize("q", [[2.0, 0.0, 0.0, 0.0], [-5.0, 5.0, 0.5, 0.0]])
+def test_06_steered_query_weights_are_softmax_of_q(q):
+    text, defs = notebook_text("06_attention", query_edit=[q])
+    e = np.exp(np.array(q) - max(q))
+    np.testing.assert_allclose(defs["steered"].weights[0], e / e.sum(), atol=1e-12)
+    assert ", ".join(f"{w:.3f}" for w in e / e.sum()) in text

@@ -28,11 +28,11 @@ from engine.random import fork_rng
 from ._checks import _int, _positive
 
 __all__ = [
-    "MASK_KINDS", "SCALES", "TASKS", "AttentionMaps", "AttentionMemory", "KVDecode", "DotProductVariance", "MHAShapes", "MaskCost",
+    "CROSS_SOURCE", "CrossAttention", "MASK_KINDS", "SCALES", "TASKS", "AttentionMaps", "AttentionMemory", "KVDecode", "DotProductVariance", "MHAShapes", "MaskCost",
     "PermutationCheck", "QKV", "Retrieval",
     "RopeDistance", "RopeShift", "RopeTrajectory", "ScalingSweep", "SinusoidalSimilarity",
     "TinyAttention", "TinyHistory", "TinyRun", "attention_maps", "dot_product_variance",
-    "attention_memory", "kv_cache_decode", "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
+    "attention_memory", "cross_attention", "kv_cache_decode", "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
     "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
     "TEXT", "CharData", "GPTRun", "TinyGPT", "TransformerBlock", "block_parameters", "char_data",
     "designed_retrieval", "heldout_loss", "sample_text", "toy_qkv", "train_tiny_attention",
@@ -239,6 +239,44 @@ def designed_retrieval(L=8, d_k=16, target=3, multipliers=(0.25, 0.5, 1, 2, 4, 8
     z = c[:, None] * scores[None, :]
     z = np.exp(z - z.max(axis=1, keepdims=True))
     return Retrieval(target, c, scores, z / z.sum(axis=1, keepdims=True))
+
+
+@dataclass(frozen=True)
+class CrossAttention:
+    """Queries from one sequence (``target`` words), keys and values from another (``source``):
+    ``weights`` [L_q, L_k] (not square), ``output`` [L_q, d] (a mix of source values),
+    ``aligned`` (for each target word, the source position it was copied from)."""
+
+    source: list
+    target: list
+    weights: np.ndarray
+    output: np.ndarray
+    aligned: np.ndarray
+
+
+CROSS_SOURCE = "the black cat sleeps on the warm mat".split()
+
+
+def cross_attention(noise=0.5, target_positions=(2, 1, 3, 7), d=16, seed=0) -> CrossAttention:
+    """Cross-attention as in an encoder-decoder: each target token is a noisy copy (std ``noise``)
+    of the embedding of a source word; queries come from the target, keys and values from the
+    source (identity projections, scale 1/√d). With little noise each query finds its word."""
+    op = "cross_attention"
+    noise = float(noise)
+    if not (math.isfinite(noise) and noise >= 0):
+        raise ValueError(f"{op}: noise must be a finite number >= 0, got {noise}")
+    positions = np.asarray(target_positions, dtype=int)
+    if positions.ndim != 1 or len(positions) == 0 or positions.min() < 0 \
+            or positions.max() >= len(CROSS_SOURCE):
+        raise ValueError(f"{op}: target_positions must index the {len(CROSS_SOURCE)} source words")
+    d = _int(op, "d", d, 1)
+    rng = np.random.default_rng(seed)
+    table = {w: rng.standard_normal(d) for w in dict.fromkeys(CROSS_SOURCE)}
+    source = np.stack([table[w] for w in CROSS_SOURCE])
+    target = source[positions] + noise * rng.standard_normal((len(positions), d))
+    weights = attention.attention_weights(target, source).data
+    return CrossAttention(list(CROSS_SOURCE), [CROSS_SOURCE[p] for p in positions], weights,
+                          weights @ source, positions)
 
 
 # ----------------------------------------------------------------------------- why √d_k

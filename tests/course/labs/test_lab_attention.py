@@ -253,3 +253,12 @@ def test_tiny_gpt_is_causal_and_trains():
         attention_lab.heldout_loss(run.model, run.data.heldout, 16))
     with pytest.raises(ValueError, match="heads"):
         attention_lab.train_tiny_gpt(d_model=30, heads=4)
+
+
+def test_cross_attention_rejects_bad_settings():
+    c = attention_lab.cross_attention(0.0, target_positions=(0, 5))
+    np.testing.assert_allclose(c.weights[0], c.weights[1])  # 'the' twice: the same embedding
+    with pytest.raises(ValueError, match="noise"):
+        attention_lab.cross_attention(-1.0)
+    with pytest.raises(ValueError, match="target_positions"):
+        attention_lab.cross_attention(0.5, target_positions=(8,))
