@@ -7,7 +7,7 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import exercises, metadata, plot, toc, ui
+    from engine.course import exercises, metadata, plot, toc, ui, widgets
     from engine.course import graph as graphs
     from engine.course.labs import backprop as lab
 
@@ -342,7 +342,8 @@ def _():
 
     A multilayer perceptron with `depth` hidden layers of `width` units learns to separate 2-D
     points (inputs standardised with the statistics of the data, 75 % for training, 25 % held out
-    for validation), trained with cross-entropy on mini-batches of 32. Before you press
+    for validation), trained with cross-entropy on mini-batches of 32. The data set is a preset,
+    drawn on a canvas where you can add points of any class, or clear it and draw your own. Before you press
     **train**, the picture shows the untrained network: its first loss should be about
     $\ln K$. The background colour is the predicted class, paler where the network is unsure.
     Things to try: spirals with depth 1 against depth 3; a learning rate of 3 with SGD; ReLU
@@ -373,22 +374,46 @@ def _():
 
 @app.cell
 def _(pg_data, pg_noise):
-    pg_split = lab.make_playground_data(pg_data.value, n=240, noise=pg_noise.value, seed=0)
+    # the preset is the drawing's start (its keyboard path): edit it, or spray a set of your own
+    pg_preset = lab.make_playground_data(pg_data.value, n=240, noise=pg_noise.value, seed=0)
+    pg_canvas = widgets.scatter(lab.CANVAS_CLASSES, bounds=lab.CANVAS_BOUNDS, size=(360, 360),
+                                start=(np.concatenate(pg_preset[0::2]), np.concatenate(pg_preset[1::2])))
+    pg_canvas_start = pg_canvas.value
+    return pg_canvas, pg_canvas_start, pg_preset
+
+
+@app.cell
+def _(pg_canvas, pg_canvas_start, pg_preset):
+    # an untouched canvas is the preset itself; a drawing is standardised and split like it
+    pg_drawn = widgets.scatter_data(pg_canvas.value, bounds=lab.CANVAS_BOUNDS)
+    pg_split = None
+    if pg_canvas.value.get("data") == pg_canvas_start.get("data"):
+        pg_split = pg_preset
+    elif pg_drawn.problem is None:
+        pg_split = lab.split_drawn(pg_drawn.X, pg_drawn.y, seed=0)
+    mo.vstack([
+        mo.md("**The data** (drag to spray points of the chosen class; the preset above is the start)"),
+        pg_canvas,
+        mo.callout(mo.md(f"**No data set to train on.** {pg_drawn.problem}"), kind="warn") if pg_split is None
+        else mo.md(f"{sum(len(part) for part in pg_split[1::2])} points, "
+                   f"{len(np.unique(np.concatenate(pg_split[1::2])))} classes."),
+    ])
     return (pg_split,)
 
 
 @app.cell
 def _(pg_act, pg_depth, pg_split, pg_width):
     # the untrained network: rebuilt only when the data or the architecture changes
-    pg_untrained = lab.train_playground(*pg_split, width=pg_width.value, depth=pg_depth.value,
-                                        activation=pg_act.value, epochs=0, seed=0, grid_size=50)
+    pg_untrained = None if pg_split is None else lab.train_playground(
+        *pg_split, width=pg_width.value, depth=pg_depth.value, activation=pg_act.value, epochs=0, seed=0,
+        grid_size=50)
     return (pg_untrained,)
 
 
 @app.cell
 def _(pg_act, pg_depth, pg_epochs, pg_lr, pg_opt, pg_split, pg_width, train_button):
     pg_run = None
-    if train_button.value:
+    if train_button.value and pg_split is not None:
         with mo.status.progress_bar(total=pg_epochs.value, title="training", remove_on_exit=True) as _bar:
             pg_run = lab.train_playground(*pg_split, width=pg_width.value, depth=pg_depth.value,
                                           activation=pg_act.value, optimizer=pg_opt.value, lr=pg_lr.value,
@@ -399,6 +424,7 @@ def _(pg_act, pg_depth, pg_epochs, pg_lr, pg_opt, pg_split, pg_width, train_butt
 
 @app.cell
 def _(pg_epochs, pg_lr, pg_opt, pg_run, pg_split, pg_untrained):
+    mo.stop(pg_split is None, mo.md("Draw a data set above to see the network."))
     _Xtr, _ytr, _Xva, _yva = pg_split
     _k = int(max(_ytr.max(), _yva.max())) + 1
     _X, _y = np.concatenate([_Xtr, _Xva]), np.concatenate([_ytr, _yva])
@@ -450,7 +476,7 @@ def _():
 @app.cell
 def _(overfit_button, pg_act, pg_depth, pg_split, pg_width):
     overfit_losses = None
-    if overfit_button.value:
+    if overfit_button.value and pg_split is not None:
         overfit_losses = lab.overfit_one_batch(pg_split[0], pg_split[1], width=max(pg_width.value, 8),
                                                depth=pg_depth.value, activation=pg_act.value, steps=300)
         _ok = overfit_losses[-1] < 0.05
@@ -463,6 +489,8 @@ def _(overfit_button, pg_act, pg_depth, pg_split, pg_width):
                               "struggles even to memorise; try tanh or more width.")),
                        kind="success" if _ok else "warn"),
         ])
+    elif pg_split is None:
+        _out = mo.md("Draw a data set in the playground first: the batch comes from its training points.")
     else:
         _out = mo.md("Press the button to run the check with the playground's width, depth and activation.")
     mo.vstack([overfit_button, _out])

@@ -121,3 +121,27 @@ def test_03_exercises_are_graded_by_the_engine():
     assert "Right" not in text and text.count("Not quite") == 6
 
 
+
+
+def test_03_playground_trains_on_a_drawn_data_set():
+    from engine.course import widgets
+
+    rng = np.random.default_rng(5)  # two clusters, as a learner would spray them
+    X = np.concatenate([rng.normal((-1.5, -1.0), 0.3, (12, 2)), rng.normal((1.0, 1.5), 0.3, (12, 2))])
+    y = np.repeat([0, 1], 12)
+    drawing = widgets.scatter(backprop_lab.CANVAS_CLASSES, bounds=backprop_lab.CANVAS_BOUNDS, size=(360, 360),
+                              start=(X, y)).value
+    text, defs = notebook_text("03_backprop", pg_canvas=drawing, train_button=True, pg_epochs=30)
+    drawn = widgets.scatter_data(drawing, bounds=backprop_lab.CANVAS_BOUNDS)
+    np.testing.assert_allclose(drawn.X, X, atol=1e-5)  # the canvas gives back what was drawn
+    expected = backprop_lab.split_drawn(drawn.X, drawn.y, seed=0)
+    for got, want in zip(defs["pg_split"], expected):
+        np.testing.assert_array_equal(got, want)
+    assert "24 points, 2 classes" in text
+    run = backprop_lab.train_playground(*expected, width=16, depth=2, activation="tanh", optimizer="adam", lr=0.03,
+                                        epochs=30, seed=0, grid_size=50)
+    np.testing.assert_allclose(defs["pg_run"].history["train_loss"], run.history["train_loss"])
+    assert run.history["val_acc"][-1] == 1.0  # two separated clusters
+    empty = {**drawing, "data": []}
+    text, defs = notebook_text("03_backprop", pg_canvas=empty, train_button=True)
+    assert defs["pg_split"] is None and defs["pg_run"] is None and "No data set to train on" in text

@@ -49,6 +49,25 @@ def make_playground_data(name: str = "moons", n: int = 200, noise: float = 0.1, 
     return X[:cut], np.asarray(y[:cut]), X[cut:], np.asarray(y[cut:])
 
 
+CANVAS_BOUNDS = ((-3.5, 3.5), (-3.5, 3.5))  # the drawing canvas spans the standardised presets
+CANVAS_CLASSES = 3  # blobs has three
+
+
+def split_drawn(X, y, seed: int = 0):
+    """A drawn labelled set as the playground's (Xtr, ytr, Xva, yva): float64, standardised like the
+    presets, shuffled with ``default_rng(seed)`` (a drawing comes class by class), 75/25 with at
+    least one point on each side."""
+    X, y = np.asarray(X, dtype=np.float64).reshape(-1, 2), np.asarray(y, dtype=np.int64).reshape(-1)
+    if len(X) < 2 or len(X) != len(y):
+        raise ValueError(f"split_drawn: need at least 2 labelled points, got {len(X)} points and {len(y)} labels")
+    std = X.std(0)
+    X = (X - X.mean(0)) / np.where(std > 0, std, 1.0)  # one point or a line: nothing to scale
+    order = np.random.default_rng(seed).permutation(len(X))
+    X, y = X[order], y[order]
+    cut = min(max(1, int(0.75 * len(X))), len(X) - 1)
+    return X[:cut], y[:cut], X[cut:], y[cut:]
+
+
 def build_mlp(n_in: int, n_out: int, width: int = 16, depth: int = 2, activation: str = "tanh", seed: int = 0):
     """Linear(n_in, width) → φ → … (``depth`` hidden layers) → Linear(width, n_out), float64."""
     if activation not in ACTIVATIONS:

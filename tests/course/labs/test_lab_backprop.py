@@ -112,3 +112,19 @@ def test_saved_for_backward_grows_with_batch_and_depth_not_parameters():
         assert model(engine.Tensor(np.zeros((5, 2))))._ctx is None
     with pytest.raises(ValueError, match="batch must be"):
         backprop_lab.saved_for_backward(0)
+
+
+def test_split_drawn_standardises_shuffles_and_keeps_both_sides():
+    X = np.column_stack([np.arange(8.0), np.full(8, 3.0)])  # a horizontal line: zero spread in y
+    y = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    Xtr, ytr, Xva, yva = backprop_lab.split_drawn(X, y, seed=0)
+    assert len(Xtr) == 6 and len(Xva) == 2
+    both = np.concatenate([Xtr, Xva])
+    np.testing.assert_allclose(both.mean(0), 0, atol=1e-12)
+    np.testing.assert_allclose(both[:, 0].std(), 1.0) and np.testing.assert_array_equal(both[:, 1], 0.0)
+    order = np.random.default_rng(0).permutation(8)
+    np.testing.assert_array_equal(np.concatenate([ytr, yva]), y[order])
+    two = backprop_lab.split_drawn(X[:2], y[3:5])
+    assert len(two[0]) == len(two[2]) == 1
+    with pytest.raises(ValueError, match="at least 2 labelled points"):
+        backprop_lab.split_drawn(X[:1], y[:1])
