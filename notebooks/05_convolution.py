@@ -8,7 +8,7 @@ with app.setup:
     import numpy as np
 
     from engine import data, shapes
-    from engine.course import exercises, metadata, plot, toc, ui
+    from engine.course import exercises, metadata, plot, toc, ui, widgets
     from engine.course.labs import convolution as lab
 
     METADATA = metadata("05_convolution")
@@ -366,6 +366,81 @@ def _(answer_rf, exercise_rf):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    ### The effective receptive field
+
+    The formula says which pixels a unit *can* depend on, not how much. Luo et al. (2016)
+    measure the **effective** receptive field: the gradient $|\partial y / \partial x|$ of one
+    centre output unit with respect to every input pixel. Each path from a pixel to the unit
+    multiplies weights along the way, and a pixel near the centre has many more paths than one
+    at the border of the field, so the map is concentrated near the centre and fades well
+    before the theoretical edge.
+
+    Below, the engine's autograd computes that map for a stack of $n$ random 3×3 convolutions
+    (4 channels, Kaiming-normal weights, 'same' padding), averaged over 8 initialisations and
+    inputs; its standard deviation along one axis measures the effective radius.
+    """)
+    return
+
+
+@app.cell
+def _():
+    erf_layers = mo.ui.slider(1, 16, value=6, label="layers n", show_value=True)
+    erf_relu = mo.ui.checkbox(value=True, label="ReLU between layers")
+    return erf_layers, erf_relu
+
+
+@app.cell
+def _(erf_relu):
+    # One per depth, for the table; depends on the ReLU switch only.
+    erf_sweep = [lab.effective_receptive_field(n, erf_relu.value, seed=0) for n in (2, 4, 8, 16)]
+    return (erf_sweep,)
+
+
+@app.cell
+def _(erf_layers, erf_relu, erf_sweep):
+    erf = lab.effective_receptive_field(erf_layers.value, erf_relu.value, seed=0)
+    _rows = ["| layers n | theoretical width 2n + 1 | effective std (pixels) | std / width |",
+             "|---|---|---|---|"] + [f"| {e.layers} | {e.theoretical} | {e.std:.2f} | "
+                                     f"{e.std / e.theoretical:.3f} |" for e in erf_sweep]
+    mo.vstack([
+        mo.hstack([erf_layers, erf_relu], justify="start"),
+        mo.hstack([
+            plot.image_row({f"|∂y/∂x|, n = {erf.layers}": erf.grad_map}, colorbar=False, cell=2.6,
+                           cmaps={f"|∂y/∂x|, n = {erf.layers}": "Purples"}),
+            mo.md(f"Theoretical field: **{erf.theoretical}** pixels wide (the whole picture but "
+                  f"a margin of 4); effective std: **{erf.std:.2f}** pixels. The central square "
+                  f"half as wide as the field holds **{erf.central_share:.0%}** of the gradient."
+                  f"\n\n"
+                  + "\n".join(_rows) + "\n\nThe effective width grows more slowly than the "
+                  "theoretical one: the share std / width falls with depth."),
+        ], justify="start"),
+    ])
+    return (erf,)
+
+
+@app.cell
+def _(erf_sweep):
+    _eight = next(e for e in erf_sweep if e.layers == 8)
+    exercise_erf = exercises.NumberExercise(
+        question="**Exercise 4.** Eight stacked 3×3 convolutions with stride 1: how many pixels "
+        "wide is the theoretical receptive field of one unit?",
+        truth=shapes.receptive_field([(3, 1, 1)] * 8)[-1].size,
+        hint="each layer adds K − 1 = 2 pixels to a field that starts at 1.",
+        explanation=f"Its effective field is much narrower: a standard deviation of "
+                    f"{_eight.std:.1f} pixels in the table above.")
+    answer_erf = ui.answer_box(exercise_erf, placeholder="pixels")
+    return answer_erf, exercise_erf
+
+
+@app.cell
+def _(answer_erf, exercise_erf):
+    ui.exercise(exercise_erf, answer_erf)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 4. im2col: a convolution is a matrix product
 
     Copy every window of the padded input into one **column** of a matrix, the column matrix
@@ -537,6 +612,42 @@ def _(filter_name, filter_noise, filter_repeat, filter_stride, image):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    **Your own kernel.** The matrix below starts as the filter chosen above (Sobel $x$ for the
+    edge magnitude); drag an entry or select it and type a value. The result is the engine's
+    `conv2d` of the image with your kernel, padding $K//2$.
+    """)
+    return
+
+
+@app.cell
+def _(filter_name):
+    kernel_edit = widgets.matrix(
+        lab.CLASSIC_FILTERS.get(filter_name.value, lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]),
+        min_value=-5.0, max_value=5.0, step=0.1, label="kernel (cross-correlation weights)")
+    return (kernel_edit,)
+
+
+@app.cell
+def _(image, kernel_edit):
+    own_kernel = widgets.as_array(kernel_edit.value)
+    own_filtered = lab.apply_filter(image, own_kernel)
+    mo.vstack([
+        kernel_edit,
+        plot.image_row({"image": image, "your kernel": own_kernel,
+                        f"result {own_filtered.shape[0]}×{own_filtered.shape[1]}": own_filtered},
+                       symmetric=("your kernel",), cell=2.6),
+        mo.md(f"Your kernel's weights sum to **{own_kernel.sum():.3g}**: "
+              + ("it keeps the brightness of flat regions." if abs(own_kernel.sum() - 1) < 1e-9
+                 else "flat regions map to zero: it answers to change only."
+                 if abs(own_kernel.sum()) < 1e-9
+                 else f"flat regions are scaled by {own_kernel.sum():.3g}.")),
+    ])
+    return (own_filtered,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ### Two convolutions in a row
 
     Cross-correlating with $a$ and then with $b$ reads $x[i+u+v]$ with weight $a[u]\,b[v]$, so it
@@ -583,7 +694,7 @@ def _(compose_first, compose_second, image):
 @app.cell
 def _():
     exercise_compose = exercises.NumberExercise(
-        question="**Exercise 4.** A 3 × 3 blur followed by a 5 × 5 kernel, nothing in between: "
+        question="**Exercise 5.** A 3 × 3 blur followed by a 5 × 5 kernel, nothing in between: "
         "how many pixels wide is the one kernel that does both?",
         truth=lab.compose_kernels(np.ones((3, 3)), np.ones((5, 5))).shape[0],
         hint="c[t] sums a[u]·b[v] over u + v = t, with u from 0 to 2 and v from 0 to 4.")
@@ -594,6 +705,88 @@ def _():
 @app.cell
 def _(answer_compose, exercise_compose):
     ui.exercise(exercise_compose, answer_compose)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ### Cheaper convolutions: 1×1, grouped, depthwise-separable
+
+    A standard $K\times K$ layer connects every output channel to every input channel at every
+    tap. Three ways to spend less:
+
+    - a **1×1** convolution mixes channels at each pixel and nothing else ($K = 1$);
+    - a **grouped** convolution splits the channels into $g$ groups that never meet: weights and
+      work divided by $g$ (`groups=g`);
+    - a **depthwise-separable** pair (MobileNet, Xception) filters each channel alone with a
+      $K\times K$ **depthwise** convolution (`groups=C_in`), then mixes channels with a 1×1
+      **pointwise** one. Its multiply-adds are $HW(C_{in}K^2 + C_{in}C_{out})$, a fraction
+      $\frac{1}{C_{out}} + \frac{1}{K^2}$ of the standard layer's.
+
+    The pair is a standard convolution whose kernel is constrained: $W[o, c] = P[o, c]\,D[c]$,
+    every output channel mixing the same $C_{in}$ spatial filters.
+    """)
+    return
+
+
+@app.cell
+def _():
+    cost_cin = mo.ui.slider(steps=[1, 3, 8, 16, 32, 64, 128, 256, 512], value=64, label="C_in",
+                            show_value=True)
+    cost_cout = mo.ui.slider(steps=[1, 8, 16, 32, 64, 128, 256, 512], value=128, label="C_out",
+                             show_value=True)
+    cost_kernel = mo.ui.slider(1, 7, step=2, value=3, label="kernel K", show_value=True)
+    cost_size = mo.ui.slider(steps=[1, 7, 14, 28, 56, 112, 224], value=56, label="output H = W",
+                             show_value=True)
+    cost_groups = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32], value=4, label="groups g",
+                               show_value=True)
+    return cost_cin, cost_cout, cost_groups, cost_kernel, cost_size
+
+
+@app.cell
+def _(cost_cin, cost_cout, cost_groups, cost_kernel, cost_size):
+    _controls = mo.hstack([cost_cin, cost_cout, cost_kernel, cost_size, cost_groups], wrap=True)
+    try:
+        conv_cost_rows = lab.conv_costs(cost_cin.value, cost_cout.value, cost_kernel.value,
+                                        cost_size.value, cost_groups.value)
+    except ValueError as _err:
+        conv_cost_rows = None
+        _shown = ui.problem(_err)
+    else:
+        _base = conv_cost_rows[0].macs
+        _shown = mo.md("\n".join(["| layer | weights | multiply-adds | share of standard |",
+                                  "|---|---|---|---|"] + [
+            f"| {c.name} | {c.params:,} | {c.macs:,} | {c.macs / _base:.3f} |"
+            for c in conv_cost_rows]))
+    mo.vstack([_controls, _shown])
+    return (conv_cost_rows,)
+
+
+@app.cell
+def _():
+    separable = lab.separable_check(c_in=8, c_out=16, kernel=3, seed=0)
+    mo.md(f"A depthwise `Conv2d(8, 8, 3, groups=8)` then a pointwise `Conv2d(8, 16, 1)` against "
+          f"one `conv2d` with the kernel P[o, c]·D[c]: largest difference "
+          f"**{separable.gap:.1e}** (float32 rounding). Weights: **{separable.separable_params}** "
+          f"for the pair, **{separable.standard_params}** for a free standard 3×3 layer.")
+    return (separable,)
+
+
+@app.cell
+def _():
+    exercise_separable = exercises.NumberExercise(
+        question="**Exercise 6.** A depthwise-separable 3×3 layer from 64 to 128 channels, "
+        "without biases: how many weights?",
+        truth=lab.separable_check(64, 128, 3).separable_params,
+        hint="depthwise: one 3×3 filter per input channel; pointwise: a 128 × 64 matrix.")
+    answer_separable = ui.answer_box(exercise_separable, placeholder="weights")
+    return answer_separable, exercise_separable
+
+
+@app.cell
+def _(answer_separable, exercise_separable):
+    ui.exercise(exercise_separable, answer_separable)
     return
 
 
@@ -654,7 +847,7 @@ def _(digits_heldout, equi_digit, equi_pool, equi_shift, equi_stride):
 def _(digits_heldout):
     _probe = lab.shift_equivariance(digits_heldout[0][0, 0], 4, stride=2, pool=2)
     exercise_equivariance = exercises.NumberExercise(
-        question="**Exercise 5.** A stride-2 convolution followed by a 2×2 max-pool. Shift the "
+        question="**Exercise 7.** A stride-2 convolution followed by a 2×2 max-pool. Shift the "
         "input 4 pixels to the right: by how many cells does the output move?",
         truth=_probe.out_shift,
         hint="each output cell covers stride × pool = 4 input pixels.",
@@ -718,30 +911,36 @@ def _():
 
 @app.cell
 def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train, digits_heldout, digits_train):
-    mo.stop(not cnn_train.value, mo.md("*Press **Train the CNN** to train it.*"))
-    cnn = lab.make_cnn(cnn_filters.value, cnn_kernel.value, n_classes=10, image_size=8, seed=0)
-    with mo.status.progress_bar(total=cnn_epochs.value, title="training",
-                                remove_on_exit=True) as _bar:
-        cnn_history = lab.train_cnn(cnn, *digits_train, *digits_heldout,
-                                    epochs=cnn_epochs.value, lr=cnn_lr.value, seed=0,
-                                    on_epoch=lambda e, h: _bar.update())
-    cnn_confusion = lab.confusion(cnn, *digits_heldout)
-    _curves = plot.loss_curves({"train": cnn_history.train_acc,
-                                "held-out": cnn_history.test_acc},
-                               y_title="accuracy", title="accuracy per epoch (chance: 0.1)")
-    _loss = plot.loss_curves({"train": cnn_history.loss}, y_title="cross-entropy",
-                             title="training loss per epoch")
-    _matrix = plot.heatmap(cnn_confusion, x_labels=[str(d) for d in range(10)],
-                           y_labels=[str(d) for d in range(10)], x_title="predicted digit",
-                           y_title="true digit", color_title="images", scheme="purples",
-                           annotate=True, fmt="d", title="held-out confusion matrix")
-    _stopped = (mo.callout(mo.md(cnn_history.stopped), kind="warn")
-                if cnn_history.stopped else mo.md(""))
-    _final = cnn_history.test_acc[-1] if cnn_history.test_acc else float("nan")
-    mo.vstack([_stopped, mo.hstack([_loss, _curves], widths="equal"),
-               mo.md(f"Held-out accuracy after {len(cnn_history.loss)} epochs: **{_final:.1%}** "
-                     f"({int(np.trace(cnn_confusion))} of {int(cnn_confusion.sum())} digits)."),
-               _matrix])
+    # No mo.stop here: the cells below read cnn and say "train first" while it is None.
+    if not cnn_train.value:
+        cnn = cnn_history = cnn_confusion = None
+        _shown = mo.md("*Press **Train the CNN** to train it.*")
+    else:
+        cnn = lab.make_cnn(cnn_filters.value, cnn_kernel.value, n_classes=10, image_size=8, seed=0)
+        with mo.status.progress_bar(total=cnn_epochs.value, title="training",
+                                    remove_on_exit=True) as _bar:
+            cnn_history = lab.train_cnn(cnn, *digits_train, *digits_heldout,
+                                        epochs=cnn_epochs.value, lr=cnn_lr.value, seed=0,
+                                        on_epoch=lambda e, h: _bar.update())
+        cnn_confusion = lab.confusion(cnn, *digits_heldout)
+        _curves = plot.loss_curves({"train": cnn_history.train_acc,
+                                    "held-out": cnn_history.test_acc},
+                                   y_title="accuracy", title="accuracy per epoch (chance: 0.1)")
+        _loss = plot.loss_curves({"train": cnn_history.loss}, y_title="cross-entropy",
+                                 title="training loss per epoch")
+        _matrix = plot.heatmap(cnn_confusion, x_labels=[str(d) for d in range(10)],
+                               y_labels=[str(d) for d in range(10)], x_title="predicted digit",
+                               y_title="true digit", color_title="images", scheme="purples",
+                               annotate=True, fmt="d", title="held-out confusion matrix")
+        _stopped = (mo.callout(mo.md(cnn_history.stopped), kind="warn")
+                    if cnn_history.stopped else mo.md(""))
+        _final = cnn_history.test_acc[-1] if cnn_history.test_acc else float("nan")
+        _shown = mo.vstack([
+            _stopped, mo.hstack([_loss, _curves], widths="equal"),
+            mo.md(f"Held-out accuracy after {len(cnn_history.loss)} epochs: **{_final:.1%}** "
+                  f"({int(np.trace(cnn_confusion))} of {int(cnn_confusion.sum())} digits)."),
+            _matrix])
+    _shown
     return cnn, cnn_confusion, cnn_history
 
 
@@ -753,6 +952,7 @@ def _():
 
 @app.cell
 def _(cnn, cnn_image, digits_heldout):
+    mo.stop(cnn is None, mo.md("*Train the CNN above to see its kernels and feature maps.*"))
     _x, _y = digits_heldout[0][cnn_image.value], int(digits_heldout[1][cnn_image.value])
     _maps = lab.feature_maps(cnn, _x)
     _filters = lab.learned_filters(cnn)
@@ -771,6 +971,52 @@ def _(cnn, cnn_image, digits_heldout):
                   y_domain=(0, 1)),
     ])
     return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Draw a digit.** Draw on the canvas (or start from a held-out digit with the menu): the
+    drawing is reduced to 8×8 the way the UCI scans were (a 32×32 scan, then the mean of each
+    4×4 block) and classified by the CNN trained above.
+    """)
+    return
+
+
+@app.cell
+def _():
+    draw_start = mo.ui.dropdown(options={"blank": -1, **{f"held-out #{i}": i for i in range(10)}},
+                                value="held-out #0", label="start from")
+    return (draw_start,)
+
+
+@app.cell
+def _(digits_heldout, draw_start):
+    digit_canvas = widgets.canvas(
+        size=192, start=None if draw_start.value < 0 else digits_heldout[0][draw_start.value, 0])
+    mo.hstack([draw_start, digit_canvas], justify="start")
+    return (digit_canvas,)
+
+
+@app.cell
+def _(cnn, digit_canvas, draw_start):
+    # A held-out digit enlarged on the canvas comes back unchanged without fitting; a drawing
+    # from blank is cropped and centred first, as the scans' digits were.
+    drawn_digit = widgets.to_digit(widgets.ink(digit_canvas.value), fit=draw_start.value < 0)
+    if cnn is None:
+        _verdict = mo.md("*Train the CNN above, then it reads your drawing.*")
+    elif not drawn_digit.any():
+        _verdict = mo.callout(mo.md("The canvas is empty: draw a digit."), kind="warn")
+    else:
+        _p = lab.feature_maps(cnn, drawn_digit)["probs"]
+        _verdict = mo.vstack([
+            mo.md(f"The CNN reads a **{int(np.argmax(_p))}** (probability {_p.max():.0%})."),
+            plot.bars([str(d) for d in range(10)], _p, y_title="probability", y_domain=(0, 1),
+                      title="the CNN's probabilities for your drawing"),
+        ])
+    mo.hstack([plot.image_row({"your drawing as 8×8": drawn_digit}, colorbar=False, cell=2.0),
+               _verdict], justify="start")
+    return (drawn_digit,)
 
 
 @app.cell(hide_code=True)

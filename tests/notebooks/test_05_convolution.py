@@ -210,3 +210,103 @@ def test_05_cnn_reads_the_real_digits():
                                   engine.metrics.confusion_matrix(y, pred, num_classes=10))
     assert np.trace(defs["cnn_confusion"]) / 360 == pytest.approx(acc)
     assert f"{acc:.1%}" in text and f"{int(np.trace(defs['cnn_confusion']))} of 360 digits" in text
+
+
+@pytest.mark.parametrize("cin, cout, k, g", [(64, 128, 3, 4), (512, 512, 7, 32), (1, 1, 1, 1)])
+def test_05_cheaper_convolutions_counted(torch, cin, cout, k, g):
+    """The table's weights against torch modules; the separable share is exactly 1/C_out + 1/K²."""
+    text, defs = notebook_text("05_convolution", cost_cin=cin, cost_cout=cout, cost_kernel=k,
+                               cost_groups=g, cost_size=7)
+    rows = defs["conv_cost_rows"]
+    count = lambda *ms: sum(p.numel() for m in ms for p in m.parameters())  # noqa: E731
+    assert rows[0].params == count(torch.nn.Conv2d(cin, cout, k))
+    assert rows[1].params == count(torch.nn.Conv2d(cin, cout, 1))
+    assert rows[2].params == count(torch.nn.Conv2d(cin, cout, k, groups=g))
+    assert rows[3].params == count(torch.nn.Conv2d(cin, cin, k, groups=cin), torch.nn.Conv2d(cin, cout, 1))
+    assert rows[0].macs == 49 * cout * cin * k * k
+    assert rows[3].macs / rows[0].macs == pytest.approx(1 / cout + 1 / k**2)
+    for r in rows:
+        assert f"{r.params:,}" in text and f"{r.macs / rows[0].macs:.3f}" in text
+
+
+def test_05_groups_that_do_not_divide_are_a_clear_message():
+    text, defs = notebook_text("05_convolution", cost_cin=3, cost_groups=2)
+    assert defs["conv_cost_rows"] is None
+    assert "cannot be computed" in text and "groups = 2 must divide both C_in = 3" in text
+
+
+def test_05_separable_pair_is_one_constrained_convolution():
+    text, defs = notebook_text("05_convolution", answer_separable="8768")
+    s = defs["separable"]
+    assert s.gap < 1e-5 and f"{s.gap:.1e}" in text
+    assert (s.separable_params, s.standard_params) == (8 * 9 + 16 * 8, 16 * 8 * 9)
+    assert defs["exercise_separable"].truth == 64 * 9 + 128 * 64 and "Right: 8768" in text
+
+
+@pytest.mark.parametrize("relu", [True, False])
+def test_05_effective_receptive_field_claims(relu):
+    """Issue 14 (Luo et al. 2016): the input-gradient map of the centre unit, by the engine, next to
+    the theoretical field; 'concentrated near the centre' and 'the share std / width falls with
+    depth' are checked on the values shown."""
+    text, defs = notebook_text("05_convolution", erf_layers=16, erf_relu=relu)
+    erf, sweep = defs["erf"], defs["erf_sweep"]
+    assert erf.theoretical == shapes.receptive_field([(3, 1, 1)] * 16)[-1].size == 33
+    m = erf.grad_map
+    centre = m.shape[0] // 2
+    outside = np.ones(m.shape, bool)
+    outside[centre - 16:centre + 17, centre - 16:centre + 17] = False
+    assert m[outside].max() == 0.0             # nothing beyond the theoretical field
+    assert m.sum() == pytest.approx(1.0)
+    inner = m[centre - 8:centre + 9, centre - 8:centre + 9].sum()   # half the width: 17 of 33
+    assert inner == pytest.approx(erf.central_share) and inner > 0.8
+    assert f"{inner:.0%} of the gradient" in text
+    assert m[centre, centre + 16] < 1e-3 * m.max()  # fades well before the edge
+    shares = [e.std / e.theoretical for e in sweep]
+    assert all(b < a for a, b in zip(shares, shares[1:]))
+    assert f"{erf.std:.2f}" in text and all(f"{s:.3f}" in text for s in shares)
+
+
+def test_05_effective_field_gradient_against_torch(torch):
+    """The map is |∂y/∂x| summed over channels: the same gradient from torch, one trial."""
+    e = conv_lab.effective_receptive_field(3, relu=True, channels=2, trials=1, seed=5)
+    rng = np.random.default_rng(5)
+    side, c = 2 * 3 + 9, 2
+    x = torch.tensor(rng.standard_normal((1, c, side, side)), requires_grad=True)
+    h = x
+    for i in range(3):
+        w = torch.tensor(rng.standard_normal((c, c, 3, 3)) * np.sqrt(2.0 / (9 * c)))
+        h = torch.nn.functional.conv2d(h, w, padding=1)
+        if i < 2:
+            h = torch.relu(h)
+    h[0, :, side // 2, side // 2].sum().backward()
+    g = x.grad[0].abs().sum(0).numpy()
+    np.testing.assert_allclose(e.grad_map, g / g.sum(), atol=1e-12)
+
+
+def test_05_erf_exercise():
+    text, defs = notebook_text("05_convolution", answer_erf="17")
+    assert defs["exercise_erf"].truth == 17 and "Right: 17" in text
+    assert f"{defs['erf_sweep'][2].std:.1f} pixels" in text
+
+
+def test_05_own_kernel_matrix_drives_the_result():
+    """Issue 15: the kernel as an editable matrix; the result is the engine's conv of the image."""
+    k = [[0.0, 1.0, 0.0], [1.0, -4.0, 1.0], [0.0, 1.0, 0.0]]
+    text, defs = notebook_text("05_convolution", kernel_edit=k)
+    np.testing.assert_allclose(defs["own_filtered"],
+                               conv_lab.apply_filter(conv_lab.sample_image(48), np.array(k)))
+    assert "answers to change only" in text
+
+
+def test_05_drawn_digit_is_classified_by_the_trained_cnn():
+    """A held-out digit put on the canvas comes back as the same 8×8 and gets the CNN's verdict
+    on that digit; an empty canvas is a message."""
+    app = load_app(NB05)
+    text, defs = notebook_text("05_convolution", cnn_train=True, cnn_epochs=2, cnn_filters=4,
+                               draw_start=3)
+    X, _ = defs["digits_heldout"]
+    np.testing.assert_allclose(defs["drawn_digit"], X[3, 0], atol=1 / 255 + 1e-6)
+    p = conv_lab.feature_maps(defs["cnn"], defs["drawn_digit"])["probs"]
+    assert f"The CNN reads a {int(np.argmax(p))}" in text
+    text, _ = notebook_text("05_convolution", cnn_train=True, cnn_epochs=1, draw_start=-1)
+    assert "The canvas is empty" in text

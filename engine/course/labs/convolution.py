@@ -31,7 +31,8 @@ from engine.metrics import confusion_matrix
 from engine.ops.conv import col2im, conv2d, im2col
 
 __all__ = [
-    "CLASSIC_FILTERS", "CNNHistory", "ConvReport", "EQUIVARIANCE_CANVAS", "Equivariance",
+    "CLASSIC_FILTERS", "CNNHistory", "ConvCost", "ConvReport", "EQUIVARIANCE_CANVAS", "Equivariance",
+    "EffectiveField", "SeparableCheck", "conv_costs", "effective_receptive_field", "separable_check",
     "Im2colBackward", "Im2colView",
     "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "confusion", "conv_grid",
     "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
@@ -556,6 +557,122 @@ def two_convolutions(image, first="vertical edges (Sobel x)", second="box blur")
     once = conv2d(x, composed[None, None]).data
     return TwoConvolutions(composed, float(np.abs(linear - once).max()),
                            float(np.abs(relu - once).max()), float((hidden < 0).mean()))
+
+
+# ----------------------------------------------------------------------------- cheaper convolutions
+@dataclass(frozen=True)
+class ConvCost:
+    """Weights (biases included) and multiply-adds of one layer on an H×W output."""
+
+    name: str
+    params: int
+    macs: int
+
+
+def conv_costs(c_in=64, c_out=128, kernel=3, size=32, groups=4) -> list:
+    """Costs of four ways to map C_in to C_out channels on a size×size output (stride 1, 'same'):
+
+    - standard K×K: C_out·C_in·K² + C_out weights, H·W·C_out·C_in·K² multiply-adds;
+    - 1×1 (pointwise): the same with K = 1, it mixes channels only;
+    - grouped (``groups`` = g): each output sees C_in/g channels, weights and work divided by g;
+    - depthwise-separable: a depthwise K×K (groups = C_in, one filter per channel) then a 1×1:
+      C_in·K² + C_in + C_out·C_in + C_out weights, H·W·(C_in·K² + C_in·C_out) multiply-adds.
+    """
+    op = "conv_costs"
+    s = _settings(op, c_in=c_in, c_out=c_out, kernel=kernel, size=size, stride=groups)
+    ci, co, k, hw, g = s["c_in"], s["c_out"], s["kernel"], s["size"] ** 2, s["stride"]
+    if ci % g or co % g:
+        raise ValueError(f"{op}: groups = {g} must divide both C_in = {ci} and C_out = {co}")
+    return [
+        ConvCost(f"standard {k}×{k}", co * ci * k * k + co, hw * co * ci * k * k),
+        ConvCost("1×1 (pointwise)", co * ci + co, hw * co * ci),
+        ConvCost(f"grouped {k}×{k}, g = {g}", co * (ci // g) * k * k + co, hw * co * (ci // g) * k * k),
+        ConvCost(f"depthwise {k}×{k} + pointwise", ci * k * k + ci + co * ci + co,
+                 hw * (ci * k * k + ci * co)),
+    ]
+
+
+@dataclass(frozen=True)
+class SeparableCheck:
+    """A depthwise conv (``groups`` = C_in) then a 1×1 conv, against one standard conv with the
+    kernel W[o, c] = P[o, c]·D[c] they amount to: ``gap`` (rounding only); parameter counts
+    counted on ``nn.Conv2d`` modules (no biases)."""
+
+    gap: float
+    separable_params: int
+    standard_params: int
+
+
+def separable_check(c_in=8, c_out=16, kernel=3, seed=0) -> SeparableCheck:
+    """Reproduce a depthwise + pointwise pair with ``groups=`` and show it is a rank-limited
+    standard convolution: every output channel's kernel is a mix of the same C_in spatial filters."""
+    op = "separable_check"
+    s = _settings(op, c_in=c_in, c_out=c_out, kernel=kernel)
+    ci, co, k = s["c_in"], s["c_out"], s["kernel"]
+    with fork_rng(int(seed)):
+        depthwise = nn.Conv2d(ci, ci, k, padding=k // 2, groups=ci, bias=False)
+        pointwise = nn.Conv2d(ci, co, 1, bias=False)
+        standard = nn.Conv2d(ci, co, k, padding=k // 2, bias=False)
+    x = Tensor(np.random.default_rng(seed).standard_normal((2, ci, 10, 10)).astype(np.float32))
+    d = np.asarray(depthwise.weight.data, np.float64)[:, 0]          # [C_in, K, K]
+    p = np.asarray(pointwise.weight.data, np.float64)[:, :, 0, 0]    # [C_out, C_in]
+    merged = p[:, :, None, None] * d[None]                           # [C_out, C_in, K, K]
+    with no_grad():
+        two = pointwise(depthwise(x)).data
+    one = conv2d(x.data, merged.astype(two.dtype), padding=k // 2).data
+    count = lambda m: int(sum(q.data.size for q in m.parameters()))  # noqa: E731
+    return SeparableCheck(float(np.abs(two - one).max()), count(depthwise) + count(pointwise),
+                          count(standard))
+
+
+# ----------------------------------------------------------------------------- effective receptive field
+@dataclass(frozen=True)
+class EffectiveField:
+    """|∂y/∂x| of the centre output unit, averaged over ``trials`` random initialisations and
+    inputs and normalised to sum 1 (``grad_map`` [S, S]); the theoretical field width
+    ``theoretical`` = 2n + 1 for n 3×3 layers; ``std`` = the map's standard deviation along one
+    axis about the centre (pixels), the effective field's radius."""
+
+    layers: int
+    grad_map: np.ndarray
+    theoretical: int
+    std: float
+
+    @property
+    def central_share(self) -> float:
+        """The gradient mass inside the central square half as wide as the theoretical field."""
+        c, r = self.grad_map.shape[0] // 2, self.layers // 2
+        return float(self.grad_map[c - r:c + r + 1, c - r:c + r + 1].sum())
+
+
+def effective_receptive_field(layers=4, relu=True, channels=4, trials=8, seed=0) -> EffectiveField:
+    """Luo et al. (2016): the effective receptive field of a stack of ``layers`` 3×3
+    convolutions ('same' padding, Kaiming-normal weights, ``channels`` channels, optional ReLU
+    between) is the input-gradient map of one centre output unit, computed with the engine's
+    autograd. It covers the theoretical (2n + 1)-wide field unevenly: Gaussian-like, its width
+    growing like √n while the theoretical one grows like n."""
+    op = "effective_receptive_field"
+    n = _settings(op, size=layers)["size"]
+    c = _settings(op, c_in=channels)["c_in"]
+    t = _settings(op, size=trials)["size"]
+    side = 2 * n + 9                          # the theoretical field plus a margin of 4
+    centre = side // 2
+    rng = np.random.default_rng(seed)
+    total = np.zeros((side, side))
+    for _ in range(t):
+        x = Tensor(rng.standard_normal((1, c, side, side)), requires_grad=True)
+        h = x
+        for i in range(n):
+            w = rng.standard_normal((c, c, 3, 3)) * math.sqrt(2.0 / (9 * c))
+            h = F.conv2d(h, Tensor(w), padding=1)
+            if relu and i < n - 1:
+                h = F.relu(h)
+        h[0, :, centre, centre].sum().backward()
+        total += np.abs(x.grad[0]).sum(axis=0)
+    grad_map = total / total.sum()
+    offsets = np.arange(side) - centre
+    std = float(np.sqrt((grad_map.sum(axis=0) * offsets**2).sum()))
+    return EffectiveField(n, grad_map, 2 * n + 1, std)
 
 
 # ----------------------------------------------------------------------------- equivariance

@@ -383,3 +383,10 @@ def test_confusion_counts_argmax_predictions():
     for t, p in zip(y[:50], pred):
         brute[t, p] += 1
     np.testing.assert_array_equal(c, brute)
+
+
+def test_separable_check_against_torch(torch):
+    s = conv_lab.separable_check(4, 6, 5, seed=2)
+    assert s.gap < 1e-5 and s.separable_params == 4 * 25 + 6 * 4 and s.standard_params == 6 * 4 * 25
+    with pytest.raises(ValueError, match="must divide"):
+        conv_lab.conv_costs(c_in=6, c_out=8, groups=4)
