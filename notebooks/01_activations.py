@@ -27,7 +27,9 @@ def _():
     - find the output range of each one, including the small negative dips of GELU and SiLU;
     - turn logits into probabilities with a **softmax** and a temperature;
     - stack up to fifty layers and watch the gradient **vanish or explode**, see which
-      initialisation keeps it alive, and why the same number decides the forward variance.
+      initialisation keeps it alive, and why the same number decides the forward variance;
+    - add a **residual path** and **LayerNorm** and keep fifty layers trainable;
+    - count the **linear pieces** a small ReLU network cuts the plane into, and what they buy.
     """)
     return
 
@@ -74,11 +76,17 @@ def _():
 
 
 @app.cell
-def _(act_choice, elu_alpha, leaky_slope, x_span):
+def _(act_choice, elu_alpha, leaky_slope):
+    # the range does not depend on the plotted x range: moving that slider skips this search
     act_name = act_choice.value
     act_params = {"slope": leaky_slope.value, "alpha": elu_alpha.value}
-    act_curves = lab.evaluate(act_name, np.linspace(-x_span.value, x_span.value, 401), **act_params)
     act_range = lab.output_range(act_name, **act_params)
+    return act_name, act_params, act_range
+
+
+@app.cell
+def _(act_choice, act_name, act_params, act_range, elu_alpha, leaky_slope, x_span):
+    act_curves = lab.evaluate(act_name, np.linspace(-x_span.value, x_span.value, 401), **act_params)
     act_gap = act_curves.max_derivative_gap
     _spec = lab.ACTIVATIONS[act_name]
     _chart = plot.function_and_derivative(
@@ -94,7 +102,7 @@ def _(act_choice, elu_alpha, leaky_slope, x_span):
     and the formula on this plot: **{act_gap:.1e}** · {_spec["note"]}.
     """)
     mo.vstack([mo.hstack([act_choice, leaky_slope, elu_alpha, x_span], wrap=True), _chart, _text])
-    return act_curves, act_gap, act_name, act_range
+    return act_curves, act_gap
 
 
 @app.cell(hide_code=True)

@@ -23,11 +23,14 @@ def _():
 
     - compare MSE, MAE, Huber and pseudo-Huber as functions of the residual, with their gradients
       computed by the engine's autograd over the formulas;
-    - fit a line under each of them while outliers pull on it;
+    - fit a line under each of them while you drag outliers around;
+    - read each loss as a **likelihood**: the mean, the median and a quantile, each the answer
+      of one loss;
     - compute cross-entropy from logits, with label smoothing, and watch the naive
       `log(softmax)` break where the fused version does not;
     - see that KL divergence is not symmetric, and why MSE on a sigmoid learns slowly;
-    - learn the first check of any classifier: the initial loss should be $\\ln K$.
+    - learn the first check of any classifier: the initial loss should be $\\ln K$;
+    - score several labels at once, and a class that is rare.
     """)
     return
 
