@@ -573,6 +573,17 @@ def make_sequence_task(task="reverse", n=512, length=6, vocab=8, seed=0):
     return x.astype(np.int64), np.ascontiguousarray(y).astype(np.int64)
 
 
+def _train_step(model, opt, x, y) -> float:
+    """One optimiser step on the per-position cross-entropy of ``model(x)`` [B, L, vocab]
+    against ``y`` [B, L]; returns the loss."""
+    logits = model(x)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return float(loss.data)
+
+
 class TinyAttention(Module):
     """One head of self-attention between two embeddings and a read-out:
 
@@ -652,12 +663,7 @@ def train_tiny_attention(task="reverse", steps=300, lr=1e-2, d_model=32, length=
     losses = []
     for step in range(1, steps + 1):
         xb, yb = make_sequence_task(task, batch_size, length, vocab, seed=rng)
-        logits = model(xb)
-        loss = F.cross_entropy(logits.reshape(-1, vocab), yb.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.data))
+        losses.append(_train_step(model, opt, xb, yb))
         if not math.isfinite(losses[-1]):
             stopped = f"the loss became non-finite at step {step}: lower the learning rate"
             break
@@ -841,12 +847,7 @@ def train_tiny_gpt(steps=400, lr=3e-3, d_model=32, heads=2, layers=1, context=16
         for step in range(1, steps + 1):
             x, y = _windows(data.train, context,
                             rng.integers(0, len(data.train) - context - 1, size=batch_size))
-            logits = model(x)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            recent.append(float(loss.data))
+            recent.append(_train_step(model, opt, x, y))
             if not math.isfinite(recent[-1]):
                 stopped = f"the loss became non-finite at step {step}: lower the learning rate"
                 break
