@@ -24,9 +24,15 @@ def _():
 
     - **size arithmetic**: predict the output size of any convolution or transposed convolution,
       and see why some settings are impossible;
-    - **receptive fields**: how far a deep unit sees, layer by layer, in AlexNet, VGG-16 and ResNet-50;
+    - **receptive fields**: how far a deep unit sees, layer by layer, in AlexNet, VGG-16 and
+      ResNet-50, and how unevenly it sees that far (the effective receptive field);
     - **im2col**: the trick that turns a convolution into one matrix product, forward and backward;
-    - **filters**: what hand-made kernels do to an image, and what a trained CNN learns by itself.
+    - **filters**: what hand-made kernels (and your own) do to an image, when two convolutions are
+      one, and what 1×1, grouped and depthwise-separable layers save;
+    - **translation equivariance**, the reason convolutions suit images, and how stride and
+      pooling bend it;
+    - **a CNN on real handwritten digits**: its held-out accuracy, its confusion matrix, its
+      filters, and its reading of a digit you draw.
     """)
     return
 

@@ -22,12 +22,16 @@ def _():
     In attention every position of a sequence decides, from the data, which other positions to
     read. By the end of this notebook you will be able to:
 
-    - compute queries, keys, values, the score matrix and the attention weights of a sentence;
+    - compute queries, keys, values, the score matrix and the attention weights of a sentence,
+      and steer a query to the key you want;
     - explain why the scores are divided by $\\sqrt{{d_k}}$, and what temperature does;
-    - build causal, padding and sliding-window masks and read their effect on the weights;
-    - follow the tensor shapes through multi-head attention and count its parameters;
+    - build causal, padding and sliding-window masks, read their effect on the weights and count
+      what a dense mask still computes;
+    - follow the tensor shapes through multi-head attention, count its parameters, its memory and
+      its KV cache;
     - show by experiment that rotary embeddings (RoPE) make scores depend on relative position only;
-    - train a tiny attention model and read the rule it found in its attention map.
+    - use cross-attention, where queries and keys come from two sequences;
+    - train a tiny attention model and read its rule, then a tiny Transformer that learns a text.
     """)
     return
 
