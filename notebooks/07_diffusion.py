@@ -8,7 +8,7 @@ with app.setup:
     import numpy as np
 
     from engine import diffusion
-    from engine.course import exercises, metadata, plot, throttled, toc, ui
+    from engine.course import exercises, metadata, plot, throttled, toc, ui, widgets
     from engine.course.labs import diffusion as lab
 
     METADATA = metadata("07_diffusion")
@@ -30,7 +30,9 @@ def _():
     - train a small **DDPM** and step through its **reverse process** as the samples sharpen, with a
       sample-quality number against training steps;
     - see, on a 1-D mixture whose score is known exactly, the **exact reverse process** next to the
-      learned one.
+      learned one;
+    - sample in a few steps with **DDIM**, next to ancestral DDPM at the same step counts;
+    - steer samples to a class with **classifier-free guidance**, and train on points you draw.
     """)
     return
 
@@ -363,6 +365,52 @@ def _(data_2d, ddpm_schedule, reverse_k, trajectory):
                                title=f"after {_k} of {ddpm_schedule.T} reverse steps (now at t = {_t})")
     mo.vstack([reverse_k, _chart])
     return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Your own data.** Spray points on the canvas (it starts with 300 points of the data set chosen
+    in section 2, which is its keyboard path: pick another set there to start over), then train a
+    DDPM ($T = 50$, 1500 steps) on exactly those points and sample 500 new ones. The canvas spans
+    $[-3, 3]^2$, the scale of the $\mathcal N(0, I)$ noise the process ends in.
+    """)
+    return
+
+
+@app.cell
+def _(data_2d):
+    draw_canvas = widgets.scatter(n_classes=1, bounds=((-3.0, 3.0), (-3.0, 3.0)), size=(360, 360),
+                                  start=(data_2d[:300], np.zeros(300, dtype=np.int64)))
+    draw_train = mo.ui.run_button(label="Train on my drawing")
+    mo.vstack([draw_canvas, draw_train])
+    return draw_canvas, draw_train
+
+
+@app.cell
+def _(draw_canvas, draw_train):
+    drawn = widgets.scatter_data(draw_canvas.value, bounds=((-3.0, 3.0), (-3.0, 3.0)),
+                                 min_points=lab.MIN_DRAWN_POINTS, min_classes=1)
+    drawn_run, _shown = None, mo.md("*Press **Train on my drawing** (a few seconds).*")
+    if drawn.problem:
+        _shown = mo.callout(mo.md(drawn.problem), kind="warn")
+    elif draw_train.value:
+        with mo.status.progress_bar(total=1500, title="training", remove_on_exit=True) as _bar:
+            drawn_run = lab.train_on_points(drawn.X, T=50, steps=1500, seed=0,
+                                            on_step=throttled(_bar, 1500))
+        if drawn_run.stopped:
+            _shown = mo.callout(mo.md(drawn_run.stopped), kind="warn")
+        else:
+            _shown = mo.vstack([
+                mo.md(f"{len(drawn.X)} drawn points · energy distance of the samples to the held-out "
+                      f"quarter: **{drawn_run.quality[-1]:.4f}** (pure noise: "
+                      f"{drawn_run.noise_quality:.4f})"),
+                plot.point_layers({"your points": (drawn.X, "data"),
+                                   "500 samples of the DDPM": (drawn_run.samples, "model")},
+                                  domain=(-3, 3), height=360, size=8,
+                                  title="what the DDPM learned from your drawing")])
+    _shown
+    return drawn, drawn_run
 
 
 @app.cell(hide_code=True)

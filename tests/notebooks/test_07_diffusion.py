@@ -197,3 +197,18 @@ def test_07_classifier_free_guidance_trades_spread_for_fidelity():
         assert f"| {w:g} | {f:.1%} | {s:.2f} |" in text or (f"{f:.1%}" in text and f"{s:.2f}" in text)
     print("guidance w, fidelity, spread:", g.scales, g.fidelity, g.spread)
     assert "Right" in notebook_text(NB07, answer_guidance="1.4")[0]
+
+
+def test_07_train_on_a_drawing():
+    """Issue 15: a drawn 2-D set (drawdata canvas, starting from the section-2 data as its
+    keyboard path) trains a DDPM behind a button; too few points is a clear message."""
+    text, defs = notebook_text(NB07, draw_train=True)
+    drawn, run = defs["drawn"], defs["drawn_run"]
+    assert drawn.problem is None and drawn.X.shape == (300, 2)
+    np.testing.assert_allclose(drawn.X, defs["data_2d"][:300], atol=0.02)  # the canvas's start, via pixels
+    assert run.samples.shape == (500, 2) and run.quality[-1] < run.noise_quality
+    assert f"{run.quality[-1]:.4f}" in text
+    few = {"data": [{"x": 10.0 * i, "y": 10.0, "color": "#1f77b4", "label": "a", "batch": 0} for i in range(5)],
+           "width": 360, "height": 360}
+    text, defs = notebook_text(NB07, draw_canvas=few, draw_train=True)
+    assert defs["drawn_run"] is None and f"Draw at least {20} points" in text

@@ -239,3 +239,13 @@ def test_guidance_trade_by_hand():
     g = diffusion_lab.guidance_trade(run, 0, samples)
     assert list(g.fidelity) == [1.0, 0.0]
     assert g.spread[0] == pytest.approx(real[:50].var(0).sum() / real.var(0).sum())
+
+
+def test_train_on_points_splits_a_shuffled_quarter():
+    X = diffusion_lab.toy_data_2d("moons", 120, seed=0)
+    run = diffusion_lab.train_on_points(X, T=10, steps=40, seed=2)
+    shuffled = X[np.random.default_rng(2).permutation(120)]
+    np.testing.assert_allclose(run.held_out, shuffled[-29:].astype(np.float32))  # (120 − 2)//4 = 29
+    assert run.samples.shape == (500, 2)
+    with pytest.raises(ValueError, match="at least 20 points"):
+        diffusion_lab.train_on_points(X[:19])
