@@ -29,7 +29,10 @@ def _():
       check it by Monte Carlo;
     - read the ELBO as a budget between reconstruction and KL, and watch latent dimensions
       collapse as its weight $\\beta$ grows;
-    - train a VAE on handwritten digits and explore its latent space.
+    - see where the codes go (the aggregate posterior against the prior) and two remedies for
+      collapse, KL annealing and free bits;
+    - train a VAE on real handwritten digits, explore its latent space, encode a digit you draw,
+      and measure how far its ELBO is from $\\log p(x)$ with the importance-weighted bound.
     """)
     return
 
@@ -653,6 +656,58 @@ def _(image_vae, latent_point, latent_z1, latent_z2):
                                   colorbar=False)], justify="start"),
     ])
     return decoded, latent_code
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Draw a digit.** Draw on the canvas (it starts with a held-out digit; the menu is the
+    keyboard path to another one, or to a blank canvas). The drawing is scanned as the UCI digits
+    were (`widgets.to_digit`: 32×32 cells, 4×4 blocks) and encoded: its $q(z\mid x)$ appears as a
+    2σ ellipse among the codes of the held-out digits, next to what the decoder makes of its mean.
+    """)
+    return
+
+
+@app.cell
+def _(digit_labels):
+    draw_start = mo.ui.dropdown(
+        options={"blank": -1, **{f"a held-out {_d}": int(np.flatnonzero(digit_labels == _d)[0])
+                                 for _d in range(10)}},
+        value="a held-out 3", label="start from")
+    draw_start
+    return (draw_start,)
+
+
+@app.cell
+def _(digits_test, draw_start):
+    digit_canvas = widgets.canvas(size=192, start=None if draw_start.value < 0
+                                  else digits_test[draw_start.value])
+    digit_canvas
+    return (digit_canvas,)
+
+
+@app.cell
+def _(digit_canvas, image_vae):
+    mo.stop(image_vae is None or bool(image_vae.stopped),
+            mo.md("*Train the digit VAE above to encode your drawing.*"))
+    drawn_digit = widgets.to_digit(widgets.ink(digit_canvas.value))
+    drawn_code = lab.encode_image(image_vae.model, drawn_digit)
+    _map = plot.point_layers({"held-out digits' codes μ(x)": (image_vae.latents, "data"),
+                              "your drawing: 2σ ellipse of q(z | x)": (drawn_code.ellipse, "model")},
+                             domain=(-4, 4), height=320, size=8,
+                             title="where your drawing lands in the latent space")
+    _images = plot.image_row({"as the model sees it (8×8)": drawn_digit,
+                              "decoded from μ": np.clip(drawn_code.reconstruction, 0, 1)},
+                             cmaps={"as the model sees it (8×8)": "gray", "decoded from μ": "gray"},
+                             cell=1.8, colorbar=False)
+    mo.vstack([
+        mo.md(f"μ = ({drawn_code.mean[0]:.2f}, {drawn_code.mean[1]:.2f}) · σ = "
+              f"({drawn_code.std[0]:.2f}, {drawn_code.std[1]:.2f})" + (
+                  " · the canvas is blank: draw a digit." if not drawn_digit.any() else "")),
+        mo.hstack([_map, _images], widths=[3, 2]),
+    ])
+    return drawn_code, drawn_digit
 
 
 @app.cell(hide_code=True)

@@ -221,3 +221,23 @@ def test_08_dragging_the_latent_point_decodes_that_code():
                                model.generate(z=np.array([[3.0, -3.0]], np.float32))[0], rtol=1e-6)
     _, defs = run_app(app, image_train=True, image_steps=50, latent_z1=-1.5, latent_z2=2.0)
     assert defs["latent_code"] == (-1.5, 2.0)
+
+
+def test_08_a_drawn_digit_is_encoded_and_placed_on_the_latent_map():
+    """Issue 15: the canvas (starting from a held-out digit, its keyboard path) is scanned to 8x8,
+    encoded, and its q(z|x) shown as a 2σ ellipse; a blank canvas says so."""
+    text, defs = notebook_text(NB08, image_train=True, image_steps=100)
+    digit, code = defs["drawn_digit"], defs["drawn_code"]
+    test_images, labels = engine.data.load_digits("test")
+    start = test_images[int(np.flatnonzero(labels == 3)[0])]
+    assert digit.shape == (8, 8) and np.abs(digit - start).mean() < 0.15  # the held-out 3, rescanned
+    model = defs["image_vae"].model
+    with engine.no_grad():
+        mu, logvar = model.encode(digit.reshape(1, 64))
+    np.testing.assert_allclose(code.mean, mu.data[0], rtol=1e-5)
+    np.testing.assert_allclose(code.std, np.exp(0.5 * logvar.data[0]), rtol=1e-5)
+    radius = ((code.ellipse - code.mean) / (2 * code.std)) ** 2
+    np.testing.assert_allclose(radius.sum(1), 1.0, rtol=1e-9)  # the 2σ ellipse
+    assert f"μ = ({code.mean[0]:.2f}, {code.mean[1]:.2f})" in text
+    text, defs = notebook_text(NB08, image_train=True, image_steps=50, draw_start=-1)
+    assert not defs["drawn_digit"].any() and "the canvas is blank" in text

@@ -21,6 +21,7 @@ __all__ = [
     "equivalent_beta", "estimator_comparison", "kl_check", "latent_grid", "reparam_gradients",
     "toy_data_2d", "train_image_vae", "train_vae_2d", "IWAEBounds", "iwae_bounds",
     "AggregatePosterior", "aggregate_posterior", "COLLAPSE_REMEDIES", "train_vae_remedy",
+    "Posterior", "encode_image",
 ]
 
 
@@ -459,3 +460,29 @@ def train_vae_remedy(X, beta=10.0, remedy="free bits", free_bits=0.5, latent_dim
     return VAERun(model=model, history=None, recon=final.recon, kl=final.kl, kl_per_dim=final.kl_per_dim,
                   elbo=final.elbo, latents=latents, held_out=held, reconstructions=model.reconstruct(held),
                   samples=samples)
+
+
+# ----------------------------------------------------------------------------- one image's code
+@dataclass(frozen=True)
+class Posterior:
+    """q(z | x) = N(mean, diag(std²)) of one image, and what the decoder makes of its mean."""
+
+    mean: np.ndarray  # [latent_dim]
+    std: np.ndarray  # [latent_dim]
+    reconstruction: np.ndarray  # the decoded mean, the image's shape
+    ellipse: np.ndarray  # [n, 2]: the 2σ ellipse of the first two latent dimensions
+
+
+def encode_image(model, image, n=64) -> Posterior:
+    """Encode one image (any shape with the model's number of pixels) with a trained VAE."""
+    image = np.asarray(image, dtype=np.float32)
+    if image.size != model.input_dim:
+        raise ValueError(f"encode_image: the image has {image.size} pixels, the model takes {model.input_dim}")
+    with no_grad():
+        mu, logvar = (t.data.astype(np.float64)[0] for t in model.encode(image.reshape(1, -1)))
+    std = np.exp(0.5 * logvar)
+    angle = np.linspace(0, 2 * np.pi, _int("encode_image", "n", n, 3))
+    second = (mu[1], std[1]) if len(mu) > 1 else (0.0, 0.0)
+    ellipse = np.stack([mu[0] + 2 * std[0] * np.cos(angle), second[0] + 2 * second[1] * np.sin(angle)], axis=1)
+    reconstruction = model.generate(z=mu[None].astype(np.float32))[0].reshape(image.shape)
+    return Posterior(mean=mu, std=std, reconstruction=reconstruction, ellipse=ellipse)

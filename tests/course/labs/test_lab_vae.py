@@ -182,3 +182,14 @@ def test_train_vae_remedy_free_bits_floor_and_checks():
     assert again.elbo == pytest.approx(free.elbo, rel=1e-6)
     with pytest.raises(ValueError, match="remedy"):
         vae_lab.train_vae_remedy(X, remedy="dropout")
+
+
+def test_encode_image_checks_its_size():
+    train, _ = engine.data.load_digits("train")
+    test, labels = engine.data.load_digits("test")
+    r = vae_lab.train_image_vae(train[:200], test[:20], labels[:20], steps=10)
+    p = vae_lab.encode_image(r.model, test[0])
+    assert p.mean.shape == (2,) and p.reconstruction.shape == (8, 8) and p.ellipse.shape == (64, 2)
+    np.testing.assert_allclose(p.reconstruction.ravel(), vae_lab.decode_point(r.model, *p.mean), rtol=1e-5)
+    with pytest.raises(ValueError, match="64"):
+        vae_lab.encode_image(r.model, np.zeros((4, 4)))
