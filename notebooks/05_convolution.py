@@ -127,7 +127,7 @@ def _(conv_setting, dilation_d, kernel_k, padding_p, size_w, stride_s):
     _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
                                  padding_p.value, dilation_d.value)
     mo.stop(not conv_setting.ok, mo.md("*No placement fits: nothing to draw.*"))
-    plot.strip_placements(_strip, title="Each row: the pixels one output's kernel reads")
+    plot.strip_placements(vars(_strip), title="Each row: the pixels one output's kernel reads")
     return
 
 
@@ -156,10 +156,10 @@ def _(
     mo.stop(not conv_setting.ok, mo.md("*Choose settings where the kernel fits to see the 2-D grid.*"))
     grid = lab.conv_grid(size_w.value, kernel_k.value, stride_s.value, padding_p.value,
                          dilation_d.value, out_pixel_row.value, out_pixel_col.value)
-    _input = plot.cell_grid(grid["row"], grid["col"], grid["kind"],
-                            title=f"padded input: the taps of output ({grid['out_row']}, {grid['out_col']})")
-    _output = plot.cell_grid(grid["output_row"], grid["output_col"],
-                             np.where(grid["selected"], "selected", "output"),
+    _input = plot.cell_grid(grid.row, grid.col, grid.kind,
+                            title=f"padded input: the taps of output ({grid.out_row}, {grid.out_col})")
+    _output = plot.cell_grid(grid.output_row, grid.output_col,
+                             np.where(grid.selected, "selected", "output"),
                              title=f"output {conv_setting.output_size}×{conv_setting.output_size}",
                              legend=False)
     mo.vstack([mo.hstack([out_pixel_row, out_pixel_col], justify="start"),
@@ -199,20 +199,20 @@ def _(dilation_d, kernel_k, output_padding, padding_p, stride_s, transpose_w):
     transposed = lab.conv_transpose_placements(transpose_w.value, kernel_k.value,
                                                stride_s.value, padding_p.value,
                                                output_padding.value, dilation_d.value)
-    _r = transposed["report"]
+    _r = transposed.report
     _text = "\n".join([_r.message] + [f"- {n}" for n in _r.notes])
     _controls = mo.hstack([transpose_w, output_padding], justify="start")
     if not _r.ok:
         _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="warn")])
     else:
-        _kind = np.where(transposed["kept"], "kept", "cropped")
-        _stamps = plot.cell_grid(transposed["input"], transposed["full"], _kind,
-                                 text=np.where(transposed["kept"], transposed["output"], "×"),
+        _kind = np.where(transposed.kept, "kept", "cropped")
+        _stamps = plot.cell_grid(transposed.input, transposed.full, _kind,
+                                 text=np.where(transposed.kept, transposed.output, "×"),
                                  x_title="full (uncropped) output position u = iS + kD",
                                  y_title="input pixel i",
                                  title="Each row: where one input pixel's kernel copy lands "
                                        "(number = output index, × = cropped by P)")
-        _coverage = plot.bars(np.arange(_r.output_size), transposed["coverage"],
+        _coverage = plot.bars(np.arange(_r.output_size), transposed.coverage,
                               x_title="output pixel", y_title="copies",
                               title="kernel copies reaching each output pixel", text_format="d")
         _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="info"), _stamps, _coverage])
@@ -310,23 +310,23 @@ def _(rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
     else:
         _layers = shapes.RECEPTIVE_FIELD_PRESETS[rf_preset.value]
     rf_rows = lab.receptive_field_table(_layers, input_size=rf_input.value)
-    rf_final = rf_rows[-1]["rf"]
-    _names = [r["name"] for r in rf_rows]
+    rf_final = rf_rows[-1].rf
+    _names = [r.name for r in rf_rows]
     _chart = plot.curves(
         np.arange(1, len(rf_rows) + 1),
-        {"receptive field r (input pixels)": np.array([r["rf"] for r in rf_rows], float),
-         "jump j (input pixels)": np.array([r["jump"] for r in rf_rows], float)},
+        {"receptive field r (input pixels)": np.array([r.rf for r in rf_rows], float),
+         "jump j (input pixels)": np.array([r.jump for r in rf_rows], float)},
         x_title="layer l", y_title="input pixels", colors={"receptive field r (input pixels)": "model",
                                                             "jump j (input pixels)": "reference"},
         title=f"{rf_preset.value}: the field grows to {rf_final} pixels")
-    _collapsed = [r for r in rf_rows if r["note"]]
-    _warn = (mo.callout(mo.md(f"At **{_collapsed[0]['name']}** {_collapsed[0]['note']} "
+    _collapsed = [r for r in rf_rows if r.note]
+    _warn = (mo.callout(mo.md(f"At **{_collapsed[0].name}** {_collapsed[0].note} "
                               f"(input {rf_input.value} px). Enlarge the input or use fewer strides."),
                         kind="warn") if _collapsed else mo.md(""))
     _table = mo.ui.table(
-        [{"layer": r["name"], "K": r["kernel"], "S": r["stride"], "P": r["padding"],
-          "D": r["dilation"], "field r": r["rf"], "jump j": r["jump"],
-          "feature map": "—" if r["fmap"] is None else f"{r['fmap']}×{r['fmap']}"} for r in rf_rows],
+        [{"layer": r.name, "K": r.kernel, "S": r.stride, "P": r.padding,
+          "D": r.dilation, "field r": r.rf, "jump j": r.jump,
+          "feature map": "—" if r.fmap is None else f"{r.fmap}×{r.fmap}"} for r in rf_rows],
         selection=None, page_size=12, label=f"{len(_names)} layers")
     mo.vstack([
         mo.hstack([rf_preset, rf_input], justify="start"),
@@ -334,7 +334,7 @@ def _(rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
         if rf_preset.value == "custom stack" else mo.md(""),
         _warn,
         mo.md(f"One unit after the last layer sees **{rf_final}** input pixels per side; neighbouring "
-              f"units are **{rf_rows[-1]['jump']}** pixels apart."),
+              f"units are **{rf_rows[-1].jump}** pixels apart."),
         _chart, _table,
     ])
     return rf_final, rf_rows

@@ -44,8 +44,8 @@ def test_05_transposed_and_params_agree_with_torch_shapes(torch):
     assert_no_error_outputs(outputs)
     y = torch.nn.functional.conv_transpose1d(torch.ones(1, 1, 4), torch.ones(1, 1, 4), stride=2,
                                              padding=1, output_padding=1)
-    assert defs["transposed"]["report"].output_size == y.shape[-1]
-    np.testing.assert_array_equal(defs["transposed"]["coverage"], y[0, 0].numpy())
+    assert defs["transposed"].report.output_size == y.shape[-1]
+    np.testing.assert_array_equal(defs["transposed"].coverage, y[0, 0].numpy())
     conv = torch.nn.Conv2d(64, 1, 4)
     assert defs["conv_setting"].params == sum(p.numel() for p in conv.parameters())
 

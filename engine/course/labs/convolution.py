@@ -31,7 +31,8 @@ from engine.metrics import confusion_matrix
 from engine.ops.conv import col2im, conv2d, im2col
 
 __all__ = [
-    "CLASSIC_FILTERS", "CNNHistory", "ConvCost", "ConvReport", "EQUIVARIANCE_CANVAS", "Equivariance",
+    "CLASSIC_FILTERS", "CNNHistory", "ConvCost", "FieldRow", "Grid", "Placements",
+    "TransposePlacements", "ConvReport", "EQUIVARIANCE_CANVAS", "Equivariance",
     "EffectiveField", "SeparableCheck", "conv_costs", "effective_receptive_field", "separable_check",
     "Im2colBackward", "Im2colView",
     "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "confusion", "conv_grid",
@@ -166,21 +167,33 @@ def round_trip_output_padding(size, kernel, stride=1, padding=0, dilation=1) -> 
 
 
 # ----------------------------------------------------------------------------- drawings
-def conv_placements(size, kernel, stride=1, padding=0, dilation=1) -> dict:
+@dataclass(frozen=True)
+class Placements:
+    """The strip diagram's columns, one entry per (output o, padded position x) cell, plus the
+    taps [O, K] (padded coordinates) and the setting's report."""
+
+    output: np.ndarray
+    position: np.ndarray
+    pixel: np.ndarray
+    kind: np.ndarray
+    taps: np.ndarray
+    report: ConvReport
+
+
+def conv_placements(size, kernel, stride=1, padding=0, dilation=1) -> Placements:
     """Where each output's kernel taps land on the padded 1-D input (the strip diagram).
 
     Output o's taps sit at padded positions ``o·S + k·D`` for k = 0..K-1 (input pixel
-    ``o·S + k·D − P``). Returns a dict of equal-length columns, one row per (output o, padded
-    position x) cell: ``output``, ``position`` (padded coordinate), ``pixel`` (input index or -1
+    ``o·S + k·D − P``). Returns :class:`Placements`: equal-length columns, one entry per
+    (output o, padded position x) cell: ``output``, ``position`` (padded coordinate), ``pixel`` (input index or -1
     in padding), ``kind`` in {'input', 'padding', 'tap', 'tap on padding'}; plus ``taps`` [O, K]
     (padded coordinates) and ``report``. An impossible setting gives empty columns.
     """
     report = conv_report(size, kernel, stride, padding, dilation)
     k = int(kernel)
-    empty = {"output": np.zeros(0, int), "position": np.zeros(0, int), "pixel": np.zeros(0, int),
-             "kind": np.zeros(0, object), "taps": np.zeros((0, k), int), "report": report}
     if not report.ok:
-        return empty
+        z = np.zeros(0, int)
+        return Placements(z, z, z, np.zeros(0, object), np.zeros((0, k), int), report)
     out, padded = report.output_size, report.padded_size
     taps = np.arange(out)[:, None] * stride + np.arange(k)[None, :] * dilation   # [O, K]
     position = np.broadcast_to(np.arange(padded), (out, padded))
@@ -191,13 +204,26 @@ def conv_placements(size, kernel, stride=1, padding=0, dilation=1) -> dict:
     np.put_along_axis(is_tap, taps, True, axis=1)
     kind = np.where(is_tap, np.where(in_padding, "tap on padding", "tap"),
                     np.where(in_padding, "padding", "input")).astype(object)
-    return {"output": output.ravel(), "position": position.ravel(),
-            "pixel": np.where(in_padding, -1, pixel).ravel(), "kind": kind.ravel(),
-            "taps": taps, "report": report}
+    return Placements(output.ravel(), position.ravel(), np.where(in_padding, -1, pixel).ravel(),
+                      kind.ravel(), taps, report)
+
+
+@dataclass(frozen=True)
+class TransposePlacements:
+    """Where each input pixel's kernel copy lands: one entry per (input i, tap k); ``coverage``
+    [O] counts the copies reaching each output pixel."""
+
+    input: np.ndarray
+    tap: np.ndarray
+    full: np.ndarray
+    output: np.ndarray
+    kept: np.ndarray
+    coverage: np.ndarray
+    report: ConvReport
 
 
 def conv_transpose_placements(size, kernel, stride=1, padding=0, output_padding=0,
-                              dilation=1) -> dict:
+                              dilation=1) -> TransposePlacements:
     """Where each input pixel's copy of the kernel lands in a transposed convolution's output.
 
     Input pixel i writes to the full (uncropped) positions ``u = i·S + k·D`` for k = 0..K-1; the
@@ -209,19 +235,33 @@ def conv_transpose_placements(size, kernel, stride=1, padding=0, output_padding=
     report = conv_transpose_report(size, kernel, stride, padding, output_padding, dilation)
     if not report.ok:
         z = np.zeros(0, int)
-        return {"input": z, "tap": z, "full": z, "output": z, "kept": np.zeros(0, bool),
-                "coverage": z, "report": report}
+        return TransposePlacements(z, z, z, z, np.zeros(0, bool), z, report)
     inp, tap = np.meshgrid(np.arange(size), np.arange(kernel), indexing="ij")
     full = inp * stride + tap * dilation
     out = full - padding
     kept = (out >= 0) & (out < report.output_size)
     coverage = np.bincount(out[kept].ravel(), minlength=report.output_size)
-    return {"input": inp.ravel(), "tap": tap.ravel(), "full": full.ravel(),
-            "output": np.where(kept, out, -1).ravel(), "kept": kept.ravel(),
-            "coverage": coverage, "report": report}
+    return TransposePlacements(inp.ravel(), tap.ravel(), full.ravel(),
+                               np.where(kept, out, -1).ravel(), kept.ravel(), coverage, report)
 
 
-def conv_grid(size, kernel, stride=1, padding=0, dilation=1, out_row=0, out_col=0) -> dict:
+@dataclass(frozen=True)
+class Grid:
+    """The padded input's cells (``row``, ``col``, ``kind``), the output's cells with the
+    ``selected`` one, the output pixel used (clipped) and the report."""
+
+    row: np.ndarray
+    col: np.ndarray
+    kind: np.ndarray
+    output_row: np.ndarray
+    output_col: np.ndarray
+    selected: np.ndarray
+    out_row: int
+    out_col: int
+    report: ConvReport
+
+
+def conv_grid(size, kernel, stride=1, padding=0, dilation=1, out_row=0, out_col=0) -> Grid:
     """The padded square input grid with output pixel (out_row, out_col)'s kernel taps lit.
 
     Columns, one row per padded cell: ``row``, ``col`` (padded coordinates), ``kind`` in
@@ -232,9 +272,7 @@ def conv_grid(size, kernel, stride=1, padding=0, dilation=1, out_row=0, out_col=
     report = conv_report(size, kernel, stride, padding, dilation)
     z = np.zeros(0, int)
     if not report.ok:
-        return {"row": z, "col": z, "kind": np.zeros(0, object), "output_row": z,
-                "output_col": z, "selected": np.zeros(0, bool), "out_row": 0, "out_col": 0,
-                "report": report}
+        return Grid(z, z, np.zeros(0, object), z, z, np.zeros(0, bool), 0, 0, report)
     o, n = report.output_size, report.padded_size
     out_row = int(np.clip(out_row, 0, o - 1))
     out_col = int(np.clip(out_col, 0, o - 1))
@@ -248,9 +286,8 @@ def conv_grid(size, kernel, stride=1, padding=0, dilation=1, out_row=0, out_col=
                     np.where(in_padding, "padding", "input")).astype(object)
     orow, ocol = np.meshgrid(np.arange(o), np.arange(o), indexing="ij")
     selected = (orow == out_row) & (ocol == out_col)
-    return {"row": rows.ravel(), "col": cols.ravel(), "kind": kind.ravel(),
-            "output_row": orow.ravel(), "output_col": ocol.ravel(), "selected": selected.ravel(),
-            "out_row": out_row, "out_col": out_col, "report": report}
+    return Grid(rows.ravel(), cols.ravel(), kind.ravel(), orow.ravel(), ocol.ravel(),
+                selected.ravel(), out_row, out_col, report)
 
 
 # ----------------------------------------------------------------------------- receptive fields
@@ -271,7 +308,24 @@ def uniform_stack(n_layers, kernel=3, stride=1, dilation=1, pool_every=0):
     return layers
 
 
-def receptive_field_table(layers, input_size=None) -> list[dict]:
+@dataclass(frozen=True)
+class FieldRow:
+    """One layer of :func:`receptive_field_table`."""
+
+    layer: int
+    name: str
+    kernel: int
+    stride: int
+    padding: int
+    dilation: int
+    rf: int
+    jump: int
+    start: int
+    fmap: int | None
+    note: str
+
+
+def receptive_field_table(layers, input_size=None) -> list[FieldRow]:
     """One row per layer: name, kernel, stride, padding, dilation, receptive field ``rf``,
     ``jump`` (product of strides), effective padding ``start`` and, given ``input_size``, the
     feature-map size ``fmap`` after the layer (None once the map has collapsed: a layer whose
@@ -294,9 +348,7 @@ def receptive_field_table(layers, input_size=None) -> list[dict]:
                 note = "the feature map is smaller than this kernel: the stack cannot go on"
                 fmap = None
                 input_size = None  # later layers: no map at all
-        rows.append({"layer": index + 1, "name": name, "kernel": k, "stride": s, "padding": p,
-                     "dilation": d, "rf": rf.size, "jump": rf.jump, "start": rf.padding,
-                     "fmap": fmap, "note": note})
+        rows.append(FieldRow(index + 1, name, k, s, p, d, rf.size, rf.jump, rf.padding, fmap, note))
     return rows
 
 

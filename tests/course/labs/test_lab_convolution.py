@@ -60,11 +60,11 @@ def test_conv_placements_taps_match_the_definition():
     w, k, s, p, d = 7, 3, 2, 1, 2
     data = conv_lab.conv_placements(w, k, s, p, d)
     out = _brute_output_size(w, k, s, p, d)
-    taps = data["taps"]
+    taps = data.taps
     assert taps.shape == (out, k)
     for o in range(out):
         assert list(taps[o]) == [o * s + j * d for j in range(k)]
-    kind = data["kind"].reshape(out, w + 2 * p)
+    kind = data.kind.reshape(out, w + 2 * p)
     for o in range(out):
         for x in range(w + 2 * p):
             pad = x < p or x >= p + w
@@ -72,20 +72,20 @@ def test_conv_placements_taps_match_the_definition():
             expected = ("tap on padding" if pad else "tap") if tap else ("padding" if pad else "input")
             assert kind[o, x] == expected
     empty = conv_lab.conv_placements(2, 5)
-    assert not empty["report"].ok and len(empty["kind"]) == 0
+    assert not empty.report.ok and len(empty.kind) == 0
 
 
 def test_conv_grid_lights_the_selected_window():
     g = conv_lab.conv_grid(5, 3, 2, 1, 1, out_row=1, out_col=2)
     n = 7
-    kind = g["kind"].reshape(n, n)
+    kind = g.kind.reshape(n, n)
     lit = np.argwhere(np.isin(kind, ["tap", "tap on padding"]))
     expected = [(r, c) for r in (2, 3, 4) for c in (4, 5, 6)]
     assert sorted(map(tuple, lit)) == expected
     assert kind[2, 6] == "tap on padding" and kind[0, 0] == "padding"
-    assert g["selected"].sum() == 1
+    assert g.selected.sum() == 1
     # out-of-range selections are clipped into the output grid
-    assert conv_lab.conv_grid(5, 3, 2, 1, 1, 99, -4)["out_row"] == 2
+    assert conv_lab.conv_grid(5, 3, 2, 1, 1, 99, -4).out_row == 2
 
 
 def test_conv_transpose_report_and_coverage(torch):
@@ -97,7 +97,7 @@ def test_conv_transpose_report_and_coverage(torch):
         y = torch.nn.functional.conv_transpose1d(x, weight, stride=s, padding=p,
                                                  output_padding=a, dilation=d)
         assert r.ok and r.output_size == y.shape[-1]
-        cov = conv_lab.conv_transpose_placements(w, k, s, p, a, d)["coverage"]
+        cov = conv_lab.conv_transpose_placements(w, k, s, p, a, d).coverage
         np.testing.assert_array_equal(cov, y[0, 0].numpy())
 
 
@@ -106,7 +106,7 @@ def test_conv_transpose_report_impossible():
     assert not r.ok and "output_padding" in r.message
     r = conv_lab.conv_transpose_report(1, 1, 1, 3)
     assert not r.ok and "< 1" in r.message
-    assert len(conv_lab.conv_transpose_placements(1, 1, 1, 3)["coverage"]) == 0
+    assert len(conv_lab.conv_transpose_placements(1, 1, 1, 3).coverage) == 0
 
 
 def test_round_trip_output_padding():
@@ -119,31 +119,31 @@ def test_round_trip_output_padding():
 def test_receptive_field_table_by_brute_force():
     # three 3x3 stride-1 convolutions see 7x7 (the VGG argument); fmap from conv_output_size
     rows = conv_lab.receptive_field_table(conv_lab.uniform_stack(3, 3, 1), input_size=10)
-    assert [r["rf"] for r in rows] == [3, 5, 7]
-    assert [r["fmap"] for r in rows] == [10, 10, 10]
+    assert [r.rf for r in rows] == [3, 5, 7]
+    assert [r.fmap for r in rows] == [10, 10, 10]
     # brute force: which input pixels can reach output pixel 0 of a stack? Propagate intervals.
     layers = [(5, 2, 2, 1), (3, 2, 1, 2), (3, 1, 0, 1)]
     lo, hi = 0, 0
     for k, s, p, d in reversed(layers):
         lo, hi = lo * s - p, hi * s - p + d * (k - 1)
     rows = conv_lab.receptive_field_table(layers, input_size=40)
-    assert rows[-1]["rf"] == hi - lo + 1 and rows[-1]["start"] == -lo
+    assert rows[-1].rf == hi - lo + 1 and rows[-1].start == -lo
     size = 40
     for row, (k, s, p, d) in zip(rows, layers):
         size = _brute_output_size(size, k, s, p, d)
-        assert row["fmap"] == size
+        assert row.fmap == size
 
 
 def test_receptive_field_table_collapse_and_presets():
     rows = conv_lab.receptive_field_table(conv_lab.uniform_stack(6, 3, 2, 1, 0), input_size=8)
-    fmaps = [r["fmap"] for r in rows]
+    fmaps = [r.fmap for r in rows]
     assert fmaps[:4] == [4, 2, 1, 1] or fmaps[:3] == [4, 2, 1]
     rows = conv_lab.receptive_field_table(conv_lab.uniform_stack(4, 5, 1), input_size=3)
-    assert rows[0]["fmap"] == 3  # 'same' padding keeps it
+    assert rows[0].fmap == 3  # 'same' padding keeps it
     rows = conv_lab.receptive_field_table([(7, 1, 0)], input_size=3)
-    assert rows[0]["fmap"] is None and "cannot" in rows[0]["note"]
+    assert rows[0].fmap is None and "cannot" in rows[0].note
     vgg = conv_lab.receptive_field_table(shapes.RECEPTIVE_FIELD_PRESETS["VGG-16"], 224)
-    assert vgg[-1]["rf"] == 212 and vgg[-1]["fmap"] == 7 and vgg[-1]["jump"] == 32
+    assert vgg[-1].rf == 212 and vgg[-1].fmap == 7 and vgg[-1].jump == 32
 
 
 def test_uniform_stack_pools():
