@@ -144,8 +144,10 @@ def _():
     tokens and every output is reordered the same way, $\operatorname{Attention}(PX) =
     P\operatorname{Attention}(X)$ for a permutation matrix $P$, because
     $\operatorname{softmax}(PSP^\top) = P\operatorname{softmax}(S)P^\top$. Add a position
-    vector to each slot before the projections and the equality fails: the largest differences
-    below are measured on the sentence above, for one random reordering.
+    vector to each slot before the projections and the equality fails, provided the reordering
+    happens before the positions are added; reorder after, and each token brings its position
+    with it. The largest differences below are measured on the sentence above, for one random
+    reordering.
     """)
     return
 
@@ -154,8 +156,11 @@ def _():
 def _(qkv):
     permutation = lab.permutation_check(qkv, seed=0)
     mo.md(f"Reordering the tokens as {permutation.order.tolist()}: largest |Attention(PX) − "
-          f"P·Attention(X)| = **{permutation.gap_plain:.1e}** without positions (rounding), "
-          f"**{permutation.gap_positions:.3f}** with sinusoidal positions added to X.")
+          f"P·Attention(X)| = **{permutation.gap_plain:.1e}** without positions (rounding); "
+          f"**{permutation.gap_positions:.3f}** when the tokens are reordered before sinusoidal "
+          f"positions are added (each slot keeps its position); "
+          f"**{permutation.gap_after:.1e}** when they are reordered after (each token carries "
+          f"its position along, and the model cannot tell).")
     return (permutation,)
 
 

@@ -191,8 +191,11 @@ def test_06_permutation_equivariance_shown():
     pe = engine.attention.sinusoidal_positions(len(order), qkv.X.shape[1]).data
     shown = np.abs(attend(qkv.X[order] + pe) - attend(qkv.X + pe)[order]).max()
     assert p.gap_positions == pytest.approx(shown, rel=1e-5)
-    assert p.gap_plain < 1e-12 and p.gap_positions > 0.01
+    after = np.abs(attend((qkv.X + pe)[order]) - attend(qkv.X + pe)[order]).max()
+    assert p.gap_after == pytest.approx(after, abs=1e-12)
+    assert p.gap_plain < 1e-12 and p.gap_positions > 0.01 and p.gap_after < 1e-12
     assert f"{p.gap_plain:.1e}" in text and f"{p.gap_positions:.3f}" in text
+    assert f"{p.gap_after:.1e} when they are reordered after" in text
 
 
 def test_06_fully_masked_row_said_as_pytorch_does(torch):

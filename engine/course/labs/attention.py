@@ -160,12 +160,15 @@ def attention_maps(Q, K, V, scale="sqrt", temperature=1.0, mask=None) -> Attenti
 @dataclass(frozen=True)
 class PermutationCheck:
     """Self-attention on tokens reordered by ``order``, against the original output reordered
-    the same way: ``gap_plain`` (no positions: equal up to rounding) and ``gap_positions`` (the
-    sinusoidal positions added to the embeddings before the projections: no longer equal)."""
+    the same way: ``gap_plain`` (no positions: equal up to rounding), ``gap_positions`` (tokens
+    reordered *before* the sinusoidal positions are added, so each slot keeps its position: no
+    longer equal) and ``gap_after`` (reordered *after*: each token carries its position along,
+    equal again)."""
 
     order: np.ndarray
     gap_plain: float
     gap_positions: float
+    gap_after: float
 
 
 def permutation_check(qkv: QKV, seed=0) -> PermutationCheck:
@@ -183,7 +186,8 @@ def permutation_check(qkv: QKV, seed=0) -> PermutationCheck:
 
     plain = np.abs(attend(X[order]) - attend(X)[order]).max()
     with_positions = np.abs(attend(X[order] + pe) - attend(X + pe)[order]).max()
-    return PermutationCheck(order, float(plain), float(with_positions))
+    after = np.abs(attend((X + pe)[order]) - attend(X + pe)[order]).max()
+    return PermutationCheck(order, float(plain), float(with_positions), float(after))
 
 
 @dataclass(frozen=True)

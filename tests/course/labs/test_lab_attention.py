@@ -189,7 +189,7 @@ def test_permutation_check_and_mask_cost():
     qkv = attention_lab.toy_qkv(d_model=8, d_k=4, seed=2)
     p = attention_lab.permutation_check(qkv, seed=1)
     assert sorted(p.order) == list(range(len(qkv.tokens)))
-    assert p.gap_plain < 1e-12 < 1e-3 < p.gap_positions
+    assert p.gap_plain < 1e-12 < 1e-3 < p.gap_positions and p.gap_after < 1e-12
     L = 7
     cost = attention_lab.mask_cost(attention_lab.make_mask("causal", L), L)
     assert (cost.computed, cost.used) == (49, 28) and cost.dense_waste == pytest.approx(21 / 49)
