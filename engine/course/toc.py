@@ -62,37 +62,49 @@ def _cs(id, title, summary, topics, related=()):
 
 ENTRIES: tuple = (
     _nb("01_activations", "Activation functions",
-        "ReLU to SwiGLU with their derivatives and ranges, softmax with temperature, and a depth "
-        "lab where gradients vanish or explode.",
-        ["activations", "initialisation", "softmax"], ["activation_functions", "derivatives"]),
+        "ReLU to SwiGLU with their derivatives and ranges, softmax with temperature, a depth lab where "
+        "gradients vanish or explode, residual paths and LayerNorm, and the linear pieces a ReLU "
+        "network cuts the plane into.",
+        ["activations", "initialisation", "softmax", "vanishing_gradients", "residual_connections",
+         "normalisation", "linear_pieces"], ["activation_functions", "derivatives"]),
     _nb("02_losses", "Loss functions",
-        "Regression and classification losses with their gradients, robust fits with outliers, "
-        "why losses take logits, KL divergence, and the initial-loss check.",
-        ["losses", "cross_entropy", "kl_divergence"], ["loss_functions"]),
+        "Regression and classification losses with their gradients, robust fits with outliers, losses "
+        "read as likelihoods, label smoothing and why losses take logits, KL divergence, the "
+        "initial-loss check, and multi-label and imbalanced classes.",
+        ["losses", "cross_entropy", "kl_divergence", "robust_regression", "label_smoothing",
+         "likelihoods", "multi_label", "class_imbalance"], ["loss_functions"]),
     _nb("03_backprop", "Backpropagation",
-        "A computation graph walked in reverse, a dense layer's gradients by hand, the gradient "
-        "check's V-shaped error, and an MLP playground on 2-D data.",
-        ["backpropagation", "autograd", "gradient_check", "mlp"], ["derivatives"]),
+        "The chain rule walked in reverse on a computation graph, why reverse mode and what it keeps in "
+        "memory, a dense layer's gradients by hand, the gradient check's V-shaped error, and an MLP "
+        "playground on 2-D data.",
+        ["backpropagation", "autograd", "chain_rule", "reverse_mode", "memory", "gradient_check", "mlp"],
+        ["derivatives"]),
     _nb("04_optimizers", "Optimizers",
-        "SGD, momentum, Nesterov, RMSprop, Adam and AdamW on loss surfaces, bias correction, "
-        "learning-rate schedules, weight decay and gradient clipping.",
-        ["optimization", "lr_schedules", "regularisation"], ["optimizers"]),
+        "SGD, momentum, Nesterov, RMSprop, Adam and AdamW on loss surfaces, the condition number, "
+        "bias correction, learning-rate schedules with the noise floor and a range test, weight decay "
+        "and gradient clipping.",
+        ["optimization", "sgd", "momentum", "adam", "condition_number", "lr_schedules", "noise_floor",
+         "lr_range_test", "regularisation", "weight_decay", "gradient_clipping"], ["optimizers"]),
     _nb("05_convolution", "Convolution",
-        "Convolution arithmetic and receptive fields, im2col made visible, classic filters, and "
-        "a small CNN with its learned filters.",
-        ["convolution", "receptive_field", "cnn"], ["tensor_shapes", "derivatives"]),
+        "Convolution arithmetic and (effective) receptive fields, im2col forward and backward, classic "
+        "filters and depthwise-separable layers, translation equivariance, and a small CNN reading "
+        "handwritten digits.",
+        ["convolution", "receptive_field", "effective_receptive_field", "im2col", "depthwise_separable",
+         "equivariance", "cnn", "digits"], ["tensor_shapes", "derivatives"]),
     _nb("06_attention", "Attention",
-        "Scaled dot-product attention, masks, multi-head shapes, RoPE and sinusoidal positions, "
-        "and a tiny attention model.",
-        ["attention", "transformers", "positional_encoding"], ["tensor_shapes"]),
+        "Scaled dot-product attention, masks, multi-head shapes with the KV cache, RoPE and sinusoidal "
+        "positions, cross-attention, a tiny attention model and a tiny Transformer.",
+        ["attention", "transformer", "positional_encoding", "kv_cache", "cross_attention"],
+        ["tensor_shapes"]),
     _nb("07_diffusion", "Diffusion models",
-        "Noise schedules, the forward process in closed form, and a small DDPM trained on 2-D "
-        "data next to the exact reverse process.",
-        ["diffusion", "generative_models"], []),
+        "Noise schedules, the forward process in closed form, a small DDPM trained on 2-D data next to "
+        "the exact reverse process, DDIM sampling in few steps, and classifier-free guidance.",
+        ["diffusion", "generative_models", "ddpm", "ddim", "classifier_free_guidance"], []),
     _nb("08_vae", "Variational autoencoders",
-        "The reparameterisation trick, the KL term and the ELBO budget, posterior collapse, and a "
-        "VAE's latent space.",
-        ["vae", "generative_models", "elbo"], []),
+        "The reparameterisation trick, the KL term and the ELBO budget, posterior collapse and the "
+        "aggregate posterior, a VAE on handwritten digits with its latent space, and the IWAE bound.",
+        ["vae", "generative_models", "elbo", "posterior_collapse", "aggregate_posterior", "iwae", "digits"],
+        []),
     _cs(HUB_ID, "Deep learning essential formulas",
         "The hub: the training path from input to update, every formula family with NumPy, engine "
         "and PyTorch code checked to agree, and links to every notebook.",
