@@ -510,6 +510,32 @@ def decision_boundary(xx, yy, probs, X, y, *, title=None, width: float = 5.0, he
     return fig
 
 
+def piece_map(report, *, width: float = 8.0, height: float = 3.6):
+    """Two panels for a ReLU network on 2-D data: its linear pieces (one colour each, neighbours
+    unlike) and its decision (probabilities with the data), the 0.5 boundary drawn over both.
+
+    ``report`` carries the grid ``xx, yy``, ``piece_ids`` and ``probs`` over it, the data ``X, y``,
+    ``pieces`` and ``accuracy`` (a :class:`engine.course.labs.activations.BendReport`).
+    """
+    fig = _figure(width, height)
+    extent = (report.xx.min(), report.xx.max(), report.yy.min(), report.yy.max())
+    shuffled = np.random.default_rng(0).permutation(report.pieces)[report.piece_ids]
+    titles = (f"{report.pieces} linear pieces", f"decision, accuracy {100 * report.accuracy:.0f} %")
+    for k, (ax, title) in enumerate(zip(fig.subplots(1, 2), titles)):
+        if k == 0:
+            ax.imshow(shuffled, origin="lower", extent=extent, aspect="auto", cmap="tab20", interpolation="nearest")
+        else:
+            ax.imshow(report.probs, origin="lower", extent=extent, aspect="auto", cmap="coolwarm", vmin=0, vmax=1,
+                      alpha=0.6)
+            ax.scatter(report.X[:, 0], report.X[:, 1], c=report.y, cmap="coolwarm", s=10, edgecolor="white",
+                       linewidth=0.4)
+        ax.contour(report.xx, report.yy, report.probs, levels=[0.5], colors="black", linewidths=1.2)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("x₁")
+        ax.set_ylabel("x₂")
+    return fig
+
+
 def image_grid(images, *, titles=None, ncols: int = 8, cmap: str = "gray", vmin=None, vmax=None,
                cell: float = 1.1, suptitle=None):
     """Small images (N, H, W) or (N, H, W, 3) in a grid, each with an optional title."""

@@ -585,26 +585,3 @@ def bend_lab(width: int = 8, depth: int = 1, steps: int = 0, seed: int = 0, grid
     return BendReport(width, depth, steps, int(piece_ids.max()) + 1, accuracy, xx, yy,
                       _sigmoid(logits).reshape(xx.shape), piece_ids.reshape(xx.shape), X, y)
 
-
-def bend_figure(report: BendReport):
-    """Two panels: the linear pieces (one colour each, the decision boundary drawn over them) and
-    the data. Matplotlib, imported here (plot.py has no piece map)."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(8.0, 3.6), layout="constrained")
-    extent = (report.xx.min(), report.xx.max(), report.yy.min(), report.yy.max())
-    shuffled = np.random.default_rng(0).permutation(report.pieces)[report.piece_ids]  # neighbours unlike
-    for k, (ax, title) in enumerate(zip(fig.subplots(1, 2), (f"{report.pieces} linear pieces",
-                                                             f"decision, accuracy {100 * report.accuracy:.0f} %"))):
-        if k == 0:
-            ax.imshow(shuffled, origin="lower", extent=extent, aspect="auto", cmap="tab20", interpolation="nearest")
-        else:
-            ax.imshow(report.probs, origin="lower", extent=extent, aspect="auto", cmap="coolwarm", vmin=0, vmax=1,
-                      alpha=0.6)
-            ax.scatter(report.X[:, 0], report.X[:, 1], c=report.y, cmap="coolwarm", s=10, edgecolor="white",
-                       linewidth=0.4)
-        ax.contour(report.xx, report.yy, report.probs, levels=[0.5], colors="black", linewidths=1.2)
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("x₁")
-        ax.set_ylabel("x₂")
-    return fig
