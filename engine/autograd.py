@@ -236,8 +236,10 @@ def _parents(node) -> tuple:
     return parents
 
 
-def _topological_order(root) -> list:
-    """Tensors reachable from ``root`` that need a gradient, each after all its consumers.
+def topological_order(root) -> list:
+    """The tensors reachable from ``root`` that need a gradient, ``root`` first and each tensor
+    after all its consumers: the order in which ``backward`` visits them (and the course's graph
+    pictures draw them).
 
     Iterative depth-first search, so a chain of 100,000 ops needs no recursion.
     """
@@ -259,6 +261,9 @@ def _topological_order(root) -> list:
                     stack.append((parent, False))
     order.reverse()
     return order
+
+
+_topological_order = topological_order  # the old name, still used by engine/course/labs/backprop.py and its tests
 
 
 def _accumulate(tensor, grad) -> None:
@@ -287,7 +292,7 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
     """
     grads = {id(root): gradient}
     handed_out = {id(gradient)}  # arrays already stored once: a second owner gets a copy
-    for tensor in _topological_order(root):
+    for tensor in topological_order(root):
         grad = grads.pop(id(tensor), None)
         if grad is None:
             continue

@@ -22,7 +22,7 @@ import numpy as np
 
 import engine.functional as F
 from engine import Tensor
-from engine.autograd import _topological_order
+from engine.autograd import topological_order
 
 # ----------------------------------------------------------------------------- expressions
 
@@ -157,7 +157,7 @@ def trace(output: Tensor, names: dict | None = None, backward: bool = True) -> G
     names = {id(t): n for t, n in (names or {}).items()}
     # The one graph walk is autograd's own: the order backward() visits the tensors that need a
     # gradient. The constants those ops read (the 1 in x² + 1) hang off it one step away.
-    order = _topological_order(output)
+    order = topological_order(output)
     tensors, seen = list(order), {id(t) for t in order}
     for t in order:
         for p in (t._ctx.parents if t._ctx is not None else ()):

@@ -269,27 +269,21 @@ def test_float32_parameters_stay_float32():
     assert all(v.dtype == np.float32 for s in opt.state.values() for v in s.values() if isinstance(v, np.ndarray))
 
 
-@pytest.mark.parametrize("name,kwargs", [("Adam", dict(lr=0.01)), ("Adam", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
-                                         ("AdamW", dict(lr=0.01, maximize=True)), ("AdamW", dict(lr=0.01, amsgrad=True))])
-def test_adam_whole_group_path_is_bit_identical_to_per_parameter_path(name, kwargs):
-    batches = _batches(7)
-    runs = []
-    for foreach in (True, False):
-        engine.manual_seed(4)
-        model = _mlp()
-        opt = getattr(optim, name)(model.parameters(), foreach=foreach, **kwargs)
-        losses = _train(model, opt, batches[:5])
-        # a parameter without a gradient for a while: it falls back to per-parameter steps
-        opt.zero_grad()
-        model[0].weight.requires_grad_(False)
-        losses += _train(model, opt, batches[5:8])
-        model[0].weight.requires_grad_(True)
-        losses += _train(model, opt, batches[8:])
-        runs.append((losses, [p.data.copy() for p in model.parameters()], opt.state_dict()))
-    (l1, p1, s1), (l2, p2, s2) = runs
-    assert l1 == l2
-    assert all(np.array_equal(a, b) for a, b in zip(p1, p2))
-    for i in s1["state"]:
-        for key, value in s1["state"][i].items():
-            assert np.array_equal(value, s2["state"][i][key]), (i, key)
-    assert s1["state"][0]["step"] == 22 and s1["state"][2]["step"] == 25
+@pytest.mark.parametrize("name,kwargs", [("Adam", dict(lr=0.1)), ("Adam", dict(lr=0.1, weight_decay=0.1, amsgrad=True)),
+                                         ("AdamW", dict(lr=0.1, maximize=True))])
+def test_adam_on_a_single_0d_parameter_matches_torch(name, kwargs):
+    # a 0-d parameter once crashed: NumPy turns 0-d arithmetic into scalars, which take no out=
+    torch = require_torch()
+    rng = np.random.default_rng(5)
+    start = rng.standard_normal()
+    a = nn.Parameter(np.array(start))
+    t = torch.tensor(start, dtype=torch.float64, requires_grad=True)
+    opt, topt = getattr(optim, name)([a], **kwargs), getattr(torch.optim, name)([t], **kwargs)
+    for _ in range(5):
+        g = rng.standard_normal()
+        a.grad, t.grad = np.array(g), torch.tensor(g, dtype=torch.float64)
+        opt.step()
+        topt.step()
+        assert a.data.shape == ()
+        np.testing.assert_allclose(a.data, t.detach().numpy(), rtol=1e-12, atol=0)
+    assert a.data != start
