@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.common import backward_step
 from benchmarks.run import Case
 
 CONV = dict(n=32, c_in=8, c_out=16, size=28, k=3, padding=1)
@@ -42,13 +43,8 @@ def conv_engine():
     import engine.functional as F
 
     x, w, b, g = _conv_arrays()
-    tx, tw, tb = (engine.Tensor(a, requires_grad=True) for a in (x, w, b))
-
-    def step():
-        tx.grad = tw.grad = tb.grad = None
-        F.conv2d(tx, tw, tb, padding=CONV["padding"]).backward(g)
-
-    return step
+    inputs = [engine.Tensor(a, requires_grad=True) for a in (x, w, b)]
+    return backward_step(inputs, lambda x, w, b: F.conv2d(x, w, b, padding=CONV["padding"]), g)
 
 
 def conv_numpy():
@@ -82,14 +78,9 @@ def conv_torch():
     import torch
 
     x, w, b, g = (torch.from_numpy(a) for a in _conv_arrays())
-    for t in (x, w, b):
-        t.requires_grad_(True)
-
-    def step():
-        x.grad = w.grad = b.grad = None
-        torch.nn.functional.conv2d(x, w, b, padding=CONV["padding"]).backward(g)
-
-    return step
+    inputs = [t.requires_grad_(True) for t in (x, w, b)]
+    conv2d = torch.nn.functional.conv2d
+    return backward_step(inputs, lambda x, w, b: conv2d(x, w, b, padding=CONV["padding"]), g)
 
 
 # ----------------------------------------------------------------------------- attention
@@ -98,13 +89,8 @@ def attention_engine():
     import engine.functional as F
 
     q, k, v, g = _attn_arrays()
-    tq, tk, tv = (engine.Tensor(a, requires_grad=True) for a in (q, k, v))
-
-    def step():
-        tq.grad = tk.grad = tv.grad = None
-        F.scaled_dot_product_attention(tq, tk, tv, is_causal=True).backward(g)
-
-    return step
+    inputs = [engine.Tensor(a, requires_grad=True) for a in (q, k, v)]
+    return backward_step(inputs, lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), g)
 
 
 def attention_numpy():
@@ -136,14 +122,9 @@ def attention_torch():
     import torch
 
     q, k, v, g = (torch.from_numpy(a) for a in _attn_arrays())
-    for t in (q, k, v):
-        t.requires_grad_(True)
-
-    def step():
-        q.grad = k.grad = v.grad = None
-        torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
-
-    return step
+    inputs = [t.requires_grad_(True) for t in (q, k, v)]
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    return backward_step(inputs, lambda q, k, v: sdpa(q, k, v, is_causal=True), g)
 
 
 CASES = [

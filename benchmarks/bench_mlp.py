@@ -9,6 +9,7 @@ All three columns start from the same weights and data (float32).
 
 import numpy as np
 
+from benchmarks.common import training_step, uniform_weights
 from benchmarks.run import Case
 
 LR = 0.05
@@ -16,11 +17,7 @@ LR = 0.05
 
 def _problem(sizes, batch, classification, seed=0):
     rng = np.random.default_rng(seed)
-    weights = []
-    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
-        bound = 1 / np.sqrt(n_in)
-        weights.append((rng.uniform(-bound, bound, (n_out, n_in)).astype(np.float32),
-                        rng.uniform(-bound, bound, n_out).astype(np.float32)))
+    weights = uniform_weights(sizes, rng)
     x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
     if classification:
         y = rng.integers(0, sizes[-1], batch)
@@ -44,15 +41,7 @@ def _engine(sizes, batch, classification, act):
         model = nn.Sequential(*layers[:-1])
         opt = optim.SGD(model.parameters(), lr=LR)
         loss_fn = F.cross_entropy if classification else F.mse_loss
-
-        def step():
-            loss = loss_fn(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            return loss
-
-        return step
+        return training_step(model, opt, loss_fn, x, y)
 
     return setup
 
@@ -118,15 +107,7 @@ def _torch(sizes, batch, classification, act):
         opt = torch.optim.SGD(model.parameters(), lr=LR)
         xt, yt = torch.from_numpy(x), torch.from_numpy(y)
         loss_fn = torch.nn.functional.cross_entropy if classification else torch.nn.functional.mse_loss
-
-        def step():
-            loss = loss_fn(model(xt), yt)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            return loss
-
-        return step
+        return training_step(model, opt, loss_fn, xt, yt)
 
     return setup
 

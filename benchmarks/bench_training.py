@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.common import uniform_weights
 from benchmarks.run import Case
 
 N_POINTS = 10_000
@@ -31,11 +32,7 @@ def _problem(seed=0):
 
     X, y = make_spirals(N_POINTS, n_classes=2, noise=0.05, seed=seed)
     rng = np.random.default_rng(seed)
-    weights = []
-    for n_in, n_out in zip(SIZES[:-1], SIZES[1:]):
-        bound = 1 / np.sqrt(n_in)
-        weights.append((rng.uniform(-bound, bound, (n_out, n_in)).astype(np.float32),
-                        rng.uniform(-bound, bound, n_out).astype(np.float32)))
+    weights = uniform_weights(SIZES, rng)
     return X.astype(np.float32), y.astype(np.int64), weights
 
 
