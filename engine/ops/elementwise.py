@@ -197,7 +197,7 @@ class Log(Function):
 class LogBase(Function):
     """r = log_b(a) = ln a / ln b (both tensors);  ∂r/∂a = 1/(a·ln b), ∂r/∂b = −ln a/(b·ln² b).
 
-    (One seed drops the minus sign of ∂r/∂b: log_b(a) falls as the base grows.)
+    (∂r/∂b is negative for a > 1 and b > 1: log_b(a) falls as the base grows.)
     """
 
     @staticmethod
