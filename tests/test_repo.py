@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +15,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from browser_tools import stop_process_group
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -118,19 +119,7 @@ def test_make_run_serves_the_gallery_on_localhost_only():
         }
         assert listening == {"127.0.0.1"}, f"marimo listens on {listening}"
     finally:
-        _stop(server)
-
-
-def _stop(server: subprocess.Popen) -> None:
-    """Stop the server and anything it started (its own process group)."""
-    if server.poll() is not None:
-        return
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
+        stop_process_group(server)
 
 
 # ----------------------------------------------------------------------------- CI script

@@ -15,8 +15,6 @@ each finished run. A full-page screenshot of each page goes to build/screenshots
 
 from __future__ import annotations
 
-import shlex
-import subprocess
 import sys
 import time
 import urllib.error
@@ -27,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from browser_tools import (
-    INTENTIONAL_ERRORS, KERNEL_HOOK, ROOT, SNAPSHOT_JS, VIEWPORT, changed_areas, free_port,
-    launch, screenshot, stop_process_group,
+    INTENTIONAL_ERRORS, ROOT, SNAPSHOT_JS, changed_areas, free_port, make_command, open_page,
+    screenshot, serve, stop_process_group,
 )
 from engine.course import toc
 from oracle import require_browser
@@ -40,38 +38,6 @@ RUN_TIMEOUT_MS = 240_000  # one training run behind a button
 
 
 # ----------------------------------------------------------------------------- fixtures
-def _make_run_command(port: int) -> list[str]:
-    """The exact `marimo run` command of `make run` (dry run), on a free port."""
-    result = subprocess.run(["make", "-n", "run", f"VENV={sys.prefix}", f"PORT={port}"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    line = next(line for line in result.stdout.splitlines() if "marimo run" in line)
-    return shlex.split(line)
-
-
-def _serve(command: list[str], cwd: Path, log_path: Path) -> tuple[subprocess.Popen, str]:
-    """Start a marimo server; return it and its base URL once it answers."""
-    port = command[command.index("--port") + 1]
-    with open(log_path, "wb") as log:
-        server = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
-    base = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 120
-    while True:
-        if server.poll() is not None:
-            raise AssertionError(f"marimo run exited: {log_path.read_text(errors='replace')}")
-        try:
-            with urllib.request.urlopen(base, timeout=5) as response:
-                if response.status == 200:
-                    return server, base
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            stop_process_group(server)
-            raise AssertionError("marimo run did not answer within 120 s")
-        time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
 def gallery(tmp_path_factory):
     """Base URL of `make run`'s gallery on 127.0.0.1 (its log file kept for error reports)."""
@@ -80,7 +46,7 @@ def gallery(tmp_path_factory):
     if len(missing) == len(toc.entries()):
         pytest.fail("no notebook or cheat sheet exists yet: nothing to serve")
     log_path = tmp_path_factory.mktemp("gallery") / "server.log"
-    server, base = _serve(_make_run_command(free_port()), ROOT, log_path)
+    server, base = serve(make_command("run", free_port()), ROOT, log_path)
     try:
         yield {"base": base, "log": log_path}
     finally:
@@ -90,23 +56,8 @@ def gallery(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser_page():
     """One Chromium page, reused for every course page (visited in sequence)."""
-    executable = require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch(playwright, executable)
-        context = browser.new_context(viewport=VIEWPORT)
-        context.add_init_script(KERNEL_HOOK)
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        page_errors: list[str] = []
-        page.on("pageerror", lambda error: page_errors.append(str(error)))
-        page.page_errors = page_errors
-        page.console_errors = []
-        page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text[:300]))
+    with open_page(require_browser()) as page:
         yield page
-        context.close()
-        browser.close()
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -387,7 +338,7 @@ def test_the_harness_sees_errors_changes_and_progress(browser_page, tmp_path):
     (folder / "harness.py").write_text(HARNESS_NOTEBOOK, encoding="utf-8")
     command = [sys.executable, "-m", "marimo", "run", str(folder), "--host", "127.0.0.1",
                "--port", str(free_port()), "--headless", "--no-token", "--no-sandbox"]
-    server, base = _serve(command, tmp_path, tmp_path / "server.log")
+    server, base = serve(command, tmp_path, tmp_path / "server.log")
     page = browser_page
     try:
         page.page_errors.clear()

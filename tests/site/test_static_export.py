@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tools import VIEWPORT, CdnFromPackage, launch, screenshot
+from browser_tools import CdnFromPackage, open_page, screenshot
 from engine.course import toc
 from oracle import require_browser
 from site_build import build_site, require_site_tools, site_build
@@ -28,17 +28,8 @@ STOPPED = "an ancestor was stopped with `mo.stop`"
 
 @pytest.fixture(scope="module")
 def static_page():
-    executable = require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch(playwright, executable)
-        context = browser.new_context(viewport=VIEWPORT)
-        page = context.new_page()
-        page.set_default_timeout(60_000)
+    with open_page(require_browser(), kernel_hook=False) as page:
         yield page
-        context.close()
-        browser.close()
 
 
 @pytest.mark.parametrize("entry", toc.entries(), ids=lambda e: e.id)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import mimetypes
 import os
 from pathlib import Path
@@ -31,6 +32,32 @@ INTENTIONAL_ERRORS = {"ancestor-stopped", "ancestor-prevented", "interruption"}
 
 def launch(playwright, executable: str):
     return playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+
+
+@contextlib.contextmanager
+def open_page(executable: str, *, kernel_hook: bool = True):
+    """One Chromium page at :data:`VIEWPORT` (60 s default timeout), reused by a test module.
+
+    ``page.page_errors`` collects its JavaScript errors and ``page.console_errors`` its console
+    errors; ``kernel_hook`` installs :data:`KERNEL_HOOK` (the kernel's websocket, followed).
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch(playwright, executable)
+        context = browser.new_context(viewport=VIEWPORT)
+        if kernel_hook:
+            context.add_init_script(KERNEL_HOOK)
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.page_errors, page.console_errors = [], []
+        page.on("pageerror", lambda error: page.page_errors.append(str(error)[:500]))
+        page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text[:300]))
+        try:
+            yield page
+        finally:
+            context.close()
+            browser.close()
 
 
 KERNEL_HOOK = r"""
