@@ -80,11 +80,24 @@ class MultiheadAttention(Module):
         ``is_causal=True`` without ``attn_mask`` builds the causal mask (PyTorch requires it given).
         Arguments after ``value`` follow PyTorch's order; pass them by name.
         """
-        op = "MultiheadAttention"
-        E, H, d = self.embed_dim, self.num_heads, self.head_dim
-        q_in, k_in, v_in = as_tensor(query), as_tensor(key), as_tensor(value)
         self_attention = query is key and key is value
-        batched = q_in.ndim == 3
+        batched = as_tensor(query).ndim == 3
+        q_in, k_in, v_in = self._as_batch_first(query, key, value)  # [B, L, E], [B, S, E], [B, S, E]
+        B, L, S = q_in.shape[0], q_in.shape[1], k_in.shape[1]
+        q, k, v = self._project(q_in, k_in, v_in, self_attention)  # split into heads: [B, H, ·, d]
+        mask = self._merge_masks(attn_mask, key_padding_mask, is_causal, B, L, S, batched, q.dtype)
+        heads, weights = self._attend(q, k, v, mask, need_weights)  # [B, H, L, d], [B, H, L, S]
+        merged = heads.permute(0, 2, 1, 3).reshape(B, L, self.embed_dim)  # concat(head_1 … head_H)
+        out = self.out_proj(merged)
+        if weights is not None and average_attn_weights:
+            weights = weights.mean(dim=1)
+        return self._restore_layout(out, weights, batched)
+
+    def _as_batch_first(self, query, key, value):
+        """The three inputs checked and brought to [B, ·, E] (unbatched gets B = 1)."""
+        op = "MultiheadAttention"
+        E = self.embed_dim
+        q_in, k_in, v_in = as_tensor(query), as_tensor(key), as_tensor(value)
         for name, t in (("query", q_in), ("key", k_in), ("value", v_in)):
             if t.ndim != q_in.ndim or t.ndim not in (2, 3) or t.shape[-1] != E:
                 layout = "[B, L, E]" if self.batch_first else "[L, B, E]"
@@ -93,36 +106,33 @@ class MultiheadAttention(Module):
                     f"E = embed_dim = {E}; got {name} of shape {t.shape} (query {q_in.shape}, "
                     f"key {k_in.shape}, value {v_in.shape})"
                 )
-        if not batched:
+        if q_in.ndim == 2:
             q_in, k_in, v_in = (t.unsqueeze(0) for t in (q_in, k_in, v_in))
         elif not self.batch_first:
             q_in, k_in, v_in = (t.transpose(0, 1) for t in (q_in, k_in, v_in))
-        B, L, S = q_in.shape[0], q_in.shape[1], k_in.shape[1]
-        if k_in.shape[:2] != v_in.shape[:2] or k_in.shape[0] != B:
+        if k_in.shape[:2] != v_in.shape[:2] or k_in.shape[0] != q_in.shape[0]:
             raise ValueError(
                 f"{op}: key {tuple(key.shape)} and value {tuple(value.shape)} must have the same batch "
                 f"and length, and the batch of query {tuple(query.shape)}"
             )
+        return q_in, k_in, v_in
 
-        q, k, v = self._project(q_in, k_in, v_in, self_attention)  # [B, H, ·, d] each
-        mask = self._merge_masks(attn_mask, key_padding_mask, is_causal, B, L, S, batched, q.dtype)
+    def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask, need_weights: bool):
+        """Every head's softmax(QKᵀ/√d + mask)V, with dropout on the weights in training:
+        (heads [B, H, L, d], weights [B, H, L, S] or None)."""
         p = self.dropout if self.training else 0.0
-        if need_weights:
-            weights = attention_weights(q, k, attn_mask=mask)  # [B, H, L, S]
-            if p > 0.0:
-                weights = F.dropout(weights, p, training=True)
-            heads = matmul(weights, v)
-        else:
-            weights = None
-            heads = scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-        out = self.out_proj(heads.permute(0, 2, 1, 3).reshape(B, L, E))
+        if not need_weights:  # the fused path never materialises the weights for the caller
+            return scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), None
+        weights = attention_weights(q, k, attn_mask=mask)
+        if p > 0.0:
+            weights = F.dropout(weights, p, training=True)
+        return matmul(weights, v), weights
 
-        if weights is not None and average_attn_weights:
-            weights = weights.mean(dim=1)
+    def _restore_layout(self, out: Tensor, weights, batched: bool):
+        """Back to the caller's layout: unbatched, or [L, B, E] when not batch_first."""
         if not batched:
-            out = out.squeeze(0)
-            weights = weights.squeeze(0) if weights is not None else None
-        elif not self.batch_first:
+            return out.squeeze(0), (weights.squeeze(0) if weights is not None else None)
+        if not self.batch_first:
             out = out.transpose(0, 1)
         return out, weights
 

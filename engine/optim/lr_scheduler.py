@@ -487,6 +487,38 @@ class ReduceLROnPlateau(LRScheduler):
                 group["lr"] = new
 
 
+def _one_cycle_total_steps(total_steps, epochs, steps_per_epoch) -> int:
+    """total_steps, or epochs × steps_per_epoch; each a positive integer."""
+    if total_steps is not None:
+        return _positive_int("total_steps", total_steps)
+    if epochs is not None and steps_per_epoch is not None:
+        return _positive_int("epochs", epochs) * _positive_int("steps_per_epoch", steps_per_epoch)
+    raise ValueError("OneCycleLR: give total_steps, or both epochs and steps_per_epoch")
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"OneCycleLR: {name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _one_cycle_phases(total_steps: int, pct_start: float, three_phase: bool) -> list[dict]:
+    """The phases as PyTorch lists them: the step each ends at, and which stored rate and momentum
+    it goes from and to (warm-up, then annealing; or warm-up, back down, final annihilation)."""
+    up_end = float(pct_start * total_steps) - 1
+    warm_up = {"end_step": up_end, "start_lr": "initial_lr", "end_lr": "max_lr",
+               "start_momentum": "max_momentum", "end_momentum": "base_momentum"}
+    if not three_phase:
+        return [warm_up,
+                {"end_step": total_steps - 1, "start_lr": "max_lr", "end_lr": "min_lr",
+                 "start_momentum": "base_momentum", "end_momentum": "max_momentum"}]
+    return [warm_up,
+            {"end_step": float(2 * pct_start * total_steps) - 2, "start_lr": "max_lr", "end_lr": "initial_lr",
+             "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
+            {"end_step": total_steps - 1, "start_lr": "initial_lr", "end_lr": "min_lr",
+             "start_momentum": "max_momentum", "end_momentum": "max_momentum"}]
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy (Smith): warm up from max_lr/div_factor to max_lr over the first
     ``pct_start`` of ``total_steps``, then anneal to max_lr/(div_factor·final_div_factor).
@@ -505,61 +537,40 @@ class OneCycleLR(LRScheduler):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"OneCycleLR: expected an engine Optimizer, got {type(optimizer).__name__}")
         self.optimizer = optimizer
-        if total_steps is not None:
-            if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps <= 0:
-                raise ValueError(f"OneCycleLR: total_steps must be a positive integer, got {total_steps!r}")
-            self.total_steps = total_steps
-        elif epochs is not None and steps_per_epoch is not None:
-            for name, v in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
-                if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                    raise ValueError(f"OneCycleLR: {name} must be a positive integer, got {v!r}")
-            self.total_steps = epochs * steps_per_epoch
-        else:
-            raise ValueError("OneCycleLR: give total_steps, or both epochs and steps_per_epoch")
+        self.total_steps = _one_cycle_total_steps(total_steps, epochs, steps_per_epoch)
         if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
             raise ValueError(f"OneCycleLR: pct_start must be a float in [0, 1], got {pct_start!r}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}")
         self.anneal_strategy = anneal_strategy
-        up_end = float(pct_start * self.total_steps) - 1
-        if three_phase:
-            self._schedule_phases = [
-                {"end_step": up_end, "start_lr": "initial_lr", "end_lr": "max_lr",
-                 "start_momentum": "max_momentum", "end_momentum": "base_momentum"},
-                {"end_step": float(2 * pct_start * self.total_steps) - 2, "start_lr": "max_lr", "end_lr": "initial_lr",
-                 "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
-                {"end_step": self.total_steps - 1, "start_lr": "initial_lr", "end_lr": "min_lr",
-                 "start_momentum": "max_momentum", "end_momentum": "max_momentum"},
-            ]
-        else:
-            self._schedule_phases = [
-                {"end_step": up_end, "start_lr": "initial_lr", "end_lr": "max_lr",
-                 "start_momentum": "max_momentum", "end_momentum": "base_momentum"},
-                {"end_step": self.total_steps - 1, "start_lr": "max_lr", "end_lr": "min_lr",
-                 "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
-            ]
+        self._schedule_phases = _one_cycle_phases(self.total_steps, pct_start, three_phase)
         max_lrs = _per_group(max_lr, optimizer, "max_lr")
-        if last_epoch == -1:
+        if last_epoch == -1:  # a fresh schedule: store each group's three rates
             for m, group in zip(max_lrs, optimizer.param_groups):
                 group["initial_lr"] = m / div_factor
                 group["max_lr"] = m
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("OneCycleLR: cycle_momentum=True needs an optimizer with momentum or betas")
-            self.use_beta1 = "betas" in optimizer.defaults
-            maxs = _per_group(max_momentum, optimizer, "max_momentum")
-            bases = _per_group(base_momentum, optimizer, "base_momentum")
-            if last_epoch == -1:
-                for m, b, group in zip(maxs, bases, optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m
-                    group["max_momentum"] = m
-                    group["base_momentum"] = b
+            self._start_momentum_cycle(optimizer, max_momentum, base_momentum, fresh=last_epoch == -1)
         super().__init__(optimizer, last_epoch)
+
+    def _start_momentum_cycle(self, optimizer, max_momentum, base_momentum, fresh: bool) -> None:
+        """Momentum (or Adam's β₁) moves opposite to the rate: store its bounds, start at the top."""
+        if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+            raise ValueError("OneCycleLR: cycle_momentum=True needs an optimizer with momentum or betas")
+        self.use_beta1 = "betas" in optimizer.defaults
+        maxs = _per_group(max_momentum, optimizer, "max_momentum")
+        bases = _per_group(base_momentum, optimizer, "base_momentum")
+        if not fresh:
+            return
+        for m, b, group in zip(maxs, bases, optimizer.param_groups):
+            if self.use_beta1:
+                group["betas"] = (m, *group["betas"][1:])
+            else:
+                group["momentum"] = m
+            group["max_momentum"] = m
+            group["base_momentum"] = b
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
         if self.anneal_strategy == "cos":
