@@ -9,7 +9,7 @@ All three columns start from the same weights and data (float32).
 
 import numpy as np
 
-from benchmarks.common import training_step, uniform_weights
+from benchmarks.common import engine_mlp, torch_mlp, training_step, uniform_weights
 from benchmarks.run import Case
 
 LR = 0.05
@@ -29,16 +29,10 @@ def _problem(sizes, batch, classification, seed=0):
 def _engine(sizes, batch, classification, act):
     def setup():
         import engine.functional as F
-        from engine import nn, optim
+        from engine import optim
 
         weights, x, y = _problem(sizes, batch, classification)
-        layers = []
-        for w, b in weights:
-            lin = nn.Linear(w.shape[1], w.shape[0])
-            lin.weight.data[...] = w
-            lin.bias.data[...] = b
-            layers += [lin, nn.ReLU() if act == "relu" else nn.Tanh()]
-        model = nn.Sequential(*layers[:-1])
+        model = engine_mlp(weights, act)
         opt = optim.SGD(model.parameters(), lr=LR)
         loss_fn = F.cross_entropy if classification else F.mse_loss
         return training_step(model, opt, loss_fn, x, y)
@@ -96,14 +90,7 @@ def _torch(sizes, batch, classification, act):
         import torch
 
         weights, x, y = _problem(sizes, batch, classification)
-        layers = []
-        for w, b in weights:
-            lin = torch.nn.Linear(w.shape[1], w.shape[0])
-            with torch.no_grad():
-                lin.weight.copy_(torch.from_numpy(w))
-                lin.bias.copy_(torch.from_numpy(b))
-            layers += [lin, torch.nn.ReLU() if act == "relu" else torch.nn.Tanh()]
-        model = torch.nn.Sequential(*layers[:-1])
+        model = torch_mlp(weights, act)
         opt = torch.optim.SGD(model.parameters(), lr=LR)
         xt, yt = torch.from_numpy(x), torch.from_numpy(y)
         loss_fn = torch.nn.functional.cross_entropy if classification else torch.nn.functional.mse_loss

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import uniform_weights
+from benchmarks.common import engine_mlp, torch_mlp, uniform_weights
 from benchmarks.run import Case
 
 N_POINTS = 10_000
@@ -39,17 +39,11 @@ def _problem(seed=0):
 def engine_epoch():
     import engine
     import engine.functional as F
-    from engine import nn, optim
+    from engine import optim
     from engine.data import DataLoader
 
     X, y, weights = _problem()
-    layers = []
-    for w, b in weights:
-        lin = nn.Linear(w.shape[1], w.shape[0])
-        lin.weight.data[...] = w
-        lin.bias.data[...] = b
-        layers += [lin, nn.ReLU()]
-    model = nn.Sequential(*layers[:-1])
+    model = engine_mlp(weights)
     opt = optim.Adam(model.parameters(), lr=LR, betas=BETAS, eps=EPS)
     engine.manual_seed(1)
     loader = DataLoader(X, y, batch_size=BATCH)
@@ -116,14 +110,7 @@ def torch_epoch():
     import torch
 
     X, y, weights = _problem()
-    layers = []
-    for w, b in weights:
-        lin = torch.nn.Linear(w.shape[1], w.shape[0])
-        with torch.no_grad():
-            lin.weight.copy_(torch.from_numpy(w))
-            lin.bias.copy_(torch.from_numpy(b))
-        layers += [lin, torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers[:-1])
+    model = torch_mlp(weights)
     opt = torch.optim.Adam(model.parameters(), lr=LR, betas=BETAS, eps=EPS)
     Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
     rng = np.random.default_rng(1)

@@ -40,3 +40,30 @@ def backward_step(inputs, forward, upstream):
         forward(*inputs).backward(upstream)
 
     return step
+
+
+def engine_mlp(weights, activation: str = "relu"):
+    """An engine ``nn.Sequential`` holding these (W, b): Linear, activation, ..., Linear."""
+    from engine import nn
+
+    layers = []
+    for w, b in weights:
+        lin = nn.Linear(w.shape[1], w.shape[0])
+        lin.weight.data[...] = w
+        lin.bias.data[...] = b
+        layers += [lin, nn.ReLU() if activation == "relu" else nn.Tanh()]
+    return nn.Sequential(*layers[:-1])
+
+
+def torch_mlp(weights, activation: str = "relu"):
+    """The same network in ``torch.nn``, from the same (W, b)."""
+    import torch
+
+    layers = []
+    for w, b in weights:
+        lin = torch.nn.Linear(w.shape[1], w.shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(w))
+            lin.bias.copy_(torch.from_numpy(b))
+        layers += [lin, torch.nn.ReLU() if activation == "relu" else torch.nn.Tanh()]
+    return torch.nn.Sequential(*layers[:-1])
