@@ -32,6 +32,7 @@ from typing import NoReturn
 import numpy as np
 
 from . import random as engine_random
+from ._checks import to_array
 
 __all__ = [
     "SHAPE_CLASSES",
@@ -89,12 +90,6 @@ def _shuffled(rng: np.random.Generator, X: np.ndarray, y: np.ndarray, *more):
     order = rng.permutation(len(X))
     return (X[order].astype(np.float32), y[order].astype(np.int64),
             *(m[order] for m in more))
-
-
-def _as_array(x) -> np.ndarray:
-    """A Tensor's ``.data`` (any object whose ``.data`` is an ndarray), else ``np.asarray``."""
-    data = getattr(x, "data", None)
-    return data if isinstance(data, np.ndarray) else np.asarray(x)
 
 
 # ----------------------------------------------------------------------------- 2-D point sets
@@ -171,7 +166,7 @@ def make_blobs(n_samples=300, centers=3, noise=1.0, n_features=2, center_box=(-1
         low, high = center_box
         centers = rng.uniform(low, high, size=(k, d))
     else:
-        centers = np.asarray(_as_array(centers), dtype=np.float64)
+        centers = np.asarray(to_array(op, "centers", centers), dtype=np.float64)
         if centers.ndim != 2 or len(centers) == 0:
             raise ValueError(f"{op}: centers must be an int or an array [C, D], got shape "
                              f"{centers.shape}")
@@ -230,14 +225,14 @@ class GaussianMixture:
     weights: np.ndarray
 
     def __post_init__(self):
-        means = np.asarray(_as_array(self.means), dtype=np.float64)
+        means = np.asarray(to_array("GaussianMixture", "means", self.means), dtype=np.float64)
         if means.ndim == 1:
             means = means[:, None]  # K one-dimensional means
         if means.ndim != 2 or len(means) == 0:
             raise ValueError(f"GaussianMixture: means must be [K, D], got shape {means.shape}")
         k = len(means)
-        stds = np.broadcast_to(np.asarray(_as_array(self.stds), dtype=np.float64), (k,)).copy()
-        weights = np.broadcast_to(np.asarray(_as_array(self.weights), dtype=np.float64),
+        stds = np.broadcast_to(np.asarray(to_array("GaussianMixture", "stds", self.stds), dtype=np.float64), (k,)).copy()
+        weights = np.broadcast_to(np.asarray(to_array("GaussianMixture", "weights", self.weights), dtype=np.float64),
                                   (k,)).copy()
         if not (np.isfinite(means).all() and np.isfinite(stds).all() and (stds > 0).all()):
             raise ValueError(f"GaussianMixture: means must be finite and stds > 0, got stds {stds}")
@@ -257,7 +252,7 @@ class GaussianMixture:
 
     def _points(self, x) -> tuple[np.ndarray, bool]:
         """x as float64 [..., D], and whether an axis was added (1-D points given as [...])."""
-        x = np.asarray(_as_array(x), dtype=np.float64)
+        x = np.asarray(to_array("GaussianMixture", "x", x), dtype=np.float64)
         if self.dim == 1 and (x.ndim == 0 or x.ndim == 1 or x.shape[-1] != 1):
             return x[..., None], True
         if x.ndim == 0 or x.shape[-1] != self.dim:
@@ -332,7 +327,7 @@ def make_gaussian_mixture(n_samples=500, n_components=None, means=None, stds=Non
             means = np.linspace(-2.0, 2.0, k)[:, None] if k > 1 else np.zeros((1, 1))
         else:
             raise ValueError(f"{op}: default means exist for dim 1 and 2; pass means [K, {dim}]")
-    means = np.asarray(_as_array(means), dtype=np.float64)
+    means = np.asarray(to_array(op, "means", means), dtype=np.float64)
     if stds is None:
         stds = 0.5 if means.ndim == 1 or means.shape[-1] == 1 else 0.25
     mixture = GaussianMixture(means, stds, 1.0 if weights is None else weights)
@@ -507,7 +502,7 @@ class DataLoader:
     def __init__(self, *arrays, batch_size=32, shuffle=True, seed=None, drop_last=False):
         if not arrays:
             raise ValueError("DataLoader: give at least one array")
-        self.arrays = tuple(_as_array(a) for a in arrays)
+        self.arrays = tuple(to_array("DataLoader", "arrays", a) for a in arrays)
         lengths = [a.shape[0] if a.ndim else None for a in self.arrays]
         if None in lengths or len(set(lengths)) != 1:
             shapes = [a.shape for a in self.arrays]
@@ -553,7 +548,7 @@ def train_test_split(*arrays, test_size=0.25, shuffle=True, seed=None):
     op = "train_test_split"
     if not arrays:
         raise ValueError(f"{op}: give at least one array")
-    arrays = [_as_array(a) for a in arrays]
+    arrays = [to_array(op, "arrays", a) for a in arrays]
     lengths = {a.shape[0] if a.ndim else None for a in arrays}
     if None in lengths or len(lengths) != 1:
         raise ValueError(f"{op}: arrays must share their first dimension, got "

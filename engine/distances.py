@@ -47,7 +47,7 @@ def _points(x, op: str, name: str) -> np.ndarray:
     return arr
 
 
-def _pair(x, y, op: str, unbiased: bool) -> tuple[np.ndarray, np.ndarray]:
+def _point_sets(x, y, op: str, unbiased: bool) -> tuple[np.ndarray, np.ndarray]:
     x, y = _points(x, op, "x"), _points(y, op, "y")
     if x.shape[1] != y.shape[1]:
         raise ValueError(f"{op}: x and y must have the same dimension D, got shapes {x.shape} and {y.shape}")
@@ -102,7 +102,7 @@ def energy_distance(x, y, unbiased: bool = False) -> float:
     ``unbiased=False`` (default) averages the within-set terms over all n² pairs (V-statistic,
     E ≥ 0); ``unbiased=True`` over the pairs i ≠ j.
     """
-    x, y = _pair(x, y, "energy_distance", unbiased)
+    x, y = _point_sets(x, y, "energy_distance", unbiased)
     between = _pair_sum(x, y, np.sqrt) / (len(x) * len(y))
     within_x = _mean_within(x, np.sqrt, unbiased, 0.0)
     within_y = _mean_within(y, np.sqrt, unbiased, 0.0)
@@ -143,7 +143,7 @@ def mmd_squared(x, y, bandwidth=None, unbiased: bool = False) -> float:
     if isinstance(bandwidth, bool) or not (bandwidth is None or isinstance(bandwidth, numbers.Real)
                                            or np.ndim(bandwidth) == 1):
         raise TypeError(f"{op}: bandwidth must be None, a number or a list of numbers, got {bandwidth!r}")
-    x, y = _pair(x, y, op, unbiased)
+    x, y = _point_sets(x, y, op, unbiased)
     widths = _bandwidths(bandwidth, x, y, op)
 
     def kernel(sq):

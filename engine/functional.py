@@ -119,7 +119,7 @@ def _check_reduction(reduction, op, allowed=loss_ops.REDUCTIONS):
         raise ValueError(f"{op}: reduction must be one of {allowed}, got {reduction!r}")
 
 
-def _pair(input, target, op):
+def _input_target(input, target, op):
     input, target = as_tensor(input), as_tensor(target)
     if input.shape != target.shape:
         raise ValueError(
@@ -144,14 +144,14 @@ def _apply_reduction(per_element: Tensor, reduction: str) -> Tensor:
 def mse_loss(input, target, reduction: str = "mean") -> Tensor:
     """(x − y)², averaged (or summed) over all elements."""
     _check_reduction(reduction, "mse_loss")
-    input, target = _pair(input, target, "mse_loss")
+    input, target = _input_target(input, target, "mse_loss")
     return _apply_reduction((input - target) ** 2, reduction)
 
 
 def l1_loss(input, target, reduction: str = "mean") -> Tensor:
     """|x − y|, averaged (or summed); its gradient is sign(x − y)."""
     _check_reduction(reduction, "l1_loss")
-    input, target = _pair(input, target, "l1_loss")
+    input, target = _input_target(input, target, "l1_loss")
     return _apply_reduction((input - target).abs(), reduction)
 
 
@@ -160,7 +160,7 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0) -> Te
     _check_reduction(reduction, "huber_loss")
     if delta <= 0:
         raise ValueError(f"huber_loss: delta must be positive, got {delta}")
-    input, target = _pair(input, target, "huber_loss")
+    input, target = _input_target(input, target, "huber_loss")
     e = input - target
     a = e.abs()
     per = where(a.data <= delta, 0.5 * e * e, delta * (a - 0.5 * delta))
@@ -172,7 +172,7 @@ def pseudo_huber_loss(input, target, reduction: str = "mean", delta: float = 1.0
     _check_reduction(reduction, "pseudo_huber_loss")
     if delta <= 0:
         raise ValueError(f"pseudo_huber_loss: delta must be positive, got {delta}")
-    input, target = _pair(input, target, "pseudo_huber_loss")
+    input, target = _input_target(input, target, "pseudo_huber_loss")
     e = input - target
     per = delta * delta * (((e / delta) ** 2 + 1.0).sqrt() - 1.0)
     return _apply_reduction(per, reduction)
@@ -196,7 +196,7 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean") ->
     Prefer :func:`binary_cross_entropy_with_logits`: it takes the logit and stays exact.
     """
     _check_reduction(reduction, "binary_cross_entropy")
-    input, target = _pair(input, target, "binary_cross_entropy")
+    input, target = _input_target(input, target, "binary_cross_entropy")
     p = input.data
     if np.any(~((p >= 0) & (p <= 1))):
         bad = p[~((p >= 0) & (p <= 1))].flat[0]
@@ -211,7 +211,7 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean") ->
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean", pos_weight=None) -> Tensor:
     """BCE of σ(z) computed from the logit z in one stable step; ∂L/∂z = σ(z) − y."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
-    input, target = _pair(input, target, "binary_cross_entropy_with_logits")
+    input, target = _input_target(input, target, "binary_cross_entropy_with_logits")
     op = "binary_cross_entropy_with_logits"
     w = _optional_array(weight, input.dtype, op, "weight", input.shape)
     pw = _optional_array(pos_weight, input.dtype, op, "pos_weight", input.shape)
@@ -333,7 +333,7 @@ def kl_div(input, target, reduction: str = "mean", log_target: bool = False) -> 
     """
     op = "kl_div"
     _check_reduction(reduction, op, ("batchmean", "mean", "sum", "none"))
-    input, target = _pair(input, target, op)
+    input, target = _input_target(input, target, op)
     if log_target:
         per = target.exp() * (target - input)
     else:

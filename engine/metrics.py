@@ -33,6 +33,8 @@ import math
 
 import numpy as np
 
+from ._checks import to_array
+
 __all__ = [
     "accuracy",
     "confusion_matrix",
@@ -50,21 +52,6 @@ _AVERAGES = ("binary", "micro", "macro", "weighted", None)
 
 
 # ----------------------------------------------------------------------------- input handling
-def _as_array(x, op: str, name: str) -> np.ndarray:
-    """A Tensor's ``.data`` (duck typing: any object whose ``.data`` is an ndarray), else
-    ``np.asarray(x)``. An ndarray's own ``.data`` is a memoryview, so arrays pass through."""
-    data = getattr(x, "data", None)
-    if isinstance(data, np.ndarray):
-        x = data
-    try:
-        arr = np.asarray(x)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{op}: {name} must be array-like, got {type(x).__name__}: {err}") from None
-    if arr.dtype == object:
-        raise TypeError(f"{op}: {name} must hold numbers, got an object array")
-    return arr
-
-
 def _as_labels(arr: np.ndarray, op: str, name: str) -> np.ndarray:
     """Integer class labels as int64; floats are accepted when they are whole numbers."""
     if arr.dtype == bool or np.issubdtype(arr.dtype, np.integer):
@@ -92,8 +79,8 @@ def _check_length(op: str, y_true: np.ndarray, y_pred: np.ndarray) -> None:
 
 def _label_pair(op: str, y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
     """(y_true, y_pred) as 1-D int64 labels; scores [N, C] in y_pred become argmax(dim=1)."""
-    t = _as_array(y_true, op, "y_true")
-    p = _as_array(y_pred, op, "y_pred")
+    t = to_array(op, "y_true", y_true)
+    p = to_array(op, "y_pred", y_pred)
     if t.ndim != 1:
         raise ValueError(f"{op}: y_true must be 1-D class labels, got shape {t.shape}")
     if p.ndim == 2:
@@ -219,7 +206,7 @@ def confusion_matrix(y_true, y_pred, num_classes=None) -> np.ndarray:
     an all-zero matrix.
     """
     op = "confusion_matrix"
-    t, p = _as_array(y_true, op, "y_true"), _as_array(y_pred, op, "y_pred")
+    t, p = to_array(op, "y_true", y_true), to_array(op, "y_pred", y_pred)
     if num_classes is not None and t.shape == p.shape == (0,):
         t, p = t.astype(np.int64), p.astype(np.int64)  # nothing to count: all-zero matrix
     else:
@@ -243,8 +230,8 @@ def confusion_matrix(y_true, y_pred, num_classes=None) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- ranking
 def _binary_targets_and_scores(op: str, y_true, y_score) -> tuple[np.ndarray, np.ndarray]:
-    t = _as_array(y_true, op, "y_true")
-    s = _as_array(y_score, op, "y_score")
+    t = to_array(op, "y_true", y_true)
+    s = to_array(op, "y_score", y_score)
     if t.ndim != 1 or s.ndim != 1:
         raise ValueError(
             f"{op}: y_true and y_score must be 1-D, got shapes {t.shape} and {s.shape}; for "
@@ -323,8 +310,8 @@ def r2_score(y_true, y_pred) -> float:
     (scikit-learn's force_finite), never NaN or -inf. Needs at least 2 samples.
     """
     op = "r2_score"
-    t = _as_array(y_true, op, "y_true").astype(np.float64)
-    p = _as_array(y_pred, op, "y_pred").astype(np.float64)
+    t = to_array(op, "y_true", y_true).astype(np.float64)
+    p = to_array(op, "y_pred", y_pred).astype(np.float64)
     if t.shape != p.shape or t.ndim not in (1, 2):
         raise ValueError(
             f"{op}: y_true and y_pred must have the same shape [N] or [N, k], got {t.shape} "
@@ -351,7 +338,7 @@ def perplexity(nll) -> float:
     tokens has NLL ln V and perplexity V. Returns ``inf`` when exp overflows (mean NLL > ~709.78).
     """
     op = "perplexity"
-    values = _as_array(nll, op, "nll").astype(np.float64).ravel()
+    values = to_array(op, "nll", nll).astype(np.float64).ravel()
     if values.size == 0:
         raise ValueError(f"{op}: empty input (no token losses)")
     if np.isnan(values).any():
@@ -372,8 +359,8 @@ def perplexity_from_logits(logits, targets) -> float:
         perplexity = exp(mean_i NLL_i)
     """
     op = "perplexity_from_logits"
-    z = _as_array(logits, op, "logits").astype(np.float64)
-    y = _as_labels(_as_array(targets, op, "targets"), op, "targets")
+    z = to_array(op, "logits", logits).astype(np.float64)
+    y = _as_labels(to_array(op, "targets", targets), op, "targets")
     if z.ndim < 1 or z.shape[:-1] != y.shape:
         raise ValueError(
             f"{op}: logits must be [..., V] with targets [...], got {z.shape} and {y.shape}"

@@ -25,7 +25,7 @@ ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 _DEFAULT_FLOAT = np.float32
 
 
-def _as_array(data, dtype=None) -> np.ndarray:
+def _tensor_data(data, dtype=None) -> np.ndarray:
     """PyTorch's conversion rules: Python floats and lists become float32, arrays keep their dtype."""
     if isinstance(data, Tensor):
         data = data.data
@@ -82,7 +82,7 @@ class Tensor:
     __array_ufunc__ = None
 
     def __init__(self, data, requires_grad: bool = False, dtype=None):
-        arr = _as_array(data, dtype)
+        arr = _tensor_data(data, dtype)
         if isinstance(data, (np.ndarray, Tensor)) and arr is (data.data if isinstance(data, Tensor) else data):
             arr = arr.copy()  # as torch.tensor: the tensor owns its data
         self.data = arr
@@ -244,7 +244,7 @@ class Tensor:
                 )
             grad = np.ones_like(self.data)
         else:
-            grad = np.array(_as_array(gradient), dtype=self.data.dtype, copy=True)
+            grad = np.array(_tensor_data(gradient), dtype=self.data.dtype, copy=True)
             if grad.shape != self.shape:
                 raise ValueError(
                     f"backward: gradient has shape {grad.shape} but the tensor has shape {self.shape}"
@@ -327,9 +327,9 @@ class Tensor:
             return Tensor._wrap(np.asarray(other))
         if isinstance(other, np.ndarray):
             # a copy: the op may save it for backward, and the caller may change the array later
-            return Tensor._wrap(np.array(_as_array(other)))
+            return Tensor._wrap(np.array(_tensor_data(other)))
         if isinstance(other, (np.generic, list, tuple)):
-            return Tensor._wrap(_as_array(other))
+            return Tensor._wrap(_tensor_data(other))
         raise TypeError(f"{op}: unsupported operand of type {type(other).__name__}")
 
     def _binary(self, fn, other, op: str, reverse: bool = False) -> "Tensor":
@@ -907,7 +907,7 @@ class Tensor:
 
     def copy_(self, src):
         """This tensor's values replaced by ``src``'s (broadcast to this shape, cast to this dtype)."""
-        src = src if isinstance(src, Tensor) else Tensor._wrap(np.array(_as_array(src)))
+        src = src if isinstance(src, Tensor) else Tensor._wrap(np.array(_tensor_data(src)))
         _check_broadcast(src.shape, self.shape, "copy_", result=self.shape)
         return self._inplace("copy_", lambda x, v: _filled(x, v), src)
 
@@ -1116,8 +1116,8 @@ def as_tensor(x) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, np.ndarray):
-        return Tensor._wrap(np.array(_as_array(x)))
-    return Tensor._wrap(_as_array(x))
+        return Tensor._wrap(np.array(_tensor_data(x)))
+    return Tensor._wrap(_tensor_data(x))
 
 
 # ---------------------------------------------------------------- free functions

@@ -42,7 +42,7 @@ _LOG_2PI = math.log(2 * math.pi)
 
 
 # ----------------------------------------------------------------------------- the pieces
-def _pair(mu, logvar, op: str) -> tuple[Tensor, Tensor]:
+def _mu_logvar(mu, logvar, op: str) -> tuple[Tensor, Tensor]:
     mu, logvar = as_tensor(mu), as_tensor(logvar)
     if mu.shape != logvar.shape:
         raise ValueError(f"{op}: mu {mu.shape} and logvar {logvar.shape} must have the same shape")
@@ -57,7 +57,7 @@ def reparameterize(mu, logvar, eps=None) -> Tensor:
     Gradients: ∂z/∂μ = 1, ∂z/∂(log σ²) = ½ σ ε (ε is a constant).
     """
     op = "reparameterize"
-    mu, logvar = _pair(mu, logvar, op)
+    mu, logvar = _mu_logvar(mu, logvar, op)
     if eps is None:
         eps = engine_random.generator().standard_normal(mu.shape).astype(mu.dtype)
     else:
@@ -71,7 +71,7 @@ def reparameterize(mu, logvar, eps=None) -> Tensor:
 def gaussian_kl_per_dim(mu, logvar) -> Tensor:
     """KL(N(μ_j, σ_j²) ‖ N(0, 1)) = −½(1 + log σ_j² − μ_j² − σ_j²) for each latent dimension j
     (same shape as μ). Gradients: ∂/∂μ = μ, ∂/∂(log σ²) = ½(σ² − 1)."""
-    mu, logvar = _pair(mu, logvar, "gaussian_kl")
+    mu, logvar = _mu_logvar(mu, logvar, "gaussian_kl")
     return (1.0 + logvar - mu * mu - logvar.exp()) * -0.5
 
 
@@ -87,7 +87,7 @@ def gaussian_kl_monte_carlo(mu, logvar, n_samples: int = 1000, seed=None) -> tup
     Returns ``(estimate, standard_error)`` arrays of shape μ.shape[:-1] (float64, no gradient).
     Per draw, log q(z) − log p(z) = −½ Σ_j (log σ_j² + ε_j² − z_j²) with z = μ + σ ε.
     """
-    mu, logvar = _pair(mu, logvar, "gaussian_kl_monte_carlo")
+    mu, logvar = _mu_logvar(mu, logvar, "gaussian_kl_monte_carlo")
     if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
         raise ValueError(f"gaussian_kl_monte_carlo: n_samples must be an integer >= 2, got {n_samples!r}")
     rng = engine_random.generator() if seed is None else np.random.default_rng(seed)

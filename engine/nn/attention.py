@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
+from .._checks import positive_int
 from ..attention import attention_weights, causal_mask, scaled_dot_product_attention
 from ..tensor import Tensor, as_tensor, matmul
 from . import init
@@ -43,9 +44,7 @@ class MultiheadAttention(Module):
                  batch_first: bool = True, dtype=None):
         super().__init__()
         op = "MultiheadAttention"
-        for name, value in (("embed_dim", embed_dim), ("num_heads", num_heads)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-                raise ValueError(f"{op}: {name} must be a positive integer, got {value!r}")
+        embed_dim, num_heads = positive_int(op, "embed_dim", embed_dim), positive_int(op, "num_heads", num_heads)
         if embed_dim % num_heads:
             raise ValueError(f"{op}: embed_dim={embed_dim} must be divisible by num_heads={num_heads}")
         if not 0.0 <= dropout <= 1.0:

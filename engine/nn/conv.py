@@ -14,17 +14,12 @@ import math
 import numpy as np
 
 from .. import shapes
+from .._checks import int_pair, positive_int
 from ..ops import conv as C
 from . import init
 from .module import Module, Parameter
 
 __all__ = ["Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d"]
-
-
-def _channels(layer: str, name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{layer}: {name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 class _ConvNd(Module):
@@ -36,9 +31,9 @@ class _ConvNd(Module):
                  bias, padding_mode, output_padding, dtype, transposed):
         super().__init__()
         op = type(self).__name__
-        self.in_channels = _channels(op, "in_channels", in_channels)
-        self.out_channels = _channels(op, "out_channels", out_channels)
-        self.groups = _channels(op, "groups", groups)
+        self.in_channels = positive_int(op, "in_channels", in_channels)
+        self.out_channels = positive_int(op, "out_channels", out_channels)
+        self.groups = positive_int(op, "groups", groups)
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(
                 f"{op}: in_channels={self.in_channels} and out_channels={self.out_channels} must both "
@@ -46,15 +41,15 @@ class _ConvNd(Module):
             )
         if padding_mode != "zeros":
             raise NotImplementedError(f"{op}: only padding_mode='zeros' is implemented, got {padding_mode!r}")
-        self.kernel_size = C._pair(kernel_size, "kernel_size", op, 1)
-        self.stride = C._pair(stride, "stride", op, 1)
-        self.dilation = C._pair(dilation, "dilation", op, 1)
+        self.kernel_size = int_pair(op, "kernel_size", kernel_size, 1)
+        self.stride = int_pair(op, "stride", stride, 1)
+        self.dilation = int_pair(op, "dilation", dilation, 1)
         if isinstance(padding, str):
             C._widths(padding, self.kernel_size, self.stride, self.dilation, op)  # validates
             self.padding = padding
         else:
-            self.padding = C._pair(padding, "padding", op, 0)
-        self.output_padding = C._pair(output_padding, "output_padding", op, 0)
+            self.padding = int_pair(op, "padding", padding, 0)
+        self.output_padding = int_pair(op, "output_padding", output_padding, 0)
         self.padding_mode = padding_mode
         self.transposed = transposed
         dtype = np.dtype(np.float32 if dtype is None else dtype)

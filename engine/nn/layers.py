@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .. import functional as F
+from .._checks import positive_int
 from ..ops.matmul import Linear as _LinearOp
 from ..tensor import Tensor, as_tensor
 from . import init
@@ -22,12 +23,6 @@ _FLOAT = np.float32
 
 def _dtype(dtype):
     return np.dtype(_FLOAT if dtype is None else dtype)
-
-
-def _positive_int(value, name: str, layer: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{layer}: {name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 # ---------------------------------------------------------------- dense
@@ -42,8 +37,8 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None):
         super().__init__()
-        self.in_features = _positive_int(in_features, "in_features", "Linear")
-        self.out_features = _positive_int(out_features, "out_features", "Linear")
+        self.in_features = positive_int("Linear", "in_features", in_features)
+        self.out_features = positive_int("Linear", "out_features", out_features)
         dtype = _dtype(dtype)
         self.weight = Parameter(np.empty((self.out_features, self.in_features), dtype=dtype))
         self.bias = Parameter(np.empty(self.out_features, dtype=dtype)) if bias else None
@@ -140,8 +135,8 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, dtype=None):
         super().__init__()
-        self.num_embeddings = _positive_int(num_embeddings, "num_embeddings", "Embedding")
-        self.embedding_dim = _positive_int(embedding_dim, "embedding_dim", "Embedding")
+        self.num_embeddings = positive_int("Embedding", "num_embeddings", num_embeddings)
+        self.embedding_dim = positive_int("Embedding", "embedding_dim", embedding_dim)
         self.weight = Parameter(np.empty((self.num_embeddings, self.embedding_dim), dtype=_dtype(dtype)))
         self.reset_parameters()
 
@@ -173,7 +168,7 @@ class _BatchNorm(Module):
                  track_running_stats: bool = True, dtype=None, *, bias: bool = True):
         super().__init__()
         name = type(self).__name__
-        self.num_features = _positive_int(num_features, "num_features", name)
+        self.num_features = positive_int(name, "num_features", num_features)
         if eps <= 0:
             raise ValueError(f"{name}: eps must be positive, got {eps}")
         if momentum is not None and not 0.0 <= momentum <= 1.0:
@@ -264,7 +259,7 @@ class LayerNorm(Module):
                  bias: bool = True, dtype=None):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
-        self.normalized_shape = tuple(_positive_int(n, "normalized_shape", "LayerNorm") for n in shape)
+        self.normalized_shape = tuple(positive_int("LayerNorm", "normalized_shape", n) for n in shape)
         if eps <= 0:
             raise ValueError(f"LayerNorm: eps must be positive, got {eps}")
         self.eps = float(eps)

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .. import shapes
+from .._checks import int_pair, positive_int, to_array
 from ..autograd import Function
 
 __all__ = [
@@ -43,19 +44,6 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- arguments
-def _pair(value, name: str, op: str, minimum: int) -> tuple[int, int]:
-    """An int or a pair of ints, each >= ``minimum``, as a pair (PyTorch's ``_pair``)."""
-    items = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
-    if len(items) != 2:
-        raise ValueError(f"{op}: {name} must be an int or a pair of ints, got {value!r}")
-    for v in items:
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            raise TypeError(f"{op}: {name} must be an int or a pair of ints, got {value!r}")
-        if v < minimum:
-            raise ValueError(f"{op}: {name} must be >= {minimum}, got {name}={value!r}")
-    return int(items[0]), int(items[1])
-
-
 def _widths(padding, kernel, stride, dilation, op: str) -> tuple[tuple[int, int], tuple[int, int]]:
     """Padding as ((top, bottom), (left, right)); also PyTorch's strings 'valid' and 'same'.
 
@@ -70,7 +58,7 @@ def _widths(padding, kernel, stride, dilation, op: str) -> tuple[tuple[int, int]
             totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
             return tuple((t // 2, t - t // 2) for t in totals)
         raise ValueError(f"{op}: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
-    ph, pw = _pair(padding, "padding", op, 0)
+    ph, pw = int_pair(op, "padding", padding, 0)
     return (ph, ph), (pw, pw)
 
 
@@ -84,10 +72,6 @@ def _output_hw(op, x_shape, kernel, stride, widths, dilation) -> tuple[int, int]
         except ValueError as error:
             raise ValueError(f"{op}: input of shape {tuple(x_shape)}: {error}") from None
     return out[0], out[1]
-
-
-def _as_array(x) -> np.ndarray:
-    return np.asarray(getattr(x, "data", x))
 
 
 # ----------------------------------------------------------------------------- im2col / col2im
@@ -229,12 +213,12 @@ def im2col(x, kernel_size, stride=1, padding=0, dilation=1) -> np.ndarray:
     ``conv2d`` computes ``weight.reshape(C_out, -1) @ cols`` from exactly this matrix.
     """
     op = "im2col"
-    x = _as_array(x)
+    x = to_array(op, "input", x)
     if x.ndim not in (3, 4):
         raise ValueError(f"{op}: input must be [N, C, H, W] or [C, H, W], got shape {x.shape}")
-    kernel = _pair(kernel_size, "kernel_size", op, 1)
-    stride = _pair(stride, "stride", op, 1)
-    dilation = _pair(dilation, "dilation", op, 1)
+    kernel = int_pair(op, "kernel_size", kernel_size, 1)
+    stride = int_pair(op, "stride", stride, 1)
+    dilation = int_pair(op, "dilation", dilation, 1)
     widths = _widths(padding, kernel, stride, dilation, op)
     batched = x if x.ndim == 4 else x[None]
     out_hw = _output_hw(op, x.shape, kernel, stride, widths, dilation)
@@ -250,11 +234,11 @@ def col2im(cols, output_size, kernel_size, stride=1, padding=0, dilation=1) -> n
     ``output_size`` is (H, W) of the image.
     """
     op = "col2im"
-    cols = _as_array(cols)
-    kernel = _pair(kernel_size, "kernel_size", op, 1)
-    stride = _pair(stride, "stride", op, 1)
-    dilation = _pair(dilation, "dilation", op, 1)
-    h, w = _pair(output_size, "output_size", op, 1)
+    cols = to_array(op, "input", cols)
+    kernel = int_pair(op, "kernel_size", kernel_size, 1)
+    stride = int_pair(op, "stride", stride, 1)
+    dilation = int_pair(op, "dilation", dilation, 1)
+    h, w = int_pair(op, "output_size", output_size, 1)
     widths = _widths(padding, kernel, stride, dilation, op)
     batched = cols if cols.ndim == 3 else cols[None]
     if cols.ndim not in (2, 3) or batched.shape[1] % (kernel[0] * kernel[1]):
@@ -447,12 +431,6 @@ def _check_dtypes(op: str, x, weight, bias) -> None:
             )
 
 
-def _groups(op: str, groups) -> int:
-    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
-        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
-    return int(groups)
-
-
 def _check_bias(op: str, bias, channels: int):
     if bias is None:
         return None
@@ -473,7 +451,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     op = "conv2d"
     x, weight = _tensor(input), _tensor(weight)
     unbatched = _check_input(op, x)
-    groups = _groups(op, groups)
+    groups = positive_int(op, "groups", groups)
     if weight.ndim != 4:
         raise ValueError(f"{op}: weight must be 4-D [C_out, C_in/groups, kh, kw], got shape {weight.shape}")
     c_in = x.shape[-3]
@@ -488,8 +466,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     bias = _check_bias(op, bias, weight.shape[0])
     _check_dtypes(op, x, weight, bias)
     kernel = weight.shape[2:]
-    stride = _pair(stride, "stride", op, 1)
-    dilation = _pair(dilation, "dilation", op, 1)
+    stride = int_pair(op, "stride", stride, 1)
+    dilation = int_pair(op, "dilation", dilation, 1)
     widths = _widths(padding, kernel, stride, dilation, op)
     out_hw = _output_hw(op, x.shape, kernel, stride, widths, dilation)
     if unbatched:
@@ -509,7 +487,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     op = "conv_transpose2d"
     x, weight = _tensor(input), _tensor(weight)
     unbatched = _check_input(op, x)
-    groups = _groups(op, groups)
+    groups = positive_int(op, "groups", groups)
     if weight.ndim != 4:
         raise ValueError(f"{op}: weight must be 4-D [C_in, C_out/groups, kh, kw], got shape {weight.shape}")
     c_in = x.shape[-3]
@@ -522,10 +500,10 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     bias = _check_bias(op, bias, weight.shape[1] * groups)
     _check_dtypes(op, x, weight, bias)
     kernel = weight.shape[2:]
-    stride = _pair(stride, "stride", op, 1)
-    dilation = _pair(dilation, "dilation", op, 1)
-    padding = _pair(padding, "padding", op, 0)
-    output_padding = _pair(output_padding, "output_padding", op, 0)
+    stride = int_pair(op, "stride", stride, 1)
+    dilation = int_pair(op, "dilation", dilation, 1)
+    padding = int_pair(op, "padding", padding, 0)
+    output_padding = int_pair(op, "output_padding", output_padding, 0)
     try:
         out_hw = shapes.conv_transpose_output_size(x.shape[-2:], kernel, stride, padding, output_padding, dilation)
     except ValueError as error:
@@ -539,10 +517,10 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 def _pool_settings(op, x, kernel_size, stride, padding, dilation, ceil_mode):
-    kernel = _pair(kernel_size, "kernel_size", op, 1)
-    stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) else _pair(stride, "stride", op, 1)
-    padding = _pair(padding, "padding", op, 0)
-    dilation = _pair(dilation, "dilation", op, 1)
+    kernel = int_pair(op, "kernel_size", kernel_size, 1)
+    stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) else int_pair(op, "stride", stride, 1)
+    padding = int_pair(op, "padding", padding, 0)
+    dilation = int_pair(op, "dilation", dilation, 1)
     if ceil_mode:
         raise NotImplementedError(f"{op}: ceil_mode=True is not implemented; pad the input instead")
     if any(p > k // 2 for p, k in zip(padding, kernel)):

@@ -20,6 +20,7 @@ from collections import Counter
 
 import numpy as np
 
+from .._checks import positive_int
 from .optimizer import Optimizer
 
 __all__ = [
@@ -165,9 +166,7 @@ class StepLR(LRScheduler):
     """η_t = η₀ · γ^⌊t / step_size⌋: multiply by γ every ``step_size`` epochs."""
 
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
-        if isinstance(step_size, bool) or not isinstance(step_size, int) or step_size <= 0:
-            raise ValueError(f"StepLR: step_size must be a positive integer, got {step_size!r}")
-        self.step_size, self.gamma = step_size, gamma
+        self.step_size, self.gamma = positive_int("StepLR", "step_size", step_size), gamma
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
@@ -229,8 +228,7 @@ class LinearLR(LRScheduler):
             raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
         if not 0 <= end_factor <= 1:
             raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
-        if isinstance(total_iters, bool) or not isinstance(total_iters, int) or total_iters <= 0:
-            raise ValueError(f"LinearLR: total_iters must be a positive integer, got {total_iters!r}")
+        total_iters = positive_int("LinearLR", "total_iters", total_iters)
         self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
         super().__init__(optimizer, last_epoch)
 
@@ -292,9 +290,7 @@ class CosineAnnealingLR(LRScheduler):
     """
 
     def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
-        if isinstance(T_max, bool) or not isinstance(T_max, (int, np.integer)) or T_max <= 0:
-            raise ValueError(f"CosineAnnealingLR: T_max must be a positive integer, got {T_max!r}")
-        self.T_max, self.eta_min = int(T_max), eta_min
+        self.T_max, self.eta_min = positive_int("CosineAnnealingLR", "T_max", T_max), eta_min
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:
@@ -490,16 +486,10 @@ class ReduceLROnPlateau(LRScheduler):
 def _one_cycle_total_steps(total_steps, epochs, steps_per_epoch) -> int:
     """total_steps, or epochs × steps_per_epoch; each a positive integer."""
     if total_steps is not None:
-        return _positive_int("total_steps", total_steps)
+        return positive_int("OneCycleLR", "total_steps", total_steps)
     if epochs is not None and steps_per_epoch is not None:
-        return _positive_int("epochs", epochs) * _positive_int("steps_per_epoch", steps_per_epoch)
+        return positive_int("OneCycleLR", "epochs", epochs) * positive_int("OneCycleLR", "steps_per_epoch", steps_per_epoch)
     raise ValueError("OneCycleLR: give total_steps, or both epochs and steps_per_epoch")
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"OneCycleLR: {name} must be a positive integer, got {value!r}")
-    return value
 
 
 def _one_cycle_phases(total_steps: int, pct_start: float, three_phase: bool) -> list[dict]:
