@@ -456,7 +456,29 @@ class Sequential(Module):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
 
 
-class ModuleDict(Module):
+class _KeyedItems:
+    """The read-only dict interface of ModuleDict and ParameterDict, over their ``_items`` dict."""
+
+    def __contains__(self, key) -> bool:
+        return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def keys(self):
+        return self._items.keys()
+
+    def values(self):
+        return self._items.values()
+
+    def items(self):
+        return self._items.items()
+
+
+class ModuleDict(_KeyedItems, Module):
     """A dict of modules, registered as children under their keys (it has no forward)."""
 
     _hidden = _RESERVED | {"_items"}
@@ -492,24 +514,6 @@ class ModuleDict(Module):
     def pop(self, key: str):
         return self._items.pop(key)
 
-    def __contains__(self, key) -> bool:
-        return key in self._items
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self):
-        return iter(self._items)
-
-    def keys(self):
-        return self._items.keys()
-
-    def values(self):
-        return self._items.values()
-
-    def items(self):
-        return self._items.items()
-
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleDict has no forward(); call its modules in your own forward")
 
@@ -544,7 +548,7 @@ class ParameterList(Module):
         return iter(self._items)
 
 
-class ParameterDict(Module):
+class ParameterDict(_KeyedItems, Module):
     """A dict of Parameters, registered under their keys."""
 
     _hidden = _RESERVED | {"_items"}
@@ -565,21 +569,3 @@ class ParameterDict(Module):
 
     def __getitem__(self, key: str):
         return self._items[key]
-
-    def __contains__(self, key) -> bool:
-        return key in self._items
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self):
-        return iter(self._items)
-
-    def keys(self):
-        return self._items.keys()
-
-    def values(self):
-        return self._items.values()
-
-    def items(self):
-        return self._items.items()

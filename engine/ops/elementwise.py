@@ -235,46 +235,42 @@ class Sqrt(Function):
             return g / (2 * out)
 
 
-class Abs(Function):
+class _OfInput(Function):
+    """A pointwise r = f(a) whose derivative f′(a) needs the input: a subclass names f and f′."""
+
+    f = df = staticmethod(None)
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return type(ctx).f(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * type(ctx).df(a)
+
+
+class Abs(_OfInput):
     """r = |a|;  ∂r/∂a = sign(a) (0 at a = 0, as PyTorch)."""
 
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return np.abs(a)
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        return g * np.sign(a)
+    f, df = staticmethod(np.abs), staticmethod(np.sign)
 
 
-class Sin(Function):
+class Sin(_OfInput):
     """r = sin a;  ∂r/∂a = cos a."""
 
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return np.sin(a)
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        return g * np.cos(a)
+    f, df = staticmethod(np.sin), staticmethod(np.cos)
 
 
-class Cos(Function):
+class Cos(_OfInput):
     """r = cos a;  ∂r/∂a = −sin a."""
 
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return np.cos(a)
+    f = staticmethod(np.cos)
 
     @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        return -g * np.sin(a)
+    def df(a):
+        return -np.sin(a)
 
 
 # ---------------------------------------------------------------- activations
