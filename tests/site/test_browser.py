@@ -26,7 +26,7 @@ import pytest
 
 from browser_tools import (
     INTENTIONAL_ERRORS, ROOT, SNAPSHOT_JS, changed_areas, free_port, make_command, open_page,
-    screenshot, serve, stop_process_group,
+    screenshot, serve, served, stop_process_group,
 )
 from engine.course import toc
 from oracle import require_browser
@@ -46,11 +46,8 @@ def gallery(tmp_path_factory):
     if len(missing) == len(toc.entries()):
         pytest.fail("no notebook or cheat sheet exists yet: nothing to serve")
     log_path = tmp_path_factory.mktemp("gallery") / "server.log"
-    server, base = serve(make_command("run", free_port()), ROOT, log_path)
-    try:
+    with served(make_command("run", free_port()), ROOT, log_path) as base:
         yield {"base": base, "log": log_path}
-    finally:
-        stop_process_group(server)
 
 
 @pytest.fixture(scope="module")

@@ -26,8 +26,7 @@ from pathlib import Path
 import pytest
 
 from browser_tools import (
-    INTENTIONAL_ERRORS, ROOT, editor_run_all, free_port, make_command, open_page, serve,
-    stop_process_group,
+    INTENTIONAL_ERRORS, ROOT, editor_run_all, free_port, make_command, open_page, served,
 )
 from engine.course import toc
 from oracle import require_browser
@@ -57,11 +56,8 @@ def editor(tmp_path_factory):
     log = copy.parent / "edit.log"
     command = make_command("edit", free_port()) + ["--headless", "--no-token"]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # as `make edit`
-    server, base = serve(command, copy, log, env=env)
-    try:
+    with served(command, copy, log, env=env) as base:
         yield {"base": base, "copy": copy, "before": before, "log": log}
-    finally:
-        stop_process_group(server)
 
 
 @pytest.fixture(scope="module")

@@ -295,6 +295,16 @@ def serve(command: list[str], cwd: Path, log_path: Path, timeout: float = 120.0,
         time.sleep(0.3)
 
 
+@contextlib.contextmanager
+def served(command: list[str], cwd: Path, log_path: Path, **options):
+    """:func:`serve` for the length of a ``with`` block: its base URL, the server stopped after."""
+    server, base = serve(command, cwd, log_path, **options)
+    try:
+        yield base
+    finally:
+        stop_process_group(server)
+
+
 # marimo edit's "Run all stale cells" button (the run button outside every cell), once enabled;
 # marked with data-run-all so that a locator can click it.
 _RUN_ALL_JS = r"""
