@@ -148,20 +148,24 @@ def mse_loss(input, target, reduction: str = "mean") -> Tensor:
     return _apply_reduction((input - target) ** 2, reduction)
 
 
+def _residual(op: str, input, target, reduction: str, delta=None) -> Tensor:
+    """e = input − target, after checking the reduction, δ > 0 (when the loss has one) and the pair."""
+    _check_reduction(reduction, op)
+    if delta is not None and delta <= 0:
+        raise ValueError(f"{op}: delta must be positive, got {delta}")
+    input, target = _input_target(input, target, op)
+    return input - target
+
+
 def l1_loss(input, target, reduction: str = "mean") -> Tensor:
     """|x − y|, averaged (or summed); its gradient is sign(x − y)."""
-    _check_reduction(reduction, "l1_loss")
-    input, target = _input_target(input, target, "l1_loss")
-    return _apply_reduction((input - target).abs(), reduction)
+    e = _residual("l1_loss", input, target, reduction)
+    return _apply_reduction(e.abs(), reduction)
 
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0) -> Tensor:
     """½e² if |e| ≤ δ else δ(|e| − ½δ), e = x − y: quadratic near 0, linear (robust) beyond δ."""
-    _check_reduction(reduction, "huber_loss")
-    if delta <= 0:
-        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
-    input, target = _input_target(input, target, "huber_loss")
-    e = input - target
+    e = _residual("huber_loss", input, target, reduction, delta)
     a = e.abs()
     per = where(a.data <= delta, 0.5 * e * e, delta * (a - 0.5 * delta))
     return _apply_reduction(per, reduction)
@@ -169,11 +173,7 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0) -> Te
 
 def pseudo_huber_loss(input, target, reduction: str = "mean", delta: float = 1.0) -> Tensor:
     """δ²(√(1 + (e/δ)²) − 1): a smooth Huber; ∂/∂x = e / √(1 + (e/δ)²)."""
-    _check_reduction(reduction, "pseudo_huber_loss")
-    if delta <= 0:
-        raise ValueError(f"pseudo_huber_loss: delta must be positive, got {delta}")
-    input, target = _input_target(input, target, "pseudo_huber_loss")
-    e = input - target
+    e = _residual("pseudo_huber_loss", input, target, reduction, delta)
     per = delta * delta * (((e / delta) ** 2 + 1.0).sqrt() - 1.0)
     return _apply_reduction(per, reduction)
 

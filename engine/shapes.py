@@ -72,6 +72,12 @@ def _int(op: str, name: str, value, minimum: int) -> int:
     return value
 
 
+def _conv_args(op: str, size, kernel, stride, padding, dilation) -> tuple[int, int, int, int, int]:
+    """(W, K, S, P, D) of one dimension, checked: all >= 1 except padding >= 0."""
+    return (_int(op, "size", size, 1), _int(op, "kernel", kernel, 1), _int(op, "stride", stride, 1),
+            _int(op, "padding", padding, 0), _int(op, "dilation", dilation, 1))
+
+
 def _per_dim(op: str, args: dict) -> list[dict] | None:
     """Split pair-valued arguments into one dict of ints per spatial dimension.
 
@@ -120,11 +126,7 @@ def conv_output_size(size, kernel, stride=1, padding=0, dilation=1):
                              dilation=dilation))
     if dims is not None:
         return tuple(conv_output_size(**d) for d in dims)
-    w = _int(op, "size", size, 1)
-    k = _int(op, "kernel", kernel, 1)
-    s = _int(op, "stride", stride, 1)
-    p = _int(op, "padding", padding, 0)
-    d = _int(op, "dilation", dilation, 1)
+    w, k, s, p, d = _conv_args(op, size, kernel, stride, padding, dilation)
     k_eff = k + (k - 1) * (d - 1)
     padded = w + 2 * p
     if k_eff > padded:
@@ -150,12 +152,8 @@ def conv_transpose_output_size(size, kernel, stride=1, padding=0, output_padding
                              output_padding=output_padding, dilation=dilation))
     if dims is not None:
         return tuple(conv_transpose_output_size(**d) for d in dims)
-    w = _int(op, "size", size, 1)
-    k = _int(op, "kernel", kernel, 1)
-    s = _int(op, "stride", stride, 1)
-    p = _int(op, "padding", padding, 0)
+    w, k, s, p, d = _conv_args(op, size, kernel, stride, padding, dilation)
     op_ = _int(op, "output_padding", output_padding, 0)
-    d = _int(op, "dilation", dilation, 1)
     if op_ >= s and op_ >= d:
         raise ValueError(
             f"{op}: output_padding must be smaller than stride or dilation, got "

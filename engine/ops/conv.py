@@ -440,6 +440,16 @@ def _check_bias(op: str, bias, channels: int):
     return bias
 
 
+def _conv_operands(op: str, input, weight, groups, weight_layout: str):
+    """(input, weight as Tensors, whether the input was unbatched, groups), checked."""
+    x, weight = _tensor(input), _tensor(weight)
+    unbatched = _check_input(op, x)
+    groups = positive_int(op, "groups", groups)
+    if weight.ndim != 4:
+        raise ValueError(f"{op}: weight must be 4-D {weight_layout}, got shape {weight.shape}")
+    return x, weight, unbatched, groups
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D cross-correlation, as ``torch.nn.functional.conv2d``.
 
@@ -449,11 +459,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     Input, weight and bias must share one dtype (float32 with float64 is a TypeError, as PyTorch).
     """
     op = "conv2d"
-    x, weight = _tensor(input), _tensor(weight)
-    unbatched = _check_input(op, x)
-    groups = positive_int(op, "groups", groups)
-    if weight.ndim != 4:
-        raise ValueError(f"{op}: weight must be 4-D [C_out, C_in/groups, kh, kw], got shape {weight.shape}")
+    x, weight, unbatched, groups = _conv_operands(op, input, weight, groups, "[C_out, C_in/groups, kh, kw]")
     c_in = x.shape[-3]
     if c_in != weight.shape[1] * groups:
         raise ValueError(
@@ -485,11 +491,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     Input, weight and bias must share one dtype, as in conv2d.
     """
     op = "conv_transpose2d"
-    x, weight = _tensor(input), _tensor(weight)
-    unbatched = _check_input(op, x)
-    groups = positive_int(op, "groups", groups)
-    if weight.ndim != 4:
-        raise ValueError(f"{op}: weight must be 4-D [C_in, C_out/groups, kh, kw], got shape {weight.shape}")
+    x, weight, unbatched, groups = _conv_operands(op, input, weight, groups, "[C_in, C_out/groups, kh, kw]")
     c_in = x.shape[-3]
     if c_in != weight.shape[0] or c_in % groups:
         raise ValueError(

@@ -35,33 +35,29 @@ def _erfc_fraction(x):
     return np.exp(-x * x) / (_SQRT_PI * tail)
 
 
-def erfc(x) -> np.ndarray:
-    """Complementary error function 1 − erf(x), float64, accurate to ~1e-15 relative."""
+def _by_region(x, series, fraction) -> np.ndarray:
+    """``series(x)`` where |x| < 2.5, else ``fraction(x, erfc(|x|))`` from the continued fraction."""
     x = np.asarray(x, dtype=np.float64)
-    ax = np.abs(x)
     out = np.empty_like(x)
-    small = ax < _SWITCH
+    small = np.abs(x) < _SWITCH
     if small.any():
-        out[small] = 1.0 - _erf_series(x[small])
+        out[small] = series(x[small])
     large = ~small
     if large.any():
-        tail = _erfc_fraction(ax[large])
-        out[large] = np.where(x[large] > 0, tail, 2.0 - tail)
+        out[large] = fraction(x[large], _erfc_fraction(np.abs(x[large])))
     return out
+
+
+def erfc(x) -> np.ndarray:
+    """Complementary error function 1 − erf(x), float64, accurate to ~1e-15 relative."""
+    # erfc(−x) = 2 − erfc(x) on the left
+    return _by_region(x, lambda s: 1.0 - _erf_series(s), lambda l, tail: np.where(l > 0, tail, 2.0 - tail))
 
 
 def erf(x) -> np.ndarray:
     """Error function (2/√π)∫₀ˣ e^(−t²) dt, float64."""
-    x = np.asarray(x, dtype=np.float64)
-    ax = np.abs(x)
-    out = np.empty_like(x)
-    small = ax < _SWITCH
-    if small.any():
-        out[small] = _erf_series(x[small])
-    large = ~small
-    if large.any():
-        out[large] = np.sign(x[large]) * (1.0 - _erfc_fraction(ax[large]))
-    return out
+    # erf is odd: erf(x) = sign(x)·(1 − erfc(|x|))
+    return _by_region(x, _erf_series, lambda l, tail: np.sign(l) * (1.0 - tail))
 
 
 def normal_cdf(x) -> np.ndarray:

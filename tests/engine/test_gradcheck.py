@@ -8,15 +8,20 @@ import pytest
 import engine
 from engine import GradcheckError, Tensor
 from engine.autograd import Function
+from engine.ops.elementwise import Mul
 
 
-class SquareWithWrongBackward(Function):
-    """r = a²; backward deliberately returns a (not 2a) at one element only."""
+class _Square(Function):
+    """r = a²; the tests below give it wrong backward passes."""
 
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
         return a * a
+
+
+class SquareWithWrongBackward(_Square):
+    """r = a²; backward deliberately returns a (not 2a) at one element only."""
 
     @staticmethod
     def backward(ctx, g):
@@ -26,13 +31,8 @@ class SquareWithWrongBackward(Function):
         return grad
 
 
-class SwappedGradients(Function):
-    """r = a·b with the two gradients swapped: wrong for both inputs when a ≠ b."""
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
+class SwappedGradients(Mul):
+    """r = a·b (the engine's forward) with the two gradients swapped: wrong for both when a ≠ b."""
 
     @staticmethod
     def backward(ctx, g):
@@ -123,12 +123,7 @@ def test_usage_errors():
 def test_tolerances_are_honoured():
     """A 1% error in a gradient passes with rtol=0.05 and fails with the default rtol=1e-3."""
 
-    class SlightlyOff(Function):
-        @staticmethod
-        def forward(ctx, a):
-            ctx.save_for_backward(a)
-            return a * a
-
+    class SlightlyOff(_Square):
         @staticmethod
         def backward(ctx, g):
             (a,) = ctx.saved_tensors
