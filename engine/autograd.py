@@ -263,9 +263,6 @@ def topological_order(root) -> list:
     return order
 
 
-_topological_order = topological_order  # the old name, still used by engine/course/labs/backprop.py and its tests
-
-
 def _accumulate(tensor, grad) -> None:
     """Add ``grad`` into ``tensor.grad``: in place when it already holds an array of its own."""
     existing = tensor.grad

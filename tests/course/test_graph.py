@@ -59,11 +59,11 @@ def test_backward_order_puts_every_node_after_its_users():
 
 def test_the_stepper_walks_in_autograds_own_order():
     """One graph walk: the stepper's order is engine.autograd's topological order, tensor for tensor."""
-    from engine.autograd import _topological_order
+    from engine.autograd import topological_order
 
     leaves = [engine.tensor(np.array(v), requires_grad=True) for v in (0.5, 1.0, -0.7)]
     out = graphs.EXPRESSIONS["quotient"]["build"](*leaves)
-    expected = [float(t.data) for t in _topological_order(out)]
+    expected = [float(t.data) for t in topological_order(out)]
     g = graphs.trace(out, {t: v for t, v in zip(leaves, "xyz")})
     assert [g.node(i).value for i in g.order] == pytest.approx(expected)
     assert len(g.order) == len(expected)

@@ -344,7 +344,7 @@ def saved_for_backward(batch: int = 32, depth: int = 2, width: int = 16, activat
                        seed: int = 0) -> SavedForBackward:
     """Build the playground's MLP (2 inputs, 2 classes), run one forward pass on ``batch`` examples
     and add up what the recorded nodes saved for the backward pass."""
-    from engine.autograd import _topological_order
+    from engine.autograd import topological_order
 
     if not (isinstance(batch, (int, np.integer)) and 1 <= batch <= 100_000):
         raise ValueError(f"saved_for_backward: batch must be an integer in [1, 100000], got {batch!r}")
@@ -353,7 +353,7 @@ def saved_for_backward(batch: int = 32, depth: int = 2, width: int = 16, activat
     x = np.random.default_rng(seed).standard_normal((batch, 2))
     loss = F.cross_entropy(model(Tensor(x)), np.zeros(batch, dtype=np.int64))
     per_op, total, kept = [], 0, list(params)  # an array shared with one already counted is free
-    for t in _topological_order(loss):
+    for t in topological_order(loss):
         if t._ctx is None:
             continue
         fresh = 0
