@@ -1014,11 +1014,16 @@ def _(cnn, digit_canvas, draw_start):
     elif not drawn_digit.any():
         _verdict = mo.callout(mo.md("The canvas is empty: draw a digit."), kind="warn")
     else:
-        _p = lab.feature_maps(cnn, drawn_digit)["probs"]
+        _maps = lab.feature_maps(cnn, drawn_digit)
+        _p = _maps["probs"]
         _verdict = mo.vstack([
             mo.md(f"The CNN reads a **{int(np.argmax(_p))}** (probability {_p.max():.0%})."),
             plot.bars([str(d) for d in range(10)], _p, y_title="probability", y_domain=(0, 1),
                       title="the CNN's probabilities for your drawing"),
+            mo.md("Its first-layer feature maps after ReLU (the first six channels):"),
+            plot.image_row({f"conv1 · {i}": m for i, m in enumerate(_maps["relu1"][:6])},
+                           colorbar=False, cell=1.3,
+                           suptitle="your drawing's first-layer feature maps after ReLU"),
         ])
     mo.hstack([plot.image_row({"your drawing as 8×8": drawn_digit}, colorbar=False, cell=2.0),
                _verdict], justify="start")

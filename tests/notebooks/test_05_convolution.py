@@ -308,5 +308,6 @@ def test_05_drawn_digit_is_classified_by_the_trained_cnn():
     np.testing.assert_allclose(defs["drawn_digit"], X[3, 0], atol=1 / 255 + 1e-6)
     p = conv_lab.feature_maps(defs["cnn"], defs["drawn_digit"])["probs"]
     assert f"The CNN reads a {int(np.argmax(p))}" in text
+    assert "Its first-layer feature maps after ReLU" in text  # issue 15: the drawing's feature maps
     text, _ = notebook_text("05_convolution", cnn_train=True, cnn_epochs=1, draw_start=-1)
     assert "The canvas is empty" in text
