@@ -313,12 +313,12 @@ def extreme_runs(app) -> list[dict]:
     value (minimum), all at their second (maximum), then every option of every choice control
     and every test value of every widget (run i sets each to its option i, cycling). Each run also
     presses every run button, so the training controls act at their extremes."""
-    values = {name: control_values(c) for name, c in controls(app).items()}
+    found = controls(app)
+    values = {name: control_values(c) for name, c in found.items()}
     pressed = {name: True for name in run_buttons(app)}
     runs = [{**{n: v[min(k, len(v) - 1)] for n, v in values.items()}, **pressed} for k in (0, 1)]
     choices = {n: vs for n, vs in values.items()
-               if type(controls(app)[n]).__name__ in ("dropdown", "radio")
-               or hasattr(controls(app)[n], "test_values")}
+               if type(found[n]).__name__ in ("dropdown", "radio") or hasattr(found[n], "test_values")}
     for i in range(max((len(vs) for vs in choices.values()), default=0)):
         runs.append({n: vs[i % len(vs)] for n, vs in choices.items()})
     return runs
