@@ -6,6 +6,7 @@
 #   make bench   engine vs NumPy vs PyTorch timings
 #   make bench-ui  time each page and control in Chromium under marimo run and edit (BENCH_UI_ARGS=...)
 #   make check   marimo's linter, strict, over every notebook and cheat sheet
+#   make checkpoints  retrain the trained default models the notebooks ship (engine/course/checkpoints/)
 #   make site    build the static site into _site/ (WebAssembly pages + static exports + index)
 #   make serve-site  serve _site/ on http://127.0.0.1:8000 (SITE_PORT=...)
 #
@@ -34,7 +35,7 @@ TEST_INSTALLED := $(VENV)/.installed-test
 # The folders that exist (git keeps no empty folder; a fresh clone may lack one for a while).
 NOTEBOOK_DIRS  := $(wildcard notebooks cheatsheets)
 
-.PHONY: help venv install run edit test test-tools bench bench-ui check site site-tools serve-site clean
+.PHONY: help venv install run edit test test-tools bench bench-ui check checkpoints site site-tools serve-site clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -80,6 +81,11 @@ bench-ui: test-tools
 check: install
 	@test -n "$(NOTEBOOK_DIRS)" || { echo "make check: no notebooks/ or cheatsheets/ folder"; exit 1; }
 	$(BIN)/marimo check --strict $(NOTEBOOK_DIRS)
+
+# Each lab's CHECKPOINTS, trained from fixed seeds (NAMES="a b" for some): see engine/course/checkpoints/.
+NAMES ?=
+checkpoints: install
+	$(BIN)/python scripts/make_checkpoints.py $(NAMES)
 
 # `marimo export html-wasm` finds the notebooks' local modules with uv (from PyPI).
 $(BIN)/uv: | $(BIN)/python

@@ -61,17 +61,27 @@ def _umask() -> int:
     return mask
 
 
+def _is_file_object(target) -> bool:
+    return hasattr(target, "write") or hasattr(target, "read")
+
+
 def save(obj, path) -> None:
     """Write ``obj`` (a state dict) to ``path`` as ``.npz``; the file appears whole or not at all.
 
     As ``open(path, "wb")`` (and so ``torch.save``) would: a new file gets the usual permissions
     (0o666 minus the umask), an existing file keeps its own, and a symbolic link is written through
-    (its target is replaced, the link stays).
+    (its target is replaced, the link stays). ``path`` may also be a binary file object (an open
+    file, ``io.BytesIO``), as with ``torch.save``; the archive is then written to it directly.
     """
     arrays: list = []
     structure = {"format": _FORMAT, "root": _encode(obj, arrays)}
     members = {f"a{i}": a for i, a in enumerate(arrays)}
     members[_STRUCTURE_KEY] = np.array(json.dumps(structure))
+    if _is_file_object(path):
+        if not hasattr(path, "write"):
+            raise TypeError(f"save: {type(path).__name__} has no write(); pass a path or a binary file opened for writing")
+        np.savez(path, **members)
+        return
     path = os.fspath(path)
     target = os.path.realpath(path)  # through symbolic links: replace what the link points to
     folder = os.path.dirname(target)
@@ -105,7 +115,19 @@ _NPY_MAGIC = b"\x93NUMPY"
 
 
 def load(path):
-    """Read what :func:`save` wrote; arrays come back as Tensors. Never unpickles."""
+    """Read what :func:`save` wrote; arrays come back as Tensors. Never unpickles.
+
+    ``path`` may be a file name or, as with ``torch.load``, a binary file object
+    (``io.BytesIO(data)``, an open file) positioned at the start of the archive.
+    """
+    if _is_file_object(path):
+        if not hasattr(path, "read"):
+            raise TypeError(f"load: {type(path).__name__} has no read(); pass a path or a binary file opened for reading")
+        start = path.tell() if hasattr(path, "tell") else None
+        head = path.read(6)
+        if start is not None and hasattr(path, "seek"):
+            path.seek(start)
+        return _load_archive(path, head, name=f"the {type(path).__name__} object")
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"load: no such file: {path}")
@@ -113,19 +135,26 @@ def load(path):
         raise IsADirectoryError(f"load: {path} is a folder, not a checkpoint file")
     with open(path, "rb") as f:
         head = f.read(6)
+    return _load_archive(path, head, name=path)
+
+
+def _load_archive(source, head: bytes, *, name: str):
+    """Check the magic bytes, then read the archive at ``source`` (a path or a file object)."""
+    if isinstance(head, str):
+        raise TypeError(f"load: {name} is opened in text mode; open it with 'rb'")
     if head.startswith(_NPY_MAGIC):
         raise ValueError(
-            f"load: {path} is not a readable engine checkpoint (.npz written by engine.save): it holds "
+            f"load: {name} is not a readable engine checkpoint (.npz written by engine.save): it holds "
             "a single NumPy array (.npy format); read it with numpy.load, or wrap it: "
             "engine.save({'x': array}, 'file.npz')"
         )
     if not head.startswith(_ZIP_MAGIC):
         raise ValueError(
-            f"load: {path} is not a readable engine checkpoint (.npz written by engine.save): it is not "
+            f"load: {name} is not a readable engine checkpoint (.npz written by engine.save): it is not "
             "a zip archive at all (a text file, a pickle, or a truncated download?)"
         )
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        with np.load(source, allow_pickle=False) as archive:
             if _STRUCTURE_KEY not in archive.files:
                 raise ValueError("it has no engine structure record (a plain numpy.savez archive?)")
             structure = json.loads(str(archive[_STRUCTURE_KEY]))
@@ -137,5 +166,5 @@ def load(path):
         if "pickle" in reason:  # never point anyone towards unpickling an untrusted file
             reason = "a member holds Python objects, which engine checkpoints never do"
         raise ValueError(
-            f"load: {path} is not a readable engine checkpoint (.npz written by engine.save): {reason}"
+            f"load: {name} is not a readable engine checkpoint (.npz written by engine.save): {reason}"
         ) from None

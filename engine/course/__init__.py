@@ -11,7 +11,8 @@
 - :mod:`.ui` and :mod:`.exercises`: the verdict callout, the progress callback, answer checking;
 - :mod:`.graph`: the computation graph a notebook draws and steps through;
 - :mod:`.formulas`: every formula row of the cheat sheets, as data, checked against the engine;
-- :mod:`.widgets`: the drag-and-draw controls (issue 15) and their values as NumPy.
+- :mod:`.widgets`: the drag-and-draw controls (issue 15) and their values as NumPy;
+- :mod:`.checkpoints`: the trained default models the pages show on open (``make checkpoints``).
 
 The library never imports from here (tests/engine/test_layers.py checks it).
 
@@ -24,7 +25,7 @@ page imports at least one of them (``metadata``, for its METADATA) (tests/site/t
 None of this is heavy: marimo, Altair and Matplotlib are imported inside the functions that draw.
 """
 
-from . import exercises, formulas, graph, labs, plot, toc, ui, widgets  # noqa: F401
+from . import checkpoints, exercises, formulas, graph, labs, plot, toc, ui, widgets  # noqa: F401
 from .exercises import check_number
 from .formulas import render
 from .toc import metadata

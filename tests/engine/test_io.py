@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import zipfile
@@ -187,3 +188,22 @@ def test_loaded_tensors_are_plain_tensors_that_can_train(tmp_path):
     w.requires_grad_()
     (w * 2).sum().backward()
     np.testing.assert_array_equal(w.grad, [2.0, 2.0, 2.0])
+
+
+def test_save_and_load_through_file_objects_as_torch_does():
+    state = {"w": engine.randn(3, 2), "step": 7, "name": "mlp"}
+    buffer = io.BytesIO()
+    engine.save(state, buffer)
+    buffer.seek(0)
+    loaded = engine.load(buffer)
+    np.testing.assert_array_equal(loaded["w"].data, state["w"].data)
+    assert loaded["step"] == 7 and loaded["name"] == "mlp"
+    with np.load(io.BytesIO(buffer.getvalue()), allow_pickle=False) as archive:
+        assert "__structure__" in archive.files
+
+
+def test_load_of_a_wrong_file_object_names_the_object():
+    with pytest.raises(ValueError, match=r"load: the BytesIO object is not a readable engine checkpoint"):
+        engine.load(io.BytesIO(b"hello, not an archive"))
+    with pytest.raises(TypeError, match=r"load: .* text mode"):
+        engine.load(io.StringIO("PK\x03\x04 text"))

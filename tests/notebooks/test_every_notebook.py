@@ -8,6 +8,7 @@ notebook_driver.py), so a new control is driven without touching this file.
 from __future__ import annotations
 
 import re
+import traceback
 
 import pytest
 from notebook_driver import (ROOT, assert_no_error_outputs, controls, export_html, extreme_runs,
@@ -100,3 +101,27 @@ def test_the_same_in_your_own_script_runs_and_leaves_no_names(nb):
     index = ids.index(cell.cell_id)  # outputs come one per cell, the setup cell excluded
     shown = output_text([outputs[index]])
     assert shown.strip(), f"{nb}: the script cell shows what it computed"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_complete_on_open_no_cell_stops(nb, monkeypatch):
+    """Every figure is on the page when it opens (issue 16). ``marimo run``, the static export and
+    the WebAssembly page all run the cells with their defaults, so: no ``mo.stop`` fires (a stopped
+    cell leaves its descendants showing marimo's "ancestor stopped" notice, or nothing, on the
+    static pages), and no output asks the learner to press a button before the figure appears."""
+    from marimo._runtime.control_flow import MarimoStopError
+
+    stops = []
+    original_init = MarimoStopError.__init__
+
+    def record(self, *args, **kwargs):
+        cell = [f for f in traceback.extract_stack() if "__marimo__" in f.filename][-1:]
+        stops.append(f"cell {cell[0].filename.split('__marimo__')[-1]} line {cell[0].lineno}: "
+                     f"{cell[0].line}" if cell else "?")
+        original_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(MarimoStopError, "__init__", record)
+    outputs, _ = run_app(load_app(notebook_path(nb)))
+    assert not stops, f"mo.stop fires when the page opens, at {stops}: show a default result instead"
+    pending = re.findall(r"[^.\n]*\bPress\b[^.\n]*", output_text(outputs))
+    assert not pending, f"{nb} asks for a button press before showing a figure: {pending}"

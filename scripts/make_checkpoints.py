@@ -1,0 +1,47 @@
+"""Write the course's shipped checkpoints (``make checkpoints``): see engine/course/checkpoints/.
+
+    python scripts/make_checkpoints.py             # every checkpoint the labs declare
+    python scripts/make_checkpoints.py NAME ...    # only these
+    python scripts/make_checkpoints.py --list
+
+Each checkpoint is trained by its lab's own function (fixed seed, default settings) and written
+as ``engine/course/checkpoints/<name>.py``. Run it after changing a lab's default model or its
+training code; tests/course/test_checkpoints.py fails until the shipped file matches again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.course import checkpoints  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="checkpoint names (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the declared checkpoints and exit")
+    args = parser.parse_args(argv)
+    found = checkpoints.registry()
+    if args.list:
+        for name, (lab, train) in sorted(found.items()):
+            print(f"{name:32s} {lab}.{train.__name__}")
+        return 0
+    unknown = sorted(set(args.names) - set(found))
+    if unknown:
+        parser.error(f"no lab declares {', '.join(unknown)}; declared: {', '.join(sorted(found)) or 'none'}")
+    for name in args.names or sorted(found):
+        lab, train = found[name]
+        started = time.perf_counter()
+        path = checkpoints.write(name, train(), made_by=f"{lab}.{train.__name__}")
+        print(f"{name}: {time.perf_counter() - started:.1f} s, {path.stat().st_size / 1024:.0f} KiB -> "
+              f"{path.relative_to(checkpoints.FOLDER.parents[2])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
