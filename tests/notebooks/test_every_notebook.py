@@ -11,7 +11,8 @@ import re
 import traceback
 
 import pytest
-from notebook_driver import (ROOT, assert_no_error_outputs, controls, export_html, extreme_runs,
+from notebook_driver import (ROOT, assert_no_error_outputs, controls, export_html, exported_outputs,
+                             extreme_runs,
                              load_app, load_module, marimo_check, notebook_path, output_text, run_app,
                              run_buttons, run_headless, script_cells)
 
@@ -36,6 +37,9 @@ def test_marimo_check_strict_and_wasm_rules():
 def test_exports_to_html(nb, tmp_path):
     page = export_html(notebook_path(nb), tmp_path / f"{nb}.html")
     assert toc.entry(nb).title in page
+    # Complete on open, as the static page shows it: no cell asks for a button press first.
+    waiting = [cell for cell, data in exported_outputs(page).items() if re.search(r"\bPress\b", str(data))]
+    assert not waiting, f"{nb}: the static page shows 'Press …' instead of a figure in cells {waiting}"
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS)

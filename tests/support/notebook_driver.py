@@ -285,6 +285,16 @@ def export_html(path, out_path) -> str:
     return page
 
 
+def exported_outputs(page: str) -> dict:
+    """``{cell id: output data}`` of a page written by ``marimo export html`` (its session record:
+    what the static page shows in each cell, mimetype -> payload)."""
+    start = page.find('"session": ')
+    assert start >= 0, "the exported page holds no session record"
+    session, _ = json.JSONDecoder().raw_decode(page[start + len('"session": '):])
+    return {cell["id"]: {k: v for o in cell["outputs"] for k, v in (o.get("data") or {}).items()}
+            for cell in session["cells"]}
+
+
 # ----------------------------------------------------------------------------- the convention
 # (docs/notebook-convention.md): what every notebook test discovers instead of listing by hand.
 
