@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from browser_tools import (
-    INTENTIONAL_ERRORS, ROOT, SNAPSHOT_JS, changed_areas, free_port, make_command, open_page,
-    screenshot, serve, served, stop_process_group,
+    INTENTIONAL_ERRORS, ROOT, assert_no_errors, changed_areas, free_port, make_command, open_page,
+    run_started, screenshot, serve, served, stop_process_group, wait_idle_after, wait_settled,
 )
 from engine.course import toc
 from oracle import require_browser
@@ -58,70 +58,10 @@ def browser_page():
 
 
 # ----------------------------------------------------------------------------- helpers
-def _server_log_for(gallery, errors) -> str:
-    """Lines of the server log about these errors (run mode logs tracebacks there, not in the page)."""
-    log = gallery["log"].read_text(errors="replace").splitlines()
-    ids = [e["msg"].split(":")[-1].strip() for e in errors if "error_id" in e["msg"] or ":" in e["msg"]]
-    hits = [i for i, line in enumerate(log) if any(i_d and i_d in line for i_d in ids)]
-    if not hits:
-        return "\n".join(log[-40:])
-    return "\n".join(log[max(0, hits[0] - 2): hits[0] + 40])
-
-
-def _assert_no_errors(page, gallery, where: str) -> None:
-    state = page.evaluate("() => ({errors: __mw.errors, stderr: __mw.stderr})")
-    errors = [e for e in state["errors"] if e["type"] not in INTENTIONAL_ERRORS]
-    assert not errors, (f"{where}: marimo error output {errors}\nserver log:\n"
-                        + _server_log_for(gallery, errors))
-    tracebacks = [s for s in state["stderr"]
-                  if any(word in s["text"] for word in ("Traceback", "Error", "Exception"))]
-    assert not tracebacks, f"{where}: a cell wrote an error to stderr: {tracebacks}"
-    warnings = [s for s in state["stderr"] if s not in tracebacks]
-    if warnings:
-        import warnings as _warnings
-
-        _warnings.warn(f"{where}: a cell wrote to stderr: {warnings}")
-    assert not page.page_errors, f"{where}: JavaScript page errors {page.page_errors}"
-
-
-def _wait_idle_after(page, completed_before: int, timeout_ms: int, what: str) -> None:
-    try:
-        page.wait_for_function(f"() => window.__mw && __mw.idleAfter({completed_before})",
-                               timeout=timeout_ms, polling=100)
-    except Exception as error:  # playwright TimeoutError: say what the kernel was doing
-        state = page.evaluate("() => window.__mw ? {status: __mw.status, completed: __mw.completed, "
-                              "ready: __mw.kernelReady} : null")
-        raise AssertionError(f"{what}: the kernel did not finish within {timeout_ms / 1000:.0f} s; "
-                             f"state {state}") from error
-
-
-def _started(page, completed_before: int, timeout_ms: int = 30_000) -> bool:
-    """Whether the kernel started (or already finished) a run since ``completed_before`` runs."""
-    try:
-        page.wait_for_function(f"() => __mw.busy() > 0 || __mw.completed > {completed_before}",
-                               timeout=timeout_ms, polling=50)
-        return True
-    except Exception:  # playwright's TimeoutError
-        return False
-
-
-def _wait_settled(page, timeout_s: float = 20.0) -> list:
-    """The output snapshot once two reads 400 ms apart agree (charts finish drawing after idle)."""
-    deadline = time.monotonic() + timeout_s
-    previous = page.evaluate(SNAPSHOT_JS)
-    while time.monotonic() < deadline:
-        page.wait_for_timeout(400)
-        current = page.evaluate(SNAPSHOT_JS)
-        if current == previous:
-            return current
-        previous = current
-    return previous
-
-
 def _open(page, gallery, entry) -> None:
     page.page_errors.clear()
     page.goto(gallery["base"] + toc.link(entry.id, mode="server"), wait_until="domcontentloaded")
-    _wait_idle_after(page, 0, LOAD_TIMEOUT_MS, f"{entry.id}: first run")
+    wait_idle_after(page, 0, LOAD_TIMEOUT_MS, f"{entry.id}: first run")
 
 
 # ----------------------------------------------------------------------------- tests
@@ -164,7 +104,7 @@ def _check_page(page, gallery, entry) -> None:
         page.locator("#App h1").first.wait_for(timeout=30_000)
     except Exception:
         pass  # reported just below, with what the page shows
-    _wait_settled(page)
+    wait_settled(page)
     headings = [h.strip() for h in page.locator("#App h1").all_inner_texts()]
     assert any(entry.title.casefold() in h.casefold() for h in headings), (
         f"{entry.id}: no H1 names {entry.title!r}; H1s: {headings}")
@@ -176,7 +116,7 @@ def _check_page(page, gallery, entry) -> None:
     assert not unrendered, f"{entry.id}: formulas not rendered by KaTeX: {unrendered[:5]}"
     assert page.locator(".katex-error").count() == 0, (
         f"{entry.id}: KaTeX errors: {page.locator('.katex-error').all_inner_texts()[:5]}")
-    _assert_no_errors(page, gallery, f"{entry.id} after loading")
+    assert_no_errors(page, gallery["log"], f"{entry.id} after loading")
 
     # Links to other pages: the gallery form, each served.
     hrefs = page.locator("#App a[href]").evaluate_all("els => els.map(e => e.getAttribute('href'))")
@@ -208,19 +148,19 @@ def _check_page(page, gallery, entry) -> None:
         thumb = sliders.nth(index)
         if thumb.get_attribute("aria-disabled") == "true" or thumb.get_attribute("data-disabled") is not None:
             continue
-        before = _wait_settled(page)
+        before = wait_settled(page)
         completed = page.evaluate("() => __mw.completed")
         value, high = thumb.get_attribute("aria-valuenow"), thumb.get_attribute("aria-valuemax")
         thumb.scroll_into_view_if_needed()
         thumb.focus()
         thumb.press("ArrowLeft" if value is not None and value == high else "ArrowRight")
-        if not _started(page, completed):
+        if not run_started(page, completed):
             tried.append(f"slider {index} (no cell ran)")
             continue
-        _wait_idle_after(page, completed, RUN_TIMEOUT_MS, f"{entry.id}: slider {index}")
-        _assert_no_errors(page, gallery, f"{entry.id} after moving slider {index}")
+        wait_idle_after(page, completed, RUN_TIMEOUT_MS, f"{entry.id}: slider {index}")
+        assert_no_errors(page, gallery["log"], f"{entry.id} after moving slider {index}")
         # The new outputs arrive with the finished run; charts then redraw: compare once settled.
-        changes = changed_areas(before, _wait_settled(page))
+        changes = changed_areas(before, wait_settled(page))
         if changes:
             print(f"{entry.id}: slider {index} changed {changes[:3]}")
             break
@@ -240,9 +180,9 @@ def _check_page(page, gallery, entry) -> None:
             completed = page.evaluate("() => __mw.completed")
             button.scroll_into_view_if_needed()
             button.click()
-            assert _started(page, completed), f"{entry.id}: pressing button {index} ran no cell"
-            _wait_idle_after(page, completed, RUN_TIMEOUT_MS, f"{entry.id}: button {index}")
-            _assert_no_errors(page, gallery, f"{entry.id} after pressing button {index}")
+            assert run_started(page, completed), f"{entry.id}: pressing button {index} ran no cell"
+            wait_idle_after(page, completed, RUN_TIMEOUT_MS, f"{entry.id}: button {index}")
+            assert_no_errors(page, gallery["log"], f"{entry.id} after pressing button {index}")
             print(f"{entry.id}: button {index} ({button.inner_text()!r}) done")
         progress = page.evaluate(f"() => __mw.progress.slice({progress_before})")
         final = page.evaluate("() => __mw.lastOutput")
@@ -260,7 +200,7 @@ def _check_page(page, gallery, entry) -> None:
         unfinished = {cell: f"{state['progress']}/{state['total']}" for cell, state in final.items()
                       if cell in bars and state is not None and state["progress"] < state["total"]}
         assert not unfinished, f"{entry.id}: progress bars left short of their total: {unfinished}"
-        _wait_settled(page)
+        wait_settled(page)
 
     assert not problems, f"{entry.id}: " + "; ".join(problems)
 
@@ -340,25 +280,25 @@ def test_the_harness_sees_errors_changes_and_progress(browser_page, tmp_path):
     try:
         page.page_errors.clear()
         page.goto(base + "?file=harness.py")
-        _wait_idle_after(page, 0, LOAD_TIMEOUT_MS, "harness: first run")
+        wait_idle_after(page, 0, LOAD_TIMEOUT_MS, "harness: first run")
         state = page.evaluate("() => ({errors: __mw.errors, progress: __mw.progress})")
         assert [e for e in state["errors"] if e["type"] not in INTENTIONAL_ERRORS] == []
         assert page.locator(".katex").count() >= 1
 
-        before = _wait_settled(page)
+        before = wait_settled(page)
         completed = page.evaluate("() => __mw.completed")
         thumb = page.locator("#App [role=slider]").first
         thumb.focus()
         thumb.press("ArrowRight")
-        _wait_idle_after(page, completed, RUN_TIMEOUT_MS, "harness: slider")
-        changes = changed_areas(before, _wait_settled(page))
+        wait_idle_after(page, completed, RUN_TIMEOUT_MS, "harness: slider")
+        changes = changed_areas(before, wait_settled(page))
         assert any("ten times k is 20" in change for change in changes), changes
         with pytest.raises(AssertionError, match="marimo error output"):
-            _assert_no_errors(page, {"log": tmp_path / "server.log"}, "harness")
+            assert_no_errors(page, tmp_path / "server.log", "harness")
 
         completed = page.evaluate("() => __mw.completed")
         page.locator("#App marimo-button button").first.click()
-        _wait_idle_after(page, completed, RUN_TIMEOUT_MS, "harness: button")
+        wait_idle_after(page, completed, RUN_TIMEOUT_MS, "harness: button")
         progress = page.evaluate("() => __mw.progress")
         assert progress and max(p["progress"] for p in progress) >= 1
         assert all(p["total"] == 20 for p in progress)

@@ -22,11 +22,13 @@ import re
 import numpy as np
 import pytest
 
-from browser_tools import ROOT, changed_areas, drag_on_widget, free_port, make_command, open_page, served
+from browser_tools import (
+    ROOT, assert_no_errors, changed_areas, drag_on_widget, free_port, make_command, open_page, served,
+    run_started, wait_idle_after, wait_settled,
+)
 from engine.course import toc
 from oracle import require_browser
 # the gallery test's waits on the kernel and its error check (tests/site is on sys.path)
-from test_browser import _assert_no_errors, _started, _wait_idle_after, _wait_settled
 
 pytestmark = pytest.mark.browser
 
@@ -46,8 +48,8 @@ def app(tmp_path_factory):
 def _open(page, gallery, notebook: str) -> None:
     page.page_errors.clear()
     page.goto(gallery["base"] + toc.link(notebook, mode="server"), wait_until="domcontentloaded")
-    _wait_idle_after(page, 0, LOAD_TIMEOUT_MS, f"{notebook}: first run")
-    _assert_no_errors(page, gallery, f"{notebook} after loading")
+    wait_idle_after(page, 0, LOAD_TIMEOUT_MS, f"{notebook}: first run")
+    assert_no_errors(page, gallery["log"], f"{notebook} after loading")
 
 
 def _widget_near(page, text: str):
@@ -63,17 +65,17 @@ def _run(page, gallery, act, what: str):
     """Do ``act()``, wait for the run it starts; return its result."""
     completed = page.evaluate("() => __mw.completed")
     result = act()
-    assert _started(page, completed), f"{what}: no cell ran"
-    _wait_idle_after(page, completed, RUN_TIMEOUT_MS, what)
-    _assert_no_errors(page, gallery, what)
+    assert run_started(page, completed), f"{what}: no cell ran"
+    wait_idle_after(page, completed, RUN_TIMEOUT_MS, what)
+    assert_no_errors(page, gallery["log"], what)
     return result
 
 
 def _drag(page, gallery, widget, path, what: str):
     """Drag after the page settled; the snapshots before and after and the widget's area id."""
-    before = _wait_settled(page)
+    before = wait_settled(page)
     area = _run(page, gallery, lambda: drag_on_widget(page, widget, path), what)
-    return before, _wait_settled(page), area
+    return before, wait_settled(page), area
 
 
 def _images(snapshot, area_id) -> list[str]:
@@ -187,7 +189,7 @@ def test_dragging_a_query_entry_changes_the_attention_weights(app):
         page.mouse.up()
 
     _run(page, gallery, drag, "06: query entry")
-    _wait_settled(page)
+    wait_settled(page)
     query = np.array([float(area.locator(f'[data-testid="matrix-cell-0-{j}"]').get_attribute("aria-valuenow"))
                       for j in range(4)])
     weights_after = _weights(page, area)

@@ -6,6 +6,8 @@
   the tests wait on that state, never on fixed sleeps.
 - :data:`SNAPSHOT_JS` summarises what the cell outputs draw (canvas pixels, images, SVG, chart
   specs, text outside the input widgets) so a test can tell whether a control changed a chart.
+- :func:`wait_idle_after`, :func:`run_started`, :func:`wait_settled` and :func:`assert_no_errors` wait
+  on that state and check it.
 - :class:`CdnFromPackage` answers a static export's CDN requests from the installed marimo
   package's ``_static/`` folder.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import mimetypes
 import os
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,6 +168,72 @@ def changed_areas(before: list, after: list) -> list[str]:
         elif area["textHash"] != previous["textHash"]:
             changes.append(f"{area['id']}: text changed to {area['text'][:120]!r}")
     return changes
+
+
+# ----------------------------------------------------------------------------- waits and checks
+def server_log_for(log_path: Path, errors) -> str:
+    """Lines of the server log about these errors (run mode logs tracebacks there, not in the page)."""
+    log = Path(log_path).read_text(errors="replace").splitlines() if Path(log_path).is_file() else []
+    ids = [e["msg"].split(":")[-1].strip() for e in errors if "error_id" in e["msg"] or ":" in e["msg"]]
+    hits = [i for i, line in enumerate(log) if any(i_d and i_d in line for i_d in ids)]
+    if not hits:
+        return "\n".join(log[-40:])
+    return "\n".join(log[max(0, hits[0] - 2): hits[0] + 40])
+
+
+def assert_no_errors(page, log_path: Path, where: str) -> None:
+    """No marimo error output (but :data:`INTENTIONAL_ERRORS`), no traceback on stderr and no
+    JavaScript page error on ``page`` so far; ``log_path`` is the server's log, quoted on failure."""
+    state = page.evaluate("() => ({errors: __mw.errors, stderr: __mw.stderr})")
+    errors = [e for e in state["errors"] if e["type"] not in INTENTIONAL_ERRORS]
+    assert not errors, (f"{where}: marimo error output {errors}\nserver log:\n"
+                        + server_log_for(log_path, errors))
+    tracebacks = [s for s in state["stderr"]
+                  if any(word in s["text"] for word in ("Traceback", "Error", "Exception"))]
+    assert not tracebacks, f"{where}: a cell wrote an error to stderr: {tracebacks}"
+    warnings = [s for s in state["stderr"] if s not in tracebacks]
+    if warnings:
+        import warnings as _warnings
+
+        _warnings.warn(f"{where}: a cell wrote to stderr: {warnings}")
+    assert not page.page_errors, f"{where}: JavaScript page errors {page.page_errors}"
+
+
+def wait_idle_after(page, completed_before: int, timeout_ms: int, what: str) -> None:
+    """Wait until the kernel has finished a run since ``completed_before`` runs and no cell is queued
+    or running; on a timeout, fail with what the kernel was doing."""
+    try:
+        page.wait_for_function(f"() => window.__mw && __mw.idleAfter({completed_before})",
+                               timeout=timeout_ms, polling=100)
+    except Exception as error:  # playwright TimeoutError: say what the kernel was doing
+        state = page.evaluate("() => window.__mw ? {status: __mw.status, completed: __mw.completed, "
+                              "ready: __mw.kernelReady} : null")
+        raise AssertionError(f"{what}: the kernel did not finish within {timeout_ms / 1000:.0f} s; "
+                             f"state {state}") from error
+
+
+def run_started(page, completed_before: int, timeout_ms: int = 30_000) -> bool:
+    """Whether the kernel started (or already finished) a run since ``completed_before`` runs."""
+    try:
+        page.wait_for_function(f"() => __mw.busy() > 0 || __mw.completed > {completed_before}",
+                               timeout=timeout_ms, polling=50)
+        return True
+    except Exception:  # playwright's TimeoutError
+        return False
+
+
+def wait_settled(page, timeout_s: float = 20.0) -> list:
+    """The :data:`SNAPSHOT_JS` snapshot once two reads 400 ms apart agree (charts finish drawing
+    after the kernel is idle)."""
+    deadline = time.monotonic() + timeout_s
+    previous = page.evaluate(SNAPSHOT_JS)
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(400)
+        current = page.evaluate(SNAPSHOT_JS)
+        if current == previous:
+            return current
+        previous = current
+    return previous
 
 
 def screenshot(page, name: str) -> Path:
