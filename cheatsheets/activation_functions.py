@@ -7,7 +7,7 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import formulas, metadata, plot, render, toc
+    from engine.course import formulas, metadata, plot, render, ui
 
     METADATA = metadata("activation_functions")
 
@@ -38,19 +38,11 @@ def activation_curves(name, x, slope):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     Every activation of the course with its derivative: the formula, then the same function in
     NumPy, in the course's engine and in PyTorch. The engine and PyTorch columns are often the
     same line, because the engine uses PyTorch's names.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -66,13 +58,11 @@ def _():
 def _(choice, slope, x_range):
     _x = np.linspace(-x_range.value, x_range.value, 401)
     _f, _df, _autograd = activation_curves(choice.value, _x, slope.value)
-    mo.vstack([
-        mo.md("**Try it.** The line is the formula from the table below; the dark dots are the "
-              "engine's autograd, which must sit on the derivative's line."),
-        mo.hstack([choice, x_range, slope], justify="start", gap=2),
-        plot.function_and_derivative(_x, _f, _df, _autograd, name="φ", var="x",
-                                     title=f"{choice.value} and its derivative"),
-    ])
+    ui.try_it("**Try it.** The line is the formula from the table below; the dark dots are the "
+              "engine's autograd, which must sit on the derivative's line.",
+              [choice, x_range, slope],
+              plot.function_and_derivative(_x, _f, _df, _autograd, name="φ", var="x",
+                                           title=f"{choice.value} and its derivative"))
     return
 
 

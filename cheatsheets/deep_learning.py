@@ -7,7 +7,7 @@ with app.setup:
     import marimo as mo
 
     from engine import data
-    from engine.course import formulas, metadata, render, toc
+    from engine.course import formulas, metadata, render, toc, ui
     from engine.course.formulas import deep_learning as hub
     from engine.course.labs import losses as lab
 
@@ -49,21 +49,13 @@ def check_every_row(rows):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     From one neuron to diffusion models, on one page. Each row pairs a formula with the same
     computation written three ways: NumPy, the course's own engine, and PyTorch. The test suite
     runs every one of those snippets on random inputs and checks that the three agree, so code
     copied from here computes what the formula says. Sections follow the order of a training
     step; each names the notebook where its formulas are derived and explored.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 

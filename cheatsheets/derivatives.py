@@ -7,7 +7,7 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import formulas, metadata, render, toc
+    from engine.course import formulas, metadata, render, ui
 
     METADATA = metadata("derivatives")
 
@@ -62,22 +62,14 @@ def check_report(row_id: str, seed: int, with_torch: bool):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     What backpropagation needs from each operation: its forward function and its gradient. A
-    gradient row is a vector-Jacobian product: given the upstream gradient $g = \\partial L / \\partial r$,
-    it gives $\\partial L / \\partial(\\text{{input}})$. The NumPy column is the formula; the engine and
+    gradient row is a vector-Jacobian product: given the upstream gradient $g = \partial L / \partial r$,
+    it gives $\partial L / \partial(\text{input})$. The NumPy column is the formula; the engine and
     PyTorch columns ask autograd (`r.backward(g)`, then `.grad`). Two classic slips are corrected
-    here: $\\partial(a/b)/\\partial b = -a/b^2$ and $\\partial \\log_\\beta x / \\partial\\beta =
-    -\\ln x / (\\beta \\ln^2 \\beta)$, both with a minus sign.
+    here: $\partial(a/b)/\partial b = -a/b^2$ and $\partial \log_\beta x / \partial\beta =
+    -\ln x / (\beta \ln^2 \beta)$, both with a minus sign.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -92,12 +84,10 @@ def _():
 
 @app.cell(hide_code=True)
 def _(picked, seed, with_torch):
-    mo.vstack([
-        mo.md("**Check a row.** Pick a row, draw new random inputs, and run its snippets: the "
-              "tests do this for every row of every sheet."),
-        mo.hstack([picked, seed, with_torch], justify="start", gap=2),
-        check_report(picked.value, seed.value, with_torch.value),
-    ])
+    ui.try_it("**Check a row.** Pick a row, draw new random inputs, and run its snippets: the "
+              "tests do this for every row of every sheet.",
+              [picked, seed, with_torch],
+              check_report(picked.value, seed.value, with_torch.value))
     return
 
 

@@ -9,7 +9,7 @@ with app.setup:
 
     import engine
     import engine.functional as F
-    from engine.course import metadata, plot, render, toc
+    from engine.course import metadata, plot, render, ui
 
     METADATA = metadata("loss_functions")
 
@@ -38,20 +38,12 @@ def regression_losses(e, delta):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     Losses by task, each with its gradient, in NumPy, the course's engine and PyTorch.
     Give classification losses the raw **logits**: `cross_entropy` and
     `binary_cross_entropy_with_logits` fold the softmax or sigmoid into the loss, which keeps
     them finite where a separate softmax followed by a log would overflow.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -66,17 +58,15 @@ def _():
 def _(delta, e_range):
     _e = np.linspace(-e_range.value, e_range.value, 301)
     _losses, _grads = regression_losses(_e, delta.value)
-    mo.vstack([
-        mo.md("**Robust or not.** Beyond δ, Huber grows linearly like MAE, so an outlier pulls "
+    ui.try_it("**Robust or not.** Beyond δ, Huber grows linearly like MAE, so an outlier pulls "
               "with a bounded force; MSE's pull grows with the residual. Gradients come from the "
-              "engine's `backward()`."),
-        mo.hstack([delta, e_range], justify="start", gap=2),
-        mo.hstack([
-            plot.curves(_e, _losses, x_title="residual e = ŷ − y", y_title="loss", title="loss"),
-            plot.curves(_e, _grads, x_title="residual e = ŷ − y", y_title="∂loss/∂ŷ",
-                        title="gradient (autograd)"),
-        ], widths="equal"),
-    ])
+              "engine's `backward()`.",
+              [delta, e_range],
+              mo.hstack([
+                  plot.curves(_e, _losses, x_title="residual e = ŷ − y", y_title="loss", title="loss"),
+                  plot.curves(_e, _grads, x_title="residual e = ŷ − y", y_title="∂loss/∂ŷ",
+                              title="gradient (autograd)"),
+              ], widths="equal"))
     return
 
 

@@ -8,7 +8,7 @@ with app.setup:
     import numpy as np
 
     from engine import metrics
-    from engine.course import metadata, plot, render, toc
+    from engine.course import metadata, plot, render, ui
 
     METADATA = metadata("metrics")
 
@@ -39,20 +39,12 @@ def threshold_report(y, s, threshold: float) -> dict:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     How good is a model? Classification metrics count the four outcomes, true and false
     positives and negatives (TP, FP, TN, FN); ROC-AUC ranks scores without a threshold; R² and
     perplexity measure regression and language models. PyTorch has no metrics of its own (the
     `torchmetrics` package does), so its column spells the formula with tensor operations.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -70,11 +62,11 @@ def _(threshold):
     _warning = (mo.callout(mo.md("No example is predicted positive at this threshold: precision "
                                  "is 0/0 and shown as 0 (`zero_division=0`)."), kind="warn")
                 if _r["predicted positives"] == 0 else mo.md(""))
-    mo.vstack([
-        mo.md("**Move the threshold.** 200 examples, a quarter of them positive. Raising the "
-              "threshold trades recall for precision; accuracy looks fine even when every example "
-              "is called negative. ROC-AUC does not depend on the threshold."),
-        threshold,
+    ui.try_it(
+        "**Move the threshold.** 200 examples, a quarter of them positive. Raising the "
+        "threshold trades recall for precision; accuracy looks fine even when every example "
+        "is called negative. ROC-AUC does not depend on the threshold.",
+        [threshold],
         mo.hstack([
             plot.heatmap(_r["confusion"], x_labels=["pred 0", "pred 1"], y_labels=["true 0", "true 1"],
                          x_title="predicted", y_title="true", annotate=True, fmt=".0f",
@@ -82,7 +74,7 @@ def _(threshold):
             mo.md("\n".join(f"- **{k}**: {_r[k]:.3f}" for k in ("accuracy", "precision", "recall", "F1", "ROC-AUC"))),
         ], widths=[2, 1]),
         _warning,
-    ])
+    )
     return
 
 

@@ -7,7 +7,7 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import formulas, metadata, plot, render, toc
+    from engine.course import formulas, metadata, plot, render, ui
 
     METADATA = metadata("optimizers")
 
@@ -45,20 +45,12 @@ def schedule_curves(steps: int, lr: float):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
-    Update rules with $g = \\nabla_\\theta L$ and learning rate $\\eta$, gradient clipping, and the
+    ui.page_header(METADATA, r"""
+    Update rules with $g = \nabla_\theta L$ and learning rate $\eta$, gradient clipping, and the
     learning-rate schedules. The NumPy column is one step of the rule; the tests run five steps of
     it against the engine's and PyTorch's optimizers, with a new random gradient at each step.
     AdamW's decay uses the weights **before** the step, as PyTorch does.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -72,14 +64,12 @@ def _():
 @app.cell(hide_code=True)
 def _(horizon, peak):
     _formula, _scheduler = schedule_curves(horizon.value, peak.value)
-    mo.vstack([
-        mo.md("**Schedules side by side.** Lines are the closed forms from the table; dots are "
+    ui.try_it("**Schedules side by side.** Lines are the closed forms from the table; dots are "
               "the engine's schedulers stepped once per step (plateau: a validation loss that "
-              "never improves)."),
-        mo.hstack([horizon, peak], justify="start", gap=2),
-        plot.curves(np.arange(horizon.value), _formula, dots=_scheduler, n_dots=30,
-                    x_title="step t", y_title="learning rate η_t", title="learning-rate schedules"),
-    ])
+              "never improves).",
+              [horizon, peak],
+              plot.curves(np.arange(horizon.value), _formula, dots=_scheduler, n_dots=30,
+                          x_title="step t", y_title="learning rate η_t", title="learning-rate schedules"))
     return
 
 

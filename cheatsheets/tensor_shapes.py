@@ -7,7 +7,7 @@ with app.setup:
     import marimo as mo
 
     from engine import shapes
-    from engine.course import metadata, render, toc
+    from engine.course import metadata, render, ui
 
     METADATA = metadata("tensor_shapes")
 
@@ -44,19 +44,11 @@ def attention_report(B: int, L: int, d_model: int, H: int):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     The size rules of dense, convolution and attention layers. Each rule is checked three ways:
     the arithmetic in NumPy, `engine.shapes` (or an engine layer run on zeros), and a real PyTorch
     layer run on zeros, with sizes drawn at random.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -73,13 +65,10 @@ def _():
 
 @app.cell(hide_code=True)
 def _(conv_d, conv_k, conv_out_pad, conv_p, conv_s, conv_w):
-    mo.vstack([
-        mo.md("**Convolution calculator.** One spatial dimension; the transposed convolution "
-              "maps size O back to W when its output padding is right."),
-        mo.hstack([conv_w, conv_k, conv_s], justify="start", gap=2),
-        mo.hstack([conv_p, conv_d, conv_out_pad], justify="start", gap=2),
-        conv_report(conv_w.value, conv_k.value, conv_s.value, conv_p.value, conv_d.value, conv_out_pad.value),
-    ])
+    ui.try_it("**Convolution calculator.** One spatial dimension; the transposed convolution "
+              "maps size O back to W when its output padding is right.",
+              [[conv_w, conv_k, conv_s], [conv_p, conv_d, conv_out_pad]],
+              conv_report(conv_w.value, conv_k.value, conv_s.value, conv_p.value, conv_d.value, conv_out_pad.value))
     return
 
 
@@ -94,12 +83,9 @@ def _():
 
 @app.cell(hide_code=True)
 def _(att_b, att_d, att_h, att_l):
-    mo.vstack([
-        mo.md("**Attention shapes.** Self-attention of a batch of sequences; the scores grow "
-              "as L²."),
-        mo.hstack([att_b, att_l, att_d, att_h], justify="start", gap=2),
-        attention_report(att_b.value, att_l.value, att_d.value, att_h.value),
-    ])
+    ui.try_it("**Attention shapes.** Self-attention of a batch of sequences; the scores grow as L².",
+              [att_b, att_l, att_d, att_h],
+              attention_report(att_b.value, att_l.value, att_d.value, att_h.value))
     return
 
 

@@ -1,5 +1,7 @@
-"""The marimo pieces every notebook shares: a graded exercise with its verdict, the message for a
-setting a lab refuses, and a throttled progress callback. marimo is imported inside the functions, so ``import engine`` still needs only NumPy.
+"""The marimo pieces every page shares: a graded exercise with its verdict, the message for a
+setting a lab refuses, a throttled progress callback, a page's header (title, introduction,
+navigation) and a live panel (caption, controls, output). marimo is imported inside the functions,
+so ``import engine`` still needs only NumPy.
 """
 
 from __future__ import annotations
@@ -52,3 +54,26 @@ def problem(error: Exception, what: str = "This setting"):
     import marimo as mo
 
     return mo.callout(mo.md(f"**{what} cannot be computed.** {error}"), kind="warn")
+
+
+def page_header(metadata: dict, intro: str = ""):
+    """A page's opening as one markdown block: the H1 title (``metadata["name"]``), the
+    introduction ``intro`` (markdown, indented as it stands in a cell) and the navigation bar
+    from the table of contents, in that order."""
+    import inspect
+
+    import marimo as mo
+
+    from engine.course import toc
+
+    parts = [f"# {metadata['name']}", inspect.cleandoc(intro), toc.nav_md(metadata["id"])]
+    return mo.md("\n\n".join(part for part in parts if part))
+
+
+def try_it(caption: str, controls, *shown):
+    """A live panel: ``caption`` (markdown), the controls in a row (a list of lists: one row
+    each) and what they change below them."""
+    import marimo as mo
+
+    rows = controls if controls and isinstance(controls[0], (list, tuple)) else [controls]
+    return mo.vstack([mo.md(caption), *(mo.hstack(row, justify="start", gap=2) for row in rows), *shown])

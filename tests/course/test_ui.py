@@ -1,9 +1,11 @@
-"""engine.course.ui: the verdict callout and the throttled progress callback the notebooks share."""
+"""engine.course.ui: the verdict callout, the throttled progress callback, the page header and the
+live panel the pages share."""
 
 import pytest
 
 from engine.course.exercises import check_number
-from engine.course.ui import VERDICT_KINDS, throttled, verdict
+from engine.course import toc
+from engine.course.ui import VERDICT_KINDS, page_header, throttled, try_it, verdict
 
 
 class CountingBar:
@@ -31,3 +33,25 @@ def test_verdict_colours_each_outcome(answer, ok):
     callout = verdict(result)
     assert VERDICT_KINDS[ok] in callout.text
     assert result[1].split(":")[0] in callout.text
+
+
+def test_page_header_shows_the_title_then_the_introduction_then_the_navigation():
+    meta = toc.metadata("loss_functions")
+    page = page_header(meta, r"""
+        Losses by task, with $\partial L / \partial \hat y$.
+        """).text
+    title, intro = page.index(meta["name"]), page.index("Losses by task")
+    hub_link = page.index(toc.link(toc.HUB_ID, from_id="loss_functions"))
+    assert "<h1" in page[:title] and title < intro < hub_link
+    assert r"\partial L / \partial \hat y" in page and r"\\partial" not in page  # one backslash reaches KaTeX
+
+
+def test_try_it_puts_each_row_of_controls_between_the_caption_and_the_output():
+    import marimo as mo
+
+    left, right, below = (mo.ui.slider(0, 9, value=v, label=f"knob {v}") for v in (1, 2, 3))
+    one_row = try_it("**Caption.**", [left, right], mo.md("the chart")).text
+    assert one_row.index("Caption") < one_row.index("knob 1") < one_row.index("knob 2") < one_row.index("the chart")
+    two_rows = try_it("**Caption.**", [[left, right], [below]], mo.md("the chart")).text
+    assert (one_row.count("flex-direction: row"), two_rows.count("flex-direction: row")) == (1, 2)
+    assert two_rows.index("knob 2") < two_rows.index("knob 3") < two_rows.index("the chart")
