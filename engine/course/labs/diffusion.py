@@ -5,12 +5,19 @@ process as snapshots, and the exact-vs-learned comparison on a 1-D Gaussian mixt
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from engine import Tensor, no_grad, random
+from engine.course import checkpoints
+from engine.course.checkpoints import diffusion_ddpm as _ddpm_checkpoint
+from engine.course.checkpoints import diffusion_denoiser_1d as _denoiser_1d_checkpoint
+from engine.course.checkpoints import diffusion_drawing as _drawing_checkpoint
+from engine.course.checkpoints import diffusion_guidance as _guidance_checkpoint
+from engine.course.checkpoints import diffusion_samplers as _samplers_checkpoint
 from engine import functional as F
 from engine import nn as engine_nn
 from engine import data as engine_data
@@ -30,6 +37,9 @@ __all__ = [
     "SamplerComparison", "compare_samplers", "energy_distance", "ring_mixture", "sample_ddim", "sample_ddpm_steps",
     "sampling_steps", "ConditionalDenoiser", "GuidanceTrade", "GuidedRun", "guidance_trade",
     "sample_guided", "train_conditional", "MIN_DRAWN_POINTS", "train_on_points",
+    "CHECKPOINTS", "DDPM_DEFAULT", "MIX_DEFAULT", "SAMPLER_STEP_COUNTS", "GuidanceStudy", "SamplerGallery",
+    "canvas_start", "guidance_study", "is_default", "sampler_gallery", "shipped_ddpm", "shipped_denoiser_1d",
+    "shipped_drawing_run", "shipped_guidance", "shipped_sampler_gallery",
 ]
 
 
@@ -473,9 +483,11 @@ def guidance_trade(run, label, samples_by_scale: dict) -> GuidanceTrade:
     real = run.X[run.y == label]
     scales = np.asarray(sorted(samples_by_scale), dtype=np.float64)
     fidelity, spread = [], []
+    data_norms = (run.X**2).sum(1)
     for w in scales:
-        x = samples_by_scale[w]
-        nearest = np.argmin(((x[:, None, :] - run.X[None]) ** 2).sum(-1), axis=1)
+        x = np.asarray(samples_by_scale[w], dtype=np.float64)
+        # ‖x − X‖² = ‖X‖² − 2 x·X (+ ‖x‖², the same for every training point): one matrix product
+        nearest = np.argmin(data_norms[None] - 2 * x @ run.X.T, axis=1)
         fidelity.append(float(np.mean(run.y[nearest] == label)))
         spread.append(float(x.var(0).sum() / real.var(0).sum()))
     return GuidanceTrade(scales=scales, fidelity=np.asarray(fidelity), spread=np.asarray(spread))
@@ -503,3 +515,222 @@ def train_on_points(X, T=50, steps=1500, seed=0, on_step=None) -> DDPMRun:
         except FloatingPointError:
             run.stopped = run.stopped or "sampling diverged: the model's predictions are too large"
     return run
+
+
+# ----------------------------------------------------------------------------- shipped default results (issue 16)
+# Every section opens on its default result: the trained networks (and, where sampling at load
+# would cost more than the page's budget, the samples and scores the figures show) are trained
+# here by `make checkpoints` and shipped as engine/course/checkpoints/diffusion_*.py.
+DDPM_DEFAULT = {"data": "moons", "kind": "linear", "T": 50, "steps": 2000, "hidden": 64, "lr": 1e-2}
+MIX_DEFAULT = {"separation": 3.0, "std": 0.3, "weight_left": 0.3, "T": 50, "variance": "beta", "steps": 1500}
+DRAW_DEFAULT = {"data": "moons", "points": 300, "bound": 3.0, "T": 50, "steps": 1500}
+SAMPLER_STEP_COUNTS = (2, 5, 10, 20, 50, 100, 200, 1000)  # the notebook's slider stops
+GUIDANCE_SCALES = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def is_default(settings: dict, default: dict) -> bool:
+    """Whether a section's ``settings`` are its shipped ``default`` (numbers to round-off: a
+    slider moved away and back may give 0.30000000000000004)."""
+    if set(settings) != set(default):
+        return False
+    return all(math.isclose(v, default[k], rel_tol=1e-9) if isinstance(v, (int, float)) and
+               not isinstance(v, bool) else v == default[k] for k, v in settings.items())
+
+
+def _numbers(value):
+    """An array or number read back from a checkpoint (engine.load gives arrays as Tensors)."""
+    return np.asarray(value.data if isinstance(value, Tensor) else value)
+
+
+def _run_state(run: DDPMRun) -> dict:
+    """What a shipped DDPMRun keeps: the network and every number its figures show."""
+    state = {"model": dict(run.model.state_dict()), "losses": run.losses, "checkpoints": run.checkpoints,
+             "quality": run.quality, "noise_quality": float(run.noise_quality), "floor": float(run.floor),
+             "stopped": run.stopped}
+    if run.samples is not None:
+        state["samples"] = run.samples
+    return state
+
+
+def _run_from_state(state, model, held_out) -> DDPMRun:
+    model.load_state_dict({k: _numbers(v) for k, v in state["model"].items()})
+    return DDPMRun(model=model, losses=_numbers(state["losses"]), checkpoints=_numbers(state["checkpoints"]),
+                   quality=_numbers(state["quality"]), noise_quality=float(state["noise_quality"]),
+                   floor=float(state["floor"]), held_out=held_out, stopped=state["stopped"],
+                   samples=_numbers(state["samples"]) if "samples" in state else None)
+
+
+def _train_default_ddpm() -> dict:
+    """Section 3's default DDPM, trained as the notebook's button trains it."""
+    d = DDPM_DEFAULT
+    X = toy_data_2d(d["data"], n=3000, seed=0)
+    return _run_state(train_ddpm_tracked(X, make_noise_schedule(d["kind"], d["T"]), steps=d["steps"],
+                                         hidden=d["hidden"], lr=d["lr"], seed=0))
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_ddpm() -> DDPMRun:
+    """The DDPM of :data:`DDPM_DEFAULT` as ``make checkpoints`` trained it (no training here)."""
+    d = DDPM_DEFAULT
+    held = toy_data_2d(d["data"], n=3000, seed=0)[-500:].astype(np.float32).astype(np.float64)
+    return _run_from_state(checkpoints.load(_ddpm_checkpoint), D.Denoiser(2, d["hidden"], T=d["T"]), held)
+
+
+def _train_default_denoiser_1d() -> dict:
+    """Section 4's default learned ε_θ (the mixture and settings of :data:`MIX_DEFAULT`)."""
+    d = MIX_DEFAULT
+    mixture = mixture_1d(d["separation"], d["std"], d["weight_left"])
+    return _run_state(train_denoiser_1d(mixture, make_noise_schedule("linear", d["T"]), steps=d["steps"],
+                                        seed=0, variance=d["variance"]))
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_denoiser_1d() -> DDPMRun:
+    """The 1-D denoiser of :data:`MIX_DEFAULT` as ``make checkpoints`` trained it."""
+    state = checkpoints.load(_denoiser_1d_checkpoint)
+    return _run_from_state(state, D.Denoiser(1, 64, T=MIX_DEFAULT["T"]), held_out=None)
+
+
+def canvas_start(X, bound=3.0) -> np.ndarray:
+    """The points a drawing canvas spanning [−bound, bound]² starts with, as it gives them back
+    (``widgets.scatter_data``): clipped to the canvas, float32."""
+    return np.clip(np.asarray(X, dtype=np.float64), -bound, bound).astype(np.float32)
+
+
+def _train_default_drawing() -> dict:
+    """The DDPM of "train on my drawing" on the drawing the canvas starts with."""
+    d = DRAW_DEFAULT
+    points = canvas_start(toy_data_2d(d["data"], n=3000, seed=0)[:d["points"]], d["bound"])
+    return {"points": points, "run": _run_state(train_on_points(points, T=d["T"], steps=d["steps"], seed=0))}
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_drawing():
+    state = checkpoints.load(_drawing_checkpoint)
+    run = _run_from_state(state["run"], D.Denoiser(2, 64, T=DRAW_DEFAULT["T"]), held_out=None)
+    return _numbers(state["points"]), run
+
+
+def shipped_drawing_run(X) -> DDPMRun | None:
+    """The shipped DDPM of the canvas's starting drawing when ``X`` is that drawing, else None."""
+    points, run = _shipped_drawing()
+    X = np.asarray(X, dtype=np.float32)
+    return run if X.shape == points.shape and np.allclose(X, points, atol=1e-5) else None
+
+
+@dataclass(frozen=True)
+class SamplerGallery:
+    """Respaced DDPM and DDIM with a mixture's exact ε* at every step count of the notebook's
+    slider, from the same x_T: scores on all ``n`` samples, the first ``shown`` samples kept."""
+
+    steps: np.ndarray  # [S] step counts
+    ddpm: np.ndarray  # [S] energy distance of the n DDPM samples to the data
+    ddim: np.ndarray  # [S] the same for DDIM
+    floor: float  # a second draw of the data against the first
+    ddpm_samples: np.ndarray  # [S, shown, dim]
+    ddim_samples: np.ndarray  # [S, shown, dim]
+
+    def at(self, steps) -> int:
+        """The row of step count ``steps``."""
+        rows = np.flatnonzero(self.steps == int(steps))
+        if not len(rows):
+            raise ValueError(f"SamplerGallery: no run at {steps} steps; have {list(self.steps)}")
+        return int(rows[0])
+
+    def table(self, steps) -> SamplerComparison:
+        """The rows of ``steps`` as a :class:`SamplerComparison`."""
+        rows = [self.at(s) for s in steps]
+        return SamplerComparison(steps=self.steps[rows], ddpm=self.ddpm[rows], ddim=self.ddim[rows],
+                                 floor=self.floor)
+
+
+def sampler_gallery(mixture, schedule, steps=SAMPLER_STEP_COUNTS, n=1000, shown=500, seed=0,
+                    on_step=None) -> SamplerGallery:
+    """:func:`compare_samplers` at every step count of ``steps``, keeping the samples to show."""
+    model = D.OptimalDenoiser(mixture, schedule)
+    held = mixture.sample(n, seed=seed + 100)[0]
+    runs = {"ddpm": [], "ddim": []}
+    scores = {"ddpm": [], "ddim": []}
+    for k, count in enumerate(steps):
+        for name, sampler in (("ddpm", sample_ddpm_steps), ("ddim", sample_ddim)):
+            x = sampler(model, schedule, count, n, mixture.dim, seed)
+            scores[name].append(energy_distance(x, held))
+            runs[name].append(np.asarray(x[:shown], dtype=np.float32))
+        if on_step is not None:
+            on_step(k + 1)
+    floor = energy_distance(mixture.sample(n, seed=seed + 200)[0], held)
+    return SamplerGallery(steps=np.asarray(steps), ddpm=np.asarray(scores["ddpm"]), ddim=np.asarray(scores["ddim"]),
+                          floor=float(floor), ddpm_samples=np.stack(runs["ddpm"]), ddim_samples=np.stack(runs["ddim"]))
+
+
+def _default_sampler_gallery() -> SamplerGallery:
+    return sampler_gallery(ring_mixture(), make_noise_schedule("linear", 1000))
+
+
+def _train_sampler_gallery() -> dict:
+    g = _default_sampler_gallery()
+    return {"steps": g.steps, "ddpm": g.ddpm, "ddim": g.ddim, "floor": g.floor,
+            "ddpm_samples": g.ddpm_samples, "ddim_samples": g.ddim_samples}
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_sampler_gallery() -> SamplerGallery:
+    """Section 5's gallery (ring mixture, T = 1000 linear, seed 0) as ``make checkpoints`` drew it."""
+    state = checkpoints.load(_samplers_checkpoint)
+    return SamplerGallery(steps=_numbers(state["steps"]), ddpm=_numbers(state["ddpm"]), ddim=_numbers(state["ddim"]),
+                          floor=float(state["floor"]), ddpm_samples=_numbers(state["ddpm_samples"]),
+                          ddim_samples=_numbers(state["ddim_samples"]))
+
+
+@dataclass(frozen=True)
+class GuidanceStudy:
+    """A conditional denoiser's guided samples for every label and guidance scale, scored."""
+
+    scales: np.ndarray  # [W] guidance scales
+    samples: dict  # {label: [W, shown, 2]} the first ``shown`` samples at each scale
+    trades: dict  # {label: GuidanceTrade} scored on all n samples
+    X: np.ndarray  # the training data [N, 2]
+    y: np.ndarray  # its labels [N]
+
+
+def guidance_study(steps=1500, n=1000, shown=500, seed=0, on_step=None) -> GuidanceStudy:
+    """Section 6: train on the two moons (T = 50, 20 % of labels dropped), then sample each label
+    at every scale of :data:`GUIDANCE_SCALES` (``seed + 1``) and score the samples."""
+    X, y = toy_data_2d("moons", n=3000, seed=seed, return_labels=True)
+    run = train_conditional(X, y, T=50, steps=steps, p_drop=0.2, seed=seed, on_step=on_step)
+    samples, trades = {}, {}
+    for label in range(run.model.n_classes):
+        by_scale = {w: sample_guided(run, label, w, n=n, seed=seed + 1) for w in GUIDANCE_SCALES}
+        trades[label] = guidance_trade(run, label, by_scale)
+        samples[label] = np.stack([by_scale[w][:shown] for w in GUIDANCE_SCALES]).astype(np.float32)
+    return GuidanceStudy(scales=np.asarray(GUIDANCE_SCALES), samples=samples, trades=trades, X=run.X, y=y)
+
+
+def _train_guidance_study() -> dict:
+    g = guidance_study()
+    return {"scales": g.scales,
+            "labels": {str(k): {"samples": g.samples[k], "fidelity": t.fidelity, "spread": t.spread}
+                       for k, t in g.trades.items()}}
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_guidance() -> GuidanceStudy:
+    """Section 6's default study as ``make checkpoints`` trained and sampled it."""
+    state = checkpoints.load(_guidance_checkpoint)
+    scales = _numbers(state["scales"])
+    X, y = toy_data_2d("moons", n=3000, seed=0, return_labels=True)
+    X = X.astype(np.float32).astype(np.float64)  # as train_conditional keeps it
+    labels = {int(k): v for k, v in state["labels"].items()}
+    return GuidanceStudy(
+        scales=scales, samples={k: _numbers(v["samples"]) for k, v in labels.items()},
+        trades={k: GuidanceTrade(scales=scales, fidelity=_numbers(v["fidelity"]), spread=_numbers(v["spread"]))
+                for k, v in labels.items()}, X=X, y=y)
+
+
+CHECKPOINTS = {
+    "diffusion_ddpm": _train_default_ddpm,
+    "diffusion_denoiser_1d": _train_default_denoiser_1d,
+    "diffusion_drawing": _train_default_drawing,
+    "diffusion_samplers": _train_sampler_gallery,
+    "diffusion_guidance": _train_guidance_study,
+}
