@@ -153,7 +153,33 @@ def test_scatter_maps_pixels_to_bounds_and_clips_the_spray_past_the_edge():
 
 
 # ----------------------------------------------------------------------------- a probe notebook
-# One control per widget and a cell that reads each, as docs/notebook-convention.md has it.
+# One control per widget and a cell that reads each, as docs/notebook-convention.md has it:
+# (name, the expression that builds the control, what the reading cell shows).
+PROBES = [
+    ("start", "w.point_2d(0.0, 0.0, x_bounds=(-2.0, 2.0), y_bounds=(-1.0, 3.0))",
+     'mo.md("start at ({:.2f}, {:.2f})".format(*w.point(start.value)))'),
+    ("drawing", "w.scatter(2)",
+     'data = w.scatter_data(drawing.value)\n    '
+     'mo.callout(data.problem, kind="warn") if data.problem else mo.md(f"{len(data.y)} points drawn")'),
+    ("pad", "w.canvas(128)", 'mo.md(f"ink total {float(w.to_digit(w.ink(pad.value)).sum()):.2f}")'),
+    ("pucks", 'w.draggable_points(lambda ax, p: ax.plot(p[:, 0], p[:, 1], "o"), [0.0], [1.0], '
+              "x_bounds=(-2, 2), y_bounds=(-1, 3))",
+     'mo.md(f"puck at {w.puck_points(pucks.value).round(2).tolist()}")'),
+]
+PROBE_CELLS = """
+
+@app.cell
+def _(w):
+    {name} = {build}
+    {name}
+    return ({name},)
+
+
+@app.cell
+def _({readers}):
+    {show}
+    return
+"""
 PROBE_NOTEBOOK = '''
 import marimo
 
@@ -166,61 +192,8 @@ def _():
     import marimo as mo
     from engine.course import widgets as w
     return mo, w
-
-
-@app.cell
-def _(w):
-    start = w.point_2d(0.0, 0.0, x_bounds=(-2.0, 2.0), y_bounds=(-1.0, 3.0))
-    start
-    return (start,)
-
-
-@app.cell
-def _(mo, start, w):
-    mo.md("start at ({:.2f}, {:.2f})".format(*w.point(start.value)))
-    return
-
-
-@app.cell
-def _(w):
-    drawing = w.scatter(2)
-    drawing
-    return (drawing,)
-
-
-@app.cell
-def _(drawing, mo, w):
-    data = w.scatter_data(drawing.value)
-    mo.callout(data.problem, kind="warn") if data.problem else mo.md(f"{len(data.y)} points drawn")
-    return
-
-
-@app.cell
-def _(w):
-    pad = w.canvas(128)
-    pad
-    return (pad,)
-
-
-@app.cell
-def _(mo, pad, w):
-    mo.md(f"ink total {float(w.to_digit(w.ink(pad.value)).sum()):.2f}")
-    return
-
-
-@app.cell
-def _(w):
-    pucks = w.draggable_points(lambda ax, p: ax.plot(p[:, 0], p[:, 1], "o"), [0.0], [1.0],
-                               x_bounds=(-2, 2), y_bounds=(-1, 3))
-    pucks
-    return (pucks,)
-
-
-@app.cell
-def _(mo, pucks, w):
-    mo.md(f"puck at {w.puck_points(pucks.value).round(2).tolist()}")
-    return
-'''
+''' + "".join(PROBE_CELLS.format(name=name, build=build, show=show, readers=", ".join(sorted(["mo", name, "w"])))
+                for name, build, show in PROBES)
 
 
 @pytest.fixture(scope="module")
