@@ -554,13 +554,6 @@ def _(rope_dim):
 def _(rope_base, rope_dim, rope_k, rope_m, rope_n, rope_q, rope_shift):
     shift_check = lab.rope_shift_check(rope_q, rope_k, rope_m.value, rope_n.value,
                                        rope_shift.value, rope_base.value)
-    _pairs = {}
-    for _i in sorted({0, rope_dim.value // 4, rope_dim.value // 2 - 1}):
-        _t = lab.rope_pair_trajectory(rope_dim.value, _i, 32, rope_base.value)
-        _pairs[f"pair {_i} (θ = {_t.theta:.3g} rad per position)"] = (
-            _t.xy[:, 0], _t.xy[:, 1], _t.positions)
-    _circle = plot.paths_2d(_pairs, x_title="x₂ᵢ (rotated)", y_title="x₂ᵢ₊₁ (rotated)", height=340,
-                            title="a vector of ones at positions 0…31: each pair turns at its own speed")
     mo.vstack([
         mo.hstack([rope_dim, rope_base], justify="start"),
         mo.hstack([rope_m, rope_n, rope_shift], wrap=True),
@@ -577,9 +570,21 @@ def _(rope_base, rope_dim, rope_k, rope_m, rope_n, rope_q, rope_shift):
             f"and the absolute one by "
             f"**{abs(shift_check.absolute_shifted - shift_check.absolute):.3f}**.",
         ])),
-        _circle,
     ])
     return (shift_check,)
+
+
+@app.cell
+def _(rope_base, rope_dim):
+    # Its own cell: moving m, n or s does not redraw it.
+    _pairs = {}
+    for _i in sorted({0, rope_dim.value // 4, rope_dim.value // 2 - 1}):
+        _t = lab.rope_pair_trajectory(rope_dim.value, _i, 32, rope_base.value)
+        _pairs[f"pair {_i} (θ = {_t.theta:.3g} rad per position)"] = (
+            _t.xy[:, 0], _t.xy[:, 1], _t.positions)
+    plot.paths_2d(_pairs, x_title="x₂ᵢ (rotated)", y_title="x₂ᵢ₊₁ (rotated)", height=340,
+                  title="a vector of ones at positions 0…31: each pair turns at its own speed")
+    return
 
 
 @app.cell
@@ -670,10 +675,12 @@ def _():
 
 @app.cell
 def _():
-    tiny_task = mo.ui.dropdown(options=list(lab.TASKS), value="reverse", label="task")
-    tiny_length = mo.ui.slider(2, 12, value=6, label="sequence length", show_value=True)
-    tiny_steps = mo.ui.slider(25, 1000, step=25, value=300, label="training steps",
-                              show_value=True)
+    tiny_task = mo.ui.dropdown(options=list(lab.TASKS), value=lab.TINY_DEFAULTS["task"],
+                               label="task")
+    tiny_length = mo.ui.slider(2, 12, value=lab.TINY_DEFAULTS["length"], label="sequence length",
+                               show_value=True)
+    tiny_steps = mo.ui.slider(25, 1000, step=25, value=lab.TINY_DEFAULTS["steps"],
+                              label="training steps", show_value=True)
     tiny_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "1e-2": 1e-2, "1e-1": 1e-1,
                                       "1": 1.0}, value="1e-2", label="learning rate")
     tiny_train = mo.ui.run_button(label="Train the attention model")
@@ -687,13 +694,36 @@ def _(tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train):
 
 
 @app.cell
-def _(tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train):
-    mo.stop(not tiny_train.value, mo.md("*Press **Train the attention model** (about a second).*"))
-    with mo.status.progress_bar(total=tiny_steps.value, title="training",
-                                remove_on_exit=True) as _bar:
-        tiny = lab.train_tiny_attention(tiny_task.value, steps=tiny_steps.value,
-                                        lr=tiny_lr.value, length=tiny_length.value,
-                                        seed=0, on_step=throttled(_bar, tiny_steps.value))
+def _():
+    # Loaded once: the page opens on the default model, trained by `make checkpoints`.
+    tiny_shipped = lab.shipped_tiny_attention()
+    return (tiny_shipped,)
+
+
+@app.cell
+def _(tiny_length, tiny_lr, tiny_shipped, tiny_steps, tiny_task, tiny_train):
+    if tiny_train.value:
+        with mo.status.progress_bar(total=tiny_steps.value, title="training",
+                                    remove_on_exit=True) as _bar:
+            tiny = lab.train_tiny_attention(tiny_task.value, steps=tiny_steps.value,
+                                            lr=tiny_lr.value, length=tiny_length.value,
+                                            seed=0, on_step=throttled(_bar, tiny_steps.value))
+        tiny_caption = (f"Trained just now with your settings ({tiny_task.value}, length "
+                        f"{tiny_length.value}, {tiny_steps.value} steps, learning rate "
+                        f"{tiny_lr.value:g}).")
+    else:
+        tiny = tiny_shipped
+        _d = lab.TINY_DEFAULTS
+        tiny_caption = (f"The map and the accuracy curve below are the default model's "
+                        f"({_d['task']}, length {_d['length']}, {_d['steps']} steps, learning "
+                        f"rate {_d['lr']:g}), trained by `make checkpoints` and shipped with the "
+                        "course; **Train the attention model** trains one with the settings "
+                        "above (about a second).")
+    return tiny, tiny_caption
+
+
+@app.cell
+def _(tiny, tiny_caption):
     _h = tiny.history
     _labels_in = [f"{i}:{t}" for i, t in enumerate(tiny.example)]
     _labels_out = [f"{i}→{p}" for i, p in enumerate(tiny.prediction)]
@@ -706,12 +736,12 @@ def _(tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train):
     tiny_accuracy = float(_h.accuracy[-1]) if len(_h.accuracy) else float("nan")
     mo.vstack([
         mo.callout(mo.md(tiny.stopped), kind="warn") if tiny.stopped else mo.md(""),
-        mo.md(f"input `{tiny.example.tolist()}` · target `{tiny.target.tolist()}` · "
-              f"predicted `{tiny.prediction.tolist()}` · held-out token accuracy "
-              f"**{tiny_accuracy:.1%}**"),
+        mo.md(f"{tiny_caption}\n\ninput `{tiny.example.tolist()}` · target "
+              f"`{tiny.target.tolist()}` · predicted `{tiny.prediction.tolist()}` · held-out "
+              f"token accuracy **{tiny_accuracy:.1%}**"),
         mo.hstack([_map, _acc], widths="equal"),
     ])
-    return tiny, tiny_accuracy
+    return (tiny_accuracy,)
 
 
 @app.cell(hide_code=True)
@@ -821,8 +851,10 @@ def _(answer_block, exercise_block):
 
 @app.cell
 def _():
-    gpt_steps = mo.ui.slider(50, 600, step=50, value=400, label="training steps", show_value=True)
-    gpt_layers = mo.ui.slider(1, 2, value=1, label="blocks", show_value=True)
+    gpt_steps = mo.ui.slider(50, 600, step=50, value=lab.GPT_DEFAULTS["steps"],
+                             label="training steps", show_value=True)
+    gpt_layers = mo.ui.slider(1, 2, value=lab.GPT_DEFAULTS["layers"], label="blocks",
+                              show_value=True)
     gpt_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2,
                                      "1": 1.0}, value="3e-3", label="learning rate")
     gpt_train = mo.ui.run_button(label="Train the tiny Transformer")
@@ -836,17 +868,40 @@ def _(gpt_layers, gpt_lr, gpt_steps, gpt_train):
 
 
 @app.cell
-def _(gpt_layers, gpt_lr, gpt_steps, gpt_train):
-    mo.stop(not gpt_train.value,
-            mo.md("*Press **Train the tiny Transformer** (several seconds; slower in the browser).*"))
-    with mo.status.progress_bar(total=gpt_steps.value, title="training",
-                                remove_on_exit=True) as _bar:
-        gpt = lab.train_tiny_gpt(steps=gpt_steps.value, lr=gpt_lr.value, layers=gpt_layers.value,
-                                 seed=0, on_step=throttled(_bar, gpt_steps.value))
+def _():
+    # Loaded once: the page opens on the default Transformer, trained by `make checkpoints`.
+    gpt_shipped = lab.shipped_tiny_gpt()
+    return (gpt_shipped,)
+
+
+@app.cell
+def _(gpt_layers, gpt_lr, gpt_shipped, gpt_steps, gpt_train):
+    if gpt_train.value:
+        with mo.status.progress_bar(total=gpt_steps.value, title="training",
+                                    remove_on_exit=True) as _bar:
+            gpt = lab.train_tiny_gpt(steps=gpt_steps.value, lr=gpt_lr.value,
+                                     layers=gpt_layers.value, seed=0,
+                                     on_step=throttled(_bar, gpt_steps.value))
+        gpt_caption = (f"Trained just now with your settings ({gpt_steps.value} steps, "
+                       f"{gpt_layers.value} block{'s' * (gpt_layers.value > 1)}, learning rate {gpt_lr.value:g}).")
+    else:
+        gpt = gpt_shipped
+        _d = lab.GPT_DEFAULTS
+        gpt_caption = (f"The loss curves and the text below are the default model's "
+                       f"({_d['steps']} steps, {_d['layers']} block, learning rate {_d['lr']:g}), "
+                       "trained by `make checkpoints` and shipped with the course with the text "
+                       "it sampled; **Train the tiny Transformer** trains one with the settings "
+                       "above (several seconds; slower in the browser).")
+    return gpt, gpt_caption
+
+
+@app.cell
+def _(gpt, gpt_caption):
     if gpt.stopped:
-        _shown = mo.callout(mo.md(gpt.stopped), kind="warn")
+        _shown = mo.vstack([mo.md(gpt_caption), mo.callout(mo.md(gpt.stopped), kind="warn")])
     else:
         _shown = mo.vstack([
+            mo.md(gpt_caption),
             plot.curves(gpt.steps, {"train": gpt.train_loss, "held-out": gpt.heldout_loss,
                                     "unigram baseline": np.full(len(gpt.steps), gpt.unigram)},
                         x_title="training step", y_title="nats per character",
@@ -857,7 +912,7 @@ def _(gpt_layers, gpt_lr, gpt_steps, gpt_train):
             mo.plain_text(gpt.sample),
         ])
     _shown
-    return (gpt,)
+    return
 
 
 @app.cell(hide_code=True)

@@ -22,6 +22,9 @@ import numpy as np
 
 import engine.functional as F
 from engine import Tensor, attention, matmul, nn, no_grad, optim, shapes
+from engine.course import checkpoints
+from engine.course.checkpoints import attention_gpt as _gpt_checkpoint
+from engine.course.checkpoints import attention_tiny as _tiny_checkpoint
 from engine.nn import Module
 from engine.random import fork_rng
 
@@ -33,10 +36,10 @@ __all__ = [
     "RopeDistance", "RopeShift", "RopeTrajectory", "ScalingSweep", "SinusoidalSimilarity",
     "TinyAttention", "TinyHistory", "TinyRun", "attention_maps", "dot_product_variance",
     "attention_memory", "cross_attention", "kv_cache_decode", "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
-    "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
+    "random_scores", "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
     "TEXT", "CharData", "GPTRun", "TinyGPT", "TransformerBlock", "block_parameters", "char_data",
     "designed_retrieval", "heldout_loss", "sample_text", "toy_qkv", "train_tiny_attention",
-    "train_tiny_gpt",
+    "train_tiny_gpt", "GPT_DEFAULTS", "TINY_DEFAULTS", "shipped_tiny_attention", "shipped_tiny_gpt",
 ]
 
 SENTENCE = "the cat sat on the mat because it was warm"
@@ -294,19 +297,33 @@ class DotProductVariance:
     var_scaled: float
 
 
+def random_scores(d_k, n, keys=1, seed=0) -> np.ndarray:
+    """Scores q·k_j [n, keys] of ``n`` random queries, each against ``keys`` random keys, with
+    q, k_j ~ N(0, I_{d_k}) all independent, drawn without forming the vectors.
+
+    q·k_j = |q| (q̂·k_j): |q|² follows a χ² law with d_k degrees of freedom, and because each k_j
+    is isotropic and independent of q, the projections q̂·k_j are independent N(0, 1), independent
+    of |q| too. So ``sqrt(χ²(d_k)) · N(0, 1)`` has exactly the law of the dot products, at a cost
+    of O(n · keys) numbers instead of O(n · keys · d_k) (20,000 pairs at d_k = 256: 40,000
+    numbers, not ten million). ``seed``: an int or a ``np.random.Generator``.
+    """
+    op = "random_scores"
+    d_k, n, keys = _int(op, "d_k", d_k, 1), _int(op, "n", n, 1), _int(op, "keys", keys, 1)
+    rng = np.random.default_rng(seed)
+    norms = np.sqrt(rng.chisquare(d_k, size=(n, 1)))
+    return norms * rng.standard_normal((n, keys))
+
+
 def dot_product_variance(d_k, n=4000, seed=0) -> DotProductVariance:
-    """Samples of q·k for q, k ~ N(0, I_{d_k}), raw and divided by √d_k.
+    """Samples of q·k for q, k ~ N(0, I_{d_k}) (drawn by :func:`random_scores`), raw and divided
+    by √d_k.
 
     Var(q·k) = Σ_i Var(q_i k_i) = d_k (each product has variance 1), so q·k/√d_k has variance 1
     whatever d_k. Returns ``raw``, ``scaled`` (n samples each) and their sample variances.
     """
     op = "dot_product_variance"
     d_k = _int(op, "d_k", d_k, 1)
-    n = _int(op, "n", n, 2)
-    rng = np.random.default_rng(seed)
-    q = rng.standard_normal((n, d_k))
-    k = rng.standard_normal((n, d_k))
-    raw = np.einsum("nd,nd->n", q, k)
+    raw = random_scores(d_k, _int(op, "n", n, 2), seed=seed)[:, 0]
     scaled = raw / math.sqrt(d_k)
     return DotProductVariance(raw, scaled, float(raw.var()), float(scaled.var()))
 
@@ -332,9 +349,7 @@ def scaling_sweep(dims=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), L=16, n=400, see
     rng = np.random.default_rng(seed)
     out = {"d_k": np.asarray(dims), "var_raw": [], "var_scaled": [], "max_raw": [], "max_scaled": []}
     for d in dims:
-        q = rng.standard_normal((n, 1, d))
-        k = rng.standard_normal((n, L, d))
-        s = (q * k).sum(-1)  # [n, L]
+        s = random_scores(d, n, keys=L, seed=rng)  # [n, L]: each query against L keys
         for key, scores in (("raw", s), ("scaled", s / math.sqrt(d))):
             z = scores - scores.max(axis=1, keepdims=True)
             p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
@@ -660,7 +675,7 @@ def train_tiny_attention(task="reverse", steps=300, lr=1e-2, d_model=32, length=
     with fork_rng(int(seed)):
         model = TinyAttention(vocab, length, d_model)
     opt = optim.Adam(model.parameters(), lr=lr)
-    x_test, y_test = make_sequence_task(task, 256, length, vocab, seed=10_000 + seed)
+    x_test, y_test = _tiny_heldout(task, length, vocab, seed)
     history = {"step": [], "loss": [], "accuracy": []}
     stopped = ""
     rng = np.random.default_rng(seed)
@@ -679,11 +694,21 @@ def train_tiny_attention(task="reverse", steps=300, lr=1e-2, d_model=32, length=
             history["accuracy"].append(float((pred == y_test).mean()))
         if on_step is not None:
             on_step(step)
+    return _tiny_run(model, TinyHistory(**{k: np.asarray(v) for k, v in history.items()}),
+                     stopped, x_test, y_test)
+
+
+def _tiny_heldout(task, length, vocab, seed):
+    """The fixed held-out set (256 sequences) a tiny model of ``seed`` is scored on."""
+    return make_sequence_task(task, 256, length, vocab, seed=10_000 + seed)
+
+
+def _tiny_run(model, history, stopped, x_test, y_test) -> TinyRun:
+    """A :class:`TinyRun` for ``model``: its map and prediction on the first held-out sequence."""
     with no_grad():
         logits, weights = model.attend(x_test[:1])
-    return TinyRun(model, TinyHistory(**{k: np.asarray(v) for k, v in history.items()}),
-                   x_test[0], y_test[0], logits.data[0].argmax(-1), weights.data[0], stopped,
-                   x_test, y_test)
+    return TinyRun(model, history, x_test[0], y_test[0], logits.data[0].argmax(-1),
+                   weights.data[0], stopped, x_test, y_test)
 
 
 # ----------------------------------------------------------------------------- a Transformer
@@ -865,3 +890,68 @@ def train_tiny_gpt(steps=400, lr=3e-3, d_model=32, heads=2, layers=1, context=16
         sample = sample_text(model, data, seed=seed) if not stopped else ""
     return GPTRun(model, data, np.asarray(log["steps"]), np.asarray(log["train"]),
                   np.asarray(log["heldout"]), data.unigram, sample, stopped)
+
+
+# ----------------------------------------------------------------------------- shipped default models
+# Sections 5 and 6 open on these models, trained with the notebook's default settings by
+# `make checkpoints` (engine/course/checkpoints/), so the page shows a trained model without
+# training in the browser; the run buttons retrain with the learner's settings.
+TINY_DEFAULTS = {"task": "reverse", "steps": 300, "lr": 1e-2, "length": 6, "d_model": 32,
+                 "vocab": 8, "seed": 0}
+GPT_DEFAULTS = {"steps": 400, "lr": 3e-3, "layers": 1, "d_model": 32, "heads": 2, "context": 16,
+                "seed": 0}
+
+
+def _parameters(model) -> dict:
+    return {name: tensor.data for name, tensor in model.state_dict().items()}
+
+
+# Private, so that tests calling every public lab function do not train the models a second time
+# (tests/course/test_checkpoints.py retrains them).
+def _tiny_attention_state() -> dict:
+    """What checkpoint ``attention_tiny`` holds: ``train_tiny_attention(**TINY_DEFAULTS)``'s
+    settings, parameters and history."""
+    run = train_tiny_attention(**TINY_DEFAULTS)
+    return {"settings": dict(TINY_DEFAULTS), "parameters": _parameters(run.model),
+            "history": {"step": run.history.step, "loss": run.history.loss,
+                        "accuracy": run.history.accuracy}}
+
+
+def _tiny_gpt_state() -> dict:
+    """What checkpoint ``attention_gpt`` holds: ``train_tiny_gpt(**GPT_DEFAULTS)``'s settings,
+    parameters, loss curves and the text it samples (stored: generating it one character at a
+    time costs more than the rest of the page's first run)."""
+    run = train_tiny_gpt(**GPT_DEFAULTS)
+    return {"settings": dict(GPT_DEFAULTS), "parameters": _parameters(run.model),
+            "steps": run.steps, "train_loss": run.train_loss, "heldout_loss": run.heldout_loss,
+            "sample": run.sample}
+
+
+CHECKPOINTS = {"attention_tiny": _tiny_attention_state, "attention_gpt": _tiny_gpt_state}
+
+
+def shipped_tiny_attention() -> TinyRun:
+    """Section 5's default model as ``make checkpoints`` trained it (checkpoint
+    ``attention_tiny``): the :class:`TinyRun` that ``train_tiny_attention(**TINY_DEFAULTS)``
+    returns, rebuilt from the stored parameters and history instead of trained."""
+    state = checkpoints.load(_tiny_checkpoint)
+    s = state["settings"]
+    with fork_rng(s["seed"]):
+        model = TinyAttention(s["vocab"], s["length"], s["d_model"])
+    model.load_state_dict(state["parameters"])
+    history = TinyHistory(**{k: v.data for k, v in state["history"].items()})
+    return _tiny_run(model, history, "", *_tiny_heldout(s["task"], s["length"], s["vocab"], s["seed"]))
+
+
+def shipped_tiny_gpt() -> GPTRun:
+    """Section 6's default Transformer as ``make checkpoints`` trained it (checkpoint
+    ``attention_gpt``): the :class:`GPTRun` that ``train_tiny_gpt(**GPT_DEFAULTS)`` returns,
+    rebuilt from the stored parameters, loss curves and sample instead of trained."""
+    state = checkpoints.load(_gpt_checkpoint)
+    s = state["settings"]
+    data = char_data()
+    with fork_rng(s["seed"]):
+        model = TinyGPT(len(data.chars), s["context"], s["d_model"], s["heads"], s["layers"])
+    model.load_state_dict(state["parameters"])
+    return GPTRun(model, data, state["steps"].data, state["train_loss"].data,
+                  state["heldout_loss"].data, data.unigram, state["sample"], "")

@@ -81,6 +81,32 @@ def test_dot_product_variance_is_d_k():
     np.testing.assert_allclose(s.var_raw / s.d_k, 1.0, rtol=0.15)
 
 
+def test_random_scores_have_the_law_of_explicit_dot_products():
+    """random_scores draws q·k as sqrt(χ²(d_k))·N(0, 1); the vectors drawn and multiplied out give
+    the same law: variance d_k, fourth moment 3d_k(d_k + 2), the same quantiles."""
+    n = 200_000
+    for d in (1, 3, 16):
+        fast = attention_lab.random_scores(d, n, seed=1)[:, 0]
+        rng = np.random.default_rng(2)
+        slow = (rng.standard_normal((n, d)) * rng.standard_normal((n, d))).sum(1)
+        assert fast.var() == pytest.approx(d, rel=0.02)
+        assert (fast**4).mean() == pytest.approx(3 * d * (d + 2), rel=0.06)
+        levels = [0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99]
+        np.testing.assert_allclose(np.quantile(fast, levels), np.quantile(slow, levels),
+                                   atol=0.03 * np.sqrt(d))
+    # one query against several keys: the scores share |q|, so they are uncorrelated but not
+    # independent (their squares correlate), as dot products with one common q are
+    many = attention_lab.random_scores(4, n, keys=2, seed=3)
+    assert abs(np.corrcoef(many.T)[0, 1]) < 0.01
+    squares = np.corrcoef((many**2).T)[0, 1]
+    rng = np.random.default_rng(4)
+    q, k = rng.standard_normal((n, 1, 4)), rng.standard_normal((n, 2, 4))
+    explicit = np.corrcoef(((q * k).sum(-1) ** 2).T)[0, 1]
+    assert squares == pytest.approx(explicit, abs=0.02) and squares > 0.1
+    with pytest.raises(ValueError, match="random_scores: keys"):
+        attention_lab.random_scores(4, 10, keys=0)
+
+
 def test_mha_shapes_against_torch(torch):
     info = attention_lab.mha_shapes(2, 5, 12, 3)
     layer = torch.nn.MultiheadAttention(12, 3, batch_first=True)
@@ -183,6 +209,31 @@ def test_tiny_attention_learns_to_reverse():
     np.testing.assert_allclose(r.weights, p / p.sum(1, keepdims=True), rtol=1e-4, atol=1e-6)
 
 
+
+
+def test_shipped_tiny_attention_is_the_default_model_trained():
+    """The checkpoint holds the default settings' model: its stored accuracy curve ends on what
+    the rebuilt model scores, and it has learned the reversal (tests/course/test_checkpoints.py
+    retrains it and compares the parameters)."""
+    r = attention_lab.shipped_tiny_attention()
+    d = attention_lab.TINY_DEFAULTS
+    assert (d["task"], d["length"], r.history.step[-1]) == ("reverse", 6, d["steps"])
+    with engine.no_grad():
+        pred = r.model(r.x_test).data.argmax(-1)
+    assert r.history.accuracy[-1] == pytest.approx(float((pred == r.y_test).mean()))
+    np.testing.assert_array_equal(r.y_test, r.x_test[:, ::-1])
+    assert r.history.accuracy[-1] > 0.95 and list(r.weights.argmax(1)) == [5, 4, 3, 2, 1, 0]
+    assert not r.stopped
+
+
+def test_shipped_tiny_gpt_is_the_default_model_trained():
+    g = attention_lab.shipped_tiny_gpt()
+    d = attention_lab.GPT_DEFAULTS
+    assert g.steps[-1] == d["steps"] and len(g.model.blocks) == d["layers"]
+    assert g.heldout_loss[-1] == pytest.approx(
+        attention_lab.heldout_loss(g.model, g.data.heldout, d["context"]), rel=1e-5)
+    assert g.sample == attention_lab.sample_text(g.model, g.data, seed=d["seed"])
+    assert g.heldout_loss[-1] < g.unigram - 0.8 and g.unigram == g.data.unigram
 
 
 def test_permutation_check_and_mask_cost():
