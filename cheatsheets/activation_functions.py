@@ -56,7 +56,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _(choice, slope, x_range):
-    _x = np.linspace(-x_range.value, x_range.value, 401)
+    _x = np.linspace(-x_range.value, x_range.value, 201)
     _f, _df, _autograd = activation_curves(choice.value, _x, slope.value)
     ui.try_it("**Try it.** The line is the formula from the table below; the dark dots are the "
               "engine's autograd, which must sit on the derivative's line.",

@@ -19,7 +19,7 @@ def show_section(key: str, query: str, prose: str = ""):
     """A hub section (heading, links, prose, rows matching ``query``), or nothing when the query
     matches none of its rows."""
     text = render.hub_section_md(key, query, prose, from_id=METADATA["id"])
-    return mo.md(text) if text else None
+    return ui.cached_md(text) if text else None
 
 
 @app.function
@@ -92,7 +92,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _(query):
-    mo.vstack([query, mo.md(render.search_md(query.value, from_id=METADATA["id"])), mo.md(render.LEGEND)])
+    mo.vstack([query, mo.md(render.search_md(query.value, from_id=METADATA["id"])), ui.cached_md(render.LEGEND)])
     return
 
 
@@ -273,11 +273,11 @@ def _(loop_button, query):
     other imports. The tests run all three and require a low loss on the two-moons data.
     """, from_id=METADATA["id"])
     mo.vstack([
-        mo.md(_md),
+        ui.cached_md(_md),
         mo.ui.tabs({
-            "NumPy": mo.md(f"```python\n{hub.NUMPY_TRAINING_LOOP}```"),
-            "engine": mo.md(f"```python\n{hub.ENGINE_TRAINING_LOOP}```"),
-            "PyTorch": mo.md(f"```python\n{hub.torch_training_loop()}```"),
+            "NumPy": ui.cached_md(f"```python\n{hub.NUMPY_TRAINING_LOOP}```"),
+            "engine": ui.cached_md(f"```python\n{hub.ENGINE_TRAINING_LOOP}```"),
+            "PyTorch": ui.cached_md(f"```python\n{hub.torch_training_loop()}```"),
         }),
         loop_button,
     ]) if _md else None

@@ -56,7 +56,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _(delta, e_range):
-    _e = np.linspace(-e_range.value, e_range.value, 301)
+    _e = np.linspace(-e_range.value, e_range.value, 201)
     _losses, _grads = regression_losses(_e, delta.value)
     ui.try_it("**Robust or not.** Beyond δ, Huber grows linearly like MAE, so an outlier pulls "
               "with a bounded force; MSE's pull grows with the residual. Gradients come from the "

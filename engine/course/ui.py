@@ -6,6 +6,8 @@ so ``import engine`` still needs only NumPy.
 
 from __future__ import annotations
 
+import functools
+
 # One colour per outcome across the course: right, wrong (with the hint), no answer yet.
 VERDICT_KINDS = {True: "success", False: "warn", None: "neutral"}
 
@@ -77,3 +79,13 @@ def try_it(caption: str, controls, *shown):
 
     rows = controls if controls and isinstance(controls[0], (list, tuple)) else [controls]
     return mo.vstack([mo.md(caption), *(mo.hstack(row, justify="start", gap=2) for row in rows), *shown])
+
+
+@functools.lru_cache(maxsize=256)
+def cached_md(text: str):
+    """``mo.md(text)``, converted once per distinct text: a page whose cells re-run on every filter
+    query (the hub) shows the same sections and code blocks again and again, and converting long
+    markdown (tables, highlighted code) costs milliseconds each time."""
+    import marimo as mo
+
+    return mo.md(text)

@@ -55,3 +55,13 @@ def test_try_it_puts_each_row_of_controls_between_the_caption_and_the_output():
     two_rows = try_it("**Caption.**", [[left, right], [below]], mo.md("the chart")).text
     assert (one_row.count("flex-direction: row"), two_rows.count("flex-direction: row")) == (1, 2)
     assert two_rows.index("knob 2") < two_rows.index("knob 3") < two_rows.index("the chart")
+
+
+def test_cached_md_converts_each_text_once():
+    from engine.course.ui import cached_md
+
+    table = "| a | b |\n|---|---|\n| $x^2$ | `np.exp(x)` |"
+    first = cached_md(table)
+    assert cached_md(table) is first  # the second call converts nothing
+    assert "<table" in first.text and "marimo-tex" in first.text
+    assert cached_md(table + "\n| 1 | 2 |") is not first
