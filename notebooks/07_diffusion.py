@@ -289,31 +289,37 @@ def _():
                                       "1": 1.0}, value="1e-2", label="learning rate")
     ddpm_train = mo.ui.run_button(label="Train the DDPM")
     mo.vstack([mo.hstack([ddpm_steps, ddpm_T, ddpm_hidden, ddpm_lr], wrap=True),
-               mo.hstack([ddpm_train, mo.md("about 2 s for 2000 steps here; slower in the browser")],
+               mo.hstack([ddpm_train, mo.md("retrains with these settings: about 2 s for 2000 steps "
+                                           "here; slower in the browser")],
                          justify="start")])
     return ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train
 
 
 @app.cell
-def _(data_2d, ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train, forward_kind):
-    # None until the button is pressed (not mo.stop: the cells below still run and say why)
+def _(data_2d, ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train, forward_data, forward_kind):
     ddpm_schedule = lab.make_noise_schedule(forward_kind.value, ddpm_T.value)
-    ddpm = None
+    ddpm_settings = {"data": forward_data.value, "kind": forward_kind.value, "T": ddpm_T.value,
+                     "steps": ddpm_steps.value, "hidden": ddpm_hidden.value, "lr": ddpm_lr.value}
+    ddpm_shipped = not ddpm_train.value and lab.is_default(ddpm_settings, lab.DDPM_DEFAULT)
+    ddpm = lab.shipped_ddpm() if ddpm_shipped else None  # None: other settings, not trained yet
     if ddpm_train.value:
         with mo.status.progress_bar(total=ddpm_steps.value, title="training",
                                     remove_on_exit=True) as _bar:
             ddpm = lab.train_ddpm_tracked(data_2d, ddpm_schedule, steps=ddpm_steps.value,
                                           hidden=ddpm_hidden.value, lr=ddpm_lr.value,
                                           seed=0, on_step=throttled(_bar, ddpm_steps.value))
-    return ddpm, ddpm_schedule
+    return ddpm, ddpm_schedule, ddpm_shipped
 
 
 @app.cell
-def _(ddpm):
-    mo.stop(ddpm is None, mo.md("*Press **Train the DDPM** to train it.*"))
+def _(ddpm, ddpm_shipped):
+    mo.stop(ddpm is None, mo.md("*These settings differ from the shipped default model's (moons, "
+                                "linear schedule, T = 50, 2000 steps, width 64, learning rate 1e-2): "
+                                "**Train the DDPM** trains one with yours.*"))
     _window = max(1, len(ddpm.losses) // 50)
     _smooth = np.convolve(ddpm.losses, np.ones(_window) / _window, mode="valid")
-    _loss = plot.curves(np.arange(len(_smooth)) + _window, {"train": _smooth},
+    _every = max(1, len(_smooth) // 200)  # 200 points are enough for a smooth line
+    _loss = plot.curves(np.arange(len(_smooth))[::_every] + _window, {"train": _smooth[::_every]},
                         x_title="training step", y_title="loss ‖ε − ε_θ‖²", colors={"train": "train"},
                         title=f"training loss (moving average of {_window} steps)")
     _quality = plot.curves(ddpm.checkpoints, {"model samples": ddpm.quality},
@@ -323,8 +329,12 @@ def _(ddpm):
     _quality = (_quality + plot.rule(ddpm.noise_quality, color_name="error")
                 + plot.rule(ddpm.floor, color_name="target"))
     ddpm_final = float(ddpm.quality[-1]) if len(ddpm.quality) else float("nan")
+    _source = ("*The default model (moons, linear schedule, T = 50, 2000 steps, width 64, learning "
+               "rate 1e-2), trained by `make checkpoints` and shipped with the course: its loss, "
+               "its quality and the samples below. The button retrains with your settings (about "
+               "2 s here).*" if ddpm_shipped else "*Trained just now with your settings.*")
     mo.vstack([
-        mo.callout(mo.md(ddpm.stopped), kind="warn") if ddpm.stopped else mo.md(""),
+        mo.callout(mo.md(ddpm.stopped), kind="warn") if ddpm.stopped else mo.md(_source),
         mo.md(f"Energy distance after {len(ddpm.losses)} steps: **{ddpm_final:.4f}** · pure "
               f"noise (red line): {ddpm.noise_quality:.4f} · a second draw of the data (green "
               f"line): {ddpm.floor:.4f}"),
@@ -340,7 +350,7 @@ def _(ddpm, ddpm_schedule):
         _shown = mo.md("*Training stopped early: lower the learning rate.*")
     elif ddpm is not None:
         try:
-            trajectory = lab.reverse_trajectory(ddpm.model, ddpm_schedule, 1000, seed=3)
+            trajectory = lab.reverse_trajectory(ddpm.model, ddpm_schedule, 500, seed=3)
         except ValueError as _err:
             _shown = ui.problem(_err, "Sampling")
     _shown
@@ -359,7 +369,7 @@ def _(data_2d, ddpm_schedule, reverse_k, trajectory):
     mo.stop(trajectory is None)
     _k = min(reverse_k.value, len(trajectory) - 1)
     _t = ddpm_schedule.T - _k
-    _chart = plot.point_layers({"held-out data": (data_2d[-1000:], "data"),
+    _chart = plot.point_layers({"held-out data": (data_2d[-500:], "data"),
                                 f"samples after {_k} reverse steps": (trajectory[_k], "model")},
                                domain=(-4, 4), height=400,
                                title=f"after {_k} of {ddpm_schedule.T} reverse steps (now at t = {_t})")
@@ -391,24 +401,30 @@ def _(data_2d):
 def _(draw_canvas, draw_train):
     drawn = widgets.scatter_data(draw_canvas.value, bounds=((-3.0, 3.0), (-3.0, 3.0)),
                                  min_points=lab.MIN_DRAWN_POINTS, min_classes=1)
-    drawn_run, _shown = None, mo.md("*Press **Train on my drawing** (a few seconds).*")
+    drawn_run, _source = None, ""
     if drawn.problem:
         _shown = mo.callout(mo.md(drawn.problem), kind="warn")
     elif draw_train.value:
         with mo.status.progress_bar(total=1500, title="training", remove_on_exit=True) as _bar:
             drawn_run = lab.train_on_points(drawn.X, T=50, steps=1500, seed=0,
                                             on_step=throttled(_bar, 1500))
-        if drawn_run.stopped:
-            _shown = mo.callout(mo.md(drawn_run.stopped), kind="warn")
-        else:
-            _shown = mo.vstack([
-                mo.md(f"{len(drawn.X)} drawn points · energy distance of the samples to the held-out "
-                      f"quarter: **{drawn_run.quality[-1]:.4f}** (pure noise: "
-                      f"{drawn_run.noise_quality:.4f})"),
-                plot.point_layers({"your points": (drawn.X, "data"),
-                                   "500 samples of the DDPM": (drawn_run.samples, "model")},
-                                  domain=(-3, 3), height=360, size=8,
-                                  title="what the DDPM learned from your drawing")])
+        _source = "trained just now on your drawing"
+    else:  # the canvas as it starts (moons): its model is shipped
+        drawn_run = lab.shipped_drawing_run(drawn.X)
+        _source = ("the canvas's starting points, trained by `make checkpoints` and shipped with the "
+                   "course; draw, then train on your drawing")
+        _shown = mo.md("*Train on my drawing fits a DDPM to these points (a few seconds).*")
+    if drawn_run is not None and drawn_run.stopped:
+        _shown = mo.callout(mo.md(drawn_run.stopped), kind="warn")
+    elif drawn_run is not None:
+        _shown = mo.vstack([
+            mo.md(f"{len(drawn.X)} drawn points ({_source}) · energy distance of the samples to "
+                  f"the held-out quarter: **{drawn_run.quality[-1]:.4f}** (pure noise: "
+                  f"{drawn_run.noise_quality:.4f})"),
+            plot.point_layers({"your points": (drawn.X, "data"),
+                               "500 samples of the DDPM": (drawn_run.samples, "model")},
+                              domain=(-3, 3), height=360, size=8,
+                              title="what the DDPM learned from your drawing")])
     _shown
     return drawn, drawn_run
 
@@ -468,19 +484,22 @@ def _(mix_schedule, mix_variance, mixture):
 
 
 @app.cell
-def _(mix_schedule, mix_train, mix_variance, mixture):
+def _(mix_T, mix_schedule, mix_separation, mix_std, mix_train, mix_variance, mix_weight, mixture):
+    _settings = {"separation": mix_separation.value, "std": mix_std.value,
+                 "weight_left": mix_weight.value, "T": mix_T.value, "variance": mix_variance.value,
+                 "steps": 1500}
+    learned_1d_shipped = not mix_train.value and lab.is_default(_settings, lab.MIX_DEFAULT)
+    learned_1d = lab.shipped_denoiser_1d() if learned_1d_shipped else None
     if mix_train.value:
         with mo.status.progress_bar(total=1500, title="training", remove_on_exit=True) as _bar:
             learned_1d = lab.train_denoiser_1d(mixture, mix_schedule, steps=1500, seed=0,
                                                variance=mix_variance.value,
                                                on_step=throttled(_bar, 1500))
-    else:
-        learned_1d = None
-    return (learned_1d,)
+    return learned_1d, learned_1d_shipped
 
 
 @app.cell
-def _(exact_samples, learned_1d, mixture):
+def _(exact_samples, learned_1d, learned_1d_shipped, mixture):
     _grid = np.linspace(-4, 4, 161)
     _edges = np.linspace(-4, 4, 61)
     _centres = 0.5 * (_edges[1:] + _edges[:-1])
@@ -500,9 +519,12 @@ def _(exact_samples, learned_1d, mixture):
         f"| {_name} | {_m.mean:.3f} | {_m.var:.3f} | {_m.share_left:.1%} |"
         for _name, _m in mix_moments.items()]
     mo.vstack([
-        mo.md("\n".join(_rows) + ("" if learned_1d is not None else
-                                  "\n\nPress the button to train a network on samples of this "
-                                  "mixture and compare.")),
+        mo.md("\n".join(_rows) + "\n\n" + (
+            "*The learned ε_θ of the default mixture, trained by `make checkpoints` (1500 steps) "
+            "and shipped with the course; the button trains one on the mixture you set.*"
+            if learned_1d_shipped else "*Learned ε_θ trained just now on this mixture.*"
+            if learned_1d is not None else
+            "*Train a 1-D denoiser to compare a network trained on samples of this mixture.*")),
         _samples,
     ])
     return (mix_moments,)
@@ -621,7 +643,7 @@ def _():
 def _():
     sampler_steps = mo.ui.slider(steps=[2, 5, 10, 20, 50, 100, 200, 1000], value=10,
                                  label="sampling steps S", show_value=True)
-    sampler_compare = mo.ui.run_button(label="Compare at 10, 50 and 1000 steps")
+    sampler_compare = mo.ui.run_button(label="Recompute at 10, 50 and 1000 steps")
     mo.hstack([sampler_steps, sampler_compare], justify="start")
     return sampler_compare, sampler_steps
 
@@ -631,38 +653,48 @@ def _():
     sampler_mixture = lab.ring_mixture()
     sampler_schedule = lab.make_noise_schedule("linear", 1000)
     sampler_data = sampler_mixture.sample(1000, seed=100)[0]
-    return sampler_data, sampler_mixture, sampler_schedule
+    sampler_gallery = lab.shipped_sampler_gallery()  # every slider stop, drawn ahead of time
+    return sampler_data, sampler_gallery, sampler_mixture, sampler_schedule
 
 
 @app.cell
-def _(sampler_data, sampler_mixture, sampler_schedule, sampler_steps):
-    _model = diffusion.OptimalDenoiser(sampler_mixture, sampler_schedule)
-    sampler_runs = {
-        "DDPM (respaced)": lab.sample_ddpm_steps(_model, sampler_schedule, sampler_steps.value, seed=0),
-        "DDIM": lab.sample_ddim(_model, sampler_schedule, sampler_steps.value, seed=0),
-    }
-    sampler_scores = {_k: lab.energy_distance(_x, sampler_data) for _k, _x in sampler_runs.items()}
-    _charts = [plot.point_layers({"data": (sampler_data, "data"), _k: (_x, "model")}, domain=(-3, 3),
-                                 height=300, size=8,
+def _(sampler_data, sampler_gallery, sampler_steps):
+    _row = sampler_gallery.at(sampler_steps.value)
+    sampler_runs = {"DDPM (respaced)": sampler_gallery.ddpm_samples[_row],
+                    "DDIM": sampler_gallery.ddim_samples[_row]}
+    sampler_scores = {"DDPM (respaced)": float(sampler_gallery.ddpm[_row]),
+                      "DDIM": float(sampler_gallery.ddim[_row])}
+    _charts = [plot.point_layers({"data": (sampler_data[:500], "data"), _k: (_x, "model")},
+                                 domain=(-3, 3), height=300, size=8,
                                  title=f"{_k}, {sampler_steps.value} steps: energy distance "
                                        f"{sampler_scores[_k]:.4f}")
                for _k, _x in sampler_runs.items()]
     mo.vstack([mo.md(f"{sampler_steps.value} steps, energy distance to the data: " + " · ".join(
-        f"{_k} **{_v:.4f}**" for _k, _v in sampler_scores.items())), mo.hstack(_charts, widths="equal")])
+        f"{_k} **{_v:.4f}**" for _k, _v in sampler_scores.items())), mo.hstack(_charts, widths="equal"),
+               mo.md("*Drawn for every step count of the slider by `make checkpoints` (1000 samples "
+                     "each, seed 0) and shipped with the course, since 1000 steps take about a "
+                     "second: the scores use all 1000 samples, the charts show 500 of them and "
+                     "500 data points. The button below recomputes the table here.*")])
     return sampler_runs, sampler_scores
 
 
 @app.cell
-def _(sampler_compare, sampler_mixture, sampler_schedule):
-    mo.stop(not sampler_compare.value,
-            mo.md("*Press **Compare** to score both samplers at 10, 50 and 1000 steps (a few seconds).*"))
-    with mo.status.progress_bar(total=3, title="sampling", remove_on_exit=True) as _bar:
-        sampler_table = lab.compare_samplers(sampler_mixture, sampler_schedule, steps=(10, 50, 1000),
-                                             n=1000, seed=0, on_step=throttled(_bar, 3))
+def _(sampler_compare, sampler_gallery, sampler_mixture, sampler_schedule):
+    if sampler_compare.value:
+        with mo.status.progress_bar(total=3, title="sampling", remove_on_exit=True) as _bar:
+            sampler_table = lab.compare_samplers(sampler_mixture, sampler_schedule,
+                                                 steps=(10, 50, 1000), n=1000, seed=0,
+                                                 on_step=throttled(_bar, 3))
+        _source = "Computed just now."
+    else:
+        sampler_table = sampler_gallery.table((10, 50, 1000))
+        _source = ("From the shipped samples above; the button recomputes them here (a few "
+                   "seconds) and gets the same numbers.")
     _rows = ["| steps | DDPM (respaced) | DDIM |", "|---|---|---|"] + [
         f"| {_s} | {_a:.4f} | {_b:.4f} |"
         for _s, _a, _b in zip(sampler_table.steps, sampler_table.ddpm, sampler_table.ddim)]
-    mo.md("\n".join(_rows) + f"\n\nA second draw of the data scores {sampler_table.floor:.4f}.")
+    mo.md("\n".join(_rows) + f"\n\nA second draw of the data scores {sampler_table.floor:.4f}. "
+          f"*{_source}*")
     return (sampler_table,)
 
 
@@ -732,43 +764,40 @@ def _():
 
 @app.cell
 def _(guide_train):
-    guide_run = None
+    guide_study = lab.shipped_guidance()
     if guide_train.value:
-        _X, _y = lab.toy_data_2d("moons", n=3000, seed=0, return_labels=True)
         with mo.status.progress_bar(total=1500, title="training", remove_on_exit=True) as _bar:
-            guide_run = lab.train_conditional(_X, _y, T=50, steps=1500, p_drop=0.2, seed=0,
-                                              on_step=throttled(_bar, 1500))
-    return (guide_run,)
+            guide_study = lab.guidance_study(steps=1500, on_step=throttled(_bar, 1500))
+    return (guide_study,)
 
 
 @app.cell
-def _(guide_label, guide_run):
-    guide_samples, guide_trade = None, None  # not mo.stop: the chart cell below still runs
-    _shown = mo.md("*Press **Train the conditional denoiser** (a few seconds).*")
-    if guide_run is not None:
-        guide_samples = {_w: lab.sample_guided(guide_run, guide_label.value, _w, n=1000, seed=1)
-                         for _w in (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)}
-        guide_trade = lab.guidance_trade(guide_run, guide_label.value, guide_samples)
-        _trade = plot.curves(guide_trade.scales, {"fidelity": guide_trade.fidelity,
-                                                  "spread": guide_trade.spread},
-                             x_title="guidance scale w", y_title="share / ratio",
-                             colors={"fidelity": "target", "spread": "model"}, height=260,
-                             title="fidelity rises, spread falls")
-        _rows = ["| w | fidelity | spread |", "|---|---|---|"] + [
-            f"| {_w:g} | {_f:.1%} | {_s:.2f} |"
-            for _w, _f, _s in zip(guide_trade.scales, guide_trade.fidelity, guide_trade.spread)]
-        _shown = mo.hstack([mo.md("\n".join(_rows)), _trade], widths=[1, 2])
-    _shown
-    return guide_samples, guide_trade
+def _(guide_label, guide_study, guide_train):
+    guide_trade = guide_study.trades[guide_label.value]
+    _trade = plot.curves(guide_trade.scales, {"fidelity": guide_trade.fidelity,
+                                              "spread": guide_trade.spread},
+                         x_title="guidance scale w", y_title="share / ratio",
+                         colors={"fidelity": "target", "spread": "model"}, height=260,
+                         title="fidelity rises, spread falls")
+    _rows = ["| w | fidelity | spread |", "|---|---|---|"] + [
+        f"| {_w:g} | {_f:.1%} | {_s:.2f} |"
+        for _w, _f, _s in zip(guide_trade.scales, guide_trade.fidelity, guide_trade.spread)]
+    _source = ("*Trained and sampled just now.*" if guide_train.value else
+               "*The conditional denoiser (1500 steps) and its 1000 samples per label and scale "
+               "come from `make checkpoints`, shipped with the course; the button retrains and "
+               "resamples here (about 8 s).*")
+    mo.vstack([mo.hstack([mo.md("\n".join(_rows)), _trade], widths=[1, 2]), mo.md(_source)])
+    return (guide_trade,)
 
 
 @app.cell
-def _(guide_run, guide_samples, guide_scale):
-    mo.stop(guide_samples is None)
-    _x = guide_samples[guide_scale.value]
-    plot.point_layers({"data": (guide_run.X[:1000], "data"), f"samples, w = {guide_scale.value:g}": (_x, "model")},
+def _(guide_label, guide_scale, guide_study):
+    _row = list(guide_study.scales).index(guide_scale.value)
+    _x = guide_study.samples[guide_label.value][_row]
+    plot.point_layers({"data": (guide_study.X[:500], "data"),
+                       f"samples, w = {guide_scale.value:g}": (_x, "model")},
                       domain=(-3, 3), height=340, size=8,
-                      title=f"guided samples at w = {guide_scale.value:g}")
+                      title=f"guided samples at w = {guide_scale.value:g} ({len(_x)} of 1000 shown)")
     return
 
 
@@ -821,8 +850,9 @@ def _():
             schedule = diffusion.linear_beta_schedule(50, rescale=True)   # β_t, ᾱ_t, SNR, ...
             x_t = diffusion.q_sample(X[:5], t=25, schedule=schedule)      # jump to step 25
             model = diffusion.Denoiser(dim=2, hidden=64, T=50)
-            losses = diffusion.train_ddpm(model, X, schedule, steps=200, batch_size=256, lr=1e-2)
-            samples = diffusion.sample(model, schedule, n=500, dim=2, variance="posterior")
+            # a few steps to show the calls (section 3's model takes 2000)
+            losses = diffusion.train_ddpm(model, X, schedule, steps=20, batch_size=256, lr=1e-2)
+            samples = diffusion.sample(model, schedule, n=200, dim=2, variance="posterior")
         return (f"x_t.shape = {x_t.shape} · last loss {losses[-1]:.3f} · "
                 f"samples.shape = {samples.shape}")
 
