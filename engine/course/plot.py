@@ -5,16 +5,18 @@ The same colour always means the same thing across every notebook (see :data:`PA
 line and the engine's autograd values as dark dots on top of it, data is grey and a model purple,
 training curves teal and validation pink, and each optimizer keeps its own colour.
 
-Altair charts (lines, heatmaps, scatters, histograms) fill the notebook's width
-(``width='container'``); Matplotlib draws what reads better as an image (contours with
-trajectories, image grids, decision boundaries, graphs). Altair and Matplotlib are imported inside
-the functions, so ``import engine`` needs only NumPy. Data goes to Altair as inline records (no
+Altair charts (lines, heatmaps, scatters, histograms, a loss surface with optimizer paths, class
+regions) fill the notebook's width (``width='container'``) and redraw cheaply at every slider
+move; Matplotlib draws what reads better as an image (contours with trajectories, image grids,
+decision boundaries, graphs), at a higher price per redraw (marimo renders it to a 2× PNG).
+Altair and Matplotlib are imported inside the functions, so ``import engine`` needs only NumPy. Data goes to Altair as inline records (no
 pandas needed), with NaN and ±inf sent as missing values so that a chart never fails on them.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import math
 
@@ -145,9 +147,13 @@ def _data(rows: list):
     thousands of inline records costs seconds; a URL is one string. Vega reads data URLs as it
     reads files, in the server, the static export and the browser build alike.
     """
-    alt = _alt()
+    return _alt().UrlData(**_data_url(rows))
+
+
+def _data_url(rows: list) -> dict:
+    """The Vega-Lite ``data`` of :func:`_data` as a plain dict (for :class:`VegaLite` specs)."""
     payload = base64.b64encode(json.dumps(rows, separators=(",", ":"), allow_nan=False).encode()).decode()
-    return alt.UrlData(url="data:application/json;base64," + payload, format=alt.DataFormat(type="json"))
+    return {"url": "data:application/json;base64," + payload, "format": {"type": "json"}}
 
 
 def chart_rows(part) -> list:
@@ -173,13 +179,14 @@ def _finish(chart, title=None, height=HEIGHT):
 
 def _color_scale(names, colors=None):
     """An Altair colour scale that maps each series name to its colour (palette name or hex)."""
-    alt = _alt()
+    return _alt().Scale(domain=list(names), range=_color_range(names, colors))
+
+
+def _color_range(names, colors=None) -> list:
+    """The colour of each series name: ``colors[name]``, else its palette colour, else the next series colour."""
     colors = colors or {}
-    rng = []
-    for i, n in enumerate(names):
-        c = colors.get(n, n if n in PALETTE else SERIES_COLORS[i % len(SERIES_COLORS)])
-        rng.append(color(c))
-    return alt.Scale(domain=list(names), range=rng)
+    return [color(colors.get(n, n if n in PALETTE else SERIES_COLORS[i % len(SERIES_COLORS)]))
+            for i, n in enumerate(names)]
 
 
 # ----------------------------------------------------------------------------- Altair charts
@@ -414,6 +421,158 @@ def points(x, y, *, color_name: str = "data", size: int = 40, label: str | None 
     return alt.Chart(_data(records(x=np.asarray(x, float), y=np.asarray(y, float),
                                              label=label or color_name))).mark_point(
         filled=filled, size=size, color=color(color_name)).encode(**enc)
+
+
+class VegaLite:
+    """A chart given as its Vega-Lite spec (a dict), which marimo draws as it draws an Altair chart.
+
+    For charts redrawn at every slider move: building Altair objects and validating them against
+    the schema costs tens of milliseconds a chart, writing the dict costs almost nothing.
+    ``to_dict()`` returns the spec, so :func:`chart_rows` and the tests read it like an Altair chart.
+    """
+
+    SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
+
+    def __init__(self, layers: list, *, title=None, height=HEIGHT):
+        self.spec = {"$schema": self.SCHEMA, "width": "container", "height": height, "layer": layers}
+        if title:
+            self.spec["title"] = title
+
+    def to_dict(self) -> dict:
+        return self.spec
+
+    def _mime_(self):
+        return "application/vnd.vegalite.v6+json", json.dumps(self.spec, allow_nan=False)
+
+
+def _axis(field: str, title: str, values) -> dict:
+    """A quantitative position channel whose domain is exactly the extent of ``values``."""
+    return {"field": field, "type": "quantitative", "title": title,
+            "scale": {"domain": [float(np.min(values)), float(np.max(values))], "nice": False, "zero": False}}
+
+
+def _grid_cells(data: dict, xx, yy, x_enc: dict, y_enc: dict, mark: dict, **encoding) -> dict:
+    """A layer of one rect per point of a regular ``meshgrid`` (rows ``x, y`` at the centres in
+    ``data``); the browser computes the edges, half a spacing each way (two columns sent, not four)."""
+    xs, ys = np.asarray(xx, dtype=float)[0], np.asarray(yy, dtype=float)[:, 0]
+    dx = float((xs[-1] - xs[0]) / max(len(xs) - 1, 1) / 2)
+    dy = float((ys[-1] - ys[0]) / max(len(ys) - 1, 1) / 2)
+    return {"data": data, "mark": mark,
+            "transform": [{"calculate": f"datum.{v} {sign} {d!r}", "as": f"{v}{i}"}
+                          for v, d in (("x", dx), ("y", dy)) for i, sign in ((0, "-"), (1, "+"))],
+            "encoding": {"x": {**x_enc, "field": "x0"}, "x2": {"field": "x1"}, "y": {**y_enc, "field": "y0"},
+                         "y2": {"field": "y1"}, **encoding}}
+
+
+_SURFACE_DATA: dict = {}  # grid bytes -> its data URL: a surface is encoded once, not at every redraw
+
+
+def _surface_data(xx, yy, z, shade) -> dict:
+    """The grid's records (centres, f and shade, 4 significant digits: a picture, not a table) as
+    Vega-Lite data, remembered for the last few grids."""
+    key = hashlib.sha1(b"".join(np.ascontiguousarray(a, dtype=float).tobytes() for a in (xx, yy, z))).hexdigest()
+    if key not in _SURFACE_DATA:
+        if len(_SURFACE_DATA) >= 16:
+            _SURFACE_DATA.pop(next(iter(_SURFACE_DATA)))
+        _SURFACE_DATA[key] = _data_url(_rounded(records(
+            x=np.asarray(xx, dtype=float).ravel(), y=np.asarray(yy, dtype=float).ravel(), f=z.ravel(),
+            shade=shade.ravel())))
+    return _SURFACE_DATA[key]
+
+
+def _rounded(rows: list, digits: int = 4) -> list:
+    """Records with their numbers cut to ``digits`` significant digits (smaller pages for pictures)."""
+    return [{k: _clean(v, digits) for k, v in row.items()} for row in rows]
+
+
+def _path_rows(path, max_points: int) -> tuple:
+    """(step, x, y) of a path cut at its first non-finite point, thinned to at most ``max_points``
+    (the first and the last point always kept)."""
+    p = np.asarray(path, dtype=float).reshape(-1, 2)
+    ok = np.all(np.isfinite(p), axis=1)
+    if not ok.all():
+        p = p[: np.argmin(ok)]
+    steps = np.arange(len(p))
+    if len(p) > max_points:
+        steps = np.unique(np.linspace(0, len(p) - 1, max_points).round().astype(int))
+    return steps, p[steps, 0], p[steps, 1]
+
+
+def surface_paths(xx, yy, zz, trajectories: dict, *, start=None, minimum=None, title=None, colors=None,
+                  x_title: str = "θ₁", y_title: str = "θ₂", log_levels: bool = True, max_points: int = 200,
+                  height=HEIGHT) -> VegaLite:
+    """A loss surface as shaded cells (darker is lower; log-spaced shades by default) with one
+    optimizer path per entry of ``trajectories`` (name -> [N, 2]): the light twin of
+    :func:`contour_trajectories`, cheap enough to redraw at every slider move.
+
+    Pass a coarse grid (40×40 is plenty); each path is cut at its first non-finite point and
+    thinned to ``max_points``, its last position drawn as a dot; the view is the grid's box.
+    """
+    z = np.asarray(zz, dtype=float)
+    finite = z[np.isfinite(z)]
+    shade = np.log10(z - finite.min() + 1e-3) if (log_levels and finite.size) else z
+    x_enc, y_enc = _axis("x", x_title, xx), _axis("y", y_title, yy)
+    layers = [_grid_cells(_surface_data(xx, yy, z, shade), xx, yy, x_enc, y_enc, {"type": "rect", "opacity": 0.55},
+                          color={"field": "shade", "type": "quantitative", "legend": None,
+                                 "scale": {"scheme": "greys", "reverse": True}},
+                          tooltip=[{"field": "f", "type": "quantitative", "title": "f(θ)", "format": ".4g"}])]
+    rows, ends = [], []
+    for name, path in trajectories.items():
+        steps, px, py = _path_rows(path, max_points)
+        rows += _rounded(records(step=steps, x=px, y=py, series=name)) if len(steps) else []
+        ends += rows[-1:] if len(steps) else []
+    names = list(trajectories)
+    paint = {"field": "series", "type": "nominal", "title": "", "sort": names, "legend": {"orient": "bottom"},
+             "scale": {"domain": names, "range": _color_range(names, colors)}}
+    tooltip = [{"field": "series", "type": "nominal"}, {"field": "step", "type": "quantitative"},
+               {"field": "x", "type": "quantitative", "format": ".3g"},
+               {"field": "y", "type": "quantitative", "format": ".3g"}]
+    if rows:
+        layers.append({"data": _data_url(rows), "mark": {"type": "line", "strokeWidth": 1.8, "clip": True},
+                       "encoding": {"x": x_enc, "y": y_enc, "order": {"field": "step", "type": "quantitative"},
+                                    "color": paint, "tooltip": tooltip}})
+        layers.append({"data": _data_url(ends), "mark": {"type": "circle", "size": 60, "opacity": 1,
+                                                         "stroke": "white", "clip": True},
+                       "encoding": {"x": x_enc, "y": y_enc, "color": paint, "tooltip": tooltip}})
+    marks = [(start, "start", "square", "#111827", 70), (minimum, "minimum", "diamond", PALETTE["target"], 120)]
+    for where, label, shape, fill, size in marks:
+        if where is not None:
+            layers.append({"data": _data_url(records(x=[where[0]], y=[where[1]], label=label)),
+                           "mark": {"type": "point", "shape": shape, "filled": True, "color": fill, "size": size,
+                                    "opacity": 1},
+                           "encoding": {"x": x_enc, "y": y_enc, "tooltip": [{"field": "label", "type": "nominal"}]}})
+    return VegaLite(layers, title=title, height=height)
+
+
+def class_regions(xx, yy, probs, X, y, *, title=None, height=HEIGHT) -> VegaLite:
+    """Predicted class regions of a 2-D classifier (each cell the class colours mixed by probability,
+    paler where the model is unsure) with the data on top: the light twin of
+    :func:`decision_boundary`. ``probs`` is [G, G, C] over the grid ``xx, yy``; 40×40 is plenty."""
+    probs = np.asarray(probs, dtype=float)
+    k = probs.shape[-1]
+    cols = np.array([[int(c[i:i + 2], 16) / 255 for i in (1, 3, 5)] for c in
+                     (CLASS_COLORS[j % len(CLASS_COLORS)] for j in range(k))])
+    conf = (probs.max(-1, keepdims=True) - 1 / k) / (1 - 1 / k)
+    rgb = np.clip(1 - (1 - probs @ cols) * (0.15 + 0.55 * conf), 0, 1).reshape(-1, 3)
+    fills = np.array(["#%02x%02x%02x" % tuple(v) for v in (rgb * 255).round().astype(int)], dtype=object)
+    x_enc, y_enc = _axis("x", "x₁", xx), _axis("y", "x₂", yy)
+    flat = probs.reshape(-1, k)
+    grid = _data_url(_rounded(records(x=np.asarray(xx, dtype=float).ravel(), y=np.asarray(yy, dtype=float).ravel(),
+                                      fill=fills, cls=flat.argmax(1), p=flat.max(1))))
+    cells = _grid_cells(grid, xx, yy, x_enc, y_enc, {"type": "rect"},
+                        color={"field": "fill", "type": "nominal", "scale": None},
+                        tooltip=[{"field": "cls", "type": "quantitative", "title": "class"},
+                                 {"field": "p", "type": "quantitative", "title": "probability", "format": ".2f"}])
+    X, y = np.asarray(X, dtype=float), np.asarray(y).astype(int)
+    names = [f"class {c}" for c in range(k)]
+    dots = {"data": _data_url(_rounded(records(x=X[:, 0], y=X[:, 1], label=np.asarray(names, dtype=object)[y]))),
+            "mark": {"type": "circle", "size": 30, "opacity": 1, "stroke": "white", "strokeWidth": 0.5, "clip": True},
+            "encoding": {"x": x_enc, "y": y_enc,
+                         "color": {"field": "label", "type": "nominal", "title": "", "sort": names,
+                                   "legend": {"orient": "bottom"},
+                                   "scale": {"domain": names,
+                                             "range": [CLASS_COLORS[c % len(CLASS_COLORS)] for c in range(k)]}}}}
+    return VegaLite([cells, dots], title=title, height=height)
 
 
 # ----------------------------------------------------------------------------- Matplotlib figures

@@ -125,3 +125,58 @@ def test_matplotlib_figures_draw_with_non_finite_paths():
     fig = plot.graph_figure(nodes, [("a", "b")], highlight="b", done={"b"})
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "x\n2\ngrad ?" in texts and "exp\n7.39\ngrad 1" in texts
+
+
+def _schema_valid(spec):
+    """Altair's Vega-Lite schema accepts the spec (the browser would draw it)."""
+    import altair as alt
+
+    alt.LayerChart.from_dict(spec)
+
+
+def test_surface_paths_sends_a_coarse_grid_and_thinned_paths_as_valid_vega_lite():
+    import marimo as mo
+
+    xx, yy = np.meshgrid(np.linspace(-2, 2, 40), np.linspace(-1, 3, 40))
+    zz = (1 - xx) ** 2 + 100 * (yy - xx ** 2) ** 2
+    long = np.stack([np.linspace(-1.5, 1, 1001), np.linspace(2, 1, 1001)], 1)
+    broken = np.array([[-1.0, 1.0], [0.0, 0.5], [np.inf, np.nan], [1.0, 1.0]])
+    chart = plot.surface_paths(xx, yy, zz, {"SGD": long, "Adam": broken}, colors={"SGD": "sgd", "Adam": "adam"},
+                               start=(-1.5, 2.0), minimum=(1.0, 1.0), title="R")
+    spec = chart.to_dict()
+    _schema_valid(spec)
+    cells, lines, ends, start, minimum = spec["layer"]
+    grid = plot.chart_rows(cells)
+    assert len(grid) == 1600
+    lowest = min(grid, key=lambda r: r["shade"])
+    assert lowest["f"] == pytest.approx(zz.min(), abs=1e-3)  # the darkest cell is the lowest value
+    assert [c["as"] for c in cells["transform"]] == ["x0", "x1", "y0", "y1"]
+    rows = plot.chart_rows(lines)
+    sgd = [r for r in rows if r["series"] == "SGD"]
+    adam = [r for r in rows if r["series"] == "Adam"]
+    assert len(sgd) == 200 and sgd[0]["step"] == 0 and sgd[-1]["step"] == 1000  # thinned, ends kept
+    assert [r["step"] for r in adam] == [0, 1]  # cut at the first non-finite point
+    assert [(r["series"], r["step"]) for r in plot.chart_rows(ends)] == [("SGD", 1000), ("Adam", 1)]
+    scale = lines["encoding"]["color"]["scale"]
+    assert scale == {"domain": ["SGD", "Adam"], "range": [plot.PALETTE["sgd"], plot.PALETTE["adam"]]}
+    assert plot.chart_rows(minimum) == [{"x": 1.0, "y": 1.0, "label": "minimum"}]
+    assert spec["title"] == "R" and spec["width"] == "container"
+    assert lines["encoding"]["x"]["scale"]["domain"] == [-2.0, 2.0]
+    assert mo.as_html(chart).text.count("vegalite") >= 1  # marimo draws it as a Vega-Lite chart
+
+
+def test_class_regions_mix_class_colours_by_probability():
+    xx, yy = np.meshgrid(np.linspace(0, 1, 3), np.linspace(0, 2, 3))
+    probs = np.zeros((3, 3, 2))
+    probs[..., 0] = 1.0
+    probs[0, 0] = [0.5, 0.5]  # unsure: pale
+    probs[2, 2] = [0.0, 1.0]
+    spec = plot.class_regions(xx, yy, probs, np.array([[0.0, 0.0], [1.0, 2.0]]), np.array([0, 1])).to_dict()
+    _schema_valid(spec)
+    cells, dots = spec["layer"]
+    fill = {(r["x"], r["y"]): r["fill"] for r in plot.chart_rows(cells)}
+    assert fill[(1.0, 2.0)] != fill[(0.5, 1.0)]  # class 1 and class 0 cells differ
+    sure, unsure = (np.array([int(fill[k][i:i + 2], 16) for i in (1, 3, 5)]) for k in ((0.5, 1.0), (0.0, 0.0)))
+    assert unsure.min() > sure.min()  # paler where the model is unsure
+    assert [r["label"] for r in plot.chart_rows(dots)] == ["class 0", "class 1"]
+    assert dots["encoding"]["color"]["scale"]["range"] == list(plot.CLASS_COLORS[:2])
