@@ -343,9 +343,12 @@ def _():
     A multilayer perceptron with `depth` hidden layers of `width` units learns to separate 2-D
     points (inputs standardised with the statistics of the data, 75 % for training, 25 % held out
     for validation), trained with cross-entropy on mini-batches of 32. The data set is a preset,
-    drawn on a canvas where you can add points of any class, or clear it and draw your own. Before you press
-    **train**, the picture shows the untrained network: its first loss should be about
-    $\ln K$. The background colour is the predicted class, paler where the network is unsure.
+    drawn on a canvas where you can add points of any class, or clear it and draw your own. The
+    page opens on a network trained with the default settings (moons, width 16, depth 2, tanh,
+    Adam at η = 0.03, 60 epochs), trained when the page loads. Change a setting and the picture
+    shows the untrained network of your settings (its first loss should be about $\ln K$) until
+    **train** trains it. The background colour is the predicted class, paler where the network is
+    unsure.
     Things to try: spirals with depth 1 against depth 3; a learning rate of 3 with SGD; ReLU
     with width 2 (dead units); sigmoid with depth 4.
     """)
@@ -354,16 +357,18 @@ def _():
 
 @app.cell
 def _():
-    pg_data = mo.ui.dropdown(options=list(lab.DATASETS), value="moons", label="data")
-    pg_noise = mo.ui.slider(0.0, 0.5, step=0.05, value=0.15, label="noise", show_value=True)
-    pg_width = mo.ui.slider(2, 64, step=2, value=16, label="width", show_value=True)
-    pg_depth = mo.ui.slider(1, 4, step=1, value=2, label="depth", show_value=True)
-    pg_act = mo.ui.dropdown(options=list(lab.ACTIVATIONS), value="tanh", label="activation")
-    pg_opt = mo.ui.dropdown(options={"SGD": "sgd", "SGD + momentum 0.9": "momentum", "Adam": "adam"},
-                            value="Adam", label="optimizer")
-    pg_lr = mo.ui.slider(steps=[0.0001, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=0.03,
+    _d = lab.PLAYGROUND_DEFAULTS  # the page opens on these, with the model trained on them
+    _optimizers = {"SGD": "sgd", "SGD + momentum 0.9": "momentum", "Adam": "adam"}
+    pg_data = mo.ui.dropdown(options=list(lab.DATASETS), value=_d["data"], label="data")
+    pg_noise = mo.ui.slider(0.0, 0.5, step=0.05, value=_d["noise"], label="noise", show_value=True)
+    pg_width = mo.ui.slider(2, 64, step=2, value=_d["width"], label="width", show_value=True)
+    pg_depth = mo.ui.slider(1, 4, step=1, value=_d["depth"], label="depth", show_value=True)
+    pg_act = mo.ui.dropdown(options=list(lab.ACTIVATIONS), value=_d["activation"], label="activation")
+    pg_opt = mo.ui.dropdown(options=_optimizers, label="optimizer",
+                            value=next(k for k, v in _optimizers.items() if v == _d["optimizer"]))
+    pg_lr = mo.ui.slider(steps=[0.0001, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=_d["lr"],
                          label="learning rate", show_value=True)
-    pg_epochs = mo.ui.slider(5, 300, step=5, value=60, label="epochs", show_value=True)
+    pg_epochs = mo.ui.slider(5, 300, step=5, value=_d["epochs"], label="epochs", show_value=True)
     train_button = mo.ui.run_button(label="train")
     mo.vstack([
         mo.hstack([pg_data, pg_noise, pg_width, pg_depth], wrap=True),
@@ -375,7 +380,7 @@ def _():
 @app.cell
 def _(pg_data, pg_noise):
     # the preset is the drawing's start (its keyboard path): edit it, or spray a set of your own
-    pg_preset = lab.make_playground_data(pg_data.value, n=240, noise=pg_noise.value, seed=0)
+    pg_preset = lab.make_playground_data(pg_data.value, n=lab.PLAYGROUND_POINTS, noise=pg_noise.value, seed=0)
     pg_canvas = widgets.scatter(lab.CANVAS_CLASSES, bounds=lab.CANVAS_BOUNDS, size=(360, 360),
                                 start=(np.concatenate(pg_preset[0::2]), np.concatenate(pg_preset[1::2])))
     pg_canvas_start = pg_canvas.value
@@ -387,7 +392,8 @@ def _(pg_canvas, pg_canvas_start, pg_preset):
     # an untouched canvas is the preset itself; a drawing is standardised and split like it
     pg_drawn = widgets.scatter_data(pg_canvas.value, bounds=lab.CANVAS_BOUNDS)
     pg_split = None
-    if pg_canvas.value.get("data") == pg_canvas_start.get("data"):
+    pg_untouched = pg_canvas.value.get("data") == pg_canvas_start.get("data")
+    if pg_untouched:
         pg_split = pg_preset
     elif pg_drawn.problem is None:
         pg_split = lab.split_drawn(pg_drawn.X, pg_drawn.y, seed=0)
@@ -398,7 +404,16 @@ def _(pg_canvas, pg_canvas_start, pg_preset):
         else mo.md(f"{sum(len(part) for part in pg_split[1::2])} points, "
                    f"{len(np.unique(np.concatenate(pg_split[1::2])))} classes."),
     ])
-    return (pg_split,)
+    return pg_split, pg_untouched
+
+
+@app.cell
+def _(pg_act, pg_data, pg_depth, pg_noise, pg_untouched, pg_width):
+    # the page opens on the defaults: their data, model and overfit check are shown before any click
+    pg_same_net = pg_untouched and lab.is_default_playground(dict(
+        data=pg_data.value, noise=pg_noise.value, width=pg_width.value, depth=pg_depth.value,
+        activation=pg_act.value))
+    return (pg_same_net,)
 
 
 @app.cell
@@ -406,43 +421,50 @@ def _(pg_act, pg_depth, pg_split, pg_width):
     # the untrained network: rebuilt only when the data or the architecture changes
     pg_untrained = None if pg_split is None else lab.train_playground(
         *pg_split, width=pg_width.value, depth=pg_depth.value, activation=pg_act.value, epochs=0, seed=0,
-        grid_size=50)
+        grid_size=lab.PLAYGROUND_GRID)
     return (pg_untrained,)
 
 
 @app.cell
-def _(pg_act, pg_depth, pg_epochs, pg_lr, pg_opt, pg_split, pg_width, train_button):
-    pg_run = None
+def _(pg_act, pg_depth, pg_epochs, pg_lr, pg_opt, pg_same_net, pg_split, pg_width, train_button):
+    pg_run, pg_run_is_default = None, False
     if train_button.value and pg_split is not None:
         with mo.status.progress_bar(total=pg_epochs.value, title="training", remove_on_exit=True) as _bar:
             pg_run = lab.train_playground(*pg_split, width=pg_width.value, depth=pg_depth.value,
                                           activation=pg_act.value, optimizer=pg_opt.value, lr=pg_lr.value,
-                                          epochs=pg_epochs.value, seed=0, grid_size=50,
+                                          epochs=pg_epochs.value, seed=0, grid_size=lab.PLAYGROUND_GRID,
                                           progress=lambda _epoch: _bar.update())
-    return (pg_run,)
+    elif pg_same_net and lab.is_default_playground(dict(optimizer=pg_opt.value, lr=pg_lr.value,
+                                                        epochs=pg_epochs.value)):
+        pg_run, pg_run_is_default = lab.default_playground().run, True
+    return pg_run, pg_run_is_default
 
 
 @app.cell
-def _(pg_epochs, pg_lr, pg_opt, pg_run, pg_split, pg_untrained):
+def _(pg_epochs, pg_lr, pg_opt, pg_run, pg_run_is_default, pg_split, pg_untrained):
     mo.stop(pg_split is None, mo.md("Draw a data set above to see the network."))
     _Xtr, _ytr, _Xva, _yva = pg_split
     _k = int(max(_ytr.max(), _yva.max())) + 1
     _X, _y = np.concatenate([_Xtr, _Xva]), np.concatenate([_ytr, _yva])
     _u = pg_untrained
+    _initial = (f"Initial training loss **{_u.initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** "
+                f"for K = {_k} classes.")
     if pg_run is None:
-        _fig = plot.decision_boundary(_u.grid_x, _u.grid_y, _u.grid_probs, _X, _y, title="untrained network")
-        _side = mo.md(f"Initial training loss **{_u.initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** "
-                      f"for K = {_k} classes. Press **train** to run {pg_epochs.value} epochs.")
+        _fig = plot.class_regions(_u.grid_x, _u.grid_y, _u.grid_probs, _X, _y, title="untrained network", height=300)
+        _side = mo.md(f"{_initial} These are not the settings the page opened on: **train** runs "
+                      f"{pg_epochs.value} epochs with them.")
     elif pg_run.diverged:
-        _fig = plot.decision_boundary(_u.grid_x, _u.grid_y, _u.grid_probs, _X, _y, title="untrained network")
+        _fig = plot.class_regions(_u.grid_x, _u.grid_y, _u.grid_probs, _X, _y, title="untrained network", height=300)
         _side = mo.callout(mo.md(f"**Training diverged** after {len(pg_run.history['train_loss'])} epochs: the loss "
                                  f"became inf or NaN. The learning rate {pg_lr.value:g} is too large for "
                                  f"{pg_opt.value}; lower it."), kind="warn")
     else:
         _h = pg_run.history
-        _fig = plot.decision_boundary(pg_run.grid_x, pg_run.grid_y, pg_run.grid_probs, _X, _y,
-                                      title=f"after {len(_h['train_loss'])} epochs")
+        _fig = plot.class_regions(pg_run.grid_x, pg_run.grid_y, pg_run.grid_probs, _X, _y, height=300,
+                                  title=f"after {len(_h['train_loss'])} epochs")
         _side = mo.vstack([
+            mo.md("Trained when the page loaded, with the default settings above; **train** retrains with "
+                  "yours. " + _initial) if pg_run_is_default else mo.md(_initial),
             plot.loss_curves({"train": _h["train_loss"], "validation": _h["val_loss"]}, y_title="cross-entropy",
                              log_y=True, height=170, title="Loss"),
             plot.loss_curves({"train": _h["train_acc"], "validation": _h["val_acc"]}, y_title="accuracy",
@@ -474,16 +496,22 @@ def _():
 
 
 @app.cell
-def _(overfit_button, pg_act, pg_depth, pg_split, pg_width):
-    overfit_losses = None
+def _(overfit_button, pg_act, pg_depth, pg_same_net, pg_split, pg_width):
+    overfit_losses, _when = None, ""
     if overfit_button.value and pg_split is not None:
-        overfit_losses = lab.overfit_one_batch(pg_split[0], pg_split[1], width=max(pg_width.value, 8),
-                                               depth=pg_depth.value, activation=pg_act.value, steps=300)
+        overfit_losses = lab.overfit_one_batch(pg_split[0], pg_split[1], width=lab.overfit_width(pg_width.value),
+                                               depth=pg_depth.value, activation=pg_act.value,
+                                               steps=lab.OVERFIT_STEPS)
+    elif pg_same_net:
+        overfit_losses = lab.default_playground().overfit_losses
+        _when = ("Run when the page loaded, on the default data and network; the button reruns it with the "
+                 "playground's width, depth and activation. ")
+    if overfit_losses is not None:
         _ok = overfit_losses[-1] < 0.05
         _out = mo.vstack([
             plot.loss_curves({"train": overfit_losses}, x_title="step", y_title="loss on the batch", log_y=True,
-                             height=180, title="One batch, 300 Adam steps"),
-            mo.callout(mo.md(f"Final loss on the batch: **{overfit_losses[-1]:.2e}**. " +
+                             height=180, title=f"One batch, {lab.OVERFIT_STEPS} Adam steps"),
+            mo.callout(mo.md(f"{_when}Final loss on the batch: **{overfit_losses[-1]:.2e}**. " +
                              ("The network can memorise a batch: the pipeline works." if _ok else
                               "It did not get below 0.05: with this activation and size the network "
                               "struggles even to memorise; try tanh or more width.")),
@@ -492,7 +520,7 @@ def _(overfit_button, pg_act, pg_depth, pg_split, pg_width):
     elif pg_split is None:
         _out = mo.md("Draw a data set in the playground first: the batch comes from its training points.")
     else:
-        _out = mo.md("Press the button to run the check with the playground's width, depth and activation.")
+        _out = mo.md("The button runs the check with the playground's width, depth and activation.")
     mo.vstack([overfit_button, _out])
     return (overfit_losses,)
 

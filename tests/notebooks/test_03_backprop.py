@@ -86,22 +86,52 @@ def test_03_dense_layer_and_gradient_check():
         assert f"smallest {e:.1e} at h ≈ {h:.0e}" in text
 
 
-def test_03_playground_trains_behind_the_button():
+def test_03_playground_opens_on_the_default_model_trained_at_load():
+    """Complete on open (issue 16): the default network, trained with the controls' defaults, and
+    its overfit check are on the page before any click; the words on the page say so."""
     text, defs = notebook_text("03_backprop")
-    assert defs["pg_run"] is None and "Press train" in text
-    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("moons", n=240, noise=0.15, seed=0)
+    d = backprop_lab.PLAYGROUND_DEFAULTS
+    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data(d["data"], n=240, noise=d["noise"], seed=0)
+    for got, want in zip(defs["pg_split"], (Xtr, ytr, Xva, yva)):
+        np.testing.assert_array_equal(got, want)  # the default model is trained on the data shown
+    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
+                                        lr=0.03, epochs=60, seed=0, grid_size=40)
+    assert defs["pg_run_is_default"] and "Press" not in text
+    np.testing.assert_allclose(defs["pg_run"].history["train_loss"], run.history["train_loss"])
+    np.testing.assert_allclose(defs["pg_run"].grid_probs, run.grid_probs)
+    h = run.history
+    assert "Trained when the page loaded, with the default settings above" in text
+    assert f"train loss {h['train_loss'][-1]:.4f} , validation accuracy {100 * h['val_acc'][-1]:.1f} %" in text
+    assert h["val_acc"][-1] >= 0.9 and h["train_loss"][-1] < 0.1  # a trained model, not the untrained one
+    # the prose: the untrained network's first loss is about ln K
     assert f"Initial training loss {defs['pg_untrained'].initial_loss:.4f}" in text
-    assert abs(defs["pg_untrained"].initial_loss - math.log(2)) < 0.3  # the prose: about ln K
+    assert abs(defs["pg_untrained"].initial_loss - math.log(2)) < 0.3
+    # the overfit check of the default network, run at load: its loss falls close to 0
+    losses = backprop_lab.overfit_one_batch(Xtr, ytr, width=16, depth=2, activation="tanh", steps=300)
+    np.testing.assert_allclose(defs["overfit_losses"], losses)
+    assert losses[-1] < 0.05 and f"Final loss on the batch: {losses[-1]:.2e} ." in text
+    assert "Run when the page loaded, on the default data and network" in text and "memorise a batch" in text
+
+
+def test_03_playground_retrains_behind_the_button():
+    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("moons", n=240, noise=0.15, seed=0)
+    text, defs = notebook_text("03_backprop", pg_epochs=20)  # a setting moved: the untrained net of it
+    assert defs["pg_run"] is None and not defs["pg_run_is_default"] and "train runs 20 epochs" in text
+    assert defs["overfit_losses"] is not None  # the epochs do not change the overfit check's network
+    text, defs = notebook_text("03_backprop", pg_width=8)
+    assert defs["pg_run"] is None and defs["overfit_losses"] is None and "The button runs the check" in text
     text, defs = notebook_text("03_backprop", train_button=True, pg_epochs=20)
     run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
-                                   lr=0.03, epochs=20, seed=0, grid_size=50)
+                                        lr=0.03, epochs=20, seed=0, grid_size=40)
     np.testing.assert_allclose(defs["pg_run"].history["train_loss"], run.history["train_loss"])
-    assert f"train loss {run.history['train_loss'][-1]:.4f}" in text
+    assert not defs["pg_run_is_default"] and f"train loss {run.history['train_loss'][-1]:.4f}" in text
     text, defs = notebook_text("03_backprop", train_button=True, pg_epochs=50, pg_opt="sgd", pg_lr=3.0, pg_act="relu",
-                       pg_depth=4, pg_width=64, pg_data="spirals")
+                               pg_depth=4, pg_width=64, pg_data="spirals")
     assert defs["pg_run"].diverged and "Training diverged" in text
-    text, defs = notebook_text("03_backprop", overfit_button=True)
-    assert defs["overfit_losses"][-1] < 0.05 and "memorise a batch" in text
+    text, defs = notebook_text("03_backprop", overfit_button=True, pg_width=8, pg_act="relu")
+    want = backprop_lab.overfit_one_batch(Xtr, ytr, width=8, depth=2, activation="relu", steps=300)
+    np.testing.assert_allclose(defs["overfit_losses"], want)
+    assert "Run when the page loaded" not in text and f"{want[-1]:.2e}" in text
 
 
 def test_03_exercises_are_graded_by_the_engine():
@@ -139,7 +169,7 @@ def test_03_playground_trains_on_a_drawn_data_set():
         np.testing.assert_array_equal(got, want)
     assert "24 points, 2 classes" in text
     run = backprop_lab.train_playground(*expected, width=16, depth=2, activation="tanh", optimizer="adam", lr=0.03,
-                                        epochs=30, seed=0, grid_size=50)
+                                        epochs=30, seed=0, grid_size=40)
     np.testing.assert_allclose(defs["pg_run"].history["train_loss"], run.history["train_loss"])
     assert run.history["val_acc"][-1] == 1.0  # two separated clusters
     empty = {**drawing, "data": []}

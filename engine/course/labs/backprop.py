@@ -3,6 +3,8 @@
 - :func:`make_playground_data`, :func:`build_mlp`, :func:`train_playground`: a small MLP on 2-D
   toy data with a chosen width, depth, activation, optimizer and learning rate; loss and accuracy
   history, and the class probabilities over a grid for the decision boundary.
+- :func:`default_playground`: the model and the overfit check the page opens on, trained once at
+  load with :data:`PLAYGROUND_DEFAULTS` (about 0.1 s: no checkpoint needed).
 - :func:`overfit_one_batch`: the sanity check: a network must drive the loss on one small batch
   to (nearly) zero, or something is broken.
 - :func:`forward_vs_reverse`: the gradient of f: ℝⁿ → ℝ by forward mode (n Jacobian–vector
@@ -13,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -177,6 +180,53 @@ def overfit_one_batch(X, y, width: int = 32, depth: int = 2, activation: str = "
         opt.step()
         losses[i] = float(loss.data)
     return losses
+
+
+# The playground's opening settings: the notebook's controls start here, and the page shows the
+# model trained with them as soon as it opens (the train button retrains with the learner's).
+PLAYGROUND_DEFAULTS = dict(data="moons", noise=0.15, width=16, depth=2, activation="tanh", optimizer="adam",
+                           lr=0.03, epochs=60)
+PLAYGROUND_POINTS = 240  # points in a preset data set
+PLAYGROUND_GRID = 40  # the decision-boundary grid: 40×40 cells are what the browser redraws
+OVERFIT_STEPS = 300
+
+
+def is_default_playground(settings: dict) -> bool:
+    """Whether ``settings`` (any of :data:`PLAYGROUND_DEFAULTS`' keys) all hold their default value."""
+    unknown = set(settings) - set(PLAYGROUND_DEFAULTS)
+    if unknown:
+        raise ValueError(f"is_default_playground: unknown settings {sorted(unknown)}; "
+                         f"known: {sorted(PLAYGROUND_DEFAULTS)}")
+    return all(PLAYGROUND_DEFAULTS[k] == v for k, v in settings.items())
+
+
+@dataclass
+class DefaultPlayground:
+    """What the playground shows on open: its default data, the model trained on it, and the
+    overfit-one-batch losses of the default network."""
+
+    split: tuple  # (Xtr, ytr, Xva, yva)
+    run: PlaygroundRun
+    overfit_losses: np.ndarray
+
+
+def overfit_width(width: int) -> int:
+    """The overfit check's width: the playground's, at least 8 (a narrower net may not memorise 16 points)."""
+    return max(int(width), 8)
+
+
+@functools.lru_cache(maxsize=1)
+def default_playground() -> DefaultPlayground:
+    """Train the playground's default model and run its overfit check, once per process (≈ 0.1 s
+    of CPU here, so the page trains at load rather than shipping a checkpoint)."""
+    d = PLAYGROUND_DEFAULTS
+    split = make_playground_data(d["data"], n=PLAYGROUND_POINTS, noise=d["noise"], seed=0)
+    run = train_playground(*split, width=d["width"], depth=d["depth"], activation=d["activation"],
+                           optimizer=d["optimizer"], lr=d["lr"], epochs=d["epochs"], seed=0,
+                           grid_size=PLAYGROUND_GRID)
+    losses = overfit_one_batch(split[0], split[1], width=overfit_width(d["width"]), depth=d["depth"],
+                               activation=d["activation"], steps=OVERFIT_STEPS)
+    return DefaultPlayground(split, run, losses)
 
 
 # ----------------------------------------------------------------------------- gradient check

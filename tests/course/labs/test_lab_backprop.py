@@ -69,6 +69,31 @@ def test_untrained_playground_starts_near_ln_k_and_overfits_one_batch():
 
 
 
+def test_default_playground_is_the_defaults_trained_and_cheap_enough_for_load():
+    import time
+
+    backprop_lab.default_playground.cache_clear()
+    started = time.process_time()
+    shown = backprop_lab.default_playground()
+    spent = time.process_time() - started
+    assert backprop_lab.default_playground() is shown  # trained once per process
+    d = backprop_lab.PLAYGROUND_DEFAULTS
+    split = backprop_lab.make_playground_data(d["data"], n=backprop_lab.PLAYGROUND_POINTS, noise=d["noise"], seed=0)
+    for got, want in zip(shown.split, split):
+        np.testing.assert_array_equal(got, want)
+    run = backprop_lab.train_playground(*split, width=16, depth=2, activation="tanh", optimizer="adam", lr=0.03,
+                                        epochs=60, seed=0, grid_size=40)
+    np.testing.assert_allclose(shown.run.history["val_loss"], run.history["val_loss"])
+    assert shown.run.grid_probs.shape == (40, 40, 2) and shown.run.history["val_acc"][-1] >= 0.9
+    assert shown.overfit_losses.shape == (300,) and shown.overfit_losses[-1] < 0.05
+    assert spent < 1.0, f"the default playground took {spent:.2f} s of CPU: too slow to train at page load"
+    assert backprop_lab.is_default_playground(dict(d)) and backprop_lab.is_default_playground({})
+    assert not backprop_lab.is_default_playground({"width": 8})
+    with pytest.raises(ValueError, match="unknown settings \\['colour'\\]"):
+        backprop_lab.is_default_playground({"colour": "red"})
+    assert backprop_lab.overfit_width(2) == 8 and backprop_lab.overfit_width(32) == 32
+
+
 @pytest.mark.parametrize("n", [1, 7, 300])
 def test_forward_and_reverse_mode_give_the_gradient_at_their_costs(n):
     r = backprop_lab.forward_vs_reverse(n, hidden=16, seed=3)
