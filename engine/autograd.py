@@ -99,7 +99,7 @@ class Function:
     expand, basic indexing) sets ``shares_input = True``, so that both share one version counter.
     """
 
-    __slots__ = ("parents", "needs_input_grad", "__dict__")
+    __slots__ = ("parents", "needs_input_grad", "_seq", "__dict__")
     saved_tensors = ()
     shares_input = False
 
@@ -118,20 +118,18 @@ class Function:
     def apply(cls, *inputs, **kwargs):
         """Run the op on Tensors ``inputs`` (keyword arguments are non-differentiable settings)."""
         ctx = cls.__new__(cls)
-        data = cls.forward(ctx, *[t.data for t in inputs], **kwargs)
+        out = _tensor_class._wrap(cls.forward(ctx, *[t.data for t in inputs], **kwargs))
+        recorded = False
         if _grad_enabled:
             needs = tuple([t.requires_grad for t in inputs])
             if True in needs:
                 ctx.parents = inputs
                 ctx.needs_input_grad = needs
                 ctx._seq = next(_sequence)
-                out = _tensor_class._from_op(data, ctx)
-                if cls.shares_input:
-                    _share_version(out, inputs[0], recorded=True)
-                return out
-        out = _tensor_class._wrap(data)
+                out._ctx = ctx
+                out.requires_grad = recorded = True
         if cls.shares_input:
-            _share_version(out, inputs[0], recorded=False)
+            _share_version(out, inputs[0], recorded)
         return out
 
     def __repr__(self):
@@ -236,10 +234,11 @@ def _parents(node) -> tuple:
     return parents
 
 
-def topological_order(root) -> list:
+def topological_order(root, leaves: bool = True) -> list:
     """The tensors reachable from ``root`` that need a gradient, ``root`` first and each tensor
     after all its consumers: the order in which ``backward`` visits them (and the course's graph
-    pictures draw them).
+    pictures draw them). ``leaves=False`` leaves out the tensors no op made (backward gives those
+    their whole gradient at the end, so it need not walk them).
 
     Iterative depth-first search, so a chain of 100,000 ops needs no recursion.
     """
@@ -250,15 +249,18 @@ def topological_order(root) -> list:
         if done:
             order.append(tensor)
             continue
-        if id(tensor) in visited:
+        if tensor in visited:
             continue
-        visited.add(id(tensor))
-        stack.append((tensor, True))
+        visited.add(tensor)
         node = tensor._ctx
-        if node is not None:
-            for parent in (_parents(node) if _rebased else node.parents):
-                if parent.requires_grad and id(parent) not in visited:
-                    stack.append((parent, False))
+        if node is None:  # a leaf: nothing above it, so it is done as soon as it is reached
+            if leaves:
+                order.append(tensor)
+            continue
+        stack.append((tensor, True))
+        for parent in (_parents(node) if _rebased else node.parents):
+            if parent.requires_grad and parent not in visited and (leaves or parent._ctx is not None):
+                stack.append((parent, False))
     order.reverse()
     return order
 
@@ -287,20 +289,18 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
     modified in place since the forward pass) before each op's backward, and freed after it
     unless ``retain_graph``.
     """
-    grads = {id(root): gradient}
+    grads = {root: gradient}
     handed_out = {id(gradient)}  # arrays already stored once: a second owner gets a copy
-    for tensor in topological_order(root):
-        grad = grads.pop(id(tensor), None)
+    for tensor in topological_order(root, leaves=False):
+        grad = grads.pop(tensor, None)
         if grad is None:
             continue
-        node = tensor._ctx
-        if node is None or tensor._retain:
+        if tensor._retain:
             first = tensor.grad is None
             _accumulate(tensor, grad)
             if first:
                 handed_out.add(id(tensor.grad))  # a retained non-leaf's .grad must not reach a leaf too
-        if node is None:
-            continue
+        node = tensor._ctx
         saved = node.saved_tensors
         if saved is None or (_last_write > node._seq and saved):
             _check_saved(node, tensor)
@@ -313,15 +313,19 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
                                     input_grads):
             if not needs or g is None:
                 continue
-            if g.shape != parent.data.shape:
-                g = unbroadcast(g, parent.data.shape)
-            if g.dtype != parent.data.dtype:
-                g = g.astype(parent.data.dtype)
-            key = id(parent)
-            if key in grads:
-                grads[key] = grads[key] + g
+            data = parent.data
+            if g.shape != data.shape:
+                g = unbroadcast(g, data.shape)
+            if g.dtype != data.dtype:
+                g = g.astype(data.dtype)
+            earlier = grads.get(parent)
+            if earlier is not None:
+                grads[parent] = earlier + g
             else:
                 if id(g) in handed_out:
                     g = g.copy()
                 handed_out.add(id(g))
-                grads[key] = g
+                grads[parent] = g
+    # what is left are the leaves, each holding the sum over all its consumers
+    for leaf, grad in grads.items():
+        _accumulate(leaf, grad)

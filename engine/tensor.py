@@ -110,13 +110,6 @@ class Tensor:
         t.requires_grad = False
         return t
 
-    @classmethod
-    def _from_op(cls, data: np.ndarray, ctx) -> "Tensor":
-        t = cls._wrap(data)
-        t._ctx = ctx
-        t.requires_grad = True
-        return t
-
     # ------------------------------------------------------------ attributes
 
     @property
@@ -179,8 +172,9 @@ class Tensor:
             extra += ", requires_grad=True"
         return f"tensor({body}{extra})"
 
-    def __hash__(self):
-        return id(self)
+    # by identity, as torch (== is elementwise); object's own hash is a C slot, so the sets and
+    # dicts keyed by tensors (backward's walk, optimizer state) pay no Python call per lookup
+    __hash__ = object.__hash__
 
     def __bool__(self):
         if self.data.size != 1:

@@ -4,6 +4,8 @@ A reduction's backward spreads the upstream gradient back over the reduced axes;
 restores the reduced axes (as length 1) so that NumPy broadcasting does the spreading.
 """
 
+import math
+
 import numpy as np
 
 from ..autograd import Function
@@ -36,9 +38,34 @@ def normalize_dims(dim, ndim: int, op: str, empty_is_all: bool = False) -> tuple
     return tuple(sorted(set(out))) if ndim else ()
 
 
-def _expand(grad, axes, keepdim):
-    """Give ``grad`` back the reduced ``axes`` as length-1 axes (a no-op when keepdim)."""
-    return grad if keepdim or not axes else np.expand_dims(grad, axes)
+def _expand(grad, axes: tuple, keepdim):
+    """Give ``grad`` back the reduced ``axes`` (sorted) as length-1 axes (a no-op when keepdim).
+
+    A reshape rather than ``np.expand_dims``: the same view, without its Python-level checks
+    (reductions end every loss, so this runs once per training step).
+    """
+    if keepdim or not axes:
+        return grad
+    shape = list(np.shape(grad))
+    for axis in axes:
+        shape.insert(axis, 1)
+    return grad.reshape(shape)
+
+
+def _count(shape: tuple, axes: tuple) -> int:
+    """How many elements each reduced value summarises (1 when no axis is reduced)."""
+    return math.prod([shape[i] for i in axes])
+
+
+def _degrees_of_freedom(shape: tuple, axes: tuple, correction, op: str):
+    """n − c for var/std over ``axes``; an error when nothing is left."""
+    count = _count(shape, axes)
+    if count - correction <= 0:
+        raise ValueError(
+            f"{op}: {count} element(s) with correction={correction} leaves no degrees of "
+            "freedom; use correction=0 or reduce over more elements"
+        )
+    return count - correction
 
 
 class Sum(Function):
@@ -48,8 +75,8 @@ class Sum(Function):
     def forward(ctx, a, *, axes, keepdim):
         ctx.shape, ctx.axes, ctx.keepdim = a.shape, axes, keepdim
         if a.dtype.kind in "biu":  # integers and booleans sum into int64, as PyTorch (NumPy: uint64)
-            return np.sum(a, axis=axes, keepdims=keepdim, dtype=np.int64)
-        return np.sum(a, axis=axes, keepdims=keepdim)
+            return np.add.reduce(a, axis=axes, keepdims=keepdim, dtype=np.int64)
+        return np.add.reduce(a, axis=axes, keepdims=keepdim)  # np.sum without its wrapper
 
     @staticmethod
     def backward(ctx, g):
@@ -62,11 +89,14 @@ class Mean(Function):
     @staticmethod
     def forward(ctx, a, *, axes, keepdim):
         ctx.shape, ctx.axes, ctx.keepdim = a.shape, axes, keepdim
-        ctx.count = int(np.prod([a.shape[i] for i in axes])) if axes else 1
+        ctx.count = _count(a.shape, axes)
         if ctx.count == 0:  # the mean of nothing is NaN, as PyTorch (without NumPy's warning)
             shape = np.sum(a, axis=axes, keepdims=keepdim).shape
             return np.full(shape, np.nan, dtype=a.dtype)
-        return np.mean(a, axis=axes, keepdims=keepdim)
+        if a.dtype.itemsize < 4:  # float16: NumPy's mean accumulates in float32
+            return np.mean(a, axis=axes, keepdims=keepdim)
+        # np.mean's own steps (sum, then divide by the count) without its Python wrapper: the same bits
+        return np.add.reduce(a, axis=axes, keepdims=keepdim) / ctx.count
 
     @staticmethod
     def backward(ctx, g):
@@ -79,15 +109,10 @@ class Var(Function):
 
     @staticmethod
     def forward(ctx, a, *, axes, keepdim, correction):
-        count = int(np.prod([a.shape[i] for i in axes])) if axes else 1
-        if count - correction <= 0:
-            raise ValueError(
-                f"var: {count} element(s) with correction={correction} leaves no degrees of "
-                "freedom; use correction=0 or reduce over more elements"
-            )
+        denominator = _degrees_of_freedom(a.shape, axes, correction, "var")
         centred = a - a.mean(axis=axes, keepdims=True)
         ctx.save_for_backward(centred)
-        ctx.axes, ctx.keepdim, ctx.denominator = axes, keepdim, count - correction
+        ctx.axes, ctx.keepdim, ctx.denominator = axes, keepdim, denominator
         return np.sum(centred * centred, axis=axes, keepdims=keepdim) / ctx.denominator
 
     @staticmethod
@@ -102,16 +127,11 @@ class Std(Function):
 
     @staticmethod
     def forward(ctx, a, *, axes, keepdim, correction):
-        count = int(np.prod([a.shape[i] for i in axes])) if axes else 1
-        if count - correction <= 0:
-            raise ValueError(
-                f"std: {count} element(s) with correction={correction} leaves no degrees of "
-                "freedom; use correction=0 or reduce over more elements"
-            )
+        denominator = _degrees_of_freedom(a.shape, axes, correction, "std")
         centred = a - a.mean(axis=axes, keepdims=True)
-        out = np.sqrt(np.sum(centred * centred, axis=axes, keepdims=True) / (count - correction))
+        out = np.sqrt(np.sum(centred * centred, axis=axes, keepdims=True) / denominator)
         ctx.save_for_backward(centred, out)
-        ctx.axes, ctx.keepdim, ctx.denominator = axes, keepdim, count - correction
+        ctx.axes, ctx.keepdim, ctx.denominator = axes, keepdim, denominator
         return out if keepdim else np.squeeze(out, axis=axes)
 
     @staticmethod
@@ -250,7 +270,7 @@ class LogSumExp(Function):
     @staticmethod
     def backward(ctx, g):
         a, out = ctx.saved_tensors
-        g = _expand(g, ctx.dim, ctx.keepdim)
+        g = _expand(g, (ctx.dim,), ctx.keepdim)
         with np.errstate(invalid="ignore"):  # an all −inf slice: NaN, as PyTorch
             return g * np.exp(a - out)
 
