@@ -4,6 +4,8 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="05 · Convolution")
 
 with app.setup:
+    import functools
+
     import marimo as mo
     import numpy as np
 
@@ -12,6 +14,100 @@ with app.setup:
     from engine.course.labs import convolution as lab
 
     METADATA = metadata("05_convolution")
+
+
+@app.function
+def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
+    """Arrays as colour-mapped PNG tiles side by side, each captioned with its name: the look of
+    ``plot.image_row`` (grey, or red-blue centred on 0 for the names in ``symmetric``) without a
+    Matplotlib figure to lay out and render, so that a slider redraws them in milliseconds."""
+    from matplotlib import colormaps
+
+    tiles = []
+    for name, img in panels.items():
+        img = np.asarray(img, dtype=float)
+        if name in symmetric:
+            top = float(np.nanmax(np.abs(img))) or 1.0
+            low, high, cmap = -top, top, "RdBu_r"
+        else:
+            low, high, cmap = float(np.nanmin(img)), float(np.nanmax(img)), "gray"
+        scaled = np.clip((img - low) / ((high - low) or 1.0), 0.0, 1.0)
+        rgba = colormaps[(cmaps or {}).get(name, cmap)](scaled, bytes=True)
+        tiles.append(mo.image(rgba, caption=name, width=width,
+                              style={"image-rendering": "pixelated"}))
+    return mo.hstack(tiles, justify="start", wrap=True)
+
+
+@app.function
+def kernel_heatmap(kernel, title):
+    """A small kernel with its weights written in, red positive and blue negative."""
+    top = float(np.abs(kernel).max()) or 1.0
+    return plot.heatmap(kernel, scheme="redblue", domain=(top, -top), annotate=True, fmt=".2f",
+                        title=title, height=max(90, 30 * kernel.shape[0]))
+
+
+# Figures of a trained CNN, cached per model: the default one is the same object on every run,
+# so changing a training setting (which shows it again) or revisiting a digit redraws nothing.
+@app.function
+@functools.lru_cache(maxsize=8)
+def cnn_summary(trained):
+    """Loss and accuracy per epoch, the held-out accuracy and confusion matrix, and where the
+    model comes from (the shipped checkpoint or the learner's own training)."""
+    history, matrix, settings = trained.history, trained.confusion, trained.settings
+    _described = (f"{settings['n_filters']} filters of {settings['kernel_size']}×"
+                  f"{settings['kernel_size']}, {settings['epochs']} epochs, learning rate "
+                  f"{settings['lr']:g}")
+    if trained is lab.default_cnn():
+        source = (f"The CNN below was trained with the default settings ({_described}) by "
+                  "`make checkpoints` and ships with the course, so it is here on open; "
+                  "**Train the CNN** retrains it with the settings above.")
+    else:
+        source = f"The CNN below was trained just now with your settings ({_described})."
+    curves = plot.loss_curves({"train": history.train_acc, "held-out": history.test_acc},
+                              y_title="accuracy", title="accuracy per epoch (chance: 0.1)")
+    loss = plot.loss_curves({"train": history.loss}, y_title="cross-entropy",
+                            title="training loss per epoch")
+    digits = [str(d) for d in range(10)]
+    confusion = plot.heatmap(matrix, x_labels=digits, y_labels=digits, x_title="predicted digit",
+                             y_title="true digit", color_title="images", scheme="purples",
+                             annotate=True, fmt="d", title="held-out confusion matrix")
+    stopped = mo.callout(mo.md(history.stopped), kind="warn") if history.stopped else mo.md("")
+    final = history.test_acc[-1] if history.test_acc else float("nan")
+    return mo.vstack([
+        mo.md(source), stopped, mo.hstack([loss, curves], widths="equal"),
+        mo.md(f"Held-out accuracy after {len(history.loss)} epochs: **{final:.1%}** "
+              f"({int(np.trace(matrix))} of {int(matrix.sum())} digits)."),
+        confusion])
+
+
+@app.function
+@functools.lru_cache(maxsize=8)
+def cnn_kernels_figure(trained):
+    """The first layer's learned kernels, one panel each."""
+    kernels = lab.learned_filters(trained.model)
+    names = [f"filter {i}" for i in range(len(kernels))]
+    return mo.vstack([
+        mo.md("**Learned first-layer kernels** (red positive, blue negative)."),
+        image_tiles(dict(zip(names, kernels)), symmetric=tuple(names), width=72)])
+
+
+@app.function
+@functools.lru_cache(maxsize=64)
+def cnn_reading(trained, index):
+    """Held-out digit ``index``, its first-layer feature maps and the CNN's probabilities."""
+    images, labels = data.load_digits("test", channel_dim=True)
+    image, label = images[index], int(labels[index])
+    maps = lab.feature_maps(trained.model, image)
+    predicted = int(np.argmax(maps["probs"]))
+    return mo.vstack([
+        mo.md(f"Held-out digit #{index}: true {label}, the CNN reads a **{predicted}** "
+              f"(probability {maps['probs'].max():.0%}). The digit and its first-layer feature "
+              "maps after ReLU (the first six channels):"),
+        image_tiles({"input": image[0],
+                     **{f"conv1 · {i}": m for i, m in enumerate(maps["relu1"][:6])}}, width=96),
+        plot.bars([str(d) for d in range(10)], maps["probs"], y_title="probability",
+                  title=f"true: {label} · predicted: {predicted}",
+                  y_domain=(0, 1))])
 
 
 @app.cell(hide_code=True)
@@ -411,8 +507,8 @@ def _(erf_layers, erf_relu, erf_sweep):
     mo.vstack([
         mo.hstack([erf_layers, erf_relu], justify="start"),
         mo.hstack([
-            plot.image_row({f"|∂y/∂x|, n = {erf.layers}": erf.grad_map}, colorbar=False, cell=2.6,
-                           cmaps={f"|∂y/∂x|, n = {erf.layers}": "Purples"}),
+            image_tiles({f"|∂y/∂x|, n = {erf.layers}": erf.grad_map}, width=240,
+                        cmaps={f"|∂y/∂x|, n = {erf.layers}": "Purples"}),
             mo.md(f"Theoretical field: **{erf.theoretical}** pixels wide (the whole picture but "
                   f"a margin of 4); effective std: **{erf.std:.2f}** pixels. The central square "
                   f"half as wide as the field holds **{erf.central_share:.0%}** of the gradient."
@@ -499,9 +595,21 @@ def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride):
                             for a, b in zip(view.row_values, view.weights))
         _clipped = (f" (the output has only {_w_out * _w_out} pixels: showing the last)"
                     if im_pixel.value != _r else "")
+        _cells = lab.im2col_cells(view, im_padding.value)
+        _inputs = [plot.cell_grid(**_c, title=f"padded input, channel {_name.split()[-1]}",
+                                  legend=False)
+                   for _name, _c in _cells.items() if _name.startswith("input")]
+        _rows = view.rows.shape[0]
+        _cols = plot.cell_grid(**_cells["cols"], x_title="tap t = (c, i, j)",
+                               y_title="output pixel r", legend=False,
+                               title="colsᵀ: one row per output pixel",
+                               height=min(18 * _rows, 360) + 40)
+        _weights = plot.cell_grid(**_cells["weights"], x_title="tap t", y_title="",
+                                  legend=False, title="the weights W₂[0] that row r meets")
         _shown = mo.vstack([
             _controls, im_pixel,
-            plot.im2col_figure(vars(view)),
+            mo.hstack([*_inputs, mo.vstack([_cols, _weights])],
+                      widths=[1] * len(_inputs) + [2]),
             mo.md(f"Output pixel r = {view.row} is (p, q) = ({view.out_row}, "
                   f"{view.out_col}){_clipped}. Column r of cols times the weights:\n\n"
                   f"{_terms} = **{view.value:g}**\n\n"
@@ -541,12 +649,13 @@ def _(im_padding, im_stride, im_w, im_x, view):
     backward = lab.im2col_backward(im_x, im_w, _g, im_stride.value, im_padding.value)
     backward_gap = backward.largest_gap
     mo.vstack([
-        plot.image_row({"windows per pixel": backward.window_count,
-                        "∂L/∂x by col2im": backward.grad_input[0],
-                        "∂L/∂x by autograd": backward.autograd_input[0]},
-                       cmaps={"windows per pixel": "Purples"},
-                       symmetric=("∂L/∂x by col2im", "∂L/∂x by autograd"),
-                       annotate=("windows per pixel",), fmt="{:.0f}"),
+        mo.hstack([
+            plot.heatmap(backward.window_count, scheme="purples", annotate=True, fmt=".0f",
+                         title="windows per pixel", height=200),
+            image_tiles({"∂L/∂x by col2im": backward.grad_input[0],
+                         "∂L/∂x by autograd": backward.autograd_input[0]},
+                        symmetric=("∂L/∂x by col2im", "∂L/∂x by autograd"), width=170),
+        ], widths=[1, 2]),
         mo.md(f"Largest difference between the hand-written backward pass and autograd, over "
               f"∂L/∂x and ∂L/∂W: **{backward_gap:.1e}**."),
     ])
@@ -601,14 +710,14 @@ def _(filter_name, filter_noise, filter_repeat, filter_stride, image):
                if filter_name.value == "edge magnitude" else lab.CLASSIC_FILTERS[filter_name.value])
     _signed = filter_name.value in ("vertical edges (Sobel x)", "horizontal edges (Sobel y)",
                                     "Laplacian", "emboss", "sharpen")
-    _panels = {"image": image,
-               "kernel" + (" (Sobel x, with y)" if filter_name.value == "edge magnitude" else ""): _kernel,
-               f"result {filtered.shape[0]}×{filtered.shape[1]}": filtered}
-    _names = list(_panels)
+    _result = f"result {filtered.shape[0]}×{filtered.shape[1]}"
+    _kernel_title = "kernel" + (" (Sobel x, with y)" if filter_name.value == "edge magnitude" else "")
     mo.vstack([
         mo.hstack([filter_name, filter_noise, filter_repeat, filter_stride], wrap=True),
-        plot.image_row(_panels, symmetric=(_names[1],) + ((_names[2],) if _signed else ()),
-                       annotate=(_names[1],) if _kernel.shape[0] <= 3 else (), cell=2.6),
+        mo.hstack([image_tiles({"image": image}, width=240),
+                   kernel_heatmap(_kernel, _kernel_title),
+                   image_tiles({_result: filtered}, symmetric=(_result,) if _signed else (),
+                               width=240)], widths=[1, 1, 1]),
         mo.md(f"Kernel weights sum to **{_kernel.sum():.3g}**; result range "
               f"[{filtered.min():.2f}, {filtered.max():.2f}]. Red is positive, blue negative."),
     ])
@@ -639,9 +748,10 @@ def _(image, kernel_edit):
     own_filtered = lab.apply_filter(image, own_kernel)
     mo.vstack([
         kernel_edit,
-        plot.image_row({"image": image, "your kernel": own_kernel,
-                        f"result {own_filtered.shape[0]}×{own_filtered.shape[1]}": own_filtered},
-                       symmetric=("your kernel",), cell=2.6),
+        mo.hstack([image_tiles({"image": image}, width=240),
+                   kernel_heatmap(own_kernel, "your kernel"),
+                   image_tiles({f"result {own_filtered.shape[0]}×{own_filtered.shape[1]}":
+                                own_filtered}, width=240)], widths=[1, 1, 1]),
         mo.md(f"Your kernel's weights sum to **{own_kernel.sum():.3g}**: "
               + ("it keeps the brightness of flat regions." if abs(own_kernel.sum() - 1) < 1e-9
                  else "flat regions map to zero: it answers to change only."
@@ -684,10 +794,10 @@ def _(compose_first, compose_second, image):
     mo.vstack([
         mo.hstack([compose_first, compose_second], justify="start"),
         mo.hstack([
-            plot.image_row({f"one {composition.composed.shape[0]}×{composition.composed.shape[1]} "
-                            "kernel c": composition.composed}, colorbar=False, cell=2.0,
-                           annotate=(), symmetric=(f"one {composition.composed.shape[0]}×"
-                                                   f"{composition.composed.shape[1]} kernel c",)),
+            image_tiles({f"one {composition.composed.shape[0]}×{composition.composed.shape[1]} "
+                         "kernel c": composition.composed}, width=180,
+                        symmetric=(f"one {composition.composed.shape[0]}×"
+                                   f"{composition.composed.shape[1]} kernel c",)),
             mo.md(f"- b ⋆ (a ⋆ x) against c ⋆ x, largest difference: "
                   f"**{composition.gap_linear:.1e}** (rounding only)\n"
                   f"- b ⋆ ReLU(a ⋆ x) against c ⋆ x: **{composition.gap_relu:.3g}** "
@@ -836,10 +946,10 @@ def _(digits_heldout, equi_digit, equi_pool, equi_shift, equi_stride):
     _e = equivariance
     mo.vstack([
         mo.hstack([equi_shift, equi_stride, equi_pool, equi_digit], wrap=True),
-        plot.image_row({"x": _e.image, f"T_{_e.shift} x": _e.shifted,
-                        "conv F(x)": _e.conv_map, f"conv F(T_{_e.shift} x)": _e.conv_map_shifted,
-                        "dense D(x)": _e.dense_map, f"dense D(T_{_e.shift} x)": _e.dense_map_shifted},
-                       colorbar=False, cell=1.5),
+        image_tiles({"x": _e.image, f"T_{_e.shift} x": _e.shifted,
+                     "conv F(x)": _e.conv_map, f"conv F(T_{_e.shift} x)": _e.conv_map_shifted,
+                     "dense D(x)": _e.dense_map, f"dense D(T_{_e.shift} x)": _e.dense_map_shifted},
+                    width=130),
         mo.md(f"- convolution: relative error **{_e.conv_error:.2g}** against the output shifted "
               f"by k' = {_e.out_shift}\n"
               f"- dense layer: relative error **{_e.dense_error:.2g}** against the output shifted "
@@ -876,8 +986,9 @@ def _():
     Two convolution blocks (conv with 'same' padding, ReLU, $2\times2$ max-pool) and a linear
     layer classify the 1,797 real $8\times8$ digits of the UCI set (`engine.data.load_digits`):
     trained with Adam on the fixed 1,437 training images, scored on the 360 held-out ones.
-    Training runs when you press the button (several seconds; slower in the browser). The
-    confusion matrix counts, for each true digit (row), the predicted digit (column); the
+    The page opens on the network trained with the default settings, shipped with the course;
+    the **Train the CNN** button retrains it with yours (several seconds; slower in the browser).
+    The confusion matrix counts, for each true digit (row), the predicted digit (column); the
     first layer's kernels and one test digit's feature maps show what the network computes.
     """)
     return
@@ -916,38 +1027,21 @@ def _():
 
 
 @app.cell
-def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train, digits_heldout, digits_train):
-    # No mo.stop here: the cells below read cnn and say "train first" while it is None.
-    if not cnn_train.value:
-        cnn = cnn_history = cnn_confusion = None
-        _shown = mo.md("*Press **Train the CNN** to train it.*")
-    else:
-        cnn = lab.make_cnn(cnn_filters.value, cnn_kernel.value, n_classes=10, image_size=8, seed=0)
+def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train):
+    # The page opens on the default CNN, rebuilt from the checkpoint the course ships (no
+    # training); the button retrains with the settings above.
+    if cnn_train.value:
         with mo.status.progress_bar(total=cnn_epochs.value, title="training",
                                     remove_on_exit=True) as _bar:
-            cnn_history = lab.train_cnn(cnn, *digits_train, *digits_heldout,
-                                        epochs=cnn_epochs.value, lr=cnn_lr.value, seed=0,
-                                        on_epoch=lambda e, h: _bar.update())
-        cnn_confusion = lab.confusion(cnn, *digits_heldout)
-        _curves = plot.loss_curves({"train": cnn_history.train_acc,
-                                    "held-out": cnn_history.test_acc},
-                                   y_title="accuracy", title="accuracy per epoch (chance: 0.1)")
-        _loss = plot.loss_curves({"train": cnn_history.loss}, y_title="cross-entropy",
-                                 title="training loss per epoch")
-        _matrix = plot.heatmap(cnn_confusion, x_labels=[str(d) for d in range(10)],
-                               y_labels=[str(d) for d in range(10)], x_title="predicted digit",
-                               y_title="true digit", color_title="images", scheme="purples",
-                               annotate=True, fmt="d", title="held-out confusion matrix")
-        _stopped = (mo.callout(mo.md(cnn_history.stopped), kind="warn")
-                    if cnn_history.stopped else mo.md(""))
-        _final = cnn_history.test_acc[-1] if cnn_history.test_acc else float("nan")
-        _shown = mo.vstack([
-            _stopped, mo.hstack([_loss, _curves], widths="equal"),
-            mo.md(f"Held-out accuracy after {len(cnn_history.loss)} epochs: **{_final:.1%}** "
-                  f"({int(np.trace(cnn_confusion))} of {int(cnn_confusion.sum())} digits)."),
-            _matrix])
-    _shown
-    return cnn, cnn_confusion, cnn_history
+            trained_cnn = lab.train_digits_cnn(cnn_filters.value, cnn_kernel.value,
+                                               cnn_epochs.value, cnn_lr.value,
+                                               on_epoch=lambda e, h: _bar.update())
+    else:
+        trained_cnn = lab.default_cnn()
+    cnn, cnn_history, cnn_confusion = (trained_cnn.model, trained_cnn.history,
+                                       trained_cnn.confusion)
+    cnn_summary(trained_cnn)
+    return cnn, cnn_confusion, cnn_history, trained_cnn
 
 
 @app.cell
@@ -957,25 +1051,14 @@ def _():
 
 
 @app.cell
-def _(cnn, cnn_image, digits_heldout):
-    mo.stop(cnn is None, mo.md("*Train the CNN above to see its kernels and feature maps.*"))
-    _x, _y = digits_heldout[0][cnn_image.value], int(digits_heldout[1][cnn_image.value])
-    _maps = lab.feature_maps(cnn, _x)
-    _filters = lab.learned_filters(cnn)
-    mo.vstack([
-        mo.md("**Learned first-layer kernels** (red positive, blue negative)."),
-        plot.image_row({f"filter {i}": f for i, f in enumerate(_filters)},
-                       symmetric=tuple(f"filter {i}" for i in range(len(_filters))),
-                       colorbar=False, cell=1.2),
-        cnn_image,
-        plot.image_row({"input": _x[0],
-                        **{f"conv1 · {i}": m for i, m in enumerate(_maps["relu1"][:6])}},
-                       colorbar=False, cell=1.3,
-                       suptitle="the digit and its first-layer feature maps after ReLU"),
-        plot.bars([str(d) for d in range(10)], _maps["probs"], y_title="probability",
-                  title=f"true: {_y} · predicted: {int(np.argmax(_maps['probs']))}",
-                  y_domain=(0, 1)),
-    ])
+def _(trained_cnn):
+    cnn_kernels_figure(trained_cnn)
+    return
+
+
+@app.cell
+def _(cnn_image, trained_cnn):
+    mo.vstack([cnn_image, cnn_reading(trained_cnn, cnn_image.value)])
     return
 
 
@@ -1009,9 +1092,7 @@ def _(cnn, digit_canvas, draw_start):
     # A held-out digit enlarged on the canvas comes back unchanged without fitting; a drawing
     # from blank is cropped and centred first, as the scans' digits were.
     drawn_digit = widgets.to_digit(widgets.ink(digit_canvas.value), fit=draw_start.value < 0)
-    if cnn is None:
-        _verdict = mo.md("*Train the CNN above, then it reads your drawing.*")
-    elif not drawn_digit.any():
+    if not drawn_digit.any():
         _verdict = mo.callout(mo.md("The canvas is empty: draw a digit."), kind="warn")
     else:
         _maps = lab.feature_maps(cnn, drawn_digit)
@@ -1021,12 +1102,10 @@ def _(cnn, digit_canvas, draw_start):
             plot.bars([str(d) for d in range(10)], _p, y_title="probability", y_domain=(0, 1),
                       title="the CNN's probabilities for your drawing"),
             mo.md("Its first-layer feature maps after ReLU (the first six channels):"),
-            plot.image_row({f"conv1 · {i}": m for i, m in enumerate(_maps["relu1"][:6])},
-                           colorbar=False, cell=1.3,
-                           suptitle="your drawing's first-layer feature maps after ReLU"),
+            image_tiles({f"conv1 · {i}": m for i, m in enumerate(_maps["relu1"][:6])}, width=96),
         ])
-    mo.hstack([plot.image_row({"your drawing as 8×8": drawn_digit}, colorbar=False, cell=2.0),
-               _verdict], justify="start")
+    mo.hstack([image_tiles({"your drawing as 8×8": drawn_digit}, width=180), _verdict],
+              justify="start")
     return (drawn_digit,)
 
 

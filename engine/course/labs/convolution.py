@@ -9,7 +9,9 @@
 - im2col made visible: :func:`im2col_view` (the column matrix, one output pixel's patch, row and
   weights) and :func:`im2col_backward` (the backward pass as two transposed products).
 - Classic filters: :data:`CLASSIC_FILTERS`, :func:`sample_image`, :func:`apply_filter`.
-- A small CNN on the shapes images: :func:`make_cnn`, :func:`train_cnn`, :func:`feature_maps`.
+- A small CNN on the UCI digits: :func:`make_cnn`, :func:`train_cnn`, :func:`feature_maps`;
+  :func:`train_digits_cnn` trains one with the section's settings, :func:`default_cnn` rebuilds
+  the default one from the checkpoint the course ships (:data:`CHECKPOINTS`).
 
 Everything that shows a number computes it here (or in ``engine.shapes`` / ``engine.ops.conv``),
 so the notebook only draws and the tests can check each value.
@@ -17,6 +19,7 @@ so the notebook only draws and the tests can check each value.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -24,20 +27,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import engine.functional as F
-from engine import Tensor, nn, no_grad, optim, shapes
+from engine import Tensor, data, nn, no_grad, optim, shapes
+from engine.course import checkpoints
+from engine.course.checkpoints import convolution_cnn as _cnn_checkpoint
 from engine.random import fork_rng
 from engine.data import DataLoader
 from engine.metrics import confusion_matrix
 from engine.ops.conv import col2im, conv2d, im2col
 
 __all__ = [
-    "CLASSIC_FILTERS", "CNNHistory", "ConvCost", "FieldRow", "Grid", "Placements",
+    "CHECKPOINTS", "CLASSIC_FILTERS", "CNN_DEFAULTS", "CNNHistory", "DigitsCNN", "ConvCost", "FieldRow", "Grid", "Placements",
     "TransposePlacements", "ConvReport", "EQUIVARIANCE_CANVAS", "Equivariance",
     "EffectiveField", "SeparableCheck", "conv_costs", "effective_receptive_field", "separable_check",
     "Im2colBackward", "Im2colView",
     "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "confusion", "conv_grid",
     "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
-    "feature_maps", "im2col_backward", "im2col_view", "learned_filters", "make_cnn",
+    "default_cnn", "train_default_cnn", "train_digits_cnn",
+    "feature_maps", "im2col_backward", "im2col_cells", "im2col_view", "learned_filters", "make_cnn",
     "receptive_field_table", "round_trip_output_padding", "sample_image", "shift_equivariance", "train_cnn",
     "two_convolutions", "uniform_stack",
 ]
@@ -434,6 +440,44 @@ def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0
         conv2d=conv2d(x[None], weight, stride=stride, padding=padding,
                       dilation=dilation).data[0, 0].astype(np.float64),
         out_row=out_row, out_col=out_col, out_shape=(h_out, w_out))
+
+
+def im2col_cells(view: Im2colView, padding=0, text_limit=400) -> dict:
+    """The im2col figure of ``view`` as cell-grid columns (``row``, ``col``, ``kind``, ``text``),
+    one entry per panel, for ``engine.course.plot.cell_grid``:
+
+    - ``"input c"`` per channel c: the padded input, ``kind`` 'tap' inside output pixel r's
+      window ('tap on padding' where the window reads padding), else 'input' or 'padding';
+    - ``"cols"``: colsᵀ, one row per output pixel, row r 'selected', the others 'output';
+    - ``"weights"``: W₂[0] as one row under colsᵀ (the same tap t in the same column).
+
+    ``text`` holds every value while a panel has at most ``text_limit`` cells, else only the
+    lit ones (row r and its taps): the values that enter the dot product are always written.
+    """
+    x_pad, rows, r = view.x_pad, view.rows, view.row
+    p = _settings("im2col_cells", padding=padding)["padding"]
+    panels = {}
+    for ch in range(x_pad.shape[0]):
+        i, j = np.indices(x_pad[ch].shape)
+        in_padding = (i < p) | (j < p) | (i >= x_pad.shape[1] - p) | (j >= x_pad.shape[2] - p)
+        lit = view.patch[ch]
+        kind = np.where(lit, np.where(in_padding, "tap on padding", "tap"),
+                        np.where(in_padding, "padding", "input"))
+        panels[f"input {ch}"] = _cells(i, j, kind, x_pad[ch], lit, text_limit)
+    i, j = np.indices(rows.shape)
+    panels["cols"] = _cells(i, j, np.where(i == r, "selected", "output"), rows, i == r, text_limit)
+    weights = np.asarray(view.weights, dtype=float)[None]
+    i, j = np.indices(weights.shape)
+    panels["weights"] = _cells(i, j, np.full(weights.shape, "tap"), weights,
+                               np.ones(weights.shape, bool), text_limit)
+    return panels
+
+
+def _cells(i, j, kind, values, lit, text_limit):
+    """One panel of :func:`im2col_cells`: flat columns, values written as %g where shown."""
+    shown = lit | (values.size <= text_limit)
+    text = np.array([f"{v:g}" if s else "" for v, s in zip(values.ravel(), shown.ravel())], dtype=object)
+    return {"row": i.ravel(), "col": j.ravel(), "kind": np.asarray(kind, dtype=object).ravel(), "text": text}
 
 
 @dataclass(frozen=True)
@@ -925,3 +969,62 @@ def feature_maps(model, image) -> dict:
 def learned_filters(model) -> np.ndarray:
     """The first convolution's kernels [C, K, K] (one per filter)."""
     return np.asarray(model[0].weight.data)[:, 0].copy()
+
+
+# ----------------------------------------------------------------------------- the digits CNN
+# The section's default settings: what the page shows on open, from the shipped checkpoint.
+CNN_DEFAULTS = {"n_filters": 12, "kernel_size": 3, "epochs": 12, "lr": 3e-3}
+
+
+@dataclass(eq=False)
+class DigitsCNN:
+    """A CNN trained on the UCI digits: the ``model``, its per-epoch ``history``, its held-out
+    ``confusion`` matrix and the ``settings`` it was trained with. Compared (and hashed) by
+    identity, so a figure can be cached per trained model."""
+
+    model: nn.Sequential
+    history: CNNHistory
+    confusion: np.ndarray
+    settings: dict
+
+
+def train_digits_cnn(n_filters=12, kernel_size=3, epochs=12, lr=3e-3, on_epoch=None) -> DigitsCNN:
+    """:func:`make_cnn` (10 classes, 8×8 images, seed 0) trained by :func:`train_cnn` (Adam,
+    seed 0) on the 1,437 training digits of ``engine.data.load_digits``, scored on the 360
+    held-out ones."""
+    X, y = data.load_digits("train", channel_dim=True)
+    X_test, y_test = data.load_digits("test", channel_dim=True)
+    model = make_cnn(n_filters, kernel_size, n_classes=10, image_size=8, seed=0)
+    history = train_cnn(model, X, y, X_test, y_test, epochs=epochs, lr=lr, seed=0, on_epoch=on_epoch)
+    settings = {"n_filters": n_filters, "kernel_size": kernel_size, "epochs": epochs, "lr": lr}
+    return DigitsCNN(model, history, confusion(model, X_test, y_test), settings)
+
+
+def train_default_cnn() -> dict:
+    """The checkpoint ``convolution_cnn``: the CNN trained with :data:`CNN_DEFAULTS` (its
+    parameters by ``state_dict`` name, and its history), the state :func:`default_cnn` rebuilds."""
+    trained = train_digits_cnn(**CNN_DEFAULTS)
+    h = trained.history
+    return {"settings": dict(CNN_DEFAULTS),
+            "parameters": {k: np.asarray(v.data) for k, v in trained.model.state_dict().items()},
+            "history": {"loss": np.asarray(h.loss), "train_acc": np.asarray(h.train_acc),
+                        "test_acc": np.asarray(h.test_acc)}}
+
+
+CHECKPOINTS = {"convolution_cnn": train_default_cnn}
+
+
+@functools.lru_cache(maxsize=1)
+def default_cnn() -> DigitsCNN:
+    """The default CNN rebuilt from the shipped checkpoint (no training): the same
+    :class:`DigitsCNN` object on every call, so a page shows it at once and caches its figures."""
+    state = checkpoints.load(_cnn_checkpoint)
+    settings = {k: (v.item() if hasattr(v, "item") else v) for k, v in state["settings"].items()}
+    model = make_cnn(settings["n_filters"], settings["kernel_size"], n_classes=10, image_size=8, seed=0)
+    model.load_state_dict(state["parameters"])
+    model.eval()
+    h = state["history"]
+    history = CNNHistory(*([float(v) for v in np.asarray(getattr(h[k], "data", h[k]))]
+                           for k in ("loss", "train_acc", "test_acc")))
+    X_test, y_test = data.load_digits("test", channel_dim=True)
+    return DigitsCNN(model, history, confusion(model, X_test, y_test), settings)

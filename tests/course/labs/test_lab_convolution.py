@@ -219,6 +219,38 @@ def test_im2col_backward_matches_autograd_and_counts_windows():
     np.testing.assert_array_equal(b.window_count, count[1:7, 1:7])
 
 
+
+@pytest.mark.parametrize("c, size, k, s, p, r", [(1, 5, 3, 1, 1, 7), (2, 4, 2, 2, 1, 3)])
+def test_im2col_cells_light_the_window_row_and_weights(c, size, k, s, p, r):
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 10, size=(c, size, size)).astype(float)
+    w = rng.integers(-1, 3, size=(1, c, k, k)).astype(float)
+    o = shapes.conv_output_size(size, k, s, p)
+    view = conv_lab.im2col_view(x, w, s, p, 1, r // o, r % o)
+    cells = conv_lab.im2col_cells(view, p, text_limit=0)
+    assert list(cells) == [f"input {ch}" for ch in range(c)] + ["cols", "weights"]
+    n = size + 2 * p
+    for ch in range(c):
+        g = cells[f"input {ch}"]
+        kind = np.empty((n, n), object)
+        kind[g["row"], g["col"]] = g["kind"]
+        # the window of output (r // o, r % o) by hand: rows/cols i·S .. i·S + K − 1 of the padded grid
+        lit = np.zeros((n, n), bool)
+        lit[(r // o) * s:(r // o) * s + k, (r % o) * s:(r % o) * s + k] = True
+        border = np.ones((n, n), bool)
+        border[p:p + size, p:p + size] = False
+        expected = np.where(lit, np.where(border, "tap on padding", "tap"),
+                            np.where(border, "padding", "input"))
+        np.testing.assert_array_equal(kind, expected)
+        written = g["text"][g["text"] != ""]
+        assert list(written) == [f"{v:g}" for v in view.x_pad[ch][lit]]  # text_limit 0: lit ones only
+    cols = cells["cols"]
+    assert set(cols["row"][cols["kind"] == "selected"]) == {view.row}
+    assert list(cols["text"][cols["kind"] == "selected"]) == [f"{v:g}" for v in view.row_values]
+    assert list(cells["weights"]["text"]) == [f"{v:g}" for v in w[0].ravel()]
+    assert (conv_lab.im2col_cells(view, p)["cols"]["text"] != "").all()  # small: every value written
+
+
 # ----------------------------------------------------------------------------- filters
 def _naive_correlate(image, kernel):
     k = kernel.shape[0]
@@ -390,3 +422,30 @@ def test_separable_check_against_torch(torch):
     assert s.gap < 1e-5 and s.separable_params == 4 * 25 + 6 * 4 and s.standard_params == 6 * 4 * 25
     with pytest.raises(ValueError, match="must divide"):
         conv_lab.conv_costs(c_in=6, c_out=8, groups=4)
+
+
+
+def test_default_cnn_is_the_shipped_checkpoint_and_scores_what_it_claims():
+    """Issue 16: the CNN the page opens on is rebuilt from the checkpoint (no training); the
+    accuracy its history records is what the rebuilt model scores, and its confusion matrix
+    counts its predictions."""
+    from engine.course import checkpoints
+
+    cnn = conv_lab.default_cnn()
+    assert conv_lab.default_cnn() is cnn and conv_lab.CHECKPOINTS["convolution_cnn"] is conv_lab.train_default_cnn
+    state = checkpoints.load_named("convolution_cnn")
+    for name, value in cnn.model.state_dict().items():
+        np.testing.assert_array_equal(value.data, state["parameters"][name].data)
+    X, y = engine.data.load_digits("test", channel_dim=True)
+    assert cnn.history.test_acc[-1] == pytest.approx(conv_lab.cnn_accuracy(cnn.model, X, y))
+    assert len(cnn.history.loss) == cnn.settings["epochs"] == conv_lab.CNN_DEFAULTS["epochs"]
+    np.testing.assert_array_equal(cnn.confusion, conv_lab.confusion(cnn.model, X, y))
+    assert np.trace(cnn.confusion) / 360 == pytest.approx(cnn.history.test_acc[-1])
+
+
+def test_train_digits_cnn_uses_the_settings_given():
+    trained = conv_lab.train_digits_cnn(n_filters=2, kernel_size=5, epochs=1, lr=1e-3)
+    assert trained.settings == {"n_filters": 2, "kernel_size": 5, "epochs": 1, "lr": 1e-3}
+    assert trained.model[0].weight.shape == (2, 1, 5, 5) and len(trained.history.loss) == 1
+    X, y = engine.data.load_digits("test", channel_dim=True)
+    assert trained.history.test_acc == [pytest.approx(conv_lab.cnn_accuracy(trained.model, X, y))]
