@@ -116,7 +116,11 @@ def test_06_exercises_graded_by_the_engine():
         assert "Right" in output_text(run_app(app, **{name: str(truth)})[0])
         assert "Not quite" in output_text(run_app(app, **{name: str(truth * 1.5 + 5)})[0])
     # the 20,000-sample estimate is computed when the exercise is built, never per keystroke
-    assert "20 000 pairs gives" in output_text(run_app(app, answer_variance="256")[0])
+    text = output_text(run_app(app, answer_variance="256")[0])
+    shown = re.search(r"20 000 pairs gives ([0-9]+\.[0-9])", text)
+    sample = attention_lab.dot_product_variance(256, n=20000, seed=1).var_raw
+    assert float(shown.group(1)) == pytest.approx(sample, abs=0.05)
+    assert sample == pytest.approx(256, rel=0.02)  # within the exercise's own tolerance
 
 
 def test_06_opens_on_the_shipped_models_and_their_claims_hold():
