@@ -204,12 +204,17 @@ def test_01_new_exercises_are_graded():
 
 
 def test_01_the_bend_buys_accuracy_and_pieces():
-    text, defs = notebook_text("01_activations", answer_pieces="7")  # default: width 8, one layer, untrained
+    text, defs = notebook_text("01_activations", answer_pieces="7")  # default: width 8, one layer, trained at load
     r = defs["bend_report"]
+    assert defs["bend_is_default"] and r.steps == activations_lab.BEND_STEPS and "trained 400 steps when the page opened" in text
     assert r.pieces <= r.one_layer_bound == 37 and f"makes at most {r.one_layer_bound}" in text
-    same = activations_lab.bend_lab(8, 1, steps=0, seed=0)
+    same = activations_lab.bend_lab(8, 1, steps=400, seed=0)
     assert same.pieces == r.pieces and f"{r.pieces} linear pieces" in text
+    assert same.accuracy == r.accuracy and f"training accuracy {100 * r.accuracy:.1f} %" in text
+    assert r.accuracy > activations_lab.bend_lab(8, 1, steps=0, seed=0).accuracy  # the figure shows a trained model
     assert defs["exercise_pieces"].truth == 7 and text.count("Right") == 1
+    text, defs = notebook_text("01_activations", bend_width=9)  # another width: at initialisation until trained
+    assert defs["bend_report"].steps == 0 and "at initialisation (the button trains it)" in text
     text, defs = notebook_text("01_activations", bend_width=8, bend_depth=0, bend_train=True)
     r = defs["bend_report"]
     assert r.pieces == 1 and r.steps == 400 and r.accuracy < 0.9  # "stops below 90 %"

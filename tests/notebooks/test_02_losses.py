@@ -83,8 +83,25 @@ def test_02_kl_both_ways_and_the_fits():
     mu_f, s_f, _ = losses_lab.fit_gaussian_kl(p, grid, "forward", mu0=-2.0, sigma0=0.5, steps=300)
     assert defs["kl_fits"]["forward"][:2] == pytest.approx((mu_f, s_f))
     assert f"μ = {mu_f:.2f}, σ = {s_f:.2f}" in text
-    _, defs = notebook_text("02_losses")
-    assert defs["kl_fits"] == {}  # nothing fitted until the button is pressed
+    _, defs = notebook_text("02_losses", q_mu=-2.0)
+    assert defs["kl_fits"] == {} and not defs["kl_fits_shipped"]  # moved q: nothing fitted from there yet
+
+
+def test_02_kl_fits_are_on_the_page_when_it_opens():
+    """The default fits come from the shipped checkpoint, and they are the fits the lab makes there."""
+    text, defs = notebook_text("02_losses")
+    assert defs["kl_fits_shipped"] and "shipped with the course" in text
+    made = losses_lab.fit_q_both_ways(**losses_lab.KL_DEFAULT)
+    for direction, name in (("forward", "KL(p‖q)"), ("reverse", "KL(q‖p)")):
+        mu, sigma, hist = defs["kl_fits"][direction]
+        assert (mu, sigma) == pytest.approx(made[direction][:2], rel=1e-6, abs=1e-9)
+        assert f"{name} fit: μ = {mu:.2f}, σ = {sigma:.2f}, final {name} = {hist[-1]:.3f}" in text
+    # the prose: forward KL covers both bumps (centred between them, wider than either); reverse picks one
+    mu_f, sigma_f, _ = defs["kl_fits"]["forward"]
+    mu_r, sigma_r, _ = defs["kl_fits"]["reverse"]
+    assert abs(mu_f) < 0.05 and sigma_f > 2.0
+    assert abs(mu_r - losses_lab.KL_DEFAULT["separation"] / 2) < 0.1 and sigma_r < 0.8
+    assert "Press" not in text
 
 
 def test_02_reverse_kl_started_at_zero_stays_on_the_symmetric_stationary_point():

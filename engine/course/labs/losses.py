@@ -7,7 +7,8 @@
   divide, log) next to the fused ``F.cross_entropy``, as the logits grow: the naive one gives NaN
   (overflow, inf/inf) for the likeliest class and +∞ (underflow, log 0) for the least likely.
 - :func:`kl_both_ways` and :func:`fit_gaussian_kl`: KL(p‖q) ≠ KL(q‖p), and fitting a Gaussian q to a
-  bimodal p in each direction (mode-covering against mode-seeking).
+  bimodal p in each direction (mode-covering against mode-seeking); the default fits ship as the
+  checkpoint ``losses_kl_fits`` (:data:`CHECKPOINTS`), so the page shows them on open.
 - :func:`margin_gradients` and :func:`train_sigmoid_classifier`: why MSE on a sigmoid saturates
   while cross-entropy keeps pushing.
 - :func:`make_line_data` / :func:`fit_line`: a line fitted by the engine (Adam with a cosine
@@ -25,6 +26,8 @@ import numpy as np
 
 import engine.functional as F
 from engine import Tensor
+from engine.course import checkpoints
+from engine.course.checkpoints import losses_kl_fits as _kl_checkpoint  # static: the WebAssembly bundler follows it
 from engine.optim import SGD, Adam
 from engine.optim.lr_scheduler import CosineAnnealingLR
 
@@ -220,6 +223,37 @@ def fit_gaussian_kl(p, grid, direction: str = "forward", mu0: float = 0.5, sigma
         opt.step()
         losses.append(float(loss.data))
     return float(mu.data), float(np.exp(log_sigma.data)), np.array(losses)
+
+
+# The section's grid and default settings: what the page shows on open, from the shipped checkpoint.
+KL_GRID = np.linspace(-7.0, 7.0, 281)
+KL_DEFAULT = {"separation": 5.0, "mu0": 1.0, "sigma0": 1.0}
+KL_STEPS = 300
+
+
+def fit_q_both_ways(separation: float, mu0: float, sigma0: float, steps: int = KL_STEPS) -> dict:
+    """q fitted to the two-bump p (on :data:`KL_GRID`) each way from the same start:
+    'forward' / 'reverse' -> (μ, σ, losses)."""
+    p = bimodal_on_grid(KL_GRID, separation=separation)
+    return {direction: fit_gaussian_kl(p, KL_GRID, direction, mu0=mu0, sigma0=sigma0, steps=steps)
+            for direction in ("forward", "reverse")}
+
+
+def train_default_kl_fits() -> dict:
+    """The checkpoint ``losses_kl_fits``: both fits from :data:`KL_DEFAULT` (deterministic, ~0.08 s)."""
+    return {direction: {"mu": mu, "sigma": sigma, "losses": losses}
+            for direction, (mu, sigma, losses) in fit_q_both_ways(**KL_DEFAULT).items()}
+
+
+CHECKPOINTS = {"losses_kl_fits": train_default_kl_fits}
+
+
+def default_kl_fits() -> dict:
+    """The fits of :func:`fit_q_both_ways` at :data:`KL_DEFAULT`, read from the shipped checkpoint
+    (no training when the page opens)."""
+    state = checkpoints.load(_kl_checkpoint)
+    return {direction: (float(fit["mu"]), float(fit["sigma"]), np.asarray(getattr(fit["losses"], "data", fit["losses"])))
+            for direction, fit in state.items()}
 
 
 # ----------------------------------------------------------------------------- MSE vs CE on a sigmoid
