@@ -13,6 +13,7 @@ from engine.course.labs import convolution as conv_lab
 from engine.course.labs import attention as attention_lab
 from engine import diffusion
 from engine.course.labs import diffusion as diffusion_lab
+from engine.course import checkpoints
 from engine import vae
 from engine.course.labs import vae as vae_lab
 
@@ -249,3 +250,60 @@ def test_train_on_points_splits_a_shuffled_quarter():
     assert run.samples.shape == (500, 2)
     with pytest.raises(ValueError, match="at least 20 points"):
         diffusion_lab.train_on_points(X[:19])
+
+
+# ----------------------------------------------------------------------------- 07's shipped defaults (issue 16)
+def test_is_default_tolerates_round_off_only():
+    default = diffusion_lab.MIX_DEFAULT
+    assert diffusion_lab.is_default(dict(default, std=0.1 + 0.2), default)  # 0.30000000000000004
+    assert not diffusion_lab.is_default(dict(default, std=0.35), default)
+    assert not diffusion_lab.is_default(dict(default, variance="posterior"), default)
+    assert not diffusion_lab.is_default({k: v for k, v in default.items() if k != "T"}, default)
+
+
+def test_sampler_gallery_is_compare_samplers_with_the_samples_kept():
+    m = diffusion_lab.ring_mixture()
+    s = diffusion_lab.make_noise_schedule("linear", 100)
+    g = diffusion_lab.sampler_gallery(m, s, steps=(5, 20), n=300, shown=40, seed=3)
+    c = diffusion_lab.compare_samplers(m, s, steps=(20, 5), n=300, seed=3)
+    table = g.table((20, 5))
+    np.testing.assert_allclose(table.ddpm, c.ddpm, rtol=1e-12)
+    np.testing.assert_allclose(table.ddim, c.ddim, rtol=1e-12)
+    assert table.floor == c.floor and g.ddim_samples.shape == (2, 40, 2)
+    model = diffusion.OptimalDenoiser(m, s)
+    np.testing.assert_array_equal(g.ddim_samples[g.at(5)], diffusion_lab.sample_ddim(model, s, 5, n=300, seed=3)[:40])
+    with pytest.raises(ValueError, match="no run at 7 steps"):
+        g.at(7)
+
+
+def test_guidance_study_keeps_the_scored_samples():
+    g = diffusion_lab.guidance_study(steps=20, n=60, shown=10, seed=1)
+    assert list(g.scales) == list(diffusion_lab.GUIDANCE_SCALES) and sorted(g.samples) == [0, 1]
+    assert g.samples[1].shape == (len(g.scales), 10, 2)
+    # retrain the same way: the samples at w = 4 are sample_guided's, and the trade scores all 60
+    X, y = diffusion_lab.toy_data_2d("moons", n=3000, seed=1, return_labels=True)
+    run = diffusion_lab.train_conditional(X, y, T=50, steps=20, p_drop=0.2, seed=1)
+    x = diffusion_lab.sample_guided(run, 1, 4.0, n=60, seed=2)
+    np.testing.assert_allclose(g.samples[1][4], x[:10], rtol=1e-5, atol=1e-6)
+    trade = diffusion_lab.guidance_trade(run, 1, {4.0: x})
+    assert g.trades[1].spread[4] == pytest.approx(trade.spread[0], rel=1e-5)
+
+
+def test_shipped_defaults_rebuild_their_sections_models():
+    ddpm = diffusion_lab.shipped_ddpm()
+    d = diffusion_lab.DDPM_DEFAULT
+    assert ddpm.model.T == d["T"] and len(ddpm.losses) == d["steps"] and not ddpm.stopped
+    assert ddpm.quality[-1] < 0.5 * ddpm.noise_quality
+    shipped = checkpoints.load_named("diffusion_ddpm")["model"]
+    for name, value in ddpm.model.state_dict().items():
+        np.testing.assert_array_equal(value.data, shipped[name].data)
+    one_d = diffusion_lab.shipped_denoiser_1d()
+    assert one_d.samples.shape == (4000,) and one_d.model.dim == 1
+    # the drawing's model answers only for the canvas's starting points
+    start = diffusion_lab.canvas_start(diffusion_lab.toy_data_2d("moons", 3000, seed=0)[:300])
+    assert diffusion_lab.shipped_drawing_run(start).samples.shape == (500, 2)
+    assert diffusion_lab.shipped_drawing_run(start[:299]) is None
+    assert diffusion_lab.shipped_drawing_run(start + 0.01) is None
+    np.testing.assert_array_equal(diffusion_lab.canvas_start([[4.0, -5.0]]), [[3.0, -3.0]])
+    assert diffusion_lab.shipped_sampler_gallery().ddim_samples.shape == (8, 500, 2)
+    assert diffusion_lab.shipped_guidance().samples[0].shape == (6, 500, 2)
