@@ -39,6 +39,35 @@ def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
 
 
 @app.function
+def cell_table(kind, text=None, *, title, row_title="row", col_title="column", legend=False):
+    """A small grid as an HTML table: each cell coloured by its kind (``plot.GRID_COLORS``, the
+    course's colours for inputs, padding, taps and outputs), its value written in when ``text``
+    is given, row and column indices at the edges, and a legend of the kinds if asked. The
+    browser lays a table out at once, where a chart would be built, validated and drawn by Vega
+    at every slider move."""
+    kind = np.asarray(kind, dtype=object)
+    text = np.full(kind.shape, "", dtype=object) if text is None else text
+    dark = {"tap", "selected", "kept"}
+    cell = "padding:0 4px;text-align:center;font-size:11px;min-width:14px;height:16px;"
+    index = f"{cell}color:#64748b;font-weight:normal"
+    head = "".join(f"<th style='{index}'>{j}</th>" for j in range(kind.shape[1]))
+    body = "".join(
+        f"<tr><th style='{index}'>{i}</th>" + "".join(
+            f"<td style='{cell}background:{plot.color(plot.GRID_COLORS[k])};"
+            f"color:{'white' if k in dark else 'black'}'>{t}</td>" for k, t in zip(kinds, texts))
+        + "</tr>" for i, (kinds, texts) in enumerate(zip(kind, text)))
+    swatches = "".join(
+        f"<span style='margin-right:10px'><span style='display:inline-block;width:10px;"
+        f"height:10px;background:{plot.color(plot.GRID_COLORS[k])}'></span> {k}</span>"
+        for k in plot.GRID_COLORS if legend and k in set(kind.ravel().tolist()))
+    return mo.Html(
+        f"<div style='margin-bottom:6px'><div style='font-size:12px;font-weight:600'>{title}</div>"
+        f"<div style='font-size:11px;color:#64748b'>rows: {row_title} · columns: {col_title}</div>"
+        f"<table style='border-collapse:separate;border-spacing:1px'><tr><th></th>{head}</tr>"
+        f"{body}</table><div style='font-size:11px'>{swatches}</div></div>")
+
+
+@app.function
 def kernel_heatmap(kernel, title):
     """A small kernel with its weights written in, red positive and blue negative."""
     top = float(np.abs(kernel).max()) or 1.0
@@ -223,7 +252,9 @@ def _(conv_setting, dilation_d, kernel_k, padding_p, size_w, stride_s):
     _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
                                  padding_p.value, dilation_d.value)
     mo.stop(not conv_setting.ok, mo.md("*No placement fits: nothing to draw.*"))
-    plot.strip_placements(vars(_strip), title="Each row: the pixels one output's kernel reads")
+    cell_table(_strip.kind.reshape(len(_strip.taps), -1),
+               title="Each row: the pixels one output's kernel reads", row_title="output o",
+               col_title="padded input position", legend=True)
     return
 
 
@@ -252,14 +283,13 @@ def _(
     mo.stop(not conv_setting.ok, mo.md("*Choose settings where the kernel fits to see the 2-D grid.*"))
     grid = lab.conv_grid(size_w.value, kernel_k.value, stride_s.value, padding_p.value,
                          dilation_d.value, out_pixel_row.value, out_pixel_col.value)
-    _input = plot.cell_grid(grid.row, grid.col, grid.kind,
-                            title=f"padded input: the taps of output ({grid.out_row}, {grid.out_col})")
-    _output = plot.cell_grid(grid.output_row, grid.output_col,
-                             np.where(grid.selected, "selected", "output"),
-                             title=f"output {conv_setting.output_size}×{conv_setting.output_size}",
-                             legend=False)
+    _side = conv_setting.output_size
+    _input = cell_table(grid.kind.reshape(conv_setting.padded_size, -1), legend=True,
+                        title=f"padded input: the taps of output ({grid.out_row}, {grid.out_col})")
+    _output = cell_table(np.where(grid.selected, "selected", "output").reshape(_side, _side),
+                         title=f"output {_side}×{_side}")
     mo.vstack([mo.hstack([out_pixel_row, out_pixel_col], justify="start"),
-               mo.hstack([_input, _output], widths=[2, 1])])
+               mo.hstack([_input, _output], justify="start", gap=2)])
     return (grid,)
 
 
@@ -575,11 +605,17 @@ def _():
 
 
 @app.cell
-def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride):
-    # Small integers, so every product can be checked by hand.
+def _(im_channels, im_kernel, im_size):
+    # Small integers, so every product can be checked by hand. Their own cell: the output pixel,
+    # stride and padding do not redraw the backward pass below.
     _rng = np.random.default_rng(5)
     im_x = _rng.integers(0, 10, size=(im_channels.value, im_size.value, im_size.value)).astype(float)
     im_w = _rng.integers(-1, 3, size=(1, im_channels.value, im_kernel.value, im_kernel.value)).astype(float)
+    return im_w, im_x
+
+
+@app.cell
+def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im_x):
     _controls = mo.hstack([im_size, im_channels, im_kernel, im_stride, im_padding], wrap=True)
     try:
         _w_out = lab.conv_report(im_size.value, im_kernel.value, im_stride.value,
@@ -596,20 +632,20 @@ def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride):
         _clipped = (f" (the output has only {_w_out * _w_out} pixels: showing the last)"
                     if im_pixel.value != _r else "")
         _cells = lab.im2col_cells(view, im_padding.value)
-        _inputs = [plot.cell_grid(**_c, title=f"padded input, channel {_name.split()[-1]}",
-                                  legend=False)
+        _inputs = [cell_table(_c["kind"], _c["text"],
+                              title=f"padded input, channel {_name.split()[-1]}: "
+                                    f"the window of r = {view.row}")
                    for _name, _c in _cells.items() if _name.startswith("input")]
-        _rows = view.rows.shape[0]
-        _cols = plot.cell_grid(**_cells["cols"], x_title="tap t = (c, i, j)",
-                               y_title="output pixel r", legend=False,
-                               title="colsᵀ: one row per output pixel",
-                               height=min(18 * _rows, 360) + 40)
-        _weights = plot.cell_grid(**_cells["weights"], x_title="tap t", y_title="",
-                                  legend=False, title="the weights W₂[0] that row r meets")
+        _cols = cell_table(_cells["cols"]["kind"], _cells["cols"]["text"],
+                           title="colsᵀ: one row per output pixel",
+                           row_title="output pixel r", col_title="tap t = (c, i, j)")
+        _weights = cell_table(_cells["weights"]["kind"], _cells["weights"]["text"],
+                              title="the weights W₂[0] that row r meets",
+                              row_title="output channel 0", col_title="tap t (as in colsᵀ)")
         _shown = mo.vstack([
             _controls, im_pixel,
-            mo.hstack([*_inputs, mo.vstack([_cols, _weights])],
-                      widths=[1] * len(_inputs) + [2]),
+            mo.hstack([mo.vstack(_inputs), mo.vstack([_cols, _weights])], justify="start",
+                      gap=2),
             mo.md(f"Output pixel r = {view.row} is (p, q) = ({view.out_row}, "
                   f"{view.out_col}){_clipped}. Column r of cols times the weights:\n\n"
                   f"{_terms} = **{view.value:g}**\n\n"
@@ -618,7 +654,7 @@ def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride):
                   f"{bool(np.allclose(view.output, view.conv2d))}."),
         ])
     _shown
-    return im_w, im_x, view
+    return (view,)
 
 
 @app.cell(hide_code=True)
@@ -643,9 +679,10 @@ def _():
 
 
 @app.cell
-def _(im_padding, im_stride, im_w, im_x, view):
-    mo.stop(view is None, mo.md("*No valid convolution with these settings.*"))
-    _g = np.random.default_rng(6).normal(size=(1,) + view.out_shape)
+def _(im_kernel, im_padding, im_size, im_stride, im_w, im_x):
+    _report = lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value)
+    mo.stop(not _report.ok, mo.md("*No valid convolution with these settings.*"))
+    _g = np.random.default_rng(6).normal(size=(1, _report.output_size, _report.output_size))
     backward = lab.im2col_backward(im_x, im_w, _g, im_stride.value, im_padding.value)
     backward_gap = backward.largest_gap
     mo.vstack([

@@ -443,16 +443,16 @@ def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0
 
 
 def im2col_cells(view: Im2colView, padding=0, text_limit=400) -> dict:
-    """The im2col figure of ``view`` as cell-grid columns (``row``, ``col``, ``kind``, ``text``),
-    one entry per panel, for ``engine.course.plot.cell_grid``:
+    """The im2col figure of ``view`` as grids of cell kinds and texts (2-D arrays ``kind`` and
+    ``text``), one entry per panel, in the kinds of ``engine.course.plot.GRID_COLORS``:
 
-    - ``"input c"`` per channel c: the padded input, ``kind`` 'tap' inside output pixel r's
-      window ('tap on padding' where the window reads padding), else 'input' or 'padding';
+    - ``"input c"`` per channel c: the padded input, 'tap' inside output pixel r's window ('tap
+      on padding' where the window reads padding), else 'input' or 'padding';
     - ``"cols"``: colsᵀ, one row per output pixel, row r 'selected', the others 'output';
-    - ``"weights"``: W₂[0] as one row under colsᵀ (the same tap t in the same column).
+    - ``"weights"``: W₂[0] as one row (the same tap t in the same column as in colsᵀ), 'tap'.
 
-    ``text`` holds every value while a panel has at most ``text_limit`` cells, else only the
-    lit ones (row r and its taps): the values that enter the dot product are always written.
+    ``text`` holds every value (as %g) while a panel has at most ``text_limit`` cells, else only
+    the lit ones: the values that enter the dot product are always written.
     """
     x_pad, rows, r = view.x_pad, view.rows, view.row
     p = _settings("im2col_cells", padding=padding)["padding"]
@@ -463,21 +463,22 @@ def im2col_cells(view: Im2colView, padding=0, text_limit=400) -> dict:
         lit = view.patch[ch]
         kind = np.where(lit, np.where(in_padding, "tap on padding", "tap"),
                         np.where(in_padding, "padding", "input"))
-        panels[f"input {ch}"] = _cells(i, j, kind, x_pad[ch], lit, text_limit)
-    i, j = np.indices(rows.shape)
-    panels["cols"] = _cells(i, j, np.where(i == r, "selected", "output"), rows, i == r, text_limit)
+        panels[f"input {ch}"] = _cells(kind, x_pad[ch], lit, text_limit)
+    lit = np.arange(rows.shape[0])[:, None] == r
+    panels["cols"] = _cells(np.where(lit, "selected", "output"), rows, lit, text_limit)
     weights = np.asarray(view.weights, dtype=float)[None]
-    i, j = np.indices(weights.shape)
-    panels["weights"] = _cells(i, j, np.full(weights.shape, "tap"), weights,
+    panels["weights"] = _cells(np.full(weights.shape, "tap"), weights,
                                np.ones(weights.shape, bool), text_limit)
     return panels
 
 
-def _cells(i, j, kind, values, lit, text_limit):
-    """One panel of :func:`im2col_cells`: flat columns, values written as %g where shown."""
+def _cells(kind, values, lit, text_limit):
+    """One panel of :func:`im2col_cells`."""
+    lit = np.broadcast_to(lit, values.shape)
     shown = lit | (values.size <= text_limit)
-    text = np.array([f"{v:g}" if s else "" for v, s in zip(values.ravel(), shown.ravel())], dtype=object)
-    return {"row": i.ravel(), "col": j.ravel(), "kind": np.asarray(kind, dtype=object).ravel(), "text": text}
+    text = np.array([f"{v:g}" if s else "" for v, s in zip(values.ravel(), shown.ravel())],
+                    dtype=object).reshape(values.shape)
+    return {"kind": np.broadcast_to(np.asarray(kind, dtype=object), values.shape).copy(), "text": text}
 
 
 @dataclass(frozen=True)
@@ -741,6 +742,7 @@ class EffectiveField:
         return float(self.grad_map[c - r:c + r + 1, c - r:c + r + 1].sum())
 
 
+@functools.lru_cache(maxsize=64)  # a page toggles between a few settings: each computed once
 def effective_receptive_field(layers=4, relu=True, channels=4, trials=8, seed=0) -> EffectiveField:
     """Luo et al. (2016): the effective receptive field of a stack of ``layers`` 3×3
     convolutions ('same' padding, Kaiming-normal weights, ``channels`` channels, optional ReLU
