@@ -4,6 +4,8 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="08 · Variational autoencoders")
 
 with app.setup:
+    import functools
+
     import marimo as mo
     import numpy as np
 
@@ -12,6 +14,118 @@ with app.setup:
     from engine.course.labs import vae as lab
 
     METADATA = metadata("08_vae")
+
+
+# Figures of the trained models, cached per result: the shipped default is the same object on
+# every run, so a control that re-runs a section without retraining redraws nothing.
+@app.function
+def source_caption(result, default, button, settings):
+    """Where the figures above come from: the shipped default model or the learner's training."""
+    if result is default:
+        return lab.shipped_caption(button, settings)
+    return "*Shown: trained just now with your settings.*"
+
+
+@app.function
+@functools.lru_cache(maxsize=4)
+def vae_view(run):
+    """The 2-D VAE's held-out budget, KL per dimension, reconstructions, samples and codes."""
+    latent_dim = len(run.kl_per_dim)
+    bars = plot.bars([f"z{j + 1}" for j in range(latent_dim)], run.kl_per_dim, y_title="KL (nats)",
+                     color_name="model", title="KL per latent dimension", text_format=".2f")
+    points = plot.point_layers({"data": (run.held_out, "data"),
+                                "reconstructions": (run.reconstructions, "model"),
+                                "decoded samples z ~ N(0, I)": (run.samples, "target")},
+                               domain=(-3, 3), height=360, size=8,
+                               title="held-out data, their reconstructions, and new samples")
+    # the two most informative latent dimensions (largest KL), coloured by the data's classes
+    order = np.argsort(-run.kl_per_dim)
+    shown = np.stack([run.latents[:, order[0]],
+                      run.latents[:, order[1]] if latent_dim > 1 else np.zeros(len(run.latents))], axis=1)
+    codes = plot.scatter_classes(
+        shown, run.labels, height=300,
+        x_title=f"μ of z{order[0] + 1} (KL {run.kl_per_dim[order[0]]:.2f})",
+        y_title=(f"μ of z{order[1] + 1} (KL {run.kl_per_dim[order[1]]:.2f})"
+                 if latent_dim > 1 else "(one latent dimension)"),
+        title="held-out points placed at their codes, coloured by class")
+    defaults = lab.TOY_DEFAULTS
+    return mo.vstack([
+        mo.md(f"Held-out budget at β = {run.beta:g}: reconstruction **{run.recon:.3f}** "
+              f"nats + KL **{run.kl:.3f}** nats; ELBO (β = 1) = **{run.elbo:.3f}** · "
+              f"active dimensions (KL > 0.05): **{int((run.kl_per_dim > 0.05).sum())}** of {latent_dim}"),
+        mo.hstack([bars, points], widths=[1, 2]),
+        codes,
+        mo.md(source_caption(run, lab.default_vae_2d(), "Train the VAE",
+                             f"{lab.TOY_DEFAULTS_TEXT}, β = {defaults['beta']:g}, {defaults['steps']} steps")),
+    ])
+
+
+@app.function
+@functools.lru_cache(maxsize=4)
+def sweep_view(sweep):
+    """KL per dimension and the budget against β, and the active dimensions."""
+    x = np.log10(sweep.betas)
+    kl = plot.curves(x, {f"z{j + 1}": sweep.kl_per_dim[:, j] for j in range(sweep.kl_per_dim.shape[1])},
+                     x_title="log₁₀ β", y_title="KL (nats)",
+                     title="KL per dimension against β: dimensions switch off one by one")
+    recon = plot.curves(x, {"reconstruction": sweep.recon, "total KL": sweep.kl},
+                        x_title="log₁₀ β", y_title="nats",
+                        colors={"reconstruction": "error", "total KL": "model"},
+                        title="the budget: reconstruction cost rises as KL is squeezed out")
+    return mo.vstack([
+        mo.hstack([kl, recon], widths="equal"),
+        mo.md("active dimensions: " + " · ".join(
+            f"β = {b:g}: **{a}**" for b, a in zip(sweep.betas, sweep.active))),
+        mo.md(source_caption(sweep, lab.default_beta_sweep(), "Sweep β from 0.1 to 100",
+                             f"{lab.TOY_DEFAULTS_TEXT}, {lab.SWEEP_STEPS} steps per β")),
+    ])
+
+
+@app.function
+@functools.lru_cache(maxsize=4)
+def aggregate_view(aggregate):
+    """The codes over the prior at each β, and the two energy distances."""
+    # the distances use all 500 codes; the charts draw 250 of each set (fewer points to render)
+    prior = np.random.default_rng(5).standard_normal((250, 2))
+    charts = [plot.point_layers({"prior N(0, I)": (prior, "reference"), "codes z ~ q(z | x)": (z[:250], "model")},
+                                domain=(-4, 4), height=230, size=6, title=f"β = {b:g}")
+              for b, z in zip(aggregate.betas, aggregate.codes)]
+    rows = ["| β | codes to prior | decoded prior samples to data |", "|---|---|---|"] + [
+        f"| {b:g} | {p:.3f} | {d:.3f} |"
+        for b, p, d in zip(aggregate.betas, aggregate.to_prior, aggregate.samples_to_data)]
+    defaults = lab.TOY_DEFAULTS
+    return mo.vstack([mo.hstack(charts, widths="equal"), mo.md("\n".join(rows)),
+                      mo.md(source_caption(aggregate, lab.default_aggregate_posterior(), "Train at β = 0, 0.1, 1, 10",
+                                           f"{defaults['data']}, σ²ₓ = {defaults['obs_var']:g}, "
+                                           f"{lab.AGGREGATE_STEPS} steps per β"))])
+
+
+@app.function
+@functools.lru_cache(maxsize=4)
+def digits_view(run):
+    """The digit VAE: held-out codes by digit, decoded grid, reconstructions, held-out ELBO."""
+    scatter = plot.scatter_classes(run.latents, run.labels, x_title="z₁ = μ₁(x)", y_title="z₂ = μ₂(x)",
+                                   class_names=[str(d) for d in range(10)],
+                                   title="held-out digits placed at their codes", height=360)
+    # each figure is one picture of tiles (one image draws far faster than 64 small ones)
+    grid = lab.latent_grid(run.model, run.image_shape, n=8, limit=2.5).images.reshape((-1,) + run.image_shape)
+    grid_name = "decoded codes: z₁ from −2.5 (left) to 2.5, z₂ from 2.5 (top) to −2.5"
+    tiles = plot.image_row({grid_name: lab.tile_images(np.clip(grid, 0, 1), ncols=8)},
+                           cmaps={grid_name: "gray"}, cell=3.6, colorbar=False)
+    pairs = np.concatenate([run.images[:8], run.reconstructions[:8], run.images[8:16],
+                            run.reconstructions[8:16]])
+    recon_name = "held-out digits (rows 1, 3) and their reconstructions (rows 2, 4)"
+    recon = plot.image_row({recon_name: lab.tile_images(np.clip(pairs, 0, 1), ncols=8)},
+                           cmaps={recon_name: "gray"}, cell=3.6, colorbar=False)
+    defaults = lab.IMAGE_DEFAULTS
+    return mo.vstack([
+        mo.md(f"Held-out ELBO: **{run.elbo:.1f}** nats per image, a lower bound on the log "
+              "density log p(x) of its 64 pixel values."),
+        mo.hstack([scatter, mo.as_html(tiles)], widths="equal"),
+        mo.as_html(recon),
+        mo.md(source_caption(run, lab.default_image_vae(), "Train the digit VAE",
+                             f"{defaults['steps']} steps, σ²ₓ = {defaults['obs_var']:g}")),
+    ])
 
 
 @app.cell(hide_code=True)
@@ -313,13 +427,16 @@ def _():
 
 @app.cell
 def _():
-    vae_data = mo.ui.dropdown(options=list(lab.DATASETS_2D), value="moons", label="data")
-    vae_beta = mo.ui.slider(steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0], value=1.0,
-                            label="β", show_value=True)
-    vae_obs_var = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], value=0.05,
+    # the defaults are the settings of the models the page opens on (shipped checkpoints)
+    vae_data = mo.ui.dropdown(options=list(lab.DATASETS_2D), value=lab.TOY_DEFAULTS["data"], label="data")
+    vae_beta = mo.ui.slider(steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0],
+                            value=lab.TOY_DEFAULTS["beta"], label="β", show_value=True)
+    vae_obs_var = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], value=lab.TOY_DEFAULTS["obs_var"],
                                label="decoder variance σ²ₓ", show_value=True)
-    vae_latent = mo.ui.slider(1, 6, value=3, label="latent dimensions", show_value=True)
-    vae_steps = mo.ui.slider(100, 4000, step=100, value=800, label="training steps", show_value=True)
+    vae_latent = mo.ui.slider(1, 6, value=lab.TOY_DEFAULTS["latent_dim"], label="latent dimensions",
+                              show_value=True)
+    vae_steps = mo.ui.slider(100, 4000, step=100, value=lab.TOY_DEFAULTS["steps"], label="training steps",
+                             show_value=True)
     vae_train = mo.ui.run_button(label="Train the VAE")
     vae_sweep = mo.ui.run_button(label="Sweep β from 0.1 to 100")
     mo.vstack([mo.hstack([vae_data, vae_beta, vae_obs_var, vae_latent, vae_steps], wrap=True),
@@ -329,7 +446,7 @@ def _():
 
 @app.cell
 def _(vae_data):
-    vae_points, vae_labels = lab.toy_data_2d(vae_data.value, n=2500, seed=0, return_labels=True)
+    vae_points, vae_labels = lab.toy_points(vae_data.value)
     return vae_labels, vae_points
 
 
@@ -342,73 +459,36 @@ def _(vae_beta, vae_obs_var):
 
 
 @app.cell
-def _(vae_beta, vae_latent, vae_obs_var, vae_points, vae_steps, vae_train):
-    vae_run = None
+def _(vae_beta, vae_labels, vae_latent, vae_obs_var, vae_points, vae_steps, vae_train):
     if vae_train.value:
         with mo.status.progress_bar(total=vae_steps.value, title="training", remove_on_exit=True) as _bar:
             vae_run = lab.train_vae_2d(vae_points, beta=vae_beta.value, latent_dim=vae_latent.value,
                                        steps=vae_steps.value, obs_var=vae_obs_var.value, seed=0,
-                                       on_step=throttled(_bar, vae_steps.value))
+                                       on_step=throttled(_bar, vae_steps.value), labels=vae_labels)
+    else:
+        vae_run = lab.default_vae_2d()
     return (vae_run,)
 
 
 @app.cell
-def _(vae_beta, vae_labels, vae_run):
-    mo.stop(vae_run is None, mo.md("*Press **Train the VAE** (about a second).*"))
+def _(vae_run):
     mo.stop(bool(vae_run.stopped), mo.callout(mo.md(vae_run.stopped), kind="warn"))
-    _latent_dim = len(vae_run.kl_per_dim)
-    _dims = [f"z{j + 1}" for j in range(_latent_dim)]
-    _bars = plot.bars(_dims, vae_run.kl_per_dim, y_title="KL (nats)", color_name="model",
-                      title="KL per latent dimension", text_format=".2f")
-    _points = plot.point_layers({"data": (vae_run.held_out, "data"),
-                                 "reconstructions": (vae_run.reconstructions, "model"),
-                                 "decoded samples z ~ N(0, I)": (vae_run.samples, "target")},
-                                domain=(-3, 3), height=360, size=8,
-                                title="held-out data, their reconstructions, and new samples")
     vae_active = int((vae_run.kl_per_dim > 0.05).sum())
-    # the two most informative latent dimensions (largest KL), coloured by the data's classes
-    _order = np.argsort(-vae_run.kl_per_dim)
-    _shown = np.stack([vae_run.latents[:, _order[0]],
-                       vae_run.latents[:, _order[1]] if _latent_dim > 1
-                       else np.zeros(len(vae_run.latents))], axis=1)
-    _latent = plot.scatter_classes(
-        _shown, vae_labels[-len(_shown):], height=300,
-        x_title=f"μ of z{_order[0] + 1} (KL {vae_run.kl_per_dim[_order[0]]:.2f})",
-        y_title=(f"μ of z{_order[1] + 1} (KL {vae_run.kl_per_dim[_order[1]]:.2f})"
-                 if _latent_dim > 1 else "(one latent dimension)"),
-        title="held-out points placed at their codes, coloured by class")
-    mo.vstack([
-        mo.md(f"Held-out budget at β = {vae_beta.value:g}: reconstruction **{vae_run.recon:.3f}** "
-              f"nats + KL **{vae_run.kl:.3f}** nats; ELBO (β = 1) = **{vae_run.elbo:.3f}** · "
-              f"active dimensions (KL > 0.05): **{vae_active}** of {_latent_dim}"),
-        mo.hstack([_bars, _points], widths=[1, 2]),
-        _latent,
-    ])
+    vae_view(vae_run)
     return (vae_active,)
 
 
 @app.cell
 def _(vae_latent, vae_obs_var, vae_points, vae_sweep):
-    mo.stop(not vae_sweep.value, mo.md("*Press **Sweep β** to train one VAE per β (a few seconds).*"))
-    _betas = (0.1, 1.0, 3.0, 10.0, 30.0, 100.0)
-    _steps = 500
-    with mo.status.progress_bar(total=_steps * len(_betas), title="sweep", remove_on_exit=True) as _bar:
-        sweep = lab.beta_sweep(vae_points, _betas, latent_dim=vae_latent.value, steps=_steps,
-                               obs_var=vae_obs_var.value, seed=0,
-                               on_step=throttled(_bar, _steps * len(_betas)))
-    _x = np.log10(sweep.betas)
-    _kl = plot.curves(_x, {f"z{j + 1}": sweep.kl_per_dim[:, j] for j in range(vae_latent.value)},
-                      x_title="log₁₀ β", y_title="KL (nats)",
-                      title="KL per dimension against β: dimensions switch off one by one")
-    _recon = plot.curves(_x, {"reconstruction": sweep.recon, "total KL": sweep.kl},
-                         x_title="log₁₀ β", y_title="nats",
-                         colors={"reconstruction": "error", "total KL": "model"},
-                         title="the budget: reconstruction cost rises as KL is squeezed out")
-    mo.vstack([
-        mo.hstack([_kl, _recon], widths="equal"),
-        mo.md("active dimensions: " + " · ".join(
-            f"β = {b:g}: **{a}**" for b, a in zip(sweep.betas, sweep.active))),
-    ])
+    if vae_sweep.value:
+        _total = lab.SWEEP_STEPS * len(lab.SWEEP_BETAS)
+        with mo.status.progress_bar(total=_total, title="sweep", remove_on_exit=True) as _bar:
+            sweep = lab.beta_sweep(vae_points, lab.SWEEP_BETAS, latent_dim=vae_latent.value,
+                                   steps=lab.SWEEP_STEPS, obs_var=vae_obs_var.value, seed=0,
+                                   on_step=throttled(_bar, _total))
+    else:
+        sweep = lab.default_beta_sweep()
+    sweep_view(sweep)
     return (sweep,)
 
 
@@ -417,8 +497,9 @@ def _():
     mo.md(r"""
     **Where the codes go.** Decoding $z \sim \mathcal N(0, I)$ produces data only if the codes
     the encoder actually uses, the **aggregate posterior** $q(z) = \frac1N\sum_n q(z\mid x_n)$,
-    fill the prior. The button trains a VAE with a 2-D code at four values of $\beta$ on the data
-    chosen above, $\beta = 0$ being a plain autoencoder whose codes are merely noisy, and draws one
+    fill the prior. Below, a VAE with a 2-D code is trained at four values of $\beta$ (the page
+    opens on the default data; the button trains on the data chosen above), $\beta = 0$ being a
+    plain autoencoder whose codes are merely noisy, and each draws one
     $z \sim q(z\mid x)$ per held-out point over draws of the prior. Two energy distances score it:
     codes to prior, and decoded prior samples to the data.
     """)
@@ -434,24 +515,18 @@ def _():
 
 @app.cell
 def _(aggregate_run, vae_obs_var, vae_points):
-    mo.stop(not aggregate_run.value, mo.md("*Press the button (four short trainings, a few seconds).*"))
-    _betas = (0.0, 0.1, 1.0, 10.0)
-    try:
-        with mo.status.progress_bar(total=600 * len(_betas), title="training", remove_on_exit=True) as _bar:
-            aggregate = lab.aggregate_posterior(vae_points, betas=_betas, steps=600,
-                                                obs_var=vae_obs_var.value, seed=0,
-                                                on_step=throttled(_bar, 600 * len(_betas)))
-    except ValueError as _err:
-        mo.stop(True, ui.problem(_err, "This training"))
-    _prior = np.random.default_rng(5).standard_normal((500, 2))
-    _charts = [plot.point_layers({"prior N(0, I)": (_prior, "reference"), "codes z ~ q(z | x)": (_z, "model")},
-                                 domain=(-4, 4), height=230, size=6,
-                                 title=f"β = {_b:g}")
-               for _b, _z in zip(aggregate.betas, aggregate.codes)]
-    _rows = ["| β | codes to prior | decoded prior samples to data |", "|---|---|---|"] + [
-        f"| {_b:g} | {_p:.3f} | {_d:.3f} |"
-        for _b, _p, _d in zip(aggregate.betas, aggregate.to_prior, aggregate.samples_to_data)]
-    mo.vstack([mo.hstack(_charts, widths="equal"), mo.md("\n".join(_rows))])
+    if aggregate_run.value:
+        _total = lab.AGGREGATE_STEPS * len(lab.AGGREGATE_BETAS)
+        try:
+            with mo.status.progress_bar(total=_total, title="training", remove_on_exit=True) as _bar:
+                aggregate = lab.aggregate_posterior(vae_points, betas=lab.AGGREGATE_BETAS,
+                                                    steps=lab.AGGREGATE_STEPS, obs_var=vae_obs_var.value,
+                                                    seed=0, on_step=throttled(_bar, _total))
+        except ValueError as _err:
+            mo.stop(True, ui.problem(_err, "This training"))
+    else:
+        aggregate = lab.default_aggregate_posterior()
+    aggregate_view(aggregate)
     return (aggregate,)
 
 
@@ -474,18 +549,20 @@ def _():
     **KL annealing** (Bowman et al. 2016) raises the KL weight from 0 to $\beta$ over the first half
     of training, so the decoder learns to use the code while it is cheap; **free bits** (Kingma et
     al. 2016) charge each dimension $\max(\mathrm{KL}_j, \lambda)$, so no gradient pushes a
-    dimension below $\lambda$ nats. The button trains three VAEs with three latent dimensions on
-    the data chosen above, one per remedy, and measures each on held-out points without the
-    remedy (the true KL and the $\beta = 1$ ELBO).
+    dimension below $\lambda$ nats. Three VAEs with three latent dimensions are trained, one per
+    remedy (the page opens on the default settings; the button trains with the β and λ below on
+    the data chosen above), and each is measured on held-out points without the remedy (the true
+    KL and the $\beta = 1$ ELBO).
     """)
     return
 
 
 @app.cell
 def _():
-    remedy_beta = mo.ui.slider(steps=[1.0, 3.0, 10.0, 30.0], value=10.0, label="β", show_value=True)
-    remedy_bits = mo.ui.slider(steps=[0.1, 0.25, 0.5, 1.0], value=0.5, label="free bits λ (nats)",
+    remedy_beta = mo.ui.slider(steps=[1.0, 3.0, 10.0, 30.0], value=lab.REMEDY_DEFAULTS["beta"], label="β",
                                show_value=True)
+    remedy_bits = mo.ui.slider(steps=[0.1, 0.25, 0.5, 1.0], value=lab.REMEDY_DEFAULTS["free_bits"],
+                               label="free bits λ (nats)", show_value=True)
     remedy_run = mo.ui.run_button(label="Train with each remedy")
     mo.hstack([remedy_beta, remedy_bits, remedy_run], justify="start")
     return remedy_beta, remedy_bits, remedy_run
@@ -493,15 +570,19 @@ def _():
 
 @app.cell
 def _(remedy_beta, remedy_bits, remedy_run, vae_obs_var, vae_points):
-    mo.stop(not remedy_run.value, mo.md("*Press **Train with each remedy** (three short trainings).*"))
-    remedies = {}
-    with mo.status.progress_bar(total=3 * 800, title="training", remove_on_exit=True) as _bar:
-        _tick = throttled(_bar, 3 * 800)
-        for _i, _name in enumerate(lab.COLLAPSE_REMEDIES):
-            remedies[_name] = lab.train_vae_remedy(
-                vae_points, beta=remedy_beta.value, remedy=_name, free_bits=remedy_bits.value,
-                latent_dim=3, steps=800, obs_var=vae_obs_var.value, seed=0,
-                on_step=lambda s, _i=_i: _tick(_i * 800 + s))
+    _d = lab.REMEDY_DEFAULTS
+    if remedy_run.value:
+        _total = len(lab.COLLAPSE_REMEDIES) * _d["steps"]
+        with mo.status.progress_bar(total=_total, title="training", remove_on_exit=True) as _bar:
+            remedies = lab.train_remedies(vae_points, beta=remedy_beta.value, free_bits=remedy_bits.value,
+                                          latent_dim=_d["latent_dim"], steps=_d["steps"],
+                                          obs_var=vae_obs_var.value, seed=0, on_step=throttled(_bar, _total))
+    else:
+        remedies = lab.default_remedies()
+    _caption = source_caption(
+        remedies, lab.default_remedies(), "Train with each remedy",
+        f"{lab.TOY_DEFAULTS['data']}, β = {_d['beta']:g}, λ = {_d['free_bits']:g} nats, "
+        f"σ²ₓ = {lab.TOY_DEFAULTS['obs_var']:g}, {_d['steps']} steps")
     _rows = ["| remedy | KL per dimension (nats) | active | reconstruction | ELBO (β = 1) |",
              "|---|---|---|---|---|"]
     for _name, _r in remedies.items():
@@ -510,7 +591,7 @@ def _(remedy_beta, remedy_bits, remedy_run, vae_obs_var, vae_points):
         else:
             _rows.append(f"| {_name} | {', '.join(f'{_k:.2f}' for _k in _r.kl_per_dim)} | "
                          f"{int((_r.kl_per_dim > 0.05).sum())} | {_r.recon:.3f} | {_r.elbo:.3f} |")
-    mo.md("\n".join(_rows))
+    mo.md("\n".join(_rows) + "\n\n" + _caption)
     return (remedies,)
 
 
@@ -572,20 +653,21 @@ def _():
     flip, so the decoder is Gaussian, $p_\theta(x\mid z) = \mathcal N(\hat x_\theta(z), \sigma_x^2 I)$: a
     normalised density on the 64 pixel values, which makes the held-out ELBO a lower bound on
     $\log p_\theta(x)$, a log **density** (it can be positive). A Bernoulli likelihood on grey values
-    is not normalised over $[0, 1]$, and its "ELBO" bounds nothing. After training, each held-out
-    image is placed at its code $\mu(x)$, coloured by its digit (never shown to the model); the
-    grid decodes evenly spaced codes; the two sliders decode any code you choose.
+    is not normalised over $[0, 1]$, and its "ELBO" bounds nothing. Each held-out image is placed
+    at its code $\mu(x)$, coloured by its digit (never shown to the model); the grid decodes evenly
+    spaced codes; the point below decodes any code you choose.
     """)
     return
 
 
 @app.cell
 def _():
-    image_steps = mo.ui.slider(50, 2000, step=50, value=400, label="training steps", show_value=True)
-    image_obs_var = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2], value=0.05,
+    image_steps = mo.ui.slider(50, 2000, step=50, value=lab.IMAGE_DEFAULTS["steps"], label="training steps",
+                               show_value=True)
+    image_obs_var = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2], value=lab.IMAGE_DEFAULTS["obs_var"],
                                  label="decoder variance σ²ₓ", show_value=True)
     image_train = mo.ui.run_button(label="Train the digit VAE")
-    iwae_K = mo.ui.slider(steps=[1, 3, 10, 30, 100, 300], value=30,
+    iwae_K = mo.ui.slider(steps=list(lab.IWAE_KS), value=30,
                           label="importance samples K", show_value=True)
     latent_z1 = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.0, label="z₁", show_value=True)
     latent_z2 = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.0, label="z₂", show_value=True)
@@ -602,35 +684,20 @@ def _():
 
 @app.cell
 def _(digit_labels, digits_test, digits_train, image_obs_var, image_steps, image_train):
-    image_vae = None
     if image_train.value:
         with mo.status.progress_bar(total=image_steps.value, title="training", remove_on_exit=True) as _bar:
             image_vae = lab.train_image_vae(digits_train, digits_test, digit_labels,
                                             steps=image_steps.value, obs_var=image_obs_var.value,
                                             seed=0, on_step=throttled(_bar, image_steps.value))
+    else:
+        image_vae = lab.default_image_vae()
     return (image_vae,)
 
 
 @app.cell
 def _(image_vae):
-    mo.stop(image_vae is None, mo.md("*Press **Train the digit VAE** (a few seconds).*"))
     mo.stop(bool(image_vae.stopped), mo.callout(mo.md(image_vae.stopped), kind="warn"))
-    _scatter = plot.scatter_classes(image_vae.latents, image_vae.labels, x_title="z₁ = μ₁(x)",
-                                    y_title="z₂ = μ₂(x)", class_names=[str(d) for d in range(10)],
-                                    title="held-out digits placed at their codes", height=360)
-    _grid = lab.latent_grid(image_vae.model, image_vae.image_shape, n=8, limit=2.5)
-    _tiles = plot.image_grid(_grid.images.reshape((-1,) + image_vae.image_shape), ncols=8,
-                             vmin=0, vmax=1, cell=0.6,
-                             suptitle="decoded codes on a grid, z₁ from −2.5 (left) to 2.5, z₂ from 2.5 (top) to −2.5")
-    _pairs = np.concatenate([image_vae.images[:8], image_vae.reconstructions[:8]])
-    _recon = plot.image_grid(_pairs, ncols=8, vmin=0, vmax=1, cell=0.6,
-                             suptitle="held-out digits (top) and their reconstructions (bottom)")
-    mo.vstack([
-        mo.md(f"Held-out ELBO: **{image_vae.elbo:.1f}** nats per image, a lower bound on the log "
-              "density log p(x) of its 64 pixel values."),
-        mo.hstack([_scatter, _tiles], widths="equal"),
-        _recon,
-    ])
+    digits_view(image_vae)
     return
 
 
@@ -644,7 +711,7 @@ def _(latent_z1, latent_z2):
 
 @app.cell
 def _(image_vae, latent_point, latent_z1, latent_z2):
-    mo.stop(image_vae is None or bool(image_vae.stopped))
+    mo.stop(bool(image_vae.stopped))
     latent_code = widgets.point(latent_point.value)
     decoded = lab.decode_point(image_vae.model, *latent_code).reshape(image_vae.image_shape)
     _name = f"decoder(z = ({latent_code[0]:.1f}, {latent_code[1]:.1f}))"
@@ -689,8 +756,7 @@ def _(digits_test, draw_start):
 
 @app.cell
 def _(digit_canvas, image_vae):
-    mo.stop(image_vae is None or bool(image_vae.stopped),
-            mo.md("*Train the digit VAE above to encode your drawing.*"))
+    mo.stop(bool(image_vae.stopped), mo.md("*The digit VAE above did not train: nothing to encode with.*"))
     drawn_digit = widgets.to_digit(widgets.ink(digit_canvas.value))
     drawn_code = lab.encode_image(image_vae.model, drawn_digit)
     _map = plot.point_layers({"held-out digits' codes μ(x)": (image_vae.latents, "data"),
@@ -751,9 +817,8 @@ def _():
 
 @app.cell
 def _(image_vae, iwae_K):
-    mo.stop(image_vae is None or bool(image_vae.stopped),
-            mo.md("*Train the digit VAE above to measure its gap.*"))
-    iwae = lab.iwae_bounds(image_vae.model, image_vae.images, Ks=(1, 10, 100, iwae_K.value), seed=0)
+    mo.stop(bool(image_vae.stopped), mo.md("*The digit VAE above did not train: no gap to measure.*"))
+    iwae = lab.image_iwae(image_vae, Ks=(1, 10, 100, iwae_K.value))
     _rows = ["| K | IWAE_K (nats per image) | IWAE_K − ELBO |", "|---|---|---|"] + [
         f"| {_k} | {_b:.3f} ± {_se:.2f} | {_g:.3f} |"
         for _k, _b, _se, _g in zip(iwae.K, iwae.bound, iwae.standard_error, iwae.gap)]

@@ -66,33 +66,75 @@ def test_08_exercises_graded_by_the_engine():
     assert defs["exercise_gradient"].truth == pytest.approx(3.0)
     assert defs["exercise_knob"].truth == pytest.approx(4.0)  # (0.2, β = 1) ≡ (0.05, β = 4)
     assert defs["exercise_baseline"].truth == "variance"
-    for name, truth in [("answer_kl_shift", "0.5"), ("answer_kl_narrow", "0.318"),
-                        ("answer_gradient", "3"), ("answer_knob", "4")]:
-        assert "Right" in output_text(run_app(app, **{name: truth})[0])
-        assert "Not quite" in output_text(run_app(app, **{name: "7"})[0])
-    assert "Right" in output_text(run_app(app, answer_baseline="variance")[0])
-    assert "Not this one" in output_text(run_app(app, answer_baseline="mean")[0])
+    # two runs (each runs the whole page): every answer right, then every answer wrong
+    truths = {"answer_kl_shift": "0.5", "answer_kl_narrow": "0.318", "answer_gradient": "3", "answer_knob": "4",
+              "answer_baseline": "variance"}
+    right = output_text(run_app(app, **truths)[0])
+    assert len(re.findall(r"\bRight\b", right)) == 5 and "Not quite" not in right
+    wrong = output_text(run_app(app, **{name: "7" for name in truths if name != "answer_baseline"},
+                                answer_baseline="mean")[0])
+    assert wrong.count("Not quite") == 4 and wrong.count("Not this one") == 1 and not re.search(r"\bRight\b", wrong)
+
+
+SHIPPED = "by make checkpoints and shipped with the course"
+
+
+def test_08_every_section_opens_on_its_shipped_model():
+    """Issue 16: on open each trained-model section shows its default model (the shipped
+    checkpoints), says so in its caption, and the controls start at the settings those models
+    were trained with (tests/course/test_checkpoints.py retrains them with these settings)."""
+    text, defs = notebook_text(NB08)
+    assert defs["vae_run"] is vae_lab.default_vae_2d() and defs["sweep"] is vae_lab.default_beta_sweep()
+    assert defs["aggregate"] is vae_lab.default_aggregate_posterior()
+    assert defs["remedies"] is vae_lab.default_remedies() and defs["image_vae"] is vae_lab.default_image_vae()
+    assert text.count(SHIPPED) == 5 and "trained just now" not in text
+    for button in ("Train the VAE", "Sweep β from 0.1 to 100", "Train at β = 0, 0.1, 1, 10",
+                   "Train with each remedy", "Train the digit VAE"):
+        assert f"press {button} to train with yours" in text
+    toy = vae_lab.TOY_DEFAULTS
+    assert (defs["vae_data"].value, defs["vae_beta"].value, defs["vae_obs_var"].value, defs["vae_latent"].value,
+            defs["vae_steps"].value) == (toy["data"], toy["beta"], toy["obs_var"], toy["latent_dim"], toy["steps"])
+    assert (defs["remedy_beta"].value, defs["remedy_bits"].value) == (vae_lab.REMEDY_DEFAULTS["beta"],
+                                                                       vae_lab.REMEDY_DEFAULTS["free_bits"])
+    assert (defs["image_steps"].value, defs["image_obs_var"].value) == (vae_lab.IMAGE_DEFAULTS["steps"],
+                                                                         vae_lab.IMAGE_DEFAULTS["obs_var"])
+    assert f"moons, σ²ₓ = 0.05, 3 latent dimensions, β = 1, 800 steps" in text
 
 
 def test_08_vae_budget_and_collapse():
     app = load_app(NB08)
-    outputs, defs = run_app(app, vae_train=True)
+    outputs, defs = run_app(app)  # the page as it opens: the shipped model
     assert_no_error_outputs(outputs)
     run = defs["vae_run"]
     assert run.kl == pytest.approx(run.kl_per_dim.sum(), rel=1e-5)
     assert run.elbo == pytest.approx(-(run.recon + run.kl), rel=1e-5)
-    assert defs["vae_active"] == int((run.kl_per_dim > 0.05).sum())
-    assert run.latents.shape == (500, 3)
+    assert defs["vae_active"] == int((run.kl_per_dim > 0.05).sum()) == 2
+    assert run.latents.shape == (500, 3) and run.beta == 1.0
+    np.testing.assert_array_equal(run.labels, vae_lab.toy_points("moons")[1][-500:])
     assert "active dimensions (KL > 0.05)" in output_text(outputs)
     assert f"{run.recon:.3f}" in output_text(outputs)
+    # the button at the default settings trains the model the page opened on
+    outputs, defs = run_app(app, vae_train=True)
+    trained = defs["vae_run"]
+    assert trained is not run and "trained just now" in output_text(outputs)
+    np.testing.assert_allclose(trained.kl_per_dim, run.kl_per_dim, rtol=1e-4, atol=1e-6)
+    assert trained.recon == pytest.approx(run.recon, rel=1e-4)
     outputs, defs = run_app(app, vae_train=True, vae_beta=100.0)
     assert_no_error_outputs(outputs)
     assert defs["vae_active"] == 0  # every dimension collapsed at β = 100
-    outputs, defs = run_app(app, vae_sweep=True)
-    assert_no_error_outputs(outputs)
+    assert "Held-out budget at β = 100" in output_text(outputs)
+
+
+def test_08_beta_sweep_shown_on_open_switches_dimensions_off():
+    """The sweep the page opens on (shipped) shows what its chart titles say: dimensions switch
+    off one by one as β grows, and the reconstruction cost rises as the KL is squeezed out."""
+    text, defs = notebook_text(NB08)
     sweep = defs["sweep"]
-    assert sweep.active[0] >= 1 and sweep.active[-1] == 0
-    assert sweep.recon[-1] > sweep.recon[0]  # collapse costs reconstruction
+    assert list(sweep.betas) == list(vae_lab.SWEEP_BETAS)
+    assert sweep.active[0] >= 1 and sweep.active[-1] == 0 and (np.diff(sweep.active) <= 0).all()
+    assert (np.diff(sweep.recon) > 0).all() and (np.diff(sweep.kl) < 0).all()
+    np.testing.assert_allclose(sweep.kl, sweep.kl_per_dim.sum(1))
+    assert " · ".join(f"β = {b:g}: {a}" for b, a in zip(sweep.betas, sweep.active)) in text
 
 
 def test_08_vae_extremes_never_raise():
@@ -108,7 +150,7 @@ def test_08_image_vae_on_real_digits_with_a_gaussian_decoder():
     pixels are not Bernoulli), so the held-out ELBO it shows is a bound on a normalised density:
     recomputed here in NumPy by Monte Carlo from the model's encoder and decoder."""
     app = load_app(NB08)
-    outputs, defs = run_app(app, image_train=True, image_steps=100, latent_z1=-3.0, latent_z2=3.0)
+    outputs, defs = run_app(app, latent_z1=-3.0, latent_z2=3.0)  # the shipped model, on open
     assert_no_error_outputs(outputs)
     run = defs["image_vae"]
     test_images, test_labels = engine.data.load_digits("test")
@@ -165,9 +207,13 @@ def test_08_unverified_claim_dropped():
 def test_08_iwae_gap_shrinks_as_K_grows():
     """Issue 14: log p(x) = ELBO + KL(q ‖ p(z|x)); the IWAE bound at K = 1, 10, 100 is shown and
     rises with K, as the prose says."""
-    text, defs = notebook_text(NB08, image_train=True, iwae_K=300)
+    text, defs = notebook_text(NB08, iwae_K=300)  # the shipped model's table
     iwae = defs["iwae"]
     assert list(iwae.K) == [1, 10, 100, 300]
+    run = defs["image_vae"]
+    fresh = vae_lab.iwae_bounds(run.model, run.images, Ks=(300, 10), seed=0)  # recomputed for the shown model
+    np.testing.assert_allclose(fresh.bound, iwae.bound[[3, 1]], rtol=1e-6)
+    assert fresh.elbo == pytest.approx(iwae.elbo, rel=1e-6)
     assert iwae.bound[0] < iwae.bound[1] < iwae.bound[2] < iwae.bound[3]
     assert iwae.gap[0] == pytest.approx(iwae.bound[0] - iwae.elbo)
     assert abs(iwae.gap[0]) < 3 * iwae.standard_error[0]  # K = 1 is the ELBO, up to its draw
@@ -181,8 +227,9 @@ def test_08_iwae_gap_shrinks_as_K_grows():
 def test_08_aggregate_posterior_holes_at_beta_0_and_collapse_at_beta_10():
     """Issue 14: q(z) over the prior while β sweeps, with the plain autoencoder (β = 0): the prose's
     three claims hold on the table shown."""
-    text, defs = notebook_text(NB08, aggregate_run=True)
+    text, defs = notebook_text(NB08)  # the shipped models the page opens on
     a = defs["aggregate"]
+    assert a is vae_lab.default_aggregate_posterior() and [len(z) for z in a.codes] == [500] * 4
     assert list(a.betas) == [0.0, 0.1, 1.0, 10.0]
     p, d = a.to_prior, a.samples_to_data
     assert p[0] > 5 * p[2] and d[0] > 3 * d[2]  # β = 0: codes off the prior, samples off the data
@@ -195,7 +242,7 @@ def test_08_aggregate_posterior_holes_at_beta_0_and_collapse_at_beta_10():
 
 def test_08_free_bits_keep_dimensions_annealing_does_not_move_the_optimum():
     """Issue 14: a remedy for posterior collapse; the prose's claims at β = 10 hold on the table."""
-    text, defs = notebook_text(NB08, remedy_run=True)
+    text, defs = notebook_text(NB08)  # the shipped runs the page opens on (β = 10, λ = 0.5)
     r = defs["remedies"]
     assert list(r) == ["none", "KL annealing", "free bits"]
     free, plain, anneal = r["free bits"], r["none"], r["KL annealing"]
@@ -216,17 +263,18 @@ def test_08_dragging_the_latent_point_decodes_that_code():
     outputs, defs = run_app(app, image_train=True, image_steps=50, latent_point={"x": 3.0, "y": -3.0})
     assert_no_error_outputs(outputs)
     assert defs["latent_code"] == (3.0, -3.0)
+    assert defs["image_vae"] is not vae_lab.default_image_vae() and "trained just now" in output_text(outputs)
     model = defs["image_vae"].model
     np.testing.assert_allclose(defs["decoded"].ravel(),
                                model.generate(z=np.array([[3.0, -3.0]], np.float32))[0], rtol=1e-6)
-    _, defs = run_app(app, image_train=True, image_steps=50, latent_z1=-1.5, latent_z2=2.0)
+    _, defs = run_app(app, latent_z1=-1.5, latent_z2=2.0)
     assert defs["latent_code"] == (-1.5, 2.0)
 
 
 def test_08_a_drawn_digit_is_encoded_and_placed_on_the_latent_map():
     """Issue 15: the canvas (starting from a held-out digit, its keyboard path) is scanned to 8x8,
     encoded, and its q(z|x) shown as a 2σ ellipse; a blank canvas says so."""
-    text, defs = notebook_text(NB08, image_train=True, image_steps=100)
+    text, defs = notebook_text(NB08)  # on open: the shipped digit VAE encodes the held-out 3
     digit, code = defs["drawn_digit"], defs["drawn_code"]
     test_images, labels = engine.data.load_digits("test")
     start = test_images[int(np.flatnonzero(labels == 3)[0])]
@@ -239,5 +287,5 @@ def test_08_a_drawn_digit_is_encoded_and_placed_on_the_latent_map():
     radius = ((code.ellipse - code.mean) / (2 * code.std)) ** 2
     np.testing.assert_allclose(radius.sum(1), 1.0, rtol=1e-9)  # the 2σ ellipse
     assert f"μ = ({code.mean[0]:.2f}, {code.mean[1]:.2f})" in text
-    text, defs = notebook_text(NB08, image_train=True, image_steps=50, draw_start=-1)
+    text, defs = notebook_text(NB08, draw_start=-1)
     assert not defs["drawn_digit"].any() and "the canvas is blank" in text

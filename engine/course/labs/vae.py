@@ -5,12 +5,14 @@ gradient estimators, training runs with a held-out budget, the β sweep and late
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from engine import Tensor, no_grad, random, vae
+from engine.course import checkpoints
 
 from ._checks import _int, _positive
 from ._generative import DATASETS_2D, toy_data_2d
@@ -21,11 +23,15 @@ __all__ = [
     "equivalent_beta", "estimator_comparison", "kl_check", "latent_grid", "reparam_gradients",
     "toy_data_2d", "train_image_vae", "train_vae_2d", "IWAEBounds", "iwae_bounds",
     "AggregatePosterior", "aggregate_posterior", "COLLAPSE_REMEDIES", "train_vae_remedy",
-    "Posterior", "encode_image",
+    "Posterior", "encode_image", "CHECKPOINTS", "TOY_DEFAULTS", "SWEEP_BETAS", "SWEEP_STEPS",
+    "REMEDY_DEFAULTS", "IMAGE_DEFAULTS", "IWAE_KS", "default_vae_2d", "default_beta_sweep",
+    "default_aggregate_posterior", "default_remedies", "default_image_vae", "image_iwae", "tile_images",
+    "shipped_caption", "train_remedies", "toy_points", "AGGREGATE_BETAS",
+    "AGGREGATE_STEPS",
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReparamGradients:
     """The reparameterised estimate of E[z²] and its gradients, next to the exact values."""
 
@@ -61,7 +67,7 @@ def reparam_gradients(mu=1.0, sigma=1.0, n=2000, seed=0) -> ReparamGradients:
                             exact_grad_mu=2 * mu, exact_grad_sigma=2 * sigma)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KLCheck:
     """KL(N(μ, σ²) ‖ N(0, 1)) in closed form and by Monte Carlo, and both densities on a grid."""
 
@@ -94,7 +100,7 @@ ESTIMATOR_FUNCTIONS = ("z²", "sin z", "exp z")
 _FUNCTIONS = {"z²": lambda z: z * z, "sin z": lambda z: z.sin(), "exp z": lambda z: z.exp()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EstimatorComparison:
     """n estimates of ∂/∂μ E_{z~N(μ, σ²)}[f(z)] by three estimators, with the exact gradient."""
 
@@ -150,11 +156,11 @@ def estimator_comparison(mu=1.0, sigma=1.0, f_name="z²", n_samples=1, n=2000, s
                                baseline=_score_with_baseline(mu, sigma, f, eps), exact=exact)
 
 
-@dataclass
+@dataclass(eq=False)
 class VAERun:
     """A VAE trained on 2-D points, with its held-out budget (nats, averaged per point)."""
 
-    model: vae.VAE
+    model: vae.VAE | None  # None for a shipped remedy run, whose table needs only the numbers
     history: vae.VAEHistory | None
     stopped: str = ""  # why training stopped (a non-finite loss), or empty
     recon: float = math.nan  # −log p(x | z), held out
@@ -165,6 +171,8 @@ class VAERun:
     held_out: np.ndarray | None = None
     reconstructions: np.ndarray | None = None  # decoded posterior means of the held-out points
     samples: np.ndarray | None = None  # decoded z ~ N(0, I)
+    beta: float = math.nan  # the KL weight it trained with
+    labels: np.ndarray | None = None  # the held-out points' classes, for colouring (never trained on)
 
 
 def equivalent_beta(beta, obs_var, reference_var=0.05) -> float:
@@ -177,10 +185,11 @@ def equivalent_beta(beta, obs_var, reference_var=0.05) -> float:
 
 
 def train_vae_2d(X, beta=1.0, latent_dim=2, steps=800, lr=3e-3, hidden=64, obs_var=0.05,
-                 n_eval=500, seed=0, on_step=None) -> VAERun:
+                 n_eval=500, seed=0, on_step=None, labels=None) -> VAERun:
     """A ``engine.vae.VAE`` with a Gaussian decoder p(x | z) = N(x̂(z), obs_var·I) trained on 2-D
     points (the last ``n_eval`` rows held out), with the held-out budget measured at the end.
-    Seeded on a forked stream (the global one is left as it was)."""
+    ``labels`` (one per row, optional) are kept for the held-out rows, to colour them. Seeded on a
+    forked stream (the global one is left as it was)."""
     op = "train_vae_2d"
     X = np.asarray(X, dtype=np.float32)
     n_eval = _int(op, "n_eval", n_eval, 2)
@@ -196,18 +205,27 @@ def train_vae_2d(X, beta=1.0, latent_dim=2, steps=800, lr=3e-3, hidden=64, obs_v
                                     lr=_positive(op, "lr", lr), beta=float(beta), progress=progress)
         except FloatingPointError as error:
             return VAERun(model=model, history=None, stopped=str(error).replace("train_vae: ", ""))
+    run = _held_out_run(model, history, held, beta, seed)
+    run.beta = float(beta)
+    run.labels = None if labels is None else np.asarray(labels)[-n_eval:]
+    return run
+
+
+def _held_out_run(model, history, held, beta, seed) -> VAERun:
+    """A trained 2-D VAE measured on the held-out rows: the β-weighted budget (one z per row,
+    seed + 1), the codes μ(x), the reconstructions and as many decoded prior draws (seed + 2)."""
     with random.fork_rng(int(seed) + 1):
         final = model.loss(held, beta=float(beta))
     with no_grad():
         latents = model.encode(held)[0].data.astype(np.float64)
     with random.fork_rng(int(seed) + 2):
-        samples = model.generate(n_eval)
+        samples = model.generate(len(held))
     return VAERun(model=model, history=history, recon=final.recon, kl=final.kl,
                   kl_per_dim=final.kl_per_dim, elbo=final.elbo, latents=latents, held_out=held,
                   reconstructions=model.reconstruct(held), samples=samples)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BetaSweep:
     """One VAE per β: the held-out budget and the active latent dimensions (KL > 0.05 nats)."""
 
@@ -234,12 +252,18 @@ def beta_sweep(X, betas=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0), latent_dim=3, steps=60
         recon.append(math.nan if failed else run.recon)
         kl_dims.append(np.full(latent_dim, np.nan) if failed else run.kl_per_dim)
         elbos.append(math.nan if failed else run.elbo)
-    kl_dims = np.asarray(kl_dims)
-    return BetaSweep(betas=np.asarray(betas), recon=np.asarray(recon), kl_per_dim=kl_dims,
-                     kl=kl_dims.sum(axis=1), elbo=np.asarray(elbos), active=(kl_dims > 0.05).sum(axis=1))
+    return _sweep(betas, recon, kl_dims, elbos)
 
 
-@dataclass
+def _sweep(betas, recon, kl_per_dim, elbo) -> BetaSweep:
+    """The sweep's table from its measured columns (the totals and the active counts follow)."""
+    kl_per_dim = np.asarray(kl_per_dim, dtype=np.float64)
+    return BetaSweep(betas=np.asarray(betas, dtype=np.float64), recon=np.asarray(recon, dtype=np.float64),
+                     kl_per_dim=kl_per_dim, kl=kl_per_dim.sum(axis=1), elbo=np.asarray(elbo, dtype=np.float64),
+                     active=(kl_per_dim > 0.05).sum(axis=1))
+
+
+@dataclass(eq=False)
 class ImageVAERun:
     """A VAE trained on flattened grey images with a Gaussian decoder."""
 
@@ -252,6 +276,7 @@ class ImageVAERun:
     images: np.ndarray | None = None  # the held-out images [n, H, W]
     reconstructions: np.ndarray | None = None  # [n, H, W]
     elbo: float = math.nan  # held-out ELBO per image, nats (a bound on log p(x), a density)
+    iwae_table: IWAEBounds | None = None  # the shipped model's IWAE bounds at every K of IWAE_KS
 
 
 def train_image_vae(train_images, test_images, test_labels, steps=400, latent_dim=2, hidden=128,
@@ -277,17 +302,24 @@ def train_image_vae(train_images, test_images, test_labels, steps=400, latent_di
         except FloatingPointError as error:
             return ImageVAERun(model=model, history=None, image_shape=shape,
                                stopped=str(error).replace("train_vae: ", ""))
-    held = test.reshape(len(test), flat)
+    return _held_out_images(model, history, test, test_labels, seed)
+
+
+def _held_out_images(model, history, test, test_labels, seed) -> ImageVAERun:
+    """A trained image VAE measured on the held-out images [N, H, W]: codes, reconstructions and
+    the ELBO (one z per image, seed + 1)."""
+    test = np.asarray(test, dtype=np.float32)
+    held = test.reshape(len(test), -1)
     with no_grad():
         mu, _ = model.encode(held)
     with random.fork_rng(int(seed) + 1):
         elbo = model.loss(held).elbo
-    return ImageVAERun(model=model, history=history, image_shape=shape, latents=mu.data.astype(np.float64),
-                       labels=np.asarray(test_labels), images=test,
+    return ImageVAERun(model=model, history=history, image_shape=test.shape[1:],
+                       latents=mu.data.astype(np.float64), labels=np.asarray(test_labels), images=test,
                        reconstructions=model.reconstruct(held).reshape(test.shape), elbo=elbo)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LatentGrid:
     images: np.ndarray  # [n, n, H, W]: row 0 at the top = largest z₂
     z: np.ndarray  # the grid values along each axis
@@ -317,7 +349,7 @@ def decode_point(model, z1=0.0, z2=0.0) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- the gap to log p(x)
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class IWAEBounds:
     """The importance-weighted bounds IWAE_K on log p(x), averaged over images (nats)."""
 
@@ -340,7 +372,8 @@ def iwae_bounds(model, X, Ks=(1, 10, 100), seed=0) -> IWAEBounds:
     """IWAE_K = E[log (1/K) Σ_k p(x | z_k) p(z_k) / q(z_k | x)], z_k ~ q(z | x) (Burda et al.
     2016) for a Gaussian-decoder ``engine.vae.VAE`` and rows X [N, D]. IWAE_1 is the ELBO, the
     bound rises with K, and IWAE_K → log p(x) as K → ∞: log p(x) = ELBO + KL(q(z|x) ‖ p(z|x)).
-    Each K draws its own z (seeded); ``elbo`` is IWAE_1 on a draw of its own."""
+    Each K draws its own z from the stream ``(seed, K)``, so a row does not depend on which other
+    rows are asked for; ``elbo`` is IWAE_1 on a draw of its own (stream ``(seed, 0)``)."""
     op = "iwae_bounds"
     if getattr(model, "likelihood", None) != "gaussian":
         raise ValueError(f"{op}: the model must have a Gaussian decoder (likelihood='gaussian')")
@@ -349,10 +382,9 @@ def iwae_bounds(model, X, Ks=(1, 10, 100), seed=0) -> IWAEBounds:
     with no_grad():
         mu, logvar = (t.data.astype(np.float64) for t in model.encode(X.astype(np.float32)))
     std = np.exp(0.5 * logvar)
-    rng = np.random.default_rng(seed)
     bounds, errors = [], []
-    for K in [1] + Ks:
-        z = mu + std * rng.standard_normal((K,) + mu.shape)  # [K, N, L]
+    for stream, K in [(0, 1)] + [(k, k) for k in Ks]:
+        z = mu + std * np.random.default_rng((int(seed), stream)).standard_normal((K,) + mu.shape)  # [K, N, L]
         x_hat = model.generate(z=z.reshape(-1, mu.shape[1]).astype(np.float32)).astype(np.float64)
         log_w = (_log_normal(X, x_hat.reshape(K, len(X), -1), model.obs_var)
                  + _log_normal(z, 0.0, 1.0) - _log_normal(z, mu, std**2))  # [K, N]
@@ -364,8 +396,33 @@ def iwae_bounds(model, X, Ks=(1, 10, 100), seed=0) -> IWAEBounds:
                       elbo=float(bounds[0]))
 
 
+def _iwae_rows(table: IWAEBounds, Ks) -> IWAEBounds:
+    """The rows ``Ks`` of a table :func:`iwae_bounds` made (each row has its own stream, so the
+    rows are what a new call with these ``Ks`` would compute)."""
+    where = [int(np.flatnonzero(table.K == k)[0]) for k in Ks]
+    return IWAEBounds(K=table.K[where], bound=table.bound[where], standard_error=table.standard_error[where],
+                      elbo=table.elbo)
+
+
+def image_iwae(run, Ks=(1, 10, 100)) -> IWAEBounds:
+    """:func:`iwae_bounds` (seed 0) of an :class:`ImageVAERun` on its held-out images. The rows
+    already known for the run (the shipped model's table, or an earlier call) are read, the others
+    computed once and kept on the run: each K has its own stream, so reading equals recomputing."""
+    Ks = [_int("image_iwae", "K", k, 1) for k in Ks]
+    table = run.iwae_table
+    missing = [k for k in dict.fromkeys(Ks) if table is None or k not in table.K]
+    if missing:
+        new = iwae_bounds(run.model, run.images, Ks=missing, seed=0)
+        if table is not None:  # the ELBO row has its own stream too: the same in both
+            new = IWAEBounds(K=np.concatenate([table.K, new.K]), bound=np.concatenate([table.bound, new.bound]),
+                             standard_error=np.concatenate([table.standard_error, new.standard_error]),
+                             elbo=table.elbo)
+        table = run.iwae_table = new
+    return _iwae_rows(table, Ks)
+
+
 # ----------------------------------------------------------------------------- the aggregate posterior
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AggregatePosterior:
     """For each β: draws of the aggregate posterior q(z) = mean over x of q(z | x), and how far it
     and the decoded prior samples are from where they should be (energy distances)."""
@@ -451,19 +508,25 @@ def train_vae_remedy(X, beta=10.0, remedy="free bits", free_bits=0.5, latent_dim
                 return VAERun(model=model, history=None, stopped=f"the loss became non-finite at step {step}; lower lr")
             if on_step is not None:
                 on_step(step)
-    with random.fork_rng(int(seed) + 1):
-        final = model.loss(held, beta=1.0)
-    with no_grad():
-        latents = model.encode(held)[0].data.astype(np.float64)
-    with random.fork_rng(int(seed) + 2):
-        samples = model.generate(n_eval)
-    return VAERun(model=model, history=None, recon=final.recon, kl=final.kl, kl_per_dim=final.kl_per_dim,
-                  elbo=final.elbo, latents=latents, held_out=held, reconstructions=model.reconstruct(held),
-                  samples=samples)
+    run = _held_out_run(model, None, held, 1.0, seed)
+    run.beta = beta
+    return run
+
+
+def train_remedies(X, beta=10.0, free_bits=0.5, latent_dim=3, steps=800, obs_var=0.05, seed=0,
+                   on_step=None) -> dict:
+    """:func:`train_vae_remedy` once per remedy of :data:`COLLAPSE_REMEDIES` (same seed, same
+    data): ``{remedy: VAERun}``. ``on_step(done)`` counts steps over the three trainings."""
+    runs = {}
+    for i, remedy in enumerate(COLLAPSE_REMEDIES):
+        hook = None if on_step is None else (lambda s, i=i: on_step(i * steps + s))
+        runs[remedy] = train_vae_remedy(X, beta=beta, remedy=remedy, free_bits=free_bits, latent_dim=latent_dim,
+                                        steps=steps, obs_var=obs_var, seed=seed, on_step=hook)
+    return runs
 
 
 # ----------------------------------------------------------------------------- one image's code
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Posterior:
     """q(z | x) = N(mean, diag(std²)) of one image, and what the decoder makes of its mean."""
 
@@ -486,3 +549,175 @@ def encode_image(model, image, n=64) -> Posterior:
     ellipse = np.stack([mu[0] + 2 * std[0] * np.cos(angle), second[0] + 2 * second[1] * np.sin(angle)], axis=1)
     reconstruction = model.generate(z=mu[None].astype(np.float32))[0].reshape(image.shape)
     return Posterior(mean=mu, std=std, reconstruction=reconstruction, ellipse=ellipse)
+
+
+# ----------------------------------------------------------------------------- shipped defaults
+# Each section of the notebook opens on its default model, trained by the functions below from a
+# fixed seed (``make checkpoints``) and shipped in engine/course/checkpoints/vae_*.py; the
+# notebook's controls take their defaults from these settings, and its buttons retrain.
+TOY_DEFAULTS = {"data": "moons", "n": 2500, "beta": 1.0, "obs_var": 0.05, "latent_dim": 3, "steps": 800}
+SWEEP_BETAS = (0.1, 1.0, 3.0, 10.0, 30.0, 100.0)
+SWEEP_STEPS = 500
+AGGREGATE_BETAS = (0.0, 0.1, 1.0, 10.0)
+AGGREGATE_STEPS = 600
+REMEDY_DEFAULTS = {"beta": 10.0, "free_bits": 0.5, "latent_dim": 3, "steps": 800}
+IMAGE_DEFAULTS = {"steps": 400, "obs_var": 0.05}
+IWAE_KS = (1, 3, 10, 30, 100, 300)  # the K the notebook offers; the shipped table holds them all
+TOY_DEFAULTS_TEXT = (f"{TOY_DEFAULTS['data']}, σ²ₓ = {TOY_DEFAULTS['obs_var']:g}, "
+                     f"{TOY_DEFAULTS['latent_dim']} latent dimensions")
+
+
+def toy_points(name=TOY_DEFAULTS["data"]):
+    """The section's 2-D data set ``name`` ([n, 2]) and its class labels [n]."""
+    return toy_data_2d(name, n=TOY_DEFAULTS["n"], seed=0, return_labels=True)
+
+
+def _model_state(model) -> dict:
+    """What rebuilds a Gaussian-decoder VAE: its sizes, decoder variance and parameters."""
+    return {"input_dim": model.input_dim, "hidden": int(model.to_mu.weight.shape[1]),
+            "latent_dim": model.latent_dim, "obs_var": model.obs_var,
+            "parameters": {name: p.data for name, p in model.state_dict().items()}}
+
+
+def _model_from_state(state) -> vae.VAE:
+    with random.fork_rng(0):  # the initial draw is overwritten; keep the global stream untouched
+        model = vae.VAE(state["input_dim"], state["hidden"], state["latent_dim"], obs_var=state["obs_var"])
+    model.load_state_dict(state["parameters"])
+    return model
+
+
+def _arrays(state) -> dict:
+    """A loaded checkpoint's arrays as NumPy (``checkpoints.load`` gives Tensors)."""
+    return {k: (v.data if isinstance(v, Tensor) else v) for k, v in state.items()}
+
+
+def _train_toy_default() -> dict:
+    d = TOY_DEFAULTS
+    run = train_vae_2d(toy_points()[0], beta=d["beta"], latent_dim=d["latent_dim"], steps=d["steps"],
+                       obs_var=d["obs_var"], seed=0)
+    return _model_state(run.model)
+
+
+def _train_sweep_default() -> dict:
+    d = TOY_DEFAULTS
+    sweep = beta_sweep(toy_points()[0], SWEEP_BETAS, latent_dim=d["latent_dim"], steps=SWEEP_STEPS,
+                       obs_var=d["obs_var"], seed=0)
+    return {"betas": sweep.betas, "recon": sweep.recon, "kl_per_dim": sweep.kl_per_dim, "elbo": sweep.elbo}
+
+
+def _train_aggregate_default() -> dict:
+    found = aggregate_posterior(toy_points()[0], betas=AGGREGATE_BETAS, steps=AGGREGATE_STEPS,
+                                obs_var=TOY_DEFAULTS["obs_var"], seed=0)
+    return {"betas": found.betas, "codes": np.stack(found.codes), "to_prior": found.to_prior,
+            "samples_to_data": found.samples_to_data}
+
+
+def _train_remedies_default() -> dict:
+    runs = train_remedies(toy_points()[0], obs_var=TOY_DEFAULTS["obs_var"], seed=0, **REMEDY_DEFAULTS)
+    return {name: {"recon": r.recon, "kl": r.kl, "kl_per_dim": r.kl_per_dim, "elbo": r.elbo}
+            for name, r in runs.items()}
+
+
+def _digits():
+    from engine import data
+
+    train, _ = data.load_digits("train")
+    test, labels = data.load_digits("test")
+    return train, test, labels
+
+
+def _train_digits_default() -> dict:
+    train, test, labels = _digits()
+    run = train_image_vae(train, test, labels, seed=0, **IMAGE_DEFAULTS)
+    table = iwae_bounds(run.model, run.images, Ks=IWAE_KS, seed=0)
+    return {"model": _model_state(run.model),
+            "iwae": {"K": table.K, "bound": table.bound, "standard_error": table.standard_error,
+                     "elbo": table.elbo}}
+
+
+CHECKPOINTS = {"vae_toy": _train_toy_default, "vae_sweep": _train_sweep_default,
+               "vae_aggregate": _train_aggregate_default, "vae_remedies": _train_remedies_default,
+               "vae_digits": _train_digits_default}
+
+
+@functools.lru_cache(maxsize=1)
+def default_vae_2d() -> VAERun:
+    """The shipped 2-D VAE (:data:`TOY_DEFAULTS`), measured on its held-out points as
+    :func:`train_vae_2d` measures the model it trains."""
+    from engine.course.checkpoints import vae_toy
+
+    points, labels = toy_points()
+    run = _held_out_run(_model_from_state(checkpoints.load(vae_toy)), None,
+                        points[-500:].astype(np.float32), TOY_DEFAULTS["beta"], seed=0)
+    run.beta, run.labels = TOY_DEFAULTS["beta"], labels[-500:]
+    return run
+
+
+@functools.lru_cache(maxsize=1)
+def default_beta_sweep() -> BetaSweep:
+    """The shipped β sweep (:data:`SWEEP_BETAS`, the default data and settings)."""
+    from engine.course.checkpoints import vae_sweep
+
+    state = _arrays(checkpoints.load(vae_sweep))
+    return _sweep(state["betas"], state["recon"], state["kl_per_dim"], state["elbo"])
+
+
+@functools.lru_cache(maxsize=1)
+def default_aggregate_posterior() -> AggregatePosterior:
+    """The shipped aggregate posteriors (:data:`AGGREGATE_BETAS`, the default data)."""
+    from engine.course.checkpoints import vae_aggregate
+
+    state = _arrays(checkpoints.load(vae_aggregate))
+    return AggregatePosterior(betas=state["betas"], codes=list(state["codes"]), to_prior=state["to_prior"],
+                              samples_to_data=state["samples_to_data"])
+
+
+@functools.lru_cache(maxsize=1)
+def default_remedies() -> dict:
+    """The shipped remedy runs (:data:`REMEDY_DEFAULTS`): their held-out numbers, no models."""
+    from engine.course.checkpoints import vae_remedies
+
+    runs = {}
+    for name, numbers in checkpoints.load(vae_remedies).items():
+        runs[name] = VAERun(model=None, history=None, recon=numbers["recon"], kl=numbers["kl"],
+                            kl_per_dim=numbers["kl_per_dim"].data, elbo=numbers["elbo"],
+                            beta=REMEDY_DEFAULTS["beta"])
+    return runs
+
+
+@functools.lru_cache(maxsize=1)
+def default_image_vae() -> ImageVAERun:
+    """The shipped digit VAE (:data:`IMAGE_DEFAULTS`) measured on the held-out digits as
+    :func:`train_image_vae` measures the model it trains, with its IWAE table at every K of
+    :data:`IWAE_KS`."""
+    from engine.course.checkpoints import vae_digits
+
+    state = checkpoints.load(vae_digits)
+    _, test, labels = _digits()
+    run = _held_out_images(_model_from_state(state["model"]), None, test, labels, seed=0)
+    table = _arrays(state["iwae"])
+    run.iwae_table = IWAEBounds(K=table["K"], bound=table["bound"], standard_error=table["standard_error"],
+                                elbo=table["elbo"])
+    return run
+
+
+def shipped_caption(button: str, settings: str) -> str:
+    """The caption of a figure that shows a shipped default model."""
+    return (f"*Shown: the model trained with the default settings ({settings}) by `make checkpoints` "
+            f"and shipped with the course; press **{button}** to train with yours.*")
+
+
+def tile_images(images, ncols=8, gap=1, fill=1.0) -> np.ndarray:
+    """Images [N, H, W] laid out row by row, ``ncols`` to a row, as one image, with ``gap`` pixels
+    of ``fill`` between them (one picture draws faster than a grid of N small ones)."""
+    images = np.asarray(images, dtype=np.float64)
+    if images.ndim != 3 or len(images) == 0:
+        raise ValueError(f"tile_images: images must be [N, H, W] with N >= 1, got shape {images.shape}")
+    n, h, w = images.shape
+    ncols = min(_int("tile_images", "ncols", ncols, 1), n)
+    nrows = -(-n // ncols)
+    out = np.full((nrows * (h + gap) - gap, ncols * (w + gap) - gap), float(fill))
+    for i, image in enumerate(images):
+        r, c = divmod(i, ncols)
+        out[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = image
+    return out

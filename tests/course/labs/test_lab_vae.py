@@ -193,3 +193,76 @@ def test_encode_image_checks_its_size():
     np.testing.assert_allclose(p.reconstruction.ravel(), vae_lab.decode_point(r.model, *p.mean), rtol=1e-5)
     with pytest.raises(ValueError, match="64"):
         vae_lab.encode_image(r.model, np.zeros((4, 4)))
+
+
+def test_iwae_rows_have_their_own_streams_and_image_iwae_keeps_them():
+    """Each K draws from its own stream, so one row is the same whichever rows are asked for;
+    image_iwae reads the rows it already has (the shipped table) and they equal a new call."""
+    train, _ = engine.data.load_digits("train")
+    test, labels = engine.data.load_digits("test")
+    r = vae_lab.train_image_vae(train[:300], test[:30], labels[:30], steps=20)
+    full = vae_lab.iwae_bounds(r.model, r.images, Ks=(1, 10, 30), seed=0)
+    alone = vae_lab.iwae_bounds(r.model, r.images, Ks=(30,), seed=0)
+    assert alone.bound[0] == full.bound[2] and alone.elbo == full.elbo
+    assert r.iwae_table is None
+    first = vae_lab.image_iwae(r, Ks=(10, 3))
+    assert list(first.K) == [10, 3] and first.bound[0] == full.bound[1]
+    assert sorted(r.iwae_table.K) == [3, 10]  # kept on the run
+    again = vae_lab.image_iwae(r, Ks=(1, 3, 10, 30))  # 1 and 30 computed, 3 and 10 read
+    np.testing.assert_array_equal(again.bound, vae_lab.iwae_bounds(r.model, r.images, Ks=(1, 3, 10, 30)).bound)
+    assert again.elbo == full.elbo
+    with pytest.raises(ValueError, match="K must be"):
+        vae_lab.image_iwae(r, Ks=(0,))
+
+
+def test_tile_images_lays_images_out_row_by_row():
+    images = np.arange(5 * 2 * 3, dtype=float).reshape(5, 2, 3)
+    out = vae_lab.tile_images(images, ncols=3, gap=1, fill=-1.0)
+    assert out.shape == (2 * 2 + 1, 3 * 3 + 2)
+    np.testing.assert_array_equal(out[0:2, 0:3], images[0])
+    np.testing.assert_array_equal(out[0:2, 4:7], images[1])
+    np.testing.assert_array_equal(out[3:5, 4:7], images[4])  # second row, second column
+    assert (out[2] == -1).all() and (out[:, 3] == -1).all() and (out[3:5, 8:11] == -1).all()  # gaps, empty slot
+    with pytest.raises(ValueError, match="tile_images"):
+        vae_lab.tile_images(np.zeros((4, 4)))
+
+
+def test_train_remedies_is_one_run_per_remedy():
+    X = vae_lab.toy_data_2d("moons", 800, seed=0)
+    ticks = []
+    runs = vae_lab.train_remedies(X, beta=10.0, free_bits=0.5, latent_dim=2, steps=20, seed=3, on_step=ticks.append)
+    assert list(runs) == list(vae_lab.COLLAPSE_REMEDIES) and ticks[-1] == 60 and len(ticks) == 60
+    alone = vae_lab.train_vae_remedy(X, beta=10.0, remedy="free bits", free_bits=0.5, latent_dim=2, steps=20, seed=3)
+    np.testing.assert_array_equal(runs["free bits"].kl_per_dim, alone.kl_per_dim)
+    assert runs["none"].beta == 10.0
+
+
+def test_shipped_defaults_rebuild_their_models_and_leave_the_global_stream():
+    """The default loaders rebuild the shipped models (parameters round-trip exactly), measure
+    them as the training functions do, and draw nothing from the global streams."""
+    for loader in (vae_lab.default_vae_2d, vae_lab.default_beta_sweep, vae_lab.default_aggregate_posterior,
+                   vae_lab.default_remedies, vae_lab.default_image_vae):
+        loader.cache_clear()
+    engine.manual_seed(7)
+    before = engine.random.generator().bit_generator.state
+    toy, digits = vae_lab.default_vae_2d(), vae_lab.default_image_vae()
+    sweep, remedies = vae_lab.default_beta_sweep(), vae_lab.default_remedies()
+    aggregate = vae_lab.default_aggregate_posterior()
+    assert engine.random.generator().bit_generator.state == before
+    assert vae_lab.default_vae_2d() is toy  # loaded once per session
+    rebuilt = vae_lab._model_from_state(vae_lab._model_state(toy.model))
+    z = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    np.testing.assert_array_equal(rebuilt.generate(z=z), toy.model.generate(z=z))
+    assert toy.model.obs_var == vae_lab.TOY_DEFAULTS["obs_var"] and toy.model.latent_dim == 3
+    # the budget is the model's own loss on the held-out rows (seed + 1), as train_vae_2d measures it
+    with engine.random.fork_rng(1):
+        again = toy.model.loss(toy.held_out, beta=1.0)
+    assert again.recon == pytest.approx(toy.recon, rel=1e-6) and toy.elbo == pytest.approx(-(toy.recon + toy.kl))
+    assert digits.latents.shape == (360, 2) and list(digits.iwae_table.K) == list(vae_lab.IWAE_KS)
+    np.testing.assert_allclose(sweep.kl, sweep.kl_per_dim.sum(1))
+    assert list(remedies) == list(vae_lab.COLLAPSE_REMEDIES)
+    for run in remedies.values():
+        assert run.elbo == pytest.approx(-(run.recon + run.kl), rel=1e-6)
+    assert len(aggregate.codes) == len(vae_lab.AGGREGATE_BETAS) and aggregate.codes[0].shape == (500, 2)
+    caption = vae_lab.shipped_caption("Train", "moons")
+    assert "make checkpoints" in caption and "press **Train**" in caption and "Press" not in caption
