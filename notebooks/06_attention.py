@@ -598,9 +598,11 @@ def _(rope_base, rope_dim):
                          colors={"Su et al.'s bound (1/(d/2)) Σⱼ|Sⱼ|": "reference",
                                  "score of aligned q = k = 1": "model"},
                          title="RoPE's long-range decay: an upper bound, reached by aligned vectors")
-    _pe = plot.heatmap(sinusoid.pe[:32].T, x_title="position m", y_title="dimension",
-                       color_title="PE", scheme="blueorange", domain=(-1, 1),
-                       title="sinusoidal positions PE (dimensions × positions)")
+    _dims = lab.shown_dimensions(rope_dim.value)  # at most 32 rows: every k-th pair beyond
+    _every = "" if len(_dims) == rope_dim.value else f", one pair in {_dims[2] // 2}"
+    _pe = plot.heatmap(sinusoid.pe[:32, _dims].T, y_labels=_dims, x_title="position m",
+                       y_title="dimension", color_title="PE", scheme="blueorange", domain=(-1, 1),
+                       title=f"sinusoidal positions PE (dimensions × positions{_every})")
     _sim = plot.curves(np.arange(64), {"PE₀ · PEₙ": sinusoid.similarity[0]},
                        x_title="distance n", y_title="dot product", colors={"PE₀ · PEₙ": "function"},
                        title="sinusoidal: similarity of two positions falls with distance")

@@ -12,7 +12,7 @@ from engine.course.labs import attention as attention_lab
 from engine.course.labs import convolution as conv_lab
 from engine.course.labs import vae as vae_lab
 from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
-                             notebook_text, output_text, run_app)
+                             notebook_text, output_html, output_text, run_app)
 
 
 # ============================================================================= 06 attention
@@ -201,6 +201,8 @@ def test_06_rope_decay_chart_is_su_et_al_bound():
     far = r.bound_relative[200:].max()
     assert far < 0.5 and f"**{far:.2f}**" not in text and f"{far:.2f} of its value" in text
     assert "random q, k" not in text
+    outputs, _ = run_app(load_app(NB06), rope_dim=64)  # chart titles are in the specs, not text
+    assert "positions, one pair in 2)" in output_html(outputs)  # 32 of the 64 rows drawn, said
     # "the more pairs, the deeper the decay; with d = 2 nothing decays"
     text2, defs2 = notebook_text("06_attention", rope_dim=2)
     assert defs2["rope_distance"].bound_relative.min() == pytest.approx(1.0)

@@ -36,7 +36,7 @@ __all__ = [
     "RopeDistance", "RopeShift", "RopeTrajectory", "ScalingSweep", "SinusoidalSimilarity",
     "TinyAttention", "TinyHistory", "TinyRun", "attention_maps", "dot_product_variance",
     "attention_memory", "cross_attention", "kv_cache_decode", "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
-    "random_scores", "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
+    "random_scores", "shown_dimensions", "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
     "TEXT", "CharData", "GPTRun", "TinyGPT", "TransformerBlock", "block_parameters", "char_data",
     "designed_retrieval", "heldout_loss", "sample_text", "toy_qkv", "train_tiny_attention",
     "train_tiny_gpt", "GPT_DEFAULTS", "TINY_DEFAULTS", "shipped_tiny_attention", "shipped_tiny_gpt",
@@ -560,6 +560,16 @@ class SinusoidalSimilarity:
 
     pe: np.ndarray
     similarity: np.ndarray
+
+
+def shown_dimensions(d, most=32) -> np.ndarray:
+    """The dimensions of a d-wide sinusoidal table a heatmap draws: all of them when d <= most,
+    else both dimensions (sine, cosine) of every k-th pair, k = ceil(d / most), so the chart keeps
+    at most ``most`` rows while still spanning the fast and the slow frequencies."""
+    d = _int("shown_dimensions", "d", d, 2)
+    step = -(-d // _int("shown_dimensions", "most", most, 2))
+    pairs = np.arange(0, d // 2, step)
+    return np.stack([2 * pairs, 2 * pairs + 1], axis=1).ravel()
 
 
 def sinusoidal_similarity(L=64, d=64, base=10000.0) -> SinusoidalSimilarity:

@@ -171,6 +171,16 @@ def test_rope_decay_is_su_et_al_bound_on_aligned_vectors():
     assert r.bound_relative[200:].max() < 0.45  # the long-range decay the chart shows
 
 
+def test_shown_dimensions_keep_sine_cosine_pairs_and_at_most_32_rows():
+    for d in (2, 16, 32, 64, 128):
+        dims = attention_lab.shown_dimensions(d)
+        assert len(dims) == min(d, 32) and dims[-1] < d
+        np.testing.assert_array_equal(dims[1::2], dims[::2] + 1)  # sine and cosine of one pair
+        step = np.diff(dims[::2] // 2)
+        assert np.all(step == max(1, d // 32))  # evenly spaced pairs, the fastest one first
+        assert dims[0] == 0
+
+
 def test_sinusoidal_similarity_depends_on_offset():
     s = attention_lab.sinusoidal_similarity(L=40, d=16)
     sim = s.similarity
