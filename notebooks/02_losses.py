@@ -69,7 +69,8 @@ def _():
 def _():
     reg_loss = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
                               value="Huber", label="loss ℓ")
-    delta = mo.ui.slider(0.1, 5.0, step=0.1, value=1.0, label="δ (Huber, pseudo-Huber)", show_value=True)
+    delta = mo.ui.slider(0.1, 5.0, step=0.1, value=lab.LINE_DEFAULT["delta"], label="δ (Huber, pseudo-Huber)",
+                         show_value=True)
     return delta, reg_loss
 
 
@@ -122,8 +123,10 @@ def _():
 
 @app.cell
 def _():
-    n_outliers = mo.ui.slider(0, 10, step=1, value=3, label="outliers", show_value=True, debounce=True)
-    outlier_shift = mo.ui.slider(-20, 20, step=1, value=10, label="outlier shift", show_value=True, debounce=True)
+    n_outliers = mo.ui.slider(0, 10, step=1, value=lab.LINE_DEFAULT["n_outliers"], label="outliers", show_value=True,
+                              debounce=True)
+    outlier_shift = mo.ui.slider(-20, 20, step=1, value=lab.LINE_DEFAULT["outlier_shift"], label="outlier shift",
+                                 show_value=True, debounce=True)
     return n_outliers, outlier_shift
 
 
@@ -146,14 +149,13 @@ def _(line_base, outlier_pucks):
     _dragged = widgets.puck_points(outlier_pucks.value) if outlier_pucks is not None else np.empty((0, 2))
     line_x, line_y, line_out = lab.with_dragged_outliers(*line_base, _dragged)
     # MSE and MAE do not depend on δ: fitted here, so moving δ refits only Huber and pseudo-Huber
-    line_fits_free = {name: lab.fit_line(line_x, line_y, name, steps=300)[:2] for name in ("mse", "mae")}
+    line_fits_free = lab.line_fits(line_x, line_y, ("mse", "mae"))
     return line_fits_free, line_out, line_x, line_y
 
 
 @app.cell
 def _(delta, line_fits_free, line_out, line_x, line_y, n_outliers, outlier_pucks, outlier_shift):
-    line_fits = {**line_fits_free, **{name: lab.fit_line(line_x, line_y, name, delta=delta.value, steps=300)[:2]
-                                      for name in ("huber", "pseudo_huber")}}
+    line_fits = {**line_fits_free, **lab.line_fits(line_x, line_y, ("huber", "pseudo_huber"), delta=delta.value)}
     line_fits = {name: line_fits[name] for name in lab.LINE_LOSSES}
     _xs = np.array([-3.2, 3.2])
     _labels = {name: lab.REGRESSION_LOSSES[name]["label"] for name in lab.LINE_LOSSES}
@@ -200,7 +202,8 @@ def _():
 def _():
     lik_noise = mo.ui.radio(options={"Gamma(2, 1): skewed": "gamma", "Gaussian N(2, 1): symmetric": "gaussian"},
                             value="Gamma(2, 1): skewed", label="noise", inline=True)
-    lik_tau = mo.ui.slider(0.05, 0.95, step=0.05, value=0.9, label="pinball quantile τ", show_value=True,
+    lik_tau = mo.ui.slider(0.05, 0.95, step=0.05, value=lab.LIKELIHOOD_DEFAULT["tau"], label="pinball quantile τ",
+                           show_value=True,
                            debounce=True)
     return lik_noise, lik_tau
 
@@ -209,13 +212,13 @@ def _():
 def _(lik_noise):
     lik_y = lab.skewed_targets(lik_noise.value, n=2000, seed=0)
     # MSE and MAE do not depend on τ: fitted here, so moving τ refits only the pinball loss
-    lik_fits_free = [lab.constant_fit(lik_y, "mse"), lab.constant_fit(lik_y, "mae")]
+    lik_fits_free = [lab.likelihood_fit(lik_y, "mse", tau=0.5), lab.likelihood_fit(lik_y, "mae", tau=0.5)]
     return lik_fits_free, lik_y
 
 
 @app.cell
 def _(lik_fits_free, lik_noise, lik_tau, lik_y):
-    lik_fits = lik_fits_free + [lab.constant_fit(lik_y, "pinball", tau=lik_tau.value)]
+    lik_fits = lik_fits_free + [lab.likelihood_fit(lik_y, "pinball", tau=lik_tau.value)]
     _centres, _density = lab.target_density(lik_y)
     _chart = plot.curves(_centres, {"density of the targets": _density}, x_title="y", y_title="density",
                          colors={"density of the targets": "data"}, height=220,
@@ -242,9 +245,9 @@ def _(lik_fits_free, lik_noise, lik_tau, lik_y):
 
 @app.cell
 def _():
-    _labels = lab.sample_labels((0.6, 0.3, 0.1), n=500, seed=0)
+    _labels = lab.default_class_labels()
     class_frequencies = np.bincount(_labels, minlength=3) / len(_labels)
-    class_fit = lab.fit_class_probabilities(_labels, 3)
+    class_fit = lab.class_probabilities(_labels, 3)
     _show = lambda v: "(" + ", ".join(f"{x:.3f}" for x in v) + ")"  # noqa: E731
     mo.md(f"**Cross-entropy ↔ categorical.** 500 labels drawn with probabilities (0.6, 0.3, 0.1) have "
           f"frequencies **{_show(class_frequencies)}**; constant logits fitted by cross-entropy give the "
@@ -621,16 +624,25 @@ def _():
 
 @app.cell
 def _():
-    imb_share = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5], value=0.05, label="minority share",
+    imb_share = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5], value=lab.IMBALANCE_DEFAULT["minority_share"],
+                             label="minority share",
                              show_value=True, debounce=True)
-    focal_gamma = mo.ui.slider(0.0, 5.0, step=0.5, value=2.0, label="focal γ", show_value=True, debounce=True)
+    focal_gamma = mo.ui.slider(0.0, 5.0, step=0.5, value=lab.IMBALANCE_DEFAULT["gamma"], label="focal γ",
+                               show_value=True, debounce=True)
     return focal_gamma, imb_share
 
 
 @app.cell
-def _(focal_gamma, imb_share):
-    _x, _y = lab.imbalanced_data(n=1000, minority_share=imb_share.value, seed=0)
-    imb_runs = {m: lab.train_imbalanced(_x, _y, m, gamma=focal_gamma.value) for m in lab.IMBALANCE_METHODS}
+def _(imb_share):
+    imb_data = lab.imbalanced_data(n=1000, minority_share=imb_share.value, seed=0)
+    # plain and weighted BCE do not read γ: trained here, so moving γ retrains only the focal loss
+    imb_runs_free = {m: lab.imbalance_run(*imb_data, m, gamma=0.0) for m in ("plain", "weighted")}
+    return imb_data, imb_runs_free
+
+
+@app.cell
+def _(focal_gamma, imb_data, imb_runs_free, imb_share):
+    imb_runs = {**imb_runs_free, "focal": lab.imbalance_run(*imb_data, "focal", gamma=focal_gamma.value)}
     _label = {"plain": "plain BCE", "weighted": "BCE, pos_weight = n_neg/n_pos", "focal": f"focal, γ = {focal_gamma.value:g}"}
     _pct = lambda v: "—" if not np.isfinite(v) else f"{100 * v:.0f} %"  # noqa: E731
     _rows = "\n".join(f"| {_label[m]} | {_pct(r.accuracy)} | {_pct(r.recall)} | {_pct(r.precision)} |"

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -27,7 +28,8 @@ import numpy as np
 import engine.functional as F
 from engine import Tensor
 from engine.course import checkpoints
-from engine.course.checkpoints import losses_kl_fits as _kl_checkpoint  # static: the WebAssembly bundler follows it
+from engine.course.checkpoints import losses_default_fits as _defaults_checkpoint  # static imports: the
+from engine.course.checkpoints import losses_kl_fits as _kl_checkpoint  # WebAssembly bundler follows only those
 from engine.optim import SGD, Adam
 from engine.optim.lr_scheduler import CosineAnnealingLR
 
@@ -243,9 +245,6 @@ def train_default_kl_fits() -> dict:
     """The checkpoint ``losses_kl_fits``: both fits from :data:`KL_DEFAULT` (deterministic, ~0.08 s)."""
     return {direction: {"mu": mu, "sigma": sigma, "losses": losses}
             for direction, (mu, sigma, losses) in fit_q_both_ways(**KL_DEFAULT).items()}
-
-
-CHECKPOINTS = {"losses_kl_fits": train_default_kl_fits}
 
 
 def default_kl_fits() -> dict:
@@ -473,17 +472,18 @@ def fit_constant(y, loss: str = "mse", tau: float = 0.5, steps: int = 400, lr: f
 STATISTIC_OF = {"mse": "mean", "mae": "median", "pinball": "quantile"}
 
 
-def constant_fit(y, loss: str = "mse", tau: float = 0.9) -> ConstantFit:
+def constant_fit(y, loss: str = "mse", tau: float = 0.9, fitted: float | None = None) -> ConstantFit:
     """The engine's best constant under ``loss`` next to the statistic it estimates: MSE (the
     Gaussian's negative log-likelihood) the mean, MAE (the Laplace's) the median, pinball(τ) (the
-    asymmetric Laplace's) the τ-quantile."""
+    asymmetric Laplace's) the τ-quantile. ``fitted``: the engine's constant, when already known."""
     y = np.asarray(y, dtype=np.float64)
     if loss not in STATISTIC_OF:
         raise ValueError(f"constant_fit: loss must be one of {tuple(STATISTIC_OF)}, got {loss!r}")
     statistic = {"mse": np.mean, "mae": np.median, "pinball": lambda v: np.quantile(v, tau)}[loss](y)
     name = f"{tau:g}-quantile" if loss == "pinball" else STATISTIC_OF[loss]
     minimisers = (float(statistic),) * 2 if loss == "mse" else quantile_interval(y, 0.5 if loss == "mae" else tau)
-    return ConstantFit(loss, fit_constant(y, loss, tau=tau), name, float(statistic), minimisers)
+    fitted = fit_constant(y, loss, tau=tau) if fitted is None else float(fitted)
+    return ConstantFit(loss, fitted, name, float(statistic), minimisers)
 
 
 def quantile_interval(y, tau: float) -> tuple:
@@ -618,11 +618,112 @@ def train_imbalanced(x, y, method: str = "plain", gamma: float = 2.0, steps: int
             loss = F.binary_cross_entropy_with_logits(z, y, pos_weight=pos_weight if method == "weighted" else None)
         loss.backward()
         opt.step()
-    pred = (x @ w.data.T + b.data).reshape(-1) > 0
+    return score_imbalanced(x, y, method, w.data.copy(), float(b.data[0]))
+
+
+def score_imbalanced(x, y, method: str, w, b: float) -> ImbalanceRun:
+    """The run of a classifier z = x wᵀ + b: accuracy, minority recall and precision at threshold ½."""
+    x, y, w = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), np.asarray(w, dtype=np.float64)
+    pred = (x @ w.T + b).reshape(-1) > 0
     hits = float(np.sum(pred & (y == 1)))
     precision = hits / pred.sum() if pred.sum() else float("nan")
     return ImbalanceRun(method, float(np.mean(pred == (y == 1))), float(hits / max((y == 1).sum(), 1)), float(precision),
-                        w.data.copy(), float(b.data[0]))
+                        w, float(b))
+
+
+# ----------------------------------------------------------------------------- the defaults, shipped
+#
+# The sections that train (the outlier lab, the likelihood fits, the class frequencies, the
+# imbalance runs) open on their default settings. Their results there are shipped as the checkpoint
+# ``losses_default_fits``, so the page opens without training (~0.3 s of CPU saved). The functions
+# below are what the notebook calls: each returns the shipped result when its inputs are exactly the
+# default ones (the training is deterministic, so that is the result it would compute), and trains
+# otherwise. ``train_default_fits`` trains the defaults with the functions above, never the shipped copy.
+
+LINE_DEFAULT = {"n_outliers": 3, "outlier_shift": 10.0, "delta": 1.0}
+LIKELIHOOD_DEFAULT = {"kind": "gamma", "tau": 0.9}
+CLASS_PROBS = (0.6, 0.3, 0.1)
+IMBALANCE_DEFAULT = {"minority_share": 0.05, "gamma": 2.0}
+LINE_STEPS = 300
+
+
+def default_line_data():
+    """The outlier lab's data at its default settings: (x, y, is_outlier)."""
+    return make_line_data(n=30, n_outliers=LINE_DEFAULT["n_outliers"], outlier_shift=LINE_DEFAULT["outlier_shift"],
+                          seed=0)
+
+
+def default_class_labels() -> np.ndarray:
+    """The 500 labels the cross-entropy ↔ categorical example fits."""
+    return sample_labels(CLASS_PROBS, n=500, seed=0)
+
+
+def train_default_fits() -> dict:
+    """The checkpoint ``losses_default_fits``: every trained result the page shows at its defaults."""
+    x, y, _ = default_line_data()
+    targets = skewed_targets(LIKELIHOOD_DEFAULT["kind"], n=2000, seed=0)
+    xi, yi = imbalanced_data(n=1000, minority_share=IMBALANCE_DEFAULT["minority_share"], seed=0)
+    runs = {m: train_imbalanced(xi, yi, m, gamma=IMBALANCE_DEFAULT["gamma"]) for m in IMBALANCE_METHODS}
+    return {
+        "lines": {name: np.array(fit_line(x, y, name, delta=LINE_DEFAULT["delta"], steps=LINE_STEPS)[:2])
+                  for name in LINE_LOSSES},
+        "constants": {loss: fit_constant(targets, loss, tau=LIKELIHOOD_DEFAULT["tau"]) for loss in STATISTIC_OF},
+        "class_probabilities": fit_class_probabilities(default_class_labels(), len(CLASS_PROBS)),
+        "imbalance": {m: {"w": r.w, "b": r.b} for m, r in runs.items()},
+    }
+
+
+CHECKPOINTS = {"losses_kl_fits": train_default_kl_fits, "losses_default_fits": train_default_fits}
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped() -> dict:
+    """The checkpoint ``losses_default_fits``, read once, as plain arrays and floats."""
+    def plain(v):
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return np.asarray(getattr(v, "data", v)) if not isinstance(v, (int, float)) else v
+    return plain(checkpoints.load(_defaults_checkpoint))
+
+
+def _equal(a, b) -> bool:
+    return np.shape(a) == np.shape(b) and np.array_equal(a, b)
+
+
+def line_fits(x, y, losses, delta: float = LINE_DEFAULT["delta"]) -> dict:
+    """loss -> (w, b) of :func:`fit_line` (300 steps) for each of ``losses``; shipped for the
+    default data (MSE and MAE at any δ, which they do not read; Huber and pseudo-Huber at δ = 1)."""
+    dx, dy, _ = default_line_data()
+    shipped = _shipped()["lines"] if _equal(x, dx) and _equal(y, dy) else {}
+
+    def known(name):
+        return name in shipped and (name in ("mse", "mae") or delta == LINE_DEFAULT["delta"])
+
+    return {name: tuple(float(v) for v in shipped[name]) if known(name)
+            else fit_line(x, y, name, delta=delta, steps=LINE_STEPS)[:2] for name in losses}
+
+
+def likelihood_fit(y, loss: str, tau: float) -> ConstantFit:
+    """:func:`constant_fit`; its engine fit shipped at the default targets (and τ, for pinball)."""
+    default = (_equal(y, skewed_targets(LIKELIHOOD_DEFAULT["kind"], n=2000, seed=0))
+               and (loss != "pinball" or tau == LIKELIHOOD_DEFAULT["tau"]))
+    return constant_fit(y, loss, tau, fitted=_shipped()["constants"][loss] if default else None)
+
+
+def class_probabilities(labels, n_classes: int) -> np.ndarray:
+    """:func:`fit_class_probabilities`; shipped for the default labels."""
+    if n_classes == len(CLASS_PROBS) and _equal(labels, default_class_labels()):
+        return _shipped()["class_probabilities"].copy()
+    return fit_class_probabilities(labels, n_classes)
+
+
+def imbalance_run(x, y, method: str, gamma: float) -> ImbalanceRun:
+    """:func:`train_imbalanced`; shipped for the default data (and γ, for the focal loss)."""
+    xd, yd = imbalanced_data(n=1000, minority_share=IMBALANCE_DEFAULT["minority_share"], seed=0)
+    if _equal(x, xd) and _equal(y, yd) and (method != "focal" or gamma == IMBALANCE_DEFAULT["gamma"]):
+        run = _shipped()["imbalance"][method]
+        return score_imbalanced(x, y, method, run["w"], float(run["b"]))
+    return train_imbalanced(x, y, method, gamma=gamma)
 
 
 # ----------------------------------------------------------------------------- dragged outliers

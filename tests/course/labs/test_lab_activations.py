@@ -294,3 +294,35 @@ def test_bend_lab_leaves_the_global_stream_and_is_reproducible():
         act.bend_lab(width=0)
     with pytest.raises(ValueError, match="depth must be an integer"):
         act.bend_lab(depth=7)
+
+
+def test_scale_sweep_batch_equals_one_depth_lab_per_scale():
+    """The sweep runs every scale as one engine batch: each factor is depth_lab's for that scale."""
+    sweep = act.scale_sweep("tanh", scales=[0.5, 1.3, 2.7], depth=6, width=16, n_samples=8, seed=3)
+    direct = [act.depth_lab(depth=6, width=16, activation="tanh", init="custom", scale=s, n_samples=8,
+                            seed=3).per_layer_factor for s in (0.5, 1.3, 2.7)]
+    np.testing.assert_allclose(sweep.per_layer_factor, direct, rtol=1e-12)
+    with pytest.raises(ValueError, match="unknown activation"):
+        act.scale_sweep("swiglu")
+
+
+def test_depth_variants_are_depth_lab_runs_on_shared_draws():
+    v = act.depth_variants(depth=7, width=16, activation="relu", init="he", n_samples=12, seed=2)
+    for name, (residual, norm) in act.DEPTH_VARIANTS.items():
+        alone = act.depth_lab(depth=7, width=16, activation="relu", init="he", n_samples=12, seed=2,
+                              residual=residual, norm=norm)
+        np.testing.assert_allclose(v[name].grad_norm, alone.grad_norm, rtol=1e-12)
+        np.testing.assert_allclose(v[name].flat_share, alone.flat_share, rtol=1e-12)
+
+
+def test_pattern_ids_label_the_distinct_rows_as_np_unique_does():
+    bits = np.random.default_rng(0).random((500, 19)) < 0.1
+    bits[::3] = bits[0]  # repeated patterns
+    expected = np.unique(bits, axis=0, return_inverse=True)[1].ravel()
+    np.testing.assert_array_equal(act._pattern_ids(bits), expected)
+
+
+def test_bend_default_network_is_trained_and_beats_its_initialisation():
+    trained = act.bend_lab(**act.BEND_DEFAULT, steps=act.BEND_STEPS, seed=0, grid=40)
+    untrained = act.bend_lab(**act.BEND_DEFAULT, steps=0, seed=0, grid=40)
+    assert trained.steps == act.BEND_STEPS and trained.accuracy > max(0.9, untrained.accuracy)

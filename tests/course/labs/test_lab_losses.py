@@ -300,3 +300,38 @@ def test_with_dragged_outliers_keeps_inliers_in_order():
     assert nout.tolist() == [False] * 8 + [True] * 3
     nx, ny, nout = losses.with_dragged_outliers(x, y, out, np.empty((0, 2)))
     assert len(nx) == 8 and not nout.any()
+
+
+def test_default_fits_are_shipped_and_other_inputs_train(monkeypatch):
+    """At the defaults the notebook's fit functions read the shipped checkpoint (no training), which
+    holds what the training functions make there; any other input trains."""
+    made = losses.train_default_fits()
+    x, y, _ = losses.default_line_data()
+    ly = losses.skewed_targets("gamma", n=2000, seed=0)
+    xi, yi = losses.imbalanced_data(n=1000, minority_share=0.05, seed=0)
+    trained = {"line": losses.fit_line(x + 0.5, y, "huber", delta=1.0, steps=300)[:2],
+               "constant": losses.fit_constant(ly[1:], "pinball", tau=0.9),
+               "focal": losses.train_imbalanced(xi, yi, "focal", gamma=1.0)}
+    for name in ("fit_line", "fit_constant", "train_imbalanced", "fit_class_probabilities"):
+        monkeypatch.setattr(losses, name, lambda *a, _n=name, **k: pytest.fail(f"{_n} trained at the defaults"))
+    lines = losses.line_fits(x, y, losses.LINE_LOSSES, delta=1.0)
+    for name in losses.LINE_LOSSES:
+        assert lines[name] == pytest.approx(tuple(made["lines"][name]), rel=1e-12)
+    assert losses.likelihood_fit(ly, "pinball", 0.9).fitted == pytest.approx(made["constants"]["pinball"], rel=1e-12)
+    np.testing.assert_allclose(losses.class_probabilities(losses.default_class_labels(), 3),
+                               made["class_probabilities"], rtol=1e-12)
+    run = losses.imbalance_run(xi, yi, "weighted", gamma=0.0)  # weighted BCE does not read γ
+    assert run.recall == losses.score_imbalanced(xi, yi, "weighted", made["imbalance"]["weighted"]["w"],
+                                                 made["imbalance"]["weighted"]["b"]).recall
+    monkeypatch.undo()
+    assert losses.line_fits(x + 0.5, y, ("huber",), delta=1.0)["huber"] == pytest.approx(trained["line"])
+    assert losses.likelihood_fit(ly[1:], "pinball", 0.9).fitted == pytest.approx(trained["constant"])
+    assert losses.imbalance_run(xi, yi, "focal", gamma=1.0).recall == trained["focal"].recall
+
+
+def test_default_kl_fits_are_the_fits_from_the_default_start():
+    shipped = losses.default_kl_fits()
+    made = losses.fit_q_both_ways(**losses.KL_DEFAULT)
+    for direction in ("forward", "reverse"):
+        assert shipped[direction][:2] == pytest.approx(made[direction][:2], rel=1e-9, abs=1e-12)
+        np.testing.assert_allclose(shipped[direction][2], made[direction][2], rtol=1e-9)
