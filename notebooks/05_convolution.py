@@ -34,7 +34,7 @@ def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
         scaled = np.clip((img - low) / ((high - low) or 1.0), 0.0, 1.0)
         rgba = colormaps[(cmaps or {}).get(name, cmap)](scaled, bytes=True)
         tiles.append(mo.image(rgba, caption=name, width=width,
-                              style={"image-rendering": "pixelated"}))
+                              style={"image-rendering": "pixelated", "min-width": f"{width}px"}))
     return mo.hstack(tiles, justify="start", wrap=True)
 
 
