@@ -189,12 +189,13 @@ def _(adamw_decay, surface, trajectories, trajectory_problems):
     if not trajectories:
         _out = mo.callout(mo.md("**No optimizer selected.** Pick at least one in the list above."), kind="warn")
     else:
-        _xx, _yy, _zz = lab.surface_grid(surface.value, 140)
+        _xx, _yy, _zz = lab.surface_grid(surface.value, 40)  # a coarse grid: the browser redraws it each move
         _paths = {lab.LABELS[n]: t.path for n, t in trajectories.items()}
         _colors = {lab.LABELS[n]: n for n in trajectories}
         _first = next(iter(trajectories.values())).path[0]
-        _fig = plot.contour_trajectories(_xx, _yy, _zz, _paths, colors=_colors, start=_first,
-                                         minimum=_spec["minimum"], title=_spec["label"], width=7.5, height=4.8)
+        _fig = plot.surface_paths(_xx, _yy, _zz, _paths, colors=_colors, start=_first, minimum=_spec["minimum"],
+                                  title=f"{_spec['label']} (darker is lower; ◆ the minimum, ■ the start)",
+                                  height=340)
         _losses = {lab.LABELS[n]: np.maximum(t.losses - lab.surface_value(surface.value, _spec["minimum"]), 1e-16)
                    for n, t in trajectories.items()}
         _curve = plot.loss_curves(_losses, x_title="step", y_title="f(θ) − f(θ*)", log_y=True, colors=_colors,
@@ -547,11 +548,11 @@ def _(clip_lr, clip_norm):
         f"clipped at {clip_norm.value:g}": lab.cached_run("rosenbrock", "sgd", steps=300, lr=clip_lr.value,
                                                           clip=clip_norm.value),
     }
-    _xx, _yy, _zz = lab.surface_grid("rosenbrock", 120)
-    _fig = plot.contour_trajectories(_xx, _yy, _zz, {k: r.path for k, r in clip_runs.items()},
-                                     colors={"no clipping": "error", f"clipped at {clip_norm.value:g}": "sgd"},
-                                     start=lab.SURFACES["rosenbrock"]["start"], minimum=(1.0, 1.0),
-                                     title="SGD on Rosenbrock", width=7.0, height=4.4)
+    _xx, _yy, _zz = lab.surface_grid("rosenbrock", 40)
+    _fig = plot.surface_paths(_xx, _yy, _zz, {k: r.path for k, r in clip_runs.items()},
+                              colors={"no clipping": "error", f"clipped at {clip_norm.value:g}": "sgd"},
+                              start=lab.SURFACES["rosenbrock"]["start"], minimum=(1.0, 1.0),
+                              title="SGD on Rosenbrock (darker is lower)", height=320)
     _lines = []
     for _k, _r in clip_runs.items():
         _fate = f"diverged at step {len(_r.path) - 1}" if _r.diverged else f"final f = {_r.final_loss:.3g}"

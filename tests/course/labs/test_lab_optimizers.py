@@ -164,6 +164,28 @@ def test_sgd_noise_floor_falls_with_the_batch_and_decay_breaks_through():
         olab.sgd_noise(8, lr=2.0)
 
 
+def test_least_squares_gradient_is_autograds_and_sgd_noise_steps_engine_sgd():
+    X, y = olab._least_squares_data(512, 0)
+    rng = np.random.default_rng(3)
+    theta, idx = rng.standard_normal(2), rng.integers(0, 512, 8)
+    t = engine.tensor(theta.copy(), requires_grad=True)
+    residual = engine.tensor(X[idx]) @ t - engine.tensor(y[idx])
+    (0.5 * (residual * residual).mean()).backward()
+    np.testing.assert_allclose(olab.least_squares_gradient(theta, X, y, idx), t.grad, rtol=1e-12)
+    # the first steps of the constant run, replayed with engine.optim.SGD and autograd gradients
+    run = olab.sgd_noise(8, lr=0.3, steps=10, seed=0)
+    batches, p = np.random.default_rng(1), engine.nn.Parameter(np.zeros(2))
+    opt, best = engine.optim.SGD([p], lr=0.3), np.linalg.lstsq(X, y, rcond=None)[0]
+    for step in range(10):
+        b = batches.integers(0, 512, 8)
+        r = engine.tensor(X[b]) @ p - engine.tensor(y[b])
+        opt.zero_grad()
+        (0.5 * (r * r).mean()).backward()
+        opt.step()
+        excess = 0.5 * np.mean((X @ p.data - y) ** 2) - 0.5 * np.mean((X @ best - y) ** 2)
+        assert run.excess["constant"][step + 1] == pytest.approx(max(excess, 0.0), rel=1e-9, abs=1e-15)
+
+
 @pytest.mark.parametrize("surface", ["quadratic", "rosenbrock"])
 def test_pytorch_nesterov_parameters_are_the_lookahead_points(surface):
     lr, mu = olab.SURFACES[surface]["lr"]["nesterov"], 0.9
