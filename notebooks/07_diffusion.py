@@ -90,15 +90,16 @@ def _(schedule_T, schedule_rescale):
 @app.cell
 def _(schedules):
     _T = schedules["cosine"].T
-    _x = (np.arange(_T) + 1) / _T
+    _shown = np.unique(np.linspace(0, _T - 1, min(_T, 200)).round().astype(int))  # ≤ 200 points a line
+    _x = (_shown + 1) / _T
     _colors = {"linear": "function", "cosine": "derivative"}
-    _alpha = plot.curves(_x, {k: s.alpha_bars for k, s in schedules.items()}, x_title="t / T",
+    _alpha = plot.curves(_x, {k: s.alpha_bars[_shown] for k, s in schedules.items()}, x_title="t / T",
                          y_title="ᾱ_t", colors=_colors, y_domain=(0, 1),
                          title="ᾱ_t: the share of the data's variance left", height=220)
-    _beta = plot.curves(_x, {k: s.betas for k, s in schedules.items()}, x_title="t / T",
+    _beta = plot.curves(_x, {k: s.betas[_shown] for k, s in schedules.items()}, x_title="t / T",
                         y_title="β_t", colors=_colors, log_y=True, title="β_t (log scale)",
                         height=220)
-    _snr = plot.curves(_x, {k: np.log(s.snr) for k, s in schedules.items()}, x_title="t / T",
+    _snr = plot.curves(_x, {k: np.log(s.snr[_shown]) for k, s in schedules.items()}, x_title="t / T",
                        y_title="log SNR", colors=_colors, title="log SNR(t) = log ᾱ/(1 − ᾱ)",
                        height=220)
     _end = " · ".join(f"{k}: ᾱ_T = {s.alpha_bars[-1]:.2g}" for k, s in schedules.items())
@@ -176,9 +177,9 @@ def _(forward_kind, forward_t, schedules):
 
 @app.cell
 def _(data_2d, forward_data, forward_schedule, forward_step):
-    _xt = lab.forward_snapshot(data_2d[:1000], forward_schedule, forward_step, seed=1)
+    _xt = lab.forward_snapshot(data_2d[:500], forward_schedule, forward_step, seed=1)
     _ab = forward_schedule.alpha_bars[forward_step]
-    _chart = plot.point_layers({"x_0 (data)": (data_2d[:1000], "data"),
+    _chart = plot.point_layers({"x_0 (data)": (data_2d[:500], "data"),
                                 f"x_t, t = {forward_step + 1}": (_xt, "model")},
                                domain=(-4, 4), height=380,
                                title=f"{forward_data.value}: the data and its noised version at "
@@ -322,12 +323,15 @@ def _(ddpm, ddpm_shipped):
     _loss = plot.curves(np.arange(len(_smooth))[::_every] + _window, {"train": _smooth[::_every]},
                         x_title="training step", y_title="loss ‖ε − ε_θ‖²", colors={"train": "train"},
                         title=f"training loss (moving average of {_window} steps)")
-    _quality = plot.curves(ddpm.checkpoints, {"model samples": ddpm.quality},
+    _levels = np.ones(len(ddpm.checkpoints))  # the two references as flat lines: one chart, no layers
+    _quality = plot.curves(ddpm.checkpoints, {"model samples": ddpm.quality,
+                                              "pure noise": ddpm.noise_quality * _levels,
+                                              "a second draw of the data": ddpm.floor * _levels},
                            x_title="training step", y_title="energy distance to held-out data",
-                           colors={"model samples": "model"}, log_y=True,
+                           colors={"model samples": "model", "pure noise": "error",
+                                   "a second draw of the data": "target"}, log_y=True,
+                           dashed=("pure noise", "a second draw of the data"),
                            title="sample quality (lower is better)")
-    _quality = (_quality + plot.rule(ddpm.noise_quality, color_name="error")
-                + plot.rule(ddpm.floor, color_name="target"))
     ddpm_final = float(ddpm.quality[-1]) if len(ddpm.quality) else float("nan")
     _source = ("*The default model (moons, linear schedule, T = 50, 2000 steps, width 64, learning "
                "rate 1e-2), trained by `make checkpoints` and shipped with the course: its loss, "
@@ -344,9 +348,11 @@ def _(ddpm, ddpm_shipped):
 
 
 @app.cell
-def _(ddpm, ddpm_schedule):
+def _(ddpm, ddpm_schedule, ddpm_shipped):
     trajectory, _shown = None, None
-    if ddpm is not None and ddpm.stopped:
+    if ddpm_shipped:
+        trajectory = lab.shipped_trajectory(500, seed=3)
+    elif ddpm is not None and ddpm.stopped:
         _shown = mo.md("*Training stopped early: lower the learning rate.*")
     elif ddpm is not None:
         try:

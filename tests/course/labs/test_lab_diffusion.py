@@ -118,6 +118,19 @@ def test_exact_reverse_1d_reproduces_the_mixture():
         diffusion_lab.mixture_1d(weight_left=1.0)
 
 
+@pytest.mark.parametrize("variance", ["beta", "posterior"])
+def test_exact_reverse_1d_is_the_engines_exact_sampler(variance):
+    from engine import data
+    m = data.GaussianMixture(np.array([[-2.0], [0.5], [2.5]]), np.array([0.2, 0.6, 0.3]), np.array([1.0, 2.0, 1.0]))
+    s = diffusion_lab.make_noise_schedule("cosine", 40)
+    engine.manual_seed(4)
+    expected = diffusion.exact_sample(m, s, 300, variance=variance)[:, 0]
+    np.testing.assert_allclose(diffusion_lab.exact_reverse_1d(m, s, n=300, seed=4, variance=variance),
+                               expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="variance must be one of"):
+        diffusion_lab.exact_reverse_1d(m, s, n=10, variance="fixed")
+
+
 def test_epsilon_curves_exact_formula_and_learned_model():
     m = diffusion_lab.mixture_1d(2.0, 0.5, 0.5)
     s = diffusion_lab.make_noise_schedule("linear", 20)
@@ -307,3 +320,12 @@ def test_shipped_defaults_rebuild_their_sections_models():
     np.testing.assert_array_equal(diffusion_lab.canvas_start([[4.0, -5.0]]), [[3.0, -3.0]])
     assert diffusion_lab.shipped_sampler_gallery().ddim_samples.shape == (8, 500, 2)
     assert diffusion_lab.shipped_guidance().samples[0].shape == (6, 500, 2)
+
+
+def test_shipped_trajectory_is_the_reverse_process_of_the_shipped_ddpm():
+    d = diffusion_lab.DDPM_DEFAULT
+    states = diffusion_lab.shipped_trajectory(40, seed=5)
+    schedule = diffusion_lab.make_noise_schedule(d["kind"], d["T"])
+    np.testing.assert_array_equal(states, diffusion_lab.reverse_trajectory(
+        diffusion_lab.shipped_ddpm().model, schedule, 40, seed=5))
+    assert not states.flags.writeable
