@@ -19,10 +19,10 @@ with app.setup:
 # Figures of the trained models, cached per result: the shipped default is the same object on
 # every run, so a control that re-runs a section without retraining redraws nothing.
 @app.function
-def source_caption(result, default, button, settings):
-    """Where the figures above come from: the shipped default model or the learner's training."""
+def source_caption(result, default, button, settings, what="the model"):
+    """Where the figures above come from: the shipped default models or the learner's training."""
     if result is default:
-        return lab.shipped_caption(button, settings)
+        return lab.shipped_caption(button, settings, what)
     return "*Shown: trained just now with your settings.*"
 
 
@@ -77,7 +77,7 @@ def sweep_view(sweep):
         mo.md("active dimensions: " + " · ".join(
             f"β = {b:g}: **{a}**" for b, a in zip(sweep.betas, sweep.active))),
         mo.md(source_caption(sweep, lab.default_beta_sweep(), "Sweep β from 0.1 to 100",
-                             f"{lab.TOY_DEFAULTS_TEXT}, {lab.SWEEP_STEPS} steps per β")),
+                             f"{lab.TOY_DEFAULTS_TEXT}, {lab.SWEEP_STEPS} steps per β", "the six models")),
     ])
 
 
@@ -97,7 +97,7 @@ def aggregate_view(aggregate):
     return mo.vstack([mo.hstack(charts, widths="equal"), mo.md("\n".join(rows)),
                       mo.md(source_caption(aggregate, lab.default_aggregate_posterior(), "Train at β = 0, 0.1, 1, 10",
                                            f"{defaults['data']}, σ²ₓ = {defaults['obs_var']:g}, "
-                                           f"{lab.AGGREGATE_STEPS} steps per β"))])
+                                           f"{lab.AGGREGATE_STEPS} steps per β", "the four models"))])
 
 
 @app.function
@@ -582,7 +582,7 @@ def _(remedy_beta, remedy_bits, remedy_run, vae_obs_var, vae_points):
     _caption = source_caption(
         remedies, lab.default_remedies(), "Train with each remedy",
         f"{lab.TOY_DEFAULTS['data']}, β = {_d['beta']:g}, λ = {_d['free_bits']:g} nats, "
-        f"σ²ₓ = {lab.TOY_DEFAULTS['obs_var']:g}, {_d['steps']} steps")
+        f"σ²ₓ = {lab.TOY_DEFAULTS['obs_var']:g}, {_d['steps']} steps", "the three models")
     _rows = ["| remedy | KL per dimension (nats) | active | reconstruction | ELBO (β = 1) |",
              "|---|---|---|---|---|"]
     for _name, _r in remedies.items():

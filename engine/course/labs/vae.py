@@ -13,6 +13,12 @@ import numpy as np
 
 from engine import Tensor, no_grad, random, vae
 from engine.course import checkpoints
+# static imports, by name: the WebAssembly bundler follows only those
+from engine.course.checkpoints import vae_aggregate as _aggregate_checkpoint
+from engine.course.checkpoints import vae_digits as _digits_checkpoint
+from engine.course.checkpoints import vae_remedies as _remedies_checkpoint
+from engine.course.checkpoints import vae_sweep as _sweep_checkpoint
+from engine.course.checkpoints import vae_toy as _toy_checkpoint
 
 from ._checks import _int, _positive
 from ._generative import DATASETS_2D, toy_data_2d
@@ -644,10 +650,8 @@ CHECKPOINTS = {"vae_toy": _train_toy_default, "vae_sweep": _train_sweep_default,
 def default_vae_2d() -> VAERun:
     """The shipped 2-D VAE (:data:`TOY_DEFAULTS`), measured on its held-out points as
     :func:`train_vae_2d` measures the model it trains."""
-    from engine.course.checkpoints import vae_toy
-
     points, labels = toy_points()
-    run = _held_out_run(_model_from_state(checkpoints.load(vae_toy)), None,
+    run = _held_out_run(_model_from_state(checkpoints.load(_toy_checkpoint)), None,
                         points[-500:].astype(np.float32), TOY_DEFAULTS["beta"], seed=0)
     run.beta, run.labels = TOY_DEFAULTS["beta"], labels[-500:]
     return run
@@ -656,18 +660,14 @@ def default_vae_2d() -> VAERun:
 @functools.lru_cache(maxsize=1)
 def default_beta_sweep() -> BetaSweep:
     """The shipped β sweep (:data:`SWEEP_BETAS`, the default data and settings)."""
-    from engine.course.checkpoints import vae_sweep
-
-    state = _arrays(checkpoints.load(vae_sweep))
+    state = _arrays(checkpoints.load(_sweep_checkpoint))
     return _sweep(state["betas"], state["recon"], state["kl_per_dim"], state["elbo"])
 
 
 @functools.lru_cache(maxsize=1)
 def default_aggregate_posterior() -> AggregatePosterior:
     """The shipped aggregate posteriors (:data:`AGGREGATE_BETAS`, the default data)."""
-    from engine.course.checkpoints import vae_aggregate
-
-    state = _arrays(checkpoints.load(vae_aggregate))
+    state = _arrays(checkpoints.load(_aggregate_checkpoint))
     return AggregatePosterior(betas=state["betas"], codes=list(state["codes"]), to_prior=state["to_prior"],
                               samples_to_data=state["samples_to_data"])
 
@@ -675,10 +675,8 @@ def default_aggregate_posterior() -> AggregatePosterior:
 @functools.lru_cache(maxsize=1)
 def default_remedies() -> dict:
     """The shipped remedy runs (:data:`REMEDY_DEFAULTS`): their held-out numbers, no models."""
-    from engine.course.checkpoints import vae_remedies
-
     runs = {}
-    for name, numbers in checkpoints.load(vae_remedies).items():
+    for name, numbers in checkpoints.load(_remedies_checkpoint).items():
         runs[name] = VAERun(model=None, history=None, recon=numbers["recon"], kl=numbers["kl"],
                             kl_per_dim=numbers["kl_per_dim"].data, elbo=numbers["elbo"],
                             beta=REMEDY_DEFAULTS["beta"])
@@ -690,9 +688,7 @@ def default_image_vae() -> ImageVAERun:
     """The shipped digit VAE (:data:`IMAGE_DEFAULTS`) measured on the held-out digits as
     :func:`train_image_vae` measures the model it trains, with its IWAE table at every K of
     :data:`IWAE_KS`."""
-    from engine.course.checkpoints import vae_digits
-
-    state = checkpoints.load(vae_digits)
+    state = checkpoints.load(_digits_checkpoint)
     _, test, labels = _digits()
     run = _held_out_images(_model_from_state(state["model"]), None, test, labels, seed=0)
     table = _arrays(state["iwae"])
@@ -701,9 +697,10 @@ def default_image_vae() -> ImageVAERun:
     return run
 
 
-def shipped_caption(button: str, settings: str) -> str:
-    """The caption of a figure that shows a shipped default model."""
-    return (f"*Shown: the model trained with the default settings ({settings}) by `make checkpoints` "
+def shipped_caption(button: str, settings: str, what: str = "the model") -> str:
+    """The caption of a figure that shows shipped default models (``what``: "the model", "the
+    six models"...)."""
+    return (f"*Shown: {what} trained with the default settings ({settings}) by `make checkpoints` "
             f"and shipped with the course; press **{button}** to train with yours.*")
 
 
