@@ -995,7 +995,7 @@ def _floating(x: Tensor) -> Tensor:
 
 
 def _no_bool(x: Tensor, op: str, hint: str = "convert it first, e.g. t.float() or t.long()") -> None:
-    if x.data.dtype == np.bool_:
+    if x.data.dtype.kind == "b":
         raise TypeError(f"{op}: not supported for a bool tensor (as in PyTorch); {hint}")
 
 

@@ -9,6 +9,8 @@ one-hot A is the familiar p − y. Class-index targets, probability targets, cla
 smoothing and ignored samples are all just different coefficient matrices A.
 """
 
+import math
+
 import numpy as np
 
 from ..autograd import Function
@@ -30,7 +32,8 @@ def _reduce(per_sample, reduction, denominator):
 
 
 def _reduction_grad(g, shape, reduction, denominator, dtype, valid=None):
-    """dL/d(per-sample loss) for the chosen reduction.
+    """dL/d(per-sample loss) for the chosen reduction, broadcastable to the per-sample ``shape``
+    (a single value for 'mean' and 'sum': the caller's product with a full-shape array spreads it).
 
     A mean over zero total weight has the gradient g/0: NaN for the samples that count (weight 0),
     0 for ignored ones (``valid`` False), as PyTorch.
@@ -41,12 +44,14 @@ def _reduction_grad(g, shape, reduction, denominator, dtype, valid=None):
         nan = np.full(shape, np.nan, dtype=dtype)
         return nan if valid is None else np.where(valid, nan, dtype.type(0))
     scale = 1.0 if reduction == "sum" else 1.0 / denominator
-    return np.broadcast_to(np.asarray(g * scale, dtype=dtype), shape)
+    return np.asarray(g * scale, dtype=dtype)
 
 
 def _weighted_sum(coef, log_p):
     """Σ_c A_ic·log p_ic, where a class with A = 0 contributes 0 even if log p = −inf (a masked
-    logit), not 0·(−inf) = NaN."""
+    logit) or NaN (an ignored sample's), not 0·(−inf) = NaN."""
+    if math.isfinite(np.add.reduce(log_p, axis=None)):  # no ±inf, no NaN (the common case): no 0·inf
+        return np.add.reduce(coef * log_p, axis=-1)
     with np.errstate(invalid="ignore"):
         total = np.sum(coef * log_p, axis=-1)
     bad = np.isnan(total)
@@ -77,7 +82,7 @@ class CrossEntropy(Function):
         log_p, coef = ctx.saved_tensors
         g_sample = _reduction_grad(g, ctx.sample_shape, ctx.reduction, ctx.denominator, log_p.dtype,
                                    ctx.valid)
-        dz = np.exp(log_p) * coef.sum(axis=-1, keepdims=True) - coef
+        dz = np.exp(log_p) * np.add.reduce(coef, axis=-1, keepdims=True) - coef
         return dz * g_sample[..., None]
 
 
@@ -128,7 +133,7 @@ class BCEWithLogits(Function):
     @staticmethod
     def backward(ctx, g):
         z, y, sp = ctx.saved_tensors
-        g = _reduction_grad(g, ctx.shape, ctx.reduction, int(np.prod(ctx.shape)), z.dtype)
+        g = _reduction_grad(g, ctx.shape, ctx.reduction, math.prod(ctx.shape), z.dtype)
         if ctx.weight is not None:
             g = g * ctx.weight
         pw = ctx.pos_weight
@@ -165,7 +170,7 @@ class BCE(Function):
     @staticmethod
     def backward(ctx, g):
         p, y, log_p, log_1mp = ctx.saved_tensors
-        g = _reduction_grad(g, ctx.shape, ctx.reduction, int(np.prod(ctx.shape)), p.dtype)
+        g = _reduction_grad(g, ctx.shape, ctx.reduction, math.prod(ctx.shape), p.dtype)
         if ctx.weight is not None:
             g = g * ctx.weight
         need_p, need_y = ctx.needs_input_grad

@@ -176,7 +176,9 @@ class Optimizer:
             for key, value in entries.items():
                 if isinstance(value, Tensor):
                     value = value.data
-                if isinstance(value, np.ndarray) and value.ndim > 0:
+                # the parameter's running arrays come back as arrays (also a 0-d parameter's float
+                # moments, which must stay arrays to be updated in place); a 0-d count is a number
+                if isinstance(value, np.ndarray) and (value.ndim > 0 or (p.data.ndim == 0 and value.dtype.kind == "f")):
                     if value.shape != p.data.shape:
                         raise ValueError(
                             f"{name}.load_state_dict: state {key!r} of parameter {idx} has shape "

@@ -287,3 +287,44 @@ def test_adam_on_a_single_0d_parameter_matches_torch(name, kwargs):
         assert a.data.shape == ()
         np.testing.assert_allclose(a.data, t.detach().numpy(), rtol=1e-12, atol=0)
     assert a.data != start
+
+
+@pytest.mark.parametrize("name,kwargs", [("Adam", dict(lr=0.01)), ("Adam", dict(lr=0.02, weight_decay=0.1, amsgrad=True)),
+                                         ("AdamW", dict(lr=0.01, weight_decay=0.1, maximize=True)),
+                                         ("AdamW", dict(lr=0.01, amsgrad=True))])
+def test_adam_flat_path_gives_the_readable_steps_bits(name, kwargs):
+    """Adam's fast path (a whole group at once on flat moments) against the readable one-parameter
+    step (foreach=False): the same parameters and state to the last bit, through a parameter
+    without a gradient, a 0-d parameter, and a state dict loaded half-way."""
+    rng = np.random.default_rng(11)
+    shapes = [(5, 3), (3,), (), (2, 2, 2)]
+    starts = [rng.standard_normal(s) for s in shapes]
+    grads = [[rng.standard_normal(s) for s in shapes] for _ in range(8)]
+
+    def run(foreach):
+        params = [nn.Parameter(np.array(x)) for x in starts]
+        opt = getattr(optim, name)([{"params": params[:2]}, {"params": params[2:]}], foreach=foreach, **kwargs)
+        for step, gs in enumerate(grads):
+            for p, g in zip(params, gs):
+                p.grad = np.array(g)
+            if step == 2:
+                params[1].grad = None  # skipped once: its group goes one by one from here on
+            if step == 5:
+                opt.load_state_dict(opt.state_dict())  # new state arrays: the flat path adopts them
+            opt.step()
+        return params, opt
+
+    readable, readable_opt = run(foreach=False)
+    flat, flat_opt = run(foreach=None)
+    assert flat_opt.state[flat[3]]["exp_avg"].base is not None  # the fast path ran (views of one array)
+    assert readable_opt.state[readable[3]]["exp_avg"].base is None
+    for p, q in zip(readable, flat):
+        assert p.data.shape == q.data.shape
+        assert np.array_equal(p.data, q.data)
+    a, b = readable_opt.state_dict()["state"], flat_opt.state_dict()["state"]
+    assert a.keys() == b.keys()
+    for index in a:
+        assert a[index].keys() == b[index].keys()
+        for key in a[index]:
+            assert np.array_equal(a[index][key], b[index][key]), (index, key)
+    assert [s["step"] for s in b.values()] == [8, 7, 8, 8]
