@@ -59,7 +59,7 @@ def cell_table(kind, text=None, *, title, row_title="row", col_title="column", l
     swatches = "".join(
         f"<span style='margin-right:10px'><span style='display:inline-block;width:10px;"
         f"height:10px;background:{plot.color(plot.GRID_COLORS[k])}'></span> {k}</span>"
-        for k in plot.GRID_COLORS if legend and k in set(kind.ravel().tolist()))
+        for k in plot.GRID_COLORS if legend and k != "empty" and k in set(kind.ravel().tolist()))
     return mo.Html(
         f"<div style='margin-bottom:6px'><div style='font-size:12px;font-weight:600'>{title}</div>"
         f"<div style='font-size:11px;color:#64748b'>rows: {row_title} · columns: {col_title}</div>"
@@ -331,13 +331,11 @@ def _(dilation_d, kernel_k, output_padding, padding_p, stride_s, transpose_w):
     if not _r.ok:
         _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="warn")])
     else:
-        _kind = np.where(transposed.kept, "kept", "cropped")
-        _stamps = plot.cell_grid(transposed.input, transposed.full, _kind,
-                                 text=np.where(transposed.kept, transposed.output, "×"),
-                                 x_title="full (uncropped) output position u = iS + kD",
-                                 y_title="input pixel i",
-                                 title="Each row: where one input pixel's kernel copy lands "
-                                       "(number = output index, × = cropped by P)")
+        _stamps = cell_table(**lab.transpose_cells(transposed), legend=True,
+                             row_title="input pixel i",
+                             col_title="full (uncropped) output position u = iS + kD",
+                             title="Each row: where one input pixel's kernel copy lands "
+                                   "(number = output index, × = cropped by P)")
         _coverage = plot.bars(np.arange(_r.output_size), transposed.coverage,
                               x_title="output pixel", y_title="copies",
                               title="kernel copies reaching each output pixel", text_format="d")

@@ -43,7 +43,7 @@ __all__ = [
     "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "confusion", "conv_grid",
     "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
     "default_cnn", "train_default_cnn", "train_digits_cnn",
-    "feature_maps", "im2col_backward", "im2col_cells", "im2col_view", "learned_filters", "make_cnn",
+    "feature_maps", "im2col_backward", "im2col_cells", "im2col_view", "transpose_cells", "learned_filters", "make_cnn",
     "receptive_field_table", "round_trip_output_padding", "sample_image", "shift_equivariance", "train_cnn",
     "two_convolutions", "uniform_stack",
 ]
@@ -249,6 +249,20 @@ def conv_transpose_placements(size, kernel, stride=1, padding=0, output_padding=
     coverage = np.bincount(out[kept].ravel(), minlength=report.output_size)
     return TransposePlacements(inp.ravel(), tap.ravel(), full.ravel(),
                                np.where(kept, out, -1).ravel(), kept.ravel(), coverage, report)
+
+
+def transpose_cells(placements: TransposePlacements) -> dict:
+    """The stamps of :func:`conv_transpose_placements` as 2-D grids, rows input pixel i and
+    columns full (uncropped) output position u: ``kind`` 'kept' or 'cropped' where i's kernel
+    copy lands, 'empty' elsewhere; ``text`` the output index it lands on, or '×' when cropped."""
+    rows = len(placements.input) and int(placements.input.max()) + 1
+    cols = len(placements.full) and int(placements.full.max()) + 1
+    kind = np.full((rows, cols), "empty", dtype=object)
+    text = np.full((rows, cols), "", dtype=object)
+    kind[placements.input, placements.full] = np.where(placements.kept, "kept", "cropped")
+    text[placements.input, placements.full] = [str(o) if k else "×"
+                                               for o, k in zip(placements.output, placements.kept)]
+    return {"kind": kind, "text": text}
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,20 @@ def test_conv_transpose_report_and_coverage(torch):
         np.testing.assert_array_equal(cov, y[0, 0].numpy())
 
 
+@pytest.mark.parametrize("w, k, s, p, a, d", [(3, 3, 2, 1, 1, 1), (4, 2, 3, 0, 0, 1), (2, 3, 1, 2, 0, 2)])
+def test_transpose_cells_by_a_loop_over_stamps(w, k, s, p, a, d):
+    placed = conv_lab.conv_transpose_placements(w, k, s, p, a, d)
+    out = placed.report.output_size
+    cells = conv_lab.transpose_cells(placed)
+    assert cells["kind"].shape == (w, (w - 1) * s + (k - 1) * d + 1)
+    for i in range(w):
+        for u in range(cells["kind"].shape[1]):
+            stamped = u - i * s >= 0 and (u - i * s) % d == 0 and (u - i * s) // d < k
+            kept = stamped and 0 <= u - p < out
+            assert cells["kind"][i, u] == ("kept" if kept else "cropped" if stamped else "empty")
+            assert cells["text"][i, u] == (str(u - p) if kept else "×" if stamped else "")
+
+
 def test_conv_transpose_report_impossible():
     r = conv_lab.conv_transpose_report(3, 3, 2, 0, output_padding=2)
     assert not r.ok and "output_padding" in r.message
