@@ -128,6 +128,10 @@ def _():
                                             "warm-up + cosine": "warmup_cosine", "one-cycle": "onecycle",
                                             "reduce on plateau": "plateau"},
                                    value="constant", label="schedule")
+    # each control cell shows its own controls: a cell that only laid them out would re-run (and the
+    # browser redraw every control) at each move of any of them
+    mo.vstack([mo.hstack([surface, n_steps, traj_schedule], justify="start"), shown_opts,
+               mo.hstack([momentum_beta, rms_alpha, adam_beta1, adam_beta2, adamw_decay], wrap=True)])
     return adam_beta1, adam_beta2, adamw_decay, momentum_beta, n_steps, rms_alpha, shown_opts, surface, traj_schedule
 
 
@@ -144,6 +148,7 @@ def _(surface):
                            show_value=True, debounce=True)
         for name in lab.OPTIMIZERS
     })
+    mo.vstack([mo.hstack([start_x, start_y], justify="start"), mo.hstack(list(lrs.elements.values()), wrap=True)])
     return lrs, start_x, start_y
 
 
@@ -152,20 +157,8 @@ def _(start_x, start_y, surface):
     # drag the start; the two sliders are its keyboard path (moving one re-creates the point there)
     start_point = widgets.point_2d(start_x.value, start_y.value, x_bounds=lab.SURFACES[surface.value]["box"][0],
                                    y_bounds=lab.SURFACES[surface.value]["box"][1], size=220)
+    mo.hstack([mo.md("**start θ** (drag)"), start_point], justify="start")
     return (start_point,)
-
-
-@app.cell
-def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alpha, shown_opts, start_point,
-      start_x, start_y, surface, traj_schedule):
-    mo.vstack([
-        mo.hstack([mo.vstack([mo.md("**start θ** (drag)"), start_point]),
-                   mo.vstack([surface, start_x, start_y, n_steps, traj_schedule])], justify="start"),
-        shown_opts,
-        mo.hstack(list(lrs.elements.values()), wrap=True),
-        mo.hstack([momentum_beta, rms_alpha, adam_beta1, adam_beta2, adamw_decay], wrap=True),
-    ])
-    return
 
 
 @app.cell
