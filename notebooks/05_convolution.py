@@ -583,9 +583,9 @@ def _():
     $$
 
     Column $r$ of cols holds the window of output pixel $r = p\,W_{out} + q$. Pick $r$: its
-    window is outlined on the input, column $r$ of cols (drawn lying down, as row $r$ of
-    $\text{cols}^\top$, so that it reads left to right like the weights) and the weights it meets.
-    The output value is their dot product.
+    window is lit on the input, and so is column $r$ of cols (drawn lying down, as row $r$ of
+    $\text{cols}^\top$, so that it reads left to right like the weights, which sit below it tap
+    for tap). The output value is their dot product.
     """)
     return
 

@@ -7,7 +7,9 @@
 - :func:`receptive_field_table`: a layer stack's receptive field, jump and feature-map size, row
   by row; :func:`uniform_stack` builds a custom stack from a few numbers.
 - im2col made visible: :func:`im2col_view` (the column matrix, one output pixel's patch, row and
-  weights) and :func:`im2col_backward` (the backward pass as two transposed products).
+  weights), :func:`im2col_cells` (the same as grids of cell kinds and values, for drawing) and
+  :func:`im2col_backward` (the backward pass as two transposed products);
+  :func:`transpose_cells` draws a transposed convolution's stamps the same way.
 - Classic filters: :data:`CLASSIC_FILTERS`, :func:`sample_image`, :func:`apply_filter`.
 - A small CNN on the UCI digits: :func:`make_cnn`, :func:`train_cnn`, :func:`feature_maps`;
   :func:`train_digits_cnn` trains one with the section's settings, :func:`default_cnn` rebuilds
