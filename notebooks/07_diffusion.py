@@ -484,9 +484,11 @@ def _(mix_T, mix_separation, mix_std, mix_weight):
 
 @app.cell
 def _(mix_schedule, mix_variance, mixture):
-    exact_samples = lab.exact_reverse_1d(mixture, mix_schedule, n=4000, seed=0,
-                                         variance=mix_variance.value)
-    return (exact_samples,)
+    # one run of the exact reverse process: its samples here, its states for the coarse-to-fine chart
+    exact_states = lab.exact_reverse_1d(mixture, mix_schedule, n=4000, seed=0,
+                                        variance=mix_variance.value, return_trajectory=True)
+    exact_samples = exact_states[-1]
+    return exact_samples, exact_states
 
 
 @app.cell
@@ -571,16 +573,15 @@ def _():
     **Coarse to fine, with no network at all.** The exact reverse process already builds the
     coarse structure first: the large-$t$ steps, where $q_t$ is one bump slowly splitting in two,
     settle which mode a sample joins; the small-$t$ steps only place it inside its mode. The chart
-    follows the exact reverse process and counts, after each step, the samples already on the side
-    of the valley where they end.
+    follows the 4000 samples of the exact reverse process above and counts, after each step, those
+    already on the side of the valley where they end.
     """)
     return
 
 
 @app.cell
-def _(mix_schedule, mix_variance, mixture):
-    commitment = lab.mode_commitment(mixture, mix_schedule, n=2000, seed=1,
-                                     variance=mix_variance.value)
+def _(exact_states, mix_schedule, mixture):
+    commitment = lab.mode_commitment(mixture, mix_schedule, states=exact_states)
     _k = np.arange(len(commitment))
     commitment_half = float(commitment[len(commitment) // 2])
     commitment_late = float(commitment[int(0.9 * (len(commitment) - 1))])

@@ -268,11 +268,13 @@ def _exact_reverse_states_1d(mixture, schedule, n, variance="posterior", keep_st
     return np.stack(states) if keep_states else x
 
 
-def exact_reverse_1d(mixture, schedule, n=4000, seed=0, variance="posterior") -> np.ndarray:
+def exact_reverse_1d(mixture, schedule, n=4000, seed=0, variance="posterior",
+                     return_trajectory=False) -> np.ndarray:
     """Samples [n] of the reverse process run with the exact ε* = −√(1 − ᾱ_t) ∇log q_t of the
-    mixture (what ``engine.diffusion.exact_sample`` draws); seeded."""
+    mixture (what ``engine.diffusion.exact_sample`` draws); seeded. With ``return_trajectory``
+    every state [T + 1, n] (index k: after k reverse steps; the samples are the last)."""
     with random.fork_rng(int(seed)):
-        return _exact_reverse_states_1d(mixture, schedule, n, variance)
+        return _exact_reverse_states_1d(mixture, schedule, n, variance, keep_states=return_trajectory)
 
 
 def train_denoiser_1d(mixture, schedule, steps=1500, hidden=64, lr=1e-2, n=4000, seed=0,
@@ -316,13 +318,18 @@ def epsilon_curves(mixture, schedule, t, model=None, grid=None) -> EpsilonCurves
                          learned=learned)
 
 
-def mode_commitment(mixture, schedule, n=2000, seed=0, variance="posterior") -> np.ndarray:
+def mode_commitment(mixture, schedule, n=2000, seed=0, variance="posterior", states=None) -> np.ndarray:
     """Coarse to fine with the exact ε*: for each number k = 0 … T of reverse steps taken, the
     share of samples already on the side of the valley between the two modes (x = the midpoint
     of the means, scaled by √ᾱ_t) on which they end. Which mode a sample joins (the coarse
-    structure) is settled by the large-t steps; where in the mode it lands is settled last."""
-    with random.fork_rng(int(seed)):
-        states = _exact_reverse_states_1d(mixture, schedule, n, variance, keep_states=True)
+    structure) is settled by the large-t steps; where in the mode it lands is settled last.
+    ``states``: a trajectory of :func:`exact_reverse_1d` to count on (n, seed and variance are
+    then its own) rather than drawing one."""
+    if states is None:
+        states = exact_reverse_1d(mixture, schedule, n, seed, variance, return_trajectory=True)
+    states = np.asarray(states)
+    if states.ndim != 2 or len(states) != schedule.T + 1:
+        raise ValueError(f"mode_commitment: states must be [T + 1, n] = [{schedule.T + 1}, n], got {states.shape}")
     middle = float(mixture.means[:, 0].mean())
     # after k steps the state is x_{T−k}, noised by ᾱ at index T − 1 − k (and not at all at k = T)
     scale = np.sqrt(np.concatenate([schedule.alpha_bars[::-1], [1.0]]))

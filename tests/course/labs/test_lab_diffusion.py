@@ -174,6 +174,11 @@ def test_mode_commitment_counts_samples_on_their_final_side():
     side = states > 0  # symmetric modes: the valley is at 0 for every t
     np.testing.assert_allclose(c, (side == side[-1]).mean(1))
     assert c[-1] == 1.0 and c.shape == (21,)
+    states = diffusion_lab.exact_reverse_1d(m, s, n=500, seed=2, return_trajectory=True)
+    np.testing.assert_array_equal(diffusion_lab.mode_commitment(m, s, states=states), c)
+    np.testing.assert_array_equal(states[-1], diffusion_lab.exact_reverse_1d(m, s, n=500, seed=2))
+    with pytest.raises(ValueError, match="states must be"):
+        diffusion_lab.mode_commitment(m, s, states=states[1:])
 
 
 def test_sampling_steps_and_respaced_marginals():
