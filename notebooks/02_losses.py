@@ -69,33 +69,41 @@ def _():
 def _():
     reg_loss = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
                               value="Huber", label="loss ℓ")
+    # debounced: a change of δ refits two lines (Adam, 300 steps each, ~0.06 s)
     delta = mo.ui.slider(0.1, 5.0, step=0.1, value=lab.LINE_DEFAULT["delta"], label="δ (Huber, pseudo-Huber)",
-                         show_value=True)
+                         show_value=True, debounce=True)
     return delta, reg_loss
 
 
 @app.cell
-def _(delta, reg_loss):
-    _e = np.linspace(-4, 4, 321)
-    reg_curves = lab.regression_curves(reg_loss.value, _e, delta.value)
-    reg_gap = reg_curves.max_derivative_gap
-    _spec = lab.REGRESSION_LOSSES[reg_loss.value]
-    reg_overview = {spec["label"]: lab.regression_curves(name, _e, delta.value).f
+def _(delta):
+    # the four curves do not depend on the loss picked for the detail: changing it skips this cell
+    reg_residuals = np.linspace(-4, 4, 321)
+    reg_overview = {spec["label"]: lab.regression_curves(name, reg_residuals, delta.value).f
                     for name, spec in lab.REGRESSION_LOSSES.items()}
     # δ beyond every residual drawn: Huber is ½e² on the whole plot, half the MSE curve beside it
     huber_is_half_mse = bool(np.allclose(reg_overview["Huber"], 0.5 * reg_overview["MSE (L2)"], rtol=1e-12))
+    reg_overview_chart = plot.curves(reg_residuals, reg_overview, x_title="residual e = ŷ − y", y_title="loss ℓ(e)",
+                                     y_domain=(0, 8), height=240, title=f"The four losses (δ = {delta.value:g})",
+                                     colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()})
+    return huber_is_half_mse, reg_overview, reg_overview_chart, reg_residuals
+
+
+@app.cell
+def _(delta, huber_is_half_mse, reg_loss, reg_overview_chart, reg_residuals):
+    _e = reg_residuals
+    reg_curves = lab.regression_curves(reg_loss.value, _e, delta.value)
+    reg_gap = reg_curves.max_derivative_gap
+    _spec = lab.REGRESSION_LOSSES[reg_loss.value]
     _half = ("Here δ exceeds every residual drawn (|e| ≤ 4), so the Huber curve is exactly half the MSE curve."
              if huber_is_half_mse else "")
-    _overview = plot.curves(_e, reg_overview, x_title="residual e = ŷ − y", y_title="loss ℓ(e)", y_domain=(0, 8),
-                            colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
-                            title=f"The four losses (δ = {delta.value:g})", height=240)
     _lo = max(-8.0, float(min(reg_curves.f.min(), reg_curves.df_formula.min())) - 0.5)
     _hi = min(8.0, float(max(reg_curves.f.max(), reg_curves.df_formula.max())) + 0.5)
     _detail = plot.function_and_derivative(_e, reg_curves.f, reg_curves.df_formula, reg_curves.df_autograd,
                                            name="ℓ", var="e", title=_spec["label"], y_domain=(_lo, _hi), height=240)
     mo.vstack([
         mo.hstack([reg_loss, delta]),
-        mo.hstack([_overview, _detail], widths=[1, 1]),
+        mo.hstack([reg_overview_chart, _detail], widths=[1, 1]),
         mo.md(rf"""
     $$
     \ell(e) = {_spec["formula"]}, \qquad \frac{{\partial \ell}}{{\partial \hat y}} = {_spec["grad"]}
@@ -104,7 +112,7 @@ def _(delta, reg_loss):
     Largest gap between the autograd dots and the formula: **{reg_gap:.1e}**. {_half}
     """),
     ])
-    return huber_is_half_mse, reg_curves, reg_gap, reg_overview
+    return reg_curves, reg_gap
 
 
 @app.cell(hide_code=True)

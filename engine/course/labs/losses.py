@@ -635,15 +635,18 @@ def score_imbalanced(x, y, method: str, w, b: float) -> ImbalanceRun:
 #
 # The sections that train (the outlier lab, the likelihood fits, the class frequencies, the
 # imbalance runs) open on their default settings. Their results there are shipped as the checkpoint
-# ``losses_default_fits``, so the page opens without training (~0.3 s of CPU saved). The functions
-# below are what the notebook calls: each returns the shipped result when its inputs are exactly the
-# default ones (the training is deterministic, so that is the result it would compute), and trains
-# otherwise. ``train_default_fits`` trains the defaults with the functions above, never the shipped copy.
+# ``losses_default_fits``, so the page opens without training (~0.3 s of CPU saved); so are the
+# results one choice away that a radio or a six-step slider reaches (the Gaussian noise, each
+# minority share at the default γ), so that those controls answer without training too. The
+# functions below are what the notebook calls: each returns the shipped result when its inputs are
+# exactly ones shipped (the training is deterministic, so that is the result it would compute), and
+# trains otherwise. ``train_default_fits`` trains with the functions above, never the shipped copy.
 
 LINE_DEFAULT = {"n_outliers": 3, "outlier_shift": 10.0, "delta": 1.0}
 LIKELIHOOD_DEFAULT = {"kind": "gamma", "tau": 0.9}
 CLASS_PROBS = (0.6, 0.3, 0.1)
 IMBALANCE_DEFAULT = {"minority_share": 0.05, "gamma": 2.0}
+IMBALANCE_SHARES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)  # the minority-share slider's steps
 LINE_STEPS = 300
 
 
@@ -661,16 +664,36 @@ def default_class_labels() -> np.ndarray:
 def train_default_fits() -> dict:
     """The checkpoint ``losses_default_fits``: every trained result the page shows at its defaults."""
     x, y, _ = default_line_data()
-    targets = skewed_targets(LIKELIHOOD_DEFAULT["kind"], n=2000, seed=0)
-    xi, yi = imbalanced_data(n=1000, minority_share=IMBALANCE_DEFAULT["minority_share"], seed=0)
-    runs = {m: train_imbalanced(xi, yi, m, gamma=IMBALANCE_DEFAULT["gamma"]) for m in IMBALANCE_METHODS}
+
+    def imbalance(share):
+        xi, yi = _imbalance_data(share)
+        runs = {m: train_imbalanced(xi, yi, m, gamma=IMBALANCE_DEFAULT["gamma"]) for m in IMBALANCE_METHODS}
+        return {m: {"w": r.w, "b": r.b} for m, r in runs.items()}
+
     return {
         "lines": {name: np.array(fit_line(x, y, name, delta=LINE_DEFAULT["delta"], steps=LINE_STEPS)[:2])
                   for name in LINE_LOSSES},
-        "constants": {loss: fit_constant(targets, loss, tau=LIKELIHOOD_DEFAULT["tau"]) for loss in STATISTIC_OF},
+        "constants": {kind: {loss: fit_constant(_targets(kind), loss, tau=LIKELIHOOD_DEFAULT["tau"])
+                             for loss in STATISTIC_OF} for kind in NOISE_KINDS},
         "class_probabilities": fit_class_probabilities(default_class_labels(), len(CLASS_PROBS)),
-        "imbalance": {m: {"w": r.w, "b": r.b} for m, r in runs.items()},
+        "imbalance": {str(share): imbalance(share) for share in IMBALANCE_SHARES},
     }
+
+
+@functools.lru_cache(maxsize=None)
+def _targets(kind: str) -> np.ndarray:
+    """The likelihood section's 2,000 targets of each noise kind (read-only: shared by the cache)."""
+    y = skewed_targets(kind, n=2000, seed=0)
+    y.flags.writeable = False
+    return y
+
+
+@functools.lru_cache(maxsize=None)
+def _imbalance_data(share: float) -> tuple:
+    """The imbalance section's data at each minority share (read-only: shared by the cache)."""
+    x, y = imbalanced_data(n=1000, minority_share=share, seed=0)
+    x.flags.writeable = y.flags.writeable = False
+    return x, y
 
 
 CHECKPOINTS = {"losses_kl_fits": train_default_kl_fits, "losses_default_fits": train_default_fits}
@@ -704,10 +727,11 @@ def line_fits(x, y, losses, delta: float = LINE_DEFAULT["delta"]) -> dict:
 
 
 def likelihood_fit(y, loss: str, tau: float) -> ConstantFit:
-    """:func:`constant_fit`; its engine fit shipped at the default targets (and τ, for pinball)."""
-    default = (_equal(y, skewed_targets(LIKELIHOOD_DEFAULT["kind"], n=2000, seed=0))
-               and (loss != "pinball" or tau == LIKELIHOOD_DEFAULT["tau"]))
-    return constant_fit(y, loss, tau, fitted=_shipped()["constants"][loss] if default else None)
+    """:func:`constant_fit`; its engine fit shipped for either noise kind's targets (at the default
+    τ, for pinball)."""
+    kind = next((k for k in NOISE_KINDS if _equal(y, _targets(k))), None)
+    shipped = kind is not None and (loss != "pinball" or tau == LIKELIHOOD_DEFAULT["tau"])
+    return constant_fit(y, loss, tau, fitted=_shipped()["constants"][kind][loss] if shipped else None)
 
 
 def class_probabilities(labels, n_classes: int) -> np.ndarray:
@@ -718,10 +742,12 @@ def class_probabilities(labels, n_classes: int) -> np.ndarray:
 
 
 def imbalance_run(x, y, method: str, gamma: float) -> ImbalanceRun:
-    """:func:`train_imbalanced`; shipped for the default data (and γ, for the focal loss)."""
-    xd, yd = imbalanced_data(n=1000, minority_share=IMBALANCE_DEFAULT["minority_share"], seed=0)
-    if _equal(x, xd) and _equal(y, yd) and (method != "focal" or gamma == IMBALANCE_DEFAULT["gamma"]):
-        run = _shipped()["imbalance"][method]
+    """:func:`train_imbalanced`; shipped for the data of every minority-share step (at the default γ,
+    for the focal loss)."""
+    share = next((s for s in IMBALANCE_SHARES if _equal(x, _imbalance_data(s)[0]) and _equal(y, _imbalance_data(s)[1])),
+                 None)
+    if share is not None and (method != "focal" or gamma == IMBALANCE_DEFAULT["gamma"]):
+        run = _shipped()["imbalance"][str(share)][method]
         return score_imbalanced(x, y, method, run["w"], float(run["b"]))
     return train_imbalanced(x, y, method, gamma=gamma)
 

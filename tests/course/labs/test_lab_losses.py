@@ -304,9 +304,11 @@ def test_with_dragged_outliers_keeps_inliers_in_order():
 
 def test_default_fits_are_shipped_and_other_inputs_train(monkeypatch):
     """At the defaults the notebook's fit functions read the shipped checkpoint (no training), which
-    holds what the training functions make there; any other input trains."""
-    made = losses.train_default_fits()
+    holds what the training functions make there (all of it: tests/course/test_checkpoints.py; one
+    fit here); any other input trains."""
+    made = losses._shipped()
     x, y, _ = losses.default_line_data()
+    assert tuple(made["lines"]["huber"]) == pytest.approx(losses.fit_line(x, y, "huber", delta=1.0, steps=300)[:2])
     ly = losses.skewed_targets("gamma", n=2000, seed=0)
     xi, yi = losses.imbalanced_data(n=1000, minority_share=0.05, seed=0)
     trained = {"line": losses.fit_line(x + 0.5, y, "huber", delta=1.0, steps=300)[:2],
@@ -317,12 +319,17 @@ def test_default_fits_are_shipped_and_other_inputs_train(monkeypatch):
     lines = losses.line_fits(x, y, losses.LINE_LOSSES, delta=1.0)
     for name in losses.LINE_LOSSES:
         assert lines[name] == pytest.approx(tuple(made["lines"][name]), rel=1e-12)
-    assert losses.likelihood_fit(ly, "pinball", 0.9).fitted == pytest.approx(made["constants"]["pinball"], rel=1e-12)
+    assert losses.likelihood_fit(ly, "pinball", 0.9).fitted == pytest.approx(made["constants"]["gamma"]["pinball"],
+                                                                              rel=1e-12)
+    gaussian = losses.skewed_targets("gaussian", n=2000, seed=0)  # the radio's other choice: shipped too
+    assert losses.likelihood_fit(gaussian, "mae", 0.5).fitted == made["constants"]["gaussian"]["mae"]
+    xs, ys = losses.imbalanced_data(n=1000, minority_share=0.5, seed=0)  # every minority-share step
+    assert losses.imbalance_run(xs, ys, "focal", gamma=2.0).b == made["imbalance"]["0.5"]["focal"]["b"]
     np.testing.assert_allclose(losses.class_probabilities(losses.default_class_labels(), 3),
                                made["class_probabilities"], rtol=1e-12)
     run = losses.imbalance_run(xi, yi, "weighted", gamma=0.0)  # weighted BCE does not read γ
-    assert run.recall == losses.score_imbalanced(xi, yi, "weighted", made["imbalance"]["weighted"]["w"],
-                                                 made["imbalance"]["weighted"]["b"]).recall
+    shipped = made["imbalance"]["0.05"]["weighted"]
+    assert run.recall == losses.score_imbalanced(xi, yi, "weighted", shipped["w"], shipped["b"]).recall
     monkeypatch.undo()
     assert losses.line_fits(x + 0.5, y, ("huber",), delta=1.0)["huber"] == pytest.approx(trained["line"])
     assert losses.likelihood_fit(ly[1:], "pinball", 0.9).fitted == pytest.approx(trained["constant"])
