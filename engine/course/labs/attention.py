@@ -4,13 +4,17 @@
 - :func:`attention_maps`: scores q·kᵀ·scale/τ, softmax weights (through
   ``engine.attention.attention_weights``), the output, and each row's entropy; :func:`make_mask`
   builds the causal, padding and sliding-window masks from ``engine.attention``.
-- :func:`dot_product_variance` / :func:`scaling_sweep`: why scores are divided by √d_k.
+- :func:`dot_product_variance` / :func:`scaling_sweep`: why scores are divided by √d_k (scores
+  of random pairs drawn by :func:`random_scores`, exactly and at a cost independent of d_k).
 - :func:`mha_shapes`: multi-head shapes and parameter counts, checked by running
   ``nn.MultiheadAttention``.
 - RoPE: :func:`rope_pair_trajectory`, :func:`rope_shift_check`, :func:`rope_score_vs_distance`,
   :func:`sinusoidal_similarity`.
 - A tiny attention model on a toy sequence task: :func:`make_sequence_task`,
-  :class:`TinyAttention`, :func:`train_tiny_attention`.
+  :class:`TinyAttention`, :func:`train_tiny_attention`; a tiny Transformer on a short text:
+  :class:`TinyGPT`, :func:`train_tiny_gpt`, :func:`sample_text`.
+- The notebook opens on both trained with their default settings, loaded from the checkpoints
+  ``CHECKPOINTS`` declares (:func:`shipped_tiny_attention`, :func:`shipped_tiny_gpt`).
 """
 
 from __future__ import annotations
