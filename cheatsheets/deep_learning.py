@@ -92,7 +92,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _(query):
-    mo.vstack([query, mo.md(render.search_md(query.value, from_id=METADATA["id"])), ui.cached_md(render.LEGEND)])
+    mo.vstack([query, ui.cached_md(render.search_md(query.value, from_id=METADATA["id"])), ui.cached_md(render.LEGEND)])
     return
 
 
