@@ -37,7 +37,6 @@ ACTIVATIONS = [
     ("elu_alpha", lambda x: F.elu(x, alpha=0.7), lambda x: TF().elu(x, alpha=0.7), "away"),
     ("logsigmoid", F.logsigmoid, lambda x: TF().logsigmoid(x), "normal"),
     ("softmax", lambda x: F.softmax(x, dim=1), lambda x: TF().softmax(x, dim=1), "normal"),
-    ("softmax_default_dim", F.softmax, lambda x: TF().softmax(x, dim=-1), "normal"),
     ("log_softmax", lambda x: F.log_softmax(x, dim=0), lambda x: TF().log_softmax(x, dim=0), "normal"),
 ]
 
@@ -45,6 +44,11 @@ ACTIVATIONS = [
 @pytest.mark.parametrize("name, fn, torch_fn, domain", ACTIVATIONS, ids=[r[0] for r in ACTIVATIONS])
 def test_activation_matches_torch_and_gradcheck(name, fn, torch_fn, domain):
     check_op(fn, torch_fn, [draw((3, 5), domain, seed=41) * 2.0])
+
+
+def test_softmax_without_dim_warns_as_torch_and_takes_the_last_dim():
+    with pytest.warns(UserWarning, match="Implicit dimension choice for softmax has been deprecated"):
+        check_op(F.softmax, lambda x: TF().softmax(x, dim=-1), [draw((3, 5), "normal", seed=41) * 2.0])
 
 
 def test_gelu_on_a_wide_range_including_the_erfc_switch_point():
