@@ -219,7 +219,8 @@ def _():
 
     Stack $L$ layers of width $n$. A batch is a matrix whose rows are examples, and each layer's
     weights are stored (out, in), as `nn.Linear` stores them:
-    $Z^{(l)} = A^{(l-1)}\,W^{(l)\top}$, $A^{(l)} = \phi(Z^{(l)})$. Feed standard normal inputs and
+    $Z^{(l)} = A^{(l-1)}\,W^{(l)\top}$, $A^{(l)} = \phi(Z^{(l)})$. Feed a batch of standard normal inputs
+    (128 examples; fewer above width 64, so that every layer holds about 8,192 values) and
     backpropagate a random upstream gradient. Going down one layer multiplies each row of the error
     signal by $W$ and by $\phi'$:
 
@@ -260,7 +261,8 @@ def _():
 @app.cell
 def _(depth, depth_act, depth_norm, depth_residual, init, init_scale, width):
     depth_report = lab.depth_lab(depth=depth.value, width=width.value, activation=depth_act.value,
-                                 init=init.value, scale=init_scale.value, n_samples=128, seed=0,
+                                 init=init.value, scale=init_scale.value, seed=0,
+                                 n_samples=lab.samples_for_width(width.value),
                                  residual=depth_residual.value, norm=depth_norm.value)
     mo.vstack([mo.hstack([depth, width, depth_act, init, init_scale], wrap=True),
                mo.hstack([depth_residual, depth_norm], justify="start")])
@@ -371,7 +373,8 @@ def _():
 @app.cell
 def _(depth_act, init, init_scale, width):
     depth_variants = lab.depth_variants(depth=50, width=width.value, activation=depth_act.value, init=init.value,
-                                        scale=init_scale.value)
+                                        scale=init_scale.value,
+                                        n_samples=lab.samples_for_width(width.value, values_per_layer=4096, most=64))
     _fate = {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}
     _rows = "\n".join(f"| {name} | {r.gradient_ratio:.3g} | {_fate[r.verdict()]} | ×{r.variance_factor:.3g} |"
                       for name, r in depth_variants.items())

@@ -551,6 +551,13 @@ def _sweep_factors(activation, scales: tuple, depth, width, n_samples, seed) -> 
     return tuple(factors)
 
 
+def samples_for_width(width: int, values_per_layer: int = 8192, most: int = 128) -> int:
+    """A batch size giving each layer about ``values_per_layer`` pre-activations, at most ``most``
+    examples: the layer statistics are as precise at every width, and a stack of width 256 costs
+    about what one of width 64 does (128 examples at width ≤ 64, 32 at width 256)."""
+    return int(max(8, min(most, values_per_layer // width)))
+
+
 DEPTH_VARIANTS = {"plain": (False, False), "residual": (True, False), "pre-norm": (False, True),
                   "residual + pre-norm": (True, True)}
 

@@ -326,3 +326,8 @@ def test_bend_default_network_is_trained_and_beats_its_initialisation():
     trained = act.bend_lab(**act.BEND_DEFAULT, steps=act.BEND_STEPS, seed=0, grid=40)
     untrained = act.bend_lab(**act.BEND_DEFAULT, steps=0, seed=0, grid=40)
     assert trained.steps == act.BEND_STEPS and trained.accuracy > max(0.9, untrained.accuracy)
+
+
+def test_samples_for_width_keeps_about_8192_values_per_layer():
+    assert [act.samples_for_width(w) for w in (8, 64, 128, 256)] == [128, 128, 64, 32]
+    assert act.samples_for_width(256, values_per_layer=4096, most=64) * 256 == 4096
