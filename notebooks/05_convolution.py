@@ -5,6 +5,7 @@ app = marimo.App(width="medium", app_title="05 · Convolution")
 
 with app.setup:
     import functools
+    import hashlib
 
     import marimo as mo
     import numpy as np
@@ -39,40 +40,65 @@ def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
 
 
 @app.function
-def cell_table(kind, text=None, *, title, row_title="row", col_title="column", legend=False):
-    """A small grid as an HTML table: each cell coloured by its kind (``plot.GRID_COLORS``, the
-    course's colours for inputs, padding, taps and outputs), its value written in when ``text``
-    is given, row and column indices at the edges, and a legend of the kinds if asked. The
-    browser lays a table out at once, where a chart would be built, validated and drawn by Vega
-    at every slider move."""
-    kind = np.asarray(kind, dtype=object)
-    text = np.full(kind.shape, "", dtype=object) if text is None else text
-    dark = {"tap", "selected", "kept"}
-    cell = "padding:0 4px;text-align:center;font-size:11px;min-width:14px;height:16px;"
-    index = f"{cell}color:#64748b;font-weight:normal"
-    head = "".join(f"<th style='{index}'>{j}</th>" for j in range(kind.shape[1]))
-    body = "".join(
-        f"<tr><th style='{index}'>{i}</th>" + "".join(
-            f"<td style='{cell}background:{plot.color(plot.GRID_COLORS[k])};"
-            f"color:{'white' if k in dark else 'black'}'>{t}</td>" for k, t in zip(kinds, texts))
-        + "</tr>" for i, (kinds, texts) in enumerate(zip(kind, text)))
-    swatches = "".join(
-        f"<span style='margin-right:10px'><span style='display:inline-block;width:10px;"
-        f"height:10px;background:{plot.color(plot.GRID_COLORS[k])}'></span> {k}</span>"
-        for k in plot.GRID_COLORS if legend and k != "empty" and k in set(kind.ravel().tolist()))
+def html_grid(fills, text, *, title, row_title="row", col_title="column", legend=()):
+    """A small grid as an HTML table: cell (i, j) filled with the colour ``fills[i, j]`` and
+    ``text[i, j]`` written in (white on dark fills), row and column indices at the edges, and
+    ``legend`` a list of (colour, label) swatches. A table the browser lays out at once, where a
+    chart would be built, validated and drawn by Vega at every slider move; each colour is one
+    CSS class, so that a large grid stays a few bytes per cell."""
+    fills = np.asarray(fills, dtype=object)
+    classes = {f: f"g{n}" for n, f in enumerate(dict.fromkeys(fills.ravel().tolist()))}
+    # Named after its colours: two grids that share a name share the same CSS rules.
+    scope = "grid" + hashlib.sha1(repr(list(classes)).encode()).hexdigest()[:10]
+
+    def ink(hex_colour):  # the perceived brightness of the fill decides the text colour
+        r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+        return "#fff" if 0.299 * r + 0.587 * g + 0.114 * b < 140 else "#111"
+
+    css = "".join(f".{scope} .{c}{{background:{f};color:{ink(f)}}}" for f, c in classes.items())
+    css += (f".{scope} td,.{scope} th{{padding:0 4px;min-width:14px;height:16px;"
+            f"text-align:center;font-size:11px}}.{scope} th{{color:#64748b;font-weight:normal}}")
+    head = "".join(f"<th>{j}</th>" for j in range(fills.shape[1]))
+    body = "".join(f"<tr><th>{i}</th>" + "".join(f"<td class={classes[f]}>{t}</td>"
+                                                 for f, t in zip(row_fills, row_text)) + "</tr>"
+                   for i, (row_fills, row_text) in enumerate(zip(fills, text)))
+    swatches = "".join(f"<span style='margin-right:10px'><span style='display:inline-block;"
+                       f"width:10px;height:10px;background:{c}'></span> {label}</span>"
+                       for c, label in legend)
     return mo.Html(
-        f"<div style='margin-bottom:6px'><div style='font-size:12px;font-weight:600'>{title}</div>"
+        f"<div class={scope} style='margin-bottom:6px'><style>{css}</style>"
+        f"<div style='font-size:12px;font-weight:600'>{title}</div>"
         f"<div style='font-size:11px;color:#64748b'>rows: {row_title} · columns: {col_title}</div>"
         f"<table style='border-collapse:separate;border-spacing:1px'><tr><th></th>{head}</tr>"
         f"{body}</table><div style='font-size:11px'>{swatches}</div></div>")
 
 
 @app.function
-def kernel_heatmap(kernel, title):
-    """A small kernel with its weights written in, red positive and blue negative."""
+def cell_table(kind, text=None, *, legend=False, **labels):
+    """:func:`html_grid` of cells coloured by their kind (``plot.GRID_COLORS``, the course's
+    colours for inputs, padding, taps and outputs), with a legend of the kinds if asked."""
+    kind = np.asarray(kind, dtype=object)
+    text = np.full(kind.shape, "", dtype=object) if text is None else text
+    colours = {k: plot.color(c) for k, c in plot.GRID_COLORS.items()}
+    present = set(kind.ravel().tolist())
+    swatches = [(colours[k], k) for k in colours if legend and k != "empty" and k in present]
+    return html_grid(np.vectorize(colours.get, otypes=[object])(kind), text, legend=swatches,
+                     **labels)
+
+
+@app.function
+def kernel_table(kernel, title):
+    """A small kernel with its weights written in, red positive and blue negative (the red-blue
+    map of the signed images, centred on 0)."""
+    from matplotlib import colormaps
+
+    kernel = np.asarray(kernel, dtype=float)
     top = float(np.abs(kernel).max()) or 1.0
-    return plot.heatmap(kernel, scheme="redblue", domain=(top, -top), annotate=True, fmt=".2f",
-                        title=title, height=max(90, 30 * kernel.shape[0]))
+    rgba = colormaps["RdBu_r"]((kernel / top + 1) / 2, bytes=True)
+    fills = np.array(["#%02x%02x%02x" % tuple(px[:3]) for px in rgba.reshape(-1, 4)],
+                     dtype=object).reshape(kernel.shape)
+    text = np.vectorize(lambda v: f"{v:.2f}", otypes=[object])(kernel)
+    return html_grid(fills, text, title=title, row_title="i", col_title="j")
 
 
 # Figures of a trained CNN, cached per model: the default one is the same object on every run,
@@ -750,7 +776,7 @@ def _(filter_name, filter_noise, filter_repeat, filter_stride, image):
     mo.vstack([
         mo.hstack([filter_name, filter_noise, filter_repeat, filter_stride], wrap=True),
         mo.hstack([image_tiles({"image": image}, width=240),
-                   kernel_heatmap(_kernel, _kernel_title),
+                   kernel_table(_kernel, _kernel_title),
                    image_tiles({_result: filtered}, symmetric=(_result,) if _signed else (),
                                width=240)], widths=[1, 1, 1]),
         mo.md(f"Kernel weights sum to **{_kernel.sum():.3g}**; result range "
@@ -784,7 +810,7 @@ def _(image, kernel_edit):
     mo.vstack([
         kernel_edit,
         mo.hstack([image_tiles({"image": image}, width=240),
-                   kernel_heatmap(own_kernel, "your kernel"),
+                   kernel_table(own_kernel, "your kernel"),
                    image_tiles({f"result {own_filtered.shape[0]}×{own_filtered.shape[1]}":
                                 own_filtered}, width=240)], widths=[1, 1, 1]),
         mo.md(f"Your kernel's weights sum to **{own_kernel.sum():.3g}**: "
