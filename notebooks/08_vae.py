@@ -101,6 +101,23 @@ def aggregate_view(aggregate):
 
 
 @app.function
+def digit_map(image, title, size=170):
+    """One 8×8 digit as a small grey heatmap (0 black, 1 white, as the image grids): 64 cells draw
+    far faster than a Matplotlib figure, so a dragged code answers at once."""
+    chart = plot.heatmap(np.clip(image, 0, 1), scheme="greys", domain=(1, 0), color_title="pixel",
+                         title=title, height=size)
+    return chart.properties(width=size)
+
+
+@app.function
+@functools.lru_cache(maxsize=64)
+def decoded_map(run, z1, z2):
+    """What the decoder of ``run`` makes of the code (z1, z2), drawn once per code."""
+    decoded = lab.decode_point(run.model, z1, z2).reshape(run.image_shape)
+    return digit_map(decoded, f"decoder(z = ({z1:.1f}, {z2:.1f}))", size=200)
+
+
+@app.function
 @functools.lru_cache(maxsize=4)
 def digits_view(run):
     """The digit VAE: held-out codes by digit, decoded grid, reconstructions, held-out ELBO."""
@@ -714,13 +731,11 @@ def _(image_vae, latent_point, latent_z1, latent_z2):
     mo.stop(bool(image_vae.stopped))
     latent_code = widgets.point(latent_point.value)
     decoded = lab.decode_point(image_vae.model, *latent_code).reshape(image_vae.image_shape)
-    _name = f"decoder(z = ({latent_code[0]:.1f}, {latent_code[1]:.1f}))"
     mo.vstack([
         mo.md("**Latent explorer**: drag the point (or use the sliders) to choose a code, and see "
               "what the decoder makes of it."),
-        mo.hstack([mo.vstack([latent_point, latent_z1, latent_z2]),
-                   plot.image_row({_name: np.clip(decoded, 0, 1)}, cmaps={_name: "gray"}, cell=2.4,
-                                  colorbar=False)], justify="start"),
+        mo.hstack([mo.vstack([latent_point, latent_z1, latent_z2]), decoded_map(image_vae, *latent_code)],
+                  justify="start"),
     ])
     return decoded, latent_code
 
@@ -763,10 +778,8 @@ def _(digit_canvas, image_vae):
                               "your drawing: 2σ ellipse of q(z | x)": (drawn_code.ellipse, "model")},
                              domain=(-4, 4), height=320, size=8,
                              title="where your drawing lands in the latent space")
-    _images = plot.image_row({"as the model sees it (8×8)": drawn_digit,
-                              "decoded from μ": np.clip(drawn_code.reconstruction, 0, 1)},
-                             cmaps={"as the model sees it (8×8)": "gray", "decoded from μ": "gray"},
-                             cell=1.8, colorbar=False)
+    _images = mo.vstack([digit_map(drawn_digit, "as the model sees it (8×8)", size=120),
+                         digit_map(drawn_code.reconstruction, "decoded from μ", size=120)])
     mo.vstack([
         mo.md(f"μ = ({drawn_code.mean[0]:.2f}, {drawn_code.mean[1]:.2f}) · σ = "
               f"({drawn_code.std[0]:.2f}, {drawn_code.std[1]:.2f})" + (
