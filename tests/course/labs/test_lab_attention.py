@@ -284,6 +284,11 @@ def test_block_parameters_match_torch_layers(torch):
               torch.nn.LayerNorm(d), torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)]
     expected = sum(p.numel() for m in layers for p in m.parameters())
     assert attention_lab.block_parameters(d, 4) == expected == 12 * d * d + 13 * d
+    with engine.random.fork_rng(0):
+        block = attention_lab.TransformerBlock(d, 4)
+    assert sum(p.data.size for p in block.parameters()) == expected  # the module itself
+    with pytest.raises(ValueError, match="heads"):
+        attention_lab.block_parameters(48, 5)
 
 
 def test_char_data_unigram_by_hand():
