@@ -87,18 +87,23 @@ def cell_table(kind, text=None, *, legend=False, **labels):
 
 
 @app.function
-def kernel_table(kernel, title):
-    """A small kernel with its weights written in, red positive and blue negative (the red-blue
-    map of the signed images, centred on 0)."""
+def value_table(values, title, *, cmap="RdBu_r", symmetric=True, fmt="{:.2f}"):
+    """:func:`html_grid` of numbers, each cell coloured by its value (red positive and blue
+    negative, centred on 0, for signed maps such as kernels) and written in."""
     from matplotlib import colormaps
 
-    kernel = np.asarray(kernel, dtype=float)
-    top = float(np.abs(kernel).max()) or 1.0
-    rgba = colormaps["RdBu_r"]((kernel / top + 1) / 2, bytes=True)
+    values = np.asarray(values, dtype=float)
+    if symmetric:
+        high = float(np.abs(values).max()) or 1.0
+        low = -high
+    else:
+        low, high = float(values.min()), float(values.max())
+    scaled = (values - low) / ((high - low) or 1.0)
+    rgba = colormaps[cmap](scaled, bytes=True)
     fills = np.array(["#%02x%02x%02x" % tuple(px[:3]) for px in rgba.reshape(-1, 4)],
-                     dtype=object).reshape(kernel.shape)
-    text = np.vectorize(lambda v: f"{v:.2f}", otypes=[object])(kernel)
-    return html_grid(fills, text, title=title, row_title="i", col_title="j")
+                     dtype=object).reshape(values.shape)
+    text = np.vectorize(fmt.format, otypes=[object])(values)
+    return html_grid(fills, text, title=title)
 
 
 # Figures of a trained CNN, cached per model: the default one is the same object on every run,
@@ -711,8 +716,8 @@ def _(im_kernel, im_padding, im_size, im_stride, im_w, im_x):
     backward_gap = backward.largest_gap
     mo.vstack([
         mo.hstack([
-            plot.heatmap(backward.window_count, scheme="purples", annotate=True, fmt=".0f",
-                         title="windows per pixel", height=200),
+            value_table(backward.window_count, "windows per pixel", cmap="Purples",
+                        symmetric=False, fmt="{:.0f}"),
             image_tiles({"∂L/∂x by col2im": backward.grad_input[0],
                          "∂L/∂x by autograd": backward.autograd_input[0]},
                         symmetric=("∂L/∂x by col2im", "∂L/∂x by autograd"), width=170),
@@ -776,7 +781,7 @@ def _(filter_name, filter_noise, filter_repeat, filter_stride, image):
     mo.vstack([
         mo.hstack([filter_name, filter_noise, filter_repeat, filter_stride], wrap=True),
         mo.hstack([image_tiles({"image": image}, width=240),
-                   kernel_table(_kernel, _kernel_title),
+                   value_table(_kernel, _kernel_title),
                    image_tiles({_result: filtered}, symmetric=(_result,) if _signed else (),
                                width=240)], widths=[1, 1, 1]),
         mo.md(f"Kernel weights sum to **{_kernel.sum():.3g}**; result range "
@@ -810,7 +815,7 @@ def _(image, kernel_edit):
     mo.vstack([
         kernel_edit,
         mo.hstack([image_tiles({"image": image}, width=240),
-                   kernel_table(own_kernel, "your kernel"),
+                   value_table(own_kernel, "your kernel"),
                    image_tiles({f"result {own_filtered.shape[0]}×{own_filtered.shape[1]}":
                                 own_filtered}, width=240)], widths=[1, 1, 1]),
         mo.md(f"Your kernel's weights sum to **{own_kernel.sum():.3g}**: "
