@@ -623,7 +623,7 @@ def train_imbalanced(x, y, method: str = "plain", gamma: float = 2.0, steps: int
 
 def score_imbalanced(x, y, method: str, w, b: float) -> ImbalanceRun:
     """The run of a classifier z = x wᵀ + b: accuracy, minority recall and precision at threshold ½."""
-    x, y, w = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), np.asarray(w, dtype=np.float64)
+    x, y, w = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), np.array(w, dtype=np.float64)
     pred = (x @ w.T + b).reshape(-1) > 0
     hits = float(np.sum(pred & (y == 1)))
     precision = hits / pred.sum() if pred.sum() else float("nan")
