@@ -512,7 +512,7 @@ def surface_paths(xx, yy, zz, trajectories: dict, *, start=None, minimum=None, t
     finite = z[np.isfinite(z)]
     shade = np.log10(z - finite.min() + 1e-3) if (log_levels and finite.size) else z
     x_enc, y_enc = _axis("x", x_title, xx), _axis("y", y_title, yy)
-    layers = [_grid_cells(_surface_data(xx, yy, z, shade), xx, yy, x_enc, y_enc, {"type": "rect", "opacity": 0.55},
+    layers = [_grid_cells(_surface_data(xx, yy, z, shade), xx, yy, x_enc, y_enc, {"type": "rect", "opacity": 0.7},
                           color={"field": "shade", "type": "quantitative", "legend": None,
                                  "scale": {"scheme": "greys", "reverse": True}},
                           tooltip=[{"field": "f", "type": "quantitative", "title": "f(θ)", "format": ".4g"}])]
@@ -533,7 +533,8 @@ def surface_paths(xx, yy, zz, trajectories: dict, *, start=None, minimum=None, t
                                     "color": paint, "tooltip": tooltip}})
         layers.append({"data": _data_url(ends), "mark": {"type": "circle", "size": 60, "opacity": 1,
                                                          "stroke": "white", "clip": True},
-                       "encoding": {"x": x_enc, "y": y_enc, "color": paint, "tooltip": tooltip}})
+                       "encoding": {"x": x_enc, "y": y_enc, "color": {**paint, "legend": None},  # the lines' legend
+                                    "tooltip": tooltip}})
     marks = [(start, "start", "square", "#111827", 70), (minimum, "minimum", "diamond", PALETTE["target"], 120)]
     for where, label, shape, fill, size in marks:
         if where is not None:
@@ -566,7 +567,7 @@ def class_regions(xx, yy, probs, X, y, *, title=None, height=HEIGHT) -> VegaLite
     X, y = np.asarray(X, dtype=float), np.asarray(y).astype(int)
     names = [f"class {c}" for c in range(k)]
     dots = {"data": _data_url(_rounded(records(x=X[:, 0], y=X[:, 1], label=np.asarray(names, dtype=object)[y]))),
-            "mark": {"type": "circle", "size": 30, "opacity": 1, "stroke": "white", "strokeWidth": 0.5, "clip": True},
+            "mark": {"type": "circle", "size": 36, "opacity": 1, "stroke": "white", "strokeWidth": 1, "clip": True},
             "encoding": {"x": x_enc, "y": y_enc,
                          "color": {"field": "label", "type": "nominal", "title": "", "sort": names,
                                    "legend": {"orient": "bottom"},

@@ -157,6 +157,7 @@ def test_surface_paths_sends_a_coarse_grid_and_thinned_paths_as_valid_vega_lite(
     assert len(sgd) == 200 and sgd[0]["step"] == 0 and sgd[-1]["step"] == 1000  # thinned, ends kept
     assert [r["step"] for r in adam] == [0, 1]  # cut at the first non-finite point
     assert [(r["series"], r["step"]) for r in plot.chart_rows(ends)] == [("SGD", 1000), ("Adam", 1)]
+    assert ends["encoding"]["color"]["legend"] is None  # one legend entry per path, not two
     scale = lines["encoding"]["color"]["scale"]
     assert scale == {"domain": ["SGD", "Adam"], "range": [plot.PALETTE["sgd"], plot.PALETTE["adam"]]}
     assert plot.chart_rows(minimum) == [{"x": 1.0, "y": 1.0, "label": "minimum"}]
