@@ -141,6 +141,25 @@ def cnn_summary(trained):
 
 
 @app.function
+@functools.lru_cache(maxsize=64)
+def cnn_verdict(trained, pixels):
+    """The CNN's reading of a drawn 8×8 digit (``pixels``: its float64 bytes, a hashable key):
+    its verdict, probabilities and first-layer feature maps."""
+    digit = np.frombuffer(pixels, dtype=float).reshape(8, 8)
+    if not digit.any():
+        return mo.callout(mo.md("The canvas is empty: draw a digit."), kind="warn")
+    maps = lab.feature_maps(trained.model, digit)
+    probs = maps["probs"]
+    return mo.vstack([
+        mo.md(f"The CNN reads a **{int(np.argmax(probs))}** (probability {probs.max():.0%})."),
+        plot.bars([str(d) for d in range(10)], probs, y_title="probability", y_domain=(0, 1),
+                  title="the CNN's probabilities for your drawing"),
+        mo.md("Its first-layer feature maps after ReLU (the first six channels):"),
+        image_tiles({f"conv1 · {i}": m for i, m in enumerate(maps["relu1"][:6])}, width=96),
+    ])
+
+
+@app.function
 @functools.lru_cache(maxsize=8)
 def cnn_kernels_figure(trained):
     """The first layer's learned kernels, one panel each."""
@@ -1154,25 +1173,19 @@ def _(digits_heldout, draw_start):
 
 
 @app.cell
-def _(cnn, digit_canvas, draw_start):
+def _(digit_canvas, draw_start):
     # A held-out digit enlarged on the canvas comes back unchanged without fitting; a drawing
     # from blank is cropped and centred first, as the scans' digits were.
     drawn_digit = widgets.to_digit(widgets.ink(digit_canvas.value), fit=draw_start.value < 0)
-    if not drawn_digit.any():
-        _verdict = mo.callout(mo.md("The canvas is empty: draw a digit."), kind="warn")
-    else:
-        _maps = lab.feature_maps(cnn, drawn_digit)
-        _p = _maps["probs"]
-        _verdict = mo.vstack([
-            mo.md(f"The CNN reads a **{int(np.argmax(_p))}** (probability {_p.max():.0%})."),
-            plot.bars([str(d) for d in range(10)], _p, y_title="probability", y_domain=(0, 1),
-                      title="the CNN's probabilities for your drawing"),
-            mo.md("Its first-layer feature maps after ReLU (the first six channels):"),
-            image_tiles({f"conv1 · {i}": m for i, m in enumerate(_maps["relu1"][:6])}, width=96),
-        ])
-    mo.hstack([image_tiles({"your drawing as 8×8": drawn_digit}, width=180), _verdict],
-              justify="start")
     return (drawn_digit,)
+
+
+@app.cell
+def _(drawn_digit, trained_cnn):
+    mo.hstack([image_tiles({"your drawing as 8×8": drawn_digit}, width=180),
+               cnn_verdict(trained_cnn, np.asarray(drawn_digit, dtype=float).tobytes())],
+              justify="start")
+    return
 
 
 @app.cell(hide_code=True)
