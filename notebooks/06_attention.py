@@ -385,10 +385,13 @@ def _():
 
 @app.cell
 def _():
-    mha_batch = mo.ui.slider(1, 64, value=2, label="batch B", show_value=True)
-    mha_length = mo.ui.slider(1, 128, value=10, label="length L", show_value=True)
-    mha_dmodel = mo.ui.slider(8, 256, step=8, value=64, label="d_model", show_value=True)
-    mha_heads = mo.ui.slider(1, 16, value=8, label="heads H", show_value=True)
+    # Debounced: with all four near their maxima the check run of nn.MultiheadAttention takes
+    # about 0.3 s, so a drag sends only where it ends.
+    mha_batch = mo.ui.slider(1, 64, value=2, label="batch B", show_value=True, debounce=True)
+    mha_length = mo.ui.slider(1, 128, value=10, label="length L", show_value=True, debounce=True)
+    mha_dmodel = mo.ui.slider(8, 256, step=8, value=64, label="d_model", show_value=True,
+                              debounce=True)
+    mha_heads = mo.ui.slider(1, 16, value=8, label="heads H", show_value=True, debounce=True)
     return mha_batch, mha_dmodel, mha_heads, mha_length
 
 
