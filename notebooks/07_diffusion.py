@@ -272,7 +272,9 @@ def _():
     $$
 
     The training uses the data set and schedule chosen in section 2, with its own number of steps
-    $T$. Quality is measured with the **energy distance** between fresh samples and held-out data
+    $T$. The section opens on the model trained with the default settings (shipped with the
+    course, so that it needs no training here); change a setting and train to see yours. Quality
+    is measured with the **energy distance** between fresh samples and held-out data
     (0 when the two distributions agree); pure noise and a second draw of the real data bracket it.
     """)
     return
@@ -389,7 +391,8 @@ def _():
     **Your own data.** Spray points on the canvas (it starts with 300 points of the data set chosen
     in section 2, which is its keyboard path: pick another set there to start over), then train a
     DDPM ($T = 50$, 1500 steps) on exactly those points and sample 500 new ones. The canvas spans
-    $[-3, 3]^2$, the scale of the $\mathcal N(0, I)$ noise the process ends in.
+    $[-3, 3]^2$, the scale of the $\mathcal N(0, I)$ noise the process ends in. Until you train,
+    the chart shows the model of the moons the canvas starts with, shipped with the course.
     """)
     return
 
@@ -648,7 +651,7 @@ def _():
 
 @app.cell
 def _():
-    sampler_steps = mo.ui.slider(steps=[2, 5, 10, 20, 50, 100, 200, 1000], value=10,
+    sampler_steps = mo.ui.slider(steps=list(lab.SAMPLER_STEP_COUNTS), value=10,
                                  label="sampling steps S", show_value=True)
     sampler_compare = mo.ui.run_button(label="Recompute at 10, 50 and 1000 steps")
     mo.hstack([sampler_steps, sampler_compare], justify="start")
@@ -763,7 +766,7 @@ def _():
     guide_train = mo.ui.run_button(label="Train the conditional denoiser")
     guide_label = mo.ui.dropdown(options={"upper moon (0)": 0, "lower moon (1)": 1},
                                  value="upper moon (0)", label="label y")
-    guide_scale = mo.ui.slider(steps=[0.0, 0.5, 1.0, 2.0, 4.0, 8.0], value=2.0,
+    guide_scale = mo.ui.slider(steps=list(lab.GUIDANCE_SCALES), value=2.0,
                                label="guidance scale w", show_value=True)
     mo.hstack([guide_train, guide_label, guide_scale], justify="start")
     return guide_label, guide_scale, guide_train
@@ -773,8 +776,10 @@ def _():
 def _(guide_train):
     guide_study = lab.shipped_guidance()
     if guide_train.value:
-        with mo.status.progress_bar(total=1500, title="training", remove_on_exit=True) as _bar:
-            guide_study = lab.guidance_study(steps=1500, on_step=throttled(_bar, 1500))
+        _total = 1500 + 2 * len(lab.GUIDANCE_SCALES)  # training steps, then each label and scale
+        with mo.status.progress_bar(total=_total, title="training, then sampling",
+                                    remove_on_exit=True) as _bar:
+            guide_study = lab.guidance_study(steps=1500, on_step=throttled(_bar, _total))
     return (guide_study,)
 
 

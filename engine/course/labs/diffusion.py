@@ -37,7 +37,7 @@ __all__ = [
     "SamplerComparison", "compare_samplers", "energy_distance", "ring_mixture", "sample_ddim", "sample_ddpm_steps",
     "sampling_steps", "ConditionalDenoiser", "GuidanceTrade", "GuidedRun", "guidance_trade",
     "sample_guided", "train_conditional", "MIN_DRAWN_POINTS", "train_on_points",
-    "CHECKPOINTS", "DDPM_DEFAULT", "MIX_DEFAULT", "SAMPLER_STEP_COUNTS", "GuidanceStudy", "SamplerGallery",
+    "CHECKPOINTS", "DDPM_DEFAULT", "DRAW_DEFAULT", "GUIDANCE_SCALES", "MIX_DEFAULT", "SAMPLER_STEP_COUNTS", "GuidanceStudy", "SamplerGallery",
     "canvas_start", "guidance_study", "is_default", "sampler_gallery", "shipped_ddpm", "shipped_denoiser_1d",
     "shipped_drawing_run", "shipped_guidance", "shipped_sampler_gallery", "shipped_trajectory",
 ]
@@ -748,12 +748,20 @@ class GuidanceStudy:
 
 def guidance_study(steps=1500, n=1000, shown=500, seed=0, on_step=None) -> GuidanceStudy:
     """Section 6: train on the two moons (T = 50, 20 % of labels dropped), then sample each label
-    at every scale of :data:`GUIDANCE_SCALES` (``seed + 1``) and score the samples."""
+    at every scale of :data:`GUIDANCE_SCALES` (``seed + 1``) and score the samples.
+    ``on_step(k)`` counts the training steps, then one more per (label, scale) sampled: up to
+    ``steps + 2 · len(GUIDANCE_SCALES)``."""
     X, y = toy_data_2d("moons", n=3000, seed=seed, return_labels=True)
     run = train_conditional(X, y, T=50, steps=steps, p_drop=0.2, seed=seed, on_step=on_step)
     samples, trades = {}, {}
+    done = steps
     for label in range(run.model.n_classes):
-        by_scale = {w: sample_guided(run, label, w, n=n, seed=seed + 1) for w in GUIDANCE_SCALES}
+        by_scale = {}
+        for w in GUIDANCE_SCALES:
+            by_scale[w] = sample_guided(run, label, w, n=n, seed=seed + 1)
+            done += 1
+            if on_step is not None:
+                on_step(done)
         trades[label] = guidance_trade(run, label, by_scale)
         samples[label] = np.stack([by_scale[w][:shown] for w in GUIDANCE_SCALES]).astype(np.float32)
     return GuidanceStudy(scales=np.asarray(GUIDANCE_SCALES), samples=samples, trades=trades, X=run.X, y=y)

@@ -295,7 +295,9 @@ def test_sampler_gallery_is_compare_samplers_with_the_samples_kept():
 
 
 def test_guidance_study_keeps_the_scored_samples():
-    g = diffusion_lab.guidance_study(steps=20, n=60, shown=10, seed=1)
+    ticks = []
+    g = diffusion_lab.guidance_study(steps=20, n=60, shown=10, seed=1, on_step=ticks.append)
+    assert ticks == list(range(1, 20 + 2 * 6 + 1))  # the training steps, then each label and scale
     assert list(g.scales) == list(diffusion_lab.GUIDANCE_SCALES) and sorted(g.samples) == [0, 1]
     assert g.samples[1].shape == (len(g.scales), 10, 2)
     # retrain the same way: the samples at w = 4 are sample_guided's, and the trade scores all 60
