@@ -238,7 +238,11 @@ class Tensor:
                 )
             grad = np.ones_like(self.data)
         else:
-            grad = np.array(_tensor_data(gradient), dtype=self.data.dtype, copy=True)
+            # no op writes into its upstream gradient, and backward copies an array before a second
+            # owner gets it; only a root that keeps its own .grad (a leaf, retain_grad) needs a copy
+            # of the caller's array up front (a copy of a large gradient costs as much as an op)
+            own = self._ctx is None or self._retain
+            grad = np.array(_tensor_data(gradient), dtype=self.data.dtype, copy=True if own else None)
             if grad.shape != self.shape:
                 raise ValueError(
                     f"backward: gradient has shape {grad.shape} but the tensor has shape {self.shape}"

@@ -118,6 +118,26 @@ def test_gradient_arrays_are_not_aliased_between_leaves():
     assert a.grad[1] == -1.0
 
 
+@pytest.mark.parametrize("make", [
+    lambda x: x, lambda x: x.reshape(3, 2), lambda x: x.permute(1, 0), lambda x: x + 0.0,
+    lambda x: (x * 1.0).retain_grad(),
+], ids=["leaf_root", "reshape", "permute", "add", "retained_root"])
+def test_the_callers_gradient_array_never_becomes_a_grad(make):
+    """backward(g) copies g only when the root keeps it (a leaf, retain_grad); below the root every
+    array passed on unchanged, or as a view, is copied before a tensor keeps it."""
+    x = leaf(np.arange(6.0).reshape(2, 3))
+    y = make(x)
+    g = np.ones(y.shape)
+    y.backward(g)
+    for t in (x, y):
+        if t.grad is not None:
+            assert not np.shares_memory(t.grad, g)
+    g[...] = 7.0
+    np.testing.assert_array_equal(x.grad, np.ones((2, 3)))
+    x.grad += 1.0  # an optimizer's in-place update must not reach the caller's array
+    assert np.all(g == 7.0)
+
+
 def test_retained_gradient_is_not_shared_with_a_leaf():
     a, b = leaf([1.0, 2.0]), leaf([3.0, 4.0])
     y = a + b
