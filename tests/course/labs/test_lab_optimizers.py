@@ -128,6 +128,27 @@ def test_the_race_caches_each_run_on_the_settings_its_optimizer_reads():
     assert list(refused.trajectories) == ["sgd"] and "μ > 0" in refused.problems["nesterov"]
 
 
+def test_the_race_runs_its_optimizers_together_as_if_alone():
+    """One autograd pass per step serves all six (a column each); each must follow the path it
+    follows alone, the plain loop below, including one that diverges early."""
+    lrs = {**olab.SURFACES["rosenbrock"]["lr"], "sgd": 0.05}  # SGD blows up on the walls
+    start, hyper = (-1.0, 1.5), dict(momentum=0.8, alpha=0.9, betas=(0.8, 0.99), weight_decay=0.1)
+    together = olab.race("rosenbrock", olab.OPTIMIZERS, start=start, steps=60, lrs=lrs, **hyper).trajectories
+    assert together["sgd"].diverged and not together["adam"].diverged
+    for name in olab.OPTIMIZERS:
+        theta = engine.nn.Parameter(np.array(start))
+        opt = olab.surface_optimizer(name, [theta], lrs[name], **hyper)
+        path = [theta.data.copy()]
+        for _ in range(60):
+            opt.zero_grad()
+            olab.SURFACES["rosenbrock"]["fn"](theta).backward()
+            opt.step()
+            path.append(theta.data.copy())
+            if not np.all(np.abs(theta.data) <= 1e6):
+                break
+        np.testing.assert_allclose(together[name].path, np.array(path), rtol=1e-12, err_msg=name)
+
+
 @pytest.mark.parametrize("kappa", [4.0, 100.0, 1000.0])
 def test_condition_rates_match_polyak_and_goh(kappa):
     r = olab.condition_rates(kappa, steps=300)
