@@ -432,10 +432,12 @@ def _(bend_depth, bend_train, bend_width):
     # the default network trains at load (~0.05 s): the section opens on a trained model
     bend_is_default = {"width": bend_width.value, "depth": bend_depth.value} == lab.BEND_DEFAULT
     _steps = lab.BEND_STEPS if bend_train.value or bend_is_default else 0
-    if _steps:
+    if bend_train.value:
         with mo.status.progress_bar(total=_steps // 40, title="training", remove_on_exit=True) as _bar:
             bend_report = lab.bend_lab(bend_width.value, bend_depth.value, steps=_steps, seed=0,
                                        on_step=lambda _i: _bar.update() if _i % 40 == 39 else None)
+    elif bend_is_default:
+        bend_report = lab.default_bend_report()  # trained once, at load
     else:
         bend_report = lab.bend_lab(bend_width.value, bend_depth.value, steps=0, seed=0)
     _state = (f"trained {_steps} steps" + ("" if bend_train.value else " when the page opened (the default network)")

@@ -618,6 +618,13 @@ BEND_DEFAULT = {"width": 8, "depth": 1}
 BEND_STEPS = 400
 
 
+@functools.lru_cache(maxsize=1)
+def default_bend_report() -> "BendReport":
+    """The default network trained :data:`BEND_STEPS` steps (seed 0), trained once per session: a
+    slider moved away and back shows it again without retraining. Treat it as read-only."""
+    return bend_lab(**BEND_DEFAULT, steps=BEND_STEPS, seed=0)
+
+
 def bend_lab(width: int = 8, depth: int = 1, steps: int = 0, seed: int = 0, grid: int = 150,
              lr: float = 0.02, on_step=None) -> BendReport:
     """Build 2 → width (×depth, ReLU) → 1 on the global stream forked at ``seed``, optionally train

@@ -326,6 +326,9 @@ def test_bend_default_network_is_trained_and_beats_its_initialisation():
     trained = act.bend_lab(**act.BEND_DEFAULT, steps=act.BEND_STEPS, seed=0, grid=40)
     untrained = act.bend_lab(**act.BEND_DEFAULT, steps=0, seed=0, grid=40)
     assert trained.steps == act.BEND_STEPS and trained.accuracy > max(0.9, untrained.accuracy)
+    cached = act.default_bend_report()  # the notebook's default: trained once per session, on the full grid
+    assert cached is act.default_bend_report() and cached.steps == act.BEND_STEPS
+    assert cached.accuracy == act.bend_lab(**act.BEND_DEFAULT, steps=act.BEND_STEPS, seed=0, grid=40).accuracy
 
 
 def test_samples_for_width_keeps_about_8192_values_per_layer():
