@@ -266,3 +266,19 @@ def test_shipped_defaults_rebuild_their_models_and_leave_the_global_stream():
     assert len(aggregate.codes) == len(vae_lab.AGGREGATE_BETAS) and aggregate.codes[0].shape == (500, 2)
     caption = vae_lab.shipped_caption("Train", "moons")
     assert "make checkpoints" in caption and "press **Train**" in caption and "Press" not in caption
+
+
+def test_grey_png_is_the_image_a_png_reader_reads():
+    from matplotlib import image as mpl_image  # an independent PNG decoder (Pillow underneath)
+    import io
+
+    x = np.random.default_rng(0).random((3, 5))
+    x[0, 0], x[1, 1] = -0.5, 1.5  # clipped to black and white
+    png = vae_lab.grey_png(x, scale=4)
+    back = mpl_image.imread(io.BytesIO(png), format="png")
+    assert back.shape == (12, 20)  # grey, one value per pixel, each pixel a 4x4 block
+    expected = np.round(np.clip(x, 0, 1) * 255) / 255
+    np.testing.assert_allclose(back[::4, ::4], expected, atol=1e-6)
+    np.testing.assert_array_equal(back[::4, ::4], back[3::4, 3::4])
+    with pytest.raises(ValueError, match="grey_png"):
+        vae_lab.grey_png(np.zeros(4))
