@@ -565,11 +565,18 @@ DEPTH_VARIANTS = {"plain": (False, False), "residual": (True, False), "pre-norm"
 def depth_variants(depth: int = 50, width: int = 64, activation: str = "tanh", init: str = "xavier",
                    scale: float = 1.0, n_samples: int = 64, seed: int = 0) -> dict:
     """The same stack (same weights and inputs, drawn once) plain, with a residual path, with
-    pre-norm, and with both: variant name -> :class:`DepthReport`, each as :func:`depth_lab` gives.
-    64 samples: the verdicts of 128, at half the cost of every change of the notebook's controls."""
+    pre-norm, and with both: variant name -> :class:`DepthReport`, each as :func:`depth_lab` gives
+    but without the histogram samples (``z_samples`` empty). 64 samples: the verdicts of 128, at
+    half the cost of every change of the notebook's controls. Cached (the reports are small), so a
+    setting shown before is shown again at once; treat the reports as read-only."""
     _check_stack(activation, depth, width)
+    return dict(_depth_variants(depth, width, activation, init, float(scale), n_samples, seed))
+
+
+@functools.lru_cache(maxsize=64)
+def _depth_variants(depth, width, activation, init, scale, n_samples, seed) -> dict:
     std = init_std(init, width, width, scale, activation)
-    draws = _depth_draws(depth, width, n_samples, std, seed, max_samples=2000)
+    draws = _depth_draws(depth, width, n_samples, std, seed, max_samples=0)
     return {name: _depth_run(draws, activation, init, std, 0.01, res, norm)
             for name, (res, norm) in DEPTH_VARIANTS.items()}
 
