@@ -12,13 +12,43 @@ training code; tests/course/test_checkpoints.py fails until the shipped file mat
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
+import io
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import engine  # noqa: E402
 from engine.course import checkpoints  # noqa: E402
+
+
+def module_text(name: str, state, made_by: str) -> str:
+    """The source of checkpoint module ``name`` holding ``state`` (what :func:`write` writes)."""
+    buffer = io.BytesIO()
+    engine.save(state, buffer)
+    blob = buffer.getvalue()
+    return (
+        f'"""Checkpoint `{name}`: the state {made_by}() returns, saved with engine.save.\n\n'
+        "Written by `make checkpoints` (scripts/make_checkpoints.py); do not edit by hand.\n"
+        "tests/course/test_checkpoints.py retrains it and compares. See __init__.py for why it is a\n"
+        'Python module.\n"""\n\n'
+        f"MADE_BY = {made_by!r}\n"
+        f"SIZE = {len(blob)}\n"
+        f"SHA256 = {hashlib.sha256(blob).hexdigest()!r}\n"
+        f"ARCHIVE = {base64.b64encode(blob).decode('ascii')!r}\n"
+    )
+
+
+def write(name: str, state, made_by: str, folder: Path = checkpoints.FOLDER) -> Path:
+    """Write checkpoint module ``name`` into ``folder``; returns its path."""
+    if not name.isidentifier() or name.startswith("_"):
+        raise ValueError(f"checkpoint name {name!r} must be a public Python identifier (it names a module)")
+    path = folder / f"{name}.py"
+    path.write_text(module_text(name, state, made_by), encoding="utf-8")
+    return path
 
 
 def main(argv=None) -> int:
@@ -37,7 +67,7 @@ def main(argv=None) -> int:
     for name in args.names or sorted(found):
         lab, train = found[name]
         started = time.perf_counter()
-        path = checkpoints.write(name, train(), made_by=f"{lab}.{train.__name__}")
+        path = write(name, train(), made_by=f"{lab}.{train.__name__}")
         print(f"{name}: {time.perf_counter() - started:.1f} s, {path.stat().st_size / 1024:.0f} KiB -> "
               f"{path.relative_to(checkpoints.FOLDER.parents[2])}")
     return 0

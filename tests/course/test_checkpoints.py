@@ -3,13 +3,18 @@ code makes: each is retrained here from its fixed seed and compared with the shi
 
 from __future__ import annotations
 
+import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from engine import Tensor
 from engine.course import checkpoints
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import make_checkpoints  # noqa: E402  (scripts/make_checkpoints.py: it writes the modules)
 
 DECLARED = checkpoints.registry()
 
@@ -54,10 +59,9 @@ def test_every_shipped_checkpoint_is_declared_by_a_lab():
     assert set(DECLARED) <= shipped, f"run `make checkpoints`: {sorted(set(DECLARED) - shipped)} missing"
 
 
-def test_round_trip_and_corruption_is_refused(tmp_path, monkeypatch):
+def test_round_trip_and_corruption_is_refused(tmp_path):
     state = {"w": np.arange(6, dtype=np.float32).reshape(2, 3), "steps": 3}
-    monkeypatch.setattr(checkpoints, "FOLDER", tmp_path)
-    path = checkpoints.write("probe", state, made_by="tests.probe")
+    path = make_checkpoints.write("probe", state, made_by="tests.probe", folder=tmp_path)
     namespace: dict = {}
     exec(path.read_text(), namespace)
     module = types.SimpleNamespace(__name__="probe", **{k: v for k, v in namespace.items() if k.isupper()})
@@ -68,4 +72,4 @@ def test_round_trip_and_corruption_is_refused(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="probe is corrupted"):
         checkpoints.load(module)
     with pytest.raises(ValueError, match="public Python identifier"):
-        checkpoints.write("_private", state, made_by="x")
+        make_checkpoints.write("_private", state, made_by="x", folder=tmp_path)

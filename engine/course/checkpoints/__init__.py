@@ -18,8 +18,9 @@ them, and reads one with :func:`load`.
 from the checkpoint's name to a zero-argument function that trains the section's default model
 with the lab's own training code from a fixed seed and returns its state (anything
 :func:`engine.save` stores: nested dicts of arrays, numbers, strings). ``make checkpoints``
-(``scripts/make_checkpoints.py``) runs them and writes the modules; ``tests/course/
-test_checkpoints.py`` runs them again and checks that the result matches what is shipped.
+(``scripts/make_checkpoints.py``) runs them and writes the modules: the writing lives there, since
+the package only reads (tests/site/test_pyodide_rules.py). ``tests/course/test_checkpoints.py``
+runs them again and checks that the result matches what is shipped.
 """
 
 from __future__ import annotations
@@ -48,32 +49,6 @@ def load(module):
 def load_named(name: str):
     """The state of checkpoint ``name`` (for scripts and tests; labs import the module itself)."""
     return load(importlib.import_module(f"{__name__}.{name}"))
-
-
-def module_text(name: str, state, made_by: str) -> str:
-    """The source of checkpoint module ``name`` holding ``state`` (what :func:`write` writes)."""
-    buffer = io.BytesIO()
-    engine.save(state, buffer)
-    blob = buffer.getvalue()
-    return (
-        f'"""Checkpoint `{name}`: the state {made_by}() returns, saved with engine.save.\n\n'
-        "Written by `make checkpoints` (scripts/make_checkpoints.py); do not edit by hand.\n"
-        "tests/course/test_checkpoints.py retrains it and compares. See __init__.py for why it is a\n"
-        'Python module.\n"""\n\n'
-        f"MADE_BY = {made_by!r}\n"
-        f"SIZE = {len(blob)}\n"
-        f"SHA256 = {hashlib.sha256(blob).hexdigest()!r}\n"
-        f"ARCHIVE = {base64.b64encode(blob).decode('ascii')!r}\n"
-    )
-
-
-def write(name: str, state, made_by: str) -> Path:
-    """Write checkpoint module ``name``; returns its path."""
-    if not name.isidentifier() or name.startswith("_"):
-        raise ValueError(f"checkpoint name {name!r} must be a public Python identifier (it names a module)")
-    path = FOLDER / f"{name}.py"
-    path.write_text(module_text(name, state, made_by), encoding="utf-8")
-    return path
 
 
 def registry() -> dict:
