@@ -746,7 +746,7 @@ class GuidanceStudy:
     y: np.ndarray  # its labels [N]
 
 
-def guidance_study(steps=1500, n=1000, shown=500, seed=0, on_step=None) -> GuidanceStudy:
+def guidance_study(steps, n=1000, shown=500, seed=0, on_step=None) -> GuidanceStudy:
     """Section 6: train on the two moons (T = 50, 20 % of labels dropped), then sample each label
     at every scale of :data:`GUIDANCE_SCALES` (``seed + 1``) and score the samples.
     ``on_step(k)`` counts the training steps, then one more per (label, scale) sampled: up to
@@ -768,7 +768,7 @@ def guidance_study(steps=1500, n=1000, shown=500, seed=0, on_step=None) -> Guida
 
 
 def _train_guidance_study() -> dict:
-    g = guidance_study()
+    g = guidance_study(1500)
     return {"scales": g.scales,
             "labels": {str(k): {"samples": g.samples[k], "fidelity": t.fidelity, "spread": t.spread}
                        for k, t in g.trades.items()}}

@@ -296,7 +296,10 @@ def test_sampler_gallery_is_compare_samplers_with_the_samples_kept():
 
 def test_guidance_study_keeps_the_scored_samples():
     ticks = []
+    engine.manual_seed(9)
+    stream = engine.random.generator().bit_generator.state
     g = diffusion_lab.guidance_study(steps=20, n=60, shown=10, seed=1, on_step=ticks.append)
+    assert engine.random.generator().bit_generator.state == stream  # seeded on forked streams only
     assert ticks == list(range(1, 20 + 2 * 6 + 1))  # the training steps, then each label and scale
     assert list(g.scales) == list(diffusion_lab.GUIDANCE_SCALES) and sorted(g.samples) == [0, 1]
     assert g.samples[1].shape == (len(g.scales), 10, 2)
