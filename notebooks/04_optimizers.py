@@ -617,7 +617,7 @@ def _():
     exercise_rate = exercises.NumberExercise(
         question="**4.** A quadratic valley has condition number κ = 100. By what factor does best-tuned "
                  "heavy-ball momentum shrink the error per step? (Three decimals.)",
-        truth=lab.condition_rates(100.0).theory["momentum"],
+        truth=lab.condition_rates(100.0, steps=300).theory["momentum"],
         hint="(√κ − 1)/(√κ + 1); gradient descent's (κ − 1)/(κ + 1) would be 0.980.", abs_tol=0.002,
         explanation="Gradient descent's is 99/101 ≈ 0.980: momentum needs about 10 = √κ times fewer steps.")
     answer_rate = ui.answer_box(exercise_rate, placeholder="e.g. 0.9", label="rate per step =")

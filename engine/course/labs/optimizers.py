@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -545,6 +546,7 @@ class ConditionRates:
     settings: dict  # the (η, μ) each ran with
 
 
+@functools.lru_cache(maxsize=16)  # the section's chart and exercise 4 both read κ = 100: computed once
 def condition_rates(kappa: float = 100.0, steps: int = 300) -> ConditionRates:
     """Measure the linear rates of "Why Momentum Really Works" (Goh, 2017) with ``engine.optim.SGD``.
 
