@@ -343,7 +343,17 @@ def _every_path(module, prefix: str, path: set):
             yield from _every_path(child, f"{prefix}.{name}" if prefix else name, path | {id(child)})
 
 
-class ModuleList(Module):
+class _Items:
+    """``len()`` and iteration of a container module, over its ``_items`` (a list or a dict)."""
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+
+class ModuleList(_Items, Module):
     """A list of modules, registered as children ``"0"``, ``"1"``, ... (it has no forward)."""
 
     _hidden = _RESERVED | {"_items"}
@@ -388,12 +398,6 @@ class ModuleList(Module):
     def __delitem__(self, index) -> None:
         del self._items[index]
 
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self):
-        return iter(self._items)
-
     def __iadd__(self, modules):
         return self.extend(modules)
 
@@ -401,7 +405,7 @@ class ModuleList(Module):
         raise NotImplementedError("ModuleList has no forward(); iterate over it in your own forward")
 
 
-class Sequential(Module):
+class Sequential(_Items, Module):
     """Modules applied one after another: ``Sequential(a, b, c)(x) == c(b(a(x)))``.
 
     Children are named ``"0"``, ``"1"``, ... or by the keys of an ``OrderedDict`` passed alone.
@@ -442,12 +446,6 @@ class Sequential(Module):
             return Sequential(OrderedDict(zip(self._names[index], self._items[index])))
         return self._items[index]
 
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self):
-        return iter(self._items)
-
     def __getattr__(self, name):
         # only reached when normal lookup fails: children named by an OrderedDict
         names = self.__dict__.get("_names")
@@ -456,17 +454,11 @@ class Sequential(Module):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
 
 
-class _KeyedItems:
+class _KeyedItems(_Items):
     """The read-only dict interface of ModuleDict and ParameterDict, over their ``_items`` dict."""
 
     def __contains__(self, key) -> bool:
         return key in self._items
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self):
-        return iter(self._items)
 
     def keys(self):
         return self._items.keys()
@@ -518,7 +510,7 @@ class ModuleDict(_KeyedItems, Module):
         raise NotImplementedError("ModuleDict has no forward(); call its modules in your own forward")
 
 
-class ParameterList(Module):
+class ParameterList(_Items, Module):
     """A list of Parameters, registered as ``"0"``, ``"1"``, ... (a plain list is not, as PyTorch)."""
 
     _hidden = _RESERVED | {"_items"}
@@ -540,12 +532,6 @@ class ParameterList(Module):
 
     def __getitem__(self, index):
         return self._items[index]
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self):
-        return iter(self._items)
 
 
 class ParameterDict(_KeyedItems, Module):

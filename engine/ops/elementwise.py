@@ -163,18 +163,31 @@ class RPowScalar(Function):
 # ---------------------------------------------------------------- exp and log
 
 
-class Exp(Function):
-    """r = eᵃ;  ∂r/∂a = eᵃ = r."""
+class _OfOutput(Function):
+    """A pointwise r = f(a) whose derivative is cheapest from the output r (eᵃ, σ, tanh, ReLU):
+    the op saves r, and a subclass names f and ``vjp(g, r)`` = g·∂r/∂a written with r."""
+
+    f = vjp = staticmethod(None)
 
     @staticmethod
     def forward(ctx, a):
-        out = np.exp(a)
+        out = type(ctx).f(a)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx, g):
         (out,) = ctx.saved_tensors
+        return type(ctx).vjp(g, out)
+
+
+class Exp(_OfOutput):
+    """r = eᵃ;  ∂r/∂a = eᵃ = r."""
+
+    f = staticmethod(np.exp)
+
+    @staticmethod
+    def vjp(g, out):
         return g * out
 
 
@@ -282,48 +295,35 @@ def stable_sigmoid(a: np.ndarray) -> np.ndarray:
     return np.where(a >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(a.dtype, copy=False)
 
 
-class Sigmoid(Function):
+class Sigmoid(_OfOutput):
     """r = σ(a) = 1/(1 + e⁻ᵃ);  ∂r/∂a = σ(a)(1 − σ(a)). Finite for a = ±1000."""
 
-    @staticmethod
-    def forward(ctx, a):
-        out = stable_sigmoid(a)
-        ctx.save_for_backward(out)
-        return out
+    f = staticmethod(stable_sigmoid)
 
     @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
+    def vjp(g, out):
         return g * out * (1 - out)
 
 
-class Tanh(Function):
+class Tanh(_OfOutput):
     """r = tanh a = (e²ᵃ − 1)/(e²ᵃ + 1);  ∂r/∂a = 1 − tanh² a."""
 
-    @staticmethod
-    def forward(ctx, a):
-        out = np.tanh(a)
-        ctx.save_for_backward(out)
-        return out
+    f = staticmethod(np.tanh)
 
     @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
+    def vjp(g, out):
         return g * (1 - out * out)
 
 
-class Relu(Function):
+class Relu(_OfOutput):
     """r = max(0, a);  ∂r/∂a = 0 if r ≤ 0 else 1 (so a NaN passes its gradient through, as PyTorch)."""
 
     @staticmethod
-    def forward(ctx, a):
-        out = np.maximum(a, 0)
-        ctx.save_for_backward(out)
-        return out
+    def f(a):
+        return np.maximum(a, 0)
 
     @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
+    def vjp(g, out):
         return g * ~(out <= 0)  # (not np.where: several times slower on a random sign pattern)
 
 
@@ -444,40 +444,45 @@ class Clamp(Function):
         return g * inside
 
 
-def _extreme_shares(a, b, g, a_loses, b_loses):
-    """Gradient shares of max/min: 0 to the input that loses, ½ each on a tie, and (as PyTorch) the
-    whole gradient to both where a NaN makes the comparison false both ways."""
-    dtype = g.dtype
-    half = np.where(a == b, dtype.type(0.5), dtype.type(1.0))
-    return g * np.where(a_loses, dtype.type(0), half), g * np.where(b_loses, dtype.type(0), half)
+class _Extreme(Function):
+    """r = max(a, b) or min(a, b): the gradient goes to the input that wins, ½ each on a tie, and
+    (as PyTorch) whole to both where a NaN makes the comparison false both ways. A subclass names
+    f and ``losers(a, b)``, the masks where a and where b lose."""
+
+    f = losers = staticmethod(None)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return type(ctx).f(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        a_loses, b_loses = type(ctx).losers(a, b)
+        dtype = g.dtype
+        half = np.where(a == b, dtype.type(0.5), dtype.type(1.0))
+        return g * np.where(a_loses, dtype.type(0), half), g * np.where(b_loses, dtype.type(0), half)
 
 
-class Maximum(Function):
+class Maximum(_Extreme):
     """r = max(a, b);  the gradient goes to the larger input, split in half on ties (as PyTorch)."""
 
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return np.maximum(a, b)
+    f = staticmethod(np.maximum)
 
     @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return _extreme_shares(a, b, g, a < b, b < a)
+    def losers(a, b):
+        return a < b, b < a
 
 
-class Minimum(Function):
+class Minimum(_Extreme):
     """r = min(a, b);  the gradient goes to the smaller input, split in half on ties."""
 
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return np.minimum(a, b)
+    f = staticmethod(np.minimum)
 
     @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return _extreme_shares(a, b, g, a > b, b > a)
+    def losers(a, b):
+        return a > b, b > a
 
 
 class Where(Function):

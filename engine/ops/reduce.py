@@ -275,15 +275,24 @@ class LogSumExp(Function):
             return g * np.exp(a - out)
 
 
-class Softmax(Function):
-    """rᵢ = exp(aᵢ)/Σⱼ exp(aⱼ) along ``dim``;  vector-Jacobian product: ∂L/∂a = r ⊙ (g − Σⱼ gⱼrⱼ)."""
+class _NormalisedAlongDim(Function):
+    """r = f(a, dim) for a normalisation along one dim whose gradient needs only r (softmax,
+    log-softmax): the op saves r and ``dim``; a subclass names f and writes its backward."""
+
+    f = staticmethod(None)
 
     @staticmethod
     def forward(ctx, a, *, dim):
-        out = stable_softmax(a, dim)
+        out = type(ctx).f(a, dim)
         ctx.save_for_backward(out)
         ctx.dim = dim
         return out
+
+
+class Softmax(_NormalisedAlongDim):
+    """rᵢ = exp(aᵢ)/Σⱼ exp(aⱼ) along ``dim``;  vector-Jacobian product: ∂L/∂a = r ⊙ (g − Σⱼ gⱼrⱼ)."""
+
+    f = staticmethod(stable_softmax)
 
     @staticmethod
     def backward(ctx, g):
@@ -291,15 +300,10 @@ class Softmax(Function):
         return r * (g - np.sum(g * r, axis=ctx.dim, keepdims=True))
 
 
-class LogSoftmax(Function):
+class LogSoftmax(_NormalisedAlongDim):
     """rᵢ = aᵢ − log Σⱼ exp(aⱼ);  ∂L/∂a = g − softmax(a)·Σⱼ gⱼ."""
 
-    @staticmethod
-    def forward(ctx, a, *, dim):
-        out = stable_log_softmax(a, dim)
-        ctx.save_for_backward(out)
-        ctx.dim = dim
-        return out
+    f = staticmethod(stable_log_softmax)
 
     @staticmethod
     def backward(ctx, g):
