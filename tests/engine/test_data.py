@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from assertions import assert_raises_naming
 
 import engine.random
 from engine.data import (
@@ -398,10 +399,7 @@ def test_train_test_split():
     ],
 )
 def test_bad_arguments_raise_value_error(call, words):
-    with pytest.raises(ValueError) as info:
-        call()
-    for word in words:
-        assert word in str(info.value)
+    assert_raises_naming(call, words)
 
 
 def test_bad_seed_raises_type_error():
