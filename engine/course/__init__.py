@@ -2,7 +2,7 @@
 
     from engine.course import metadata, plot, toc, ui               # a notebook
     from engine.course.labs import convolution as lab
-    from engine.course import formulas, plot, render, toc         # a cheat sheet
+    from engine.course import formulas, plot, render, toc, ui     # a cheat sheet
 
 - :mod:`.toc`: the table of contents (every page's id, title, file, topics) and the links between
   pages;
