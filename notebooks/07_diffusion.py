@@ -544,7 +544,7 @@ def _(exact_samples, learned_1d, learned_1d_shipped, mixture):
 @app.cell
 def _(learned_1d, mix_schedule, mix_t, mixture):
     mix_step = lab.step_at(mix_t.value, mix_schedule.T)
-    mix_curves = lab.epsilon_curves(mixture, mix_schedule, mix_step,
+    mix_curves = lab.epsilon_curves(mixture, mix_schedule, mix_step, grid=np.linspace(-4, 4, 201),
                                     model=None if learned_1d is None else learned_1d.model)
     _eps = {"ε*(x, t), exact": mix_curves.exact}
     if mix_curves.learned is not None:
