@@ -30,6 +30,7 @@ from engine import Tensor
 from engine.course import checkpoints
 from engine.course.checkpoints import losses_default_fits as _defaults_checkpoint  # static imports: the
 from engine.course.checkpoints import losses_kl_fits as _kl_checkpoint  # WebAssembly bundler follows only those
+from engine.course.checkpoints import losses_line_fits as _lines_checkpoint
 from engine.optim import SGD, Adam
 from engine.optim.lr_scheduler import CosineAnnealingLR
 
@@ -635,15 +636,18 @@ def score_imbalanced(x, y, method: str, w, b: float) -> ImbalanceRun:
 #
 # The sections that train (the outlier lab, the likelihood fits, the class frequencies, the
 # imbalance runs) open on their default settings. Their results there are shipped as the checkpoint
-# ``losses_default_fits``, so the page opens without training (~0.3 s of CPU saved); so are the
-# results one choice away that a radio or a six-step slider reaches (the Gaussian noise, each
-# minority share at the default γ), so that those controls answer without training too. The
+# ``losses_default_fits`` and ``losses_line_fits``, so the page opens without training (~0.3 s of
+# CPU saved); so are the results one control away that a radio or a slider of few steps reaches
+# (the Gaussian noise, every δ, τ and minority-share step), so those controls answer without
+# training too (to rounding: a slider's 0.30000000000000004 reads the fit made at 0.3). The
 # functions below are what the notebook calls: each returns the shipped result when its inputs are
 # exactly ones shipped (the training is deterministic, so that is the result it would compute), and
 # trains otherwise. ``train_default_fits`` trains with the functions above, never the shipped copy.
 
 LINE_DEFAULT = {"n_outliers": 3, "outlier_shift": 10.0, "delta": 1.0}
+LINE_DELTAS = tuple(round(0.1 * k, 1) for k in range(1, 51))  # the δ slider's steps, 0.1 to 5.0
 LIKELIHOOD_DEFAULT = {"kind": "gamma", "tau": 0.9}
+LIKELIHOOD_TAUS = tuple(round(0.05 * k, 2) for k in range(1, 20))  # the τ slider's steps, 0.05 to 0.95
 CLASS_PROBS = (0.6, 0.3, 0.1)
 IMBALANCE_DEFAULT = {"minority_share": 0.05, "gamma": 2.0}
 IMBALANCE_SHARES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)  # the minority-share slider's steps
@@ -661,9 +665,34 @@ def default_class_labels() -> np.ndarray:
     return sample_labels(CLASS_PROBS, n=500, seed=0)
 
 
-def train_default_fits() -> dict:
-    """The checkpoint ``losses_default_fits``: every trained result the page shows at its defaults."""
+def _key(value: float) -> str:
+    """A slider step as a checkpoint key: '0.3' for 0.30000000000000004."""
+    return f"{round(float(value), 6):g}"
+
+
+def _on_step(value: float, steps) -> bool:
+    return any(abs(float(value) - step) < 1e-9 for step in steps)
+
+
+def train_default_line_fits() -> dict:
+    """The checkpoint ``losses_line_fits``: the outlier lab's four lines on its default data, the
+    robust ones at every step of the δ slider (~3 s)."""
     x, y, _ = default_line_data()
+
+    def line(name, delta):
+        return np.array(fit_line(x, y, name, delta=delta, steps=LINE_STEPS)[:2])
+
+    return {"mse": line("mse", 1.0), "mae": line("mae", 1.0),
+            **{name: {_key(d): line(name, d) for d in LINE_DELTAS} for name in ("huber", "pseudo_huber")}}
+
+
+def train_default_fits() -> dict:
+    """The checkpoint ``losses_default_fits``: the likelihood constants (either noise, pinball at every
+    τ step), the class frequencies and the imbalance runs (every share step, γ = 2) (~2 s)."""
+    def constants(kind):
+        y = _targets(kind)
+        return {"mse": fit_constant(y, "mse"), "mae": fit_constant(y, "mae"),
+                "pinball": {_key(tau): fit_constant(y, "pinball", tau=tau) for tau in LIKELIHOOD_TAUS}}
 
     def imbalance(share):
         xi, yi = _imbalance_data(share)
@@ -671,12 +700,9 @@ def train_default_fits() -> dict:
         return {m: {"w": r.w, "b": r.b} for m, r in runs.items()}
 
     return {
-        "lines": {name: np.array(fit_line(x, y, name, delta=LINE_DEFAULT["delta"], steps=LINE_STEPS)[:2])
-                  for name in LINE_LOSSES},
-        "constants": {kind: {loss: fit_constant(_targets(kind), loss, tau=LIKELIHOOD_DEFAULT["tau"])
-                             for loss in STATISTIC_OF} for kind in NOISE_KINDS},
+        "constants": {kind: constants(kind) for kind in NOISE_KINDS},
         "class_probabilities": fit_class_probabilities(default_class_labels(), len(CLASS_PROBS)),
-        "imbalance": {str(share): imbalance(share) for share in IMBALANCE_SHARES},
+        "imbalance": {_key(share): imbalance(share) for share in IMBALANCE_SHARES},
     }
 
 
@@ -696,17 +722,21 @@ def _imbalance_data(share: float) -> tuple:
     return x, y
 
 
-CHECKPOINTS = {"losses_kl_fits": train_default_kl_fits, "losses_default_fits": train_default_fits}
+CHECKPOINTS = {"losses_kl_fits": train_default_kl_fits, "losses_line_fits": train_default_line_fits,
+               "losses_default_fits": train_default_fits}
+
+
+def _plain(v):
+    """A loaded checkpoint's values as plain NumPy arrays and floats."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return np.asarray(getattr(v, "data", v)) if not isinstance(v, (int, float)) else v
 
 
 @functools.lru_cache(maxsize=1)
 def _shipped() -> dict:
-    """The checkpoint ``losses_default_fits``, read once, as plain arrays and floats."""
-    def plain(v):
-        if isinstance(v, dict):
-            return {k: plain(x) for k, x in v.items()}
-        return np.asarray(getattr(v, "data", v)) if not isinstance(v, (int, float)) else v
-    return plain(checkpoints.load(_defaults_checkpoint))
+    """The checkpoints ``losses_default_fits`` and ``losses_line_fits``, read once."""
+    return {**_plain(checkpoints.load(_defaults_checkpoint)), "lines": _plain(checkpoints.load(_lines_checkpoint))}
 
 
 def _equal(a, b) -> bool:
@@ -715,23 +745,28 @@ def _equal(a, b) -> bool:
 
 def line_fits(x, y, losses, delta: float = LINE_DEFAULT["delta"]) -> dict:
     """loss -> (w, b) of :func:`fit_line` (300 steps) for each of ``losses``; shipped for the
-    default data (MSE and MAE at any δ, which they do not read; Huber and pseudo-Huber at δ = 1)."""
+    default data (MSE and MAE, which do not read δ, and the robust losses at every δ step)."""
     dx, dy, _ = default_line_data()
     shipped = _shipped()["lines"] if _equal(x, dx) and _equal(y, dy) else {}
 
     def known(name):
-        return name in shipped and (name in ("mse", "mae") or delta == LINE_DEFAULT["delta"])
+        return name in ("mse", "mae") or _on_step(delta, LINE_DELTAS)
 
-    return {name: tuple(float(v) for v in shipped[name]) if known(name)
-            else fit_line(x, y, name, delta=delta, steps=LINE_STEPS)[:2] for name in losses}
+    return {name: tuple(float(v) for v in (shipped[name] if name in ("mse", "mae") else shipped[name][_key(delta)]))
+            if shipped and known(name) else fit_line(x, y, name, delta=delta, steps=LINE_STEPS)[:2]
+            for name in losses}
 
 
 def likelihood_fit(y, loss: str, tau: float) -> ConstantFit:
-    """:func:`constant_fit`; its engine fit shipped for either noise kind's targets (at the default
-    τ, for pinball)."""
+    """:func:`constant_fit`; its engine fit shipped for either noise kind's targets (pinball at every
+    τ step)."""
     kind = next((k for k in NOISE_KINDS if _equal(y, _targets(k))), None)
-    shipped = kind is not None and (loss != "pinball" or tau == LIKELIHOOD_DEFAULT["tau"])
-    return constant_fit(y, loss, tau, fitted=_shipped()["constants"][kind][loss] if shipped else None)
+    fitted = None
+    if kind is not None and loss != "pinball":
+        fitted = _shipped()["constants"][kind][loss]
+    elif kind is not None and _on_step(tau, LIKELIHOOD_TAUS):
+        fitted = _shipped()["constants"][kind]["pinball"][_key(tau)]
+    return constant_fit(y, loss, tau, fitted=fitted)
 
 
 def class_probabilities(labels, n_classes: int) -> np.ndarray:
@@ -747,7 +782,7 @@ def imbalance_run(x, y, method: str, gamma: float) -> ImbalanceRun:
     share = next((s for s in IMBALANCE_SHARES if _equal(x, _imbalance_data(s)[0]) and _equal(y, _imbalance_data(s)[1])),
                  None)
     if share is not None and (method != "focal" or gamma == IMBALANCE_DEFAULT["gamma"]):
-        run = _shipped()["imbalance"][str(share)][method]
+        run = _shipped()["imbalance"][_key(share)][method]
         return score_imbalanced(x, y, method, run["w"], float(run["b"]))
     return train_imbalanced(x, y, method, gamma=gamma)
 

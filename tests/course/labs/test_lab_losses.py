@@ -308,30 +308,34 @@ def test_default_fits_are_shipped_and_other_inputs_train(monkeypatch):
     fit here); any other input trains."""
     made = losses._shipped()
     x, y, _ = losses.default_line_data()
-    assert tuple(made["lines"]["huber"]) == pytest.approx(losses.fit_line(x, y, "huber", delta=1.0, steps=300)[:2])
+    assert tuple(made["lines"]["huber"]["0.3"]) == pytest.approx(losses.fit_line(x, y, "huber", delta=0.3,
+                                                                                  steps=300)[:2])
     ly = losses.skewed_targets("gamma", n=2000, seed=0)
     xi, yi = losses.imbalanced_data(n=1000, minority_share=0.05, seed=0)
-    trained = {"line": losses.fit_line(x + 0.5, y, "huber", delta=1.0, steps=300)[:2],
+    trained = {"line": losses.fit_line(x, y, "huber", delta=0.25, steps=300)[:2],  # between two δ steps
                "constant": losses.fit_constant(ly[1:], "pinball", tau=0.9),
                "focal": losses.train_imbalanced(xi, yi, "focal", gamma=1.0)}
     for name in ("fit_line", "fit_constant", "train_imbalanced", "fit_class_probabilities"):
         monkeypatch.setattr(losses, name, lambda *a, _n=name, **k: pytest.fail(f"{_n} trained at the defaults"))
-    lines = losses.line_fits(x, y, losses.LINE_LOSSES, delta=1.0)
-    for name in losses.LINE_LOSSES:
+    lines = losses.line_fits(x, y, losses.LINE_LOSSES, delta=0.1 * 3)  # the slider's 0.30000000000000004
+    for name in ("mse", "mae"):
         assert lines[name] == pytest.approx(tuple(made["lines"][name]), rel=1e-12)
-    assert losses.likelihood_fit(ly, "pinball", 0.9).fitted == pytest.approx(made["constants"]["gamma"]["pinball"],
-                                                                              rel=1e-12)
+    for name in ("huber", "pseudo_huber"):
+        assert lines[name] == pytest.approx(tuple(made["lines"][name]["0.3"]), rel=1e-12)
+    assert losses.likelihood_fit(ly, "pinball", 0.05 * 3).fitted == made["constants"]["gamma"]["pinball"]["0.15"]
     gaussian = losses.skewed_targets("gaussian", n=2000, seed=0)  # the radio's other choice: shipped too
     assert losses.likelihood_fit(gaussian, "mae", 0.5).fitted == made["constants"]["gaussian"]["mae"]
     xs, ys = losses.imbalanced_data(n=1000, minority_share=0.5, seed=0)  # every minority-share step
     assert losses.imbalance_run(xs, ys, "focal", gamma=2.0).b == made["imbalance"]["0.5"]["focal"]["b"]
+    assert set(made["lines"]["huber"]) == {f"{d:g}" for d in np.round(np.arange(1, 51) * 0.1, 1)}  # every δ step
+    assert len(made["constants"]["gaussian"]["pinball"]) == 19  # every τ step
     np.testing.assert_allclose(losses.class_probabilities(losses.default_class_labels(), 3),
                                made["class_probabilities"], rtol=1e-12)
     run = losses.imbalance_run(xi, yi, "weighted", gamma=0.0)  # weighted BCE does not read γ
     shipped = made["imbalance"]["0.05"]["weighted"]
     assert run.recall == losses.score_imbalanced(xi, yi, "weighted", shipped["w"], shipped["b"]).recall
     monkeypatch.undo()
-    assert losses.line_fits(x + 0.5, y, ("huber",), delta=1.0)["huber"] == pytest.approx(trained["line"])
+    assert losses.line_fits(x, y, ("huber",), delta=0.25)["huber"] == pytest.approx(trained["line"])
     assert losses.likelihood_fit(ly[1:], "pinball", 0.9).fitted == pytest.approx(trained["constant"])
     assert losses.imbalance_run(xi, yi, "focal", gamma=1.0).recall == trained["focal"].recall
 
