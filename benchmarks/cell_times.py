@@ -1,7 +1,7 @@
 """Where a notebook's time goes, in-process (no browser): ``python -m benchmarks.cell_times NB``.
 
 Runs the notebook once with its defaults, as ``marimo run`` does when a page opens, timing each
-cell, and prints:
+cell and the formatting of its output (what the kernel sends to the page), and prints:
 
 - the total (what "page ready" costs beyond marimo's own start-up) and the slowest cells;
 - for every control, an estimate of its latency: the summed run time of the cells that a change
@@ -31,16 +31,24 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support")]
 
 def timed_run(app):
     """Run ``app`` once with its defaults; ``{cell_id: (wall s, cpu s)}`` and the run's defs."""
+    from marimo._output.formatters.formatters import register_formatters
+    from marimo._output.formatting import try_format
     from marimo._runtime.executor.evaluator import Evaluator
     from notebook_driver import run_app
+
+    register_formatters()  # as the kernel does, so formatting outputs is timed with their cell
 
     times: dict = {}
     original = Evaluator.evaluate_sync
 
     def timed(self, cell, glbls):
         wall, cpu = time.perf_counter(), time.process_time()
+        result = None
         try:
-            return original(self, cell, glbls)
+            result = original(self, cell, glbls)
+            if result is not None and result.exception is None:
+                try_format(result.output)  # what the kernel sends: Matplotlib's PNG, a chart's JSON
+            return result
         finally:
             times[cell.cell_id] = (time.perf_counter() - wall, time.process_time() - cpu)
 
