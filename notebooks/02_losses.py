@@ -69,7 +69,7 @@ def _():
 def _():
     reg_loss = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
                               value="Huber", label="loss ℓ")
-    # debounced: a change of δ refits two lines (Adam, 300 steps each, ~0.06 s)
+    # debounced: off the default outliers, a change of δ refits two lines (Adam, 300 steps each, ~0.06 s)
     delta = mo.ui.slider(0.1, 5.0, step=0.1, value=lab.LINE_DEFAULT["delta"], label="δ (Huber, pseudo-Huber)",
                          show_value=True, debounce=True)
     return delta, reg_loss
