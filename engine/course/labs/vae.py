@@ -1,6 +1,8 @@
 """The computations behind notebook 08 (VAE) that ``engine.vae`` does not already provide: the
 reparameterisation trick and the KL by Monte Carlo, the score-function vs reparameterised
-gradient estimators, training runs with a held-out budget, the β sweep and latent-space decoding.
+gradient estimators, training runs with a held-out budget, the β sweep and latent-space decoding;
+and the default models every section opens on (``CHECKPOINTS``, shipped in
+engine/course/checkpoints/vae_*.py and read back by the ``default_*`` functions).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine import Tensor, no_grad, random, vae
+from engine import Tensor, data, no_grad, random, vae
 from engine.course import checkpoints
 # static imports, by name: the WebAssembly bundler follows only those
 from engine.course.checkpoints import vae_aggregate as _aggregate_checkpoint
@@ -35,7 +37,7 @@ __all__ = [
     "REMEDY_DEFAULTS", "IMAGE_DEFAULTS", "IWAE_KS", "default_vae_2d", "default_beta_sweep",
     "default_aggregate_posterior", "default_remedies", "default_image_vae", "image_iwae", "tile_images",
     "shipped_caption", "train_remedies", "grey_png", "toy_points", "AGGREGATE_BETAS",
-    "AGGREGATE_STEPS",
+    "AGGREGATE_STEPS", "TOY_DEFAULTS_TEXT",
 ]
 
 
@@ -627,8 +629,7 @@ def _train_remedies_default() -> dict:
 
 
 def _digits():
-    from engine import data
-
+    """The UCI digits: the training images, and the held-out images with their labels."""
     train, _ = data.load_digits("train")
     test, labels = data.load_digits("test")
     return train, test, labels
