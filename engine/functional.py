@@ -236,9 +236,9 @@ def _index_coefficients(target, n_classes, sample_shape, weight, ignore_index, s
             "(the input's shape without its class dimension)"
         )
     valid = t != ignore_index
-    all_valid = bool(valid.all())
+    all_valid = bool(np.logical_and.reduce(valid, axis=None))  # (the ufuncs: no Python wrapper)
     if all_valid:  # the common case: two cheap range checks instead of a masked search
-        bad = (t.min() < 0 or t.max() >= n_classes) if t.size else False
+        bad = (np.minimum.reduce(t, axis=None) < 0 or np.maximum.reduce(t, axis=None) >= n_classes) if t.size else False
     else:
         bad = bool((valid & ((t < 0) | (t >= n_classes))).any())
     if bad:

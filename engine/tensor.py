@@ -236,7 +236,7 @@ class Tensor:
                     "implicitly only for a single value. Reduce it first (e.g. loss.mean()) or "
                     "pass backward(gradient) with dL/d(output) of the same shape"
                 )
-            grad = np.ones_like(self.data)
+            grad = np.ones(self.data.shape, self.data.dtype)
         else:
             # no op writes into its upstream gradient, and backward copies an array before a second
             # owner gets it; only a root that keeps its own .grad (a leaf, retain_grad) needs a copy
@@ -1113,6 +1113,8 @@ def as_tensor(x) -> Tensor:
     """
     if isinstance(x, Tensor):
         return x
+    if type(x) is np.ndarray and x.dtype.kind in "biufc":  # the common case (a batch), checked
+        return Tensor._wrap(np.array(x))
     if isinstance(x, np.ndarray):
         return Tensor._wrap(np.array(_tensor_data(x)))
     return Tensor._wrap(_tensor_data(x))

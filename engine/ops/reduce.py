@@ -237,10 +237,14 @@ def stable_logsumexp(a: np.ndarray, axis, keepdims: bool = True) -> np.ndarray:
         shape[axis] = 1
         out = np.full(shape, -np.inf, dtype=a.dtype)
         return out if keepdims else np.squeeze(out, axis=axis)
-    m = np.max(a, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)  # all −inf along the axis: keep −inf, avoid inf − inf
-    with np.errstate(divide="ignore"):  # log 0 = −inf for an all −inf slice, as PyTorch
-        out = m + np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True))
+    m = np.maximum.reduce(a, axis=axis, keepdims=True)
+    finite = np.isfinite(m)
+    if np.logical_and.reduce(finite, axis=None):  # the common case: every sum of exp is ≥ 1
+        out = m + np.log(np.add.reduce(np.exp(a - m), axis=axis, keepdims=True))
+    else:
+        m = np.where(finite, m, 0)  # all −inf along the axis: keep −inf, avoid inf − inf
+        with np.errstate(divide="ignore"):  # log 0 = −inf for an all −inf slice, as PyTorch
+            out = m + np.log(np.add.reduce(np.exp(a - m), axis=axis, keepdims=True))
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
