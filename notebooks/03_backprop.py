@@ -93,7 +93,7 @@ def _(bp_step, expr, graph, input_grads, x_val, y_val, z_val):
     _note = (f"The backward pass has {len(graph.order)} steps here (0 to {len(graph.order) - 1}); "
              f"step {bp_step.value} is past the end, so the last one is shown." if bp_step.value >= len(graph.order)
              else f"Step {_k} of {len(graph.order) - 1}.")
-    _fig = plot.graph_figure(**graph.drawing(_k), height=3.0)
+    _fig = plot.graph_chart(**graph.drawing(_k), height=260)
     _grads = " · ".join(f"∂f/∂{name} = **{g:.6g}**" for name, g in sorted(input_grads.items()))
     graph_sums = graph.accumulation(_k)
     _order = " → ".join(f"**{graph.node(i).label}**" if j == _k else graph.node(i).label

@@ -139,7 +139,8 @@ class Graph:
         return set(self.order[: k + 1])
 
     def drawing(self, k: int | None = None) -> dict:
-        """Arguments for ``engine.course.plot.graph_figure``: grads hidden for nodes not yet reached."""
+        """Arguments for ``engine.course.plot.graph_chart`` (or ``graph_figure``): grads hidden for nodes not
+        yet reached."""
         known = self.known_after(k) if k is not None else set(self.order)
         nodes = [dict(id=n.id, label=n.label, value=n.value, depth=n.depth, kind=n.kind,
                       grad=n.grad if n.id in known else None) for n in self.nodes]

@@ -5,9 +5,11 @@ The same colour always means the same thing across every notebook (see :data:`PA
 line and the engine's autograd values as dark dots on top of it, data is grey and a model purple,
 training curves teal and validation pink, and each optimizer keeps its own colour.
 
-Altair charts (lines, heatmaps, scatters, histograms, a loss surface with optimizer paths, class
-regions) fill the notebook's width (``width='container'``) and redraw cheaply at every slider
-move; Matplotlib draws what reads better as an image (contours with trajectories, image grids,
+Altair charts (lines, heatmaps, scatters, histograms) fill the notebook's width
+(``width='container'``); the charts redrawn at every slider move (a loss surface with optimizer
+paths, class regions, a computation graph) are written as Vega-Lite specs directly
+(:class:`VegaLite`), which costs milliseconds where building and validating Altair objects costs
+tens. Matplotlib draws what reads better as an image (contours with trajectories, image grids,
 decision boundaries, graphs), at a higher price per redraw (marimo renders it to a 2× PNG).
 Altair and Matplotlib are imported inside the functions, so ``import engine`` needs only NumPy. Data goes to Altair as inline records (no
 pandas needed), with NaN and ±inf sent as missing values so that a chart never fails on them.
@@ -716,20 +718,10 @@ def image_grid(images, *, titles=None, ncols: int = 8, cmap: str = "gray", vmin=
     return fig
 
 
-def graph_figure(nodes, edges, *, highlight=None, done=(), width: float = 8.0, height: float = 3.8):
-    """A computation graph, inputs on the left and the output on the right.
-
-    ``nodes``: dicts with 'id', 'label' (e.g. 'mul'), 'value', 'grad' (None when not yet known),
-    'depth' (column) and optionally 'kind' ('const' nodes show their value only); ``edges``:
-    (from_id, to_id) pairs, repeated when an input is used twice (drawn once, marked ×2). The node
-    ``highlight`` is where the backward pass is (orange); the ids in ``done`` hold their final
-    gradient (teal).
-    """
-    from collections import Counter
-
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    ax.set_axis_off()
+def _graph_layout(nodes, edges) -> dict:
+    """(x, y) in [0, 1]² of each node id: a column per depth, inputs on the left; columns placed
+    right to left, each node near the mean height of the nodes that use it (the barycentre
+    heuristic), which removes most crossings in small graphs."""
     depth = {n["id"]: n["depth"] for n in nodes}
     max_d = max(depth.values()) if depth else 0
     cols: dict = {}
@@ -738,8 +730,6 @@ def graph_figure(nodes, edges, *, highlight=None, done=(), width: float = 8.0, h
     consumers: dict = {}
     for a, b in edges:
         consumers.setdefault(a, []).append(b)
-    # Place columns right to left; each node near the mean height of the nodes that use it
-    # (the barycentre heuristic), which removes most crossings in small graphs.
     ypos: dict = {}
     for d in sorted(cols, reverse=True):
         ids = cols[d]
@@ -748,7 +738,36 @@ def graph_figure(nodes, edges, *, highlight=None, done=(), width: float = 8.0, h
         ids = sorted(ids, key=lambda i: -key[i])
         for j, i in enumerate(ids):
             ypos[i] = 1 - (j + 1) / (len(ids) + 1)
-    pos = {i: (depth[i] / max(1, max_d), ypos[i]) for i in depth}
+    return {i: (depth[i] / max(1, max_d), ypos[i]) for i in depth}
+
+
+def _graph_node_look(n, highlight, done) -> tuple:
+    """(text, edge colour, face colour) of a node: orange where the backward pass is, teal once its
+    gradient is final, a constant showing its value only."""
+    is_hi = n["id"] == highlight
+    edge = PALETTE["derivative"] if is_hi else (PALETTE["train"] if n["id"] in done else "#9ca3af")
+    face = "#fff7ed" if is_hi else "white"
+    if n.get("kind") == "const":
+        return f"const\n{_short(n['value'])}", "#d1d5db", face
+    g = n.get("grad")
+    return f"{n['label']}\n{_short(n['value'])}\n" + ("grad ?" if g is None else f"grad {_short(g)}"), edge, face
+
+
+def graph_figure(nodes, edges, *, highlight=None, done=(), width: float = 8.0, height: float = 3.8):
+    """A computation graph, inputs on the left and the output on the right.
+
+    ``nodes``: dicts with 'id', 'label' (e.g. 'mul'), 'value', 'grad' (None when not yet known),
+    'depth' (column) and optionally 'kind' ('const' nodes show their value only); ``edges``:
+    (from_id, to_id) pairs, repeated when an input is used twice (drawn once, marked ×2). The node
+    ``highlight`` is where the backward pass is (orange); the ids in ``done`` hold their final
+    gradient (teal). :func:`graph_chart` draws the same for the browser, cheaper to redraw.
+    """
+    from collections import Counter
+
+    fig = _figure(width, height)
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    pos = _graph_layout(nodes, edges)
     for (a, b), count in Counter(edges).items():
         (x0, y0), (x1, y1) = pos[a], pos[b]
         ax.annotate("", xy=(x1 - 0.05, y1), xytext=(x0 + 0.05, y0),
@@ -757,19 +776,69 @@ def graph_figure(nodes, edges, *, highlight=None, done=(), width: float = 8.0, h
             ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.03, f"×{count}", fontsize=8, color="#6b7280", ha="center")
     for n in nodes:
         x, y = pos[n["id"]]
-        is_hi = n["id"] == highlight
-        edge = PALETTE["derivative"] if is_hi else (PALETTE["train"] if n["id"] in done else "#9ca3af")
-        face = "#fff7ed" if is_hi else "white"
-        if n.get("kind") == "const":
-            text, edge = f"const\n{_short(n['value'])}", "#d1d5db"
-        else:
-            g = n.get("grad")
-            text = f"{n['label']}\n{_short(n['value'])}\n" + ("grad ?" if g is None else f"grad {_short(g)}")
+        text, edge, face = _graph_node_look(n, highlight, done)
         ax.text(x, y, text, ha="center", va="center", fontsize=8.5, family="monospace",
-                bbox=dict(boxstyle="round,pad=0.35", fc=face, ec=edge, lw=2.2 if is_hi else 1.2))
+                bbox=dict(boxstyle="round,pad=0.35", fc=face, ec=edge, lw=2.2 if n["id"] == highlight else 1.2))
     ax.set_xlim(-0.08, 1.08)
     ax.set_ylim(0, 1)
     return fig
+
+
+def graph_chart(nodes, edges, *, highlight=None, done=(), height: int = 240, width_px: int = 760) -> VegaLite:
+    """:func:`graph_figure` as a Vega-Lite chart (the same layout, texts and colours): a few
+    marks instead of a 2× PNG, so a step of the backward pass redraws in milliseconds.
+
+    Boxes and arrowheads are sized for a chart about ``width_px`` pixels wide (wider only pads them).
+    """
+    from collections import Counter
+
+    pos = _graph_layout(nodes, edges)
+    axis = {"type": "quantitative", "axis": None}
+    x_enc = {**axis, "field": "x", "scale": {"domain": [-0.08, 1.08], "nice": False, "zero": False}}
+    y_enc = {**axis, "field": "y", "scale": {"domain": [0.0, 1.0], "nice": False, "zero": False}}
+    per_x, per_y = width_px / 1.16, float(height)  # pixels per data unit
+    looks = {n["id"]: _graph_node_look(n, highlight, done) for n in nodes}
+    half_w = {i: (max(map(len, t.split("\n"))) * 7.4 + 16) / per_x / 2 for i, (t, _, _) in looks.items()}
+    links, marks = [], []
+    for (a, b), count in Counter(edges).items():
+        (x0, y0), (x1, y1) = pos[a], pos[b]
+        gap = 6 / per_x  # the arrow starts and ends a few pixels off the boxes
+        xs, xe = x0 + half_w[a] + gap, x1 - half_w[b] - gap
+        ys, ye = (y0 + (y1 - y0) * (v - x0) / max(x1 - x0, 1e-9) for v in (xs, xe))
+        links.append({"x": xs, "y": ys, "x2": xe, "y2": ye,
+                      "angle": -math.degrees(math.atan2((ye - ys) * per_y, (xe - xs) * per_x)),
+                      "times": f"×{count}" if count > 1 else "", "mx": (x0 + x1) / 2, "my": (y0 + y1) / 2 + 0.05})
+    for n in nodes:
+        x, y = pos[n["id"]]
+        text, edge, face = looks[n["id"]]
+        half_h = (len(text.split("\n")) * 15.0 + 12) / per_y / 2  # the text's lineHeight is 15 px
+        marks.append({"x": x - half_w[n["id"]], "x2": x + half_w[n["id"]], "y": y - half_h, "y2": y + half_h,
+                      "cx": x, "text": text, "edge": edge, "face": face,
+                      "lw": 2.2 if n["id"] == highlight else 1.2})
+    grey = "#9ca3af"
+    layers = [
+        {"data": _data_url(links), "mark": {"type": "rule", "color": grey, "strokeWidth": 1.2},
+         "encoding": {"x": x_enc, "y": y_enc, "x2": {"field": "x2"}, "y2": {"field": "y2"}}},
+        {"data": _data_url(links), "mark": {"type": "point", "shape": "triangle-right", "filled": True, "color": grey,
+                                            "size": 45, "opacity": 1},
+         "encoding": {"x": {**x_enc, "field": "x2"}, "y": {**y_enc, "field": "y2"},
+                      "angle": {"field": "angle", "type": "quantitative", "scale": None}}},
+        {"data": _data_url(links), "mark": {"type": "text", "fontSize": 11, "color": "#6b7280"},
+         "encoding": {"x": {**x_enc, "field": "mx"}, "y": {**y_enc, "field": "my"},
+                      "text": {"field": "times", "type": "nominal"}}},
+        {"data": _data_url(marks), "mark": {"type": "rect", "cornerRadius": 5},
+         "encoding": {"x": x_enc, "y": y_enc, "x2": {"field": "x2"}, "y2": {"field": "y2"},
+                      "fill": {"field": "face", "type": "nominal", "scale": None},
+                      "stroke": {"field": "edge", "type": "nominal", "scale": None},
+                      "strokeWidth": {"field": "lw", "type": "quantitative", "scale": None}}},
+        {"data": _data_url(marks), "mark": {"type": "text", "font": "monospace", "fontSize": 12, "lineBreak": "\n", "lineHeight": 15,
+                                            "baseline": "top", "dy": 7, "align": "center", "color": "#111827"},
+         "encoding": {"x": {**x_enc, "field": "cx"}, "y": {**y_enc, "field": "y2"},  # from the box's top down
+                      "text": {"field": "text", "type": "nominal"}}},
+    ]
+    chart = VegaLite(layers, height=height)
+    chart.spec["config"] = {"view": {"stroke": None}}
+    return chart
 
 
 def _short(v) -> str:

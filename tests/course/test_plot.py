@@ -181,3 +181,22 @@ def test_class_regions_mix_class_colours_by_probability():
     assert unsure.min() > sure.min()  # paler where the model is unsure
     assert [r["label"] for r in plot.chart_rows(dots)] == ["class 0", "class 1"]
     assert dots["encoding"]["color"]["scale"]["range"] == list(plot.CLASS_COLORS[:2])
+
+
+def test_graph_chart_draws_what_graph_figure_draws():
+    nodes = [dict(id="a", label="x", value=2.0, grad=None, depth=0), dict(id="c", label="", value=3.0, grad=None,
+                                                                          depth=0, kind="const"),
+             dict(id="b", label="mul", value=6.0, grad=1.0, depth=1)]
+    edges = [("a", "b"), ("a", "b"), ("c", "b")]
+    spec = plot.graph_chart(nodes, edges, highlight="b", done={"b"}).to_dict()
+    _schema_valid(spec)
+    rules, heads, times, boxes, texts = spec["layer"]
+    shown = {r["text"]: (r["edge"], r["lw"]) for r in plot.chart_rows(boxes)}
+    assert shown == {"x\n2\ngrad ?": ("#9ca3af", 1.2), "const\n3": ("#d1d5db", 1.2),
+                     "mul\n6\ngrad 1": (plot.PALETTE["derivative"], 2.2)}  # the current node is orange
+    figure_texts = {t.get_text() for t in plot.graph_figure(nodes, edges, highlight="b", done={"b"}).axes[0].texts}
+    assert set(shown) <= figure_texts  # the same node texts as the matplotlib figure
+    links = plot.chart_rows(rules)
+    assert len(links) == 2 and sorted(r["times"] for r in links) == ["", "×2"]  # a repeated edge drawn once
+    for r, box in ((r, b) for r in links for b in plot.chart_rows(boxes) if b["text"].startswith("mul")):
+        assert r["x"] < r["x2"] < box["x"]  # arrows point right and stop short of the box they enter
