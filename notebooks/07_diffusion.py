@@ -486,12 +486,12 @@ def _(mix_T, mix_separation, mix_std, mix_weight):
 
 
 @app.cell
-def _(mix_schedule, mix_variance, mixture):
+def _(mix_T, mix_separation, mix_std, mix_variance, mix_weight):
     # one run of the exact reverse process: its samples here, its states for the coarse-to-fine chart
-    exact_states = lab.exact_reverse_1d(mixture, mix_schedule, n=4000, seed=0,
-                                        variance=mix_variance.value, return_trajectory=True)
-    exact_samples = exact_states[-1]
-    return exact_samples, exact_states
+    exact_study = lab.exact_reverse_study_1d(mix_separation.value, mix_std.value, mix_weight.value,
+                                             mix_T.value, mix_variance.value, n=4000, seed=0)
+    exact_samples = exact_study.samples
+    return exact_samples, exact_study
 
 
 @app.cell
@@ -583,12 +583,12 @@ def _():
 
 
 @app.cell
-def _(exact_states, mix_schedule, mixture):
-    commitment = lab.mode_commitment(mixture, mix_schedule, states=exact_states)
-    _k = np.arange(len(commitment))
+def _(exact_study):
+    commitment = exact_study.commitment
+    _k = np.unique(np.linspace(0, len(commitment) - 1, 201).round().astype(int))  # ≤ 201 points
     commitment_half = float(commitment[len(commitment) // 2])
     commitment_late = float(commitment[int(0.9 * (len(commitment) - 1))])
-    _chart = plot.curves(_k / (len(commitment) - 1), {"on their final side": commitment},
+    _chart = plot.curves(_k / (len(commitment) - 1), {"on their final side": commitment[_k]},
                          x_title="share of the reverse steps taken", y_title="share of samples",
                          colors={"on their final side": "analytic"}, y_domain=(0, 1), height=220,
                          title="the exact reverse process: when each sample picks its mode")

@@ -37,7 +37,7 @@ __all__ = [
     "SamplerComparison", "compare_samplers", "energy_distance", "ring_mixture", "sample_ddim", "sample_ddpm_steps",
     "sampling_steps", "ConditionalDenoiser", "GuidanceTrade", "GuidedRun", "guidance_trade",
     "sample_guided", "train_conditional", "MIN_DRAWN_POINTS", "train_on_points",
-    "CHECKPOINTS", "DDPM_DEFAULT", "DRAW_DEFAULT", "GUIDANCE_SCALES", "MIX_DEFAULT", "SAMPLER_STEP_COUNTS", "GuidanceStudy", "SamplerGallery",
+    "CHECKPOINTS", "DDPM_DEFAULT", "ExactReverse1D", "exact_reverse_study_1d", "DRAW_DEFAULT", "GUIDANCE_SCALES", "MIX_DEFAULT", "SAMPLER_STEP_COUNTS", "GuidanceStudy", "SamplerGallery",
     "canvas_start", "guidance_study", "is_default", "sampler_gallery", "shipped_ddpm", "shipped_denoiser_1d",
     "shipped_drawing_run", "shipped_guidance", "shipped_sampler_gallery", "shipped_trajectory",
 ]
@@ -335,6 +335,30 @@ def mode_commitment(mixture, schedule, n=2000, seed=0, variance="posterior", sta
     scale = np.sqrt(np.concatenate([schedule.alpha_bars[::-1], [1.0]]))
     side = states > (scale * middle)[:, None]
     return (side == side[-1]).mean(axis=1)
+
+
+@dataclass(frozen=True)
+class ExactReverse1D:
+    """One run of the exact reverse process on a two-mode 1-D mixture: what section 4 shows."""
+
+    samples: np.ndarray  # [n] the samples it ends with
+    commitment: np.ndarray  # [T + 1] :func:`mode_commitment` of its states
+
+
+@functools.lru_cache(maxsize=32)
+def exact_reverse_study_1d(separation, std, weight_left, T, variance="posterior", n=4000,
+                           seed=0) -> ExactReverse1D:
+    """:func:`exact_reverse_1d` on ``mixture_1d(separation, std, weight_left)`` and the linear
+    schedule of ``T`` steps, with the coarse-to-fine count of the same run. Kept per setting
+    (read-only arrays): a control moved back to a value it had redraws without sampling again
+    (1000 steps take about 0.1 s)."""
+    mixture = mixture_1d(separation, std, weight_left)
+    schedule = make_noise_schedule("linear", T)
+    states = exact_reverse_1d(mixture, schedule, n, seed, variance, return_trajectory=True)
+    study = ExactReverse1D(samples=states[-1].copy(), commitment=mode_commitment(mixture, schedule, states=states))
+    study.samples.setflags(write=False)
+    study.commitment.setflags(write=False)
+    return study
 
 
 # ----------------------------------------------------------------------------- few-step samplers

@@ -339,3 +339,12 @@ def test_shipped_trajectory_is_the_reverse_process_of_the_shipped_ddpm():
     np.testing.assert_array_equal(states, diffusion_lab.reverse_trajectory(
         diffusion_lab.shipped_ddpm().model, schedule, 40, seed=5))
     assert not states.flags.writeable
+
+
+def test_exact_reverse_study_1d_is_one_run_kept_per_setting():
+    study = diffusion_lab.exact_reverse_study_1d(2.0, 0.4, 0.6, 20, "beta", n=300, seed=1)
+    m, s = diffusion_lab.mixture_1d(2.0, 0.4, 0.6), diffusion_lab.make_noise_schedule("linear", 20)
+    np.testing.assert_array_equal(study.samples, diffusion_lab.exact_reverse_1d(m, s, 300, seed=1, variance="beta"))
+    np.testing.assert_array_equal(study.commitment, diffusion_lab.mode_commitment(m, s, 300, seed=1, variance="beta"))
+    assert diffusion_lab.exact_reverse_study_1d(2.0, 0.4, 0.6, 20, "beta", n=300, seed=1) is study
+    assert not study.samples.flags.writeable and not study.commitment.flags.writeable
