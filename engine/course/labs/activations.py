@@ -12,7 +12,10 @@ autograd dots; the tests check that the two agree.
 - :func:`softmax_with_temperature`: probabilities and entropy of softmax(z / T).
 - :func:`depth_lab`: a deep MLP at initialisation; per-layer pre-activation statistics, the
   share of units whose derivative is (almost) zero, and gradient norms from autograd next to
-  the product of per-layer factors σ_W·√n·rms(φ') that predicts them.
+  the product of per-layer factors σ_W·√n·rms(φ') that predicts them; :func:`scale_sweep`, the
+  per-layer factor against the weight scale, whose default sweeps ship as the checkpoint
+  ``activations_sweeps`` (:data:`CHECKPOINTS`).
+- :func:`bend_lab`: the linear pieces of a small ReLU network on two moons, trained or not.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import numpy as np
 
 import engine.functional as F
 from engine import Tensor
+from engine.course import checkpoints
+from engine.course.checkpoints import activations_sweeps as _sweeps_checkpoint  # static: the WebAssembly bundler
 
 # ----------------------------------------------------------------------------- closed forms
 
@@ -517,10 +522,29 @@ def scale_sweep(activation: str = "tanh", scales=None, depth: int = 20, width: i
     factors as :func:`depth_lab`'s, to rounding, in a twentieth of the calls. Cached: the notebook
     asks again for an activation it has shown before.
     """
+    default = scales is None and (depth, width, n_samples, seed) == (20, 64, 32, 0)
     scales = np.linspace(0.25, 5.0, 20) if scales is None else np.asarray(scales, dtype=np.float64)
     _check_stack(activation, depth, width)
+    if default:  # the notebook's sweeps ship as a checkpoint: no engine run on open or on a change
+        return ScaleSweep(activation, scales, _shipped_sweeps()[activation].copy())
     factors = _sweep_factors(activation, tuple(float(s) for s in scales), depth, width, n_samples, seed)
     return ScaleSweep(activation, scales, np.array(factors))
+
+
+def train_default_sweeps() -> dict:
+    """The checkpoint ``activations_sweeps``: :func:`scale_sweep`'s default factors for every depth-lab
+    activation, run by the engine (~0.4 s)."""
+    scales = tuple(float(s) for s in np.linspace(0.25, 5.0, 20))
+    return {name: np.array(_sweep_factors(name, scales, 20, 64, 32, 0)) for name in DEPTH_ACTIVATIONS}
+
+
+CHECKPOINTS = {"activations_sweeps": train_default_sweeps}
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_sweeps() -> dict:
+    state = checkpoints.load(_sweeps_checkpoint)
+    return {name: np.asarray(getattr(v, "data", v), dtype=np.float64) for name, v in state.items()}
 
 
 @functools.lru_cache(maxsize=32)
