@@ -189,10 +189,9 @@ def _(adamw_decay, surface, trajectories, trajectory_problems):
         _fig = plot.surface_paths(_xx, _yy, _zz, _paths, colors=_colors, start=_first, minimum=_spec["minimum"],
                                   title=f"{_spec['label']} (darker is lower; ◆ the minimum, ■ the start)",
                                   height=340)
-        _losses = {lab.LABELS[n]: np.maximum(t.losses - lab.surface_value(surface.value, _spec["minimum"]), 1e-16)
-                   for n, t in trajectories.items()}
-        _curve = plot.loss_curves(_losses, x_title="step", y_title="f(θ) − f(θ*)", log_y=True, colors=_colors,
-                                  height=220, title="Distance to the minimum value")
+        _gaps = {lab.LABELS[n]: lab.loss_gap(surface.value, t, max_points=200) for n, t in trajectories.items()}
+        _curve = plot.curves(None, _gaps, x_title="step", y_title="f(θ) − f(θ*)", log_y=True, colors=_colors,
+                             height=220, title="Distance to the minimum value")
         _rows = []
         for _n, _t in trajectories.items():
             _dist = float(np.linalg.norm(_t.path[-1] - np.array(_spec["minimum"])))

@@ -238,6 +238,16 @@ def run_optimizer(surface: str, name: str, start=None, steps: int = 100, lr: flo
     return _run_together(surface, {name: _runner(surface, name, start, steps, lr, schedule, hyper)}, steps, clip)[name]
 
 
+def loss_gap(surface: str, run: Trajectory, max_points: int = 200) -> tuple:
+    """(steps, f(θ_t) − f(θ*)) along a run, floored at 10⁻¹⁶ for a log axis, at no more than
+    ``max_points`` evenly spaced steps (the last one kept): what a chart needs, not every step."""
+    gap = np.maximum(run.losses - surface_value(surface, SURFACES[surface]["minimum"]), 1e-16)
+    steps = np.arange(len(gap))
+    if len(gap) > max_points:
+        steps = np.unique(np.linspace(0, len(gap) - 1, max_points).round().astype(int))
+    return steps, gap[steps]
+
+
 # Which hyper-parameters each optimizer reads: a run is cached on these only, so moving μ re-runs
 # momentum and Nesterov, not Adam (the race's sliders stay fast).
 HYPER_USED = {"sgd": (), "momentum": ("momentum",), "nesterov": ("momentum",), "rmsprop": ("alpha",),

@@ -149,6 +149,15 @@ def test_the_race_runs_its_optimizers_together_as_if_alone():
         np.testing.assert_allclose(together[name].path, np.array(path), rtol=1e-12, err_msg=name)
 
 
+def test_loss_gap_is_the_distance_to_the_minimum_value_thinned_for_a_chart():
+    run = olab.run_optimizer("rosenbrock", "adam", steps=1000)
+    steps, gap = olab.loss_gap("rosenbrock", run, max_points=200)
+    assert len(steps) == 200 and steps[0] == 0 and steps[-1] == 1000
+    np.testing.assert_allclose(gap, np.maximum(run.losses[steps] - 0.0, 1e-16))  # f(θ*) = 0 at (1, 1)
+    short = olab.run_optimizer("rosenbrock", "adam", steps=50)
+    assert list(olab.loss_gap("rosenbrock", short)[0]) == list(range(51))  # short runs keep every step
+
+
 @pytest.mark.parametrize("kappa", [4.0, 100.0, 1000.0])
 def test_condition_rates_match_polyak_and_goh(kappa):
     r = olab.condition_rates(kappa, steps=300)
