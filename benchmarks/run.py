@@ -32,6 +32,8 @@ Measurement
   round-robin across the columns of a case (so a slow moment of a shared machine hits all of
   them), each sample after a 0.3 s pause and one untimed call of its own (so that the previous
   column's spinning threads and cache contents do not bill this one), and the table shows the median time per call, measured with ``time.perf_counter``.
+- ``--cpu`` measures CPU time (``time.process_time``) instead: other processes' load then barely
+  moves the figures, but every thread's time is summed, so use it with ``BENCH_THREADS=1``.
 """
 
 from __future__ import annotations
@@ -93,11 +95,14 @@ def discover(directory: Path = HERE) -> list[tuple[str, object]]:
     return cases
 
 
+_clock = time.perf_counter  # --cpu: time.process_time
+
+
 def _sample(fn: Callable[[], object], number: int) -> float:
-    start = time.perf_counter()
+    start = _clock()
     for _ in range(number):
         fn()
-    return time.perf_counter() - start
+    return _clock() - start
 
 
 def calibrate(fn: Callable[[], object], min_time: float, warmup: int) -> int:
@@ -197,7 +202,7 @@ def _measure_in_child(index: int, args, errors: list[str]) -> dict[str, Result]:
     left behind by an earlier case can bill a later one."""
     command = [sys.executable, "-m", "benchmarks.run", "--one", str(index), "--filter", args.filter,
                "--repeat", str(args.repeat), "--min-time", str(args.min_time),
-               "--warmup", str(args.warmup), "--dir", str(args.dir)]
+               "--warmup", str(args.warmup), "--dir", str(args.dir)] + (["--cpu"] if args.cpu else [])
     done = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True)
     try:
         report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -215,8 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-time", type=float, default=0.05, help="seconds per sample, at least")
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")
     parser.add_argument("--dir", type=Path, default=HERE, help="where the bench_*.py modules are")
+    parser.add_argument("--cpu", action="store_true",
+                        help="time with the process's CPU time instead of the wall clock: steadier on a "
+                             "shared machine; it sums all threads' time, so use it with BENCH_THREADS=1")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # child process
     args = parser.parse_args(argv)
+    if args.cpu:
+        global _clock
+        _clock = time.process_time
     if args.one is not None:
         return _measure_one(args)
 
@@ -224,12 +235,14 @@ def main(argv: list[str] | None = None) -> int:
 
     torch_status = _configure_torch()
     cases = [(module, case) for module, case in discover(args.dir) if args.filter in case.name]
-    clock = time.get_clock_info("perf_counter")
+    timer = "process_time" if args.cpu else "perf_counter"
+    clock = time.get_clock_info(timer)
     print(
         f"python {platform.python_version()} | numpy {numpy.__version__} | torch {torch_status} | "
         f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS')} | {os.cpu_count()} CPUs\n"
         f"median of {args.repeat} samples of >= {args.min_time * 1e3:.0f} ms each, "
-        f"after {args.warmup} warm-up calls; perf_counter resolution {clock.resolution:.0e} s"
+        f"after {args.warmup} warm-up calls; {timer} resolution {clock.resolution:.0e} s"
+        + (" (CPU time: every thread's time summed)" if args.cpu else "")
     )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     if load > 0.5 * (os.cpu_count() or 1):
