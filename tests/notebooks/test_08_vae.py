@@ -123,6 +123,9 @@ def test_08_vae_budget_and_collapse():
     assert_no_error_outputs(outputs)
     assert defs["vae_active"] == 0  # every dimension collapsed at β = 100
     assert "Held-out budget at β = 100" in output_text(outputs)
+    # "the decoder outputs the same average point whatever the input"
+    collapsed = defs["vae_run"]
+    assert (collapsed.reconstructions.std(axis=0) < 0.01 * collapsed.held_out.std(axis=0)).all()
 
 
 def test_08_beta_sweep_shown_on_open_switches_dimensions_off():
