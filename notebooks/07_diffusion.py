@@ -324,9 +324,8 @@ def _(data_2d, ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train, forward_dat
 
 @app.cell
 def _(ddpm, ddpm_shipped):
-    mo.stop(ddpm is None, mo.md("*These settings differ from the shipped default model's (moons, "
-                                "linear schedule, T = 50, 2000 steps, width 64, learning rate 1e-2): "
-                                "**Train the DDPM** trains one with yours.*"))
+    mo.stop(ddpm is None, mo.md(f"*These settings differ from the shipped default model's "
+                                f"({lab.DDPM_DEFAULT_TEXT}): **Train the DDPM** trains one with yours.*"))
     _window = max(1, len(ddpm.losses) // 50)
     _smooth = np.convolve(ddpm.losses, np.ones(_window) / _window, mode="valid")
     _every = max(1, len(_smooth) // 200)  # 200 points are enough for a smooth line
@@ -343,10 +342,10 @@ def _(ddpm, ddpm_shipped):
                            dashed=("pure noise", "a second draw of the data"),
                            title="sample quality (lower is better)")
     ddpm_final = float(ddpm.quality[-1]) if len(ddpm.quality) else float("nan")
-    _source = ("*The default model (moons, linear schedule, T = 50, 2000 steps, width 64, learning "
-               "rate 1e-2), trained by `make checkpoints` and shipped with the course: its loss, "
-               "its quality and the samples below. The button retrains with your settings (about "
-               "2 s here).*" if ddpm_shipped else "*Trained just now with your settings.*")
+    _source = (f"*The default model ({lab.DDPM_DEFAULT_TEXT}), trained by `make checkpoints` and "
+               "shipped with the course: its loss, its quality and the samples below. The button "
+               "retrains with your settings (about 2 s here).*" if ddpm_shipped else
+               "*Trained just now with your settings.*")
     mo.vstack([
         mo.callout(mo.md(ddpm.stopped), kind="warn") if ddpm.stopped else mo.md(_source),
         mo.md(f"Energy distance after {len(ddpm.losses)} steps: **{ddpm_final:.4f}** · pure "

@@ -73,6 +73,7 @@ def test_07_ddpm_default_is_on_the_page_and_the_button_retrains():
     text = output_text(outputs)
     ddpm = defs["ddpm"]
     assert defs["ddpm_shipped"] and "trained by make checkpoints" in text
+    assert f"The default model ({diffusion_lab.DDPM_DEFAULT_TEXT})" in text  # the settings it was trained with
     assert len(ddpm.losses) == 2000 and len(ddpm.quality) == 8
     assert ddpm.losses[-200:].mean() < ddpm.losses[:20].mean()
     assert ddpm.floor < defs["ddpm_final"] < 0.5 * ddpm.noise_quality  # bracketed; far better than noise

@@ -43,7 +43,7 @@ __all__ = [
     "sampling_steps", "ConditionalDenoiser", "GuidanceTrade", "GuidedRun", "guidance_trade",
     "sample_guided", "train_conditional", "MIN_DRAWN_POINTS", "train_on_points",
     "ExactReverse1D", "exact_reverse_study_1d",
-    "CHECKPOINTS", "DDPM_DEFAULT", "DRAW_DEFAULT", "GUIDANCE_SCALES", "MIX_DEFAULT", "SAMPLER_STEP_COUNTS",
+    "CHECKPOINTS", "DDPM_DEFAULT", "DDPM_DEFAULT_TEXT", "DRAW_DEFAULT", "GUIDANCE_SCALES", "MIX_DEFAULT", "SAMPLER_STEP_COUNTS",
     "GuidanceStudy", "SamplerGallery", "canvas_start", "guidance_study", "is_default", "sampler_gallery", "shipped_ddpm", "shipped_denoiser_1d",
     "shipped_drawing_run", "shipped_guidance", "shipped_sampler_gallery", "shipped_trajectory",
 ]
@@ -595,6 +595,9 @@ def train_on_points(X, T=50, steps=1500, seed=0, on_step=None) -> DDPMRun:
 # would cost more than the page's budget, the samples and scores the figures show) are trained
 # here by `make checkpoints` and shipped as engine/course/checkpoints/diffusion_*.py.
 DDPM_DEFAULT = {"data": "moons", "kind": "linear", "T": 50, "steps": 2000, "hidden": 64, "lr": 1e-2}
+DDPM_DEFAULT_TEXT = (f"{DDPM_DEFAULT['data']}, {DDPM_DEFAULT['kind']} schedule, T = {DDPM_DEFAULT['T']}, "
+                     f"{DDPM_DEFAULT['steps']} steps, width {DDPM_DEFAULT['hidden']}, "
+                     f"learning rate {DDPM_DEFAULT['lr']:.0e}".replace("e-0", "e-"))  # as the dropdown says 1e-2
 MIX_DEFAULT = {"separation": 3.0, "std": 0.3, "weight_left": 0.3, "T": 50, "variance": "beta", "steps": 1500}
 DRAW_DEFAULT = {"data": "moons", "points": 300, "bound": 3.0, "T": 50, "steps": 1500}
 SAMPLER_STEP_COUNTS = (2, 5, 10, 20, 50, 100, 200, 1000)  # the notebook's slider stops
