@@ -446,7 +446,7 @@ def _(bend_depth, bend_train, bend_width):
               if bend_report.one_layer_bound is not None else "")
     mo.vstack([
         mo.hstack([bend_width, bend_depth, bend_train], justify="start"),
-        plot.piece_map(bend_report),
+        plot.piece_regions(bend_report),
         mo.md(f"Network {_state}: **{bend_report.pieces}** linear pieces in the box{_bound} · training accuracy "
               f"**{100 * bend_report.accuracy:.1f} %**."),
     ])

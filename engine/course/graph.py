@@ -139,7 +139,7 @@ class Graph:
         return set(self.order[: k + 1])
 
     def drawing(self, k: int | None = None) -> dict:
-        """Arguments for ``engine.course.plot.graph_chart`` (or ``graph_figure``): grads hidden for nodes not
+        """Arguments for ``engine.course.plot.graph_chart``: grads hidden for nodes not
         yet reached."""
         known = self.known_after(k) if k is not None else set(self.order)
         nodes = [dict(id=n.id, label=n.label, value=n.value, depth=n.depth, kind=n.kind,

@@ -7,12 +7,12 @@ training curves teal and validation pink, and each optimizer keeps its own colou
 
 Altair charts (lines, heatmaps, scatters, histograms) fill the notebook's width
 (``width='container'``); the charts redrawn at every slider move (a loss surface with optimizer
-paths, class regions, a computation graph) are written as Vega-Lite specs directly
-(:class:`VegaLite`), which costs milliseconds where building and validating Altair objects costs
-tens. Matplotlib draws what reads better as an image (contours with trajectories, image grids,
-decision boundaries, graphs), at a higher price per redraw (marimo renders it to a 2× PNG).
-Altair and Matplotlib are imported inside the functions, so ``import engine`` needs only NumPy. Data goes to Altair as inline records (no
-pandas needed), with NaN and ±inf sent as missing values so that a chart never fails on them.
+paths, class regions, a network's linear pieces, a computation graph) are written as Vega-Lite
+specs directly (:class:`VegaLite`), which costs milliseconds where building and validating Altair
+objects costs tens, and where a Matplotlib figure rendered to a PNG cost 0.1–0.2 s a redraw.
+Altair is imported inside the functions, so ``import engine`` needs only NumPy. Data goes to the
+charts as records (no pandas needed), with NaN and ±inf sent as missing values so that a chart
+never fails on them.
 """
 
 from __future__ import annotations
@@ -504,8 +504,8 @@ def surface_paths(xx, yy, zz, trajectories: dict, *, start=None, minimum=None, t
                   x_title: str = "θ₁", y_title: str = "θ₂", log_levels: bool = True, max_points: int = 200,
                   height=HEIGHT) -> VegaLite:
     """A loss surface as shaded cells (darker is lower; log-spaced shades by default) with one
-    optimizer path per entry of ``trajectories`` (name -> [N, 2]): the light twin of
-    :func:`contour_trajectories`, cheap enough to redraw at every slider move.
+    optimizer path per entry of ``trajectories`` (name -> [N, 2]), cheap enough to redraw at every
+    slider move.
 
     Pass a coarse grid (40×40 is plenty); each path is cut at its first non-finite point and
     thinned to ``max_points``, its last position drawn as a dot; the view is the grid's box.
@@ -549,8 +549,8 @@ def surface_paths(xx, yy, zz, trajectories: dict, *, start=None, minimum=None, t
 
 def class_regions(xx, yy, probs, X, y, *, title=None, height=HEIGHT) -> VegaLite:
     """Predicted class regions of a 2-D classifier (each cell the class colours mixed by probability,
-    paler where the model is unsure) with the data on top: the light twin of
-    :func:`decision_boundary`. ``probs`` is [G, G, C] over the grid ``xx, yy``; 40×40 is plenty."""
+    paler where the model is unsure) with the data on top. ``probs`` is [G, G, C] over the grid
+    ``xx, yy``; 40×40 is plenty."""
     probs = np.asarray(probs, dtype=float)
     k = probs.shape[-1]
     cols = np.array([[int(c[i:i + 2], 16) / 255 for i in (1, 3, 5)] for c in
@@ -578,144 +578,67 @@ def class_regions(xx, yy, probs, X, y, *, title=None, height=HEIGHT) -> VegaLite
     return VegaLite([cells, dots], title=title, height=height)
 
 
-# ----------------------------------------------------------------------------- Matplotlib figures
+def _boundary_cells(probs) -> np.ndarray:
+    """Mask of grid cells where the probability crosses 0.5 towards the next cell up or right."""
+    side = np.asarray(probs) >= 0.5
+    edge = np.zeros_like(side)
+    edge[:, :-1] |= side[:, :-1] != side[:, 1:]
+    edge[:-1, :] |= side[:-1, :] != side[1:, :]
+    return edge
 
 
-def _figure(width: float = 7.0, height: float = 4.2):
-    from matplotlib.figure import Figure
-
-    # A Figure not tied to pyplot: no global state, safe in any runtime (and in the browser build).
-    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
-    return fig
-
-
-def contour_trajectories(xx, yy, zz, trajectories: dict, *, log_levels: bool = True, levels: int = 25,
-                         start=None, minimum=None, title=None, colors=None, x_title="θ₁", y_title="θ₂",
-                         width: float = 7.0, height: float = 5.0):
-    """A loss surface as contours with one optimizer path per entry of ``trajectories`` (name -> [N, 2]).
-
-    Paths leaving the view are clipped; a path that became non-finite stops at its last finite point.
-    """
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    z = np.asarray(zz, dtype=float)
-    finite = z[np.isfinite(z)]
-    if log_levels and finite.size:
-        zmin = finite.min()
-        shifted = z - zmin + 1e-3
-        lv = np.geomspace(1e-3, max(shifted[np.isfinite(shifted)].max(), 2e-3), levels)
-        ax.contourf(xx, yy, shifted, levels=lv, cmap="Greys_r", alpha=0.35, norm=_lognorm(lv))
-        ax.contour(xx, yy, shifted, levels=lv, colors="#9ca3af", linewidths=0.6, norm=_lognorm(lv))
-    else:
-        ax.contourf(xx, yy, z, levels=levels, cmap="Greys_r", alpha=0.35)
-        ax.contour(xx, yy, z, levels=levels, colors="#9ca3af", linewidths=0.6)
-    colors = colors or {}
-    for i, (name, path) in enumerate(trajectories.items()):
-        p = np.asarray(path, dtype=float)
-        ok = np.all(np.isfinite(p), axis=1)
-        if not ok.all():
-            p = p[: np.argmin(ok)] if not ok[0] else p[: np.argmin(ok)]
-        c = color(colors.get(name, name if name in PALETTE else SERIES_COLORS[i % len(SERIES_COLORS)]))
-        ax.plot(p[:, 0], p[:, 1], "-", color=c, lw=1.8, label=name, marker="o", ms=2.5)
-        if len(p):
-            ax.plot(p[-1, 0], p[-1, 1], "o", color=c, ms=6, mec="white")
-    if start is not None:
-        ax.plot(*start, marker="s", color="black", ms=7, ls="none", label="start")
-    if minimum is not None:
-        ax.plot(*minimum, marker="*", color=PALETTE["target"], ms=14, ls="none", label="minimum")
-    ax.set_xlim(np.min(xx), np.max(xx))
-    ax.set_ylim(np.min(yy), np.max(yy))
-    ax.set_xlabel(x_title)
-    ax.set_ylabel(y_title)
-    if title:
-        ax.set_title(title)
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.85, bbox_to_anchor=(1.01, 1.0))
-    return fig
-
-
-def _lognorm(levels):
-    from matplotlib.colors import LogNorm
-
-    return LogNorm(vmin=levels[0], vmax=levels[-1])
-
-
-def decision_boundary(xx, yy, probs, X, y, *, title=None, width: float = 5.0, height: float = 4.6):
-    """Predicted class regions of a 2-D classifier (shaded by confidence) with the data on top.
-
-    ``probs`` is [G, G, C] class probabilities over the grid ``xx, yy``.
-    """
-    from matplotlib.colors import to_rgb
-
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    probs = np.asarray(probs, dtype=float)
-    k = probs.shape[-1]
-    cols = np.array([to_rgb(CLASS_COLORS[i % len(CLASS_COLORS)]) for i in range(k)])
-    # Mix the class colours by probability, then fade toward white where the model is unsure.
-    rgb = probs @ cols
-    conf = (probs.max(-1, keepdims=True) - 1 / k) / (1 - 1 / k)
-    img = 1 - (1 - rgb) * (0.15 + 0.55 * conf)
-    ax.imshow(img, origin="lower", extent=(xx.min(), xx.max(), yy.min(), yy.max()), aspect="auto",
-              interpolation="bilinear")
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y).astype(int)
-    for c in range(k):
-        m = y == c
-        ax.scatter(X[m, 0], X[m, 1], s=14, color=CLASS_COLORS[c % len(CLASS_COLORS)], edgecolor="white",
-                   linewidth=0.5, label=f"class {c}")
-    ax.set_xlim(xx.min(), xx.max())
-    ax.set_ylim(yy.min(), yy.max())
-    ax.set_xlabel("x₁")
-    ax.set_ylabel("x₂")
-    if title:
-        ax.set_title(title)
-    return fig
-
-
-def piece_map(report, *, width: float = 8.0, height: float = 3.6):
-    """Two panels for a ReLU network on 2-D data: its linear pieces (one colour each, neighbours
-    unlike) and its decision (probabilities with the data), the 0.5 boundary drawn over both.
+def piece_regions(report, *, max_side: int = 40, height: int = 260) -> VegaLite:
+    """Two panels for a ReLU network on 2-D data: its linear pieces (one colour each) and its
+    decision (the probability of class 1, with the data), as Vega-Lite cells on a grid of at most
+    ``max_side``² points; the cells where the probability crosses 0.5 are drawn dark on both.
 
     ``report`` carries the grid ``xx, yy``, ``piece_ids`` and ``probs`` over it, the data ``X, y``,
     ``pieces`` and ``accuracy`` (a :class:`engine.course.labs.activations.BendReport`).
     """
-    fig = _figure(width, height)
-    extent = (report.xx.min(), report.xx.max(), report.yy.min(), report.yy.max())
-    shuffled = np.random.default_rng(0).permutation(report.pieces)[report.piece_ids]
-    titles = (f"{report.pieces} linear pieces", f"decision, accuracy {100 * report.accuracy:.0f} %")
-    for k, (ax, title) in enumerate(zip(fig.subplots(1, 2), titles)):
-        if k == 0:
-            ax.imshow(shuffled, origin="lower", extent=extent, aspect="auto", cmap="tab20", interpolation="nearest")
-        else:
-            ax.imshow(report.probs, origin="lower", extent=extent, aspect="auto", cmap="coolwarm", vmin=0, vmax=1,
-                      alpha=0.6)
-            ax.scatter(report.X[:, 0], report.X[:, 1], c=report.y, cmap="coolwarm", s=10, edgecolor="white",
-                       linewidth=0.4)
-        ax.contour(report.xx, report.yy, report.probs, levels=[0.5], colors="black", linewidths=1.2)
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("x₁")
-        ax.set_ylabel("x₂")
-    return fig
+    stride = max(1, -(-report.xx.shape[0] // max_side))
+    xx, yy = report.xx[::stride, ::stride], report.yy[::stride, ::stride]
+    probs = report.probs[::stride, ::stride]
+    # Piece ids shuffled with a fixed seed, so neighbouring pieces rarely share a colour.
+    shuffled = np.random.default_rng(0).permutation(report.pieces)[report.piece_ids][::stride, ::stride]
+    x_enc, y_enc = _axis("x", "x₁", xx), _axis("y", "x₂", yy)
+    grid = _data_url(_rounded(records(x=xx.ravel(), y=yy.ravel(), piece=shuffled.ravel(), p=probs.ravel()), 3))
+    edge = _boundary_cells(probs)
+    boundary = {"data": _data_url(_rounded(records(x=xx[edge], y=yy[edge]), 3)),
+                "mark": {"type": "square", "size": 6, "color": "#111827", "opacity": 0.9},
+                "encoding": {"x": x_enc, "y": y_enc}}
+    pieces = _grid_cells(grid, xx, yy, x_enc, y_enc, {"type": "rect"},
+                         color={"field": "piece", "type": "nominal", "legend": None,
+                                "scale": {"scheme": "tableau20"}},
+                         tooltip=[{"field": "piece", "type": "quantitative", "title": "piece"}])
+    decision = _grid_cells(grid, xx, yy, x_enc, y_enc, {"type": "rect", "opacity": 0.6},
+                           color={"field": "p", "type": "quantitative", "title": "P(class 1)",
+                                  "scale": {"scheme": "blueorange", "domain": [0, 1]}},
+                           tooltip=[{"field": "p", "type": "quantitative", "title": "P(class 1)",
+                                     "format": ".2f"}])
+    names = ["class 0", "class 1"]
+    labels = np.asarray(names, dtype=object)[np.asarray(report.y).astype(int)]
+    dots = {"data": _data_url(_rounded(records(x=report.X[:, 0], y=report.X[:, 1], label=labels))),
+            "mark": {"type": "circle", "size": 22, "opacity": 1, "stroke": "white", "strokeWidth": 0.6,
+                     "clip": True},
+            "encoding": {"x": x_enc, "y": y_enc,
+                         "color": {"field": "label", "type": "nominal", "title": "", "sort": names,
+                                   "legend": {"orient": "bottom"},
+                                   "scale": {"domain": names, "range": ["#1d4ed8", "#c2410c"]}}}}
+    for layer in (pieces, decision):  # both panels read the grid, sent once at the top level
+        del layer["data"]
+    chart = VegaLite([], height=height)
+    del chart.spec["layer"], chart.spec["width"], chart.spec["height"]
+    chart.spec["data"] = grid
+    panel = {"width": 300, "height": height}
+    chart.spec["hconcat"] = [
+        {**panel, "title": f"{report.pieces} linear pieces", "layer": [pieces, boundary]},
+        {**panel, "title": f"decision, accuracy {100 * report.accuracy:.0f} %", "layer": [decision, boundary, dots]},
+    ]
+    chart.spec["resolve"] = {"scale": {"color": "independent"}}
+    return chart
 
 
-def image_grid(images, *, titles=None, ncols: int = 8, cmap: str = "gray", vmin=None, vmax=None,
-               cell: float = 1.1, suptitle=None):
-    """Small images (N, H, W) or (N, H, W, 3) in a grid, each with an optional title."""
-    images = np.asarray(images)
-    n = len(images)
-    ncols = max(1, min(ncols, n))
-    nrows = max(1, math.ceil(n / ncols))
-    fig = _figure(cell * ncols, cell * nrows + (0.3 if suptitle else 0))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for i, ax in enumerate(axes.ravel()):
-        ax.set_axis_off()
-        if i < n:
-            ax.imshow(images[i], cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest")
-            if titles is not None:
-                ax.set_title(str(titles[i]), fontsize=8)
-    if suptitle:
-        fig.suptitle(suptitle)
-    return fig
+# ----------------------------------------------------------------------------- computation graphs
 
 
 def _graph_layout(nodes, edges) -> dict:
@@ -753,40 +676,10 @@ def _graph_node_look(n, highlight, done) -> tuple:
     return f"{n['label']}\n{_short(n['value'])}\n" + ("grad ?" if g is None else f"grad {_short(g)}"), edge, face
 
 
-def graph_figure(nodes, edges, *, highlight=None, done=(), width: float = 8.0, height: float = 3.8):
-    """A computation graph, inputs on the left and the output on the right.
-
-    ``nodes``: dicts with 'id', 'label' (e.g. 'mul'), 'value', 'grad' (None when not yet known),
-    'depth' (column) and optionally 'kind' ('const' nodes show their value only); ``edges``:
-    (from_id, to_id) pairs, repeated when an input is used twice (drawn once, marked ×2). The node
-    ``highlight`` is where the backward pass is (orange); the ids in ``done`` hold their final
-    gradient (teal). :func:`graph_chart` draws the same for the browser, cheaper to redraw.
-    """
-    from collections import Counter
-
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    ax.set_axis_off()
-    pos = _graph_layout(nodes, edges)
-    for (a, b), count in Counter(edges).items():
-        (x0, y0), (x1, y1) = pos[a], pos[b]
-        ax.annotate("", xy=(x1 - 0.05, y1), xytext=(x0 + 0.05, y0),
-                    arrowprops=dict(arrowstyle="->", color="#9ca3af", lw=1.2))
-        if count > 1:
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.03, f"×{count}", fontsize=8, color="#6b7280", ha="center")
-    for n in nodes:
-        x, y = pos[n["id"]]
-        text, edge, face = _graph_node_look(n, highlight, done)
-        ax.text(x, y, text, ha="center", va="center", fontsize=8.5, family="monospace",
-                bbox=dict(boxstyle="round,pad=0.35", fc=face, ec=edge, lw=2.2 if n["id"] == highlight else 1.2))
-    ax.set_xlim(-0.08, 1.08)
-    ax.set_ylim(0, 1)
-    return fig
-
-
 def graph_chart(nodes, edges, *, highlight=None, done=(), height: int = 240, width_px: int = 760) -> VegaLite:
-    """:func:`graph_figure` as a Vega-Lite chart (the same layout, texts and colours): a few
-    marks instead of a 2× PNG, so a step of the backward pass redraws in milliseconds.
+    """The computation graph the backward-pass stepper draws (engine.course.graph): a column per
+    depth, each node's text and colour from ``_graph_node_look``, as a few Vega-Lite marks, so a
+    step of the backward pass redraws in milliseconds.
 
     Boxes and arrowheads are sized for a chart about ``width_px`` pixels wide (wider only pads them).
     """
@@ -863,129 +756,6 @@ GRID_COLORS = {
     "kept": PALETTE["model"],
     "empty": "#ffffff",
 }
-
-
-def cell_grid(row, col, kind, *, colors=None, text=None, title=None, x_title: str = "column",
-              y_title: str = "row", height=None, cell: int = 18, legend: bool = True):
-    """A grid of labelled cells (row 0 at the top), one colour per ``kind`` (see :data:`GRID_COLORS`).
-
-    ``row``, ``col``, ``kind`` (and optional ``text`` written in each cell) are equal-length columns.
-    The height follows the number of rows (``cell`` pixels each) unless given.
-    """
-    alt = _alt()
-    colors = {**GRID_COLORS, **(colors or {})}
-    kind = np.asarray(kind, dtype=object)
-    names = [k for k in colors if k in set(kind.tolist())]
-    cols = dict(r=np.asarray(row), c=np.asarray(col), kind=kind)
-    if text is not None:
-        cols["t"] = np.asarray(text, dtype=object)
-    data = _data(records(**cols))
-    n_rows = int(np.max(row)) + 1 if len(row) else 1
-    base = alt.Chart(data).encode(
-        x=alt.X("c:O", title=x_title, axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("r:O", title=y_title))
-    chart = base.mark_rect(stroke="white", strokeWidth=1).encode(
-        color=alt.Color("kind:N", title="", scale=alt.Scale(domain=names, range=[color(colors[n]) for n in names]),
-                        legend=alt.Legend(orient="bottom") if legend else None),
-        tooltip=["r:O", "c:O", "kind:N"] + (["t:N"] if text is not None else []))
-    if text is not None:
-        chart = chart + base.mark_text(fontSize=10).encode(text="t:N")
-    return _finish(chart, title, height or max(60, cell * n_rows + 40))
-
-
-def image_row(panels: dict, *, cmaps=None, symmetric=(), titles_fmt: str = "{}", cell: float = 2.3,
-              colorbar: bool = True, annotate=(), fmt: str = "{:.2f}", suptitle=None):
-    """Matplotlib images side by side, one per entry of ``panels`` (title -> 2-D array).
-
-    Names in ``symmetric`` get a colour range centred on 0 (signed maps: edges, kernels, weights,
-    in a red-blue map); names in ``annotate`` have each value written in its cell (small arrays).
-    """
-    fig = _figure(cell * len(panels) + 0.4, cell + 0.5 + (0.3 if suptitle else 0))
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    cmaps = cmaps or {}
-    for ax, (name, img) in zip(axes, panels.items()):
-        img = np.asarray(img, dtype=float)
-        if name in symmetric:
-            m = float(np.nanmax(np.abs(img))) if img.size and np.isfinite(img).any() else 1.0
-            m = m if m > 0 else 1.0
-            im = ax.imshow(img, cmap=cmaps.get(name, "RdBu_r"), vmin=-m, vmax=m, interpolation="nearest")
-        else:
-            im = ax.imshow(img, cmap=cmaps.get(name, "gray"), interpolation="nearest")
-        if name in annotate:
-            norm = im.norm  # dark cells get white text, whatever the colour map
-            for (i, j), v in np.ndenumerate(img):
-                shade = norm(v) if name not in symmetric else abs(norm(v) - 0.5) * 2
-                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=7,
-                        color="white" if shade > 0.6 else "black")
-        ax.set_title(titles_fmt.format(name), fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        if colorbar:
-            fig.colorbar(im, ax=ax, shrink=0.8)
-    if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
-    return fig
-
-
-def im2col_figure(view: dict, *, width: float = 10.0):
-    """im2col made visible (the dict of ``engine.course.labs.convolution.im2col_view``): the padded input with the
-    chosen output pixel's patch outlined, the column matrix colsᵀ with its row outlined, and the
-    weights that row meets, all in one grey range so the same value looks the same everywhere.
-    Small inputs have their values written in; the lit row always has."""
-    from matplotlib.patches import Rectangle
-
-    x_pad, patch, rows, r = view["x_pad"], view["patch"], view["rows"], view["row"]
-    c = x_pad.shape[0]
-    lo = min(0.0, float(x_pad.min()))
-    hi = max(float(x_pad.max()), lo + 1e-9)
-    write_input = x_pad.shape[1] <= 12
-    fig = _figure(width, min(7.0, max(2.8, 0.18 * rows.shape[0] + 1.6)))
-    grid = fig.add_gridspec(1, c + 2, width_ratios=[x_pad.shape[2]] * c + [rows.shape[1], 1.6])
-
-    def text_color(v):
-        return "white" if (v - lo) / (hi - lo) > 0.55 else "black"
-
-    for ch in range(c):
-        ax = fig.add_subplot(grid[0, ch])
-        ax.imshow(x_pad[ch], cmap="Greys", vmin=lo, vmax=hi)
-        for (i, j), v in np.ndenumerate(x_pad[ch]):
-            if patch[ch, i, j]:
-                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=PALETTE["model"], lw=2))
-            if write_input:
-                ax.text(j, i, f"{v:g}", ha="center", va="center", fontsize=7, color=text_color(v))
-        ax.set_title(f"padded input, channel {ch}" if c > 1 else "padded input", fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    ax = fig.add_subplot(grid[0, c])
-    ax.imshow(rows, cmap="Greys", vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
-    ax.add_patch(Rectangle((-0.5, r - 0.5), rows.shape[1], 1, fill=False, ec=PALETTE["model"], lw=2.2))
-    if rows.shape[1] <= 36:
-        for j, v in enumerate(rows[r]):
-            ax.text(j, r, f"{v:g}", ha="center", va="center", fontsize=6.5, color=text_color(v))
-    ax.set_title("colsᵀ: one row per output pixel", fontsize=9)
-    ax.set_xlabel("tap (c, i, j)")
-    ax.set_ylabel("output pixel r")
-    ax.set_yticks([r])
-    ax.set_xticks([])
-    ax = fig.add_subplot(grid[0, c + 1])
-    w = np.asarray(view["weights"])[:, None]
-    m = max(float(np.abs(w).max()), 1e-9)
-    ax.imshow(w, cmap="PuOr_r", vmin=-m, vmax=m, aspect="auto", interpolation="nearest")
-    if len(w) <= 36:
-        for i, v in enumerate(w[:, 0]):
-            ax.text(0, i, f"{v:g}", ha="center", va="center", fontsize=6.5,
-                    color="white" if abs(v) > 0.6 * m else "black")
-    ax.set_title("weights", fontsize=9)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    return fig
-
-
-def strip_placements(data: dict, *, title=None):
-    """The strip diagram of ``engine.course.labs.convolution.conv_placements``: one row per output, the padded
-    input along x, the kernel's taps lit."""
-    return cell_grid(data["output"], data["position"], data["kind"], title=title,
-                     x_title="padded input position", y_title="output o")
 
 
 def paths_2d(series: dict, *, x_title: str = "x", y_title: str = "y", title=None, colors=None,

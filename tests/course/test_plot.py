@@ -107,31 +107,11 @@ def test_loss_curves_on_a_log_axis_drop_non_positive_values():
     assert spec["encoding"]["y"]["scale"]["type"] == "log"
 
 
-def test_matplotlib_figures_draw_with_non_finite_paths():
-    xx, yy = np.meshgrid(np.linspace(-2, 2, 30), np.linspace(-1, 3, 30))
-    zz = (1 - xx) ** 2 + 100 * (yy - xx ** 2) ** 2
-    path = np.array([[-1.0, 1.0], [0.0, 0.5], [np.inf, np.nan]])
-    fig = plot.contour_trajectories(xx, yy, zz, {"sgd": path, "adam": path[:2]}, start=(-1, 1), minimum=(1, 1))
-    ax = fig.axes[0]
-    labels = [line.get_label() for line in ax.get_lines()]
-    assert "sgd" in labels and "adam" in labels
-    sgd = [line for line in ax.get_lines() if line.get_label() == "sgd"][0]
-    assert len(sgd.get_xdata()) == 2  # stopped at the last finite point
-    fig.canvas.draw()
-    probs = np.full((30, 30, 2), 0.5)
-    plot.decision_boundary(xx, yy, probs, np.zeros((4, 2)), np.array([0, 1, 0, 1])).canvas.draw()
-    plot.image_grid(np.zeros((3, 4, 4)), titles=["a", "b", "c"], ncols=2).canvas.draw()
-    nodes = [dict(id="a", label="x", value=2.0, grad=None, depth=0), dict(id="b", label="exp", value=7.39, grad=1.0, depth=1)]
-    fig = plot.graph_figure(nodes, [("a", "b")], highlight="b", done={"b"})
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    assert "x\n2\ngrad ?" in texts and "exp\n7.39\ngrad 1" in texts
-
-
 def _schema_valid(spec):
     """Altair's Vega-Lite schema accepts the spec (the browser would draw it)."""
     import altair as alt
 
-    alt.LayerChart.from_dict(spec)
+    (alt.HConcatChart if "hconcat" in spec else alt.LayerChart).from_dict(spec)
 
 
 def test_surface_paths_sends_a_coarse_grid_and_thinned_paths_as_valid_vega_lite():
@@ -183,7 +163,27 @@ def test_class_regions_mix_class_colours_by_probability():
     assert dots["encoding"]["color"]["scale"]["range"] == list(plot.CLASS_COLORS[:2])
 
 
-def test_graph_chart_draws_what_graph_figure_draws():
+def test_piece_regions_shows_the_pieces_the_decision_and_where_it_crosses_one_half():
+    from types import SimpleNamespace
+
+    xx, yy = np.meshgrid(np.linspace(-1, 1, 80), np.linspace(-1, 1, 80))
+    probs = 1 / (1 + np.exp(-8 * xx))  # class 1 to the right of x = 0
+    piece_ids = (xx > 0).astype(int) + 2 * (yy > 0)  # four quadrants, four pieces
+    report = SimpleNamespace(xx=xx, yy=yy, probs=probs, piece_ids=piece_ids, pieces=4, accuracy=0.75,
+                             X=np.array([[-0.5, 0.0], [0.5, 0.0]]), y=np.array([0, 1]))
+    spec = plot.piece_regions(report, max_side=40).to_dict()
+    _schema_valid(spec)
+    grid = plot.chart_rows(spec)  # both panels read the one grid sent at the top level
+    assert len(grid) == 40 * 40 and len({r["piece"] for r in grid}) == 4
+    pieces_panel, decision_panel = spec["hconcat"]
+    assert pieces_panel["title"] == "4 linear pieces" and decision_panel["title"] == "decision, accuracy 75 %"
+    boundary = plot.chart_rows(pieces_panel["layer"][1])
+    assert boundary and all(abs(r["x"]) < 0.06 for r in boundary)  # the cells beside x = 0
+    assert {r["y"] for r in boundary} == {r["y"] for r in grid}  # along the whole height
+    assert [r["label"] for r in plot.chart_rows(decision_panel["layer"][2])] == ["class 0", "class 1"]
+
+
+def test_graph_chart_draws_each_node_its_text_and_colour_and_each_edge_once():
     nodes = [dict(id="a", label="x", value=2.0, grad=None, depth=0), dict(id="c", label="", value=3.0, grad=None,
                                                                           depth=0, kind="const"),
              dict(id="b", label="mul", value=6.0, grad=1.0, depth=1)]
@@ -194,8 +194,6 @@ def test_graph_chart_draws_what_graph_figure_draws():
     shown = {r["text"]: (r["edge"], r["lw"]) for r in plot.chart_rows(boxes)}
     assert shown == {"x\n2\ngrad ?": ("#9ca3af", 1.2), "const\n3": ("#d1d5db", 1.2),
                      "mul\n6\ngrad 1": (plot.PALETTE["derivative"], 2.2)}  # the current node is orange
-    figure_texts = {t.get_text() for t in plot.graph_figure(nodes, edges, highlight="b", done={"b"}).axes[0].texts}
-    assert set(shown) <= figure_texts  # the same node texts as the matplotlib figure
     links = plot.chart_rows(rules)
     assert len(links) == 2 and sorted(r["times"] for r in links) == ["", "×2"]  # a repeated edge drawn once
     for r, box in ((r, b) for r in links for b in plot.chart_rows(boxes) if b["text"].startswith("mul")):
