@@ -5,7 +5,6 @@ app = marimo.App(width="medium", app_title="05 · Convolution")
 
 with app.setup:
     import functools
-    import hashlib
 
     import marimo as mo
     import numpy as np
@@ -15,95 +14,6 @@ with app.setup:
     from engine.course.labs import convolution as lab
 
     METADATA = metadata("05_convolution")
-
-
-@app.function
-def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
-    """Arrays as colour-mapped PNG tiles side by side, each captioned with its name: the look of
-    ``plot.image_row`` (grey, or red-blue centred on 0 for the names in ``symmetric``) without a
-    Matplotlib figure to lay out and render, so that a slider redraws them in milliseconds."""
-    from matplotlib import colormaps
-
-    tiles = []
-    for name, img in panels.items():
-        img = np.asarray(img, dtype=float)
-        if name in symmetric:
-            top = float(np.nanmax(np.abs(img))) or 1.0
-            low, high, cmap = -top, top, "RdBu_r"
-        else:
-            low, high, cmap = float(np.nanmin(img)), float(np.nanmax(img)), "gray"
-        scaled = np.clip((img - low) / ((high - low) or 1.0), 0.0, 1.0)
-        rgba = colormaps[(cmaps or {}).get(name, cmap)](scaled, bytes=True)
-        tiles.append(mo.image(rgba, caption=name, width=width,
-                              style={"image-rendering": "pixelated", "min-width": f"{width}px"}))
-    return mo.hstack(tiles, justify="start", wrap=True)
-
-
-@app.function
-def html_grid(fills, text, *, title, row_title="row", col_title="column", legend=()):
-    """A small grid as an HTML table: cell (i, j) filled with the colour ``fills[i, j]`` and
-    ``text[i, j]`` written in (white on dark fills), row and column indices at the edges, and
-    ``legend`` a list of (colour, label) swatches. A table the browser lays out at once, where a
-    chart would be built, validated and drawn by Vega at every slider move; each colour is one
-    CSS class, so that a large grid stays a few bytes per cell."""
-    fills = np.asarray(fills, dtype=object)
-    classes = {f: f"g{n}" for n, f in enumerate(dict.fromkeys(fills.ravel().tolist()))}
-    # Named after its colours: two grids that share a name share the same CSS rules.
-    scope = "grid" + hashlib.sha1(repr(list(classes)).encode()).hexdigest()[:10]
-
-    def ink(hex_colour):  # the perceived brightness of the fill decides the text colour
-        r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
-        return "#fff" if 0.299 * r + 0.587 * g + 0.114 * b < 140 else "#111"
-
-    css = "".join(f".{scope} .{c}{{background:{f};color:{ink(f)}}}" for f, c in classes.items())
-    css += (f".{scope} td,.{scope} th{{padding:0 4px;min-width:14px;height:16px;"
-            f"text-align:center;font-size:11px}}.{scope} th{{color:#64748b;font-weight:normal}}")
-    head = "".join(f"<th>{j}</th>" for j in range(fills.shape[1]))
-    body = "".join(f"<tr><th>{i}</th>" + "".join(f"<td class={classes[f]}>{t}</td>"
-                                                 for f, t in zip(row_fills, row_text)) + "</tr>"
-                   for i, (row_fills, row_text) in enumerate(zip(fills, text)))
-    swatches = "".join(f"<span style='margin-right:10px'><span style='display:inline-block;"
-                       f"width:10px;height:10px;background:{c}'></span> {label}</span>"
-                       for c, label in legend)
-    return mo.Html(
-        f"<div class={scope} style='margin-bottom:6px'><style>{css}</style>"
-        f"<div style='font-size:12px;font-weight:600'>{title}</div>"
-        f"<div style='font-size:11px;color:#64748b'>rows: {row_title} · columns: {col_title}</div>"
-        f"<table style='border-collapse:separate;border-spacing:1px'><tr><th></th>{head}</tr>"
-        f"{body}</table><div style='font-size:11px'>{swatches}</div></div>")
-
-
-@app.function
-def cell_table(kind, text=None, *, legend=False, **labels):
-    """:func:`html_grid` of cells coloured by their kind (``plot.GRID_COLORS``, the course's
-    colours for inputs, padding, taps and outputs), with a legend of the kinds if asked."""
-    kind = np.asarray(kind, dtype=object)
-    text = np.full(kind.shape, "", dtype=object) if text is None else text
-    colours = {k: plot.color(c) for k, c in plot.GRID_COLORS.items()}
-    present = set(kind.ravel().tolist())
-    swatches = [(colours[k], k) for k in colours if legend and k != "empty" and k in present]
-    return html_grid(np.vectorize(colours.get, otypes=[object])(kind), text, legend=swatches,
-                     **labels)
-
-
-@app.function
-def value_table(values, title, *, cmap="RdBu_r", symmetric=True, fmt="{:.2f}"):
-    """:func:`html_grid` of numbers, each cell coloured by its value (red positive and blue
-    negative, centred on 0, for signed maps such as kernels) and written in."""
-    from matplotlib import colormaps
-
-    values = np.asarray(values, dtype=float)
-    if symmetric:
-        high = float(np.abs(values).max()) or 1.0
-        low = -high
-    else:
-        low, high = float(values.min()), float(values.max())
-    scaled = (values - low) / ((high - low) or 1.0)
-    rgba = colormaps[cmap](scaled, bytes=True)
-    fills = np.array(["#%02x%02x%02x" % tuple(px[:3]) for px in rgba.reshape(-1, 4)],
-                     dtype=object).reshape(values.shape)
-    text = np.vectorize(fmt.format, otypes=[object])(values)
-    return html_grid(fills, text, title=title)
 
 
 # Figures of a trained CNN, cached per model: the default one is the same object on every run,
@@ -155,7 +65,7 @@ def cnn_verdict(trained, pixels):
         plot.bars([str(d) for d in range(10)], probs, y_title="probability", y_domain=(0, 1),
                   title="the CNN's probabilities for your drawing"),
         mo.md("Its first-layer feature maps after ReLU (the first six channels):"),
-        image_tiles({f"conv1 · {i}": m for i, m in enumerate(maps["relu1"][:6])}, width=96),
+        plot.image_tiles({f"conv1 · {i}": m for i, m in enumerate(maps["relu1"][:6])}, width=96),
     ])
 
 
@@ -167,7 +77,7 @@ def cnn_kernels_figure(trained):
     names = [f"filter {i}" for i in range(len(kernels))]
     return mo.vstack([
         mo.md("**Learned first-layer kernels** (red positive, blue negative)."),
-        image_tiles(dict(zip(names, kernels)), symmetric=tuple(names), width=72)])
+        plot.image_tiles(dict(zip(names, kernels)), symmetric=tuple(names), width=72)])
 
 
 @app.function
@@ -182,7 +92,7 @@ def cnn_reading(trained, index):
         mo.md(f"Held-out digit #{index}: true {label}, the CNN reads a **{predicted}** "
               f"(probability {maps['probs'].max():.0%}). The digit and its first-layer feature "
               "maps after ReLU (the first six channels):"),
-        image_tiles({"input": image[0],
+        plot.image_tiles({"input": image[0],
                      **{f"conv1 · {i}": m for i, m in enumerate(maps["relu1"][:6])}}, width=96),
         plot.bars([str(d) for d in range(10)], maps["probs"], y_title="probability",
                   title=f"true: {label} · predicted: {predicted}",
@@ -310,7 +220,7 @@ def _(conv_setting, dilation_d, kernel_k, padding_p, size_w, stride_s):
     _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
                                  padding_p.value, dilation_d.value)
     mo.stop(not conv_setting.ok, mo.md("*No placement fits: nothing to draw.*"))
-    cell_table(_strip.kind.reshape(len(_strip.taps), -1),
+    plot.cell_table(_strip.kind.reshape(len(_strip.taps), -1),
                title="Each row: the pixels one output's kernel reads", row_title="output o",
                col_title="padded input position", legend=True)
     return
@@ -342,9 +252,9 @@ def _(
     grid = lab.conv_grid(size_w.value, kernel_k.value, stride_s.value, padding_p.value,
                          dilation_d.value, out_pixel_row.value, out_pixel_col.value)
     _side = conv_setting.output_size
-    _input = cell_table(grid.kind.reshape(conv_setting.padded_size, -1), legend=True,
+    _input = plot.cell_table(grid.kind.reshape(conv_setting.padded_size, -1), legend=True,
                         title=f"padded input: the taps of output ({grid.out_row}, {grid.out_col})")
-    _output = cell_table(np.where(grid.selected, "selected", "output").reshape(_side, _side),
+    _output = plot.cell_table(np.where(grid.selected, "selected", "output").reshape(_side, _side),
                          title=f"output {_side}×{_side}")
     mo.vstack([mo.hstack([out_pixel_row, out_pixel_col], justify="start"),
                mo.hstack([_input, _output], justify="start", gap=2)])
@@ -389,7 +299,7 @@ def _(dilation_d, kernel_k, output_padding, padding_p, stride_s, transpose_w):
     if not _r.ok:
         _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="warn")])
     else:
-        _stamps = cell_table(**lab.transpose_cells(transposed), legend=True,
+        _stamps = plot.cell_table(**lab.transpose_cells(transposed), legend=True,
                              row_title="input pixel i",
                              col_title="full (uncropped) output position u = iS + kD",
                              title="Each row: where one input pixel's kernel copy lands "
@@ -593,7 +503,7 @@ def _(erf_layers, erf_relu, erf_sweep):
     mo.vstack([
         mo.hstack([erf_layers, erf_relu], justify="start"),
         mo.hstack([
-            image_tiles({f"|∂y/∂x|, n = {erf.layers}": erf.grad_map}, width=240,
+            plot.image_tiles({f"|∂y/∂x|, n = {erf.layers}": erf.grad_map}, width=240,
                         cmaps={f"|∂y/∂x|, n = {erf.layers}": "Purples"}),
             mo.md(f"Theoretical field: **{erf.theoretical}** pixels wide (the whole picture but "
                   f"a margin of 4); effective std: **{erf.std:.2f}** pixels. The central square "
@@ -688,14 +598,14 @@ def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im
         _clipped = (f" (the output has only {_w_out * _w_out} pixels: showing the last)"
                     if im_pixel.value != _r else "")
         _cells = lab.im2col_cells(view, im_padding.value)
-        _inputs = [cell_table(_c["kind"], _c["text"],
+        _inputs = [plot.cell_table(_c["kind"], _c["text"],
                               title=f"padded input, channel {_name.split()[-1]}: "
                                     f"the window of r = {view.row}")
                    for _name, _c in _cells.items() if _name.startswith("input")]
-        _cols = cell_table(_cells["cols"]["kind"], _cells["cols"]["text"],
+        _cols = plot.cell_table(_cells["cols"]["kind"], _cells["cols"]["text"],
                            title="colsᵀ: one row per output pixel",
                            row_title="output pixel r", col_title="tap t = (c, i, j)")
-        _weights = cell_table(_cells["weights"]["kind"], _cells["weights"]["text"],
+        _weights = plot.cell_table(_cells["weights"]["kind"], _cells["weights"]["text"],
                               title="the weights W₂[0] that row r meets",
                               row_title="output channel 0", col_title="tap t (as in colsᵀ)")
         _shown = mo.vstack([
@@ -743,9 +653,9 @@ def _(im_kernel, im_padding, im_size, im_stride, im_w, im_x):
     backward_gap = backward.largest_gap
     mo.vstack([
         mo.hstack([
-            value_table(backward.window_count, "windows per pixel", cmap="Purples",
+            plot.value_table(backward.window_count, "windows per pixel", cmap="Purples",
                         symmetric=False, fmt="{:.0f}"),
-            image_tiles({"∂L/∂x by col2im": backward.grad_input[0],
+            plot.image_tiles({"∂L/∂x by col2im": backward.grad_input[0],
                          "∂L/∂x by autograd": backward.autograd_input[0]},
                         symmetric=("∂L/∂x by col2im", "∂L/∂x by autograd"), width=170),
         ], widths=[1, 2]),
@@ -807,9 +717,9 @@ def _(filter_name, filter_noise, filter_repeat, filter_stride, image):
     _kernel_title = "kernel" + (" (Sobel x, with y)" if filter_name.value == "edge magnitude" else "")
     mo.vstack([
         mo.hstack([filter_name, filter_noise, filter_repeat, filter_stride], wrap=True),
-        mo.hstack([image_tiles({"image": image}, width=240),
-                   value_table(_kernel, _kernel_title),
-                   image_tiles({_result: filtered}, symmetric=(_result,) if _signed else (),
+        mo.hstack([plot.image_tiles({"image": image}, width=240),
+                   plot.value_table(_kernel, _kernel_title),
+                   plot.image_tiles({_result: filtered}, symmetric=(_result,) if _signed else (),
                                width=240)], widths=[1, 1, 1]),
         mo.md(f"Kernel weights sum to **{_kernel.sum():.3g}**; result range "
               f"[{filtered.min():.2f}, {filtered.max():.2f}]. Red is positive, blue negative."),
@@ -841,9 +751,9 @@ def _(image, kernel_edit):
     own_filtered = lab.apply_filter(image, own_kernel)
     mo.vstack([
         kernel_edit,
-        mo.hstack([image_tiles({"image": image}, width=240),
-                   value_table(own_kernel, "your kernel"),
-                   image_tiles({f"result {own_filtered.shape[0]}×{own_filtered.shape[1]}":
+        mo.hstack([plot.image_tiles({"image": image}, width=240),
+                   plot.value_table(own_kernel, "your kernel"),
+                   plot.image_tiles({f"result {own_filtered.shape[0]}×{own_filtered.shape[1]}":
                                 own_filtered}, width=240)], widths=[1, 1, 1]),
         mo.md(f"Your kernel's weights sum to **{own_kernel.sum():.3g}**: "
               + ("it keeps the brightness of flat regions." if abs(own_kernel.sum() - 1) < 1e-9
@@ -887,7 +797,7 @@ def _(compose_first, compose_second, image):
     mo.vstack([
         mo.hstack([compose_first, compose_second], justify="start"),
         mo.hstack([
-            image_tiles({f"one {composition.composed.shape[0]}×{composition.composed.shape[1]} "
+            plot.image_tiles({f"one {composition.composed.shape[0]}×{composition.composed.shape[1]} "
                          "kernel c": composition.composed}, width=180,
                         symmetric=(f"one {composition.composed.shape[0]}×"
                                    f"{composition.composed.shape[1]} kernel c",)),
@@ -1039,7 +949,7 @@ def _(digits_heldout, equi_digit, equi_pool, equi_shift, equi_stride):
     _e = equivariance
     mo.vstack([
         mo.hstack([equi_shift, equi_stride, equi_pool, equi_digit], wrap=True),
-        image_tiles({"x": _e.image, f"T_{_e.shift} x": _e.shifted,
+        plot.image_tiles({"x": _e.image, f"T_{_e.shift} x": _e.shifted,
                      "conv F(x)": _e.conv_map, f"conv F(T_{_e.shift} x)": _e.conv_map_shifted,
                      "dense D(x)": _e.dense_map, f"dense D(T_{_e.shift} x)": _e.dense_map_shifted},
                     width=130),
@@ -1190,7 +1100,7 @@ def _(digit_canvas, draw_start):
 
 @app.cell
 def _(drawn_digit, trained_cnn):
-    mo.hstack([image_tiles({"your drawing as 8×8": drawn_digit}, width=180),
+    mo.hstack([plot.image_tiles({"your drawing as 8×8": drawn_digit}, width=180),
                cnn_verdict(trained_cnn, np.asarray(drawn_digit, dtype=float).tobytes())],
               justify="start")
     return

@@ -638,6 +638,99 @@ def piece_regions(report, *, max_side: int = 40, height: int = 260) -> VegaLite:
     return chart
 
 
+# ----------------------------------------------------------------------------- images and grids as HTML
+# Drawn by the browser at once, where a chart would be built, validated and drawn by Vega, or a
+# Matplotlib figure laid out and rendered to a PNG, at every slider move.
+
+
+def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
+    """Arrays as colour-mapped PNG tiles side by side, each captioned with its name (grey, or
+    red-blue centred on 0 for the names in ``symmetric``; ``cmaps`` names another colour map per
+    panel), ``width`` pixels wide, drawn pixelated."""
+    import marimo as mo
+    from matplotlib import colormaps
+
+    tiles = []
+    for name, img in panels.items():
+        img = np.asarray(img, dtype=float)
+        if name in symmetric:
+            top = float(np.nanmax(np.abs(img))) or 1.0
+            low, high, cmap = -top, top, "RdBu_r"
+        else:
+            low, high, cmap = float(np.nanmin(img)), float(np.nanmax(img)), "gray"
+        scaled = np.clip((img - low) / ((high - low) or 1.0), 0.0, 1.0)
+        rgba = colormaps[(cmaps or {}).get(name, cmap)](scaled, bytes=True)
+        tiles.append(mo.image(rgba, caption=name, width=width,
+                              style={"image-rendering": "pixelated", "min-width": f"{width}px"}))
+    return mo.hstack(tiles, justify="start", wrap=True)
+
+
+def html_grid(fills, text, *, title, row_title="row", col_title="column", legend=()):
+    """A small grid as an HTML table: cell (i, j) filled with the colour ``fills[i, j]`` and
+    ``text[i, j]`` written in (white on dark fills), row and column indices at the edges, and
+    ``legend`` a list of (colour, label) swatches. A table the browser lays out at once, where a
+    chart would be built, validated and drawn by Vega at every slider move; each colour is one
+    CSS class, so that a large grid stays a few bytes per cell."""
+    import marimo as mo
+
+    fills = np.asarray(fills, dtype=object)
+    classes = {f: f"g{n}" for n, f in enumerate(dict.fromkeys(fills.ravel().tolist()))}
+    # Named after its colours: two grids that share a name share the same CSS rules.
+    scope = "grid" + hashlib.sha1(repr(list(classes)).encode()).hexdigest()[:10]
+
+    def ink(hex_colour):  # the perceived brightness of the fill decides the text colour
+        r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+        return "#fff" if 0.299 * r + 0.587 * g + 0.114 * b < 140 else "#111"
+
+    css = "".join(f".{scope} .{c}{{background:{f};color:{ink(f)}}}" for f, c in classes.items())
+    css += (f".{scope} td,.{scope} th{{padding:0 4px;min-width:14px;height:16px;"
+            f"text-align:center;font-size:11px}}.{scope} th{{color:#64748b;font-weight:normal}}")
+    head = "".join(f"<th>{j}</th>" for j in range(fills.shape[1]))
+    body = "".join(f"<tr><th>{i}</th>" + "".join(f"<td class={classes[f]}>{t}</td>"
+                                                 for f, t in zip(row_fills, row_text)) + "</tr>"
+                   for i, (row_fills, row_text) in enumerate(zip(fills, text)))
+    swatches = "".join(f"<span style='margin-right:10px'><span style='display:inline-block;"
+                       f"width:10px;height:10px;background:{c}'></span> {label}</span>"
+                       for c, label in legend)
+    return mo.Html(
+        f"<div class={scope} style='margin-bottom:6px'><style>{css}</style>"
+        f"<div style='font-size:12px;font-weight:600'>{title}</div>"
+        f"<div style='font-size:11px;color:#64748b'>rows: {row_title} · columns: {col_title}</div>"
+        f"<table style='border-collapse:separate;border-spacing:1px'><tr><th></th>{head}</tr>"
+        f"{body}</table><div style='font-size:11px'>{swatches}</div></div>")
+
+
+def cell_table(kind, text=None, *, legend=False, **labels):
+    """:func:`html_grid` of cells coloured by their kind (``GRID_COLORS``, the course's
+    colours for inputs, padding, taps and outputs), with a legend of the kinds if asked."""
+    kind = np.asarray(kind, dtype=object)
+    text = np.full(kind.shape, "", dtype=object) if text is None else text
+    colours = {k: color(c) for k, c in GRID_COLORS.items()}
+    present = set(kind.ravel().tolist())
+    swatches = [(colours[k], k) for k in colours if legend and k != "empty" and k in present]
+    return html_grid(np.vectorize(colours.get, otypes=[object])(kind), text, legend=swatches,
+                     **labels)
+
+
+def value_table(values, title, *, cmap="RdBu_r", symmetric=True, fmt="{:.2f}"):
+    """:func:`html_grid` of numbers, each cell coloured by its value (red positive and blue
+    negative, centred on 0, for signed maps such as kernels) and written in."""
+    from matplotlib import colormaps
+
+    values = np.asarray(values, dtype=float)
+    if symmetric:
+        high = float(np.abs(values).max()) or 1.0
+        low = -high
+    else:
+        low, high = float(values.min()), float(values.max())
+    scaled = (values - low) / ((high - low) or 1.0)
+    rgba = colormaps[cmap](scaled, bytes=True)
+    fills = np.array(["#%02x%02x%02x" % tuple(px[:3]) for px in rgba.reshape(-1, 4)],
+                     dtype=object).reshape(values.shape)
+    text = np.vectorize(fmt.format, otypes=[object])(values)
+    return html_grid(fills, text, title=title)
+
+
 # ----------------------------------------------------------------------------- computation graphs
 
 

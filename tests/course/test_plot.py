@@ -1,6 +1,7 @@
 """engine.course.plot: one palette with meanings, charts that fit the notebook and never choke on NaN."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -198,3 +199,23 @@ def test_graph_chart_draws_each_node_its_text_and_colour_and_each_edge_once():
     assert len(links) == 2 and sorted(r["times"] for r in links) == ["", "×2"]  # a repeated edge drawn once
     for r, box in ((r, b) for r in links for b in plot.chart_rows(boxes) if b["text"].startswith("mul")):
         assert r["x"] < r["x2"] < box["x"]  # arrows point right and stop short of the box they enter
+
+
+def _table(html):
+    """(text per cell, fill per cell) of an html_grid: its <td> cells and their CSS classes."""
+    fills = dict(re.findall(r"\.(g\d+)\{background:(#[0-9a-f]{6})", html))
+    cells = re.findall(r"<td class=(g\d+)>([^<]*)</td>", html)
+    return [t for _, t in cells], [fills[c] for c, _ in cells]
+
+
+def test_html_tables_write_each_value_in_its_colour():
+    """05's grids are HTML tables (issue 16): the numbers written are the values, and the colours
+    say what the prose says (red positive, blue negative; the course's kind colours)."""
+    text, fills = _table(plot.value_table(np.array([[-2.0, 0.0], [1.0, 2.0]]), "k").text)
+    assert text == ["-2.00", "0.00", "1.00", "2.00"]
+    rgb = [tuple(int(f[i:i + 2], 16) for i in (1, 3, 5)) for f in fills]
+    assert rgb[0][2] > rgb[0][0] and rgb[3][0] > rgb[3][2] and rgb[1][0] == max(rgb[1])  # blue, red, white-ish
+    kind = np.array([["tap", "padding"], ["input", "selected"]], dtype=object)
+    text, fills = _table(plot.cell_table(kind, np.array([["1", ""], ["2", "3"]], dtype=object), title="t").text)
+    assert text == ["1", "", "2", "3"]
+    assert fills == [plot.color(plot.GRID_COLORS[k]) for k in kind.ravel()]

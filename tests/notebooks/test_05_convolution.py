@@ -2,7 +2,6 @@
 """
 
 import math
-import re
 
 import numpy as np
 import pytest
@@ -11,7 +10,7 @@ from engine import diffusion, shapes, vae
 from engine.course.labs import attention as attention_lab
 from engine.course.labs import convolution as conv_lab
 from engine.course.labs import vae as vae_lab
-from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
+from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app,
                              notebook_text, output_text, run_app)
 
 
@@ -336,25 +335,3 @@ def test_05_held_out_digit_reading_is_the_cnns(index):
     assert all(f"conv1 · {i}" in text for i in range(6)) and "filter 11" in text
 
 
-def _table(html):
-    """(text per cell, fill per cell) of an html_grid: its <td> cells and their CSS classes."""
-    fills = dict(re.findall(r"\.(g\d+)\{background:(#[0-9a-f]{6})", html))
-    cells = re.findall(r"<td class=(g\d+)>([^<]*)</td>", html)
-    return [t for _, t in cells], [fills[c] for c, _ in cells]
-
-
-def test_05_tables_write_each_value_in_its_colour():
-    """Issue 16: grids are HTML tables now; the numbers written are the values, and the colours
-    say what the prose says (red positive, blue negative; the course's kind colours)."""
-    from engine.course import plot
-
-    module = load_module(NB05)
-    text, fills = _table(module.value_table(np.array([[-2.0, 0.0], [1.0, 2.0]]), "k").text)
-    assert text == ["-2.00", "0.00", "1.00", "2.00"]
-    rgb = [tuple(int(f[i:i + 2], 16) for i in (1, 3, 5)) for f in fills]
-    assert rgb[0][2] > rgb[0][0] and rgb[3][0] > rgb[3][2] and rgb[1][0] == max(rgb[1])  # blue, red, white-ish
-    kind = np.array([["tap", "padding"], ["input", "selected"]], dtype=object)
-    text, fills = _table(module.cell_table(kind, np.array([["1", ""], ["2", "3"]], dtype=object),
-                                           title="t").text)
-    assert text == ["1", "", "2", "3"]
-    assert fills == [plot.color(plot.GRID_COLORS[k]) for k in kind.ravel()]
