@@ -105,7 +105,7 @@ def aggregate_view(aggregate):
 def digit_image(image, title, scale=20):
     """A grey picture (0 black, 1 white) under its title: a PNG written directly (about a
     millisecond, where a Matplotlib figure takes some fifty), so a dragged code answers at once."""
-    return mo.vstack([mo.md(f"*{title}*"), mo.image(lab.grey_png(image, scale=scale), alt=title)])
+    return mo.vstack([mo.md(f"*{title}*"), mo.image(plot.grey_png(image, scale=scale), alt=title)])
 
 
 @app.function
@@ -125,11 +125,11 @@ def digits_view(run):
                                    title="held-out digits placed at their codes", height=360)
     # each figure is one picture of tiles, white lines between them
     grid = lab.latent_grid(run.model, run.image_shape, n=8, limit=2.5).images.reshape((-1,) + run.image_shape)
-    tiles = digit_image(lab.tile_images(grid, ncols=8), "decoded codes on a grid: z₁ from −2.5 (left) to 2.5, "
+    tiles = digit_image(plot.tile_images(grid, ncols=8), "decoded codes on a grid: z₁ from −2.5 (left) to 2.5, "
                         "z₂ from 2.5 (top) to −2.5", scale=4)
     pairs = np.concatenate([run.images[:8], run.reconstructions[:8], run.images[8:16],
                             run.reconstructions[8:16]])
-    recon = digit_image(lab.tile_images(pairs, ncols=8), "held-out digits (rows 1, 3) and their "
+    recon = digit_image(plot.tile_images(pairs, ncols=8), "held-out digits (rows 1, 3) and their "
                         "reconstructions (rows 2, 4)", scale=5)
     defaults = lab.IMAGE_DEFAULTS
     return mo.vstack([

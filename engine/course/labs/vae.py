@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-import struct
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,8 +33,8 @@ __all__ = [
     "AggregatePosterior", "aggregate_posterior", "COLLAPSE_REMEDIES", "train_vae_remedy",
     "Posterior", "encode_image", "CHECKPOINTS", "TOY_DEFAULTS", "SWEEP_BETAS", "SWEEP_STEPS",
     "REMEDY_DEFAULTS", "IMAGE_DEFAULTS", "IWAE_KS", "default_vae_2d", "default_beta_sweep",
-    "default_aggregate_posterior", "default_remedies", "default_image_vae", "image_iwae", "tile_images",
-    "shipped_caption", "train_remedies", "grey_png", "toy_points", "AGGREGATE_BETAS",
+    "default_aggregate_posterior", "default_remedies", "default_image_vae", "image_iwae",
+    "shipped_caption", "train_remedies", "toy_points", "AGGREGATE_BETAS",
     "AGGREGATE_STEPS", "TOY_DEFAULTS_TEXT",
 ]
 
@@ -707,37 +705,3 @@ def shipped_caption(button: str, settings: str, what: str = "the model") -> str:
             f"and shipped with the course; press **{button}** to train with yours.*")
 
 
-def tile_images(images, ncols=8, gap=1, fill=1.0) -> np.ndarray:
-    """Images [N, H, W] laid out row by row, ``ncols`` to a row, as one image, with ``gap`` pixels
-    of ``fill`` between them (one picture draws faster than a grid of N small ones)."""
-    images = np.asarray(images, dtype=np.float64)
-    if images.ndim != 3 or len(images) == 0:
-        raise ValueError(f"tile_images: images must be [N, H, W] with N >= 1, got shape {images.shape}")
-    n, h, w = images.shape
-    ncols = min(_int("tile_images", "ncols", ncols, 1), n)
-    nrows = -(-n // ncols)
-    out = np.full((nrows * (h + gap) - gap, ncols * (w + gap) - gap), float(fill))
-    for i, image in enumerate(images):
-        r, c = divmod(i, ncols)
-        out[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = image
-    return out
-
-
-def grey_png(image, scale=1) -> bytes:
-    """An image with values in [0, 1] (0 black, 1 white; clipped) as the bytes of an 8-bit grey
-    PNG, each pixel a ``scale`` x ``scale`` block. Written with zlib alone, so a decoded digit
-    becomes an <img> in about a millisecond (a Matplotlib figure takes some fifty)."""
-    image = np.asarray(image, dtype=np.float64)
-    if image.ndim != 2 or image.size == 0:
-        raise ValueError(f"grey_png: the image must be 2-D and not empty, got shape {image.shape}")
-    scale = _int("grey_png", "scale", scale, 1)
-    pixels = np.round(np.clip(np.nan_to_num(image), 0, 1) * 255).astype(np.uint8)
-    pixels = np.repeat(np.repeat(pixels, scale, axis=0), scale, axis=1)
-    rows = np.concatenate([np.zeros((len(pixels), 1), np.uint8), pixels], axis=1)  # filter byte 0 per row
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", pixels.shape[1], pixels.shape[0], 8, 0, 0, 0, 0)  # 8-bit grey
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes()))
-            + chunk(b"IEND", b""))

@@ -215,18 +215,6 @@ def test_iwae_rows_have_their_own_streams_and_image_iwae_keeps_them():
         vae_lab.image_iwae(r, Ks=(0,))
 
 
-def test_tile_images_lays_images_out_row_by_row():
-    images = np.arange(5 * 2 * 3, dtype=float).reshape(5, 2, 3)
-    out = vae_lab.tile_images(images, ncols=3, gap=1, fill=-1.0)
-    assert out.shape == (2 * 2 + 1, 3 * 3 + 2)
-    np.testing.assert_array_equal(out[0:2, 0:3], images[0])
-    np.testing.assert_array_equal(out[0:2, 4:7], images[1])
-    np.testing.assert_array_equal(out[3:5, 4:7], images[4])  # second row, second column
-    assert (out[2] == -1).all() and (out[:, 3] == -1).all() and (out[3:5, 8:11] == -1).all()  # gaps, empty slot
-    with pytest.raises(ValueError, match="tile_images"):
-        vae_lab.tile_images(np.zeros((4, 4)))
-
-
 def test_train_remedies_is_one_run_per_remedy():
     X = vae_lab.toy_data_2d("moons", 800, seed=0)
     ticks = []
@@ -266,19 +254,3 @@ def test_shipped_defaults_rebuild_their_models_and_leave_the_global_stream():
     assert len(aggregate.codes) == len(vae_lab.AGGREGATE_BETAS) and aggregate.codes[0].shape == (500, 2)
     caption = vae_lab.shipped_caption("Train", "moons")
     assert "make checkpoints" in caption and "press **Train**" in caption and "Press" not in caption
-
-
-def test_grey_png_is_the_image_a_png_reader_reads():
-    from matplotlib import image as mpl_image  # an independent PNG decoder (Pillow underneath)
-    import io
-
-    x = np.random.default_rng(0).random((3, 5))
-    x[0, 0], x[1, 1] = -0.5, 1.5  # clipped to black and white
-    png = vae_lab.grey_png(x, scale=4)
-    back = mpl_image.imread(io.BytesIO(png), format="png")
-    assert back.shape == (12, 20)  # grey, one value per pixel, each pixel a 4x4 block
-    expected = np.round(np.clip(x, 0, 1) * 255) / 255
-    np.testing.assert_allclose(back[::4, ::4], expected, atol=1e-6)
-    np.testing.assert_array_equal(back[::4, ::4], back[3::4, 3::4])
-    with pytest.raises(ValueError, match="grey_png"):
-        vae_lab.grey_png(np.zeros(4))
