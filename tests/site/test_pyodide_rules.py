@@ -10,8 +10,8 @@ provides. The rules, checked on every file of ``engine/`` by reading its syntax 
    nor of a standard module Pyodide leaves out (tkinter, curses, readline, ...);
 3. no ``os.system``/``os.popen``/``os.fork``/``os.exec*``/``os.spawn*``/``os.kill``;
 4. third-party packages: NumPy at module level, and nothing else there; ``engine.course.plot`` may
-   import Altair and Matplotlib and ``engine.course.toc`` and ``engine.course.ui`` marimo inside
-   functions (the browser build installs the first two from the page's header, marimo is the
+   import Altair and Matplotlib, and ``engine.course.plot`` (its HTML tables and image tiles),
+   ``engine.course.toc`` and ``engine.course.ui`` marimo, inside functions (the browser build installs the first two from the page's header, marimo is the
    runtime); ``engine.course.widgets`` may import marimo, Matplotlib, wigglystuff and drawdata
    (the last two pure-Python wheels the page's header pins); the optional PyTorch column of the
    formula sheets imports torch inside functions of
@@ -62,7 +62,7 @@ MODULE_LEVEL_THIRD_PARTY = {"numpy"}
 LAZY_ALLOWED = {  # third-party packages imported inside functions, and where
     "altair": {"engine/course/plot.py"},
     "matplotlib": {"engine/course/plot.py", "engine/course/widgets.py"},
-    "marimo": {"engine/course/toc.py", "engine/course/ui.py", "engine/course/widgets.py"},
+    "marimo": {"engine/course/plot.py", "engine/course/toc.py", "engine/course/ui.py", "engine/course/widgets.py"},
     "torch": {"engine/course/formulas/evaluate.py"},
     "wigglystuff": {"engine/course/widgets.py"},
     "drawdata": {"engine/course/widgets.py"},
