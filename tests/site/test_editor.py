@@ -83,10 +83,11 @@ def test_editor_runs_every_cell_without_error(entry, editor, editor_page):
     page.goto(editor["base"] + f"?file={entry.path}", wait_until="commit")
     page.wait_for_function("() => window.__mw && __mw.kernelReady", timeout=RUN_TIMEOUT_MS, polling=100)
     completed = page.evaluate("() => __mw.completed")
-    if editor_run_all(page, RUN_TIMEOUT_MS) is None:
-        # pyproject.toml sets runtime.auto_instantiate: the kernel runs every cell on open by
-        # itself, possibly before `completed` was read; count from the page's start instead.
-        completed = 0
+    # pyproject.toml sets runtime.auto_instantiate: the kernel runs every cell on open by itself
+    # (editor_run_all presses nothing), possibly before `completed` was read: count from 0.
+    assert editor_run_all(page, RUN_TIMEOUT_MS) is None, (
+        "the editor waits for 'Run all stale cells': pyproject.toml's runtime.auto_instantiate is not in effect")
+    completed = 0
     # Every cell of the notebook reports a status and none is queued or running any more.
     try:
         page.wait_for_function(

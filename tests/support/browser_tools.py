@@ -391,15 +391,19 @@ _RUN_ALL_JS = r"""
 def editor_run_all(page, timeout_ms: float = 60_000) -> float | None:
     """In ``marimo edit``, run every cell as a learner does on opening a notebook.
 
-    marimo 0.25's editor runs nothing on open unless ``runtime.auto_instantiate`` is true; then it
-    offers "Run all stale cells". Call after the page's ``kernel-ready`` (``__mw.kernelReady``).
-    Returns the page clock (``performance.now()``, ms) at the press, or None when the editor's
-    configuration runs the cells by itself.
+    marimo 0.25's editor runs nothing on open unless ``runtime.auto_instantiate`` is true (the
+    course's pyproject.toml sets it); otherwise it offers "Run all stale cells", which this
+    presses. Call after the page's ``kernel-ready`` (``__mw.kernelReady``). Returns the page clock
+    (``performance.now()``, ms) at the press, or None when the editor runs the cells by itself.
+    The setting is the user's configuration overridden by the project's (pyproject.toml), which
+    the page receives as ``configOverrides`` in its mount config, not in ``marimo-user-config``.
     """
     config = page.evaluate(
-        "() => { const e = document.querySelector('marimo-user-config');"
-        " try { return JSON.parse(e.getAttribute('data-config')); } catch (x) { return null; } }")
-    if ((config or {}).get("runtime") or {}).get("auto_instantiate"):
+        "() => { const c = window.__MARIMO_MOUNT_CONFIG__ || {};"
+        " const runtime = k => ((c[k] || {}).runtime || {}).auto_instantiate;"
+        " return [runtime('configOverrides'), runtime('config')]; }")
+    overridden, user = config
+    if overridden if overridden is not None else user:
         return None
     page.wait_for_function(_RUN_ALL_JS, timeout=timeout_ms, polling=50)
     pressed = page.evaluate("() => performance.now()")
