@@ -38,12 +38,25 @@ FOLDER = Path(__file__).resolve().parent
 
 
 def load(module):
-    """The state stored in a checkpoint module (``from engine.course.checkpoints import x``)."""
+    """The state stored in a checkpoint module (``from engine.course.checkpoints import x``), its
+    arrays as NumPy arrays: the labs read a checkpoint as data (curves, samples, parameters for
+    ``load_state_dict``, which takes arrays), where ``engine.load`` gives Tensors."""
     blob = base64.b64decode(module.ARCHIVE)
     if len(blob) != module.SIZE or hashlib.sha256(blob).hexdigest() != module.SHA256:
         raise ValueError(f"checkpoint {module.__name__} is corrupted (size or SHA-256 differs); "
                          "rebuild it with `make checkpoints`")
-    return engine.load(io.BytesIO(blob))
+    return _arrays(engine.load(io.BytesIO(blob)))
+
+
+def _arrays(node):
+    """``node`` with every Tensor in it replaced by its NumPy array."""
+    if isinstance(node, engine.Tensor):
+        return node.data
+    if isinstance(node, dict):
+        return {key: _arrays(value) for key, value in node.items()}
+    if isinstance(node, (list, tuple)):
+        return type(node)(_arrays(value) for value in node)
+    return node
 
 
 def load_named(name: str):

@@ -544,7 +544,7 @@ CHECKPOINTS = {"activations_sweeps": train_default_sweeps}
 @functools.lru_cache(maxsize=1)
 def _shipped_sweeps() -> dict:
     state = checkpoints.load(_sweeps_checkpoint)
-    return {name: np.asarray(getattr(v, "data", v), dtype=np.float64) for name, v in state.items()}
+    return {name: np.asarray(v, dtype=np.float64) for name, v in state.items()}
 
 
 @functools.lru_cache(maxsize=32)

@@ -966,7 +966,7 @@ def shipped_tiny_attention() -> TinyRun:
     with fork_rng(s["seed"]):
         model = TinyAttention(s["vocab"], s["length"], s["d_model"])
     model.load_state_dict(state["parameters"])
-    history = TinyHistory(**{k: v.data for k, v in state["history"].items()})
+    history = TinyHistory(**state["history"])
     return _tiny_run(model, history, "", *_tiny_heldout(s["task"], s["length"], s["vocab"], s["seed"]))
 
 
@@ -980,5 +980,5 @@ def shipped_tiny_gpt() -> GPTRun:
     with fork_rng(s["seed"]):
         model = TinyGPT(len(data.chars), s["context"], s["d_model"], s["heads"], s["layers"])
     model.load_state_dict(state["parameters"])
-    return GPTRun(model, data, state["steps"].data, state["train_loss"].data,
-                  state["heldout_loss"].data, data.unigram, state["sample"], "")
+    return GPTRun(model, data, state["steps"], state["train_loss"], state["heldout_loss"], data.unigram,
+                  state["sample"], "")

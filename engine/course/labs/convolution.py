@@ -1042,7 +1042,7 @@ def default_cnn() -> DigitsCNN:
     model.load_state_dict(state["parameters"])
     model.eval()
     h = state["history"]
-    history = CNNHistory(*([float(v) for v in np.asarray(getattr(h[k], "data", h[k]))]
+    history = CNNHistory(*([float(v) for v in h[k]]
                            for k in ("loss", "train_acc", "test_acc")))
     X_test, y_test = data.load_digits("test", channel_dim=True)
     return DigitsCNN(model, history, confusion(model, X_test, y_test), settings)

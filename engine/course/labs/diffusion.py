@@ -613,11 +613,6 @@ def is_default(settings: dict, default: dict) -> bool:
                not isinstance(v, bool) else v == default[k] for k, v in settings.items())
 
 
-def _numbers(value):
-    """An array or number read back from a checkpoint (engine.load gives arrays as Tensors)."""
-    return np.asarray(value.data if isinstance(value, Tensor) else value)
-
-
 def _run_state(run: DDPMRun) -> dict:
     """What a shipped DDPMRun keeps: the network and every number its figures show."""
     state = {"model": dict(run.model.state_dict()), "losses": run.losses, "checkpoints": run.checkpoints,
@@ -629,11 +624,11 @@ def _run_state(run: DDPMRun) -> dict:
 
 
 def _run_from_state(state, model, held_out) -> DDPMRun:
-    model.load_state_dict({k: _numbers(v) for k, v in state["model"].items()})
-    return DDPMRun(model=model, losses=_numbers(state["losses"]), checkpoints=_numbers(state["checkpoints"]),
-                   quality=_numbers(state["quality"]), noise_quality=float(state["noise_quality"]),
+    model.load_state_dict(state["model"])
+    return DDPMRun(model=model, losses=state["losses"], checkpoints=state["checkpoints"],
+                   quality=state["quality"], noise_quality=float(state["noise_quality"]),
                    floor=float(state["floor"]), held_out=held_out, stopped=state["stopped"],
-                   samples=_numbers(state["samples"]) if "samples" in state else None)
+                   samples=state.get("samples"))
 
 
 def _train_default_ddpm() -> dict:
@@ -694,7 +689,7 @@ def _train_default_drawing() -> dict:
 def _shipped_drawing():
     state = checkpoints.load(_drawing_checkpoint)
     run = _run_from_state(state["run"], D.Denoiser(2, 64, T=DRAW_DEFAULT["T"]), held_out=None)
-    return _numbers(state["points"]), run
+    return state["points"], run
 
 
 def shipped_drawing_run(X) -> DDPMRun | None:
@@ -763,9 +758,9 @@ def _train_sampler_gallery() -> dict:
 def shipped_sampler_gallery() -> SamplerGallery:
     """Section 5's gallery (ring mixture, T = 1000 linear, seed 0) as ``make checkpoints`` drew it."""
     state = checkpoints.load(_samplers_checkpoint)
-    return SamplerGallery(steps=_numbers(state["steps"]), ddpm=_numbers(state["ddpm"]), ddim=_numbers(state["ddim"]),
-                          floor=float(state["floor"]), ddpm_samples=_numbers(state["ddpm_samples"]),
-                          ddim_samples=_numbers(state["ddim_samples"]))
+    return SamplerGallery(steps=state["steps"], ddpm=state["ddpm"], ddim=state["ddim"],
+                          floor=float(state["floor"]), ddpm_samples=state["ddpm_samples"],
+                          ddim_samples=state["ddim_samples"])
 
 
 @dataclass(frozen=True)
@@ -811,13 +806,13 @@ def _train_guidance_study() -> dict:
 def shipped_guidance() -> GuidanceStudy:
     """Section 6's default study as ``make checkpoints`` trained and sampled it."""
     state = checkpoints.load(_guidance_checkpoint)
-    scales = _numbers(state["scales"])
+    scales = state["scales"]
     X, y = toy_data_2d("moons", n=3000, seed=0, return_labels=True)
     X = X.astype(np.float32).astype(np.float64)  # as train_conditional keeps it
     labels = {int(k): v for k, v in state["labels"].items()}
     return GuidanceStudy(
-        scales=scales, samples={k: _numbers(v["samples"]) for k, v in labels.items()},
-        trades={k: GuidanceTrade(scales=scales, fidelity=_numbers(v["fidelity"]), spread=_numbers(v["spread"]))
+        scales=scales, samples={k: v["samples"] for k, v in labels.items()},
+        trades={k: GuidanceTrade(scales=scales, fidelity=v["fidelity"], spread=v["spread"])
                 for k, v in labels.items()}, X=X, y=y)
 
 

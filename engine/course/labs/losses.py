@@ -252,7 +252,7 @@ def default_kl_fits() -> dict:
     """The fits of :func:`fit_q_both_ways` at :data:`KL_DEFAULT`, read from the shipped checkpoint
     (no training when the page opens)."""
     state = checkpoints.load(_kl_checkpoint)
-    return {direction: (float(fit["mu"]), float(fit["sigma"]), np.asarray(getattr(fit["losses"], "data", fit["losses"])))
+    return {direction: (float(fit["mu"]), float(fit["sigma"]), fit["losses"])
             for direction, fit in state.items()}
 
 
@@ -726,17 +726,10 @@ CHECKPOINTS = {"losses_kl_fits": train_default_kl_fits, "losses_line_fits": trai
                "losses_default_fits": train_default_fits}
 
 
-def _plain(v):
-    """A loaded checkpoint's values as plain NumPy arrays and floats."""
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    return np.asarray(getattr(v, "data", v)) if not isinstance(v, (int, float)) else v
-
-
 @functools.lru_cache(maxsize=1)
 def _shipped() -> dict:
     """The checkpoints ``losses_default_fits`` and ``losses_line_fits``, read once."""
-    return {**_plain(checkpoints.load(_defaults_checkpoint)), "lines": _plain(checkpoints.load(_lines_checkpoint))}
+    return {**checkpoints.load(_defaults_checkpoint), "lines": checkpoints.load(_lines_checkpoint)}
 
 
 def _equal(a, b) -> bool:

@@ -594,11 +594,6 @@ def _model_from_state(state) -> vae.VAE:
     return model
 
 
-def _arrays(state) -> dict:
-    """A loaded checkpoint's arrays as NumPy (``checkpoints.load`` gives Tensors)."""
-    return {k: (v.data if isinstance(v, Tensor) else v) for k, v in state.items()}
-
-
 def _train_toy_default() -> dict:
     d = TOY_DEFAULTS
     run = train_vae_2d(toy_points()[0], beta=d["beta"], latent_dim=d["latent_dim"], steps=d["steps"],
@@ -661,14 +656,14 @@ def default_vae_2d() -> VAERun:
 @functools.lru_cache(maxsize=1)
 def default_beta_sweep() -> BetaSweep:
     """The shipped β sweep (:data:`SWEEP_BETAS`, the default data and settings)."""
-    state = _arrays(checkpoints.load(_sweep_checkpoint))
+    state = checkpoints.load(_sweep_checkpoint)
     return _sweep(state["betas"], state["recon"], state["kl_per_dim"], state["elbo"])
 
 
 @functools.lru_cache(maxsize=1)
 def default_aggregate_posterior() -> AggregatePosterior:
     """The shipped aggregate posteriors (:data:`AGGREGATE_BETAS`, the default data)."""
-    state = _arrays(checkpoints.load(_aggregate_checkpoint))
+    state = checkpoints.load(_aggregate_checkpoint)
     return AggregatePosterior(betas=state["betas"], codes=list(state["codes"]), to_prior=state["to_prior"],
                               samples_to_data=state["samples_to_data"])
 
@@ -679,7 +674,7 @@ def default_remedies() -> dict:
     runs = {}
     for name, numbers in checkpoints.load(_remedies_checkpoint).items():
         runs[name] = VAERun(model=None, history=None, recon=numbers["recon"], kl=numbers["kl"],
-                            kl_per_dim=numbers["kl_per_dim"].data, elbo=numbers["elbo"],
+                            kl_per_dim=numbers["kl_per_dim"], elbo=numbers["elbo"],
                             beta=REMEDY_DEFAULTS["beta"])
     return runs
 
@@ -692,7 +687,7 @@ def default_image_vae() -> ImageVAERun:
     state = checkpoints.load(_digits_checkpoint)
     _, test, labels = _digits()
     run = _held_out_images(_model_from_state(state["model"]), None, test, labels, seed=0)
-    table = _arrays(state["iwae"])
+    table = state["iwae"]
     run.iwae_table = IWAEBounds(K=table["K"], bound=table["bound"], standard_error=table["standard_error"],
                                 elbo=table["elbo"])
     return run

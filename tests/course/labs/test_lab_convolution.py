@@ -448,7 +448,7 @@ def test_default_cnn_is_the_shipped_checkpoint_and_scores_what_it_claims():
     assert conv_lab.default_cnn() is cnn and conv_lab.CHECKPOINTS["convolution_cnn"] is conv_lab.train_default_cnn
     state = checkpoints.load_named("convolution_cnn")
     for name, value in cnn.model.state_dict().items():
-        np.testing.assert_array_equal(value.data, state["parameters"][name].data)
+        np.testing.assert_array_equal(value.data, state["parameters"][name])
     X, y = engine.data.load_digits("test", channel_dim=True)
     assert cnn.history.test_acc[-1] == pytest.approx(conv_lab.cnn_accuracy(cnn.model, X, y))
     assert len(cnn.history.loss) == cnn.settings["epochs"] == conv_lab.CNN_DEFAULTS["epochs"]

@@ -319,7 +319,7 @@ def test_shipped_defaults_rebuild_their_sections_models():
     assert ddpm.quality[-1] < 0.5 * ddpm.noise_quality
     shipped = checkpoints.load_named("diffusion_ddpm")["model"]
     for name, value in ddpm.model.state_dict().items():
-        np.testing.assert_array_equal(value.data, shipped[name].data)
+        np.testing.assert_array_equal(value.data, shipped[name])
     one_d = diffusion_lab.shipped_denoiser_1d()
     assert one_d.samples.shape == (4000,) and one_d.model.dim == 1
     # the drawing's model answers only for the canvas's starting points
