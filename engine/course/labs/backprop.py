@@ -26,6 +26,8 @@ from engine import Tensor, nn, no_grad, optim
 from engine import data as toy
 from engine.random import fork_rng
 
+from ._checks import is_default
+
 # ----------------------------------------------------------------------------- MLP playground
 
 DATASETS = ("moons", "circles", "spirals", "blobs")
@@ -193,11 +195,7 @@ OVERFIT_STEPS = 300
 
 def is_default_playground(settings: dict) -> bool:
     """Whether ``settings`` (any of :data:`PLAYGROUND_DEFAULTS`' keys) all hold their default value."""
-    unknown = set(settings) - set(PLAYGROUND_DEFAULTS)
-    if unknown:
-        raise ValueError(f"is_default_playground: unknown settings {sorted(unknown)}; "
-                         f"known: {sorted(PLAYGROUND_DEFAULTS)}")
-    return all(PLAYGROUND_DEFAULTS[k] == v for k, v in settings.items())
+    return is_default("is_default_playground", settings, PLAYGROUND_DEFAULTS)
 
 
 @dataclass

@@ -31,6 +31,7 @@ from engine.distances import energy_distance
 from engine.optim import Adam
 from engine.optim.lr_scheduler import CosineAnnealingLR
 
+from . import _checks
 from ._checks import _int, _positive
 from ._generative import DATASETS_2D, toy_data_2d
 
@@ -605,12 +606,9 @@ GUIDANCE_SCALES = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 def is_default(settings: dict, default: dict) -> bool:
-    """Whether a section's ``settings`` are its shipped ``default`` (numbers to round-off: a
-    slider moved away and back may give 0.30000000000000004)."""
-    if set(settings) != set(default):
-        return False
-    return all(math.isclose(v, default[k], rel_tol=1e-9) if isinstance(v, (int, float)) and
-               not isinstance(v, bool) else v == default[k] for k, v in settings.items())
+    """Whether a section's ``settings`` are its shipped ``default`` (every key given; numbers to
+    round-off: a slider moved away and back may give 0.30000000000000004)."""
+    return set(settings) == set(default) and _checks.is_default("diffusion.is_default", settings, default)
 
 
 def _run_state(run: DDPMRun) -> dict:
