@@ -130,14 +130,6 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    # Altair (about 0.2 s to import) loads here, once, as the page opens, so that the first
-    # chart's cell, which the size sliders re-run, does not carry it.
-    import altair as _altair  # noqa: F401
-    return
-
-
-@app.cell(hide_code=True)
-def _():
     mo.md(r"""
     ## 1. One output value
 

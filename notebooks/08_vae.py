@@ -204,14 +204,6 @@ def _():
     return
 
 
-@app.cell(hide_code=True)
-def _():
-    # Altair (about 0.2 s to import) loads here, once, as the page opens, so that the first
-    # chart's cell, which the μ, σ and sample sliders re-run, does not carry it.
-    import altair as _altair  # noqa: F401
-    return
-
-
 @app.cell
 def _():
     q_mu = mo.ui.slider(-3.0, 3.0, step=0.1, value=1.0, label="μ", show_value=True)
