@@ -44,14 +44,6 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    # Altair (0.25 s to import) loads here, once, as the page opens, so that the first chart's
-    # cell, which the first section's controls re-run, does not carry it.
-    import altair as _altair  # noqa: F401
-    return
-
-
-@app.cell(hide_code=True)
-def _():
     mo.md(r"""
     ## 1. Queries, keys and values
 
