@@ -373,8 +373,7 @@ def _():
 @app.cell
 def _(depth_act, init, init_scale, width):
     depth_variants = lab.depth_variants(depth=50, width=width.value, activation=depth_act.value, init=init.value,
-                                        scale=init_scale.value,
-                                        n_samples=lab.samples_for_width(width.value, values_per_layer=4096, most=64))
+                                        scale=init_scale.value)
     _fate = {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}
     _rows = "\n".join(f"| {name} | {r.gradient_ratio:.3g} | {_fate[r.verdict()]} | ×{r.variance_factor:.3g} |"
                       for name, r in depth_variants.items())
@@ -430,7 +429,7 @@ def _():
 @app.cell
 def _(bend_depth, bend_train, bend_width):
     # the default network trains at load (~0.05 s): the section opens on a trained model
-    bend_is_default = {"width": bend_width.value, "depth": bend_depth.value} == lab.BEND_DEFAULT
+    bend_is_default = lab.is_default_bend({"width": bend_width.value, "depth": bend_depth.value})
     _steps = lab.BEND_STEPS if bend_train.value or bend_is_default else 0
     if bend_train.value:
         with mo.status.progress_bar(total=_steps // 40, title="training", remove_on_exit=True) as _bar:

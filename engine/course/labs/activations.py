@@ -31,6 +31,8 @@ from engine import Tensor
 from engine.course import checkpoints
 from engine.course.checkpoints import activations_sweeps as _sweeps_checkpoint  # static: the WebAssembly bundler
 
+from ._checks import is_default
+
 # ----------------------------------------------------------------------------- closed forms
 
 
@@ -327,9 +329,10 @@ class DepthReport:
     weight_std: float
     z_std: np.ndarray
     z_mean: np.ndarray
-    flat_share: np.ndarray  # share of pre-activations where φ'(z) < 5% of its peak
-    dead_share: np.ndarray  # share of units flat for every sample of the batch
-    deriv_rms: np.ndarray  # √mean φ'(z)²
+    # the slope statistics (None in :func:`depth_variants`' reports, whose table does not show them)
+    flat_share: np.ndarray | None  # share of pre-activations where φ'(z) < 5% of its peak
+    dead_share: np.ndarray | None  # share of units flat for every sample of the batch
+    deriv_rms: np.ndarray | None  # √mean φ'(z)²
     grad_norm: np.ndarray  # ‖∂L/∂z_l‖ from autograd
     predicted_grad_norm: np.ndarray | None  # ‖∂L/∂z_L‖ · Π_{k>l} σ_W √n rms φ'(z_{k-1}); None off the plain stack
     z_samples: list = field(default_factory=list)
@@ -453,8 +456,10 @@ def _depth_draws(depth, width, n_samples, std, seed, max_samples) -> _DepthDraws
     return _DepthDraws(x, weights, upstream, pick)
 
 
-def _depth_run(draws: _DepthDraws, activation, init, std, slope, residual, norm) -> DepthReport:
-    """:func:`depth_lab` on drawn numbers (the four variants of :func:`depth_variants` share them)."""
+def _depth_run(draws: _DepthDraws, activation, init, std, slope, residual, norm, slopes: bool = True) -> DepthReport:
+    """:func:`depth_lab` on drawn numbers (the four variants of :func:`depth_variants` share them).
+    ``slopes=False`` skips the slope statistics φ'(z) of every layer (an engine pass over all the
+    pre-activations: for GELU, whose erf is a NumPy series, half the run)."""
     depth, width = len(draws.weights), draws.x.shape[1]
     params = {"slope": slope} if activation == "leaky_relu" else {}
     kw = _kw(activation, params)
@@ -467,14 +472,15 @@ def _depth_run(draws: _DepthDraws, activation, init, std, slope, residual, norm)
         z_all = np.stack([z.data for z in zs])  # (depth, n_samples, width)
         z_std = z_all.std(axis=(1, 2))
         z_mean = z_all.mean(axis=(1, 2))
-        derivs = engine_derivative(activation, z_all, **params)[1]  # one engine call for every layer
-        flat = derivs < 0.05 * peak
-        flat_share = flat.mean(axis=(1, 2))
-        dead_share = flat.all(axis=1).mean(axis=1)
-        deriv_rms = np.sqrt(np.mean(derivs * derivs, axis=(1, 2)))
+        flat_share = dead_share = deriv_rms = predicted = None
+        if slopes:
+            derivs = engine_derivative(activation, z_all, **params)[1]  # one engine call for every layer
+            flat = derivs < 0.05 * peak
+            flat_share = flat.mean(axis=(1, 2))
+            dead_share = flat.all(axis=1).mean(axis=1)
+            deriv_rms = np.sqrt(np.mean(derivs * derivs, axis=(1, 2)))
         grad_norm = np.array([np.linalg.norm(z.grad) if z.grad is not None else 0.0 for z in zs])
-        predicted = None
-        if not (residual or norm):
+        if slopes and not (residual or norm):
             factors = np.array([weights[k].data.std() * math.sqrt(width) * deriv_rms[k - 1] for k in range(1, depth)])
             # predicted[l] = grad_norm[L-1] * prod of factors k = l+1 .. L-1
             tail = np.concatenate([np.cumprod(factors[::-1])[::-1], [1.0]]) if depth > 1 else np.array([1.0])
@@ -587,13 +593,20 @@ DEPTH_VARIANTS = {"plain": (False, False), "residual": (True, False), "pre-norm"
 
 
 def depth_variants(depth: int = 50, width: int = 64, activation: str = "tanh", init: str = "xavier",
-                   scale: float = 1.0, n_samples: int = 64, seed: int = 0) -> dict:
+                   scale: float = 1.0, n_samples: int | None = None, seed: int = 0) -> dict:
     """The same stack (same weights and inputs, drawn once) plain, with a residual path, with
     pre-norm, and with both: variant name -> :class:`DepthReport`, each as :func:`depth_lab` gives
-    but without the histogram samples (``z_samples`` empty). 64 samples: the verdicts of 128, at
-    half the cost of every change of the notebook's controls. Cached (the reports are small), so a
+    but without the histogram samples (``z_samples`` empty) and the slope statistics (``flat_share``,
+    ``dead_share``, ``deriv_rms`` and ``predicted_grad_norm`` are None).
+
+    ``n_samples`` defaults to 2,048 pre-activations per layer, at most 32 examples (32 at width 64):
+    the four verdicts of 128 examples but for a few gradient ratios near the verdicts' threshold
+    of 100 (as many as with 64 examples), at a fraction of the cost of every change of the
+    notebook's controls (GELU's erf is a NumPy series). Cached (the reports are small), so a
     setting shown before is shown again at once; treat the reports as read-only."""
     _check_stack(activation, depth, width)
+    if n_samples is None:
+        n_samples = samples_for_width(width, values_per_layer=2048, most=32)
     return dict(_depth_variants(depth, width, activation, init, float(scale), n_samples, seed))
 
 
@@ -601,7 +614,7 @@ def depth_variants(depth: int = 50, width: int = 64, activation: str = "tanh", i
 def _depth_variants(depth, width, activation, init, scale, n_samples, seed) -> dict:
     std = init_std(init, width, width, scale, activation)
     draws = _depth_draws(depth, width, n_samples, std, seed, max_samples=0)
-    return {name: _depth_run(draws, activation, init, std, 0.01, res, norm)
+    return {name: _depth_run(draws, activation, init, std, 0.01, res, norm, slopes=False)
             for name, (res, norm) in DEPTH_VARIANTS.items()}
 
 
@@ -647,6 +660,12 @@ def _pattern_ids(bits: np.ndarray) -> np.ndarray:
 # the section's default network, trained when the page opens (400 Adam steps take ~0.05 s)
 BEND_DEFAULT = {"width": 8, "depth": 1}
 BEND_STEPS = 400
+
+
+def is_default_bend(settings: dict) -> bool:
+    """Whether ``settings`` (any of :data:`BEND_DEFAULT`'s keys) all hold their default value: the
+    section then shows the default network, trained when the page opens."""
+    return is_default("is_default_bend", settings, BEND_DEFAULT)
 
 
 @functools.lru_cache(maxsize=1)

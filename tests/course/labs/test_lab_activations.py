@@ -312,7 +312,13 @@ def test_depth_variants_are_depth_lab_runs_on_shared_draws():
         alone = act.depth_lab(depth=7, width=16, activation="relu", init="he", n_samples=12, seed=2,
                               residual=residual, norm=norm)
         np.testing.assert_allclose(v[name].grad_norm, alone.grad_norm, rtol=1e-12)
-        np.testing.assert_allclose(v[name].flat_share, alone.flat_share, rtol=1e-12)
+        np.testing.assert_allclose(v[name].z_std, alone.z_std, rtol=1e-12)
+        assert v[name].flat_share is None and v[name].predicted_grad_norm is None  # the table shows no slopes
+    # by default 2,048 pre-activations per layer, at most 32 examples: at width 64, the run of 32
+    default = act.depth_variants(depth=7, width=64, activation="relu", init="he")
+    np.testing.assert_array_equal(default["plain"].grad_norm,
+                                  act.depth_variants(depth=7, width=64, activation="relu", init="he",
+                                                     n_samples=32)["plain"].grad_norm)
 
 
 def test_pattern_ids_label_the_distinct_rows_as_np_unique_does():
@@ -329,6 +335,10 @@ def test_bend_default_network_is_trained_and_beats_its_initialisation():
     cached = act.default_bend_report()  # the notebook's default: trained once per session, on the full grid
     assert cached is act.default_bend_report() and cached.steps == act.BEND_STEPS
     assert cached.accuracy == act.bend_lab(**act.BEND_DEFAULT, steps=act.BEND_STEPS, seed=0, grid=40).accuracy
+    assert act.is_default_bend({"width": 8, "depth": 1}) and act.is_default_bend({"depth": 1.0})
+    assert not act.is_default_bend({"width": 9, "depth": 1})
+    with pytest.raises(ValueError, match="unknown settings \\['steps'\\]"):
+        act.is_default_bend({"steps": 400})
 
 
 def test_samples_for_width_keeps_about_8192_values_per_layer():
