@@ -5,14 +5,15 @@ The same colour always means the same thing across every notebook (see :data:`PA
 line and the engine's autograd values as dark dots on top of it, data is grey and a model purple,
 training curves teal and validation pink, and each optimizer keeps its own colour.
 
-Altair charts (lines, heatmaps, scatters, histograms) fill the notebook's width
-(``width='container'``); the charts redrawn at every slider move (a loss surface with optimizer
-paths, class regions, a network's linear pieces, a computation graph) are written as Vega-Lite
-specs directly (:class:`VegaLite`), which costs milliseconds where building and validating Altair
-objects costs tens, and where a Matplotlib figure rendered to a PNG cost 0.1–0.2 s a redraw.
-Altair is imported inside the functions, so ``import engine`` needs only NumPy. Data goes to the
-charts as records (no pandas needed), with NaN and ±inf sent as missing values so that a chart
-never fails on them.
+Every chart is a Vega-Lite spec written as a dict (:class:`VegaLite`), which marimo draws itself:
+writing the dict costs well under a millisecond, where building and validating Altair objects
+cost tens (and importing Altair a quarter of a second), and a Matplotlib figure rendered to a PNG
+0.1–0.2 s a redraw. Charts fill the notebook's width (``width: "container"``), put their legend
+at the bottom, and layer with ``+`` as Altair's do (``chart + plot.rule(0.5)``). Images are PNGs
+written with zlib (:func:`png`) in colour maps shipped as tables (:mod:`engine.course.colormaps`),
+so no page needs Altair or Matplotlib. Data goes to the charts as records (no pandas needed),
+with NaN and ±inf sent as missing values so that a chart never fails on them; marimo is imported
+inside the functions, so ``import engine`` needs only NumPy.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def _clean(v, digits: int = 6):
 
 
 def records(**columns) -> list:
-    """Inline Altair data from equal-length columns (arrays, lists or scalars broadcast)."""
+    """Chart rows (one dict per point) from equal-length columns (arrays, lists or scalars broadcast)."""
     n = max((len(np.atleast_1d(c)) for c in columns.values() if not np.isscalar(c)), default=1)
     cols = {}
     for k, c in columns.items():
@@ -140,24 +141,9 @@ def records(**columns) -> list:
     return [{k: _clean(cols[k][i]) for k in keys} for i in range(n)]
 
 
-def _alt():
-    import altair as alt
-
-    return alt
-
-
-def _data(rows: list):
-    """Chart data as a JSON data URL rather than inline values.
-
-    Altair validates a chart against the Vega-Lite schema each time it is drawn, and walking
-    thousands of inline records costs seconds; a URL is one string. Vega reads data URLs as it
-    reads files, in the server, the static export and the browser build alike.
-    """
-    return _alt().UrlData(**_data_url(rows))
-
-
 def _data_url(rows: list) -> dict:
-    """The Vega-Lite ``data`` of :func:`_data` as a plain dict (for :class:`VegaLite` specs)."""
+    """Chart data as a JSON data URL rather than inline values: one string to send and to copy,
+    which Vega reads as it reads a file, in the server, the static export and the browser build."""
     payload = base64.b64encode(json.dumps(rows, separators=(",", ":"), allow_nan=False).encode()).decode()
     return {"url": "data:application/json;base64," + payload, "format": {"type": "json"}}
 
@@ -176,16 +162,88 @@ def chart_rows(part) -> list:
     return json.loads(base64.b64decode(url[len(prefix):]))
 
 
-def _finish(chart, title=None, height=HEIGHT):
-    props = {"width": "container", "height": height}
-    if title:
-        props["title"] = title
-    return chart.properties(**props)
+class VegaLite:
+    """A chart given as its Vega-Lite spec (a dict), which marimo draws itself (``_mime_``).
+
+    Every chart of this module is one: writing the dict costs almost nothing, where building
+    Altair objects and validating them against the schema cost tens of milliseconds a chart.
+    ``VegaLite(layers)`` holds a layered chart that fills the notebook's width;
+    :meth:`from_spec` any other spec (one mark, a facet, a concatenation). ``to_dict()`` returns
+    the spec, so :func:`chart_rows` and the tests read it as they read an Altair chart's, and
+    ``chart + other`` layers two charts as Altair does (below).
+    """
+
+    SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
+
+    def __init__(self, layers: list, *, title=None, height=HEIGHT):
+        self.spec = {"$schema": self.SCHEMA, "width": "container", "height": height, "layer": layers}
+        if title:
+            self.spec["title"] = title
+
+    @classmethod
+    def from_spec(cls, spec: dict) -> VegaLite:
+        chart = cls.__new__(cls)
+        chart.spec = {"$schema": cls.SCHEMA, **spec}
+        return chart
+
+    def to_dict(self) -> dict:
+        return self.spec
+
+    def _mime_(self):
+        return "application/vnd.vegalite.v6+json", json.dumps(self.spec, allow_nan=False)
+
+    def __add__(self, other: VegaLite) -> VegaLite:
+        """One chart with the layers of both, in order (``chart + plot.rule(0.5)``), and the size,
+        title and config of the left one, as Altair's ``+`` gives it."""
+        if not isinstance(other, VegaLite):
+            return NotImplemented
+        left, right = self._body(), other._body()
+        if "layer" not in left:  # a single mark becomes the first layer
+            left = {"layer": [left]}
+        on_top = right.pop("layer", None)
+        if on_top is None:
+            on_top = [right]
+        elif set(right) - {"data"}:  # shared encodings or transforms: keep it a layer of its own
+            on_top = [{**right, "layer": on_top}]
+        elif "data" in right:  # its layers read its data, not the left chart's
+            on_top = [{"data": right["data"], **layer} for layer in on_top]
+        kept = {k: v for k, v in self.spec.items() if k in self._WHOLE_CHART}
+        return VegaLite.from_spec({**kept, **left, "layer": left["layer"] + on_top})
+
+    # What belongs to a whole chart rather than to its marks: the left chart's is kept by ``+``.
+    _WHOLE_CHART = ("$schema", "width", "height", "title", "config")
+
+    def _body(self) -> dict:
+        """The spec without the whole chart's properties: a unit ({data, mark, encoding}) or a layer."""
+        if not {"facet", "hconcat", "vconcat", "concat", "repeat"}.isdisjoint(self.spec):
+            raise ValueError("plot.VegaLite: a faceted or concatenated chart cannot be layered with '+'")
+        return {k: v for k, v in self.spec.items() if k not in self._WHOLE_CHART}
 
 
-def _color_scale(names, colors=None):
-    """An Altair colour scale that maps each series name to its colour (palette name or hex)."""
-    return _alt().Scale(domain=list(names), range=_color_range(names, colors))
+def _chart(body: dict, title=None, height=HEIGHT) -> VegaLite:
+    """A chart of the notebook's width from ``body``, one mark ({data, mark, encoding}) or a layer."""
+    return VegaLite.from_spec({**body, "width": "container", "height": height, **({"title": title} if title else {})})
+
+
+# Vega-Lite's measurement types, in Altair's shorthand (``"x:Q"``): quantitative, nominal, ordinal.
+_TYPES = {"Q": "quantitative", "N": "nominal", "O": "ordinal"}
+
+
+def _field(shorthand: str, title=None, **more) -> dict:
+    """An encoding channel from Altair's shorthand: ``_field("y:Q", "loss", format=".4g")``."""
+    name, kind = shorthand.split(":")
+    enc = {"field": name, "type": _TYPES[kind]}
+    if title is not None:
+        enc["title"] = title
+    return {**enc, **more}
+
+
+def _series_colors(names, colors=None, *, field="series", title="", palette=None) -> dict:
+    """The colour channel of named series with their legend at the bottom: each name in its
+    colour (``palette``, else ``colors[name]``, its palette colour or the next series colour)."""
+    names = list(names)
+    return _field(f"{field}:N", title, sort=names, legend={"orient": "bottom"},
+                  scale={"domain": names, "range": list(palette or _color_range(names, colors))})
 
 
 def _color_range(names, colors=None) -> list:
@@ -195,7 +253,13 @@ def _color_range(names, colors=None) -> list:
             for i, n in enumerate(names)]
 
 
-# ----------------------------------------------------------------------------- Altair charts
+def _scale(domain=None, **more) -> dict:
+    """``{"scale": ...}`` for an encoding: a fixed ``domain`` and other scale properties, if any."""
+    scale = ({"domain": [float(v) for v in domain]} if domain is not None else {}) | more
+    return {"scale": scale} if scale else {}
+
+
+# ----------------------------------------------------------------------------- charts
 
 
 def _subsample(x, y, n_dots):
@@ -215,7 +279,7 @@ def _mask(yv, y_domain, log_y):
 
 def curves(x, ys: dict, *, x_title: str = "x", y_title: str = "y", title=None, colors=None,
            dashed=(), y_domain=None, height=HEIGHT, legend_title: str = "", log_y: bool = False,
-           dots: dict | None = None, n_dots: int = 41, log_x: bool = False):
+           dots: dict | None = None, n_dots: int = 41, log_x: bool = False) -> VegaLite:
     """Several curves y(x) on one chart with one legend; optionally dots on top.
 
     ``ys`` maps a series name to its values over ``x`` (or to ``(x_i, y_i)`` for its own x);
@@ -226,7 +290,6 @@ def curves(x, ys: dict, *, x_title: str = "x", y_title: str = "y", title=None, c
     outside are cut); ``log_y`` draws a log axis (non-positive values become gaps), ``log_x`` a
     log x axis.
     """
-    alt = _alt()
     dots = dots or {}
     colors = dict(colors or {})
     for name in dots:
@@ -241,28 +304,24 @@ def curves(x, ys: dict, *, x_title: str = "x", y_title: str = "y", title=None, c
         xs, yv = _subsample(x, v, n_dots)
         dot_rows += records(x=xs, y=_mask(yv, y_domain, log_y), series=name)
     names = list(ys) + list(dots)
-    scale = {"domain": list(y_domain)} if y_domain else {}
-    if log_y:
-        scale["type"] = "log"
-    y_enc = alt.Y("y:Q", title=y_title, scale=alt.Scale(**scale) if scale else alt.Undefined)
-    color_enc = alt.Color("series:N", scale=_color_scale(names, colors), title=legend_title, sort=names,
-                          legend=alt.Legend(orient="bottom"))
-    tooltip = [alt.Tooltip("series:N"), alt.Tooltip("x:Q", format=".4g"), alt.Tooltip("y:Q", format=".6g")]
-    x_enc = alt.X("x:Q", title=x_title, scale=alt.Scale(type="log") if log_x else alt.Undefined)
-    chart = alt.Chart(_data(rows)).mark_line(clip=True).encode(
-        x=x_enc, y=y_enc, color=color_enc,
-        strokeDash=alt.StrokeDash("dash:N", scale=alt.Scale(domain=[False, True], range=[[1, 0], [5, 4]]),
-                                  legend=None),
-        tooltip=tooltip,
-    )
-    if dot_rows:
-        chart = alt.layer(chart, alt.Chart(_data(dot_rows)).mark_point(
-            filled=True, size=24, opacity=1, clip=True).encode(x=x_enc, y=y_enc, color=color_enc, tooltip=tooltip))
-    return _finish(chart, title, height)
+    encoding = {
+        "x": _field("x:Q", x_title, **_scale(type="log") if log_x else {}),
+        "y": _field("y:Q", y_title, **_scale(y_domain, **{"type": "log"} if log_y else {})),
+        "color": _series_colors(names, colors, title=legend_title),
+        "tooltip": [_field("series:N"), _field("x:Q", format=".4g"), _field("y:Q", format=".6g")],
+    }
+    dash = _field("dash:N", legend=None, scale={"domain": [False, True], "range": [[1, 0], [5, 4]]})
+    lines = {"data": _data_url(rows), "mark": {"type": "line", "clip": True},
+             "encoding": {**encoding, "strokeDash": dash}}
+    if not dot_rows:
+        return _chart(lines, title, height)
+    marks = {"data": _data_url(dot_rows), "mark": {"type": "point", "filled": True, "size": 24, "opacity": 1,
+                                                   "clip": True}, "encoding": encoding}
+    return _chart({"layer": [lines, marks]}, title, height)
 
 
 def function_and_derivative(x, f, df_analytic, df_autograd, *, name: str = "f", var: str = "x",
-                            x_title=None, title=None, y_domain=None, n_dots: int = 41, height=HEIGHT):
+                            x_title=None, title=None, y_domain=None, n_dots: int = 41, height=HEIGHT) -> VegaLite:
     """A function (blue), its derivative from the formula (orange line), and the derivative
     computed by the engine's autograd (dark dots, every few points) drawn over the formula."""
     f_name, d_name, a_name = f"{name}({var})", f"{name}′({var}), formula", f"{name}′({var}), autograd"
@@ -271,61 +330,59 @@ def function_and_derivative(x, f, df_analytic, df_autograd, *, name: str = "f", 
                   y_domain=y_domain, title=title, height=height)
 
 
+def _label_axis(labels, title) -> dict:
+    """The x channel of bar charts: one category per label, in the given order, labels upright."""
+    return _field("label:N", title, sort=labels, axis={"labelAngle": 0})
+
+
 def bars(labels, values, *, x_title: str = "", y_title: str = "", title=None, color_name: str = "model",
-         y_domain=None, height=200, text_format: str = ".3f", dots: dict | None = None, bar_label: str | None = None):
+         y_domain=None, height=200, text_format: str = ".3f", dots: dict | None = None,
+         bar_label: str | None = None) -> VegaLite:
     """Vertical bars with their value written on top (probabilities, per-layer shares...).
 
     ``dots`` maps a name to one value per label, drawn as dark 'autograd' dots on the bars (the
     engine's values over a formula's bars); ``bar_label`` names the bars in the legend then.
     """
-    alt = _alt()
     labels = [str(s) for s in labels]
     name = bar_label or "value"
     rows = records(label=np.asarray(labels, dtype=object), value=np.asarray(values, dtype=float), series=name)
-    x_enc = alt.X("label:N", title=x_title, sort=labels, axis=alt.Axis(labelAngle=0))
-    y_enc = alt.Y("value:Q", title=y_title, scale=alt.Scale(domain=list(y_domain)) if y_domain else alt.Undefined)
-    base = alt.Chart(_data(rows)).encode(x=x_enc, y=y_enc, tooltip=[alt.Tooltip("label:N"), alt.Tooltip("value:Q", format=".4g")])
-    if dots:
-        names = [name] + list(dots)
-        colors = {name: color_name, **{n: "autograd" for n in dots}}
-        color_enc = alt.Color("series:N", title="", sort=names, scale=_color_scale(names, colors),
-                              legend=alt.Legend(orient="bottom"))
-        chart = base.mark_bar().encode(color=color_enc)
-        dot_rows = []
-        for n, v in dots.items():
-            dot_rows += records(label=np.asarray(labels, dtype=object), value=np.asarray(v, dtype=float), series=n)
-        chart = chart + alt.Chart(_data(dot_rows)).mark_point(filled=True, size=60, opacity=1).encode(
-            x=x_enc, y=y_enc, color=color_enc, tooltip=["series:N", alt.Tooltip("value:Q", format=".6g")])
-    else:
-        chart = base.mark_bar(color=color(color_name)) + base.mark_text(dy=-6, fontSize=11).encode(
-            text=alt.Text("value:Q", format=text_format))
-    return _finish(chart, title, height)
+    encoding = {"x": _label_axis(labels, x_title), "y": _field("value:Q", y_title, **_scale(y_domain)),
+                "tooltip": [_field("label:N"), _field("value:Q", format=".4g")]}
+    if not dots:
+        text = {**encoding, "text": _field("value:Q", format=text_format)}
+        return _chart({"data": _data_url(rows), "layer": [
+            {"mark": {"type": "bar", "color": color(color_name)}, "encoding": encoding},
+            {"mark": {"type": "text", "dy": -6, "fontSize": 11}, "encoding": text}]}, title, height)
+    names = [name] + list(dots)
+    paint = _series_colors(names, {name: color_name, **{n: "autograd" for n in dots}})
+    dot_rows = []
+    for n, v in dots.items():
+        dot_rows += records(label=np.asarray(labels, dtype=object), value=np.asarray(v, dtype=float), series=n)
+    return _chart({"layer": [
+        {"data": _data_url(rows), "mark": {"type": "bar"}, "encoding": {**encoding, "color": paint}},
+        {"data": _data_url(dot_rows), "mark": {"type": "point", "filled": True, "size": 60, "opacity": 1},
+         "encoding": {**encoding, "color": paint,
+                      "tooltip": [_field("series:N"), _field("value:Q", format=".6g")]}}]}, title, height)
 
 
 def grouped_bars(labels, series: dict, *, x_title: str = "", y_title: str = "", title=None, colors=None,
-                 y_domain=None, height=200):
+                 y_domain=None, height=200) -> VegaLite:
     """Bars side by side per label, one colour per series (e.g. predicted p and target q per class)."""
-    alt = _alt()
     labels = [str(s) for s in labels]
     rows = []
     for name, vals in series.items():
         rows += records(label=np.asarray(labels, dtype=object), value=np.asarray(vals, dtype=float), series=name)
     names = list(series)
-    chart = alt.Chart(_data(rows)).mark_bar().encode(
-        x=alt.X("label:N", title=x_title, sort=labels, axis=alt.Axis(labelAngle=0)),
-        xOffset=alt.XOffset("series:N", sort=names),
-        y=alt.Y("value:Q", title=y_title, scale=alt.Scale(domain=list(y_domain)) if y_domain else alt.Undefined),
-        color=alt.Color("series:N", title="", sort=names, scale=_color_scale(names, colors),
-                        legend=alt.Legend(orient="bottom")),
-        tooltip=["label:N", "series:N", alt.Tooltip("value:Q", format=".4g")])
-    return _finish(chart, title, height)
+    return _chart({"data": _data_url(rows), "mark": {"type": "bar"}, "encoding": {
+        "x": _label_axis(labels, x_title), "xOffset": _field("series:N", sort=names),
+        "y": _field("value:Q", y_title, **_scale(y_domain)), "color": _series_colors(names, colors),
+        "tooltip": [_field("label:N"), _field("series:N"), _field("value:Q", format=".4g")]}}, title, height)
 
 
 def heatmap(z, *, x_labels=None, y_labels=None, x_title: str = "", y_title: str = "", color_title: str = "",
             title=None, scheme: str = "viridis", domain=None, annotate: bool = False, fmt: str = ".2f",
-            height=HEIGHT):
+            height=HEIGHT) -> VegaLite:
     """A matrix as coloured cells (row 0 at the top), optionally with each value written in."""
-    alt = _alt()
     z = np.asarray(z, dtype=float)
     if z.ndim != 2:
         raise ValueError(f"plot.heatmap: needs a 2-D array, got shape {z.shape}")
@@ -333,62 +390,55 @@ def heatmap(z, *, x_labels=None, y_labels=None, x_title: str = "", y_title: str 
     xl = [str(s) for s in (x_labels if x_labels is not None else range(cols))]
     yl = [str(s) for s in (y_labels if y_labels is not None else range(rows))]
     ii, jj = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-    data = _data(records(x=np.asarray(xl, dtype=object)[jj.ravel()], y=np.asarray(yl, dtype=object)[ii.ravel()],
-                                   z=z.ravel()))
-    scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme)
-    base = alt.Chart(data).encode(x=alt.X("x:O", title=x_title, sort=xl), y=alt.Y("y:O", title=y_title, sort=yl))
-    chart = base.mark_rect().encode(color=alt.Color("z:Q", title=color_title, scale=scale),
-                                    tooltip=["y:O", "x:O", alt.Tooltip("z:Q", format=".4g")])
-    if annotate:
-        chart = chart + base.mark_text(fontSize=11).encode(text=alt.Text("z:Q", format=fmt))
-    return _finish(chart, title, height)
+    data = _data_url(records(x=np.asarray(xl, dtype=object)[jj.ravel()], y=np.asarray(yl, dtype=object)[ii.ravel()],
+                             z=z.ravel()))
+    cells = {"x": _field("x:O", x_title, sort=xl), "y": _field("y:O", y_title, sort=yl)}
+    rect = {"mark": {"type": "rect"}, "encoding": {
+        **cells, "color": _field("z:Q", color_title, **_scale(domain, scheme=scheme)),
+        "tooltip": [_field("y:O"), _field("x:O"), _field("z:Q", format=".4g")]}}
+    if not annotate:
+        return _chart({"data": data, **rect}, title, height)
+    text = {"mark": {"type": "text", "fontSize": 11}, "encoding": {**cells, "text": _field("z:Q", format=fmt)}}
+    return _chart({"data": data, "layer": [rect, text]}, title, height)
 
 
 def scatter_classes(X, y, *, x_title: str = "x₁", y_title: str = "x₂", title=None, height=HEIGHT,
-                    class_names=None):
+                    class_names=None) -> VegaLite:
     """2-D points coloured by class (class k in CLASS_COLORS[k])."""
-    alt = _alt()
     X = np.asarray(X, dtype=float)
     y = np.asarray(y).astype(int)
     names = class_names or [f"class {k}" for k in range(int(y.max()) + 1 if y.size else 1)]
     lab = np.asarray(names, dtype=object)[y]
-    chart = alt.Chart(_data(records(x1=X[:, 0], x2=X[:, 1], label=lab))).mark_circle(size=28, opacity=0.8).encode(
-        x=alt.X("x1:Q", title=x_title), y=alt.Y("x2:Q", title=y_title),
-        color=alt.Color("label:N", title="", sort=list(names),
-                        scale=alt.Scale(domain=list(names), range=list(CLASS_COLORS[: len(names)])),
-                        legend=alt.Legend(orient="bottom")))
-    return _finish(chart, title, height)
+    return _chart({"data": _data_url(records(x1=X[:, 0], x2=X[:, 1], label=lab)),
+                   "mark": {"type": "circle", "size": 28, "opacity": 0.8},
+                   "encoding": {"x": _field("x1:Q", x_title), "y": _field("x2:Q", y_title),
+                                "color": _series_colors(names, field="label",
+                                                        palette=CLASS_COLORS[:len(names)])}}, title, height)
 
 
 def loss_curves(history: dict, *, x_title: str = "epoch", y_title: str = "loss", title=None, log_y: bool = False,
-                colors=None, height=HEIGHT):
+                colors=None, height=HEIGHT) -> VegaLite:
     """Learning curves: ``history`` maps a series ('train', 'validation', an optimizer...) to values per step."""
-    alt = _alt()
     rows = []
     for name, vals in history.items():
         v = np.asarray(vals, dtype=float)
         if log_y:
             v = np.where(v > 0, v, np.nan)
         rows += records(step=np.arange(1, len(v) + 1), y=v, series=name)
-    names = list(history)
-    chart = alt.Chart(_data(rows)).mark_line().encode(
-        x=alt.X("step:Q", title=x_title),
-        y=alt.Y("y:Q", title=y_title, scale=alt.Scale(type="log") if log_y else alt.Undefined),
-        color=alt.Color("series:N", title="", sort=names, scale=_color_scale(names, colors),
-                        legend=alt.Legend(orient="bottom")),
-        tooltip=["series:N", "step:Q", alt.Tooltip("y:Q", format=".4g")])
-    return _finish(chart, title, height)
+    return _chart({"data": _data_url(rows), "mark": {"type": "line"}, "encoding": {
+        "x": _field("step:Q", x_title), "y": _field("y:Q", y_title, **_scale(type="log") if log_y else {}),
+        "color": _series_colors(history, colors),
+        "tooltip": [_field("series:N"), _field("step:Q"), _field("y:Q", format=".4g")]}}, title, height)
 
 
 def histogram_grid(panels: dict, *, bins: int = 30, x_title: str = "value", columns: int = 4,
                    range_=None, color_name: str = "function", panel_width: int = 150, panel_height: int = 90,
-                   title=None, flags: dict | None = None):
+                   title=None, flags: dict | None = None) -> VegaLite:
     """Small multiples of histograms, one per entry of ``panels`` (name -> samples), on one shared x range.
 
     ``flags`` may map a panel name to a short note shown in its header (e.g. '62% dead').
     (Faceted charts cannot use the container width, so panels have a fixed size.)
     """
-    alt = _alt()
     names = list(panels)
     finite = [np.asarray(v, dtype=float)[np.isfinite(v)] for v in panels.values()]
     if range_ is None:
@@ -397,58 +447,36 @@ def histogram_grid(panels: dict, *, bins: int = 30, x_title: str = "value", colu
         range_ = (lo, hi) if hi > lo else (lo - 1, hi + 1)
     edges = np.linspace(range_[0], range_[1], bins + 1)
     rows = []
-    for name, a in zip(names, finite):
-        counts, _ = np.histogram(np.clip(a, range_[0], range_[1]), bins=edges)
-        share = counts / max(1, a.size)
-        label = f"{name} · {flags[name]}" if flags and name in flags else name
-        rows += records(lo=edges[:-1], hi=edges[1:], share=share, panel=label)
     labels = [f"{n} · {flags[n]}" if flags and n in flags else n for n in names]
-    chart = alt.Chart(_data(rows)).mark_rect(color=color(color_name)).encode(
-        x=alt.X("lo:Q", title=x_title, scale=alt.Scale(domain=list(range_))), x2="hi:Q",
-        y=alt.Y("share:Q", title="share"), tooltip=[alt.Tooltip("lo:Q", format=".3g"), alt.Tooltip("share:Q", format=".3f")],
-    ).properties(width=panel_width, height=panel_height).facet(
-        facet=alt.Facet("panel:N", sort=labels, title=None), columns=columns)
-    if title:
-        chart = chart.properties(title=title)
-    return chart.resolve_scale(y="independent")
+    for label, a in zip(labels, finite):
+        counts, _ = np.histogram(np.clip(a, range_[0], range_[1]), bins=edges)
+        rows += records(lo=edges[:-1], hi=edges[1:], share=counts / max(1, a.size), panel=label)
+    panel = {"mark": {"type": "rect", "color": color(color_name)}, "width": panel_width, "height": panel_height,
+             "encoding": {"x": _field("lo:Q", x_title, **_scale(range_)), "x2": {"field": "hi"},
+                          "y": _field("share:Q", "share"),
+                          "tooltip": [_field("lo:Q", format=".3g"), _field("share:Q", format=".3f")]}}
+    return VegaLite.from_spec({"data": _data_url(rows), "facet": _field("panel:N", None, sort=labels) | {"title": None},
+                               "columns": columns, "spec": panel, "resolve": {"scale": {"y": "independent"}},
+                               **({"title": title} if title else {})})
 
 
-def rule(value: float, orient: str = "y", color_name: str = "reference"):
+def rule(value: float, orient: str = "y", color_name: str = "reference") -> VegaLite:
     """A horizontal (orient='y') or vertical ('x') reference line to layer over a chart."""
-    alt = _alt()
-    return alt.Chart(_data([{"v": _clean(value)}])).mark_rule(
-        color=color(color_name), strokeDash=[3, 3]).encode(**{orient: f"v:Q"})
+    if orient not in ("x", "y"):
+        raise ValueError(f"plot.rule: orient must be 'x' (a vertical line) or 'y' (a horizontal one), got {orient!r}")
+    return VegaLite.from_spec({"data": _data_url([{"v": _clean(value)}]),
+                               "mark": {"type": "rule", "color": color(color_name), "strokeDash": [3, 3]},
+                               "encoding": {orient: _field("v:Q")}})
 
 
-def points(x, y, *, color_name: str = "data", size: int = 40, label: str | None = None, filled: bool = True):
+def points(x, y, *, color_name: str = "data", size: int = 40, label: str | None = None,
+           filled: bool = True) -> VegaLite:
     """A layer of points (data, outliers, minima) in one palette colour, to add to a chart with ``+``."""
-    alt = _alt()
-    enc = {"x": "x:Q", "y": "y:Q", "tooltip": [alt.Tooltip("x:Q", format=".4g"), alt.Tooltip("y:Q", format=".4g")]}
-    return alt.Chart(_data(records(x=np.asarray(x, float), y=np.asarray(y, float),
-                                             label=label or color_name))).mark_point(
-        filled=filled, size=size, color=color(color_name)).encode(**enc)
-
-
-class VegaLite:
-    """A chart given as its Vega-Lite spec (a dict), which marimo draws as it draws an Altair chart.
-
-    For charts redrawn at every slider move: building Altair objects and validating them against
-    the schema costs tens of milliseconds a chart, writing the dict costs almost nothing.
-    ``to_dict()`` returns the spec, so :func:`chart_rows` and the tests read it like an Altair chart.
-    """
-
-    SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
-
-    def __init__(self, layers: list, *, title=None, height=HEIGHT):
-        self.spec = {"$schema": self.SCHEMA, "width": "container", "height": height, "layer": layers}
-        if title:
-            self.spec["title"] = title
-
-    def to_dict(self) -> dict:
-        return self.spec
-
-    def _mime_(self):
-        return "application/vnd.vegalite.v6+json", json.dumps(self.spec, allow_nan=False)
+    rows = records(x=np.asarray(x, float), y=np.asarray(y, float), label=label or color_name)
+    return VegaLite.from_spec({"data": _data_url(rows),
+                               "mark": {"type": "point", "filled": filled, "size": size, "color": color(color_name)},
+                               "encoding": {"x": _field("x:Q"), "y": _field("y:Q"),
+                                            "tooltip": [_field("x:Q", format=".4g"), _field("y:Q", format=".4g")]}})
 
 
 def _axis(field: str, title: str, values) -> dict:
@@ -630,16 +658,11 @@ def piece_regions(report, *, max_side: int = 40, height: int = 260) -> VegaLite:
                                    "scale": {"domain": names, "range": ["#1d4ed8", "#c2410c"]}}}}
     for layer in (pieces, decision):  # both panels read the grid, sent once at the top level
         del layer["data"]
-    chart = VegaLite([], height=height)
-    del chart.spec["layer"], chart.spec["width"], chart.spec["height"]
-    chart.spec["data"] = grid
     panel = {"width": 300, "height": height}
-    chart.spec["hconcat"] = [
+    return VegaLite.from_spec({"data": grid, "resolve": {"scale": {"color": "independent"}}, "hconcat": [
         {**panel, "title": f"{report.pieces} linear pieces", "layer": [pieces, boundary]},
         {**panel, "title": f"decision, accuracy {100 * report.accuracy:.0f} %", "layer": [decision, boundary, dots]},
-    ]
-    chart.spec["resolve"] = {"scale": {"color": "independent"}}
-    return chart
+    ]})
 
 
 # ----------------------------------------------------------------------------- images and grids as HTML
@@ -650,9 +673,10 @@ def piece_regions(report, *, max_side: int = 40, height: int = 260) -> VegaLite:
 def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
     """Arrays as colour-mapped PNG tiles side by side, each captioned with its name (grey, or
     red-blue centred on 0 for the names in ``symmetric``; ``cmaps`` names another colour map per
-    panel), ``width`` pixels wide, drawn pixelated."""
+    panel, one of :data:`engine.course.colormaps.TABLES`), ``width`` pixels wide, drawn pixelated."""
     import marimo as mo
-    from matplotlib import colormaps
+
+    from engine.course import colormaps
 
     tiles = []
     for name, img in panels.items():
@@ -663,8 +687,8 @@ def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
         else:
             low, high, cmap = float(np.nanmin(img)), float(np.nanmax(img)), "gray"
         scaled = np.clip((img - low) / ((high - low) or 1.0), 0.0, 1.0)
-        rgba = colormaps[(cmaps or {}).get(name, cmap)](scaled, bytes=True)
-        tiles.append(mo.image(rgba, caption=name, width=width,
+        rgba = colormaps.rgba((cmaps or {}).get(name, cmap), scaled)
+        tiles.append(mo.image(png(rgba), caption=name, width=width,
                               style={"image-rendering": "pixelated", "min-width": f"{width}px"}))
     return mo.hstack(tiles, justify="start", wrap=True)
 
@@ -718,8 +742,9 @@ def cell_table(kind, text=None, *, legend=False, **labels):
 
 def value_table(values, title, *, cmap="RdBu_r", symmetric=True, fmt="{:.2f}"):
     """:func:`html_grid` of numbers, each cell coloured by its value (red positive and blue
-    negative, centred on 0, for signed maps such as kernels) and written in."""
-    from matplotlib import colormaps
+    negative, centred on 0, for signed maps such as kernels) and written in; ``cmap`` is one of
+    :data:`engine.course.colormaps.TABLES`."""
+    from engine.course import colormaps
 
     values = np.asarray(values, dtype=float)
     if symmetric:
@@ -728,7 +753,7 @@ def value_table(values, title, *, cmap="RdBu_r", symmetric=True, fmt="{:.2f}"):
     else:
         low, high = float(values.min()), float(values.max())
     scaled = (values - low) / ((high - low) or 1.0)
-    rgba = colormaps[cmap](scaled, bytes=True)
+    rgba = colormaps.rgba(cmap, scaled)
     fills = np.array(["#%02x%02x%02x" % tuple(px[:3]) for px in rgba.reshape(-1, 4)],
                      dtype=object).reshape(values.shape)
     text = np.vectorize(fmt.format, otypes=[object])(values)
@@ -751,24 +776,35 @@ def tile_images(images, ncols=8, gap=1, fill=1.0) -> np.ndarray:
     return out
 
 
+def png(pixels) -> bytes:
+    """uint8 pixels [H, W] (grey), [H, W, 2] (grey, alpha), [H, W, 3] (RGB) or [H, W, 4] (RGBA) as
+    the bytes of an 8-bit PNG. Written with zlib alone: an image becomes an <img> in about a
+    millisecond, without Pillow or Matplotlib (a Matplotlib figure takes some fifty)."""
+    pixels = np.asarray(pixels)
+    channels = 1 if pixels.ndim == 2 else (pixels.shape[-1] if pixels.ndim == 3 else 0)
+    kinds = {1: 0, 2: 4, 3: 2, 4: 6}  # PNG colour types: grey, grey + alpha, RGB, RGBA
+    if pixels.dtype != np.uint8 or channels not in kinds or pixels.size == 0:
+        raise ValueError(f"png: expected uint8 pixels [H, W] or [H, W, 1..4], got {pixels.dtype} {pixels.shape}")
+    flat = pixels.reshape(len(pixels), -1)
+    rows = np.concatenate([np.zeros((len(flat), 1), np.uint8), flat], axis=1)  # filter byte 0 per row
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", pixels.shape[1], pixels.shape[0], 8, kinds[channels], 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes()))
+            + chunk(b"IEND", b""))
+
+
 def grey_png(image, scale=1) -> bytes:
     """An image with values in [0, 1] (0 black, 1 white; clipped) as the bytes of an 8-bit grey
-    PNG, each pixel a ``scale`` x ``scale`` block. Written with zlib alone, so a decoded digit
-    becomes an <img> in about a millisecond (a Matplotlib figure takes some fifty)."""
+    PNG (:func:`png`), each pixel a ``scale`` x ``scale`` block."""
     image = np.asarray(image, dtype=np.float64)
     if image.ndim != 2 or image.size == 0:
         raise ValueError(f"grey_png: the image must be 2-D and not empty, got shape {image.shape}")
     scale = positive_int("grey_png", "scale", scale)
     pixels = np.round(np.clip(np.nan_to_num(image), 0, 1) * 255).astype(np.uint8)
-    pixels = np.repeat(np.repeat(pixels, scale, axis=0), scale, axis=1)
-    rows = np.concatenate([np.zeros((len(pixels), 1), np.uint8), pixels], axis=1)  # filter byte 0 per row
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", pixels.shape[1], pixels.shape[0], 8, 0, 0, 0, 0)  # 8-bit grey
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes()))
-            + chunk(b"IEND", b""))
+    return png(np.repeat(np.repeat(pixels, scale, axis=0), scale, axis=1))
 
 
 # ----------------------------------------------------------------------------- computation graphs
@@ -891,12 +927,16 @@ GRID_COLORS = {
 }
 
 
+def _square_scale(lim: float, square: bool) -> dict:
+    """``{"scale": ...}`` giving an axis the range ±1.05 ``lim`` (both axes alike: circles stay round)."""
+    return _scale((-1.05 * lim, 1.05 * lim)) if square and lim > 0 else {}
+
+
 def paths_2d(series: dict, *, x_title: str = "x", y_title: str = "y", title=None, colors=None,
-             height=HEIGHT, square: bool = True, points: bool = True):
+             height=HEIGHT, square: bool = True, points: bool = True) -> VegaLite:
     """2-D paths drawn in their own order (not sorted by x): ``series`` maps a name to ``(x, y)``
     or to ``(x, y, t)`` with ``t`` the value shown in the tooltip (a position, a time step).
     ``square`` gives both axes the same range, so circles look round."""
-    alt = _alt()
     rows = []
     lim = 0.0
     for name, v in series.items():
@@ -905,38 +945,30 @@ def paths_2d(series: dict, *, x_title: str = "x", y_title: str = "y", title=None
         rows += records(x=x, y=y, t=t, order=np.arange(len(x)), series=name)
         finite = np.concatenate([np.abs(x[np.isfinite(x)]), np.abs(y[np.isfinite(y)])])
         lim = max(lim, float(finite.max()) if finite.size else 0.0)
-    names = list(series)
-    scale = alt.Scale(domain=[-1.05 * lim, 1.05 * lim]) if square and lim > 0 else alt.Undefined
-    chart = alt.Chart(alt.Data(values=rows)).mark_line(point=points, clip=True).encode(
-        x=alt.X("x:Q", title=x_title, scale=scale), y=alt.Y("y:Q", title=y_title, scale=scale),
-        order="order:Q",
-        color=alt.Color("series:N", title="", sort=names, scale=_color_scale(names, colors),
-                        legend=alt.Legend(orient="bottom")),
-        tooltip=["series:N", "t:Q", alt.Tooltip("x:Q", format=".3g"), alt.Tooltip("y:Q", format=".3g")])
-    return _finish(chart, title, height)
+    scale = _square_scale(lim, square)
+    return _chart({"data": _data_url(rows), "mark": {"type": "line", "point": points, "clip": True}, "encoding": {
+        "x": _field("x:Q", x_title, **scale), "y": _field("y:Q", y_title, **scale), "order": _field("order:Q"),
+        "color": _series_colors(series, colors),
+        "tooltip": [_field("series:N"), _field("t:Q"), _field("x:Q", format=".3g"), _field("y:Q", format=".3g")]}},
+        title, height)
 
 
 def point_layers(layers: dict, *, x_title: str = "x₁", y_title: str = "x₂", title=None, height=360,
-                 square: bool = True, size: int = 10, domain=None):
+                 square: bool = True, size: int = 10, domain=None) -> VegaLite:
     """Several 2-D point sets on one chart with a legend: ``layers`` maps a name to ``(X, colour)``
     with X [N, 2] and a palette name ('data', 'model', ...). ``square`` (with ``domain``, or the
     data's extent) gives both axes the same range, so shapes are not distorted."""
-    alt = _alt()
-    rows, names, colors = [], [], {}
+    rows, colors = [], {}
     lim = 0.0
     for name, (X, colour) in layers.items():
         X = np.asarray(X, dtype=float)
         rows += records(x=X[:, 0], y=X[:, 1], series=name)
-        names.append(name)
         colors[name] = colour
         finite = np.abs(X[np.isfinite(X).all(axis=1)])
         lim = max(lim, float(finite.max()) if finite.size else 0.0)
-    if domain is None and square and lim > 0:
-        domain = (-1.05 * lim, 1.05 * lim)
-    scale = alt.Scale(domain=list(domain)) if domain is not None else alt.Undefined
-    chart = alt.Chart(_data(rows)).mark_circle(size=size, opacity=0.7, clip=True).encode(
-        x=alt.X("x:Q", title=x_title, scale=scale), y=alt.Y("y:Q", title=y_title, scale=scale),
-        color=alt.Color("series:N", title="", sort=names, scale=_color_scale(names, colors),
-                        legend=alt.Legend(orient="bottom")),
-        tooltip=["series:N", alt.Tooltip("x:Q", format=".3g"), alt.Tooltip("y:Q", format=".3g")])
-    return _finish(chart, title, height)
+    scale = _scale(domain) if domain is not None else _square_scale(lim, square)
+    return _chart({"data": _data_url(rows), "mark": {"type": "circle", "size": size, "opacity": 0.7, "clip": True},
+                   "encoding": {"x": _field("x:Q", x_title, **scale), "y": _field("y:Q", y_title, **scale),
+                                "color": _series_colors(layers, colors),
+                                "tooltip": [_field("series:N"), _field("x:Q", format=".3g"),
+                                            _field("y:Q", format=".3g")]}}, title, height)

@@ -39,14 +39,19 @@ into a sensible result or a ``mo.callout(..., kind="warn")``, never an exception
 export time, but no Python runs behind it: dragging moves the puck on screen and recomputes
 nothing. The WebAssembly pages install these packages (scripts/build_site.py) and run fully.
 
-marimo, Matplotlib, wigglystuff and drawdata are imported inside the functions: ``import engine`` and
-``import engine.course`` load none of them (tests/engine/test_layers.py).
+marimo, wigglystuff, drawdata and Pillow are imported inside the functions: ``import engine`` and
+``import engine.course`` load none of them (tests/engine/test_layers.py). No widget draws with
+Matplotlib: the pucks' chart is an SVG (:class:`SvgAxes`), a canvas's start image a PNG written
+with zlib, so a page that opens with them never imports it.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import math
+from functools import cache
+from html import escape
 from typing import NamedTuple
 
 import numpy as np
@@ -70,12 +75,142 @@ def _wrap(widget, changes: list[dict]):
 
 
 # ----------------------------------------------------------------------------- draggable points
-def draggable_points(draw, x, y, *, x_bounds, y_bounds, figsize=(5.0, 3.6), color="#e63946", throttle=50):
-    """Pucks at ``(x[i], y[i])`` over a Matplotlib chart that ``draw(ax, points)`` redraws as they move.
+# The backdrop's geometry as Matplotlib lays out a figure (100 pixels an inch; the axes from 12.5 %
+# to 90 % of the width and from 11 % to 88 % of the height), its default colour and point size.
+_DPI = 100
+_AXES_BOX = (0.125, 0.12, 0.9, 0.89)  # left, top, right, bottom as fractions of the figure
+_FIRST_COLOR = "#1f77b4"
+_PX_PER_PT = _DPI / 72
+_DASHES = {"-": None, "solid": None, "--": (3.7, 1.6), "dashed": (3.7, 1.6), ":": (1, 1.65), "dotted": (1, 1.65),
+           "-.": (6.4, 1.6, 1, 1.6), "dashdot": (6.4, 1.6, 1, 1.6)}
 
-    ``points`` is a float64 [n, 2] array of the pucks' data coordinates; ``draw`` plots onto a
-    cleared axes whose limits are already ``x_bounds``/``y_bounds`` (keep them: the pucks map pixels
-    to data through them). The pucks stay inside the bounds. The number of pucks is fixed when the
+
+def _nice_ticks(low: float, high: float, most: int = 7) -> list[float]:
+    """Round tick values inside [low, high], a step of 1, 2 or 5 times a power of ten, at most ``most``."""
+    span = high - low
+    if not span > 0:
+        return [low]
+    for step in (m * 10.0 ** e for e in range(math.floor(math.log10(span / most)), 400) for m in (1, 2, 5)):
+        if span / step <= most:
+            break
+    first = math.ceil(low / step - 1e-9)
+    return [round(k * step, 12) + 0.0 for k in range(first, math.floor(high / step + 1e-9) + 1)]
+
+
+def _tick_label(value: float) -> str:
+    """A tick value as Matplotlib writes it: shortest form, a true minus sign."""
+    return f"{value:g}".replace("-", "\u2212")
+
+
+class SvgAxes:
+    """The backdrop of :func:`draggable_points` as an SVG: a Matplotlib-shaped axes, with exactly
+    the calls its ``draw(ax, points)`` callbacks make, so no Matplotlib figure is drawn (a figure
+    costs 0.1 s a redraw and Matplotlib's import 0.4 s):
+
+    - ``ax.plot(x, y, color=, linestyle=, linewidth=)``: a line ('-', '--', ':', '-.');
+    - ``ax.scatter(x, y, s=, color=)``: dots of area ``s`` points²;
+    - ``ax.set_xlabel(text)``, ``ax.set_ylabel(text)``, ``ax.set_title(text, fontsize=)``.
+
+    The limits are the widget's bounds, fixed (the pucks map pixels to data through them);
+    ``svg()`` writes the frame, its ticks and tick labels, the labels, the title and the artists.
+    """
+
+    def __init__(self, x_bounds, y_bounds, figsize):
+        self.x_bounds, self.y_bounds = tuple(map(float, x_bounds)), tuple(map(float, y_bounds))
+        self.width, self.height = round(figsize[0] * _DPI), round(figsize[1] * _DPI)
+        left, top, right, bottom = _AXES_BOX
+        self.box = (left * self.width, top * self.height, right * self.width, bottom * self.height)
+        self.artists: list[str] = []
+        self.xlabel = self.ylabel = self.title = ""
+        self.title_size = 12.0
+
+    def _pixels(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+        (x0, x1), (y0, y1), (left, top, right, bottom) = self.x_bounds, self.y_bounds, self.box
+        x, y = np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel()
+        return left + (x - x0) / (x1 - x0) * (right - left), bottom - (y - y0) / (y1 - y0) * (bottom - top)
+
+    def plot(self, x, y, *, color=_FIRST_COLOR, linestyle="-", linewidth=1.5):
+        if linestyle not in _DASHES:
+            raise ValueError(f"SvgAxes.plot: linestyle must be one of {', '.join(_DASHES)}, got {linestyle!r}")
+        px, py = self._pixels(x, y)
+        width = linewidth * _PX_PER_PT
+        dashes = _DASHES[linestyle]
+        dash = f' stroke-dasharray="{",".join(f"{d * width:.2f}" for d in dashes)}"' if dashes else ""
+        points = " ".join(f"{a:.2f},{b:.2f}" for a, b in zip(px, py) if math.isfinite(a) and math.isfinite(b))
+        self.artists.append(f'<polyline points="{points}" fill="none" stroke="{escape(color)}" '
+                            f'stroke-width="{width:.2f}"{dash}/>')
+
+    def scatter(self, x, y, *, s=36.0, color=_FIRST_COLOR):
+        px, py = self._pixels(x, y)
+        radius = math.sqrt(s) / 2 * _PX_PER_PT
+        # Matplotlib edges a dot in its own colour, one point wide
+        self.artists.append(f'<g fill="{escape(color)}" stroke="{escape(color)}" stroke-width="{_PX_PER_PT:.2f}">' + "".join(
+            f'<circle cx="{a:.2f}" cy="{b:.2f}" r="{radius:.2f}"/>'
+            for a, b in zip(px, py) if math.isfinite(a) and math.isfinite(b)) + "</g>")
+
+    def set_xlabel(self, text):
+        self.xlabel = str(text)
+
+    def set_ylabel(self, text):
+        self.ylabel = str(text)
+
+    def set_title(self, text, fontsize=12.0):
+        self.title, self.title_size = str(text), float(fontsize)
+
+    def svg(self) -> str:
+        left, top, right, bottom = self.box
+        font = 10 * _PX_PER_PT
+        ticks = []
+        for value, (px, _) in ((v, self._pixels(v, self.y_bounds[0])) for v in _nice_ticks(*self.x_bounds)):
+            ticks.append(f'<line x1="{px[0]:.2f}" y1="{bottom}" x2="{px[0]:.2f}" y2="{bottom + 4.9:.2f}"/>'
+                         f'<text x="{px[0]:.2f}" y="{bottom + 7:.2f}" text-anchor="middle" '
+                         f'dominant-baseline="hanging" stroke="none">{_tick_label(value)}</text>')
+        for value, (_, py) in ((v, self._pixels(self.x_bounds[0], v)) for v in _nice_ticks(*self.y_bounds)):
+            ticks.append(f'<line x1="{left - 4.9:.2f}" y1="{py[0]:.2f}" x2="{left}" y2="{py[0]:.2f}"/>'
+                         f'<text x="{left - 7:.2f}" y="{py[0]:.2f}" text-anchor="end" '
+                         f'dominant-baseline="middle" stroke="none">{_tick_label(value)}</text>')
+        middle_x, middle_y = (left + right) / 2, (top + bottom) / 2
+        return (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
+            f'viewBox="0 0 {self.width} {self.height}" font-family="DejaVu Sans, Arial, sans-serif" '
+            f'font-size="{font:.1f}"><rect width="100%" height="100%" fill="white"/>'
+            f'<clipPath id="axes"><rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}"/>'
+            f'</clipPath><g clip-path="url(#axes)">{"".join(self.artists)}</g>'
+            f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" fill="none" '
+            f'stroke="black" stroke-width="1.1"/><g stroke="black" stroke-width="1.1">{"".join(ticks)}</g>'
+            f'<text x="{middle_x:.2f}" y="{self.height - 4}" text-anchor="middle">{escape(self.xlabel)}</text>'
+            f'<text transform="translate({font:.2f},{middle_y:.2f}) rotate(-90)" text-anchor="middle" '
+            f'dominant-baseline="hanging">{escape(self.ylabel)}</text>'
+            f'<text x="{middle_x:.2f}" y="{top - 8:.2f}" text-anchor="middle" '
+            f'font-size="{self.title_size * _PX_PER_PT:.1f}">{escape(self.title)}</text></svg>')
+
+    def data_url(self) -> str:
+        """The SVG as the ``data:`` URL the widget shows as its image."""
+        return "data:image/svg+xml;base64," + base64.b64encode(self.svg().encode()).decode("ascii")
+
+
+@cache
+def _puck_class():
+    """wigglystuff's ``ChartPuck`` built from its traits instead of a Matplotlib figure: the
+    browser side needs only the image (``chart_base64``, any URL an <img> reads), the axes' pixel
+    box and the data bounds."""
+    import anywidget
+    from wigglystuff import ChartPuck
+
+    class Puck(ChartPuck):
+        def __init__(self, **traits):
+            anywidget.AnyWidget.__init__(self, **traits)
+
+    return Puck
+
+
+def draggable_points(draw, x, y, *, x_bounds, y_bounds, figsize=(5.0, 3.6), color="#e63946", throttle=50):
+    """Pucks at ``(x[i], y[i])`` over a chart that ``draw(ax, points)`` redraws as they move.
+
+    ``points`` is a float64 [n, 2] array of the pucks' data coordinates; ``ax`` is an
+    :class:`SvgAxes` (a small Matplotlib-shaped surface: ``plot``, ``scatter``, ``set_xlabel``,
+    ``set_ylabel``, ``set_title``) whose limits are ``x_bounds``/``y_bounds``, ``figsize`` inches
+    at 100 pixels an inch. The pucks stay inside the bounds. The number of pucks is fixed when the
     widget is made: to add points, re-create it from a count control (its keyboard path, with a
     slider for the values that place them). Read it with :func:`puck_points`. ``throttle``: the
     pucks' position reaches Python at most every that many milliseconds while dragging (each time
@@ -84,35 +219,26 @@ def draggable_points(draw, x, y, *, x_bounds, y_bounds, figsize=(5.0, 3.6), colo
     Test values: every puck in the lower-left corner, every puck in the upper-right corner, the
     pucks alternating between the other two corners.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from wigglystuff import ChartPuck
-    from wigglystuff.chart_puck import fig_to_base64
-
     x, y = [float(v) for v in np.atleast_1d(x)], [float(v) for v in np.atleast_1d(y)]
     if len(x) != len(y) or not x:
         raise ValueError(f"draggable_points: x and y need the same, non-zero length; got {len(x)} and {len(y)}")
-    # A Figure outside pyplot: re-running the cell never piles up open figures.
-    fig = Figure(figsize=figsize, dpi=100)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    (x0, x1), (y0, y1) = map(float, x_bounds), map(float, y_bounds)
 
-    def render(xs, ys):
-        ax.clear()
-        ax.set_xlim(x_bounds)
-        ax.set_ylim(y_bounds)
+    def render(xs, ys) -> SvgAxes:
+        ax = SvgAxes((x0, x1), (y0, y1), figsize)
         draw(ax, np.column_stack([xs, ys]).astype(np.float64))
+        return ax
 
-    render(x, y)
-    puck = ChartPuck(fig, x=x, y=y, puck_color=color, throttle=throttle, drag_x_bounds=tuple(map(float, x_bounds)),
-                     drag_y_bounds=tuple(map(float, y_bounds)))
+    ax = render(x, y)
+    puck = _puck_class()(x=x, y=y, x_bounds=(x0, x1), y_bounds=(y0, y1), axes_pixel_bounds=ax.box,
+                         width=ax.width, height=ax.height, chart_base64=ax.data_url(), puck_color=[color],
+                         throttle=throttle, drag_x_bounds=(x0, x1), drag_y_bounds=(y0, y1))
 
     def redraw(_change):
-        render(puck.x, puck.y)
-        puck.chart_base64 = fig_to_base64(fig)
+        puck.chart_base64 = render(puck.x, puck.y).data_url()
 
     puck.observe(redraw, names=["x", "y"])
-    (x0, x1), (y0, y1), n = map(float, x_bounds), map(float, y_bounds), len(x)
+    n = len(x)
     return _wrap(puck, [
         {"x": [x0] * n, "y": [y0] * n},
         {"x": [x1] * n, "y": [y1] * n},
@@ -148,15 +274,24 @@ def point(value) -> tuple[float, float]:
 
 
 # ----------------------------------------------------------------------------- drawing
-def _png(ink: np.ndarray) -> str:
-    """Base64 PNG (no ``data:`` prefix) of black ink with opacity ``ink`` on a transparent canvas."""
-    from matplotlib import image
+# The drawings this module encoded (base64 PNG -> ink as uint8 opacity), so that reading a canvas
+# the course itself drew, its start image or a test value, never decodes a PNG. A few, oldest
+# dropped first: each canvas adds five.
+_ENCODED: dict[str, np.ndarray] = {}
+_ENCODED_MAX = 40
 
-    rgba = np.zeros(ink.shape + (4,), np.uint8)
-    rgba[..., 3] = np.round(np.clip(ink, 0, 1) * 255).astype(np.uint8)
-    buffer = io.BytesIO()
-    image.imsave(buffer, rgba, format="png")
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+def _png(ink: np.ndarray) -> str:
+    """Base64 PNG (no ``data:`` prefix) of black ink with opacity ``ink`` on a transparent canvas
+    (a grey + alpha PNG, :func:`engine.course.plot.png`), remembered for :func:`ink`."""
+    from engine.course.plot import png
+
+    alpha = np.round(np.clip(ink, 0, 1) * 255).astype(np.uint8)
+    encoded = base64.b64encode(png(np.stack([np.zeros_like(alpha), alpha], axis=-1))).decode("ascii")
+    if encoded not in _ENCODED and len(_ENCODED) >= _ENCODED_MAX:
+        _ENCODED.pop(next(iter(_ENCODED)))
+    _ENCODED[encoded] = alpha
+    return encoded
 
 
 def canvas(size=256, start=None):
@@ -194,20 +329,18 @@ def ink(value) -> np.ndarray:
 
     Ink is opacity times darkness, so black strokes count whether the canvas stored a white
     background or a transparent one. An empty or unreadable value is a blank canvas of the
-    value's size.
+    value's size. A drawing this module encoded (the canvas's start, its test values) is looked
+    up, not decoded; a learner's drawing is decoded with Pillow, imported here.
     """
-    from matplotlib import image
-
     height, width = int(value.get("height", 0) or 1), int(value.get("width", 0) or 1)
-    data = value.get("base64") or ""
+    data = (value.get("base64") or "").split("base64,")[-1]
     if not data:
         return np.zeros((height, width), np.float32)
-    rgba = image.imread(io.BytesIO(base64.b64decode(data.split("base64,")[-1])), format="png")
-    if rgba.ndim == 2:  # a grey PNG
-        rgba = np.repeat(rgba[..., None], 3, axis=2)
-    if rgba.shape[2] == 3:
-        rgba = np.concatenate([rgba, np.ones(rgba.shape[:2] + (1,), rgba.dtype)], axis=2)
-    rgba = rgba.astype(np.float32)
+    if data in _ENCODED:
+        return _ENCODED[data].astype(np.float32) / np.float32(255)
+    from PIL import Image
+
+    rgba = np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGBA"), np.float32) / np.float32(255)
     darkness = 1 - rgba[..., :3] @ np.array([0.299, 0.587, 0.114], np.float32)
     return np.clip(rgba[..., 3] * darkness, 0, 1).astype(np.float32)
 

@@ -39,7 +39,7 @@ def test_dragging_a_puck_redraws_the_chart_for_the_new_points():
 
     def draw(ax, pts):
         drawn.append(pts.copy())
-        ax.plot(pts[:, 0], pts[:, 1], "o")
+        ax.scatter(pts[:, 0], pts[:, 1])
 
     pucks = widgets.draggable_points(draw, [0.0], [1.0], x_bounds=BOUNDS[0], y_bounds=BOUNDS[1])
     before = pucks.widget.chart_base64
@@ -162,7 +162,7 @@ PROBES = [
      'data = w.scatter_data(drawing.value)\n    '
      'mo.callout(data.problem, kind="warn") if data.problem else mo.md(f"{len(data.y)} points drawn")'),
     ("pad", "w.canvas(128)", 'mo.md(f"ink total {float(w.to_digit(w.ink(pad.value)).sum()):.2f}")'),
-    ("pucks", 'w.draggable_points(lambda ax, p: ax.plot(p[:, 0], p[:, 1], "o"), [0.0], [1.0], '
+    ("pucks", 'w.draggable_points(lambda ax, p: ax.scatter(p[:, 0], p[:, 1]), [0.0], [1.0], '
               "x_bounds=(-2, 2), y_bounds=(-1, 3))",
      'mo.md(f"puck at {w.puck_points(pucks.value).round(2).tolist()}")'),
 ]
