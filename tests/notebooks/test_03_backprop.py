@@ -56,6 +56,9 @@ def test_03_reverse_mode_costs_about_two_forwards_whatever_n():
         assert 2 <= m.reverse_mode_in_forwards <= 3
         assert abs(m.forward_mode_in_forwards / (2 * n) - 1) < 0.2  # "about 2n"
         assert f"forward (JVPs) {n} {m.jvp_madds:,}" in text
+        swept = {c.n: c for c in defs["mode_sweep"]}  # the chart's curves: the counts in closed form
+        assert (swept[n].jvp_madds, swept[n].vjp_madds, swept[n].forward_madds) == \
+            (m.jvp_madds, m.vjp_madds, m.forward_madds)
 
 
 def test_03_what_backward_keeps_grows_with_the_batch_as_the_prose_says():

@@ -3,12 +3,13 @@
 - :func:`make_playground_data`, :func:`build_mlp`, :func:`train_playground`: a small MLP on 2-D
   toy data with a chosen width, depth, activation, optimizer and learning rate; loss and accuracy
   history, and the class probabilities over a grid for the decision boundary.
-- :func:`default_playground`: the model and the overfit check the page opens on, trained once at
-  load with :data:`PLAYGROUND_DEFAULTS` (about 0.1 s: no checkpoint needed).
+- :func:`default_playground`: the model and the overfit check the page opens on, trained with
+  :data:`PLAYGROUND_DEFAULTS` by ``make checkpoints`` (:data:`CHECKPOINTS`) and read at load.
 - :func:`overfit_one_batch`: the sanity check: a network must drive the loss on one small batch
   to (nearly) zero, or something is broken.
 - :func:`forward_vs_reverse`: the gradient of f: ℝⁿ → ℝ by forward mode (n Jacobian–vector
-  products) and by reverse mode (one vector–Jacobian product), with a multiply-add counter.
+  products) and by reverse mode (one vector–Jacobian product), with a multiply-add counter;
+  :func:`mode_counts`, the same counts in closed form (the notebook's cost curves over n).
 - :func:`finite_difference_errors`: |central difference − autograd| as the step h sweeps many
   decades, in float32 and float64: the V of truncation error (∝ h²) against round-off (∝ ε/h).
 """
@@ -24,6 +25,8 @@ import numpy as np
 import engine.functional as F
 from engine import Tensor, nn, no_grad, optim
 from engine import data as toy
+from engine.course import checkpoints
+from engine.course.checkpoints import backprop_playground as _playground_checkpoint
 from engine.random import fork_rng
 
 from ._checks import is_default
@@ -213,10 +216,10 @@ def overfit_width(width: int) -> int:
     return max(int(width), 8)
 
 
-@functools.lru_cache(maxsize=1)
-def default_playground() -> DefaultPlayground:
-    """Train the playground's default model and run its overfit check, once per process (≈ 0.1 s
-    of CPU here, so the page trains at load rather than shipping a checkpoint)."""
+def _default_playground_state() -> dict:
+    """What checkpoint ``backprop_playground`` holds: the playground's default model trained on its
+    default data (loss and accuracy history, class probabilities over the grid, initial loss) and
+    the overfit check of the default network, with the settings that made them."""
     d = PLAYGROUND_DEFAULTS
     split = make_playground_data(d["data"], n=PLAYGROUND_POINTS, noise=d["noise"], seed=0)
     run = train_playground(*split, width=d["width"], depth=d["depth"], activation=d["activation"],
@@ -224,7 +227,27 @@ def default_playground() -> DefaultPlayground:
                            grid_size=PLAYGROUND_GRID)
     losses = overfit_one_batch(split[0], split[1], width=overfit_width(d["width"]), depth=d["depth"],
                                activation=d["activation"], steps=OVERFIT_STEPS)
-    return DefaultPlayground(split, run, losses)
+    return {"settings": dict(d, points=PLAYGROUND_POINTS, grid=PLAYGROUND_GRID, overfit_steps=OVERFIT_STEPS),
+            "history": {k: np.array(v) for k, v in run.history.items()}, "initial_loss": run.initial_loss,
+            "grid_x": run.grid_x, "grid_y": run.grid_y, "grid_probs": run.grid_probs, "overfit_losses": losses}
+
+
+# `make checkpoints` runs these (tests/course/test_checkpoints.py retrains and compares): training
+# the default takes ~0.1 s of CPU, which the page would pay at every first open.
+CHECKPOINTS = {"backprop_playground": _default_playground_state}
+
+
+@functools.lru_cache(maxsize=1)
+def default_playground() -> DefaultPlayground:
+    """The playground's default model and overfit check as ``make checkpoints`` trained them
+    (checkpoint ``backprop_playground``), on the default data, read once per process."""
+    state = checkpoints.load(_playground_checkpoint)
+    d = PLAYGROUND_DEFAULTS
+    split = make_playground_data(d["data"], n=PLAYGROUND_POINTS, noise=d["noise"], seed=0)
+    run = PlaygroundRun(history={k: v.tolist() for k, v in state["history"].items()}, grid_x=state["grid_x"],
+                        grid_y=state["grid_y"], grid_probs=state["grid_probs"],
+                        initial_loss=float(state["initial_loss"]))
+    return DefaultPlayground(split, run, state["overfit_losses"])
 
 
 # ----------------------------------------------------------------------------- gradient check
@@ -303,10 +326,14 @@ def best_step(errors: FiniteDifferenceErrors, dtype: str):
 # ----------------------------------------------------------------------------- forward vs reverse mode
 
 
+MODE_INPUTS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)  # the sizes n the notebook offers and charts
+
+
 @dataclass
-class ModeCost:
-    """The gradient of f(x) = v · tanh(W x) (x ∈ ℝⁿ, W stored (hidden, n)) by both modes of
-    automatic differentiation, each counting the multiply-adds it performs."""
+class ModeCounts:
+    """What the gradient of f(x) = v · tanh(W x) (x ∈ ℝⁿ, W stored (hidden, n)) costs in each mode
+    of automatic differentiation, in multiply-adds: an (h, n) matrix–vector product costs h·n, an
+    elementwise product or a length-h dot product h."""
 
     n: int
     hidden: int
@@ -315,9 +342,6 @@ class ModeCost:
     jvp_madds: int
     vjp_passes: int  # reverse mode: one forward pass, then one backward pass
     vjp_madds: int
-    grad_forward_mode: np.ndarray
-    grad_reverse_mode: np.ndarray
-    grad_autograd: np.ndarray  # engine's backward(), the reference
 
     @property
     def forward_mode_in_forwards(self) -> float:
@@ -328,16 +352,41 @@ class ModeCost:
         return self.vjp_madds / self.forward_madds
 
 
+@dataclass
+class ModeCost(ModeCounts):
+    """:class:`ModeCounts` as :func:`forward_vs_reverse` counted them while computing the gradient
+    both ways, with the three gradients."""
+
+    grad_forward_mode: np.ndarray = None
+    grad_reverse_mode: np.ndarray = None
+    grad_autograd: np.ndarray = None  # engine's backward(), the reference
+
+
+def _check_mode_sizes(op: str, n, hidden) -> None:
+    if not (isinstance(n, (int, np.integer)) and 1 <= n <= 5000):
+        raise ValueError(f"{op}: n must be an integer in [1, 5000], got {n!r}")
+    if not (isinstance(hidden, (int, np.integer)) and 1 <= hidden <= 1024):
+        raise ValueError(f"{op}: hidden must be an integer in [1, 1024], got {hidden!r}")
+
+
+def mode_counts(n: int = 100, hidden: int = 64) -> ModeCounts:
+    """The multiply-adds :func:`forward_vs_reverse` counts, in closed form (no gradient computed):
+    a forward pass is Wx, tanh and v·t (h·n + 2h); a JVP pass carries the tangent beside the
+    values (W dx, (1 − t²) ⊙ da, v · dt: h·n + 3h more), n times; reverse mode is one forward
+    pass and one backward pass (v ⊙ (1 − t²) and Wᵀ ∂f/∂a: 3h + h·n)."""
+    _check_mode_sizes("mode_counts", n, hidden)
+    h, n = int(hidden), int(n)
+    forward = h * n + 2 * h
+    return ModeCounts(n, h, forward, n, n * (forward + h * n + 3 * h), 2, forward + 3 * h + h * n)
+
+
 def forward_vs_reverse(n: int = 100, hidden: int = 64, seed: int = 0) -> ModeCost:
     """Forward mode pushes a tangent dx through the graph with the values (a Jacobian–vector product
     J·dx) and needs one pass per input direction e₁ … eₙ; reverse mode runs f once, keeps its
     intermediate values, and pulls the scalar 1 back (a vector–Jacobian product 1·J) in one pass.
     Both are written out in NumPy with a counter (a matrix–vector product of an (h, n) matrix costs
     h·n multiply-adds, an elementwise product h) and checked against the engine's ``backward()``."""
-    if not (isinstance(n, (int, np.integer)) and 1 <= n <= 5000):
-        raise ValueError(f"forward_vs_reverse: n must be an integer in [1, 5000], got {n!r}")
-    if not (isinstance(hidden, (int, np.integer)) and 1 <= hidden <= 1024):
-        raise ValueError(f"forward_vs_reverse: hidden must be an integer in [1, 1024], got {hidden!r}")
+    _check_mode_sizes("forward_vs_reverse", n, hidden)
     rng = np.random.default_rng(seed)
     W, v, x = rng.standard_normal((hidden, n)) / math.sqrt(n), rng.standard_normal(hidden), rng.standard_normal(n)
     h = hidden
@@ -364,7 +413,8 @@ def forward_vs_reverse(n: int = 100, hidden: int = 64, seed: int = 0) -> ModeCos
     vjp_madds = cost + 3 * h + h * n
     xt = Tensor(x.copy(), requires_grad=True)
     (Tensor(v) * (Tensor(W) @ xt).tanh()).sum().backward()
-    return ModeCost(n, h, forward_madds, n, jvp_madds, 2, vjp_madds, grad_fwd, grad_rev, xt.grad.copy())
+    return ModeCost(n, h, forward_madds, n, jvp_madds, 2, vjp_madds, grad_forward_mode=grad_fwd,
+                    grad_reverse_mode=grad_rev, grad_autograd=xt.grad.copy())
 
 
 # ----------------------------------------------------------------------------- what backward keeps

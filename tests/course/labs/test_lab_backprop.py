@@ -69,24 +69,30 @@ def test_untrained_playground_starts_near_ln_k_and_overfits_one_batch():
 
 
 
-def test_default_playground_is_the_defaults_trained_and_cheap_enough_for_load():
+def test_default_playground_is_the_defaults_trained_and_read_from_its_checkpoint():
     import time
 
     backprop_lab.default_playground.cache_clear()
     started = time.process_time()
     shown = backprop_lab.default_playground()
     spent = time.process_time() - started
-    assert backprop_lab.default_playground() is shown  # trained once per process
+    assert backprop_lab.default_playground() is shown  # read once per process
     d = backprop_lab.PLAYGROUND_DEFAULTS
     split = backprop_lab.make_playground_data(d["data"], n=backprop_lab.PLAYGROUND_POINTS, noise=d["noise"], seed=0)
     for got, want in zip(shown.split, split):
         np.testing.assert_array_equal(got, want)
     run = backprop_lab.train_playground(*split, width=16, depth=2, activation="tanh", optimizer="adam", lr=0.03,
                                         epochs=60, seed=0, grid_size=40)
-    np.testing.assert_allclose(shown.run.history["val_loss"], run.history["val_loss"])
+    for key in ("train_loss", "val_loss", "train_acc", "val_acc"):
+        np.testing.assert_allclose(shown.run.history[key], run.history[key], rtol=1e-6)
+    np.testing.assert_allclose(shown.run.grid_probs, run.grid_probs, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(shown.run.grid_x, run.grid_x)
+    assert shown.run.initial_loss == pytest.approx(run.initial_loss) and not shown.run.diverged
     assert shown.run.grid_probs.shape == (40, 40, 2) and shown.run.history["val_acc"][-1] >= 0.9
+    losses = backprop_lab.overfit_one_batch(split[0], split[1], width=16, depth=2, activation="tanh", steps=300)
+    np.testing.assert_allclose(shown.overfit_losses, losses, rtol=1e-6)
     assert shown.overfit_losses.shape == (300,) and shown.overfit_losses[-1] < 0.05
-    assert spent < 1.0, f"the default playground took {spent:.2f} s of CPU: too slow to train at page load"
+    assert spent < 0.05, f"reading the default playground took {spent:.3f} s of CPU: it is meant to be shipped"
     assert backprop_lab.is_default_playground(dict(d)) and backprop_lab.is_default_playground({})
     assert not backprop_lab.is_default_playground({"width": 8})
     with pytest.raises(ValueError, match="unknown settings \\['colour'\\]"):
@@ -115,9 +121,20 @@ def test_forward_and_reverse_mode_give_the_gradient_at_their_costs(n):
     assert 2 <= r.reverse_mode_in_forwards <= 3  # "about 2–3 forwards", whatever n is
 
 
+@pytest.mark.parametrize("n, hidden", [(1, 16), (7, 16), (300, 16), (1000, 64)])
+def test_mode_counts_in_closed_form_are_what_the_counter_counts(n, hidden):
+    counted = backprop_lab.forward_vs_reverse(n, hidden=hidden, seed=0)
+    closed = backprop_lab.mode_counts(n, hidden)
+    names = ("n", "hidden", "forward_madds", "jvp_passes", "jvp_madds", "vjp_passes", "vjp_madds")
+    assert [getattr(closed, k) for k in names] == [getattr(counted, k) for k in names]
+    assert closed.forward_mode_in_forwards == counted.forward_mode_in_forwards
+
+
 def test_forward_vs_reverse_refuses_bad_sizes():
-    with pytest.raises(ValueError, match="n must be"):
+    with pytest.raises(ValueError, match="forward_vs_reverse: n must be"):
         backprop_lab.forward_vs_reverse(0)
+    with pytest.raises(ValueError, match="mode_counts: hidden must be an integer in \\[1, 1024\\], got 0"):
+        backprop_lab.mode_counts(5, hidden=0)
 
 
 def test_saved_for_backward_grows_with_batch_and_depth_not_parameters():
