@@ -77,17 +77,18 @@ def _():
 def _():
     picked = mo.ui.dropdown(options=SHEET_ROWS, value="Division gradient", label="row")
     seed = mo.ui.slider(0, 99, value=0, label="random inputs (seed)", show_value=True)
-    with_torch = mo.ui.checkbox(value=False, label="also run PyTorch (imports torch: a few seconds)",
-                                disabled=not formulas.torch_available())
-    return picked, seed, with_torch
+    # a button, not a switch: the first PyTorch run imports torch (~1 s), which no control should wait for
+    torch_button = mo.ui.run_button(label="also run PyTorch (the first run imports it: about 1 s)",
+                                    disabled=not formulas.torch_available())
+    return picked, seed, torch_button
 
 
 @app.cell(hide_code=True)
-def _(picked, seed, with_torch):
+def _(picked, seed, torch_button):
     ui.try_it("**Check a row.** Pick a row, draw new random inputs, and run its snippets: the "
               "tests do this for every row of every sheet.",
-              [picked, seed, with_torch],
-              check_report(picked.value, seed.value, with_torch.value))
+              [picked, seed, torch_button],
+              check_report(picked.value, seed.value, torch_button.value))
     return
 
 
