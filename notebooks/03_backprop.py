@@ -344,10 +344,10 @@ def _():
     for validation), trained with cross-entropy on mini-batches of 32. The data set is a preset,
     drawn on a canvas where you can add points of any class, or clear it and draw your own. The
     page opens on a network trained with the default settings (moons, width 16, depth 2, tanh,
-    Adam at η = 0.03, 60 epochs), trained when the page loads. Change a setting and the picture
-    shows the untrained network of your settings (its first loss should be about $\ln K$) until
-    **train** trains it. The background colour is the predicted class, paler where the network is
-    unsure.
+    Adam at η = 0.03, 60 epochs), trained by `make checkpoints` and shipped with the course. Change
+    a setting and the picture shows the untrained network of your settings (its first loss should
+    be about $\ln K$) until **train** trains it. The background colour is the predicted class,
+    paler where the network is unsure.
     Things to try: spirals with depth 1 against depth 3; a learning rate of 3 with SGD; ReLU
     with width 2 (dead units); sigmoid with depth 4.
     """)
@@ -462,7 +462,7 @@ def _(pg_epochs, pg_lr, pg_opt, pg_run, pg_run_is_default, pg_split, pg_untraine
         _fig = plot.class_regions(pg_run.grid_x, pg_run.grid_y, pg_run.grid_probs, _X, _y, height=300,
                                   title=f"after {len(_h['train_loss'])} epochs")
         _side = mo.vstack([
-            mo.md("Trained when the page loaded, with the default settings above; **train** retrains with "
+            mo.md("Trained with the default settings above and shipped with the course; **train** retrains with "
                   "yours. " + _initial) if pg_run_is_default else mo.md(_initial),
             plot.loss_curves({"train": _h["train_loss"], "validation": _h["val_loss"]}, y_title="cross-entropy",
                              log_y=True, height=170, title="Loss"),
@@ -503,7 +503,7 @@ def _(overfit_button, pg_act, pg_depth, pg_same_net, pg_split, pg_width):
                                                steps=lab.OVERFIT_STEPS)
     elif pg_same_net:
         overfit_losses = lab.default_playground().overfit_losses
-        _when = ("Run when the page loaded, on the default data and network; the button reruns it with the "
+        _when = ("Run on the default data and network and shipped with the course; the button reruns it with the "
                  "playground's width, depth and activation. ")
     if overfit_losses is not None:
         _ok = overfit_losses[-1] < 0.05

@@ -103,7 +103,7 @@ def test_03_playground_opens_on_the_default_model_trained_at_load():
     np.testing.assert_allclose(defs["pg_run"].history["train_loss"], run.history["train_loss"])
     np.testing.assert_allclose(defs["pg_run"].grid_probs, run.grid_probs)
     h = run.history
-    assert "Trained when the page loaded, with the default settings above" in text
+    assert "Trained with the default settings above and shipped with the course" in text
     assert f"train loss {h['train_loss'][-1]:.4f} , validation accuracy {100 * h['val_acc'][-1]:.1f} %" in text
     assert h["val_acc"][-1] >= 0.9 and h["train_loss"][-1] < 0.1  # a trained model, not the untrained one
     # the prose: the untrained network's first loss is about ln K
@@ -113,7 +113,7 @@ def test_03_playground_opens_on_the_default_model_trained_at_load():
     losses = backprop_lab.overfit_one_batch(Xtr, ytr, width=16, depth=2, activation="tanh", steps=300)
     np.testing.assert_allclose(defs["overfit_losses"], losses)
     assert losses[-1] < 0.05 and f"Final loss on the batch: {losses[-1]:.2e} ." in text
-    assert "Run when the page loaded, on the default data and network" in text and "memorise a batch" in text
+    assert "Run on the default data and network and shipped with the course" in text and "memorise a batch" in text
 
 
 def test_03_playground_retrains_behind_the_button():
@@ -134,7 +134,7 @@ def test_03_playground_retrains_behind_the_button():
     text, defs = notebook_text("03_backprop", overfit_button=True, pg_width=8, pg_act="relu")
     want = backprop_lab.overfit_one_batch(Xtr, ytr, width=8, depth=2, activation="relu", steps=300)
     np.testing.assert_allclose(defs["overfit_losses"], want)
-    assert "Run when the page loaded" not in text and f"{want[-1]:.2e}" in text
+    assert "Run on the default data" not in text and f"{want[-1]:.2e}" in text
 
 
 def test_03_exercises_are_graded_by_the_engine():
