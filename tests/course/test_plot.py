@@ -28,10 +28,101 @@ def test_color_lookup():
         plot.color("mauve")
 
 
-def test_import_engine_loads_neither_altair_nor_matplotlib():
-    code = "import sys, engine, engine.course.plot; print(sorted(m for m in ('altair', 'matplotlib') if m in sys.modules))"
+# One call of every chart and image helper, as a page makes them (also run in a fresh interpreter below).
+EVERY_CHART = """
+import numpy as np
+from engine.course import plot, widgets
+x = np.linspace(-2, 2, 21)
+X, y = np.array([[0.0, 1.0], [1.0, 0.0], [np.nan, 2.0]]), np.array([0, 1, 1])
+grid = np.meshgrid(np.linspace(-1, 1, 5), np.linspace(-1, 1, 5))
+charts = {
+    "curves": plot.curves(x, {"function": x ** 2, "f": (x[:3], x[:3])}, dashed=("f",), y_domain=(0, 3), log_x=False),
+    "curves, log axes": plot.curves(x + 3, {"f": x + 3}, log_y=True, log_x=True, title="t"),
+    "function_and_derivative": plot.function_and_derivative(x, x ** 2, 2 * x, 2 * x, n_dots=5)
+                               + plot.rule(0.0, orient="x"),
+    "bars": plot.bars(["a", "b"], [0.2, 0.8], y_domain=(0, 1)) + plot.rule(0.5),
+    "bars with dots": plot.bars(["a", "b"], [0.2, 0.8], dots={"autograd": [0.2, 0.8]}, bar_label="formula"),
+    "grouped_bars": plot.grouped_bars(["a", "b"], {"p": [0.1, 0.9], "q": [0.5, 0.5]}, y_domain=(0, 1)),
+    "heatmap": plot.heatmap(np.arange(6.0).reshape(2, 3), annotate=True, domain=(0, 5)),
+    "scatter_classes": plot.scatter_classes(X, y),
+    "loss_curves": plot.loss_curves({"train": [1.0, 0.1], "validation": [1.2, 0.0]}, log_y=True),
+    "histogram_grid": plot.histogram_grid({"a": x, "b": -x}, bins=5, title="h"),
+    "points": plot.curves(x, {"f": x}) + plot.points([0.0], [1.0]) + plot.points([1.0], [2.0], color_name="outlier"),
+    "paths_2d": plot.paths_2d({"a": (x, x), "b": (x, -x, x)}),
+    "point_layers": plot.point_layers({"data": (X, "data"), "model": (X + 1, "model")}),
+    "surface_paths": plot.surface_paths(*grid, grid[0] ** 2 + grid[1] ** 2, {"sgd": np.zeros((3, 2))}, start=(1, 1)),
+    "class_regions": plot.class_regions(*grid, np.full((5, 5, 2), 0.5), X[:2], y[:2]),
+    "graph_chart": plot.graph_chart([dict(id="a", label="x", value=1.0, grad=None, depth=0)], []),
+}
+images = [plot.image_tiles({"w": np.eye(3), "g": -np.eye(3)}, symmetric=("g",), cmaps={"w": "Purples"}),
+          plot.value_table(np.eye(2), "v"), plot.cell_table(np.array([["tap"]], dtype=object), title="c")]
+pad = widgets.canvas(32, start=np.eye(8))
+drawn = widgets.to_digit(widgets.ink(pad.value))
+pucks = widgets.draggable_points(lambda ax, p: ax.scatter(p[:, 0], p[:, 1]), [0.0], [0.0], x_bounds=(-1, 1),
+                                 y_bounds=(-1, 1))
+pucks.widget.x = [0.5]
+"""
+
+
+def test_a_page_that_draws_every_chart_loads_neither_altair_nor_matplotlib():
+    """Importing either costs a page 0.25 to 0.4 s, and once Matplotlib is imported marimo runs
+    its clean-up after every cell: no chart, image or widget the course draws may need them."""
+    code = (EVERY_CHART + "import sys, marimo as mo\nfor c in [*charts.values(), *images, pucks]: mo.as_html(c)\n"
+            "print(sorted(m for m in ('altair', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def _schema_valid(spec):
+    """The Vega-Lite v6 schema (the file Altair ships) accepts the spec: the browser would draw it."""
+    import importlib.util
+    from pathlib import Path
+
+    import jsonschema
+
+    path = Path(importlib.util.find_spec("altair").origin).parent / "vegalite/v6/schema/vega-lite-schema.json"
+    validator = _VALIDATORS.get(path) or _VALIDATORS.setdefault(path, jsonschema.Draft7Validator(json.loads(path.read_text())))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(json.loads(json.dumps(spec))))
+    assert error is None, f"not valid Vega-Lite: {error.message} at {list(error.absolute_path)}"
+
+
+_VALIDATORS: dict = {}
+
+
+def test_every_chart_is_valid_vega_lite_that_marimo_draws():
+    namespace = {}
+    exec(EVERY_CHART, namespace)
+    for name, chart in namespace["charts"].items():
+        spec = chart.to_dict()
+        assert spec["$schema"].endswith("/v6.json"), name
+        _schema_valid(spec)
+        assert "vegalite" in mo_html(chart), name
+
+
+def mo_html(chart) -> str:
+    import marimo as mo
+
+    return mo.as_html(chart).text
+
+
+def test_adding_charts_layers_them_in_order_under_the_left_ones_size_and_title():
+    x = np.linspace(0, 1, 5)
+    left = plot.curves(x, {"f": x}, title="T", height=280)
+    chart = left + plot.points([0.5], [0.5]) + plot.rule(0.25, orient="x")
+    spec = chart.to_dict()
+    assert (spec["title"], spec["height"], spec["width"]) == ("T", 280, "container")
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point", "rule"]
+    assert "title" not in spec["layer"][0] and left.to_dict()["mark"]["type"] == "line"  # the operands unchanged
+    assert plot.chart_rows(spec["layer"][2]) == [{"v": 0.25}]
+    bars = plot.bars(["a"], [1.0]) + plot.rule(0.5)  # its layers share its data, sent once at the top
+    assert [r["value"] for r in plot.chart_rows(bars)] == [1.0]
+    assert plot.chart_rows(bars.to_dict()["layer"][2]) == [{"v": 0.5}]
+    under = plot.rule(0.5) + plot.bars(["a", "b"], [1.0, 2.0])  # the bars keep their own data
+    assert [len(plot.chart_rows(layer)) for layer in under.to_dict()["layer"]] == [1, 2, 2]
+    with pytest.raises(ValueError, match="faceted or concatenated chart cannot be layered"):
+        plot.histogram_grid({"a": x}) + plot.rule(0.5)
+    with pytest.raises(TypeError):
+        left + 1
 
 
 def test_records_send_non_finite_values_as_gaps():
@@ -106,13 +197,6 @@ def test_loss_curves_on_a_log_axis_drop_non_positive_values():
     spec = _spec(plot.loss_curves({"train": [1.0, 0.0, 0.1]}, log_y=True))
     assert [r["y"] for r in plot.chart_rows(spec)] == [1.0, None, 0.1]
     assert spec["encoding"]["y"]["scale"]["type"] == "log"
-
-
-def _schema_valid(spec):
-    """Altair's Vega-Lite schema accepts the spec (the browser would draw it)."""
-    import altair as alt
-
-    (alt.HConcatChart if "hconcat" in spec else alt.LayerChart).from_dict(spec)
 
 
 def test_surface_paths_sends_a_coarse_grid_and_thinned_paths_as_valid_vega_lite():
@@ -234,16 +318,58 @@ def test_tile_images_lays_images_out_row_by_row():
 
 
 def test_grey_png_is_the_image_a_png_reader_reads():
-    from matplotlib import image as mpl_image  # an independent PNG decoder (Pillow underneath)
+    from PIL import Image  # an independent PNG decoder
     import io
 
     x = np.random.default_rng(0).random((3, 5))
     x[0, 0], x[1, 1] = -0.5, 1.5  # clipped to black and white
     png = plot.grey_png(x, scale=4)
-    back = mpl_image.imread(io.BytesIO(png), format="png")
+    back = np.asarray(Image.open(io.BytesIO(png)), np.float64) / 255
     assert back.shape == (12, 20)  # grey, one value per pixel, each pixel a 4x4 block
     expected = np.round(np.clip(x, 0, 1) * 255) / 255
     np.testing.assert_allclose(back[::4, ::4], expected, atol=1e-6)
     np.testing.assert_array_equal(back[::4, ::4], back[3::4, 3::4])
     with pytest.raises(ValueError, match="grey_png"):
         plot.grey_png(np.zeros(4))
+
+
+def test_png_writes_grey_grey_alpha_rgb_and_rgba_pixels_a_png_reader_reads_back():
+    from PIL import Image  # an independent PNG decoder
+    import io
+
+    rng = np.random.default_rng(1)
+    for shape, mode in (((3, 5), "L"), ((3, 5, 2), "LA"), ((3, 5, 3), "RGB"), ((3, 5, 4), "RGBA")):
+        pixels = rng.integers(0, 256, shape, dtype=np.uint8)
+        back = Image.open(io.BytesIO(plot.png(pixels)))
+        assert back.mode == mode
+        np.testing.assert_array_equal(np.asarray(back), pixels)
+    with pytest.raises(ValueError, match=r"png: expected uint8 pixels .* float64 \(2, 2\)"):
+        plot.png(np.zeros((2, 2)))
+
+
+def test_the_shipped_colour_maps_are_matplotlibs():
+    """engine.course.colormaps spares a page Matplotlib's import: its tables, and the colour of
+    every value (inside [0, 1], at its ends, beyond them, NaN), are what Matplotlib gives."""
+    from matplotlib import colormaps as mpl
+
+    from engine.course import colormaps
+
+    values = np.concatenate([np.linspace(-0.2, 1.2, 1401), [0.0, 1.0, 1 - 1e-12, np.nan, np.inf, -np.inf]])
+    for name in colormaps.TABLES:
+        np.testing.assert_array_equal(colormaps.rgba(name, np.arange(256) / 256), mpl[name](np.arange(256), bytes=True))
+        np.testing.assert_array_equal(colormaps.rgba(name, values.reshape(-1, 7)), mpl[name](values.reshape(-1, 7), bytes=True))
+    with pytest.raises(ValueError, match="unknown colour map 'jet'; shipped: gray, RdBu_r, Purples"):
+        plot.value_table(np.eye(2), "t", cmap="jet")
+
+
+def test_every_colour_map_a_page_names_is_shipped():
+    from pathlib import Path
+
+    from engine.course import colormaps
+
+    root = Path(__file__).resolve().parents[2]
+    sources = "".join(p.read_text(encoding="utf-8") for folder in ("notebooks", "cheatsheets", "engine/course")
+                      for p in (root / folder).rglob("*.py"))
+    named = set(re.findall(r"""cmap=["'](\w+)["']""", sources))  # value_table(..., cmap="Purples")
+    named |= set(re.findall(r"""cmaps=\{.*?:\s*["'](\w+)["']\}""", sources))  # image_tiles(..., cmaps={name: map})
+    assert named and named <= set(colormaps.TABLES), named - set(colormaps.TABLES)

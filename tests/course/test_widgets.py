@@ -49,6 +49,43 @@ def test_dragging_a_puck_redraws_the_chart_for_the_new_points():
     assert widgets.puck_points(pucks.value).tolist() == [[1.75, 1.0]]
 
 
+def test_the_pucks_backdrop_is_an_svg_of_the_axes_the_callback_draws_on():
+    """No Matplotlib figure: the pucks' chart is an SVG axes whose pixel box the widget maps
+    pixels to data through, with the artists and labels 02_losses' callback asks for."""
+    import re
+    from xml.etree import ElementTree
+
+    def draw(ax, pts):
+        ax.plot([-2.0, 2.0], [-1.0, 3.0], color="#9ca3af", linestyle="--", linewidth=1)
+        ax.scatter(pts[:, 0], pts[:, 1], s=16, color="#64748b")
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+        ax.set_title("drag the red outliers", fontsize=10)
+
+    pucks = widgets.draggable_points(draw, [0.0, 2.0], [1.0, 3.0], x_bounds=BOUNDS[0], y_bounds=BOUNDS[1],
+                                     figsize=(5.0, 3.2))
+    puck = pucks.widget
+    assert (puck.width, puck.height) == (500, 320)
+    left, top, right, bottom = puck.axes_pixel_bounds
+    assert (left, top, right, bottom) == pytest.approx((62.5, 38.4, 450.0, 284.8))  # Matplotlib's layout
+    assert (puck.x_bounds, puck.y_bounds) == (BOUNDS[0], BOUNDS[1])
+    prefix, _, encoded = puck.chart_base64.partition(",")
+    assert prefix == "data:image/svg+xml;base64"
+    svg = base64.b64decode(encoded).decode()
+    root = ElementTree.fromstring(svg)  # well-formed XML
+    assert (root.get("width"), root.get("height")) == ("500", "320")
+    line = re.search(r'<polyline points="([^"]+)"[^>]*stroke-dasharray', svg).group(1)
+    assert line == f"{left:.2f},{bottom:.2f} {right:.2f},{top:.2f}"  # the bounds' corners at the box's corners
+    dots = re.findall(r'<circle cx="([^"]+)" cy="([^"]+)"', svg)
+    assert [tuple(map(float, d)) for d in dots] == [((left + right) / 2, (top + bottom) / 2), (right, top)]
+    texts = [t for t in re.findall(r">([^<>]+)</text>", svg)]
+    assert {"x", "y", "drag the red outliers"} <= set(texts)
+    assert {"\u22122", "0", "2", "\u22121", "3"} <= set(texts)  # tick labels on both axes
+    with pytest.raises(ValueError, match="SvgAxes.plot: linestyle must be one of"):
+        widgets.draggable_points(lambda ax, p: ax.plot(p[:, 0], p[:, 1], linestyle="~"), [0.0], [0.0],
+                                 x_bounds=(0, 1), y_bounds=(0, 1))
+
+
 def test_draggable_points_refuse_unequal_coordinates_by_name():
     with pytest.raises(ValueError, match="draggable_points: x and y need the same"):
         widgets.draggable_points(lambda ax, pts: None, [0.0, 1.0], [0.0], x_bounds=(0, 1), y_bounds=(0, 1))
@@ -104,6 +141,23 @@ def test_a_test_digit_shown_on_the_canvas_comes_back_unchanged():
         pad = widgets.canvas(256, start=images[k])
         back = widgets.to_digit(widgets.ink(pad.value), fit=False)
         np.testing.assert_allclose(back, images[k], atol=1 / 255)  # PNG keeps 8 bits
+
+
+def test_reading_a_canvas_the_course_drew_looks_up_what_decoding_gives(monkeypatch):
+    """A page reads its canvas's start image at load: the course remembers the ink of the PNGs it
+    encoded rather than decoding them; decoding each (as a learner's drawing is) gives the same."""
+    images, _ = load_digits("test")
+    pad = widgets.canvas(64, start=images[0])
+    values = [pad.value, *pad.test_values]
+    assert all(value["base64"] in widgets._ENCODED for value in values)
+    assert len(widgets._ENCODED) <= widgets._ENCODED_MAX
+    remembered = [widgets.ink(value) for value in values]
+    monkeypatch.setattr(widgets, "_ENCODED", {})  # forgotten: each is decoded
+    decoded = [widgets.ink({**value, "base64": "data:image/png;base64," + value["base64"]}) for value in values]
+    for a, b in zip(remembered, decoded):
+        assert a.dtype == b.dtype == np.float32
+        np.testing.assert_array_equal(a, b)
+    assert remembered[0].max() == pytest.approx(images[0].max(), abs=1 / 255) and remembered[1].max() == 0
 
 
 def test_to_digit_refuses_a_non_image_by_name():
