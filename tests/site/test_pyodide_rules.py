@@ -59,9 +59,10 @@ OS_WRITES = {"remove", "unlink", "rename", "replace", "renames", "makedirs", "mk
 WRITE_MODULES = {"tempfile", "shutil"}
 IO_MODULE = "engine/io.py"
 MODULE_LEVEL_THIRD_PARTY = {"numpy"}
+# No Altair and no Matplotlib anywhere: charts are Vega-Lite specs, images PNGs written with zlib.
 LAZY_ALLOWED = {  # third-party packages imported inside functions, and where
-    "altair": {"engine/course/plot.py"},
-    "matplotlib": {"engine/course/plot.py", "engine/course/widgets.py"},
+    "PIL": {"engine/course/widgets.py"},  # reads a learner's drawing
+    "anywidget": {"engine/course/widgets.py"},
     "marimo": {"engine/course/plot.py", "engine/course/toc.py", "engine/course/ui.py", "engine/course/widgets.py"},
     "torch": {"engine/course/formulas/evaluate.py"},
     "wigglystuff": {"engine/course/widgets.py"},
@@ -70,7 +71,8 @@ LAZY_ALLOWED = {  # third-party packages imported inside functions, and where
 IN_BROWSER_WITHOUT_LOCK = {"marimo"}  # the WASM runtime itself
 # Pure-Python widget wheels Pyodide does not ship: micropip fetches them from PyPI at the versions
 # pyproject.toml pins, which the site build writes into each page's header (issue 15).
-FROM_PYPI_IN_BROWSER = {"wigglystuff", "drawdata"}
+FROM_PYPI_IN_BROWSER = {"wigglystuff", "drawdata", "anywidget"}
+PACKAGE_OF = {"PIL": "pillow"}  # the name a page installs, where it differs from the import
 OPTIONAL_OUTSIDE_BROWSER = {"torch"}  # guarded by torch_available(); absent in the browser
 
 
@@ -203,7 +205,7 @@ def test_every_engine_file_follows_the_browser_rules():
 
 
 def test_every_package_the_engine_imports_ships_with_pyodide():
-    """numpy, altair, matplotlib are in the lock file of the Pyodide the site pins."""
+    """numpy and PIL (pillow) are in the lock file of the Pyodide the site pins."""
     from site_build import build_site, require_site_tools
 
     require_site_tools()
@@ -214,7 +216,8 @@ def test_every_package_the_engine_imports_ships_with_pyodide():
     needed = imported - IN_BROWSER_WITHOUT_LOCK - OPTIONAL_OUTSIDE_BROWSER - FROM_PYPI_IN_BROWSER
     assert needed <= shipped, f"not in Pyodide {build_site.PYODIDE_VERSION}: {needed - shipped}"
     # The site's pages install exactly these (their PEP 723 header), the widgets at exact pins.
-    assert set(build_site.WASM_DEPENDENCIES) == needed | set(build_site.WIDGET_DEPENDENCIES)
+    assert set(build_site.WASM_DEPENDENCIES) == ({PACKAGE_OF.get(n, n) for n in needed}
+                                                 | set(build_site.WIDGET_DEPENDENCIES))
     assert FROM_PYPI_IN_BROWSER <= {d.split("==")[0] for d in build_site.WIDGET_DEPENDENCIES}
     assert all("==" in d for d in build_site.WIDGET_DEPENDENCIES)
 
@@ -254,8 +257,8 @@ def test_the_checker_catches(source, expected):
     ("engine/example.py", "import numpy as np\nimport math, dataclasses\nfrom engine import nn"),
     ("engine/example.py", "with open(p) as f: f.read()\nopen(p, 'rb')"),
     ("engine/example.py", "name.replace('_', ' ')\nitems.remove(x)\ns.rename(columns=c)"),
-    ("engine/course/plot.py", "def draw():\n    import altair as alt\n    import matplotlib.pyplot as plt\n"
-                       "    buf = io.BytesIO()\n    fig.savefig(buf, format='png')"),
+    ("engine/course/widgets.py", "def read():\n    from PIL import Image\n    import anywidget\n"
+                          "    buf = io.BytesIO()\n    fig.savefig(buf, format='png')"),
     ("engine/io.py", "import os, tempfile\nopen(p, 'wb')\nos.replace(a, b)"),
     ("engine/course/formulas/evaluate.py", "def f():\n    import torch"),
 ])
@@ -264,5 +267,5 @@ def test_the_checker_allows(relative, source):
 
 
 def test_lazy_imports_must_stay_lazy():
-    found = violations("engine/course/plot.py", "import altair as alt")
+    found = violations("engine/course/widgets.py", "from PIL import Image")
     assert any("at module level" in message for message in found), found
