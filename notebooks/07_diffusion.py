@@ -862,8 +862,8 @@ def _():
             x_t = diffusion.q_sample(X[:5], t=25, schedule=schedule)      # jump to step 25
             model = diffusion.Denoiser(dim=2, hidden=64, T=50)
             # a few steps to show the calls (section 3's model takes 2000)
-            losses = diffusion.train_ddpm(model, X, schedule, steps=20, batch_size=256, lr=1e-2)
-            samples = diffusion.sample(model, schedule, n=200, dim=2, variance="posterior")
+            losses = diffusion.train_ddpm(model, X, schedule, steps=10, batch_size=256, lr=1e-2)
+            samples = diffusion.sample(model, schedule, n=100, dim=2, variance="posterior")
         return (f"x_t.shape = {x_t.shape} · last loss {losses[-1]:.3f} · "
                 f"samples.shape = {samples.shape}")
 

@@ -119,9 +119,12 @@ def test_exact_reverse_1d_reproduces_the_mixture():
 
 
 @pytest.mark.parametrize("variance", ["beta", "posterior"])
-def test_exact_reverse_1d_is_the_engines_exact_sampler(variance):
+@pytest.mark.parametrize("components", [2, 3])  # two: the page's mixtures (a logistic responsibility)
+def test_exact_reverse_1d_is_the_engines_exact_sampler(variance, components):
     from engine import data
     m = data.GaussianMixture(np.array([[-2.0], [0.5], [2.5]]), np.array([0.2, 0.6, 0.3]), np.array([1.0, 2.0, 1.0]))
+    if components == 2:
+        m = diffusion_lab.mixture_1d(3.0, 0.3, 0.3)
     s = diffusion_lab.make_noise_schedule("cosine", 40)
     engine.manual_seed(4)
     expected = diffusion.exact_sample(m, s, 300, variance=variance)[:, 0]
