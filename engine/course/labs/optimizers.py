@@ -465,24 +465,24 @@ def sgd_noise(batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 5
     X, y = _least_squares_data(n, seed)
     best = np.linalg.lstsq(X, y, rcond=None)[0]
 
-    def loss(theta):
-        return 0.5 * float(np.mean((X @ theta - y) ** 2))
+    def losses(thetas):  # L at each row of thetas, in one product (not one per step)
+        return 0.5 * np.mean((thetas @ X.T - y) ** 2, axis=1)
 
-    floor_loss = loss(best)
+    floor_loss = float(losses(best[None])[0])
     excess, floor = {}, {}
     for name in ("constant", "decayed", "full batch"):
         rng = np.random.default_rng(seed + 1)  # the same batches for the constant and the decayed run
         theta = Parameter(np.zeros(2))
         opt = optim.SGD([theta], lr=lr)
         sched = lr_scheduler.CosineAnnealingLR(opt, T_max=steps) if name == "decayed" else None
-        curve = [loss(theta.data) - floor_loss]
+        path = [theta.data.copy()]
         for _ in range(steps):
-            idx = np.arange(n) if name == "full batch" else rng.integers(0, n, batch_size)
+            idx = slice(None) if name == "full batch" else rng.integers(0, n, batch_size)
             _least_squares_step(opt, theta, X, y, idx)
             if sched is not None:
                 sched.step()
-            curve.append(loss(theta.data) - floor_loss)
-        excess[name] = np.maximum(np.array(curve), 0.0)
+            path.append(theta.data.copy())
+        excess[name] = np.maximum(losses(np.array(path)) - floor_loss, 0.0)
         floor[name] = float(np.mean(excess[name][-max(1, steps // 10):]))
     rng = np.random.default_rng(seed + 2)
     noise = [np.sum((X[i].T @ (X[i] @ best - y[i]) / batch_size) ** 2)
