@@ -11,8 +11,9 @@
   checkpoint ``losses_kl_fits`` (:data:`CHECKPOINTS`), so the page shows them on open.
 - :func:`margin_gradients` and :func:`train_sigmoid_classifier`: why MSE on a sigmoid saturates
   while cross-entropy keeps pushing.
-- :func:`make_line_data` / :func:`fit_line`: a line fitted by the engine (Adam with a cosine
-  schedule) under MSE, MAE, Huber or pseudo-Huber, while outliers pull on it.
+- :func:`make_line_data`, :func:`best_line` and :func:`fit_line`: the line that minimises MSE,
+  MAE, Huber or pseudo-Huber while outliers pull on it, exactly (least squares, the best line
+  through two points, reweighted least squares) and by the engine (Adam with a cosine schedule).
 - :func:`initial_loss`: the cross-entropy of an untrained K-class classifier, ≈ ln K when the logits
   start small.
 """
@@ -30,10 +31,10 @@ from engine import Tensor
 from engine.course import checkpoints
 from engine.course.checkpoints import losses_default_fits as _defaults_checkpoint  # static imports: the
 from engine.course.checkpoints import losses_kl_fits as _kl_checkpoint  # WebAssembly bundler follows only those
-from engine.course.checkpoints import losses_line_fits as _lines_checkpoint
 from engine.optim import SGD, Adam
 from engine.optim.lr_scheduler import CosineAnnealingLR
 
+from ._checks import is_default
 from .activations import Curves
 from .activations import parse_numbers as parse_numbers  # re-exported: 02 reads logits typed as text
 
@@ -234,6 +235,12 @@ KL_DEFAULT = {"separation": 5.0, "mu0": 1.0, "sigma0": 1.0}
 KL_STEPS = 300
 
 
+def is_default_kl(settings: dict) -> bool:
+    """Whether ``settings`` (any of :data:`KL_DEFAULT`'s keys) all hold their default value: the
+    section then shows the fits shipped as the checkpoint ``losses_kl_fits``."""
+    return is_default("is_default_kl", settings, KL_DEFAULT)
+
+
 def fit_q_both_ways(separation: float, mu0: float, sigma0: float, steps: int = KL_STEPS) -> dict:
     """q fitted to the two-bump p (on :data:`KL_GRID`) each way from the same start:
     'forward' / 'reverse' -> (μ, σ, losses)."""
@@ -404,6 +411,60 @@ def fit_line(x, y, loss: str = "mse", delta: float = 1.0, steps: int = 400, lr: 
         sched.step()
         history[i] = float(value.data)
     return float(w.data), float(b.data), history
+
+
+def _least_squares(design, y, weights=None):
+    """θ minimising Σ u_i (design_i·θ − y_i)² (u = 1 when ``weights`` is None)."""
+    u = np.ones(len(y)) if weights is None else weights
+    return np.linalg.solve(design.T @ (u[:, None] * design), design.T @ (u * y))
+
+
+# ψ(e)/e for the losses IRLS fits (ψ = dℓ/de, up to the constant factor): each step is the
+# least-squares fit with these weights at the last residuals, and never raises the loss
+_IRLS_WEIGHTS = {
+    "huber": lambda e, d: d / np.maximum(np.abs(e), d),  # 1 inside ±δ, δ/|e| beyond
+    "pseudo_huber": lambda e, d: 1.0 / np.sqrt(1.0 + (e / d) ** 2),
+}
+
+
+def best_line(x, y, loss: str = "mse", delta: float = 1.0, tol: float = 1e-12, max_steps: int = 500):
+    """The line ŷ = w·x + b that minimises the mean ``loss`` exactly, as (w, b).
+
+    - MSE: least squares, the closed form.
+    - MAE: an L1 line fit has an optimum through two of the points (the loss is convex and
+      piecewise linear in (w, b), so a minimum lies at a vertex), so every line through two
+      points of different x is scored and the best kept (n(n − 1)/2 lines: 435 for 30 points).
+    - Huber and pseudo-Huber: iteratively reweighted least squares from the least-squares line,
+      until (w, b) moves less than ``tol``: each step is a least-squares fit whose weights
+      ψ(e)/e fall off with the residual, so the far points count less and less.
+
+    :func:`fit_line` reaches the same lines with the engine's Adam (the tests check it).
+    """
+    if loss not in LINE_LOSSES:
+        raise ValueError(f"best_line: loss must be one of {LINE_LOSSES}, got {loss!r}")
+    if not delta > 0:
+        raise ValueError(f"best_line: delta must be positive, got {delta}")
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if np.ptp(x) == 0:
+        raise ValueError("best_line: every point has the same x, so no line is determined; move a point sideways")
+    design = np.column_stack([x, np.ones_like(x)])
+    if loss == "mae":
+        i, j = np.triu_indices(len(x), 1)
+        i, j = i[x[i] != x[j]], j[x[i] != x[j]]
+        w = (y[j] - y[i]) / (x[j] - x[i])
+        b = y[i] - w * x[i]
+        cost = np.abs(y[None, :] - w[:, None] * x[None, :] - b[:, None]).mean(axis=1)
+        k = int(np.argmin(cost))
+        return float(w[k]), float(b[k])
+    theta = _least_squares(design, y)
+    if loss in _IRLS_WEIGHTS:
+        for _ in range(max_steps):
+            step = _least_squares(design, y, _IRLS_WEIGHTS[loss](design @ theta - y, delta))
+            done = np.max(np.abs(step - theta)) < tol * (1.0 + np.max(np.abs(theta)))
+            theta = step
+            if done:
+                break
+    return float(theta[0]), float(theta[1])
 
 
 # ----------------------------------------------------------------------------- losses are likelihoods
@@ -634,11 +695,11 @@ def score_imbalanced(x, y, method: str, w, b: float) -> ImbalanceRun:
 
 # ----------------------------------------------------------------------------- the defaults, shipped
 #
-# The sections that train (the outlier lab, the likelihood fits, the class frequencies, the
-# imbalance runs) open on their default settings. Their results there are shipped as the checkpoint
-# ``losses_default_fits`` and ``losses_line_fits``, so the page opens without training (~0.3 s of
-# CPU saved); so are the results one control away that a radio or a slider of few steps reaches
-# (the Gaussian noise, every δ, τ and minority-share step), so those controls answer without
+# The sections that train (the likelihood fits, the class frequencies, the imbalance runs) open on
+# their default settings. Their results there are shipped as the checkpoint
+# ``losses_default_fits``, so the page opens without training (~0.3 s of CPU saved); so are the
+# results one control away that a radio or a slider of few steps reaches (the Gaussian noise,
+# every τ and minority-share step), so those controls answer without
 # training too (to rounding: a slider's 0.30000000000000004 reads the fit made at 0.3). The
 # functions below are what the notebook calls: each returns the shipped result when its inputs are
 # exactly ones shipped (the training is deterministic, so that is the result it would compute), and
@@ -675,8 +736,9 @@ def _on_step(value: float, steps) -> bool:
 
 
 def train_default_line_fits() -> dict:
-    """The checkpoint ``losses_line_fits``: the outlier lab's four lines on its default data, the
-    robust ones at every step of the δ slider (~3 s)."""
+    """The checkpoint ``losses_line_fits``: the engine's Adam lines (:func:`fit_line`, 300 steps) on
+    the outlier lab's default data, the robust ones at every step of the δ slider (~3 s). The page
+    draws :func:`best_line` (exact, ~1 ms); the tests check these Adam lines against it."""
     x, y, _ = default_line_data()
 
     def line(name, delta):
@@ -728,8 +790,8 @@ CHECKPOINTS = {"losses_kl_fits": train_default_kl_fits, "losses_line_fits": trai
 
 @functools.lru_cache(maxsize=1)
 def _shipped() -> dict:
-    """The checkpoints ``losses_default_fits`` and ``losses_line_fits``, read once."""
-    return {**checkpoints.load(_defaults_checkpoint), "lines": checkpoints.load(_lines_checkpoint)}
+    """The checkpoint ``losses_default_fits``, read once."""
+    return checkpoints.load(_defaults_checkpoint)
 
 
 def _equal(a, b) -> bool:
@@ -737,17 +799,9 @@ def _equal(a, b) -> bool:
 
 
 def line_fits(x, y, losses, delta: float = LINE_DEFAULT["delta"]) -> dict:
-    """loss -> (w, b) of :func:`fit_line` (300 steps) for each of ``losses``; shipped for the
-    default data (MSE and MAE, which do not read δ, and the robust losses at every δ step)."""
-    dx, dy, _ = default_line_data()
-    shipped = _shipped()["lines"] if _equal(x, dx) and _equal(y, dy) else {}
-
-    def known(name):
-        return name in ("mse", "mae") or _on_step(delta, LINE_DELTAS)
-
-    return {name: tuple(float(v) for v in (shipped[name] if name in ("mse", "mae") else shipped[name][_key(delta)]))
-            if shipped and known(name) else fit_line(x, y, name, delta=delta, steps=LINE_STEPS)[:2]
-            for name in losses}
+    """loss -> (w, b) of :func:`best_line` for each of ``losses`` (about 1 ms each, so any data,
+    dragged pucks included, is refitted at once)."""
+    return {name: best_line(x, y, name, delta=delta) for name in losses}
 
 
 def likelihood_fit(y, loss: str, tau: float) -> ConstantFit:
@@ -796,7 +850,8 @@ def with_dragged_outliers(x, y, is_outlier, points):
 
 
 def draw_inliers(ax, x, y, slope: float = 1.5, intercept: float = 0.5):
-    """The pucks' backdrop (Matplotlib axes): the inliers and the true line they were drawn from."""
+    """The pucks' backdrop, drawn on the axes of ``widgets.draggable_points`` (its calls: plot,
+    scatter, set_xlabel, set_ylabel, set_title): the inliers and the true line they were drawn from."""
     xs = np.array(LINE_BOUNDS[0])
     ax.plot(xs, slope * xs + intercept, color="#9ca3af", linestyle="--", linewidth=1)
     ax.scatter(x, y, s=14, color="#64748b")

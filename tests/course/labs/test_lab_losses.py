@@ -11,6 +11,7 @@ import engine
 from engine.course.labs import activations as act
 from engine.course.labs import backprop as backprop_lab
 from engine.course.labs import losses
+from engine.course import checkpoints
 from engine.course import graph as graphs
 from engine.course.labs import optimizers as olab
 
@@ -169,6 +170,42 @@ def test_fit_line_mae_reaches_the_least_absolute_deviation_optimum():
     assert np.mean(np.abs(y - w * x - b)) == pytest.approx(best, abs=2e-3)
 
 
+@pytest.mark.parametrize("n_outliers, shift", [(3, 10.0), (6, -15.0), (10, 20.0)])
+def test_best_line_is_the_minimum_adam_reaches(n_outliers, shift):
+    x, y, _ = losses.make_line_data(n=30, n_outliers=n_outliers, outlier_shift=shift, seed=3)
+    w, b = losses.best_line(x, y, "mse")
+    assert (w, b) == pytest.approx(tuple(np.polyfit(x, y, 1)), abs=1e-10)
+    for name, delta in (("huber", 0.5), ("pseudo_huber", 2.0)):
+        w, b = losses.best_line(x, y, name, delta=delta)
+        # stationary: the engine's autograd gradient of the mean loss vanishes at the line
+        wt, bt = engine.tensor(np.array(w), requires_grad=True), engine.tensor(np.array(b), requires_grad=True)
+        losses._regression_loss(name, wt * engine.tensor(x) + bt, engine.tensor(y), delta).backward()
+        assert abs(float(wt.grad)) < 1e-9 and abs(float(bt.grad)) < 1e-9, name
+        assert (w, b) == pytest.approx(losses.fit_line(x, y, name, delta=delta, steps=300)[:2], abs=1e-4)
+    w, b = losses.best_line(x, y, "mae")
+    cost = lambda w, b: np.mean(np.abs(y - w * x - b))  # noqa: E731
+    adam = losses.fit_line(x, y, "mae", steps=300)
+    assert (w, b) == pytest.approx(adam[:2], abs=2e-3) and cost(w, b) <= cost(*adam[:2]) + 1e-12
+    nearby = np.random.default_rng(0).normal(0.0, 0.05, (2000, 2)) + [w, b]  # convex: no better line nearby
+    assert cost(w, b) <= np.mean(np.abs(y[None, :] - nearby[:, :1] * x[None, :] - nearby[:, 1:]), axis=1).min()
+    with pytest.raises(ValueError, match="same x"):
+        losses.best_line(np.ones(5), np.arange(5.0), "mae")
+    with pytest.raises(ValueError, match="loss must be one of"):
+        losses.best_line(x, y, "hinge")
+
+
+def test_shipped_adam_lines_are_the_best_lines_at_every_delta():
+    """The checkpoint losses_line_fits holds the engine's Adam lines (300 steps) on the default data
+    at every δ step: each lies within 10⁻³ of best_line's, as the notebook says."""
+    shipped = checkpoints.load_named("losses_line_fits")
+    x, y, _ = losses.default_line_data()
+    for name in ("mse", "mae"):
+        assert tuple(shipped[name]) == pytest.approx(losses.best_line(x, y, name), abs=1e-3)
+    for name in ("huber", "pseudo_huber"):
+        for key, line in shipped[name].items():
+            assert tuple(line) == pytest.approx(losses.best_line(x, y, name, delta=float(key)), abs=1e-5)
+
+
 def test_huber_fit_is_stationary_and_robust_losses_resist_outliers():
     x, y, out = losses.make_line_data(n=30, n_outliers=5, outlier_shift=15.0, seed=0)
     w, b, _ = losses.fit_line(x, y, "huber", delta=1.0, steps=400)
@@ -304,30 +341,20 @@ def test_with_dragged_outliers_keeps_inliers_in_order():
 
 def test_default_fits_are_shipped_and_other_inputs_train(monkeypatch):
     """At the defaults the notebook's fit functions read the shipped checkpoint (no training), which
-    holds what the training functions make there (all of it: tests/course/test_checkpoints.py; one
-    fit here); any other input trains."""
+    holds what the training functions make there (tests/course/test_checkpoints.py); any other
+    input trains."""
     made = losses._shipped()
-    x, y, _ = losses.default_line_data()
-    assert tuple(made["lines"]["huber"]["0.3"]) == pytest.approx(losses.fit_line(x, y, "huber", delta=0.3,
-                                                                                  steps=300)[:2])
     ly = losses.skewed_targets("gamma", n=2000, seed=0)
     xi, yi = losses.imbalanced_data(n=1000, minority_share=0.05, seed=0)
-    trained = {"line": losses.fit_line(x, y, "huber", delta=0.25, steps=300)[:2],  # between two δ steps
-               "constant": losses.fit_constant(ly[1:], "pinball", tau=0.9),
+    trained = {"constant": losses.fit_constant(ly[1:], "pinball", tau=0.9),
                "focal": losses.train_imbalanced(xi, yi, "focal", gamma=1.0)}
-    for name in ("fit_line", "fit_constant", "train_imbalanced", "fit_class_probabilities"):
+    for name in ("fit_constant", "train_imbalanced", "fit_class_probabilities"):
         monkeypatch.setattr(losses, name, lambda *a, _n=name, **k: pytest.fail(f"{_n} trained at the defaults"))
-    lines = losses.line_fits(x, y, losses.LINE_LOSSES, delta=0.1 * 3)  # the slider's 0.30000000000000004
-    for name in ("mse", "mae"):
-        assert lines[name] == pytest.approx(tuple(made["lines"][name]), rel=1e-12)
-    for name in ("huber", "pseudo_huber"):
-        assert lines[name] == pytest.approx(tuple(made["lines"][name]["0.3"]), rel=1e-12)
     assert losses.likelihood_fit(ly, "pinball", 0.05 * 3).fitted == made["constants"]["gamma"]["pinball"]["0.15"]
     gaussian = losses.skewed_targets("gaussian", n=2000, seed=0)  # the radio's other choice: shipped too
     assert losses.likelihood_fit(gaussian, "mae", 0.5).fitted == made["constants"]["gaussian"]["mae"]
     xs, ys = losses.imbalanced_data(n=1000, minority_share=0.5, seed=0)  # every minority-share step
     assert losses.imbalance_run(xs, ys, "focal", gamma=2.0).b == made["imbalance"]["0.5"]["focal"]["b"]
-    assert set(made["lines"]["huber"]) == {f"{d:g}" for d in np.round(np.arange(1, 51) * 0.1, 1)}  # every δ step
     assert len(made["constants"]["gaussian"]["pinball"]) == 19  # every τ step
     np.testing.assert_allclose(losses.class_probabilities(losses.default_class_labels(), 3),
                                made["class_probabilities"], rtol=1e-12)
@@ -335,7 +362,6 @@ def test_default_fits_are_shipped_and_other_inputs_train(monkeypatch):
     shipped = made["imbalance"]["0.05"]["weighted"]
     assert run.recall == losses.score_imbalanced(xi, yi, "weighted", shipped["w"], shipped["b"]).recall
     monkeypatch.undo()
-    assert losses.line_fits(x, y, ("huber",), delta=0.25)["huber"] == pytest.approx(trained["line"])
     assert losses.likelihood_fit(ly[1:], "pinball", 0.9).fitted == pytest.approx(trained["constant"])
     assert losses.imbalance_run(xi, yi, "focal", gamma=1.0).recall == trained["focal"].recall
 
@@ -346,3 +372,8 @@ def test_default_kl_fits_are_the_fits_from_the_default_start():
     for direction in ("forward", "reverse"):
         assert shipped[direction][:2] == pytest.approx(made[direction][:2], rel=1e-9, abs=1e-12)
         np.testing.assert_allclose(shipped[direction][2], made[direction][2], rtol=1e-9)
+    # the notebook shows them while its sliders hold the defaults (a slider's 0.9999999999999999 too)
+    assert losses.is_default_kl({"separation": 5.0, "mu0": 0.3 * 3 + 0.1, "sigma0": 1})
+    assert not losses.is_default_kl({"separation": 5.0, "mu0": 0.0, "sigma0": 1.0})
+    with pytest.raises(ValueError, match="unknown settings \\['mu'\\]"):
+        losses.is_default_kl({"mu": 1.0})
