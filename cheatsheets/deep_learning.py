@@ -23,6 +23,13 @@ def show_section(key: str, query: str, prose: str = ""):
 
 
 @app.function
+def sections_shown(sections):
+    """The hub sections a query leaves (:func:`show_section` gives None for the others), one under
+    the other."""
+    return mo.vstack([s for s in sections if s is not None], gap=1.5)
+
+
+@app.function
 def page_index_md() -> str:
     """Every notebook and cheat sheet of the course, with its link and summary."""
     lines = []
@@ -98,140 +105,88 @@ def _(query):
 
 @app.cell(hide_code=True)
 def _(query):
-    show_section("neuron", query.value, r"""
-    A neuron weighs its inputs, adds a bias and bends the sum with an activation $\phi$; a dense
-    layer does this for $n_{out}$ neurons at once with one matrix product. The course writes it
-    as PyTorch stores it: $W \in \mathbb R^{n_{out} \times n_{in}}$ (row $j$ holds the weights of
-    output $j$) and a batch $X$ of shape $(B, n_{in})$, one sample per row, so $Z = X W^\top + \mathbf b$.
-    Take the activations away and any stack of layers is one matrix product.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("activations", query.value, r"""
-    ReLU is the default in hidden layers; GELU and SiLU are its smooth versions in Transformers;
-    sigmoid and tanh saturate, which shrinks gradients in deep stacks. Their derivatives are on
-    the activation sheet.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("outputs", query.value, r"""
-    The output function and the loss go together. Regression: identity output and MSE. Binary
-    classification: a sigmoid and the log loss, whose gradient with respect to the logit is
-    simply $\hat p - y$. Multiclass: a softmax and cross-entropy, with gradient $p - \text{onehot}(y)$.
-    Pass logits to the fused losses; they are exact where $\log(\text{softmax})$ would overflow.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("backprop", query.value, r"""
-    Backpropagation applies the chain rule from the loss back to every parameter. For a dense
-    layer $Z = X W^\top + \mathbf b$, the error signal $\boldsymbol\delta = \partial L / \partial \mathbf z$
-    gives the weight gradient as an outer product, $\boldsymbol\delta^\top \mathbf a$, and travels to
-    the previous layer through $W$ and $\phi'$. The derivatives sheet lists every primitive's gradient.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("updates", query.value, r"""
-    Gradient descent steps against the gradient, $\theta_{t+1} = \theta_t - \eta\,\nabla_\theta L$.
-    Momentum averages past gradients; RMSprop and Adam give each parameter its own step size;
-    AdamW decays the weights apart from the gradient. Clipping the global gradient norm keeps one
-    bad batch from throwing the weights far away.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("init", query.value, r"""
-    Initialise so that the activations' variance neither grows nor shrinks from layer to layer
-    (He for ReLU, Xavier for tanh). Regularise by penalising large weights (L2 or weight decay,
-    the same for plain SGD, not for Adam) or by dropping units at random during training.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("norm", query.value, r"""
-    Normalisation rescales activations to zero mean and unit variance, then lets the network
-    choose its own scale $\gamma$ and shift $\beta$. BatchNorm computes the statistics per feature
-    across the batch, which suits CNNs; LayerNorm per sample across its features, which suits
-    Transformers and works at any batch size; RMSNorm drops LayerNorm's mean and shift. A residual
-    connection adds a layer's input to its output, $\mathbf y = \mathbf x + F(\mathbf x)$, so the
-    gradient reaches $\mathbf x$ through the identity whatever $F$ does.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("conv", query.value, r"""
-    A convolution slides one small kernel over the input (weight sharing), so its parameter count
-    does not depend on the image size. Its output size, the size of its transpose, the span of a
-    dilated kernel and the receptive field of a stack are all integer arithmetic.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("attention", query.value, r"""
-    Each query scores every key by a dot product; a softmax turns one query's scores into
-    weights, and its output is the weighted average of the values. With $H$ heads, $d_{model}$
-    splits into heads of width $d_k = d_{model}/H$, and the scores form a $[B, H, L, L]$ tensor.
-    The two $L \times L$ products cost $4 B L^2 d_{model}$ FLOPs, and backward keeps the
-    $B H L^2$ weights. A Transformer block wraps attention and an MLP in two residual sub-layers,
-    each reading a LayerNorm of the residual stream (pre-norm). RoPE marks positions by turning
-    each coordinate pair of a query or key through an angle proportional to the token's position,
-    so a score depends only on how far apart two tokens are.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("schedules", query.value, r"""
-    The learning rate rarely stays constant: warm it up while Adam's statistics settle, then
-    decay it in steps, along a cosine, in one cycle, or when the validation loss stops improving.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("metrics", query.value, r"""
-    Report what matters for the task: accuracy only when classes are balanced, precision and
-    recall (and their F1) otherwise, ROC-AUC for rankings, R² for regression, perplexity for
-    language models.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("tips", query.value, r"""
-    - **Normalise the inputs** with the training set's mean and standard deviation.
-    - **Check the initial loss**: with $K$ balanced classes an untrained model should score near
-      $\ln K$. If the loss turns into NaN, lower the learning rate or clip the gradients.
-    - **Overfit one batch** first: a working model drives the loss on one small batch to almost
-      zero; if it cannot, look for a bug before tuning anything.
-    - **`model.train()` / `model.eval()`** switch dropout and BatchNorm between their two modes.
-    - **When the validation loss climbs while the training loss keeps falling**, the model is
-      memorising: add dropout or weight decay, get more data, or stop earlier.
-    - **Check gradients** by central differences in float64 (`engine.gradcheck`).
-    - **No gradient** for evaluation and frozen parts: `with engine.no_grad():`.
-    """)
+    # sections 1-12 in one cell: a filter query re-runs one cell here, not twelve
+    sections_shown([
+        show_section("neuron", query.value, r"""
+        A neuron weighs its inputs, adds a bias and bends the sum with an activation $\phi$; a dense
+        layer does this for $n_{out}$ neurons at once with one matrix product. The course writes it
+        as PyTorch stores it: $W \in \mathbb R^{n_{out} \times n_{in}}$ (row $j$ holds the weights of
+        output $j$) and a batch $X$ of shape $(B, n_{in})$, one sample per row, so $Z = X W^\top + \mathbf b$.
+        Take the activations away and any stack of layers is one matrix product.
+        """),
+        show_section("activations", query.value, r"""
+        ReLU is the default in hidden layers; GELU and SiLU are its smooth versions in Transformers;
+        sigmoid and tanh saturate, which shrinks gradients in deep stacks. Their derivatives are on
+        the activation sheet.
+        """),
+        show_section("outputs", query.value, r"""
+        The output function and the loss go together. Regression: identity output and MSE. Binary
+        classification: a sigmoid and the log loss, whose gradient with respect to the logit is
+        simply $\hat p - y$. Multiclass: a softmax and cross-entropy, with gradient $p - \text{onehot}(y)$.
+        Pass logits to the fused losses; they are exact where $\log(\text{softmax})$ would overflow.
+        """),
+        show_section("backprop", query.value, r"""
+        Backpropagation applies the chain rule from the loss back to every parameter. For a dense
+        layer $Z = X W^\top + \mathbf b$, the error signal $\boldsymbol\delta = \partial L / \partial \mathbf z$
+        gives the weight gradient as an outer product, $\boldsymbol\delta^\top \mathbf a$, and travels to
+        the previous layer through $W$ and $\phi'$. The derivatives sheet lists every primitive's gradient.
+        """),
+        show_section("updates", query.value, r"""
+        Gradient descent steps against the gradient, $\theta_{t+1} = \theta_t - \eta\,\nabla_\theta L$.
+        Momentum averages past gradients; RMSprop and Adam give each parameter its own step size;
+        AdamW decays the weights apart from the gradient. Clipping the global gradient norm keeps one
+        bad batch from throwing the weights far away.
+        """),
+        show_section("init", query.value, r"""
+        Initialise so that the activations' variance neither grows nor shrinks from layer to layer
+        (He for ReLU, Xavier for tanh). Regularise by penalising large weights (L2 or weight decay,
+        the same for plain SGD, not for Adam) or by dropping units at random during training.
+        """),
+        show_section("norm", query.value, r"""
+        Normalisation rescales activations to zero mean and unit variance, then lets the network
+        choose its own scale $\gamma$ and shift $\beta$. BatchNorm computes the statistics per feature
+        across the batch, which suits CNNs; LayerNorm per sample across its features, which suits
+        Transformers and works at any batch size; RMSNorm drops LayerNorm's mean and shift. A residual
+        connection adds a layer's input to its output, $\mathbf y = \mathbf x + F(\mathbf x)$, so the
+        gradient reaches $\mathbf x$ through the identity whatever $F$ does.
+        """),
+        show_section("conv", query.value, r"""
+        A convolution slides one small kernel over the input (weight sharing), so its parameter count
+        does not depend on the image size. Its output size, the size of its transpose, the span of a
+        dilated kernel and the receptive field of a stack are all integer arithmetic.
+        """),
+        show_section("attention", query.value, r"""
+        Each query scores every key by a dot product; a softmax turns one query's scores into
+        weights, and its output is the weighted average of the values. With $H$ heads, $d_{model}$
+        splits into heads of width $d_k = d_{model}/H$, and the scores form a $[B, H, L, L]$ tensor.
+        The two $L \times L$ products cost $4 B L^2 d_{model}$ FLOPs, and backward keeps the
+        $B H L^2$ weights. A Transformer block wraps attention and an MLP in two residual sub-layers,
+        each reading a LayerNorm of the residual stream (pre-norm). RoPE marks positions by turning
+        each coordinate pair of a query or key through an angle proportional to the token's position,
+        so a score depends only on how far apart two tokens are.
+        """),
+        show_section("schedules", query.value, r"""
+        The learning rate rarely stays constant: warm it up while Adam's statistics settle, then
+        decay it in steps, along a cosine, in one cycle, or when the validation loss stops improving.
+        """),
+        show_section("metrics", query.value, r"""
+        Report what matters for the task: accuracy only when classes are balanced, precision and
+        recall (and their F1) otherwise, ROC-AUC for rankings, R² for regression, perplexity for
+        language models.
+        """),
+        show_section("tips", query.value, r"""
+        - **Normalise the inputs** with the training set's mean and standard deviation.
+        - **Check the initial loss**: with $K$ balanced classes an untrained model should score near
+          $\ln K$. If the loss turns into NaN, lower the learning rate or clip the gradients.
+        - **Overfit one batch** first: a working model drives the loss on one small batch to almost
+          zero; if it cannot, look for a bug before tuning anything.
+        - **`model.train()` / `model.eval()`** switch dropout and BatchNorm between their two modes.
+        - **When the validation loss climbs while the training loss keeps falling**, the model is
+          memorising: add dropout or weight decay, get more data, or stop earlier.
+        - **Check gradients** by central differences in float64 (`engine.gradcheck`).
+        - **No gradient** for evaluation and frozen parts: `with engine.no_grad():`.
+        """),
+    ])
     return
 
 
@@ -297,25 +252,23 @@ def _(loop_button):
 
 @app.cell(hide_code=True)
 def _(query):
-    show_section("diffusion", query.value, r"""
-    A diffusion model learns to undo noise. The forward process adds Gaussian noise over $T$
-    steps with a schedule $\beta_t$; in closed form, $x_t$ is a mix of $x_0$ and fresh noise that
-    can be drawn for any $t$ in one step. A network $\epsilon_\theta$ learns to predict that noise
-    (the DDPM loss); sampling runs the chain backwards, in $T$ ancestral steps with fresh noise or
-    in a few deterministic DDIM steps. Tweedie's formula says why predicting the noise is enough:
-    it gives the score, and the score gives the best estimate of $x_0$.
-    """)
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    show_section("vae", query.value, r"""
-    A variational autoencoder maximises a lower bound on $\log p(x)$: the reconstruction term
-    minus the KL divergence from the encoder's Gaussian to the prior, which has a closed form.
-    Averaging $K$ importance weights inside the log gives a tighter bound, between the ELBO
-    ($K = 1$) and $\log p(x)$.
-    """)
+    # sections 14-15 in one cell (after the loop's, which holds its button)
+    sections_shown([
+        show_section("diffusion", query.value, r"""
+        A diffusion model learns to undo noise. The forward process adds Gaussian noise over $T$
+        steps with a schedule $\beta_t$; in closed form, $x_t$ is a mix of $x_0$ and fresh noise that
+        can be drawn for any $t$ in one step. A network $\epsilon_\theta$ learns to predict that noise
+        (the DDPM loss); sampling runs the chain backwards, in $T$ ancestral steps with fresh noise or
+        in a few deterministic DDIM steps. Tweedie's formula says why predicting the noise is enough:
+        it gives the score, and the score gives the best estimate of $x_0$.
+        """),
+        show_section("vae", query.value, r"""
+        A variational autoencoder maximises a lower bound on $\log p(x)$: the reconstruction term
+        minus the KL divergence from the encoder's Gaussian to the prior, which has a closed form.
+        Averaging $K$ importance weights inside the log gives a tighter bound, between the ELBO
+        ($K = 1$) and $\log p(x)$.
+        """),
+    ])
     return
 
 
