@@ -90,7 +90,7 @@ class KLCheck:
 def kl_check(mu=1.0, sigma=0.5, n_samples=1000, seed=0) -> KLCheck:
     """KL(N(μ, σ²) ‖ N(0, 1)) in closed form (``engine.vae.gaussian_kl``) and by Monte Carlo
     (``engine.vae.gaussian_kl_monte_carlo``: the average of log q(z) − log p(z) over z ~ q), with
-    the two densities on a grid for the picture."""
+    the two densities on a grid for the picture (sorted x, uneven)."""
     op = "kl_check"
     sigma = _positive(op, "sigma", sigma)
     mu = np.array([[float(mu)]])
@@ -98,7 +98,8 @@ def kl_check(mu=1.0, sigma=0.5, n_samples=1000, seed=0) -> KLCheck:
     closed = float(vae.gaussian_kl(mu, logvar).data[0])
     mc, se = vae.gaussian_kl_monte_carlo(mu, logvar, n_samples=_int(op, "n_samples", n_samples, 2),
                                          seed=seed)
-    x = np.linspace(-6, 6, 401)
+    # an even grid for the prior, denser over μ ± 4σ where q lives: ~180 points resolve any σ
+    x = np.union1d(np.linspace(-6, 6, 121), np.clip(np.linspace(-4, 4, 61) * sigma + mu[0, 0], -6, 6))
     q = np.exp(-(x - mu[0, 0]) ** 2 / (2 * sigma**2)) / (sigma * math.sqrt(2 * math.pi))
     p = np.exp(-(x**2) / 2) / math.sqrt(2 * math.pi)
     return KLCheck(closed=closed, mc=float(mc[0]), mc_se=float(se[0]), x=x, q=q, p=p)

@@ -33,15 +33,15 @@ def test_reparam_gradients_are_the_pathwise_derivatives():
 
 
 def test_kl_check_closed_form_monte_carlo_and_torch(torch):
-    for mu, sigma in [(0.0, 1.0), (1.0, 1.0), (-2.0, 0.3), (0.5, 2.5)]:
+    for mu, sigma in [(0.0, 1.0), (1.0, 1.0), (-2.0, 0.3), (0.5, 2.5), (2.9, 0.05)]:
         k = vae_lab.kl_check(mu, sigma, n_samples=20000, seed=1)
         ref = torch.distributions.kl_divergence(torch.distributions.Normal(mu, sigma),
                                                 torch.distributions.Normal(0.0, 1.0))
         assert k.closed == pytest.approx(float(ref), rel=1e-6, abs=1e-7)  # torch: float32
         assert abs(k.mc - k.closed) < 5 * k.mc_se + 1e-12
-        dx = k.x[1] - k.x[0]
-        if sigma <= 1:  # the grid [−6, 6] holds all the mass
-            assert k.q.sum() * dx == pytest.approx(1.0, abs=1e-3)
+        assert np.all(np.diff(k.x) > 0) and len(k.x) <= 182  # sorted, and few points to draw
+        if sigma <= 1:  # the grid [−6, 6] holds all the mass, and resolves q's peak
+            assert np.trapezoid(k.q, k.x) == pytest.approx(1.0, abs=1e-3)
 
 
 def test_estimator_comparison_exact_gradients():
