@@ -552,7 +552,7 @@ def _(answer_edge, exercise_edge):
 
 @app.cell
 def _():
-    _truth = lab.depth_lab(depth=50, width=64, activation="relu", init="he", n_samples=128, seed=0, residual=True)
+    _truth = lab.depth_lab(depth=50, width=64, activation="relu", init="he", n_samples=32, seed=0, residual=True)
     exercise_residual = exercises.ChoiceExercise(
         question="**5.** A 50-layer ReLU stack with He initialisation gets a residual path, but no normalisation. "
                  "Compared with the last layer, the gradient that reaches the first layer is…",
