@@ -40,8 +40,12 @@ def check_report(row_id: str, seed: int, with_torch: bool):
     """Run one row's snippets on inputs drawn with ``seed`` and show the results side by side."""
     row = formulas.row(row_id)
     backends = ["numpy", "engine"] + (["torch"] if with_torch and row.torch is not None else [])
+    runs = backends
+    if "torch" in backends:  # the first PyTorch run imports torch (~1 s): show that it is under way
+        runs = mo.status.progress_bar(backends, title="running the snippets",
+                                      subtitle="the first PyTorch run imports torch (about 1 s)", remove_on_exit=True)
     results, lines = {}, []
-    for backend in backends:
+    for backend in runs:
         try:
             results[backend] = formulas.evaluate(row, backend, seed)
         except Exception as error:  # shown to the reader, never a traceback
