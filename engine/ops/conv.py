@@ -36,6 +36,7 @@ from numpy.lib.stride_tricks import as_strided
 from .. import shapes
 from .._checks import int_pair, positive_int, to_array
 from ..autograd import Function
+from . import _parallel
 
 __all__ = [
     "im2col", "col2im", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d",
@@ -253,56 +254,94 @@ def col2im(cols, output_size, kernel_size, stride=1, padding=0, dilation=1) -> n
 
 
 # ----------------------------------------------------------------------------- convolution
+CHUNK_BYTES = 1 << 21  # of the column matrix per chunk of the batch (benchmark layer: 4 chunks)
+
+
+def _chunks(cols: np.ndarray) -> list[tuple[int, int]]:
+    """(start, stop) of each chunk of the batch: equal chunks of about CHUNK_BYTES of ``cols``."""
+    return _parallel.even_chunks(len(cols), -(-cols.nbytes // CHUNK_BYTES))
+
+
 class Conv2d(Function):
     """out[n, o] = Σ_(c,i,j) W[o, c, i, j] · x_pad[n, c, p·s + i·d, q·s + j·d] + b[o]  (cross-correlation).
 
     As matrices, per batch item and group: out = W₂ · cols + b, with cols = im2col(x).
     Gradients (g = ∂L/∂out, reshaped [N, C_out, L]):
         ∂L/∂W₂ = Σₙ gₙ · colsₙᵀ,   ∂L/∂x = col2im(W₂ᵀ · g),   ∂L/∂b = Σ_(n,p,q) g.
+
+    The bias rides in the products: cols gets a last row of ones and W₂ a last column b, so
+    [W₂ | b] · [cols; 1] = W₂ · cols + b, and the last column of Σₙ gₙ · [colsₙ; 1]ᵀ is ∂L/∂b
+    (no separate pass over the output for either). The batch goes in chunks (``_chunks``), shared
+    by two threads when the layer is large enough (:mod:`engine.ops._parallel`); each chunk's
+    share of ∂L/∂W₂ is added in chunk order, so the result does not depend on the threads.
     """
 
     @staticmethod
     def forward(ctx, x, weight, bias=None, *, stride, widths, dilation, groups, out_hw):
-        n = x.shape[0]
+        n, c_in = x.shape[:2]
         c_out, c_group, kh, kw = weight.shape
         k = c_group * kh * kw
-        cols = _im2col(x, (kh, kw), stride, widths, dilation, out_hw)  # [N, C·kh·kw, L]
-        length = cols.shape[-1]
+        length = out_hw[0] * out_hw[1]
         w2 = weight.reshape(groups, c_out // groups, k)
-        if groups == 1:
-            out = np.matmul(w2[0], cols)  # [N, C_out, L]
-        else:
-            out = np.matmul(w2, cols.reshape(n, groups, k, length)).reshape(n, c_out, length)
+        rows = k  # rows of cols per group: im2col's, and a row of ones when there is a bias
         if bias is not None:
-            out += bias[:, None]
+            w2 = np.concatenate([w2, bias.reshape(groups, c_out // groups, 1)], axis=2)
+            rows = k + 1
+        cols = np.empty((n, groups, rows, length), dtype=x.dtype)  # kept for the backward
+        if bias is not None:
+            cols[:, :, k] = 1
+        out = np.empty((n, groups, c_out // groups, length), dtype=x.dtype)
+        taps = (n, groups, c_in // groups, kh, kw, *out_hw)
+        windows = _windows(_pad(x, widths), (kh, kw), stride, dilation, out_hw).reshape(taps)
+        cols_taps = cols[:, :, :k].reshape(taps)
+
+        def forward_chunk(_, start, stop):
+            np.copyto(cols_taps[start:stop], windows[start:stop])
+            np.matmul(w2, cols[start:stop], out=out[start:stop])
+
+        bounds = _chunks(cols)
+        _parallel.for_chunks(forward_chunk, bounds, n * c_out * rows * length)
         ctx.save_for_backward(cols, weight)
-        ctx.settings = (x.shape, stride, widths, dilation, groups)
+        ctx.settings = (x.shape, stride, widths, dilation, groups, bounds)
         return out.reshape(n, c_out, *out_hw)
 
     @staticmethod
     def backward(ctx, g):
         cols, weight = ctx.saved_tensors
-        x_shape, stride, widths, dilation, groups = ctx.settings
+        x_shape, stride, widths, dilation, groups, bounds = ctx.settings
         needs = ctx.needs_input_grad
         n, c_in = x_shape[:2]
         c_out, c_group, kh, kw = weight.shape
         k = c_group * kh * kw
-        length = cols.shape[-1]
-        g4 = g.reshape(n, groups, c_out // groups, length)
-        cols4 = cols.reshape(n, groups, k, length)
-        gx = gw = gb = None
-        if needs[1]:
-            # Σₙ gₙ colsₙᵀ: N small products summed (one big product would need a transposed copy)
-            gw = np.matmul(g4, cols4.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
-        if needs[0]:  # col2im(W₂ᵀ g)
-            w2t = weight.reshape(groups, c_out // groups, k).transpose(0, 2, 1)
-            if stride == (1, 1):
-                gx = _input_grad_stride1(w2t, g, x_shape, (kh, kw), widths, dilation)
-            else:
-                gx = _product_col2im(w2t, g4, x_shape, (kh, kw), stride, widths, dilation, g.shape[-2:])
-        if len(needs) == 3 and needs[2]:
-            gb = g.sum(axis=(0, 2, 3))
-        return (gx, gw, gb) if len(needs) == 3 else (gx, gw)
+        rows = cols.shape[2]
+        dtype = np.result_type(g.dtype, cols.dtype)
+        g4 = g.reshape(n, groups, c_out // groups, cols.shape[-1])
+        w2t = weight.reshape(groups, c_out // groups, k).transpose(0, 2, 1)
+        gx = np.empty(x_shape, dtype=dtype) if needs[0] else None
+        wants_sums = needs[1] or (len(needs) == 3 and needs[2])
+        # Σₙ gₙ [colsₙ; 1]ᵀ per chunk (small products summed: one big one would need a transposed
+        # copy); the chunks' sums are added in chunk order below, the same with any number of threads
+        sums = np.empty((len(bounds), groups, c_out // groups, rows), dtype=dtype) if wants_sums else None
+
+        def backward_chunk(index, start, stop):
+            if sums is not None:
+                np.matmul(g4[start:stop], cols[start:stop].transpose(0, 1, 3, 2)).sum(axis=0, out=sums[index])
+            if gx is not None:  # col2im(W₂ᵀ g)
+                shape = (stop - start, *x_shape[1:])
+                if stride == (1, 1):
+                    gx[start:stop] = _input_grad_stride1(w2t, g[start:stop], shape, (kh, kw), widths, dilation)
+                else:
+                    gx[start:stop] = _product_col2im(w2t, g4[start:stop], shape, (kh, kw), stride, widths,
+                                                     dilation, g.shape[-2:])
+
+        work = n * c_out * cols.shape[-1] * (needs[0] * k + wants_sums * rows)
+        _parallel.for_chunks(backward_chunk, bounds, work)
+        total = sums.sum(axis=0) if sums is not None else None
+        gw = np.ascontiguousarray(total[:, :, :k]).reshape(weight.shape) if needs[1] else None
+        if len(needs) < 3:
+            return gx, gw
+        gb = total[:, :, k].reshape(c_out) if needs[2] else None
+        return gx, gw, gb
 
 
 class ConvTranspose2d(Function):
