@@ -75,18 +75,20 @@ def _wrap(widget, changes: list[dict]):
 
 
 # ----------------------------------------------------------------------------- draggable points
-# The backdrop's geometry as Matplotlib lays out a figure (100 pixels an inch; the axes from 12.5 %
-# to 90 % of the width and from 11 % to 88 % of the height), its default colour and point size.
+# The backdrop's geometry as Matplotlib lays out a figure: 100 pixels an inch, the axes from 12.5 %
+# to 90 % of the width and from 12 % to 89 % of the height (from the top); its default colour,
+# line width (1.5 points) and dot area (36 points²).
 _DPI = 100
 _AXES_BOX = (0.125, 0.12, 0.9, 0.89)  # left, top, right, bottom as fractions of the figure
 _FIRST_COLOR = "#1f77b4"
 _PX_PER_PT = _DPI / 72
 _DASHES = {"-": None, "solid": None, "--": (3.7, 1.6), "dashed": (3.7, 1.6), ":": (1, 1.65), "dotted": (1, 1.65),
-           "-.": (6.4, 1.6, 1, 1.6), "dashdot": (6.4, 1.6, 1, 1.6)}
+           "-.": (6.4, 1.6, 1, 1.6), "dashdot": (6.4, 1.6, 1, 1.6)}  # Matplotlib's, in line widths
+_TICK = 3.5 * _PX_PER_PT  # a tick's length
 
 
 def _nice_ticks(low: float, high: float, most: int = 7) -> list[float]:
-    """Round tick values inside [low, high], a step of 1, 2 or 5 times a power of ten, at most ``most``."""
+    """Round tick values inside [low, high], a step of 1, 2 or 5 times a power of ten, at most ``most`` + 1."""
     span = high - low
     if not span > 0:
         return [low]
@@ -124,29 +126,32 @@ class SvgAxes:
         self.xlabel = self.ylabel = self.title = ""
         self.title_size = 12.0
 
-    def _pixels(self, x, y) -> tuple[np.ndarray, np.ndarray]:
-        (x0, x1), (y0, y1), (left, top, right, bottom) = self.x_bounds, self.y_bounds, self.box
-        x, y = np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel()
-        return left + (x - x0) / (x1 - x0) * (right - left), bottom - (y - y0) / (y1 - y0) * (bottom - top)
+    def _along(self, axis: str, values) -> np.ndarray:
+        """Pixel positions of data ``values`` along the x axis (from the left) or the y axis (from the top)."""
+        (low, high), (left, top, right, bottom) = (self.x_bounds if axis == "x" else self.y_bounds), self.box
+        share = (np.asarray(values, np.float64).ravel() - low) / (high - low)
+        return left + share * (right - left) if axis == "x" else bottom - share * (bottom - top)
+
+    def _points(self, x, y) -> list[tuple[float, float]]:
+        """The finite (x, y) data points in pixels."""
+        return [(a, b) for a, b in zip(self._along("x", x), self._along("y", y)) if math.isfinite(a + b)]
 
     def plot(self, x, y, *, color=_FIRST_COLOR, linestyle="-", linewidth=1.5):
         if linestyle not in _DASHES:
             raise ValueError(f"SvgAxes.plot: linestyle must be one of {', '.join(_DASHES)}, got {linestyle!r}")
-        px, py = self._pixels(x, y)
         width = linewidth * _PX_PER_PT
         dashes = _DASHES[linestyle]
         dash = f' stroke-dasharray="{",".join(f"{d * width:.2f}" for d in dashes)}"' if dashes else ""
-        points = " ".join(f"{a:.2f},{b:.2f}" for a, b in zip(px, py) if math.isfinite(a) and math.isfinite(b))
+        points = " ".join(f"{a:.2f},{b:.2f}" for a, b in self._points(x, y))
         self.artists.append(f'<polyline points="{points}" fill="none" stroke="{escape(color)}" '
                             f'stroke-width="{width:.2f}"{dash}/>')
 
     def scatter(self, x, y, *, s=36.0, color=_FIRST_COLOR):
-        px, py = self._pixels(x, y)
         radius = math.sqrt(s) / 2 * _PX_PER_PT
+        dots = "".join(f'<circle cx="{a:.2f}" cy="{b:.2f}" r="{radius:.2f}"/>' for a, b in self._points(x, y))
         # Matplotlib edges a dot in its own colour, one point wide
-        self.artists.append(f'<g fill="{escape(color)}" stroke="{escape(color)}" stroke-width="{_PX_PER_PT:.2f}">' + "".join(
-            f'<circle cx="{a:.2f}" cy="{b:.2f}" r="{radius:.2f}"/>'
-            for a, b in zip(px, py) if math.isfinite(a) and math.isfinite(b)) + "</g>")
+        self.artists.append(f'<g fill="{escape(color)}" stroke="{escape(color)}" '
+                            f'stroke-width="{_PX_PER_PT:.2f}">{dots}</g>')
 
     def set_xlabel(self, text):
         self.xlabel = str(text)
@@ -157,27 +162,34 @@ class SvgAxes:
     def set_title(self, text, fontsize=12.0):
         self.title, self.title_size = str(text), float(fontsize)
 
+    def _ticks(self) -> str:
+        """Tick marks and their labels, below the x axis and left of the y axis."""
+        left, _, _, bottom = self.box
+        ticks = []
+        xs = _nice_ticks(*self.x_bounds)
+        for value, px in zip(xs, self._along("x", xs)):
+            ticks.append(f'<line x1="{px:.2f}" y1="{bottom}" x2="{px:.2f}" y2="{bottom + _TICK:.2f}"/>'
+                         f'<text x="{px:.2f}" y="{bottom + _TICK + 2:.2f}" text-anchor="middle" '
+                         f'dominant-baseline="hanging" stroke="none">{_tick_label(value)}</text>')
+        ys = _nice_ticks(*self.y_bounds)
+        for value, py in zip(ys, self._along("y", ys)):
+            ticks.append(f'<line x1="{left - _TICK:.2f}" y1="{py:.2f}" x2="{left}" y2="{py:.2f}"/>'
+                         f'<text x="{left - _TICK - 2:.2f}" y="{py:.2f}" text-anchor="end" '
+                         f'dominant-baseline="middle" stroke="none">{_tick_label(value)}</text>')
+        return "".join(ticks)
+
     def svg(self) -> str:
         left, top, right, bottom = self.box
-        font = 10 * _PX_PER_PT
-        ticks = []
-        for value, (px, _) in ((v, self._pixels(v, self.y_bounds[0])) for v in _nice_ticks(*self.x_bounds)):
-            ticks.append(f'<line x1="{px[0]:.2f}" y1="{bottom}" x2="{px[0]:.2f}" y2="{bottom + 4.9:.2f}"/>'
-                         f'<text x="{px[0]:.2f}" y="{bottom + 7:.2f}" text-anchor="middle" '
-                         f'dominant-baseline="hanging" stroke="none">{_tick_label(value)}</text>')
-        for value, (_, py) in ((v, self._pixels(self.x_bounds[0], v)) for v in _nice_ticks(*self.y_bounds)):
-            ticks.append(f'<line x1="{left - 4.9:.2f}" y1="{py[0]:.2f}" x2="{left}" y2="{py[0]:.2f}"/>'
-                         f'<text x="{left - 7:.2f}" y="{py[0]:.2f}" text-anchor="end" '
-                         f'dominant-baseline="middle" stroke="none">{_tick_label(value)}</text>')
+        frame = f'x="{left}" y="{top}" width="{right - left}" height="{bottom - top}"'
+        font = 10 * _PX_PER_PT  # Matplotlib's 10 points
         middle_x, middle_y = (left + right) / 2, (top + bottom) / 2
         return (
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
             f'viewBox="0 0 {self.width} {self.height}" font-family="DejaVu Sans, Arial, sans-serif" '
             f'font-size="{font:.1f}"><rect width="100%" height="100%" fill="white"/>'
-            f'<clipPath id="axes"><rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}"/>'
-            f'</clipPath><g clip-path="url(#axes)">{"".join(self.artists)}</g>'
-            f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" fill="none" '
-            f'stroke="black" stroke-width="1.1"/><g stroke="black" stroke-width="1.1">{"".join(ticks)}</g>'
+            f'<clipPath id="axes"><rect {frame}/></clipPath><g clip-path="url(#axes)">{"".join(self.artists)}</g>'
+            f'<rect {frame} fill="none" stroke="black" stroke-width="1.1"/>'
+            f'<g stroke="black" stroke-width="1.1">{self._ticks()}</g>'
             f'<text x="{middle_x:.2f}" y="{self.height - 4}" text-anchor="middle">{escape(self.xlabel)}</text>'
             f'<text transform="translate({font:.2f},{middle_y:.2f}) rotate(-90)" text-anchor="middle" '
             f'dominant-baseline="hanging">{escape(self.ylabel)}</text>'

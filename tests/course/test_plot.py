@@ -81,7 +81,9 @@ def _schema_valid(spec):
     import jsonschema
 
     path = Path(importlib.util.find_spec("altair").origin).parent / "vegalite/v6/schema/vega-lite-schema.json"
-    validator = _VALIDATORS.get(path) or _VALIDATORS.setdefault(path, jsonschema.Draft7Validator(json.loads(path.read_text())))
+    if path not in _VALIDATORS:
+        _VALIDATORS[path] = jsonschema.Draft7Validator(json.loads(path.read_text()))
+    validator = _VALIDATORS[path]
     error = jsonschema.exceptions.best_match(validator.iter_errors(json.loads(json.dumps(spec))))
     assert error is None, f"not valid Vega-Lite: {error.message} at {list(error.absolute_path)}"
 
@@ -356,8 +358,10 @@ def test_the_shipped_colour_maps_are_matplotlibs():
 
     values = np.concatenate([np.linspace(-0.2, 1.2, 1401), [0.0, 1.0, 1 - 1e-12, np.nan, np.inf, -np.inf]])
     for name in colormaps.TABLES:
-        np.testing.assert_array_equal(colormaps.rgba(name, np.arange(256) / 256), mpl[name](np.arange(256), bytes=True))
-        np.testing.assert_array_equal(colormaps.rgba(name, values.reshape(-1, 7)), mpl[name](values.reshape(-1, 7), bytes=True))
+        entries = np.arange(256)
+        np.testing.assert_array_equal(colormaps.rgba(name, entries / 256), mpl[name](entries, bytes=True))
+        grid = values.reshape(-1, 7)
+        np.testing.assert_array_equal(colormaps.rgba(name, grid), mpl[name](grid, bytes=True))
     with pytest.raises(ValueError, match="unknown colour map 'jet'; shipped: gray, RdBu_r, Purples"):
         plot.value_table(np.eye(2), "t", cmap="jet")
 
