@@ -10,7 +10,7 @@ writing the dict costs well under a millisecond, where building and validating A
 cost tens (and importing Altair a quarter of a second), and a Matplotlib figure rendered to a PNG
 0.1–0.2 s a redraw. Charts fill the notebook's width (``width: "container"``), put their legend
 at the bottom, and layer with ``+`` as Altair's do (``chart + plot.rule(0.5)``). Images are PNGs
-written with zlib (:func:`png`) in colour maps shipped as tables (:mod:`engine.course.colormaps`),
+written with zlib (:func:`png`) in colour maps shipped as tables (:mod:`engine.course._colormaps`),
 so no page needs Altair or Matplotlib. Data goes to the charts as records (no pandas needed),
 with NaN and ±inf sent as missing values so that a chart never fails on them; marimo is imported
 inside the functions, so ``import engine`` needs only NumPy.
@@ -28,6 +28,7 @@ import zlib
 import numpy as np
 
 from engine._checks import positive_int
+from engine.course import _colormaps
 
 # ----------------------------------------------------------------------------- palette
 
@@ -673,10 +674,8 @@ def piece_regions(report, *, max_side: int = 40, height: int = 260) -> VegaLite:
 def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
     """Arrays as colour-mapped PNG tiles side by side, each captioned with its name (grey, or
     red-blue centred on 0 for the names in ``symmetric``; ``cmaps`` names another colour map per
-    panel, one of :data:`engine.course.colormaps.TABLES`), ``width`` pixels wide, drawn pixelated."""
+    panel, one of :data:`engine.course._colormaps.TABLES`), ``width`` pixels wide, drawn pixelated."""
     import marimo as mo
-
-    from engine.course import colormaps
 
     tiles = []
     for name, img in panels.items():
@@ -687,7 +686,7 @@ def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
         else:
             low, high, cmap = float(np.nanmin(img)), float(np.nanmax(img)), "gray"
         scaled = np.clip((img - low) / ((high - low) or 1.0), 0.0, 1.0)
-        rgba = colormaps.rgba((cmaps or {}).get(name, cmap), scaled)
+        rgba = _colormaps.rgba((cmaps or {}).get(name, cmap), scaled)
         tiles.append(mo.image(png(rgba), caption=name, width=width,
                               style={"image-rendering": "pixelated", "min-width": f"{width}px"}))
     return mo.hstack(tiles, justify="start", wrap=True)
@@ -743,8 +742,7 @@ def cell_table(kind, text=None, *, legend=False, **labels):
 def value_table(values, title, *, cmap="RdBu_r", symmetric=True, fmt="{:.2f}"):
     """:func:`html_grid` of numbers, each cell coloured by its value (red positive and blue
     negative, centred on 0, for signed maps such as kernels) and written in; ``cmap`` is one of
-    :data:`engine.course.colormaps.TABLES`."""
-    from engine.course import colormaps
+    :data:`engine.course._colormaps.TABLES`."""
 
     values = np.asarray(values, dtype=float)
     if symmetric:
@@ -753,7 +751,7 @@ def value_table(values, title, *, cmap="RdBu_r", symmetric=True, fmt="{:.2f}"):
     else:
         low, high = float(values.min()), float(values.max())
     scaled = (values - low) / ((high - low) or 1.0)
-    rgba = colormaps.rgba(cmap, scaled)
+    rgba = _colormaps.rgba(cmap, scaled)
     fills = np.array(["#%02x%02x%02x" % tuple(px[:3]) for px in rgba.reshape(-1, 4)],
                      dtype=object).reshape(values.shape)
     text = np.vectorize(fmt.format, otypes=[object])(values)

@@ -350,11 +350,11 @@ def test_png_writes_grey_grey_alpha_rgb_and_rgba_pixels_a_png_reader_reads_back(
 
 
 def test_the_shipped_colour_maps_are_matplotlibs():
-    """engine.course.colormaps spares a page Matplotlib's import: its tables, and the colour of
+    """engine.course._colormaps spares a page Matplotlib's import: its tables, and the colour of
     every value (inside [0, 1], at its ends, beyond them, NaN), are what Matplotlib gives."""
     from matplotlib import colormaps as mpl
 
-    from engine.course import colormaps
+    from engine.course import _colormaps as colormaps
 
     values = np.concatenate([np.linspace(-0.2, 1.2, 1401), [0.0, 1.0, 1 - 1e-12, np.nan, np.inf, -np.inf]])
     for name in colormaps.TABLES:
@@ -369,7 +369,7 @@ def test_the_shipped_colour_maps_are_matplotlibs():
 def test_every_colour_map_a_page_names_is_shipped():
     from pathlib import Path
 
-    from engine.course import colormaps
+    from engine.course import _colormaps as colormaps
 
     root = Path(__file__).resolve().parents[2]
     sources = "".join(p.read_text(encoding="utf-8") for folder in ("notebooks", "cheatsheets", "engine/course")

@@ -1,4 +1,5 @@
-"""Matplotlib's colour maps as constant tables, so that colouring an image needs no Matplotlib.
+"""Matplotlib's colour maps as constant tables, so that colouring an image needs no Matplotlib
+(a private helper of :mod:`engine.course.plot`, whose images and tables use it).
 
 Importing Matplotlib costs about 0.4 s, and once it is imported marimo runs a Matplotlib clean-up
 after every cell; the course only looks colours up, so it ships the few maps its pages use:
@@ -83,7 +84,7 @@ def _table(name: str) -> np.ndarray:
     try:
         rgb = np.frombuffer(bytes.fromhex(TABLES[name]), np.uint8).reshape(256, 3)
     except KeyError:
-        raise ValueError(f"colormaps: unknown colour map {name!r}; shipped: {', '.join(TABLES)}") from None
+        raise ValueError(f"plot: unknown colour map {name!r}; shipped: {', '.join(TABLES)}") from None
     table = np.full((259, 4), 255, np.uint8)
     table[:256, :3] = rgb
     table[256], table[257], table[258] = table[0], table[255], 0
