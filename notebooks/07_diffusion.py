@@ -177,9 +177,9 @@ def _(forward_kind, forward_t, schedules):
 
 @app.cell
 def _(data_2d, forward_data, forward_schedule, forward_step):
-    _xt = lab.forward_snapshot(data_2d[:500], forward_schedule, forward_step, seed=1)
+    _xt = lab.forward_snapshot(data_2d[:300], forward_schedule, forward_step, seed=1)  # 300 a layer
     _ab = forward_schedule.alpha_bars[forward_step]
-    _chart = plot.point_layers({"x_0 (data)": (data_2d[:500], "data"),
+    _chart = plot.point_layers({"x_0 (data)": (data_2d[:300], "data"),
                                 f"x_t, t = {forward_step + 1}": (_xt, "model")},
                                domain=(-4, 4), height=380,
                                title=f"{forward_data.value}: the data and its noised version at "
@@ -352,12 +352,12 @@ def _(ddpm, ddpm_shipped):
 def _(ddpm, ddpm_schedule, ddpm_shipped):
     trajectory, _shown = None, None
     if ddpm_shipped:
-        trajectory = lab.shipped_trajectory(500, seed=3)
+        trajectory = lab.shipped_trajectory(300, seed=3)  # 300 samples a chart, as in section 2
     elif ddpm is not None and ddpm.stopped:
         _shown = mo.md("*Training stopped early: lower the learning rate.*")
     elif ddpm is not None:
         try:
-            trajectory = lab.reverse_trajectory(ddpm.model, ddpm_schedule, 500, seed=3)
+            trajectory = lab.reverse_trajectory(ddpm.model, ddpm_schedule, 300, seed=3)
         except ValueError as _err:
             _shown = ui.problem(_err, "Sampling")
     _shown
@@ -376,7 +376,7 @@ def _(data_2d, ddpm_schedule, reverse_k, trajectory):
     mo.stop(trajectory is None)
     _k = min(reverse_k.value, len(trajectory) - 1)
     _t = ddpm_schedule.T - _k
-    _chart = plot.point_layers({"held-out data": (data_2d[-500:], "data"),
+    _chart = plot.point_layers({"held-out data": (data_2d[-300:], "data"),
                                 f"samples after {_k} reverse steps": (trajectory[_k], "model")},
                                domain=(-4, 4), height=400,
                                title=f"after {_k} of {ddpm_schedule.T} reverse steps (now at t = {_t})")
@@ -673,7 +673,8 @@ def _(sampler_data, sampler_gallery, sampler_steps):
                     "DDIM": sampler_gallery.ddim_samples[_row]}
     sampler_scores = {"DDPM (respaced)": float(sampler_gallery.ddpm[_row]),
                       "DDIM": float(sampler_gallery.ddim[_row])}
-    _charts = [plot.point_layers({"data": (sampler_data[:500], "data"), _k: (_x, "model")},
+    # 300 points a layer: two charts that every move of the slider sends again
+    _charts = [plot.point_layers({"data": (sampler_data[:300], "data"), _k: (_x[:300], "model")},
                                  domain=(-3, 3), height=300, size=8,
                                  title=f"{_k}, {sampler_steps.value} steps: energy distance "
                                        f"{sampler_scores[_k]:.4f}")
@@ -682,8 +683,8 @@ def _(sampler_data, sampler_gallery, sampler_steps):
         f"{_k} **{_v:.4f}**" for _k, _v in sampler_scores.items())), mo.hstack(_charts, widths="equal"),
                mo.md("*Drawn for every step count of the slider by `make checkpoints` (1000 samples "
                      "each, seed 0) and shipped with the course, since 1000 steps take about a "
-                     "second: the scores use all 1000 samples, the charts show 500 of them and "
-                     "500 data points. The button below recomputes the table here.*")])
+                     "second: the scores use all 1000 samples, the charts show 300 of them and "
+                     "300 data points. The button below recomputes the table here.*")])
     return sampler_runs, sampler_scores
 
 
@@ -862,7 +863,7 @@ def _():
             x_t = diffusion.q_sample(X[:5], t=25, schedule=schedule)      # jump to step 25
             model = diffusion.Denoiser(dim=2, hidden=64, T=50)
             # a few steps to show the calls (section 3's model takes 2000)
-            losses = diffusion.train_ddpm(model, X, schedule, steps=10, batch_size=256, lr=1e-2)
+            losses = diffusion.train_ddpm(model, X, schedule, steps=5, batch_size=256, lr=1e-2)
             samples = diffusion.sample(model, schedule, n=100, dim=2, variance="posterior")
         return (f"x_t.shape = {x_t.shape} · last loss {losses[-1]:.3f} · "
                 f"samples.shape = {samples.shape}")

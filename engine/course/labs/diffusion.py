@@ -660,7 +660,7 @@ def shipped_ddpm() -> DDPMRun:
 
 
 @functools.lru_cache(maxsize=2)
-def shipped_trajectory(n=500, seed=3) -> np.ndarray:
+def shipped_trajectory(n=300, seed=3) -> np.ndarray:
     """:func:`reverse_trajectory` of :func:`shipped_ddpm` on its schedule, kept (read-only) so
     that returning a control to its default redraws the section without sampling again."""
     d = DDPM_DEFAULT
