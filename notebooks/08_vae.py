@@ -884,7 +884,7 @@ def _():
             model = vae.VAE(input_dim=2, hidden=64, latent_dim=2, obs_var=0.05)  # Gaussian decoder
             X, _ = data.make_moons(500, noise=0.05)
             # a few steps to show the calls (section 5's model takes 800)
-            history = vae.train_vae(model, X, steps=20, lr=3e-3, beta=1.0)
+            history = vae.train_vae(model, X, steps=5, lr=3e-3, beta=1.0)
             generated = model.generate(3)
         return (f"mu.grad.shape = {mu.grad.shape} · last ELBO {history.elbo[-1]:.2f} · "
                 f"model.generate(3).shape = {generated.shape}")
