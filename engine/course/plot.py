@@ -175,6 +175,8 @@ class VegaLite:
     """
 
     SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
+    # What belongs to a whole chart rather than to its marks: ``+`` keeps the left chart's.
+    _WHOLE_CHART = ("$schema", "width", "height", "title", "config")
 
     def __init__(self, layers: list, *, title=None, height=HEIGHT):
         self.spec = {"$schema": self.SCHEMA, "width": "container", "height": height, "layer": layers}
@@ -183,6 +185,7 @@ class VegaLite:
 
     @classmethod
     def from_spec(cls, spec: dict) -> VegaLite:
+        """The chart of any Vega-Lite ``spec`` (its ``$schema`` added)."""
         chart = cls.__new__(cls)
         chart.spec = {"$schema": cls.SCHEMA, **spec}
         return chart
@@ -210,9 +213,6 @@ class VegaLite:
             on_top = [{"data": right["data"], **layer} for layer in on_top]
         kept = {k: v for k, v in self.spec.items() if k in self._WHOLE_CHART}
         return VegaLite.from_spec({**kept, **left, "layer": left["layer"] + on_top})
-
-    # What belongs to a whole chart rather than to its marks: the left chart's is kept by ``+``.
-    _WHOLE_CHART = ("$schema", "width", "height", "title", "config")
 
     def _body(self) -> dict:
         """The spec without the whole chart's properties: a unit ({data, mark, encoding}) or a layer."""
