@@ -735,19 +735,6 @@ def _on_step(value: float, steps) -> bool:
     return any(abs(float(value) - step) < 1e-9 for step in steps)
 
 
-def train_default_line_fits() -> dict:
-    """The checkpoint ``losses_line_fits``: the engine's Adam lines (:func:`fit_line`, 300 steps) on
-    the outlier lab's default data, the robust ones at every step of the δ slider (~3 s). The page
-    draws :func:`best_line` (exact, ~1 ms); the tests check these Adam lines against it."""
-    x, y, _ = default_line_data()
-
-    def line(name, delta):
-        return np.array(fit_line(x, y, name, delta=delta, steps=LINE_STEPS)[:2])
-
-    return {"mse": line("mse", 1.0), "mae": line("mae", 1.0),
-            **{name: {_key(d): line(name, d) for d in LINE_DELTAS} for name in ("huber", "pseudo_huber")}}
-
-
 def train_default_fits() -> dict:
     """The checkpoint ``losses_default_fits``: the likelihood constants (either noise, pinball at every
     τ step), the class frequencies and the imbalance runs (every share step, γ = 2) (~2 s)."""
@@ -784,8 +771,7 @@ def _imbalance_data(share: float) -> tuple:
     return x, y
 
 
-CHECKPOINTS = {"losses_kl_fits": train_default_kl_fits, "losses_line_fits": train_default_line_fits,
-               "losses_default_fits": train_default_fits}
+CHECKPOINTS = {"losses_kl_fits": train_default_kl_fits, "losses_default_fits": train_default_fits}
 
 
 @functools.lru_cache(maxsize=1)
