@@ -639,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
             browser = tools.launch(playwright, executable)
             try:
                 context, page = _new_page(browser, tools)
-                # Warm the server and the OS caches once (first imports of numpy, altair, ...).
+                # Warm the server and the OS caches once (first imports of numpy, the engine, the widgets, ...).
                 _open(page, base + f"?file={pages[0]['file']}", args)
                 baseline = _bench_page(page, base, {"id": "(empty notebook)", "file": str(empty),
                                                     "baseline": True}, args, {})

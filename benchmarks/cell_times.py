@@ -10,7 +10,7 @@ cell and the formatting of its output (what the kernel sends to the page), and p
 It reports CPU time (``time.process_time``) beside wall time, so the figures stay usable on a
 busy machine; ``make bench-ui`` measures the real thing in Chromium. Not a test.
 
-A module's first import (Altair: about 0.25 s) is charged to the cell that first needs it, and so
+A module's first import (the widget packages: about 0.15 s) is charged to the cell that first needs it, and so
 to every control that re-runs that cell, though a real change re-imports nothing. ``--warm`` runs
 the notebook once untimed first, so the figures are what a control's change costs (the load total
 then leaves out the imports that a page's first run pays).
@@ -47,7 +47,7 @@ def timed_run(app):
         try:
             result = original(self, cell, glbls)
             if result is not None and result.exception is None:
-                try_format(result.output)  # what the kernel sends: Matplotlib's PNG, a chart's JSON
+                try_format(result.output)  # what the kernel sends: an image's PNG, a chart's JSON
             return result
         finally:
             times[cell.cell_id] = (time.perf_counter() - wall, time.process_time() - cpu)

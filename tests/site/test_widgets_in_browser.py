@@ -12,7 +12,7 @@ served by `make run`'s marimo server, and the output computed from them changes.
 
 A change counts only outside the widget itself (which redraws when dragged): in another cell's
 output, or, where the widget shares its cell's output with the result (08), in that output's
-images (the widget draws on a canvas; matplotlib results are <img>).
+images (the widget draws on a canvas; images in the results are <img>).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def _drag(page, gallery, widget, path, what: str):
 
 
 def _images(snapshot, area_id) -> list[str]:
-    """The <img> hashes drawn in one output area (matplotlib figures; widgets draw on canvases)."""
+    """The <img> hashes drawn in one output area (PNG images; widgets draw on canvases)."""
     return [d for a in snapshot if a["id"] == area_id for d in a["drawn"] if d.startswith("img ")]
 
 
