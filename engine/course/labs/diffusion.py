@@ -256,10 +256,9 @@ def _exact_reverse_states_1d(mixture, schedule, n, variance="posterior", keep_st
     ab = schedule.alpha_bars[:, None]
     centres = schedule.sqrt_alpha_bars[:, None] * means            # [T, K] √ᾱ_t μ_k
     spreads = ab * stds2 + (1 - ab)                                # [T, K] v_k
-    # log-weight of component k at step t: a + b x + c x²; its score term (centre − x)/v = p + q x
+    # log-weight of component k at step t: a + b x + c x²; its score term (centre − x)/v = b + 2c x
     a = np.log(mixture.weights) - 0.5 * np.log(2 * np.pi * spreads) - centres**2 / (2 * spreads)
     b, c = centres / spreads, -0.5 / spreads
-    p, q = centres / spreads, -1.0 / spreads
     eps_scale = -schedule.sqrt_one_minus_alpha_bars                # ε* = eps_scale · score
     step_scale = schedule.betas / schedule.sqrt_one_minus_alpha_bars
     inv_sqrt_alpha = 1.0 / np.sqrt(schedule.alphas)
@@ -273,12 +272,12 @@ def _exact_reverse_states_1d(mixture, schedule, n, variance="posterior", keep_st
             logit = (a[t, 1] - a[t, 0]) + x64 * ((b[t, 1] - b[t, 0]) + x64 * (c[t, 1] - c[t, 0]))
             with np.errstate(over="ignore"):
                 r1 = 1.0 / (1.0 + np.exp(-logit))
-            score = (p[t, 0] + q[t, 0] * x64) + r1 * ((p[t, 1] - p[t, 0]) + (q[t, 1] - q[t, 0]) * x64)
+            score = (b[t, 0] + 2 * c[t, 0] * x64) + r1 * ((b[t, 1] - b[t, 0]) + 2 * (c[t, 1] - c[t, 0]) * x64)
         else:
             terms = [a[t, k] + x64 * (b[t, k] + x64 * c[t, k]) for k in range(len(means))]
             top = np.maximum.reduce(terms)
             weights = [np.exp(term - top) for term in terms]
-            score = sum(w * (p[t, k] + q[t, k] * x64) for k, w in enumerate(weights)) / sum(weights)
+            score = sum(w * (b[t, k] + 2 * c[t, k] * x64) for k, w in enumerate(weights)) / sum(weights)
         eps = (eps_scale[t] * score).astype(np.float32)
         mean = (x - step_scale[t] * eps) * inv_sqrt_alpha[t]
         if t > 0:
