@@ -73,22 +73,28 @@ def even_chunks(n: int, count: int) -> list[tuple[int, int]]:
     return list(zip(edges[:-1], edges[1:]))
 
 
-def for_chunks(run: Callable[[int, int, int], None], bounds: list[tuple[int, int]], work: int) -> None:
+def for_chunks(make_worker: Callable[[], Callable[[int, int, int], None]], bounds: list[tuple[int, int]],
+               work: int) -> None:
     """Call ``run(index, start, stop)`` once for each chunk ``bounds[index]``, in any order and on
-    up to THREADS threads when ``work`` (the op's multiply-adds) pays for a second one. ``run``
-    must write only its own chunk's outputs. An exception of any chunk is raised here, once every
+    up to THREADS threads when ``work`` (the op's multiply-adds) pays for a second one; each thread
+    taking part gets its own ``run = make_worker()`` (which may own scratch buffers). ``run`` must
+    write only its own chunk's outputs. An exception of any chunk is raised here, once every
     thread has stopped."""
     pool = None
     if len(bounds) > 1 and work >= MIN_WORK and THREADS > 1 and not getattr(_in_chunk, "active", False):
         pool = _helpers()
     if pool is None:
+        run = make_worker()
         for index, (start, stop) in enumerate(bounds):
             run(index, start, stop)
         return
+    # every thread's worker is made here, before any starts: making one (scratch buffers, views)
+    # is Python work, which would hold up the other thread's chunks if both made theirs at once
+    runs = [make_worker() for _ in range(min(THREADS, len(bounds)))]
     counter = itertools.count()
     counter_lock = threading.Lock()
 
-    def take_chunks():
+    def take_chunks(run):
         _in_chunk.active = True
         try:
             while True:
@@ -100,9 +106,9 @@ def for_chunks(run: Callable[[int, int, int], None], bounds: list[tuple[int, int
         finally:
             _in_chunk.active = False
 
-    helpers = [pool.submit(take_chunks) for _ in range(min(THREADS, len(bounds)) - 1)]
+    helpers = [pool.submit(take_chunks, run) for run in runs[1:]]
     try:
-        take_chunks()
+        take_chunks(runs[0])
     finally:
         for helper in helpers:
             helper.result()

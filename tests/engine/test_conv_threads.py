@@ -104,7 +104,7 @@ def test_two_threads_run_chunks_at_the_same_time(monkeypatch):
         both_inside.wait()
         names[index] = threading.current_thread().name
 
-    _parallel.for_chunks(run, [(0, 1), (1, 2)], work=_parallel.MIN_WORK)
+    _parallel.for_chunks(lambda: run, [(0, 1), (1, 2)], work=_parallel.MIN_WORK)
     assert len(set(names.values())) == 2
 
 
@@ -112,16 +112,16 @@ def test_small_work_one_thread_and_nested_calls_stay_on_the_calling_thread(monke
     monkeypatch.setattr(_parallel, "THREADS", 2)
     me = threading.current_thread().name
     seen = []
-    _parallel.for_chunks(lambda i, a, b: seen.append(threading.current_thread().name), [(0, 1), (1, 2)], work=1)
+    _parallel.for_chunks(lambda: lambda i, a, b: seen.append(threading.current_thread().name), [(0, 1), (1, 2)], work=1)
     assert seen == [me, me]
 
     def outer(index, start, stop):  # a chunk that cuts its own work in chunks: no deadlock
         inner = []
-        _parallel.for_chunks(lambda i, a, b: inner.append(threading.current_thread().name), [(0, 1), (1, 2)],
+        _parallel.for_chunks(lambda: lambda i, a, b: inner.append(threading.current_thread().name), [(0, 1), (1, 2)],
                              work=_parallel.MIN_WORK)
         assert inner == [threading.current_thread().name] * 2
 
-    _parallel.for_chunks(outer, [(0, 1), (1, 2), (2, 3)], work=_parallel.MIN_WORK)
+    _parallel.for_chunks(lambda: outer, [(0, 1), (1, 2), (2, 3)], work=_parallel.MIN_WORK)
 
 
 def test_an_error_in_any_chunk_reaches_the_caller(monkeypatch):
@@ -132,7 +132,7 @@ def test_an_error_in_any_chunk_reaches_the_caller(monkeypatch):
                 raise ValueError(f"chunk {index} failed")
 
         with pytest.raises(ValueError, match=f"chunk {bad} failed"):
-            _parallel.for_chunks(run, _parallel.even_chunks(4, 4), work=_parallel.MIN_WORK)
+            _parallel.for_chunks(lambda: run, _parallel.even_chunks(4, 4), work=_parallel.MIN_WORK)
 
 
 def test_threads_per_op_from_the_platform_and_the_environment():
