@@ -24,6 +24,8 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 
 def default_threads(platform: str = sys.platform, environ=os.environ, cpus: int | None = os.cpu_count()) -> int:
     """Threads per op: ENGINE_NUM_THREADS (default 2), at most the CPU count, 1 under Pyodide."""
@@ -36,12 +38,15 @@ def default_threads(platform: str = sys.platform, environ=os.environ, cpus: int 
 
 
 THREADS = default_threads()  # threads per op, the caller's included (1: no helper thread)
-# below this many multiply-adds one thread is done before a second would have helped (~0.1 ms)
-MIN_WORK = 1 << 22
+# below this many multiply-adds a second thread does not pay (measured: a 32x8x14x14 -> 16 conv,
+# 7 M, forward + backward 1.0 ms on one thread, 1.1 ms on two; 128x1x28x28 -> 8, 8 M: 1.9 -> 1.6 ms)
+MIN_WORK = 1 << 23
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 _in_chunk = threading.local()  # .active: this thread is running a chunk
+_scratch = threading.local()  # .arrays: {(slot, shape, dtype): array}, this thread's kept scratch
+KEPT_SCRATCH = 8
 
 
 def _forget_pool() -> None:
@@ -64,6 +69,22 @@ def _helpers() -> ThreadPoolExecutor | None:
             except RuntimeError:
                 THREADS = 1
         return _pool
+
+
+def scratch(slot, shape: tuple, dtype) -> np.ndarray:
+    """An uninitialised array for scratch work that the calling thread keeps between calls, one per
+    ``slot`` (the last KEPT_SCRATCH kept). Fresh memory of a few MB is page-faulted on first touch,
+    which costs as much as the work it holds when an op allocates it on every call (glibc returns
+    freed memory above its trim threshold to the system, and two threads' buffers cross it)."""
+    kept = _scratch.__dict__.setdefault("arrays", {})
+    key = (slot, tuple(shape), np.dtype(dtype))
+    array = kept.pop(key, None)
+    if array is None:
+        array = np.empty(shape, dtype=dtype)
+        while len(kept) >= KEPT_SCRATCH:
+            kept.pop(next(iter(kept)))  # the least recently used
+    kept[key] = array
+    return array
 
 
 def even_chunks(n: int, count: int) -> list[tuple[int, int]]:

@@ -77,11 +77,37 @@ def test_two_threads_give_the_bits_of_one(one_item_chunks, monkeypatch, dtype, s
         np.testing.assert_array_equal(a, b)
 
 
-def test_the_benchmark_layer_is_large_enough_for_two_threads_and_cut_in_four():
+def test_the_benchmark_layer_is_large_enough_for_two_threads_and_cut_in_seven():
     # benchmarks/bench_conv_attention.py: 32x8x28x28 -> 16, 3x3, padding 1, float32, with bias
-    cols = np.empty((32, 1, 8 * 9 + 1, 28 * 28), dtype=np.float32)
-    assert conv_ops._chunks(cols) == [(0, 8), (8, 16), (16, 24), (24, 32)]
+    cols = np.empty((32, 1, 8 * 9 + 1, 28 * 28), dtype=np.float32)  # 7.3 MB of columns
+    assert [stop - start for start, stop in conv_ops._chunks(cols)] == [4, 5, 4, 5, 4, 5, 5]
     assert 32 * 16 * 73 * 784 >= _parallel.MIN_WORK
+
+
+def test_a_layer_after_another_with_the_same_scratch_shapes_is_still_right():
+    # the stride-1 input gradient keeps its buffers between calls; g's grid [items, C_out, H_out,
+    # W_p] must get its zero columns q >= W_out again: 1x1 on 8x8 fills all 8, 3x3 on 8x6 only 6
+    torch = require_torch()
+    x, w, g = random_arrays((2, 3, 8, 8), (4, 3, 1, 1), (2, 4, 8, 8), seed=24)
+    out = F.conv2d(engine.Tensor(x, requires_grad=True), w)
+    out.backward(g)
+    check_against_torch(lambda *t: F.conv2d(*t, padding=1), lambda *t: torch.nn.functional.conv2d(*t, padding=1),
+                        random_arrays((2, 3, 8, 6), (4, 3, 3, 3), seed=25))
+
+
+def test_scratch_arrays_are_kept_per_slot_and_shape_and_the_oldest_dropped():
+    first = _parallel.scratch(("test", 0), (3, 4), np.float32)
+    assert _parallel.scratch(("test", 0), (3, 4), np.float32) is first
+    assert _parallel.scratch(("test", 1), (3, 4), np.float32) is not first
+    assert _parallel.scratch(("test", 0), (3, 4), np.float64) is not first
+    for size in range(_parallel.KEPT_SCRATCH):
+        _parallel.scratch(("other", size), (2,), np.float32)
+    assert _parallel.scratch(("test", 0), (3, 4), np.float32) is not first  # dropped as the oldest
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(_parallel.scratch(("test", 0), (3, 4), np.float32)))
+    worker.start()
+    worker.join()
+    assert seen[0] is not _parallel.scratch(("test", 0), (3, 4), np.float32)  # each thread its own
 
 
 # ----------------------------------------------------------------------------- for_chunks
