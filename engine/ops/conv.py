@@ -27,9 +27,9 @@ and a helper thread share when the layer is large enough (:mod:`engine.ops._para
 releases the GIL in BLAS and in ufuncs, and the course runs OpenBLAS on one thread). Each chunk
 writes only its own rows, and the weight gradient is summed per chunk, then over the chunks in
 order, so one or two threads give the same bits. Benchmark layer (32x8x28x28 -> 16, 3x3, padding
-1, bias, float32; forward + backward, ``python -m benchmarks.run``, 2 CPUs): 3.2 ms before the
-chunks, the threads and the bias in the products, 2.3 ms after (PyTorch 1.5 ms), on a machine
-with both cores free.
+1, bias, float32; forward + backward, ``python -m benchmarks.run``, 2 CPUs, both free): 3.0 ms on
+one thread, 2.3 ms on two (PyTorch 1.45 ms). When another process holds a core, the helper thread
+waits for it and the gain is gone.
 
 Sizes come from :mod:`engine.shapes` (H_out = ⌊(H + 2P − D(K − 1) − 1)/S⌋ + 1), which also raises
 the error, naming the numbers, when a configuration is impossible.
