@@ -28,8 +28,8 @@ releases the GIL in BLAS and in ufuncs, and the course runs OpenBLAS on one thre
 writes only its own rows, and the weight gradient is summed per chunk, then over the chunks in
 order, so one or two threads give the same bits. Benchmark layer (32x8x28x28 -> 16, 3x3, padding
 1, bias, float32; forward + backward, ``python -m benchmarks.run``, 2 CPUs, both free): 3.0 ms on
-one thread, 2.3 ms on two (PyTorch 1.45 ms). When another process holds a core, the helper thread
-waits for it and the gain is gone.
+one thread, 2.3 ms on two (PyTorch 1.45 ms). When other processes keep the cores busy the helper
+thread waits for a core and two threads lose (load 3 on 2 cores: 3.1 ms on one, 3.3-3.5 on two).
 
 Sizes come from :mod:`engine.shapes` (H_out = ⌊(H + 2P − D(K − 1) − 1)/S⌋ + 1), which also raises
 the error, naming the numbers, when a configuration is impossible.
