@@ -209,7 +209,7 @@ def _stride1_input_grad_filler(w2t, g, x_shape, kernel, widths, dilation, items,
     ho, wo = g.shape[-2:]
     kh, kw = kernel
     dtype = np.result_type(w2t.dtype, g.dtype)
-    items = int(min(items, max(1, D_CHUNK_BYTES // (groups * k * row * np.dtype(dtype).itemsize))))
+    items = max(1, min(items, D_CHUNK_BYTES // (groups * k * row * np.dtype(dtype).itemsize)))
     w2t = np.ascontiguousarray(w2t)
     grid = _parallel.scratch(("grid", slot), (items, groups * c_group_out, ho, wp), g.dtype)  # g, W_p wide
     grid[..., wo:] = 0

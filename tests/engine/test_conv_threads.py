@@ -77,6 +77,14 @@ def test_two_threads_give_the_bits_of_one(one_item_chunks, monkeypatch, dtype, s
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_an_empty_batch_gives_an_empty_output_and_zero_gradients_as_torch(stride):
+    torch = require_torch()
+    check_against_torch(lambda *t: F.conv2d(*t, padding=1, stride=stride),
+                        lambda *t: torch.nn.functional.conv2d(*t, padding=1, stride=stride),
+                        [np.zeros((0, 3, 5, 5)), *random_arrays((4, 3, 3, 3), (4,), seed=26)])
+
+
 def test_the_benchmark_layer_is_large_enough_for_two_threads_and_cut_in_seven():
     # benchmarks/bench_conv_attention.py: 32x8x28x28 -> 16, 3x3, padding 1, float32, with bias
     cols = np.empty((32, 1, 8 * 9 + 1, 28 * 28), dtype=np.float32)  # 7.3 MB of columns
