@@ -237,14 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     cases = [(module, case) for module, case in discover(args.dir) if args.filter in case.name]
     timer = "process_time" if args.cpu else "perf_counter"
     clock = time.get_clock_info(timer)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     print(
         f"python {platform.python_version()} | numpy {numpy.__version__} | torch {torch_status} | "
-        f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS')} | {os.cpu_count()} CPUs\n"
+        f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS')} | {os.cpu_count()} CPUs | "
+        f"load average {load:.2f}\n"
         f"median of {args.repeat} samples of >= {args.min_time * 1e3:.0f} ms each, "
         f"after {args.warmup} warm-up calls; {timer} resolution {clock.resolution:.0e} s"
         + (" (CPU time: every thread's time summed)" if args.cpu else "")
     )
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     if load > 0.5 * (os.cpu_count() or 1):
         print(
             f"WARNING: load average {load:.1f} on {os.cpu_count()} CPUs: other processes compete "
