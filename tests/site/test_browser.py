@@ -58,6 +58,17 @@ def browser_page():
 
 
 # ----------------------------------------------------------------------------- helpers
+# The height of every Vega chart on the page, in the document and in open shadow roots.
+_CHART_HEIGHTS = """() => {
+  const found = [];
+  const walk = root => root.querySelectorAll('*').forEach(e => {
+    if (e.shadowRoot) walk(e.shadowRoot);
+    if (e.classList.contains('vega-embed')) found.push(Math.round(e.getBoundingClientRect().height));
+  });
+  walk(document);
+  return found;
+}"""
+
 def _open(page, gallery, entry) -> None:
     page.page_errors.clear()
     page.goto(gallery["base"] + toc.link(entry.id, mode="server"), wait_until="domcontentloaded")
@@ -117,6 +128,12 @@ def _check_page(page, gallery, entry) -> None:
     assert page.locator(".katex-error").count() == 0, (
         f"{entry.id}: KaTeX errors: {page.locator('.katex-error').all_inner_texts()[:5]}")
     assert_no_errors(page, gallery["log"], f"{entry.id} after loading")
+    # Every chart draws: Vega reports a spec it cannot run (a bad data format, say) only in the
+    # console, and leaves an empty, zero-height chart.
+    vega_errors = [m for m in page.console_errors if "vega" in m.lower()]
+    assert not vega_errors, f"{entry.id}: Vega could not draw a chart: {vega_errors[:3]}"
+    heights = page.evaluate(_CHART_HEIGHTS)
+    assert all(h > 0 for h in heights), f"{entry.id}: charts drawn with no height: {heights}"
 
     # Links to other pages: the gallery form, each served.
     hrefs = page.locator("#App a[href]").evaluate_all("els => els.map(e => e.getAttribute('href'))")
