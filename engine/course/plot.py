@@ -555,6 +555,19 @@ def _grid_cells(data: dict, xx, yy, x_enc: dict, y_enc: dict, mark: dict, **enco
                          "y2": {"field": "y1"}, **encoding}}
 
 
+def remember(cache: dict, key, value, size: int):
+    """Keep ``value`` under ``key`` in ``cache`` (returned), forgetting the oldest entries beyond
+    ``size``. ``marimo run`` gives every session a thread in one process, so another session may
+    evict at the same moment: an entry it removed first is no error."""
+    while key not in cache and len(cache) >= size:
+        try:
+            cache.pop(next(iter(cache)), None)
+        except (StopIteration, RuntimeError):  # emptied, or resized by another thread meanwhile
+            break
+    cache[key] = value
+    return value
+
+
 _SURFACE_DATA: dict = {}  # grid bytes -> its CSV data: a surface is encoded once, not at every redraw
 
 
@@ -562,13 +575,11 @@ def _surface_data(xx, yy, z, shade) -> dict:
     """The grid's records (centres, f and shade, 4 significant digits: a picture, not a table) as
     Vega-Lite data, remembered for the last few grids."""
     key = hashlib.sha1(b"".join(np.ascontiguousarray(a, dtype=float).tobytes() for a in (xx, yy, z))).hexdigest()
-    if key not in _SURFACE_DATA:
-        if len(_SURFACE_DATA) >= 16:
-            _SURFACE_DATA.pop(next(iter(_SURFACE_DATA)))
-        _SURFACE_DATA[key] = _csv_data(_rounded(records(
-            x=np.asarray(xx, dtype=float).ravel(), y=np.asarray(yy, dtype=float).ravel(), f=z.ravel(),
-            shade=shade.ravel())))
-    return _SURFACE_DATA[key]
+    if key in _SURFACE_DATA:
+        return _SURFACE_DATA[key]
+    return remember(_SURFACE_DATA, key, _csv_data(_rounded(records(
+        x=np.asarray(xx, dtype=float).ravel(), y=np.asarray(yy, dtype=float).ravel(), f=z.ravel(),
+        shade=shade.ravel()))), size=16)
 
 
 def _rounded(rows: list, digits: int = 4) -> list:

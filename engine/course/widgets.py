@@ -296,13 +296,11 @@ _ENCODED_MAX = 40
 def _png(ink: np.ndarray) -> str:
     """Base64 PNG (no ``data:`` prefix) of black ink with opacity ``ink`` on a transparent canvas
     (a grey + alpha PNG, :func:`engine.course.plot.png`), remembered for :func:`ink`."""
-    from engine.course.plot import png
+    from engine.course.plot import png, remember
 
     alpha = np.round(np.clip(ink, 0, 1) * 255).astype(np.uint8)
     encoded = base64.b64encode(png(np.stack([np.zeros_like(alpha), alpha], axis=-1))).decode("ascii")
-    if encoded not in _ENCODED and len(_ENCODED) >= _ENCODED_MAX:
-        _ENCODED.pop(next(iter(_ENCODED)))
-    _ENCODED[encoded] = alpha
+    remember(_ENCODED, encoded, alpha, size=_ENCODED_MAX)
     return encoded
 
 
@@ -352,7 +350,11 @@ def ink(value) -> np.ndarray:
         return _ENCODED[data].astype(np.float32) / np.float32(255)
     from PIL import Image
 
-    rgba = np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGBA"), np.float32) / np.float32(255)
+    try:
+        image = Image.open(io.BytesIO(base64.b64decode(data))).convert("RGBA")
+    except (OSError, ValueError):  # not base64, or not an image: as the docstring says, a blank canvas
+        return np.zeros((height, width), np.float32)
+    rgba = np.asarray(image, np.float32) / np.float32(255)
     darkness = 1 - rgba[..., :3] @ np.array([0.299, 0.587, 0.114], np.float32)
     return np.clip(rgba[..., 3] * darkness, 0, 1).astype(np.float32)
 

@@ -391,3 +391,12 @@ def test_chart_data_is_csv_that_reads_back_as_the_rows():
     assert back[0] == rows[0] and back[1] == rows[1]
     assert back[2] == {"x": None, "n": 7, "ok": None, "label": "", "gap": None}
     assert [type(r["n"]) for r in back] == [int, int, int] and type(back[0]["x"]) is float
+
+
+def test_remember_keeps_the_newest_entries_and_tolerates_a_missing_oldest():
+    cache = {}
+    for k in range(5):
+        assert plot.remember(cache, k, k * 10, size=3) == k * 10
+    assert list(cache) == [2, 3, 4]
+    plot.remember(cache, 3, 99, size=3)  # a key already held is replaced, nothing forgotten
+    assert cache == {2: 20, 3: 99, 4: 40}

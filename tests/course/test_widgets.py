@@ -135,6 +135,12 @@ def test_ink_counts_black_strokes_on_a_white_background():
     assert image[10:20, 5:15].min() == 1 and image.sum() == 100
 
 
+def test_an_unreadable_drawing_is_a_blank_canvas_of_its_size():
+    for data in ("not base64 at all!", base64.b64encode(b"not a PNG").decode()):
+        image = widgets.ink({"base64": "data:image/png;base64," + data, "width": 12, "height": 7})
+        assert image.shape == (7, 12) and image.dtype == np.float32 and image.max() == 0
+
+
 def test_a_test_digit_shown_on_the_canvas_comes_back_unchanged():
     images, _ = load_digits("test")
     for k in (0, 1, 2):
