@@ -367,15 +367,29 @@ def test_the_shipped_colour_maps_are_matplotlibs():
 
 
 def test_every_colour_map_a_page_names_is_shipped():
+    """Every ``cmap=`` / ``cmaps=`` argument in the pages and the course layer names its maps as
+    string constants (a dict of them for ``cmaps``), and every one is shipped; anything else (a
+    variable, a comprehension) fails here, since only a constant can be checked before a page runs."""
+    import ast
     from pathlib import Path
 
     from engine.course import _colormaps as colormaps
 
     root = Path(__file__).resolve().parents[2]
-    sources = "".join(p.read_text(encoding="utf-8") for folder in ("notebooks", "cheatsheets", "engine/course")
-                      for p in (root / folder).rglob("*.py"))
-    named = set(re.findall(r"""cmap=["'](\w+)["']""", sources))  # value_table(..., cmap="Purples")
-    named |= set(re.findall(r"""cmaps=\{.*?:\s*["'](\w+)["']\}""", sources))  # image_tiles(..., cmaps={name: map})
+    named, unreadable = set(), []
+    for path in (p for folder in ("notebooks", "cheatsheets", "engine/course") for p in (root / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for keyword in getattr(node, "keywords", []) if isinstance(node, ast.Call) else []:
+                if keyword.arg not in ("cmap", "cmaps"):
+                    continue
+                value = keyword.value
+                maps = value.values if keyword.arg == "cmaps" and isinstance(value, ast.Dict) else [value]
+                for m in maps:
+                    if isinstance(m, ast.Constant) and isinstance(m.value, str):
+                        named.add(m.value)
+                    elif not (isinstance(m, ast.Constant) and m.value is None):
+                        unreadable.append(f"{path.relative_to(root)}:{m.lineno}")
+    assert not unreadable, f"colour maps not named by a string constant: {unreadable}"
     assert named and named <= set(colormaps.TABLES), named - set(colormaps.TABLES)
 
 
