@@ -23,8 +23,9 @@ Measurement
 -----------
 - Each case runs in its own Python process, so one case's heap and threads cannot slow the next.
 - Threads: PyTorch gets ``torch.set_num_threads(2)``; NumPy's BLAS gets 2 threads too
-  (``OMP/OPENBLAS/MKL_NUM_THREADS``, set before NumPy is imported unless already set).
-  ``BENCH_THREADS=1`` changes both. On a busy machine (load average near the CPU count) PyTorch's
+  (``OMP/OPENBLAS/MKL_NUM_THREADS``, set before NumPy is imported unless already set), and so
+  does the engine's conv2d (``ENGINE_NUM_THREADS``).
+  ``BENCH_THREADS=1`` changes all three. On a busy machine (load average near the CPU count) PyTorch's
   OpenMP threads wait on each other and small torch steps slow down many times over; the header
   prints the load and warns, so quote figures from a quiet machine.
 - Each function is called ``--warmup`` times, then its inner loop count ``n`` is doubled until one
@@ -41,7 +42,9 @@ from __future__ import annotations
 import os
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
-for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+# the engine's conv2d gets as many threads as the others (engine/ops/_parallel.py: by default it
+# adds none to a BLAS that is not pinned to one thread)
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ENGINE_NUM_THREADS"):
     os.environ.setdefault(_variable, str(THREADS))
 
 import argparse  # noqa: E402

@@ -7,12 +7,13 @@ the calling thread and a helper thread take chunks from a shared counter until n
 
 Results never depend on the threads: each chunk writes only its own rows of the outputs, the
 chunks depend on the shapes alone, and a sum over the batch (a weight gradient) is kept per chunk
-and added in chunk order afterwards. One thread, two threads and Pyodide give identical bits.
+and added in chunk order afterwards: on one machine, any number of threads gives identical bits.
 
 One thread only (no helper) when the op is smaller than ``MIN_WORK`` multiply-adds (handing a
 chunk over costs tens of microseconds), under Pyodide (``sys.platform == "emscripten"``:
-WebAssembly has no threads here), with ``ENGINE_NUM_THREADS=1`` in the environment, on a one-core
-machine, when a thread cannot be started, and inside a chunk (no nesting).
+WebAssembly has no threads here), unless the BLAS is pinned to one thread or ``ENGINE_NUM_THREADS``
+asks for more (see :func:`default_threads`), on a one-core machine, when a thread cannot be
+started, and inside a chunk (no nesting).
 """
 
 from __future__ import annotations
@@ -27,19 +28,33 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 
-def default_threads(platform: str = sys.platform, environ=os.environ, cpus: int | None = os.cpu_count()) -> int:
-    """Threads per op: ENGINE_NUM_THREADS (default 2), at most the CPU count, 1 under Pyodide."""
+def _cpus() -> int:
+    """The cores this process may run on (its affinity where the OS says, else the CPU count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def default_threads(platform: str = sys.platform, environ=os.environ, cpus: int | None = None) -> int:
+    """Threads per op: ENGINE_NUM_THREADS when set; else 2 when the BLAS is pinned to one thread
+    (the course's Makefile sets OPENBLAS_NUM_THREADS=1) and 1 otherwise, since a multi-threaded
+    BLAS already spreads a large product over the cores and a second thread of ours on top of it
+    ran some 50 % slower (four 32-channel 28x28 convs, BLAS on every core: 40 -> 60 ms); at most
+    the cores this process may use, 1 under Pyodide."""
     if platform == "emscripten":
         return 1
-    wanted = environ.get("ENGINE_NUM_THREADS", "2")
+    wanted = environ.get("ENGINE_NUM_THREADS")
+    if wanted is None:
+        blas = next((environ[v] for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+                     if v in environ), None)
+        wanted = "2" if blas is not None and blas.strip() == "1" else "1"
     if not wanted.strip().isdigit() or int(wanted) < 1:
         raise ValueError(f"ENGINE_NUM_THREADS must be a positive integer, got {wanted!r}")
-    return min(int(wanted), cpus or 1)
+    return min(int(wanted), cpus or _cpus())
 
 
 THREADS = default_threads()  # threads per op, the caller's included (1: no helper thread)
-# below this many multiply-adds a second thread does not pay (measured: a 32x8x14x14 -> 16 conv,
-# 7 M, forward + backward 1.0 ms on one thread, 1.1 ms on two; 128x1x28x28 -> 8, 8 M: 1.9 -> 1.6 ms)
+# below this many multiply-adds (of the forward product, the measure both passes use) a second
+# thread does not pay (measured: a 32x8x14x14 -> 16 conv, 7 M, forward + backward 1.0 ms on one
+# thread, 1.1 ms on two)
 MIN_WORK = 1 << 23
 
 _pool: ThreadPoolExecutor | None = None
@@ -60,14 +75,11 @@ if hasattr(os, "register_at_fork"):
 
 
 def _helpers() -> ThreadPoolExecutor | None:
-    """The pool of THREADS − 1 helper threads, started on first use; None when threads are unavailable."""
-    global _pool, THREADS
+    """The pool of THREADS − 1 helper threads, made on first use; None when THREADS is 1."""
+    global _pool
     with _pool_lock:
-        if _pool is None and THREADS > 1:
-            try:
-                _pool = ThreadPoolExecutor(max_workers=THREADS - 1, thread_name_prefix="engine-ops")
-            except RuntimeError:
-                THREADS = 1
+        if _pool is None and THREADS > 1:  # (its threads start at the first submit)
+            _pool = ThreadPoolExecutor(max_workers=THREADS - 1, thread_name_prefix="engine-ops")
         return _pool
 
 
@@ -127,9 +139,16 @@ def for_chunks(make_worker: Callable[[], Callable[[int, int, int], None]], bound
         finally:
             _in_chunk.active = False
 
-    helpers = [pool.submit(take_chunks, run) for run in runs[1:]]
+    helpers = []
+    for run in runs[1:]:
+        try:
+            helpers.append(pool.submit(take_chunks, run))
+        except RuntimeError:  # no thread to be had (limits, interpreter shutdown): this one does it all
+            break
     try:
         take_chunks(runs[0])
     finally:
         for helper in helpers:
+            # a helper still queued behind another caller's op (marimo run: a thread per session,
+            # one pool) has nothing left to do once this thread took every chunk: do not wait for it
             helper.result()

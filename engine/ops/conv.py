@@ -377,8 +377,8 @@ class Conv2d(Function):
 
             return backward_chunk
 
-        work = n * c_out * cols.shape[-1] * (needs[0] * k + wants_sums * rows)
-        _parallel.for_chunks(backward_worker, bounds, work)
+        # the forward's measure, as in forward: both passes of a layer take the same decision
+        _parallel.for_chunks(backward_worker, bounds, n * c_out * rows * cols.shape[-1])
         total = sums.sum(axis=0) if sums is not None else None
         gw = np.ascontiguousarray(total[:, :, :k]).reshape(weight.shape) if needs[1] else None
         if len(needs) < 3:

@@ -170,8 +170,12 @@ def test_an_error_in_any_chunk_reaches_the_caller(monkeypatch):
 
 
 def test_threads_per_op_from_the_platform_and_the_environment():
-    assert _parallel.default_threads("linux", {}, 8) == 2
-    assert _parallel.default_threads("linux", {}, 1) == 1
+    pinned = {"OPENBLAS_NUM_THREADS": "1"}  # the course's Makefile: BLAS on one thread
+    assert _parallel.default_threads("linux", pinned, 8) == 2
+    assert _parallel.default_threads("linux", pinned, 1) == 1
+    # a BLAS free to use every core (unset, or more than 1): no thread of ours on top of it
+    assert _parallel.default_threads("linux", {}, 8) == 1
+    assert _parallel.default_threads("linux", {"OPENBLAS_NUM_THREADS": "4"}, 8) == 1
     assert _parallel.default_threads("linux", {"ENGINE_NUM_THREADS": "1"}, 8) == 1
     assert _parallel.default_threads("linux", {"ENGINE_NUM_THREADS": "4"}, 8) == 4
     assert _parallel.default_threads("emscripten", {"ENGINE_NUM_THREADS": "4"}, 8) == 1  # Pyodide
