@@ -158,6 +158,19 @@ def test_small_work_one_thread_and_nested_calls_stay_on_the_calling_thread(monke
     _parallel.for_chunks(lambda: outer, [(0, 1), (1, 2), (2, 3)], work=_parallel.MIN_WORK)
 
 
+def test_when_no_thread_can_start_the_caller_runs_every_chunk(monkeypatch):
+    class NoThreads:
+        def submit(self, *args):
+            raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(_parallel, "THREADS", 2)
+    monkeypatch.setattr(_parallel, "_helpers", NoThreads)
+    me, seen = threading.current_thread().name, []
+    _parallel.for_chunks(lambda: lambda i, a, b: seen.append((i, threading.current_thread().name)),
+                         _parallel.even_chunks(4, 4), work=_parallel.MIN_WORK)
+    assert seen == [(i, me) for i in range(4)]
+
+
 def test_an_error_in_any_chunk_reaches_the_caller(monkeypatch):
     monkeypatch.setattr(_parallel, "THREADS", 2)
     for bad in range(4):
