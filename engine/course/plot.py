@@ -624,8 +624,7 @@ def surface_paths(xx, yy, zz, trajectories: dict, *, start=None, minimum=None, t
         rows += _rounded(records(step=steps, x=px, y=py, series=name)) if len(steps) else []
         ends += rows[-1:] if len(steps) else []
     names = list(trajectories)
-    paint = {"field": "series", "type": "nominal", "title": "", "sort": names, "legend": {"orient": "bottom"},
-             "scale": {"domain": names, "range": _color_range(names, colors)}}
+    paint = _series_colors(names, colors)
     tooltip = [{"field": "series", "type": "nominal"}, {"field": "step", "type": "quantitative"},
                {"field": "x", "type": "quantitative", "format": ".3g"},
                {"field": "y", "type": "quantitative", "format": ".3g"}]
@@ -671,10 +670,8 @@ def class_regions(xx, yy, probs, X, y, *, title=None, height=HEIGHT) -> VegaLite
     dots = {"data": _csv_data(_rounded(records(x=X[:, 0], y=X[:, 1], label=np.asarray(names, dtype=object)[y]))),
             "mark": {"type": "circle", "size": 36, "opacity": 1, "stroke": "white", "strokeWidth": 1, "clip": True},
             "encoding": {"x": x_enc, "y": y_enc,
-                         "color": {"field": "label", "type": "nominal", "title": "", "sort": names,
-                                   "legend": {"orient": "bottom"},
-                                   "scale": {"domain": names,
-                                             "range": [CLASS_COLORS[c % len(CLASS_COLORS)] for c in range(k)]}}}}
+                         "color": _series_colors(names, field="label", palette=[
+                             CLASS_COLORS[c % len(CLASS_COLORS)] for c in range(k)])}}
     return VegaLite([cells, dots], title=title, height=height)
 
 
@@ -721,9 +718,7 @@ def piece_regions(report, *, max_side: int = 40, height: int = 260) -> VegaLite:
             "mark": {"type": "circle", "size": 22, "opacity": 1, "stroke": "white", "strokeWidth": 0.6,
                      "clip": True},
             "encoding": {"x": x_enc, "y": y_enc,
-                         "color": {"field": "label", "type": "nominal", "title": "", "sort": names,
-                                   "legend": {"orient": "bottom"},
-                                   "scale": {"domain": names, "range": ["#1d4ed8", "#c2410c"]}}}}
+                         "color": _series_colors(names, field="label", palette=["#1d4ed8", "#c2410c"])}}
     for layer in (pieces, decision):  # both panels read the grid, sent once at the top level
         del layer["data"]
     panel = {"width": 300, "height": height}
