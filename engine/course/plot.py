@@ -938,22 +938,23 @@ def graph_chart(nodes, edges, *, highlight=None, done=(), height: int = 240, wid
                       "cx": x, "text": text, "edge": edge, "face": face,
                       "lw": 2.2 if n["id"] == highlight else 1.2})
     grey = "#9ca3af"
+    link_data, mark_data = _csv_data(links), _csv_data(marks)  # each written once, read by its layers
     layers = [
-        {"data": _csv_data(links), "mark": {"type": "rule", "color": grey, "strokeWidth": 1.2},
+        {"data": link_data, "mark": {"type": "rule", "color": grey, "strokeWidth": 1.2},
          "encoding": {"x": x_enc, "y": y_enc, "x2": {"field": "x2"}, "y2": {"field": "y2"}}},
-        {"data": _csv_data(links), "mark": {"type": "point", "shape": "triangle-right", "filled": True, "color": grey,
+        {"data": link_data, "mark": {"type": "point", "shape": "triangle-right", "filled": True, "color": grey,
                                             "size": 45, "opacity": 1},
          "encoding": {"x": {**x_enc, "field": "x2"}, "y": {**y_enc, "field": "y2"},
                       "angle": {"field": "angle", "type": "quantitative", "scale": None}}},
-        {"data": _csv_data(links), "mark": {"type": "text", "fontSize": 11, "color": "#6b7280"},
+        {"data": link_data, "mark": {"type": "text", "fontSize": 11, "color": "#6b7280"},
          "encoding": {"x": {**x_enc, "field": "mx"}, "y": {**y_enc, "field": "my"},
                       "text": {"field": "times", "type": "nominal"}}},
-        {"data": _csv_data(marks), "mark": {"type": "rect", "cornerRadius": 5},
+        {"data": mark_data, "mark": {"type": "rect", "cornerRadius": 5},
          "encoding": {"x": x_enc, "y": y_enc, "x2": {"field": "x2"}, "y2": {"field": "y2"},
                       "fill": {"field": "face", "type": "nominal", "scale": None},
                       "stroke": {"field": "edge", "type": "nominal", "scale": None},
                       "strokeWidth": {"field": "lw", "type": "quantitative", "scale": None}}},
-        {"data": _csv_data(marks), "mark": {"type": "text", "font": "monospace", "fontSize": 12, "lineBreak": "\n", "lineHeight": 15,
+        {"data": mark_data, "mark": {"type": "text", "font": "monospace", "fontSize": 12, "lineBreak": "\n", "lineHeight": 15,
                                             "baseline": "top", "dy": 7, "align": "center", "color": "#111827"},
          "encoding": {"x": {**x_enc, "field": "cx"}, "y": {**y_enc, "field": "y2"},  # from the box's top down
                       "text": {"field": "text", "type": "nominal"}}},
