@@ -70,8 +70,8 @@ def _():
     reg_loss = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
                               value="Huber", label="loss ℓ")
     # live while dragged: a change of δ redraws two curves and refits two lines (~1 ms each)
-    delta = mo.ui.slider(0.1, 5.0, step=0.1, value=lab.LINE_DEFAULT["delta"], label="δ (Huber, pseudo-Huber)",
-                         show_value=True)
+    delta = mo.ui.slider(lab.LINE_DELTAS[0], lab.LINE_DELTAS[-1], step=0.1, value=lab.LINE_DEFAULT["delta"],
+                         label="δ (Huber, pseudo-Huber)", show_value=True)
     return delta, reg_loss
 
 
