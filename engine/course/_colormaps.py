@@ -81,20 +81,20 @@ TABLES = {
 def _table(name: str) -> np.ndarray:
     """The map's [256 + 3, 4] uint8 lookup table: its 256 colours, then the colours of values
     below 0 (the first), above 1 (the last) and NaN (transparent black), as Matplotlib has them."""
-    try:
-        rgb = np.frombuffer(bytes.fromhex(TABLES[name]), np.uint8).reshape(256, 3)
-    except KeyError:
-        raise ValueError(f"plot: unknown colour map {name!r}; shipped: {', '.join(TABLES)}") from None
+    rgb = np.frombuffer(bytes.fromhex(TABLES[name]), np.uint8).reshape(256, 3)
     table = np.full((259, 4), 255, np.uint8)
     table[:256, :3] = rgb
     table[256], table[257], table[258] = table[0], table[255], 0
     return table
 
 
-def rgba(name: str, values) -> np.ndarray:
+def rgba(name: str, values, op: str = "plot") -> np.ndarray:
     """uint8 RGBA [..., 4] of ``values`` in [0, 1] under the map ``name``: what
     ``matplotlib.colormaps[name](values, bytes=True)`` gives (a value v in [0, 1) takes entry
-    floor(256 v), 1 the last; below 0 the first colour, above 1 the last, NaN transparent)."""
+    floor(256 v), 1 the last; below 0 the first colour, above 1 the last, NaN transparent).
+    ``op`` names the caller in the error for a map not shipped."""
+    if name not in TABLES:
+        raise ValueError(f"{op}: unknown colour map {name!r}; shipped: {', '.join(TABLES)}")
     table = _table(name)
     scaled = np.asarray(values, dtype=np.float64) * 256
     index = np.where(scaled == 256, 255, scaled)

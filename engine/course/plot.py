@@ -748,7 +748,7 @@ def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
         else:
             low, high, cmap = float(np.nanmin(img)), float(np.nanmax(img)), "gray"
         scaled = np.clip((img - low) / ((high - low) or 1.0), 0.0, 1.0)
-        rgba = _colormaps.rgba((cmaps or {}).get(name, cmap), scaled)
+        rgba = _colormaps.rgba((cmaps or {}).get(name, cmap), scaled, "plot.image_tiles")
         tiles.append(mo.image(png(rgba), caption=name, width=width,
                               style={"image-rendering": "pixelated", "min-width": f"{width}px"}))
     return mo.hstack(tiles, justify="start", wrap=True)
@@ -813,7 +813,7 @@ def value_table(values, title, *, cmap="RdBu_r", symmetric=True, fmt="{:.2f}"):
     else:
         low, high = float(values.min()), float(values.max())
     scaled = (values - low) / ((high - low) or 1.0)
-    rgba = _colormaps.rgba(cmap, scaled)
+    rgba = _colormaps.rgba(cmap, scaled, "plot.value_table")
     fills = np.array(["#%02x%02x%02x" % tuple(px[:3]) for px in rgba.reshape(-1, 4)],
                      dtype=object).reshape(values.shape)
     text = np.vectorize(fmt.format, otypes=[object])(values)

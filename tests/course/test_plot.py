@@ -362,8 +362,10 @@ def test_the_shipped_colour_maps_are_matplotlibs():
         np.testing.assert_array_equal(colormaps.rgba(name, entries / 256), mpl[name](entries, bytes=True))
         grid = values.reshape(-1, 7)
         np.testing.assert_array_equal(colormaps.rgba(name, grid), mpl[name](grid, bytes=True))
-    with pytest.raises(ValueError, match="unknown colour map 'jet'; shipped: gray, RdBu_r, Purples"):
+    with pytest.raises(ValueError, match="plot.value_table: unknown colour map 'jet'; shipped: gray, RdBu_r, Purples"):
         plot.value_table(np.eye(2), "t", cmap="jet")
+    with pytest.raises(ValueError, match="plot.image_tiles: unknown colour map 'jet'"):
+        plot.image_tiles({"a": np.eye(2)}, cmaps={"a": "jet"})
 
 
 def test_every_colour_map_a_page_names_is_shipped():
