@@ -66,15 +66,15 @@ PYODIDE_LOCK = PYODIDE_DIR / "node_modules" / "pyodide" / "pyodide-lock.json"
 # Staged notebooks (one folder per build, so that builds running at once never share it).
 STAGE_DIR = ROOT / "build" / f"site-src-{os.getpid()}"
 STATIC_PREFIX = "static"
-# What the browser must install for `engine` (numpy) and `engine.course.widgets` (pillow, to read a
-# drawing), pinned by marimo to Pyodide's lock file (the charts are Vega-Lite specs: no Altair, no
-# Matplotlib), and the widgets: packages Pyodide does not ship, which micropip fetches from PyPI
-# at the versions pyproject.toml pins (copied from there).
+# What the browser must install for `engine` (numpy) and its course layer (pillow, to read a
+# drawing and write images; altair for the charts; matplotlib for colour maps and figures), pinned
+# by marimo to Pyodide's lock file, and the widgets: packages Pyodide does not ship, which micropip
+# fetches from PyPI at the versions pyproject.toml pins (copied from there).
 WIDGET_PACKAGES = ("wigglystuff", "anywidget", "drawdata")
 WIDGET_DEPENDENCIES = tuple(
     d for d in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     if d.split("==")[0] in WIDGET_PACKAGES)
-WASM_DEPENDENCIES = ("numpy", "pillow") + WIDGET_DEPENDENCIES
+WASM_DEPENDENCIES = ("numpy", "pillow", "altair", "matplotlib") + WIDGET_DEPENDENCIES
 SITE_TITLE = "Deep learning, from the gradient up"
 
 

@@ -20,7 +20,7 @@ from browser_tools import stop_process_group
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-RUNTIME_DEPENDENCIES = {"marimo==0.25.2", "numpy", "pillow"}
+RUNTIME_DEPENDENCIES = {"marimo==0.25.2", "numpy", "pillow", "altair>=6,<7", "matplotlib>=3,<4"}
 # The widgets of issue 15, pinned exactly (the WebAssembly pages copy these pins).
 WIDGET_DEPENDENCIES = {"wigglystuff==0.5.36", "anywidget==0.11.0", "drawdata==0.5.2"}
 

@@ -96,7 +96,7 @@ def test_each_page_is_a_wasm_page_with_its_notebook_and_the_engine_wheel(built, 
 
 
 def test_the_wasm_header_adds_the_widget_packages_at_pyprojects_pins_once():
-    """Without a build: the staged header lists NumPy, Pillow and every widget package
+    """Without a build: the staged header lists NumPy, Pillow, Altair, Matplotlib and every widget package
     pyproject.toml pins (none of them ships with Pyodide), and keeps a page's own listing."""
     import tomllib
 
@@ -109,7 +109,7 @@ def test_the_wasm_header_adds_the_widget_packages_at_pyprojects_pins_once():
     assert len(widget_pins) == 3 and all("==" in d for d in widget_pins)
     assert not set(build_site.WIDGET_PACKAGES) & set(_lock_versions()), "Pyodide ships one now: pin it there"
     header = script_metadata.loads(build_site.with_wasm_header("import marimo\napp = marimo.App()\n"))
-    assert set(header["dependencies"]) == {"numpy", "pillow"} | widget_pins
+    assert set(header["dependencies"]) == {"numpy", "pillow", "altair", "matplotlib"} | widget_pins
     own = build_site.with_wasm_header('# /// script\n# dependencies = ["drawdata>=0.5"]\n# ///\nimport marimo\n')
     listed = script_metadata.loads(own)["dependencies"]
     assert listed.count("drawdata>=0.5") == 1 and not [d for d in listed if d.startswith("drawdata==")]
