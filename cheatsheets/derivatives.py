@@ -81,9 +81,12 @@ def _():
 def _():
     picked = mo.ui.dropdown(options=SHEET_ROWS, value="Division gradient", label="row")
     seed = mo.ui.slider(0, 99, value=0, label="random inputs (seed)", show_value=True)
-    # a button, not a switch: the first PyTorch run imports torch (~1 s), which no control should wait for
-    torch_button = mo.ui.run_button(label="also run PyTorch (the first run imports it: about 1 s)",
-                                    disabled=not formulas.torch_available())
+    # a button, not a switch: the first PyTorch run imports torch (~1 s), which no control should wait for;
+    # without PyTorch the button says what is missing and how to add it
+    torch_button = mo.ui.run_button(
+        label=("also run PyTorch (the first run imports it: about 1 s)" if formulas.torch_available()
+               else "PyTorch is not installed: pip install torch==2.13.0 adds its column"),
+        disabled=not formulas.torch_available())
     return picked, seed, torch_button
 
 

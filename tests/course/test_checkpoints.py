@@ -18,9 +18,50 @@ import make_checkpoints  # noqa: E402  (scripts/make_checkpoints.py: it writes t
 
 DECLARED = checkpoints.registry()
 
+# Float32 training is not bit-reproducible across machines: OpenBLAS picks a different kernel on
+# each CPU (SSE, AVX2, AVX-512, ARM), each sums in another order, and training carries the
+# difference forward. So a retrained checkpoint is compared with the shipped one within what that
+# noise justifies, not bit for bit. Measured by retraining every checkpoint under five OpenBLAS
+# kernels (OPENBLAS_CORETYPE = Prescott, Nehalem, SandyBridge, Zen against the shipped SkylakeX):
+# the largest relative difference of any array, ||made - shipped|| / ||shipped||, was 4.6e-6
+# (diffusion_ddpm's output bias); elementwise, values near zero differed by up to 2e-5 (so an
+# elementwise rtol failed on one sample of 4,000). RELATIVE_TOLERANCE leaves 200x headroom over
+# that and is still 10x below what a change to the training does (a different seed, learning
+# rate or step count moves the parameters by 1e-2 or more of their norm).
+RELATIVE_TOLERANCE = 1e-3
 
-def assert_same_state(made, shipped, where="state"):
-    """Equal structure and values; arrays to float32 round-off (BLAS may sum in another order)."""
+# Two trainings amplify that noise by design; each is compared on what the page shows instead:
+NOISE_AMPLIFIED = {
+    # The key projection's bias b_k has no effect on attention: q·(k + b_k) adds the same q·b_k
+    # to every key's score, and softmax is shift-invariant, so its gradient is zero in exact
+    # arithmetic. What float32 leaves of it (~1e-9) is what Adam normalises into full-size steps:
+    # the shipped b_k is rounding noise (1.06 relative difference under the Zen kernel, while the
+    # query and value biases agree to 4e-7). It is left out; the losses and the sample still
+    # count, and so does every other parameter.
+    "attention_gpt": "key bias",
+    # Free bits trains on max(KL_j, λ): a dimension whose KL sits at λ (0.5 nats) switches its
+    # gradient on and off from one step to the next on a rounding difference, so the run branches.
+    # Across the five kernels the page's numbers (reconstruction, KL per dimension, ELBO) moved
+    # by up to 4.2 %; 10 % bounds that, far below the contrast the page draws (free bits against
+    # no remedy: the KL of a collapsed dimension is ~0, a kept one >= λ).
+    "vae_remedies": 0.1,
+}
+
+
+def _key_bias_left_out(state: dict) -> dict:
+    """attention_gpt's parameters with each in_proj_bias's key third (rows d..2d) left out."""
+    parameters = {}
+    for name, value in state["parameters"].items():
+        value = value.data if isinstance(value, Tensor) else value
+        if name.endswith("in_proj_bias"):
+            d = len(value) // 3
+            value = np.concatenate([value[:d], value[2 * d:]])  # query and value biases
+        parameters[name] = value
+    return {**state, "parameters": parameters}
+
+
+def assert_same_state(made, shipped, where="state", rtol=RELATIVE_TOLERANCE):
+    """Equal structure, shapes, dtypes and integers; floats within ``rtol`` of the norm."""
     if isinstance(made, Tensor):
         made = made.data
     if isinstance(shipped, Tensor):
@@ -28,29 +69,70 @@ def assert_same_state(made, shipped, where="state"):
     if isinstance(made, dict):
         assert isinstance(shipped, dict) and list(made) == list(shipped), f"{where}: keys differ"
         for key in made:
-            assert_same_state(made[key], shipped[key], f"{where}[{key!r}]")
+            assert_same_state(made[key], shipped[key], f"{where}[{key!r}]", rtol)
     elif isinstance(made, (list, tuple)):
         assert isinstance(shipped, (list, tuple)) and len(made) == len(shipped), f"{where}: lengths differ"
         for i, (a, b) in enumerate(zip(made, shipped)):
-            assert_same_state(a, b, f"{where}[{i}]")
+            assert_same_state(a, b, f"{where}[{i}]", rtol)
     elif isinstance(made, np.ndarray):
         assert isinstance(shipped, np.ndarray), f"{where}: shipped {type(shipped).__name__}, made an array"
         assert made.shape == shipped.shape and made.dtype == shipped.dtype, \
             f"{where}: made {made.dtype}{made.shape}, shipped {shipped.dtype}{shipped.shape}"
-        np.testing.assert_allclose(made, shipped, rtol=1e-4, atol=1e-5, err_msg=where)
+        if made.dtype.kind in "fc":
+            gap = np.linalg.norm((made.astype(np.float64) - shipped).ravel())
+            size = np.linalg.norm(shipped.astype(np.float64).ravel())
+            assert gap <= rtol * size + 1e-6 * np.sqrt(made.size), \
+                f"{where}: ||made - shipped|| = {gap:.3g}, {gap / max(size, 1e-30):.3g} of ||shipped||"
+        else:
+            np.testing.assert_array_equal(made, shipped, err_msg=where)
     elif isinstance(made, float):
-        assert shipped == pytest.approx(made, rel=1e-4, abs=1e-6), where
+        assert shipped == pytest.approx(made, rel=rtol, abs=1e-6), where
     else:
         assert made == shipped, f"{where}: made {made!r}, shipped {shipped!r}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(DECLARED))
 def test_shipped_checkpoint_is_what_its_lab_trains(name):
     lab, train = DECLARED[name]
-    shipped = checkpoints.load_named(name)
-    assert_same_state(train(), shipped, name)
+    made, shipped = train(), checkpoints.load_named(name)
+    if name == "attention_gpt":
+        made, shipped = _key_bias_left_out(made), _key_bias_left_out(shipped)
+    if name == "vae_remedies":
+        noisy = "free bits"
+        assert_same_state(made.pop(noisy), shipped.pop(noisy), f"{name}[{noisy!r}]", NOISE_AMPLIFIED[name])
+    assert_same_state(made, shipped, name)
     module = __import__(f"engine.course.checkpoints.{name}", fromlist=["MADE_BY"])
     assert module.MADE_BY == f"{lab}.{train.__name__}", "rebuild with `make checkpoints`"
+
+
+def test_the_comparison_sees_a_change_of_training_and_passes_rounding():
+    """The tolerance is loose enough for another BLAS kernel and tight enough for a real change."""
+    shipped = checkpoints.load_named("losses_kl_fits")
+    assert_same_state(shipped, shipped)
+    rounded = {k: {**v, "losses": (v["losses"] * (1 + 1e-6)).astype(v["losses"].dtype)} for k, v in shipped.items()}
+    assert_same_state(rounded, shipped)
+    shifted = {k: {**v, "losses": v["losses"] * 1.01} for k, v in shipped.items()}
+    with pytest.raises(AssertionError, match="of \\|\\|shipped"):
+        assert_same_state(shifted, shipped)
+
+
+def test_attention_key_bias_has_no_effect_on_the_model():
+    """Why attention_gpt's key bias is left out: changing it leaves every output as it was."""
+    from engine.course.labs import attention
+    from engine import no_grad
+
+    run = attention.shipped_tiny_gpt()
+    model = run.model
+    tokens = np.arange(12).reshape(1, 12) % model.token.weight.shape[0]
+    with no_grad():
+        before = model(tokens).data.copy()
+        for name, p in model.named_parameters():
+            if name.endswith("in_proj_bias"):
+                d = p.data.shape[0] // 3
+                p.data[d:2 * d] += 0.5
+        after = model(tokens).data
+    np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5)
 
 
 def test_every_shipped_checkpoint_is_declared_by_a_lab():

@@ -115,8 +115,17 @@ def test_dense_layer_gradients_by_hand_equal_autograd():
         E = np.zeros_like(W)
         E[i, j] = 1e-6
         assert (L(W + E) - L(W - E)) / 2e-6 == pytest.approx(d.by_hand["dW"][i, j], rel=1e-6)
-    # and against PyTorch's nn.Linear, whose weight has the same (out, in) storage
-    import torch
+    assert graphs.linear_layer_matches_functional() < 1e-12
+    with pytest.raises(ValueError, match="d_in must be"):
+        graphs.dense_layer_gradients(d_in=0)
+
+
+def test_dense_layer_gradients_by_hand_equal_pytorch(torch):
+    """PyTorch's nn.Linear stores its weight as (out, in), as the page's dW is: same gradients."""
+    d = graphs.dense_layer_gradients(n=7, d_in=5, d_out=3, seed=4)
+    rng = np.random.default_rng(4)  # the draws dense_layer_gradients makes, in its order
+    X, W, b = rng.standard_normal((7, 5)), rng.standard_normal((3, 5)), rng.standard_normal(3)
+    G = rng.standard_normal((7, 3))
     lin = torch.nn.Linear(5, 3, dtype=torch.float64)
     with torch.no_grad():
         lin.weight.copy_(torch.tensor(W))
@@ -124,12 +133,8 @@ def test_dense_layer_gradients_by_hand_equal_autograd():
     Xt = torch.tensor(X, requires_grad=True)
     lin(Xt).backward(torch.tensor(G))
     np.testing.assert_allclose(d.autograd["dW"], lin.weight.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(d.by_hand["db"], lin.bias.grad.numpy(), rtol=1e-12)
     np.testing.assert_allclose(d.by_hand["dX"], Xt.grad.numpy(), rtol=1e-12)
-    assert graphs.linear_layer_matches_functional() < 1e-12
-    with pytest.raises(ValueError, match="d_in must be"):
-        graphs.dense_layer_gradients(d_in=0)
-
-
 
 
 def test_accumulation_shows_partial_sums_arriving_at_a_node_used_three_times():

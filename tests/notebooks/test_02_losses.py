@@ -243,8 +243,10 @@ def test_02_imbalance_accuracy_hides_a_zero_recall_and_weights_restore_it():
     runs = defs["imb_runs"]
     x, y = losses_lab.imbalanced_data(n=1000, minority_share=0.01, seed=0)
     again = losses_lab.train_imbalanced(x, y, "plain")
-    assert (runs["plain"].accuracy, runs["plain"].recall) == (again.accuracy, again.recall)
-    np.testing.assert_array_equal(runs["plain"].w, again.w)
+    # the page reads a shipped checkpoint, trained on another machine: equal to float64 rounding
+    assert runs["plain"].accuracy == pytest.approx(again.accuracy, rel=1e-9)
+    assert runs["plain"].recall == pytest.approx(again.recall, rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(runs["plain"].w, again.w, rtol=1e-9, atol=1e-12)
     assert runs["plain"].accuracy == pytest.approx(0.99, abs=0.005) and runs["plain"].recall == 0.0
     assert runs["weighted"].recall > 0.8 and runs["weighted"].precision < 0.5 * runs["weighted"].recall  # paid in precision
     assert "plain BCE 99 % 0 % —" in text

@@ -205,6 +205,16 @@ def test_derivatives_sheet_checks_every_row_it_shows():
     assert "All 2 agree" in output_text(outputs)
 
 
+def test_derivatives_sheet_without_pytorch_says_what_is_missing(monkeypatch):
+    """Without PyTorch the button is disabled and names the missing package and its install."""
+    monkeypatch.setattr(formulas, "torch_available", lambda: False)
+    outputs, defs = run("derivatives")
+    button = defs["torch_button"]
+    assert button._component_args["disabled"] is True
+    assert "PyTorch is not installed: pip install torch==2.13.0" in output_text(outputs)
+    assert "All 2 agree" in output_text(outputs)  # the NumPy and engine columns still run
+
+
 @pytest.mark.oracle
 def test_derivatives_sheet_runs_pytorch_on_request():
     from oracle import require_torch

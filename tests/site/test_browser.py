@@ -190,10 +190,13 @@ def _check_page(page, gallery, entry) -> None:
     buttons = page.locator("#App marimo-button button")
     if buttons.count():
         progress_before = page.evaluate("() => __mw.progress.length")
+        pressed, disabled = 0, []
         for index in range(buttons.count()):
             button = buttons.nth(index)
-            if button.is_disabled():
+            if button.is_disabled():  # a button that cannot run here says why (PyTorch missing)
+                disabled.append(button.inner_text())
                 continue
+            pressed += 1
             completed = page.evaluate("() => __mw.completed")
             button.scroll_into_view_if_needed()
             button.click()
@@ -207,7 +210,10 @@ def _check_page(page, gallery, entry) -> None:
         for update in progress:
             if update["total"] and update["total"] > 0:
                 bars[update["cell"]] = max(bars.get(update["cell"], 0), update["progress"])
-        if not bars:
+        if not pressed:
+            unexplained = [label for label in disabled if "not installed" not in label]
+            assert not unexplained, f"{entry.id}: disabled buttons that do not say why: {unexplained}"
+        elif not bars:
             problems.append("pressing its buttons showed no progress bar (mo.status.progress_bar)")
         # marimo sends bar updates at most every 0.15 s and may remove the bar on exit, so a
         # finished bar is one that advanced and then either reached its total or was replaced by
