@@ -39,19 +39,16 @@ into a sensible result or a ``mo.callout(..., kind="warn")``, never an exception
 export time, but no Python runs behind it: dragging moves the puck on screen and recomputes
 nothing. The WebAssembly pages install these packages (scripts/build_site.py) and run fully.
 
-marimo, wigglystuff, drawdata and Pillow are imported inside the functions: ``import engine`` and
-``import engine.course`` load none of them (tests/engine/test_layers.py). No widget draws with
-Matplotlib: the pucks' chart is an SVG (:class:`SvgAxes`), a canvas's start image a PNG written
-with zlib, so a page that opens with them never imports it.
+marimo, wigglystuff, drawdata, Matplotlib and Pillow are imported inside the functions:
+``import engine`` and ``import engine.course`` load none of them (tests/engine/test_layers.py).
+The pucks' chart is a Matplotlib ``Figure`` built without pyplot, drawn once; what depends on the
+pucks is drawn by the cell that reads them.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import math
-from functools import cache
-from html import escape
 from typing import NamedTuple
 
 import numpy as np
@@ -75,181 +72,65 @@ def _wrap(widget, changes: list[dict]):
 
 
 # ----------------------------------------------------------------------------- draggable points
-# The backdrop's geometry as Matplotlib lays out a figure: 100 pixels an inch, the axes from 12.5 %
-# to 90 % of the width and from 12 % to 89 % of the height (from the top); its default colour,
-# line width (1.5 points) and dot area (36 points²).
+# The background's resolution (pixels an inch): the image is shown at its size in pixels, so the
+# widget is ``figsize`` x 100 pixels wide, as a Matplotlib figure is by default.
 _DPI = 100
-_AXES_BOX = (0.125, 0.12, 0.9, 0.89)  # left, top, right, bottom as fractions of the figure
-_FIRST_COLOR = "#1f77b4"
-_PX_PER_PT = _DPI / 72
-_DASHES = {"-": None, "solid": None, "--": (3.7, 1.6), "dashed": (3.7, 1.6), ":": (1, 1.65), "dotted": (1, 1.65),
-           "-.": (6.4, 1.6, 1, 1.6), "dashdot": (6.4, 1.6, 1, 1.6)}  # Matplotlib's, in line widths
-_TICK = 3.5 * _PX_PER_PT  # a tick's length
 
 
-def _nice_ticks(low: float, high: float, most: int = 7) -> list[float]:
-    """Round tick values inside [low, high], a step of 1, 2 or 5 times a power of ten, at most ``most`` + 1."""
-    span = high - low
-    if not span > 0:
-        return [low]
-    for step in (m * 10.0 ** e for e in range(math.floor(math.log10(span / most)), 400) for m in (1, 2, 5)):
-        if span / step <= most:
-            break
-    first = math.ceil(low / step - 1e-9)
-    return [round(k * step, 12) + 0.0 for k in range(first, math.floor(high / step + 1e-9) + 1)]
+def _background(draw, points, x_bounds, y_bounds, figsize):
+    """A Matplotlib ``Figure`` (no pyplot: it never enters pyplot's list of open figures) with one
+    axes at ``x_bounds`` x ``y_bounds``, on which ``draw(ax, points)`` drew the pucks' background."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, dpi=_DPI)
+    ax = fig.add_subplot()
+    ax.set_xlim(x_bounds)
+    ax.set_ylim(y_bounds)
+    draw(ax, points)
+    # the pucks map pixels to data through these limits: the callback may not move them
+    ax.set_xlim(x_bounds)
+    ax.set_ylim(y_bounds)
+    return fig
 
 
-def _tick_label(value: float) -> str:
-    """A tick value as Matplotlib writes it: shortest form, a true minus sign."""
-    return f"{value:g}".replace("-", "\u2212")
+def draggable_points(draw, x, y, *, x_bounds, y_bounds, figsize=(5.0, 3.6), color="outlier", throttle=50):
+    """Pucks at ``(x[i], y[i])`` over a Matplotlib chart that ``draw(ax, points)`` draws once.
 
+    The widget is wigglystuff's ``ChartPuck`` made by its constructor from a Matplotlib ``Figure``
+    of ``figsize`` inches at 100 pixels an inch, built without pyplot. ``ax`` is that figure's
+    axes, its limits fixed at ``x_bounds``/``y_bounds`` (the pucks map pixels to data through
+    them); ``points`` is a float64 [n, 2] array of the pucks' starting positions. The chart is the
+    *background*: drawn once, as a PNG (Matplotlib takes about 0.05 to 0.1 s for one, 3 to 10
+    times that in the browser), and never redrawn while a puck moves; the browser moves the pucks
+    over it. Draw what depends on the pucks in the cell that reads them (an Altair chart of
+    :func:`puck_points`), so a move re-runs only that.
 
-class SvgAxes:
-    """The backdrop of :func:`draggable_points` as an SVG: a Matplotlib-shaped axes, with exactly
-    the calls its ``draw(ax, points)`` callbacks make, so no Matplotlib figure is drawn (a figure
-    costs 0.1 s a redraw and Matplotlib's import 0.4 s):
-
-    - ``ax.plot(x, y, color=, linestyle=, linewidth=)``: a line ('-', '--', ':', '-.');
-    - ``ax.scatter(x, y, s=, color=)``: dots of area ``s`` points²;
-    - ``ax.set_xlabel(text)``, ``ax.set_ylabel(text)``, ``ax.set_title(text, fontsize=)``.
-
-    The limits are the widget's bounds, fixed (the pucks map pixels to data through them);
-    ``svg()`` writes the frame, its ticks and tick labels, the labels, the title and the artists.
-    """
-
-    def __init__(self, x_bounds, y_bounds, figsize):
-        self.x_bounds, self.y_bounds = tuple(map(float, x_bounds)), tuple(map(float, y_bounds))
-        self.width, self.height = round(figsize[0] * _DPI), round(figsize[1] * _DPI)
-        left, top, right, bottom = _AXES_BOX
-        self.box = (left * self.width, top * self.height, right * self.width, bottom * self.height)
-        self.artists: list[str] = []
-        self.xlabel = self.ylabel = self.title = ""
-        self.title_size = 12.0
-
-    def _along(self, axis: str, values) -> np.ndarray:
-        """Pixel positions of data ``values`` along the x axis (from the left) or the y axis (from the top)."""
-        (low, high), (left, top, right, bottom) = (self.x_bounds if axis == "x" else self.y_bounds), self.box
-        share = (np.asarray(values, np.float64).ravel() - low) / (high - low)
-        return left + share * (right - left) if axis == "x" else bottom - share * (bottom - top)
-
-    def _points(self, x, y) -> list[tuple[float, float]]:
-        """The finite (x, y) data points in pixels."""
-        return [(a, b) for a, b in zip(self._along("x", x), self._along("y", y)) if math.isfinite(a + b)]
-
-    def plot(self, x, y, *, color=_FIRST_COLOR, linestyle="-", linewidth=1.5):
-        if linestyle not in _DASHES:
-            raise ValueError(f"SvgAxes.plot: linestyle must be one of {', '.join(_DASHES)}, got {linestyle!r}")
-        width = linewidth * _PX_PER_PT
-        dashes = _DASHES[linestyle]
-        dash = f' stroke-dasharray="{",".join(f"{d * width:.2f}" for d in dashes)}"' if dashes else ""
-        points = " ".join(f"{a:.2f},{b:.2f}" for a, b in self._points(x, y))
-        self.artists.append(f'<polyline points="{points}" fill="none" stroke="{escape(color)}" '
-                            f'stroke-width="{width:.2f}"{dash}/>')
-
-    def scatter(self, x, y, *, s=36.0, color=_FIRST_COLOR):
-        radius = math.sqrt(s) / 2 * _PX_PER_PT
-        dots = "".join(f'<circle cx="{a:.2f}" cy="{b:.2f}" r="{radius:.2f}"/>' for a, b in self._points(x, y))
-        # Matplotlib edges a dot in its own colour, one point wide
-        self.artists.append(f'<g fill="{escape(color)}" stroke="{escape(color)}" '
-                            f'stroke-width="{_PX_PER_PT:.2f}">{dots}</g>')
-
-    def set_xlabel(self, text):
-        self.xlabel = str(text)
-
-    def set_ylabel(self, text):
-        self.ylabel = str(text)
-
-    def set_title(self, text, fontsize=12.0):
-        self.title, self.title_size = str(text), float(fontsize)
-
-    def _ticks(self) -> str:
-        """Tick marks and their labels, below the x axis and left of the y axis."""
-        left, _, _, bottom = self.box
-        ticks = []
-        xs = _nice_ticks(*self.x_bounds)
-        for value, px in zip(xs, self._along("x", xs)):
-            ticks.append(f'<line x1="{px:.2f}" y1="{bottom}" x2="{px:.2f}" y2="{bottom + _TICK:.2f}"/>'
-                         f'<text x="{px:.2f}" y="{bottom + _TICK + 2:.2f}" text-anchor="middle" '
-                         f'dominant-baseline="hanging" stroke="none">{_tick_label(value)}</text>')
-        ys = _nice_ticks(*self.y_bounds)
-        for value, py in zip(ys, self._along("y", ys)):
-            ticks.append(f'<line x1="{left - _TICK:.2f}" y1="{py:.2f}" x2="{left}" y2="{py:.2f}"/>'
-                         f'<text x="{left - _TICK - 2:.2f}" y="{py:.2f}" text-anchor="end" '
-                         f'dominant-baseline="middle" stroke="none">{_tick_label(value)}</text>')
-        return "".join(ticks)
-
-    def svg(self) -> str:
-        left, top, right, bottom = self.box
-        frame = f'x="{left}" y="{top}" width="{right - left}" height="{bottom - top}"'
-        font = 10 * _PX_PER_PT  # Matplotlib's 10 points
-        middle_x, middle_y = (left + right) / 2, (top + bottom) / 2
-        return (
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
-            f'viewBox="0 0 {self.width} {self.height}" font-family="DejaVu Sans, Arial, sans-serif" '
-            f'font-size="{font:.1f}"><rect width="100%" height="100%" fill="white"/>'
-            f'<clipPath id="axes"><rect {frame}/></clipPath><g clip-path="url(#axes)">{"".join(self.artists)}</g>'
-            f'<rect {frame} fill="none" stroke="black" stroke-width="1.1"/>'
-            f'<g stroke="black" stroke-width="1.1">{self._ticks()}</g>'
-            f'<text x="{middle_x:.2f}" y="{self.height - 4}" text-anchor="middle">{escape(self.xlabel)}</text>'
-            f'<text transform="translate({font:.2f},{middle_y:.2f}) rotate(-90)" text-anchor="middle" '
-            f'dominant-baseline="hanging">{escape(self.ylabel)}</text>'
-            f'<text x="{middle_x:.2f}" y="{top - 8:.2f}" text-anchor="middle" '
-            f'font-size="{self.title_size * _PX_PER_PT:.1f}">{escape(self.title)}</text></svg>')
-
-    def data_url(self) -> str:
-        """The SVG as the ``data:`` URL the widget shows as its image."""
-        return "data:image/svg+xml;base64," + base64.b64encode(self.svg().encode()).decode("ascii")
-
-
-@cache
-def _puck_class():
-    """wigglystuff's ``ChartPuck`` built from its traits instead of a Matplotlib figure: the
-    browser side needs only the image (``chart_base64``, any URL an <img> reads), the axes' pixel
-    box and the data bounds."""
-    import anywidget
-    from wigglystuff import ChartPuck
-
-    class Puck(ChartPuck):
-        def __init__(self, **traits):
-            anywidget.AnyWidget.__init__(self, **traits)
-
-    return Puck
-
-
-def draggable_points(draw, x, y, *, x_bounds, y_bounds, figsize=(5.0, 3.6), color="#e63946", throttle=50):
-    """Pucks at ``(x[i], y[i])`` over a chart that ``draw(ax, points)`` redraws as they move.
-
-    ``points`` is a float64 [n, 2] array of the pucks' data coordinates; ``ax`` is an
-    :class:`SvgAxes` (a small Matplotlib-shaped surface: ``plot``, ``scatter``, ``set_xlabel``,
-    ``set_ylabel``, ``set_title``) whose limits are ``x_bounds``/``y_bounds``, ``figsize`` inches
-    at 100 pixels an inch. The pucks stay inside the bounds. The number of pucks is fixed when the
-    widget is made: to add points, re-create it from a count control (its keyboard path, with a
-    slider for the values that place them). Read it with :func:`puck_points`. ``throttle``: the
-    pucks' position reaches Python at most every that many milliseconds while dragging (each time
-    the chart and the cells that read it re-run); ``"dragend"`` only on release, for slow cells.
+    ``color``: the pucks' colour, a palette name (``plot.color``) or a hex string; by default the
+    palette's "outlier" (points the learner moved). The pucks stay inside the bounds. The number
+    of pucks is fixed when the widget is made: to add points, re-create it from a count control
+    (its keyboard path, with a slider for the values that place them). Read it with
+    :func:`puck_points`. ``throttle``: the pucks' position reaches Python at most every that many
+    milliseconds while dragging (each time the cells that read it re-run); ``"dragend"`` only on
+    release, for slow cells.
 
     Test values: every puck in the lower-left corner, every puck in the upper-right corner, the
     pucks alternating between the other two corners.
     """
+    import matplotlib
+    from wigglystuff import ChartPuck
+
+    from engine.course.plot import color as palette_color
+
     x, y = [float(v) for v in np.atleast_1d(x)], [float(v) for v in np.atleast_1d(y)]
     if len(x) != len(y) or not x:
         raise ValueError(f"draggable_points: x and y need the same, non-zero length; got {len(x)} and {len(y)}")
     (x0, x1), (y0, y1) = map(float, x_bounds), map(float, y_bounds)
-
-    def render(xs, ys) -> SvgAxes:
-        ax = SvgAxes((x0, x1), (y0, y1), figsize)
-        draw(ax, np.column_stack([xs, ys]).astype(np.float64))
-        return ax
-
-    ax = render(x, y)
-    puck = _puck_class()(x=x, y=y, x_bounds=(x0, x1), y_bounds=(y0, y1), axes_pixel_bounds=ax.box,
-                         width=ax.width, height=ax.height, chart_base64=ax.data_url(), puck_color=[color],
-                         throttle=throttle, drag_x_bounds=(x0, x1), drag_y_bounds=(y0, y1))
-
-    def redraw(_change):
-        puck.chart_base64 = render(puck.x, puck.y).data_url()
-
-    puck.observe(redraw, names=["x", "y"])
+    # The image must keep the figure's size, so that the axes' box is where ChartPuck measured it.
+    with matplotlib.rc_context({"savefig.bbox": "standard"}):
+        fig = _background(draw, np.column_stack([x, y]).astype(np.float64), (x0, x1), (y0, y1),
+                          tuple(map(float, figsize)))
+        puck = ChartPuck(fig, x=x, y=y, puck_color=palette_color(color), throttle=throttle,
+                         drag_x_bounds=(x0, x1), drag_y_bounds=(y0, y1))
     n = len(x)
     return _wrap(puck, [
         {"x": [x0] * n, "y": [y0] * n},

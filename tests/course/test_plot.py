@@ -58,16 +58,14 @@ images = [plot.image_tiles({"w": np.eye(3), "g": -np.eye(3)}, symmetric=("g",), 
           plot.value_table(np.eye(2), "v"), plot.cell_table(np.array([["tap"]], dtype=object), title="c")]
 pad = widgets.canvas(32, start=np.eye(8))
 drawn = widgets.to_digit(widgets.ink(pad.value))
-pucks = widgets.draggable_points(lambda ax, p: ax.scatter(p[:, 0], p[:, 1]), [0.0], [0.0], x_bounds=(-1, 1),
-                                 y_bounds=(-1, 1))
-pucks.widget.x = [0.5]
 """
 
 
 def test_a_page_that_draws_every_chart_loads_neither_altair_nor_matplotlib():
     """Importing either costs a page 0.25 to 0.4 s, and once Matplotlib is imported marimo runs
-    its clean-up after every cell: no chart, image or widget the course draws may need them."""
-    code = (EVERY_CHART + "import sys, marimo as mo\nfor c in [*charts.values(), *images, pucks]: mo.as_html(c)\n"
+    its clean-up after every cell: no chart or image the course draws may need them (the drag
+    widgets draw their background with Matplotlib: tests/course/test_widgets.py)."""
+    code = (EVERY_CHART + "import sys, marimo as mo\nfor c in [*charts.values(), *images]: mo.as_html(c)\n"
             "print(sorted(m for m in ('altair', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"

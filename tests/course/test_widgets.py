@@ -17,14 +17,50 @@ BOUNDS = ((-2.0, 2.0), (-1.0, 3.0))
 
 
 # ----------------------------------------------------------------------------- draggable points
-def test_draggable_points_read_as_n_by_2_and_reach_every_corner():
-    drawn = []
-    pucks = widgets.draggable_points(lambda ax, pts: drawn.append(pts), [0.5, -1.0, 1.5], [0.0, 2.0, 1.0],
-                                     x_bounds=BOUNDS[0], y_bounds=BOUNDS[1])
+def _data_at(puck, px, py):
+    """wigglystuff's chart-puck.js ``pixelToData`` (linear axes): where a press at pixel (px, py)
+    of the widget's canvas puts a puck, in data coordinates."""
+    (x0, x1), (y0, y1) = puck.x_bounds, puck.y_bounds
+    left, top, right, bottom = puck.axes_pixel_bounds
+    px, py = min(max(px, left), right), min(max(py, top), bottom)
+    return x0 + (px - left) / (right - left) * (x1 - x0), y0 + (bottom - py) / (bottom - top) * (y1 - y0)
+
+
+def _background_rgb(puck) -> np.ndarray:
+    """The widget's background image (the PNG it shows under the pucks) as uint8 [H, W, 3]."""
+    from PIL import Image
+
+    prefix, _, encoded = puck.chart_base64.partition(",")
+    assert prefix == "data:image/png;base64"
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(encoded))).convert("RGB"))
+
+
+def test_draggable_points_are_a_chart_puck_made_by_its_constructor():
+    from wigglystuff import ChartPuck
+
+    from engine.course import plot
+
+    calls = []
+    pucks = widgets.draggable_points(lambda ax, pts: calls.append(pts), [0.5, -1.0], [0.0, 2.0],
+                                     x_bounds=BOUNDS[0], y_bounds=BOUNDS[1], throttle=80)
     assert type(pucks).__name__ == "anywidget"
+    # wigglystuff's own class (anywidget's add_traits gives each instance a subclass holding only
+    # traits), made by ChartPuck.__init__: no subclass of ours in between, no __init__ replaced
+    assert isinstance(pucks.widget, ChartPuck) and type(pucks.widget).__bases__ == (ChartPuck,)
+    assert "__init__" not in vars(type(pucks.widget))
+    puck = pucks.widget
+    assert (puck.x_bounds, puck.y_bounds) == BOUNDS and (puck.drag_x_bounds, puck.drag_y_bounds) == BOUNDS
+    assert puck.throttle == 80 and puck.puck_color == [plot.color("outlier")]
+    assert widgets.draggable_points(lambda ax, pts: None, [0.0], [0.0], x_bounds=(0, 1), y_bounds=(0, 1),
+                                    color="model").widget.puck_color == [plot.color("model")]
+    assert len(calls) == 1 and calls[0].dtype == np.float64 and calls[0].tolist() == [[0.5, 0.0], [-1.0, 2.0]]
+
+
+def test_draggable_points_read_as_n_by_2_and_reach_every_corner():
+    pucks = widgets.draggable_points(lambda ax, pts: None, [0.5, -1.0, 1.5], [0.0, 2.0, 1.0],
+                                     x_bounds=BOUNDS[0], y_bounds=BOUNDS[1])
     default = widgets.puck_points(pucks.value)
     assert default.dtype == np.float64 and default.tolist() == [[0.5, 0.0], [-1.0, 2.0], [1.5, 1.0]]
-    np.testing.assert_array_equal(drawn[0], default)  # the chart was drawn for the initial pucks
     seen = set()
     for value in pucks.test_values:
         points = widgets.puck_points(value)
@@ -34,56 +70,82 @@ def test_draggable_points_read_as_n_by_2_and_reach_every_corner():
     assert seen == {(-2.0, -1.0), (2.0, 3.0), (-2.0, 3.0), (2.0, -1.0)}
 
 
-def test_dragging_a_puck_redraws_the_chart_for_the_new_points():
-    drawn = []
+def test_a_puck_move_reaches_python_without_redrawing_the_background():
+    """The background is drawn once: a move (what the browser sends) changes the pucks' value and
+    nothing else, so the cells that read it are all that re-run."""
+    calls = []
 
     def draw(ax, pts):
-        drawn.append(pts.copy())
+        calls.append(pts.copy())
         ax.scatter(pts[:, 0], pts[:, 1])
 
     pucks = widgets.draggable_points(draw, [0.0], [1.0], x_bounds=BOUNDS[0], y_bounds=BOUNDS[1])
     before = pucks.widget.chart_base64
     pucks.widget.x = [1.75]  # what the browser sends when the puck is dragged
-    assert drawn[-1].tolist() == [[1.75, 1.0]]
-    assert pucks.widget.chart_base64 != before
-    assert widgets.puck_points(pucks.value).tolist() == [[1.75, 1.0]]
+    pucks.widget.y = [-0.5]
+    assert widgets.puck_points(pucks.value).tolist() == [[1.75, -0.5]]
+    assert len(calls) == 1 and pucks.widget.chart_base64 == before
 
 
-def test_the_pucks_backdrop_is_an_svg_of_the_axes_the_callback_draws_on():
-    """No Matplotlib figure: the pucks' chart is an SVG axes whose pixel box the widget maps
-    pixels to data through, with the artists and labels 02_losses' callback asks for."""
-    import re
-    from xml.etree import ElementTree
+@pytest.mark.parametrize("bbox", ["standard", "tight"])
+def test_a_press_on_the_background_maps_to_the_data_coordinates_drawn_there(bbox):
+    """Marks drawn by the callback at known data points sit, in the PNG the widget shows, at the
+    pixels chart-puck.js maps back to those points; the callback cannot move the limits, and a
+    Matplotlib set to crop saved figures (savefig.bbox: tight) does not shift the image."""
+    import matplotlib
+
+    marks = np.array([[-1.0, 0.0], [1.5, 2.5], [0.0, -0.5]])
 
     def draw(ax, pts):
-        ax.plot([-2.0, 2.0], [-1.0, 3.0], color="#9ca3af", linestyle="--", linewidth=1)
-        ax.scatter(pts[:, 0], pts[:, 1], s=16, color="#64748b")
+        ax.scatter(marks[:, 0], marks[:, 1], s=30, marker="s", color="#00ff00", linewidths=0)
+        ax.set_xlim(-10, 10)  # ignored: the pucks' bounds are the axes' limits
         ax.set_xlabel("x")
         ax.set_ylabel("y")
-        ax.set_title("drag the red outliers", fontsize=10)
+        ax.set_title("a title", fontsize=10)
 
-    pucks = widgets.draggable_points(draw, [0.0, 2.0], [1.0, 3.0], x_bounds=BOUNDS[0], y_bounds=BOUNDS[1],
-                                     figsize=(5.0, 3.2))
+    with matplotlib.rc_context({"savefig.bbox": bbox}):
+        pucks = widgets.draggable_points(draw, [0.0], [1.0], x_bounds=BOUNDS[0], y_bounds=BOUNDS[1],
+                                         figsize=(5.0, 3.2))
     puck = pucks.widget
-    assert (puck.width, puck.height) == (500, 320)
-    left, top, right, bottom = puck.axes_pixel_bounds
-    assert (left, top, right, bottom) == pytest.approx((62.5, 38.4, 450.0, 284.8))  # Matplotlib's layout
-    assert (puck.x_bounds, puck.y_bounds) == (BOUNDS[0], BOUNDS[1])
-    prefix, _, encoded = puck.chart_base64.partition(",")
-    assert prefix == "data:image/svg+xml;base64"
-    svg = base64.b64decode(encoded).decode()
-    root = ElementTree.fromstring(svg)  # well-formed XML
-    assert (root.get("width"), root.get("height")) == ("500", "320")
-    line = re.search(r'<polyline points="([^"]+)"[^>]*stroke-dasharray', svg).group(1)
-    assert line == f"{left:.2f},{bottom:.2f} {right:.2f},{top:.2f}"  # the bounds' corners at the box's corners
-    dots = re.findall(r'<circle cx="([^"]+)" cy="([^"]+)"', svg)
-    assert [tuple(map(float, d)) for d in dots] == [((left + right) / 2, (top + bottom) / 2), (right, top)]
-    texts = [t for t in re.findall(r">([^<>]+)</text>", svg)]
-    assert {"x", "y", "drag the red outliers"} <= set(texts)
-    assert {"\u22122", "0", "2", "\u22121", "3"} <= set(texts)  # tick labels on both axes
-    with pytest.raises(ValueError, match="SvgAxes.plot: linestyle must be one of"):
-        widgets.draggable_points(lambda ax, p: ax.plot(p[:, 0], p[:, 1], linestyle="~"), [0.0], [0.0],
-                                 x_bounds=(0, 1), y_bounds=(0, 1))
+    assert (puck.width, puck.height) == (500, 320) and (puck.x_bounds, puck.y_bounds) == BOUNDS
+    rgb = _background_rgb(puck)
+    assert rgb.shape == (320, 500, 3)  # the image is the canvas, pixel for pixel
+    green = (rgb[..., 1] > 200) & (rgb[..., 0] < 80) & (rgb[..., 2] < 80)
+    rows, cols = np.nonzero(green)
+    found = []
+    for mark in marks:  # the green square nearest where the mark should be: its centre
+        left, top, right, bottom = puck.axes_pixel_bounds
+        ex = left + (mark[0] - BOUNDS[0][0]) / 4 * (right - left)
+        ey = bottom - (mark[1] - BOUNDS[1][0]) / 4 * (bottom - top)
+        near = (np.abs(cols - ex) < 12) & (np.abs(rows - ey) < 12)
+        assert near.sum() > 10, f"no mark drawn near {mark}"
+        # pixel centres at +0.5: pixel column c spans [c, c + 1)
+        found.append(_data_at(puck, cols[near].mean() + 0.5, rows[near].mean() + 0.5))
+    np.testing.assert_allclose(found, marks, atol=0.02)  # within a pixel: 4 / 388 in x, 4 / 246 in y
+    # the axes' frame (black spines) is where the widget maps pixels to data
+    left, top, right, bottom = (int(v) for v in puck.axes_pixel_bounds)
+    dark = rgb.sum(axis=-1) < 100
+    middle, centre = (top + bottom) // 2, (left + right) // 2
+    assert dark[middle, left - 1:left + 2].any() and dark[middle, right - 1:right + 2].any()
+    assert dark[top - 1:top + 2, centre].any() and dark[bottom - 1:bottom + 2, centre].any()
+    assert not dark[middle, left + 3:right - 3].any() and not dark[top + 3:bottom - 3, centre].any()
+
+
+def test_the_background_figure_is_not_one_of_pyplots():
+    """The figure is a matplotlib.figure.Figure made without pyplot, which would keep it open for
+    good: after a widget is built, pyplot (imported first, so it would see any figure it made)
+    lists no figure, and building one does not import pyplot."""
+    import subprocess
+    import sys
+
+    build = ("from engine.course import widgets\n"
+             "w = widgets.draggable_points(lambda ax, p: ax.scatter(p[:, 0], p[:, 1]), [0.0, 1.0], [0.0, 1.0],"
+             " x_bounds=(-1, 2), y_bounds=(-1, 2))\n")
+    script = ("import sys\n" + build + "print('pyplot' if 'matplotlib.pyplot' in sys.modules else 'no pyplot')\n"
+              "import matplotlib.pyplot as plt\n" + build + "print(plt.get_fignums())\n")
+    env = {**__import__("os").environ, "MPLBACKEND": "agg"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["no", "pyplot", "[]"]
 
 
 def test_draggable_points_refuse_unequal_coordinates_by_name():

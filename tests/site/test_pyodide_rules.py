@@ -68,7 +68,7 @@ MODULE_LEVEL_THIRD_PARTY = {"numpy"}
 LAZY_ALLOWED = {  # third-party packages imported inside functions, and where
     "PIL": {"engine/course/plot.py", "engine/course/widgets.py"},  # writes images, reads a drawing
     "altair": {"engine/course/plot.py"},
-    "matplotlib": {"engine/course/plot.py"},
+    "matplotlib": {"engine/course/plot.py", "engine/course/widgets.py"},  # charts; the pucks' background
     "anywidget": {"engine/course/widgets.py"},
     "marimo": {"engine/course/plot.py", "engine/course/toc.py", "engine/course/ui.py", "engine/course/widgets.py"},
     "torch": {"engine/course/formulas/evaluate.py"},

@@ -80,7 +80,7 @@ def regression_curves(name: str, e, delta: float = 1.0) -> Curves:
     t = Tensor(e, requires_grad=True)
     loss = spec["engine"](t, delta)
     loss.backward(np.ones_like(loss.data))
-    return Curves(e, loss.data.copy(), t.grad.copy(), spec["f"](e, delta), spec["df"](e, delta))
+    return Curves(e, loss.data.copy(), t.grad.numpy().copy(), spec["f"](e, delta), spec["df"](e, delta))
 
 
 # ----------------------------------------------------------------------------- classification
@@ -110,7 +110,7 @@ def cross_entropy_report(logits, target: int, label_smoothing: float = 0.0) -> C
     p = F.softmax(Tensor(z), dim=-1).data
     q = np.full(k, label_smoothing / k)
     q[target] += 1 - label_smoothing
-    return CrossEntropyReport(p, q, float(loss.data), t.grad[0].copy(), p - q)
+    return CrossEntropyReport(p, q, float(loss.data), t.grad.numpy()[0].copy(), p - q)
 
 
 NAIVE_LOGITS = np.array([1.0, 0.0, -1.0])  # logits s·(1, 0, −1): class 0 most likely, class 2 least
@@ -289,7 +289,7 @@ def margin_gradients(margins) -> MarginGradients:
     mse_t = Tensor(m, requires_grad=True)
     F.mse_loss(F.sigmoid(mse_t), np.ones_like(m), reduction="sum").backward()
     s = 1 / (1 + np.exp(-m))
-    return MarginGradients(m, np.abs(ce_t.grad), np.abs(s - 1), np.abs(mse_t.grad), np.abs(2 * (s - 1) * s * (1 - s)))
+    return MarginGradients(m, np.abs(ce_t.grad.numpy()), np.abs(s - 1), np.abs(mse_t.grad.numpy()), np.abs(2 * (s - 1) * s * (1 - s)))
 
 
 def sigmoid_classifier_data(n: int = 100, seed: int = 0):
@@ -621,7 +621,7 @@ def multilabel_report(logits, labels) -> MultiLabelReport:
     ce = -(F.log_softmax(zs, dim=-1) * q[None, :]).sum()
     ce.backward()
     return MultiLabelReport(F.sigmoid(Tensor(z)).data, F.softmax(Tensor(z), dim=-1).data, float(bce.data),
-                            float(ce.data), math.log(len(labels)), zb.grad.copy(), zs.grad[0].copy())
+                            float(ce.data), math.log(len(labels)), zb.grad.numpy().copy(), zs.grad.numpy()[0].copy())
 
 
 IMBALANCE_METHODS = ("plain", "weighted", "focal")
@@ -836,11 +836,13 @@ def with_dragged_outliers(x, y, is_outlier, points):
 
 
 def draw_inliers(ax, x, y, slope: float = 1.5, intercept: float = 0.5):
-    """The pucks' backdrop, drawn on the axes of ``widgets.draggable_points`` (its calls: plot,
-    scatter, set_xlabel, set_ylabel, set_title): the inliers and the true line they were drawn from."""
+    """The pucks' background, drawn once on the Matplotlib axes of ``widgets.draggable_points``:
+    the inliers (the palette's "data") and the true line they were drawn from ("reference")."""
+    from engine.course.plot import color
+
     xs = np.array(LINE_BOUNDS[0])
-    ax.plot(xs, slope * xs + intercept, color="#9ca3af", linestyle="--", linewidth=1)
-    ax.scatter(x, y, s=14, color="#64748b")
+    ax.plot(xs, slope * xs + intercept, color=color("reference"), linestyle="--", linewidth=1)
+    ax.scatter(x, y, s=14, color=color("data"))
     ax.set_xlabel("x")
     ax.set_ylabel("y")
     ax.set_title("drag the red outliers", fontsize=10)
