@@ -9,7 +9,7 @@ charts, widgets, formula rows and table of contents live in ``engine.course``, w
 here and never the other way. The README says what to read first and how the layers fit.
 """
 
-from .autograd import enable_grad, is_grad_enabled, no_grad
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import arange, eye, full, linspace, ones, ones_like, rand, randint, randn, zeros, zeros_like
 from .gradcheck import GradcheckError, gradcheck
 from .io import load, save
@@ -38,5 +38,6 @@ __all__ = [
     "Tensor", "tensor", "cat", "stack", "where", "maximum", "minimum", "matmul", "log",
     "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint", "arange",
     "linspace", "eye", "manual_seed", "no_grad", "enable_grad", "is_grad_enabled",
+    "inference_mode", "set_grad_enabled",
     "gradcheck", "GradcheckError", "save", "load",
 ]

@@ -35,6 +35,7 @@ no op has to repeat them:
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 
 import numpy as np
@@ -49,51 +50,155 @@ _last_write = 0  # the sequence number of the latest in-place write (nodes recor
 
 
 def is_grad_enabled() -> bool:
-    """True unless inside ``with engine.no_grad():``."""
+    """True unless inside ``with engine.no_grad():`` (or ``set_grad_enabled(False)``)."""
     return _grad_enabled
 
 
-class no_grad:
-    """Context manager (and decorator) under which operations build no graph.
+class _GradMode:
+    """A grad mode that is a context manager and a decorator, as ``torch.no_grad`` and its kin.
 
-    Use it for evaluation and for parameter updates, exactly like ``torch.no_grad``.
+    ``mode`` is the value ``is_grad_enabled()`` takes inside. As a decorator it wraps a plain
+    function, or a generator function (the mode then holds while the generator runs, and the
+    caller's mode is back whenever it yields, as PyTorch); bare ``@no_grad`` works too.
     """
+
+    mode = False
+
+    def __new__(cls, fn=None):
+        self = super().__new__(cls)
+        if callable(fn):  # bare @engine.no_grad: decorate at once
+            self.__init__()
+            return self(fn)
+        return self
+
+    def __init__(self, fn=None):
+        self._previous = []
 
     def __enter__(self):
         global _grad_enabled
-        self._previous = _grad_enabled
-        _grad_enabled = False
+        self._previous.append(_grad_enabled)
+        _grad_enabled = self.mode
         return self
 
     def __exit__(self, *exc):
         global _grad_enabled
-        _grad_enabled = self._previous
+        _grad_enabled = self._previous.pop()
         return False
 
+    def clone(self):
+        return type(self)()
+
     def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def generator(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                with self.clone():
+                    request = gen.send(None)
+                while True:
+                    try:
+                        response = yield request
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as err:  # noqa: BLE001 - handed to the generator, as torch
+                        with self.clone():
+                            request = gen.throw(err)
+                    else:
+                        with self.clone():
+                            request = gen.send(response)
+
+            return generator
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with no_grad():
+            with self.clone():
                 return fn(*args, **kwargs)
 
         return wrapper
 
 
-class enable_grad(no_grad):
-    """Turn graph building back on inside a ``no_grad`` block."""
+class no_grad(_GradMode):
+    """Context manager and decorator under which operations build no graph.
+
+    Use it for evaluation and for parameter updates, exactly like ``torch.no_grad``.
+    """
+
+    mode = False
+
+
+class enable_grad(_GradMode):
+    """Turn graph building back on inside a ``no_grad`` block (a context manager or decorator)."""
+
+    mode = True
+
+
+class inference_mode(_GradMode):
+    """As ``torch.inference_mode(mode=True)``: no graph inside (here the same as ``no_grad``;
+    ``inference_mode(False)`` changes nothing)."""
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # bare @engine.inference_mode
+            return super().__new__(cls, mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        super().__init__()
+        self._mode = bool(mode) if not callable(mode) else True
+
+    @property
+    def mode(self):
+        return False if self._mode else _grad_enabled
+
+    def clone(self):
+        return type(self)(self._mode)
+
+
+class set_grad_enabled(_GradMode):
+    """``set_grad_enabled(flag)``: a function call sets the mode at once; ``with`` restores it
+    at the end of the block (as ``torch.set_grad_enabled``)."""
+
+    def __new__(cls, mode):
+        return super().__new__(cls)
+
+    def __init__(self, mode):
+        global _grad_enabled
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled: mode must be a bool, got {type(mode).__name__} {mode!r}")
+        super().__init__()
+        self.mode = mode
+        self._previous = [_grad_enabled]
+        _grad_enabled = mode
 
     def __enter__(self):
-        global _grad_enabled
-        self._previous = _grad_enabled
-        _grad_enabled = True
         return self
+
+    def __call__(self, fn):  # as a decorator it sets nothing now, only while fn runs
+        global _grad_enabled
+        _grad_enabled = self._previous[0]
+        return super().__call__(fn)
+
+    def clone(self):
+        return _Fixed(self.mode)
+
+
+class _Fixed(_GradMode):
+    def __new__(cls, mode):
+        return super().__new__(cls)
+
+    def __init__(self, mode):
+        super().__init__()
+        self.mode = mode
 
 
 class Function:
     """Base class of every primitive op; the instance is the ``ctx`` and the graph node.
 
     Attributes set by :meth:`apply`: ``parents`` (the input tensors) and ``needs_input_grad``
-    (one bool per input), which lets ``backward`` skip gradients nobody asked for.
+    (one bool per input, set before ``forward`` runs and empty when no graph is recorded), which
+    lets ``forward`` save only what ``backward`` will use and ``backward`` skip gradients nobody
+    asked for.
     ``saved_tensors`` is ``()`` until ``save_for_backward`` and ``None`` once backward freed it.
     A subclass whose output may share memory with its first input (a view: reshape, permute,
     expand, basic indexing) sets ``shares_input = True``, so that both share one version counter.
@@ -118,16 +223,15 @@ class Function:
     def apply(cls, *inputs, **kwargs):
         """Run the op on Tensors ``inputs`` (keyword arguments are non-differentiable settings)."""
         ctx = cls.__new__(cls)
+        # known before forward, so that forward saves only what backward will need
+        ctx.needs_input_grad = needs = tuple([t._requires_grad for t in inputs]) if _grad_enabled else ()
+        recorded = True in needs
         out = _tensor_class._wrap(cls.forward(ctx, *[t.data for t in inputs], **kwargs))
-        recorded = False
-        if _grad_enabled:
-            needs = tuple([t.requires_grad for t in inputs])
-            if True in needs:
-                ctx.parents = inputs
-                ctx.needs_input_grad = needs
-                ctx._seq = next(_sequence)
-                out._ctx = ctx
-                out.requires_grad = recorded = True
+        if recorded:
+            ctx.parents = inputs
+            ctx._seq = next(_sequence)
+            out._ctx = ctx
+            out._requires_grad = True
         if cls.shares_input:
             _share_version(out, inputs[0], recorded)
         return out
@@ -259,26 +363,28 @@ def topological_order(root, leaves: bool = True) -> list:
             continue
         stack.append((tensor, True))
         for parent in (_parents(node) if _rebased else node.parents):
-            if parent.requires_grad and parent not in visited and (leaves or parent._ctx is not None):
+            if parent._requires_grad and parent not in visited and (leaves or parent._ctx is not None):
                 stack.append((parent, False))
     order.reverse()
     return order
 
 
 def _accumulate(tensor, grad) -> None:
-    """Add ``grad`` into ``tensor.grad``: in place when it already holds an array of its own."""
-    existing = tensor.grad
+    """Add the array ``grad`` into ``tensor.grad`` (a Tensor): in place when it holds an array of its own."""
+    existing = tensor._grad
     if existing is None:
-        # .grad must be the tensor's own writable array: an op may hand back a read-only
+        # .grad must hold the tensor's own writable array: an op may hand back a read-only
         # broadcast view (sum, mean), a view of another array, or a NumPy scalar (0-d inputs)
         if not (isinstance(grad, np.ndarray) and grad.flags.writeable and grad.base is None):
             grad = np.array(grad)
-        tensor.grad = grad
-    elif (isinstance(existing, np.ndarray) and existing.flags.writeable
-          and existing.shape == np.shape(grad) and existing.dtype == grad.dtype):
-        existing += grad
+        tensor._grad = _tensor_class._wrap(grad)
+        return
+    data = existing.data
+    if data.flags.writeable and data.shape == np.shape(grad) and data.dtype == grad.dtype:
+        data += grad
+        existing._vc[0] += 1
     else:
-        tensor.grad = np.asarray(existing + grad)
+        existing.data = np.asarray(data + grad)
 
 
 def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
@@ -296,10 +402,10 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
         if grad is None:
             continue
         if tensor._retain:
-            first = tensor.grad is None
+            first = tensor._grad is None
             _accumulate(tensor, grad)
             if first:
-                handed_out.add(id(tensor.grad))  # a retained non-leaf's .grad must not reach a leaf too
+                handed_out.add(id(tensor._grad.data))  # a retained non-leaf's .grad must not reach a leaf too
         node = tensor._ctx
         saved = node.saved_tensors
         if saved is None or (_last_write > node._seq and saved):

@@ -61,7 +61,7 @@ def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1
 
     for i in checked:
         x = inputs[i].data
-        analytic = inputs[i].grad if inputs[i].grad is not None else np.zeros_like(x)
+        analytic = inputs[i].grad.data if inputs[i].grad is not None else np.zeros_like(x)
         numeric = np.zeros_like(x)
         flat_x, flat_n = x.reshape(-1), numeric.reshape(-1)
         for j in range(flat_x.size):

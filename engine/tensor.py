@@ -7,6 +7,7 @@ at fault) and pick the primitive.
 
 from __future__ import annotations
 
+import math
 import operator
 import warnings
 from collections import namedtuple
@@ -25,8 +26,10 @@ ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 _DEFAULT_FLOAT = np.float32
 
 
-def _tensor_data(data, dtype=None) -> np.ndarray:
-    """PyTorch's conversion rules: Python floats and lists become float32, arrays keep their dtype."""
+def _tensor_data(data, dtype=None, floating: bool = False) -> np.ndarray:
+    """``torch.tensor``'s conversion rules: Python floats become float32, ints int64, bools bool;
+    arrays and NumPy scalars keep their dtype. ``floating``: ``torch.Tensor``'s, float32 for
+    anything but an array or a tensor."""
     if isinstance(data, Tensor):
         data = data.data
     if isinstance(data, np.ndarray):
@@ -40,7 +43,9 @@ def _tensor_data(data, dtype=None) -> np.ndarray:
             raise ValueError(
                 f"tensor: nested lists must be rectangular (every row the same length), got {data!r:.80}"
             ) from None
-        if arr.dtype == np.float64 and not _holds_float64_tensor(data):
+        if floating and dtype is None and arr.dtype.kind in "biuf":
+            arr = arr.astype(_DEFAULT_FLOAT)
+        elif arr.dtype == np.float64 and not _holds_float64(data):
             arr = arr.astype(_DEFAULT_FLOAT)
     if arr.dtype.kind not in "biufc":
         raise TypeError(
@@ -52,12 +57,14 @@ def _tensor_data(data, dtype=None) -> np.ndarray:
     return arr
 
 
-def _holds_float64_tensor(data) -> bool:
-    """True for a list whose first element is a float64 Tensor (torch keeps its dtype then)."""
+def _holds_float64(data) -> bool:
+    """True for a list whose first element is a float64 Tensor or NumPy scalar (torch keeps float64 then)."""
     first = data
     while isinstance(first, (list, tuple)) and first:
         first = first[0]
-    return isinstance(first, Tensor) and first.data.dtype == np.float64
+    if isinstance(first, Tensor):
+        first = first.data
+    return isinstance(first, (np.generic, np.ndarray)) and first.dtype == np.float64
 
 
 def _is_float(arr: np.ndarray) -> bool:
@@ -73,25 +80,34 @@ def _new_version() -> list:
 class Tensor:
     """An n-dimensional array that can record the operations applied to it, for ``backward()``.
 
-    ``Tensor(data, requires_grad=False, dtype=None)``: Python floats and lists become float32,
-    a NumPy array keeps its dtype (float64 stays float64), and ``dtype=`` overrides both.
+    ``Tensor(data, requires_grad=False, dtype=None)``, as ``torch.Tensor``: numbers and lists
+    become float32, a NumPy array keeps its dtype (float64 stays float64), and ``dtype=`` overrides
+    both. ``engine.tensor(data)`` infers the dtype from the data instead, as ``torch.tensor``.
     """
 
-    __slots__ = ("data", "grad", "requires_grad", "_ctx", "_retain", "_vc", "_history", "__weakref__")
+    __slots__ = ("data", "_grad", "_requires_grad", "_ctx", "_retain", "_vc", "_history", "__weakref__")
     # NumPy defers to our reflected operators (array + tensor -> Tensor.__radd__)
     __array_ufunc__ = None
 
-    def __init__(self, data, requires_grad: bool = False, dtype=None):
-        arr = _tensor_data(data, dtype)
+    def __init__(self, data, requires_grad: bool = False, dtype=None, *, _infer: bool = False):
+        for extra in (requires_grad, dtype):
+            if isinstance(extra, (int, np.integer)) and not isinstance(extra, (bool, np.bool_)):
+                sizes = ", ".join(str(v) for v in (data, requires_grad, dtype) if v is not None and v is not False)
+                raise TypeError(
+                    f"Tensor({sizes}): Tensor takes data, not sizes (torch.Tensor(2, 3) allocates "
+                    f"uninitialised memory, which the engine does not); use engine.zeros({sizes}) "
+                    "or another factory (ones, full, randn)"
+                )
+        arr = _tensor_data(data, dtype, floating=not _infer)
         if isinstance(data, (np.ndarray, Tensor)) and arr is (data.data if isinstance(data, Tensor) else data):
             arr = arr.copy()  # as torch.tensor: the tensor owns its data
         self.data = arr
-        self.grad = None
+        self._grad = None
         self._ctx = None
         self._retain = False
         self._vc = _new_version()
         self._history = None
-        self.requires_grad = False
+        self._requires_grad = False
         if requires_grad:
             self.requires_grad_(True)
 
@@ -102,12 +118,12 @@ class Tensor:
         """A constant tensor around ``data`` (no copy, no checks): the fast path for op outputs."""
         t = cls.__new__(cls)
         t.data = data if isinstance(data, np.ndarray) else np.asarray(data)
-        t.grad = None
+        t._grad = None
         t._ctx = None
         t._retain = False
         t._vc = [0, False, 0]
         t._history = None
-        t.requires_grad = False
+        t._requires_grad = False
         return t
 
     # ------------------------------------------------------------ attributes
@@ -127,6 +143,41 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self._ctx is None
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value) -> None:
+        self.requires_grad_(value)
+
+    @property
+    def grad(self):
+        """dL/d(self) after ``backward()``: a Tensor without a graph (or None), as PyTorch."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        """A gradient of this tensor's shape and dtype, or None. A NumPy array is wrapped (shared)."""
+        if value is None:
+            self._grad = None
+            return
+        if isinstance(value, np.ndarray):
+            value = Tensor._wrap(value)
+        elif not isinstance(value, Tensor):
+            raise TypeError(f"grad: assigned grad must be a Tensor (or an array) or None, got {type(value).__name__}")
+        if value.shape != self.shape:
+            raise RuntimeError(
+                f"grad: assigned grad has shape {value.shape}, but the tensor has shape {self.shape}; "
+                "a gradient must have its tensor's shape"
+            )
+        if value.dtype != self.dtype:
+            raise TypeError(
+                f"grad: assigned grad has dtype {value.dtype}, but the tensor has dtype {self.dtype}; "
+                f"convert it first, e.g. g.to({str(self.dtype)!r})"
+            )
+        self._grad = value.detach() if value._ctx is not None else value
 
     @property
     def _version(self) -> int:
@@ -205,7 +256,7 @@ class Tensor:
             )
         if not requires_grad and self._ctx is not None:
             raise RuntimeError("requires_grad_(False) on a non-leaf tensor: use .detach() instead")
-        self.requires_grad = bool(requires_grad)
+        self._requires_grad = bool(requires_grad)
         return self
 
     def retain_grad(self) -> "Tensor":
@@ -256,7 +307,7 @@ class Tensor:
         return t
 
     def zero_grad_(self) -> None:
-        self.grad = None
+        self._grad = None
 
     # ------------------------------------------------------------ conversion
 
@@ -415,6 +466,8 @@ class Tensor:
 
     # comparisons give boolean tensors and no gradient
     def _compare(self, other, fn) -> "Tensor":
+        if not isinstance(other, (Tensor, np.ndarray, np.generic, int, float, complex, list, tuple)):
+            return NotImplemented  # e.g. pytest.approx, which then compares itself
         other = other.data if isinstance(other, Tensor) else other
         _check_broadcast(self.shape, np.shape(other), fn.__name__)
         return Tensor._wrap(fn(self.data, other))
@@ -438,15 +491,32 @@ class Tensor:
         return self._compare(other, np.not_equal)
 
     def __invert__(self):
-        if self.data.dtype != np.bool_:
-            raise TypeError(f"~ (logical not) needs a bool tensor, got {self.data.dtype}")
+        """``~t``: logical not of a bool tensor, bitwise not of an integer one (as PyTorch)."""
+        if self.data.dtype.kind not in "biu":
+            raise TypeError(f"~ (bitwise_not) needs a bool or integer tensor, got {self.data.dtype}")
         return Tensor._wrap(~self.data)
 
+    def _bitwise(self, other, fn, op: str) -> "Tensor":
+        """``&``, ``|``, ``^``: logical on bool tensors, bitwise on integers (as PyTorch); no gradient."""
+        other = self._operand(other, op)
+        a, b = self, other
+        if a.data.dtype != b.data.dtype:
+            a, b = _promote(a, b, op)
+        if a.data.dtype.kind not in "biu":
+            raise TypeError(f"{op}: needs bool or integer tensors, got {self.data.dtype} and {other.data.dtype}")
+        _check_broadcast(a.shape, b.shape, op)
+        return Tensor._wrap(np.asarray(fn(a.data, b.data)))
+
     def __and__(self, other):
-        return self._compare(other, np.logical_and)
+        return self._bitwise(other, np.bitwise_and, "bitwise_and (&)")
 
     def __or__(self, other):
-        return self._compare(other, np.logical_or)
+        return self._bitwise(other, np.bitwise_or, "bitwise_or (|)")
+
+    def __xor__(self, other):
+        return self._bitwise(other, np.bitwise_xor, "bitwise_xor (^)")
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     def any(self) -> "Tensor":
         return Tensor._wrap(np.asarray(self.data.any()))
@@ -546,15 +616,22 @@ class Tensor:
     def _var_settings(self, dim, unbiased, correction, op):
         if not _is_float(self.data):
             raise TypeError(f"{op}: needs a floating-point tensor, got {self.dtype}; use .float() first")
-        correction = (1 if unbiased else 0) if correction is None else correction
+        if isinstance(dim, bool):  # var(unbiased), PyTorch's other overload
+            dim, unbiased = None, dim
+        if unbiased is not None and correction is not None:
+            raise TypeError(f"{op}: give unbiased or correction, not both")
+        if correction is None:
+            correction = 0 if unbiased is False else 1
         return rd.normalize_dims(dim, self.ndim, op, empty_is_all=True), correction
 
-    def var(self, dim=None, keepdim: bool = False, unbiased: bool = True, correction=None):
+    def var(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+        """Variance Σ(x − x̄)²/(N − correction); as PyTorch, the second positional argument is
+        ``unbiased`` (True: correction = 1, the default; False: 0), then ``keepdim``."""
         axes, correction = self._var_settings(dim, unbiased, correction, "var")
         return rd.Var.apply(self, axes=axes, keepdim=keepdim, correction=correction)
 
-    def std(self, dim=None, keepdim: bool = False, unbiased: bool = True, correction=None):
-        """√var; its gradient is 0 where the variance is 0 (as PyTorch), not 0/0."""
+    def std(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+        """√var (arguments as :meth:`var`); its gradient is 0 where the variance is 0 (as PyTorch), not 0/0."""
         axes, correction = self._var_settings(dim, unbiased, correction, "std")
         return rd.Std.apply(self, axes=axes, keepdim=keepdim, correction=correction)
 
@@ -603,6 +680,19 @@ class Tensor:
 
     def argmin(self, dim=None, keepdim: bool = False):
         return _arg_extreme(self, dim, keepdim, np.argmin, "argmin")
+
+    def norm(self, p=2, dim=None, keepdim: bool = False):
+        """(Σ|x|ᵖ)^(1/p) over ``dim`` (all by default); p = 'fro' is 2, p = inf the largest |x|.
+        Its gradient is 0 where the norm is 0 (as PyTorch)."""
+        if not _is_float(self.data):
+            raise TypeError(f"norm: needs a floating-point tensor, got {self.dtype}; use .float() first")
+        p = 2 if p == "fro" else p
+        if not isinstance(p, (int, float)) or isinstance(p, bool) or not p > 0:
+            raise ValueError(f"norm: p must be a positive number, 'fro' or inf, got {p!r}")
+        axes = rd.normalize_dims(dim, self.ndim, "norm", empty_is_all=True)
+        if math.isinf(p):
+            return self.abs().amax(dim=axes, keepdim=keepdim)
+        return rd.Norm.apply(self, axes=axes, keepdim=keepdim, p=p)
 
     def prod(self, dim=None, keepdim: bool = False):
         if dim is not None:
@@ -771,7 +861,7 @@ class Tensor:
         """A tensor standing for this one's current value and history, for an in-place op to use."""
         before = Tensor._wrap(self.data.copy() if copy else self.data)
         before._ctx = self._ctx
-        before.requires_grad = self.requires_grad
+        before._requires_grad = self._requires_grad
         return before
 
     def _rebase(self, new: "Tensor", before: "Tensor", op: str) -> "Tensor":
@@ -788,7 +878,7 @@ class Tensor:
                     old._output_overwritten = (a, "output 0", self._vc)
         self._write(new.data, op)
         self._ctx = new._ctx
-        self.requires_grad = new.requires_grad
+        self._requires_grad = new._requires_grad
         if new.requires_grad or before.requires_grad:
             autograd._rebased = True
             history = self._history or []
@@ -1124,8 +1214,9 @@ def as_tensor(x) -> Tensor:
 
 
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
-    """Same as ``Tensor(...)``, as ``torch.tensor``."""
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+    """A tensor whose dtype is inferred from ``data``, as ``torch.tensor``: Python floats give
+    float32, ints int64, bools bool; NumPy arrays and scalars keep theirs (``Tensor`` gives float32)."""
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype, _infer=True)
 
 
 def matmul(a, b) -> Tensor:

@@ -391,7 +391,7 @@ def score_function_vs_reparam_variance(mu: float = 1.0, sigma: float = 1.0, n: i
     # pathwise: one μ per estimate, so each row's gradient is its own estimate
     mu_path = Tensor(np.full((n, 1), float(mu)), requires_grad=True)
     f(mu_path + sigma * Tensor._wrap(eps)).mean(dim=1).sum().backward()
-    reparameterized = mu_path.grad[:, 0].copy()
+    reparameterized = mu_path.grad.data[:, 0].copy()
 
     # score function: differentiate log q(z) with z a constant, weighted by f(z)
     z = mu + sigma * eps
@@ -400,7 +400,7 @@ def score_function_vs_reparam_variance(mu: float = 1.0, sigma: float = 1.0, n: i
     mu_score = Tensor(np.full((n, 1), float(mu)), requires_grad=True)
     log_q = ((Tensor._wrap(z) - mu_score) ** 2) * (-0.5 / sigma**2) - math.log(sigma) - 0.5 * _LOG_2PI
     (log_q * Tensor._wrap(weights)).mean(dim=1).sum().backward()
-    score_function = mu_score.grad[:, 0].copy()
+    score_function = mu_score.grad.data[:, 0].copy()
 
     return GradientEstimates(
         score_function, reparameterized,

@@ -190,7 +190,7 @@ def trace(output: Tensor, names: dict | None = None, backward: bool = True) -> G
             parents = tuple(ids[id(p)] for p in ctx.parents)
             edges += [(p, i) for p in parents]
             ctxs[i] = ctx
-        grad = None if t.grad is None else float(np.sum(t.grad))
+        grad = None if t.grad is None else float(t.grad.sum())
         nodes.append(Node(i, label, float(t.data), grad, depth[id(t)], parents, fwd, rule, kind))
     return Graph(nodes, edges, [ids[id(t)] for t in order], ids[id(output)], ctxs)
 
@@ -241,7 +241,7 @@ def dense_layer_gradients(n: int = 4, d_in: int = 3, d_out: int = 2, seed: int =
     Xt, Wt, bt = (Tensor(a, requires_grad=True) for a in (X, W, b))
     Z = F.linear(Xt, Wt, bt)
     (Z * G).sum().backward()
-    auto = {"dW": Wt.grad, "db": bt.grad, "dX": Xt.grad}
+    auto = {"dW": Wt.grad.numpy(), "db": bt.grad.numpy(), "dX": Xt.grad.numpy()}
     shapes = {"X": X.shape, "W": W.shape, "b": b.shape, "Z": Z.shape, "dZ": G.shape,
               "dW": by_hand["dW"].shape, "db": by_hand["db"].shape, "dX": by_hand["dX"].shape}
     return DenseGradients(shapes, by_hand, auto)

@@ -38,12 +38,12 @@ class Parameter(Tensor):
             data = np.empty(0, dtype=np.float32)
         if isinstance(data, Tensor):
             self.data = data.data
-            self.grad = None
+            self._grad = None
             self._ctx = None
             self._retain = False
             self._vc = data._vc  # one memory, one version counter
             self._history = None
-            self.requires_grad = False
+            self._requires_grad = False
             if requires_grad:
                 self.requires_grad_(True)
         else:
@@ -223,7 +223,7 @@ class Module:
             if set_to_none:
                 p.grad = None
             elif p.grad is not None:
-                p.grad = np.zeros_like(p.data)
+                p.grad.zero_()  # in place, as PyTorch
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
         for p in self.parameters():
@@ -241,7 +241,7 @@ class Module:
             if t.data.dtype.kind == "f" and t.data.dtype != dtype:
                 t.data = t.data.astype(dtype)
                 if t.grad is not None:
-                    t.grad = t.grad.astype(dtype)
+                    t.grad = t.grad.to(dtype)
         return self
 
     def double(self) -> "Module":

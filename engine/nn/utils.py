@@ -1,6 +1,6 @@
 """Gradient clipping and parameter averaging, as ``torch.nn.utils`` (plus the DQN soft update).
 
-All of them act in place on ``.grad`` or ``.data`` arrays and build no graph.
+All of them act in place on the arrays of ``.grad`` or ``.data`` and build no graph.
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     norm_type = float(norm_type)
     if norm_type <= 0:
         raise ValueError(f"clip_grad_norm_: norm_type must be positive or inf, got {norm_type}")
-    grads = [p.grad for p in params if p.grad is not None]
+    grads = [p.grad.data for p in params if p.grad is not None]
     if not grads:
         return Tensor._wrap(np.asarray(0.0, dtype=np.float32))
     dtype = np.result_type(*[g.dtype for g in grads])
-    if math.isinf(norm_type):
-        total = max(float(np.max(np.abs(g))) if g.size else 0.0 for g in grads)
+    if math.isinf(norm_type):  # np.max, not max(): a NaN in any gradient makes the norm NaN
+        total = float(np.max([np.max(np.abs(g)) if g.size else 0.0 for g in grads]))
     elif norm_type == 2.0:
         # the norm of the per-parameter norms equals the norm of everything stacked together
         total = math.sqrt(sum(float(np.dot(g.ravel(), g.ravel())) for g in grads))
@@ -63,10 +63,11 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     # every gradient NaN, as PyTorch (min(coef, 1) keeps NaN), rather than leaving them unclipped
     for p in params:
         if p.grad is not None:
-            if p.grad.flags.writeable:
-                p.grad *= np.asarray(coef, dtype=p.grad.dtype)
+            g = p.grad.data
+            if g.flags.writeable:
+                g *= np.asarray(coef, dtype=g.dtype)
             else:
-                p.grad = p.grad * np.asarray(coef, dtype=p.grad.dtype)
+                p.grad.data = g * np.asarray(coef, dtype=g.dtype)
     return Tensor._wrap(np.asarray(total, dtype=dtype))
 
 
@@ -77,7 +78,7 @@ def clip_grad_value_(parameters, clip_value: float) -> None:
         raise ValueError(f"clip_grad_value_: clip_value must be non-negative, got {clip_value}")
     for p in params:
         if p.grad is not None:
-            np.clip(p.grad, -clip_value, clip_value, out=p.grad)
+            np.clip(p.grad.data, -clip_value, clip_value, out=p.grad.data)
 
 
 def soft_update(target, source, tau: float) -> None:

@@ -38,12 +38,22 @@ class Sub(Function):
         return g, (-g if ctx.needs_input_grad[1] else None)
 
 
+def _needs(ctx) -> tuple:
+    """(needs ∂/∂a, needs ∂/∂b) of a binary op; (False, False) when no graph is recorded."""
+    return ctx.needs_input_grad or (False, False)
+
+
 class Mul(Function):
-    """r = a·b;  ∂r/∂a = b, ∂r/∂b = a."""
+    """r = a·b;  ∂r/∂a = b, ∂r/∂b = a.
+
+    Saves only the factor each wanted gradient uses (``y * 2`` keeps 2, not ``y``, so a later
+    ``y.add_(5)`` does not invalidate it).
+    """
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        need_a, need_b = _needs(ctx)
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)
         return a * b
 
     @staticmethod
@@ -54,11 +64,11 @@ class Mul(Function):
 
 
 class Div(Function):
-    """r = a / b;  ∂r/∂a = 1/b, ∂r/∂b = −a/b²."""
+    """r = a / b;  ∂r/∂a = 1/b, ∂r/∂b = −a/b² (``a`` is saved only when ∂r/∂b is wanted)."""
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        ctx.save_for_backward(a if _needs(ctx)[1] else None, b)
         return a / b
 
     @staticmethod
@@ -85,9 +95,8 @@ class Neg(Function):
 class Pow(Function):
     """r = aᵇ (both tensors);  ∂r/∂a = b·aᵇ⁻¹, ∂r/∂b = aᵇ·ln a.
 
-    ln a exists only for a > 0; where a = 0 and b ≥ 0 the exponent's gradient is 0 (the limit
-    of aᵇ·ln a, as PyTorch does). A negative base has no real ln, so asking for the exponent's
-    gradient there is an error rather than a silent NaN.
+    As PyTorch: where a = 0 and b ≥ 0 the exponent's gradient is 0 (the limit of aᵇ·ln a), and
+    at a negative base, which has no real ln, it is NaN (the derivative does not exist).
     """
 
     @staticmethod
@@ -98,27 +107,19 @@ class Pow(Function):
                 "integer); use a float base or exponent, e.g. t.float() ** e"
             )
         out = np.power(a, b)
-        ctx.save_for_backward(a, b, out)
+        ctx.save_for_backward(a, b, out if _needs(ctx)[1] else None)
         return out
 
     @staticmethod
     def backward(ctx, g):
         a, b, out = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        ga = None
-        if need_a:  # b = 0 gives 0 even at a = 0, where b·aᵇ⁻¹ would be 0·∞ (as PyTorch)
-            with np.errstate(divide="ignore", invalid="ignore"):
+        ga = gb = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if need_a:  # b = 0 gives 0 even at a = 0, where b·aᵇ⁻¹ would be 0·∞ (as PyTorch)
                 ga = g * np.where(b == 0, 0.0, b * np.power(a, b - 1))
-        gb = None
-        if need_b:
-            if np.any(a < 0):
-                raise ValueError(
-                    "pow: the gradient with respect to the exponent is aᵇ·ln(a), which needs a "
-                    f"base ≥ 0; the base has negative values (min {np.min(a)})"
-                )
-            positive = a > 0
-            log_a = np.log(np.where(positive, a, 1.0))
-            gb = g * np.where(positive, out * log_a, 0.0)
+            if need_b:
+                gb = g * np.where((a == 0) & (b >= 0), 0.0, out * np.log(a))
         return ga, gb
 
 

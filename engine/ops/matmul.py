@@ -18,31 +18,34 @@ class MatMul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        need_a, need_b = ctx.needs_input_grad or (False, False)
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)  # each gradient uses the other
+        ctx.ndims = (a.ndim, b.ndim)
         return a @ b
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        if a.ndim == 1 and b.ndim == 1:  # dot product: a scalar output
+        a_ndim, b_ndim = ctx.ndims
+        if a_ndim == 1 and b_ndim == 1:  # dot product: a scalar output
             return (g * b if need_a else None), (g * a if need_b else None)
-        a2 = a[None, :] if a.ndim == 1 else a
-        b2 = b[:, None] if b.ndim == 1 else b
-        if a.ndim == 1:
+        a2 = a[None, :] if a_ndim == 1 and a is not None else a
+        b2 = b[:, None] if b_ndim == 1 and b is not None else b
+        if a_ndim == 1:
             g = np.expand_dims(g, -2)
-        if b.ndim == 1:
+        if b_ndim == 1:
             g = np.expand_dims(g, -1)
         ga = gb = None
         if need_a:
             ga = g @ _swap(b2)
-            ga = ga[..., 0, :] if a.ndim == 1 else ga
+            ga = ga[..., 0, :] if a_ndim == 1 else ga
         if need_b:
-            if b2.ndim == 2 and a2.ndim > 2:  # a shared matrix: one product over the whole batch
+            if b_ndim <= 2 and a2.ndim > 2:  # a shared matrix: one product over the whole batch
                 gb = a2.reshape(-1, a2.shape[-1]).T @ g.reshape(-1, g.shape[-1])
             else:
                 gb = _swap(a2) @ g
-            gb = gb[..., :, 0] if b.ndim == 1 else gb
+            gb = gb[..., :, 0] if b_ndim == 1 else gb
         return ga, gb
 
 
@@ -55,7 +58,8 @@ class Linear(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias=None):
-        ctx.save_for_backward(x, weight)
+        needs = ctx.needs_input_grad or (False, False)
+        ctx.save_for_backward(x if needs[1] else None, weight if needs[0] else None)
         out = x @ weight.T
         if bias is not None:
             out += bias

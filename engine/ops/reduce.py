@@ -191,6 +191,38 @@ class MaxAlongDim(Function):
         return grad
 
 
+class Norm(Function):
+    """r = (Σ |a|ᵖ)^(1/p) over ``axes`` (p > 0, finite);  ∂r/∂aᵢ = sign(aᵢ)|aᵢ|ᵖ⁻¹ / rᵖ⁻¹.
+
+    Where r = 0 the gradient is 0 (a subgradient, as PyTorch), not 0/0. For p = 2 this is a/r.
+    """
+
+    @staticmethod
+    def forward(ctx, a, *, axes, keepdim, p):
+        ctx.axes, ctx.keepdim, ctx.p = axes, keepdim, p
+        if p == 2:
+            out = np.sqrt(np.add.reduce(a * a, axis=axes, keepdims=keepdim))
+        else:
+            out = np.add.reduce(np.abs(a) ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        p = ctx.p
+        r = _expand(out, ctx.axes, ctx.keepdim)
+        g = _expand(g, ctx.axes, ctx.keepdim)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if p == 2:
+                local = a / r
+            elif p == 1:
+                local = np.sign(a) * np.ones_like(r)
+            else:
+                local = np.sign(a) * np.abs(a) ** (p - 1) / r ** (p - 1)
+        return g * np.where(r == 0, 0.0, local).astype(a.dtype, copy=False)
+
+
 class Prod(Function):
     """r = Π a over ``axes``;  ∂r/∂aᵢ = Π_{j≠i} aⱼ (computed without dividing, so zeros are fine)."""
 

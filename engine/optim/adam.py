@@ -102,7 +102,7 @@ class Adam(Optimizer):
             state["step"] = t
         lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
-        g = np.concatenate([p.grad.reshape(-1) for p in params])  # our own copy: reused as scratch
+        g = np.concatenate([p.grad.data.reshape(-1) for p in params])  # our own copy: reused as scratch
         if group["maximize"]:
             np.negative(g, out=g)
         if wd != 0:

@@ -85,7 +85,7 @@ class Optimizer:
                 if set_to_none:
                     p.grad = None
                 elif p.grad is not None:
-                    p.grad = np.zeros_like(p.data)
+                    p.grad.zero_()  # in place, as PyTorch: a reference to the gradient sees the zeros
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient (parameters whose ``.grad`` is None
@@ -112,6 +112,7 @@ class Optimizer:
             grad = p.grad
             if grad is None:
                 continue
+            grad = grad.data
             s = state.get(p)
             if s is None:
                 s = state[p] = {}

@@ -63,7 +63,7 @@ def conv_step(dtype, stride):
                for shape in [(7, 3, 9, 9), (5, 3, 3, 3), (5,)])
     out = F.conv2d(x, w, b, stride=stride, padding=1)
     out.backward(rng.standard_normal(out.shape).astype(dtype))
-    return [out.data, x.grad, w.grad, b.grad]
+    return [out.data, x.grad.numpy(), w.grad.numpy(), b.grad.numpy()]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -187,7 +187,7 @@ def test_loaded_tensors_are_plain_tensors_that_can_train(tmp_path):
     assert not w.requires_grad
     w.requires_grad_()
     (w * 2).sum().backward()
-    np.testing.assert_array_equal(w.grad, [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 2.0, 2.0])
 
 
 def test_save_and_load_through_file_objects_as_torch_does():

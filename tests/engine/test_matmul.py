@@ -73,8 +73,8 @@ def test_linear_float32_keeps_float32():
     assert out.dtype == np.float32
     out.sum().backward()
     assert x.grad.dtype == w.grad.dtype == b.grad.dtype == np.float32
-    np.testing.assert_array_equal(w.grad, np.full((4, 3), 2.0))
-    np.testing.assert_array_equal(b.grad, np.full(4, 2.0))
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((4, 3), 2.0))
+    np.testing.assert_array_equal(b.grad.numpy(), np.full(4, 2.0))
 
 
 def test_matmul_shape_mismatch_names_both_shapes():

@@ -233,10 +233,10 @@ def _compare_module(torch, ours, theirs, x, upstream_seed=1):
     g = _rng(upstream_seed).standard_normal(ye.shape)
     ye.backward(g)
     yt.backward(torch.from_numpy(g))
-    np.testing.assert_allclose(xe.grad, xt.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg="input gradient")
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg="input gradient")
     tparams = dict(theirs.named_parameters())
     for name, p in ours.named_parameters():
-        np.testing.assert_allclose(p.grad, tparams[name].grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=f"grad of {name}")
+        np.testing.assert_allclose(p.grad.numpy(), tparams[name].grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=f"grad of {name}")
         tparams[name].grad = None
         p.grad = None
 
@@ -350,7 +350,7 @@ def test_dropout_eval_is_identity():
     y = d(x)
     np.testing.assert_array_equal(y.data, x.data)
     y.backward(np.full(y.shape, 2.0))
-    np.testing.assert_array_equal(x.grad, np.full(x.shape, 2.0))
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(x.shape, 2.0))
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
@@ -368,7 +368,7 @@ def test_dropout_train_keeps_expectation(p):
     sd_mean = 3.0 / (1 - p) * np.sqrt(p * (1 - p) / n)
     assert abs(y.data.mean() - 3.0) < 5 * sd_mean
     y.backward(np.ones(n))
-    np.testing.assert_allclose(x.grad, kept / (1 - p))  # gradient flows only through the kept units
+    np.testing.assert_allclose(x.grad.numpy(), kept / (1 - p))  # gradient flows only through the kept units
 
 
 def test_dropout_edges_and_seed():
@@ -397,7 +397,7 @@ def test_embedding_matches_torch_with_repeated_indices():
     g = _rng().standard_normal(ye.shape)
     ye.backward(g)
     yt.backward(torch.from_numpy(g))
-    np.testing.assert_allclose(ours.weight.grad, theirs.weight.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-12)
     with pytest.raises(IndexError, match="out of range"):
         ours(np.array([7]))
 
@@ -462,7 +462,7 @@ def test_clip_grad_norm_matches_torch(max_norm, norm_type):
     t_total = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type)
     assert total.item() == pytest.approx(t_total.item(), rel=1e-12)
     for p, t in zip(ours, theirs):
-        np.testing.assert_allclose(p.grad, t.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=1e-12)
 
 
 def test_clip_grad_norm_is_the_square_root_of_the_sum_of_squares():
@@ -470,7 +470,7 @@ def test_clip_grad_norm_is_the_square_root_of_the_sum_of_squares():
     a.grad, b.grad = np.array([3.0, 0.0]), np.array([4.0])
     total = nn.utils.clip_grad_norm_([a, b], max_norm=1.0)
     assert total.item() == pytest.approx(5.0)  # √(9 + 16), not 25
-    np.testing.assert_allclose(np.concatenate([a.grad, b.grad]), np.array([3.0, 0.0, 4.0]) / (5.0 + 1e-6))
+    np.testing.assert_allclose(np.concatenate([a.grad.numpy(), b.grad.numpy()]), np.array([3.0, 0.0, 4.0]) / (5.0 + 1e-6))
     c = nn.Parameter(np.zeros(1))  # no grad: ignored
     assert nn.utils.clip_grad_norm_([c], 1.0).item() == 0.0
     with pytest.raises(ValueError, match="max_norm"):
@@ -483,7 +483,7 @@ def test_clip_grad_value_matches_torch():
     nn.utils.clip_grad_value_(ours, 0.7)
     torch.nn.utils.clip_grad_value_(theirs, 0.7)
     for p, t in zip(ours, theirs):
-        np.testing.assert_array_equal(p.grad, t.grad.numpy())
+        np.testing.assert_array_equal(p.grad.numpy(), t.grad.numpy())
 
 
 def test_soft_update():

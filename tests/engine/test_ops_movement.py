@@ -77,14 +77,14 @@ def test_movement_matches_torch_and_gradcheck(name, fn, torch_fn, shape):
 def test_repeated_indices_accumulate():
     x = Tensor(np.zeros((3, 2)), requires_grad=True)
     x[np.array([0, 2, 0, 0])].backward(np.ones((4, 2)))
-    np.testing.assert_array_equal(x.grad, [[3, 3], [0, 0], [1, 1]])
+    np.testing.assert_array_equal(x.grad.numpy(), [[3, 3], [0, 0], [1, 1]])
 
 
 def test_getitem_results_are_not_views_that_leak_writes_to_the_gradient():
     x = Tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     y = x[0]
     y.backward(np.ones(3))
-    np.testing.assert_array_equal(x.grad, [[1, 1, 1], [0, 0, 0]])
+    np.testing.assert_array_equal(x.grad.numpy(), [[1, 1, 1], [0, 0, 0]])
 
 
 # ---------------------------------------------------------------- cat / stack
@@ -114,7 +114,7 @@ def test_cat_with_a_constant_and_a_tensor_used_twice():
     out = engine.cat([x, np.array([5.0]), x * 3])
     np.testing.assert_array_equal(out.data, [1, 2, 5, 3, 6])
     out.backward(np.array([1.0, 1.0, 1.0, 1.0, 2.0]))
-    np.testing.assert_array_equal(x.grad, [4.0, 7.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [4.0, 7.0])
 
 
 # ---------------------------------------------------------------- pad
@@ -188,4 +188,4 @@ def test_iteration_and_len():
     rows = list(x)
     assert len(rows) == len(x) == 3
     engine.stack(rows).backward(np.ones((3, 2)))
-    np.testing.assert_array_equal(x.grad, np.ones((3, 2)))
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((3, 2)))

@@ -113,7 +113,7 @@ def test_random_upstream_gradient_catches_what_sum_would_miss():
     x = np.array([0.3, -1.2])
     with_ones = engine.Tensor(x, requires_grad=True)
     identity_with_swapped_gradient(with_ones).backward(np.ones(2))
-    np.testing.assert_allclose(with_ones.grad, np.ones(2))  # what `.sum().backward()` sees
+    np.testing.assert_allclose(with_ones.grad.numpy(), np.ones(2))  # what `.sum().backward()` sees
 
     with pytest.raises(AssertionError, match="gradient of input 0"):
         check_against_torch(identity_with_swapped_gradient, lambda t: t * 1.0, [x])

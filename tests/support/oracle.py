@@ -208,14 +208,14 @@ def check_against_torch(
             continue
         where = f"gradient of input {i} (shape {arrays[i].shape})"
         if t_in.grad is None:  # the output does not depend on this input
-            assert e_in.grad is None or not np.any(e_in.grad), f"{where}: torch has none, engine is non-zero"
+            assert e_in.grad is None or not np.any(e_in.grad.numpy()), f"{where}: torch has none, engine is non-zero"
             continue
         assert e_in.grad is not None, f"{where}: engine left .grad as None, torch computed one"
         torch_grad = t_in.grad.numpy()
-        assert np.shape(e_in.grad) == torch_grad.shape, (
-            f"{where}: engine grad shape {np.shape(e_in.grad)} vs torch {torch_grad.shape}"
+        assert np.shape(e_in.grad.numpy()) == torch_grad.shape, (
+            f"{where}: engine grad shape {np.shape(e_in.grad.numpy())} vs torch {torch_grad.shape}"
         )
-        np.testing.assert_allclose(e_in.grad, torch_grad, atol=atol, rtol=rtol, err_msg=where)
+        np.testing.assert_allclose(e_in.grad.numpy(), torch_grad, atol=atol, rtol=rtol, err_msg=where)
     return engine_out, torch_out
 
 

@@ -152,7 +152,7 @@ def engine_derivative(name: str, x, **params):
     t = Tensor(np.asarray(x, dtype=np.float64), requires_grad=True)
     y = ACTIVATIONS[name]["engine"](t, **_kw(name, params))
     y.backward(np.ones_like(y.data))
-    return y.data.copy(), t.grad.copy()
+    return y.data.copy(), t.grad.numpy().copy()
 
 
 def evaluate(name: str, x, **params) -> Curves:
@@ -479,7 +479,7 @@ def _depth_run(draws: _DepthDraws, activation, init, std, slope, residual, norm,
             flat_share = flat.mean(axis=(1, 2))
             dead_share = flat.all(axis=1).mean(axis=1)
             deriv_rms = np.sqrt(np.mean(derivs * derivs, axis=(1, 2)))
-        grad_norm = np.array([np.linalg.norm(z.grad) if z.grad is not None else 0.0 for z in zs])
+        grad_norm = np.array([np.linalg.norm(z.grad.numpy()) if z.grad is not None else 0.0 for z in zs])
         if slopes and not (residual or norm):
             factors = np.array([weights[k].data.std() * math.sqrt(width) * deriv_rms[k - 1] for k in range(1, depth)])
             # predicted[l] = grad_norm[L-1] * prod of factors k = l+1 .. L-1
@@ -570,7 +570,7 @@ def _sweep_factors(activation, scales: tuple, depth, width, n_samples, seed) -> 
             zs.append(z)
             a = act(z)
         a.backward(np.broadcast_to(draws.upstream, a.shape).copy())
-        grad_norm = np.stack([np.sqrt((z.grad * z.grad).sum(axis=(1, 2))) for z in zs])  # (depth, scales)
+        grad_norm = np.stack([np.sqrt((z.grad.numpy() * z.grad.numpy()).sum(axis=(1, 2))) for z in zs])  # (depth, scales)
     factors = []
     for first, last in zip(grad_norm[0], grad_norm[-1]):
         ratio = first / last if last > 0 else float("nan")

@@ -414,7 +414,7 @@ def forward_vs_reverse(n: int = 100, hidden: int = 64, seed: int = 0) -> ModeCos
     xt = Tensor(x.copy(), requires_grad=True)
     (Tensor(v) * (Tensor(W) @ xt).tanh()).sum().backward()
     return ModeCost(n, h, forward_madds, n, jvp_madds, 2, vjp_madds, grad_forward_mode=grad_fwd,
-                    grad_reverse_mode=grad_rev, grad_autograd=xt.grad.copy())
+                    grad_reverse_mode=grad_rev, grad_autograd=xt.grad.numpy().copy())
 
 
 # ----------------------------------------------------------------------------- what backward keeps

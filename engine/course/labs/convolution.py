@@ -549,7 +549,7 @@ def im2col_backward(x, weight, grad_output, stride=1, padding=0, dilation=1) -> 
     ones = np.ones((1,) + x.shape[1:])
     count = col2im(im2col(ones, k, stride, padding, dilation), x.shape[1:], k, stride, padding,
                    dilation)[0]
-    return Im2colBackward(grad_weight, grad_input, wt.grad, xt.grad[0], count)
+    return Im2colBackward(grad_weight, grad_input, wt.grad.numpy(), xt.grad.numpy()[0], count)
 
 
 # ----------------------------------------------------------------------------- classic filters
@@ -782,7 +782,7 @@ def effective_receptive_field(layers=4, relu=True, channels=4, trials=8, seed=0)
             if relu and i < n - 1:
                 h = F.relu(h)
         h[0, :, centre, centre].sum().backward()
-        total += np.abs(x.grad[0]).sum(axis=0)
+        total += np.abs(x.grad.numpy()[0]).sum(axis=0)
     grad_map = total / total.sum()
     offsets = np.arange(side) - centre
     std = float(np.sqrt((grad_map.sum(axis=0) * offsets**2).sum()))

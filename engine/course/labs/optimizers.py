@@ -91,7 +91,7 @@ def surface_gradient(name: str, theta) -> np.ndarray:
     _check_surface(name)
     t = Tensor(np.asarray(theta, dtype=np.float64), requires_grad=True)
     SURFACES[name]["fn"](t).backward()
-    return t.grad.copy()
+    return t.grad.numpy().copy()
 
 
 def surface_grid(name: str, size: int = 120):
@@ -212,7 +212,7 @@ def _run_together(surface: str, runners: dict, steps: int, clip: float | None) -
             loss.sum().backward()  # column j of the gradient is ∇f at run j's θ alone
             for j, r in enumerate(active):
                 r.losses.append(float(loss.data[j]))
-                r.theta.grad = thetas.grad[:, j].copy()
+                r.theta.grad = thetas.grad.numpy()[:, j].copy()
                 r.norms.append(math.sqrt(float(r.theta.grad @ r.theta.grad)))
                 if clip is not None:
                     clip_grad_norm_([r.theta], clip)
@@ -673,6 +673,6 @@ def clip_by_global_norm(grads, max_norm: float):
         p.grad = np.array(g, dtype=np.float64)
         params.append(p)
     before = float(clip_grad_norm_(params, max_norm).data)
-    clipped = [p.grad for p in params]
+    clipped = [p.grad.numpy() for p in params]
     after = math.sqrt(sum(float(np.sum(g * g)) for g in clipped))
     return clipped, before, after

@@ -141,7 +141,7 @@ def _score_with_baseline(mu, sigma, f, eps) -> np.ndarray:
     mu_t = Tensor(np.full((eps.shape[0], 1), float(mu)), requires_grad=True)
     log_q = ((Tensor(z) - mu_t) ** 2) * (-0.5 / sigma**2)  # log N(z; μ, σ²) up to a constant
     (log_q * Tensor(weights)).mean(dim=1).sum().backward()
-    return mu_t.grad[:, 0].copy()
+    return mu_t.grad.numpy()[:, 0].copy()
 
 
 def estimator_comparison(mu=1.0, sigma=1.0, f_name="z²", n_samples=1, n=2000, seed=0) -> EstimatorComparison:
