@@ -22,8 +22,8 @@ graph reaches from a notebook, and all pages must share one wheel holding the wh
 Ruff reaches this file only when a page imports a name defined here (``from engine.course import
 plot`` resolves to plot.py alone), so the helpers every page uses are re-exported here and every
 page imports at least one of them (``metadata``, for its METADATA) (tests/site/test_site.py resolves each page as marimo does).
-None of this is heavy: marimo, Pillow and the widget packages are imported inside the functions that
-need them (charts are Vega-Lite dicts, images PNGs written with zlib).
+None of this is heavy: marimo, Altair, Matplotlib, Pillow and the widget packages are imported inside
+the functions that need them (a page imports Altair itself, in its setup cell).
 """
 
 from . import checkpoints, exercises, formulas, graph, labs, plot, toc, ui, widgets  # noqa: F401
