@@ -493,13 +493,13 @@ class DataLoader:
                 ...
         len(loader)                    # batches per epoch: ceil(N / batch_size)
 
-    Yields a tuple of NumPy arrays per batch (or one array when given one array). Tensors are
-    read through ``.data``. With ``seed`` the sequence of epochs is reproducible; with
+    As PyTorch's: ``batch_size=1`` and no shuffling unless ``shuffle=True``. Yields a tuple of
+    NumPy arrays per batch (or one array when given one array). Tensors are read through ``.data``. With ``seed`` the sequence of epochs is reproducible; with
     ``seed=None`` each epoch's order comes from the engine's global generator.
     ``drop_last=True`` skips a final batch smaller than ``batch_size``.
     """
 
-    def __init__(self, *arrays, batch_size=32, shuffle=True, seed=None, drop_last=False):
+    def __init__(self, *arrays, batch_size=1, shuffle=False, seed=None, drop_last=False):
         if not arrays:
             raise ValueError("DataLoader: give at least one array")
         self.arrays = tuple(to_array("DataLoader", "arrays", a) for a in arrays)

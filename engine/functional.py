@@ -16,7 +16,16 @@ from .ops import elementwise as ew
 from .ops import loss as loss_ops
 from .ops import movement as mv
 from .ops.matmul import Linear
-from .tensor import Tensor, _check_broadcast, _floating, _no_bool, as_tensor, where
+from .tensor import (
+    Tensor,
+    _check_broadcast,
+    _floating,
+    _no_bool,
+    _promote_types,
+    _to_dtype,
+    as_tensor,
+    where,
+)
 
 # ---------------------------------------------------------------- activations
 
@@ -119,7 +128,10 @@ def _check_reduction(reduction, op, allowed=loss_ops.REDUCTIONS):
         raise ValueError(f"{op}: reduction must be one of {allowed}, got {reduction!r}")
 
 
-def _input_target(input, target, op):
+def _input_target(input, target, op, dtype_from: str = "both"):
+    """The pair checked and brought to one dtype. PyTorch has no single rule for a float32 input
+    with a float64 target, so each loss names its own: ``"both"`` (the wider: MSE, L1, smooth L1,
+    KL), ``"input"`` (Huber), ``"target"`` (BCE with logits), ``"same"`` (BCE: refused)."""
     input, target = as_tensor(input), as_tensor(target)
     if input.shape != target.shape:
         raise ValueError(
@@ -128,9 +140,17 @@ def _input_target(input, target, op):
         )
     if input.dtype.kind != "f":
         raise TypeError(f"{op}: input must be floating point, got {input.dtype}")
-    if target.dtype != input.dtype and not target.requires_grad:
-        target = Tensor._wrap(target.data.astype(input.dtype))
-    return input, target
+    if target.dtype == input.dtype:
+        return input, target
+    if dtype_from == "same" and target.dtype.kind == "f":
+        raise RuntimeError(
+            f"{op}: input is {input.dtype} but target is {target.dtype}; they must have the same "
+            f"dtype (as PyTorch): convert one, e.g. target.to({str(input.dtype)!r})"
+        )
+    dtype = input.dtype
+    if target.dtype.kind == "f" and dtype_from != "input":
+        dtype = target.dtype if dtype_from == "target" else _promote_types(input.dtype, target.dtype)
+    return _to_dtype(input, dtype), _to_dtype(target, dtype)
 
 
 def _apply_reduction(per_element: Tensor, reduction: str) -> Tensor:
@@ -148,12 +168,12 @@ def mse_loss(input, target, reduction: str = "mean") -> Tensor:
     return _apply_reduction((input - target) ** 2, reduction)
 
 
-def _residual(op: str, input, target, reduction: str, delta=None) -> Tensor:
+def _residual(op: str, input, target, reduction: str, delta=None, dtype_from: str = "both") -> Tensor:
     """e = input − target, after checking the reduction, δ > 0 (when the loss has one) and the pair."""
     _check_reduction(reduction, op)
     if delta is not None and delta <= 0:
         raise ValueError(f"{op}: delta must be positive, got {delta}")
-    input, target = _input_target(input, target, op)
+    input, target = _input_target(input, target, op, dtype_from)
     return input - target
 
 
@@ -165,9 +185,21 @@ def l1_loss(input, target, reduction: str = "mean") -> Tensor:
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0) -> Tensor:
     """½e² if |e| ≤ δ else δ(|e| − ½δ), e = x − y: quadratic near 0, linear (robust) beyond δ."""
-    e = _residual("huber_loss", input, target, reduction, delta)
+    e = _residual("huber_loss", input, target, reduction, delta, dtype_from="input")
     a = e.abs()
     per = where(a.data <= delta, 0.5 * e * e, delta * (a - 0.5 * delta))
+    return _apply_reduction(per, reduction)
+
+
+def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """½e²/β if |e| < β else |e| − ½β, e = x − y: Huber divided by β (β = 0 is L1)."""
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    if beta == 0:
+        return l1_loss(input, target, reduction)
+    e = _residual("smooth_l1_loss", input, target, reduction)
+    a = e.abs()
+    per = where(a.data < beta, (0.5 / beta) * e * e, a - 0.5 * beta)
     return _apply_reduction(per, reduction)
 
 
@@ -196,7 +228,7 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean") ->
     Prefer :func:`binary_cross_entropy_with_logits`: it takes the logit and stays exact.
     """
     _check_reduction(reduction, "binary_cross_entropy")
-    input, target = _input_target(input, target, "binary_cross_entropy")
+    input, target = _input_target(input, target, "binary_cross_entropy", "same")
     p = input.data
     if np.any(~((p >= 0) & (p <= 1))):
         bad = p[~((p >= 0) & (p <= 1))].flat[0]
@@ -211,7 +243,7 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean") ->
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean", pos_weight=None) -> Tensor:
     """BCE of σ(z) computed from the logit z in one stable step; ∂L/∂z = σ(z) − y."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
-    input, target = _input_target(input, target, "binary_cross_entropy_with_logits")
+    input, target = _input_target(input, target, "binary_cross_entropy_with_logits", "target")
     op = "binary_cross_entropy_with_logits"
     w = _optional_array(weight, input.dtype, op, "weight", input.shape)
     pw = _optional_array(pos_weight, input.dtype, op, "pos_weight", input.shape)
@@ -299,6 +331,9 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
             if w is not None:
                 q = q * Tensor._wrap(w)
             return _apply_reduction(-(q * z.log_softmax(-1)).sum(-1), reduction)
+        if t.dtype != z.dtype:  # float32 logits with float64 probabilities: float64, as PyTorch
+            z = _to_dtype(z, _promote_types(z.dtype, t.dtype))
+            w = None if w is None else w.astype(z.dtype)
         q = t if input.ndim <= 2 else np.moveaxis(t, 1, -1)
         q = q.astype(z.dtype) * (1.0 - label_smoothing) + label_smoothing / n_classes
         coef = q if w is None else q * w
@@ -350,6 +385,14 @@ def kl_div(input, target, reduction: str = "mean", log_target: bool = False) -> 
 # ---------------------------------------------------------------- layers as functions
 
 
+def integer_input_error(op: str, x: Tensor, weight: Tensor):
+    """Refuse an integer or bool input to a layer, as PyTorch (NumPy would silently compute)."""
+    raise TypeError(
+        f"{op}: the input is {x.data.dtype} but the weight is {weight.data.dtype}; a layer needs a "
+        "floating-point input (as PyTorch): convert it first, e.g. x.float()"
+    )
+
+
 def linear(x, weight, bias=None) -> Tensor:
     """x Wᵀ + b with W of shape (out_features, in_features), as ``torch.nn.functional.linear``."""
     x, weight = as_tensor(x), as_tensor(weight)
@@ -358,6 +401,8 @@ def linear(x, weight, bias=None) -> Tensor:
             f"linear: input of shape {x.shape} needs a last dim equal to the weight's in_features; "
             f"weight has shape {weight.shape} (out_features, in_features)"
         )
+    if x.data.dtype.kind not in "fc":
+        integer_input_error("linear", x, weight)
     if bias is None:
         return Linear.apply(x, weight)
     bias = as_tensor(bias)

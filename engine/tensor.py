@@ -737,7 +737,19 @@ class Tensor:
             ) from None
         return mv.Reshape.apply(self, shape=shape)
 
-    view = reshape
+    def view(self, *shape):
+        """The same memory with another shape, as PyTorch: refused when the layout does not allow it
+        (after ``.T``, ``transpose``, ``permute``), where ``reshape`` would copy and writes into the
+        result would no longer reach this tensor."""
+        out = self.reshape(*shape)
+        if self.data.size > 1 and not np.may_share_memory(out.data, self.data):
+            raise RuntimeError(
+                f"view: shape {tuple(out.shape)} is not compatible with the memory layout of this "
+                f"tensor of shape {self.shape} (its elements are not laid out in that order, e.g. "
+                "after .T, transpose or permute); use .reshape(...), which copies when it must, or "
+                ".contiguous().view(...)"
+            )
+        return out
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1):
         if self.ndim == 0:

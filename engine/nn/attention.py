@@ -1,6 +1,8 @@
-"""``MultiheadAttention``, as ``torch.nn.MultiheadAttention`` (with ``batch_first=True`` by default).
+"""``MultiheadAttention``, as ``torch.nn.MultiheadAttention``: inputs are (sequence, batch, feature)
+by default, as PyTorch's; pass ``batch_first=True`` for (batch, sequence, feature).
 
-For queries X_q [B, L, E] and keys/values X_k, X_v [B, S, E], with H heads of width d = E/H::
+For queries X_q [B, L, E] and keys/values X_k, X_v [B, S, E] (shown batch first), with H heads of
+width d = E/H::
 
     Q = X_q W_qᵀ + b_q,  K = X_k W_kᵀ + b_k,  V = X_v W_vᵀ + b_v      (W_q, W_k, W_v: rows of in_proj_weight)
     split each into H heads [B, H, ·, d]
@@ -35,13 +37,14 @@ __all__ = ["MultiheadAttention"]
 class MultiheadAttention(Module):
     """Multi-head attention with learned projections; ``forward`` returns (output, weights).
 
-    MultiheadAttention(embed_dim, num_heads, dropout=0.0, bias=True, batch_first=True).
+    MultiheadAttention(embed_dim, num_heads, dropout=0.0, bias=True, batch_first=False): as
+    PyTorch, query, key and value are [L, B, E] unless ``batch_first=True`` ([B, L, E]).
     Initialisation as PyTorch: in_proj_weight Xavier-uniform, both biases zero, out_proj.weight
     as a Linear layer's (U(−1/√E, 1/√E)).
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 batch_first: bool = True, dtype=None):
+                 batch_first: bool = False, dtype=None):
         super().__init__()
         op = "MultiheadAttention"
         embed_dim, num_heads = positive_int(op, "embed_dim", embed_dim), positive_int(op, "num_heads", num_heads)
@@ -73,8 +76,10 @@ class MultiheadAttention(Module):
                 attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
         """Attention of ``query`` over ``key``/``value``; returns ``(output, weights or None)``.
 
-        Shapes (batch_first=True): query [B, L, E], key and value [B, S, E] -> output [B, L, E];
-        unbatched [L, E] works too. weights: [B, L, S] averaged over heads, or [B, H, L, S] with
+        Shapes: query [L, B, E], key and value [S, B, E] -> output [L, B, E] (the default, as
+        PyTorch), or [B, L, E], [B, S, E] -> [B, L, E] with ``batch_first=True``; unbatched [L, E]
+        works too. Masks do not depend on the layout: attn_mask [L, S] or [B·H, L, S],
+        key_padding_mask [B, S]. weights: [B, L, S] averaged over heads, or [B, H, L, S] with
         ``average_attn_weights=False``; None when ``need_weights=False``.
         ``is_causal=True`` without ``attn_mask`` builds the causal mask (PyTorch requires it given).
         Arguments after ``value`` follow PyTorch's order; pass them by name.

@@ -59,6 +59,8 @@ class Linear(Module):
                 f"Linear: input of shape {x.shape} must end with in_features={self.in_features} "
                 f"(the layer maps {self.in_features} -> {self.out_features} features)"
             )
+        if x.data.dtype.kind not in "fc":
+            F.integer_input_error("Linear", x, self.weight)
         if self.bias is None:
             return _LinearOp.apply(x, self.weight)
         return _LinearOp.apply(x, self.weight, self.bias)

@@ -82,6 +82,19 @@ class Module:
 
     # ------------------------------------------------------------------ registration
 
+    def __setattr__(self, name: str, value) -> None:
+        """As PyTorch: a parameter's attribute takes only a Parameter or None (a plain tensor
+        there would silently leave ``parameters()`` and ``state_dict()``)."""
+        if isinstance(value, Tensor) and not isinstance(value, Parameter) and isinstance(
+                self.__dict__.get(name), Parameter):
+            raise TypeError(
+                f"cannot assign a {type(value).__name__} as parameter {name!r} of "
+                f"{type(self).__name__} (engine.nn.Parameter or None expected); wrap it, "
+                f"nn.Parameter(t), or write into the parameter: with engine.no_grad(): "
+                f"module.{name}.copy_(t), or del module.{name} first to replace it by a tensor"
+            )
+        object.__setattr__(self, name, value)
+
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
         """Attach a non-trained tensor (or None) that ``state_dict()`` saves when ``persistent``."""
         if not isinstance(name, str) or not name or "." in name:

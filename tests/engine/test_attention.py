@@ -241,9 +241,11 @@ def test_rope_on_batched_heads_and_gradcheck():
 
 # ----------------------------------------------------------------------------- MultiheadAttention
 def _pair(torch, E, H, batch_first=True):
+    """The same layer in both libraries; batch_first=None leaves each library's default."""
     engine.manual_seed(0)
-    mine = nn.MultiheadAttention(E, H, dtype="float64", batch_first=batch_first)
-    theirs = torch.nn.MultiheadAttention(E, H, dtype=torch.float64, batch_first=batch_first)
+    kw = {} if batch_first is None else {"batch_first": batch_first}
+    mine = nn.MultiheadAttention(E, H, dtype="float64", **kw)
+    theirs = torch.nn.MultiheadAttention(E, H, dtype=torch.float64, **kw)
     with torch.no_grad():
         for (name, p), (tname, tp) in zip(mine.named_parameters(), theirs.named_parameters()):
             assert name == tname and p.shape == tuple(tp.shape)
@@ -301,6 +303,19 @@ def test_mha_cross_attention_with_masks_matches_torch():
                  average_attn_weights=False)
 
 
+def test_mha_default_layout_is_sequence_first_as_torch(torch):
+    mine, theirs = _pair(torch, 12, 3, batch_first=None)
+    assert mine.batch_first is False and theirs.batch_first is False
+    q, k, v = random_arrays((4, 2, 12), (6, 2, 12), (6, 2, 12), seed=28)  # [L, B, E], [S, B, E]
+    blocked = np.random.default_rng(29).random((4, 6)) > 0.6
+    blocked[:, 0] = False
+    padded = np.zeros((2, 6), dtype=bool)  # [B, S] in either layout
+    padded[1, 4:] = True
+    _compare_mha(torch, mine, theirs, q, k, v, attn_mask=blocked, key_padding_mask=padded)
+    out, weights = mine(q, k, v)
+    assert out.shape == (4, 2, 12) and weights.shape == (2, 4, 6)
+
+
 def test_mha_float_mask_per_head_and_causal():
     torch = require_torch()
     mine, theirs = _pair(torch, 8, 2)
@@ -325,14 +340,17 @@ def test_mha_need_weights_false_and_unbatched():
 
 def test_mha_gradcheck():
     engine.manual_seed(1)
-    mha = nn.MultiheadAttention(4, 2, dtype="float64")
+    mha = nn.MultiheadAttention(4, 2, dtype="float64", batch_first=True)
     (x,) = random_arrays((2, 3, 4), seed=27)
     check_gradcheck(lambda t: mha(t, t, t, attn_mask=~causal_mask(3))[0], [x])
 
     def with_parameters(w_in, b_in, w_out, b_out):
         # gradcheck differentiates its own float64 tensors: put them in the module's place
-        mha.in_proj_weight, mha.in_proj_bias = w_in, b_in
-        mha.out_proj.weight, mha.out_proj.bias = w_out, b_out
+        for module, name, value in ((mha, "in_proj_weight", w_in), (mha, "in_proj_bias", b_in),
+                                    (mha.out_proj, "weight", w_out), (mha.out_proj, "bias", b_out)):
+            if isinstance(getattr(module, name), nn.Parameter):
+                delattr(module, name)  # as in PyTorch: a Parameter's attribute takes only a Parameter
+            setattr(module, name, value)
         return mha(x, x, x)[0]
 
     check_gradcheck(with_parameters, [p.data.copy() for p in mha.parameters()])
@@ -353,7 +371,7 @@ def test_mha_init_and_parameter_count():
 def test_mha_errors():
     with pytest.raises(ValueError, match="embed_dim=10 must be divisible by num_heads=3"):
         nn.MultiheadAttention(10, 3)
-    m = nn.MultiheadAttention(8, 2)
+    m = nn.MultiheadAttention(8, 2, batch_first=True)
     x = engine.zeros(2, 5, 8)
     with pytest.raises(ValueError, match=r"E = embed_dim = 8.*key of shape \(2, 5, 6\)"):
         m(x, engine.zeros(2, 5, 6), engine.zeros(2, 5, 6))

@@ -341,21 +341,24 @@ def test_batches_without_labels_and_drop_last():
 
 def test_dataloader_reshuffles_every_epoch_reproducibly():
     X, y = np.arange(50), np.arange(50) * 10
-    loader = DataLoader(X, y, batch_size=8, seed=0)
+    loader = DataLoader(X, y, batch_size=8, shuffle=True, seed=0)
     assert len(loader) == 7
     assert len(DataLoader(X, batch_size=8, drop_last=True)) == 6
     epoch1 = np.concatenate([xb for xb, _ in loader])
     epoch2 = np.concatenate([xb for xb, _ in loader])
     assert sorted(epoch1) == sorted(epoch2) == list(range(50))
     assert not np.array_equal(epoch1, epoch2)  # a fresh shuffle each epoch
-    again = DataLoader(X, y, batch_size=8, seed=0)
+    again = DataLoader(X, y, batch_size=8, shuffle=True, seed=0)
     np.testing.assert_array_equal(np.concatenate([xb for xb, _ in again]), epoch1)
     # seed=None: the engine's global generator decides, so manual_seed reproduces it
     engine.random.manual_seed(11)
-    a = np.concatenate(list(DataLoader(X, batch_size=8)))
+    a = np.concatenate(list(DataLoader(X, batch_size=8, shuffle=True)))
     engine.random.manual_seed(11)
-    b = np.concatenate(list(DataLoader(X, batch_size=8)))
+    b = np.concatenate(list(DataLoader(X, batch_size=8, shuffle=True)))
     np.testing.assert_array_equal(a, b)
+    # as PyTorch: in order unless asked to shuffle, one sample per batch by default
+    np.testing.assert_array_equal(np.concatenate(list(DataLoader(X, batch_size=8))), X)
+    assert len(DataLoader(X)) == 50
 
 
 def test_dataloader_reads_tensors_through_data():

@@ -10,7 +10,7 @@ import pytest
 
 import engine.functional as F
 from engine import Tensor
-from oracle import require_torch
+from oracle import random_arrays, require_torch
 from torch_compare import check_op, oracle
 
 pytestmark = [pytest.mark.oracle, pytest.mark.filterwarnings("ignore:reduction. 'mean' divides:UserWarning")]
@@ -219,7 +219,7 @@ def _check_extreme(fn, torch_fn, x, rtol=1e-10):
 
 # ---------------------------------------------------------------- dtypes
 @pytest.mark.parametrize("fn", [
-    lambda x: F.mse_loss(x, np.zeros(3)),  # a float64 target follows a float32 input, as torch
+    lambda x: F.mse_loss(x, np.zeros(3, np.float32)),
     lambda x: F.huber_loss(x, np.zeros(3, np.float32)),
     lambda x: F.pseudo_huber_loss(x, np.zeros(3, np.float32)),
     lambda x: F.binary_cross_entropy_with_logits(x, np.ones(3, np.float32)),
@@ -233,6 +233,50 @@ def test_float32_losses_stay_float32(fn):
     loss = fn(x)
     loss.backward()
     assert loss.dtype == np.float32 and x.grad.dtype == np.float32
+
+
+MIXED = {  # loss -> (engine, torch, result dtype) for a float32 input and a float64 target
+    "mse": (F.mse_loss, "mse_loss", np.float64),
+    "l1": (F.l1_loss, "l1_loss", np.float64),
+    "smooth_l1": (lambda x, y: F.smooth_l1_loss(x, y, beta=0.5), lambda tf, x, y: tf.smooth_l1_loss(x, y, beta=0.5), np.float64),
+    "huber": (lambda x, y: F.huber_loss(x, y, delta=0.5), lambda tf, x, y: tf.huber_loss(x, y, delta=0.5), np.float32),
+    "bce_with_logits": (F.binary_cross_entropy_with_logits, "binary_cross_entropy_with_logits", np.float64),
+    "cross_entropy": (lambda x, y: F.cross_entropy(x, y.softmax(-1)), lambda tf, x, y: tf.cross_entropy(x, y.softmax(-1)), np.float64),
+    "kl_div": (lambda x, y: F.kl_div(x, y.softmax(-1), reduction="batchmean"),
+               lambda tf, x, y: tf.kl_div(x, y.softmax(-1), reduction="batchmean"), np.float64),
+}
+
+
+@pytest.mark.parametrize("name", list(MIXED))
+def test_float32_input_with_float64_target_follows_each_torch_loss(name, torch):
+    import torch.nn.functional as tf
+
+    ours, theirs, dtype = MIXED[name]
+    a, b = random_arrays((3, 4), (3, 4), seed=7)
+    b = 1 / (1 + np.exp(-b))  # in (0, 1): valid for every loss
+    x, y = Tensor(a.astype(np.float32), requires_grad=True), Tensor(b)
+    tx, ty = torch.tensor(a.astype(np.float32), requires_grad=True), torch.tensor(b)
+    out = ours(x, y)
+    ref = getattr(tf, theirs)(tx, ty) if isinstance(theirs, str) else theirs(tf, tx, ty)
+    assert out.dtype == dtype == np.dtype(str(ref.dtype).removeprefix("torch."))
+    if name == "huber":  # torch 2.13's backward fails here ("Found dtype Double but expected Float")
+        ref = theirs(tf, tx, ty.float())
+    (g,) = random_arrays((), seed=8)
+    out.backward(g)
+    ref.backward(torch.tensor(g, dtype=ref.dtype))
+    assert x.grad.dtype == np.float32
+    np.testing.assert_allclose(out.data, ref.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_binary_cross_entropy_refuses_mixed_dtypes_as_torch(torch):
+    import torch.nn.functional as tf
+
+    p, y = np.full(3, 0.5, np.float32), np.ones(3)
+    with pytest.raises(RuntimeError):
+        tf.binary_cross_entropy(torch.tensor(p), torch.tensor(y))
+    with pytest.raises(RuntimeError, match="binary_cross_entropy: input is float32 but target is float64"):
+        F.binary_cross_entropy(Tensor(p), Tensor(y))
 
 
 # ---------------------------------------------------------------- errors

@@ -195,3 +195,40 @@ def test_saving_only_what_backward_needs_allows_a_later_in_place_write(torch):
     y.add_(5)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         z.sum().backward()
+
+
+# ---------------------------------------------------------------- modules and views
+
+
+def test_a_plain_tensor_assigned_to_a_parameter_attribute_is_refused(torch):
+    with pytest.raises(TypeError):
+        torch.nn.Linear(3, 2).weight = torch.randn(2, 3)
+    layer = nn.Linear(3, 2)
+    with pytest.raises(TypeError, match="cannot assign a Tensor as parameter 'weight' of Linear"):
+        layer.weight = engine.randn(2, 3)
+    layer.weight = nn.Parameter(engine.zeros(2, 3))  # a Parameter, or None, is fine
+    assert [n for n, _ in layer.named_parameters()] == ["weight", "bias"] and float(layer.weight.abs().sum()) == 0
+    del layer.bias
+    layer.bias = engine.ones(2)  # after del, a plain tensor is a plain attribute, as torch
+    assert [n for n, _ in layer.named_parameters()] == ["weight"]
+
+
+def test_view_of_a_transposed_tensor_is_refused_as_torch(torch):
+    with pytest.raises(RuntimeError):
+        torch.ones(2, 3).T.view(-1)
+    x = engine.tensor(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(RuntimeError, match=r"view: shape \(6,\) is not compatible.*use \.reshape"):
+        x.T.view(-1)
+    v = x.view(3, 2)  # contiguous: a view, and writes reach the original
+    v[0, 0] = 10.0
+    assert float(x[0, 0]) == 10.0
+    np.testing.assert_array_equal(x.T.reshape(-1).numpy(), torch.tensor(x.numpy()).T.reshape(-1).numpy())
+
+
+def test_linear_refuses_an_integer_input_naming_the_dtypes(torch):
+    with pytest.raises(RuntimeError):
+        torch.nn.Linear(3, 2)(torch.ones(4, 3, dtype=torch.int64))
+    with pytest.raises(TypeError, match="Linear: the input is int64 but the weight is float32"):
+        nn.Linear(3, 2)(engine.tensor(np.ones((4, 3), np.int64)))
+    with pytest.raises(TypeError, match="linear: the input is int64"):
+        engine.functional.linear(np.ones((4, 3), np.int64), engine.ones(2, 3))

@@ -19,7 +19,7 @@ def _spirals():
 def _fit(model, X, y, epochs, lr, batch_size=64):
     """Adam + OneCycleLR; the loader and any dropout draw from engine's global generator."""
     opt = optim.Adam(model.parameters(), lr=lr)
-    loader = DataLoader(X, y, batch_size=batch_size)
+    loader = DataLoader(X, y, batch_size=batch_size, shuffle=True)
     sched = optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, epochs=epochs, steps_per_epoch=len(loader))
     losses = []
     model.train()
