@@ -89,3 +89,33 @@ def cached_md(text: str):
     import marimo as mo
 
     return mo.md(text)
+
+
+def chart(altair_chart):
+    """An Altair chart as the page shows it, without validating it again: marimo validates a bare
+    chart against the Vega-Lite schema at every redraw (20 to 40 ms for a layered chart), where
+    ``mo.ui.altair_chart`` with its selections off sends it as it is. The tests validate every
+    chart a page shows (tests/notebooks/test_every_chart_is_valid.py)."""
+    import marimo as mo
+
+    return mo.ui.altair_chart(altair_chart, chart_selection=False, legend_selection=False)
+
+
+def chart_control(altair_chart):
+    """``mo.ui.altair_chart(altair_chart)`` for a chart whose named selections are a control: a
+    cell that reads them with :func:`selected` re-runs when the learner clicks or brushes. Headless
+    tests drive it at its default only (no selection: ``test_values`` is empty)."""
+    import marimo as mo
+
+    element = mo.ui.altair_chart(altair_chart, legend_selection=False)
+    element.test_values = []
+    return element
+
+
+def selected(element, name: str, field: str, default=None):
+    """The values of ``field`` that the selection ``name`` of ``element`` (a :func:`chart_control`)
+    holds: the clicked points' values for ``alt.selection_point(name=name, fields=[field])``, the
+    brushed ``[low, high]`` for ``alt.selection_interval(name=name, encodings=[field])``; ``default``
+    while nothing is selected. Read from ``element.selections``, a plain dict, so no pandas is needed."""
+    values = (getattr(element, "selections", None) or {}).get(name, {}).get(field)
+    return list(values) if values else default

@@ -65,3 +65,24 @@ def test_cached_md_converts_each_text_once():
     assert cached_md(table) is first  # the second call converts nothing
     assert "<table" in first.text and "marimo-tex" in first.text
     assert cached_md(table + "\n| 1 | 2 |") is not first
+
+
+def test_chart_shows_an_altair_chart_unvalidated_and_chart_control_reads_its_named_selections():
+    import altair as alt
+    import marimo as mo
+    import numpy as np
+
+    from engine.course import plot, ui
+
+    base = alt.Chart(plot.data(token=np.array(["a", "b"], dtype=object), w=np.array([0.25, 0.75])))
+    pick = alt.selection_point(name="token_pick", fields=["token"])
+    brush = alt.selection_interval(name="zoom", encodings=["x"])
+    shown = ui.chart(base.mark_bar().encode(alt.X("token:N"), alt.Y("w:Q")))
+    assert "vega" in mo.as_html(shown).text and not shown._component_args["chart-selection"]
+    element = ui.chart_control(base.mark_bar().encode(alt.X("w:Q"), alt.Y("token:N")).add_params(pick, brush))
+    assert element.test_values == []  # tests/support/notebook_driver.py drives it at its default
+    assert ui.selected(element, "token_pick", "token", default=["a"]) == ["a"]
+    element._update({"token_pick": {"token": ["b"]}, "zoom": {"w": [0.1, 0.5]}})  # as the page sends a click
+    assert ui.selected(element, "token_pick", "token") == ["b"]
+    assert ui.selected(element, "zoom", "w") == [0.1, 0.5]
+    assert ui.selected(element, "zoom", "other") is None
