@@ -73,8 +73,12 @@ def _wrap(widget, changes: list[dict]):
 
 # ----------------------------------------------------------------------------- draggable points
 # The background's resolution (pixels an inch): the image is shown at its size in pixels, so the
-# widget is ``figsize`` x 100 pixels wide, as a Matplotlib figure is by default.
+# widget is ``figsize`` x 100 pixels wide, as a Matplotlib figure is by default. Its margins, in
+# inches, hold the tick labels, axis labels and a title at Matplotlib's default 10 points for any
+# ``figsize`` (fixed, so that the box the pucks map through is known before the one draw; a layout
+# engine would draw twice).
 _DPI = 100
+_MARGINS = {"left": 0.65, "right": 0.2, "bottom": 0.5, "top": 0.35}
 
 
 def _background(draw, points, x_bounds, y_bounds, figsize):
@@ -83,6 +87,9 @@ def _background(draw, points, x_bounds, y_bounds, figsize):
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=figsize, dpi=_DPI)
+    (width, height), m = figsize, _MARGINS
+    fig.subplots_adjust(left=m["left"] / width, right=1 - m["right"] / width, bottom=m["bottom"] / height,
+                        top=1 - m["top"] / height)
     ax = fig.add_subplot()
     ax.set_xlim(x_bounds)
     ax.set_ylim(y_bounds)

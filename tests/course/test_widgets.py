@@ -129,6 +129,11 @@ def test_a_press_on_the_background_maps_to_the_data_coordinates_drawn_there(bbox
     assert dark[middle, left - 1:left + 2].any() and dark[middle, right - 1:right + 2].any()
     assert dark[top - 1:top + 2, centre].any() and dark[bottom - 1:bottom + 2, centre].any()
     assert not dark[middle, left + 3:right - 3].any() and not dark[top + 3:bottom - 3, centre].any()
+    # every label fits: nothing drawn on the image's outer two pixels, the title and the axis labels inside
+    edge = np.ones_like(dark)
+    edge[2:-2, 2:-2] = False
+    assert not (dark & edge).any()
+    assert dark[:top - 2].any() and dark[bottom + 12:].any() and dark[:, :left - 20].any()
 
 
 def test_the_background_figure_is_not_one_of_pyplots():
