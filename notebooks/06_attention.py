@@ -4,6 +4,7 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="06 · Attention")
 
 with app.setup:
+    import altair as alt
     import marimo as mo
     import numpy as np
 
@@ -100,10 +101,19 @@ def _(mask_kind, mask_pad, mask_window, qkv, qkv_dk, qkv_scale, qkv_seed, qkv_te
     _scores = plot.heatmap(maps.scores, x_labels=_labels, y_labels=_labels, x_title="key j",
                            y_title="query i", color_title="score", scheme="blueorange",
                            annotate=True, fmt=".1f", title="scores q·k · scale / τ (blank: masked)")
-    _weights = plot.heatmap(maps.weights, x_labels=_labels, y_labels=_labels,
-                            x_title="key j", y_title="query i", color_title="weight",
-                            scheme="purples", domain=(0, 1), annotate=True, fmt=".2f",
-                            title="attention weights (each row sums to 1)")
+    # The attention map is the lesson: one cell per (query, key), and a click on a cell picks its query.
+    _cells = plot.data(query=np.repeat(np.array(_labels, dtype=object), _L),
+                       key=np.tile(np.array(_labels, dtype=object), _L), weight=maps.weights.ravel())
+    _pick = alt.selection_point(name="query_pick", fields=["query"], on="click")
+    _map = alt.Chart(_cells, width="container", height=260,
+                     title="attention weights (each row sums to 1) · click a row").encode(
+        alt.X("key:O", sort=_labels, title="key j"), alt.Y("query:O", sort=_labels, title="query i"))
+    attention_map = ui.chart_control(
+        _map.mark_rect().encode(
+            alt.Color("weight:Q", scale=alt.Scale(scheme="purples", domain=[0, 1]), title="weight"),
+            alt.Tooltip("weight:Q", format=".3f"), opacity=alt.condition(_pick, alt.value(1.0), alt.value(0.35)),
+        ).add_params(_pick)
+        + _map.mark_text(fontSize=11).encode(alt.Text("weight:Q", format=".2f")))
     _notes = [f"scale × 1/τ = **{maps.scale:.3g}** · mean row entropy "
               f"**{maps.entropy.mean():.2f}** nats (uniform over {_L} keys: {np.log(_L):.2f}) · "
               f"largest weight **{np.nanmax(maps.weights):.2f}**",
@@ -118,9 +128,30 @@ def _(mask_kind, mask_pad, mask_window, qkv, qkv_dk, qkv_scale, qkv_seed, qkv_te
         mo.hstack([qkv_dk, qkv_seed, qkv_scale, qkv_temperature], wrap=True),
         mo.hstack([mask_kind, mask_window, mask_pad], wrap=True),
         mo.md("\n\n".join(_notes)),
-        mo.hstack([_scores, _weights], widths="equal"),
+        mo.hstack([_scores, attention_map], widths="equal"),
     ])
-    return mask, mask_counts, maps
+    return attention_map, mask, mask_counts, maps
+
+
+@app.cell
+def _(attention_map, maps, qkv):
+    # The row clicked in the map above (the last query until one is clicked): what it attends to.
+    _labels = [f"{i}:{w}" for i, w in enumerate(qkv.tokens)]
+    _query = ui.selected(attention_map, "query_pick", "query", default=[_labels[-1]])[0]
+    _query = _query if _query in _labels else _labels[-1]  # a click on the map of other tokens
+    _row = np.nan_to_num(maps.weights[_labels.index(_query)])
+    _top = int(np.argmax(_row))
+    _bars = alt.Chart(plot.data(key=np.array(_labels, dtype=object), weight=_row), width="container", height=160,
+                      title=f"what query {_query} attends to").mark_bar(color=plot.color("model")).encode(
+        alt.X("key:N", sort=_labels, title="key j", axis=alt.Axis(labelAngle=0)),
+        alt.Y("weight:Q", title="weight", scale=alt.Scale(domain=[0, 1])), alt.Tooltip("weight:Q", format=".3f"))
+    mo.vstack([
+        mo.md(f"Query **{_query}** gives its largest weight, **{_row[_top]:.2f}**, to key **{_labels[_top]}**; "
+              f"its output is the mix Σⱼ wⱼ vⱼ of the values with these weights"
+              + (" (every key is masked: its weights are all zero)." if _row.sum() == 0 else ".")),
+        ui.chart(_bars),
+    ])
+    return
 
 
 @app.cell(hide_code=True)

@@ -6,6 +6,7 @@ app = marimo.App(width="medium", app_title="08 · Variational autoencoders")
 with app.setup:
     import functools
 
+    import altair as alt
     import marimo as mo
     import numpy as np
 
@@ -712,6 +713,39 @@ def _(digit_labels, digits_test, digits_train, image_obs_var, image_steps, image
 def _(image_vae):
     mo.stop(bool(image_vae.stopped), mo.callout(mo.md(image_vae.stopped), kind="warn"))
     digits_view(image_vae)
+    return
+
+
+@app.cell
+def _(image_vae):
+    mo.stop(bool(image_vae.stopped))
+    # Every held-out digit at its code μ(x), coloured by digit; a click picks one (read in the next cell).
+    _digits = [str(d) for d in range(10)]
+    _codes = plot.data(index=np.arange(len(image_vae.latents)), z1=image_vae.latents[:, 0],
+                       z2=image_vae.latents[:, 1], digit=np.array(_digits, dtype=object)[image_vae.labels])
+    _pick = alt.selection_point(name="code_pick", fields=["index"], on="click")
+    latent_scatter = ui.chart_control(
+        alt.Chart(_codes, width="container", height=320, title="held-out digits at their codes · click one")
+        .mark_circle(size=30).encode(
+            alt.X("z1:Q", title="z₁ = μ₁(x)"), alt.Y("z2:Q", title="z₂ = μ₂(x)"),
+            alt.Color("digit:N", sort=_digits, scale=alt.Scale(domain=_digits, range=list(plot.CLASS_COLORS))),
+            alt.Tooltip("digit:N"), opacity=alt.condition(_pick, alt.value(0.9), alt.value(0.25)),
+        ).add_params(_pick))
+    return (latent_scatter,)
+
+
+@app.cell
+def _(image_vae, latent_scatter):
+    mo.stop(bool(image_vae.stopped))
+    # The digit clicked above (the first held-out digit until one is): the image, and what the
+    # decoder makes of its code μ(x), the reconstruction the ELBO's first term scores.
+    _i = int(ui.selected(latent_scatter, "code_pick", "index", default=[0])[0])
+    _z1, _z2 = (float(v) for v in image_vae.latents[_i])
+    mo.hstack([latent_scatter, mo.vstack([
+        mo.md(f"Held-out digit **{image_vae.labels[_i]}** (#{_i}), code μ(x) = ({_z1:.2f}, {_z2:.2f})"),
+        mo.hstack([digit_image(image_vae.images[_i], "the digit", scale=16),
+                   digit_image(image_vae.reconstructions[_i], "decoded from μ(x)", scale=16)], justify="start"),
+    ])], widths=[3, 2])
     return
 
 
