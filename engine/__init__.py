@@ -15,6 +15,10 @@ from .gradcheck import GradcheckError, gradcheck
 from .io import load, save
 from .random import manual_seed
 from .tensor import Tensor, cat, log, matmul, maximum, minimum, stack, tensor, where
+from .tensor import METHOD_FUNCTIONS as _METHOD_FUNCTIONS
+
+# engine.exp, engine.softmax, engine.sum, engine.max, ...: PyTorch's free functions over the methods
+globals().update(_METHOD_FUNCTIONS)
 
 float32 = "float32"
 float64 = "float64"
@@ -39,5 +43,5 @@ __all__ = [
     "zeros", "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint", "arange",
     "linspace", "eye", "manual_seed", "no_grad", "enable_grad", "is_grad_enabled",
     "inference_mode", "set_grad_enabled",
-    "gradcheck", "GradcheckError", "save", "load",
+    "gradcheck", "GradcheckError", "save", "load", *_METHOD_FUNCTIONS,
 ]

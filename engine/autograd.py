@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import weakref
 
 import numpy as np
 
@@ -47,6 +48,60 @@ _tensor_class = None  # set by engine.tensor on import (avoids a circular import
 _sequence = itertools.count(1)
 _rebased = False  # set once an in-place op has given some tensor a new history (see _parents)
 _last_write = 0  # the sequence number of the latest in-place write (nodes recorded after it: no check)
+
+
+# id(tensor) -> (weak reference to it, {handle id: hook}) for the few tensors with a
+# ``register_hook``; an entry leaves with its tensor. (Not a WeakKeyDictionary: that compares keys
+# with ==, which is elementwise for tensors.) Empty, it costs backward one truth test.
+_tensor_hooks: dict = {}
+
+
+class RemovableHandle:
+    """What ``register_hook`` and the module hook registrations return: ``handle.remove()`` undoes it."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict):
+        self.id = next(RemovableHandle._ids)
+        self._hooks = hooks
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
+def register_hook(tensor, hook) -> RemovableHandle:
+    """Call ``hook(grad)`` each time backward computes ``tensor``'s gradient (a Tensor); a returned
+    Tensor replaces the gradient. As ``torch.Tensor.register_hook``."""
+    if not callable(hook):
+        raise TypeError(f"register_hook: the hook must be callable, got {type(hook).__name__}")
+    if not tensor.requires_grad:
+        raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't require gradient")
+    key = id(tensor)
+    if key not in _tensor_hooks:
+        _tensor_hooks[key] = (weakref.ref(tensor, lambda _, key=key: _tensor_hooks.pop(key, None)), {})
+    hooks = _tensor_hooks[key][1]
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+def _run_hooks(tensor, grad: np.ndarray) -> np.ndarray:
+    """``grad`` through ``tensor``'s hooks, in registration order."""
+    for hook in list(_tensor_hooks[id(tensor)][1].values()):
+        result = hook(_tensor_class._wrap(grad))
+        if result is not None:
+            new = result.data if isinstance(result, _tensor_class) else np.asarray(result)
+            if new.shape != grad.shape:
+                raise RuntimeError(f"register_hook: the hook returned a gradient of shape {new.shape}, expected {grad.shape}")
+            grad = new.astype(grad.dtype, copy=False)
+    return grad
 
 
 def is_grad_enabled() -> bool:
@@ -401,6 +456,8 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
         grad = grads.pop(tensor, None)
         if grad is None:
             continue
+        if _tensor_hooks and id(tensor) in _tensor_hooks:
+            grad = _run_hooks(tensor, grad)
         if tensor._retain:
             first = tensor._grad is None
             _accumulate(tensor, grad)
@@ -434,4 +491,6 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
                 grads[parent] = g
     # what is left are the leaves, each holding the sum over all its consumers
     for leaf, grad in grads.items():
+        if _tensor_hooks and id(leaf) in _tensor_hooks:
+            grad = _run_hooks(leaf, grad)
         _accumulate(leaf, grad)

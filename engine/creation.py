@@ -60,8 +60,11 @@ def rand(*size, dtype=None, requires_grad=False) -> Tensor:
 
 
 def randint(low, high=None, size=(), dtype=None) -> Tensor:
-    """Integers uniform on [low, high) (``randint(high, size=...)`` as well), int64."""
-    if high is None:
+    """Integers uniform on [low, high), int64: ``randint(low, high, size)``, or ``randint(high, size)``
+    as PyTorch (a tuple second argument is the size)."""
+    if isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")

@@ -439,15 +439,23 @@ def one_hot(idx, num_classes: int = -1) -> Tensor:
     return Tensor._wrap((i[..., None] == np.arange(num_classes)).astype(np.int64))
 
 
-def embedding(idx, weight) -> Tensor:
-    """Rows of ``weight`` picked by integer ``idx``; repeated indices accumulate their gradients."""
+def embedding(idx, weight, padding_idx=None) -> Tensor:
+    """Rows of ``weight`` picked by integer ``idx``; repeated indices accumulate their gradients.
+    The row ``padding_idx`` (if given) gets no gradient, as PyTorch."""
     weight = as_tensor(weight)
     i = np.array(idx.data if isinstance(idx, Tensor) else idx)  # a copy: backward scatters by it
     if i.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be integers, got {i.dtype}")
     if i.size and (i.min() < 0 or i.max() >= weight.shape[0]):
         raise IndexError(f"embedding: index {i.max() if i.max() >= weight.shape[0] else i.min()} is out of range for {weight.shape[0]} embeddings")
-    return mv.Index.apply(weight, index=i)
+    out = mv.Index.apply(weight, index=i)
+    if padding_idx is None:
+        return out
+    n = weight.shape[0]
+    if not -n <= padding_idx < n:
+        raise ValueError(f"embedding: padding_idx {padding_idx} is out of range for {n} embeddings")
+    padded = (i == padding_idx % n)[..., None]
+    return where(padded, Tensor._wrap(out.data), out) if padded.any() else out
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:

@@ -259,6 +259,11 @@ class Tensor:
         self._requires_grad = bool(requires_grad)
         return self
 
+    def register_hook(self, hook):
+        """``hook(grad)`` runs whenever backward computes this tensor's gradient; returning a Tensor
+        replaces it. Returns a handle whose ``remove()`` unregisters it (as PyTorch)."""
+        return autograd.register_hook(self, hook)
+
     def retain_grad(self) -> "Tensor":
         """Keep this non-leaf tensor's gradient in ``.grad`` after ``backward()``."""
         self._retain = True
@@ -333,8 +338,32 @@ class Tensor:
     def tolist(self):
         return self.data.tolist()
 
-    def to(self, dtype) -> "Tensor":
-        return self.type(dtype)
+    def to(self, *args, dtype=None, device=None, **kwargs) -> "Tensor":
+        """``to(dtype)``, ``to("cpu")``, ``to(device, dtype)`` or ``to(other_tensor)``: the engine runs
+        on the CPU only, so a device is accepted when it is the CPU (and this tensor comes back)."""
+        for arg in args:
+            if isinstance(arg, Tensor):
+                dtype = arg.dtype
+            elif _is_device(arg):
+                device = arg
+            else:
+                dtype = arg
+        _check_device(device, "to")
+        return self if dtype is None else self.type(dtype)
+
+    def cpu(self) -> "Tensor":
+        return self
+
+    @property
+    def device(self) -> str:
+        """Always ``"cpu"``: the engine computes with NumPy on the CPU."""
+        return "cpu"
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.3f}"``: a 0-d tensor formats as its number, as PyTorch."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
 
     def type(self, dtype) -> "Tensor":
         dtype = np.dtype(dtype)
@@ -518,11 +547,33 @@ class Tensor:
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
-    def any(self) -> "Tensor":
-        return Tensor._wrap(np.asarray(self.data.any()))
+    def any(self, dim=None, keepdim: bool = False) -> "Tensor":
+        """True where any element along ``dim`` (all dims by default) is non-zero; a bool tensor."""
+        axes = rd.normalize_dims(dim, self.ndim, "any", empty_is_all=True)
+        return Tensor._wrap(np.asarray(np.any(self.data, axis=axes, keepdims=keepdim)))
 
-    def all(self) -> "Tensor":
-        return Tensor._wrap(np.asarray(self.data.all()))
+    def all(self, dim=None, keepdim: bool = False) -> "Tensor":
+        """True where every element along ``dim`` (all dims by default) is non-zero; a bool tensor."""
+        axes = rd.normalize_dims(dim, self.ndim, "all", empty_is_all=True)
+        return Tensor._wrap(np.asarray(np.all(self.data, axis=axes, keepdims=keepdim)))
+
+    def __floordiv__(self, other):
+        """⌊a/b⌋ (rounding down, as PyTorch and Python); a step function, so no gradient (PyTorch's
+        backward raises)."""
+        return _floor_divide(self, other, reverse=False)
+
+    def __rfloordiv__(self, other):
+        return _floor_divide(self, other, reverse=True)
+
+    def __mod__(self, other):
+        """a − b·⌊a/b⌋ with the sign of b, as Python and PyTorch; ∂/∂a = 1, ∂/∂b = −⌊a/b⌋."""
+        return _remainder(self, other, reverse=False)
+
+    def __rmod__(self, other):
+        return _remainder(self, other, reverse=True)
+
+    floor_divide = __floordiv__
+    remainder = __mod__
 
     # ------------------------------------------------------------ elementwise functions
 
@@ -806,6 +857,127 @@ class Tensor:
 
     def expand_as(self, other):
         return self.expand(other.shape)
+
+    def clone(self) -> "Tensor":
+        """A copy with its own memory; gradients flow back to this tensor (as ``torch.clone``)."""
+        return mv.Clone.apply(self)
+
+    def contiguous(self) -> "Tensor":
+        """This tensor when its memory is in row-major order, else a copy that is (``view`` needs it)."""
+        return self if self.data.flags.c_contiguous else mv.Clone.apply(self)
+
+    def t(self) -> "Tensor":
+        """The transpose of a matrix (a 0-d or 1-D tensor is returned as is), as ``torch.t``."""
+        if self.ndim > 2:
+            raise ValueError(f"t: expects a tensor with at most 2 dims, got shape {self.shape}; use transpose(d0, d1)")
+        return self if self.ndim < 2 else self.transpose(0, 1)
+
+    def _triangle(self, diagonal: int, lower: bool, op: str) -> "Tensor":
+        if self.ndim < 2:
+            raise ValueError(f"{op}: needs a tensor with at least 2 dims (a matrix or a batch of them), got shape {self.shape}")
+        n, m = self.shape[-2:]
+        keep = (np.tri(n, m, _int_arg(diagonal, op, "diagonal"), dtype=bool) if lower
+                else ~np.tri(n, m, diagonal - 1, dtype=bool))
+        return self.masked_fill(~keep, 0)
+
+    def tril(self, diagonal: int = 0) -> "Tensor":
+        """The lower triangle (j − i ≤ diagonal) of the last two dims, zeros above; gradient there only."""
+        return self._triangle(diagonal, True, "tril")
+
+    def triu(self, diagonal: int = 0) -> "Tensor":
+        """The upper triangle (j − i ≥ diagonal) of the last two dims, zeros below; gradient there only."""
+        return self._triangle(diagonal, False, "triu")
+
+    def _along(self, dim, index, op: str):
+        """``dim`` normalised and ``index`` as an int64 array of this tensor's rank (gather/scatter)."""
+        (axis,) = rd.normalize_dims(dim, self.ndim, op)
+        index = np.array(index.data if isinstance(index, Tensor) else index)
+        if index.dtype.kind not in "iu":
+            raise TypeError(f"{op}: index must hold integers (int64), got {index.dtype}")
+        if index.ndim != max(self.ndim, 1):
+            raise ValueError(f"{op}: index must have as many dims as the tensor ({self.ndim}), got shape {index.shape}")
+        size = self.shape[axis] if self.ndim else 1
+        if index.size and (index.min() < -size or index.max() >= size):
+            bad = index[(index < -size) | (index >= size)].flat[0]
+            raise IndexError(f"{op}: index {bad} is out of bounds for dim {dim} of size {size} (tensor shape {self.shape})")
+        for d, (n, k) in enumerate(zip(index.shape, self.shape)):
+            if d != axis and n > k:
+                raise ValueError(f"{op}: index shape {index.shape} exceeds the tensor's shape {self.shape} in dim {d}")
+        where = list(np.indices(index.shape, sparse=True))
+        where[axis] = index
+        return tuple(where)
+
+    def gather(self, dim: int, index) -> "Tensor":
+        """r[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (and so on): picks along ``dim``; the
+        gradient is added back where each value came from (repeats accumulate)."""
+        return mv.Index.apply(self, index=self._along(dim, index, "gather"))
+
+    def scatter(self, dim: int, index, src=None, *, value=None) -> "Tensor":
+        """A copy with r[index[i][j]][j] = src[i][j] for dim 0 (and so on); ``src`` may be a number
+        (or pass ``value=``). Gradient: g to this tensor outside the written places, g at them to src."""
+        where = self._along(dim, index, "scatter")
+        src = value if src is None else src
+        if src is None:
+            raise TypeError("scatter: give src (a tensor or a number) or value=")
+        shape = np.broadcast_shapes(*[np.shape(w) for w in where])
+        if isinstance(src, (Tensor, np.ndarray)):
+            src = as_tensor(src)
+            if src.ndim != len(shape) or any(n > k for n, k in zip(shape, src.shape)):
+                raise ValueError(f"scatter: src of shape {src.shape} must be at least index's shape {shape} in every dim")
+            src = src[tuple(slice(0, n) for n in shape)]
+            if src.dtype != self.dtype:
+                src = _to_dtype(src, self.dtype)
+        else:
+            src = Tensor._wrap(np.full(shape, src, dtype=self.dtype))
+        return mv.SetItem.apply(self, src, index=where)
+
+    def index_select(self, dim: int, index) -> "Tensor":
+        """The slices at positions ``index`` (1-D integers) along ``dim``; repeats accumulate gradient."""
+        (axis,) = rd.normalize_dims(dim, self.ndim, "index_select")
+        index = np.array(index.data if isinstance(index, Tensor) else index)
+        if index.ndim > 1 or index.dtype.kind not in "iu":
+            raise TypeError(f"index_select: index must be a 1-D integer tensor, got {index.dtype} of shape {index.shape}")
+        return self[(slice(None),) * axis + (index.reshape(-1),)]
+
+    def cumsum(self, dim: int) -> "Tensor":
+        """Running sums along ``dim``: rₖ = Σ_{i≤k} xᵢ."""
+        (axis,) = rd.normalize_dims(dim, self.ndim, "cumsum")
+        x = self.reshape(1) if self.ndim == 0 else self
+        out = rd.CumSum.apply(x, dim=axis)
+        return out.reshape(()) if self.ndim == 0 else out
+
+    def cumprod(self, dim: int) -> "Tensor":
+        """Running products along ``dim``: rₖ = Π_{i≤k} xᵢ (exact gradient where some xᵢ = 0)."""
+        (axis,) = rd.normalize_dims(dim, self.ndim, "cumprod")
+        x = self.reshape(1) if self.ndim == 0 else self
+        out = rd.CumProd.apply(x, dim=axis)
+        return out.reshape(()) if self.ndim == 0 else out
+
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False):
+        """(values, indices) sorted along ``dim``; values carry the gradient back to their places.
+        Ties keep their order (a stable sort); NaN sorts as the largest, as PyTorch."""
+        if self.ndim == 0:
+            rd.normalize_dims(dim, 0, "sort")
+            return ValuesIndices(self.clone(), Tensor._wrap(np.asarray(0)))
+        (axis,) = rd.normalize_dims(dim, self.ndim, "sort")
+        order = _sort_order(self.data, axis, descending)
+        return ValuesIndices(self.gather(axis, order), Tensor._wrap(order))
+
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> "Tensor":
+        return self.sort(dim, descending).indices
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+        """(values, indices) of the ``k`` largest (or smallest) along ``dim``, largest first."""
+        x = self.reshape(1) if self.ndim == 0 else self
+        (axis,) = rd.normalize_dims(dim, x.ndim, "topk")
+        k = _int_arg(k, "topk", "k")
+        if not 0 <= k <= x.shape[axis]:
+            raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {x.shape[axis]} (tensor shape {self.shape})")
+        order = np.take(_sort_order(x.data, axis, largest), np.arange(k), axis=axis)
+        values, indices = x.gather(axis, order), Tensor._wrap(order)
+        if self.ndim == 0:
+            return ValuesIndices(values.reshape(()), Tensor._wrap(order.reshape(())))
+        return ValuesIndices(values, indices)
 
     def flip(self, dims):
         """A reversed copy (as PyTorch; NumPy's flip is a view that later writes would change)."""
@@ -1222,6 +1394,55 @@ def as_tensor(x) -> Tensor:
     return Tensor._wrap(_tensor_data(x))
 
 
+def _is_device(arg) -> bool:
+    return isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda", "mps", "xpu", "meta")
+
+
+def _check_device(device, op: str) -> None:
+    if device is None:
+        return
+    name = str(device)
+    if name.split(":")[0] != "cpu":
+        raise RuntimeError(f"{op}: the engine runs on the CPU only (NumPy); device {name!r} is not available, use 'cpu'")
+
+
+def _sort_order(data: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """Indices that sort ``data`` along ``axis`` (stable; NaN counts as the largest, as PyTorch)."""
+    if not descending:
+        return np.argsort(data, axis=axis, kind="stable")
+    if data.dtype == np.bool_:
+        data = data.astype(np.int8)
+    key = -data if data.dtype.kind != "u" else data.max(initial=0) - data
+    if data.dtype.kind == "f":
+        key = np.where(np.isnan(data), -np.inf, key)  # NaN first, as the largest
+    return np.argsort(key, axis=axis, kind="stable")
+
+
+def _division_operands(t: Tensor, other, reverse: bool, op: str):
+    """The operands of ``//`` or ``%``, promoted and checked (an integer divisor of 0 is an error)."""
+    other = t._operand(other, op)
+    a, b = (other, t) if reverse else (t, other)
+    if a.data.dtype != b.data.dtype:
+        a, b = _promote(a, b, op)
+    _check_broadcast(a.shape, b.shape, op)
+    _no_integer_zero(b, op)
+    return a, b
+
+
+def _floor_divide(t: Tensor, other, reverse: bool) -> Tensor:
+    a, b = _division_operands(t, other, reverse, "floor_divide")
+    return Tensor._wrap(np.asarray(np.floor_divide(a.data, b.data)))
+
+
+def _remainder(t: Tensor, other, reverse: bool) -> Tensor:
+    return ew.Remainder.apply(*_division_operands(t, other, reverse, "remainder"))
+
+
+def _no_integer_zero(b: Tensor, op: str) -> None:
+    if b.data.dtype.kind in "biu" and not np.all(b.data):
+        raise RuntimeError(f"{op}: ZeroDivisionError: an integer divisor is 0 (as PyTorch)")
+
+
 # ---------------------------------------------------------------- free functions
 
 
@@ -1338,3 +1559,42 @@ def log(x, base=None) -> Tensor:
     base = as_tensor(base)
     _check_broadcast(x.shape, base.shape, "log")
     return ew.LogBase.apply(x, base)
+
+
+# PyTorch's free functions over the methods: engine.exp(x) is x.exp(), engine.max(x, 1) is x.max(1)
+# (values and indices), engine.softmax(x, dim) is x.softmax(dim). Each takes a Tensor, an array or
+# a number first, as torch's take a tensor. engine/__init__ binds them (kept out of this module's
+# namespace, where sum, abs, max, ... must stay Python's builtins).
+def _method_function(name: str):
+    method = getattr(Tensor, name)
+
+    def function(input, *args, **kwargs):
+        return method(as_tensor(input), *args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"``engine.{name}(x, ...)`` is ``x.{name}(...)``, as ``torch.{name}``."
+    return function
+
+
+def _extreme_function(name: str, pairwise):
+    def function(input, dim=None, keepdim: bool = False):
+        if isinstance(dim, (Tensor, np.ndarray)):  # torch.max(a, b): the elementwise maximum
+            return pairwise(input, dim)
+        return getattr(as_tensor(input), name)(dim, keepdim)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (f"``engine.{name}(x)``, ``engine.{name}(x, dim)`` (values, indices) or "
+                        f"``engine.{name}(a, b)`` (elementwise), as ``torch.{name}``.")
+    return function
+
+
+METHOD_FUNCTIONS = {name: _method_function(name) for name in (
+    "exp", "log2", "log10", "sqrt", "square", "abs", "neg", "sin", "cos", "tanh", "sigmoid", "relu",
+    "clamp", "clip", "softmax", "log_softmax", "logsumexp", "sum", "mean", "var", "std", "prod",
+    "amax", "amin", "argmax", "argmin", "norm", "any", "all", "cumsum", "cumprod", "sort", "argsort",
+    "topk", "reshape", "flatten", "transpose", "permute", "squeeze", "unsqueeze", "flip", "t",
+    "tril", "triu", "gather", "scatter", "index_select", "masked_fill", "clone", "remainder",
+    "floor_divide",
+)}
+METHOD_FUNCTIONS["max"] = _extreme_function("max", maximum)
+METHOD_FUNCTIONS["min"] = _extreme_function("min", minimum)

@@ -1,6 +1,6 @@
 """``engine.nn``: modules (layers and models), initialisers and gradient utilities, as ``torch.nn``."""
 
-from . import init, utils
+from . import functional, init, utils  # functional: engine.functional itself (PyTorch's path)
 from .layers import (
     ELU,
     GELU,
@@ -28,3 +28,5 @@ from .module import Module, ModuleDict, ModuleList, Parameter, ParameterDict, Pa
 # Other layer files add their import lines below (conv.py, attention.py).
 from .attention import MultiheadAttention
 from .conv import AvgPool2d, Conv2d, ConvTranspose2d, MaxPool2d
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss,
+                   NLLLoss, SmoothL1Loss)

@@ -133,20 +133,31 @@ class Dropout(Module):
 
 
 class Embedding(Module):
-    """A lookup table: row i of ``weight`` (num_embeddings × embedding_dim) for index i; W ~ N(0, 1)."""
+    """A lookup table: row i of ``weight`` (num_embeddings × embedding_dim) for index i; W ~ N(0, 1).
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, dtype=None):
+    ``padding_idx``: that row starts at zero and never gets a gradient (as PyTorch), so a padding
+    token's embedding stays zero under training.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, dtype=None):
         super().__init__()
         self.num_embeddings = positive_int("Embedding", "num_embeddings", num_embeddings)
         self.embedding_dim = positive_int("Embedding", "embedding_dim", embedding_dim)
+        if padding_idx is not None:
+            if not -self.num_embeddings <= padding_idx < self.num_embeddings:
+                raise ValueError(f"Embedding: padding_idx {padding_idx} must be within num_embeddings ({self.num_embeddings})")
+            padding_idx %= self.num_embeddings
+        self.padding_idx = padding_idx
         self.weight = Parameter(np.empty((self.num_embeddings, self.embedding_dim), dtype=_dtype(dtype)))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.data[self.padding_idx] = 0.0
 
     def forward(self, idx):
-        return F.embedding(idx, self.weight)
+        return F.embedding(idx, self.weight, padding_idx=self.padding_idx)
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}"

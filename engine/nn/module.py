@@ -19,7 +19,8 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..autograd import RemovableHandle
+from ..tensor import Tensor, _check_device, _is_device
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -54,7 +55,7 @@ class Parameter(Tensor):
 
 
 # attribute names that are bookkeeping, never members
-_RESERVED = frozenset({"training", "_buffers", "_non_persistent"})
+_RESERVED = frozenset({"training", "_buffers", "_non_persistent", "_hooks"})
 
 
 class Module:
@@ -78,7 +79,39 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        hooks = self.__dict__.get("_hooks")
+        if not hooks:  # the common case: one dict lookup
+            return self.forward(*args, **kwargs)
+        for hook in list(hooks["forward_pre"].values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook in list(hooks["forward"].values()):
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def _register(self, kind: str, hook) -> RemovableHandle:
+        if not callable(hook):
+            raise TypeError(f"register_{kind}_hook: the hook must be callable, got {type(hook).__name__}")
+        if "_hooks" not in self.__dict__:
+            object.__setattr__(self, "_hooks", {"forward_pre": {}, "forward": {}})
+        table = self._hooks[kind]
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        return handle
+
+    def register_forward_pre_hook(self, hook) -> RemovableHandle:
+        """``hook(module, args)`` before each forward; a returned value (a tuple, or one input)
+        replaces the positional arguments. ``handle.remove()`` unregisters it (as PyTorch)."""
+        return self._register("forward_pre", hook)
+
+    def register_forward_hook(self, hook) -> RemovableHandle:
+        """``hook(module, args, output)`` after each forward (e.g. to record activations); a returned
+        value replaces the output. ``handle.remove()`` unregisters it (as PyTorch)."""
+        return self._register("forward", hook)
 
     # ------------------------------------------------------------------ registration
 
@@ -245,8 +278,17 @@ class Module:
 
     # ------------------------------------------------------------------ dtype
 
-    def to(self, dtype) -> "Module":
-        """Convert every floating parameter and buffer to ``dtype`` in place (e.g. float64 for checks)."""
+    def to(self, *args, dtype=None, device=None) -> "Module":
+        """Convert every floating parameter and buffer to ``dtype`` in place (e.g. float64 for checks);
+        ``to("cpu")`` (the engine's only device) changes nothing and returns the module, as PyTorch."""
+        for arg in args:
+            if _is_device(arg):
+                device = arg
+            else:
+                dtype = arg
+        _check_device(device, "Module.to")
+        if dtype is None:
+            return self
         dtype = np.dtype(dtype)
         if dtype.kind != "f":
             raise TypeError(f"Module.to: only floating dtypes are supported, got {dtype}")

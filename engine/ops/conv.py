@@ -605,8 +605,6 @@ def _pool_settings(op, x, kernel_size, stride, padding, dilation, ceil_mode):
     stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) else int_pair(op, "stride", stride, 1)
     padding = int_pair(op, "padding", padding, 0)
     dilation = int_pair(op, "dilation", dilation, 1)
-    if ceil_mode:
-        raise NotImplementedError(f"{op}: ceil_mode=True is not implemented; pad the input instead")
     if any(p > k // 2 for p, k in zip(padding, kernel)):
         raise ValueError(
             f"{op}: padding {padding} must be at most half the kernel size {kernel} "
@@ -614,6 +612,16 @@ def _pool_settings(op, x, kernel_size, stride, padding, dilation, ceil_mode):
         )
     widths = tuple((p, p) for p in padding)
     out_hw = _output_hw(op, x.shape, kernel, stride, widths, dilation)
+    if ceil_mode:  # one more window where a partial one remains, if it starts inside the input or
+        # its left padding (PyTorch's rule); the extra bottom/right rows are padding no window counts
+        widths, grown = [], []
+        for size, k, s, p, d, o in zip(x.shape[-2:], kernel, stride, padding, dilation, out_hw):
+            span = size + 2 * p - d * (k - 1) - 1
+            if span % s and o * s < size + p:
+                o += 1
+            widths.append((p, p + max(0, (o - 1) * s + d * (k - 1) + 1 - size - 2 * p)))
+            grown.append(o)
+        widths, out_hw = tuple(widths), tuple(grown)
     return kernel, stride, widths, dilation, out_hw
 
 
@@ -665,13 +673,14 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         if isinstance(divisor_override, bool) or not isinstance(divisor_override, numbers.Integral) or divisor_override < 1:
             raise ValueError(f"{op}: divisor_override must be a positive int, got {divisor_override!r}")
         divisor = np.asarray(divisor_override, dtype=x.dtype)
-    elif count_include_pad or not any(lo for lo, _ in widths):
+    elif not any(hi for _, hi in widths) or (count_include_pad and all(lo == hi for lo, hi in widths)):
         divisor = np.asarray(kernel[0] * kernel[1], dtype=x.dtype)
-    else:
+    else:  # windows that reach beyond the padding (ceil_mode) or into it (not count_include_pad)
         counts = []
         for size, k, s, (p, _), o in zip(x.shape[-2:], kernel, stride, widths, out_hw):
             start = np.arange(o) * s - p  # first row of each window in unpadded coordinates
-            counts.append(np.minimum(start + k, size) - np.maximum(start, 0))
+            lo, hi = (-p, size + p) if count_include_pad else (0, size)
+            counts.append(np.minimum(start + k, hi) - np.maximum(start, lo))
         divisor = (counts[0][:, None] * counts[1][None, :]).astype(x.dtype)
     if unbatched:
         x = x.unsqueeze(0)

@@ -80,6 +80,25 @@ class Div(Function):
         return ga, gb
 
 
+class Remainder(Function):
+    """r = a − b·⌊a/b⌋ (the sign of b, as Python's % and PyTorch's);  ∂r/∂a = 1, ∂r/∂b = −⌊a/b⌋."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if _needs(ctx)[1]:
+            ctx.save_for_backward(a, b)
+        return np.remainder(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        need_a, need_b = ctx.needs_input_grad
+        gb = None
+        if need_b:
+            a, b = ctx.saved_tensors
+            gb = -g * np.floor_divide(a, b)
+        return (g if need_a else None), gb
+
+
 class Neg(Function):
     """r = −a;  ∂r/∂a = −1."""
 

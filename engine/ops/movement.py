@@ -123,6 +123,18 @@ class Pad(Function):
         return grad
 
 
+class Clone(Function):
+    """r = a copy of a (its own memory, C-contiguous);  the gradient is g."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return np.array(a, order="C", copy=True)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
 class Flip(Function):
     """r = a reversed along ``dims`` (a copy, as PyTorch);  the gradient is g reversed the same way."""
 

@@ -223,6 +223,53 @@ class Norm(Function):
         return g * np.where(r == 0, 0.0, local).astype(a.dtype, copy=False)
 
 
+class CumSum(Function):
+    """rₖ = Σ_{i≤k} aᵢ along ``dim``;  ∂L/∂aᵢ = Σ_{k≥i} gₖ (a cumulative sum from the end)."""
+
+    @staticmethod
+    def forward(ctx, a, *, dim):
+        ctx.dim = dim
+        if a.dtype.kind in "biu":  # integers and booleans sum into int64, as PyTorch
+            return np.cumsum(a, axis=dim, dtype=np.int64)
+        return np.cumsum(a, axis=dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        d = ctx.dim
+        return np.flip(np.cumsum(np.flip(g, d), axis=d), d)
+
+
+class CumProd(Function):
+    """rₖ = Π_{i≤k} aᵢ along ``dim``;  ∂L/∂aᵢ = Σ_{k≥i} gₖ Π_{j≤k, j≠i} aⱼ.
+
+    Written as ∂L/∂aᵢ = (Π_{j<i} aⱼ)·Sᵢ with Sᵢ = gᵢ + aᵢ₊₁·Sᵢ₊₁, one pass from the end, so a zero
+    among the aⱼ gives the exact gradient (dividing rₖ by aᵢ would give 0/0 there).
+    """
+
+    @staticmethod
+    def forward(ctx, a, *, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(a)
+        if a.dtype.kind in "biu":
+            return np.cumprod(a, axis=dim, dtype=np.int64)
+        return np.cumprod(a, axis=dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        a, g = np.moveaxis(a, ctx.dim, 0), np.moveaxis(g, ctx.dim, 0)
+        n = a.shape[0]
+        before = np.ones_like(a)  # Π_{j<i} aⱼ
+        if n > 1:
+            np.cumprod(a[:-1], axis=0, out=before[1:])
+        s = np.empty_like(g)
+        if n:
+            s[-1] = g[-1]
+        for i in range(n - 2, -1, -1):
+            s[i] = g[i] + a[i + 1] * s[i + 1]
+        return np.moveaxis(before * s, 0, ctx.dim)
+
+
 class Prod(Function):
     """r = Π a over ``axes``;  ∂r/∂aᵢ = Π_{j≠i} aⱼ (computed without dividing, so zeros are fine)."""
 

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
+import engine
 import engine.functional as F
 from engine import Tensor
 from oracle import random_arrays, require_torch
@@ -338,3 +339,47 @@ def test_probability_targets_as_constants_use_the_fused_op(name, reduction, fn, 
     """A target that needs no gradient (the usual case) goes through the fused CrossEntropy node."""
     out, _ = check_op(fn, torch_fn, inputs, grad=[True, False])
     assert type(out.grad_fn).__name__ == "CrossEntropy"
+
+
+# ---------------------------------------------------------------- loss modules (issue 27)
+LOSS_MODULES = [  # (name, options, input shape, target kind)
+    ("MSELoss", {}, (4, 3), "real"),
+    ("L1Loss", {"reduction": "sum"}, (4, 3), "real"),
+    ("HuberLoss", {"delta": 0.5}, (4, 3), "real"),
+    ("SmoothL1Loss", {"beta": 0.5, "reduction": "none"}, (4, 3), "real"),
+    ("BCELoss", {}, (4, 3), "prob_input"),
+    ("BCEWithLogitsLoss", {"pos_weight": "@pos"}, (4, 3), "prob"),
+    ("CrossEntropyLoss", {"label_smoothing": 0.1, "weight": "@class"}, (4, 3), "class"),
+    ("CrossEntropyLoss", {"ignore_index": 1}, (4, 3), "class"),
+    ("NLLLoss", {"reduction": "sum"}, (4, 3), "class_logp"),
+    ("KLDivLoss", {"reduction": "batchmean"}, (4, 3), "kl"),
+]
+
+
+@pytest.mark.parametrize("name, options, shape, kind", LOSS_MODULES, ids=[f"{r[0]}-{i}" for i, r in enumerate(LOSS_MODULES)])
+def test_loss_modules_match_torch(name, options, shape, kind, torch):
+    a, b = random_arrays(shape, shape, seed=9)
+    extra = {"@pos": np.array([1.0, 2.0, 0.5]), "@class": np.array([1.0, 0.5, 2.0])}  # tensor options
+    target = {"real": b, "prob": 1 / (1 + np.exp(-b)), "prob_input": 1 / (1 + np.exp(-b)),
+              "class": np.array([0, 2, 1, 1]), "class_logp": np.array([0, 2, 1, 1]),
+              "kl": np.exp(b) / np.exp(b).sum(1, keepdims=True)}[kind]
+    if kind == "prob_input":
+        a = 1 / (1 + np.exp(-a))
+    if kind in ("class_logp", "kl"):
+        a = a - np.log(np.exp(a).sum(1, keepdims=True))
+
+    def build(lib, tensor):
+        kw = {k: (tensor(extra[v]) if v in extra else v) for k, v in options.items()}
+        return getattr(lib.nn, name)(**kw)
+
+    ours, theirs = build(engine, engine.tensor), build(torch, torch.tensor)
+    oracle(lambda x, y: ours(x, y), lambda x, y: theirs(x, y), [a, target], grad=[True, False])
+    assert repr(ours).startswith(name)
+
+
+def test_nn_functional_holds_the_functional_modules_functions():
+    import engine.nn.functional as nnF
+
+    assert nnF.cross_entropy is F.cross_entropy and engine.nn.functional.relu is F.relu
+    public = {n for n in vars(F) if not n.startswith("_")}
+    assert public <= set(vars(nnF))

@@ -309,3 +309,21 @@ def test_free_functions_with_numbers_keep_float32(fn, torch_fn):
     ours, theirs = fn(Tensor(x, requires_grad=True)), torch_fn(torch.tensor(x))
     assert ours.dtype == np.float32 and theirs.dtype == torch.float32
     np.testing.assert_array_equal(ours.data, theirs.numpy())
+
+
+# ---------------------------------------------------------------- issue 27: % and //
+def test_remainder_and_floor_divide_match_torch():
+    torch = require_torch()
+    a, b = np.array([5.5, -3.2, 7.0, -7.3]), np.array([2.0, 1.5, -2.5, -2.0])  # no a/b integer (a jump)
+    check_op(lambda x, y: x % y, SAME, [a, b])
+    check_op(lambda x: x % 1.5, SAME, [a])
+    oracle(lambda x: 10.0 % x, SAME, [b], grad=False)  # torch has no gradient for a number % tensor
+    for ours, theirs in ((Tensor(a) // Tensor(b), torch.tensor(a) // torch.tensor(b)),
+                         (engine.tensor([7, -7]) // 2, torch.tensor([7, -7]) // 2),
+                         (engine.tensor([7, -7]) % 3, torch.tensor([7, -7]) % 3),
+                         (7 // engine.tensor([2, -3]), 7 // torch.tensor([2, -3]))):
+        assert ours.dtype == np.dtype(str(theirs.dtype).removeprefix("torch."))
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    assert not (Tensor(a, requires_grad=True) // 2).requires_grad  # a step function: no gradient (listed)
+    with pytest.raises(RuntimeError, match="remainder: ZeroDivisionError"):
+        engine.tensor([3]) % 0

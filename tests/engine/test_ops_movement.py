@@ -189,3 +189,62 @@ def test_iteration_and_len():
     assert len(rows) == len(x) == 3
     engine.stack(rows).backward(np.ones((3, 2)))
     np.testing.assert_array_equal(x.grad.numpy(), np.ones((3, 2)))
+
+
+# ---------------------------------------------------------------- issue 27: gather, scatter, sort, ...
+GATHER_INDEX = np.array([[0, 2, 2], [1, 0, 3]])  # repeats accumulate their gradient
+PICK = np.array([2, 0, 2])
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("clone", lambda x: x.clone()),
+    ("contiguous_of_transpose", lambda x: x.T.contiguous().view(-1)),
+    ("t", lambda x: x.t()),
+    ("tril", lambda x: x.tril()),
+    ("triu_offset", lambda x: x.triu(1)),
+    ("tril_negative", lambda x: x.tril(-1)),
+    ("gather_dim1", lambda x: x.gather(1, _index(x, GATHER_INDEX))),
+    ("gather_dim0", lambda x: x.gather(0, _index(x, GATHER_INDEX[:, :2]))),
+    ("index_select", lambda x: x.index_select(1, _index(x, PICK))),
+    ("scatter_src", lambda x: x.scatter(1, _index(x, np.array([[3], [0], [1]])), x[:, :1] * 2)),
+    ("scatter_value", lambda x: x.scatter(0, _index(x, np.array([[2, 1, 0, 2]])), 0.5)),
+    ("sort_values", lambda x: x.sort(dim=1).values),
+    ("sort_descending_dim0", lambda x: x.sort(0, descending=True).values),
+    ("topk", lambda x: x.topk(2, dim=1).values),
+    ("topk_smallest", lambda x: x.topk(2, dim=0, largest=False).values),
+])
+def test_selection_methods_match_torch(name, fn):
+    check_op(fn, SAME, [draw((3, 4), seed=31)])
+
+
+def _index(x, index):
+    """An int64 index tensor of the library that ``x`` belongs to (torch or engine)."""
+    return engine.tensor(index) if isinstance(x, Tensor) else _torch().tensor(index)
+
+
+def test_sort_and_topk_indices_match_torch():
+    torch = _torch()
+    a = draw((4, 5), seed=32)
+    for ours, theirs in ((Tensor(a).sort(1), torch.tensor(a).sort(1)),
+                         (Tensor(a).sort(0, descending=True), torch.tensor(a).sort(0, descending=True)),
+                         (Tensor(a).topk(3), torch.tensor(a).topk(3)),
+                         (engine.topk(a, 2, dim=0, largest=False), torch.topk(torch.tensor(a), 2, dim=0, largest=False))):
+        np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+    with pytest.raises(ValueError, match=r"topk: k=6 is out of range for dim -1 of size 5"):
+        Tensor(a).topk(6)
+    with pytest.raises(IndexError, match=r"gather: index 4 is out of bounds for dim 0 of size 4"):
+        Tensor(a).gather(0, engine.tensor([[4]]))
+
+
+def test_free_functions_follow_torch():
+    torch = _torch()
+    (a,) = [draw((3, 4), seed=33)]
+    x, t = Tensor(a), torch.tensor(a)
+    pairs = [(engine.max(x, 1).values, torch.max(t, 1).values), (engine.max(x, 1).indices, torch.max(t, 1).indices),
+             (engine.min(x), torch.min(t)), (engine.max(x, Tensor(-a)), torch.max(t, torch.tensor(-a))),
+             (engine.softmax(x, 1), torch.softmax(t, 1)), (engine.exp(x), torch.exp(t)),
+             (engine.sum(x, 0), torch.sum(t, 0)), (engine.cumsum(x, 1), torch.cumsum(t, 1)),
+             (engine.sqrt(engine.abs(x)), torch.sqrt(torch.abs(t))), (engine.tril(x), torch.tril(t))]
+    for ours, theirs in pairs:
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)

@@ -230,3 +230,37 @@ def test_reduction_results_carry_a_gradient_only_when_asked():
     assert not x.sum().requires_grad
     with engine.no_grad():
         assert not Tensor(np.ones(3), requires_grad=True).mean().requires_grad
+
+
+# ---------------------------------------------------------------- issue 27: scans, norm, any/all
+@pytest.mark.parametrize("name, fn", [
+    ("cumsum_dim1", lambda x: x.cumsum(1)),
+    ("cumsum_dim0", lambda x: x.cumsum(dim=0)),
+    ("cumprod_dim1", lambda x: x.cumprod(1)),
+    ("cumprod_dim_neg", lambda x: x.cumprod(-2)),
+    ("norm", lambda x: x.norm()),
+    ("norm_dim", lambda x: x.norm(dim=1)),
+    ("norm_p1_keepdim", lambda x: x.norm(p=1, dim=0, keepdim=True)),
+    ("norm_p3", lambda x: x.norm(p=3, dim=1)),
+])
+def test_scans_and_norms_match_torch(name, fn):
+    check_op(fn, SAME, [draw((3, 4), seed=41)])
+
+
+def test_cumprod_gradient_with_zeros_and_norm_gradient_at_zero_match_torch():
+    a = np.array([[2.0, 0.0, 3.0, 0.5], [0.0, 0.0, 1.5, -2.0], [1.0, -1.0, 0.0, 4.0]])
+    oracle(lambda x: x.cumprod(1), SAME, [a])  # exact where 0/0 would appear
+    z = np.zeros((2, 3))
+    z[1] = [3.0, -4.0, 0.0]
+    oracle(lambda x: x.norm(dim=1), SAME, [z])  # 0 for the all-zero row, as torch
+    oracle(lambda x: x.norm(), SAME, [np.zeros(3)])
+
+
+def test_any_and_all_along_a_dim_match_torch():
+    torch = require_torch()
+    a = np.array([[0, 1, 0], [0, 0, 0]])
+    for method in ("any", "all"):
+        for kw in ({}, {"dim": 1}, {"dim": 0, "keepdim": True}):
+            ours, theirs = getattr(engine.tensor(a), method)(**kw), getattr(torch.tensor(a), method)(**kw)
+            assert ours.dtype == np.bool_ and ours.shape == tuple(theirs.shape)
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -232,3 +232,65 @@ def test_linear_refuses_an_integer_input_naming_the_dtypes(torch):
         nn.Linear(3, 2)(engine.tensor(np.ones((4, 3), np.int64)))
     with pytest.raises(TypeError, match="linear: the input is int64"):
         engine.functional.linear(np.ones((4, 3), np.int64), engine.ones(2, 3))
+
+
+# ---------------------------------------------------------------- everyday surface
+
+
+def test_format_devices_and_randint(torch):
+    loss = engine.tensor(0.123456)
+    assert f"{loss:.3f}" == f"{torch.tensor(0.123456):.3f}" == "0.123"
+    with pytest.raises(TypeError):
+        f"{engine.ones(2):.3f}"
+    x = engine.ones(2)
+    assert x.to("cpu") is x and x.cpu() is x and x.to("cpu", engine.float64).dtype == np.float64
+    assert x.to(engine.tensor([1], dtype="int64")).dtype == np.int64
+    model = nn.Linear(2, 2)
+    assert model.to("cpu") is model and model.weight.dtype == np.float32
+    with pytest.raises(RuntimeError, match="to: the engine runs on the CPU only.*'cuda'"):
+        x.to("cuda")
+    engine.manual_seed(0)
+    r = engine.randint(5, (3, 4))
+    assert r.shape == tuple(torch.randint(5, (3, 4)).shape) and r.dtype == np.int64 and 0 <= int(r.min()) and int(r.max()) < 5
+
+
+def test_embedding_padding_idx_is_zero_and_gets_no_gradient(torch):
+    ours, theirs = nn.Embedding(5, 3, padding_idx=1), torch.nn.Embedding(5, 3, padding_idx=1)
+    assert not ours.weight.data[1].any() and not theirs.weight.detach()[1].any()
+    with torch.no_grad():
+        theirs.weight.copy_(torch.tensor(ours.weight.data))
+    idx = np.array([[1, 2, 1], [4, 1, 0]])
+    g = np.random.default_rng(5).standard_normal((2, 3, 3)).astype(np.float32)
+    ours(idx).backward(g)
+    theirs(torch.tensor(idx)).backward(torch.tensor(g))
+    _same(ours.weight.grad, theirs.weight.grad)
+    assert not ours.weight.grad.numpy()[1].any()
+    with pytest.raises(ValueError, match="Embedding: padding_idx 5 must be within num_embeddings"):
+        nn.Embedding(5, 3, padding_idx=5)
+
+
+def test_tensor_and_module_hooks_as_torch(torch):
+    seen = {}
+    for lib in (engine, torch):
+        x = lib.ones(3, requires_grad=True)
+        y = x * 2
+        handle = y.register_hook(lambda g: g * 10)  # replaces the gradient flowing on
+        grads = []
+        x.register_hook(lambda g, grads=grads: grads.append(g.clone()))
+        (y * y).sum().backward()
+        handle.remove()
+        x.grad = None
+        y = x * 2  # a new graph: the removed hook is gone, x's own hook still records
+        (y * y).sum().backward()
+        layer = lib.nn.Linear(3, 2)
+        outs = []
+        h1 = layer.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+        h2 = layer.register_forward_hook(lambda m, args, out, outs=outs: outs.append(out.shape))
+        out = layer(lib.ones(4, 3))
+        h1.remove()
+        h2.remove()
+        layer(lib.ones(4, 3))
+        seen[lib.__name__] = ([g.tolist() for g in grads], x.grad.tolist(), [tuple(s) for s in outs],
+                              np.allclose(out.detach().numpy(), layer.bias.detach().numpy()))
+    assert seen["engine"] == seen["torch"]
+    assert seen["engine"][0] == [[80.0] * 3, [8.0] * 3] and seen["engine"][2] == [(4, 2)]

@@ -124,8 +124,6 @@ def test_pool_errors_name_the_numbers():
         F.max_pool2d(x, 5)
     with pytest.raises(ValueError, match="avg_pool2d: stride must be >= 1"):
         F.avg_pool2d(x, 2, stride=0)
-    with pytest.raises(NotImplementedError, match="ceil_mode"):
-        F.avg_pool2d(x, 3, ceil_mode=True)
     with pytest.raises(ValueError, match="max_pool2d: input must be 4-D"):
         F.max_pool2d(engine.zeros(4, 4), 2)
     with pytest.raises(ValueError, match="MaxPool2d: padding"):
@@ -152,3 +150,16 @@ def test_unbatched_pooling_and_float32():
     out = F.max_pool2d(x, 2)
     assert out.shape == (3, 3, 3) and out.dtype == np.float32
     assert F.avg_pool2d(x, 3, stride=3).shape == (3, 2, 2)
+
+
+# ----------------------------------------------------------------------------- ceil_mode (issue 27)
+@pytest.mark.parametrize("kw", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+                                {"kernel_size": 3, "stride": 2}, {"kernel_size": 2, "stride": 3, "padding": 1}])
+def test_ceil_mode_pools_match_torch(kw, torch):
+    (x,) = random_arrays((2, 2, 5, 6), seed=51)
+    check_against_torch(lambda t: F.max_pool2d(t, ceil_mode=True, **kw),
+                        lambda t: torch.nn.functional.max_pool2d(t, ceil_mode=True, **kw), [x])
+    for include in (True, False):
+        check_against_torch(lambda t, c=include: nn.AvgPool2d(ceil_mode=True, count_include_pad=c, **kw)(t),
+                            lambda t, c=include: torch.nn.AvgPool2d(ceil_mode=True, count_include_pad=c, **kw)(t), [x])
+    check_gradcheck(lambda t: F.avg_pool2d(t, ceil_mode=True, **kw), [x])
