@@ -2,7 +2,10 @@
 #
 #   make run     serve every notebook and cheat sheet (marimo gallery) on http://127.0.0.1:2718
 #   make edit    open the notebooks in marimo's editor (NB=notebooks/01_activations.py for one)
-#   make test    install the test tools into .venv and run every test
+#   make test    install the test tools into .venv and run the suite but its slow tier (< 15 min on 2 cores)
+#   make test-fast  the library and the course layer: every gradient and PyTorch check (< 2 min)
+#   make test-slow  the slow tier: checkpoint retraining, headless runs and exports, site, browser
+#   make test-all   both tiers: what CI runs
 #   make bench   engine vs NumPy vs PyTorch timings
 #   make bench-ui  time each page and control in Chromium under marimo run and edit (BENCH_UI_ARGS=...)
 #   make check   marimo's linter, strict, over every notebook and cheat sheet
@@ -27,15 +30,15 @@ BIN := $(VENV)/bin
 
 # The course's models are small: one BLAS thread per process avoids OpenBLAS threads spinning
 # against each other (and against other sessions) on a busy machine. `make bench` sets its own.
-run edit test site: export OPENBLAS_NUM_THREADS ?= 1
-run edit test site: export OMP_NUM_THREADS ?= 1
+run edit test test-fast test-slow test-all site: export OPENBLAS_NUM_THREADS ?= 1
+run edit test test-fast test-slow test-all site: export OMP_NUM_THREADS ?= 1
 # Stamps: reinstall only when pyproject.toml changes.
 INSTALLED      := $(VENV)/.installed
 TEST_INSTALLED := $(VENV)/.installed-test
 # The folders that exist (git keeps no empty folder; a fresh clone may lack one for a while).
 NOTEBOOK_DIRS  := $(wildcard notebooks cheatsheets)
 
-.PHONY: help venv install run edit test test-tools bench bench-ui check checkpoints site site-tools serve-site clean
+.PHONY: help venv install run edit test test-fast test-slow test-all test-tools bench bench-ui check checkpoints site site-tools serve-site clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -65,10 +68,28 @@ $(TEST_INSTALLED): pyproject.toml $(INSTALLED)
 
 test-tools: $(TEST_INSTALLED)
 
+# The tiers are pytest markers, written in the tests themselves (pyproject.toml lists them):
+# `slow` marks what takes seconds a test (retraining, a notebook run in a subprocess, an export,
+# a browser). TESTS narrows any tier to some files: make test TESTS=tests/engine/test_tensor.py
+TESTS ?=
+FAST_TESTS := tests/engine tests/course tests/test_repo.py tests/test_torch_imports.py
 # pytest exits with 5 when it collects no test; that is not a failure of the repository.
-test: test-tools
-	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+define pytest_tier
+	@$(BIN)/python -m pytest $(1) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest: no tests collected"; exit 0; fi; exit $$status
+endef
+
+test: test-tools
+	$(call pytest_tier,-m "not slow" $(TESTS))
+
+test-fast: test-tools
+	$(call pytest_tier,-m "not slow and not browser" $(or $(TESTS),$(FAST_TESTS)))
+
+test-slow: test-tools
+	$(call pytest_tier,-m slow $(TESTS))
+
+test-all: test-tools
+	$(call pytest_tier,$(TESTS))
 
 bench: install
 	$(BIN)/python -m benchmarks.run

@@ -86,6 +86,18 @@ def test_make_targets_exist():
     assert "pytest" in _make_dry_run("test")
 
 
+def test_the_test_tiers_are_markers_and_the_readme_names_each():
+    """make test leaves out the slow tier, test-slow runs only it, test-fast the library and labs."""
+    assert '-m "not slow"' in _make_dry_run("test")
+    assert "-m slow" in _make_dry_run("test-slow")
+    fast = _make_dry_run("test-fast")
+    assert '-m "not slow and not browser"' in fast and "tests/engine" in fast and "tests/notebooks" not in fast
+    assert "-m" not in _make_dry_run("test-all").split("pytest", 1)[1]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for target in ("make test-fast", "make test", "make test-slow", "make test-all"):
+        assert f"`{target}`" in readme
+
+
 @pytest.mark.slow
 def test_make_run_serves_the_gallery_on_localhost_only():
     port = _free_port()
@@ -132,6 +144,10 @@ def test_ci_script_requires_every_tool():
     assert "pip install torch==2.13.0" in text
     assert "apt-get install -y" in text and "chromium" in text
     assert "REQUIRE_ORACLE=1 REQUIRE_BROWSER=1 make test" in text
+    assert "REQUIRE_ORACLE=1 REQUIRE_BROWSER=1 make test-slow" in text
+    # a learner's machine: no PyTorch (before torch is installed), and another CPU's BLAS kernel
+    assert text.index("make test-fast") < text.index("pip install torch==2.13.0")
+    assert "export OPENBLAS_CORETYPE=SandyBridge" in text
 
 
 # ----------------------------------------------------------------------------- benchmarks

@@ -38,6 +38,7 @@ def run(sheet: str, **values):
 # ----------------------------------------------------------------------------- whole-file checks
 
 
+@pytest.mark.slow  # a subprocess per sheet
 @pytest.mark.parametrize("sheet", SHEETS)
 def test_sheet_runs_headless(sheet):
     run_headless(path(sheet))

@@ -21,6 +21,7 @@ from engine.course import exercises, toc
 NOTEBOOKS = [e.id for e in toc.notebooks()]
 
 
+@pytest.mark.slow  # a subprocess per page
 @pytest.mark.parametrize("nb", NOTEBOOKS)
 def test_runs_headless(nb):
     seconds = run_headless(notebook_path(nb))
@@ -33,6 +34,7 @@ def test_marimo_check_strict_and_wasm_rules():
     marimo_check(*paths, select="MW")
 
 
+@pytest.mark.slow  # marimo export runs the page in a subprocess
 @pytest.mark.parametrize("nb", NOTEBOOKS)
 def test_exports_to_html(nb, tmp_path):
     page = export_html(notebook_path(nb), tmp_path / f"{nb}.html")

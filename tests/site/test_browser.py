@@ -31,7 +31,7 @@ from browser_tools import (
 from engine.course import toc
 from oracle import require_browser
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LOAD_TIMEOUT_MS = 180_000  # the first run of a page: a kernel process, imports, every cell
 RUN_TIMEOUT_MS = 240_000  # one training run behind a button

@@ -32,7 +32,7 @@ from browser_tools import (
 from engine.course import toc
 from oracle import require_browser
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 RUN_TIMEOUT_MS = 180_000  # every cell of one notebook on a busy 2-core machine
 COPIED = ("engine", "notebooks", "cheatsheets")

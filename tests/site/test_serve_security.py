@@ -25,6 +25,8 @@ import pytest
 
 from browser_tools import ROOT, free_port, stop_process_group
 
+pytestmark = pytest.mark.slow  # a marimo server of its own
+
 PASSWORD = "course-test-password-7f3a"
 
 

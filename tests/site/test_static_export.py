@@ -21,7 +21,7 @@ from engine.course import toc
 from oracle import require_browser
 from site_build import build_site, require_site_tools, site_build
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 STOPPED = "an ancestor was stopped with `mo.stop`"
 

@@ -30,7 +30,7 @@ from engine.course import toc
 from oracle import require_browser
 # the gallery test's waits on the kernel and its error check (tests/site is on sys.path)
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LOAD_TIMEOUT_MS = 180_000
 RUN_TIMEOUT_MS = 120_000
