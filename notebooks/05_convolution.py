@@ -6,6 +6,7 @@ app = marimo.App(width="medium", app_title="05 · Convolution")
 with app.setup:
     import functools
 
+    import altair as alt
     import marimo as mo
     import numpy as np
 
@@ -21,7 +22,7 @@ with app.setup:
 @app.function
 @functools.lru_cache(maxsize=8)
 def cnn_summary(trained):
-    """Loss and accuracy per epoch, the held-out accuracy and confusion matrix, and where the
+    """Loss and accuracy per epoch, the held-out accuracy, and where the
     model comes from (the shipped checkpoint or the learner's own training)."""
     history, matrix, settings = trained.history, trained.confusion, trained.settings
     _described = (f"{settings['n_filters']} filters of {settings['kernel_size']}×"
@@ -37,17 +38,12 @@ def cnn_summary(trained):
                               y_title="accuracy", title="accuracy per epoch (chance: 0.1)")
     loss = plot.loss_curves({"train": history.loss}, y_title="cross-entropy",
                             title="training loss per epoch")
-    digits = [str(d) for d in range(10)]
-    confusion = plot.heatmap(matrix, x_labels=digits, y_labels=digits, x_title="predicted digit",
-                             y_title="true digit", color_title="images", scheme="purples",
-                             annotate=True, fmt="d", title="held-out confusion matrix")
     stopped = mo.callout(mo.md(history.stopped), kind="warn") if history.stopped else mo.md("")
     final = history.test_acc[-1] if history.test_acc else float("nan")
     return mo.vstack([
         mo.md(source), stopped, mo.hstack([loss, curves], widths="equal"),
         mo.md(f"Held-out accuracy after {len(history.loss)} epochs: **{final:.1%}** "
-              f"({int(np.trace(matrix))} of {int(matrix.sum())} digits)."),
-        confusion])
+              f"({int(np.trace(matrix))} of {int(matrix.sum())} digits).")])
 
 
 @app.function
@@ -1037,6 +1033,42 @@ def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train):
                                        trained_cnn.confusion)
     cnn_summary(trained_cnn)
     return cnn, cnn_confusion, cnn_history, trained_cnn
+
+
+@app.cell
+def _(cnn_confusion):
+    # The held-out confusion matrix (rows: the true digit, columns: the CNN's reading); a click on
+    # a cell picks its pair of digits, whose images the next cell shows.
+    _digits = np.array([str(d) for d in range(10)], dtype=object)
+    _cells = plot.data(actual=np.repeat(_digits, 10), predicted=np.tile(_digits, 10), images=cnn_confusion.ravel())
+    _pick = alt.selection_point(name="cell_pick", fields=["actual", "predicted"], on="click")
+    _grid = alt.Chart(_cells, width="container", height=300, title="held-out confusion matrix · click a cell").encode(
+        alt.X("predicted:O", sort=list(_digits), title="predicted digit", axis=alt.Axis(labelAngle=0)),
+        alt.Y("actual:O", sort=list(_digits), title="true digit"))
+    confusion_chart = ui.chart_control(
+        _grid.mark_rect().encode(alt.Color("images:Q", scale=alt.Scale(scheme="purples"), title="images"),
+                                 opacity=alt.condition(_pick, alt.value(1.0), alt.value(0.4))).add_params(_pick)
+        + _grid.mark_text(fontSize=11).encode(alt.Text("images:Q")))
+    return (confusion_chart,)
+
+
+@app.cell
+def _(cnn, cnn_confusion, confusion_chart, digits_heldout):
+    # The digits of the clicked cell; until a cell is clicked, the CNN's most frequent mistake.
+    _images, _labels = digits_heldout
+    _mistakes = cnn_confusion - np.diag(np.diag(cnn_confusion))
+    _worst = np.unravel_index(int(np.argmax(_mistakes)), _mistakes.shape)
+    _actual = int(ui.selected(confusion_chart, "cell_pick", "actual", default=[_worst[0]])[0])
+    _predicted = int(ui.selected(confusion_chart, "cell_pick", "predicted", default=[_worst[1]])[0])
+    _which = np.flatnonzero((_labels == _actual) & (lab.predictions(cnn, _images) == _predicted))
+    _kind = "read correctly" if _actual == _predicted else "misread"
+    _shown = (plot.image_tiles({f"#{i}": _images[i, 0] for i in _which[:12]}, width=64) if _which.size
+              else mo.md("*No held-out digit falls in this cell.*"))
+    mo.hstack([confusion_chart, mo.vstack([
+        mo.md(f"**{_which.size}** held-out {_actual}s {_kind} as **{_predicted}**"
+              + (f" (the first {min(12, _which.size)}):" if _which.size else ".")),
+        _shown])], widths=[3, 2])
+    return
 
 
 @app.cell

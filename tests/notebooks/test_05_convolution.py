@@ -335,3 +335,15 @@ def test_05_held_out_digit_reading_is_the_cnns(index):
     assert all(f"conv1 · {i}" in text for i in range(6)) and "filter 11" in text
 
 
+
+
+def test_05_confusion_cell_shows_the_digits_of_the_cnns_most_frequent_mistake_until_one_is_clicked():
+    """Issue 23: the confusion matrix is a control (a click picks a cell); at open it shows the
+    largest off-diagonal cell, whose count the text gives, and the chart holds the matrix."""
+    text, defs = notebook_text("05_convolution")
+    matrix = defs["cnn_confusion"]
+    mistakes = matrix - np.diag(np.diag(matrix))
+    actual, predicted = np.unravel_index(int(np.argmax(mistakes)), matrix.shape)
+    assert f"{matrix[actual, predicted]} held-out {actual}s misread as {predicted}" in text
+    chart = defs["confusion_chart"]
+    assert chart.selections == {} and chart.test_values == []

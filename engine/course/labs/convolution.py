@@ -45,7 +45,7 @@ __all__ = [
     "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "confusion", "conv_grid",
     "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
     "default_cnn", "train_default_cnn", "train_digits_cnn",
-    "feature_maps", "im2col_backward", "im2col_cells", "im2col_view", "transpose_cells", "learned_filters", "make_cnn",
+    "feature_maps", "predictions", "im2col_backward", "im2col_cells", "im2col_view", "transpose_cells", "learned_filters", "make_cnn",
     "receptive_field_table", "round_trip_output_padding", "sample_image", "shift_equivariance", "train_cnn",
     "two_convolutions", "uniform_stack",
 ]
@@ -954,15 +954,19 @@ def train_cnn(model, X, y, X_test=None, y_test=None, epochs=5, lr=3e-3, batch_si
     return history
 
 
-def confusion(model, X, y, batch_size=256) -> np.ndarray:
-    """The confusion matrix of ``model`` on (X, y): ``engine.metrics.confusion_matrix`` of the
-    labels and the argmax predictions, rows true classes, columns predictions."""
+def predictions(model, X, batch_size=256) -> np.ndarray:
+    """The class ``model`` predicts for each image of ``X`` (the argmax of its logits), int [N]."""
     X = np.asarray(X, dtype=np.float32)
     with no_grad():
-        predictions = np.concatenate([model(Tensor(X[i:i + batch_size])).data.argmax(axis=1)
-                                      for i in range(0, len(X), batch_size)])
+        return np.concatenate([model(Tensor(X[i:i + batch_size])).data.argmax(axis=1)
+                               for i in range(0, len(X), batch_size)])
+
+
+def confusion(model, X, y, batch_size=256) -> np.ndarray:
+    """The confusion matrix of ``model`` on (X, y): ``engine.metrics.confusion_matrix`` of the
+    labels and the argmax :func:`predictions`, rows true classes, columns predictions."""
     n_classes = model[-1].weight.shape[0]
-    return confusion_matrix(np.asarray(y), predictions, num_classes=n_classes)
+    return confusion_matrix(np.asarray(y), predictions(model, X, batch_size), num_classes=n_classes)
 
 
 def feature_maps(model, image) -> dict:
