@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import hashlib
+import importlib.util
 import io
 import sys
 import time
@@ -25,29 +27,62 @@ import engine  # noqa: E402
 from engine.course import checkpoints  # noqa: E402
 
 
-def module_text(name: str, state, made_by: str) -> str:
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@functools.lru_cache(maxsize=None)
+def notebook_module(notebook: str):
+    """``notebooks/<notebook>.py`` imported as a module: its setup cell runs, and its
+    ``@app.function`` / ``@app.class_definition`` cells become the module's functions and classes
+    (a file named ``08_vae.py`` cannot be imported by name)."""
+    path = ROOT / "notebooks" / f"{notebook}.py"
+    spec = importlib.util.spec_from_file_location(f"notebook_{notebook}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def made_by(lab: str, train) -> str:
+    """What a checkpoint's MADE_BY records: the notebook function or the lab function."""
+    if isinstance(train, checkpoints.FromNotebook):
+        return train.__name__
+    return f"{lab}.{train.__name__}"
+
+
+def recipe(train):
+    """``(zero-argument function returning the state, fingerprint or None)`` for a declaration."""
+    if isinstance(train, checkpoints.FromNotebook):
+        module = notebook_module(train.notebook)
+        code = [getattr(module, name) for name in train.code]
+        return getattr(module, train.function), checkpoints.code_fingerprint(*code)
+    return train, None
+
+
+def module_text(name: str, state, made_by: str, fingerprint: str | None = None) -> str:
     """The source of checkpoint module ``name`` holding ``state`` (what :func:`write` writes)."""
     buffer = io.BytesIO()
     engine.save(state, buffer)
     blob = buffer.getvalue()
+    fingerprint_line = f"FINGERPRINT = {fingerprint!r}\n" if fingerprint else ""
     return (
         f'"""Checkpoint `{name}`: the state {made_by}() returns, saved with engine.save.\n\n'
         "Written by `make checkpoints` (scripts/make_checkpoints.py); do not edit by hand.\n"
         "tests/course/test_checkpoints.py retrains it and compares. See __init__.py for why it is a\n"
         'Python module.\n"""\n\n'
         f"MADE_BY = {made_by!r}\n"
+        f"{fingerprint_line}"
         f"SIZE = {len(blob)}\n"
         f"SHA256 = {hashlib.sha256(blob).hexdigest()!r}\n"
         f"ARCHIVE = {base64.b64encode(blob).decode('ascii')!r}\n"
     )
 
 
-def write(name: str, state, made_by: str, folder: Path = checkpoints.FOLDER) -> Path:
+def write(name: str, state, made_by: str, folder: Path = checkpoints.FOLDER, fingerprint: str | None = None) -> Path:
     """Write checkpoint module ``name`` into ``folder``; returns its path."""
     if not name.isidentifier() or name.startswith("_"):
         raise ValueError(f"checkpoint name {name!r} must be a public Python identifier (it names a module)")
     path = folder / f"{name}.py"
-    path.write_text(module_text(name, state, made_by), encoding="utf-8")
+    path.write_text(module_text(name, state, made_by, fingerprint), encoding="utf-8")
     return path
 
 
@@ -59,7 +94,7 @@ def main(argv=None) -> int:
     found = checkpoints.registry()
     if args.list:
         for name, (lab, train) in sorted(found.items()):
-            print(f"{name:32s} {lab}.{train.__name__}")
+            print(f"{name:32s} {made_by(lab, train)}")
         return 0
     unknown = sorted(set(args.names) - set(found))
     if unknown:
@@ -67,7 +102,8 @@ def main(argv=None) -> int:
     for name in args.names or sorted(found):
         lab, train = found[name]
         started = time.perf_counter()
-        path = write(name, train(), made_by=f"{lab}.{train.__name__}")
+        function, fingerprint = recipe(train)
+        path = write(name, function(), made_by=made_by(lab, train), fingerprint=fingerprint)
         print(f"{name}: {time.perf_counter() - started:.1f} s, {path.stat().st_size / 1024:.0f} KiB -> "
               f"{path.relative_to(checkpoints.FOLDER.parents[2])}")
     return 0

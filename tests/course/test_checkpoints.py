@@ -3,6 +3,7 @@ code makes: each is retrained here from its fixed seed and compared with the shi
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
 from pathlib import Path
@@ -97,7 +98,8 @@ def assert_same_state(made, shipped, where="state", rtol=RELATIVE_TOLERANCE):
 @pytest.mark.parametrize("name", sorted(DECLARED))
 def test_shipped_checkpoint_is_what_its_lab_trains(name):
     lab, train = DECLARED[name]
-    made, shipped = train(), checkpoints.load_named(name)
+    function, _ = make_checkpoints.recipe(train)
+    made, shipped = function(), checkpoints.load_named(name)
     if name == "attention_gpt":
         made, shipped = _key_bias_left_out(made), _key_bias_left_out(shipped)
     if name == "vae_remedies":
@@ -105,7 +107,7 @@ def test_shipped_checkpoint_is_what_its_lab_trains(name):
         assert_same_state(made.pop(noisy), shipped.pop(noisy), f"{name}[{noisy!r}]", NOISE_AMPLIFIED[name])
     assert_same_state(made, shipped, name)
     module = __import__(f"engine.course.checkpoints.{name}", fromlist=["MADE_BY"])
-    assert module.MADE_BY == f"{lab}.{train.__name__}", "rebuild with `make checkpoints`"
+    assert module.MADE_BY == make_checkpoints.made_by(lab, train), "rebuild with `make checkpoints`"
 
 
 def test_the_comparison_sees_a_change_of_training_and_passes_rounding():
@@ -158,3 +160,45 @@ def test_round_trip_and_corruption_is_refused(tmp_path):
         checkpoints.load(module)
     with pytest.raises(ValueError, match="public Python identifier"):
         make_checkpoints.write("_private", state, made_by="x", folder=tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (_, t) in DECLARED.items() if isinstance(t, checkpoints.FromNotebook)))
+def test_shipped_checkpoint_fits_the_code_on_its_page(name):
+    """A checkpoint made from a notebook's lesson cells loads at the page's own code, as it is now."""
+    _, train = DECLARED[name]
+    module = __import__(f"engine.course.checkpoints.{name}", fromlist=["FINGERPRINT"])
+    notebook = make_checkpoints.notebook_module(train.notebook)
+    state, reason = checkpoints.load_if_fits(module, *(getattr(notebook, c) for c in train.code))
+    assert state is not None, f"{name}: {reason}; rebuild with `make checkpoints NAMES={name}`"
+
+
+def _loss_from(tmp_path, name: str, source: str):
+    """Function ``loss`` defined in a file of its own (inspect reads its source from there)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.loss
+
+
+def test_the_fingerprint_ignores_prose_and_sees_code(tmp_path):
+    plain = _loss_from(tmp_path, "plain", 'def loss(x):\n    """Squared error."""\n    return x * x  # e²\n')
+    reworded = _loss_from(tmp_path, "reworded", "import functools\n\n\n@functools.cache\ndef loss(x):\n"
+                          '    """The square of the error, in other words."""\n    # a note\n    return x * x\n')
+    changed = _loss_from(tmp_path, "changed", 'def loss(x):\n    """Squared error."""\n    return x * abs(x)\n')
+    assert checkpoints.code_fingerprint(reworded) == checkpoints.code_fingerprint(plain)
+    assert checkpoints.code_fingerprint(changed) != checkpoints.code_fingerprint(plain)
+    assert checkpoints.code_fingerprint(plain, changed) != checkpoints.code_fingerprint(changed, plain)
+
+    state = {"w": np.ones(2, dtype=np.float32)}
+    path = make_checkpoints.write("probe", state, made_by="probe", folder=tmp_path,
+                                  fingerprint=checkpoints.code_fingerprint(plain))
+    namespace: dict = {}
+    exec(path.read_text(), namespace)
+    module = types.SimpleNamespace(__name__="probe", **{k: v for k, v in namespace.items() if k.isupper()})
+    loaded, reason = checkpoints.load_if_fits(module, reworded)
+    np.testing.assert_array_equal(loaded["w"], state["w"])
+    assert reason == ""
+    loaded, reason = checkpoints.load_if_fits(module, changed)
+    assert loaded is None and "`loss`" in reason and "train" in reason

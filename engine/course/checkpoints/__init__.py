@@ -15,21 +15,38 @@ html-wasm`` packs only ``.py`` files into the wheel the browser pages install (a
 them, and reads one with :func:`load`.
 
 **Where they come from.** A lab that ships checkpoints lists them in ``CHECKPOINTS``, a dict
-from the checkpoint's name to a zero-argument function that trains the section's default model
-with the lab's own training code from a fixed seed and returns its state (anything
-:func:`engine.save` stores: nested dicts of arrays, numbers, strings). ``make checkpoints``
-(``scripts/make_checkpoints.py``) runs them and writes the modules: the writing lives there, since
-the package only reads (tests/site/test_pyodide_rules.py). ``tests/course/test_checkpoints.py``
-runs them again and checks that the result matches what is shipped.
+from the checkpoint's name to what trains the section's default model from a fixed seed and
+returns its state (anything :func:`engine.save` stores: nested dicts of arrays, numbers, strings):
+
+- :class:`FromNotebook` when the model and its training loop are the notebook's own lesson cells
+  (``@app.function`` / ``@app.class_definition``): the notebook file and the name of its function
+  that returns the state, and the names of the lesson cells whose code the state depends on. A
+  lab never imports a notebook, so this is only names; ``scripts/make_checkpoints.py`` loads the
+  notebook file to run it, and stores :func:`code_fingerprint` of those cells as ``FINGERPRINT``;
+- a zero-argument function of the lab, for data the lab itself computes (sweeps, tables).
+
+``make checkpoints`` (``scripts/make_checkpoints.py``) runs them and writes the modules: the
+writing lives there, since the package only reads (tests/site/test_pyodide_rules.py).
+``tests/course/test_checkpoints.py`` runs them again and checks that the result matches what is
+shipped, and that every fingerprint matches the notebook's code as it is.
+
+**When a learner edits the lesson.** A page loads a checkpoint with :func:`load_if_fits`, passing
+its own lesson objects: if their code is not the code the checkpoint was trained with (its
+fingerprint differs), or the stored parameters do not fit the model, the page gets the reason in
+one line instead of the state, says so, and offers its Train button.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import importlib
+import inspect
 import io
+import textwrap
 import types
+from dataclasses import dataclass
 from pathlib import Path
 
 import engine
@@ -57,6 +74,59 @@ def _arrays(node):
     if isinstance(node, (list, tuple)):
         return type(node)(_arrays(value) for value in node)
     return node
+
+
+@dataclass(frozen=True)
+class FromNotebook:
+    """A checkpoint trained by a notebook's own lesson code.
+
+    ``notebook``: the file under ``notebooks/`` without ``.py`` (``"08_vae"``); ``function``: the
+    name of its ``@app.function`` that trains the default model and returns the state; ``code``:
+    the names of the lesson cells (functions and classes) whose code the state depends on, in the
+    order the page passes them to :func:`load_if_fits`."""
+
+    notebook: str
+    function: str
+    code: tuple[str, ...]
+
+    @property
+    def __name__(self) -> str:  # what MADE_BY records: "notebooks/08_vae.py:train_default"
+        return f"notebooks/{self.notebook}.py:{self.function}"
+
+
+def code_fingerprint(*objects) -> str:
+    """SHA-256 of the syntax trees of ``objects`` (functions and classes), decorators, docstrings
+    and comments left out: a fix to prose leaves it as it is, a change to what runs does not."""
+    digest = hashlib.sha256()
+    for obj in objects:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                node.decorator_list = []
+                body = node.body
+                if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                        and isinstance(body[0].value.value, str):
+                    node.body = body[1:] or [ast.Pass()]
+        digest.update(ast.dump(tree, annotate_fields=False).encode())
+    return digest.hexdigest()
+
+
+def load_if_fits(module, *code) -> tuple[object, str]:
+    """``(state, "")`` from checkpoint ``module`` when ``code`` (the page's lesson objects, in the
+    order its :class:`FromNotebook` names them) is the code it was trained with; otherwise
+    ``(None, reason)``, the reason one sentence a page can show."""
+    expected = getattr(module, "FINGERPRINT", None)
+    if expected is None:
+        raise ValueError(f"checkpoint {module.__name__} has no FINGERPRINT: it was not made from a notebook's code")
+    try:
+        found = code_fingerprint(*code)
+    except (OSError, TypeError):  # no source to read (a page built without it): nothing was edited
+        return load(module), ""
+    if found != expected:
+        names = ", ".join(f"`{getattr(c, '__name__', '?')}`" for c in code)
+        return None, (f"the shipped model was trained with other code than this page's {names}, "
+                      "so it is not loaded: train with the button to see what your code does")
+    return load(module), ""
 
 
 def load_named(name: str):
