@@ -83,7 +83,7 @@ class Optimizer:
         for group in self.param_groups:
             for p in group["params"]:
                 if set_to_none:
-                    p.grad = None
+                    p._grad = None  # (the .grad setter's checks are for values from outside)
                 elif p.grad is not None:
                     p.grad.zero_()  # in place, as PyTorch: a reference to the gradient sees the zeros
 
@@ -98,7 +98,7 @@ class Optimizer:
         for group in self.param_groups:
             self._step_group(group)
             for p in group["params"]:
-                if p.grad is not None:  # updated in place: a graph that saved p must not reuse it
+                if p._grad is not None:  # updated in place: a graph that saved p must not reuse it
                     counter = p._vc
                     counter[0] += 1
                     counter[2] = stamp
@@ -109,7 +109,7 @@ class Optimizer:
     def _step_group(self, group: dict) -> None:
         state = self.state
         for p in group["params"]:
-            grad = p.grad
+            grad = p._grad  # the attribute behind .grad, read once per parameter and step
             if grad is None:
                 continue
             grad = grad.data

@@ -294,3 +294,15 @@ def test_tensor_and_module_hooks_as_torch(torch):
                               np.allclose(out.detach().numpy(), layer.bias.detach().numpy()))
     assert seen["engine"] == seen["torch"]
     assert seen["engine"][0] == [[80.0] * 3, [8.0] * 3] and seen["engine"][2] == [(4, 2)]
+
+
+def test_listed_differences_hold():
+    """docs/differences-from-pytorch.md: Tensor(5) is 0-d, ties sort by position, number % tensor
+    has a gradient (torch raises), a scatter's repeated index keeps the last value."""
+    assert engine.Tensor(5).shape == () and float(engine.Tensor(5)) == 5.0
+    ties = engine.tensor([2.0, 1.0, 2.0, 1.0])
+    assert ties.sort().indices.tolist() == [1, 3, 0, 2]
+    assert ties.sort(descending=True).indices.tolist() == [0, 2, 1, 3]
+    assert engine.gradcheck(lambda b: 10.0 % b, [engine.tensor(np.array([3.0, -4.0, 2.4]), requires_grad=True)])
+    out = engine.zeros(3).scatter(0, engine.tensor([1, 1]), engine.tensor([5.0, 7.0]))
+    assert out.tolist() == [0.0, 7.0, 0.0]
