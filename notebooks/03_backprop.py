@@ -4,6 +4,7 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="03 · Backpropagation")
 
 with app.setup:
+    import altair as alt
     import marimo as mo
     import numpy as np
 
@@ -465,14 +466,66 @@ def _(pg_epochs, pg_lr, pg_opt, pg_run, pg_run_is_default, pg_split, pg_untraine
         _side = mo.vstack([
             mo.md("Trained with the default settings above and shipped with the course; **train** retrains with "
                   "yours. " + _initial) if pg_run_is_default else mo.md(_initial),
-            plot.loss_curves({"train": _h["train_loss"], "validation": _h["val_loss"]}, y_title="cross-entropy",
-                             log_y=True, height=170, title="Loss"),
             plot.loss_curves({"train": _h["train_acc"], "validation": _h["val_acc"]}, y_title="accuracy",
                              height=150, title="Accuracy"),
             mo.md(f"final: train loss **{_h['train_loss'][-1]:.4f}**, validation accuracy "
                   f"**{100 * _h['val_acc'][-1]:.1f} %**"),
         ])
     mo.hstack([_fig, _side], widths=[1, 1])
+    return
+
+
+@app.cell
+def _(pg_run):
+    mo.stop(pg_run is None or pg_run.diverged)
+    # The loss per epoch, written in the cell: drag across it to pick a stretch of epochs.
+    _h = pg_run.history
+    _epochs = np.arange(1, len(_h["train_loss"]) + 1)
+    _splits = np.array(["train", "validation"], dtype=object)
+    _curves = plot.data(epoch=np.tile(_epochs, 2), loss=np.concatenate([_h["train_loss"], _h["val_loss"]]),
+                        split=np.repeat(_splits, len(_epochs)))
+    _brush = alt.selection_interval(name="epoch_zoom", encodings=["x"])
+    loss_overview = ui.chart_control(
+        alt.Chart(_curves, width="container", height=170, title="cross-entropy per epoch · drag across it to zoom")
+        .mark_line().encode(
+            alt.X("epoch:Q", title="epoch"),
+            alt.Y("loss:Q", title="cross-entropy", scale=alt.Scale(type="log")),
+            alt.Color("split:N", title="", legend=alt.Legend(orient="bottom"),
+                      scale=alt.Scale(domain=list(_splits), range=[plot.color("train"), plot.color("validation")])),
+        ).add_params(_brush))
+    return (loss_overview,)
+
+
+@app.cell
+def _(loss_overview, pg_run):
+    mo.stop(pg_run is None or pg_run.diverged)
+    # The stretch brushed above (the second half of training until one is), on a linear axis.
+    _h = pg_run.history
+    _n = len(_h["train_loss"])
+    _lo, _hi = ui.selected(loss_overview, "epoch_zoom", "epoch", default=[_n / 2, _n])
+    _first, _last = max(1, int(np.ceil(_lo))), min(_n, int(np.floor(_hi)))
+    if _last - _first < 1:  # narrower than two epochs: widen it to two
+        _first = max(1, min(_first, _n - 1))
+        _last = min(_n, _first + 1)
+    _train = np.asarray(_h["train_loss"][_first - 1:_last])
+    _val = np.asarray(_h["val_loss"][_first - 1:_last])
+    _epochs = np.arange(_first, _last + 1)
+    _zoom = alt.Chart(plot.data(epoch=np.tile(_epochs, 2), loss=np.concatenate([_train, _val]),
+                                split=np.repeat(np.array(["train", "validation"], dtype=object), len(_epochs))),
+                      width="container", height=170, title=f"epochs {_first} to {_last}").mark_line(point=True).encode(
+        alt.X("epoch:Q", title="epoch", scale=alt.Scale(domain=[_first, _last], nice=False)),
+        alt.Y("loss:Q", title="cross-entropy", scale=alt.Scale(zero=False)),
+        alt.Color("split:N", title="", legend=None,
+                  scale=alt.Scale(domain=["train", "validation"], range=[plot.color("train"), plot.color("validation")])))
+    _overfits = _train[-1] < _train[0] and _val[-1] > _val[0]
+    mo.vstack([
+        loss_overview,
+        mo.md(f"Over epochs {_first} to {_last} the training loss went from **{_train[0]:.4f}** to "
+              f"**{_train[-1]:.4f}** and the validation loss from **{_val[0]:.4f}** to **{_val[-1]:.4f}**"
+              + (": the network is fitting its training points at the expense of new ones (overfitting)."
+                 if _overfits else ".")),
+        ui.chart(_zoom),
+    ])
     return
 
 

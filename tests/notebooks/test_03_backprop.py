@@ -178,3 +178,15 @@ def test_03_playground_trains_on_a_drawn_data_set():
     empty = {**drawing, "data": []}
     text, defs = notebook_text("03_backprop", pg_canvas=empty, train_button=True)
     assert defs["pg_split"] is None and defs["pg_run"] is None and "No data set to train on" in text
+
+
+def test_03_loss_zoom_shows_the_second_half_of_training_until_a_stretch_is_brushed():
+    """Issue 23: the loss curve is a control (a brush picks epochs); at open the zoom shows the
+    second half of the shipped run, and its text gives the losses at the stretch's two ends."""
+    text, defs = notebook_text("03_backprop")
+    history = defs["pg_run"].history
+    n = len(history["train_loss"])
+    first = int(np.ceil(n / 2))
+    assert (f"Over epochs {first} to {n} the training loss went from {history['train_loss'][first - 1]:.4f} to "
+            f"{history['train_loss'][-1]:.4f}") in text
+    assert defs["loss_overview"].selections == {}
