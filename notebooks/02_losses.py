@@ -4,6 +4,7 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="02 · Loss functions")
 
 with app.setup:
+    import altair as alt
     import marimo as mo
     import numpy as np
 
@@ -103,7 +104,7 @@ def _(delta, huber_is_half_mse, reg_loss, reg_overview_chart, reg_residuals):
                                            name="ℓ", var="e", title=_spec["label"], y_domain=(_lo, _hi), height=240)
     mo.vstack([
         mo.hstack([reg_loss, delta]),
-        mo.hstack([reg_overview_chart, _detail], widths=[1, 1]),
+        mo.hstack([ui.chart(reg_overview_chart), ui.chart(_detail)], widths=[1, 1]),
         mo.md(rf"""
     $$
     \ell(e) = {_spec["formula"]}, \qquad \frac{{\partial \ell}}{{\partial \hat y}} = {_spec["grad"]}
@@ -179,7 +180,7 @@ def _(delta, line_fits_free, line_out, line_x, line_y, n_outliers, outlier_pucks
     _rows = "\n".join(f"| {_labels[n]} | {w:.3f} | {b:.3f} |" for n, (w, b) in line_fits.items())
     mo.vstack([
         mo.hstack([n_outliers, outlier_shift, delta]),
-        mo.hstack([outlier_pucks, _chart], widths=[1, 1]) if outlier_pucks is not None else _chart,
+        mo.hstack([outlier_pucks, ui.chart(_chart)], widths=[1, 1]) if outlier_pucks is not None else ui.chart(_chart),
         mo.md("| loss | slope w | intercept b |\n|---|---|---|\n" + _rows),
     ])
     return (line_fits,)
@@ -244,7 +245,7 @@ def _(lik_fits_free, lik_noise, lik_tau, lik_y):
                       for f in lik_fits)
     mo.vstack([
         mo.hstack([lik_noise, lik_tau], justify="start"),
-        _chart,
+        ui.chart(_chart),
         mo.md("| loss ↔ likelihood | best constant (engine) | statistic | its value (NumPy) | every minimiser |\n"
               "|---|---|---|---|---|\n" + _rows),
         mo.md("With an even count of targets (2,000 here), MAE's loss is flat between the two middle values, "
@@ -393,7 +394,7 @@ def _(fused_curve, logit_scale, naive_break, naive_curve, naive_scales, naive_ta
     mo.vstack([
         mo.hstack([logit_scale, precision]),
         naive_target,
-        _chart,
+        ui.chart(_chart),
         mo.md(f"At s = {logit_scale.value:g}: naive **{_shown}**, fused **{fused_now:.4g}** "
               f"(fused in float64: {_fused64:.4g}). {_where}"),
     ])
@@ -465,13 +466,13 @@ def _(kl_fit_button, kl_separation, q_mu, q_sigma):
         f" · {'KL(p‖q)' if d == 'forward' else 'KL(q‖p)'} fit: μ = {m:.2f}, σ = {s:.2f}, "
         f"final {'KL(p‖q)' if d == 'forward' else 'KL(q‖p)'} = {h[-1]:.3f}"
         for d, (m, s, h) in kl_fits.items())
-    _source = ("Fits: trained from the default start by `make checkpoints` and shipped with the course; the "
+    _source = ("Fits: trained in advance from the default start and shipped with the course; the "
                "button refits from your settings." if kl_fits_shipped else
                "Fits: from your settings." if kl_fits else
                "Not fitted from these settings yet: the button fits q both ways from here (about 0.1 s).")
     mo.vstack([
         mo.hstack([kl_separation, q_mu, q_sigma, kl_fit_button], wrap=True),
-        _chart,
+        ui.chart(_chart),
         mo.md(f"KL(p‖q) = **{kl_forward:.4f}** · KL(q‖p) = **{kl_reverse:.4f}**{_fit_text}"),
         mo.md(f"<small>{_source}</small>"),
     ])
@@ -523,16 +524,22 @@ def _(clf_lr, margin_chart, w0):
     _x, _y = lab.sigmoid_classifier_data(100, seed=0)
     clf_runs = {name: lab.train_sigmoid_classifier(_x, _y, name, w0=w0.value, lr=clf_lr.value, steps=100)
                 for name in ("cross_entropy", "mse")}
-    _acc = plot.loss_curves({"cross-entropy": clf_runs["cross_entropy"].accuracy,
-                             "MSE on σ(z)": clf_runs["mse"].accuracy},
-                            x_title="step", y_title="training accuracy", height=240,
-                            colors={"cross-entropy": "cross_entropy", "MSE on σ(z)": "mse"},
-                            title=f"Training from w₀ = {w0.value:g}")
+    # The training accuracy of both runs, step by step: the chart this section is about.
+    _names = ["cross-entropy", "MSE on σ(z)"]
+    _steps = np.arange(1, len(clf_runs["cross_entropy"].accuracy) + 1)
+    _curves = plot.data(step=np.tile(_steps, 2), name=np.repeat(np.array(_names, dtype=object), len(_steps)),
+                        accuracy=np.concatenate([clf_runs["cross_entropy"].accuracy, clf_runs["mse"].accuracy]))
+    _acc = alt.Chart(_curves, width="container", height=240, title=f"Training from w₀ = {w0.value:g}").mark_line().encode(
+        alt.X("step:Q", title="step"), alt.Y("accuracy:Q", title="training accuracy"),
+        alt.Color("name:N", title="", legend=alt.Legend(orient="bottom"),
+                  scale=alt.Scale(domain=_names, range=[plot.color("cross_entropy"), plot.color("mse")])),
+        alt.Tooltip("accuracy:Q", format=".2f"))
     _say = " · ".join(f"{'cross-entropy' if n == 'cross_entropy' else 'MSE'}: "
                       + (f"95 % accuracy after **{r.steps_to(0.95)}** steps" if r.steps_to(0.95) is not None
                          else "**not** at 95 % after 100 steps")
                       for n, r in clf_runs.items())
-    mo.vstack([mo.hstack([w0, clf_lr]), mo.hstack([margin_chart, _acc], widths=[1, 1]), mo.md(_say)])
+    mo.vstack([mo.hstack([w0, clf_lr]), mo.hstack([ui.chart(margin_chart), ui.chart(_acc)], widths=[1, 1]),
+               mo.md(_say)])
     return (clf_runs,)
 
 
