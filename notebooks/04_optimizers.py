@@ -4,6 +4,7 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="04 · Optimizers")
 
 with app.setup:
+    import altair as alt
     import marimo as mo
     import numpy as np
 
@@ -190,8 +191,17 @@ def _(adamw_decay, surface, trajectories, trajectory_problems):
                                   title=f"{_spec['label']} (darker is lower; ◆ the minimum, ■ the start)",
                                   height=340)
         _gaps = {lab.LABELS[n]: lab.loss_gap(surface.value, t, max_points=200) for n, t in trajectories.items()}
-        _curve = plot.curves(None, _gaps, x_title="step", y_title="f(θ) − f(θ*)", log_y=True, colors=_colors,
-                             height=220, title="Distance to the minimum value")
+        # How far each optimizer's f(θ_t) is from the minimum, on a log axis: the race's result.
+        _names = list(_gaps)
+        _gap_rows = plot.data(step=np.concatenate([steps for steps, _ in _gaps.values()]),
+                              gap=np.concatenate([gap for _, gap in _gaps.values()]),
+                              optimizer=np.repeat(np.array(_names, dtype=object), [len(g) for _, g in _gaps.values()]))
+        _curve = alt.Chart(_gap_rows, width="container", height=220, title="Distance to the minimum value").mark_line(
+            clip=True).encode(
+            alt.X("step:Q", title="step"), alt.Y("gap:Q", title="f(θ) − f(θ*)", scale=alt.Scale(type="log")),
+            alt.Color("optimizer:N", title="", sort=_names, legend=alt.Legend(orient="bottom"),
+                      scale=alt.Scale(domain=_names, range=[plot.color(_colors[n]) for n in _names])),
+            alt.Tooltip("gap:Q", format=".3g"))
         _rows = []
         for _n, _t in trajectories.items():
             _dist = float(np.linalg.norm(_t.path[-1] - np.array(_spec["minimum"])))
@@ -207,8 +217,8 @@ def _(adamw_decay, surface, trajectories, trajectory_problems):
                   if adamw_decay.value > 0 and "adamw" in trajectories else [])
         _out = mo.vstack(_warn + [
             mo.md(rf"$${_spec['latex']}$$"),
-            _fig,
-            _curve,
+            ui.chart(_fig),
+            ui.chart(_curve),
             mo.md("| optimizer | η at step 0 | final f(θ) | distance to θ* |\n|---|---|---|---|\n" + "\n".join(_rows)),
         ] + _decay)
     mo.vstack(_problems + [_out])
@@ -257,7 +267,7 @@ def _(cond_kappa):
                       f"{cond.theory[k]:.4f} | {cond.measured[k]:.4f} |" for k in ("gd", "momentum"))
     mo.vstack([
         cond_kappa,
-        _chart,
+        ui.chart(_chart),
         mo.md("| method | η | μ | theory rate | measured rate |\n|---|---|---|---|---|\n" + _rows),
         mo.md(f"Measured against theory: GD **{cond.measured['gd'] / cond.theory['gd']:.4f}**, momentum "
               f"**{cond.measured['momentum'] / cond.theory['momentum']:.4f}** (momentum's slowest and "
@@ -310,7 +320,7 @@ def _(adam_beta1, adam_beta2, bc_noise, bc_steps):
                          title=f"Adam's step size for gradients ≈ 1 (β₁ = {_betas[0]:g}, β₂ = {_betas[1]:g})")
     mo.vstack([
         mo.hstack([bc_steps, bc_noise, adam_beta1, adam_beta2]),
-        _chart,
+        ui.chart(_chart),
         mo.md(f"First step: **{abs(bc_with.update[0]):.3f} η** with the correction, "
               f"**{abs(bc_without.update[0]):.3f} η** without; largest step without: "
               f"**{np.abs(bc_without.update).max():.3f} η**."),
@@ -363,7 +373,7 @@ def _(plateau_patience, sched_gamma, sched_lr, sched_pct, sched_step_size, sched
     mo.vstack([
         mo.hstack([sched_steps, sched_lr, sched_step_size, sched_gamma], wrap=True),
         mo.hstack([sched_warmup, sched_pct, plateau_patience], wrap=True),
-        _chart,
+        ui.chart(_chart),
         mo.md("Final rates: " + " · ".join(f"{_names[k]} **{v[-1]:.3g}**" for k, v in schedules.items()) + "." + _note),
     ])
     return (schedules,)
@@ -407,7 +417,7 @@ def _(noise_batch, noise_lr):
     _ratio = noisy.floor["constant"] / max(noisy.floor["decayed"], 1e-300)
     mo.vstack([
         mo.hstack([noise_batch, noise_lr]),
-        _chart,
+        ui.chart(_chart),
         mo.md("Mean excess loss over the last 40 steps: " +
               " · ".join(f"{k} **{v:.2e}**" for k, v in noisy.floor.items()) +
               f". The decayed run ends **{_ratio:.3g}×** " + ("below" if _ratio > 1 else "above") +
@@ -452,7 +462,7 @@ def _(range_batch, range_steps):
              "the limit" if np.isfinite(lr_range.blowup_lr) else "it did not blow up within the range")
     mo.vstack([
         mo.hstack([range_batch, range_steps]),
-        _chart,
+        ui.chart(_chart),
         mo.md(f"Lowest loss at η = **{lr_range.best_lr:.3g}**; 2/λ_max = **{lr_range.stable_limit:.3g}**; {_blow}."),
     ])
     return (lr_range,)
@@ -495,7 +505,7 @@ def _(wd_lambda, wd_lr):
                           colors={"Adam + L2: θ₁": "adam", "AdamW: θ₁": "adamw"}, title="The weight the loss wants at 2")
     mo.vstack([
         mo.hstack([wd_lambda, wd_lr]),
-        mo.hstack([_chart2, _chart1], widths=[1, 1]),
+        mo.hstack([ui.chart(_chart2), ui.chart(_chart1)], widths=[1, 1]),
         mo.md(f"After 200 steps: Adam + L2 θ = ({wd_paths.adam_l2[-1, 0]:.3f}, {wd_paths.adam_l2[-1, 1]:.3f}), "
               f"AdamW θ = ({wd_paths.adamw[-1, 0]:.3f}, {wd_paths.adamw[-1, 1]:.3f}). "
               f"AdamW's θ₂ follows 2·(1 − ηλ)ᵗ = {2 * (1 - wd_lr.value * wd_lambda.value) ** 200:.3f} at t = 200."),
@@ -549,7 +559,7 @@ def _(clip_lr, clip_norm):
     for _k, _r in clip_runs.items():
         _fate = f"diverged at step {len(_r.path) - 1}" if _r.diverged else f"final f = {_r.final_loss:.3g}"
         _lines.append(f"**{_k}**: largest gradient norm {np.max(_r.grad_norms):.3g}, {_fate}")
-    mo.vstack([mo.hstack([clip_norm, clip_lr]), _fig, mo.md(" · ".join(_lines))])
+    mo.vstack([mo.hstack([clip_norm, clip_lr]), ui.chart(_fig), mo.md(" · ".join(_lines))])
     return (clip_runs,)
 
 
