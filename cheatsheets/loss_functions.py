@@ -32,7 +32,7 @@ def regression_losses(e, delta):
         y_hat = engine.tensor(e, requires_grad=True)
         out = make(y_hat, target)
         out.sum().backward()
-        losses[name], grads[name] = out.numpy(), y_hat.grad
+        losses[name], grads[name] = out.numpy(), y_hat.grad.numpy()
     return losses, grads
 
 
