@@ -345,7 +345,7 @@ def _():
     for validation), trained with cross-entropy on mini-batches of 32. The data set is a preset,
     drawn on a canvas where you can add points of any class, or clear it and draw your own. The
     page opens on a network trained with the default settings (moons, width 16, depth 2, tanh,
-    Adam at η = 0.03, 60 epochs), trained by `make checkpoints` and shipped with the course. Change
+    Adam at η = 0.03, 60 epochs), trained in advance and shipped with the course. Change
     a setting and the picture shows the untrained network of your settings (its first loss should
     be about $\ln K$) until **train** trains it. The background colour is the predicted class,
     paler where the network is unsure.

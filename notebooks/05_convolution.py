@@ -29,8 +29,8 @@ def cnn_summary(trained):
                   f"{settings['kernel_size']}, {settings['epochs']} epochs, learning rate "
                   f"{settings['lr']:g}")
     if trained is lab.default_cnn():
-        source = (f"The CNN below was trained with the default settings ({_described}) by "
-                  "`make checkpoints` and ships with the course, so it is here on open; "
+        source = (f"The CNN below was trained with the default settings ({_described}) "
+                  "in advance and ships with the course, so it is here on open; "
                   "**Train the CNN** retrains it with the settings above.")
     else:
         source = f"The CNN below was trained just now with your settings ({_described})."

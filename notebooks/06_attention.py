@@ -731,7 +731,7 @@ def _(tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train):
 
 @app.cell
 def _():
-    # Loaded once: the page opens on the default model, trained by `make checkpoints`.
+    # Loaded once: the page opens on the default model, trained in advance (its checkpoint).
     tiny_shipped = lab.shipped_tiny_attention()
     return (tiny_shipped,)
 
@@ -752,7 +752,7 @@ def _(tiny_length, tiny_lr, tiny_shipped, tiny_steps, tiny_task, tiny_train):
         _d = lab.TINY_DEFAULTS
         tiny_caption = (f"The map and the accuracy curve below are the default model's "
                         f"({_d['task']}, length {_d['length']}, {_d['steps']} steps, learning "
-                        f"rate {_d['lr']:g}), trained by `make checkpoints` and shipped with the "
+                        f"rate {_d['lr']:g}), trained in advance and shipped with the "
                         "course; **Train the attention model** trains one with the settings "
                         "above (about a second).")
     return tiny, tiny_caption
@@ -905,7 +905,7 @@ def _(gpt_layers, gpt_lr, gpt_steps, gpt_train):
 
 @app.cell
 def _():
-    # Loaded once: the page opens on the default Transformer, trained by `make checkpoints`.
+    # Loaded once: the page opens on the default Transformer, trained in advance (its checkpoint).
     gpt_shipped = lab.shipped_tiny_gpt()
     return (gpt_shipped,)
 
@@ -925,7 +925,7 @@ def _(gpt_layers, gpt_lr, gpt_shipped, gpt_steps, gpt_train):
         _d = lab.GPT_DEFAULTS
         gpt_caption = (f"The loss curves and the text below are the default model's "
                        f"({_d['steps']} steps, {_d['layers']} block, learning rate {_d['lr']:g}), "
-                       "trained by `make checkpoints` and shipped with the course with the text "
+                       "trained in advance and shipped with the course with the text "
                        "it sampled; **Train the tiny Transformer** trains one with the settings "
                        "above (several seconds; slower in the browser).")
     return gpt, gpt_caption

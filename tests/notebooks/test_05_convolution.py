@@ -120,7 +120,7 @@ def test_05_cnn_on_open_is_the_shipped_default_and_the_button_retrains():
     assert defs["trained_cnn"] is default and default.settings == conv_lab.CNN_DEFAULTS
     assert [defs[n].value for n in ("cnn_filters", "cnn_epochs")] == [12, 12]
     assert (defs["cnn_kernel"].value, defs["cnn_lr"].value) == (3, 3e-3)  # the controls' defaults
-    assert "trained with the default settings" in text and "make checkpoints" in text
+    assert "trained with the default settings" in text and "ships with the course" in text
     assert "Press" not in text
     assert len(defs["cnn_history"].loss) == 12
     outputs, defs = run_app(app, cnn_train=True, cnn_epochs=2, cnn_filters=2, cnn_image=359)

@@ -134,7 +134,7 @@ def test_06_opens_on_the_shipped_models_and_their_claims_hold():
     tiny = defs["tiny"]
     assert tiny is defs["tiny_shipped"]
     assert ("The map and the accuracy curve below are the default model's (reverse, length 6, "
-            "300 steps, learning rate 0.01), trained by make checkpoints and shipped") in text
+            "300 steps, learning rate 0.01), trained in advance and shipped") in text
     with engine.no_grad():
         pred = tiny.model(tiny.x_test).data.argmax(-1)
     assert defs["tiny_accuracy"] == pytest.approx(float((pred == tiny.y_test).mean()))
@@ -157,7 +157,7 @@ def test_06_opens_on_the_shipped_models_and_their_claims_hold():
     assert gpt.sample.startswith("a query ") and gpt.sample in text
     assert gpt.sample == attention_lab.sample_text(gpt.model, gpt.data, seed=g["seed"])
     assert ("The loss curves and the text below are the default model's (400 steps, 1 block, "
-            "learning rate 0.003), trained by make checkpoints and shipped") in text
+            "learning rate 0.003), trained in advance and shipped") in text
     assert defs["exercise_block"].truth == 12 * 768**2 + 13 * 768
 
 
