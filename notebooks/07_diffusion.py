@@ -4,6 +4,7 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="07 · Diffusion models")
 
 with app.setup:
+    import altair as alt
     import marimo as mo
     import numpy as np
 
@@ -108,7 +109,7 @@ def _(schedules):
                               "is far from pure noise, so sampling from N(0, I) would start in the "
                               "wrong place."), kind="warn")
              if schedules["linear"].alpha_bars[-1] > 0.01 else mo.md(""))
-    mo.vstack([mo.md(_end), _warn, mo.hstack([_alpha, _beta, _snr], widths="equal")])
+    mo.vstack([mo.md(_end), _warn, mo.hstack([ui.chart(_alpha), ui.chart(_beta), ui.chart(_snr)], widths="equal")])
     return
 
 
@@ -187,7 +188,7 @@ def _(data_2d, forward_data, forward_schedule, forward_step):
     mo.vstack([
         mo.md(f"ᾱ_t = **{_ab:.3f}** · data factor √ᾱ_t = **{np.sqrt(_ab):.3f}** · noise std "
               f"√(1 − ᾱ_t) = **{np.sqrt(1 - _ab):.3f}** · SNR = **{_ab / (1 - _ab):.3g}**"),
-        _chart,
+        ui.chart(_chart),
     ])
     return
 
@@ -221,7 +222,7 @@ def _(forward_schedule, forward_step):
               f"{chain.var[0]:.3f}, {chain.var[1]:.3f} |\n"
               f"| closed form | {chain.closed_mean[0]:.3f}, {chain.closed_mean[1]:.3f} | "
               f"{chain.closed_var:.3f} |"),
-        _hist,
+        ui.chart(_hist),
     ])
     return (chain,)
 
@@ -321,9 +322,12 @@ def _(ddpm, ddpm_shipped):
     _window = max(1, len(ddpm.losses) // 50)
     _smooth = np.convolve(ddpm.losses, np.ones(_window) / _window, mode="valid")
     _every = max(1, len(_smooth) // 200)  # 200 points are enough for a smooth line
-    _loss = plot.curves(np.arange(len(_smooth))[::_every] + _window, {"train": _smooth[::_every]},
-                        x_title="training step", y_title="loss ‖ε − ε_θ‖²", colors={"train": "train"},
-                        title=f"training loss (moving average of {_window} steps)")
+    # The denoiser's training loss, a moving average: the curve of this section, written here.
+    _loss = alt.Chart(plot.data(step=np.arange(len(_smooth))[::_every] + _window, loss=_smooth[::_every]),
+                      width="container", height=260, title=f"training loss (moving average of {_window} steps)"
+                      ).mark_line(color=plot.color("train")).encode(
+        alt.X("step:Q", title="training step"), alt.Y("loss:Q", title="loss ‖ε − ε_θ‖²"),
+        [alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".4f")])
     _levels = np.ones(len(ddpm.checkpoints))  # the two references as flat lines: one chart, no layers
     _quality = plot.curves(ddpm.checkpoints, {"model samples": ddpm.quality,
                                               "pure noise": ddpm.noise_quality * _levels,
@@ -343,7 +347,7 @@ def _(ddpm, ddpm_shipped):
         mo.md(f"Energy distance after {len(ddpm.losses)} steps: **{ddpm_final:.4f}** · pure "
               f"noise (red line): {ddpm.noise_quality:.4f} · a second draw of the data (green "
               f"line): {ddpm.floor:.4f}"),
-        mo.hstack([_loss, _quality], widths="equal"),
+        mo.hstack([ui.chart(_loss), ui.chart(_quality)], widths="equal"),
     ])
     return (ddpm_final,)
 
@@ -380,7 +384,7 @@ def _(data_2d, ddpm_schedule, reverse_k, trajectory):
                                 f"samples after {_k} reverse steps": (trajectory[_k], "model")},
                                domain=(-4, 4), height=400,
                                title=f"after {_k} of {ddpm_schedule.T} reverse steps (now at t = {_t})")
-    mo.vstack([reverse_k, _chart])
+    mo.vstack([reverse_k, ui.chart(_chart)])
     return
 
 
@@ -535,7 +539,7 @@ def _(exact_samples, learned_1d, learned_1d_shipped, mixture):
             if learned_1d_shipped else "*Learned ε_θ trained just now on this mixture.*"
             if learned_1d is not None else
             "*Train a 1-D denoiser to compare a network trained on samples of this mixture.*")),
-        _samples,
+        ui.chart(_samples),
     ])
     return (mix_moments,)
 
@@ -554,7 +558,7 @@ def _(learned_1d, mix_schedule, mix_t, mixture):
     _q = plot.curves(mix_curves.x, {"q_t(x)": mix_curves.density}, x_title="x_t",
                      y_title="density", colors={"q_t(x)": "data"},
                      title=f"the noised density q_t at t = {mix_step + 1}", height=160)
-    mo.vstack([mix_t, mo.hstack([_eps_chart, _q], widths=[2, 1])])
+    mo.vstack([mix_t, mo.hstack([ui.chart(_eps_chart), ui.chart(_q)], widths=[2, 1])])
     return mix_curves, mix_step
 
 
@@ -594,7 +598,7 @@ def _(exact_study):
     mo.vstack([
         mo.md(f"After half the reverse steps **{commitment_half:.0%}** of the samples are on the "
               f"side of the valley where they end; after 90 % of them, **{commitment_late:.0%}**."),
-        _chart,
+        ui.chart(_chart),
     ])
     return commitment, commitment_half, commitment_late
 
@@ -680,7 +684,7 @@ def _(sampler_data, sampler_gallery, sampler_steps):
                                        f"{sampler_scores[_k]:.4f}")
                for _k, _x in sampler_runs.items()]
     mo.vstack([mo.md(f"{sampler_steps.value} steps, energy distance to the data: " + " · ".join(
-        f"{_k} **{_v:.4f}**" for _k, _v in sampler_scores.items())), mo.hstack(_charts, widths="equal"),
+        f"{_k} **{_v:.4f}**" for _k, _v in sampler_scores.items())), mo.hstack([ui.chart(_c) for _c in _charts], widths="equal"),
                mo.md("*Drawn for every step count of the slider by `make checkpoints` (1000 samples "
                      "each, seed 0) and shipped with the course, since 1000 steps take about a "
                      "second: the scores use all 1000 samples, the charts show 300 of them and "
@@ -798,7 +802,7 @@ def _(guide_label, guide_study, guide_train):
                "*The conditional denoiser (1500 steps) and its 1000 samples per label and scale "
                "come from `make checkpoints`, shipped with the course; the button retrains and "
                "resamples here (about 8 s).*")
-    mo.vstack([mo.hstack([mo.md("\n".join(_rows)), _trade], widths=[1, 2]), mo.md(_source)])
+    mo.vstack([mo.hstack([mo.md("\n".join(_rows)), ui.chart(_trade)], widths=[1, 2]), mo.md(_source)])
     return (guide_trade,)
 
 
@@ -806,10 +810,10 @@ def _(guide_label, guide_study, guide_train):
 def _(guide_label, guide_scale, guide_study):
     _row = list(guide_study.scales).index(guide_scale.value)
     _x = guide_study.samples[guide_label.value][_row]
-    plot.point_layers({"data": (guide_study.X[:500], "data"),
-                       f"samples, w = {guide_scale.value:g}": (_x, "model")},
-                      domain=(-3, 3), height=340, size=8,
-                      title=f"guided samples at w = {guide_scale.value:g} ({len(_x)} of 1000 shown)")
+    ui.chart(plot.point_layers({"data": (guide_study.X[:500], "data"),
+                                f"samples, w = {guide_scale.value:g}": (_x, "model")},
+                               domain=(-3, 3), height=340, size=8,
+                               title=f"guided samples at w = {guide_scale.value:g} ({len(_x)} of 1000 shown)"))
     return
 
 
