@@ -110,29 +110,29 @@ def is_grad_enabled() -> bool:
 
 
 class _GradMode:
-    """A grad mode that is a context manager and a decorator, as ``torch.no_grad`` and its kin.
+    """A grad mode: a context manager and a decorator, as ``torch.no_grad`` and its kin.
 
-    ``mode`` is the value ``is_grad_enabled()`` takes inside. As a decorator it wraps a plain
-    function, or a generator function (the mode then holds while the generator runs, and the
-    caller's mode is back whenever it yields, as PyTorch); bare ``@no_grad`` works too.
+    ``mode`` is the value ``is_grad_enabled()`` takes inside (None: left as it is). As a decorator
+    it wraps a plain function, or a generator function (the mode then holds while the generator
+    runs, and the caller's mode is back whenever it yields, as PyTorch); bare ``@no_grad`` works too.
     """
 
-    mode = False
-
-    def __new__(cls, fn=None):
+    def __new__(cls, *args, **kwargs):
         self = super().__new__(cls)
-        if callable(fn):  # bare @engine.no_grad: decorate at once
+        if args and callable(args[0]):  # bare @engine.no_grad: decorate at once
             self.__init__()
-            return self(fn)
+            return self(args[0])
         return self
 
-    def __init__(self, fn=None):
+    def __init__(self, mode=None):
+        self.mode = mode
         self._previous = []
 
     def __enter__(self):
         global _grad_enabled
         self._previous.append(_grad_enabled)
-        _grad_enabled = self.mode
+        if self.mode is not None:
+            _grad_enabled = self.mode
         return self
 
     def __exit__(self, *exc):
@@ -140,35 +140,33 @@ class _GradMode:
         _grad_enabled = self._previous.pop()
         return False
 
-    def clone(self):
-        return type(self)()
-
     def __call__(self, fn):
+        mode = self.mode  # each call gets its own context (recursion and generators nest safely)
         if inspect.isgeneratorfunction(fn):
             @functools.wraps(fn)
             def generator(*args, **kwargs):
                 gen = fn(*args, **kwargs)
-                with self.clone():
+                with _GradMode(mode):
                     request = gen.send(None)
                 while True:
                     try:
                         response = yield request
                     except GeneratorExit:
-                        with self.clone():
+                        with _GradMode(mode):
                             gen.close()
                         raise
                     except BaseException as err:  # noqa: BLE001 - handed to the generator, as torch
-                        with self.clone():
+                        with _GradMode(mode):
                             request = gen.throw(err)
                     else:
-                        with self.clone():
+                        with _GradMode(mode):
                             request = gen.send(response)
 
             return generator
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self.clone():
+            with _GradMode(mode):
                 return fn(*args, **kwargs)
 
         return wrapper
@@ -180,71 +178,45 @@ class no_grad(_GradMode):
     Use it for evaluation and for parameter updates, exactly like ``torch.no_grad``.
     """
 
-    mode = False
+    def __init__(self, fn=None):
+        super().__init__(False)
 
 
 class enable_grad(_GradMode):
     """Turn graph building back on inside a ``no_grad`` block (a context manager or decorator)."""
 
-    mode = True
+    def __init__(self, fn=None):
+        super().__init__(True)
 
 
 class inference_mode(_GradMode):
     """As ``torch.inference_mode(mode=True)``: no graph inside (here the same as ``no_grad``;
     ``inference_mode(False)`` changes nothing)."""
 
-    def __new__(cls, mode=True):
-        if callable(mode):  # bare @engine.inference_mode
-            return super().__new__(cls, mode)
-        return super().__new__(cls)
-
     def __init__(self, mode=True):
-        super().__init__()
-        self._mode = bool(mode) if not callable(mode) else True
-
-    @property
-    def mode(self):
-        return False if self._mode else _grad_enabled
-
-    def clone(self):
-        return type(self)(self._mode)
+        super().__init__(False if (mode is True or callable(mode)) else None)
 
 
 class set_grad_enabled(_GradMode):
-    """``set_grad_enabled(flag)``: a function call sets the mode at once; ``with`` restores it
-    at the end of the block (as ``torch.set_grad_enabled``)."""
-
-    def __new__(cls, mode):
-        return super().__new__(cls)
+    """``set_grad_enabled(flag)``: called, it sets the mode at once; as ``with`` it restores the
+    previous mode at the end of the block; as a decorator it holds while the function runs."""
 
     def __init__(self, mode):
         global _grad_enabled
         if not isinstance(mode, bool):
             raise TypeError(f"set_grad_enabled: mode must be a bool, got {type(mode).__name__} {mode!r}")
-        super().__init__()
-        self.mode = mode
-        self._previous = [_grad_enabled]
+        super().__init__(mode)
+        self._before = _grad_enabled
         _grad_enabled = mode
 
-    def __enter__(self):
+    def __enter__(self):  # the mode is already set: remember what to restore
+        self._previous.append(self._before)
         return self
 
-    def __call__(self, fn):  # as a decorator it sets nothing now, only while fn runs
+    def __call__(self, fn):
         global _grad_enabled
-        _grad_enabled = self._previous[0]
+        _grad_enabled = self._before  # a decorator changes nothing until fn runs
         return super().__call__(fn)
-
-    def clone(self):
-        return _Fixed(self.mode)
-
-
-class _Fixed(_GradMode):
-    def __new__(cls, mode):
-        return super().__new__(cls)
-
-    def __init__(self, mode):
-        super().__init__()
-        self.mode = mode
 
 
 class Function:
