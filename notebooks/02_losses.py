@@ -144,16 +144,19 @@ def _():
 
 
 @app.cell
-def _(n_outliers, outlier_shift):
+def _(n_outliers):
+    # the chart under the pucks: the inliers, which only the number of outliers changes
+    outlier_background = lab.outlier_background(n_outliers.value)
+    return (outlier_background,)
+
+
+@app.cell
+def _(n_outliers, outlier_background, outlier_shift):
     # the sliders are the keyboard path: they place the outliers, and the pucks start there
     line_base = lab.make_line_data(n=30, n_outliers=n_outliers.value, outlier_shift=float(outlier_shift.value),
                                    seed=0)
     _x, _y, _out = line_base
-    outlier_pucks = None
-    if _out.any():
-        outlier_pucks = widgets.draggable_points(
-            lambda ax, _points: lab.draw_inliers(ax, _x[~_out], _y[~_out]), _x[_out], _y[_out],
-            x_bounds=lab.LINE_BOUNDS[0], y_bounds=lab.LINE_BOUNDS[1], figsize=(5.0, 3.2))
+    outlier_pucks = widgets.draggable_points(outlier_background, _x[_out], _y[_out]) if _out.any() else None
     return line_base, outlier_pucks
 
 

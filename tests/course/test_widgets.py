@@ -136,6 +136,27 @@ def test_a_press_on_the_background_maps_to_the_data_coordinates_drawn_there(bbox
     assert dark[:top - 2].any() and dark[bottom + 12:].any() and dark[:, :left - 20].any()
 
 
+def test_pucks_over_a_background_drawn_beforehand_show_the_same_pixels_in_the_same_box():
+    """A slider that re-creates the pucks re-uses a chart drawn once (widgets.puck_background): the
+    widget shows the very PNG the chart drawn under it would give, and maps through the same box."""
+    def draw(ax):
+        ax.plot([-2, 2], [-1, 3], color="#1d4ed8")
+        ax.scatter([0.5, -1.0], [0.0, 2.0], s=14)
+        ax.set_xlabel("x")
+        ax.set_title("a title", fontsize=10)
+
+    size = {"x_bounds": BOUNDS[0], "y_bounds": BOUNDS[1], "figsize": (5.0, 3.2)}
+    direct = widgets.draggable_points(lambda ax, _points: draw(ax), [0.0], [1.0], **size).widget
+    calls = []
+    background = widgets.puck_background(lambda ax: (calls.append(ax), draw(ax)), **size)
+    for x in (0.0, 1.5):
+        puck = widgets.draggable_points(background, [x], [1.0]).widget
+        assert np.array_equal(_background_rgb(puck), _background_rgb(direct))
+        assert (puck.axes_pixel_bounds, puck.x_bounds, puck.y_bounds) == (direct.axes_pixel_bounds, *BOUNDS)
+        assert (puck.width, puck.height) == (500, 320) and puck.x == [x]
+    assert len(calls) == 1
+
+
 def test_the_background_figure_is_not_one_of_pyplots():
     """The figure is a matplotlib.figure.Figure made without pyplot, which would keep it open for
     good: after a widget is built, pyplot (imported first, so it would see any figure it made)

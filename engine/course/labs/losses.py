@@ -835,6 +835,17 @@ def with_dragged_outliers(x, y, is_outlier, points):
             np.concatenate([np.zeros(keep.sum(), dtype=bool), np.ones(len(points), dtype=bool)]))
 
 
+@functools.lru_cache(maxsize=None)
+def outlier_background(n_outliers: int):
+    """The pucks' chart (``widgets.puck_background``) with ``n_outliers`` outliers taken out of the
+    line data: its inliers and the true line, drawn once for each count."""
+    from engine.course import widgets
+
+    x, y, out = make_line_data(n=30, n_outliers=n_outliers, seed=0)
+    return widgets.puck_background(lambda ax: draw_inliers(ax, x[~out], y[~out]), x_bounds=LINE_BOUNDS[0],
+                                   y_bounds=LINE_BOUNDS[1], figsize=(5.0, 3.2))
+
+
 def draw_inliers(ax, x, y, slope: float = 1.5, intercept: float = 0.5):
     """The pucks' background, drawn once on the Matplotlib axes of ``widgets.draggable_points``:
     the inliers (the palette's "data") and the true line they were drawn from ("reference")."""
