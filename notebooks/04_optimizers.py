@@ -8,6 +8,7 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
+    import engine
     from engine.course import exercises, metadata, plot, toc, ui, widgets
     from engine.course.labs import optimizers as lab
 
@@ -49,25 +50,57 @@ def _():
     mo.md(r"""
     ## 1. The update rules
 
-    With the gradient $g_t = \nabla_\theta \mathcal L(\theta_t)$ and learning rate $\eta$:
+    An update rule turns the gradient $g_t = \nabla_\theta \mathcal L(\theta_t)$ into a step. Each
+    rule below is a few lines of NumPy: it takes the parameters `theta`, their gradient `g`, a dict
+    `state` where it keeps what it remembers between steps, and the learning rate $\eta$, and
+    returns the new parameters. The race of section 2 and the charts after it call these very
+    functions, so when you edit one, every figure that uses it runs again. They are PyTorch's
+    forms, and `engine.optim` takes exactly the same steps.
+
+    **Gradient descent** steps straight downhill, by $\eta$ times the slope:
 
     $$
-    \begin{aligned}
-    \text{SGD:}\quad & \theta_{t+1} = \theta_t - \eta\, g_t \\
-    \text{momentum:}\quad & b_t = \mu\, b_{t-1} + g_t, \qquad \theta_{t+1} = \theta_t - \eta\, b_t \\
-    \text{Nesterov:}\quad & b_t = \mu\, b_{t-1} + g_t, \qquad \theta_{t+1} = \theta_t - \eta\,(g_t + \mu\, b_t) \\
-    \text{RMSprop:}\quad & s_t = \alpha\, s_{t-1} + (1-\alpha)\, g_t^2, \qquad \theta_{t+1} = \theta_t - \eta\, \frac{g_t}{\sqrt{s_t} + \varepsilon} \\
-    \text{Adam:}\quad & m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t, \quad v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2, \quad
-    \theta_{t+1} = \theta_t - \eta\, \frac{\hat m_t}{\sqrt{\hat v_t} + \varepsilon} \\
-    \text{AdamW:}\quad & \theta_{t+1} = \theta_t - \eta\lambda\,\theta_t - \eta\, \frac{\hat m_t}{\sqrt{\hat v_t} + \varepsilon}
-    \end{aligned}
+    \theta_{t+1} = \theta_t - \eta\, g_t
     $$
-
-    with $\hat m_t = m_t/(1-\beta_1^t)$ and $\hat v_t = v_t/(1-\beta_2^t)$. These are PyTorch's
-    forms (its momentum buffer starts at the first gradient; AdamW's decay uses $\theta_t$ from
-    before the step), and `engine.optim` follows them exactly.
     """)
     return
+
+
+@app.function
+def sgd(theta, g, state, lr):
+    """Gradient descent: θ_{t+1} = θ_t − η g_t (it remembers nothing)."""
+    return theta - lr * g
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Momentum** keeps a running sum $b$ of past gradients and steps along it: where the gradient
+    keeps its sign the steps build up speed, where it flips from step to step they cancel out.
+    **Nesterov** steps along the gradient plus the buffer's next push, a look-ahead (below). The
+    buffer starts at the first gradient, $b_1 = g_1$:
+
+    $$
+    b_t = \mu\, b_{t-1} + g_t, \qquad
+    \text{momentum: } \theta_{t+1} = \theta_t - \eta\, b_t, \qquad
+    \text{Nesterov: } \theta_{t+1} = \theta_t - \eta\,(g_t + \mu\, b_t)
+    $$
+    """)
+    return
+
+
+@app.function
+def momentum(theta, g, state, lr, mu=0.9):
+    """Heavy-ball momentum: b_t = μ b_{t−1} + g_t (b_1 = g_1), θ_{t+1} = θ_t − η b_t."""
+    state["b"] = mu * state["b"] + g if "b" in state else g
+    return theta - lr * state["b"]
+
+
+@app.function
+def nesterov(theta, g, state, lr, mu=0.9):
+    """Nesterov momentum: b_t = μ b_{t−1} + g_t (b_1 = g_1), θ_{t+1} = θ_t − η (g_t + μ b_t)."""
+    state["b"] = mu * state["b"] + g if "b" in state else g
+    return theta - lr * (g + mu * state["b"])
 
 
 @app.cell(hide_code=True)
@@ -98,6 +131,51 @@ def _():
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    **Adaptive step sizes.** RMSprop divides each parameter's step by a running root mean
+    square of its own gradients, so a steep direction and a flat one move at similar speeds.
+    Adam does the same to a running *mean* of the gradients (momentum), and divides both running
+    averages by $1-\beta^t$ (the **bias correction** of section 3). AdamW also shrinks the
+    parameters by $\eta\lambda\theta_t$ each step, outside the adaptive step (section 5):
+
+    $$
+    \begin{aligned}
+    \text{RMSprop:}\quad & s_t = \alpha\, s_{t-1} + (1-\alpha)\, g_t^2, \qquad \theta_{t+1} = \theta_t - \eta\, \frac{g_t}{\sqrt{s_t} + \varepsilon} \\
+    \text{Adam:}\quad & m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t, \quad v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2, \quad
+    \hat m_t = \frac{m_t}{1-\beta_1^t}, \quad \hat v_t = \frac{v_t}{1-\beta_2^t} \\
+    \text{AdamW:}\quad & \theta_{t+1} = \theta_t - \eta\lambda\,\theta_t - \eta\, \frac{\hat m_t}{\sqrt{\hat v_t} + \varepsilon}
+    \quad (\lambda = 0\text{: Adam})
+    \end{aligned}
+    $$
+    """)
+    return
+
+
+@app.function
+def rmsprop(theta, g, state, lr, alpha=0.99, eps=1e-8):
+    """RMSprop: s_t = α s_{t−1} + (1 − α) g_t², θ_{t+1} = θ_t − η g_t / (√s_t + ε)."""
+    state["s"] = alpha * state.get("s", 0.0) + (1 - alpha) * g * g
+    return theta - lr * g / (np.sqrt(state["s"]) + eps)
+
+
+@app.function
+def adam(theta, g, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, bias_correction=True):
+    """Adam, and AdamW when weight_decay λ > 0:
+    m_t = β₁ m_{t−1} + (1 − β₁) g_t,  v_t = β₂ v_{t−1} + (1 − β₂) g_t²,
+    m̂_t = m_t / (1 − β₁ᵗ),  v̂_t = v_t / (1 − β₂ᵗ)  (without bias correction: m̂ = m, v̂ = v),
+    θ_{t+1} = θ_t − ηλ θ_t − η m̂_t / (√v̂_t + ε)."""
+    beta1, beta2 = betas
+    t = state["t"] = state.get("t", 0) + 1
+    state["m"] = beta1 * state.get("m", 0.0) + (1 - beta1) * g
+    state["v"] = beta2 * state.get("v", 0.0) + (1 - beta2) * g * g
+    m_hat, v_hat = state["m"], state["v"]
+    if bias_correction:
+        m_hat, v_hat = m_hat / (1 - beta1**t), v_hat / (1 - beta2**t)
+    return theta - lr * weight_decay * theta - lr * m_hat / (np.sqrt(v_hat) + eps)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 2. Four surfaces, six optimizers
 
     Each surface is a function of $\theta = (\theta_1, \theta_2)$ built from engine operations, so
@@ -108,8 +186,53 @@ def _():
     zig-zag never dies down, above it explodes) while momentum and Adam cut through; in
     **Rosenbrock's** curved valley everything is slow and momentum pays off; at the **saddle**
     the gradient is almost zero and plain SGD waits; **Beale** has flat plateaus and steep walls.
+
+    The race itself is the loop below: the rules of section 1 in a dict, one gradient for each,
+    one step each, and a record of where each went. It is the loop of every training run, with a
+    network's loss in place of $f$.
+
+    **Change this cell:** in `momentum` (section 1), average the gradients instead of summing
+    them, `state["b"] = mu * state.get("b", 0.0) + (1 - mu) * g` (the form many textbooks write).
+    The buffer is then $(1-\mu)$ times PyTorch's, so every step is ten times shorter at
+    $\mu = 0.9$: on Rosenbrock's valley momentum's final $f(\theta)$ in the table below rises from
+    about 0.035 to about 3.4, no better than SGD. Move its $\eta$ from 0.001 to 0.01 and the old
+    path comes back exactly: the two forms differ only in what $\eta$ means.
     """)
     return
+
+
+@app.function
+def race(f, rules, start, steps, schedules, clip=None):
+    """Race update rules on the surface f from one start, all in step. Each step one autograd
+    pass gives f and ∇f at every racer's θ (racer j is column j: the surfaces act elementwise),
+    the gradient is rescaled to norm c if it is longer (clipping, section 6), and each racer's
+    rule steps its own θ with the learning rate its schedule gives:
+
+        g_t = ∇f(θ_t),   g_t ← g_t · c/‖g_t‖ if ‖g_t‖ > c,   θ_{t+1} = rule(θ_t, g_t, state, η_t).
+
+    A racer that leaves |θ| ≤ 10⁶ (or turns NaN) stops there: it diverged."""
+    theta = {name: np.array(start, dtype=np.float64) for name in rules}
+    state = {name: {} for name in rules}
+    log = {name: dict(path=[theta[name]], losses=[], lrs=[], norms=[]) for name in rules}
+    running = list(rules)
+    for _ in range(steps):
+        if not running:
+            break
+        x = engine.tensor(np.stack([theta[name] for name in running], axis=1), requires_grad=True)
+        loss = f(x)
+        loss.sum().backward()  # column j of x.grad is ∇f at racer j's θ alone
+        for j, name in enumerate(running):
+            g = x.grad.numpy()[:, j]
+            norm = float(np.sqrt(g @ g))
+            if clip is not None and norm > clip:
+                g = g * (clip / (norm + 1e-6))
+            lr = schedules[name].lr
+            theta[name] = rules[name](theta[name], g, state[name], lr)
+            schedules[name].step(float(loss.data[j]))
+            for key, value in (("path", theta[name]), ("losses", float(loss.data[j])), ("lrs", lr), ("norms", norm)):
+                log[name][key].append(value)
+        running = [name for name in running if np.all(np.abs(theta[name]) <= 1e6)]
+    return log
 
 
 @app.cell
@@ -165,11 +288,11 @@ def _(start_x, start_y, surface):
 @app.cell
 def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alpha, shown_opts, start_point,
       surface, traj_schedule):
-    # each run is cached on the settings its optimizer reads: one slider re-runs one or two optimizers
-    _race = lab.race(surface.value, shown_opts.value, start=widgets.point(start_point.value), steps=n_steps.value,
-                     lrs=lrs.value, schedule=traj_schedule.value, momentum=momentum_beta.value,
-                     alpha=rms_alpha.value, betas=(adam_beta1.value, adam_beta2.value),
-                     weight_decay=adamw_decay.value)
+    _rules = {"sgd": sgd, "momentum": momentum, "nesterov": nesterov, "rmsprop": rmsprop, "adam": adam, "adamw": adam}
+    _race = lab.run_race(race, _rules, surface.value, shown_opts.value, start=widgets.point(start_point.value),
+                         steps=n_steps.value, lrs=lrs.value, schedule=traj_schedule.value,
+                         momentum=momentum_beta.value, alpha=rms_alpha.value,
+                         betas=(adam_beta1.value, adam_beta2.value), weight_decay=adamw_decay.value)
     trajectories, trajectory_problems = _race.trajectories, _race.problems
     return trajectories, trajectory_problems
 
@@ -292,8 +415,14 @@ def _():
     $$
 
     and it keeps growing for a while: a burst of oversized steps just when the parameters are
-    least trained. The lines below are the formulas; the dots are `engine.optim.Adam`'s actual
-    updates (with the correction), fed the same gradients. β₁ and β₂ are the sliders of section 2.
+    least trained. The solid line is the steps of `adam` from section 1, the dashed line the same
+    function with `bias_correction=False`; the dots are the library's `engine.optim.Adam`, fed the
+    same gradients. β₁ and β₂ are the sliders of section 2.
+
+    **Change this cell:** in `adam`, correct only the first moment (drop `v_hat / (1 - beta2**t)`
+    and keep `v_hat` as it is). The solid line then starts at $\eta/\sqrt{1-\beta_2} \approx 31.6\,\eta$,
+    ten times the uncorrected first step, and joins the dashed line, far above the dots, within
+    a few dozen steps: correcting half of Adam is worse than correcting none.
     """)
     return
 
@@ -309,11 +438,11 @@ def _():
 def _(adam_beta1, adam_beta2, bc_noise, bc_steps):
     _betas = (adam_beta1.value, adam_beta2.value)
     _g = lab.noisy_gradients(bc_steps.value, mean=1.0, noise=bc_noise.value, seed=0)
-    bc_with = lab.adam_first_steps(_g, lr=1.0, betas=_betas, bias_correction=True)
-    bc_without = lab.adam_first_steps(_g, lr=1.0, betas=_betas, bias_correction=False)
+    bc_with = lab.rule_updates(adam, _g, lr=1.0, betas=_betas)
+    bc_without = lab.rule_updates(adam, _g, lr=1.0, betas=_betas, bias_correction=False)
     bc_engine = lab.engine_adam_updates(_g, lr=1.0, betas=_betas)
     _t = np.arange(1, bc_steps.value + 1)
-    _chart = plot.curves(_t, {"with correction": np.abs(bc_with.update), "without": np.abs(bc_without.update)},
+    _chart = plot.curves(_t, {"with correction": np.abs(bc_with), "without": np.abs(bc_without)},
                          dots={"engine.optim.Adam": np.abs(bc_engine)}, n_dots=min(bc_steps.value, 40),
                          colors={"with correction": "adam", "without": "error"}, dashed=["without"],
                          x_title="step t", y_title="|Δθ| / η", height=240,
@@ -321,9 +450,9 @@ def _(adam_beta1, adam_beta2, bc_noise, bc_steps):
     mo.vstack([
         mo.hstack([bc_steps, bc_noise, adam_beta1, adam_beta2]),
         ui.chart(_chart),
-        mo.md(f"First step: **{abs(bc_with.update[0]):.3f} η** with the correction, "
-              f"**{abs(bc_without.update[0]):.3f} η** without; largest step without: "
-              f"**{np.abs(bc_without.update).max():.3f} η**."),
+        mo.md(f"First step: **{abs(bc_with[0]):.3f} η** with the correction, "
+              f"**{abs(bc_without[0]):.3f} η** without; largest step without: "
+              f"**{np.abs(bc_without).max():.3f} η**."),
     ])
     return bc_engine, bc_with, bc_without
 
@@ -546,9 +675,9 @@ def _():
 @app.cell
 def _(clip_lr, clip_norm):
     clip_runs = {
-        "no clipping": lab.cached_run("rosenbrock", "sgd", steps=300, lr=clip_lr.value),
-        f"clipped at {clip_norm.value:g}": lab.cached_run("rosenbrock", "sgd", steps=300, lr=clip_lr.value,
-                                                          clip=clip_norm.value),
+        "no clipping": lab.run_one(race, sgd, "rosenbrock", "sgd", steps=300, lrs={"sgd": clip_lr.value}),
+        f"clipped at {clip_norm.value:g}": lab.run_one(race, sgd, "rosenbrock", "sgd", steps=300,
+                                                       lrs={"sgd": clip_lr.value}, clip=clip_norm.value),
     }
     _xx, _yy, _zz = lab.surface_grid("rosenbrock", 40)
     _fig = plot.surface_paths(_xx, _yy, _zz, {k: r.path for k, r in clip_runs.items()},

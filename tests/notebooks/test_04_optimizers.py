@@ -1,23 +1,170 @@
 """Notebook 04_optimizers: the values it shows are the engine's, and its claims hold on them.
 """
 
+import inspect
 import math
-import re
+import textwrap
 
-from pathlib import Path
 import numpy as np
 import pytest
-from engine.course import graph as graphs
-from engine.course import toc
-from engine.course.labs import activations as activations_lab
-from engine.course.labs import backprop as backprop_lab
-from engine.course.labs import losses as losses_lab
+from notebook_driver import Driven, load_module, notebook_text, output_text, run_app
+
+import engine
+from engine import optim
 from engine.course.labs import optimizers as optim_lab
-from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
-                             notebook_text, output_text, run_app)
+from engine.nn.utils import clip_grad_norm_
+
+NB = load_module("notebooks/04_optimizers.py")  # the lesson's update rules and race loop
+RULES = {"sgd": NB.sgd, "momentum": NB.momentum, "nesterov": NB.nesterov, "rmsprop": NB.rmsprop,
+         "adam": NB.adam, "adamw": NB.adam}
 
 
-# ----------------------------------------------------------------------------- 04_optimizers
+def engine_optimizer(name, params, lr, momentum=0.9, alpha=0.99, betas=(0.9, 0.999), weight_decay=0.0):
+    """The library's optimizer for racer ``name``: what each lesson rule must agree with."""
+    return {"sgd": lambda: optim.SGD(params, lr=lr),
+            "momentum": lambda: optim.SGD(params, lr=lr, momentum=momentum),
+            "nesterov": lambda: optim.SGD(params, lr=lr, momentum=momentum, nesterov=True),
+            "rmsprop": lambda: optim.RMSprop(params, lr=lr, alpha=alpha),
+            "adam": lambda: optim.Adam(params, lr=lr, betas=betas),
+            "adamw": lambda: optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay)}[name]()
+
+
+def engine_path(surface, name, start=None, steps=100, lr=None, schedule="constant", clip=None, **hyper):
+    """One racer alone with engine.optim, clip_grad_norm_ and the engine's schedulers: the path the
+    lesson's race loop must reproduce (stopping where it leaves |θ| ≤ 10⁶)."""
+    spec = optim_lab.SURFACES[surface]
+    theta = engine.nn.Parameter(np.array(spec["start"] if start is None else start, dtype=np.float64))
+    opt = engine_optimizer(name, [theta], spec["lr"][name] if lr is None else lr, **hyper)
+    sched = optim_lab.make_lr_scheduler(schedule, opt, steps)
+    path = [theta.data.copy()]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = spec["fn"](theta)
+            loss.backward()
+            if clip is not None:
+                clip_grad_norm_([theta], clip)
+            opt.step()
+            if sched is not None:
+                sched.step(float(loss.data)) if schedule == "plateau" else sched.step()
+            path.append(theta.data.copy())
+            if not np.all(np.abs(theta.data) <= 1e6):
+                break
+    return np.array(path)
+
+
+def run(surface, name, **settings):
+    """The lesson's rule for racer ``name`` in the lesson's race loop, through the lab."""
+    return optim_lab.run_one(NB.race, RULES[name], surface, name, **settings)
+
+
+def edited(function, old, new):
+    """A lesson function with ``old`` replaced by ``new`` in its code: a learner's edit of the cell."""
+    source = textwrap.dedent(inspect.getsource(function))
+    assert old in source, f"{function.__name__} no longer contains {old!r}: update the page's prompt"
+    namespace = dict(vars(NB))
+    exec("\n".join(line for line in source.replace(old, new).splitlines() if not line.startswith("@")), namespace)
+    return namespace[function.__name__]
+
+
+class Edited(Driven):
+    """A learner's edit of a lesson function, for run_app: called as the function it replaces."""
+
+    def __call__(self, *args, **kwargs):
+        return self.value(*args, **kwargs)
+
+
+# ----------------------------------------------------------------------------- the lesson cells
+
+
+def test_04_each_update_rule_steps_as_engine_optim_does():
+    """The teaching copies (section 1) against the library, fed the same random gradients."""
+    grads = np.random.default_rng(0).standard_normal((30, 3))
+    hyper = {"momentum": 0.8, "alpha": 0.9, "betas": (0.8, 0.99), "weight_decay": 0.1}
+    for name in optim_lab.OPTIMIZERS:
+        p = engine.nn.Parameter(np.array([1.0, -2.0, 0.5]))
+        opt = engine_optimizer(name, [p], 0.05, **hyper)
+        theta, state = p.data.copy(), {}
+        for g in grads:
+            p.grad = g.copy()
+            opt.step()
+            theta = RULES[name](theta, g, state, 0.05, **optim_lab.rule_keywords(name, **hyper))
+            np.testing.assert_allclose(theta, p.data, rtol=1e-12, atol=1e-14, err_msg=name)
+
+
+@pytest.mark.parametrize("surface", ["rosenbrock", "beale"])
+def test_04_the_race_loop_follows_engine_optim_racer_by_racer(surface):
+    """One autograd pass a step serves every racer (a column each); each racer follows the path
+    engine.optim takes alone, under every schedule, including one that diverges early."""
+    lrs = {**optim_lab.SURFACES[surface]["lr"], "sgd": 0.05}  # SGD blows up on the walls
+    hyper = {"momentum": 0.8, "alpha": 0.9, "betas": (0.8, 0.99), "weight_decay": 0.1}
+    for schedule in optim_lab.SCHEDULES:
+        raced = optim_lab.run_race(NB.race, RULES, surface, optim_lab.OPTIMIZERS, start=(1.0, 1.5), steps=60,
+                                   lrs=lrs, schedule=schedule, **hyper).trajectories
+        for name in optim_lab.OPTIMIZERS:
+            alone = engine_path(surface, name, start=(1.0, 1.5), steps=60, lr=lrs[name], schedule=schedule, **hyper)
+            np.testing.assert_allclose(raced[name].path, alone, rtol=1e-9, atol=1e-12, err_msg=(schedule, name))
+    assert raced["sgd"].diverged and not raced["adam"].diverged
+
+
+def test_04_sgd_is_theta_minus_lr_times_gradient_and_momentum_beats_it():
+    t = run("quadratic", "sgd", start=(-2.0, 1.0), steps=5, lrs={"sgd": 0.005})
+    th = np.array([-2.0, 1.0])
+    for k in range(5):
+        th = th - 0.005 * np.array([th[0], 100.0 * th[1]])
+        np.testing.assert_allclose(t.path[k + 1], th, rtol=1e-12)
+    assert t.losses[0] == pytest.approx(0.5 * (4 + 100))
+    final = {n: run("quadratic", n, steps=100).final_loss for n in ("sgd", "momentum", "adam")}
+    assert final["momentum"] < final["sgd"] / 10 and final["adam"] < final["sgd"] / 10
+    edge = run("quadratic", "sgd", start=(0.0, 1.0), steps=50, lrs={"sgd": 0.02})  # 1 − ηκ = −1: no decay
+    np.testing.assert_allclose(np.abs(edge.path[:, 1]), 1.0, rtol=1e-12)
+    for n in optim_lab.OPTIMIZERS:  # every racer escapes the saddle to a minimum, f = −1/4
+        assert run("saddle", n, steps=300).final_loss == pytest.approx(-0.25, abs=1e-3), n
+    bad = run("rosenbrock", "sgd", steps=100, lrs={"sgd": 0.05})
+    assert bad.diverged and len(bad.path) < 101 and math.isnan(bad.final_loss)
+
+
+def test_04_clipping_in_the_race_loop_is_clip_grad_norm_and_rescues_sgd():
+    free = run("rosenbrock", "sgd", steps=300, lrs={"sgd": 0.01})
+    held = run("rosenbrock", "sgd", steps=300, lrs={"sgd": 0.01}, clip=3.0)
+    assert free.diverged and not held.diverged and held.final_loss < 1.0
+    np.testing.assert_allclose(held.path, engine_path("rosenbrock", "sgd", steps=300, lr=0.01, clip=3.0),
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_04_editing_adam_moves_the_bias_correction_chart_and_the_race():
+    """The page's suggested edit of adam (bias-correct m only), made on the cell's own code: the
+    solid line of section 3 starts at η/√(1 − β₂) ≈ 31.6η and leaves the library's dots; the
+    race's Adam and AdamW run the edited rule, the other racers do not move."""
+    adam_m_only = edited(NB.adam, "v_hat / (1 - beta2**t)", "v_hat")
+    _, before = notebook_text("04_optimizers")
+    outputs, after = run_app(NB.app, adam=Edited(NB.adam, adam_m_only))
+    assert abs(before["bc_with"][0]) == pytest.approx(1.0)
+    assert abs(after["bc_with"][0]) == pytest.approx(1 / math.sqrt(0.001))
+    assert "First step: 31.623 η with the correction" in output_text(outputs)
+    np.testing.assert_allclose(after["bc_engine"], before["bc_engine"])  # the library's dots stay
+    joined = after["bc_with"][49]  # step 50: "joins the dashed line, far above the dots, within a few dozen steps"
+    assert abs(joined - after["bc_without"][49]) < 0.01 * abs(joined) and abs(joined) > 3 * abs(after["bc_engine"][49])
+    for name in ("adam", "adamw"):
+        assert not np.allclose(after["trajectories"][name].path, before["trajectories"][name].path)
+    np.testing.assert_array_equal(after["trajectories"]["sgd"].path, before["trajectories"]["sgd"].path)
+
+
+def test_04_averaged_momentum_falls_behind_as_the_page_says():
+    """The page's other suggested edit: momentum's buffer as an average of the gradients."""
+    averaged = edited(NB.momentum, 'state["b"] = mu * state["b"] + g if "b" in state else g',
+                      'state["b"] = mu * state.get("b", 0.0) + (1 - mu) * g')
+    _, before = notebook_text("04_optimizers")
+    outputs, after = run_app(NB.app, momentum=Edited(NB.momentum, averaged))
+    was, now = (d["trajectories"]["momentum"].final_loss for d in (before, after))
+    assert f"{was:.2g}" == "0.035" and f"{now:.2g}" == "3.4"  # the prose's numbers
+    assert now > 0.9 * before["trajectories"]["sgd"].final_loss  # "no better than SGD"
+    assert f"momentum 0.001 {now:.3g}" in output_text(outputs)  # the table's row
+    tenfold = optim_lab.run_one(NB.race, averaged, "rosenbrock", "momentum", steps=200, lrs={"momentum": 0.01})
+    np.testing.assert_allclose(tenfold.path, before["trajectories"]["momentum"].path, rtol=1e-12, atol=1e-13)
+
+
+# ----------------------------------------------------------------------------- what the page shows
 
 def test_04_trajectories_come_from_the_engine_optimizers():
     lrs = {n: optim_lab.SURFACES["beale"]["lr"][n] for n in optim_lab.OPTIMIZERS}
@@ -25,10 +172,10 @@ def test_04_trajectories_come_from_the_engine_optimizers():
                        traj_schedule="warmup_cosine", adamw_decay=0.2)
     hyper = dict(momentum=0.9, alpha=0.99, betas=(0.9, 0.999), weight_decay=0.2)
     for name in optim_lab.OPTIMIZERS:
-        t = optim_lab.run_optimizer("beale", name, start=(0.5, 1.0), steps=80, lr=lrs[name],
-                                    schedule="warmup_cosine", **hyper)
-        np.testing.assert_allclose(defs["trajectories"][name].path, t.path)
-        assert f"{t.final_loss:.3g}" in text
+        path = engine_path("beale", name, start=(0.5, 1.0), steps=80, lr=lrs[name], schedule="warmup_cosine",
+                           **hyper)
+        np.testing.assert_allclose(defs["trajectories"][name].path, path, rtol=1e-9, atol=1e-12)
+        assert f"{optim_lab.surface_value('beale', path[-1]):.3g}" in text
     text, defs = notebook_text("04_optimizers", shown_opts=[])
     assert "No optimizer selected" in text and defs["trajectories"] == {}
     text, defs = notebook_text("04_optimizers", momentum_beta=0.0)
@@ -62,9 +209,9 @@ def test_04_divergence_is_reported():
 
 def test_04_bias_correction_schedules_decay_and_clipping():
     text, defs = notebook_text("04_optimizers", adam_beta1=0.9, adam_beta2=0.999, bc_steps=20, bc_noise=0.0)
-    assert abs(defs["bc_with"].update[0]) == pytest.approx(1.0)
-    assert abs(defs["bc_without"].update[0]) == pytest.approx(0.1 / math.sqrt(0.001))
-    np.testing.assert_allclose(defs["bc_engine"], defs["bc_with"].update, rtol=1e-9)
+    assert abs(defs["bc_with"][0]) == pytest.approx(1.0)
+    assert abs(defs["bc_without"][0]) == pytest.approx(0.1 / math.sqrt(0.001))
+    np.testing.assert_allclose(defs["bc_engine"], defs["bc_with"], rtol=1e-9)
     assert "First step: 1.000 η with the correction, 3.162 η without" in text
     text, defs = notebook_text("04_optimizers", sched_steps=10, sched_warmup=100)
     assert all(len(v) == 10 for v in defs["schedules"].values()) and "cut to 9" in text
@@ -159,8 +306,7 @@ def test_04_dragging_the_start_point_restarts_every_trajectory():
     text, defs = notebook_text("04_optimizers", surface="beale", start_point={"x": 4.5, "y": -1.0})
     for name, t in defs["trajectories"].items():
         np.testing.assert_array_equal(t.path[0], [4.5, -1.0])
-        ref = optim_lab.run_optimizer("beale", name, start=(4.5, -1.0), steps=200,
-                                      momentum=0.9, alpha=0.99, betas=(0.9, 0.999), weight_decay=0.0)
-        np.testing.assert_allclose(t.path, ref.path)
+        ref = engine_path("beale", name, start=(4.5, -1.0), steps=200)
+        np.testing.assert_allclose(t.path, ref, rtol=1e-9, atol=1e-12)
     _, defs = notebook_text("04_optimizers", start_x=0.5, start_y=2.5)  # the keyboard path
     assert {tuple(t.path[0]) for t in defs["trajectories"].values()} == {(0.5, 2.5)}

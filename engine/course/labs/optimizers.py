@@ -1,15 +1,21 @@
-"""Optimizers at work on 2-D loss surfaces (notebook 04), all through ``engine.optim``.
+"""What notebook 04's optimizers race on, and what it measures with ``engine.optim``.
+
+The update rules (SGD, momentum, Nesterov, RMSprop, Adam/AdamW) and the loop that races them are
+the notebook's own lesson cells; the functions here that run them take them as arguments.
 
 - :data:`SURFACES`: an ill-conditioned quadratic, Rosenbrock's valley, a saddle with two minima,
   and Beale's function, each an engine-differentiable function of θ = (θ₁, θ₂) with its NumPy
   twin for contour grids, a start, the minimum and suggested learning rates.
-- :func:`run_optimizer`: an engine optimizer (SGD, momentum, Nesterov, RMSprop, Adam, AdamW) on a
-  2-D parameter for N steps, optionally with a learning-rate schedule and gradient clipping;
-  returns the trajectory, the losses and whether it diverged.
-- :func:`adam_first_steps`: Adam's update sizes over the first steps with and without bias
-  correction (the corrected one equals ``engine.optim.Adam``).
+- :func:`run_race`: the lesson's race loop and rules on a surface, each racer with its
+  hyper-parameters (:func:`rule_keywords`) and a learning-rate :class:`Schedule` from
+  ``engine.optim.lr_scheduler``; runs are cached, so one slider re-runs one or two racers.
+- :func:`rule_updates`: the steps a rule takes on one parameter for a gradient sequence (Adam's
+  bias correction); :func:`engine_adam_updates` the library's, for comparison.
 - :func:`schedule_curves`: the learning rates of StepLR, cosine, linear warm-up then cosine,
   one-cycle and reduce-on-plateau from ``engine.optim.lr_scheduler``.
+- :func:`condition_rates`, :func:`sgd_noise`, :func:`lr_range_test`, :func:`nesterov_lookahead`:
+  measurements with the library's optimizers (rates against theory, the noise floor, the
+  range test, Nesterov's two forms).
 - :func:`l2_vs_decoupled`: Adam with an L2 penalty against AdamW's decoupled weight decay on a
   loss with one flat direction, where the two differ.
 - :func:`clip_by_global_norm`: gradient clipping with ``nn.utils.clip_grad_norm_``.
@@ -103,31 +109,54 @@ def surface_grid(name: str, size: int = 120):
     return xx, yy, zz
 
 
-# ----------------------------------------------------------------------------- running optimizers
+# ----------------------------------------------------------------------------- racing the lesson's rules
+# The update rules and the loop that races them are the notebook's lesson cells; this part only
+# checks settings, gives each racer its hyper-parameters and learning-rate schedule, caches runs
+# and wraps what the loop recorded. The notebook passes its own rules and loop in.
+
+# The keyword each lesson rule takes its hyper-parameters by, per racer: a run is cached on these
+# only, so moving μ re-runs momentum and Nesterov, not Adam (the race's sliders stay fast).
+HYPER_USED = {"sgd": (), "momentum": ("momentum",), "nesterov": ("momentum",), "rmsprop": ("alpha",),
+              "adam": ("betas",), "adamw": ("betas", "weight_decay")}
+_KEYWORDS = {"momentum": "mu", "alpha": "alpha", "betas": "betas", "weight_decay": "weight_decay"}
 
 
-def surface_optimizer(name: str, params, lr: float, momentum: float = 0.9, alpha: float = 0.99,
-                   betas=(0.9, 0.999), weight_decay: float = 0.0):
-    """One of :data:`OPTIMIZERS` from ``engine.optim`` (AdamW's decay is ``weight_decay``; the others get none)."""
-    if name == "sgd":
-        return optim.SGD(params, lr=lr)
-    if name == "momentum":
-        return optim.SGD(params, lr=lr, momentum=momentum)
-    if name == "nesterov":
-        if momentum <= 0:
-            raise ValueError("Nesterov momentum needs μ > 0 (with μ = 0 it is plain SGD); raise the momentum slider")
-        return optim.SGD(params, lr=lr, momentum=momentum, nesterov=True)
-    if name == "rmsprop":
-        return optim.RMSprop(params, lr=lr, alpha=alpha)
-    if name == "adam":
-        return optim.Adam(params, lr=lr, betas=tuple(betas))
-    if name == "adamw":
-        return optim.AdamW(params, lr=lr, betas=tuple(betas), weight_decay=weight_decay)
-    raise ValueError(f"optimizers lab: optimizer must be one of {OPTIMIZERS}, got {name!r}")
+def rule_keywords(name: str, momentum: float = 0.9, alpha: float = 0.99, betas=(0.9, 0.999),
+                  weight_decay: float = 0.0) -> dict:
+    """The keyword arguments racer ``name`` calls its rule with (AdamW is the rule ``adam`` with
+    ``weight_decay``; Adam runs it with none). ValueError for a setting a racer refuses."""
+    if name not in HYPER_USED:
+        raise ValueError(f"optimizers lab: optimizer must be one of {OPTIMIZERS}, got {name!r}")
+    if name == "nesterov" and momentum <= 0:
+        raise ValueError("Nesterov momentum needs μ > 0 (with μ = 0 it is plain SGD); raise the momentum slider")
+    given = {"momentum": momentum, "alpha": alpha, "betas": tuple(betas), "weight_decay": weight_decay}
+    return {_KEYWORDS[k]: given[k] for k in HYPER_USED[name]}
+
+
+class Schedule:
+    """The learning rate of one racer, step by step, from an ``engine.optim.lr_scheduler`` class:
+    ``.lr`` is η for the coming step, ``.step(loss)`` moves on (ReduceLROnPlateau reads the loss).
+    The scheduler drives a stand-in optimizer that holds only the learning rate."""
+
+    def __init__(self, name: str, lr: float, steps: int):
+        if name not in SCHEDULES:
+            raise ValueError(f"optimizers lab: schedule must be one of {SCHEDULES}, got {name!r}")
+        self._opt = optim.SGD([Parameter(np.zeros(1))], lr=lr)
+        self._opt._opt_called = True  # it never steps: only its learning rate is read
+        self._sched = make_lr_scheduler(name, self._opt, steps)
+        self._plateau = name == "plateau"
+
+    @property
+    def lr(self) -> float:
+        return self._opt.param_groups[0]["lr"]
+
+    def step(self, loss: float) -> None:
+        if self._sched is not None:
+            self._sched.step(loss) if self._plateau else self._sched.step()
 
 
 def make_lr_scheduler(name: str, opt, steps: int, warmup: int | None = None, step_size: int | None = None,
-                  gamma: float = 0.5, factor: float = 0.5, patience: int = 10):
+                      gamma: float = 0.5, factor: float = 0.5, patience: int = 10):
     """A scheduler from ``engine.optim.lr_scheduler`` for a run of ``steps`` steps (None for 'constant')."""
     warmup = warmup if warmup is not None else max(1, steps // 10)
     step_size = step_size if step_size is not None else max(1, steps // 4)
@@ -160,82 +189,19 @@ class Trajectory:
         return float(self.losses[-1])
 
 
-@dataclass
-class _Runner:
-    """One optimizer's run in progress: its parameter, optimizer, schedule and what it has recorded."""
-
-    theta: Parameter
-    opt: object
-    sched: object
-    plateau: bool  # ReduceLROnPlateau steps on the loss
-    path: list
-    losses: list = field(default_factory=list)
-    lrs: list = field(default_factory=list)
-    norms: list = field(default_factory=list)
-    diverged: bool = False
-
-    def trajectory(self, surface: str) -> Trajectory:
-        last = float("nan") if self.diverged else surface_value(surface, self.path[-1])
-        return Trajectory(np.array(self.path), np.array(self.losses + [last]), np.array(self.lrs), self.diverged,
-                          np.array(self.norms))
-
-
-def _runner(surface: str, name: str, start, steps: int, lr: float | None, schedule: str, hyper: dict) -> _Runner:
-    """A fresh run of optimizer ``name`` (ValueError for a setting it refuses)."""
-    spec = SURFACES[surface]
-    lr = spec["lr"][name] if lr is None else lr
-    if not (lr > 0 and math.isfinite(lr)):
-        raise ValueError(f"run_optimizer: the learning rate must be positive, got {lr}")
-    theta = Parameter(np.asarray(start if start is not None else spec["start"], dtype=np.float64))
-    opt = surface_optimizer(name, [theta], lr, **hyper)
-    return _Runner(theta, opt, make_lr_scheduler(schedule, opt, steps), schedule == "plateau", [theta.data.copy()])
+def _trajectory(surface: str, log: dict) -> Trajectory:
+    """A racer's record from the race loop (path, losses, lrs, norms) as a Trajectory."""
+    path = np.array(log["path"], dtype=np.float64)
+    diverged = not np.all(np.abs(path[-1]) <= 1e6)  # also true for inf and NaN
+    last = float("nan") if diverged else surface_value(surface, path[-1])
+    return Trajectory(path, np.array(list(log["losses"]) + [last]), np.array(log["lrs"]), diverged,
+                      np.array(log["norms"]))
 
 
 def _check_run(surface: str, steps) -> None:
     _check_surface(surface)
     if not (isinstance(steps, (int, np.integer)) and 1 <= steps <= 5000):
-        raise ValueError(f"run_optimizer: steps must be an integer in [1, 5000], got {steps!r}")
-
-
-def _run_together(surface: str, runners: dict, steps: int, clip: float | None) -> dict:
-    """Step every runner ``steps`` times in lockstep: one autograd pass a step evaluates f and ∇f at
-    all their θ at once (the surfaces are elementwise in θ₁ and θ₂, so θ of run j is column j),
-    then each engine optimizer steps its own parameter. The numbers are those of separate runs;
-    six optimizers cost about two runs' time instead of six."""
-    fn, active = SURFACES[surface]["fn"], list(runners.values())
-    with np.errstate(over="ignore", invalid="ignore"):
-        for _ in range(steps):
-            if not active:
-                break
-            thetas = Tensor(np.stack([r.theta.data for r in active], axis=1), requires_grad=True)
-            loss = fn(thetas)
-            loss.sum().backward()  # column j of the gradient is ∇f at run j's θ alone
-            for j, r in enumerate(active):
-                r.losses.append(float(loss.data[j]))
-                r.theta.grad = thetas.grad.numpy()[:, j].copy()
-                r.norms.append(math.sqrt(float(r.theta.grad @ r.theta.grad)))
-                if clip is not None:
-                    clip_grad_norm_([r.theta], clip)
-                r.lrs.append(r.opt.param_groups[0]["lr"])
-                r.opt.step()
-                if r.sched is not None:
-                    r.sched.step(r.losses[-1]) if r.plateau else r.sched.step()
-                r.path.append(r.theta.data.copy())
-                r.diverged = not np.abs(r.theta.data).max() <= 1e6  # also true for inf and NaN
-            active = [r for r in active if not r.diverged]
-    return {key: r.trajectory(surface) for key, r in runners.items()}
-
-
-def run_optimizer(surface: str, name: str, start=None, steps: int = 100, lr: float | None = None,
-                  schedule: str = "constant", clip: float | None = None, **hyper) -> Trajectory:
-    """Minimise ``surface`` from ``start`` with optimizer ``name`` for ``steps`` steps.
-
-    Each step: f(θ) and ∇f by autograd, optional ``clip_grad_norm_(θ, clip)``, ``opt.step()``,
-    then the schedule's ``step()`` (ReduceLROnPlateau gets the loss). A run that leaves the view
-    by a factor of 10⁶ or becomes non-finite stops and is flagged ``diverged``.
-    """
-    _check_run(surface, steps)
-    return _run_together(surface, {name: _runner(surface, name, start, steps, lr, schedule, hyper)}, steps, clip)[name]
+        raise ValueError(f"race: steps must be an integer in [1, 5000], got {steps!r}")
 
 
 def loss_gap(surface: str, run: Trajectory, max_points: int = 200) -> tuple:
@@ -248,39 +214,21 @@ def loss_gap(surface: str, run: Trajectory, max_points: int = 200) -> tuple:
     return steps, gap[steps]
 
 
-# Which hyper-parameters each optimizer reads: a run is cached on these only, so moving μ re-runs
-# momentum and Nesterov, not Adam (the race's sliders stay fast).
-HYPER_USED = {"sgd": (), "momentum": ("momentum",), "nesterov": ("momentum",), "rmsprop": ("alpha",),
-              "adam": ("betas",), "adamw": ("betas", "weight_decay")}
-
 _RUNS: dict = {}  # run key -> Trajectory, the last 512 runs (oldest dropped first)
 
 
-def _run_key(surface, name, start, steps, lr, schedule, clip, hyper) -> tuple:
-    """What a run depends on: only the hyper-parameters ``name`` reads (:data:`HYPER_USED`)."""
-    used = tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else float(v))
-                        for k, v in hyper.items() if k in HYPER_USED.get(name, ())))
-    start = None if start is None else tuple(float(v) for v in start)
-    return (surface, name, start, int(steps), None if lr is None else float(lr), schedule,
+def _run_key(loop, rule, surface, name, start, steps, lr, schedule, clip, keywords) -> tuple:
+    """What a run depends on: the lesson's loop and rule (an edited cell is a new function), the
+    settings, and only the hyper-parameters ``name`` reads."""
+    used = tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else float(v)) for k, v in keywords.items()))
+    return (loop, rule, surface, name, tuple(float(v) for v in start), int(steps), float(lr), schedule,
             None if clip is None else float(clip), used)
 
 
-def _remember(key: tuple, run: Trajectory) -> Trajectory:
+def _remember(key: tuple, run: Trajectory) -> None:
     if len(_RUNS) >= 512:
         _RUNS.pop(next(iter(_RUNS)))
     _RUNS[key] = run
-    return run
-
-
-def cached_run(surface: str, name: str, start=None, steps: int = 100, lr: float | None = None,
-               schedule: str = "constant", clip: float | None = None, **hyper) -> Trajectory:
-    """:func:`run_optimizer`, remembered: the same settings return the same (unchanged) Trajectory.
-    Only the hyper-parameters ``name`` reads (:data:`HYPER_USED`) are part of the key."""
-    key = _run_key(surface, name, start, steps, lr, schedule, clip, hyper)
-    if key not in _RUNS:
-        _remember(key, run_optimizer(surface, name, start=start, steps=steps, lr=lr, schedule=schedule, clip=clip,
-                                     **hyper))
-    return _RUNS[key]
 
 
 @dataclass
@@ -291,25 +239,48 @@ class Race:
     problems: dict = field(default_factory=dict)  # name -> the ValueError's message
 
 
-def race(surface: str, names, start=None, steps: int = 100, lrs: dict | None = None,
-         schedule: str = "constant", **hyper) -> Race:
-    """Run each optimizer of ``names`` (in :data:`OPTIMIZERS` order) with its own learning rate;
-    a setting one optimizer refuses (Nesterov with μ = 0) is recorded, the others still run. Runs
-    are remembered as :func:`cached_run` remembers them; those not remembered run together."""
+def run_race(loop, rules: dict, surface: str, names, start=None, steps: int = 100, lrs: dict | None = None,
+             schedule: str = "constant", clip: float | None = None, **hyper) -> Race:
+    """Race the racers of ``names`` (in :data:`OPTIMIZERS` order) on ``surface`` with the lesson's
+    ``loop`` and update ``rules`` (``{racer: rule}``), each with its own learning rate (the
+    surface's suggestion when ``lrs`` has none) and the hyper-parameters it reads
+    (:func:`rule_keywords`). A setting one racer refuses (Nesterov with μ = 0) is recorded in
+    ``problems``; the others still run. Runs are remembered: only racers whose loop, rule or
+    settings changed run again, together in one call of ``loop``."""
     _check_run(surface, steps)
+    spec = SURFACES[surface]
+    start = tuple(spec["start"] if start is None else start)
     result, keys, fresh = Race(), {}, {}
     for name in (n for n in OPTIMIZERS if n in names):
         lr = (lrs or {}).get(name)
-        keys[name] = _run_key(surface, name, start, steps, lr, schedule, None, hyper)
+        lr = spec["lr"][name] if lr is None else lr
+        try:
+            if not (lr > 0 and math.isfinite(lr)):
+                raise ValueError(f"race: the learning rate must be positive, got {lr}")
+            keywords = rule_keywords(name, **hyper)
+        except ValueError as err:
+            result.problems[name] = str(err)
+            continue
+        keys[name] = _run_key(loop, rules[name], surface, name, start, steps, lr, schedule, clip, keywords)
         if keys[name] not in _RUNS:
-            try:
-                fresh[name] = _runner(surface, name, start, steps, lr, schedule, hyper)
-            except ValueError as err:
-                result.problems[name] = str(err)
-    for name, run in _run_together(surface, fresh, steps, None).items():
-        _remember(keys[name], run)
-    result.trajectories = {n: _RUNS[k] for n, k in keys.items() if n not in result.problems}
+            fresh[name] = (functools.partial(rules[name], **keywords), Schedule(schedule, lr, steps))
+    if fresh:
+        with np.errstate(over="ignore", invalid="ignore"):
+            logs = loop(spec["fn"], {n: r for n, (r, _) in fresh.items()}, start, steps,
+                        {n: s for n, (_, s) in fresh.items()}, clip=clip)
+        for name, log in logs.items():
+            _remember(keys[name], _trajectory(surface, log))
+    result.trajectories = {n: _RUNS[k] for n, k in keys.items()}
     return result
+
+
+def run_one(loop, rule, surface: str, name: str, **settings) -> Trajectory:
+    """One racer's Trajectory: :func:`run_race` with ``rule`` as racer ``name`` alone
+    (ValueError for a setting it refuses)."""
+    result = run_race(loop, {name: rule}, surface, [name], **settings)
+    if name in result.problems:
+        raise ValueError(result.problems[name])
+    return result.trajectories[name]
 
 
 # ----------------------------------------------------------------------------- Nesterov's look-ahead
@@ -362,39 +333,16 @@ def nesterov_lookahead(surface: str = "quadratic", lr: float = 0.01, momentum: f
 # ----------------------------------------------------------------------------- Adam's bias correction
 
 
-@dataclass
-class AdamSteps:
-    """Adam's update Δθ_t and its moments at steps t = 1, 2, … (arrays over the steps)."""
-
-    update: np.ndarray
-    m: np.ndarray
-    v: np.ndarray
-    m_hat: np.ndarray
-    v_hat: np.ndarray
-
-
-def adam_first_steps(grads, lr: float = 0.01, betas=(0.9, 0.999), eps: float = 1e-8, bias_correction: bool = True):
-    """Adam's updates Δθ_t for a sequence of gradients g_1, g_2, … (one parameter):
-
-        m_t = β₁m_{t−1} + (1 − β₁)g_t,   v_t = β₂v_{t−1} + (1 − β₂)g_t²,
-        with correction:  Δθ_t = −η · m̂_t / (√v̂_t + ε),  m̂ = m/(1 − β₁ᵗ), v̂ = v/(1 − β₂ᵗ)
-        without:          Δθ_t = −η · m_t / (√v_t + ε)
-
-    m and v start at 0, so early on they are biased toward 0, v more than m (β₂ > β₁): without
-    the correction the first step is η(1 − β₁)/√(1 − β₂) ≈ 3.2η for the default betas.
-    Returns an :class:`AdamSteps` of arrays over the steps.
-    """
-    b1, b2 = betas
-    m = v = 0.0
-    out = {k: [] for k in ("update", "m", "v", "m_hat", "v_hat")}
-    for t, g in enumerate(np.asarray(grads, dtype=np.float64), start=1):
-        m = b1 * m + (1 - b1) * g
-        v = b2 * v + (1 - b2) * g * g
-        m_hat, v_hat = (m / (1 - b1**t), v / (1 - b2**t)) if bias_correction else (m, v)
-        out["update"].append(-lr * m_hat / (math.sqrt(v_hat) + eps))
-        for k, val in (("m", m), ("v", v), ("m_hat", m_hat), ("v_hat", v_hat)):
-            out[k].append(val)
-    return AdamSteps(**{k: np.array(val) for k, val in out.items()})
+def rule_updates(rule, grads, lr: float = 0.01, **keywords) -> np.ndarray:
+    """The updates Δθ_t an update rule makes on one parameter fed the gradients g_1, g_2, … in
+    turn (θ starts at 0; ``keywords`` go to the rule): the lesson's ``adam`` here, its first
+    steps with and without bias correction."""
+    theta, state, updates = np.zeros(1), {}, []
+    for g in np.asarray(grads, dtype=np.float64):
+        new = rule(theta, np.array([g]), state, lr, **keywords)
+        updates.append(float(new[0] - theta[0]))
+        theta = new
+    return np.array(updates)
 
 
 def engine_adam_updates(grads, lr: float = 0.01, betas=(0.9, 0.999), eps: float = 1e-8) -> np.ndarray:

@@ -5,13 +5,11 @@ constants), never by the function under test.
 """
 
 import math
+
 import numpy as np
 import pytest
+
 import engine
-from engine.course.labs import activations as act
-from engine.course.labs import backprop as backprop_lab
-from engine.course.labs import losses
-from engine.course import graph as graphs
 from engine.course.labs import optimizers as olab
 
 
@@ -34,52 +32,6 @@ def test_surface_gradients_by_autograd_match_central_differences(name):
     assert zz[3, 7] == pytest.approx(olab.surface_value(name, [xx[3, 7], yy[3, 7]]))
     minimum = olab.SURFACES[name]["minimum"]
     np.testing.assert_allclose(olab.surface_gradient(name, minimum), 0.0, atol=1e-12)
-
-
-def test_sgd_trajectory_is_theta_minus_lr_times_gradient():
-    t = olab.run_optimizer("quadratic", "sgd", start=(-2.0, 1.0), steps=5, lr=0.005)
-    th = np.array([-2.0, 1.0])
-    for k in range(5):
-        th = th - 0.005 * np.array([th[0], 100.0 * th[1]])
-        np.testing.assert_allclose(t.path[k + 1], th, rtol=1e-12)
-    assert t.losses[0] == pytest.approx(0.5 * (4 + 100))
-
-
-def test_momentum_and_adam_beat_sgd_on_the_ill_conditioned_quadratic():
-    final = {n: olab.run_optimizer("quadratic", n, steps=100).final_loss for n in ("sgd", "momentum", "adam")}
-    assert final["momentum"] < final["sgd"] / 10 and final["adam"] < final["sgd"] / 10
-    edge = olab.run_optimizer("quadratic", "sgd", start=(0.0, 1.0), steps=50, lr=0.02)  # 1 − ηκ = −1
-    np.testing.assert_allclose(np.abs(edge.path[:, 1]), 1.0, rtol=1e-12)
-
-
-def test_saddle_and_divergence():
-    for n in olab.OPTIMIZERS:
-        t = olab.run_optimizer("saddle", n, steps=300)
-        assert t.final_loss == pytest.approx(-0.25, abs=1e-3), n  # escaped to a minimum f = −1/4
-    bad = olab.run_optimizer("rosenbrock", "sgd", steps=100, lr=0.05)
-    assert bad.diverged and len(bad.path) < 101 and math.isnan(bad.final_loss)
-    with pytest.raises(ValueError, match="learning rate must be positive"):
-        olab.run_optimizer("rosenbrock", "sgd", lr=0.0)
-    with pytest.raises(ValueError, match="unknown surface"):
-        olab.run_optimizer("himmelblau", "sgd")
-
-
-def test_schedules_inside_trajectories_use_the_engine_schedulers():
-    t = olab.run_optimizer("beale", "adam", steps=100, schedule="cosine", lr=0.1)
-    expected = 0.1 * 0.5 * (1 + np.cos(np.pi * np.arange(100) / 100))
-    np.testing.assert_allclose(t.lrs, expected, atol=1e-12)
-    for s in olab.SCHEDULES:
-        r = olab.run_optimizer("rosenbrock", "adam", steps=50, schedule=s)
-        assert len(r.lrs) == 50 and np.all(r.lrs > 0) and not r.diverged
-
-
-def test_adam_bias_correction_formulas_and_engine_agree():
-    g = olab.noisy_gradients(30, mean=0.5, noise=1.0, seed=3)
-    corrected = olab.adam_first_steps(g, lr=0.01)
-    np.testing.assert_allclose(corrected.update, olab.engine_adam_updates(g, lr=0.01), rtol=1e-10, atol=1e-15)
-    plain = olab.adam_first_steps(np.ones(3), lr=1.0, bias_correction=False)
-    assert abs(plain.update[0]) == pytest.approx(0.1 / math.sqrt(0.001), rel=1e-6)
-    np.testing.assert_allclose(olab.adam_first_steps(np.ones(3), lr=1.0).update, -1.0, rtol=1e-7)
 
 
 def test_schedule_curves_closed_forms():
@@ -110,52 +62,6 @@ def test_clip_by_global_norm_uses_the_square_root():
     assert clipped[0][0] == pytest.approx(0.6, rel=1e-5) and clipped[1][0] == pytest.approx(0.8, rel=1e-5)
     same, before, after = olab.clip_by_global_norm([np.array([0.3, 0.4])], 1.0)
     np.testing.assert_array_equal(same[0], [0.3, 0.4])
-    free = olab.run_optimizer("rosenbrock", "sgd", steps=300, lr=0.01)
-    held = olab.run_optimizer("rosenbrock", "sgd", steps=300, lr=0.01, clip=3.0)
-    assert free.diverged and not held.diverged and held.final_loss < 1.0
-
-
-def test_the_race_caches_each_run_on_the_settings_its_optimizer_reads():
-    hyper = dict(momentum=0.9, alpha=0.99, betas=(0.9, 0.999), weight_decay=0.0)
-    first = olab.race("beale", olab.OPTIMIZERS, steps=40, **hyper)
-    moved = olab.race("beale", olab.OPTIMIZERS, steps=40, **{**hyper, "momentum": 0.5})
-    for name in olab.OPTIMIZERS:  # μ is read by momentum and Nesterov only
-        same = moved.trajectories[name] is first.trajectories[name]
-        assert same == (name not in ("momentum", "nesterov")), name
-        fresh = olab.run_optimizer("beale", name, steps=40, **{**hyper, "momentum": 0.5})
-        np.testing.assert_array_equal(moved.trajectories[name].path, fresh.path)
-    refused = olab.race("beale", ["sgd", "nesterov"], steps=10, momentum=0.0)
-    assert list(refused.trajectories) == ["sgd"] and "μ > 0" in refused.problems["nesterov"]
-
-
-def test_the_race_runs_its_optimizers_together_as_if_alone():
-    """One autograd pass per step serves all six (a column each); each must follow the path it
-    follows alone, the plain loop below, including one that diverges early."""
-    lrs = {**olab.SURFACES["rosenbrock"]["lr"], "sgd": 0.05}  # SGD blows up on the walls
-    start, hyper = (-1.0, 1.5), dict(momentum=0.8, alpha=0.9, betas=(0.8, 0.99), weight_decay=0.1)
-    together = olab.race("rosenbrock", olab.OPTIMIZERS, start=start, steps=60, lrs=lrs, **hyper).trajectories
-    assert together["sgd"].diverged and not together["adam"].diverged
-    for name in olab.OPTIMIZERS:
-        theta = engine.nn.Parameter(np.array(start))
-        opt = olab.surface_optimizer(name, [theta], lrs[name], **hyper)
-        path = [theta.data.copy()]
-        for _ in range(60):
-            opt.zero_grad()
-            olab.SURFACES["rosenbrock"]["fn"](theta).backward()
-            opt.step()
-            path.append(theta.data.copy())
-            if not np.all(np.abs(theta.data) <= 1e6):
-                break
-        np.testing.assert_allclose(together[name].path, np.array(path), rtol=1e-12, err_msg=name)
-
-
-def test_loss_gap_is_the_distance_to_the_minimum_value_thinned_for_a_chart():
-    run = olab.run_optimizer("rosenbrock", "adam", steps=1000)
-    steps, gap = olab.loss_gap("rosenbrock", run, max_points=200)
-    assert len(steps) == 200 and steps[0] == 0 and steps[-1] == 1000
-    np.testing.assert_allclose(gap, np.maximum(run.losses[steps] - 0.0, 1e-16))  # f(θ*) = 0 at (1, 1)
-    short = olab.run_optimizer("rosenbrock", "adam", steps=50)
-    assert list(olab.loss_gap("rosenbrock", short)[0]) == list(range(51))  # short runs keep every step
 
 
 @pytest.mark.parametrize("kappa", [4.0, 100.0, 1000.0])
@@ -245,3 +151,121 @@ def test_lr_range_test_blows_up_past_the_gd_limit():
     assert olab.gd_stability_limit(np.diag([0.5, 0.1])) == pytest.approx(4.0)
     with pytest.raises(ValueError, match="batch size must be"):
         olab.lr_range_test(0)
+
+
+# The race's loop and update rules are notebook 04's lesson cells; the lab only runs them. These
+# tests give it stand-ins: a loop that records what it was asked to run, and rules in closed form.
+
+
+def _sgd(theta, g, state, lr):
+    return theta - lr * g
+
+
+def _heavy_ball(theta, g, state, lr, mu=0.9):
+    state["b"] = mu * state["b"] + g if "b" in state else g
+    return theta - lr * state["b"]
+
+
+def _recording_loop(calls):
+    """A race loop that takes one plain step per racer (θ − η_0·∇f at the start, then stops) and
+    records which racers and settings it was given."""
+    def loop(f, rules, start, steps, schedules, clip=None):
+        calls.append(sorted(rules))
+        logs = {}
+        for name, rule in rules.items():
+            theta = np.array(start, dtype=np.float64)
+            t = engine.tensor(theta.copy(), requires_grad=True)
+            f(t).backward()
+            g = t.grad.numpy()
+            lr = schedules[name].lr
+            new = rule(theta, g, {}, lr)
+            logs[name] = {"path": [theta, new], "losses": [float(f(engine.tensor(theta)).data)], "lrs": [lr],
+                          "norms": [float(np.linalg.norm(g))]}
+        return logs
+    return loop
+
+
+def test_run_race_gives_each_racer_its_hyper_parameters_and_caches_what_it_reads():
+    calls = []
+    loop = _recording_loop(calls)
+    rules = {n: _heavy_ball if n in ("momentum", "nesterov") else _sgd for n in ("sgd", "momentum", "nesterov")}
+    seen = {}
+
+    def spy(theta, g, state, lr, mu):
+        seen["mu"] = mu
+        return theta
+    rules["nesterov"] = spy
+    first = olab.run_race(loop, rules, "beale", ["sgd", "momentum", "nesterov"], steps=5, momentum=0.7)
+    assert calls == [["momentum", "nesterov", "sgd"]] and seen["mu"] == 0.7
+    theta0 = np.array(olab.SURFACES["beale"]["start"])
+    step = olab.SURFACES["beale"]["lr"]["sgd"] * olab.surface_gradient("beale", theta0)  # η from the surface
+    np.testing.assert_allclose(first.trajectories["sgd"].path[1], theta0 - step, rtol=1e-12)
+    assert first.trajectories["sgd"].final_loss == pytest.approx(olab.surface_value("beale", theta0 - step))
+    # μ is read by momentum and Nesterov only: moving it runs those two again, sgd comes from the cache
+    moved = olab.run_race(loop, rules, "beale", ["sgd", "momentum", "nesterov"], steps=5, momentum=0.5)
+    assert calls[-1] == ["momentum", "nesterov"] and moved.trajectories["sgd"] is first.trajectories["sgd"]
+    # an edited rule (a new function) runs again; nothing else does
+    rules["sgd"] = lambda theta, g, state, lr: theta - 2 * lr * g
+    olab.run_race(loop, rules, "beale", ["sgd", "momentum", "nesterov"], steps=5, momentum=0.5)
+    assert calls[-1] == ["sgd"]
+    refused = olab.run_race(loop, rules, "beale", ["sgd", "nesterov"], steps=3, momentum=0.0, lrs={"sgd": -1.0})
+    assert refused.trajectories == {} and "μ > 0" in refused.problems["nesterov"]
+    assert "must be positive" in refused.problems["sgd"]
+    with pytest.raises(ValueError, match="unknown surface"):
+        olab.run_race(loop, rules, "himmelblau", ["sgd"])
+    with pytest.raises(ValueError, match="μ > 0"):
+        olab.run_one(loop, spy, "beale", "nesterov", momentum=0.0)
+
+
+def test_rule_keywords_name_what_each_racer_reads():
+    hyper = {"momentum": 0.8, "alpha": 0.9, "betas": (0.8, 0.99), "weight_decay": 0.1}
+    assert olab.rule_keywords("sgd", **hyper) == {}
+    assert olab.rule_keywords("nesterov", **hyper) == {"mu": 0.8}
+    assert olab.rule_keywords("rmsprop", **hyper) == {"alpha": 0.9}
+    assert olab.rule_keywords("adam", **hyper) == {"betas": (0.8, 0.99)}  # Adam runs without decay
+    assert olab.rule_keywords("adamw", **hyper) == {"betas": (0.8, 0.99), "weight_decay": 0.1}
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        olab.rule_keywords("lion")
+
+
+def test_schedule_gives_the_engine_schedulers_rates_step_by_step():
+    cosine = olab.Schedule("cosine", 0.1, 100)
+    rates = []
+    for _ in range(100):
+        rates.append(cosine.lr)
+        cosine.step(1.0)
+    np.testing.assert_allclose(rates, 0.05 * (1 + np.cos(np.pi * np.arange(100) / 100)), atol=1e-12)
+    constant, plateau = olab.Schedule("constant", 0.3, 10), olab.Schedule("plateau", 0.3, 100)
+    for _ in range(30):
+        constant.step(1.0)
+        plateau.step(1.0)  # a loss that never improves: cut by half after `patience` (10) steps
+    assert constant.lr == 0.3 and plateau.lr == pytest.approx(0.3 * 0.5 ** 2)
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        olab.Schedule("exponential", 0.1, 10)
+
+
+def test_rule_updates_feed_a_rule_the_gradients_in_turn():
+    g = olab.noisy_gradients(30, mean=0.5, noise=1.0, seed=3)
+    heavy = olab.rule_updates(_heavy_ball, g, lr=0.1, mu=0.5)
+    b = np.zeros(1)
+    for t, gt in enumerate(g):
+        b = gt if t == 0 else 0.5 * b + gt
+        assert heavy[t] == pytest.approx(-0.1 * b, rel=1e-12)
+    p = engine.nn.Parameter(np.zeros(1))  # engine_adam_updates is the library's Adam, step by step
+    opt = engine.optim.Adam([p], lr=0.01)
+    for gt, update in zip(g, olab.engine_adam_updates(g, lr=0.01)):
+        before = float(p.data[0])
+        p.grad = np.array([gt])
+        opt.step()
+        assert float(p.data[0]) - before == pytest.approx(update, rel=1e-12)
+    np.testing.assert_allclose(g, 0.5 + np.random.default_rng(3).standard_normal(30))
+
+
+def test_loss_gap_is_the_distance_to_the_minimum_value_thinned_for_a_chart():
+    losses = np.linspace(5.0, 0.0, 1001)
+    run = olab.Trajectory(np.zeros((1001, 2)), losses, np.zeros(1000), False, np.zeros(1000))
+    steps, gap = olab.loss_gap("rosenbrock", run, max_points=200)
+    assert len(steps) == 200 and steps[0] == 0 and steps[-1] == 1000
+    np.testing.assert_allclose(gap, np.maximum(losses[steps] - 0.0, 1e-16))  # f(θ*) = 0 at (1, 1)
+    short = olab.Trajectory(np.zeros((51, 2)), losses[:51], np.zeros(50), False, np.zeros(50))
+    assert list(olab.loss_gap("rosenbrock", short)[0]) == list(range(51))  # short runs keep every step
