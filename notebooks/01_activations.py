@@ -7,6 +7,9 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
+    import engine
+    import engine.functional as F
+    from engine import nn
     from engine.course import exercises, metadata, plot, toc, ui
     from engine.course.labs import activations as lab
 
@@ -237,6 +240,45 @@ def _():
     $\sigma_W^2 = 2/(n_{in}+n_{out})$ for tanh-like functions, or your own $\sigma_W = s/\sqrt{n_{in}}$.
     A unit is counted **flat** where $\phi'(z)$ is below 5 % of its peak (ReLU's negative side,
     the saturated ends of tanh and sigmoid), and **dead** when it is flat for every example.
+
+    The two cells below are the whole experiment: the initialisation scales, and the forward pass
+    whose pre-activations and gradients the figures plot (each layer is the `block` of section 5).
+    """)
+    return
+
+
+@app.function
+def init_std(init, fan_in, fan_out, scale=1.0, leaky_slope=0.0):
+    """The weights' standard deviation σ_W for an initialisation:
+    He σ_W² = 2 / ((1 + α²) n_in) (α the leaky ReLU's slope, 0 for ReLU),
+    Xavier σ_W² = 2 / (n_in + n_out), custom σ_W = s / √n_in."""
+    if init == "he":
+        return np.sqrt(2 / ((1 + leaky_slope**2) * fan_in))
+    if init == "xavier":
+        return np.sqrt(2 / (fan_in + fan_out))
+    if init == "custom":
+        return scale / np.sqrt(fan_in)
+    raise ValueError(f"init_std: no initialisation called {init!r}; choose he, xavier or custom")
+
+
+@app.function
+def deep_forward(x, weights, phi, residual=False, pre_norm=False):
+    """The deep forward pass: A⁽⁰⁾ = X, then (Z⁽ˡ⁾, A⁽ˡ⁾) = block(A⁽ˡ⁻¹⁾, W⁽ˡ⁾) for l = 1 … L.
+    Returns A⁽ᴸ⁾ and the pre-activations Z⁽¹⁾ … Z⁽ᴸ⁾, each keeping ∂L/∂Z⁽ˡ⁾ after backward()."""
+    a, zs = x, []
+    for w in weights:
+        z, a = block(a, w, phi, residual, pre_norm)
+        zs.append(z.retain_grad())
+    return a, zs
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    The figures below and the table of section 5 are computed by these cells, with your code:
+    edit one in `marimo edit` and they follow. **Change `init_std`:** give He's formula a 1
+    instead of its 2 (LeCun's $\sigma_W^2 = 1/n_{in}$), then pick ReLU with He: the variance of
+    $z$ now halves at every layer and the gradient vanishes, as it does with Xavier.
     """)
     return
 
@@ -260,13 +302,14 @@ def _():
 
 @app.cell
 def _(depth, depth_act, depth_norm, depth_residual, init, init_scale, width):
-    depth_report = lab.depth_lab(depth=depth.value, width=width.value, activation=depth_act.value,
-                                 init=init.value, scale=init_scale.value, seed=0,
-                                 n_samples=lab.samples_for_width(width.value),
+    weight_std = init_std(init.value, width.value, width.value, init_scale.value,
+                          leaky_slope=0.01 if depth_act.value == "leaky_relu" else 0.0)
+    depth_report = lab.depth_lab(deep_forward, weight_std, depth=depth.value, width=width.value,
+                                 activation=depth_act.value, seed=0, n_samples=lab.samples_for_width(width.value),
                                  residual=depth_residual.value, norm=depth_norm.value)
     mo.vstack([mo.hstack([depth, width, depth_act, init, init_scale], wrap=True),
                mo.hstack([depth_residual, depth_norm], justify="start")])
-    return (depth_report,)
+    return depth_report, weight_std
 
 
 @app.cell
@@ -335,9 +378,39 @@ def _():
     return
 
 
+@app.function
+def default_sweeps():
+    """The weight-scale sweeps the page opens on: for every activation of the depth lab, the
+    per-layer gradient factor (‖∂L/∂Z⁽¹⁾‖ / ‖∂L/∂Z⁽ᴸ⁾‖)^(1/(L−1)) of a plain stack run by
+    `deep_forward` (depth 20, width 64) at σ_W = s/√n for 20 scales s from 0.25 to 5."""
+    return lab.default_sweeps(deep_forward)
+
+
 @app.cell
-def _(depth_act):
-    weight_sweep = lab.scale_sweep(depth_act.value)
+def _():
+    # the shipped sweeps load only when this page's block and deep_forward made them
+    shipped_sweeps, sweeps_misfit = lab.shipped_sweeps(block, deep_forward)
+    return shipped_sweeps, sweeps_misfit
+
+
+@app.cell
+def _():
+    sweep_run = mo.ui.run_button(label="run the sweep with your code")
+    return (sweep_run,)
+
+
+@app.cell
+def _(depth_act, shipped_sweeps, sweep_run, sweeps_misfit):
+    weight_sweep = None
+    if sweep_run.value:
+        with mo.status.progress_bar(total=1, title="running the sweep", remove_on_exit=True) as _bar:
+            weight_sweep = lab.scale_sweep(deep_forward, depth_act.value)
+            _bar.update()
+        _source = "computed just now by your `deep_forward`"
+    elif shipped_sweeps is not None:
+        weight_sweep = lab.scale_sweep(deep_forward, depth_act.value, shipped=shipped_sweeps)
+        _source = "shipped with the course, made by this page's `deep_forward` and `block`"
+    mo.stop(weight_sweep is None, mo.vstack([mo.md(f"**The weight-scale sweep:** {sweeps_misfit}."), sweep_run]))
     _name = lab.ACTIVATIONS[depth_act.value]["label"]
     _chart = plot.curves(weight_sweep.scales, {"per-layer gradient factor": weight_sweep.per_layer_factor},
                          x_title="custom weight scale s (σ_W = s/√n)", y_title="factor per layer", log_y=True,
@@ -345,8 +418,10 @@ def _(depth_act):
                          title=f"{_name}: plain stack, depth 20, width 64") + plot.rule(1.0)
     _where = (f"the factor crosses 1 at s ≈ **{weight_sweep.crossing:.2f}**" if weight_sweep.crossing is not None
               else f"the factor stays below 1 for every s up to {weight_sweep.scales[-1]:g}")
-    mo.vstack([_chart, mo.md(f"**The weight-scale sweep** ({_name}, the activation chosen above): {_where}. "
-                             "Below the line the gradient vanishes with depth, above it explodes.")])
+    mo.vstack([_chart, mo.md(f"**The weight-scale sweep** ({_name}, the activation chosen above; "
+                                       f"{_source}): {_where}. "
+                                       "Below the line the gradient vanishes with depth, above it explodes."),
+               sweep_run])
     return (weight_sweep,)
 
 
@@ -365,15 +440,37 @@ def _():
     $\operatorname{LayerNorm}(A^{(l-1)})$, which rescales every row to mean 0 and variance 1: each
     layer then sees inputs of the same scale, however large the stream has grown. The switches
     above add either to the depth lab; the table runs all four at **50 layers** with the
-    activation, width and initialisation chosen there.
+    activation, width and initialisation chosen there. One layer of the stack, with both options:
+    """)
+    return
+
+
+@app.function
+def block(a, w, phi, residual=False, pre_norm=False):
+    """One layer of the deep stack: H = LayerNorm(A) with pre-norm (else H = A), Z = H Wᵀ,
+    and A' = A + φ(Z) with a residual path (else A' = φ(Z)). Returns (Z, A')."""
+    h = F.layer_norm(a, (a.shape[-1],)) if pre_norm else a
+    z = h @ w.T
+    out = phi(z)
+    return z, (a + out if residual else out)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Change `block`:** scale the residual branch, `a + 0.2 * out`, then pick ReLU with He. The
+    table's *residual* row stops exploding: the variance of $z$ grows by about 1.2× per layer
+    instead of almost 3×, and the first layer's gradient is some twenty times the last layer's
+    instead of ten billion. A small branch keeps the stream near the identity map; scaled-residual
+    initialisations (Fixup, ReZero, GPT-2's $1/\sqrt{2L}$ on its residual projections) use the same idea.
     """)
     return
 
 
 @app.cell
-def _(depth_act, init, init_scale, width):
-    depth_variants = lab.depth_variants(depth=50, width=width.value, activation=depth_act.value, init=init.value,
-                                        scale=init_scale.value)
+def _(depth_act, weight_std, width):
+    depth_variants = lab.depth_variants(deep_forward, weight_std, depth=50, width=width.value,
+                                        activation=depth_act.value)
     _fate = {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}
     _rows = "\n".join(f"| {name} | {r.gradient_ratio:.3g} | {_fate[r.verdict()]} | ×{r.variance_factor:.3g} |"
                       for name, r in depth_variants.items())
@@ -407,13 +504,72 @@ def _():
     most $1 + n + \binom n2$ pieces; deeper layers fold those pieces again. Without a hidden layer
     (depth 0) the network is one affine map, and its decision boundary a straight line.
 
-    Below, a network 2 → width (× depth) → 1 on 200 points of two interleaved half-moons. The
-    left panel gives every linear piece its own colour (counted on a 150 × 150 grid, so a lower
-    bound); the black line is the decision boundary. The default network, width 8 with one hidden
-    layer, is trained (Adam, 400 steps, cross-entropy) when the page opens; another width or depth
-    shows its network at initialisation until the button trains it too.
+    Below, a network 2 → width (× depth) → 1 on 200 points of two interleaved half-moons, and
+    the loop that trains it:
     """)
     return
+
+
+@app.function
+def moon_net(width=8, depth=1):
+    """The network 2 → n (× depth) → 1 as its layers: Linear(2, n), Linear(n, n) …, Linear(n, 1)."""
+    sizes = [2] + [width] * depth + [1]
+    return nn.ModuleList([nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes[:-1], sizes[1:])])
+
+
+@app.function
+def moon_forward(net, x):
+    """Z⁽ˡ⁾ = H⁽ˡ⁻¹⁾ W⁽ˡ⁾ᵀ + b⁽ˡ⁾ and H⁽ˡ⁾ = max(0, Z⁽ˡ⁾) through the hidden layers (H⁽⁰⁾ = X),
+    then the logit s = H wᵀ + b. Returns s and the hidden Z⁽ˡ⁾, whose signs are the on/off pattern."""
+    h, zs = x, []
+    for layer in net[:-1]:
+        z = layer(h)
+        zs.append(z)
+        h = F.relu(z)
+    return net[-1](h).reshape(-1), zs
+
+
+@app.function
+def train_moons(net, X, y, steps=400, lr=0.02, on_step=None):
+    """Full-batch Adam on the binary cross-entropy of the logits s (labels y ∈ {0, 1}):
+    L = −mean[y ln σ(s) + (1 − y) ln(1 − σ(s))]. Trains ``net`` in place and returns it."""
+    optimizer = engine.optim.Adam(net.parameters(), lr=lr)
+    x, target = engine.Tensor(X), y.astype(np.float64)
+    for step in range(steps):
+        optimizer.zero_grad()
+        logit, _ = moon_forward(net, x)
+        loss = F.binary_cross_entropy_with_logits(logit, target)
+        loss.backward()
+        optimizer.step()
+        if on_step is not None:
+            on_step(step)
+    return net
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    The left panel gives every linear piece its own colour (counted on a 150 × 150 grid, so a
+    lower bound); the black line is the decision boundary. Both panels show what your `moon_net`,
+    `moon_forward` and `train_moons` make: the default network, width 8 with one hidden layer, is trained when the
+    page opens; another width or depth shows its network at initialisation until the button trains
+    it too. **Change `train_moons`:** replace Adam by plain gradient descent,
+    `engine.optim.SGD(net.parameters(), lr=lr)`. After the same 400 steps at the same rate the
+    default network classifies only about 84 % of the points where Adam reached 98 %, its boundary
+    still a rough cut between the moons; plain descent needs a rate about 25 times larger to come
+    close.
+    """)
+    return
+
+
+@app.cell
+def _():
+    moons_X, moons_y = lab.moons(seed=0)
+    with engine.random.fork_rng(0):
+        _net = moon_net(**lab.BEND_DEFAULT)
+    train_moons(_net, moons_X, moons_y, steps=lab.BEND_STEPS)
+    default_bend = lab.bend_report(moon_forward, _net, moons_X, moons_y, steps=lab.BEND_STEPS)
+    return default_bend, moons_X, moons_y
 
 
 @app.cell
@@ -427,18 +583,20 @@ def _():
 
 
 @app.cell
-def _(bend_depth, bend_train, bend_width):
-    # the default network trains at load (~0.05 s): the section opens on a trained model
+def _(bend_depth, bend_train, bend_width, default_bend, moons_X, moons_y):
     bend_is_default = lab.is_default_bend({"width": bend_width.value, "depth": bend_depth.value})
     _steps = lab.BEND_STEPS if bend_train.value or bend_is_default else 0
+    with engine.random.fork_rng(0):
+        _net = moon_net(bend_width.value, bend_depth.value)
     if bend_train.value:
         with mo.status.progress_bar(total=_steps // 40, title="training", remove_on_exit=True) as _bar:
-            bend_report = lab.bend_lab(bend_width.value, bend_depth.value, steps=_steps, seed=0,
-                                       on_step=lambda _i: _bar.update() if _i % 40 == 39 else None)
+            train_moons(_net, moons_X, moons_y, steps=_steps,
+                        on_step=lambda _i: _bar.update() if _i % 40 == 39 else None)
+        bend_report = lab.bend_report(moon_forward, _net, moons_X, moons_y, steps=_steps)
     elif bend_is_default:
-        bend_report = lab.default_bend_report()  # trained once, at load
+        bend_report = default_bend  # trained when the page opened
     else:
-        bend_report = lab.bend_lab(bend_width.value, bend_depth.value, steps=0, seed=0)
+        bend_report = lab.bend_report(moon_forward, _net, moons_X, moons_y, steps=0)
     _state = (f"trained {_steps} steps" + ("" if bend_train.value else " when the page opened (the default network)")
               if _steps else "at initialisation (the button trains it)")
     _bound = (f" (one hidden layer of {bend_report.width} units makes at most **{bend_report.one_layer_bound}**)"
@@ -490,7 +648,8 @@ def _(answer_sigmoid, exercise_sigmoid):
 
 @app.cell
 def _():
-    _truth = lab.depth_lab(depth=30, width=64, activation="sigmoid", init="xavier", n_samples=64, seed=1)
+    _truth = lab.depth_lab(deep_forward, init_std("xavier", 64, 64), depth=30, width=64, activation="sigmoid",
+                           n_samples=64, seed=1)
     exercise_depth = exercises.ChoiceExercise(
         question="**2.** A 30-layer network of **sigmoid** units with Xavier initialisation. Compared with "
                  "the last layer, the gradient that reaches the first layer is…",
@@ -530,8 +689,8 @@ def _(answer_softmax, exercise_softmax):
 
 
 @app.cell
-def _():
-    _sweep = lab.scale_sweep("relu")
+def _(shipped_sweeps):
+    _sweep = lab.scale_sweep(deep_forward, "relu", shipped=shipped_sweeps)
     exercise_edge = exercises.NumberExercise(
         question="**4.** A plain ReLU stack with σ_W = s/√n: at which scale s is the per-layer gradient factor "
                  "exactly 1? (Two decimals; the sweep above measures it.)",
@@ -552,7 +711,8 @@ def _(answer_edge, exercise_edge):
 
 @app.cell
 def _():
-    _truth = lab.depth_lab(depth=50, width=64, activation="relu", init="he", n_samples=32, seed=0, residual=True)
+    _truth = lab.depth_lab(deep_forward, init_std("he", 64, 64), depth=50, width=64, activation="relu",
+                           n_samples=32, seed=0, residual=True)
     exercise_residual = exercises.ChoiceExercise(
         question="**5.** A 50-layer ReLU stack with He initialisation gets a residual path, but no normalisation. "
                  "Compared with the last layer, the gradient that reaches the first layer is…",

@@ -4,17 +4,39 @@
 import math
 import re
 
-from pathlib import Path
 import numpy as np
 import pytest
-from engine.course import graph as graphs
-from engine.course import toc
+from notebook_driver import (
+    ROOT,
+    Driven,
+    _defs_by_cell,
+    assert_no_error_outputs,
+    default_defs,
+    load_app,
+    load_module,
+    notebook_text,
+    output_text,
+)
+
 from engine.course.labs import activations as activations_lab
-from engine.course.labs import backprop as backprop_lab
-from engine.course.labs import losses as losses_lab
-from engine.course.labs import optimizers as optim_lab
-from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
-                             notebook_text, output_text, run_app)
+
+NB = load_module("notebooks/01_activations.py")  # its lesson cells: init_std, block, deep_forward, moon_net, ...
+
+
+def depth_lab(init="xavier", scale=1.0, width=64, **kw):
+    """The depth lab as the page runs it: its own init_std and deep_forward."""
+    return activations_lab.depth_lab(NB.deep_forward, NB.init_std(init, width, width, scale), width=width, **kw)
+
+
+def bend(width, depth, steps, train=None):
+    """The section-6 network as the page builds it (seed 0), trained ``steps`` by ``train``."""
+    import engine
+
+    X, y = activations_lab.moons(seed=0)
+    with engine.random.fork_rng(0):
+        net = NB.moon_net(width, depth)
+    (train or NB.train_moons)(net, X, y, steps=steps)
+    return activations_lab.bend_report(NB.moon_forward, net, X, y, steps=steps)
 
 
 # ----------------------------------------------------------------------------- 01_activations
@@ -56,7 +78,7 @@ def test_01_softmax_follows_logits_and_temperature():
 
 def test_01_depth_lab_reports_the_engine_numbers():
     text, defs = notebook_text("01_activations", depth=30, width=64, depth_act="sigmoid", init="xavier")
-    r = activations_lab.depth_lab(depth=30, width=64, activation="sigmoid", init="xavier", n_samples=128, seed=0)
+    r = depth_lab(depth=30, width=64, activation="sigmoid", init="xavier", n_samples=128, seed=0)
     assert defs["depth_report"].gradient_ratio == pytest.approx(r.gradient_ratio, rel=1e-9)
     assert f"{r.gradient_ratio:.3g}" in text and "vanishes" in text
     text, _ = notebook_text("01_activations", depth=50, width=256, depth_act="relu", init="custom", init_scale=3.0)
@@ -134,7 +156,7 @@ def test_01_tanh_ordered_at_half_chaotic_at_two_and_three():
     text, _ = notebook_text("01_activations", depth=20, width=64, depth_act="tanh", init="custom", init_scale=2.0)
     assert round(_per_layer(text), 2) == 1.17  # "by about 1.17× per layer"
     assert 0.9 < _variance_per_layer(text) < 1.05  # the variance has settled, the gradient still grows
-    r = activations_lab.depth_lab(depth=20, width=64, activation="tanh", init="custom", scale=2.0, n_samples=128, seed=0)
+    r = depth_lab(depth=20, width=64, activation="tanh", init="custom", scale=2.0, n_samples=128, seed=0)
     assert r.flat_share[-1] > 0.1  # part of the units saturate, and yet the gradient grows
     text, _ = notebook_text("01_activations", depth=20, width=64, depth_act="tanh", init="custom", init_scale=3.0)
     ratio = float(re.search(r"last-layer gradient = (\S+) →", text).group(1))
@@ -160,7 +182,8 @@ def _variant_rows(text):
 def test_01_residual_plus_prenorm_keeps_fifty_layers_alive(act, init, scale, plain_fate):
     text, defs = notebook_text("01_activations", width=64, depth_act=act, init=init, init_scale=scale)
     rows = _variant_rows(text)
-    lab_rows = activations_lab.depth_variants(depth=50, width=64, activation=act, init=init, scale=scale)
+    lab_rows = activations_lab.depth_variants(NB.deep_forward, NB.init_std(init, 64, 64, scale), depth=50, width=64,
+                                              activation=act)
     for name, (ratio, _, var) in rows.items():
         assert ratio == float(f"{lab_rows[name].gradient_ratio:.3g}")
         assert var == float(f"{lab_rows[name].variance_factor:.3g}")
@@ -179,8 +202,7 @@ def test_01_residual_alone_and_prenorm_alone_do_not_save_a_relu_stack():
 def test_01_switches_drive_the_depth_lab():
     _, defs = notebook_text("01_activations", depth=50, width=64, depth_act="relu", init="he",
                             depth_residual=True, depth_norm=True)
-    r = activations_lab.depth_lab(depth=50, width=64, activation="relu", init="he", n_samples=128, seed=0,
-                                  residual=True, norm=True)
+    r = depth_lab(depth=50, width=64, activation="relu", init="he", n_samples=128, seed=0, residual=True, norm=True)
     np.testing.assert_allclose(defs["depth_report"].grad_norm, r.grad_norm, rtol=1e-12)
     assert defs["depth_report"].predicted_grad_norm is None
 
@@ -208,10 +230,10 @@ def test_01_the_bend_buys_accuracy_and_pieces():
     r = defs["bend_report"]
     assert defs["bend_is_default"] and r.steps == activations_lab.BEND_STEPS and "trained 400 steps when the page opened" in text
     assert r.pieces <= r.one_layer_bound == 37 and f"makes at most {r.one_layer_bound}" in text
-    same = activations_lab.bend_lab(8, 1, steps=400, seed=0)
+    same = bend(8, 1, steps=400)
     assert same.pieces == r.pieces and f"{r.pieces} linear pieces" in text
     assert same.accuracy == r.accuracy and f"training accuracy {100 * r.accuracy:.1f} %" in text
-    assert r.accuracy > activations_lab.bend_lab(8, 1, steps=0, seed=0).accuracy  # the figure shows a trained model
+    assert r.accuracy > bend(8, 1, steps=0).accuracy  # the figure shows a trained model
     assert defs["exercise_pieces"].truth == 7 and text.count("Right") == 1
     text, defs = notebook_text("01_activations", bend_width=9)  # another width: at initialisation until trained
     assert defs["bend_report"].steps == 0 and "at initialisation (the button trains it)" in text
@@ -222,5 +244,123 @@ def test_01_the_bend_buys_accuracy_and_pieces():
     _, defs = notebook_text("01_activations", bend_width=16, bend_depth=2, bend_train=True)
     assert defs["bend_report"].accuracy >= 0.99  # "reach 99 % or more"
     # the notebook shows the lab's report (checked above); "two hidden layers already show more pieces"
-    one, two = (activations_lab.bend_lab(16, d, steps=0, seed=0) for d in (1, 2))
+    one, two = (bend(16, d, steps=0) for d in (1, 2))
     assert two.pieces > one.pieces
+
+
+# ----------------------------------------------------------------------------- issue 24: the lesson on the page
+
+
+def run_edited(**values):
+    """Run the page with lesson cells replaced by edited functions and controls driven to values
+    (run_app drives controls only): the visible text and the definitions."""
+    app = load_app("notebooks/01_activations.py")
+    base = default_defs(app)
+    defs = {name: v if callable(v) and not hasattr(base[name], "value") else Driven(base[name], v)
+            for name, v in values.items()}
+    for cell_defs in _defs_by_cell(app):
+        if cell_defs & set(values):
+            defs.update({other: base[other] for other in cell_defs - set(values)})
+    outputs, out_defs = app.run(defs=defs)
+    assert_no_error_outputs(outputs)
+    return output_text(outputs), out_defs
+
+
+def _scaled_residual_block(a, w, phi, residual=False, pre_norm=False):
+    """The page's `block` with the edit its prompt suggests: a residual branch scaled by 0.2."""
+    import engine.functional as F
+
+    h = F.layer_norm(a, (a.shape[-1],)) if pre_norm else a
+    z = h @ w.T
+    out = phi(z)
+    return z, (a + 0.2 * out if residual else out)
+
+
+def test_01_lesson_cells_are_importable_functions_of_the_page():
+    for name in ("init_std", "block", "deep_forward", "default_sweeps", "moon_net", "moon_forward", "train_moons"):
+        assert callable(getattr(NB, name)), name
+    source = (ROOT / "notebooks/01_activations.py").read_text()
+    assert "loss.backward()" in source and "optimizer.step()" in source  # train_moons is the training loop
+    for gone in ("bend_lab", "_forward_stack", "def init_std", "Adam("):  # the lesson left the lab
+        assert gone not in (ROOT / "engine/course/labs/activations.py").read_text(), gone
+
+
+def test_01_editing_block_changes_the_residual_row_and_the_sweep_falls_back():
+    """The block prompt: a + 0.2·φ(z) stops the ReLU + He residual stack from exploding; the shipped
+    sweep, made by the page's own block, is then not shown, and its button runs the edited code."""
+    text, defs = notebook_text("01_activations", width=64, depth_act="relu", init="he")
+    rows, before = defs["depth_variants"], defs["depth_variants"]["residual"]
+    assert before.verdict() == "explode" and before.variance_factor > 2.5 and before.gradient_ratio > 1e9
+    assert "shipped with the course" in text and defs["shipped_sweeps"] is not None
+    text, defs = run_edited(block=_scaled_residual_block, width=64, depth_act="relu", init="he")
+    after = defs["depth_variants"]["residual"]
+    assert after.verdict() == "stable" and 1.1 < after.variance_factor < 1.3  # "about 1.2× per layer"
+    assert 10 < after.gradient_ratio < 40  # "some twenty times"
+    assert defs["depth_variants"]["plain"].gradient_ratio == rows["plain"].gradient_ratio  # no branch to scale
+    assert defs["shipped_sweeps"] is None and "the shipped sweep was made by other code" in text
+    assert "run the sweep with your code" in text and defs["weight_sweep"] is None
+    text, defs = run_edited(block=_scaled_residual_block, sweep_run=True, depth_act="relu")
+    assert "computed just now by your" in text
+    np.testing.assert_allclose(defs["weight_sweep"].per_layer_factor,  # a plain stack: the edit changes nothing
+                               activations_lab.scale_sweep(NB.deep_forward, "relu").per_layer_factor, rtol=1e-12)
+
+
+def test_01_editing_init_std_changes_the_depth_figures():
+    """The init_std prompt: He with 1 instead of 2 (LeCun) halves the variance of z at every ReLU layer."""
+    def lecun(init, fan_in, fan_out, scale=1.0, leaky_slope=0.0):
+        return NB.init_std(init, fan_in, fan_out, scale, leaky_slope) / (np.sqrt(2) if init == "he" else 1.0)
+
+    _, defs = notebook_text("01_activations", depth=20, width=64, depth_act="relu", init="he")
+    _, edited = run_edited(init_std=lecun, depth=20, width=64, depth_act="relu", init="he")
+    assert edited["weight_std"] == pytest.approx(defs["weight_std"] / np.sqrt(2))
+    assert 0.85 < defs["depth_report"].variance_factor < 1.15 and 0.4 < edited["depth_report"].variance_factor < 0.6
+    assert edited["depth_report"].gradient_ratio < defs["depth_report"].gradient_ratio / 100
+
+
+def test_01_editing_train_moons_to_plain_descent_is_what_the_prompt_says():
+    """The train_moons prompt: SGD at Adam's rate reaches about 84 % after 400 steps, Adam 98 %;
+    about 25 times the rate comes close."""
+    import engine
+    import engine.functional as F
+
+    def sgd(net, X, y, steps=400, lr=0.02, on_step=None):
+        optimizer = engine.optim.SGD(net.parameters(), lr=lr)
+        for _ in range(steps):
+            optimizer.zero_grad()
+            logit, _ = NB.moon_forward(net, engine.Tensor(X))
+            F.binary_cross_entropy_with_logits(logit, y.astype(np.float64)).backward()
+            optimizer.step()
+        return net
+
+    text, defs = run_edited(train_moons=sgd)
+    assert round(defs["bend_report"].accuracy, 2) == 0.84 and "training accuracy 84.0 %" in text
+    assert round(bend(8, 1, 400).accuracy, 2) == 0.98
+    assert bend(8, 1, 400, train=lambda *a, **k: sgd(*a, **{**k, "lr": 0.5})).accuracy > 0.95
+
+
+def test_01_teaching_copies_agree_with_the_library():
+    import engine
+    from engine import nn
+
+    for fan_in, fan_out in [(64, 64), (300, 100)]:
+        assert NB.init_std("he", fan_in, fan_out) == pytest.approx(nn.init.calculate_gain("relu") / math.sqrt(fan_in))
+        assert NB.init_std("he", fan_in, fan_out, leaky_slope=0.2) == pytest.approx(
+            nn.init.calculate_gain("leaky_relu", 0.2) / math.sqrt(fan_in))
+        w = engine.zeros(fan_out, fan_in)
+        with engine.random.fork_rng(0):
+            nn.init.xavier_normal_(w)  # std = √(2/(n_in + n_out)): the sample's std within 3 %
+        assert w.data.std() == pytest.approx(NB.init_std("xavier", fan_in, fan_out), rel=0.03)
+    # moon_net + moon_forward is nn.Sequential(Linear, ReLU, ..., Linear) on the same layers
+    with engine.random.fork_rng(3):
+        net = NB.moon_net(5, 2)
+    x = engine.tensor(np.random.default_rng(0).standard_normal((7, 2)).astype(np.float32))
+    logit, zs = NB.moon_forward(net, x)
+    same = nn.Sequential(net[0], nn.ReLU(), net[1], nn.ReLU(), net[2])(x)
+    np.testing.assert_allclose(logit.data, same.data.reshape(-1), rtol=1e-6)
+    assert [z.shape for z in zs] == [(7, 5), (7, 5)]
+    # block with pre-norm is nn.LayerNorm (no affine part) then the matrix product
+    a = engine.tensor(np.random.default_rng(1).standard_normal((4, 6)))
+    w = engine.tensor(np.random.default_rng(2).standard_normal((6, 6)))
+    z, _ = NB.block(a, w, lambda v: v, pre_norm=True)
+    expected = nn.LayerNorm(6, elementwise_affine=False)(a) @ w.T
+    np.testing.assert_allclose(z.data, expected.data, rtol=1e-10)

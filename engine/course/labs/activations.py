@@ -10,12 +10,18 @@ autograd dots; the tests check that the two agree.
   x ≈ −0.752, SiLU ≈ −0.278 at x ≈ −1.278), found by bisection on the autograd derivative.
 - :func:`output_range`: the range found numerically: bounds attained, approached, or unbounded.
 - :func:`softmax_with_temperature`: probabilities and entropy of softmax(z / T).
-- :func:`depth_lab`: a deep MLP at initialisation; per-layer pre-activation statistics, the
-  share of units whose derivative is (almost) zero, and gradient norms from autograd next to
-  the product of per-layer factors σ_W·√n·rms(φ') that predicts them; :func:`scale_sweep`, the
-  per-layer factor against the weight scale, whose default sweeps ship as the checkpoint
-  ``activations_sweeps`` (:data:`CHECKPOINTS`).
-- :func:`bend_lab`: the linear pieces of a small ReLU network on two moons, trained or not.
+- :func:`depth_lab`: the notebook's deep forward pass (passed in) run at initialisation; per-layer
+  pre-activation statistics, the share of units whose derivative is (almost) zero, and gradient
+  norms from autograd next to the product of per-layer factors σ_W·√n·rms(φ') that predicts them;
+  :func:`depth_variants`, the same stack plain, residual, pre-norm and both; :func:`scale_sweep`,
+  the per-layer factor against the weight scale, whose default sweeps ship as the checkpoint
+  ``activations_sweeps`` (:data:`CHECKPOINTS`, made by the notebook's ``default_sweeps``).
+- :func:`moons` and :func:`bend_report`: the data of the notebook's small ReLU network, and the
+  linear pieces it cuts the plane into (the network and its training loop are the notebook's).
+
+The lesson itself (the initialisation scales, the residual / pre-norm block, the deep forward pass,
+the small network and its training loop) is code in the notebook; the functions here take it as
+an argument, so a learner's edited version is the one that runs.
 """
 
 from __future__ import annotations
@@ -325,7 +331,6 @@ class DepthReport:
     """Per-layer statistics of an MLP at initialisation (index 0 is the first hidden layer)."""
 
     activation: str
-    init: str
     weight_std: float
     z_std: np.ndarray
     z_mean: np.ndarray
@@ -374,49 +379,20 @@ GRADIENT_FATES = {"much smaller (it vanishes)": "vanish", "about the same": "sta
                   "much larger (it explodes)": "explode"}
 
 
-def init_std(init: str, fan_in: int, fan_out: int, scale: float = 1.0, activation: str = "relu",
-             slope: float = 0.01) -> float:
-    """Weight standard deviation: He √(2/n_in) (√(2/(1+α²)/n_in) for leaky ReLU, as
-    ``nn.init.kaiming_normal_``), Xavier √(2/(n_in + n_out)) (``nn.init.xavier_normal_``), custom scale/√n_in."""
-    if init == "he":
-        gain2 = 2.0 / (1 + slope**2) if activation == "leaky_relu" else 2.0
-        return math.sqrt(gain2 / fan_in)
-    if init == "xavier":
-        return math.sqrt(2.0 / (fan_in + fan_out))
-    if init == "custom":
-        if not (scale > 0):
-            raise ValueError(f"init_std: the custom scale must be positive, got {scale}")
-        return scale / math.sqrt(fan_in)
-    raise ValueError(f"init_std: init must be one of {INITS}, got {init!r}")
+def _phi(activation: str, slope: float = 0.01):
+    """The engine's activation ``activation`` as a function of one tensor (leaky ReLU with ``slope``)."""
+    kw = _kw(activation, {"slope": slope} if activation == "leaky_relu" else {})
+    fn = ACTIVATIONS[activation]["engine"]
+    return lambda z: fn(z, **kw)
 
 
-def _forward_stack(x, weights, act, kw, residual: bool, norm: bool):
-    """The stack's forward pass; returns (output, pre-activations z_l with their gradients retained).
-
-    Plain: a_l = φ(a_{l−1} W_lᵀ). ``norm``: the layer reads LayerNorm(a_{l−1}) (pre-norm, no
-    affine parameters). ``residual``: a_l = a_{l−1} + φ(z_l), so the identity path carries the
-    gradient past every layer.
-    """
-    a, zs = x, []
-    for w in weights:
-        h = F.layer_norm(a, (a.shape[-1],)) if norm else a
-        z = h @ w.T
-        if not z.requires_grad:
-            z.requires_grad_(True)
-        z.retain_grad()
-        zs.append(z)
-        out = act(z, **kw)
-        a = a + out if residual else out
-    return a, zs
-
-
-def depth_lab(depth: int = 10, width: int = 128, activation: str = "tanh", init: str = "xavier",
-              scale: float = 1.0, n_samples: int = 256, slope: float = 0.01, seed: int = 0,
-              max_samples: int = 2000, residual: bool = False, norm: bool = False) -> DepthReport:
-    """Push a batch x ~ N(0, I) through ``depth`` layers z_l = a_{l−1} W_lᵀ, a_l = φ(z_l) (W stored
-    (out, in), as ``nn.Linear``), then backpropagate L = Σ a_L ⊙ G (G a fixed random upstream
-    gradient) and record each layer. ``residual`` adds the identity path a_l = a_{l−1} + φ(z_l);
-    ``norm`` feeds each layer LayerNorm(a_{l−1}) (pre-norm).
+def depth_lab(forward, weight_std: float, depth: int = 10, width: int = 128, activation: str = "tanh",
+              n_samples: int = 256, slope: float = 0.01, seed: int = 0, max_samples: int = 2000,
+              residual: bool = False, norm: bool = False) -> DepthReport:
+    """Run the lesson's deep forward pass ``forward(x, weights, φ, residual, pre_norm) -> (a_L, [z_l])``
+    (the notebook's ``deep_forward``, passed in) on a batch x ~ N(0, I) through ``depth`` layers of
+    weights N(0, ``weight_std``²) stored (out, in), then backpropagate L = Σ a_L ⊙ G (G a fixed
+    random upstream gradient) and record each layer.
 
     Why the prediction works (plain stack only): δ_{l−1} = (δ_l W_l) ⊙ φ'(z_{l−1}); with iid
     weights of std σ_W, ‖δ_l W_l‖ ≈ σ_W √n ‖δ_l‖, and the elementwise factor scales it by about
@@ -424,9 +400,14 @@ def depth_lab(depth: int = 10, width: int = 128, activation: str = "tanh", init:
     ``predicted_grad_norm`` is None.
     """
     _check_stack(activation, depth, width)
-    std = init_std(init, width, width, scale, activation, slope)
-    draws = _depth_draws(depth, width, n_samples, std, seed, max_samples)
-    return _depth_run(draws, activation, init, std, slope, residual, norm)
+    _check_std(weight_std)
+    draws = _depth_draws(depth, width, n_samples, weight_std, seed, max_samples)
+    return _depth_run(forward, draws, activation, weight_std, slope, residual, norm)
+
+
+def _check_std(weight_std):
+    if not (isinstance(weight_std, (int, float, np.floating)) and math.isfinite(weight_std) and weight_std > 0):
+        raise ValueError(f"depth_lab: the weight std σ_W must be a positive number, got {weight_std!r}")
 
 
 def _check_stack(activation, depth, width):
@@ -456,17 +437,17 @@ def _depth_draws(depth, width, n_samples, std, seed, max_samples) -> _DepthDraws
     return _DepthDraws(x, weights, upstream, pick)
 
 
-def _depth_run(draws: _DepthDraws, activation, init, std, slope, residual, norm, slopes: bool = True) -> DepthReport:
+def _depth_run(forward, draws: _DepthDraws, activation, std, slope, residual, norm, slopes: bool = True) -> DepthReport:
     """:func:`depth_lab` on drawn numbers (the four variants of :func:`depth_variants` share them).
     ``slopes=False`` skips the slope statistics φ'(z) of every layer (an engine pass over all the
     pre-activations: for GELU, whose erf is a NumPy series, half the run)."""
     depth, width = len(draws.weights), draws.x.shape[1]
     params = {"slope": slope} if activation == "leaky_relu" else {}
-    kw = _kw(activation, params)
     peak = derivative_peak(activation, **params)
     weights = [Tensor(w) for w in draws.weights]
+    x = Tensor(draws.x, requires_grad=True)  # so that every z_l is in the graph and keeps its gradient
     with np.errstate(over="ignore", invalid="ignore"):
-        a, zs = _forward_stack(Tensor(draws.x), weights, ACTIVATIONS[activation]["engine"], kw, residual, norm)
+        a, zs = forward(x, weights, _phi(activation, slope), residual, norm)
         a.backward(draws.upstream)
 
         z_all = np.stack([z.data for z in zs])  # (depth, n_samples, width)
@@ -487,7 +468,7 @@ def _depth_run(draws: _DepthDraws, activation, init, std, slope, residual, norm,
             predicted = grad_norm[-1] * tail
 
     samples = [z.data.ravel()[draws.pick] for z in zs]
-    report = DepthReport(activation, init, std, z_std, z_mean, flat_share, dead_share, deriv_rms, grad_norm,
+    report = DepthReport(activation, std, z_std, z_mean, flat_share, dead_share, deriv_rms, grad_norm,
                          predicted, samples)
     bad = not (np.all(np.isfinite(z_std)) and np.all(np.isfinite(grad_norm)))
     if bad:
@@ -518,66 +499,58 @@ class ScaleSweep:
         return float(self.scales[i] + t * (self.scales[i + 1] - self.scales[i]))
 
 
-def scale_sweep(activation: str = "tanh", scales=None, depth: int = 20, width: int = 64,
-                n_samples: int = 32, seed: int = 0) -> ScaleSweep:
-    """Run :func:`depth_lab` (plain stack, custom init) at each weight scale s and record its
-    per-layer gradient factor: below 1 the gradient vanishes with depth, above 1 it explodes.
+SWEEP_SCALES = np.linspace(0.25, 5.0, 20)
+SWEEP_DEFAULT = {"depth": 20, "width": 64, "n_samples": 32, "seed": 0}
 
-    Every scale draws the same numbers (σ_W·N(0, 1) from one seed), so the stacks of all scales run
-    as one batch through the engine (a leading axis of scales) instead of one run each: the same
-    factors as :func:`depth_lab`'s, to rounding, in a twentieth of the calls. Cached: the notebook
-    asks again for an activation it has shown before.
-    """
-    default = scales is None and (depth, width, n_samples, seed) == (20, 64, 32, 0)
-    scales = np.linspace(0.25, 5.0, 20) if scales is None else np.asarray(scales, dtype=np.float64)
+
+def scale_sweep(forward, activation: str = "tanh", scales=None, depth: int = 20, width: int = 64,
+                n_samples: int = 32, seed: int = 0, shipped: dict | None = None) -> ScaleSweep:
+    """Run :func:`depth_lab` with the lesson's ``forward`` (plain stack, σ_W = s/√n) at each weight
+    scale s and record its per-layer gradient factor: below 1 the gradient vanishes with depth,
+    above 1 it explodes. Every scale draws the same numbers (σ_W·N(0, 1) from one seed).
+
+    ``shipped``: the sweeps of :func:`shipped_sweeps` (``{activation: factors}``), used as they are
+    for the default settings, so the page shows them without an engine run. Cached: the notebook
+    asks again for an activation it has shown before."""
+    default = scales is None and {"depth": depth, "width": width, "n_samples": n_samples, "seed": seed} == SWEEP_DEFAULT
+    scales = SWEEP_SCALES if scales is None else np.asarray(scales, dtype=np.float64)
     _check_stack(activation, depth, width)
-    if default:  # the notebook's sweeps ship as a checkpoint: no engine run on open or on a change
-        return ScaleSweep(activation, scales, _shipped_sweeps()[activation].copy())
-    factors = _sweep_factors(activation, tuple(float(s) for s in scales), depth, width, n_samples, seed)
-    return ScaleSweep(activation, scales, np.array(factors))
+    if default and shipped is not None:
+        return ScaleSweep(activation, scales.copy(), np.asarray(shipped[activation], dtype=np.float64).copy())
+    factors = _sweep_factors(forward, activation, tuple(float(s) for s in scales), depth, width, n_samples, seed)
+    return ScaleSweep(activation, scales.copy(), np.array(factors))
 
 
-def train_default_sweeps() -> dict:
-    """The checkpoint ``activations_sweeps``: :func:`scale_sweep`'s default factors for every depth-lab
-    activation, run by the engine (~0.4 s)."""
-    scales = tuple(float(s) for s in np.linspace(0.25, 5.0, 20))
-    return {name: np.array(_sweep_factors(name, scales, 20, 64, 32, 0)) for name in DEPTH_ACTIVATIONS}
+def default_sweeps(forward) -> dict:
+    """What the checkpoint ``activations_sweeps`` holds: :func:`scale_sweep`'s default factors for
+    every depth-lab activation, run with the lesson's ``forward``."""
+    return {name: scale_sweep(forward, name).per_layer_factor for name in DEPTH_ACTIVATIONS}
 
 
-CHECKPOINTS = {"activations_sweeps": train_default_sweeps}
+# the sweeps the page opens on, made by the notebook's own forward pass (its block and deep_forward)
+CHECKPOINTS = {"activations_sweeps": checkpoints.FromNotebook(
+    notebook="01_activations", function="default_sweeps", code=("block", "deep_forward"))}
 
 
-@functools.lru_cache(maxsize=1)
-def _shipped_sweeps() -> dict:
-    state = checkpoints.load(_sweeps_checkpoint)
-    return {name: np.asarray(v, dtype=np.float64) for name, v in state.items()}
+def shipped_sweeps(*code) -> tuple[dict | None, str]:
+    """``(sweeps, "")`` from the shipped checkpoint when ``code`` (the page's ``block`` and
+    ``deep_forward``) is the code that made it, else ``(None, reason)``: one sentence for the page."""
+    state, _ = checkpoints.load_if_fits(_sweeps_checkpoint, *code)
+    if state is None:
+        return None, ("the shipped sweep was made by other code than this page's `block` and `deep_forward`, "
+                      "so it is not shown: the button runs the sweep with yours")
+    return {name: np.asarray(v, dtype=np.float64) for name, v in state.items()}, ""
 
 
 @functools.lru_cache(maxsize=32)
-def _sweep_factors(activation, scales: tuple, depth, width, n_samples, seed) -> tuple:
-    """Per-layer gradient factors of plain stacks at each custom scale, batched over the scales."""
-    stds = np.array([init_std("custom", width, width, s) for s in scales])[:, None, None]
+def _sweep_factors(forward, activation, scales: tuple, depth, width, n_samples, seed) -> tuple:
+    """Per-layer gradient factors of plain stacks at each custom scale σ_W = s/√n, one run each."""
     draws = _depth_draws(depth, width, n_samples, 1.0, seed, max_samples=0)  # unit weights: σ_W · N(0, 1)
-    act = ACTIVATIONS[activation]["engine"]
-    a = Tensor(np.broadcast_to(draws.x, (len(scales),) + draws.x.shape))
-    zs = []
-    with np.errstate(over="ignore", invalid="ignore"):
-        for w in draws.weights:
-            z = a @ np.swapaxes(stds * w, -1, -2)  # each scale's stack: z = a (σ_W W)ᵀ
-            if not z.requires_grad:
-                z.requires_grad_(True)
-            z.retain_grad()
-            zs.append(z)
-            a = act(z)
-        a.backward(np.broadcast_to(draws.upstream, a.shape).copy())
-        grad_norm = np.stack([np.sqrt((z.grad.numpy() * z.grad.numpy()).sum(axis=(1, 2))) for z in zs])  # (depth, scales)
     factors = []
-    for first, last in zip(grad_norm[0], grad_norm[-1]):
-        ratio = first / last if last > 0 else float("nan")
-        if depth == 1:
-            factors.append(1.0)
-        else:
-            factors.append(float(ratio ** (1 / (depth - 1))) if math.isfinite(ratio) and ratio > 0 else float("nan"))
+    for s in scales:
+        std = s / math.sqrt(width)
+        scaled = _DepthDraws(draws.x, [std * w for w in draws.weights], draws.upstream, draws.pick)
+        factors.append(_depth_run(forward, scaled, activation, std, 0.01, False, False, slopes=False).per_layer_factor)
     return tuple(factors)
 
 
@@ -592,12 +565,12 @@ DEPTH_VARIANTS = {"plain": (False, False), "residual": (True, False), "pre-norm"
                   "residual + pre-norm": (True, True)}
 
 
-def depth_variants(depth: int = 50, width: int = 64, activation: str = "tanh", init: str = "xavier",
-                   scale: float = 1.0, n_samples: int | None = None, seed: int = 0) -> dict:
-    """The same stack (same weights and inputs, drawn once) plain, with a residual path, with
-    pre-norm, and with both: variant name -> :class:`DepthReport`, each as :func:`depth_lab` gives
-    but without the histogram samples (``z_samples`` empty) and the slope statistics (``flat_share``,
-    ``dead_share``, ``deriv_rms`` and ``predicted_grad_norm`` are None).
+def depth_variants(forward, weight_std: float, depth: int = 50, width: int = 64, activation: str = "tanh",
+                   n_samples: int | None = None, seed: int = 0) -> dict:
+    """The same stack (same weights and inputs, drawn once) run by the lesson's ``forward`` plain,
+    with a residual path, with pre-norm, and with both: variant name -> :class:`DepthReport`, each
+    as :func:`depth_lab` gives but without the histogram samples (``z_samples`` empty) and the
+    slope statistics (``flat_share``, ``dead_share``, ``deriv_rms`` and ``predicted_grad_norm`` are None).
 
     ``n_samples`` defaults to 2,048 pre-activations per layer, at most 32 examples (32 at width 64):
     the four verdicts of 128 examples but for a few gradient ratios near the verdicts' threshold
@@ -605,16 +578,16 @@ def depth_variants(depth: int = 50, width: int = 64, activation: str = "tanh", i
     notebook's controls (GELU's erf is a NumPy series). Cached (the reports are small), so a
     setting shown before is shown again at once; treat the reports as read-only."""
     _check_stack(activation, depth, width)
+    _check_std(weight_std)
     if n_samples is None:
         n_samples = samples_for_width(width, values_per_layer=2048, most=32)
-    return dict(_depth_variants(depth, width, activation, init, float(scale), n_samples, seed))
+    return dict(_depth_variants(forward, depth, width, activation, float(weight_std), n_samples, seed))
 
 
 @functools.lru_cache(maxsize=64)
-def _depth_variants(depth, width, activation, init, scale, n_samples, seed) -> dict:
-    std = init_std(init, width, width, scale, activation)
+def _depth_variants(forward, depth, width, activation, std, n_samples, seed) -> dict:
     draws = _depth_draws(depth, width, n_samples, std, seed, max_samples=0)
-    return {name: _depth_run(draws, activation, init, std, 0.01, res, norm, slopes=False)
+    return {name: _depth_run(forward, draws, activation, std, 0.01, res, norm, slopes=False)
             for name, (res, norm) in DEPTH_VARIANTS.items()}
 
 
@@ -668,61 +641,31 @@ def is_default_bend(settings: dict) -> bool:
     return is_default("is_default_bend", settings, BEND_DEFAULT)
 
 
-@functools.lru_cache(maxsize=1)
-def default_bend_report() -> "BendReport":
-    """The default network trained :data:`BEND_STEPS` steps (seed 0), trained once per session: a
-    slider moved away and back shows it again without retraining. Treat it as read-only."""
-    return bend_lab(**BEND_DEFAULT, steps=BEND_STEPS, seed=0)
-
-
-def bend_lab(width: int = 8, depth: int = 1, steps: int = 0, seed: int = 0, grid: int = 150,
-             lr: float = 0.02, on_step=None) -> BendReport:
-    """Build 2 → width (×depth, ReLU) → 1 on the global stream forked at ``seed``, optionally train
-    it (Adam, full batch, BCE with logits) on 200 two-moons points, then label every grid point
-    with its ReLU pattern: inside one pattern the network is one affine map, so the number of
-    distinct patterns is the number of linear pieces the grid sees (a lower bound on the true count)."""
-    import engine
-    from engine import nn
+def moons(n: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The section's data: ``n`` points of two interleaved half-moons (noise 0.15), labels 0 and 1."""
     from engine.data import make_moons
 
-    if not (isinstance(width, (int, np.integer)) and 1 <= width <= 64):
-        raise ValueError(f"bend_lab: width must be an integer in [1, 64], got {width!r}")
-    if not (isinstance(depth, (int, np.integer)) and 0 <= depth <= 6):
-        raise ValueError(f"bend_lab: depth must be an integer in [0, 6], got {depth!r}")
-    X, y = make_moons(200, noise=0.15, seed=seed)
-    with engine.random.fork_rng(seed):
-        sizes = [2] + [width] * depth
-        layers = [nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:])]
-        head = nn.Linear(sizes[-1], 1)
-    params = [p for layer in layers + [head] for p in layer.parameters()]
-    opt = engine.optim.Adam(params, lr=lr)
-    target = y.astype(np.float64)
-    for i in range(steps):
-        opt.zero_grad()
-        h = Tensor(X)
-        for layer in layers:
-            h = F.relu(layer(h))
-        F.binary_cross_entropy_with_logits(head(h).reshape(-1), target).backward()
-        opt.step()
-        if on_step is not None:
-            on_step(i)
+    return make_moons(n, noise=0.15, seed=seed)
+
+
+def bend_report(forward, net, X, y, steps: int, grid: int = 150) -> BendReport:
+    """Label every point of a ``grid`` × ``grid`` box around ``X`` with the on/off pattern of the
+    ReLUs of network ``net`` (the lesson's network and its forward pass, passed in:
+    ``forward(net, x)`` returns the logit and each hidden layer's pre-activations z_l). Inside one pattern the network is one affine map, so the
+    number of distinct patterns is the number of linear pieces the grid sees (a lower bound on the
+    true count). ``steps``: how long the model was trained, for the caption."""
+    import engine
 
     lo, hi = X.min(axis=0) - 0.5, X.max(axis=0) + 0.5
     xx, yy = np.meshgrid(np.linspace(lo[0], hi[0], grid), np.linspace(lo[1], hi[1], grid))
     points = np.column_stack([xx.ravel(), yy.ravel()])
-
-    def forward(inputs):
-        h, bits = inputs, []
-        for layer in layers:
-            z = h @ layer.weight.data.T + layer.bias.data  # Z = X Wᵀ + b, W stored (out, in)
-            bits.append(z > 0)
-            h = np.maximum(z, 0.0)
-        return (h @ head.weight.data.T + head.bias.data).reshape(-1), bits
-
-    logits, bits = forward(points)
+    with engine.no_grad():
+        logits, zs = forward(net, Tensor(points))
+        train_logits, _ = forward(net, Tensor(X))
+    bits = [z.data > 0 for z in zs]
     piece_ids = _pattern_ids(np.concatenate(bits, axis=1)) if bits else np.zeros(len(points), dtype=int)
-    train_logits, _ = forward(X)
-    accuracy = float(np.mean((train_logits > 0) == (y == 1)))
-    return BendReport(width, depth, steps, int(piece_ids.max()) + 1, accuracy, xx, yy,
-                      _sigmoid(logits).reshape(xx.shape), piece_ids.reshape(xx.shape), X, y)
-
+    accuracy = float(np.mean((train_logits.data.reshape(-1) > 0) == (y == 1)))
+    width = zs[0].shape[-1] if zs else 0
+    return BendReport(width, len(zs), steps, int(piece_ids.max()) + 1, accuracy, xx, yy,
+                      _sigmoid(logits.data.reshape(-1).astype(np.float64)).reshape(xx.shape),
+                      piece_ids.reshape(xx.shape), X, y)

@@ -5,17 +5,37 @@ constants), never by the function under test.
 """
 
 import math
+
 import numpy as np
 import pytest
+from notebook_driver import load_module
+
 import engine
 from engine.course.labs import activations as act
-from engine.course.labs import backprop as backprop_lab
-from engine.course.labs import losses
-from engine.course import graph as graphs
-from engine.course.labs import optimizers as olab
-
 
 # ============================================================================ activations_lab
+
+NB = load_module("notebooks/01_activations.py")  # the lesson cells the lab runs: init_std, deep_forward, ...
+
+
+def depth_lab(init="xavier", scale=1.0, width=128, activation="tanh", slope=0.01, **kw):
+    """act.depth_lab with the notebook's forward pass and initialisation, as the page calls it."""
+    std = NB.init_std(init, width, width, scale, leaky_slope=slope if activation == "leaky_relu" else 0.0)
+    return act.depth_lab(NB.deep_forward, std, width=width, activation=activation, slope=slope, **kw)
+
+
+def depth_variants(init="xavier", scale=1.0, width=64, **kw):
+    return act.depth_variants(NB.deep_forward, NB.init_std(init, width, width, scale), width=width, **kw)
+
+
+def bend(width, depth, steps=0, seed=0, grid=150):
+    """The notebook's small ReLU network built on ``seed``, trained ``steps``, and its pieces."""
+    X, y = act.moons(seed=seed)
+    with engine.random.fork_rng(seed):
+        net = NB.moon_net(width, depth)
+    NB.train_moons(net, X, y, steps=steps)
+    return act.bend_report(NB.moon_forward, net, X, y, steps=steps, grid=grid)
+
 
 def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
@@ -128,16 +148,18 @@ def test_init_std_matches_engine_nn_init():
     engine.manual_seed(0)
     w = engine.zeros(400, 300)
     nn.init.kaiming_normal_(w, nonlinearity="relu")
-    assert w.data.std() == pytest.approx(act.init_std("he", 300, 400), rel=0.02)
+    assert w.data.std() == pytest.approx(NB.init_std("he", 300, 400), rel=0.02)
     nn.init.xavier_normal_(w)
-    assert w.data.std() == pytest.approx(act.init_std("xavier", 300, 400), rel=0.02)
-    assert act.init_std("custom", 100, 100, scale=2.0) == pytest.approx(0.2)
-    with pytest.raises(ValueError, match="init must be one of"):
-        act.init_std("lecun", 10, 10)
+    assert w.data.std() == pytest.approx(NB.init_std("xavier", 300, 400), rel=0.02)
+    assert NB.init_std("custom", 100, 100, scale=2.0) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="no initialisation called 'lecun'"):
+        NB.init_std("lecun", 10, 10)
+    with pytest.raises(ValueError, match="weight std"):
+        act.depth_lab(NB.deep_forward, 0.0)
 
 
 def test_depth_lab_gradients_against_a_numpy_backward_pass():
-    r = act.depth_lab(depth=4, width=16, activation="tanh", init="xavier", n_samples=8, seed=3)
+    r = depth_lab(depth=4, width=16, activation="tanh", init="xavier", n_samples=8, seed=3)
     # Redo the same network by hand: same seed, same draw order.
     rng = np.random.default_rng(3)
     std = math.sqrt(2 / 32)
@@ -159,12 +181,12 @@ def test_depth_lab_gradients_against_a_numpy_backward_pass():
 
 
 def test_depth_lab_shows_vanishing_stable_and_exploding_regimes():
-    sig = act.depth_lab(depth=30, width=64, activation="sigmoid", init="xavier", n_samples=64, seed=1)
+    sig = depth_lab(depth=30, width=64, activation="sigmoid", init="xavier", n_samples=64, seed=1)
     assert sig.verdict() == "vanish" and sig.gradient_ratio < 1e-6
-    he = act.depth_lab(depth=20, width=128, activation="relu", init="he", n_samples=128)
+    he = depth_lab(depth=20, width=128, activation="relu", init="he", n_samples=128)
     assert he.verdict() == "stable"
     assert 0.35 < he.flat_share[0] < 0.65  # ReLU is flat for about half its inputs
-    big = act.depth_lab(depth=30, width=64, activation="relu", init="custom", scale=3.0, n_samples=64)
+    big = depth_lab(depth=30, width=64, activation="relu", init="custom", scale=3.0, n_samples=64)
     assert big.verdict() == "explode"
     # the product of per-layer factors predicts the autograd norms (ReLU: within a factor 2)
     ratio = he.predicted_grad_norm / he.grad_norm
@@ -172,16 +194,16 @@ def test_depth_lab_shows_vanishing_stable_and_exploding_regimes():
 
 
 def test_depth_lab_extremes_are_finite_or_explained():
-    huge = act.depth_lab(depth=50, width=256, activation="relu", init="custom", scale=3.0, n_samples=32)
+    huge = depth_lab(depth=50, width=256, activation="relu", init="custom", scale=3.0, n_samples=32)
     assert np.all(np.isfinite(huge.grad_norm)) or huge.message
-    tiny = act.depth_lab(depth=50, width=8, activation="sigmoid", init="custom", scale=0.1, n_samples=32)
+    tiny = depth_lab(depth=50, width=8, activation="sigmoid", init="custom", scale=0.1, n_samples=32)
     assert tiny.verdict() in ("vanish", "broken")
-    one = act.depth_lab(depth=1, width=8, activation="gelu", init="he", n_samples=4)
+    one = depth_lab(depth=1, width=8, activation="gelu", init="he", n_samples=4)
     assert one.gradient_ratio == 1.0 and one.predicted_grad_norm[0] == one.grad_norm[0]
     with pytest.raises(ValueError, match="depth must be"):
-        act.depth_lab(depth=0)
+        depth_lab(depth=0)
     with pytest.raises(ValueError, match="unknown activation"):
-        act.depth_lab(activation="swish2")
+        depth_lab(activation="swish2")
 
 
 
@@ -208,12 +230,12 @@ def test_family_row_reads_the_lab():
 
 
 def test_per_layer_factors_are_the_geometric_means_of_the_stack():
-    r = act.depth_lab(depth=12, width=32, activation="tanh", init="custom", scale=0.5, n_samples=64, seed=3)
+    r = depth_lab(depth=12, width=32, activation="tanh", init="custom", scale=0.5, n_samples=64, seed=3)
     steps = r.grad_norm[:-1] / r.grad_norm[1:]
     assert r.per_layer_factor == pytest.approx(float(np.exp(np.log(steps).mean())), rel=1e-12)
     var_steps = (r.z_std[1:] / r.z_std[:-1]) ** 2
     assert r.variance_factor == pytest.approx(float(np.exp(np.log(var_steps).mean())), rel=1e-12)
-    one = act.depth_lab(depth=1, width=8, activation="relu", init="he", n_samples=8, seed=0)
+    one = depth_lab(depth=1, width=8, activation="relu", init="he", n_samples=8, seed=0)
     assert one.per_layer_factor == 1.0 and one.variance_factor == 1.0
 
 
@@ -221,7 +243,7 @@ def test_per_layer_factors_are_the_geometric_means_of_the_stack():
 def test_depth_lab_residual_and_prenorm_gradients_against_pytorch(residual, norm):
     torch = pytest.importorskip("torch")
     depth, width, n, seed = 6, 16, 32, 7
-    r = act.depth_lab(depth=depth, width=width, activation="tanh", init="xavier", n_samples=n, seed=seed,
+    r = depth_lab(depth=depth, width=width, activation="tanh", init="xavier", n_samples=n, seed=seed,
                       residual=residual, norm=norm)
     rng = np.random.default_rng(seed)  # the lab's draws, in its order: inputs, weights, upstream gradient
     x = torch.tensor(rng.standard_normal((n, width)))
@@ -244,10 +266,10 @@ def test_depth_lab_residual_and_prenorm_gradients_against_pytorch(residual, norm
 def test_residual_plus_prenorm_keeps_fifty_layers_trainable_where_the_parts_do_not():
     for activation, init, scale in (("sigmoid", "xavier", 1.0), ("relu", "xavier", 1.0), ("relu", "he", 1.0),
                                     ("tanh", "custom", 2.0)):
-        v = act.depth_variants(depth=50, width=64, activation=activation, init=init, scale=scale)
+        v = depth_variants(depth=50, width=64, activation=activation, init=init, scale=scale)
         assert set(v) == {"plain", "residual", "pre-norm", "residual + pre-norm"}
         assert 1.0 < v["residual + pre-norm"].gradient_ratio < 15, activation
-    relu = act.depth_variants(depth=50, width=64, activation="relu", init="he")
+    relu = depth_variants(depth=50, width=64, activation="relu", init="he")
     assert relu["residual"].verdict() == "explode" and relu["pre-norm"].verdict() == "explode"
     # each layer adds at least the stream's own variance: Var(z) at least doubles per layer
     assert relu["residual"].variance_factor > 2.0
@@ -255,17 +277,34 @@ def test_residual_plus_prenorm_keeps_fifty_layers_trainable_where_the_parts_do_n
 
 
 def test_scale_sweep_crosses_one_at_he_for_relu():
-    sweep = act.scale_sweep("relu")
+    sweep = act.scale_sweep(NB.deep_forward, "relu")
     assert sweep.crossing == pytest.approx(math.sqrt(2), rel=0.03)  # s·rms φ′ = s/√2 = 1
-    direct = act.depth_lab(depth=20, width=64, activation="relu", init="custom", scale=float(sweep.scales[3]),
+    direct = depth_lab(depth=20, width=64, activation="relu", init="custom", scale=float(sweep.scales[3]),
                            n_samples=32, seed=0)
     assert sweep.per_layer_factor[3] == direct.per_layer_factor
-    assert act.scale_sweep("sigmoid").crossing is None  # σ′ ≤ ¼: no scale up to 5 reaches 1
-    assert 1.0 < act.scale_sweep("tanh").crossing < 1.5
+    assert act.scale_sweep(NB.deep_forward, "sigmoid").crossing is None  # σ′ ≤ ¼: no scale up to 5 reaches 1
+    assert 1.0 < act.scale_sweep(NB.deep_forward, "tanh").crossing < 1.5
 
 
-def test_bend_lab_pieces_are_affine_and_bounded():
-    r = act.bend_lab(width=5, depth=1, steps=0, seed=4, grid=60)
+def _edited_block(a, w, phi, residual=False, pre_norm=False):
+    """A learner's edit of the notebook's block: the residual branch scaled by 0.2."""
+    z = a @ w.T
+    return z, (a + 0.2 * phi(z) if residual else phi(z))
+
+
+def test_shipped_sweeps_are_the_notebook_code_s_and_refused_for_other_code():
+    shipped, reason = act.shipped_sweeps(NB.block, NB.deep_forward)
+    assert reason == "" and set(shipped) == set(act.DEPTH_ACTIVATIONS)
+    for name in ("relu", "tanh"):
+        computed = act.scale_sweep(NB.deep_forward, name).per_layer_factor
+        np.testing.assert_allclose(act.scale_sweep(NB.deep_forward, name, shipped=shipped).per_layer_factor,
+                                   computed, rtol=1e-3)
+    refused, reason = act.shipped_sweeps(_edited_block, NB.deep_forward)
+    assert refused is None and "other code than this page's `block` and `deep_forward`" in reason
+
+
+def test_bend_report_pieces_are_affine_and_bounded():
+    r = bend(width=5, depth=1, steps=0, seed=4, grid=60)
     assert r.pieces <= act.max_pieces_one_layer(5) == 16 and r.one_layer_bound == 16
     # inside one piece the network is one affine map: fit it on three points, predict the rest
     logit = np.log(r.probs / (1 - r.probs))
@@ -278,46 +317,46 @@ def test_bend_lab_pieces_are_affine_and_bounded():
         A = np.column_stack([pts[idx], np.ones(len(idx))])
         coef, *_ = np.linalg.lstsq(A, logit.ravel()[idx], rcond=None)
         np.testing.assert_allclose(A @ coef, logit.ravel()[idx], atol=1e-5)  # float32 weights
-    assert act.bend_lab(width=5, depth=0, seed=4, grid=60).pieces == 1
+    assert bend(width=5, depth=0, seed=4, grid=60).pieces == 1
 
 
-def test_bend_lab_leaves_the_global_stream_and_is_reproducible():
+def test_moons_and_bend_report_leave_the_global_stream_and_are_reproducible():
+    with engine.random.fork_rng(1):
+        net = NB.moon_net(4, 2)
     engine.manual_seed(5)
     before = engine.randn(3).data
     engine.manual_seed(5)
-    a = act.bend_lab(width=4, depth=2, steps=3, seed=1, grid=20)
+    X, y = act.moons(seed=1)
+    a = act.bend_report(NB.moon_forward, net, X, y, steps=0, grid=20)
     after = engine.randn(3).data
     np.testing.assert_array_equal(before, after)
-    b = act.bend_lab(width=4, depth=2, steps=3, seed=1, grid=20)
+    b = act.bend_report(NB.moon_forward, net, *act.moons(seed=1), steps=0, grid=20)
     np.testing.assert_array_equal(a.probs, b.probs)
-    with pytest.raises(ValueError, match="width must be an integer"):
-        act.bend_lab(width=0)
-    with pytest.raises(ValueError, match="depth must be an integer"):
-        act.bend_lab(depth=7)
+    assert (a.width, a.depth) == (4, 2)
 
 
-def test_scale_sweep_batch_equals_one_depth_lab_per_scale():
-    """The sweep runs every scale as one engine batch: each factor is depth_lab's for that scale."""
-    sweep = act.scale_sweep("tanh", scales=[0.5, 1.3, 2.7], depth=6, width=16, n_samples=8, seed=3)
-    direct = [act.depth_lab(depth=6, width=16, activation="tanh", init="custom", scale=s, n_samples=8,
+def test_scale_sweep_equals_one_depth_lab_per_scale():
+    """Each factor of the sweep is depth_lab's for that scale (the same draws, σ_W = s/√n)."""
+    sweep = act.scale_sweep(NB.deep_forward, "tanh", scales=[0.5, 1.3, 2.7], depth=6, width=16, n_samples=8, seed=3)
+    direct = [depth_lab(depth=6, width=16, activation="tanh", init="custom", scale=s, n_samples=8,
                             seed=3).per_layer_factor for s in (0.5, 1.3, 2.7)]
     np.testing.assert_allclose(sweep.per_layer_factor, direct, rtol=1e-12)
     with pytest.raises(ValueError, match="unknown activation"):
-        act.scale_sweep("swiglu")
+        act.scale_sweep(NB.deep_forward, "swiglu")
 
 
 def test_depth_variants_are_depth_lab_runs_on_shared_draws():
-    v = act.depth_variants(depth=7, width=16, activation="relu", init="he", n_samples=12, seed=2)
+    v = depth_variants(depth=7, width=16, activation="relu", init="he", n_samples=12, seed=2)
     for name, (residual, norm) in act.DEPTH_VARIANTS.items():
-        alone = act.depth_lab(depth=7, width=16, activation="relu", init="he", n_samples=12, seed=2,
+        alone = depth_lab(depth=7, width=16, activation="relu", init="he", n_samples=12, seed=2,
                               residual=residual, norm=norm)
         np.testing.assert_allclose(v[name].grad_norm, alone.grad_norm, rtol=1e-12)
         np.testing.assert_allclose(v[name].z_std, alone.z_std, rtol=1e-12)
         assert v[name].flat_share is None and v[name].predicted_grad_norm is None  # the table shows no slopes
     # by default 2,048 pre-activations per layer, at most 32 examples: at width 64, the run of 32
-    default = act.depth_variants(depth=7, width=64, activation="relu", init="he")
+    default = depth_variants(depth=7, width=64, activation="relu", init="he")
     np.testing.assert_array_equal(default["plain"].grad_norm,
-                                  act.depth_variants(depth=7, width=64, activation="relu", init="he",
+                                  depth_variants(depth=7, width=64, activation="relu", init="he",
                                                      n_samples=32)["plain"].grad_norm)
 
 
@@ -329,12 +368,9 @@ def test_pattern_ids_label_the_distinct_rows_as_np_unique_does():
 
 
 def test_bend_default_network_is_trained_and_beats_its_initialisation():
-    trained = act.bend_lab(**act.BEND_DEFAULT, steps=act.BEND_STEPS, seed=0, grid=40)
-    untrained = act.bend_lab(**act.BEND_DEFAULT, steps=0, seed=0, grid=40)
+    trained = bend(**act.BEND_DEFAULT, steps=act.BEND_STEPS, seed=0, grid=40)
+    untrained = bend(**act.BEND_DEFAULT, steps=0, seed=0, grid=40)
     assert trained.steps == act.BEND_STEPS and trained.accuracy > max(0.9, untrained.accuracy)
-    cached = act.default_bend_report()  # the notebook's default: trained once per session, on the full grid
-    assert cached is act.default_bend_report() and cached.steps == act.BEND_STEPS
-    assert cached.accuracy == act.bend_lab(**act.BEND_DEFAULT, steps=act.BEND_STEPS, seed=0, grid=40).accuracy
     assert act.is_default_bend({"width": 8, "depth": 1}) and act.is_default_bend({"depth": 1.0})
     assert not act.is_default_bend({"width": 9, "depth": 1})
     with pytest.raises(ValueError, match="unknown settings \\['steps'\\]"):
