@@ -19,16 +19,15 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, """
     Backpropagation gives the gradient; the optimizer decides what to do with it. Plain gradient
     descent steps straight downhill, which is slow in long narrow valleys and stalls near saddle
     points; the optimizers used in practice add **momentum** (remember the past direction),
     **adaptive step sizes** (one per parameter) or both. In this notebook you will
 
-    - race SGD, momentum, Nesterov, RMSprop, Adam and AdamW on four 2-D loss surfaces, with their
-      hyper-parameters and a learning-rate schedule under your control;
+    - write SGD, momentum, Nesterov, RMSprop and Adam(W) as a few lines each, and race them on
+      four 2-D loss surfaces, with their hyper-parameters and a learning-rate schedule under your
+      control; then change one and watch the race change;
     - measure how the condition number sets the speed of gradient descent and of momentum;
     - see what Adam's bias correction does to its first steps;
     - plot the common learning-rate schedules, see the noise floor of mini-batch gradients that
@@ -36,12 +35,6 @@ def _():
     - find where Adam with an L2 penalty and AdamW's decoupled weight decay part ways;
     - clip gradients by their global norm and rescue a diverging run.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -110,8 +103,8 @@ def _():
     say. Nesterov's idea, in the form of Sutskever et al. (2013), is to take the gradient *there*:
     $v_{t+1} = \mu v_t - \eta\,\nabla f(\theta_t + \mu v_t)$, $\theta_{t+1} = \theta_t + v_{t+1}$.
     If momentum is about to overshoot a valley floor, the gradient at the look-ahead point already
-    points back, and the step brakes early. PyTorch's rule above takes the gradient at its own
-    parameters, yet it is the same algorithm: its parameters **are** the look-ahead points
+    points back, and the step brakes early. PyTorch's rule, `nesterov` above, takes the gradient at
+    its own parameters, yet it is the same algorithm: its parameters **are** the look-ahead points
     $\varphi_t = \theta_t + \mu v_t$ (substitute and the update becomes
     $\varphi_{t+1} = \varphi_t + \mu^2 v_t - (1+\mu)\,\eta\,\nabla f(\varphi_t)$ in both forms).
     """)
@@ -120,9 +113,9 @@ def _():
 
 @app.cell
 def _():
-    lookahead = lab.nesterov_lookahead("quadratic", lr=0.01, momentum=0.9, steps=50)
+    lookahead = lab.nesterov_lookahead(race, nesterov, "quadratic", lr=0.01, momentum=0.9, steps=50)
     mo.md(f"Checked on the ill-conditioned quadratic below (η = 0.01, μ = 0.9, 50 steps): the look-ahead "
-          f"points of the textbook form and `SGD(nesterov=True)`'s parameters differ by at most "
+          f"points of the textbook form and the parameters of `nesterov` (raced by `race`) differ by at most "
           f"**{lookahead.max_difference:.1e}**, while the textbook θ_t themselves sit up to "
           f"**{np.max(np.abs(lookahead.theta - lookahead.engine)):.2f}** away.")
     return (lookahead,)
@@ -361,8 +354,8 @@ def _():
     $\mu_m = \bigl((\sqrt\kappa-1)/(\sqrt\kappa+1)\bigr)^2$ shrinks it by
     $(\sqrt\kappa-1)/(\sqrt\kappa+1)$ (Polyak 1964; Goh, *Why Momentum Really Works*, Distill 2017).
     Since $1 - r \approx 2/\kappa$ for GD and $2/\sqrt\kappa$ for momentum, momentum needs about
-    $\sqrt\kappa$ times fewer steps. Below, `engine.optim.SGD` runs both from $\theta_0 = (1, 1)$ for
-    300 steps; the measured rate is $(\lVert\theta_T\rVert/\lVert\theta_{T/2}\rVert)^{2/T}$.
+    $\sqrt\kappa$ times fewer steps. Below, `race` runs `sgd` and `momentum` from $\theta_0 = (1, 1)$
+    for 300 steps; the measured rate is $(\lVert\theta_T\rVert/\lVert\theta_{T/2}\rVert)^{2/T}$.
     """)
     return
 
@@ -376,7 +369,7 @@ def _():
 
 @app.cell
 def _(cond_kappa):
-    cond = lab.condition_rates(float(cond_kappa.value), steps=300)
+    cond = lab.condition_rates(race, sgd, momentum, float(cond_kappa.value), steps=300)
     _names = {"gd": "gradient descent", "momentum": "momentum"}
     _t = np.arange(len(cond.norms["gd"]))
     _curves = {_names[k]: np.maximum(v, 1e-300) for k, v in cond.norms.items()}
@@ -523,9 +516,26 @@ def _():
     cosine schedule of this section, to 0) averages the noise out and goes below it, provided the
     run reaches the floor before $\eta$ gets small. Full-batch gradient descent has no noise and
     no floor. All three runs start at $\theta = 0$ and take 400 steps; the constant and decayed
-    runs see the same batches.
+    runs see the same batches. The loop is below; the step is `sgd` of section 1 (pass another
+    rule and it trains with that one). The gradient is written out: for this loss autograd would
+    give the same numbers.
     """)
     return
+
+
+@app.function
+def minibatch_descent(rule, X, y, batches, lrs):
+    """Mini-batch training on L(θ) = ‖Xθ − y‖²/2n from θ₀ = 0. At step t the batch B_t (indices
+    into the data) gives g_t = X_Bᵀ(X_B θ_t − y_B)/|B|, an unbiased but noisy estimate of ∇L, and
+    θ_{t+1} = rule(θ_t, g_t, state, η_t). Returns θ₀, θ₁, … as rows."""
+    theta, state = np.zeros(X.shape[1]), {}
+    path = [theta]
+    for batch, lr in zip(batches, lrs):
+        X_b, y_b = X[batch], y[batch]
+        g = X_b.T @ (X_b @ theta - y_b) / len(X_b)
+        theta = rule(theta, g, state, lr)
+        path.append(theta)
+    return np.array(path)
 
 
 @app.cell
@@ -538,7 +548,7 @@ def _():
 
 @app.cell
 def _(noise_batch, noise_lr):
-    noisy = lab.sgd_noise(noise_batch.value, lr=noise_lr.value, steps=400, seed=0)
+    noisy = lab.sgd_noise(minibatch_descent, sgd, noise_batch.value, lr=noise_lr.value, steps=400, seed=0)
     _chart = plot.curves(np.arange(401), {k: np.maximum(v, 1e-12) for k, v in noisy.excess.items()},
                          colors={"constant": "sgd", "decayed": "adam", "full batch": "autograd"},
                          x_title="step", y_title="L(θ_t) − L(θ̂)", log_y=True, height=240,
@@ -582,7 +592,7 @@ def _():
 
 @app.cell
 def _(range_batch, range_steps):
-    lr_range = lab.lr_range_test(range_batch.value, steps=range_steps.value, seed=0)
+    lr_range = lab.lr_range_test(minibatch_descent, sgd, range_batch.value, steps=range_steps.value, seed=0)
     _chart = plot.curves(lr_range.lrs, {"loss": lr_range.losses}, x_title="learning rate η (growing each step)",
                          y_title="L(θ)", log_x=True, log_y=True, height=230, colors={"loss": "sgd"},
                          title=f"Range test, batches of {range_batch.value}")
@@ -609,7 +619,8 @@ def _():
     normalised step is about $\eta\,\operatorname{sign}(\theta)$, whatever $\lambda$ is. AdamW
     applies $\theta \leftarrow \theta - \eta\lambda\theta$ outside the adaptive step, so every
     weight decays at the same relative rate. Here $f(\theta) = 5(\theta_1-2)^2$: $\theta_2$ plays no
-    role in the loss, so only the decay moves it.
+    role in the loss, so only the decay moves it. Both runs are `adam` of section 1 in `race`: once
+    on $f + \tfrac{\lambda}{2}\lVert\theta\rVert^2$, once with `weight_decay` $= \lambda$ on $f$.
     """)
     return
 
@@ -623,7 +634,7 @@ def _():
 
 @app.cell
 def _(wd_lambda, wd_lr):
-    wd_paths = lab.l2_vs_decoupled(weight_decay=wd_lambda.value, lr=wd_lr.value, steps=200)
+    wd_paths = lab.l2_vs_decoupled(race, adam, weight_decay=wd_lambda.value, lr=wd_lr.value, steps=200)
     _t = np.arange(201)
     _paths = {"Adam + L2": wd_paths.adam_l2, "AdamW": wd_paths.adamw}
     _chart2 = plot.curves(_t, {f"{k}: θ₂": p[:, 1] for k, p in _paths.items()}, x_title="step",
@@ -657,8 +668,8 @@ def _():
     $$
 
     (Note the square root: the norm is a length, not a sum of squares.) Below, SGD on
-    Rosenbrock's valley with a learning rate too large for its steep walls, with and without
-    `nn.utils.clip_grad_norm_`.
+    Rosenbrock's valley with a learning rate too large for its steep walls, with and without the
+    clipping line of `race` (the rescaling `nn.utils.clip_grad_norm_` does in a script).
     """)
     return
 
@@ -755,7 +766,7 @@ def _():
     exercise_rate = exercises.NumberExercise(
         question="**4.** A quadratic valley has condition number κ = 100. By what factor does best-tuned "
                  "heavy-ball momentum shrink the error per step? (Three decimals.)",
-        truth=lab.condition_rates(100.0, steps=300).theory["momentum"],
+        truth=lab.condition_rates(race, sgd, momentum, 100.0, steps=300).theory["momentum"],
         hint="(√κ − 1)/(√κ + 1); gradient descent's (κ − 1)/(κ + 1) would be 0.980.", abs_tol=0.002,
         explanation="Gradient descent's is 99/101 ≈ 0.980: momentum needs about 10 = √κ times fewer steps.")
     answer_rate = ui.answer_box(exercise_rate, placeholder="e.g. 0.9", label="rate per step =")
@@ -770,7 +781,8 @@ def _(answer_rate, exercise_rate):
 
 @app.cell
 def _():
-    _small, _large = (lab.sgd_noise(b, lr=0.3, steps=400, seed=0).floor["constant"] for b in (4, 64))
+    _small, _large = (lab.sgd_noise(minibatch_descent, sgd, b, lr=0.3, steps=400, seed=0).floor["constant"]
+                      for b in (4, 64))
     exercise_floor = exercises.ChoiceExercise(
         question="**5.** SGD with a constant η = 0.3 on the least-squares problem of section 4: the batch grows "
                  "from 4 to 64. What happens to the loss floor?",

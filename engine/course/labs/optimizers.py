@@ -1,7 +1,10 @@
-"""What notebook 04's optimizers race on, and what it measures with ``engine.optim``.
+"""What notebook 04's optimizers race on, the settings and caches around the race, and its
+measurements.
 
-The update rules (SGD, momentum, Nesterov, RMSprop, Adam/AdamW) and the loop that races them are
-the notebook's own lesson cells; the functions here that run them take them as arguments.
+The update rules (SGD, momentum, Nesterov, RMSprop, Adam/AdamW), the loop that races them and the
+mini-batch loop are the notebook's own lesson cells; the functions here that run them take them
+as arguments, so a learner's edited rule is the one that runs. ``engine.optim`` appears only as
+the reference (:func:`engine_adam_updates`), for the schedulers and for clipping.
 
 - :data:`SURFACES`: an ill-conditioned quadratic, Rosenbrock's valley, a saddle with two minima,
   and Beale's function, each an engine-differentiable function of θ = (θ₁, θ₂) with its NumPy
@@ -13,11 +16,11 @@ the notebook's own lesson cells; the functions here that run them take them as a
   bias correction); :func:`engine_adam_updates` the library's, for comparison.
 - :func:`schedule_curves`: the learning rates of StepLR, cosine, linear warm-up then cosine,
   one-cycle and reduce-on-plateau from ``engine.optim.lr_scheduler``.
-- :func:`condition_rates`, :func:`sgd_noise`, :func:`lr_range_test`, :func:`nesterov_lookahead`:
-  measurements with the library's optimizers (rates against theory, the noise floor, the
-  range test, Nesterov's two forms).
-- :func:`l2_vs_decoupled`: Adam with an L2 penalty against AdamW's decoupled weight decay on a
-  loss with one flat direction, where the two differ.
+- :func:`condition_rates`, :func:`nesterov_lookahead`, :func:`l2_vs_decoupled`: the race loop
+  and rules, passed in, on a quadratic of condition number κ (rates against theory), against
+  Nesterov's textbook form, and as Adam with an L2 penalty against AdamW's decoupled decay.
+- :func:`sgd_noise`, :func:`lr_range_test`: the notebook's mini-batch loop, passed in, on a
+  least-squares problem: the noise floor that decay breaks through, and the range test.
 - :func:`clip_by_global_norm`: gradient clipping with ``nn.utils.clip_grad_norm_``.
 """
 
@@ -283,6 +286,15 @@ def run_one(loop, rule, surface: str, name: str, **settings) -> Trajectory:
     return result.trajectories[name]
 
 
+def constant_paths(loop, f, rules: dict, start, steps: int, lrs: dict) -> dict:
+    """``{racer: path [steps + 1, 2]}``: the lesson's ``loop`` with ``rules`` (keywords bound) on
+    ``f``, each at its constant learning rate ``lrs[racer]``."""
+    schedules = {name: Schedule("constant", lrs[name], steps) for name in rules}
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        logs = loop(f, rules, start, steps, schedules)
+    return {name: np.array(log["path"], dtype=np.float64) for name, log in logs.items()}
+
+
 # ----------------------------------------------------------------------------- Nesterov's look-ahead
 
 
@@ -292,7 +304,7 @@ class LookAhead:
 
     theta: np.ndarray  # look-ahead form: θ_t, [steps + 1, 2]
     lookahead: np.ndarray  # φ_t = θ_t + μv_t, where the look-ahead form takes its gradients
-    engine: np.ndarray  # engine.optim.SGD(nesterov=True)'s parameters, [steps + 1, 2]
+    engine: np.ndarray  # PyTorch's form (the lesson's nesterov): its parameters, [steps + 1, 2]
 
     @property
     def max_difference(self) -> float:
@@ -305,29 +317,24 @@ def lookahead_point(theta, velocity, momentum: float):
     return np.asarray(theta, dtype=np.float64) + momentum * np.asarray(velocity, dtype=np.float64)
 
 
-def nesterov_lookahead(surface: str = "quadratic", lr: float = 0.01, momentum: float = 0.9,
+def nesterov_lookahead(loop, rule, surface: str = "quadratic", lr: float = 0.01, momentum: float = 0.9,
                        steps: int = 50) -> LookAhead:
     """The look-ahead form v ← μv − η∇f(θ + μv), θ ← θ + v takes the gradient where momentum is
-    about to carry θ, so it brakes before it overshoots. PyTorch's form (b ← μb + g, θ ← θ − η(g + μb),
-    with g at its own parameters) is the same algorithm in the variable φ = θ + μv."""
+    about to carry θ, so it brakes before it overshoots. PyTorch's form, the lesson's ``rule``
+    (b ← μb + g, θ ← θ − η(g + μb), with g at its own parameters) run by the lesson's ``loop``, is
+    the same algorithm in the variable φ = θ + μv."""
     _check_surface(surface)
-    fn = SURFACES[surface]["fn"]
-    theta, v = np.array(SURFACES[surface]["start"], dtype=np.float64), np.zeros(2)
+    start = SURFACES[surface]["start"]
+    theta, v = np.array(start, dtype=np.float64), np.zeros(2)
     thetas, points = [theta.copy()], [theta.copy()]
     for _ in range(steps):
         v = momentum * v - lr * surface_gradient(surface, lookahead_point(theta, v, momentum))
         theta = theta + v
         thetas.append(theta.copy())
         points.append(lookahead_point(theta, v, momentum))
-    p = Parameter(np.array(SURFACES[surface]["start"], dtype=np.float64))
-    opt = optim.SGD([p], lr=lr, momentum=momentum, nesterov=True)
-    path = [p.data.copy()]
-    for _ in range(steps):
-        opt.zero_grad()
-        fn(p).backward()
-        opt.step()
-        path.append(p.data.copy())
-    return LookAhead(np.array(thetas), np.array(points), np.array(path))
+    pytorch = constant_paths(loop, SURFACES[surface]["fn"], {"nesterov": functools.partial(rule, mu=momentum)},
+                             start, steps, {"nesterov": lr})["nesterov"]
+    return LookAhead(np.array(thetas), np.array(points), pytorch)
 
 
 # ----------------------------------------------------------------------------- Adam's bias correction
@@ -385,25 +392,14 @@ def _least_squares_data(n: int, seed: int):
     return X, y
 
 
-def least_squares_gradient(theta, X, y, idx) -> np.ndarray:
-    """∇ of the mini-batch loss ‖X_B θ − y_B‖²/2B: X_Bᵀ(X_B θ − y_B)/B (the test checks it against
-    autograd; written out because the noise demo takes thousands of two-parameter steps, where
-    building a graph per step would cost most of the time)."""
-    Xb = X[idx]
-    return Xb.T @ (Xb @ np.asarray(theta, dtype=np.float64) - y[idx]) / len(Xb)
-
-
-def _least_squares_step(opt, theta, X, y, idx) -> None:
-    """One ``engine.optim`` step on the mini-batch ``idx`` of L(θ) = ‖Xθ − y‖²/2n."""
-    theta.grad = least_squares_gradient(theta.data, X, y, idx)
-    opt.step()
-
-
-def sgd_noise(batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 512, seed: int = 0) -> NoisyRuns:
-    """L(θ) = ‖Xθ − y‖²/2n on 2-D data with label noise. A mini-batch gradient is unbiased but
-    noisy, with variance about 1/B of one example's: at a constant η, SGD stops falling at a floor
-    that rises as B shrinks; decaying η averages the noise out and goes below it. Full-batch GD
-    (B = n) has no noise and no floor. The batches come from ``default_rng(seed)``."""
+def sgd_noise(loop, rule, batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 512,
+              seed: int = 0) -> NoisyRuns:
+    """L(θ) = ‖Xθ − y‖²/2n on 2-D data with label noise, trained by the lesson's mini-batch
+    ``loop`` with its update ``rule``. A mini-batch gradient is unbiased but noisy, with variance
+    about 1/B of one example's: at a constant η, SGD stops falling at a floor that rises as B
+    shrinks; decaying η (a cosine to 0) averages the noise out and goes below it. Full-batch GD
+    (B = n) has no noise and no floor. The batches come from ``default_rng(seed + 1)``, the same
+    for the constant and the decayed run."""
     if not (isinstance(batch_size, (int, np.integer)) and 1 <= batch_size <= n):
         raise ValueError(f"sgd_noise: batch size must be an integer in [1, {n}], got {batch_size!r}")
     if not (0 < lr <= 1.0):
@@ -417,20 +413,15 @@ def sgd_noise(batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 5
         return 0.5 * np.mean((thetas @ X.T - y) ** 2, axis=1)
 
     floor_loss = float(losses(best[None])[0])
+    draw = np.random.default_rng(seed + 1)
+    batches = [draw.integers(0, n, batch_size) for _ in range(steps)]
+    cosine = lr_scheduler.schedule_values(lambda o: lr_scheduler.CosineAnnealingLR(o, T_max=steps), steps, lr)
+    runs = {"constant": (batches, [lr] * steps), "decayed": (batches, cosine),
+            "full batch": ([slice(None)] * steps, [lr] * steps)}
     excess, floor = {}, {}
-    for name in ("constant", "decayed", "full batch"):
-        rng = np.random.default_rng(seed + 1)  # the same batches for the constant and the decayed run
-        theta = Parameter(np.zeros(2))
-        opt = optim.SGD([theta], lr=lr)
-        sched = lr_scheduler.CosineAnnealingLR(opt, T_max=steps) if name == "decayed" else None
-        path = [theta.data.copy()]
-        for _ in range(steps):
-            idx = slice(None) if name == "full batch" else rng.integers(0, n, batch_size)
-            _least_squares_step(opt, theta, X, y, idx)
-            if sched is not None:
-                sched.step()
-            path.append(theta.data.copy())
-        excess[name] = np.maximum(losses(np.array(path)) - floor_loss, 0.0)
+    for name, (chosen, rates) in runs.items():
+        path = np.asarray(loop(rule, X, y, chosen, rates), dtype=np.float64)
+        excess[name] = np.maximum(losses(path) - floor_loss, 0.0)
         floor[name] = float(np.mean(excess[name][-max(1, steps // 10):]))
     rng = np.random.default_rng(seed + 2)
     noise = [np.sum((X[i].T @ (X[i] @ best - y[i]) / batch_size) ** 2)
@@ -456,10 +447,11 @@ def gd_stability_limit(hessian) -> float:
     return 2.0 / float(np.linalg.eigvalsh(np.asarray(hessian, dtype=np.float64)).max())
 
 
-def lr_range_test(batch_size: int = 32, steps: int = 120, lr_min: float = 1e-4, lr_max: float = 30.0,
+def lr_range_test(loop, rule, batch_size: int = 32, steps: int = 120, lr_min: float = 1e-4, lr_max: float = 30.0,
                   n: int = 512, seed: int = 0) -> RangeTest:
-    """SGD on the least-squares problem of :func:`sgd_noise` with η_t = lr_min·(lr_max/lr_min)^(t/steps).
-    It stops once the loss exceeds 4× the lowest seen (as ``lr_find`` does) or is not finite."""
+    """The lesson's mini-batch ``loop`` with its ``rule`` on the least-squares problem of
+    :func:`sgd_noise`, with η_t = lr_min·(lr_max/lr_min)^(t/steps). The test stops at the first
+    step whose loss exceeds 4× the lowest seen (as ``lr_find`` does) or is not finite."""
     if not (isinstance(batch_size, (int, np.integer)) and 1 <= batch_size <= n):
         raise ValueError(f"lr_range_test: batch size must be an integer in [1, {n}], got {batch_size!r}")
     if not (isinstance(steps, (int, np.integer)) and 10 <= steps <= 2000):
@@ -467,26 +459,21 @@ def lr_range_test(batch_size: int = 32, steps: int = 120, lr_min: float = 1e-4, 
     if not (0 < lr_min < lr_max):
         raise ValueError(f"lr_range_test: need 0 < lr_min < lr_max, got {lr_min}, {lr_max}")
     X, y = _least_squares_data(n, seed)
-    rng = np.random.default_rng(seed + 1)
-    theta = Parameter(np.zeros(2))
-    opt = optim.SGD([theta], lr=lr_min)
-    lrs, losses = [], []
+    draw = np.random.default_rng(seed + 1)
+    batches = [draw.integers(0, n, batch_size) for _ in range(steps)]
     growth = (lr_max / lr_min) ** (1.0 / steps)
+    rates = np.array([lr_min * growth ** t for t in range(steps)])
     with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(steps):
-            opt.param_groups[0]["lr"] = lr = lr_min * growth ** t
-            _least_squares_step(opt, theta, X, y, rng.integers(0, n, batch_size))
-            lrs.append(lr)
-            losses.append(0.5 * float(np.mean((X @ theta.data - y) ** 2)))
-            if not math.isfinite(losses[-1]) or losses[-1] > 4 * min(losses):
-                break
-    losses_arr = np.array(losses)
-    finite = np.where(np.isfinite(losses_arr), losses_arr, np.inf)
-    best = int(np.argmin(finite))
-    over = np.flatnonzero(~(finite[best:] <= 4 * finite[best])) + best  # after the lowest point
+        path = np.asarray(loop(rule, X, y, batches, rates), dtype=np.float64)
+        all_losses = 0.5 * np.mean((path[1:] @ X.T - y) ** 2, axis=1)
+    finite = np.where(np.isfinite(all_losses), all_losses, np.inf)
+    stop = np.flatnonzero(~(finite <= 4 * np.minimum.accumulate(finite)))  # inf and NaN included
+    end = int(stop[0]) + 1 if len(stop) else steps
+    lrs, losses_arr = rates[:end], all_losses[:end]
+    best = int(np.argmin(finite[:end]))
+    over = np.flatnonzero(~(finite[best:end] <= 4 * finite[best])) + best  # after the lowest point
     limit = gd_stability_limit(X.T @ X / n)
-    return RangeTest(np.array(lrs), losses_arr, float(lrs[best]),
-                     float(lrs[over[0]]) if len(over) else float("nan"), limit)
+    return RangeTest(lrs, losses_arr, float(lrs[best]), float(lrs[over[0]]) if len(over) else float("nan"), limit)
 
 
 # ----------------------------------------------------------------------------- condition number
@@ -505,8 +492,9 @@ class ConditionRates:
 
 
 @functools.lru_cache(maxsize=16)  # the section's chart and exercise 4 both read κ = 100: computed once
-def condition_rates(kappa: float = 100.0, steps: int = 300) -> ConditionRates:
-    """Measure the linear rates of "Why Momentum Really Works" (Goh, 2017) with ``engine.optim.SGD``.
+def condition_rates(loop, gd_rule, momentum_rule, kappa: float = 100.0, steps: int = 300) -> ConditionRates:
+    """Measure the linear rates of "Why Momentum Really Works" (Goh, 2017) with the lesson's race
+    ``loop``, its gradient-descent rule and its momentum rule (keyword ``mu``).
 
     GD at its best η = 2/(L + μ) contracts by (κ − 1)/(κ + 1) per step. Momentum at its best
     η = (2/(√L + √μ))², μ_m = ((√κ − 1)/(√κ + 1))² contracts by √μ_m = (√κ − 1)/(√κ + 1).
@@ -522,17 +510,12 @@ def condition_rates(kappa: float = 100.0, steps: int = 300) -> ConditionRates:
     settings = {"gd": (2.0 / (kappa + 1.0), 0.0),
                 "momentum": ((2.0 / (root + 1.0)) ** 2, ((root - 1.0) / (root + 1.0)) ** 2)}
     theory = {"gd": (kappa - 1.0) / (kappa + 1.0), "momentum": (root - 1.0) / (root + 1.0)}
+    rules = {"gd": gd_rule, "momentum": functools.partial(momentum_rule, mu=settings["momentum"][1])}
+    paths = constant_paths(loop, lambda t: 0.5 * (t[0] ** 2 + kappa * t[1] ** 2), rules, (1.0, 1.0), steps,
+                           {name: lr for name, (lr, _) in settings.items()})
     norms, measured = {}, {}
-    for name, (lr, mu) in settings.items():
-        theta = Parameter(np.ones(2))
-        opt = optim.SGD([theta], lr=lr, momentum=mu)
-        history = [float(np.linalg.norm(theta.data))]
-        for _ in range(steps):
-            opt.zero_grad()
-            (0.5 * (theta[0] ** 2 + kappa * theta[1] ** 2)).backward()
-            opt.step()
-            history.append(float(np.linalg.norm(theta.data)))
-        norms[name] = np.array(history)
+    for name, path in paths.items():
+        norms[name] = np.linalg.norm(path, axis=1)
         end = int(np.flatnonzero(norms[name] > 1e-250)[-1])  # a fast run may reach float64's floor
         half = end // 2
         measured[name] = float((norms[name][end] / norms[name][half]) ** (1.0 / max(end - half, 1)))
@@ -582,31 +565,25 @@ class WeightDecayPaths:
     adamw: np.ndarray  # AdamW(weight_decay=λ)
 
 
-def l2_vs_decoupled(weight_decay: float = 0.1, lr: float = 0.05, steps: int = 200,
+def l2_vs_decoupled(loop, rule, weight_decay: float = 0.1, lr: float = 0.05, steps: int = 200,
                     start=(0.0, 2.0)) -> WeightDecayPaths:
-    """Adam with L2 (``Adam(weight_decay=λ)``: λθ added to the gradient, then normalised by √v̂)
-    against AdamW (``AdamW(weight_decay=λ)``: θ ← θ − ηλθ outside the adaptive step).
+    """The lesson's Adam ``rule`` (keyword ``weight_decay``) in the lesson's ``loop``, two ways:
+    with an L2 penalty, the loss f + ½λ‖θ‖² (its gradient g + λθ is then normalised by √v̂, as
+    ``engine.optim.Adam(weight_decay=λ)`` does), and with AdamW's decoupled decay
+    (θ ← θ − ηλθ outside the adaptive step).
 
     On θ₂, which has no loss gradient, L2-Adam's normalised step is ≈ η·sign(θ₂) whatever λ is
     (it drives θ₂ to 0 in about |θ₂|/η steps), while AdamW shrinks it by (1 − ηλ) per step. On
     θ₁, whose loss gradient is large, L2's λθ₁ is drowned out; AdamW still pulls θ₁ toward 0 a little.
     Returns both paths, each [steps + 1, 2].
     """
-    paths = {}
-    for name in ("adam_l2", "adamw"):
-        theta = Parameter(np.asarray(start, dtype=np.float64))
-        if name == "adam_l2":
-            opt = optim.Adam([theta], lr=lr, weight_decay=weight_decay)
-        else:
-            opt = optim.AdamW([theta], lr=lr, weight_decay=weight_decay)
-        path = [theta.data.copy()]
-        for _ in range(steps):
-            opt.zero_grad()
-            _flat_direction_loss(theta).backward()
-            opt.step()
-            path.append(theta.data.copy())
-        paths[name] = np.array(path)
-    return WeightDecayPaths(**paths)
+    def penalised(t):
+        return _flat_direction_loss(t) + 0.5 * weight_decay * (t[0] ** 2 + t[1] ** 2)
+
+    l2 = constant_paths(loop, penalised, {"adam_l2": rule}, start, steps, {"adam_l2": lr})
+    decoupled = constant_paths(loop, _flat_direction_loss, {"adamw": functools.partial(rule, weight_decay=weight_decay)},
+                               start, steps, {"adamw": lr})
+    return WeightDecayPaths(l2["adam_l2"], decoupled["adamw"])
 
 
 # ----------------------------------------------------------------------------- clipping

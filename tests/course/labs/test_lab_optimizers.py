@@ -11,6 +11,10 @@ import pytest
 
 import engine
 from engine.course.labs import optimizers as olab
+from notebook_driver import load_module
+
+# The lab runs the notebook's lesson cells (its race loop and update rules), passed in as the page does.
+NB = load_module("notebooks/04_optimizers.py")
 
 
 # ============================================================================ optim_lab
@@ -48,7 +52,7 @@ def test_schedule_curves_closed_forms():
 
 
 def test_l2_penalty_and_decoupled_decay_differ_as_described():
-    p = olab.l2_vs_decoupled(weight_decay=0.1, lr=0.05, steps=200)
+    p = olab.l2_vs_decoupled(NB.race, NB.adam, weight_decay=0.1, lr=0.05, steps=200)
     t = np.arange(201)
     np.testing.assert_allclose(p.adamw[:, 1], 2.0 * (1 - 0.05 * 0.1) ** t, rtol=1e-9)  # θ₂ ← (1 − ηλ)θ₂
     assert abs(p.adam_l2[-1, 1]) < 0.05  # normalised: ~η per step, gone after ~40 steps
@@ -66,23 +70,23 @@ def test_clip_by_global_norm_uses_the_square_root():
 
 @pytest.mark.parametrize("kappa", [4.0, 100.0, 1000.0])
 def test_condition_rates_match_polyak_and_goh(kappa):
-    r = olab.condition_rates(kappa, steps=300)
+    r = olab.condition_rates(NB.race, NB.sgd, NB.momentum, kappa, steps=300)
     root = math.sqrt(kappa)
     assert r.theory == pytest.approx({"gd": (kappa - 1) / (kappa + 1), "momentum": (root - 1) / (root + 1)})
     assert r.measured["gd"] == pytest.approx(r.theory["gd"], rel=1e-9)  # both directions contract by r exactly
     assert r.theory["momentum"] <= r.measured["momentum"] <= 1.01 * r.theory["momentum"]
-    # the heavy ball by hand, θ_{t+1} = θ_t − η∇f + μ(θ_t − θ_{t−1}), is what engine.optim.SGD ran
+    # the heavy ball by hand, θ_{t+1} = θ_t − η∇f + μ(θ_t − θ_{t−1}), is what the momentum rule ran
     lr, mu = r.settings["momentum"]
     prev = theta = np.ones(2)
     for t in range(1, 21):
         prev, theta = theta, theta - lr * np.array([1.0, kappa]) * theta + mu * (theta - prev)
         assert np.linalg.norm(theta) == pytest.approx(r.norms["momentum"][t], rel=1e-9)
     with pytest.raises(ValueError, match="κ must be"):
-        olab.condition_rates(1.0)
+        olab.condition_rates(NB.race, NB.sgd, NB.momentum, 1.0)
 
 
 def test_sgd_noise_floor_falls_with_the_batch_and_decay_breaks_through():
-    runs = {b: olab.sgd_noise(b, lr=0.3, steps=400, seed=0) for b in (1, 8, 64)}
+    runs = {b: olab.sgd_noise(NB.minibatch_descent, NB.sgd, b, lr=0.3, steps=400, seed=0) for b in (1, 8, 64)}
     floors = [runs[b].floor["constant"] for b in (1, 8, 64)]
     assert floors[0] > floors[1] > floors[2]
     for r in runs.values():
@@ -95,21 +99,16 @@ def test_sgd_noise_floor_falls_with_the_batch_and_decay_breaks_through():
     best = np.linalg.solve(X.T @ X, X.T @ y)
     assert runs[8].excess["constant"][0] == pytest.approx(0.5 * np.mean(y ** 2) - 0.5 * np.mean((X @ best - y) ** 2))
     with pytest.raises(ValueError, match="batch size must be"):
-        olab.sgd_noise(0)
+        olab.sgd_noise(NB.minibatch_descent, NB.sgd, 0)
     with pytest.raises(ValueError, match="η must be"):
-        olab.sgd_noise(8, lr=2.0)
+        olab.sgd_noise(NB.minibatch_descent, NB.sgd, 8, lr=2.0)
 
 
-def test_least_squares_gradient_is_autograds_and_sgd_noise_steps_engine_sgd():
+def test_sgd_noise_steps_as_engine_sgd_with_autograd_gradients():
+    """The lesson's mini-batch loop writes the gradient out: the first steps of the constant run,
+    replayed with engine.optim.SGD and autograd on the same batches."""
     X, y = olab._least_squares_data(512, 0)
-    rng = np.random.default_rng(3)
-    theta, idx = rng.standard_normal(2), rng.integers(0, 512, 8)
-    t = engine.tensor(theta.copy(), requires_grad=True)
-    residual = engine.tensor(X[idx]) @ t - engine.tensor(y[idx])
-    (0.5 * (residual * residual).mean()).backward()
-    np.testing.assert_allclose(olab.least_squares_gradient(theta, X, y, idx), t.grad, rtol=1e-12)
-    # the first steps of the constant run, replayed with engine.optim.SGD and autograd gradients
-    run = olab.sgd_noise(8, lr=0.3, steps=10, seed=0)
+    run = olab.sgd_noise(NB.minibatch_descent, NB.sgd, 8, lr=0.3, steps=10, seed=0)
     batches, p = np.random.default_rng(1), engine.nn.Parameter(np.zeros(2))
     opt, best = engine.optim.SGD([p], lr=0.3), np.linalg.lstsq(X, y, rcond=None)[0]
     for step in range(10):
@@ -125,7 +124,7 @@ def test_least_squares_gradient_is_autograds_and_sgd_noise_steps_engine_sgd():
 @pytest.mark.parametrize("surface", ["quadratic", "rosenbrock"])
 def test_pytorch_nesterov_parameters_are_the_lookahead_points(surface):
     lr, mu = olab.SURFACES[surface]["lr"]["nesterov"], 0.9
-    r = olab.nesterov_lookahead(surface, lr=lr, momentum=mu, steps=40)
+    r = olab.nesterov_lookahead(NB.race, NB.nesterov, surface, lr=lr, momentum=mu, steps=40)
     # the textbook form by hand, with the gradient by autograd at θ + μv
     theta, v = np.array(olab.SURFACES[surface]["start"]), np.zeros(2)
     for t in range(1, 41):
@@ -140,7 +139,7 @@ def test_pytorch_nesterov_parameters_are_the_lookahead_points(surface):
 def test_lr_range_test_blows_up_past_the_gd_limit():
     X, y = olab._least_squares_data(512, 0)
     limit = 2 / np.linalg.eigvalsh(X.T @ X / 512).max()
-    r = olab.lr_range_test(512, steps=120, seed=0)
+    r = olab.lr_range_test(NB.minibatch_descent, NB.sgd, 512, steps=120, seed=0)
     assert r.stable_limit == pytest.approx(limit)
     growth = (30.0 / 1e-4) ** (1 / 120)
     np.testing.assert_allclose(r.lrs, 1e-4 * growth ** np.arange(len(r.lrs)), rtol=1e-12)
@@ -150,7 +149,7 @@ def test_lr_range_test_blows_up_past_the_gd_limit():
     assert limit <= r.blowup_lr <= 2.5 * limit
     assert olab.gd_stability_limit(np.diag([0.5, 0.1])) == pytest.approx(4.0)
     with pytest.raises(ValueError, match="batch size must be"):
-        olab.lr_range_test(0)
+        olab.lr_range_test(NB.minibatch_descent, NB.sgd, 0)
 
 
 # The race's loop and update rules are notebook 04's lesson cells; the lab only runs them. These
