@@ -12,11 +12,20 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from browser_tools import (ROOT, assert_no_errors, free_port, make_command, open_page, run_started, served,
-                           wait_idle_after, wait_settled)
-from engine.course import toc
+from browser_tools import (
+    ROOT,
+    assert_no_errors,
+    free_port,
+    make_command,
+    open_page,
+    run_started,
+    served,
+    wait_idle_after,
+    wait_settled,
+)
 from oracle import require_browser
+
+from engine.course import toc
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
