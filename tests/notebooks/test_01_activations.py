@@ -300,7 +300,7 @@ def test_01_editing_block_changes_the_residual_row_and_the_sweep_falls_back():
     assert defs["shipped_sweeps"] is None and "the shipped sweep was made by other code" in text
     assert "run the sweep with your code" in text and defs["weight_sweep"] is None
     text, defs = run_edited(block=_scaled_residual_block, sweep_run=True, depth_act="relu")
-    assert "computed just now by your" in text
+    assert "computed just now with your code" in text
     np.testing.assert_allclose(defs["weight_sweep"].per_layer_factor,  # a plain stack: the edit changes nothing
                                activations_lab.scale_sweep(NB.deep_forward, "relu").per_layer_factor, rtol=1e-12)
 
@@ -364,3 +364,25 @@ def test_01_teaching_copies_agree_with_the_library():
     z, _ = NB.block(a, w, lambda v: v, pre_norm=True)
     expected = nn.LayerNorm(6, elementwise_affine=False)(a) @ w.T
     np.testing.assert_allclose(z.data, expected.data, rtol=1e-10)
+
+
+def test_01_your_own_activation_runs_through_the_depth_lab_as_its_prompt_says():
+    """my_activation (LeCun's scaled tanh) is the menu's last entry; the prompt's edit, |z|, keeps
+    the gradient with Xavier, explodes it with He, and its sweep crosses 1 at s ≈ 1."""
+    import engine
+
+    text, defs = notebook_text("01_activations", depth_act="mine", depth=20, width=64, init="xavier")
+    z = np.linspace(-3, 3, 7)
+    np.testing.assert_allclose(NB.my_activation(engine.tensor(z)).data, 1.7159 * np.tanh(2 * z / 3), rtol=1e-12)
+    assert defs["depth_report"].activation.__name__ == "my_activation" and "The weight-scale sweep (my_activation, the activation chosen above" in text
+    assert "computed just now with your code" in text and callable(defs["weight_sweep"].activation)
+
+    def folded(z):
+        return z.abs()
+
+    _, xavier = run_edited(my_activation=folded, depth_act="mine", depth=20, width=64, init="xavier")
+    _, he = run_edited(my_activation=folded, depth_act="mine", depth=20, width=64, init="he")
+    assert xavier["depth_report"].verdict() == "stable" and 0.95 < xavier["depth_report"].per_layer_factor < 1.05
+    assert he["depth_report"].verdict() == "explode"
+    assert xavier["weight_sweep"].crossing == pytest.approx(1.0, abs=0.05)
+    assert xavier["depth_report"].flat_share[-1] < 0.01  # a slope of −1 is not flat

@@ -125,13 +125,20 @@ INITS = ("he", "xavier", "custom")
 
 
 def _check_name(name, allowed=None):
+    """A name of :data:`ACTIVATIONS` (of ``allowed``), or a function of one tensor: the learner's own φ."""
     allowed = ACTIVATIONS if allowed is None else allowed
-    if name not in allowed:
+    if not callable(name) and name not in allowed:
         raise ValueError(f"activations lab: unknown activation {name!r}; choose one of {', '.join(allowed)}")
 
 
 def _kw(name, params: dict) -> dict:
+    if callable(name):
+        return {}
     return {k: float(v) for k, v in params.items() if k in ACTIVATIONS[name]["params"]}
+
+
+def _engine_fn(name):
+    return name if callable(name) else ACTIVATIONS[name]["engine"]
 
 
 # ----------------------------------------------------------------------------- curves
@@ -152,11 +159,12 @@ class Curves:
         return float(np.max(np.abs(self.df_autograd - self.df_formula)))
 
 
-def engine_derivative(name: str, x, **params):
-    """(f(x), f'(x)) with the engine: forward, then backward of ones gives the elementwise slope."""
+def engine_derivative(name, x, **params):
+    """(f(x), f'(x)) with the engine: forward, then backward of ones gives the elementwise slope.
+    ``name``: an activation of :data:`ACTIVATIONS`, or a function of one tensor (the learner's own)."""
     _check_name(name)
     t = Tensor(np.asarray(x, dtype=np.float64), requires_grad=True)
-    y = ACTIVATIONS[name]["engine"](t, **_kw(name, params))
+    y = _engine_fn(name)(t, **_kw(name, params))
     y.backward(np.ones_like(y.data))
     return y.data.copy(), t.grad.numpy().copy()
 
@@ -330,7 +338,7 @@ def softmax_with_temperature(logits, temperature: float) -> SoftmaxResult:
 class DepthReport:
     """Per-layer statistics of an MLP at initialisation (index 0 is the first hidden layer)."""
 
-    activation: str
+    activation: object  # a name of ACTIVATIONS, or the learner's own function
     weight_std: float
     z_std: np.ndarray
     z_mean: np.ndarray
@@ -379,8 +387,11 @@ GRADIENT_FATES = {"much smaller (it vanishes)": "vanish", "about the same": "sta
                   "much larger (it explodes)": "explode"}
 
 
-def _phi(activation: str, slope: float = 0.01):
-    """The engine's activation ``activation`` as a function of one tensor (leaky ReLU with ``slope``)."""
+def _phi(activation, slope: float = 0.01):
+    """The engine's activation ``activation`` as a function of one tensor (leaky ReLU with ``slope``);
+    a function passed in (the learner's own φ) as it is."""
+    if callable(activation):
+        return activation
     kw = _kw(activation, {"slope": slope} if activation == "leaky_relu" else {})
     fn = ACTIVATIONS[activation]["engine"]
     return lambda z: fn(z, **kw)
@@ -392,7 +403,8 @@ def depth_lab(forward, weight_std: float, depth: int = 10, width: int = 128, act
     """Run the lesson's deep forward pass ``forward(x, weights, φ, residual, pre_norm) -> (a_L, [z_l])``
     (the notebook's ``deep_forward``, passed in) on a batch x ~ N(0, I) through ``depth`` layers of
     weights N(0, ``weight_std``²) stored (out, in), then backpropagate L = Σ a_L ⊙ G (G a fixed
-    random upstream gradient) and record each layer.
+    random upstream gradient) and record each layer. ``activation``: a name of
+    :data:`DEPTH_ACTIVATIONS`, or a function of one tensor (the notebook's ``my_activation``).
 
     Why the prediction works (plain stack only): δ_{l−1} = (δ_l W_l) ⊙ φ'(z_{l−1}); with iid
     weights of std σ_W, ‖δ_l W_l‖ ≈ σ_W √n ‖δ_l‖, and the elementwise factor scales it by about
@@ -456,7 +468,7 @@ def _depth_run(forward, draws: _DepthDraws, activation, std, slope, residual, no
         flat_share = dead_share = deriv_rms = predicted = None
         if slopes:
             derivs = engine_derivative(activation, z_all, **params)[1]  # one engine call for every layer
-            flat = derivs < 0.05 * peak
+            flat = np.abs(derivs) < 0.05 * peak  # a negative slope passes the gradient on too
             flat_share = flat.mean(axis=(1, 2))
             dead_share = flat.all(axis=1).mean(axis=1)
             deriv_rms = np.sqrt(np.mean(derivs * derivs, axis=(1, 2)))
@@ -483,7 +495,7 @@ def _depth_run(forward, draws: _DepthDraws, activation, std, slope, residual, no
 class ScaleSweep:
     """The per-layer gradient factor of a plain stack against the custom weight scale s (σ_W = s/√n)."""
 
-    activation: str
+    activation: object
     scales: np.ndarray
     per_layer_factor: np.ndarray  # geometric mean of ‖∂L/∂z_{l−1}‖ / ‖∂L/∂z_l‖ at each scale
 
@@ -515,7 +527,7 @@ def scale_sweep(forward, activation: str = "tanh", scales=None, depth: int = 20,
     default = scales is None and {"depth": depth, "width": width, "n_samples": n_samples, "seed": seed} == SWEEP_DEFAULT
     scales = SWEEP_SCALES if scales is None else np.asarray(scales, dtype=np.float64)
     _check_stack(activation, depth, width)
-    if default and shipped is not None:
+    if default and shipped is not None and not callable(activation):
         return ScaleSweep(activation, scales.copy(), np.asarray(shipped[activation], dtype=np.float64).copy())
     factors = _sweep_factors(forward, activation, tuple(float(s) for s in scales), depth, width, n_samples, seed)
     return ScaleSweep(activation, scales.copy(), np.array(factors))

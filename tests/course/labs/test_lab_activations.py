@@ -380,3 +380,21 @@ def test_bend_default_network_is_trained_and_beats_its_initialisation():
 def test_samples_for_width_keeps_about_8192_values_per_layer():
     assert [act.samples_for_width(w) for w in (8, 64, 128, 256)] == [128, 128, 64, 32]
     assert act.samples_for_width(256, values_per_layer=4096, most=64) * 256 == 4096
+
+
+def test_a_function_of_ones_own_runs_as_the_named_activation_does():
+    """The notebook's my_activation reaches the depth lab as a function: F.tanh passed in gives the
+    numbers of "tanh"; |z|, whose slope is −1 for z < 0, has no flat units."""
+    import engine.functional as F
+
+    named = depth_lab(depth=6, width=16, activation="tanh", n_samples=8, seed=2)
+    passed = depth_lab(depth=6, width=16, activation=F.tanh, n_samples=8, seed=2)
+    np.testing.assert_allclose(passed.grad_norm, named.grad_norm, rtol=1e-12)
+    np.testing.assert_allclose(passed.flat_share, named.flat_share)
+    np.testing.assert_allclose(act.scale_sweep(NB.deep_forward, F.tanh, scales=[0.5, 2.0], depth=5, width=16).per_layer_factor,
+                               act.scale_sweep(NB.deep_forward, "tanh", scales=[0.5, 2.0], depth=5, width=16).per_layer_factor)
+    folded = depth_lab(depth=6, width=16, activation=lambda z: z.abs(), n_samples=8, seed=2)
+    assert np.all(folded.flat_share == 0) and folded.deriv_rms == pytest.approx(np.ones(6))
+    f, df = act.engine_derivative(lambda z: z * z, np.array([-1.0, 3.0]))
+    np.testing.assert_array_equal(f, [1.0, 9.0])
+    np.testing.assert_array_equal(df, [-2.0, 6.0])
