@@ -5,31 +5,31 @@ app = marimo.App(width="medium", app_title="08 · Variational autoencoders")
 
 with app.setup:
     import functools
+    import math
 
     import altair as alt
     import marimo as mo
     import numpy as np
 
-    from engine import data, vae
+    import engine
+    from engine import data, nn, vae
     from engine.course import exercises, metadata, plot, throttled, toc, ui, widgets
     from engine.course.labs import vae as lab
 
     METADATA = metadata("08_vae")
 
 
-# Figures of the trained models, cached per result: the shipped default is the same object on
-# every run, so a control that re-runs a section without retraining redraws nothing.
 @app.function
-def source_caption(result, default, button, settings, what="the model"):
+def source_caption(shipped, button, settings, what="the model"):
     """Where the figures above come from: the shipped default models or the learner's training."""
-    if result is default:
+    if shipped:
         return lab.shipped_caption(button, settings, what)
-    return "*Shown: trained just now with your settings.*"
+    return "*Shown: trained just now by this page's cells, with your settings.*"
 
 
 @app.function
 @functools.lru_cache(maxsize=4)
-def vae_view(run):
+def vae_view(run, shipped):
     """The 2-D VAE's held-out budget, KL per dimension, reconstructions, samples and codes."""
     latent_dim = len(run.kl_per_dim)
     bars = plot.bars([f"z{j + 1}" for j in range(latent_dim)], run.kl_per_dim, y_title="KL (nats)",
@@ -57,14 +57,14 @@ def vae_view(run):
               f"active dimensions (KL > 0.05): **{int((run.kl_per_dim > 0.05).sum())}** of {latent_dim}"),
         mo.hstack([bars, points], widths=[1, 2]),
         codes,
-        mo.md(source_caption(run, lab.default_vae_2d(), "Train the VAE",
+        mo.md(source_caption(shipped, "Train the VAE",
                              f"{lab.TOY_DEFAULTS_TEXT}, β = {defaults['beta']:g}, {defaults['steps']} steps")),
     ])
 
 
 @app.function
 @functools.lru_cache(maxsize=4)
-def sweep_view(sweep):
+def sweep_view(sweep, shipped):
     """KL per dimension and the budget against β, and the active dimensions."""
     x = np.log10(sweep.betas)
     kl = plot.curves(x, {f"z{j + 1}": sweep.kl_per_dim[:, j] for j in range(sweep.kl_per_dim.shape[1])},
@@ -78,14 +78,14 @@ def sweep_view(sweep):
         mo.hstack([kl, recon], widths="equal"),
         mo.md("active dimensions: " + " · ".join(
             f"β = {b:g}: **{a}**" for b, a in zip(sweep.betas, sweep.active))),
-        mo.md(source_caption(sweep, lab.default_beta_sweep(), "Sweep β from 0.1 to 100",
+        mo.md(source_caption(shipped, "Sweep β from 0.1 to 100",
                              f"{lab.TOY_DEFAULTS_TEXT}, {lab.SWEEP_STEPS} steps per β", "the six models")),
     ])
 
 
 @app.function
 @functools.lru_cache(maxsize=4)
-def aggregate_view(aggregate):
+def aggregate_view(aggregate, shipped):
     """The codes over the prior at each β, and the two energy distances."""
     # the distances use all 500 codes; the charts draw 250 of each set (fewer points to render)
     prior = np.random.default_rng(5).standard_normal((250, 2))
@@ -97,15 +97,14 @@ def aggregate_view(aggregate):
         for b, p, d in zip(aggregate.betas, aggregate.to_prior, aggregate.samples_to_data)]
     defaults = lab.TOY_DEFAULTS
     return mo.vstack([mo.hstack(charts, widths="equal"), mo.md("\n".join(rows)),
-                      mo.md(source_caption(aggregate, lab.default_aggregate_posterior(), "Train at β = 0, 0.1, 1, 10",
+                      mo.md(source_caption(shipped, "Train at β = 0, 0.1, 1, 10",
                                            f"{defaults['data']}, σ²ₓ = {defaults['obs_var']:g}, "
                                            f"{lab.AGGREGATE_STEPS} steps per β", "the four models"))])
 
 
 @app.function
 def digit_image(image, title, scale=20):
-    """A grey picture (0 black, 1 white) under its title: a PNG written directly (about a
-    millisecond, where a Matplotlib figure takes some fifty), so a dragged code answers at once."""
+    """A grey picture (0 black, 1 white) under its title."""
     return mo.vstack([mo.md(f"*{title}*"), mo.image(plot.grey_png(image, scale=scale), alt=title)])
 
 
@@ -113,19 +112,19 @@ def digit_image(image, title, scale=20):
 @functools.lru_cache(maxsize=64)
 def decoded_map(run, z1, z2):
     """What the decoder of ``run`` makes of the code (z1, z2), drawn once per code."""
-    decoded = lab.decode_point(run.model, z1, z2).reshape(run.image_shape)
+    decoded = lab.decode_point(lesson_cells(), run.model, z1, z2).reshape(run.image_shape)
     return digit_image(decoded, f"decoder(z = ({z1:.1f}, {z2:.1f}))", scale=24)
 
 
 @app.function
 @functools.lru_cache(maxsize=4)
-def digits_view(run):
+def digits_view(run, shipped):
     """The digit VAE: held-out codes by digit, decoded grid, reconstructions, held-out ELBO."""
     scatter = plot.scatter_classes(run.latents, run.labels, x_title="z₁ = μ₁(x)", y_title="z₂ = μ₂(x)",
                                    class_names=[str(d) for d in range(10)],
                                    title="held-out digits placed at their codes", height=360)
     # each figure is one picture of tiles, white lines between them
-    grid = lab.latent_grid(run.model, run.image_shape, n=8, limit=2.5).images.reshape((-1,) + run.image_shape)
+    grid = lab.latent_grid(lesson_cells(), run.model, run.image_shape, n=8, limit=2.5).images.reshape((-1,) + run.image_shape)
     tiles = digit_image(plot.tile_images(grid, ncols=8), "decoded codes on a grid: z₁ from −2.5 (left) to 2.5, "
                         "z₂ from 2.5 (top) to −2.5", scale=4)
     pairs = np.concatenate([run.images[:8], run.reconstructions[:8], run.images[8:16],
@@ -138,7 +137,7 @@ def digits_view(run):
               "density log p(x) of its 64 pixel values."),
         mo.hstack([scatter, tiles], widths="equal"),
         recon,
-        mo.md(source_caption(run, lab.default_image_vae(), "Train the digit VAE",
+        mo.md(source_caption(shipped, "Train the digit VAE",
                              f"{defaults['steps']} steps, σ²ₓ = {defaults['obs_var']:g}")),
     ])
 
@@ -187,6 +186,51 @@ def _():
     \;-\; \underbrace{D_{\mathrm{KL}}\big(q_\phi(z\mid x)\,\Vert\,\mathcal N(0, I)\big)}_{\text{price of the code}} .
     $$
 
+    Here both are small MLPs. The encoder ends in two heads, $\mu(x)$ and $\log\sigma^2(x)$ (a log,
+    so that any real output is a valid variance); the decoder's output $\hat x(z)$ is the mean of a
+    Gaussian $p_\theta(x\mid z) = \mathcal N(\hat x(z), \sigma_x^2 I)$. Every model on this page, from
+    the 2-D points of section 5 to the digits of section 6, is made by `vae_model` and run by
+    `encode` and `decode`.
+    """)
+    return
+
+
+@app.function
+def vae_model(input_dim, hidden, latent_dim, obs_var=0.05):
+    """The layers of the encoder (x → h → μ, log σ²) and of the decoder (z → x̂), and the decoder
+    variance σ²ₓ: a module whose parameters an optimizer trains."""
+    model = nn.Module()
+    model.encoder = nn.Sequential(nn.Linear(input_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU())
+    model.to_mu = nn.Linear(hidden, latent_dim)
+    model.to_logvar = nn.Linear(hidden, latent_dim)
+    model.decoder = nn.Sequential(nn.Linear(latent_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
+                                  nn.Linear(hidden, input_dim))
+    model.input_dim, model.latent_dim, model.obs_var = input_dim, latent_dim, obs_var
+    return model
+
+
+@app.function
+def encode(model, x):
+    """The encoder, q(z | x) = N(μ(x), diag σ²(x)) for a batch x [N, D]:
+
+    h = SiLU(W₂ SiLU(W₁ x + b₁) + b₂),   μ(x) = W_μ h + b_μ,   log σ²(x) = W_σ h + b_σ.
+    """
+    h = model.encoder(x)
+    return model.to_mu(h), model.to_logvar(h)
+
+
+@app.function
+def decode(model, z):
+    """The decoder, the mean of p(x | z) = N(x̂(z), σ²ₓ I) for codes z [N, latent_dim]:
+
+    x̂(z) = W₅ SiLU(W₄ SiLU(W₃ z + b₃) + b₄) + b₅.
+    """
+    return model.decoder(z)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 2. The reparameterisation trick
 
     The reconstruction term is an expectation over $z \sim q_\phi$, estimated with a sample. A
@@ -198,9 +242,35 @@ def _():
     $$
 
     The randomness now sits in $\varepsilon$, which needs no gradient, and backpropagation runs
-    straight through $z$. Below, $f(z) = z^2$, whose expectation $\mu^2 + \sigma^2$ is known: the
-    engine's autograd through $z = \mu + \sigma\varepsilon$ estimates $\partial/\partial\mu = 2\mu$ and
-    $\partial/\partial\sigma = 2\sigma$.
+    straight through $z$. The encoder gives $\log\sigma^2$, so the cell below takes it and
+    computes $\sigma = \exp(\tfrac12\log\sigma^2)$ itself.
+    """)
+    return
+
+
+@app.function
+def reparameterize(mu, logvar, eps=None):
+    """A draw of q(z | x) as a function of its parameters:
+
+    z = μ + σ ⊙ ε,  σ = exp(½ log σ²),  ε ~ N(0, I)  (drawn here unless given),
+    so ∂z/∂μ = 1 and ∂z/∂σ = ε: the gradient reaches μ and σ, the randomness stays in ε.
+    """
+    if eps is None:
+        eps = engine.randn(*mu.shape)
+    return mu + (0.5 * logvar).exp() * eps
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    Below, $f(z) = z^2$, whose expectation $\mu^2 + \sigma^2$ is known: the engine's autograd
+    through `reparameterize` estimates $\partial/\partial\mu = 2\mu$ and
+    $\partial/\partial\sigma = 2\sigma$ (the table is computed by the cell above).
+
+    **Change this cell:** return `mu + eps`, a sample that forgets $\sigma$. The table's
+    $\partial/\partial\sigma$ drops to 0, since no path from $\sigma$ to $z$ is left; every trained
+    model below then says that the model shipped with the page was trained with other code, and
+    offers its Train button.
     """)
     return
 
@@ -217,7 +287,7 @@ def _():
 
 @app.cell
 def _(q_mu, q_samples, q_sigma):
-    reparam = lab.reparam_gradients(q_mu.value, q_sigma.value, n=q_samples.value, seed=0)
+    reparam = lab.reparam_gradients(reparameterize, q_mu.value, q_sigma.value, n=q_samples.value, seed=0)
     _edges = np.linspace(-6, 6, 61)
     _centres = 0.5 * (_edges[1:] + _edges[:-1])
     _hist = plot.curves(None, {
@@ -251,15 +321,25 @@ def _():
     $$
 
     It is zero only for $\mu = 0, \sigma = 1$: moving the code away from $0$ costs $\mu^2/2$, and
-    making it precise (small $\sigma$) costs $-\log\sigma$, without limit. The Monte-Carlo column
-    averages $\log q(z) - \log p(z)$ over samples $z \sim q$ (it uses the μ, σ and sample sliders above).
+    making it precise (small $\sigma$) costs $-\log\sigma$, without limit. The closed form below is
+    checked against a Monte-Carlo average of $\log q(z) - \log p(z)$ over samples $z \sim q$ (it uses
+    the μ, σ and sample sliders above).
     """)
     return
 
 
+@app.function
+def kl_to_prior(mu, logvar):
+    """The price of the code, per latent dimension j:
+
+    KL(N(μ_j, σ_j²) ‖ N(0, 1)) = −½ (1 + log σ_j² − μ_j² − σ_j²).
+    """
+    return -0.5 * (1 + logvar - mu**2 - logvar.exp())
+
+
 @app.cell
 def _(q_mu, q_samples, q_sigma):
-    kl = lab.kl_check(q_mu.value, q_sigma.value, n_samples=max(2, q_samples.value), seed=1)
+    kl = lab.kl_check(kl_to_prior, q_mu.value, q_sigma.value, n_samples=max(2, q_samples.value), seed=1)
     _dens = plot.curves(kl.x, {"q = N(μ, σ²)": kl.q, "p = N(0, 1)": kl.p}, x_title="z",
                         y_title="density", colors={"q = N(μ, σ²)": "model", "p = N(0, 1)": "reference"},
                         title="the code's distribution q against the prior p")
@@ -389,7 +469,7 @@ def _():
     exercise_gradient = exercises.NumberExercise(
         question=r"**Exercise 3.** For $z \sim \mathcal N(\mu, \sigma^2)$ with $\mu = 1.5$ and "
         r"$\sigma = 0.5$: what is the exact $\partial/\partial\mu\; \mathbb E[z^2]$?",
-        truth=lab.reparam_gradients(1.5, 0.5, n=10).exact_grad_mu,
+        truth=lab.reparam_gradients(reparameterize, 1.5, 0.5, n=10).exact_grad_mu,
         hint="E[z²] = μ² + σ²; differentiate in μ.", abs_tol=1e-3)
     exercise_baseline = exercises.ChoiceExercise(
         question="**Exercise 4.** Subtracting a baseline b from f(z) in the score-function "
@@ -435,7 +515,68 @@ def _():
     $\sigma_x^2$ is the same knob as $\beta$: multiplying the loss by $\sigma_x^2/\sigma_0^2$ (which does
     not change Adam's steps) turns $(\sigma_x^2, \beta)$ into $(\sigma_0^2,\ \beta\,\sigma_x^2/\sigma_0^2)$.
     A larger $\sigma_x^2$ makes reconstruction errors cheap, exactly as a larger $\beta$ makes the
-    code dear.
+    code dear. The two cells below are the whole objective and the whole training loop; every model
+    on this page is trained by them.
+    """)
+    return
+
+
+@app.function
+def negative_elbo(model, x, beta=1.0, free_bits=0.0):
+    """The loss a VAE minimises on a batch x [N, D], one draw z = μ + σε per row:
+
+    −ELBO_β = E_q[−log p(x | z)] + β Σ_j KL_j,   −log p(x | z) = ‖x − x̂(z)‖² / (2σ²ₓ) + (D/2) log(2πσ²ₓ),
+
+    each term averaged over the batch; free bits λ charge each dimension max(KL_j, λ).
+    Returns (loss, reconstruction term, KL per dimension).
+    """
+    x = engine.tensor(x)
+    mu, logvar = encode(model, x)
+    x_hat = decode(model, reparameterize(mu, logvar))
+    recon = ((x - x_hat) ** 2).sum(dim=1).mean() / (2 * model.obs_var) \
+        + 0.5 * x.shape[1] * math.log(2 * math.pi * model.obs_var)
+    kl = kl_to_prior(mu, logvar).mean(dim=0)
+    charged = kl.clamp(min=free_bits) if free_bits > 0 else kl
+    return recon + beta * charged.sum(), recon, kl
+
+
+@app.function
+def train_vae(model, X, steps, lr=3e-3, beta=1.0, batch_size=128, free_bits=0.0, anneal=False, on_step=None):
+    """Minimise negative_elbo with Adam, one mini-batch of the rows of X per step, reshuffled
+    every epoch: θ ← Adam(θ, ∇_θ −ELBO_β(batch)). With ``anneal`` the KL weight at step t of T
+    is β·min(1, 2t/T)."""
+    optimizer = engine.optim.Adam(model.parameters(), lr=lr)
+    per_epoch = math.ceil(len(X) / batch_size)
+    for step in range(steps):
+        if step % per_epoch == 0:
+            order = engine.random.generator().permutation(len(X))
+        start = step % per_epoch * batch_size
+        weight = beta * min(1.0, 2 * (step + 1) / steps) if anneal else beta
+        loss, _, _ = negative_elbo(model, X[order[start:start + batch_size]], weight, free_bits)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if not math.isfinite(loss.item()):
+            raise FloatingPointError(f"the loss became {loss.item()} at step {step + 1}; lower the learning rate")
+        if on_step is not None:
+            on_step(step + 1)
+    return model
+
+
+@app.function
+def lesson_cells():
+    """The lesson cells of this page, as they stand, for the lab's training runs."""
+    return lab.Lesson(vae_model, encode, decode, negative_elbo, train_vae, parts=(reparameterize, kl_to_prior))
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Change this cell:** in `negative_elbo`, return `recon` alone as the loss, the ELBO without its
+    KL term. The sections below then say that their shipped models were trained with other code;
+    press **Train the VAE**. Nothing ties the codes to $\mathcal N(0, I)$ any more: the KL per
+    dimension climbs to several nats, and the decoded samples $z \sim \mathcal N(0, I)$ no longer
+    land on the data.
     """)
     return
 
@@ -477,19 +618,22 @@ def _(vae_beta, vae_obs_var):
 def _(vae_beta, vae_labels, vae_latent, vae_obs_var, vae_points, vae_steps, vae_train):
     if vae_train.value:
         with mo.status.progress_bar(total=vae_steps.value, title="training", remove_on_exit=True) as _bar:
-            vae_run = lab.train_vae_2d(vae_points, beta=vae_beta.value, latent_dim=vae_latent.value,
+            vae_run = lab.train_vae_2d(lesson_cells(), vae_points, beta=vae_beta.value, latent_dim=vae_latent.value,
                                        steps=vae_steps.value, obs_var=vae_obs_var.value, seed=0,
                                        on_step=throttled(_bar, vae_steps.value), labels=vae_labels)
     else:
-        vae_run = lab.default_vae_2d()
+        try:
+            vae_run = lab.default_vae_2d(lesson_cells())
+        except ValueError as _err:
+            mo.stop(True, lab.not_loaded(_err))
     return (vae_run,)
 
 
 @app.cell
-def _(vae_run):
+def _(vae_run, vae_train):
     mo.stop(bool(vae_run.stopped), mo.callout(mo.md(vae_run.stopped), kind="warn"))
     vae_active = int((vae_run.kl_per_dim > 0.05).sum())
-    vae_view(vae_run)
+    vae_view(vae_run, not vae_train.value)
     return (vae_active,)
 
 
@@ -498,12 +642,15 @@ def _(vae_latent, vae_obs_var, vae_points, vae_sweep):
     if vae_sweep.value:
         _total = lab.SWEEP_STEPS * len(lab.SWEEP_BETAS)
         with mo.status.progress_bar(total=_total, title="sweep", remove_on_exit=True) as _bar:
-            sweep = lab.beta_sweep(vae_points, lab.SWEEP_BETAS, latent_dim=vae_latent.value,
+            sweep = lab.beta_sweep(lesson_cells(), vae_points, lab.SWEEP_BETAS, latent_dim=vae_latent.value,
                                    steps=lab.SWEEP_STEPS, obs_var=vae_obs_var.value, seed=0,
                                    on_step=throttled(_bar, _total))
     else:
-        sweep = lab.default_beta_sweep()
-    sweep_view(sweep)
+        try:
+            sweep = lab.default_beta_sweep(lesson_cells())
+        except ValueError as _err:
+            mo.stop(True, lab.not_loaded(_err))
+    sweep_view(sweep, not vae_sweep.value)
     return (sweep,)
 
 
@@ -534,14 +681,17 @@ def _(aggregate_run, vae_obs_var, vae_points):
         _total = lab.AGGREGATE_STEPS * len(lab.AGGREGATE_BETAS)
         try:
             with mo.status.progress_bar(total=_total, title="training", remove_on_exit=True) as _bar:
-                aggregate = lab.aggregate_posterior(vae_points, betas=lab.AGGREGATE_BETAS,
+                aggregate = lab.aggregate_posterior(lesson_cells(), vae_points, betas=lab.AGGREGATE_BETAS,
                                                     steps=lab.AGGREGATE_STEPS, obs_var=vae_obs_var.value,
                                                     seed=0, on_step=throttled(_bar, _total))
         except ValueError as _err:
             mo.stop(True, ui.problem(_err, "This training"))
     else:
-        aggregate = lab.default_aggregate_posterior()
-    aggregate_view(aggregate)
+        try:
+            aggregate = lab.default_aggregate_posterior(lesson_cells())
+        except ValueError as _err:
+            mo.stop(True, lab.not_loaded(_err))
+    aggregate_view(aggregate, not aggregate_run.value)
     return (aggregate,)
 
 
@@ -553,13 +703,7 @@ def _():
     samples land far from the data. At $\beta = 1$ the codes fill the prior and the samples come
     closest to the data. At $\beta = 10$ the codes match the prior best of all, but by carrying
     little information: the samples get worse again.
-    """)
-    return
 
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
     **Remedies for collapse.** Two common fixes change the training loss, not the model:
     **KL annealing** (Bowman et al. 2016) raises the KL weight from 0 to $\beta$ over the first half
     of training, so the decoder learns to use the code while it is cheap; **free bits** (Kingma et
@@ -589,13 +733,16 @@ def _(remedy_beta, remedy_bits, remedy_run, vae_obs_var, vae_points):
     if remedy_run.value:
         _total = len(lab.COLLAPSE_REMEDIES) * _d["steps"]
         with mo.status.progress_bar(total=_total, title="training", remove_on_exit=True) as _bar:
-            remedies = lab.train_remedies(vae_points, beta=remedy_beta.value, free_bits=remedy_bits.value,
-                                          latent_dim=_d["latent_dim"], steps=_d["steps"],
+            remedies = lab.train_remedies(lesson_cells(), vae_points, beta=remedy_beta.value,
+                                          free_bits=remedy_bits.value, latent_dim=_d["latent_dim"], steps=_d["steps"],
                                           obs_var=vae_obs_var.value, seed=0, on_step=throttled(_bar, _total))
     else:
-        remedies = lab.default_remedies()
+        try:
+            remedies = lab.default_remedies(lesson_cells())
+        except ValueError as _err:
+            mo.stop(True, lab.not_loaded(_err))
     _caption = source_caption(
-        remedies, lab.default_remedies(), "Train with each remedy",
+        not remedy_run.value, "Train with each remedy",
         f"{lab.TOY_DEFAULTS['data']}, β = {_d['beta']:g}, λ = {_d['free_bits']:g} nats, "
         f"σ²ₓ = {lab.TOY_DEFAULTS['obs_var']:g}, {_d['steps']} steps", "the three models")
     _rows = ["| remedy | KL per dimension (nats) | active | reconstruction | ELBO (β = 1) |",
@@ -701,18 +848,21 @@ def _():
 def _(digit_labels, digits_test, digits_train, image_obs_var, image_steps, image_train):
     if image_train.value:
         with mo.status.progress_bar(total=image_steps.value, title="training", remove_on_exit=True) as _bar:
-            image_vae = lab.train_image_vae(digits_train, digits_test, digit_labels,
+            image_vae = lab.train_image_vae(lesson_cells(), digits_train, digits_test, digit_labels,
                                             steps=image_steps.value, obs_var=image_obs_var.value,
                                             seed=0, on_step=throttled(_bar, image_steps.value))
     else:
-        image_vae = lab.default_image_vae()
+        try:
+            image_vae = lab.default_image_vae(lesson_cells())
+        except ValueError as _err:
+            mo.stop(True, lab.not_loaded(_err))
     return (image_vae,)
 
 
 @app.cell
-def _(image_vae):
+def _(image_train, image_vae):
     mo.stop(bool(image_vae.stopped), mo.callout(mo.md(image_vae.stopped), kind="warn"))
-    digits_view(image_vae)
+    digits_view(image_vae, not image_train.value)
     return
 
 
@@ -761,7 +911,7 @@ def _(latent_z1, latent_z2):
 def _(image_vae, latent_point, latent_z1, latent_z2):
     mo.stop(bool(image_vae.stopped))
     latent_code = widgets.point(latent_point.value)
-    decoded = lab.decode_point(image_vae.model, *latent_code).reshape(image_vae.image_shape)
+    decoded = lab.decode_point(lesson_cells(), image_vae.model, *latent_code).reshape(image_vae.image_shape)
     mo.vstack([
         mo.md("**Latent explorer**: drag the point (or use the sliders) to choose a code, and see "
               "what the decoder makes of it."),
@@ -804,7 +954,7 @@ def _(digits_test, draw_start):
 def _(digit_canvas, image_vae):
     mo.stop(bool(image_vae.stopped), mo.md("*The digit VAE above did not train: nothing to encode with.*"))
     drawn_digit = widgets.to_digit(widgets.ink(digit_canvas.value))
-    drawn_code = lab.encode_image(image_vae.model, drawn_digit)
+    drawn_code = lab.encode_image(lesson_cells(), image_vae.model, drawn_digit)
     _map = plot.point_layers({"held-out digits' codes μ(x)": (image_vae.latents, "data"),
                               "your drawing: 2σ ellipse of q(z | x)": (drawn_code.ellipse, "model")},
                              domain=(-4, 4), height=320, size=8,
@@ -826,13 +976,7 @@ def _():
     The grid and the sliders decode codes no digit was encoded to: the KL term pulls every
     $q(z\mid x)$ towards $\mathcal N(0, I)$, so the region the grid covers is the region the
     decoder was trained on.
-    """)
-    return
 
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
     ## 7. How far is the ELBO from log p(x)?
 
     For any $q(z\mid x)$, Bayes' rule $p_\theta(z\mid x) = p_\theta(x\mid z)\,p(z)/p_\theta(x)$ gives
@@ -853,8 +997,39 @@ def _():
     $$
 
     is the ELBO at $K = 1$, never decreases as $K$ grows, and tends to $\log p_\theta(x)$. Its rise
-    above the ELBO is a lower estimate of the KL gap. Computed on the 360 held-out digits of the
-    model trained above.
+    above the ELBO is a lower estimate of the KL gap. The cell below computes it in NumPy, with the
+    log-sum-exp written out so that no weight overflows; the table applies it to the 360 held-out
+    digits of the model shown above.
+    """)
+    return
+
+
+@app.function
+def iwae_bound(model, x, K, rng):
+    """IWAE_K(x) = log (1/K) Σ_k p(x | z_k) p(z_k) / q(z_k | x),  z_k ~ q(z | x), for each row of x
+    [N, D] (float64 NumPy), the K draws from the generator ``rng``; K = 1 gives the ELBO."""
+    with engine.no_grad():
+        mu, logvar = (t.numpy().astype(np.float64) for t in encode(model, engine.tensor(x.astype(np.float32))))
+        std = np.exp(0.5 * logvar)
+        z = mu + std * rng.standard_normal((K,) + mu.shape)  # [K, N, latent_dim]
+        x_hat = decode(model, engine.tensor(z.reshape(-1, mu.shape[1]).astype(np.float32)))
+    x_hat = x_hat.numpy().astype(np.float64).reshape(K, len(x), -1)
+
+    def log_normal(v, mean, var):
+        return -0.5 * (((v - mean) ** 2) / var + np.log(2 * np.pi * var)).sum(-1)
+
+    log_w = log_normal(x, x_hat, model.obs_var) + log_normal(z, 0.0, 1.0) - log_normal(z, mu, std**2)  # [K, N]
+    top = log_w.max(0)
+    return top + np.log(np.exp(log_w - top).mean(0))
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Change this cell:** average the log-weights instead of the weights,
+    `return log_w.mean(0)`. That is $\mathbb E[\log w]$, the ELBO itself, for every $K$: the column
+    IWAE_K − ELBO falls to about zero (what is left is the noise of different draws), and the bound
+    stops rising with $K$. The order of $\log$ and the average is the whole IWAE.
     """)
     return
 
@@ -862,7 +1037,7 @@ def _():
 @app.cell
 def _(image_vae, iwae_K):
     mo.stop(bool(image_vae.stopped), mo.md("*The digit VAE above did not train: no gap to measure.*"))
-    iwae = lab.image_iwae(image_vae, Ks=(1, 10, 100, iwae_K.value))
+    iwae = lab.image_iwae(iwae_bound, image_vae, Ks=(1, 10, 100, iwae_K.value))
     _rows = ["| K | IWAE_K (nats per image) | IWAE_K − ELBO |", "|---|---|---|"] + [
         f"| {_k} | {_b:.3f} ± {_se:.2f} | {_g:.3f} |"
         for _k, _b, _se, _g in zip(iwae.K, iwae.bound, iwae.standard_error, iwae.gap)]
@@ -892,6 +1067,49 @@ def _():
 def _(answer_iwae, exercise_iwae):
     ui.exercise(exercise_iwae, answer_iwae)
     return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ## The models the page opens on
+
+    Each section opened on models trained by the functions below, with this page's cells and the
+    section's default settings. A section shows them only while `vae_model`, `encode`, `decode`,
+    `reparameterize`, `kl_to_prior`, `negative_elbo` and `train_vae` are the code they were trained
+    with; after an edit it says so and waits for its Train button.
+    """)
+    return
+
+
+@app.function
+def shipped_toy():
+    """Section 5's VAE: β = 1, three latent dimensions, 800 steps on the moons."""
+    return lab.toy_state(lesson_cells())
+
+
+@app.function
+def shipped_sweep():
+    """Section 5's β sweep: one VAE per β from 0.1 to 100, 500 steps each."""
+    return lab.sweep_state(lesson_cells())
+
+
+@app.function
+def shipped_aggregate():
+    """Section 5's aggregate posteriors: a 2-D code at β = 0, 0.1, 1, 10."""
+    return lab.aggregate_state(lesson_cells())
+
+
+@app.function
+def shipped_remedies():
+    """Section 5's remedies for collapse at β = 10: none, KL annealing, free bits (λ = 0.5)."""
+    return lab.remedies_state(lesson_cells())
+
+
+@app.function
+def shipped_digits():
+    """Section 6's digit VAE: a 2-D code, 400 steps, σ²ₓ = 0.05."""
+    return lab.digits_state(lesson_cells())
 
 
 @app.cell(hide_code=True)

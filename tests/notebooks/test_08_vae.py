@@ -19,6 +19,20 @@ from notebook_driver import (ROOT, assert_no_error_outputs, control_values, defa
 NB08 = "notebooks/08_vae.py"
 
 
+def lesson():
+    """The notebook's lesson cells as the lab takes them (imported from the notebook file)."""
+    return load_module(NB08).lesson_cells()
+
+
+def edited_copy(tmp_path, old, new):
+    """The notebook with one line of a lesson cell changed, as a learner would in marimo edit."""
+    source = (ROOT / NB08).read_text(encoding="utf-8")
+    assert source.count(old) == 1, old
+    path = tmp_path / "08_vae_edited.py"
+    path.write_text(source.replace(old, new), encoding="utf-8")
+    return load_app(path)
+
+
 @pytest.mark.parametrize("mu, sigma, n", [(-3.0, 0.05, 10), (3.0, 3.0, 10000), (1.0, 0.5, 1000)])
 def test_08_reparameterisation_and_kl_agree_with_engine(mu, sigma, n):
     outputs, defs = run_app(load_app(NB08), q_mu=mu, q_sigma=sigma, q_samples=n)
@@ -76,7 +90,7 @@ def test_08_exercises_graded_by_the_engine():
     assert wrong.count("Not quite") == 4 and wrong.count("Not this one") == 1 and not re.search(r"\bRight\b", wrong)
 
 
-SHIPPED = "by make checkpoints and shipped with the course"
+SHIPPED = "shipped with the course, trained by this page's cells"
 
 
 def test_08_every_section_opens_on_its_shipped_model():
@@ -84,9 +98,10 @@ def test_08_every_section_opens_on_its_shipped_model():
     checkpoints), says so in its caption, and the controls start at the settings those models
     were trained with (tests/course/test_checkpoints.py retrains them with these settings)."""
     text, defs = notebook_text(NB08)
-    assert defs["vae_run"] is vae_lab.default_vae_2d() and defs["sweep"] is vae_lab.default_beta_sweep()
-    assert defs["aggregate"] is vae_lab.default_aggregate_posterior()
-    assert defs["remedies"] is vae_lab.default_remedies() and defs["image_vae"] is vae_lab.default_image_vae()
+    code = defs["lesson_cells"]()  # the lesson as this run of the page defined it
+    assert defs["vae_run"] is vae_lab.default_vae_2d(code) and defs["sweep"] is vae_lab.default_beta_sweep(code)
+    assert defs["aggregate"] is vae_lab.default_aggregate_posterior(code)
+    assert defs["remedies"] is vae_lab.default_remedies(code) and defs["image_vae"] is vae_lab.default_image_vae(code)
     assert text.count(SHIPPED) == 5 and "trained just now" not in text
     for button in ("Train the VAE", "Sweep β from 0.1 to 100", "Train at β = 0, 0.1, 1, 10",
                    "Train with each remedy", "Train the digit VAE"):
@@ -157,11 +172,12 @@ def test_08_image_vae_on_real_digits_with_a_gaussian_decoder():
     assert_no_error_outputs(outputs)
     run = defs["image_vae"]
     test_images, test_labels = engine.data.load_digits("test")
-    assert run.model.likelihood == "gaussian" and run.model.obs_var == 0.05
+    code = lesson()
+    assert run.model.obs_var == 0.05
     assert run.latents.shape == (360, 2) and list(run.labels) == list(test_labels)
     x = test_images.reshape(360, 64).astype(np.float64)
     with engine.no_grad():
-        mu, logvar = (t.data.astype(np.float64) for t in run.model.encode(test_images.reshape(360, 64)))
+        mu, logvar = (t.data.astype(np.float64) for t in code.encode(run.model, engine.tensor(x.astype(np.float32))))
     np.testing.assert_allclose(run.latents, mu, rtol=1e-6)
     rng = np.random.default_rng(0)
     var = 0.05
@@ -169,7 +185,7 @@ def test_08_image_vae_on_real_digits_with_a_gaussian_decoder():
     recon = []
     for _ in range(20):
         z = mu + np.exp(0.5 * logvar) * rng.standard_normal(mu.shape)
-        x_hat = run.model.generate(z=z.astype(np.float32)).astype(np.float64)
+        x_hat = decoded_means(code, run.model, z)
         recon.append(-0.5 * (((x - x_hat) ** 2) / var + np.log(2 * np.pi * var)).sum(1))
     elbo_each = np.mean(recon, axis=0) - kl
     # the notebook's one-sample estimate against a 20-sample NumPy one (per-image spread / √360)
@@ -177,7 +193,7 @@ def test_08_image_vae_on_real_digits_with_a_gaussian_decoder():
     text = output_text(outputs)
     assert f"Held-out ELBO: {run.elbo:.1f} nats per image" in text
     assert "Bernoulli" not in text.split("Held-out ELBO")[1][:200]
-    expected = run.model.generate(z=np.array([[-3.0, 3.0]], dtype=np.float32))[0].reshape(8, 8)
+    expected = decoded_means(code, run.model, [[-3.0, 3.0]])[0].reshape(8, 8)
     np.testing.assert_allclose(defs["decoded"], expected, rtol=1e-6)
 
 
@@ -214,7 +230,7 @@ def test_08_iwae_gap_shrinks_as_K_grows():
     iwae = defs["iwae"]
     assert list(iwae.K) == [1, 10, 100, 300]
     run = defs["image_vae"]
-    fresh = vae_lab.iwae_bounds(run.model, run.images, Ks=(300, 10), seed=0)  # recomputed for the shown model
+    fresh = vae_lab.iwae_bounds(load_module(NB08).iwae_bound, run.model, run.images, Ks=(300, 10), seed=0)
     np.testing.assert_allclose(fresh.bound, iwae.bound[[3, 1]], rtol=1e-6)
     assert fresh.elbo == pytest.approx(iwae.elbo, rel=1e-6)
     assert iwae.bound[0] < iwae.bound[1] < iwae.bound[2] < iwae.bound[3]
@@ -232,7 +248,7 @@ def test_08_aggregate_posterior_holes_at_beta_0_and_collapse_at_beta_10():
     three claims hold on the table shown."""
     text, defs = notebook_text(NB08)  # the shipped models the page opens on
     a = defs["aggregate"]
-    assert a is vae_lab.default_aggregate_posterior() and [len(z) for z in a.codes] == [500] * 4
+    assert a is vae_lab.default_aggregate_posterior(defs["lesson_cells"]()) and [len(z) for z in a.codes] == [500] * 4
     assert list(a.betas) == [0.0, 0.1, 1.0, 10.0]
     p, d = a.to_prior, a.samples_to_data
     assert p[0] > 5 * p[2] and d[0] > 3 * d[2]  # β = 0: codes off the prior, samples off the data
@@ -266,10 +282,9 @@ def test_08_dragging_the_latent_point_decodes_that_code():
     outputs, defs = run_app(app, image_train=True, image_steps=50, latent_point={"x": 3.0, "y": -3.0})
     assert_no_error_outputs(outputs)
     assert defs["latent_code"] == (3.0, -3.0)
-    assert defs["image_vae"] is not vae_lab.default_image_vae() and "trained just now" in output_text(outputs)
+    assert defs["image_vae"] is not vae_lab.default_image_vae(defs["lesson_cells"]()) and "trained just now" in output_text(outputs)
     model = defs["image_vae"].model
-    np.testing.assert_allclose(defs["decoded"].ravel(),
-                               model.generate(z=np.array([[3.0, -3.0]], np.float32))[0], rtol=1e-6)
+    np.testing.assert_allclose(defs["decoded"].ravel(), decoded_means(lesson(), model, [[3.0, -3.0]])[0], rtol=1e-6)
     _, defs = run_app(app, latent_z1=-1.5, latent_z2=2.0)
     assert defs["latent_code"] == (-1.5, 2.0)
 
@@ -284,7 +299,7 @@ def test_08_a_drawn_digit_is_encoded_and_placed_on_the_latent_map():
     assert digit.shape == (8, 8) and np.abs(digit - start).mean() < 0.15  # the held-out 3, rescanned
     model = defs["image_vae"].model
     with engine.no_grad():
-        mu, logvar = model.encode(digit.reshape(1, 64))
+        mu, logvar = lesson().encode(model, engine.tensor(digit.reshape(1, 64).astype(np.float32)))
     np.testing.assert_allclose(code.mean, mu.data[0], rtol=1e-5)
     np.testing.assert_allclose(code.std, np.exp(0.5 * logvar.data[0]), rtol=1e-5)
     radius = ((code.ellipse - code.mean) / (2 * code.std)) ** 2
@@ -304,3 +319,93 @@ def test_08_the_latent_grid_covers_where_the_codes_are():
     assert "the region the grid covers is the region the decoder was trained on" in text
     assert (np.abs(run.latents) <= 2.5).all(axis=1).mean() > 0.9
     assert np.abs(run.latents.mean(axis=0)).max() < 0.5
+
+
+def decoded_means(code, model, z):
+    """x̂(z) by the notebook's decoder, float64."""
+    with engine.no_grad():
+        return code.decode(model, engine.tensor(np.asarray(z, dtype=np.float32))).data.astype(np.float64)
+
+
+# ----------------------------------------------------------------------------- the lesson cells (issue 24)
+def test_08_teaching_copies_agree_with_the_library():
+    """vae_model/encode/decode, reparameterize, kl_to_prior, negative_elbo and train_vae compute
+    what engine.vae's VAE, reparameterize, gaussian_kl_per_dim, VAE.loss and train_vae compute."""
+    nb = load_module(NB08)
+    X = vae_lab.toy_points()[0][:400].astype(np.float32)
+    with engine.random.fork_rng(0):
+        library = vae.VAE(2, 16, 3, obs_var=0.05)
+    with engine.random.fork_rng(0):
+        mine = nb.vae_model(2, 16, 3, 0.05)
+    assert list(mine.state_dict()) == list(library.state_dict())  # the same layers, drawn alike
+    for a, b in zip(mine.state_dict().values(), library.state_dict().values()):
+        np.testing.assert_array_equal(a.data, b.data)
+    with engine.no_grad():
+        for a, b in zip(nb.encode(mine, engine.tensor(X)), library.encode(X)):
+            np.testing.assert_allclose(a.data, b.data, rtol=1e-6)
+        z = engine.randn(5, 3)
+        np.testing.assert_allclose(nb.decode(mine, z).data, library.decode(z).data, rtol=1e-6)
+    mu, logvar, eps = engine.randn(4, 3), engine.randn(4, 3), engine.randn(4, 3)
+    np.testing.assert_allclose(nb.reparameterize(mu, logvar, eps).data, vae.reparameterize(mu, logvar, eps).data,
+                               rtol=1e-6)
+    np.testing.assert_allclose(nb.kl_to_prior(mu, logvar).data, vae.gaussian_kl_per_dim(mu, logvar).data, rtol=1e-6)
+    with engine.random.fork_rng(1):
+        expected = library.loss(X[:64], beta=2.0)
+    with engine.random.fork_rng(1):  # the same draw of ε
+        loss, recon, kl = nb.negative_elbo(mine, X[:64], 2.0)
+    assert loss.item() == pytest.approx(expected.loss.item(), rel=1e-5)
+    assert recon.item() == pytest.approx(expected.recon, rel=1e-5)
+    np.testing.assert_allclose(kl.data, expected.kl_per_dim, rtol=1e-5)
+    with engine.random.fork_rng(2):
+        vae.train_vae(library, X, steps=25, batch_size=64, lr=3e-3)
+    with engine.random.fork_rng(2):  # the same batches and draws
+        nb.train_vae(mine, X, 25, lr=3e-3, batch_size=64)
+    for a, b in zip(mine.state_dict().values(), library.state_dict().values()):
+        np.testing.assert_allclose(a.data, b.data, rtol=1e-4, atol=1e-6)
+
+
+def test_08_a_sample_that_forgets_sigma_has_no_sigma_gradient_and_the_shipped_models_step_aside():
+    """Swapping the reparameterize cell (the page's first prompt: return ``mu + eps``) changes the
+    table of section 2 and, since the shipped models were trained with other code, every trained
+    section says so in one line instead of showing them (no traceback)."""
+    app = load_app(NB08)
+    before = run_app(app)[1]["reparam"]
+
+    def forgets_sigma(mu, logvar, eps=None):
+        return mu + (engine.randn(*mu.shape) if eps is None else eps)
+
+    outputs, defs = app.run(defs={"reparameterize": forgets_sigma})  # the cell swapped, as an edit does
+    assert_no_error_outputs(outputs)
+    assert before.grad_sigma > 0.5 and defs["reparam"].grad_sigma == 0.0  # 2σ = 1, estimated
+    text = output_text(outputs)
+    assert text.count("so it is not loaded: train with the button") == 5
+    assert "vae_run" not in defs and "image_vae" not in defs and SHIPPED not in text
+
+
+def test_08_the_elbo_without_its_kl_term(tmp_path):
+    """The second prompt: negative_elbo returning recon alone. The shipped models step aside; trained
+    with the button, the KL per dimension climbs to several nats and the decoded prior samples
+    leave the data."""
+    from engine.distances import energy_distance
+
+    app = edited_copy(tmp_path, "    return recon + beta * charged.sum(), recon, kl\n", "    return recon, recon, kl\n")
+    outputs, defs = run_app(app)
+    assert_no_error_outputs(outputs)
+    assert output_text(outputs).count("so it is not loaded") == 5
+    outputs, defs = run_app(app, vae_train=True)
+    assert_no_error_outputs(outputs)
+    run, shipped = defs["vae_run"], vae_lab.default_vae_2d(lesson())
+    assert run.kl_per_dim.min() > 2.0 and shipped.kl_per_dim.max() < 2.0
+    apart = [energy_distance(r.samples.astype(np.float64), r.held_out.astype(np.float64)) for r in (run, shipped)]
+    assert apart[0] > 5 * apart[1]
+
+
+def test_08_iwae_averaging_log_weights_is_the_elbo(tmp_path):
+    """The third prompt: iwae_bound averaging log w instead of w gives the ELBO for every K, so
+    the table's gap falls to noise and stops rising with K."""
+    app = edited_copy(tmp_path, "    return top + np.log(np.exp(log_w - top).mean(0))\n", "    return log_w.mean(0)\n")
+    outputs, defs = run_app(app, iwae_K=300)
+    assert_no_error_outputs(outputs)
+    edited, shipped = defs["iwae"], notebook_text(NB08, iwae_K=300)[1]["iwae"]
+    assert (np.abs(edited.gap) < edited.standard_error).all()
+    assert shipped.gap[-1] > 1.0 and shipped.gap[-1] > 5 * abs(edited.gap[-1])  # the real bound rises

@@ -1,15 +1,20 @@
-"""The computations behind notebook 08 (VAE) that ``engine.vae`` does not already provide: the
-reparameterisation trick and the KL by Monte Carlo, the score-function vs reparameterised
-gradient estimators, training runs with a held-out budget, the β sweep and latent-space decoding;
-and the default models every section opens on (``CHECKPOINTS``, shipped in
-engine/course/checkpoints/vae_*.py and read back by the ``default_*`` functions).
+"""What notebook 08 (VAE) needs beside its lesson: the 2-D and digit data, the training runs with
+their held-out budget, the β sweep, the aggregate posterior, the remedies for collapse, the IWAE
+table and the latent-space decoding, the score-function comparison, and the default models every
+section opens on (``CHECKPOINTS``, shipped in engine/course/checkpoints/vae_*.py).
+
+The lesson itself (the VAE's encoder and decoder, the reparameterisation, the KL, the negative
+ELBO, the training loop, the IWAE bound) is code in the notebook's own cells. A helper here that
+trains or measures a model takes them as a :class:`Lesson` (or the one function it needs), so the
+learner's edited cells are the ones that run.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,16 +32,70 @@ from ._generative import DATASETS_2D, toy_data_2d
 
 __all__ = [
     "DATASETS_2D", "ESTIMATOR_FUNCTIONS", "BetaSweep", "EstimatorComparison", "ImageVAERun",
-    "KLCheck", "LatentGrid", "ReparamGradients", "VAERun", "beta_sweep", "decode_point",
+    "KLCheck", "LatentGrid", "Lesson", "ReparamGradients", "VAERun", "beta_sweep", "decode_point",
     "equivalent_beta", "estimator_comparison", "kl_check", "latent_grid", "reparam_gradients",
     "toy_data_2d", "train_image_vae", "train_vae_2d", "IWAEBounds", "iwae_bounds",
     "AggregatePosterior", "aggregate_posterior", "COLLAPSE_REMEDIES", "train_vae_remedy",
     "Posterior", "encode_image", "CHECKPOINTS", "TOY_DEFAULTS", "SWEEP_BETAS", "SWEEP_STEPS",
     "REMEDY_DEFAULTS", "IMAGE_DEFAULTS", "IWAE_KS", "default_vae_2d", "default_beta_sweep",
     "default_aggregate_posterior", "default_remedies", "default_image_vae", "image_iwae",
-    "shipped_caption", "train_remedies", "toy_points", "AGGREGATE_BETAS",
-    "AGGREGATE_STEPS", "TOY_DEFAULTS_TEXT",
+    "shipped_caption", "train_remedies", "toy_points", "digits", "AGGREGATE_BETAS",
+    "AGGREGATE_STEPS", "TOY_DEFAULTS_TEXT", "toy_state", "sweep_state", "aggregate_state",
+    "remedies_state", "digits_state", "not_loaded", "LESSON_CODE",
 ]
+
+
+# ----------------------------------------------------------------------------- the lesson, passed in
+@dataclass(frozen=True)
+class Lesson:
+    """The notebook's lesson cells, as the page defines them (a learner's edits included).
+
+    ``model(input_dim, hidden, latent_dim, obs_var)``: a new VAE (a module with attributes
+    ``input_dim``, ``latent_dim``, ``obs_var``); ``encode(model, x) -> (μ, log σ²)``;
+    ``decode(model, z) -> x̂``; ``loss(model, x, beta, free_bits) -> (loss, recon, kl_per_dim)``,
+    batch averages; ``train(model, X, steps, lr=, beta=, batch_size=, free_bits=, anneal=,
+    on_step=)``; ``parts``: the other lesson cells they call (the reparameterisation, the KL),
+    which the shipped models also depend on. ``code`` is all of them, in the order of
+    :data:`LESSON_CODE`, which the checkpoints' fingerprints take."""
+
+    model: Callable
+    encode: Callable
+    decode: Callable
+    loss: Callable
+    train: Callable
+    parts: tuple = ()
+
+    @property
+    def code(self) -> tuple:
+        return (self.model, self.encode, self.decode, *self.parts, self.loss, self.train)
+
+
+def _encode(lesson, model, x) -> tuple[np.ndarray, np.ndarray]:
+    """(μ, log σ²) of q(z | x) for rows x, float64, no gradient."""
+    with no_grad():
+        mu, logvar = lesson.encode(model, Tensor(np.asarray(x, dtype=np.float32)))
+    return mu.numpy().astype(np.float64), logvar.numpy().astype(np.float64)
+
+
+def _decode(lesson, model, z) -> np.ndarray:
+    """The decoder's mean x̂(z) for latents z [N, latent_dim], no gradient."""
+    with no_grad():
+        return lesson.decode(model, Tensor(np.asarray(z, dtype=np.float32))).numpy()
+
+
+def _prior_samples(lesson, model, n) -> np.ndarray:
+    """Decoded draws z ~ N(0, I) from the engine's stream (fork it to seed them)."""
+    return _decode(lesson, model, random.generator().standard_normal((n, model.latent_dim)).astype(np.float32))
+
+
+def _measure(lesson, model, x, beta=1.0) -> dict:
+    """The lesson's loss on rows x (one z per row, from the engine's stream) as numbers:
+    reconstruction, KL per dimension, total KL, and the β = 1 ELBO."""
+    with no_grad():
+        _, recon, kl_per_dim = lesson.loss(model, np.asarray(x, dtype=np.float32), beta)
+    recon, kl_per_dim = float(recon.item()), kl_per_dim.numpy().astype(np.float64)
+    kl = float(kl_per_dim.sum())
+    return {"recon": recon, "kl": kl, "kl_per_dim": kl_per_dim, "elbo": -(recon + kl)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,12 +112,12 @@ class ReparamGradients:
     exact_grad_sigma: float  # 2σ
 
 
-def reparam_gradients(mu=1.0, sigma=1.0, n=2000, seed=0) -> ReparamGradients:
+def reparam_gradients(reparameterize, mu=1.0, sigma=1.0, n=2000, seed=0) -> ReparamGradients:
     """The reparameterisation trick on E_{z~N(μ, σ²)}[z²] = μ² + σ².
 
-    z = μ + σε with ε ~ N(0, 1) drawn once (``seed``): the average of z² is a differentiable
-    function of μ and σ, and the engine's autograd gives its gradient, an unbiased estimate of
-    the exact ∂/∂μ = 2μ and ∂/∂σ = 2σ.
+    ``reparameterize(μ, log σ², ε)`` (the notebook's cell) turns the draws ε ~ N(0, 1) (``seed``)
+    into z: the average of z² is then a differentiable function of μ and σ, and the engine's
+    autograd gives its gradient, an unbiased estimate of the exact ∂/∂μ = 2μ and ∂/∂σ = 2σ.
     """
     op = "reparam_gradients"
     sigma = _positive(op, "sigma", sigma)
@@ -67,12 +126,13 @@ def reparam_gradients(mu=1.0, sigma=1.0, n=2000, seed=0) -> ReparamGradients:
     eps = np.random.default_rng(seed).standard_normal(n)
     mu_t = Tensor(np.array(mu), requires_grad=True)
     sigma_t = Tensor(np.array(sigma), requires_grad=True)
-    z = mu_t + sigma_t * Tensor(eps)
+    z = reparameterize(mu_t, sigma_t.log() * 2, Tensor(eps))
     estimate = (z * z).mean()
     estimate.backward()
-    return ReparamGradients(eps=eps, z=z.data, estimate=float(estimate.data), grad_mu=float(mu_t.grad),
-                            grad_sigma=float(sigma_t.grad), value=mu**2 + sigma**2,
-                            exact_grad_mu=2 * mu, exact_grad_sigma=2 * sigma)
+    grad = [0.0 if t.grad is None else float(t.grad) for t in (mu_t, sigma_t)]  # no path: no gradient
+    return ReparamGradients(eps=eps, z=z.numpy(), estimate=float(estimate.item()), grad_mu=grad[0],
+                            grad_sigma=grad[1], value=mu**2 + sigma**2, exact_grad_mu=2 * mu,
+                            exact_grad_sigma=2 * sigma)
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,15 +147,15 @@ class KLCheck:
     p: np.ndarray  # N(0, 1) on the grid
 
 
-def kl_check(mu=1.0, sigma=0.5, n_samples=1000, seed=0) -> KLCheck:
-    """KL(N(μ, σ²) ‖ N(0, 1)) in closed form (``engine.vae.gaussian_kl``) and by Monte Carlo
-    (``engine.vae.gaussian_kl_monte_carlo``: the average of log q(z) − log p(z) over z ~ q), with
-    the two densities on a grid for the picture (sorted x, uneven)."""
+def kl_check(kl_to_prior, mu=1.0, sigma=0.5, n_samples=1000, seed=0) -> KLCheck:
+    """KL(N(μ, σ²) ‖ N(0, 1)) by ``kl_to_prior(μ, log σ²)`` (the notebook's closed form) and by
+    Monte Carlo (``engine.vae.gaussian_kl_monte_carlo``: the average of log q(z) − log p(z) over
+    z ~ q), with the two densities on a grid for the picture (sorted x, uneven)."""
     op = "kl_check"
     sigma = _positive(op, "sigma", sigma)
     mu = np.array([[float(mu)]])
     logvar = np.log(np.array([[sigma**2]]))
-    closed = float(vae.gaussian_kl(mu, logvar).data[0])
+    closed = float(np.asarray(kl_to_prior(Tensor(mu), Tensor(logvar)).numpy()).sum())
     mc, se = vae.gaussian_kl_monte_carlo(mu, logvar, n_samples=_int(op, "n_samples", n_samples, 2),
                                          seed=seed)
     # an even grid for the prior, denser over μ ± 4σ where q lives: ~180 points resolve any σ
@@ -169,8 +229,7 @@ def estimator_comparison(mu=1.0, sigma=1.0, f_name="z²", n_samples=1, n=2000, s
 class VAERun:
     """A VAE trained on 2-D points, with its held-out budget (nats, averaged per point)."""
 
-    model: vae.VAE | None  # None for a shipped remedy run, whose table needs only the numbers
-    history: vae.VAEHistory | None
+    model: object | None  # the lesson's VAE; None for a shipped remedy run, whose table needs only the numbers
     stopped: str = ""  # why training stopped (a non-finite loss), or empty
     recon: float = math.nan  # −log p(x | z), held out
     kl: float = math.nan
@@ -193,45 +252,58 @@ def equivalent_beta(beta, obs_var, reference_var=0.05) -> float:
         "equivalent_beta", "reference_var", reference_var)
 
 
-def train_vae_2d(X, beta=1.0, latent_dim=2, steps=800, lr=3e-3, hidden=64, obs_var=0.05,
-                 n_eval=500, seed=0, on_step=None, labels=None) -> VAERun:
-    """A ``engine.vae.VAE`` with a Gaussian decoder p(x | z) = N(x̂(z), obs_var·I) trained on 2-D
-    points (the last ``n_eval`` rows held out), with the held-out budget measured at the end.
-    ``labels`` (one per row, optional) are kept for the held-out rows, to colour them. Seeded on a
-    forked stream (the global one is left as it was)."""
-    op = "train_vae_2d"
+def _rows(op, X, n_eval, spare=1):
+    """X as float32 [N, D] split into training rows and the last ``n_eval`` held out."""
     X = np.asarray(X, dtype=np.float32)
     n_eval = _int(op, "n_eval", n_eval, 2)
-    if X.ndim != 2 or X.shape[0] <= n_eval + 1:
-        raise ValueError(f"{op}: X must be [N, D] with N > n_eval + 1 = {n_eval + 1}, got {X.shape}")
-    train, held = X[:-n_eval], X[-n_eval:]
+    if X.ndim != 2 or X.shape[0] <= n_eval + spare:
+        raise ValueError(f"{op}: X must be [N, D] with N > n_eval + {spare} = {n_eval + spare}, got {X.shape}")
+    return X[:-n_eval], X[-n_eval:]
+
+
+def _train(lesson, op, input_dim, train, *, hidden, latent_dim, obs_var, steps, lr, batch_size, seed,
+           on_step, **loss_settings):
+    """A new ``lesson.model`` trained by ``lesson.train`` on a forked stream (``seed``): the model,
+    and why training stopped ("" when it did not)."""
     with random.fork_rng(int(seed)):
-        model = vae.VAE(X.shape[1], int(hidden), _int(op, "latent_dim", latent_dim, 1),
-                        obs_var=_positive(op, "obs_var", obs_var))
-        progress = None if on_step is None else (lambda done, total: on_step(done))
+        model = lesson.model(input_dim, int(hidden), _int(op, "latent_dim", latent_dim, 1),
+                             _positive(op, "obs_var", obs_var))
         try:
-            history = vae.train_vae(model, train, steps=_int(op, "steps", steps, 1), batch_size=128,
-                                    lr=_positive(op, "lr", lr), beta=float(beta), progress=progress)
+            lesson.train(model, train, _int(op, "steps", steps, 1), lr=_positive(op, "lr", lr),
+                         batch_size=batch_size, on_step=on_step, **loss_settings)
         except FloatingPointError as error:
-            return VAERun(model=model, history=None, stopped=str(error).replace("train_vae: ", ""))
-    run = _held_out_run(model, history, held, beta, seed)
-    run.beta = float(beta)
-    run.labels = None if labels is None else np.asarray(labels)[-n_eval:]
+            return model, str(error)
+    return model, ""
+
+
+def train_vae_2d(lesson, X, beta=1.0, latent_dim=2, steps=800, lr=3e-3, hidden=64, obs_var=0.05,
+                 n_eval=500, seed=0, on_step=None, labels=None) -> VAERun:
+    """The lesson's VAE with a Gaussian decoder p(x | z) = N(x̂(z), obs_var·I) trained by the
+    lesson's loop on 2-D points (the last ``n_eval`` rows held out), with the held-out budget
+    measured at the end. ``labels`` (one per row, optional) are kept for the held-out rows, to
+    colour them. Seeded on a forked stream (the global one is left as it was)."""
+    op = "train_vae_2d"
+    train, held = _rows(op, X, n_eval)
+    model, stopped = _train(lesson, op, train.shape[1], train, hidden=hidden, latent_dim=latent_dim,
+                            obs_var=obs_var, steps=steps, lr=lr, batch_size=128, seed=seed, on_step=on_step,
+                            beta=float(beta))
+    if stopped:
+        return VAERun(model=model, stopped=stopped)
+    run = _held_out_run(lesson, model, held, beta, seed)
+    run.labels = None if labels is None else np.asarray(labels)[-len(held):]
     return run
 
 
-def _held_out_run(model, history, held, beta, seed) -> VAERun:
+def _held_out_run(lesson, model, held, beta, seed) -> VAERun:
     """A trained 2-D VAE measured on the held-out rows: the β-weighted budget (one z per row,
     seed + 1), the codes μ(x), the reconstructions and as many decoded prior draws (seed + 2)."""
     with random.fork_rng(int(seed) + 1):
-        final = model.loss(held, beta=float(beta))
-    with no_grad():
-        latents = model.encode(held)[0].data.astype(np.float64)
+        final = _measure(lesson, model, held, beta)
+    latents = _encode(lesson, model, held)[0]
     with random.fork_rng(int(seed) + 2):
-        samples = model.generate(len(held))
-    return VAERun(model=model, history=history, recon=final.recon, kl=final.kl,
-                  kl_per_dim=final.kl_per_dim, elbo=final.elbo, latents=latents, held_out=held,
-                  reconstructions=model.reconstruct(held), samples=samples)
+        samples = _prior_samples(lesson, model, len(held))
+    return VAERun(model=model, latents=latents, held_out=held, reconstructions=_decode(lesson, model, latents),
+                  samples=samples, beta=float(beta), **final)
 
 
 @dataclass(frozen=True, eq=False)
@@ -246,7 +318,7 @@ class BetaSweep:
     active: np.ndarray
 
 
-def beta_sweep(X, betas=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0), latent_dim=3, steps=600, obs_var=0.05,
+def beta_sweep(lesson, X, betas=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0), latent_dim=3, steps=600, obs_var=0.05,
                seed=0, on_step=None) -> BetaSweep:
     """:func:`train_vae_2d` once per β (same seed, same data). As β grows the KL is squeezed out
     dimension by dimension (posterior collapse) and the reconstruction worsens. ``on_step(done)``
@@ -255,7 +327,7 @@ def beta_sweep(X, betas=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0), latent_dim=3, steps=60
     recon, kl_dims, elbos = [], [], []
     for i, beta in enumerate(betas):
         hook = None if on_step is None else (lambda s, i=i: on_step(i * steps + s))
-        run = train_vae_2d(X, beta=beta, latent_dim=latent_dim, steps=steps, obs_var=obs_var,
+        run = train_vae_2d(lesson, X, beta=beta, latent_dim=latent_dim, steps=steps, obs_var=obs_var,
                            seed=seed, on_step=hook)
         failed = bool(run.stopped)
         recon.append(math.nan if failed else run.recon)
@@ -276,8 +348,7 @@ def _sweep(betas, recon, kl_per_dim, elbo) -> BetaSweep:
 class ImageVAERun:
     """A VAE trained on flattened grey images with a Gaussian decoder."""
 
-    model: vae.VAE
-    history: vae.VAEHistory | None
+    model: object
     image_shape: tuple
     stopped: str = ""
     latents: np.ndarray | None = None  # posterior means μ(x) of the held-out images
@@ -285,15 +356,15 @@ class ImageVAERun:
     images: np.ndarray | None = None  # the held-out images [n, H, W]
     reconstructions: np.ndarray | None = None  # [n, H, W]
     elbo: float = math.nan  # held-out ELBO per image, nats (a bound on log p(x), a density)
-    iwae_table: IWAEBounds | None = None  # the shipped model's IWAE bounds at every K of IWAE_KS
+    iwae_tables: dict = field(default_factory=dict)  # per IWAE bound function: the rows computed so far
 
 
-def train_image_vae(train_images, test_images, test_labels, steps=400, latent_dim=2, hidden=128,
+def train_image_vae(lesson, train_images, test_images, test_labels, steps=400, latent_dim=2, hidden=128,
                     lr=2e-3, obs_var=0.05, seed=0, on_step=None) -> ImageVAERun:
-    """A ``engine.vae.VAE`` on flattened images [N, H, W] with a Gaussian decoder
+    """The lesson's VAE on flattened images [N, H, W] with a Gaussian decoder
     p(x | z) = N(x̂(z), obs_var·I): grey pixels are intensities, not coin flips, and the Gaussian
     is a normalised density on them, so the held-out ELBO is a bound on log p(x). Trained on
-    ``train_images``, measured on ``test_images``. Seeded on a forked stream."""
+    ``train_images`` by the lesson's loop, measured on ``test_images``. Seeded on a forked stream."""
     op = "train_image_vae"
     train = np.asarray(train_images, dtype=np.float32)
     test = np.asarray(test_images, dtype=np.float32)
@@ -301,31 +372,24 @@ def train_image_vae(train_images, test_images, test_labels, steps=400, latent_di
         raise ValueError(f"{op}: images must be [N, H, W] of one size, got {train.shape} and {test.shape}")
     shape = train.shape[1:]
     flat = int(np.prod(shape))
-    with random.fork_rng(int(seed)):
-        model = vae.VAE(flat, int(hidden), _int(op, "latent_dim", latent_dim, 1),
-                        obs_var=_positive(op, "obs_var", obs_var))
-        progress = None if on_step is None else (lambda done, total: on_step(done))
-        try:
-            history = vae.train_vae(model, train.reshape(len(train), flat), steps=_int(op, "steps", steps, 1),
-                                    batch_size=64, lr=_positive(op, "lr", lr), progress=progress)
-        except FloatingPointError as error:
-            return ImageVAERun(model=model, history=None, image_shape=shape,
-                               stopped=str(error).replace("train_vae: ", ""))
-    return _held_out_images(model, history, test, test_labels, seed)
+    model, stopped = _train(lesson, op, flat, train.reshape(len(train), flat), hidden=hidden,
+                            latent_dim=latent_dim, obs_var=obs_var, steps=steps, lr=lr, batch_size=64,
+                            seed=seed, on_step=on_step)
+    if stopped:
+        return ImageVAERun(model=model, image_shape=shape, stopped=stopped)
+    return _held_out_images(lesson, model, test, test_labels, seed)
 
 
-def _held_out_images(model, history, test, test_labels, seed) -> ImageVAERun:
+def _held_out_images(lesson, model, test, test_labels, seed) -> ImageVAERun:
     """A trained image VAE measured on the held-out images [N, H, W]: codes, reconstructions and
     the ELBO (one z per image, seed + 1)."""
     test = np.asarray(test, dtype=np.float32)
     held = test.reshape(len(test), -1)
-    with no_grad():
-        mu, _ = model.encode(held)
+    mu, _ = _encode(lesson, model, held)
     with random.fork_rng(int(seed) + 1):
-        elbo = model.loss(held).elbo
-    return ImageVAERun(model=model, history=history, image_shape=test.shape[1:],
-                       latents=mu.data.astype(np.float64), labels=np.asarray(test_labels), images=test,
-                       reconstructions=model.reconstruct(held).reshape(test.shape), elbo=elbo)
+        elbo = _measure(lesson, model, held)["elbo"]
+    return ImageVAERun(model=model, image_shape=test.shape[1:], latents=mu, labels=np.asarray(test_labels),
+                       images=test, reconstructions=_decode(lesson, model, mu).reshape(test.shape), elbo=elbo)
 
 
 @dataclass(frozen=True, eq=False)
@@ -334,7 +398,7 @@ class LatentGrid:
     z: np.ndarray  # the grid values along each axis
 
 
-def latent_grid(model, image_shape, n=8, limit=2.5) -> LatentGrid:
+def latent_grid(lesson, model, image_shape, n=8, limit=2.5) -> LatentGrid:
     """Decode an n × n grid of latents z ∈ [−limit, limit]² (the first two latent dimensions; any
     others 0) into images of ``image_shape``."""
     op = "latent_grid"
@@ -345,16 +409,16 @@ def latent_grid(model, image_shape, n=8, limit=2.5) -> LatentGrid:
     z[:, 0] = z1.ravel()
     if model.latent_dim > 1:
         z[:, 1] = z2.ravel()
-    return LatentGrid(images=model.generate(z=z).reshape((n, n) + tuple(image_shape)), z=values)
+    return LatentGrid(images=_decode(lesson, model, z).reshape((n, n) + tuple(image_shape)), z=values)
 
 
-def decode_point(model, z1=0.0, z2=0.0) -> np.ndarray:
+def decode_point(lesson, model, z1=0.0, z2=0.0) -> np.ndarray:
     """What the decoder gives for the latent (z1, z2, 0, …): the mean of p(x | z), flat."""
     z = np.zeros((1, model.latent_dim), dtype=np.float32)
     z[0, 0] = z1
     if model.latent_dim > 1:
         z[0, 1] = z2
-    return model.generate(z=z)[0]
+    return _decode(lesson, model, z)[0]
 
 
 # ----------------------------------------------------------------------------- the gap to log p(x)
@@ -373,36 +437,20 @@ class IWAEBounds:
         return self.bound - self.elbo
 
 
-def _log_normal(x, mean, var):
-    return -0.5 * (((x - mean) ** 2) / var + np.log(2 * np.pi * var)).sum(-1)
-
-
-def iwae_bounds(model, X, Ks=(1, 10, 100), seed=0) -> IWAEBounds:
-    """IWAE_K = E[log (1/K) Σ_k p(x | z_k) p(z_k) / q(z_k | x)], z_k ~ q(z | x) (Burda et al.
-    2016) for a Gaussian-decoder ``engine.vae.VAE`` and rows X [N, D]. IWAE_1 is the ELBO, the
-    bound rises with K, and IWAE_K → log p(x) as K → ∞: log p(x) = ELBO + KL(q(z|x) ‖ p(z|x)).
-    Each K draws its own z from the stream ``(seed, K)``, so a row does not depend on which other
-    rows are asked for; ``elbo`` is IWAE_1 on a draw of its own (stream ``(seed, 0)``)."""
-    op = "iwae_bounds"
-    if getattr(model, "likelihood", None) != "gaussian":
-        raise ValueError(f"{op}: the model must have a Gaussian decoder (likelihood='gaussian')")
-    Ks = [_int(op, "K", k, 1) for k in Ks]
+def iwae_bounds(bound, model, X, Ks=(1, 10, 100), seed=0) -> IWAEBounds:
+    """The average over the rows of X of ``bound(model, x, K, rng)`` (the notebook's IWAE_K per
+    row), for each K, with its standard error. Each K draws from its own stream ``(seed, K)``, so
+    a row of the table does not depend on which other rows are asked for; ``elbo`` is IWAE_1 on a
+    draw of its own (stream ``(seed, 0)``)."""
+    Ks = [_int("iwae_bounds", "K", k, 1) for k in Ks]
     X = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
-    with no_grad():
-        mu, logvar = (t.data.astype(np.float64) for t in model.encode(X.astype(np.float32)))
-    std = np.exp(0.5 * logvar)
-    bounds, errors = [], []
+    means, errors = [], []
     for stream, K in [(0, 1)] + [(k, k) for k in Ks]:
-        z = mu + std * np.random.default_rng((int(seed), stream)).standard_normal((K,) + mu.shape)  # [K, N, L]
-        x_hat = model.generate(z=z.reshape(-1, mu.shape[1]).astype(np.float32)).astype(np.float64)
-        log_w = (_log_normal(X, x_hat.reshape(K, len(X), -1), model.obs_var)
-                 + _log_normal(z, 0.0, 1.0) - _log_normal(z, mu, std**2))  # [K, N]
-        top = log_w.max(0)
-        per_image = top + np.log(np.exp(log_w - top).mean(0))
-        bounds.append(per_image.mean())
+        per_image = np.asarray(bound(model, X, K, np.random.default_rng((int(seed), stream))), dtype=np.float64)
+        means.append(per_image.mean())
         errors.append(per_image.std(ddof=1) / math.sqrt(len(X)) if len(X) > 1 else math.nan)
-    return IWAEBounds(K=np.asarray(Ks), bound=np.asarray(bounds[1:]), standard_error=np.asarray(errors[1:]),
-                      elbo=float(bounds[0]))
+    return IWAEBounds(K=np.asarray(Ks), bound=np.asarray(means[1:]), standard_error=np.asarray(errors[1:]),
+                      elbo=float(means[0]))
 
 
 def _iwae_rows(table: IWAEBounds, Ks) -> IWAEBounds:
@@ -413,20 +461,20 @@ def _iwae_rows(table: IWAEBounds, Ks) -> IWAEBounds:
                       elbo=table.elbo)
 
 
-def image_iwae(run, Ks=(1, 10, 100)) -> IWAEBounds:
+def image_iwae(bound, run, Ks=(1, 10, 100)) -> IWAEBounds:
     """:func:`iwae_bounds` (seed 0) of an :class:`ImageVAERun` on its held-out images. The rows
-    already known for the run (the shipped model's table, or an earlier call) are read, the others
-    computed once and kept on the run: each K has its own stream, so reading equals recomputing."""
+    already computed for the run with this ``bound`` are read, the others computed once and kept
+    on the run: each K has its own stream, so reading equals recomputing."""
     Ks = [_int("image_iwae", "K", k, 1) for k in Ks]
-    table = run.iwae_table
+    table = run.iwae_tables.get(bound)
     missing = [k for k in dict.fromkeys(Ks) if table is None or k not in table.K]
     if missing:
-        new = iwae_bounds(run.model, run.images, Ks=missing, seed=0)
+        new = iwae_bounds(bound, run.model, run.images, Ks=missing, seed=0)
         if table is not None:  # the ELBO row has its own stream too: the same in both
             new = IWAEBounds(K=np.concatenate([table.K, new.K]), bound=np.concatenate([table.bound, new.bound]),
                              standard_error=np.concatenate([table.standard_error, new.standard_error]),
                              elbo=table.elbo)
-        table = run.iwae_table = new
+        table = run.iwae_tables[bound] = new
     return _iwae_rows(table, Ks)
 
 
@@ -442,23 +490,22 @@ class AggregatePosterior:
     samples_to_data: np.ndarray  # energy distance of decoded z ~ N(0, I) to the held-out data
 
 
-def aggregate_posterior(X, betas=(0.0, 0.1, 1.0, 10.0), steps=600, obs_var=0.05, n_eval=500, seed=0,
+def aggregate_posterior(lesson, X, betas=(0.0, 0.1, 1.0, 10.0), steps=600, obs_var=0.05, n_eval=500, seed=0,
                         on_step=None) -> AggregatePosterior:
-    """Train a VAE with a 2-D code per β (β = 0: a plain autoencoder with noisy codes) and draw
-    one z ~ q(z | x) per held-out x: the aggregate posterior q(z), which the prior N(0, I) should
-    match for decoded prior samples to look like data."""
+    """Train the lesson's VAE with a 2-D code per β (β = 0: a plain autoencoder with noisy codes)
+    and draw one z ~ q(z | x) per held-out x: the aggregate posterior q(z), which the prior
+    N(0, I) should match for decoded prior samples to look like data."""
     from engine.distances import energy_distance
 
     codes, to_prior, to_data = [], [], []
     rng = np.random.default_rng(seed + 3)
     for i, beta in enumerate(betas):
         hook = None if on_step is None else (lambda s, i=i: on_step(i * steps + s))
-        run = train_vae_2d(X, beta=beta, latent_dim=2, steps=steps, obs_var=obs_var, n_eval=n_eval,
+        run = train_vae_2d(lesson, X, beta=beta, latent_dim=2, steps=steps, obs_var=obs_var, n_eval=n_eval,
                            seed=seed, on_step=hook)
         if run.stopped:
             raise ValueError(f"aggregate_posterior: training at β = {beta:g} failed: {run.stopped}")
-        with no_grad():
-            logvar = run.model.encode(run.held_out)[1].data.astype(np.float64)
+        logvar = _encode(lesson, run.model, run.held_out)[1]
         z = run.latents + np.exp(0.5 * logvar) * rng.standard_normal(run.latents.shape)
         codes.append(z)
         to_prior.append(energy_distance(z, rng.standard_normal(z.shape)))
@@ -471,66 +518,41 @@ def aggregate_posterior(X, betas=(0.0, 0.1, 1.0, 10.0), steps=600, obs_var=0.05,
 COLLAPSE_REMEDIES = ("none", "KL annealing", "free bits")
 
 
-def train_vae_remedy(X, beta=10.0, remedy="free bits", free_bits=0.5, latent_dim=3, steps=800, lr=3e-3,
-                     hidden=64, obs_var=0.05, n_eval=500, seed=0, on_step=None) -> VAERun:
-    """:func:`train_vae_2d` with a remedy for posterior collapse in the training loss:
+def train_vae_remedy(lesson, X, beta=10.0, remedy="free bits", free_bits=0.5, latent_dim=3, steps=800,
+                     lr=3e-3, hidden=64, obs_var=0.05, n_eval=500, seed=0, on_step=None) -> VAERun:
+    """:func:`train_vae_2d` with a remedy for posterior collapse, which the lesson's loop applies:
 
-    - "KL annealing" (Bowman et al. 2016): the KL weight rises linearly from 0 to β over the first
-      half of training, so the code is cheap while the decoder learns to use it;
-    - "free bits" (Kingma et al. 2016): each dimension's batch-averaged KL counts as
-      max(KL_j, λ), so no gradient pushes a dimension below λ nats;
+    - "KL annealing" (Bowman et al. 2016): ``anneal=True``, the KL weight rises linearly from 0
+      to β over the first half of training, so the code is cheap while the decoder learns to use it;
+    - "free bits" (Kingma et al. 2016): ``free_bits=λ``, each dimension's batch-averaged KL counts
+      as max(KL_j, λ), so no gradient pushes a dimension below λ nats;
     - "none": the plain β-weighted loss.
 
     The held-out numbers are measured without the remedy (the true KL and the β = 1 ELBO)."""
-    from engine.optim import Adam
-
     op = "train_vae_remedy"
     if remedy not in COLLAPSE_REMEDIES:
         raise ValueError(f"{op}: remedy must be one of {COLLAPSE_REMEDIES}, got {remedy!r}")
-    X = np.asarray(X, dtype=np.float32)
-    n_eval = _int(op, "n_eval", n_eval, 2)
-    if X.ndim != 2 or X.shape[0] <= n_eval + 128:
-        raise ValueError(f"{op}: X must be [N, D] with N > n_eval + 128 = {n_eval + 128}, got {X.shape}")
-    steps = _int(op, "steps", steps, 1)
-    beta = float(beta)
-    train, held = X[:-n_eval], X[-n_eval:]
-    with random.fork_rng(int(seed)):
-        model = vae.VAE(X.shape[1], int(hidden), _int(op, "latent_dim", latent_dim, 1),
-                        obs_var=_positive(op, "obs_var", obs_var))
-        opt = Adam(model.parameters(), lr=_positive(op, "lr", lr))
-        rng = random.generator()
-        for step in range(1, steps + 1):
-            batch = train[rng.integers(0, len(train), size=128)]
-            output, mu, logvar = model(batch)
-            recon = -model.reconstruction_log_likelihood(output, Tensor(batch)).mean()
-            kl_dims = vae.gaussian_kl_per_dim(mu, logvar).mean(dim=0)
-            if remedy == "free bits":
-                kl = kl_dims.clamp(min=float(free_bits)).sum()
-            else:
-                kl = kl_dims.sum()
-            weight = beta * min(1.0, 2 * step / steps) if remedy == "KL annealing" else beta
-            loss = recon + kl * weight
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            if not math.isfinite(float(loss.data)):
-                return VAERun(model=model, history=None, stopped=f"the loss became non-finite at step {step}; lower lr")
-            if on_step is not None:
-                on_step(step)
-    run = _held_out_run(model, None, held, 1.0, seed)
-    run.beta = beta
+    train, held = _rows(op, X, n_eval, spare=128)
+    model, stopped = _train(lesson, op, train.shape[1], train, hidden=hidden, latent_dim=latent_dim,
+                            obs_var=obs_var, steps=steps, lr=lr, batch_size=128, seed=seed, on_step=on_step,
+                            beta=float(beta), free_bits=float(free_bits) if remedy == "free bits" else 0.0,
+                            anneal=remedy == "KL annealing")
+    if stopped:
+        return VAERun(model=model, stopped=stopped)
+    run = _held_out_run(lesson, model, held, 1.0, seed)
+    run.beta = float(beta)
     return run
 
 
-def train_remedies(X, beta=10.0, free_bits=0.5, latent_dim=3, steps=800, obs_var=0.05, seed=0,
+def train_remedies(lesson, X, beta=10.0, free_bits=0.5, latent_dim=3, steps=800, obs_var=0.05, seed=0,
                    on_step=None) -> dict:
     """:func:`train_vae_remedy` once per remedy of :data:`COLLAPSE_REMEDIES` (same seed, same
     data): ``{remedy: VAERun}``. ``on_step(done)`` counts steps over the three trainings."""
     runs = {}
     for i, remedy in enumerate(COLLAPSE_REMEDIES):
         hook = None if on_step is None else (lambda s, i=i: on_step(i * steps + s))
-        runs[remedy] = train_vae_remedy(X, beta=beta, remedy=remedy, free_bits=free_bits, latent_dim=latent_dim,
-                                        steps=steps, obs_var=obs_var, seed=seed, on_step=hook)
+        runs[remedy] = train_vae_remedy(lesson, X, beta=beta, remedy=remedy, free_bits=free_bits,
+                                        latent_dim=latent_dim, steps=steps, obs_var=obs_var, seed=seed, on_step=hook)
     return runs
 
 
@@ -545,25 +567,25 @@ class Posterior:
     ellipse: np.ndarray  # [n, 2]: the 2σ ellipse of the first two latent dimensions
 
 
-def encode_image(model, image, n=64) -> Posterior:
+def encode_image(lesson, model, image, n=64) -> Posterior:
     """Encode one image (any shape with the model's number of pixels) with a trained VAE."""
     image = np.asarray(image, dtype=np.float32)
     if image.size != model.input_dim:
         raise ValueError(f"encode_image: the image has {image.size} pixels, the model takes {model.input_dim}")
-    with no_grad():
-        mu, logvar = (t.data.astype(np.float64)[0] for t in model.encode(image.reshape(1, -1)))
+    mu, logvar = (v[0] for v in _encode(lesson, model, image.reshape(1, -1)))
     std = np.exp(0.5 * logvar)
     angle = np.linspace(0, 2 * np.pi, _int("encode_image", "n", n, 3))
     second = (mu[1], std[1]) if len(mu) > 1 else (0.0, 0.0)
     ellipse = np.stack([mu[0] + 2 * std[0] * np.cos(angle), second[0] + 2 * second[1] * np.sin(angle)], axis=1)
-    reconstruction = model.generate(z=mu[None].astype(np.float32))[0].reshape(image.shape)
+    reconstruction = _decode(lesson, model, mu[None])[0].reshape(image.shape)
     return Posterior(mean=mu, std=std, reconstruction=reconstruction, ellipse=ellipse)
 
 
 # ----------------------------------------------------------------------------- shipped defaults
-# Each section of the notebook opens on its default model, trained by the functions below from a
-# fixed seed (``make checkpoints``) and shipped in engine/course/checkpoints/vae_*.py; the
-# notebook's controls take their defaults from these settings, and its buttons retrain.
+# Each section of the notebook opens on its default model, trained from a fixed seed by the
+# notebook's own cells (its ``shipped_*`` functions pass its lesson to the ``*_state`` functions
+# below) and shipped in engine/course/checkpoints/vae_*.py; the notebook's controls take their
+# defaults from these settings, and its buttons retrain.
 TOY_DEFAULTS = {"data": "moons", "n": 2500, "beta": 1.0, "obs_var": 0.05, "latent_dim": 3, "steps": 800}
 SWEEP_BETAS = (0.1, 1.0, 3.0, 10.0, 30.0, 100.0)
 SWEEP_STEPS = 500
@@ -571,14 +593,23 @@ AGGREGATE_BETAS = (0.0, 0.1, 1.0, 10.0)
 AGGREGATE_STEPS = 600
 REMEDY_DEFAULTS = {"beta": 10.0, "free_bits": 0.5, "latent_dim": 3, "steps": 800}
 IMAGE_DEFAULTS = {"steps": 400, "obs_var": 0.05}
-IWAE_KS = (1, 3, 10, 30, 100, 300)  # the K the notebook offers; the shipped table holds them all
+IWAE_KS = (1, 3, 10, 30, 100, 300)  # the K the notebook offers
 TOY_DEFAULTS_TEXT = (f"{TOY_DEFAULTS['data']}, σ²ₓ = {TOY_DEFAULTS['obs_var']:g}, "
                      f"{TOY_DEFAULTS['latent_dim']} latent dimensions")
+LESSON_CODE = ("vae_model", "encode", "decode", "reparameterize", "kl_to_prior", "negative_elbo", "train_vae")
 
 
 def toy_points(name=TOY_DEFAULTS["data"]):
     """The section's 2-D data set ``name`` ([n, 2]) and its class labels [n]."""
     return toy_data_2d(name, n=TOY_DEFAULTS["n"], seed=0, return_labels=True)
+
+
+@functools.lru_cache(maxsize=1)
+def digits():
+    """The UCI digits: the training images, and the held-out images with their labels."""
+    train, _ = data.load_digits("train")
+    test, labels = data.load_digits("test")
+    return train, test, labels
 
 
 def _model_state(model) -> dict:
@@ -588,116 +619,126 @@ def _model_state(model) -> dict:
             "parameters": {name: p.data for name, p in model.state_dict().items()}}
 
 
-def _model_from_state(state) -> vae.VAE:
-    with random.fork_rng(0):  # the initial draw is overwritten; keep the global stream untouched
-        model = vae.VAE(state["input_dim"], state["hidden"], state["latent_dim"], obs_var=state["obs_var"])
-    model.load_state_dict(state["parameters"])
+def _model_from_state(lesson, state):
+    """The lesson's VAE with the shipped parameters; ValueError (one sentence) when they do not fit it."""
+    try:
+        with random.fork_rng(0):  # the initial draw is overwritten; keep the global stream untouched
+            model = lesson.model(state["input_dim"], state["hidden"], state["latent_dim"], state["obs_var"])
+        if not hasattr(model, "load_state_dict"):
+            raise TypeError(f"it made a {type(model).__name__}, not a module")
+        model.load_state_dict(state["parameters"])
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"the shipped parameters do not fit this page's `{getattr(lesson.model, '__name__', '?')}` "
+                         f"({error}), so they are not loaded: train with the button to see what your code does") \
+            from None
     return model
 
 
-def _train_toy_default() -> dict:
+def _shipped(module, lesson):
+    """The state of checkpoint ``module`` when ``lesson`` is the code it was trained with;
+    otherwise ValueError with the one sentence the page shows."""
+    state, reason = checkpoints.load_if_fits(module, *lesson.code)
+    if state is None:
+        raise ValueError(reason)
+    return state
+
+
+def toy_state(lesson) -> dict:
+    """Section 5's default VAE (:data:`TOY_DEFAULTS`, seed 0) trained by ``lesson``: its state."""
     d = TOY_DEFAULTS
-    run = train_vae_2d(toy_points()[0], beta=d["beta"], latent_dim=d["latent_dim"], steps=d["steps"],
+    run = train_vae_2d(lesson, toy_points()[0], beta=d["beta"], latent_dim=d["latent_dim"], steps=d["steps"],
                        obs_var=d["obs_var"], seed=0)
     return _model_state(run.model)
 
 
-def _train_sweep_default() -> dict:
+def sweep_state(lesson) -> dict:
+    """The default β sweep (:data:`SWEEP_BETAS`) trained by ``lesson``: its table."""
     d = TOY_DEFAULTS
-    sweep = beta_sweep(toy_points()[0], SWEEP_BETAS, latent_dim=d["latent_dim"], steps=SWEEP_STEPS,
+    sweep = beta_sweep(lesson, toy_points()[0], SWEEP_BETAS, latent_dim=d["latent_dim"], steps=SWEEP_STEPS,
                        obs_var=d["obs_var"], seed=0)
     return {"betas": sweep.betas, "recon": sweep.recon, "kl_per_dim": sweep.kl_per_dim, "elbo": sweep.elbo}
 
 
-def _train_aggregate_default() -> dict:
-    found = aggregate_posterior(toy_points()[0], betas=AGGREGATE_BETAS, steps=AGGREGATE_STEPS,
+def aggregate_state(lesson) -> dict:
+    """The default aggregate posteriors (:data:`AGGREGATE_BETAS`) trained by ``lesson``."""
+    found = aggregate_posterior(lesson, toy_points()[0], betas=AGGREGATE_BETAS, steps=AGGREGATE_STEPS,
                                 obs_var=TOY_DEFAULTS["obs_var"], seed=0)
     return {"betas": found.betas, "codes": np.stack(found.codes), "to_prior": found.to_prior,
             "samples_to_data": found.samples_to_data}
 
 
-def _train_remedies_default() -> dict:
-    runs = train_remedies(toy_points()[0], obs_var=TOY_DEFAULTS["obs_var"], seed=0, **REMEDY_DEFAULTS)
+def remedies_state(lesson) -> dict:
+    """The default remedy runs (:data:`REMEDY_DEFAULTS`) trained by ``lesson``: their numbers."""
+    runs = train_remedies(lesson, toy_points()[0], obs_var=TOY_DEFAULTS["obs_var"], seed=0, **REMEDY_DEFAULTS)
     return {name: {"recon": r.recon, "kl": r.kl, "kl_per_dim": r.kl_per_dim, "elbo": r.elbo}
             for name, r in runs.items()}
 
 
-def _digits():
-    """The UCI digits: the training images, and the held-out images with their labels."""
-    train, _ = data.load_digits("train")
-    test, labels = data.load_digits("test")
-    return train, test, labels
+def digits_state(lesson) -> dict:
+    """The default digit VAE (:data:`IMAGE_DEFAULTS`) trained by ``lesson``: its state."""
+    train, test, labels = digits()
+    return _model_state(train_image_vae(lesson, train, test, labels, seed=0, **IMAGE_DEFAULTS).model)
 
 
-def _train_digits_default() -> dict:
-    train, test, labels = _digits()
-    run = train_image_vae(train, test, labels, seed=0, **IMAGE_DEFAULTS)
-    table = iwae_bounds(run.model, run.images, Ks=IWAE_KS, seed=0)
-    return {"model": _model_state(run.model),
-            "iwae": {"K": table.K, "bound": table.bound, "standard_error": table.standard_error,
-                     "elbo": table.elbo}}
+CHECKPOINTS = {name: checkpoints.FromNotebook(notebook="08_vae", function=f"shipped_{name[4:]}", code=LESSON_CODE)
+               for name in ("vae_toy", "vae_sweep", "vae_aggregate", "vae_remedies", "vae_digits")}
 
 
-CHECKPOINTS = {"vae_toy": _train_toy_default, "vae_sweep": _train_sweep_default,
-               "vae_aggregate": _train_aggregate_default, "vae_remedies": _train_remedies_default,
-               "vae_digits": _train_digits_default}
-
-
-@functools.lru_cache(maxsize=1)
-def default_vae_2d() -> VAERun:
+@functools.lru_cache(maxsize=4)
+def default_vae_2d(lesson) -> VAERun:
     """The shipped 2-D VAE (:data:`TOY_DEFAULTS`), measured on its held-out points as
-    :func:`train_vae_2d` measures the model it trains."""
+    :func:`train_vae_2d` measures the model it trains; ValueError when ``lesson`` is not the
+    code it was trained with."""
     points, labels = toy_points()
-    run = _held_out_run(_model_from_state(checkpoints.load(_toy_checkpoint)), None,
-                        points[-500:].astype(np.float32), TOY_DEFAULTS["beta"], seed=0)
-    run.beta, run.labels = TOY_DEFAULTS["beta"], labels[-500:]
+    model = _model_from_state(lesson, _shipped(_toy_checkpoint, lesson))
+    run = _held_out_run(lesson, model, points[-500:].astype(np.float32), TOY_DEFAULTS["beta"], seed=0)
+    run.labels = labels[-500:]
     return run
 
 
-@functools.lru_cache(maxsize=1)
-def default_beta_sweep() -> BetaSweep:
+@functools.lru_cache(maxsize=4)
+def default_beta_sweep(lesson) -> BetaSweep:
     """The shipped β sweep (:data:`SWEEP_BETAS`, the default data and settings)."""
-    state = checkpoints.load(_sweep_checkpoint)
+    state = _shipped(_sweep_checkpoint, lesson)
     return _sweep(state["betas"], state["recon"], state["kl_per_dim"], state["elbo"])
 
 
-@functools.lru_cache(maxsize=1)
-def default_aggregate_posterior() -> AggregatePosterior:
+@functools.lru_cache(maxsize=4)
+def default_aggregate_posterior(lesson) -> AggregatePosterior:
     """The shipped aggregate posteriors (:data:`AGGREGATE_BETAS`, the default data)."""
-    state = checkpoints.load(_aggregate_checkpoint)
+    state = _shipped(_aggregate_checkpoint, lesson)
     return AggregatePosterior(betas=state["betas"], codes=list(state["codes"]), to_prior=state["to_prior"],
                               samples_to_data=state["samples_to_data"])
 
 
-@functools.lru_cache(maxsize=1)
-def default_remedies() -> dict:
+@functools.lru_cache(maxsize=4)
+def default_remedies(lesson) -> dict:
     """The shipped remedy runs (:data:`REMEDY_DEFAULTS`): their held-out numbers, no models."""
-    runs = {}
-    for name, numbers in checkpoints.load(_remedies_checkpoint).items():
-        runs[name] = VAERun(model=None, history=None, recon=numbers["recon"], kl=numbers["kl"],
-                            kl_per_dim=numbers["kl_per_dim"], elbo=numbers["elbo"],
-                            beta=REMEDY_DEFAULTS["beta"])
-    return runs
+    return {name: VAERun(model=None, recon=numbers["recon"], kl=numbers["kl"], kl_per_dim=numbers["kl_per_dim"],
+                         elbo=numbers["elbo"], beta=REMEDY_DEFAULTS["beta"])
+            for name, numbers in _shipped(_remedies_checkpoint, lesson).items()}
 
 
-@functools.lru_cache(maxsize=1)
-def default_image_vae() -> ImageVAERun:
+@functools.lru_cache(maxsize=4)
+def default_image_vae(lesson) -> ImageVAERun:
     """The shipped digit VAE (:data:`IMAGE_DEFAULTS`) measured on the held-out digits as
-    :func:`train_image_vae` measures the model it trains, with its IWAE table at every K of
-    :data:`IWAE_KS`."""
-    state = checkpoints.load(_digits_checkpoint)
-    _, test, labels = _digits()
-    run = _held_out_images(_model_from_state(state["model"]), None, test, labels, seed=0)
-    table = state["iwae"]
-    run.iwae_table = IWAEBounds(K=table["K"], bound=table["bound"], standard_error=table["standard_error"],
-                                elbo=table["elbo"])
-    return run
+    :func:`train_image_vae` measures the model it trains."""
+    _, test, labels = digits()
+    return _held_out_images(lesson, _model_from_state(lesson, _shipped(_digits_checkpoint, lesson)), test, labels,
+                            seed=0)
 
 
 def shipped_caption(button: str, settings: str, what: str = "the model") -> str:
     """The caption of a figure that shows shipped default models (``what``: "the model", "the
     six models"...)."""
-    return (f"*Shown: {what} trained with the default settings ({settings}) by `make checkpoints` "
-            f"and shipped with the course; press **{button}** to train with yours.*")
+    return (f"*Shown: {what} shipped with the course, trained by this page's cells with the default "
+            f"settings ({settings}); press **{button}** to train with yours.*")
 
 
+def not_loaded(error):
+    """The one line a section shows instead of its figures when the page's code no longer fits
+    the model shipped with it (the reason :func:`default_vae_2d` and its siblings give)."""
+    import marimo as mo
+
+    reason = str(error)
+    return mo.callout(mo.md(reason[:1].upper() + reason[1:] + "."), kind="info")

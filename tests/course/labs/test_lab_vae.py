@@ -15,13 +15,33 @@ from engine import diffusion
 from engine.course.labs import diffusion as diffusion_lab
 from engine import vae
 from engine.course.labs import vae as vae_lab
-
+from notebook_driver import load_module
 
 # ============================================================================= 08 VAE
+NB = load_module("notebooks/08_vae.py")  # the lesson cells the lab runs: the notebook's own
+L = NB.lesson_cells()
+
+
+def encoded(model, x):
+    """(μ, log σ²) by the notebook's encoder, float64 arrays."""
+    with engine.no_grad():
+        return tuple(t.data.astype(np.float64) for t in NB.encode(model, engine.tensor(np.asarray(x, np.float32))))
+
+
+def decoded(model, z):
+    """x̂(z) by the notebook's decoder, float64."""
+    with engine.no_grad():
+        return NB.decode(model, engine.tensor(np.asarray(z, np.float32))).data.astype(np.float64)
+
+
+def recon_and_elbo(model, x, beta=1.0):
+    """The notebook's loss on rows x: (reconstruction, β = 1 ELBO)."""
+    _, recon, kl = NB.negative_elbo(model, np.asarray(x, np.float32), beta)
+    return recon.item(), -(recon.item() + float(kl.data.astype(np.float64).sum()))
 
 
 def test_reparam_gradients_are_the_pathwise_derivatives():
-    r = vae_lab.reparam_gradients(1.5, 0.5, n=5000, seed=3)
+    r = vae_lab.reparam_gradients(NB.reparameterize, 1.5, 0.5, n=5000, seed=3)
     eps = np.random.default_rng(3).standard_normal(5000)
     z = 1.5 + 0.5 * eps
     assert r.estimate == pytest.approx(np.mean(z**2))
@@ -29,12 +49,12 @@ def test_reparam_gradients_are_the_pathwise_derivatives():
     assert r.grad_sigma == pytest.approx(np.mean(2 * z * eps))
     assert r.grad_mu == pytest.approx(3.0, abs=0.05) and r.grad_sigma == pytest.approx(1.0, abs=0.1)
     with pytest.raises(ValueError, match="sigma"):
-        vae_lab.reparam_gradients(0.0, 0.0)
+        vae_lab.reparam_gradients(NB.reparameterize, 0.0, 0.0)
 
 
 def test_kl_check_closed_form_monte_carlo_and_torch(torch):
     for mu, sigma in [(0.0, 1.0), (1.0, 1.0), (-2.0, 0.3), (0.5, 2.5), (2.9, 0.05)]:
-        k = vae_lab.kl_check(mu, sigma, n_samples=20000, seed=1)
+        k = vae_lab.kl_check(NB.kl_to_prior, mu, sigma, n_samples=20000, seed=1)
         ref = torch.distributions.kl_divergence(torch.distributions.Normal(mu, sigma),
                                                 torch.distributions.Normal(0.0, 1.0))
         assert k.closed == pytest.approx(float(ref), rel=1e-6, abs=1e-7)  # torch: float32
@@ -59,8 +79,8 @@ def test_estimator_comparison_exact_gradients():
 
 def test_train_vae_2d_budget_and_collapse():
     X = vae_lab.toy_data_2d("moons", 1500, seed=0)
-    low = vae_lab.train_vae_2d(X, beta=0.1, latent_dim=3, steps=400, n_eval=300)
-    high = vae_lab.train_vae_2d(X, beta=100.0, latent_dim=3, steps=400, n_eval=300)
+    low = vae_lab.train_vae_2d(L, X, beta=0.1, latent_dim=3, steps=400, n_eval=300)
+    high = vae_lab.train_vae_2d(L, X, beta=100.0, latent_dim=3, steps=400, n_eval=300)
     for r in (low, high):
         assert r.kl == pytest.approx(r.kl_per_dim.sum(), rel=1e-5)
         assert r.elbo == pytest.approx(-(r.recon + r.kl), rel=1e-5)
@@ -69,15 +89,15 @@ def test_train_vae_2d_budget_and_collapse():
     assert high.kl_per_dim.max() < 0.05  # collapsed
     assert high.recon > low.recon
     # the recon term is the Gaussian negative log-likelihood of the model's loss on held-out rows
-    engine.manual_seed(1)
-    again = low.model.loss(low.held_out, beta=0.1)
-    assert again.recon == pytest.approx(low.recon, rel=1e-6)
+    with engine.random.fork_rng(1):
+        again = recon_and_elbo(low.model, low.held_out, beta=0.1)
+    assert again[0] == pytest.approx(low.recon, rel=1e-6)
 
 
 def test_beta_sweep_switches_dimensions_off():
     X = vae_lab.toy_data_2d("8 Gaussians", 1200, seed=0)
     ticks = []
-    s = vae_lab.beta_sweep(X, betas=(0.1, 100.0), latent_dim=2, steps=300, on_step=ticks.append)
+    s = vae_lab.beta_sweep(L, X, betas=(0.1, 100.0), latent_dim=2, steps=300, on_step=ticks.append)
     assert ticks[-1] == 600 and len(ticks) == 600
     assert s.active[0] >= 1 and s.active[1] == 0
     np.testing.assert_allclose(s.kl, s.kl_per_dim.sum(1))
@@ -86,20 +106,18 @@ def test_beta_sweep_switches_dimensions_off():
 def test_image_vae_latents_grid_and_decoder():
     train, _ = engine.data.load_digits("train")
     test, labels = engine.data.load_digits("test")
-    r = vae_lab.train_image_vae(train[:300], test[:40], labels[:40], steps=30, obs_var=0.1)
-    assert r.model.likelihood == "gaussian" and r.model.obs_var == 0.1 and r.image_shape == (8, 8)
+    r = vae_lab.train_image_vae(L, train[:300], test[:40], labels[:40], steps=30, obs_var=0.1)
+    assert r.model.obs_var == 0.1 and r.image_shape == (8, 8)
     assert r.latents.shape == (40, 2) and list(r.labels) == list(labels[:40])
     assert r.reconstructions.shape == (40, 8, 8) and np.isfinite(r.elbo)
-    g = vae_lab.latent_grid(r.model, r.image_shape, n=3, limit=2.0)
+    g = vae_lab.latent_grid(L, r.model, r.image_shape, n=3, limit=2.0)
     assert g.images.shape == (3, 3, 8, 8)
     # top-left tile is z = (−2, 2): decode it directly; a Gaussian decoder's mean is its output
-    direct = vae_lab.decode_point(r.model, -2.0, 2.0)
+    direct = vae_lab.decode_point(L, r.model, -2.0, 2.0)
     np.testing.assert_allclose(g.images[0, 0].ravel(), direct, rtol=1e-5, atol=1e-6)  # float32 batch
-    with engine.no_grad():
-        out = r.model.decode(np.array([[-2.0, 2.0]], np.float32)).data[0]
-    np.testing.assert_allclose(direct, out, rtol=1e-6)
+    np.testing.assert_allclose(direct, decoded(r.model, [[-2.0, 2.0]])[0], rtol=1e-6)
     with pytest.raises(ValueError, match="images must be"):
-        vae_lab.train_image_vae(train[:10].reshape(10, 64), test[:5], labels[:5])
+        vae_lab.train_image_vae(L, train[:10].reshape(10, 64), test[:5], labels[:5])
 
 
 def test_score_function_baseline_is_the_control_variate_by_hand():
@@ -115,13 +133,13 @@ def test_score_function_baseline_is_the_control_variate_by_hand():
 def test_decoder_variance_and_beta_are_one_knob():
     assert vae_lab.equivalent_beta(1.0, 0.2, reference_var=0.05) == pytest.approx(4.0)
     X = vae_lab.toy_data_2d("moons", 1000, seed=0)
-    a = vae_lab.train_vae_2d(X, beta=0.5, latent_dim=2, steps=150, obs_var=0.5, n_eval=200)
-    b = vae_lab.train_vae_2d(X, beta=5.0, latent_dim=2, steps=150, obs_var=0.05, n_eval=200)
-    c = vae_lab.train_vae_2d(X, beta=0.5, latent_dim=2, steps=150, obs_var=0.05, n_eval=200)
+    a = vae_lab.train_vae_2d(L, X, beta=0.5, latent_dim=2, steps=150, obs_var=0.5, n_eval=200)
+    b = vae_lab.train_vae_2d(L, X, beta=5.0, latent_dim=2, steps=150, obs_var=0.05, n_eval=200)
+    c = vae_lab.train_vae_2d(L, X, beta=0.5, latent_dim=2, steps=150, obs_var=0.05, n_eval=200)
     np.testing.assert_allclose(a.kl_per_dim, b.kl_per_dim, rtol=1e-3, atol=1e-4)
     assert np.abs(a.kl_per_dim - c.kl_per_dim).max() > 0.05  # the variance alone does change it
     with pytest.raises(ValueError, match="obs_var"):
-        vae_lab.train_vae_2d(X, obs_var=0.0)
+        vae_lab.train_vae_2d(L, X, obs_var=0.0)
 
 
 def test_toy_data_2d_labels_and_vae_latents():
@@ -130,41 +148,38 @@ def test_toy_data_2d_labels_and_vae_latents():
     np.testing.assert_array_equal(y, y0)
     X0 = X0.astype(np.float64)
     np.testing.assert_allclose(X, (X0 - X0.mean(0)) / X0.std(0), rtol=1e-12)
-    r = vae_lab.train_vae_2d(X, latent_dim=2, steps=50, n_eval=100)
-    with engine.no_grad():
-        mu = r.model.encode(X[-100:].astype(np.float32))[0].data
-    np.testing.assert_allclose(r.latents, mu, rtol=1e-5, atol=1e-6)  # float32 BLAS
+    r = vae_lab.train_vae_2d(L, X, latent_dim=2, steps=50, n_eval=100)
+    np.testing.assert_allclose(r.latents, encoded(r.model, X[-100:])[0], rtol=1e-5, atol=1e-6)  # float32 BLAS
 
 
 def test_iwae_bounds_rise_towards_log_p_x():
     train, _ = engine.data.load_digits("train")
     test, labels = engine.data.load_digits("test")
-    r = vae_lab.train_image_vae(train, test, labels, steps=200)
+    r = vae_lab.train_image_vae(L, train, test, labels, steps=200)
     x = test[:30].reshape(30, 64).astype(np.float64)
-    b = vae_lab.iwae_bounds(r.model, test[:30], Ks=(1, 10, 100), seed=3)
+    b = vae_lab.iwae_bounds(NB.iwae_bound, r.model, test[:30], Ks=(1, 10, 100), seed=3)
     assert b.bound[0] == pytest.approx(b.elbo, abs=4 * b.standard_error[0])  # IWAE_1 is the ELBO
     assert b.bound[0] < b.bound[1] < b.bound[2]
     np.testing.assert_allclose(b.gap, b.bound - b.elbo)
     # log p(x) by plain Monte Carlo over the 2-D prior, independent of the encoder
     z = np.random.default_rng(0).standard_normal((20000, 2))
-    x_hat = r.model.generate(z=z.astype(np.float32)).astype(np.float64)
+    x_hat = decoded(r.model, z)
     log_lik = -0.5 * (((x[:, None] - x_hat[None]) ** 2) / 0.05 + np.log(2 * np.pi * 0.05)).sum(-1)
     top = log_lik.max(1, keepdims=True)
     log_px = (top[:, 0] + np.log(np.exp(log_lik - top).mean(1))).mean()
     assert b.bound[2] <= log_px + 0.3  # a lower bound (up to Monte Carlo error)
     assert log_px - b.bound[2] < log_px - b.elbo  # K = 100 closes part of the gap
-    with pytest.raises(ValueError, match="Gaussian decoder"):
-        vae_lab.iwae_bounds(engine.vae.ImageVAE((1, 8, 8)), test[:2, None])
+    with pytest.raises(ValueError, match="K must be"):
+        vae_lab.iwae_bounds(NB.iwae_bound, r.model, test[:2], Ks=(0,))
 
 
 def test_aggregate_posterior_codes_are_draws_of_q():
     X = vae_lab.toy_data_2d("moons", 900, seed=0)
-    a = vae_lab.aggregate_posterior(X, betas=(0.0, 1.0), steps=150, n_eval=200, seed=1)
-    run = vae_lab.train_vae_2d(X, beta=1.0, latent_dim=2, steps=150, n_eval=200, seed=1)
+    a = vae_lab.aggregate_posterior(L, X, betas=(0.0, 1.0), steps=150, n_eval=200, seed=1)
+    run = vae_lab.train_vae_2d(L, X, beta=1.0, latent_dim=2, steps=150, n_eval=200, seed=1)
     codes = a.codes[1]
     # standardised by q's own mean and std, the codes are N(0, I) draws
-    with engine.no_grad():
-        logvar = run.model.encode(run.held_out)[1].data.astype(np.float64)
+    logvar = encoded(run.model, run.held_out)[1]
     u = (codes - run.latents) / np.exp(0.5 * logvar)
     assert abs(u.mean()) < 0.15 and u.std() == pytest.approx(1.0, abs=0.1)
     assert a.to_prior.shape == (2,) and (a.to_prior >= 0).all()
@@ -172,27 +187,27 @@ def test_aggregate_posterior_codes_are_draws_of_q():
 
 def test_train_vae_remedy_free_bits_floor_and_checks():
     X = vae_lab.toy_data_2d("moons", 1200, seed=0)
-    free = vae_lab.train_vae_remedy(X, beta=30.0, remedy="free bits", free_bits=0.5, latent_dim=2,
+    free = vae_lab.train_vae_remedy(L, X, beta=30.0, remedy="free bits", free_bits=0.5, latent_dim=2,
                                     steps=300, n_eval=300)
-    plain = vae_lab.train_vae_remedy(X, beta=30.0, remedy="none", latent_dim=2, steps=300, n_eval=300)
+    plain = vae_lab.train_vae_remedy(L, X, beta=30.0, remedy="none", latent_dim=2, steps=300, n_eval=300)
     assert free.kl_per_dim.min() > 0.3 and plain.kl_per_dim.min() < 0.05
     # the held-out numbers are the model's own β = 1 loss on the held-out rows
-    engine.manual_seed(1)
-    again = free.model.loss(free.held_out, beta=1.0)
-    assert again.elbo == pytest.approx(free.elbo, rel=1e-6)
+    with engine.random.fork_rng(1):
+        again = recon_and_elbo(free.model, free.held_out)
+    assert again[1] == pytest.approx(free.elbo, rel=1e-6)
     with pytest.raises(ValueError, match="remedy"):
-        vae_lab.train_vae_remedy(X, remedy="dropout")
+        vae_lab.train_vae_remedy(L, X, remedy="dropout")
 
 
 def test_encode_image_checks_its_size():
     train, _ = engine.data.load_digits("train")
     test, labels = engine.data.load_digits("test")
-    r = vae_lab.train_image_vae(train[:200], test[:20], labels[:20], steps=10)
-    p = vae_lab.encode_image(r.model, test[0])
+    r = vae_lab.train_image_vae(L, train[:200], test[:20], labels[:20], steps=10)
+    p = vae_lab.encode_image(L, r.model, test[0])
     assert p.mean.shape == (2,) and p.reconstruction.shape == (8, 8) and p.ellipse.shape == (64, 2)
-    np.testing.assert_allclose(p.reconstruction.ravel(), vae_lab.decode_point(r.model, *p.mean), rtol=1e-5)
+    np.testing.assert_allclose(p.reconstruction.ravel(), vae_lab.decode_point(L, r.model, *p.mean), rtol=1e-5)
     with pytest.raises(ValueError, match="64"):
-        vae_lab.encode_image(r.model, np.zeros((4, 4)))
+        vae_lab.encode_image(L, r.model, np.zeros((4, 4)))
 
 
 def test_iwae_rows_have_their_own_streams_and_image_iwae_keeps_them():
@@ -200,27 +215,30 @@ def test_iwae_rows_have_their_own_streams_and_image_iwae_keeps_them():
     image_iwae reads the rows it already has (the shipped table) and they equal a new call."""
     train, _ = engine.data.load_digits("train")
     test, labels = engine.data.load_digits("test")
-    r = vae_lab.train_image_vae(train[:300], test[:30], labels[:30], steps=20)
-    full = vae_lab.iwae_bounds(r.model, r.images, Ks=(1, 10, 30), seed=0)
-    alone = vae_lab.iwae_bounds(r.model, r.images, Ks=(30,), seed=0)
+    r = vae_lab.train_image_vae(L, train[:300], test[:30], labels[:30], steps=20)
+    bound = NB.iwae_bound
+    full = vae_lab.iwae_bounds(bound, r.model, r.images, Ks=(1, 10, 30), seed=0)
+    alone = vae_lab.iwae_bounds(bound, r.model, r.images, Ks=(30,), seed=0)
     assert alone.bound[0] == full.bound[2] and alone.elbo == full.elbo
-    assert r.iwae_table is None
-    first = vae_lab.image_iwae(r, Ks=(10, 3))
+    assert r.iwae_tables == {}
+    first = vae_lab.image_iwae(bound, r, Ks=(10, 3))
     assert list(first.K) == [10, 3] and first.bound[0] == full.bound[1]
-    assert sorted(r.iwae_table.K) == [3, 10]  # kept on the run
-    again = vae_lab.image_iwae(r, Ks=(1, 3, 10, 30))  # 1 and 30 computed, 3 and 10 read
-    np.testing.assert_array_equal(again.bound, vae_lab.iwae_bounds(r.model, r.images, Ks=(1, 3, 10, 30)).bound)
+    assert sorted(r.iwae_tables[bound].K) == [3, 10]  # kept on the run, per bound function
+    again = vae_lab.image_iwae(bound, r, Ks=(1, 3, 10, 30))  # 1 and 30 computed, 3 and 10 read
+    np.testing.assert_array_equal(again.bound, vae_lab.iwae_bounds(bound, r.model, r.images, Ks=(1, 3, 10, 30)).bound)
     assert again.elbo == full.elbo
+    elbo_only = vae_lab.image_iwae(lambda model, x, K, rng: NB.iwae_bound(model, x, 1, rng), r, Ks=(30,))
+    assert elbo_only.bound[0] != again.bound[3]  # another bound function: computed, not read
     with pytest.raises(ValueError, match="K must be"):
-        vae_lab.image_iwae(r, Ks=(0,))
+        vae_lab.image_iwae(bound, r, Ks=(0,))
 
 
 def test_train_remedies_is_one_run_per_remedy():
     X = vae_lab.toy_data_2d("moons", 800, seed=0)
     ticks = []
-    runs = vae_lab.train_remedies(X, beta=10.0, free_bits=0.5, latent_dim=2, steps=20, seed=3, on_step=ticks.append)
+    runs = vae_lab.train_remedies(L, X, beta=10.0, free_bits=0.5, latent_dim=2, steps=20, seed=3, on_step=ticks.append)
     assert list(runs) == list(vae_lab.COLLAPSE_REMEDIES) and ticks[-1] == 60 and len(ticks) == 60
-    alone = vae_lab.train_vae_remedy(X, beta=10.0, remedy="free bits", free_bits=0.5, latent_dim=2, steps=20, seed=3)
+    alone = vae_lab.train_vae_remedy(L, X, beta=10.0, remedy="free bits", free_bits=0.5, latent_dim=2, steps=20, seed=3)
     np.testing.assert_array_equal(runs["free bits"].kl_per_dim, alone.kl_per_dim)
     assert runs["none"].beta == 10.0
 
@@ -233,24 +251,44 @@ def test_shipped_defaults_rebuild_their_models_and_leave_the_global_stream():
         loader.cache_clear()
     engine.manual_seed(7)
     before = engine.random.generator().bit_generator.state
-    toy, digits = vae_lab.default_vae_2d(), vae_lab.default_image_vae()
-    sweep, remedies = vae_lab.default_beta_sweep(), vae_lab.default_remedies()
-    aggregate = vae_lab.default_aggregate_posterior()
+    toy, digits = vae_lab.default_vae_2d(L), vae_lab.default_image_vae(L)
+    sweep, remedies = vae_lab.default_beta_sweep(L), vae_lab.default_remedies(L)
+    aggregate = vae_lab.default_aggregate_posterior(L)
     assert engine.random.generator().bit_generator.state == before
-    assert vae_lab.default_vae_2d() is toy  # loaded once per session
-    rebuilt = vae_lab._model_from_state(vae_lab._model_state(toy.model))
+    assert vae_lab.default_vae_2d(NB.lesson_cells()) is toy  # loaded once per session
+    rebuilt = vae_lab._model_from_state(L, vae_lab._model_state(toy.model))
     z = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
-    np.testing.assert_array_equal(rebuilt.generate(z=z), toy.model.generate(z=z))
+    np.testing.assert_array_equal(decoded(rebuilt, z), decoded(toy.model, z))
     assert toy.model.obs_var == vae_lab.TOY_DEFAULTS["obs_var"] and toy.model.latent_dim == 3
-    # the budget is the model's own loss on the held-out rows (seed + 1), as train_vae_2d measures it
+    # the budget is the lesson's loss on the held-out rows (seed + 1), as train_vae_2d measures it
     with engine.random.fork_rng(1):
-        again = toy.model.loss(toy.held_out, beta=1.0)
-    assert again.recon == pytest.approx(toy.recon, rel=1e-6) and toy.elbo == pytest.approx(-(toy.recon + toy.kl))
-    assert digits.latents.shape == (360, 2) and list(digits.iwae_table.K) == list(vae_lab.IWAE_KS)
+        again = recon_and_elbo(toy.model, toy.held_out)
+    assert again[0] == pytest.approx(toy.recon, rel=1e-6) and toy.elbo == pytest.approx(-(toy.recon + toy.kl))
+    assert digits.latents.shape == (360, 2)
     np.testing.assert_allclose(sweep.kl, sweep.kl_per_dim.sum(1))
     assert list(remedies) == list(vae_lab.COLLAPSE_REMEDIES)
     for run in remedies.values():
         assert run.elbo == pytest.approx(-(run.recon + run.kl), rel=1e-6)
     assert len(aggregate.codes) == len(vae_lab.AGGREGATE_BETAS) and aggregate.codes[0].shape == (500, 2)
     caption = vae_lab.shipped_caption("Train", "moons")
-    assert "make checkpoints" in caption and "press **Train**" in caption and "Press" not in caption
+    assert "this page's cells" in caption and "press **Train**" in caption and "make checkpoints" not in caption
+
+
+def test_a_shipped_model_that_does_not_fit_the_page_is_refused_in_one_sentence():
+    """The default loaders give the shipped models only to the code they were trained with: an
+    edited lesson cell (another fingerprint) or a model whose parameters differ in names or shapes
+    is refused with a ValueError the page shows in one line."""
+    import dataclasses
+
+    def wider(input_dim, hidden, latent_dim, obs_var=0.05):
+        return NB.vae_model(input_dim, hidden + 1, latent_dim, obs_var)
+
+    edited = dataclasses.replace(L, model=wider)
+    for loader in (vae_lab.default_vae_2d, vae_lab.default_beta_sweep, vae_lab.default_aggregate_posterior,
+                   vae_lab.default_remedies, vae_lab.default_image_vae):
+        with pytest.raises(ValueError, match="not loaded: train with the button"):
+            loader(edited)
+    state = vae_lab._model_state(vae_lab.default_vae_2d(L).model)  # the fingerprint passes, the shapes do not
+    with pytest.raises(ValueError, match="shipped parameters do not fit this page's `wider`"):
+        vae_lab._model_from_state(edited, state)
+    assert "Train with the button." in vae_lab.not_loaded(ValueError("train with the button")).text
