@@ -8,7 +8,11 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
+    import engine
+    import engine.functional as F
     from engine import diffusion
+    from engine.optim import Adam
+    from engine.optim.lr_scheduler import CosineAnnealingLR
     from engine.course import exercises, metadata, plot, throttled, toc, ui, widgets
     from engine.course.labs import diffusion as lab
 
@@ -17,30 +21,26 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     A diffusion model learns to undo noise. Data is destroyed step by step until it is pure
     Gaussian noise; a network learns to predict the noise at every step; running the process
     backwards then turns fresh noise into new data. In this notebook you will:
 
-    - compare the **linear** and **cosine** noise schedules through $\\beta_t$, $\\bar\\alpha_t$ and
+    - compare the **linear** and **cosine** noise schedules through $\beta_t$, $\bar\alpha_t$ and
       the signal-to-noise ratio;
     - watch the **forward process** destroy a 2-D data set and check its **closed form**
-      $q(x_t \\mid x_0)$ against the step-by-step chain;
+      $q(x_t \mid x_0)$ against the step-by-step chain;
     - train a small **DDPM** and step through its **reverse process** as the samples sharpen, with a
       sample-quality number against training steps;
     - see, on a 1-D mixture whose score is known exactly, the **exact reverse process** next to the
       learned one;
     - sample in a few steps with **DDIM**, next to ancestral DDPM at the same step counts;
     - steer samples to a class with **classifier-free guidance**, and train on points you draw.
+
+    Each of these is a short function on this page (the schedules, `q_sample`, `ddpm_loss`,
+    `train_ddpm`, `ddpm_step`, `ddim_step`, `guided_epsilon`, ...). Open the page with
+    `marimo edit` to change one: every figure that uses it follows your edit.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -64,9 +64,45 @@ def _():
     50 for $T < 21$, where $\beta_T$ would reach 1). The cosine schedule chooses $\bar\alpha_t$
     directly, $\bar\alpha_t = f(t)/f(0)$ with
     $f(t) = \cos^2\!\big(\tfrac{t/T + s}{1+s}\cdot\tfrac{\pi}{2}\big)$, so that it falls gently at
-    both ends.
+    both ends. The three functions below are the schedules every section of this page uses.
+
+    **Change this cell:** in `linear_schedule`, space $\sqrt{\beta_t}$ evenly instead of $\beta_t$,
+    `betas = np.linspace(beta_start ** 0.5, beta_end ** 0.5, T) ** 2` (the "scaled linear" schedule
+    of Stable Diffusion). At $T = 100$ the linear curve of $\bar\alpha_t$ below then keeps about a
+    third of the data's variance halfway through instead of 7 %, and ends at $\bar\alpha_T \approx
+    5\cdot10^{-4}$ instead of $2\cdot10^{-5}$. The models shipped for the later sections were
+    trained on the schedule as written, so those sections then ask you to train on yours.
     """)
     return
+
+
+@app.function
+def linear_schedule(T, beta_start=1e-4, beta_end=0.02):
+    """DDPM's linear schedule: β_t evenly spaced from β_1 = beta_start to β_T = beta_end.
+
+    `Schedule.from_betas` derives the rest: α_t = 1 − β_t, ᾱ_t = ∏_{s ≤ t} α_s, SNR = ᾱ/(1 − ᾱ)."""
+    betas = np.linspace(beta_start, beta_end, T)
+    return diffusion.Schedule.from_betas(betas, name="linear")
+
+
+@app.function
+def cosine_schedule(T, s=0.008):
+    """Nichol & Dhariwal's cosine schedule: ᾱ_t = f(t)/f(0), f(t) = cos²((t/T + s)/(1 + s) · π/2),
+    β_t = 1 − ᾱ_t/ᾱ_{t−1}, clipped at 0.999 (f(T) = 0 would make β_T = 1)."""
+    f = np.cos((np.arange(T + 1) / T + s) / (1 + s) * np.pi / 2) ** 2
+    alpha_bars = f / f[0]
+    betas = np.clip(1 - alpha_bars[1:] / alpha_bars[:-1], 1e-12, 0.999)
+    return diffusion.Schedule.from_betas(betas, name="cosine")
+
+
+@app.function
+def noise_schedule(kind, T):
+    """The page's schedules by name: "cosine"; "linear", DDPM's bounds 10⁻⁴ … 0.02 times
+    1000/T (at most 50), so that any T ends near pure noise; "linear (fixed bounds)"."""
+    if kind == "cosine":
+        return cosine_schedule(T)
+    scale = lab.linear_scale(T) if kind == "linear" else 1.0
+    return linear_schedule(T, 1e-4 * scale, 0.02 * scale)
 
 
 @app.cell
@@ -81,9 +117,9 @@ def _():
 @app.cell
 def _(schedule_T, schedule_rescale):
     schedules = {
-        "linear": lab.make_noise_schedule(
-            "linear" if schedule_rescale.value else "linear (fixed bounds)", schedule_T.value),
-        "cosine": lab.make_noise_schedule("cosine", schedule_T.value),
+        "linear": noise_schedule("linear" if schedule_rescale.value else "linear (fixed bounds)",
+                                 schedule_T.value),
+        "cosine": noise_schedule("cosine", schedule_T.value),
     }
     return (schedules,)
 
@@ -154,6 +190,17 @@ def _():
     return
 
 
+@app.function
+def q_sample(x0, t, noise, schedule):
+    """Jump from the data to step t in one draw from q(x_t | x_0):
+    x_t = √ᾱ_t x_0 + √(1 − ᾱ_t) ε.
+
+    x0, noise: arrays [N, D]; t: one step for every row, or one step per row."""
+    t = np.asarray(t).reshape(-1, 1)  # a column: row i is scaled by its own step's coefficients
+    x_t = schedule.sqrt_alpha_bars[t] * x0 + schedule.sqrt_one_minus_alpha_bars[t] * noise
+    return x_t.astype(x0.dtype)
+
+
 @app.cell
 def _():
     forward_data = mo.ui.dropdown(options=list(lab.DATASETS_2D), value="moons", label="data")
@@ -178,10 +225,12 @@ def _(forward_kind, forward_t, schedules):
 
 @app.cell
 def _(data_2d, forward_data, forward_schedule, forward_step):
-    _xt = lab.forward_snapshot(data_2d[:300], forward_schedule, forward_step, seed=1)  # 300 a layer
+    # the same ε for every t (seed 1), so moving t morphs one picture into the other; 300 a layer
+    forward_xt = q_sample(data_2d[:300], forward_step, np.random.default_rng(1).standard_normal((300, 2)),
+                          forward_schedule)
     _ab = forward_schedule.alpha_bars[forward_step]
     _chart = plot.point_layers({"x_0 (data)": (data_2d[:300], "data"),
-                                f"x_t, t = {forward_step + 1}": (_xt, "model")},
+                                f"x_t, t = {forward_step + 1}": (forward_xt, "model")},
                                domain=(-4, 4), height=380,
                                title=f"{forward_data.value}: the data and its noised version at "
                                      f"t = {forward_step + 1} of {forward_schedule.T}")
@@ -190,7 +239,7 @@ def _(data_2d, forward_data, forward_schedule, forward_step):
               f"√(1 − ᾱ_t) = **{np.sqrt(1 - _ab):.3f}** · SNR = **{_ab / (1 - _ab):.3g}**"),
         ui.chart(_chart),
     ])
-    return
+    return (forward_xt,)
 
 
 @app.cell(hide_code=True)
@@ -263,6 +312,48 @@ def _():
     \big\lVert \varepsilon - \varepsilon_\theta\big(\sqrt{\bar\alpha_t}\,x_0 + \sqrt{1-\bar\alpha_t}\,\varepsilon,\; t\big)\big\rVert^2 .
     $$
 
+    Each training step draws a step $t$ and a noise $\varepsilon$ for every point of a mini-batch,
+    jumps there with `q_sample`, and asks the network which noise it was:
+    """)
+    return
+
+
+@app.function
+def ddpm_loss(model, x0, schedule):
+    """The ε-prediction loss, one Monte Carlo draw per row of the batch x0 [N, D]:
+    L = mean ‖ε − ε_θ(√ᾱ_t x_0 + √(1 − ᾱ_t) ε, t)‖²,  t ~ U{0, …, T − 1},  ε ~ N(0, I)."""
+    rng = engine.random.generator()
+    t = rng.integers(0, schedule.T, size=len(x0))
+    noise = rng.standard_normal(x0.shape).astype(x0.dtype)
+    x_t = q_sample(x0, t, noise, schedule)
+    return F.mse_loss(model(engine.Tensor(x_t), t), engine.Tensor(noise))
+
+
+@app.function
+def train_ddpm(model, X, schedule, steps, lr, batch_size=256, on_step=None):
+    """Adam on `ddpm_loss` over random mini-batches of X, the learning rate decaying along a
+    cosine from lr to lr/100. Returns the loss of every step; stops at a non-finite one."""
+    optimizer = Adam(model.parameters(), lr=lr)
+    decay = CosineAnnealingLR(optimizer, steps, eta_min=lr / 100)
+    losses = []
+    for step in range(1, steps + 1):
+        batch = X[engine.random.generator().integers(0, len(X), size=batch_size)]
+        loss = ddpm_loss(model, batch, schedule)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        decay.step()
+        losses.append(loss.item())
+        if not np.isfinite(losses[-1]):
+            break
+        if on_step is not None:
+            on_step(step)
+    return np.array(losses)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     Sampling starts from $x_T \sim \mathcal N(0, I)$ and walks back, removing the predicted noise
     and adding a little fresh noise at every step except the last:
 
@@ -273,12 +364,45 @@ def _():
     $$
 
     The training uses the data set and schedule chosen in section 2, with its own number of steps
-    $T$. The section opens on the model trained with the default settings (shipped with the
-    course, so that it needs no training here); change a setting and train to see yours. Quality
+    $T$. The section opens on the model these functions trained with the default settings,
+    shipped with the course; change a setting, or the code of this section, and train to see yours. Quality
     is measured with the **energy distance** between fresh samples and held-out data
     (0 when the two distributions agree); pure noise and a second draw of the real data bracket it.
+
+    **Change this cell:** in `ddpm_step`, leave out the fresh noise (`return mean.astype(x_t.dtype)`
+    at every step) and train again. The samples then collapse onto almost a single point, and
+    their energy distance becomes worse than pure noise's: without $\sigma_t z$, each step moves
+    to the mean of $p(x_{t-1} \mid x_t)$ instead of drawing from it, and step after step the
+    means pull every sample to the same place.
     """)
     return
+
+
+@app.function
+def ddpm_step(model, x_t, t, schedule, variance="posterior"):
+    """One reverse step from x_t to x_{t−1}, z ~ N(0, I) (none at the last step, t = 0):
+    x_{t−1} = (x_t − β_t/√(1 − ᾱ_t) · ε_θ(x_t, t)) / √α_t + σ_t z,
+    σ_t² = β̃_t = β_t (1 − ᾱ_{t−1})/(1 − ᾱ_t) ("posterior") or β_t ("beta")."""
+    with engine.no_grad():
+        eps = model(engine.Tensor(x_t), np.full(len(x_t), t)).numpy()
+    mean = (x_t - schedule.betas[t] / schedule.sqrt_one_minus_alpha_bars[t] * eps) / np.sqrt(schedule.alphas[t])
+    if t == 0:
+        return mean.astype(x_t.dtype)
+    sigma2 = schedule.posterior_variance[t] if variance == "posterior" else schedule.betas[t]
+    z = engine.random.generator().standard_normal(x_t.shape)
+    return (mean + np.sqrt(sigma2) * z).astype(x_t.dtype)
+
+
+@app.function
+def ddpm_sample(model, schedule, n, dim=2, variance="posterior", trajectory=False):
+    """Ancestral sampling: x_T ~ N(0, I), then `ddpm_step` for t = T, …, 1. With `trajectory`,
+    every state [T + 1, n, dim] (index k: after k reverse steps), else the samples [n, dim]."""
+    x = engine.random.generator().standard_normal((n, dim)).astype(np.float32)
+    states = [x]
+    for t in reversed(range(schedule.T)):
+        x = ddpm_step(model, x, t, schedule, variance)
+        states.append(x)
+    return np.stack(states) if trajectory else x
 
 
 @app.cell
@@ -293,31 +417,42 @@ def _():
                                       "1": 1.0}, value="1e-2", label="learning rate")
     ddpm_train = mo.ui.run_button(label="Train the DDPM")
     mo.vstack([mo.hstack([ddpm_steps, ddpm_T, ddpm_hidden, ddpm_lr], wrap=True),
-               mo.hstack([ddpm_train, mo.md("retrains with these settings: about 2 s for 2000 steps "
-                                           "here; slower in the browser")],
+               mo.hstack([ddpm_train, mo.md("trains with these settings and the code above")],
                          justify="start")])
     return ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train
 
 
 @app.cell
 def _(data_2d, ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train, forward_data, forward_kind):
-    ddpm_schedule = lab.make_noise_schedule(forward_kind.value, ddpm_T.value)
+    ddpm_schedule = noise_schedule(forward_kind.value, ddpm_T.value)
     ddpm_settings = {"data": forward_data.value, "kind": forward_kind.value, "T": ddpm_T.value,
                      "steps": ddpm_steps.value, "hidden": ddpm_hidden.value, "lr": ddpm_lr.value}
-    ddpm_shipped = not ddpm_train.value and lab.is_default(ddpm_settings, lab.DDPM_DEFAULT)
-    ddpm = lab.shipped_ddpm() if ddpm_shipped else None  # None: other settings, not trained yet
+    ddpm, ddpm_unfit = None, ""  # None: other settings or other code, not trained yet
+    if not ddpm_train.value and lab.is_default(ddpm_settings, lab.DDPM_DEFAULT):
+        ddpm, ddpm_unfit = lab.shipped_ddpm(noise_schedule, linear_schedule, q_sample, ddpm_loss,
+                                            train_ddpm, ddpm_step, ddpm_sample)
+    ddpm_shipped = ddpm is not None
     if ddpm_train.value:
         with mo.status.progress_bar(total=ddpm_steps.value, title="training",
                                     remove_on_exit=True) as _bar:
-            ddpm = lab.train_ddpm_tracked(data_2d, ddpm_schedule, steps=ddpm_steps.value,
-                                          hidden=ddpm_hidden.value, lr=ddpm_lr.value,
-                                          seed=0, on_step=throttled(_bar, ddpm_steps.value))
-    return ddpm, ddpm_schedule, ddpm_shipped
+            ddpm = lab.train_ddpm_tracked(data_2d, ddpm_schedule, train_ddpm, ddpm_sample,
+                                          steps=ddpm_steps.value, hidden=ddpm_hidden.value,
+                                          lr=ddpm_lr.value, seed=0,
+                                          on_step=throttled(_bar, ddpm_steps.value))
+    trajectory, _shown = None, None
+    if ddpm is not None and not ddpm.stopped:
+        try:  # 300 samples a chart, as in section 2
+            trajectory = lab.reverse_trajectory(ddpm_sample, ddpm.model, ddpm_schedule, 300, seed=3)
+        except ValueError as _err:
+            _shown = ui.problem(_err, "Sampling")
+    _shown
+    return ddpm, ddpm_schedule, ddpm_shipped, ddpm_unfit, trajectory
 
 
 @app.cell
-def _(ddpm, ddpm_shipped):
-    mo.stop(ddpm is None, mo.md(f"*These settings differ from the shipped default model's "
+def _(ddpm, ddpm_shipped, ddpm_unfit):
+    mo.stop(ddpm is None, mo.md(f"*{ddpm_unfit[:1].upper()}{ddpm_unfit[1:]}.*" if ddpm_unfit else
+                                f"*These settings differ from the shipped default model's "
                                 f"({lab.DDPM_DEFAULT_TEXT}): **Train the DDPM** trains one with yours.*"))
     _window = max(1, len(ddpm.losses) // 50)
     _smooth = np.convolve(ddpm.losses, np.ones(_window) / _window, mode="valid")
@@ -338,10 +473,10 @@ def _(ddpm, ddpm_shipped):
                            dashed=("pure noise", "a second draw of the data"),
                            title="sample quality (lower is better)")
     ddpm_final = float(ddpm.quality[-1]) if len(ddpm.quality) else float("nan")
-    _source = (f"*The default model ({lab.DDPM_DEFAULT_TEXT}), trained by `make checkpoints` and "
+    _source = (f"*The default model ({lab.DDPM_DEFAULT_TEXT}), trained by the code above and "
                "shipped with the course: its loss, its quality and the samples below. The button "
-               "retrains with your settings (about 2 s here).*" if ddpm_shipped else
-               "*Trained just now with your settings.*")
+               "trains one here with your settings and your code.*" if ddpm_shipped else
+               "*Trained just now by the code above, with your settings.*")
     mo.vstack([
         mo.callout(mo.md(ddpm.stopped), kind="warn") if ddpm.stopped else mo.md(_source),
         mo.md(f"Energy distance after {len(ddpm.losses)} steps: **{ddpm_final:.4f}** · pure "
@@ -350,22 +485,6 @@ def _(ddpm, ddpm_shipped):
         mo.hstack([ui.chart(_loss), ui.chart(_quality)], widths="equal"),
     ])
     return (ddpm_final,)
-
-
-@app.cell
-def _(ddpm, ddpm_schedule, ddpm_shipped):
-    trajectory, _shown = None, None
-    if ddpm_shipped:
-        trajectory = lab.shipped_trajectory(300, seed=3)  # 300 samples a chart, as in section 2
-    elif ddpm is not None and ddpm.stopped:
-        _shown = mo.md("*Training stopped early: lower the learning rate.*")
-    elif ddpm is not None:
-        try:
-            trajectory = lab.reverse_trajectory(ddpm.model, ddpm_schedule, 300, seed=3)
-        except ValueError as _err:
-            _shown = ui.problem(_err, "Sampling")
-    _shown
-    return (trajectory,)
 
 
 @app.cell
@@ -418,14 +537,16 @@ def _(draw_canvas, draw_train):
         _shown = mo.callout(mo.md(drawn.problem), kind="warn")
     elif draw_train.value:
         with mo.status.progress_bar(total=1500, title="training", remove_on_exit=True) as _bar:
-            drawn_run = lab.train_on_points(drawn.X, T=50, steps=1500, seed=0,
-                                            on_step=throttled(_bar, 1500))
-        _source = "trained just now on your drawing"
+            drawn_run = lab.train_on_points(drawn.X, noise_schedule("linear", 50), train_ddpm, ddpm_sample,
+                                            steps=1500, seed=0, on_step=throttled(_bar, 1500))
+        _source = "trained just now by the code above, on your drawing"
     else:  # the canvas as it starts (moons): its model is shipped
-        drawn_run = lab.shipped_drawing_run(drawn.X)
-        _source = ("the canvas's starting points, trained by `make checkpoints` and shipped with the "
+        drawn_run, _unfit = lab.shipped_drawing_run(drawn.X, noise_schedule, linear_schedule, q_sample,
+                                                    ddpm_loss, train_ddpm, ddpm_step, ddpm_sample)
+        _source = ("the canvas's starting points, trained by the code above and shipped with the "
                    "course; draw, then train on your drawing")
-        _shown = mo.md("*Train on my drawing fits a DDPM to these points (a few seconds).*")
+        _shown = mo.md(f"*{_unfit[:1].upper()}{_unfit[1:]}.*" if _unfit else
+                       "*Train on my drawing fits a DDPM to these points.*")
     if drawn_run is not None and drawn_run.stopped:
         _shown = mo.callout(mo.md(drawn_run.stopped), kind="warn")
     elif drawn_run is not None:
@@ -484,15 +605,16 @@ def _():
 @app.cell
 def _(mix_T, mix_separation, mix_std, mix_weight):
     mixture = lab.mixture_1d(mix_separation.value, mix_std.value, mix_weight.value)
-    mix_schedule = lab.make_noise_schedule("linear", mix_T.value)
+    mix_schedule = noise_schedule("linear", mix_T.value)
     return mix_schedule, mixture
 
 
 @app.cell
 def _(mix_T, mix_separation, mix_std, mix_variance, mix_weight):
     # one run of the exact reverse process: its samples here, its states for the coarse-to-fine chart
-    exact_study = lab.exact_reverse_study_1d(mix_separation.value, mix_std.value, mix_weight.value,
-                                             mix_T.value, mix_variance.value, n=4000, seed=0)
+    exact_study = lab.exact_reverse_study_1d(noise_schedule, mix_separation.value, mix_std.value,
+                                             mix_weight.value, mix_T.value, mix_variance.value, n=4000,
+                                             seed=0)
     exact_samples = exact_study.samples
     return exact_samples, exact_study
 
@@ -502,18 +624,21 @@ def _(mix_T, mix_schedule, mix_separation, mix_std, mix_train, mix_variance, mix
     _settings = {"separation": mix_separation.value, "std": mix_std.value,
                  "weight_left": mix_weight.value, "T": mix_T.value, "variance": mix_variance.value,
                  "steps": 1500}
-    learned_1d_shipped = not mix_train.value and lab.is_default(_settings, lab.MIX_DEFAULT)
-    learned_1d = lab.shipped_denoiser_1d() if learned_1d_shipped else None
+    learned_1d, learned_1d_unfit = None, ""
+    if not mix_train.value and lab.is_default(_settings, lab.MIX_DEFAULT):
+        learned_1d, learned_1d_unfit = lab.shipped_denoiser_1d(
+            noise_schedule, linear_schedule, q_sample, ddpm_loss, train_ddpm, ddpm_step, ddpm_sample)
+    learned_1d_shipped = learned_1d is not None
     if mix_train.value:
         with mo.status.progress_bar(total=1500, title="training", remove_on_exit=True) as _bar:
-            learned_1d = lab.train_denoiser_1d(mixture, mix_schedule, steps=1500, seed=0,
-                                               variance=mix_variance.value,
+            learned_1d = lab.train_denoiser_1d(mixture, mix_schedule, train_ddpm, ddpm_sample, steps=1500,
+                                               seed=0, variance=mix_variance.value,
                                                on_step=throttled(_bar, 1500))
-    return learned_1d, learned_1d_shipped
+    return learned_1d, learned_1d_shipped, learned_1d_unfit
 
 
 @app.cell
-def _(exact_samples, learned_1d, learned_1d_shipped, mixture):
+def _(exact_samples, learned_1d, learned_1d_shipped, learned_1d_unfit, mixture):
     _grid = np.linspace(-4, 4, 161)
     _edges = np.linspace(-4, 4, 61)
     _centres = 0.5 * (_edges[1:] + _edges[:-1])
@@ -534,10 +659,11 @@ def _(exact_samples, learned_1d, learned_1d_shipped, mixture):
         for _name, _m in mix_moments.items()]
     mo.vstack([
         mo.md("\n".join(_rows) + "\n\n" + (
-            "*The learned ε_θ of the default mixture, trained by `make checkpoints` (1500 steps) "
+            "*The learned ε_θ of the default mixture, trained (1500 steps) by the code of section 3 "
             "and shipped with the course; the button trains one on the mixture you set.*"
-            if learned_1d_shipped else "*Learned ε_θ trained just now on this mixture.*"
-            if learned_1d is not None else
+            if learned_1d_shipped else "*Learned ε_θ trained just now by the code of section 3, on "
+            "this mixture.*" if learned_1d is not None else
+            f"*{learned_1d_unfit[:1].upper()}{learned_1d_unfit[1:]}.*" if learned_1d_unfit else
             "*Train a 1-D denoiser to compare a network trained on samples of this mixture.*")),
         ui.chart(_samples),
     ])
@@ -644,6 +770,7 @@ def _():
     x_{\tau_{i-1}} = \sqrt{\bar\alpha_{\tau_{i-1}}}\,\hat x_0 + \sqrt{1-\bar\alpha_{\tau_{i-1}}}\,\hat\varepsilon .
     $$
 
+    Respaced DDPM needs no new code: `ddpm_sample` runs on the schedule of the visited steps.
     Once $x_T$ is drawn, DDIM is deterministic. To judge the samplers alone, both use the exact
     $\varepsilon^*$ of eight 2-D Gaussians on a circle (a $T = 1000$ linear schedule), so no error
     comes from a network; both start from the same $x_T$. Quality is the energy distance to fresh
@@ -652,26 +779,58 @@ def _():
     return
 
 
+@app.function
+def ddim_step(model, x, t, t_next, schedule):
+    """One DDIM step (η = 0) from step t to the earlier step t_next (−1: the data, ᾱ = 1):
+    x̂_0 = (x_t − √(1 − ᾱ_t) ε̂) / √ᾱ_t,   x_{t_next} = √ᾱ_{t_next} x̂_0 + √(1 − ᾱ_{t_next}) ε̂."""
+    with engine.no_grad():
+        eps = model(engine.Tensor(x), np.full(len(x), t)).numpy().astype(np.float64)
+    ab = schedule.alpha_bars[t]
+    ab_next = schedule.alpha_bars[t_next] if t_next >= 0 else 1.0
+    x0 = (x - np.sqrt(1 - ab) * eps) / np.sqrt(ab)
+    return (np.sqrt(ab_next) * x0 + np.sqrt(1 - ab_next) * eps).astype(np.float32)
+
+
+@app.function
+def ddim_sample(model, schedule, steps, n, dim=2):
+    """DDIM from x_T ~ N(0, I) through `steps` evenly spaced steps τ_S > … > τ_1 of the schedule:
+    no noise is added after x_T, so the samples are a function of x_T."""
+    taus = lab.sampling_steps(schedule, steps)
+    x = engine.random.generator().standard_normal((n, dim)).astype(np.float32)
+    for i in reversed(range(len(taus))):
+        x = ddim_step(model, x, taus[i], taus[i - 1] if i > 0 else -1, schedule)
+    return x
+
+
 @app.cell
 def _():
     sampler_steps = mo.ui.slider(steps=list(lab.SAMPLER_STEP_COUNTS), value=10,
                                  label="sampling steps S", show_value=True)
-    sampler_compare = mo.ui.run_button(label="Recompute at 10, 50 and 1000 steps")
+    sampler_compare = mo.ui.run_button(label="Sample at every step count")
     mo.hstack([sampler_steps, sampler_compare], justify="start")
     return sampler_compare, sampler_steps
 
 
 @app.cell
-def _():
+def _(sampler_compare):
     sampler_mixture = lab.ring_mixture()
-    sampler_schedule = lab.make_noise_schedule("linear", 1000)
+    sampler_schedule = noise_schedule("linear", 1000)
     sampler_data = sampler_mixture.sample(1000, seed=100)[0]
-    sampler_gallery = lab.shipped_sampler_gallery()  # every slider stop, drawn ahead of time
-    return sampler_data, sampler_gallery, sampler_mixture, sampler_schedule
+    sampler_gallery, sampler_unfit = None, ""  # every slider stop, drawn ahead of time
+    if not sampler_compare.value:
+        sampler_gallery, sampler_unfit = lab.shipped_sampler_gallery(
+            noise_schedule, linear_schedule, ddpm_step, ddpm_sample, ddim_step, ddim_sample)
+    else:
+        _total = len(lab.SAMPLER_STEP_COUNTS)
+        with mo.status.progress_bar(total=_total, title="sampling", remove_on_exit=True) as _bar:
+            sampler_gallery = lab.sampler_gallery(sampler_mixture, sampler_schedule, ddpm_sample, ddim_sample,
+                                                  on_step=throttled(_bar, _total))
+    return sampler_data, sampler_gallery, sampler_unfit
 
 
 @app.cell
-def _(sampler_data, sampler_gallery, sampler_steps):
+def _(sampler_compare, sampler_data, sampler_gallery, sampler_steps, sampler_unfit):
+    mo.stop(sampler_gallery is None, mo.md(f"*{sampler_unfit[:1].upper()}{sampler_unfit[1:]}.*"))
     _row = sampler_gallery.at(sampler_steps.value)
     sampler_runs = {"DDPM (respaced)": sampler_gallery.ddpm_samples[_row],
                     "DDIM": sampler_gallery.ddim_samples[_row]}
@@ -685,25 +844,20 @@ def _(sampler_data, sampler_gallery, sampler_steps):
                for _k, _x in sampler_runs.items()]
     mo.vstack([mo.md(f"{sampler_steps.value} steps, energy distance to the data: " + " · ".join(
         f"{_k} **{_v:.4f}**" for _k, _v in sampler_scores.items())), mo.hstack([ui.chart(_c) for _c in _charts], widths="equal"),
-               mo.md("*Drawn for every step count of the slider by `make checkpoints` (1000 samples "
-                     "each, seed 0) and shipped with the course, since 1000 steps take about a "
-                     "second: the scores use all 1000 samples, the charts show 300 of them and "
-                     "300 data points. The button below recomputes the table here.*")])
+               mo.md(("*Drawn just now by the code above, " if sampler_compare.value else
+                      "*Drawn by the code above and shipped with the course, ")
+                     + "for every step count of the slider (1000 samples each, seed 0): the scores "
+                       "use all 1000 samples, the charts show 300 of them and 300 data points.*")])
     return sampler_runs, sampler_scores
 
 
 @app.cell
-def _(sampler_compare, sampler_gallery, sampler_mixture, sampler_schedule):
-    if sampler_compare.value:
-        with mo.status.progress_bar(total=3, title="sampling", remove_on_exit=True) as _bar:
-            sampler_table = lab.compare_samplers(sampler_mixture, sampler_schedule,
-                                                 steps=(10, 50, 1000), n=1000, seed=0,
-                                                 on_step=throttled(_bar, 3))
-        _source = "Computed just now."
-    else:
-        sampler_table = sampler_gallery.table((10, 50, 1000))
-        _source = ("From the shipped samples above; the button recomputes them here (a few "
-                   "seconds) and gets the same numbers.")
+def _(sampler_compare, sampler_gallery):
+    mo.stop(sampler_gallery is None)
+    sampler_table = sampler_gallery.table((10, 50, 1000))
+    _source = ("Drawn just now by the code above." if sampler_compare.value else
+               "From the shipped samples above; the button draws them again here and gets the same "
+               "numbers.")
     _rows = ["| steps | DDPM (respaced) | DDIM |", "|---|---|---|"] + [
         f"| {_s} | {_a:.4f} | {_b:.4f} |"
         for _s, _a, _b in zip(sampler_table.steps, sampler_table.ddpm, sampler_table.ddim)]
@@ -729,7 +883,7 @@ def _():
     exercise_ddim = exercises.NumberExercise(
         question="**Exercise 5.** DDIM with S = 20 steps on a T = 1000 schedule: how many times is "
         "the network evaluated per sample?",
-        truth=len(lab.sampling_steps(lab.make_noise_schedule("linear", 1000), 20)),
+        truth=len(lab.sampling_steps(noise_schedule("linear", 1000), 20)),
         hint="one prediction ε̂ per visited step τ_i.",
         explanation="Fifty times fewer than ancestral sampling on all 1000 steps.")
     answer_ddim = ui.answer_box(exercise_ddim, placeholder="evaluations")
@@ -749,9 +903,10 @@ def _():
 
     To sample one class of a labelled data set, train $\varepsilon_\theta(x_t, t, y)$ with the label
     as an extra input, and replace it by a null label $\varnothing$ on a random 20 % of each batch
-    (Ho & Salimans 2022): one network then predicts the noise with and without the label. Sampling
-    extrapolates from the unconditional prediction towards the conditional one with a **guidance
-    scale** $w \ge 0$:
+    (Ho & Salimans 2022): one network then predicts the noise with and without the label.
+
+    Sampling extrapolates from the unconditional prediction towards the conditional one with a
+    **guidance scale** $w \ge 0$:
 
     $$
     \tilde\varepsilon(x_t, t, y) = (1 + w)\,\varepsilon_\theta(x_t, t, y) - w\,\varepsilon_\theta(x_t, t, \varnothing).
@@ -763,6 +918,70 @@ def _():
     carries the requested label; **spread** is the samples' total variance over that moon's own.
     """)
     return
+
+
+@app.function
+def conditional_denoiser(dim, n_classes, T, hidden=128):
+    """ε_θ(x_t, t, y): section 3's denoiser with the label y added to its first layer through a
+    learned vector per class (a linear map of the one-hot label; label n_classes is ∅):
+    h = SiLU(W_x x + W_t emb(t) + W_y onehot(y) + b), then the denoiser's other layers."""
+
+    class ConditionalDenoiser(diffusion.Denoiser):
+        def __init__(self):
+            super().__init__(dim, hidden, T=T)
+            self.n_classes = n_classes
+            self.label = engine.nn.Linear(n_classes + 1, hidden, bias=False)
+
+        def forward(self, x, t, y=None):
+            y = np.full(len(x), self.n_classes) if y is None else np.asarray(y)
+            onehot = np.eye(self.n_classes + 1, dtype=np.float32)[y]
+            embedding = diffusion.timestep_embedding(np.asarray(t) * (1000.0 / self.T), self.time_embedding_dim)
+            h = F.silu(self.input(x) + self.time(engine.Tensor(embedding)) + self.label(engine.Tensor(onehot)))
+            for layer in self.hidden:
+                h = F.silu(layer(h))
+            return self.output(h)
+
+    return ConditionalDenoiser()
+
+
+@app.function
+def train_conditional(model, X, y, schedule, steps, p_drop=0.2, lr=3e-3, batch_size=256, on_step=None):
+    """`train_ddpm` with the label as an input, replaced by ∅ on a random share p_drop of each
+    batch: L = mean ‖ε − ε_θ(x_t, t, y or ∅)‖², so one network learns both predictions."""
+    optimizer = Adam(model.parameters(), lr=lr)
+    decay = CosineAnnealingLR(optimizer, steps, eta_min=lr / 100)
+    rng = engine.random.generator()
+    losses = []
+    for step in range(1, steps + 1):
+        rows = rng.integers(0, len(X), size=batch_size)
+        t = rng.integers(0, schedule.T, size=batch_size)
+        noise = rng.standard_normal((batch_size, X.shape[1])).astype(np.float32)
+        labels = np.where(rng.random(batch_size) < p_drop, model.n_classes, y[rows])
+        x_t = q_sample(X[rows], t, noise, schedule)
+        loss = F.mse_loss(model(engine.Tensor(x_t), t, labels), engine.Tensor(noise))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        decay.step()
+        losses.append(loss.item())
+        if on_step is not None:
+            on_step(step)
+    return np.array(losses)
+
+
+@app.function
+def guided_epsilon(model, x, t, label, w):
+    """Classifier-free guidance: ε̃(x_t, t, y) = (1 + w) ε_θ(x_t, t, y) − w ε_θ(x_t, t, ∅)."""
+    with engine.no_grad():
+        conditional = model(x, t, np.full(len(t), label)).numpy()
+        unconditional = model(x, t, None).numpy()
+    return engine.Tensor((1 + w) * conditional - w * unconditional)
+
+
+@app.function
+def guided_sample(model, schedule, label, w, n, dim=2):
+    """Ancestral sampling, `ddpm_sample`, with the guided ε̃ in place of ε_θ."""
+    return ddpm_sample(lambda x, t: guided_epsilon(model, x, t, label, w), schedule, n, dim)
 
 
 @app.cell
@@ -778,17 +997,24 @@ def _():
 
 @app.cell
 def _(guide_train):
-    guide_study = lab.shipped_guidance()
-    if guide_train.value:
+    guide_study, guide_unfit = None, ""
+    if not guide_train.value:
+        guide_study, guide_unfit = lab.shipped_guidance(
+            noise_schedule, linear_schedule, q_sample, conditional_denoiser, train_conditional,
+            guided_epsilon, guided_sample, ddpm_step, ddpm_sample)
+    else:
         _total = 1500 + 2 * len(lab.GUIDANCE_SCALES)  # training steps, then each label and scale
         with mo.status.progress_bar(total=_total, title="training, then sampling",
                                     remove_on_exit=True) as _bar:
-            guide_study = lab.guidance_study(steps=1500, on_step=throttled(_bar, _total))
-    return (guide_study,)
+            guide_study = lab.guidance_study(conditional_denoiser, train_conditional, guided_sample,
+                                             noise_schedule("linear", 50), steps=1500,
+                                             on_step=throttled(_bar, _total))
+    return guide_study, guide_unfit
 
 
 @app.cell
-def _(guide_label, guide_study, guide_train):
+def _(guide_label, guide_study, guide_train, guide_unfit):
+    mo.stop(guide_study is None, mo.md(f"*{guide_unfit[:1].upper()}{guide_unfit[1:]}.*"))
     guide_trade = guide_study.trades[guide_label.value]
     _trade = plot.curves(guide_trade.scales, {"fidelity": guide_trade.fidelity,
                                               "spread": guide_trade.spread},
@@ -798,16 +1024,17 @@ def _(guide_label, guide_study, guide_train):
     _rows = ["| w | fidelity | spread |", "|---|---|---|"] + [
         f"| {_w:g} | {_f:.1%} | {_s:.2f} |"
         for _w, _f, _s in zip(guide_trade.scales, guide_trade.fidelity, guide_trade.spread)]
-    _source = ("*Trained and sampled just now.*" if guide_train.value else
+    _source = ("*Trained and sampled just now by the code above.*" if guide_train.value else
                "*The conditional denoiser (1500 steps) and its 1000 samples per label and scale "
-               "come from `make checkpoints`, shipped with the course; the button retrains and "
-               "resamples here (about 8 s).*")
+               "were made by the code above and shipped with the course; the button trains and "
+               "samples again here.*")
     mo.vstack([mo.hstack([mo.md("\n".join(_rows)), ui.chart(_trade)], widths=[1, 2]), mo.md(_source)])
     return (guide_trade,)
 
 
 @app.cell
 def _(guide_label, guide_scale, guide_study):
+    mo.stop(guide_study is None)
     _row = list(guide_study.scales).index(guide_scale.value)
     _x = guide_study.samples[guide_label.value][_row]
     ui.chart(plot.point_layers({"data": (guide_study.X[:500], "data"),
@@ -849,9 +1076,61 @@ def _(answer_guidance, exercise_guidance):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    ## The same in your own script
+    ## Where the opening figures come from
+
+    Each section opens on figures these functions made with its default settings, from seed 0:
+    the code of this page, run as its buttons run it. They are shipped with the course, and a
+    section shows them only while its code is the code that made them; once you change that code,
+    the section says so and its button trains with yours.
     """)
     return
+
+
+@app.function
+def default_ddpm():
+    """Section 3's DDPM: `train_ddpm` on the moons with lab.DDPM_DEFAULT, quality measured with
+    `ddpm_sample` on the way."""
+    d = lab.DDPM_DEFAULT
+    X = lab.toy_data_2d(d["data"], n=3000, seed=0)
+    run = lab.train_ddpm_tracked(X, noise_schedule(d["kind"], d["T"]), train_ddpm, ddpm_sample,
+                                 steps=d["steps"], hidden=d["hidden"], lr=d["lr"], seed=0)
+    return lab.run_state(run)
+
+
+@app.function
+def default_drawing():
+    """The DDPM of the drawing the canvas starts with (section 3, your own data)."""
+    d = lab.DRAW_DEFAULT
+    points = lab.drawing_start()
+    run = lab.train_on_points(points, noise_schedule("linear", d["T"]), train_ddpm, ddpm_sample,
+                              steps=d["steps"], seed=0)
+    return {"points": points, "run": lab.run_state(run)}
+
+
+@app.function
+def default_denoiser_1d():
+    """Section 4's learned ε_θ of the mixture of lab.MIX_DEFAULT."""
+    d = lab.MIX_DEFAULT
+    mixture = lab.mixture_1d(d["separation"], d["std"], d["weight_left"])
+    run = lab.train_denoiser_1d(mixture, noise_schedule("linear", d["T"]), train_ddpm, ddpm_sample,
+                                steps=d["steps"], seed=0, variance=d["variance"])
+    return lab.run_state(run)
+
+
+@app.function
+def default_sampler_gallery():
+    """Section 5's samples: respaced DDPM and DDIM at every step count of its slider."""
+    gallery = lab.sampler_gallery(lab.ring_mixture(), noise_schedule("linear", 1000), ddpm_sample,
+                                  ddim_sample)
+    return lab.gallery_state(gallery)
+
+
+@app.function
+def default_guidance():
+    """Section 6's conditional denoiser (1500 steps) and its guided samples, scored."""
+    study = lab.guidance_study(conditional_denoiser, train_conditional, guided_sample,
+                               noise_schedule("linear", 50), steps=1500)
+    return lab.guidance_state(study)
 
 
 @app.cell
@@ -872,7 +1151,7 @@ def _():
         return (f"x_t.shape = {x_t.shape} · last loss {losses[-1]:.3f} · "
                 f"samples.shape = {samples.shape}")
 
-    mo.md(f"`{_script()}`")
+    mo.md(f"## The same in your own script\n\n`{_script()}`")
     return
 
 

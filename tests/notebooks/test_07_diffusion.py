@@ -3,6 +3,7 @@
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -12,8 +13,8 @@ from engine.course.labs import attention as attention_lab
 from engine.course.labs import convolution as conv_lab
 from engine.course.labs import diffusion as diffusion_lab
 from engine.course.labs import vae as vae_lab
-from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
-                             notebook_text, output_text, run_app)
+from notebook_driver import (ROOT, Driven, _defs_by_cell, _ignorable, assert_no_error_outputs, control_values,
+                             default_defs, load_app, load_module, notebook_text, output_text, run_app)
 
 
 # ============================================================================= 07 diffusion
@@ -72,7 +73,8 @@ def test_07_ddpm_default_is_on_the_page_and_the_button_retrains():
     assert_no_error_outputs(outputs)
     text = output_text(outputs)
     ddpm = defs["ddpm"]
-    assert defs["ddpm_shipped"] and "trained by make checkpoints" in text
+    assert defs["ddpm_shipped"] and "trained by the code above and shipped with the course" in text
+    assert "make checkpoints" not in text and " s here" not in text  # no build notes, no timings
     assert f"The default model ({diffusion_lab.DDPM_DEFAULT_TEXT})" in text  # the settings it was trained with
     assert len(ddpm.losses) == 2000 and len(ddpm.quality) == 8
     assert ddpm.losses[-200:].mean() < ddpm.losses[:20].mean()
@@ -86,7 +88,7 @@ def test_07_ddpm_default_is_on_the_page_and_the_button_retrains():
     outputs, defs = run_app(app, ddpm_train=True, ddpm_steps=100, reverse_k=0)
     assert_no_error_outputs(outputs)
     assert not defs["ddpm_shipped"] and len(defs["ddpm"].losses) == 100
-    assert "Trained just now" in output_text(outputs)
+    assert "Trained just now by the code above" in output_text(outputs)
     outputs, defs = run_app(app, ddpm_steps=100)
     assert_no_error_outputs(outputs)
     assert defs["ddpm"] is None and defs["trajectory"] is None
@@ -134,7 +136,7 @@ def test_07_learned_1d_denoiser_tracks_the_exact_one():
     outputs, defs = run_app(load_app(NB07))
     assert_no_error_outputs(outputs)
     text = output_text(outputs)
-    assert defs["learned_1d_shipped"] and "trained by make checkpoints" in text
+    assert defs["learned_1d_shipped"] and "shipped with the course" in text
     curves = defs["mix_curves"]
     inside = np.abs(curves.x) < 2.5
     assert np.max(np.abs(curves.learned - curves.exact)[inside]) < 0.5
@@ -202,7 +204,7 @@ def test_07_ddim_against_ddpm_at_the_same_step_counts():
     flat = " ".join(text.split())  # the table's cells, row by row
     for steps, a, b in zip(table.steps, table.ddpm, table.ddim):
         assert f"{steps} {a:.4f} {b:.4f}" in flat
-    assert f"scores {table.floor:.4f}" in text and "make checkpoints" in text
+    assert f"scores {table.floor:.4f}" in text and "Drawn by the code above and shipped with the course" in text
     print("energy distance DDPM / DDIM at 10, 50, 1000 steps:", table.ddpm, table.ddim, "floor", table.floor)
     # the scatter titles show the scores of the default step count (10), the table's first row
     scores = defs["sampler_scores"]
@@ -214,7 +216,7 @@ def test_07_ddim_against_ddpm_at_the_same_step_counts():
     assert five["sampler_scores"]["DDIM"] < five["sampler_scores"]["DDPM (respaced)"]
     assert "Right" in text and "Not this one" in text  # the DDIM answer right, the sawtooth wrong
     text, live = notebook_text(NB07, sampler_compare=True)
-    assert "Computed just now" in text
+    assert "Drawn just now by the code above" in text
     for name in ("ddpm", "ddim"):  # "gets the same numbers"
         np.testing.assert_allclose(getattr(live["sampler_table"], name), getattr(table, name), rtol=1e-6)
     assert live["sampler_table"].floor == pytest.approx(table.floor, rel=1e-9)
@@ -237,7 +239,7 @@ def test_07_classifier_free_guidance_trades_spread_for_fidelity(label):
     flat = " ".join(text.split())  # the table's cells, row by row
     for w, f, s in zip(g.scales, g.fidelity, g.spread):
         assert f"{w:g} {f:.1%} {s:.2f}" in flat
-    assert "make checkpoints" in text
+    assert "made by the code above and shipped with the course" in text
     print("guidance w, fidelity, spread:", g.scales, g.fidelity, g.spread)
     # the samples shown at w = 8 are the scored ones: their spread is the table's last entry
     study = defs["guide_study"]
@@ -257,7 +259,7 @@ def test_07_train_on_a_drawing():
     assert drawn.problem is None and drawn.X.shape == (300, 2)
     np.testing.assert_allclose(drawn.X, defs["data_2d"][:300], atol=0.02)  # the canvas's start, via pixels
     assert run.samples.shape == (500, 2) and run.quality[-1] < run.noise_quality
-    assert f"{run.quality[-1]:.4f}" in text and "make checkpoints" in text
+    assert f"{run.quality[-1]:.4f}" in text and "trained by the code above and shipped" in text
     text, trained = notebook_text(NB07, draw_train=True)
     assert "trained just now" in text
     assert trained["drawn_run"].quality[-1] == pytest.approx(run.quality[-1], rel=1e-4)
@@ -268,3 +270,168 @@ def test_07_train_on_a_drawing():
     assert defs["drawn_run"] is None and f"Draw at least {20} points" in text
     text, defs = notebook_text(NB07, forward_data="swiss roll")  # another drawing, untrained
     assert defs["drawn_run"] is None and "Train on my drawing fits a DDPM" in text
+
+
+# ----------------------------------------------------------------------------- the lesson's cells (issue 24)
+NB = load_module(NB07)  # the page's @app.function cells: q_sample, ddpm_loss, ddpm_step, ...
+
+
+def run_edited(functions, **controls):
+    """The page with lesson cells swapped (``app.run(defs=...)``: what marimo re-runs when a cell is
+    edited) and controls driven as run_app drives them; fails on an error output or a warning."""
+    app = load_app(NB07)
+    base = default_defs(app)
+    defs = {**functions, **{name: Driven(base[name], value) for name, value in controls.items()}}
+    for cell_defs in _defs_by_cell(app):
+        if cell_defs & set(controls):
+            for other in cell_defs - set(controls):
+                defs.setdefault(other, base[other])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outputs, out = app.run(defs=defs)
+    assert not [w for w in caught if not _ignorable(w)], [str(w.message) for w in caught]
+    assert_no_error_outputs(outputs)
+    return output_text(outputs), out
+
+
+def scaled_linear_schedule(T, beta_start=1e-4, beta_end=0.02):
+    """Section 1's invited change: √β_t evenly spaced (the "scaled linear" schedule)."""
+    betas = np.linspace(beta_start ** 0.5, beta_end ** 0.5, T) ** 2
+    return diffusion.Schedule.from_betas(betas, name="linear")
+
+
+def q_sample_without_noise(x0, t, noise, schedule):
+    t = np.asarray(t).reshape(-1, 1)
+    return (schedule.sqrt_alpha_bars[t] * x0).astype(x0.dtype)
+
+
+def ddpm_step_without_noise(model, x_t, t, schedule, variance="posterior"):
+    """Section 3's invited change: the reverse step without its fresh noise σ_t z."""
+    with engine.no_grad():
+        eps = model(engine.Tensor(x_t), np.full(len(x_t), t)).numpy()
+    mean = (x_t - schedule.betas[t] / schedule.sqrt_one_minus_alpha_bars[t] * eps) / np.sqrt(schedule.alphas[t])
+    return mean.astype(x_t.dtype)
+
+
+@pytest.mark.parametrize("T", [10, 50, 1000])
+def test_07_teaching_schedules_are_the_librarys(T):
+    for kind, scale in (("linear", min(1000 / T, 0.999 / 0.02)), ("linear (fixed bounds)", 1.0)):
+        library = diffusion.linear_beta_schedule(T, 1e-4 * scale, 0.02 * scale)
+        np.testing.assert_allclose(NB.noise_schedule(kind, T).alpha_bars, library.alpha_bars, rtol=1e-12)
+    np.testing.assert_allclose(NB.cosine_schedule(T).betas, diffusion.cosine_beta_schedule(T).betas, rtol=1e-12)
+
+
+def test_07_teaching_copies_agree_with_the_library():
+    s = NB.noise_schedule("linear", 20)
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((8, 2)).astype(np.float32)
+    noise = rng.standard_normal((8, 2)).astype(np.float32)
+    t = rng.integers(0, 20, size=8)
+    for steps in (t, 7):
+        np.testing.assert_allclose(NB.q_sample(x0, steps, noise, s), diffusion.q_sample(x0, steps, noise, s), rtol=1e-6)
+    # the ε-prediction loss and its gradient, on the same draws of t and ε
+    model = diffusion.Denoiser(2, 16, T=20)
+    grads = []
+    for loss_fn in (NB.ddpm_loss, diffusion.ddpm_loss):
+        engine.manual_seed(3)
+        model.zero_grad()
+        loss = loss_fn(model, x0, s)
+        loss.backward()
+        grads.append((loss.item(), model.output.weight.grad.numpy().copy()))
+    assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-6)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-5, atol=1e-7)
+    # one reverse step (with its noise, and the last one without) and the whole ancestral sampler
+    mixture = diffusion_lab.ring_mixture()
+    exact = diffusion.OptimalDenoiser(mixture, s)
+    for step in (9, 0):
+        engine.manual_seed(4)
+        mine = NB.ddpm_step(exact, x0, step, s)
+        engine.manual_seed(4)
+        eps = exact(engine.Tensor(x0), np.full(8, step)).numpy()
+        np.testing.assert_allclose(mine, diffusion.reverse_step(x0, eps, step, s, variance="posterior"), rtol=1e-5, atol=1e-6)
+    engine.manual_seed(5)
+    mine = NB.ddpm_sample(exact, s, 64, 2)
+    engine.manual_seed(5)
+    np.testing.assert_allclose(mine, diffusion.sample(exact, s, 64, 2, variance="posterior"), rtol=1e-5, atol=1e-6)
+    # the training loop is the lesson's own: a backward pass and an optimizer step per batch
+    import inspect
+    assert "loss.backward()" in inspect.getsource(NB.train_ddpm) and "optimizer.step()" in inspect.getsource(NB.train_ddpm)
+    assert "loss.backward()" in inspect.getsource(NB.train_conditional)
+
+
+def test_07_ddim_update_written_out():
+    m = diffusion_lab.ring_mixture()
+    s = NB.noise_schedule("linear", 100)
+    model = diffusion.OptimalDenoiser(m, s)
+    x = np.random.default_rng(7).standard_normal((20, 2)).astype(np.float32)  # the x_T of seed 7
+    ab = s.alpha_bars
+    for t, t_next in [(99, 66), (66, 33), (33, 0)]:
+        eps = diffusion.exact_epsilon(m, x.astype(np.float64), t, s)
+        x0 = (x - np.sqrt(1 - ab[t]) * eps) / np.sqrt(ab[t])
+        x = (np.sqrt(ab[t_next]) * x0 + np.sqrt(1 - ab[t_next]) * eps).astype(np.float32)
+    eps = diffusion.exact_epsilon(m, x.astype(np.float64), 0, s)
+    x = (x - np.sqrt(1 - ab[0]) * eps) / np.sqrt(ab[0])  # the last step lands on x̂_0
+    with engine.random.fork_rng(7):
+        got = NB.ddim_sample(model, s, 4, 20)
+    np.testing.assert_allclose(got, x, rtol=1e-4, atol=1e-5)
+    with engine.random.fork_rng(7):
+        np.testing.assert_array_equal(got, NB.ddim_sample(model, s, 4, 20))  # deterministic given x_T
+
+
+def test_07_guidance_written_out():
+    X, y = diffusion_lab.toy_data_2d("moons", 600, seed=0, return_labels=True)
+    X = X.astype(np.float32)
+    s = NB.noise_schedule("linear", 10)
+    with engine.random.fork_rng(2):
+        model = NB.conditional_denoiser(2, 2, 10)
+        losses = NB.train_conditional(model, X, y, s, 30)
+    assert model.n_classes == 2 and losses.shape == (30,)
+    # the guided update, written out with the model's two predictions and the engine's step
+    w, label = 2.0, 1
+    x = np.random.default_rng(3).standard_normal((40, 2)).astype(np.float32)  # the x_T of seed 3
+    engine.manual_seed(3)
+    engine.random.generator().standard_normal((40, 2))  # ddpm_sample draws x_T first
+    for t in reversed(range(10)):
+        steps = np.full(40, t, dtype=np.int64)
+        with engine.no_grad():
+            c = model(engine.Tensor(x), steps, np.full(40, label)).data
+            u = model(engine.Tensor(x), steps, np.full(40, 2)).data  # label 2 = ∅
+        x = diffusion.reverse_step(x, (1 + w) * c - w * u, t, s, variance="posterior")
+    with engine.random.fork_rng(3):
+        np.testing.assert_allclose(NB.guided_sample(model, s, label, w, 40), x, rtol=1e-5, atol=1e-6)
+
+
+def test_07_swapping_q_sample_changes_the_forward_figure_and_retires_the_shipped_ddpm():
+    _, before = notebook_text(NB07)
+    text, after = run_edited({"q_sample": q_sample_without_noise})
+    ab = after["forward_schedule"].alpha_bars[after["forward_step"]]
+    np.testing.assert_allclose(after["forward_xt"], np.sqrt(ab) * after["data_2d"][:300], rtol=1e-6)
+    assert np.abs(after["forward_xt"] - before["forward_xt"]).max() > 0.1  # the figure's points moved
+    # the shipped DDPM was trained through q_sample: not loaded, said in one line, Train offered
+    assert after["ddpm"] is None and after["trajectory"] is None and not after["ddpm_shipped"]
+    assert "other code than this page's" in text and "so it is not loaded: train with the button" in text
+
+
+def test_07_the_scaled_linear_schedule_does_what_the_page_says():
+    """Section 1's "change this cell": ᾱ halfway ≈ a third instead of 7 %, ᾱ_T ≈ 5e-4 instead of
+    2e-5 at T = 100; every section with a shipped model then says it is not loaded."""
+    _, before = notebook_text(NB07)
+    text, after = run_edited({"linear_schedule": scaled_linear_schedule})
+    old, new = before["schedules"]["linear"].alpha_bars, after["schedules"]["linear"].alpha_bars
+    assert len(new) == 100 and 0.06 < old[49] < 0.08 and 0.3 < new[49] < 0.37
+    assert 1.5e-5 < old[-1] < 2.5e-5 and 4e-4 < new[-1] < 6e-4
+    assert after["ddpm"] is None and after["learned_1d"] is None and after["drawn_run"] is None
+    assert after["sampler_gallery"] is None and after["guide_study"] is None
+    assert text.count("so it is not loaded") == 5
+
+
+def test_07_the_noiseless_reverse_step_collapses_the_samples_as_the_page_says():
+    """Section 3's "change this cell": without σ_t z, trained again, the samples collapse to
+    almost one point and score worse than pure noise."""
+    text, edited = run_edited({"ddpm_step": ddpm_step_without_noise})
+    assert edited["ddpm"] is None and "so it is not loaded: train with the button" in text
+    text, trained = run_edited({"ddpm_step": ddpm_step_without_noise}, ddpm_train=True)
+    run = trained["ddpm"]
+    assert len(run.losses) == 2000 and "Trained just now by the code above" in text
+    assert trained["ddpm_final"] > run.noise_quality
+    assert trained["trajectory"][-1].std(0).max() < 0.1

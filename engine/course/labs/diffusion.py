@@ -1,11 +1,18 @@
-"""The computations behind notebook 07 (diffusion) that ``engine.diffusion`` does not already
-provide: seeded data sets, training runs that record a quality number as they go, the reverse
-process as snapshots, and the exact-vs-learned comparison on a 1-D Gaussian mixture.
+"""The data, measurements and shipped results behind notebook 07 (diffusion).
 
-Every section opens on its default result (issue 16): the networks trained with the default
-settings, and the samples whose drawing would cost more than the page's budget, are shipped as
-``engine/course/checkpoints/diffusion_*.py`` (``CHECKPOINTS`` at the end says what trains each);
-``shipped_*`` rebuild them without training.
+The lesson itself (the noise schedules, ``q_sample``, the ε-prediction loss, the training loop,
+the DDPM and DDIM steps and samplers, the conditional denoiser and guidance) is code on the
+page, in its ``@app.function`` cells. This lab keeps the rest: seeded data sets, the 1-D
+mixtures and their exact reverse process (written for speed), training runs that measure a
+quality number as they go, sampler comparisons and the guidance trade. Where one of these needs
+the lesson's code, the notebook passes its own functions in (``train``, ``sample``, ...), so a
+learner's edit is what runs.
+
+Every section opens on its default result: the networks trained with the default settings, and
+the samples whose drawing would cost more than the page's budget, are shipped as
+``engine/course/checkpoints/diffusion_*.py``, made by the notebook's own ``default_*`` functions
+(``CHECKPOINTS`` at the end). ``shipped_*`` load them when the page's code is the code that
+made them, and otherwise give the reason in one sentence.
 """
 
 from __future__ import annotations
@@ -23,13 +30,9 @@ from engine.course.checkpoints import diffusion_denoiser_1d as _denoiser_1d_chec
 from engine.course.checkpoints import diffusion_drawing as _drawing_checkpoint
 from engine.course.checkpoints import diffusion_guidance as _guidance_checkpoint
 from engine.course.checkpoints import diffusion_samplers as _samplers_checkpoint
-from engine import functional as F
-from engine import nn as engine_nn
 from engine import data as engine_data
 from engine import diffusion as D
 from engine.distances import energy_distance
-from engine.optim import Adam
-from engine.optim.lr_scheduler import CosineAnnealingLR
 
 from . import _checks
 from ._checks import _int, _positive
@@ -37,16 +40,16 @@ from ._generative import DATASETS_2D, toy_data_2d
 
 __all__ = [
     "DATASETS_2D", "LINEAR_MAX_SCALE", "ChainCheck", "DDPMRun", "EpsilonCurves", "Moments",
-    "chain_vs_closed_form", "epsilon_curves", "exact_reverse_1d", "forward_snapshot", "linear_scale",
-    "make_noise_schedule", "mixture_1d", "mixture_moments", "mode_commitment", "reverse_trajectory",
+    "chain_vs_closed_form", "epsilon_curves", "exact_reverse_1d", "linear_scale",
+    "mixture_1d", "mixture_moments", "mode_commitment", "reverse_trajectory",
     "sample_moments", "step_at", "toy_data_2d", "train_ddpm_tracked", "train_denoiser_1d",
-    "SamplerComparison", "compare_samplers", "energy_distance", "ring_mixture", "sample_ddim", "sample_ddpm_steps",
-    "sampling_steps", "ConditionalDenoiser", "GuidanceTrade", "GuidedRun", "guidance_trade",
-    "sample_guided", "train_conditional", "MIN_DRAWN_POINTS", "train_on_points",
+    "SamplerComparison", "compare_samplers", "energy_distance", "ring_mixture", "sample_ddpm_steps",
+    "sampling_steps", "GuidanceTrade", "guidance_trade", "MIN_DRAWN_POINTS", "train_on_points",
     "ExactReverse1D", "exact_reverse_study_1d",
-    "CHECKPOINTS", "DDPM_DEFAULT", "DDPM_DEFAULT_TEXT", "DRAW_DEFAULT", "GUIDANCE_SCALES", "MIX_DEFAULT", "SAMPLER_STEP_COUNTS",
-    "GuidanceStudy", "SamplerGallery", "canvas_start", "guidance_study", "is_default", "sampler_gallery", "shipped_ddpm", "shipped_denoiser_1d",
-    "shipped_drawing_run", "shipped_guidance", "shipped_sampler_gallery", "shipped_trajectory",
+    "CHECKPOINTS", "DDPM_DEFAULT", "DDPM_DEFAULT_TEXT", "DRAW_DEFAULT", "GUIDANCE_SCALES", "MIX_DEFAULT",
+    "SAMPLER_STEP_COUNTS", "GuidanceStudy", "SamplerGallery", "canvas_start", "guidance_study", "is_default",
+    "run_state", "sampler_gallery", "shipped_ddpm", "shipped_denoiser_1d", "shipped_drawing_run",
+    "shipped_guidance", "shipped_sampler_gallery",
 ]
 
 
@@ -60,34 +63,12 @@ def linear_scale(T) -> float:
     return min(1000.0 / T, LINEAR_MAX_SCALE)
 
 
-def make_noise_schedule(kind="linear", T=100):
-    """'linear' (DDPM's 1e-4 … 0.02 times :func:`linear_scale`, so that ᾱ_T ≈ 4e-5 for T ≥ 21),
-    'linear (fixed bounds)' (1e-4 … 0.02 as printed, whatever T) or 'cosine'."""
-    if kind == "linear":
-        scale = linear_scale(T)
-        return D.linear_beta_schedule(T, beta_start=1e-4 * scale, beta_end=0.02 * scale)
-    if kind == "linear (fixed bounds)":
-        return D.linear_beta_schedule(T)
-    if kind == "cosine":
-        return D.cosine_beta_schedule(T)
-    raise ValueError(f"make_noise_schedule: kind must be 'linear', 'linear (fixed bounds)' or 'cosine', "
-                     f"got {kind!r}")
-
-
 def step_at(fraction, T) -> int:
     """The time step t ∈ {0, …, T − 1} at a fraction of the way through the process."""
     return int(round(float(fraction) * (int(T) - 1)))
 
 
 # ----------------------------------------------------------------------------- forward process
-def forward_snapshot(X0, schedule, t, seed=0) -> np.ndarray:
-    """x_t = √ᾱ_t x_0 + √(1 − ᾱ_t) ε for every row of X0, with ε drawn from ``seed`` (the same
-    ε for every t, so moving t morphs one picture into the other)."""
-    X0 = np.asarray(X0, dtype=np.float64)
-    noise = np.random.default_rng(seed).standard_normal(X0.shape)
-    return D.q_sample(X0, int(t), noise, schedule)
-
-
 @dataclass(frozen=True)
 class ChainCheck:
     """n runs of the forward chain from one point against the closed form q(x_t | x_0)."""
@@ -136,11 +117,12 @@ class DDPMRun:
     samples: np.ndarray | None = None  # the 1-D runs: samples drawn with the learned model
 
 
-def train_ddpm_tracked(X, schedule, steps=2000, hidden=64, lr=1e-2, batch_size=256, n_checkpoints=8,
-                       n_eval=500, seed=0, variance="posterior", on_step=None) -> DDPMRun:
+def train_ddpm_tracked(X, schedule, train, sample, steps=2000, hidden=64, lr=1e-2, batch_size=256,
+                       n_checkpoints=8, n_eval=500, seed=0, variance="posterior", on_step=None) -> DDPMRun:
     """Train ``engine.diffusion.Denoiser`` on X [N, D] (the last ``n_eval`` rows held out) with
-    Adam, the learning rate decaying from ``lr`` to lr/100 along a cosine, and measure the sample
-    quality ``n_checkpoints`` times on the way.
+    the page's training loop, ``train(model, X, schedule, steps, lr, batch_size, on_step)``, and
+    measure the sample quality ``n_checkpoints`` times on the way with the page's sampler,
+    ``sample(model, schedule, n, dim, variance)``.
 
     Quality: the energy distance between ``n_eval`` fresh samples and the held-out rows
     (0 for identical distributions). ``on_step(step)`` is called after every step. Seeded (on a
@@ -154,50 +136,57 @@ def train_ddpm_tracked(X, schedule, steps=2000, hidden=64, lr=1e-2, batch_size=2
     if X.ndim != 2 or X.shape[0] < 2 * n_eval + 2:
         raise ValueError(f"{op}: X must be [N, D] with N >= 2·n_eval + 2 = {2 * n_eval + 2}, "
                          f"got shape {X.shape}")
-    train, held = X[:-n_eval], X[-n_eval:].astype(np.float64)
-    checkpoints = sorted({max(1, round(steps * k / n_checkpoints)) for k in range(1, n_checkpoints + 1)})
-    losses, quality, stopped = [], [], ""
+    train_rows, held = X[:-n_eval], X[-n_eval:].astype(np.float64)
+    measured_at = sorted({max(1, round(steps * k / n_checkpoints)) for k in range(1, n_checkpoints + 1)})
+    quality = []
     with random.fork_rng(int(seed)):
         model = D.Denoiser(X.shape[1], int(hidden), T=schedule.T)
-        opt = Adam(model.parameters(), lr=lr)
-        decay = CosineAnnealingLR(opt, steps, eta_min=lr / 100)
-        for step in range(1, steps + 1):
-            batch = train[random.generator().integers(0, len(train), size=batch_size)]
-            loss = D.ddpm_loss(model, batch, schedule)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            decay.step()
-            losses.append(float(loss.data))
-            if not math.isfinite(losses[-1]):
-                stopped = f"the loss became non-finite at step {step}: lower the learning rate"
-                break
-            if step in checkpoints:
-                try:
-                    samples = D.sample(model, schedule, n_eval, X.shape[1], variance=variance)
-                    quality.append(energy_distance(samples, held))
-                except FloatingPointError:
-                    quality.append(float("nan"))
+
+        def measure(step):
+            if step in measured_at:
+                quality.append(_quality(sample, model, schedule, held, variance))
             if on_step is not None:
                 on_step(step)
+
+        with np.errstate(all="ignore"):  # a diverging run is reported below, not warned about
+            losses = np.asarray(train(model, train_rows, schedule, steps, lr, batch_size, measure), dtype=np.float64)
+    stopped = ""
+    if len(losses) and not math.isfinite(losses[-1]):
+        stopped = f"the loss became non-finite at step {len(losses)}: lower the learning rate"
     rng = np.random.default_rng(seed + 1)
     noise = rng.standard_normal(held.shape)
-    floor = energy_distance(train[rng.choice(len(train), n_eval, replace=False)].astype(np.float64), held)
-    return DDPMRun(model=model, losses=np.asarray(losses), checkpoints=np.asarray(checkpoints[:len(quality)]),
+    floor = energy_distance(train_rows[rng.choice(len(train_rows), n_eval, replace=False)].astype(np.float64), held)
+    return DDPMRun(model=model, losses=losses, checkpoints=np.asarray(measured_at[:len(quality)]),
                    quality=np.asarray(quality), noise_quality=energy_distance(noise, held), floor=floor,
                    held_out=held, stopped=stopped)
 
 
-def reverse_trajectory(model, schedule, n=1000, dim=2, seed=0, variance="posterior") -> np.ndarray:
-    """Ancestral sampling from N(0, I) to data with every intermediate state kept: [T + 1, n, dim]
-    (index k = the state after k reverse steps: k = 0 is the pure noise x_T, k = T the samples
-    x_0). Seeded. A badly trained model can make the states blow up: ValueError, saying so."""
+def _quality(sample, model, schedule, held, variance) -> float:
+    """Energy distance of ``len(held)`` samples to ``held`` (NaN when sampling diverges)."""
+    x = _finite_samples(sample, model, schedule, len(held), held.shape[1], variance)
+    return float("nan") if x is None else energy_distance(x, held)
+
+
+def _finite_samples(sample, model, schedule, n, dim, variance, trajectory=False):
+    """``sample``'s draw, or None when it is not finite (a diverged model overflows)."""
+    with np.errstate(all="ignore"):
+        x = sample(model, schedule, n, dim, variance, trajectory) if trajectory else \
+            sample(model, schedule, n, dim, variance)
+    x = np.asarray(x)
+    return x if np.isfinite(x).all() else None
+
+
+def reverse_trajectory(sample, model, schedule, n=1000, dim=2, seed=0, variance="posterior") -> np.ndarray:
+    """The page's ancestral sampler ``sample`` from N(0, I) to data with every intermediate state
+    kept: [T + 1, n, dim] (index k = the state after k reverse steps: k = 0 is the pure noise x_T,
+    k = T the samples x_0). Seeded. A badly trained model can make the states blow up:
+    ValueError, saying so."""
     with random.fork_rng(int(seed)):
-        try:
-            return D.sample(model, schedule, int(n), dim, return_trajectory=True, variance=variance)
-        except FloatingPointError as error:
-            raise ValueError(f"reverse_trajectory: {str(error).replace('sample: ', '')}; "
-                             "lower the learning rate") from None
+        states = _finite_samples(sample, model, schedule, int(n), dim, variance, trajectory=True)
+    if states is None:
+        raise ValueError("reverse_trajectory: the samples became NaN or infinite; the model's noise "
+                         "predictions are too large: lower the learning rate")
+    return states
 
 
 # ----------------------------------------------------------------------------- exact reverse process in 1-D
@@ -297,19 +286,21 @@ def exact_reverse_1d(mixture, schedule, n=4000, seed=0, variance="posterior",
         return _exact_reverse_states_1d(mixture, schedule, n, variance, keep_states=return_trajectory)
 
 
-def train_denoiser_1d(mixture, schedule, steps=1500, hidden=64, lr=1e-2, n=4000, seed=0,
+
+def train_denoiser_1d(mixture, schedule, train, sample, steps=1500, hidden=64, lr=1e-2, n=4000, seed=0,
                       variance="posterior", on_step=None) -> DDPMRun:
     """A learned ε_θ for the 1-D mixture: :func:`train_ddpm_tracked` on ``n`` samples of it, with
     ``samples`` [n] drawn with the learned model (NaN, and ``stopped`` says why, if they diverge)."""
     X = mixture.sample(n + 600, seed=seed)[0].astype(np.float64)
-    run = train_ddpm_tracked(X, schedule, steps=steps, hidden=hidden, lr=lr, n_checkpoints=4,
+    run = train_ddpm_tracked(X, schedule, train, sample, steps=steps, hidden=hidden, lr=lr, n_checkpoints=4,
                              n_eval=300, seed=seed, variance=variance, on_step=on_step)
     with random.fork_rng(int(seed) + 7):
-        try:
-            run.samples = D.sample(run.model, schedule, n, 1, variance=variance)[:, 0]
-        except FloatingPointError:
-            run.samples = np.full(n, np.nan)
-            run.stopped = run.stopped or "sampling diverged: the model's predictions are too large"
+        x = _finite_samples(sample, run.model, schedule, n, 1, variance)
+    if x is None:
+        run.samples = np.full(n, np.nan)
+        run.stopped = run.stopped or "sampling diverged: the model's predictions are too large"
+    else:
+        run.samples = x[:, 0]
     return run
 
 
@@ -366,14 +357,14 @@ class ExactReverse1D:
 
 
 @functools.lru_cache(maxsize=32)
-def exact_reverse_study_1d(separation, std, weight_left, T, variance="posterior", n=4000,
+def exact_reverse_study_1d(schedule_of, separation, std, weight_left, T, variance="posterior", n=4000,
                            seed=0) -> ExactReverse1D:
-    """:func:`exact_reverse_1d` on ``mixture_1d(separation, std, weight_left)`` and the linear
-    schedule of ``T`` steps, with the coarse-to-fine count of the same run. Kept per setting
-    (read-only arrays): a control moved back to a value it had redraws without sampling again
-    (1000 steps take about 0.1 s)."""
+    """:func:`exact_reverse_1d` on ``mixture_1d(separation, std, weight_left)`` and the page's
+    linear schedule of ``T`` steps, ``schedule_of("linear", T)``, with the coarse-to-fine count of
+    the same run. Kept per setting (read-only arrays): a control moved back to a value it had
+    redraws without sampling again."""
     mixture = mixture_1d(separation, std, weight_left)
-    schedule = make_noise_schedule("linear", T)
+    schedule = schedule_of("linear", T)
     states = exact_reverse_1d(mixture, schedule, n, seed, variance, return_trajectory=True)
     study = ExactReverse1D(samples=states[-1].copy(), commitment=mode_commitment(mixture, schedule, states=states))
     study.samples.setflags(write=False)
@@ -408,37 +399,18 @@ def _respaced(schedule, taus):
     return D.Schedule.from_betas(1 - ab / np.concatenate([[1.0], ab[:-1]]))
 
 
-def sample_ddpm_steps(model, schedule, steps, n=1000, dim=2, seed=0) -> np.ndarray:
-    """Ancestral DDPM sampling (σ² = β̃, the posterior variance) on ``steps`` evenly spaced steps
-    of ``schedule``: the respaced schedule, with the model asked at the original steps τ_i."""
+
+def sample_ddpm_steps(sample, model, schedule, steps, n=1000, dim=2, seed=0) -> np.ndarray:
+    """The page's ancestral sampler ``sample`` (σ² = β̃, the posterior variance) on ``steps``
+    evenly spaced steps of ``schedule``: the respaced schedule, with the model asked at the
+    original steps τ_i."""
     taus = sampling_steps(schedule, steps)
 
     def at_original_steps(x, i):
         return model(x, taus[np.asarray(i)])
 
     with random.fork_rng(int(seed)):
-        return D.sample(at_original_steps, _respaced(schedule, taus), int(n), dim, variance="posterior")
-
-
-def sample_ddim(model, schedule, steps, n=1000, dim=2, seed=0) -> np.ndarray:
-    """DDIM (Song et al. 2021, η = 0): deterministic once x_T is drawn. At each visited step,
-
-        x̂_0 = (x_τ − √(1 − ᾱ_τ) ε̂) / √ᾱ_τ,    x_{τ'} = √ᾱ_{τ'} x̂_0 + √(1 − ᾱ_{τ'}) ε̂,
-
-    with τ' the next visited step (ᾱ = 1 after the last: x_0 = x̂_0). Same x_T as
-    :func:`sample_ddpm_steps` for the same seed."""
-    taus = sampling_steps(schedule, steps)
-    with random.fork_rng(int(seed)):
-        x = random.generator().standard_normal((int(n), dim)).astype(np.float32)
-    ab = schedule.alpha_bars
-    with no_grad():
-        for i in range(len(taus) - 1, -1, -1):
-            t = int(taus[i])
-            eps = np.asarray(model(Tensor(x), np.full(len(x), t, dtype=np.int64)).data, dtype=np.float64)
-            x0 = (x - math.sqrt(1 - ab[t]) * eps) / math.sqrt(ab[t])
-            ab_next = ab[taus[i - 1]] if i > 0 else 1.0
-            x = (math.sqrt(ab_next) * x0 + math.sqrt(1 - ab_next) * eps).astype(np.float32)
-    return x
+        return sample(at_original_steps, _respaced(schedule, taus), int(n), dim, "posterior")
 
 
 @dataclass(frozen=True)
@@ -451,110 +423,18 @@ class SamplerComparison:
     floor: float  # a second draw of the data against the first: the score of a perfect sampler
 
 
-def compare_samplers(mixture, schedule, steps=(10, 50, 1000), n=1000, seed=0, on_step=None) -> SamplerComparison:
-    """Both samplers at each step count, from the same x_T (``seed``), with the exact ε*."""
-    model = D.OptimalDenoiser(mixture, schedule)
-    held = mixture.sample(n, seed=seed + 100)[0]
-    ddpm, ddim = [], []
-    for k, count in enumerate(steps):
-        ddpm.append(energy_distance(sample_ddpm_steps(model, schedule, count, n, mixture.dim, seed), held))
-        ddim.append(energy_distance(sample_ddim(model, schedule, count, n, mixture.dim, seed), held))
-        if on_step is not None:
-            on_step(k + 1)
-    floor = energy_distance(mixture.sample(n, seed=seed + 200)[0], held)
-    return SamplerComparison(steps=np.asarray(steps), ddpm=np.asarray(ddpm), ddim=np.asarray(ddim), floor=floor)
+
+def compare_samplers(mixture, schedule, ddpm_sample, ddim_sample, steps=(10, 50, 1000), n=1000, seed=0,
+                     on_step=None) -> SamplerComparison:
+    """Both of the page's samplers at each step count, from the same x_T (``seed``), with the
+    exact ε* of ``mixture``: respaced ancestral sampling (:func:`sample_ddpm_steps`) and
+    ``ddim_sample(model, schedule, steps, n, dim)``."""
+    gallery = sampler_gallery(mixture, schedule, ddpm_sample, ddim_sample, steps=steps, n=n, shown=1, seed=seed,
+                              on_step=on_step)
+    return gallery.table(steps)
 
 
 # ----------------------------------------------------------------------------- classifier-free guidance
-class ConditionalDenoiser(D.Denoiser):
-    """ε_θ(x_t, t, y): the course's Denoiser with a label added to the first layer through a
-    learned vector per class (a linear layer on the one-hot label). Label ``n_classes`` is the
-    "no label" ∅ that classifier-free guidance trains by dropping labels."""
-
-    def __init__(self, dim=2, n_classes=8, hidden=128, T=50):
-        super().__init__(dim, hidden, T=T)
-        self.n_classes = int(n_classes)
-        self.label = engine_nn.Linear(self.n_classes + 1, hidden, bias=False)
-
-    def forward(self, x, t, y=None) -> Tensor:
-        x = x if isinstance(x, Tensor) else Tensor(np.asarray(x, dtype=np.float32))
-        y = np.broadcast_to(np.full(1, self.n_classes) if y is None else np.asarray(y), (x.shape[0],))
-        onehot = np.eye(self.n_classes + 1, dtype=np.float32)[y]
-        t = np.broadcast_to(np.asarray(getattr(t, "data", t)), (x.shape[0],))
-        embedding = D.timestep_embedding(t * (1000.0 / self.T), self.time_embedding_dim)
-        h = F.silu(self.input(x) + self.time(Tensor(embedding)) + self.label(Tensor(onehot)))
-        for layer in self.hidden:
-            h = F.silu(layer(h))
-        return self.output(h)
-
-
-@dataclass
-class GuidedRun:
-    """A conditional denoiser trained with dropped labels, and its data."""
-
-    model: ConditionalDenoiser
-    schedule: D.Schedule
-    losses: np.ndarray
-    X: np.ndarray  # the training data [N, 2]
-    y: np.ndarray  # its labels [N]
-
-
-def train_conditional(X, y, T=50, steps=3000, p_drop=0.2, hidden=128, lr=3e-3, batch_size=256, seed=0,
-                      on_step=None) -> GuidedRun:
-    """Train one ε_θ(x_t, t, y) for every label and, on a share ``p_drop`` of each batch, for the
-    null label ∅ (Ho & Salimans 2022): the same network is then conditional and unconditional."""
-    op = "train_conditional"
-    X = np.asarray(X, dtype=np.float32)
-    y = np.asarray(y, dtype=np.int64)
-    if not 0 <= float(p_drop) < 1:
-        raise ValueError(f"{op}: p_drop must lie in [0, 1), got {p_drop}")
-    n_classes = int(y.max()) + 1
-    schedule = make_noise_schedule("linear", _int(op, "T", T, 2))
-    losses = []
-    with random.fork_rng(int(seed)):
-        model = ConditionalDenoiser(X.shape[1], n_classes, int(hidden), T=schedule.T)
-        opt = Adam(model.parameters(), lr=_positive(op, "lr", lr))
-        decay = CosineAnnealingLR(opt, _int(op, "steps", steps, 1), eta_min=lr / 100)
-        rng = random.generator()
-        for step in range(1, steps + 1):
-            rows = rng.integers(0, len(X), size=batch_size)
-            t = rng.integers(0, schedule.T, size=batch_size)
-            noise = rng.standard_normal((batch_size, X.shape[1])).astype(np.float32)
-            labels = np.where(rng.random(batch_size) < p_drop, n_classes, y[rows])
-            x_t = D.q_sample(X[rows], t, noise, schedule)
-            loss = F.mse_loss(model(Tensor(x_t), t, labels), Tensor(noise))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            decay.step()
-            losses.append(float(loss.data))
-            if on_step is not None:
-                on_step(step)
-    return GuidedRun(model=model, schedule=schedule, losses=np.asarray(losses), X=X.astype(np.float64), y=y)
-
-
-def sample_guided(run, label, scale, n=1000, seed=0) -> np.ndarray:
-    """Ancestral sampling with the guided noise prediction
-    ε̃ = (1 + w) ε_θ(x_t, t, y) − w ε_θ(x_t, t, ∅): w = 0 is the conditional model, larger w
-    pushes samples towards where the label is most likely (Ho & Salimans 2022)."""
-    op = "sample_guided"
-    label = _int(op, "label", label, 0)
-    if label >= run.model.n_classes:
-        raise ValueError(f"{op}: label must be < {run.model.n_classes}, got {label}")
-    w = float(scale)
-    if not (math.isfinite(w) and w >= 0):
-        raise ValueError(f"{op}: scale must be a finite number >= 0, got {scale}")
-    with random.fork_rng(int(seed)), no_grad():
-        x = random.generator().standard_normal((int(n), run.X.shape[1])).astype(np.float32)
-        for t in reversed(range(run.schedule.T)):
-            steps = np.full(len(x), t, dtype=np.int64)
-            conditional = run.model(Tensor(x), steps, np.full(len(x), label)).data
-            unconditional = run.model(Tensor(x), steps, None).data
-            eps = (1 + w) * conditional - w * unconditional
-            x = D.reverse_step(x, eps, t, run.schedule, variance="posterior")
-    return x.astype(np.float64)
-
-
 @dataclass(frozen=True)
 class GuidanceTrade:
     """Per guidance scale: fidelity (the share of samples whose nearest training point has the
@@ -565,17 +445,20 @@ class GuidanceTrade:
     spread: np.ndarray
 
 
-def guidance_trade(run, label, samples_by_scale: dict) -> GuidanceTrade:
-    """Score samples drawn at several guidance scales (``{w: samples}``) for ``label``."""
-    real = run.X[run.y == label]
+
+def guidance_trade(X, y, label, samples_by_scale: dict) -> GuidanceTrade:
+    """Score samples drawn at several guidance scales (``{w: samples}``) for ``label`` of the
+    labelled training data X [N, 2], y [N]."""
+    X = np.asarray(X, dtype=np.float64)
+    real = X[y == label]
     scales = np.asarray(sorted(samples_by_scale), dtype=np.float64)
     fidelity, spread = [], []
-    data_norms = (run.X**2).sum(1)
+    data_norms = (X**2).sum(1)
     for w in scales:
         x = np.asarray(samples_by_scale[w], dtype=np.float64)
         # ‖x − X‖² = ‖X‖² − 2 x·X (+ ‖x‖², the same for every training point): one matrix product
-        nearest = np.argmin(data_norms[None] - 2 * x @ run.X.T, axis=1)
-        fidelity.append(float(np.mean(run.y[nearest] == label)))
+        nearest = np.argmin(data_norms[None] - 2 * x @ X.T, axis=1)
+        fidelity.append(float(np.mean(y[nearest] == label)))
         spread.append(float(x.var(0).sum() / real.var(0).sum()))
     return GuidanceTrade(scales=scales, fidelity=np.asarray(fidelity), spread=np.asarray(spread))
 
@@ -584,7 +467,7 @@ def guidance_trade(run, label, samples_by_scale: dict) -> GuidanceTrade:
 MIN_DRAWN_POINTS = 20
 
 
-def train_on_points(X, T=50, steps=1500, seed=0, on_step=None) -> DDPMRun:
+def train_on_points(X, schedule, train, sample, steps=1500, seed=0, on_step=None) -> DDPMRun:
     """A DDPM on a small set of 2-D points (a drawing): shuffled on ``seed``, a quarter held out
     for the quality number, the rest to train on; ``samples`` [500, 2] drawn from the model.
     The points are used as they are (not standardised): draw them on the scale of N(0, I)."""
@@ -593,21 +476,22 @@ def train_on_points(X, T=50, steps=1500, seed=0, on_step=None) -> DDPMRun:
     if len(X) < MIN_DRAWN_POINTS:
         raise ValueError(f"{op}: draw at least {MIN_DRAWN_POINTS} points, got {len(X)}")
     X = X[np.random.default_rng(seed).permutation(len(X))]
-    schedule = make_noise_schedule("linear", _int(op, "T", T, 2))
-    run = train_ddpm_tracked(X, schedule, steps=steps, n_checkpoints=2, n_eval=max(2, (len(X) - 2) // 4),
-                             batch_size=min(256, len(X)), seed=seed, on_step=on_step)
+    run = train_ddpm_tracked(X, schedule, train, sample, steps=steps, n_checkpoints=2,
+                             n_eval=max(2, (len(X) - 2) // 4), batch_size=min(256, len(X)), seed=seed,
+                             on_step=on_step)
     with random.fork_rng(int(seed) + 5):
-        try:
-            run.samples = D.sample(run.model, schedule, 500, 2, variance="posterior").astype(np.float64)
-        except FloatingPointError:
-            run.stopped = run.stopped or "sampling diverged: the model's predictions are too large"
+        x = _finite_samples(sample, run.model, schedule, 500, 2, "posterior")
+    if x is None:
+        run.stopped = run.stopped or "sampling diverged: the model's predictions are too large"
+    else:
+        run.samples = x.astype(np.float64)
     return run
 
 
-# ----------------------------------------------------------------------------- shipped default results (issue 16)
+# ----------------------------------------------------------------------------- shipped default results
 # Every section opens on its default result: the trained networks (and, where sampling at load
-# would cost more than the page's budget, the samples and scores the figures show) are trained
-# here by `make checkpoints` and shipped as engine/course/checkpoints/diffusion_*.py.
+# would cost more than the page's budget, the samples and scores the figures show), made by the
+# notebook's default_* functions and shipped as engine/course/checkpoints/diffusion_*.py.
 DDPM_DEFAULT = {"data": "moons", "kind": "linear", "T": 50, "steps": 2000, "hidden": 64, "lr": 1e-2}
 DDPM_DEFAULT_TEXT = (f"{DDPM_DEFAULT['data']}, {DDPM_DEFAULT['kind']} schedule, T = {DDPM_DEFAULT['T']}, "
                      f"{DDPM_DEFAULT['steps']} steps, width {DDPM_DEFAULT['hidden']}, "
@@ -624,7 +508,7 @@ def is_default(settings: dict, default: dict) -> bool:
     return set(settings) == set(default) and _checks.is_default("diffusion.is_default", settings, default)
 
 
-def _run_state(run: DDPMRun) -> dict:
+def run_state(run: DDPMRun) -> dict:
     """What a shipped DDPMRun keeps: the network and every number its figures show."""
     state = {"model": dict(run.model.state_dict()), "losses": run.losses, "checkpoints": run.checkpoints,
              "quality": run.quality, "noise_quality": float(run.noise_quality), "floor": float(run.floor),
@@ -642,45 +526,27 @@ def _run_from_state(state, model, held_out) -> DDPMRun:
                    samples=state.get("samples"))
 
 
-def _train_default_ddpm() -> dict:
-    """Section 3's default DDPM, trained as the notebook's button trains it."""
-    d = DDPM_DEFAULT
-    X = toy_data_2d(d["data"], n=3000, seed=0)
-    return _run_state(train_ddpm_tracked(X, make_noise_schedule(d["kind"], d["T"]), steps=d["steps"],
-                                         hidden=d["hidden"], lr=d["lr"], seed=0))
-
-
-@functools.lru_cache(maxsize=1)
-def shipped_ddpm() -> DDPMRun:
-    """The DDPM of :data:`DDPM_DEFAULT` as ``make checkpoints`` trained it (no training here)."""
+@functools.lru_cache(maxsize=4)
+def shipped_ddpm(*code) -> tuple[DDPMRun | None, str]:
+    """``(run, "")``: the DDPM of :data:`DDPM_DEFAULT` as the page's ``default_ddpm`` trained it,
+    when ``code`` (the page's lesson functions, as ``CHECKPOINTS`` names them) is the code that
+    trained it; otherwise ``(None, reason)``."""
+    state, reason = checkpoints.load_if_fits(_ddpm_checkpoint, *code)
+    if state is None:
+        return None, reason
     d = DDPM_DEFAULT
     held = toy_data_2d(d["data"], n=3000, seed=0)[-500:].astype(np.float32).astype(np.float64)
-    return _run_from_state(checkpoints.load(_ddpm_checkpoint), D.Denoiser(2, d["hidden"], T=d["T"]), held)
+    return _run_from_state(state, D.Denoiser(2, d["hidden"], T=d["T"]), held), ""
 
 
-@functools.lru_cache(maxsize=2)
-def shipped_trajectory(n=300, seed=3) -> np.ndarray:
-    """:func:`reverse_trajectory` of :func:`shipped_ddpm` on its schedule, kept (read-only) so
-    that returning a control to its default redraws the section without sampling again."""
-    d = DDPM_DEFAULT
-    states = reverse_trajectory(shipped_ddpm().model, make_noise_schedule(d["kind"], d["T"]), n, seed=seed)
-    states.setflags(write=False)
-    return states
-
-
-def _train_default_denoiser_1d() -> dict:
-    """Section 4's default learned ε_θ (the mixture and settings of :data:`MIX_DEFAULT`)."""
-    d = MIX_DEFAULT
-    mixture = mixture_1d(d["separation"], d["std"], d["weight_left"])
-    return _run_state(train_denoiser_1d(mixture, make_noise_schedule("linear", d["T"]), steps=d["steps"],
-                                        seed=0, variance=d["variance"]))
-
-
-@functools.lru_cache(maxsize=1)
-def shipped_denoiser_1d() -> DDPMRun:
-    """The 1-D denoiser of :data:`MIX_DEFAULT` as ``make checkpoints`` trained it."""
-    state = checkpoints.load(_denoiser_1d_checkpoint)
-    return _run_from_state(state, D.Denoiser(1, 64, T=MIX_DEFAULT["T"]), held_out=None)
+@functools.lru_cache(maxsize=4)
+def shipped_denoiser_1d(*code) -> tuple[DDPMRun | None, str]:
+    """The 1-D denoiser of :data:`MIX_DEFAULT` as the page's ``default_denoiser_1d`` trained it,
+    or ``(None, reason)`` as :func:`shipped_ddpm`."""
+    state, reason = checkpoints.load_if_fits(_denoiser_1d_checkpoint, *code)
+    if state is None:
+        return None, reason
+    return _run_from_state(state, D.Denoiser(1, 64, T=MIX_DEFAULT["T"]), held_out=None), ""
 
 
 def canvas_start(X, bound=3.0) -> np.ndarray:
@@ -689,25 +555,30 @@ def canvas_start(X, bound=3.0) -> np.ndarray:
     return np.clip(np.asarray(X, dtype=np.float64), -bound, bound).astype(np.float32)
 
 
-def _train_default_drawing() -> dict:
-    """The DDPM of "train on my drawing" on the drawing the canvas starts with."""
+def drawing_start() -> np.ndarray:
+    """The drawing the canvas starts with: the first points of the moons, clipped to it."""
     d = DRAW_DEFAULT
-    points = canvas_start(toy_data_2d(d["data"], n=3000, seed=0)[:d["points"]], d["bound"])
-    return {"points": points, "run": _run_state(train_on_points(points, T=d["T"], steps=d["steps"], seed=0))}
+    return canvas_start(toy_data_2d(d["data"], n=3000, seed=0)[:d["points"]], d["bound"])
 
 
-@functools.lru_cache(maxsize=1)
-def _shipped_drawing():
-    state = checkpoints.load(_drawing_checkpoint)
+@functools.lru_cache(maxsize=4)
+def _shipped_drawing(*code):
+    state, reason = checkpoints.load_if_fits(_drawing_checkpoint, *code)
+    if state is None:
+        return None, None, reason
     run = _run_from_state(state["run"], D.Denoiser(2, 64, T=DRAW_DEFAULT["T"]), held_out=None)
-    return state["points"], run
+    return state["points"], run, ""
 
 
-def shipped_drawing_run(X) -> DDPMRun | None:
-    """The shipped DDPM of the canvas's starting drawing when ``X`` is that drawing, else None."""
-    points, run = _shipped_drawing()
+def shipped_drawing_run(X, *code) -> tuple[DDPMRun | None, str]:
+    """``(run, "")``: the shipped DDPM of the canvas's starting drawing when ``X`` is that drawing
+    and ``code`` made it; ``(None, "")`` for another drawing; ``(None, reason)`` when the page's
+    code is not the code that made it."""
+    points, run, reason = _shipped_drawing(*code)
+    if run is None:
+        return None, reason
     X = np.asarray(X, dtype=np.float32)
-    return run if X.shape == points.shape and np.allclose(X, points, atol=1e-5) else None
+    return (run if X.shape == points.shape and np.allclose(X, points, atol=1e-5) else None), ""
 
 
 @dataclass(frozen=True)
@@ -736,18 +607,24 @@ class SamplerGallery:
                                  floor=self.floor)
 
 
-def sampler_gallery(mixture, schedule, steps=SAMPLER_STEP_COUNTS, n=1000, shown=500, seed=0,
-                    on_step=None) -> SamplerGallery:
-    """:func:`compare_samplers` at every step count of ``steps``, keeping the samples to show."""
+
+def sampler_gallery(mixture, schedule, ddpm_sample, ddim_sample, steps=SAMPLER_STEP_COUNTS, n=1000, shown=500,
+                    seed=0, on_step=None) -> SamplerGallery:
+    """The page's two samplers with the exact ε* of ``mixture`` at every step count of
+    ``steps``, from the same x_T (``seed``): respaced ancestral sampling with ``ddpm_sample``
+    (:func:`sample_ddpm_steps`) and ``ddim_sample(model, schedule, steps, n, dim)``; scores on
+    all ``n`` samples, the first ``shown`` kept. ``on_step(k)`` after each step count."""
     model = D.OptimalDenoiser(mixture, schedule)
     held = mixture.sample(n, seed=seed + 100)[0]
     runs = {"ddpm": [], "ddim": []}
     scores = {"ddpm": [], "ddim": []}
     for k, count in enumerate(steps):
-        for name, sampler in (("ddpm", sample_ddpm_steps), ("ddim", sample_ddim)):
-            x = sampler(model, schedule, count, n, mixture.dim, seed)
-            scores[name].append(energy_distance(x, held))
-            runs[name].append(np.asarray(x[:shown], dtype=np.float32))
+        x = sample_ddpm_steps(ddpm_sample, model, schedule, count, n, mixture.dim, seed)
+        with random.fork_rng(int(seed)):
+            x_ddim = ddim_sample(model, schedule, count, int(n), mixture.dim)
+        for name, drawn in (("ddpm", x), ("ddim", x_ddim)):
+            scores[name].append(energy_distance(drawn, held))
+            runs[name].append(np.asarray(drawn[:shown], dtype=np.float32))
         if on_step is not None:
             on_step(k + 1)
     floor = energy_distance(mixture.sample(n, seed=seed + 200)[0], held)
@@ -755,23 +632,22 @@ def sampler_gallery(mixture, schedule, steps=SAMPLER_STEP_COUNTS, n=1000, shown=
                           floor=float(floor), ddpm_samples=np.stack(runs["ddpm"]), ddim_samples=np.stack(runs["ddim"]))
 
 
-def _default_sampler_gallery() -> SamplerGallery:
-    return sampler_gallery(ring_mixture(), make_noise_schedule("linear", 1000))
-
-
-def _train_sampler_gallery() -> dict:
-    g = _default_sampler_gallery()
+def gallery_state(g: SamplerGallery) -> dict:
+    """What the shipped gallery keeps."""
     return {"steps": g.steps, "ddpm": g.ddpm, "ddim": g.ddim, "floor": g.floor,
             "ddpm_samples": g.ddpm_samples, "ddim_samples": g.ddim_samples}
 
 
-@functools.lru_cache(maxsize=1)
-def shipped_sampler_gallery() -> SamplerGallery:
-    """Section 5's gallery (ring mixture, T = 1000 linear, seed 0) as ``make checkpoints`` drew it."""
-    state = checkpoints.load(_samplers_checkpoint)
+@functools.lru_cache(maxsize=4)
+def shipped_sampler_gallery(*code) -> tuple[SamplerGallery | None, str]:
+    """Section 5's gallery (ring mixture, T = 1000 linear, seed 0) as the page's
+    ``default_sampler_gallery`` drew it, or ``(None, reason)`` as :func:`shipped_ddpm`."""
+    state, reason = checkpoints.load_if_fits(_samplers_checkpoint, *code)
+    if state is None:
+        return None, reason
     return SamplerGallery(steps=state["steps"], ddpm=state["ddpm"], ddim=state["ddim"],
                           floor=float(state["floor"]), ddpm_samples=state["ddpm_samples"],
-                          ddim_samples=state["ddim_samples"])
+                          ddim_samples=state["ddim_samples"]), ""
 
 
 @dataclass(frozen=True)
@@ -785,52 +661,71 @@ class GuidanceStudy:
     y: np.ndarray  # its labels [N]
 
 
-def guidance_study(steps, n=1000, shown=500, seed=0, on_step=None) -> GuidanceStudy:
-    """Section 6: train on the two moons (T = 50, 20 % of labels dropped), then sample each label
-    at every scale of :data:`GUIDANCE_SCALES` (``seed + 1``) and score the samples.
-    ``on_step(k)`` counts the training steps, then one more per (label, scale) sampled: up to
-    ``steps + 2 · len(GUIDANCE_SCALES)``."""
+
+def guidance_study(make_model, train, sample, schedule, steps, n=1000, shown=500, seed=0,
+                   on_step=None) -> GuidanceStudy:
+    """Section 6 with the page's code: on the two moons, ``make_model(dim, n_classes, T)``
+    trained by ``train(model, X, y, schedule, steps, on_step=...)`` (seed ``seed``), then
+    ``sample(model, schedule, label, w, n, dim)`` for each label at every scale of
+    :data:`GUIDANCE_SCALES` (seed ``seed + 1``), scored. ``on_step(k)`` counts the training
+    steps, then one more per (label, scale) sampled: up to ``steps + 2 · len(GUIDANCE_SCALES)``."""
     X, y = toy_data_2d("moons", n=3000, seed=seed, return_labels=True)
-    run = train_conditional(X, y, T=50, steps=steps, p_drop=0.2, seed=seed, on_step=on_step)
+    X = X.astype(np.float32)
+    n_classes = int(y.max()) + 1
+    with random.fork_rng(int(seed)):
+        model = make_model(X.shape[1], n_classes, schedule.T)
+        train(model, X, y, schedule, _int("guidance_study", "steps", steps, 1), on_step=on_step)
     samples, trades = {}, {}
     done = steps
-    for label in range(run.model.n_classes):
+    for label in range(n_classes):
         by_scale = {}
         for w in GUIDANCE_SCALES:
-            by_scale[w] = sample_guided(run, label, w, n=n, seed=seed + 1)
+            with random.fork_rng(int(seed) + 1):
+                by_scale[w] = np.asarray(sample(model, schedule, label, w, int(n), X.shape[1]), dtype=np.float64)
             done += 1
             if on_step is not None:
                 on_step(done)
-        trades[label] = guidance_trade(run, label, by_scale)
+        trades[label] = guidance_trade(X, y, label, by_scale)
         samples[label] = np.stack([by_scale[w][:shown] for w in GUIDANCE_SCALES]).astype(np.float32)
-    return GuidanceStudy(scales=np.asarray(GUIDANCE_SCALES), samples=samples, trades=trades, X=run.X, y=y)
+    return GuidanceStudy(scales=np.asarray(GUIDANCE_SCALES), samples=samples, trades=trades,
+                         X=X.astype(np.float64), y=y)
 
 
-def _train_guidance_study() -> dict:
-    g = guidance_study(1500)
+def guidance_state(g: GuidanceStudy) -> dict:
+    """What the shipped study keeps."""
     return {"scales": g.scales,
             "labels": {str(k): {"samples": g.samples[k], "fidelity": t.fidelity, "spread": t.spread}
                        for k, t in g.trades.items()}}
 
 
-@functools.lru_cache(maxsize=1)
-def shipped_guidance() -> GuidanceStudy:
-    """Section 6's default study as ``make checkpoints`` trained and sampled it."""
-    state = checkpoints.load(_guidance_checkpoint)
+@functools.lru_cache(maxsize=4)
+def shipped_guidance(*code) -> tuple[GuidanceStudy | None, str]:
+    """Section 6's default study as the page's ``default_guidance`` trained and sampled it, or
+    ``(None, reason)`` as :func:`shipped_ddpm`."""
+    state, reason = checkpoints.load_if_fits(_guidance_checkpoint, *code)
+    if state is None:
+        return None, reason
     scales = state["scales"]
     X, y = toy_data_2d("moons", n=3000, seed=0, return_labels=True)
-    X = X.astype(np.float32).astype(np.float64)  # as train_conditional keeps it
+    X = X.astype(np.float32).astype(np.float64)  # as guidance_study keeps it
     labels = {int(k): v for k, v in state["labels"].items()}
     return GuidanceStudy(
         scales=scales, samples={k: v["samples"] for k, v in labels.items()},
         trades={k: GuidanceTrade(scales=scales, fidelity=v["fidelity"], spread=v["spread"])
-                for k, v in labels.items()}, X=X, y=y)
+                for k, v in labels.items()}, X=X, y=y), ""
 
+
+# The lesson cells each shipped state depends on, in the order the page passes them to shipped_*.
+DDPM_CODE = ("noise_schedule", "linear_schedule", "q_sample", "ddpm_loss", "train_ddpm", "ddpm_step",
+             "ddpm_sample")
+SAMPLER_CODE = ("noise_schedule", "linear_schedule", "ddpm_step", "ddpm_sample", "ddim_step", "ddim_sample")
+GUIDANCE_CODE = ("noise_schedule", "linear_schedule", "q_sample", "conditional_denoiser", "train_conditional",
+                 "guided_epsilon", "guided_sample", "ddpm_step", "ddpm_sample")
 
 CHECKPOINTS = {
-    "diffusion_ddpm": _train_default_ddpm,
-    "diffusion_denoiser_1d": _train_default_denoiser_1d,
-    "diffusion_drawing": _train_default_drawing,
-    "diffusion_samplers": _train_sampler_gallery,
-    "diffusion_guidance": _train_guidance_study,
+    "diffusion_ddpm": checkpoints.FromNotebook("07_diffusion", "default_ddpm", DDPM_CODE),
+    "diffusion_denoiser_1d": checkpoints.FromNotebook("07_diffusion", "default_denoiser_1d", DDPM_CODE),
+    "diffusion_drawing": checkpoints.FromNotebook("07_diffusion", "default_drawing", DDPM_CODE),
+    "diffusion_samplers": checkpoints.FromNotebook("07_diffusion", "default_sampler_gallery", SAMPLER_CODE),
+    "diffusion_guidance": checkpoints.FromNotebook("07_diffusion", "default_guidance", GUIDANCE_CODE),
 }

@@ -14,11 +14,20 @@ from engine.course.labs import attention as attention_lab
 from engine import diffusion
 from engine.course.labs import diffusion as diffusion_lab
 from engine.course import checkpoints
+from notebook_driver import load_module
 from engine import vae
 from engine.course.labs import vae as vae_lab
 
 
 # ============================================================================= 07 diffusion
+# The lesson's code (schedules, training loop, samplers, the conditional denoiser) is the
+# notebook's: the lab's helpers take it as arguments, and these tests pass the page's own.
+NB = load_module("notebooks/07_diffusion.py")
+
+
+def schedule(kind, T):
+    return NB.noise_schedule(kind, T)
+
 
 
 @pytest.mark.parametrize("name", diffusion_lab.DATASETS_2D)
@@ -31,28 +40,11 @@ def test_toy_data_2d_is_standardised(name):
         diffusion_lab.toy_data_2d("spiral galaxy")
 
 
-def test_make_schedule_linear_scale():
+def test_linear_scale_keeps_the_last_beta_below_one():
     for T in (10, 20, 21, 50, 1000):
-        s = diffusion_lab.make_noise_schedule("linear", T)
-        scale = min(1000 / T, 0.999 / 0.02)
-        np.testing.assert_allclose(s.betas, np.linspace(1e-4, 0.02, T) * scale)
-        assert s.betas.max() < 1
-        assert s.alpha_bars[-1] < (1e-2 if T < 21 else 1e-4)
-    np.testing.assert_allclose(diffusion_lab.make_noise_schedule("linear (fixed bounds)", 100).betas,
-                               np.linspace(1e-4, 0.02, 100))
-    np.testing.assert_allclose(diffusion_lab.make_noise_schedule("cosine", 64).alpha_bars,
-                               diffusion.cosine_beta_schedule(64).alpha_bars)
-    with pytest.raises(ValueError, match="kind"):
-        diffusion_lab.make_noise_schedule("quadratic")
-
-
-def test_forward_snapshot_is_the_closed_form():
-    X = diffusion_lab.toy_data_2d("moons", 200)
-    s = diffusion_lab.make_noise_schedule("linear", 50)
-    xt = diffusion_lab.forward_snapshot(X, s, 20, seed=4)
-    eps = np.random.default_rng(4).standard_normal(X.shape)
-    ab = np.prod(1 - s.betas[:21])
-    np.testing.assert_allclose(xt, np.sqrt(ab) * X + np.sqrt(1 - ab) * eps, rtol=1e-10)
+        assert diffusion_lab.linear_scale(T) == min(1000 / T, 0.999 / 0.02)
+        assert 0.02 * diffusion_lab.linear_scale(T) < 1
+        assert schedule("linear", T).alpha_bars[-1] < (1e-2 if T < 21 else 1e-4)
 
 
 def test_chain_vs_closed_form_constant_beta():
@@ -69,10 +61,11 @@ def test_chain_vs_closed_form_constant_beta():
 
 def test_train_ddpm_tracked_improves_and_is_reproducible():
     X = diffusion_lab.toy_data_2d("8 Gaussians", 1400, seed=0)
-    s = diffusion_lab.make_noise_schedule("linear", 20)
+    s = schedule("linear", 20)
     ticks = []
-    a = diffusion_lab.train_ddpm_tracked(X, s, steps=400, n_checkpoints=4, n_eval=300, on_step=ticks.append)
-    b = diffusion_lab.train_ddpm_tracked(X, s, steps=400, n_checkpoints=4, n_eval=300)
+    a = diffusion_lab.train_ddpm_tracked(X, s, NB.train_ddpm, NB.ddpm_sample, steps=400, n_checkpoints=4,
+                                         n_eval=300, on_step=ticks.append)
+    b = diffusion_lab.train_ddpm_tracked(X, s, NB.train_ddpm, NB.ddpm_sample, steps=400, n_checkpoints=4, n_eval=300)
     assert ticks == list(range(1, 401))
     np.testing.assert_array_equal(a.losses, b.losses)
     assert list(a.checkpoints) == [100, 200, 300, 400] and len(a.quality) == 4
@@ -82,35 +75,42 @@ def test_train_ddpm_tracked_improves_and_is_reproducible():
     # the quality number is the engine's energy distance (recomputed on the held-out rows)
     np.testing.assert_array_equal(a.held_out, X[-300:].astype(np.float32).astype(np.float64))
     with pytest.raises(ValueError, match="n_eval"):
-        diffusion_lab.train_ddpm_tracked(X[:100], s, n_eval=300)
+        diffusion_lab.train_ddpm_tracked(X[:100], s, NB.train_ddpm, NB.ddpm_sample, n_eval=300)
 
 
-def test_reverse_trajectory_and_sampling_agree():
+def test_a_diverging_run_stops_and_says_why():
     X = diffusion_lab.toy_data_2d("moons", 1000, seed=0)
-    s = diffusion_lab.make_noise_schedule("linear", 10)
-    run = diffusion_lab.train_ddpm_tracked(X, s, steps=50, n_checkpoints=1, n_eval=200)
-    traj = diffusion_lab.reverse_trajectory(run.model, s, n=64, seed=5)
+    run = diffusion_lab.train_ddpm_tracked(X, schedule("linear", 10), NB.train_ddpm, NB.ddpm_sample, steps=300,
+                                           lr=1e4, n_checkpoints=1, n_eval=200)
+    assert not np.isfinite(run.losses[-1]) and "non-finite" in run.stopped and len(run.losses) < 300
+
+
+def test_reverse_trajectory_is_the_engines_ancestral_sampler():
+    X = diffusion_lab.toy_data_2d("moons", 1000, seed=0)
+    s = schedule("linear", 10)
+    run = diffusion_lab.train_ddpm_tracked(X, s, NB.train_ddpm, NB.ddpm_sample, steps=50, n_checkpoints=1, n_eval=200)
+    traj = diffusion_lab.reverse_trajectory(NB.ddpm_sample, run.model, s, n=64, seed=5)
     assert traj.shape == (11, 64, 2)
     engine.manual_seed(5)
     final = diffusion.sample(run.model, s, 64, 2, variance="posterior")
-    np.testing.assert_allclose(traj[-1], final)
+    np.testing.assert_allclose(traj[-1], final, rtol=1e-5, atol=1e-6)
 
 
 def test_reverse_trajectory_of_a_diverged_model_is_a_clear_error():
     X = diffusion_lab.toy_data_2d("moons", 1000, seed=0)
-    s = diffusion_lab.make_noise_schedule("linear", 10)
-    run = diffusion_lab.train_ddpm_tracked(X, s, steps=5, n_checkpoints=1, n_eval=200)
+    s = schedule("linear", 10)
+    run = diffusion_lab.train_ddpm_tracked(X, s, NB.train_ddpm, NB.ddpm_sample, steps=5, n_checkpoints=1, n_eval=200)
     for p in run.model.parameters():
         p.data[...] = 1e30  # predictions overflow: the states cannot stay finite
     with np.errstate(over="ignore", invalid="ignore"), \
             pytest.raises(ValueError, match="reverse_trajectory: .*lower the learning rate"):
-        diffusion_lab.reverse_trajectory(run.model, s, n=8)
+        diffusion_lab.reverse_trajectory(NB.ddpm_sample, run.model, s, n=8)
 
 
 def test_exact_reverse_1d_reproduces_the_mixture():
     m = diffusion_lab.mixture_1d(3.0, 0.3, 0.25)
     assert m.weights[0] == pytest.approx(0.25) and list(m.means[:, 0]) == [-1.5, 1.5]
-    x = diffusion_lab.exact_reverse_1d(m, diffusion_lab.make_noise_schedule("linear", 1000), n=4000, variance="beta")
+    x = diffusion_lab.exact_reverse_1d(m, schedule("linear", 1000), n=4000, variance="beta")
     assert np.mean(x < 0) == pytest.approx(0.25, abs=0.03)
     mean = 0.25 * -1.5 + 0.75 * 1.5
     assert x.mean() == pytest.approx(mean, abs=0.06)
@@ -125,7 +125,7 @@ def test_exact_reverse_1d_is_the_engines_exact_sampler(variance, components):
     m = data.GaussianMixture(np.array([[-2.0], [0.5], [2.5]]), np.array([0.2, 0.6, 0.3]), np.array([1.0, 2.0, 1.0]))
     if components == 2:
         m = diffusion_lab.mixture_1d(3.0, 0.3, 0.3)
-    s = diffusion_lab.make_noise_schedule("cosine", 40)
+    s = schedule("cosine", 40)
     engine.manual_seed(4)
     expected = diffusion.exact_sample(m, s, 300, variance=variance)[:, 0]
     np.testing.assert_allclose(diffusion_lab.exact_reverse_1d(m, s, n=300, seed=4, variance=variance),
@@ -136,8 +136,8 @@ def test_exact_reverse_1d_is_the_engines_exact_sampler(variance, components):
 
 def test_epsilon_curves_exact_formula_and_learned_model():
     m = diffusion_lab.mixture_1d(2.0, 0.5, 0.5)
-    s = diffusion_lab.make_noise_schedule("linear", 20)
-    run = diffusion_lab.train_denoiser_1d(m, s, steps=100, n=500)
+    s = schedule("linear", 20)
+    run = diffusion_lab.train_denoiser_1d(m, s, NB.train_ddpm, NB.ddpm_sample, steps=100, n=500)
     assert run.samples.shape == (500,)
     c = diffusion_lab.epsilon_curves(m, s, 5, model=run.model, grid=np.linspace(-3, 3, 7))
     ab = s.alpha_bars[5]
@@ -151,8 +151,6 @@ def test_epsilon_curves_exact_formula_and_learned_model():
     np.testing.assert_allclose(c.exact, -np.sqrt(1 - ab) * score, atol=1e-12)
     np.testing.assert_allclose(c.density, dens.sum(1) / 2 / np.sqrt(2 * np.pi * v), atol=1e-12)
     assert c.learned.shape == (7,)
-
-
 
 
 def test_step_at_and_moments():
@@ -169,7 +167,7 @@ def test_step_at_and_moments():
 
 def test_mode_commitment_counts_samples_on_their_final_side():
     m = diffusion_lab.mixture_1d(3.0, 0.3, 0.5)
-    s = diffusion_lab.make_noise_schedule("linear", 20)
+    s = schedule("linear", 20)
     c = diffusion_lab.mode_commitment(m, s, n=500, seed=2)
     # recomputed from the same trajectory, drawn on the same seed
     engine.manual_seed(2)
@@ -185,7 +183,7 @@ def test_mode_commitment_counts_samples_on_their_final_side():
 
 
 def test_sampling_steps_and_respaced_marginals():
-    s = diffusion_lab.make_noise_schedule("linear", 1000)
+    s = schedule("linear", 1000)
     taus = diffusion_lab.sampling_steps(s, 10)
     assert taus[0] == 0 and taus[-1] == 999 and len(taus) == 10
     respaced = diffusion_lab._respaced(s, taus)
@@ -196,84 +194,45 @@ def test_sampling_steps_and_respaced_marginals():
 
 def test_ddpm_on_every_step_is_ancestral_sampling():
     m = diffusion_lab.ring_mixture()
-    s = diffusion_lab.make_noise_schedule("linear", 30)
+    s = schedule("linear", 30)
     model = diffusion.OptimalDenoiser(m, s)
-    mine = diffusion_lab.sample_ddpm_steps(model, s, 30, n=50, seed=4)
+    mine = diffusion_lab.sample_ddpm_steps(NB.ddpm_sample, model, s, 30, n=50, seed=4)
     engine.manual_seed(4)
     np.testing.assert_allclose(mine, diffusion.sample(model, s, 50, 2, variance="posterior"), rtol=1e-6)
 
 
-def test_ddim_update_written_out():
-    m = diffusion_lab.ring_mixture()
-    s = diffusion_lab.make_noise_schedule("linear", 100)
-    model = diffusion.OptimalDenoiser(m, s)
-    x = np.random.default_rng(7).standard_normal((20, 2)).astype(np.float32)  # the x_T of seed 7
-    ab = s.alpha_bars
-    for t, t_next in [(99, 66), (66, 33), (33, 0)]:
-        eps = diffusion.exact_epsilon(m, x.astype(np.float64), t, s)
-        x0 = (x - np.sqrt(1 - ab[t]) * eps) / np.sqrt(ab[t])
-        x = (np.sqrt(ab[t_next]) * x0 + np.sqrt(1 - ab[t_next]) * eps).astype(np.float32)
-    eps = diffusion.exact_epsilon(m, x.astype(np.float64), 0, s)
-    x = (x - np.sqrt(1 - ab[0]) * eps) / np.sqrt(ab[0])  # the last step lands on x̂_0
-    got = diffusion_lab.sample_ddim(model, s, 4, n=20, seed=7)
-    np.testing.assert_allclose(got, x, rtol=1e-4, atol=1e-5)
-    np.testing.assert_array_equal(got, diffusion_lab.sample_ddim(model, s, 4, n=20, seed=7))  # deterministic
-
-
 def test_compare_samplers_ddim_wins_with_few_steps():
     m = diffusion_lab.ring_mixture()
-    s = diffusion_lab.make_noise_schedule("linear", 1000)
-    c = diffusion_lab.compare_samplers(m, s, steps=(5,), n=600, seed=1)
+    s = schedule("linear", 1000)
+    c = diffusion_lab.compare_samplers(m, s, NB.ddpm_sample, NB.ddim_sample, steps=(5,), n=600, seed=1)
     assert c.ddim[0] < 0.9 * c.ddpm[0]  # 5 steps: a gap far above the estimate's noise
     held = m.sample(600, seed=101)[0]
-    model = diffusion.OptimalDenoiser(m, s)
-    assert c.ddim[0] == pytest.approx(diffusion_lab.energy_distance(
-        diffusion_lab.sample_ddim(model, s, 5, n=600, seed=1), held))
-
-
-def test_conditional_denoiser_guidance_written_out():
-    X, y = diffusion_lab.toy_data_2d("moons", 600, seed=0, return_labels=True)
-    run = diffusion_lab.train_conditional(X, y, T=10, steps=30, seed=2)
-    assert run.model.n_classes == 2 and run.losses.shape == (30,)
-    # the guided update, written out with the model's two predictions and the engine's step
-    w, label = 2.0, 1
-    x = np.random.default_rng(3).standard_normal((40, 2)).astype(np.float32)  # the x_T of seed 3
-    engine.manual_seed(3)
-    engine.random.generator().standard_normal((40, 2))  # sample_guided draws x_T first
-    for t in reversed(range(10)):
-        steps = np.full(40, t, dtype=np.int64)
-        with engine.no_grad():
-            c = run.model(engine.Tensor(x), steps, np.full(40, label)).data
-            u = run.model(engine.Tensor(x), steps, np.full(40, 2)).data  # label 2 = ∅
-        x = diffusion.reverse_step(x, (1 + w) * c - w * u, t, run.schedule, variance="posterior")
-    np.testing.assert_allclose(diffusion_lab.sample_guided(run, label, w, n=40, seed=3), x, rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="label must be < 2"):
-        diffusion_lab.sample_guided(run, 2, 1.0)
-    with pytest.raises(ValueError, match="scale"):
-        diffusion_lab.sample_guided(run, 0, -1.0)
+    with engine.random.fork_rng(1):
+        x = NB.ddim_sample(diffusion.OptimalDenoiser(m, s), s, 5, 600)
+    assert c.ddim[0] == pytest.approx(diffusion_lab.energy_distance(x, held))
 
 
 def test_guidance_trade_by_hand():
     X, y = diffusion_lab.toy_data_2d("moons", 400, seed=0, return_labels=True)
-    run = diffusion_lab.GuidedRun(model=None, schedule=None, losses=np.zeros(1), X=X, y=y)
     real = X[y == 0]
     samples = {0.0: real[:50] + 0.01, 1.0: X[y == 1][:50]}
-    g = diffusion_lab.guidance_trade(run, 0, samples)
+    g = diffusion_lab.guidance_trade(X, y, 0, samples)
     assert list(g.fidelity) == [1.0, 0.0]
     assert g.spread[0] == pytest.approx(real[:50].var(0).sum() / real.var(0).sum())
 
 
 def test_train_on_points_splits_a_shuffled_quarter():
     X = diffusion_lab.toy_data_2d("moons", 120, seed=0)
-    run = diffusion_lab.train_on_points(X, T=10, steps=40, seed=2)
+    s = schedule("linear", 10)
+    run = diffusion_lab.train_on_points(X, s, NB.train_ddpm, NB.ddpm_sample, steps=40, seed=2)
     shuffled = X[np.random.default_rng(2).permutation(120)]
     np.testing.assert_allclose(run.held_out, shuffled[-29:].astype(np.float32))  # (120 − 2)//4 = 29
     assert run.samples.shape == (500, 2)
     with pytest.raises(ValueError, match="at least 20 points"):
-        diffusion_lab.train_on_points(X[:19])
+        diffusion_lab.train_on_points(X[:19], s, NB.train_ddpm, NB.ddpm_sample)
 
 
-# ----------------------------------------------------------------------------- 07's shipped defaults (issue 16)
+# ----------------------------------------------------------------------------- 07's shipped defaults
 def test_is_default_tolerates_round_off_only():
     default = diffusion_lab.MIX_DEFAULT
     assert diffusion_lab.is_default(dict(default, std=0.1 + 0.2), default)  # 0.30000000000000004
@@ -284,70 +243,77 @@ def test_is_default_tolerates_round_off_only():
 
 def test_sampler_gallery_is_compare_samplers_with_the_samples_kept():
     m = diffusion_lab.ring_mixture()
-    s = diffusion_lab.make_noise_schedule("linear", 100)
-    g = diffusion_lab.sampler_gallery(m, s, steps=(5, 20), n=300, shown=40, seed=3)
-    c = diffusion_lab.compare_samplers(m, s, steps=(20, 5), n=300, seed=3)
+    s = schedule("linear", 100)
+    g = diffusion_lab.sampler_gallery(m, s, NB.ddpm_sample, NB.ddim_sample, steps=(5, 20), n=300, shown=40, seed=3)
+    c = diffusion_lab.compare_samplers(m, s, NB.ddpm_sample, NB.ddim_sample, steps=(20, 5), n=300, seed=3)
     table = g.table((20, 5))
     np.testing.assert_allclose(table.ddpm, c.ddpm, rtol=1e-12)
     np.testing.assert_allclose(table.ddim, c.ddim, rtol=1e-12)
     assert table.floor == c.floor and g.ddim_samples.shape == (2, 40, 2)
-    model = diffusion.OptimalDenoiser(m, s)
-    np.testing.assert_array_equal(g.ddim_samples[g.at(5)], diffusion_lab.sample_ddim(model, s, 5, n=300, seed=3)[:40])
+    with engine.random.fork_rng(3):
+        x = NB.ddim_sample(diffusion.OptimalDenoiser(m, s), s, 5, 300)
+    np.testing.assert_array_equal(g.ddim_samples[g.at(5)], x[:40])
     with pytest.raises(ValueError, match="no run at 7 steps"):
         g.at(7)
 
 
 def test_guidance_study_keeps_the_scored_samples():
     ticks = []
+    s = schedule("linear", 50)
     engine.manual_seed(9)
     stream = engine.random.generator().bit_generator.state
-    g = diffusion_lab.guidance_study(steps=20, n=60, shown=10, seed=1, on_step=ticks.append)
+    g = diffusion_lab.guidance_study(NB.conditional_denoiser, NB.train_conditional, NB.guided_sample, s,
+                                     steps=20, n=60, shown=10, seed=1, on_step=ticks.append)
     assert engine.random.generator().bit_generator.state == stream  # seeded on forked streams only
     assert ticks == list(range(1, 20 + 2 * 6 + 1))  # the training steps, then each label and scale
     assert list(g.scales) == list(diffusion_lab.GUIDANCE_SCALES) and sorted(g.samples) == [0, 1]
     assert g.samples[1].shape == (len(g.scales), 10, 2)
-    # retrain the same way: the samples at w = 4 are sample_guided's, and the trade scores all 60
+    # train the same way: the samples at w = 4 are guided_sample's, and the trade scores all 60
     X, y = diffusion_lab.toy_data_2d("moons", n=3000, seed=1, return_labels=True)
-    run = diffusion_lab.train_conditional(X, y, T=50, steps=20, p_drop=0.2, seed=1)
-    x = diffusion_lab.sample_guided(run, 1, 4.0, n=60, seed=2)
+    X = X.astype(np.float32)
+    with engine.random.fork_rng(1):
+        model = NB.conditional_denoiser(2, 2, 50)
+        NB.train_conditional(model, X, y, s, 20)
+    with engine.random.fork_rng(2):
+        x = NB.guided_sample(model, s, 1, 4.0, 60)
     np.testing.assert_allclose(g.samples[1][4], x[:10], rtol=1e-5, atol=1e-6)
-    trade = diffusion_lab.guidance_trade(run, 1, {4.0: x})
+    trade = diffusion_lab.guidance_trade(X, y, 1, {4.0: x})
     assert g.trades[1].spread[4] == pytest.approx(trade.spread[0], rel=1e-5)
 
 
-def test_shipped_defaults_rebuild_their_sections_models():
-    ddpm = diffusion_lab.shipped_ddpm()
+def test_shipped_defaults_load_at_the_pages_code_and_only_there():
+    code = [getattr(NB, name) for name in diffusion_lab.DDPM_CODE]
+    ddpm, reason = diffusion_lab.shipped_ddpm(*code)
     d = diffusion_lab.DDPM_DEFAULT
-    assert ddpm.model.T == d["T"] and len(ddpm.losses) == d["steps"] and not ddpm.stopped
+    assert reason == "" and ddpm.model.T == d["T"] and len(ddpm.losses) == d["steps"] and not ddpm.stopped
     assert ddpm.quality[-1] < 0.5 * ddpm.noise_quality
     shipped = checkpoints.load_named("diffusion_ddpm")["model"]
     for name, value in ddpm.model.state_dict().items():
         np.testing.assert_array_equal(value.data, shipped[name])
-    one_d = diffusion_lab.shipped_denoiser_1d()
+    one_d, _ = diffusion_lab.shipped_denoiser_1d(*code)
     assert one_d.samples.shape == (4000,) and one_d.model.dim == 1
     # the drawing's model answers only for the canvas's starting points
-    start = diffusion_lab.canvas_start(diffusion_lab.toy_data_2d("moons", 3000, seed=0)[:300])
-    assert diffusion_lab.shipped_drawing_run(start).samples.shape == (500, 2)
-    assert diffusion_lab.shipped_drawing_run(start[:299]) is None
-    assert diffusion_lab.shipped_drawing_run(start + 0.01) is None
+    start = diffusion_lab.drawing_start()
+    np.testing.assert_array_equal(start, diffusion_lab.canvas_start(diffusion_lab.toy_data_2d("moons", 3000, seed=0)[:300]))
+    assert diffusion_lab.shipped_drawing_run(start, *code)[0].samples.shape == (500, 2)
+    assert diffusion_lab.shipped_drawing_run(start[:299], *code) == (None, "")
+    assert diffusion_lab.shipped_drawing_run(start + 0.01, *code) == (None, "")
     np.testing.assert_array_equal(diffusion_lab.canvas_start([[4.0, -5.0]]), [[3.0, -3.0]])
-    assert diffusion_lab.shipped_sampler_gallery().ddim_samples.shape == (8, 500, 2)
-    assert diffusion_lab.shipped_guidance().samples[0].shape == (6, 500, 2)
-
-
-def test_shipped_trajectory_is_the_reverse_process_of_the_shipped_ddpm():
-    d = diffusion_lab.DDPM_DEFAULT
-    states = diffusion_lab.shipped_trajectory(40, seed=5)
-    schedule = diffusion_lab.make_noise_schedule(d["kind"], d["T"])
-    np.testing.assert_array_equal(states, diffusion_lab.reverse_trajectory(
-        diffusion_lab.shipped_ddpm().model, schedule, 40, seed=5))
-    assert not states.flags.writeable
+    gallery, _ = diffusion_lab.shipped_sampler_gallery(*(getattr(NB, n) for n in diffusion_lab.SAMPLER_CODE))
+    assert gallery.ddim_samples.shape == (8, 500, 2)
+    guidance, _ = diffusion_lab.shipped_guidance(*(getattr(NB, n) for n in diffusion_lab.GUIDANCE_CODE))
+    assert guidance.samples[0].shape == (6, 500, 2)
+    # other code (here: the cells in another order) is not the code that made them
+    for shipped_function in (diffusion_lab.shipped_ddpm, diffusion_lab.shipped_denoiser_1d):
+        state, reason = shipped_function(*code[::-1])
+        assert state is None and "not loaded" in reason and "`ddpm_loss`" in reason
+    assert diffusion_lab.shipped_drawing_run(start, *code[::-1])[0] is None
 
 
 def test_exact_reverse_study_1d_is_one_run_kept_per_setting():
-    study = diffusion_lab.exact_reverse_study_1d(2.0, 0.4, 0.6, 20, "beta", n=300, seed=1)
-    m, s = diffusion_lab.mixture_1d(2.0, 0.4, 0.6), diffusion_lab.make_noise_schedule("linear", 20)
+    study = diffusion_lab.exact_reverse_study_1d(NB.noise_schedule, 2.0, 0.4, 0.6, 20, "beta", n=300, seed=1)
+    m, s = diffusion_lab.mixture_1d(2.0, 0.4, 0.6), schedule("linear", 20)
     np.testing.assert_array_equal(study.samples, diffusion_lab.exact_reverse_1d(m, s, 300, seed=1, variance="beta"))
     np.testing.assert_array_equal(study.commitment, diffusion_lab.mode_commitment(m, s, 300, seed=1, variance="beta"))
-    assert diffusion_lab.exact_reverse_study_1d(2.0, 0.4, 0.6, 20, "beta", n=300, seed=1) is study
+    assert diffusion_lab.exact_reverse_study_1d(NB.noise_schedule, 2.0, 0.4, 0.6, 20, "beta", n=300, seed=1) is study
     assert not study.samples.flags.writeable and not study.commitment.flags.writeable
