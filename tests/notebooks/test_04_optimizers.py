@@ -164,6 +164,20 @@ def test_04_averaged_momentum_falls_behind_as_the_page_says():
     np.testing.assert_allclose(tenfold.path, before["trajectories"]["momentum"].path, rtol=1e-12, atol=1e-13)
 
 
+def test_04_clipping_each_coordinate_stalls_as_the_page_says():
+    """The page's third suggested edit, in race: np.clip per coordinate instead of the global norm."""
+    per_coordinate = edited(NB.race, """            if clip is not None and norm > clip:
+                g = g * (clip / (norm + 1e-6))""", """            if clip is not None:
+                g = np.clip(g, -clip, clip)""")
+    _, before = notebook_text("04_optimizers")
+    outputs, after = run_app(NB.app, race=Edited(NB.race, per_coordinate))
+    was, now = (d["clip_runs"]["clipped at 3"] for d in (before, after))
+    assert f"{was.final_loss:.2g}" == "0.27" and f"{now.final_loss:.2g}" == "4.5"  # the prose's numbers
+    assert np.linalg.norm(now.path[-1] - now.path[0]) < 0.2  # "stalls near its start"
+    assert f"final f = {now.final_loss:.3g}" in output_text(outputs)
+    np.testing.assert_array_equal(after["clip_runs"]["no clipping"].path, before["clip_runs"]["no clipping"].path)
+
+
 # ----------------------------------------------------------------------------- what the page shows
 
 def test_04_trajectories_come_from_the_engine_optimizers():
