@@ -4,6 +4,7 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="01 · Activation functions")
 
 with app.setup:
+    import altair as alt
     import marimo as mo
     import numpy as np
 
@@ -92,10 +93,18 @@ def _(act_choice, act_name, act_params, act_range, elu_alpha, leaky_slope, x_spa
     act_curves = lab.evaluate(act_name, np.linspace(-x_span.value, x_span.value, 401), **act_params)
     act_gap = act_curves.max_derivative_gap
     _spec = lab.ACTIVATIONS[act_name]
-    _chart = plot.function_and_derivative(
-        act_curves.x, act_curves.f, act_curves.df_formula, act_curves.df_autograd,
-        name="φ", var="z", title=_spec["label"],
-    )
+    # φ and its derivative from the formula as lines, the engine's autograd φ′ as dots over the formula.
+    _names = ["φ(z)", "φ′(z), formula", "φ′(z), autograd"]
+    _colour = alt.Color("curve:N", title="", sort=_names, legend=alt.Legend(orient="bottom"), scale=alt.Scale(
+        domain=_names, range=[plot.color("function"), plot.color("derivative"), plot.color("autograd")]))
+    _x, _every = act_curves.x, slice(None, None, 10)
+    _lines = plot.data(z=np.tile(_x, 2), value=np.concatenate([act_curves.f, act_curves.df_formula]),
+                       curve=np.repeat(np.array(_names[:2], dtype=object), len(_x)))
+    _dots = plot.data(z=_x[_every], value=act_curves.df_autograd[_every], curve=_names[2])
+    _chart = alt.layer(
+        alt.Chart(_lines).mark_line().encode(alt.X("z:Q", title="z"), alt.Y("value:Q", title="value"), _colour),
+        alt.Chart(_dots).mark_point(filled=True, size=24, opacity=1).encode(alt.X("z:Q"), alt.Y("value:Q"), _colour),
+        width="container", height=260, title=_spec["label"])
     _text = mo.md(rf"""
     $$
     \phi(z) = {_spec["formula"]}, \qquad \phi'(z) = {_spec["derivative"]}
@@ -104,7 +113,7 @@ def _(act_choice, act_name, act_params, act_range, elu_alpha, leaky_slope, x_spa
     **Output range (found numerically): {act_range.text()}** · largest gap between autograd
     and the formula on this plot: **{act_gap:.1e}** · {_spec["note"]}.
     """)
-    mo.vstack([mo.hstack([act_choice, leaky_slope, elu_alpha, x_span], wrap=True), _chart, _text])
+    mo.vstack([mo.hstack([act_choice, leaky_slope, elu_alpha, x_span], wrap=True), ui.chart(_chart), _text])
     return act_curves, act_gap
 
 
@@ -206,7 +215,7 @@ def _(logits_text, temperature):
         _chart = plot.bars([f"class {k}" for k in range(len(_z))], softmax_result.probs,
                            y_title="probability p", y_domain=(0, 1), color_name="model",
                            title=f"softmax(z / {temperature.value:g})")
-        _out = mo.vstack([_chart, mo.md(
+        _out = mo.vstack([ui.chart(_chart), mo.md(
             f"Entropy **H = {softmax_result.entropy:.4f} nats** of at most ln K = "
             f"{softmax_result.max_entropy:.4f} ({100 * softmax_result.entropy_share:.0f} %). "
             "As T → 0 the softmax becomes an arg-max (H → 0); as T grows every class tends to 1/K."
@@ -238,12 +247,11 @@ def _():
     slightly above and it explodes. Initialisations choose $\sigma_W$ to keep the product near one:
     **He** $\sigma_W^2 = 2/n_{in}$ for ReLU (which zeroes half its inputs), **Xavier**
     $\sigma_W^2 = 2/(n_{in}+n_{out})$ for tanh-like functions, or your own $\sigma_W = s/\sqrt{n_{in}}$.
-    A unit is counted **flat** where $|\phi'(z)|$ is below 5 % of its peak (ReLU's negative side,
+    A unit is counted **flat** where $\phi'(z)$ is below 5 % of its peak (ReLU's negative side,
     the saturated ends of tanh and sigmoid), and **dead** when it is flat for every example.
 
-    The cells below are the whole experiment: the initialisation scales, the forward pass whose
-    pre-activations and gradients the figures plot (each layer is the `block` of section 5), and
-    an activation of your own, the last entry of the activation menu.
+    The two cells below are the whole experiment: the initialisation scales, and the forward pass
+    whose pre-activations and gradients the figures plot (each layer is the `block` of section 5).
     """)
     return
 
@@ -273,13 +281,6 @@ def deep_forward(x, weights, phi, residual=False, pre_norm=False):
     return a, zs
 
 
-@app.function
-def my_activation(z):
-    """Your own φ, to edit (engine operations, so that autograd gives φ′): it starts as LeCun's
-    scaled tanh (1998), φ(z) = 1.7159 · tanh(2z/3), scaled so that φ(±1) = ±1."""
-    return 1.7159 * F.tanh(2 * z / 3)
-
-
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
@@ -287,10 +288,6 @@ def _():
     edit one in `marimo edit` and they follow. **Change `init_std`:** give He's formula a 1
     instead of its 2 (LeCun's $\sigma_W^2 = 1/n_{in}$), then pick ReLU with He: the variance of
     $z$ now halves at every layer and the gradient vanishes, as it does with Xavier.
-    **Change `my_activation`** to `z.abs()` and pick *yours* in the menu: with Xavier the gradient
-    keeps its size through any depth, and with He it explodes, the opposite of ReLU. $|z|$ has a
-    slope of ±1 everywhere, so $\mathbb E[\phi'(z)^2] = 1$ where ReLU's is ½, and its weight-scale
-    sweep crosses 1 at $s \approx 1$, not at $\sqrt2$.
     """)
     return
 
@@ -300,7 +297,7 @@ def _():
     depth = mo.ui.slider(1, 50, step=1, value=20, label="depth L", show_value=True, debounce=True)
     width = mo.ui.slider(8, 256, step=8, value=64, label="width n", show_value=True, debounce=True)
     depth_act = mo.ui.dropdown(
-        options={**{lab.ACTIVATIONS[n]["label"]: n for n in lab.DEPTH_ACTIVATIONS}, "yours: my_activation": "mine"},
+        options={lab.ACTIVATIONS[n]["label"]: n for n in lab.DEPTH_ACTIVATIONS},
         value="Tanh", label="activation",
     )
     init = mo.ui.radio(options={"He": "he", "Xavier": "xavier", "custom σ_W = s/√n": "custom"},
@@ -314,16 +311,14 @@ def _():
 
 @app.cell
 def _(depth, depth_act, depth_norm, depth_residual, init, init_scale, width):
-    depth_phi = my_activation if depth_act.value == "mine" else depth_act.value
-    depth_label = "my_activation" if depth_act.value == "mine" else lab.ACTIVATIONS[depth_act.value]["label"]
     weight_std = init_std(init.value, width.value, width.value, init_scale.value,
                           leaky_slope=0.01 if depth_act.value == "leaky_relu" else 0.0)
     depth_report = lab.depth_lab(deep_forward, weight_std, depth=depth.value, width=width.value,
-                                 activation=depth_phi, seed=0, n_samples=lab.samples_for_width(width.value),
+                                 activation=depth_act.value, seed=0, n_samples=lab.samples_for_width(width.value),
                                  residual=depth_residual.value, norm=depth_norm.value)
     mo.vstack([mo.hstack([depth, width, depth_act, init, init_scale], wrap=True),
                mo.hstack([depth_residual, depth_norm], justify="start")])
-    return depth_label, depth_phi, depth_report, weight_std
+    return depth_report, weight_std
 
 
 @app.cell
@@ -358,7 +353,7 @@ def _(depth_report):
         f"**{_r.per_layer_factor:.3f}** and the variance of z by **{_r.variance_factor:.3f}** "
         f"(geometric means) · std of z in the last layer: **{_r.z_std[-1]:.3g}**"
     )
-    mo.vstack(_msg + [_summary, _hist, mo.hstack([_shares, _grads], widths=[1, 1])])
+    mo.vstack(_msg + [_summary, ui.chart(_hist), mo.hstack([ui.chart(_shares), ui.chart(_grads)], widths=[1, 1])])
     return
 
 
@@ -414,25 +409,25 @@ def _():
 
 
 @app.cell
-def _(depth_label, depth_phi, shipped_sweeps, sweep_run, sweeps_misfit):
+def _(depth_act, shipped_sweeps, sweep_run, sweeps_misfit):
     weight_sweep = None
-    if sweep_run.value or callable(depth_phi):  # your own activation has no shipped sweep
+    if sweep_run.value:
         with mo.status.progress_bar(total=1, title="running the sweep", remove_on_exit=True) as _bar:
-            weight_sweep = lab.scale_sweep(deep_forward, depth_phi)
+            weight_sweep = lab.scale_sweep(deep_forward, depth_act.value)
             _bar.update()
-        _source = "computed just now with your code"
+        _source = "computed just now by your `deep_forward`"
     elif shipped_sweeps is not None:
-        weight_sweep = lab.scale_sweep(deep_forward, depth_phi, shipped=shipped_sweeps)
+        weight_sweep = lab.scale_sweep(deep_forward, depth_act.value, shipped=shipped_sweeps)
         _source = "shipped with the course, made by this page's `deep_forward` and `block`"
     mo.stop(weight_sweep is None, mo.vstack([mo.md(f"**The weight-scale sweep:** {sweeps_misfit}."), sweep_run]))
-    _name = depth_label
+    _name = lab.ACTIVATIONS[depth_act.value]["label"]
     _chart = plot.curves(weight_sweep.scales, {"per-layer gradient factor": weight_sweep.per_layer_factor},
                          x_title="custom weight scale s (σ_W = s/√n)", y_title="factor per layer", log_y=True,
                          colors={"per-layer gradient factor": "model"}, height=200,
                          title=f"{_name}: plain stack, depth 20, width 64") + plot.rule(1.0)
     _where = (f"the factor crosses 1 at s ≈ **{weight_sweep.crossing:.2f}**" if weight_sweep.crossing is not None
               else f"the factor stays below 1 for every s up to {weight_sweep.scales[-1]:g}")
-    mo.vstack([_chart, mo.md(f"**The weight-scale sweep** ({_name}, the activation chosen above; "
+    mo.vstack([ui.chart(_chart), mo.md(f"**The weight-scale sweep** ({_name}, the activation chosen above; "
                                        f"{_source}): {_where}. "
                                        "Below the line the gradient vanishes with depth, above it explodes."),
                sweep_run])
@@ -482,9 +477,9 @@ def _():
 
 
 @app.cell
-def _(depth_phi, weight_std, width):
+def _(depth_act, weight_std, width):
     depth_variants = lab.depth_variants(deep_forward, weight_std, depth=50, width=width.value,
-                                        activation=depth_phi)
+                                        activation=depth_act.value)
     _fate = {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}
     _rows = "\n".join(f"| {name} | {r.gradient_ratio:.3g} | {_fate[r.verdict()]} | ×{r.variance_factor:.3g} |"
                       for name, r in depth_variants.items())
@@ -617,7 +612,7 @@ def _(bend_depth, bend_train, bend_width, default_bend, moons_X, moons_y):
               if bend_report.one_layer_bound is not None else "")
     mo.vstack([
         mo.hstack([bend_width, bend_depth, bend_train], justify="start"),
-        plot.piece_regions(bend_report),
+        ui.chart(plot.piece_regions(bend_report)),
         mo.md(f"Network {_state}: **{bend_report.pieces}** linear pieces in the box{_bound} · training accuracy "
               f"**{100 * bend_report.accuracy:.1f} %**."),
     ])
