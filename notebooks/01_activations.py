@@ -247,11 +247,12 @@ def _():
     slightly above and it explodes. Initialisations choose $\sigma_W$ to keep the product near one:
     **He** $\sigma_W^2 = 2/n_{in}$ for ReLU (which zeroes half its inputs), **Xavier**
     $\sigma_W^2 = 2/(n_{in}+n_{out})$ for tanh-like functions, or your own $\sigma_W = s/\sqrt{n_{in}}$.
-    A unit is counted **flat** where $\phi'(z)$ is below 5 % of its peak (ReLU's negative side,
+    A unit is counted **flat** where $|\phi'(z)|$ is below 5 % of its peak (ReLU's negative side,
     the saturated ends of tanh and sigmoid), and **dead** when it is flat for every example.
 
-    The two cells below are the whole experiment: the initialisation scales, and the forward pass
-    whose pre-activations and gradients the figures plot (each layer is the `block` of section 5).
+    The cells below are the whole experiment: the initialisation scales, the forward pass whose
+    pre-activations and gradients the figures plot (each layer is the `block` of section 5), and
+    an activation of your own, the last entry of the activation menu.
     """)
     return
 
@@ -281,6 +282,13 @@ def deep_forward(x, weights, phi, residual=False, pre_norm=False):
     return a, zs
 
 
+@app.function
+def my_activation(z):
+    """Your own φ, to edit (engine operations, so that autograd gives φ′): it starts as LeCun's
+    scaled tanh (1998), φ(z) = 1.7159 · tanh(2z/3), scaled so that φ(±1) = ±1."""
+    return 1.7159 * F.tanh(2 * z / 3)
+
+
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
@@ -288,6 +296,10 @@ def _():
     edit one in `marimo edit` and they follow. **Change `init_std`:** give He's formula a 1
     instead of its 2 (LeCun's $\sigma_W^2 = 1/n_{in}$), then pick ReLU with He: the variance of
     $z$ now halves at every layer and the gradient vanishes, as it does with Xavier.
+    **Change `my_activation`** to `z.abs()` and pick *yours* in the menu: with Xavier the gradient
+    keeps its size through any depth, and with He it explodes, the opposite of ReLU. $|z|$ has a
+    slope of ±1 everywhere, so $\mathbb E[\phi'(z)^2] = 1$ where ReLU's is ½, and its weight-scale
+    sweep crosses 1 at $s \approx 1$, not at $\sqrt2$.
     """)
     return
 
@@ -297,7 +309,7 @@ def _():
     depth = mo.ui.slider(1, 50, step=1, value=20, label="depth L", show_value=True, debounce=True)
     width = mo.ui.slider(8, 256, step=8, value=64, label="width n", show_value=True, debounce=True)
     depth_act = mo.ui.dropdown(
-        options={lab.ACTIVATIONS[n]["label"]: n for n in lab.DEPTH_ACTIVATIONS},
+        options={**{lab.ACTIVATIONS[n]["label"]: n for n in lab.DEPTH_ACTIVATIONS}, "yours: my_activation": "mine"},
         value="Tanh", label="activation",
     )
     init = mo.ui.radio(options={"He": "he", "Xavier": "xavier", "custom σ_W = s/√n": "custom"},
@@ -311,14 +323,16 @@ def _():
 
 @app.cell
 def _(depth, depth_act, depth_norm, depth_residual, init, init_scale, width):
+    depth_phi = my_activation if depth_act.value == "mine" else depth_act.value
+    depth_label = "my_activation" if depth_act.value == "mine" else lab.ACTIVATIONS[depth_act.value]["label"]
     weight_std = init_std(init.value, width.value, width.value, init_scale.value,
                           leaky_slope=0.01 if depth_act.value == "leaky_relu" else 0.0)
     depth_report = lab.depth_lab(deep_forward, weight_std, depth=depth.value, width=width.value,
-                                 activation=depth_act.value, seed=0, n_samples=lab.samples_for_width(width.value),
+                                 activation=depth_phi, seed=0, n_samples=lab.samples_for_width(width.value),
                                  residual=depth_residual.value, norm=depth_norm.value)
     mo.vstack([mo.hstack([depth, width, depth_act, init, init_scale], wrap=True),
                mo.hstack([depth_residual, depth_norm], justify="start")])
-    return depth_report, weight_std
+    return depth_label, depth_phi, depth_report, weight_std
 
 
 @app.cell
@@ -409,18 +423,18 @@ def _():
 
 
 @app.cell
-def _(depth_act, shipped_sweeps, sweep_run, sweeps_misfit):
+def _(depth_label, depth_phi, shipped_sweeps, sweep_run, sweeps_misfit):
     weight_sweep = None
-    if sweep_run.value:
+    if sweep_run.value or callable(depth_phi):  # your own activation has no shipped sweep
         with mo.status.progress_bar(total=1, title="running the sweep", remove_on_exit=True) as _bar:
-            weight_sweep = lab.scale_sweep(deep_forward, depth_act.value)
+            weight_sweep = lab.scale_sweep(deep_forward, depth_phi)
             _bar.update()
-        _source = "computed just now by your `deep_forward`"
+        _source = "computed just now with your code"
     elif shipped_sweeps is not None:
-        weight_sweep = lab.scale_sweep(deep_forward, depth_act.value, shipped=shipped_sweeps)
+        weight_sweep = lab.scale_sweep(deep_forward, depth_phi, shipped=shipped_sweeps)
         _source = "shipped with the course, made by this page's `deep_forward` and `block`"
     mo.stop(weight_sweep is None, mo.vstack([mo.md(f"**The weight-scale sweep:** {sweeps_misfit}."), sweep_run]))
-    _name = lab.ACTIVATIONS[depth_act.value]["label"]
+    _name = depth_label
     _chart = plot.curves(weight_sweep.scales, {"per-layer gradient factor": weight_sweep.per_layer_factor},
                          x_title="custom weight scale s (σ_W = s/√n)", y_title="factor per layer", log_y=True,
                          colors={"per-layer gradient factor": "model"}, height=200,
@@ -477,9 +491,9 @@ def _():
 
 
 @app.cell
-def _(depth_act, weight_std, width):
+def _(depth_phi, weight_std, width):
     depth_variants = lab.depth_variants(deep_forward, weight_std, depth=50, width=width.value,
-                                        activation=depth_act.value)
+                                        activation=depth_phi)
     _fate = {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}
     _rows = "\n".join(f"| {name} | {r.gradient_ratio:.3g} | {_fate[r.verdict()]} | ×{r.variance_factor:.3g} |"
                       for name, r in depth_variants.items())
