@@ -206,7 +206,7 @@ def race(f, rules, start, steps, schedules, clip=None):
     A racer that leaves |θ| ≤ 10⁶ (or turns NaN) stops there: it diverged."""
     theta = {name: np.array(start, dtype=np.float64) for name in rules}
     state = {name: {} for name in rules}
-    log = {name: dict(path=[theta[name]], losses=[], lrs=[], norms=[]) for name in rules}
+    log = {name: {"path": [theta[name]], "losses": [], "lrs": [], "norms": []} for name in rules}
     running = list(rules)
     for _ in range(steps):
         if not running:
@@ -219,11 +219,13 @@ def race(f, rules, start, steps, schedules, clip=None):
             norm = float(np.sqrt(g @ g))
             if clip is not None and norm > clip:
                 g = g * (clip / (norm + 1e-6))
-            lr = schedules[name].lr
+            lr, f_value = schedules[name].lr, float(loss.data[j])
             theta[name] = rules[name](theta[name], g, state[name], lr)
-            schedules[name].step(float(loss.data[j]))
-            for key, value in (("path", theta[name]), ("losses", float(loss.data[j])), ("lrs", lr), ("norms", norm)):
-                log[name][key].append(value)
+            schedules[name].step(f_value)  # a plateau schedule reads the loss
+            log[name]["path"].append(theta[name])
+            log[name]["losses"].append(f_value)
+            log[name]["lrs"].append(lr)
+            log[name]["norms"].append(norm)
         running = [name for name in running if np.all(np.abs(theta[name]) <= 1e6)]
     return log
 
