@@ -50,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import html
 import importlib.util
+import inspect
 import io
 import json
 import os
@@ -86,6 +87,10 @@ def load_module(path):
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.path.insert(0, str(ROOT))  # notebooks import `engine` from the repository root
+        # registered before it runs: marimo reads an @app.class_definition's source through
+        # inspect, which finds a class's file by its module in sys.modules (and otherwise drops the
+        # cell from the app without a word, so app.run() raises NameError for the class)
+        sys.modules[name] = module
         spec.loader.exec_module(module)
         _APPS[path] = module
     return _APPS[path]
@@ -132,7 +137,8 @@ def default_defs(app):
 def run_app(app, **values):
     """Run ``app`` with the named controls set to ``values``; return ``(outputs, defs)``.
 
-    A value is wrapped in :class:`Driven` around the control's default object. Names defined in
+    A value is wrapped in :class:`Driven` around the control's default object; the value for a
+    lesson function or class (``run_app(app, loss=my_loss)``) replaces it as it is. Names defined in
     the same cell as a driven control keep their default objects. Fails (raises AssertionError)
     on warnings or stderr output; exceptions from cells propagate.
     """
@@ -142,7 +148,10 @@ def run_app(app, **values):
         for name, v in values.items():
             if name not in base:
                 raise KeyError(f"run_app: the notebook defines no {name!r}")
-            defs[name] = v if isinstance(v, Driven) else Driven(base[name], v)
+            # a lesson cell (@app.function / @app.class_definition) is swapped for the function or
+            # class given, as a learner's edit replaces it; a control gets a Driven stand-in
+            lesson = inspect.isfunction(base[name]) or inspect.isclass(base[name])
+            defs[name] = v if isinstance(v, Driven) or lesson else Driven(base[name], v)
         for cell_defs in _defs_by_cell(app):
             if cell_defs & set(values):
                 for other in cell_defs - set(values):
