@@ -8,37 +8,34 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import exercises, metadata, plot, toc, ui, widgets
+    import engine
+    import engine.functional as F
+    from engine.course import checkpoints, exercises, metadata, plot, toc, ui, widgets
     from engine.course.labs import losses as lab
+    from engine.optim import SGD, Adam
+    from engine.optim.lr_scheduler import CosineAnnealingLR
 
     METADATA = metadata("02_losses")
 
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     A loss turns "how wrong is the model?" into one number, and its **gradient** is the only thing
     the optimizer ever sees. Choosing a loss is choosing which mistakes matter. In this notebook you will
 
-    - compare MSE, MAE, Huber and pseudo-Huber as functions of the residual, with their gradients
-      computed by the engine's autograd over the formulas;
-    - fit a line under each of them while you drag outliers around;
+    - compare MSE, MAE, Huber and pseudo-Huber as functions of the residual, each written out in a
+      cell you can edit, with their gradients computed by the engine's autograd;
+    - fit a line under each of them while you drag outliers around, with the solvers and with the
+      fitting loop every fit on this page runs;
     - read each loss as a **likelihood**: the mean, the median and a quantile, each the answer
       of one loss;
     - compute cross-entropy from logits, with label smoothing, and watch the naive
       `log(softmax)` break where the fused version does not;
     - see that KL divergence is not symmetric, and why MSE on a sigmoid learns slowly;
-    - learn the first check of any classifier: the initial loss should be $\\ln K$;
+    - learn the first check of any classifier: the initial loss should be $\ln K$;
     - score several labels at once, and a class that is rare.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -62,8 +59,56 @@ def _():
     $\tfrac12 e^2$ everywhere: **half the MSE** (note the factor ½ in Huber's convention, so its
     gradient is $e$ where MSE's is $2e$); MSE and Huber are drawn together below, and at
     $\delta \ge 4$ one is exactly half the other.
+
+    Here they are, written out per example with the engine's tensors; the mean of each over a
+    batch is the library's loss named in its docstring. Every chart and fit on this page calls
+    these cells, and the dots on the right are autograd's gradient through them.
+
+    **Change this cell:** in `huber`, drop the ½ of the quadratic branch (`e * e` instead of
+    `0.5 * e * e`). The curve then jumps at $|e| = \delta$, the autograd dots leave the formula's
+    line inside $\pm\delta$ (slope $2e$ instead of $e$), and the largest gap printed under the
+    charts grows from about $10^{-16}$ to $\delta$.
     """)
     return
+
+
+@app.function
+def mse(pred, target):
+    """Squared error per example: ℓ = e², e = ŷ − y. Its mean is F.mse_loss(pred, target)."""
+    e = pred - target
+    return e * e
+
+
+@app.function
+def mae(pred, target):
+    """Absolute error per example: ℓ = |e|. Its mean is F.l1_loss(pred, target)."""
+    return (pred - target).abs()
+
+
+@app.function
+def huber(pred, target, delta=1.0):
+    """Huber per example: ℓ = ½e² where |e| ≤ δ, δ(|e| − ½δ) beyond.
+    Its mean is F.huber_loss(pred, target, delta=delta)."""
+    e = pred - target
+    a = e.abs()
+    return engine.where(a <= delta, 0.5 * e * e, delta * (a - 0.5 * delta))
+
+
+@app.function
+def pseudo_huber(pred, target, delta=1.0):
+    """Pseudo-Huber per example, Huber made smooth: ℓ = δ²(√(1 + (e/δ)²) − 1).
+    Its mean is F.pseudo_huber_loss(pred, target, delta=delta)."""
+    e = pred - target
+    return delta**2 * ((1 + (e / delta) ** 2).sqrt() - 1)
+
+
+@app.function
+def per_example_loss(name, delta=1.0, tau=0.5):
+    """The per-example loss ℓ(ŷ, y) this page calls ``name``, its δ (Huber) or τ (pinball) bound."""
+    return {"mse": mse, "mae": mae,
+            "huber": lambda pred, target: huber(pred, target, delta),
+            "pseudo_huber": lambda pred, target: pseudo_huber(pred, target, delta),
+            "pinball": lambda pred, target: pinball(pred, target, tau)}[name]
 
 
 @app.cell
@@ -80,7 +125,8 @@ def _():
 def _(delta):
     # the four curves do not depend on the loss picked for the detail: changing it skips this cell
     reg_residuals = np.linspace(-4, 4, 161)  # steps of 0.05: every δ step (0.1) is a grid point, so each kink is drawn
-    reg_overview = {spec["label"]: lab.regression_curves(name, reg_residuals, delta.value).f
+    reg_overview = {spec["label"]: lab.regression_curves(per_example_loss(name, delta.value), name, reg_residuals,
+                                                         delta.value).f
                     for name, spec in lab.REGRESSION_LOSSES.items()}
     # δ beyond every residual drawn: Huber is ½e² on the whole plot, half the MSE curve beside it
     huber_is_half_mse = bool(np.allclose(reg_overview["Huber"], 0.5 * reg_overview["MSE (L2)"], rtol=1e-12))
@@ -93,7 +139,7 @@ def _(delta):
 @app.cell
 def _(delta, huber_is_half_mse, reg_loss, reg_overview_chart, reg_residuals):
     _e = reg_residuals
-    reg_curves = lab.regression_curves(reg_loss.value, _e, delta.value)
+    reg_curves = lab.regression_curves(per_example_loss(reg_loss.value, delta.value), reg_loss.value, _e, delta.value)
     reg_gap = reg_curves.max_derivative_gap
     _spec = lab.REGRESSION_LOSSES[reg_loss.value]
     _half = ("Here δ exceeds every residual drawn (|e| ≤ 4), so the Huber curve is exactly half the MSE curve."
@@ -126,12 +172,47 @@ def _():
     minimises each loss is refitted at once: least squares for MSE; for MAE the best of the lines
     through two of the points (an L1 fit always has an optimum there); for Huber and pseudo-Huber
     *iteratively reweighted* least squares, a few least-squares fits in which each point's weight
-    $\ell'(e)/e$ shrinks as its residual grows. The engine's Adam (300 steps, cosine-annealed)
-    reaches the same lines to about $10^{-3}$; these solvers take a millisecond. MSE follows the
+    $\ell'(e)/e$ shrinks as its residual grows. These solvers take a millisecond. MSE follows the
     outliers, because their squared errors outweigh everything else; MAE barely moves; Huber sits
     in between, closer to MAE the smaller $\delta$.
+
+    A network has no such solver: it is trained by a loop. `fit` below is the loop this page
+    uses for every fit: compute the loss, `backward()` for its gradient, one optimizer step, with
+    Adam's learning rate annealed to 0 by a cosine schedule,
+    $\eta_t = \tfrac12\eta\,(1 + \cos(\pi t / T))$, so that MAE's gradients, which keep their size
+    all the way to the minimum, still settle. `fit_line` runs it on the line's two parameters.
+    The engine's Adam (300 steps, cosine-annealed) reaches the solvers' lines to about $10^{-3}$:
+    compare the last two columns of the table.
     """)
     return
+
+
+@app.function
+def fit(loss_fn, params, steps=300, lr=0.1, anneal=True):
+    """The fitting loop: for t = 0 … T−1, L = loss_fn(), ∇L by backward(), one Adam step on params,
+    with η_t = ½η(1 + cos(πt/T)) when anneal (else a constant η). Returns L at every step."""
+    optimizer = Adam(params, lr=lr)
+    schedule = CosineAnnealingLR(optimizer, T_max=steps) if anneal else None
+    history = np.empty(steps)
+    for t in range(steps):
+        optimizer.zero_grad()
+        loss = loss_fn()
+        loss.backward()
+        optimizer.step()
+        if schedule is not None:
+            schedule.step()
+        history[t] = float(loss.data)
+    return history
+
+
+@app.function
+def fit_line(x, y, loss, steps=300, lr=0.2):
+    """The line ŷ = w·x + b minimising the mean of a per-example loss(ŷ, y), by fit from w = b = 0."""
+    w = engine.tensor(np.array(0.0), requires_grad=True)
+    b = engine.tensor(np.array(0.0), requires_grad=True)
+    x, y = engine.tensor(np.asarray(x, dtype=np.float64)), engine.tensor(np.asarray(y, dtype=np.float64))
+    fit(lambda: loss(w * x + b, y).mean(), [w, b], steps, lr)
+    return float(w.data), float(b.data)
 
 
 @app.cell
@@ -140,7 +221,17 @@ def _():
                               debounce=True)
     outlier_shift = mo.ui.slider(-20, 20, step=1, value=lab.LINE_DEFAULT["outlier_shift"], label="outlier shift",
                                  show_value=True, debounce=True)
-    return n_outliers, outlier_shift
+    line_adam_button = mo.ui.run_button(label="fit these points with fit_line")
+    return line_adam_button, n_outliers, outlier_shift
+
+
+@app.cell
+def _():
+    # fit_line on the points the page opens with (at the default δ)
+    _x, _y, _ = lab.default_line_data()
+    line_adam_default = {name: fit_line(_x, _y, per_example_loss(name, lab.LINE_DEFAULT["delta"]))
+                         for name in lab.LINE_LOSSES}
+    return (line_adam_default,)
 
 
 @app.cell
@@ -170,9 +261,26 @@ def _(line_base, outlier_pucks):
 
 
 @app.cell
-def _(delta, line_fits_free, line_out, line_x, line_y, n_outliers, outlier_pucks, outlier_shift):
+def _(delta, line_adam_button, line_adam_default, line_fits_free, line_out, line_x, line_y, n_outliers,
+      outlier_pucks, outlier_shift):
     line_fits = {**line_fits_free, **lab.line_fits(line_x, line_y, ("huber", "pseudo_huber"), delta=delta.value)}
     line_fits = {name: line_fits[name] for name in lab.LINE_LOSSES}
+    _opened = lab.default_line_data()
+    line_adam = None
+    if line_adam_button.value:
+        with mo.status.progress_bar(total=len(lab.LINE_LOSSES), title="fit_line under each loss",
+                                    remove_on_exit=True) as _bar:
+            line_adam = {}
+            for _name in lab.LINE_LOSSES:
+                line_adam[_name] = fit_line(line_x, line_y, per_example_loss(_name, delta.value))
+                _bar.update()
+        _adam_source = "Adam's columns: `fit_line` just now, on these points."
+    elif (delta.value == lab.LINE_DEFAULT["delta"] and np.array_equal(line_x, _opened[0])
+          and np.array_equal(line_y, _opened[1])):
+        line_adam = line_adam_default
+        _adam_source = "Adam's columns: this page's `fit_line`, on the points as the page opens."
+    else:
+        _adam_source = "Adam's columns: the button runs this page's `fit_line` on these points."
     _xs = np.array([-3.2, 3.2])
     _labels = {name: lab.REGRESSION_LOSSES[name]["label"] for name in lab.LINE_LOSSES}
     _chart = (plot.curves(_xs, {_labels[n]: w * _xs + b for n, (w, b) in line_fits.items()}, x_title="x",
@@ -180,13 +288,15 @@ def _(delta, line_fits_free, line_out, line_x, line_y, n_outliers, outlier_pucks
                           title="Fitted lines under each loss (true line: slope 1.5, intercept 0.5)")
               + plot.points(line_x[~line_out], line_y[~line_out], color_name="data")
               + plot.points(line_x[line_out], line_y[line_out], color_name="outlier", size=70))
-    _rows = "\n".join(f"| {_labels[n]} | {w:.3f} | {b:.3f} |" for n, (w, b) in line_fits.items())
+    _adam = lambda n: "— | —" if line_adam is None else f"{line_adam[n][0]:.3f} | {line_adam[n][1]:.3f}"  # noqa: E731
+    _rows = "\n".join(f"| {_labels[n]} | {w:.3f} | {b:.3f} | {_adam(n)} |" for n, (w, b) in line_fits.items())
     mo.vstack([
-        mo.hstack([n_outliers, outlier_shift, delta]),
+        mo.hstack([n_outliers, outlier_shift, delta, line_adam_button], wrap=True),
         mo.hstack([outlier_pucks, ui.chart(_chart)], widths=[1, 1]) if outlier_pucks is not None else ui.chart(_chart),
-        mo.md("| loss | slope w | intercept b |\n|---|---|---|\n" + _rows),
+        mo.md("| loss | slope w | intercept b | Adam: w | Adam: b |\n|---|---|---|---|---|\n" + _rows),
+        mo.md(f"<small>Lines and the first two columns: the exact solvers. {_adam_source}</small>"),
     ])
-    return (line_fits,)
+    return line_adam, line_fits
 
 
 @app.cell(hide_code=True)
@@ -207,11 +317,34 @@ def _():
     - **Cross-entropy** is $-\ln$ of a categorical distribution; fitted with constant logits,
       its softmax is the **class frequencies**.
 
-    Below, the engine fits a constant under each loss (Adam, cosine-annealed learning rate) to
-    2,000 targets. On skewed (Gamma) noise the three answers differ, and each matches the
-    statistic its likelihood estimates; on symmetric Gaussian noise the mean and the median agree.
+    Below, `fit_constant` runs the fitting loop of section 2 (Adam, cosine-annealed learning rate)
+    on one parameter, the constant, under each loss, for 2,000 targets. On skewed (Gamma) noise
+    the three answers differ, and each matches the statistic its likelihood estimates; on
+    symmetric Gaussian noise the mean and the median agree.
+
+    **Change this cell:** in `pinball`, swap the two weights (`(1 - tau) * F.relu(e) + tau *
+    F.relu(-e)`). The page's shipped fits no longer match its code, so the table offers to fit
+    again; press the button, and at τ = 0.9 the violet constant drops from the 0.9-quantile to the
+    0.1-quantile, about 0.5 instead of 3.9: the loss now weighs over-predictions nine times more.
     """)
     return
+
+
+@app.function
+def pinball(pred, target, tau):
+    """Pinball (quantile) loss per example, with e = y − ŷ: ρ_τ(e) = τ·e for e ≥ 0, (τ − 1)·e for
+    e < 0, that is τ·max(e, 0) + (1 − τ)·max(−e, 0). The best constant under it is the τ-quantile."""
+    e = target - pred
+    return tau * F.relu(e) + (1 - tau) * F.relu(-e)
+
+
+@app.function
+def fit_constant(y, loss, steps=400, lr=0.1):
+    """The best constant prediction ĉ = argmin_c (1/n) Σ_i ℓ(c, y_i), by fit from c = 0."""
+    c = engine.tensor(np.zeros(1), requires_grad=True)
+    targets = engine.tensor(np.asarray(y, dtype=np.float64))
+    fit(lambda: loss(c, targets).mean(), [c], steps, lr)
+    return float(c.data[0])
 
 
 @app.cell
@@ -221,20 +354,42 @@ def _():
     lik_tau = mo.ui.slider(0.05, 0.95, step=0.05, value=lab.LIKELIHOOD_DEFAULT["tau"], label="pinball quantile τ",
                            show_value=True,
                            debounce=True)
-    return lik_noise, lik_tau
+    lik_train = mo.ui.run_button(label="fit with this page's code")
+    return lik_noise, lik_tau, lik_train
 
 
 @app.cell
-def _(lik_noise):
+def _():
+    # the fits of sections 3, 6 and 9 as the course ships them, each if this page's code is the code that made it
+    default_fits, default_fits_problem = checkpoints.load_if_fits(
+        lab.DEFAULT_FITS_CHECKPOINT, fit, mse, mae, pinball, per_example_loss, fit_constant, cross_entropy,
+        fit_class_probabilities, bce_with_logits, focal_loss, imbalance_loss, train_logistic, shipped_default_fits)
+    kl_state, kl_problem = checkpoints.load_if_fits(lab.KL_CHECKPOINT, fit, kl_divergence, fit_gaussian,
+                                                    shipped_kl_fits)
+    return default_fits, default_fits_problem, kl_problem, kl_state
+
+
+@app.cell
+def _(default_fits, lik_noise, lik_train):
     lik_y = lab.skewed_targets(lik_noise.value, n=2000, seed=0)
-    # MSE and MAE do not depend on τ: fitted here, so moving τ refits only the pinball loss
-    lik_fits_free = [lab.likelihood_fit(lik_y, "mse", tau=0.5), lab.likelihood_fit(lik_y, "mae", tau=0.5)]
+    # MSE and MAE do not depend on τ: looked up (or fitted) here, so moving τ reads only the pinball loss
+    lik_fits_free = []
+    for _name in ("mse", "mae"):
+        _c = lab.shipped_constant(default_fits, lik_y, _name, 0.5)
+        if _c is None and lik_train.value:
+            _c = fit_constant(lik_y, per_example_loss(_name))
+        lik_fits_free.append(lab.constant_fit(lik_y, _name, 0.5, _c))
     return lik_fits_free, lik_y
 
 
 @app.cell
-def _(lik_fits_free, lik_noise, lik_tau, lik_y):
-    lik_fits = lik_fits_free + [lab.likelihood_fit(lik_y, "pinball", tau=lik_tau.value)]
+def _(default_fits, default_fits_problem, lik_fits_free, lik_noise, lik_tau, lik_train, lik_y):
+    _c = lab.shipped_constant(default_fits, lik_y, "pinball", lik_tau.value)
+    if _c is None and lik_train.value:
+        with mo.status.progress_bar(total=1, title="fit_constant under the pinball loss", remove_on_exit=True) as _bar:
+            _c = fit_constant(lik_y, per_example_loss("pinball", tau=lik_tau.value))
+            _bar.update()
+    lik_fits = lik_fits_free + [lab.constant_fit(lik_y, "pinball", lik_tau.value, _c)]
     _centres, _density = lab.target_density(lik_y)
     _chart = plot.curves(_centres, {"density of the targets": _density}, x_title="y", y_title="density",
                          colors={"density of the targets": "data"}, height=220,
@@ -244,10 +399,14 @@ def _(lik_fits_free, lik_noise, lik_tau, lik_y):
     _names = {"mse": "MSE ↔ Gaussian", "mae": "MAE ↔ Laplace", "pinball": f"pinball τ = {lik_tau.value:g} ↔ asymmetric Laplace"}
     _span = lambda f: (f"{f.minimisers[0]:.4f}" if f.minimisers[0] == f.minimisers[1]  # noqa: E731
                        else f"[{f.minimisers[0]:.4f}, {f.minimisers[1]:.4f}]")
-    _rows = "\n".join(f"| {_names[f.loss]} | {f.fitted:.4f} | {f.statistic_name} | {f.statistic:.4f} | {_span(f)} |"
-                      for f in lik_fits)
+    _rows = "\n".join(f"| {_names[f.loss]} | {'—' if np.isnan(f.fitted) else f'{f.fitted:.4f}'} | {f.statistic_name} "
+                      f"| {f.statistic:.4f} | {_span(f)} |" for f in lik_fits)
+    _source = ("Best constants: fitted in advance by this page's `fit_constant` and shipped with the course."
+               if default_fits is not None else
+               f"Best constants: {'fitted just now by your code' if lik_train.value else '—'}; "
+               f"{default_fits_problem}.")
     mo.vstack([
-        mo.hstack([lik_noise, lik_tau], justify="start"),
+        mo.hstack([lik_noise, lik_tau, lik_train], justify="start"),
         ui.chart(_chart),
         mo.md("| loss ↔ likelihood | best constant (engine) | statistic | its value (NumPy) | every minimiser |\n"
               "|---|---|---|---|---|\n" + _rows),
@@ -255,19 +414,34 @@ def _(lik_fits_free, lik_noise, lik_tau, lik_y):
               "and pinball's between two neighbouring values when 2,000·τ is whole: any point there is a "
               "median or a τ-quantile, so the engine's constant and NumPy's interpolated value can differ "
               "in the third decimal while both minimise the loss."),
+        mo.md(f"<small>{_source}</small>"),
     ])
     return (lik_fits,)
 
 
+@app.function
+def fit_class_probabilities(labels, n_classes, steps=300, lr=0.1):
+    """Constant logits z fitted by cross-entropy to ``labels`` with fit (constant η): softmax(z),
+    which is the categorical maximum-likelihood estimate, the class frequencies."""
+    z = engine.tensor(np.zeros(n_classes), requires_grad=True)
+    batch = engine.tensor(np.zeros((len(labels), n_classes)))  # z broadcast to every example
+    fit(lambda: cross_entropy(z + batch, np.asarray(labels)), [z], steps, lr, anneal=False)
+    return F.softmax(z.detach(), dim=-1).numpy()
+
+
 @app.cell
-def _():
+def _(default_fits, lik_train):
     _labels = lab.default_class_labels()
     class_frequencies = np.bincount(_labels, minlength=3) / len(_labels)
-    class_fit = lab.class_probabilities(_labels, 3)
+    class_fit = lab.shipped_class_probabilities(default_fits, _labels, 3)
+    if class_fit is None and lik_train.value:
+        class_fit = fit_class_probabilities(_labels, 3)
     _show = lambda v: "(" + ", ".join(f"{x:.3f}" for x in v) + ")"  # noqa: E731
     mo.md(f"**Cross-entropy ↔ categorical.** 500 labels drawn with probabilities (0.6, 0.3, 0.1) have "
-          f"frequencies **{_show(class_frequencies)}**; constant logits fitted by cross-entropy give the "
-          f"softmax **{_show(class_fit)}**: the frequencies, the categorical maximum-likelihood estimate.")
+          f"frequencies **{_show(class_frequencies)}**; constant logits fitted by `cross_entropy` (section 4) "
+          + (f"give the softmax **{_show(class_fit)}**: the frequencies, the categorical maximum-likelihood "
+             "estimate." if class_fit is not None else
+             "are fitted by `fit_class_probabilities` when you press the button above."))
     return class_fit, class_frequencies
 
 
@@ -289,9 +463,31 @@ def _():
     That gradient is why the output function and the loss belong together: the softmax's
     Jacobian and the logarithm's $1/p$ cancel into a plain difference (for two classes,
     $\partial L/\partial z = \hat p - y$). Below, the bars are the formula $p - q$ and the dark
-    dots autograd's $\partial L/\partial z$.
+    dots autograd's $\partial L/\partial z$ through `cross_entropy`, written out here with the
+    log-sum-exp of section 5, and `bce_with_logits`, its two-class form on one logit.
     """)
     return
+
+
+@app.function
+def cross_entropy(logits, target, label_smoothing=0.0):
+    """Cross-entropy from logits, mean over the batch: L = −Σ_k q_k ln softmax(z)_k with
+    q = (1 − ε)·onehot(y) + ε/K and ln softmax(z)_k = z_k − m − ln Σ_j e^{z_j − m}, m = max_j z_j.
+    Equals F.cross_entropy(logits, target, label_smoothing=ε)."""
+    n, k = logits.shape
+    q = np.full((n, k), label_smoothing / k)
+    q[np.arange(n), np.asarray(target)] += 1 - label_smoothing
+    shifted = logits - logits.max(dim=-1, keepdim=True).values.detach()
+    log_p = shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
+    return -(log_p * q).sum(dim=-1).mean()
+
+
+@app.function
+def bce_with_logits(logits, target, pos_weight=1.0):
+    """Binary cross-entropy per example from a logit z, p̂ = σ(z), with the positives weighted by
+    w: ℓ = −[w·y ln σ(z) + (1 − y) ln(1 − σ(z))], where ln(1 − σ(z)) = ln σ(−z).
+    Its mean is F.binary_cross_entropy_with_logits(logits, target, pos_weight=w)."""
+    return -(pos_weight * target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits))
 
 
 @app.cell
@@ -307,7 +503,7 @@ def _(ce_logits, ce_target, smoothing):
     ce_report = None
     try:
         _z = lab.parse_numbers(ce_logits.value, name="logits")
-        ce_report = lab.cross_entropy_report(_z, int(ce_target.value), smoothing.value)
+        ce_report = lab.cross_entropy_report(cross_entropy, _z, int(ce_target.value), smoothing.value)
     except ValueError as _err:
         _out = ui.problem(_err, "The cross-entropy")
     else:
@@ -321,7 +517,7 @@ def _(ce_logits, ce_target, smoothing):
                           y_title="∂L/∂z_k", title="Gradient with respect to the logits")
         _out = mo.vstack([
             mo.hstack([_probs, _grad], widths=[1, 1]),
-            mo.md(f"Cross-entropy **L = {ce_report.loss:.4f}** (engine `F.cross_entropy(z, y, "
+            mo.md(f"Cross-entropy **L = {ce_report.loss:.4f}** (`cross_entropy(z, y, "
                   f"label_smoothing={smoothing.value:g})`); largest |autograd − (p − q)| = "
                   f"**{np.abs(ce_report.grad_autograd - ce_report.grad_formula).max():.1e}**. "
                   "With ε > 0 the loss cannot reach 0: the best the model can do is p = q."),
@@ -428,8 +624,52 @@ def _():
     At the default separation of 5 that point is a local minimum, and a worse one than either
     bump (its $D_{\mathrm{KL}}(q\|p)$ is about twice as large). The objective is not convex in
     $(\mu, \sigma)$: where you start decides where you end.
+
+    `kl_divergence` is the divergence written out; `fit_gaussian` fits $q$ with the loop of
+    section 2 (a constant learning rate here), one direction or the other.
+
+    **Change this cell:** in `fit_gaussian`, make the forward fit minimise
+    `kl_divergence(log_q, log_p)` too (swap the arguments of the first call). Both dashed curves
+    then sit on one bump: mode-covering is a property of the direction, not of the fitting. The
+    shipped fits are no longer what the page's code makes, so the page says so and its button
+    fits with your version.
     """)
     return
+
+
+@app.function
+def kl_divergence(log_p, log_q):
+    """KL(p‖q) = Σ_x p(x) (ln p(x) − ln q(x)) ≥ 0, from log-probabilities on a grid.
+    Equals F.kl_div(log_q, p, reduction="sum")."""
+    return (log_p.exp() * (log_p - log_q)).sum()
+
+
+@app.function
+def fit_gaussian(p, grid, direction, mu0, sigma0, steps=300, lr=0.05):
+    """q = N(μ, σ²) on the grid (a softmax over −½((x − μ)/σ)²) fitted to p by fit on KL(p‖q)
+    ('forward') or KL(q‖p) ('reverse'), from (μ₀, σ₀), with σ = e^{log σ}. Returns (μ, σ, losses)."""
+    mu = engine.tensor(np.array(mu0, dtype=np.float64), requires_grad=True)
+    log_sigma = engine.tensor(np.array(np.log(sigma0), dtype=np.float64), requires_grad=True)
+    x = engine.tensor(np.asarray(grid, dtype=np.float64))
+    log_p = engine.tensor(np.log(np.maximum(p, 1e-300)))
+
+    def loss():
+        log_q = F.log_softmax(-0.5 * ((x - mu) / log_sigma.exp()) ** 2, dim=-1)
+        return kl_divergence(log_p, log_q) if direction == "forward" else kl_divergence(log_q, log_p)
+
+    losses = fit(loss, [mu, log_sigma], steps, lr, anneal=False)
+    return float(mu.data), float(np.exp(log_sigma.data)), losses
+
+
+@app.function
+def shipped_kl_fits():
+    """The fits the page opens on (the checkpoint losses_kl_fits): q fitted each way to the default
+    p from the default start, by this page's fit_gaussian."""
+    d = lab.KL_DEFAULT
+    p = lab.bimodal_on_grid(lab.KL_GRID, separation=d["separation"])
+    return {direction: dict(zip(("mu", "sigma", "losses"),
+                                fit_gaussian(p, lab.KL_GRID, direction, d["mu0"], d["sigma0"], steps=lab.KL_STEPS)))
+            for direction in ("forward", "reverse")}
 
 
 @app.cell
@@ -443,20 +683,23 @@ def _():
 
 
 @app.cell
-def _(kl_fit_button, kl_separation, q_mu, q_sigma):
+def _(kl_fit_button, kl_problem, kl_separation, kl_state, q_mu, q_sigma):
     kl_grid = lab.KL_GRID
     kl_p = lab.bimodal_on_grid(kl_grid, separation=kl_separation.value)
     kl_q = lab.gaussian_on_grid(kl_grid, q_mu.value, q_sigma.value)
-    kl_forward, kl_reverse = lab.kl_both_ways(kl_p, kl_q)
+    kl_forward, kl_reverse = lab.kl_both_ways(kl_divergence, kl_p, kl_q)
     _settings = {"separation": kl_separation.value, "mu0": q_mu.value, "sigma0": q_sigma.value}
-    kl_fits_shipped = not kl_fit_button.value and lab.is_default_kl(_settings)
+    _default = lab.is_default_kl(_settings)
+    kl_fits_shipped = not kl_fit_button.value and _default and kl_state is not None
     kl_fits = {}
     if kl_fit_button.value:
-        with mo.status.progress_bar(total=1, title="fitting q both ways", remove_on_exit=True) as _bar:
-            kl_fits = lab.fit_q_both_ways(**_settings)
-            _bar.update()
-    elif kl_fits_shipped:  # the default fits, from the checkpoint the course ships: no training on open
-        kl_fits = lab.default_kl_fits()
+        with mo.status.progress_bar(total=2, title="fit_gaussian both ways", remove_on_exit=True) as _bar:
+            for _direction in ("forward", "reverse"):
+                kl_fits[_direction] = fit_gaussian(kl_p, kl_grid, _direction, q_mu.value, q_sigma.value,
+                                                   steps=lab.KL_STEPS)
+                _bar.update()
+    elif kl_fits_shipped:  # the default fits, made in advance by this page's code
+        kl_fits = lab.kl_fits(kl_state)
     _curves = {"p (target)": kl_p, "q (yours)": kl_q}
     _colors = {"p (target)": "data", "q (yours)": "model"}
     for _direction, (_mu, _sig, _) in kl_fits.items():
@@ -469,10 +712,11 @@ def _(kl_fit_button, kl_separation, q_mu, q_sigma):
         f" · {'KL(p‖q)' if d == 'forward' else 'KL(q‖p)'} fit: μ = {m:.2f}, σ = {s:.2f}, "
         f"final {'KL(p‖q)' if d == 'forward' else 'KL(q‖p)'} = {h[-1]:.3f}"
         for d, (m, s, h) in kl_fits.items())
-    _source = ("Fits: trained in advance from the default start and shipped with the course; the "
-               "button refits from your settings." if kl_fits_shipped else
-               "Fits: from your settings." if kl_fits else
-               "Not fitted from these settings yet: the button fits q both ways from here (about 0.1 s).")
+    _source = ("Fits: made in advance by this page's `fit_gaussian` from the default start and shipped with the "
+               "course; the button refits from your settings." if kl_fits_shipped else
+               "Fits: by your code, from your settings." if kl_fits else
+               f"Not fitted: {kl_problem}." if _default and kl_state is None else
+               "Not fitted from these settings yet: the button fits q both ways from here.")
     mo.vstack([
         mo.hstack([kl_separation, q_mu, q_sigma, kl_fit_button], wrap=True),
         ui.chart(_chart),
@@ -497,9 +741,33 @@ def _():
     $$
 
     because the sigmoid has flattened: a confident mistake gets almost no gradient. On the right,
-    a logistic regression starts from a wrong weight $w_0$ and trains with each loss.
+    a logistic regression starts from a wrong weight $w_0$ and trains with each loss: the loop
+    below, plain gradient descent on $z = wx + b$, with `bce_with_logits` or `mse` on $\sigma(z)$.
     """)
     return
+
+
+@app.function
+def train_classifier(x, y, loss, w0, lr, steps=100):
+    """Logistic regression p̂ = σ(w·x + b) from (w₀, 0) by full-batch gradient descent (SGD):
+    z = w·x + b, L = loss(z, y), θ ← θ − η ∇L, recording L, the accuracy and w at every step."""
+    w = engine.tensor(np.array(w0, dtype=np.float64), requires_grad=True)
+    b = engine.tensor(np.array(0.0), requires_grad=True)
+    optimizer = SGD([w, b], lr=lr)
+    x, labels = engine.tensor(np.asarray(x, dtype=np.float64)), np.asarray(y, dtype=np.float64)
+    history = {"loss": [], "accuracy": [], "w": []}
+    for step in range(steps + 1):
+        z = w * x + b
+        value = loss(z, engine.tensor(labels))
+        history["loss"].append(float(value.data))
+        history["accuracy"].append(float(np.mean((z.data > 0) == (labels == 1))))
+        history["w"].append(float(w.data))
+        if step == steps:
+            break
+        optimizer.zero_grad()
+        value.backward()
+        optimizer.step()
+    return lab.ClassifierRun(*(np.array(history[k]) for k in ("loss", "accuracy", "w")))
 
 
 @app.cell
@@ -511,8 +779,8 @@ def _():
 
 @app.cell
 def _():
-    # no control moves this chart: drawn once
-    margin_grads = lab.margin_gradients(np.linspace(-10, 10, 201))
+    # no control moves this chart
+    margin_grads = lab.margin_gradients(bce_with_logits, mse, np.linspace(-10, 10, 201))
     margin_chart = plot.curves(
         margin_grads.margins, {"CE formula": margin_grads.ce_formula, "MSE formula": margin_grads.mse_formula},
         dots={"CE autograd": margin_grads.ce_autograd, "MSE autograd": margin_grads.mse_autograd}, n_dots=21,
@@ -525,8 +793,10 @@ def _():
 @app.cell
 def _(clf_lr, margin_chart, w0):
     _x, _y = lab.sigmoid_classifier_data(100, seed=0)
-    clf_runs = {name: lab.train_sigmoid_classifier(_x, _y, name, w0=w0.value, lr=clf_lr.value, steps=100)
-                for name in ("cross_entropy", "mse")}
+    _losses = {"cross_entropy": lambda z, y: bce_with_logits(z, y).mean(),
+               "mse": lambda z, y: mse(F.sigmoid(z), y).mean()}
+    clf_runs = {name: train_classifier(_x, _y, _loss, w0=w0.value, lr=clf_lr.value, steps=100)
+                for name, _loss in _losses.items()}
     # The training accuracy of both runs, step by step: the chart this section is about.
     _names = ["cross-entropy", "MSE on σ(z)"]
     _steps = np.arange(1, len(clf_runs["cross_entropy"].accuracy) + 1)
@@ -570,7 +840,8 @@ def _():
 
 @app.cell
 def _(init_logit_scale, n_classes):
-    initial, ln_k = lab.initial_loss(n_classes.value, init_logit_scale.value, n_samples=512, seed=0)
+    initial, ln_k = lab.initial_loss(n_classes.value, init_logit_scale.value, n_samples=512, seed=0,
+                                     loss=cross_entropy)
     _ratio = initial / ln_k
     _kind = "success" if abs(_ratio - 1) < 0.05 else "warn"
     mo.vstack([
@@ -640,43 +911,7 @@ def _():
     PyTorch); and the **focal loss** of Lin et al. (2017), $-(1-p_t)^\gamma \ln p_t$, which
     down-weights the examples the model already gets right. Recall is the share of the
     positives found, precision the share of the predicted positives that are right (threshold ½).
-    """)
-    return
 
-
-@app.cell
-def _():
-    imb_share = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5], value=lab.IMBALANCE_DEFAULT["minority_share"],
-                             label="minority share",
-                             show_value=True, debounce=True)
-    focal_gamma = mo.ui.slider(0.0, 5.0, step=0.5, value=lab.IMBALANCE_DEFAULT["gamma"], label="focal γ",
-                               show_value=True, debounce=True)
-    return focal_gamma, imb_share
-
-
-@app.cell
-def _(imb_share):
-    imb_data = lab.imbalanced_data(n=1000, minority_share=imb_share.value, seed=0)
-    # plain and weighted BCE do not read γ: trained here, so moving γ retrains only the focal loss
-    imb_runs_free = {m: lab.imbalance_run(*imb_data, m, gamma=0.0) for m in ("plain", "weighted")}
-    return imb_data, imb_runs_free
-
-
-@app.cell
-def _(focal_gamma, imb_data, imb_runs_free, imb_share):
-    imb_runs = {**imb_runs_free, "focal": lab.imbalance_run(*imb_data, "focal", gamma=focal_gamma.value)}
-    _label = {"plain": "plain BCE", "weighted": "BCE, pos_weight = n_neg/n_pos", "focal": f"focal, γ = {focal_gamma.value:g}"}
-    _pct = lambda v: "—" if not np.isfinite(v) else f"{100 * v:.0f} %"  # noqa: E731
-    _rows = "\n".join(f"| {_label[m]} | {_pct(r.accuracy)} | {_pct(r.recall)} | {_pct(r.precision)} |"
-                      for m, r in imb_runs.items())
-    mo.vstack([mo.hstack([imb_share, focal_gamma], justify="start"),
-               mo.md("| loss | accuracy | minority recall | minority precision |\n|---|---|---|---|\n" + _rows)])
-    return (imb_runs,)
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
     At a minority share of 1 %, plain BCE reaches 99 % accuracy by never predicting the rare
     class: its recall is 0, and accuracy says nothing. Weighting the positives moves the boundary
     toward the common class: recall jumps (above 80 % here), paid for in precision. On this
@@ -686,12 +921,91 @@ def _():
     return
 
 
-@app.cell(hide_code=True)
+@app.function
+def focal_loss(logits, target, gamma=2.0):
+    """Focal loss per example (Lin et al., 2017): ℓ = −(1 − p_t)^γ ln p_t, with p_t = σ(z) for a
+    positive and 1 − σ(z) = σ(−z) for a negative; γ = 0 is plain BCE."""
+    log_pt = F.logsigmoid(logits * (2 * target - 1))
+    return -((1 - log_pt.exp()) ** gamma) * log_pt
+
+
+@app.function
+def imbalance_loss(method, y, gamma=2.0):
+    """The per-example loss ℓ(z, y) of each way to train on labels y: 'plain' BCE, 'weighted' BCE
+    (each positive counted n_neg/n_pos times) or 'focal'."""
+    if method == "focal":
+        return lambda z, t: focal_loss(z, t, gamma)
+    weight = float((y == 0).sum() / max((y == 1).sum(), 1)) if method == "weighted" else 1.0
+    return lambda z, t: bce_with_logits(z, t, pos_weight=weight)
+
+
+@app.function
+def train_logistic(x, y, loss, steps=200, lr=0.1):
+    """Logistic regression z = x wᵀ + b from zeros, minimising the mean of loss(z, y) by fit
+    (constant η). Returns (w, b)."""
+    w = engine.tensor(np.zeros((1, x.shape[1])), requires_grad=True)
+    b = engine.tensor(np.zeros(1), requires_grad=True)
+    x, labels = engine.tensor(np.asarray(x, dtype=np.float64)), engine.tensor(np.asarray(y, dtype=np.float64))
+    fit(lambda: loss((x @ w.T + b).reshape(-1), labels).mean(), [w, b], steps, lr, anneal=False)
+    return w.data.copy(), float(b.data[0])
+
+
+@app.function
+def shipped_default_fits():
+    """The fits sections 3 and 9 open on (the checkpoint losses_default_fits), made by this page's
+    code at every setting their controls reach."""
+    return lab.default_fits_state(
+        constant=lambda y, name, tau: fit_constant(y, per_example_loss(name, tau=tau)),
+        class_probabilities=fit_class_probabilities,
+        classifier=lambda x, y, method, gamma: train_logistic(x, y, imbalance_loss(method, y, gamma)))
+
+
+@app.cell
 def _():
-    mo.md(r"""
-    ## 10. Check yourself
-    """)
-    return
+    imb_share = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5], value=lab.IMBALANCE_DEFAULT["minority_share"],
+                             label="minority share",
+                             show_value=True, debounce=True)
+    focal_gamma = mo.ui.slider(0.0, 5.0, step=0.5, value=lab.IMBALANCE_DEFAULT["gamma"], label="focal γ",
+                               show_value=True, debounce=True)
+    imb_train = mo.ui.run_button(label="train with this page's code")
+    return focal_gamma, imb_share, imb_train
+
+
+@app.cell
+def _(default_fits, imb_share, imb_train):
+    imb_data = lab.imbalanced_data(n=1000, minority_share=imb_share.value, seed=0)
+    # plain and weighted BCE do not read γ: looked up (or trained) here, so moving γ reads only the focal loss
+    imb_runs_free = {}
+    for _method in ("plain", "weighted"):
+        _run = lab.shipped_imbalance_run(default_fits, *imb_data, _method, 0.0)
+        if _run is None and imb_train.value:
+            _w, _b = train_logistic(*imb_data, imbalance_loss(_method, imb_data[1]))
+            _run = lab.score_imbalanced(*imb_data, _method, _w, _b)
+        imb_runs_free[_method] = _run
+    return imb_data, imb_runs_free
+
+
+@app.cell
+def _(default_fits, default_fits_problem, focal_gamma, imb_data, imb_runs_free, imb_share, imb_train):
+    _run = lab.shipped_imbalance_run(default_fits, *imb_data, "focal", focal_gamma.value)
+    if _run is None and imb_train.value:
+        with mo.status.progress_bar(total=1, title="train_logistic under the focal loss", remove_on_exit=True) as _bar:
+            _w, _b = train_logistic(*imb_data, imbalance_loss("focal", imb_data[1], focal_gamma.value))
+            _run = lab.score_imbalanced(*imb_data, "focal", _w, _b)
+            _bar.update()
+    imb_runs = {**imb_runs_free, "focal": _run}
+    _label = {"plain": "plain BCE", "weighted": "BCE, pos_weight = n_neg/n_pos", "focal": f"focal, γ = {focal_gamma.value:g}"}
+    _pct = lambda v: "—" if not np.isfinite(v) else f"{100 * v:.0f} %"  # noqa: E731
+    _rows = "\n".join(f"| {_label[m]} | — | — | — |" if r is None else
+                      f"| {_label[m]} | {_pct(r.accuracy)} | {_pct(r.recall)} | {_pct(r.precision)} |"
+                      for m, r in imb_runs.items())
+    _source = ("Runs: trained in advance by this page's `train_logistic` and shipped with the course."
+               if default_fits is not None else
+               f"Runs: {'trained just now by your code' if imb_train.value else '—'}; {default_fits_problem}.")
+    mo.vstack([mo.hstack([imb_share, focal_gamma, imb_train], justify="start"),
+               mo.md("| loss | accuracy | minority recall | minority precision |\n|---|---|---|---|\n" + _rows),
+               mo.md(f"<small>{_source}</small>")])
+    return (imb_runs,)
 
 
 @app.cell
@@ -699,35 +1013,25 @@ def _():
     exercise_ln10 = exercises.NumberExercise(
         question="**1.** A freshly initialised 10-class classifier outputs all-zero logits. What cross-entropy "
                  "does it start from? (Three decimals.)",
-        truth=lab.cross_entropy_report(np.zeros(10), 3).loss,
+        truth=float(F.cross_entropy(engine.tensor(np.zeros((1, 10))), np.array([3])).data),
         hint="Every class gets 1/10.",
         abs_tol=0.002,
     )
     answer_ln10 = ui.answer_box(exercise_ln10, placeholder="e.g. 1.0", label="L₀ =")
-    return answer_ln10, exercise_ln10
-
-
-@app.cell
-def _(answer_ln10, exercise_ln10):
-    ui.exercise(exercise_ln10, answer_ln10)
-    return
-
-
-@app.cell
-def _():
     exercise_huber = exercises.NumberExercise(
         question="**2.** Huber loss with δ = 1 for a residual e = 3?",
-        truth=float(lab.regression_curves("huber", np.array([3.0]), delta=1.0).f[0]),
+        truth=float(F.huber_loss(engine.tensor([3.0]), engine.tensor([0.0]), delta=1.0).data),
         hint="|e| > δ, so the linear branch δ(|e| − δ/2) applies.",
         abs_tol=1e-3,
     )
     answer_huber = ui.answer_box(exercise_huber, placeholder="e.g. 4.5", label="Huber(e = 3) =")
-    return answer_huber, exercise_huber
+    return answer_huber, answer_ln10, exercise_huber, exercise_ln10
 
 
 @app.cell
-def _(answer_huber, exercise_huber):
-    ui.exercise(exercise_huber, answer_huber)
+def _(answer_huber, answer_ln10, exercise_huber, exercise_ln10):
+    mo.vstack([mo.md("## 10. Check yourself"), ui.exercise(exercise_ln10, answer_ln10),
+               ui.exercise(exercise_huber, answer_huber)])
     return
 
 
@@ -737,22 +1041,11 @@ def _():
         question="**3.** A binary classifier gives a positive example (y = 1) the probability p̂ = 0.8. "
                  "What is ∂L/∂z of the cross-entropy with respect to its logit?",
         # margin_gradients holds |∂L/∂z| for y = 1, where ∂L/∂z = σ(z) − 1 is negative
-        truth=-float(lab.margin_gradients([np.log(0.8 / 0.2)]).ce_autograd[0]),
+        truth=-float(lab.margin_gradients(bce_with_logits, mse, [np.log(0.8 / 0.2)]).ce_autograd[0]),
         hint="∂L/∂z = p̂ − y; mind the sign.",
         abs_tol=1e-3,
     )
     answer_bce = ui.answer_box(exercise_bce, placeholder="e.g. 0.5", label="∂L/∂z =")
-    return answer_bce, exercise_bce
-
-
-@app.cell
-def _(answer_bce, exercise_bce):
-    ui.exercise(exercise_bce, answer_bce)
-    return
-
-
-@app.cell
-def _():
     exercise_median = exercises.NumberExercise(
         question="**4.** Three targets, 1, 2 and 10. What is the best constant prediction under **MAE**? "
                  "(And under MSE?)",
@@ -762,12 +1055,12 @@ def _():
         explanation="MAE's minimiser is the median, 2; MSE's is the mean, 13/3 ≈ 4.33, pulled up by the 10.",
     )
     answer_median = ui.answer_box(exercise_median, placeholder="e.g. 4", label="ĉ =")
-    return answer_median, exercise_median
+    return answer_bce, answer_median, exercise_bce, exercise_median
 
 
 @app.cell
-def _(answer_median, exercise_median):
-    ui.exercise(exercise_median, answer_median)
+def _(answer_bce, answer_median, exercise_bce, exercise_median):
+    mo.vstack([ui.exercise(exercise_bce, answer_bce), ui.exercise(exercise_median, answer_median)])
     return
 
 
@@ -788,16 +1081,6 @@ def _():
 @app.cell
 def _(answer_floor, exercise_floor):
     ui.exercise(exercise_floor, answer_floor)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## 11. The same in your own script
-
-    The cell below is what you would write in a script (it runs here, in a private function).
-    """)
     return
 
 
@@ -828,7 +1111,9 @@ def _():
         lines.append(f"BCE with logits at z = 1000, y = 0: {float(F.binary_cross_entropy_with_logits(z, engine.tensor([0.0])).data):.1f}")
         return "\n".join(lines)
 
-    mo.plain_text(_script())
+    mo.vstack([mo.md("## 11. The same in your own script\n\nIn a script you would call the library's losses, "
+                     "which the cells of this page equal; this cell's code runs here, in a private function."),
+               mo.plain_text(_script())])
     return
 
 

@@ -1,21 +1,24 @@
-"""Computations behind notebook 02 (losses), all through the engine's losses and autograd.
+"""What notebook 02 (losses) needs beside its lesson: data sets, the exact line fits, the shipped fits.
 
-- :func:`regression_curves`: MSE, MAE, Huber and pseudo-Huber against the residual e = ŷ − y,
-  with ∂ℓ/∂ŷ from autograd and from the closed form.
-- :func:`cross_entropy_report`: softmax, a label-smoothed target, the loss and ∂L/∂z = p − q.
+The lesson itself (the losses written out, the fitting loop, the fits it runs) is the notebook's
+own ``@app.function`` cells; where a helper here needs one of them, the notebook passes it in, so
+a learner's edited version is the one that runs.
+
+- :func:`regression_curves`: a per-example loss against the residual e = ŷ − y, with ∂ℓ/∂ŷ by
+  autograd through the page's loss and by the closed form of :data:`REGRESSION_LOSSES`.
+- :func:`cross_entropy_report`: softmax, a label-smoothed target, the page's loss and ∂L/∂z = p − q.
 - :func:`naive_vs_fused` and :func:`naive_breakdown`: −log(softmax(z)_y) computed naively (exp,
-  divide, log) next to the fused ``F.cross_entropy``, as the logits grow: the naive one gives NaN
-  (overflow, inf/inf) for the likeliest class and +∞ (underflow, log 0) for the least likely.
-- :func:`kl_both_ways` and :func:`fit_gaussian_kl`: KL(p‖q) ≠ KL(q‖p), and fitting a Gaussian q to a
-  bimodal p in each direction (mode-covering against mode-seeking); the default fits ship as the
-  checkpoint ``losses_kl_fits`` (:data:`CHECKPOINTS`), so the page shows them on open.
-- :func:`margin_gradients` and :func:`train_sigmoid_classifier`: why MSE on a sigmoid saturates
-  while cross-entropy keeps pushing.
-- :func:`make_line_data`, :func:`best_line` and :func:`fit_line`: the line that minimises MSE,
-  MAE, Huber or pseudo-Huber while outliers pull on it, exactly (least squares, the best line
-  through two points, reweighted least squares) and by the engine (Adam with a cosine schedule).
-- :func:`initial_loss`: the cross-entropy of an untrained K-class classifier, ≈ ln K when the logits
-  start small.
+  divide, log) next to the fused ``F.cross_entropy``, as the logits grow.
+- :func:`kl_both_ways`, the two-bump ``p`` and the grid of section 6; the default fits ship as the
+  checkpoint ``losses_kl_fits``, made by the notebook's ``shipped_kl_fits``.
+- :func:`margin_gradients`: why MSE on a sigmoid saturates while cross-entropy keeps pushing.
+- :func:`make_line_data` and :func:`best_line`: the line that minimises MSE, MAE, Huber or
+  pseudo-Huber while outliers pull on it, exactly (least squares, the best line through two
+  points, reweighted least squares), in about a millisecond, so dragging a point refits at once.
+- :func:`initial_loss`: the cross-entropy of an untrained K-class classifier, ≈ ln K.
+- The likelihood, class-frequency and imbalance sections open on fits shipped as the checkpoint
+  ``losses_default_fits`` (the notebook's ``shipped_default_fits``): :func:`shipped_constant`,
+  :func:`shipped_class_probabilities` and :func:`shipped_imbalance_run` read them.
 """
 
 from __future__ import annotations
@@ -31,8 +34,6 @@ from engine import Tensor
 from engine.course import checkpoints
 from engine.course.checkpoints import losses_default_fits as _defaults_checkpoint  # static imports: the
 from engine.course.checkpoints import losses_kl_fits as _kl_checkpoint  # WebAssembly bundler follows only those
-from engine.optim import SGD, Adam
-from engine.optim.lr_scheduler import CosineAnnealingLR
 
 from ._checks import is_default
 from .activations import Curves
@@ -46,22 +47,19 @@ def _huber(e, delta):
     return np.where(a <= delta, 0.5 * e * e, delta * (a - 0.5 * delta))
 
 
+# The closed forms the page prints and checks autograd against: ℓ(e, δ) and ℓ'(e, δ).
 REGRESSION_LOSSES = {
     "mse": dict(label="MSE (L2)", formula=r"e^2", grad=r"2e",
-                f=lambda e, d: e * e, df=lambda e, d: 2 * e,
-                engine=lambda t, d: F.mse_loss(t, np.zeros_like(t.data), reduction="none")),
+                f=lambda e, d: e * e, df=lambda e, d: 2 * e),
     "mae": dict(label="MAE (L1)", formula=r"|e|", grad=r"\operatorname{sign}(e)",
-                f=lambda e, d: np.abs(e), df=lambda e, d: np.sign(e),
-                engine=lambda t, d: F.l1_loss(t, np.zeros_like(t.data), reduction="none")),
+                f=lambda e, d: np.abs(e), df=lambda e, d: np.sign(e)),
     "huber": dict(label="Huber", formula=r"\begin{cases}\tfrac12 e^2 & |e|\le\delta\\ \delta(|e|-\tfrac12\delta) & |e|>\delta\end{cases}",
                   grad=r"\begin{cases}e & |e|\le\delta\\ \delta\,\operatorname{sign}(e) & |e|>\delta\end{cases}",
-                  f=_huber, df=lambda e, d: np.clip(e, -d, d),
-                  engine=lambda t, d: F.huber_loss(t, np.zeros_like(t.data), reduction="none", delta=d)),
+                  f=_huber, df=lambda e, d: np.clip(e, -d, d)),
     "pseudo_huber": dict(label="pseudo-Huber", formula=r"\delta^2\left(\sqrt{1+(e/\delta)^2}-1\right)",
                          grad=r"\frac{e}{\sqrt{1+(e/\delta)^2}}",
                          f=lambda e, d: d * d * (np.sqrt(1 + (e / d) ** 2) - 1),
-                         df=lambda e, d: e / np.sqrt(1 + (e / d) ** 2),
-                         engine=lambda t, d: F.pseudo_huber_loss(t, np.zeros_like(t.data), reduction="none", delta=d)),
+                         df=lambda e, d: e / np.sqrt(1 + (e / d) ** 2)),
 }
 
 
@@ -70,17 +68,19 @@ def _check(name, table):
         raise ValueError(f"losses lab: unknown loss {name!r}; choose one of {', '.join(table)}")
 
 
-def regression_curves(name: str, e, delta: float = 1.0) -> Curves:
-    """ℓ(e) and ∂ℓ/∂ŷ for residuals e = ŷ − y (target 0): engine forward + autograd, and formulas."""
+def regression_curves(loss, name: str, e, delta: float = 1.0) -> Curves:
+    """ℓ(e) and ∂ℓ/∂ŷ for residuals e = ŷ − y (target 0): the page's per-example ``loss(ŷ, y)`` (its
+    δ bound) through autograd, and the closed forms of :data:`REGRESSION_LOSSES` ``[name]`` at δ."""
     _check(name, REGRESSION_LOSSES)
     if not delta > 0:
         raise ValueError(f"regression_curves: delta must be positive, got {delta}")
     spec = REGRESSION_LOSSES[name]
     e = np.asarray(e, dtype=np.float64)
     t = Tensor(e, requires_grad=True)
-    loss = spec["engine"](t, delta)
-    loss.backward(np.ones_like(loss.data))
-    return Curves(e, loss.data.copy(), t.grad.numpy().copy(), spec["f"](e, delta), spec["df"](e, delta))
+    target = Tensor(np.zeros_like(e))
+    value = loss(t, target)
+    value.sum().backward()  # one residual per example: the sum's gradient is each ℓ'(e_i)
+    return Curves(e, value.data.copy(), t.grad.numpy().copy(), spec["f"](e, delta), spec["df"](e, delta))
 
 
 # ----------------------------------------------------------------------------- classification
@@ -95,8 +95,9 @@ class CrossEntropyReport:
     grad_formula: np.ndarray  # p − q
 
 
-def cross_entropy_report(logits, target: int, label_smoothing: float = 0.0) -> CrossEntropyReport:
-    """One example: L = −Σ q_k log softmax(z)_k with q = (1 − ε)·onehot(y) + ε/K; ∂L/∂z = p − q."""
+def cross_entropy_report(loss, logits, target: int, label_smoothing: float = 0.0) -> CrossEntropyReport:
+    """One example scored by the page's ``loss(logits, target, label_smoothing)`` (L = −Σ q_k log
+    softmax(z)_k with q = (1 − ε)·onehot(y) + ε/K), its gradient by autograd, and p − q."""
     z = np.asarray(logits, dtype=np.float64)
     k = len(z)
     if not isinstance(target, (int, np.integer)) or isinstance(target, bool):
@@ -105,12 +106,12 @@ def cross_entropy_report(logits, target: int, label_smoothing: float = 0.0) -> C
         raise ValueError(f"cross_entropy_report: there are only {k} classes (0 to {k - 1}), so class {target} "
                          "does not exist; lower the true class y or add logits")
     t = Tensor(z[None, :], requires_grad=True)
-    loss = F.cross_entropy(t, np.array([target]), label_smoothing=label_smoothing)
-    loss.backward()
+    value = loss(t, np.array([target]), label_smoothing=label_smoothing)
+    value.backward()
     p = F.softmax(Tensor(z), dim=-1).data
     q = np.full(k, label_smoothing / k)
     q[target] += 1 - label_smoothing
-    return CrossEntropyReport(p, q, float(loss.data), t.grad.numpy()[0].copy(), p - q)
+    return CrossEntropyReport(p, q, float(value.data), t.grad.numpy()[0].copy(), p - q)
 
 
 NAIVE_LOGITS = np.array([1.0, 0.0, -1.0])  # logits s·(1, 0, −1): class 0 most likely, class 2 least
@@ -187,52 +188,17 @@ def bimodal_on_grid(grid, separation: float = 4.0, weight: float = 0.5, sigma: f
     return g / g.sum()
 
 
-def kl(p, q) -> float:
-    """KL(p‖q) = Σ p ln(p/q) by ``F.kl_div`` (input log q, target p, summed)."""
-    q = np.maximum(np.asarray(q, dtype=np.float64), 1e-300)
-    return float(F.kl_div(Tensor(np.log(q)), np.asarray(p, dtype=np.float64), reduction="sum").data)
-
-
-def kl_both_ways(p, q):
-    """(KL(p‖q), KL(q‖p)): the two directions differ."""
-    return kl(p, q), kl(q, p)
-
-
-def fit_gaussian_kl(p, grid, direction: str = "forward", mu0: float = 0.5, sigma0: float = 1.0,
-                    steps: int = 300, lr: float = 0.05):
-    """Fit q = N(μ, σ²) (on the grid) to p by Adam on KL(p‖q) ('forward') or KL(q‖p) ('reverse').
-
-    Forward KL punishes q ≈ 0 where p > 0, so q spreads over every mode (mode-covering); reverse
-    KL punishes q > 0 where p ≈ 0, so q settles on one mode (mode-seeking). Returns (μ, σ, losses).
-    """
-    if direction not in ("forward", "reverse"):
-        raise ValueError(f"fit_gaussian_kl: direction must be 'forward' or 'reverse', got {direction!r}")
-    grid = np.asarray(grid, dtype=np.float64)
-    p = np.asarray(p, dtype=np.float64)
-    mu = Tensor(np.array(mu0, dtype=np.float64), requires_grad=True)
-    log_sigma = Tensor(np.array(math.log(sigma0), dtype=np.float64), requires_grad=True)
-    opt = Adam([mu, log_sigma], lr=lr)
-    g = Tensor(grid)
-    losses = []
-    for _ in range(steps):
-        opt.zero_grad()
-        logits = -0.5 * ((g - mu) / log_sigma.exp()) ** 2
-        log_q = F.log_softmax(logits, dim=-1)  # the normalised discretised Gaussian, in logs
-        if direction == "forward":
-            loss = F.kl_div(log_q, p, reduction="sum")
-        else:
-            q = log_q.exp()
-            loss = (q * (log_q - np.log(np.maximum(p, 1e-300)))).sum()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.data))
-    return float(mu.data), float(np.exp(log_sigma.data)), np.array(losses)
+def kl_both_ways(kl_divergence, p, q):
+    """(KL(p‖q), KL(q‖p)) by the page's ``kl_divergence(log_p, log_q)``: the two directions differ."""
+    log_p, log_q = (Tensor(np.log(np.maximum(np.asarray(v, dtype=np.float64), 1e-300))) for v in (p, q))
+    return float(kl_divergence(log_p, log_q).data), float(kl_divergence(log_q, log_p).data)
 
 
 # The section's grid and default settings: what the page shows on open, from the shipped checkpoint.
 KL_GRID = np.linspace(-7.0, 7.0, 281)
 KL_DEFAULT = {"separation": 5.0, "mu0": 1.0, "sigma0": 1.0}
 KL_STEPS = 300
+KL_CHECKPOINT = _kl_checkpoint
 
 
 def is_default_kl(settings: dict) -> bool:
@@ -241,25 +207,9 @@ def is_default_kl(settings: dict) -> bool:
     return is_default("is_default_kl", settings, KL_DEFAULT)
 
 
-def fit_q_both_ways(separation: float, mu0: float, sigma0: float, steps: int = KL_STEPS) -> dict:
-    """q fitted to the two-bump p (on :data:`KL_GRID`) each way from the same start:
-    'forward' / 'reverse' -> (μ, σ, losses)."""
-    p = bimodal_on_grid(KL_GRID, separation=separation)
-    return {direction: fit_gaussian_kl(p, KL_GRID, direction, mu0=mu0, sigma0=sigma0, steps=steps)
-            for direction in ("forward", "reverse")}
-
-
-def train_default_kl_fits() -> dict:
-    """The checkpoint ``losses_kl_fits``: both fits from :data:`KL_DEFAULT` (deterministic, ~0.08 s)."""
-    return {direction: {"mu": mu, "sigma": sigma, "losses": losses}
-            for direction, (mu, sigma, losses) in fit_q_both_ways(**KL_DEFAULT).items()}
-
-
-def default_kl_fits() -> dict:
-    """The fits of :func:`fit_q_both_ways` at :data:`KL_DEFAULT`, read from the shipped checkpoint
-    (no training when the page opens)."""
-    state = checkpoints.load(_kl_checkpoint)
-    return {direction: (float(fit["mu"]), float(fit["sigma"]), fit["losses"])
+def kl_fits(state) -> dict:
+    """The shipped fits (the state of ``losses_kl_fits``): 'forward' / 'reverse' -> (μ, σ, losses)."""
+    return {direction: (float(fit["mu"]), float(fit["sigma"]), np.asarray(fit["losses"]))
             for direction, fit in state.items()}
 
 
@@ -277,17 +227,18 @@ class MarginGradients:
     mse_formula: np.ndarray
 
 
-def margin_gradients(margins) -> MarginGradients:
+def margin_gradients(bce_with_logits, mse, margins) -> MarginGradients:
     """|∂ℓ/∂z| for a positive example (y = 1) as the logit z = margin moves, by autograd and formula.
 
     cross-entropy ℓ = −ln σ(z):  ∂ℓ/∂z = σ(z) − 1            → −1 when the model is badly wrong
     MSE on p = σ(z), ℓ = (σ(z) − 1)²: ∂ℓ/∂z = 2(σ − 1)σ(1 − σ) → 0 when badly wrong (saturated)
     """
     m = np.asarray(margins, dtype=np.float64)
+    ones = Tensor(np.ones_like(m))
     ce_t = Tensor(m, requires_grad=True)
-    F.binary_cross_entropy_with_logits(ce_t, np.ones_like(m), reduction="sum").backward()
+    bce_with_logits(ce_t, ones).sum().backward()  # the page's per-example losses
     mse_t = Tensor(m, requires_grad=True)
-    F.mse_loss(F.sigmoid(mse_t), np.ones_like(m), reduction="sum").backward()
+    mse(F.sigmoid(mse_t), ones).sum().backward()
     s = 1 / (1 + np.exp(-m))
     return MarginGradients(m, np.abs(ce_t.grad.numpy()), np.abs(s - 1), np.abs(mse_t.grad.numpy()), np.abs(2 * (s - 1) * s * (1 - s)))
 
@@ -314,38 +265,12 @@ class ClassifierRun:
         return int(hit[0]) if hit.size else None
 
 
-def train_sigmoid_classifier(x, y, loss: str, w0: float, b0: float = 0.0, lr: float = 0.5,
-                             steps: int = 100) -> ClassifierRun:
-    """Fit p = σ(w x + b) by full-batch SGD from (w0, b0) with 'cross_entropy' or 'mse' on p."""
-    if loss not in ("cross_entropy", "mse"):
-        raise ValueError(f"train_sigmoid_classifier: loss must be 'cross_entropy' or 'mse', got {loss!r}")
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    w = Tensor(np.array(w0, dtype=np.float64), requires_grad=True)
-    b = Tensor(np.array(b0, dtype=np.float64), requires_grad=True)
-    opt = SGD([w, b], lr=lr)
-    hist = {"loss": [], "accuracy": [], "w": []}
-    for step in range(steps + 1):
-        z = w * x + b
-        if loss == "cross_entropy":
-            value = F.binary_cross_entropy_with_logits(z, y)
-        else:
-            value = F.mse_loss(F.sigmoid(z), y)
-        hist["loss"].append(float(value.data))
-        hist["accuracy"].append(float(np.mean((z.data > 0) == (y == 1))))
-        hist["w"].append(float(w.data))
-        if step == steps:
-            break
-        opt.zero_grad()
-        value.backward()
-        opt.step()
-    return ClassifierRun(np.array(hist["loss"]), np.array(hist["accuracy"]), np.array(hist["w"]))
-
-
 # ----------------------------------------------------------------------------- initial loss
 
 
-def initial_loss(n_classes: int, logit_scale: float, n_samples: int = 512, seed: int = 0):
-    """Mean cross-entropy of random logits N(0, scale²) against random labels, and ln K.
+def initial_loss(n_classes: int, logit_scale: float, n_samples: int = 512, seed: int = 0, loss=F.cross_entropy):
+    """Mean cross-entropy (``loss(logits, labels)``, the library's unless a page passes its own) of
+    random logits N(0, scale²) against random labels, and ln K.
 
     With small logits every class gets ≈ 1/K, so the loss is ≈ ln K: the first number to check when
     training starts. Large initial logits make confident mistakes and a much larger loss.
@@ -355,7 +280,7 @@ def initial_loss(n_classes: int, logit_scale: float, n_samples: int = 512, seed:
     rng = np.random.default_rng(seed)
     z = rng.normal(0.0, logit_scale, (n_samples, n_classes))
     y = rng.integers(0, n_classes, n_samples)
-    return float(F.cross_entropy(Tensor(z), y).data), math.log(n_classes)
+    return float(loss(Tensor(z), y).data), math.log(n_classes)
 
 
 # ----------------------------------------------------------------------------- line fits
@@ -377,40 +302,6 @@ def make_line_data(n: int = 30, slope: float = 1.5, intercept: float = 0.5, nois
         is_outlier[-n_outliers:] = True
         y[is_outlier] += outlier_shift
     return x, y, is_outlier
-
-
-def _regression_loss(name, pred, target, delta):
-    if name == "mse":
-        return F.mse_loss(pred, target)
-    if name == "mae":
-        return F.l1_loss(pred, target)
-    if name == "huber":
-        return F.huber_loss(pred, target, delta=delta)
-    if name == "pseudo_huber":
-        return F.pseudo_huber_loss(pred, target, delta=delta)
-    raise ValueError(f"fit_line: loss must be one of {LINE_LOSSES}, got {name!r}")
-
-
-def fit_line(x, y, loss: str = "mse", delta: float = 1.0, steps: int = 400, lr: float = 0.2):
-    """Fit ŷ = w·x + b by minimising the mean ``loss`` with the engine: Adam, learning rate
-    annealed to 0 by a cosine schedule (so MAE's constant-size gradients still settle).
-    Returns (w, b, loss history)."""
-    if loss not in LINE_LOSSES:
-        raise ValueError(f"fit_line: loss must be one of {LINE_LOSSES}, got {loss!r}")
-    xt, yt = Tensor(np.asarray(x, dtype=np.float64)), Tensor(np.asarray(y, dtype=np.float64))
-    w = Tensor(np.array(0.0), requires_grad=True)
-    b = Tensor(np.array(0.0), requires_grad=True)
-    opt = Adam([w, b], lr=lr)
-    sched = CosineAnnealingLR(opt, T_max=steps)
-    history = np.empty(steps)
-    for i in range(steps):
-        opt.zero_grad()
-        value = _regression_loss(loss, w * xt + b, yt, delta)
-        value.backward()
-        opt.step()
-        sched.step()
-        history[i] = float(value.data)
-    return float(w.data), float(b.data), history
 
 
 def _least_squares(design, y, weights=None):
@@ -438,7 +329,7 @@ def best_line(x, y, loss: str = "mse", delta: float = 1.0, tol: float = 1e-12, m
       until (w, b) moves less than ``tol``: each step is a least-squares fit whose weights
       ψ(e)/e fall off with the residual, so the far points count less and less.
 
-    :func:`fit_line` reaches the same lines with the engine's Adam (the tests check it).
+    The notebook's ``fit_line`` reaches the same lines with the engine's Adam (its tests check it).
     """
     if loss not in LINE_LOSSES:
         raise ValueError(f"best_line: loss must be one of {LINE_LOSSES}, got {loss!r}")
@@ -481,15 +372,6 @@ def skewed_targets(kind: str = "gamma", n: int = 2000, seed: int = 0) -> np.ndar
     return rng.gamma(2.0, 1.0, n) if kind == "gamma" else rng.normal(2.0, 1.0, n)
 
 
-def pinball_loss(pred, target, tau: float):
-    """The quantile (pinball) loss, mean over the batch: τ·e for e = y − ŷ ≥ 0, (τ − 1)·e below;
-    its minimiser over constants is the τ-quantile of y."""
-    if not 0 < tau < 1:
-        raise ValueError(f"pinball_loss: the quantile τ must lie strictly between 0 and 1, got {tau}")
-    e = Tensor(np.asarray(target, dtype=np.float64)) - pred
-    return (tau * F.relu(e) + (1 - tau) * F.relu(-e)).mean()
-
-
 @dataclass
 class ConstantFit:
     """The best constant predictor ĉ under one loss, found by the engine, and the statistic it estimates."""
@@ -506,46 +388,20 @@ class ConstantFit:
         return self.minimisers[0] - 1e-6 <= self.fitted <= self.minimisers[1] + 1e-6
 
 
-def fit_constant(y, loss: str = "mse", tau: float = 0.5, steps: int = 400, lr: float = 0.1) -> float:
-    """argmin_c mean ℓ(y − c) by the engine: Adam from c = 0, learning rate annealed to 0 by a
-    cosine schedule (so MAE's and pinball's constant-size gradients settle)."""
-    y = np.asarray(y, dtype=np.float64)
-    # shape (1,), not 0-d: Adam on a lone 0-d parameter fails in the engine today (reported)
-    c = Tensor(np.zeros(1), requires_grad=True)
-    opt = Adam([c], lr=lr)
-    sched = CosineAnnealingLR(opt, T_max=steps)
-    yt, zeros = Tensor(y), Tensor(np.zeros_like(y))
-    for _ in range(steps):
-        opt.zero_grad()
-        if loss == "mse":
-            value = F.mse_loss(c + zeros, yt)  # the constant broadcast over the batch
-        elif loss == "mae":
-            value = F.l1_loss(c + zeros, yt)
-        elif loss == "pinball":
-            value = pinball_loss(c, y, tau)
-        else:
-            raise ValueError(f"fit_constant: loss must be 'mse', 'mae' or 'pinball', got {loss!r}")
-        value.backward()
-        opt.step()
-        sched.step()
-    return float(c.data[0])
-
-
 STATISTIC_OF = {"mse": "mean", "mae": "median", "pinball": "quantile"}
 
 
-def constant_fit(y, loss: str = "mse", tau: float = 0.9, fitted: float | None = None) -> ConstantFit:
-    """The engine's best constant under ``loss`` next to the statistic it estimates: MSE (the
-    Gaussian's negative log-likelihood) the mean, MAE (the Laplace's) the median, pinball(τ) (the
-    asymmetric Laplace's) the τ-quantile. ``fitted``: the engine's constant, when already known."""
+def constant_fit(y, loss: str, tau: float, fitted: float | None) -> ConstantFit:
+    """The engine's best constant ``fitted`` under ``loss`` (NaN when None: not fitted) next to the
+    statistic it estimates: MSE (the Gaussian's negative log-likelihood) the mean, MAE (the
+    Laplace's) the median, pinball(τ) (the asymmetric Laplace's) the τ-quantile."""
     y = np.asarray(y, dtype=np.float64)
     if loss not in STATISTIC_OF:
         raise ValueError(f"constant_fit: loss must be one of {tuple(STATISTIC_OF)}, got {loss!r}")
     statistic = {"mse": np.mean, "mae": np.median, "pinball": lambda v: np.quantile(v, tau)}[loss](y)
     name = f"{tau:g}-quantile" if loss == "pinball" else STATISTIC_OF[loss]
     minimisers = (float(statistic),) * 2 if loss == "mse" else quantile_interval(y, 0.5 if loss == "mae" else tau)
-    fitted = fit_constant(y, loss, tau=tau) if fitted is None else float(fitted)
-    return ConstantFit(loss, fitted, name, float(statistic), minimisers)
+    return ConstantFit(loss, float("nan") if fitted is None else float(fitted), name, float(statistic), minimisers)
 
 
 def quantile_interval(y, tau: float) -> tuple:
@@ -558,19 +414,6 @@ def quantile_interval(y, tau: float) -> tuple:
         return float(s[round(k) - 1]), float(s[round(k)])
     point = float(s[math.ceil(k) - 1])
     return point, point
-
-
-def fit_class_probabilities(labels, n_classes: int, steps: int = 300, lr: float = 0.1) -> np.ndarray:
-    """Constant logits fitted by cross-entropy to ``labels``: softmax of the result, which is the
-    categorical maximum-likelihood estimate, the class frequencies."""
-    labels = np.asarray(labels)
-    z = Tensor(np.zeros(n_classes), requires_grad=True)
-    opt = Adam([z], lr=lr)
-    for _ in range(steps):
-        opt.zero_grad()
-        F.cross_entropy(z + Tensor(np.zeros((len(labels), n_classes))), labels).backward()
-        opt.step()
-    return F.softmax(Tensor(z.data), dim=-1).data
 
 
 def target_density(y, bins: int = 40):
@@ -639,17 +482,6 @@ def imbalanced_data(n: int = 1000, minority_share: float = 0.05, seed: int = 0):
     return x, y
 
 
-def focal_loss(logits, target, gamma: float = 2.0):
-    """Lin et al.'s focal loss, mean over the batch: −(1 − p_t)^γ ln p_t with p_t the probability
-    of the true class; γ = 0 is plain BCE, larger γ down-weights the examples already right."""
-    if gamma < 0:
-        raise ValueError(f"focal_loss: gamma must be ≥ 0, got {gamma}")
-    t = np.asarray(target, dtype=np.float64)
-    signed = logits * Tensor(2 * t - 1)  # ln p_t = ln σ(±z)
-    log_pt = F.logsigmoid(signed)
-    return (-((1 - log_pt.exp()) ** gamma) * log_pt).mean()
-
-
 @dataclass
 class ImbalanceRun:
     method: str
@@ -658,29 +490,6 @@ class ImbalanceRun:
     precision: float  # of the minority predictions (nan when none is predicted)
     w: np.ndarray
     b: float
-
-
-def train_imbalanced(x, y, method: str = "plain", gamma: float = 2.0, steps: int = 200, lr: float = 0.1) -> ImbalanceRun:
-    """Logistic regression z = x wᵀ + b by full-batch Adam under plain BCE, BCE with the positives
-    weighted by n_neg/n_pos (``pos_weight``, as PyTorch), or the focal loss; scored at threshold ½."""
-    if method not in IMBALANCE_METHODS:
-        raise ValueError(f"train_imbalanced: method must be one of {IMBALANCE_METHODS}, got {method!r}")
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    w = Tensor(np.zeros((1, x.shape[1])), requires_grad=True)
-    b = Tensor(np.zeros(1), requires_grad=True)
-    opt = Adam([w, b], lr=lr)
-    xt = Tensor(x)
-    pos_weight = np.array([(y == 0).sum() / max((y == 1).sum(), 1)])
-    for _ in range(steps):
-        opt.zero_grad()
-        z = (xt @ w.T + b).reshape(-1)
-        if method == "focal":
-            loss = focal_loss(z, y, gamma)
-        else:
-            loss = F.binary_cross_entropy_with_logits(z, y, pos_weight=pos_weight if method == "weighted" else None)
-        loss.backward()
-        opt.step()
-    return score_imbalanced(x, y, method, w.data.copy(), float(b.data[0]))
 
 
 def score_imbalanced(x, y, method: str, w, b: float) -> ImbalanceRun:
@@ -696,14 +505,11 @@ def score_imbalanced(x, y, method: str, w, b: float) -> ImbalanceRun:
 # ----------------------------------------------------------------------------- the defaults, shipped
 #
 # The sections that train (the likelihood fits, the class frequencies, the imbalance runs) open on
-# their default settings. Their results there are shipped as the checkpoint
-# ``losses_default_fits``, so the page opens without training (~0.3 s of CPU saved); so are the
-# results one control away that a radio or a slider of few steps reaches (the Gaussian noise,
-# every τ and minority-share step), so those controls answer without
-# training too (to rounding: a slider's 0.30000000000000004 reads the fit made at 0.3). The
-# functions below are what the notebook calls: each returns the shipped result when its inputs are
-# exactly ones shipped (the training is deterministic, so that is the result it would compute), and
-# trains otherwise. ``train_default_fits`` trains with the functions above, never the shipped copy.
+# fits shipped as the checkpoint ``losses_default_fits``, made by the notebook's own code
+# (``shipped_default_fits``): every setting their controls reach (either noise, every τ step, every
+# minority-share and γ step), so no control trains. The page loads it with
+# ``checkpoints.load_if_fits``; when a learner's edit makes it not fit, the shipped_* readers below
+# get ``None`` for the state and answer ``None``, and the page trains with its own code on a button.
 
 LINE_DEFAULT = {"n_outliers": 3, "outlier_shift": 10.0, "delta": 1.0}
 LINE_DELTAS = tuple(round(0.1 * k, 1) for k in range(1, 51))  # the δ slider's steps, 0.1 to 5.0
@@ -712,7 +518,8 @@ LIKELIHOOD_TAUS = tuple(round(0.05 * k, 2) for k in range(1, 20))  # the τ slid
 CLASS_PROBS = (0.6, 0.3, 0.1)
 IMBALANCE_DEFAULT = {"minority_share": 0.05, "gamma": 2.0}
 IMBALANCE_SHARES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)  # the minority-share slider's steps
-LINE_STEPS = 300
+FOCAL_GAMMAS = tuple(0.5 * k for k in range(11))  # the γ slider's steps, 0 to 5
+DEFAULT_FITS_CHECKPOINT = _defaults_checkpoint
 
 
 def default_line_data():
@@ -735,28 +542,31 @@ def _on_step(value: float, steps) -> bool:
     return any(abs(float(value) - step) < 1e-9 for step in steps)
 
 
-def train_default_fits() -> dict:
-    """The checkpoint ``losses_default_fits``: the likelihood constants (either noise, pinball at every
-    τ step), the class frequencies and the imbalance runs (every share step, γ = 2) (~2 s)."""
+def default_fits_state(constant, class_probabilities, classifier) -> dict:
+    """The state of ``losses_default_fits``, made by the page's code: ``constant(y, loss, tau)``, the
+    best constant (each noise kind's targets; MSE, MAE, and pinball at every τ step);
+    ``class_probabilities(labels, k)`` (the default labels); ``classifier(x, y, method, gamma)``,
+    the (w, b) of a logistic regression (every minority share; the focal loss at every γ step)."""
     def constants(kind):
-        y = _targets(kind)
-        return {"mse": fit_constant(y, "mse"), "mae": fit_constant(y, "mae"),
-                "pinball": {_key(tau): fit_constant(y, "pinball", tau=tau) for tau in LIKELIHOOD_TAUS}}
+        y = targets(kind)
+        return {"mse": constant(y, "mse", 0.5), "mae": constant(y, "mae", 0.5),
+                "pinball": {_key(tau): constant(y, "pinball", tau) for tau in LIKELIHOOD_TAUS}}
 
     def imbalance(share):
-        xi, yi = _imbalance_data(share)
-        runs = {m: train_imbalanced(xi, yi, m, gamma=IMBALANCE_DEFAULT["gamma"]) for m in IMBALANCE_METHODS}
-        return {m: {"w": r.w, "b": r.b} for m, r in runs.items()}
+        x, y = imbalance_data(share)
+        runs = {m: classifier(x, y, m, 0.0) for m in ("plain", "weighted")}
+        runs.update({f"focal {_key(g)}": classifier(x, y, "focal", g) for g in FOCAL_GAMMAS})
+        return {m: {"w": np.asarray(w, dtype=np.float64), "b": float(b)} for m, (w, b) in runs.items()}
 
     return {
         "constants": {kind: constants(kind) for kind in NOISE_KINDS},
-        "class_probabilities": fit_class_probabilities(default_class_labels(), len(CLASS_PROBS)),
+        "class_probabilities": np.asarray(class_probabilities(default_class_labels(), len(CLASS_PROBS))),
         "imbalance": {_key(share): imbalance(share) for share in IMBALANCE_SHARES},
     }
 
 
 @functools.lru_cache(maxsize=None)
-def _targets(kind: str) -> np.ndarray:
+def targets(kind: str) -> np.ndarray:
     """The likelihood section's 2,000 targets of each noise kind (read-only: shared by the cache)."""
     y = skewed_targets(kind, n=2000, seed=0)
     y.flags.writeable = False
@@ -764,20 +574,22 @@ def _targets(kind: str) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def _imbalance_data(share: float) -> tuple:
+def imbalance_data(share: float) -> tuple:
     """The imbalance section's data at each minority share (read-only: shared by the cache)."""
     x, y = imbalanced_data(n=1000, minority_share=share, seed=0)
     x.flags.writeable = y.flags.writeable = False
     return x, y
 
 
-CHECKPOINTS = {"losses_kl_fits": train_default_kl_fits, "losses_default_fits": train_default_fits}
-
-
-@functools.lru_cache(maxsize=1)
-def _shipped() -> dict:
-    """The checkpoint ``losses_default_fits``, read once."""
-    return checkpoints.load(_defaults_checkpoint)
+KL_CODE = ("fit", "kl_divergence", "fit_gaussian", "shipped_kl_fits")
+DEFAULT_FITS_CODE = ("fit", "mse", "mae", "pinball", "per_example_loss", "fit_constant", "cross_entropy",
+                     "fit_class_probabilities", "bce_with_logits", "focal_loss", "imbalance_loss", "train_logistic",
+                     "shipped_default_fits")
+CHECKPOINTS = {
+    "losses_kl_fits": checkpoints.FromNotebook(notebook="02_losses", function="shipped_kl_fits", code=KL_CODE),
+    "losses_default_fits": checkpoints.FromNotebook(notebook="02_losses", function="shipped_default_fits",
+                                                    code=DEFAULT_FITS_CODE),
+}
 
 
 def _equal(a, b) -> bool:
@@ -790,34 +602,34 @@ def line_fits(x, y, losses, delta: float = LINE_DEFAULT["delta"]) -> dict:
     return {name: best_line(x, y, name, delta=delta) for name in losses}
 
 
-def likelihood_fit(y, loss: str, tau: float) -> ConstantFit:
-    """:func:`constant_fit`; its engine fit shipped for either noise kind's targets (pinball at every
-    τ step)."""
-    kind = next((k for k in NOISE_KINDS if _equal(y, _targets(k))), None)
-    fitted = None
-    if kind is not None and loss != "pinball":
-        fitted = _shipped()["constants"][kind][loss]
-    elif kind is not None and _on_step(tau, LIKELIHOOD_TAUS):
-        fitted = _shipped()["constants"][kind]["pinball"][_key(tau)]
-    return constant_fit(y, loss, tau, fitted=fitted)
+def shipped_constant(state, y, loss: str, tau: float) -> float | None:
+    """The shipped best constant for targets ``y`` under ``loss`` (pinball at ``tau``), or None:
+    ``y`` is not a noise kind's targets, τ is off the slider's steps, or ``state`` is None (the
+    page's code is not the code it was made with)."""
+    kind = next((k for k in NOISE_KINDS if _equal(y, targets(k))), None)
+    if state is None or kind is None:
+        return None
+    if loss != "pinball":
+        return float(state["constants"][kind][loss])
+    return float(state["constants"][kind]["pinball"][_key(tau)]) if _on_step(tau, LIKELIHOOD_TAUS) else None
 
 
-def class_probabilities(labels, n_classes: int) -> np.ndarray:
-    """:func:`fit_class_probabilities`; shipped for the default labels."""
-    if n_classes == len(CLASS_PROBS) and _equal(labels, default_class_labels()):
-        return _shipped()["class_probabilities"].copy()
-    return fit_class_probabilities(labels, n_classes)
+def shipped_class_probabilities(state, labels, n_classes: int) -> np.ndarray | None:
+    """The shipped fitted class probabilities for the default labels, or None."""
+    if state is None or n_classes != len(CLASS_PROBS) or not _equal(labels, default_class_labels()):
+        return None
+    return np.array(state["class_probabilities"])
 
 
-def imbalance_run(x, y, method: str, gamma: float) -> ImbalanceRun:
-    """:func:`train_imbalanced`; shipped for the data of every minority-share step (at the default γ,
-    for the focal loss)."""
-    share = next((s for s in IMBALANCE_SHARES if _equal(x, _imbalance_data(s)[0]) and _equal(y, _imbalance_data(s)[1])),
+def shipped_imbalance_run(state, x, y, method: str, gamma: float) -> ImbalanceRun | None:
+    """The shipped run on the data of a minority-share step (the focal loss at a γ step), scored
+    on ``x, y``; or None."""
+    share = next((s for s in IMBALANCE_SHARES if _equal(x, imbalance_data(s)[0]) and _equal(y, imbalance_data(s)[1])),
                  None)
-    if share is not None and (method != "focal" or gamma == IMBALANCE_DEFAULT["gamma"]):
-        run = _shipped()["imbalance"][_key(share)][method]
-        return score_imbalanced(x, y, method, run["w"], float(run["b"]))
-    return train_imbalanced(x, y, method, gamma=gamma)
+    if state is None or share is None or (method == "focal" and not _on_step(gamma, FOCAL_GAMMAS)):
+        return None
+    run = state["imbalance"][_key(share)][f"focal {_key(gamma)}" if method == "focal" else method]
+    return score_imbalanced(x, y, method, run["w"], float(run["b"]))
 
 
 # ----------------------------------------------------------------------------- dragged outliers
