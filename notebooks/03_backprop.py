@@ -8,7 +8,11 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine.course import exercises, metadata, plot, toc, ui, widgets
+    import engine
+    import engine.functional as F
+    from engine import Tensor, nn, optim
+    from engine.autograd import Function, unbroadcast
+    from engine.course import checkpoints, exercises, metadata, plot, toc, ui, widgets
     from engine.course import graph as graphs
     from engine.course.labs import backprop as lab
 
@@ -58,15 +62,105 @@ def _():
     and $g\,a$ to $b$; an `add` node passes $g$ unchanged to both; `exp` sends $g\,e^a$. A value
     used twice receives the **sum** of the gradients from its two uses. Pick an expression and
     its inputs, then move the step slider: the orange node is where the backward pass is, teal
-    nodes already hold their final gradient, and the text shows the rule from the engine's
-    own source (each op's docstring).
+    nodes already hold their final gradient, and the text shows each op's rule as its docstring
+    states it (the engine's ops, and for `mul` the class below).
 
-    The order is the one `backward()` itself uses (the stepper asks the autograd for it): a
-    **topological order** of the graph, reversed, so that a node is processed only after every
-    node that uses it has sent its share. Pick "x used three times" to watch the shares arrive
-    at $x$ one by one and add up.
+    Each op is a `Function` with two halves side by side: `forward` computes $r$ from the input
+    arrays and saves what the rule will need; `backward` receives $g = \partial f/\partial r$ and
+    returns one share per input. Here is multiplication, the op behind every `·` in the
+    expressions below (the stepper builds them with this very class):
     """)
     return
+
+
+@app.class_definition
+class Mul(Function):
+    """r = a·b;  ∂r/∂a = b, ∂r/∂b = a."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)  # the rule needs both factors
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a  # g·∂r/∂a to a, g·∂r/∂b to b
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Change this cell:** in `Mul.backward`, swap the two shares (`return g * a, g * b`). The
+    stepper's `mul` nodes then send each factor the other's share: for $f = (x\,y + \sin x)^2$
+    at the default inputs, $\partial f/\partial x$ and $\partial f/\partial y$ below change, the
+    line under the graph says they no longer match the engine's, and the gradient check of
+    section 3 jumps from about $10^{-10}$ to about 1.
+
+    The backward pass visits the nodes in a **topological order** of the graph, reversed, so
+    that a node is processed only after every node that uses it has sent its share. A
+    depth-first search finds one: place a tensor after all the tensors it was computed from,
+    then read the list backwards.
+    """)
+    return
+
+
+@app.function
+def topological_sort(root):
+    """Every tensor ``root`` depends on that needs a gradient, ``root`` first and each tensor after
+    all the tensors that use it: a depth-first post-order (inputs before the op that reads them),
+    reversed. (Recursive, which suits these small graphs; engine.autograd keeps its own stack, so
+    that a chain of 100,000 ops needs no recursion.)"""
+    order, visited = [], set()
+
+    def visit(t):
+        if t in visited:
+            return
+        visited.add(t)
+        if t.grad_fn is not None:
+            for parent in reversed(t.grad_fn.parents):  # the last input first, as engine.autograd does
+                if parent.requires_grad:
+                    visit(parent)
+        order.append(t)
+
+    visit(root)
+    return order[::-1]
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    The walk itself: the output's gradient is $\partial f/\partial f = 1$; then, in that order,
+    each tensor $r$ made by an op hands its gradient $\bar r$ to the op's `backward`, and each
+    input $a$ adds the share it gets back to what it already has,
+
+    $$
+    \bar a \mathrel{+}= \bar r\,\frac{\partial r}{\partial a}.
+    $$
+
+    The `+=` is what makes a value used several times right. A share that has the shape of a
+    broadcast input's copy (a bias added to every row) is summed back to the input's own shape
+    (`unbroadcast`). Pick "x used three times" in the stepper to watch the shares arrive at $x$
+    one by one and add up. The stepper's order and its gradients are these two functions'.
+    """)
+    return
+
+
+@app.function
+def backward_walk(root):
+    """The backward pass: ∂f/∂f = 1, then for each tensor r in topological order, each input a of
+    the op that made r receives ā += r̄ · ∂r/∂a (the op's backward). Returns {tensor: ∂f/∂tensor}."""
+    grads = {root: np.ones_like(root.data)}
+    for r in topological_sort(root):
+        if r.grad_fn is None:  # an input: its gradient is complete
+            continue
+        shares = type(r.grad_fn).backward(r.grad_fn, grads[r])
+        shares = shares if isinstance(shares, tuple) else (shares,)
+        for a, share in zip(r.grad_fn.parents, shares):
+            if a.requires_grad and share is not None:
+                share = unbroadcast(share, a.shape)
+                grads[a] = grads[a] + share if a in grads else share
+    return grads
 
 
 @app.cell
@@ -82,13 +176,16 @@ def _():
 
 @app.cell
 def _(expr, x_val, y_val, z_val):
-    graph = graphs.expression_graph(expr.value, x_val.value, y_val.value, z_val.value)
+    # the expression built with the Mul above, sorted and walked by the two functions above
+    graph = graphs.expression_graph(expr.value, x_val.value, y_val.value, z_val.value, mul=Mul.apply,
+                                    sort=topological_sort, walk=backward_walk)
     input_grads = graphs.input_gradients(graph)
-    return graph, input_grads
+    engine_grads = graphs.input_gradients(graphs.expression_graph(expr.value, x_val.value, y_val.value, z_val.value))
+    return engine_grads, graph, input_grads
 
 
 @app.cell
-def _(bp_step, expr, graph, input_grads, x_val, y_val, z_val):
+def _(bp_step, engine_grads, expr, graph, input_grads, x_val, y_val, z_val):
     _k = min(bp_step.value, len(graph.order) - 1)
     graph_step = graph.step(_k)
     _note = (f"The backward pass has {len(graph.order)} steps here (0 to {len(graph.order) - 1}); "
@@ -97,6 +194,11 @@ def _(bp_step, expr, graph, input_grads, x_val, y_val, z_val):
     _fig = plot.graph_chart(**graph.drawing(_k), height=260)
     _grads = " · ".join(f"∂f/∂{name} = **{g:.6g}**" for name, g in sorted(input_grads.items()))
     graph_sums = graph.accumulation(_k)
+    _gap = max(abs(input_grads.get(k, np.nan) - g) for k, g in engine_grads.items())
+    _agree = (f"The engine's own `backward()` gives the same (largest difference {_gap:.1e})." if _gap < 1e-9 else
+              "The engine's own `backward()` gives "
+              + " · ".join(f"∂f/∂{k} = **{g:.6g}**" for k, g in sorted(engine_grads.items()))
+              + ": **they differ**, so a cell above no longer computes the chain rule.")
     _order = " → ".join(f"**{graph.node(i).label}**" if j == _k else graph.node(i).label
                         for j, i in enumerate(graph.order))
     _sums = [f"**{graph.node(i).label}** is read {n} times: {got} of {n} contributions arrived, partial sum "
@@ -110,7 +212,7 @@ def _(bp_step, expr, graph, input_grads, x_val, y_val, z_val):
         mo.md(f"{_note} {graph_step.text()}"),
         mo.md(f"Backward order (a topological order, reversed: every node after all the nodes that use it): {_order}."),
         mo.md("  \n".join(_sums) if _sums else "No value is used twice in this expression."),
-        mo.md(f"After the whole pass, autograd gives: {_grads}."),
+        mo.md(f"After the whole pass, `backward_walk` gives: {_grads}. " + _agree),
     ])
     return graph_step, graph_sums
 
@@ -186,7 +288,7 @@ def _():
     The backward pass needs values from the forward pass: `tanh`'s rule uses its output
     ($1 - t^2$), a linear layer's weight gradient $dZ^\top X$ uses its input $X$. So every op saves
     what its rule will read, and it stays in memory until `backward()` has used it. Below, the
-    playground's MLP (2 inputs, width 64, 2 classes, tanh) runs one forward pass with a
+    playground's `mlp` (section 4; 2 inputs, width 64, 2 classes, tanh) runs one forward pass with a
     cross-entropy loss; the engine's saved arrays are counted by walking the recorded graph, an
     array shared with a parameter or an earlier op counted once.
     """)
@@ -202,7 +304,8 @@ def _():
 
 @app.cell
 def _(mem_batch, mem_depth):
-    saved = lab.saved_for_backward(mem_batch.value, depth=mem_depth.value, width=64, seed=0)
+    saved = lab.saved_for_backward(mlp(2, 2, 64, mem_depth.value, "tanh", seed=0), mem_batch.value,
+                                   depth=mem_depth.value, width=64, seed=0)
     _rows = "\n".join(f"| {op} | {n:,} |" for op, n in saved.per_op)
     mo.vstack([
         mo.hstack([mem_batch, mem_depth]),
@@ -243,11 +346,18 @@ def _():
 
     The shapes check the formulas: $dW$ must have $W$'s shape, so $dZ^\top$ ($d_{out}\times n$) times
     $X$ ($n\times d_{in}$); $db$ sums over the batch because $b$ was copied to every row; $dX$
-    passes the gradient on to the previous layer. Below they are computed in plain NumPy and by the
-    engine's autograd (through `F.linear`, the op `nn.Linear` calls) for random $X$, $W$, $b$ and a
-    random upstream $dZ$.
+    passes the gradient on to the previous layer. Below they are computed in plain NumPy by this
+    function and by the engine's autograd (through `F.linear`, the op `nn.Linear` calls) for
+    random $X$, $W$, $b$ and a random upstream $dZ$:
     """)
     return
+
+
+@app.function
+def linear_backward(X, W, dZ):
+    """The gradients of Z = X Wᵀ + b (W stored (out, in)) given dZ = ∂L/∂Z:
+    dW = dZᵀ X,  db = Σ_rows dZ,  dX = dZ W."""
+    return {"dW": dZ.T @ X, "db": dZ.sum(axis=0), "dX": dZ @ W}
 
 
 @app.cell
@@ -260,7 +370,7 @@ def _():
 
 @app.cell
 def _(dense_in, dense_n, dense_out):
-    dense = graphs.dense_layer_gradients(dense_n.value, dense_in.value, dense_out.value, seed=0)
+    dense = graphs.dense_layer_gradients(linear_backward, dense_n.value, dense_in.value, dense_out.value, seed=0)
     _diff = dense.max_difference
     _rows = "\n".join(f"| {k} | {dense.shapes[k]} | {_diff[k]:.1e} |" for k in ("dW", "db", "dX"))
     _small = dense_in.value * dense_out.value <= 64
@@ -298,9 +408,15 @@ def _():
     $\varepsilon\approx1.2\times10^{-7}$, float64 $2.2\times10^{-16}$: this is why
     `engine.gradcheck` (like `torch.autograd.gradcheck`) works in float64. Here
     $f(x) = \sin(x)\,e^x/(1+x^2)$, the exact $f'$ comes from the quotient rule, and the dashed
-    lines mark autograd's own error.
+    lines mark autograd's own error. The chart calls this function at every $h$:
     """)
     return
+
+
+@app.function
+def central_difference(f, x, h):
+    """f′(x) ≈ (f(x + h) − f(x − h)) / 2h: error ≈ |f‴| h²/6 (truncation) + ε|f|/h (round-off)."""
+    return (f(x + h) - f(x - h)) / (2 * h)
 
 
 @app.cell
@@ -312,14 +428,14 @@ def _():
 
 @app.cell
 def _(gc_x0):
-    fd = lab.finite_difference_errors(gc_x0.value, hs=np.logspace(-12, 0, 61))
+    fd = lab.finite_difference_errors(central_difference, gc_x0.value, hs=np.logspace(-12, 0, 61))
     fd_best = {dt: lab.best_step(fd, dt) for dt in ("float32", "float64")}
     return fd, fd_best
 
 
 @app.cell
 def _(fd, fd_best, gc_h, gc_x0):
-    fd_at_h = lab.finite_difference_errors(gc_x0.value, hs=[gc_h.value])
+    fd_at_h = lab.finite_difference_errors(central_difference, gc_x0.value, hs=[gc_h.value])
     _floor = 1e-18
     _curves = {dt: np.maximum(fd.error(dt), _floor) for dt in ("float32", "float64")}
     _curves.update({f"autograd error, {dt}": np.full_like(fd.h, max(fd.autograd_error(dt), _floor))
@@ -338,6 +454,61 @@ def _(fd, fd_best, gc_h, gc_x0):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    **Change this cell:** make `central_difference` (above the chart) the one-sided difference,
+    `return (f(x + h) - f(x)) / h`. Its truncation error shrinks only like $h$ (the $f''$ term no
+    longer cancels), so the V's left arm gets half as steep, the float64 bottom moves from
+    $h \approx 10^{-6}$ to $h \approx 10^{-8}$ ($\sqrt\varepsilon$ instead of $\varepsilon^{1/3}$),
+    and the smallest error grows from about $10^{-11}$ to a few times $10^{-9}$.
+
+    ### The gradient check
+
+    A gradient check runs the central difference on every input element: move one element by $\pm h$, hold the
+    others, and compare the slope with what `backward()` put in its `.grad`. It works in float64
+    with $h = 10^{-6}$, near the bottom of float64's V, and reduces $f$ to one number with a
+    sum, as `engine.gradcheck` does (which also weights the sum at random so that errors cannot
+    cancel).
+    """)
+    return
+
+
+@app.function
+def gradient_check(f, inputs, h=1e-6):
+    """The largest |∂F/∂xᵢ (autograd) − (F(x + h eᵢ) − F(x − h eᵢ))/2h| over every element xᵢ of
+    every input, in float64, with F = Σ f(inputs)."""
+    arrays = [np.array(a, dtype=np.float64) for a in inputs]
+    tensors = [Tensor(a, requires_grad=True) for a in arrays]
+    f(*tensors).sum().backward()
+    grads = [np.zeros_like(a) if t.grad is None else t.grad.numpy() for a, t in zip(arrays, tensors)]  # None: unused
+
+    def total(k, i, value):  # F with element i of input k set to value
+        moved = [a.copy() for a in arrays]
+        moved[k][i] = value
+        with engine.no_grad():
+            return float(f(*(Tensor(a) for a in moved)).sum().data)
+
+    worst = 0.0
+    for k, a in enumerate(arrays):
+        for i in np.ndindex(a.shape):
+            numeric = central_difference(lambda v, k=k, i=i: total(k, i, v), a[i], h)
+            worst = max(worst, abs(numeric - grads[k][i]))
+    return worst
+
+
+@app.cell
+def _(expr, x_val, y_val, z_val):
+    # the stepper's expression, built with the Mul of section 1, at the stepper's inputs
+    grad_check_error = gradient_check(lambda x, y, z: graphs.EXPRESSIONS[expr.value]["build"](x, y, z, Mul.apply),
+                                      [x_val.value, y_val.value, z_val.value])
+    mo.md(f"The gradient check of the stepper's expression ({graphs.EXPRESSIONS[expr.value]['label']}) at "
+          f"x = {x_val.value:g}, y = {y_val.value:g}, z = {z_val.value:g}: largest difference "
+          f"**{grad_check_error:.1e}**" + (", within what rounding and the h² term leave: the gradients are right."
+                                          if grad_check_error < 1e-6 else ": **the gradients are wrong**."))
+    return (grad_check_error,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 4. The playground
 
     A multilayer perceptron with `depth` hidden layers of `width` units learns to separate 2-D
@@ -351,6 +522,115 @@ def _():
     paler where the network is unsure.
     Things to try: spirals with depth 1 against depth 3; a learning rate of 3 with SGD; ReLU
     with width 2 (dead units); sigmoid with depth 4.
+
+    The network is `mlp` below. Training is the loop of every network in this course: for each
+    mini-batch, the loss, its gradient by `backward()`, and one step of the optimizer
+    (`train_step`), here with the cross-entropy of the logits $z$ and the classes $y$,
+    $L = -\frac1B\sum_i \log \operatorname{softmax}(z_i)_{y_i}$. The page's figures of the
+    playground call these functions.
+    """)
+    return
+
+
+@app.function
+def mlp(n_in, n_out, width=16, depth=2, activation="tanh", seed=0):
+    """The playground's network, the logits of K classes for a batch of points x:
+    h₀ = x,  h_l = φ(h_{l−1} W_lᵀ + b_l) for l = 1 … depth,  logits = h_depth W_outᵀ + b_out.
+    W ~ N(0, 2/fan_in) (He) for ReLU-like φ, N(0, 2/(fan_in + fan_out)) (Glorot) otherwise; b = 0."""
+    rng = np.random.default_rng(seed)
+    sizes = [n_in] + [width] * depth + [n_out]
+    layers = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        with engine.random.fork_rng(seed):  # nn.Linear's own first draws leave the global stream as it was
+            layer = nn.Linear(fan_in, fan_out)
+        std = np.sqrt(2 / fan_in) if activation in ("relu", "gelu", "silu") else np.sqrt(2 / (fan_in + fan_out))
+        layer.weight.data = rng.normal(0, std, (fan_out, fan_in))
+        layer.bias.data = np.zeros(fan_out)
+        layers += [layer, lab.ACTIVATIONS[activation]()]  # φ: nn.Tanh(), nn.ReLU(), ...
+    return nn.Sequential(*layers[:-1])  # no φ after the last layer: its outputs are the logits
+
+
+@app.function
+def train_step(model, optimizer, X, y):
+    """One step on a batch: L = cross-entropy(model(X), y), then ∇L by backward(), then
+    θ ← update(θ, ∇L). The old gradients are cleared first: backward() adds to .grad."""
+    loss = F.cross_entropy(model(Tensor(X)), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return float(loss.data)
+
+
+@app.function
+def evaluate(model, X, y):
+    """(cross-entropy, accuracy) of ``model`` on (X, y), without recording a graph."""
+    with engine.no_grad():
+        logits = model(Tensor(X))
+        return float(F.cross_entropy(logits, y).data), float(np.mean(logits.data.argmax(1) == y))
+
+
+@app.function
+def train_playground(model, optimizer, data, epochs, batch_size=32, seed=1, progress=None):
+    """Mini-batch training: each epoch visits the training points in a new random order, one
+    train_step per batch, then records loss and accuracy on the training and validation sets.
+    Stops when the training loss is no longer finite (diverged). Returns the history."""
+    X, y, X_val, y_val = data
+    rng = np.random.default_rng(seed)
+    history = {"train_loss": [], "val_loss": [], "train_acc": [], "val_acc": []}
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverging run overflows: shown, not warned
+        for epoch in range(epochs):
+            order = rng.permutation(len(X))
+            for start in range(0, len(X), batch_size):
+                batch = order[start:start + batch_size]
+                train_step(model, optimizer, X[batch], y[batch])
+            for split, (Xs, ys) in (("train", (X, y)), ("val", (X_val, y_val))):
+                loss, accuracy = evaluate(model, Xs, ys)
+                history[f"{split}_loss"].append(loss)
+                history[f"{split}_acc"].append(accuracy)
+            if progress is not None:
+                progress(epoch)
+            if not np.isfinite(history["train_loss"][-1]):
+                break
+    return history
+
+
+@app.function
+def overfit_one_batch(model, X, y, steps=300, batch=16, lr=0.01):
+    """The sanity check: Adam on the same ``batch`` examples only, ``steps`` times. A correct
+    model, loss and update drive that loss to ≈ 0. Returns the loss at every step."""
+    optimizer = optim.Adam(model.parameters(), lr=lr)
+    return np.array([train_step(model, optimizer, X[:batch], y[:batch]) for _ in range(steps)])
+
+
+@app.function
+def train_default_playground():
+    """What the page opens on: the default network trained on the default data, and the overfit
+    check of that network, from seed 0 (the checkpoint ``backprop_playground``)."""
+    d = lab.PLAYGROUND_DEFAULTS
+    data = lab.make_playground_data(d["data"], n=lab.PLAYGROUND_POINTS, noise=d["noise"], seed=0)
+    k = int(max(data[1].max(), data[3].max())) + 1
+    model = mlp(2, k, d["width"], d["depth"], d["activation"], seed=0)
+    initial_loss = evaluate(model, data[0], data[1])[0]
+    history = train_playground(model, lab.playground_optimizer(d["optimizer"], model.parameters(), d["lr"]),
+                               data, d["epochs"])
+    run = lab.playground_run(model, data, history, initial_loss, grid_size=lab.PLAYGROUND_GRID)
+    overfit = overfit_one_batch(mlp(2, k, lab.overfit_width(d["width"]), d["depth"], d["activation"], seed=0),
+                                data[0], data[1], steps=lab.OVERFIT_STEPS)
+    return {"settings": dict(d, points=lab.PLAYGROUND_POINTS, grid=lab.PLAYGROUND_GRID,
+                             overfit_steps=lab.OVERFIT_STEPS),
+            "history": {k: np.array(v) for k, v in history.items()}, "initial_loss": initial_loss,
+            "grid_x": run.grid_x, "grid_y": run.grid_y, "grid_probs": run.grid_probs, "overfit_losses": overfit}
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **Change this cell:** delete `optimizer.zero_grad()` from `train_step`. Every `backward()`
+    then adds to the gradients of all the steps before it, so each step follows the sum of all
+    past gradients. The page no longer opens on the shipped network (it was trained by the cells
+    as they were) and says so; press **train** and **overfit one batch** to see what your loop
+    does: the loss curve below jumps about instead of falling smoothly, and the one-batch loss
+    stalls far above 0.
     """)
     return
 
@@ -409,40 +689,50 @@ def _(pg_canvas, pg_canvas_start, pg_preset):
 
 
 @app.cell
-def _(pg_act, pg_data, pg_depth, pg_noise, pg_untouched, pg_width):
+def _(pg_act, pg_data, pg_depth, pg_noise, pg_split, pg_untouched, pg_width):
     # the page opens on the defaults: their data, model and overfit check are shown before any click
     pg_same_net = pg_untouched and lab.is_default_playground(dict(
         data=pg_data.value, noise=pg_noise.value, width=pg_width.value, depth=pg_depth.value,
         activation=pg_act.value))
-    return (pg_same_net,)
+    # the untrained network of the chosen settings: rebuilt only when the data or the architecture changes
+    pg_untrained, pg_classes = None, 0
+    if pg_split is not None:
+        pg_classes = int(max(pg_split[1].max(), pg_split[3].max())) + 1
+        _model = mlp(2, pg_classes, pg_width.value, pg_depth.value, pg_act.value, seed=0)
+        pg_untrained = lab.playground_run(_model, pg_split, initial_loss=evaluate(_model, *pg_split[:2])[0],
+                                          grid_size=lab.PLAYGROUND_GRID)
+    return pg_classes, pg_same_net, pg_untrained
 
 
 @app.cell
-def _(pg_act, pg_depth, pg_split, pg_width):
-    # the untrained network: rebuilt only when the data or the architecture changes
-    pg_untrained = None if pg_split is None else lab.train_playground(
-        *pg_split, width=pg_width.value, depth=pg_depth.value, activation=pg_act.value, epochs=0, seed=0,
-        grid_size=lab.PLAYGROUND_GRID)
-    return (pg_untrained,)
+def _():
+    # the shipped default run, loaded only if it was made by the lesson cells as they are on this page
+    _state, pg_default_problem = checkpoints.load_if_fits(
+        lab.playground_checkpoint, mlp, train_step, evaluate, train_playground, overfit_one_batch,
+        train_default_playground)
+    pg_default = None if _state is None else lab.default_playground(_state)
+    return pg_default, pg_default_problem
 
 
 @app.cell
-def _(pg_act, pg_depth, pg_epochs, pg_lr, pg_opt, pg_same_net, pg_split, pg_width, train_button):
+def _(pg_act, pg_classes, pg_default, pg_depth, pg_epochs, pg_lr, pg_opt, pg_same_net, pg_split, pg_width,
+      train_button):
     pg_run, pg_run_is_default = None, False
     if train_button.value and pg_split is not None:
+        _model = mlp(2, pg_classes, pg_width.value, pg_depth.value, pg_act.value, seed=0)
+        _initial = evaluate(_model, *pg_split[:2])[0]
         with mo.status.progress_bar(total=pg_epochs.value, title="training", remove_on_exit=True) as _bar:
-            pg_run = lab.train_playground(*pg_split, width=pg_width.value, depth=pg_depth.value,
-                                          activation=pg_act.value, optimizer=pg_opt.value, lr=pg_lr.value,
-                                          epochs=pg_epochs.value, seed=0, grid_size=lab.PLAYGROUND_GRID,
-                                          progress=lambda _epoch: _bar.update())
-    elif pg_same_net and lab.is_default_playground(dict(optimizer=pg_opt.value, lr=pg_lr.value,
-                                                        epochs=pg_epochs.value)):
-        pg_run, pg_run_is_default = lab.default_playground().run, True
+            _history = train_playground(_model, lab.playground_optimizer(pg_opt.value, _model.parameters(), pg_lr.value),
+                                        pg_split, pg_epochs.value, progress=lambda _epoch: _bar.update())
+        pg_run = lab.playground_run(_model, pg_split, _history, _initial, grid_size=lab.PLAYGROUND_GRID)
+    elif pg_same_net and pg_default is not None and lab.is_default_playground(
+            dict(optimizer=pg_opt.value, lr=pg_lr.value, epochs=pg_epochs.value)):
+        pg_run, pg_run_is_default = pg_default.run, True
     return pg_run, pg_run_is_default
 
 
 @app.cell
-def _(pg_epochs, pg_lr, pg_opt, pg_run, pg_run_is_default, pg_split, pg_untrained):
+def _(pg_default_problem, pg_epochs, pg_lr, pg_opt, pg_run, pg_run_is_default, pg_same_net, pg_split, pg_untrained):
     mo.stop(pg_split is None, mo.md("Draw a data set above to see the network."))
     _Xtr, _ytr, _Xva, _yva = pg_split
     _k = int(max(_ytr.max(), _yva.max())) + 1
@@ -452,8 +742,9 @@ def _(pg_epochs, pg_lr, pg_opt, pg_run, pg_run_is_default, pg_split, pg_untraine
                 f"for K = {_k} classes.")
     if pg_run is None:
         _fig = plot.class_regions(_u.grid_x, _u.grid_y, _u.grid_probs, _X, _y, title="untrained network", height=300)
-        _side = mo.md(f"{_initial} These are not the settings the page opened on: **train** runs "
-                      f"{pg_epochs.value} epochs with them.")
+        _side = mo.md(f"{_initial} The untrained network of the `mlp` cell. " + (
+            f"{pg_default_problem[0].upper()}{pg_default_problem[1:]}." if pg_same_net and pg_default_problem else
+            f"These are not the settings the page opened on: **train** runs {pg_epochs.value} epochs with them."))
     elif pg_run.diverged:
         _fig = plot.class_regions(_u.grid_x, _u.grid_y, _u.grid_probs, _X, _y, title="untrained network", height=300)
         _side = mo.callout(mo.md(f"**Training diverged** after {len(pg_run.history['train_loss'])} epochs: the loss "
@@ -464,8 +755,10 @@ def _(pg_epochs, pg_lr, pg_opt, pg_run, pg_run_is_default, pg_split, pg_untraine
         _fig = plot.class_regions(pg_run.grid_x, pg_run.grid_y, pg_run.grid_probs, _X, _y, height=300,
                                   title=f"after {len(_h['train_loss'])} epochs")
         _side = mo.vstack([
-            mo.md("Trained with the default settings above and shipped with the course; **train** retrains with "
-                  "yours. " + _initial) if pg_run_is_default else mo.md(_initial),
+            mo.md("Trained with the default settings above and shipped with the course: this map and the curves "
+                  "beside and below it come from the shipped checkpoint, which the lesson cells above made; **train** "
+                  "runs them as they are now, with your settings. " + _initial) if pg_run_is_default else
+            mo.md("Trained just now by the lesson cells above, with your settings. " + _initial),
             plot.loss_curves({"train": _h["train_acc"], "validation": _h["val_acc"]}, y_title="accuracy",
                              height=150, title="Accuracy"),
             mo.md(f"final: train loss **{_h['train_loss'][-1]:.4f}**, validation accuracy "
@@ -549,16 +842,18 @@ def _():
 
 
 @app.cell
-def _(overfit_button, pg_act, pg_depth, pg_same_net, pg_split, pg_width):
+def _(overfit_button, pg_act, pg_classes, pg_default, pg_default_problem, pg_depth, pg_same_net, pg_split,
+      pg_width):
     overfit_losses, _when = None, ""
     if overfit_button.value and pg_split is not None:
-        overfit_losses = lab.overfit_one_batch(pg_split[0], pg_split[1], width=lab.overfit_width(pg_width.value),
-                                               depth=pg_depth.value, activation=pg_act.value,
-                                               steps=lab.OVERFIT_STEPS)
-    elif pg_same_net:
-        overfit_losses = lab.default_playground().overfit_losses
-        _when = ("Run on the default data and network and shipped with the course; the button reruns it with the "
-                 "playground's width, depth and activation. ")
+        _model = mlp(2, pg_classes, lab.overfit_width(pg_width.value), pg_depth.value, pg_act.value, seed=0)
+        overfit_losses = overfit_one_batch(_model, pg_split[0], pg_split[1], steps=lab.OVERFIT_STEPS)
+        _when = "Run just now by the lesson cells above. "
+    elif pg_same_net and pg_default is not None:
+        overfit_losses = pg_default.overfit_losses
+        _when = ("Run on the default data and network and shipped with the course (the shipped checkpoint); the "
+                 "button reruns it with the lesson cells as they are now and the playground's width, depth and "
+                 "activation. ")
     if overfit_losses is not None:
         _ok = overfit_losses[-1] < 0.05
         _out = mo.vstack([
@@ -567,11 +862,14 @@ def _(overfit_button, pg_act, pg_depth, pg_same_net, pg_split, pg_width):
             mo.callout(mo.md(f"{_when}Final loss on the batch: **{overfit_losses[-1]:.2e}**. " +
                              ("The network can memorise a batch: the pipeline works." if _ok else
                               "It did not get below 0.05: with this activation and size the network "
-                              "struggles even to memorise; try tanh or more width.")),
+                              "struggles even to memorise (try tanh or more width), or a lesson cell above is "
+                              "broken.")),
                        kind="success" if _ok else "warn"),
         ])
     elif pg_split is None:
         _out = mo.md("Draw a data set in the playground first: the batch comes from its training points.")
+    elif pg_same_net and pg_default_problem:
+        _out = mo.md(f"{pg_default_problem[0].upper()}{pg_default_problem[1:]}.")
     else:
         _out = mo.md("The button runs the check with the playground's width, depth and activation.")
     mo.vstack([overfit_button, _out])
@@ -608,7 +906,7 @@ def _():
     exercise_dw = exercises.NumberExercise(
         question="**2.** `nn.Linear(10, 5)` maps a batch of 32 examples with 10 features to 5 outputs. How many "
                  "rows does its weight gradient dW = dZᵀX have?",
-        truth=graphs.dense_layer_gradients(32, 10, 5).shapes["dW"][0],
+        truth=graphs.dense_layer_gradients(linear_backward, 32, 10, 5).shapes["dW"][0],
         hint="dW has W's shape, and PyTorch stores W as (out, in).")
     answer_dw = ui.answer_box(exercise_dw, placeholder="e.g. 32", label="rows of dW =")
     return answer_dw, exercise_dw
@@ -625,7 +923,7 @@ def _():
     exercise_h = exercises.NumberExercise(
         question="**3.** In float64, around which step h is the central difference most accurate? Answer with "
                  "the exponent, log₁₀ h (within one decade counts).",
-        truth=float(np.log10(lab.best_step(lab.finite_difference_errors(0.7), "float64")[0])),
+        truth=float(np.log10(lab.best_step(lab.finite_difference_errors(central_difference, 0.7), "float64")[0])),
         hint="Balance h² against ε/h with ε ≈ 2·10⁻¹⁶.", abs_tol=1.01)
     answer_h = ui.answer_box(exercise_h, placeholder="e.g. -3", label="log₁₀ h =")
     return answer_h, exercise_h
@@ -677,7 +975,7 @@ def _(answer_modes, exercise_modes):
 
 @app.cell
 def _():
-    _one, _two = (lab.saved_for_backward(100, depth=d, width=64, seed=0) for d in (1, 2))
+    _one, _two = (lab.saved_for_backward(mlp(2, 2, 64, d, "tanh", seed=0), 100, depth=d, width=64) for d in (1, 2))
     exercise_saved = exercises.NumberExercise(
         question="**6.** The MLP of *What backward keeps* gets one more hidden layer of width 64. With a batch of "
                  "100 examples, how many more floats does its forward pass keep for the backward pass?",

@@ -9,9 +9,10 @@ gradient and column for drawing, the edges, and ``order``: the reverse topologic
 :meth:`Graph.step` replays the backward pass one node at a time: at each node it shows the local
 rule (the op's docstring, the same line the derivatives cheat sheet shows), the upstream gradient,
 and what the node sends to each input, computed by calling the op's own ``backward`` with the
-gradient the engine found. :func:`dense_layer_gradients` compares the hand-written dense-layer
-gradients of Z = X Wᵀ + b (W stored (out, in), as ``nn.Linear`` does), dW = dZᵀX, db = ΣdZ,
-dX = dZ W, with autograd.
+gradient the engine found. The page passes its own lesson code in: its multiplication op for the
+expressions' products, its topological sort and its backward walk (:func:`expression_graph`).
+:func:`dense_layer_gradients` compares the page's hand-written dense-layer gradients of
+Z = X Wᵀ + b (W stored (out, in), as ``nn.Linear`` does) with autograd.
 """
 
 from __future__ import annotations
@@ -26,15 +27,22 @@ from engine.autograd import topological_order
 
 # ----------------------------------------------------------------------------- expressions
 
+def _engine_mul(a, b):
+    return a * b
+
+
+# Each expression is built with ``mul`` for its products, so that a page can pass its own
+# multiplication op (notebook 03's ``Mul.apply``) and the stepper runs that op's forward and backward.
 EXPRESSIONS = {
     "square": dict(label="f = (x·y + sin x)²", latex=r"f = (x\,y + \sin x)^2",
-                   build=lambda x, y, z: (x * y + x.sin()) ** 2),
+                   build=lambda x, y, z, mul=_engine_mul: (mul(x, y) + x.sin()) ** 2),
     "neuron": dict(label="f = σ(w·x + b), with w = y, b = z", latex=r"f = \sigma(y\,x + z)",
-                   build=lambda x, y, z: (y * x + z).sigmoid()),
+                   build=lambda x, y, z, mul=_engine_mul: (mul(y, x) + z).sigmoid()),
     "quotient": dict(label="f = ln(x² + 1)·y / (y² + z² + 1)", latex=r"f = \frac{\ln(x^2 + 1)\,y}{y^2 + z^2 + 1}",
-                     build=lambda x, y, z: (x * x + 1.0).log() * y / (y * y + z * z + 1.0)),
+                     build=lambda x, y, z, mul=_engine_mul: mul((mul(x, x) + 1.0).log(), y)
+                     / (mul(y, y) + mul(z, z) + 1.0)),
     "reuse": dict(label="f = x·eˣ + x·y (x used three times)", latex=r"f = x\,e^{x} + x\,y",
-                  build=lambda x, y, z: x * x.exp() + x * y),
+                  build=lambda x, y, z, mul=_engine_mul: mul(x, x.exp()) + mul(x, y)),
 }
 
 
@@ -147,17 +155,20 @@ class Graph:
         return dict(nodes=nodes, edges=self.edges, highlight=self.order[k] if k is not None else None, done=known)
 
 
-def trace(output: Tensor, names: dict | None = None, backward: bool = True) -> Graph:
+def trace(output: Tensor, names: dict | None = None, backward: bool = True, sort=None, walk=None) -> Graph:
     """The graph behind scalar ``output``; ``names`` maps input tensors to labels ('x').
 
     With ``backward=True`` it runs ``output.backward()`` (inputs must start with no gradient) and
     keeps every intermediate gradient (``retain_grad``), so each node shows ∂output/∂node.
+    A page passes its own lesson code: ``sort(output)``, the tensors in backward order (default
+    autograd's ``topological_order``), and ``walk(output)``, the backward pass as a dict
+    {tensor: gradient array} (used instead of ``output.backward()``).
     """
     if output.data.size != 1:
         raise ValueError(f"graph.trace: the output must be a single value, got shape {output.shape}")
     names = {id(t): n for t, n in (names or {}).items()}
-    # The one graph walk is autograd's own: the order backward() visits the tensors that need a
-    # gradient. The constants those ops read (the 1 in x² + 1) hang off it one step away.
+    # The nodes are the tensors autograd's own walk reaches (those that need a gradient), and the
+    # constants those ops read (the 1 in x² + 1), one step away; the order drawn is sort's.
     order = topological_order(output)
     tensors, seen = list(order), {id(t) for t in order}
     for t in order:
@@ -165,7 +176,8 @@ def trace(output: Tensor, names: dict | None = None, backward: bool = True) -> G
             if id(p) not in seen:
                 seen.add(id(p))
                 tensors.append(p)
-    if backward:
+    walked = walk(output) if backward and walk is not None else None
+    if backward and walked is None:
         for t in order:
             if t._ctx is not None:
                 t.retain_grad()
@@ -190,18 +202,24 @@ def trace(output: Tensor, names: dict | None = None, backward: bool = True) -> G
             parents = tuple(ids[id(p)] for p in ctx.parents)
             edges += [(p, i) for p in parents]
             ctxs[i] = ctx
-        grad = None if t.grad is None else float(t.grad.sum())
+        if walked is not None:
+            grad = float(np.sum(walked[t])) if t in walked else None
+        else:
+            grad = None if t.grad is None else float(t.grad.sum())
         nodes.append(Node(i, label, float(t.data), grad, depth[id(t)], parents, fwd, rule, kind))
-    return Graph(nodes, edges, [ids[id(t)] for t in order], ids[id(output)], ctxs)
+    walked_order = order if sort is None else [t for t in sort(output) if id(t) in ids]
+    return Graph(nodes, edges, [ids[id(t)] for t in walked_order], ids[id(output)], ctxs)
 
 
-def expression_graph(name: str, x: float, y: float, z: float) -> Graph:
-    """Build expression ``name`` of :data:`EXPRESSIONS` at (x, y, z) in float64 and trace it."""
+def expression_graph(name: str, x: float, y: float, z: float, mul=None, sort=None, walk=None) -> Graph:
+    """Build expression ``name`` of :data:`EXPRESSIONS` at (x, y, z) in float64 and trace it:
+    its products with ``mul`` (default the engine's ``*``), its order and gradients with ``sort``
+    and ``walk`` (see :func:`trace`)."""
     if name not in EXPRESSIONS:
         raise ValueError(f"graph.expression_graph: unknown expression {name!r}; choose one of {', '.join(EXPRESSIONS)}")
     leaves = {v: Tensor(np.array(val, dtype=np.float64), requires_grad=True) for v, val in zip("xyz", (x, y, z))}
-    out = EXPRESSIONS[name]["build"](leaves["x"], leaves["y"], leaves["z"])
-    return trace(out, {t: v for v, t in leaves.items()})  # a leaf f does not use is not in the graph
+    out = EXPRESSIONS[name]["build"](leaves["x"], leaves["y"], leaves["z"], mul or _engine_mul)
+    return trace(out, {t: v for v, t in leaves.items()}, sort=sort, walk=walk)  # a leaf f does not use is not in the graph
 
 
 def input_gradients(graph: Graph) -> dict:
@@ -223,12 +241,12 @@ class DenseGradients:
         return {k: float(np.max(np.abs(self.by_hand[k] - self.autograd[k]))) for k in self.by_hand}
 
 
-def dense_layer_gradients(n: int = 4, d_in: int = 3, d_out: int = 2, seed: int = 0) -> DenseGradients:
+def dense_layer_gradients(by_hand, n: int = 4, d_in: int = 3, d_out: int = 2, seed: int = 0) -> DenseGradients:
     """Z = X Wᵀ + b, PyTorch's convention: X is (n, d_in), one example per row; W is stored
     (d_out, d_in), its row j holding output j's weights, as ``nn.Linear`` stores it. With a random
     upstream gradient dZ = ∂L/∂Z (L = Σ Z ⊙ G):
 
-    by hand: dW = dZᵀ X (d_out × d_in), db = Σ_rows dZ (d_out), dX = dZ W (n × d_in);
+    by hand: ``by_hand(X, W, dZ)``, the page's own formulas, a dict with dW, db and dX;
     autograd: the same from ``backward()`` through the engine's ``F.linear`` (the op ``nn.Linear`` calls).
     """
     for name, v in (("n", n), ("d_in", d_in), ("d_out", d_out)):
@@ -237,7 +255,7 @@ def dense_layer_gradients(n: int = 4, d_in: int = 3, d_out: int = 2, seed: int =
     rng = np.random.default_rng(seed)
     X, W, b = rng.standard_normal((n, d_in)), rng.standard_normal((d_out, d_in)), rng.standard_normal(d_out)
     G = rng.standard_normal((n, d_out))
-    by_hand = {"dW": G.T @ X, "db": G.sum(axis=0), "dX": G @ W}
+    by_hand = {k: np.asarray(v) for k, v in by_hand(X, W, G).items()}
     Xt, Wt, bt = (Tensor(a, requires_grad=True) for a in (X, W, b))
     Z = F.linear(Xt, Wt, bt)
     (Z * G).sum().backward()

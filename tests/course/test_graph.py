@@ -5,15 +5,12 @@ constants), never by the function under test.
 """
 
 import math
+
 import numpy as np
 import pytest
-import engine
-from engine.course.labs import activations as act
-from engine.course.labs import backprop as backprop_lab
-from engine.course.labs import losses
-from engine.course import graph as graphs
-from engine.course.labs import optimizers as olab
 
+import engine
+from engine.course import graph as graphs
 
 # ============================================================================ graph
 
@@ -100,8 +97,13 @@ def test_local_rules_come_from_the_op_docstrings():
     assert [n["id"] for n in known] == [g.output]
 
 
+def _by_hand(X, W, dZ):
+    """The formulas (notebook 03 writes its own copy, which test_03_backprop checks)."""
+    return {"dW": dZ.T @ X, "db": dZ.sum(axis=0), "dX": dZ @ W}
+
+
 def test_dense_layer_gradients_by_hand_equal_autograd():
-    d = graphs.dense_layer_gradients(n=7, d_in=5, d_out=3, seed=4)
+    d = graphs.dense_layer_gradients(_by_hand, n=7, d_in=5, d_out=3, seed=4)
     # PyTorch's storage: W is (out, in), so dW is too
     assert d.shapes["W"] == d.shapes["dW"] == (3, 5) and d.shapes["db"] == (3,) and d.shapes["dX"] == (7, 5)
     for k, v in d.max_difference.items():
@@ -117,12 +119,14 @@ def test_dense_layer_gradients_by_hand_equal_autograd():
         assert (L(W + E) - L(W - E)) / 2e-6 == pytest.approx(d.by_hand["dW"][i, j], rel=1e-6)
     assert graphs.linear_layer_matches_functional() < 1e-12
     with pytest.raises(ValueError, match="d_in must be"):
-        graphs.dense_layer_gradients(d_in=0)
+        graphs.dense_layer_gradients(_by_hand, d_in=0)
+    wrong = graphs.dense_layer_gradients(lambda X, W, dZ: {**_by_hand(X, W, dZ), "dX": dZ @ W * 2}, 7, 5, 3)
+    assert wrong.max_difference["dX"] > 0.1 and wrong.max_difference["dW"] < 1e-12  # the page's formulas are shown
 
 
 def test_dense_layer_gradients_by_hand_equal_pytorch(torch):
     """PyTorch's nn.Linear stores its weight as (out, in), as the page's dW is: same gradients."""
-    d = graphs.dense_layer_gradients(n=7, d_in=5, d_out=3, seed=4)
+    d = graphs.dense_layer_gradients(_by_hand, n=7, d_in=5, d_out=3, seed=4)
     rng = np.random.default_rng(4)  # the draws dense_layer_gradients makes, in its order
     X, W, b = rng.standard_normal((7, 5)), rng.standard_normal((3, 5)), rng.standard_normal(3)
     G = rng.standard_normal((7, 3))
@@ -151,3 +155,35 @@ def test_accumulation_shows_partial_sums_arriving_at_a_node_used_three_times():
         partial, got, _ = g.accumulation(k)[x.id]
         assert partial == pytest.approx(sum(c for _, c in g.received(k).get(x.id, [])))
     assert graphs.expression_graph("neuron", 1.0, 1.0, 1.0).accumulation(3) == {}
+
+
+def test_a_page_passes_its_own_mul_sort_and_walk():
+    """expression_graph builds with the page's op and draws the page's order and gradients."""
+    from engine.autograd import topological_order
+
+    used = []
+
+    def mul(a, b):
+        used.append(1)
+        return a * b
+
+    def doubled(root):  # a walk that is wrong on purpose: every gradient twice the engine's
+        root.backward(retain_graph=True)
+        return {t: 2 * t.grad.numpy() for t in topological_order(root) if t.grad is not None}
+
+    def sort(root):
+        return topological_order(root)
+
+    g = graphs.expression_graph("reuse", 1.2, 0.5, 0.0, mul=mul, sort=sort)
+    assert len(used) == 2 and graphs.input_gradients(g) == pytest.approx(
+        graphs.input_gradients(graphs.expression_graph("reuse", 1.2, 0.5, 0.0)))
+    assert graphs.expression_graph("reuse", 1.2, 0.5, 0.0, sort=lambda root: topological_order(root)[::-1]).order[0] \
+        != g.output  # the order drawn is the one the page's sort gives
+    leaves = [engine.tensor(np.array(v), requires_grad=True) for v in (1.2, 0.5)]
+    out = graphs.EXPRESSIONS["reuse"]["build"](*leaves, None, mul)
+    for t in topological_order(out):
+        if t.grad_fn is not None:
+            t.retain_grad()
+    g = graphs.trace(out, dict(zip(leaves, "xy")), walk=doubled)
+    assert graphs.input_gradients(g)["x"] == pytest.approx(2 * (math.exp(1.2) * 2.2 + 0.5))
+    assert g.node(g.output).grad == 2.0

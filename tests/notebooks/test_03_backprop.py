@@ -2,22 +2,136 @@
 """
 
 import math
-import re
 
-from pathlib import Path
 import numpy as np
 import pytest
+from notebook_driver import load_module, notebook_text
+
+import engine
+import engine.functional as F
+from engine import Tensor
+from engine.autograd import Function, topological_order
+from engine.course import checkpoints
 from engine.course import graph as graphs
-from engine.course import toc
-from engine.course.labs import activations as activations_lab
 from engine.course.labs import backprop as backprop_lab
-from engine.course.labs import losses as losses_lab
-from engine.course.labs import optimizers as optim_lab
-from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
-                             notebook_text, output_text, run_app)
+
+NB = load_module("notebooks/03_backprop.py")  # the lesson cells, as tests and make_checkpoints import them
 
 
-# ----------------------------------------------------------------------------- 03_backprop
+def _trained(split, width=16, depth=2, activation="tanh", optimizer="adam", lr=0.03, epochs=60):
+    """The training history the page's own cells give for these settings."""
+    k = int(max(split[1].max(), split[3].max())) + 1
+    model = NB.mlp(2, k, width, depth, activation, seed=0)
+    return NB.train_playground(model, backprop_lab.playground_optimizer(optimizer, model.parameters(), lr), split,
+                               epochs)
+
+
+def _overfit(split, width=16, activation="tanh"):
+    return NB.overfit_one_batch(NB.mlp(2, 2, width, 2, activation, seed=0), split[0], split[1])
+
+
+# ----------------------------------------------------------------------------- the lesson cells
+
+
+def _mlp_loss(seed=0):
+    """A loss with a broadcast bias, a value used twice and a reduction: the walk's hard cases."""
+    rng = np.random.default_rng(seed)
+    model = NB.mlp(2, 3, 8, 2, "tanh", seed=seed)
+    X, y = rng.standard_normal((5, 2)), np.array([0, 1, 2, 1, 0])
+    return model, F.cross_entropy(model(Tensor(X)), y)
+
+
+def test_03_the_teaching_copies_agree_with_the_library():
+    rng = np.random.default_rng(0)
+    a, b, g = rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal((3, 4))
+    ours, theirs = ([Tensor(v, requires_grad=True) for v in (a, b)] for _ in range(2))
+    np.testing.assert_array_equal(NB.Mul.apply(*ours).data, (theirs[0] * theirs[1]).data)
+    (NB.Mul.apply(*ours) * Tensor(g)).sum().backward()
+    (theirs[0] * theirs[1] * Tensor(g)).sum().backward()
+    for mine, engines in zip(ours, theirs):  # b was broadcast over the rows: its gradient summed back
+        np.testing.assert_allclose(mine.grad.numpy(), engines.grad.numpy(), rtol=1e-15)
+    # the sort and the walk: autograd's order, and backward()'s gradients, on an MLP's loss
+    model, loss = _mlp_loss()
+    assert NB.topological_sort(loss) == topological_order(loss)
+    walked = NB.backward_walk(loss)
+    loss.backward()
+    for p in model.parameters():
+        np.testing.assert_allclose(walked[p], p.grad.numpy(), rtol=1e-12, atol=1e-15)
+    for name in graphs.EXPRESSIONS:
+        leaves = [Tensor(np.array(v), requires_grad=True) for v in (0.8, -1.3, 0.4)]
+        out = graphs.EXPRESSIONS[name]["build"](*leaves)
+        assert NB.topological_sort(out) == topological_order(out), name
+    # the dense layer by hand, against autograd
+    assert max(graphs.dense_layer_gradients(NB.linear_backward, 7, 5, 3, seed=4).max_difference.values()) < 1e-12
+    # the gradient check passes where engine.gradcheck passes, and catches what it catches
+    xs = [rng.standard_normal((2, 3)), rng.standard_normal(3) + 3]
+    for f in (lambda u, v: (u * v).tanh(), lambda u, v: (u / v).exp() * u):
+        assert engine.gradcheck(f, xs) and NB.gradient_check(f, xs) < 1e-8
+    with pytest.raises(engine.GradcheckError):
+        engine.gradcheck(lambda u, v: _SwappedMul.apply(u, v).tanh(), xs)
+    assert NB.gradient_check(lambda u, v: _SwappedMul.apply(u, v).tanh(), xs) > 0.1
+    # the lesson calls the engine's backward() and an optimizer's step()
+    import inspect
+    assert ".backward()" in inspect.getsource(NB.train_step) and ".step()" in inspect.getsource(NB.train_step)
+
+
+class _SwappedMul(Function):
+    """r = a·b;  ∂r/∂a = a, ∂r/∂b = b (the prompt's edit: the shares swapped)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * a, g * b
+
+
+def _one_sided(f, x, h):
+    return (f(x + h) - f(x)) / h
+
+
+def test_03_an_edited_lesson_cell_changes_the_figures_that_use_it():
+    """The page's "change this cell" prompts: what the learner is told to expect is what happens."""
+    text, shipped = notebook_text("03_backprop")
+    assert "largest difference 0.0e+00" in text and shipped["grad_check_error"] < 1e-8
+    # Mul with its shares swapped: the stepper's gradients change and the page says they are wrong
+    text, defs = notebook_text("03_backprop", Mul=_SwappedMul)
+    assert defs["input_grads"]["x"] != pytest.approx(shipped["input_grads"]["x"])
+    assert defs["input_grads"]["y"] != pytest.approx(shipped["input_grads"]["y"])
+    assert "they differ" in text and "the gradients are wrong" in text
+    assert 0.3 < defs["grad_check_error"] < 3  # "about 1"
+    # the one-sided difference: the float64 V's bottom moves from about 1e-6 to about 1e-8
+    text, defs = notebook_text("03_backprop", central_difference=_one_sided)
+    (h0, e0), (h1, e1) = shipped["fd_best"]["float64"], defs["fd_best"]["float64"]
+    assert 1e-7 < h0 < 1e-5 and 1e-9 < h1 < 1e-7
+    assert 1e-12 < e0 < 1e-10 and 1e-9 < e1 < 1e-8  # "about 1e-11", "a few times 1e-9"
+
+
+def train_step(model, optimizer, X, y):
+    """The prompt's edit of train_step: optimizer.zero_grad() deleted."""
+    loss = F.cross_entropy(model(Tensor(X)), y)
+    loss.backward()
+    optimizer.step()
+    return float(loss.data)
+
+
+def test_03_an_edited_training_step_is_not_shown_the_shipped_model():
+    text, defs = notebook_text("03_backprop", train_step=train_step)
+    assert defs["pg_run"] is None and defs["overfit_losses"] is None and defs["pg_default"] is None
+    assert text.count("The shipped model was trained with other code than this page's mlp , train_step") == 2
+    assert "so it is not loaded: train with the button" in text  # under the map, and in the overfit check
+    text, defs = notebook_text("03_backprop", train_step=train_step, train_button=True, overfit_button=True)
+    losses = defs["pg_run"].history["train_loss"]
+    shipped = checkpoints.load_named("backprop_playground")
+    assert max(losses[len(losses) // 2:]) > 1 and shipped["history"]["train_loss"][-1] < 0.1  # it jumps about
+    assert defs["overfit_losses"][-1] > 0.5 and shipped["overfit_losses"][-1] < 0.05  # it stalls far above 0
+    assert "Trained just now by the lesson cells above" in text and "a lesson cell above is broken" in text
+
+
+# ----------------------------------------------------------------------------- the page
 
 def test_03_graph_step_through_shows_the_engine_gradients():
     for name in graphs.EXPRESSIONS:
@@ -82,7 +196,7 @@ def test_03_dense_layer_and_gradient_check():
     assert small["dense"].shapes["W"] == small["dense"].shapes["dW"] == (3, 5)
     assert "W is (3, 5) (out, in), Z = XWᵀ + b is (7, 3)" in small_text
     assert "dW (3, 5)" in small_text and "XW + b" not in small_text and "Z = XW " not in small_text
-    fd = backprop_lab.finite_difference_errors(-2.0, hs=np.logspace(-12, 0, 61))
+    fd = backprop_lab.finite_difference_errors(NB.central_difference, -2.0, hs=np.logspace(-12, 0, 61))
     for dt in ("float32", "float64"):
         h, e = backprop_lab.best_step(fd, dt)
         assert defs["fd_best"][dt] == pytest.approx((h, e))
@@ -97,21 +211,24 @@ def test_03_playground_opens_on_the_default_model_trained_at_load():
     Xtr, ytr, Xva, yva = backprop_lab.make_playground_data(d["data"], n=240, noise=d["noise"], seed=0)
     for got, want in zip(defs["pg_split"], (Xtr, ytr, Xva, yva)):
         np.testing.assert_array_equal(got, want)  # the default model is trained on the data shown
-    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
-                                        lr=0.03, epochs=60, seed=0, grid_size=40)
+    made = NB.train_default_playground()  # what the lesson cells train now: the shipped checkpoint's numbers
     assert defs["pg_run_is_default"] and "Press" not in text
-    np.testing.assert_allclose(defs["pg_run"].history["train_loss"], run.history["train_loss"])
-    np.testing.assert_allclose(defs["pg_run"].grid_probs, run.grid_probs)
-    h = run.history
+    np.testing.assert_allclose(defs["pg_run"].history["train_loss"], made["history"]["train_loss"], rtol=1e-6)
+    np.testing.assert_allclose(defs["pg_run"].grid_probs, made["grid_probs"], rtol=1e-6, atol=1e-9)
+    h = {k: list(v) for k, v in made["history"].items()}
+    for key, values in _trained(defs["pg_split"]).items():  # the button's path gives the same run
+        np.testing.assert_allclose(values, h[key], rtol=1e-12)
     assert "Trained with the default settings above and shipped with the course" in text
+    assert "come from the shipped checkpoint" in text
     assert f"train loss {h['train_loss'][-1]:.4f} , validation accuracy {100 * h['val_acc'][-1]:.1f} %" in text
     assert h["val_acc"][-1] >= 0.9 and h["train_loss"][-1] < 0.1  # a trained model, not the untrained one
     # the prose: the untrained network's first loss is about ln K
     assert f"Initial training loss {defs['pg_untrained'].initial_loss:.4f}" in text
     assert abs(defs["pg_untrained"].initial_loss - math.log(2)) < 0.3
     # the overfit check of the default network, run at load: its loss falls close to 0
-    losses = backprop_lab.overfit_one_batch(Xtr, ytr, width=16, depth=2, activation="tanh", steps=300)
-    np.testing.assert_allclose(defs["overfit_losses"], losses)
+    losses = made["overfit_losses"]
+    np.testing.assert_allclose(defs["overfit_losses"], losses, rtol=1e-6)
+    np.testing.assert_allclose(_overfit(defs["pg_split"]), losses, rtol=1e-12)
     assert losses[-1] < 0.05 and f"Final loss on the batch: {losses[-1]:.2e} ." in text
     assert "Run on the default data and network and shipped with the course" in text and "memorise a batch" in text
 
@@ -124,15 +241,14 @@ def test_03_playground_retrains_behind_the_button():
     text, defs = notebook_text("03_backprop", pg_width=8)
     assert defs["pg_run"] is None and defs["overfit_losses"] is None and "The button runs the check" in text
     text, defs = notebook_text("03_backprop", train_button=True, pg_epochs=20)
-    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
-                                        lr=0.03, epochs=20, seed=0, grid_size=40)
-    np.testing.assert_allclose(defs["pg_run"].history["train_loss"], run.history["train_loss"])
-    assert not defs["pg_run_is_default"] and f"train loss {run.history['train_loss'][-1]:.4f}" in text
+    history = _trained((Xtr, ytr, Xva, yva), epochs=20)
+    np.testing.assert_allclose(defs["pg_run"].history["train_loss"], history["train_loss"])
+    assert not defs["pg_run_is_default"] and f"train loss {history['train_loss'][-1]:.4f}" in text
     text, defs = notebook_text("03_backprop", train_button=True, pg_epochs=50, pg_opt="sgd", pg_lr=3.0, pg_act="relu",
                                pg_depth=4, pg_width=64, pg_data="spirals")
     assert defs["pg_run"].diverged and "Training diverged" in text
     text, defs = notebook_text("03_backprop", overfit_button=True, pg_width=8, pg_act="relu")
-    want = backprop_lab.overfit_one_batch(Xtr, ytr, width=8, depth=2, activation="relu", steps=300)
+    want = _overfit((Xtr, ytr, Xva, yva), width=8, activation="relu")
     np.testing.assert_allclose(defs["overfit_losses"], want)
     assert "Run on the default data" not in text and f"{want[-1]:.2e}" in text
 
@@ -154,8 +270,6 @@ def test_03_exercises_are_graded_by_the_engine():
     assert "Right" not in text and text.count("Not quite") == 6
 
 
-
-
 def test_03_playground_trains_on_a_drawn_data_set():
     from engine.course import widgets
 
@@ -171,10 +285,9 @@ def test_03_playground_trains_on_a_drawn_data_set():
     for got, want in zip(defs["pg_split"], expected):
         np.testing.assert_array_equal(got, want)
     assert "24 points, 2 classes" in text
-    run = backprop_lab.train_playground(*expected, width=16, depth=2, activation="tanh", optimizer="adam", lr=0.03,
-                                        epochs=30, seed=0, grid_size=40)
-    np.testing.assert_allclose(defs["pg_run"].history["train_loss"], run.history["train_loss"])
-    assert run.history["val_acc"][-1] == 1.0  # two separated clusters
+    history = _trained(expected, epochs=30)
+    np.testing.assert_allclose(defs["pg_run"].history["train_loss"], history["train_loss"])
+    assert history["val_acc"][-1] == 1.0  # two separated clusters
     empty = {**drawing, "data": []}
     text, defs = notebook_text("03_backprop", pg_canvas=empty, train_button=True)
     assert defs["pg_split"] is None and defs["pg_run"] is None and "No data set to train on" in text

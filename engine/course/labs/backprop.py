@@ -1,22 +1,25 @@
-"""Computations behind notebook 03 (backprop): the MLP playground and the gradient check.
+"""Computations behind notebook 03 (backprop): the playground's data and runs, the gradient check.
 
-- :func:`make_playground_data`, :func:`build_mlp`, :func:`train_playground`: a small MLP on 2-D
-  toy data with a chosen width, depth, activation, optimizer and learning rate; loss and accuracy
-  history, and the class probabilities over a grid for the decision boundary.
-- :func:`default_playground`: the model and the overfit check the page opens on, trained with
-  :data:`PLAYGROUND_DEFAULTS` by ``make checkpoints`` (:data:`CHECKPOINTS`) and read at load.
-- :func:`overfit_one_batch`: the sanity check: a network must drive the loss on one small batch
-  to (nearly) zero, or something is broken.
+The lesson itself (the multiplication op, the topological sort and the backward walk, the central
+difference, the playground's MLP and its training loop) is code in the notebook; where a function
+here needs one of them, the notebook passes it in.
+
+- :func:`make_playground_data`, :func:`split_drawn`: the playground's 2-D data sets (presets or a
+  drawing), standardised and split; :func:`playground_optimizer`, its optimizer menu;
+  :func:`playground_run`, a trained (or untrained) model's history and its class probabilities
+  over a grid for the decision boundary.
+- :func:`default_playground`: the model and the overfit check the page opens on, read from the
+  checkpoint that the notebook's ``train_default_playground`` made (:data:`CHECKPOINTS`).
 - :func:`forward_vs_reverse`: the gradient of f: ℝⁿ → ℝ by forward mode (n Jacobian–vector
   products) and by reverse mode (one vector–Jacobian product), with a multiply-add counter;
   :func:`mode_counts`, the same counts in closed form (the notebook's cost curves over n).
-- :func:`finite_difference_errors`: |central difference − autograd| as the step h sweeps many
-  decades, in float32 and float64: the V of truncation error (∝ h²) against round-off (∝ ε/h).
+- :func:`finite_difference_errors`: |difference quotient − f'(x)| as the step h sweeps many
+  decades, in float32 and float64, for the page's own difference quotient.
+- :func:`saved_for_backward`: what one forward pass of the page's MLP keeps for the backward pass.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
@@ -26,8 +29,7 @@ import engine.functional as F
 from engine import Tensor, nn, no_grad, optim
 from engine import data as toy
 from engine.course import checkpoints
-from engine.course.checkpoints import backprop_playground as _playground_checkpoint
-from engine.random import fork_rng
+from engine.course.checkpoints import backprop_playground as playground_checkpoint  # noqa: F401  (the page loads it)
 
 from ._checks import is_default
 
@@ -76,30 +78,6 @@ def split_drawn(X, y, seed: int = 0):
     return X[:cut], y[:cut], X[cut:], y[cut:]
 
 
-def build_mlp(n_in: int, n_out: int, width: int = 16, depth: int = 2, activation: str = "tanh", seed: int = 0):
-    """Linear(n_in, width) → φ → … (``depth`` hidden layers) → Linear(width, n_out), float64."""
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"build_mlp: activation must be one of {tuple(ACTIVATIONS)}, got {activation!r}")
-    if not (1 <= depth <= 8 and 1 <= width <= 256):
-        raise ValueError(f"build_mlp: need 1 ≤ depth ≤ 8 and 1 ≤ width ≤ 256, got depth={depth}, width={width}")
-    rng = np.random.default_rng(seed)
-    layers, fan_in = [], n_in
-    with fork_rng(seed):  # nn.Linear's own init draws; the global stream stays where it was
-        for _ in range(depth):
-            layers += [nn.Linear(fan_in, width), ACTIVATIONS[activation]()]
-            fan_in = width
-        layers.append(nn.Linear(fan_in, n_out))
-    model = nn.Sequential(*layers)
-    # Our own seeded draws (the global generator stays untouched): He for ReLU-like, Xavier otherwise.
-    for layer in layers:
-        if isinstance(layer, nn.Linear):
-            fi, fo = layer.weight.shape[1], layer.weight.shape[0]
-            std = math.sqrt(2 / fi) if activation in ("relu", "gelu", "silu") else math.sqrt(2 / (fi + fo))
-            layer.weight.data = rng.normal(0, std, layer.weight.shape)
-            layer.bias.data = np.zeros(layer.bias.shape)
-    return model
-
-
 def playground_optimizer(name: str, params, lr: float):
     """The playground's optimizer menu: plain SGD, SGD with momentum 0.9, or Adam."""
     if name == "sgd":
@@ -132,59 +110,18 @@ def class_grid(model, X, size: int = 60, margin: float = 0.5):
     return gx, gy, probs.reshape(size, size, -1)
 
 
-def train_playground(X, y, Xva, yva, width: int = 16, depth: int = 2, activation: str = "tanh",
-                     optimizer: str = "adam", lr: float = 0.03, epochs: int = 100, batch_size: int = 32,
-                     seed: int = 0, grid_size: int = 60, progress=None):
-    """Mini-batch training with cross-entropy; ``progress(epoch)`` is called after every epoch
-    (the notebook's progress bar). Stops early, flagged ``diverged``, if the loss becomes non-finite."""
-    n_classes = int(max(y.max(), yva.max())) + 1
-    model = build_mlp(X.shape[1], n_classes, width, depth, activation, seed)
-    opt = playground_optimizer(optimizer, model.parameters(), lr)
-    rng = np.random.default_rng(seed + 1)
-    hist = {k: [] for k in ("train_loss", "val_loss", "train_acc", "val_acc")}
-    run = PlaygroundRun(history=hist, model=model)
-    with no_grad():
-        run.initial_loss = float(F.cross_entropy(model(Tensor(X)), y).data)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for epoch in range(epochs):
-            order = rng.permutation(len(X))
-            for start in range(0, len(X), batch_size):
-                idx = order[start:start + batch_size]
-                loss = F.cross_entropy(model(Tensor(X[idx])), y[idx])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-            with no_grad():
-                ztr, zva = model(Tensor(X)), model(Tensor(Xva))
-                hist["train_loss"].append(float(F.cross_entropy(ztr, y).data))
-                hist["val_loss"].append(float(F.cross_entropy(zva, yva).data))
-                hist["train_acc"].append(float(np.mean(ztr.data.argmax(1) == y)))
-                hist["val_acc"].append(float(np.mean(zva.data.argmax(1) == yva)))
-            if progress is not None:
-                progress(epoch)
-            if not math.isfinite(hist["train_loss"][-1]):
-                run.diverged = True
-                break
+def playground_run(model, split, history: dict | None = None, initial_loss: float = float("nan"),
+                   grid_size: int = 60) -> PlaygroundRun:
+    """What the page draws of ``model`` (the notebook's MLP) on ``split`` = (Xtr, ytr, Xva, yva):
+    its training ``history`` (none for an untrained model), flagged ``diverged`` when the last
+    training loss is not finite, and its class probabilities over a grid unless it diverged."""
+    history = {k: list(v) for k, v in (history or {}).items()}
+    losses = history.get("train_loss", [])
+    run = PlaygroundRun(history=history, model=model, initial_loss=float(initial_loss),
+                        diverged=bool(losses) and not math.isfinite(losses[-1]))
     if not run.diverged:
-        run.grid_x, run.grid_y, run.grid_probs = class_grid(model, np.concatenate([X, Xva]), grid_size)
+        run.grid_x, run.grid_y, run.grid_probs = class_grid(model, np.concatenate([split[0], split[2]]), grid_size)
     return run
-
-
-def overfit_one_batch(X, y, width: int = 32, depth: int = 2, activation: str = "tanh", lr: float = 0.01,
-                      steps: int = 300, batch: int = 16, seed: int = 0):
-    """Train on the same ``batch`` examples only (Adam): a correct model and loss reach ≈ 0.
-    Returns the loss per step."""
-    model = build_mlp(X.shape[1], int(y.max()) + 1, width, depth, activation, seed)
-    opt = optim.Adam(model.parameters(), lr=lr)
-    xb, yb = Tensor(X[:batch]), y[:batch]
-    losses = np.empty(steps)
-    for i in range(steps):
-        loss = F.cross_entropy(model(xb), yb)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses[i] = float(loss.data)
-    return losses
 
 
 # The playground's opening settings: the notebook's controls start here, and the page shows the
@@ -216,32 +153,17 @@ def overfit_width(width: int) -> int:
     return max(int(width), 8)
 
 
-def _default_playground_state() -> dict:
-    """What checkpoint ``backprop_playground`` holds: the playground's default model trained on its
-    default data (loss and accuracy history, class probabilities over the grid, initial loss) and
-    the overfit check of the default network, with the settings that made them."""
-    d = PLAYGROUND_DEFAULTS
-    split = make_playground_data(d["data"], n=PLAYGROUND_POINTS, noise=d["noise"], seed=0)
-    run = train_playground(*split, width=d["width"], depth=d["depth"], activation=d["activation"],
-                           optimizer=d["optimizer"], lr=d["lr"], epochs=d["epochs"], seed=0,
-                           grid_size=PLAYGROUND_GRID)
-    losses = overfit_one_batch(split[0], split[1], width=overfit_width(d["width"]), depth=d["depth"],
-                               activation=d["activation"], steps=OVERFIT_STEPS)
-    return {"settings": dict(d, points=PLAYGROUND_POINTS, grid=PLAYGROUND_GRID, overfit_steps=OVERFIT_STEPS),
-            "history": {k: np.array(v) for k, v in run.history.items()}, "initial_loss": run.initial_loss,
-            "grid_x": run.grid_x, "grid_y": run.grid_y, "grid_probs": run.grid_probs, "overfit_losses": losses}
+# The notebook's train_default_playground trains the default model and its overfit check from a
+# fixed seed with its lesson cells; `make checkpoints` runs it, and the page loads the result with
+# checkpoints.load_if_fits(playground_checkpoint, *those cells).
+CHECKPOINTS = {"backprop_playground": checkpoints.FromNotebook(
+    notebook="03_backprop", function="train_default_playground",
+    code=("mlp", "train_step", "evaluate", "train_playground", "overfit_one_batch", "train_default_playground"))}
 
 
-# `make checkpoints` runs these (tests/course/test_checkpoints.py retrains and compares): training
-# the default takes ~0.1 s of CPU, which the page would pay at every first open.
-CHECKPOINTS = {"backprop_playground": _default_playground_state}
-
-
-@functools.lru_cache(maxsize=1)
-def default_playground() -> DefaultPlayground:
-    """The playground's default model and overfit check as ``make checkpoints`` trained them
-    (checkpoint ``backprop_playground``), on the default data, read once per process."""
-    state = checkpoints.load(_playground_checkpoint)
+def default_playground(state: dict) -> DefaultPlayground:
+    """The playground's default run and overfit check from ``state``, the checkpoint
+    ``backprop_playground`` as :func:`checkpoints.load_if_fits` gave it, on the default data."""
     d = PLAYGROUND_DEFAULTS
     split = make_playground_data(d["data"], n=PLAYGROUND_POINTS, noise=d["noise"], seed=0)
     run = PlaygroundRun(history={k: v.tolist() for k, v in state["history"].items()}, grid_x=state["grid_x"],
@@ -288,10 +210,11 @@ def _dtype_name(dtype: str) -> str:
     return dtype
 
 
-def finite_difference_errors(x0: float = 0.7, hs=None) -> FiniteDifferenceErrors:
-    """For each step h: |(f(x+h) − f(x−h))/2h − f'(x)| in float32 and in float64, and the
-    autograd error |autograd − f'(x)| in each dtype. f and the differences are evaluated in the
-    dtype itself (the engine keeps float32 in float32), so round-off shows.
+def finite_difference_errors(difference, x0: float = 0.7, hs=None) -> FiniteDifferenceErrors:
+    """For each step h: |difference(f, x, h) − f'(x)| in float32 and in float64, and the autograd
+    error |autograd − f'(x)| in each dtype. ``difference`` is the page's difference quotient (the
+    central difference (f(x+h) − f(x−h))/2h); f, x and h are evaluated in the dtype itself (the
+    engine keeps float32 in float32), so round-off shows.
 
     Theory: error ≈ |f'''|h²/6 (truncation) + ε|f|/h (round-off), smallest where the two
     meet, near h ≈ ε^(1/3) up to the function's scale (ε ≈ 1.2e−7 in float32, 2.2e−16 in float64).
@@ -304,10 +227,7 @@ def finite_difference_errors(x0: float = 0.7, hs=None) -> FiniteDifferenceErrors
         errs = []
         with np.errstate(all="ignore"):
             for h in hs:
-                hh = np.array(h, dtype=dtype)
-                xp, xm = x + hh, x - hh
-                fp, fm = _probe(Tensor(xp)).data, _probe(Tensor(xm)).data
-                est = (fp - fm) / (2 * hh)
+                est = difference(lambda a: _probe(Tensor(a)).data, x, np.array(h, dtype=dtype))
                 errs.append(abs(float(est) - exact))
         t = Tensor(x, requires_grad=True)
         _probe(t).backward()
@@ -438,15 +358,14 @@ class SavedForBackward:
         return 8 * self.activation_floats  # float64
 
 
-def saved_for_backward(batch: int = 32, depth: int = 2, width: int = 16, activation: str = "tanh",
-                       seed: int = 0) -> SavedForBackward:
-    """Build the playground's MLP (2 inputs, 2 classes), run one forward pass on ``batch`` examples
-    and add up what the recorded nodes saved for the backward pass."""
+def saved_for_backward(model, batch: int = 32, depth: int = 2, width: int = 16, seed: int = 0) -> SavedForBackward:
+    """Run ``model`` (the page's MLP with 2 inputs, 2 classes, ``depth`` hidden layers of ``width``)
+    forward on ``batch`` examples with a cross-entropy loss, and add up what the recorded nodes
+    saved for the backward pass."""
     from engine.autograd import topological_order
 
     if not (isinstance(batch, (int, np.integer)) and 1 <= batch <= 100_000):
         raise ValueError(f"saved_for_backward: batch must be an integer in [1, 100000], got {batch!r}")
-    model = build_mlp(2, 2, width, depth, activation, seed)
     params = [p.data for p in model.parameters()]
     x = np.random.default_rng(seed).standard_normal((batch, 2))
     loss = F.cross_entropy(model(Tensor(x)), np.zeros(batch, dtype=np.int64))

@@ -1,24 +1,37 @@
-"""The engine modules behind notebooks 01-04: activations_lab, graph, optim_lab, backprop_lab.
+"""The lab behind notebook 03 (backprop): the playground's data and runs, the gradient check, the modes.
 
 Each expected value is computed independently here (closed forms with math/NumPy, published
 constants), never by the function under test.
 """
 
 import math
+
 import numpy as np
 import pytest
-import engine
-from engine.course.labs import activations as act
-from engine.course.labs import backprop as backprop_lab
-from engine.course.labs import losses
-from engine.course import graph as graphs
-from engine.course.labs import optimizers as olab
 
+import engine
+from engine.course.labs import backprop as backprop_lab
 
 # ============================================================================ backprop lab (03): playground, gradient check
 
+
+def _central(f, x, h):
+    return (f(x + h) - f(x - h)) / (2 * h)
+
+
+def _mlp(depth=2, width=16, n_out=2):
+    """A tanh MLP of nn layers (the notebook writes its own; the lab only runs what it is given)."""
+    sizes = [2] + [width] * depth
+    layers = []
+    with engine.random.fork_rng(0):
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+            layers += [engine.nn.Linear(fan_in, fan_out, dtype="float64"), engine.nn.Tanh()]
+        layers.append(engine.nn.Linear(width, n_out, dtype="float64"))
+    return engine.nn.Sequential(*layers)
+
+
 def test_finite_difference_error_has_the_v_shape():
-    fd = backprop_lab.finite_difference_errors(0.7)
+    fd = backprop_lab.finite_difference_errors(_central, 0.7)
     exact = backprop_lab.probe_derivative_exact(0.7)
     h = 1e-5
     numeric = (math.sin(0.7 + h) * math.exp(0.7 + h) / (1 + (0.7 + h) ** 2)
@@ -35,64 +48,49 @@ def test_finite_difference_error_has_the_v_shape():
         backprop_lab.best_step(fd, "float16")
 
 
-def test_playground_learns_moons_and_reports_history():
-    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("moons", n=200, noise=0.1, seed=0)
-    assert Xtr.shape == (150, 2) and np.allclose(np.concatenate([Xtr, Xva]).mean(0), 0, atol=1e-12)
-    calls = []
-    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=16, depth=2, activation="tanh", optimizer="adam",
-                                   lr=0.03, epochs=60, progress=calls.append)
-    assert calls == list(range(60)) and not run.diverged
-    assert run.history["train_acc"][-1] > 0.95 and run.history["val_acc"][-1] > 0.9
-    assert run.history["train_loss"][-1] < run.history["train_loss"][0] / 3
-    assert run.grid_probs.shape == (60, 60, 2)
+def test_finite_difference_errors_use_the_difference_they_are_given():
+    """A one-sided difference (error ∝ h, not h²) puts the float64 V's bottom near √ε, not ε^(1/3)."""
+    one_sided = backprop_lab.finite_difference_errors(lambda f, x, h: (f(x + h) - f(x)) / h, 0.7)
+    central = backprop_lab.finite_difference_errors(_central, 0.7)
+    (h1, e1), (h2, e2) = (backprop_lab.best_step(fd, "float64") for fd in (one_sided, central))
+    assert h1 < 1e-7 < h2 and e1 > 100 * e2
+    assert one_sided.autograd_float64 == central.autograd_float64  # autograd's error does not depend on it
+
+
+def test_playground_run_draws_the_model_it_is_given_and_flags_divergence():
+    split = backprop_lab.make_playground_data("blobs", n=200, noise=0.1, seed=0)
+    assert split[0].shape == (150, 2) and np.allclose(np.concatenate([split[0], split[2]]).mean(0), 0, atol=1e-12)
+    model = _mlp(n_out=3)
+    run = backprop_lab.playground_run(model, split, initial_loss=1.1, grid_size=12)
+    assert run.history == {} and not run.diverged and run.initial_loss == 1.1 and run.model is model
+    assert run.grid_probs.shape == (12, 12, 3)
     np.testing.assert_allclose(run.grid_probs.sum(-1), 1.0, atol=1e-12)
-
-
-def test_playground_divergence_is_flagged_not_raised():
-    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("spirals", n=200, noise=0.1, seed=0)
-    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, width=64, depth=4, activation="relu", optimizer="sgd",
-                                   lr=3.0, epochs=40)
-    assert run.diverged and len(run.history["train_loss"]) < 40 and run.grid_probs is None
+    both = np.concatenate([split[0], split[2]])  # the grid covers every point, with a margin
+    assert run.grid_x.min() < both[:, 0].min() and run.grid_y.max() > both[:, 1].max()
+    with engine.no_grad():
+        logits = model(engine.Tensor(np.array([[run.grid_x[0, 0], run.grid_y[0, 0]]]))).data[0]
+    np.testing.assert_allclose(run.grid_probs[0, 0], np.exp(logits) / np.exp(logits).sum(), rtol=1e-12)
+    gone = backprop_lab.playground_run(model, split, {"train_loss": [0.7, float("nan")]})
+    assert gone.diverged and gone.grid_probs is None
     with pytest.raises(ValueError, match="data set must be"):
         backprop_lab.make_playground_data("mnist")
     with pytest.raises(ValueError, match="optimizer must be"):
         backprop_lab.playground_optimizer("lbfgs", [], 0.1)
 
 
-def test_untrained_playground_starts_near_ln_k_and_overfits_one_batch():
-    Xtr, ytr, Xva, yva = backprop_lab.make_playground_data("blobs", n=200, noise=0.1, seed=0)
-    run = backprop_lab.train_playground(Xtr, ytr, Xva, yva, epochs=0)
-    assert run.history["train_loss"] == [] and run.grid_probs.shape[-1] == 3
-    losses = backprop_lab.overfit_one_batch(Xtr, ytr, width=32, depth=2, activation="tanh", steps=300)
-    assert losses[-1] < 0.05 < losses[0]
+def test_default_playground_reads_the_checkpoint_on_the_default_data():
+    from engine.course import checkpoints
 
-
-
-
-def test_default_playground_is_the_defaults_trained_and_read_from_its_checkpoint():
-    import time
-
-    backprop_lab.default_playground.cache_clear()
-    started = time.process_time()
-    shown = backprop_lab.default_playground()
-    spent = time.process_time() - started
-    assert backprop_lab.default_playground() is shown  # read once per process
+    state = checkpoints.load(backprop_lab.playground_checkpoint)
+    shown = backprop_lab.default_playground(state)
     d = backprop_lab.PLAYGROUND_DEFAULTS
     split = backprop_lab.make_playground_data(d["data"], n=backprop_lab.PLAYGROUND_POINTS, noise=d["noise"], seed=0)
     for got, want in zip(shown.split, split):
         np.testing.assert_array_equal(got, want)
-    run = backprop_lab.train_playground(*split, width=16, depth=2, activation="tanh", optimizer="adam", lr=0.03,
-                                        epochs=60, seed=0, grid_size=40)
-    for key in ("train_loss", "val_loss", "train_acc", "val_acc"):
-        np.testing.assert_allclose(shown.run.history[key], run.history[key], rtol=1e-6)
-    np.testing.assert_allclose(shown.run.grid_probs, run.grid_probs, rtol=1e-6, atol=1e-9)
-    np.testing.assert_array_equal(shown.run.grid_x, run.grid_x)
-    assert shown.run.initial_loss == pytest.approx(run.initial_loss) and not shown.run.diverged
-    assert shown.run.grid_probs.shape == (40, 40, 2) and shown.run.history["val_acc"][-1] >= 0.9
-    losses = backprop_lab.overfit_one_batch(split[0], split[1], width=16, depth=2, activation="tanh", steps=300)
-    np.testing.assert_allclose(shown.overfit_losses, losses, rtol=1e-6)
-    assert shown.overfit_losses.shape == (300,) and shown.overfit_losses[-1] < 0.05
-    assert spent < 0.05, f"reading the default playground took {spent:.3f} s of CPU: it is meant to be shipped"
+    assert state["settings"] == dict(d, points=backprop_lab.PLAYGROUND_POINTS, grid=backprop_lab.PLAYGROUND_GRID,
+                                     overfit_steps=backprop_lab.OVERFIT_STEPS)
+    assert all(len(v) == d["epochs"] for v in shown.run.history.values()) and not shown.run.diverged
+    assert shown.run.grid_probs.shape == (40, 40, 2) and shown.overfit_losses.shape == (300,)
     assert backprop_lab.is_default_playground(dict(d)) and backprop_lab.is_default_playground({})
     assert not backprop_lab.is_default_playground({"width": 8})
     with pytest.raises(ValueError, match="unknown settings \\['colour'\\]"):
@@ -138,9 +136,9 @@ def test_forward_vs_reverse_refuses_bad_sizes():
 
 
 def test_saved_for_backward_grows_with_batch_and_depth_not_parameters():
-    base = backprop_lab.saved_for_backward(1, depth=2, width=16)
-    big = backprop_lab.saved_for_backward(50, depth=2, width=16)
-    deeper = backprop_lab.saved_for_backward(50, depth=3, width=16)
+    base = backprop_lab.saved_for_backward(_mlp(), 1, depth=2, width=16)
+    big = backprop_lab.saved_for_backward(_mlp(), 50, depth=2, width=16)
+    deeper = backprop_lab.saved_for_backward(_mlp(depth=3), 50, depth=3, width=16)
     assert big.activation_floats == 50 * base.activation_floats  # one row per example
     assert deeper.activation_floats - big.activation_floats == 50 * 16  # B × width per hidden layer
     assert big.parameter_floats == base.parameter_floats == (2 * 16 + 16) + (16 * 16 + 16) + (16 * 2 + 2)
@@ -148,12 +146,11 @@ def test_saved_for_backward_grows_with_batch_and_depth_not_parameters():
     # the first linear layer keeps its input x (B × 2): the count includes what we fed in
     assert big.per_op[-1] == ("Linear", 50 * 2)
     # inference records nothing: no graph, nothing saved
-    import engine
-    model = backprop_lab.build_mlp(2, 2, 16, 2)
+    model = _mlp()
     with engine.no_grad():
         assert model(engine.Tensor(np.zeros((5, 2))))._ctx is None
     with pytest.raises(ValueError, match="batch must be"):
-        backprop_lab.saved_for_backward(0)
+        backprop_lab.saved_for_backward(model, 0)
 
 
 def test_split_drawn_standardises_shuffles_and_keeps_both_sides():
