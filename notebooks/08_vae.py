@@ -144,30 +144,25 @@ def digits_view(run, shipped):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     A variational autoencoder compresses each input into a small random code $z$ and learns to
-    rebuild the input from it; because the codes are pushed to look like samples of $\\mathcal N(0, I)$,
+    rebuild the input from it; because the codes are pushed to look like samples of $\mathcal N(0, I)$,
     decoding fresh noise produces new data. In this notebook you will:
 
-    - see why writing $z = \\mu + \\sigma\\varepsilon$ lets gradients reach $\\mu$ and $\\sigma$, and how
+    - see why writing $z = \mu + \sigma\varepsilon$ lets gradients reach $\mu$ and $\sigma$, and how
       much less variance that gradient has than the score-function alternative;
-    - compute the KL divergence of $\\mathcal N(\\mu, \\sigma^2)$ to $\\mathcal N(0, 1)$ in closed form and
+    - compute the KL divergence of $\mathcal N(\mu, \sigma^2)$ to $\mathcal N(0, 1)$ in closed form and
       check it by Monte Carlo;
     - read the ELBO as a budget between reconstruction and KL, and watch latent dimensions
-      collapse as its weight $\\beta$ grows;
+      collapse as its weight $\beta$ grows;
     - see where the codes go (the aggregate posterior against the prior) and two remedies for
       collapse, KL annealing and free bits;
     - train a VAE on real handwritten digits, explore its latent space, encode a digit you draw,
-      and measure how far its ELBO is from $\\log p(x)$ with the importance-weighted bound.
+      and measure how far its ELBO is from $\log p(x)$ with the importance-weighted bound.
+
+    The VAE itself, its loss, its training loop and the bound are the code cells of this page:
+    open it with `marimo edit` to change them, and every figure that uses them follows.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -353,11 +348,11 @@ def _(q_mu, q_samples, q_sigma):
 
 @app.cell
 def _():
-    # the KL surface does not depend on the sliders: computed once
+    # kl_to_prior over a grid of (μ, σ), one latent dimension each
     _mus = np.linspace(-3, 3, 25)
     _sigmas = np.linspace(0.1, 3, 30)
-    _surface = vae.gaussian_kl(np.repeat(_mus[None, :, None], 30, axis=0),
-                               np.log(np.repeat(_sigmas[:, None, None], 25, axis=1) ** 2)).data
+    _surface = kl_to_prior(engine.tensor(np.repeat(_mus[None, :], 30, axis=0)),
+                           engine.tensor(np.log(np.repeat(_sigmas[:, None], 25, axis=1) ** 2))).numpy()
     plot.heatmap(np.log10(_surface[::-1] + 1e-3), x_labels=[f"{m:.1f}" for m in _mus],
                  y_labels=[f"{s:.1f}" for s in _sigmas[::-1]], x_title="μ", y_title="σ",
                  color_title="log₁₀ KL", scheme="purples",
@@ -517,6 +512,12 @@ def _():
     A larger $\sigma_x^2$ makes reconstruction errors cheap, exactly as a larger $\beta$ makes the
     code dear. The two cells below are the whole objective and the whole training loop; every model
     on this page is trained by them.
+
+    **Change this cell:** in `negative_elbo`, return `recon` alone as the loss, the ELBO without its
+    KL term. The sections below then say that their shipped models were trained with other code;
+    press **Train the VAE**. Nothing ties the codes to $\mathcal N(0, I)$ any more: the KL per
+    dimension climbs to several nats, and the decoded samples $z \sim \mathcal N(0, I)$ no longer
+    land on the data.
     """)
     return
 
@@ -567,18 +568,6 @@ def train_vae(model, X, steps, lr=3e-3, beta=1.0, batch_size=128, free_bits=0.0,
 def lesson_cells():
     """The lesson cells of this page, as they stand, for the lab's training runs."""
     return lab.Lesson(vae_model, encode, decode, negative_elbo, train_vae, parts=(reparameterize, kl_to_prior))
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    **Change this cell:** in `negative_elbo`, return `recon` alone as the loss, the ELBO without its
-    KL term. The sections below then say that their shipped models were trained with other code;
-    press **Train the VAE**. Nothing ties the codes to $\mathcal N(0, I)$ any more: the KL per
-    dimension climbs to several nats, and the decoded samples $z \sim \mathcal N(0, I)$ no longer
-    land on the data.
-    """)
-    return
 
 
 @app.cell
@@ -777,30 +766,19 @@ def _():
         "the smallest KL term (in nats, before β) the loss can charge?",
         truth=3 * 0.5, hint="each dimension counts as max(KL_j, λ), never less than λ.",
         abs_tol=1e-6)
-    answer_free_bits = ui.answer_box(exercise_free_bits, placeholder="nats")
-    return answer_free_bits, exercise_free_bits
-
-
-@app.cell
-def _(answer_free_bits, exercise_free_bits):
-    ui.exercise(exercise_free_bits, answer_free_bits)
-    return
-
-
-@app.cell
-def _():
     exercise_knob = exercises.NumberExercise(
         question="**Exercise 6.** A VAE trains with decoder variance σ²ₓ = 0.2 and β = 1. With "
         "σ²ₓ = 0.05, which β trains the same model?",
         truth=lab.equivalent_beta(1.0, 0.2, reference_var=0.05),
         hint="multiply the loss ‖x − x̂‖²/(2σ²ₓ) + β·KL by σ²ₓ/0.05.", rel_tol=1e-3)
+    answer_free_bits = ui.answer_box(exercise_free_bits, placeholder="nats")
     answer_knob = ui.answer_box(exercise_knob, placeholder="β")
-    return answer_knob, exercise_knob
+    return answer_free_bits, answer_knob, exercise_free_bits, exercise_knob
 
 
 @app.cell
-def _(answer_knob, exercise_knob):
-    ui.exercise(exercise_knob, answer_knob)
+def _(answer_free_bits, answer_knob, exercise_free_bits, exercise_knob):
+    mo.vstack([ui.exercise(exercise_free_bits, answer_free_bits), ui.exercise(exercise_knob, answer_knob)])
     return
 
 
@@ -1000,6 +978,11 @@ def _():
     above the ELBO is a lower estimate of the KL gap. The cell below computes it in NumPy, with the
     log-sum-exp written out so that no weight overflows; the table applies it to the 360 held-out
     digits of the model shown above.
+
+    **Change this cell:** average the log-weights instead of the weights, `return log_w.mean(0)`.
+    That is $\mathbb E[\log w]$, the ELBO itself, for every $K$: the column IWAE_K − ELBO falls to
+    about zero (what is left is the noise of different draws), and the bound stops rising with
+    $K$. The order of $\log$ and the average is the whole IWAE.
     """)
     return
 
@@ -1021,17 +1004,6 @@ def iwae_bound(model, x, K, rng):
     log_w = log_normal(x, x_hat, model.obs_var) + log_normal(z, 0.0, 1.0) - log_normal(z, mu, std**2)  # [K, N]
     top = log_w.max(0)
     return top + np.log(np.exp(log_w - top).mean(0))
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    **Change this cell:** average the log-weights instead of the weights,
-    `return log_w.mean(0)`. That is $\mathbb E[\log w]$, the ELBO itself, for every $K$: the column
-    IWAE_K − ELBO falls to about zero (what is left is the noise of different draws), and the bound
-    stops rising with $K$. The order of $\log$ and the average is the whole IWAE.
-    """)
-    return
 
 
 @app.cell
