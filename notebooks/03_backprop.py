@@ -21,9 +21,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     Backpropagation is the chain rule, applied once per operation, in the right order. The
     engine records every operation as a node of a graph while it computes; `backward()` then
     walks that graph from the output to the inputs, and each node multiplies the gradient it
@@ -36,13 +34,12 @@ def _():
     - write a dense layer's gradients by hand in NumPy and find them equal to autograd's;
     - check gradients with finite differences and see why the step $h$ cannot be too small;
     - train small networks on 2-D data in a playground, and run the "overfit one batch" check.
+
+    Each piece of the lesson (the op, the sort and the walk, the difference quotient, the network
+    and its training loop) is code on this page. Open it with `marimo edit`, change a cell, and
+    every figure that uses it runs again: the prompts marked **Change this cell** suggest where
+    to start.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -721,9 +718,10 @@ def _(pg_act, pg_classes, pg_default, pg_depth, pg_epochs, pg_lr, pg_opt, pg_sam
     if train_button.value and pg_split is not None:
         _model = mlp(2, pg_classes, pg_width.value, pg_depth.value, pg_act.value, seed=0)
         _initial = evaluate(_model, *pg_split[:2])[0]
+        _optimizer = lab.playground_optimizer(pg_opt.value, _model.parameters(), pg_lr.value)
         with mo.status.progress_bar(total=pg_epochs.value, title="training", remove_on_exit=True) as _bar:
-            _history = train_playground(_model, lab.playground_optimizer(pg_opt.value, _model.parameters(), pg_lr.value),
-                                        pg_split, pg_epochs.value, progress=lambda _epoch: _bar.update())
+            _history = train_playground(_model, _optimizer, pg_split, pg_epochs.value,
+                                        progress=lambda _epoch: _bar.update())
         pg_run = lab.playground_run(_model, pg_split, _history, _initial, grid_size=lab.PLAYGROUND_GRID)
     elif pg_same_net and pg_default is not None and lab.is_default_playground(
             dict(optimizer=pg_opt.value, lr=pg_lr.value, epochs=pg_epochs.value)):
@@ -876,14 +874,6 @@ def _(overfit_button, pg_act, pg_classes, pg_default, pg_default_problem, pg_dep
     return (overfit_losses,)
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## 5. Check yourself
-    """)
-    return
-
-
 @app.cell
 def _():
     exercise_neuron = exercises.NumberExercise(
@@ -892,29 +882,19 @@ def _():
         truth=graphs.input_gradients(graphs.expression_graph("neuron", 2.0, -1.0, 0.5))["y"],
         hint="σ′(a) = σ(a)(1 − σ(a)), then the mul node sends g·x to y.", abs_tol=2e-3)
     answer_neuron = ui.answer_box(exercise_neuron, placeholder="e.g. 0.25", label="∂f/∂y =")
-    return answer_neuron, exercise_neuron
-
-
-@app.cell
-def _(answer_neuron, exercise_neuron):
-    ui.exercise(exercise_neuron, answer_neuron)
-    return
-
-
-@app.cell
-def _():
     exercise_dw = exercises.NumberExercise(
         question="**2.** `nn.Linear(10, 5)` maps a batch of 32 examples with 10 features to 5 outputs. How many "
                  "rows does its weight gradient dW = dZᵀX have?",
         truth=graphs.dense_layer_gradients(linear_backward, 32, 10, 5).shapes["dW"][0],
         hint="dW has W's shape, and PyTorch stores W as (out, in).")
     answer_dw = ui.answer_box(exercise_dw, placeholder="e.g. 32", label="rows of dW =")
-    return answer_dw, exercise_dw
+    return answer_dw, answer_neuron, exercise_dw, exercise_neuron
 
 
 @app.cell
-def _(answer_dw, exercise_dw):
-    ui.exercise(exercise_dw, answer_dw)
+def _(answer_dw, answer_neuron, exercise_dw, exercise_neuron):
+    mo.vstack([mo.md("## 5. Check yourself"), ui.exercise(exercise_neuron, answer_neuron),
+               ui.exercise(exercise_dw, answer_dw)])
     return
 
 
@@ -926,17 +906,6 @@ def _():
         truth=float(np.log10(lab.best_step(lab.finite_difference_errors(central_difference, 0.7), "float64")[0])),
         hint="Balance h² against ε/h with ε ≈ 2·10⁻¹⁶.", abs_tol=1.01)
     answer_h = ui.answer_box(exercise_h, placeholder="e.g. -3", label="log₁₀ h =")
-    return answer_h, exercise_h
-
-
-@app.cell
-def _(answer_h, exercise_h):
-    ui.exercise(exercise_h, answer_h)
-    return
-
-
-@app.cell
-def _():
     _reuse = graphs.expression_graph("reuse", 1.0, 1.0, 0.0)
     exercise_uses = exercises.NumberExercise(
         question=r"**4.** In $f = x\,e^{x} + x\,y$, how many contributions are added up to make "
@@ -945,12 +914,12 @@ def _():
         hint="Count every place an op reads x: each one sends x a share (step through 'x used three times').",
         explanation="Two mul nodes and the exp node each read x.")
     answer_uses = ui.answer_box(exercise_uses, placeholder="e.g. 2", label="contributions =")
-    return answer_uses, exercise_uses
+    return answer_h, answer_uses, exercise_h, exercise_uses
 
 
 @app.cell
-def _(answer_uses, exercise_uses):
-    ui.exercise(exercise_uses, answer_uses)
+def _(answer_h, answer_uses, exercise_h, exercise_uses):
+    mo.vstack([ui.exercise(exercise_h, answer_h), ui.exercise(exercise_uses, answer_uses)])
     return
 
 
@@ -964,17 +933,6 @@ def _():
         hint="One JVP pass per input, each computing the values and their tangents (about two forwards).",
         rel_tol=0.05, explanation="Reverse mode: about 2, whatever n is.")
     answer_modes = ui.answer_box(exercise_modes, placeholder="e.g. 500", label="forward passes =")
-    return answer_modes, exercise_modes
-
-
-@app.cell
-def _(answer_modes, exercise_modes):
-    ui.exercise(exercise_modes, answer_modes)
-    return
-
-
-@app.cell
-def _():
     _one, _two = (lab.saved_for_backward(mlp(2, 2, 64, d, "tanh", seed=0), 100, depth=d, width=64) for d in (1, 2))
     exercise_saved = exercises.NumberExercise(
         question="**6.** The MLP of *What backward keeps* gets one more hidden layer of width 64. With a batch of "
@@ -984,12 +942,12 @@ def _():
              "what the next layer reads (counted once).",
         explanation="B × width: one activation matrix per layer.")
     answer_saved = ui.answer_box(exercise_saved, placeholder="e.g. 100", label="more floats =")
-    return answer_saved, exercise_saved
+    return answer_modes, answer_saved, exercise_modes, exercise_saved
 
 
 @app.cell
-def _(answer_saved, exercise_saved):
-    ui.exercise(exercise_saved, answer_saved)
+def _(answer_modes, answer_saved, exercise_modes, exercise_saved):
+    mo.vstack([ui.exercise(exercise_modes, answer_modes), ui.exercise(exercise_saved, answer_saved)])
     return
 
 
