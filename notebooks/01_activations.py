@@ -81,7 +81,6 @@ def _():
 
 @app.cell
 def _(act_choice, elu_alpha, leaky_slope):
-    # the range does not depend on the plotted x range: moving that slider skips this search
     act_name = act_choice.value
     act_params = {"slope": leaky_slope.value, "alpha": elu_alpha.value}
     act_range = lab.output_range(act_name, **act_params)
@@ -132,7 +131,6 @@ def _():
 
 @app.cell
 def _():
-    # the rows without a parameter, computed once: moving α re-runs only its own row
     fixed_family_rows = {_name: lab.family_row(_name) for _name, _spec in lab.ACTIVATIONS.items()
                          if not _spec["params"]}
     return (fixed_family_rows,)

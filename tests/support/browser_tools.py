@@ -470,3 +470,53 @@ def drag_on_widget(page, widget, path, *, steps: int = 10) -> str | None:
         page.mouse.move(*at(fx, fy), steps=steps)
     page.mouse.up()
     return handle.evaluate("(el) => { const a = el.closest('.output-area'); return a ? a.id : null; }")
+
+
+# ----------------------------------------------------------------------------- editing a lesson cell (issue 24)
+
+
+@contextlib.contextmanager
+def notebook_in_editor(executable: str, notebook: str, folder: Path, timeout_ms: float = 180_000):
+    """``notebook`` opened in ``marimo edit`` (as ``make edit`` starts it, ``--headless --no-token``)
+    on a copy of the course in ``folder``, so that what the editor saves never lands in the working
+    tree, with every cell run: yields ``(page, server log path)``."""
+    import shutil
+
+    copy = folder / "course"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "__marimo__")
+    for name in ("engine", "notebooks", "cheatsheets"):
+        shutil.copytree(ROOT / name, copy / name, ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    log = folder / "edit.log"
+    command = make_command("edit", free_port()) + ["--headless", "--no-token"]
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # as `make edit`
+    with served(command, copy, log, env=env) as base, open_page(executable) as page:
+        page.goto(base + f"?file={notebook}", wait_until="commit")
+        page.wait_for_function("() => window.__mw && __mw.kernelReady", timeout=timeout_ms, polling=100)
+        editor_run_all(page, timeout_ms)
+        page.wait_for_function("() => __mw.completed > 0 && __mw.busy() === 0"
+                               " && __mw.cells.every(id => __mw.status[id] === 'idle')",
+                               timeout=timeout_ms, polling=100)
+        yield page, log
+
+
+def replace_cell_code(page, notebook: str, name: str, code: str, timeout_ms: float = 180_000) -> None:
+    """Type ``code`` over the code of ``notebook``'s ``@app.function`` / ``@app.class_definition``
+    cell ``name`` in the editor, run it with Ctrl+Enter as a learner does, and wait until the
+    cells that depend on it have run."""
+    from notebook_driver import load_app
+
+    # the editor lists the cells in the file's order: the cell's id is at its position
+    names = [cell.name.lstrip("*") for cell in load_app(notebook)._cell_manager.cell_data()]  # "*block"
+    position = names.index(name)
+    cell = page.locator(f'[data-cell-id="{page.evaluate("() => __mw.cells")[position]}"]')
+    cell.scroll_into_view_if_needed()  # the editor draws a cell's code once the cell is in view
+    editor = cell.locator(".cm-content").first
+    first_line = editor.inner_text().lstrip().splitlines()[0]
+    assert first_line.startswith((f"def {name}(", f"class {name}")), first_line
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(code)
+    completed = page.evaluate("() => __mw.completed")
+    page.keyboard.press("Control+Enter")
+    wait_idle_after(page, completed, timeout_ms, f"running the edited {name}")
