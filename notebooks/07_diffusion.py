@@ -836,6 +836,11 @@ def _(sampler_compare, sampler_data, sampler_gallery, sampler_steps, sampler_unf
                     "DDIM": sampler_gallery.ddim_samples[_row]}
     sampler_scores = {"DDPM (respaced)": float(sampler_gallery.ddpm[_row]),
                       "DDIM": float(sampler_gallery.ddim[_row])}
+    sampler_table = sampler_gallery.table((10, 50, 1000))  # the table below the charts
+    _source = "" if sampler_compare.value else "*The button draws them again here and gets the same numbers.*"
+    _rows = ["| steps | DDPM (respaced) | DDIM |", "|---|---|---|"] + [
+        f"| {_s} | {_a:.4f} | {_b:.4f} |"
+        for _s, _a, _b in zip(sampler_table.steps, sampler_table.ddpm, sampler_table.ddim)]
     # 300 points a layer: two charts that every move of the slider sends again
     _charts = [plot.point_layers({"data": (sampler_data[:300], "data"), _k: (_x[:300], "model")},
                                  domain=(-3, 3), height=300, size=8,
@@ -847,23 +852,10 @@ def _(sampler_compare, sampler_data, sampler_gallery, sampler_steps, sampler_unf
                mo.md(("*Drawn just now by the code above, " if sampler_compare.value else
                       "*Drawn by the code above and shipped with the course, ")
                      + "for every step count of the slider (1000 samples each, seed 0): the scores "
-                       "use all 1000 samples, the charts show 300 of them and 300 data points.*")])
-    return sampler_runs, sampler_scores
-
-
-@app.cell
-def _(sampler_compare, sampler_gallery):
-    mo.stop(sampler_gallery is None)
-    sampler_table = sampler_gallery.table((10, 50, 1000))
-    _source = ("Drawn just now by the code above." if sampler_compare.value else
-               "From the shipped samples above; the button draws them again here and gets the same "
-               "numbers.")
-    _rows = ["| steps | DDPM (respaced) | DDIM |", "|---|---|---|"] + [
-        f"| {_s} | {_a:.4f} | {_b:.4f} |"
-        for _s, _a, _b in zip(sampler_table.steps, sampler_table.ddpm, sampler_table.ddim)]
-    mo.md("\n".join(_rows) + f"\n\nA second draw of the data scores {sampler_table.floor:.4f}. "
-          f"*{_source}*")
-    return (sampler_table,)
+                       "use all 1000 samples, the charts show 300 of them and 300 data points.*"),
+               mo.md("\n".join(_rows) + f"\n\nA second draw of the data scores {sampler_table.floor:.4f}. "
+                     + _source)])
+    return sampler_runs, sampler_scores, sampler_table
 
 
 @app.cell(hide_code=True)
@@ -916,6 +908,12 @@ def _():
     label's likelihood raised to a power, which favours the points most typical of the class. On
     the two moons ($T = 50$), **fidelity** is the share of samples whose nearest training point
     carries the requested label; **spread** is the samples' total variance over that moon's own.
+
+    **Change this cell:** in `train_conditional`, never drop the label (`p_drop=0.0`) and train
+    again. The network then never learns $\varepsilon_\theta(x_t, t, \varnothing)$, and guidance
+    extrapolates away from a prediction that means nothing: at $w = 0$ (the conditional prediction
+    alone) the samples are as before, but as $w$ grows they are pushed off the moons, and at
+    $w = 8$ their mean lies more than 4 units from the origin, where the data ends within about 2.
     """)
     return
 

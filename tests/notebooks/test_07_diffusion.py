@@ -435,3 +435,17 @@ def test_07_the_noiseless_reverse_step_collapses_the_samples_as_the_page_says():
     assert len(run.losses) == 2000 and "Trained just now by the code above" in text
     assert trained["ddpm_final"] > run.noise_quality
     assert trained["trajectory"][-1].std(0).max() < 0.1
+
+
+def test_07_guidance_without_dropped_labels_does_what_the_page_says():
+    """Section 6's "change this cell": with p_drop = 0 the unconditional prediction is never
+    trained; w = 0 is unchanged, w = 8 pushes the samples' mean more than 4 from the origin."""
+    import functools
+
+    X = diffusion_lab.toy_data_2d("moons", n=3000, seed=0)
+    assert np.abs(X).max() < 2.5  # "the data ends within about 2"
+    study = diffusion_lab.guidance_study(NB.conditional_denoiser, functools.partial(NB.train_conditional, p_drop=0.0),
+                                         NB.guided_sample, NB.noise_schedule("linear", 50), steps=1500, n=300)
+    for label in (0, 1):
+        assert study.trades[label].fidelity[0] > 0.95 and study.trades[label].spread[0] > 0.8  # w = 0: as before
+        assert np.linalg.norm(study.samples[label][-1].mean(0)) > 4  # w = 8: far off the moons
