@@ -26,8 +26,8 @@ def _():
 
     - compare MSE, MAE, Huber and pseudo-Huber as functions of the residual, each written out in a
       cell you can edit, with their gradients computed by the engine's autograd;
-    - fit a line under each of them while you drag outliers around, with the solvers and with the
-      fitting loop every fit on this page runs;
+    - fit a line under each of them while you drag outliers around, with exact solvers and with
+      the fitting loop behind this page's other fits;
     - read each loss as a **likelihood**: the mean, the median and a quantile, each the answer
       of one loss;
     - compute cross-entropy from logits, with label smoothing, and watch the naive
@@ -115,7 +115,7 @@ def per_example_loss(name, delta=1.0, tau=0.5):
 def _():
     reg_loss = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
                               value="Huber", label="loss ℓ")
-    # live while dragged: a change of δ redraws two curves and refits two lines (~1 ms each)
+    # live while dragged: a change of δ redraws two curves and refits two lines
     delta = mo.ui.slider(lab.LINE_DELTAS[0], lab.LINE_DELTAS[-1], step=0.1, value=lab.LINE_DEFAULT["delta"],
                          label="δ (Huber, pseudo-Huber)", show_value=True)
     return delta, reg_loss
@@ -172,17 +172,17 @@ def _():
     minimises each loss is refitted at once: least squares for MSE; for MAE the best of the lines
     through two of the points (an L1 fit always has an optimum there); for Huber and pseudo-Huber
     *iteratively reweighted* least squares, a few least-squares fits in which each point's weight
-    $\ell'(e)/e$ shrinks as its residual grows. These solvers take a millisecond. MSE follows the
-    outliers, because their squared errors outweigh everything else; MAE barely moves; Huber sits
-    in between, closer to MAE the smaller $\delta$.
+    $\ell'(e)/e$ shrinks as its residual grows. MSE follows the outliers, because their squared
+    errors outweigh everything else; MAE barely moves; Huber sits in between, closer to MAE the
+    smaller $\delta$.
 
-    A network has no such solver: it is trained by a loop. `fit` below is the loop this page
-    uses for every fit: compute the loss, `backward()` for its gradient, one optimizer step, with
-    Adam's learning rate annealed to 0 by a cosine schedule,
+    A network has no such solver: it is trained by a loop. `fit` below is the loop behind the
+    fits of sections 2, 3, 6 and 9: compute the loss, `backward()` for its gradient, one
+    optimizer step, with Adam's learning rate annealed to 0 by a cosine schedule,
     $\eta_t = \tfrac12\eta\,(1 + \cos(\pi t / T))$, so that MAE's gradients, which keep their size
     all the way to the minimum, still settle. `fit_line` runs it on the line's two parameters.
     The engine's Adam (300 steps, cosine-annealed) reaches the solvers' lines to about $10^{-3}$:
-    compare the last two columns of the table.
+    compare Adam's columns of the table with the solvers'.
     """)
     return
 
@@ -548,9 +548,24 @@ def _():
     `F.binary_cross_entropy_with_logits` (like their PyTorch namesakes) take **logits**, not
     probabilities. Below: logits $s\cdot(1, 0, -1)$ and a target class you choose; class 2's true
     loss is $2s + \ln(1 + e^{-s} + e^{-2s})$, about $2s$, and class 0's is
-    $\ln(1 + e^{-s} + e^{-2s})$, about $e^{-s}$.
+    $\ln(1 + e^{-s} + e^{-2s})$, about $e^{-s}$. The red curve is `naive_cross_entropy`, the
+    formula as written; the other is the library's fused `F.cross_entropy`.
+
+    **Change this cell:** in `naive_cross_entropy`, subtract each row's largest logit first
+    (`z = z - z.max(axis=-1, keepdims=True)` as its first line). With target class 0 the NaN is
+    gone: the red curve now follows the fused one all the way to $s = 1000$. With class 2 it
+    still breaks at $s \approx 52$ in float32, because the ratio $e^{-2s}/\dots$ still underflows
+    to 0: only taking the logarithm before dividing, $-(z_y - m) + \ln\sum_j e^{z_j - m}$, fixes both.
     """)
     return
+
+
+@app.function
+def naive_cross_entropy(z, y):
+    """Cross-entropy as written, −ln(e^{z_y} / Σ_j e^{z_j}), in NumPy and in z's own precision
+    (one row of logits per example, y the target classes)."""
+    e = np.exp(z)
+    return -np.log(e[np.arange(len(z)), y] / e.sum(axis=-1))
 
 
 @app.cell
@@ -568,17 +583,18 @@ def _():
 def _(naive_target, precision):
     # the whole curve depends on precision and target only; moving s just moves the rule
     naive_scales = np.geomspace(1, 1000, 61)
-    naive_curve, fused_curve = lab.naive_vs_fused(naive_scales, precision.value, naive_target.value)
-    naive_break = lab.naive_breakdown(precision.value, naive_target.value)
+    naive_curve, fused_curve = lab.naive_vs_fused(naive_cross_entropy, naive_scales, precision.value,
+                                                  naive_target.value)
+    naive_break = lab.naive_breakdown(naive_cross_entropy, precision.value, naive_target.value)
     naive_breaks_at = naive_break.scale
     return fused_curve, naive_break, naive_breaks_at, naive_curve, naive_scales
 
 
 @app.cell
 def _(fused_curve, logit_scale, naive_break, naive_curve, naive_scales, naive_target, precision):
-    naive_now, fused_now = (float(v[0]) for v in lab.naive_vs_fused([logit_scale.value], precision.value,
-                                                                      naive_target.value))
-    _fused64 = float(lab.naive_vs_fused([logit_scale.value], "float64", naive_target.value)[1][0])
+    naive_now, fused_now = (float(v[0]) for v in lab.naive_vs_fused(naive_cross_entropy, [logit_scale.value],
+                                                                      precision.value, naive_target.value))
+    _fused64 = float(lab.naive_vs_fused(naive_cross_entropy, [logit_scale.value], "float64", naive_target.value)[1][0])
     _chart = plot.curves(naive_scales, {"fused cross_entropy": fused_curve, "naive log(softmax)": naive_curve},
                          x_title="logit scale s", y_title="loss", log_y=True, log_x=True,
                          colors={"naive log(softmax)": "error", "fused cross_entropy": "target"},

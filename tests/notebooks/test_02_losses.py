@@ -206,6 +206,20 @@ def test_02_naive_cross_entropy_fails_by_nan_for_the_likeliest_class_and_by_inf_
     assert "numerically stable" in prose and "which is exact" not in prose
 
 
+def test_02_a_max_shifted_naive_cross_entropy_loses_its_nan_but_not_its_infinity():
+    """The edit the page suggests: the naive formula with the largest logit subtracted first."""
+    def naive_cross_entropy(z, y):
+        z = z - z.max(axis=-1, keepdims=True)
+        e = np.exp(z)
+        return -np.log(e[np.arange(len(z)), y] / e.sum(axis=-1))
+
+    _, defs = notebook_text("02_losses", naive_target=0, precision="float32", naive_cross_entropy=naive_cross_entropy)
+    assert defs["naive_break"].scale is None  # "follows the fused one all the way to s = 1000"
+    np.testing.assert_allclose(defs["naive_curve"], defs["fused_curve"], rtol=1e-4, atol=1e-6)
+    text, defs = notebook_text("02_losses", naive_target=2, precision="float32", naive_cross_entropy=naive_cross_entropy)
+    assert defs["naive_break"].kind == "+∞" and 51 < defs["naive_breaks_at"] < 53  # "still breaks at s ≈ 52"
+
+
 def test_02_kl_both_ways_and_the_fits():
     text, defs = notebook_text("02_losses", q_mu=-2.0, q_sigma=0.5, kl_separation=4.0, kl_fit_button=True)
     grid = np.linspace(-7, 7, 281)

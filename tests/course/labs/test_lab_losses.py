@@ -64,14 +64,20 @@ def test_cross_entropy_report_against_numpy():
         losses.cross_entropy_report(F.cross_entropy, z, 1.5)
 
 
+def naive_ce(z, y):
+    """Cross-entropy as written, −ln(e^{z_y} / Σ e^{z}), as a page passes it (in z's precision)."""
+    e = np.exp(z)
+    return -np.log(e[np.arange(len(z)), y] / e.sum(axis=-1))
+
+
 def test_naive_cross_entropy_breaks_where_the_fused_one_does_not():
     scales = np.array([1.0, 10.0, 100.0, 1000.0])
     exact = 2 * scales + np.log1p(np.exp(-scales) + np.exp(-2 * scales))  # -z_2 + log(e^s + 1 + e^-s)
-    naive32, fused32 = losses.naive_vs_fused(scales, "float32")
+    naive32, fused32 = losses.naive_vs_fused(naive_ce, scales, "float32")
     np.testing.assert_allclose(fused32, exact, rtol=1e-6)
     assert naive32[0] == pytest.approx(exact[0], rel=1e-5)
     assert not np.isfinite(naive32[3])  # exp(1000) overflows in float32
-    naive64, fused64 = losses.naive_vs_fused(scales, "float64")
+    naive64, fused64 = losses.naive_vs_fused(naive_ce, scales, "float64")
     np.testing.assert_allclose(fused64, exact, rtol=1e-12)
     assert naive64[2] == pytest.approx(exact[2], rel=1e-9) and not np.isfinite(naive64[3])
 
@@ -81,23 +87,23 @@ def test_naive_cross_entropy_each_target_and_its_breakdown():
     for target in (0, 1, 2):
         z = scales[:, None] * np.array([1.0, 0.0, -1.0])
         exact = -z[:, target] + scales + np.log1p(np.exp(-scales) + np.exp(-2 * scales))  # max logit is s
-        naive, fused = losses.naive_vs_fused(scales, "float64", target)
+        naive, fused = losses.naive_vs_fused(naive_ce, scales, "float64", target)
         np.testing.assert_allclose(naive, exact, rtol=1e-12, atol=1e-15)  # class 0's loss ≈ e^{−s}: absolute
         np.testing.assert_allclose(fused, exact, rtol=1e-12, atol=1e-14)  # log of a sum ≥ 1: ~ε absolute
     ln_max32, ln_max64 = math.log(np.finfo(np.float32).max), math.log(np.finfo(np.float64).max)
-    b = losses.naive_breakdown("float32", 0)
+    b = losses.naive_breakdown(naive_ce, "float32", 0)
     assert b.kind == "NaN" and ln_max32 < b.scale < 1.002 * ln_max32
-    b = losses.naive_breakdown("float64", 0)
+    b = losses.naive_breakdown(naive_ce, "float64", 0)
     assert b.kind == "NaN" and ln_max64 < b.scale < 1.002 * ln_max64
     for dtype in ("float32", "float64"):
         under = -math.log(float(np.finfo(dtype).smallest_subnormal)) / 2
-        b = losses.naive_breakdown(dtype, 2)
+        b = losses.naive_breakdown(naive_ce, dtype, 2)
         assert b.kind == "+∞" and under < b.scale < 1.02 * under
-    assert losses.naive_breakdown("float64", 2, s_max=100.0) == losses.NaiveBreakdown(None, None)
+    assert losses.naive_breakdown(naive_ce, "float64", 2, s_max=100.0) == losses.NaiveBreakdown(None, None)
     with pytest.raises(ValueError, match="target class must be 0, 1 or 2"):
-        losses.naive_vs_fused([1.0], "float32", 3)
+        losses.naive_vs_fused(naive_ce, [1.0], "float32", 3)
     with pytest.raises(ValueError, match="dtype must be"):
-        losses.naive_breakdown("float16", 0)
+        losses.naive_breakdown(naive_ce, "float16", 0)
 
 
 def test_kl_divergence_properties():
