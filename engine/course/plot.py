@@ -286,14 +286,15 @@ def curves(x, ys: dict, *, x_title: str = "x", y_title: str = "y", title=None, c
         _tooltip("series:N", ("x:Q", ".4g"), ("y:Q", ".6g")),
     ]
     dash = alt.StrokeDash("dash:N", legend=None, scale=alt.Scale(domain=[False, True], range=[[1, 0], [5, 4]]))
-    chart = _chart(data(**_stacked(lines, dash=[n in dashed for n in lines])), title=title, height=height)
-    chart = chart.mark_line(clip=True).encode(*encoding, dash)
+    source = data(**_stacked(lines, dash=[n in dashed for n in lines]))
     if not dots:
-        return chart
+        return _chart(source, title=title, height=height).mark_line(clip=True).encode(*encoding, dash)
     marks = {name: dict(zip(("x", "y"), _subsample(x, v, n_dots))) for name, v in dots.items()}
     marks = {name: {"x": m["x"], "y": _mask(m["y"], y_domain, log_y)} for name, m in marks.items()}
-    on_top = alt.Chart(data(**_stacked(marks))).mark_point(filled=True, size=24, opacity=1, clip=True)
-    return chart + on_top.encode(*encoding)
+    # Sized as a whole (layers that carry a size are copied by Altair to move it up).
+    return alt.layer(alt.Chart(source).mark_line(clip=True).encode(*encoding, dash),
+                     alt.Chart(data(**_stacked(marks))).mark_point(filled=True, size=24, opacity=1, clip=True)
+                     .encode(*encoding), width="container", height=height, title=_title(title))
 
 
 def function_and_derivative(x, f, df_analytic, df_autograd, *, name: str = "f", var: str = "x",
@@ -328,15 +329,18 @@ def bars(labels, values, *, x_title: str = "", y_title: str = "", title=None, co
     label_column = np.asarray(labels, dtype=object)
     x, y = _label_axis(labels, x_title), alt.Y("value:Q", title=y_title, scale=_scale(y_domain))
     tooltip = _tooltip("label:N", ("value:Q", ".4g"))
-    base = _chart(data(label=label_column, value=np.asarray(values, dtype=float), series=name),
-                  title=title, height=height).encode(x, y, tooltip)
-    if not dots:
-        return (base.mark_bar(color=color(color_name))
-                + base.mark_text(dy=-6, fontSize=11).encode(alt.Text("value:Q", format=text_format)))
+    source = data(label=label_column, value=np.asarray(values, dtype=float), series=name)
+    size = {"width": "container", "height": height, "title": _title(title)}
+    if not dots:  # the bars and their labels read the one data of the layer
+        base = alt.Chart().encode(x, y, tooltip)
+        return alt.layer(base.mark_bar(color=color(color_name)),
+                         base.mark_text(dy=-6, fontSize=11).encode(alt.Text("value:Q", format=text_format)),
+                         data=source, **size)
     paint = _series_colors([name, *dots], {name: color_name, **{n: "autograd" for n in dots}})
     dot_columns = {n: {"label": label_column, "value": np.asarray(v, dtype=float)} for n, v in dots.items()}
     on_top = alt.Chart(data(**_stacked(dot_columns))).mark_point(filled=True, size=60, opacity=1)
-    return base.mark_bar().encode(paint) + on_top.encode(x, y, paint, _tooltip("series:N", ("value:Q", ".6g")))
+    return alt.layer(alt.Chart(source).mark_bar().encode(x, y, tooltip, paint),
+                     on_top.encode(x, y, paint, _tooltip("series:N", ("value:Q", ".6g"))), **size)
 
 
 def grouped_bars(labels, series: dict, *, x_title: str = "", y_title: str = "", title=None, colors=None,
@@ -368,13 +372,14 @@ def heatmap(z, *, x_labels=None, y_labels=None, x_title: str = "", y_title: str 
     ii, jj = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
     source = data(x=np.asarray(xl, dtype=object)[jj.ravel()], y=np.asarray(yl, dtype=object)[ii.ravel()],
                   z=z.ravel())
-    base = _chart(source, title=title, height=height).encode(alt.X("x:O", title=x_title, sort=xl),
-                                                             alt.Y("y:O", title=y_title, sort=yl))
-    cells = base.mark_rect().encode(alt.Color("z:Q", title=color_title, scale=_scale(domain, scheme=scheme)),
-                                    _tooltip("y:O", "x:O", ("z:Q", ".4g")))
+    cells = [alt.Color("z:Q", title=color_title, scale=_scale(domain, scheme=scheme)),
+             _tooltip("y:O", "x:O", ("z:Q", ".4g"))]
+    position = [alt.X("x:O", title=x_title, sort=xl), alt.Y("y:O", title=y_title, sort=yl)]
     if not annotate:
-        return cells
-    return cells + base.mark_text(fontSize=11).encode(alt.Text("z:Q", format=fmt))
+        return _chart(source, title=title, height=height).mark_rect().encode(*position, *cells)
+    base = alt.Chart().encode(*position)  # the cells and their numbers read the one data of the layer
+    return alt.layer(base.mark_rect().encode(*cells), base.mark_text(fontSize=11).encode(alt.Text("z:Q", format=fmt)),
+                     data=source, width="container", height=height, title=_title(title))
 
 
 def scatter_classes(X, y, *, x_title: str = "x₁", y_title: str = "x₂", title=None, height=HEIGHT,
