@@ -7,7 +7,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from notebook_driver import Driven, load_module, notebook_text, output_text, run_app
+from notebook_driver import load_module, notebook_text, output_text, run_app
 
 import engine
 from engine import optim
@@ -65,13 +65,6 @@ def edited(function, old, new):
     namespace = dict(vars(NB))
     exec("\n".join(line for line in source.replace(old, new).splitlines() if not line.startswith("@")), namespace)  # noqa: S102
     return namespace[function.__name__]
-
-
-class Edited(Driven):
-    """A learner's edit of a lesson function, for run_app: called as the function it replaces."""
-
-    def __call__(self, *args, **kwargs):
-        return self.value(*args, **kwargs)
 
 
 # ----------------------------------------------------------------------------- the lesson cells
@@ -138,7 +131,7 @@ def test_04_editing_adam_moves_the_bias_correction_chart_and_the_race():
     race's Adam and AdamW run the edited rule, the other racers do not move."""
     adam_m_only = edited(NB.adam, "v_hat / (1 - beta2**t)", "v_hat")
     _, before = notebook_text("04_optimizers")
-    outputs, after = run_app(NB.app, adam=Edited(NB.adam, adam_m_only))
+    outputs, after = run_app(NB.app, adam=adam_m_only)
     assert abs(before["bc_with"][0]) == pytest.approx(1.0)
     assert abs(after["bc_with"][0]) == pytest.approx(1 / math.sqrt(0.001))
     assert "First step: 31.623 η with the correction" in output_text(outputs)
@@ -155,7 +148,7 @@ def test_04_averaged_momentum_falls_behind_as_the_page_says():
     averaged = edited(NB.momentum, 'state["b"] = mu * state["b"] + g if "b" in state else g',
                       'state["b"] = mu * state.get("b", 0.0) + (1 - mu) * g')
     _, before = notebook_text("04_optimizers")
-    outputs, after = run_app(NB.app, momentum=Edited(NB.momentum, averaged))
+    outputs, after = run_app(NB.app, momentum=averaged)
     was, now = (d["trajectories"]["momentum"].final_loss for d in (before, after))
     assert f"{was:.2g}" == "0.035" and f"{now:.2g}" == "3.4"  # the prose's numbers
     assert now > 0.9 * before["trajectories"]["sgd"].final_loss  # "no better than SGD"
@@ -170,7 +163,7 @@ def test_04_clipping_each_coordinate_stalls_as_the_page_says():
                 g = g * (clip / (norm + 1e-6))""", """            if clip is not None:
                 g = np.clip(g, -clip, clip)""")
     _, before = notebook_text("04_optimizers")
-    outputs, after = run_app(NB.app, race=Edited(NB.race, per_coordinate))
+    outputs, after = run_app(NB.app, race=per_coordinate)
     was, now = (d["clip_runs"]["clipped at 3"] for d in (before, after))
     assert f"{was.final_loss:.2g}" == "0.27" and f"{now.final_loss:.2g}" == "4.5"  # the prose's numbers
     assert np.linalg.norm(now.path[-1] - now.path[0]) < 0.2  # "stalls near its start"
