@@ -315,6 +315,7 @@ def test_01_editing_init_std_changes_the_depth_figures():
     assert edited["weight_std"] == pytest.approx(defs["weight_std"] / np.sqrt(2))
     assert 0.85 < defs["depth_report"].variance_factor < 1.15 and 0.4 < edited["depth_report"].variance_factor < 0.6
     assert edited["depth_report"].gradient_ratio < defs["depth_report"].gradient_ratio / 100
+    assert edited["depth_report"].verdict() == "vanish" and defs["depth_report"].verdict() == "stable"
 
 
 def test_01_editing_train_moons_to_plain_descent_is_what_the_prompt_says():
