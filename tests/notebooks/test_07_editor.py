@@ -18,7 +18,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_tools import assert_no_errors, notebook_in_editor, replace_cell_code, wait_idle_after
+from browser_tools import (
+    assert_no_errors,
+    notebook_in_editor,
+    replace_cell_code,
+    wait_idle_after,
+)
 from oracle import require_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
