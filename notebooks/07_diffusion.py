@@ -365,9 +365,10 @@ def _():
 
     The training uses the data set and schedule chosen in section 2, with its own number of steps
     $T$. The section opens on the model these functions trained with the default settings,
-    shipped with the course; change a setting, or the code of this section, and train to see yours. Quality
-    is measured with the **energy distance** between fresh samples and held-out data
-    (0 when the two distributions agree); pure noise and a second draw of the real data bracket it.
+    shipped with the course; change a setting, or the code of this section, and train to see
+    yours. Quality is measured with the **energy distance** between fresh samples and held-out
+    data (0 when the two distributions agree); pure noise and a second draw of the real data
+    bracket it.
 
     **Change this cell:** in `ddpm_step`, leave out the fresh noise (`return mean.astype(x_t.dtype)`
     at every step) and train again. The samples then collapse onto almost a single point, and
