@@ -571,14 +571,13 @@ def train_moons(net, X, y, steps=400, lr=0.02, on_step=None):
 def _():
     mo.md(r"""
     The left panel gives every linear piece its own colour (counted on a 150 × 150 grid, so a
-    lower bound); the black line is the decision boundary. Both panels show what your `moon_net`,
-    `moon_forward` and `train_moons` make: the default network, width 8 with one hidden layer, is trained when the
-    page opens; another width or depth shows its network at initialisation until the button trains
-    it too. **Change `train_moons`:** replace Adam by plain gradient descent,
-    `engine.optim.SGD(net.parameters(), lr=lr)`. After the same 400 steps at the same rate the
-    default network classifies only about 84 % of the points where Adam reached 98 %, its boundary
-    still a rough cut between the moons; plain descent needs a rate about 25 times larger to come
-    close.
+    lower bound); the black line is the decision boundary. Both panels show what your
+    `moon_net`, `moon_forward` and `train_moons` make: the default network, width 8 with one hidden
+    layer, is trained when the page opens; another width or depth shows its network at
+    initialisation until the button trains it too. **Change `train_moons`:** replace Adam by plain
+    gradient descent, `engine.optim.SGD(net.parameters(), lr=lr)`. After the same 400 steps at the
+    same rate the default network classifies only about 84 % of the points where Adam reached
+    98 %; plain descent needs a rate about 25 times larger to come close.
     """)
     return
 
