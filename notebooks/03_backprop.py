@@ -637,7 +637,7 @@ def _():
     _d = lab.PLAYGROUND_DEFAULTS  # the page opens on these, with the model trained on them
     _optimizers = {"SGD": "sgd", "SGD + momentum 0.9": "momentum", "Adam": "adam"}
     pg_data = mo.ui.dropdown(options=list(lab.DATASETS), value=_d["data"], label="data")
-    # debounced: each noise level re-draws the canvas and the untrained network, ~0.1 s in the browser
+    # debounced: each noise level re-draws the canvas and the untrained network once, where the slider stops
     pg_noise = mo.ui.slider(0.0, 0.5, step=0.05, value=_d["noise"], label="noise", show_value=True, debounce=True)
     pg_width = mo.ui.slider(2, 64, step=2, value=_d["width"], label="width", show_value=True)
     pg_depth = mo.ui.slider(1, 4, step=1, value=_d["depth"], label="depth", show_value=True)
