@@ -20,7 +20,14 @@ import re
 import shutil
 
 import pytest
-from browser_tools import assert_no_errors, editor_run_all, free_port, make_command, open_page, served
+from browser_tools import (
+    assert_no_errors,
+    editor_run_all,
+    free_port,
+    make_command,
+    open_page,
+    served,
+)
 from notebook_driver import ROOT, load_app, load_module
 from oracle import require_browser
 
