@@ -36,8 +36,12 @@ def notebook_module(notebook: str):
     ``@app.function`` / ``@app.class_definition`` cells become the module's functions and classes
     (a file named ``08_vae.py`` cannot be imported by name)."""
     path = ROOT / "notebooks" / f"{notebook}.py"
-    spec = importlib.util.spec_from_file_location(f"notebook_{notebook}", path)
+    name = f"notebook_{notebook}"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    # registered before it runs: marimo keeps an @app.class_definition cell only when the class's
+    # module can be found, and inspect reads a class's source through sys.modules
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 

@@ -120,7 +120,7 @@ def load_if_fits(module, *code) -> tuple[object, str]:
         raise ValueError(f"checkpoint {module.__name__} has no FINGERPRINT: it was not made from a notebook's code")
     try:
         found = code_fingerprint(*code)
-    except (OSError, TypeError):  # no source to read (a page built without it): nothing was edited
+    except OSError:  # no source to read (a page built without it): nothing was edited
         return load(module), ""
     if found != expected:
         names = ", ".join(f"`{getattr(c, '__name__', '?')}`" for c in code)
