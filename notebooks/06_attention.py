@@ -4,11 +4,15 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="06 · Attention")
 
 with app.setup:
+    import math
+
     import altair as alt
     import marimo as mo
     import numpy as np
 
-    from engine import shapes
+    import engine
+    import engine.functional as F
+    from engine import nn, shapes
     from engine.course import exercises, metadata, plot, throttled, toc, ui, widgets
     from engine.course.labs import attention as lab
 
@@ -17,15 +21,13 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     In attention every position of a sequence decides, from the data, which other positions to
     read. By the end of this notebook you will be able to:
 
     - compute queries, keys, values, the score matrix and the attention weights of a sentence,
       and steer a query to the key you want;
-    - explain why the scores are divided by $\\sqrt{{d_k}}$, and what temperature does;
+    - explain why the scores are divided by $\sqrt{d_k}$, and what temperature does;
     - build causal, padding and sliding-window masks, read their effect on the weights and count
       what a dense mask still computes;
     - follow the tensor shapes through multi-head attention, count its parameters, its memory and
@@ -33,13 +35,12 @@ def _():
     - show by experiment that rotary embeddings (RoPE) make scores depend on relative position only;
     - use cross-attention, where queries and keys come from two sequences;
     - train a tiny attention model and read its rule, then a tiny Transformer that learns a text.
+
+    The lesson's pieces (attention with its mask, the multi-head split, the Transformer block,
+    the tiny models, their training loop and the sampler) are code cells on this page. Open it
+    with `marimo edit`, change one, and every figure that uses it runs again: the prompts marked
+    **Change this cell** suggest where to start.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -63,8 +64,44 @@ def _():
     \operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V .
     $$
 
-    The weights below are random (a trained model learns them), so the pattern is arbitrary; what
-    matters is how the scale, the temperature and the mask reshape it.
+    In code, with a mask $M$ that is True where query $i$ may read key $j$ (a blocked score
+    becomes $-\infty$, so its weight is $e^{-\infty} = 0$):
+    """)
+    return
+
+
+@app.function
+def attention(q, k, v, mask=None, scale=None):
+    """Scaled dot-product attention: A = softmax(q kᵀ · s, blocked → −∞), out = A v, s = 1/√d_k.
+
+    q [..., L, d_k], k [..., S, d_k], v [..., S, d_v]; mask [L, S] (or broadcastable), True where
+    query i may attend to key j. Returns (out [..., L, d_v], A [..., L, S]). A query allowed no
+    key at all gets zero weights (a softmax over nothing but −∞ would be 0/0)."""
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = q @ k.transpose(-2, -1) * scale
+    if mask is None:
+        weights = scores.softmax(-1)
+    else:
+        blocked = ~np.asarray(mask)
+        empty = blocked.all(axis=-1, keepdims=True)          # queries with no key to read
+        weights = scores.masked_fill(blocked & ~empty, -math.inf).softmax(-1)
+        weights = weights.masked_fill(empty, 0.0)
+    return weights @ v, weights
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    Every map on this page, and every model below, calls this one function. The weights below are
+    random (a trained model learns them), so the pattern is arbitrary; what matters is how the
+    scale, the temperature and the mask reshape it.
+
+    **Change this cell:** delete `* scale` from the scores line, so that nothing divides the
+    scores by $\sqrt{d_k}$ (and the scale and temperature controls below stop acting). With
+    $d_k = 64$ the rows of the map sharpen: the mean row entropy falls from about 2.0 nats to
+    about 0.6, and most rows give one key most of their weight, as section 2 predicts. The models
+    of sections 5 and 6 were trained with the function as it is now: they then say so, and their
+    Train buttons show what your version does to learning.
     """)
     return
 
@@ -93,7 +130,7 @@ def _(qkv_dk, qkv_seed):
 def _(mask_kind, mask_pad, mask_window, qkv, qkv_dk, qkv_scale, qkv_seed, qkv_temperature):
     _L = len(qkv.tokens)
     mask = lab.make_mask(mask_kind.value, _L, mask_window.value, mask_pad.value)
-    maps = lab.attention_maps(qkv.Q, qkv.K, qkv.V, qkv_scale.value,
+    maps = lab.attention_maps(attention, qkv.Q, qkv.K, qkv.V, qkv_scale.value,
                               qkv_temperature.value, mask)
     mask_counts = lab.mask_cost(mask, _L)
     _labels = [f"{i}:{w}" for i, w in enumerate(qkv.tokens)]
@@ -185,7 +222,7 @@ def _():
 
 @app.cell
 def _(qkv):
-    permutation = lab.permutation_check(qkv, seed=0)
+    permutation = lab.permutation_check(attention, qkv, seed=0)
     mo.md(f"Reordering the tokens as {permutation.order.tolist()}: largest |Attention(PX) − "
           f"P·Attention(X)| = **{permutation.gap_plain:.1e}** without positions (rounding); "
           f"**{permutation.gap_positions:.3f}** when the tokens are reordered before sinusoidal "
@@ -251,7 +288,7 @@ def _():
 @app.cell
 def _(query_edit):
     _q = widgets.as_array(query_edit.value)[:1, :4]
-    steered = lab.attention_maps(_q, 2.0 * np.eye(4), 2.0 * np.eye(4))
+    steered = lab.attention_maps(attention, _q, 2.0 * np.eye(4), 2.0 * np.eye(4))
     mo.vstack([
         query_edit,
         plot.bars([f"key {j}" for j in range(4)], steered.weights[0], y_title="weight",
@@ -339,14 +376,6 @@ def _():
     return (sweep,)
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ### Check yourself
-    """)
-    return
-
-
 @app.cell
 def _():
     # The sample is drawn once, here, not on every keystroke in the answer box.
@@ -398,18 +427,67 @@ def _():
     \operatorname{MHA}(X) = [\text{head}_1; \dots; \text{head}_H]\,W_O .
     $$
 
+    The heads are not separate layers: one projection makes all the queries, and a reshape hands
+    each head its own slice of $d_k$ columns.
+    """)
+    return
+
+
+@app.function
+def split_heads(x, heads):
+    """[B, L, d] → [B, H, L, d_k], d_k = d / H: head h gets columns h·d_k … (h+1)·d_k − 1."""
+    B, L, d = x.shape
+    return x.reshape(B, L, heads, d // heads).transpose(1, 2)
+
+
+@app.function
+def merge_heads(x):
+    """[B, H, L, d_k] → [B, L, H·d_k]: the heads' outputs side by side, [head_1; …; head_H]."""
+    B, H, L, d_k = x.shape
+    return x.transpose(1, 2).reshape(B, L, H * d_k)
+
+
+@app.class_definition
+class MultiHeadAttention(nn.Module):
+    """MHA(X) = [head_1; …; head_H] W_O,  head_h = attention(X W_Q^h, X W_K^h, X W_V^h).
+
+    W_Q, W_K, W_V are stacked in one [3d, d] matrix with its bias, and W_O is a Linear(d, d), as
+    PyTorch's nn.MultiheadAttention lays them out and initialises them. forward(x [B, L, d], mask)
+    gives the output [B, L, d] and each head's weights [B, H, L, L]."""
+
+    def __init__(self, d_model, heads):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"heads ({heads}) must divide d_model ({d_model})")
+        self.heads = heads
+        self.in_proj_weight = nn.Parameter(np.empty((3 * d_model, d_model), np.float32))
+        self.in_proj_bias = nn.Parameter(np.zeros(3 * d_model, np.float32))
+        self.out_proj = nn.Linear(d_model, d_model)
+        nn.init.xavier_uniform_(self.in_proj_weight)
+        nn.init.zeros_(self.out_proj.bias)
+
+    def forward(self, x, mask=None):
+        d = x.shape[-1]
+        qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)      # [X W_Q, X W_K, X W_V]
+        q, k, v = (split_heads(qkv[..., i * d:(i + 1) * d], self.heads) for i in range(3))
+        out, weights = attention(q, k, v, mask)
+        return self.out_proj(merge_heads(out)), weights
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     The four projections are $d_{model}\times d_{model}$ whatever $H$, so the parameter count is
     $4(d_{model}^2 + d_{model})$: more heads cost nothing extra, only a larger score tensor
-    $[B, H, L, L]$. The table is computed by `engine.shapes` and checked by running
-    `nn.MultiheadAttention` on a random batch.
+    $[B, H, L, L]$. The table is computed by `engine.shapes` and checked by running the
+    `MultiHeadAttention` above on a random batch (it computes what `nn.MultiheadAttention` does).
     """)
     return
 
 
 @app.cell
 def _():
-    # Debounced: with all four near their maxima the check run of nn.MultiheadAttention takes
-    # about 0.3 s, so a drag sends only where it ends.
+    # Debounced: a drag sends only the value where it ends.
     mha_batch = mo.ui.slider(1, 64, value=2, label="batch B", show_value=True, debounce=True)
     mha_length = mo.ui.slider(1, 128, value=10, label="length L", show_value=True, debounce=True)
     mha_dmodel = mo.ui.slider(8, 256, step=8, value=64, label="d_model", show_value=True,
@@ -422,7 +500,7 @@ def _():
 def _(mha_batch, mha_dmodel, mha_heads, mha_length):
     _controls = mo.hstack([mha_batch, mha_length, mha_dmodel, mha_heads], wrap=True)
     try:
-        mha = lab.mha_shapes(mha_batch.value, mha_length.value, mha_dmodel.value,
+        mha = lab.mha_shapes(MultiHeadAttention, mha_batch.value, mha_length.value, mha_dmodel.value,
                              mha_heads.value)
     except ValueError as _err:
         mha = None
@@ -432,7 +510,7 @@ def _(mha_batch, mha_dmodel, mha_heads, mha_length):
             f"| {stage} | `{list(shape)}` |" for stage, shape in mha.rows]
         _shown = mo.md("\n".join(_table) + (
             f"\n\nd_k = d_model / H = **{mha.d_k}** · parameters by formula 4(d² + d) = "
-            f"**{mha.params['total']:,}** · counted on `nn.MultiheadAttention`: "
+            f"**{mha.params['total']:,}** · counted on `MultiHeadAttention`: "
             f"**{mha.module_params:,}** · its output {list(mha.output_shape)}, its "
             f"per-head weights {list(mha.weights_shape)}"))
     mo.vstack([_controls, _shown])
@@ -709,6 +787,100 @@ def _():
     return
 
 
+@app.class_definition
+class TinyAttention(nn.Module):
+    """One head of self-attention between embeddings and a read-out, no residual connection:
+
+        h = E[x] + P[pos],   (out, A) = attention(h W_Q, h W_K, h W_V),   logits = out W_O
+
+    token ids x [B, L] → logits [B, L, vocab]; attend(x) also gives the weights A [B, L, L]."""
+
+    def __init__(self, vocab=8, length=6, d_model=32):
+        super().__init__()
+        self.token = nn.Embedding(vocab, d_model)
+        self.position = nn.Embedding(length, d_model)
+        self.q = nn.Linear(d_model, d_model, bias=False)
+        self.k = nn.Linear(d_model, d_model, bias=False)
+        self.v = nn.Linear(d_model, d_model, bias=False)
+        self.out = nn.Linear(d_model, vocab)
+
+    def attend(self, x):
+        x = np.asarray(x)
+        h = self.token(x) + self.position(np.arange(x.shape[-1]))
+        out, weights = attention(self.q(h), self.k(h), self.v(h))
+        return self.out(out), weights
+
+    def forward(self, x):
+        return self.attend(x)[0]
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    Both models of this page learn the same way: at every position, the cross-entropy of the
+    token that should come out, averaged over the batch and the positions, and one Adam step on
+    its gradient.
+    """)
+    return
+
+
+@app.function
+def next_token_loss(logits, targets):
+    """Cross-entropy at every position: ℓ = −(1/BL) Σ_{b,i} log softmax(logits[b, i])[targets[b, i]].
+
+    logits [B, L, vocab], targets [B, L] (token ids)."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), np.asarray(targets).reshape(-1))
+
+
+@app.function
+def train_step(model, optimizer, x, y):
+    """One step: the loss of model(x) against y, its gradient by backpropagation, the update."""
+    loss = next_token_loss(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+@app.function
+def train_tiny_attention(task="reverse", steps=300, lr=1e-2, length=6, d_model=32, vocab=8,
+                         batch_size=64, seed=0, eval_every=25, on_step=None):
+    """Adam on fresh random batches of the task; every eval_every steps, the mean training loss
+    and the per-token accuracy on a fixed held-out set. Returns the lab's TinyRun."""
+    with engine.random.fork_rng(seed):
+        model = TinyAttention(vocab, length, d_model)
+    optimizer = engine.optim.Adam(model.parameters(), lr=lr)
+    x_test, y_test = lab.tiny_heldout(task, length, vocab, seed)
+    rng = np.random.default_rng(seed)
+    history, losses, stopped = {"step": [], "loss": [], "accuracy": []}, [], ""
+    for step in range(1, steps + 1):
+        x, y = lab.make_sequence_task(task, batch_size, length, vocab, seed=rng)
+        losses.append(train_step(model, optimizer, x, y))
+        if not math.isfinite(losses[-1]):
+            stopped = f"the loss became non-finite at step {step}: lower the learning rate"
+            break
+        if step % eval_every == 0 or step == steps:
+            with engine.no_grad():
+                accuracy = (model(x_test).data.argmax(-1) == y_test).mean()
+            history["step"].append(step)
+            history["loss"].append(float(np.mean(losses[-eval_every:])))
+            history["accuracy"].append(float(accuracy))
+        if on_step is not None:
+            on_step(step)
+    return lab.tiny_run(model, history, stopped, x_test, y_test)
+
+
+@app.function
+def default_tiny_attention():
+    """The model this section opens on: train_tiny_attention at the page's default settings, as
+    its parameters and history (the course ships them, trained by the cells above)."""
+    run = train_tiny_attention(**lab.TINY_DEFAULTS)
+    return {"settings": dict(lab.TINY_DEFAULTS), "model_code": lab.model_fingerprint(TinyAttention),
+            "parameters": {name: p.data for name, p in run.model.state_dict().items()},
+            "history": {"step": run.history.step, "loss": run.history.loss,
+                        "accuracy": run.history.accuracy}}
+
+
 @app.cell
 def _():
     tiny_task = mo.ui.dropdown(options=list(lab.TASKS), value=lab.TINY_DEFAULTS["task"],
@@ -724,42 +896,41 @@ def _():
 
 
 @app.cell
-def _(tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train):
-    mo.vstack([mo.hstack([tiny_task, tiny_length, tiny_steps, tiny_lr], wrap=True), tiny_train])
-    return
-
-
-@app.cell
 def _():
-    # Loaded once: the page opens on the default model, trained in advance (its checkpoint).
-    tiny_shipped = lab.shipped_tiny_attention()
-    return (tiny_shipped,)
+    # The default model the cells above trained, loaded only if they are still the code that trained it.
+    tiny_shipped, tiny_problem = lab.shipped_tiny_attention(
+        code=(attention, next_token_loss, train_step, train_tiny_attention, default_tiny_attention),
+        classes=(TinyAttention,))
+    return tiny_problem, tiny_shipped
 
 
 @app.cell
-def _(tiny_length, tiny_lr, tiny_shipped, tiny_steps, tiny_task, tiny_train):
+def _(tiny_length, tiny_lr, tiny_problem, tiny_shipped, tiny_steps, tiny_task, tiny_train):
     if tiny_train.value:
         with mo.status.progress_bar(total=tiny_steps.value, title="training",
                                     remove_on_exit=True) as _bar:
-            tiny = lab.train_tiny_attention(tiny_task.value, steps=tiny_steps.value,
-                                            lr=tiny_lr.value, length=tiny_length.value,
-                                            seed=0, on_step=throttled(_bar, tiny_steps.value))
-        tiny_caption = (f"Trained just now with your settings ({tiny_task.value}, length "
-                        f"{tiny_length.value}, {tiny_steps.value} steps, learning rate "
-                        f"{tiny_lr.value:g}).")
+            tiny = train_tiny_attention(tiny_task.value, steps=tiny_steps.value, lr=tiny_lr.value,
+                                        length=tiny_length.value, seed=0,
+                                        on_step=throttled(_bar, tiny_steps.value))
+        tiny_caption = (f"Trained just now by the cells above, as they are on this page, with your "
+                        f"settings ({tiny_task.value}, length {tiny_length.value}, "
+                        f"{tiny_steps.value} steps, learning rate {tiny_lr.value:g}).")
     else:
         tiny = tiny_shipped
         _d = lab.TINY_DEFAULTS
         tiny_caption = (f"The map and the accuracy curve below are the default model's "
                         f"({_d['task']}, length {_d['length']}, {_d['steps']} steps, learning "
-                        f"rate {_d['lr']:g}), trained in advance and shipped with the "
-                        "course; **Train the attention model** trains one with the settings "
-                        "above (about a second).")
+                        f"rate {_d['lr']:g}), trained in advance by the cells above and shipped "
+                        "with the course; **Train the attention model** runs those cells as they "
+                        "are now, with the settings above."
+                        if tiny is not None else f"{tiny_problem[0].upper()}{tiny_problem[1:]}.")
+    mo.vstack([mo.hstack([tiny_task, tiny_length, tiny_steps, tiny_lr], wrap=True), tiny_train])
     return tiny, tiny_caption
 
 
 @app.cell
 def _(tiny, tiny_caption):
+    mo.stop(tiny is None, mo.callout(mo.md(tiny_caption), kind="info"))
     _h = tiny.history
     _labels_in = [f"{i}:{t}" for i, t in enumerate(tiny.example)]
     _labels_out = [f"{i}→{p}" for i, p in enumerate(tiny.prediction)]
@@ -826,7 +997,7 @@ def _():
     exercise_cross = exercises.NumberExercise(
         question="**Exercise 7.** Cross-attention with queries from a 7-token sequence and keys "
         "and values from a 12-token one, one head: how many attention weights are there?",
-        truth=lab.attention_maps(np.zeros((7, 4)), np.zeros((12, 4)), np.zeros((12, 4))).weights.size,
+        truth=lab.attention_maps(attention, np.zeros((7, 4)), np.zeros((12, 4)), np.zeros((12, 4))).weights.size,
         hint="one weight per (query, key) pair: L_tgt × L_src.")
     answer_cross = ui.answer_box(exercise_cross, placeholder="weights")
     return answer_cross, exercise_cross
@@ -863,8 +1034,105 @@ def _():
     at a time. The baseline is the **unigram** model: predict each character by its frequency in
     the training text, whatever came before. Its held-out cross-entropy is what a model that
     ignores context scores.
+
+    **Change the `TransformerBlock` cell below:** set `causal = None`, so that every position may
+    also read the characters after it, then press **Train the tiny Transformer**. Both losses fall
+    far below the page's (to about 0.1 nats per character): the model copies the answer from the
+    next position instead of predicting it. Its samples turn to nonsense, because when it writes
+    there is no next character to copy.
     """)
     return
+
+
+@app.class_definition
+class TransformerBlock(nn.Module):
+    """A pre-norm decoder block (GPT-2's layout), on the residual stream x [B, L, d]:
+
+        x ← x + MultiHeadAttention(LN(x), causal mask)
+        x ← x + MLP(LN(x)),     MLP = Linear(d, 4d) → GELU → Linear(4d, d)"""
+
+    def __init__(self, d_model=32, heads=2):
+        super().__init__()
+        self.norm_attention = nn.LayerNorm(d_model)
+        self.attention = MultiHeadAttention(d_model, heads)
+        self.norm_mlp = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
+                                 nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        causal = engine.attention.causal_mask(x.shape[1])      # key j <= query i
+        x = x + self.attention(self.norm_attention(x), causal)[0]
+        return x + self.mlp(self.norm_mlp(x))
+
+
+@app.class_definition
+class TinyGPT(nn.Module):
+    """logits = W_out LN(blocks(E[x] + P[pos])): token and learned position embeddings, `layers`
+    TransformerBlocks, a final LayerNorm and a linear read-out; ids [B, L] → logits [B, L, vocab]."""
+
+    def __init__(self, vocab, context=16, d_model=32, heads=2, layers=1):
+        super().__init__()
+        self.context = context
+        self.token = nn.Embedding(vocab, d_model)
+        self.position = nn.Embedding(context, d_model)
+        self.blocks = nn.ModuleList([TransformerBlock(d_model, heads) for _ in range(layers)])
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab)
+
+    def forward(self, ids):
+        ids = np.asarray(ids)
+        x = self.token(ids) + self.position(np.arange(ids.shape[-1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+@app.function
+def heldout_loss(model, ids, context):
+    """The next-character loss (nats per character) over every non-overlapping held-out window."""
+    x, y = lab.heldout_windows(ids, context)
+    with engine.no_grad():
+        return next_token_loss(model(x), y).item()
+
+
+@app.function
+def train_tiny_gpt(steps=400, lr=3e-3, layers=1, d_model=32, heads=2, context=16, batch_size=32,
+                   seed=0, eval_every=50, on_step=None):
+    """The language model's loop: Adam (train_step) on random windows of the text, each predicting
+    the next character at every position; every eval_every steps, the mean training loss and the
+    held-out loss. Returns the lab's GPTRun."""
+    data = lab.char_data()
+    with engine.random.fork_rng(seed):
+        model = TinyGPT(len(data.chars), context, d_model, heads, layers)
+        optimizer = engine.optim.Adam(model.parameters(), lr=lr)
+        rng = np.random.default_rng(seed)
+        log, recent, stopped = {"steps": [], "train": [], "heldout": []}, [], ""
+        for step in range(1, steps + 1):
+            x, y = lab.random_windows(data.train, context, batch_size, rng)
+            recent.append(train_step(model, optimizer, x, y))
+            if not math.isfinite(recent[-1]):
+                stopped = f"the loss became non-finite at step {step}: lower the learning rate"
+                break
+            if step % eval_every == 0 or step == steps:
+                log["steps"].append(step)
+                log["train"].append(float(np.mean(recent)))
+                log["heldout"].append(heldout_loss(model, data.heldout, context))
+                recent = []
+            if on_step is not None:
+                on_step(step)
+    return lab.GPTRun(model, data, np.asarray(log["steps"]), np.asarray(log["train"]),
+                      np.asarray(log["heldout"]), data.unigram, stopped)
+
+
+@app.function
+def default_tiny_gpt():
+    """The Transformer this section opens on: train_tiny_gpt at the page's default settings, as
+    its parameters and loss curves (the course ships them, trained by the cells above)."""
+    run = train_tiny_gpt(**lab.GPT_DEFAULTS)
+    return {"settings": dict(lab.GPT_DEFAULTS),
+            "model_code": lab.model_fingerprint(MultiHeadAttention, TransformerBlock, TinyGPT),
+            "parameters": {name: p.data for name, p in run.model.state_dict().items()},
+            "steps": run.steps, "train_loss": run.train_loss, "heldout_loss": run.heldout_loss}
 
 
 @app.cell
@@ -894,45 +1162,47 @@ def _():
     gpt_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2,
                                      "1": 1.0}, value="3e-3", label="learning rate")
     gpt_train = mo.ui.run_button(label="Train the tiny Transformer")
-    return gpt_layers, gpt_lr, gpt_steps, gpt_train
-
-
-@app.cell
-def _(gpt_layers, gpt_lr, gpt_steps, gpt_train):
-    mo.vstack([mo.hstack([gpt_steps, gpt_layers, gpt_lr], wrap=True), gpt_train])
-    return
+    gpt_temperature = mo.ui.dropdown(options={"0.2": 0.2, "0.5": 0.5, "0.8": 0.8, "1": 1.0, "1.5": 1.5},
+                                     value="0.8", label="sampling temperature T")
+    return gpt_layers, gpt_lr, gpt_steps, gpt_temperature, gpt_train
 
 
 @app.cell
 def _():
-    # Loaded once: the page opens on the default Transformer, trained in advance (its checkpoint).
-    gpt_shipped = lab.shipped_tiny_gpt()
-    return (gpt_shipped,)
+    # The default Transformer the cells above trained, loaded only if they are still the code that trained it.
+    gpt_shipped, gpt_problem = lab.shipped_tiny_gpt(
+        code=(attention, split_heads, merge_heads, next_token_loss, train_step, heldout_loss,
+              train_tiny_gpt, default_tiny_gpt),
+        classes=(MultiHeadAttention, TransformerBlock, TinyGPT))
+    return gpt_problem, gpt_shipped
 
 
 @app.cell
-def _(gpt_layers, gpt_lr, gpt_shipped, gpt_steps, gpt_train):
+def _(gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_train):
     if gpt_train.value:
         with mo.status.progress_bar(total=gpt_steps.value, title="training",
                                     remove_on_exit=True) as _bar:
-            gpt = lab.train_tiny_gpt(steps=gpt_steps.value, lr=gpt_lr.value,
-                                     layers=gpt_layers.value, seed=0,
-                                     on_step=throttled(_bar, gpt_steps.value))
-        gpt_caption = (f"Trained just now with your settings ({gpt_steps.value} steps, "
-                       f"{gpt_layers.value} block{'s' * (gpt_layers.value > 1)}, learning rate {gpt_lr.value:g}).")
+            gpt = train_tiny_gpt(steps=gpt_steps.value, lr=gpt_lr.value, layers=gpt_layers.value,
+                                 seed=0, on_step=throttled(_bar, gpt_steps.value))
+        gpt_caption = (f"Trained just now by the cells above, as they are on this page, with your "
+                       f"settings ({gpt_steps.value} steps, {gpt_layers.value} "
+                       f"block{'s' * (gpt_layers.value > 1)}, learning rate {gpt_lr.value:g}).")
     else:
         gpt = gpt_shipped
         _d = lab.GPT_DEFAULTS
-        gpt_caption = (f"The loss curves and the text below are the default model's "
-                       f"({_d['steps']} steps, {_d['layers']} block, learning rate {_d['lr']:g}), "
-                       "trained in advance and shipped with the course with the text "
-                       "it sampled; **Train the tiny Transformer** trains one with the settings "
-                       "above (several seconds; slower in the browser).")
+        gpt_caption = (f"The loss curves below are the default model's ({_d['steps']} steps, "
+                       f"{_d['layers']} block, learning rate {_d['lr']:g}), trained in advance by "
+                       "the cells above and shipped with the course; the text is sampled from it "
+                       "by the `sample` cell as it is on this page. **Train the tiny Transformer** "
+                       "runs the training cells as they are now, with the settings above."
+                       if gpt is not None else f"{gpt_problem[0].upper()}{gpt_problem[1:]}.")
+    mo.vstack([mo.hstack([gpt_steps, gpt_layers, gpt_lr], wrap=True), gpt_train])
     return gpt, gpt_caption
 
 
 @app.cell
 def _(gpt, gpt_caption):
+    mo.stop(gpt is None, mo.callout(mo.md(gpt_caption), kind="info"))
     if gpt.stopped:
         _shown = mo.vstack([mo.md(gpt_caption), mo.callout(mo.md(gpt.stopped), kind="warn")])
     else:
@@ -944,11 +1214,53 @@ def _(gpt, gpt_caption):
                         dashed=("unigram baseline",), title="next-character cross-entropy"),
             mo.md(f"Held-out loss **{gpt.heldout_loss[-1]:.2f}** nats per character against "
                   f"**{gpt.unigram:.2f}** for the unigram baseline."),
-            mo.md("Sampled after the prompt *a query* (temperature 0.8):"),
-            mo.plain_text(gpt.sample),
         ])
     _shown
     return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ### Generating text
+
+    The model gives, at every position, a distribution over the next character. To write, feed it
+    a prompt, draw the next character from the distribution at the last position, append it, and
+    feed the result back in (only the last `context` characters fit). The **temperature** $T$
+    divides the logits first, $p = \operatorname{softmax}(z/T)$, as in section 1: below 1 it
+    favours the likeliest characters, above 1 it flattens the choice.
+
+    **Change this cell:** replace the draw `rng.choice(len(p), p=p / p.sum())` by the likeliest
+    character, `p.argmax()` (greedy decoding). The text below then stops varying with the
+    temperature, and soon repeats one phrase over and over: the model's favourite path through the
+    text, with no chance to leave it.
+    """)
+    return
+
+
+@app.function
+def sample(model, chars, prompt="a query ", length=120, temperature=0.8, seed=0):
+    """Autoregressive sampling: p = softmax(z / T), z the logits at the last position of the last
+    `context` characters; draw the next character from p, append it, repeat `length` times."""
+    rng = np.random.default_rng(seed)
+    ids = [chars.index(c) for c in prompt if c in chars]
+    with engine.no_grad():
+        for _ in range(length):
+            logits = model(np.array([ids[-model.context:]])).data[0, -1] / temperature
+            p = np.exp(logits - logits.max())
+            ids.append(int(rng.choice(len(p), p=p / p.sum())))
+    return "".join(chars[i] for i in ids)
+
+
+@app.cell
+def _(gpt, gpt_temperature):
+    mo.stop(gpt is None or bool(gpt.stopped))
+    gpt_sample = sample(gpt.model, gpt.data.chars, "a query ", 120, gpt_temperature.value, seed=0)
+    mo.vstack([gpt_temperature,
+               mo.md(f"Sampled by the model above after the prompt *a query* (temperature "
+                     f"{gpt_temperature.value:g}):"),
+               mo.plain_text(gpt_sample)])
+    return (gpt_sample,)
 
 
 @app.cell(hide_code=True)

@@ -3,6 +3,7 @@
 
 import math
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -17,6 +18,139 @@ from notebook_driver import (ROOT, assert_no_error_outputs, control_values, defa
 
 # ============================================================================= 06 attention
 NB06 = "notebooks/06_attention.py"
+NB = load_module(NB06)
+TINY_CODE = tuple(getattr(NB, name) for name in attention_lab.TINY_CODE)
+TINY_CLASSES = tuple(getattr(NB, name) for name in attention_lab.TINY_CLASSES)
+GPT_CODE = tuple(getattr(NB, name) for name in attention_lab.GPT_CODE)
+GPT_CLASSES = tuple(getattr(NB, name) for name in attention_lab.GPT_CLASSES)
+
+
+def edited_copy(tmp_path, old, new):
+    """The notebook with ``old`` replaced by ``new`` in its code, as a learner would edit a cell in
+    ``marimo edit``, loaded from its own file (so that its cells' source, and their fingerprint,
+    are the edited ones)."""
+    text = (ROOT / NB06).read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"the notebook no longer contains {old!r} once: update the page's prompt"
+    path = tmp_path / "06_attention.py"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return load_module(path)
+
+
+# ----------------------------------------------------------------------------- the lesson cells
+
+
+@pytest.mark.parametrize("kind", ["none", "causal", "padding"])
+def test_06_attention_cell_is_the_library_attention(kind):
+    """The teaching copy against engine.attention: outputs, weights, and the gradients of q, k, v,
+    a query with no key included (zero weights and output, no NaN)."""
+    rng = np.random.default_rng(1)
+    mask = attention_lab.make_mask(kind, 6, n_pad=6)
+    qkv = [rng.standard_normal((2, 6, 4)) for _ in range(3)]
+    mine = [engine.tensor(a, requires_grad=True) for a in qkv]
+    ref = [engine.tensor(a, requires_grad=True) for a in qkv]
+    out, weights = NB.attention(*mine, mask, scale=0.7)
+    expected = engine.attention.scaled_dot_product_attention(*ref, attn_mask=mask, scale=0.7)
+    np.testing.assert_allclose(out.data, expected.data, atol=1e-12)
+    np.testing.assert_allclose(weights.data, engine.attention.attention_weights(
+        *qkv[:2], attn_mask=mask, scale=0.7).data, atol=1e-12)
+    upstream = rng.standard_normal(out.shape)
+    (out * engine.tensor(upstream)).sum().backward()
+    (expected * engine.tensor(upstream)).sum().backward()
+    for a, b in zip(mine, ref):
+        assert np.all(np.isfinite(a.grad.data))
+        np.testing.assert_allclose(a.grad.data, b.grad.data, atol=1e-10)
+
+
+def test_06_multihead_attention_cell_is_nn_multiheadattention():
+    """Built on the same seed, the lesson's MultiHeadAttention has nn.MultiheadAttention's
+    parameters, names and shapes, and computes its output and per-head weights."""
+    with engine.random.fork_rng(5):
+        mine = NB.MultiHeadAttention(12, 3)
+    with engine.random.fork_rng(5):
+        library = engine.nn.MultiheadAttention(12, 3, batch_first=True)
+    for (name, p), (name_lib, q) in zip(mine.named_parameters(), library.named_parameters()):
+        assert name == name_lib
+        np.testing.assert_array_equal(p.data, q.data)
+    x = engine.randn(2, 7, 12)
+    causal = engine.attention.causal_mask(7)
+    out, weights = mine(x, causal)
+    ref, ref_weights = library(x, x, x, attn_mask=~causal, average_attn_weights=False)  # PyTorch's mask: True = blocked
+    np.testing.assert_allclose(out.data, ref.data, atol=1e-6)
+    np.testing.assert_allclose(weights.data, ref_weights.data, atol=1e-6)
+    x4 = engine.randn(1, 5, 12)
+    np.testing.assert_array_equal(NB.merge_heads(NB.split_heads(x4, 3)).data, x4.data)
+    np.testing.assert_array_equal(NB.split_heads(x4, 3).data[0, 1], x4.data[0, :, 4:8])  # head 1: columns 4..7
+
+
+def test_06_transformer_block_and_tiny_gpt():
+    """The block's parameters are the count section 6's exercise grades; TinyGPT is causal; one
+    train_step (backward and Adam's step) lowers the loss of the batch it saw."""
+    with engine.random.fork_rng(0):
+        block = NB.TransformerBlock(48, 4)
+        model = NB.TinyGPT(vocab=10, context=8, d_model=16, heads=2, layers=2)
+    assert sum(p.data.size for p in block.parameters()) == attention_lab.block_parameters(48, 4)
+    x = np.random.default_rng(0).integers(0, 10, size=(4, 8))
+    y = x.copy()
+    y[0, 5] = (y[0, 5] + 1) % 10  # change a later token: earlier logits must not move
+    with engine.no_grad():
+        a, b = model(x).data, model(y).data
+    np.testing.assert_allclose(a[0, :5], b[0, :5], atol=1e-6)
+    assert np.abs(a[0, 5:] - b[0, 5:]).max() > 1e-4
+    optimizer = engine.optim.Adam(model.parameters(), lr=1e-2)
+    first = NB.train_step(model, optimizer, x, y)
+    assert first == pytest.approx(engine.functional.cross_entropy(
+        engine.tensor(a.reshape(-1, 10)), y.reshape(-1)).item(), rel=1e-5)
+    assert NB.train_step(model, optimizer, x, y) < first
+
+
+def test_06_tiny_gpt_loop_logs_and_samples():
+    calls = []
+    run = NB.train_tiny_gpt(steps=40, eval_every=20, on_step=calls.append)
+    assert calls == list(range(1, 41)) and list(run.steps) == [20, 40] and not run.stopped
+    assert run.train_loss[-1] < run.train_loss[0]
+    assert run.heldout_loss[-1] == pytest.approx(NB.heldout_loss(run.model, run.data.heldout, 16))
+    text = NB.sample(run.model, run.data.chars, "a query ", 30, 0.8, seed=1)
+    assert text.startswith("a query ") and len(text) == len("a query ") + 30
+    assert text == NB.sample(run.model, run.data.chars, "a query ", 30, 0.8, seed=1)
+    with pytest.raises(ValueError, match="must divide"):
+        NB.MultiHeadAttention(30, 4)
+
+
+def test_06_editing_attention_moves_the_maps_and_unloads_the_shipped_models(tmp_path):
+    """The page's first prompt, made in a copy of the file: without `* scale` the rows sharpen
+    (mean entropy about 2.0 -> 0.6 nats at d_k = 64), and sections 5 and 6, whose models were
+    trained with the function as it was, say so in one line and show no figure, no error."""
+    _, before = run_app(load_app(NB06), qkv_dk=64)
+    edited = edited_copy(tmp_path, "scores = q @ k.transpose(-2, -1) * scale", "scores = q @ k.transpose(-2, -1)")
+    outputs, after = run_app(edited.app, qkv_dk=64)
+    assert_no_error_outputs(outputs)
+    assert before["maps"].entropy.mean() == pytest.approx(2.0, abs=0.1)
+    assert after["maps"].entropy.mean() == pytest.approx(0.6, abs=0.1)
+    assert np.median(after["maps"].weights.max(axis=1)) > 0.8   # "most rows give one key most of their weight"
+    assert after["tiny"] is None and after["gpt"] is None
+    for problem in (after["tiny_problem"], after["gpt_problem"]):
+        assert problem.startswith("the shipped model was trained with other code than this page's `attention`")
+    assert output_text(outputs).count("so it is not loaded: train with the button to see what your code does") == 2
+
+
+def test_06_editing_a_model_class_unloads_its_checkpoint(tmp_path):
+    """A change to TinyAttention's code (same parameter names and shapes) is seen too."""
+    edited = edited_copy(tmp_path, "        return self.out(out), weights", "        return self.out(out + h), weights")
+    outputs, after = run_app(edited.app)
+    assert_no_error_outputs(outputs)
+    assert after["tiny"] is None and after["gpt"] is after["gpt_shipped"] is not None  # the Transformer does not use it
+    assert after["tiny_problem"] == ("the shipped model was trained with other code than this page's `TinyAttention`, "
+                                     "so it is not loaded: train with the button to see what your code does")
+
+
+def test_06_greedy_sampling_repeats_itself(tmp_path):
+    """The page's sampler prompt, made in a copy of the file: the likeliest character instead of
+    a draw gives the same text at every temperature, and it loops on one phrase."""
+    edited = edited_copy(tmp_path, "int(rng.choice(len(p), p=p / p.sum()))", "int(p.argmax())")
+    gpt, _ = attention_lab.shipped_tiny_gpt(GPT_CODE, GPT_CLASSES)
+    cold, hot = (edited.sample(gpt.model, gpt.data.chars, temperature=t) for t in (0.2, 1.5))
+    assert cold == hot and cold != NB.sample(gpt.model, gpt.data.chars)
+    assert any(cold[-n:] * 2 == cold[-2 * n:] for n in range(5, 31)), cold  # the end: one phrase, twice in a row
 
 
 def _softmax_rows(scores, mask):
@@ -124,17 +258,18 @@ def test_06_exercises_graded_by_the_engine():
 
 
 def test_06_opens_on_the_shipped_models_and_their_claims_hold():
-    """Issue 16: sections 5 and 6 show the default models on open, loaded from the checkpoints
-    `make checkpoints` trains with the controls' default settings; every number shown is the
+    """Issue 16: sections 5 and 6 show the default models on open, loaded from the checkpoints the
+    page's own lesson cells trained with the controls' default settings; every number shown is the
     loaded model's own, and the prose's claims hold on them."""
     text, defs = notebook_text("06_attention")
+    assert defs["tiny_problem"] == defs["gpt_problem"] == ""
     d = attention_lab.TINY_DEFAULTS
     assert (defs["tiny_task"].value, defs["tiny_length"].value, defs["tiny_steps"].value,
             defs["tiny_lr"].value) == (d["task"], d["length"], d["steps"], d["lr"])
     tiny = defs["tiny"]
     assert tiny is defs["tiny_shipped"]
     assert ("The map and the accuracy curve below are the default model's (reverse, length 6, "
-            "300 steps, learning rate 0.01), trained in advance and shipped") in text
+            "300 steps, learning rate 0.01), trained in advance by the cells above and shipped") in text
     with engine.no_grad():
         pred = tiny.model(tiny.x_test).data.argmax(-1)
     assert defs["tiny_accuracy"] == pytest.approx(float((pred == tiny.y_test).mean()))
@@ -148,16 +283,15 @@ def test_06_opens_on_the_shipped_models_and_their_claims_hold():
         g["steps"], g["layers"], g["lr"])
     gpt = defs["gpt"]
     assert gpt is defs["gpt_shipped"] and not gpt.stopped
-    assert gpt.heldout_loss[-1] == pytest.approx(
-        attention_lab.heldout_loss(gpt.model, gpt.data.heldout, g["context"]), rel=1e-5)
+    assert gpt.heldout_loss[-1] == pytest.approx(NB.heldout_loss(gpt.model, gpt.data.heldout, g["context"]), rel=1e-5)
     assert gpt.heldout_loss[-1] < gpt.unigram - 0.8, (gpt.heldout_loss[-1], gpt.unigram)
     assert (f"Held-out loss {gpt.heldout_loss[-1]:.2f} nats per character against "
             f"{gpt.unigram:.2f} for the unigram baseline") in text
-    # the text shown is what the loaded model samples after the prompt
-    assert gpt.sample.startswith("a query ") and gpt.sample in text
-    assert gpt.sample == attention_lab.sample_text(gpt.model, gpt.data, seed=g["seed"])
-    assert ("The loss curves and the text below are the default model's (400 steps, 1 block, "
-            "learning rate 0.003), trained in advance and shipped") in text
+    # the text shown is what the page's sampler draws from the loaded model after the prompt
+    assert defs["gpt_sample"].startswith("a query ") and defs["gpt_sample"] in text
+    assert defs["gpt_sample"] == NB.sample(gpt.model, gpt.data.chars, "a query ", 120, 0.8, seed=0)
+    assert ("The loss curves below are the default model's (400 steps, 1 block, learning rate 0.003), "
+            "trained in advance by the cells above and shipped") in text
     assert defs["exercise_block"].truth == 12 * 768**2 + 13 * 768
 
 
@@ -166,7 +300,7 @@ def test_06_tiny_model_learns_reversal():
     outputs, defs = run_app(load_app(NB06), tiny_train=True)
     assert_no_error_outputs(outputs)
     tiny = defs["tiny"]
-    assert tiny is not defs["tiny_shipped"] and "Trained just now" in output_text(outputs)
+    assert tiny is not defs["tiny_shipped"] and "Trained just now by the cells above" in output_text(outputs)
     assert defs["tiny_accuracy"] > 0.9
     L = len(tiny.example)
     assert list(tiny.weights.argmax(axis=1)) == list(range(L - 1, -1, -1))
@@ -176,6 +310,24 @@ def test_06_tiny_model_learns_reversal():
     assert f"{defs['tiny_accuracy']:.1%}" in output_text(outputs)
     np.testing.assert_allclose(tiny.history.accuracy, defs["tiny_shipped"].history.accuracy)
     np.testing.assert_allclose(tiny.weights, defs["tiny_shipped"].weights, rtol=1e-4, atol=1e-5)
+    # the map shown is softmax(q kᵀ/√d) of the model's own projections
+    m = tiny.model
+    with engine.no_grad():
+        h = m.token(tiny.example[None]) + m.position(np.arange(L))
+        q, k = m.q(h).data[0], m.k(h).data[0]
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    p = np.exp(s - s.max(1, keepdims=True))
+    np.testing.assert_allclose(tiny.weights, p / p.sum(1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+
+def test_06_a_transformer_without_its_causal_mask_copies_the_next_character(tmp_path):
+    """The page's TransformerBlock prompt, made in a copy of the file and trained as its button
+    does: both losses fall to about 0.1 nats per character, far below the page's model."""
+    edited = edited_copy(tmp_path, "causal = engine.attention.causal_mask(x.shape[1])", "causal = None")
+    run = edited.train_tiny_gpt(**attention_lab.GPT_DEFAULTS)
+    shipped, _ = attention_lab.shipped_tiny_gpt(GPT_CODE, GPT_CLASSES)
+    assert run.train_loss[-1] < 0.2 and run.heldout_loss[-1] < 0.2
+    assert shipped.heldout_loss[-1] > 1.5
 
 
 def test_06_tiny_model_extremes():
@@ -316,8 +468,9 @@ def test_06_transformer_button_trains_with_the_settings_shown():
     text, defs = notebook_text("06_attention", gpt_train=True, gpt_steps=50, gpt_layers=2)
     gpt = defs["gpt"]
     assert gpt is not defs["gpt_shipped"] and len(gpt.model.blocks) == 2
-    assert list(gpt.steps) == [50] and "Trained just now with your settings (50 steps, 2 blocks" in text
-    assert gpt.sample in text and f"{gpt.heldout_loss[-1]:.2f}" in text
+    assert list(gpt.steps) == [50] and "Trained just now by the cells above" in text
+    assert "with your settings (50 steps, 2 blocks" in text
+    assert defs["gpt_sample"] in text and f"{gpt.heldout_loss[-1]:.2f}" in text
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.5, 4.0])

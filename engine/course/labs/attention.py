@@ -1,32 +1,37 @@
-"""The computations behind notebook 06 (attention), one function per picture or exercise.
+"""The data, sweeps and checks behind notebook 06 (attention), one function per picture or exercise.
+
+The lesson itself (scaled dot-product attention, the multi-head split, the Transformer block, the
+tiny models, their loss, training loops and the sampler) is the notebook's own code: where a
+function here needs it, the page passes it in.
 
 - :func:`toy_qkv`: embeddings of a short sentence and their queries, keys and values.
-- :func:`attention_maps`: scores q·kᵀ·scale/τ, softmax weights (through
-  ``engine.attention.attention_weights``), the output, and each row's entropy; :func:`make_mask`
-  builds the causal, padding and sliding-window masks from ``engine.attention``.
+- :func:`attention_maps`: scores q·kᵀ·scale/τ, the weights and output of the attention function
+  the page passes in, and each row's entropy; :func:`make_mask` builds the causal, padding and
+  sliding-window masks from ``engine.attention``.
 - :func:`dot_product_variance` / :func:`scaling_sweep`: why scores are divided by √d_k (scores
   of random pairs drawn by :func:`random_scores`, exactly and at a cost independent of d_k).
-- :func:`mha_shapes`: multi-head shapes and parameter counts, checked by running
-  ``nn.MultiheadAttention``.
+- :func:`mha_shapes`: multi-head shapes and parameter counts, checked by running the page's
+  multi-head attention module.
 - RoPE: :func:`rope_pair_trajectory`, :func:`rope_shift_check`, :func:`rope_score_vs_distance`,
   :func:`sinusoidal_similarity`.
-- A tiny attention model on a toy sequence task: :func:`make_sequence_task`,
-  :class:`TinyAttention`, :func:`train_tiny_attention`; a tiny Transformer on a short text:
-  :class:`TinyGPT`, :func:`train_tiny_gpt`, :func:`sample_text`.
-- The notebook opens on both trained with their default settings, loaded from the checkpoints
-  ``CHECKPOINTS`` declares (:func:`shipped_tiny_attention`, :func:`shipped_tiny_gpt`).
+- A tiny attention model's data: :func:`make_sequence_task`, :func:`tiny_heldout`, and
+  :func:`tiny_run` (its map on a held-out sequence); a tiny Transformer's: :data:`TEXT`,
+  :func:`char_data`, :func:`random_windows`, :func:`heldout_windows`.
+- The notebook opens on both models trained by its own cells with their default settings,
+  loaded from the checkpoints ``CHECKPOINTS`` declares when they fit the page's code
+  (:func:`shipped_tiny_attention`, :func:`shipped_tiny_gpt`).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-import engine.functional as F
-from engine import Tensor, attention, matmul, nn, no_grad, optim, shapes
+from engine import Tensor, attention, no_grad, shapes
 from engine.course import checkpoints
 from engine.course.checkpoints import attention_gpt as _gpt_checkpoint
 from engine.course.checkpoints import attention_tiny as _tiny_checkpoint
@@ -39,12 +44,13 @@ __all__ = [
     "CROSS_SOURCE", "CrossAttention", "MASK_KINDS", "SCALES", "TASKS", "AttentionMaps", "AttentionMemory", "KVDecode", "DotProductVariance", "MHAShapes", "MaskCost",
     "PermutationCheck", "QKV", "Retrieval",
     "RopeDistance", "RopeShift", "RopeTrajectory", "ScalingSweep", "SinusoidalSimilarity",
-    "TinyAttention", "TinyHistory", "TinyRun", "attention_maps", "dot_product_variance",
+    "TinyHistory", "TinyRun", "attention_maps", "dot_product_variance",
     "attention_memory", "cross_attention", "kv_cache_decode", "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
     "random_scores", "shown_dimensions", "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
-    "TEXT", "CharData", "GPTRun", "TinyGPT", "TransformerBlock", "block_parameters", "char_data",
-    "designed_retrieval", "heldout_loss", "sample_text", "toy_qkv", "train_tiny_attention",
-    "train_tiny_gpt", "GPT_DEFAULTS", "TINY_DEFAULTS", "shipped_tiny_attention", "shipped_tiny_gpt",
+    "TEXT", "CharData", "GPTRun", "block_parameters", "char_data", "designed_retrieval",
+    "heldout_windows", "random_windows", "tiny_heldout", "tiny_run", "toy_qkv",
+    "GPT_CLASSES", "GPT_CODE", "GPT_DEFAULTS", "TINY_CLASSES", "TINY_CODE", "TINY_DEFAULTS", "model_fingerprint",
+    "shipped_tiny_attention", "shipped_tiny_gpt",
 ]
 
 SENTENCE = "the cat sat on the mat because it was warm"
@@ -140,14 +146,15 @@ class AttentionMaps:
     empty_rows: np.ndarray
 
 
-def attention_maps(Q, K, V, scale="sqrt", temperature=1.0, mask=None) -> AttentionMaps:
-    """Scaled dot-product attention step by step, for one sequence.
+def attention_maps(attend, Q, K, V, scale="sqrt", temperature=1.0, mask=None) -> AttentionMaps:
+    """Scaled dot-product attention step by step, for one sequence, by ``attend`` (the page's
+    ``attention(q, k, v, mask, scale)``, returning the output and the weights as Tensors).
 
         S = Q Kᵀ · scale / τ,     A = softmax(S) over the allowed keys,     out = A V
 
     ``scale``: a number or 'sqrt' (1/√d_k), 'none' (1), 'linear' (1/d_k); ``temperature`` τ > 0.
-    Returns ``scores`` [L, L] (NaN where masked: drawn as gaps), ``weights`` (from
-    ``engine.attention.attention_weights``, rows sum to 1, or 0 for a query with no key),
+    Returns ``scores`` [L, L] (NaN where masked: drawn as gaps), ``weights`` (``attend``'s: rows
+    sum to 1, or 0 for a query with no key),
     ``output`` [L, d_v], ``entropy`` per row (nats), ``scale`` (the number used), ``empty_rows``
     (queries that may attend to nothing).
     """
@@ -156,12 +163,13 @@ def attention_maps(Q, K, V, scale="sqrt", temperature=1.0, mask=None) -> Attenti
     temperature = _positive(op, "temperature", temperature)
     factor = _scale_value(scale, Q.shape[-1], op) / temperature
     raw = Q @ K.T * factor
-    weights = attention.attention_weights(Q, K, attn_mask=mask, scale=factor).data
+    output, weights = (np.asarray(t.data if isinstance(t, Tensor) else t, dtype=np.float64)
+                       for t in attend(Tensor(Q), Tensor(K), Tensor(V), mask=mask, scale=factor))
     scores = raw if mask is None else np.where(mask, raw, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         plogp = np.where(weights > 0, weights * np.log(np.where(weights > 0, weights, 1.0)), 0.0)
     allowed = np.ones(raw.shape, bool) if mask is None else np.broadcast_to(mask, raw.shape)
-    return AttentionMaps(scores, weights, weights @ V, -plogp.sum(axis=-1), factor,
+    return AttentionMaps(scores, weights, output, -plogp.sum(axis=-1), factor,
                          np.flatnonzero(~allowed.any(axis=-1)))
 
 
@@ -179,22 +187,23 @@ class PermutationCheck:
     gap_after: float
 
 
-def permutation_check(qkv: QKV, seed=0) -> PermutationCheck:
+def permutation_check(attend, qkv: QKV, seed=0) -> PermutationCheck:
     """Is self-attention permutation-equivariant? With no mask and no positions,
     Attention(PX) = P·Attention(X) for every permutation matrix P (softmax(P S Pᵀ) = P softmax(S) Pᵀ).
     Adding positions (X + PE, PE fixed per slot) breaks it: a token's position travels with it
-    no longer. ``order`` is drawn from ``np.random.default_rng(seed)``."""
+    no longer. ``attend``: the page's attention function (see :func:`attention_maps`); ``order``
+    is drawn from ``np.random.default_rng(seed)``."""
     X = np.asarray(qkv.X, dtype=np.float64)
     L = X.shape[0]
     order = np.random.default_rng(seed).permutation(L)
     pe = attention.sinusoidal_positions(L, X.shape[1]).data.astype(np.float64)
 
-    def attend(x):
-        return attention_maps(x @ qkv.W_q, x @ qkv.W_k, x @ qkv.W_v).output
+    def outputs(x):
+        return attention_maps(attend, x @ qkv.W_q, x @ qkv.W_k, x @ qkv.W_v).output
 
-    plain = np.abs(attend(X[order]) - attend(X)[order]).max()
-    with_positions = np.abs(attend(X[order] + pe) - attend(X + pe)[order]).max()
-    after = np.abs(attend((X + pe)[order]) - attend(X + pe)[order]).max()
+    plain = np.abs(outputs(X[order]) - outputs(X)[order]).max()
+    with_positions = np.abs(outputs(X[order] + pe) - outputs(X + pe)[order]).max()
+    after = np.abs(outputs((X + pe)[order]) - outputs(X + pe)[order]).max()
     return PermutationCheck(order, float(plain), float(with_positions), float(after))
 
 
@@ -377,11 +386,12 @@ class MHAShapes:
     weights_shape: tuple
 
 
-def mha_shapes(B, L, d_model, H) -> MHAShapes:
+def mha_shapes(module_class, B, L, d_model, H) -> MHAShapes:
     """Shapes through multi-head self-attention (``engine.shapes.attention_shapes``) checked by
-    running ``engine.nn.MultiheadAttention(d_model, H, batch_first=True)`` on a random
-    [B, L, d_model] batch (built on its own random stream). When H does not divide d_model,
-    a ValueError says so and lists the head counts that do."""
+    running ``module_class(d_model, H)`` (the page's multi-head attention: ``module(x)`` gives the
+    output [B, L, d_model] and the per-head weights [B, H, L, L]) on a random [B, L, d_model]
+    batch (built on its own random stream). When H does not divide d_model, a ValueError says so
+    and lists the head counts that do."""
     try:
         info = shapes.attention_shapes(B, L, d_model, H)
     except ValueError as error:
@@ -390,19 +400,20 @@ def mha_shapes(B, L, d_model, H) -> MHAShapes:
                          f"gets d_model / H columns, so H must divide d_model = {d_model}: "
                          f"try H = {divisors}.") from None
     return MHAShapes(info.d_k, list(info.shapes.items()), dict(info.params),
-                     *_run_multihead_attention(int(B), int(L), int(d_model), int(H)))
+                     *_run_multihead_attention(module_class, int(B), int(L), int(d_model), int(H)))
 
 
 @functools.lru_cache(maxsize=64)
-def _run_multihead_attention(B, L, d_model, H) -> tuple:
-    """(parameter count, output shape, per-head weights shape) of ``nn.MultiheadAttention`` run
-    on a random [B, L, d_model] batch. Cached: at B = 64, L = 128, d = 256, H = 16 the run takes
-    a third of a second, and a learner dragging the sliders back revisits the same settings."""
+def _run_multihead_attention(module_class, B, L, d_model, H) -> tuple:
+    """(parameter count, output shape, per-head weights shape) of ``module_class(d_model, H)`` run
+    on a random [B, L, d_model] batch. Cached (per class: an edited class is a new key): at
+    B = 64, L = 128, d = 256, H = 16 the run takes a third of a second, and a learner dragging the
+    sliders back revisits the same settings."""
     with fork_rng(0):
-        mha = nn.MultiheadAttention(d_model, H, batch_first=True)
+        mha = module_class(d_model, H)
     x = Tensor(np.random.default_rng(0).standard_normal((B, L, d_model)).astype(np.float32))
     with no_grad():
-        out, weights = mha(x, x, x, need_weights=True, average_attn_weights=False)
+        out, weights = mha(x)
     return int(sum(p.data.size for p in mha.parameters())), tuple(out.shape), tuple(weights.shape)
 
 
@@ -591,7 +602,7 @@ def sinusoidal_similarity(L=64, d=64, base=10000.0) -> SinusoidalSimilarity:
     return SinusoidalSimilarity(pe, pe @ pe.T)
 
 
-# ----------------------------------------------------------------------------- a tiny model
+# ----------------------------------------------------------------------------- a tiny model's data
 TASKS = ("reverse", "sort", "rotate by 1")
 
 
@@ -614,46 +625,9 @@ def make_sequence_task(task="reverse", n=512, length=6, vocab=8, seed=0):
     return x.astype(np.int64), np.ascontiguousarray(y).astype(np.int64)
 
 
-def _train_step(model, opt, x, y) -> float:
-    """One optimiser step on the per-position cross-entropy of ``model(x)`` [B, L, vocab]
-    against ``y`` [B, L]; returns the loss."""
-    logits = model(x)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    return float(loss.data)
-
-
-class TinyAttention(Module):
-    """One head of self-attention between two embeddings and a read-out:
-
-        h = E[x] + P[pos]          (token and learned position embeddings, [B, L, d])
-        A = softmax(h W_q (h W_k)ᵀ / √d),      logits = (A · h W_v) W_o      ([B, L, vocab])
-
-    No residual connection: each output position can only answer through what it attends to,
-    so the attention map shows the rule it found (an anti-diagonal for reversal).
-    """
-
-    def __init__(self, vocab=8, length=6, d_model=32):
-        super().__init__()
-        self.length = length
-        self.token = nn.Embedding(vocab, d_model)
-        self.position = nn.Embedding(length, d_model)
-        self.q = nn.Linear(d_model, d_model, bias=False)
-        self.k = nn.Linear(d_model, d_model, bias=False)
-        self.v = nn.Linear(d_model, d_model, bias=False)
-        self.out = nn.Linear(d_model, vocab)
-
-    def attend(self, x):
-        """(logits [B, L, vocab], attention weights [B, L, L]) for token ids x [B, L]."""
-        x = np.asarray(x)
-        h = self.token(x) + self.position(np.arange(x.shape[-1]))
-        weights = attention.attention_weights(self.q(h), self.k(h))
-        return self.out(matmul(weights, self.v(h))), weights
-
-    def forward(self, x):
-        return self.attend(x)[0]
+def tiny_heldout(task, length, vocab, seed):
+    """The fixed held-out set (256 sequences) a tiny model of ``seed`` is scored on."""
+    return make_sequence_task(task, 256, length, vocab, seed=10_000 + seed)
 
 
 @dataclass(frozen=True)
@@ -668,10 +642,11 @@ class TinyHistory:
 
 @dataclass(frozen=True)
 class TinyRun:
-    """A trained :class:`TinyAttention`, its history, one held-out ``example`` with its
-    ``target``, ``prediction`` and attention ``weights`` [L, L], and the held-out set."""
+    """A trained tiny attention model (the notebook's ``TinyAttention``), its history, one
+    held-out ``example`` with its ``target``, ``prediction`` and attention ``weights`` [L, L],
+    and the held-out set."""
 
-    model: TinyAttention
+    model: Module
     history: TinyHistory
     example: np.ndarray
     target: np.ndarray
@@ -682,60 +657,21 @@ class TinyRun:
     y_test: np.ndarray
 
 
-def train_tiny_attention(task="reverse", steps=300, lr=1e-2, d_model=32, length=6, vocab=8,
-                         batch_size=64, seed=0, eval_every=25, on_step=None) -> TinyRun:
-    """Train :class:`TinyAttention` with Adam on fresh random batches of ``task``.
-
-    Returns a :class:`TinyRun`: ``model``, ``history`` (``step``, ``loss``, ``accuracy``: per-token accuracy on a fixed
-    held-out set of 256 sequences, every ``eval_every`` steps) and ``example``/``target``/
-    ``prediction``/``weights`` [L, L] for one held-out sequence. ``on_step(step)`` is called after
-    every step (a progress bar's hook). A non-finite loss stops early with ``stopped`` set.
-    """
-    op = "train_tiny_attention"
-    steps = _int(op, "steps", steps, 1)
-    lr = _positive(op, "lr", lr)
-    with fork_rng(int(seed)):
-        model = TinyAttention(vocab, length, d_model)
-    opt = optim.Adam(model.parameters(), lr=lr)
-    x_test, y_test = _tiny_heldout(task, length, vocab, seed)
-    history = {"step": [], "loss": [], "accuracy": []}
-    stopped = ""
-    rng = np.random.default_rng(seed)
-    losses = []
-    for step in range(1, steps + 1):
-        xb, yb = make_sequence_task(task, batch_size, length, vocab, seed=rng)
-        losses.append(_train_step(model, opt, xb, yb))
-        if not math.isfinite(losses[-1]):
-            stopped = f"the loss became non-finite at step {step}: lower the learning rate"
-            break
-        if step % eval_every == 0 or step == steps:
-            with no_grad():
-                pred = model(x_test).data.argmax(-1)
-            history["step"].append(step)
-            history["loss"].append(float(np.mean(losses[-eval_every:])))
-            history["accuracy"].append(float((pred == y_test).mean()))
-        if on_step is not None:
-            on_step(step)
-    return _tiny_run(model, TinyHistory(**{k: np.asarray(v) for k, v in history.items()}),
-                     stopped, x_test, y_test)
-
-
-def _tiny_heldout(task, length, vocab, seed):
-    """The fixed held-out set (256 sequences) a tiny model of ``seed`` is scored on."""
-    return make_sequence_task(task, 256, length, vocab, seed=10_000 + seed)
-
-
-def _tiny_run(model, history, stopped, x_test, y_test) -> TinyRun:
-    """A :class:`TinyRun` for ``model``: its map and prediction on the first held-out sequence."""
+def tiny_run(model, history, stopped, x_test, y_test) -> TinyRun:
+    """A :class:`TinyRun` for ``model`` (whose ``attend(x)`` gives logits and weights): its map and
+    prediction on the first held-out sequence. ``history``: a :class:`TinyHistory` or a dict of
+    lists with its fields."""
+    if isinstance(history, dict):
+        history = TinyHistory(**{k: np.asarray(v) for k, v in history.items()})
     with no_grad():
         logits, weights = model.attend(x_test[:1])
     return TinyRun(model, history, x_test[0], y_test[0], logits.data[0].argmax(-1),
                    weights.data[0], stopped, x_test, y_test)
 
 
-# ----------------------------------------------------------------------------- a Transformer
+# ----------------------------------------------------------------------------- a Transformer's data
 # A short text the project wrote for this lesson (no licence question): character-level data for
-# the tiny decoder below. Its sentences repeat words and patterns, so a small model can learn some.
+# the notebook's tiny decoder. Its sentences repeat words and patterns, so a small model can learn some.
 TEXT = (
     "a query asks a question. a key says what a token offers. a value is what a token passes on. "
     "each query meets every key, and the scores become weights that sum to one. the output mixes "
@@ -761,49 +697,6 @@ TEXT = (
     "it. the memory of the scores grows with the square of the length, the cache grows with the "
     "length. a block reads, mixes and adds, and the next block reads what the last one wrote. "
 )
-
-
-class TransformerBlock(Module):
-    """A pre-norm decoder block (GPT-2's layout):
-
-        x ← x + CausalSelfAttention(LayerNorm(x))
-        x ← x + MLP(LayerNorm(x)),     MLP = Linear(d, 4d) → GELU → Linear(4d, d)
-
-    The residual stream x [B, L, d] passes through unchanged; each sub-layer adds to it."""
-
-    def __init__(self, d_model=32, heads=2):
-        super().__init__()
-        self.norm_attention = nn.LayerNorm(d_model)
-        self.attention = nn.MultiheadAttention(d_model, heads, batch_first=True)
-        self.norm_mlp = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
-                                 nn.Linear(4 * d_model, d_model))
-
-    def forward(self, x):
-        h = self.norm_attention(x)
-        x = x + self.attention(h, h, h, is_causal=True, need_weights=False)[0]
-        return x + self.mlp(self.norm_mlp(x))
-
-
-class TinyGPT(Module):
-    """Token and learned position embeddings, ``layers`` :class:`TransformerBlock`, a final
-    LayerNorm and a linear read-out to next-token logits [B, L, vocab]."""
-
-    def __init__(self, vocab, context=32, d_model=32, heads=2, layers=1):
-        super().__init__()
-        self.context = context
-        self.token = nn.Embedding(vocab, d_model)
-        self.position = nn.Embedding(context, d_model)
-        self.blocks = nn.ModuleList([TransformerBlock(d_model, heads) for _ in range(layers)])
-        self.norm = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab)
-
-    def forward(self, ids):
-        ids = np.asarray(ids)
-        x = self.token(ids) + self.position(np.arange(ids.shape[-1]))
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.norm(x))
 
 
 @dataclass(frozen=True)
@@ -832,50 +725,37 @@ def _windows(ids, context, starts):
             np.stack([ids[s + 1:s + context + 1] for s in starts]))
 
 
-def heldout_loss(model, ids, context) -> float:
-    """Mean next-character cross-entropy (nats) over every position of non-overlapping windows."""
-    starts = np.arange(0, len(ids) - context - 1, context)
-    x, y = _windows(ids, context, starts)
-    with no_grad():
-        logits = model(x)
-        return float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).data)
+def random_windows(ids, context, batch_size, rng):
+    """A batch of ``batch_size`` windows of ``context`` ids starting at random places, and the
+    same windows shifted by one (the next character at every position): x, y [batch, context]."""
+    return _windows(ids, context, rng.integers(0, len(ids) - context - 1, size=batch_size))
+
+
+def heldout_windows(ids, context):
+    """Every non-overlapping window of ``context`` ids, and its next characters: x, y."""
+    return _windows(ids, context, np.arange(0, len(ids) - context - 1, context))
 
 
 @dataclass(frozen=True)
 class GPTRun:
-    """A trained :class:`TinyGPT`: ``steps`` and ``train_loss``/``heldout_loss`` (nats/char)
-    every ``eval_every`` steps, the ``unigram`` baseline, a ``sample`` of generated text and
-    ``stopped`` (why training stopped early, or '')."""
+    """A trained tiny Transformer (the notebook's ``TinyGPT``): ``steps`` and
+    ``train_loss``/``heldout_loss`` (nats/char) every ``eval_every`` steps, the ``unigram``
+    baseline and ``stopped`` (why training stopped early, or '')."""
 
-    model: TinyGPT
+    model: Module
     data: CharData
     steps: np.ndarray
     train_loss: np.ndarray
     heldout_loss: np.ndarray
     unigram: float
-    sample: str
     stopped: str
 
 
-def sample_text(model, data: CharData, prompt="a query ", length=120, temperature=0.8, seed=0) -> str:
-    """Generate ``length`` characters after ``prompt``: each step feeds the last ``context``
-    characters, samples the next from softmax(logits / temperature) with its own generator."""
-    rng = np.random.default_rng(seed)
-    temperature = _positive("sample_text", "temperature", temperature)
-    ids = [data.chars.index(c) for c in prompt if c in data.chars]
-    with no_grad():
-        for _ in range(_int("sample_text", "length", length, 0)):
-            logits = model(np.array([ids[-model.context:]])).data[0, -1] / temperature
-            p = np.exp(logits - logits.max())
-            ids.append(int(rng.choice(len(p), p=p / p.sum())))
-    return "".join(data.chars[i] for i in ids)
-
-
 def block_parameters(d_model=768, heads=12) -> int:
-    """Parameters of one :class:`TransformerBlock`, its parts counted by ``engine.shapes``:
+    """Parameters of one pre-norm Transformer block, its parts counted by ``engine.shapes``:
     12d² + 13d (attention 4d² + 4d, MLP 8d² + 5d, two LayerNorms 4d), whatever the heads. By
-    count rather than by building the module: at d = 768 that allocates seven million weights,
-    a tenth of the page's first run (the tests count the module against this)."""
+    count rather than by building the module: at d = 768 that allocates seven million weights
+    (the tests count the notebook's block against this)."""
     op = "block_parameters"
     d = _int(op, "d_model", d_model, 1)
     if d % _int(op, "heads", heads, 1):
@@ -884,101 +764,88 @@ def block_parameters(d_model=768, heads=12) -> int:
     return shapes.multihead_attention_params(d) + mlp + 2 * (2 * d)
 
 
-def train_tiny_gpt(steps=400, lr=3e-3, d_model=32, heads=2, layers=1, context=16, batch_size=32,
-                   seed=0, eval_every=50, on_step=None) -> GPTRun:
-    """Train :class:`TinyGPT` with Adam on random windows of :data:`TEXT` (next-character
-    cross-entropy), built and trained on its own random streams (``seed``)."""
-    op = "train_tiny_gpt"
-    steps = _int(op, "steps", steps, 1)
-    lr = _positive(op, "lr", lr)
-    if _int(op, "d_model", d_model, 1) % _int(op, "heads", heads, 1):
-        raise ValueError(f"{op}: heads ({heads}) must divide d_model ({d_model})")
-    data = char_data()
-    with fork_rng(int(seed)):
-        model = TinyGPT(len(data.chars), context, d_model, heads, _int(op, "layers", layers, 1))
-        opt = optim.Adam(model.parameters(), lr=lr)
-        rng = np.random.default_rng(seed)
-        log = {"steps": [], "train": [], "heldout": []}
-        stopped, recent = "", []
-        for step in range(1, steps + 1):
-            x, y = _windows(data.train, context,
-                            rng.integers(0, len(data.train) - context - 1, size=batch_size))
-            recent.append(_train_step(model, opt, x, y))
-            if not math.isfinite(recent[-1]):
-                stopped = f"the loss became non-finite at step {step}: lower the learning rate"
-                break
-            if step % eval_every == 0 or step == steps:
-                log["steps"].append(step)
-                log["train"].append(float(np.mean(recent)))
-                log["heldout"].append(heldout_loss(model, data.heldout, context))
-                recent = []
-            if on_step is not None:
-                on_step(step)
-        sample = sample_text(model, data, seed=seed) if not stopped else ""
-    return GPTRun(model, data, np.asarray(log["steps"]), np.asarray(log["train"]),
-                  np.asarray(log["heldout"]), data.unigram, sample, stopped)
-
-
 # ----------------------------------------------------------------------------- shipped default models
-# Sections 5 and 6 open on these models, trained with the notebook's default settings by
-# `make checkpoints` (engine/course/checkpoints/), so the page shows a trained model without
-# training in the browser; the run buttons retrain with the learner's settings.
+# Sections 5 and 6 open on these models, trained with the notebook's default settings by the
+# notebook's own lesson cells (engine/course/checkpoints/), so the page shows a trained model
+# without training in the browser; the run buttons retrain with the learner's settings.
 TINY_DEFAULTS = {"task": "reverse", "steps": 300, "lr": 1e-2, "length": 6, "d_model": 32,
                  "vocab": 8, "seed": 0}
 GPT_DEFAULTS = {"steps": 400, "lr": 3e-3, "layers": 1, "d_model": 32, "heads": 2, "context": 16,
                 "seed": 0}
+# The lesson functions each default model depends on, in the order the page passes them to
+# shipped_tiny_attention / shipped_tiny_gpt (checkpoints.load_if_fits), and the lesson classes,
+# whose methods' fingerprint the state itself records (model_fingerprint: the source of a class
+# cannot be read back from a notebook loaded as a module, its methods' can).
+TINY_CODE = ("attention", "next_token_loss", "train_step", "train_tiny_attention", "default_tiny_attention")
+TINY_CLASSES = ("TinyAttention",)
+GPT_CODE = ("attention", "split_heads", "merge_heads", "next_token_loss", "train_step", "heldout_loss",
+            "train_tiny_gpt", "default_tiny_gpt")
+GPT_CLASSES = ("MultiHeadAttention", "TransformerBlock", "TinyGPT")
+CHECKPOINTS = {
+    "attention_tiny": checkpoints.FromNotebook(notebook="06_attention", function="default_tiny_attention",
+                                               code=TINY_CODE),
+    "attention_gpt": checkpoints.FromNotebook(notebook="06_attention", function="default_tiny_gpt",
+                                              code=GPT_CODE),
+}
 
 
-def _parameters(model) -> dict:
-    return {name: tensor.data for name, tensor in model.state_dict().items()}
+def model_fingerprint(*classes) -> str:
+    """:func:`checkpoints.code_fingerprint` of the methods ``classes`` define: what a default
+    model's state records of the classes that made it."""
+    return checkpoints.code_fingerprint(*(f for cls in classes for f in vars(cls).values()
+                                          if inspect.isfunction(f)))
 
 
-# Private, so that tests calling every public lab function do not train the models a second time
-# (tests/course/test_checkpoints.py retrains them).
-def _tiny_attention_state() -> dict:
-    """What checkpoint ``attention_tiny`` holds: ``train_tiny_attention(**TINY_DEFAULTS)``'s
-    settings, parameters and history."""
-    run = train_tiny_attention(**TINY_DEFAULTS)
-    return {"settings": dict(TINY_DEFAULTS), "parameters": _parameters(run.model),
-            "history": {"step": run.history.step, "loss": run.history.loss,
-                        "accuracy": run.history.accuracy}}
+def _load_into(module, code, classes, build):
+    """(state, model, "") when checkpoint ``module`` fits ``code`` and ``classes`` and its
+    parameters load into the model ``build(classes[-1], settings)`` makes; (None, None, one
+    sentence) otherwise."""
+    state, reason = checkpoints.load_if_fits(module, *code)
+    if state is None:
+        return None, None, reason
+    model_class = classes[-1]
+    try:
+        found = model_fingerprint(*classes)
+    except (OSError, TypeError):  # no source to read (a page built without it): nothing was edited
+        found = state["model_code"]
+    if found != state["model_code"]:
+        names = ", ".join(f"`{cls.__name__}`" for cls in classes)
+        return None, None, (f"the shipped model was trained with other code than this page's {names}, "
+                            "so it is not loaded: train with the button to see what your code does")
+    try:
+        with fork_rng(state["settings"]["seed"]):
+            model = build(model_class, state["settings"])
+        model.load_state_dict(state["parameters"])
+    except (KeyError, ValueError, TypeError, RuntimeError) as error:
+        return None, None, (f"the shipped parameters do not fit this page's `{model_class.__name__}` "
+                            f"({str(error).splitlines()[0][:120]}), so it is not loaded: train "
+                            "with the button to see what your code does")
+    return state, model, ""
 
 
-def _tiny_gpt_state() -> dict:
-    """What checkpoint ``attention_gpt`` holds: ``train_tiny_gpt(**GPT_DEFAULTS)``'s settings,
-    parameters, loss curves and the text it samples (stored: generating it one character at a
-    time costs more than the rest of the page's first run)."""
-    run = train_tiny_gpt(**GPT_DEFAULTS)
-    return {"settings": dict(GPT_DEFAULTS), "parameters": _parameters(run.model),
-            "steps": run.steps, "train_loss": run.train_loss, "heldout_loss": run.heldout_loss,
-            "sample": run.sample}
-
-
-CHECKPOINTS = {"attention_tiny": _tiny_attention_state, "attention_gpt": _tiny_gpt_state}
-
-
-def shipped_tiny_attention() -> TinyRun:
-    """Section 5's default model as ``make checkpoints`` trained it (checkpoint
-    ``attention_tiny``): the :class:`TinyRun` that ``train_tiny_attention(**TINY_DEFAULTS)``
-    returns, rebuilt from the stored parameters and history instead of trained."""
-    state = checkpoints.load(_tiny_checkpoint)
+def shipped_tiny_attention(code, classes) -> tuple:
+    """Section 5's default model as the notebook's ``default_tiny_attention`` trained it
+    (checkpoint ``attention_tiny``), rebuilt with the page's model class from the stored
+    parameters and history: ``(TinyRun, "")``, or ``(None, reason)`` when ``code`` and
+    ``classes`` (the page's lesson objects named by ``TINY_CODE`` and ``TINY_CLASSES``, in that
+    order) are not the code that trained it."""
+    state, model, reason = _load_into(_tiny_checkpoint, code, classes,
+                                      lambda cls, s: cls(s["vocab"], s["length"], s["d_model"]))
+    if state is None:
+        return None, reason
     s = state["settings"]
-    with fork_rng(s["seed"]):
-        model = TinyAttention(s["vocab"], s["length"], s["d_model"])
-    model.load_state_dict(state["parameters"])
-    history = TinyHistory(**state["history"])
-    return _tiny_run(model, history, "", *_tiny_heldout(s["task"], s["length"], s["vocab"], s["seed"]))
+    return tiny_run(model, state["history"], "", *tiny_heldout(s["task"], s["length"], s["vocab"], s["seed"])), ""
 
 
-def shipped_tiny_gpt() -> GPTRun:
-    """Section 6's default Transformer as ``make checkpoints`` trained it (checkpoint
-    ``attention_gpt``): the :class:`GPTRun` that ``train_tiny_gpt(**GPT_DEFAULTS)`` returns,
-    rebuilt from the stored parameters, loss curves and sample instead of trained."""
-    state = checkpoints.load(_gpt_checkpoint)
-    s = state["settings"]
+def shipped_tiny_gpt(code, classes) -> tuple:
+    """Section 6's default Transformer as the notebook's ``default_tiny_gpt`` trained it
+    (checkpoint ``attention_gpt``), rebuilt with the page's model class: ``(GPTRun, "")``, or
+    ``(None, reason)`` when ``code`` and ``classes`` (named by ``GPT_CODE`` and ``GPT_CLASSES``)
+    are not the code that trained it."""
     data = char_data()
-    with fork_rng(s["seed"]):
-        model = TinyGPT(len(data.chars), s["context"], s["d_model"], s["heads"], s["layers"])
-    model.load_state_dict(state["parameters"])
-    return GPTRun(model, data, state["steps"], state["train_loss"], state["heldout_loss"], data.unigram,
-                  state["sample"], "")
+    state, model, reason = _load_into(
+        _gpt_checkpoint, code, classes,
+        lambda cls, s: cls(len(data.chars), s["context"], s["d_model"], s["heads"], s["layers"]))
+    if state is None:
+        return None, reason
+    return GPTRun(model, data, state["steps"], state["train_loss"], state["heldout_loss"], data.unigram, ""), ""

@@ -20,6 +20,23 @@ from engine.course.labs import vae as vae_lab
 # ============================================================================= 06 attention
 
 
+def library_attention(q, k, v, mask=None, scale=None):
+    """A stand-in for the notebook's attention cell: the library's, as (output, weights)."""
+    return (engine.attention.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale),
+            engine.attention.attention_weights(q, k, attn_mask=mask, scale=scale))
+
+
+class LibraryMultiHeadAttention(engine.nn.Module):
+    """A stand-in for the notebook's MultiHeadAttention: nn.MultiheadAttention, per-head weights."""
+
+    def __init__(self, d_model, heads):
+        super().__init__()
+        self.mha = engine.nn.MultiheadAttention(d_model, heads, batch_first=True)
+
+    def forward(self, x):
+        return self.mha(x, x, x, average_attn_weights=False)
+
+
 def test_toy_qkv_projects_the_embeddings():
     t = attention_lab.toy_qkv("a b a c", d_model=6, d_k=3, seed=1)
     assert t.tokens == ["a", "b", "a", "c"]
@@ -50,7 +67,7 @@ def test_attention_maps_against_numpy():
     rng = np.random.default_rng(0)
     Q, K, V = rng.normal(size=(5, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
     mask = attention_lab.make_mask("causal", 5)
-    r = attention_lab.attention_maps(Q, K, V, "sqrt", 0.5, mask)
+    r = attention_lab.attention_maps(library_attention, Q, K, V, "sqrt", 0.5, mask)
     s = Q @ K.T / 2.0 / 0.5
     s = np.where(mask, s, -np.inf)
     p = np.exp(s - s.max(1, keepdims=True))
@@ -61,12 +78,21 @@ def test_attention_maps_against_numpy():
     np.testing.assert_allclose(r.entropy, -(p * logp).sum(1), atol=1e-12)
     assert r.entropy[0] == 0.0  # the first query sees one key only
     assert np.isnan(r.scores[0, 1]) and r.scale == pytest.approx(1.0)
-    empty = attention_lab.attention_maps(Q, K, V, mask=np.zeros((5, 5), bool))
+    empty = attention_lab.attention_maps(library_attention, Q, K, V, mask=np.zeros((5, 5), bool))
     assert list(empty.empty_rows) == [0, 1, 2, 3, 4] and np.all(empty.output == 0)
     with pytest.raises(ValueError, match="temperature"):
-        attention_lab.attention_maps(Q, K, V, temperature=0)
+        attention_lab.attention_maps(library_attention, Q, K, V, temperature=0)
     with pytest.raises(ValueError, match="scale"):
-        attention_lab.attention_maps(Q, K, V, scale="cubic")
+        attention_lab.attention_maps(library_attention, Q, K, V, scale="cubic")
+    # the weights and output are the given function's, called with the scale times 1/τ
+    calls = []
+
+    def uniform(q, k, v, mask=None, scale=None):
+        calls.append(scale)
+        w = np.full((q.shape[0], k.shape[0]), 1 / k.shape[0])
+        return w @ v.data, w
+    r = attention_lab.attention_maps(uniform, Q, K, V, "none", 4.0)
+    assert calls == [0.25] and np.allclose(r.weights, 0.2) and np.allclose(r.output, V.mean(0))
 
 
 def test_dot_product_variance_is_d_k():
@@ -108,7 +134,7 @@ def test_random_scores_have_the_law_of_explicit_dot_products():
 
 
 def test_mha_shapes_against_torch(torch):
-    info = attention_lab.mha_shapes(2, 5, 12, 3)
+    info = attention_lab.mha_shapes(LibraryMultiHeadAttention, 2, 5, 12, 3)
     layer = torch.nn.MultiheadAttention(12, 3, batch_first=True)
     assert info.module_params == sum(p.numel() for p in layer.parameters()) == info.params["total"]
     x = torch.zeros(2, 5, 12)
@@ -116,7 +142,7 @@ def test_mha_shapes_against_torch(torch):
     assert info.output_shape == tuple(out.shape) and info.weights_shape == tuple(w.shape)
     assert dict(info.rows)["q, k, v (per head)"] == (2, 3, 5, 4)
     with pytest.raises(ValueError, match="mha_shapes: .*12.*try H = 1, 2, 3, 4, 6, 12"):
-        attention_lab.mha_shapes(2, 5, 12, 5)
+        attention_lab.mha_shapes(LibraryMultiHeadAttention, 2, 5, 12, 5)
 
 
 def test_rope_pair_trajectory_is_a_rotation():
@@ -201,54 +227,37 @@ def test_make_sequence_task():
         attention_lab.make_sequence_task("shuffle")
 
 
-def test_tiny_attention_learns_to_reverse():
-    calls = []
-    r = attention_lab.train_tiny_attention("reverse", steps=150, lr=1e-2, length=5,
-                                           on_step=calls.append)
-    assert calls == list(range(1, 151))
-    assert r.history.accuracy[-1] > 0.9
-    np.testing.assert_allclose(r.weights.sum(1), 1.0, rtol=1e-5)
-    assert list(r.weights.argmax(1)) == [4, 3, 2, 1, 0]
-    # the weights returned are softmax(q kᵀ/√d) of the model's own projections
-    m = r.model
-    with engine.no_grad():
-        h = m.token(r.example[None]) + m.position(np.arange(5))
-        q, k = m.q(h).data[0], m.k(h).data[0]
-    s = q @ k.T / np.sqrt(q.shape[-1])
-    p = np.exp(s - s.max(1, keepdims=True))
-    np.testing.assert_allclose(r.weights, p / p.sum(1, keepdims=True), rtol=1e-4, atol=1e-6)
+def test_tiny_run_reads_the_first_heldout_sequence():
+    """tiny_run shows the model's map and prediction on the first held-out sequence."""
+    x, y = attention_lab.tiny_heldout("reverse", 5, 7, seed=2)
+    assert x.shape == (256, 5) and np.array_equal(y, x[:, ::-1])
+    np.testing.assert_array_equal(x, attention_lab.make_sequence_task("reverse", 256, 5, 7, seed=10_002)[0])
+
+    class Reverser(engine.nn.Module):  # attends to position L-1-i and answers its token
+        def attend(self, ids):
+            L = ids.shape[-1]
+            w = np.eye(L)[::-1][None].repeat(len(ids), 0)
+            return engine.Tensor(np.eye(7)[ids[:, ::-1]] * 5.0), engine.Tensor(w)
+
+    r = attention_lab.tiny_run(Reverser(), {"step": [1], "loss": [0.5], "accuracy": [1.0]}, "", x, y)
+    np.testing.assert_array_equal(r.prediction, y[0])
+    assert list(r.weights.argmax(1)) == [4, 3, 2, 1, 0] and r.history.accuracy.tolist() == [1.0]
 
 
+def test_shipped_models_refuse_code_that_did_not_train_them():
+    """The page's lesson objects decide: other code gives (None, one sentence), never a model."""
+    def other(x):
+        return x
 
-
-def test_shipped_tiny_attention_is_the_default_model_trained():
-    """The checkpoint holds the default settings' model: its stored accuracy curve ends on what
-    the rebuilt model scores, and it has learned the reversal (tests/course/test_checkpoints.py
-    retrains it and compares the parameters)."""
-    r = attention_lab.shipped_tiny_attention()
-    d = attention_lab.TINY_DEFAULTS
-    assert (d["task"], d["length"], r.history.step[-1]) == ("reverse", 6, d["steps"])
-    with engine.no_grad():
-        pred = r.model(r.x_test).data.argmax(-1)
-    assert r.history.accuracy[-1] == pytest.approx(float((pred == r.y_test).mean()))
-    np.testing.assert_array_equal(r.y_test, r.x_test[:, ::-1])
-    assert r.history.accuracy[-1] > 0.95 and list(r.weights.argmax(1)) == [5, 4, 3, 2, 1, 0]
-    assert not r.stopped
-
-
-def test_shipped_tiny_gpt_is_the_default_model_trained():
-    g = attention_lab.shipped_tiny_gpt()
-    d = attention_lab.GPT_DEFAULTS
-    assert g.steps[-1] == d["steps"] and len(g.model.blocks) == d["layers"]
-    assert g.heldout_loss[-1] == pytest.approx(
-        attention_lab.heldout_loss(g.model, g.data.heldout, d["context"]), rel=1e-5)
-    assert g.sample == attention_lab.sample_text(g.model, g.data, seed=d["seed"])
-    assert g.heldout_loss[-1] < g.unigram - 0.8 and g.unigram == g.data.unigram
+    run, reason = attention_lab.shipped_tiny_attention(code=(other,), classes=(Exception,))
+    assert run is None and reason.startswith("the shipped model was trained with other code than this page's `other`")
+    run, reason = attention_lab.shipped_tiny_gpt(code=(other,), classes=(Exception,))
+    assert run is None and "train with the button" in reason
 
 
 def test_permutation_check_and_mask_cost():
     qkv = attention_lab.toy_qkv(d_model=8, d_k=4, seed=2)
-    p = attention_lab.permutation_check(qkv, seed=1)
+    p = attention_lab.permutation_check(library_attention, qkv, seed=1)
     assert sorted(p.order) == list(range(len(qkv.tokens)))
     assert p.gap_plain < 1e-12 < 1e-3 < p.gap_positions and p.gap_after < 1e-12
     L = 7
@@ -284,9 +293,6 @@ def test_block_parameters_match_torch_layers(torch):
               torch.nn.LayerNorm(d), torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)]
     expected = sum(p.numel() for m in layers for p in m.parameters())
     assert attention_lab.block_parameters(d, 4) == expected == 12 * d * d + 13 * d
-    with engine.random.fork_rng(0):
-        block = attention_lab.TransformerBlock(d, 4)
-    assert sum(p.data.size for p in block.parameters()) == expected  # the module itself
     with pytest.raises(ValueError, match="heads"):
         attention_lab.block_parameters(48, 5)
 
@@ -303,22 +309,13 @@ def test_char_data_unigram_by_hand():
     assert "".join(d.chars[i] for i in d.heldout) == text[cut:]
 
 
-def test_tiny_gpt_is_causal_and_trains():
-    with engine.random.fork_rng(0):
-        model = attention_lab.TinyGPT(vocab=10, context=8, d_model=16, heads=2, layers=2)
-    x = np.random.default_rng(0).integers(0, 10, size=(1, 8))
-    y = x.copy()
-    y[0, 5] = (y[0, 5] + 1) % 10  # change a later token: earlier logits must not move
-    with engine.no_grad():
-        a, b = model(x).data, model(y).data
-    np.testing.assert_allclose(a[0, :5], b[0, :5], atol=1e-6)
-    assert np.abs(a[0, 5:] - b[0, 5:]).max() > 1e-4
-    run = attention_lab.train_tiny_gpt(steps=60, eval_every=30)
-    assert run.train_loss[-1] < run.train_loss[0] and len(run.sample) == len("a query ") + 120
-    assert run.heldout_loss[-1] == pytest.approx(
-        attention_lab.heldout_loss(run.model, run.data.heldout, 16))
-    with pytest.raises(ValueError, match="heads"):
-        attention_lab.train_tiny_gpt(d_model=30, heads=4)
+def test_windows_are_next_character_pairs():
+    ids = np.arange(100)
+    x, y = attention_lab.random_windows(ids, 8, 5, np.random.default_rng(0))
+    assert x.shape == y.shape == (5, 8) and np.all(y == x + 1) and np.all(np.diff(x, axis=1) == 1)
+    x, y = attention_lab.heldout_windows(ids, 8)
+    np.testing.assert_array_equal(x[:, 0], np.arange(0, 91, 8))
+    assert np.all(y == x + 1)
 
 
 def test_cross_attention_rejects_bad_settings():
