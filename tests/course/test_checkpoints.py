@@ -202,3 +202,25 @@ def test_the_fingerprint_ignores_prose_and_sees_code(tmp_path):
     assert reason == ""
     loaded, reason = checkpoints.load_if_fits(module, changed)
     assert loaded is None and "`loss`" in reason and "train" in reason
+
+
+def test_a_class_is_fingerprinted_by_its_methods_code(tmp_path):
+    """Prose in a class changes nothing; its methods' code, its bases and its constants do."""
+    head = "class Net(object):\n    '''A net.'''\n    width = 4\n\n"
+    plain = _class_from(tmp_path, "net_plain", head + "    def forward(self, x):\n        return x * 2\n")
+    reworded = _class_from(tmp_path, "net_words", head.replace("A net.", "Other words.")
+                           + "    def forward(self, x):\n        '''Doubles.'''\n        return x * 2  # why\n")
+    wider = _class_from(tmp_path, "net_wider", head.replace("4", "5") + "    def forward(self, x):\n        return x * 2\n")
+    changed = _class_from(tmp_path, "net_changed", head + "    def forward(self, x):\n        return x * 3\n")
+    fingerprint = checkpoints.code_fingerprint
+    assert fingerprint(reworded) == fingerprint(plain)
+    assert fingerprint(wider) != fingerprint(plain) and fingerprint(changed) != fingerprint(plain)
+
+
+def _class_from(tmp_path, name: str, source: str):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Net

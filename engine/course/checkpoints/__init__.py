@@ -96,19 +96,41 @@ class FromNotebook:
 
 def code_fingerprint(*objects) -> str:
     """SHA-256 of the syntax trees of ``objects`` (functions and classes), decorators, docstrings
-    and comments left out: a fix to prose leaves it as it is, a change to what runs does not."""
+    and comments left out: a fix to prose leaves it as it is, a change to what runs does not.
+
+    A class counts as its name, its bases' names, its methods' code and its plain class
+    attributes: in a marimo kernel a function's source can be read but a class's cannot, and the
+    page must compute the same fingerprint as ``make checkpoints`` does outside it."""
     digest = hashlib.sha256()
     for obj in objects:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                node.decorator_list = []
-                body = node.body
-                if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                        and isinstance(body[0].value.value, str):
-                    node.body = body[1:] or [ast.Pass()]
-        digest.update(ast.dump(tree, annotate_fields=False).encode())
+        digest.update(_class_code(obj) if isinstance(obj, type) else _function_code(obj))
     return digest.hexdigest()
+
+
+def _function_code(function) -> bytes:
+    """The syntax tree of ``function`` without decorators, docstrings and comments, as bytes."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node.decorator_list = []
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False).encode()
+
+
+def _class_code(cls) -> bytes:
+    parts = [f"class {cls.__name__}({', '.join(b.__name__ for b in cls.__bases__)})".encode()]
+    for name, value in vars(cls).items():
+        value = getattr(value, "__func__", value)  # staticmethod / classmethod
+        if inspect.isfunction(value):
+            parts.append(_function_code(value))
+        elif isinstance(value, property):
+            parts.extend(_function_code(f) for f in (value.fget, value.fset) if f is not None)
+        elif isinstance(value, (int, float, str, bytes, tuple, frozenset, type(None))) and not name.startswith("__"):
+            parts.append(f"{name} = {value!r}".encode())
+    return b"\n".join(parts)
 
 
 def load_if_fits(module, *code) -> tuple[object, str]:
