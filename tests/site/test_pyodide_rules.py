@@ -11,12 +11,13 @@ provides. The rules, checked on every file of ``engine/`` by reading its syntax 
    ``engine/ops/_parallel.py`` may import threading and concurrent.futures (both import under
    Pyodide): it starts no thread there (``sys.platform == "emscripten"``);
 3. no ``os.system``/``os.popen``/``os.fork``/``os.exec*``/``os.spawn*``/``os.kill``;
-4. third-party packages: NumPy at module level, and nothing else there; no Altair and no
-   Matplotlib anywhere (charts are Vega-Lite specs, images PNGs written with zlib);
-   ``engine.course.plot`` (its HTML tables and image tiles), ``engine.course.toc`` and
-   ``engine.course.ui`` may import marimo inside functions (marimo is the runtime);
-   ``engine.course.widgets`` marimo, Pillow (the page's header installs it from Pyodide's lock),
-   anywidget, wigglystuff and drawdata (pure-Python wheels the page's header pins); the optional PyTorch column of the
+4. third-party packages: NumPy at module level, and nothing else there; inside functions, only
+   where ``LAZY_ALLOWED`` lists them: Altair, Matplotlib and Pillow in
+   ``engine.course.plot`` (charts, colour maps, images) and Matplotlib and Pillow in
+   ``engine.course.widgets`` (the pucks' background, a drawing), all three from Pyodide's lock;
+   ``engine.course.plot``, ``engine.course.toc`` and ``engine.course.ui`` may import marimo
+   (the runtime); ``engine.course.widgets`` marimo, anywidget, wigglystuff and drawdata
+   (pure-Python wheels the page's header pins); the optional PyTorch column of the
    formula sheets imports torch inside functions of
    ``engine/course/formulas/evaluate.py`` only.
    Every package the engine imports is one that Pyodide ships (its lock file says so), marimo aside;
