@@ -227,7 +227,8 @@ class MarginGradients:
 
 
 def margin_gradients(bce_with_logits, mse, margins) -> MarginGradients:
-    """|∂ℓ/∂z| for a positive example (y = 1) as the logit z = margin moves, by autograd and formula.
+    """|∂ℓ/∂z| for a positive example (y = 1) as the logit z = margin moves, by autograd through the
+    page's per-example ``bce_with_logits(z, y)`` and ``mse(p, y)``, and by formula.
 
     cross-entropy ℓ = −ln σ(z):  ∂ℓ/∂z = σ(z) − 1            → −1 when the model is badly wrong
     MSE on p = σ(z), ℓ = (σ(z) − 1)²: ∂ℓ/∂z = 2(σ − 1)σ(1 − σ) → 0 when badly wrong (saturated)
