@@ -1,0 +1,75 @@
+"""Notebook 06 in marimo's editor (issue 24): a learner changes a model class and the attention
+function there; the page falls back from the shipped models it no longer fits, and the figures
+that use the function follow, without an error.
+
+The notebook opens in `marimo edit` on a copy of the course (browser_tools.notebook_in_editor),
+so that what the editor saves never lands in the working tree. Then, typed into the cells and run
+with Ctrl+Enter as a learner does:
+
+- `TinyAttention` with a residual connection (same parameter names and shapes): section 5 says in
+  one line that the shipped model was trained with other code and shows no map; its Train button
+  trains the edited class; section 6's Transformer, which does not use the class, stays loaded;
+- `attention` without `* scale` (the page's first prompt): section 1's mean row entropy changes,
+  and section 6 falls back too;
+- no cell shows an error, and nothing reached stderr.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+from browser_tools import assert_no_errors, notebook_in_editor, replace_cell_code, wait_idle_after
+from notebook_driver import load_module
+from oracle import require_browser
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+NOTEBOOK = "notebooks/06_attention.py"
+NB = load_module(NOTEBOOK)
+
+
+def _edited(obj, old, new) -> str:
+    """A lesson cell's code as the editor shows it (no decorator), with ``old`` replaced by ``new``."""
+    source = inspect.getsource(obj)
+    assert source.count(old) == 1, f"{obj.__name__} no longer contains {old!r}: update the test"
+    return "\n".join(line for line in source.replace(old, new).splitlines() if not line.startswith("@"))
+
+
+def _entropy(page) -> float:
+    """Section 1's mean row entropy, as the line above its heatmaps shows it."""
+    texts = [area.inner_text() for area in page.locator(".output-area").filter(has_text="mean row entropy").all()]
+    found = [m.group(1) for m in (re.search(r"mean row entropy\s*([0-9.]+)\s*nats \(uniform", t) for t in texts) if m]
+    assert len(found) == 1, texts
+    return float(found[0])
+
+
+def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
+    residual = _edited(NB.TinyAttention, "return self.out(out), weights", "return self.out(out + h), weights")
+    unscaled = _edited(NB.attention, "scores = q @ k.transpose(-2, -1) * scale", "scores = q @ k.transpose(-2, -1)")
+    not_loaded = "so it is not loaded: train with the button to see what your code does"
+    with notebook_in_editor(require_browser(), NOTEBOOK, tmp_path) as (page, log):
+        assert_no_errors(page, log, "06 on open")
+        outputs = page.locator(".output-area")  # the cells' outputs (the editor shows their code too)
+        outputs.get_by_text("trained in advance by the cells above").first.wait_for()
+        assert outputs.get_by_text("trained in advance by the cells above").count() == 2
+        entropy = _entropy(page)
+
+        replace_cell_code(page, NOTEBOOK, "TinyAttention", residual)
+        assert_no_errors(page, log, "06 after editing TinyAttention")
+        outputs.get_by_text(re.compile("other code than this page's `?TinyAttention")).first.wait_for()
+        assert outputs.get_by_text("trained in advance by the cells above").count() == 1  # section 6's
+
+        completed = page.evaluate("() => __mw.completed")
+        outputs.get_by_role("button", name="Train the attention model").first.click()
+        wait_idle_after(page, completed, 180_000, "training the edited TinyAttention")
+        outputs.get_by_text("Trained just now by the cells above").first.wait_for()
+        assert_no_errors(page, log, "06 after training the edited TinyAttention")
+
+        replace_cell_code(page, NOTEBOOK, "attention", unscaled)
+        assert_no_errors(page, log, "06 after editing attention")
+        assert _entropy(page) < entropy
+        outputs.get_by_text(re.compile("other code than this page's `?attention")).first.wait_for()
+        assert outputs.get_by_text(re.compile(not_loaded)).count() >= 1
+        assert outputs.get_by_text("trained in advance by the cells above").count() == 0
