@@ -20,7 +20,12 @@ import inspect
 import re
 
 import pytest
-from browser_tools import assert_no_errors, notebook_in_editor, replace_cell_code, wait_idle_after
+from browser_tools import (
+    assert_no_errors,
+    notebook_in_editor,
+    replace_cell_code,
+    wait_idle_after,
+)
 from notebook_driver import load_module
 from oracle import require_browser
 
