@@ -831,7 +831,7 @@ def _(digit_labels, digits_test, digits_train, image_obs_var, image_steps, image
                                             seed=0, on_step=throttled(_bar, image_steps.value))
     else:
         try:
-            image_vae = lab.default_image_vae(lesson_cells())
+            image_vae = lab.default_image_vae(lesson_cells(), iwae_bound)
         except ValueError as _err:
             mo.stop(True, lab.not_loaded(_err))
     return (image_vae,)
@@ -1049,7 +1049,8 @@ def _():
     Each section opened on models trained by the functions below, with this page's cells and the
     section's default settings. A section shows them only while `vae_model`, `encode`, `decode`,
     `reparameterize`, `kl_to_prior`, `negative_elbo` and `train_vae` are the code they were trained
-    with; after an edit it says so and waits for its Train button.
+    with; after an edit it says so and waits for its Train button. Section 7's table is read from
+    the last one while `iwae_bound` is unchanged too, and computed by your `iwae_bound` otherwise.
     """)
     return
 
@@ -1082,6 +1083,12 @@ def shipped_remedies():
 def shipped_digits():
     """Section 6's digit VAE: a 2-D code, 400 steps, σ²ₓ = 0.05."""
     return lab.digits_state(lesson_cells())
+
+
+@app.function
+def shipped_iwae():
+    """Section 7's table: iwae_bound on that model, K from 1 to 300."""
+    return lab.iwae_state(lesson_cells(), iwae_bound)
 
 
 @app.cell(hide_code=True)

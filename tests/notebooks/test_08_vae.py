@@ -101,7 +101,7 @@ def test_08_every_section_opens_on_its_shipped_model():
     code = defs["lesson_cells"]()  # the lesson as this run of the page defined it
     assert defs["vae_run"] is vae_lab.default_vae_2d(code) and defs["sweep"] is vae_lab.default_beta_sweep(code)
     assert defs["aggregate"] is vae_lab.default_aggregate_posterior(code)
-    assert defs["remedies"] is vae_lab.default_remedies(code) and defs["image_vae"] is vae_lab.default_image_vae(code)
+    assert defs["remedies"] is vae_lab.default_remedies(code) and defs["image_vae"] is vae_lab.default_image_vae(code, defs["iwae_bound"])
     assert text.count(SHIPPED) == 5 and "trained just now" not in text
     for button in ("Train the VAE", "Sweep β from 0.1 to 100", "Train at β = 0, 0.1, 1, 10",
                    "Train with each remedy", "Train the digit VAE"):
@@ -282,7 +282,7 @@ def test_08_dragging_the_latent_point_decodes_that_code():
     outputs, defs = run_app(app, image_train=True, image_steps=50, latent_point={"x": 3.0, "y": -3.0})
     assert_no_error_outputs(outputs)
     assert defs["latent_code"] == (3.0, -3.0)
-    assert defs["image_vae"] is not vae_lab.default_image_vae(defs["lesson_cells"]()) and "trained just now" in output_text(outputs)
+    assert defs["image_vae"] is not vae_lab.default_image_vae(defs["lesson_cells"](), defs["iwae_bound"]) and "trained just now" in output_text(outputs)
     model = defs["image_vae"].model
     np.testing.assert_allclose(defs["decoded"].ravel(), decoded_means(lesson(), model, [[3.0, -3.0]])[0], rtol=1e-6)
     _, defs = run_app(app, latent_z1=-1.5, latent_z2=2.0)

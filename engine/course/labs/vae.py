@@ -23,6 +23,7 @@ from engine.course import checkpoints
 # static imports, by name: the WebAssembly bundler follows only those
 from engine.course.checkpoints import vae_aggregate as _aggregate_checkpoint
 from engine.course.checkpoints import vae_digits as _digits_checkpoint
+from engine.course.checkpoints import vae_iwae as _iwae_checkpoint
 from engine.course.checkpoints import vae_remedies as _remedies_checkpoint
 from engine.course.checkpoints import vae_sweep as _sweep_checkpoint
 from engine.course.checkpoints import vae_toy as _toy_checkpoint
@@ -41,7 +42,7 @@ __all__ = [
     "default_aggregate_posterior", "default_remedies", "default_image_vae", "image_iwae",
     "shipped_caption", "train_remedies", "toy_points", "digits", "AGGREGATE_BETAS",
     "AGGREGATE_STEPS", "TOY_DEFAULTS_TEXT", "toy_state", "sweep_state", "aggregate_state",
-    "remedies_state", "digits_state", "not_loaded", "LESSON_CODE",
+    "remedies_state", "digits_state", "not_loaded", "LESSON_CODE", "iwae_state",
 ]
 
 
@@ -680,8 +681,19 @@ def digits_state(lesson) -> dict:
     return _model_state(train_image_vae(lesson, train, test, labels, seed=0, **IMAGE_DEFAULTS).model)
 
 
+def iwae_state(lesson, bound) -> dict:
+    """The IWAE table of the default digit VAE (trained by ``lesson``) at every K of
+    :data:`IWAE_KS`, by the notebook's ``bound``: what section 7 opens on."""
+    train, test, labels = digits()
+    run = train_image_vae(lesson, train, test, labels, seed=0, **IMAGE_DEFAULTS)
+    table = iwae_bounds(bound, run.model, run.images, Ks=IWAE_KS, seed=0)
+    return {"K": table.K, "bound": table.bound, "standard_error": table.standard_error, "elbo": table.elbo}
+
+
 CHECKPOINTS = {name: checkpoints.FromNotebook(notebook="08_vae", function=f"shipped_{name[4:]}", code=LESSON_CODE)
                for name in ("vae_toy", "vae_sweep", "vae_aggregate", "vae_remedies", "vae_digits")}
+CHECKPOINTS["vae_iwae"] = checkpoints.FromNotebook(notebook="08_vae", function="shipped_iwae",
+                                                   code=(*LESSON_CODE, "iwae_bound"))
 
 
 @functools.lru_cache(maxsize=4)
@@ -720,12 +732,20 @@ def default_remedies(lesson) -> dict:
 
 
 @functools.lru_cache(maxsize=4)
-def default_image_vae(lesson) -> ImageVAERun:
+def default_image_vae(lesson, bound=None) -> ImageVAERun:
     """The shipped digit VAE (:data:`IMAGE_DEFAULTS`) measured on the held-out digits as
-    :func:`train_image_vae` measures the model it trains."""
+    :func:`train_image_vae` measures the model it trains; with the IWAE bound function ``bound``,
+    also its shipped IWAE table when that is what ``bound`` computes (else :func:`image_iwae`
+    computes the rows asked for)."""
     _, test, labels = digits()
-    return _held_out_images(lesson, _model_from_state(lesson, _shipped(_digits_checkpoint, lesson)), test, labels,
-                            seed=0)
+    run = _held_out_images(lesson, _model_from_state(lesson, _shipped(_digits_checkpoint, lesson)), test, labels,
+                           seed=0)
+    if bound is not None:
+        table, _ = checkpoints.load_if_fits(_iwae_checkpoint, *lesson.code, bound)
+        if table is not None:
+            run.iwae_tables[bound] = IWAEBounds(K=table["K"], bound=table["bound"],
+                                                standard_error=table["standard_error"], elbo=table["elbo"])
+    return run
 
 
 def shipped_caption(button: str, settings: str, what: str = "the model") -> str:

@@ -264,7 +264,11 @@ def test_shipped_defaults_rebuild_their_models_and_leave_the_global_stream():
     with engine.random.fork_rng(1):
         again = recon_and_elbo(toy.model, toy.held_out)
     assert again[0] == pytest.approx(toy.recon, rel=1e-6) and toy.elbo == pytest.approx(-(toy.recon + toy.kl))
-    assert digits.latents.shape == (360, 2)
+    assert digits.latents.shape == (360, 2) and digits.iwae_tables == {}
+    # section 7's table is shipped for the page's own iwae_bound, and only for it
+    with_table = vae_lab.default_image_vae(L, NB.iwae_bound)
+    assert list(with_table.iwae_tables[NB.iwae_bound].K) == list(vae_lab.IWAE_KS)
+    assert vae_lab.default_image_vae(L, lambda model, x, K, rng: NB.iwae_bound(model, x, K, rng)).iwae_tables == {}
     np.testing.assert_allclose(sweep.kl, sweep.kl_per_dim.sum(1))
     assert list(remedies) == list(vae_lab.COLLAPSE_REMEDIES)
     for run in remedies.values():
