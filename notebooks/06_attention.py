@@ -117,7 +117,12 @@ def _():
     mask_kind = mo.ui.dropdown(options=list(lab.MASK_KINDS), value="none", label="mask")
     mask_window = mo.ui.slider(1, 10, value=2, label="window", show_value=True)
     mask_pad = mo.ui.slider(0, 10, value=3, label="padding tokens at the end", show_value=True)
-    return mask_kind, mask_pad, mask_window, qkv_dk, qkv_scale, qkv_seed, qkv_temperature
+    retrieval_scale = mo.ui.slider(steps=[0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
+                                   value=1.0, label="multiplier c of the scores", show_value=True)
+    query_edit = widgets.matrix([[2.0, 0.0, 0.0, 0.0]], min_value=-5.0, max_value=5.0, step=0.5,
+                                label="query q")
+    return (mask_kind, mask_pad, mask_window, qkv_dk, qkv_scale, qkv_seed, qkv_temperature, query_edit,
+            retrieval_scale)
 
 
 @app.cell
@@ -247,13 +252,6 @@ def _():
 
 
 @app.cell
-def _():
-    retrieval_scale = mo.ui.slider(steps=[0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
-                                   value=1.0, label="multiplier c of the scores", show_value=True)
-    return (retrieval_scale,)
-
-
-@app.cell
 def _(retrieval_scale):
     retrieval = lab.designed_retrieval(L=8, d_k=16, target=3,
                                        multipliers=(retrieval_scale.value,), seed=0)
@@ -276,13 +274,6 @@ def _():
     $\operatorname{softmax}(q)$. Edit the query (drag an entry, or select it and type).
     """)
     return
-
-
-@app.cell
-def _():
-    query_edit = widgets.matrix([[2.0, 0.0, 0.0, 0.0]], min_value=-5.0, max_value=5.0, step=0.5,
-                                label="query q")
-    return (query_edit,)
 
 
 @app.cell
@@ -387,29 +378,18 @@ def _():
         hint="each q_i k_i has variance 1·1 and the d_k products are independent: variances add.",
         rel_tol=0.02, explanation=f"(A sample of 20 000 pairs gives {_sample:.1f}.)")
     answer_variance = ui.answer_box(exercise_variance, placeholder="variance")
-    return answer_variance, exercise_variance
-
-
-@app.cell
-def _(answer_variance, exercise_variance):
-    ui.exercise(exercise_variance, answer_variance)
-    return
-
-
-@app.cell
-def _():
     exercise_causal = exercises.NumberExercise(
         question="**Exercise 3.** A causal mask over a sequence of $L = 6$ tokens: how many "
         "(query, key) pairs are allowed to attend?",
         truth=int(lab.make_mask("causal", 6).sum()),
         hint="query i sees keys 0 … i, that is i + 1 of them; add 1 + 2 + … + 6.")
     answer_causal = ui.answer_box(exercise_causal, placeholder="allowed pairs")
-    return answer_causal, exercise_causal
+    return answer_causal, answer_variance, exercise_causal, exercise_variance
 
 
 @app.cell
-def _(answer_causal, exercise_causal):
-    ui.exercise(exercise_causal, answer_causal)
+def _(answer_causal, answer_variance, exercise_causal, exercise_variance):
+    mo.vstack([ui.exercise(exercise_variance, answer_variance), ui.exercise(exercise_causal, answer_causal)])
     return
 
 
@@ -517,24 +497,6 @@ def _(mha_batch, mha_dmodel, mha_heads, mha_length):
     return (mha,)
 
 
-@app.cell
-def _():
-    exercise_mha = exercises.NumberExercise(
-        question="**Exercise 4.** How many parameters (weights and biases) has "
-        "`nn.MultiheadAttention(512, 8)`?",
-        truth=shapes.multihead_attention_params(512),
-        hint="four d_model × d_model projections (Q, K, V, output), each with d_model biases; "
-        "the number of heads does not matter.")
-    answer_mha = ui.answer_box(exercise_mha, placeholder="parameter count")
-    return answer_mha, exercise_mha
-
-
-@app.cell
-def _(answer_mha, exercise_mha):
-    ui.exercise(exercise_mha, answer_mha)
-    return
-
-
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
@@ -598,18 +560,25 @@ def _():
 
 @app.cell
 def _():
+    exercise_mha = exercises.NumberExercise(
+        question="**Exercise 4.** How many parameters (weights and biases) has "
+        "`nn.MultiheadAttention(512, 8)`?",
+        truth=shapes.multihead_attention_params(512),
+        hint="four d_model × d_model projections (Q, K, V, output), each with d_model biases; "
+        "the number of heads does not matter.")
+    answer_mha = ui.answer_box(exercise_mha, placeholder="parameter count")
     exercise_kv = exercises.NumberExercise(
         question="**Exercise 5.** GPT-2 small: 12 layers, d_model = 768, a context of 1,024 tokens "
         "stored in float32. How many MiB (2²⁰ bytes) is its KV cache for one sequence?",
         truth=lab.attention_memory(1024, 768, 12, 12, 4).kv_cache_bytes / 2**20,
         hint="2 (K and V) × layers × L × d_model numbers, 4 bytes each.", rel_tol=0.01)
     answer_kv = ui.answer_box(exercise_kv, placeholder="MiB")
-    return answer_kv, exercise_kv
+    return answer_kv, answer_mha, exercise_kv, exercise_mha
 
 
 @app.cell
-def _(answer_kv, exercise_kv):
-    ui.exercise(exercise_kv, answer_kv)
+def _(answer_kv, answer_mha, exercise_kv, exercise_mha):
+    mo.vstack([ui.exercise(exercise_mha, answer_mha), ui.exercise(exercise_kv, answer_kv)])
     return
 
 
@@ -892,7 +861,9 @@ def _():
     tiny_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "1e-2": 1e-2, "1e-1": 1e-1,
                                       "1": 1.0}, value="1e-2", label="learning rate")
     tiny_train = mo.ui.run_button(label="Train the attention model")
-    return tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train
+    cross_noise = mo.ui.slider(0.0, 4.0, step=0.5, value=0.5, label="noise on the copies",
+                               show_value=True)
+    return cross_noise, tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train
 
 
 @app.cell
@@ -966,13 +937,6 @@ def _():
     projections). With little noise each query puts its largest weight on the word it copies.
     """)
     return
-
-
-@app.cell
-def _():
-    cross_noise = mo.ui.slider(0.0, 4.0, step=0.5, value=0.5, label="noise on the copies",
-                               show_value=True)
-    return (cross_noise,)
 
 
 @app.cell
