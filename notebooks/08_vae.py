@@ -614,7 +614,7 @@ def _(vae_beta, vae_labels, vae_latent, vae_obs_var, vae_points, vae_steps, vae_
         try:
             vae_run = lab.default_vae_2d(lesson_cells())
         except ValueError as _err:
-            mo.stop(True, lab.not_loaded(_err))
+            mo.stop(True, ui.not_loaded(_err))
     return (vae_run,)
 
 
@@ -638,7 +638,7 @@ def _(vae_latent, vae_obs_var, vae_points, vae_sweep):
         try:
             sweep = lab.default_beta_sweep(lesson_cells())
         except ValueError as _err:
-            mo.stop(True, lab.not_loaded(_err))
+            mo.stop(True, ui.not_loaded(_err))
     sweep_view(sweep, not vae_sweep.value)
     return (sweep,)
 
@@ -679,7 +679,7 @@ def _(aggregate_run, vae_obs_var, vae_points):
         try:
             aggregate = lab.default_aggregate_posterior(lesson_cells())
         except ValueError as _err:
-            mo.stop(True, lab.not_loaded(_err))
+            mo.stop(True, ui.not_loaded(_err))
     aggregate_view(aggregate, not aggregate_run.value)
     return (aggregate,)
 
@@ -729,7 +729,7 @@ def _(remedy_beta, remedy_bits, remedy_run, vae_obs_var, vae_points):
         try:
             remedies = lab.default_remedies(lesson_cells())
         except ValueError as _err:
-            mo.stop(True, lab.not_loaded(_err))
+            mo.stop(True, ui.not_loaded(_err))
     _caption = source_caption(
         not remedy_run.value, "Train with each remedy",
         f"{lab.TOY_DEFAULTS['data']}, β = {_d['beta']:g}, λ = {_d['free_bits']:g} nats, "
@@ -833,7 +833,7 @@ def _(digit_labels, digits_test, digits_train, image_obs_var, image_steps, image
         try:
             image_vae = lab.default_image_vae(lesson_cells(), iwae_bound)
         except ValueError as _err:
-            mo.stop(True, lab.not_loaded(_err))
+            mo.stop(True, ui.not_loaded(_err))
     return (image_vae,)
 
 

@@ -58,6 +58,16 @@ def problem(error: Exception, what: str = "This setting"):
     return mo.callout(mo.md(f"**{what} cannot be computed.** {error}"), kind="warn")
 
 
+def not_loaded(reason):
+    """The one line a section shows instead of its figures when the page's code no longer fits
+    the model shipped with it (``reason``: the sentence :func:`checkpoints.load_if_fits` gives,
+    or the error a lab raised with it)."""
+    import marimo as mo
+
+    reason = str(reason)
+    return mo.callout(mo.md(reason[:1].upper() + reason[1:] + "."), kind="info")
+
+
 def page_header(metadata: dict, intro: str = ""):
     """A page's opening as one markdown block: the H1 title (``metadata["name"]``), the
     introduction ``intro`` (markdown, indented as it stands in a cell) and the navigation bar

@@ -42,7 +42,7 @@ __all__ = [
     "default_aggregate_posterior", "default_remedies", "default_image_vae", "image_iwae",
     "shipped_caption", "train_remedies", "toy_points", "digits", "AGGREGATE_BETAS",
     "AGGREGATE_STEPS", "TOY_DEFAULTS_TEXT", "toy_state", "sweep_state", "aggregate_state",
-    "remedies_state", "digits_state", "not_loaded", "LESSON_CODE", "iwae_state",
+    "remedies_state", "digits_state", "LESSON_CODE", "iwae_state",
 ]
 
 
@@ -753,12 +753,3 @@ def shipped_caption(button: str, settings: str, what: str = "the model") -> str:
     six models"...)."""
     return (f"*Shown: {what} shipped with the course, trained by this page's cells with the default "
             f"settings ({settings}); press **{button}** to train with yours.*")
-
-
-def not_loaded(error):
-    """The one line a section shows instead of its figures when the page's code no longer fits
-    the model shipped with it (the reason :func:`default_vae_2d` and its siblings give)."""
-    import marimo as mo
-
-    reason = str(error)
-    return mo.callout(mo.md(reason[:1].upper() + reason[1:] + "."), kind="info")

@@ -14,6 +14,7 @@ from engine.course.labs import attention as attention_lab
 from engine import diffusion
 from engine.course.labs import diffusion as diffusion_lab
 from engine import vae
+from engine.course import ui
 from engine.course.labs import vae as vae_lab
 from notebook_driver import load_module
 
@@ -295,4 +296,4 @@ def test_a_shipped_model_that_does_not_fit_the_page_is_refused_in_one_sentence()
     state = vae_lab._model_state(vae_lab.default_vae_2d(L).model)  # the fingerprint passes, the shapes do not
     with pytest.raises(ValueError, match="shipped parameters do not fit this page's `wider`"):
         vae_lab._model_from_state(edited, state)
-    assert "Train with the button." in vae_lab.not_loaded(ValueError("train with the button")).text
+    assert "Train with the button." in ui.not_loaded(ValueError("train with the button")).text
