@@ -10,7 +10,9 @@ with app.setup:
     import marimo as mo
     import numpy as np
 
-    from engine import data, shapes
+    import engine
+    import engine.functional as F
+    from engine import data, nn, optim, shapes
     from engine.course import exercises, metadata, plot, toc, ui, widgets
     from engine.course.labs import convolution as lab
 
@@ -28,12 +30,13 @@ def cnn_summary(trained):
     _described = (f"{settings['n_filters']} filters of {settings['kernel_size']}×"
                   f"{settings['kernel_size']}, {settings['epochs']} epochs, learning rate "
                   f"{settings['lr']:g}")
-    if trained is lab.default_cnn():
+    if trained.shipped:
         source = (f"The CNN below was trained with the default settings ({_described}) "
-                  "in advance and ships with the course, so it is here on open; "
-                  "**Train the CNN** retrains it with the settings above.")
+                  "by this page's `CNN` and `train_cnn` and ships with the course, so it is here "
+                  "on open; **Train the CNN** retrains it with the settings above.")
     else:
-        source = f"The CNN below was trained just now with your settings ({_described})."
+        source = (f"The CNN below was trained just now with your settings ({_described}), "
+                  "by the `CNN` and `train_cnn` cells as they are now.")
     curves = plot.loss_curves({"train": history.train_acc, "held-out": history.test_acc},
                               y_title="accuracy", title="accuracy per epoch (chance: 0.1)")
     loss = plot.loss_curves({"train": history.loss}, y_title="cross-entropy",
@@ -146,8 +149,56 @@ def _():
     $$
 
     whatever the image size. (Deep-learning libraries compute this cross-correlation and call it
-    convolution: the kernel is not flipped.)
+    convolution: the kernel is not flipped.) Here is the formula as code, one loop per kernel tap
+    $(i, j)$: each tap multiplies the whole strided, shifted input by its weights and adds it in.
+    """)
+    return
 
+
+@app.function
+def conv2d_loops(x, w, b=None, stride=1, padding=0, dilation=1):
+    """A convolution layer (cross-correlation, as `F.conv2d` computes it) as loops over its taps:
+
+        y[o, p, q] = b[o] + Σ_c Σ_i Σ_j W[o, c, i, j] · x_pad[c, pS + iD, qS + jD]
+
+    x: [C_in, H, W], w: [C_out, C_in, K, K], b: [C_out] or None; returns y [C_out, H_out, W_out]."""
+    c_out, _, k, _ = w.shape
+    x_pad = np.pad(x, ((0, 0), (padding, padding), (padding, padding)))
+    h_out = (x_pad.shape[1] - dilation * (k - 1) - 1) // stride + 1
+    w_out = (x_pad.shape[2] - dilation * (k - 1) - 1) // stride + 1
+    y = np.zeros((c_out, h_out, w_out))
+    for i in range(k):
+        for j in range(k):
+            # what tap (i, j) reads for every output pixel (p, q) at once
+            window = x_pad[:, i * dilation:i * dilation + stride * h_out:stride,
+                           j * dilation:j * dilation + stride * w_out:stride]
+            y += np.tensordot(w[:, :, i, j], window, axes=1)   # Σ_c W[o, c, i, j] · window[c]
+    return y if b is None else y + np.asarray(b)[:, None, None]
+
+
+@app.cell
+def _():
+    _rng = np.random.default_rng(0)
+    _x, _w, _b = _rng.normal(size=(3, 9, 9)), _rng.normal(size=(4, 3, 3, 3)), _rng.normal(size=4)
+    loops_gap = float(np.abs(conv2d_loops(_x, _w, _b, stride=2, padding=1)
+                             - F.conv2d(_x[None], _w, _b, stride=2, padding=1).data[0]).max())
+    mo.md(f"""
+    `conv2d_loops` against the engine's `F.conv2d` on a random 3-channel 9×9 input, four 3×3
+    filters, stride 2, padding 1: largest difference **{loops_gap:.1e}**. The engine computes the
+    same numbers with one matrix product (section 4); section 5's *your own kernel* runs
+    `conv2d_loops`.
+
+    **Change this cell:** make `conv2d_loops` flip the kernel first (`w = w[:, :, ::-1, ::-1]`),
+    the convolution of signal processing. The difference above grows to the size of the outputs
+    (these random kernels are not symmetric), and in section 5 your own kernel's result changes
+    sign wherever the kernel is antisymmetric, as Sobel $x$, its starting value, is.
+    """)
+    return (loops_gap,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 2. Size arithmetic
 
     A kernel with dilation $D$ spans $K_{\text{eff}} = D(K-1) + 1$ pixels. It fits into the padded
@@ -719,8 +770,9 @@ def _(filter_name, filter_noise, filter_repeat, filter_stride, image):
 def _():
     mo.md(r"""
     **Your own kernel.** The matrix below starts as the filter chosen above (Sobel $x$ for the
-    edge magnitude); drag an entry or select it and type a value. The result is the engine's
-    `conv2d` of the image with your kernel, padding $K//2$.
+    edge magnitude); drag an entry or select it and type a value. The result is section 1's
+    `conv2d_loops` of the image with your kernel, padding $K//2$: edit that cell and this result
+    follows.
     """)
     return
 
@@ -736,7 +788,8 @@ def _(filter_name):
 @app.cell
 def _(image, kernel_edit):
     own_kernel = widgets.as_array(kernel_edit.value)
-    own_filtered = lab.apply_filter(image, own_kernel)
+    own_filtered = conv2d_loops(image[None], own_kernel[None, None],
+                                padding=own_kernel.shape[0] // 2)[0]
     mo.vstack([
         kernel_edit,
         mo.hstack([plot.image_tiles({"image": image}, width=240),
@@ -975,12 +1028,115 @@ def _():
     ## 7. A small CNN reads handwritten digits
 
     Two convolution blocks (conv with 'same' padding, ReLU, $2\times2$ max-pool) and a linear
-    layer classify the 1,797 real $8\times8$ digits of the UCI set (`engine.data.load_digits`):
-    trained with Adam on the fixed 1,437 training images, scored on the 360 held-out ones.
-    The page opens on the network trained with the default settings, shipped with the course;
-    the **Train the CNN** button retrains it with yours (several seconds; slower in the browser).
-    The confusion matrix counts, for each true digit (row), the predicted digit (column); the
-    first layer's kernels and one test digit's feature maps show what the network computes.
+    layer classify the 1,797 real $8\times8$ digits of the UCI set (`engine.data.load_digits`).
+    This is the network, `CNN`, written with the engine's layers:
+    """)
+    return
+
+
+@app.class_definition
+class CNN(nn.Module):
+    """conv(1→C, K×K, 'same') → ReLU → 2×2 max-pool → conv(C→2C, 3×3, 'same') → ReLU → 2×2 max-pool
+    → linear(2C·(S/4)² → 10): for an S×S image, logits = CNN(x) [N, 10]."""
+
+    def __init__(self, n_filters=12, kernel_size=3, n_classes=10, image_size=8):
+        super().__init__()
+        c, k = n_filters, kernel_size
+        self.conv1 = nn.Conv2d(1, c, k, padding=k // 2)
+        self.conv2 = nn.Conv2d(c, 2 * c, 3, padding=1)
+        self.fc = nn.Linear(2 * c * (image_size // 4) ** 2, n_classes)
+
+    def first_layer(self, x):
+        """The first block's feature maps, ReLU(conv1(x)): [N, C, S, S], drawn below."""
+        return F.relu(self.conv1(x))
+
+    def forward(self, x):
+        h = F.max_pool2d(self.first_layer(x), 2)          # [N, C, S/2, S/2]
+        h = F.max_pool2d(F.relu(self.conv2(h)), 2)        # [N, 2C, S/4, S/4]
+        return self.fc(h.flatten(1))                      # [N, 10]
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    It learns by mini-batch Adam on the cross-entropy of its logits, epoch after epoch over the
+    fixed 1,437 training images, scored after each epoch on those and on the 360 held-out ones:
+    """)
+    return
+
+
+@app.function
+def train_cnn(model, X, y, X_test, y_test, epochs=12, lr=3e-3, batch_size=32, seed=0,
+              on_epoch=None):
+    """Mini-batch Adam on the cross-entropy of the logits f_θ(x):
+
+        L(θ) = −(1/B) Σ_b log softmax(f_θ(x_b))[y_b],    θ ← Adam(θ, ∇_θ L)
+
+    One entry per epoch in the returned history: mean loss, training and held-out accuracy."""
+    opt = optim.Adam(model.parameters(), lr=lr)
+    batches = data.DataLoader(np.asarray(X, np.float32), np.asarray(y, np.int64),
+                              batch_size=batch_size, shuffle=True, seed=seed)
+    history = lab.CNNHistory()
+    for epoch in range(1, epochs + 1):
+        model.train()
+        losses = []
+        for xb, yb in batches:
+            loss = F.cross_entropy(model(engine.Tensor(xb)), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.data))
+        history.loss.append(float(np.mean(losses)))
+        if not np.isfinite(history.loss[-1]):
+            history.stopped = f"the loss became non-finite at epoch {epoch}: lower the learning rate"
+            break
+        model.eval()
+        history.train_acc.append(lab.cnn_accuracy(model, X, y))
+        history.test_acc.append(lab.cnn_accuracy(model, X_test, y_test))
+        if on_epoch is not None:
+            on_epoch(epoch, history)
+    model.eval()
+    return history
+
+
+@app.function
+def train_digits_cnn(n_filters=12, kernel_size=3, epochs=12, lr=3e-3, on_epoch=None):
+    """`CNN` (initial weights from seed 0) trained by `train_cnn` (shuffled with seed 0) on the
+    1,437 training digits; its held-out confusion matrix on the 360 others."""
+    X, y = data.load_digits("train", channel_dim=True)
+    X_test, y_test = data.load_digits("test", channel_dim=True)
+    with engine.random.fork_rng(0):
+        model = CNN(n_filters, kernel_size)
+    history = train_cnn(model, X, y, X_test, y_test, epochs=epochs, lr=lr, seed=0,
+                        on_epoch=on_epoch)
+    settings = {"n_filters": n_filters, "kernel_size": kernel_size, "epochs": epochs, "lr": lr}
+    return lab.DigitsCNN(model, history, lab.confusion(model, X_test, y_test), settings)
+
+
+@app.function
+def default_cnn_state():
+    """The CNN of the section's default settings (`lab.CNN_DEFAULTS`), as the page opens on it:
+    its parameters by name and its history."""
+    trained = train_digits_cnn(**lab.CNN_DEFAULTS)
+    h = trained.history
+    return {"settings": dict(lab.CNN_DEFAULTS),
+            "parameters": {k: np.asarray(v.data) for k, v in trained.model.state_dict().items()},
+            "history": {"loss": np.asarray(h.loss), "train_acc": np.asarray(h.train_acc),
+                        "test_acc": np.asarray(h.test_acc)}}
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    The page opens on `CNN` trained by `train_cnn` with the default settings, shipped with the
+    course; the **Train the CNN** button runs `train_cnn` on your settings. The confusion matrix
+    counts, for each true digit (row), the predicted digit (column); the first layer's kernels
+    and one test digit's feature maps show what the network computes.
+
+    **Change this cell:** in `CNN.first_layer`, put `F.tanh` in place of `F.relu`. The page then
+    says in one line that the shipped CNN was trained with other code and does not load it;
+    **Train the CNN** trains yours, and its first-layer feature maps, which ReLU kept at zero
+    wherever `conv1` was negative, now go negative too.
     """)
     return
 
@@ -1019,16 +1175,20 @@ def _():
 
 @app.cell
 def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train):
-    # The page opens on the default CNN, rebuilt from the checkpoint the course ships (no
-    # training); the button retrains with the settings above.
+    # The page opens on the default CNN as the course ships it, when the page's CNN and loop are
+    # the code that trained it; the button trains with the settings above.
     if cnn_train.value:
         with mo.status.progress_bar(total=cnn_epochs.value, title="training",
                                     remove_on_exit=True) as _bar:
-            trained_cnn = lab.train_digits_cnn(cnn_filters.value, cnn_kernel.value,
-                                               cnn_epochs.value, cnn_lr.value,
-                                               on_epoch=lambda e, h: _bar.update())
+            try:
+                trained_cnn, cnn_note = train_digits_cnn(
+                    cnn_filters.value, cnn_kernel.value, cnn_epochs.value, cnn_lr.value,
+                    on_epoch=lambda e, h: _bar.update()), ""
+            except Exception as _err:  # the learner's edited CNN or loop: a message, not a traceback
+                trained_cnn, cnn_note = None, f"Training with this page's code failed: {_err}"
     else:
-        trained_cnn = lab.default_cnn()
+        trained_cnn, cnn_note = lab.shipped_cnn(CNN, train_cnn, train_digits_cnn)
+    mo.stop(trained_cnn is None, mo.callout(mo.md(cnn_note[:1].upper() + cnn_note[1:] + "."), kind="warn"))
     cnn, cnn_history, cnn_confusion = (trained_cnn.model, trained_cnn.history,
                                        trained_cnn.confusion)
     cnn_summary(trained_cnn)

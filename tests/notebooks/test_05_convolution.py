@@ -6,12 +6,10 @@ import math
 import numpy as np
 import pytest
 import engine
-from engine import diffusion, shapes, vae
-from engine.course.labs import attention as attention_lab
+from engine import shapes
 from engine.course.labs import convolution as conv_lab
-from engine.course.labs import vae as vae_lab
-from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app,
-                             notebook_text, output_text, run_app)
+from notebook_driver import (assert_no_error_outputs, load_app,
+                             load_module, notebook_text, output_text, run_app)
 
 
 # ============================================================================= 05 convolution
@@ -116,8 +114,14 @@ def test_05_cnn_on_open_is_the_shipped_default_and_the_button_retrains():
     app = load_app(NB05)
     outputs, defs = run_app(app)
     text = output_text(outputs)
-    default = conv_lab.default_cnn()
-    assert defs["trained_cnn"] is default and default.settings == conv_lab.CNN_DEFAULTS
+    nb = load_module(NB05)
+    default, reason = conv_lab.shipped_cnn(nb.CNN, nb.train_cnn, nb.train_digits_cnn)
+    assert reason == "" and default.shipped and isinstance(default.model, nb.CNN)
+    assert default.settings == conv_lab.CNN_DEFAULTS and defs["trained_cnn"].shipped
+    # the page's own lesson objects get the same (cached) model on every run
+    assert conv_lab.shipped_cnn(defs["CNN"], defs["train_cnn"], defs["train_digits_cnn"])[0] is defs["trained_cnn"]
+    for name, value in default.model.state_dict().items():
+        np.testing.assert_array_equal(value.data, defs["cnn"].state_dict()[name].data)
     assert [defs[n].value for n in ("cnn_filters", "cnn_epochs")] == [12, 12]
     assert (defs["cnn_kernel"].value, defs["cnn_lr"].value) == (3, 3e-3)  # the controls' defaults
     assert "trained with the default settings" in text and "ships with the course" in text
@@ -128,7 +132,7 @@ def test_05_cnn_on_open_is_the_shipped_default_and_the_button_retrains():
     history = defs["cnn_history"]
     assert len(history.loss) == 2 and defs["trained_cnn"] is not default
     assert defs["trained_cnn"].settings == {"n_filters": 2, "kernel_size": 3, "epochs": 2, "lr": 3e-3}
-    assert defs["cnn"][0].weight.shape == (2, 1, 3, 3)
+    assert defs["cnn"].conv1.weight.shape == (2, 1, 3, 3) and not defs["trained_cnn"].shipped
     X, y = defs["digits_heldout"]
     assert len(X) == 360 and len(defs["digits_train"][0]) == 1437
     assert history.test_acc[-1] == pytest.approx(conv_lab.cnn_accuracy(defs["cnn"], X, y))
@@ -300,11 +304,12 @@ def test_05_erf_exercise():
 
 
 def test_05_own_kernel_matrix_drives_the_result():
-    """Issue 15: the kernel as an editable matrix; the result is the engine's conv of the image."""
+    """Issue 15: the kernel as an editable matrix; the result (the page's conv2d_loops) is the
+    engine's conv of the image."""
     k = [[0.0, 1.0, 0.0], [1.0, -4.0, 1.0], [0.0, 1.0, 0.0]]
     text, defs = notebook_text("05_convolution", kernel_edit=k)
     np.testing.assert_allclose(defs["own_filtered"],
-                               conv_lab.apply_filter(conv_lab.sample_image(48), np.array(k)))
+                               conv_lab.apply_filter(conv_lab.sample_image(48), np.array(k)), atol=1e-12)
     assert "answers to change only" in text
 
 
@@ -347,3 +352,83 @@ def test_05_confusion_cell_shows_the_digits_of_the_cnns_most_frequent_mistake_un
     assert f"{matrix[actual, predicted]} held-out {actual}s misread as {predicted}" in text
     chart = defs["confusion_chart"]
     assert chart.selections == {} and chart.test_values == []
+
+
+# ----------------------------------------------------------------------------- the lesson cells
+@pytest.mark.parametrize("stride, padding, dilation", [(1, 0, 1), (2, 1, 1), (3, 2, 2), (1, 1, 3)])
+def test_05_conv2d_loops_is_the_engines_conv2d(torch, stride, padding, dilation):
+    """The teaching copy against engine.functional.conv2d and torch's, channels and bias included."""
+    conv2d_loops = load_module(NB05).conv2d_loops
+    rng = np.random.default_rng(stride + padding)
+    x, w, b = rng.normal(size=(2, 11, 10)), rng.normal(size=(3, 2, 3, 3)), rng.normal(size=3)
+    y = conv2d_loops(x, w, b, stride, padding, dilation)
+    np.testing.assert_allclose(y, engine.functional.conv2d(x[None], w, b, stride=stride, padding=padding,
+                                                           dilation=dilation).data[0], atol=1e-12)
+    ref = torch.nn.functional.conv2d(torch.tensor(x[None]), torch.tensor(w), torch.tensor(b), stride=stride,
+                                     padding=padding, dilation=dilation)[0].numpy()
+    np.testing.assert_allclose(y, ref, atol=1e-12)
+
+
+def test_05_flipping_the_kernel_in_conv2d_loops_turns_your_kernels_result_over():
+    """Section 1's prompt, swapped in through run_app: the gap to F.conv2d grows to the outputs'
+    size, and section 5's own-kernel result (Sobel x on open) changes sign."""
+    app, nb = load_app(NB05), load_module(NB05)
+    outputs, defs = run_app(app)
+    assert defs["loops_gap"] < 1e-12 and f"{defs['loops_gap']:.1e}" in output_text(outputs)
+    before = defs["own_filtered"]
+    np.testing.assert_allclose(before, conv_lab.apply_filter(conv_lab.sample_image(48), "vertical edges (Sobel x)"),
+                               atol=1e-12)
+
+    def conv2d_loops(x, w, b=None, stride=1, padding=0, dilation=1):
+        return nb.conv2d_loops(x, w[:, :, ::-1, ::-1], b, stride, padding, dilation)
+
+    outputs, defs = run_app(app, conv2d_loops=conv2d_loops)
+    assert_no_error_outputs(outputs)
+    assert defs["loops_gap"] > 1.0
+    np.testing.assert_allclose(defs["own_filtered"], -before, atol=1e-12)
+    assert np.abs(before).max() > 0.5
+
+
+def test_05_an_edited_cnn_is_not_given_the_shipped_weights_and_trains_with_the_button():
+    """Section 7's prompt (tanh in CNN.first_layer), swapped in through run_app: one line says the
+    shipped CNN was trained with other code, no traceback; Train the CNN trains the edited class,
+    whose first-layer maps go negative where ReLU's never do."""
+    app, nb = load_app(NB05), load_module(NB05)
+
+    class CNN(nb.CNN):
+        def first_layer(self, x):
+            return engine.functional.tanh(self.conv1(x))
+
+    outputs, defs = run_app(app, CNN=CNN)
+    assert_no_error_outputs(outputs)
+    text = output_text(outputs)
+    assert "The shipped model was trained with other code than this page's CNN" in text and "not loaded" in text
+    assert defs["trained_cnn"] is None and "ships with the course" not in text
+    outputs, defs = run_app(app, CNN=CNN, cnn_train=True, cnn_epochs=1, cnn_filters=2)
+    assert_no_error_outputs(outputs)
+    assert isinstance(defs["cnn"], CNN) and len(defs["cnn_history"].loss) == 1
+    maps = conv_lab.feature_maps(defs["cnn"], defs["digits_heldout"][0][0])["relu1"]
+    assert maps.min() < 0
+    assert "trained just now with your settings" in output_text(outputs)
+
+
+def test_05_training_loop_learns_and_the_default_is_the_shipped_run():
+    """train_cnn (backward() and Adam's step() in a lesson cell) lowers the loss of a CNN on
+    engine.data.make_shapes; train_digits_cnn uses the settings given; the shipped checkpoint's
+    history is what its rebuilt model scores."""
+    nb = load_module(NB05)
+    X, y = engine.data.make_shapes(384, size=16, seed=0)
+    Xt, yt = engine.data.make_shapes(128, size=16, seed=1)
+    with engine.random.fork_rng(0):
+        model = nb.CNN(4, 5, n_classes=4, image_size=16)
+    seen = []
+    history = nb.train_cnn(model, X, y, Xt, yt, epochs=4, lr=2e-2, seed=0, on_epoch=lambda e, h: seen.append(e))
+    assert seen == [1, 2, 3, 4] and history.loss[-1] < history.loss[0] and history.test_acc[-1] > 0.6
+    trained = nb.train_digits_cnn(n_filters=2, kernel_size=5, epochs=1, lr=1e-3)
+    assert trained.settings == {"n_filters": 2, "kernel_size": 5, "epochs": 1, "lr": 1e-3}
+    assert trained.model.conv1.weight.shape == (2, 1, 5, 5) and len(trained.history.loss) == 1
+    shipped, _ = conv_lab.shipped_cnn(nb.CNN, nb.train_cnn, nb.train_digits_cnn)
+    Xh, yh = engine.data.load_digits("test", channel_dim=True)
+    assert shipped.history.test_acc[-1] == pytest.approx(conv_lab.cnn_accuracy(shipped.model, Xh, yh))
+    assert len(shipped.history.loss) == conv_lab.CNN_DEFAULTS["epochs"]
+    assert np.trace(shipped.confusion) / 360 == pytest.approx(shipped.history.test_acc[-1])

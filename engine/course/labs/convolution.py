@@ -11,9 +11,11 @@
   :func:`im2col_backward` (the backward pass as two transposed products);
   :func:`transpose_cells` draws a transposed convolution's stamps the same way.
 - Classic filters: :data:`CLASSIC_FILTERS`, :func:`sample_image`, :func:`apply_filter`.
-- A small CNN on the UCI digits: :func:`make_cnn`, :func:`train_cnn`, :func:`feature_maps`;
-  :func:`train_digits_cnn` trains one with the section's settings, :func:`default_cnn` rebuilds
-  the default one from the checkpoint the course ships (:data:`CHECKPOINTS`).
+- A small CNN on the UCI digits: the CNN, its training loop and the default run are the
+  notebook's lesson cells; here :func:`cnn_accuracy`, :func:`confusion`, :func:`feature_maps`
+  and :func:`learned_filters` evaluate the model the page passes in, and :func:`shipped_cnn`
+  rebuilds the default one from the checkpoint the course ships (:data:`CHECKPOINTS`) when the
+  page's code is the code that trained it.
 
 Everything that shows a number computes it here (or in ``engine.shapes`` / ``engine.ops.conv``),
 so the notebook only draws and the tests can check each value.
@@ -29,24 +31,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import engine.functional as F
-from engine import Tensor, data, nn, no_grad, optim, shapes
+from engine import Tensor, data, nn, no_grad, shapes
 from engine.course import checkpoints
 from engine.course.checkpoints import convolution_cnn as _cnn_checkpoint
 from engine.random import fork_rng
-from engine.data import DataLoader
 from engine.metrics import confusion_matrix
 from engine.ops.conv import col2im, conv2d, im2col
 
 __all__ = [
-    "CHECKPOINTS", "CLASSIC_FILTERS", "CNN_DEFAULTS", "CNNHistory", "DigitsCNN", "ConvCost", "FieldRow", "Grid", "Placements",
+    "CHECKPOINTS", "CLASSIC_FILTERS", "CNN_CODE", "CNN_DEFAULTS", "CNNHistory", "DigitsCNN", "ConvCost", "FieldRow", "Grid", "Placements",
     "TransposePlacements", "ConvReport", "EQUIVARIANCE_CANVAS", "Equivariance",
     "EffectiveField", "SeparableCheck", "conv_costs", "effective_receptive_field", "separable_check",
     "Im2colBackward", "Im2colView",
     "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "confusion", "conv_grid",
     "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
-    "default_cnn", "train_default_cnn", "train_digits_cnn",
-    "feature_maps", "predictions", "im2col_backward", "im2col_cells", "im2col_view", "transpose_cells", "learned_filters", "make_cnn",
-    "receptive_field_table", "round_trip_output_padding", "sample_image", "shift_equivariance", "train_cnn",
+    "shipped_cnn",
+    "feature_maps", "predictions", "im2col_backward", "im2col_cells", "im2col_view", "transpose_cells", "learned_filters",
+    "receptive_field_table", "round_trip_output_padding", "sample_image", "shift_equivariance",
     "two_convolutions", "uniform_stack",
 ]
 
@@ -873,34 +874,12 @@ def shift_equivariance(image, shift=2, stride=1, pool=1, seed=0) -> Equivariance
 
 
 # ----------------------------------------------------------------------------- a small CNN
-def make_cnn(n_filters=6, kernel_size=5, n_classes=4, image_size=16, seed=0):
-    """conv(1→C, K, 'same') → ReLU → max-pool 2 → conv(C→2C, 3, 'same') → ReLU → max-pool 2 →
-    flatten → linear(2C·(S/4)², n_classes). ``seed`` fixes the initial weights
-    (drawn inside ``engine.random.fork_rng(seed)``, so the global stream is left as it was). The image size must be a multiple of 4 (two 2x2 pools)."""
-    op = "make_cnn"
-    s = _settings(op, c_in=n_filters, kernel=kernel_size, c_out=n_classes, size=image_size)
-    if s["size"] % 4:
-        raise ValueError(f"{op}: image_size must be a multiple of 4, got {image_size}")
-    if s["kernel"] % 2 == 0:
-        raise ValueError(f"{op}: kernel_size must be odd (for 'same' padding), got {kernel_size}")
-    c, k, side = s["c_in"], s["kernel"], s["size"] // 4
-    with fork_rng(int(seed)):
-        return nn.Sequential(
-            nn.Conv2d(1, c, k, padding=k // 2), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(c, 2 * c, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(2 * c * side * side, s["c_out"]),
-        )
-
-
+# The CNN, its training loop and the run that made the shipped checkpoint are the notebook's own
+# lesson cells (CNN, train_cnn, train_digits_cnn, default_cnn_state); the helpers below evaluate
+# and draw whatever model the page passes in.
 def cnn_accuracy(model, X, y, batch_size=256) -> float:
     """Share of images whose largest logit is the label (no graph built)."""
-    X = np.asarray(X, dtype=np.float32)
-    hits = 0
-    with no_grad():
-        for start in range(0, len(X), batch_size):
-            logits = model(Tensor(X[start:start + batch_size])).data
-            hits += int((logits.argmax(axis=1) == np.asarray(y)[start:start + batch_size]).sum())
-    return hits / max(1, len(X))
+    return float(np.mean(predictions(model, X, batch_size) == np.asarray(y))) if len(X) else 0.0
 
 
 @dataclass
@@ -914,46 +893,6 @@ class CNNHistory:
     stopped: str = ""
 
 
-def train_cnn(model, X, y, X_test=None, y_test=None, epochs=5, lr=3e-3, batch_size=32, seed=0,
-              on_epoch=None) -> CNNHistory:
-    """Adam on the cross-entropy of ``model(X)``; one :class:`CNNHistory` entry per epoch.
-
-    ``on_epoch(epoch, history)`` is called after each epoch (a progress bar's hook). A non-finite
-    loss stops training with ``history.stopped`` set. Shuffling uses ``seed`` (its own stream).
-    """
-    op = "train_cnn"
-    epochs = _settings(op, size=epochs)["size"]
-    lr = float(lr)
-    if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"{op}: lr must be a positive number, got {lr}")
-    opt = optim.Adam(model.parameters(), lr=lr)
-    loader = DataLoader(np.asarray(X, np.float32), np.asarray(y, np.int64),
-                        batch_size=batch_size, shuffle=True, seed=seed)
-    history = CNNHistory()
-    model.train()
-    for epoch in range(1, epochs + 1):
-        losses = []
-        for xb, yb in loader:
-            loss = F.cross_entropy(model(Tensor(xb)), yb)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(float(loss.data))
-        history.loss.append(float(np.mean(losses)))
-        if not math.isfinite(history.loss[-1]):
-            history.stopped = f"the loss became non-finite at epoch {epoch}: lower the learning rate"
-            break
-        model.eval()
-        history.train_acc.append(cnn_accuracy(model, X, y))
-        if X_test is not None:
-            history.test_acc.append(cnn_accuracy(model, X_test, y_test))
-        model.train()
-        if on_epoch is not None:
-            on_epoch(epoch, history)
-    model.eval()
-    return history
-
-
 def predictions(model, X, batch_size=256) -> np.ndarray:
     """The class ``model`` predicts for each image of ``X`` (the argmax of its logits), int [N]."""
     X = np.asarray(X, dtype=np.float32)
@@ -962,26 +901,19 @@ def predictions(model, X, batch_size=256) -> np.ndarray:
                                for i in range(0, len(X), batch_size)])
 
 
-def confusion(model, X, y, batch_size=256) -> np.ndarray:
+def confusion(model, X, y, n_classes=10, batch_size=256) -> np.ndarray:
     """The confusion matrix of ``model`` on (X, y): ``engine.metrics.confusion_matrix`` of the
     labels and the argmax :func:`predictions`, rows true classes, columns predictions."""
-    n_classes = model[-1].weight.shape[0]
     return confusion_matrix(np.asarray(y), predictions(model, X, batch_size), num_classes=n_classes)
 
 
 def feature_maps(model, image) -> dict:
-    """The activations one image [1, H, W] (or [H, W]) produces after each layer of a Sequential
-    CNN from :func:`make_cnn`: ``{'conv1': [C, H, W], 'relu1': ..., 'pool1': ..., 'conv2': ...,
-    ..., 'logits': [n_classes], 'probs': [n_classes]}``."""
+    """What one image [1, H, W] (or [H, W]) gives in the page's CNN: ``relu1`` [C, H, W], the
+    maps of its ``first_layer``, ``logits`` [n_classes] and ``probs`` (their softmax)."""
     x = np.asarray(image, dtype=np.float32)
-    x = x.reshape((1, 1) + x.shape[-2:])
-    names = ["conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "flatten", "logits"]
-    maps = {}
+    x = Tensor(x.reshape((1, 1) + x.shape[-2:]))
     with no_grad():
-        h = Tensor(x)
-        for name, layer in zip(names, model):
-            h = layer(h)
-            maps[name] = h.data[0].copy()
+        maps = {"relu1": model.first_layer(x).data[0].copy(), "logits": model(x).data[0].copy()}
     z = maps["logits"].astype(np.float64)
     p = np.exp(z - z.max())
     maps["probs"] = p / p.sum()
@@ -990,7 +922,7 @@ def feature_maps(model, image) -> dict:
 
 def learned_filters(model) -> np.ndarray:
     """The first convolution's kernels [C, K, K] (one per filter)."""
-    return np.asarray(model[0].weight.data)[:, 0].copy()
+    return np.asarray(model.conv1.weight.data)[:, 0].copy()
 
 
 # ----------------------------------------------------------------------------- the digits CNN
@@ -1001,52 +933,40 @@ CNN_DEFAULTS = {"n_filters": 12, "kernel_size": 3, "epochs": 12, "lr": 3e-3}
 @dataclass(eq=False)
 class DigitsCNN:
     """A CNN trained on the UCI digits: the ``model``, its per-epoch ``history``, its held-out
-    ``confusion`` matrix and the ``settings`` it was trained with. Compared (and hashed) by
-    identity, so a figure can be cached per trained model."""
+    ``confusion`` matrix, the ``settings`` it was trained with and whether it is the ``shipped``
+    checkpoint. Compared (and hashed) by identity, so a figure can be cached per trained model."""
 
-    model: nn.Sequential
+    model: object
     history: CNNHistory
     confusion: np.ndarray
     settings: dict
+    shipped: bool = False
 
 
-def train_digits_cnn(n_filters=12, kernel_size=3, epochs=12, lr=3e-3, on_epoch=None) -> DigitsCNN:
-    """:func:`make_cnn` (10 classes, 8×8 images, seed 0) trained by :func:`train_cnn` (Adam,
-    seed 0) on the 1,437 training digits of ``engine.data.load_digits``, scored on the 360
-    held-out ones."""
-    X, y = data.load_digits("train", channel_dim=True)
-    X_test, y_test = data.load_digits("test", channel_dim=True)
-    model = make_cnn(n_filters, kernel_size, n_classes=10, image_size=8, seed=0)
-    history = train_cnn(model, X, y, X_test, y_test, epochs=epochs, lr=lr, seed=0, on_epoch=on_epoch)
-    settings = {"n_filters": n_filters, "kernel_size": kernel_size, "epochs": epochs, "lr": lr}
-    return DigitsCNN(model, history, confusion(model, X_test, y_test), settings)
+# The notebook's default_cnn_state trains the CNN with CNN_DEFAULTS through its lesson cells;
+# `make checkpoints` runs it, and the page reads it back with shipped_cnn.
+CNN_CODE = ("CNN", "train_cnn", "train_digits_cnn")
+CHECKPOINTS = {"convolution_cnn": checkpoints.FromNotebook(
+    notebook="05_convolution", function="default_cnn_state", code=CNN_CODE)}
 
 
-def train_default_cnn() -> dict:
-    """The checkpoint ``convolution_cnn``: the CNN trained with :data:`CNN_DEFAULTS` (its
-    parameters by ``state_dict`` name, and its history), the state :func:`default_cnn` rebuilds."""
-    trained = train_digits_cnn(**CNN_DEFAULTS)
-    h = trained.history
-    return {"settings": dict(CNN_DEFAULTS),
-            "parameters": {k: np.asarray(v.data) for k, v in trained.model.state_dict().items()},
-            "history": {"loss": np.asarray(h.loss), "train_acc": np.asarray(h.train_acc),
-                        "test_acc": np.asarray(h.test_acc)}}
-
-
-CHECKPOINTS = {"convolution_cnn": train_default_cnn}
-
-
-@functools.lru_cache(maxsize=1)
-def default_cnn() -> DigitsCNN:
-    """The default CNN rebuilt from the shipped checkpoint (no training): the same
-    :class:`DigitsCNN` object on every call, so a page shows it at once and caches its figures."""
-    state = checkpoints.load(_cnn_checkpoint)
+@functools.lru_cache(maxsize=4)  # the same object for the same code: the page's figures are cached per model
+def shipped_cnn(model_class, *code) -> tuple[DigitsCNN | None, str]:
+    """``(the default CNN rebuilt from the shipped checkpoint, "")`` when ``code`` (the page's
+    lesson cells named by :data:`CNN_CODE`, the class first) is the code it was trained with and
+    its parameters fit ``model_class``; otherwise ``(None, reason)``, one sentence for the page."""
+    state, reason = checkpoints.load_if_fits(_cnn_checkpoint, model_class, *code)
+    if state is None:
+        return None, reason
     settings = {k: (v.item() if hasattr(v, "item") else v) for k, v in state["settings"].items()}
-    model = make_cnn(settings["n_filters"], settings["kernel_size"], n_classes=10, image_size=8, seed=0)
-    model.load_state_dict(state["parameters"])
+    try:
+        model = model_class(settings["n_filters"], settings["kernel_size"])
+        model.load_state_dict(state["parameters"])
+    except (KeyError, ValueError, TypeError) as err:
+        return None, (f"the shipped CNN does not fit this page's `{model_class.__name__}` ({err}), "
+                      "so it is not loaded: train with the button to see what your code does")
     model.eval()
-    h = state["history"]
-    history = CNNHistory(*([float(v) for v in h[k]]
+    history = CNNHistory(*([float(v) for v in state["history"][k]]
                            for k in ("loss", "train_acc", "test_acc")))
     X_test, y_test = data.load_digits("test", channel_dim=True)
-    return DigitsCNN(model, history, confusion(model, X_test, y_test), settings)
+    return DigitsCNN(model, history, confusion(model, X_test, y_test), settings, shipped=True), ""

@@ -4,17 +4,11 @@ Each value a notebook shows is checked here against an independent computation: 
 loops over placements and patches, NumPy written out by hand, closed forms, or PyTorch.
 """
 
-import math
 import numpy as np
 import pytest
 import engine
 from engine import shapes
 from engine.course.labs import convolution as conv_lab
-from engine.course.labs import attention as attention_lab
-from engine import diffusion
-from engine.course.labs import diffusion as diffusion_lab
-from engine import vae
-from engine.course.labs import vae as vae_lab
 
 
 # ============================================================================= 05 convolution
@@ -312,38 +306,6 @@ def test_sample_image():
         conv_lab.sample_image(4)
 
 
-# ----------------------------------------------------------------------------- small CNN
-def test_cnn_learns_the_shapes():
-    X, y = engine.data.make_shapes(384, size=16, seed=0)
-    Xt, yt = engine.data.make_shapes(128, size=16, seed=1)
-    model = conv_lab.make_cnn(n_filters=4, kernel_size=5, seed=0)
-    seen = []
-    history = conv_lab.train_cnn(model, X, y, Xt, yt, epochs=4, lr=2e-2, seed=0,
-                                 on_epoch=lambda e, h: seen.append(e))
-    assert seen == [1, 2, 3, 4] and len(history.loss) == 4
-    assert history.loss[-1] < history.loss[0]
-    assert history.test_acc[-1] > 0.6  # chance is 0.25
-    # the accuracy reported is the share of argmax hits, recomputed here
-    with engine.no_grad():
-        logits = model(engine.Tensor(Xt)).data
-    assert history.test_acc[-1] == pytest.approx(float((logits.argmax(1) == yt).mean()))
-    maps = conv_lab.feature_maps(model, Xt[0])
-    assert maps["conv1"].shape == (4, 16, 16) and maps["pool2"].shape == (8, 4, 4)
-    np.testing.assert_allclose(maps["logits"], logits[0], rtol=1e-5, atol=1e-6)
-    assert maps["probs"].sum() == pytest.approx(1.0)
-    np.testing.assert_array_equal(conv_lab.learned_filters(model), model[0].weight.data[:, 0])
-    # conv1's map is the engine conv of the image with the learned filters, plus bias
-    ref = engine.functional.conv2d(Xt[:1], model[0].weight.data, model[0].bias.data, padding=2).data[0]
-    np.testing.assert_allclose(maps["conv1"], ref, rtol=1e-5, atol=1e-6)
-
-
-def test_make_cnn_rejects_bad_sizes():
-    with pytest.raises(ValueError, match="multiple of 4"):
-        conv_lab.make_cnn(image_size=18)
-    with pytest.raises(ValueError, match="odd"):
-        conv_lab.make_cnn(kernel_size=4)
-
-
 def test_check_number():
     from engine.course.exercises import check_number, parse_number
 
@@ -395,12 +357,6 @@ def test_two_convolutions_gaps():
     assert conv_lab.two_convolutions(img, "box blur", "Laplacian").gap_relu < 1e-12
 
 
-def test_make_cnn_weights_follow_the_seed_only():
-    a, b = conv_lab.make_cnn(seed=3), conv_lab.make_cnn(seed=3)
-    np.testing.assert_array_equal(a[0].weight.data, b[0].weight.data)
-    assert not np.array_equal(a[0].weight.data, conv_lab.make_cnn(seed=4)[0].weight.data)
-
-
 def test_shift_equivariance_against_torch(torch):
     img = engine.data.load_digits("test")[0][5]
     for k, stride, pool in [(0, 1, 1), (3, 1, 1), (3, 2, 1), (2, 2, 1), (4, 2, 2)]:
@@ -418,9 +374,25 @@ def test_shift_equivariance_against_torch(torch):
         conv_lab.shift_equivariance(np.zeros((4, 4)))
 
 
+class _TinyCNN(engine.nn.Module):
+    """A stand-in for the page's CNN (the lab evaluates whatever model it is given)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = engine.nn.Conv2d(1, 2, 3, padding=1)
+        self.fc = engine.nn.Linear(2 * 64, 10)
+
+    def first_layer(self, x):
+        return engine.functional.relu(self.conv1(x))
+
+    def forward(self, x):
+        return self.fc(self.first_layer(x).flatten(1))
+
+
 def test_confusion_counts_argmax_predictions():
     X, y = engine.data.load_digits("test", channel_dim=True)
-    model = conv_lab.make_cnn(2, 3, n_classes=10, image_size=8, seed=1)
+    with engine.random.fork_rng(1):
+        model = _TinyCNN()
     c = conv_lab.confusion(model, X[:50], y[:50])
     with engine.no_grad():
         pred = model(engine.Tensor(X[:50])).data.argmax(1)
@@ -438,27 +410,35 @@ def test_separable_check_against_torch(torch):
 
 
 
-def test_default_cnn_is_the_shipped_checkpoint_and_scores_what_it_claims():
-    """Issue 16: the CNN the page opens on is rebuilt from the checkpoint (no training); the
-    accuracy its history records is what the rebuilt model scores, and its confusion matrix
-    counts its predictions."""
+def test_feature_maps_and_filters_are_the_models():
+    X, y = engine.data.load_digits("test", channel_dim=True)
+    with engine.random.fork_rng(2):
+        model = _TinyCNN()
+    maps = conv_lab.feature_maps(model, X[0])
+    with engine.no_grad():
+        logits = model(engine.Tensor(X[:1])).data[0]
+    ref = engine.functional.conv2d(X[:1], model.conv1.weight.data, model.conv1.bias.data, padding=1).data[0]
+    np.testing.assert_allclose(maps["relu1"], np.maximum(ref, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(maps["logits"], logits, rtol=1e-5, atol=1e-6)
+    assert maps["probs"].sum() == pytest.approx(1.0) and np.argmax(maps["probs"]) == np.argmax(logits)
+    np.testing.assert_array_equal(conv_lab.learned_filters(model), model.conv1.weight.data[:, 0])
+    assert conv_lab.cnn_accuracy(model, X, y) == pytest.approx(float((logits_all(model, X).argmax(1) == y).mean()))
+
+
+def logits_all(model, X):
+    with engine.no_grad():
+        return model(engine.Tensor(X)).data
+
+
+def test_shipped_cnn_says_in_one_line_when_the_code_differs():
+    """The checkpoint is declared as made by the notebook's lesson cells; code that is not theirs
+    gets the reason instead of a model (the page's own code: tests/notebooks/test_05_convolution.py)."""
     from engine.course import checkpoints
 
-    cnn = conv_lab.default_cnn()
-    assert conv_lab.default_cnn() is cnn and conv_lab.CHECKPOINTS["convolution_cnn"] is conv_lab.train_default_cnn
-    state = checkpoints.load_named("convolution_cnn")
-    for name, value in cnn.model.state_dict().items():
-        np.testing.assert_array_equal(value.data, state["parameters"][name])
-    X, y = engine.data.load_digits("test", channel_dim=True)
-    assert cnn.history.test_acc[-1] == pytest.approx(conv_lab.cnn_accuracy(cnn.model, X, y))
-    assert len(cnn.history.loss) == cnn.settings["epochs"] == conv_lab.CNN_DEFAULTS["epochs"]
-    np.testing.assert_array_equal(cnn.confusion, conv_lab.confusion(cnn.model, X, y))
-    assert np.trace(cnn.confusion) / 360 == pytest.approx(cnn.history.test_acc[-1])
-
-
-def test_train_digits_cnn_uses_the_settings_given():
-    trained = conv_lab.train_digits_cnn(n_filters=2, kernel_size=5, epochs=1, lr=1e-3)
-    assert trained.settings == {"n_filters": 2, "kernel_size": 5, "epochs": 1, "lr": 1e-3}
-    assert trained.model[0].weight.shape == (2, 1, 5, 5) and len(trained.history.loss) == 1
-    X, y = engine.data.load_digits("test", channel_dim=True)
-    assert trained.history.test_acc == [pytest.approx(conv_lab.cnn_accuracy(trained.model, X, y))]
+    declared = conv_lab.CHECKPOINTS["convolution_cnn"]
+    assert isinstance(declared, checkpoints.FromNotebook)
+    assert (declared.notebook, declared.function, declared.code) == (
+        "05_convolution", "default_cnn_state", ("CNN", "train_cnn", "train_digits_cnn"))
+    model, reason = conv_lab.shipped_cnn(_TinyCNN, test_feature_maps_and_filters_are_the_models)
+    assert model is None and reason.startswith("the shipped model was trained with other code")
+    assert "\n" not in reason
