@@ -124,18 +124,22 @@ def test_the_comparison_sees_a_change_of_training_and_passes_rounding():
 
 def test_attention_key_bias_has_no_effect_on_the_model():
     """Why attention_gpt's key bias is left out: changing it leaves every output as it was."""
-    from engine.course.labs import attention
     from engine import no_grad
+    from engine.course.labs import attention
 
-    run = attention.shipped_tiny_gpt()
+    page = make_checkpoints.notebook_module("06_attention")
+    run, reason = attention.shipped_tiny_gpt([getattr(page, n) for n in attention.GPT_CODE],
+                                             [getattr(page, n) for n in attention.GPT_CLASSES])
+    assert run is not None, reason
     model = run.model
     tokens = np.arange(12).reshape(1, 12) % model.token.weight.shape[0]
+    key_biases = [p for name, p in model.named_parameters() if name.endswith("in_proj_bias")]
+    assert key_biases, "the model has no in_proj_bias: _key_bias_left_out leaves nothing out"
     with no_grad():
         before = model(tokens).data.copy()
-        for name, p in model.named_parameters():
-            if name.endswith("in_proj_bias"):
-                d = p.data.shape[0] // 3
-                p.data[d:2 * d] += 0.5
+        for p in key_biases:
+            d = p.data.shape[0] // 3
+            p.data[d:2 * d] += 0.5
         after = model(tokens).data
     np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5)
 
