@@ -19,8 +19,6 @@ with app.setup:
     METADATA = metadata("05_convolution")
 
 
-# Figures of a trained CNN, cached per model: the default one is the same object on every run,
-# so changing a training setting (which shows it again) or revisiting a digit redraws nothing.
 @app.function
 @functools.lru_cache(maxsize=8)
 def cnn_summary(trained):
@@ -100,9 +98,7 @@ def cnn_reading(trained, index):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(f"""
-    # {METADATA["name"]}
-
+    ui.page_header(METADATA, r"""
     A convolution slides one small set of weights over an image. This notebook makes every part of
     that sentence something you can move:
 
@@ -117,13 +113,10 @@ def _():
       pooling bend it;
     - **a CNN on real handwritten digits**: its held-out accuracy, its confusion matrix, its
       filters, and its reading of a digit you draw.
+
+    The convolution itself, the CNN and its training loop are code cells of this page: open it
+    in `marimo edit`, change them, and the figures that use them follow.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
     return
 
 
@@ -246,23 +239,18 @@ def _(
         "",
         conv_setting.message,
     ] + [f"- {n}" for n in conv_setting.notes]
+    _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
+                                 padding_p.value, dilation_d.value)
     mo.vstack([
         mo.hstack([size_w, kernel_k, padding_p, stride_s, dilation_d], wrap=True),
         mo.hstack([channels_in, channels_out], justify="start"),
         mo.callout(mo.md("\n".join(_lines)), kind="info" if conv_setting.ok else "warn"),
+        plot.cell_table(_strip.kind.reshape(len(_strip.taps), -1),
+                        title="Each row: the pixels one output's kernel reads",
+                        row_title="output o", col_title="padded input position", legend=True)
+        if conv_setting.ok else mo.md("*No placement fits: nothing to draw.*"),
     ])
     return (conv_setting,)
-
-
-@app.cell
-def _(conv_setting, dilation_d, kernel_k, padding_p, size_w, stride_s):
-    _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
-                                 padding_p.value, dilation_d.value)
-    mo.stop(not conv_setting.ok, mo.md("*No placement fits: nothing to draw.*"))
-    plot.cell_table(_strip.kind.reshape(len(_strip.taps), -1),
-               title="Each row: the pixels one output's kernel reads", row_title="output o",
-               col_title="padded input position", legend=True)
-    return
 
 
 @app.cell
@@ -351,18 +339,6 @@ def _(dilation_d, kernel_k, output_padding, padding_p, stride_s, transpose_w):
     return (transposed,)
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    Uneven coverage (bars of different heights inside the output) is the source of the
-    **checkerboard artefacts** of generators built from transposed convolutions: it appears when
-    $K_{\text{eff}}$ is not a multiple of $S$. Try $K=3, S=2$, then $K=4, S=2$.
-
-    ### Check yourself
-    """)
-    return
-
-
 @app.cell
 def _():
     exercise_size = exercises.NumberExercise(
@@ -372,29 +348,26 @@ def _():
         hint="count the starts 0, 2, 4, … at which a 5-wide window still fits in 28 pixels: "
         "⌊(28 − 5)/2⌋ + 1.")
     answer_size = ui.answer_box(exercise_size, placeholder="output width")
-    return answer_size, exercise_size
-
-
-@app.cell
-def _(answer_size, exercise_size):
-    ui.exercise(exercise_size, answer_size)
-    return
-
-
-@app.cell
-def _():
     exercise_params = exercises.NumberExercise(
         question="**Exercise 2.** How many parameters (weights and biases) does "
         "`Conv2d(3, 16, kernel_size=5)` have? Does the answer depend on the image size?",
         truth=shapes.conv2d_params(3, 16, 5),
         hint="each of the 16 filters has 3 × 5 × 5 weights and one bias; the image size never enters.")
     answer_params = ui.answer_box(exercise_params, placeholder="parameter count")
-    return answer_params, exercise_params
+    return answer_params, answer_size, exercise_params, exercise_size
 
 
 @app.cell
-def _(answer_params, exercise_params):
-    ui.exercise(exercise_params, answer_params)
+def _(answer_params, answer_size, exercise_params, exercise_size):
+    mo.vstack([
+        mo.md(r"""
+    Uneven coverage (bars of different heights inside the output) is the source of the
+    **checkerboard artefacts** of generators built from transposed convolutions: it appears when
+    $K_{\text{eff}}$ is not a multiple of $S$. Try $K=3, S=2$, then $K=4, S=2$.
+
+    ### Check yourself
+    """),
+        ui.exercise(exercise_size, answer_size), ui.exercise(exercise_params, answer_params)])
     return
 
 
@@ -478,31 +451,7 @@ def _():
     $5\times5$ pixels and three see $7\times7$, like one $7\times7$ kernel, with
     $3\cdot 9C^2 = 27C^2$ weights instead of $49C^2$ and two more non-linearities in between.
     Dilation grows the field without pooling (try the custom stack with dilation 2).
-    """)
-    return
 
-
-@app.cell
-def _():
-    exercise_rf = exercises.NumberExercise(
-        question="**Exercise 3.** Three 3 × 3 convolutions: the first two with stride 2, the last "
-        "with stride 1. How many input pixels wide is the receptive field of one output unit?",
-        truth=shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size,
-        hint="layer by layer, r grows by (K − 1)·j with j the product of the strides before it: "
-        "1 + 2·1, then + 2·2, then + 2·4.")
-    answer_rf = ui.answer_box(exercise_rf, placeholder="receptive field")
-    return answer_rf, exercise_rf
-
-
-@app.cell
-def _(answer_rf, exercise_rf):
-    ui.exercise(exercise_rf, answer_rf)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
     ### The effective receptive field
 
     The formula says which pixels a unit *can* depend on, not how much. Luo et al. (2016)
@@ -527,14 +476,8 @@ def _():
 
 
 @app.cell
-def _(erf_relu):
-    # One per depth, for the table; depends on the ReLU switch only.
+def _(erf_layers, erf_relu):
     erf_sweep = [lab.effective_receptive_field(n, erf_relu.value, seed=0) for n in (2, 4, 8, 16)]
-    return (erf_sweep,)
-
-
-@app.cell
-def _(erf_layers, erf_relu, erf_sweep):
     erf = lab.effective_receptive_field(erf_layers.value, erf_relu.value, seed=0)
     _rows = ["| layers n | theoretical width 2n + 1 | effective std (pixels) | std / width |",
              "|---|---|---|---|"] + [f"| {e.layers} | {e.theoretical} | {e.std:.2f} | "
@@ -552,11 +495,18 @@ def _(erf_layers, erf_relu, erf_sweep):
                   "theoretical one: the share std / width falls with depth."),
         ], justify="start"),
     ])
-    return (erf,)
+    return erf, erf_sweep
 
 
 @app.cell
 def _(erf_sweep):
+    exercise_rf = exercises.NumberExercise(
+        question="**Exercise 3.** Three 3 × 3 convolutions: the first two with stride 2, the last "
+        "with stride 1. How many input pixels wide is the receptive field of one output unit?",
+        truth=shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size,
+        hint="layer by layer, r grows by (K − 1)·j with j the product of the strides before it: "
+        "1 + 2·1, then + 2·2, then + 2·4.")
+    answer_rf = ui.answer_box(exercise_rf, placeholder="receptive field")
     _eight = next(e for e in erf_sweep if e.layers == 8)
     exercise_erf = exercises.NumberExercise(
         question="**Exercise 4.** Eight stacked 3×3 convolutions with stride 1: how many pixels "
@@ -566,12 +516,12 @@ def _(erf_sweep):
         explanation=f"Its effective field is much narrower: a standard deviation of "
                     f"{_eight.std:.1f} pixels in the table above.")
     answer_erf = ui.answer_box(exercise_erf, placeholder="pixels")
-    return answer_erf, exercise_erf
+    return answer_erf, answer_rf, exercise_erf, exercise_rf
 
 
 @app.cell
-def _(answer_erf, exercise_erf):
-    ui.exercise(exercise_erf, answer_erf)
+def _(answer_erf, answer_rf, exercise_erf, exercise_rf):
+    mo.vstack([ui.exercise(exercise_rf, answer_rf), ui.exercise(exercise_erf, answer_erf)])
     return
 
 
@@ -851,23 +801,6 @@ def _(compose_first, compose_second, image):
     return (composition,)
 
 
-@app.cell
-def _():
-    exercise_compose = exercises.NumberExercise(
-        question="**Exercise 5.** A 3 × 3 blur followed by a 5 × 5 kernel, nothing in between: "
-        "how many pixels wide is the one kernel that does both?",
-        truth=lab.compose_kernels(np.ones((3, 3)), np.ones((5, 5))).shape[0],
-        hint="c[t] sums a[u]·b[v] over u + v = t, with u from 0 to 2 and v from 0 to 4.")
-    answer_compose = ui.answer_box(exercise_compose, placeholder="kernel width")
-    return answer_compose, exercise_compose
-
-
-@app.cell
-def _(answer_compose, exercise_compose):
-    ui.exercise(exercise_compose, answer_compose)
-    return
-
-
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
@@ -935,18 +868,25 @@ def _():
 
 @app.cell
 def _():
+    exercise_compose = exercises.NumberExercise(
+        question="**Exercise 5.** A 3 × 3 blur followed by a 5 × 5 kernel, nothing in between: "
+        "how many pixels wide is the one kernel that does both?",
+        truth=lab.compose_kernels(np.ones((3, 3)), np.ones((5, 5))).shape[0],
+        hint="c[t] sums a[u]·b[v] over u + v = t, with u from 0 to 2 and v from 0 to 4.")
+    answer_compose = ui.answer_box(exercise_compose, placeholder="kernel width")
     exercise_separable = exercises.NumberExercise(
         question="**Exercise 6.** A depthwise-separable 3×3 layer from 64 to 128 channels, "
         "without biases: how many weights?",
         truth=lab.separable_check(64, 128, 3).separable_params,
         hint="depthwise: one 3×3 filter per input channel; pointwise: a 128 × 64 matrix.")
     answer_separable = ui.answer_box(exercise_separable, placeholder="weights")
-    return answer_separable, exercise_separable
+    return answer_compose, answer_separable, exercise_compose, exercise_separable
 
 
 @app.cell
-def _(answer_separable, exercise_separable):
-    ui.exercise(exercise_separable, answer_separable)
+def _(answer_compose, answer_separable, exercise_compose, exercise_separable):
+    mo.vstack([ui.exercise(exercise_compose, answer_compose),
+               ui.exercise(exercise_separable, answer_separable)])
     return
 
 
@@ -1238,24 +1178,8 @@ def _():
 
 
 @app.cell
-def _(trained_cnn):
-    cnn_kernels_figure(trained_cnn)
-    return
-
-
-@app.cell
 def _(cnn_image, trained_cnn):
-    mo.vstack([cnn_image, cnn_reading(trained_cnn, cnn_image.value)])
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    **Draw a digit.** Draw on the canvas (or start from a held-out digit with the menu): the
-    drawing is reduced to 8×8 the way the UCI scans were (a 32×32 scan, then the mean of each
-    4×4 block) and classified by the CNN trained above.
-    """)
+    mo.vstack([cnn_kernels_figure(trained_cnn), cnn_image, cnn_reading(trained_cnn, cnn_image.value)])
     return
 
 
@@ -1270,34 +1194,23 @@ def _():
 def _(digits_heldout, draw_start):
     digit_canvas = widgets.canvas(
         size=192, start=None if draw_start.value < 0 else digits_heldout[0][draw_start.value, 0])
-    mo.hstack([draw_start, digit_canvas], justify="start")
+    mo.vstack([mo.md("""
+    **Draw a digit.** Draw on the canvas (or start from a held-out digit with the menu): the
+    drawing is reduced to 8×8 the way the UCI scans were (a 32×32 scan, then the mean of each
+    4×4 block) and classified by the CNN trained above.
+    """), mo.hstack([draw_start, digit_canvas], justify="start")])
     return (digit_canvas,)
 
 
 @app.cell
-def _(digit_canvas, draw_start):
+def _(digit_canvas, draw_start, trained_cnn):
     # A held-out digit enlarged on the canvas comes back unchanged without fitting; a drawing
     # from blank is cropped and centred first, as the scans' digits were.
     drawn_digit = widgets.to_digit(widgets.ink(digit_canvas.value), fit=draw_start.value < 0)
-    return (drawn_digit,)
-
-
-@app.cell
-def _(drawn_digit, trained_cnn):
     mo.hstack([plot.image_tiles({"your drawing as 8×8": drawn_digit}, width=180),
                cnn_verdict(trained_cnn, np.asarray(drawn_digit, dtype=float).tobytes())],
               justify="start")
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## The same in your own script
-
-    Everything above is a few lines with the engine; the names and arguments are PyTorch's.
-    """)
-    return
+    return (drawn_digit,)
 
 
 @app.cell
@@ -1317,7 +1230,8 @@ def _():
         return (f"`y.shape` = {y.shape} · parameters = {n_params} · conv output size = {size} · "
                 f"receptive field = {field} · `conv.weight.grad.shape` = {conv.weight.grad.shape}")
 
-    mo.md(_script())
+    mo.md("## The same in your own script\n\nEverything above is a few lines with the engine; "
+          "the names and arguments are PyTorch's.\n\n" + _script())
     return
 
 
