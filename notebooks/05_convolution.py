@@ -288,26 +288,6 @@ def _(
     return (grid,)
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ### Transposed convolution
-
-    A transposed convolution runs the picture backwards: each **input** pixel stamps a copy of the
-    kernel, scaled by its value, onto the output at position $iS$, and overlapping copies add up.
-    It is exactly the gradient of a convolution with respect to its input, so it maps sizes back:
-
-    $$
-    O = (W - 1)S - 2P + D(K - 1) + \text{output\_padding} + 1 .
-    $$
-
-    Here $P$ **crops** the full output on both sides. A stride-$S$ convolution sends $S$ different
-    input sizes to the same output size (the floor above), so `output_padding` $\in [0, S)$ picks
-    which one to return to. It uses the K, S, P and D sliders above, with its own input size.
-    """)
-    return
-
-
 @app.cell
 def _():
     transpose_w = mo.ui.slider(1, 10, value=3, label="input size W", show_value=True)
@@ -335,7 +315,21 @@ def _(dilation_d, kernel_k, output_padding, padding_p, stride_s, transpose_w):
                               x_title="output pixel", y_title="copies",
                               title="kernel copies reaching each output pixel", text_format="d")
         _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="info"), _stamps, _coverage])
-    _view
+    mo.vstack([mo.md(r"""
+    ### Transposed convolution
+
+    A transposed convolution runs the picture backwards: each **input** pixel stamps a copy of the
+    kernel, scaled by its value, onto the output at position $iS$, and overlapping copies add up.
+    It is exactly the gradient of a convolution with respect to its input, so it maps sizes back:
+
+    $$
+    O = (W - 1)S - 2P + D(K - 1) + \text{output\_padding} + 1 .
+    $$
+
+    Here $P$ **crops** the full output on both sides. A stride-$S$ convolution sends $S$ different
+    input sizes to the same output size (the floor above), so `output_padding` $\in [0, S)$ picks
+    which one to return to. It uses the K, S, P and D sliders above, with its own input size.
+    """), _view])
     return (transposed,)
 
 
@@ -368,26 +362,6 @@ def _(answer_params, answer_size, exercise_params, exercise_size):
     ### Check yourself
     """),
         ui.exercise(exercise_size, answer_size), ui.exercise(exercise_params, answer_params)])
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## 3. Receptive fields
-
-    A unit deep in the network depends on a window of the input, its **receptive field**. With
-    $r_0 = 1$ and the **jump** $j_0 = 1$ (the distance, in input pixels, between neighbouring units),
-    each layer $l$ with kernel $K_l$, stride $s_l$ and dilation $D_l$ grows them:
-
-    $$
-    r_l = r_{l-1} + \big(K_{\text{eff},l} - 1\big)\, j_{l-1}, \qquad j_l = j_{l-1}\, s_l .
-    $$
-
-    A kernel adds $K-1$ units of the previous layer, and each of those is $j_{l-1}$ input pixels
-    apart: strides early in the network make every later layer see much further. Pick a classic
-    network or build your own stack of 'same'-padded convolutions.
-    """)
     return
 
 
@@ -433,6 +407,21 @@ def _(rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
           "feature map": "—" if r.fmap is None else f"{r.fmap}×{r.fmap}"} for r in rf_rows],
         selection=None, page_size=12, label=f"{len(_names)} layers")
     mo.vstack([
+        mo.md(r"""
+    ## 3. Receptive fields
+
+    A unit deep in the network depends on a window of the input, its **receptive field**. With
+    $r_0 = 1$ and the **jump** $j_0 = 1$ (the distance, in input pixels, between neighbouring units),
+    each layer $l$ with kernel $K_l$, stride $s_l$ and dilation $D_l$ grows them:
+
+    $$
+    r_l = r_{l-1} + \big(K_{\text{eff},l} - 1\big)\, j_{l-1}, \qquad j_l = j_{l-1}\, s_l .
+    $$
+
+    A kernel adds $K-1$ units of the previous layer, and each of those is $j_{l-1}$ input pixels
+    apart: strides early in the network make every later layer see much further. Pick a classic
+    network or build your own stack of 'same'-padded convolutions.
+    """),
         mo.hstack([rf_preset, rf_input], justify="start"),
         mo.hstack([rf_layers, rf_kernel, rf_stride, rf_dilation, rf_pool], wrap=True)
         if rf_preset.value == "custom stack" else mo.md(""),
@@ -525,28 +514,6 @@ def _(answer_erf, answer_rf, exercise_erf, exercise_rf):
     return
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## 4. im2col: a convolution is a matrix product
-
-    Copy every window of the padded input into one **column** of a matrix, the column matrix
-    (`torch.nn.functional.unfold` returns it in this layout). The convolution is then one product
-    with the weights flattened to $W_2 \in \mathbb{R}^{C_{out}\times C_{in}K^2}$:
-
-    $$
-    \text{cols} = \operatorname{im2col}(x) \in \mathbb{R}^{C_{in}K^2 \times L}, \qquad
-    Y = W_2\,\text{cols} \;(+\, b), \qquad L = H_{out}W_{out} .
-    $$
-
-    Column $r$ of cols holds the window of output pixel $r = p\,W_{out} + q$. Pick $r$: its
-    window is lit on the input, and so is column $r$ of cols (drawn lying down, as row $r$ of
-    $\text{cols}^\top$, so that it reads left to right like the weights, which sit below it tap
-    for tap). The output value is their dot product.
-    """)
-    return
-
-
 @app.cell
 def _():
     im_size = mo.ui.slider(3, 8, value=5, label="input H = W", show_value=True)
@@ -608,13 +575,35 @@ def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im
                   f"pixel; the whole matrix product equals `conv2d` everywhere: "
                   f"{bool(np.allclose(view.output, view.conv2d))}."),
         ])
-    _shown
+    mo.vstack([mo.md(r"""
+    ## 4. im2col: a convolution is a matrix product
+
+    Copy every window of the padded input into one **column** of a matrix, the column matrix
+    (`torch.nn.functional.unfold` returns it in this layout). The convolution is then one product
+    with the weights flattened to $W_2 \in \mathbb{R}^{C_{out}\times C_{in}K^2}$:
+
+    $$
+    \text{cols} = \operatorname{im2col}(x) \in \mathbb{R}^{C_{in}K^2 \times L}, \qquad
+    Y = W_2\,\text{cols} \;(+\, b), \qquad L = H_{out}W_{out} .
+    $$
+
+    Column $r$ of cols holds the window of output pixel $r = p\,W_{out} + q$. Pick $r$: its
+    window is lit on the input, and so is column $r$ of cols (drawn lying down, as row $r$ of
+    $\text{cols}^\top$, so that it reads left to right like the weights, which sit below it tap
+    for tap). The output value is their dot product.
+    """), _shown])
     return (view,)
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
+@app.cell
+def _(im_kernel, im_padding, im_size, im_stride, im_w, im_x):
+    _report = lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value)
+    mo.stop(not _report.ok, mo.md("*No valid convolution with these settings.*"))
+    _g = np.random.default_rng(6).normal(size=(1, _report.output_size, _report.output_size))
+    backward = lab.im2col_backward(im_x, im_w, _g, im_stride.value, im_padding.value)
+    backward_gap = backward.largest_gap
+    mo.vstack([
+        mo.md(r"""
     ### The backward pass is two transposed products
 
     Given the upstream gradient $G = \partial L/\partial Y \in \mathbb{R}^{C_{out}\times L}$, the
@@ -629,18 +618,7 @@ def _():
     `col2im` adds each entry of the column matrix back onto the pixel it was copied from, so a
     pixel inside several windows collects several gradient terms. The map on the left counts them;
     on the right, the gradients computed by hand from these formulas and by the engine's autograd.
-    """)
-    return
-
-
-@app.cell
-def _(im_kernel, im_padding, im_size, im_stride, im_w, im_x):
-    _report = lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value)
-    mo.stop(not _report.ok, mo.md("*No valid convolution with these settings.*"))
-    _g = np.random.default_rng(6).normal(size=(1, _report.output_size, _report.output_size))
-    backward = lab.im2col_backward(im_x, im_w, _g, im_stride.value, im_padding.value)
-    backward_gap = backward.largest_gap
-    mo.vstack([
+    """),
         mo.hstack([
             plot.value_table(backward.window_count, "windows per pixel", cmap="Purples",
                         symmetric=False, fmt="{:.0f}"),
@@ -652,28 +630,6 @@ def _(im_kernel, im_padding, im_size, im_stride, im_w, im_x):
               f"∂L/∂x and ∂L/∂W: **{backward_gap:.1e}**."),
     ])
     return backward, backward_gap
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## 5. Classic filters
-
-    Before learning, people designed kernels by hand. A kernel whose weights sum to 1 keeps the
-    brightness (blur, sharpen); one whose weights sum to 0 answers only to change (edges, the
-    Laplacian). Sobel's $x$ kernel is the outer product of a vertical smoothing and a horizontal
-    derivative: it differentiates along each row (across columns, so it answers to vertical
-    edges) and averages three neighbouring rows with weights $1, 2, 1$ (down each column):
-
-    $$
-    G_x = \begin{pmatrix} 1 \\ 2 \\ 1 \end{pmatrix}\begin{pmatrix} -1 & 0 & 1 \end{pmatrix}
-    = \begin{pmatrix} -1 & 0 & 1 \\ -2 & 0 & 2 \\ -1 & 0 & 1 \end{pmatrix}, \qquad
-    \lVert \nabla x \rVert \approx \sqrt{(G_x \star x)^2 + (G_y \star x)^2}.
-    $$
-
-    Each result below is `engine.functional.conv2d` with padding $K//2$.
-    """)
-    return
 
 
 @app.cell
@@ -705,6 +661,23 @@ def _(filter_name, filter_noise, filter_repeat, filter_stride, image):
     _result = f"result {filtered.shape[0]}×{filtered.shape[1]}"
     _kernel_title = "kernel" + (" (Sobel x, with y)" if filter_name.value == "edge magnitude" else "")
     mo.vstack([
+        mo.md(r"""
+    ## 5. Classic filters
+
+    Before learning, people designed kernels by hand. A kernel whose weights sum to 1 keeps the
+    brightness (blur, sharpen); one whose weights sum to 0 answers only to change (edges, the
+    Laplacian). Sobel's $x$ kernel is the outer product of a vertical smoothing and a horizontal
+    derivative: it differentiates along each row (across columns, so it answers to vertical
+    edges) and averages three neighbouring rows with weights $1, 2, 1$ (down each column):
+
+    $$
+    G_x = \begin{pmatrix} 1 \\ 2 \\ 1 \end{pmatrix}\begin{pmatrix} -1 & 0 & 1 \end{pmatrix}
+    = \begin{pmatrix} -1 & 0 & 1 \\ -2 & 0 & 2 \\ -1 & 0 & 1 \end{pmatrix}, \qquad
+    \lVert \nabla x \rVert \approx \sqrt{(G_x \star x)^2 + (G_y \star x)^2}.
+    $$
+
+    Each result below is `engine.functional.conv2d` with padding $K//2$.
+    """),
         mo.hstack([filter_name, filter_noise, filter_repeat, filter_stride], wrap=True),
         mo.hstack([plot.image_tiles({"image": image}, width=240),
                    plot.value_table(_kernel, _kernel_title),
@@ -714,17 +687,6 @@ def _(filter_name, filter_noise, filter_repeat, filter_stride, image):
               f"[{filtered.min():.2f}, {filtered.max():.2f}]. Red is positive, blue negative."),
     ])
     return (filtered,)
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    **Your own kernel.** The matrix below starts as the filter chosen above (Sobel $x$ for the
-    edge magnitude); drag an entry or select it and type a value. The result is section 1's
-    `conv2d_loops` of the image with your kernel, padding $K//2$: edit that cell and this result
-    follows.
-    """)
-    return
 
 
 @app.cell
@@ -741,6 +703,12 @@ def _(image, kernel_edit):
     own_filtered = conv2d_loops(image[None], own_kernel[None, None],
                                 padding=own_kernel.shape[0] // 2)[0]
     mo.vstack([
+        mo.md(r"""
+    **Your own kernel.** The matrix below starts as the filter chosen above (Sobel $x$ for the
+    edge magnitude); drag an entry or select it and type a value. The result is section 1's
+    `conv2d_loops` of the image with your kernel, padding $K//2$: edit that cell and this result
+    follows.
+    """),
         kernel_edit,
         mo.hstack([plot.image_tiles({"image": image}, width=240),
                    plot.value_table(own_kernel, "your kernel"),
@@ -753,24 +721,6 @@ def _(image, kernel_edit):
                  else f"flat regions are scaled by {own_kernel.sum():.3g}.")),
     ])
     return (own_filtered,)
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ### Two convolutions in a row
-
-    Cross-correlating with $a$ and then with $b$ reads $x[i+u+v]$ with weight $a[u]\,b[v]$, so it
-    is **one** cross-correlation with the kernel $c[t] = \sum_{u+v=t} a[u]\,b[v]$, which is
-    $(K_a + K_b - 1)$ pixels wide. This holds only while nothing sits between the two layers. A
-    CNN puts a nonlinearity there (a ReLU), and then no single kernel reproduces the pair: the
-    network stays a deeper function (notebook 01: without nonlinearities, depth adds nothing).
-    What composes in every case is the **receptive field** of section 3: the pair still reads a
-    $(K_a + K_b - 1)$-wide window.
-
-    Below, both routes on the image above, without padding so that no border effect interferes.
-    """)
-    return
 
 
 @app.cell
@@ -786,6 +736,19 @@ def _():
 def _(compose_first, compose_second, image):
     composition = lab.two_convolutions(image, compose_first.value, compose_second.value)
     mo.vstack([
+        mo.md(r"""
+    ### Two convolutions in a row
+
+    Cross-correlating with $a$ and then with $b$ reads $x[i+u+v]$ with weight $a[u]\,b[v]$, so it
+    is **one** cross-correlation with the kernel $c[t] = \sum_{u+v=t} a[u]\,b[v]$, which is
+    $(K_a + K_b - 1)$ pixels wide. This holds only while nothing sits between the two layers. A
+    CNN puts a nonlinearity there (a ReLU), and then no single kernel reproduces the pair: the
+    network stays a deeper function (notebook 01: without nonlinearities, depth adds nothing).
+    What composes in every case is the **receptive field** of section 3: the pair still reads a
+    $(K_a + K_b - 1)$-wide window.
+
+    Below, both routes on the image above, without padding so that no border effect interferes.
+    """),
         mo.hstack([compose_first, compose_second], justify="start"),
         mo.hstack([
             plot.image_tiles({f"one {composition.composed.shape[0]}×{composition.composed.shape[1]} "
@@ -799,28 +762,6 @@ def _(compose_first, compose_second, image):
         ], justify="start"),
     ])
     return (composition,)
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ### Cheaper convolutions: 1×1, grouped, depthwise-separable
-
-    A standard $K\times K$ layer connects every output channel to every input channel at every
-    tap. Three ways to spend less:
-
-    - a **1×1** convolution mixes channels at each pixel and nothing else ($K = 1$);
-    - a **grouped** convolution splits the channels into $g$ groups that never meet: weights and
-      work divided by $g$ (`groups=g`);
-    - a **depthwise-separable** pair (MobileNet, Xception) filters each channel alone with a
-      $K\times K$ **depthwise** convolution (`groups=C_in`), then mixes channels with a 1×1
-      **pointwise** one. Its multiply-adds are $HW(C_{in}K^2 + C_{in}C_{out})$, a fraction
-      $\frac{1}{C_{out}} + \frac{1}{K^2}$ of the standard layer's.
-
-    The pair is a standard convolution whose kernel is constrained: $W[o, c] = P[o, c]\,D[c]$,
-    every output channel mixing the same $C_{in}$ spatial filters.
-    """)
-    return
 
 
 @app.cell
@@ -852,7 +793,23 @@ def _(cost_cin, cost_cout, cost_groups, cost_kernel, cost_size):
                                   "|---|---|---|---|"] + [
             f"| {c.name} | {c.params:,} | {c.macs:,} | {c.macs / _base:.3f} |"
             for c in conv_cost_rows]))
-    mo.vstack([_controls, _shown])
+    mo.vstack([mo.md(r"""
+    ### Cheaper convolutions: 1×1, grouped, depthwise-separable
+
+    A standard $K\times K$ layer connects every output channel to every input channel at every
+    tap. Three ways to spend less:
+
+    - a **1×1** convolution mixes channels at each pixel and nothing else ($K = 1$);
+    - a **grouped** convolution splits the channels into $g$ groups that never meet: weights and
+      work divided by $g$ (`groups=g`);
+    - a **depthwise-separable** pair (MobileNet, Xception) filters each channel alone with a
+      $K\times K$ **depthwise** convolution (`groups=C_in`), then mixes channels with a 1×1
+      **pointwise** one. Its multiply-adds are $HW(C_{in}K^2 + C_{in}C_{out})$, a fraction
+      $\frac{1}{C_{out}} + \frac{1}{K^2}$ of the standard layer's.
+
+    The pair is a standard convolution whose kernel is constrained: $W[o, c] = P[o, c]\,D[c]$,
+    every output channel mixing the same $C_{in}$ spatial filters.
+    """), _controls, _shown])
     return (conv_cost_rows,)
 
 
@@ -890,29 +847,6 @@ def _(answer_compose, answer_separable, exercise_compose, exercise_separable):
     return
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## 6. Translation equivariance
-
-    Weight sharing has a consequence that is the reason convolutions suit images: shift the input
-    by $k$ pixels and a stride-1 convolution's output shifts by exactly $k$ pixels,
-    $F(T_k x) = T_k F(x)$. A dense layer, with one weight per (input pixel, output unit) pair, has
-    no such structure: the output of a shifted digit is unrelated to the shifted output.
-
-    A stride $S$ or a $p\times p$ pool puts the output on a grid $S\cdot p$ times coarser. A shift
-    by a multiple of $S\cdot p$ moves the output by $k/(S\cdot p)$ cells, exactly; any other shift
-    lands between output cells, and no output shift matches. Averaging the whole map of a stride-1
-    convolution (as a classifier head does) turns equivariance into invariance: the average does
-    not move at all.
-
-    Below, an 8×8 test digit sits in a 24×24 canvas; F is a random 3×3 convolution (padding 1)
-    with the chosen stride and pooling, and the error is $\lVert F(T_k x) - T_{k'} F(x)\rVert /
-    \lVert F(x)\rVert$ for the output shift $k'$ that fits best.
-    """)
-    return
-
-
 @app.cell
 def _():
     equi_shift = mo.ui.slider(0, 6, value=2, label="shift k (pixels)", show_value=True)
@@ -929,6 +863,24 @@ def _(digits_heldout, equi_digit, equi_pool, equi_shift, equi_stride):
                                           equi_stride.value, equi_pool.value, seed=0)
     _e = equivariance
     mo.vstack([
+        mo.md(r"""
+    ## 6. Translation equivariance
+
+    Weight sharing has a consequence that is the reason convolutions suit images: shift the input
+    by $k$ pixels and a stride-1 convolution's output shifts by exactly $k$ pixels,
+    $F(T_k x) = T_k F(x)$. A dense layer, with one weight per (input pixel, output unit) pair, has
+    no such structure: the output of a shifted digit is unrelated to the shifted output.
+
+    A stride $S$ or a $p\times p$ pool puts the output on a grid $S\cdot p$ times coarser. A shift
+    by a multiple of $S\cdot p$ moves the output by $k/(S\cdot p)$ cells, exactly; any other shift
+    lands between output cells, and no output shift matches. Averaging the whole map of a stride-1
+    convolution (as a classifier head does) turns equivariance into invariance: the average does
+    not move at all.
+
+    Below, an 8×8 test digit sits in a 24×24 canvas; F is a random 3×3 convolution (padding 1)
+    with the chosen stride and pooling, and the error is $\lVert F(T_k x) - T_{k'} F(x)\rVert /
+    \lVert F(x)\rVert$ for the output shift $k'$ that fits best.
+    """),
         mo.hstack([equi_shift, equi_stride, equi_pool, equi_digit], wrap=True),
         plot.image_tiles({"x": _e.image, f"T_{_e.shift} x": _e.shifted,
                      "conv F(x)": _e.conv_map, f"conv F(T_{_e.shift} x)": _e.conv_map_shifted,
