@@ -189,24 +189,6 @@ def _():
     return (loops_gap,)
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## 2. Size arithmetic
-
-    A kernel with dilation $D$ spans $K_{\text{eff}} = D(K-1) + 1$ pixels. It fits into the padded
-    input $W + 2P$ at starts $0, S, 2S, \dots$, so the output size is the number of starts:
-
-    $$
-    O = \left\lfloor \frac{W + 2P - K_{\text{eff}}}{S} \right\rfloor + 1 .
-    $$
-
-    Move the sliders: the strip shows, for each output $o$ (one row each), which input pixels its
-    kernel reads. The grid below it shows the same for a 2-D output pixel.
-    """)
-    return
-
-
 @app.cell
 def _():
     size_w = mo.ui.slider(1, 16, value=7, label="input size W", show_value=True)
@@ -242,6 +224,19 @@ def _(
     _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
                                  padding_p.value, dilation_d.value)
     mo.vstack([
+        mo.md(r"""
+    ## 2. Size arithmetic
+
+    A kernel with dilation $D$ spans $K_{\text{eff}} = D(K-1) + 1$ pixels. It fits into the padded
+    input $W + 2P$ at starts $0, S, 2S, \dots$, so the output size is the number of starts:
+
+    $$
+    O = \left\lfloor \frac{W + 2P - K_{\text{eff}}}{S} \right\rfloor + 1 .
+    $$
+
+    Move the sliders: the strip shows, for each output $o$ (one row each), which input pixels its
+    kernel reads. The grid below it shows the same for a 2-D output pixel.
+    """),
         mo.hstack([size_w, kernel_k, padding_p, stride_s, dilation_d], wrap=True),
         mo.hstack([channels_in, channels_out], justify="start"),
         mo.callout(mo.md("\n".join(_lines)), kind="info" if conv_setting.ok else "warn"),
@@ -1046,19 +1041,6 @@ def _():
 
 
 @app.cell
-def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train):
-    cnn_params = (shapes.conv2d_params(1, cnn_filters.value, cnn_kernel.value)
-                  + shapes.conv2d_params(cnn_filters.value, 2 * cnn_filters.value, 3)
-                  + shapes.linear_params(2 * cnn_filters.value * 2 * 2, 10))
-    mo.vstack([
-        mo.hstack([cnn_filters, cnn_kernel, cnn_epochs, cnn_lr], wrap=True),
-        mo.hstack([cnn_train, mo.md(f"{cnn_params:,} parameters · 1,437 training digits, "
-                                    f"360 held-out digits")], justify="start"),
-    ])
-    return (cnn_params,)
-
-
-@app.cell
 def _():
     digits_train = data.load_digits("train", channel_dim=True)
     digits_heldout = data.load_digits("test", channel_dim=True)
@@ -1067,6 +1049,14 @@ def _():
 
 @app.cell
 def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train):
+    cnn_params = (shapes.conv2d_params(1, cnn_filters.value, cnn_kernel.value)
+                  + shapes.conv2d_params(cnn_filters.value, 2 * cnn_filters.value, 3)
+                  + shapes.linear_params(2 * cnn_filters.value * 2 * 2, 10))
+    _controls = mo.vstack([
+        mo.hstack([cnn_filters, cnn_kernel, cnn_epochs, cnn_lr], wrap=True),
+        mo.hstack([cnn_train, mo.md(f"{cnn_params:,} parameters · 1,437 training digits, "
+                                    f"360 held-out digits")], justify="start"),
+    ])
     # The page opens on the default CNN as the course ships it, when the page's CNN and loop are
     # the code that trained it; the button trains with the settings above.
     if cnn_train.value:
@@ -1080,11 +1070,12 @@ def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train):
                 trained_cnn, cnn_note = None, f"Training with this page's code failed: {_err}"
     else:
         trained_cnn, cnn_note = lab.shipped_cnn(CNN, train_cnn, train_digits_cnn)
-    mo.stop(trained_cnn is None, mo.callout(mo.md(cnn_note[:1].upper() + cnn_note[1:] + "."), kind="warn"))
+    mo.stop(trained_cnn is None,
+            mo.vstack([_controls, mo.callout(mo.md(cnn_note[:1].upper() + cnn_note[1:] + "."), kind="warn")]))
     cnn, cnn_history, cnn_confusion = (trained_cnn.model, trained_cnn.history,
                                        trained_cnn.confusion)
-    cnn_summary(trained_cnn)
-    return cnn, cnn_confusion, cnn_history, trained_cnn
+    mo.vstack([_controls, cnn_summary(trained_cnn)])
+    return cnn, cnn_confusion, cnn_history, cnn_params, trained_cnn
 
 
 @app.cell
