@@ -404,12 +404,20 @@ def test_05_an_edited_cnn_is_not_given_the_shipped_weights_and_trains_with_the_b
     text = output_text(outputs)
     assert "The shipped model was trained with other code than this page's CNN" in text and "not loaded" in text
     assert defs["trained_cnn"] is None and "ships with the course" not in text
+    assert "Train the CNN" in text.split("The shipped model was trained with other code")[0][-400:]  # the button, above
     outputs, defs = run_app(app, CNN=CNN, cnn_train=True, cnn_epochs=1, cnn_filters=2)
     assert_no_error_outputs(outputs)
     assert isinstance(defs["cnn"], CNN) and len(defs["cnn_history"].loss) == 1
     maps = conv_lab.feature_maps(defs["cnn"], defs["digits_heldout"][0][0])["relu1"]
     assert maps.min() < 0
     assert "trained just now with your settings" in output_text(outputs)
+
+    def train_cnn(model, X, y, X_test, y_test, epochs=12, lr=3e-3, batch_size=32, seed=0, on_epoch=None):
+        return nb.train_cnn(model, X, y[:10], X_test, y_test, epochs, lr, batch_size, seed, on_epoch)
+
+    outputs, defs = run_app(app, train_cnn=train_cnn, cnn_train=True, cnn_epochs=1)  # an edit that breaks
+    assert_no_error_outputs(outputs)
+    assert defs["trained_cnn"] is None and "Training with this page's code failed" in output_text(outputs)
 
 
 def test_05_training_loop_learns_and_the_default_is_the_shipped_run():
