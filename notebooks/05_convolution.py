@@ -531,6 +531,24 @@ def _(im_channels, im_kernel, im_size):
     return im_w, im_x
 
 
+@app.function
+def im2col(x, k, stride=1, padding=0, dilation=1):
+    """Every K×K window of the padded input as one column, the layout of `torch.nn.functional.unfold`:
+
+        cols[c·K² + i·K + j, p·W_out + q] = x_pad[c, pS + iD, qS + jD],    cols ∈ R^{C·K² × L}
+
+    so that the convolution is one matrix product, Y = W.reshape(C_out, C·K²) @ cols."""
+    x_pad = np.pad(x, ((0, 0), (padding, padding), (padding, padding)))
+    h_out = (x_pad.shape[1] - dilation * (k - 1) - 1) // stride + 1
+    w_out = (x_pad.shape[2] - dilation * (k - 1) - 1) // stride + 1
+    cols = np.empty((x.shape[0], k, k, h_out, w_out))
+    for i in range(k):
+        for j in range(k):
+            cols[:, i, j] = x_pad[:, i * dilation:i * dilation + stride * h_out:stride,
+                                  j * dilation:j * dilation + stride * w_out:stride]
+    return cols.reshape(x.shape[0] * k * k, h_out * w_out)
+
+
 @app.cell
 def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im_x):
     _controls = mo.hstack([im_size, im_channels, im_kernel, im_stride, im_padding], wrap=True)
@@ -539,7 +557,7 @@ def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im
                                  im_padding.value).output_size or 1
         _r = min(im_pixel.value, _w_out * _w_out - 1)
         view = lab.im2col_view(im_x, im_w, im_stride.value, im_padding.value, 1,
-                               _r // _w_out, _r % _w_out)
+                               _r // _w_out, _r % _w_out, unfold=im2col)
     except ValueError as _err:
         view = None
         _shown = mo.vstack([_controls, im_pixel, ui.problem(_err)])
@@ -585,7 +603,8 @@ def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im
     Column $r$ of cols holds the window of output pixel $r = p\,W_{out} + q$. Pick $r$: its
     window is lit on the input, and so is column $r$ of cols (drawn lying down, as row $r$ of
     $\text{cols}^\top$, so that it reads left to right like the weights, which sit below it tap
-    for tap). The output value is their dot product.
+    for tap). The output value is their dot product. The matrix drawn here is the page's
+    `im2col` (the code cell above: one loop per tap, as in `conv2d_loops`).
     """), _shown])
     return (view,)
 

@@ -369,6 +369,17 @@ def test_05_conv2d_loops_is_the_engines_conv2d(torch, stride, padding, dilation)
     np.testing.assert_allclose(y, ref, atol=1e-12)
 
 
+@pytest.mark.parametrize("k, stride, padding, dilation", [(3, 1, 0, 1), (2, 2, 1, 1), (3, 3, 2, 2)])
+def test_05_im2col_is_the_engines_and_draws_section_4(k, stride, padding, dilation):
+    """The teaching im2col against engine.ops.conv.im2col; the section's column matrix is the page's."""
+    nb = load_module(NB05)
+    x = np.random.default_rng(k).normal(size=(2, 9, 8))
+    np.testing.assert_array_equal(nb.im2col(x, k, stride, padding, dilation),
+                                  engine.ops.conv.im2col(x, k, stride, padding, dilation))
+    _, defs = run_app(load_app(NB05), im2col=lambda *a: nb.im2col(*a) + 1.0)  # an edited im2col
+    np.testing.assert_allclose(defs["view"].rows, run_app(load_app(NB05))[1]["view"].rows + 1.0)
+
+
 def test_05_flipping_the_kernel_in_conv2d_loops_turns_your_kernels_result_over():
     """Section 1's prompt, swapped in through run_app: the gap to F.conv2d grows to the outputs'
     size, and section 5's own-kernel result (Sobel x on open) changes sign."""

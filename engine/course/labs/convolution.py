@@ -408,7 +408,8 @@ class Im2colView:
     out_shape: tuple
 
 
-def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0) -> Im2colView:
+def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0,
+                unfold=im2col) -> Im2colView:
     """One convolution as a matrix product, with one output pixel's path through it lit.
 
     ``x``: [C, H, W] (or [H, W]); ``weight``: [C_out, C, K, K]. With ``cols = im2col(x)``
@@ -423,7 +424,9 @@ def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0
     ``x_pad`` [C, H+2P, W+2P], ``patch`` (boolean mask over x_pad of the taps r reads),
     ``tap_labels`` ('c,i,j' per tap), ``output`` (W₂·cols for channel 0, [H_out, W_out]) and
     ``conv2d`` (``engine.functional.conv2d`` on the same input, to compare), ``out_row``/
-    ``out_col`` clipped into the output. An impossible setting raises ValueError with the reason.
+    ``out_col`` clipped into the output. ``unfold(x, K, stride, padding, dilation)`` builds cols
+    (the notebook passes its own im2col; ``engine.ops.conv.im2col`` by default). An impossible
+    setting raises ValueError with the reason.
     """
     op = "im2col_view"
     x, report = _conv_settings(x, np.shape(weight)[-1], stride, padding, dilation, op)
@@ -439,7 +442,7 @@ def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0
     w_out = shapes.conv_output_size(w, k, stride, padding, dilation)
     out_row = int(np.clip(out_row, 0, h_out - 1))
     out_col = int(np.clip(out_col, 0, w_out - 1))
-    cols = im2col(x, k, stride, padding, dilation)             # [C·K·K, L]
+    cols = np.asarray(unfold(x, k, stride, padding, dilation), dtype=np.float64)  # [C·K·K, L]
     w2 = weight.reshape(weight.shape[0], -1)
     r = out_row * w_out + out_col
     x_pad = np.pad(x, ((0, 0), (padding, padding), (padding, padding)))
