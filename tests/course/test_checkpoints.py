@@ -177,21 +177,22 @@ def test_shipped_checkpoint_fits_the_code_on_its_page(name):
     assert state is not None, f"{name}: {reason}; rebuild with `make checkpoints NAMES={name}`"
 
 
-def _loss_from(tmp_path, name: str, source: str):
-    """Function ``loss`` defined in a file of its own (inspect reads its source from there)."""
+def _defined_in(tmp_path, name: str, source: str, what: str = "loss"):
+    """``what`` as ``source`` defines it, in a module file of its own (inspect reads its source
+    from there)."""
     path = tmp_path / f"{name}.py"
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.loss
+    return getattr(module, what)
 
 
 def test_the_fingerprint_ignores_prose_and_sees_code(tmp_path):
-    plain = _loss_from(tmp_path, "plain", 'def loss(x):\n    """Squared error."""\n    return x * x  # e²\n')
-    reworded = _loss_from(tmp_path, "reworded", "import functools\n\n\n@functools.cache\ndef loss(x):\n"
+    plain = _defined_in(tmp_path, "plain", 'def loss(x):\n    """Squared error."""\n    return x * x  # e²\n')
+    reworded = _defined_in(tmp_path, "reworded", "import functools\n\n\n@functools.cache\ndef loss(x):\n"
                           '    """The square of the error, in other words."""\n    # a note\n    return x * x\n')
-    changed = _loss_from(tmp_path, "changed", 'def loss(x):\n    """Squared error."""\n    return x * abs(x)\n')
+    changed = _defined_in(tmp_path, "changed", 'def loss(x):\n    """Squared error."""\n    return x * abs(x)\n')
     assert checkpoints.code_fingerprint(reworded) == checkpoints.code_fingerprint(plain)
     assert checkpoints.code_fingerprint(changed) != checkpoints.code_fingerprint(plain)
     assert checkpoints.code_fingerprint(plain, changed) != checkpoints.code_fingerprint(changed, plain)
@@ -212,20 +213,12 @@ def test_the_fingerprint_ignores_prose_and_sees_code(tmp_path):
 def test_a_class_is_fingerprinted_by_its_methods_code(tmp_path):
     """Prose in a class changes nothing; its methods' code, its bases and its constants do."""
     head = "class Net(object):\n    '''A net.'''\n    width = 4\n\n"
-    plain = _class_from(tmp_path, "net_plain", head + "    def forward(self, x):\n        return x * 2\n")
-    reworded = _class_from(tmp_path, "net_words", head.replace("A net.", "Other words.")
-                           + "    def forward(self, x):\n        '''Doubles.'''\n        return x * 2  # why\n")
-    wider = _class_from(tmp_path, "net_wider", head.replace("4", "5") + "    def forward(self, x):\n        return x * 2\n")
-    changed = _class_from(tmp_path, "net_changed", head + "    def forward(self, x):\n        return x * 3\n")
+    doubles = "    def forward(self, x):\n        return x * 2\n"
+    plain = _defined_in(tmp_path, "net_plain", head + doubles, "Net")
+    reworded = _defined_in(tmp_path, "net_words", head.replace("A net.", "Other words.")
+                           + "    def forward(self, x):\n        '''Doubles.'''\n        return x * 2  # why\n", "Net")
+    wider = _defined_in(tmp_path, "net_wider", head.replace("4", "5") + doubles, "Net")
+    changed = _defined_in(tmp_path, "net_changed", head + doubles.replace("2", "3"), "Net")
     fingerprint = checkpoints.code_fingerprint
     assert fingerprint(reworded) == fingerprint(plain)
     assert fingerprint(wider) != fingerprint(plain) and fingerprint(changed) != fingerprint(plain)
-
-
-def _class_from(tmp_path, name: str, source: str):
-    path = tmp_path / f"{name}.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Net
