@@ -20,6 +20,7 @@ import re
 import pytest
 from browser_tools import (
     assert_no_errors,
+    changed_reading,
     notebook_in_editor,
     replace_cell_code,
     wait_idle_after,
@@ -51,7 +52,7 @@ def test_editing_the_schedule_in_the_editor_changes_its_figure_and_retires_the_s
 
         replace_cell_code(page, NOTEBOOK, "linear_schedule", EDITED_SCHEDULE)
         assert_no_errors(page, log, "07 after editing linear_schedule")
-        after = _end_values(page)
+        after = changed_reading(page, _end_values, before)
         assert "linear: ᾱ_T = 0.00046" in after, after
         assert after.split("cosine")[1] == before.split("cosine")[1]  # the cosine schedule is not the edited cell
         outputs.get_by_text(FALLBACK).first.wait_for()

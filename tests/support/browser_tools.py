@@ -500,6 +500,17 @@ def notebook_in_editor(executable: str, notebook: str, folder: Path, timeout_ms:
         yield page, log
 
 
+def changed_reading(page, read, before, timeout_ms: float = 60_000):
+    """``read(page)`` once it differs from ``before``: the kernel's run is over when
+    :func:`replace_cell_code` returns, but the browser may draw its outputs a moment later.
+    Fails with both readings when nothing changes within ``timeout_ms``."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while (now := read(page)) == before and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    assert now != before, f"still {now!r} after {timeout_ms / 1000:.0f} s"
+    return now
+
+
 def replace_cell_code(page, notebook: str, name: str, code: str, timeout_ms: float = 180_000) -> None:
     """Type ``code`` over the code of ``notebook``'s ``@app.function`` / ``@app.class_definition``
     cell ``name`` in the editor, run it with Ctrl+Enter as a learner does, and wait until the
