@@ -6,6 +6,7 @@
 #   make test-fast  the library and the course layer: every gradient and PyTorch check (< 2 min)
 #   make test-slow  the slow tier: checkpoint retraining, headless runs and exports, site, browser
 #   make test-all   both tiers: what CI runs
+#   make lint    ruff check (pyflakes, pycodestyle's errors, import order) over the repository
 #   make bench   engine vs NumPy vs PyTorch timings
 #   make bench-ui  time each page and control in Chromium under marimo run and edit (BENCH_UI_ARGS=...)
 #   make check   marimo's linter, strict, over every notebook and cheat sheet
@@ -38,7 +39,7 @@ TEST_INSTALLED := $(VENV)/.installed-test
 # The folders that exist (git keeps no empty folder; a fresh clone may lack one for a while).
 NOTEBOOK_DIRS  := $(wildcard notebooks cheatsheets)
 
-.PHONY: help venv install run edit test test-fast test-slow test-all test-tools bench bench-ui check checkpoints site site-tools serve-site clean
+.PHONY: help venv install run edit test test-fast test-slow test-all test-tools lint bench bench-ui check checkpoints site site-tools serve-site clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -90,6 +91,9 @@ test-slow: test-tools
 
 test-all: test-tools
 	$(call pytest_tier,$(TESTS))
+
+lint: test-tools
+	$(BIN)/ruff check .
 
 bench: install
 	$(BIN)/python -m benchmarks.run

@@ -371,8 +371,8 @@ def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
         page.page_errors.clear()
         loads.append(_open(page, url, args))
     load = loads[-1]
-    result = {"page": entry["id"], "ready": statistics.median(l["ready"] for l in loads),
-              "kernel": statistics.median(l["kernel"] for l in loads), "cells": load["cells"],
+    result = {"page": entry["id"], "ready": statistics.median(one["ready"] for one in loads),
+              "kernel": statistics.median(one["kernel"] for one in loads), "cells": load["cells"],
               "load_state": load["state"], "controls": [], "buttons": [],
               "errors": _errors(page, 0)}
     if entry.get("baseline"):
@@ -615,9 +615,8 @@ def main(argv: list[str] | None = None) -> int:
     tools = _support()
     executable = _chromium(args.chromium)
     pages = _pages(args.pages)
-    from playwright.sync_api import sync_playwright
-
     import marimo
+    from playwright.sync_api import sync_playwright
 
     load = os.getloadavg()
     print(f"# bench-ui: marimo {marimo.__version__}, {len(pages)} pages, {args.repeats} changes per "

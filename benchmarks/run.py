@@ -49,8 +49,8 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", 
 
 import argparse  # noqa: E402
 import importlib  # noqa: E402
-import json  # noqa: E402
 import importlib.util  # noqa: E402
+import json  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402

@@ -14,8 +14,8 @@ from .creation import arange, eye, full, linspace, ones, ones_like, rand, randin
 from .gradcheck import GradcheckError, gradcheck
 from .io import load, save
 from .random import manual_seed
-from .tensor import Tensor, cat, log, matmul, maximum, minimum, stack, tensor, where
 from .tensor import METHOD_FUNCTIONS as _METHOD_FUNCTIONS
+from .tensor import Tensor, cat, log, matmul, maximum, minimum, stack, tensor, where
 
 # engine.exp, engine.softmax, engine.sum, engine.max, ...: PyTorch's free functions over the methods
 globals().update(_METHOD_FUNCTIONS)
@@ -34,9 +34,19 @@ bool_ = "bool"
 # `engine.tensor` and `engine.gradcheck` from the functions to the modules.) `engine.course` is
 # deliberately absent: `import engine` loads no lesson code. A new library module goes into this
 # list: tests/site/test_site.py checks it.
-from . import (attention, data, diffusion, distances, functional, metrics, nn, ops, optim, shapes,
-    vae)  # noqa: E402,F401
-
+from . import (  # noqa: E402  (after the names above: the submodules import them from `engine`)
+    attention,
+    data,
+    diffusion,
+    distances,
+    functional,
+    metrics,
+    nn,
+    ops,
+    optim,
+    shapes,
+    vae,
+)
 
 __all__ = [
     "Tensor", "tensor", "cat", "stack", "where", "maximum", "minimum", "matmul", "log",

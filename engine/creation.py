@@ -6,7 +6,7 @@ Random factories draw from :mod:`engine.random`, so ``engine.manual_seed`` fixes
 import numpy as np
 
 from . import random as _random
-from .tensor import Tensor, _DEFAULT_FLOAT, _shape_arg
+from .tensor import _DEFAULT_FLOAT, Tensor, _shape_arg
 
 
 def _make(data, dtype, requires_grad) -> Tensor:

@@ -18,7 +18,6 @@ from .ops import movement as mv
 from .ops.matmul import Linear
 from .tensor import (
     Tensor,
-    _check_broadcast,
     _floating,
     _no_bool,
     _promote_types,

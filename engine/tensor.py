@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 from collections import namedtuple
 from typing import Sequence
 

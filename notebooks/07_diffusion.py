@@ -11,10 +11,10 @@ with app.setup:
     import engine
     import engine.functional as F
     from engine import diffusion
-    from engine.optim import Adam
-    from engine.optim.lr_scheduler import CosineAnnealingLR
     from engine.course import exercises, metadata, plot, throttled, toc, ui, widgets
     from engine.course.labs import diffusion as lab
+    from engine.optim import Adam
+    from engine.optim.lr_scheduler import CosineAnnealingLR
 
     METADATA = metadata("07_diffusion")
 

@@ -26,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import engine  # noqa: E402
 from engine.course import checkpoints  # noqa: E402
 
-
 ROOT = Path(__file__).resolve().parents[1]
 
 

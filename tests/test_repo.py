@@ -15,7 +15,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from browser_tools import stop_process_group
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,6 +83,7 @@ def test_make_targets_exist():
         _make_dry_run(target)
     assert "benchmarks.run" in _make_dry_run("bench")
     assert "pytest" in _make_dry_run("test")
+    assert "ruff check" in _make_dry_run("lint")
 
 
 def test_the_test_tiers_are_markers_and_the_readme_names_each():
@@ -148,6 +148,7 @@ def test_ci_script_requires_every_tool():
     # a learner's machine: no PyTorch (before torch is installed), and another CPU's BLAS kernel
     assert text.index("make test-fast") < text.index("pip install torch==2.13.0")
     assert "export OPENBLAS_CORETYPE=SandyBridge" in text
+    assert text.index("make lint") < text.index("make test-fast")  # the linter before any test
 
 
 # ----------------------------------------------------------------------------- benchmarks

@@ -1,6 +1,8 @@
 """``engine.nn``: modules (layers and models), initialisers and gradient utilities, as ``torch.nn``."""
 
 from . import functional, init, utils  # functional: engine.functional itself (PyTorch's path)
+from .attention import MultiheadAttention
+from .conv import AvgPool2d, Conv2d, ConvTranspose2d, MaxPool2d
 from .layers import (
     ELU,
     GELU,
@@ -23,10 +25,15 @@ from .layers import (
     Tanh,
     Unflatten,
 )
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module, ModuleDict, ModuleList, Parameter, ParameterDict, ParameterList, Sequential
-
-# Other layer files add their import lines below (conv.py, attention.py).
-from .attention import MultiheadAttention
-from .conv import AvgPool2d, Conv2d, ConvTranspose2d, MaxPool2d
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss,
-                   NLLLoss, SmoothL1Loss)

@@ -64,13 +64,13 @@ def _by_region(x, series, fraction) -> np.ndarray:
 def erfc(x) -> np.ndarray:
     """Complementary error function 1 − erf(x), float64, accurate to ~1e-15 relative."""
     # erfc(−x) = 2 − erfc(x) on the left
-    return _by_region(x, lambda s: 1.0 - _erf_series(s), lambda l, tail: np.where(l > 0, tail, 2.0 - tail))
+    return _by_region(x, lambda s: 1.0 - _erf_series(s), lambda v, tail: np.where(v > 0, tail, 2.0 - tail))
 
 
 def erf(x) -> np.ndarray:
     """Error function (2/√π)∫₀ˣ e^(−t²) dt, float64."""
     # erf is odd: erf(x) = sign(x)·(1 − erfc(|x|))
-    return _by_region(x, _erf_series, lambda l, tail: np.sign(l) * (1.0 - tail))
+    return _by_region(x, _erf_series, lambda v, tail: np.sign(v) * (1.0 - tail))
 
 
 def normal_cdf(x) -> np.ndarray:

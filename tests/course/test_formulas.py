@@ -18,12 +18,12 @@ import re
 
 import numpy as np
 import pytest
+from oracle import require_torch
 
 from engine.course import formulas, toc
 from engine.course.formulas import FormulaMismatch, FormulaRow, render
 from engine.course.formulas import deep_learning as hub
 from engine.course.formulas.core import N, spec
-from oracle import require_torch
 
 ROWS = formulas.ROWS
 IDS = [r.id for r in ROWS]

@@ -3,8 +3,8 @@ live panel the pages share."""
 
 import pytest
 
-from engine.course.exercises import check_number
 from engine.course import toc
+from engine.course.exercises import check_number
 from engine.course.ui import VERDICT_KINDS, page_header, throttled, try_it, verdict
 
 

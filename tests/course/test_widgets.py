@@ -8,10 +8,10 @@ import io
 
 import numpy as np
 import pytest
+from notebook_driver import control_values, extreme_runs, load_app, output_text, run_app
 
 from engine.course import widgets
 from engine.data import load_digits
-from notebook_driver import control_values, extreme_runs, load_app, output_text, run_app
 
 BOUNDS = ((-2.0, 2.0), (-1.0, 3.0))
 
@@ -378,9 +378,8 @@ def test_dragging_each_widget_in_chromium_changes_its_dependent_output(chromium,
     import sys
     from pathlib import Path
 
-    from playwright.sync_api import sync_playwright
-
     import browser_tools as bt
+    from playwright.sync_api import sync_playwright
 
     port = bt.free_port()
     marimo_bin = Path(sys.executable).parent / "marimo"

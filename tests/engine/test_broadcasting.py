@@ -10,10 +10,10 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402
-
-import engine  # noqa: E402
 from oracle import require_torch  # noqa: E402
 from torch_compare import SAME, check_op, draw  # noqa: E402
+
+import engine  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 EXAMPLES = settings(max_examples=30, deadline=None)

@@ -5,12 +5,12 @@ import math
 
 import numpy as np
 import pytest
+from oracle import check_against_torch, check_gradcheck, require_torch
 
 import engine
 from engine import data
 from engine import diffusion as D
 from engine.distances import energy_distance
-from oracle import check_against_torch, check_gradcheck, require_torch
 
 
 # ----------------------------------------------------------------------------- schedules

@@ -14,10 +14,10 @@ import warnings
 
 import numpy as np
 import pytest
+from oracle import require_torch
 
 import engine
 import engine.functional as F
-from oracle import require_torch
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402

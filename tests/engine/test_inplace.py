@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from torch_compare import check_op, oracle
 
 import engine
 from engine import nn, optim
-from torch_compare import check_op, oracle
 
 # every case in this file too runs with NumPy's RuntimeWarnings as errors: the engine's own
 # computations (means, norms, log-probabilities) must never leak one

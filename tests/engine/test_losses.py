@@ -7,12 +7,12 @@ import warnings
 
 import numpy as np
 import pytest
+from oracle import random_arrays, require_torch
+from torch_compare import check_op, oracle
 
 import engine
 import engine.functional as F
 from engine import Tensor
-from oracle import random_arrays, require_torch
-from torch_compare import check_op, oracle
 
 pytestmark = [pytest.mark.oracle, pytest.mark.filterwarnings("ignore:reduction. 'mean' divides:UserWarning")]
 

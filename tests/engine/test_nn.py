@@ -425,7 +425,7 @@ def test_swiglu_is_the_gated_mlp():
     engine.manual_seed(0)
     block = nn.SwiGLU(4, 6).double()
     assert block.w_down.out_features == 4 and block.w_gate.bias is None
-    wg, wu, wd = (torch.from_numpy(l.weight.data.copy()) for l in (block.w_gate, block.w_up, block.w_down))
+    wg, wu, wd = (torch.from_numpy(lin.weight.data.copy()) for lin in (block.w_gate, block.w_up, block.w_down))
 
     def torch_block(x):
         return torch.nn.functional.linear(torch.nn.functional.silu(x @ wg.T) * (x @ wu.T), wd)

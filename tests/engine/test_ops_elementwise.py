@@ -11,11 +11,11 @@ import warnings
 
 import numpy as np
 import pytest
+from oracle import require_torch
+from torch_compare import SAME, check_op, draw, oracle
 
 import engine
 from engine import Tensor
-from oracle import require_torch
-from torch_compare import SAME, check_op, draw, oracle
 
 pytestmark = pytest.mark.oracle
 

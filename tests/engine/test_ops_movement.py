@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from oracle import require_torch
+from torch_compare import SAME, check_op, draw
 
 import engine
 import engine.functional as F
 from engine import Tensor
-from oracle import require_torch
-from torch_compare import SAME, check_op, draw
 
 pytestmark = pytest.mark.oracle
 

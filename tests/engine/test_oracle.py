@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from oracle import check_against_torch, check_gradcheck, random_arrays
 
 TESTS = Path(__file__).resolve().parents[1] / "support"  # oracle.py

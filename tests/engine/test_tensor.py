@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from oracle import require_torch
 
 import engine
 from engine import Tensor
-from oracle import require_torch
 
 
 # ---------------------------------------------------------------- dtypes follow torch.tensor

@@ -12,11 +12,11 @@ import warnings
 
 import numpy as np
 import pytest
+from torch_compare import check_op, oracle
 
 import engine
 import engine.functional as F
 from engine import nn, optim
-from torch_compare import check_op, oracle
 
 # every case in this file runs with NumPy's RuntimeWarnings as errors: the engine's own
 # computations (means, norms, log-probabilities) must never leak one

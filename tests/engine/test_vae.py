@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 import pytest
+from oracle import check_against_torch, check_gradcheck, require_torch
 
 import engine
 from engine import data
 from engine import vae as V
-from oracle import check_against_torch, check_gradcheck, require_torch
 
 
 def _mu_logvar(shape=(4, 3), seed=0):
@@ -92,7 +92,7 @@ def test_log_likelihoods_against_torch_distributions():
     logits, x = rng.normal(size=(3, 4, 2)), rng.uniform(size=(3, 4, 2))
     check_against_torch(
         V.bernoulli_log_likelihood,
-        lambda l, t: torch.distributions.Bernoulli(logits=l, validate_args=False).log_prob(t).sum((1, 2)),
+        lambda z, t: torch.distributions.Bernoulli(logits=z, validate_args=False).log_prob(t).sum((1, 2)),
         [logits, x], grad=[True, False])
     check_gradcheck(V.bernoulli_log_likelihood, [logits, x], grad=[True, False])
     x_hat, target = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))

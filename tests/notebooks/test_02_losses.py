@@ -7,11 +7,11 @@ import re
 
 import numpy as np
 import pytest
+from notebook_driver import load_module, notebook_text
+
 import engine
 import engine.functional as F
 from engine.course.labs import losses as losses_lab
-from notebook_driver import load_module, notebook_text
-
 
 # ----------------------------------------------------------------------------- 02_losses
 
@@ -326,7 +326,7 @@ def test_02_three_losses_three_answers_on_skewed_noise():
         fit, shown_stat, shown_value, lo, hi = rows[name]
         assert shown_stat == stat and shown_value == pytest.approx(value, abs=5e-5)
         assert fit == pytest.approx(value, abs=1e-2) and lo - 1e-4 <= fit <= hi + 1e-4  # each its own statistic
-    tau, s = 0.9, np.sort(y)
+    s = np.sort(y)
     assert rows["pinball"][3:] == (round(s[1799], 4), round(s[1800], 4))  # 2000·0.9 whole: flat between s_1800, s_1801
     assert rows["MAE"][3:] == (round(s[999], 4), round(s[1000], 4))
     fits = sorted(r[0] for r in rows.values())

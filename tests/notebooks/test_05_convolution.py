@@ -5,12 +5,11 @@ import math
 
 import numpy as np
 import pytest
+from notebook_driver import assert_no_error_outputs, load_app, load_module, notebook_text, output_text, run_app
+
 import engine
 from engine import shapes
 from engine.course.labs import convolution as conv_lab
-from notebook_driver import (assert_no_error_outputs, load_app,
-                             load_module, notebook_text, output_text, run_app)
-
 
 # ============================================================================= 05 convolution
 NB05 = "notebooks/05_convolution.py"

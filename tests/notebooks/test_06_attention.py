@@ -3,18 +3,22 @@
 
 import math
 import re
-import shutil
 
 import numpy as np
 import pytest
-import engine
-from engine import diffusion, shapes, vae
-from engine.course.labs import attention as attention_lab
-from engine.course.labs import convolution as conv_lab
-from engine.course.labs import vae as vae_lab
-from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
-                             notebook_text, output_html, output_text, run_app)
+from notebook_driver import (
+    ROOT,
+    assert_no_error_outputs,
+    load_app,
+    load_module,
+    notebook_text,
+    output_html,
+    output_text,
+    run_app,
+)
 
+import engine
+from engine.course.labs import attention as attention_lab
 
 # ============================================================================= 06 attention
 NB06 = "notebooks/06_attention.py"

@@ -2,20 +2,26 @@
 """
 
 import math
-import re
 import warnings
 
 import numpy as np
 import pytest
-import engine
-from engine import diffusion, shapes, vae
-from engine.course.labs import attention as attention_lab
-from engine.course.labs import convolution as conv_lab
-from engine.course.labs import diffusion as diffusion_lab
-from engine.course.labs import vae as vae_lab
-from notebook_driver import (ROOT, Driven, _defs_by_cell, _ignorable, assert_no_error_outputs, control_values,
-                             default_defs, load_app, load_module, notebook_text, output_text, run_app)
+from notebook_driver import (
+    Driven,
+    _defs_by_cell,
+    _ignorable,
+    assert_no_error_outputs,
+    default_defs,
+    load_app,
+    load_module,
+    notebook_text,
+    output_text,
+    run_app,
+)
 
+import engine
+from engine import diffusion
+from engine.course.labs import diffusion as diffusion_lab
 
 # ============================================================================= 07 diffusion
 NB07 = "notebooks/07_diffusion.py"

@@ -1,19 +1,15 @@
 """Notebook 08_vae: the values it shows are the engine's, and its claims hold on them.
 """
 
-import math
 import re
 
 import numpy as np
 import pytest
-import engine
-from engine import diffusion, shapes, vae
-from engine.course.labs import attention as attention_lab
-from engine.course.labs import convolution as conv_lab
-from engine.course.labs import vae as vae_lab
-from notebook_driver import (ROOT, assert_no_error_outputs, control_values, default_defs, load_app, load_module,
-                             notebook_text, output_text, run_app)
+from notebook_driver import ROOT, assert_no_error_outputs, load_app, load_module, notebook_text, output_text, run_app
 
+import engine
+from engine import vae
+from engine.course.labs import vae as vae_lab
 
 # ============================================================================= 08 VAE
 NB08 = "notebooks/08_vae.py"
@@ -113,7 +109,7 @@ def test_08_every_section_opens_on_its_shipped_model():
                                                                        vae_lab.REMEDY_DEFAULTS["free_bits"])
     assert (defs["image_steps"].value, defs["image_obs_var"].value) == (vae_lab.IMAGE_DEFAULTS["steps"],
                                                                          vae_lab.IMAGE_DEFAULTS["obs_var"])
-    assert f"moons, σ²ₓ = 0.05, 3 latent dimensions, β = 1, 800 steps" in text
+    assert "moons, σ²ₓ = 0.05, 3 latent dimensions, β = 1, 800 steps" in text
 
 
 def test_08_vae_budget_and_collapse():

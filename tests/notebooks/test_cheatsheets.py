@@ -11,14 +11,25 @@ import re
 
 import numpy as np
 import pytest
+from notebook_driver import (
+    ROOT,
+    assert_no_error_outputs,
+    control_values,
+    controls,
+    export_html,
+    extreme_runs,
+    load_app,
+    load_module,
+    marimo_check,
+    output_html,
+    output_text,
+    run_app,
+    run_headless,
+)
 
 from engine.course import formulas, toc
 from engine.course.formulas import deep_learning as hub
 from engine.course.formulas import render
-from notebook_driver import (
-    ROOT, assert_no_error_outputs, control_values, controls, export_html, extreme_runs, load_app,
-    load_module, marimo_check, output_html, output_text, run_app, run_headless,
-)
 
 SHEETS = [e.id for e in toc.cheatsheets()]
 FOCUSED = [s for s in SHEETS if s != toc.HUB_ID]

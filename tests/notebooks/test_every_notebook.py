@@ -11,10 +11,23 @@ import re
 import traceback
 
 import pytest
-from notebook_driver import (ROOT, assert_no_error_outputs, controls, export_html, exported_outputs,
-                             extreme_runs,
-                             load_app, load_module, marimo_check, notebook_path, output_text, run_app,
-                             run_buttons, run_headless, script_cells)
+from notebook_driver import (
+    ROOT,
+    assert_no_error_outputs,
+    controls,
+    export_html,
+    exported_outputs,
+    extreme_runs,
+    load_app,
+    load_module,
+    marimo_check,
+    notebook_path,
+    output_text,
+    run_app,
+    run_buttons,
+    run_headless,
+    script_cells,
+)
 
 from engine.course import exercises, toc
 

@@ -23,13 +23,25 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from browser_tools import (
-    INTENTIONAL_ERRORS, ROOT, assert_no_errors, changed_areas, free_port, make_command, open_page,
-    run_started, screenshot, serve, served, stop_process_group, wait_idle_after, wait_settled,
+    INTENTIONAL_ERRORS,
+    ROOT,
+    assert_no_errors,
+    changed_areas,
+    free_port,
+    make_command,
+    open_page,
+    run_started,
+    screenshot,
+    serve,
+    served,
+    stop_process_group,
+    wait_idle_after,
+    wait_settled,
 )
-from engine.course import toc
 from oracle import require_browser
+
+from engine.course import toc
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -25,12 +25,18 @@ import time
 from pathlib import Path
 
 import pytest
-
 from browser_tools import (
-    INTENTIONAL_ERRORS, ROOT, editor_run_all, free_port, make_command, open_page, served,
+    INTENTIONAL_ERRORS,
+    ROOT,
+    editor_run_all,
+    free_port,
+    make_command,
+    open_page,
+    served,
 )
-from engine.course import toc
 from oracle import require_browser
+
+from engine.course import toc
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

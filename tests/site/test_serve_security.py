@@ -22,7 +22,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from browser_tools import ROOT, free_port, stop_process_group
 
 pytestmark = pytest.mark.slow  # a marimo server of its own

@@ -28,9 +28,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from site_build import ROOT, build_site, require_site_tools, site_build
 
 from engine.course import toc
-from site_build import ROOT, build_site, require_site_tools, site_build
 
 # the site build (about 40 s) and the wheel's clean venv
 pytestmark = pytest.mark.slow

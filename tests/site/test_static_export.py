@@ -15,11 +15,11 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-
 from browser_tools import CdnFromPackage, open_page, screenshot
-from engine.course import toc
 from oracle import require_browser
 from site_build import build_site, require_site_tools, site_build
+
+from engine.course import toc
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -21,13 +21,23 @@ import re
 
 import numpy as np
 import pytest
-
 from browser_tools import (
-    ROOT, assert_no_errors, changed_areas, drag_on_widget, free_port, make_command, open_page, served,
-    run_started, wait_idle_after, wait_settled,
+    ROOT,
+    assert_no_errors,
+    changed_areas,
+    drag_on_widget,
+    free_port,
+    make_command,
+    open_page,
+    run_started,
+    served,
+    wait_idle_after,
+    wait_settled,
 )
-from engine.course import toc
 from oracle import require_browser
+
+from engine.course import toc
+
 # the gallery test's waits on the kernel and its error check (tests/site is on sys.path)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

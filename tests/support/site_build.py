@@ -12,9 +12,9 @@ import atexit
 import functools
 import json
 import shutil
-import tempfile
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path

@@ -14,7 +14,6 @@ in both libraries (``a + b``, ``x.exp()``, ``x.sum(dim=1)``).
 from __future__ import annotations
 
 import numpy as np
-
 from oracle import check_against_torch, check_gradcheck
 
 SAME = object()

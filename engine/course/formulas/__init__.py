@@ -17,7 +17,14 @@ from __future__ import annotations
 from . import activation_functions, deep_learning, derivatives, loss_functions, metrics, optimizers, tensor_shapes
 from .core import BACKENDS, KINDS, FormulaRow
 from .evaluate import (
-    FormulaMismatch, assert_close, check_row, evaluate, evaluate_with, run_snippet, to_numpy, torch_available,
+    FormulaMismatch,
+    assert_close,
+    check_row,
+    evaluate,
+    evaluate_with,
+    run_snippet,
+    to_numpy,
+    torch_available,
 )
 
 __all__ = [

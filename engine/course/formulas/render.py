@@ -143,7 +143,7 @@ def hub_section_md(key: str, query: str = "", prose: str = "", from_id: str = "d
 def search_md(query: str, from_id: str = "deep_learning", link: Callable | None = None) -> str:
     """A summary of a search: how many rows match on the hub and on every sheet, with the matches
     that live only on the focused sheets listed as a table."""
-    from . import ROWS, row, search
+    from . import ROWS, search
     from .deep_learning import HUB_SECTIONS
 
     query = str(query or "").strip()

@@ -7,8 +7,6 @@ convolution produces. Sizes are drawn at random for each check.
 
 from __future__ import annotations
 
-import numpy as np
-
 from .core import FormulaRow, N, spec
 
 SHEET = "tensor_shapes"

@@ -34,9 +34,9 @@ import engine.functional as F
 from engine import Tensor, data, nn, no_grad, shapes
 from engine.course import checkpoints
 from engine.course.checkpoints import convolution_cnn as _cnn_checkpoint
-from engine.random import fork_rng
 from engine.metrics import confusion_matrix
 from engine.ops.conv import col2im, conv2d, im2col
+from engine.random import fork_rng
 
 __all__ = [
     "CHECKPOINTS", "CLASSIC_FILTERS", "CNN_CODE", "CNN_DEFAULTS", "CNNHistory", "DigitsCNN", "ConvCost", "FieldRow", "Grid", "Placements",

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine import Tensor, no_grad, random
+from engine import data as engine_data
+from engine import diffusion as D
 from engine.course import checkpoints
 from engine.course.checkpoints import diffusion_ddpm as _ddpm_checkpoint
 from engine.course.checkpoints import diffusion_denoiser_1d as _denoiser_1d_checkpoint
 from engine.course.checkpoints import diffusion_drawing as _drawing_checkpoint
 from engine.course.checkpoints import diffusion_guidance as _guidance_checkpoint
 from engine.course.checkpoints import diffusion_samplers as _samplers_checkpoint
-from engine import data as engine_data
-from engine import diffusion as D
 from engine.distances import energy_distance
 
 from . import _checks

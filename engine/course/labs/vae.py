@@ -20,6 +20,7 @@ import numpy as np
 
 from engine import Tensor, data, no_grad, random, vae
 from engine.course import checkpoints
+
 # static imports, by name: the WebAssembly bundler follows only those
 from engine.course.checkpoints import vae_aggregate as _aggregate_checkpoint
 from engine.course.checkpoints import vae_digits as _digits_checkpoint

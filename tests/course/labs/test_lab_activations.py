@@ -173,8 +173,8 @@ def test_depth_lab_gradients_against_a_numpy_backward_pass():
         a = np.tanh(z)
     delta = rng.standard_normal(a.shape) * (1 - np.tanh(zs[-1]) ** 2)
     norms = [np.linalg.norm(delta)]
-    for l in range(3, 0, -1):
-        delta = (delta @ ws[l]) * (1 - np.tanh(zs[l - 1]) ** 2)
+    for layer in range(3, 0, -1):
+        delta = (delta @ ws[layer]) * (1 - np.tanh(zs[layer - 1]) ** 2)
         norms.append(np.linalg.norm(delta))
     np.testing.assert_allclose(r.grad_norm, norms[::-1], rtol=1e-10)
     np.testing.assert_allclose(r.z_std, [z.std() for z in zs], rtol=1e-10)

@@ -5,17 +5,12 @@ loops over placements and patches, NumPy written out by hand, closed forms, or P
 """
 
 import math
+
 import numpy as np
 import pytest
-import engine
-from engine import shapes
-from engine.course.labs import convolution as conv_lab
-from engine.course.labs import attention as attention_lab
-from engine import diffusion
-from engine.course.labs import diffusion as diffusion_lab
-from engine import vae
-from engine.course.labs import vae as vae_lab
 
+import engine
+from engine.course.labs import attention as attention_lab
 
 # ============================================================================= 06 attention
 

@@ -6,6 +6,7 @@ loops over placements and patches, NumPy written out by hand, closed forms, or P
 
 import numpy as np
 import pytest
+
 import engine
 from engine import shapes
 from engine.course.labs import convolution as conv_lab

@@ -4,20 +4,14 @@ Each value a notebook shows is checked here against an independent computation: 
 loops over placements and patches, NumPy written out by hand, closed forms, or PyTorch.
 """
 
-import math
 import numpy as np
 import pytest
-import engine
-from engine import shapes
-from engine.course.labs import convolution as conv_lab
-from engine.course.labs import attention as attention_lab
-from engine import diffusion
-from engine.course.labs import diffusion as diffusion_lab
-from engine.course import checkpoints
 from notebook_driver import load_module
-from engine import vae
-from engine.course.labs import vae as vae_lab
 
+import engine
+from engine import diffusion
+from engine.course import checkpoints
+from engine.course.labs import diffusion as diffusion_lab
 
 # ============================================================================= 07 diffusion
 # The lesson's code (schedules, training loop, samplers, the conditional denoiser) is the

@@ -5,13 +5,14 @@ constants), never by the function under test.
 """
 
 import math
+
 import numpy as np
 import pytest
+
 import engine
 import engine.functional as F
-from engine.course.labs import losses
 from engine.course import checkpoints
-
+from engine.course.labs import losses
 
 # ============================================================================ losses_lab
 

@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 import pytest
+from notebook_driver import load_module
 
 import engine
 from engine.course.labs import optimizers as olab
-from notebook_driver import load_module
 
 # The lab runs the notebook's lesson cells (its race loop and update rules), passed in as the page does.
 NB = load_module("notebooks/04_optimizers.py")

@@ -4,19 +4,13 @@ Each value a notebook shows is checked here against an independent computation: 
 loops over placements and patches, NumPy written out by hand, closed forms, or PyTorch.
 """
 
-import math
 import numpy as np
 import pytest
+from notebook_driver import load_module
+
 import engine
-from engine import shapes
-from engine.course.labs import convolution as conv_lab
-from engine.course.labs import attention as attention_lab
-from engine import diffusion
-from engine.course.labs import diffusion as diffusion_lab
-from engine import vae
 from engine.course import ui
 from engine.course.labs import vae as vae_lab
-from notebook_driver import load_module
 
 # ============================================================================= 08 VAE
 NB = load_module("notebooks/08_vae.py")  # the lesson cells the lab runs: the notebook's own
