@@ -29,17 +29,13 @@ from browser_tools import (
     assert_no_errors,
     changed_areas,
     free_port,
-    make_command,
-    open_page,
     run_started,
     screenshot,
     serve,
-    served,
     stop_process_group,
     wait_idle_after,
     wait_settled,
 )
-from oracle import require_browser
 
 from engine.course import toc
 
@@ -49,24 +45,7 @@ LOAD_TIMEOUT_MS = 180_000  # the first run of a page: a kernel process, imports,
 RUN_TIMEOUT_MS = 240_000  # one training run behind a button
 
 
-# ----------------------------------------------------------------------------- fixtures
-@pytest.fixture(scope="module")
-def gallery(tmp_path_factory):
-    """Base URL of `make run`'s gallery on 127.0.0.1 (its log file kept for error reports)."""
-    require_browser()
-    missing = [e.path for e in toc.entries() if not (ROOT / e.path).is_file()]
-    if len(missing) == len(toc.entries()):
-        pytest.fail("no notebook or cheat sheet exists yet: nothing to serve")
-    log_path = tmp_path_factory.mktemp("gallery") / "server.log"
-    with served(make_command("run", free_port()), ROOT, log_path) as base:
-        yield {"base": base, "log": log_path}
-
-
-@pytest.fixture(scope="module")
-def browser_page():
-    """One Chromium page, reused for every course page (visited in sequence)."""
-    with open_page(require_browser()) as page:
-        yield page
+# The fixtures `gallery` and `browser_page` are in tests/site/conftest.py.
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -13,17 +13,11 @@ import re
 
 import pytest
 from browser_tools import (
-    ROOT,
     assert_no_errors,
-    free_port,
-    make_command,
-    open_page,
     run_started,
-    served,
     wait_idle_after,
     wait_settled,
 )
-from oracle import require_browser
 
 from engine.course import toc
 
@@ -37,18 +31,7 @@ CASES = [  # page, selection name, gesture: one point (a click) or two (a drag),
 ]
 
 
-@pytest.fixture(scope="module")
-def gallery(tmp_path_factory):
-    require_browser()
-    log_path = tmp_path_factory.mktemp("gallery") / "server.log"
-    with served(make_command("run", free_port()), ROOT, log_path) as base:
-        yield {"base": base, "log": log_path}
-
-
-@pytest.fixture(scope="module")
-def browser_page():
-    with open_page(require_browser()) as page:
-        yield page
+# `gallery` and `browser_page`: tests/site/conftest.py, shared with test_browser.py.
 
 
 def _output_text(page, phrase: str) -> str:

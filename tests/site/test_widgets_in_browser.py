@@ -22,19 +22,13 @@ import re
 import numpy as np
 import pytest
 from browser_tools import (
-    ROOT,
     assert_no_errors,
     changed_areas,
     drag_on_widget,
-    free_port,
-    make_command,
-    open_page,
     run_started,
-    served,
     wait_idle_after,
     wait_settled,
 )
-from oracle import require_browser
 
 from engine.course import toc
 
@@ -47,12 +41,9 @@ RUN_TIMEOUT_MS = 120_000
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    """One `marimo run` server and one Chromium page for every notebook below."""
-    executable = require_browser()
-    log_path = tmp_path_factory.mktemp("widgets") / "server.log"
-    with served(make_command("run", free_port()), ROOT, log_path) as base, open_page(executable) as page:
-        yield page, {"base": base, "log": log_path}
+def app(gallery, browser_page):
+    """One `marimo run` server and one Chromium page for every notebook below (tests/site/conftest.py)."""
+    return browser_page, gallery
 
 
 def _open(page, gallery, notebook: str) -> None:
