@@ -316,25 +316,30 @@ def _():
                               debounce=True)
     depth_residual = mo.ui.switch(value=False, label="residual path a + φ(z)")
     depth_norm = mo.ui.switch(value=False, label="pre-norm: LayerNorm before each layer")
+    mo.vstack([mo.hstack([depth, width, depth_act, init, init_scale], wrap=True),
+               mo.hstack([depth_residual, depth_norm], justify="start")])
     return depth, depth_act, depth_norm, depth_residual, init, init_scale, width
 
 
 @app.cell
-def _(depth, depth_act, depth_norm, depth_residual, init, init_scale, width):
+def _(depth_act):
     depth_phi = my_activation if depth_act.value == "mine" else depth_act.value
     depth_label = "my_activation" if depth_act.value == "mine" else lab.ACTIVATIONS[depth_act.value]["label"]
-    weight_std = init_std(init.value, width.value, width.value, init_scale.value,
-                          leaky_slope=0.01 if depth_act.value == "leaky_relu" else 0.0)
-    depth_report = lab.depth_lab(deep_forward, weight_std, depth=depth.value, width=width.value,
-                                 activation=depth_phi, seed=0, n_samples=lab.samples_for_width(width.value),
-                                 residual=depth_residual.value, norm=depth_norm.value)
-    mo.vstack([mo.hstack([depth, width, depth_act, init, init_scale], wrap=True),
-               mo.hstack([depth_residual, depth_norm], justify="start")])
-    return depth_label, depth_phi, depth_report, weight_std
+    return depth_label, depth_phi
 
 
 @app.cell
-def _(depth_report):
+def _(depth_act, init, init_scale, width):
+    weight_std = init_std(init.value, width.value, width.value, init_scale.value,
+                          leaky_slope=0.01 if depth_act.value == "leaky_relu" else 0.0)
+    return (weight_std,)
+
+
+@app.cell
+def _(depth, depth_norm, depth_phi, depth_residual, weight_std, width):
+    depth_report = lab.depth_lab(deep_forward, weight_std, depth=depth.value, width=width.value,
+                                 activation=depth_phi, seed=0, n_samples=lab.samples_for_width(width.value),
+                                 residual=depth_residual.value, norm=depth_norm.value)
     _r = depth_report
     _layers = np.arange(1, _r.depth + 1)
     _show = sorted(set(np.linspace(0, _r.depth - 1, min(_r.depth, 8)).round().astype(int)))
@@ -366,7 +371,7 @@ def _(depth_report):
         f"(geometric means) · std of z in the last layer: **{_r.z_std[-1]:.3g}**"
     )
     mo.vstack(_msg + [_summary, ui.chart(_hist), mo.hstack([ui.chart(_shares), ui.chart(_grads)], widths=[1, 1])])
-    return
+    return (depth_report,)
 
 
 @app.cell(hide_code=True)
