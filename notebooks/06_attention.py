@@ -844,7 +844,7 @@ def default_tiny_attention():
     """The model this section opens on: train_tiny_attention at the page's default settings, as
     its parameters and history (the course ships them, trained by the cells above)."""
     run = train_tiny_attention(**lab.TINY_DEFAULTS)
-    return {"settings": dict(lab.TINY_DEFAULTS), "model_code": lab.model_fingerprint(TinyAttention),
+    return {"settings": dict(lab.TINY_DEFAULTS),
             "parameters": {name: p.data for name, p in run.model.state_dict().items()},
             "history": {"step": run.history.step, "loss": run.history.loss,
                         "accuracy": run.history.accuracy}}
@@ -1094,7 +1094,6 @@ def default_tiny_gpt():
     its parameters and loss curves (the course ships them, trained by the cells above)."""
     run = train_tiny_gpt(**lab.GPT_DEFAULTS)
     return {"settings": dict(lab.GPT_DEFAULTS),
-            "model_code": lab.model_fingerprint(MultiHeadAttention, TransformerBlock, TinyGPT),
             "parameters": {name: p.data for name, p in run.model.state_dict().items()},
             "steps": run.steps, "train_loss": run.train_loss, "heldout_loss": run.heldout_loss}
 

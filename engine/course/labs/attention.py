@@ -25,7 +25,6 @@ function here needs it, the page passes it in.
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 from dataclasses import dataclass
 
@@ -49,7 +48,7 @@ __all__ = [
     "random_scores", "shown_dimensions", "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
     "TEXT", "CharData", "GPTRun", "block_parameters", "char_data", "designed_retrieval",
     "heldout_windows", "random_windows", "tiny_heldout", "tiny_run", "toy_qkv",
-    "GPT_CLASSES", "GPT_CODE", "GPT_DEFAULTS", "TINY_CLASSES", "TINY_CODE", "TINY_DEFAULTS", "model_fingerprint",
+    "GPT_CLASSES", "GPT_CODE", "GPT_DEFAULTS", "TINY_CLASSES", "TINY_CODE", "TINY_DEFAULTS",
     "shipped_tiny_attention", "shipped_tiny_gpt",
 ]
 
@@ -772,10 +771,9 @@ TINY_DEFAULTS = {"task": "reverse", "steps": 300, "lr": 1e-2, "length": 6, "d_mo
                  "vocab": 8, "seed": 0}
 GPT_DEFAULTS = {"steps": 400, "lr": 3e-3, "layers": 1, "d_model": 32, "heads": 2, "context": 16,
                 "seed": 0}
-# The lesson functions each default model depends on, in the order the page passes them to
-# shipped_tiny_attention / shipped_tiny_gpt (checkpoints.load_if_fits), and the lesson classes,
-# whose methods' fingerprint the state itself records (model_fingerprint: the source of a class
-# cannot be read back from a notebook loaded as a module, its methods' can).
+# The lesson cells each default model depends on, in the order the page passes them to
+# shipped_tiny_attention / shipped_tiny_gpt: the functions, then the classes (the model's class
+# last). Their fingerprint is the checkpoint's (checkpoints.load_if_fits).
 TINY_CODE = ("attention", "next_token_loss", "train_step", "train_tiny_attention", "default_tiny_attention")
 TINY_CLASSES = ("TinyAttention",)
 GPT_CODE = ("attention", "split_heads", "merge_heads", "next_token_loss", "train_step", "heldout_loss",
@@ -783,35 +781,20 @@ GPT_CODE = ("attention", "split_heads", "merge_heads", "next_token_loss", "train
 GPT_CLASSES = ("MultiHeadAttention", "TransformerBlock", "TinyGPT")
 CHECKPOINTS = {
     "attention_tiny": checkpoints.FromNotebook(notebook="06_attention", function="default_tiny_attention",
-                                               code=TINY_CODE),
+                                               code=TINY_CODE + TINY_CLASSES),
     "attention_gpt": checkpoints.FromNotebook(notebook="06_attention", function="default_tiny_gpt",
-                                              code=GPT_CODE),
+                                              code=GPT_CODE + GPT_CLASSES),
 }
-
-
-def model_fingerprint(*classes) -> str:
-    """:func:`checkpoints.code_fingerprint` of the methods ``classes`` define: what a default
-    model's state records of the classes that made it."""
-    return checkpoints.code_fingerprint(*(f for cls in classes for f in vars(cls).values()
-                                          if inspect.isfunction(f)))
 
 
 def _load_into(module, code, classes, build):
     """(state, model, "") when checkpoint ``module`` fits ``code`` and ``classes`` and its
     parameters load into the model ``build(classes[-1], settings)`` makes; (None, None, one
     sentence) otherwise."""
-    state, reason = checkpoints.load_if_fits(module, *code)
+    state, reason = checkpoints.load_if_fits(module, *code, *classes)
     if state is None:
         return None, None, reason
     model_class = classes[-1]
-    try:
-        found = model_fingerprint(*classes)
-    except (OSError, TypeError):  # no source to read (a page built without it): nothing was edited
-        found = state["model_code"]
-    if found != state["model_code"]:
-        names = ", ".join(f"`{cls.__name__}`" for cls in classes)
-        return None, None, (f"the shipped model was trained with other code than this page's {names}, "
-                            "so it is not loaded: train with the button to see what your code does")
     try:
         with fork_rng(state["settings"]["seed"]):
             model = build(model_class, state["settings"])
