@@ -34,19 +34,8 @@ bool_ = "bool"
 # `engine.tensor` and `engine.gradcheck` from the functions to the modules.) `engine.course` is
 # deliberately absent: `import engine` loads no lesson code. A new library module goes into this
 # list: tests/site/test_site.py checks it.
-from . import (  # noqa: E402  (after the names above: the submodules import them from `engine`)
-    attention,
-    data,
-    diffusion,
-    distances,
-    functional,
-    metrics,
-    nn,
-    ops,
-    optim,
-    shapes,
-    vae,
-)
+# They come after the names above, which the submodules import from `engine`.
+from . import attention, data, diffusion, distances, functional, metrics, nn, ops, optim, shapes, vae  # noqa: E402
 
 __all__ = [
     "Tensor", "tensor", "cat", "stack", "where", "maximum", "minimum", "matmul", "log",
