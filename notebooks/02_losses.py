@@ -133,11 +133,12 @@ def _(delta):
     reg_overview_chart = plot.curves(reg_residuals, reg_overview, x_title="residual e = ŷ − y", y_title="loss ℓ(e)",
                                      y_domain=(0, 8), height=240, title=f"The four losses (δ = {delta.value:g})",
                                      colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()})
-    return huber_is_half_mse, reg_overview, reg_overview_chart, reg_residuals
+    reg_overview_view = mo.vstack([ui.chart(reg_overview_chart)])  # built once per δ: another loss reuses it
+    return huber_is_half_mse, reg_overview, reg_overview_chart, reg_overview_view, reg_residuals
 
 
 @app.cell
-def _(delta, huber_is_half_mse, reg_loss, reg_overview_chart, reg_residuals):
+def _(delta, huber_is_half_mse, reg_loss, reg_overview_view, reg_residuals):
     _e = reg_residuals
     reg_curves = lab.regression_curves(per_example_loss(reg_loss.value, delta.value), reg_loss.value, _e, delta.value)
     reg_gap = reg_curves.max_derivative_gap
@@ -150,7 +151,7 @@ def _(delta, huber_is_half_mse, reg_loss, reg_overview_chart, reg_residuals):
                                            name="ℓ", var="e", title=_spec["label"], y_domain=(_lo, _hi), height=240)
     mo.vstack([
         mo.hstack([reg_loss, delta]),
-        mo.hstack([ui.chart(reg_overview_chart), ui.chart(_detail)], widths=[1, 1]),
+        mo.hstack([reg_overview_view, ui.chart(_detail)], widths=[1, 1]),
         mo.md(rf"""
     $$
     \ell(e) = {_spec["formula"]}, \qquad \frac{{\partial \ell}}{{\partial \hat y}} = {_spec["grad"]}
@@ -516,7 +517,7 @@ def _(ce_logits, ce_target, smoothing):
                           color_name="derivative", dots={"autograd ∂L/∂z": ce_report.grad_autograd},
                           y_title="∂L/∂z_k", title="Gradient with respect to the logits")
         _out = mo.vstack([
-            mo.hstack([_probs, _grad], widths=[1, 1]),
+            mo.hstack([ui.chart(_probs), ui.chart(_grad)], widths=[1, 1]),
             mo.md(f"Cross-entropy **L = {ce_report.loss:.4f}** (`cross_entropy(z, y, "
                   f"label_smoothing={smoothing.value:g})`); largest |autograd − (p − q)| = "
                   f"**{np.abs(ce_report.grad_autograd - ce_report.grad_formula).max():.1e}**. "
@@ -788,8 +789,10 @@ def train_classifier(x, y, loss, w0, lr, steps=100):
 
 @app.cell
 def _():
-    w0 = mo.ui.slider(-6.0, 6.0, step=0.5, value=-4.0, label="initial weight w₀", show_value=True)
-    clf_lr = mo.ui.slider(steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=0.3, label="learning rate η", show_value=True)
+    # each change trains two classifiers 100 steps: on release, not at every step of a drag
+    w0 = mo.ui.slider(-6.0, 6.0, step=0.5, value=-4.0, label="initial weight w₀", show_value=True, debounce=True)
+    clf_lr = mo.ui.slider(steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=0.3, label="learning rate η", show_value=True,
+                          debounce=True)
     return clf_lr, w0
 
 
@@ -803,11 +806,12 @@ def _():
         colors={"CE formula": "cross_entropy", "MSE formula": "mse", "MSE autograd": "#475569"},
         x_title="logit z of a positive example (margin)", y_title="|∂L/∂z|", height=240,
         title="Gradient against margin")
-    return margin_chart, margin_grads
+    margin_view = mo.vstack([ui.chart(margin_chart)])  # built once: the training cell shows this same view
+    return margin_chart, margin_grads, margin_view
 
 
 @app.cell
-def _(clf_lr, margin_chart, w0):
+def _(clf_lr, margin_view, w0):
     _x, _y = lab.sigmoid_classifier_data(100, seed=0)
     _losses = {"cross_entropy": lambda z, y: bce_with_logits(z, y).mean(),
                "mse": lambda z, y: mse(F.sigmoid(z), y).mean()}
@@ -827,7 +831,7 @@ def _(clf_lr, margin_chart, w0):
                       + (f"95 % accuracy after **{r.steps_to(0.95)}** steps" if r.steps_to(0.95) is not None
                          else "**not** at 95 % after 100 steps")
                       for n, r in clf_runs.items())
-    mo.vstack([mo.hstack([w0, clf_lr]), mo.hstack([ui.chart(margin_chart), ui.chart(_acc)], widths=[1, 1]),
+    mo.vstack([mo.hstack([w0, clf_lr]), mo.hstack([margin_view, ui.chart(_acc)], widths=[1, 1]),
                mo.md(_say)])
     return (clf_runs,)
 
@@ -908,7 +912,7 @@ def _(ml_labels, ml_logits):
                                    y_title="probability", y_domain=(0, 1),
                                    colors={"sigmoid σ(z_k) (multi-label)": "model", "softmax p_k": "cross_entropy"},
                                    title="The same logits, read two ways")
-        _out = mo.vstack([_chart, mo.md(
+        _out = mo.vstack([ui.chart(_chart), mo.md(
             f"Sigmoids sum to **{ml_report.sigmoid_probs.sum():.3f}**, the softmax to "
             f"**{ml_report.softmax_probs.sum():.3f}**. Multi-label BCE **{ml_report.bce:.4f}** (it can reach 0) · "
             f"softmax cross-entropy **{ml_report.softmax_ce:.4f}**, never below "
