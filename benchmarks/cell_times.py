@@ -15,12 +15,21 @@ to every control that re-runs that cell, though a real change re-imports nothing
 the notebook once untimed first, so the figures are what a control's change costs (the load total
 then leaves out the imports that a page's first run pays).
 
+``--profile NAME`` runs the cells that a change of the control ``NAME`` re-runs under cProfile
+(on a warm run) and prints where their time goes: the functions with the most time of their own
+and the most time under them, so a control's cost can be traced to a lab, a chart helper, Altair
+or marimo's display of a chart (``mo.ui.altair_chart``) before anything is changed.
+
     python -m benchmarks.cell_times notebooks/05_convolution.py [--top 12] [--goal 0.1] [--warm]
+                                    [--profile surface]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
+import pstats
 import sys
 import time
 from pathlib import Path
@@ -29,8 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support")]
 
 
-def timed_run(app):
-    """Run ``app`` once with its defaults; ``{cell_id: (wall s, cpu s)}`` and the run's defs."""
+def timed_run(app, profile_cells=(), profiler=None):
+    """Run ``app`` once with its defaults; ``{cell_id: (wall s, cpu s)}`` and the run's defs. The
+    cells in ``profile_cells`` (their run and the formatting of their output) run under ``profiler``."""
     from marimo._output.formatters.formatters import register_formatters
     from marimo._output.formatting import try_format
     from marimo._runtime.executor.evaluator import Evaluator
@@ -44,12 +54,17 @@ def timed_run(app):
     def timed(self, cell, glbls):
         wall, cpu = time.perf_counter(), time.process_time()
         result = None
+        profiled = profiler is not None and cell.cell_id in profile_cells
+        if profiled:
+            profiler.enable()
         try:
             result = original(self, cell, glbls)
             if result is not None and result.exception is None:
                 try_format(result.output)  # what the kernel sends: an image's PNG, a chart's JSON
             return result
         finally:
+            if profiled:
+                profiler.disable()
             times[cell.cell_id] = (time.perf_counter() - wall, time.process_time() - cpu)
 
     Evaluator.evaluate_sync = timed
@@ -60,18 +75,25 @@ def timed_run(app):
     return times, defs
 
 
-def control_costs(app, times, defs) -> list:
-    """``(name, wall s, cpu s, cells)`` per control: the cells its change re-runs, summed."""
+def rerun_cells(app, name: str) -> set:
+    """The cells a change of the control ``name`` re-runs: those that read it, and their descendants."""
     from marimo._ast.app import InternalApp
-    from notebook_driver import controls
 
     graph = InternalApp(app).graph
+    readers = {cid for cid, cell in graph.cells.items() if name in cell.refs}
+    rerun = set(readers)
+    for cid in readers:
+        rerun |= graph.descendants(cid)
+    return rerun
+
+
+def control_costs(app, times, defs) -> list:
+    """``(name, wall s, cpu s, cells)`` per control: the cells its change re-runs, summed."""
+    from notebook_driver import controls
+
     rows = []
     for name in controls(app):
-        readers = {cid for cid, cell in graph.cells.items() if name in cell.refs}
-        rerun = set(readers)
-        for cid in readers:
-            rerun |= graph.descendants(cid)
+        rerun = rerun_cells(app, name)
         wall = sum(times.get(c, (0, 0))[0] for c in rerun)
         cpu = sum(times.get(c, (0, 0))[1] for c in rerun)
         rows.append((name, wall, cpu, len(rerun)))
@@ -84,6 +106,8 @@ def main(argv=None) -> int:
     parser.add_argument("--top", type=int, default=12, help="rows of slowest cells")
     parser.add_argument("--goal", type=float, default=0.1, help="mark controls above this many CPU seconds")
     parser.add_argument("--warm", action="store_true", help="time a second run (imports already loaded)")
+    parser.add_argument("--profile", metavar="CONTROL",
+                        help="cProfile the cells a change of this control re-runs (a warm run), print the top functions")
     args = parser.parse_args(argv)
     from marimo._ast.app import InternalApp
     from notebook_driver import load_app
@@ -91,8 +115,11 @@ def main(argv=None) -> int:
     app = load_app(args.notebook)
     app._maybe_initialize()
     times, defs = timed_run(app)
-    if args.warm:
+    if args.warm or args.profile:
         times, defs = timed_run(app)
+    if args.profile:
+        print_profile(app, args.profile, args.top)
+        return 0
     graph = InternalApp(app).graph
     first_line = {cid: (cell.code.strip().splitlines() or [""])[0][:70] for cid, cell in graph.cells.items()}
     wall = sum(t[0] for t in times.values())
@@ -106,6 +133,23 @@ def main(argv=None) -> int:
     for name, w, c, n in control_costs(app, times, defs):
         print(f"| {name}{' *' if c > args.goal else ''} | {w:.3f} | {c:.3f} | {n} |")
     return 0
+
+
+def print_profile(app, name: str, top: int) -> None:
+    """cProfile one more warm run of the cells that a change of ``name`` re-runs; print the top functions."""
+    cells = rerun_cells(app, name)
+    if not cells:
+        sys.exit(f"cell_times: no cell reads {name!r} (a control's name, as the notebook defines it)")
+    profiler = cProfile.Profile()
+    times, _ = timed_run(app, profile_cells=cells, profiler=profiler)
+    cpu = sum(times[c][1] for c in cells if c in times)
+    print(f"# {name}: {len(cells)} cells re-run, {cpu * 1000:.1f} ms CPU (without the profiler's overhead: "
+          "see the table without --profile)")
+    for order in ("tottime", "cumulative"):
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).strip_dirs().sort_stats(order).print_stats(top)
+        body = out.getvalue()
+        print(f"\n## by {order}\n" + body[body.find("   ncalls"):].rstrip())
 
 
 if __name__ == "__main__":
