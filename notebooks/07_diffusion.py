@@ -443,7 +443,7 @@ def _(data_2d, ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train, forward_dat
     trajectory, _shown = None, None
     if ddpm is not None and not ddpm.stopped:
         try:  # 300 samples a chart, as in section 2
-            trajectory = lab.reverse_trajectory(ddpm_sample, ddpm.model, ddpm_schedule, 300, seed=3)
+            trajectory = lab.run_trajectory(ddpm, ddpm_sample, ddpm_schedule, 300, seed=3)
         except ValueError as _err:
             _shown = ui.problem(_err, "Sampling")
     _shown

@@ -17,9 +17,8 @@ made them, and otherwise give the reason in one sentence.
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,12 +35,12 @@ from engine.distances import energy_distance
 
 from . import _checks
 from ._checks import _int, _positive
-from ._generative import DATASETS_2D, toy_data_2d
+from ._generative import DATASETS_2D, cached_by_code, code_key, toy_data_2d
 
 __all__ = [
     "DATASETS_2D", "LINEAR_MAX_SCALE", "ChainCheck", "DDPMRun", "EpsilonCurves", "Moments",
     "chain_vs_closed_form", "epsilon_curves", "exact_reverse_1d", "linear_scale",
-    "mixture_1d", "mixture_moments", "mode_commitment", "reverse_trajectory",
+    "mixture_1d", "mixture_moments", "mode_commitment", "reverse_trajectory", "run_trajectory",
     "sample_moments", "step_at", "toy_data_2d", "train_ddpm_tracked", "train_denoiser_1d",
     "SamplerComparison", "compare_samplers", "energy_distance", "ring_mixture", "sample_ddpm_steps",
     "sampling_steps", "GuidanceTrade", "guidance_trade", "MIN_DRAWN_POINTS", "train_on_points",
@@ -115,6 +114,7 @@ class DDPMRun:
     held_out: np.ndarray  # the held-out rows [n_eval, D]
     stopped: str = ""  # why training stopped early (a non-finite loss), or empty
     samples: np.ndarray | None = None  # the 1-D runs: samples drawn with the learned model
+    trajectories: dict = field(default_factory=dict, repr=False)  # run_trajectory's draws, kept
 
 
 def train_ddpm_tracked(X, schedule, train, sample, steps=2000, hidden=64, lr=1e-2, batch_size=256,
@@ -187,6 +187,18 @@ def reverse_trajectory(sample, model, schedule, n=1000, dim=2, seed=0, variance=
         raise ValueError("reverse_trajectory: the samples became NaN or infinite; the model's noise "
                          "predictions are too large: lower the learning rate")
     return states
+
+
+def run_trajectory(run, sample, schedule, n=1000, dim=2, seed=0, variance="posterior") -> np.ndarray:
+    """:func:`reverse_trajectory` of ``run.model``, drawn once per sampler code, schedule and
+    setting and kept on the run (read-only): a control that redraws the section's figures
+    re-reads it instead of sampling T steps again."""
+    key = (code_key(sample), schedule.betas.tobytes(), int(n), dim, int(seed), variance)
+    if key not in run.trajectories:
+        states = reverse_trajectory(sample, run.model, schedule, n, dim, seed, variance)
+        states.setflags(write=False)
+        run.trajectories[key] = states
+    return run.trajectories[key]
 
 
 # ----------------------------------------------------------------------------- exact reverse process in 1-D
@@ -356,7 +368,7 @@ class ExactReverse1D:
     commitment: np.ndarray  # [T + 1] :func:`mode_commitment` of its states
 
 
-@functools.lru_cache(maxsize=32)
+@cached_by_code(maxsize=32)
 def exact_reverse_study_1d(schedule_of, separation, std, weight_left, T, variance="posterior", n=4000,
                            seed=0) -> ExactReverse1D:
     """:func:`exact_reverse_1d` on ``mixture_1d(separation, std, weight_left)`` and the page's
@@ -526,7 +538,7 @@ def _run_from_state(state, model, held_out) -> DDPMRun:
                    samples=state.get("samples"))
 
 
-@functools.lru_cache(maxsize=4)
+@cached_by_code(maxsize=4)
 def shipped_ddpm(*code) -> tuple[DDPMRun | None, str]:
     """``(run, "")``: the DDPM of :data:`DDPM_DEFAULT` as the page's ``default_ddpm`` trained it,
     when ``code`` (the page's lesson functions, as ``CHECKPOINTS`` names them) is the code that
@@ -539,7 +551,7 @@ def shipped_ddpm(*code) -> tuple[DDPMRun | None, str]:
     return _run_from_state(state, D.Denoiser(2, d["hidden"], T=d["T"]), held), ""
 
 
-@functools.lru_cache(maxsize=4)
+@cached_by_code(maxsize=4)
 def shipped_denoiser_1d(*code) -> tuple[DDPMRun | None, str]:
     """The 1-D denoiser of :data:`MIX_DEFAULT` as the page's ``default_denoiser_1d`` trained it,
     or ``(None, reason)`` as :func:`shipped_ddpm`."""
@@ -561,7 +573,7 @@ def drawing_start() -> np.ndarray:
     return canvas_start(toy_data_2d(d["data"], n=3000, seed=0)[:d["points"]], d["bound"])
 
 
-@functools.lru_cache(maxsize=4)
+@cached_by_code(maxsize=4)
 def _shipped_drawing(*code):
     state, reason = checkpoints.load_if_fits(_drawing_checkpoint, *code)
     if state is None:
@@ -638,7 +650,7 @@ def gallery_state(g: SamplerGallery) -> dict:
             "ddpm_samples": g.ddpm_samples, "ddim_samples": g.ddim_samples}
 
 
-@functools.lru_cache(maxsize=4)
+@cached_by_code(maxsize=4)
 def shipped_sampler_gallery(*code) -> tuple[SamplerGallery | None, str]:
     """Section 5's gallery (ring mixture, T = 1000 linear, seed 0) as the page's
     ``default_sampler_gallery`` drew it, or ``(None, reason)`` as :func:`shipped_ddpm`."""
@@ -698,7 +710,7 @@ def guidance_state(g: GuidanceStudy) -> dict:
                        for k, t in g.trades.items()}}
 
 
-@functools.lru_cache(maxsize=4)
+@cached_by_code(maxsize=4)
 def shipped_guidance(*code) -> tuple[GuidanceStudy | None, str]:
     """Section 6's default study as the page's ``default_guidance`` trained and sampled it, or
     ``(None, reason)`` as :func:`shipped_ddpm`."""

@@ -30,7 +30,7 @@ from engine.course.checkpoints import vae_sweep as _sweep_checkpoint
 from engine.course.checkpoints import vae_toy as _toy_checkpoint
 
 from ._checks import _int, _positive
-from ._generative import DATASETS_2D, toy_data_2d
+from ._generative import DATASETS_2D, cached_by_code, code_key, toy_data_2d
 
 __all__ = [
     "DATASETS_2D", "ESTIMATOR_FUNCTIONS", "BetaSweep", "EstimatorComparison", "ImageVAERun",
@@ -70,6 +70,18 @@ class Lesson:
     @property
     def code(self) -> tuple:
         return (self.model, self.encode, self.decode, *self.parts, self.loss, self.train)
+
+    # Two lessons are equal when their cells' code is (see _generative.code_key): each session of
+    # the page defines the cells anew, and the shipped models it loads stay cached for the next.
+    def __eq__(self, other):
+        return isinstance(other, Lesson) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    @property
+    def _key(self) -> tuple:
+        return tuple(code_key(f) for f in self.code)
 
 
 def _encode(lesson, model, x) -> tuple[np.ndarray, np.ndarray]:
@@ -358,7 +370,7 @@ class ImageVAERun:
     images: np.ndarray | None = None  # the held-out images [n, H, W]
     reconstructions: np.ndarray | None = None  # [n, H, W]
     elbo: float = math.nan  # held-out ELBO per image, nats (a bound on log p(x), a density)
-    iwae_tables: dict = field(default_factory=dict)  # per IWAE bound function: the rows computed so far
+    iwae_tables: dict = field(default_factory=dict)  # per IWAE bound's code_key: the rows computed so far
 
 
 def train_image_vae(lesson, train_images, test_images, test_labels, steps=400, latent_dim=2, hidden=128,
@@ -468,7 +480,7 @@ def image_iwae(bound, run, Ks=(1, 10, 100)) -> IWAEBounds:
     already computed for the run with this ``bound`` are read, the others computed once and kept
     on the run: each K has its own stream, so reading equals recomputing."""
     Ks = [_int("image_iwae", "K", k, 1) for k in Ks]
-    table = run.iwae_tables.get(bound)
+    table = run.iwae_tables.get(code_key(bound))
     missing = [k for k in dict.fromkeys(Ks) if table is None or k not in table.K]
     if missing:
         new = iwae_bounds(bound, run.model, run.images, Ks=missing, seed=0)
@@ -476,7 +488,7 @@ def image_iwae(bound, run, Ks=(1, 10, 100)) -> IWAEBounds:
             new = IWAEBounds(K=np.concatenate([table.K, new.K]), bound=np.concatenate([table.bound, new.bound]),
                              standard_error=np.concatenate([table.standard_error, new.standard_error]),
                              elbo=table.elbo)
-        table = run.iwae_tables[bound] = new
+        table = run.iwae_tables[code_key(bound)] = new
     return _iwae_rows(table, Ks)
 
 
@@ -697,7 +709,7 @@ CHECKPOINTS["vae_iwae"] = checkpoints.FromNotebook(notebook="08_vae", function="
                                                    code=(*LESSON_CODE, "iwae_bound"))
 
 
-@functools.lru_cache(maxsize=4)
+@cached_by_code(maxsize=4)
 def default_vae_2d(lesson) -> VAERun:
     """The shipped 2-D VAE (:data:`TOY_DEFAULTS`), measured on its held-out points as
     :func:`train_vae_2d` measures the model it trains; ValueError when ``lesson`` is not the
@@ -709,14 +721,14 @@ def default_vae_2d(lesson) -> VAERun:
     return run
 
 
-@functools.lru_cache(maxsize=4)
+@cached_by_code(maxsize=4)
 def default_beta_sweep(lesson) -> BetaSweep:
     """The shipped β sweep (:data:`SWEEP_BETAS`, the default data and settings)."""
     state = _shipped(_sweep_checkpoint, lesson)
     return _sweep(state["betas"], state["recon"], state["kl_per_dim"], state["elbo"])
 
 
-@functools.lru_cache(maxsize=4)
+@cached_by_code(maxsize=4)
 def default_aggregate_posterior(lesson) -> AggregatePosterior:
     """The shipped aggregate posteriors (:data:`AGGREGATE_BETAS`, the default data)."""
     state = _shipped(_aggregate_checkpoint, lesson)
@@ -724,7 +736,7 @@ def default_aggregate_posterior(lesson) -> AggregatePosterior:
                               samples_to_data=state["samples_to_data"])
 
 
-@functools.lru_cache(maxsize=4)
+@cached_by_code(maxsize=4)
 def default_remedies(lesson) -> dict:
     """The shipped remedy runs (:data:`REMEDY_DEFAULTS`): their held-out numbers, no models."""
     return {name: VAERun(model=None, recon=numbers["recon"], kl=numbers["kl"], kl_per_dim=numbers["kl_per_dim"],
@@ -732,7 +744,7 @@ def default_remedies(lesson) -> dict:
             for name, numbers in _shipped(_remedies_checkpoint, lesson).items()}
 
 
-@functools.lru_cache(maxsize=4)
+@cached_by_code(maxsize=4)
 def default_image_vae(lesson, bound=None) -> ImageVAERun:
     """The shipped digit VAE (:data:`IMAGE_DEFAULTS`) measured on the held-out digits as
     :func:`train_image_vae` measures the model it trains; with the IWAE bound function ``bound``,
@@ -744,7 +756,7 @@ def default_image_vae(lesson, bound=None) -> ImageVAERun:
     if bound is not None:
         table, _ = checkpoints.load_if_fits(_iwae_checkpoint, *lesson.code, bound)
         if table is not None:
-            run.iwae_tables[bound] = IWAEBounds(K=table["K"], bound=table["bound"],
+            run.iwae_tables[code_key(bound)] = IWAEBounds(K=table["K"], bound=table["bound"],
                                                 standard_error=table["standard_error"], elbo=table["elbo"])
     return run
 

@@ -88,6 +88,10 @@ def test_reverse_trajectory_is_the_engines_ancestral_sampler():
     engine.manual_seed(5)
     final = diffusion.sample(run.model, s, 64, 2, variance="posterior")
     np.testing.assert_allclose(traj[-1], final, rtol=1e-5, atol=1e-6)
+    kept = diffusion_lab.run_trajectory(run, NB.ddpm_sample, s, n=64, seed=5)  # drawn once, then read
+    np.testing.assert_array_equal(kept, traj)
+    assert diffusion_lab.run_trajectory(run, NB.ddpm_sample, s, n=64, seed=5) is kept and not kept.flags.writeable
+    assert diffusion_lab.run_trajectory(run, NB.ddpm_sample, s, n=64, seed=6) is not kept
 
 
 def test_reverse_trajectory_of_a_diverged_model_is_a_clear_error():

@@ -218,7 +218,7 @@ def test_iwae_rows_have_their_own_streams_and_image_iwae_keeps_them():
     assert r.iwae_tables == {}
     first = vae_lab.image_iwae(bound, r, Ks=(10, 3))
     assert list(first.K) == [10, 3] and first.bound[0] == full.bound[1]
-    assert sorted(r.iwae_tables[bound].K) == [3, 10]  # kept on the run, per bound function
+    assert sorted(r.iwae_tables[vae_lab.code_key(bound)].K) == [3, 10]  # kept on the run, per bound function
     again = vae_lab.image_iwae(bound, r, Ks=(1, 3, 10, 30))  # 1 and 30 computed, 3 and 10 read
     np.testing.assert_array_equal(again.bound, vae_lab.iwae_bounds(bound, r.model, r.images, Ks=(1, 3, 10, 30)).bound)
     assert again.elbo == full.elbo
@@ -262,7 +262,7 @@ def test_shipped_defaults_rebuild_their_models_and_leave_the_global_stream():
     assert digits.latents.shape == (360, 2) and digits.iwae_tables == {}
     # section 7's table is shipped for the page's own iwae_bound, and only for it
     with_table = vae_lab.default_image_vae(L, NB.iwae_bound)
-    assert list(with_table.iwae_tables[NB.iwae_bound].K) == list(vae_lab.IWAE_KS)
+    assert list(with_table.iwae_tables[vae_lab.code_key(NB.iwae_bound)].K) == list(vae_lab.IWAE_KS)
     assert vae_lab.default_image_vae(L, lambda model, x, K, rng: NB.iwae_bound(model, x, K, rng)).iwae_tables == {}
     np.testing.assert_allclose(sweep.kl, sweep.kl_per_dim.sum(1))
     assert list(remedies) == list(vae_lab.COLLAPSE_REMEDIES)
@@ -291,3 +291,36 @@ def test_a_shipped_model_that_does_not_fit_the_page_is_refused_in_one_sentence()
     with pytest.raises(ValueError, match="shipped parameters do not fit this page's `wider`"):
         vae_lab._model_from_state(edited, state)
     assert "Train with the button." in ui.not_loaded(ValueError("train with the button")).text
+
+
+def _compiled(source, name):
+    """A function compiled from ``source``, as a new session of a page defines its cells anew."""
+    namespace = {}
+    exec(compile(source, "<cell>", "exec"), namespace)
+    return namespace[name]
+
+
+def test_code_key_is_equal_for_the_same_code_and_differs_for_an_edit():
+    from engine.course.labs._generative import code_key
+
+    source = "def kl(mu, logvar, scale=0.5):\n    return -scale * (1 + logvar - mu**2 - logvar.exp())\n"
+    first, again = _compiled(source, "kl"), _compiled(source, "kl")
+    assert first is not again and code_key(first) == code_key(again)
+    assert code_key(_compiled(source.replace("1 +", "2 +"), "kl")) != code_key(first)  # the body
+    assert code_key(_compiled(source.replace("0.5", "0.25"), "kl")) != code_key(first)  # a default
+    model = engine.nn.Linear(2, 2)
+    assert code_key(model) is model  # no code of its own: itself
+
+
+def test_a_page_opened_again_finds_its_shipped_models_cached():
+    """Each session defines the lesson cells anew: equal code, so an equal Lesson, and the shipped
+    model loaded for the first session is the one the next gets (no second load); edited cells
+    are another Lesson."""
+    from notebook_driver import run_app
+
+    first, second = (run_app(NB.app)[1]["lesson_cells"]() for _ in range(2))  # two sessions of the page
+    assert second.loss is not first.loss
+    assert second == first and hash(second) == hash(first)
+    assert vae_lab.default_vae_2d(second) is vae_lab.default_vae_2d(first)
+    edited = _compiled("def negative_elbo(model, x, beta=1.0, free_bits=0.0):\n    return None\n", "negative_elbo")
+    assert vae_lab.Lesson(L.model, L.encode, L.decode, edited, L.train, L.parts) != L
