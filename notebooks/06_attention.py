@@ -21,7 +21,7 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, r"""
+    _header = ui.page_header(METADATA, r"""
     In attention every position of a sequence decides, from the data, which other positions to
     read. By the end of this notebook you will be able to:
 
@@ -41,12 +41,7 @@ def _():
     with `marimo edit`, change one, and every figure that uses it runs again: the prompts marked
     **Change this cell** suggest where to start.
     """)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
+    _section = mo.md(r"""
     ## 1. Queries, keys and values
 
     Each token's embedding $x_i \in \mathbb{R}^{d_{model}}$ is projected three ways: a **query**
@@ -67,6 +62,7 @@ def _():
     In code, with a mask $M$ that is True where query $i$ may read key $j$ (a blocked score
     becomes $-\infty$, so its weight is $e^{-\infty} = 0$):
     """)
+    mo.vstack([_header, _section])
     return
 
 
@@ -91,7 +87,7 @@ def attention(q, k, v, mask=None, scale=None):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    _intro = mo.md(r"""
     Every map on this page, and every model below, calls this one function. The weights below are
     random (a trained model learns them), so the pattern is arbitrary; what matters is how the
     scale, the temperature and the mask reshape it.
@@ -103,11 +99,6 @@ def _():
     of sections 5 and 6 were trained with the function as it is now: they then say so, and their
     Train buttons show what your version does to learning.
     """)
-    return
-
-
-@app.cell
-def _():
     qkv_dk = mo.ui.slider(1, 64, value=4, label="d_k", show_value=True)
     qkv_seed = mo.ui.slider(0, 20, value=0, label="random weights #", show_value=True)
     qkv_scale = mo.ui.dropdown(options=lab.SCALES, value="1/√d_k (standard)",
@@ -121,18 +112,14 @@ def _():
                                    value=1.0, label="multiplier c of the scores", show_value=True)
     query_edit = widgets.matrix([[2.0, 0.0, 0.0, 0.0]], min_value=-5.0, max_value=5.0, step=0.5,
                                 label="query q")
+    _intro
     return (mask_kind, mask_pad, mask_window, qkv_dk, qkv_scale, qkv_seed, qkv_temperature, query_edit,
             retrieval_scale)
 
 
 @app.cell
-def _(qkv_dk, qkv_seed):
+def _(mask_kind, mask_pad, mask_window, qkv_dk, qkv_scale, qkv_seed, qkv_temperature):
     qkv = lab.toy_qkv(d_model=16, d_k=qkv_dk.value, seed=qkv_seed.value)
-    return (qkv,)
-
-
-@app.cell
-def _(mask_kind, mask_pad, mask_window, qkv, qkv_dk, qkv_scale, qkv_seed, qkv_temperature):
     _L = len(qkv.tokens)
     mask = lab.make_mask(mask_kind.value, _L, mask_window.value, mask_pad.value)
     maps = lab.attention_maps(attention, qkv.Q, qkv.K, qkv.V, qkv_scale.value,
@@ -140,9 +127,9 @@ def _(mask_kind, mask_pad, mask_window, qkv, qkv_dk, qkv_scale, qkv_seed, qkv_te
     mask_counts = lab.mask_cost(mask, _L)
     _labels = [f"{i}:{w}" for i, w in enumerate(qkv.tokens)]
     _small = qkv_dk.value <= 16
-    _scores = plot.heatmap(maps.scores, x_labels=_labels, y_labels=_labels, x_title="key j",
-                           y_title="query i", color_title="score", scheme="blueorange",
-                           annotate=True, fmt=".1f", title="scores q·k · scale / τ (blank: masked)")
+    _scores = ui.chart(plot.heatmap(maps.scores, x_labels=_labels, y_labels=_labels, x_title="key j",
+                                    y_title="query i", color_title="score", scheme="blueorange",
+                                    annotate=True, fmt=".1f", title="scores q·k · scale / τ (blank: masked)"))
     # The attention map is the lesson: one cell per (query, key), and a click on a cell picks its query.
     _cells = plot.data(query=np.repeat(np.array(_labels, dtype=object), _L),
                        key=np.tile(np.array(_labels, dtype=object), _L), weight=maps.weights.ravel())
@@ -172,7 +159,7 @@ def _(mask_kind, mask_pad, mask_window, qkv, qkv_dk, qkv_scale, qkv_seed, qkv_te
         mo.md("\n\n".join(_notes)),
         mo.hstack([_scores, attention_map], widths="equal"),
     ])
-    return attention_map, mask, mask_counts, maps
+    return attention_map, mask, mask_counts, maps, qkv
 
 
 @app.cell
@@ -257,9 +244,9 @@ def _(retrieval_scale):
                                        multipliers=(retrieval_scale.value,), seed=0)
     mo.vstack([
         retrieval_scale,
-        plot.bars([f"key {j}" for j in range(8)], retrieval.weights[0], y_title="weight",
-                  y_domain=(0, 1), title=f"c = {retrieval_scale.value:g}: weight on key 3 = "
-                  f"{retrieval.on_target[0]:.3f}"),
+        ui.chart(plot.bars([f"key {j}" for j in range(8)], retrieval.weights[0], y_title="weight",
+                           y_domain=(0, 1), title=f"c = {retrieval_scale.value:g}: weight on key 3 = "
+                           f"{retrieval.on_target[0]:.3f}")),
         mo.md(f"Scores q·k_j/√d_k: {', '.join(f'{v:.2f}' for v in retrieval.scores)}. Weight on "
               f"the matching key: **{retrieval.on_target[0]:.3f}** (uniform: {1 / 8:.3f})."),
     ])
@@ -282,8 +269,8 @@ def _(query_edit):
     steered = lab.attention_maps(attention, _q, 2.0 * np.eye(4), 2.0 * np.eye(4))
     mo.vstack([
         query_edit,
-        plot.bars([f"key {j}" for j in range(4)], steered.weights[0], y_title="weight",
-                  y_domain=(0, 1), title="weights of your query over the four keys"),
+        ui.chart(plot.bars([f"key {j}" for j in range(4)], steered.weights[0], y_title="weight",
+                           y_domain=(0, 1), title="weights of your query over the four keys")),
         mo.md(f"Weights: {', '.join(f'{w:.3f}' for w in steered.weights[0])}."),
     ])
     return (steered,)
@@ -308,6 +295,8 @@ def _(answer_lookup, exercise_lookup):
 
 @app.cell(hide_code=True)
 def _():
+    variance_dk = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=64,
+                               label="d_k", show_value=True)
     mo.md(r"""
     ## 2. Why divide by $\sqrt{d_k}$?
 
@@ -322,13 +311,6 @@ def _():
     Scores with a standard deviation of $\sqrt{512} \approx 23$ put almost all the weight on one
     key: the softmax saturates and its gradient to every other key vanishes.
     """)
-    return
-
-
-@app.cell
-def _():
-    variance_dk = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=64,
-                               label="d_k", show_value=True)
     return (variance_dk,)
 
 
@@ -336,12 +318,12 @@ def _():
 def _(variance_dk):
     variance = lab.dot_product_variance(variance_dk.value, n=4000, seed=0)
     _lim = max(4.0, 4 * np.sqrt(variance_dk.value))
-    _hist = plot.histogram_grid({"q·k (raw)": variance.raw, "q·k / √d_k": variance.scaled},
-                                bins=40, x_title="score (same axis for both)", columns=2,
-                                range_=(-_lim, _lim),
-                                panel_width=260, panel_height=120,
-                                flags={"q·k (raw)": f"variance {variance.var_raw:.1f}",
-                                       "q·k / √d_k": f"variance {variance.var_scaled:.2f}"})
+    _hist = ui.chart(plot.histogram_grid({"q·k (raw)": variance.raw, "q·k / √d_k": variance.scaled},
+                                         bins=40, x_title="score (same axis for both)", columns=2,
+                                         range_=(-_lim, _lim),
+                                         panel_width=260, panel_height=120,
+                                         flags={"q·k (raw)": f"variance {variance.var_raw:.1f}",
+                                                "q·k / √d_k": f"variance {variance.var_scaled:.2f}"}))
     mo.vstack([variance_dk, _hist,
                mo.md(f"For d_k = {variance_dk.value}: sample variance of q·k = "
                      f"**{variance.var_raw:.1f}** (theory {variance_dk.value}), after dividing by "
@@ -353,16 +335,16 @@ def _(variance_dk):
 def _():
     # Does not depend on the d_k slider: its own cell, computed once.
     sweep = lab.scaling_sweep(L=16, n=300, seed=0)
-    _var = plot.curves(np.log2(sweep.d_k), {"raw": sweep.var_raw,
-                                            "divided by √d_k": sweep.var_scaled},
-                       x_title="log₂ d_k", y_title="Var(score)", log_y=True,
-                       colors={"raw": "error", "divided by √d_k": "model"},
-                       title="score variance: d_k raw, 1 when scaled")
-    _max = plot.curves(np.log2(sweep.d_k), {"raw": sweep.max_raw,
-                                            "divided by √d_k": sweep.max_scaled},
-                       x_title="log₂ d_k", y_title="largest weight", y_domain=(0, 1),
-                       colors={"raw": "error", "divided by √d_k": "model"},
-                       title="average largest softmax weight over 16 keys")
+    _var = ui.chart(plot.curves(np.log2(sweep.d_k), {"raw": sweep.var_raw,
+                                                     "divided by √d_k": sweep.var_scaled},
+                                x_title="log₂ d_k", y_title="Var(score)", log_y=True,
+                                colors={"raw": "error", "divided by √d_k": "model"},
+                                title="score variance: d_k raw, 1 when scaled"))
+    _max = ui.chart(plot.curves(np.log2(sweep.d_k), {"raw": sweep.max_raw,
+                                                     "divided by √d_k": sweep.max_scaled},
+                                x_title="log₂ d_k", y_title="largest weight", y_domain=(0, 1),
+                                colors={"raw": "error", "divided by √d_k": "model"},
+                                title="average largest softmax weight over 16 keys"))
     mo.hstack([_var, _max], widths="equal")
     return (sweep,)
 
@@ -456,23 +438,18 @@ class MultiHeadAttention(nn.Module):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
-    The four projections are $d_{model}\times d_{model}$ whatever $H$, so the parameter count is
-    $4(d_{model}^2 + d_{model})$: more heads cost nothing extra, only a larger score tensor
-    $[B, H, L, L]$. The table is computed by `engine.shapes` and checked by running the
-    `MultiHeadAttention` above on a random batch (it computes what `nn.MultiheadAttention` does).
-    """)
-    return
-
-
-@app.cell
-def _():
     # Debounced: a drag sends only the value where it ends.
     mha_batch = mo.ui.slider(1, 64, value=2, label="batch B", show_value=True, debounce=True)
     mha_length = mo.ui.slider(1, 128, value=10, label="length L", show_value=True, debounce=True)
     mha_dmodel = mo.ui.slider(8, 256, step=8, value=64, label="d_model", show_value=True,
                               debounce=True)
     mha_heads = mo.ui.slider(1, 16, value=8, label="heads H", show_value=True, debounce=True)
+    mo.md(r"""
+    The four projections are $d_{model}\times d_{model}$ whatever $H$, so the parameter count is
+    $4(d_{model}^2 + d_{model})$: more heads cost nothing extra, only a larger score tensor
+    $[B, H, L, L]$. The table is computed by `engine.shapes` and checked by running the
+    `MultiHeadAttention` above on a random batch (it computes what `nn.MultiheadAttention` does).
+    """)
     return mha_batch, mha_dmodel, mha_heads, mha_length
 
 
@@ -499,6 +476,14 @@ def _(mha_batch, mha_dmodel, mha_heads, mha_length):
 
 @app.cell(hide_code=True)
 def _():
+    kv_length = mo.ui.slider(steps=[128, 512, 1024, 2048, 4096, 8192, 32768, 131072], value=1024,
+                             label="length L", show_value=True)
+    kv_dmodel = mo.ui.slider(steps=[256, 512, 768, 1024, 2048, 4096], value=768,
+                             label="d_model", show_value=True)
+    kv_layers = mo.ui.slider(1, 96, value=12, label="layers", show_value=True)
+    kv_heads = mo.ui.slider(1, 64, value=12, label="heads H", show_value=True)
+    kv_precision = mo.ui.dropdown(options={"float32 (4 bytes)": 4, "bfloat16 (2 bytes)": 2},
+                                  value="float32 (4 bytes)", label="numbers stored as")
     mo.md(r"""
     ### Memory: the score tensor and the KV cache
 
@@ -511,19 +496,6 @@ def _():
     the **KV cache**, $2 \cdot \text{layers} \cdot L \cdot d_{model}$ numbers, **linear** in
     the length. Each step then projects one new row instead of the whole prefix.
     """)
-    return
-
-
-@app.cell
-def _():
-    kv_length = mo.ui.slider(steps=[128, 512, 1024, 2048, 4096, 8192, 32768, 131072], value=1024,
-                             label="length L", show_value=True)
-    kv_dmodel = mo.ui.slider(steps=[256, 512, 768, 1024, 2048, 4096], value=768,
-                             label="d_model", show_value=True)
-    kv_layers = mo.ui.slider(1, 96, value=12, label="layers", show_value=True)
-    kv_heads = mo.ui.slider(1, 64, value=12, label="heads H", show_value=True)
-    kv_precision = mo.ui.dropdown(options={"float32 (4 bytes)": 4, "bfloat16 (2 bytes)": 2},
-                                  value="float32 (4 bytes)", label="numbers stored as")
     return kv_dmodel, kv_heads, kv_layers, kv_length, kv_precision
 
 
@@ -533,11 +505,11 @@ def _(kv_dmodel, kv_heads, kv_layers, kv_length, kv_precision):
     kv_memory = lab.attention_memory(kv_length.value, *_args)
     kv_sweep = [lab.attention_memory(n, *_args) for n in kv_length.steps]
     _mib = 2.0**20
-    _chart = plot.curves(np.log2(kv_length.steps),
-                         {"scores of one layer": [m.scores_bytes / _mib for m in kv_sweep],
-                          "KV cache, all layers": [m.kv_cache_bytes / _mib for m in kv_sweep]},
-                         x_title="log₂ L", y_title="MiB (log scale)", log_y=True,
-                         title="memory against length: L² for the scores, L for the cache")
+    _chart = ui.chart(plot.curves(np.log2(kv_length.steps),
+                                  {"scores of one layer": [m.scores_bytes / _mib for m in kv_sweep],
+                                   "KV cache, all layers": [m.kv_cache_bytes / _mib for m in kv_sweep]},
+                                  x_title="log₂ L", y_title="MiB (log scale)", log_y=True,
+                                  title="memory against length: L² for the scores, L for the cache"))
     mo.vstack([
         mo.hstack([kv_length, kv_dmodel, kv_layers, kv_heads, kv_precision], wrap=True),
         mo.md(f"At L = {kv_length.value:,}: scores of one layer **{kv_memory.scores_bytes / _mib:,.1f} "
@@ -584,6 +556,12 @@ def _(answer_kv, answer_mha, exercise_kv, exercise_mha):
 
 @app.cell(hide_code=True)
 def _():
+    rope_dim = mo.ui.slider(steps=[2, 4, 8, 16, 32, 64, 128], value=16, label="d", show_value=True)
+    rope_base = mo.ui.dropdown(options={"100": 100.0, "10 000": 10000.0, "1 000 000": 1e6},
+                               value="10 000", label="base")
+    rope_m = mo.ui.slider(0, 50, value=3, label="query position m", show_value=True)
+    rope_n = mo.ui.slider(0, 50, value=7, label="key position n", show_value=True)
+    rope_shift = mo.ui.slider(0, 200, value=40, label="shift both by s", show_value=True)
     mo.md(r"""
     ## 4. Where is each token? Positions
 
@@ -609,30 +587,14 @@ def _():
     Rotations compose, $R_m^\top R_n = R_{n-m}$, so $\langle R_m q, R_n k\rangle = \langle q, R_{n-m}k\rangle$:
     the score depends on the positions only through their **offset**. Check it below.
     """)
-    return
-
-
-@app.cell
-def _():
-    rope_dim = mo.ui.slider(steps=[2, 4, 8, 16, 32, 64, 128], value=16, label="d", show_value=True)
-    rope_base = mo.ui.dropdown(options={"100": 100.0, "10 000": 10000.0, "1 000 000": 1e6},
-                               value="10 000", label="base")
-    rope_m = mo.ui.slider(0, 50, value=3, label="query position m", show_value=True)
-    rope_n = mo.ui.slider(0, 50, value=7, label="key position n", show_value=True)
-    rope_shift = mo.ui.slider(0, 200, value=40, label="shift both by s", show_value=True)
     return rope_base, rope_dim, rope_m, rope_n, rope_shift
 
 
 @app.cell
-def _(rope_dim):
+def _(rope_base, rope_dim, rope_m, rope_n, rope_shift):
     _rng = np.random.default_rng(3)
     rope_q = _rng.standard_normal(rope_dim.value)
     rope_k = _rng.standard_normal(rope_dim.value)
-    return rope_k, rope_q
-
-
-@app.cell
-def _(rope_base, rope_dim, rope_k, rope_m, rope_n, rope_q, rope_shift):
     shift_check = lab.rope_shift_check(rope_q, rope_k, rope_m.value, rope_n.value,
                                        rope_shift.value, rope_base.value)
     mo.vstack([
@@ -652,7 +614,7 @@ def _(rope_base, rope_dim, rope_k, rope_m, rope_n, rope_q, rope_shift):
             f"**{abs(shift_check.absolute_shifted - shift_check.absolute):.3f}**.",
         ])),
     ])
-    return (shift_check,)
+    return rope_k, rope_q, shift_check
 
 
 @app.cell
@@ -663,8 +625,8 @@ def _(rope_base, rope_dim):
         _t = lab.rope_pair_trajectory(rope_dim.value, _i, 32, rope_base.value)
         _pairs[f"pair {_i} (θ = {_t.theta:.3g} rad per position)"] = (
             _t.xy[:, 0], _t.xy[:, 1], _t.positions)
-    plot.paths_2d(_pairs, x_title="x₂ᵢ (rotated)", y_title="x₂ᵢ₊₁ (rotated)", height=340,
-                  title="a vector of ones at positions 0…31: each pair turns at its own speed")
+    ui.chart(plot.paths_2d(_pairs, x_title="x₂ᵢ (rotated)", y_title="x₂ᵢ₊₁ (rotated)", height=340,
+                           title="a vector of ones at positions 0…31: each pair turns at its own speed"))
     return
 
 
@@ -672,21 +634,21 @@ def _(rope_base, rope_dim):
 def _(rope_base, rope_dim):
     rope_distance = lab.rope_score_vs_distance(rope_dim.value, rope_base.value, 256)
     sinusoid = lab.sinusoidal_similarity(64, rope_dim.value, rope_base.value)
-    _decay = plot.curves(rope_distance.distance,
-                         {"Su et al.'s bound (1/(d/2)) Σⱼ|Sⱼ|": rope_distance.bound_relative,
-                          "score of aligned q = k = 1": rope_distance.aligned_relative},
-                         x_title="distance n − m", y_title="relative to distance 0",
-                         colors={"Su et al.'s bound (1/(d/2)) Σⱼ|Sⱼ|": "reference",
-                                 "score of aligned q = k = 1": "model"},
-                         title="RoPE's long-range decay: an upper bound, reached by aligned vectors")
+    _decay = ui.chart(plot.curves(rope_distance.distance,
+                                  {"Su et al.'s bound (1/(d/2)) Σⱼ|Sⱼ|": rope_distance.bound_relative,
+                                   "score of aligned q = k = 1": rope_distance.aligned_relative},
+                                  x_title="distance n − m", y_title="relative to distance 0",
+                                  colors={"Su et al.'s bound (1/(d/2)) Σⱼ|Sⱼ|": "reference",
+                                          "score of aligned q = k = 1": "model"},
+                                  title="RoPE's long-range decay: an upper bound, reached by aligned vectors"))
     _dims = lab.shown_dimensions(rope_dim.value)  # at most 32 rows: every k-th pair beyond
     _every = "" if len(_dims) == rope_dim.value else f", one pair in {_dims[2] // 2}"
-    _pe = plot.heatmap(sinusoid.pe[:32, _dims].T, y_labels=_dims, x_title="position m",
-                       y_title="dimension", color_title="PE", scheme="blueorange", domain=(-1, 1),
-                       title=f"sinusoidal positions PE (dimensions × positions{_every})")
-    _sim = plot.curves(np.arange(64), {"PE₀ · PEₙ": sinusoid.similarity[0]},
-                       x_title="distance n", y_title="dot product", colors={"PE₀ · PEₙ": "function"},
-                       title="sinusoidal: similarity of two positions falls with distance")
+    _pe = ui.chart(plot.heatmap(sinusoid.pe[:32, _dims].T, y_labels=_dims, x_title="position m",
+                                y_title="dimension", color_title="PE", scheme="blueorange", domain=(-1, 1),
+                                title=f"sinusoidal positions PE (dimensions × positions{_every})"))
+    _sim = ui.chart(plot.curves(np.arange(64), {"PE₀ · PEₙ": sinusoid.similarity[0]},
+                                x_title="distance n", y_title="dot product", colors={"PE₀ · PEₙ": "function"},
+                                title="sinusoidal: similarity of two positions falls with distance"))
     mo.vstack([_decay,
                mo.md(f"At distances 200 to 256 the bound is at most "
                      f"**{rope_distance.bound_relative[200:].max():.2f}** of its value at 0 "
@@ -863,16 +825,11 @@ def _():
     tiny_train = mo.ui.run_button(label="Train the attention model")
     cross_noise = mo.ui.slider(0.0, 4.0, step=0.5, value=0.5, label="noise on the copies",
                                show_value=True)
-    return cross_noise, tiny_length, tiny_lr, tiny_steps, tiny_task, tiny_train
-
-
-@app.cell
-def _():
     # The default model the cells above trained, loaded only if they are still the code that trained it.
     tiny_shipped, tiny_problem = lab.shipped_tiny_attention(
         code=(attention, next_token_loss, train_step, train_tiny_attention, default_tiny_attention),
         classes=(TinyAttention,))
-    return tiny_problem, tiny_shipped
+    return cross_noise, tiny_length, tiny_lr, tiny_problem, tiny_shipped, tiny_steps, tiny_task, tiny_train
 
 
 @app.cell
@@ -905,12 +862,12 @@ def _(tiny, tiny_caption):
     _h = tiny.history
     _labels_in = [f"{i}:{t}" for i, t in enumerate(tiny.example)]
     _labels_out = [f"{i}→{p}" for i, p in enumerate(tiny.prediction)]
-    _map = plot.heatmap(tiny.weights, x_labels=_labels_in, y_labels=_labels_out,
-                        x_title="input position : token", y_title="output position → predicted",
-                        color_title="weight", scheme="purples", domain=(0, 1), annotate=True,
-                        fmt=".2f", title="learned attention map for one held-out sequence")
-    _acc = plot.curves(_h.step, {"validation": _h.accuracy}, x_title="training step",
-                       y_title="token accuracy", y_domain=(0, 1), title="held-out accuracy")
+    _map = ui.chart(plot.heatmap(tiny.weights, x_labels=_labels_in, y_labels=_labels_out,
+                                 x_title="input position : token", y_title="output position → predicted",
+                                 color_title="weight", scheme="purples", domain=(0, 1), annotate=True,
+                                 fmt=".2f", title="learned attention map for one held-out sequence"))
+    _acc = ui.chart(plot.curves(_h.step, {"validation": _h.accuracy}, x_title="training step",
+                                y_title="token accuracy", y_domain=(0, 1), title="held-out accuracy"))
     tiny_accuracy = float(_h.accuracy[-1]) if len(_h.accuracy) else float("nan")
     mo.vstack([
         mo.callout(mo.md(tiny.stopped), kind="warn") if tiny.stopped else mo.md(""),
@@ -945,11 +902,11 @@ def _(cross_noise):
     _found = int((cross.weights.argmax(axis=1) == cross.aligned).sum())
     mo.vstack([
         cross_noise,
-        plot.heatmap(cross.weights, x_labels=[f"{j}:{w}" for j, w in enumerate(cross.source)],
-                     y_labels=[f"copy of {w}" for w in cross.target], x_title="source key",
-                     y_title="target query", color_title="weight", scheme="purples",
-                     domain=(0, 1), annotate=True, fmt=".2f",
-                     title=f"cross-attention weights {cross.weights.shape[0]}×{cross.weights.shape[1]}"),
+        ui.chart(plot.heatmap(cross.weights, x_labels=[f"{j}:{w}" for j, w in enumerate(cross.source)],
+                              y_labels=[f"copy of {w}" for w in cross.target], x_title="source key",
+                              y_title="target query", color_title="weight", scheme="purples",
+                              domain=(0, 1), annotate=True, fmt=".2f",
+                              title=f"cross-attention weights {cross.weights.shape[0]}×{cross.weights.shape[1]}")),
         mo.md(f"Queries whose largest weight is on the word they copy: **{_found} of "
               f"{len(cross.target)}** · output shape {list(cross.output.shape)}."),
     ])
@@ -1127,17 +1084,12 @@ def _():
     gpt_train = mo.ui.run_button(label="Train the tiny Transformer")
     gpt_temperature = mo.ui.dropdown(options={"0.2": 0.2, "0.5": 0.5, "0.8": 0.8, "1": 1.0, "1.5": 1.5},
                                      value="0.8", label="sampling temperature T")
-    return gpt_layers, gpt_lr, gpt_steps, gpt_temperature, gpt_train
-
-
-@app.cell
-def _():
     # The default Transformer the cells above trained, loaded only if they are still the code that trained it.
     gpt_shipped, gpt_problem = lab.shipped_tiny_gpt(
         code=(attention, split_heads, merge_heads, next_token_loss, train_step, heldout_loss,
               train_tiny_gpt, default_tiny_gpt),
         classes=(MultiHeadAttention, TransformerBlock, TinyGPT))
-    return gpt_problem, gpt_shipped
+    return gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_temperature, gpt_train
 
 
 @app.cell
@@ -1171,10 +1123,10 @@ def _(gpt, gpt_caption):
     else:
         _shown = mo.vstack([
             mo.md(gpt_caption),
-            plot.curves(gpt.steps, {"train": gpt.train_loss, "held-out": gpt.heldout_loss,
-                                    "unigram baseline": np.full(len(gpt.steps), gpt.unigram)},
-                        x_title="training step", y_title="nats per character",
-                        dashed=("unigram baseline",), title="next-character cross-entropy"),
+            ui.chart(plot.curves(gpt.steps, {"train": gpt.train_loss, "held-out": gpt.heldout_loss,
+                                             "unigram baseline": np.full(len(gpt.steps), gpt.unigram)},
+                                 x_title="training step", y_title="nats per character",
+                                 dashed=("unigram baseline",), title="next-character cross-entropy")),
             mo.md(f"Held-out loss **{gpt.heldout_loss[-1]:.2f}** nats per character against "
                   f"**{gpt.unigram:.2f}** for the unigram baseline."),
         ])
@@ -1218,23 +1170,12 @@ def sample(model, chars, prompt="a query ", length=120, temperature=0.8, seed=0)
 @app.cell
 def _(gpt, gpt_temperature):
     mo.stop(gpt is None or bool(gpt.stopped))
-    gpt_sample = sample(gpt.model, gpt.data.chars, "a query ", 120, gpt_temperature.value, seed=0)
+    gpt_sample = lab.sampled_text(sample, gpt.model, gpt.data.chars, "a query ", 120, gpt_temperature.value, seed=0)
     mo.vstack([gpt_temperature,
                mo.md(f"Sampled by the model above after the prompt *a query* (temperature "
                      f"{gpt_temperature.value:g}):"),
                mo.plain_text(gpt_sample)])
     return (gpt_sample,)
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## The same in your own script
-
-    The engine's attention functions take PyTorch's arguments (a boolean mask is True where
-    attention is allowed).
-    """)
-    return
 
 
 @app.cell
@@ -1254,16 +1195,10 @@ def _():
         y, w = mha_layer(x, x, x)                      # self-attention, weights averaged over heads
         return f"`out.shape` = {out.shape} · `y.shape` = {y.shape} · `w.shape` = {w.shape}"
 
-    mo.md(_script())
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(
-        "---\n\n**Where next.** Attention mixes information across positions; generative models "
-        "learn whole distributions. " + toc.nav_md(METADATA["id"])
-    )
+    mo.md("## The same in your own script\n\nThe engine's attention functions take PyTorch's arguments "
+          "(a boolean mask is True where attention is allowed).\n\n" + _script() + "\n\n---\n\n"
+          "**Where next.** Attention mixes information across positions; generative models learn "
+          "whole distributions. " + toc.nav_md(METADATA["id"]))
     return
 
 

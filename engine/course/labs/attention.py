@@ -47,7 +47,7 @@ __all__ = [
     "attention_memory", "cross_attention", "kv_cache_decode", "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
     "random_scores", "shown_dimensions", "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
     "TEXT", "CharData", "GPTRun", "block_parameters", "char_data", "designed_retrieval",
-    "heldout_windows", "random_windows", "tiny_heldout", "tiny_run", "toy_qkv",
+    "heldout_windows", "random_windows", "sampled_text", "tiny_heldout", "tiny_run", "toy_qkv",
     "GPT_CLASSES", "GPT_CODE", "GPT_DEFAULTS", "TINY_CLASSES", "TINY_CODE", "TINY_DEFAULTS",
     "shipped_tiny_attention", "shipped_tiny_gpt",
 ]
@@ -748,6 +748,15 @@ class GPTRun:
     heldout_loss: np.ndarray
     unigram: float
     stopped: str
+
+
+@functools.lru_cache(maxsize=32)  # the page flips between a few temperatures: each text drawn once per model
+def sampled_text(sample, model, chars, prompt, length, temperature, seed=0) -> str:
+    """``sample(model, chars, prompt, length, temperature, seed=seed)``, the page's sampler passed
+    in, remembered per sampler, model and temperature: a draw runs the model once per character
+    (about 0.1 s for 120 of them), and the training settings re-run the cell without changing the
+    model."""
+    return sample(model, chars, prompt, length, temperature, seed=seed)
 
 
 def block_parameters(d_model=768, heads=12) -> int:
