@@ -92,16 +92,12 @@ def _():
 
 @app.cell(hide_code=True)
 def _(picked, seed, torch_button):
-    ui.try_it("**Check a row.** Pick a row, draw new random inputs, and run its snippets: the "
-              "tests do this for every row of every sheet.",
-              [picked, seed, torch_button],
-              check_report(picked.value, seed.value, torch_button.value))
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(render.sheet_md(METADATA["id"]))
+    formulas.try_it_and_tables(
+        METADATA["id"],
+        "**Check a row.** Pick a row, draw new random inputs, and run its snippets: the tests do this "
+        "for every row of every sheet.",
+        [picked, seed, torch_button],
+        check_report(picked.value, seed.value, torch_button.value))
     return
 
 

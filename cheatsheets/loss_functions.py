@@ -9,7 +9,7 @@ with app.setup:
 
     import engine
     import engine.functional as F
-    from engine.course import metadata, plot, render, ui
+    from engine.course import formulas, metadata, plot, ui
 
     METADATA = metadata("loss_functions")
 
@@ -58,21 +58,17 @@ def _():
 def _(delta, e_range):
     _e = np.linspace(-e_range.value, e_range.value, 201)
     _losses, _grads = regression_losses(_e, delta.value)
-    ui.try_it("**Robust or not.** Beyond δ, Huber grows linearly like MAE, so an outlier pulls "
-              "with a bounded force; MSE's pull grows with the residual. Gradients come from the "
-              "engine's `backward()`.",
-              [delta, e_range],
-              mo.hstack([
-                  plot.curves(_e, _losses, x_title="residual e = ŷ − y", y_title="loss", title="loss"),
-                  plot.curves(_e, _grads, x_title="residual e = ŷ − y", y_title="∂loss/∂ŷ",
-                              title="gradient (autograd)"),
-              ], widths="equal"))
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(render.sheet_md(METADATA["id"]))
+    formulas.try_it_and_tables(
+        METADATA["id"],
+        "**Robust or not.** Beyond δ, Huber grows linearly like MAE, so an outlier pulls with a "
+        "bounded force; MSE's pull grows with the residual. Gradients come from the engine's "
+        "`backward()`.",
+        [delta, e_range],
+        mo.hstack([
+            ui.chart(plot.curves(_e, _losses, x_title="residual e = ŷ − y", y_title="loss", title="loss")),
+            ui.chart(plot.curves(_e, _grads, x_title="residual e = ŷ − y", y_title="∂loss/∂ŷ",
+                                 title="gradient (autograd)")),
+        ], widths="equal"))
     return
 
 

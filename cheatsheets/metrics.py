@@ -8,7 +8,7 @@ with app.setup:
     import numpy as np
 
     from engine import metrics
-    from engine.course import metadata, plot, render, ui
+    from engine.course import formulas, metadata, plot, ui
 
     METADATA = metadata("metrics")
 
@@ -62,25 +62,20 @@ def _(threshold):
     _warning = (mo.callout(mo.md("No example is predicted positive at this threshold: precision "
                                  "is 0/0 and shown as 0 (`zero_division=0`)."), kind="warn")
                 if _r["predicted positives"] == 0 else mo.md(""))
-    ui.try_it(
+    formulas.try_it_and_tables(
+        METADATA["id"],
         "**Move the threshold.** 200 examples, a quarter of them positive. Raising the "
         "threshold trades recall for precision; accuracy looks fine even when every example "
         "is called negative. ROC-AUC does not depend on the threshold.",
         [threshold],
         mo.hstack([
-            plot.heatmap(_r["confusion"], x_labels=["pred 0", "pred 1"], y_labels=["true 0", "true 1"],
-                         x_title="predicted", y_title="true", annotate=True, fmt=".0f",
-                         title="confusion matrix", height=180),
+            ui.chart(plot.heatmap(_r["confusion"], x_labels=["pred 0", "pred 1"], y_labels=["true 0", "true 1"],
+                                  x_title="predicted", y_title="true", annotate=True, fmt=".0f",
+                                  title="confusion matrix", height=180)),
             mo.md("\n".join(f"- **{k}**: {_r[k]:.3f}" for k in ("accuracy", "precision", "recall", "F1", "ROC-AUC"))),
         ], widths=[2, 1]),
         _warning,
     )
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(render.sheet_md(METADATA["id"]))
     return
 
 

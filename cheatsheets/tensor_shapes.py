@@ -7,7 +7,7 @@ with app.setup:
     import marimo as mo
 
     from engine import shapes
-    from engine.course import metadata, render, ui
+    from engine.course import formulas, metadata, ui
 
     METADATA = metadata("tensor_shapes")
 
@@ -83,15 +83,10 @@ def _():
 
 @app.cell(hide_code=True)
 def _(att_b, att_d, att_h, att_l):
-    ui.try_it("**Attention shapes.** Self-attention of a batch of sequences; the scores grow as L².",
-              [att_b, att_l, att_d, att_h],
-              attention_report(att_b.value, att_l.value, att_d.value, att_h.value))
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(render.sheet_md(METADATA["id"]))
+    formulas.try_it_and_tables(METADATA["id"],
+                               "**Attention shapes.** Self-attention of a batch of sequences; the scores grow as L².",
+                               [att_b, att_l, att_d, att_h],
+                               attention_report(att_b.value, att_l.value, att_d.value, att_h.value))
     return
 
 
