@@ -412,11 +412,20 @@ def default_sweeps():
     return lab.default_sweeps(deep_forward)
 
 
+@app.function
+def default_variants():
+    """The table of section 5 as the page opens it, for every activation of the depth lab with He's
+    and Xavier's σ_W (`init_std`, width 64): the same 50-layer stack run by `deep_forward` plain,
+    with a residual path, with pre-norm and with both."""
+    return lab.default_variants(deep_forward, init_std)
+
+
 @app.cell
 def _():
-    # the shipped sweeps load only when this page's block and deep_forward made them
+    # the shipped sweeps and 50-layer runs load only when this page's code made them
     shipped_sweeps, sweeps_misfit = lab.shipped_sweeps(block, deep_forward)
-    return shipped_sweeps, sweeps_misfit
+    shipped_variants = lab.shipped_variants(block, deep_forward, init_std)
+    return shipped_sweeps, shipped_variants, sweeps_misfit
 
 
 @app.cell
@@ -494,14 +503,17 @@ def _():
 
 
 @app.cell
-def _(depth_phi, weight_std, width):
+def _(depth_phi, shipped_variants, weight_std, width):
     depth_variants = lab.depth_variants(deep_forward, weight_std, depth=50, width=width.value,
-                                        activation=depth_phi)
+                                        activation=depth_phi, shipped=shipped_variants)
     _fate = {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}
     _rows = "\n".join(f"| {name} | {r.gradient_ratio:.3g} | {_fate[r.verdict()]} | ×{r.variance_factor:.3g} |"
                       for name, r in depth_variants.items())
+    _source = ("runs shipped with the course, made by this page's `deep_forward`, `block` and `init_std`"
+               if lab.variants_are_shipped(shipped_variants, depth_phi, weight_std, width.value)
+               else "run just now by this page's `deep_forward` and `block`")
     mo.md("| 50 layers | first / last gradient | the gradient | variance of z, per layer |\n|---|---|---|---|\n"
-          + _rows)
+          + _rows + f"\n\n<small>The four stacks: {_source}.</small>")
     return (depth_variants,)
 
 

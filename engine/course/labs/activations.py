@@ -13,9 +13,11 @@ autograd dots; the tests check that the two agree.
 - :func:`depth_lab`: the notebook's deep forward pass (passed in) run at initialisation; per-layer
   pre-activation statistics, the share of units whose derivative is (almost) zero, and gradient
   norms from autograd next to the product of per-layer factors σ_W·√n·rms(φ') that predicts them;
-  :func:`depth_variants`, the same stack plain, residual, pre-norm and both; :func:`scale_sweep`,
-  the per-layer factor against the weight scale, whose default sweeps ship as the checkpoint
-  ``activations_sweeps`` (:data:`CHECKPOINTS`, made by the notebook's ``default_sweeps``).
+  :func:`depth_variants`, the same stack plain, residual, pre-norm and both (shipped for every
+  activation with He and Xavier at the default width as the checkpoint ``activations_variants``,
+  made by the notebook's ``default_variants``); :func:`scale_sweep`, the per-layer factor against
+  the weight scale, whose default sweeps ship as the checkpoint ``activations_sweeps``
+  (:data:`CHECKPOINTS`, made by the notebook's ``default_sweeps``).
 - :func:`moons` and :func:`bend_report`: the data of the notebook's small ReLU network, and the
   linear pieces it cuts the plane into (the network and its training loop are the notebook's).
 
@@ -36,6 +38,7 @@ import engine.functional as F
 from engine import Tensor
 from engine.course import checkpoints
 from engine.course.checkpoints import activations_sweeps as _sweeps_checkpoint  # static: the WebAssembly bundler
+from engine.course.checkpoints import activations_variants as _variants_checkpoint
 
 from ._checks import is_default
 
@@ -541,7 +544,10 @@ def default_sweeps(forward) -> dict:
 
 # the sweeps the page opens on, made by the notebook's own forward pass (its block and deep_forward)
 CHECKPOINTS = {"activations_sweeps": checkpoints.FromNotebook(
-    notebook="01_activations", function="default_sweeps", code=("block", "deep_forward"))}
+    notebook="01_activations", function="default_sweeps", code=("block", "deep_forward")),
+               # the 50-layer table at the default width, by the same forward pass and the page's init_std
+               "activations_variants": checkpoints.FromNotebook(
+    notebook="01_activations", function="default_variants", code=("block", "deep_forward", "init_std"))}
 
 
 def shipped_sweeps(*code) -> tuple[dict | None, str]:
@@ -552,6 +558,14 @@ def shipped_sweeps(*code) -> tuple[dict | None, str]:
         return None, ("the shipped sweep was made by other code than this page's `block` and `deep_forward`, "
                       "so it is not shown: the button runs the sweep with yours")
     return {name: np.asarray(v, dtype=np.float64) for name, v in state.items()}, ""
+
+
+def shipped_variants(*code) -> dict | None:
+    """The shipped runs of :func:`default_variants` when ``code`` (the page's ``block``,
+    ``deep_forward`` and ``init_std``) is the code that made them, else None (the table is then
+    computed with the page's code at every setting)."""
+    state, _ = checkpoints.load_if_fits(_variants_checkpoint, *code)
+    return state
 
 
 @functools.lru_cache(maxsize=32)
@@ -578,7 +592,7 @@ DEPTH_VARIANTS = {"plain": (False, False), "residual": (True, False), "pre-norm"
 
 
 def depth_variants(forward, weight_std: float, depth: int = 50, width: int = 64, activation: str = "tanh",
-                   n_samples: int | None = None, seed: int = 0) -> dict:
+                   n_samples: int | None = None, seed: int = 0, shipped: dict | None = None) -> dict:
     """The same stack (same weights and inputs, drawn once) run by the lesson's ``forward`` plain,
     with a residual path, with pre-norm, and with both: variant name -> :class:`DepthReport`, each
     as :func:`depth_lab` gives but without the histogram samples (``z_samples`` empty) and the
@@ -588,12 +602,59 @@ def depth_variants(forward, weight_std: float, depth: int = 50, width: int = 64,
     the four verdicts of 128 examples but for a few gradient ratios near the verdicts' threshold
     of 100 (as many as with 64 examples), at a fraction of the cost of every change of the
     notebook's controls (GELU's erf is a NumPy series). Cached (the reports are small), so a
-    setting shown before is shown again at once; treat the reports as read-only."""
+    setting shown before is shown again at once; treat the reports as read-only.
+
+    ``shipped``: the runs of :func:`shipped_variants`, used as they are where they hold this
+    setting (the default depth, width, batch and seed, an activation by name, He's or Xavier's σ_W),
+    so the page answers a change of activation or initialisation without an engine run."""
     _check_stack(activation, depth, width)
     _check_std(weight_std)
     if n_samples is None:
         n_samples = samples_for_width(width, values_per_layer=2048, most=32)
+    found = _shipped_variant_runs(shipped, activation, float(weight_std), depth, width, n_samples, seed)
+    if found is not None:
+        return found
     return dict(_depth_variants(forward, depth, width, activation, float(weight_std), n_samples, seed))
+
+
+VARIANTS_DEFAULT = {"depth": 50, "width": 64, "n_samples": 32, "seed": 0}
+VARIANTS_INITS = ("he", "xavier")  # a custom scale of 1 is Xavier's σ_W at width 64
+
+
+def default_variants(forward, init_std) -> dict:
+    """What the checkpoint ``activations_variants`` holds: :func:`depth_variants` at the default
+    depth and width for every depth-lab activation with He's and Xavier's σ_W (the lesson's
+    ``init_std``), run by the lesson's ``forward``: ``{"relu/he": (4 variants, 3, depth) array of
+    z_std, z_mean and grad_norm, "relu/he/std": [σ_W], ...}``."""
+    width, depth = VARIANTS_DEFAULT["width"], VARIANTS_DEFAULT["depth"]
+    state = {}
+    for name in DEPTH_ACTIVATIONS:
+        for init in VARIANTS_INITS:
+            std = float(init_std(init, width, width, leaky_slope=0.01 if name == "leaky_relu" else 0.0))
+            runs = depth_variants(forward, std, depth=depth, width=width, activation=name)
+            state[f"{name}/{init}"] = np.stack([np.stack([r.z_std, r.z_mean, r.grad_norm]) for r in runs.values()])
+            state[f"{name}/{init}/std"] = np.array([std])
+    return state
+
+
+def variants_are_shipped(shipped, activation, weight_std, width: int) -> bool:
+    """Whether :func:`depth_variants` at this setting (default depth, batch and seed) reads ``shipped``."""
+    d = VARIANTS_DEFAULT
+    return _shipped_variant_runs(shipped, activation, float(weight_std), d["depth"], width, d["n_samples"],
+                                 d["seed"]) is not None
+
+
+def _shipped_variant_runs(shipped, activation, std, depth, width, n_samples, seed) -> dict | None:
+    """The shipped :func:`depth_variants` reports for this setting, or None where none is shipped."""
+    if shipped is None or callable(activation) or \
+            {"depth": depth, "width": width, "n_samples": n_samples, "seed": seed} != VARIANTS_DEFAULT:
+        return None
+    for init in VARIANTS_INITS:
+        if float(shipped.get(f"{activation}/{init}/std", [np.nan])[0]) == std:
+            runs = shipped[f"{activation}/{init}"]
+            return {name: DepthReport(activation, std, z_std, z_mean, None, None, None, grad_norm, None)
+                    for name, (z_std, z_mean, grad_norm) in zip(DEPTH_VARIANTS, runs)}
+    return None
 
 
 @functools.lru_cache(maxsize=64)

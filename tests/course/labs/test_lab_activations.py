@@ -303,6 +303,24 @@ def test_shipped_sweeps_are_the_notebook_code_s_and_refused_for_other_code():
     assert refused is None and "other code than this page's `block` and `deep_forward`" in reason
 
 
+def test_shipped_variants_are_the_runs_of_the_notebook_code_and_refused_for_other_code():
+    shipped = act.shipped_variants(NB.block, NB.deep_forward, NB.init_std)
+    for name, init in (("relu", "he"), ("tanh", "xavier"), ("leaky_relu", "he")):
+        std = NB.init_std(init, 64, 64, leaky_slope=0.01 if name == "leaky_relu" else 0.0)
+        assert act.variants_are_shipped(shipped, name, std, 64)
+        read = act.depth_variants(NB.deep_forward, std, activation=name, shipped=shipped)
+        run = act._depth_variants.__wrapped__(NB.deep_forward, 50, 64, name, float(std), 32, 0)
+        for variant in act.DEPTH_VARIANTS:
+            assert read[variant].verdict() == run[variant].verdict()
+            np.testing.assert_allclose(read[variant].grad_norm, run[variant].grad_norm, rtol=1e-6)
+            np.testing.assert_allclose(read[variant].z_std, run[variant].z_std, rtol=1e-6)
+    # another width, scale or activation is run, not read
+    assert not act.variants_are_shipped(shipped, "relu", NB.init_std("custom", 64, 64, 2.0), 64)
+    assert not act.variants_are_shipped(shipped, "relu", NB.init_std("he", 128, 128), 128)
+    assert not act.variants_are_shipped(shipped, NB.my_activation, NB.init_std("he", 64, 64), 64)
+    assert act.shipped_variants(_edited_block, NB.deep_forward, NB.init_std) is None
+
+
 def test_bend_report_pieces_are_affine_and_bounded():
     r = bend(width=5, depth=1, steps=0, seed=4, grid=60)
     assert r.pieces <= act.max_pieces_one_layer(5) == 16 and r.one_layer_bound == 16
