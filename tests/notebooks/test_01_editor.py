@@ -18,14 +18,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_tools import (
-    assert_no_errors,
-    changed_reading,
-    notebook_in_editor,
-    replace_cell_code,
-    wait_idle_after,
-)
-from oracle import require_browser
+from browser_tools import assert_no_errors, changed_reading, editing, press_and_wait, replace_cell_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -51,9 +44,7 @@ def _variant_rows(page) -> dict:
 
 
 def test_editing_block_in_the_editor_changes_the_table_and_the_sweep_falls_back(tmp_path):
-    with notebook_in_editor(require_browser(), NOTEBOOK, tmp_path) as (page, log):
-        assert_no_errors(page, log, "01 on open")
-        outputs = page.locator(".output-area")  # the cells' outputs (the editor shows their code too)
+    with editing(NOTEBOOK, tmp_path) as (page, log, outputs):
         outputs.get_by_text("shipped with the course, made by this page's").first.wait_for()
         before = _variant_rows(page)
 
@@ -66,8 +57,7 @@ def test_editing_block_in_the_editor_changes_the_table_and_the_sweep_falls_back(
         outputs.get_by_text(re.compile("the shipped sweep was made by other code than this page's")).first.wait_for()
         assert outputs.get_by_text("shipped with the course, made by this page's").count() == 0
 
-        completed = page.evaluate("() => __mw.completed")
-        outputs.get_by_role("button", name="run the sweep with your code").first.click()
-        wait_idle_after(page, completed, 180_000, "the sweep with the edited code")
+        press_and_wait(page, outputs.get_by_role("button", name="run the sweep with your code").first, 180_000,
+                       "the sweep with the edited code")
         outputs.get_by_text("computed just now with your code").first.wait_for()
         assert_no_errors(page, log, "01 after running the sweep with the edited block")

@@ -15,32 +15,21 @@ a learner does:
 
 from __future__ import annotations
 
-import inspect
 import re
 
 import pytest
-from browser_tools import assert_no_errors, notebook_in_editor, replace_cell_code, wait_idle_after
-from notebook_driver import load_module
-from oracle import require_browser
+from browser_tools import assert_no_errors, edited_cell_code, editing, press_and_wait, replace_cell_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOK = "notebooks/02_losses.py"
 
 
-def _edited(name: str, old: str, new: str) -> str:
-    """The page's prompt made on the cell's own code (the editor shows it without its decorator)."""
-    source = inspect.getsource(getattr(load_module(NOTEBOOK), name))
-    assert old in source, f"update the page's prompt for {name}"
-    return "\n".join(line for line in source.splitlines() if not line.startswith("@")).replace(old, new)
-
-
 def test_editing_losses_in_the_editor_changes_their_figures_and_retires_the_shipped_fits(tmp_path):
-    huber = _edited("huber", "0.5 * e * e, delta", "e * e, delta")
-    pinball = _edited("pinball", "tau * F.relu(e) + (1 - tau) * F.relu(-e)", "(1 - tau) * F.relu(e) + tau * F.relu(-e)")
-    with notebook_in_editor(require_browser(), NOTEBOOK, tmp_path) as (page, log):
-        assert_no_errors(page, log, "02 on open")
-        outputs = page.locator(".output-area")  # the cells' outputs (the editor shows their code too)
+    huber = edited_cell_code(NOTEBOOK, "huber", "0.5 * e * e, delta", "e * e, delta")
+    pinball = edited_cell_code(NOTEBOOK, "pinball", "tau * F.relu(e) + (1 - tau) * F.relu(-e)",
+                               "(1 - tau) * F.relu(e) + tau * F.relu(-e)")
+    with editing(NOTEBOOK, tmp_path) as (page, log, outputs):
         gap = re.compile(r"Largest gap between the autograd dots and the formula: (\S+)\.")
         outputs.get_by_text(gap).first.wait_for()
         assert float(gap.search(outputs.get_by_text(gap).first.inner_text()).group(1)) < 1e-15
@@ -55,9 +44,8 @@ def test_editing_losses_in_the_editor_changes_their_figures_and_retires_the_ship
         outputs.get_by_text("trained with other code than this page's").first.wait_for()
         assert outputs.get_by_text("fitted in advance by this page's fit_constant").count() == 0
 
-        completed = page.evaluate("() => __mw.completed")
-        outputs.get_by_role("button", name="fit with this page's code").first.click()
-        wait_idle_after(page, completed, 300_000, "fitting with the edited pinball")
+        press_and_wait(page, outputs.get_by_role("button", name="fit with this page's code").first, 300_000,
+                       "fitting with the edited pinball")
         outputs.get_by_text("fitted just now by your code").first.wait_for()
         row = outputs.get_by_text(re.compile(r"pinball τ = 0\.9 ↔ asymmetric Laplace")).first
         fitted = float(re.search(r"asymmetric Laplace\s+(\S+)", row.locator("xpath=ancestor::tr").inner_text()).group(1))

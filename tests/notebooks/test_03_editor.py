@@ -13,36 +13,23 @@ what the editor saves never lands in the working tree. The test opens 03, lets i
 
 from __future__ import annotations
 
-import inspect
 import re
 
 import pytest
-from browser_tools import (
-    assert_no_errors,
-    notebook_in_editor,
-    replace_cell_code,
-    wait_idle_after,
-)
-from notebook_driver import load_module
-from oracle import require_browser
+from browser_tools import assert_no_errors, edited_cell_code, editing, press_and_wait, replace_cell_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 RUN_TIMEOUT_MS = 180_000  # every cell of the notebook on a busy 2-core machine
 NOTEBOOK = "notebooks/03_backprop.py"
-# the page's prompt made on the cell's own code (the editor shows it without its decorator)
-SOURCE = "\n".join(line for line in inspect.getsource(load_module(NOTEBOOK).train_step).splitlines()
-                   if not line.startswith("@"))
-EDITED_TRAIN_STEP = SOURCE.replace("    optimizer.zero_grad()\n", "")
 
 
 def test_editing_train_step_in_the_editor_falls_back_from_the_shipped_model(tmp_path):
-    assert EDITED_TRAIN_STEP != SOURCE, "train_step no longer calls optimizer.zero_grad(): update the page's prompt"
-    with notebook_in_editor(require_browser(), NOTEBOOK, tmp_path, RUN_TIMEOUT_MS) as (page, log):
-        assert_no_errors(page, log, "03 on open")
+    edited = edited_cell_code(NOTEBOOK, "train_step", "    optimizer.zero_grad()\n", "")  # the page's prompt
+    with editing(NOTEBOOK, tmp_path, RUN_TIMEOUT_MS) as (page, log, _):
         page.get_by_text(re.compile(r"come from the shipped checkpoint")).first.wait_for()
 
-        replace_cell_code(page, NOTEBOOK, "train_step", EDITED_TRAIN_STEP, RUN_TIMEOUT_MS)
+        replace_cell_code(page, NOTEBOOK, "train_step", edited, RUN_TIMEOUT_MS)
         assert_no_errors(page, log, "03 after editing train_step")
         fallback = page.get_by_text(re.compile(r"The shipped model was trained with other code than this page"))
         fallback.first.wait_for()
@@ -51,8 +38,6 @@ def test_editing_train_step_in_the_editor_falls_back_from_the_shipped_model(tmp_
 
         train = page.get_by_role("button", name=re.compile(r"^\s*train\s*$"))
         train.scroll_into_view_if_needed()
-        completed = page.evaluate("() => __mw.completed")
-        train.click()
-        wait_idle_after(page, completed, RUN_TIMEOUT_MS, "03: train with the edited train_step")
+        press_and_wait(page, train, RUN_TIMEOUT_MS, "03: train with the edited train_step")
         assert_no_errors(page, log, "03 after training with the edited train_step")
         page.get_by_text(re.compile(r"Trained just now by the lesson cells above")).first.wait_for()

@@ -13,20 +13,14 @@ only the first moment) and runs it with Ctrl+Enter, as a learner does:
 
 from __future__ import annotations
 
-import inspect
 import re
 
 import pytest
-from browser_tools import assert_no_errors, notebook_in_editor, replace_cell_code
-from notebook_driver import load_module
-from oracle import require_browser
+from browser_tools import assert_no_errors, edited_cell_code, editing, replace_cell_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOK = "notebooks/04_optimizers.py"
-# the page's prompt made on the cell's own code (the editor shows it without its decorator)
-EDITED_ADAM = "\n".join(line for line in inspect.getsource(load_module(NOTEBOOK).adam).splitlines()
-                        if not line.startswith("@")).replace("v_hat / (1 - beta2**t)", "v_hat")
 
 
 def _race_rows(page) -> dict:
@@ -42,13 +36,12 @@ def _race_rows(page) -> dict:
 
 
 def test_editing_adam_in_the_editor_changes_its_figures(tmp_path):
-    assert "v_hat / (1 - beta2**t)" in inspect.getsource(load_module(NOTEBOOK).adam), "update the page's prompt"
-    with notebook_in_editor(require_browser(), NOTEBOOK, tmp_path) as (page, log):
-        assert_no_errors(page, log, "04 on open")
+    edited_adam = edited_cell_code(NOTEBOOK, "adam", "v_hat / (1 - beta2**t)", "v_hat")  # the page's prompt
+    with editing(NOTEBOOK, tmp_path) as (page, log, _):
         page.get_by_text(re.compile(r"First step: 1\.000 η with the correction")).first.wait_for()
         before = _race_rows(page)
 
-        replace_cell_code(page, NOTEBOOK, "adam", EDITED_ADAM)
+        replace_cell_code(page, NOTEBOOK, "adam", edited_adam)
         assert_no_errors(page, log, "04 after editing adam")
         page.get_by_text(re.compile(r"First step: 31\.623 η with the correction")).first.wait_for()
         after = _race_rows(page)

@@ -15,29 +15,15 @@ cell's own code and runs it with Ctrl+Enter, as a learner does:
 
 from __future__ import annotations
 
-import inspect
 import re
 import time
 
 import pytest
-from browser_tools import assert_no_errors, notebook_in_editor, replace_cell_code
-from notebook_driver import load_module
-from oracle import require_browser
+from browser_tools import assert_no_errors, edited_cell_code, editing, replace_cell_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOK = "notebooks/05_convolution.py"
-
-
-def _source(name: str) -> str:
-    """The cell's code as the editor shows it: without its decorator."""
-    return "\n".join(line for line in inspect.getsource(getattr(load_module(NOTEBOOK), name)).splitlines()
-                     if not line.startswith("@"))
-
-
-FLIPPED = _source("conv2d_loops").replace("    c_out, _, k, _ = w.shape",
-                                          "    w = w[:, :, ::-1, ::-1]\n    c_out, _, k, _ = w.shape")
-TANH = _source("CNN").replace("return F.relu(self.conv1(x))", "return F.tanh(self.conv1(x))")
 
 
 def _loops_gap(page, above: float = 0.0, timeout_s: float = 30.0) -> float:
@@ -52,19 +38,21 @@ def _loops_gap(page, above: float = 0.0, timeout_s: float = 30.0) -> float:
 
 
 def test_editing_the_convolution_and_the_cnn_in_the_editor(tmp_path):
-    assert FLIPPED != _source("conv2d_loops") and TANH != _source("CNN"), "update the page's prompts"
-    with notebook_in_editor(require_browser(), NOTEBOOK, tmp_path) as (page, log):
-        assert_no_errors(page, log, "05 on open")
+    # the page's two prompts, made on the cells' current code
+    flipped = edited_cell_code(NOTEBOOK, "conv2d_loops", "    c_out, _, k, _ = w.shape",
+                               "    w = w[:, :, ::-1, ::-1]\n    c_out, _, k, _ = w.shape")
+    tanh = edited_cell_code(NOTEBOOK, "CNN", "return F.relu(self.conv1(x))", "return F.tanh(self.conv1(x))")
+    with editing(NOTEBOOK, tmp_path) as (page, log, _):
         assert _loops_gap(page) < 1e-12
         # the summary's words as drawn (in the cell's code they carry backticks, so only the output matches)
         shipped = page.get_by_text(re.compile(r"by this page's CNN and train_cnn and ships with the course"))
         shipped.first.wait_for()
 
-        replace_cell_code(page, NOTEBOOK, "conv2d_loops", FLIPPED)
+        replace_cell_code(page, NOTEBOOK, "conv2d_loops", flipped)
         assert_no_errors(page, log, "05 after editing conv2d_loops")
         assert _loops_gap(page, above=1.0) > 1.0
 
-        replace_cell_code(page, NOTEBOOK, "CNN", TANH)
+        replace_cell_code(page, NOTEBOOK, "CNN", tanh)
         assert_no_errors(page, log, "05 after editing CNN")
         page.get_by_text(re.compile(r"The shipped model was trained with other code")).first.wait_for()
         assert shipped.count() == 0

@@ -16,30 +16,14 @@ with Ctrl+Enter as a learner does:
 
 from __future__ import annotations
 
-import inspect
 import re
 
 import pytest
-from browser_tools import (
-    assert_no_errors,
-    notebook_in_editor,
-    replace_cell_code,
-    wait_idle_after,
-)
-from notebook_driver import load_module
-from oracle import require_browser
+from browser_tools import assert_no_errors, edited_cell_code, editing, press_and_wait, replace_cell_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOK = "notebooks/06_attention.py"
-NB = load_module(NOTEBOOK)
-
-
-def _edited(obj, old, new) -> str:
-    """A lesson cell's code as the editor shows it (no decorator), with ``old`` replaced by ``new``."""
-    source = inspect.getsource(obj)
-    assert source.count(old) == 1, f"{obj.__name__} no longer contains {old!r}: update the test"
-    return "\n".join(line for line in source.replace(old, new).splitlines() if not line.startswith("@"))
 
 
 def _entropy(page) -> float:
@@ -51,12 +35,12 @@ def _entropy(page) -> float:
 
 
 def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
-    residual = _edited(NB.TinyAttention, "return self.out(out), weights", "return self.out(out + h), weights")
-    unscaled = _edited(NB.attention, "scores = q @ k.transpose(-2, -1) * scale", "scores = q @ k.transpose(-2, -1)")
+    residual = edited_cell_code(NOTEBOOK, "TinyAttention", "return self.out(out), weights",
+                                "return self.out(out + h), weights")
+    unscaled = edited_cell_code(NOTEBOOK, "attention", "scores = q @ k.transpose(-2, -1) * scale",
+                                "scores = q @ k.transpose(-2, -1)")
     not_loaded = "so it is not loaded: train with the button to see what your code does"
-    with notebook_in_editor(require_browser(), NOTEBOOK, tmp_path) as (page, log):
-        assert_no_errors(page, log, "06 on open")
-        outputs = page.locator(".output-area")  # the cells' outputs (the editor shows their code too)
+    with editing(NOTEBOOK, tmp_path) as (page, log, outputs):
         outputs.get_by_text("trained in advance by the cells above").first.wait_for()
         assert outputs.get_by_text("trained in advance by the cells above").count() == 2
         entropy = _entropy(page)
@@ -66,9 +50,8 @@ def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
         outputs.get_by_text(re.compile("other code than this page's `?TinyAttention")).first.wait_for()
         assert outputs.get_by_text("trained in advance by the cells above").count() == 1  # section 6's
 
-        completed = page.evaluate("() => __mw.completed")
-        outputs.get_by_role("button", name="Train the attention model").first.click()
-        wait_idle_after(page, completed, 180_000, "training the edited TinyAttention")
+        press_and_wait(page, outputs.get_by_role("button", name="Train the attention model").first, 180_000,
+                       "training the edited TinyAttention")
         outputs.get_by_text("Trained just now by the cells above").first.wait_for()
         assert_no_errors(page, log, "06 after training the edited TinyAttention")
 

@@ -18,14 +18,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_tools import (
-    assert_no_errors,
-    changed_reading,
-    notebook_in_editor,
-    replace_cell_code,
-    wait_idle_after,
-)
-from oracle import require_browser
+from browser_tools import assert_no_errors, changed_reading, editing, press_and_wait, replace_cell_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -43,9 +36,7 @@ def _end_values(page) -> str:
 
 
 def test_editing_the_schedule_in_the_editor_changes_its_figure_and_retires_the_shipped_models(tmp_path):
-    with notebook_in_editor(require_browser(), NOTEBOOK, tmp_path) as (page, log):
-        assert_no_errors(page, log, "07 on open")
-        outputs = page.locator(".output-area")  # the cells' outputs (the editor shows their code too)
+    with editing(NOTEBOOK, tmp_path) as (page, log, outputs):
         outputs.get_by_text("trained by the code above and shipped with the course").first.wait_for()
         before = _end_values(page)
         assert "linear: ᾱ_T = 2e-05" in before, before
@@ -59,8 +50,7 @@ def test_editing_the_schedule_in_the_editor_changes_its_figure_and_retires_the_s
         assert outputs.get_by_text(FALLBACK).count() == 5  # DDPM, drawing, 1-D denoiser, samplers, guidance
         assert outputs.get_by_text("trained by the code above and shipped with the course").count() == 0
 
-        completed = page.evaluate("() => __mw.completed")
-        outputs.get_by_role("button", name="Train the DDPM").first.click()
-        wait_idle_after(page, completed, 300_000, "training the DDPM with the edited schedule")
+        press_and_wait(page, outputs.get_by_role("button", name="Train the DDPM").first, 300_000,
+                       "training the DDPM with the edited schedule")
         outputs.get_by_text("Trained just now by the code above").first.wait_for()
         assert_no_errors(page, log, "07 after training with the edited schedule")

@@ -531,3 +531,38 @@ def replace_cell_code(page, notebook: str, name: str, code: str, timeout_ms: flo
     completed = page.evaluate("() => __mw.completed")
     page.keyboard.press("Control+Enter")
     wait_idle_after(page, completed, timeout_ms, f"running the edited {name}")
+
+
+def edited_cell_code(notebook: str, name: str, old: str, new: str) -> str:
+    """The code of ``notebook``'s lesson cell ``name`` (an ``@app.function`` or
+    ``@app.class_definition``) as the editor shows it, without its decorator, with ``old`` replaced
+    by ``new``: a page's "change this cell" prompt made on the cell's current code, for
+    :func:`replace_cell_code` to type. Fails when ``old`` does not stand in the cell exactly once,
+    so a test whose prompt no longer fits the page says so instead of typing the cell unchanged."""
+    import inspect
+
+    from notebook_driver import load_module
+
+    source = inspect.getsource(getattr(load_module(notebook), name))
+    assert source.count(old) == 1, f"{notebook}: {name} no longer contains {old!r} once: update the test's prompt"
+    return "\n".join(line for line in source.replace(old, new).splitlines() if not line.startswith("@"))
+
+
+def press_and_wait(page, button, timeout_ms: float, what: str) -> None:
+    """Click ``button`` (a locator, such as a run button) and wait until the cells it ran are over."""
+    completed = page.evaluate("() => __mw.completed")
+    button.click()
+    wait_idle_after(page, completed, timeout_ms, what)
+
+
+@contextlib.contextmanager
+def editing(notebook: str, folder: Path, timeout_ms: float = 180_000):
+    """An editor test's opening: ``notebook`` in ``marimo edit`` (:func:`notebook_in_editor`, in the
+    Chromium of ``oracle.require_browser``, which skips the test without one), every cell run, and
+    no error on open. Yields ``(page, server log path, the cells' output areas)``: the areas are a
+    locator for what the cells draw (the editor shows each cell's code too)."""
+    from oracle import require_browser
+
+    with notebook_in_editor(require_browser(), notebook, folder, timeout_ms) as (page, log):
+        assert_no_errors(page, log, f"{Path(notebook).stem} on open")
+        yield page, log, page.locator(".output-area")
