@@ -306,9 +306,9 @@ def _(dilation_d, kernel_k, output_padding, padding_p, stride_s, transpose_w):
                              col_title="full (uncropped) output position u = iS + kD",
                              title="Each row: where one input pixel's kernel copy lands "
                                    "(number = output index, × = cropped by P)")
-        _coverage = plot.bars(np.arange(_r.output_size), transposed.coverage,
-                              x_title="output pixel", y_title="copies",
-                              title="kernel copies reaching each output pixel", text_format="d")
+        _coverage = ui.chart(plot.bars(np.arange(_r.output_size), transposed.coverage,
+                                       x_title="output pixel", y_title="copies",
+                                       title="kernel copies reaching each output pixel", text_format="d"))
         _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="info"), _stamps, _coverage])
     mo.vstack([mo.md(r"""
     ### Transposed convolution
@@ -385,13 +385,13 @@ def _(rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
     rf_rows = lab.receptive_field_table(_layers, input_size=rf_input.value)
     rf_final = rf_rows[-1].rf
     _names = [r.name for r in rf_rows]
-    _chart = plot.curves(
-        np.arange(1, len(rf_rows) + 1),
-        {"receptive field r (input pixels)": np.array([r.rf for r in rf_rows], float),
-         "jump j (input pixels)": np.array([r.jump for r in rf_rows], float)},
-        x_title="layer l", y_title="input pixels", colors={"receptive field r (input pixels)": "model",
-                                                            "jump j (input pixels)": "reference"},
-        title=f"{rf_preset.value}: the field grows to {rf_final} pixels")
+    _chart = ui.chart(plot.curves(
+                 np.arange(1, len(rf_rows) + 1),
+                 {"receptive field r (input pixels)": np.array([r.rf for r in rf_rows], float),
+                  "jump j (input pixels)": np.array([r.jump for r in rf_rows], float)},
+                 x_title="layer l", y_title="input pixels", colors={"receptive field r (input pixels)": "model",
+                                                                     "jump j (input pixels)": "reference"},
+                 title=f"{rf_preset.value}: the field grows to {rf_final} pixels"))
     _collapsed = [r for r in rf_rows if r.note]
     _warn = (mo.callout(mo.md(f"At **{_collapsed[0].name}** {_collapsed[0].note} "
                               f"(input {rf_input.value} px). Enlarge the input or use fewer strides."),
@@ -1033,6 +1033,18 @@ def default_cnn_state():
 
 @app.cell(hide_code=True)
 def _():
+    cnn_filters = mo.ui.slider(2, 16, value=12, label="filters in layer 1", show_value=True)
+    cnn_kernel = mo.ui.dropdown(options={"3×3": 3, "5×5": 5, "7×7": 7}, value="3×3",
+                                label="kernel")
+    cnn_epochs = mo.ui.slider(1, 15, value=12, label="epochs", show_value=True)
+    cnn_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2,
+                                     "1e-1": 1e-1}, value="3e-3", label="learning rate")
+    cnn_train = mo.ui.run_button(label="Train the CNN")
+    cnn_image = mo.ui.slider(0, 359, value=0, label="held-out digit #", show_value=True)
+    draw_start = mo.ui.dropdown(options={"blank": -1, **{f"held-out #{i}": i for i in range(10)}},
+                                value="held-out #0", label="start from")
+    digits_train = data.load_digits("train", channel_dim=True)
+    digits_heldout = data.load_digits("test", channel_dim=True)
     mo.md(r"""
     The page opens on `CNN` trained by `train_cnn` with the default settings, shipped with the
     course; the **Train the CNN** button runs `train_cnn` on your settings. The confusion matrix
@@ -1044,26 +1056,8 @@ def _():
     **Train the CNN** trains yours, and its first-layer feature maps, which ReLU kept at zero
     wherever `conv1` was negative, now go negative too.
     """)
-    return
-
-
-@app.cell
-def _():
-    cnn_filters = mo.ui.slider(2, 16, value=12, label="filters in layer 1", show_value=True)
-    cnn_kernel = mo.ui.dropdown(options={"3×3": 3, "5×5": 5, "7×7": 7}, value="3×3",
-                                label="kernel")
-    cnn_epochs = mo.ui.slider(1, 15, value=12, label="epochs", show_value=True)
-    cnn_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2,
-                                     "1e-1": 1e-1}, value="3e-3", label="learning rate")
-    cnn_train = mo.ui.run_button(label="Train the CNN")
-    return cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train
-
-
-@app.cell
-def _():
-    digits_train = data.load_digits("train", channel_dim=True)
-    digits_heldout = data.load_digits("test", channel_dim=True)
-    return digits_heldout, digits_train
+    return (cnn_epochs, cnn_filters, cnn_image, cnn_kernel, cnn_lr, cnn_train, digits_heldout, digits_train,
+            draw_start)
 
 
 @app.cell
@@ -1134,22 +1128,9 @@ def _(cnn, cnn_confusion, confusion_chart, digits_heldout):
 
 
 @app.cell
-def _():
-    cnn_image = mo.ui.slider(0, 359, value=0, label="held-out digit #", show_value=True)
-    return (cnn_image,)
-
-
-@app.cell
 def _(cnn_image, trained_cnn):
     mo.vstack([cnn_kernels_figure(trained_cnn), cnn_image, cnn_reading(trained_cnn, cnn_image.value)])
     return
-
-
-@app.cell
-def _():
-    draw_start = mo.ui.dropdown(options={"blank": -1, **{f"held-out #{i}": i for i in range(10)}},
-                                value="held-out #0", label="start from")
-    return (draw_start,)
 
 
 @app.cell
@@ -1193,16 +1174,9 @@ def _():
                 f"receptive field = {field} · `conv.weight.grad.shape` = {conv.weight.grad.shape}")
 
     mo.md("## The same in your own script\n\nEverything above is a few lines with the engine; "
-          "the names and arguments are PyTorch's.\n\n" + _script())
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(
-        "---\n\n**Where next.** Convolutions share weights across positions; attention lets every "
-        "position choose which others to read. " + toc.nav_md(METADATA["id"])
-    )
+          "the names and arguments are PyTorch's.\n\n" + _script() + "\n\n---\n\n**Where next.** "
+          "Convolutions share weights across positions; attention lets every position choose which "
+          "others to read. " + toc.nav_md(METADATA["id"]))
     return
 
 
