@@ -2,7 +2,8 @@
 
 It serves the course as ``make run`` does (``marimo run notebooks cheatsheets`` on a free port of
 127.0.0.1) and drives Debian's Chromium with Playwright. For every page of the table of contents,
-plus an empty marimo notebook as the baseline row, it prints
+plus an empty marimo notebook as the baseline row (one slider driving one trivial cell: its
+latency is marimo's **floor**, measured in the same run), it prints
 
 - **ready**: seconds from the start of the page's navigation until its last cell finished (the
   last ``cell-op`` message of the first run, followed by a quiet period with no cell busy), and
@@ -12,7 +13,13 @@ plus an empty marimo notebook as the baseline row, it prints
   message it caused (then ``--quiet-ms`` with nothing more). Each control is changed
   ``--repeats`` times, alternating directions (ArrowRight, ArrowLeft, ...: it stays within one
   step of where it started); the table gives median and worst, the number of cells that ran, and the slowest cell
-  (its first line in the notebook);
+  (its first line in the notebook), and the median split of a change: **kernel** (our cells' run
+  times, summed, from the kernel's own time stamps on each cell-op message), **marimo** (the rest of
+  the latency: the input reaching the kernel, marimo's work before and between cells, the messages'
+  way to the page), within it **start** (input to the first cell running) and **send** (the last
+  message's way from the kernel to the page), and **render** (after the last message, until the last
+  Vega view finished redrawing: the page hooks the canvas renderer and watches SVG charts; ``-``
+  when no chart redrew);
 - each button (run buttons that start training) pressed once, after the controls, timed the same
   way up to ``--button-timeout`` (``--no-buttons`` skips them);
 - **editor**: the same page in ``marimo edit`` (as ``make edit``, headless, on a copy of the
@@ -21,10 +28,15 @@ plus an empty marimo notebook as the baseline row, it prints
   benchmark presses "Run all stale cells" as soon as the kernel is ready, as a learner would.
 
 Times come from the page's own clock (``performance.now()``, stamped when each websocket message
-and each input event arrives), so Playwright's round trips are not counted. Goals (issue 16):
-every control that does not start training answers with median <= 0.1 s and worst <= 0.3 s, and
-every page is ready within 1 s of the empty notebook. Benchmarks are not tests: the summary marks
-each goal pass/fail, and the exit status is 0 unless the benchmark itself broke.
+and each input event arrives), so Playwright's round trips are not counted. Two goals, each marked
+per control, counted per page and overall: issue 16's budget (every control that does not start
+training answers with median <= 0.1 s and worst <= 0.3 s, every page ready within 1 s of the empty
+notebook; ``*`` misses it) and issue 29's headroom (median <= 0.05 s, or within 0.02 s of the floor
+slider's median, worst <= 0.15 s, ready within 0.5 s; ``+`` meets issue 16 but misses this). The
+latency the goals judge ends at the last cell-op message, as before the render column existed, so
+runs stay comparable; add the render column for what a learner sees drawn. Benchmarks are not
+tests: the summary marks each goal pass/fail, and the exit status is 0 unless the benchmark itself
+broke.
 
     python -m benchmarks.bench_ui [--pages 05_convolution,derivatives] [--repeats 5]
                                   [--no-editor] [--no-buttons] [--json out.json]
@@ -50,6 +62,12 @@ SUPPORT = ROOT / "tests" / "support"
 GOAL_MEDIAN = 0.1
 GOAL_WORST = 0.3
 GOAL_READY_MARGIN = 1.0
+# Issue 29's headroom, so that a machine twice as slow still meets issue 16's budget: a control may
+# instead be within HEADROOM_FLOOR_MARGIN of the floor (the empty notebook's slider, in the same run).
+HEADROOM_MEDIAN = 0.05
+HEADROOM_WORST = 0.15
+HEADROOM_READY_MARGIN = 0.5
+HEADROOM_FLOOR_MARGIN = 0.02
 
 # Container elements: their children are timed as controls of their own.
 CONTAINERS = {"dictionary", "array", "tabs", "table", "form", "batch", "accordion", "anywidget",
@@ -57,12 +75,32 @@ CONTAINERS = {"dictionary", "array", "tabs", "table", "form", "batch", "accordio
 DRIVEN = {"slider", "range-slider", "dropdown", "radio", "number", "checkbox", "switch", "text",
           "text-area"}
 
-# Timestamps in the page: every cell-op message, the kernel's ready message, and the first input
-# event after the benchmark "arms" a measurement (capture phase, so shadow DOM is no obstacle).
+# Timestamps in the page: every cell-op message (its arrival, and the kernel's own time stamp moved
+# to the page's clock), the kernel's ready message, the first input event after the benchmark "arms"
+# a measurement (capture phase, so shadow DOM is no obstacle), and every redraw of a Vega view: the
+# course's charts draw on a <canvas class="marks"> (Vega's canvas renderer, which ends each render
+# with restore()), or into an <svg class="marks"> (its SVG renderer: a mutation under .vega-embed,
+# seen by an observer on the document and on every shadow root, where marimo puts its outputs).
 BENCH_HOOK = r"""
 (() => {
   if (window.__bt) return;
-  const bt = window.__bt = {events: [], last: -1, kernelReady: null, armT: null, t0: null};
+  const bt = window.__bt = {events: [], last: -1, kernelReady: null, armT: null, t0: null, draws: []};
+  const drawn = () => { const t = performance.now(); if (bt.draws.at(-1) !== t) bt.draws.push(t); };
+  const proto = CanvasRenderingContext2D.prototype, restore = proto.restore;
+  proto.restore = function (...args) {
+    const canvas = this.canvas;
+    if (canvas && canvas.classList && canvas.classList.contains('marks')) drawn();
+    return restore.apply(this, args);
+  };
+  const observe = (root) => new MutationObserver((records) => {
+    for (const r of records) {
+      const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+      if (el && el.closest && el.closest('.vega-embed svg')) { drawn(); return; }
+    }
+  }).observe(root, {subtree: true, childList: true, attributes: true, characterData: true});
+  const attach = Element.prototype.attachShadow;
+  Element.prototype.attachShadow = function (...args) { const root = attach.apply(this, args); observe(root); return root; };
+  document.addEventListener('DOMContentLoaded', () => observe(document));
   bt.arm = () => { bt.armT = performance.now(); bt.t0 = null; return bt.armT; };
   for (const kind of ['keydown', 'pointerdown', 'mousedown', 'click', 'input', 'change']) {
     window.addEventListener(kind, () => {
@@ -81,7 +119,8 @@ BENCH_HOOK = r"""
         if (msg.op === 'kernel-ready') bt.kernelReady = t;
         else if (msg.op === 'cell-op') {
           const d = msg.data || {};
-          bt.events.push([t, d.cell_id, d.status || null]);
+          const kernelT = typeof d.timestamp === 'number' ? d.timestamp * 1000 - performance.timeOrigin : null;
+          bt.events.push([t, d.cell_id, d.status || null, kernelT]);
           bt.last = t;
         }
       });
@@ -91,12 +130,14 @@ BENCH_HOOK = r"""
 })();
 """
 
-# Settled: nothing busy and no cell-op for `quiet` ms since `since` (a time in ms) saw one.
+# Settled: nothing busy, no cell-op and no chart redraw for `quiet` ms since `since` (a time in ms)
+# saw a cell-op.
 SETTLED_JS = r"""
 ([since, quiet, noRun]) => {
   const now = performance.now();
   if (__bt.last < since) return now - since > noRun ? 'none' : false;
   if (!window.__mw || __mw.busy() > 0 || now - __bt.last < quiet) return false;
+  if (__bt.draws.length && now - __bt.draws.at(-1) < quiet) return false;
   return 'done';
 }
 """
@@ -170,6 +211,19 @@ app = marimo.App()
 @app.cell
 def _():
     import marimo as mo
+    return (mo,)
+
+
+@app.cell
+def _(mo):
+    floor = mo.ui.slider(0, 10, value=5, label="floor slider")
+    floor
+    return (floor,)
+
+
+@app.cell
+def _(floor):
+    floor.value
     return
 
 
@@ -209,20 +263,47 @@ def _wait_settled(page, since: float, quiet_ms: int, no_run_ms: int, timeout_ms:
         raise
 
 
-def _runs_since(events: list, since: float) -> tuple[int, str | None, float]:
-    """(cells that ran, the slowest cell, its seconds) among cell-op events after ``since``."""
-    started, slowest, ran = {}, (None, 0.0), set()
-    for t, cell, status in events:
+def _runs_since(events: list, since: float) -> dict:
+    """The cell runs among the cell-op events that arrived after ``since`` (ms, the page's clock):
+    ``cells`` (how many ran), ``slowest`` and ``slowest_s`` (the longest run), ``kernel_s`` (every
+    run's time summed), ``first_start`` (ms, when the first cell started) and ``last_send`` (ms, how
+    long the last message took from the kernel's stamp to its arrival). Runs are timed by the
+    kernel's own stamps (each event's fourth field, on the page's clock; arrival as a fallback), so
+    the websocket's delivery is not counted in them."""
+    started, slowest, ran, kernel, first, send = {}, (None, 0.0), set(), 0.0, None, None
+    for t, cell, status, *stamp in events:
         if t < since:
             continue
+        at = stamp[0] if stamp and stamp[0] is not None else t
+        send = t - at
         if status == "running":
-            started[cell] = t
+            started[cell] = at
             ran.add(cell)
+            first = at if first is None else min(first, at)
         elif status in ("idle", "queued") and cell in started:
-            duration = (t - started.pop(cell)) / 1000
+            duration = max(0.0, at - started.pop(cell)) / 1000
+            kernel += duration
             if duration >= slowest[1]:
                 slowest = (cell, duration)
-    return len(ran), slowest[0], slowest[1]
+    return {"cells": len(ran), "slowest": slowest[0], "slowest_s": slowest[1], "kernel_s": kernel,
+            "first_start": first, "last_send": send}
+
+
+def _split(runs: dict, t0: float, last: float, draws: list) -> dict:
+    """One change's latency (input event to the last cell-op, s) split into ``kernel`` (our cells'
+    runs, summed), ``marimo`` (the rest: the input reaching the kernel, marimo's work before and
+    between cells, the messages' delivery) and ``render`` (from the last cell-op until the last Vega
+    view finished redrawing; None when no chart redrew). Two parts of ``marimo`` compare the kernel's
+    clock with the page's (a few ms either way): ``start``, from the input to the first cell
+    starting, and ``send``, the last message's way from the kernel to the page (serialising the
+    output, the server, the websocket: large outputs such as charts' data show here)."""
+    latency = max(0.0, (last - t0) / 1000)
+    kernel = min(runs["kernel_s"], latency)
+    later = [t for t in draws if t >= t0]
+    return {"kernel": kernel, "marimo": latency - kernel,
+            "render": max(0.0, (max(later) - last) / 1000) if later else None,
+            "start": None if runs["first_start"] is None else max(0.0, (runs["first_start"] - t0) / 1000),
+            "send": None if runs["last_send"] is None else max(0.0, runs["last_send"] / 1000)}
 
 
 def _errors(page, start: int) -> list[str]:
@@ -334,11 +415,14 @@ def _measure(page, args, action) -> dict:
         return {"state": "skipped"}
     since = page.evaluate("() => __bt.t0 ?? __bt.armT")
     state = _wait_settled(page, since, args.quiet_ms, args.no_run_ms, args.timeout * 1000)
-    info = page.evaluate("() => ({t0: __bt.t0 ?? __bt.armT, last: __bt.last, events: __bt.events})")
-    cells, slowest, slowest_s = _runs_since(info["events"], info["t0"])
-    latency = max(0.0, (info["last"] - info["t0"]) / 1000) if state == "done" else None
-    return {"state": state, "latency": latency, "cells": cells, "slowest": slowest,
-            "slowest_s": slowest_s, "errors": _errors(page, errors_before)}
+    info = page.evaluate("() => ({t0: __bt.t0 ?? __bt.armT, last: __bt.last, events: __bt.events, "
+                         "draws: __bt.draws})")
+    runs = _runs_since(info["events"], info["t0"])
+    done = state == "done"
+    latency = max(0.0, (info["last"] - info["t0"]) / 1000) if done else None
+    split = _split(runs, info["t0"], info["last"], info["draws"]) if done else None
+    return {"state": state, "latency": latency, "split": split, "cells": runs["cells"],
+            "slowest": runs["slowest"], "slowest_s": runs["slowest_s"], "errors": _errors(page, errors_before)}
 
 
 # ----------------------------------------------------------------------------- one page
@@ -375,9 +459,6 @@ def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
               "kernel": statistics.median(one["kernel"] for one in loads), "cells": load["cells"],
               "load_state": load["state"], "controls": [], "buttons": [],
               "errors": _errors(page, 0)}
-    if entry.get("baseline"):
-        result["js_errors"] = list(page.page_errors)
-        return result
     page.wait_for_timeout(300)  # the DOM follows the last message by a frame or two
     controls = page.evaluate(CONTROLS_JS)
     for control in controls:
@@ -385,7 +466,7 @@ def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
         if kind in CONTAINERS or kind == "button":
             continue
         label = control["label"] or f"({kind} of {names.get(control['id'].split('-')[0], control['id'])})"
-        row = {"label": label, "kind": kind, "samples": [],
+        row = {"label": label, "kind": kind, "samples": [], "splits": [],
                "cells": 0, "slowest": None, "slowest_s": 0.0, "errors": [], "note": ""}
         if kind not in DRIVEN:
             row["note"] = f"{kind}: not driven"
@@ -408,6 +489,7 @@ def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
                     row["note"] = f"still busy after {args.timeout} s"
                     break
                 row["samples"].append(sample["latency"])
+                row["splits"].append(sample["split"])
                 row["errors"] += sample["errors"]
                 if sample["cells"] >= row["cells"]:
                     row["cells"] = sample["cells"]
@@ -415,7 +497,7 @@ def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
                     row["slowest"], row["slowest_s"] = sample["slowest"], sample["slowest_s"]
         row["slowest"] = names.get(row["slowest"], row["slowest"])
         result["controls"].append(row)
-    if not args.no_buttons:
+    if not args.no_buttons and not entry.get("baseline"):
         for control in controls:
             if control["kind"] != "button" or not _visible(page, control):
                 continue
@@ -451,13 +533,39 @@ def _fmt(seconds: float | None) -> str:
     return "  -  " if seconds is None else f"{seconds:5.2f}"
 
 
+def _median_of(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
 def _summarise(row: dict) -> None:
+    """A control's median and worst latency and the median of each part of its split."""
     samples = row["samples"]
     row["median"] = statistics.median(samples) if samples else None
     row["worst"] = max(samples) if samples else None
+    splits = row.get("splits", [])
+    for part in ("kernel", "marimo", "start", "send", "render"):
+        row[part] = _median_of(split[part] for split in splits if split)
 
 
-def _print_page(result: dict, baseline: float | None, editor: dict | None) -> None:
+def _meets(row: dict, floor: float | None) -> tuple[bool, bool]:
+    """Whether a timed control meets issue 16's budget and issue 29's headroom (within
+    ``HEADROOM_FLOOR_MARGIN`` of the floor slider's median counts as meeting its median)."""
+    budget = row["median"] <= GOAL_MEDIAN and row["worst"] <= GOAL_WORST
+    near_floor = floor is not None and row["median"] <= floor + HEADROOM_FLOOR_MARGIN
+    headroom = (row["median"] <= HEADROOM_MEDIAN or near_floor) and row["worst"] <= HEADROOM_WORST
+    return budget, headroom
+
+
+def _mark(row: dict, floor: float | None) -> str:
+    """'*' misses issue 16's budget, '+' meets it but not issue 29's headroom, ' ' meets both."""
+    if row["median"] is None:
+        return " "
+    budget, headroom = _meets(row, floor)
+    return "*" if not budget else "+" if not headroom else " "
+
+
+def _print_page(result: dict, baseline: float | None, editor: dict | None, floor: float | None) -> None:
     delta = "" if baseline is None else f" ({result['ready'] - baseline:+.2f} s vs empty)"
     line = (f"\n## {result['page']}: ready {result['ready']:.2f} s{delta}, kernel-ready "
             f"{result['kernel']:.2f} s, {result['cells']} cells")
@@ -472,15 +580,13 @@ def _print_page(result: dict, baseline: float | None, editor: dict | None) -> No
     for problem in result.get("errors", []) + [f"JavaScript: {e}" for e in result.get("js_errors", [])]:
         print(f"   ! {problem[:160]}")
     if result["controls"]:
-        print(f"   {'control':<34} {'kind':<9} {'median':>6} {'worst':>6} {'n':>2} {'cells':>5}  slowest cell")
+        print(f"   {'control':<34} {'kind':<9} {'median':>6} {'worst':>6} {'kernel':>6} {'marimo':>6} "
+              f"{'start':>6} {'send':>6} {'render':>6} {'n':>2} {'cells':>5}  slowest cell")
         for row in result["controls"]:
-            _summarise(row)
-            mark = ""
-            if row["median"] is not None:
-                mark = " " if row["median"] <= GOAL_MEDIAN and row["worst"] <= GOAL_WORST else "*"
             slowest = f"{row['slowest_s']:.2f} s {row['slowest']}" if row["slowest"] else ""
-            print(f" {mark} {row['label'][:34]:<34} {row['kind']:<9} {_fmt(row['median']):>6} "
-                  f"{_fmt(row['worst']):>6} {len(row['samples']):>2} {row['cells']:>5}  {slowest[:60]}"
+            print(f" {_mark(row, floor)} {row['label'][:34]:<34} {row['kind']:<9} {_fmt(row['median']):>6} "
+                  f"{_fmt(row['worst']):>6} {_fmt(row['kernel']):>6} {_fmt(row['marimo']):>6} "
+                  f"{_fmt(row['start']):>6} {_fmt(row['send']):>6} {_fmt(row['render']):>6} {len(row['samples']):>2} {row['cells']:>5}  {slowest[:60]}"
                   + (f"  [{row['note']}]" if row["note"] else ""))
             for error in sorted(set(row["errors"]))[:3]:
                 print(f"     ! {error[:150]}")
@@ -491,39 +597,52 @@ def _print_page(result: dict, baseline: float | None, editor: dict | None) -> No
               f"{slowest[:60]}{state}")
 
 
-def _print_summary(results: list[dict], baseline: dict, editors: dict, top: int) -> None:
+GOALS = [  # (name, controls' rule, seconds a page may take beyond the empty notebook)
+    (f"issue 16: median <= {GOAL_MEDIAN} s, worst <= {GOAL_WORST} s, ready <= empty + {GOAL_READY_MARGIN} s",
+     0, GOAL_READY_MARGIN),
+    (f"issue 29 (headroom): median <= {HEADROOM_MEDIAN} s or within {HEADROOM_FLOOR_MARGIN} s of the floor "
+     f"slider, worst <= {HEADROOM_WORST} s, ready <= empty + {HEADROOM_READY_MARGIN} s", 1, HEADROOM_READY_MARGIN),
+]
+
+
+def _print_summary(results: list[dict], baseline: dict, editors: dict, top: int, floor: float | None) -> None:
     rows = [(r["page"], c) for r in results for c in r["controls"] if c["median"] is not None]
     print("\n## Worst controls overall (by worst latency)")
     for page, row in sorted(rows, key=lambda pr: -pr[1]["worst"])[:top]:
-        print(f"   {page:<22} {row['label'][:34]:<34} median {row['median']:.2f} s  worst {row['worst']:.2f} s")
-    failing = [(p, c) for p, c in rows if c["median"] > GOAL_MEDIAN or c["worst"] > GOAL_WORST]
-    slow_pages = [r for r in results if r["ready"] - baseline["ready"] > GOAL_READY_MARGIN]
+        print(f"   {page:<22} {row['label'][:34]:<34} median {row['median']:.2f} s  worst {row['worst']:.2f} s  "
+              f"(kernel {_fmt(row['kernel']).strip()}, marimo {_fmt(row['marimo']).strip()}, "
+              f"render {_fmt(row['render']).strip()})")
     broken = [(r["page"], c["label"]) for r in results for c in r["controls"] if c["errors"]]
-    print("\n## Goals (issue 16)")
-    print(f"   controls: median <= {GOAL_MEDIAN} s and worst <= {GOAL_WORST} s: "
-          f"{'PASS' if not failing else 'FAIL'} ({len(rows) - len(failing)}/{len(rows)} controls meet it)")
+    print(f"\n## Goals (floor: the empty notebook's slider, median {_fmt(floor).strip()} s; "
+          "'*' above misses issue 16, '+' meets it but not issue 29)")
+    print(f"   {'page':<22} {'controls':>8} {'meet 16':>8} {'meet 29':>8} {'worst':>6} {'ready vs empty':>15}"
+          f" {'16':>4} {'29':>4}")
+    edit_base = editors.get("_empty", {}).get("ready")
     for result in results:
-        missed = [c for p, c in failing if p == result["page"]]
-        if missed:
-            timed = sum(c["median"] is not None for c in result["controls"])
-            print(f"      {result['page']:<22} {len(missed)}/{timed} miss (marked * above), worst "
-                  f"{max(c['worst'] for c in missed):.2f} s")
-    print(f"   page ready within {GOAL_READY_MARGIN:.0f} s of the empty notebook ({baseline['ready']:.2f} s): "
-          f"{'PASS' if not slow_pages else 'FAIL'} ({len(results) - len(slow_pages)}/{len(results)} pages)")
-    for r in slow_pages:
-        print(f"      {r['page']:<22} ready {r['ready']:.2f} s ({r['ready'] - baseline['ready']:+.2f} s)")
-    if editors:
-        base = editors.get("_empty", {}).get("ready")
-        slow = {k: v for k, v in editors.items() if k != "_empty" and base is not None
-                and (v.get("ready") is None or v["ready"] - base > GOAL_READY_MARGIN)}
-        counted = [k for k in editors if k != "_empty"]
-        print(f"   editor ready within {GOAL_READY_MARGIN:.0f} s of the empty notebook "
-              f"({_fmt(base).strip()} s): {'PASS' if not slow else 'FAIL'} "
-              f"({len(counted) - len(slow)}/{len(counted)} pages)")
-        for page, value in slow.items():
-            ready = value.get("ready")
-            print(f"      {page:<22} " + (f"ready {ready:.2f} s ({ready - base:+.2f} s)" if ready is not None
-                                          else f"not ready: {value.get('state')}"))
+        timed = [c for c in result["controls"] if c["median"] is not None]
+        meets = [_meets(c, floor) for c in timed]
+        extra = result["ready"] - baseline["ready"]
+        worst = max((c["worst"] for c in timed), default=None)
+        print(f"   {result['page']:<22} {len(timed):>8} {sum(m[0] for m in meets):>8} {sum(m[1] for m in meets):>8} "
+              f"{_fmt(worst):>6} {extra:>+13.2f} s {'ok' if extra <= GOAL_READY_MARGIN else 'FAIL':>4} "
+              f"{'ok' if extra <= HEADROOM_READY_MARGIN else 'FAIL':>4}")
+    for name, which, margin in GOALS:
+        meeting = [pc for pc in rows if _meets(pc[1], floor)[which]]
+        ready = [r for r in results if r["ready"] - baseline["ready"] <= margin]
+        print(f"   {name}:")
+        print(f"      controls {'PASS' if len(meeting) == len(rows) else 'FAIL'} ({len(meeting)}/{len(rows)}); "
+              f"page ready {'PASS' if len(ready) == len(results) else 'FAIL'} ({len(ready)}/{len(results)} pages, "
+              f"empty {baseline['ready']:.2f} s)", end="")
+        if editors:
+            counted = {k: v for k, v in editors.items() if k != "_empty"}
+            fast = [k for k, v in counted.items() if edit_base is not None and v.get("ready") is not None
+                    and v["ready"] - edit_base <= margin]
+            print(f"; editor ready {'PASS' if len(fast) == len(counted) else 'FAIL'} ({len(fast)}/{len(counted)}, "
+                  f"empty {_fmt(edit_base).strip()} s)", end="")
+        print()
+    slow_editors = {k: v for k, v in editors.items() if k != "_empty" and v.get("ready") is None}
+    for page, value in slow_editors.items():
+        print(f"      editor {page}: not ready: {value.get('state')}")
     if broken:
         print(f"   controls whose change gave an error output: {broken}")
     errors = [r["page"] for r in results if r.get("errors") or r.get("js_errors")]
@@ -533,6 +652,13 @@ def _print_summary(results: list[dict], baseline: dict, editors: dict, top: int)
 
 
 # ----------------------------------------------------------------------------- main
+def _floor(baseline: dict) -> float | None:
+    """The floor slider's median latency (marimo's own cost of a change that runs one trivial cell)."""
+    for row in baseline["controls"]:
+        _summarise(row)
+    return next((row["median"] for row in baseline["controls"] if row["median"] is not None), None)
+
+
 def _pages(selection: str | None) -> list[dict]:
     sys.path.insert(0, str(ROOT))
     from engine.course import toc
@@ -641,12 +767,15 @@ def main(argv: list[str] | None = None) -> int:
                 # Warm the server and the OS caches once (first imports of numpy, the engine, the widgets, ...).
                 _open(page, base + f"?file={pages[0]['file']}", args)
                 baseline = _bench_page(page, base, {"id": "(empty notebook)", "file": str(empty),
-                                                    "baseline": True}, args, {})
-                _print_page(baseline, None, None)
+                                                    "baseline": True}, args, _cell_names(empty))
+                floor = _floor(baseline)
+                _print_page(baseline, None, None, floor)
                 for entry in pages:
                     t = time.monotonic()
                     result = _bench_page(page, base, entry, args, _cell_names(ROOT / entry["file"]))
                     result["seconds"] = time.monotonic() - t
+                    for row in result["controls"]:
+                        _summarise(row)
                     results.append(result)
                     print(f"   ({entry['id']} measured in {result['seconds']:.0f} s)", file=sys.stderr,
                           flush=True)
@@ -662,13 +791,13 @@ def main(argv: list[str] | None = None) -> int:
             edit_base = editors.get("_empty", {}).get("ready")
             print(f"\n## (empty notebook) in the editor: ready {_fmt(edit_base).strip()} s")
         for result in results:
-            _print_page(result, baseline["ready"], editors.get(result["page"]))
-        _print_summary(results, baseline, editors, args.top)
+            _print_page(result, baseline["ready"], editors.get(result["page"]), floor)
+        _print_summary(results, baseline, editors, args.top, floor)
     load = os.getloadavg()
     print(f"\n# done in {time.monotonic() - started:.0f} s; load average now {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"baseline": baseline, "pages": results, "editor": editors},
+        args.json.write_text(json.dumps({"baseline": baseline, "floor": floor, "pages": results, "editor": editors},
                                         indent=1, default=str), encoding="utf-8")
         print(f"# wrote {args.json}")
     return 0
