@@ -154,7 +154,10 @@ class Tensor:
     @property
     def grad(self):
         """dL/d(self) after ``backward()``: a Tensor without a graph (or None), as PyTorch."""
-        return self._grad
+        grad = self._grad
+        if isinstance(grad, np.ndarray):  # stored bare by backward: wrapped once, on first read
+            grad = self._grad = Tensor._wrap(grad)
+        return grad
 
     @grad.setter
     def grad(self, value) -> None:
@@ -279,7 +282,7 @@ class Tensor:
             raise NotImplementedError(
                 "backward: create_graph=True (gradients of gradients) is not supported by the engine"
             )
-        if not self.requires_grad:
+        if not self._requires_grad:
             raise RuntimeError(
                 "backward: this tensor does not require a gradient and has no graph; create the "
                 "inputs with requires_grad=True (and not under engine.no_grad()) before computing it"

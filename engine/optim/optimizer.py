@@ -109,10 +109,11 @@ class Optimizer:
     def _step_group(self, group: dict) -> None:
         state = self.state
         for p in group["params"]:
-            grad = p._grad  # the attribute behind .grad, read once per parameter and step
+            grad = p._grad  # the attribute behind .grad: an array, or a Tensor once .grad was read
             if grad is None:
                 continue
-            grad = grad.data
+            if not isinstance(grad, np.ndarray):
+                grad = grad.data
             s = state.get(p)
             if s is None:
                 s = state[p] = {}

@@ -423,6 +423,34 @@ def test_gradient_accumulates_in_place(torch):
     np.testing.assert_array_equal(refs[0], [5.0, 7.0])
 
 
+def test_a_gradient_is_one_tensor_whether_read_before_or_after_it_accumulates():
+    # backward stores a bare array and .grad wraps it on first read: the wrapped Tensor must be the
+    # one every later read returns, and a second backward must add into it
+    read_early, read_late = leaf([1.0, 2.0]), leaf([1.0, 2.0])
+    (read_early * read_early).sum().backward()
+    early = read_early.grad
+    (read_early * 3).sum().backward()
+    (read_late * read_late).sum().backward()
+    (read_late * 3).sum().backward()
+    assert read_early.grad is early and read_late.grad is read_late.grad
+    np.testing.assert_array_equal(early.numpy(), read_late.grad.numpy())
+    np.testing.assert_array_equal(early, [5.0, 7.0])
+
+
+def test_an_optimizer_step_is_the_same_whether_or_not_grad_was_read():
+    steps = []
+    for read in (False, True):
+        w = leaf([1.0, -2.0])
+        opt = optim.SGD([w], lr=0.5)
+        (w * w).sum().backward()
+        if read:
+            assert isinstance(w.grad, engine.Tensor)
+        opt.step()
+        steps.append(w.numpy().copy())
+    np.testing.assert_array_equal(steps[0], steps[1])
+    np.testing.assert_array_equal(steps[0], [0.0, 0.0])
+
+
 def test_leaf_gradients_never_share_memory():
     a, b = leaf(np.ones(4)), leaf(np.ones(2))
     out = engine.cat([a.reshape(2, 2), b.reshape(1, 2)])
