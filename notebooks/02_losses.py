@@ -226,12 +226,18 @@ def _():
     return line_adam_button, n_outliers, outlier_shift
 
 
+@app.function
+def shipped_line_fits():
+    """Adam's columns as the page opens them (the checkpoint losses_line_fits): `fit_line` under
+    each loss on the points the outlier lab opens with, at its default δ."""
+    return lab.line_fits_state(lambda x, y, name, delta: fit_line(x, y, per_example_loss(name, delta)))
+
+
 @app.cell
 def _():
-    # fit_line on the points the page opens with (at the default δ)
-    _x, _y, _ = lab.default_line_data()
-    line_adam_default = {name: fit_line(_x, _y, per_example_loss(name, lab.LINE_DEFAULT["delta"]))
-                         for name in lab.LINE_LOSSES}
+    # fit_line's lines on the points the page opens with, shipped when this page's code made them
+    line_adam_default = lab.shipped_line_fits(fit, fit_line, mse, mae, huber, pseudo_huber, per_example_loss,
+                                              shipped_line_fits)
     return (line_adam_default,)
 
 
@@ -276,10 +282,11 @@ def _(delta, line_adam_button, line_adam_default, line_fits_free, line_out, line
                 line_adam[_name] = fit_line(line_x, line_y, per_example_loss(_name, delta.value))
                 _bar.update()
         _adam_source = "Adam's columns: `fit_line` just now, on these points."
-    elif (delta.value == lab.LINE_DEFAULT["delta"] and np.array_equal(line_x, _opened[0])
-          and np.array_equal(line_y, _opened[1])):
+    elif (line_adam_default is not None and delta.value == lab.LINE_DEFAULT["delta"]
+          and np.array_equal(line_x, _opened[0]) and np.array_equal(line_y, _opened[1])):
         line_adam = line_adam_default
-        _adam_source = "Adam's columns: this page's `fit_line`, on the points as the page opens."
+        _adam_source = ("Adam's columns: this page's `fit_line`, on the points as the page opens "
+                        "(fitted in advance and shipped with the course).")
     else:
         _adam_source = "Adam's columns: the button runs this page's `fit_line` on these points."
     _xs = np.array([-3.2, 3.2])

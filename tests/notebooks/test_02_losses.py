@@ -117,6 +117,23 @@ def test_02_opens_with_adams_lines_and_they_are_the_solvers_to_a_thousandth():
     assert "on the points as the page opens" in text
 
 
+def test_02_adams_opening_lines_are_shipped_by_the_page_code_and_refused_for_other_code():
+    lesson = nb()
+    shipped = losses_lab.shipped_line_fits(*(getattr(lesson, name) for name in losses_lab.LINE_CODE))
+    fitted = lesson.shipped_line_fits()  # what make checkpoints runs: fit_line on the opening points
+    assert set(shipped) == set(losses_lab.LINE_LOSSES)
+    for name, (w, b) in fitted.items():
+        assert shipped[name] == pytest.approx((w, b), abs=1e-9)
+
+    def huber(pred, target, delta=1.0):  # an edit: twice the loss, so the code that made the lines differs
+        a = (pred - target).abs()
+        return 2 * engine.where(a <= delta, 0.5 * a * a, delta * (a - 0.5 * delta))
+
+    text, defs = notebook_text("02_losses", huber=huber)
+    assert defs["line_adam_default"] is None and defs["line_adam"] is None
+    assert "the button runs this page's fit_line on these points" in text
+
+
 def test_02_an_edited_pinball_does_not_load_the_shipped_fits_and_trains_on_the_button():
     """The edit the page suggests: pinball with its two weights swapped. The shipped fits were made
     by other code, so the page says so in one line and fits with the learner's code on the button:

@@ -34,6 +34,7 @@ from engine import Tensor
 from engine.course import checkpoints
 from engine.course.checkpoints import losses_default_fits as _defaults_checkpoint  # static imports: the
 from engine.course.checkpoints import losses_kl_fits as _kl_checkpoint  # WebAssembly bundler follows only those
+from engine.course.checkpoints import losses_line_fits as _line_checkpoint
 
 from ._checks import is_default
 from .activations import Curves
@@ -585,11 +586,29 @@ KL_CODE = ("fit", "kl_divergence", "fit_gaussian", "shipped_kl_fits")
 DEFAULT_FITS_CODE = ("fit", "mse", "mae", "pinball", "per_example_loss", "fit_constant", "cross_entropy",
                      "fit_class_probabilities", "bce_with_logits", "focal_loss", "imbalance_loss", "train_logistic",
                      "shipped_default_fits")
+LINE_CODE = ("fit", "fit_line", "mse", "mae", "huber", "pseudo_huber", "per_example_loss", "shipped_line_fits")
 CHECKPOINTS = {
     "losses_kl_fits": checkpoints.FromNotebook(notebook="02_losses", function="shipped_kl_fits", code=KL_CODE),
     "losses_default_fits": checkpoints.FromNotebook(notebook="02_losses", function="shipped_default_fits",
                                                     code=DEFAULT_FITS_CODE),
+    "losses_line_fits": checkpoints.FromNotebook(notebook="02_losses", function="shipped_line_fits", code=LINE_CODE),
 }
+
+
+def line_fits_state(fit_line_under) -> dict:
+    """The state of ``losses_line_fits``, made by the page's code: ``fit_line_under(x, y, loss, δ)``
+    (the page's fitting loop on the line) under each of :data:`LINE_LOSSES`, on the outlier lab's
+    points and δ as the page opens: ``{loss: [w, b]}``."""
+    x, y, _ = default_line_data()
+    return {name: np.asarray(fit_line_under(x, y, name, LINE_DEFAULT["delta"]), dtype=np.float64)
+            for name in LINE_LOSSES}
+
+
+def shipped_line_fits(*code) -> dict | None:
+    """``{loss: (w, b)}`` from ``losses_line_fits`` when ``code`` (the page's objects named by
+    :data:`LINE_CODE`, in that order) is the code that made it, else None."""
+    state, _ = checkpoints.load_if_fits(_line_checkpoint, *code)
+    return None if state is None else {name: (float(v[0]), float(v[1])) for name, v in state.items()}
 
 
 def _equal(a, b) -> bool:
