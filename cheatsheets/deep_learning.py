@@ -244,10 +244,10 @@ def _(loop_button):
     mo.stop(not loop_button.value)
     _X, _y = data.make_moons(200, noise=0.1, seed=0)
     with mo.status.spinner(title="training…"):
-        _results = {b: hub.run_training_loop(b, _X, _y) for b in ("numpy", "engine")}
+        loop_results = {b: hub.run_training_loop(b, _X, _y) for b in ("numpy", "engine")}
     mo.md("\n".join(f"- **{b}**: final loss {r['loss']:.4f}, training accuracy {r['accuracy']:.1%}"
-                    for b, r in _results.items()))
-    return
+                    for b, r in loop_results.items()))
+    return (loop_results,)
 
 
 @app.cell(hide_code=True)
@@ -291,11 +291,11 @@ def _(check_button):
 @app.cell(hide_code=True)
 def _(check_button):
     mo.stop(not check_button.value)
-    _agree, _failures = check_every_row(formulas.ROWS)
-    (mo.callout(mo.md(f"All **{_agree}** rows agree."), kind="success") if not _failures else
-     mo.callout(mo.md(f"{_agree} rows agree; these do not:\n\n"
-                      + "\n".join(f"- `{i}`: {e}" for i, e in _failures)), kind="danger"))
-    return
+    rows_agreeing, rows_failing = check_every_row(formulas.ROWS)
+    (mo.callout(mo.md(f"All **{rows_agreeing}** rows agree."), kind="success") if not rows_failing else
+     mo.callout(mo.md(f"{rows_agreeing} rows agree; these do not:\n\n"
+                      + "\n".join(f"- `{i}`: {e}" for i, e in rows_failing)), kind="danger"))
+    return rows_agreeing, rows_failing
 
 
 @app.cell(hide_code=True)

@@ -36,31 +36,50 @@ def max_difference(a, b) -> float:
 
 
 @app.function
-def check_report(row_id: str, seed: int, with_torch: bool):
-    """Run one row's snippets on inputs drawn with ``seed`` and show the results side by side."""
+def run_snippets(row_id: str, seed: int, with_torch: bool) -> dict:
+    """Run one row's snippets on inputs drawn with ``seed``, as the tests do.
+
+    Returns {"row", "results" (backend -> result, in the order run), "failed" (backend, error) for
+    a snippet that raised, "disagreement" (the comparison's message) and "agree"}.
+    """
     row = formulas.row(row_id)
     backends = ["numpy", "engine"] + (["torch"] if with_torch and row.torch is not None else [])
     runs = backends
     if "torch" in backends:  # the first PyTorch run imports torch (~1 s): show that it is under way
         runs = mo.status.progress_bar(backends, title="running the snippets",
                                       subtitle="the first PyTorch run imports torch (about 1 s)", remove_on_exit=True)
-    results, lines = {}, []
+    check = {"row": row, "results": {}, "failed": None, "disagreement": None, "agree": False}
     for backend in runs:
         try:
-            results[backend] = formulas.evaluate(row, backend, seed)
+            check["results"][backend] = formulas.evaluate(row, backend, seed)
         except Exception as error:  # shown to the reader, never a traceback
-            return mo.callout(mo.md(f"The {backend} snippet failed: `{type(error).__name__}: {error}`"),
-                              kind="danger")
-        line = f"- **{backend}** `{getattr(row, backend)}` → {summarize(results[backend])}"
-        if backend != "numpy":
-            line += f" (largest difference from NumPy: {max_difference(results[backend], results['numpy']):.2e})"
-        lines.append(line)
+            check["failed"] = (backend, f"{type(error).__name__}: {error}")
+            return check
     try:
         for backend in backends[1:]:
-            formulas.assert_close(results[backend], results["numpy"], row.rtol, row.atol, backend)
-        verdict = mo.callout(mo.md(f"All {len(backends)} agree (rtol {row.rtol:g})."), kind="success")
+            formulas.assert_close(check["results"][backend], check["results"]["numpy"], row.rtol, row.atol, backend)
+        check["agree"] = True
     except AssertionError as error:
-        verdict = mo.callout(mo.md(f"Disagreement: {error}"), kind="danger")
+        check["disagreement"] = str(error)
+    return check
+
+
+@app.function
+def check_report(check: dict):
+    """What :func:`run_snippets` found, as the page shows it: the formula, each snippet with its
+    result and its largest difference from NumPy, and the verdict."""
+    row, results = check["row"], check["results"]
+    if check["failed"]:
+        backend, error = check["failed"]
+        return mo.callout(mo.md(f"The {backend} snippet failed: `{error}`"), kind="danger")
+    lines = []
+    for backend, result in results.items():
+        line = f"- **{backend}** `{getattr(row, backend)}` → {summarize(result)}"
+        if backend != "numpy":
+            line += f" (largest difference from NumPy: {max_difference(result, results['numpy']):.2e})"
+        lines.append(line)
+    verdict = (mo.callout(mo.md(f"All {len(results)} agree (rtol {row.rtol:g})."), kind="success") if check["agree"]
+               else mo.callout(mo.md(f"Disagreement: {check['disagreement']}"), kind="danger"))
     return mo.vstack([mo.md(f"${row.latex}$"), mo.md("\n".join(lines)), verdict])
 
 
@@ -92,13 +111,14 @@ def _():
 
 @app.cell(hide_code=True)
 def _(picked, seed, torch_button):
+    row_check = run_snippets(picked.value, seed.value, torch_button.value)
     formulas.try_it_and_tables(
         METADATA["id"],
         "**Check a row.** Pick a row, draw new random inputs, and run its snippets: the tests do this "
         "for every row of every sheet.",
         [picked, seed, torch_button],
-        check_report(picked.value, seed.value, torch_button.value))
-    return
+        check_report(row_check))
+    return (row_check,)
 
 
 if __name__ == "__main__":

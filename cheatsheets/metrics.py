@@ -58,10 +58,10 @@ def _():
 @app.cell(hide_code=True)
 def _(threshold):
     _y, _s = scored_examples()
-    _r = threshold_report(_y, _s, threshold.value)
+    shown_metrics = threshold_report(_y, _s, threshold.value)
     _warning = (mo.callout(mo.md("No example is predicted positive at this threshold: precision "
                                  "is 0/0 and shown as 0 (`zero_division=0`)."), kind="warn")
-                if _r["predicted positives"] == 0 else mo.md(""))
+                if shown_metrics["predicted positives"] == 0 else mo.md(""))
     formulas.try_it_and_tables(
         METADATA["id"],
         "**Move the threshold.** 200 examples, a quarter of them positive. Raising the "
@@ -69,14 +69,15 @@ def _(threshold):
         "is called negative. ROC-AUC does not depend on the threshold.",
         [threshold],
         mo.hstack([
-            ui.chart(plot.heatmap(_r["confusion"], x_labels=["pred 0", "pred 1"], y_labels=["true 0", "true 1"],
+            ui.chart(plot.heatmap(shown_metrics["confusion"], x_labels=["pred 0", "pred 1"], y_labels=["true 0", "true 1"],
                                   x_title="predicted", y_title="true", annotate=True, fmt=".0f",
                                   title="confusion matrix", height=180)),
-            mo.md("\n".join(f"- **{k}**: {_r[k]:.3f}" for k in ("accuracy", "precision", "recall", "F1", "ROC-AUC"))),
+            mo.md("\n".join(f"- **{k}**: {shown_metrics[k]:.3f}"
+                             for k in ("accuracy", "precision", "recall", "F1", "ROC-AUC"))),
         ], widths=[2, 1]),
         _warning,
     )
-    return
+    return (shown_metrics,)
 
 
 if __name__ == "__main__":

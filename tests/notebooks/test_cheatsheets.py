@@ -26,6 +26,7 @@ from notebook_driver import (
     run_app,
     run_headless,
 )
+from oracle import TORCH_VERSION
 
 from engine.course import formulas, toc
 from engine.course.formulas import deep_learning as hub
@@ -211,20 +212,33 @@ def test_loss_chart_gradients_are_bounded_for_robust_losses():
 def test_derivatives_sheet_checks_every_row_it_shows():
     module = load_module(path("derivatives"))
     for name, row_id in module.SHEET_ROWS.items():
-        report = module.check_report(row_id, seed=5, with_torch=False)
-        assert "agree" in output_text([report]), f"{row_id}: {output_text([report])[:500]}"
-    outputs, _ = run("derivatives", picked="deriv.log_base.grad", seed=99)
-    assert "All 2 agree" in output_text(outputs)
+        check = module.run_snippets(row_id, seed=5, with_torch=False)
+        assert check["agree"] and list(check["results"]) == ["numpy", "engine"], (row_id, check["failed"],
+                                                                                    check["disagreement"])
+    _, defs = run("derivatives", picked="deriv.log_base.grad", seed=99)
+    shown = defs["row_check"]
+    assert shown["row"].id == "deriv.log_base.grad" and shown["agree"] and len(shown["results"]) == 2
+
+
+def test_derivatives_sheet_reports_a_failing_or_disagreeing_snippet():
+    """The report draws what run_snippets found: a snippet that raised, or results that differ."""
+    module = load_module(path("derivatives"))
+    check = module.run_snippets("deriv.div.grad", seed=0, with_torch=False)
+    assert check["agree"]
+    wrong = {**check, "agree": False, "disagreement": "engine differs"}
+    assert "engine differs" in output_text([module.check_report(wrong)])
+    failed = {**check, "failed": ("engine", "ValueError: bad shape")}
+    assert "ValueError: bad shape" in output_text([module.check_report(failed)])
 
 
 def test_derivatives_sheet_without_pytorch_says_what_is_missing(monkeypatch):
     """Without PyTorch the button is disabled and names the missing package and its install."""
     monkeypatch.setattr(formulas, "torch_available", lambda: False)
-    outputs, defs = run("derivatives")
+    _, defs = run("derivatives")
     button = defs["torch_button"]
     assert button._component_args["disabled"] is True
-    assert "PyTorch is not installed: pip install torch==2.13.0" in output_text(outputs)
-    assert "All 2 agree" in output_text(outputs)  # the NumPy and engine columns still run
+    assert f"pip install torch=={TORCH_VERSION}" in button.text  # its label names the install command
+    assert defs["row_check"]["agree"] and list(defs["row_check"]["results"]) == ["numpy", "engine"]  # both still run
 
 
 @pytest.mark.oracle
@@ -233,8 +247,8 @@ def test_derivatives_sheet_runs_pytorch_on_request():
 
     require_torch()
     module = load_module(path("derivatives"))
-    report = module.check_report("deriv.div.grad", seed=1, with_torch=True)
-    assert "All 3 agree" in output_text([report])
+    check = module.run_snippets("deriv.div.grad", seed=1, with_torch=True)
+    assert check["agree"] and list(check["results"]) == ["numpy", "engine", "torch"]
 
 
 def test_optimizer_chart_lines_and_dots_agree():
@@ -254,9 +268,9 @@ def test_metrics_report_matches_the_threshold():
     assert low["recall"] == 1.0 and low["predicted positives"] == len(y)
     assert high["predicted positives"] == 0 and high["precision"] == 0.0
     assert low["ROC-AUC"] == high["ROC-AUC"] > 0.8
-    outputs, _ = run("metrics", threshold=4.5)
-    assert "No example is predicted positive" in output_text(outputs) or module.threshold_report(y, s, 4.5)[
-        "predicted positives"] > 0
+    outputs, defs = run("metrics", threshold=4.5)  # the slider's top: nothing is called positive
+    assert defs["shown_metrics"]["predicted positives"] == 0 and defs["shown_metrics"]["precision"] == 0.0
+    assert "data-kind='&quot;warn&quot;'" in output_html(outputs)  # and the page warns that precision is 0/0
 
 
 def test_tensor_shape_calculators_warn_instead_of_failing():
@@ -270,10 +284,9 @@ def test_tensor_shape_calculators_warn_instead_of_failing():
 
 @pytest.mark.slow
 def test_hub_run_buttons_train_the_loops_and_check_every_row():
-    outputs, _ = run(toc.HUB_ID, loop_button=True, check_button=True)
-    text = output_text(outputs)
-    assert re.search(r"numpy\s*: final loss 0\.0\d+", text) and re.search(r"engine\s*: final loss 0\.0\d+", text)
-    assert f"All {len(formulas.ROWS)} rows agree" in text
+    _, defs = run(toc.HUB_ID, loop_button=True, check_button=True)
+    assert all(defs["loop_results"][backend]["loss"] < 0.1 for backend in ("numpy", "engine")), defs["loop_results"]
+    assert defs["rows_agreeing"] == len(formulas.ROWS) and defs["rows_failing"] == []
 
 
 @pytest.mark.parametrize("k, scale", [(2, 0.0), (10, 0.1), (1000, 10.0)])
