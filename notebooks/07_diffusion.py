@@ -121,11 +121,6 @@ def _(schedule_T, schedule_rescale):
                                  schedule_T.value),
         "cosine": noise_schedule("cosine", schedule_T.value),
     }
-    return (schedules,)
-
-
-@app.cell
-def _(schedules):
     _T = schedules["cosine"].T
     _shown = np.unique(np.linspace(0, _T - 1, min(_T, 200)).round().astype(int))  # ≤ 200 points a line
     _x = (_shown + 1) / _T
@@ -146,7 +141,7 @@ def _(schedules):
                               "wrong place."), kind="warn")
              if schedules["linear"].alpha_bars[-1] > 0.01 else mo.md(""))
     mo.vstack([mo.md(_end), _warn, mo.hstack([ui.chart(_alpha), ui.chart(_beta), ui.chart(_snr)], widths="equal")])
-    return
+    return (schedules,)
 
 
 @app.cell
@@ -563,27 +558,6 @@ def _(draw_canvas, draw_train):
     return drawn, drawn_run
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## 4. The exact reverse process, in 1-D
-
-    Why does predicting noise work? For a given $x_t$, the best possible prediction in squared
-    error is the average noise that could have produced it, and that is the **score** of the
-    noised data, rescaled (Tweedie's formula):
-
-    $$
-    \varepsilon^*(x_t, t) = \mathbb E[\varepsilon \mid x_t] = -\sqrt{1-\bar\alpha_t}\;\nabla_{x}\log q_t(x_t).
-    $$
-
-    For a Gaussian mixture, every $q_t$ is again a mixture (means $\sqrt{\bar\alpha_t}\mu_k$,
-    variances $\bar\alpha_t\sigma_k^2 + 1 - \bar\alpha_t$), so $\varepsilon^*$ is known exactly and the
-    reverse process can run with it: the best any network could do. Below, a two-component mixture
-    in 1-D: the exact reverse process (no training), and a network trained on samples of it.
-    """)
-    return
-
-
 @app.cell
 def _():
     mix_separation = mo.ui.slider(0.0, 5.0, step=0.25, value=3.0, label="distance between modes",
@@ -598,7 +572,23 @@ def _():
                                   value="σ²_t = β_t", label="reverse-step noise")
     mix_train = mo.ui.run_button(label="Train a 1-D denoiser")
     mix_t = mo.ui.slider(0.0, 1.0, step=0.02, value=0.2, label="t / T for ε*", show_value=True)
-    mo.vstack([mo.hstack([mix_separation, mix_std, mix_weight], wrap=True),
+    mo.vstack([mo.md(r"""
+    ## 4. The exact reverse process, in 1-D
+
+    Why does predicting noise work? For a given $x_t$, the best possible prediction in squared
+    error is the average noise that could have produced it, and that is the **score** of the
+    noised data, rescaled (Tweedie's formula):
+
+    $$
+    \varepsilon^*(x_t, t) = \mathbb E[\varepsilon \mid x_t] = -\sqrt{1-\bar\alpha_t}\;\nabla_{x}\log q_t(x_t).
+    $$
+
+    For a Gaussian mixture, every $q_t$ is again a mixture (means $\sqrt{\bar\alpha_t}\mu_k$,
+    variances $\bar\alpha_t\sigma_k^2 + 1 - \bar\alpha_t$), so $\varepsilon^*$ is known exactly and the
+    reverse process can run with it: the best any network could do. Below, a two-component mixture
+    in 1-D: the exact reverse process (no training), and a network trained on samples of it.
+    """),
+               mo.hstack([mix_separation, mix_std, mix_weight], wrap=True),
                mo.hstack([mix_T, mix_variance, mix_train], justify="start")])
     return (mix_T, mix_separation, mix_std, mix_t, mix_train, mix_variance, mix_weight)
 
@@ -621,7 +611,7 @@ def _(mix_T, mix_separation, mix_std, mix_variance, mix_weight):
 
 
 @app.cell
-def _(mix_T, mix_schedule, mix_separation, mix_std, mix_train, mix_variance, mix_weight, mixture):
+def _(exact_samples, mix_T, mix_schedule, mix_separation, mix_std, mix_train, mix_variance, mix_weight, mixture):
     _settings = {"separation": mix_separation.value, "std": mix_std.value,
                  "weight_left": mix_weight.value, "T": mix_T.value, "variance": mix_variance.value,
                  "steps": 1500}
@@ -635,11 +625,7 @@ def _(mix_T, mix_schedule, mix_separation, mix_std, mix_train, mix_variance, mix
             learned_1d = lab.train_denoiser_1d(mixture, mix_schedule, train_ddpm, ddpm_sample, steps=1500,
                                                seed=0, variance=mix_variance.value,
                                                on_step=throttled(_bar, 1500))
-    return learned_1d, learned_1d_shipped, learned_1d_unfit
-
-
-@app.cell
-def _(exact_samples, learned_1d, learned_1d_shipped, learned_1d_unfit, mixture):
+    # its samples next to the exact reverse process's and the data's density
     _grid = np.linspace(-4, 4, 161)
     _edges = np.linspace(-4, 4, 61)
     _centres = 0.5 * (_edges[1:] + _edges[:-1])
@@ -668,7 +654,7 @@ def _(exact_samples, learned_1d, learned_1d_shipped, learned_1d_unfit, mixture):
             "*Train a 1-D denoiser to compare a network trained on samples of this mixture.*")),
         ui.chart(_samples),
     ])
-    return (mix_moments,)
+    return learned_1d, learned_1d_shipped, learned_1d_unfit, mix_moments
 
 
 @app.cell
@@ -859,18 +845,6 @@ def _(sampler_compare, sampler_data, sampler_gallery, sampler_steps, sampler_unf
     return sampler_runs, sampler_scores, sampler_table
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    With few steps (5 or 10) DDIM lands closer to the data than respaced DDPM: each ancestral
-    step adds fresh noise, and with few, large steps the one prediction per step cannot remove
-    all of it again. At 1000 steps both come close to the floor. (The energy distance of 1000
-    points itself varies by about the floor from one draw to the next: read differences smaller
-    than that as ties.)
-    """)
-    return
-
-
 @app.cell
 def _():
     exercise_ddim = exercises.NumberExercise(
@@ -880,6 +854,13 @@ def _():
         hint="one prediction ε̂ per visited step τ_i.",
         explanation="Fifty times fewer than ancestral sampling on all 1000 steps.")
     answer_ddim = ui.answer_box(exercise_ddim, placeholder="evaluations")
+    mo.md(r"""
+    With few steps (5 or 10) DDIM lands closer to the data than respaced DDPM: each ancestral
+    step adds fresh noise, and with few, large steps the one prediction per step cannot remove
+    all of it again. At 1000 steps both come close to the floor. (The energy distance of 1000
+    points itself varies by about the floor from one draw to the next: read differences smaller
+    than that as ties.)
+    """)
     return answer_ddim, exercise_ddim
 
 
@@ -1043,17 +1024,6 @@ def _(guide_label, guide_scale, guide_study):
     return
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    Without guidance ($w = 0$) the conditional model already puts almost every sample on the
-    right moon, spread over all of it. As $w$ grows the samples stay on the moon but crowd into
-    its most typical part: fidelity creeps up to 100 % while the spread falls several-fold. This is
-    the trade image models make with $w$: sharper, more typical samples for less variety.
-    """)
-    return
-
-
 @app.cell
 def _():
     exercise_guidance = exercises.NumberExercise(
@@ -1063,6 +1033,12 @@ def _():
         explanation="Guidance extrapolates past the conditional prediction, away from the "
         "unconditional one.")
     answer_guidance = ui.answer_box(exercise_guidance, placeholder="ε̃")
+    mo.md(r"""
+    Without guidance ($w = 0$) the conditional model already puts almost every sample on the
+    right moon, spread over all of it. As $w$ grows the samples stay on the moon but crowd into
+    its most typical part: fidelity creeps up to 100 % while the spread falls several-fold. This is
+    the trade image models make with $w$: sharper, more typical samples for less variety.
+    """)
     return answer_guidance, exercise_guidance
 
 
