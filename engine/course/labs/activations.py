@@ -182,6 +182,7 @@ def evaluate(name: str, x, **params) -> Curves:
         return Curves(x, f, df, spec["f"](x, **kw), spec["df"](x, **kw))
 
 
+@functools.lru_cache(maxsize=256)  # a few hundred engine calls; asked again for every α and every page load
 def activation_minimum(name: str, bracket=(-8.0, 2.0), **params):
     """(x*, f(x*)) at the lowest point where f' changes sign from − to + inside ``bracket``, or None.
 
@@ -218,7 +219,7 @@ def minimum_text(name: str, **params) -> str:
     return f"{value:.4f} at z = {x_star:.4f}"
 
 
-@dataclass
+@dataclass(frozen=True)  # shared by output_range's cache
 class Range:
     lo: float
     hi: float
@@ -234,6 +235,7 @@ class Range:
         return f"{left}, {right}"
 
 
+@functools.lru_cache(maxsize=256)  # 24,001 engine points and a bisection, asked again for every α
 def output_range(name: str, span: float = 60.0, **params) -> Range:
     """The output range, numerically: evaluate on [−span, span]; at each end a bound is
     'unbounded' if f still moves there (|f'| > 1e-6), 'approached' if f has flattened onto a
@@ -276,7 +278,8 @@ def derivative_peak(name: str, **params) -> float:
 
 
 def family_row(name: str, **params) -> dict:
-    """One row of the notebook's family table: label, range, minimum and steepest slope."""
+    """One row of the notebook's family table: label, range, minimum and steepest slope (a new
+    dict each time, from cached parts)."""
     peak = derivative_peak(name, **params)
     return {"activation": ACTIVATIONS[name]["label"], "range": output_range(name, **params).text(),
             "minimum": minimum_text(name, **params),
