@@ -205,7 +205,7 @@ def _(bp_step, engine_grads, expr, graph, input_grads, x_val, y_val, z_val):
         mo.hstack([expr, x_val, y_val, z_val], wrap=True),
         mo.md(rf"""$${graphs.EXPRESSIONS[expr.value]["latex"]} = {graph.node(graph.output).value:.6g}$$"""),
         bp_step,
-        _fig,
+        ui.chart(_fig),
         mo.md(f"{_note} {graph_step.text()}"),
         mo.md(f"Backward order (a topological order, reversed: every node after all the nodes that use it): {_order}."),
         mo.md("  \n".join(_sums) if _sums else "No value is used twice in this expression."),
@@ -230,32 +230,69 @@ def _():
     so deep learning runs in reverse (Baydin et al., *Automatic differentiation in machine
     learning: a survey*, 2018).
 
-    Below, $f(x) = v\cdot\tanh(Wx)$ with $x\in\mathbb R^n$ and 64 hidden units, differentiated both
-    ways in NumPy with a counter of multiply-adds (an $h\times n$ matrix–vector product costs $hn$),
-    and checked against the engine's `backward()`.
+    Below, $f(x) = v\cdot\tanh(Wx)$ with $x\in\mathbb R^n$ and $h = 64$ hidden units, differentiated
+    both ways in NumPy by the two functions below, each counting its multiply-adds (an $h\times n$
+    matrix–vector product costs $hn$, an elementwise product or a dot product of length $h$ costs
+    $h$), and checked against the engine's `backward()`.
     """)
     return
+
+
+@app.function
+def forward_mode(W, v, x):
+    """Forward mode for f(x) = v·tanh(Wx): one pass per input direction eᵢ, each carrying a
+    tangent beside the values (a Jacobian–vector product J·eᵢ):
+        a = Wx, t = tanh a, f = v·t;    ȧ = W eᵢ, ṫ = (1 − t²) ⊙ ȧ, ∂f/∂xᵢ = ḟ = v·ṫ.
+    Returns the gradient and the multiply-adds spent."""
+    h, n = W.shape
+    grad, madds = np.empty(n), 0
+    for i in range(n):
+        e_i = np.zeros(n)
+        e_i[i] = 1.0
+        t = np.tanh(W @ x)  # the values: Wx, tanh, and f = v·t would make h·n + 2h
+        t_dot = (1.0 - t * t) * (W @ e_i)  # the tangents beside them: h·n + 2h
+        grad[i] = v @ t_dot  # ḟ = v·ṫ: h
+        madds += (h * n + 2 * h) + (h * n + 3 * h)
+    return grad, madds
+
+
+@app.function
+def reverse_mode(W, v, x):
+    """Reverse mode for f(x) = v·tanh(Wx): one forward pass that keeps its values, then one
+    backward pass from ∂f/∂f = 1 (a vector–Jacobian product 1·J):
+        a = Wx, t = tanh a, f = v·t;    t̄ = 1·v, ā = t̄ ⊙ (1 − t²), x̄ = Wᵀ ā.
+    Returns the gradient and the multiply-adds spent."""
+    h, n = W.shape
+    t = np.tanh(W @ x)  # the forward pass, t kept for the backward pass: h·n + h, and f = v·t
+    # (h more) is the value it reports, which the gradient does not need
+    t_bar = 1.0 * v  # ∂f/∂t: h
+    a_bar = t_bar * (1.0 - t * t)  # ∂f/∂a: 2h
+    return W.T @ a_bar, (h * n + 2 * h) + 3 * h + h * n  # x̄ = Wᵀ ā: h·n
+
+
+@app.function
+def mode_costs(n, h=64):
+    """The multiply-adds the two functions above count, in closed form: a plain forward pass
+    h·n + 2h; forward mode n passes of values and tangents, n·((h·n + 2h) + (h·n + 3h)); reverse
+    mode one forward and one backward pass, (h·n + 2h) + (3h + h·n). Returns the three."""
+    forward = h * n + 2 * h
+    return forward, n * (forward + h * n + 3 * h), forward + 3 * h + h * n
 
 
 @app.cell
 def _():
     mode_n = mo.ui.slider(steps=list(lab.MODE_INPUTS), value=100, label="inputs n", show_value=True)
-    return (mode_n,)
-
-
-@app.cell
-def _():
-    # the cost curves over n: the counts in closed form, computed once
-    mode_sweep = [lab.mode_counts(_n) for _n in lab.MODE_INPUTS]
-    return (mode_sweep,)
+    # the cost curves over n, in forward passes: the closed form, computed once
+    mode_sweep = {_n: np.array(mode_costs(_n)[1:]) / mode_costs(_n)[0] for _n in lab.MODE_INPUTS}
+    return mode_n, mode_sweep
 
 
 @app.cell
 def _(mode_n, mode_sweep):
-    modes = lab.forward_vs_reverse(mode_n.value, seed=0)
-    _ns = np.array([m.n for m in mode_sweep])
-    _chart = plot.curves(_ns, {"forward mode": np.array([m.forward_mode_in_forwards for m in mode_sweep]),
-                               "reverse mode": np.array([m.reverse_mode_in_forwards for m in mode_sweep])},
+    modes = lab.forward_vs_reverse(forward_mode, reverse_mode, mode_costs, mode_n.value, seed=0)
+    _ns = np.array(list(mode_sweep))
+    _chart = plot.curves(_ns, {"forward mode": np.array([c[0] for c in mode_sweep.values()]),
+                               "reverse mode": np.array([c[1] for c in mode_sweep.values()])},
                          x_title="inputs n", y_title="cost in forward passes", log_x=True, log_y=True, height=220,
                          colors={"forward mode": "sgd", "reverse mode": "adam"},
                          title="The full gradient of f: ℝⁿ → ℝ")
@@ -268,7 +305,7 @@ def _(mode_n, mode_sweep):
               f"| forward (JVPs) | {modes.jvp_passes} | {modes.jvp_madds:,} | {modes.forward_mode_in_forwards:.3g} |\n"
               f"| reverse (VJP) | {modes.vjp_passes} (1 forward + 1 backward) | {modes.vjp_madds:,} | "
               f"{modes.reverse_mode_in_forwards:.3g} |"),
-        _chart,
+        ui.chart(_chart),
         mo.md(f"Both gradients equal autograd's to **{_err:.1e}**. Reverse mode costs "
               f"**{modes.reverse_mode_in_forwards:.3g}** forward passes whatever n is; forward mode costs "
               f"about 2n = **{modes.forward_mode_in_forwards:.3g}**. The price of reverse mode is memory: "
@@ -286,10 +323,29 @@ def _():
     ($1 - t^2$), a linear layer's weight gradient $dZ^\top X$ uses its input $X$. So every op saves
     what its rule will read, and it stays in memory until `backward()` has used it. Below, the
     playground's `mlp` (section 4; 2 inputs, width 64, 2 classes, tanh) runs one forward pass with a
-    cross-entropy loss; the engine's saved arrays are counted by walking the recorded graph, an
-    array shared with a parameter or an earlier op counted once.
+    cross-entropy loss, and `saved_floats` walks the recorded graph with `topological_sort` (section
+    1) and adds up what each op saved with `ctx.save_for_backward`, an array shared with a
+    parameter or an earlier op counted once.
     """)
     return
+
+
+@app.function
+def saved_floats(loss, parameters):
+    """What the graph of ``loss`` keeps for the backward pass: the arrays each op saved with
+    ctx.save_for_backward, in backward order, each counted once (two ops may keep the same
+    array) and the parameters left out (they are in memory anyway). Returns [(op, floats)]."""
+    kept, per_op = [p.data for p in parameters], []
+    for t in topological_sort(loss):
+        if t.grad_fn is None:  # an input or a parameter: no op made it
+            continue
+        fresh = 0
+        for a in t.grad_fn.saved_tensors or ():
+            if isinstance(a, np.ndarray) and not any(np.shares_memory(a, k) for k in kept):
+                kept.append(a)
+                fresh += a.size
+        per_op.append((type(t.grad_fn).__name__, fresh))
+    return per_op
 
 
 @app.cell
@@ -301,7 +357,7 @@ def _():
 
 @app.cell
 def _(mem_batch, mem_depth):
-    saved = lab.saved_for_backward(mlp(2, 2, 64, mem_depth.value, "tanh", seed=0), mem_batch.value,
+    saved = lab.saved_for_backward(saved_floats, mlp(2, 2, 64, mem_depth.value, "tanh", seed=0), mem_batch.value,
                                    depth=mem_depth.value, width=64, seed=0)
     _rows = "\n".join(f"| {op} | {n:,} |" for op, n in saved.per_op)
     mo.vstack([
@@ -373,10 +429,10 @@ def _(dense_in, dense_n, dense_out):
     _small = dense_in.value * dense_out.value <= 64
     _m = float(np.abs(dense.by_hand["dW"]).max()) or 1.0
     _maps = mo.hstack([
-        plot.heatmap(dense.by_hand["dW"], x_title="input feature", y_title="output unit", title="dW = dZᵀX (NumPy)",
-                     scheme="redblue", domain=(-_m, _m), annotate=_small, height=160),
-        plot.heatmap(dense.autograd["dW"], x_title="input feature", y_title="output unit", title="dW (autograd)",
-                     scheme="redblue", domain=(-_m, _m), annotate=_small, height=160),
+        ui.chart(plot.heatmap(dense.by_hand["dW"], x_title="input feature", y_title="output unit",
+                              title="dW = dZᵀX (NumPy)", scheme="redblue", domain=(-_m, _m), annotate=_small, height=160)),
+        ui.chart(plot.heatmap(dense.autograd["dW"], x_title="input feature", y_title="output unit",
+                              title="dW (autograd)", scheme="redblue", domain=(-_m, _m), annotate=_small, height=160)),
     ], widths=[1, 1])
     mo.vstack([
         mo.hstack([dense_n, dense_in, dense_out]),
@@ -444,7 +500,7 @@ def _(fd, fd_best, gc_h, gc_x0):
     _chart = _chart + plot.rule(gc_h.value, orient="x")
     _row = " · ".join(f"{dt}: error **{fd_at_h.error(dt)[0]:.2e}** at h = {gc_h.value:.0e}, smallest "
                       f"**{fd_best[dt][1]:.1e}** at h ≈ {fd_best[dt][0]:.0e}" for dt in ("float32", "float64"))
-    mo.vstack([mo.hstack([gc_x0, gc_h]), _chart, mo.md(_row + ". (Errors below 10⁻¹⁸ are drawn at 10⁻¹⁸.)")])
+    mo.vstack([mo.hstack([gc_x0, gc_h]), ui.chart(_chart), mo.md(_row + ". (Errors below 10⁻¹⁸ are drawn at 10⁻¹⁸.)")])
     return (fd_at_h,)
 
 
@@ -732,37 +788,34 @@ def _(pg_act, pg_classes, pg_default, pg_depth, pg_epochs, pg_lr, pg_opt, pg_sam
 @app.cell
 def _(pg_default_problem, pg_epochs, pg_lr, pg_opt, pg_run, pg_run_is_default, pg_same_net, pg_split, pg_untrained):
     mo.stop(pg_split is None, mo.md("Draw a data set above to see the network."))
-    _Xtr, _ytr, _Xva, _yva = pg_split
-    _k = int(max(_ytr.max(), _yva.max())) + 1
-    _X, _y = np.concatenate([_Xtr, _Xva]), np.concatenate([_ytr, _yva])
+    _k = int(max(pg_split[1].max(), pg_split[3].max())) + 1
     _u = pg_untrained
     _initial = (f"Initial training loss **{_u.initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** "
                 f"for K = {_k} classes.")
     if pg_run is None:
-        _fig = plot.class_regions(_u.grid_x, _u.grid_y, _u.grid_probs, _X, _y, title="untrained network", height=300)
+        _fig = lab.regions_map(_u, pg_split, title="untrained network")
         _side = mo.md(f"{_initial} The untrained network of the `mlp` cell. " + (
             f"{pg_default_problem[0].upper()}{pg_default_problem[1:]}." if pg_same_net and pg_default_problem else
             f"These are not the settings the page opened on: **train** runs {pg_epochs.value} epochs with them."))
     elif pg_run.diverged:
-        _fig = plot.class_regions(_u.grid_x, _u.grid_y, _u.grid_probs, _X, _y, title="untrained network", height=300)
+        _fig = lab.regions_map(_u, pg_split, title="untrained network")
         _side = mo.callout(mo.md(f"**Training diverged** after {len(pg_run.history['train_loss'])} epochs: the loss "
                                  f"became inf or NaN. The learning rate {pg_lr.value:g} is too large for "
                                  f"{pg_opt.value}; lower it."), kind="warn")
     else:
         _h = pg_run.history
-        _fig = plot.class_regions(pg_run.grid_x, pg_run.grid_y, pg_run.grid_probs, _X, _y, height=300,
-                                  title=f"after {len(_h['train_loss'])} epochs")
+        _fig = lab.regions_map(pg_run, pg_split, title=f"after {len(_h['train_loss'])} epochs")
         _side = mo.vstack([
             mo.md("Trained with the default settings above and shipped with the course: this map and the curves "
                   "beside and below it come from the shipped checkpoint, which the lesson cells above made; **train** "
                   "runs them as they are now, with your settings. " + _initial) if pg_run_is_default else
             mo.md("Trained just now by the lesson cells above, with your settings. " + _initial),
-            plot.loss_curves({"train": _h["train_acc"], "validation": _h["val_acc"]}, y_title="accuracy",
-                             height=150, title="Accuracy"),
+            ui.chart(plot.loss_curves({"train": _h["train_acc"], "validation": _h["val_acc"]}, y_title="accuracy",
+                                      height=150, title="Accuracy")),
             mo.md(f"final: train loss **{_h['train_loss'][-1]:.4f}**, validation accuracy "
                   f"**{100 * _h['val_acc'][-1]:.1f} %**"),
         ])
-    mo.hstack([_fig, _side], widths=[1, 1])
+    mo.hstack([ui.chart(_fig), _side], widths=[1, 1])
     return
 
 
@@ -855,8 +908,8 @@ def _(overfit_button, pg_act, pg_classes, pg_default, pg_default_problem, pg_dep
     if overfit_losses is not None:
         _ok = overfit_losses[-1] < 0.05
         _out = mo.vstack([
-            plot.loss_curves({"train": overfit_losses}, x_title="step", y_title="loss on the batch", log_y=True,
-                             height=180, title=f"One batch, {lab.OVERFIT_STEPS} Adam steps"),
+            ui.chart(plot.loss_curves({"train": overfit_losses}, x_title="step", y_title="loss on the batch",
+                                      log_y=True, height=180, title=f"One batch, {lab.OVERFIT_STEPS} Adam steps")),
             mo.callout(mo.md(f"{_when}Final loss on the batch: **{overfit_losses[-1]:.2e}**. " +
                              ("The network can memorise a batch: the pipeline works." if _ok else
                               "It did not get below 0.05: with this activation and size the network "
@@ -929,11 +982,12 @@ def _():
         question=r"**5.** For $f(x) = v\cdot\tanh(Wx)$ with $n = 500$ inputs and 64 hidden units, how many "
                  "forward passes' worth of multiply-adds does **forward mode** spend on the full gradient? "
                  "(Within 5 %.)",
-        truth=lab.mode_counts(500).forward_mode_in_forwards,
+        truth=mode_costs(500)[1] / mode_costs(500)[0],
         hint="One JVP pass per input, each computing the values and their tangents (about two forwards).",
         rel_tol=0.05, explanation="Reverse mode: about 2, whatever n is.")
     answer_modes = ui.answer_box(exercise_modes, placeholder="e.g. 500", label="forward passes =")
-    _one, _two = (lab.saved_for_backward(mlp(2, 2, 64, d, "tanh", seed=0), 100, depth=d, width=64) for d in (1, 2))
+    _one, _two = (lab.saved_for_backward(saved_floats, mlp(2, 2, 64, d, "tanh", seed=0), 100, depth=d, width=64)
+                  for d in (1, 2))
     exercise_saved = exercises.NumberExercise(
         question="**6.** The MLP of *What backward keeps* gets one more hidden layer of width 64. With a batch of "
                  "100 examples, how many more floats does its forward pass keep for the backward pass?",

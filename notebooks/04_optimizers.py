@@ -98,7 +98,7 @@ def nesterov(theta, g, state, lr, mu=0.9):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    _prose = mo.md(r"""
     **Nesterov's look-ahead.** Momentum carries $\theta$ a step $\mu v$ before the gradient has any
     say. Nesterov's idea, in the form of Sutskever et al. (2013), is to take the gradient *there*:
     $v_{t+1} = \mu v_t - \eta\,\nabla f(\theta_t + \mu v_t)$, $\theta_{t+1} = \theta_t + v_{t+1}$.
@@ -108,16 +108,12 @@ def _():
     $\varphi_t = \theta_t + \mu v_t$ (substitute and the update becomes
     $\varphi_{t+1} = \varphi_t + \mu^2 v_t - (1+\mu)\,\eta\,\nabla f(\varphi_t)$ in both forms).
     """)
-    return
-
-
-@app.cell
-def _():
     lookahead = lab.nesterov_lookahead(race, nesterov, "quadratic", lr=0.01, momentum=0.9, steps=50)
-    mo.md(f"Checked on the ill-conditioned quadratic below (η = 0.01, μ = 0.9, 50 steps): the look-ahead "
-          f"points of the textbook form and the parameters of `nesterov` (raced by `race`) differ by at most "
-          f"**{lookahead.max_difference:.1e}**, while the textbook θ_t themselves sit up to "
-          f"**{np.max(np.abs(lookahead.theta - lookahead.engine)):.2f}** away.")
+    _check = mo.md(f"Checked on the ill-conditioned quadratic below (η = 0.01, μ = 0.9, 50 steps): the look-ahead "
+                   f"points of the textbook form and the parameters of `nesterov` (raced by `race`) differ by "
+                   f"at most **{lookahead.max_difference:.1e}**, while the textbook θ_t themselves sit up to "
+                   f"**{np.max(np.abs(lookahead.theta - lookahead.engine)):.2f}** away.")
+    mo.vstack([_prose, _check])
     return (lookahead,)
 
 
@@ -248,7 +244,8 @@ def _():
                                             "reduce on plateau": "plateau"},
                                    value="constant", label="schedule")
     mo.vstack([mo.hstack([surface, n_steps, traj_schedule], justify="start"), shown_opts,
-               mo.hstack([momentum_beta, rms_alpha, adam_beta1, adam_beta2, adamw_decay], wrap=True)])
+               mo.accordion({"the rules' settings: momentum μ, RMSprop α, Adam β₁ and β₂, AdamW λ":
+                             mo.hstack([momentum_beta, rms_alpha, adam_beta1, adam_beta2, adamw_decay], wrap=True)})])
     return adam_beta1, adam_beta2, adamw_decay, momentum_beta, n_steps, rms_alpha, shown_opts, surface, traj_schedule
 
 
@@ -265,7 +262,9 @@ def _(surface):
                            show_value=True, debounce=True)
         for name in lab.OPTIMIZERS
     })
-    mo.vstack([mo.hstack([start_x, start_y], justify="start"), mo.hstack(list(lrs.elements.values()), wrap=True)])
+    mo.accordion({"the learning rates η, and the start θ as two sliders":
+                  mo.vstack([mo.hstack(list(lrs.elements.values()), wrap=True),
+                             mo.hstack([start_x, start_y], justify="start")])})
     return lrs, start_x, start_y
 
 
@@ -299,13 +298,11 @@ def _(adamw_decay, surface, trajectories, trajectory_problems):
     if not trajectories:
         _out = mo.callout(mo.md("**No optimizer selected.** Pick at least one in the list above."), kind="warn")
     else:
-        _xx, _yy, _zz = lab.surface_grid(surface.value, 40)
         _paths = {lab.LABELS[n]: t.path for n, t in trajectories.items()}
         _colors = {lab.LABELS[n]: n for n in trajectories}
         _first = next(iter(trajectories.values())).path[0]
-        _fig = plot.surface_paths(_xx, _yy, _zz, _paths, colors=_colors, start=_first, minimum=_spec["minimum"],
-                                  title=f"{_spec['label']} (darker is lower; ◆ the minimum, ■ the start)",
-                                  height=340)
+        _fig = lab.surface_map(surface.value, _paths, _colors, start=_first,
+                               title=f"{_spec['label']} (darker is lower; ◆ the minimum, ■ the start)")
         _gaps = {lab.LABELS[n]: lab.loss_gap(surface.value, t, max_points=200) for n, t in trajectories.items()}
         # How far each optimizer's f(θ_t) is from the minimum, on a log axis: the race's result.
         _names = list(_gaps)
@@ -695,11 +692,10 @@ def _(clip_lr, clip_norm):
         f"clipped at {clip_norm.value:g}": lab.run_one(race, sgd, "rosenbrock", "sgd", steps=300,
                                                        lrs={"sgd": clip_lr.value}, clip=clip_norm.value),
     }
-    _xx, _yy, _zz = lab.surface_grid("rosenbrock", 40)
-    _fig = plot.surface_paths(_xx, _yy, _zz, {k: r.path for k, r in clip_runs.items()},
-                              colors={"no clipping": "error", f"clipped at {clip_norm.value:g}": "sgd"},
-                              start=lab.SURFACES["rosenbrock"]["start"], minimum=(1.0, 1.0),
-                              title="SGD on Rosenbrock (darker is lower)", height=320)
+    _fig = lab.surface_map("rosenbrock", {k: r.path for k, r in clip_runs.items()},
+                           {"no clipping": "error", f"clipped at {clip_norm.value:g}": "sgd"},
+                           start=lab.SURFACES["rosenbrock"]["start"], title="SGD on Rosenbrock (darker is lower)",
+                           height=320)
     _lines = []
     for _k, _r in clip_runs.items():
         _fate = f"diverged at step {len(_r.path) - 1}" if _r.diverged else f"final f = {_r.final_loss:.3g}"

@@ -164,15 +164,14 @@ def test_03_reverse_mode_costs_about_two_forwards_whatever_n():
     for n in (1, 1000):
         text, defs = notebook_text("03_backprop", mode_n=n)
         m = defs["modes"]
-        ref = backprop_lab.forward_vs_reverse(n, seed=0)
-        np.testing.assert_allclose(m.grad_reverse_mode, ref.grad_autograd, rtol=1e-12)
+        np.testing.assert_allclose(m.grad_reverse_mode, m.grad_autograd, rtol=1e-12)
+        np.testing.assert_allclose(m.grad_forward_mode, m.grad_autograd, rtol=1e-10)
         assert f"Reverse mode costs {m.reverse_mode_in_forwards:.3g} forward passes" in text
         assert 2 <= m.reverse_mode_in_forwards <= 3
         assert abs(m.forward_mode_in_forwards / (2 * n) - 1) < 0.2  # "about 2n"
         assert f"forward (JVPs) {n} {m.jvp_madds:,}" in text
-        swept = {c.n: c for c in defs["mode_sweep"]}  # the chart's curves: the counts in closed form
-        assert (swept[n].jvp_madds, swept[n].vjp_madds, swept[n].forward_madds) == \
-            (m.jvp_madds, m.vjp_madds, m.forward_madds)
+        swept = defs["mode_sweep"][n]  # the chart's curves: the counts in closed form, in forward passes
+        assert tuple(swept) == (m.forward_mode_in_forwards, m.reverse_mode_in_forwards)
 
 
 def test_03_what_backward_keeps_grows_with_the_batch_as_the_prose_says():
@@ -257,7 +256,7 @@ def test_03_exercises_are_graded_by_the_engine():
     s = 1 / (1 + math.exp(1.5))
     text, defs = notebook_text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_dw="5", answer_h="-6",
                                answer_uses="3",
-                               answer_modes=f"{backprop_lab.forward_vs_reverse(500).forward_mode_in_forwards:.0f}",
+                               answer_modes=f"{NB.mode_costs(500)[1] / NB.mode_costs(500)[0]:.0f}",
                                answer_saved="6400")
     assert defs["exercise_neuron"].truth == pytest.approx(s * (1 - s) * 2)
     assert defs["exercise_dw"].truth == 5 and -8 <= defs["exercise_h"].truth <= -4

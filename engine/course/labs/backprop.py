@@ -7,15 +7,16 @@ here needs one of them, the notebook passes it in.
 - :func:`make_playground_data`, :func:`split_drawn`: the playground's 2-D data sets (presets or a
   drawing), standardised and split; :func:`playground_optimizer`, its optimizer menu;
   :func:`playground_run`, a trained (or untrained) model's history and its class probabilities
-  over a grid for the decision boundary.
+  over a grid for the decision boundary; :func:`regions_map`, its map, remembered per run.
 - :func:`default_playground`: the model and the overfit check the page opens on, read from the
   checkpoint that the notebook's ``train_default_playground`` made (:data:`CHECKPOINTS`).
-- :func:`forward_vs_reverse`: the gradient of f: ℝⁿ → ℝ by forward mode (n Jacobian–vector
-  products) and by reverse mode (one vector–Jacobian product), with a multiply-add counter;
-  :func:`mode_counts`, the same counts in closed form (the notebook's cost curves over n).
+- :func:`mode_problem`, :func:`forward_vs_reverse`: the data of f(x) = v·tanh(Wx), and the page's
+  forward mode (n Jacobian–vector products) and reverse mode (one vector–Jacobian product) run
+  on it beside the engine's ``backward()``.
 - :func:`finite_difference_errors`: |difference quotient − f'(x)| as the step h sweeps many
   decades, in float32 and float64, for the page's own difference quotient.
-- :func:`saved_for_backward`: what one forward pass of the page's MLP keeps for the backward pass.
+- :func:`saved_for_backward`: one forward pass of the page's MLP on random points, with what the
+  page's counting function finds kept for the backward pass.
 """
 
 from __future__ import annotations
@@ -122,6 +123,26 @@ def playground_run(model, split, history: dict | None = None, initial_loss: floa
     if not run.diverged:
         run.grid_x, run.grid_y, run.grid_probs = class_grid(model, np.concatenate([split[0], split[2]]), grid_size)
     return run
+
+
+_MAPS: dict = {}  # (ids of a run's grid probabilities and of its data, title, height) -> (those arrays, the map)
+
+
+def regions_map(run: PlaygroundRun, split, title: str, height: int = 300):
+    """``plot.class_regions`` of ``run``'s grid with every point of ``split`` = (Xtr, ytr, Xva, yva),
+    remembered for the last few runs: the optimizer, η and the epochs do not change the map the
+    page shows until **train** is pressed, so moving them shows the same map without building it
+    again (a 40×40 map costs about 20 ms to build)."""
+    from engine.course import plot
+
+    arrays = (run.grid_probs, *split)
+    key = tuple(id(a) for a in arrays) + (title, height)
+    hit = _MAPS.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], arrays)):
+        return hit[1]
+    chart = plot.class_regions(run.grid_x, run.grid_y, run.grid_probs, np.concatenate([split[0], split[2]]),
+                               np.concatenate([split[1], split[3]]), title=title, height=height)
+    return plot.remember(_MAPS, key, (arrays, chart), size=8)[1]
 
 
 # The playground's opening settings: the notebook's controls start here, and the page shows the
@@ -250,18 +271,20 @@ MODE_INPUTS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)  # the sizes n the note
 
 
 @dataclass
-class ModeCounts:
-    """What the gradient of f(x) = v · tanh(W x) (x ∈ ℝⁿ, W stored (hidden, n)) costs in each mode
-    of automatic differentiation, in multiply-adds: an (h, n) matrix–vector product costs h·n, an
-    elementwise product or a length-h dot product h."""
+class ModeCost:
+    """The gradient of f(x) = v · tanh(W x) (x ∈ ℝⁿ, W stored (hidden, n)) by the page's forward
+    mode and reverse mode, with the multiply-adds each counted, and the engine's ``backward()``."""
 
     n: int
     hidden: int
-    forward_madds: int  # one plain evaluation of f
+    forward_madds: int  # one plain evaluation of f (the page's closed form)
     jvp_passes: int  # forward mode: one Jacobian–vector product per input direction
     jvp_madds: int
     vjp_passes: int  # reverse mode: one forward pass, then one backward pass
     vjp_madds: int
+    grad_forward_mode: np.ndarray
+    grad_reverse_mode: np.ndarray
+    grad_autograd: np.ndarray  # engine's backward(), the reference
 
     @property
     def forward_mode_in_forwards(self) -> float:
@@ -272,69 +295,28 @@ class ModeCounts:
         return self.vjp_madds / self.forward_madds
 
 
-@dataclass
-class ModeCost(ModeCounts):
-    """:class:`ModeCounts` as :func:`forward_vs_reverse` counted them while computing the gradient
-    both ways, with the three gradients."""
-
-    grad_forward_mode: np.ndarray = None
-    grad_reverse_mode: np.ndarray = None
-    grad_autograd: np.ndarray = None  # engine's backward(), the reference
-
-
-def _check_mode_sizes(op: str, n, hidden) -> None:
+def mode_problem(n: int = 100, hidden: int = 64, seed: int = 0):
+    """(W, v, x) of f(x) = v · tanh(W x): W (hidden, n) scaled by 1/√n, v and x standard normal."""
     if not (isinstance(n, (int, np.integer)) and 1 <= n <= 5000):
-        raise ValueError(f"{op}: n must be an integer in [1, 5000], got {n!r}")
+        raise ValueError(f"mode_problem: n must be an integer in [1, 5000], got {n!r}")
     if not (isinstance(hidden, (int, np.integer)) and 1 <= hidden <= 1024):
-        raise ValueError(f"{op}: hidden must be an integer in [1, 1024], got {hidden!r}")
-
-
-def mode_counts(n: int = 100, hidden: int = 64) -> ModeCounts:
-    """The multiply-adds :func:`forward_vs_reverse` counts, in closed form (no gradient computed):
-    a forward pass is Wx, tanh and v·t (h·n + 2h); a JVP pass carries the tangent beside the
-    values (W dx, (1 − t²) ⊙ da, v · dt: h·n + 3h more), n times; reverse mode is one forward
-    pass and one backward pass (v ⊙ (1 − t²) and Wᵀ ∂f/∂a: 3h + h·n)."""
-    _check_mode_sizes("mode_counts", n, hidden)
-    h, n = int(hidden), int(n)
-    forward = h * n + 2 * h
-    return ModeCounts(n, h, forward, n, n * (forward + h * n + 3 * h), 2, forward + 3 * h + h * n)
-
-
-def forward_vs_reverse(n: int = 100, hidden: int = 64, seed: int = 0) -> ModeCost:
-    """Forward mode pushes a tangent dx through the graph with the values (a Jacobian–vector product
-    J·dx) and needs one pass per input direction e₁ … eₙ; reverse mode runs f once, keeps its
-    intermediate values, and pulls the scalar 1 back (a vector–Jacobian product 1·J) in one pass.
-    Both are written out in NumPy with a counter (a matrix–vector product of an (h, n) matrix costs
-    h·n multiply-adds, an elementwise product h) and checked against the engine's ``backward()``."""
-    _check_mode_sizes("forward_vs_reverse", n, hidden)
+        raise ValueError(f"mode_problem: hidden must be an integer in [1, 1024], got {hidden!r}")
     rng = np.random.default_rng(seed)
-    W, v, x = rng.standard_normal((hidden, n)) / math.sqrt(n), rng.standard_normal(hidden), rng.standard_normal(n)
-    h = hidden
+    return rng.standard_normal((hidden, n)) / math.sqrt(n), rng.standard_normal(hidden), rng.standard_normal(n)
 
-    def evaluate(x):  # a = Wx, t = tanh a, f = v·t
-        a = W @ x
-        t = np.tanh(a)
-        return a, t, float(v @ t), h * n + 2 * h
 
-    _, _, _, forward_madds = evaluate(x)
-    grad_fwd, jvp_madds = np.empty(n), 0
-    for i in range(n):  # one JVP per direction: the values and their tangents side by side
-        dx = np.zeros(n)
-        dx[i] = 1.0
-        _, t, _, cost = evaluate(x)
-        da = W @ dx  # tangent of a
-        dt = (1.0 - t * t) * da  # tangent of tanh a
-        grad_fwd[i] = v @ dt  # tangent of f: ∂f/∂x_i
-        jvp_madds += cost + h * n + 3 * h
-    _, t, _, cost = evaluate(x)  # reverse: one forward pass, values kept for the backward pass
-    dt = 1.0 * v  # ∂f/∂t
-    da = dt * (1.0 - t * t)  # ∂f/∂a
-    grad_rev = W.T @ da  # ∂f/∂x = Wᵀ ∂f/∂a: the vector–Jacobian product
-    vjp_madds = cost + 3 * h + h * n
+def forward_vs_reverse(forward_mode, reverse_mode, mode_costs, n: int = 100, hidden: int = 64,
+                       seed: int = 0) -> ModeCost:
+    """The page's ``forward_mode`` and ``reverse_mode`` (each ``(W, v, x) -> (gradient, multiply-adds)``)
+    on :func:`mode_problem`, beside the engine's ``backward()``; a plain forward pass costs what
+    the page's ``mode_costs(n, hidden)`` says."""
+    W, v, x = mode_problem(n, hidden, seed)
+    grad_fwd, jvp_madds = forward_mode(W, v, x)
+    grad_rev, vjp_madds = reverse_mode(W, v, x)
     xt = Tensor(x.copy(), requires_grad=True)
     (Tensor(v) * (Tensor(W) @ xt).tanh()).sum().backward()
-    return ModeCost(n, h, forward_madds, n, jvp_madds, 2, vjp_madds, grad_forward_mode=grad_fwd,
-                    grad_reverse_mode=grad_rev, grad_autograd=xt.grad.numpy().copy())
+    return ModeCost(int(n), int(hidden), int(mode_costs(n, hidden)[0]), int(n), int(jvp_madds), 2, int(vjp_madds),
+                    np.asarray(grad_fwd), np.asarray(grad_rev), xt.grad.numpy().copy())
 
 
 # ----------------------------------------------------------------------------- what backward keeps
@@ -342,9 +324,8 @@ def forward_vs_reverse(n: int = 100, hidden: int = 64, seed: int = 0) -> ModeCos
 
 @dataclass
 class SavedForBackward:
-    """What one forward pass of the playground's MLP leaves for ``backward()``: the arrays its nodes
-    saved (found by walking autograd's own topological order), split into activations (new
-    memory, one row per example) and views of the parameters (no new memory)."""
+    """What one forward pass of the playground's MLP leaves for ``backward()``, as the page's
+    counting function found it: the arrays its nodes saved beyond the parameters."""
 
     batch: int
     depth: int
@@ -358,26 +339,16 @@ class SavedForBackward:
         return 8 * self.activation_floats  # float64
 
 
-def saved_for_backward(model, batch: int = 32, depth: int = 2, width: int = 16, seed: int = 0) -> SavedForBackward:
+def saved_for_backward(count, model, batch: int = 32, depth: int = 2, width: int = 16,
+                       seed: int = 0) -> SavedForBackward:
     """Run ``model`` (the page's MLP with 2 inputs, 2 classes, ``depth`` hidden layers of ``width``)
-    forward on ``batch`` examples with a cross-entropy loss, and add up what the recorded nodes
-    saved for the backward pass."""
-    from engine.autograd import topological_order
-
+    forward on ``batch`` standard-normal points with a cross-entropy loss, and add up what the
+    page's ``count(loss, parameters)`` (a list of (op, floats)) finds saved for the backward pass."""
     if not (isinstance(batch, (int, np.integer)) and 1 <= batch <= 100_000):
         raise ValueError(f"saved_for_backward: batch must be an integer in [1, 100000], got {batch!r}")
-    params = [p.data for p in model.parameters()]
+    params = list(model.parameters())
     x = np.random.default_rng(seed).standard_normal((batch, 2))
     loss = F.cross_entropy(model(Tensor(x)), np.zeros(batch, dtype=np.int64))
-    per_op, total, kept = [], 0, list(params)  # an array shared with one already counted is free
-    for t in topological_order(loss):
-        if t._ctx is None:
-            continue
-        fresh = 0
-        for a in (a for a in (t._ctx.saved_tensors or ()) if isinstance(a, np.ndarray)):
-            if not any(np.shares_memory(a, k) for k in kept):
-                kept.append(a)
-                fresh += a.size
-        per_op.append((type(t._ctx).__name__, int(fresh)))
-        total += fresh
-    return SavedForBackward(int(batch), depth, width, int(total), int(sum(p.size for p in params)), per_op)
+    per_op = [(str(op), int(floats)) for op, floats in count(loss, params)]
+    return SavedForBackward(int(batch), depth, width, sum(f for _, f in per_op), int(sum(p.data.size for p in params)),
+                            per_op)

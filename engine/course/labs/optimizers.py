@@ -112,6 +112,83 @@ def surface_grid(name: str, size: int = 120):
     return xx, yy, zz
 
 
+# ----------------------------------------------------------------------------- the race's map
+# The race and clipping charts redraw at every move of a race control. This map is three layers
+# (the shaded surface, the paths, and one layer of markers: each path's end, the start, the
+# minimum), where plot.surface_paths draws five: each layer costs about 4 ms to build and send.
+
+
+@functools.lru_cache(maxsize=8)
+def _surface_cells(name: str, size: int):
+    """The surface's grid as chart data (cell centres, f, shade on a log scale) and the half
+    spacings of its cells: encoded once per surface, not at every redraw."""
+    from engine.course import plot
+
+    xx, yy, zz = surface_grid(name, size)
+    shade = np.log10(zz - zz.min() + 1e-3)
+    cells = plot.data(x=xx.ravel(), y=yy.ravel(), f=zz.ravel(), shade=shade.ravel(), digits=4)
+    return cells, float(xx[0, 1] - xx[0, 0]) / 2, float(yy[1, 0] - yy[0, 0]) / 2
+
+
+def surface_map(surface: str, paths: dict, colors: dict, *, start, title=None, height: int = 340,
+                grid: int = 40, max_points: int = 150):
+    """The surface (darker is lower) with one path per entry of ``paths`` (label -> [N, 2], cut at
+    its first non-finite point and thinned to ``max_points``) in its palette colour ``colors[label]``,
+    each path's last point as a dot, the start as a square and the minimum as a diamond. An Altair
+    layer of three layers, the view fixed to the surface's box."""
+    import altair as alt
+
+    from engine.course import plot
+
+    _check_surface(surface)
+    spec = SURFACES[surface]
+    cells, dx, dy = _surface_cells(surface, grid)
+    (x0, x1), (y0, y1) = spec["box"]
+    x_scale = alt.Scale(domain=[x0, x1], nice=False, zero=False)
+    y_scale = alt.Scale(domain=[y0, y1], nice=False, zero=False)
+    shaded = alt.Chart(cells).mark_rect(opacity=0.7).transform_calculate(
+        x0=f"datum.x - {dx!r}", x1=f"datum.x + {dx!r}", y0=f"datum.y - {dy!r}", y1=f"datum.y + {dy!r}",
+    ).encode(alt.X("x0:Q", title="θ₁", scale=x_scale), alt.X2("x1"), alt.Y("y0:Q", title="θ₂", scale=y_scale),
+             alt.Y2("y1"), alt.Color("shade:Q", legend=None, scale=alt.Scale(scheme="greys", reverse=True)),
+             alt.Tooltip("f:Q", title="f(θ)", format=".4g"))
+    names, steps, xs, ys = [], [], [], []
+    ends = {"x": [], "y": [], "fill": [], "shape": [], "label": []}
+    for name, path in paths.items():
+        p = np.asarray(path, dtype=np.float64).reshape(-1, 2)
+        ok = np.all(np.isfinite(p), axis=1)
+        p = p if ok.all() else p[: np.argmin(ok)]
+        if not len(p):
+            continue
+        keep = np.unique(np.linspace(0, len(p) - 1, min(len(p), max_points)).round().astype(int))
+        names += [name] * len(keep)
+        steps.append(keep)
+        xs.append(p[keep, 0])
+        ys.append(p[keep, 1])
+        for key, value in zip(ends, (p[-1, 0], p[-1, 1], plot.color(colors[name]), "circle", f"{name}: last point")):
+            ends[key].append(value)
+    for where, shape, fill, label in ((start, "square", "#111827", "start"),
+                                      (spec["minimum"], "diamond", plot.color("target"), "minimum")):
+        for key, value in zip(ends, (where[0], where[1], fill, shape, label)):
+            ends[key].append(value)
+    order = list(paths)
+    layers = [shaded]
+    if names:
+        lines = plot.data(step=np.concatenate(steps), x=np.concatenate(xs), y=np.concatenate(ys),
+                          series=np.array(names, dtype=object), digits=4)
+        layers.append(alt.Chart(lines).mark_line(strokeWidth=1.8, clip=True).encode(
+            alt.X("x:Q", scale=x_scale), alt.Y("y:Q", scale=y_scale), alt.Order("step:Q"),
+            alt.Color("series:N", title="", sort=order, legend=alt.Legend(orient="bottom"),
+                      scale=alt.Scale(domain=order, range=[plot.color(colors[n]) for n in order])),
+            [alt.Tooltip("series:N"), alt.Tooltip("step:Q")]))
+    markers = plot.data(x=np.array(ends["x"], dtype=np.float64), y=np.array(ends["y"], dtype=np.float64),
+                        fill=np.array(ends["fill"], dtype=object), shape=np.array(ends["shape"], dtype=object),
+                        label=np.array(ends["label"], dtype=object), digits=4)
+    layers.append(alt.Chart(markers).mark_point(filled=True, size=80, opacity=1, stroke="white", clip=True).encode(
+        alt.X("x:Q", scale=x_scale), alt.Y("y:Q", scale=y_scale), alt.Fill("fill:N", scale=None),
+        alt.Shape("shape:N", scale=None), alt.Tooltip("label:N")))
+    return alt.layer(*layers, width="container", height=height, title=title or alt.Undefined)
+
+
 # ----------------------------------------------------------------------------- racing the lesson's rules
 # The update rules and the loop that races them are the notebook's lesson cells; this part only
 # checks settings, gives each racer its hyper-parameters and learning-rate schedule, caches runs
@@ -568,22 +645,22 @@ class WeightDecayPaths:
 def l2_vs_decoupled(loop, rule, weight_decay: float = 0.1, lr: float = 0.05, steps: int = 200,
                     start=(0.0, 2.0)) -> WeightDecayPaths:
     """The lesson's Adam ``rule`` (keyword ``weight_decay``) in the lesson's ``loop``, two ways:
-    with an L2 penalty, the loss f + ½λ‖θ‖² (its gradient g + λθ is then normalised by √v̂, as
+    with an L2 penalty, the loss f + ½λ‖θ‖², whose gradient g + λθ is then normalised by √v̂ (as
     ``engine.optim.Adam(weight_decay=λ)`` does), and with AdamW's decoupled decay
     (θ ← θ − ηλθ outside the adaptive step).
 
     On θ₂, which has no loss gradient, L2-Adam's normalised step is ≈ η·sign(θ₂) whatever λ is
     (it drives θ₂ to 0 in about |θ₂|/η steps), while AdamW shrinks it by (1 − ηλ) per step. On
     θ₁, whose loss gradient is large, L2's λθ₁ is drowned out; AdamW still pulls θ₁ toward 0 a little.
+    Both race on f in one call of ``loop`` (the penalty's gradient λθ is added to the L2 racer's g).
     Returns both paths, each [steps + 1, 2].
     """
-    def penalised(t):
-        return _flat_direction_loss(t) + 0.5 * weight_decay * (t[0] ** 2 + t[1] ** 2)
+    def with_l2_penalty(theta, g, state, lr):  # ∇(f + ½λ‖θ‖²) = g + λθ, then Adam's step
+        return rule(theta, g + weight_decay * theta, state, lr)
 
-    l2 = constant_paths(loop, penalised, {"adam_l2": rule}, start, steps, {"adam_l2": lr})
-    decoupled = constant_paths(loop, _flat_direction_loss, {"adamw": functools.partial(rule, weight_decay=weight_decay)},
-                               start, steps, {"adamw": lr})
-    return WeightDecayPaths(l2["adam_l2"], decoupled["adamw"])
+    rules = {"adam_l2": with_l2_penalty, "adamw": functools.partial(rule, weight_decay=weight_decay)}
+    paths = constant_paths(loop, _flat_direction_loss, rules, start, steps, {"adam_l2": lr, "adamw": lr})
+    return WeightDecayPaths(paths["adam_l2"], paths["adamw"])
 
 
 # ----------------------------------------------------------------------------- clipping

@@ -1,4 +1,5 @@
-"""The lab behind notebook 03 (backprop): the playground's data and runs, the gradient check, the modes.
+"""The lab behind notebook 03 (backprop): the playground's data and runs, the gradient check, the modes
+(run with the notebook's lesson functions, passed in as the page does).
 
 Each expected value is computed independently here (closed forms with math/NumPy, published
 constants), never by the function under test.
@@ -8,9 +9,12 @@ import math
 
 import numpy as np
 import pytest
+from notebook_driver import load_module
 
 import engine
 from engine.course.labs import backprop as backprop_lab
+
+NB = load_module("notebooks/03_backprop.py")  # the lesson's forward and reverse mode, its counter of saved floats
 
 # ============================================================================ backprop lab (03): playground, gradient check
 
@@ -98,9 +102,14 @@ def test_default_playground_reads_the_checkpoint_on_the_default_data():
     assert backprop_lab.overfit_width(2) == 8 and backprop_lab.overfit_width(32) == 32
 
 
+def _modes(n, hidden=16, seed=3):
+    return backprop_lab.forward_vs_reverse(NB.forward_mode, NB.reverse_mode, NB.mode_costs, n, hidden=hidden,
+                                           seed=seed)
+
+
 @pytest.mark.parametrize("n", [1, 7, 300])
 def test_forward_and_reverse_mode_give_the_gradient_at_their_costs(n):
-    r = backprop_lab.forward_vs_reverse(n, hidden=16, seed=3)
+    r = _modes(n)
     # independently: the gradient by central differences of f(x) = v·tanh(Wx) with the same draws
     rng = np.random.default_rng(3)
     W, v, x = rng.standard_normal((16, n)) / math.sqrt(n), rng.standard_normal(16), rng.standard_normal(n)
@@ -120,37 +129,43 @@ def test_forward_and_reverse_mode_give_the_gradient_at_their_costs(n):
 
 
 @pytest.mark.parametrize("n, hidden", [(1, 16), (7, 16), (300, 16), (1000, 64)])
-def test_mode_counts_in_closed_form_are_what_the_counter_counts(n, hidden):
-    counted = backprop_lab.forward_vs_reverse(n, hidden=hidden, seed=0)
-    closed = backprop_lab.mode_counts(n, hidden)
-    names = ("n", "hidden", "forward_madds", "jvp_passes", "jvp_madds", "vjp_passes", "vjp_madds")
-    assert [getattr(closed, k) for k in names] == [getattr(counted, k) for k in names]
-    assert closed.forward_mode_in_forwards == counted.forward_mode_in_forwards
+def test_the_closed_form_costs_are_what_the_lesson_functions_count(n, hidden):
+    counted = _modes(n, hidden=hidden, seed=0)
+    assert NB.mode_costs(n, hidden) == (counted.forward_madds, counted.jvp_madds, counted.vjp_madds)
 
 
-def test_forward_vs_reverse_refuses_bad_sizes():
-    with pytest.raises(ValueError, match="forward_vs_reverse: n must be"):
-        backprop_lab.forward_vs_reverse(0)
-    with pytest.raises(ValueError, match="mode_counts: hidden must be an integer in \\[1, 1024\\], got 0"):
-        backprop_lab.mode_counts(5, hidden=0)
+def test_mode_problem_refuses_bad_sizes():
+    with pytest.raises(ValueError, match="mode_problem: n must be"):
+        _modes(0)
+    with pytest.raises(ValueError, match="mode_problem: hidden must be an integer in \\[1, 1024\\], got 0"):
+        backprop_lab.mode_problem(5, hidden=0)
+
+
+def _saved(model, batch, depth=2):
+    return backprop_lab.saved_for_backward(NB.saved_floats, model, batch, depth=depth, width=16)
 
 
 def test_saved_for_backward_grows_with_batch_and_depth_not_parameters():
-    base = backprop_lab.saved_for_backward(_mlp(), 1, depth=2, width=16)
-    big = backprop_lab.saved_for_backward(_mlp(), 50, depth=2, width=16)
-    deeper = backprop_lab.saved_for_backward(_mlp(depth=3), 50, depth=3, width=16)
+    base = _saved(_mlp(), 1)
+    big = _saved(_mlp(), 50)
+    deeper = _saved(_mlp(depth=3), 50, depth=3)
     assert big.activation_floats == 50 * base.activation_floats  # one row per example
     assert deeper.activation_floats - big.activation_floats == 50 * 16  # B × width per hidden layer
     assert big.parameter_floats == base.parameter_floats == (2 * 16 + 16) + (16 * 16 + 16) + (16 * 2 + 2)
     assert big.activation_bytes == 8 * big.activation_floats
     # the first linear layer keeps its input x (B × 2): the count includes what we fed in
     assert big.per_op[-1] == ("Linear", 50 * 2)
-    # inference records nothing: no graph, nothing saved
+    # the lesson's walk finds what the engine's own topological order finds
+    from engine.autograd import topological_order
     model = _mlp()
+    loss = engine.functional.cross_entropy(model(engine.Tensor(np.ones((4, 2)))), np.zeros(4, dtype=np.int64))
+    ops = [type(t._ctx).__name__ for t in topological_order(loss) if t._ctx is not None]
+    assert [op for op, _ in NB.saved_floats(loss, model.parameters())] == ops
+    # inference records nothing: no graph, nothing saved
     with engine.no_grad():
         assert model(engine.Tensor(np.zeros((5, 2))))._ctx is None
     with pytest.raises(ValueError, match="batch must be"):
-        backprop_lab.saved_for_backward(model, 0)
+        _saved(model, 0)
 
 
 def test_split_drawn_standardises_shuffles_and_keeps_both_sides():
