@@ -14,7 +14,7 @@ from .. import toc
 from .core import FormulaRow
 
 __all__ = ["LEGEND", "KIND_NOTES", "table_md", "sheet_sections", "sheet_md", "EXTRA_SECTIONS", "links_md",
-           "hub_section_md", "search_md"]
+           "hub_section_md", "search_found", "search_md"]
 
 LEGEND = (
     "Every row is checked by the tests: the NumPy, engine and PyTorch snippets run on random "
@@ -140,21 +140,33 @@ def hub_section_md(key: str, query: str = "", prose: str = "", from_id: str = "d
     return "\n\n".join(p for p in parts if p)
 
 
-def search_md(query: str, from_id: str = "deep_learning", link: Callable | None = None) -> str:
-    """A summary of a search: how many rows match on the hub and on every sheet, with the matches
-    that live only on the focused sheets listed as a table."""
-    from . import ROWS, search
+def search_found(query: str, from_id: str = "deep_learning") -> dict:
+    """What a search on the hub finds, as rows: ``here`` (the matches on this page, of ``on_page``
+    rows), ``everywhere`` (on all sheets) and ``elsewhere`` (the matches only on focused sheets)."""
+    from . import search
     from .deep_learning import HUB_SECTIONS
+
+    on_hub = {i for s in HUB_SECTIONS for i in s.rows}
+    everywhere = search(query)
+    return {
+        "on_page": len(on_hub),
+        "here": [r for r in everywhere if r.id in on_hub or r.sheet == from_id],
+        "everywhere": list(everywhere),
+        "elsewhere": [r for r in everywhere if r.id not in on_hub and r.sheet != from_id],
+    }
+
+
+def search_md(query: str, from_id: str = "deep_learning", link: Callable | None = None) -> str:
+    """A summary of a search (:func:`search_found`): how many rows match on the hub and on every
+    sheet, with the matches that live only on the focused sheets listed as a table."""
+    from . import ROWS
 
     query = str(query or "").strip()
     if not query:
         return ""
-    on_hub = {i for s in HUB_SECTIONS for i in s.rows}
-    everywhere = search(query)
-    here = [r for r in everywhere if r.id in on_hub or r.sheet == from_id]
-    elsewhere = [r for r in everywhere if r.id not in on_hub and r.sheet != from_id]
-    head = (f"**{len(here)}** of {len(on_hub)} rows on this page match “{_cell(query)}”; "
-            f"**{len(everywhere)}** of {len(ROWS)} on all sheets.")
-    if not elsewhere:
+    found = search_found(query, from_id)
+    head = (f"**{len(found['here'])}** of {found['on_page']} rows on this page match “{_cell(query)}”; "
+            f"**{len(found['everywhere'])}** of {len(ROWS)} on all sheets.")
+    if not found["elsewhere"]:
         return head
-    return head + "\n\nOnly on the focused sheets:\n\n" + table_md(elsewhere, sheet=from_id, link=link)
+    return head + "\n\nOnly on the focused sheets:\n\n" + table_md(found["elsewhere"], sheet=from_id, link=link)
