@@ -15,6 +15,11 @@ keyword shorthand. Colour maps are Matplotlib's (``matplotlib.colormaps``), imag
 Pillow. Altair, Matplotlib, Pillow and marimo are imported inside the functions, so ``import
 engine`` (and the course layer's import) loads only NumPy; a page imports Altair once, in its
 setup cell.
+
+A page shows a chart with ``ui.chart(chart)`` (Altair converts it once, unvalidated; marimo draws
+the spec): :func:`engine.course.ui.chart` lists what showing and building a chart cost and how a
+slider's redraw stays cheap (build only what moves, reuse a chart's static parts with
+``base.properties(data=...)``, fewer layers and points).
 """
 
 from __future__ import annotations
@@ -481,17 +486,28 @@ def _grid_cells(chart, xx, yy, x_title, y_title):
     ).encode(_axis(alt.X, "x0", x_title, xx), alt.X2("x1"), _axis(alt.Y, "y0", y_title, yy), alt.Y2("y1"))
 
 
-_SURFACE_DATA: dict = {}  # grid bytes -> its chart data: a surface is encoded once, not at every redraw
+_SURFACE_CELLS: dict = {}  # (grid bytes, axis titles, shading) -> its layer: built once, not at every redraw
 
 
-def _surface_data(xx, yy, z, shade):
-    """The grid's rows (centres, f and shade, 4 significant digits: a picture, not a table) as
-    chart data, remembered for the last few grids."""
-    key = hashlib.sha1(b"".join(np.ascontiguousarray(a, dtype=float).tobytes() for a in (xx, yy, z))).hexdigest()
-    if key in _SURFACE_DATA:
-        return _SURFACE_DATA[key]
-    return remember(_SURFACE_DATA, key, data(x=np.ravel(xx), y=np.ravel(yy), f=z.ravel(), shade=shade.ravel(), digits=4),
-                    size=16)
+def _surface_cells(xx, yy, zz, x_title, y_title, log_levels):
+    """The surface's layer: one shaded cell per grid point (centres, f and shade, 4 significant
+    digits: a picture, not a table), remembered for the last few grids. A slider that moves only the
+    paths re-uses it: building the layer (its data, transform and scales) is a third of the chart's
+    cost, and ``alt.layer`` copies its layers, so the cached one is never changed."""
+    import altair as alt
+
+    z = np.asarray(zz, dtype=float)
+    key = (hashlib.sha1(b"".join(np.ascontiguousarray(a, dtype=float).tobytes() for a in (xx, yy, z))).hexdigest(),
+           x_title, y_title, log_levels)
+    if key in _SURFACE_CELLS:
+        return _SURFACE_CELLS[key]
+    finite = z[np.isfinite(z)]
+    shade = np.log10(z - finite.min() + 1e-3) if (log_levels and finite.size) else z
+    source = data(x=np.ravel(xx), y=np.ravel(yy), f=z.ravel(), shade=shade.ravel(), digits=4)
+    cells = _grid_cells(alt.Chart(source).mark_rect(opacity=0.7), xx, yy, x_title, y_title).encode(
+        alt.Color("shade:Q", legend=None, scale=alt.Scale(scheme="greys", reverse=True)),
+        alt.Tooltip("f:Q", title="f(θ)", format=".4g"))
+    return remember(_SURFACE_CELLS, key, cells, size=16)
 
 
 def _path_rows(path, max_points: int) -> tuple:
@@ -519,13 +535,8 @@ def surface_paths(xx, yy, zz, trajectories: dict, *, start=None, minimum=None, t
     """
     import altair as alt
 
-    z = np.asarray(zz, dtype=float)
-    finite = z[np.isfinite(z)]
-    shade = np.log10(z - finite.min() + 1e-3) if (log_levels and finite.size) else z
     x_enc, y_enc = _axis(alt.X, "x", x_title, xx), _axis(alt.Y, "y", y_title, yy)
-    cells = _grid_cells(alt.Chart(_surface_data(xx, yy, z, shade)).mark_rect(opacity=0.7), xx, yy, x_title, y_title)
-    layers = [cells.encode(alt.Color("shade:Q", legend=None, scale=alt.Scale(scheme="greys", reverse=True)),
-                           alt.Tooltip("f:Q", title="f(θ)", format=".4g"))]
+    layers = [_surface_cells(xx, yy, zz, x_title, y_title, log_levels)]
     paths = {}
     for name, path in trajectories.items():
         steps, px, py = _path_rows(path, max_points)

@@ -1,6 +1,8 @@
 """engine.course.ui: the verdict callout, the throttled progress callback, the page header and the
 live panel the pages share."""
 
+import json
+
 import pytest
 
 from engine.course import toc
@@ -77,8 +79,12 @@ def test_chart_shows_an_altair_chart_unvalidated_and_chart_control_reads_its_nam
     base = alt.Chart(plot.data(token=np.array(["a", "b"], dtype=object), w=np.array([0.25, 0.75])))
     pick = alt.selection_point(name="token_pick", fields=["token"])
     brush = alt.selection_interval(name="zoom", encodings=["x"])
-    shown = ui.chart(base.mark_bar().encode(alt.X("token:N"), alt.Y("w:Q")))
-    assert "vega" in mo.as_html(shown).text and not shown._component_args["chart-selection"]
+    bars = base.mark_bar().encode(alt.X("token:N"), alt.Y("w:Q"))
+    shown = ui.chart(bars)
+    mimetype, spec = shown._mime_()  # marimo's display protocol: a Vega-Lite output, converted once
+    assert mimetype == "application/vnd.vegalite.v6+json"
+    assert json.loads(spec) == bars.to_dict(validate=False) and shown.chart is bars
+    assert "vegalite" in mo.as_html(shown).text
     element = ui.chart_control(base.mark_bar().encode(alt.X("w:Q"), alt.Y("token:N")).add_params(pick, brush))
     assert element.test_values == []  # tests/support/notebook_driver.py drives it at its default
     assert ui.selected(element, "token_pick", "token", default=["a"]) == ["a"]
@@ -86,3 +92,17 @@ def test_chart_shows_an_altair_chart_unvalidated_and_chart_control_reads_its_nam
     assert ui.selected(element, "token_pick", "token") == ["b"]
     assert ui.selected(element, "zoom", "w") == [0.1, 0.5]
     assert ui.selected(element, "zoom", "other") is None
+
+
+def test_chart_hands_a_spec_json_cannot_carry_to_marimo_s_chart_element():
+    """NaN in a spec (a scale's domain, say) is no JSON: marimo's element writes it as null."""
+    import altair as alt
+    import marimo as mo
+    import numpy as np
+
+    from engine.course import plot, ui
+
+    chart = alt.Chart(plot.data(x=np.array([0.0, 1.0]))).mark_tick().encode(
+        alt.X("x:Q", scale=alt.Scale(domain=[0.0, float("nan")])))
+    shown = ui.chart(chart)
+    assert isinstance(shown, mo.ui.altair_chart) and "vega" in mo.as_html(shown).text
