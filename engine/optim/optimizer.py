@@ -3,8 +3,8 @@
 As ``torch.optim.Optimizer``: ``param_groups`` is a list of dicts, each with its ``"params"`` and
 its own hyper-parameters (``lr``, ``momentum``, ...) filled in from the optimizer's defaults;
 ``state[p]`` holds the running quantities of parameter ``p`` (moments, step count). Subclasses
-implement ``_update(group, p, grad, state)``, which changes ``p.data`` in place with NumPy only,
-so a step never builds a graph; ``step()`` then bumps each updated parameter's version counter, so
+implement ``_update(group, p, grad, state)`` (Adam: ``_step_group``, a whole group at once), which
+changes ``p.data`` in place with NumPy only, so a step never builds a graph; ``step()`` then bumps each updated parameter's version counter, so
 a backward through a graph recorded before the step is an error rather than a wrong gradient.
 """
 

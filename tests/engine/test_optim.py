@@ -6,6 +6,8 @@ test fails if either the backward pass or the update rule differs.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from oracle import require_torch
@@ -289,42 +291,64 @@ def test_adam_on_a_single_0d_parameter_matches_torch(name, kwargs):
     assert a.data != start
 
 
+def _adam_by_hand(name, kwargs, params, grads, state):
+    """The Adam formulas one parameter at a time (the class docstring, in PyTorch's order): the
+    reference the library's flat, whole-group step must match to the last bit."""
+    lr, eps, wd = kwargs["lr"], 1e-8, kwargs.get("weight_decay", 1e-2 if name == "AdamW" else 0.0)
+    beta1, beta2 = 0.9, 0.999
+    for i, (p, g) in enumerate(zip(params, grads)):
+        if g is None:
+            continue
+        s = state.setdefault(i, {"step": 0, "exp_avg": np.zeros_like(p), "exp_avg_sq": np.zeros_like(p),
+                                 "max_exp_avg_sq": np.zeros_like(p)})
+        s["step"] += 1
+        t = s["step"]
+        g = -g if kwargs.get("maximize") else g
+        if wd and name == "AdamW":
+            p *= 1 - lr * wd
+        elif wd:
+            g = g + wd * p
+        s["exp_avg"] += (1 - beta1) * (g - s["exp_avg"])
+        s["exp_avg_sq"] *= beta2
+        s["exp_avg_sq"] += (1 - beta2) * (g * g)
+        v = s["exp_avg_sq"]
+        if kwargs.get("amsgrad"):
+            np.maximum(s["max_exp_avg_sq"], v, out=s["max_exp_avg_sq"])
+            v = s["max_exp_avg_sq"]
+        denominator = np.sqrt(v) / math.sqrt(1 - beta2 ** t) + eps
+        p -= (lr / (1 - beta1 ** t)) * s["exp_avg"] / denominator
+
+
 @pytest.mark.parametrize("name,kwargs", [("Adam", dict(lr=0.01)), ("Adam", dict(lr=0.02, weight_decay=0.1, amsgrad=True)),
                                          ("AdamW", dict(lr=0.01, weight_decay=0.1, maximize=True)),
                                          ("AdamW", dict(lr=0.01, amsgrad=True))])
-def test_adam_flat_path_gives_the_readable_steps_bits(name, kwargs):
-    """Adam's fast path (a whole group at once on flat moments) against the readable one-parameter
-    step (foreach=False): the same parameters and state to the last bit, through a parameter
-    without a gradient, a 0-d parameter, and a state dict loaded half-way."""
+@pytest.mark.parametrize("foreach", [None, False, True])
+def test_adam_flat_step_gives_the_formulas_bits(name, kwargs, foreach):
+    """Adam steps a whole group at once on flat moments: the same parameters and moments, to the
+    last bit, as the formulas applied one parameter at a time, through a parameter without a
+    gradient (its set steps apart from then on), a 0-d parameter, and a state dict loaded half-way.
+    ``foreach`` (PyTorch's keyword) is accepted and changes nothing."""
     rng = np.random.default_rng(11)
     shapes = [(5, 3), (3,), (), (2, 2, 2)]
     starts = [rng.standard_normal(s) for s in shapes]
     grads = [[rng.standard_normal(s) for s in shapes] for _ in range(8)]
-
-    def run(foreach):
-        params = [nn.Parameter(np.array(x)) for x in starts]
-        opt = getattr(optim, name)([{"params": params[:2]}, {"params": params[2:]}], foreach=foreach, **kwargs)
-        for step, gs in enumerate(grads):
-            for p, g in zip(params, gs):
-                p.grad = np.array(g)
-            if step == 2:
-                params[1].grad = None  # skipped once: its group goes one by one from here on
-            if step == 5:
-                opt.load_state_dict(opt.state_dict())  # new state arrays: the flat path adopts them
-            opt.step()
-        return params, opt
-
-    readable, readable_opt = run(foreach=False)
-    flat, flat_opt = run(foreach=None)
-    assert flat_opt.state[flat[3]]["exp_avg"].base is not None  # the fast path ran (views of one array)
-    assert readable_opt.state[readable[3]]["exp_avg"].base is None
-    for p, q in zip(readable, flat):
-        assert p.data.shape == q.data.shape
-        assert np.array_equal(p.data, q.data)
-    a, b = readable_opt.state_dict()["state"], flat_opt.state_dict()["state"]
-    assert a.keys() == b.keys()
-    for index in a:
-        assert a[index].keys() == b[index].keys()
-        for key in a[index]:
-            assert np.array_equal(a[index][key], b[index][key]), (index, key)
-    assert [s["step"] for s in b.values()] == [8, 7, 8, 8]
+    grads[2][1] = None  # skipped once
+    params = [nn.Parameter(np.array(x)) for x in starts]
+    opt = getattr(optim, name)([{"params": params[:2]}, {"params": params[2:]}], foreach=foreach, **kwargs)
+    by_hand, state = [np.array(x) for x in starts], {}
+    for step, gs in enumerate(grads):
+        for p, g in zip(params, gs):
+            p.grad = None if g is None else np.array(g)
+        if step == 5:
+            opt.load_state_dict(opt.state_dict())  # new state arrays: the flat step adopts them
+        opt.step()
+        _adam_by_hand(name, kwargs, by_hand, gs, state)
+    assert opt.state[params[3]]["exp_avg"].base is not None  # views of one flat array
+    for p, q in zip(params, by_hand):
+        assert p.data.shape == q.shape
+        assert np.array_equal(p.data, q)
+    for i, p in enumerate(params):
+        assert opt.state[p]["step"] == state[i]["step"]
+        for key in ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if kwargs.get("amsgrad") else ()):
+            assert np.array_equal(opt.state[p][key], state[i][key]), (i, key)
+    assert [opt.state[p]["step"] for p in params] == [8, 7, 8, 8]
