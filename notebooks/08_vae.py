@@ -404,9 +404,31 @@ def _():
     $\mathbb E\big[(f(z) - b)\,\nabla_\mu \log q_\mu(z)\big]$; a $b$ close to $f(z)$ (here $b = f(\mu)$) is a
     **control variate** that removes part of the variance. Each histogram below holds 2000
     independent estimates, each averaging the chosen number of samples, all three on the same
-    draws and computed by the engine's autograd.
+    draws and computed by the engine's autograd: the score function by the cell below (with
+    $b = 0$, then $b = f(\mu)$), the pathwise gradient through `reparameterize`.
+
+    **Change this cell:** weigh the samples by `f(z)` alone, forgetting the baseline. The middle
+    histogram then becomes the first, and the variance ratio score/baseline falls to 1.
     """)
     return
+
+
+@app.function
+def score_function_gradient(f, mu, sigma, eps, baseline=0.0):
+    """The score-function (REINFORCE) estimate of ∂/∂μ E_{z~N(μ, σ²)}[f(z)], one per row of the
+    draws eps [n, S], each averaging its S samples z_s = μ + σ ε_s:
+
+    ĝ = mean_s (f(z_s) − b) · ∂/∂μ log q_μ(z_s),   log q_μ(z) = −(z − μ)²/(2σ²) + const,
+
+    with z held fixed: f only weighs the samples, autograd differentiates log q in μ, whose
+    derivative (z − μ)/σ² has mean 0, so the baseline b leaves the estimate unbiased."""
+    z = engine.tensor(mu + sigma * eps)
+    with engine.no_grad():
+        weights = f(z) - baseline
+    mu_rows = engine.tensor(np.full((len(eps), 1), float(mu)), requires_grad=True)
+    log_q = -((z - mu_rows) ** 2) / (2 * sigma**2)
+    (log_q * weights).mean(dim=1).sum().backward()
+    return mu_rows.grad.numpy()[:, 0]
 
 
 @app.cell
@@ -420,8 +442,8 @@ def _():
 
 @app.cell
 def _(est_function, est_samples, q_mu, q_sigma):
-    estimates = lab.estimator_comparison(q_mu.value, q_sigma.value, est_function.value,
-                                         n_samples=est_samples.value, n=2000, seed=2)
+    estimates = lab.estimator_comparison(score_function_gradient, reparameterize, q_mu.value, q_sigma.value,
+                                         est_function.value, n_samples=est_samples.value, n=2000, seed=2)
     _panels = {"score function (REINFORCE)": estimates.score_function,
                "score function, baseline f(μ)": estimates.baseline,
                "reparameterised (pathwise)": estimates.reparameterized}

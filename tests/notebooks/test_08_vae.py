@@ -214,6 +214,22 @@ def test_08_score_function_baseline_reduces_variance_and_stays_unbiased():
         assert f"{defs['baseline_ratio']:.3g}" in text
 
 
+def test_08_score_function_cell_drives_the_histograms():
+    """Section 4's lesson cell computes both score-function panels: edited to forget its baseline,
+    the middle panel is the first one and the ratio the page shows is 1, as its prompt says."""
+    nb = load_module(NB08)
+
+    def forgets_baseline(f, mu, sigma, eps, baseline=0.0):
+        return nb.score_function_gradient(f, mu, sigma, eps)
+
+    _, before = notebook_text(NB08)
+    text, after = notebook_text(NB08, score_function_gradient=forgets_baseline)
+    assert before["baseline_ratio"] > 1.5
+    np.testing.assert_array_equal(after["estimates"].baseline, after["estimates"].score_function)
+    np.testing.assert_array_equal(after["estimates"].score_function, before["estimates"].score_function)
+    assert after["baseline_ratio"] == 1 and "score/baseline: 1 (" in text
+
+
 def test_08_unverified_claim_dropped():
     text, _ = notebook_text(NB08)
     assert "Train longer and watch them pull apart" not in text

@@ -205,24 +205,22 @@ class EstimatorComparison:
         return float(self.reparameterized.var(ddof=1))
 
 
-def _score_with_baseline(mu, sigma, f, eps) -> np.ndarray:
-    """Score-function estimates with the baseline b = f(μ) subtracted from f(z), by autograd:
-    E[∂/∂μ log q(z)] = 0, so any b that does not depend on z leaves the estimate unbiased, and
-    one close to f(z) removes most of its variance."""
-    z = mu + sigma * eps
-    with no_grad():
-        weights = f(Tensor(z)).data - f(Tensor(np.array(mu))).data
-    mu_t = Tensor(np.full((eps.shape[0], 1), float(mu)), requires_grad=True)
-    log_q = ((Tensor(z) - mu_t) ** 2) * (-0.5 / sigma**2)  # log N(z; μ, σ²) up to a constant
-    (log_q * Tensor(weights)).mean(dim=1).sum().backward()
-    return mu_t.grad.numpy()[:, 0].copy()
+def _pathwise(reparameterize, f, mu, sigma, eps) -> np.ndarray:
+    """Pathwise estimates of ∂/∂μ E[f(z)], one per row of eps [n, S]: the mean over the row of
+    f(z), z = ``reparameterize(μ, log σ², ε)`` (the notebook's cell), differentiated in μ by
+    autograd; 0 where the cell leaves no path from μ to z."""
+    mu_rows = Tensor(np.full((eps.shape[0], 1), float(mu)), requires_grad=True)
+    logvar = Tensor(np.full((eps.shape[0], 1), 2 * math.log(sigma)))
+    f(reparameterize(mu_rows, logvar, Tensor(eps))).mean(dim=1).sum().backward()
+    return np.zeros(eps.shape[0]) if mu_rows.grad is None else mu_rows.grad.numpy()[:, 0].copy()
 
 
-def estimator_comparison(mu=1.0, sigma=1.0, f_name="z²", n_samples=1, n=2000, seed=0) -> EstimatorComparison:
-    """Score-function (REINFORCE, bare and with the baseline f(μ)) against reparameterised
-    gradient estimates of ∂/∂μ E_{z~N(μ, σ²)}[f(z)] (``engine.vae.score_function_vs_reparam_variance``
-    for the bare two), ``n`` estimates of ``n_samples`` draws each, on the same draws, with the
-    exact gradient:
+def estimator_comparison(score_function, reparameterize, mu=1.0, sigma=1.0, f_name="z²", n_samples=1, n=2000,
+                         seed=0) -> EstimatorComparison:
+    """``n`` estimates of ∂/∂μ E_{z~N(μ, σ²)}[f(z)] of ``n_samples`` draws each, all on the same
+    draws ε (``seed``), by the notebook's cells: ``score_function(f, μ, σ, ε, baseline)``
+    (REINFORCE, bare and with the baseline f(μ)) and the pathwise gradient through
+    ``reparameterize(μ, log σ², ε)``; with the exact gradient:
 
         f = z²:   2μ;      f = sin z:   cos μ · e^{−σ²/2};      f = exp z:   e^{μ + σ²/2}.
     """
@@ -233,10 +231,13 @@ def estimator_comparison(mu=1.0, sigma=1.0, f_name="z²", n_samples=1, n=2000, s
     exact = {"z²": 2 * mu, "sin z": math.cos(mu) * math.exp(-sigma**2 / 2),
              "exp z": math.exp(mu + sigma**2 / 2)}[f_name]
     f = _FUNCTIONS[f_name]
-    est = vae.score_function_vs_reparam_variance(mu, sigma, n=n, f=f, n_samples=n_samples, seed=seed)
-    eps = np.random.default_rng(seed).standard_normal((n, _int(op, "n_samples", n_samples, 1)))  # the same draws
-    return EstimatorComparison(score_function=est.score_function, reparameterized=est.reparameterized,
-                               baseline=_score_with_baseline(mu, sigma, f, eps), exact=exact)
+    eps = np.random.default_rng(seed).standard_normal((_int(op, "n", n, 2), _int(op, "n_samples", n_samples, 1)))
+    with no_grad():
+        at_mu = float(f(Tensor(np.array(mu))).item())  # the baseline b = f(μ)
+    return EstimatorComparison(
+        score_function=np.asarray(score_function(f, mu, sigma, eps), dtype=np.float64),
+        baseline=np.asarray(score_function(f, mu, sigma, eps, baseline=at_mu), dtype=np.float64),
+        reparameterized=_pathwise(reparameterize, f, mu, sigma, eps), exact=exact)
 
 
 @dataclass(eq=False)

@@ -15,6 +15,7 @@ from engine.course.labs import vae as vae_lab
 # ============================================================================= 08 VAE
 NB = load_module("notebooks/08_vae.py")  # the lesson cells the lab runs: the notebook's own
 L = NB.lesson_cells()
+ESTIMATORS = (NB.score_function_gradient, NB.reparameterize)  # section 4's two estimators
 
 
 def encoded(model, x):
@@ -61,15 +62,15 @@ def test_kl_check_closed_form_monte_carlo_and_torch(torch):
 
 def test_estimator_comparison_exact_gradients():
     for name in vae_lab.ESTIMATOR_FUNCTIONS:
-        e = vae_lab.estimator_comparison(0.7, 0.8, name, n_samples=20, n=3000, seed=4)
+        e = vae_lab.estimator_comparison(*ESTIMATORS, 0.7, 0.8, name, n_samples=20, n=3000, seed=4)
         for key in ("score_function", "baseline", "reparameterized"):
             v = getattr(e, key)
             assert v.mean() == pytest.approx(e.exact, abs=5 * v.std() / np.sqrt(len(v)))
-    e = vae_lab.estimator_comparison(2.0, 1.0, "exp z", n_samples=1, n=2000, seed=0)
+    e = vae_lab.estimator_comparison(*ESTIMATORS, 2.0, 1.0, "exp z", n_samples=1, n=2000, seed=0)
     assert e.exact == pytest.approx(np.exp(2.5))
     assert e.score_var > 3 * e.reparam_var
     with pytest.raises(ValueError, match="f_name"):
-        vae_lab.estimator_comparison(f_name="tan z")
+        vae_lab.estimator_comparison(*ESTIMATORS, f_name="tan z")
 
 
 def test_train_vae_2d_budget_and_collapse():
@@ -115,8 +116,19 @@ def test_image_vae_latents_grid_and_decoder():
         vae_lab.train_image_vae(L, train[:10].reshape(10, 64), test[:5], labels[:5])
 
 
+@pytest.mark.parametrize("name", vae_lab.ESTIMATOR_FUNCTIONS)
+def test_the_pages_estimators_are_the_librarys(name):
+    """The page's score_function_gradient and the pathwise gradient through its reparameterize
+    give engine.vae.score_function_vs_reparam_variance's estimates on the same draws."""
+    e = vae_lab.estimator_comparison(*ESTIMATORS, 0.4, 1.3, name, n_samples=4, n=300, seed=8)
+    ref = engine.vae.score_function_vs_reparam_variance(0.4, 1.3, n=300, f=vae_lab._FUNCTIONS[name], n_samples=4,
+                                                        seed=8)
+    np.testing.assert_allclose(e.score_function, ref.score_function, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(e.reparameterized, ref.reparameterized, rtol=1e-9, atol=1e-12)
+
+
 def test_score_function_baseline_is_the_control_variate_by_hand():
-    e = vae_lab.estimator_comparison(1.5, 0.7, "z²", n_samples=3, n=500, seed=5)
+    e = vae_lab.estimator_comparison(*ESTIMATORS, 1.5, 0.7, "z²", n_samples=3, n=500, seed=5)
     eps = np.random.default_rng(5).standard_normal((500, 3))
     z = 1.5 + 0.7 * eps
     by_hand = ((z**2 - 1.5**2) * (z - 1.5) / 0.7**2).mean(1)
