@@ -199,6 +199,37 @@ def test_01_residual_alone_and_prenorm_alone_do_not_save_a_relu_stack():
     assert "within about 10× of the last layer's" in text
 
 
+def test_01_prenorm_alone_explodes_a_relu_stack_by_about_1_21_per_layer_whatever_the_init():
+    """The prose: pre-norm alone, with He's σ_W as with Xavier's, the first layer's gradient about
+    1.4·10⁴ times the last's; per layer 0.71/0.58 ≈ 1.21, since LayerNorm divides by ReLU's output
+    std √(1/2 − 1/(2π))·√v while its slope passes 1/√2."""
+    he = _variant_rows(notebook_text("01_activations", width=64, depth_act="relu", init="he")[0])["pre-norm"]
+    xavier = _variant_rows(notebook_text("01_activations", width=64, depth_act="relu", init="xavier")[0])["pre-norm"]
+    assert he[1] == xavier[1] == "explodes" and he[0] == pytest.approx(xavier[0], rel=1e-3)
+    assert 1.2e4 < he[0] < 1.6e4  # "about 1.4·10⁴"
+    run = activations_lab.depth_variants(NB.deep_forward, NB.init_std("he", 64, 64), activation="relu")["pre-norm"]
+    predicted = math.sqrt(0.5) / math.sqrt(0.5 - 1 / (2 * math.pi))
+    assert round(predicted, 2) == 1.21 and run.per_layer_factor == pytest.approx(predicted, rel=0.02)
+    assert 0.7e4 < 1.21**49 < 1.5e4  # "1.21⁴⁹ ≈ 10⁴"
+    assert "0.71/0.58 \\approx 1.21" in notebook_text("01_activations")[0]
+
+
+def test_01_section_5_opens_on_its_contrast():
+    """At the figure's setting (ReLU, Xavier's σ_W, 50 × 64), each option alone fails and both work;
+    the figure draws each layer's gradient norm over the last layer's."""
+    text, defs = notebook_text("01_activations")
+    runs = defs["contrast_runs"]
+    fates = {name: r.verdict() for name, r in runs.items()}
+    assert fates == {"plain": "vanish", "residual": "explode", "pre-norm": "explode", "residual + pre-norm": "stable"}
+    fresh = activations_lab._depth_variants.__wrapped__(NB.deep_forward, 50, 64, "relu", float(NB.init_std("xavier", 64, 64)),
+                                                        32, 0)
+    for name, r in runs.items():
+        np.testing.assert_allclose(r.grad_norm, fresh[name].grad_norm, rtol=1e-6)
+    assert (f"Plain, the gradient vanishes (the first layer gets {runs['plain'].gradient_ratio:.1e}" in text
+            and f"with pre-norm alone it explodes too ({runs['pre-norm'].gradient_ratio:.1e})" in text
+            and f"with both it stays in range ({runs['residual + pre-norm'].gradient_ratio:.2g})" in text)
+
+
 def test_01_switches_drive_the_depth_lab():
     _, defs = notebook_text("01_activations", depth=50, width=64, depth_act="relu", init="he",
                             depth_residual=True, depth_norm=True)
