@@ -1103,7 +1103,7 @@ def _(cnn_confusion):
         alt.Y("actual:O", sort=list(_digits), title="true digit"))
     confusion_chart = ui.chart_control(
         _grid.mark_rect().encode(alt.Color("images:Q", scale=alt.Scale(scheme="purples"), title="images"),
-                                 opacity=alt.condition(_pick, alt.value(1.0), alt.value(0.4))).add_params(_pick)
+                                 alt.OpacityValue(0.4, condition={"param": "cell_pick", "value": 1.0})).add_params(_pick)
         + _grid.mark_text(fontSize=11).encode(alt.Text("images:Q")))
     return (confusion_chart,)
 
@@ -1116,7 +1116,7 @@ def _(cnn, cnn_confusion, confusion_chart, digits_heldout):
     _worst = np.unravel_index(int(np.argmax(_mistakes)), _mistakes.shape)
     _actual = int(ui.selected(confusion_chart, "cell_pick", "actual", default=[_worst[0]])[0])
     _predicted = int(ui.selected(confusion_chart, "cell_pick", "predicted", default=[_worst[1]])[0])
-    _which = np.flatnonzero((_labels == _actual) & (lab.predictions(cnn, _images) == _predicted))
+    _which = np.flatnonzero((_labels == _actual) & (lab.heldout_predictions(cnn) == _predicted))
     _kind = "read correctly" if _actual == _predicted else "misread"
     _shown = (plot.image_tiles({f"#{i}": _images[i, 0] for i in _which[:12]}, width=64) if _which.size
               else mo.md("*No held-out digit falls in this cell.*"))

@@ -140,7 +140,7 @@ def _(mask_kind, mask_pad, mask_window, qkv_dk, qkv_scale, qkv_seed, qkv_tempera
     attention_map = ui.chart_control(
         _map.mark_rect().encode(
             alt.Color("weight:Q", scale=alt.Scale(scheme="purples", domain=[0, 1]), title="weight"),
-            alt.Tooltip("weight:Q", format=".3f"), opacity=alt.condition(_pick, alt.value(1.0), alt.value(0.35)),
+            alt.Tooltip("weight:Q", format=".3f"), alt.OpacityValue(0.35, condition={"param": "query_pick", "value": 1.0}),
         ).add_params(_pick)
         + _map.mark_text(fontSize=11).encode(alt.Text("weight:Q", format=".2f")))
     _notes = [f"scale × 1/τ = **{maps.scale:.3g}** · mean row entropy "

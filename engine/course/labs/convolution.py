@@ -46,7 +46,7 @@ __all__ = [
     "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "confusion", "conv_grid",
     "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
     "shipped_cnn",
-    "feature_maps", "predictions", "im2col_backward", "im2col_cells", "im2col_view", "transpose_cells", "learned_filters",
+    "feature_maps", "heldout_predictions", "predictions", "im2col_backward", "im2col_cells", "im2col_view", "transpose_cells", "learned_filters",
     "receptive_field_table", "round_trip_output_padding", "sample_image", "shift_equivariance",
     "two_convolutions", "uniform_stack",
 ]
@@ -902,6 +902,12 @@ def predictions(model, X, batch_size=256) -> np.ndarray:
     with no_grad():
         return np.concatenate([model(Tensor(X[i:i + batch_size])).data.argmax(axis=1)
                                for i in range(0, len(X), batch_size)])
+
+
+@functools.lru_cache(maxsize=4)  # a click on the confusion matrix or a training setting re-runs its cell, not the model
+def heldout_predictions(model) -> np.ndarray:
+    """:func:`predictions` of ``model`` on the 360 held-out digits, remembered per model."""
+    return predictions(model, data.load_digits("test", channel_dim=True)[0])
 
 
 def confusion(model, X, y, n_classes=10, batch_size=256) -> np.ndarray:

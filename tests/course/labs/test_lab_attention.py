@@ -320,3 +320,18 @@ def test_cross_attention_rejects_bad_settings():
         attention_lab.cross_attention(-1.0)
     with pytest.raises(ValueError, match="target_positions"):
         attention_lab.cross_attention(0.5, target_positions=(8,))
+
+
+def test_sampled_text_draws_once_per_sampler_model_and_temperature():
+    calls = []
+
+    def sample(model, chars, prompt, length, temperature, seed=0):
+        calls.append(temperature)
+        return f"{prompt}{chars[:length]}@{temperature}"
+
+    model = object()
+    assert attention_lab.sampled_text(sample, model, "abc", "p ", 2, 0.8) == "p ab@0.8"
+    assert attention_lab.sampled_text(sample, model, "abc", "p ", 2, 0.8) == "p ab@0.8"
+    assert attention_lab.sampled_text(sample, model, "abc", "p ", 2, 1.5) == "p ab@1.5"
+    attention_lab.sampled_text(sample, object(), "abc", "p ", 2, 0.8)   # another model draws again
+    assert calls == [0.8, 1.5, 0.8]

@@ -403,6 +403,16 @@ def test_confusion_counts_argmax_predictions():
     np.testing.assert_array_equal(c, brute)
 
 
+def test_heldout_predictions_are_the_models_on_the_heldout_digits_remembered_per_model():
+    X, _ = engine.data.load_digits("test", channel_dim=True)
+    with engine.random.fork_rng(1):
+        model, other = _TinyCNN(), _TinyCNN()
+    found = conv_lab.heldout_predictions(model)
+    np.testing.assert_array_equal(found, conv_lab.predictions(model, X))
+    assert conv_lab.heldout_predictions(model) is found  # the page's re-runs do not run the model again
+    assert not np.array_equal(conv_lab.heldout_predictions(other), found)
+
+
 def test_separable_check_against_torch(torch):
     s = conv_lab.separable_check(4, 6, 5, seed=2)
     assert s.gap < 1e-5 and s.separable_params == 4 * 25 + 6 * 4 and s.standard_params == 6 * 4 * 25
