@@ -468,19 +468,6 @@ def _(est_function, est_samples, q_mu, q_sigma):
     return baseline_ratio, estimates, variance_ratio
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    At the default setting the baseline narrows the score-function histogram for all three
-    functions, but for $f = z^2$ or $e^z$ the pathwise estimates stay far tighter, and the gap
-    widens as $\mu$ moves away from 0 (the score function multiplies large values of $f$ by
-    noise). For a bounded, wiggly $f$ such as $\sin z$ with a wide $\sigma$ the two come close:
-    the rule is "usually much better", not "always". VAEs use the pathwise gradient; the score
-    function, with a baseline, remains for discrete $z$, where there is no path to differentiate.
-    """)
-    return
-
-
 @app.cell
 def _():
     exercise_gradient = exercises.NumberExercise(
@@ -498,6 +485,14 @@ def _():
         explanation="The baseline is a control variate: unbiased, and as good as it is close to f(z).")
     answer_gradient = ui.answer_box(exercise_gradient, placeholder="gradient")
     answer_baseline = ui.answer_box(exercise_baseline)
+    mo.md(r"""
+    At the default setting the baseline narrows the score-function histogram for all three
+    functions, but for $f = z^2$ or $e^z$ the pathwise estimates stay far tighter, and the gap
+    widens as $\mu$ moves away from 0 (the score function multiplies large values of $f$ by
+    noise). For a bounded, wiggly $f$ such as $\sin z$ with a wide $\sigma$ the two come close:
+    the rule is "usually much better", not "always". VAEs use the pathwise gradient; the score
+    function, with a baseline, remains for discrete $z$, where there is no path to differentiate.
+    """)
     return answer_baseline, answer_gradient, exercise_baseline, exercise_gradient
 
 
@@ -665,9 +660,10 @@ def _(vae_latent, vae_obs_var, vae_points, vae_sweep):
     return (sweep,)
 
 
-@app.cell(hide_code=True)
+@app.cell
 def _():
-    mo.md(r"""
+    aggregate_run = mo.ui.run_button(label="Train at β = 0, 0.1, 1, 10")
+    mo.vstack([mo.md(r"""
     **Where the codes go.** Decoding $z \sim \mathcal N(0, I)$ produces data only if the codes
     the encoder actually uses, the **aggregate posterior** $q(z) = \frac1N\sum_n q(z\mid x_n)$,
     fill the prior. Below, a VAE with a 2-D code is trained at four values of $\beta$ (the page
@@ -675,14 +671,7 @@ def _():
     plain autoencoder whose codes are merely noisy, and each draws one
     $z \sim q(z\mid x)$ per held-out point over draws of the prior. Two energy distances score it:
     codes to prior, and decoded prior samples to the data.
-    """)
-    return
-
-
-@app.cell
-def _():
-    aggregate_run = mo.ui.run_button(label="Train at β = 0, 0.1, 1, 10")
-    aggregate_run
+    """), aggregate_run])
     return (aggregate_run,)
 
 
@@ -768,19 +757,6 @@ def _(remedy_beta, remedy_bits, remedy_run, vae_obs_var, vae_points):
     return (remedies,)
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    At the default $\beta = 10$ free bits keep all three dimensions in use, each near $\lambda$, and
-    the held-out ELBO is far better than the plain run's. KL annealing does not move the optimum:
-    at the end of training the weight is $\beta$ again, and its held-out ELBO is no better than the
-    plain run's here. Annealing helps when collapse comes from the early dynamics (a strong
-    decoder that learns to ignore $z$ before the encoder is useful), which this small model does
-    not show.
-    """)
-    return
-
-
 @app.cell
 def _():
     exercise_free_bits = exercises.NumberExercise(
@@ -795,6 +771,14 @@ def _():
         hint="multiply the loss ‖x − x̂‖²/(2σ²ₓ) + β·KL by σ²ₓ/0.05.", rel_tol=1e-3)
     answer_free_bits = ui.answer_box(exercise_free_bits, placeholder="nats")
     answer_knob = ui.answer_box(exercise_knob, placeholder="β")
+    mo.md(r"""
+    At the default $\beta = 10$ free bits keep all three dimensions in use, each near $\lambda$, and
+    the held-out ELBO is far better than the plain run's. KL annealing does not move the optimum:
+    at the end of training the weight is $\beta$ again, and its held-out ELBO is no better than the
+    plain run's here. Annealing helps when collapse comes from the early dynamics (a strong
+    decoder that learns to ignore $z$ before the encoder is useful), which this small model does
+    not show.
+    """)
     return answer_free_bits, answer_knob, exercise_free_bits, exercise_knob
 
 
@@ -921,24 +905,18 @@ def _(image_vae, latent_point, latent_z1, latent_z2):
     return decoded, latent_code
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    **Draw a digit.** Draw on the canvas (it starts with a held-out digit; the menu is the
-    keyboard path to another one, or to a blank canvas). The drawing is scanned as the UCI digits
-    were (`widgets.to_digit`: 32×32 cells, 4×4 blocks) and encoded: its $q(z\mid x)$ appears as a
-    2σ ellipse among the codes of the held-out digits, next to what the decoder makes of its mean.
-    """)
-    return
-
-
 @app.cell
 def _(digit_labels):
     draw_start = mo.ui.dropdown(
         options={"blank": -1, **{f"a held-out {_d}": int(np.flatnonzero(digit_labels == _d)[0])
                                  for _d in range(10)}},
         value="a held-out 3", label="start from")
-    draw_start
+    mo.vstack([mo.md(r"""
+    **Draw a digit.** Draw on the canvas (it starts with a held-out digit; the menu is the
+    keyboard path to another one, or to a blank canvas). The drawing is scanned as the UCI digits
+    were (`widgets.to_digit`: 32×32 cells, 4×4 blocks) and encoded: its $q(z\mid x)$ appears as a
+    2σ ellipse among the codes of the held-out digits, next to what the decoder makes of its mean.
+    """), draw_start])
     return (draw_start,)
 
 
@@ -1113,14 +1091,6 @@ def shipped_iwae():
     return lab.iwae_state(lesson_cells(), iwae_bound)
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## The same in your own script
-    """)
-    return
-
-
 @app.cell
 def _():
     def _script():
@@ -1142,7 +1112,7 @@ def _():
         return (f"mu.grad.shape = {mu.grad.shape} · last ELBO {history.elbo[-1]:.2f} · "
                 f"model.generate(3).shape = {generated.shape}")
 
-    mo.md(f"`{_script()}`")
+    mo.md(f"## The same in your own script\n\n`{_script()}`")
     return
 
 
