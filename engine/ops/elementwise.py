@@ -430,8 +430,8 @@ class Gelu(Function):
             t = np.tanh(_SQRT_2_OVER_PI * (a + _GELU_CUBIC * a**3))
             ctx.t = t
             return 0.5 * a * (1 + t)
-        cdf = normal_cdf(a)
-        ctx.cdf = cdf
+        cdf = normal_cdf(a, precision=a.dtype)  # float32: series terms for float32's precision only
+        ctx.cdf = cdf.astype(a.dtype, copy=False)  # (backward's arithmetic in a's dtype: no float64 pass)
         return (a * cdf).astype(a.dtype, copy=False)
 
     @staticmethod
@@ -441,7 +441,10 @@ class Gelu(Function):
             t = ctx.t
             du = _SQRT_2_OVER_PI * (1 + 3 * _GELU_CUBIC * a * a)
             return g * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * du)
-        return g * (ctx.cdf + a * normal_pdf(a)).astype(a.dtype, copy=False)
+        local = normal_pdf(a).astype(a.dtype, copy=False)
+        local *= a
+        local += ctx.cdf
+        return g * local
 
 
 class Clamp(Function):

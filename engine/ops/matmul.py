@@ -60,17 +60,21 @@ class Linear(Function):
     def forward(ctx, x, weight, bias=None):
         needs = ctx.needs_input_grad or (False, False)
         ctx.save_for_backward(x if needs[1] else None, weight if needs[0] else None)
-        out = x @ weight.T
+        # speed: [..., in] as one [rows, in] matrix, so one GEMM covers every batch row (NumPy's
+        # 3-D @ 2-D loops over the leading axis: ~25 % slower at a transformer block's sizes)
+        out = x.reshape(-1, x.shape[-1]) @ weight.T if x.ndim > 2 else x @ weight.T
         if bias is not None:
             out += bias
-        return out
+        return out.reshape(*x.shape[:-1], out.shape[-1]) if x.ndim > 2 else out
 
     @staticmethod
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
         needs = ctx.needs_input_grad
         g2 = g.reshape(-1, g.shape[-1])
-        gx = (g @ weight) if needs[0] else None
+        gx = None
+        if needs[0]:  # one GEMM over all rows, as forward
+            gx = (g2 @ weight).reshape(*g.shape[:-1], weight.shape[1]) if g.ndim > 2 else g @ weight
         gw = (g2.T @ x.reshape(-1, x.shape[-1])) if needs[1] else None
         if len(needs) == 3:
             return gx, gw, (g2.sum(axis=0) if needs[2] else None)

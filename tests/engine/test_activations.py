@@ -57,6 +57,18 @@ def test_gelu_on_a_wide_range_including_the_erfc_switch_point():
     oracle(F.gelu, lambda t: TF().gelu(t), [x], rtol=1e-12, atol=1e-15)
 
 
+def test_float32_gelu_sums_fewer_series_terms_and_keeps_float32s_precision():
+    """A float32 GELU stops its erf series at float32's precision: it must still round to the
+    float64 GELU's float32 value within one rounding step, the left tail (where erfc = 1 − erf
+    cancels, down to x ≈ −3.54) included."""
+    x = np.concatenate([np.linspace(-9, 9, 2001), [-3.5355, -3.5356, 3.5355, 3.5356]]).astype(np.float32)
+    exact = F.gelu(Tensor(x.astype(np.float64))).numpy().astype(np.float32)
+    fast = F.gelu(Tensor(x)).numpy()
+    assert fast.dtype == np.float32
+    ulp = np.spacing(np.abs(exact))
+    assert np.all(np.abs(fast - exact) <= ulp), np.max(np.abs(fast - exact) / ulp)
+
+
 def test_kinks_at_zero_match_torch():
     x = np.array([-1.0, 0.0, 0.0, 1.0])
     for fn, torch_fn in [(F.relu, lambda t: TF().relu(t)), (F.leaky_relu, lambda t: TF().leaky_relu(t)),
