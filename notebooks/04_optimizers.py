@@ -169,8 +169,10 @@ def _():
 
     Each surface is a function of $\theta = (\theta_1, \theta_2)$ built from engine operations, so
     the optimizers get their gradients from autograd, exactly as they would in a network. The
-    learning rates start at values that suit each surface; move them, drag the start point (or
-    use its two sliders), switch on a schedule. What to look for: SGD zig-zags across the
+    learning rates start at values that suit each surface; move them (they and the start's two
+    sliders are folded under the race's controls, with each rule's own settings), drag the start
+    point, switch on a schedule. AdamW joins the race when you pick it and give it a decay
+    $\lambda > 0$: with $\lambda = 0$ it is Adam. What to look for: SGD zig-zags across the
     **ill-conditioned** quadratic (one direction 100× steeper than the other; at η = 0.02 the
     zig-zag never dies down, above it explodes) while momentum and Adam cut through; in
     **Rosenbrock's** curved valley everything is slow and momentum pays off; at the **saddle**
@@ -231,8 +233,9 @@ def _():
     surface = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.SURFACES.items()},
                              value="Rosenbrock's valley", label="surface")
     n_steps = mo.ui.slider(10, 1000, step=10, value=200, label="steps", show_value=True, debounce=True)
+    # AdamW joins when asked: at its default λ = 0 it is Adam, step for step
     shown_opts = mo.ui.multiselect(options={lab.LABELS[n]: n for n in lab.OPTIMIZERS},
-                                   value=[lab.LABELS[n] for n in lab.OPTIMIZERS], label="optimizers")
+                                   value=[lab.LABELS[n] for n in lab.OPTIMIZERS if n != "adamw"], label="optimizers")
     momentum_beta = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="momentum μ", show_value=True, debounce=True)
     rms_alpha = mo.ui.slider(0.5, 0.999, step=0.001, value=0.99, label="RMSprop α", show_value=True, debounce=True)
     adam_beta1 = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="Adam β₁", show_value=True, debounce=True)
@@ -327,7 +330,9 @@ def _(adamw_decay, surface, trajectories, trajectory_problems):
         _decay = ([mo.md(f"AdamW runs with λ = {adamw_decay.value:g}: each step also shrinks θ toward 0 by "
                          "ηλθ, so it settles where that shrinkage balances its adaptive step, not at θ*. Its distance to θ* "
                          "measures that bias, not a slower optimizer; with λ = 0 AdamW is Adam.")]
-                  if adamw_decay.value > 0 and "adamw" in trajectories else [])
+                  if adamw_decay.value > 0 and "adamw" in trajectories else
+                  [mo.md("AdamW runs with λ = 0, so it is Adam step for step and its path lies under Adam's: raise "
+                         "λ in the rules' settings to see the decay.")] if "adamw" in trajectories else [])
         _out = mo.vstack(_warn + [
             mo.md(rf"$${_spec['latex']}$$"),
             ui.chart(_fig),
@@ -505,17 +510,20 @@ def _():
 
     Every run above used the exact gradient. Training uses a **mini-batch** gradient: the mean of
     $B$ examples' gradients, an unbiased estimate of the full one whose variance is about $1/B$
-    of a single example's. Here $L(\theta) = \lVert X\theta - y\rVert^2/2n$ on $n = 512$ points
+    of a single example's. As in training, the batches are drawn without replacement: each epoch
+    shuffles the points and cuts them into batches of $B$, so every point is used once per epoch
+    and $B = n$ is the full batch. Here $L(\theta) = \lVert X\theta - y\rVert^2/2n$ on $n = 512$ points
     whose labels carry noise, so no $\theta$ fits every point and the per-example gradients
     disagree even at the minimum $\hat\theta$. With a constant $\eta$, SGD stops improving at a
     **floor** where the noise it injects each step balances the pull toward $\hat\theta$: the
     smaller the batch (or the larger $\eta$), the higher the floor. Decaying $\eta$ (here the
     cosine schedule of this section, to 0) averages the noise out and goes below it, provided the
     run reaches the floor before $\eta$ gets small. Full-batch gradient descent has no noise and
-    no floor. All three runs start at $\theta = 0$ and take 400 steps; the constant and decayed
-    runs see the same batches. The loop is below; the step is `sgd` of section 1 (pass another
-    rule and it trains with that one). The gradient is written out: for this loss autograd would
-    give the same numbers.
+    no floor (at $B = n$ the constant run is full-batch descent, and decay only slows it). All
+    three runs start at $\theta = 0$ and take 400 steps; the constant and decayed runs see the
+    same batches. The loop is below; the step is `sgd` of section 1 (pass another rule and it
+    trains with that one). The gradient is written out: for this loss autograd would give the
+    same numbers.
     """)
     return
 
@@ -572,10 +580,18 @@ def _():
     mini-batch step, record the loss, and stop when it blows up. The loss first falls faster as
     $\eta$ grows, bottoms out, then explodes. On this least-squares problem we know why: gradient
     descent diverges once $\eta > 2/\lambda_{\max}$, with $\lambda_{\max}$ the Hessian's largest
-    eigenvalue (the vertical line). With large batches the blow-up shows just after the crossing
-    (the error must first grow 4-fold); with a batch of one it comes well before, since one
-    example's curvature can far exceed the average. The usual choice is a rate somewhat below the
-    bottom of the curve. The run goes from $\eta = 10^{-4}$ to at most 30.
+    eigenvalue (the vertical line). Past the line the error along the steepest direction is
+    multiplied by $|1 - \eta\lambda_{\max}| > 1$ each step, but the test sees it only once the loss
+    has grown 4-fold, and how soon that happens depends on how much error is left along that
+    direction. Full-batch gradient descent has shrunk it for the whole ramp, so its blow-up comes
+    far past the line: the theory below multiplies the factors out, and the run with $B = n$ (the
+    full batch) matches it, except on the slow 400-step ramp, where rounding errors of about
+    $10^{-16}$ seed that direction and it blows up sooner. Mini-batch noise keeps every direction's
+    error alive, so with batches of 32 or more the blow-up comes soon after the line; with a batch
+    of one it can come before it, since one example's curvature can far exceed the average. The
+    loss can even keep falling past the line for a few steps (with the full batch its lowest point
+    lies there): the bottom of the curve is a rate that worked briefly, not a stable one, which is
+    why the usual choice is a rate well below it. The run goes from $\eta = 10^{-4}$ to at most 30.
     """)
     return
 
@@ -599,7 +615,10 @@ def _(range_batch, range_steps):
     mo.vstack([
         mo.hstack([range_batch, range_steps]),
         ui.chart(_chart),
-        mo.md(f"Lowest loss at η = **{lr_range.best_lr:.3g}**; 2/λ_max = **{lr_range.stable_limit:.3g}**; {_blow}."),
+        mo.md(f"Lowest loss at η = **{lr_range.best_lr:.3g}**; 2/λ_max = **{lr_range.stable_limit:.3g}**; {_blow}. "
+              f"Full-batch gradient descent on the same ramp blows up, in theory, at η = "
+              f"**{lr_range.full_batch_blowup_lr:.3g}** "
+              f"({lr_range.full_batch_blowup_lr / lr_range.stable_limit:.2f}× the limit)."),
     ])
     return (lr_range,)
 

@@ -469,14 +469,26 @@ def _least_squares_data(n: int, seed: int):
     return X, y
 
 
+def epoch_batches(n: int, batch_size: int, steps: int, rng) -> list:
+    """``steps`` mini-batches as training draws them, without replacement: each epoch a new
+    shuffle of the n points cut into n // B batches of B (the last, shorter one left out), so a
+    point is used at most once per epoch and B = n is the full batch."""
+    per_epoch = n // batch_size
+    batches = []
+    while len(batches) < steps:
+        order = rng.permutation(n)
+        batches += [order[k * batch_size:(k + 1) * batch_size] for k in range(per_epoch)]
+    return batches[:steps]
+
+
 def sgd_noise(loop, rule, batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 512,
               seed: int = 0) -> NoisyRuns:
     """L(θ) = ‖Xθ − y‖²/2n on 2-D data with label noise, trained by the lesson's mini-batch
     ``loop`` with its update ``rule``. A mini-batch gradient is unbiased but noisy, with variance
     about 1/B of one example's: at a constant η, SGD stops falling at a floor that rises as B
     shrinks; decaying η (a cosine to 0) averages the noise out and goes below it. Full-batch GD
-    (B = n) has no noise and no floor. The batches come from ``default_rng(seed + 1)``, the same
-    for the constant and the decayed run."""
+    (B = n) has no noise and no floor. The batches (:func:`epoch_batches`) come from
+    ``default_rng(seed + 1)``, the same for the constant and the decayed run."""
     if not (isinstance(batch_size, (int, np.integer)) and 1 <= batch_size <= n):
         raise ValueError(f"sgd_noise: batch size must be an integer in [1, {n}], got {batch_size!r}")
     if not (0 < lr <= 1.0):
@@ -490,8 +502,7 @@ def sgd_noise(loop, rule, batch_size: int = 8, lr: float = 0.1, steps: int = 400
         return 0.5 * np.mean((thetas @ X.T - y) ** 2, axis=1)
 
     floor_loss = float(losses(best[None])[0])
-    draw = np.random.default_rng(seed + 1)
-    batches = [draw.integers(0, n, batch_size) for _ in range(steps)]
+    batches = epoch_batches(n, batch_size, steps, np.random.default_rng(seed + 1))
     cosine = lr_scheduler.schedule_values(lambda o: lr_scheduler.CosineAnnealingLR(o, T_max=steps), steps, lr)
     runs = {"constant": (batches, [lr] * steps), "decayed": (batches, cosine),
             "full batch": ([slice(None)] * steps, [lr] * steps)}
@@ -502,7 +513,7 @@ def sgd_noise(loop, rule, batch_size: int = 8, lr: float = 0.1, steps: int = 400
         floor[name] = float(np.mean(excess[name][-max(1, steps // 10):]))
     rng = np.random.default_rng(seed + 2)
     noise = [np.sum((X[i].T @ (X[i] @ best - y[i]) / batch_size) ** 2)
-             for i in (rng.integers(0, n, batch_size) for _ in range(200))]
+             for i in (rng.choice(n, batch_size, replace=False) for _ in range(200))]
     return NoisyRuns(int(batch_size), n, excess, floor, float(np.mean(noise)))
 
 
@@ -516,6 +527,33 @@ class RangeTest:
     best_lr: float  # η where the loss was lowest
     blowup_lr: float  # first η after the lowest point whose loss exceeds 4× the lowest (nan if none)
     stable_limit: float  # 2/λ_max of the Hessian XᵀX/n: plain GD diverges above it
+    full_batch_blowup_lr: float  # where the same test on full-batch GD blows up, in theory (nan if never)
+
+
+def _blowup(losses: np.ndarray) -> tuple:
+    """(last step the test takes, step of the lowest loss, step of the blow-up or None): the test
+    stops at the first step whose loss exceeds 4× the lowest so far (as ``lr_find`` does) or is not
+    finite; the blow-up is the first step after the lowest point above 4× the lowest."""
+    finite = np.where(np.isfinite(losses), losses, np.inf)
+    stop = np.flatnonzero(~(finite <= 4 * np.minimum.accumulate(finite)))  # inf and NaN included
+    end = int(stop[0]) + 1 if len(stop) else len(losses)
+    best = int(np.argmin(finite[:end]))
+    over = np.flatnonzero(~(finite[best:end] <= 4 * finite[best])) + best
+    return end, best, int(over[0]) if len(over) else None
+
+
+def full_batch_losses(X, y, rates) -> np.ndarray:
+    """L(θ_t) after each step of full-batch gradient descent from θ₀ = 0 with the rates η_t, in
+    closed form: along each eigenvector of the Hessian H = XᵀX/n (eigenvalue λᵢ) the error
+    eᵢ = θᵢ − θ̂ᵢ is multiplied by (1 − η_t λᵢ) each step, and L = L(θ̂) + ½ Σ λᵢ eᵢ². Past
+    η = 2/λ_max the steepest factor exceeds 1 in size, but the loss grows only as fast as what
+    is left of the error along that direction."""
+    lam, vectors = np.linalg.eigh(X.T @ X / len(X))
+    best = np.linalg.lstsq(X, y, rcond=None)[0]
+    floor = 0.5 * np.mean((X @ best - y) ** 2)
+    factors = np.cumprod(1.0 - np.outer(rates, lam), axis=0)  # [steps, d]: ∏_{s ≤ t} (1 − η_s λᵢ)
+    errors = factors * (vectors.T @ (0.0 - best))
+    return floor + 0.5 * np.sum(lam * errors * errors, axis=1)
 
 
 def gd_stability_limit(hessian) -> float:
@@ -528,7 +566,8 @@ def lr_range_test(loop, rule, batch_size: int = 32, steps: int = 120, lr_min: fl
                   n: int = 512, seed: int = 0) -> RangeTest:
     """The lesson's mini-batch ``loop`` with its ``rule`` on the least-squares problem of
     :func:`sgd_noise`, with η_t = lr_min·(lr_max/lr_min)^(t/steps). The test stops at the first
-    step whose loss exceeds 4× the lowest seen (as ``lr_find`` does) or is not finite."""
+    step whose loss exceeds 4× the lowest seen (as ``lr_find`` does) or is not finite. Beside it,
+    where the same ramp blows up full-batch GD in theory (:func:`full_batch_losses`)."""
     if not (isinstance(batch_size, (int, np.integer)) and 1 <= batch_size <= n):
         raise ValueError(f"lr_range_test: batch size must be an integer in [1, {n}], got {batch_size!r}")
     if not (isinstance(steps, (int, np.integer)) and 10 <= steps <= 2000):
@@ -536,21 +575,17 @@ def lr_range_test(loop, rule, batch_size: int = 32, steps: int = 120, lr_min: fl
     if not (0 < lr_min < lr_max):
         raise ValueError(f"lr_range_test: need 0 < lr_min < lr_max, got {lr_min}, {lr_max}")
     X, y = _least_squares_data(n, seed)
-    draw = np.random.default_rng(seed + 1)
-    batches = [draw.integers(0, n, batch_size) for _ in range(steps)]
+    batches = epoch_batches(n, batch_size, steps, np.random.default_rng(seed + 1))
     growth = (lr_max / lr_min) ** (1.0 / steps)
     rates = np.array([lr_min * growth ** t for t in range(steps)])
     with np.errstate(over="ignore", invalid="ignore"):
         path = np.asarray(loop(rule, X, y, batches, rates), dtype=np.float64)
         all_losses = 0.5 * np.mean((path[1:] @ X.T - y) ** 2, axis=1)
-    finite = np.where(np.isfinite(all_losses), all_losses, np.inf)
-    stop = np.flatnonzero(~(finite <= 4 * np.minimum.accumulate(finite)))  # inf and NaN included
-    end = int(stop[0]) + 1 if len(stop) else steps
-    lrs, losses_arr = rates[:end], all_losses[:end]
-    best = int(np.argmin(finite[:end]))
-    over = np.flatnonzero(~(finite[best:end] <= 4 * finite[best])) + best  # after the lowest point
-    limit = gd_stability_limit(X.T @ X / n)
-    return RangeTest(lrs, losses_arr, float(lrs[best]), float(lrs[over[0]]) if len(over) else float("nan"), limit)
+        _, _, theory = _blowup(full_batch_losses(X, y, rates))
+    end, best, over = _blowup(all_losses)
+    nan = float("nan")
+    return RangeTest(rates[:end], all_losses[:end], float(rates[best]), nan if over is None else float(rates[over]),
+                     gd_stability_limit(X.T @ X / n), nan if theory is None else float(rates[theory]))
 
 
 # ----------------------------------------------------------------------------- condition number

@@ -109,16 +109,28 @@ def test_sgd_noise_steps_as_engine_sgd_with_autograd_gradients():
     replayed with engine.optim.SGD and autograd on the same batches."""
     X, y = olab._least_squares_data(512, 0)
     run = olab.sgd_noise(NB.minibatch_descent, NB.sgd, 8, lr=0.3, steps=10, seed=0)
-    batches, p = np.random.default_rng(1), engine.nn.Parameter(np.zeros(2))
+    order, p = np.random.default_rng(1).permutation(512), engine.nn.Parameter(np.zeros(2))  # epoch 1's shuffle
     opt, best = engine.optim.SGD([p], lr=0.3), np.linalg.lstsq(X, y, rcond=None)[0]
     for step in range(10):
-        b = batches.integers(0, 512, 8)
+        b = order[8 * step:8 * step + 8]
         r = engine.tensor(X[b]) @ p - engine.tensor(y[b])
         opt.zero_grad()
         (0.5 * (r * r).mean()).backward()
         opt.step()
         excess = 0.5 * np.mean((X @ p.data - y) ** 2) - 0.5 * np.mean((X @ best - y) ** 2)
         assert run.excess["constant"][step + 1] == pytest.approx(max(excess, 0.0), rel=1e-9, abs=1e-15)
+
+
+def test_epoch_batches_draw_without_replacement():
+    """Each epoch a shuffle cut into n // B batches: a point once per epoch, B = n the full batch (issue 25)."""
+    batches = olab.epoch_batches(12, 4, 7, np.random.default_rng(0))
+    assert len(batches) == 7 and all(len(b) == 4 for b in batches)
+    for epoch in (batches[0:3], batches[3:6]):
+        assert sorted(np.concatenate(epoch)) == list(range(12))
+    first, second = olab.epoch_batches(512, 512, 2, np.random.default_rng(0))
+    assert sorted(first) == sorted(second) == list(range(512)) and list(first) != list(second)
+    full = olab.sgd_noise(NB.minibatch_descent, NB.sgd, 512, lr=0.3, steps=50, seed=0)
+    np.testing.assert_allclose(full.excess["constant"], full.excess["full batch"], rtol=1e-9, atol=1e-15)
 
 
 @pytest.mark.parametrize("surface", ["quadratic", "rosenbrock"])
@@ -146,7 +158,17 @@ def test_lr_range_test_blows_up_past_the_gd_limit():
     best = int(np.argmin(r.losses))
     assert 0 < best < len(r.losses) - 1 and r.best_lr == r.lrs[best]
     assert r.losses[-1] > 4 * r.losses[best] and r.blowup_lr == r.lrs[-1]  # stopped at the blow-up
-    assert limit <= r.blowup_lr <= 2.5 * limit
+    # the full batch (B = n, without replacement) is gradient descent: its blow-up is where the
+    # closed form puts it, far past 2/λ_max, and the lowest loss lies past the limit too
+    assert r.blowup_lr == pytest.approx(r.full_batch_blowup_lr, rel=1e-12) and r.blowup_lr > 3 * limit
+    assert r.best_lr > limit
+    # the closed form against a plain full-batch GD run in NumPy
+    rates = 1e-4 * growth ** np.arange(30)
+    theta, want = np.zeros(2), []
+    for lr in rates:
+        theta = theta - lr * X.T @ (X @ theta - y) / 512
+        want.append(0.5 * np.mean((X @ theta - y) ** 2))
+    np.testing.assert_allclose(olab.full_batch_losses(X, y, rates), want, rtol=1e-10)
     assert olab.gd_stability_limit(np.diag([0.5, 0.1])) == pytest.approx(4.0)
     with pytest.raises(ValueError, match="batch size must be"):
         olab.lr_range_test(NB.minibatch_descent, NB.sgd, 0)
