@@ -7,7 +7,7 @@
 #   make test-slow  the slow tier: checkpoint retraining, headless runs and exports, site, browser
 #   make test-all   both tiers: what CI runs
 #   make lint    ruff check (pyflakes, pycodestyle's errors, import order) over the repository
-#   make bench   engine vs NumPy vs PyTorch timings
+#   make bench   engine vs NumPy vs PyTorch timings, at 1 and 2 threads (median of 30 samples)
 #   make bench-ui  time each page and control in Chromium under marimo run and edit (BENCH_UI_ARGS=...)
 #   make check   marimo's linter, strict, over every notebook and cheat sheet
 #   make checkpoints  retrain the trained default models the notebooks ship (engine/course/checkpoints/)

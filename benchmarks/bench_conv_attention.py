@@ -5,8 +5,8 @@
 - attention: causal scaled dot-product attention, B 8, H 4, L 128, d 32; forward and backward
   (gradients for q, k and v).
 
-Everything is float32. Goals: conv at most 2x PyTorch (issue 16; it was 3x in issue 4), attention
-at most 2x (issue 4).
+Everything is float32. Goals: conv and attention at most 1.5x PyTorch at the same thread count
+(issue 28; conv was 3x in issue 4, 2x in issue 16).
 The NumPy column is the same arithmetic written directly (no autograd bookkeeping).
 """
 
@@ -128,7 +128,8 @@ def attention_torch():
 
 
 CASES = [
-    Case("conv2d 32x8x28x28 -> 16, 3x3 pad 1, fwd+bwd", engine=conv_engine, numpy=conv_numpy, torch=conv_torch),
+    Case("conv2d 32x8x28x28 -> 16, 3x3 pad 1, fwd+bwd", engine=conv_engine, numpy=conv_numpy, torch=conv_torch,
+         torch_goal=1.5),
     Case("causal attention B8 H4 L128 d32, fwd+bwd", engine=attention_engine, numpy=attention_numpy,
-         torch=attention_torch),
+         torch=attention_torch, torch_goal=1.5),
 ]

@@ -94,5 +94,5 @@ def block_torch():
 
 CASES = [
     Case(f"Transformer block B{BATCH} L{CONTEXT} d{D_MODEL} H{HEADS}, fwd+bwd", engine=block_engine,
-         torch=block_torch),
+         torch=block_torch, torch_goal=1.5),
 ]

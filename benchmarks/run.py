@@ -1,7 +1,8 @@
-"""Benchmark runner: the engine against hand-written NumPy and PyTorch (CPU, 2 threads).
+"""Benchmark runner: the engine against hand-written NumPy and PyTorch (CPU, at 1 and 2 threads).
 
-Run ``make bench`` (or ``python -m benchmarks.run [--filter TEXT] [--repeat N]``). It prints one
-table, ``case | engine ms | numpy ms | torch ms | engine/numpy | engine/torch``; a ratio below 1
+Run ``make bench`` (or ``python -m benchmarks.run [--filter TEXT] [--repeat N] [--threads 1,2]``).
+It prints one table per thread count, ``case | engine ms | numpy ms | torch ms | engine/numpy |
+engine/torch``, then the engine/torch ratios side by side with each case's goal; a ratio below 1
 means the engine is faster. Benchmarks are not tests: nothing here asserts a time.
 
 Protocol for adding a benchmark
@@ -14,24 +15,28 @@ with these attributes (``benchmarks.run.Case`` is a ready-made dataclass):
   does not apply. The runner calls each setup once (untimed); it builds data, model and optimizer
   and returns the zero-argument function that does one unit of work (e.g. one training step),
   which the runner times. Import ``torch`` inside the torch setup, never at module level, so the
-  module loads without torch (the column then reads ``n/a``).
+  module loads without torch (the column then reads ``n/a``);
+- ``torch_goal`` (optional): the engine/torch ratio the case should stay at or under (the summary
+  marks it ``ok`` or ``MISSED``).
 
 All three setups of a case should build the same problem from the same seed, so the columns
 compare like with like. Keep one call in the millisecond range; the runner repeats it.
 
 Measurement
 -----------
-- Each case runs in its own Python process, so one case's heap and threads cannot slow the next.
-- Threads: PyTorch gets ``torch.set_num_threads(2)``; NumPy's BLAS gets 2 threads too
-  (``OMP/OPENBLAS/MKL_NUM_THREADS``, set before NumPy is imported unless already set), and so
-  does the engine's conv2d (``ENGINE_NUM_THREADS``).
-  ``BENCH_THREADS=1`` changes all three. On a busy machine (load average near the CPU count) PyTorch's
+- Each case runs in its own Python process per thread count, so one case's heap and threads cannot
+  slow the next; within it the engine, NumPy and PyTorch columns share the process.
+- Threads: ``--threads 1,2`` (default; ``BENCH_THREADS=1`` for one count) runs every case at each
+  count N: PyTorch gets ``torch.set_num_threads(N)``, NumPy's BLAS gets N threads
+  (``OMP/OPENBLAS/MKL_NUM_THREADS``, set in the child's environment before NumPy is imported,
+  overriding what the caller exported) and so does the engine's conv2d (``ENGINE_NUM_THREADS``):
+  the engine and PyTorch always run at the same thread count. On a busy machine (load average near the CPU count) PyTorch's
   OpenMP threads wait on each other and small torch steps slow down many times over; the header
   prints the load and warns, so quote figures from a quiet machine.
 - Each function is called ``--warmup`` times, then its inner loop count ``n`` is doubled until one
   sample of ``n`` calls lasts at least ``--min-time`` seconds. Then ``--repeat`` samples are taken,
   round-robin across the columns of a case (so a slow moment of a shared machine hits all of
-  them), each sample after a 0.3 s pause and one untimed call of its own (so that the previous
+  them), each sample after a 0.3 s pause (0.05 s at one thread) and one untimed call of its own (so that the previous
   column's spinning threads and cache contents do not bill this one), and the table shows the median time per call, measured with ``time.perf_counter``.
 - ``--cpu`` measures CPU time (``time.process_time``) instead: other processes' load then barely
   moves the figures, but every thread's time is summed, so use it with ``BENCH_THREADS=1``.
@@ -41,10 +46,12 @@ from __future__ import annotations
 
 import os
 
-THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+THREAD_COUNTS = os.environ.get("BENCH_THREADS", "1,2")  # the default of --threads
+THREADS = int(THREAD_COUNTS.split(",")[0])  # this process's count (a child gets its own)
 # the engine's conv2d gets as many threads as the others (engine/ops/_parallel.py: by default it
 # adds none to a BLAS that is not pinned to one thread)
-for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ENGINE_NUM_THREADS"):
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ENGINE_NUM_THREADS")
+for _variable in THREAD_VARIABLES:
     os.environ.setdefault(_variable, str(THREADS))
 
 import argparse  # noqa: E402
@@ -74,6 +81,7 @@ class Case:
     engine: Callable[[], Callable[[], object]] | None = None
     numpy: Callable[[], Callable[[], object]] | None = None
     torch: Callable[[], Callable[[], object]] | None = None
+    torch_goal: float | None = None  # engine/torch should stay at or under this ratio
 
 
 @dataclass
@@ -148,7 +156,7 @@ def measure_case(case, repeat: int, min_time: float, warmup: int, errors: list[s
         for column, (fn, number) in runners.items():
             # PyTorch's OpenMP threads spin for a while after their work; let them go to sleep
             # so that they do not bill the next column, then warm this column's caches
-            time.sleep(SETTLE_SECONDS)
+            time.sleep(SETTLE_SECONDS if THREADS > 1 else SETTLE_SECONDS / 6)  # one thread: nothing spins
             fn()
             samples[column].append(_sample(fn, number) / number)
     for column, values in samples.items():
@@ -164,20 +172,22 @@ def _ratio(a: Result, b: Result) -> str:
     return f"{a.seconds / b.seconds:.2f}x" if a.seconds and b.seconds else "-"
 
 
-def format_table(rows: list[tuple[str, dict[str, Result]]]) -> str:
-    """A Markdown table, one row per case."""
-    header = ("case", "engine ms", "numpy ms", "torch ms", "engine/numpy", "engine/torch")
-    body = [
-        (
-            name,
-            _ms(r["engine"]),
-            _ms(r["numpy"]),
-            _ms(r["torch"]),
-            _ratio(r["engine"], r["numpy"]),
-            _ratio(r["engine"], r["torch"]),
-        )
-        for name, r in rows
-    ]
+def format_table(rows: list, header: tuple | None = None) -> str:
+    """A Markdown table: one row per (case name, results) pair, or rows of cells under ``header``."""
+    if header is None:
+        header = ("case", "engine ms", "numpy ms", "torch ms", "engine/numpy", "engine/torch")
+        rows = [
+            (
+                name,
+                _ms(r["engine"]),
+                _ms(r["numpy"]),
+                _ms(r["torch"]),
+                _ratio(r["engine"], r["numpy"]),
+                _ratio(r["engine"], r["torch"]),
+            )
+            for name, r in rows
+        ]
+    body = rows
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
 
     def line(cells):
@@ -190,6 +200,24 @@ def format_table(rows: list[tuple[str, dict[str, Result]]]) -> str:
     return "\n".join([line(header), rule, *(line(row) for row in body)])
 
 
+def format_goals(cases, tables: dict[int, list[tuple[str, dict[str, Result]]]]) -> str:
+    """engine/torch per thread count next to each case's goal (Markdown)."""
+    counts = list(tables)
+    header = ("case", *(f"engine/torch, {n} thread{'s' if n > 1 else ''}" for n in counts), "goal")
+    body = []
+    for i, case in enumerate(cases):
+        goal = getattr(case, "torch_goal", None)
+        cells = []
+        for n in counts:
+            r = tables[n][i][1]
+            ratio = _ratio(r["engine"], r["torch"])
+            if goal is not None and r["engine"].seconds and r["torch"].seconds:
+                ratio += " ok" if r["engine"].seconds / r["torch"].seconds <= goal else " MISSED"
+            cells.append(ratio)
+        body.append((case.name, *cells, f"<= {goal:.2f}x" if goal is not None else "-"))
+    return format_table(body, header)
+
+
 def _measure_one(args) -> int:
     """Child process: measure case number ``args.one`` and print its results as one JSON line."""
     _configure_torch()
@@ -200,13 +228,14 @@ def _measure_one(args) -> int:
     return 0
 
 
-def _measure_in_child(index: int, args, errors: list[str]) -> dict[str, Result]:
+def _measure_in_child(index: int, threads: int, args, errors: list[str]) -> dict[str, Result]:
     """Each case runs in a fresh process: no heap state, cache or idle-spinning library threads
-    left behind by an earlier case can bill a later one."""
+    left behind by an earlier case can bill a later one. ``threads`` goes to every library."""
     command = [sys.executable, "-m", "benchmarks.run", "--one", str(index), "--filter", args.filter,
                "--repeat", str(args.repeat), "--min-time", str(args.min_time),
                "--warmup", str(args.warmup), "--dir", str(args.dir)] + (["--cpu"] if args.cpu else [])
-    done = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True)
+    env = dict(os.environ, BENCH_THREADS=str(threads), **{v: str(threads) for v in THREAD_VARIABLES})
+    done = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True, env=env)
     try:
         report = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -219,7 +248,9 @@ def _measure_in_child(index: int, args, errors: list[str]) -> dict[str, Result]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n")[0])
     parser.add_argument("--filter", default="", help="run only cases whose name contains this text")
-    parser.add_argument("--repeat", type=int, default=7, help="timed samples per column (median)")
+    parser.add_argument("--repeat", type=int, default=30, help="timed samples per column (median)")
+    parser.add_argument("--threads", default=THREAD_COUNTS,
+                        help="thread counts to run every case at, comma-separated (default 1,2)")
     parser.add_argument("--min-time", type=float, default=0.05, help="seconds per sample, at least")
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")
     parser.add_argument("--dir", type=Path, default=HERE, help="where the bench_*.py modules are")
@@ -242,8 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     clock = time.get_clock_info(timer)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     print(
-        f"python {platform.python_version()} | numpy {numpy.__version__} | torch {torch_status} | "
-        f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS')} | {os.cpu_count()} CPUs | "
+        f"python {platform.python_version()} | numpy {numpy.__version__} | torch {torch_status.split(' (')[0]} | "
+        f"{os.cpu_count()} CPUs | "
         f"load average {load:.2f}\n"
         f"median of {args.repeat} samples of >= {args.min_time * 1e3:.0f} ms each, "
         f"after {args.warmup} warm-up calls; {timer} resolution {clock.resolution:.0e} s"
@@ -259,13 +290,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     errors: list[str] = []
-    rows = []
-    for index, (module, case) in enumerate(cases):
-        print(f"  {module}: {case.name} ...", file=sys.stderr, flush=True)
-        rows.append((case.name, _measure_in_child(index, args, errors)))
-    print()
-    print(format_table(rows))
-    print("\nratios: engine time / other time (below 1.00x: the engine is faster)")
+    counts = [int(n) for n in args.threads.split(",")]
+    tables = {}
+    for threads in counts:
+        rows = []
+        for index, (module, case) in enumerate(cases):
+            print(f"  {threads} thread(s): {module}: {case.name} ...", file=sys.stderr, flush=True)
+            rows.append((case.name, _measure_in_child(index, threads, args, errors)))
+        tables[threads] = rows
+        print(f"\n{threads} thread(s) (torch, BLAS and the engine's conv2d alike):\n")
+        print(format_table(rows))
+    print("\nratios: engine time / other time (below 1.00x: the engine is faster)\n")
+    print(format_goals([case for _, case in cases], tables))
     for error in errors:
         print(f"\nERROR in {error}", file=sys.stderr)
     return 1 if errors else 0
