@@ -550,10 +550,10 @@ def _(draw_canvas, draw_train):
             mo.md(f"{len(drawn.X)} drawn points ({_source}) · energy distance of the samples to "
                   f"the held-out quarter: **{drawn_run.quality[-1]:.4f}** (pure noise: "
                   f"{drawn_run.noise_quality:.4f})"),
-            plot.point_layers({"your points": (drawn.X, "data"),
-                               "500 samples of the DDPM": (drawn_run.samples, "model")},
-                              domain=(-3, 3), height=360, size=8,
-                              title="what the DDPM learned from your drawing")])
+            ui.chart(plot.point_layers({"your points": (drawn.X, "data"),
+                                        "500 samples of the DDPM": (drawn_run.samples, "model")},
+                                       domain=(-3, 3), height=360, size=8,
+                                       title="what the DDPM learned from your drawing"))])
     _shown
     return drawn, drawn_run
 

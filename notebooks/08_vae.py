@@ -55,8 +55,8 @@ def vae_view(run, shipped):
         mo.md(f"Held-out budget at β = {run.beta:g}: reconstruction **{run.recon:.3f}** "
               f"nats + KL **{run.kl:.3f}** nats; ELBO (β = 1) = **{run.elbo:.3f}** · "
               f"active dimensions (KL > 0.05): **{int((run.kl_per_dim > 0.05).sum())}** of {latent_dim}"),
-        mo.hstack([bars, points], widths=[1, 2]),
-        codes,
+        mo.hstack([ui.chart(bars), ui.chart(points)], widths=[1, 2]),
+        ui.chart(codes),
         mo.md(source_caption(shipped, "Train the VAE",
                              f"{lab.TOY_DEFAULTS_TEXT}, β = {defaults['beta']:g}, {defaults['steps']} steps")),
     ])
@@ -75,7 +75,7 @@ def sweep_view(sweep, shipped):
                         colors={"reconstruction": "error", "total KL": "model"},
                         title="the budget: reconstruction cost rises as KL is squeezed out")
     return mo.vstack([
-        mo.hstack([kl, recon], widths="equal"),
+        mo.hstack([ui.chart(kl), ui.chart(recon)], widths="equal"),
         mo.md("active dimensions: " + " · ".join(
             f"β = {b:g}: **{a}**" for b, a in zip(sweep.betas, sweep.active))),
         mo.md(source_caption(shipped, "Sweep β from 0.1 to 100",
@@ -96,7 +96,7 @@ def aggregate_view(aggregate, shipped):
         f"| {b:g} | {p:.3f} | {d:.3f} |"
         for b, p, d in zip(aggregate.betas, aggregate.to_prior, aggregate.samples_to_data)]
     defaults = lab.TOY_DEFAULTS
-    return mo.vstack([mo.hstack(charts, widths="equal"), mo.md("\n".join(rows)),
+    return mo.vstack([mo.hstack([ui.chart(c) for c in charts], widths="equal"), mo.md("\n".join(rows)),
                       mo.md(source_caption(shipped, "Train at β = 0, 0.1, 1, 10",
                                            f"{defaults['data']}, σ²ₓ = {defaults['obs_var']:g}, "
                                            f"{lab.AGGREGATE_STEPS} steps per β", "the four models"))])
@@ -135,7 +135,7 @@ def digits_view(run, shipped):
     return mo.vstack([
         mo.md(f"Held-out ELBO: **{run.elbo:.1f}** nats per image, a lower bound on the log "
               "density log p(x) of its 64 pixel values."),
-        mo.hstack([scatter, tiles], widths="equal"),
+        mo.hstack([ui.chart(scatter), tiles], widths="equal"),
         recon,
         mo.md(source_caption(shipped, "Train the digit VAE",
                              f"{defaults['steps']} steps, σ²ₓ = {defaults['obs_var']:g}")),
@@ -294,7 +294,7 @@ def _(q_mu, q_samples, q_sigma):
              f"| E[z²] | {reparam.estimate:.4f} | μ² + σ² = {reparam.value:.4f} |",
              f"| ∂/∂μ | {reparam.grad_mu:.4f} | 2μ = {reparam.exact_grad_mu:.4f} |",
              f"| ∂/∂σ | {reparam.grad_sigma:.4f} | 2σ = {reparam.exact_grad_sigma:.4f} |"]
-    mo.vstack([mo.md("\n".join(_rows)), _hist])
+    mo.vstack([mo.md("\n".join(_rows)), ui.chart(_hist)])
     return (reparam,)
 
 
@@ -341,7 +341,7 @@ def _(q_mu, q_samples, q_sigma):
     mo.vstack([
         mo.md(f"Closed form: **{kl.closed:.4f}** nats · Monte Carlo over {max(2, q_samples.value)} "
               f"samples: **{kl.mc:.4f} ± {kl.mc_se:.4f}** (one standard error)"),
-        _dens,
+        ui.chart(_dens),
     ])
     return (kl,)
 
@@ -353,10 +353,10 @@ def _():
     _sigmas = np.linspace(0.1, 3, 30)
     _surface = kl_to_prior(engine.tensor(np.repeat(_mus[None, :], 30, axis=0)),
                            engine.tensor(np.log(np.repeat(_sigmas[:, None], 25, axis=1) ** 2))).numpy()
-    plot.heatmap(np.log10(_surface[::-1] + 1e-3), x_labels=[f"{m:.1f}" for m in _mus],
+    ui.chart(plot.heatmap(np.log10(_surface[::-1] + 1e-3), x_labels=[f"{m:.1f}" for m in _mus],
                  y_labels=[f"{s:.1f}" for s in _sigmas[::-1]], x_title="μ", y_title="σ",
                  color_title="log₁₀ KL", scheme="purples",
-                 title="KL over (μ, σ): zero only at μ = 0, σ = 1")
+                 title="KL over (μ, σ): zero only at μ = 0, σ = 1"))
     return
 
 
@@ -463,7 +463,7 @@ def _(est_function, est_samples, q_mu, q_sigma):
               f"pathwise {estimates.reparameterized.mean():.4f} · variance ratio score/pathwise: "
               f"**{variance_ratio:.3g}**, score/baseline: **{baseline_ratio:.3g}** (μ and σ from "
               "section 2)"),
-        _hist,
+        ui.chart(_hist),
     ])
     return baseline_ratio, estimates, variance_ratio
 
@@ -943,7 +943,7 @@ def _(digit_canvas, image_vae):
         mo.md(f"μ = ({drawn_code.mean[0]:.2f}, {drawn_code.mean[1]:.2f}) · σ = "
               f"({drawn_code.std[0]:.2f}, {drawn_code.std[1]:.2f})" + (
                   " · the canvas is blank: draw a digit." if not drawn_digit.any() else "")),
-        mo.hstack([_map, _images], widths=[3, 2]),
+        mo.hstack([ui.chart(_map), _images], widths=[3, 2]),
     ])
     return drawn_code, drawn_digit
 
