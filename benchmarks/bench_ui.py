@@ -102,6 +102,8 @@ BENCH_HOOK = r"""
   Element.prototype.attachShadow = function (...args) { const root = attach.apply(this, args); observe(root); return root; };
   document.addEventListener('DOMContentLoaded', () => observe(document));
   bt.arm = () => { bt.armT = performance.now(); bt.t0 = null; return bt.armT; };
+  bt.closedSections = (sel) => [...document.querySelectorAll('marimo-accordion')]
+    .reduce((n, a) => n + [a, a.shadowRoot].reduce((m, r) => m + (r ? r.querySelectorAll(sel).length : 0), 0), 0);
   for (const kind of ['keydown', 'pointerdown', 'mousedown', 'click', 'input', 'change']) {
     window.addEventListener(kind, () => {
       if (bt.armT !== null && bt.t0 === null) bt.t0 = performance.now();
@@ -323,19 +325,54 @@ TARGETS = {"slider": "[role=slider]", "range-slider": "[role=slider]", "number":
            "text": "input", "text-area": "textarea", "button": "button"}
 
 
+def _element(page, control: dict):
+    """The control's element on the page: the first copy whose input is visible (a layout plugin
+    such as ``mo.accordion`` keeps its children as markup and draws a copy of them), else the first."""
+    copies = page.locator(f'marimo-ui-element[object-id="{control["id"]}"]')
+    selector = TARGETS.get(control["kind"])
+    if selector:
+        for index in range(copies.count()):
+            try:
+                if copies.nth(index).locator(selector).first.is_visible():
+                    return copies.nth(index)
+            except Exception:
+                continue
+    return copies.first
+
+
 def _visible(page, control: dict) -> bool:
     """Whether the control's input is on the page and visible (not in a closed tab or accordion)."""
-    element = page.locator(f'marimo-ui-element[object-id="{control["id"]}"]').first
     selector = TARGETS.get(control["kind"])
     try:
-        return bool(selector) and element.locator(selector).first.is_visible()
+        return bool(selector) and _element(page, control).locator(selector).first.is_visible()
     except Exception:
         return False
 
 
+def _unfold(page) -> int:
+    """Open every closed ``mo.accordion`` section (no cell runs), so the controls folded in them are
+    timed too; how many were opened."""
+    closed = page.locator("marimo-accordion button[aria-expanded=false]")
+    opened = 0
+    for _ in range(closed.count()):
+        left = closed.count()
+        try:
+            closed.first.scroll_into_view_if_needed(timeout=5_000)
+            closed.first.click(timeout=5_000)
+            page.wait_for_function("([sel, n]) => document.querySelectorAll('marimo-accordion').length === 0 || "
+                                   "__bt.closedSections(sel) < n", arg=["button[aria-expanded=false]", left],
+                                   timeout=5_000, polling=50)
+            opened += 1
+        except Exception:  # a section the driver cannot open: its controls show as hidden
+            break
+    if opened:
+        page.wait_for_timeout(300)
+    return opened
+
+
 def _act(page, control: dict, repeat: int) -> bool:
     """Make one change to ``control`` (arming the page's clock first); False if impossible."""
-    element = page.locator(f'marimo-ui-element[object-id="{control["id"]}"]').first
+    element = _element(page, control)
     kind, forward = control["kind"], repeat % 2 == 0
     if kind in ("slider", "range-slider"):
         thumb = element.locator("[role=slider]").first
@@ -460,6 +497,7 @@ def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
               "load_state": load["state"], "controls": [], "buttons": [],
               "errors": _errors(page, 0)}
     page.wait_for_timeout(300)  # the DOM follows the last message by a frame or two
+    result["unfolded"] = _unfold(page)
     controls = page.evaluate(CONTROLS_JS)
     for control in controls:
         kind = control["kind"]
@@ -501,7 +539,7 @@ def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
         for control in controls:
             if control["kind"] != "button" or not _visible(page, control):
                 continue
-            element = page.locator(f'marimo-ui-element[object-id="{control["id"]}"] button').first
+            element = _element(page, control).locator("button").first
 
             def press(element=element):
                 if element.is_disabled():
@@ -568,7 +606,8 @@ def _mark(row: dict, floor: float | None) -> str:
 def _print_page(result: dict, baseline: float | None, editor: dict | None, floor: float | None) -> None:
     delta = "" if baseline is None else f" ({result['ready'] - baseline:+.2f} s vs empty)"
     line = (f"\n## {result['page']}: ready {result['ready']:.2f} s{delta}, kernel-ready "
-            f"{result['kernel']:.2f} s, {result['cells']} cells")
+            f"{result['kernel']:.2f} s, {result['cells']} cells"
+            + (f", {result['unfolded']} accordion sections opened" if result.get("unfolded") else ""))
     if editor:
         edit_delta = ""
         if editor.get("baseline") is not None and editor.get("ready") is not None:
