@@ -487,11 +487,16 @@ def _():
     answer_baseline = ui.answer_box(exercise_baseline)
     mo.md(r"""
     At the default setting the baseline narrows the score-function histogram for all three
-    functions, but for $f = z^2$ or $e^z$ the pathwise estimates stay far tighter, and the gap
-    widens as $\mu$ moves away from 0 (the score function multiplies large values of $f$ by
-    noise). For a bounded, wiggly $f$ such as $\sin z$ with a wide $\sigma$ the two come close:
-    the rule is "usually much better", not "always". VAEs use the pathwise gradient; the score
-    function, with a baseline, remains for discrete $z$, where there is no path to differentiate.
+    functions, and the pathwise estimates are the tightest by far: for $f = z^2$ or $e^z$ the
+    score function multiplies large values of $f$ by noise. Neither estimator always wins. The
+    score function's factor $(z - \mu)/\sigma^2 = \varepsilon/\sigma$ shrinks as $\sigma$ grows,
+    so for a bounded $f$ its variance falls like $1/\sigma^2$, while the pathwise estimate
+    $f'(z)$ keeps the spread of the slope: for $f = \sin z$ with $\mu = 0$, $\sigma = 2$ the
+    score function's variance is about a quarter of the pathwise one. A baseline helps only when
+    it is close to $f(z)$: at $\mu = 1$, $\sigma = 2$, $b = \sin 1 \approx 0.84$ is far from most
+    values of $\sin z$ and multiplies the variance by about 4. VAEs use the pathwise gradient,
+    whose variance follows the decoder's slope; the score function, with a baseline, remains for
+    discrete $z$, where there is no path to differentiate.
     """)
     return answer_baseline, answer_gradient, exercise_baseline, exercise_gradient
 

@@ -214,6 +214,21 @@ def test_08_score_function_baseline_reduces_variance_and_stays_unbiased():
         assert f"{defs['baseline_ratio']:.3g}" in text
 
 
+def test_08_each_estimator_wins_where_the_page_says():
+    """Issue 26: for a bounded f and a wide q the score function beats the pathwise gradient, and a
+    baseline far from f(z) hurts; at the default setting the pathwise gradient is the tightest."""
+    _, defs = notebook_text(NB08)
+    e = defs["estimates"]
+    assert e.reparam_var < e.baseline_var < e.score_var
+    text, defs = notebook_text(NB08, est_function="sin z", q_mu=0.0, q_sigma=2.0)
+    e = defs["estimates"]
+    assert 3 < e.reparam_var / e.score_var < 6  # "about a quarter"
+    assert f"score/pathwise: {defs['variance_ratio']:.3g}" in text and defs["variance_ratio"] < 0.35
+    _, defs = notebook_text(NB08, est_function="sin z", q_mu=1.0, q_sigma=2.0)
+    e = defs["estimates"]
+    assert 3 < e.baseline_var / e.score_var < 5 and abs(np.sin(1.0) - 0.84) < 0.005  # "about 4", b = sin 1
+
+
 def test_08_score_function_cell_drives_the_histograms():
     """Section 4's lesson cell computes both score-function panels: edited to forget its baseline,
     the middle panel is the first one and the ratio the page shows is 1, as its prompt says."""
