@@ -508,7 +508,8 @@ def _():
     mo.md(r"""
     **Your own data.** Spray points on the canvas (it starts with 300 points of the data set chosen
     in section 2, which is its keyboard path: pick another set there to start over), then train a
-    DDPM ($T = 50$, 1500 steps) on exactly those points and sample 500 new ones. The canvas spans
+    DDPM ($T = 50$, 1500 steps) on three quarters of those points and sample 500 new ones; the
+    other quarter is held out, to score the samples on points the model never saw. The canvas spans
     $[-3, 3]^2$, the scale of the $\mathcal N(0, I)$ noise the process ends in. Until you train,
     the chart shows the model of the moons the canvas starts with, shipped with the course.
     """)
@@ -547,8 +548,9 @@ def _(draw_canvas, draw_train):
         _shown = mo.callout(mo.md(drawn_run.stopped), kind="warn")
     elif drawn_run is not None:
         _shown = mo.vstack([
-            mo.md(f"{len(drawn.X)} drawn points ({_source}) · energy distance of the samples to "
-                  f"the held-out quarter: **{drawn_run.quality[-1]:.4f}** (pure noise: "
+            mo.md(f"{len(drawn.X)} drawn points, {len(drawn.X) - lab.drawing_held_out(len(drawn.X))} "
+                  f"trained on ({_source}) · energy distance of the samples to the "
+                  f"{lab.drawing_held_out(len(drawn.X))} held out: **{drawn_run.quality[-1]:.4f}** (pure noise: "
                   f"{drawn_run.noise_quality:.4f})"),
             ui.chart(plot.point_layers({"your points": (drawn.X, "data"),
                                         "500 samples of the DDPM": (drawn_run.samples, "model")},

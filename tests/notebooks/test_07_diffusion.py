@@ -268,6 +268,10 @@ def test_07_train_on_a_drawing():
     assert f"{run.quality[-1]:.4f}" in text and "trained by the code above and shipped" in text
     text, trained = notebook_text(NB07, draw_train=True)
     assert "trained just now" in text
+    # issue 26: not "exactly those points": a quarter is held out to score the samples
+    held = len(trained["drawn_run"].held_out)
+    assert held == 74 and f"300 drawn points, {300 - held} trained on" in text and f"the {held} held out:" in text
+    assert "three quarters of those points" in text
     assert trained["drawn_run"].quality[-1] == pytest.approx(run.quality[-1], rel=1e-4)
     np.testing.assert_allclose(trained["drawn_run"].samples, run.samples, rtol=1e-4, atol=1e-5)
     few = {"data": [{"x": 10.0 * i, "y": 10.0, "color": "#1f77b4", "label": "a", "batch": 0} for i in range(5)],

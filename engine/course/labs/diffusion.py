@@ -43,7 +43,7 @@ __all__ = [
     "mixture_1d", "mixture_moments", "mode_commitment", "reverse_trajectory", "run_trajectory",
     "sample_moments", "step_at", "toy_data_2d", "train_ddpm_tracked", "train_denoiser_1d",
     "SamplerComparison", "compare_samplers", "energy_distance", "ring_mixture", "sample_ddpm_steps",
-    "sampling_steps", "GuidanceTrade", "guidance_trade", "MIN_DRAWN_POINTS", "train_on_points",
+    "sampling_steps", "GuidanceTrade", "guidance_trade", "MIN_DRAWN_POINTS", "drawing_held_out", "train_on_points",
     "ExactReverse1D", "exact_reverse_study_1d",
     "CHECKPOINTS", "DDPM_DEFAULT", "DDPM_DEFAULT_TEXT", "DRAW_DEFAULT", "GUIDANCE_SCALES", "MIX_DEFAULT",
     "SAMPLER_STEP_COUNTS", "GuidanceStudy", "SamplerGallery", "canvas_start", "guidance_study", "is_default",
@@ -479,6 +479,12 @@ def guidance_trade(X, y, label, samples_by_scale: dict) -> GuidanceTrade:
 MIN_DRAWN_POINTS = 20
 
 
+def drawing_held_out(n) -> int:
+    """How many of ``n`` drawn points :func:`train_on_points` holds out to score the samples: a
+    quarter (of the points beyond two), at least 2; it trains on the rest."""
+    return max(2, (int(n) - 2) // 4)
+
+
 def train_on_points(X, schedule, train, sample, steps=1500, seed=0, on_step=None) -> DDPMRun:
     """A DDPM on a small set of 2-D points (a drawing): shuffled on ``seed``, a quarter held out
     for the quality number, the rest to train on; ``samples`` [500, 2] drawn from the model.
@@ -489,7 +495,7 @@ def train_on_points(X, schedule, train, sample, steps=1500, seed=0, on_step=None
         raise ValueError(f"{op}: draw at least {MIN_DRAWN_POINTS} points, got {len(X)}")
     X = X[np.random.default_rng(seed).permutation(len(X))]
     run = train_ddpm_tracked(X, schedule, train, sample, steps=steps, n_checkpoints=2,
-                             n_eval=max(2, (len(X) - 2) // 4), batch_size=min(256, len(X)), seed=seed,
+                             n_eval=drawing_held_out(len(X)), batch_size=min(256, len(X)), seed=seed,
                              on_step=on_step)
     with random.fork_rng(int(seed) + 5):
         x = _finite_samples(sample, run.model, schedule, 500, 2, "posterior")
