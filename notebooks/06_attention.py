@@ -523,10 +523,13 @@ def _(kv_dmodel, kv_heads, kv_layers, kv_length, kv_precision):
 @app.cell
 def _():
     kv_check = lab.kv_cache_decode(length=12, d_model=8, seed=0)
-    mo.md(f"Twelve tokens decoded one at a time with a cache, against one causal-masked pass: "
-          f"largest difference **{kv_check.max_gap:.1e}**. Rows of K and V projected: "
-          f"**{kv_check.projected_cached}** with the cache, **{kv_check.projected_uncached}** "
-          f"without (every prefix again); query-key products: {kv_check.scores} either way.")
+    mo.md(f"Twelve tokens decoded one at a time with a cache through one single-head attention "
+          f"layer, against one causal-masked pass: largest difference **{kv_check.max_gap:.1e}**. "
+          f"Rows of K and V projected in this layer: **{kv_check.projected_cached}** with the cache, "
+          f"**{kv_check.projected_uncached}** without (every prefix again); query-key products: "
+          f"{kv_check.scores} either way. A model repeats every count in each of its layers and heads: "
+          f"with 12 layers, {12 * kv_check.projected_cached} rows against {12 * kv_check.projected_uncached}, "
+          f"and {12 * kv_check.scores} products per head either way.")
     return (kv_check,)
 
 
@@ -634,13 +637,14 @@ def _(rope_base, rope_dim):
 def _(rope_base, rope_dim):
     rope_distance = lab.rope_score_vs_distance(rope_dim.value, rope_base.value, 256)
     sinusoid = lab.sinusoidal_similarity(64, rope_dim.value, rope_base.value)
+    # Both over the aligned score at distance 0 (d): the bound on |score| is 2 Σⱼ|Sⱼ| for q = k = 1.
     _decay = ui.chart(plot.curves(rope_distance.distance,
-                                  {"Su et al.'s bound (1/(d/2)) Σⱼ|Sⱼ|": rope_distance.bound_relative,
-                                   "score of aligned q = k = 1": rope_distance.aligned_relative},
-                                  x_title="distance n − m", y_title="relative to distance 0",
-                                  colors={"Su et al.'s bound (1/(d/2)) Σⱼ|Sⱼ|": "reference",
-                                          "score of aligned q = k = 1": "model"},
-                                  title="RoPE's long-range decay: an upper bound, reached by aligned vectors"))
+                                  {"Su et al.'s bound 2 Σⱼ|Sⱼ| / d": rope_distance.bound,
+                                   "score of aligned q = k = 1, over d": rope_distance.aligned_relative},
+                                  x_title="distance Δ = n − m", y_title="over the aligned score at distance 0",
+                                  colors={"Su et al.'s bound 2 Σⱼ|Sⱼ| / d": "reference",
+                                          "score of aligned q = k = 1, over d": "model"},
+                                  title="RoPE's long-range decay: the aligned score stays under Su et al.'s bound"))
     _dims = lab.shown_dimensions(rope_dim.value)  # at most 32 rows: every k-th pair beyond
     _every = "" if len(_dims) == rope_dim.value else f", one pair in {_dims[2] // 2}"
     _pe = ui.chart(plot.heatmap(sinusoid.pe[:32, _dims].T, y_labels=_dims, x_title="position m",
@@ -648,12 +652,19 @@ def _(rope_base, rope_dim):
                                 title=f"sinusoidal positions PE (dimensions × positions{_every})"))
     _sim = ui.chart(plot.curves(np.arange(64), {"PE₀ · PEₙ": sinusoid.similarity[0]},
                                 x_title="distance n", y_title="dot product", colors={"PE₀ · PEₙ": "function"},
-                                title="sinusoidal: similarity of two positions falls with distance"))
+                                title="sinusoidal: similarity of two positions against their distance"))
+    _sim0 = sinusoid.similarity[0]
+    _rise = int(np.argmax(np.diff(_sim0) > 0)) + 1  # the first distance where it goes up again
+    _near, _far = _sim0[1:32].mean(), _sim0[32:].mean()
     mo.vstack([_decay,
                mo.md(f"At distances 200 to 256 the bound is at most "
                      f"**{rope_distance.bound_relative[200:].max():.2f}** of its value at 0 "
                      f"(d = {rope_dim.value}). The more pairs, the deeper the decay: with d = 2 "
-                     f"a single pair turns forever and nothing decays."),
+                     f"a single pair turns forever and nothing decays. The sinusoidal similarity "
+                     f"(right) {'falls only on average' if _near > _far else 'does not even fall on average'} "
+                     f"(mean {_near:.2f} over distances 1 to 31, {_far:.2f} over 32 to 63): it ripples, "
+                     f"and already at distance {_rise} it rises again, from {_sim0[_rise - 1]:.2f} to "
+                     f"{_sim0[_rise]:.2f}."),
                mo.hstack([_pe, _sim], widths="equal")])
     return rope_distance, sinusoid
 
@@ -662,14 +673,18 @@ def _(rope_base, rope_dim):
 def _():
     mo.md(r"""
     Writing each pair as a complex number, the RoPE score is
-    $\operatorname{Re}\sum_i h_i e^{\mathrm i\Delta\theta_i}$ with $h_i = q_{[i]}\overline{k_{[i]}}$
-    and $\Delta = n - m$. Su et al. (2021, §3.4.3) bound its size by summation by parts:
+    $\operatorname{Re}\sum_i h_i e^{\mathrm i\Delta\theta_i}$ with $h_i = \overline{q_{[i]}}\,k_{[i]}$
+    and $\Delta = n - m$ (the key's position minus the query's): rotating by $m\theta_i$ multiplies
+    a pair by $e^{\mathrm i m\theta_i}$, and $\langle a, b\rangle = \operatorname{Re}\,\overline{a}\,b$. Su et al. (2021, §3.4.3) bound its size by summation by parts:
     $\big|\sum_i h_i e^{\mathrm i\Delta\theta_i}\big| \le \max_i |h_{i+1} - h_i|
     \sum_j |S_j|$, $S_j = \sum_{i<j} e^{\mathrm i\Delta\theta_i}$. The second factor,
     $\frac{1}{d/2}\sum_j |S_j|$, decays with $\Delta$ (the chart). It constrains pairs of vectors
     whose $h_i$ vary slowly, such as aligned ones: with $q = k = \mathbf 1$ the score is
     $2\sum_i \cos(\Delta\,\theta_i)$, $d$ at distance 0, then falling with ripples, since the
-    fast pairs average out while the slow ones still agree. Two random vectors have no such
+    fast pairs average out while the slow ones still agree. There every $h_i = 2$ (and
+    $h_{d/2+1} = 0$ past the last pair), so the bound is $2\sum_j |S_j|$: the chart divides both
+    by $d$, the score at distance 0, and the aligned curve stays under the bound, which is loose
+    at short distances. Two random vectors have no such
     decay: their $h_i$ jump around and the bound's first factor is large. A larger base slows
     every pair down, which stretches the decay over longer distances (the trick behind extending
     a model's context).
@@ -952,9 +967,10 @@ def _():
 
     Below, one block with $d = 32$ and two heads learns to continue a short text that the course
     wrote for this purpose (about 2,100 characters; the last tenth is held out), one character
-    at a time. The baseline is the **unigram** model: predict each character by its frequency in
-    the training text, whatever came before. Its held-out cross-entropy is what a model that
-    ignores context scores.
+    at a time. The baselines are counting models of the training text: the **unigram** predicts
+    each character by its frequency, whatever came before (what a model that ignores context
+    scores); the **bigram** and the **trigram** by its frequency after the one or two characters
+    before it (each count plus 0.1, so that no character gets probability 0).
 
     **Change the `TransformerBlock` cell below:** set `causal = None`, so that every position may
     also read the characters after it, then press **Train the tiny Transformer**. Both losses fall
@@ -1121,14 +1137,25 @@ def _(gpt, gpt_caption):
     if gpt.stopped:
         _shown = mo.vstack([mo.md(gpt_caption), mo.callout(mo.md(gpt.stopped), kind="warn")])
     else:
+        _ladder = {"unigram baseline": gpt.unigram, "bigram": lab.ngram_loss(2), "trigram": lab.ngram_loss(3)}
+        _last, _best = gpt.heldout_loss[-1], int(np.argmin(gpt.heldout_loss))
         _shown = mo.vstack([
             mo.md(gpt_caption),
             ui.chart(plot.curves(gpt.steps, {"train": gpt.train_loss, "held-out": gpt.heldout_loss,
-                                             "unigram baseline": np.full(len(gpt.steps), gpt.unigram)},
+                                             **{k: np.full(len(gpt.steps), v) for k, v in _ladder.items()}},
                                  x_title="training step", y_title="nats per character",
-                                 dashed=("unigram baseline",), title="next-character cross-entropy")),
-            mo.md(f"Held-out loss **{gpt.heldout_loss[-1]:.2f}** nats per character against "
-                  f"**{gpt.unigram:.2f}** for the unigram baseline."),
+                                 dashed=tuple(_ladder), title="next-character cross-entropy")),
+            mo.md(f"Held-out loss **{_last:.2f}** nats per character against **{gpt.unigram:.2f}** for "
+                  f"the unigram baseline, **{_ladder['bigram']:.2f}** for the bigram and "
+                  f"**{_ladder['trigram']:.2f}** for the trigram. " + (
+                      f"The Transformer beats the trigram by only {_ladder['trigram'] - _last:.2f} nats: "
+                      f"on {len(gpt.data.train):,} characters of training text, two characters of context "
+                      "already tell most of what it learns." if _last < _ladder["trigram"] else
+                      f"It does not beat the trigram: on {len(gpt.data.train):,} characters of training "
+                      "text, two characters of context tell as much as its sixteen.") + (
+                      f" Its held-out loss was lowest at step {gpt.steps[_best]} ({gpt.heldout_loss[_best]:.2f}) "
+                      "and has risen since, while the training loss kept falling: it begins to memorise "
+                      "the training text." if _best < len(gpt.steps) - 1 else "")),
         ])
     _shown
     return

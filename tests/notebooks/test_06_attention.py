@@ -369,6 +369,73 @@ def test_06_rope_decay_chart_is_su_et_al_bound():
     assert all(b <= a + 1e-12 for a, b in zip(fars, fars[1:])) and fars[-1] < 0.35
 
 
+@pytest.mark.parametrize("d", [2, 16, 128])
+@pytest.mark.parametrize("base", [100.0, 10000.0, 1e6])
+def test_06_rope_chart_draws_the_bound_above_the_aligned_score(d, base):
+    """Issue 26: the chart drew each curve over its own value at distance 0, so the aligned score
+    rose to 1.4-1.6 times the "upper bound". Both are now over the aligned score at distance 0 (d),
+    and the bound holds at every distance, with room to spare at 0 (it is loose there)."""
+    _, defs = run_app(load_app(NB06), rope_dim=d, rope_base=base)
+    r = defs["rope_distance"]
+    assert r.aligned[0] == pytest.approx(d)
+    assert np.all(np.abs(r.aligned_relative) <= r.bound + 1e-9)
+    assert r.bound[0] == pytest.approx((d / 2 + 1) / 2)  # (1/(d/2)) Σ_j j: loose at distance 0
+    # under the old scaling (each curve over its own start) the aligned curve crossed the bound
+    assert d == 2 or np.max(r.aligned_relative / r.bound_relative) > 1.05
+
+
+def test_06_rope_score_is_re_sum_of_conj_q_k_rotated_by_the_key_minus_the_query_position():
+    """Issue 26: the formula's sign. With pairs as complex numbers and Δ = n − m, the RoPE score
+    ⟨R_m q, R_n k⟩ the table shows is Re Σ conj(q_i) k_i e^{iΔθ_i}; q_i conj(k_i) would need e^{−iΔθ_i}."""
+    _, defs = run_app(load_app(NB06), rope_m=3, rope_n=11, rope_shift=0)
+    q, k, shown = defs["rope_q"], defs["rope_k"], defs["shift_check"].rope
+    d = q.size
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)
+    qc, kc = q[0::2] + 1j * q[1::2], k[0::2] + 1j * k[1::2]
+    assert np.real(np.sum(np.conj(qc) * kc * np.exp(1j * (11 - 3) * theta))) == pytest.approx(shown, abs=1e-9)
+    assert abs(np.real(np.sum(qc * np.conj(kc) * np.exp(1j * (11 - 3) * theta))) - shown) > 1e-3
+    assert np.real(np.sum(qc * np.conj(kc) * np.exp(-1j * (11 - 3) * theta))) == pytest.approx(shown, abs=1e-9)
+
+
+@pytest.mark.parametrize("d, base", [(16, 10000.0), (4, 100.0), (128, 100.0)])
+def test_06_sinusoidal_similarity_falls_only_on_average(d, base):
+    """Issue 26: "falls with distance" held only on average; the page says which, with the numbers."""
+    text, defs = notebook_text("06_attention", rope_dim=d, rope_base=base)
+    sim = defs["sinusoid"].similarity[0]
+    near, far = sim[1:32].mean(), sim[32:].mean()
+    rise = next(n for n in range(1, 64) if sim[n] > sim[n - 1])
+    said = "falls only on average" if near > far else "does not even fall on average"
+    assert (f"{said} (mean {near:.2f} over distances 1 to 31, {far:.2f} over 32 to 63): it ripples, and "
+            f"already at distance {rise} it rises again, from {sim[rise - 1]:.2f} to {sim[rise]:.2f}") in text
+    assert (d, base) != (16, 10000.0) or said == "falls only on average"
+    assert (d, base) != (4, 100.0) or said == "does not even fall on average"
+
+
+def test_06_kv_cache_counts_are_per_layer():
+    """Issue 26: the counts are one layer's; the page says a model repeats them in every layer."""
+    text, defs = notebook_text("06_attention")
+    c = defs["kv_check"]
+    assert "Rows of K and V projected in this layer: 12 with the cache, 78 without" in text
+    assert (f"with 12 layers, {12 * c.projected_cached} rows against {12 * c.projected_uncached}, and "
+            f"{12 * c.scores} products per head either way") in text
+    assert "with 12 layers, 144 rows against 936, and 936 products" in text
+
+
+def test_06_the_transformer_is_measured_against_an_ngram_ladder():
+    """Issue 26: unigram, bigram and trigram held-out losses beside the model's; it beats the
+    trigram by little, and its held-out loss rises at the end of training (both said, with numbers)."""
+    text, defs = notebook_text("06_attention")
+    gpt = defs["gpt"]
+    uni, bi, tri = gpt.unigram, attention_lab.ngram_loss(2), attention_lab.ngram_loss(3)
+    last, best = gpt.heldout_loss[-1], int(np.argmin(gpt.heldout_loss))
+    assert uni > bi > tri > last and tri - last < 0.1
+    assert (f"Held-out loss {last:.2f} nats per character against {uni:.2f} for the unigram baseline, "
+            f"{bi:.2f} for the bigram and {tri:.2f} for the trigram. The Transformer beats the trigram "
+            f"by only {tri - last:.2f} nats") in text
+    assert best < len(gpt.steps) - 1 and gpt.train_loss[-1] < gpt.train_loss[best]
+    assert f"lowest at step {gpt.steps[best]} ({gpt.heldout_loss[best]:.2f}) and has risen since" in text
+
+
 def test_06_dense_mask_counts_all_scores():
     """Issue 14: a sliding window saves work only with a banded kernel; a dense mask computes L²."""
     text, defs = notebook_text("06_attention", mask_kind="sliding window", mask_window=2)

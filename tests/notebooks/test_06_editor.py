@@ -47,7 +47,7 @@ def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
 
         replace_cell_code(page, NOTEBOOK, "TinyAttention", residual)
         assert_no_errors(page, log, "06 after editing TinyAttention")
-        outputs.get_by_text(re.compile("other code than this page's `?TinyAttention")).first.wait_for()
+        outputs.get_by_text(re.compile("other code than this page's .*TinyAttention`?, so it is not loaded")).first.wait_for()
         assert outputs.get_by_text("trained in advance by the cells above").count() == 1  # section 6's
 
         press_and_wait(page, outputs.get_by_role("button", name="Train the attention model").first, 180_000,

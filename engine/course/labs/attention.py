@@ -47,7 +47,7 @@ __all__ = [
     "attention_memory", "cross_attention", "kv_cache_decode", "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
     "random_scores", "shown_dimensions", "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
     "TEXT", "CharData", "GPTRun", "block_parameters", "char_data", "designed_retrieval",
-    "heldout_windows", "random_windows", "sampled_text", "tiny_heldout", "tiny_run", "toy_qkv",
+    "heldout_windows", "ngram_loss", "random_windows", "sampled_text", "tiny_heldout", "tiny_run", "toy_qkv",
     "GPT_CLASSES", "GPT_CODE", "GPT_DEFAULTS", "TINY_CLASSES", "TINY_CODE", "TINY_DEFAULTS",
     "shipped_tiny_attention", "shipped_tiny_gpt",
 ]
@@ -557,7 +557,7 @@ def rope_score_vs_distance(d=64, base=10000.0, max_distance=256) -> RopeDistance
     """RoPE's long-range decay (Su et al. 2021, §3.4.3), for Δ = n − m = 0 … max_distance.
 
     Writing each pair as a complex number, ⟨R_m q, R_n k⟩ = Re Σ_i h_i e^{iΔθ_i} with
-    h_i = q_[i] conj(k_[i]). Abel summation bounds its size by max_i |h_{i+1} − h_i| · Σ_j |S_j|,
+    h_i = conj(q_[i]) k_[i] (rotating by mθ_i multiplies by e^{imθ_i}, and ⟨a, b⟩ = Re conj(a) b). Abel summation bounds its size by max_i |h_{i+1} − h_i| · Σ_j |S_j|,
     S_j = Σ_{i<j} e^{iΔθ_i}: the factor (1/(d/2)) Σ_j |S_j| decays with Δ. It bounds the score of
     vectors whose pairs agree (q = k = 1 here, computed with ``apply_rope``); a random pair of
     vectors has no such decay (its h_i jump around, so the bound's first factor is large).
@@ -717,6 +717,29 @@ def char_data(text=TEXT) -> CharData:
     counts = np.bincount(ids[:cut], minlength=len(chars)) + 1.0
     p = counts / counts.sum()
     return CharData(chars, ids[:cut], ids[cut:], float(-np.log(p[ids[cut:]]).mean()))
+
+
+@functools.lru_cache(maxsize=8)
+def ngram_loss(n=2, alpha=0.1, text=TEXT) -> float:
+    """The held-out cross-entropy (nats/char) of an n-gram count model of ``text``'s training part:
+    p(c | the n − 1 characters before) = (count(context, c) + α) / (count(context) + α·V), add-α
+    smoothed (n = 1 with α = 1 is :func:`char_data`'s unigram). Each held-out character from the
+    n-th on is predicted from the held-out characters before it: the ladder the Transformer is
+    measured against."""
+    op = "ngram_loss"
+    n = _int(op, "n", n, 1)
+    alpha = _positive(op, "alpha", alpha)
+    data = char_data(text)
+    V = len(data.chars)
+
+    def codes(ids):  # each window of n ids as one integer, and its first n − 1 (the context) as another
+        full = np.lib.stride_tricks.sliding_window_view(ids, n) @ (V ** np.arange(n - 1, -1, -1))
+        return full, full // V
+
+    full, context = codes(data.train)
+    seen, seen_context = np.bincount(full, minlength=V**n), np.bincount(context, minlength=V ** (n - 1))
+    full, context = codes(data.heldout)
+    return float(-np.log((seen[full] + alpha) / (seen_context[context] + alpha * V)).mean())
 
 
 def _windows(ids, context, starts):

@@ -335,3 +335,22 @@ def test_sampled_text_draws_once_per_sampler_model_and_temperature():
     assert attention_lab.sampled_text(sample, model, "abc", "p ", 2, 1.5) == "p ab@1.5"
     attention_lab.sampled_text(sample, object(), "abc", "p ", 2, 0.8)   # another model draws again
     assert calls == [0.8, 1.5, 0.8]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_ngram_loss_by_counting(n):
+    """The n-gram ladder against a count over dictionaries; n = 1 with add-one is char_data's unigram."""
+    from collections import Counter
+
+    data, alpha = attention_lab.char_data(), 0.1
+    V = len(data.chars)
+
+    def grams(ids):
+        return [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1)]
+
+    full, context = Counter(grams(data.train)), Counter(g[:-1] for g in grams(data.train))
+    nll = [-math.log((full[g] + alpha) / (context[g[:-1]] + alpha * V)) for g in grams(data.heldout)]
+    assert attention_lab.ngram_loss(n, alpha) == pytest.approx(np.mean(nll), rel=1e-12)
+    assert attention_lab.ngram_loss(1, 1.0) == pytest.approx(data.unigram, rel=1e-12)
+    with pytest.raises(ValueError, match="ngram_loss"):
+        attention_lab.ngram_loss(0)
