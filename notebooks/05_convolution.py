@@ -463,9 +463,13 @@ def _():
 def _(erf_layers, erf_relu):
     erf_sweep = [lab.effective_receptive_field(n, erf_relu.value, seed=0) for n in (2, 4, 8, 16)]
     erf = lab.effective_receptive_field(erf_layers.value, erf_relu.value, seed=0)
-    _rows = ["| layers n | theoretical width 2n + 1 | effective std (pixels) | std / width |",
-             "|---|---|---|---|"] + [f"| {e.layers} | {e.theoretical} | {e.std:.2f} | "
-                                     f"{e.std / e.theoretical:.3f} |" for e in erf_sweep]
+    # Like with like: a field that weighted all 2n + 1 pixels equally has the std √(n(n + 1)/3).
+    _uniform = [np.sqrt(e.layers * (e.layers + 1) / 3) for e in erf_sweep]
+    _per_root = [e.std / np.sqrt(e.layers) for e in erf_sweep]
+    _rows = ["| layers n | theoretical width 2n + 1 | std if uniform over it | effective std | "
+             "effective / uniform | effective / √n |", "|---|---|---|---|---|---|"] + [
+        f"| {e.layers} | {e.theoretical} | {u:.2f} | {e.std:.2f} | {e.std / u:.3f} | {r:.2f} |"
+        for e, u, r in zip(erf_sweep, _uniform, _per_root)]
     mo.vstack([
         mo.hstack([erf_layers, erf_relu], justify="start"),
         mo.hstack([
@@ -475,8 +479,10 @@ def _(erf_layers, erf_relu):
                   f"a margin of 4); effective std: **{erf.std:.2f}** pixels. The central square "
                   f"half as wide as the field holds **{erf.central_share:.0%}** of the gradient."
                   f"\n\n"
-                  + "\n".join(_rows) + "\n\nThe effective width grows more slowly than the "
-                  "theoretical one: the share std / width falls with depth."),
+                  + "\n".join(_rows) + "\n\nBoth stds are in pixels from the centre. A "
+                  "uniform field's std grows like n, the effective one like √n, as Luo et al. (2016) "
+                  f"predict: its ratio to √n stays between {min(_per_root):.2f} and {max(_per_root):.2f} "
+                  "while n grows eightfold, so the share effective / uniform falls with depth."),
         ], justify="start"),
     ])
     return erf, erf_sweep

@@ -274,9 +274,20 @@ def test_05_effective_receptive_field_claims(relu):
     assert inner == pytest.approx(erf.central_share) and inner > 0.8
     assert f"{inner:.0%} of the gradient" in text
     assert m[centre, centre + 16] < 1e-3 * m.max()  # fades well before the edge
-    shares = [e.std / e.theoretical for e in sweep]
-    assert all(b < a for a, b in zip(shares, shares[1:]))
-    assert f"{erf.std:.2f}" in text and all(f"{s:.3f}" in text for s in shares)
+    # Issue 26: like with like. The std of a field uniform over the 2n + 1 pixels, √(n(n + 1)/3)
+    # (the discrete uniform's), against the effective std: the first grows like n, the second like
+    # √n (Luo et al.), so their ratio falls with depth while effective / √n stays nearly constant.
+    n = np.array([e.layers for e in sweep])
+    uniform = np.sqrt(n * (n + 1) / 3)
+    offsets = np.arange(-n[0], n[0] + 1)
+    assert uniform[0] == pytest.approx(np.sqrt((offsets**2).mean()))
+    effective = np.array([e.std for e in sweep])
+    shares, per_root = effective / uniform, effective / np.sqrt(n)
+    assert all(b < a for a, b in zip(shares, shares[1:])) and np.all(shares < 1)
+    assert per_root.max() / per_root.min() < 1.35 < (uniform / np.sqrt(n)).max() / (uniform / np.sqrt(n)).min()
+    assert f"{erf.std:.2f}" in text and all(f"{u:.2f} {e:.2f} {s:.3f} {r:.2f}" in text
+                                            for u, e, s, r in zip(uniform, effective, shares, per_root))
+    assert f"its ratio to √n stays between {per_root.min():.2f} and {per_root.max():.2f}" in text
 
 
 def test_05_effective_field_gradient_against_torch(torch):
