@@ -363,10 +363,9 @@ def _(depth, depth_norm, depth_phi, depth_residual, weight_std, width):
                              log_y=True, height=180, colors={"autograd ‖∂L/∂z‖": "autograd"},
                              title="Gradient norm per layer")
     _msg = [mo.callout(mo.md(f"**{_r.message}**"), kind="warn")] if _r.message else []
-    _fate = {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}
     _summary = mo.md(
         f"σ_W = **{_r.weight_std:.4f}** · first-layer gradient / last-layer gradient = "
-        f"**{_r.gradient_ratio:.3g}** → the gradient **{_fate[_r.verdict()]}** "
+        f"**{_r.gradient_ratio:.3g}** → the gradient **{_r.fate()}** "
         f"over {_r.depth} layers · per layer, the gradient norm is multiplied by "
         f"**{_r.per_layer_factor:.3f}** and the variance of z by **{_r.variance_factor:.3f}** "
         f"(geometric means) · std of z in the last layer: **{_r.z_std[-1]:.3g}**"
@@ -466,8 +465,7 @@ def _(shipped_variants):
     # the section's opening contrast, at a setting no control changes: ReLU with Xavier's σ_W
     contrast_runs = lab.depth_variants(deep_forward, init_std("xavier", 64, 64), depth=50, width=64,
                                        activation="relu", shipped=shipped_variants)
-    _fate = {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}
-    _ratio = {name: (r.gradient_ratio, _fate[r.verdict()]) for name, r in contrast_runs.items()}
+    _ratio = {name: (r.gradient_ratio, r.fate()) for name, r in contrast_runs.items()}
     _chart = plot.curves(np.arange(1, 51), {name: r.grad_norm / r.grad_norm[-1] for name, r in contrast_runs.items()},
                          x_title="layer l", y_title="‖∂L/∂z⁽ˡ⁾‖ / ‖∂L/∂z⁽⁵⁰⁾‖", log_y=True, height=220,
                          colors={"plain": "reference", "residual": "error", "pre-norm": "derivative",
@@ -524,8 +522,7 @@ def _():
 def _(depth_phi, shipped_variants, weight_std, width):
     depth_variants = lab.depth_variants(deep_forward, weight_std, depth=50, width=width.value,
                                         activation=depth_phi, shipped=shipped_variants)
-    _fate = {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}
-    _rows = "\n".join(f"| {name} | {r.gradient_ratio:.3g} | {_fate[r.verdict()]} | ×{r.variance_factor:.3g} |"
+    _rows = "\n".join(f"| {name} | {r.gradient_ratio:.3g} | {r.fate()} | ×{r.variance_factor:.3g} |"
                       for name, r in depth_variants.items())
     _source = ("runs shipped with the course, made by this page's `deep_forward`, `block` and `init_std`"
                if lab.variants_are_shipped(shipped_variants, depth_phi, weight_std, width.value)

@@ -387,6 +387,10 @@ class DepthReport:
             return "broken"
         return "vanish" if r < 1e-2 else ("explode" if r > 1e2 else "stable")
 
+    def fate(self) -> str:
+        """The verdict as the page words it: "the gradient vanishes / explodes / stays in range / is lost"."""
+        return {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}[self.verdict()]
+
 
 # the choices of a "what happens to the gradient?" exercise, labels -> DepthReport.verdict() values
 GRADIENT_FATES = {"much smaller (it vanishes)": "vanish", "about the same": "stable",

@@ -314,6 +314,8 @@ def test_shipped_variants_are_the_runs_of_the_notebook_code_and_refused_for_othe
             assert read[variant].verdict() == run[variant].verdict()
             np.testing.assert_allclose(read[variant].grad_norm, run[variant].grad_norm, rtol=1e-6)
             np.testing.assert_allclose(read[variant].z_std, run[variant].z_std, rtol=1e-6)
+    relu_he = act.depth_variants(NB.deep_forward, NB.init_std("he", 64, 64), activation="relu", shipped=shipped)
+    assert [r.fate() for r in relu_he.values()] == ["stays in range", "explodes", "explodes", "stays in range"]
     # another width, scale or activation is run, not read
     assert not act.variants_are_shipped(shipped, "relu", NB.init_std("custom", 64, 64, 2.0), 64)
     assert not act.variants_are_shipped(shipped, "relu", NB.init_std("he", 128, 128), 128)
