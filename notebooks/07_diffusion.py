@@ -889,9 +889,12 @@ def _():
     $$
 
     Since $\varepsilon \propto -\nabla\log q_t$, this is the score of $q_t(x\mid y)\,q_t(y\mid x)^{w}$: the
-    label's likelihood raised to a power, which favours the points most typical of the class. On
-    the two moons ($T = 50$), **fidelity** is the share of samples whose nearest training point
-    carries the requested label; **spread** is the samples' total variance over that moon's own.
+    label's likelihood raised to a power. It pushes samples to where the label is most certain,
+    away from the other classes, not to where the class is most typical. On the two moons
+    ($T = 50$), **fidelity** is the share of samples whose nearest training point carries the
+    requested label; **spread** is the samples' total variance over that moon's own; **mean y**
+    is the average height of the samples shown (the upper moon spans y from −0.7 to 1.7, the
+    lower one from −1.8 to 0.7).
 
     **Change this cell:** in `train_conditional`, never drop the label (`p_drop=0.0`) and train
     again. The network then never learns $\varepsilon_\theta(x_t, t, \varnothing)$, and guidance
@@ -1003,15 +1006,16 @@ def _(guide_label, guide_study, guide_train, guide_unfit):
                          x_title="guidance scale w", y_title="share / ratio",
                          colors={"fidelity": "target", "spread": "model"}, height=260,
                          title="fidelity rises, spread falls")
-    _rows = ["| w | fidelity | spread |", "|---|---|---|"] + [
-        f"| {_w:g} | {_f:.1%} | {_s:.2f} |"
-        for _w, _f, _s in zip(guide_trade.scales, guide_trade.fidelity, guide_trade.spread)]
+    guide_heights = guide_study.samples[guide_label.value][:, :, 1].mean(axis=1)  # per w, the samples shown
+    _rows = ["| w | fidelity | spread | mean y |", "|---|---|---|---|"] + [
+        f"| {_w:g} | {_f:.1%} | {_s:.2f} | {_h:.2f} |"
+        for _w, _f, _s, _h in zip(guide_trade.scales, guide_trade.fidelity, guide_trade.spread, guide_heights)]
     _source = ("*Trained and sampled just now by the code above.*" if guide_train.value else
                "*The conditional denoiser (1500 steps) and its 1000 samples per label and scale "
                "were made by the code above and shipped with the course; the button trains and "
                "samples again here.*")
     mo.vstack([mo.hstack([mo.md("\n".join(_rows)), ui.chart(_trade)], widths=[1, 2]), mo.md(_source)])
-    return (guide_trade,)
+    return guide_heights, guide_trade
 
 
 @app.cell
@@ -1037,9 +1041,11 @@ def _():
     answer_guidance = ui.answer_box(exercise_guidance, placeholder="ε̃")
     mo.md(r"""
     Without guidance ($w = 0$) the conditional model already puts almost every sample on the
-    right moon, spread over all of it. As $w$ grows the samples stay on the moon but crowd into
-    its most typical part: fidelity creeps up to 100 % while the spread falls several-fold. This is
-    the trade image models make with $w$: sharper, more typical samples for less variety.
+    right moon, spread over all of it. As $w$ grows the samples stay on the moon but are pushed
+    away from the other moon, towards the outer apex of their arc (the top of the upper moon, the
+    bottom of the lower one), and crowd there: their mean height moves from the middle of the
+    moon towards its apex, fidelity creeps up to 100 % and the spread falls several-fold. This is
+    the trade image models make with $w$: samples unmistakably of their class, for less variety.
     """)
     return answer_guidance, exercise_guidance
 

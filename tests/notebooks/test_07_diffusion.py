@@ -252,6 +252,15 @@ def test_07_classifier_free_guidance_trades_spread_for_fidelity(label):
     real = study.X[study.y == label]
     shown = study.samples[label][-1]
     assert shown.var(0).sum() / real.var(0).sum() == pytest.approx(g.spread[-1], rel=0.25)
+    # issue 26: guidance pushes the samples away from the other moon, to their arc's apex (the top
+    # of the upper moon, the bottom of the lower one), not to the most typical part of the class
+    heights = defs["guide_heights"] * (1 if label == 0 else -1)  # outward: up for 0, down for 1
+    assert np.all(np.diff(heights) > 0) and heights[-1] > heights[0] + 0.4
+    own = study.X[study.y == label, 1]
+    assert heights[0] == pytest.approx(abs(own.mean()), abs=0.1)  # w = 0: the moon's middle
+    assert (own.min(), own.max()) == pytest.approx((-0.7, 1.7) if label == 0 else (-1.8, 0.7), abs=0.06)
+    for w, f, s, h in zip(g.scales, g.fidelity, g.spread, defs["guide_heights"]):
+        assert f"{w:g} {f:.1%} {s:.2f} {h:.2f}" in flat
     if label == 0:
         assert "Right" in notebook_text(NB07, answer_guidance="1.4")[0]
 
