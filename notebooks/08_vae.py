@@ -67,9 +67,11 @@ def vae_view(run, shipped):
 def sweep_view(sweep, shipped):
     """KL per dimension and the budget against β, and the active dimensions."""
     x = np.log10(sweep.betas)
-    kl = plot.curves(x, {f"z{j + 1}": sweep.kl_per_dim[:, j] for j in range(sweep.kl_per_dim.shape[1])},
+    ranks = ["largest", "2nd largest", "3rd largest"] + [f"{j + 1}th largest" for j in range(3, 6)]
+    # each model numbers its dimensions its own way: compared across β, they are ranked by KL
+    kl = plot.curves(x, {f"{ranks[j]} KL": sweep.kl_ranked[:, j] for j in range(sweep.kl_ranked.shape[1])},
                      x_title="log₁₀ β", y_title="KL (nats)",
-                     title="KL per dimension against β: dimensions switch off one by one")
+                     title="KL per dimension against β, ranked: dimensions switch off one by one")
     recon = plot.curves(x, {"reconstruction": sweep.recon, "total KL": sweep.kl},
                         x_title="log₁₀ β", y_title="nats",
                         colors={"reconstruction": "error", "total KL": "model"},

@@ -5,7 +5,16 @@ import re
 
 import numpy as np
 import pytest
-from notebook_driver import ROOT, assert_no_error_outputs, load_app, load_module, notebook_text, output_text, run_app
+from notebook_driver import (
+    ROOT,
+    assert_no_error_outputs,
+    load_app,
+    load_module,
+    notebook_text,
+    output_html,
+    output_text,
+    run_app,
+)
 
 import engine
 from engine import vae
@@ -148,6 +157,13 @@ def test_08_beta_sweep_shown_on_open_switches_dimensions_off():
     assert sweep.active[0] >= 1 and sweep.active[-1] == 0 and (np.diff(sweep.active) <= 0).all()
     assert (np.diff(sweep.recon) > 0).all() and (np.diff(sweep.kl) < 0).all()
     np.testing.assert_allclose(sweep.kl, sweep.kl_per_dim.sum(1))
+    # issue 26: each model numbers its dimensions its own way, so the chart ranks them by KL
+    ranked = sweep.kl_ranked
+    assert (np.diff(ranked, axis=1) <= 0).all() and (np.diff(ranked, axis=0) <= 1e-9).all()
+    np.testing.assert_array_equal(np.sort(ranked, axis=1), np.sort(sweep.kl_per_dim, axis=1))
+    assert not (np.diff(sweep.kl_per_dim, axis=1) <= 0).all()  # unranked, the shipped rows are not sorted
+    html = output_html(run_app(load_app(NB08))[0])  # the chart's spec, its data and its legend
+    assert "ranked: dimensions switch off one by one" in html and "3rd largest KL" in html
     assert " · ".join(f"β = {b:g}: {a}" for b, a in zip(sweep.betas, sweep.active)) in text
 
 

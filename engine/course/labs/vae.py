@@ -332,6 +332,13 @@ class BetaSweep:
     elbo: np.ndarray
     active: np.ndarray
 
+    @property
+    def kl_ranked(self) -> np.ndarray:
+        """[len(betas), latent_dim]: each model's KL per dimension, largest first. Models trained
+        at different β number their dimensions independently, so dimension j of one is not
+        dimension j of another: compared across β, the dimensions are ranked by their KL."""
+        return -np.sort(-self.kl_per_dim, axis=1)
+
 
 def beta_sweep(lesson, X, betas=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0), latent_dim=3, steps=600, obs_var=0.05,
                seed=0, on_step=None) -> BetaSweep:
