@@ -167,8 +167,15 @@ def _():
     x_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=1.5, label="x", show_value=True)
     y_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=-0.5, label="y", show_value=True)
     z_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.3, label="z", show_value=True)
-    bp_step = mo.ui.slider(0, 13, step=1, value=0, label="backward step", show_value=True)
-    return bp_step, expr, x_val, y_val, z_val
+    return expr, x_val, y_val, z_val
+
+
+@app.cell
+def _(expr):
+    # one position per step of the chosen expression's backward pass (its graph's shape, whatever the inputs)
+    _last = len(graphs.expression_graph(expr.value, 1.0, 1.0, 1.0).order) - 1
+    bp_step = mo.ui.slider(0, _last, step=1, value=0, label="backward step", show_value=True)
+    return (bp_step,)
 
 
 @app.cell
@@ -183,11 +190,9 @@ def _(expr, x_val, y_val, z_val):
 
 @app.cell
 def _(bp_step, engine_grads, expr, graph, input_grads, x_val, y_val, z_val):
-    _k = min(bp_step.value, len(graph.order) - 1)
+    _k = bp_step.value
     graph_step = graph.step(_k)
-    _note = (f"The backward pass has {len(graph.order)} steps here (0 to {len(graph.order) - 1}); "
-             f"step {bp_step.value} is past the end, so the last one is shown." if bp_step.value >= len(graph.order)
-             else f"Step {_k} of {len(graph.order) - 1}.")
+    _note = f"Step {_k} of {len(graph.order) - 1}."
     _fig = plot.graph_chart(**graph.drawing(_k), height=260)
     _grads = " · ".join(f"∂f/∂{name} = **{g:.6g}**" for name, g in sorted(input_grads.items()))
     graph_sums = graph.accumulation(_k)
@@ -570,8 +575,9 @@ def _():
     drawn on a canvas where you can add points of any class, or clear it and draw your own. The
     page opens on a network trained with the default settings (moons, width 16, depth 2, tanh,
     Adam at η = 0.03, 60 epochs), trained in advance and shipped with the course. Change
-    a setting and the picture shows the untrained network of your settings (its first loss should
-    be about $\ln K$) until **train** trains it. The background colour is the predicted class,
+    a setting and the picture shows the untrained network of your settings (its first loss is
+    $\ln K$ only if its logits are equal at every point; the line under the map says how far they
+    are from that) until **train** trains it. The background colour is the predicted class,
     paler where the network is unsure.
     Things to try: spirals with depth 1 against depth 3; a learning rate of 3 with SGD; ReLU
     with width 2 (dead units); sigmoid with depth 4.
@@ -748,13 +754,14 @@ def _(pg_act, pg_data, pg_depth, pg_noise, pg_split, pg_untouched, pg_width):
         data=pg_data.value, noise=pg_noise.value, width=pg_width.value, depth=pg_depth.value,
         activation=pg_act.value))
     # the untrained network of the chosen settings: rebuilt only when the data or the architecture changes
-    pg_untrained, pg_classes = None, 0
+    pg_untrained, pg_classes, pg_first_loss = None, 0, None
     if pg_split is not None:
         pg_classes = int(max(pg_split[1].max(), pg_split[3].max())) + 1
         _model = mlp(2, pg_classes, pg_width.value, pg_depth.value, pg_act.value, seed=0)
         pg_untrained = lab.playground_run(_model, pg_split, initial_loss=evaluate(_model, *pg_split[:2])[0],
                                           grid_size=lab.PLAYGROUND_GRID)
-    return pg_classes, pg_same_net, pg_untrained
+        pg_first_loss = lab.initial_loss(_model, pg_split[0], pg_split[1], pg_classes)  # why it is not ln K
+    return pg_classes, pg_first_loss, pg_same_net, pg_untrained
 
 
 @app.cell
@@ -786,12 +793,15 @@ def _(pg_act, pg_classes, pg_default, pg_depth, pg_epochs, pg_lr, pg_opt, pg_sam
 
 
 @app.cell
-def _(pg_default_problem, pg_epochs, pg_lr, pg_opt, pg_run, pg_run_is_default, pg_same_net, pg_split, pg_untrained):
+def _(pg_default_problem, pg_epochs, pg_first_loss, pg_lr, pg_opt, pg_run, pg_run_is_default, pg_same_net, pg_split,
+      pg_untrained):
     mo.stop(pg_split is None, mo.md("Draw a data set above to see the network."))
     _k = int(max(pg_split[1].max(), pg_split[3].max())) + 1
-    _u = pg_untrained
-    _initial = (f"Initial training loss **{_u.initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** "
-                f"for K = {_k} classes.")
+    _u, _f = pg_untrained, pg_first_loss
+    _initial = (f"Initial training loss **{_u.initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** for K = {_k} classes. "
+                "The untrained logits z are not equal at each point, and around equal logits the loss is ln K − "
+                f"(the true class's centred logit z_y − mean z, on average **{_f.true_class:.3f}**) + ½ (the mean "
+                f"square of a point's centred logits, on average **{2 * _f.spread:.3f}**) ≈ **{_f.approximation:.4f}**.")
     if pg_run is None:
         _fig = lab.regions_map(_u, pg_split, title="untrained network")
         _side = mo.md(f"{_initial} The untrained network of the `mlp` cell. " + (

@@ -142,8 +142,20 @@ def test_03_graph_step_through_shows_the_engine_gradients():
             assert f"∂f/∂{label} = {grad:.6g}" in text
         assert defs["graph_step"].node.id == g.order[2]
         assert "Local rule" in text or "is an input" in text
-    text, defs = notebook_text("03_backprop", expr="neuron", bp_step=13)
-    assert "past the end" in text and "No value is used twice" in text
+    text, defs = notebook_text("03_backprop", expr="neuron")
+    assert "No value is used twice" in text
+
+
+def test_03_the_backward_step_slider_spans_the_chosen_graph():
+    """One position per step of the backward pass, for each expression (issue 25: it ran 0-13 for
+    graphs of 6 or 12 steps), and the graph's shape does not depend on the inputs."""
+    for name in graphs.EXPRESSIONS:
+        _, defs = notebook_text("03_backprop", expr=name)
+        steps = len(defs["graph"].order)
+        assert defs["bp_step"].stop == steps - 1 and defs["bp_step"].start == 0
+        assert all(len(graphs.expression_graph(name, *v).order) == steps for v in ((-3, 3, 0.5), (0, 0, 0), (2, -1, 3)))
+        text, _ = notebook_text("03_backprop", expr=name, bp_step=steps - 1)
+        assert f"Step {steps - 1} of {steps - 1}." in text
 
 
 def test_03_stepper_shows_shares_adding_up_at_x():
@@ -302,3 +314,24 @@ def test_03_loss_zoom_shows_the_second_half_of_training_until_a_stretch_is_brush
     assert (f"Over epochs {first} to {n} the training loss went from {history['train_loss'][first - 1]:.4f} to "
             f"{history['train_loss'][-1]:.4f}") in text
     assert defs["loss_overview"].selections == {}
+
+
+def test_03_the_first_loss_is_explained_by_the_untrained_logits():
+    """Issue 25: the playground's first loss (0.824 at the defaults) is not ln 2. The page shows the
+    second-order expansion around equal logits with the values it computes, and it holds."""
+    text, defs = notebook_text("03_backprop")
+    f = defs["pg_first_loss"]
+    assert f.loss == pytest.approx(defs["pg_untrained"].initial_loss, rel=1e-12) and f.loss > math.log(2) + 0.1
+    assert f"on average {f.true_class:.3f}" in text and f"on average {2 * f.spread:.3f}" in text
+    assert f"≈ {f.approximation:.4f}" in text and abs(f.approximation - f.loss) < 0.005
+    for data in backprop_lab.DATASETS:
+        for act in ("tanh", "relu"):
+            _, defs = notebook_text("03_backprop", pg_data=data, pg_act=act)
+            f = defs["pg_first_loss"]
+            assert abs(f.approximation - f.loss) < 0.03, (data, act, f)
+    # "ln K only if its logits are equal at every point": the same network with a zero last layer
+    split = defs["pg_split"]
+    model = NB.mlp(2, 3, 16, 2, "relu", seed=0)
+    model[-1].weight.data[:] = 0.0
+    flat = backprop_lab.initial_loss(model, split[0], split[1], 3)
+    assert flat.loss == pytest.approx(math.log(3), rel=1e-12) and flat.true_class == flat.spread == 0.0

@@ -125,6 +125,32 @@ def playground_run(model, split, history: dict | None = None, initial_loss: floa
     return run
 
 
+@dataclass
+class InitialLoss:
+    """Why an untrained network's cross-entropy is not ln K: expanded around equal logits, with
+    z̃ = z − mean_j z_j a point's centred logits,
+    L ≈ ln K − mean over points of z̃_y (the true class's share) + ½ mean over points of mean_j z̃_j²."""
+
+    loss: float  # the cross-entropy measured
+    classes: int
+    true_class: float  # mean of z̃_y: positive when the random logits happen to favour the right class
+    spread: float  # ½ mean of mean_j z̃_j²: always ≥ 0, zero only when every point's logits are equal
+
+    @property
+    def approximation(self) -> float:
+        return math.log(self.classes) - self.true_class + self.spread
+
+
+def initial_loss(model, X, y, classes: int) -> InitialLoss:
+    """The cross-entropy of ``model`` on (X, y) beside its second-order expansion around equal logits."""
+    with no_grad():
+        z = model(Tensor(X)).data
+    centred = z - z.mean(axis=1, keepdims=True)
+    loss = float(F.cross_entropy(Tensor(z), y).data)
+    return InitialLoss(loss, int(classes), float(np.mean(centred[np.arange(len(y)), y])),
+                       float(0.5 * np.mean(np.mean(centred ** 2, axis=1))))
+
+
 _MAPS: dict = {}  # (ids of a run's grid probabilities and of its data, title, height) -> (those arrays, the map)
 
 
