@@ -106,6 +106,21 @@ def test_focused_sheet_shows_every_row_it_owns(sheet):
     assert render.LEGEND.split(".")[0] in text
 
 
+def test_a_focused_sheets_tables_are_converted_once_and_drawn_under_its_panel():
+    """formulas.try_it_and_tables converts the tables on the first run only: a control re-runs the
+    panel's cell, and the tables it draws under the panel are the same markdown."""
+    from engine.course.formulas import page
+
+    page._tables.cache_clear()
+    first, _ = run("metrics")
+    moved, _ = run("metrics", threshold=1.5)
+    assert page._tables.cache_info().misses == 1 and page._tables.cache_info().hits >= 1
+    tables = render.LEGEND.split(".")[0]
+    for outputs in (first, moved):
+        text = output_text(outputs)
+        assert text.index("Move the threshold") < text.index(tables)
+
+
 @pytest.mark.parametrize("sheet", FOCUSED)
 def test_focused_sheet_links_back_to_the_hub_and_its_notebooks(sheet):
     outputs, _ = run(sheet)
