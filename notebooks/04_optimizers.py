@@ -289,11 +289,7 @@ def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alph
                          momentum=momentum_beta.value, alpha=rms_alpha.value,
                          betas=(adam_beta1.value, adam_beta2.value), weight_decay=adamw_decay.value)
     trajectories, trajectory_problems = _race.trajectories, _race.problems
-    return trajectories, trajectory_problems
-
-
-@app.cell
-def _(adamw_decay, surface, trajectories, trajectory_problems):
+    # what the race shows: its map, the distance to the minimum value, its table
     _spec = lab.SURFACES[surface.value]
     _problems = [mo.callout(mo.md("  \n".join(f"**{lab.LABELS[n]} not run**: {m}"
                                               for n, m in trajectory_problems.items())), kind="warn")
@@ -340,7 +336,7 @@ def _(adamw_decay, surface, trajectories, trajectory_problems):
             mo.md("| optimizer | η at step 0 | final f(θ) | distance to θ* |\n|---|---|---|---|\n" + "\n".join(_rows)),
         ] + _decay)
     mo.vstack(_problems + [_out])
-    return
+    return trajectories, trajectory_problems
 
 
 @app.cell(hide_code=True)
