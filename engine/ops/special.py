@@ -65,17 +65,22 @@ def _erfc_fraction(x):
 
 
 def _by_region(x, series, fraction) -> np.ndarray:
-    """``series(x)`` where |x| < 2.5, else ``fraction(x, erfc(|x|))`` from the continued fraction."""
+    """``series(x)`` where |x| < 2.5, else ``fraction(x, erfc(|x|))`` from the continued fraction.
+
+    Speed: the series takes as many terms as its largest |x| needs, so |x| < 1.25 (most of an
+    activation's inputs) is summed apart from 1.25 <= |x| < 2.5, in about half the terms.
+    """
     x = np.asarray(x, dtype=np.float64)
-    small = np.abs(x) < _SWITCH
-    if small.all():  # speed: the usual case needs no gather and scatter of the two regions
-        return series(x)
+    magnitude = np.abs(x)
     out = np.empty_like(x)
-    if small.any():
-        out[small] = series(x[small])
-    large = ~small
+    for region in (magnitude < _SWITCH / 2, (magnitude >= _SWITCH / 2) & (magnitude < _SWITCH)):
+        if region.all():  # no gather and scatter when one region holds everything
+            return series(x)
+        if region.any():
+            out[region] = series(x[region])
+    large = magnitude >= _SWITCH
     if large.any():
-        out[large] = fraction(x[large], _erfc_fraction(np.abs(x[large])))
+        out[large] = fraction(x[large], _erfc_fraction(magnitude[large]))
     return out
 
 
@@ -96,7 +101,7 @@ def erf(x) -> np.ndarray:
 def normal_cdf(x, precision=np.float64) -> np.ndarray:
     """Φ(x), the standard normal CDF, via erfc so that the far left tail keeps its precision
     (``precision=np.float32``: enough for a float32 result)."""
-    return 0.5 * erfc(-np.asarray(x, dtype=np.float64) / np.sqrt(2.0), precision)
+    return 0.5 * erfc(np.multiply(x, -1.0 / np.sqrt(2.0), dtype=np.float64), precision)  # one pass
 
 
 def normal_pdf(x) -> np.ndarray:
