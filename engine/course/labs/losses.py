@@ -16,6 +16,9 @@ a learner's edited version is the one that runs.
   pseudo-Huber while outliers pull on it, exactly (least squares, the best line through two
   points, reweighted least squares), in about a millisecond, so dragging a point refits at once.
 - :func:`initial_loss`: the cross-entropy of an untrained K-class classifier, ≈ ln K.
+- :func:`noisy_line`, :func:`constant_noise_fit`, :func:`weighted_line` and :func:`band_coverage`:
+  data whose noise grows with x, the one-variance Gaussian fit, and how many points a band holds;
+  the page's mean-and-variance fits ship as the checkpoint ``losses_noise_fits``.
 - The likelihood, class-frequency and imbalance sections open on fits shipped as the checkpoint
   ``losses_default_fits`` (the notebook's ``shipped_default_fits``): :func:`shipped_constant`,
   :func:`shipped_class_probabilities` and :func:`shipped_imbalance_run` read them.
@@ -35,6 +38,7 @@ from engine.course import checkpoints
 from engine.course.checkpoints import losses_default_fits as _defaults_checkpoint  # static imports: the
 from engine.course.checkpoints import losses_kl_fits as _kl_checkpoint  # WebAssembly bundler follows only those
 from engine.course.checkpoints import losses_line_fits as _line_checkpoint
+from engine.course.checkpoints import losses_noise_fits as _noise_checkpoint
 
 from ._checks import is_default
 from .activations import Curves
@@ -649,6 +653,73 @@ def shipped_imbalance_run(state, x, y, method: str, gamma: float) -> ImbalanceRu
         return None
     run = state["imbalance"][_key(share)][f"focal {_key(gamma)}" if method == "focal" else method]
     return score_imbalanced(x, y, method, run["w"], float(run["b"]))
+
+
+# ----------------------------------------------------------------------------- learning the noise
+
+NOISE_SIGMA0 = 0.15  # σ(x) = σ₀·e^{g·x}: the noise's std at x = 0
+NOISE_GROWTHS = (0.0, 0.25, 0.5, 0.75, 1.0)  # the growth slider's steps g
+NOISE_STEPS = 600  # the page's fit_noise_model runs this many Adam steps
+NOISE_EVERY = 10  # the shipped fits keep θ every this many steps
+NOISE_DEFAULT = {"growth": 0.75, "step": NOISE_STEPS}
+NOISE_CODE = ("fit", "gaussian_nll", "noise_model", "fit_noise_model", "shipped_noise_fits")
+NOISE_CHECKPOINT = _noise_checkpoint
+CHECKPOINTS["losses_noise_fits"] = checkpoints.FromNotebook(notebook="02_losses", function="shipped_noise_fits",
+                                                            code=NOISE_CODE)
+
+
+def noise_sigma(growth: float, x):
+    """The true noise std σ(x) = σ₀·e^{g·x}: constant for g = 0, growing with x for g > 0."""
+    return NOISE_SIGMA0 * np.exp(growth * np.asarray(x, dtype=np.float64))
+
+
+@functools.lru_cache(maxsize=None)
+def noisy_line(growth: float, n: int = 400, seed: int = 0) -> tuple:
+    """(x, y): x ~ U(0, 2), y = 1.5x + 0.5 + σ(x)·ε with ε ~ N(0, 1) (the same draws at every
+    growth g, so only the noise's spread changes). Read-only: shared by the cache."""
+    if not _on_step(growth, NOISE_GROWTHS):
+        raise ValueError(f"noisy_line: growth g must be one of {NOISE_GROWTHS}, got {growth}")
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.0, 2.0, n)
+    y = 1.5 * x + 0.5 + noise_sigma(growth, x) * rng.standard_normal(n)
+    x.flags.writeable = y.flags.writeable = False
+    return x, y
+
+
+def weighted_line(x, y, weights) -> tuple:
+    """(w, b) minimising Σ_i weights_i (y_i − w x_i − b)²: weighted least squares."""
+    design = np.stack([np.asarray(x, dtype=np.float64), np.ones(len(x))], axis=1)
+    w, b = _least_squares(design, np.asarray(y, dtype=np.float64), np.asarray(weights, dtype=np.float64))
+    return float(w), float(b)
+
+
+def constant_noise_fit(x, y) -> tuple:
+    """(w, b, σ) of the Gaussian with one variance for every x, by maximum likelihood: the least
+    squares line (the MSE fit) and σ² the mean squared residual."""
+    w, b = weighted_line(x, y, np.ones(len(x)))
+    residual = np.asarray(y) - (w * np.asarray(x) + b)
+    return w, b, float(np.sqrt(np.mean(residual**2)))
+
+
+def band_coverage(x, y, mean, sigma, split: float = 1.0) -> tuple:
+    """The shares of the points with x < split and with x ≥ split inside mean ± 2σ (``mean`` and
+    ``sigma`` given at each point)."""
+    inside = np.abs(np.asarray(y) - mean) <= 2 * np.asarray(sigma)
+    left = np.asarray(x) < split
+    return float(inside[left].mean()), float(inside[~left].mean())
+
+
+def noise_fits_state(fit_noise_model) -> dict:
+    """The state of ``losses_noise_fits``, made by the page's ``fit_noise_model(x, y)`` (θ before
+    each step and after the last) on the data of every growth step: θ every NOISE_EVERY steps."""
+    return {_key(g): np.asarray(fit_noise_model(*noisy_line(g)), dtype=np.float64)[::NOISE_EVERY]
+            for g in NOISE_GROWTHS}
+
+
+def shipped_noise_trail(state, growth: float) -> np.ndarray | None:
+    """The shipped θ every NOISE_EVERY steps at growth ``growth``, or None (``state`` is None: the
+    page's code is not the code that made it)."""
+    return None if state is None else np.array(state[_key(growth)])
 
 
 # ----------------------------------------------------------------------------- dragged outliers

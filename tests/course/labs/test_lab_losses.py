@@ -278,3 +278,30 @@ def test_default_kl_fits_read_from_the_checkpoint():
     assert not losses.is_default_kl({"separation": 5.0, "mu0": 0.0, "sigma0": 1.0})
     with pytest.raises(ValueError, match="unknown settings \\['mu'\\]"):
         losses.is_default_kl({"mu": 1.0})
+
+
+def test_noisy_line_and_the_one_variance_fit():
+    x, y = losses.noisy_line(0.5)
+    x0, y0 = losses.noisy_line(0.0)
+    np.testing.assert_array_equal(x, x0)  # the same draws: only the spread changes with g
+    np.testing.assert_allclose((y - (1.5 * x + 0.5)) / (y0 - (1.5 * x + 0.5)), np.exp(0.5 * x), rtol=1e-12)
+    with pytest.raises(ValueError, match="growth g must be one of"):
+        losses.noisy_line(0.3)
+    weights = np.linspace(0.5, 3.0, len(x))
+    w, b = losses.weighted_line(x, y, weights)
+    assert (w, b) == pytest.approx(tuple(np.polyfit(x, y, 1, w=np.sqrt(weights))), rel=1e-10)
+    w, b, sigma = losses.constant_noise_fit(x, y)
+    assert (w, b) == pytest.approx(tuple(np.polyfit(x, y, 1)), rel=1e-10)
+    assert sigma == pytest.approx(np.std(y - (w * x + b)), rel=1e-12)  # the residuals' mean is 0
+    assert losses.band_coverage([0.5, 0.5, 1.5, 1.5], [0.0, 3.0, 0.0, 1.0], 0.0, 1.0) == (0.5, 1.0)
+
+
+def test_noise_fits_state_keeps_theta_every_few_steps_at_every_growth():
+    def fit_noise_model(x, y):  # a stand-in: its own step count in every row
+        return np.arange(losses.NOISE_STEPS + 1)[:, None] * np.ones(4)
+
+    state = losses.noise_fits_state(fit_noise_model)
+    assert sorted(state) == sorted(f"{g:g}" for g in losses.NOISE_GROWTHS)
+    trail = losses.shipped_noise_trail(state, 0.25 * 3)
+    assert trail.shape == (losses.NOISE_STEPS // losses.NOISE_EVERY + 1, 4) and trail[-1, 0] == losses.NOISE_STEPS
+    assert losses.shipped_noise_trail(None, 0.5) is None
