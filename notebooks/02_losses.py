@@ -996,6 +996,75 @@ def _(clf_lr, margin_view, w0):
 
 @app.cell(hide_code=True)
 def _():
+    point_margin = mo.ui.slider(-3.0, 6.0, step=0.25, value=4.0, label="margin m of one point", show_value=True)
+    mo.vstack([mo.md(r"""
+    **Hinge beside logistic.** Write the label as $t = 2y - 1 \in \{-1, +1\}$ and the
+    **margin** of a point as $m = t\,z$: positive on the right side of the boundary, large far
+    on it. Cross-entropy on one logit is the **logistic loss** $\ln(1 + e^{-m})$; the
+    support-vector machine (Cortes and Vapnik, 1995) minimises the **hinge loss**
+    $\max(0,\, 1 - m)$. Both lie above the 0-1 loss $[m \le 0]$ that counts mistakes (the
+    logistic one measured in bits, divided by $\ln 2$), and both are convex, so gradient descent
+    can minimise them where it cannot minimise the count. They differ on the points already
+    classified right:
+
+    $$
+    \frac{\partial}{\partial m}\max(0, 1 - m) = \begin{cases}-1 & m < 1\\ 0 & m > 1\end{cases},
+    \qquad \frac{\partial}{\partial m}\ln(1 + e^{-m}) = -\frac{1}{1 + e^{m}} .
+    $$
+
+    A point beyond the margin $m = 1$ gets **exactly zero** gradient from the hinge: it no longer
+    pulls on the boundary, and only the points inside the margin (the *support vectors*) shape
+    it. The logistic gradient shrinks like $e^{-m}$ but is never zero, so every point keeps
+    pulling a little. Below, `hinge` is the loss written out; the dots are autograd's
+    $\partial\ell/\partial m$ through it and through `bce_with_logits` (a positive example, so
+    $m = z$).
+    """), point_margin])
+    return (point_margin,)
+
+
+@app.function
+def hinge(logits, target):
+    """Hinge loss per example (the SVM's): ℓ = max(0, 1 − t·z) with t = 2y − 1 ∈ {−1, +1}.
+    Equals 2·F.multi_margin_loss of PyTorch on the two logits (0, z)."""
+    return F.relu(1 - (2 * target - 1) * logits)
+
+
+@app.cell
+def _():
+    # no control moves these curves: the margin slider only moves a rule over them
+    margin_losses = lab.margin_losses(hinge, bce_with_logits, np.linspace(-3, 6, 181))
+    _m = margin_losses.margins
+    _names = {"hinge max(0, 1 − m)": "#4d7c0f", "logistic ln(1 + e^{−m}) / ln 2": plot.color("cross_entropy"),
+              "0-1 loss [m ≤ 0]": plot.color("reference")}
+    margin_loss_chart = plot.curves(_m, dict(zip(_names, (margin_losses.hinge, margin_losses.logistic / np.log(2),
+                                                     margin_losses.zero_one))),
+                              colors=_names, dashed=["0-1 loss [m ≤ 0]"], x_title="margin m = t·z",
+                              y_title="loss ℓ(m)", y_domain=(0, 4.5), height=240, title="Two bounds on the 0-1 loss")
+    margin_grad_chart = plot.curves(_m, {"hinge formula": margin_losses.hinge_formula,
+                                   "logistic formula": margin_losses.logistic_formula},
+                              dots={"hinge autograd": margin_losses.hinge_autograd,
+                                    "logistic autograd": margin_losses.logistic_autograd}, n_dots=37,
+                              colors={"hinge formula": "#4d7c0f", "logistic formula": "cross_entropy"},
+                              x_title="margin m = t·z", y_title="∂ℓ/∂m", height=240, title="What each loss pushes with")
+    return margin_losses, margin_loss_chart, margin_grad_chart
+
+
+@app.cell
+def _(margin_grad_chart, margin_loss_chart, point_margin):
+    point_losses = lab.margin_losses(hinge, bce_with_logits, [point_margin.value])
+    _rule = plot.rule(point_margin.value, orient="x")
+    mo.vstack([
+        mo.hstack([ui.chart(margin_loss_chart + _rule), ui.chart(margin_grad_chart + _rule)], widths=[1, 1]),
+        # + 0.0 shows autograd's −0.0 (the hinge's −1 times a zero slope) as 0
+        mo.md(f"At m = {point_margin.value:g}: hinge ℓ = **{point_losses.hinge[0]:.4f}**, "
+              f"∂ℓ/∂m = **{point_losses.hinge_autograd[0] + 0.0:.4f}** · logistic ℓ = "
+              f"**{point_losses.logistic[0]:.4f}**, ∂ℓ/∂m = **{point_losses.logistic_autograd[0]:.4f}** (autograd)."),
+    ])
+    return (point_losses,)
+
+
+@app.cell(hide_code=True)
+def _():
     mo.md(r"""
     ## 8. The initial-loss check
 

@@ -519,3 +519,42 @@ def test_02_the_shipped_noise_fits_are_the_page_code_and_an_edit_trains_on_the_b
     assert defs["noise_trail"] is None and defs["noise_fit"] is None and "trained with other code" in text
     text, defs = notebook_text("02_losses", gaussian_nll=gaussian_nll, noise_train=True)
     assert "just now" in text and np.all(defs["noise_fit"]["sigma"] > defs["noise_fit"]["true_sigma"])
+
+
+def test_02_hinge_equals_pytorch_multi_margin_loss():
+    """hinge(z, y) = 2·multi_margin_loss on the logits (0, z), values and gradients, both labels."""
+    torch = pytest.importorskip("torch")
+    lesson = nb()
+    rng = np.random.default_rng(1)
+    z, y, upstream = rng.normal(0, 2, 40), (rng.random(40) < 0.5).astype(np.float64), rng.normal(size=40)
+    mine = engine.tensor(z, requires_grad=True)
+    ours = lesson.hinge(mine, engine.tensor(y))
+    (ours * engine.tensor(upstream)).sum().backward()
+    theirs = torch.tensor(z, requires_grad=True)
+    pair = torch.stack([torch.zeros(40, dtype=torch.float64), theirs], dim=1)
+    ref = 2 * torch.nn.functional.multi_margin_loss(pair, torch.tensor(y, dtype=torch.long), reduction="none")
+    (ref * torch.tensor(upstream)).sum().backward()
+    np.testing.assert_allclose(ours.numpy(), ref.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("margin", [-3.0, 0.5, 4.0, 6.0])
+def test_02_hinge_gives_a_point_beyond_the_margin_no_gradient_and_logistic_never_none(margin):
+    """The prose: both lie above the 0-1 loss (logistic in bits); hinge's ∂ℓ/∂m is −1 below m = 1
+    and exactly 0 beyond; logistic's is −1/(1 + e^m), never 0. On the charts' values and the
+    numbers shown at the slider's ends, its default and a point inside the margin."""
+    text, defs = notebook_text("02_losses", point_margin=margin)
+    curves = defs["margin_losses"]
+    assert np.all(curves.hinge >= curves.zero_one) and np.all(curves.logistic / np.log(2) >= curves.zero_one)
+    for convex in (curves.hinge, curves.logistic):  # second differences on the grid: never negative
+        assert np.all(np.diff(convex, 2) >= -1e-12)
+    beyond = curves.margins > 1
+    assert np.all(curves.hinge_autograd[beyond] == 0) and np.all(curves.hinge[beyond] == 0)
+    assert np.all(curves.hinge_autograd[curves.margins < 1] == -1)
+    assert np.all(curves.logistic_autograd < 0)
+    np.testing.assert_allclose(curves.logistic_autograd, -1 / (1 + np.exp(curves.margins)), rtol=1e-12)
+    point = defs["point_losses"]
+    hinge_grad = 0.0 if margin > 1 else -1.0
+    assert point.hinge_autograd[0] == hinge_grad
+    assert f"∂ℓ/∂m = {hinge_grad:.4f} · logistic ℓ = {point.logistic[0]:.4f}" in text
+    assert f"∂ℓ/∂m = {-1 / (1 + np.exp(margin)):.4f} (autograd)" in text

@@ -11,7 +11,9 @@ a learner's edited version is the one that runs.
   divide, log) next to the fused ``F.cross_entropy``, as the logits grow.
 - :func:`kl_both_ways`, the two-bump ``p`` and the grid of section 6; the default fits ship as the
   checkpoint ``losses_kl_fits``, made by the notebook's ``shipped_kl_fits``.
-- :func:`margin_gradients`: why MSE on a sigmoid saturates while cross-entropy keeps pushing.
+- :func:`margin_gradients`: why MSE on a sigmoid saturates while cross-entropy keeps pushing;
+  :func:`margin_losses`: hinge beside logistic loss, and the gradient each leaves a point far on
+  the right side of the boundary.
 - :func:`make_line_data` and :func:`best_line`: the line that minimises MSE, MAE, Huber or
   pseudo-Huber while outliers pull on it, exactly (least squares, the best line through two
   points, reweighted least squares), in about a millisecond, so dragging a point refits at once.
@@ -246,6 +248,44 @@ def margin_gradients(bce_with_logits, mse, margins) -> MarginGradients:
     mse(F.sigmoid(mse_t), ones).sum().backward()
     s = 1 / (1 + np.exp(-m))
     return MarginGradients(m, np.abs(ce_t.grad.numpy()), np.abs(s - 1), np.abs(mse_t.grad.numpy()), np.abs(2 * (s - 1) * s * (1 - s)))
+
+
+@dataclass
+class MarginLosses:
+    """Hinge and logistic loss over the margins m = t·z of a positive example (t = 1, so m = z):
+    each loss by the page's code, ∂ℓ/∂m by autograd through it and by its formula."""
+
+    margins: np.ndarray
+    hinge: np.ndarray
+    logistic: np.ndarray
+    hinge_autograd: np.ndarray
+    hinge_formula: np.ndarray
+    logistic_autograd: np.ndarray
+    logistic_formula: np.ndarray
+
+    @property
+    def zero_one(self) -> np.ndarray:
+        """The 0-1 loss [m ≤ 0], which both bound from above (the logistic one in bits)."""
+        return (self.margins <= 0).astype(np.float64)
+
+
+def margin_losses(hinge, bce_with_logits, margins) -> MarginLosses:
+    """Hinge ℓ = max(0, 1 − m) and logistic ℓ = ln(1 + e^{−m}) over ``margins``, through the page's
+    per-example ``hinge(z, y)`` and ``bce_with_logits(z, y)`` with y = 1.
+
+    hinge:    ∂ℓ/∂m = −1 for m < 1, 0 for m > 1 (exactly: a point beyond the margin gets no gradient)
+    logistic: ∂ℓ/∂m = −σ(−m) = −1/(1 + e^{m}), never 0
+    """
+    m = np.asarray(margins, dtype=np.float64)
+    ones = Tensor(np.ones_like(m))
+    values, grads = [], []
+    for loss in (hinge, bce_with_logits):
+        z = Tensor(m, requires_grad=True)
+        ell = loss(z, ones)
+        ell.sum().backward()
+        values.append(ell.numpy())
+        grads.append(z.grad.numpy())
+    return MarginLosses(m, values[0], values[1], grads[0], np.where(m < 1, -1.0, 0.0), grads[1], -1 / (1 + np.exp(m)))
 
 
 def sigmoid_classifier_data(n: int = 100, seed: int = 0):

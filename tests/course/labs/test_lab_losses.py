@@ -305,3 +305,20 @@ def test_noise_fits_state_keeps_theta_every_few_steps_at_every_growth():
     trail = losses.shipped_noise_trail(state, 0.25 * 3)
     assert trail.shape == (losses.NOISE_STEPS // losses.NOISE_EVERY + 1, 4) and trail[-1, 0] == losses.NOISE_STEPS
     assert losses.shipped_noise_trail(None, 0.5) is None
+
+
+def test_margin_losses_by_formula_and_through_the_given_losses():
+    def hinge(z, y):
+        return F.relu(1 - (2 * y - 1) * z)
+
+    def bce(z, y):
+        return -(y * F.logsigmoid(z) + (1 - y) * F.logsigmoid(-z))
+
+    m = np.array([-2.0, 0.0, 0.5, 1.5, 5.0])
+    r = losses.margin_losses(hinge, bce, m)
+    np.testing.assert_allclose(r.hinge, np.maximum(0, 1 - m), rtol=1e-15)
+    np.testing.assert_allclose(r.logistic, np.log1p(np.exp(-m)), rtol=1e-12)
+    np.testing.assert_array_equal(r.hinge_autograd, [-1, -1, -1, 0, 0])
+    np.testing.assert_array_equal(r.hinge_formula, r.hinge_autograd)
+    np.testing.assert_allclose(r.logistic_autograd, r.logistic_formula, rtol=1e-12)
+    np.testing.assert_array_equal(r.zero_one, [1, 1, 0, 0, 0])
