@@ -823,7 +823,7 @@ def _(pg_default_problem, pg_epochs, pg_first_loss, pg_lr, pg_opt, pg_run, pg_ru
             ui.chart(plot.loss_curves({"train": _h["train_acc"], "validation": _h["val_acc"]}, y_title="accuracy",
                                       height=150, title="Accuracy")),
             mo.md(f"final: train loss **{_h['train_loss'][-1]:.4f}**, validation accuracy "
-                  f"**{100 * _h['val_acc'][-1]:.1f} %**"),
+                  f"**{100 * _h['val_acc'][-1]:.1f} %**. " + lab.overfitting_note(_h)),
         ])
     mo.hstack([ui.chart(_fig), _side], widths=[1, 1])
     return

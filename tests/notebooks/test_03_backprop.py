@@ -335,3 +335,16 @@ def test_03_the_first_loss_is_explained_by_the_untrained_logits():
     model[-1].weight.data[:] = 0.0
     flat = backprop_lab.initial_loss(model, split[0], split[1], 3)
     assert flat.loss == pytest.approx(math.log(3), rel=1e-12) and flat.true_class == flat.spread == 0.0
+
+
+def test_03_the_playground_says_where_it_starts_to_overfit():
+    """Issue 25: validation accuracy peaks (98.3 %) and ends lower (91.7 %) at the defaults; the page
+    says so from the history it shows, and says nothing of overfitting when the curve ends at its peak."""
+    text, defs = notebook_text("03_backprop")
+    val = np.asarray(defs["pg_run"].history["val_acc"])
+    peak = int(np.argmax(val))
+    assert val[peak] - val[-1] > 0.05  # the shipped run overfits
+    assert f"peaked at {100 * val[peak]:.1f} % after epoch {peak + 1} and ends {100 * (val[peak] - val[-1]):.1f} " \
+           "points lower" in text and "(overfitting)" in text
+    steady = backprop_lab.overfitting_note({"val_acc": [0.5, 0.9, 0.95, 0.948]})
+    assert "no sign of overfitting" in steady and "95.0 %** after epoch 3" in steady

@@ -151,6 +151,21 @@ def initial_loss(model, X, y, classes: int) -> InitialLoss:
                        float(0.5 * np.mean(np.mean(centred ** 2, axis=1))))
 
 
+def overfitting_note(history: dict) -> str:
+    """One line on the validation accuracy of a training ``history``: where it peaked and, when it
+    ends more than a point below its peak, that the network overfits after that epoch (the
+    training points are learnt at the expense of new ones) and that early stopping would keep the
+    peak's network."""
+    val = np.asarray(history["val_acc"], dtype=np.float64)
+    peak = int(np.argmax(val))
+    line = f"Validation accuracy peaked at **{100 * val[peak]:.1f} %** after epoch {peak + 1}"
+    if val[peak] - val[-1] > 0.01:
+        return (line + f" and ends {100 * (val[peak] - val[-1]):.1f} points lower: after that epoch the network "
+                "fits its training points at the expense of new ones (overfitting). Stopping at the best "
+                "validation epoch (early stopping) would keep the better network.")
+    return line + ", and it ends within a point of that: no sign of overfitting."
+
+
 _MAPS: dict = {}  # (ids of a run's grid probabilities and of its data, title, height) -> (those arrays, the map)
 
 
