@@ -564,15 +564,18 @@ def class_regions(xx, yy, probs, X, y, *, title=None, height=HEIGHT):
     paler where the model is unsure) with the data on top. ``probs`` is [G, G, C] over the grid
     ``xx, yy``; 40×40 is plenty."""
     import altair as alt
-    from matplotlib.colors import to_hex, to_rgb
+    from matplotlib.colors import to_rgb
 
     probs = np.asarray(probs, dtype=float)
     k = probs.shape[-1]
     cols = np.array([to_rgb(CLASS_COLORS[j % len(CLASS_COLORS)]) for j in range(k)])
     conf = (probs.max(-1, keepdims=True) - 1 / k) / (1 - 1 / k)
     rgb = np.clip(1 - (1 - probs @ cols) * (0.15 + 0.55 * conf), 0, 1).reshape(-1, 3)
+    # '#rrggbb' for all cells at once, as matplotlib's to_hex writes one (round half to even, ×255):
+    # the bytes' hex string cut into 6-character pieces. One to_hex per cell cost 8 ms of 40×40.
+    hex6 = np.frombuffer(np.round(rgb * 255).astype(np.uint8).tobytes().hex().encode(), dtype="S6")
     flat = probs.reshape(-1, k)
-    grid = data(x=np.ravel(xx), y=np.ravel(yy), fill=np.array([to_hex(c) for c in rgb], dtype=object),
+    grid = data(x=np.ravel(xx), y=np.ravel(yy), fill=np.char.add("#", hex6.astype("U6")),
                 cls=flat.argmax(1), p=flat.max(1), digits=4)
     cells = _grid_cells(alt.Chart(grid).mark_rect(), xx, yy, "x₁", "x₂").encode(
         alt.Color("fill:N", scale=None),

@@ -246,6 +246,20 @@ def test_class_regions_mix_class_colours_by_probability():
     assert spec["layer"][1]["encoding"]["color"]["scale"]["range"] == list(plot.CLASS_COLORS[:2])
 
 
+def test_class_regions_writes_each_cells_colour_as_matplotlibs_to_hex_would():
+    from matplotlib.colors import to_hex, to_rgb
+
+    rng = np.random.default_rng(0)
+    xx, yy = np.meshgrid(np.linspace(-1, 1, 40), np.linspace(-1, 1, 40))
+    probs = rng.dirichlet(np.ones(3), size=(40, 40))
+    probs[0, :3] = [[1, 0, 0], [0, 1, 0], [1 / 3, 1 / 3, 1 / 3]]  # sure of class 0, of class 1, unsure
+    chart = plot.class_regions(xx, yy, probs, np.zeros((1, 2)), np.array([0]))
+    cols = np.array([to_rgb(c) for c in plot.CLASS_COLORS[:3]])
+    conf = (probs.max(-1, keepdims=True) - 1 / 3) / (2 / 3)
+    rgb = np.clip(1 - (1 - probs @ cols) * (0.15 + 0.55 * conf), 0, 1).reshape(-1, 3)
+    assert [r["fill"] for r in rows(chart.layer[0])] == [to_hex(c) for c in rgb]
+
+
 def test_piece_regions_shows_the_pieces_the_decision_and_where_it_crosses_one_half():
     from types import SimpleNamespace
 
