@@ -15,6 +15,7 @@ from . import random as _random
 from .ops import elementwise as ew
 from .ops import loss as loss_ops
 from .ops import movement as mv
+from .ops import reduce as rd
 from .ops.matmul import Linear
 from .tensor import (
     Tensor,
@@ -464,14 +465,9 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -
     if x.shape[x.ndim - len(shape):] != shape:
         raise ValueError(f"layer_norm: input shape {x.shape} does not end with normalized_shape {shape}")
     dims = tuple(range(x.ndim - len(shape), x.ndim))
-    mu = x.mean(dim=dims, keepdim=True)
-    var = x.var(dim=dims, keepdim=True, correction=0)
-    out = (x - mu) / (var + eps).sqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    affine = tuple(as_tensor(t) for t in (weight, bias) if t is not None)
+    return rd.LayerNorm.apply(x, *affine, dims=dims, eps=eps, has_weight=weight is not None,
+                              has_bias=bias is not None)
 
 
 def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None, training: bool = False,

@@ -358,6 +358,51 @@ class LogSumExp(Function):
             return g * np.exp(a - out)
 
 
+class LayerNorm(Function):
+    """r = x̂·γ + β with x̂ = (x − μ)/σ, μ and σ² = mean((x − μ)²) + ε over ``dims`` (the last ones).
+
+    Gradient (g = ∂L/∂r, ĝ = g·γ, means over ``dims``):
+    ∂L/∂x = (ĝ − mean(ĝ) − x̂·mean(ĝ·x̂))/σ,  ∂L/∂γ = Σ g·x̂,  ∂L/∂β = Σ g (over the leading dims).
+    One node instead of seven (mean, var, sub, add, sqrt, div, mul, add): speed, since the
+    Transformer block calls it twice a layer and its backward reuses x̂ and σ.
+    ``has_weight`` / ``has_bias`` say which of γ, β follow x among the inputs.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *affine, dims, eps, has_weight, has_bias):
+        centred = x - x.mean(axis=dims, keepdims=True)
+        sigma = np.sqrt(np.mean(centred * centred, axis=dims, keepdims=True) + eps)
+        centred /= sigma  # x̂, in place
+        weight = affine[0] if has_weight else None
+        ctx.settings = (dims, has_weight, has_bias)
+        ctx.save_for_backward(centred, sigma, weight)
+        out = centred * weight if has_weight else centred.copy()
+        if has_bias:
+            out += affine[-1]
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x_hat, sigma, weight = ctx.saved_tensors
+        dims, has_weight, has_bias = ctx.settings
+        needs = ctx.needs_input_grad
+        grads = []
+        if needs[0]:
+            g_hat = g * weight if has_weight else g.copy()
+            correction = x_hat * np.mean(g_hat * x_hat, axis=dims, keepdims=True)
+            g_hat -= np.mean(g_hat, axis=dims, keepdims=True)
+            g_hat -= correction
+            g_hat /= sigma
+            grads.append(g_hat)
+        else:
+            grads.append(None)
+        if has_weight:  # summed over the leading dims by backward's un-broadcasting
+            grads.append(g * x_hat if needs[1] else None)
+        if has_bias:
+            grads.append(g if needs[-1] else None)
+        return tuple(grads)
+
+
 class _NormalisedAlongDim(Function):
     """r = f(a, dim) for a normalisation along one dim whose gradient needs only r (softmax,
     log-softmax): the op saves r and ``dim``; a subclass names f and writes its backward."""

@@ -337,6 +337,11 @@ def test_layernorm_gradcheck_and_error():
     ln = nn.LayerNorm(4).double()
     ln.weight.data[...] = [1.0, 2.0, 0.5, -1.0]
     check_gradcheck(lambda x: ln(x), [_rng().standard_normal((3, 4))])
+    # the fused op's gradients for the weight and the bias too, over two normalised dims
+    rng = _rng(7)
+    check_gradcheck(lambda x, w, b: F.layer_norm(x, (2, 3), w, b, eps=1e-3),
+                    [rng.standard_normal((4, 2, 3)), rng.uniform(0.5, 2, (2, 3)), rng.standard_normal((2, 3))])
+    check_gradcheck(lambda x, b: F.layer_norm(x, 3, None, b), [rng.standard_normal((2, 3)), rng.standard_normal(3)])
     with pytest.raises(ValueError, match="normalized_shape"):
         ln(engine.randn(3, 5))
 
