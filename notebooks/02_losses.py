@@ -374,9 +374,12 @@ def _():
         fit_class_probabilities, bce_with_logits, focal_loss, imbalance_loss, train_logistic, shipped_default_fits)
     kl_state, kl_problem = checkpoints.load_if_fits(lab.KL_CHECKPOINT, fit, kl_divergence, fit_gaussian,
                                                     shipped_kl_fits)
+    calibration_state, calibration_problem = checkpoints.load_if_fits(
+        lab.CALIBRATION_CHECKPOINT, fit, cross_entropy, train_softmax, fit_temperature, shipped_calibration)
     noise_state, noise_problem = checkpoints.load_if_fits(lab.NOISE_CHECKPOINT, fit, gaussian_nll, noise_model,
                                                           fit_noise_model, shipped_noise_fits)
-    return default_fits, default_fits_problem, kl_problem, kl_state, noise_problem, noise_state
+    return (calibration_problem, calibration_state, default_fits, default_fits_problem, kl_problem, kl_state,
+            noise_problem, noise_state)
 
 
 @app.cell
@@ -683,6 +686,145 @@ def _(ce_logits, ce_target, smoothing):
         ])
     mo.vstack([ce_logits, mo.hstack([ce_target, smoothing]), _out])
     return (ce_report,)
+
+
+@app.cell(hide_code=True)
+def _():
+    calib_noise_dims = mo.ui.slider(steps=list(lab.CALIBRATION_NOISE_DIMS), value=lab.CALIBRATION_DEFAULT["noise_dims"],
+                                    label="features without signal", show_value=True)
+    calib_bins = mo.ui.slider(5, 20, step=1, value=lab.CALIBRATION_DEFAULT["n_bins"], label="bins M",
+                              show_value=True)
+    calib_train = mo.ui.run_button(label="train with this page's code")
+    mo.vstack([mo.md(r"""
+    **Are the probabilities right? Calibration.** A classifier is *calibrated* when, of the
+    predictions it makes with confidence 0.8, 80 % are right. Guo et al. (2017) found modern
+    networks over-confident, and measured it with a **reliability diagram** and the **expected
+    calibration error**: sort the $n$ test predictions by their confidence
+    $\hat p_i = \max_k p_{ik}$ into $M$ equal bins $B_1, \dots, B_M$ of $[0, 1]$ and compare, in
+    each, the accuracy with the mean confidence,
+
+    $$
+    \text{ECE} = \sum_{m=1}^{M} \frac{|B_m|}{n}\,\big|\operatorname{acc}(B_m) - \operatorname{conf}(B_m)\big| .
+    $$
+
+    Their remedy is **temperature scaling**: divide every logit by one number $T > 0$,
+    $p = \operatorname{softmax}(z / T)$, with $T$ fitted by cross-entropy on **validation** data
+    (the training data were fitted already). $T > 1$ softens over-confident predictions; the
+    arg-max, so the accuracy, does not change.
+
+    Below, a softmax regression $z = x W + b$ is trained (`train_softmax`, the loop of section 2)
+    on 100 points of three classes told apart by two features, plus features that carry no
+    signal. Fitting the noise, the model grows over-confident (Sur and Candès, 2019, describe
+    this for logistic regression when features are many for the data): from 10 such features
+    on, its test ECE is above 0.08, and the $T$ fitted on 500 validation points is above 1.5 and
+    brings the ECE down, in each of 5 random draws of the data. With no such feature the model
+    is close to calibrated already.
+    """), mo.hstack([calib_noise_dims, calib_bins, calib_train], justify="start")])
+    return calib_bins, calib_noise_dims, calib_train
+
+
+@app.function
+def train_softmax(x, y, steps=500, lr=0.1):
+    """Softmax regression z = x W + b from zeros, minimising cross_entropy(z, y) by fit. Returns (W, b)."""
+    weights = engine.tensor(np.zeros((x.shape[1], int(np.max(y)) + 1)), requires_grad=True)
+    bias = engine.tensor(np.zeros(int(np.max(y)) + 1), requires_grad=True)
+    inputs = engine.tensor(np.asarray(x, dtype=np.float64))
+    fit(lambda: cross_entropy(inputs @ weights + bias, y), [weights, bias], steps, lr)
+    return weights.data.copy(), bias.data.copy()
+
+
+@app.function
+def fit_temperature(logits, labels, steps=300, lr=0.3):
+    """Temperature scaling (Guo et al., 2017): T = e^τ minimising cross_entropy(z / T, y) on held-out
+    logits z, by fit from T = 1."""
+    tau = engine.tensor(np.zeros(1), requires_grad=True)
+    z = engine.tensor(np.asarray(logits, dtype=np.float64))
+    fit(lambda: cross_entropy(z / tau.exp(), labels), [tau], steps, lr)
+    return float(np.exp(tau.data[0]))
+
+
+@app.function
+def calibration_bins(probs, labels, n_bins=10):
+    """The reliability diagram's bins: confidence p̂_i = max_k p_ik in M equal bins of [0, 1]
+    (p̂ = 1 in the last); per bin its count |B_m|, mean confidence conf(B_m) and accuracy acc(B_m)
+    (NaN for an empty bin)."""
+    confidence = probs.max(axis=1)
+    correct = probs.argmax(axis=1) == labels
+    which = np.minimum((confidence * n_bins).astype(int), n_bins - 1)
+    count = np.bincount(which, minlength=n_bins)
+    with np.errstate(invalid="ignore"):
+        conf = np.bincount(which, weights=confidence, minlength=n_bins) / count
+        acc = np.bincount(which, weights=correct, minlength=n_bins) / count
+    return count, conf, acc
+
+
+@app.function
+def expected_calibration_error(probs, labels, n_bins=10):
+    """ECE = Σ_m |B_m|/n · |acc(B_m) − conf(B_m)| over the bins of calibration_bins."""
+    count, conf, acc = calibration_bins(probs, labels, n_bins)
+    filled = count > 0
+    return float(np.sum(count[filled] / len(labels) * np.abs(acc[filled] - conf[filled])))
+
+
+@app.function
+def shipped_calibration():
+    """The models the calibration example opens on (the checkpoint losses_calibration): train_softmax
+    and fit_temperature at every number of features without signal the slider reaches."""
+    return lab.calibration_state(train_softmax, fit_temperature)
+
+
+@app.cell
+def _(calib_noise_dims, calib_train, calibration_problem, calibration_state):
+    calib_data = lab.calibration_data(calib_noise_dims.value)
+    calib_model = lab.shipped_calibration(calibration_state, calib_noise_dims.value)
+    calib_source = ("Model and T: trained in advance by this page's `train_softmax` and `fit_temperature` "
+                    "and shipped with the course; the button trains again.")
+    if calib_train.value:
+        with mo.status.progress_bar(total=2, title="train_softmax, then fit_temperature", remove_on_exit=True) as _bar:
+            _w, _b = train_softmax(*calib_data["train"])
+            _bar.update()
+            _x_val, _y_val = calib_data["validation"]
+            calib_model = (_w, _b, fit_temperature(_x_val @ _w + _b, _y_val))
+            _bar.update()
+        calib_source = "Model and T: trained just now by this page's code."
+    elif calib_model is None:
+        calib_source = f"Not trained: {calibration_problem}."
+    return calib_data, calib_model, calib_source
+
+
+@app.cell
+def _(calib_bins, calib_data, calib_model, calib_source):
+    calib_report = None
+    if calib_model is None:
+        _out = mo.md(f"<small>{calib_source}</small>")
+    else:
+        _w, _b, _t = calib_model
+        _x, _y = calib_data["test"]
+        _z = _x @ _w + _b
+        _rows = {}
+        for _name, _temp in (("before (T = 1)", 1.0), (f"after (T = {_t:.2f})", _t)):
+            _p = lab.softmax_probabilities(_z, _temp)
+            _count, _conf, _acc = calibration_bins(_p, _y, calib_bins.value)
+            _rows[_name] = {"ece": expected_calibration_error(_p, _y, calib_bins.value),
+                            "accuracy": float(np.mean(_p.argmax(axis=1) == _y)),
+                            "nll": float(-np.mean(np.log(_p[np.arange(len(_y)), _y]))),
+                            "conf": _conf, "acc": _acc, "count": _count}
+        calib_report = {"T": _t, **{("before" if k.startswith("before") else "after"): v for k, v in _rows.items()}}
+        _diagonal = np.array([0.0, 1.0])
+        _chart = plot.curves(_diagonal, {"perfect calibration": _diagonal,
+                                         **{f"{k}: accuracy per bin": (v["conf"], v["acc"]) for k, v in _rows.items()}},
+                             colors={"perfect calibration": "reference", **dict(zip(
+                                 (f"{k}: accuracy per bin" for k in _rows), ("error", "model")))},
+                             dashed=["perfect calibration"], x_title="mean confidence conf(B_m)",
+                             y_title="accuracy acc(B_m)", y_domain=(0, 1), height=260,
+                             title=f"Reliability diagram, {len(_y):,} test points, M = {calib_bins.value}")
+        _table = "\n".join(f"| {k} | {v['ece']:.3f} | {v['nll']:.3f} | {100 * v['accuracy']:.1f} % |"
+                            for k, v in _rows.items())
+        _out = mo.vstack([ui.chart(_chart),
+                          mo.md("| test data | ECE | cross-entropy | accuracy |\n|---|---|---|---|\n" + _table),
+                          mo.md(f"<small>{calib_source}</small>")])
+    _out
+    return (calib_report,)
 
 
 @app.cell(hide_code=True)

@@ -558,3 +558,78 @@ def test_02_hinge_gives_a_point_beyond_the_margin_no_gradient_and_logistic_never
     assert point.hinge_autograd[0] == hinge_grad
     assert f"∂ℓ/∂m = {hinge_grad:.4f} · logistic ℓ = {point.logistic[0]:.4f}" in text
     assert f"∂ℓ/∂m = {-1 / (1 + np.exp(margin)):.4f} (autograd)" in text
+
+
+def test_02_ece_and_its_bins_against_a_brute_force_count():
+    lesson = nb()
+    rng = np.random.default_rng(2)
+    logits, labels = rng.normal(0, 2, (300, 4)), rng.integers(0, 4, 300)
+    probs = losses_lab.softmax_probabilities(logits)
+    for n_bins in (5, 10, 20):
+        conf, correct = probs.max(axis=1), probs.argmax(axis=1) == labels
+        expected = 0.0
+        for m in range(n_bins):  # bins (m/M, (m+1)/M], as Guo et al. write them (ties at the edges have measure 0)
+            inside = (conf > m / n_bins) & (conf <= (m + 1) / n_bins)
+            if inside.any():
+                expected += inside.mean() * abs(correct[inside].mean() - conf[inside].mean())
+        assert lesson.expected_calibration_error(probs, labels, n_bins) == pytest.approx(expected, rel=1e-12)
+    count, _, acc = lesson.calibration_bins(np.array([[0.9, 0.1], [1.0, 0.0]]), np.array([0, 1]), 10)
+    assert count[-1] == 2 and acc[-1] == 0.5 and np.isnan(acc[0])
+
+
+@pytest.mark.parametrize("noise_dims", [0, 20, 40])
+def test_02_fit_temperature_minimises_the_validation_cross_entropy(noise_dims):
+    lesson = nb()
+    data = losses_lab.calibration_data(noise_dims)
+    weights, bias = lesson.train_softmax(*data["train"])
+    x, y = data["validation"]
+    z = x @ weights + bias
+    temperature = lesson.fit_temperature(z, y)
+    nll = lambda t: -np.mean(np.log(losses_lab.softmax_probabilities(z, t)[np.arange(len(y)), y]))  # noqa: E731
+    grid = np.geomspace(0.3, 100, 4001)
+    assert temperature == pytest.approx(grid[np.argmin([nll(t) for t in grid])], rel=5e-3)
+
+
+@pytest.mark.parametrize(("noise_dims", "n_bins"), [(0, 10), (10, 10), (20, 5), (20, 10), (20, 20), (40, 10)])
+def test_02_temperature_scaling_on_the_values_shown(noise_dims, n_bins):
+    """The prose, on the page's numbers: T leaves the accuracy as it is; from 10 features without
+    signal the ECE is above 0.08, T above 1.5 and the ECE falls; with none the model is about calibrated."""
+    text, defs = notebook_text("02_losses", calib_noise_dims=noise_dims, calib_bins=n_bins)
+    r = defs["calib_report"]
+    assert "shipped with the course" in text and "Traceback" not in text
+    assert r["after"]["accuracy"] == r["before"]["accuracy"]
+    assert f"before (T = 1) {r['before']['ece']:.3f}" in text and f"after (T = {r['T']:.2f}) {r['after']['ece']:.3f}" in text
+    if noise_dims >= 10:
+        assert r["before"]["ece"] > 0.08 and r["T"] > 1.5 and r["after"]["ece"] < r["before"]["ece"]
+    if noise_dims == 0:
+        assert r["before"]["ece"] < 0.03  # "close to calibrated already"
+
+
+@pytest.mark.parametrize("noise_dims", [10, 20, 40])
+def test_02_temperature_scaling_holds_over_five_draws_of_the_data(noise_dims):
+    lesson = nb()
+    for seed in range(5):
+        data = losses_lab.calibration_data(noise_dims, seed)
+        weights, bias = lesson.train_softmax(*data["train"])
+        x_val, y_val = data["validation"]
+        temperature = lesson.fit_temperature(x_val @ weights + bias, y_val)
+        x, y = data["test"]
+        before, after = (lesson.expected_calibration_error(losses_lab.softmax_probabilities(x @ weights + bias, t), y)
+                         for t in (1.0, temperature))
+        assert before > 0.08 and temperature > 1.5 and after < before, (noise_dims, seed)
+
+
+def test_02_the_shipped_calibration_is_the_page_code_and_an_edit_trains_on_the_button():
+    lesson = nb()
+    _, defs = notebook_text("02_losses", calib_noise_dims=10)
+    data = losses_lab.calibration_data(10)
+    weights, bias = lesson.train_softmax(*data["train"])
+    np.testing.assert_allclose(defs["calib_model"][0], weights, rtol=0, atol=1e-12)
+
+    def fit_temperature(logits, labels, steps=300, lr=0.3):  # an edit: no temperature scaling
+        return 1.0
+
+    text, defs = notebook_text("02_losses", fit_temperature=fit_temperature)
+    assert defs["calib_report"] is None and "trained with other code" in text
+    text, defs = notebook_text("02_losses", fit_temperature=fit_temperature, calib_train=True)
+    assert defs["calib_report"]["T"] == 1.0 and "trained just now" in text

@@ -21,6 +21,9 @@ a learner's edited version is the one that runs.
 - :func:`noisy_line`, :func:`constant_noise_fit`, :func:`weighted_line` and :func:`band_coverage`:
   data whose noise grows with x, the one-variance Gaussian fit, and how many points a band holds;
   the page's mean-and-variance fits ship as the checkpoint ``losses_noise_fits``.
+- :func:`calibration_data` and :func:`softmax_probabilities`: the calibration example's three
+  splits and its model's probabilities; the page's softmax regressions and their temperatures
+  ship as the checkpoint ``losses_calibration``.
 - The likelihood, class-frequency and imbalance sections open on fits shipped as the checkpoint
   ``losses_default_fits`` (the notebook's ``shipped_default_fits``): :func:`shipped_constant`,
   :func:`shipped_class_probabilities` and :func:`shipped_imbalance_run` read them.
@@ -37,6 +40,7 @@ import numpy as np
 import engine.functional as F
 from engine import Tensor
 from engine.course import checkpoints
+from engine.course.checkpoints import losses_calibration as _calibration_checkpoint
 from engine.course.checkpoints import losses_default_fits as _defaults_checkpoint  # static imports: the
 from engine.course.checkpoints import losses_kl_fits as _kl_checkpoint  # WebAssembly bundler follows only those
 from engine.course.checkpoints import losses_line_fits as _line_checkpoint
@@ -693,6 +697,66 @@ def shipped_imbalance_run(state, x, y, method: str, gamma: float) -> ImbalanceRu
         return None
     run = state["imbalance"][_key(share)][f"focal {_key(gamma)}" if method == "focal" else method]
     return score_imbalanced(x, y, method, run["w"], float(run["b"]))
+
+
+# ----------------------------------------------------------------------------- calibration
+
+CALIBRATION_NOISE_DIMS = (0, 5, 10, 20, 40)  # the slider's steps: features that carry no signal
+CALIBRATION_DEFAULT = {"noise_dims": 20, "n_bins": 10}
+CALIBRATION_SIZES = {"train": 100, "validation": 500, "test": 2000}
+CALIBRATION_CENTRES = np.array([[0.0, 1.0], [-0.9, -0.5], [0.9, -0.5]])  # three classes in the first two features
+CALIBRATION_CODE = ("fit", "cross_entropy", "train_softmax", "fit_temperature", "shipped_calibration")
+CALIBRATION_CHECKPOINT = _calibration_checkpoint
+CHECKPOINTS["losses_calibration"] = checkpoints.FromNotebook(notebook="02_losses", function="shipped_calibration",
+                                                             code=CALIBRATION_CODE)
+
+
+@functools.lru_cache(maxsize=None)
+def calibration_data(noise_dims: int, seed: int = 0) -> dict:
+    """``{split: (x, y)}`` for 'train' (100), 'validation' (500) and 'test' (2,000): three classes,
+    x = (a point near its class's centre, 0.8 spread, then ``noise_dims`` N(0, 1) features that carry
+    no signal). Read-only: shared by the cache."""
+    if int(noise_dims) != noise_dims or noise_dims < 0:
+        raise ValueError(f"calibration_data: noise_dims must be a whole number ≥ 0, got {noise_dims}")
+    rng = np.random.default_rng(seed)
+    splits = {}
+    for split, n in CALIBRATION_SIZES.items():
+        y = rng.integers(0, len(CALIBRATION_CENTRES), n)
+        x = np.concatenate([CALIBRATION_CENTRES[y] + 0.8 * rng.standard_normal((n, 2)),
+                            rng.standard_normal((n, int(noise_dims)))], axis=1)
+        x.flags.writeable = y.flags.writeable = False
+        splits[split] = (x, y)
+    return splits
+
+
+def softmax_probabilities(logits, temperature: float = 1.0) -> np.ndarray:
+    """softmax(z / T) row by row, in NumPy."""
+    z = np.asarray(logits, dtype=np.float64) / temperature
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def calibration_state(train_softmax, fit_temperature) -> dict:
+    """The state of ``losses_calibration``, made by the page's code at every step of the slider:
+    ``train_softmax(x, y)`` on the training split gives (W, b); ``fit_temperature(z, y)`` on the
+    validation split's logits z = x W + b gives T."""
+    state = {}
+    for dims in CALIBRATION_NOISE_DIMS:
+        data = calibration_data(dims)
+        weights, bias = train_softmax(*data["train"])
+        x_val, y_val = data["validation"]
+        temperature = fit_temperature(x_val @ weights + bias, y_val)
+        state[str(dims)] = {"W": np.asarray(weights, dtype=np.float64), "b": np.asarray(bias, dtype=np.float64),
+                            "T": float(temperature)}
+    return state
+
+
+def shipped_calibration(state, noise_dims: int) -> tuple | None:
+    """(W, b, T) shipped for ``noise_dims``, or None (``state`` is None: other code than the page's)."""
+    if state is None:
+        return None
+    run = state[str(int(noise_dims))]
+    return np.array(run["W"]), np.array(run["b"]), float(run["T"])
 
 
 # ----------------------------------------------------------------------------- learning the noise

@@ -322,3 +322,27 @@ def test_margin_losses_by_formula_and_through_the_given_losses():
     np.testing.assert_array_equal(r.hinge_formula, r.hinge_autograd)
     np.testing.assert_allclose(r.logistic_autograd, r.logistic_formula, rtol=1e-12)
     np.testing.assert_array_equal(r.zero_one, [1, 1, 0, 0, 0])
+
+
+def test_calibration_data_softmax_and_the_shipped_state():
+    data = losses.calibration_data(5)
+    assert {k: (v[0].shape, v[1].shape) for k, v in data.items()} == {
+        "train": ((100, 7), (100,)), "validation": ((500, 7), (500,)), "test": ((2000, 7), (2000,))}
+    x, y = data["test"]
+    for k, centre in enumerate(losses.CALIBRATION_CENTRES):  # the first two features hold the class
+        np.testing.assert_allclose(x[y == k, :2].mean(axis=0), centre, atol=0.1)
+    assert abs(x[:, 2:].mean()) < 0.05 and np.std(x[:, 2:]) == pytest.approx(1, abs=0.05)
+    with pytest.raises(ValueError, match="noise_dims must be a whole number"):
+        losses.calibration_data(2.5)
+    z = np.array([[1000.0, 0.0, -1.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(losses.softmax_probabilities(z)[1], np.full(3, 1 / 3), rtol=1e-15)
+    np.testing.assert_allclose(losses.softmax_probabilities(z, 2.0)[0], F.softmax(engine.tensor(z / 2), dim=-1).numpy()[0])
+
+    def train(x, y):  # stand-ins that record what they were given
+        return np.full((x.shape[1], 3), float(len(y))), np.zeros(3)
+
+    state = losses.calibration_state(train, lambda z, y: float(len(y)))
+    assert sorted(state, key=int) == [str(d) for d in losses.CALIBRATION_NOISE_DIMS]
+    weights, _, temperature = losses.shipped_calibration(state, 20)
+    assert weights.shape == (22, 3) and weights[0, 0] == 100 and temperature == 500  # train, then validation
+    assert losses.shipped_calibration(None, 20) is None
