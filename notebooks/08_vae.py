@@ -921,8 +921,10 @@ def _(digit_labels):
     mo.vstack([mo.md(r"""
     **Draw a digit.** Draw on the canvas (it starts with a held-out digit; the menu is the
     keyboard path to another one, or to a blank canvas). The drawing is scanned as the UCI digits
-    were (`widgets.to_digit`: 32×32 cells, 4×4 blocks) and encoded: its $q(z\mid x)$ appears as a
-    2σ ellipse among the codes of the held-out digits, next to what the decoder makes of its mean.
+    were (`widgets.to_digit`: fitted to the frame, then 32×32 cells and 4×4 blocks; a held-out
+    digit left as it starts is already fitted, and is scanned as it is) and encoded: its
+    $q(z\mid x)$ appears as a 2σ ellipse among the codes of the held-out digits, next to what the
+    decoder makes of its mean.
     """), draw_start])
     return (draw_start,)
 
@@ -936,9 +938,14 @@ def _(digits_test, draw_start):
 
 
 @app.cell
-def _(digit_canvas, image_vae):
+def _(digit_canvas, digits_test, draw_start, image_vae):
     mo.stop(bool(image_vae.stopped), mo.md("*The digit VAE above did not train: nothing to encode with.*"))
-    drawn_digit = widgets.to_digit(widgets.ink(digit_canvas.value))
+    # a held-out digit left as the canvas starts is already size-normalised: scanned as it is;
+    # a drawing is first fitted to the frame, as the UCI digits were
+    _ink = widgets.ink(digit_canvas.value)
+    _as_is = widgets.to_digit(_ink, fit=False)
+    _untouched = draw_start.value >= 0 and np.allclose(_as_is, digits_test[draw_start.value], atol=0.005)
+    drawn_digit = _as_is if _untouched else widgets.to_digit(_ink)
     drawn_code = lab.encode_image(lesson_cells(), image_vae.model, drawn_digit)
     _map = plot.point_layers({"held-out digits' codes μ(x)": (image_vae.latents, "data"),
                               "your drawing: 2σ ellipse of q(z | x)": (drawn_code.ellipse, "model")},

@@ -18,6 +18,7 @@ from notebook_driver import (
 
 import engine
 from engine import vae
+from engine.course import widgets
 from engine.course.labs import vae as vae_lab
 
 # ============================================================================= 08 VAE
@@ -259,6 +260,22 @@ def test_08_score_function_cell_drives_the_histograms():
     np.testing.assert_array_equal(after["estimates"].baseline, after["estimates"].score_function)
     np.testing.assert_array_equal(after["estimates"].score_function, before["estimates"].score_function)
     assert after["baseline_ratio"] == 1 and "score/baseline: 1 (" in text
+
+
+@pytest.mark.parametrize("digit", [1, 7, 9])
+def test_08_a_held_out_digit_on_the_canvas_is_encoded_as_it_is(digit):
+    """Issue 26: the held-out digits are already size-normalised; fitting them to the frame again
+    (to_digit's fit=True) stretched a 1, a 7 or a 9. Left as the canvas starts, the digit is the
+    held-out image and lands on its own code."""
+    _, labels = engine.data.load_digits("test")
+    index = int(np.flatnonzero(labels == digit)[0])  # the menu's "a held-out <digit>"
+    text, defs = notebook_text(NB08, draw_start=index)
+    held_out = defs["digits_test"][index]
+    assert np.abs(widgets.to_digit(widgets.ink(defs["digit_canvas"].value)) - held_out).max() > 0.4  # refitted
+    np.testing.assert_allclose(defs["drawn_digit"], held_out, atol=0.005)
+    code = defs["drawn_code"].mean
+    np.testing.assert_allclose(code, defs["image_vae"].latents[index], atol=0.02)
+    assert f"μ = ({code[0]:.2f}, {code[1]:.2f})" in text
 
 
 def test_08_unverified_claim_dropped():
