@@ -570,11 +570,12 @@ def _():
     ## 4. The playground
 
     A multilayer perceptron with `depth` hidden layers of `width` units learns to separate 2-D
-    points (inputs standardised with the statistics of the data, 75 % for training, 25 % held out
-    for validation), trained with cross-entropy on mini-batches of 32. The data set is a preset,
-    drawn on a canvas where you can add points of any class, or clear it and draw your own. The
-    page opens on a network trained with the default settings (moons, width 16, depth 2, tanh,
-    Adam at η = 0.03, 60 epochs), trained in advance and shipped with the course. Change
+    points (75 % for training, 25 % held out for validation, the inputs standardised with the mean
+    and spread of the training points alone, so the held-out points stay unseen), trained with
+    cross-entropy on mini-batches of 32. The data set is a preset, drawn on a canvas where you can
+    add points of any class, or clear it and draw your own. The page opens on a network trained
+    with the default settings (moons, width 16, depth 2, tanh, Adam at η = 0.03, 60 epochs),
+    trained in advance and shipped with the course. Change
     a setting and the picture shows the untrained network of your settings (its first loss is
     $\ln K$ only if its logits are equal at every point; the line under the map says how far they
     are from that) until **train** trains it. The background colour is the predicted class,

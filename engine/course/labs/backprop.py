@@ -5,7 +5,7 @@ difference, the playground's MLP and its training loop) is code in the notebook;
 here needs one of them, the notebook passes it in.
 
 - :func:`make_playground_data`, :func:`split_drawn`: the playground's 2-D data sets (presets or a
-  drawing), standardised and split; :func:`playground_optimizer`, its optimizer menu;
+  drawing), split and standardised on the training part; :func:`playground_optimizer`, its optimizer menu;
   :func:`playground_run`, a trained (or untrained) model's history and its class probabilities
   over a grid for the decision boundary; :func:`regions_map`, its map, remembered per run.
 - :func:`default_playground`: the model and the overfit check the page opens on, read from the
@@ -42,8 +42,8 @@ OPTIMIZERS = ("sgd", "momentum", "adam")
 
 
 def make_playground_data(name: str = "moons", n: int = 200, noise: float = 0.1, seed: int = 0):
-    """A 2-D toy set from :mod:`engine.data`, standardised (zero mean, unit variance per feature,
-    statistics of these points), split 75/25 into train and validation. Returns (Xtr, ytr, Xva, yva)."""
+    """A 2-D toy set from :mod:`engine.data`, split 75/25 into train and validation and standardised
+    with the training part's statistics (:func:`standardise_on_train`). Returns (Xtr, ytr, Xva, yva)."""
     if name == "moons":
         X, y = toy.make_moons(n, noise=noise, seed=seed)
     elif name == "circles":
@@ -54,10 +54,17 @@ def make_playground_data(name: str = "moons", n: int = 200, noise: float = 0.1, 
         X, y = toy.make_blobs(n, centers=3, noise=max(noise, 0.05) * 10, seed=seed)
     else:
         raise ValueError(f"make_playground_data: data set must be one of {DATASETS}, got {name!r}")
-    X = np.asarray(X, dtype=np.float64)
-    X = (X - X.mean(0)) / X.std(0)
     cut = int(0.75 * len(X))
+    X = standardise_on_train(np.asarray(X, dtype=np.float64), cut)
     return X[:cut], np.asarray(y[:cut]), X[cut:], np.asarray(y[cut:])
+
+
+def standardise_on_train(X, cut: int):
+    """``X`` shifted and scaled by the mean and standard deviation of its first ``cut`` rows, the
+    training part: the validation points are scaled as new points would be, unseen by the scaler.
+    A feature with no spread in the training part is only shifted."""
+    mean, std = X[:cut].mean(0), X[:cut].std(0)
+    return (X - mean) / np.where(std > 0, std, 1.0)
 
 
 CANVAS_BOUNDS = ((-3.5, 3.5), (-3.5, 3.5))  # the drawing canvas spans the standardised presets
@@ -65,17 +72,16 @@ CANVAS_CLASSES = 3  # blobs has three
 
 
 def split_drawn(X, y, seed: int = 0):
-    """A drawn labelled set as the playground's (Xtr, ytr, Xva, yva): float64, standardised like the
-    presets, shuffled with ``default_rng(seed)`` (a drawing comes class by class), 75/25 with at
-    least one point on each side."""
+    """A drawn labelled set as the playground's (Xtr, ytr, Xva, yva): float64, shuffled with
+    ``default_rng(seed)`` (a drawing comes class by class), 75/25 with at least one point on each
+    side, standardised like the presets with the training part's statistics."""
     X, y = np.asarray(X, dtype=np.float64).reshape(-1, 2), np.asarray(y, dtype=np.int64).reshape(-1)
     if len(X) < 2 or len(X) != len(y):
         raise ValueError(f"split_drawn: need at least 2 labelled points, got {len(X)} points and {len(y)} labels")
-    std = X.std(0)
-    X = (X - X.mean(0)) / np.where(std > 0, std, 1.0)  # one point or a line: nothing to scale
     order = np.random.default_rng(seed).permutation(len(X))
     X, y = X[order], y[order]
     cut = min(max(1, int(0.75 * len(X))), len(X) - 1)
+    X = standardise_on_train(X, cut)
     return X[:cut], y[:cut], X[cut:], y[cut:]
 
 

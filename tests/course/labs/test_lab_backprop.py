@@ -63,7 +63,7 @@ def test_finite_difference_errors_use_the_difference_they_are_given():
 
 def test_playground_run_draws_the_model_it_is_given_and_flags_divergence():
     split = backprop_lab.make_playground_data("blobs", n=200, noise=0.1, seed=0)
-    assert split[0].shape == (150, 2) and np.allclose(np.concatenate([split[0], split[2]]).mean(0), 0, atol=1e-12)
+    assert split[0].shape == (150, 2) and split[2].shape == (50, 2)
     model = _mlp(n_out=3)
     run = backprop_lab.playground_run(model, split, initial_loss=1.1, grid_size=12)
     assert run.history == {} and not run.diverged and run.initial_loss == 1.1 and run.model is model
@@ -168,15 +168,29 @@ def test_saved_for_backward_grows_with_batch_and_depth_not_parameters():
         _saved(model, 0)
 
 
-def test_split_drawn_standardises_shuffles_and_keeps_both_sides():
+@pytest.mark.parametrize("name", backprop_lab.DATASETS)
+def test_playground_data_are_standardised_with_the_training_part_alone(name):
+    """Issue 25: the scaler sees only the training points; the validation points are scaled by the
+    training part's mean and spread, as new points would be, so their own mean is not 0."""
+    Xtr, _, Xva, _ = backprop_lab.make_playground_data(name, n=200, noise=0.1, seed=0)
+    np.testing.assert_allclose(Xtr.mean(0), 0, atol=1e-12)
+    np.testing.assert_allclose(Xtr.std(0), 1.0, rtol=1e-12)
+    assert np.abs(Xva.mean(0)).max() > 1e-3  # not refitted on the validation part
+    raw = np.random.default_rng(1).normal((3.0, -2.0), (0.5, 4.0), (8, 2))
+    scaled = backprop_lab.standardise_on_train(raw, 6)
+    np.testing.assert_allclose(scaled[6:], (raw[6:] - raw[:6].mean(0)) / raw[:6].std(0), rtol=1e-12)
+
+
+def test_split_drawn_standardises_on_its_training_part_shuffles_and_keeps_both_sides():
     X = np.column_stack([np.arange(8.0), np.full(8, 3.0)])  # a horizontal line: zero spread in y
     y = np.array([0, 0, 0, 0, 1, 1, 1, 1])
     Xtr, ytr, Xva, yva = backprop_lab.split_drawn(X, y, seed=0)
     assert len(Xtr) == 6 and len(Xva) == 2
-    both = np.concatenate([Xtr, Xva])
-    np.testing.assert_allclose(both.mean(0), 0, atol=1e-12)
-    np.testing.assert_allclose(both[:, 0].std(), 1.0) and np.testing.assert_array_equal(both[:, 1], 0.0)
     order = np.random.default_rng(0).permutation(8)
+    train = X[order[:6], 0]  # the scaler's statistics: the training part's, not all eight points'
+    np.testing.assert_allclose(np.concatenate([Xtr, Xva])[:, 0], (X[order, 0] - train.mean()) / train.std())
+    np.testing.assert_allclose(Xtr.mean(0), 0, atol=1e-12)
+    np.testing.assert_array_equal(np.concatenate([Xtr, Xva])[:, 1], 0.0)  # no spread: only shifted
     np.testing.assert_array_equal(np.concatenate([ytr, yva]), y[order])
     two = backprop_lab.split_drawn(X[:2], y[3:5])
     assert len(two[0]) == len(two[2]) == 1
