@@ -18,6 +18,7 @@ from notebook_driver import (
     output_text,
 )
 
+import engine
 from engine.course.labs import activations as activations_lab
 
 NB = load_module("notebooks/01_activations.py")  # its lesson cells: init_std, block, deep_forward, moon_net, ...
@@ -418,3 +419,47 @@ def test_01_your_own_activation_runs_through_the_depth_lab_as_its_prompt_says():
     assert he["depth_report"].verdict() == "explode"
     assert xavier["weight_sweep"].crossing == pytest.approx(1.0, abs=0.05)
     assert xavier["depth_report"].flat_share[-1] < 0.01  # a slope of −1 is not flat
+
+
+def test_01_selu_equals_pytorch_and_has_its_fixed_point():
+    """selu against torch.nn.functional.selu (values and the gradient for a random upstream, far
+    into both sides), and the prose: for z ~ N(0, 1) its λ and α give selu(z) mean 0 and variance 1."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    z, upstream = np.concatenate([rng.normal(0, 3, 50), [-800.0, 800.0]]), rng.normal(size=52)
+    ours = engine.tensor(z, requires_grad=True)
+    out = NB.selu(ours)
+    (out * engine.tensor(upstream)).sum().backward()
+    theirs = torch.tensor(z, requires_grad=True)
+    ref = torch.nn.functional.selu(theirs)
+    (ref * torch.tensor(upstream)).sum().backward()
+    np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12, atol=1e-15)
+    grid = np.linspace(-12, 12, 240_001)  # E over N(0, 1) by the trapezoid rule
+    density = np.exp(-grid**2 / 2) / math.sqrt(2 * math.pi)
+    values = NB.selu(engine.tensor(grid)).numpy()
+    mean = np.trapezoid(values * density, grid)
+    assert abs(mean) < 1e-6 and np.trapezoid(values**2 * density, grid) - mean**2 == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("input_std", activations_lab.SELF_NORM_INPUT_STDS)
+def test_01_selu_normalises_itself_and_relu_with_he_keeps_the_scale_it_is_given(input_std):
+    """The prose, on the values shown at every step of the input-scale slider: SELU's layer 50 has
+    a mean within 0.1 of 0 and a variance within 0.2 of 1, each layer pulled toward them; ReLU with He
+    gives activations exactly input_std times those from unit inputs, with a positive mean."""
+    text, defs = notebook_text("01_activations", selu_input_std=input_std)
+    selu_run, relu_run = defs["selu_runs"].values()
+    assert abs(selu_run.a_mean[-1]) < 0.1 and abs(selu_run.a_var[-1] - 1) < 0.2
+    assert f"SELU mean {selu_run.a_mean[-1]:.3f} , variance {selu_run.a_var[-1]:.3f}" in text  # bold ends with a space
+    if input_std != 1.0:  # pulled back: by layer 10 the variance is nearer 1 than at layer 1
+        assert abs(np.log(selu_run.a_var[9])) < abs(np.log(selu_run.a_var[0]))
+    _, unit = defs_at_unit_inputs()
+    np.testing.assert_allclose(relu_run.a_var, input_std**2 * unit.a_var, rtol=1e-9)
+    np.testing.assert_allclose(relu_run.a_mean, input_std * unit.a_mean, rtol=1e-9)
+    assert np.all(relu_run.a_mean > 0)
+
+
+def defs_at_unit_inputs():
+    """The two runs of the SELU figure with inputs of std 1."""
+    return tuple(activations_lab.self_normalisation(NB.deep_forward, phi, std, 1.0)
+                 for phi, std in ((NB.selu, NB.init_std("custom", 64, 64, 1.0)), ("relu", NB.init_std("he", 64, 64))))

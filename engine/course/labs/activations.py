@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import engine.functional as F
-from engine import Tensor
+from engine import Tensor, no_grad
 from engine.course import checkpoints
 from engine.course.checkpoints import activations_sweeps as _sweeps_checkpoint  # static: the WebAssembly bundler
 from engine.course.checkpoints import activations_variants as _variants_checkpoint
@@ -499,6 +499,48 @@ def _depth_run(forward, draws: _DepthDraws, activation, std, slope, residual, no
     elif grad_norm[-1] == 0:
         report.message = "every unit of the last layer is flat: no gradient reaches the network at all"
     return report
+
+
+@dataclass
+class NormalisationRun:
+    """A plain stack at initialisation, per layer l = 1 … L: the mean and variance of its activations
+    A⁽ˡ⁾ = φ(Z⁽ˡ⁾) over the batch and the units."""
+
+    a_mean: np.ndarray
+    a_var: np.ndarray
+
+
+SELF_NORM_INPUT_STDS = (0.1, 0.3, 1.0, 3.0, 10.0)  # the input-scale slider's steps
+SELF_NORM_DEFAULT = {"input_std": 3.0, "depth": 50, "width": 64, "n_samples": 64, "seed": 0}
+
+
+@functools.lru_cache(maxsize=8)
+def _unit_draws(depth: int, width: int, n_samples: int, seed: int) -> tuple:
+    """N(0, 1) inputs (n_samples, width) and ``depth`` weight matrices (width, width), read-only."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n_samples, width))
+    weights = tuple(rng.standard_normal((width, width)) for _ in range(depth))
+    for a in (x, *weights):
+        a.flags.writeable = False
+    return x, weights
+
+
+def self_normalisation(forward, activation, weight_std: float, input_std: float = 1.0, depth: int = 50,
+                       width: int = 64, n_samples: int = 64, seed: int = 0) -> NormalisationRun:
+    """The page's ``forward`` (``deep_forward``) on inputs x ~ N(0, input_std²·I) through ``depth``
+    plain layers of weights N(0, ``weight_std``²), ``activation`` a name of :data:`DEPTH_ACTIVATIONS`
+    or a function of one tensor (the page's ``selu``); forward only. Inputs and
+    weights are N(0, 1) draws (cached: a move of the slider only rescales them) times ``input_std``
+    and ``weight_std``."""
+    _check_std(weight_std)
+    if not (math.isfinite(input_std) and input_std > 0):
+        raise ValueError(f"self_normalisation: the input std must be a positive number, got {input_std!r}")
+    x, weights = _unit_draws(depth, width, n_samples, seed)
+    phi = _phi(activation)
+    with no_grad():
+        _, zs = forward(Tensor(x * input_std), [Tensor(w * weight_std) for w in weights], phi)
+        acts = [phi(z).data for z in zs]
+    return NormalisationRun(np.array([v.mean() for v in acts]), np.array([v.var() for v in acts]))
 
 
 @dataclass

@@ -418,3 +418,17 @@ def test_a_function_of_ones_own_runs_as_the_named_activation_does():
     f, df = act.engine_derivative(lambda z: z * z, np.array([-1.0, 3.0]))
     np.testing.assert_array_equal(f, [1.0, 9.0])
     np.testing.assert_array_equal(df, [-2.0, 6.0])
+
+
+def test_self_normalisation_statistics_by_a_linear_stack():
+    """With φ(z) = z the layers are x W₁ᵀ … W_lᵀ: the statistics are those of that product, computed
+    here with NumPy from the same N(0, 1) draws; and a bad input scale is refused by name."""
+    run = act.self_normalisation(NB.deep_forward, lambda z: z, 0.125, input_std=2.0, depth=5, width=64)
+    x, weights = act._unit_draws(5, 64, 64, 0)
+    a = 2.0 * x
+    for layer, w in enumerate(weights):
+        a = a @ (0.125 * w).T
+        assert run.a_var[layer] == pytest.approx(a.var(), rel=1e-12)
+        assert run.a_mean[layer] == pytest.approx(a.mean(), rel=1e-9, abs=1e-15)
+    with pytest.raises(ValueError, match="self_normalisation: the input std must be a positive number"):
+        act.self_normalisation(NB.deep_forward, "relu", 0.1, input_std=0.0)
