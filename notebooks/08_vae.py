@@ -1023,16 +1023,19 @@ def iwae_bound(model, x, K, rng):
 @app.cell
 def _(image_vae, iwae_K):
     mo.stop(bool(image_vae.stopped), mo.md("*The digit VAE above did not train: no gap to measure.*"))
-    iwae = lab.image_iwae(iwae_bound, image_vae, Ks=(1, 10, 100, iwae_K.value))
+    # one row per K, in order; every gap is measured from the K = 1 row, the ELBO by the same estimator
+    iwae = lab.image_iwae(iwae_bound, image_vae, Ks=sorted({1, 10, 100, iwae_K.value}))
+    iwae_gap = iwae.bound - iwae.bound[0]
+    _mine = list(iwae.K).index(iwae_K.value)
     _rows = ["| K | IWAE_K (nats per image) | IWAE_K − ELBO |", "|---|---|---|"] + [
         f"| {_k} | {_b:.3f} ± {_se:.2f} | {_g:.3f} |"
-        for _k, _b, _se, _g in zip(iwae.K, iwae.bound, iwae.standard_error, iwae.gap)]
-    mo.vstack([mo.md(f"ELBO (K = 1, its own draws): **{iwae.elbo:.3f}** nats per image. With your "
-                     f"K = {iwae_K.value}: IWAE = **{iwae.bound[-1]:.3f}**, "
-                     f"**{iwae.gap[-1]:.3f}** nats above the ELBO."),
-               iwae_K, mo.md("\n".join(_rows) + "\n\n(± one standard error over the images; "
-                                                  "each row draws its own z.)")])
-    return (iwae,)
+        for _k, _b, _se, _g in zip(iwae.K, iwae.bound, iwae.standard_error, iwae_gap)]
+    mo.vstack([mo.md(f"ELBO (IWAE_1, the row K = 1): **{iwae.bound[0]:.3f}** nats per image. With your "
+                     f"K = {iwae_K.value}: IWAE = **{iwae.bound[_mine]:.3f}**, "
+                     f"**{iwae_gap[_mine]:.3f}** nats above the ELBO."),
+               iwae_K, mo.md("\n".join(_rows) + "\n\n(± one standard error of the average over the "
+                                                  "360 images; each row draws its own z.)")])
+    return iwae, iwae_gap
 
 
 @app.cell

@@ -294,11 +294,19 @@ def test_08_iwae_gap_shrinks_as_K_grows():
     np.testing.assert_allclose(fresh.bound, iwae.bound[[3, 1]], rtol=1e-6)
     assert fresh.elbo == pytest.approx(iwae.elbo, rel=1e-6)
     assert iwae.bound[0] < iwae.bound[1] < iwae.bound[2] < iwae.bound[3]
-    assert iwae.gap[0] == pytest.approx(iwae.bound[0] - iwae.elbo)
-    assert abs(iwae.gap[0]) < 3 * iwae.standard_error[0]  # K = 1 is the ELBO, up to its draw
+    # issue 26: one estimator: every gap is measured from the K = 1 row (no negative K = 1 gap)
+    gap = defs["iwae_gap"]
+    np.testing.assert_array_equal(gap, iwae.bound - iwae.bound[0])
+    assert gap[0] == 0 and (np.diff(gap) > 0).all()
+    assert abs(iwae.bound[0] - iwae.elbo) < 3 * iwae.standard_error[0]  # the lab's own ELBO draw agrees
     for b in iwae.bound:
         assert f"{b:.3f}" in text
-    assert f"IWAE = {iwae.bound[-1]:.3f}" in text
+    assert f"IWAE = {iwae.bound[-1]:.3f}" in text and f"ELBO (IWAE_1, the row K = 1): {iwae.bound[0]:.3f}" in text
+    for k, rows in ((10, [1, 10, 100]), (30, [1, 10, 30, 100]), (1, [1, 10, 100])):  # sorted, no row twice
+        text, defs = notebook_text(NB08, iwae_K=k)
+        assert list(defs["iwae"].K) == rows
+        mine = rows.index(k)
+        assert f"IWAE = {defs['iwae'].bound[mine]:.3f}" in text and f"{defs['iwae_gap'][mine]:.3f} nats above" in text
     print("IWAE - ELBO at K = 1, 10, 100, 300:", iwae.gap, "ELBO", iwae.elbo)
     assert "Right" in notebook_text(NB08, answer_iwae="posterior kl")[0]
 
