@@ -462,11 +462,25 @@ def _():
 
     A large $h$ leaves a truncation error that shrinks like $h^2$; a tiny $h$ subtracts two nearly
     equal numbers and divides the rounding error $\varepsilon$ by $h$. On a log-log plot the error is
-    a **V**, lowest near $h\approx\varepsilon^{1/3}$ (times the function's scale). float32 has
-    $\varepsilon\approx1.2\times10^{-7}$, float64 $2.2\times10^{-16}$: this is why
-    `engine.gradcheck` (like `torch.autograd.gradcheck`) works in float64. Here
-    $f(x) = \sin(x)\,e^x/(1+x^2)$, the exact $f'$ comes from the quotient rule, and the dashed
-    lines mark autograd's own error. The chart calls this function at every $h$:
+    a **V**. Its bottom, where the sum's derivative is zero ($|f'''|\,h/3 = \varepsilon|f|/h^2$), is
+    the rule
+
+    $$
+    h^* = \left(\frac{3\,\varepsilon\,|f(x)|}{|f'''(x)|}\right)^{1/3},
+    $$
+
+    $\varepsilon^{1/3}$ times a factor of the function. float32 has
+    $\varepsilon\approx1.2\times10^{-7}$ ($\varepsilon^{1/3}\approx5\times10^{-3}$), float64
+    $2.2\times10^{-16}$ ($\varepsilon^{1/3}\approx6\times10^{-6}$): this is why
+    `engine.gradcheck` (like `torch.autograd.gradcheck`) works in float64. The measured bottom is
+    flat and jagged: $\varepsilon|f|/h$ bounds the round-off, but the rounding errors of
+    $f(x+h)$ and $f(x-h)$ add or cancel by chance, so the lowest dot falls anywhere within about a
+    decade of $h^*$, and the error at $h^*$ is typically within a factor of five of the lowest
+    dot's, above or below it. The line under the chart gives $h^*$ at the point you choose, the
+    error there and the lowest dot.
+    Here $f(x) = \sin(x)\,e^x/(1+x^2)$, the exact $f'$ and $f'''$ come from the quotient and
+    product rules, and the dashed lines mark autograd's own error. The chart calls the first
+    function at every $h$, the line the second:
     """)
     return
 
@@ -475,6 +489,13 @@ def _():
 def central_difference(f, x, h):
     """f′(x) ≈ (f(x + h) − f(x − h)) / 2h: error ≈ |f‴| h²/6 (truncation) + ε|f|/h (round-off)."""
     return (f(x + h) - f(x - h)) / (2 * h)
+
+
+@app.function
+def step_rule(f_x, f3_x, eps):
+    """The bottom of the V: d/dh (|f‴| h²/6 + ε|f|/h) = |f‴| h/3 − ε|f|/h² = 0 at
+    h* = (3ε|f|/|f‴|)^(1/3), ε^(1/3) times a factor of the function."""
+    return (3 * eps * abs(f_x) / abs(f3_x)) ** (1 / 3)
 
 
 @app.cell
@@ -486,13 +507,14 @@ def _():
 
 @app.cell
 def _(gc_x0):
-    fd = lab.finite_difference_errors(central_difference, gc_x0.value, hs=np.logspace(-12, 0, 61))
+    fd = lab.finite_difference_errors(central_difference, gc_x0.value, hs=lab.FD_STEPS)
     fd_best = {dt: lab.best_step(fd, dt) for dt in ("float32", "float64")}
-    return fd, fd_best
+    fd_rule = lab.step_rule_check(central_difference, step_rule, fd, gc_x0.value)
+    return fd, fd_best, fd_rule
 
 
 @app.cell
-def _(fd, fd_best, gc_h, gc_x0):
+def _(fd, fd_best, fd_rule, gc_h, gc_x0):
     fd_at_h = lab.finite_difference_errors(central_difference, gc_x0.value, hs=[gc_h.value])
     _floor = 1e-18
     _curves = {dt: np.maximum(fd.error(dt), _floor) for dt in ("float32", "float64")}
@@ -505,7 +527,9 @@ def _(fd, fd_best, gc_h, gc_x0):
     _chart = _chart + plot.rule(gc_h.value, orient="x")
     _row = " · ".join(f"{dt}: error **{fd_at_h.error(dt)[0]:.2e}** at h = {gc_h.value:.0e}, smallest "
                       f"**{fd_best[dt][1]:.1e}** at h ≈ {fd_best[dt][0]:.0e}" for dt in ("float32", "float64"))
-    mo.vstack([mo.hstack([gc_x0, gc_h]), ui.chart(_chart), mo.md(_row + ". (Errors below 10⁻¹⁸ are drawn at 10⁻¹⁸.)")])
+    _rule = " · ".join(fd_rule[dt].describe() for dt in ("float32", "float64"))
+    mo.vstack([mo.hstack([gc_x0, gc_h]), ui.chart(_chart),
+               mo.md(_row + ". (Errors below 10⁻¹⁸ are drawn at 10⁻¹⁸.)"), mo.md("The rule: " + _rule + ".")])
     return (fd_at_h,)
 
 
@@ -964,11 +988,17 @@ def _(answer_dw, answer_neuron, exercise_dw, exercise_neuron):
 
 @app.cell
 def _():
+    _fd = lab.finite_difference_errors(central_difference, 0.7, hs=lab.FD_STEPS)
+    _rule = lab.step_rule_check(central_difference, step_rule, _fd, 0.7)["float64"]
+    _decades = max(1.0, np.ceil(10 * _rule.decades_from_best) / 10)  # the flat bottom: the lowest dot counts too
     exercise_h = exercises.NumberExercise(
-        question="**3.** In float64, around which step h is the central difference most accurate? Answer with "
-                 "the exponent, log₁₀ h (within one decade counts).",
-        truth=float(np.log10(lab.best_step(lab.finite_difference_errors(central_difference, 0.7), "float64")[0])),
-        hint="Balance h² against ε/h with ε ≈ 2·10⁻¹⁶.", abs_tol=1.01)
+        question="**3.** In float64 at x = 0.7, around which step h is the central difference most accurate? "
+                 f"Answer with the exponent, log₁₀ h (within {_decades:.1f} decades counts: the V's bottom is flat).",
+        truth=float(np.log10(_rule.h)),
+        hint="Balance h²|f‴|/6 against ε|f|/h with ε ≈ 2.2·10⁻¹⁶; at x = 0.7, |f| and |f‴| are both about 0.85.",
+        explanation=f"The rule gives h* = {_rule.h:.1e}; the lowest measured dot is at h ≈ {_rule.best_h:.0e}, "
+                    f"{_rule.decades_from_best:.1f} decades away, where rounding happened to be kind.",
+        abs_tol=_decades)
     answer_h = ui.answer_box(exercise_h, placeholder="e.g. -3", label="log₁₀ h =")
     _reuse = graphs.expression_graph("reuse", 1.0, 1.0, 0.0)
     exercise_uses = exercises.NumberExercise(

@@ -264,6 +264,55 @@ def test_03_playground_retrains_behind_the_button():
     assert "Run on the default data" not in text and f"{want[-1]:.2e}" in text
 
 
+def test_03_the_step_rule_finds_the_bottom_of_the_v():
+    """Issue 25: the page's rule h* = (3ε|f|/|f‴|)^(1/3), on the line under the V, against the V it
+    draws: the lowest dot within about a decade of h*, the error at h* typically within a factor of
+    five of the lowest dot's (above or below), and exercise 3 grades the rule's answer."""
+    torch = pytest.importorskip("torch")
+
+    def f_and_f3(x0):  # the probe by torch, three derivatives deep: an oracle apart from the lab's formula
+        x = torch.tensor(x0, dtype=torch.float64, requires_grad=True)
+        f = torch.sin(x) * torch.exp(x) / (1 + x * x)
+        (d1,) = torch.autograd.grad(f, x, create_graph=True)
+        (d2,) = torch.autograd.grad(d1, x, create_graph=True)
+        return f.item(), torch.autograd.grad(d2, x)[0].item()
+
+    for x0 in (0.7, -2.0, 2.0):  # the default point and the slider's ends
+        text, defs = notebook_text("03_backprop", gc_x0=x0)
+        f, f3 = f_and_f3(x0)
+        for dt in ("float32", "float64"):
+            rule = defs["fd_rule"][dt]
+            assert rule.h == pytest.approx((3 * float(np.finfo(dt).eps) * abs(f) / abs(f3)) ** (1 / 3), rel=1e-9)
+            at_h = backprop_lab.finite_difference_errors(NB.central_difference, x0, hs=[rule.h]).error(dt)[0]
+            assert rule.error_at_h == at_h and (rule.best_h, rule.best_error) == defs["fd_best"][dt]
+            assert f"{dt}: h* = {rule.h:.1e} , error there {rule.error_at_h:.1e} ; the lowest dot: " \
+                   f"{rule.best_error:.1e} at h ≈ {rule.best_h:.0e}, {rule.decades_from_best:.1f} decades away" in text
+            assert rule.decades_from_best <= 1.2 and 0.1 < rule.error_at_h / rule.best_error < 5
+        if x0 == 0.7:
+            default_text, default_rule, exercise = text, defs["fd_rule"]["float64"], defs["exercise_h"]
+    text, defs = notebook_text("03_backprop", gc_x0=0.0)  # f(0) = 0: no round-off to balance
+    assert "no h* to find" in text and np.isnan(defs["fd_rule"]["float64"].h)
+    # every point of the slider: "within about a decade", "typically within a factor of five"
+    for dt in ("float32", "float64"):
+        decades, factors = [], []
+        for x0 in np.round(np.arange(-2.0, 2.05, 0.1), 1):
+            fd = backprop_lab.finite_difference_errors(NB.central_difference, float(x0), hs=backprop_lab.FD_STEPS)
+            rule = backprop_lab.step_rule_check(NB.central_difference, NB.step_rule, fd, float(x0))[dt]
+            if x0 != 0.0:
+                ratio = rule.error_at_h / rule.best_error if rule.best_error else np.inf
+                decades.append(rule.decades_from_best)
+                factors.append(max(ratio, 1 / ratio) if ratio else np.inf)
+        assert max(decades) <= 1.2 and np.median(factors) < 5, (dt, max(decades), np.median(factors))
+    # exercise 3 grades log₁₀ h* with a tolerance that also takes the lowest dot (the flat bottom)
+    assert exercise.truth == pytest.approx(np.log10(default_rule.h)) and 1.0 <= exercise.abs_tol <= 1.3
+    hint_answer = np.log10(np.finfo("float64").eps ** (1 / 3))  # balancing h² against ε/h alone: −5.2
+    for answer in (hint_answer, exercise.truth, np.log10(default_rule.best_h)):
+        assert exercise.check(f"{answer:.1f}")[0], answer
+    for answer in (-7.0, -3.0):
+        assert not exercise.check(f"{answer:.1f}")[0], answer
+    assert f"within {exercise.abs_tol:.1f} decades counts" in default_text
+
+
 def test_03_exercises_are_graded_by_the_engine():
     s = 1 / (1 + math.exp(1.5))
     text, defs = notebook_text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_dw="5", answer_h="-6",

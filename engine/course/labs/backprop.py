@@ -14,7 +14,8 @@ here needs one of them, the notebook passes it in.
   forward mode (n Jacobian–vector products) and reverse mode (one vector–Jacobian product) run
   on it beside the engine's ``backward()``.
 - :func:`finite_difference_errors`: |difference quotient − f'(x)| as the step h sweeps many
-  decades, in float32 and float64, for the page's own difference quotient.
+  decades, in float32 and float64, for the page's own difference quotient;
+  :func:`step_rule_check`, the page's rule for the best step against that measured V.
 - :func:`saved_for_backward`: one forward pass of the page's MLP on random points, with what the
   page's counting function finds kept for the backward pass.
 """
@@ -255,6 +256,18 @@ def probe_derivative_exact(x: float) -> float:
     return (du * v - u * 2 * x) / (v * v)
 
 
+def probe_value_and_third_derivative(x: float) -> tuple[float, float]:
+    """f(x) and f‴(x) of :func:`_probe`, exactly in float64: with u = sin(x)·eˣ and v = 1 + x²,
+    u = f·v differentiated three times (Leibniz, v‴ = 0) gives f′, f″ and f‴ in turn."""
+    e, s, c = math.exp(x), math.sin(x), math.cos(x)
+    u1, u2, u3 = e * (s + c), 2 * e * c, 2 * e * (c - s)
+    v, v1, v2 = 1 + x * x, 2 * x, 2.0
+    f = s * e / v
+    f1 = (u1 - f * v1) / v
+    f2 = (u2 - 2 * f1 * v1 - f * v2) / v
+    return f, (u3 - 3 * f2 * v1 - 3 * f1 * v2) / v
+
+
 @dataclass
 class FiniteDifferenceErrors:
     """|central difference − f'(x)| over the steps ``h``, and autograd's own error, per dtype."""
@@ -278,14 +291,17 @@ def _dtype_name(dtype: str) -> str:
     return dtype
 
 
+FD_STEPS = np.logspace(-12, 0, 61)  # the steps h the page's V is drawn at, five a decade
+
+
 def finite_difference_errors(difference, x0: float = 0.7, hs=None) -> FiniteDifferenceErrors:
     """For each step h: |difference(f, x, h) − f'(x)| in float32 and in float64, and the autograd
     error |autograd − f'(x)| in each dtype. ``difference`` is the page's difference quotient (the
     central difference (f(x+h) − f(x−h))/2h); f, x and h are evaluated in the dtype itself (the
     engine keeps float32 in float32), so round-off shows.
 
-    Theory: error ≈ |f'''|h²/6 (truncation) + ε|f|/h (round-off), smallest where the two
-    meet, near h ≈ ε^(1/3) up to the function's scale (ε ≈ 1.2e−7 in float32, 2.2e−16 in float64).
+    Theory: error ≈ |f'''|h²/6 (truncation) + ε|f|/h (round-off), smallest at
+    h* = (3ε|f|/|f'''|)^(1/3) (ε ≈ 1.2e−7 in float32, 2.2e−16 in float64; :func:`step_rule_check`).
     """
     hs = np.logspace(-12, 0, 49) if hs is None else np.asarray(hs, dtype=np.float64)
     exact = probe_derivative_exact(x0)
@@ -309,6 +325,44 @@ def best_step(errors: FiniteDifferenceErrors, dtype: str):
     e = np.where(np.isfinite(errors.error(dtype)), errors.error(dtype), np.inf)
     i = int(np.argmin(e))
     return float(errors.h[i]), float(e[i])
+
+
+@dataclass
+class StepRule:
+    """The rule's step h* for one dtype against the measured V: the error at h* and the V's lowest
+    measured point. ``h`` is NaN where f(x) = 0 or f‴(x) = 0 (one of the two terms vanishes: the
+    rule has nothing to balance)."""
+
+    dtype: str
+    h: float
+    error_at_h: float
+    best_h: float
+    best_error: float
+
+    @property
+    def decades_from_best(self) -> float:
+        """|log₁₀ h* − log₁₀ (the lowest measured point's h)|."""
+        return abs(math.log10(self.h / self.best_h))
+
+    def describe(self) -> str:
+        """The page's line for this dtype."""
+        if self.h != self.h:
+            return f"{self.dtype}: one of the two terms vanishes at this x, so there is no h* to find"
+        return (f"{self.dtype}: h* = **{self.h:.1e}**, error there **{self.error_at_h:.1e}**; the lowest dot: "
+                f"{self.best_error:.1e} at h ≈ {self.best_h:.0e}, {self.decades_from_best:.1f} decades away")
+
+
+def step_rule_check(difference, rule, errors: FiniteDifferenceErrors, x0: float) -> dict:
+    """{dtype: :class:`StepRule`} at ``x0``: ``rule(f, f‴, ε)`` is the page's formula for h*, fed
+    the probe's exact f and f‴ and the dtype's ε; ``errors`` is the V the page draws (measured
+    with ``difference``), whose lowest point h* is compared with."""
+    f, f3 = probe_value_and_third_derivative(x0)
+    out = {}
+    for dtype in ("float32", "float64"):
+        h = float(rule(f, f3, float(np.finfo(dtype).eps))) if f != 0 and f3 != 0 else float("nan")
+        at_h = finite_difference_errors(difference, x0, hs=[h]).error(dtype)[0] if h == h else float("nan")
+        out[dtype] = StepRule(dtype, h, float(at_h), *best_step(errors, dtype))
+    return out
 
 
 # ----------------------------------------------------------------------------- forward vs reverse mode

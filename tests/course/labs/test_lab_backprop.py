@@ -52,6 +52,26 @@ def test_finite_difference_error_has_the_v_shape():
         backprop_lab.best_step(fd, "float16")
 
 
+def test_probe_third_derivative_is_torchs_and_the_step_rule_check_reads_the_v_it_is_given():
+    torch = pytest.importorskip("torch")
+    for x0 in (-2.0, -0.5, 0.7, 1.3, 2.0):
+        x = torch.tensor(x0, dtype=torch.float64, requires_grad=True)
+        f = torch.sin(x) * torch.exp(x) / (1 + x * x)
+        (d1,) = torch.autograd.grad(f, x, create_graph=True)
+        (d2,) = torch.autograd.grad(d1, x, create_graph=True)
+        want = (f.item(), torch.autograd.grad(d2, x)[0].item())
+        assert backprop_lab.probe_value_and_third_derivative(x0) == pytest.approx(want, rel=1e-12)
+    fd = backprop_lab.finite_difference_errors(_central, 0.7, hs=backprop_lab.FD_STEPS)
+    fixed = backprop_lab.step_rule_check(_central, lambda f, f3, eps: 1e-4, fd, 0.7)  # any rule: its h is used
+    for dtype in ("float32", "float64"):
+        rule = fixed[dtype]
+        assert rule.h == 1e-4 and (rule.best_h, rule.best_error) == backprop_lab.best_step(fd, dtype)
+        assert rule.error_at_h == backprop_lab.finite_difference_errors(_central, 0.7, hs=[1e-4]).error(dtype)[0]
+        assert rule.decades_from_best == pytest.approx(abs(np.log10(1e-4 / rule.best_h)))
+    at_zero = backprop_lab.step_rule_check(_central, lambda f, f3, eps: 1.0, fd, 0.0)["float64"]  # f(0) = 0
+    assert np.isnan(at_zero.h) and "no h* to find" in at_zero.describe()
+
+
 def test_finite_difference_errors_use_the_difference_they_are_given():
     """A one-sided difference (error ∝ h, not h²) puts the float64 V's bottom near √ε, not ε^(1/3)."""
     one_sided = backprop_lab.finite_difference_errors(lambda f, x, h: (f(x + h) - f(x)) / h, 0.7)
