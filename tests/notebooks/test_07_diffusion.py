@@ -211,6 +211,14 @@ def test_07_ddim_against_ddpm_at_the_same_step_counts():
     for steps, a, b in zip(table.steps, table.ddpm, table.ddim):
         assert f"{steps} {a:.4f} {b:.4f}" in flat
     assert f"scores {table.floor:.4f}" in text and "Drawn by the code above and shipped with the course" in text
+    # issue 26: the floor is one draw; the page gives the range of ten others against the same data
+    low, high = defs["sampler_floors"]
+    assert f"ten other draws score from {low:.4f} to {high:.4f}" in text
+    assert high > 2 * low and low < table.floor * 3 and high > table.floor  # a spread, not one number
+    held = diffusion_lab.ring_mixture().sample(1000, seed=100)[0]  # the data the scores are measured on
+    others = [diffusion_lab.energy_distance(diffusion_lab.ring_mixture().sample(1000, seed=300 + k)[0], held)
+              for k in range(10)]
+    assert (low, high) == (pytest.approx(min(others)), pytest.approx(max(others)))
     print("energy distance DDPM / DDIM at 10, 50, 1000 steps:", table.ddpm, table.ddim, "floor", table.floor)
     # the scatter titles show the scores of the default step count (10), the table's first row
     scores = defs["sampler_scores"]

@@ -17,6 +17,7 @@ made them, and otherwise give the reason in one sentence.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -43,6 +44,7 @@ __all__ = [
     "mixture_1d", "mixture_moments", "mode_commitment", "reverse_trajectory", "run_trajectory",
     "sample_moments", "step_at", "toy_data_2d", "train_ddpm_tracked", "train_denoiser_1d",
     "SamplerComparison", "compare_samplers", "energy_distance", "ring_mixture", "sample_ddpm_steps",
+    "sampler_floor_range",
     "sampling_steps", "GuidanceTrade", "guidance_trade", "MIN_DRAWN_POINTS", "drawing_held_out", "train_on_points",
     "ExactReverse1D", "exact_reverse_study_1d",
     "CHECKPOINTS", "DDPM_DEFAULT", "DDPM_DEFAULT_TEXT", "DRAW_DEFAULT", "GUIDANCE_SCALES", "MIX_DEFAULT",
@@ -648,6 +650,17 @@ def sampler_gallery(mixture, schedule, ddpm_sample, ddim_sample, steps=SAMPLER_S
     floor = energy_distance(mixture.sample(n, seed=seed + 200)[0], held)
     return SamplerGallery(steps=np.asarray(steps), ddpm=np.asarray(scores["ddpm"]), ddim=np.asarray(scores["ddim"]),
                           floor=float(floor), ddpm_samples=np.stack(runs["ddpm"]), ddim_samples=np.stack(runs["ddim"]))
+
+
+@functools.lru_cache(maxsize=1)
+def sampler_floor_range(n=1000, draws=10, seed=0) -> tuple[float, float]:
+    """How much the floor itself varies: the energy distance to the held-out draw that
+    :func:`sampler_gallery` scores against (``seed + 100``) of ``draws`` other draws of ``n`` points
+    of the ring mixture, (smallest, largest). Drawn once per process (20 ms a draw)."""
+    mixture = ring_mixture()
+    held = mixture.sample(n, seed=seed + 100)[0]
+    values = [energy_distance(mixture.sample(n, seed=seed + 300 + k)[0], held) for k in range(draws)]
+    return float(min(values)), float(max(values))
 
 
 def gallery_state(g: SamplerGallery) -> dict:
