@@ -1414,18 +1414,6 @@ def _():
         abs_tol=1e-3,
     )
     answer_huber = ui.answer_box(exercise_huber, placeholder="e.g. 4.5", label="Huber(e = 3) =")
-    return answer_huber, answer_ln10, exercise_huber, exercise_ln10
-
-
-@app.cell
-def _(answer_huber, answer_ln10, exercise_huber, exercise_ln10):
-    mo.vstack([mo.md("## 10. Check yourself"), ui.exercise(exercise_ln10, answer_ln10),
-               ui.exercise(exercise_huber, answer_huber)])
-    return
-
-
-@app.cell
-def _():
     exercise_bce = exercises.NumberExercise(
         question="**3.** A binary classifier gives a positive example (y = 1) the probability p̂ = 0.8. "
                  "What is ∂L/∂z of the cross-entropy with respect to its logit?",
@@ -1444,17 +1432,6 @@ def _():
         explanation="MAE's minimiser is the median, 2; MSE's is the mean, 13/3 ≈ 4.33, pulled up by the 10.",
     )
     answer_median = ui.answer_box(exercise_median, placeholder="e.g. 4", label="ĉ =")
-    return answer_bce, answer_median, exercise_bce, exercise_median
-
-
-@app.cell
-def _(answer_bce, answer_median, exercise_bce, exercise_median):
-    mo.vstack([ui.exercise(exercise_bce, answer_bce), ui.exercise(exercise_median, answer_median)])
-    return
-
-
-@app.cell
-def _():
     exercise_floor = exercises.NumberExercise(
         question="**5.** An image has **three** true labels out of ten. Trained with softmax cross-entropy and "
                  "the target spread evenly over them, what is the lowest loss the model can reach? (Three decimals.)",
@@ -1464,12 +1441,17 @@ def _():
         explanation="ln 3: the softmax must share its probability, while three sigmoids could each reach 1.",
     )
     answer_floor = ui.answer_box(exercise_floor, placeholder="e.g. 0.5", label="lowest L =")
-    return answer_floor, exercise_floor
+    return (answer_bce, answer_floor, answer_huber, answer_ln10, answer_median, exercise_bce,
+            exercise_floor, exercise_huber, exercise_ln10, exercise_median)
 
 
 @app.cell
-def _(answer_floor, exercise_floor):
-    ui.exercise(exercise_floor, answer_floor)
+def _(answer_bce, answer_floor, answer_huber, answer_ln10, answer_median, exercise_bce,
+      exercise_floor, exercise_huber, exercise_ln10, exercise_median):
+    # typing an answer re-runs only this cell: five verdicts, no computation
+    mo.vstack([mo.md("## 10. Check yourself"), ui.exercise(exercise_ln10, answer_ln10),
+               ui.exercise(exercise_huber, answer_huber), ui.exercise(exercise_bce, answer_bce),
+               ui.exercise(exercise_median, answer_median), ui.exercise(exercise_floor, answer_floor)])
     return
 
 
@@ -1502,13 +1484,7 @@ def _():
 
     mo.vstack([mo.md("## 11. The same in your own script\n\nIn a script you would call the library's losses, "
                      "which the cells of this page equal; this cell's code runs here, in a private function."),
-               mo.plain_text(_script())])
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
+               mo.plain_text(_script()), mo.md(toc.nav_md(METADATA["id"]))])
     return
 
 
