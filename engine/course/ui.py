@@ -101,60 +101,34 @@ def cached_md(text: str):
     return mo.md(text)
 
 
-class ChartView:
-    """An Altair chart as the page shows it: its Vega-Lite spec, converted once by Altair
-    (``to_dict(validate=False)``) and handed to marimo as a Vega-Lite output through marimo's display
-    protocol (``_mime_``). ``chart`` is the Altair chart; ``spec_json`` what the page receives."""
-
-    def __init__(self, altair_chart):
-        import json
-
-        import altair as alt
-
-        self.chart = altair_chart
-        self.spec_json = json.dumps(altair_chart.to_dict(validate=False), separators=(",", ":"),
-                                    allow_nan=False, default=str)
-        self.mimetype = f"application/vnd.vegalite.{alt.SCHEMA_VERSION.split('.')[0]}+json"
-
-    def _mime_(self):
-        return self.mimetype, self.spec_json
-
-
 def chart(altair_chart):
-    """An Altair chart as the page shows it, on the cheapest public path: Altair converts it to its
-    Vega-Lite spec once, without validating it, and marimo draws that spec (:class:`ChartView`).
+    """An Altair chart as the page shows it: ``mo.ui.altair_chart`` with its selections off, which
+    sends the chart without the schema validation marimo runs on a bare chart at every redraw.
 
-    The cheapest public way to show a chart, measured with marimo 0.25.2 and Altair 6 (CPU to show,
-    not build, 04's loss surface, 5 layers over a 1,600-cell grid; and a 400-point curve with dots;
-    min of 60 on a busy 2-core machine, so compare the ratios):
-
-    - a bare ``alt.Chart`` as output: marimo validates it against the schema and serialises it twice
-      (36 and 15 ms);
-    - ``mo.ui.altair_chart(chart, chart_selection=False, legend_selection=False)``: no validation,
-      but a deep copy of the chart before its conversion, and the spec escaped into an HTML attribute
-      (15 and 7 ms);
-    - ``ui.chart(chart)``: one conversion (9 and 5 ms), drawn the same way by marimo's Vega renderer.
+    Measured with marimo 0.25.2 and Altair 6 (CPU to show, not build, 04's loss surface, 5 layers
+    over a 1,600-cell grid, and a 400-point curve with dots; a busy 2-core machine, so compare the
+    ratios): a bare ``alt.Chart`` as output, 36 and 15 ms (validated, serialised twice); this
+    element, 15 and 7 ms (a deep copy of the chart, one conversion). A plain Vega-Lite output
+    through marimo's display protocol (``_mime_``) costs the kernel less (9 and 5 ms), but the page
+    renders it on a heavier path: in Chromium (``make bench-ui``) 04 was ready 3.8 s after the empty
+    notebook against 1.2 s with this element, and fewer of its controls met the budget. So the page
+    pays in the browser, not in the kernel, and this element stays.
 
     Building the chart costs about as much again (10 and 6 ms): Altair validates each schema object
-    as it is built (``alt.Scale``, ``alt.InlineData``, a mark's properties: about 40 % of building
-    and showing), and copies every layer of an ``alt.layer`` each time the layered chart is built,
-    converted or copied (another 25 %). So per slider move: build only the part that moves (keep a
-    chart's static parts, ``base = alt.Chart(...).mark_line().encode(...)``, in a cell the slider does
-    not re-run, and give it new data with ``base.properties(data=...)``; a helper can remember a
-    layer that does not change, as :func:`engine.course.plot.surface_paths` does its grid), prefer
-    one chart with a colour field over a layer per series, pass data as
-    :func:`engine.course.plot.data` (inline CSV), and fewer points where the eye cannot tell: the
-    browser redraws every mark at every change (bench-ui's render column). The
-    tests validate every chart a page shows (tests/notebooks/test_every_chart_is_valid.py), so the
-    page need not. A chart whose spec holds NaN or infinity (which JSON cannot carry) goes through
-    ``mo.ui.altair_chart``, which writes them as nulls. Use :func:`chart_control` for a chart whose
-    selections are a control."""
-    try:
-        return ChartView(altair_chart)
-    except ValueError:  # NaN or inf in the spec (allow_nan=False): marimo's element sanitises them
-        import marimo as mo
+    as it is built (``alt.Scale``, ``alt.InlineData``, a mark's properties), and copies every layer
+    of an ``alt.layer`` each time the layered chart is built, converted or copied. So per slider
+    move: build only the part that moves (keep a chart's static parts,
+    ``base = alt.Chart(...).mark_line().encode(...)``, in a cell the slider does not re-run, and
+    give it new data with ``base.properties(data=...)``; a helper can remember a layer that does
+    not change, as :func:`engine.course.plot.surface_paths` does its grid), prefer one chart with a
+    colour field over a layer per series, pass data as :func:`engine.course.plot.data` (inline
+    CSV), and fewer points where the eye cannot tell: the browser redraws every mark at every
+    change (bench-ui's render column). The tests validate every chart a page shows
+    (tests/notebooks/test_every_chart_is_valid.py), so the page need not. Use
+    :func:`chart_control` for a chart whose selections are a control."""
+    import marimo as mo
 
-        return mo.ui.altair_chart(altair_chart, chart_selection=False, legend_selection=False)
+    return mo.ui.altair_chart(altair_chart, chart_selection=False, legend_selection=False)
 
 
 def chart_control(altair_chart):
