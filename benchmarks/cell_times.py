@@ -39,8 +39,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support")]
 
 
 def timed_run(app, profile_cells=(), profiler=None):
-    """Run ``app`` once with its defaults; ``{cell_id: (wall s, cpu s)}`` and the run's defs. The
-    cells in ``profile_cells`` (their run and the formatting of their output) run under ``profiler``."""
+    """Run ``app`` once with its defaults; ``{cell_id: (wall s, cpu s, output bytes)}`` and the run's
+    defs. The cells in ``profile_cells`` (their run and the formatting of their output) run under
+    ``profiler``. The bytes are the formatted output's, what the kernel sends to the page: a large
+    output costs marimo's serialisation, the websocket and the browser on every re-run."""
     from marimo._output.formatters.formatters import register_formatters
     from marimo._output.formatting import try_format
     from marimo._runtime.executor.evaluator import Evaluator
@@ -53,19 +55,20 @@ def timed_run(app, profile_cells=(), profiler=None):
 
     def timed(self, cell, glbls):
         wall, cpu = time.perf_counter(), time.process_time()
-        result = None
+        result, size = None, 0
         profiled = profiler is not None and cell.cell_id in profile_cells
         if profiled:
             profiler.enable()
         try:
             result = original(self, cell, glbls)
             if result is not None and result.exception is None:
-                try_format(result.output)  # what the kernel sends: an image's PNG, a chart's JSON
+                formatted = try_format(result.output)  # what the kernel sends: an image's PNG, a chart's JSON
+                size = len(formatted.data or "")
             return result
         finally:
             if profiled:
                 profiler.disable()
-            times[cell.cell_id] = (time.perf_counter() - wall, time.process_time() - cpu)
+            times[cell.cell_id] = (time.perf_counter() - wall, time.process_time() - cpu, size)
 
     Evaluator.evaluate_sync = timed
     try:
@@ -88,15 +91,14 @@ def rerun_cells(app, name: str) -> set:
 
 
 def control_costs(app, times, defs) -> list:
-    """``(name, wall s, cpu s, cells)`` per control: the cells its change re-runs, summed."""
+    """``(name, wall s, cpu s, cells, output bytes)`` per control: the cells its change re-runs, summed."""
     from notebook_driver import controls
 
     rows = []
     for name in controls(app):
         rerun = rerun_cells(app, name)
-        wall = sum(times.get(c, (0, 0))[0] for c in rerun)
-        cpu = sum(times.get(c, (0, 0))[1] for c in rerun)
-        rows.append((name, wall, cpu, len(rerun)))
+        wall, cpu, size = (sum(times.get(c, (0, 0, 0))[k] for c in rerun) for k in range(3))
+        rows.append((name, wall, cpu, len(rerun), size))
     return sorted(rows, key=lambda r: -r[2])
 
 
@@ -125,13 +127,14 @@ def main(argv=None) -> int:
     wall = sum(t[0] for t in times.values())
     cpu = sum(t[1] for t in times.values())
     run = "second (warm) run" if args.warm else "at load"
-    print(f"# {args.notebook}: {len(times)} cells, {wall:.2f} s wall, {cpu:.2f} s CPU, {run}")
-    print("\n| cell | wall s | CPU s | first line |\n|---|---|---|---|")
-    for cid, (w, c) in sorted(times.items(), key=lambda kv: -kv[1][1])[: args.top]:
-        print(f"| {cid} | {w:.3f} | {c:.3f} | `{first_line.get(cid, '')}` |")
-    print("\n| control | est. wall s | est. CPU s | cells re-run |\n|---|---|---|---|")
-    for name, w, c, n in control_costs(app, times, defs):
-        print(f"| {name}{' *' if c > args.goal else ''} | {w:.3f} | {c:.3f} | {n} |")
+    size = sum(t[2] for t in times.values())
+    print(f"# {args.notebook}: {len(times)} cells, {wall:.2f} s wall, {cpu:.2f} s CPU, {size / 1024:.0f} KB output, {run}")
+    print("\n| cell | wall s | CPU s | KB out | first line |\n|---|---|---|---|---|")
+    for cid, (w, c, b) in sorted(times.items(), key=lambda kv: -kv[1][1])[: args.top]:
+        print(f"| {cid} | {w:.3f} | {c:.3f} | {b / 1024:.0f} | `{first_line.get(cid, '')}` |")
+    print("\n| control | est. wall s | est. CPU s | cells re-run | KB out |\n|---|---|---|---|---|")
+    for name, w, c, n, b in control_costs(app, times, defs):
+        print(f"| {name}{' *' if c > args.goal else ''} | {w:.3f} | {c:.3f} | {n} | {b / 1024:.0f} |")
     return 0
 
 
