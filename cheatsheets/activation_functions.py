@@ -58,13 +58,18 @@ def _():
 def _(choice, slope, x_range):
     _x = np.linspace(-x_range.value, x_range.value, 201)
     _f, _df, _autograd = activation_curves(choice.value, _x, slope.value)
-    formulas.try_it_and_tables(
-        METADATA["id"],
-        "**Try it.** The line is the formula from the table below; the dark dots are the engine's "
+    ui.try_it("**Try it.** The line is the formula from the table below; the dark dots are the engine's "
         "autograd, which must sit on the derivative's line.",
         [choice, x_range, slope],
         ui.chart(plot.function_and_derivative(_x, _f, _df, _autograd, name="φ", var="x",
                                               title=f"{choice.value} and its derivative")))
+    return
+
+
+
+@app.cell(hide_code=True)
+def _():
+    formulas.tables(METADATA["id"])
     return
 
 

@@ -112,13 +112,18 @@ def _():
 @app.cell(hide_code=True)
 def _(picked, seed, torch_button):
     row_check = run_snippets(picked.value, seed.value, torch_button.value)
-    formulas.try_it_and_tables(
-        METADATA["id"],
-        "**Check a row.** Pick a row, draw new random inputs, and run its snippets: the tests do this "
+    ui.try_it("**Check a row.** Pick a row, draw new random inputs, and run its snippets: the tests do this "
         "for every row of every sheet.",
         [picked, seed, torch_button],
         check_report(row_check))
     return (row_check,)
+
+
+
+@app.cell(hide_code=True)
+def _():
+    formulas.tables(METADATA["id"])
+    return
 
 
 if __name__ == "__main__":

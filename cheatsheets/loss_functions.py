@@ -58,9 +58,7 @@ def _():
 def _(delta, e_range):
     _e = np.linspace(-e_range.value, e_range.value, 201)
     _losses, _grads = regression_losses(_e, delta.value)
-    formulas.try_it_and_tables(
-        METADATA["id"],
-        "**Robust or not.** Beyond δ, Huber grows linearly like MAE, so an outlier pulls with a "
+    ui.try_it("**Robust or not.** Beyond δ, Huber grows linearly like MAE, so an outlier pulls with a "
         "bounded force; MSE's pull grows with the residual. Gradients come from the engine's "
         "`backward()`.",
         [delta, e_range],
@@ -69,6 +67,13 @@ def _(delta, e_range):
             ui.chart(plot.curves(_e, _grads, x_title="residual e = ŷ − y", y_title="∂loss/∂ŷ",
                                  title="gradient (autograd)")),
         ], widths="equal"))
+    return
+
+
+
+@app.cell(hide_code=True)
+def _():
+    formulas.tables(METADATA["id"])
     return
 
 

@@ -62,9 +62,7 @@ def _(threshold):
     _warning = (mo.callout(mo.md("No example is predicted positive at this threshold: precision "
                                  "is 0/0 and shown as 0 (`zero_division=0`)."), kind="warn")
                 if shown_metrics["predicted positives"] == 0 else mo.md(""))
-    formulas.try_it_and_tables(
-        METADATA["id"],
-        "**Move the threshold.** 200 examples, a quarter of them positive. Raising the "
+    ui.try_it("**Move the threshold.** 200 examples, a quarter of them positive. Raising the "
         "threshold trades recall for precision; accuracy looks fine even when every example "
         "is called negative. ROC-AUC does not depend on the threshold.",
         [threshold],
@@ -78,6 +76,13 @@ def _(threshold):
         _warning,
     )
     return (shown_metrics,)
+
+
+
+@app.cell(hide_code=True)
+def _():
+    formulas.tables(METADATA["id"])
+    return
 
 
 if __name__ == "__main__":

@@ -64,13 +64,18 @@ def _():
 @app.cell(hide_code=True)
 def _(horizon, peak):
     _formula, _scheduler = schedule_curves(horizon.value, peak.value)
-    formulas.try_it_and_tables(
-        METADATA["id"],
-        "**Schedules side by side.** Lines are the closed forms from the table; dots are the "
+    ui.try_it("**Schedules side by side.** Lines are the closed forms from the table; dots are the "
         "engine's schedulers stepped once per step (plateau: a validation loss that never improves).",
         [horizon, peak],
         ui.chart(plot.curves(np.arange(horizon.value), _formula, dots=_scheduler, n_dots=30,
                              x_title="step t", y_title="learning rate η_t", title="learning-rate schedules")))
+    return
+
+
+
+@app.cell(hide_code=True)
+def _():
+    formulas.tables(METADATA["id"])
     return
 
 

@@ -83,10 +83,16 @@ def _():
 
 @app.cell(hide_code=True)
 def _(att_b, att_d, att_h, att_l):
-    formulas.try_it_and_tables(METADATA["id"],
-                               "**Attention shapes.** Self-attention of a batch of sequences; the scores grow as L².",
-                               [att_b, att_l, att_d, att_h],
-                               attention_report(att_b.value, att_l.value, att_d.value, att_h.value))
+    ui.try_it("**Attention shapes.** Self-attention of a batch of sequences; the scores grow as L².",
+              [att_b, att_l, att_d, att_h],
+              attention_report(att_b.value, att_l.value, att_d.value, att_h.value))
+    return
+
+
+
+@app.cell(hide_code=True)
+def _():
+    formulas.tables(METADATA["id"])
     return
 
 

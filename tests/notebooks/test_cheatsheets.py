@@ -107,18 +107,34 @@ def test_focused_sheet_shows_every_row_it_owns(sheet):
 
 
 def test_a_focused_sheets_tables_are_converted_once_and_drawn_under_its_panel():
-    """formulas.try_it_and_tables converts the tables on the first run only: a control re-runs the
-    panel's cell, and the tables it draws under the panel are the same markdown."""
+    """formulas.tables converts a sheet's tables on the first run only, and the page draws them
+    under the try-it panel, the same markdown whatever the controls say."""
     from engine.course.formulas import page
 
-    page._tables.cache_clear()
+    page.tables.cache_clear()
     first, _ = run("metrics")
     moved, _ = run("metrics", threshold=1.5)
-    assert page._tables.cache_info().misses == 1 and page._tables.cache_info().hits >= 1
+    assert page.tables.cache_info().misses == 1 and page.tables.cache_info().hits >= 1
     tables = render.LEGEND.split(".")[0]
     for outputs in (first, moved):
         text = output_text(outputs)
         assert text.index("Move the threshold") < text.index(tables)
+
+
+@pytest.mark.parametrize("sheet", FOCUSED)
+def test_no_control_re_sends_a_focused_sheets_tables(sheet):
+    """The tables are the longest output of a sheet: they stand in a cell that no control re-runs,
+    so a slider move sends only its panel."""
+    from marimo._ast.app import InternalApp
+
+    app = load_app(path(sheet))
+    graph = InternalApp(app).graph
+    shown = [cid for cid, cell in graph.cells.items() if "formulas.tables(" in cell.code]
+    assert len(shown) == 1, f"{sheet}: one cell shows formulas.tables(...), found {len(shown)}"
+    for name in controls(app):
+        readers = {cid for cid, cell in graph.cells.items() if name in cell.refs}
+        reached = readers.union(*(graph.descendants(cid) for cid in readers))
+        assert shown[0] not in reached, f"{sheet}: moving {name} re-runs the cell with the tables"
 
 
 @pytest.mark.parametrize("sheet", FOCUSED)

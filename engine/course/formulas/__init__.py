@@ -9,7 +9,7 @@
 One module per sheet holds that sheet's rows (``activation_functions``, ``loss_functions``,
 ``derivatives``, ``optimizers``, ``metrics``, ``tensor_shapes``, ``deep_learning``);
 :mod:`.core` defines :class:`FormulaRow`, :mod:`.evaluate` runs the snippets, :mod:`.render`
-draws them as markdown and :mod:`.page` puts a focused sheet's try-it panel above its tables.
+draws them as markdown and :mod:`.page` gives a focused sheet's tables as one cell's output.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .evaluate import (
 __all__ = [
     "FormulaRow", "FormulaMismatch", "ROWS", "SHEETS", "BACKENDS", "KINDS", "rows", "row", "search",
     "evaluate", "evaluate_with", "check_row", "assert_close", "run_snippet", "to_numpy",
-    "torch_available", "snippet_count", "render", "try_it_and_tables",
+    "torch_available", "snippet_count", "render", "tables",
 ]
 
 _MODULES = (activation_functions, loss_functions, derivatives, optimizers, metrics, tensor_shapes, deep_learning)
@@ -71,7 +71,7 @@ def search(query: str, candidates=None) -> tuple:
 
 
 from . import render  # noqa: E402  (render looks rows up through this package)
-from .page import try_it_and_tables  # noqa: E402  (page draws with render)
+from .page import tables  # noqa: E402  (page draws with render)
 
 
 def snippet_count(candidates=None) -> dict:
