@@ -119,19 +119,35 @@ def surface_grid(name: str, size: int = 120):
 
 
 @functools.lru_cache(maxsize=8)
-def _surface_cells(name: str, size: int):
-    """The surface's grid as chart data (cell centres, f, shade on a log scale) and the half
-    spacings of its cells: encoded once per surface, not at every redraw."""
+def _shaded_layer(name: str, size: int):
+    """The surface's grid as a chart layer of shaded cells (darker is lower, on a log scale, f in
+    the tooltip) over the surface's box: built once per surface, not at every redraw (a layered
+    chart copies its layers, so this one is never changed)."""
+    import altair as alt
+
     from engine.course import plot
 
     xx, yy, zz = surface_grid(name, size)
     shade = np.log10(zz - zz.min() + 1e-3)
     cells = plot.data(x=xx.ravel(), y=yy.ravel(), f=zz.ravel(), shade=shade.ravel(), digits=4)
-    return cells, float(xx[0, 1] - xx[0, 0]) / 2, float(yy[1, 0] - yy[0, 0]) / 2
+    dx, dy = float(xx[0, 1] - xx[0, 0]) / 2, float(yy[1, 0] - yy[0, 0]) / 2
+    (x0, x1), (y0, y1) = SURFACES[name]["box"]
+    return alt.Chart(cells).mark_rect(opacity=0.7).transform_calculate(
+        x0=f"datum.x - {dx!r}", x1=f"datum.x + {dx!r}", y0=f"datum.y - {dy!r}", y1=f"datum.y + {dy!r}",
+    ).encode(alt.X("x0:Q", title="θ₁", scale=_box_scale(x0, x1)), alt.X2("x1"),
+             alt.Y("y0:Q", title="θ₂", scale=_box_scale(y0, y1)), alt.Y2("y1"),
+             alt.Color("shade:Q", legend=None, scale=alt.Scale(scheme="greys", reverse=True)),
+             alt.Tooltip("f:Q", title="f(θ)", format=".4g"))
+
+
+def _box_scale(low: float, high: float):
+    import altair as alt
+
+    return alt.Scale(domain=[low, high], nice=False, zero=False)
 
 
 def surface_map(surface: str, paths: dict, colors: dict, *, start, title=None, height: int = 340,
-                grid: int = 40, max_points: int = 150):
+                grid: int = 24, max_points: int = 150):
     """The surface (darker is lower) with one path per entry of ``paths`` (label -> [N, 2], cut at
     its first non-finite point and thinned to ``max_points``) in its palette colour ``colors[label]``,
     each path's last point as a dot, the start as a square and the minimum as a diamond. An Altair
@@ -142,15 +158,8 @@ def surface_map(surface: str, paths: dict, colors: dict, *, start, title=None, h
 
     _check_surface(surface)
     spec = SURFACES[surface]
-    cells, dx, dy = _surface_cells(surface, grid)
     (x0, x1), (y0, y1) = spec["box"]
-    x_scale = alt.Scale(domain=[x0, x1], nice=False, zero=False)
-    y_scale = alt.Scale(domain=[y0, y1], nice=False, zero=False)
-    shaded = alt.Chart(cells).mark_rect(opacity=0.7).transform_calculate(
-        x0=f"datum.x - {dx!r}", x1=f"datum.x + {dx!r}", y0=f"datum.y - {dy!r}", y1=f"datum.y + {dy!r}",
-    ).encode(alt.X("x0:Q", title="θ₁", scale=x_scale), alt.X2("x1"), alt.Y("y0:Q", title="θ₂", scale=y_scale),
-             alt.Y2("y1"), alt.Color("shade:Q", legend=None, scale=alt.Scale(scheme="greys", reverse=True)),
-             alt.Tooltip("f:Q", title="f(θ)", format=".4g"))
+    x_scale, y_scale = _box_scale(x0, x1), _box_scale(y0, y1)
     names, steps, xs, ys = [], [], [], []
     ends = {"x": [], "y": [], "fill": [], "shape": [], "label": []}
     for name, path in paths.items():
@@ -171,7 +180,7 @@ def surface_map(surface: str, paths: dict, colors: dict, *, start, title=None, h
         for key, value in zip(ends, (where[0], where[1], fill, shape, label)):
             ends[key].append(value)
     order = list(paths)
-    layers = [shaded]
+    layers = [_shaded_layer(surface, grid)]
     if names:
         lines = plot.data(step=np.concatenate(steps), x=np.concatenate(xs), y=np.concatenate(ys),
                           series=np.array(names, dtype=object), digits=4)
@@ -430,16 +439,28 @@ def rule_updates(rule, grads, lr: float = 0.01, **keywords) -> np.ndarray:
 
 
 def engine_adam_updates(grads, lr: float = 0.01, betas=(0.9, 0.999), eps: float = 1e-8) -> np.ndarray:
-    """The same updates from ``engine.optim.Adam`` fed the gradients one by one (the reference)."""
-    p = Parameter(np.zeros(1))
-    opt = optim.Adam([p], lr=lr, betas=tuple(betas), eps=eps)
-    updates = []
-    for g in np.asarray(grads, dtype=np.float64):
-        before = p.data.copy()
-        p.grad = np.array([g])
-        opt.step()
-        updates.append(float(p.data[0] - before[0]))
-    return np.array(updates)
+    """The same updates from ``engine.optim.Adam`` fed the gradients one by one (the reference).
+    Remembered per gradient sequence and setting: the library does not change while a page runs,
+    so a slider of the lesson's side re-runs only the lesson's rule."""
+    from engine.course.plot import remember
+
+    grads = np.asarray(grads, dtype=np.float64)
+    key = (grads.tobytes(), float(lr), tuple(float(b) for b in betas), float(eps))
+    known = _ENGINE_ADAM.get(key)
+    if known is None:
+        p = Parameter(np.zeros(1))
+        opt = optim.Adam([p], lr=lr, betas=tuple(betas), eps=eps)
+        updates = []
+        for g in grads:
+            before = p.data.copy()
+            p.grad = np.array([g])
+            opt.step()
+            updates.append(float(p.data[0] - before[0]))
+        known = remember(_ENGINE_ADAM, key, np.array(updates), 64)
+    return known.copy()
+
+
+_ENGINE_ADAM: dict = {}  # (gradients, lr, betas, eps) -> the library's updates
 
 
 def noisy_gradients(steps: int, mean: float = 1.0, noise: float = 0.0, seed: int = 0) -> np.ndarray:
@@ -481,14 +502,21 @@ def epoch_batches(n: int, batch_size: int, steps: int, rng) -> list:
     return batches[:steps]
 
 
+_NOISY_RUNS = ("constant", "decayed", "full batch")
+
+
 def sgd_noise(loop, rule, batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 512,
-              seed: int = 0) -> NoisyRuns:
+              seed: int = 0, only: tuple = _NOISY_RUNS) -> NoisyRuns:
     """L(θ) = ‖Xθ − y‖²/2n on 2-D data with label noise, trained by the lesson's mini-batch
     ``loop`` with its update ``rule``. A mini-batch gradient is unbiased but noisy, with variance
     about 1/B of one example's: at a constant η, SGD stops falling at a floor that rises as B
     shrinks; decaying η (a cosine to 0) averages the noise out and goes below it. Full-batch GD
     (B = n) has no noise and no floor. The batches (:func:`epoch_batches`) come from
-    ``default_rng(seed + 1)``, the same for the constant and the decayed run."""
+    ``default_rng(seed + 1)``, the same for the constant and the decayed run. ``only`` names the
+    runs to make (each the same as in a full call); without all three the noise is not measured (NaN)."""
+    only = tuple(only)
+    if not set(only) <= set(_NOISY_RUNS):
+        raise ValueError(f"sgd_noise: runs must be among {_NOISY_RUNS}, got {only!r}")
     if not (isinstance(batch_size, (int, np.integer)) and 1 <= batch_size <= n):
         raise ValueError(f"sgd_noise: batch size must be an integer in [1, {n}], got {batch_size!r}")
     if not (0 < lr <= 1.0):
@@ -503,14 +531,18 @@ def sgd_noise(loop, rule, batch_size: int = 8, lr: float = 0.1, steps: int = 400
 
     floor_loss = float(losses(best[None])[0])
     batches = epoch_batches(n, batch_size, steps, np.random.default_rng(seed + 1))
-    cosine = lr_scheduler.schedule_values(lambda o: lr_scheduler.CosineAnnealingLR(o, T_max=steps), steps, lr)
-    runs = {"constant": (batches, [lr] * steps), "decayed": (batches, cosine),
-            "full batch": ([slice(None)] * steps, [lr] * steps)}
+    runs = {"constant": lambda: (batches, [lr] * steps),
+            "decayed": lambda: (batches, lr_scheduler.schedule_values(
+                lambda o: lr_scheduler.CosineAnnealingLR(o, T_max=steps), steps, lr)),
+            "full batch": lambda: ([slice(None)] * steps, [lr] * steps)}
     excess, floor = {}, {}
-    for name, (chosen, rates) in runs.items():
+    for name in (name for name in _NOISY_RUNS if name in only):
+        chosen, rates = runs[name]()
         path = np.asarray(loop(rule, X, y, chosen, rates), dtype=np.float64)
         excess[name] = np.maximum(losses(path) - floor_loss, 0.0)
         floor[name] = float(np.mean(excess[name][-max(1, steps // 10):]))
+    if set(only) != set(_NOISY_RUNS):  # a partial measurement (an exercise's floors) skips the noise estimate
+        return NoisyRuns(int(batch_size), n, excess, floor, float("nan"))
     rng = np.random.default_rng(seed + 2)
     noise = [np.sum((X[i].T @ (X[i] @ best - y[i]) / batch_size) ** 2)
              for i in (rng.choice(n, batch_size, replace=False) for _ in range(200))]
