@@ -44,8 +44,8 @@ def _tensor_data(data, dtype=None, floating: bool = False) -> np.ndarray:
             ) from None
         if floating and dtype is None and arr.dtype.kind in "biuf":
             arr = arr.astype(_DEFAULT_FLOAT)
-        elif arr.dtype == np.float64 and not _holds_float64(data):
-            arr = arr.astype(_DEFAULT_FLOAT)
+        elif dtype is None and arr.dtype == np.float64 and not _holds_float64(data):
+            arr = arr.astype(_DEFAULT_FLOAT)  # (with a dtype asked for, cast once: no float32 rounding first)
     if arr.dtype.kind not in "biufc":
         raise TypeError(
             f"tensor: cannot build a tensor from {type(data).__name__} {data!r:.80} (dtype {arr.dtype}); "

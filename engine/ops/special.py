@@ -44,7 +44,8 @@ def _erf_series(x, precision=np.float64):
     coefficients = [1.0]
     for n in range(1, n_terms):
         coefficients.append(coefficients[-1] / (2 * n + 1))
-    u = 2.0 * x * x
+    u = np.multiply(x, x, out=np.empty_like(x))  # an array even for 0-d x (2.0 * x * x is a scalar there)
+    u *= 2.0
     total = np.full_like(x, coefficients[-1])
     for c in reversed(coefficients[:-1]):
         total *= u

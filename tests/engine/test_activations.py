@@ -152,3 +152,23 @@ def test_activations_accept_numpy_arrays():
     out = F.relu(np.array([-1.0, 2.0]))
     assert isinstance(out, Tensor) and not out.requires_grad
     np.testing.assert_array_equal(out.data, [0.0, 2.0])
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gelu_of_a_0d_tensor_matches_torch(approximate, dtype):
+    """A 0-d input took a path where NumPy returns scalars, and the exact GELU's series raised
+    a bare TypeError from np.exp(out=...)."""
+    torch = require_torch()
+    for value in (-4.0, -0.75, 0.0, 1.3, 2.7):
+        x = Tensor(np.asarray(value, dtype=dtype), requires_grad=True)
+        y = F.gelu(x, approximate=approximate)
+        y.backward()
+        t = torch.tensor(value, dtype=getattr(torch, dtype), requires_grad=True)
+        z = torch.nn.functional.gelu(t, approximate=approximate)
+        z.backward()
+        # float32: torch computes ½x(1 + erf(x/√2)), whose left tail cancels to ~1e-7 absolute
+        rtol, atol = (1e-12, 1e-15) if dtype == "float64" else (1e-6, 1e-7)
+        assert y.shape == () and x.grad.shape == ()
+        np.testing.assert_allclose(y.item(), z.item(), rtol=rtol, atol=atol)
+        np.testing.assert_allclose(x.grad.item(), t.grad.item(), rtol=rtol, atol=atol)

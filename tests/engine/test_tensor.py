@@ -366,3 +366,23 @@ def test_clamp_with_tensor_bounds_matches_torch_and_gradcheck():
     for mine, theirs in zip(ts, tt):
         assert np.allclose(mine.grad.numpy(), theirs.grad.numpy())
     assert engine.gradcheck(lambda a, b, c: a.clamp(b, c), [engine.tensor(a, requires_grad=True) for a in (x, lo, hi)])
+
+
+@pytest.mark.parametrize("data", [2.7, [0.1, 2.7], [[1e-300, 1.0 + 2.0 ** -40]]])
+def test_tensor_with_a_dtype_casts_python_floats_once(data):
+    """``engine.tensor(data, dtype=float64)`` holds the Python floats exactly, as torch.tensor
+    does; they were once rounded to float32 first (2.7 became 2.700000047683716)."""
+    held = engine.tensor(data, dtype=engine.float64)
+    assert held.dtype == np.float64
+    np.testing.assert_array_equal(held.data, np.asarray(data, dtype=np.float64))
+    assert engine.tensor(data).dtype == np.float32  # without a dtype, Python floats still give float32
+
+
+def test_tensor_with_a_dtype_matches_torch_tensor():
+    torch = require_torch()
+    for data in (2.7, [0.1, 2.7], 3, [1, 2], True, [[0.5, 1e-8]]):
+        for ours, theirs in ((None, None), (engine.float64, torch.float64), (engine.float32, torch.float32),
+                             (engine.int64, torch.int64)):
+            a, b = engine.tensor(data, dtype=ours), torch.tensor(data, dtype=theirs)
+            assert str(a.dtype) == str(b.dtype).removeprefix("torch."), (data, ours)
+            np.testing.assert_array_equal(a.data, b.numpy())
