@@ -179,17 +179,10 @@ def _(expr):
 
 
 @app.cell
-def _(expr, x_val, y_val, z_val):
-    # the expression built with the Mul above, sorted and walked by the two functions above
-    graph = graphs.expression_graph(expr.value, x_val.value, y_val.value, z_val.value, mul=Mul.apply,
-                                    sort=topological_sort, walk=backward_walk)
-    input_grads = graphs.input_gradients(graph)
-    engine_grads = graphs.input_gradients(graphs.expression_graph(expr.value, x_val.value, y_val.value, z_val.value))
-    return engine_grads, graph, input_grads
-
-
-@app.cell
-def _(bp_step, engine_grads, expr, graph, input_grads, x_val, y_val, z_val):
+def _(bp_step, expr, x_val, y_val, z_val):
+    # the expression built with the Mul above, sorted and walked by the two functions above, beside the engine's
+    graph, input_grads, engine_grads = lab.stepper_graphs(expr.value, x_val.value, y_val.value, z_val.value,
+                                                          mul=Mul.apply, sort=topological_sort, walk=backward_walk)
     _k = bp_step.value
     graph_step = graph.step(_k)
     _note = f"Step {_k} of {len(graph.order) - 1}."
@@ -216,7 +209,7 @@ def _(bp_step, engine_grads, expr, graph, input_grads, x_val, y_val, z_val):
         mo.md("  \n".join(_sums) if _sums else "No value is used twice in this expression."),
         mo.md(f"After the whole pass, `backward_walk` gives: {_grads}. " + _agree),
     ])
-    return graph_step, graph_sums
+    return graph, graph_step, graph_sums, input_grads
 
 
 @app.cell(hide_code=True)
@@ -289,19 +282,19 @@ def _():
     mode_n = mo.ui.slider(steps=list(lab.MODE_INPUTS), value=100, label="inputs n", show_value=True)
     # the cost curves over n, in forward passes: the closed form, computed once
     mode_sweep = {_n: np.array(mode_costs(_n)[1:]) / mode_costs(_n)[0] for _n in lab.MODE_INPUTS}
-    return mode_n, mode_sweep
+    mode_chart = plot.curves(np.array(list(mode_sweep)),
+                             {"forward mode": np.array([c[0] for c in mode_sweep.values()]),
+                              "reverse mode": np.array([c[1] for c in mode_sweep.values()])},
+                             x_title="inputs n", y_title="cost in forward passes", log_x=True, log_y=True,
+                             height=220, colors={"forward mode": "sgd", "reverse mode": "adam"},
+                             title="The full gradient of f: ℝⁿ → ℝ")
+    return mode_chart, mode_n, mode_sweep
 
 
 @app.cell
-def _(mode_n, mode_sweep):
-    modes = lab.forward_vs_reverse(forward_mode, reverse_mode, mode_costs, mode_n.value, seed=0)
-    _ns = np.array(list(mode_sweep))
-    _chart = plot.curves(_ns, {"forward mode": np.array([c[0] for c in mode_sweep.values()]),
-                               "reverse mode": np.array([c[1] for c in mode_sweep.values()])},
-                         x_title="inputs n", y_title="cost in forward passes", log_x=True, log_y=True, height=220,
-                         colors={"forward mode": "sgd", "reverse mode": "adam"},
-                         title="The full gradient of f: ℝⁿ → ℝ")
-    _chart = _chart + plot.rule(mode_n.value, orient="x")
+def _(mode_chart, mode_n):
+    modes = lab.mode_view(forward_mode, reverse_mode, mode_costs, mode_n.value, seed=0)
+    _chart = mode_chart + plot.rule(mode_n.value, orient="x")
     _err = max(np.abs(modes.grad_forward_mode - modes.grad_autograd).max(),
                np.abs(modes.grad_reverse_mode - modes.grad_autograd).max())
     mo.vstack([
@@ -506,31 +499,17 @@ def _():
 
 
 @app.cell
-def _(gc_x0):
-    fd = lab.finite_difference_errors(central_difference, gc_x0.value, hs=lab.FD_STEPS)
-    fd_best = {dt: lab.best_step(fd, dt) for dt in ("float32", "float64")}
-    fd_rule = lab.step_rule_check(central_difference, step_rule, fd, gc_x0.value)
-    return fd, fd_best, fd_rule
-
-
-@app.cell
-def _(fd, fd_best, fd_rule, gc_h, gc_x0):
+def _(gc_h, gc_x0):
+    # the V over lab.FD_STEPS measured with central_difference, its bottom, and step_rule's h* against it
+    fd, fd_best, fd_rule, _curves = lab.step_rule_view(central_difference, step_rule, gc_x0.value)
     fd_at_h = lab.finite_difference_errors(central_difference, gc_x0.value, hs=[gc_h.value])
-    _floor = 1e-18
-    _curves = {dt: np.maximum(fd.error(dt), _floor) for dt in ("float32", "float64")}
-    _curves.update({f"autograd error, {dt}": np.full_like(fd.h, max(fd.autograd_error(dt), _floor))
-                    for dt in ("float32", "float64")})
-    _chart = plot.curves(fd.h, _curves, x_title="step h", y_title="|error|", log_x=True, log_y=True,
-                         colors={"autograd error, float32": "float32", "autograd error, float64": "float64"},
-                         dashed=["autograd error, float32", "autograd error, float64"], height=260,
-                         title=f"Central difference against the exact derivative at x = {gc_x0.value:g}")
-    _chart = _chart + plot.rule(gc_h.value, orient="x")
+    _chart = _curves + plot.rule(gc_h.value, orient="x")
     _row = " · ".join(f"{dt}: error **{fd_at_h.error(dt)[0]:.2e}** at h = {gc_h.value:.0e}, smallest "
                       f"**{fd_best[dt][1]:.1e}** at h ≈ {fd_best[dt][0]:.0e}" for dt in ("float32", "float64"))
     _rule = " · ".join(fd_rule[dt].describe() for dt in ("float32", "float64"))
     mo.vstack([mo.hstack([gc_x0, gc_h]), ui.chart(_chart),
                mo.md(_row + ". (Errors below 10⁻¹⁸ are drawn at 10⁻¹⁸.)"), mo.md("The rule: " + _rule + ".")])
-    return (fd_at_h,)
+    return fd, fd_at_h, fd_best, fd_rule
 
 
 @app.cell(hide_code=True)
@@ -762,6 +741,7 @@ def _(pg_canvas, pg_canvas_start, pg_preset):
         pg_split = pg_preset
     elif pg_drawn.problem is None:
         pg_split = lab.split_drawn(pg_drawn.X, pg_drawn.y, seed=0)
+    pg_classes = 0 if pg_split is None else int(max(pg_split[1].max(), pg_split[3].max())) + 1
     mo.vstack([
         mo.md("**The data** (drag to spray points of the chosen class; the preset above is the start)"),
         pg_canvas,
@@ -769,24 +749,7 @@ def _(pg_canvas, pg_canvas_start, pg_preset):
         else mo.md(f"{sum(len(part) for part in pg_split[1::2])} points, "
                    f"{len(np.unique(np.concatenate(pg_split[1::2])))} classes."),
     ])
-    return pg_split, pg_untouched
-
-
-@app.cell
-def _(pg_act, pg_data, pg_depth, pg_noise, pg_split, pg_untouched, pg_width):
-    # the page opens on the defaults: their data, model and overfit check are shown before any click
-    pg_same_net = pg_untouched and lab.is_default_playground(dict(
-        data=pg_data.value, noise=pg_noise.value, width=pg_width.value, depth=pg_depth.value,
-        activation=pg_act.value))
-    # the untrained network of the chosen settings: rebuilt only when the data or the architecture changes
-    pg_untrained, pg_classes, pg_first_loss = None, 0, None
-    if pg_split is not None:
-        pg_classes = int(max(pg_split[1].max(), pg_split[3].max())) + 1
-        _model = mlp(2, pg_classes, pg_width.value, pg_depth.value, pg_act.value, seed=0)
-        pg_untrained = lab.playground_run(_model, pg_split, initial_loss=evaluate(_model, *pg_split[:2])[0],
-                                          grid_size=lab.PLAYGROUND_GRID)
-        pg_first_loss = lab.initial_loss(_model, pg_split[0], pg_split[1], pg_classes)  # why it is not ln K
-    return pg_classes, pg_first_loss, pg_same_net, pg_untrained
+    return pg_classes, pg_split, pg_untouched
 
 
 @app.cell
@@ -800,8 +763,23 @@ def _():
 
 
 @app.cell
-def _(pg_act, pg_classes, pg_default, pg_depth, pg_epochs, pg_lr, pg_opt, pg_same_net, pg_split, pg_width,
-      train_button):
+def _(pg_act, pg_classes, pg_data, pg_default, pg_default_problem, pg_depth, pg_epochs, pg_lr, pg_noise, pg_opt,
+      pg_split, pg_untouched, pg_width, train_button):
+    # the page opens on the defaults: their data, model and overfit check are shown before any click
+    _same_net = pg_untouched and lab.is_default_playground(dict(
+        data=pg_data.value, noise=pg_noise.value, width=pg_width.value, depth=pg_depth.value,
+        activation=pg_act.value))
+    # the untrained network of the chosen settings: built again only when the data or the architecture changes
+    pg_untrained, pg_first_loss = None, None
+    if pg_split is not None:
+        def _untrained():
+            _model = mlp(2, pg_classes, pg_width.value, pg_depth.value, pg_act.value, seed=0)
+            return (lab.playground_run(_model, pg_split, initial_loss=evaluate(_model, *pg_split[:2])[0],
+                                       grid_size=lab.PLAYGROUND_GRID),
+                    lab.initial_loss(_model, pg_split[0], pg_split[1], pg_classes))  # why it is not ln K
+        pg_untrained, pg_first_loss = lab.remembered(
+            ("untrained", id(pg_split), pg_width.value, pg_depth.value, pg_act.value, mlp, evaluate), _untrained,
+            keep=pg_split)
     pg_run, pg_run_is_default = None, False
     if train_button.value and pg_split is not None:
         _model = mlp(2, pg_classes, pg_width.value, pg_depth.value, pg_act.value, seed=0)
@@ -811,47 +789,44 @@ def _(pg_act, pg_classes, pg_default, pg_depth, pg_epochs, pg_lr, pg_opt, pg_sam
             _history = train_playground(_model, _optimizer, pg_split, pg_epochs.value,
                                         progress=lambda _epoch: _bar.update())
         pg_run = lab.playground_run(_model, pg_split, _history, _initial, grid_size=lab.PLAYGROUND_GRID)
-    elif pg_same_net and pg_default is not None and lab.is_default_playground(
+    elif _same_net and pg_default is not None and lab.is_default_playground(
             dict(optimizer=pg_opt.value, lr=pg_lr.value, epochs=pg_epochs.value)):
         pg_run, pg_run_is_default = pg_default.run, True
-    return pg_run, pg_run_is_default
-
-
-@app.cell
-def _(pg_default_problem, pg_epochs, pg_first_loss, pg_lr, pg_opt, pg_run, pg_run_is_default, pg_same_net, pg_split,
-      pg_untrained):
-    mo.stop(pg_split is None, mo.md("Draw a data set above to see the network."))
-    _k = int(max(pg_split[1].max(), pg_split[3].max())) + 1
-    _u, _f = pg_untrained, pg_first_loss
-    _initial = (f"Initial training loss **{_u.initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** for K = {_k} classes. "
-                "The untrained logits z are not equal at each point, and around equal logits the loss is ln K − "
-                f"(the true class's centred logit z_y − mean z, on average **{_f.true_class:.3f}**) + ½ (the mean "
-                f"square of a point's centred logits, on average **{2 * _f.spread:.3f}**) ≈ **{_f.approximation:.4f}**.")
-    if pg_run is None:
-        _fig = lab.regions_map(_u, pg_split, title="untrained network")
-        _side = mo.md(f"{_initial} The untrained network of the `mlp` cell. " + (
-            f"{pg_default_problem[0].upper()}{pg_default_problem[1:]}." if pg_same_net and pg_default_problem else
-            f"These are not the settings the page opened on: **train** runs {pg_epochs.value} epochs with them."))
-    elif pg_run.diverged:
-        _fig = lab.regions_map(_u, pg_split, title="untrained network")
-        _side = mo.callout(mo.md(f"**Training diverged** after {len(pg_run.history['train_loss'])} epochs: the loss "
-                                 f"became inf or NaN. The learning rate {pg_lr.value:g} is too large for "
-                                 f"{pg_opt.value}; lower it."), kind="warn")
+    if pg_split is None:
+        _out = mo.md("Draw a data set above to see the network.")
     else:
-        _h = pg_run.history
-        _fig = lab.regions_map(pg_run, pg_split, title=f"after {len(_h['train_loss'])} epochs")
-        _side = mo.vstack([
-            mo.md("Trained with the default settings above and shipped with the course: this map and the curves "
-                  "beside and below it come from the shipped checkpoint, which the lesson cells above made; **train** "
-                  "runs them as they are now, with your settings. " + _initial) if pg_run_is_default else
-            mo.md("Trained just now by the lesson cells above, with your settings. " + _initial),
-            ui.chart(plot.loss_curves({"train": _h["train_acc"], "validation": _h["val_acc"]}, y_title="accuracy",
-                                      height=150, title="Accuracy")),
-            mo.md(f"final: train loss **{_h['train_loss'][-1]:.4f}**, validation accuracy "
-                  f"**{100 * _h['val_acc'][-1]:.1f} %**. " + lab.overfitting_note(_h)),
-        ])
-    mo.hstack([ui.chart(_fig), _side], widths=[1, 1])
-    return
+        _k = int(max(pg_split[1].max(), pg_split[3].max())) + 1
+        _u, _f = pg_untrained, pg_first_loss
+        _initial = (f"Initial training loss **{_u.initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** for K = {_k} classes. "
+                    "The untrained logits z are not equal at each point, and around equal logits the loss is ln K − "
+                    f"(the true class's centred logit z_y − mean z, on average **{_f.true_class:.3f}**) + ½ (the mean "
+                    f"square of a point's centred logits, on average **{2 * _f.spread:.3f}**) ≈ **{_f.approximation:.4f}**.")
+        if pg_run is None:
+            _fig = lab.regions_map(_u, pg_split, title="untrained network")
+            _side = mo.md(f"{_initial} The untrained network of the `mlp` cell. " + (
+                f"{pg_default_problem[0].upper()}{pg_default_problem[1:]}." if _same_net and pg_default_problem else
+                f"These are not the settings the page opened on: **train** runs {pg_epochs.value} epochs with them."))
+        elif pg_run.diverged:
+            _fig = lab.regions_map(_u, pg_split, title="untrained network")
+            _side = mo.callout(mo.md(f"**Training diverged** after {len(pg_run.history['train_loss'])} epochs: the loss "
+                                     f"became inf or NaN. The learning rate {pg_lr.value:g} is too large for "
+                                     f"{pg_opt.value}; lower it."), kind="warn")
+        else:
+            _h = pg_run.history
+            _fig = lab.regions_map(pg_run, pg_split, title=f"after {len(_h['train_loss'])} epochs")
+            _side = mo.vstack([
+                mo.md("Trained with the default settings above and shipped with the course: this map and the curves "
+                      "beside and below it come from the shipped checkpoint, which the lesson cells above made; **train** "
+                      "runs them as they are now, with your settings. " + _initial) if pg_run_is_default else
+                mo.md("Trained just now by the lesson cells above, with your settings. " + _initial),
+                ui.chart(plot.loss_curves({"train": _h["train_acc"], "validation": _h["val_acc"]}, y_title="accuracy",
+                                          height=150, title="Accuracy")),
+                mo.md(f"final: train loss **{_h['train_loss'][-1]:.4f}**, validation accuracy "
+                      f"**{100 * _h['val_acc'][-1]:.1f} %**. " + lab.overfitting_note(_h)),
+            ])
+        _out = mo.hstack([ui.chart(_fig), _side], widths=[1, 1])
+    _out
+    return pg_first_loss, pg_run, pg_run_is_default, pg_untrained
 
 
 @app.cell
@@ -928,14 +903,17 @@ def _():
 
 
 @app.cell
-def _(overfit_button, pg_act, pg_classes, pg_default, pg_default_problem, pg_depth, pg_same_net, pg_split,
-      pg_width):
+def _(overfit_button, pg_act, pg_classes, pg_data, pg_default, pg_default_problem, pg_depth, pg_noise, pg_split,
+      pg_untouched, pg_width):
+    _same_net = pg_untouched and lab.is_default_playground(dict(
+        data=pg_data.value, noise=pg_noise.value, width=pg_width.value, depth=pg_depth.value,
+        activation=pg_act.value))
     overfit_losses, _when = None, ""
     if overfit_button.value and pg_split is not None:
         _model = mlp(2, pg_classes, lab.overfit_width(pg_width.value), pg_depth.value, pg_act.value, seed=0)
         overfit_losses = overfit_one_batch(_model, pg_split[0], pg_split[1], steps=lab.OVERFIT_STEPS)
         _when = "Run just now by the lesson cells above. "
-    elif pg_same_net and pg_default is not None:
+    elif _same_net and pg_default is not None:
         overfit_losses = pg_default.overfit_losses
         _when = ("Run on the default data and network and shipped with the course (the shipped checkpoint); the "
                  "button reruns it with the lesson cells as they are now and the playground's width, depth and "
@@ -954,7 +932,7 @@ def _(overfit_button, pg_act, pg_classes, pg_default, pg_default_problem, pg_dep
         ])
     elif pg_split is None:
         _out = mo.md("Draw a data set in the playground first: the batch comes from its training points.")
-    elif pg_same_net and pg_default_problem:
+    elif _same_net and pg_default_problem:
         _out = mo.md(f"{pg_default_problem[0].upper()}{pg_default_problem[1:]}.")
     else:
         _out = mo.md("The button runs the check with the playground's width, depth and activation.")
@@ -988,8 +966,7 @@ def _(answer_dw, answer_neuron, exercise_dw, exercise_neuron):
 
 @app.cell
 def _():
-    _fd = lab.finite_difference_errors(central_difference, 0.7, hs=lab.FD_STEPS)
-    _rule = lab.step_rule_check(central_difference, step_rule, _fd, 0.7)["float64"]
+    _rule = lab.step_rule_view(central_difference, step_rule, 0.7)[2]["float64"]
     _decades = max(1.0, np.ceil(10 * _rule.decades_from_best) / 10)  # the flat bottom: the lowest dot counts too
     exercise_h = exercises.NumberExercise(
         question="**3.** In float64 at x = 0.7, around which step h is the central difference most accurate? "

@@ -18,6 +18,9 @@ here needs one of them, the notebook passes it in.
   :func:`step_rule_check`, the page's rule for the best step against that measured V.
 - :func:`saved_for_backward`: one forward pass of the page's MLP on random points, with what the
   page's counting function finds kept for the backward pass.
+- :func:`stepper_graphs`, :func:`step_rule_view`, :func:`mode_view`: what a control of the page
+  shows, remembered per setting and per lesson function (an edited cell is a new function, so it
+  computes again), so that moving one slider does not redo the work the others' values fix.
 """
 
 from __future__ import annotations
@@ -34,6 +37,23 @@ from engine.course import checkpoints
 from engine.course.checkpoints import backprop_playground as playground_checkpoint  # noqa: F401  (the page loads it)
 
 from ._checks import is_default
+
+_VIEWS: dict = {}  # (what, the lesson functions, the settings) -> what the page shows for them
+
+
+def _remembered(key, make, size: int = 32):
+    """``make()``, kept under ``key`` in :data:`_VIEWS` (the oldest entries forgotten beyond ``size``;
+    ``marimo run`` serves every session from one process, so another session may evict meanwhile)."""
+    hit = _VIEWS.get(key)
+    if hit is None:
+        hit = make()
+        while key not in _VIEWS and len(_VIEWS) >= size:
+            try:
+                _VIEWS.pop(next(iter(_VIEWS)), None)
+            except (StopIteration, RuntimeError):
+                break
+        _VIEWS[key] = hit
+    return hit
 
 # ----------------------------------------------------------------------------- MLP playground
 
@@ -453,3 +473,58 @@ def saved_for_backward(count, model, batch: int = 32, depth: int = 2, width: int
     per_op = [(str(op), int(floats)) for op, floats in count(loss, params)]
     return SavedForBackward(int(batch), depth, width, sum(f for _, f in per_op), int(sum(p.data.size for p in params)),
                             per_op)
+
+
+# ----------------------------------------------------------------------------- what a control shows
+
+
+def remembered(key, make, keep=None):
+    """``make()``, remembered under ``key`` (which must name the lesson functions ``make`` calls, so
+    that an edited cell computes again). ``keep`` is held with the entry: an ``id(keep)`` in the key
+    then names that object for as long as the entry lives."""
+    return _remembered(key, lambda: (keep, make()))[1]
+
+
+def stepper_graphs(name: str, x: float, y: float, z: float, mul, sort, walk):
+    """(graph, its input gradients, the engine's input gradients) of the stepper: expression ``name``
+    built with the page's ``mul``, ordered and walked by its ``sort`` and ``walk``, beside the same
+    expression through the engine's own ops and ``backward()``. Remembered per inputs and lesson
+    functions: the step slider re-reads the same graph."""
+    from engine.course import graph as graphs
+
+    def make():
+        g = graphs.expression_graph(name, x, y, z, mul=mul, sort=sort, walk=walk)
+        return g, graphs.input_gradients(g), graphs.input_gradients(graphs.expression_graph(name, x, y, z))
+
+    return _remembered(("stepper", name, float(x), float(y), float(z), mul, sort, walk), make)
+
+
+def step_rule_view(difference, rule, x0: float):
+    """The gradient check's V at ``x0`` as the page draws it: (:func:`finite_difference_errors` over
+    :data:`FD_STEPS`, :func:`best_step` per dtype, :func:`step_rule_check`, the chart of the four
+    error curves, without the step's marker). Remembered per point and lesson functions: the step
+    slider only moves its marker."""
+
+    def make():
+        from engine.course import plot
+
+        fd = finite_difference_errors(difference, x0, hs=FD_STEPS)
+        best = {dt: best_step(fd, dt) for dt in ("float32", "float64")}
+        floor = 1e-18  # the chart's floor: an error of exactly 0 has no place on a log axis
+        curves = {dt: np.maximum(fd.error(dt), floor) for dt in ("float32", "float64")}
+        curves.update({f"autograd error, {dt}": np.full_like(fd.h, max(fd.autograd_error(dt), floor))
+                       for dt in ("float32", "float64")})
+        chart = plot.curves(fd.h, curves, x_title="step h", y_title="|error|", log_x=True, log_y=True,
+                            colors={"autograd error, float32": "float32", "autograd error, float64": "float64"},
+                            dashed=["autograd error, float32", "autograd error, float64"], height=260,
+                            title=f"Central difference against the exact derivative at x = {x0:g}")
+        return fd, best, step_rule_check(difference, rule, fd, x0), chart
+
+    return _remembered(("v", difference, rule, float(x0)), make)
+
+
+def mode_view(forward_mode, reverse_mode, mode_costs, n: int, seed: int = 0) -> ModeCost:
+    """:func:`forward_vs_reverse` of the page's functions at ``n`` inputs, remembered per ``n`` and
+    lesson functions (forward mode at n = 1000 runs a thousand passes)."""
+    return _remembered(("modes", forward_mode, reverse_mode, mode_costs, int(n), seed),
+                       lambda: forward_vs_reverse(forward_mode, reverse_mode, mode_costs, n, seed=seed))
