@@ -242,36 +242,22 @@ def _():
 
 
 @app.cell
-def _(n_outliers):
-    # the chart under the pucks: the inliers, which only the number of outliers changes
-    outlier_background = lab.outlier_background(n_outliers.value)
-    return (outlier_background,)
-
-
-@app.cell
-def _(n_outliers, outlier_background, outlier_shift):
-    # the sliders are the keyboard path: they place the outliers, and the pucks start there
+def _(n_outliers, outlier_shift):
+    # the sliders are the keyboard path: they place the outliers, and the pucks start there, over the
+    # inliers' chart (drawn once for each number of outliers)
     line_base = lab.make_line_data(n=30, n_outliers=n_outliers.value, outlier_shift=float(outlier_shift.value),
                                    seed=0)
     _x, _y, _out = line_base
-    outlier_pucks = widgets.draggable_points(outlier_background, _x[_out], _y[_out]) if _out.any() else None
+    outlier_pucks = (widgets.draggable_points(lab.outlier_background(n_outliers.value), _x[_out], _y[_out])
+                     if _out.any() else None)
     return line_base, outlier_pucks
 
 
 @app.cell
-def _(line_base, outlier_pucks):
+def _(delta, line_adam_button, line_adam_default, line_base, n_outliers, outlier_pucks, outlier_shift):
     _dragged = widgets.puck_points(outlier_pucks.value) if outlier_pucks is not None else np.empty((0, 2))
     line_x, line_y, line_out = lab.with_dragged_outliers(*line_base, _dragged)
-    # MSE and MAE do not read δ: fitted here, so moving δ refits only Huber and pseudo-Huber
-    line_fits_free = lab.line_fits(line_x, line_y, ("mse", "mae"))
-    return line_fits_free, line_out, line_x, line_y
-
-
-@app.cell
-def _(delta, line_adam_button, line_adam_default, line_fits_free, line_out, line_x, line_y, n_outliers,
-      outlier_pucks, outlier_shift):
-    line_fits = {**line_fits_free, **lab.line_fits(line_x, line_y, ("huber", "pseudo_huber"), delta=delta.value)}
-    line_fits = {name: line_fits[name] for name in lab.LINE_LOSSES}
+    line_fits = lab.line_fits(line_x, line_y, lab.LINE_LOSSES, delta=delta.value)  # exact solvers: about 1 ms each
     _opened = lab.default_line_data()
     line_adam = None
     if line_adam_button.value:
@@ -291,11 +277,13 @@ def _(delta, line_adam_button, line_adam_default, line_fits_free, line_out, line
         _adam_source = "Adam's columns: the button runs this page's `fit_line` on these points."
     _xs = np.array([-3.2, 3.2])
     _labels = {name: lab.REGRESSION_LOSSES[name]["label"] for name in lab.LINE_LOSSES}
-    _chart = (plot.curves(_xs, {_labels[n]: w * _xs + b for n, (w, b) in line_fits.items()}, x_title="x",
-                          y_title="y", colors={_labels[n]: n for n in line_fits}, height=280,
-                          title="Fitted lines under each loss (true line: slope 1.5, intercept 0.5)")
-              + plot.points(line_x[~line_out], line_y[~line_out], color_name="data")
-              + plot.points(line_x[line_out], line_y[line_out], color_name="outlier", size=70))
+    # the points in one layer: grey data, larger red outliers (their colours and sizes are the data's own)
+    _points = alt.Chart(plot.data(x=line_x, y=line_y, fill=np.where(line_out, plot.color("outlier"), plot.color("data")),
+                                  size=np.where(line_out, 70, 40))).mark_point(filled=True, opacity=1).encode(
+        alt.X("x:Q"), alt.Y("y:Q"), alt.Fill("fill:N", scale=None), alt.Size("size:Q", scale=None))
+    _chart = plot.curves(_xs, {_labels[n]: w * _xs + b for n, (w, b) in line_fits.items()}, x_title="x",
+                         y_title="y", colors={_labels[n]: n for n in line_fits}, height=280,
+                         title="Fitted lines under each loss (true line: slope 1.5, intercept 0.5)") + _points
     _adam = lambda n: "— | —" if line_adam is None else f"{line_adam[n][0]:.3f} | {line_adam[n][1]:.3f}"  # noqa: E731
     _rows = "\n".join(f"| {_labels[n]} | {w:.3f} | {b:.3f} | {_adam(n)} |" for n, (w, b) in line_fits.items())
     mo.vstack([
@@ -304,7 +292,7 @@ def _(delta, line_adam_button, line_adam_default, line_fits_free, line_out, line
         mo.md("| loss | slope w | intercept b | Adam: w | Adam: b |\n|---|---|---|---|---|\n" + _rows),
         mo.md(f"<small>Lines and the first two columns: the exact solvers. {_adam_source}</small>"),
     ])
-    return line_adam, line_fits
+    return line_adam, line_fits, line_out, line_x, line_y
 
 
 @app.cell(hide_code=True)
@@ -392,23 +380,26 @@ def _(default_fits, lik_noise, lik_train):
         if _c is None and lik_train.value:
             _c = fit_constant(lik_y, per_example_loss(_name))
         lik_fits_free.append(lab.constant_fit(lik_y, _name, 0.5, _c))
-    return lik_fits_free, lik_y
+    # the targets' density does not depend on τ either: drawn here, the τ cell lays the best constants over it
+    _centres, _density = lab.target_density(lik_y)
+    lik_density_chart = plot.curves(_centres, {"density of the targets": _density}, x_title="y", y_title="density",
+                                    colors={"density of the targets": "data"}, height=220,
+                                    title="Targets, and the best constant under MSE (blue), MAE (brown), pinball (violet)")
+    return lik_density_chart, lik_fits_free, lik_y
 
 
 @app.cell
-def _(default_fits, default_fits_problem, lik_fits_free, lik_noise, lik_tau, lik_train, lik_y):
+def _(default_fits, default_fits_problem, lik_density_chart, lik_fits_free, lik_noise, lik_tau, lik_train, lik_y):
     _c = lab.shipped_constant(default_fits, lik_y, "pinball", lik_tau.value)
     if _c is None and lik_train.value:
         with mo.status.progress_bar(total=1, title="fit_constant under the pinball loss", remove_on_exit=True) as _bar:
             _c = fit_constant(lik_y, per_example_loss("pinball", tau=lik_tau.value))
             _bar.update()
     lik_fits = lik_fits_free + [lab.constant_fit(lik_y, "pinball", lik_tau.value, _c)]
-    _centres, _density = lab.target_density(lik_y)
-    _chart = plot.curves(_centres, {"density of the targets": _density}, x_title="y", y_title="density",
-                         colors={"density of the targets": "data"}, height=220,
-                         title="Targets, and the best constant under MSE (blue), MAE (brown), pinball (violet)")
-    for _fit, _color in zip(lik_fits, ("mse", "mae", "model")):
-        _chart = _chart + plot.rule(_fit.fitted, orient="x", color_name=_color)
+    # the three best constants as one layer of dashed rules, each in its loss's colour
+    _rules = plot.data(v=[f.fitted for f in lik_fits], stroke=[plot.color(c) for c in ("mse", "mae", "model")])
+    _chart = lik_density_chart + alt.Chart(_rules).mark_rule(strokeDash=[3, 3]).encode(
+        alt.X("v:Q"), alt.Stroke("stroke:N", scale=None))
     _names = {"mse": "MSE ↔ Gaussian", "mae": "MAE ↔ Laplace", "pinball": f"pinball τ = {lik_tau.value:g} ↔ asymmetric Laplace"}
     _span = lambda f: (f"{f.minimisers[0]:.4f}" if f.minimisers[0] == f.minimisers[1]  # noqa: E731
                        else f"[{f.minimisers[0]:.4f}, {f.minimisers[1]:.4f}]")
@@ -881,18 +872,12 @@ def _():
 
 
 @app.cell
-def _(naive_target, precision):
-    # the whole curve depends on precision and target only; moving s just moves the rule
-    naive_scales = np.geomspace(1, 1000, 61)
-    naive_curve, fused_curve = lab.naive_vs_fused(naive_cross_entropy, naive_scales, precision.value,
-                                                  naive_target.value)
-    naive_break = lab.naive_breakdown(naive_cross_entropy, precision.value, naive_target.value)
+def _(logit_scale, naive_target, precision):
+    # the curves and where the naive formula breaks depend on precision and target only (computed once
+    # for each): moving s just moves the rule
+    naive_scales, naive_curve, fused_curve, naive_break = lab.naive_curves(naive_cross_entropy, precision.value,
+                                                                           naive_target.value)
     naive_breaks_at = naive_break.scale
-    return fused_curve, naive_break, naive_breaks_at, naive_curve, naive_scales
-
-
-@app.cell
-def _(fused_curve, logit_scale, naive_break, naive_curve, naive_scales, naive_target, precision):
     naive_now, fused_now = (float(v[0]) for v in lab.naive_vs_fused(naive_cross_entropy, [logit_scale.value],
                                                                       precision.value, naive_target.value))
     _fused64 = float(lab.naive_vs_fused(naive_cross_entropy, [logit_scale.value], "float64", naive_target.value)[1][0])
@@ -914,7 +899,7 @@ def _(fused_curve, logit_scale, naive_break, naive_curve, naive_scales, naive_ta
         mo.md(f"At s = {logit_scale.value:g}: naive **{_shown}**, fused **{fused_now:.4g}** "
               f"(fused in float64: {_fused64:.4g}). {_where}"),
     ])
-    return fused_now, naive_now
+    return fused_curve, fused_now, naive_break, naive_breaks_at, naive_curve, naive_now, naive_scales
 
 
 @app.cell(hide_code=True)

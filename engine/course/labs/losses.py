@@ -183,6 +183,22 @@ def naive_breakdown(naive, dtype: str = "float32", target: int = 2, s_max: float
     return NaiveBreakdown(float(scales[i]), "NaN" if np.isnan(values[i]) else "+∞")
 
 
+NAIVE_SCALES = np.geomspace(1, 1000, 61)  # the chart's logit scales s
+NAIVE_SCALES.flags.writeable = False
+
+
+@functools.lru_cache(maxsize=32)
+def naive_curves(naive, dtype: str = "float32", target: int = 2) -> tuple:
+    """The chart of section 5 for the page's ``naive`` at one precision and target, computed once
+    each (the logit-scale slider only moves a rule over it): (scales, naive, fused, breakdown), the
+    two curves of :func:`naive_vs_fused` over :data:`NAIVE_SCALES` and :func:`naive_breakdown`.
+    An edited ``naive`` is another function, so it is computed afresh."""
+    naive_curve, fused_curve = naive_vs_fused(naive, NAIVE_SCALES, dtype, target)
+    for a in (naive_curve, fused_curve):
+        a.flags.writeable = False
+    return NAIVE_SCALES, naive_curve, fused_curve, naive_breakdown(naive, dtype, target)
+
+
 # ----------------------------------------------------------------------------- KL divergence
 
 
