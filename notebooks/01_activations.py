@@ -4,7 +4,6 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="01 · Activation functions")
 
 with app.setup:
-    import altair as alt
     import marimo as mo
     import numpy as np
 
@@ -81,30 +80,14 @@ def _():
 
 
 @app.cell
-def _(act_choice, elu_alpha, leaky_slope):
+def _(act_choice, elu_alpha, leaky_slope, x_span):
     act_name = act_choice.value
     act_params = {"slope": leaky_slope.value, "alpha": elu_alpha.value}
     act_range = lab.output_range(act_name, **act_params)
-    return act_name, act_params, act_range
-
-
-@app.cell
-def _(act_choice, act_name, act_params, act_range, elu_alpha, leaky_slope, x_span):
-    act_curves = lab.evaluate(act_name, np.linspace(-x_span.value, x_span.value, 401), **act_params)
+    # φ and its derivative from the formula as lines, the engine's autograd φ′ as dots over the formula.
+    act_curves, _chart = lab.activation_view(act_name, x_span.value, **act_params)
     act_gap = act_curves.max_derivative_gap
     _spec = lab.ACTIVATIONS[act_name]
-    # φ and its derivative from the formula as lines, the engine's autograd φ′ as dots over the formula.
-    _names = ["φ(z)", "φ′(z), formula", "φ′(z), autograd"]
-    _colour = alt.Color("curve:N", title="", sort=_names, legend=alt.Legend(orient="bottom"), scale=alt.Scale(
-        domain=_names, range=[plot.color("function"), plot.color("derivative"), plot.color("autograd")]))
-    _x, _every = act_curves.x, slice(None, None, 10)
-    _lines = plot.data(z=np.tile(_x, 2), value=np.concatenate([act_curves.f, act_curves.df_formula]),
-                       curve=np.repeat(np.array(_names[:2], dtype=object), len(_x)))
-    _dots = plot.data(z=_x[_every], value=act_curves.df_autograd[_every], curve=_names[2])
-    _chart = alt.layer(
-        alt.Chart(_lines).mark_line().encode(alt.X("z:Q", title="z"), alt.Y("value:Q", title="value"), _colour),
-        alt.Chart(_dots).mark_point(filled=True, size=24, opacity=1).encode(alt.X("z:Q"), alt.Y("value:Q"), _colour),
-        width="container", height=260, title=_spec["label"])
     _text = mo.md(rf"""
     $$
     \phi(z) = {_spec["formula"]}, \qquad \phi'(z) = {_spec["derivative"]}
@@ -114,7 +97,7 @@ def _(act_choice, act_name, act_params, act_range, elu_alpha, leaky_slope, x_spa
     and the formula on this plot: **{act_gap:.1e}** · {_spec["note"]}.
     """)
     mo.vstack([mo.hstack([act_choice, leaky_slope, elu_alpha, x_span], wrap=True), ui.chart(_chart), _text])
-    return act_curves, act_gap
+    return act_curves, act_gap, act_name, act_params, act_range
 
 
 @app.cell(hide_code=True)
@@ -153,7 +136,7 @@ def _():
     _x = np.linspace(-6, 6, 601)
     gelu_error = lab.gelu_approximation_error(_x)
     gelu_error_max = float(np.max(np.abs(gelu_error)))
-    _chart = plot.curves(_x, {"tanh approximation − exact GELU": gelu_error}, x_title="z",
+    _chart = plot.curves(_x[::4], {"tanh approximation − exact GELU": gelu_error[::4]}, x_title="z",
                          y_title="difference", colors={"tanh approximation − exact GELU": "error"},
                          title="GELU: the tanh approximation's error", height=200)
     mo.vstack([
@@ -211,10 +194,7 @@ def _(logits_text, temperature):
         _out = ui.problem(_err, "The softmax")
     else:
         softmax_result = lab.softmax_with_temperature(_z, temperature.value)
-        _chart = plot.bars([f"class {k}" for k in range(len(_z))], softmax_result.probs,
-                           y_title="probability p", y_domain=(0, 1), color_name="model",
-                           title=f"softmax(z / {temperature.value:g})")
-        _out = mo.vstack([ui.chart(_chart), mo.md(
+        _out = mo.vstack([ui.chart(lab.softmax_figure(softmax_result, temperature.value)), mo.md(
             f"Entropy **H = {softmax_result.entropy:.4f} nats** of at most ln K = "
             f"{softmax_result.max_entropy:.4f} ({100 * softmax_result.entropy_share:.0f} %). "
             "As T → 0 the softmax becomes an arg-max (H → 0); as T grows every class tends to 1/K."
@@ -323,17 +303,12 @@ def _():
 
 
 @app.cell
-def _(depth_act):
+def _(depth_act, init, init_scale, width):
     depth_phi = my_activation if depth_act.value == "mine" else depth_act.value
     depth_label = "my_activation" if depth_act.value == "mine" else lab.ACTIVATIONS[depth_act.value]["label"]
-    return depth_label, depth_phi
-
-
-@app.cell
-def _(depth_act, init, init_scale, width):
     weight_std = init_std(init.value, width.value, width.value, init_scale.value,
                           leaky_slope=0.01 if depth_act.value == "leaky_relu" else 0.0)
-    return (weight_std,)
+    return depth_label, depth_phi, weight_std
 
 
 @app.cell
@@ -342,26 +317,7 @@ def _(depth, depth_norm, depth_phi, depth_residual, weight_std, width):
                                  activation=depth_phi, seed=0, n_samples=lab.samples_for_width(width.value),
                                  residual=depth_residual.value, norm=depth_norm.value)
     _r = depth_report
-    _layers = np.arange(1, _r.depth + 1)
-    _show = sorted(set(np.linspace(0, _r.depth - 1, min(_r.depth, 8)).round().astype(int)))
-    _panels = {f"layer {i + 1}": _r.z_samples[i] for i in _show}
-    _flags = {f"layer {i + 1}": f"{100 * _r.flat_share[i]:.0f}% flat" for i in _show}
-    _hist = plot.histogram_grid(_panels, bins=30, x_title="pre-activation z", flags=_flags,
-                                title="Pre-activations, layer by layer")
-    _shares = plot.curves(_layers, {"flat share": _r.flat_share, "dead units": _r.dead_share},
-                          x_title="layer l", y_title="share", y_domain=(0, 1), height=180,
-                          colors={"flat share": "reference", "dead units": "error"},
-                          title="Units with (almost) no slope")
-    if _r.predicted_grad_norm is not None:
-        _grads = plot.curves(_layers, {"product of factors σ_W√n·rms φ′": _r.predicted_grad_norm},
-                             dots={"autograd ‖∂L/∂z‖": _r.grad_norm}, n_dots=60,
-                             x_title="layer l", y_title="‖∂L/∂z‖", log_y=True, height=180,
-                             colors={"product of factors σ_W√n·rms φ′": "analytic"},
-                             title="Gradient norm per layer")
-    else:  # off the plain stack the product of factors no longer predicts the norm
-        _grads = plot.curves(_layers, {"autograd ‖∂L/∂z‖": _r.grad_norm}, x_title="layer l", y_title="‖∂L/∂z‖",
-                             log_y=True, height=180, colors={"autograd ‖∂L/∂z‖": "autograd"},
-                             title="Gradient norm per layer")
+    _hist, _shares, _grads = lab.depth_figures(_r)
     _msg = [mo.callout(mo.md(f"**{_r.message}**"), kind="warn")] if _r.message else []
     _summary = mo.md(
         f"σ_W = **{_r.weight_std:.4f}** · first-layer gradient / last-layer gradient = "
@@ -442,17 +398,11 @@ def selu(z):
 
 @app.cell
 def _(selu_input_std):
-    _d = lab.SELF_NORM_DEFAULT
     selu_runs = {"SELU, LeCun σ_W² = 1/n": lab.self_normalisation(deep_forward, selu, init_std("custom", 64, 64, 1.0),
                                                                  selu_input_std.value),
                  "ReLU, He σ_W² = 2/n": lab.self_normalisation(deep_forward, "relu", init_std("he", 64, 64),
                                                               selu_input_std.value)}
-    _layers = np.arange(1, _d["depth"] + 1)
-    _colors = dict(zip(selu_runs, plot.SERIES_COLORS))
-    _var = plot.curves(_layers, {k: r.a_var for k, r in selu_runs.items()}, colors=_colors, log_y=True, height=220,
-                       x_title="layer l", y_title="Var A⁽ˡ⁾", title="Variance of the activations")
-    _mean = plot.curves(_layers, {k: r.a_mean for k, r in selu_runs.items()}, colors=_colors, height=220,
-                        x_title="layer l", y_title="mean A⁽ˡ⁾", title="Mean of the activations")
+    _var, _mean = lab.self_normalisation_figures(selu_runs)
     _selu, _relu = selu_runs.values()
     mo.vstack([mo.hstack([ui.chart(_var), ui.chart(_mean)], widths=[1, 1]), mo.md(
         f"Layer 50, inputs of std {selu_input_std.value:g}: SELU mean **{_selu.a_mean[-1]:.3f}**, variance "
@@ -504,10 +454,7 @@ def _(depth_label, depth_phi, shipped_sweeps, sweep_run, sweeps_misfit):
         _source = "shipped with the course, made by this page's `deep_forward` and `block`"
     mo.stop(weight_sweep is None, mo.vstack([mo.md(f"**The weight-scale sweep:** {sweeps_misfit}."), sweep_run]))
     _name = depth_label
-    _chart = plot.curves(weight_sweep.scales, {"per-layer gradient factor": weight_sweep.per_layer_factor},
-                         x_title="custom weight scale s (σ_W = s/√n)", y_title="factor per layer", log_y=True,
-                         colors={"per-layer gradient factor": "model"}, height=200,
-                         title=f"{_name}: plain stack, depth 20, width 64") + plot.rule(1.0)
+    _chart = lab.sweep_figure(weight_sweep, _name)
     _where = (f"the factor crosses 1 at s ≈ **{weight_sweep.crossing:.2f}**" if weight_sweep.crossing is not None
               else f"the factor stays below 1 for every s up to {weight_sweep.scales[-1]:g}")
     mo.vstack([ui.chart(_chart), mo.md(f"**The weight-scale sweep** ({_name}, the activation chosen above; "
@@ -717,7 +664,7 @@ def _(bend_depth, bend_train, bend_width, default_bend, moons_X, moons_y):
               if bend_report.one_layer_bound is not None else "")
     mo.vstack([
         mo.hstack([bend_width, bend_depth, bend_train], justify="start"),
-        ui.chart(plot.piece_regions(bend_report)),
+        ui.chart(lab.bend_figure(bend_report)),
         mo.md(f"Network {_state}: **{bend_report.pieces}** linear pieces in the box{_bound} · training accuracy "
               f"**{100 * bend_report.accuracy:.1f} %**."),
     ])
@@ -763,7 +710,7 @@ def _(answer_sigmoid, exercise_sigmoid):
 @app.cell
 def _():
     _truth = lab.depth_lab(deep_forward, init_std("xavier", 64, 64), depth=30, width=64, activation="sigmoid",
-                           n_samples=64, seed=1)
+                           n_samples=64, seed=1, slopes=False)
     exercise_depth = exercises.ChoiceExercise(
         question="**2.** A 30-layer network of **sigmoid** units with Xavier initialisation. Compared with "
                  "the last layer, the gradient that reaches the first layer is…",
@@ -824,9 +771,9 @@ def _(answer_edge, exercise_edge):
 
 
 @app.cell
-def _():
-    _truth = lab.depth_lab(deep_forward, init_std("he", 64, 64), depth=50, width=64, activation="relu",
-                           n_samples=32, seed=0, residual=True)
+def _(shipped_variants):
+    _truth = lab.depth_variants(deep_forward, init_std("he", 64, 64), depth=50, width=64, activation="relu",
+                                shipped=shipped_variants)["residual"]
     exercise_residual = exercises.ChoiceExercise(
         question="**5.** A 50-layer ReLU stack with He initialisation gets a residual path, but no normalisation. "
                  "Compared with the last layer, the gradient that reaches the first layer is…",

@@ -29,14 +29,16 @@ an argument, so a learner's edited version is the one that runs.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 
 import engine.functional as F
 from engine import Tensor, no_grad
-from engine.course import checkpoints
+from engine.course import checkpoints, plot
 from engine.course.checkpoints import activations_sweeps as _sweeps_checkpoint  # static: the WebAssembly bundler
 from engine.course.checkpoints import activations_variants as _variants_checkpoint
 
@@ -182,7 +184,13 @@ def evaluate(name: str, x, **params) -> Curves:
         return Curves(x, f, df, spec["f"](x, **kw), spec["df"](x, **kw))
 
 
-@functools.lru_cache(maxsize=256)  # a few hundred engine calls; asked again for every α and every page load
+def _params_key(name, params: dict) -> tuple:
+    """The parameters that ``name`` takes, as a cache key: an α that another activation ignores
+    (the leaky slope while GELU is shown) is no new setting."""
+    _check_name(name)
+    return tuple(sorted(_kw(name, params).items()))
+
+
 def activation_minimum(name: str, bracket=(-8.0, 2.0), **params):
     """(x*, f(x*)) at the lowest point where f' changes sign from − to + inside ``bracket``, or None.
 
@@ -190,7 +198,13 @@ def activation_minimum(name: str, bracket=(-8.0, 2.0), **params):
     (SwiGLU's slice z²σ(z) has one near z ≈ −2.2 before its minimum 0 at z = 0) cannot hide the
     sign change; each − to + change is refined by 60 bisection halvings (x* to ~1e-15).
     """
-    lo, hi = map(float, bracket)
+    return _activation_minimum(name, tuple(map(float, bracket)), _params_key(name, params))
+
+
+@functools.lru_cache(maxsize=256)  # a few hundred engine calls; asked again for every α and every page load
+def _activation_minimum(name, bracket: tuple, params: tuple):
+    params = dict(params)
+    lo, hi = bracket
     grid = np.linspace(lo, hi, int(round((hi - lo) / 0.025)) + 1)
     slope = engine_derivative(name, grid, **params)[1]
     d = lambda v: engine_derivative(name, np.array([v]), **params)[1][0]  # noqa: E731
@@ -235,11 +249,16 @@ class Range:
         return f"{left}, {right}"
 
 
-@functools.lru_cache(maxsize=256)  # 24,001 engine points and a bisection, asked again for every α
 def output_range(name: str, span: float = 60.0, **params) -> Range:
     """The output range, numerically: evaluate on [−span, span]; at each end a bound is
     'unbounded' if f still moves there (|f'| > 1e-6), 'approached' if f has flattened onto a
     limit it reaches only at infinity, and the interior minimum (GELU, SiLU) is 'attained'."""
+    return _output_range(name, float(span), _params_key(name, params))
+
+
+@functools.lru_cache(maxsize=256)  # 24,001 engine points and a bisection, asked again for every α
+def _output_range(name, span: float, params: tuple) -> Range:
+    params = dict(params)
     x = np.linspace(-span, span, 24001)
     f, df = engine_derivative(name, x, **params)
     lo_kind = "unbounded" if abs(df[0]) > 1e-6 else "approached"
@@ -266,10 +285,15 @@ def gelu_approximation_error(x):
     return F.gelu(t, approximate="tanh").data - F.gelu(t).data
 
 
-@functools.lru_cache(maxsize=64)  # every depth-lab run asks for its activation's peak again
 def derivative_peak(name: str, **params) -> float:
     """max f'(x) by autograd over x ∈ [−20, 20]: ¼ for sigmoid, 1 for ReLU and tanh, ≈1.129 for GELU;
     inf when the slope still grows at the edge (SwiGLU's x²σ(x))."""
+    return _derivative_peak(name, _params_key(name, params))
+
+
+@functools.lru_cache(maxsize=64)  # every depth-lab run asks for its activation's peak again
+def _derivative_peak(name, params: tuple) -> float:
+    params = dict(params)
     d = engine_derivative(name, np.linspace(-20, 20, 8001), **params)[1]
     i = int(np.argmax(d))
     if i in (0, len(d) - 1) and abs(d[i] - d[i - 1 if i else 1]) > 1e-9:
@@ -409,7 +433,7 @@ def _phi(activation, slope: float = 0.01):
 
 def depth_lab(forward, weight_std: float, depth: int = 10, width: int = 128, activation: str = "tanh",
               n_samples: int = 256, slope: float = 0.01, seed: int = 0, max_samples: int = 2000,
-              residual: bool = False, norm: bool = False) -> DepthReport:
+              residual: bool = False, norm: bool = False, slopes: bool = True) -> DepthReport:
     """Run the lesson's deep forward pass ``forward(x, weights, φ, residual, pre_norm) -> (a_L, [z_l])``
     (the notebook's ``deep_forward``, passed in) on a batch x ~ N(0, I) through ``depth`` layers of
     weights N(0, ``weight_std``²) stored (out, in), then backpropagate L = Σ a_L ⊙ G (G a fixed
@@ -419,12 +443,23 @@ def depth_lab(forward, weight_std: float, depth: int = 10, width: int = 128, act
     Why the prediction works (plain stack only): δ_{l−1} = (δ_l W_l) ⊙ φ'(z_{l−1}); with iid
     weights of std σ_W, ‖δ_l W_l‖ ≈ σ_W √n ‖δ_l‖, and the elementwise factor scales it by about
     rms φ'(z_{l−1}). With a residual path or a normalisation the product no longer applies, and
-    ``predicted_grad_norm`` is None.
+    ``predicted_grad_norm`` is None. ``slopes=False`` leaves out the slope statistics (``flat_share``,
+    ``dead_share``, ``deriv_rms`` and ``predicted_grad_norm`` are None), for a gradient ratio alone.
+
+    Cached (the last 16 settings, ``forward`` and a function ``activation`` by identity): treat the
+    report as read-only.
     """
     _check_stack(activation, depth, width)
     _check_std(weight_std)
+    return _depth_lab(forward, float(weight_std), depth, width, activation, n_samples, float(slope), seed,
+                      max_samples, bool(residual), bool(norm), bool(slopes))
+
+
+@functools.lru_cache(maxsize=16)  # a setting shown before (a control moved back) is shown again without a run
+def _depth_lab(forward, weight_std, depth, width, activation, n_samples, slope, seed, max_samples, residual, norm,
+               slopes) -> DepthReport:
     draws = _depth_draws(depth, width, n_samples, weight_std, seed, max_samples)
-    return _depth_run(forward, draws, activation, weight_std, slope, residual, norm)
+    return _depth_run(forward, draws, activation, weight_std, slope, residual, norm, slopes=slopes)
 
 
 def _check_std(weight_std):
@@ -531,10 +566,15 @@ def self_normalisation(forward, activation, weight_std: float, input_std: float 
     plain layers of weights N(0, ``weight_std``²), ``activation`` a name of :data:`DEPTH_ACTIVATIONS`
     or a function of one tensor (the page's ``selu``); forward only. Inputs and
     weights are N(0, 1) draws (cached: a move of the slider only rescales them) times ``input_std``
-    and ``weight_std``."""
+    and ``weight_std``. Cached per setting (``forward`` and a function ``activation`` by identity)."""
     _check_std(weight_std)
     if not (math.isfinite(input_std) and input_std > 0):
         raise ValueError(f"self_normalisation: the input std must be a positive number, got {input_std!r}")
+    return _self_normalisation(forward, activation, float(weight_std), float(input_std), depth, width, n_samples, seed)
+
+
+@functools.lru_cache(maxsize=32)  # the input-scale slider has five steps, each asked again when moved back
+def _self_normalisation(forward, activation, weight_std, input_std, depth, width, n_samples, seed) -> NormalisationRun:
     x, weights = _unit_draws(depth, width, n_samples, seed)
     phi = _phi(activation)
     with no_grad():
@@ -791,3 +831,137 @@ def bend_report(forward, net, X, y, steps: int, grid: int = 150) -> BendReport:
     return BendReport(width, len(zs), steps, int(piece_ids.max()) + 1, accuracy, xx, yy,
                       _sigmoid(logits.data.reshape(-1).astype(np.float64)).reshape(xx.shape),
                       piece_ids.reshape(xx.shape), X, y)
+
+
+# ----------------------------------------------------------------------------- the page's figures
+# Building an Altair chart costs a page more than the lab's run behind it, so each figure is built
+# once per setting and kept for the last few (a control moved back shows it without building it
+# again); mo.ui.altair_chart copies the chart it shows, so a kept chart is never changed.
+
+_FIGURES: OrderedDict = OrderedDict()
+_FIGURES_KEPT = 48
+
+
+def _digest(*parts) -> bytes:
+    """A short hash of arrays (by content), lists of them and plain values: a figure's cache key."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        if isinstance(part, (list, tuple)):
+            h.update(_digest(*part))
+        elif isinstance(part, np.ndarray):
+            a = np.ascontiguousarray(part)
+            h.update(f"{a.dtype.str}{a.shape}".encode())
+            h.update(a.tobytes())
+        else:
+            h.update(repr(part).encode())
+        h.update(b"|")
+    return h.digest()
+
+
+def _remember(key, build):
+    """``build()`` the first time ``key`` is asked for, the same figure while it is among the last
+    :data:`_FIGURES_KEPT` keys asked for."""
+    found = _FIGURES.pop(key, None)
+    if found is None:
+        found = build()
+    _FIGURES[key] = found
+    while len(_FIGURES) > _FIGURES_KEPT:
+        try:
+            _FIGURES.popitem(last=False)
+        except KeyError:  # another session trimmed it first
+            break
+    return found
+
+
+CURVE_POINTS = 201  # section 1's curves: smooth at the chart's width over any x range of the slider
+
+
+def activation_view(name: str, span: float, **params) -> tuple[Curves, object]:
+    """Section 1 for activation ``name`` over [−span, span]: its :class:`Curves` (:data:`CURVE_POINTS`
+    points) and their chart, φ and the formula's φ′ as lines, the engine's autograd φ′ as dots.
+    Cached per setting (an α that ``name`` does not take is no new setting)."""
+    return _activation_view(name, float(span), _params_key(name, params))
+
+
+@functools.lru_cache(maxsize=64)
+def _activation_view(name, span, params):
+    c = evaluate(name, np.linspace(-span, span, CURVE_POINTS), **dict(params))
+    chart = plot.function_and_derivative(c.x, c.f, c.df_formula, c.df_autograd, name="φ", var="z",
+                                         title=ACTIVATIONS[name]["label"], height=260)
+    return c, chart
+
+
+def depth_figures(report: DepthReport) -> tuple:
+    """The depth lab's three charts for ``report``: histograms of z in up to 8 layers, the flat and
+    dead shares per layer, and the gradient norm per layer (autograd dots over the product of
+    factors on the plain stack, the autograd line alone off it)."""
+    r = report
+    show = sorted(set(np.linspace(0, r.depth - 1, min(r.depth, 8)).round().astype(int)))
+    key = ("depth", _digest(r.z_std, r.grad_norm, r.flat_share, r.dead_share, r.predicted_grad_norm,
+                            [r.z_samples[i] for i in show]))
+    return _remember(key, lambda: _depth_figures(r, show))
+
+
+def _depth_figures(r: DepthReport, show) -> tuple:
+    layers = np.arange(1, r.depth + 1)
+    panels = {f"layer {i + 1}": r.z_samples[i] for i in show}
+    flags = {f"layer {i + 1}": f"{100 * r.flat_share[i]:.0f}% flat" for i in show}
+    hist = plot.histogram_grid(panels, bins=30, x_title="pre-activation z", flags=flags,
+                               title="Pre-activations, layer by layer")
+    shares = plot.curves(layers, {"flat share": r.flat_share, "dead units": r.dead_share},
+                         x_title="layer l", y_title="share", y_domain=(0, 1), height=180,
+                         colors={"flat share": "reference", "dead units": "error"},
+                         title="Units with (almost) no slope")
+    if r.predicted_grad_norm is not None:
+        grads = plot.curves(layers, {"product of factors σ_W√n·rms φ′": r.predicted_grad_norm},
+                            dots={"autograd ‖∂L/∂z‖": r.grad_norm}, n_dots=60,
+                            x_title="layer l", y_title="‖∂L/∂z‖", log_y=True, height=180,
+                            colors={"product of factors σ_W√n·rms φ′": "analytic"},
+                            title="Gradient norm per layer")
+    else:  # off the plain stack the product of factors no longer predicts the norm
+        grads = plot.curves(layers, {"autograd ‖∂L/∂z‖": r.grad_norm}, x_title="layer l", y_title="‖∂L/∂z‖",
+                            log_y=True, height=180, colors={"autograd ‖∂L/∂z‖": "autograd"},
+                            title="Gradient norm per layer")
+    return hist, shares, grads
+
+
+def self_normalisation_figures(runs: dict) -> tuple:
+    """The variance and the mean of the activations per layer, one curve per run of ``runs``
+    (name -> :class:`NormalisationRun`)."""
+    key = ("self-norm", _digest(list(runs), [r.a_var for r in runs.values()], [r.a_mean for r in runs.values()]))
+
+    def build():
+        layers = np.arange(1, len(next(iter(runs.values())).a_var) + 1)
+        colors = dict(zip(runs, plot.SERIES_COLORS))
+        var = plot.curves(layers, {k: r.a_var for k, r in runs.items()}, colors=colors, log_y=True, height=220,
+                          x_title="layer l", y_title="Var A⁽ˡ⁾", title="Variance of the activations")
+        mean = plot.curves(layers, {k: r.a_mean for k, r in runs.items()}, colors=colors, height=220,
+                           x_title="layer l", y_title="mean A⁽ˡ⁾", title="Mean of the activations")
+        return var, mean
+
+    return _remember(key, build)
+
+
+def sweep_figure(sweep: ScaleSweep, name: str):
+    """The weight-scale sweep's chart: the per-layer gradient factor against s, a rule at 1."""
+    key = ("sweep", name, _digest(sweep.scales, sweep.per_layer_factor))
+    return _remember(key, lambda: plot.curves(
+        sweep.scales, {"per-layer gradient factor": sweep.per_layer_factor},
+        x_title="custom weight scale s (σ_W = s/√n)", y_title="factor per layer", log_y=True,
+        colors={"per-layer gradient factor": "model"}, height=200,
+        title=f"{name}: plain stack, depth 20, width 64") + plot.rule(1.0))
+
+
+def bend_figure(report: BendReport):
+    """The two panels of section 6 for ``report`` (:func:`engine.course.plot.piece_regions`)."""
+    key = ("bend", report.width, report.depth, report.steps, report.pieces, report.accuracy,
+           _digest(report.probs, report.piece_ids, report.X, report.y))
+    return _remember(key, lambda: plot.piece_regions(report))
+
+
+def softmax_figure(result: SoftmaxResult, temperature: float):
+    """Section 3's bars: the probability of each class at temperature ``temperature``."""
+    key = ("softmax", float(temperature), _digest(result.probs))
+    return _remember(key, lambda: plot.bars([f"class {k}" for k in range(len(result.probs))], result.probs,
+                                            y_title="probability p", y_domain=(0, 1), color_name="model",
+                                            title=f"softmax(z / {temperature:g})"))
