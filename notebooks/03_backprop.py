@@ -792,6 +792,23 @@ def _(pg_act, pg_classes, pg_data, pg_default, pg_default_problem, pg_depth, pg_
     elif _same_net and pg_default is not None and lab.is_default_playground(
             dict(optimizer=pg_opt.value, lr=pg_lr.value, epochs=pg_epochs.value)):
         pg_run, pg_run_is_default = pg_default.run, True
+    loss_overview = None  # the loss per epoch of a run, shown with its zoom below
+    if pg_run is not None and not pg_run.diverged:
+        # The loss per epoch, written in the cell: drag across it to pick a stretch of epochs.
+        _h = pg_run.history
+        _epochs = np.arange(1, len(_h["train_loss"]) + 1)
+        _splits = np.array(["train", "validation"], dtype=object)
+        _curves = plot.data(epoch=np.tile(_epochs, 2), loss=np.concatenate([_h["train_loss"], _h["val_loss"]]),
+                            split=np.repeat(_splits, len(_epochs)))
+        _brush = alt.selection_interval(name="epoch_zoom", encodings=["x"])
+        loss_overview = ui.chart_control(
+            alt.Chart(_curves, width="container", height=170, title="cross-entropy per epoch · drag across it to zoom")
+            .mark_line().encode(
+                alt.X("epoch:Q", title="epoch"),
+                alt.Y("loss:Q", title="cross-entropy", scale=alt.Scale(type="log")),
+                alt.Color("split:N", title="", legend=alt.Legend(orient="bottom"),
+                          scale=alt.Scale(domain=list(_splits), range=[plot.color("train"), plot.color("validation")])),
+            ).add_params(_brush))
     if pg_split is None:
         _out = mo.md("Draw a data set above to see the network.")
     else:
@@ -826,33 +843,12 @@ def _(pg_act, pg_classes, pg_data, pg_default, pg_default_problem, pg_depth, pg_
             ])
         _out = mo.hstack([ui.chart(_fig), _side], widths=[1, 1])
     _out
-    return pg_first_loss, pg_run, pg_run_is_default, pg_untrained
-
-
-@app.cell
-def _(pg_run):
-    mo.stop(pg_run is None or pg_run.diverged)
-    # The loss per epoch, written in the cell: drag across it to pick a stretch of epochs.
-    _h = pg_run.history
-    _epochs = np.arange(1, len(_h["train_loss"]) + 1)
-    _splits = np.array(["train", "validation"], dtype=object)
-    _curves = plot.data(epoch=np.tile(_epochs, 2), loss=np.concatenate([_h["train_loss"], _h["val_loss"]]),
-                        split=np.repeat(_splits, len(_epochs)))
-    _brush = alt.selection_interval(name="epoch_zoom", encodings=["x"])
-    loss_overview = ui.chart_control(
-        alt.Chart(_curves, width="container", height=170, title="cross-entropy per epoch · drag across it to zoom")
-        .mark_line().encode(
-            alt.X("epoch:Q", title="epoch"),
-            alt.Y("loss:Q", title="cross-entropy", scale=alt.Scale(type="log")),
-            alt.Color("split:N", title="", legend=alt.Legend(orient="bottom"),
-                      scale=alt.Scale(domain=list(_splits), range=[plot.color("train"), plot.color("validation")])),
-        ).add_params(_brush))
-    return (loss_overview,)
+    return loss_overview, pg_first_loss, pg_run, pg_run_is_default, pg_untrained
 
 
 @app.cell
 def _(loss_overview, pg_run):
-    mo.stop(pg_run is None or pg_run.diverged)
+    mo.stop(loss_overview is None)
     # The stretch brushed above (the second half of training until one is), on a linear axis.
     _h = pg_run.history
     _n = len(_h["train_loss"])
