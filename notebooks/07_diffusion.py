@@ -122,7 +122,7 @@ def _(schedule_T, schedule_rescale):
         "cosine": noise_schedule("cosine", schedule_T.value),
     }
     _T = schedules["cosine"].T
-    _shown = np.unique(np.linspace(0, _T - 1, min(_T, 200)).round().astype(int))  # ≤ 200 points a line
+    _shown = np.unique(np.linspace(0, _T - 1, min(_T, 100)).round().astype(int))  # ≤ 100 points a line
     _x = (_shown + 1) / _T
     _colors = {"linear": "function", "cosine": "derivative"}
     _alpha = plot.curves(_x, {k: s.alpha_bars[_shown] for k, s in schedules.items()}, x_title="t / T",
@@ -206,19 +206,6 @@ def _():
 
 
 @app.cell
-def _(forward_data):
-    data_2d = lab.toy_data_2d(forward_data.value, n=3000, seed=0)
-    return (data_2d,)
-
-
-@app.cell
-def _(forward_kind, forward_t, schedules):
-    forward_schedule = schedules[forward_kind.value]
-    forward_step = lab.step_at(forward_t.value, forward_schedule.T)
-    return forward_schedule, forward_step
-
-
-@app.cell
 def _(data_2d, forward_data, forward_schedule, forward_step):
     # the same ε for every t (seed 1), so moving t morphs one picture into the other; 300 a layer
     forward_xt = q_sample(data_2d[:300], forward_step, np.random.default_rng(1).standard_normal((300, 2)),
@@ -248,9 +235,11 @@ def _():
 
 
 @app.cell
-def _(forward_schedule, forward_step):
+def _(forward_kind, forward_t, schedules):
+    forward_schedule = schedules[forward_kind.value]  # the step t shown here and in the figure above
+    forward_step = lab.step_at(forward_t.value, forward_schedule.T)
     chain = lab.chain_vs_closed_form([1.5, -1.0], forward_schedule, forward_step, n=4000, seed=2)
-    _grid = np.linspace(-4, 4, 161)
+    _grid = np.linspace(-4, 4, 81)
     _density = np.exp(-(_grid - chain.closed_mean[0]) ** 2 / (2 * chain.closed_var)) / np.sqrt(
         2 * np.pi * chain.closed_var)
     _counts, _edges = np.histogram(chain.samples[:, 0], bins=50, range=(-4, 4), density=True)
@@ -268,7 +257,7 @@ def _(forward_schedule, forward_step):
               f"{chain.closed_var:.3f} |"),
         ui.chart(_hist),
     ])
-    return (chain,)
+    return chain, forward_schedule, forward_step
 
 
 @app.cell
@@ -517,12 +506,13 @@ def _():
 
 
 @app.cell
-def _(data_2d):
+def _(forward_data):
+    data_2d = lab.toy_data_2d(forward_data.value, n=3000, seed=0)  # section 2's data set, for every section
     draw_canvas = widgets.scatter(n_classes=1, bounds=((-3.0, 3.0), (-3.0, 3.0)), size=(360, 360),
                                   start=(data_2d[:300], np.zeros(300, dtype=np.int64)))
     draw_train = mo.ui.run_button(label="Train on my drawing")
     mo.vstack([draw_canvas, draw_train])
-    return draw_canvas, draw_train
+    return data_2d, draw_canvas, draw_train
 
 
 @app.cell
@@ -596,20 +586,15 @@ def _():
 
 
 @app.cell
-def _(mix_T, mix_separation, mix_std, mix_weight):
+def _(mix_T, mix_separation, mix_std, mix_variance, mix_weight):
     mixture = lab.mixture_1d(mix_separation.value, mix_std.value, mix_weight.value)
     mix_schedule = noise_schedule("linear", mix_T.value)
-    return mix_schedule, mixture
-
-
-@app.cell
-def _(mix_T, mix_separation, mix_std, mix_variance, mix_weight):
     # one run of the exact reverse process: its samples here, its states for the coarse-to-fine chart
     exact_study = lab.exact_reverse_study_1d(noise_schedule, mix_separation.value, mix_std.value,
                                              mix_weight.value, mix_T.value, mix_variance.value, n=4000,
                                              seed=0)
     exact_samples = exact_study.samples
-    return exact_samples, exact_study
+    return exact_samples, exact_study, mix_schedule, mixture
 
 
 @app.cell
@@ -703,7 +688,7 @@ def _():
 @app.cell
 def _(exact_study):
     commitment = exact_study.commitment
-    _k = np.unique(np.linspace(0, len(commitment) - 1, 201).round().astype(int))  # ≤ 201 points
+    _k = np.unique(np.linspace(0, len(commitment) - 1, 101).round().astype(int))  # ≤ 101 points
     commitment_half = float(commitment[len(commitment) // 2])
     commitment_late = float(commitment[int(0.9 * (len(commitment) - 1))])
     _chart = plot.curves(_k / (len(commitment) - 1), {"on their final side": commitment[_k]},
@@ -1025,7 +1010,7 @@ def _(guide_label, guide_scale, guide_study):
     mo.stop(guide_study is None)
     _row = list(guide_study.scales).index(guide_scale.value)
     _x = guide_study.samples[guide_label.value][_row]
-    ui.chart(plot.point_layers({"data": (guide_study.X[:500], "data"),
+    ui.chart(plot.point_layers({"data": (guide_study.X[:300], "data"),
                                 f"samples, w = {guide_scale.value:g}": (_x, "model")},
                                domain=(-3, 3), height=340, size=8,
                                title=f"guided samples at w = {guide_scale.value:g} ({len(_x)} of 1000 shown)"))

@@ -315,3 +315,15 @@ def test_exact_reverse_study_1d_is_one_run_kept_per_setting():
     np.testing.assert_array_equal(study.commitment, diffusion_lab.mode_commitment(m, s, 300, seed=1, variance="beta"))
     assert diffusion_lab.exact_reverse_study_1d(NB.noise_schedule, 2.0, 0.4, 0.6, 20, "beta", n=300, seed=1) is study
     assert not study.samples.flags.writeable and not study.commitment.flags.writeable
+
+
+def test_sampler_floor_range_stored_is_a_fresh_draw():
+    """The page's floor range is stored ahead of time: drawn again here, it is the same."""
+    held = diffusion_lab.ring_mixture().sample(1000, seed=100)[0]
+    values = [diffusion_lab.energy_distance(diffusion_lab.ring_mixture().sample(1000, seed=300 + k)[0], held)
+              for k in range(10)]
+    assert diffusion_lab.sampler_floor_range() == (pytest.approx(min(values), rel=1e-9),
+                                                   pytest.approx(max(values), rel=1e-9))
+    # other arguments are drawn, not looked up
+    low, high = diffusion_lab.sampler_floor_range(n=200, draws=3)
+    assert 0 < low <= high and (low, high) != diffusion_lab.sampler_floor_range()
