@@ -614,13 +614,51 @@ def _():
 
 
 @app.cell
-def _(vae_data):
-    vae_points, vae_labels = lab.toy_points(vae_data.value)
-    return vae_labels, vae_points
+def _():
+    # what the Train buttons trained, each with the settings and lesson code it was trained with
+    trained_vae, set_trained_vae = mo.state(None)
+    trained_sweep, set_trained_sweep = mo.state(None)
+    trained_aggregate, set_trained_aggregate = mo.state(None)
+    trained_remedies, set_trained_remedies = mo.state(None)
+    trained_digits, set_trained_digits = mo.state(None)
+    return (
+        set_trained_aggregate,
+        set_trained_digits,
+        set_trained_remedies,
+        set_trained_sweep,
+        set_trained_vae,
+        trained_aggregate,
+        trained_digits,
+        trained_remedies,
+        trained_sweep,
+        trained_vae,
+    )
 
 
 @app.cell
-def _(vae_beta, vae_obs_var):
+def _(set_trained_sweep, set_trained_vae, trained_sweep, trained_vae, vae_beta, vae_data, vae_latent,
+      vae_obs_var, vae_steps, vae_sweep, vae_train):
+    # a button trains with the settings above; a model stays shown until they or the lesson cells change
+    _lesson = lesson_cells()
+    _toy = (_lesson, vae_data.value, vae_beta.value, vae_obs_var.value, vae_latent.value, vae_steps.value)
+    _sweep = (_lesson, vae_data.value, vae_latent.value, vae_obs_var.value)
+    if vae_train.value:
+        _points, _labels = lab.toy_points(vae_data.value)
+        with mo.status.progress_bar(total=vae_steps.value, title="training", remove_on_exit=True) as _bar:
+            set_trained_vae((_toy, lab.train_vae_2d(_lesson, _points, beta=vae_beta.value, latent_dim=vae_latent.value,
+                                                    steps=vae_steps.value, obs_var=vae_obs_var.value, seed=0,
+                                                    on_step=throttled(_bar, vae_steps.value), labels=_labels)))
+    elif trained_vae() is not None and trained_vae()[0] != _toy:
+        set_trained_vae(None)
+    if vae_sweep.value:
+        _total = lab.SWEEP_STEPS * len(lab.SWEEP_BETAS)
+        with mo.status.progress_bar(total=_total, title="sweep", remove_on_exit=True) as _bar:
+            set_trained_sweep((_sweep, lab.beta_sweep(_lesson, lab.toy_points(vae_data.value)[0], lab.SWEEP_BETAS,
+                                                      latent_dim=vae_latent.value, steps=lab.SWEEP_STEPS,
+                                                      obs_var=vae_obs_var.value, seed=0,
+                                                      on_step=throttled(_bar, _total))))
+    elif trained_sweep() is not None and trained_sweep()[0] != _sweep:
+        set_trained_sweep(None)
     vae_equivalent = lab.equivalent_beta(vae_beta.value, vae_obs_var.value, reference_var=0.05)
     mo.md(f"β = {vae_beta.value:g} with σ²ₓ = {vae_obs_var.value:g} trains the same model as "
           f"β = **{vae_equivalent:.3g}** with σ²ₓ = 0.05.")
@@ -628,42 +666,36 @@ def _(vae_beta, vae_obs_var):
 
 
 @app.cell
-def _(vae_beta, vae_labels, vae_latent, vae_obs_var, vae_points, vae_steps, vae_train):
-    if vae_train.value:
-        with mo.status.progress_bar(total=vae_steps.value, title="training", remove_on_exit=True) as _bar:
-            vae_run = lab.train_vae_2d(lesson_cells(), vae_points, beta=vae_beta.value, latent_dim=vae_latent.value,
-                                       steps=vae_steps.value, obs_var=vae_obs_var.value, seed=0,
-                                       on_step=throttled(_bar, vae_steps.value), labels=vae_labels)
-    else:
+def _(trained_vae):
+    vae_shipped = trained_vae() is None
+    if vae_shipped:
         try:
             vae_run = lab.default_vae_2d(lesson_cells())
         except ValueError as _err:
             mo.stop(True, ui.not_loaded(_err))
-    return (vae_run,)
+    else:
+        vae_run = trained_vae()[1]
+    return vae_run, vae_shipped
 
 
 @app.cell
-def _(vae_run, vae_train):
+def _(vae_run, vae_shipped):
     mo.stop(bool(vae_run.stopped), mo.callout(mo.md(vae_run.stopped), kind="warn"))
     vae_active = int((vae_run.kl_per_dim > 0.05).sum())
-    vae_view(vae_run, not vae_train.value)
+    vae_view(vae_run, vae_shipped)
     return (vae_active,)
 
 
 @app.cell
-def _(vae_latent, vae_obs_var, vae_points, vae_sweep):
-    if vae_sweep.value:
-        _total = lab.SWEEP_STEPS * len(lab.SWEEP_BETAS)
-        with mo.status.progress_bar(total=_total, title="sweep", remove_on_exit=True) as _bar:
-            sweep = lab.beta_sweep(lesson_cells(), vae_points, lab.SWEEP_BETAS, latent_dim=vae_latent.value,
-                                   steps=lab.SWEEP_STEPS, obs_var=vae_obs_var.value, seed=0,
-                                   on_step=throttled(_bar, _total))
-    else:
+def _(trained_sweep):
+    if trained_sweep() is None:
         try:
             sweep = lab.default_beta_sweep(lesson_cells())
         except ValueError as _err:
             mo.stop(True, ui.not_loaded(_err))
-    sweep_view(sweep, not vae_sweep.value)
+    else:
+        sweep = trained_sweep()[1]
+    sweep_view(sweep, trained_sweep() is None)
     return (sweep,)
 
 
@@ -683,22 +715,34 @@ def _():
 
 
 @app.cell
-def _(aggregate_run, vae_obs_var, vae_points):
+def _(aggregate_run, set_trained_aggregate, trained_aggregate, vae_data, vae_obs_var):
+    _key = (lesson_cells(), vae_data.value, vae_obs_var.value)
     if aggregate_run.value:
         _total = lab.AGGREGATE_STEPS * len(lab.AGGREGATE_BETAS)
         try:
             with mo.status.progress_bar(total=_total, title="training", remove_on_exit=True) as _bar:
-                aggregate = lab.aggregate_posterior(lesson_cells(), vae_points, betas=lab.AGGREGATE_BETAS,
-                                                    steps=lab.AGGREGATE_STEPS, obs_var=vae_obs_var.value,
-                                                    seed=0, on_step=throttled(_bar, _total))
+                set_trained_aggregate((_key, lab.aggregate_posterior(
+                    _key[0], lab.toy_points(vae_data.value)[0], betas=lab.AGGREGATE_BETAS,
+                    steps=lab.AGGREGATE_STEPS, obs_var=vae_obs_var.value, seed=0,
+                    on_step=throttled(_bar, _total))))
         except ValueError as _err:
+            set_trained_aggregate(None)
             mo.stop(True, ui.problem(_err, "This training"))
-    else:
+    elif trained_aggregate() is not None and trained_aggregate()[0] != _key:
+        set_trained_aggregate(None)
+    return
+
+
+@app.cell
+def _(trained_aggregate):
+    if trained_aggregate() is None:
         try:
             aggregate = lab.default_aggregate_posterior(lesson_cells())
         except ValueError as _err:
             mo.stop(True, ui.not_loaded(_err))
-    aggregate_view(aggregate, not aggregate_run.value)
+    else:
+        aggregate = trained_aggregate()[1]
+    aggregate_view(aggregate, trained_aggregate() is None)
     return (aggregate,)
 
 
@@ -735,21 +779,33 @@ def _():
 
 
 @app.cell
-def _(remedy_beta, remedy_bits, remedy_run, vae_obs_var, vae_points):
+def _(remedy_beta, remedy_bits, remedy_run, set_trained_remedies, trained_remedies, vae_data, vae_obs_var):
     _d = lab.REMEDY_DEFAULTS
+    _key = (lesson_cells(), remedy_beta.value, remedy_bits.value, vae_data.value, vae_obs_var.value)
     if remedy_run.value:
         _total = len(lab.COLLAPSE_REMEDIES) * _d["steps"]
         with mo.status.progress_bar(total=_total, title="training", remove_on_exit=True) as _bar:
-            remedies = lab.train_remedies(lesson_cells(), vae_points, beta=remedy_beta.value,
-                                          free_bits=remedy_bits.value, latent_dim=_d["latent_dim"], steps=_d["steps"],
-                                          obs_var=vae_obs_var.value, seed=0, on_step=throttled(_bar, _total))
-    else:
+            set_trained_remedies((_key, lab.train_remedies(
+                _key[0], lab.toy_points(vae_data.value)[0], beta=remedy_beta.value, free_bits=remedy_bits.value,
+                latent_dim=_d["latent_dim"], steps=_d["steps"], obs_var=vae_obs_var.value, seed=0,
+                on_step=throttled(_bar, _total))))
+    elif trained_remedies() is not None and trained_remedies()[0] != _key:
+        set_trained_remedies(None)
+    return
+
+
+@app.cell
+def _(trained_remedies):
+    _d = lab.REMEDY_DEFAULTS
+    if trained_remedies() is None:
         try:
             remedies = lab.default_remedies(lesson_cells())
         except ValueError as _err:
             mo.stop(True, ui.not_loaded(_err))
+    else:
+        remedies = trained_remedies()[1]
     _caption = source_caption(
-        not remedy_run.value, "Train with each remedy",
+        trained_remedies() is None, "Train with each remedy",
         f"{lab.TOY_DEFAULTS['data']}, β = {_d['beta']:g}, λ = {_d['free_bits']:g} nats, "
         f"σ²ₓ = {lab.TOY_DEFAULTS['obs_var']:g}, {_d['steps']} steps", "the three models")
     _rows = ["| remedy | KL per dimension (nats) | active | reconstruction | ELBO (β = 1) |",
@@ -836,24 +892,37 @@ def _():
 
 
 @app.cell
-def _(digit_labels, digits_test, digits_train, image_obs_var, image_steps, image_train):
+def _(digit_labels, digits_test, digits_train, image_obs_var, image_steps, image_train, set_trained_digits,
+      trained_digits):
+    # the button trains with the settings above; the model stays shown until they or the lesson cells change
+    _key = (lesson_cells(), image_steps.value, image_obs_var.value)
     if image_train.value:
         with mo.status.progress_bar(total=image_steps.value, title="training", remove_on_exit=True) as _bar:
-            image_vae = lab.train_image_vae(lesson_cells(), digits_train, digits_test, digit_labels,
-                                            steps=image_steps.value, obs_var=image_obs_var.value,
-                                            seed=0, on_step=throttled(_bar, image_steps.value))
-    else:
+            set_trained_digits((_key, lab.train_image_vae(_key[0], digits_train, digits_test, digit_labels,
+                                                          steps=image_steps.value, obs_var=image_obs_var.value,
+                                                          seed=0, on_step=throttled(_bar, image_steps.value))))
+    elif trained_digits() is not None and trained_digits()[0] != _key:
+        set_trained_digits(None)
+    return
+
+
+@app.cell
+def _(trained_digits):
+    image_shipped = trained_digits() is None
+    if image_shipped:
         try:
             image_vae = lab.default_image_vae(lesson_cells(), iwae_bound)
         except ValueError as _err:
             mo.stop(True, ui.not_loaded(_err))
-    return (image_vae,)
+    else:
+        image_vae = trained_digits()[1]
+    return image_shipped, image_vae
 
 
 @app.cell
-def _(image_train, image_vae):
+def _(image_shipped, image_vae):
     mo.stop(bool(image_vae.stopped), mo.callout(mo.md(image_vae.stopped), kind="warn"))
-    digits_view(image_vae, not image_train.value)
+    digits_view(image_vae, image_shipped)
     return
 
 
