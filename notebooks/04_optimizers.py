@@ -4,7 +4,6 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="04 · Optimizers")
 
 with app.setup:
-    import altair as alt
     import marimo as mo
     import numpy as np
 
@@ -302,18 +301,8 @@ def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alph
         _first = next(iter(trajectories.values())).path[0]
         _fig = lab.surface_map(surface.value, _paths, _colors, start=_first,
                                title=f"{_spec['label']} (darker is lower; ◆ the minimum, ■ the start)")
-        _gaps = {lab.LABELS[n]: lab.loss_gap(surface.value, t, max_points=100) for n, t in trajectories.items()}
-        # How far each optimizer's f(θ_t) is from the minimum, on a log axis: the race's result.
-        _names = list(_gaps)
-        _gap_rows = plot.data(step=np.concatenate([steps for steps, _ in _gaps.values()]),
-                              gap=np.concatenate([gap for _, gap in _gaps.values()]),
-                              optimizer=np.repeat(np.array(_names, dtype=object), [len(g) for _, g in _gaps.values()]))
-        _curve = alt.Chart(_gap_rows, width="container", height=220, title="Distance to the minimum value").mark_line(
-            clip=True).encode(
-            alt.X("step:Q", title="step"), alt.Y("gap:Q", title="f(θ) − f(θ*)", scale=alt.Scale(type="log")),
-            alt.Color("optimizer:N", title="", sort=_names, legend=alt.Legend(orient="bottom"),
-                      scale=alt.Scale(domain=_names, range=[plot.color(_colors[n]) for n in _names])),
-            alt.Tooltip("gap:Q", format=".3g"))
+        # how far each optimizer's f(θ_t) is from the minimum, on a log axis: the race's result
+        _curve = lab.gap_chart(surface.value, {lab.LABELS[n]: t for n, t in trajectories.items()}, _colors)
         _rows = []
         for _n, _t in trajectories.items():
             _dist = float(np.linalg.norm(_t.path[-1] - np.array(_spec["minimum"])))

@@ -146,17 +146,41 @@ def _box_scale(low: float, high: float):
     return alt.Scale(domain=[low, high], nice=False, zero=False)
 
 
+_CHARTS: dict = {}  # a chart's settings and the ids of its arrays -> (chart, the arrays): the last 32
+
+
+def _same_arrays_chart(arrays: tuple, settings: tuple, build):
+    """``build()``, or the chart built before from these very array objects (a cached run's path
+    is the same object when a slider comes back to its value) and these settings. The arrays are
+    kept with the chart, so an id cannot be reused by another array while it is remembered."""
+    from engine.course.plot import remember
+
+    key = (tuple(id(a) for a in arrays), settings)
+    hit = _CHARTS.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[1], arrays)):
+        return hit[0]
+    return remember(_CHARTS, key, (build(), arrays), 32)[0]
+
+
 def surface_map(surface: str, paths: dict, colors: dict, *, start, title=None, height: int = 340,
                 grid: int = 24, max_points: int = 150):
     """The surface (darker is lower) with one path per entry of ``paths`` (label -> [N, 2], cut at
     its first non-finite point and thinned to ``max_points``) in its palette colour ``colors[label]``,
     each path's last point as a dot, the start as a square and the minimum as a diamond. An Altair
-    layer of three layers, the view fixed to the surface's box."""
+    layer of three layers, the view fixed to the surface's box (the same chart object again for
+    the same path arrays and settings: do not change it)."""
+    _check_surface(surface)
+    settings = (surface, tuple(paths), tuple(colors.items()), tuple(float(v) for v in start), title, height, grid,
+                max_points)
+    return _same_arrays_chart(tuple(paths.values()), settings, lambda: _surface_map(
+        surface, paths, colors, start=start, title=title, height=height, grid=grid, max_points=max_points))
+
+
+def _surface_map(surface: str, paths: dict, colors: dict, *, start, title, height: int, grid: int, max_points: int):
     import altair as alt
 
     from engine.course import plot
 
-    _check_surface(surface)
     spec = SURFACES[surface]
     (x0, x1), (y0, y1) = spec["box"]
     x_scale, y_scale = _box_scale(x0, x1), _box_scale(y0, y1)
@@ -301,6 +325,33 @@ def loss_gap(surface: str, run: Trajectory, max_points: int = 200) -> tuple:
     if len(gap) > max_points:
         steps = np.unique(np.linspace(0, len(gap) - 1, max_points).round().astype(int))
     return steps, gap[steps]
+
+
+def gap_chart(surface: str, runs: dict, colors: dict, *, max_points: int = 100, height: int = 220):
+    """How far each run's f(θ_t) is from the minimum value, on a log axis (:func:`loss_gap`), one
+    line per entry of ``runs`` (label -> Trajectory) in its palette colour ``colors[label]``: the
+    race's result. The same chart object again for the same runs (do not change it)."""
+    settings = (surface, tuple(runs), tuple(colors.items()), max_points, height)
+    return _same_arrays_chart(tuple(runs.values()), settings, lambda: _gap_chart(surface, runs, colors, max_points,
+                                                                                   height))
+
+
+def _gap_chart(surface: str, runs: dict, colors: dict, max_points: int, height: int):
+    import altair as alt
+
+    from engine.course import plot
+
+    gaps = {label: loss_gap(surface, run, max_points=max_points) for label, run in runs.items()}
+    names = list(gaps)
+    rows = plot.data(step=np.concatenate([steps for steps, _ in gaps.values()]),
+                     gap=np.concatenate([gap for _, gap in gaps.values()]),
+                     optimizer=np.repeat(np.array(names, dtype=object), [len(g) for _, g in gaps.values()]))
+    return alt.Chart(rows, width="container", height=height, title="Distance to the minimum value").mark_line(
+        clip=True).encode(
+        alt.X("step:Q", title="step"), alt.Y("gap:Q", title="f(θ) − f(θ*)", scale=alt.Scale(type="log")),
+        alt.Color("optimizer:N", title="", sort=names, legend=alt.Legend(orient="bottom"),
+                  scale=alt.Scale(domain=names, range=[plot.color(colors[n]) for n in names])),
+        alt.Tooltip("gap:Q", format=".3g"))
 
 
 _RUNS: dict = {}  # run key -> Trajectory, the last 512 runs (oldest dropped first)
@@ -505,6 +556,7 @@ def epoch_batches(n: int, batch_size: int, steps: int, rng) -> list:
 _NOISY_RUNS = ("constant", "decayed", "full batch")
 
 
+@functools.lru_cache(maxsize=32)  # remembered per setting and per lesson function (an edited cell is a new one)
 def sgd_noise(loop, rule, batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 512,
               seed: int = 0, only: tuple = _NOISY_RUNS) -> NoisyRuns:
     """L(θ) = ‖Xθ − y‖²/2n on 2-D data with label noise, trained by the lesson's mini-batch
@@ -594,6 +646,7 @@ def gd_stability_limit(hessian) -> float:
     return 2.0 / float(np.linalg.eigvalsh(np.asarray(hessian, dtype=np.float64)).max())
 
 
+@functools.lru_cache(maxsize=32)  # remembered per setting and per lesson function (an edited cell is a new one)
 def lr_range_test(loop, rule, batch_size: int = 32, steps: int = 120, lr_min: float = 1e-4, lr_max: float = 30.0,
                   n: int = 512, seed: int = 0) -> RangeTest:
     """The lesson's mini-batch ``loop`` with its ``rule`` on the least-squares problem of
@@ -676,6 +729,7 @@ def plateau_metric(steps: int, seed: int = 0) -> np.ndarray:
     return 0.3 + np.exp(-t / max(1, steps / 8)) + 0.01 * rng.standard_normal(steps)
 
 
+@functools.lru_cache(maxsize=32)  # remembered per setting: the engine's schedulers do not change while a page runs
 def schedule_curves(steps: int = 100, lr: float = 0.1, step_size: int = 25, gamma: float = 0.5,
                     warmup: int = 10, pct_start: float = 0.3, factor: float = 0.5, patience: int = 5,
                     seed: int = 0) -> dict:
@@ -709,6 +763,7 @@ class WeightDecayPaths:
     adamw: np.ndarray  # AdamW(weight_decay=λ)
 
 
+@functools.lru_cache(maxsize=32)  # remembered per setting and per lesson function (an edited cell is a new one)
 def l2_vs_decoupled(loop, rule, weight_decay: float = 0.1, lr: float = 0.05, steps: int = 200,
                     start=(0.0, 2.0)) -> WeightDecayPaths:
     """The lesson's Adam ``rule`` (keyword ``weight_decay``) in the lesson's ``loop``, two ways:
