@@ -123,7 +123,8 @@ def _(query):
         The output function and the loss go together. Regression: identity output and MSE. Binary
         classification: a sigmoid and the log loss, whose gradient with respect to the logit is
         simply $\hat p - y$. Multiclass: a softmax and cross-entropy, with gradient $p - \text{onehot}(y)$.
-        Pass logits to the fused losses; they are exact where $\log(\text{softmax})$ would overflow.
+        Pass logits to the fused losses: they stay finite and accurate where $\log(\text{softmax})$
+        computed in two steps would overflow or round to $\log 0$.
         """),
         show_section("backprop", query.value, r"""
         Backpropagation applies the chain rule from the loss back to every parameter. For a dense
@@ -132,10 +133,12 @@ def _(query):
         the previous layer through $W$ and $\phi'$. The derivatives sheet lists every primitive's gradient.
         """),
         show_section("updates", query.value, r"""
-        Gradient descent steps against the gradient, $\theta_{t+1} = \theta_t - \eta\,\nabla_\theta L$.
-        Momentum averages past gradients; RMSprop and Adam give each parameter its own step size;
-        AdamW decays the weights apart from the gradient. Clipping the global gradient norm keeps one
-        bad batch from throwing the weights far away.
+        Gradient descent steps against the gradient, $\theta_{t+1} = \theta_t - \eta\,\nabla_\theta L$;
+        near a minimum it converges only while $\eta < 2/\lambda_{\max}$ of the loss's Hessian.
+        Momentum keeps an exponentially decaying sum of past gradients; RMSprop and Adam give each
+        parameter its own step size (Adam's bias correction makes its first step about $\eta$ in every
+        coordinate); AdamW decays the weights apart from the gradient. Clipping the global gradient
+        norm keeps one bad batch from throwing the weights far away.
         """),
         show_section("init", query.value, r"""
         Initialise so that the activations' variance neither grows nor shrinks from layer to layer
@@ -163,7 +166,8 @@ def _(query):
         $B H L^2$ weights. A Transformer block wraps attention and an MLP in two residual sub-layers,
         each reading a LayerNorm of the residual stream (pre-norm). RoPE marks positions by turning
         each coordinate pair of a query or key through an angle proportional to the token's position,
-        so a score depends only on how far apart two tokens are.
+        so position enters a score only through the offset $m - n$ between the two tokens (their
+        content sets the rest).
         """),
         show_section("schedules", query.value, r"""
         The learning rate rarely stays constant: warm it up while Adam's statistics settle, then

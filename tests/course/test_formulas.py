@@ -387,8 +387,31 @@ def test_the_numpy_training_loop_stores_weights_as_nn_linear_does():
 
 
 def test_activation_minima_match_the_reference_ranges():
-    assert float(formulas.evaluate(formulas.row("act.gelu.min"), "engine")) == pytest.approx(-0.17, abs=0.005)
-    assert float(formulas.evaluate(formulas.row("act.silu.min"), "engine")) == pytest.approx(-0.278, abs=0.001)
+    # solved, not sampled: GELU(x*) = x*·Φ(x*) at Φ(x*) + x*φ(x*) = 0, and SiLU(x*) = x* + 1
+    assert float(formulas.evaluate(formulas.row("act.gelu.min"), "engine")) == pytest.approx(-0.169971, abs=1e-6)
+    assert float(formulas.evaluate(formulas.row("act.silu.min"), "engine")) == pytest.approx(-0.278465, abs=1e-6)
+
+
+def test_the_stability_bound_is_where_gradient_descent_starts_to_diverge():
+    """η < 2/λ_max: just below the row's bound gradient descent on ½θᵀHθ shrinks θ, just above it grows."""
+    row = formulas.row("opt.stability")
+    H = row.inputs(np.random.default_rng(0))["H"]
+    bound = float(formulas.evaluate(row, "engine"))
+    assert bound == pytest.approx(2 / 8.0, rel=1e-9)
+    for eta, shrinks in ((0.98 * bound, True), (1.02 * bound, False)):
+        theta = np.ones(4)
+        for _ in range(400):
+            theta = theta - eta * H @ theta
+        assert (np.linalg.norm(theta) < 1e-2) == shrinks, eta
+
+
+def test_adams_first_step_moves_every_coordinate_by_about_eta():
+    row = formulas.row("opt.adam.first_step")
+    inputs = row.inputs(np.random.default_rng(0))
+    moved = np.abs(np.asarray(formulas.evaluate(row, "engine")) - inputs["p"])
+    g = np.abs(inputs["G"][0])
+    np.testing.assert_allclose(moved, inputs["lr"] * g / (g + inputs["eps"]), rtol=1e-9)
+    assert moved.max() <= inputs["lr"] and np.median(moved) > 0.9 * inputs["lr"]
 
 
 def test_initial_loss_is_ln_k_and_ddpm_alpha_bar_ends_near_4e_5():

@@ -6,17 +6,10 @@ gradient g) with the derivative's formula written in NumPy.
 
 from __future__ import annotations
 
-import numpy as np
-
 from .core import SAME, FormulaRow, N, spec
 
 SHEET = "activation_functions"
 BACKWARD = "r = {f}; r.backward(g); x.grad"
-
-
-def _grid(low, high, n=20001):
-    """A fine grid for the minimum of an activation (the same points in every backend)."""
-    return lambda rng: np.linspace(low, high, n)
 
 
 def _act(id, section, name, latex, numpy, engine, torch=SAME, notes="", inputs=None, **kw):
@@ -75,7 +68,7 @@ ROWS = [
     _act("act.gelu", "Smooth (Transformers)", "GELU",
          r"\operatorname{GELU}(x) = x\,\Phi(x) = \tfrac{x}{2}\left(1 + \operatorname{erf}(x/\sqrt2)\right)",
          "0.5 * x * (1 + np.vectorize(math.erf)(x / np.sqrt(2)))", "F.gelu(x)",
-         notes="Φ is the standard normal CDF; smooth ReLU of BERT and GPT.",
+         notes="Φ is the standard normal CDF. BERT and GPT-2 computed the tanh approximation below.",
          keywords=("gaussian error linear unit",)),
     _act("act.gelu.tanh", "Smooth (Transformers)", "GELU (tanh approximation)",
          r"\operatorname{GELU}(x) \approx \tfrac{x}{2}\left[1 + \tanh\!\left(\sqrt{2/\pi}\,(x + 0.044715\,x^3)\right)\right]",
@@ -87,9 +80,17 @@ ROWS = [
           "g * (0.5 * (1 + np.vectorize(math.erf)(x / np.sqrt(2))) + x * np.exp(-x ** 2 / 2) / np.sqrt(2 * np.pi))",
           "F.gelu(x)", notes="φ is the standard normal density."),
     _act("act.gelu.min", "Smooth (Transformers)", "GELU minimum",
-         r"\min_x \operatorname{GELU}(x) \approx -0.17 \text{ at } x \approx -0.75",
-         "(0.5 * x * (1 + np.vectorize(math.erf)(x / np.sqrt(2)))).min()", "F.gelu(x).min()",
-         inputs=spec(x=_grid(-1.0, -0.5)), notes="So GELU's range is about [−0.17, ∞).",
+         r"\operatorname{GELU}'(x^*) = \Phi(x^*) + x^*\varphi(x^*) = 0 \Rightarrow x^* \approx -0.7518,\ "
+         r"\operatorname{GELU}(x^*) \approx -0.1700",
+         "x = x0; [x := x - lr * (0.5 * (1 + math.erf(x / math.sqrt(2))) + x * math.exp(-x * x / 2) / math.sqrt(2 * math.pi)) "
+         "for _ in range(steps)]; 0.5 * x * (1 + math.erf(x / math.sqrt(2)))",
+         "x = engine.tensor(x0, dtype=engine.float64, requires_grad=True); opt = optim.SGD([x], lr=lr); "
+         "[(opt.zero_grad(), F.gelu(x).backward(), opt.step()) for _ in range(steps)]; F.gelu(x).item()",
+         "x = torch.tensor(x0, dtype=torch.float64, requires_grad=True); opt = optim.SGD([x], lr=lr); "
+         "[(opt.zero_grad(), F.gelu(x).backward(), opt.step()) for _ in range(steps)]; F.gelu(x).item()",
+         inputs=spec(x0=-1.0, lr=0.5, steps=200),
+         notes="Solved by gradient descent on GELU itself (NumPy with the derivative written out, the "
+               "engine and PyTorch with autograd): so GELU's range is [−0.1700, ∞).",
          keywords=("range",)),
     _act("act.silu", "Smooth (Transformers)", "SiLU / Swish", r"\operatorname{SiLU}(x) = x\,\sigma(x) = \frac{x}{1 + e^{-x}}",
          "x / (1 + np.exp(-x))", "F.silu(x)",
@@ -98,9 +99,17 @@ ROWS = [
           r"\operatorname{SiLU}'(x) = \sigma(x)\,\bigl(1 + x\,(1 - \sigma(x))\bigr)",
           "s = 1 / (1 + np.exp(-x)); g * s * (1 + x * (1 - s))", "F.silu(x)", keywords=("swish",)),
     _act("act.silu.min", "Smooth (Transformers)", "SiLU minimum",
-         r"\min_x \operatorname{SiLU}(x) \approx -0.28 \text{ at } x \approx -1.28",
-         "(x / (1 + np.exp(-x))).min()", "F.silu(x).min()",
-         inputs=spec(x=_grid(-2.0, -0.5)), notes="So SiLU's range is about [−0.28, ∞).",
+         r"\operatorname{SiLU}'(x^*) = \sigma(x^*)\,\bigl(1 + x^*(1 - \sigma(x^*))\bigr) = 0 \Rightarrow "
+         r"x^* \approx -1.2785,\ \operatorname{SiLU}(x^*) = x^* + 1 \approx -0.2785",
+         "x = x0; [x := x - lr * (1 + x * (1 - 1 / (1 + math.exp(-x)))) / (1 + math.exp(-x)) for _ in range(steps)]; "
+         "x / (1 + math.exp(-x))",
+         "x = engine.tensor(x0, dtype=engine.float64, requires_grad=True); opt = optim.SGD([x], lr=lr); "
+         "[(opt.zero_grad(), F.silu(x).backward(), opt.step()) for _ in range(steps)]; F.silu(x).item()",
+         "x = torch.tensor(x0, dtype=torch.float64, requires_grad=True); opt = optim.SGD([x], lr=lr); "
+         "[(opt.zero_grad(), F.silu(x).backward(), opt.step()) for _ in range(steps)]; F.silu(x).item()",
+         inputs=spec(x0=-1.0, lr=2.0, steps=200),
+         notes="Solved by gradient descent, as GELU's. At the minimum 1 − σ(x*) = −1/x*, so "
+               "SiLU(x*) = x* + 1: SiLU's range is [−0.2785, ∞).",
          keywords=("range", "swish")),
     _act("act.softplus", "Smooth (Transformers)", "Softplus", r"\operatorname{softplus}(x) = \ln(1 + e^{x})",
          "np.log1p(np.exp(x))", "F.softplus(x)",

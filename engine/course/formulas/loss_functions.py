@@ -70,6 +70,24 @@ ROWS = [
           inputs=spec(y_hat=N(8, 3, scale=2.0), y=N(8, 3), d=1.5),
           notes="A smooth Huber (every derivative continuous); PyTorch has no built-in.",
           keywords=("smooth huber",)),
+    _loss("loss.pinball", "Regression", "Pinball (quantile) loss",
+          r"\ell_\tau(e) = \max\bigl(\tau e,\ (\tau - 1)\, e\bigr),\ e = y - \hat y",
+          "e = y - y_hat; np.maximum(tau * e, (tau - 1) * e).mean()",
+          "e = y - y_hat; engine.maximum(tau * e, (tau - 1) * e).mean()",
+          "e = y - y_hat; torch.maximum(tau * e, (tau - 1) * e).mean()",
+          inputs=spec(y_hat=N(8, 3, scale=2.0), y=N(8, 3), tau=0.9),
+          notes="Its minimiser is the τ-quantile of y (τ = 0.5: half the MAE, the median); "
+                "PyTorch has no built-in.",
+          keywords=("quantile regression", "check loss")),
+    _loss("loss.gaussian_nll", "Regression", "Gaussian negative log-likelihood",
+          r"\ell = \tfrac12\left(\log \sigma^2 + \frac{(y - \hat y)^2}{\sigma^2}\right) \ (+\tfrac12 \log 2\pi)",
+          "(0.5 * (np.log(var) + (y - y_hat) ** 2 / var)).mean()",
+          "(0.5 * (var.log() + (y - y_hat) ** 2 / var)).mean()",
+          "F.gaussian_nll_loss(y_hat, y, var)",
+          inputs=spec(y_hat=N(8, 3, scale=2.0), y=N(8, 3), var=U(0.2, 3.0, 8, 3)),
+          notes="A predicted variance per output (heteroscedastic regression); with σ² fixed it is "
+                "MSE/2σ² plus a constant. PyTorch leaves out ½ log 2π unless full=True.",
+          keywords=("heteroscedastic", "likelihood", "variance")),
     # ---------------------------------------------------------------- binary classification
     _loss("loss.bce", "Binary classification", "Binary cross-entropy (probabilities)",
           r"J = -\frac1n\sum_i \left[y_i \log \hat p_i + (1 - y_i)\log(1 - \hat p_i)\right]",
@@ -81,7 +99,8 @@ ROWS = [
           r"J = -\frac1n\sum_i \left[y_i \log \sigma(z_i) + (1 - y_i)\log(1 - \sigma(z_i))\right]",
           "p = 1 / (1 + np.exp(-z)); -(y * np.log(p) + (1 - y) * np.log(1 - p)).mean()",
           "F.binary_cross_entropy_with_logits(z, y)", inputs=BIN_LOGITS,
-          notes="Pass the logit z, not σ(z): the fused form is exact for any z.",
+          notes="Pass the logit z, not σ(z): the fused form stays finite and accurate for any z, "
+                "where log σ(z) computed after the sigmoid rounds to log 0.",
           keywords=("log loss", "bce", "sigmoid")),
     _loss("loss.bce_logits.stable", "Binary classification", "BCE from logits, stable form",
           r"\ell(z, y) = \max(z, 0) - z\,y + \log\left(1 + e^{-\lvert z\rvert}\right)",
@@ -95,6 +114,27 @@ ROWS = [
           "L = F.binary_cross_entropy_with_logits(z, y); L.backward(); z.grad",
           inputs=BIN_LOGITS, grad=("z",), notes="The prediction error itself: no σ' factor to vanish.",
           keywords=("bce",)),
+    _loss("loss.bce_pos_weight", "Binary classification", "BCE with pos_weight",
+          r"\ell = -\bigl[w\, y \log \sigma(z) + (1 - y)\log(1 - \sigma(z))\bigr]",
+          "(w * y * np.logaddexp(0, -z) + (1 - y) * np.logaddexp(0, z)).mean()",
+          "F.binary_cross_entropy_with_logits(z, y, pos_weight=w)",
+          inputs=spec(z=N(8, 3, scale=3.0), y=lambda rng: _binary_targets(rng, (8, 3)), w=U(0.5, 4.0, 3)),
+          notes="One weight per class on the positive term: w = negatives/positives balances a rare "
+                "positive class. −log σ(z) = log(1 + e^{−z}) keeps it finite.",
+          keywords=("class imbalance", "weighted", "bce")),
+    _loss("loss.focal", "Binary classification", "Focal loss",
+          r"\ell = -\alpha_t (1 - p_t)^\gamma \log p_t,\ p_t = \begin{cases}\sigma(z) & y = 1\\ 1 - \sigma(z) & y = 0\end{cases}",
+          "p = 1 / (1 + np.exp(-z)); pt = y * p + (1 - y) * (1 - p); at = y * a + (1 - y) * (1 - a); "
+          "(at * (1 - pt) ** gamma * (y * np.logaddexp(0, -z) + (1 - y) * np.logaddexp(0, z))).mean()",
+          "p = z.sigmoid(); pt = y * p + (1 - y) * (1 - p); at = y * a + (1 - y) * (1 - a); "
+          "(at * (1 - pt) ** gamma * F.binary_cross_entropy_with_logits(z, y, reduction='none')).mean()",
+          "p = z.sigmoid(); pt = y * p + (1 - y) * (1 - p); at = y * a + (1 - y) * (1 - a); "
+          "(at * (1 - pt) ** gamma * F.binary_cross_entropy_with_logits(z, y, reduction='none')).mean()",
+          inputs=spec(z=N(8, scale=3.0), y=_binary_targets, a=0.25, gamma=2.0),
+          notes="Lin et al. (2017): (1 − p_t)^γ shrinks the loss of examples already classified well, "
+                "so the rare hard ones dominate; γ = 0, α = ½ gives half the BCE. PyTorch core has no "
+                "built-in (torchvision's sigmoid_focal_loss).",
+          keywords=("class imbalance", "retinanet", "hard examples")),
     # ---------------------------------------------------------------- multiclass classification
     _loss("loss.ce", "Multiclass classification", "Cross-entropy from logits",
           r"L = -\log \operatorname{softmax}(z)_y = -z_y + \log\sum_j e^{z_j}",

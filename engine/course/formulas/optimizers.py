@@ -42,6 +42,15 @@ def _schedule(id, name, latex, numpy, engine, steps=20, notes="", rtol=1e-9, **h
 ADAM_MOMENTS = "m = b1 * m + (1 - b1) * g; v = b2 * v + (1 - b2) * g ** 2; "
 ADAM_STEP = "lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)"
 ADAM_HYPER = dict(lr=0.1, b1=0.8, b2=0.9, eps=1e-3)  # a large ε, so its place in the formula matters
+
+
+def _hessian(rng):
+    """A symmetric positive definite H = Q diag(½, 1, 2, 8) Qᵀ in a random basis: a quadratic
+    bowl whose largest curvature is 8, well apart from the next (power iteration converges fast)."""
+    q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    return {"H": q @ np.diag([0.5, 1.0, 2.0, 8.0]) @ q.T}
+
+
 CLIP_INPUTS = spec(p1=N(3, 4), p2=N(5), g1=N(3, 4), g2=N(5), max_norm=1.0)
 GLOBAL_NORM = "np.sqrt((g1 ** 2).sum() + (g2 ** 2).sum())"
 
@@ -75,6 +84,14 @@ ROWS = [
             ADAM_MOMENTS + "p = p - " + ADAM_STEP, "optim.Adam([p], lr=lr, betas=(b1, b2), eps=eps)",
             {"m": 0.0, "v": 0.0}, **ADAM_HYPER,
             notes="Momentum (m) plus RMSprop (v); the bias correction undoes the zero start of m and v."),
+    FormulaRow(
+        id="opt.adam.first_step", sheet=SHEET, section=UPD, name="Adam's first step (bias-corrected)",
+        latex=r"t = 1:\ \hat m = g,\ \hat v = g^2 \Rightarrow \theta \leftarrow \theta - \frac{\eta\, g}{\lvert g\rvert + \varepsilon} \approx \theta - \eta \operatorname{sign}(g)",
+        numpy="p = p - lr * g / (np.abs(g) + eps)", engine="optim.Adam([p], lr=lr, betas=(b1, b2), eps=eps)",
+        torch="optim.Adam([p], lr=lr, betas=(b1, b2), eps=eps)", inputs=spec(p=N(3, 4), G=N(1, 3, 4), **ADAM_HYPER),
+        notes="Whatever the gradient's size, every parameter moves by about η at the first step: "
+              "without the correction, m = (1 − β₁)g and v = (1 − β₂)g² would give (1 − β₁)/√(1 − β₂) times that.",
+        kind="update", steps=1, state={}, keywords=("optimizer", "step", "bias correction")),
     _update("opt.adam_l2", "Adam with L2 (coupled decay)",
             r"g \leftarrow g + \lambda\theta,\ \text{then Adam}",
             "g = g + wd * p; " + ADAM_MOMENTS + "p = p - " + ADAM_STEP,
@@ -87,6 +104,16 @@ ROWS = [
             "optim.AdamW([p], lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd)",
             {"m": 0.0, "v": 0.0}, wd=0.1, **ADAM_HYPER,
             notes="Every weight shrinks by the same factor 1 − ηλ, whatever its gradient."),
+    FormulaRow(
+        id="opt.stability", sheet=SHEET, section=UPD, name="Largest stable step of gradient descent",
+        latex=r"\theta \leftarrow \theta - \eta H\theta \text{ on } \tfrac12 \theta^\top H \theta \text{ converges iff } \eta < \frac{2}{\lambda_{\max}(H)}",
+        numpy="2 / np.linalg.eigvalsh(H).max()",
+        engine="v = engine.ones(H.shape[0], dtype=engine.float64); [v := (H @ v) / (H @ v).norm() for _ in range(100)]; 2 / (v @ H @ v).item()",
+        torch="2 / torch.linalg.eigvalsh(H).max()", inputs=_hessian,
+        notes="Each eigen-direction is multiplied by 1 − ηλᵢ per step; the steepest one flips sign and "
+              "grows once η > 2/λ_max. Near a minimum H is the loss's Hessian. The engine finds λ_max "
+              "by power iteration.",
+        keywords=("learning rate", "curvature", "hessian", "divergence", "eigenvalue")),
     # ---------------------------------------------------------------- clipping and target nets
     FormulaRow(
         "opt.clip_grad_norm.total", SHEET, CLIP, "Global gradient norm",

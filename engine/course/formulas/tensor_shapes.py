@@ -206,12 +206,13 @@ ROWS = [
          notes="Pair i of the token at position m turns by the angle m·θ_i; done to queries and keys, "
                "not values. Read a pair as a complex number: the turn is a product with e^{imθ}.",
          keywords=("rotary", "position")),
-    _row("shape.rope.relative", POS, "RoPE scores depend on m − n only",
+    _row("shape.rope.relative", POS, "RoPE: position enters a score as m − n only",
          r"\langle R_m q, R_n k\rangle = \operatorname{Re}\sum_i q_i\, \bar k_i\, e^{i(m - n)\theta_i}",
          "th = 10000.0 ** (-2 * np.arange(4) / 8); (np.sum((q[0::2] + 1j * q[1::2]) * np.conj(k[0::2] + 1j * k[1::2]) * np.exp(1j * (m - n) * th))).real",
          "(attention.apply_rope(q[None], np.array([m])) * attention.apply_rope(k[None], np.array([n]))).sum()",
          None, spec(q=N(8), k=N(8), m=lambda rng: int(rng.integers(0, 50)), n=lambda rng: int(rng.integers(0, 50))),
-         notes="Rotating both by their absolute positions leaves only the offset in the score.",
+         notes="Rotating both by their absolute positions leaves only the offset m − n of the positions; "
+               "the score still depends on the contents q and k.",
          keywords=("rotary", "relative position")),
     _row("shape.sinusoidal", POS, "Sinusoidal positions",
          r"PE_{pos, 2i} = \sin\frac{pos}{10000^{2i/d}},\quad PE_{pos, 2i+1} = \cos\frac{pos}{10000^{2i/d}}",
