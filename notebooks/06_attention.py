@@ -112,37 +112,47 @@ def _():
                                    value=1.0, label="multiplier c of the scores", show_value=True)
     query_edit = widgets.matrix([[2.0, 0.0, 0.0, 0.0]], min_value=-5.0, max_value=5.0, step=0.5,
                                 label="query q")
+    # The two maps below without their data (the controls change only the data): a cell per
+    # (query, key), its value written in. The attention map is the lesson, and a click on a cell
+    # picks its query.
+    _labels = [f"{i}:{w}" for i, w in enumerate(lab.SENTENCE.split())]
+    _grid = alt.Chart().encode(alt.X("key:O", sort=_labels, title="key j"),
+                               alt.Y("query:O", sort=_labels, title="query i"))
+    _tooltip = [alt.Tooltip("query:O"), alt.Tooltip("key:O")]
+    qkv_scores_chart = alt.layer(
+        _grid.mark_rect().encode(alt.Color("score:Q", scale=alt.Scale(scheme="blueorange"), title="score"),
+                                 [*_tooltip, alt.Tooltip("score:Q", format=".4g")]),
+        _grid.mark_text(fontSize=11).encode(alt.Text("score:Q", format=".1f")),
+        width="container", height=260, title="scores q·k · scale / τ (blank: masked)")
+    _pick = alt.selection_point(name="query_pick", fields=["query"], on="click")
+    qkv_map_chart = alt.layer(
+        _grid.mark_rect().encode(
+            alt.Color("weight:Q", scale=alt.Scale(scheme="purples", domain=[0, 1]), title="weight"),
+            [*_tooltip, alt.Tooltip("weight:Q", format=".3f")],
+            alt.OpacityValue(0.35, condition={"param": "query_pick", "value": 1.0})).add_params(_pick),
+        _grid.mark_text(fontSize=11).encode(alt.Text("weight:Q", format=".2f")),
+        width="container", height=260, title="attention weights (each row sums to 1) · click a row")
+    qkv_row_chart = alt.Chart(width="container", height=160).mark_bar(color=plot.color("model")).encode(
+        alt.X("key:N", sort=_labels, title="key j", axis=alt.Axis(labelAngle=0)),
+        alt.Y("weight:Q", title="weight", scale=alt.Scale(domain=[0, 1])), alt.Tooltip("weight:Q", format=".3f"))
     _intro
-    return (mask_kind, mask_pad, mask_window, qkv_dk, qkv_scale, qkv_seed, qkv_temperature, query_edit,
-            retrieval_scale)
+    return (mask_kind, mask_pad, mask_window, qkv_dk, qkv_map_chart, qkv_row_chart, qkv_scale, qkv_scores_chart,
+            qkv_seed, qkv_temperature, query_edit, retrieval_scale)
 
 
 @app.cell
-def _(mask_kind, mask_pad, mask_window, qkv_dk, qkv_scale, qkv_seed, qkv_temperature):
-    qkv = lab.toy_qkv(d_model=16, d_k=qkv_dk.value, seed=qkv_seed.value)
+def _(mask_kind, mask_pad, mask_window, qkv, qkv_dk, qkv_map_chart, qkv_scale, qkv_scores_chart, qkv_seed,
+      qkv_temperature):
     _L = len(qkv.tokens)
     mask = lab.make_mask(mask_kind.value, _L, mask_window.value, mask_pad.value)
     maps = lab.attention_maps(attention, qkv.Q, qkv.K, qkv.V, qkv_scale.value,
                               qkv_temperature.value, mask)
     mask_counts = lab.mask_cost(mask, _L)
-    _labels = [f"{i}:{w}" for i, w in enumerate(qkv.tokens)]
-    _small = qkv_dk.value <= 16
-    _scores = ui.chart(plot.heatmap(maps.scores, x_labels=_labels, y_labels=_labels, x_title="key j",
-                                    y_title="query i", color_title="score", scheme="blueorange",
-                                    annotate=True, fmt=".1f", title="scores q·k · scale / τ (blank: masked)"))
-    # The attention map is the lesson: one cell per (query, key), and a click on a cell picks its query.
-    _cells = plot.data(query=np.repeat(np.array(_labels, dtype=object), _L),
-                       key=np.tile(np.array(_labels, dtype=object), _L), weight=maps.weights.ravel())
-    _pick = alt.selection_point(name="query_pick", fields=["query"], on="click")
-    _map = alt.Chart(_cells, width="container", height=260,
-                     title="attention weights (each row sums to 1) · click a row").encode(
-        alt.X("key:O", sort=_labels, title="key j"), alt.Y("query:O", sort=_labels, title="query i"))
-    attention_map = ui.chart_control(
-        _map.mark_rect().encode(
-            alt.Color("weight:Q", scale=alt.Scale(scheme="purples", domain=[0, 1]), title="weight"),
-            alt.Tooltip("weight:Q", format=".3f"), alt.OpacityValue(0.35, condition={"param": "query_pick", "value": 1.0}),
-        ).add_params(_pick)
-        + _map.mark_text(fontSize=11).encode(alt.Text("weight:Q", format=".2f")))
+    _labels = np.array([f"{i}:{w}" for i, w in enumerate(qkv.tokens)], dtype=object)
+    _query, _key = np.repeat(_labels, _L), np.tile(_labels, _L)
+    _scores = ui.chart(qkv_scores_chart.properties(data=plot.data(query=_query, key=_key, score=maps.scores.ravel())))
+    attention_map = ui.chart_control(qkv_map_chart.properties(
+        data=plot.data(query=_query, key=_key, weight=maps.weights.ravel())))
     _notes = [f"scale × 1/τ = **{maps.scale:.3g}** · mean row entropy "
               f"**{maps.entropy.mean():.2f}** nats (uniform over {_L} keys: {np.log(_L):.2f}) · "
               f"largest weight **{np.nanmax(maps.weights):.2f}**",
@@ -159,21 +169,19 @@ def _(mask_kind, mask_pad, mask_window, qkv_dk, qkv_scale, qkv_seed, qkv_tempera
         mo.md("\n\n".join(_notes)),
         mo.hstack([_scores, attention_map], widths="equal"),
     ])
-    return attention_map, mask, mask_counts, maps, qkv
+    return attention_map, mask, mask_counts, maps
 
 
 @app.cell
-def _(attention_map, maps, qkv):
+def _(attention_map, maps, qkv, qkv_row_chart):
     # The row clicked in the map above (the last query until one is clicked): what it attends to.
     _labels = [f"{i}:{w}" for i, w in enumerate(qkv.tokens)]
     _query = ui.selected(attention_map, "query_pick", "query", default=[_labels[-1]])[0]
     _query = _query if _query in _labels else _labels[-1]  # a click on the map of other tokens
     _row = np.nan_to_num(maps.weights[_labels.index(_query)])
     _top = int(np.argmax(_row))
-    _bars = alt.Chart(plot.data(key=np.array(_labels, dtype=object), weight=_row), width="container", height=160,
-                      title=f"what query {_query} attends to").mark_bar(color=plot.color("model")).encode(
-        alt.X("key:N", sort=_labels, title="key j", axis=alt.Axis(labelAngle=0)),
-        alt.Y("weight:Q", title="weight", scale=alt.Scale(domain=[0, 1])), alt.Tooltip("weight:Q", format=".3f"))
+    _bars = qkv_row_chart.properties(data=plot.data(key=np.array(_labels, dtype=object), weight=_row),
+                                     title=f"what query {_query} attends to")
     mo.vstack([
         mo.md(f"Query **{_query}** gives its largest weight, **{_row[_top]:.2f}**, to key **{_labels[_top]}**; "
               f"its output is the mix Σⱼ wⱼ vⱼ of the values with these weights"
@@ -213,7 +221,10 @@ def _():
 
 
 @app.cell
-def _(qkv):
+def _(qkv_dk, qkv_seed):
+    # The sentence's queries, keys and values (the maps above): they change with d_k and the
+    # weights only, so the scale, temperature and mask controls do not re-run this check.
+    qkv = lab.toy_qkv(d_model=16, d_k=qkv_dk.value, seed=qkv_seed.value)
     permutation = lab.permutation_check(attention, qkv, seed=0)
     mo.md(f"Reordering the tokens as {permutation.order.tolist()}: largest |Attention(PX) − "
           f"P·Attention(X)| = **{permutation.gap_plain:.1e}** without positions (rounding); "
@@ -221,7 +232,7 @@ def _(qkv):
           f"positions are added (each slot keeps its position); "
           f"**{permutation.gap_after:.1e}** when they are reordered after (each token carries "
           f"its position along, and the model cannot tell).")
-    return (permutation,)
+    return permutation, qkv
 
 
 @app.cell(hide_code=True)
@@ -565,6 +576,23 @@ def _():
     rope_m = mo.ui.slider(0, 50, value=3, label="query position m", show_value=True)
     rope_n = mo.ui.slider(0, 50, value=7, label="key position n", show_value=True)
     rope_shift = mo.ui.slider(0, 200, value=40, label="shift both by s", show_value=True)
+    # The three charts of d and the base without their data (the two controls change only the data).
+    rope_decay_series = _bound, _aligned = "Su et al.'s bound 2 Σⱼ|Sⱼ| / d", "score of aligned q = k = 1, over d"
+    rope_decay_chart = alt.Chart(width="container", height=plot.HEIGHT).mark_line(clip=True).encode(
+        alt.X("distance:Q", title="distance Δ = n − m"), alt.Y("value:Q", title="over the aligned score at distance 0"),
+        alt.Color("series:N", title="", sort=[_bound, _aligned], legend=alt.Legend(orient="bottom"),
+                  scale=alt.Scale(domain=[_bound, _aligned], range=[plot.color("reference"), plot.color("model")])),
+        [alt.Tooltip("series:N"), alt.Tooltip("distance:Q"), alt.Tooltip("value:Q", format=".6g")]).properties(
+        title="RoPE's long-range decay: the aligned score stays under Su et al.'s bound")
+    rope_pe_chart = alt.Chart(width="container", height=plot.HEIGHT).mark_rect().encode(
+        alt.X("position:O", title="position m"), alt.Y("dimension:O", title="dimension"),
+        alt.Color("PE:Q", title="PE", scale=alt.Scale(scheme="blueorange", domain=[-1.0, 1.0])),
+        [alt.Tooltip("dimension:O"), alt.Tooltip("position:O"), alt.Tooltip("PE:Q", format=".4g")])
+    rope_similarity_chart = alt.Chart(width="container", height=plot.HEIGHT).mark_line(
+        clip=True, color=plot.color("function")).encode(
+        alt.X("distance:Q", title="distance n"), alt.Y("similarity:Q", title="dot product PE₀ · PEₙ"),
+        [alt.Tooltip("distance:Q"), alt.Tooltip("similarity:Q", title="PE₀ · PEₙ", format=".6g")]).properties(
+        title="sinusoidal: similarity of two positions against their distance")
     mo.md(r"""
     ## 4. Where is each token? Positions
 
@@ -590,7 +618,8 @@ def _():
     Rotations compose, $R_m^\top R_n = R_{n-m}$, so $\langle R_m q, R_n k\rangle = \langle q, R_{n-m}k\rangle$:
     the score depends on the positions only through their **offset**. Check it below.
     """)
-    return rope_base, rope_dim, rope_m, rope_n, rope_shift
+    return (rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_m, rope_n, rope_pe_chart, rope_shift,
+            rope_similarity_chart)
 
 
 @app.cell
@@ -621,42 +650,35 @@ def _(rope_base, rope_dim, rope_m, rope_n, rope_shift):
 
 
 @app.cell
-def _(rope_base, rope_dim):
-    # Its own cell: moving m, n or s does not redraw it.
+def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, rope_similarity_chart):
+    # Its own cell: moving m, n or s does not redraw these charts.
     _pairs = {}
     for _i in sorted({0, rope_dim.value // 4, rope_dim.value // 2 - 1}):
         _t = lab.rope_pair_trajectory(rope_dim.value, _i, 32, rope_base.value)
         _pairs[f"pair {_i} (θ = {_t.theta:.3g} rad per position)"] = (
             _t.xy[:, 0], _t.xy[:, 1], _t.positions)
-    ui.chart(plot.paths_2d(_pairs, x_title="x₂ᵢ (rotated)", y_title="x₂ᵢ₊₁ (rotated)", height=340,
-                           title="a vector of ones at positions 0…31: each pair turns at its own speed"))
-    return
-
-
-@app.cell
-def _(rope_base, rope_dim):
+    _turns = ui.chart(plot.paths_2d(_pairs, x_title="x₂ᵢ (rotated)", y_title="x₂ᵢ₊₁ (rotated)", height=340,
+                                    title="a vector of ones at positions 0…31: each pair turns at its own speed"))
     rope_distance = lab.rope_score_vs_distance(rope_dim.value, rope_base.value, 256)
     sinusoid = lab.sinusoidal_similarity(64, rope_dim.value, rope_base.value)
     # Both over the aligned score at distance 0 (d): the bound on |score| is 2 Σⱼ|Sⱼ| for q = k = 1.
-    _decay = ui.chart(plot.curves(rope_distance.distance,
-                                  {"Su et al.'s bound 2 Σⱼ|Sⱼ| / d": rope_distance.bound,
-                                   "score of aligned q = k = 1, over d": rope_distance.aligned_relative},
-                                  x_title="distance Δ = n − m", y_title="over the aligned score at distance 0",
-                                  colors={"Su et al.'s bound 2 Σⱼ|Sⱼ| / d": "reference",
-                                          "score of aligned q = k = 1, over d": "model"},
-                                  title="RoPE's long-range decay: the aligned score stays under Su et al.'s bound"))
+    _n = len(rope_distance.distance)
+    _decay = ui.chart(rope_decay_chart.properties(data=plot.data(
+        distance=np.tile(rope_distance.distance, 2),
+        value=np.concatenate([rope_distance.bound, rope_distance.aligned_relative]),
+        series=np.repeat(np.array(rope_decay_series, dtype=object), _n))))
     _dims = lab.shown_dimensions(rope_dim.value)  # at most 32 rows: every k-th pair beyond
     _every = "" if len(_dims) == rope_dim.value else f", one pair in {_dims[2] // 2}"
-    _pe = ui.chart(plot.heatmap(sinusoid.pe[:32, _dims].T, y_labels=_dims, x_title="position m",
-                                y_title="dimension", color_title="PE", scheme="blueorange", domain=(-1, 1),
-                                title=f"sinusoidal positions PE (dimensions × positions{_every})"))
-    _sim = ui.chart(plot.curves(np.arange(64), {"PE₀ · PEₙ": sinusoid.similarity[0]},
-                                x_title="distance n", y_title="dot product", colors={"PE₀ · PEₙ": "function"},
-                                title="sinusoidal: similarity of two positions against their distance"))
+    _pe = ui.chart(rope_pe_chart.properties(
+        data=plot.data(dimension=np.repeat(_dims, 32), position=np.tile(np.arange(32), len(_dims)),
+                       PE=sinusoid.pe[:32, _dims].T.ravel()),
+        title=f"sinusoidal positions PE (dimensions × positions{_every})"))
+    _sim = ui.chart(rope_similarity_chart.properties(
+        data=plot.data(distance=np.arange(64), similarity=sinusoid.similarity[0])))
     _sim0 = sinusoid.similarity[0]
     _rise = int(np.argmax(np.diff(_sim0) > 0)) + 1  # the first distance where it goes up again
     _near, _far = _sim0[1:32].mean(), _sim0[32:].mean()
-    mo.vstack([_decay,
+    mo.vstack([_turns, _decay,
                mo.md(f"At distances 200 to 256 the bound is at most "
                      f"**{rope_distance.bound_relative[200:].max():.2f}** of its value at 0 "
                      f"(d = {rope_dim.value}). The more pairs, the deeper the decay: with d = 2 "

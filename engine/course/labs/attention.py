@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -773,12 +774,38 @@ class GPTRun:
     stopped: str
 
 
-@functools.lru_cache(maxsize=32)  # the page flips between a few temperatures: each text drawn once per model
+# The shipped Transformers a page has loaded, each with the fingerprint of the code that trained it:
+# two pages (or two runs of one) that load it with the same code hold equal models.
+_SHIPPED_GPT = weakref.WeakKeyDictionary()
+_SHIPPED_SAMPLES: dict = {}
+
+
 def sampled_text(sample, model, chars, prompt, length, temperature, seed=0) -> str:
     """``sample(model, chars, prompt, length, temperature, seed=seed)``, the page's sampler passed
     in, remembered per sampler, model and temperature: a draw runs the model once per character
     (about 0.1 s for 120 of them), and the training settings re-run the cell without changing the
-    model."""
+    model. The shipped model's texts are remembered for the process, by the code of the sampler
+    and of the model (their fingerprints): another page that opens with the same code draws the
+    same text, so it is not drawn again."""
+    try:
+        shipped = _SHIPPED_GPT.get(model)
+    except TypeError:  # an object that cannot be weakly referenced is not a shipped model
+        shipped = None
+    if shipped is None:
+        return _sampled_text(sample, model, chars, prompt, length, temperature, seed)
+    try:
+        key = (checkpoints.code_fingerprint(sample), shipped, chars, prompt, length, temperature, seed)
+    except OSError:  # no source to read: remember it per sampler object only
+        return _sampled_text(sample, model, chars, prompt, length, temperature, seed)
+    if key not in _SHIPPED_SAMPLES:
+        if len(_SHIPPED_SAMPLES) >= 64:
+            _SHIPPED_SAMPLES.clear()
+        _SHIPPED_SAMPLES[key] = sample(model, chars, prompt, length, temperature, seed=seed)
+    return _SHIPPED_SAMPLES[key]
+
+
+@functools.lru_cache(maxsize=32)  # the page flips between a few temperatures: each text drawn once per model
+def _sampled_text(sample, model, chars, prompt, length, temperature, seed=0) -> str:
     return sample(model, chars, prompt, length, temperature, seed=seed)
 
 
@@ -863,4 +890,5 @@ def shipped_tiny_gpt(code, classes) -> tuple:
         lambda cls, s: cls(len(data.chars), s["context"], s["d_model"], s["heads"], s["layers"]))
     if state is None:
         return None, reason
+    _SHIPPED_GPT[model] = _gpt_checkpoint.FINGERPRINT
     return GPTRun(model, data, state["steps"], state["train_loss"], state["heldout_loss"], data.unigram, ""), ""

@@ -337,6 +337,33 @@ def test_sampled_text_draws_once_per_sampler_model_and_temperature():
     assert calls == [0.8, 1.5, 0.8]
 
 
+def test_sampled_text_remembers_a_shipped_models_text_by_the_code():
+    """Two loads of the shipped Transformer (two pages, or two runs of one) are equal models: with
+    the same sampler code the text is drawn once; another sampler, or a model trained on the page,
+    draws its own."""
+    calls = []
+
+    class Model:
+        pass
+
+    def sample(model, chars, prompt, length, temperature, seed=0):
+        calls.append(("first", model))
+        return f"{prompt}{chars[:length]}@{temperature}"
+
+    def other(model, chars, prompt, length, temperature, seed=0):
+        calls.append(("other", model))
+        return f"{prompt}{chars[-length:]}@{temperature}"
+
+    first, second, trained = Model(), Model(), Model()
+    for shipped in (first, second):
+        attention_lab._SHIPPED_GPT[shipped] = "a fingerprint"
+    assert attention_lab.sampled_text(sample, first, "abcd", "p ", 2, 0.3) == "p ab@0.3"
+    assert attention_lab.sampled_text(sample, second, "abcd", "p ", 2, 0.3) == "p ab@0.3"
+    assert attention_lab.sampled_text(other, second, "abcd", "p ", 2, 0.3) == "p cd@0.3"
+    assert attention_lab.sampled_text(sample, trained, "abcd", "p ", 2, 0.3) == "p ab@0.3"
+    assert calls == [("first", first), ("other", second), ("first", trained)]
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_ngram_loss_by_counting(n):
     """The n-gram ladder against a count over dictionaries; n = 1 with add-one is char_data's unigram."""
