@@ -198,7 +198,21 @@ def _():
     dilation_d = mo.ui.slider(1, 3, value=1, label="dilation D", show_value=True)
     channels_in = mo.ui.slider(1, 64, value=3, label="C_in", show_value=True)
     channels_out = mo.ui.slider(1, 64, value=16, label="C_out", show_value=True)
-    return channels_in, channels_out, dilation_d, kernel_k, padding_p, size_w, stride_s
+    size_intro = mo.md(r"""
+    ## 2. Size arithmetic
+
+    A kernel with dilation $D$ spans $K_{\text{eff}} = D(K-1) + 1$ pixels. It fits into the padded
+    input $W + 2P$ at starts $0, S, 2S, \dots$, so the output size is the number of starts:
+
+    $$
+    O = \left\lfloor \frac{W + 2P - K_{\text{eff}}}{S} \right\rfloor + 1 .
+    $$
+
+    Move the sliders: the strip shows, for each output $o$ (one row each), which input pixels its
+    kernel reads. The grid below it shows the same for a 2-D output pixel.
+    """)
+    return (channels_in, channels_out, dilation_d, kernel_k, padding_p, size_intro, size_w,
+            stride_s)
 
 
 @app.cell
@@ -208,6 +222,7 @@ def _(
     dilation_d,
     kernel_k,
     padding_p,
+    size_intro,
     size_w,
     stride_s,
 ):
@@ -224,19 +239,7 @@ def _(
     _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
                                  padding_p.value, dilation_d.value)
     mo.vstack([
-        mo.md(r"""
-    ## 2. Size arithmetic
-
-    A kernel with dilation $D$ spans $K_{\text{eff}} = D(K-1) + 1$ pixels. It fits into the padded
-    input $W + 2P$ at starts $0, S, 2S, \dots$, so the output size is the number of starts:
-
-    $$
-    O = \left\lfloor \frac{W + 2P - K_{\text{eff}}}{S} \right\rfloor + 1 .
-    $$
-
-    Move the sliders: the strip shows, for each output $o$ (one row each), which input pixels its
-    kernel reads. The grid below it shows the same for a 2-D output pixel.
-    """),
+        size_intro,
         mo.hstack([size_w, kernel_k, padding_p, stride_s, dilation_d], wrap=True),
         mo.hstack([channels_in, channels_out], justify="start"),
         mo.callout(mo.md("\n".join(_lines)), kind="info" if conv_setting.ok else "warn"),
@@ -287,11 +290,34 @@ def _(
 def _():
     transpose_w = mo.ui.slider(1, 10, value=3, label="input size W", show_value=True)
     output_padding = mo.ui.slider(0, 3, value=1, label="output_padding", show_value=True)
-    return output_padding, transpose_w
+    transpose_intro = mo.md(r"""
+    ### Transposed convolution
+
+    A transposed convolution runs the picture backwards: each **input** pixel stamps a copy of the
+    kernel, scaled by its value, onto the output at position $iS$, and overlapping copies add up.
+    It is exactly the gradient of a convolution with respect to its input, so it maps sizes back:
+
+    $$
+    O = (W - 1)S - 2P + D(K - 1) + \text{output\_padding} + 1 .
+    $$
+
+    Here $P$ **crops** the full output on both sides. A stride-$S$ convolution sends $S$ different
+    input sizes to the same output size (the floor above), so `output_padding` $\in [0, S)$ picks
+    which one to return to. It uses the K, S, P and D sliders above, with its own input size.
+    """)
+    return output_padding, transpose_intro, transpose_w
 
 
 @app.cell
-def _(dilation_d, kernel_k, output_padding, padding_p, stride_s, transpose_w):
+def _(
+    dilation_d,
+    kernel_k,
+    output_padding,
+    padding_p,
+    stride_s,
+    transpose_intro,
+    transpose_w,
+):
     transposed = lab.conv_transpose_placements(transpose_w.value, kernel_k.value,
                                                stride_s.value, padding_p.value,
                                                output_padding.value, dilation_d.value)
@@ -310,21 +336,7 @@ def _(dilation_d, kernel_k, output_padding, padding_p, stride_s, transpose_w):
                                        x_title="output pixel", y_title="copies",
                                        title="kernel copies reaching each output pixel", text_format="d"))
         _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="info"), _stamps, _coverage])
-    mo.vstack([mo.md(r"""
-    ### Transposed convolution
-
-    A transposed convolution runs the picture backwards: each **input** pixel stamps a copy of the
-    kernel, scaled by its value, onto the output at position $iS$, and overlapping copies add up.
-    It is exactly the gradient of a convolution with respect to its input, so it maps sizes back:
-
-    $$
-    O = (W - 1)S - 2P + D(K - 1) + \text{output\_padding} + 1 .
-    $$
-
-    Here $P$ **crops** the full output on both sides. A stride-$S$ convolution sends $S$ different
-    input sizes to the same output size (the floor above), so `output_padding` $\in [0, S)$ picks
-    which one to return to. It uses the K, S, P and D sliders above, with its own input size.
-    """), _view])
+    mo.vstack([transpose_intro, _view])
     return (transposed,)
 
 
@@ -372,11 +384,35 @@ def _():
     rf_pool = mo.ui.slider(0, 4, value=2, label="custom: 2×2 pool every n convs (0: none)",
                            show_value=True)
     rf_input = mo.ui.slider(8, 512, step=8, value=224, label="input size", show_value=True)
-    return rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
+    rf_intro = mo.md(r"""
+    ## 3. Receptive fields
+
+    A unit deep in the network depends on a window of the input, its **receptive field**. With
+    $r_0 = 1$ and the **jump** $j_0 = 1$ (the distance, in input pixels, between neighbouring units),
+    each layer $l$ with kernel $K_l$, stride $s_l$ and dilation $D_l$ grows them:
+
+    $$
+    r_l = r_{l-1} + \big(K_{\text{eff},l} - 1\big)\, j_{l-1}, \qquad j_l = j_{l-1}\, s_l .
+    $$
+
+    A kernel adds $K-1$ units of the previous layer, and each of those is $j_{l-1}$ input pixels
+    apart: strides early in the network make every later layer see much further. Pick a classic
+    network or build your own stack of 'same'-padded convolutions.
+    """)
+    return rf_dilation, rf_input, rf_intro, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
 
 
 @app.cell
-def _(rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride):
+def _(
+    rf_dilation,
+    rf_input,
+    rf_intro,
+    rf_kernel,
+    rf_layers,
+    rf_pool,
+    rf_preset,
+    rf_stride,
+):
     if rf_preset.value == "custom stack":
         _layers = lab.uniform_stack(rf_layers.value, rf_kernel.value, rf_stride.value,
                                     rf_dilation.value, rf_pool.value)
@@ -402,21 +438,7 @@ def _(rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
           "feature map": "—" if r.fmap is None else f"{r.fmap}×{r.fmap}"} for r in rf_rows],
         selection=None, page_size=12, label=f"{len(_names)} layers")
     mo.vstack([
-        mo.md(r"""
-    ## 3. Receptive fields
-
-    A unit deep in the network depends on a window of the input, its **receptive field**. With
-    $r_0 = 1$ and the **jump** $j_0 = 1$ (the distance, in input pixels, between neighbouring units),
-    each layer $l$ with kernel $K_l$, stride $s_l$ and dilation $D_l$ grows them:
-
-    $$
-    r_l = r_{l-1} + \big(K_{\text{eff},l} - 1\big)\, j_{l-1}, \qquad j_l = j_{l-1}\, s_l .
-    $$
-
-    A kernel adds $K-1$ units of the previous layer, and each of those is $j_{l-1}$ input pixels
-    apart: strides early in the network make every later layer see much further. Pick a classic
-    network or build your own stack of 'same'-padded convolutions.
-    """),
+        rf_intro,
         mo.hstack([rf_preset, rf_input], justify="start"),
         mo.hstack([rf_layers, rf_kernel, rf_stride, rf_dilation, rf_pool], wrap=True)
         if rf_preset.value == "custom stack" else mo.md(""),
@@ -524,7 +546,42 @@ def _():
     im_padding = mo.ui.slider(0, 2, value=1, label="padding P", show_value=True)
     im_pixel = mo.ui.slider(0, 63, value=7, label="output pixel r (column r of cols)",
                             show_value=True)
-    return im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride
+    im2col_intro = mo.md(r"""
+    ## 4. im2col: a convolution is a matrix product
+
+    Copy every window of the padded input into one **column** of a matrix, the column matrix
+    (`torch.nn.functional.unfold` returns it in this layout). The convolution is then one product
+    with the weights flattened to $W_2 \in \mathbb{R}^{C_{out}\times C_{in}K^2}$:
+
+    $$
+    \text{cols} = \operatorname{im2col}(x) \in \mathbb{R}^{C_{in}K^2 \times L}, \qquad
+    Y = W_2\,\text{cols} \;(+\, b), \qquad L = H_{out}W_{out} .
+    $$
+
+    Column $r$ of cols holds the window of output pixel $r = p\,W_{out} + q$. Pick $r$: its
+    window is lit on the input, and so is column $r$ of cols (drawn lying down, as row $r$ of
+    $\text{cols}^\top$, so that it reads left to right like the weights, which sit below it tap
+    for tap). The output value is their dot product. The matrix drawn here is the page's
+    `im2col` (the code cell above: one loop per tap, as in `conv2d_loops`).
+    """)
+    backward_intro = mo.md(r"""
+    ### The backward pass is two transposed products
+
+    Given the upstream gradient $G = \partial L/\partial Y \in \mathbb{R}^{C_{out}\times L}$, the
+    chain rule through $Y = W_2\,\text{cols}$ gives
+
+    $$
+    \frac{\partial L}{\partial W_2} = G\,\text{cols}^\top, \qquad
+    \frac{\partial L}{\partial\,\text{cols}} = W_2^\top G, \qquad
+    \frac{\partial L}{\partial x} = \operatorname{col2im}\!\Big(W_2^\top G\Big).
+    $$
+
+    `col2im` adds each entry of the column matrix back onto the pixel it was copied from, so a
+    pixel inside several windows collects several gradient terms. The map on the left counts them;
+    on the right, the gradients computed by hand from these formulas and by the engine's autograd.
+    """)
+    return (backward_intro, im2col_intro, im_channels, im_kernel, im_padding, im_pixel, im_size,
+            im_stride)
 
 
 @app.cell
@@ -556,7 +613,17 @@ def im2col(x, k, stride=1, padding=0, dilation=1):
 
 
 @app.cell
-def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im_x):
+def _(
+    im2col_intro,
+    im_channels,
+    im_kernel,
+    im_padding,
+    im_pixel,
+    im_size,
+    im_stride,
+    im_w,
+    im_x,
+):
     _controls = mo.hstack([im_size, im_channels, im_kernel, im_stride, im_padding], wrap=True)
     try:
         _w_out = lab.conv_report(im_size.value, im_kernel.value, im_stride.value,
@@ -594,51 +661,19 @@ def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im
                   f"pixel; the whole matrix product equals `conv2d` everywhere: "
                   f"{bool(np.allclose(view.output, view.conv2d))}."),
         ])
-    mo.vstack([mo.md(r"""
-    ## 4. im2col: a convolution is a matrix product
-
-    Copy every window of the padded input into one **column** of a matrix, the column matrix
-    (`torch.nn.functional.unfold` returns it in this layout). The convolution is then one product
-    with the weights flattened to $W_2 \in \mathbb{R}^{C_{out}\times C_{in}K^2}$:
-
-    $$
-    \text{cols} = \operatorname{im2col}(x) \in \mathbb{R}^{C_{in}K^2 \times L}, \qquad
-    Y = W_2\,\text{cols} \;(+\, b), \qquad L = H_{out}W_{out} .
-    $$
-
-    Column $r$ of cols holds the window of output pixel $r = p\,W_{out} + q$. Pick $r$: its
-    window is lit on the input, and so is column $r$ of cols (drawn lying down, as row $r$ of
-    $\text{cols}^\top$, so that it reads left to right like the weights, which sit below it tap
-    for tap). The output value is their dot product. The matrix drawn here is the page's
-    `im2col` (the code cell above: one loop per tap, as in `conv2d_loops`).
-    """), _shown])
+    mo.vstack([im2col_intro, _shown])
     return (view,)
 
 
 @app.cell
-def _(im_kernel, im_padding, im_size, im_stride, im_w, im_x):
+def _(backward_intro, im_kernel, im_padding, im_size, im_stride, im_w, im_x):
     _report = lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value)
     mo.stop(not _report.ok, mo.md("*No valid convolution with these settings.*"))
     _g = np.random.default_rng(6).normal(size=(1, _report.output_size, _report.output_size))
     backward = lab.im2col_backward(im_x, im_w, _g, im_stride.value, im_padding.value)
     backward_gap = backward.largest_gap
     mo.vstack([
-        mo.md(r"""
-    ### The backward pass is two transposed products
-
-    Given the upstream gradient $G = \partial L/\partial Y \in \mathbb{R}^{C_{out}\times L}$, the
-    chain rule through $Y = W_2\,\text{cols}$ gives
-
-    $$
-    \frac{\partial L}{\partial W_2} = G\,\text{cols}^\top, \qquad
-    \frac{\partial L}{\partial\,\text{cols}} = W_2^\top G, \qquad
-    \frac{\partial L}{\partial x} = \operatorname{col2im}\!\Big(W_2^\top G\Big).
-    $$
-
-    `col2im` adds each entry of the column matrix back onto the pixel it was copied from, so a
-    pixel inside several windows collects several gradient terms. The map on the left counts them;
-    on the right, the gradients computed by hand from these formulas and by the engine's autograd.
-    """),
+        backward_intro,
         mo.hstack([
             plot.value_table(backward.window_count, "windows per pixel", cmap="Purples",
                         symmetric=False, fmt="{:.0f}"),
@@ -660,28 +695,7 @@ def _():
                                 show_value=True)
     filter_repeat = mo.ui.slider(1, 8, value=1, label="apply n times", show_value=True)
     filter_stride = mo.ui.slider(1, 4, value=1, label="stride", show_value=True)
-    return filter_name, filter_noise, filter_repeat, filter_stride
-
-
-@app.cell
-def _(filter_noise):
-    # Its own cell: the other filter controls do not redraw the image.
-    image = lab.sample_image(48, noise=filter_noise.value, seed=0)
-    return (image,)
-
-
-@app.cell
-def _(filter_name, filter_noise, filter_repeat, filter_stride, image):
-    filtered = lab.apply_filter(image, filter_name.value, filter_stride.value,
-                                filter_repeat.value)
-    _kernel = (lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]
-               if filter_name.value == "edge magnitude" else lab.CLASSIC_FILTERS[filter_name.value])
-    _signed = filter_name.value in ("vertical edges (Sobel x)", "horizontal edges (Sobel y)",
-                                    "Laplacian", "emboss", "sharpen")
-    _result = f"result {filtered.shape[0]}×{filtered.shape[1]}"
-    _kernel_title = "kernel" + (" (Sobel x, with y)" if filter_name.value == "edge magnitude" else "")
-    mo.vstack([
-        mo.md(r"""
+    filters_intro = mo.md(r"""
     ## 5. Classic filters
 
     Before learning, people designed kernels by hand. A kernel whose weights sum to 1 keeps the
@@ -697,7 +711,43 @@ def _(filter_name, filter_noise, filter_repeat, filter_stride, image):
     $$
 
     Each result below is `engine.functional.conv2d` with padding $K//2$.
-    """),
+    """)
+    own_kernel_intro = mo.md(r"""
+    **Your own kernel.** The matrix below starts as the filter chosen above (Sobel $x$ for the
+    edge magnitude); drag an entry or select it and type a value. The result is section 1's
+    `conv2d_loops` of the image with your kernel, padding $K//2$: edit that cell and this result
+    follows.
+    """)
+    return (filter_name, filter_noise, filter_repeat, filter_stride, filters_intro,
+            own_kernel_intro)
+
+
+@app.cell
+def _(filter_noise):
+    # Its own cell: the other filter controls do not redraw the image.
+    image = lab.sample_image(48, noise=filter_noise.value, seed=0)
+    return (image,)
+
+
+@app.cell
+def _(
+    filter_name,
+    filter_noise,
+    filter_repeat,
+    filter_stride,
+    filters_intro,
+    image,
+):
+    filtered = lab.apply_filter(image, filter_name.value, filter_stride.value,
+                                filter_repeat.value)
+    _kernel = (lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]
+               if filter_name.value == "edge magnitude" else lab.CLASSIC_FILTERS[filter_name.value])
+    _signed = filter_name.value in ("vertical edges (Sobel x)", "horizontal edges (Sobel y)",
+                                    "Laplacian", "emboss", "sharpen")
+    _result = f"result {filtered.shape[0]}×{filtered.shape[1]}"
+    _kernel_title = "kernel" + (" (Sobel x, with y)" if filter_name.value == "edge magnitude" else "")
+    mo.vstack([
+        filters_intro,
         mo.hstack([filter_name, filter_noise, filter_repeat, filter_stride], wrap=True),
         mo.hstack([plot.image_tiles({"image": image}, width=240),
                    plot.value_table(_kernel, _kernel_title),
@@ -718,17 +768,12 @@ def _(filter_name):
 
 
 @app.cell
-def _(image, kernel_edit):
+def _(image, kernel_edit, own_kernel_intro):
     own_kernel = widgets.as_array(kernel_edit.value)
     own_filtered = conv2d_loops(image[None], own_kernel[None, None],
                                 padding=own_kernel.shape[0] // 2)[0]
     mo.vstack([
-        mo.md(r"""
-    **Your own kernel.** The matrix below starts as the filter chosen above (Sobel $x$ for the
-    edge magnitude); drag an entry or select it and type a value. The result is section 1's
-    `conv2d_loops` of the image with your kernel, padding $K//2$: edit that cell and this result
-    follows.
-    """),
+        own_kernel_intro,
         kernel_edit,
         mo.hstack([plot.image_tiles({"image": image}, width=240),
                    plot.value_table(own_kernel, "your kernel"),
@@ -749,14 +794,7 @@ def _():
                                    value="vertical edges (Sobel x)", label="first kernel a")
     compose_second = mo.ui.dropdown(options=list(lab.CLASSIC_FILTERS), value="box blur",
                                     label="then kernel b")
-    return compose_first, compose_second
-
-
-@app.cell
-def _(compose_first, compose_second, image):
-    composition = lab.two_convolutions(image, compose_first.value, compose_second.value)
-    mo.vstack([
-        mo.md(r"""
+    compose_intro = mo.md(r"""
     ### Two convolutions in a row
 
     Cross-correlating with $a$ and then with $b$ reads $x[i+u+v]$ with weight $a[u]\,b[v]$, so it
@@ -768,7 +806,15 @@ def _(compose_first, compose_second, image):
     $(K_a + K_b - 1)$-wide window.
 
     Below, both routes on the image above, without padding so that no border effect interferes.
-    """),
+    """)
+    return compose_first, compose_intro, compose_second
+
+
+@app.cell
+def _(compose_first, compose_intro, compose_second, image):
+    composition = lab.two_convolutions(image, compose_first.value, compose_second.value)
+    mo.vstack([
+        compose_intro,
         mo.hstack([compose_first, compose_second], justify="start"),
         mo.hstack([
             plot.image_tiles({f"one {composition.composed.shape[0]}×{composition.composed.shape[1]} "
@@ -795,25 +841,7 @@ def _():
                              show_value=True)
     cost_groups = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32], value=4, label="groups g",
                                show_value=True)
-    return cost_cin, cost_cout, cost_groups, cost_kernel, cost_size
-
-
-@app.cell
-def _(cost_cin, cost_cout, cost_groups, cost_kernel, cost_size):
-    _controls = mo.hstack([cost_cin, cost_cout, cost_kernel, cost_size, cost_groups], wrap=True)
-    try:
-        conv_cost_rows = lab.conv_costs(cost_cin.value, cost_cout.value, cost_kernel.value,
-                                        cost_size.value, cost_groups.value)
-    except ValueError as _err:
-        conv_cost_rows = None
-        _shown = ui.problem(_err)
-    else:
-        _base = conv_cost_rows[0].macs
-        _shown = mo.md("\n".join(["| layer | weights | multiply-adds | share of standard |",
-                                  "|---|---|---|---|"] + [
-            f"| {c.name} | {c.params:,} | {c.macs:,} | {c.macs / _base:.3f} |"
-            for c in conv_cost_rows]))
-    mo.vstack([mo.md(r"""
+    cost_intro = mo.md(r"""
     ### Cheaper convolutions: 1×1, grouped, depthwise-separable
 
     A standard $K\times K$ layer connects every output channel to every input channel at every
@@ -829,7 +857,26 @@ def _(cost_cin, cost_cout, cost_groups, cost_kernel, cost_size):
 
     The pair is a standard convolution whose kernel is constrained: $W[o, c] = P[o, c]\,D[c]$,
     every output channel mixing the same $C_{in}$ spatial filters.
-    """), _controls, _shown])
+    """)
+    return cost_cin, cost_cout, cost_groups, cost_intro, cost_kernel, cost_size
+
+
+@app.cell
+def _(cost_cin, cost_cout, cost_groups, cost_intro, cost_kernel, cost_size):
+    _controls = mo.hstack([cost_cin, cost_cout, cost_kernel, cost_size, cost_groups], wrap=True)
+    try:
+        conv_cost_rows = lab.conv_costs(cost_cin.value, cost_cout.value, cost_kernel.value,
+                                        cost_size.value, cost_groups.value)
+    except ValueError as _err:
+        conv_cost_rows = None
+        _shown = ui.problem(_err)
+    else:
+        _base = conv_cost_rows[0].macs
+        _shown = mo.md("\n".join(["| layer | weights | multiply-adds | share of standard |",
+                                  "|---|---|---|---|"] + [
+            f"| {c.name} | {c.params:,} | {c.macs:,} | {c.macs / _base:.3f} |"
+            for c in conv_cost_rows]))
+    mo.vstack([cost_intro, _controls, _shown])
     return (conv_cost_rows,)
 
 
@@ -874,16 +921,7 @@ def _():
     equi_pool = mo.ui.dropdown(options={"none": 1, "2×2 max-pool": 2}, value="none",
                                label="pooling")
     equi_digit = mo.ui.slider(0, 359, value=0, label="test digit #", show_value=True)
-    return equi_digit, equi_pool, equi_shift, equi_stride
-
-
-@app.cell
-def _(digits_heldout, equi_digit, equi_pool, equi_shift, equi_stride):
-    equivariance = lab.shift_equivariance(digits_heldout[0][equi_digit.value, 0], equi_shift.value,
-                                          equi_stride.value, equi_pool.value, seed=0)
-    _e = equivariance
-    mo.vstack([
-        mo.md(r"""
+    equivariance_intro = mo.md(r"""
     ## 6. Translation equivariance
 
     Weight sharing has a consequence that is the reason convolutions suit images: shift the input
@@ -900,7 +938,24 @@ def _(digits_heldout, equi_digit, equi_pool, equi_shift, equi_stride):
     Below, an 8×8 test digit sits in a 24×24 canvas; F is a random 3×3 convolution (padding 1)
     with the chosen stride and pooling, and the error is $\lVert F(T_k x) - T_{k'} F(x)\rVert /
     \lVert F(x)\rVert$ for the output shift $k'$ that fits best.
-    """),
+    """)
+    return equi_digit, equi_pool, equi_shift, equi_stride, equivariance_intro
+
+
+@app.cell
+def _(
+    digits_heldout,
+    equi_digit,
+    equi_pool,
+    equi_shift,
+    equi_stride,
+    equivariance_intro,
+):
+    equivariance = lab.shift_equivariance(digits_heldout[0][equi_digit.value, 0], equi_shift.value,
+                                          equi_stride.value, equi_pool.value, seed=0)
+    _e = equivariance
+    mo.vstack([
+        equivariance_intro,
         mo.hstack([equi_shift, equi_stride, equi_pool, equi_digit], wrap=True),
         plot.image_tiles({"x": _e.image, f"T_{_e.shift} x": _e.shifted,
                      "conv F(x)": _e.conv_map, f"conv F(T_{_e.shift} x)": _e.conv_map_shifted,
