@@ -303,12 +303,17 @@ def _():
 
 
 @app.cell
-def _(depth_act, init, init_scale, width):
+def _(depth_act):
     depth_phi = my_activation if depth_act.value == "mine" else depth_act.value
     depth_label = "my_activation" if depth_act.value == "mine" else lab.ACTIVATIONS[depth_act.value]["label"]
+    return depth_label, depth_phi
+
+
+@app.cell
+def _(depth_act, init, init_scale, width):
     weight_std = init_std(init.value, width.value, width.value, init_scale.value,
                           leaky_slope=0.01 if depth_act.value == "leaky_relu" else 0.0)
-    return depth_label, depth_phi, weight_std
+    return (weight_std,)
 
 
 @app.cell
@@ -681,16 +686,8 @@ def _():
     return
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## 7. Check yourself
-    """)
-    return
-
-
 @app.cell
-def _():
+def _(shipped_sweeps, shipped_variants):
     exercise_sigmoid = exercises.NumberExercise(
         question="**1.** What is the sigmoid's slope at $z = 0$, its steepest point? (A fraction is fine.)",
         truth=float(lab.engine_derivative("sigmoid", np.array([0.0]))[1][0]),
@@ -698,40 +695,18 @@ def _():
         rel_tol=0.01,
     )
     answer_sigmoid = ui.answer_box(exercise_sigmoid, placeholder="e.g. 0.5", label="σ′(0) =")
-    return answer_sigmoid, exercise_sigmoid
-
-
-@app.cell
-def _(answer_sigmoid, exercise_sigmoid):
-    ui.exercise(exercise_sigmoid, answer_sigmoid)
-    return
-
-
-@app.cell
-def _():
-    _truth = lab.depth_lab(deep_forward, init_std("xavier", 64, 64), depth=30, width=64, activation="sigmoid",
-                           n_samples=64, seed=1, slopes=False)
+    _depth_truth = lab.depth_lab(deep_forward, init_std("xavier", 64, 64), depth=30, width=64, activation="sigmoid",
+                                 n_samples=64, seed=1, slopes=False)
     exercise_depth = exercises.ChoiceExercise(
         question="**2.** A 30-layer network of **sigmoid** units with Xavier initialisation. Compared with "
                  "the last layer, the gradient that reaches the first layer is…",
         options=lab.GRADIENT_FATES,
-        truth=_truth.verdict(),
+        truth=_depth_truth.verdict(),
         hint="think of the largest possible slope of a sigmoid, then multiply it 30 times.",
-        explanation=f"The first layer's gradient is **{_truth.gradient_ratio:.1e}** times the last layer's: "
-                    f"a factor of **{_truth.per_layer_factor:.2f}** per layer, since σ′ ≤ ¼ and σ_W√n = 1.",
+        explanation=f"The first layer's gradient is **{_depth_truth.gradient_ratio:.1e}** times the last layer's: "
+                    f"a factor of **{_depth_truth.per_layer_factor:.2f}** per layer, since σ′ ≤ ¼ and σ_W√n = 1.",
     )
     answer_depth = ui.answer_box(exercise_depth)
-    return answer_depth, exercise_depth
-
-
-@app.cell
-def _(answer_depth, exercise_depth):
-    ui.exercise(exercise_depth, answer_depth)
-    return
-
-
-@app.cell
-def _():
     exercise_softmax = exercises.NumberExercise(
         question="**3.** Logits $z = (2, 0, 0)$ at $T = 1$: what probability does the softmax give the first "
                  "class? (Two decimals are enough.)",
@@ -740,61 +715,28 @@ def _():
         abs_tol=0.006,
     )
     answer_softmax = ui.answer_box(exercise_softmax, placeholder="e.g. 0.33", label="p₀ =")
-    return answer_softmax, exercise_softmax
-
-
-@app.cell
-def _(answer_softmax, exercise_softmax):
-    ui.exercise(exercise_softmax, answer_softmax)
-    return
-
-
-@app.cell
-def _(shipped_sweeps):
-    _sweep = lab.scale_sweep(deep_forward, "relu", shipped=shipped_sweeps)
+    _edge_sweep = lab.scale_sweep(deep_forward, "relu", shipped=shipped_sweeps)
     exercise_edge = exercises.NumberExercise(
         question="**4.** A plain ReLU stack with σ_W = s/√n: at which scale s is the per-layer gradient factor "
                  "exactly 1? (Two decimals; the sweep above measures it.)",
-        truth=_sweep.crossing,
+        truth=_edge_sweep.crossing,
         hint="ReLU's slope is 1 on half of the inputs and 0 on the other half, so rms φ′ = 1/√2.",
         rel_tol=0.03,
         explanation="s = √2 ≈ 1.41 is He's initialisation: σ_W² = 2/n.",
     )
     answer_edge = ui.answer_box(exercise_edge, placeholder="e.g. 1.0", label="s =")
-    return answer_edge, exercise_edge
-
-
-@app.cell
-def _(answer_edge, exercise_edge):
-    ui.exercise(exercise_edge, answer_edge)
-    return
-
-
-@app.cell
-def _(shipped_variants):
-    _truth = lab.depth_variants(deep_forward, init_std("he", 64, 64), depth=50, width=64, activation="relu",
-                                shipped=shipped_variants)["residual"]
+    _residual_truth = lab.depth_variants(deep_forward, init_std("he", 64, 64), depth=50, width=64, activation="relu",
+                                          shipped=shipped_variants)["residual"]
     exercise_residual = exercises.ChoiceExercise(
         question="**5.** A 50-layer ReLU stack with He initialisation gets a residual path, but no normalisation. "
                  "Compared with the last layer, the gradient that reaches the first layer is…",
         options=lab.GRADIENT_FATES,
-        truth=_truth.verdict(),
+        truth=_residual_truth.verdict(),
         hint="each layer adds φ(z), of about the stream's own variance, to the stream.",
-        explanation=f"The ratio is **{_truth.gradient_ratio:.2g}**: the forward variance doubles at every layer, "
+        explanation=f"The ratio is **{_residual_truth.gradient_ratio:.2g}**: the forward variance doubles at every layer, "
                     "and the gradient grows with it. Pre-norm fixes it.",
     )
     answer_residual = ui.answer_box(exercise_residual)
-    return answer_residual, exercise_residual
-
-
-@app.cell
-def _(answer_residual, exercise_residual):
-    ui.exercise(exercise_residual, answer_residual)
-    return
-
-
-@app.cell
-def _():
     exercise_pieces = exercises.NumberExercise(
         question="**6.** A network with one hidden layer of **3** ReLU units on 2-D inputs: into how many linear "
                  "pieces at most can it cut the plane?",
@@ -803,12 +745,21 @@ def _():
         explanation="1 + 3 + 3: three lines, each pair crossing once, make 7 regions.",
     )
     answer_pieces = ui.answer_box(exercise_pieces, placeholder="e.g. 4", label="pieces =")
-    return answer_pieces, exercise_pieces
+    return (answer_sigmoid, answer_depth, answer_softmax, answer_edge, answer_residual, answer_pieces,
+            exercise_sigmoid, exercise_depth, exercise_softmax, exercise_edge, exercise_residual, exercise_pieces)
 
 
 @app.cell
-def _(answer_pieces, exercise_pieces):
-    ui.exercise(exercise_pieces, answer_pieces)
+def _(answer_sigmoid, answer_depth, answer_softmax, answer_edge, answer_residual, answer_pieces,
+      exercise_sigmoid, exercise_depth, exercise_softmax, exercise_edge, exercise_residual, exercise_pieces):
+    # typing an answer re-runs only this cell: six verdicts, no computation
+    mo.vstack([mo.md("## 7. Check yourself"),
+               ui.exercise(exercise_sigmoid, answer_sigmoid),
+               ui.exercise(exercise_depth, answer_depth),
+               ui.exercise(exercise_softmax, answer_softmax),
+               ui.exercise(exercise_edge, answer_edge),
+               ui.exercise(exercise_residual, answer_residual),
+               ui.exercise(exercise_pieces, answer_pieces)])
     return
 
 
