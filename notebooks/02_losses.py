@@ -122,23 +122,23 @@ def _():
 
 
 @app.cell
-def _(delta):
-    # the four curves do not depend on the loss picked for the detail: changing it skips this cell
+def _(delta, reg_loss):
     reg_residuals = np.linspace(-4, 4, 161)  # steps of 0.05: every δ step (0.1) is a grid point, so each kink is drawn
-    reg_overview = {spec["label"]: lab.regression_curves(per_example_loss(name, delta.value), name, reg_residuals,
-                                                         delta.value).f
-                    for name, spec in lab.REGRESSION_LOSSES.items()}
+
+    def _overview():
+        _curves = {spec["label"]: lab.regression_curves(per_example_loss(name, delta.value), name, reg_residuals,
+                                                        delta.value).f
+                   for name, spec in lab.REGRESSION_LOSSES.items()}
+        return _curves, plot.curves(reg_residuals, _curves, x_title="residual e = ŷ − y", y_title="loss ℓ(e)",
+                                    y_domain=(0, 8), height=240, title=f"The four losses (δ = {delta.value:g})",
+                                    colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()})
+
+    # the four curves do not depend on the loss picked for the detail: drawn once for each δ (and these
+    # lesson cells), so picking another loss reuses them
+    reg_overview, reg_overview_chart = lab.remembered(
+        ("overview", delta.value, per_example_loss, mse, mae, huber, pseudo_huber), _overview)
     # δ beyond every residual drawn: Huber is ½e² on the whole plot, half the MSE curve beside it
     huber_is_half_mse = bool(np.allclose(reg_overview["Huber"], 0.5 * reg_overview["MSE (L2)"], rtol=1e-12))
-    reg_overview_chart = plot.curves(reg_residuals, reg_overview, x_title="residual e = ŷ − y", y_title="loss ℓ(e)",
-                                     y_domain=(0, 8), height=240, title=f"The four losses (δ = {delta.value:g})",
-                                     colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()})
-    reg_overview_view = mo.vstack([ui.chart(reg_overview_chart)])  # built once per δ: another loss reuses it
-    return huber_is_half_mse, reg_overview, reg_overview_chart, reg_overview_view, reg_residuals
-
-
-@app.cell
-def _(delta, huber_is_half_mse, reg_loss, reg_overview_view, reg_residuals):
     _e = reg_residuals
     reg_curves = lab.regression_curves(per_example_loss(reg_loss.value, delta.value), reg_loss.value, _e, delta.value)
     reg_gap = reg_curves.max_derivative_gap
@@ -151,7 +151,7 @@ def _(delta, huber_is_half_mse, reg_loss, reg_overview_view, reg_residuals):
                                            name="ℓ", var="e", title=_spec["label"], y_domain=(_lo, _hi), height=240)
     mo.vstack([
         mo.hstack([reg_loss, delta]),
-        mo.hstack([reg_overview_view, ui.chart(_detail)], widths=[1, 1]),
+        mo.hstack([ui.chart(reg_overview_chart), ui.chart(_detail)], widths=[1, 1]),
         mo.md(rf"""
     $$
     \ell(e) = {_spec["formula"]}, \qquad \frac{{\partial \ell}}{{\partial \hat y}} = {_spec["grad"]}
@@ -160,7 +160,7 @@ def _(delta, huber_is_half_mse, reg_loss, reg_overview_view, reg_residuals):
     Largest gap between the autograd dots and the formula: **{reg_gap:.1e}**. {_half}
     """),
     ])
-    return reg_curves, reg_gap
+    return huber_is_half_mse, reg_curves, reg_gap, reg_overview, reg_overview_chart, reg_residuals
 
 
 @app.cell(hide_code=True)
@@ -231,14 +231,6 @@ def shipped_line_fits():
     """Adam's columns as the page opens them (the checkpoint losses_line_fits): `fit_line` under
     each loss on the points the outlier lab opens with, at its default δ."""
     return lab.line_fits_state(lambda x, y, name, delta: fit_line(x, y, per_example_loss(name, delta)))
-
-
-@app.cell
-def _():
-    # fit_line's lines on the points the page opens with, shipped when this page's code made them
-    line_adam_default = lab.shipped_line_fits(fit, fit_line, mse, mae, huber, pseudo_huber, per_example_loss,
-                                              shipped_line_fits)
-    return (line_adam_default,)
 
 
 @app.cell
@@ -356,7 +348,7 @@ def _():
 
 @app.cell
 def _():
-    # the fits of sections 3, 6 and 9 as the course ships them, each if this page's code is the code that made it
+    # the fits of sections 2, 3, 6 and 9 as the course ships them, each if this page's code is the code that made it
     default_fits, default_fits_problem = checkpoints.load_if_fits(
         lab.DEFAULT_FITS_CHECKPOINT, fit, mse, mae, pinball, per_example_loss, fit_constant, cross_entropy,
         fit_class_probabilities, bce_with_logits, focal_loss, imbalance_loss, train_logistic, shipped_default_fits)
@@ -366,8 +358,11 @@ def _():
         lab.CALIBRATION_CHECKPOINT, fit, cross_entropy, train_softmax, fit_temperature, shipped_calibration)
     noise_state, noise_problem = checkpoints.load_if_fits(lab.NOISE_CHECKPOINT, fit, gaussian_nll, noise_model,
                                                           fit_noise_model, shipped_noise_fits)
+    # fit_line's lines on the points the outlier lab opens with, shipped when this page's code made them
+    line_adam_default = lab.shipped_line_fits(fit, fit_line, mse, mae, huber, pseudo_huber, per_example_loss,
+                                              shipped_line_fits)
     return (calibration_problem, calibration_state, default_fits, default_fits_problem, kl_problem, kl_state,
-            noise_problem, noise_state)
+            line_adam_default, noise_problem, noise_state)
 
 
 @app.cell
@@ -1192,6 +1187,9 @@ def _(margin_grad_chart, margin_loss_chart, point_margin):
 
 @app.cell(hide_code=True)
 def _():
+    n_classes = mo.ui.slider(steps=[2, 3, 5, 10, 20, 50, 100, 1000], value=10, label="classes K", show_value=True)
+    init_logit_scale = mo.ui.slider(steps=[0.001, 0.01, 0.1, 0.3, 1.0, 3.0, 10.0], value=0.01,
+                                    label="logit scale s", show_value=True)
     mo.md(r"""
     ## 8. The initial-loss check
 
@@ -1201,14 +1199,6 @@ def _():
     the labels and logits do not match); if it is NaN, look for a log of zero. Random logits
     $z \sim \mathcal N(0, s^2)$ against random labels:
     """)
-    return
-
-
-@app.cell
-def _():
-    n_classes = mo.ui.slider(steps=[2, 3, 5, 10, 20, 50, 100, 1000], value=10, label="classes K", show_value=True)
-    init_logit_scale = mo.ui.slider(steps=[0.001, 0.01, 0.1, 0.3, 1.0, 3.0, 10.0], value=0.01,
-                                    label="logit scale s", show_value=True)
     return init_logit_scale, n_classes
 
 
@@ -1229,6 +1219,9 @@ def _(init_logit_scale, n_classes):
 
 @app.cell(hide_code=True)
 def _():
+    ml_logits = mo.ui.text(value="2.0, -1.0, 1.5, -3.0", label="logits z (one per label)", full_width=True)
+    ml_labels = mo.ui.multiselect(options={f"label {k}": k for k in range(6)}, value=["label 0", "label 2"],
+                                  label="true labels")
     mo.md(r"""
     ## 9. Many labels, and rare ones
 
@@ -1240,14 +1233,6 @@ def _():
     probability can reach 1, and the gradient $\sigma(z_k) - t_k$ of one label does not depend
     on the others' logits.
     """)
-    return
-
-
-@app.cell
-def _():
-    ml_logits = mo.ui.text(value="2.0, -1.0, 1.5, -3.0", label="logits z (one per label)", full_width=True)
-    ml_labels = mo.ui.multiselect(options={f"label {k}": k for k in range(6)}, value=["label 0", "label 2"],
-                                  label="true labels")
     return ml_labels, ml_logits
 
 

@@ -183,6 +183,22 @@ def naive_breakdown(naive, dtype: str = "float32", target: int = 2, s_max: float
     return NaiveBreakdown(float(scales[i]), "NaN" if np.isnan(values[i]) else "+∞")
 
 
+_REMEMBERED: dict = {}
+
+
+def remembered(key, build, size: int = 64):
+    """``build()``, made once for each ``key`` and kept (the latest ``size`` keys, for every session
+    of the server): what the page draws for one setting of a control, when another control changes
+    the rest of its cell. Give the key every value and lesson function the result depends on: an
+    edited lesson cell is another function, so its result is made afresh. Nothing may modify it."""
+    from engine.course import plot
+
+    try:
+        return _REMEMBERED[key]
+    except KeyError:
+        return plot.remember(_REMEMBERED, key, build(), size)
+
+
 NAIVE_SCALES = np.geomspace(1, 1000, 61)  # the chart's logit scales s
 NAIVE_SCALES.flags.writeable = False
 
