@@ -479,7 +479,12 @@ def drag_on_widget(page, widget, path, *, steps: int = 10) -> str | None:
 def notebook_in_editor(executable: str, notebook: str, folder: Path, timeout_ms: float = 180_000):
     """``notebook`` opened in ``marimo edit`` (as ``make edit`` starts it, ``--headless --no-token``)
     on a copy of the course in ``folder``, so that what the editor saves never lands in the working
-    tree, with every cell run: yields ``(page, server log path)``."""
+    tree, with every cell run: yields ``(page, server log path)``.
+
+    The copy has the repository's pyproject.toml, which sets ``runtime.auto_instantiate``: the
+    editor runs every cell on open by itself (marimo 0.25's editor otherwise waits for "Run all
+    stale cells", which :func:`editor_run_all` would press). Opening and running saves nothing:
+    the copy's notebooks are checked byte for byte before anything is yielded."""
     import shutil
 
     copy = folder / "course"
@@ -487,16 +492,27 @@ def notebook_in_editor(executable: str, notebook: str, folder: Path, timeout_ms:
     for name in ("engine", "notebooks", "cheatsheets"):
         shutil.copytree(ROOT / name, copy / name, ignore=ignore)
     shutil.copy2(ROOT / "pyproject.toml", copy / "pyproject.toml")
+
+    def pages():
+        return {path.relative_to(copy).as_posix(): path.read_bytes()
+                for name in ("notebooks", "cheatsheets") for path in sorted((copy / name).rglob("*.py"))}
+
+    before = pages()
     log = folder / "edit.log"
     command = make_command("edit", free_port()) + ["--headless", "--no-token"]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # as `make edit`
     with served(command, copy, log, env=env) as base, open_page(executable) as page:
         page.goto(base + f"?file={notebook}", wait_until="commit")
         page.wait_for_function("() => window.__mw && __mw.kernelReady", timeout=timeout_ms, polling=100)
-        editor_run_all(page, timeout_ms)
+        assert editor_run_all(page, timeout_ms) is None, (
+            "the editor waits for 'Run all stale cells': pyproject.toml's runtime.auto_instantiate is not in effect")
         page.wait_for_function("() => __mw.completed > 0 && __mw.busy() === 0"
                                " && __mw.cells.every(id => __mw.status[id] === 'idle')",
                                timeout=timeout_ms, polling=100)
+        after = pages()
+        changed = sorted(name for name in after if after[name] != before.get(name))
+        assert not changed and set(after) == set(before), (
+            f"marimo edit rewrote {changed} or created {sorted(set(after) - set(before))} on open")
         yield page, log
 
 
@@ -558,11 +574,16 @@ def press_and_wait(page, button, timeout_ms: float, what: str) -> None:
 @contextlib.contextmanager
 def editing(notebook: str, folder: Path, timeout_ms: float = 180_000):
     """An editor test's opening: ``notebook`` in ``marimo edit`` (:func:`notebook_in_editor`, in the
-    Chromium of ``oracle.require_browser``, which skips the test without one), every cell run, and
-    no error on open. Yields ``(page, server log path, the cells' output areas)``: the areas are a
+    Chromium of ``oracle.require_browser``, which skips the test without one), every cell run by
+    the editor on open, nothing saved, and no error on open (no error output, no traceback on
+    stderr, no cell marked as an error, no JavaScript error). Every notebook's editor test starts
+    here, so this is also the check that each notebook runs in the editor. Yields ``(page, server log path, the cells' output areas)``: the areas are a
     locator for what the cells draw (the editor shows each cell's code too)."""
     from oracle import require_browser
 
     with notebook_in_editor(require_browser(), notebook, folder, timeout_ms) as (page, log):
         assert_no_errors(page, log, f"{Path(notebook).stem} on open")
+        # The editor marks a cell whose output is an error with the class has-error.
+        marked = page.locator(".marimo-cell.has-error").evaluate_all("els => els.map(e => e.dataset.cellId)")
+        assert not marked, f"{Path(notebook).stem}: cells marked as errors on the page: {marked}"
         yield page, log, page.locator(".output-area")
