@@ -186,7 +186,7 @@ def _(bp_step, expr, x_val, y_val, z_val):
     _k = bp_step.value
     graph_step = graph.step(_k)
     _note = f"Step {_k} of {len(graph.order) - 1}."
-    _fig = plot.graph_chart(**graph.drawing(_k), height=260)
+    _fig = lab.stepper_chart(graph, _k, height=260)  # the graph's drawing at step _k
     _grads = " · ".join(f"∂f/∂{name} = **{g:.6g}**" for name, g in sorted(input_grads.items()))
     graph_sums = graph.accumulation(_k)
     _gap = max(abs(input_grads.get(k, np.nan) - g) for k, g in engine_grads.items())

@@ -38,21 +38,23 @@ from engine.course.checkpoints import backprop_playground as playground_checkpoi
 
 from ._checks import is_default
 
-_VIEWS: dict = {}  # (what, the lesson functions, the settings) -> what the page shows for them
+_VIEWS: dict = {}  # what -> {(the lesson functions, the settings): what the page shows for them}
 
 
 def _remembered(key, make, size: int = 32):
-    """``make()``, kept under ``key`` in :data:`_VIEWS` (the oldest entries forgotten beyond ``size``;
-    ``marimo run`` serves every session from one process, so another session may evict meanwhile)."""
-    hit = _VIEWS.get(key)
+    """``make()``, kept under ``key`` in the cache of its kind ``key[0]`` (the oldest entries of that
+    kind forgotten beyond ``size``; ``marimo run`` serves every session from one process, so another
+    session may evict meanwhile)."""
+    cache = _VIEWS.setdefault(key[0], {})
+    hit = cache.get(key)
     if hit is None:
         hit = make()
-        while key not in _VIEWS and len(_VIEWS) >= size:
+        while key not in cache and len(cache) >= size:
             try:
-                _VIEWS.pop(next(iter(_VIEWS)), None)
+                cache.pop(next(iter(cache)), None)
             except (StopIteration, RuntimeError):
                 break
-        _VIEWS[key] = hit
+        cache[key] = hit
     return hit
 
 # ----------------------------------------------------------------------------- MLP playground
@@ -497,6 +499,16 @@ def stepper_graphs(name: str, x: float, y: float, z: float, mul, sort, walk):
         return g, graphs.input_gradients(g), graphs.input_gradients(graphs.expression_graph(name, x, y, z))
 
     return _remembered(("stepper", name, float(x), float(y), float(z), mul, sort, walk), make)
+
+
+def stepper_chart(graph, k: int, height: int = 260):
+    """``plot.graph_chart`` of ``graph`` (a :func:`stepper_graphs` graph) at backward step ``k``,
+    remembered per graph and step: moving back to a step, or to inputs seen before, draws the
+    chart already built (building one costs about 20 ms)."""
+    from engine.course import plot
+
+    return remembered(("stepper chart", id(graph), int(k), height),
+                      lambda: plot.graph_chart(**graph.drawing(k), height=height), keep=graph)
 
 
 def step_rule_view(difference, rule, x0: float):
