@@ -289,13 +289,50 @@ def _(query_edit):
 
 @app.cell
 def _():
+    # The exercises of sections 1, 2, 3 and 6, built once in one cell; each is graded where it is asked.
     exercise_lookup = exercises.NumberExercise(
         question="**Exercise 1.** A query scores 4 against its matching key and 0 against each of "
         "7 other keys. What weight does the softmax give the matching key? (Two decimals.)",
         truth=float(np.exp(4) / (np.exp(4) + 7)),
         hint="softmax: e⁴ / (e⁴ + 7·e⁰).", abs_tol=0.01)
     answer_lookup = ui.answer_box(exercise_lookup, placeholder="weight")
-    return answer_lookup, exercise_lookup
+    # The sample is drawn once, here, not on every keystroke in the answer box.
+    _sample = lab.dot_product_variance(256, n=20000, seed=1).var_raw
+    exercise_variance = exercises.NumberExercise(
+        question="**Exercise 2.** Queries and keys have independent entries of variance 1 and "
+        "$d_k = 256$. What is the variance of a raw score $q\\cdot k$ (before scaling)?",
+        truth=256.0,
+        hint="each q_i k_i has variance 1·1 and the d_k products are independent: variances add.",
+        rel_tol=0.02, explanation=f"(A sample of 20 000 pairs gives {_sample:.1f}.)")
+    answer_variance = ui.answer_box(exercise_variance, placeholder="variance")
+    exercise_causal = exercises.NumberExercise(
+        question="**Exercise 3.** A causal mask over a sequence of $L = 6$ tokens: how many "
+        "(query, key) pairs are allowed to attend?",
+        truth=int(lab.make_mask("causal", 6).sum()),
+        hint="query i sees keys 0 … i, that is i + 1 of them; add 1 + 2 + … + 6.")
+    answer_causal = ui.answer_box(exercise_causal, placeholder="allowed pairs")
+    exercise_mha = exercises.NumberExercise(
+        question="**Exercise 4.** How many parameters (weights and biases) has "
+        "`nn.MultiheadAttention(512, 8)`?",
+        truth=shapes.multihead_attention_params(512),
+        hint="four d_model × d_model projections (Q, K, V, output), each with d_model biases; "
+        "the number of heads does not matter.")
+    answer_mha = ui.answer_box(exercise_mha, placeholder="parameter count")
+    exercise_kv = exercises.NumberExercise(
+        question="**Exercise 5.** GPT-2 small: 12 layers, d_model = 768, a context of 1,024 tokens "
+        "stored in float32. How many MiB (2²⁰ bytes) is its KV cache for one sequence?",
+        truth=lab.attention_memory(1024, 768, 12, 12, 4).kv_cache_bytes / 2**20,
+        hint="2 (K and V) × layers × L × d_model numbers, 4 bytes each.", rel_tol=0.01)
+    answer_kv = ui.answer_box(exercise_kv, placeholder="MiB")
+    exercise_block = exercises.NumberExercise(
+        question="**Exercise 8.** How many parameters has one pre-norm block with d = 768 "
+        "(12 heads, MLP width 4d, biases everywhere, two LayerNorms)?",
+        truth=lab.block_parameters(768, 12),
+        hint="attention: four d × d projections with biases; MLP: d × 4d + 4d and 4d × d + d; "
+        "each LayerNorm: 2d.")
+    answer_block = ui.answer_box(exercise_block, placeholder="parameter count")
+    return (answer_block, answer_causal, answer_kv, answer_lookup, answer_mha, answer_variance, exercise_block,
+            exercise_causal, exercise_kv, exercise_lookup, exercise_mha, exercise_variance)
 
 
 @app.cell
@@ -358,26 +395,6 @@ def _():
                                 title="average largest softmax weight over 16 keys"))
     mo.hstack([_var, _max], widths="equal")
     return (sweep,)
-
-
-@app.cell
-def _():
-    # The sample is drawn once, here, not on every keystroke in the answer box.
-    _sample = lab.dot_product_variance(256, n=20000, seed=1).var_raw
-    exercise_variance = exercises.NumberExercise(
-        question="**Exercise 2.** Queries and keys have independent entries of variance 1 and "
-        "$d_k = 256$. What is the variance of a raw score $q\\cdot k$ (before scaling)?",
-        truth=256.0,
-        hint="each q_i k_i has variance 1·1 and the d_k products are independent: variances add.",
-        rel_tol=0.02, explanation=f"(A sample of 20 000 pairs gives {_sample:.1f}.)")
-    answer_variance = ui.answer_box(exercise_variance, placeholder="variance")
-    exercise_causal = exercises.NumberExercise(
-        question="**Exercise 3.** A causal mask over a sequence of $L = 6$ tokens: how many "
-        "(query, key) pairs are allowed to attend?",
-        truth=int(lab.make_mask("causal", 6).sum()),
-        hint="query i sees keys 0 … i, that is i + 1 of them; add 1 + 2 + … + 6.")
-    answer_causal = ui.answer_box(exercise_causal, placeholder="allowed pairs")
-    return answer_causal, answer_variance, exercise_causal, exercise_variance
 
 
 @app.cell
@@ -542,24 +559,6 @@ def _():
           f"with 12 layers, {12 * kv_check.projected_cached} rows against {12 * kv_check.projected_uncached}, "
           f"and {12 * kv_check.scores} products per head either way.")
     return (kv_check,)
-
-
-@app.cell
-def _():
-    exercise_mha = exercises.NumberExercise(
-        question="**Exercise 4.** How many parameters (weights and biases) has "
-        "`nn.MultiheadAttention(512, 8)`?",
-        truth=shapes.multihead_attention_params(512),
-        hint="four d_model × d_model projections (Q, K, V, output), each with d_model biases; "
-        "the number of heads does not matter.")
-    answer_mha = ui.answer_box(exercise_mha, placeholder="parameter count")
-    exercise_kv = exercises.NumberExercise(
-        question="**Exercise 5.** GPT-2 small: 12 layers, d_model = 768, a context of 1,024 tokens "
-        "stored in float32. How many MiB (2²⁰ bytes) is its KV cache for one sequence?",
-        truth=lab.attention_memory(1024, 768, 12, 12, 4).kv_cache_bytes / 2**20,
-        hint="2 (K and V) × layers × L × d_model numbers, 4 bytes each.", rel_tol=0.01)
-    answer_kv = ui.answer_box(exercise_kv, placeholder="MiB")
-    return answer_kv, answer_mha, exercise_kv, exercise_mha
 
 
 @app.cell
@@ -1091,18 +1090,6 @@ def default_tiny_gpt():
     return {"settings": dict(lab.GPT_DEFAULTS),
             "parameters": {name: p.data for name, p in run.model.state_dict().items()},
             "steps": run.steps, "train_loss": run.train_loss, "heldout_loss": run.heldout_loss}
-
-
-@app.cell
-def _():
-    exercise_block = exercises.NumberExercise(
-        question="**Exercise 8.** How many parameters has one pre-norm block with d = 768 "
-        "(12 heads, MLP width 4d, biases everywhere, two LayerNorms)?",
-        truth=lab.block_parameters(768, 12),
-        hint="attention: four d × d projections with biases; MLP: d × 4d + 4d and 4d × d + d; "
-        "each LayerNorm: 2d.")
-    answer_block = ui.answer_box(exercise_block, placeholder="parameter count")
-    return answer_block, exercise_block
 
 
 @app.cell
