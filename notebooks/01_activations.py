@@ -46,6 +46,14 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
+    act_choice = mo.ui.dropdown(
+        options={spec["label"]: name for name, spec in lab.ACTIVATIONS.items()},
+        value="GELU (exact)",
+        label="activation φ",
+    )
+    leaky_slope = mo.ui.slider(0.0, 0.5, step=0.01, value=0.1, label="leaky ReLU slope α", show_value=True)
+    elu_alpha = mo.ui.slider(0.1, 3.0, step=0.1, value=1.0, label="ELU α", show_value=True)
+    x_span = mo.ui.slider(1, 20, step=1, value=5, label="x range ±", show_value=True)
     mo.md(r"""
     ## 1. One neuron, one bend
 
@@ -63,19 +71,6 @@ def _():
     and the dark dots are $\phi'$ computed by the engine's autograd (a forward pass, then
     `backward()`), which must sit on the orange line.
     """)
-    return
-
-
-@app.cell
-def _():
-    act_choice = mo.ui.dropdown(
-        options={spec["label"]: name for name, spec in lab.ACTIVATIONS.items()},
-        value="GELU (exact)",
-        label="activation φ",
-    )
-    leaky_slope = mo.ui.slider(0.0, 0.5, step=0.01, value=0.1, label="leaky ReLU slope α", show_value=True)
-    elu_alpha = mo.ui.slider(0.1, 3.0, step=0.1, value=1.0, label="ELU α", show_value=True)
-    x_span = mo.ui.slider(1, 20, step=1, value=5, label="x range ±", show_value=True)
     return act_choice, elu_alpha, leaky_slope, x_span
 
 
@@ -102,6 +97,8 @@ def _(act_choice, elu_alpha, leaky_slope, x_span):
 
 @app.cell(hide_code=True)
 def _():
+    fixed_family_rows = {_name: lab.family_row(_name) for _name, _spec in lab.ACTIVATIONS.items()
+                         if not _spec["params"]}
     mo.md(r"""
     ## 2. The whole family and their ranges
 
@@ -110,13 +107,6 @@ def _():
     *unbounded* when the curve still climbs, and the interior minimum of a non-monotonic
     activation is found by bisection on its autograd derivative, where $\phi'(z) = 0$.
     """)
-    return
-
-
-@app.cell
-def _():
-    fixed_family_rows = {_name: lab.family_row(_name) for _name, _spec in lab.ACTIVATIONS.items()
-                         if not _spec["params"]}
     return (fixed_family_rows,)
 
 
@@ -158,6 +148,11 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
+    logits_text = mo.ui.text(value="2.0, 1.0, 0.1, -1.0", label="logits z", full_width=True)
+    temperature = mo.ui.slider(
+        steps=[0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0],
+        value=1.0, label="temperature T", show_value=True,
+    )
     mo.md(r"""
     ## 3. Softmax and temperature
 
@@ -172,16 +167,6 @@ def _():
     finite: it subtracts the largest logit before exponentiating. Edit the logits (comma
     separated) and move the temperature.
     """)
-    return
-
-
-@app.cell
-def _():
-    logits_text = mo.ui.text(value="2.0, 1.0, 0.1, -1.0", label="logits z", full_width=True)
-    temperature = mo.ui.slider(
-        steps=[0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0],
-        value=1.0, label="temperature T", show_value=True,
-    )
     return logits_text, temperature
 
 
@@ -270,21 +255,6 @@ def my_activation(z):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
-    The figures below and the table of section 5 are computed by these cells, with your code:
-    edit one in `marimo edit` and they follow. **Change `init_std`:** give He's formula a 1
-    instead of its 2 (LeCun's $\sigma_W^2 = 1/n_{in}$), then pick ReLU with He: the variance of
-    $z$ now halves at every layer and the gradient vanishes, as it does with Xavier.
-    **Change `my_activation`** to `z.abs()` and pick *yours* in the menu: with Xavier the gradient
-    keeps its size through any depth, and with He it explodes, the opposite of ReLU. $|z|$ has a
-    slope of ±1 everywhere, so $\mathbb E[\phi'(z)^2] = 1$ where ReLU's is ½, and its weight-scale
-    sweep crosses 1 at $s \approx 1$, not at $\sqrt2$.
-    """)
-    return
-
-
-@app.cell
-def _():
     depth = mo.ui.slider(1, 50, step=1, value=20, label="depth L", show_value=True, debounce=True)
     width = mo.ui.slider(8, 256, step=8, value=64, label="width n", show_value=True, debounce=True)
     depth_act = mo.ui.dropdown(
@@ -297,7 +267,17 @@ def _():
                               debounce=True)
     depth_residual = mo.ui.switch(value=False, label="residual path a + φ(z)")
     depth_norm = mo.ui.switch(value=False, label="pre-norm: LayerNorm before each layer")
-    mo.vstack([mo.hstack([depth, width, depth_act, init, init_scale], wrap=True),
+    mo.vstack([mo.md(r"""
+    The figures below and the table of section 5 are computed by these cells, with your code:
+    edit one in `marimo edit` and they follow. **Change `init_std`:** give He's formula a 1
+    instead of its 2 (LeCun's $\sigma_W^2 = 1/n_{in}$), then pick ReLU with He: the variance of
+    $z$ now halves at every layer and the gradient vanishes, as it does with Xavier.
+    **Change `my_activation`** to `z.abs()` and pick *yours* in the menu: with Xavier the gradient
+    keeps its size through any depth, and with He it explodes, the opposite of ReLU. $|z|$ has a
+    slope of ±1 everywhere, so $\mathbb E[\phi'(z)^2] = 1$ where ReLU's is ½, and its weight-scale
+    sweep crosses 1 at $s \approx 1$, not at $\sqrt2$.
+    """),
+               mo.hstack([depth, width, depth_act, init, init_scale], wrap=True),
                mo.hstack([depth_residual, depth_norm], justify="start")])
     return depth, depth_act, depth_norm, depth_residual, init, init_scale, width
 
@@ -337,7 +317,9 @@ def _(depth, depth_norm, depth_phi, depth_residual, weight_std, width):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    selu_input_std = mo.ui.slider(steps=list(lab.SELF_NORM_INPUT_STDS), value=lab.SELF_NORM_DEFAULT["input_std"],
+                                  label="input std", show_value=True)
+    mo.vstack([mo.md(r"""
     Things to try:
 
     - **sigmoid with Xavier**: here $\sigma_W\sqrt n = 1$ and $\sigma' \le \tfrac14$, so the
@@ -361,15 +343,7 @@ def _():
     it explode. This is the *chaotic* phase of Poole et al. (2016) and Schoenholz et al. (2017),
     who show that the same $\chi$ is the rate at which two nearby inputs are pushed apart layer
     after layer; $\chi = 1$ is the *edge of chaos* an initialisation aims for.
-    """)
-    return
 
-
-@app.cell(hide_code=True)
-def _():
-    selu_input_std = mo.ui.slider(steps=list(lab.SELF_NORM_INPUT_STDS), value=lab.SELF_NORM_DEFAULT["input_std"],
-                                  label="input std", show_value=True)
-    mo.vstack([mo.md(r"""
     **Self-normalising networks.** He's initialisation keeps the size of $z$ from layer to layer,
     but it does not correct a size that is wrong to begin with: ReLU is positively homogeneous,
     $\operatorname{relu}(cz) = c\,\operatorname{relu}(z)$ for $c > 0$, so inputs $c$ times larger
@@ -556,13 +530,7 @@ def _():
     whatever $\sigma_W$, and $1.21^{49} \approx 10^4$. **Both together** keep the
     first layer's gradient within about 10× of the last layer's in every one of these cases: the
     recipe of the pre-norm Transformer block.
-    """)
-    return
 
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
     ## 6. What the bend buys
 
     A ReLU network is **piecewise linear**: each hidden unit is on or off, and inside one on/off
@@ -613,8 +581,18 @@ def train_moons(net, X, y, steps=400, lr=0.02, on_step=None):
     return net
 
 
-@app.cell(hide_code=True)
+@app.cell
 def _():
+    moons_X, moons_y = lab.moons(seed=0)
+    with engine.random.fork_rng(0):
+        _net = moon_net(**lab.BEND_DEFAULT)
+    train_moons(_net, moons_X, moons_y, steps=lab.BEND_STEPS)
+    default_bend = lab.bend_report(moon_forward, _net, moons_X, moons_y, steps=lab.BEND_STEPS)
+    bend_width = mo.ui.slider(1, 32, step=1, value=lab.BEND_DEFAULT["width"], label="width n", show_value=True,
+                              debounce=True)
+    bend_depth = mo.ui.slider(0, 4, step=1, value=lab.BEND_DEFAULT["depth"], label="hidden layers", show_value=True,
+                              debounce=True)
+    bend_train = mo.ui.run_button(label=f"train {lab.BEND_STEPS} steps")
     mo.md(r"""
     The left panel gives every linear piece its own colour (counted on a 150 × 150 grid, so a
     lower bound); the black line is the decision boundary. Both panels show what your
@@ -625,27 +603,7 @@ def _():
     same rate the default network classifies only about 84 % of the points where Adam reached
     98 %; plain descent needs a rate about 25 times larger to come close.
     """)
-    return
-
-
-@app.cell
-def _():
-    moons_X, moons_y = lab.moons(seed=0)
-    with engine.random.fork_rng(0):
-        _net = moon_net(**lab.BEND_DEFAULT)
-    train_moons(_net, moons_X, moons_y, steps=lab.BEND_STEPS)
-    default_bend = lab.bend_report(moon_forward, _net, moons_X, moons_y, steps=lab.BEND_STEPS)
-    return default_bend, moons_X, moons_y
-
-
-@app.cell
-def _():
-    bend_width = mo.ui.slider(1, 32, step=1, value=lab.BEND_DEFAULT["width"], label="width n", show_value=True,
-                              debounce=True)
-    bend_depth = mo.ui.slider(0, 4, step=1, value=lab.BEND_DEFAULT["depth"], label="hidden layers", show_value=True,
-                              debounce=True)
-    bend_train = mo.ui.run_button(label=f"train {lab.BEND_STEPS} steps")
-    return bend_depth, bend_train, bend_width
+    return bend_depth, bend_train, bend_width, default_bend, moons_X, moons_y
 
 
 @app.cell
@@ -674,16 +632,6 @@ def _(bend_depth, bend_train, bend_width, default_bend, moons_X, moons_y):
               f"**{100 * bend_report.accuracy:.1f} %**."),
     ])
     return bend_is_default, bend_report
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    Trained, the straight line of depth 0 stops below 90 % on the moons, while 16 units in two
-    hidden layers bend around them and reach 99 % or more. At initialisation, width 16, two hidden
-    layers already show more pieces than one: each layer folds the pieces of the one before.
-    """)
-    return
 
 
 @app.cell
@@ -745,6 +693,11 @@ def _(shipped_sweeps, shipped_variants):
         explanation="1 + 3 + 3: three lines, each pair crossing once, make 7 regions.",
     )
     answer_pieces = ui.answer_box(exercise_pieces, placeholder="e.g. 4", label="pieces =")
+    mo.md(r"""
+    Trained, the straight line of depth 0 stops below 90 % on the moons, while 16 units in two
+    hidden layers bend around them and reach 99 % or more. At initialisation, width 16, two hidden
+    layers already show more pieces than one: each layer folds the pieces of the one before.
+    """)
     return (answer_sigmoid, answer_depth, answer_softmax, answer_edge, answer_residual, answer_pieces,
             exercise_sigmoid, exercise_depth, exercise_softmax, exercise_edge, exercise_residual, exercise_pieces)
 
