@@ -622,10 +622,7 @@ def _():
 
 
 @app.cell
-def _(rope_base, rope_dim, rope_m, rope_n, rope_shift):
-    _rng = np.random.default_rng(3)
-    rope_q = _rng.standard_normal(rope_dim.value)
-    rope_k = _rng.standard_normal(rope_dim.value)
+def _(rope_base, rope_dim, rope_k, rope_m, rope_n, rope_q, rope_shift):
     shift_check = lab.rope_shift_check(rope_q, rope_k, rope_m.value, rope_n.value,
                                        rope_shift.value, rope_base.value)
     mo.vstack([
@@ -645,12 +642,15 @@ def _(rope_base, rope_dim, rope_m, rope_n, rope_shift):
             f"**{abs(shift_check.absolute_shifted - shift_check.absolute):.3f}**.",
         ])),
     ])
-    return rope_k, rope_q, shift_check
+    return (shift_check,)
 
 
 @app.cell
 def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, rope_similarity_chart):
-    # Its own cell: moving m, n or s does not redraw these charts.
+    # Its own cell: moving m, n or s does not redraw these charts, nor draw new q and k (the table above).
+    _rng = np.random.default_rng(3)
+    rope_q = _rng.standard_normal(rope_dim.value)
+    rope_k = _rng.standard_normal(rope_dim.value)
     _pairs = {}
     for _i in sorted({0, rope_dim.value // 4, rope_dim.value // 2 - 1}):
         _t = lab.rope_pair_trajectory(rope_dim.value, _i, 32, rope_base.value)
@@ -687,7 +687,7 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
                      f"and already at distance {_rise} it rises again, from {_sim0[_rise - 1]:.2f} to "
                      f"{_sim0[_rise]:.2f}."),
                mo.hstack([_pe, _sim], widths="equal")])
-    return rope_distance, sinusoid
+    return rope_distance, rope_k, rope_q, sinusoid
 
 
 @app.cell(hide_code=True)
