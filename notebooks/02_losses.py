@@ -10,7 +10,7 @@ with app.setup:
 
     import engine
     import engine.functional as F
-    from engine.course import checkpoints, exercises, metadata, plot, toc, ui, widgets
+    from engine.course import exercises, metadata, plot, toc, ui, widgets
     from engine.course.labs import losses as lab
     from engine.optim import SGD, Adam
     from engine.optim.lr_scheduler import CosineAnnealingLR
@@ -349,15 +349,14 @@ def _():
 @app.cell
 def _():
     # the fits of sections 2, 3, 6 and 9 as the course ships them, each if this page's code is the code that made it
-    default_fits, default_fits_problem = checkpoints.load_if_fits(
+    default_fits, default_fits_problem = lab.load_if_fits(
         lab.DEFAULT_FITS_CHECKPOINT, fit, mse, mae, pinball, per_example_loss, fit_constant, cross_entropy,
         fit_class_probabilities, bce_with_logits, focal_loss, imbalance_loss, train_logistic, shipped_default_fits)
-    kl_state, kl_problem = checkpoints.load_if_fits(lab.KL_CHECKPOINT, fit, kl_divergence, fit_gaussian,
-                                                    shipped_kl_fits)
-    calibration_state, calibration_problem = checkpoints.load_if_fits(
+    kl_state, kl_problem = lab.load_if_fits(lab.KL_CHECKPOINT, fit, kl_divergence, fit_gaussian, shipped_kl_fits)
+    calibration_state, calibration_problem = lab.load_if_fits(
         lab.CALIBRATION_CHECKPOINT, fit, cross_entropy, train_softmax, fit_temperature, shipped_calibration)
-    noise_state, noise_problem = checkpoints.load_if_fits(lab.NOISE_CHECKPOINT, fit, gaussian_nll, noise_model,
-                                                          fit_noise_model, shipped_noise_fits)
+    noise_state, noise_problem = lab.load_if_fits(lab.NOISE_CHECKPOINT, fit, gaussian_nll, noise_model,
+                                                  fit_noise_model, shipped_noise_fits)
     # fit_line's lines on the points the outlier lab opens with, shipped when this page's code made them
     line_adam_default = lab.shipped_line_fits(fit, fit_line, mse, mae, huber, pseudo_huber, per_example_loss,
                                               shipped_line_fits)

@@ -199,6 +199,42 @@ def remembered(key, build, size: int = 64):
         return plot.remember(_REMEMBERED, key, build(), size)
 
 
+_LOADED: dict = {}
+
+
+def _read_only(node):
+    """``node`` with every array in it made read-only (a kept checkpoint is shared by every session)."""
+    if isinstance(node, np.ndarray):
+        node.flags.writeable = False
+    elif isinstance(node, dict):
+        for value in node.values():
+            _read_only(value)
+    elif isinstance(node, (list, tuple)):
+        for value in node:
+            _read_only(value)
+    return node
+
+
+def load_if_fits(module, *code) -> tuple:
+    """``checkpoints.load_if_fits(module, *code)``, checked and loaded once for each text of the
+    page's lesson code and kept, its arrays read-only: the fingerprint parses every lesson cell's
+    source and the archive is decoded, tens of milliseconds on every page open. Code whose source
+    cannot be read is checked as the checkpoints module checks it."""
+    import inspect
+
+    try:
+        key = (module.__name__, tuple(inspect.getsource(c) for c in code))
+    except (OSError, TypeError):
+        return checkpoints.load_if_fits(module, *code)
+    try:
+        return _LOADED[key]
+    except KeyError:
+        from engine.course import plot
+
+        state, problem = checkpoints.load_if_fits(module, *code)
+        return plot.remember(_LOADED, key, (_read_only(state), problem), 16)
+
+
 NAIVE_SCALES = np.geomspace(1, 1000, 61)  # the chart's logit scales s
 NAIVE_SCALES.flags.writeable = False
 
@@ -687,7 +723,7 @@ def line_fits_state(fit_line_under) -> dict:
 def shipped_line_fits(*code) -> dict | None:
     """``{loss: (w, b)}`` from ``losses_line_fits`` when ``code`` (the page's objects named by
     :data:`LINE_CODE`, in that order) is the code that made it, else None."""
-    state, _ = checkpoints.load_if_fits(_line_checkpoint, *code)
+    state, _ = load_if_fits(_line_checkpoint, *code)
     return None if state is None else {name: (float(v[0]), float(v[1])) for name, v in state.items()}
 
 
