@@ -34,16 +34,16 @@ def vae_view(run, shipped):
     latent_dim = len(run.kl_per_dim)
     bars = plot.bars([f"z{j + 1}" for j in range(latent_dim)], run.kl_per_dim, y_title="KL (nats)",
                      color_name="model", title="KL per latent dimension", text_format=".2f")
-    # the budget uses all 500 held-out points; the chart draws 250 of each set (fewer points to render)
-    points = plot.point_layers({"data": (run.held_out[:250], "data"),
-                                "reconstructions": (run.reconstructions[:250], "model"),
-                                "decoded samples z ~ N(0, I)": (run.samples[:250], "target")},
+    # the budget uses all 500 held-out points; the chart draws 250 of each set, to 0.01 (less to send and render)
+    points = plot.point_layers({"data": (np.round(run.held_out[:250], 2), "data"),
+                                "reconstructions": (np.round(run.reconstructions[:250], 2), "model"),
+                                "decoded samples z ~ N(0, I)": (np.round(run.samples[:250], 2), "target")},
                                domain=(-3, 3), height=360, size=8,
                                title="held-out data, their reconstructions, and new samples")
     # the two most informative latent dimensions (largest KL), coloured by the data's classes
     order = np.argsort(-run.kl_per_dim)
-    shown = np.stack([run.latents[:, order[0]],
-                      run.latents[:, order[1]] if latent_dim > 1 else np.zeros(len(run.latents))], axis=1)
+    shown = np.round(np.stack([run.latents[:, order[0]], run.latents[:, order[1]] if latent_dim > 1
+                               else np.zeros(len(run.latents))], axis=1), 2)
     codes = plot.scatter_classes(
         shown, run.labels, height=300,
         x_title=f"μ of z{order[0] + 1} (KL {run.kl_per_dim[order[0]]:.2f})",
@@ -89,9 +89,10 @@ def sweep_view(sweep, shipped):
 @functools.lru_cache(maxsize=4)
 def aggregate_view(aggregate, shipped):
     """The codes over the prior at each β, and the two energy distances."""
-    # the distances use all 500 codes; the charts draw 250 of each set (fewer points to render)
-    prior = np.random.default_rng(5).standard_normal((250, 2))
-    charts = [plot.point_layers({"prior N(0, I)": (prior, "reference"), "codes z ~ q(z | x)": (z[:250], "model")},
+    # the distances use all 500 codes; the charts draw 160 of each set, to 0.01 (less to send and render)
+    prior = np.round(np.random.default_rng(5).standard_normal((160, 2)), 2)
+    charts = [plot.point_layers({"prior N(0, I)": (prior, "reference"),
+                                 "codes z ~ q(z | x)": (np.round(z[:160], 2), "model")},
                                 domain=(-4, 4), height=230, size=6, title=f"β = {b:g}")
               for b, z in zip(aggregate.betas, aggregate.codes)]
     rows = ["| β | codes to prior | decoded prior samples to data |", "|---|---|---|"] + [
@@ -122,7 +123,7 @@ def decoded_map(run, z1, z2):
 @functools.lru_cache(maxsize=4)
 def digits_view(run, shipped):
     """The digit VAE: held-out codes by digit, decoded grid, reconstructions, held-out ELBO."""
-    scatter = plot.scatter_classes(run.latents, run.labels, x_title="z₁ = μ₁(x)", y_title="z₂ = μ₂(x)",
+    scatter = plot.scatter_classes(np.round(run.latents, 2), run.labels, x_title="z₁ = μ₁(x)", y_title="z₂ = μ₂(x)",
                                    class_names=[str(d) for d in range(10)],
                                    title="held-out digits placed at their codes", height=360)
     # each figure is one picture of tiles, white lines between them
@@ -667,23 +668,18 @@ def _(set_trained_sweep, set_trained_vae, trained_sweep, trained_vae, vae_beta, 
 
 @app.cell
 def _(trained_vae):
-    vae_shipped = trained_vae() is None
-    if vae_shipped:
+    _shipped = trained_vae() is None
+    if _shipped:
         try:
             vae_run = lab.default_vae_2d(lesson_cells())
         except ValueError as _err:
             mo.stop(True, ui.not_loaded(_err))
     else:
         vae_run = trained_vae()[1]
-    return vae_run, vae_shipped
-
-
-@app.cell
-def _(vae_run, vae_shipped):
     mo.stop(bool(vae_run.stopped), mo.callout(mo.md(vae_run.stopped), kind="warn"))
     vae_active = int((vae_run.kl_per_dim > 0.05).sum())
-    vae_view(vae_run, vae_shipped)
-    return (vae_active,)
+    vae_view(vae_run, _shipped)
+    return vae_active, vae_run
 
 
 @app.cell
@@ -1016,8 +1012,8 @@ def _(digit_canvas, digits_test, draw_start, image_vae):
     _untouched = draw_start.value >= 0 and np.allclose(_as_is, digits_test[draw_start.value], atol=0.005)
     drawn_digit = _as_is if _untouched else widgets.to_digit(_ink)
     drawn_code = lab.encode_image(lesson_cells(), image_vae.model, drawn_digit)
-    _map = plot.point_layers({"held-out digits' codes μ(x)": (image_vae.latents, "data"),
-                              "your drawing: 2σ ellipse of q(z | x)": (drawn_code.ellipse, "model")},
+    _map = plot.point_layers({"held-out digits' codes μ(x)": (np.round(image_vae.latents, 2), "data"),
+                              "your drawing: 2σ ellipse of q(z | x)": (np.round(drawn_code.ellipse, 2), "model")},
                              domain=(-4, 4), height=320, size=8,
                              title="where your drawing lands in the latent space")
     _images = mo.hstack([digit_image(drawn_digit, "as the model sees it (8×8)", scale=16),

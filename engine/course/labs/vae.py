@@ -172,8 +172,8 @@ def kl_check(kl_to_prior, mu=1.0, sigma=0.5, n_samples=1000, seed=0) -> KLCheck:
     closed = float(np.asarray(kl_to_prior(Tensor(mu), Tensor(logvar)).numpy()).sum())
     mc, se = vae.gaussian_kl_monte_carlo(mu, logvar, n_samples=_int(op, "n_samples", n_samples, 2),
                                          seed=seed)
-    # an even grid for the prior, denser over μ ± 4σ where q lives: ~180 points resolve any σ
-    x = np.union1d(np.linspace(-6, 6, 121), np.clip(np.linspace(-4, 4, 61) * sigma + mu[0, 0], -6, 6))
+    # an even grid for the prior, denser over μ ± 4σ where q lives: ~100 points resolve any σ
+    x = np.union1d(np.linspace(-6, 6, 61), np.clip(np.linspace(-4, 4, 41) * sigma + mu[0, 0], -6, 6))
     q = np.exp(-(x - mu[0, 0]) ** 2 / (2 * sigma**2)) / (sigma * math.sqrt(2 * math.pi))
     p = np.exp(-(x**2) / 2) / math.sqrt(2 * math.pi)
     return KLCheck(closed=closed, mc=float(mc[0]), mc_se=float(se[0]), x=x, q=q, p=p)
