@@ -122,7 +122,7 @@ def _(schedule_T, schedule_rescale):
         "cosine": noise_schedule("cosine", schedule_T.value),
     }
     _T = schedules["cosine"].T
-    _shown = np.unique(np.linspace(0, _T - 1, min(_T, 100)).round().astype(int))  # ≤ 100 points a line
+    _shown = np.unique(np.linspace(0, _T - 1, min(_T, 60)).round().astype(int))  # ≤ 60 points a line (smooth curves)
     _x = (_shown + 1) / _T
     _colors = {"linear": "function", "cosine": "derivative"}
     _alpha = plot.curves(_x, {k: s.alpha_bars[_shown] for k, s in schedules.items()}, x_title="t / T",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,20 +87,53 @@ def chain_vs_closed_form(x0, schedule, t, n=4000, seed=0) -> ChainCheck:
 
         x_s = √(1 − β_s) x_{s−1} + √β_s ε_s,   s = 0 … t,
 
-    and compare with the closed form q(x_t | x_0) = N(√ᾱ_t x_0, (1 − ᾱ_t) I)."""
+    and compare with the closed form q(x_t | x_0) = N(√ᾱ_t x_0, (1 − ᾱ_t) I).
+
+    The chain of a schedule, ``x0``, ``n`` and ``seed`` is one run, kept every few steps with the
+    generator's state there (:class:`_ChainRun`): another t resumes it from the last state kept
+    before t, with the same draws, instead of drawing all t + 1 steps again."""
     op = "chain_vs_closed_form"
     x0 = np.atleast_1d(np.asarray(x0, dtype=np.float64))
     t = _int(op, "t", t, 0)
     if t >= schedule.T:
         raise ValueError(f"{op}: t must be < T = {schedule.T}, got {t}")
     n = _int(op, "n", n, 2)
-    rng = np.random.default_rng(seed)
-    x = np.broadcast_to(x0, (n,) + x0.shape).copy()
-    for s in range(t + 1):  # one step per time step: the chain itself (vectorised over samples)
-        x = math.sqrt(schedule.alphas[s]) * x + math.sqrt(schedule.betas[s]) * rng.standard_normal(x.shape)
+    key = (x0.tobytes(), x0.shape, n, seed, schedule.betas.tobytes())
+    with _CHAIN_LOCK:
+        run = _CHAINS.pop(key, None) or _ChainRun(x0, n, seed, schedule.T)
+        _CHAINS[key] = run  # the newest last; the oldest forgotten beyond a few
+        while len(_CHAINS) > 4:
+            _CHAINS.pop(next(iter(_CHAINS)))
+        x = run.state_at(t, schedule)
     mean, var = D.q_mean_var(x0[None], t, schedule)
     return ChainCheck(samples=x, mean=x.mean(0), var=x.var(0), closed_mean=np.asarray(mean)[0],
                       closed_var=float(np.asarray(var).reshape(-1)[0]))
+
+
+class _ChainRun:
+    """One seeded run of the forward chain from n copies of x0, its states kept every ``every``
+    steps (at most 25 a run) with the generator's state after each, so that a step t is reached
+    from the last kept state before it with the draws a run from the start would make there."""
+
+    def __init__(self, x0, n, seed, T):
+        rng = np.random.default_rng(seed)
+        self.every = max(8, -(-T // 25))
+        self.kept = {-1: (np.broadcast_to(x0, (n,) + x0.shape).copy(), rng.bit_generator.state)}
+
+    def state_at(self, t, schedule) -> np.ndarray:
+        start = max(s for s in self.kept if s <= t)
+        x, state = self.kept[start]
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state
+        for s in range(start + 1, t + 1):  # one step per time step: the chain itself (vectorised over samples)
+            x = math.sqrt(schedule.alphas[s]) * x + math.sqrt(schedule.betas[s]) * rng.standard_normal(x.shape)
+            if (s + 1) % self.every == 0 and s not in self.kept:
+                self.kept[s] = (x, rng.bit_generator.state)
+        return x.copy()  # the kept states stay as they are
+
+
+_CHAINS: dict = {}  # (x0, n, seed, the schedule's β) -> _ChainRun, the most recently used last
+_CHAIN_LOCK = threading.Lock()  # the sessions of `marimo run` are threads of one process
 
 
 # ----------------------------------------------------------------------------- training with a quality curve

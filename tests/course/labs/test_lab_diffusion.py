@@ -327,3 +327,22 @@ def test_sampler_floor_range_stored_is_a_fresh_draw():
     # other arguments are drawn, not looked up
     low, high = diffusion_lab.sampler_floor_range(n=200, draws=3)
     assert 0 < low <= high and (low, high) != diffusion_lab.sampler_floor_range()
+
+
+def test_chain_vs_closed_form_resumed_is_the_chain_from_the_start():
+    """A kept run resumed at another t gives the draws of a chain run from the start."""
+    import math
+
+    s = schedule("linear", 200)
+
+    def from_start(t):
+        rng = np.random.default_rng(5)
+        x = np.broadcast_to(np.array([1.0, -2.0]), (300, 2)).copy()
+        for step in range(t + 1):
+            x = math.sqrt(s.alphas[step]) * x + math.sqrt(s.betas[step]) * rng.standard_normal(x.shape)
+        return x
+
+    for t in (60, 199, 0, 17, 60, 120):
+        c = diffusion_lab.chain_vs_closed_form([1.0, -2.0], s, t, n=300, seed=5)
+        np.testing.assert_array_equal(c.samples, from_start(t))
+        c.samples[:] = 0.0  # the caller's copy: the kept states are not touched
