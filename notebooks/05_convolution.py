@@ -96,6 +96,25 @@ def cnn_reading(trained, index):
                   y_domain=(0, 1))])
 
 
+@app.function
+@functools.lru_cache(maxsize=8)
+def confusion_heatmap(trained):
+    """The held-out confusion matrix (rows: the true digit, columns: the CNN's reading), its
+    counts written in; a click on a cell selects that pair of digits (``cell_pick``)."""
+    digits = np.array([str(d) for d in range(10)], dtype=object)
+    cells = plot.data(actual=np.repeat(digits, 10), predicted=np.tile(digits, 10),
+                      images=trained.confusion.ravel())
+    pick = alt.selection_point(name="cell_pick", fields=["actual", "predicted"], on="click")
+    grid = alt.Chart(cells, width="container", height=300,
+                     title="held-out confusion matrix · click a cell").encode(
+        alt.X("predicted:O", sort=list(digits), title="predicted digit", axis=alt.Axis(labelAngle=0)),
+        alt.Y("actual:O", sort=list(digits), title="true digit"))
+    return (grid.mark_rect().encode(alt.Color("images:Q", scale=alt.Scale(scheme="purples"), title="images"),
+                                    alt.OpacityValue(0.4, condition={"param": "cell_pick", "value": 1.0}))
+            .add_params(pick)
+            + grid.mark_text(fontSize=11).encode(alt.Text("images:Q")))
+
+
 @app.cell(hide_code=True)
 def _():
     ui.page_header(METADATA, r"""
@@ -198,7 +217,7 @@ def _():
     dilation_d = mo.ui.slider(1, 3, value=1, label="dilation D", show_value=True)
     channels_in = mo.ui.slider(1, 64, value=3, label="C_in", show_value=True)
     channels_out = mo.ui.slider(1, 64, value=16, label="C_out", show_value=True)
-    size_intro = mo.md(r"""
+    mo.vstack([mo.md(r"""
     ## 2. Size arithmetic
 
     A kernel with dilation $D$ spans $K_{\text{eff}} = D(K-1) + 1$ pixels. It fits into the padded
@@ -210,9 +229,11 @@ def _():
 
     Move the sliders: the strip shows, for each output $o$ (one row each), which input pixels its
     kernel reads. The grid below it shows the same for a 2-D output pixel.
-    """)
-    return (channels_in, channels_out, dilation_d, kernel_k, padding_p, size_intro, size_w,
-            stride_s)
+    """),
+        mo.hstack([size_w, kernel_k, padding_p, stride_s, dilation_d], wrap=True),
+        mo.hstack([channels_in, channels_out], justify="start"),
+    ])
+    return channels_in, channels_out, dilation_d, kernel_k, padding_p, size_w, stride_s
 
 
 @app.cell
@@ -222,7 +243,6 @@ def _(
     dilation_d,
     kernel_k,
     padding_p,
-    size_intro,
     size_w,
     stride_s,
 ):
@@ -239,9 +259,6 @@ def _(
     _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
                                  padding_p.value, dilation_d.value)
     mo.vstack([
-        size_intro,
-        mo.hstack([size_w, kernel_k, padding_p, stride_s, dilation_d], wrap=True),
-        mo.hstack([channels_in, channels_out], justify="start"),
         mo.callout(mo.md("\n".join(_lines)), kind="info" if conv_setting.ok else "warn"),
         plot.cell_table(_strip.kind.reshape(len(_strip.taps), -1),
                         title="Each row: the pixels one output's kernel reads",
@@ -259,6 +276,7 @@ def _(conv_setting):
                                  label="output row p", show_value=True)
     out_pixel_col = mo.ui.slider(0, max(1, _last), value=0, label="output column q",
                                  show_value=True)
+    mo.hstack([out_pixel_row, out_pixel_col], justify="start") if conv_setting.ok else None
     return out_pixel_col, out_pixel_row
 
 
@@ -281,8 +299,7 @@ def _(
                         title=f"padded input: the taps of output ({grid.out_row}, {grid.out_col})")
     _output = plot.cell_table(np.where(grid.selected, "selected", "output").reshape(_side, _side),
                          title=f"output {_side}×{_side}")
-    mo.vstack([mo.hstack([out_pixel_row, out_pixel_col], justify="start"),
-               mo.hstack([_input, _output], justify="start", gap=2)])
+    mo.hstack([_input, _output], justify="start", gap=2)
     return (grid,)
 
 
@@ -290,7 +307,7 @@ def _(
 def _():
     transpose_w = mo.ui.slider(1, 10, value=3, label="input size W", show_value=True)
     output_padding = mo.ui.slider(0, 3, value=1, label="output_padding", show_value=True)
-    transpose_intro = mo.md(r"""
+    mo.vstack([mo.md(r"""
     ### Transposed convolution
 
     A transposed convolution runs the picture backwards: each **input** pixel stamps a copy of the
@@ -304,8 +321,8 @@ def _():
     Here $P$ **crops** the full output on both sides. A stride-$S$ convolution sends $S$ different
     input sizes to the same output size (the floor above), so `output_padding` $\in [0, S)$ picks
     which one to return to. It uses the K, S, P and D sliders above, with its own input size.
-    """)
-    return output_padding, transpose_intro, transpose_w
+    """), mo.hstack([transpose_w, output_padding], justify="start")])
+    return output_padding, transpose_w
 
 
 @app.cell
@@ -315,7 +332,6 @@ def _(
     output_padding,
     padding_p,
     stride_s,
-    transpose_intro,
     transpose_w,
 ):
     transposed = lab.conv_transpose_placements(transpose_w.value, kernel_k.value,
@@ -323,9 +339,8 @@ def _(
                                                output_padding.value, dilation_d.value)
     _r = transposed.report
     _text = "\n".join([_r.message] + [f"- {n}" for n in _r.notes])
-    _controls = mo.hstack([transpose_w, output_padding], justify="start")
     if not _r.ok:
-        _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="warn")])
+        _view = mo.callout(mo.md(_text), kind="warn")
     else:
         _stamps = plot.cell_table(**lab.transpose_cells(transposed), legend=True,
                              row_title="input pixel i",
@@ -335,8 +350,8 @@ def _(
         _coverage = ui.chart(plot.bars(np.arange(_r.output_size), transposed.coverage,
                                        x_title="output pixel", y_title="copies",
                                        title="kernel copies reaching each output pixel", text_format="d"))
-        _view = mo.vstack([_controls, mo.callout(mo.md(_text), kind="info"), _stamps, _coverage])
-    mo.vstack([transpose_intro, _view])
+        _view = mo.vstack([mo.callout(mo.md(_text), kind="info"), _stamps, _coverage])
+    _view
     return (transposed,)
 
 
@@ -384,7 +399,7 @@ def _():
     rf_pool = mo.ui.slider(0, 4, value=2, label="custom: 2×2 pool every n convs (0: none)",
                            show_value=True)
     rf_input = mo.ui.slider(8, 512, step=8, value=224, label="input size", show_value=True)
-    rf_intro = mo.md(r"""
+    mo.vstack([mo.md(r"""
     ## 3. Receptive fields
 
     A unit deep in the network depends on a window of the input, its **receptive field**. With
@@ -398,15 +413,14 @@ def _():
     A kernel adds $K-1$ units of the previous layer, and each of those is $j_{l-1}$ input pixels
     apart: strides early in the network make every later layer see much further. Pick a classic
     network or build your own stack of 'same'-padded convolutions.
-    """)
-    return rf_dilation, rf_input, rf_intro, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
+    """), mo.hstack([rf_preset, rf_input], justify="start")])
+    return rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
 
 
 @app.cell
 def _(
     rf_dilation,
     rf_input,
-    rf_intro,
     rf_kernel,
     rf_layers,
     rf_pool,
@@ -438,8 +452,6 @@ def _(
           "feature map": "—" if r.fmap is None else f"{r.fmap}×{r.fmap}"} for r in rf_rows],
         selection=None, page_size=12, label=f"{len(_names)} layers")
     mo.vstack([
-        rf_intro,
-        mo.hstack([rf_preset, rf_input], justify="start"),
         mo.hstack([rf_layers, rf_kernel, rf_stride, rf_dilation, rf_pool], wrap=True)
         if rf_preset.value == "custom stack" else mo.md(""),
         _warn,
@@ -450,9 +462,11 @@ def _(
     return rf_final, rf_rows
 
 
-@app.cell(hide_code=True)
+@app.cell
 def _():
-    mo.md(r"""
+    erf_layers = mo.ui.slider(1, 16, value=6, label="layers n", show_value=True)
+    erf_relu = mo.ui.checkbox(value=True, label="ReLU between layers")
+    mo.vstack([mo.md(r"""
     VGG's argument is in the first rows of its table: two stacked $3\times3$ convolutions see
     $5\times5$ pixels and three see $7\times7$, like one $7\times7$ kernel, with
     $3\cdot 9C^2 = 27C^2$ weights instead of $49C^2$ and two more non-linearities in between.
@@ -470,14 +484,7 @@ def _():
     Below, the engine's autograd computes that map for a stack of $n$ random 3×3 convolutions
     (4 channels, Kaiming-normal weights, 'same' padding), averaged over 8 initialisations and
     inputs; its standard deviation along one axis measures the effective radius.
-    """)
-    return
-
-
-@app.cell
-def _():
-    erf_layers = mo.ui.slider(1, 16, value=6, label="layers n", show_value=True)
-    erf_relu = mo.ui.checkbox(value=True, label="ReLU between layers")
+    """), mo.hstack([erf_layers, erf_relu], justify="start")])
     return erf_layers, erf_relu
 
 
@@ -493,7 +500,6 @@ def _(erf_layers, erf_relu):
         f"| {e.layers} | {e.theoretical} | {u:.2f} | {e.std:.2f} | {e.std / u:.3f} | {r:.2f} |"
         for e, u, r in zip(erf_sweep, _uniform, _per_root)]
     mo.vstack([
-        mo.hstack([erf_layers, erf_relu], justify="start"),
         mo.hstack([
             plot.image_tiles({f"|∂y/∂x|, n = {erf.layers}": erf.grad_map}, width=240,
                         cmaps={f"|∂y/∂x|, n = {erf.layers}": "Purples"}),
@@ -546,24 +552,6 @@ def _():
     im_padding = mo.ui.slider(0, 2, value=1, label="padding P", show_value=True)
     im_pixel = mo.ui.slider(0, 63, value=7, label="output pixel r (column r of cols)",
                             show_value=True)
-    im2col_intro = mo.md(r"""
-    ## 4. im2col: a convolution is a matrix product
-
-    Copy every window of the padded input into one **column** of a matrix, the column matrix
-    (`torch.nn.functional.unfold` returns it in this layout). The convolution is then one product
-    with the weights flattened to $W_2 \in \mathbb{R}^{C_{out}\times C_{in}K^2}$:
-
-    $$
-    \text{cols} = \operatorname{im2col}(x) \in \mathbb{R}^{C_{in}K^2 \times L}, \qquad
-    Y = W_2\,\text{cols} \;(+\, b), \qquad L = H_{out}W_{out} .
-    $$
-
-    Column $r$ of cols holds the window of output pixel $r = p\,W_{out} + q$. Pick $r$: its
-    window is lit on the input, and so is column $r$ of cols (drawn lying down, as row $r$ of
-    $\text{cols}^\top$, so that it reads left to right like the weights, which sit below it tap
-    for tap). The output value is their dot product. The matrix drawn here is the page's
-    `im2col` (the code cell above: one loop per tap, as in `conv2d_loops`).
-    """)
     backward_intro = mo.md(r"""
     ### The backward pass is two transposed products
 
@@ -580,7 +568,25 @@ def _():
     pixel inside several windows collects several gradient terms. The map on the left counts them;
     on the right, the gradients computed by hand from these formulas and by the engine's autograd.
     """)
-    return (backward_intro, im2col_intro, im_channels, im_kernel, im_padding, im_pixel, im_size,
+    mo.vstack([mo.md(r"""
+    ## 4. im2col: a convolution is a matrix product
+
+    Copy every window of the padded input into one **column** of a matrix, the column matrix
+    (`torch.nn.functional.unfold` returns it in this layout). The convolution is then one product
+    with the weights flattened to $W_2 \in \mathbb{R}^{C_{out}\times C_{in}K^2}$:
+
+    $$
+    \text{cols} = \operatorname{im2col}(x) \in \mathbb{R}^{C_{in}K^2 \times L}, \qquad
+    Y = W_2\,\text{cols} \;(+\, b), \qquad L = H_{out}W_{out} .
+    $$
+
+    Column $r$ of cols holds the window of output pixel $r = p\,W_{out} + q$. Pick $r$: its
+    window is lit on the input, and so is column $r$ of cols (drawn lying down, as row $r$ of
+    $\text{cols}^\top$, so that it reads left to right like the weights, which sit below it tap
+    for tap). The output value is their dot product. The matrix drawn here is the page's
+    `im2col` (the code cell above: one loop per tap, as in `conv2d_loops`).
+    """), mo.hstack([im_size, im_channels, im_kernel, im_stride, im_padding], wrap=True), im_pixel])
+    return (backward_intro, im_channels, im_kernel, im_padding, im_pixel, im_size,
             im_stride)
 
 
@@ -613,18 +619,7 @@ def im2col(x, k, stride=1, padding=0, dilation=1):
 
 
 @app.cell
-def _(
-    im2col_intro,
-    im_channels,
-    im_kernel,
-    im_padding,
-    im_pixel,
-    im_size,
-    im_stride,
-    im_w,
-    im_x,
-):
-    _controls = mo.hstack([im_size, im_channels, im_kernel, im_stride, im_padding], wrap=True)
+def _(im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im_x):
     try:
         _w_out = lab.conv_report(im_size.value, im_kernel.value, im_stride.value,
                                  im_padding.value).output_size or 1
@@ -633,7 +628,7 @@ def _(
                                _r // _w_out, _r % _w_out, unfold=im2col)
     except ValueError as _err:
         view = None
-        _shown = mo.vstack([_controls, im_pixel, ui.problem(_err)])
+        _shown = ui.problem(_err)
     else:
         _terms = " + ".join(f"{a:g}·{b:g}" if b >= 0 else f"{a:g}·({b:g})"
                             for a, b in zip(view.row_values, view.weights))
@@ -651,7 +646,6 @@ def _(
                               title="the weights W₂[0] that row r meets",
                               row_title="output channel 0", col_title="tap t (as in colsᵀ)")
         _shown = mo.vstack([
-            _controls, im_pixel,
             mo.hstack([mo.vstack(_inputs), mo.vstack([_cols, _weights])], justify="start",
                       gap=2),
             mo.md(f"Output pixel r = {view.row} is (p, q) = ({view.out_row}, "
@@ -661,7 +655,7 @@ def _(
                   f"pixel; the whole matrix product equals `conv2d` everywhere: "
                   f"{bool(np.allclose(view.output, view.conv2d))}."),
         ])
-    mo.vstack([im2col_intro, _shown])
+    _shown
     return (view,)
 
 
@@ -695,7 +689,7 @@ def _():
                                 show_value=True)
     filter_repeat = mo.ui.slider(1, 8, value=1, label="apply n times", show_value=True)
     filter_stride = mo.ui.slider(1, 4, value=1, label="stride", show_value=True)
-    filters_intro = mo.md(r"""
+    mo.vstack([mo.md(r"""
     ## 5. Classic filters
 
     Before learning, people designed kernels by hand. A kernel whose weights sum to 1 keeps the
@@ -711,15 +705,8 @@ def _():
     $$
 
     Each result below is `engine.functional.conv2d` with padding $K//2$.
-    """)
-    own_kernel_intro = mo.md(r"""
-    **Your own kernel.** The matrix below starts as the filter chosen above (Sobel $x$ for the
-    edge magnitude); drag an entry or select it and type a value. The result is section 1's
-    `conv2d_loops` of the image with your kernel, padding $K//2$: edit that cell and this result
-    follows.
-    """)
-    return (filter_name, filter_noise, filter_repeat, filter_stride, filters_intro,
-            own_kernel_intro)
+    """), mo.hstack([filter_name, filter_noise, filter_repeat, filter_stride], wrap=True)])
+    return filter_name, filter_noise, filter_repeat, filter_stride
 
 
 @app.cell
@@ -730,14 +717,7 @@ def _(filter_noise):
 
 
 @app.cell
-def _(
-    filter_name,
-    filter_noise,
-    filter_repeat,
-    filter_stride,
-    filters_intro,
-    image,
-):
+def _(filter_name, filter_repeat, filter_stride, image):
     filtered = lab.apply_filter(image, filter_name.value, filter_stride.value,
                                 filter_repeat.value)
     _kernel = (lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]
@@ -747,8 +727,6 @@ def _(
     _result = f"result {filtered.shape[0]}×{filtered.shape[1]}"
     _kernel_title = "kernel" + (" (Sobel x, with y)" if filter_name.value == "edge magnitude" else "")
     mo.vstack([
-        filters_intro,
-        mo.hstack([filter_name, filter_noise, filter_repeat, filter_stride], wrap=True),
         mo.hstack([plot.image_tiles({"image": image}, width=240),
                    plot.value_table(_kernel, _kernel_title),
                    plot.image_tiles({_result: filtered}, symmetric=(_result,) if _signed else (),
@@ -764,17 +742,21 @@ def _(filter_name):
     kernel_edit = widgets.matrix(
         lab.CLASSIC_FILTERS.get(filter_name.value, lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]),
         min_value=-5.0, max_value=5.0, step=0.1, label="kernel (cross-correlation weights)")
+    mo.vstack([mo.md(r"""
+    **Your own kernel.** The matrix below starts as the filter chosen above (Sobel $x$ for the
+    edge magnitude); drag an entry or select it and type a value. The result is section 1's
+    `conv2d_loops` of the image with your kernel, padding $K//2$: edit that cell and this result
+    follows.
+    """), kernel_edit])
     return (kernel_edit,)
 
 
 @app.cell
-def _(image, kernel_edit, own_kernel_intro):
+def _(image, kernel_edit):
     own_kernel = widgets.as_array(kernel_edit.value)
     own_filtered = conv2d_loops(image[None], own_kernel[None, None],
                                 padding=own_kernel.shape[0] // 2)[0]
     mo.vstack([
-        own_kernel_intro,
-        kernel_edit,
         mo.hstack([plot.image_tiles({"image": image}, width=240),
                    plot.value_table(own_kernel, "your kernel"),
                    plot.image_tiles({f"result {own_filtered.shape[0]}×{own_filtered.shape[1]}":
@@ -794,7 +776,7 @@ def _():
                                    value="vertical edges (Sobel x)", label="first kernel a")
     compose_second = mo.ui.dropdown(options=list(lab.CLASSIC_FILTERS), value="box blur",
                                     label="then kernel b")
-    compose_intro = mo.md(r"""
+    mo.vstack([mo.md(r"""
     ### Two convolutions in a row
 
     Cross-correlating with $a$ and then with $b$ reads $x[i+u+v]$ with weight $a[u]\,b[v]$, so it
@@ -806,16 +788,14 @@ def _():
     $(K_a + K_b - 1)$-wide window.
 
     Below, both routes on the image above, without padding so that no border effect interferes.
-    """)
-    return compose_first, compose_intro, compose_second
+    """), mo.hstack([compose_first, compose_second], justify="start")])
+    return compose_first, compose_second
 
 
 @app.cell
-def _(compose_first, compose_intro, compose_second, image):
+def _(compose_first, compose_second, image):
     composition = lab.two_convolutions(image, compose_first.value, compose_second.value)
     mo.vstack([
-        compose_intro,
-        mo.hstack([compose_first, compose_second], justify="start"),
         mo.hstack([
             plot.image_tiles({f"one {composition.composed.shape[0]}×{composition.composed.shape[1]} "
                          "kernel c": composition.composed}, width=180,
@@ -841,7 +821,7 @@ def _():
                              show_value=True)
     cost_groups = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32], value=4, label="groups g",
                                show_value=True)
-    cost_intro = mo.md(r"""
+    mo.vstack([mo.md(r"""
     ### Cheaper convolutions: 1×1, grouped, depthwise-separable
 
     A standard $K\times K$ layer connects every output channel to every input channel at every
@@ -857,13 +837,12 @@ def _():
 
     The pair is a standard convolution whose kernel is constrained: $W[o, c] = P[o, c]\,D[c]$,
     every output channel mixing the same $C_{in}$ spatial filters.
-    """)
-    return cost_cin, cost_cout, cost_groups, cost_intro, cost_kernel, cost_size
+    """), mo.hstack([cost_cin, cost_cout, cost_kernel, cost_size, cost_groups], wrap=True)])
+    return cost_cin, cost_cout, cost_groups, cost_kernel, cost_size
 
 
 @app.cell
-def _(cost_cin, cost_cout, cost_groups, cost_intro, cost_kernel, cost_size):
-    _controls = mo.hstack([cost_cin, cost_cout, cost_kernel, cost_size, cost_groups], wrap=True)
+def _(cost_cin, cost_cout, cost_groups, cost_kernel, cost_size):
     try:
         conv_cost_rows = lab.conv_costs(cost_cin.value, cost_cout.value, cost_kernel.value,
                                         cost_size.value, cost_groups.value)
@@ -876,7 +855,7 @@ def _(cost_cin, cost_cout, cost_groups, cost_intro, cost_kernel, cost_size):
                                   "|---|---|---|---|"] + [
             f"| {c.name} | {c.params:,} | {c.macs:,} | {c.macs / _base:.3f} |"
             for c in conv_cost_rows]))
-    mo.vstack([cost_intro, _controls, _shown])
+    _shown
     return (conv_cost_rows,)
 
 
@@ -921,7 +900,7 @@ def _():
     equi_pool = mo.ui.dropdown(options={"none": 1, "2×2 max-pool": 2}, value="none",
                                label="pooling")
     equi_digit = mo.ui.slider(0, 359, value=0, label="test digit #", show_value=True)
-    equivariance_intro = mo.md(r"""
+    mo.vstack([mo.md(r"""
     ## 6. Translation equivariance
 
     Weight sharing has a consequence that is the reason convolutions suit images: shift the input
@@ -938,8 +917,8 @@ def _():
     Below, an 8×8 test digit sits in a 24×24 canvas; F is a random 3×3 convolution (padding 1)
     with the chosen stride and pooling, and the error is $\lVert F(T_k x) - T_{k'} F(x)\rVert /
     \lVert F(x)\rVert$ for the output shift $k'$ that fits best.
-    """)
-    return equi_digit, equi_pool, equi_shift, equi_stride, equivariance_intro
+    """), mo.hstack([equi_shift, equi_stride, equi_pool, equi_digit], wrap=True)])
+    return equi_digit, equi_pool, equi_shift, equi_stride
 
 
 @app.cell
@@ -949,14 +928,11 @@ def _(
     equi_pool,
     equi_shift,
     equi_stride,
-    equivariance_intro,
 ):
     equivariance = lab.shift_equivariance(digits_heldout[0][equi_digit.value, 0], equi_shift.value,
                                           equi_stride.value, equi_pool.value, seed=0)
     _e = equivariance
     mo.vstack([
-        equivariance_intro,
-        mo.hstack([equi_shift, equi_stride, equi_pool, equi_digit], wrap=True),
         plot.image_tiles({"x": _e.image, f"T_{_e.shift} x": _e.shifted,
                      "conv F(x)": _e.conv_map, f"conv F(T_{_e.shift} x)": _e.conv_map_shifted,
                      "dense D(x)": _e.dense_map, f"dense D(T_{_e.shift} x)": _e.dense_map_shifted},
@@ -1106,7 +1082,7 @@ def _():
                                 value="held-out #0", label="start from")
     digits_train = data.load_digits("train", channel_dim=True)
     digits_heldout = data.load_digits("test", channel_dim=True)
-    mo.md(r"""
+    mo.vstack([mo.md(r"""
     The page opens on `CNN` trained by `train_cnn` with the default settings, shipped with the
     course; the **Train the CNN** button runs `train_cnn` on your settings. The confusion matrix
     counts, for each true digit (row), the predicted digit (column); the first layer's kernels
@@ -1116,7 +1092,7 @@ def _():
     says in one line that the shipped CNN was trained with other code and does not load it;
     **Train the CNN** trains yours, and its first-layer feature maps, which ReLU kept at zero
     wherever `conv1` was negative, now go negative too.
-    """)
+    """), mo.hstack([cnn_filters, cnn_kernel, cnn_epochs, cnn_lr], wrap=True), cnn_train])
     return (cnn_epochs, cnn_filters, cnn_image, cnn_kernel, cnn_lr, cnn_train, digits_heldout, digits_train,
             draw_start)
 
@@ -1126,11 +1102,7 @@ def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train):
     cnn_params = (shapes.conv2d_params(1, cnn_filters.value, cnn_kernel.value)
                   + shapes.conv2d_params(cnn_filters.value, 2 * cnn_filters.value, 3)
                   + shapes.linear_params(2 * cnn_filters.value * 2 * 2, 10))
-    _controls = mo.vstack([
-        mo.hstack([cnn_filters, cnn_kernel, cnn_epochs, cnn_lr], wrap=True),
-        mo.hstack([cnn_train, mo.md(f"{cnn_params:,} parameters · 1,437 training digits, "
-                                    f"360 held-out digits")], justify="start"),
-    ])
+    _controls = mo.md(f"{cnn_params:,} parameters · 1,437 training digits, 360 held-out digits")
     # The page opens on the default CNN as the course ships it, when the page's CNN and loop are
     # the code that trained it; the button trains with the settings above.
     if cnn_train.value:
@@ -1153,19 +1125,10 @@ def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train):
 
 
 @app.cell
-def _(cnn_confusion):
-    # The held-out confusion matrix (rows: the true digit, columns: the CNN's reading); a click on
-    # a cell picks its pair of digits, whose images the next cell shows.
-    _digits = np.array([str(d) for d in range(10)], dtype=object)
-    _cells = plot.data(actual=np.repeat(_digits, 10), predicted=np.tile(_digits, 10), images=cnn_confusion.ravel())
-    _pick = alt.selection_point(name="cell_pick", fields=["actual", "predicted"], on="click")
-    _grid = alt.Chart(_cells, width="container", height=300, title="held-out confusion matrix · click a cell").encode(
-        alt.X("predicted:O", sort=list(_digits), title="predicted digit", axis=alt.Axis(labelAngle=0)),
-        alt.Y("actual:O", sort=list(_digits), title="true digit"))
-    confusion_chart = ui.chart_control(
-        _grid.mark_rect().encode(alt.Color("images:Q", scale=alt.Scale(scheme="purples"), title="images"),
-                                 alt.OpacityValue(0.4, condition={"param": "cell_pick", "value": 1.0})).add_params(_pick)
-        + _grid.mark_text(fontSize=11).encode(alt.Text("images:Q")))
+def _(trained_cnn):
+    # A click on a cell of the confusion matrix picks its pair of digits, whose images the next
+    # cell shows.
+    confusion_chart = ui.chart_control(confusion_heatmap(trained_cnn))
     return (confusion_chart,)
 
 

@@ -826,6 +826,24 @@ def _shift_right(a, k):
     return out
 
 
+def _equivariance_weights(seed, n):
+    """The random 3×3 kernel and the dense layer's [n², n²] matrix (W ~ N(0, 1/n)) of
+    :func:`shift_equivariance`, drawn from ``seed`` in that order; remembered per integer seed
+    (drawing the dense matrix is most of a call), read-only so that no caller changes them."""
+    if isinstance(seed, numbers.Integral):
+        return _equivariance_weights_cached(int(seed), n)
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((1, 1, 3, 3)), rng.standard_normal((n * n, n * n)) / n
+
+
+@functools.lru_cache(maxsize=8)
+def _equivariance_weights_cached(seed, n):
+    rng = np.random.default_rng(seed)
+    kernel, dense = rng.standard_normal((1, 1, 3, 3)), rng.standard_normal((n * n, n * n)) / n
+    kernel.flags.writeable = dense.flags.writeable = False
+    return kernel, dense
+
+
 def shift_equivariance(image, shift=2, stride=1, pool=1, seed=0) -> Equivariance:
     """Translation equivariance of a convolution against a dense layer, measured.
 
@@ -846,9 +864,7 @@ def shift_equivariance(image, shift=2, stride=1, pool=1, seed=0) -> Equivariance
         raise ValueError(f"{op}: shift must be in 0..{n - 18} to keep the digit inside, got {shift}")
     s = _settings(op, stride=stride, kernel=pool)
     stride, pool = s["stride"], s["kernel"]
-    rng = np.random.default_rng(seed)
-    kernel = rng.standard_normal((1, 1, 3, 3))
-    dense = rng.standard_normal((n * n, n * n)) / n
+    kernel, dense = _equivariance_weights(seed, n)
     canvas = np.zeros((n, n))
     canvas[8:16, 8:16] = img
     moved = _shift_right(canvas, shift)
