@@ -950,18 +950,6 @@ def _():
         truth=graphs.dense_layer_gradients(linear_backward, 32, 10, 5).shapes["dW"][0],
         hint="dW has W's shape, and PyTorch stores W as (out, in).")
     answer_dw = ui.answer_box(exercise_dw, placeholder="e.g. 32", label="rows of dW =")
-    return answer_dw, answer_neuron, exercise_dw, exercise_neuron
-
-
-@app.cell
-def _(answer_dw, answer_neuron, exercise_dw, exercise_neuron):
-    mo.vstack([mo.md("## 5. Check yourself"), ui.exercise(exercise_neuron, answer_neuron),
-               ui.exercise(exercise_dw, answer_dw)])
-    return
-
-
-@app.cell
-def _():
     _rule = lab.step_rule_view(central_difference, step_rule, 0.7)[2]["float64"]
     _decades = max(1.0, np.ceil(10 * _rule.decades_from_best) / 10)  # the flat bottom: the lowest dot counts too
     exercise_h = exercises.NumberExercise(
@@ -981,17 +969,6 @@ def _():
         hint="Count every place an op reads x: each one sends x a share (step through 'x used three times').",
         explanation="Two mul nodes and the exp node each read x.")
     answer_uses = ui.answer_box(exercise_uses, placeholder="e.g. 2", label="contributions =")
-    return answer_h, answer_uses, exercise_h, exercise_uses
-
-
-@app.cell
-def _(answer_h, answer_uses, exercise_h, exercise_uses):
-    mo.vstack([ui.exercise(exercise_h, answer_h), ui.exercise(exercise_uses, answer_uses)])
-    return
-
-
-@app.cell
-def _():
     exercise_modes = exercises.NumberExercise(
         question=r"**5.** For $f(x) = v\cdot\tanh(Wx)$ with $n = 500$ inputs and 64 hidden units, how many "
                  "forward passes' worth of multiply-adds does **forward mode** spend on the full gradient? "
@@ -1010,12 +987,17 @@ def _():
              "what the next layer reads (counted once).",
         explanation="B × width: one activation matrix per layer.")
     answer_saved = ui.answer_box(exercise_saved, placeholder="e.g. 100", label="more floats =")
-    return answer_modes, answer_saved, exercise_modes, exercise_saved
+    return (answer_dw, answer_h, answer_modes, answer_neuron, answer_saved, answer_uses, exercise_dw, exercise_h,
+            exercise_modes, exercise_neuron, exercise_saved, exercise_uses)
 
 
 @app.cell
-def _(answer_modes, answer_saved, exercise_modes, exercise_saved):
-    mo.vstack([ui.exercise(exercise_modes, answer_modes), ui.exercise(exercise_saved, answer_saved)])
+def _(answer_dw, answer_h, answer_modes, answer_neuron, answer_saved, answer_uses, exercise_dw, exercise_h,
+      exercise_modes, exercise_neuron, exercise_saved, exercise_uses):
+    mo.vstack([mo.md("## 5. Check yourself"), ui.exercise(exercise_neuron, answer_neuron),
+               ui.exercise(exercise_dw, answer_dw), ui.exercise(exercise_h, answer_h),
+               ui.exercise(exercise_uses, answer_uses), ui.exercise(exercise_modes, answer_modes),
+               ui.exercise(exercise_saved, answer_saved)])
     return
 
 
