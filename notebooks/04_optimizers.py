@@ -358,16 +358,7 @@ def _():
 def _(cond_kappa):
     cond = lab.condition_rates(race, sgd, momentum, float(cond_kappa.value), steps=300)
     _names = {"gd": "gradient descent", "momentum": "momentum"}
-    # every third step draws the smooth measured curves; rᵗ is a straight line on the log axis (two points)
-    _t = np.arange(0, len(cond.norms["gd"]), 3)
-    _ends = np.array([0, len(cond.norms["gd"]) - 1])
-    _curves = {_names[k]: np.maximum(v[_t], 1e-300) for k, v in cond.norms.items()}
-    _curves.update({f"{_names[k]}, theory rᵗ": (_ends, np.sqrt(2) * cond.theory[k] ** _ends) for k in cond.theory})
-    _chart = plot.curves(_t, _curves, x_title="step t", y_title="‖θ_t − θ*‖", log_y=True, height=240,
-                         colors={"gradient descent": "sgd", "gradient descent, theory rᵗ": "sgd",
-                                 "momentum, theory rᵗ": "momentum"},
-                         dashed=["gradient descent, theory rᵗ", "momentum, theory rᵗ"],
-                         title=f"Best-tuned GD and momentum on a quadratic with κ = {cond.kappa:g}")
+    _chart = lab.condition_chart(cond)  # ‖θ_t − θ*‖ of both runs on a log axis, with the theory's rᵗ dashed
     _rows = "\n".join(f"| {_names[k]} | {cond.settings[k][0]:.4g} | {cond.settings[k][1]:.4g} | "
                       f"{cond.theory[k]:.4f} | {cond.measured[k]:.4f} |" for k in ("gd", "momentum"))
     mo.vstack([
@@ -541,10 +532,7 @@ def _():
 @app.cell
 def _(noise_batch, noise_lr):
     noisy = lab.sgd_noise(minibatch_descent, sgd, noise_batch.value, lr=noise_lr.value, steps=400, seed=0)
-    _chart = plot.curves(np.arange(401), {k: np.maximum(v, 1e-12) for k, v in noisy.excess.items()},
-                         colors={"constant": "sgd", "decayed": "adam", "full batch": "autograd"},
-                         x_title="step", y_title="L(θ_t) − L(θ̂)", log_y=True, height=240,
-                         title=f"SGD with batches of {noisy.batch_size} of {noisy.n} (drawn at 10⁻¹² when below)")
+    _chart = lab.noise_chart(noisy)  # the excess loss of the three runs, step by step, on a log axis
     _ratio = noisy.floor["constant"] / max(noisy.floor["decayed"], 1e-300)
     mo.vstack([
         mo.hstack([noise_batch, noise_lr]),
@@ -593,10 +581,7 @@ def _():
 @app.cell
 def _(range_batch, range_steps):
     lr_range = lab.lr_range_test(minibatch_descent, sgd, range_batch.value, steps=range_steps.value, seed=0)
-    _chart = plot.curves(lr_range.lrs, {"loss": lr_range.losses}, x_title="learning rate η (growing each step)",
-                         y_title="L(θ)", log_x=True, log_y=True, height=230, colors={"loss": "sgd"},
-                         title=f"Range test, batches of {range_batch.value}")
-    _chart = _chart + plot.rule(lr_range.stable_limit, orient="x")
+    _chart = lab.range_chart(lr_range, range_batch.value)  # the loss against η, and a line at 2/λ_max
     _blow = (f"it blew up at η = **{lr_range.blowup_lr:.3g}**, {lr_range.blowup_lr / lr_range.stable_limit:.2f}× "
              "the limit" if np.isfinite(lr_range.blowup_lr) else "it did not blow up within the range")
     mo.vstack([
@@ -638,14 +623,7 @@ def _():
 @app.cell
 def _(wd_lambda, wd_lr):
     wd_paths = lab.l2_vs_decoupled(race, adam, weight_decay=wd_lambda.value, lr=wd_lr.value, steps=200)
-    _t = np.arange(201)
-    _paths = {"Adam + L2": wd_paths.adam_l2, "AdamW": wd_paths.adamw}
-    _chart2 = plot.curves(_t, {f"{k}: θ₂": p[:, 1] for k, p in _paths.items()}, x_title="step",
-                          y_title="θ₂ (no loss gradient)", height=220,
-                          colors={"Adam + L2: θ₂": "adam", "AdamW: θ₂": "adamw"}, title="The weight the loss ignores")
-    _chart1 = plot.curves(_t, {f"{k}: θ₁": p[:, 0] for k, p in _paths.items()}, x_title="step",
-                          y_title="θ₁ (loss minimum at 2)", height=220,
-                          colors={"Adam + L2: θ₁": "adam", "AdamW: θ₁": "adamw"}, title="The weight the loss wants at 2")
+    _chart2, _chart1 = lab.weight_decay_charts(wd_paths)  # θ₂ and θ₁ of both runs, step by step
     mo.vstack([
         mo.hstack([wd_lambda, wd_lr]),
         mo.hstack([ui.chart(_chart2), ui.chart(_chart1)], widths=[1, 1]),

@@ -22,6 +22,9 @@ the reference (:func:`engine_adam_updates`), for the schedulers and for clipping
 - :func:`sgd_noise`, :func:`lr_range_test`: the notebook's mini-batch loop, passed in, on a
   least-squares problem: the noise floor that decay breaks through, and the range test.
 - :func:`clip_by_global_norm`: gradient clipping with ``nn.utils.clip_grad_norm_``.
+- :func:`surface_map`, :func:`gap_chart`, :func:`condition_chart`, :func:`noise_chart`,
+  :func:`range_chart`, :func:`weight_decay_charts`: the page's charts, each built once per run or
+  measurement (the measurements are remembered per setting, so a slider moved back redraws nothing new).
 """
 
 from __future__ import annotations
@@ -146,7 +149,7 @@ def _box_scale(low: float, high: float):
     return alt.Scale(domain=[low, high], nice=False, zero=False)
 
 
-_CHARTS: dict = {}  # a chart's settings and the ids of its arrays -> (chart, the arrays): the last 32
+_CHARTS: dict = {}  # a chart's settings and the ids of its arrays -> (chart, the arrays): the last 64
 
 
 def _same_arrays_chart(arrays: tuple, settings: tuple, build):
@@ -159,7 +162,7 @@ def _same_arrays_chart(arrays: tuple, settings: tuple, build):
     hit = _CHARTS.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[1], arrays)):
         return hit[0]
-    return remember(_CHARTS, key, (build(), arrays), 32)[0]
+    return remember(_CHARTS, key, (build(), arrays), 64)[0]
 
 
 def surface_map(surface: str, paths: dict, colors: dict, *, start, title=None, height: int = 340,
@@ -783,6 +786,79 @@ def l2_vs_decoupled(loop, rule, weight_decay: float = 0.1, lr: float = 0.05, ste
     rules = {"adam_l2": with_l2_penalty, "adamw": functools.partial(rule, weight_decay=weight_decay)}
     paths = constant_paths(loop, _flat_direction_loss, rules, start, steps, {"adam_l2": lr, "adamw": lr})
     return WeightDecayPaths(paths["adam_l2"], paths["adamw"])
+
+
+# ----------------------------------------------------------------------------- the sections' charts
+# Each is built once per measurement: a remembered measurement comes back as the same object when
+# a slider returns to its value, and so does its chart (do not change a chart these return).
+
+
+def condition_chart(cond: ConditionRates):
+    """‖θ_t − θ*‖ of gradient descent and momentum (:func:`condition_rates`) on a log axis, every
+    third step (the curves are smooth), with each theory rate √2·rᵗ dashed (a straight line on this
+    axis, drawn from its two ends)."""
+    def build():
+        from engine.course import plot
+
+        names = {"gd": "gradient descent", "momentum": "momentum"}
+        t = np.arange(0, len(cond.norms["gd"]), 3)
+        ends = np.array([0, len(cond.norms["gd"]) - 1])
+        curves = {names[k]: np.maximum(v[t], 1e-300) for k, v in cond.norms.items()}
+        curves.update({f"{names[k]}, theory rᵗ": (ends, np.sqrt(2) * cond.theory[k] ** ends) for k in cond.theory})
+        return plot.curves(t, curves, x_title="step t", y_title="‖θ_t − θ*‖", log_y=True, height=240,
+                           colors={"gradient descent": "sgd", "gradient descent, theory rᵗ": "sgd",
+                                   "momentum, theory rᵗ": "momentum"},
+                           dashed=["gradient descent, theory rᵗ", "momentum, theory rᵗ"],
+                           title=f"Best-tuned GD and momentum on a quadratic with κ = {cond.kappa:g}")
+
+    return _same_arrays_chart((cond,), ("condition",), build)
+
+
+def noise_chart(noisy: NoisyRuns):
+    """The excess loss L(θ_t) − L(θ̂) of the runs of :func:`sgd_noise`, step by step, on a log axis
+    (values below 10⁻¹² drawn at 10⁻¹²)."""
+    def build():
+        from engine.course import plot
+
+        steps = len(next(iter(noisy.excess.values())))
+        return plot.curves(np.arange(steps), {k: np.maximum(v, 1e-12) for k, v in noisy.excess.items()},
+                           colors={"constant": "sgd", "decayed": "adam", "full batch": "autograd"},
+                           x_title="step", y_title="L(θ_t) − L(θ̂)", log_y=True, height=240,
+                           title=f"SGD with batches of {noisy.batch_size} of {noisy.n} (drawn at 10⁻¹² when below)")
+
+    return _same_arrays_chart((noisy,), ("noise",), build)
+
+
+def range_chart(test: RangeTest, batch_size: int):
+    """The loss of a range test (:func:`lr_range_test`) against η, both axes logarithmic, with a
+    vertical line at the stability limit 2/λ_max."""
+    def build():
+        from engine.course import plot
+
+        chart = plot.curves(test.lrs, {"loss": test.losses}, x_title="learning rate η (growing each step)",
+                            y_title="L(θ)", log_x=True, log_y=True, height=230, colors={"loss": "sgd"},
+                            title=f"Range test, batches of {batch_size}")
+        return chart + plot.rule(test.stable_limit, orient="x")
+
+    return _same_arrays_chart((test,), ("range", int(batch_size)), build)
+
+
+def weight_decay_charts(paths: WeightDecayPaths) -> tuple:
+    """(θ₂ chart, θ₁ chart): each coordinate of both runs of :func:`l2_vs_decoupled`, step by step."""
+    def build():
+        from engine.course import plot
+
+        runs = {"Adam + L2": paths.adam_l2, "AdamW": paths.adamw}
+        t = np.arange(len(paths.adamw))
+        return (plot.curves(t, {f"{k}: θ₂": p[:, 1] for k, p in runs.items()}, x_title="step",
+                            y_title="θ₂ (no loss gradient)", height=220,
+                            colors={"Adam + L2: θ₂": "adam", "AdamW: θ₂": "adamw"}, title="The weight the loss ignores"),
+                plot.curves(t, {f"{k}: θ₁": p[:, 0] for k, p in runs.items()}, x_title="step",
+                            y_title="θ₁ (loss minimum at 2)", height=220,
+                            colors={"Adam + L2: θ₁": "adam", "AdamW: θ₁": "adamw"},
+                            title="The weight the loss wants at 2"))
+
+    return _same_arrays_chart((paths,), ("weight decay",), build)
 
 
 # ----------------------------------------------------------------------------- clipping
