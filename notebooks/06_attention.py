@@ -876,43 +876,43 @@ def _(tiny_length, tiny_lr, tiny_problem, tiny_shipped, tiny_steps, tiny_task, t
             tiny = train_tiny_attention(tiny_task.value, steps=tiny_steps.value, lr=tiny_lr.value,
                                         length=tiny_length.value, seed=0,
                                         on_step=throttled(_bar, tiny_steps.value))
-        tiny_caption = (f"Trained just now by the cells above, as they are on this page, with your "
-                        f"settings ({tiny_task.value}, length {tiny_length.value}, "
-                        f"{tiny_steps.value} steps, learning rate {tiny_lr.value:g}).")
+        _caption = (f"Trained just now by the cells above, as they are on this page, with your "
+                    f"settings ({tiny_task.value}, length {tiny_length.value}, "
+                    f"{tiny_steps.value} steps, learning rate {tiny_lr.value:g}).")
     else:
         tiny = tiny_shipped
         _d = lab.TINY_DEFAULTS
-        tiny_caption = (f"The map and the accuracy curve below are the default model's "
-                        f"({_d['task']}, length {_d['length']}, {_d['steps']} steps, learning "
-                        f"rate {_d['lr']:g}), trained in advance by the cells above and shipped "
-                        "with the course; **Train the attention model** runs those cells as they "
-                        "are now, with the settings above."
-                        if tiny is not None else f"{tiny_problem[0].upper()}{tiny_problem[1:]}.")
-    mo.vstack([mo.hstack([tiny_task, tiny_length, tiny_steps, tiny_lr], wrap=True), tiny_train])
-    return tiny, tiny_caption
-
-
-@app.cell
-def _(tiny, tiny_caption):
-    mo.stop(tiny is None, mo.callout(mo.md(tiny_caption), kind="info"))
-    _h = tiny.history
-    _labels_in = [f"{i}:{t}" for i, t in enumerate(tiny.example)]
-    _labels_out = [f"{i}→{p}" for i, p in enumerate(tiny.prediction)]
-    _map = ui.chart(plot.heatmap(tiny.weights, x_labels=_labels_in, y_labels=_labels_out,
-                                 x_title="input position : token", y_title="output position → predicted",
-                                 color_title="weight", scheme="purples", domain=(0, 1), annotate=True,
-                                 fmt=".2f", title="learned attention map for one held-out sequence"))
-    _acc = ui.chart(plot.curves(_h.step, {"validation": _h.accuracy}, x_title="training step",
-                                y_title="token accuracy", y_domain=(0, 1), title="held-out accuracy"))
-    tiny_accuracy = float(_h.accuracy[-1]) if len(_h.accuracy) else float("nan")
-    mo.vstack([
-        mo.callout(mo.md(tiny.stopped), kind="warn") if tiny.stopped else mo.md(""),
-        mo.md(f"{tiny_caption}\n\ninput `{tiny.example.tolist()}` · target "
-              f"`{tiny.target.tolist()}` · predicted `{tiny.prediction.tolist()}` · held-out "
-              f"token accuracy **{tiny_accuracy:.1%}**"),
-        mo.hstack([_map, _acc], widths="equal"),
-    ])
-    return (tiny_accuracy,)
+        _caption = (f"The map and the accuracy curve below are the default model's "
+                    f"({_d['task']}, length {_d['length']}, {_d['steps']} steps, learning "
+                    f"rate {_d['lr']:g}), trained in advance by the cells above and shipped "
+                    "with the course; **Train the attention model** runs those cells as they "
+                    "are now, with the settings above."
+                    if tiny is not None else f"{tiny_problem[0].upper()}{tiny_problem[1:]}.")
+    # The model shown (the shipped one until the button is pressed): its map and accuracy curve.
+    _controls = mo.vstack([mo.hstack([tiny_task, tiny_length, tiny_steps, tiny_lr], wrap=True), tiny_train])
+    if tiny is None:
+        tiny_accuracy = float("nan")
+        _shown = mo.callout(mo.md(_caption), kind="info")
+    else:
+        _h = tiny.history
+        _labels_in = [f"{i}:{t}" for i, t in enumerate(tiny.example)]
+        _labels_out = [f"{i}→{p}" for i, p in enumerate(tiny.prediction)]
+        _map = ui.chart(plot.heatmap(tiny.weights, x_labels=_labels_in, y_labels=_labels_out,
+                                     x_title="input position : token", y_title="output position → predicted",
+                                     color_title="weight", scheme="purples", domain=(0, 1), annotate=True,
+                                     fmt=".2f", title="learned attention map for one held-out sequence"))
+        _acc = ui.chart(plot.curves(_h.step, {"validation": _h.accuracy}, x_title="training step",
+                                    y_title="token accuracy", y_domain=(0, 1), title="held-out accuracy"))
+        tiny_accuracy = float(_h.accuracy[-1]) if len(_h.accuracy) else float("nan")
+        _shown = mo.vstack([
+            mo.callout(mo.md(tiny.stopped), kind="warn") if tiny.stopped else mo.md(""),
+            mo.md(f"{_caption}\n\ninput `{tiny.example.tolist()}` · target "
+                  f"`{tiny.target.tolist()}` · predicted `{tiny.prediction.tolist()}` · held-out "
+                  f"token accuracy **{tiny_accuracy:.1%}**"),
+            mo.hstack([_map, _acc], widths="equal"),
+        ])
+    mo.vstack([_controls, _shown])
+    return tiny, tiny_accuracy
 
 
 @app.cell(hide_code=True)
@@ -1124,32 +1124,29 @@ def _(gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_train):
                                     remove_on_exit=True) as _bar:
             gpt = train_tiny_gpt(steps=gpt_steps.value, lr=gpt_lr.value, layers=gpt_layers.value,
                                  seed=0, on_step=throttled(_bar, gpt_steps.value))
-        gpt_caption = (f"Trained just now by the cells above, as they are on this page, with your "
-                       f"settings ({gpt_steps.value} steps, {gpt_layers.value} "
-                       f"block{'s' * (gpt_layers.value > 1)}, learning rate {gpt_lr.value:g}).")
+        _caption = (f"Trained just now by the cells above, as they are on this page, with your "
+                    f"settings ({gpt_steps.value} steps, {gpt_layers.value} "
+                    f"block{'s' * (gpt_layers.value > 1)}, learning rate {gpt_lr.value:g}).")
     else:
         gpt = gpt_shipped
         _d = lab.GPT_DEFAULTS
-        gpt_caption = (f"The loss curves below are the default model's ({_d['steps']} steps, "
-                       f"{_d['layers']} block, learning rate {_d['lr']:g}), trained in advance by "
-                       "the cells above and shipped with the course; the text is sampled from it "
-                       "by the `sample` cell as it is on this page. **Train the tiny Transformer** "
-                       "runs the training cells as they are now, with the settings above."
-                       if gpt is not None else f"{gpt_problem[0].upper()}{gpt_problem[1:]}.")
-    mo.vstack([mo.hstack([gpt_steps, gpt_layers, gpt_lr], wrap=True), gpt_train])
-    return gpt, gpt_caption
-
-
-@app.cell
-def _(gpt, gpt_caption):
-    mo.stop(gpt is None, mo.callout(mo.md(gpt_caption), kind="info"))
-    if gpt.stopped:
-        _shown = mo.vstack([mo.md(gpt_caption), mo.callout(mo.md(gpt.stopped), kind="warn")])
+        _caption = (f"The loss curves below are the default model's ({_d['steps']} steps, "
+                    f"{_d['layers']} block, learning rate {_d['lr']:g}), trained in advance by "
+                    "the cells above and shipped with the course; the text is sampled from it "
+                    "by the `sample` cell as it is on this page. **Train the tiny Transformer** "
+                    "runs the training cells as they are now, with the settings above."
+                    if gpt is not None else f"{gpt_problem[0].upper()}{gpt_problem[1:]}.")
+    # The model shown (the shipped one until the button is pressed): its loss curves against the baselines.
+    _controls = mo.vstack([mo.hstack([gpt_steps, gpt_layers, gpt_lr], wrap=True), gpt_train])
+    if gpt is None:
+        _shown = mo.callout(mo.md(_caption), kind="info")
+    elif gpt.stopped:
+        _shown = mo.vstack([mo.md(_caption), mo.callout(mo.md(gpt.stopped), kind="warn")])
     else:
         _ladder = {"unigram baseline": gpt.unigram, "bigram": lab.ngram_loss(2), "trigram": lab.ngram_loss(3)}
         _last, _best = gpt.heldout_loss[-1], int(np.argmin(gpt.heldout_loss))
         _shown = mo.vstack([
-            mo.md(gpt_caption),
+            mo.md(_caption),
             ui.chart(plot.curves(gpt.steps, {"train": gpt.train_loss, "held-out": gpt.heldout_loss,
                                              **{k: np.full(len(gpt.steps), v) for k, v in _ladder.items()}},
                                  x_title="training step", y_title="nats per character",
@@ -1166,8 +1163,8 @@ def _(gpt, gpt_caption):
                       "and has risen since, while the training loss kept falling: it begins to memorise "
                       "the training text." if _best < len(gpt.steps) - 1 else "")),
         ])
-    _shown
-    return
+    mo.vstack([_controls, _shown])
+    return (gpt,)
 
 
 @app.cell(hide_code=True)
