@@ -815,7 +815,16 @@ def bend_report(forward, net, X, y, steps: int, grid: int = 150) -> BendReport:
     ReLUs of network ``net`` (the lesson's network and its forward pass, passed in:
     ``forward(net, x)`` returns the logit and each hidden layer's pre-activations z_l). Inside one pattern the network is one affine map, so the
     number of distinct patterns is the number of linear pieces the grid sees (a lower bound on the
-    true count). ``steps``: how long the model was trained, for the caption."""
+    true count). ``steps``: how long the model was trained, for the caption. Kept for the last 16
+    networks (by ``forward`` and the weights' values): treat the report as read-only."""
+    key = ("bend-report", forward, steps, grid, _digest([p.data for p in net.parameters()], X, y))
+    return _remember(key, lambda: _bend_report(forward, net, X, y, steps, grid), _BEND_REPORTS, 16)
+
+
+_BEND_REPORTS: OrderedDict = OrderedDict()  # the last reports, by the network's weights: a width shown again
+
+
+def _bend_report(forward, net, X, y, steps: int, grid: int) -> BendReport:
     import engine
 
     lo, hi = X.min(axis=0) - 0.5, X.max(axis=0) + 0.5
@@ -858,16 +867,18 @@ def _digest(*parts) -> bytes:
     return h.digest()
 
 
-def _remember(key, build):
-    """``build()`` the first time ``key`` is asked for, the same figure while it is among the last
-    :data:`_FIGURES_KEPT` keys asked for."""
-    found = _FIGURES.pop(key, None)
+def _remember(key, build, store: OrderedDict | None = None, kept: int | None = None):
+    """``build()`` the first time ``key`` is asked for, the same object while it is among the last
+    ``kept`` keys asked for (default: the figures, :data:`_FIGURES_KEPT`)."""
+    store = _FIGURES if store is None else store
+    kept = _FIGURES_KEPT if kept is None else kept
+    found = store.pop(key, None)
     if found is None:
         found = build()
-    _FIGURES[key] = found
-    while len(_FIGURES) > _FIGURES_KEPT:
+    store[key] = found
+    while len(store) > kept:
         try:
-            _FIGURES.popitem(last=False)
+            store.popitem(last=False)
         except KeyError:  # another session trimmed it first
             break
     return found
@@ -953,10 +964,11 @@ def sweep_figure(sweep: ScaleSweep, name: str):
 
 
 def bend_figure(report: BendReport):
-    """The two panels of section 6 for ``report`` (:func:`engine.course.plot.piece_regions`)."""
+    """The two panels of section 6 for ``report`` (:func:`engine.course.plot.piece_regions`), drawn as
+    30 × 30 cells, every fifth point of the 150 × 150 grid the pieces are counted on."""
     key = ("bend", report.width, report.depth, report.steps, report.pieces, report.accuracy,
            _digest(report.probs, report.piece_ids, report.X, report.y))
-    return _remember(key, lambda: plot.piece_regions(report))
+    return _remember(key, lambda: plot.piece_regions(report, max_side=30))
 
 
 def softmax_figure(result: SoftmaxResult, temperature: float):
