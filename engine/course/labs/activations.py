@@ -20,6 +20,10 @@ autograd dots; the tests check that the two agree.
   (:data:`CHECKPOINTS`, made by the notebook's ``default_sweeps``).
 - :func:`moons` and :func:`bend_report`: the data of the notebook's small ReLU network, and the
   linear pieces it cuts the plane into (the network and its training loop are the notebook's).
+- the page's figures (:func:`activation_view`, :func:`depth_figures`, :func:`self_normalisation_figures`,
+  :func:`sweep_figure`, :func:`bend_figure`, :func:`softmax_figure`): built with
+  :mod:`engine.course.plot` once per setting and kept for the last few settings, so a control moved
+  back answers without building its charts again.
 
 The lesson itself (the initialisation scales, the residual / pre-norm block, the deep forward pass,
 the small network and its training loop) is code in the notebook; the functions here take it as
