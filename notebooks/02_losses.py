@@ -133,10 +133,11 @@ def _(delta, reg_loss):
                                     y_domain=(0, 8), height=240, title=f"The four losses (δ = {delta.value:g})",
                                     colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()})
 
-    # the four curves do not depend on the loss picked for the detail: drawn once for each δ (and these
-    # lesson cells), so picking another loss reuses them
+    # the four curves do not depend on the loss picked for the detail: drawn once for each δ (and the code
+    # of this cell and of its lesson cells) and kept, so picking another loss reuses them
     reg_overview, reg_overview_chart = lab.remembered(
-        ("overview", delta.value, per_example_loss, mse, mae, huber, pseudo_huber), _overview)
+        lab.code_key(_overview, delta.value, reg_residuals.tobytes(), per_example_loss, mse, mae, huber, pseudo_huber),
+        _overview)
     # δ beyond every residual drawn: Huber is ½e² on the whole plot, half the MSE curve beside it
     huber_is_half_mse = bool(np.allclose(reg_overview["Huber"], 0.5 * reg_overview["MSE (L2)"], rtol=1e-12))
     _e = reg_residuals
@@ -374,26 +375,25 @@ def _(default_fits, lik_noise, lik_train):
         if _c is None and lik_train.value:
             _c = fit_constant(lik_y, per_example_loss(_name))
         lik_fits_free.append(lab.constant_fit(lik_y, _name, 0.5, _c))
-    # the targets' density does not depend on τ either: drawn here, the τ cell lays the best constants over it
-    _centres, _density = lab.target_density(lik_y)
-    lik_density_chart = plot.curves(_centres, {"density of the targets": _density}, x_title="y", y_title="density",
-                                    colors={"density of the targets": "data"}, height=220,
-                                    title="Targets, and the best constant under MSE (blue), MAE (brown), pinball (violet)")
-    return lik_density_chart, lik_fits_free, lik_y
+    lik_density = lab.target_density(lik_y)  # (bin centres, density): τ does not change it either
+    return lik_density, lik_fits_free, lik_y
 
 
 @app.cell
-def _(default_fits, default_fits_problem, lik_density_chart, lik_fits_free, lik_noise, lik_tau, lik_train, lik_y):
+def _(default_fits, default_fits_problem, lik_density, lik_fits_free, lik_noise, lik_tau, lik_train, lik_y):
     _c = lab.shipped_constant(default_fits, lik_y, "pinball", lik_tau.value)
     if _c is None and lik_train.value:
         with mo.status.progress_bar(total=1, title="fit_constant under the pinball loss", remove_on_exit=True) as _bar:
             _c = fit_constant(lik_y, per_example_loss("pinball", tau=lik_tau.value))
             _bar.update()
     lik_fits = lik_fits_free + [lab.constant_fit(lik_y, "pinball", lik_tau.value, _c)]
-    # the three best constants as one layer of dashed rules, each in its loss's colour
-    _rules = plot.data(v=[f.fitted for f in lik_fits], stroke=[plot.color(c) for c in ("mse", "mae", "model")])
-    _chart = lik_density_chart + alt.Chart(_rules).mark_rule(strokeDash=[3, 3]).encode(
-        alt.X("v:Q"), alt.Stroke("stroke:N", scale=None))
+    # the three best constants as dashed vertical lines over the density, series of the same chart
+    _top = float(lik_density[1].max())
+    _rules = {f"best constant: {n}": ((f.fitted, f.fitted), (0.0, _top)) for n, f in zip(("MSE", "MAE", "pinball"), lik_fits)}
+    _chart = plot.curves(lik_density[0], {"density of the targets": lik_density[1], **_rules}, x_title="y",
+                         y_title="density", height=220, dashed=list(_rules),
+                         colors={"density of the targets": "data", **dict(zip(_rules, ("mse", "mae", "model")))},
+                         title="Targets, and the best constant under MSE (blue), MAE (brown), pinball (violet)")
     _names = {"mse": "MSE ↔ Gaussian", "mae": "MAE ↔ Laplace", "pinball": f"pinball τ = {lik_tau.value:g} ↔ asymmetric Laplace"}
     _span = lambda f: (f"{f.minimisers[0]:.4f}" if f.minimisers[0] == f.minimisers[1]  # noqa: E731
                        else f"[{f.minimisers[0]:.4f}, {f.minimisers[1]:.4f}]")
@@ -875,11 +875,16 @@ def _(logit_scale, naive_target, precision):
     naive_now, fused_now = (float(v[0]) for v in lab.naive_vs_fused(naive_cross_entropy, [logit_scale.value],
                                                                       precision.value, naive_target.value))
     _fused64 = float(lab.naive_vs_fused(naive_cross_entropy, [logit_scale.value], "float64", naive_target.value)[1][0])
-    _chart = plot.curves(naive_scales, {"fused cross_entropy": fused_curve, "naive log(softmax)": naive_curve},
+    # the scale s as a dashed vertical line across the curves, a series of the same chart
+    _drawn = np.concatenate([fused_curve, naive_curve])
+    _drawn = _drawn[np.isfinite(_drawn) & (_drawn > 0)]
+    _chart = plot.curves(naive_scales, {"fused cross_entropy": fused_curve, "naive log(softmax)": naive_curve,
+                                        "logit scale s": ((logit_scale.value,) * 2, (_drawn.min(), _drawn.max()))},
                          x_title="logit scale s", y_title="loss", log_y=True, log_x=True,
-                         colors={"naive log(softmax)": "error", "fused cross_entropy": "target"},
-                         dashed=["naive log(softmax)"], title=f"Cross-entropy in {precision.value}", height=240)
-    _chart = _chart + plot.rule(logit_scale.value, orient="x")
+                         colors={"naive log(softmax)": "error", "fused cross_entropy": "target",
+                                 "logit scale s": "reference"},
+                         dashed=["naive log(softmax)", "logit scale s"], title=f"Cross-entropy in {precision.value}",
+                         height=240)
     _shown = "nan" if np.isnan(naive_now) else ("inf" if np.isinf(naive_now) else f"{naive_now:.4g}")
     _how = {"NaN": "**NaN** (exp overflowed: inf/inf)", "+∞": "**+∞** (the probability underflowed to 0)"}
     _where = (f"In {precision.value}, with target class {naive_target.value}, the naive formula first gives "
@@ -1077,25 +1082,33 @@ def _():
 
 @app.cell
 def _():
-    # no control moves this chart
-    margin_grads = lab.margin_gradients(bce_with_logits, mse, np.linspace(-10, 10, 201))
-    margin_chart = plot.curves(
-        margin_grads.margins, {"CE formula": margin_grads.ce_formula, "MSE formula": margin_grads.mse_formula},
-        dots={"CE autograd": margin_grads.ce_autograd, "MSE autograd": margin_grads.mse_autograd}, n_dots=21,
-        colors={"CE formula": "cross_entropy", "MSE formula": "mse", "MSE autograd": "#475569"},
-        x_title="logit z of a positive example (margin)", y_title="|∂L/∂z|", height=240,
-        title="Gradient against margin")
+    def _draw():
+        _grads = lab.margin_gradients(bce_with_logits, mse, np.linspace(-10, 10, 201))
+        return _grads, plot.curves(
+            _grads.margins, {"CE formula": _grads.ce_formula, "MSE formula": _grads.mse_formula},
+            dots={"CE autograd": _grads.ce_autograd, "MSE autograd": _grads.mse_autograd}, n_dots=21,
+            colors={"CE formula": "cross_entropy", "MSE formula": "mse", "MSE autograd": "#475569"},
+            x_title="logit z of a positive example (margin)", y_title="|∂L/∂z|", height=240,
+            title="Gradient against margin")
+
+    # no control moves this chart: drawn once for the code of this cell and of its lesson cells, and kept
+    margin_grads, margin_chart = lab.remembered(lab.code_key(_draw, bce_with_logits, mse), _draw)
     margin_view = mo.vstack([ui.chart(margin_chart)])  # built once: the training cell shows this same view
     return margin_chart, margin_grads, margin_view
 
 
 @app.cell
 def _(clf_lr, margin_view, w0):
-    _x, _y = lab.sigmoid_classifier_data(100, seed=0)
-    _losses = {"cross_entropy": lambda z, y: bce_with_logits(z, y).mean(),
-               "mse": lambda z, y: mse(F.sigmoid(z), y).mean()}
-    clf_runs = {name: train_classifier(_x, _y, _loss, w0=w0.value, lr=clf_lr.value, steps=100)
+    def _train():
+        _x, _y = lab.sigmoid_classifier_data(100, seed=0)
+        _losses = {"cross_entropy": lambda z, y: bce_with_logits(z, y).mean(),
+                   "mse": lambda z, y: mse(F.sigmoid(z), y).mean()}
+        return {name: train_classifier(_x, _y, _loss, w0=w0.value, lr=clf_lr.value, steps=100)
                 for name, _loss in _losses.items()}
+
+    # both runs for one (w₀, η): trained once for the code of this cell and of its lesson cells, and kept
+    clf_runs = lab.remembered(lab.code_key(_train, w0.value, clf_lr.value, train_classifier, bce_with_logits, mse),
+                              _train)
     # The training accuracy of both runs, step by step: the chart this section is about.
     _names = ["cross-entropy", "MSE on σ(z)"]
     _steps = np.arange(1, len(clf_runs["cross_entropy"].accuracy) + 1)
@@ -1152,30 +1165,38 @@ def hinge(logits, target):
 
 @app.cell
 def _():
-    # no control moves these curves: the margin slider only moves a rule over them
-    margin_losses = lab.margin_losses(hinge, bce_with_logits, np.linspace(-3, 6, 181))
-    _m = margin_losses.margins
-    _names = {"hinge max(0, 1 − m)": "#4d7c0f", "logistic ln(1 + e^{−m}) / ln 2": plot.color("cross_entropy"),
-              "0-1 loss [m ≤ 0]": plot.color("reference")}
-    margin_loss_chart = plot.curves(_m, dict(zip(_names, (margin_losses.hinge, margin_losses.logistic / np.log(2),
-                                                     margin_losses.zero_one))),
-                              colors=_names, dashed=["0-1 loss [m ≤ 0]"], x_title="margin m = t·z",
-                              y_title="loss ℓ(m)", y_domain=(0, 4.5), height=240, title="Two bounds on the 0-1 loss")
-    margin_grad_chart = plot.curves(_m, {"hinge formula": margin_losses.hinge_formula,
-                                   "logistic formula": margin_losses.logistic_formula},
-                              dots={"hinge autograd": margin_losses.hinge_autograd,
-                                    "logistic autograd": margin_losses.logistic_autograd}, n_dots=37,
-                              colors={"hinge formula": "#4d7c0f", "logistic formula": "cross_entropy"},
-                              x_title="margin m = t·z", y_title="∂ℓ/∂m", height=240, title="What each loss pushes with")
-    return margin_losses, margin_loss_chart, margin_grad_chart
+    def _draw():
+        _losses = lab.margin_losses(hinge, bce_with_logits, np.linspace(-3, 6, 181))
+        _names = {"hinge max(0, 1 − m)": "#4d7c0f", "logistic ln(1 + e^{−m}) / ln 2": plot.color("cross_entropy"),
+                  "0-1 loss [m ≤ 0]": plot.color("reference")}
+        _curves = dict(zip(_names, (_losses.hinge, _losses.logistic / np.log(2), _losses.zero_one)))
+        _grad_chart = plot.curves(_losses.margins, {"hinge formula": _losses.hinge_formula,
+                                                    "logistic formula": _losses.logistic_formula},
+                                  dots={"hinge autograd": _losses.hinge_autograd,
+                                        "logistic autograd": _losses.logistic_autograd}, n_dots=37,
+                                  colors={"hinge formula": "#4d7c0f", "logistic formula": "cross_entropy"},
+                                  x_title="margin m = t·z", y_title="∂ℓ/∂m", height=240,
+                                  title="What each loss pushes with")
+        return _losses, _curves, _names, _grad_chart
+
+    # no control moves these curves (the margin slider only moves a line over them): made once for the
+    # code of this cell and of its lesson cells, and kept
+    margin_losses, margin_loss_curves, margin_loss_colors, margin_grad_chart = lab.remembered(
+        lab.code_key(_draw, hinge, bce_with_logits), _draw)
+    return margin_grad_chart, margin_loss_colors, margin_loss_curves, margin_losses
 
 
 @app.cell
-def _(margin_grad_chart, margin_loss_chart, point_margin):
+def _(margin_grad_chart, margin_loss_colors, margin_loss_curves, margin_losses, point_margin):
     point_losses = lab.margin_losses(hinge, bce_with_logits, [point_margin.value])
-    _rule = plot.rule(point_margin.value, orient="x")
+    _m = point_margin.value
+    # the point's margin: a dashed vertical line, on the left a series of the losses' chart itself
+    _loss_chart = plot.curves(margin_losses.margins, {**margin_loss_curves, "margin m of the point": ((_m, _m), (0, 4.5))},
+                              colors={**margin_loss_colors, "margin m of the point": "reference"},
+                              dashed=["0-1 loss [m ≤ 0]", "margin m of the point"], x_title="margin m = t·z",
+                              y_title="loss ℓ(m)", y_domain=(0, 4.5), height=240, title="Two bounds on the 0-1 loss")
     mo.vstack([
-        mo.hstack([ui.chart(margin_loss_chart + _rule), ui.chart(margin_grad_chart + _rule)], widths=[1, 1]),
+        mo.hstack([ui.chart(_loss_chart), ui.chart(margin_grad_chart + plot.rule(_m, orient="x"))], widths=[1, 1]),
         # + 0.0 shows autograd's −0.0 (the hinge's −1 times a zero slope) as 0
         mo.md(f"At m = {point_margin.value:g}: hinge ℓ = **{point_losses.hinge[0]:.4f}**, "
               f"∂ℓ/∂m = **{point_losses.hinge_autograd[0] + 0.0:.4f}** · logistic ℓ = "

@@ -199,6 +199,24 @@ def remembered(key, build, size: int = 64):
         return plot.remember(_REMEMBERED, key, build(), size)
 
 
+def code_key(*objects) -> tuple:
+    """A key for :func:`remembered` that holds in every session of the server: each function (a
+    lesson cell, or a cell's own drawing function) as its source text, or its code and defaults
+    where the source cannot be read; any other object as itself. Edited code is another key."""
+    import inspect
+
+    key = []
+    for obj in objects:
+        if callable(obj) and hasattr(obj, "__code__"):
+            try:
+                key.append(inspect.getsource(obj))
+            except (OSError, TypeError):
+                key.append((obj.__code__, obj.__defaults__, repr(obj.__kwdefaults__)))
+        else:
+            key.append(obj)
+    return tuple(key)
+
+
 _LOADED: dict = {}
 
 
