@@ -210,6 +210,23 @@ def test_the_fingerprint_ignores_prose_and_sees_code(tmp_path):
     assert loaded is None and "`loss`" in reason and "train" in reason
 
 
+def test_a_pages_next_session_reads_the_same_code_once(tmp_path, monkeypatch):
+    """Each session of a page defines its lesson functions anew, with equal code: their trees are
+    parsed once, not at every page open; a function with other code is parsed (and differs)."""
+    first = _defined_in(tmp_path, "session_a", "def loss(x):\n    return x * x\n")
+    again = _defined_in(tmp_path, "session_b", "def loss(x):\n    return x * x\n")
+    edited = _defined_in(tmp_path, "session_c", "def loss(x):\n    return x * x * x\n")
+    parsed = []
+    original = checkpoints._parsed_tree
+    monkeypatch.setattr(checkpoints, "_parsed_tree", lambda f: parsed.append(f) or original(f))
+    monkeypatch.setattr(checkpoints, "_TREES", {})
+    assert first is not again and first.__code__ == again.__code__
+    assert checkpoints.code_fingerprint(first) == checkpoints.code_fingerprint(again)
+    assert parsed == [first]
+    assert checkpoints.code_fingerprint(edited) != checkpoints.code_fingerprint(first)
+    assert parsed == [first, edited]
+
+
 def test_a_class_is_fingerprinted_by_its_methods_code(tmp_path):
     """Prose in a class changes nothing; its methods' code, its bases and its constants do."""
     head = "class Net(object):\n    '''A net.'''\n    width = 4\n\n"

@@ -107,8 +107,33 @@ def code_fingerprint(*objects) -> str:
     return digest.hexdigest()
 
 
+# Every session of a page defines its lesson functions anew (new objects, equal code objects), and
+# each checkpoint a page loads fingerprints them: reading and parsing their source again cost a
+# page open 0.1 s (07, five checkpoints). A code object compares by what runs (bytecode, constants,
+# names), so equal code has the same tree; an edit makes another key and is parsed afresh.
+_TREES: dict = {}
+_TREES_KEPT = 512
+
+
 def _function_code(function) -> bytes:
-    """The syntax tree of ``function`` without decorators, docstrings and comments, as bytes."""
+    """The syntax tree of ``function`` without decorators, docstrings and comments, as bytes
+    (remembered per code object)."""
+    code = getattr(function, "__code__", None)
+    key = (getattr(function, "__qualname__", None), code)
+    if code is not None and key in _TREES:
+        return _TREES[key]
+    tree = _parsed_tree(function)
+    if code is not None:
+        if len(_TREES) >= _TREES_KEPT:
+            try:
+                _TREES.pop(next(iter(_TREES)), None)  # the oldest entry
+            except (StopIteration, RuntimeError):  # another session's kernel thread changed it meanwhile
+                pass
+        _TREES[key] = tree
+    return tree
+
+
+def _parsed_tree(function) -> bytes:
     tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
