@@ -26,6 +26,8 @@ None of this is heavy: marimo, Altair, Matplotlib, Pillow and the widget package
 the functions that need them (a page imports Altair itself, in its setup cell).
 """
 
+import gc
+
 from . import checkpoints, exercises, formulas, graph, labs, plot, toc, ui, widgets  # noqa: F401
 from .exercises import check_number
 from .formulas import render
@@ -33,3 +35,12 @@ from .toc import metadata
 from .ui import throttled, verdict
 
 __all__ = ["check_number", "metadata", "render", "throttled", "verdict"]
+
+# Speed: a page's setup cell imports marimo, Altair, NumPy and the engine before this package: some
+# 130 000 objects that live as long as the server. Python's full garbage collection walks all of them
+# (50-90 ms here), and it falls on whichever slider move happens to allocate past its threshold: a
+# control's worst latency. Freezing them once, when the first page of a process imports the course,
+# leaves the collector only what pages create afterwards (gc.freeze; frozen objects are never freed,
+# which is what imported modules are anyway).
+gc.freeze()
+
