@@ -12,7 +12,7 @@ with app.setup:
     import engine.functional as F
     from engine import Tensor, nn, optim
     from engine.autograd import Function, unbroadcast
-    from engine.course import checkpoints, exercises, metadata, plot, toc, ui, widgets
+    from engine.course import exercises, metadata, plot, toc, ui, widgets
     from engine.course import graph as graphs
     from engine.course.labs import backprop as lab
 
@@ -755,10 +755,8 @@ def _(pg_canvas, pg_canvas_start, pg_preset):
 @app.cell
 def _():
     # the shipped default run, loaded only if it was made by the lesson cells as they are on this page
-    _state, pg_default_problem = checkpoints.load_if_fits(
-        lab.playground_checkpoint, mlp, train_step, evaluate, train_playground, overfit_one_batch,
-        train_default_playground)
-    pg_default = None if _state is None else lab.default_playground(_state)
+    pg_default, pg_default_problem = lab.load_default_playground(
+        mlp, train_step, evaluate, train_playground, overfit_one_batch, train_default_playground)
     return pg_default, pg_default_problem
 
 

@@ -263,6 +263,30 @@ def default_playground(state: dict) -> DefaultPlayground:
     return DefaultPlayground(split, run, state["overfit_losses"])
 
 
+def load_default_playground(*code) -> tuple:
+    """(:func:`default_playground` of the checkpoint, or None; the reason it was not loaded, or
+    None): ``checkpoints.load_if_fits(playground_checkpoint, *code)``, checked and loaded once for
+    each text of the page's lesson ``code`` and kept for every later page open (the fingerprint
+    parses every lesson cell's source, and the archive is decoded), its arrays read-only since
+    every session shares it. Code whose source cannot be read is checked every time."""
+    import inspect
+
+    def load():
+        state, problem = checkpoints.load_if_fits(playground_checkpoint, *code)
+        if state is None:
+            return None, problem
+        shown = default_playground(state)
+        for a in (shown.run.grid_x, shown.run.grid_y, shown.run.grid_probs, shown.overfit_losses, *shown.split):
+            a.flags.writeable = False
+        return shown, problem
+
+    try:
+        key = ("default playground", tuple(inspect.getsource(c) for c in code))
+    except (OSError, TypeError):
+        return load()
+    return _remembered(key, load, size=8)
+
+
 # ----------------------------------------------------------------------------- gradient check
 
 
