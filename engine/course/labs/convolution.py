@@ -993,5 +993,7 @@ def shipped_cnn(model_class, *code) -> tuple[DigitsCNN | None, str]:
     model.eval()
     history = CNNHistory(*([float(v) for v in state["history"][k]]
                            for k in ("loss", "train_acc", "test_acc")))
-    X_test, y_test = data.load_digits("test", channel_dim=True)
-    return DigitsCNN(model, history, confusion(model, X_test, y_test), settings, shipped=True), ""
+    y_test = data.load_digits("test", channel_dim=True)[1]
+    # the held-out predictions are remembered per model: the page's confusion cell reads them too
+    matrix = confusion_matrix(np.asarray(y_test), heldout_predictions(model), num_classes=10)
+    return DigitsCNN(model, history, matrix, settings, shipped=True), ""
