@@ -688,14 +688,6 @@ def _(clip_lr, clip_norm):
     return (clip_runs,)
 
 
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## 7. Check yourself
-    """)
-    return
-
-
 @app.cell
 def _():
     exercise_adam = exercises.NumberExercise(
@@ -704,32 +696,10 @@ def _():
         truth=float(abs(lab.engine_adam_updates([0.3], lr=0.01)[0])),
         hint="After bias correction m̂₁ = g and v̂₁ = g².", rel_tol=0.01)
     answer_adam = ui.answer_box(exercise_adam, placeholder="e.g. 0.003", label="|Δθ₁| =")
-    return answer_adam, exercise_adam
-
-
-@app.cell
-def _(answer_adam, exercise_adam):
-    ui.exercise(exercise_adam, answer_adam)
-    return
-
-
-@app.cell
-def _():
     exercise_cosine = exercises.NumberExercise(
         question="**2.** Cosine annealing from η = 0.1 to 0 over T = 100 steps: what is the learning rate at step 50?",
         truth=float(lab.schedule_curves(steps=100, lr=0.1)["cosine"][50]), hint="cos(π/2) = 0.", rel_tol=0.01)
     answer_cosine = ui.answer_box(exercise_cosine, placeholder="e.g. 0.1", label="η₅₀ =")
-    return answer_cosine, exercise_cosine
-
-
-@app.cell
-def _(answer_cosine, exercise_cosine):
-    ui.exercise(exercise_cosine, answer_cosine)
-    return
-
-
-@app.cell
-def _():
     _clipped, _before, _after = lab.clip_by_global_norm([np.array([3.0]), np.array([4.0])], max_norm=1.0)
     exercise_clip = exercises.NumberExercise(
         question="**3.** Two parameters have gradients g₁ = 3 and g₂ = 4. After "
@@ -737,17 +707,6 @@ def _():
         truth=float(_clipped[0][0]), hint="The global norm is √(3² + 4²); both are scaled by the same factor.",
         abs_tol=0.005)
     answer_clip = ui.answer_box(exercise_clip, placeholder="e.g. 1.5", label="clipped g₁ =")
-    return answer_clip, exercise_clip
-
-
-@app.cell
-def _(answer_clip, exercise_clip):
-    ui.exercise(exercise_clip, answer_clip)
-    return
-
-
-@app.cell
-def _():
     exercise_rate = exercises.NumberExercise(
         question="**4.** A quadratic valley has condition number κ = 100. By what factor does best-tuned "
                  "heavy-ball momentum shrink the error per step? (Three decimals.)",
@@ -755,17 +714,6 @@ def _():
         hint="(√κ − 1)/(√κ + 1); gradient descent's (κ − 1)/(κ + 1) would be 0.980.", abs_tol=0.002,
         explanation="Gradient descent's is 99/101 ≈ 0.980: momentum needs about 10 = √κ times fewer steps.")
     answer_rate = ui.answer_box(exercise_rate, placeholder="e.g. 0.9", label="rate per step =")
-    return answer_rate, exercise_rate
-
-
-@app.cell
-def _(answer_rate, exercise_rate):
-    ui.exercise(exercise_rate, answer_rate)
-    return
-
-
-@app.cell
-def _():
     _small, _large = (lab.sgd_noise(minibatch_descent, sgd, b, lr=0.3, steps=400, seed=0,
                                     only=("constant",)).floor["constant"] for b in (4, 64))
     exercise_floor = exercises.ChoiceExercise(
@@ -776,58 +724,35 @@ def _():
         hint="The variance of a mean of B gradients is about 1/B of one gradient's.",
         explanation=f"Measured: {_small:.2e} at B = 4, {_large:.2e} at B = 64.")
     answer_floor = ui.answer_box(exercise_floor)
-    return answer_floor, exercise_floor
-
-
-@app.cell
-def _(answer_floor, exercise_floor):
-    ui.exercise(exercise_floor, answer_floor)
-    return
-
-
-@app.cell
-def _():
     exercise_lookahead = exercises.NumberExercise(
         question="**6.** Nesterov momentum with μ = 0.9 is at θ = 0 with velocity v = 2 (one parameter). "
                  "At which θ does the look-ahead form evaluate the gradient?",
         truth=float(lab.lookahead_point(0.0, 2.0, momentum=0.9)),
         hint="Where momentum alone would carry θ: θ + μv.", rel_tol=1e-6)
     answer_lookahead = ui.answer_box(exercise_lookahead, placeholder="e.g. 1", label="θ + μv =")
-    return answer_lookahead, exercise_lookahead
-
-
-@app.cell
-def _(answer_lookahead, exercise_lookahead):
-    ui.exercise(exercise_lookahead, answer_lookahead)
-    return
-
-
-@app.cell
-def _():
     exercise_limit = exercises.NumberExercise(
         question="**7.** Plain gradient descent on a quadratic whose Hessian is diag(0.5, 0.1): above which "
                  "learning rate does it diverge?",
         truth=lab.gd_stability_limit(np.diag([0.5, 0.1])),
         hint="Along the steepest direction the error is multiplied by 1 − ηλ_max each step.", rel_tol=0.01)
     answer_limit = ui.answer_box(exercise_limit, placeholder="e.g. 1", label="η limit =")
-    return answer_limit, exercise_limit
+    return (answer_adam, answer_clip, answer_cosine, answer_floor, answer_limit, answer_lookahead, answer_rate,
+            exercise_adam, exercise_clip, exercise_cosine, exercise_floor, exercise_limit, exercise_lookahead,
+            exercise_rate)
 
 
 @app.cell
-def _(answer_limit, exercise_limit):
-    ui.exercise(exercise_limit, answer_limit)
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(r"""
-    ## 8. The same in your own script
-
-    AdamW with a cosine schedule and gradient clipping on Rosenbrock's valley. Other choices:
-    `optim.SGD(params, lr, momentum=0.9, nesterov=True)`, `optim.RMSprop(params, lr, alpha=0.99)`,
-    `optim.Adam(params, lr, weight_decay=λ)` (that one is the coupled L2 penalty).
-    """)
+def _(answer_adam, answer_clip, answer_cosine, answer_floor, answer_limit, answer_lookahead, answer_rate,
+      exercise_adam, exercise_clip, exercise_cosine, exercise_floor, exercise_limit, exercise_lookahead,
+      exercise_rate):
+    mo.vstack([mo.md("## 7. Check yourself"),
+               ui.exercise(exercise_adam, answer_adam),
+               ui.exercise(exercise_cosine, answer_cosine),
+               ui.exercise(exercise_clip, answer_clip),
+               ui.exercise(exercise_rate, answer_rate),
+               ui.exercise(exercise_floor, answer_floor),
+               ui.exercise(exercise_lookahead, answer_lookahead),
+               ui.exercise(exercise_limit, answer_limit)])
     return
 
 
@@ -851,13 +776,13 @@ def _():
             sched.step()
         return f"θ after 300 steps = {np.round(theta.data, 4)}, last loss {float(loss.data):.3g}, η now {sched.get_last_lr()[0]:.3g}"
 
-    mo.md(f"`{_script()}`")
-    return
+    mo.vstack([mo.md(r"""
+    ## 8. The same in your own script
 
-
-@app.cell(hide_code=True)
-def _():
-    mo.md(toc.nav_md(METADATA["id"]))
+    AdamW with a cosine schedule and gradient clipping on Rosenbrock's valley. Other choices:
+    `optim.SGD(params, lr, momentum=0.9, nesterov=True)`, `optim.RMSprop(params, lr, alpha=0.99)`,
+    `optim.Adam(params, lr, weight_decay=λ)` (that one is the coupled L2 penalty).
+    """), mo.md(f"`{_script()}`"), mo.md(toc.nav_md(METADATA["id"]))])
     return
 
 
