@@ -724,7 +724,7 @@ def _():
 @app.cell
 def _(pg_data, pg_noise):
     # the preset is the drawing's start (its keyboard path): edit it, or spray a set of your own
-    pg_preset = lab.make_playground_data(pg_data.value, n=lab.PLAYGROUND_POINTS, noise=pg_noise.value, seed=0)
+    pg_preset = lab.playground_preset(pg_data.value, pg_noise.value)
     pg_canvas = widgets.scatter(lab.CANVAS_CLASSES, bounds=lab.CANVAS_BOUNDS, size=(360, 360),
                                 start=(np.concatenate(pg_preset[0::2]), np.concatenate(pg_preset[1::2])))
     pg_canvas_start = pg_canvas.value

@@ -82,6 +82,21 @@ def make_playground_data(name: str = "moons", n: int = 200, noise: float = 0.1, 
     return X[:cut], np.asarray(y[:cut]), X[cut:], np.asarray(y[cut:])
 
 
+def playground_preset(name: str, noise: float):
+    """The playground's preset ``name`` at ``noise`` (:func:`make_playground_data` of
+    :data:`PLAYGROUND_POINTS` points, seed 0), made once and kept, its arrays read-only since every
+    session shares it: a page open, or a return to a data set seen before, re-uses it and the maps
+    drawn of it (:func:`regions_map` remembers a map by its arrays)."""
+
+    def make():
+        split = make_playground_data(name, n=PLAYGROUND_POINTS, noise=noise, seed=0)
+        for a in split:
+            a.flags.writeable = False
+        return split
+
+    return _remembered(("preset", name, float(noise)), make)
+
+
 def standardise_on_train(X, cut: int):
     """``X`` shifted and scaled by the mean and standard deviation of its first ``cut`` rows, the
     training part: the validation points are scaled as new points would be, unseen by the scaler.
