@@ -4,6 +4,7 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="01 · Activation functions")
 
 with app.setup:
+    import altair as alt  # noqa: F401  (the page's charts, built by the course layer: imported once, here)
     import marimo as mo
     import numpy as np
 
