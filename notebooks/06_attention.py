@@ -651,6 +651,16 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
     _rng = np.random.default_rng(3)
     rope_q = _rng.standard_normal(rope_dim.value)
     rope_k = _rng.standard_normal(rope_dim.value)
+    # Exercise 6 (asked below) is about these q and k, so it is built with them.
+    exercise_rope = exercises.NumberExercise(
+        question="**Exercise 6.** With the random $q$, $k$ above (d and base as set), the RoPE "
+        "score at positions $m = 3$, $n = 7$ is shown in the table when the sliders are at 3 and 7. "
+        "Without moving them: what is the score at positions $m = 103$, $n = 107$? "
+        "(Three decimals suffice.)",
+        truth=lab.rope_shift_check(rope_q, rope_k, 103, 107, 0, rope_base.value).rope,
+        hint="both positions moved by the same 100: only the offset n − m = 4 enters the score. "
+        "Set m = 3, n = 7 and read the table.", abs_tol=1e-3)
+    answer_rope = ui.answer_box(exercise_rope, placeholder="score")
     _pairs = {}
     for _i in sorted({0, rope_dim.value // 4, rope_dim.value // 2 - 1}):
         _t = lab.rope_pair_trajectory(rope_dim.value, _i, 32, rope_base.value)
@@ -687,7 +697,7 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
                      f"and already at distance {_rise} it rises again, from {_sim0[_rise - 1]:.2f} to "
                      f"{_sim0[_rise]:.2f}."),
                mo.hstack([_pe, _sim], widths="equal")])
-    return rope_distance, rope_k, rope_q, sinusoid
+    return answer_rope, exercise_rope, rope_distance, rope_k, rope_q, sinusoid
 
 
 @app.cell(hide_code=True)
@@ -711,20 +721,6 @@ def _():
     a model's context).
     """)
     return
-
-
-@app.cell
-def _(rope_base, rope_k, rope_q):
-    exercise_rope = exercises.NumberExercise(
-        question="**Exercise 6.** With the random $q$, $k$ above (d and base as set), the RoPE "
-        "score at positions $m = 3$, $n = 7$ is shown in the table when the sliders are at 3 and 7. "
-        "Without moving them: what is the score at positions $m = 103$, $n = 107$? "
-        "(Three decimals suffice.)",
-        truth=lab.rope_shift_check(rope_q, rope_k, 103, 107, 0, rope_base.value).rope,
-        hint="both positions moved by the same 100: only the offset n − m = 4 enters the score. "
-        "Set m = 3, n = 7 and read the table.", abs_tol=1e-3)
-    answer_rope = ui.answer_box(exercise_rope, placeholder="score")
-    return answer_rope, exercise_rope
 
 
 @app.cell
