@@ -533,15 +533,23 @@ def _(noise_growth, noise_problem, noise_state, noise_train):
         noise_trail = lab.shipped_noise_trail(noise_state, noise_growth.value)
         noise_source = ("Fits: made in advance by this page's `fit_noise_model` and shipped with the course; "
                         "the button fits again." if noise_trail is not None else f"Not fitted: {noise_problem}.")
-    return noise_source, noise_trail, noise_x, noise_y
+    # what the training step does not change: the true noise and the one-variance fit on the grid drawn,
+    # and the data as a layer of points
+    noise_grid = np.linspace(0.0, 2.0, 41)
+    noise_true_sigma = lab.noise_sigma(noise_growth.value, noise_grid)
+    noise_constant = lab.constant_noise_fit(noise_x, noise_y)  # (w, b, σ): MSE's line and its one σ
+    noise_constant_coverage = lab.band_coverage(noise_x, noise_y, noise_constant[0] * noise_x + noise_constant[1],
+                                                noise_constant[2])
+    noise_points = plot.points(noise_x, noise_y, size=12)
+    return (noise_constant, noise_constant_coverage, noise_grid, noise_points, noise_source, noise_trail,
+            noise_true_sigma, noise_x, noise_y)
 
 
 @app.cell
-def _(noise_growth, noise_source, noise_step, noise_trail, noise_x, noise_y):
-    _grid = np.linspace(0.0, 2.0, 41)
-    _true = lab.noise_sigma(noise_growth.value, _grid)
-    _w, _b, _s = lab.constant_noise_fit(noise_x, noise_y)
-    noise_constant_coverage = lab.band_coverage(noise_x, noise_y, _w * noise_x + _b, _s)
+def _(noise_constant, noise_constant_coverage, noise_grid, noise_points, noise_source, noise_step, noise_trail,
+      noise_true_sigma, noise_x, noise_y):
+    _grid, _true = noise_grid, noise_true_sigma
+    _w, _b, _s = noise_constant
     _lines = {"true μ ± 2σ": [(1.5 * _grid + 0.5) + k * 2 * _true for k in (-1, 1)],
               "one variance: μ ± 2σ": [_w * _grid + _b + k * 2 * _s for k in (-1, 1)]}
     _sigmas = {"true σ(x)": _true, "one variance σ": np.full_like(_grid, _s)}
@@ -573,7 +581,7 @@ def _(noise_growth, noise_source, noise_step, noise_trail, noise_x, noise_y):
         alt.StrokeDash("series:N", legend=None,
                        scale=alt.Scale(domain=_names, range=[[5, 4] if "learned" not in n else [1, 0]
                                                              for n in _names])))
-    _band = _band + plot.points(noise_x, noise_y, size=12)
+    _band = _band + noise_points
     _sigma_chart = plot.curves(_grid, _sigmas, x_title="x", y_title="noise std σ(x)", height=260,
                                colors={"true σ(x)": "target", "one variance σ": "mse", "learned σ(x)": "model"},
                                dashed=["true σ(x)", "one variance σ"], title="The noise, and what each fit makes of it")
@@ -589,7 +597,7 @@ def _(noise_growth, noise_source, noise_step, noise_trail, noise_x, noise_y):
               f"| one variance | {_pct(noise_constant_coverage[0])} | {_pct(noise_constant_coverage[1])} |"),
         mo.md(f"<small>{noise_source}</small>"),
     ])
-    return noise_constant_coverage, noise_fit
+    return (noise_fit,)
 
 
 @app.cell(hide_code=True)
