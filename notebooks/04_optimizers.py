@@ -4,6 +4,7 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="04 · Optimizers")
 
 with app.setup:
+    import altair as alt  # noqa: F401  (the page's charts, built by the course layer: imported once, here)
     import marimo as mo
     import numpy as np
 
@@ -414,12 +415,7 @@ def _(adam_beta1, adam_beta2, bc_noise, bc_steps):
     bc_with = lab.rule_updates(adam, _g, lr=1.0, betas=_betas)
     bc_without = lab.rule_updates(adam, _g, lr=1.0, betas=_betas, bias_correction=False)
     bc_engine = lab.engine_adam_updates(_g, lr=1.0, betas=_betas)
-    _t = np.arange(1, bc_steps.value + 1)
-    _chart = plot.curves(_t, {"with correction": np.abs(bc_with), "without": np.abs(bc_without)},
-                         dots={"engine.optim.Adam": np.abs(bc_engine)}, n_dots=min(bc_steps.value, 40),
-                         colors={"with correction": "adam", "without": "error"}, dashed=["without"],
-                         x_title="step t", y_title="|Δθ| / η", height=240,
-                         title=f"Adam's step size for gradients ≈ 1 (β₁ = {_betas[0]:g}, β₂ = {_betas[1]:g})")
+    _chart = lab.bias_correction_chart(bc_with, bc_without, bc_engine, _betas)  # |Δθ_t|/η of the three, step by step
     mo.vstack([
         mo.hstack([bc_steps, bc_noise, adam_beta1, adam_beta2]),
         ui.chart(_chart),

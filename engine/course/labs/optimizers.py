@@ -22,9 +22,10 @@ the reference (:func:`engine_adam_updates`), for the schedulers and for clipping
 - :func:`sgd_noise`, :func:`lr_range_test`: the notebook's mini-batch loop, passed in, on a
   least-squares problem: the noise floor that decay breaks through, and the range test.
 - :func:`clip_by_global_norm`: gradient clipping with ``nn.utils.clip_grad_norm_``.
-- :func:`surface_map`, :func:`gap_chart`, :func:`condition_chart`, :func:`noise_chart`,
-  :func:`range_chart`, :func:`weight_decay_charts`: the page's charts, each built once per run or
-  measurement (the measurements are remembered per setting, so a slider moved back redraws nothing new).
+- :func:`surface_map`, :func:`gap_chart`, :func:`condition_chart`, :func:`bias_correction_chart`,
+  :func:`noise_chart`, :func:`range_chart`, :func:`weight_decay_charts`: the page's charts, each
+  built once per run, measurement or set of values (the measurements are remembered per setting,
+  so a slider moved back redraws nothing new).
 """
 
 from __future__ import annotations
@@ -812,6 +813,26 @@ def condition_chart(cond: ConditionRates):
                            title=f"Best-tuned GD and momentum on a quadratic with κ = {cond.kappa:g}")
 
     return _same_arrays_chart((cond,), ("condition",), build)
+
+
+def bias_correction_chart(with_correction, without, engine_updates, betas):
+    """The steps |Δθ_t|/η of the lesson's Adam with and without bias correction (lines, the latter
+    dashed) and of ``engine.optim.Adam`` (dots), against t = 1, 2, …. Built once per set of values
+    (the lesson's rule runs at every move; its chart only when the steps changed)."""
+    arrays = [np.asarray(a, dtype=np.float64) for a in (with_correction, without, engine_updates)]
+
+    def build():
+        from engine.course import plot
+
+        t = np.arange(1, len(arrays[0]) + 1)
+        return plot.curves(t, {"with correction": np.abs(arrays[0]), "without": np.abs(arrays[1])},
+                           dots={"engine.optim.Adam": np.abs(arrays[2])}, n_dots=min(len(t), 40),
+                           colors={"with correction": "adam", "without": "error"}, dashed=["without"],
+                           x_title="step t", y_title="|Δθ| / η", height=240,
+                           title=f"Adam's step size for gradients ≈ 1 (β₁ = {betas[0]:g}, β₂ = {betas[1]:g})")
+
+    settings = ("bias correction", tuple(a.tobytes() for a in arrays), tuple(float(b) for b in betas))
+    return _same_arrays_chart((), settings, build)
 
 
 def noise_chart(noisy: NoisyRuns):
