@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -99,12 +98,17 @@ def chain_vs_closed_form(x0, schedule, t, n=4000, seed=0) -> ChainCheck:
         raise ValueError(f"{op}: t must be < T = {schedule.T}, got {t}")
     n = _int(op, "n", n, 2)
     key = (x0.tobytes(), x0.shape, n, seed, schedule.betas.tobytes())
-    with _CHAIN_LOCK:
-        run = _CHAINS.pop(key, None) or _ChainRun(x0, n, seed, schedule.T)
-        _CHAINS[key] = run  # the newest last; the oldest forgotten beyond a few
-        while len(_CHAINS) > 4:
-            _CHAINS.pop(next(iter(_CHAINS)))
-        x = run.state_at(t, schedule)
+    # A run is taken out of the store while it advances, so two sessions of `marimo run` (threads of
+    # one process) never step the same run: the other makes its own. No lock: the course layer
+    # imports no threading (it must run in the browser's Pyodide too).
+    run = _CHAINS.pop(key, None) or _ChainRun(x0, n, seed, schedule.T)
+    x = run.state_at(t, schedule)
+    _CHAINS[key] = run  # the newest last; the oldest forgotten beyond a few
+    while len(_CHAINS) > 4:
+        try:
+            _CHAINS.pop(next(iter(_CHAINS)), None)
+        except (StopIteration, RuntimeError):  # another session changed the store meanwhile
+            break
     mean, var = D.q_mean_var(x0[None], t, schedule)
     return ChainCheck(samples=x, mean=x.mean(0), var=x.var(0), closed_mean=np.asarray(mean)[0],
                       closed_var=float(np.asarray(var).reshape(-1)[0]))
@@ -133,7 +137,6 @@ class _ChainRun:
 
 
 _CHAINS: dict = {}  # (x0, n, seed, the schedule's β) -> _ChainRun, the most recently used last
-_CHAIN_LOCK = threading.Lock()  # the sessions of `marimo run` are threads of one process
 
 
 # ----------------------------------------------------------------------------- training with a quality curve
