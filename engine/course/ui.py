@@ -125,10 +125,27 @@ def chart(altair_chart):
     CSV), and fewer points where the eye cannot tell: the browser redraws every mark at every
     change (bench-ui's render column). The tests validate every chart a page shows
     (tests/notebooks/test_every_chart_is_valid.py), so the page need not. Use
-    :func:`chart_control` for a chart whose selections are a control."""
+    :func:`chart_control` for a chart whose selections are a control.
+
+    The first chart a process shows turns off Altair's checks while building (:func:`_build_unchecked`)."""
     import marimo as mo
 
+    _build_unchecked()
     return mo.ui.altair_chart(altair_chart, chart_selection=False, legend_selection=False)
+
+
+@functools.cache
+def _build_unchecked() -> None:
+    """Altair checks every schema object against the Vega-Lite schema as it is built, and again for
+    each object the copy that ``mo.ui.altair_chart`` makes (its "debug mode", on by default):
+    03's class-region map cost 19 ms to build with the checks and 6 ms without, its display 12 ms
+    and 6 ms. The tests validate every chart a page shows in full instead
+    (tests/notebooks/test_every_chart_is_valid.py), and a bare chart a learner shows is still
+    validated by marimo's formatter, so once a page has shown a chart the process builds without
+    them. Process-wide: Altair keeps the setting in one module global."""
+    from altair.utils import schemapi
+
+    schemapi.disable_debug_mode()
 
 
 def chart_control(altair_chart):
@@ -137,6 +154,7 @@ def chart_control(altair_chart):
     tests drive it at its default only (no selection: ``test_values`` is empty)."""
     import marimo as mo
 
+    _build_unchecked()
     element = mo.ui.altair_chart(altair_chart, legend_selection=False)
     element.test_values = []
     return element

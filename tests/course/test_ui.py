@@ -103,3 +103,22 @@ def test_chart_hands_a_spec_json_cannot_carry_to_marimo_s_chart_element():
         alt.X("x:Q", scale=alt.Scale(domain=[0.0, float("nan")])))
     shown = ui.chart(chart)
     assert isinstance(shown, mo.ui.altair_chart) and "vega" in mo.as_html(shown).text
+
+
+def test_once_a_chart_is_shown_altair_builds_without_its_checks():
+    """ui.chart turns Altair's build-time schema checks off for the process (the tests validate
+    every page's charts in full instead): a misspelt mark property is then caught when the chart is
+    converted with validation, not when it is built."""
+    import altair as alt
+    from altair.utils import schemapi
+
+    from engine.course import plot, ui
+
+    ui.chart(alt.Chart(plot.data(x=[0.0, 1.0])).mark_point().encode(alt.X("x:Q")))
+    assert schemapi.DEBUG_MODE is False
+    chart = alt.Chart(plot.data(x=[0.0])).mark_point(sizee=3).encode(alt.X("x:Q"))  # builds
+    with pytest.raises(Exception):
+        chart.to_dict(validate=True)
+    alt.Chart(plot.data(x=[0.0])).mark_point(size=3).encode(alt.X("x:Q")).to_dict(validate=True)
+    with schemapi.debug_mode(True), pytest.raises(Exception):  # Altair's default: caught as it is built
+        alt.Chart(plot.data(x=[0.0])).mark_point(sizee=3)
