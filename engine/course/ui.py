@@ -74,12 +74,10 @@ def page_header(metadata: dict, intro: str = ""):
     from the table of contents, in that order."""
     import inspect
 
-    import marimo as mo
-
     from engine.course import toc
 
     parts = [f"# {metadata['name']}", inspect.cleandoc(intro), toc.nav_md(metadata["id"])]
-    return mo.md("\n\n".join(part for part in parts if part))
+    return cached_md("\n\n".join(part for part in parts if part))  # the next visitor's page opens without converting it again
 
 
 def try_it(caption: str, controls, *shown):
