@@ -46,31 +46,25 @@ def _():
     return
 
 
-@app.cell
-def _():
-    choice = mo.ui.dropdown(options=list(CURVES), value="GELU", label="activation φ")
-    x_range = mo.ui.slider(1.0, 10.0, step=0.5, value=4.0, label="x from −r to r", show_value=True)
-    slope = mo.ui.slider(0.0, 0.5, step=0.01, value=0.1, label="α (Leaky ReLU)", show_value=True)
-    return choice, slope, x_range
-
-
 @app.cell(hide_code=True)
 def _(choice, slope, x_range):
     _x = np.linspace(-x_range.value, x_range.value, 201)
     _f, _df, _autograd = activation_curves(choice.value, _x, slope.value)
     ui.try_it("**Try it.** The line is the formula from the table below; the dark dots are the engine's "
-        "autograd, which must sit on the derivative's line.",
-        [choice, x_range, slope],
-        ui.chart(plot.function_and_derivative(_x, _f, _df, _autograd, name="φ", var="x",
-                                              title=f"{choice.value} and its derivative")))
+              "autograd, which must sit on the derivative's line.",
+              [choice, x_range, slope],
+              ui.chart(plot.function_and_derivative(_x, _f, _df, _autograd, name="φ", var="x",
+                                                    title=f"{choice.value} and its derivative")))
     return
 
 
-
-@app.cell(hide_code=True)
+@app.cell
 def _():
-    formulas.tables(METADATA["id"])
-    return
+    choice = mo.ui.dropdown(options=list(CURVES), value="GELU", label="activation φ")
+    x_range = mo.ui.slider(1.0, 10.0, step=0.5, value=4.0, label="x from −r to r", show_value=True)
+    slope = mo.ui.slider(0.0, 0.5, step=0.01, value=0.1, label="α (Leaky ReLU)", show_value=True)
+    formulas.tables(METADATA["id"])  # the sheet's tables, under the panel: no control re-runs this cell
+    return choice, slope, x_range
 
 
 if __name__ == "__main__":

@@ -96,6 +96,16 @@ def _():
     return
 
 
+@app.cell(hide_code=True)
+def _(picked, seed, torch_button):
+    row_check = run_snippets(picked.value, seed.value, torch_button.value)
+    ui.try_it("**Check a row.** Pick a row, draw new random inputs, and run its snippets: the tests do this "
+              "for every row of every sheet.",
+              [picked, seed, torch_button],
+              check_report(row_check))
+    return (row_check,)
+
+
 @app.cell
 def _():
     picked = mo.ui.dropdown(options=SHEET_ROWS, value="Division gradient", label="row")
@@ -106,24 +116,8 @@ def _():
         label=("also run PyTorch (the first run imports it: about 1 s)" if formulas.torch_available()
                else "PyTorch is not installed: pip install torch==2.13.0 adds its column"),
         disabled=not formulas.torch_available())
+    formulas.tables(METADATA["id"])  # the sheet's tables, under the panel: no control re-runs this cell
     return picked, seed, torch_button
-
-
-@app.cell(hide_code=True)
-def _(picked, seed, torch_button):
-    row_check = run_snippets(picked.value, seed.value, torch_button.value)
-    ui.try_it("**Check a row.** Pick a row, draw new random inputs, and run its snippets: the tests do this "
-        "for every row of every sheet.",
-        [picked, seed, torch_button],
-        check_report(row_check))
-    return (row_check,)
-
-
-
-@app.cell(hide_code=True)
-def _():
-    formulas.tables(METADATA["id"])
-    return
 
 
 if __name__ == "__main__":

@@ -47,34 +47,28 @@ def _():
     return
 
 
-@app.cell
-def _():
-    delta = mo.ui.slider(0.1, 3.0, step=0.1, value=1.0, label="δ (Huber)", show_value=True)
-    e_range = mo.ui.slider(0.5, 10.0, step=0.5, value=3.0, label="residual from −r to r", show_value=True)
-    return delta, e_range
-
-
 @app.cell(hide_code=True)
 def _(delta, e_range):
     _e = np.linspace(-e_range.value, e_range.value, 201)
     _losses, _grads = regression_losses(_e, delta.value)
     ui.try_it("**Robust or not.** Beyond δ, Huber grows linearly like MAE, so an outlier pulls with a "
-        "bounded force; MSE's pull grows with the residual. Gradients come from the engine's "
-        "`backward()`.",
-        [delta, e_range],
-        mo.hstack([
-            ui.chart(plot.curves(_e, _losses, x_title="residual e = ŷ − y", y_title="loss", title="loss")),
-            ui.chart(plot.curves(_e, _grads, x_title="residual e = ŷ − y", y_title="∂loss/∂ŷ",
-                                 title="gradient (autograd)")),
-        ], widths="equal"))
+              "bounded force; MSE's pull grows with the residual. Gradients come from the engine's "
+              "`backward()`.",
+              [delta, e_range],
+              mo.hstack([
+                  ui.chart(plot.curves(_e, _losses, x_title="residual e = ŷ − y", y_title="loss", title="loss")),
+                  ui.chart(plot.curves(_e, _grads, x_title="residual e = ŷ − y", y_title="∂loss/∂ŷ",
+                                       title="gradient (autograd)")),
+              ], widths="equal"))
     return
 
 
-
-@app.cell(hide_code=True)
+@app.cell
 def _():
-    formulas.tables(METADATA["id"])
-    return
+    delta = mo.ui.slider(0.1, 3.0, step=0.1, value=1.0, label="δ (Huber)", show_value=True)
+    e_range = mo.ui.slider(0.5, 10.0, step=0.5, value=3.0, label="residual from −r to r", show_value=True)
+    formulas.tables(METADATA["id"])  # the sheet's tables, under the panel: no control re-runs this cell
+    return delta, e_range
 
 
 if __name__ == "__main__":

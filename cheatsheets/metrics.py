@@ -48,13 +48,6 @@ def _():
     return
 
 
-@app.cell
-def _():
-    threshold = mo.ui.slider(-3.0, 4.5, step=0.1, value=0.8, label="decision threshold on the score",
-                             show_value=True)
-    return (threshold,)
-
-
 @app.cell(hide_code=True)
 def _(threshold):
     _y, _s = scored_examples()
@@ -63,26 +56,26 @@ def _(threshold):
                                  "is 0/0 and shown as 0 (`zero_division=0`)."), kind="warn")
                 if shown_metrics["predicted positives"] == 0 else mo.md(""))
     ui.try_it("**Move the threshold.** 200 examples, a quarter of them positive. Raising the "
-        "threshold trades recall for precision; accuracy looks fine even when every example "
-        "is called negative. ROC-AUC does not depend on the threshold.",
-        [threshold],
-        mo.hstack([
-            ui.chart(plot.heatmap(shown_metrics["confusion"], x_labels=["pred 0", "pred 1"], y_labels=["true 0", "true 1"],
-                                  x_title="predicted", y_title="true", annotate=True, fmt=".0f",
-                                  title="confusion matrix", height=180)),
-            mo.md("\n".join(f"- **{k}**: {shown_metrics[k]:.3f}"
-                             for k in ("accuracy", "precision", "recall", "F1", "ROC-AUC"))),
-        ], widths=[2, 1]),
-        _warning,
-    )
+              "threshold trades recall for precision; accuracy looks fine even when every example "
+              "is called negative. ROC-AUC does not depend on the threshold.",
+              [threshold],
+              mo.hstack([
+                  ui.chart(plot.heatmap(shown_metrics["confusion"], x_labels=["pred 0", "pred 1"],
+                                        y_labels=["true 0", "true 1"], x_title="predicted", y_title="true",
+                                        annotate=True, fmt=".0f", title="confusion matrix", height=180)),
+                  mo.md("\n".join(f"- **{k}**: {shown_metrics[k]:.3f}"
+                                   for k in ("accuracy", "precision", "recall", "F1", "ROC-AUC"))),
+              ], widths=[2, 1]),
+              _warning)
     return (shown_metrics,)
 
 
-
-@app.cell(hide_code=True)
+@app.cell
 def _():
-    formulas.tables(METADATA["id"])
-    return
+    threshold = mo.ui.slider(-3.0, 4.5, step=0.1, value=0.8, label="decision threshold on the score",
+                             show_value=True)
+    formulas.tables(METADATA["id"])  # the sheet's tables, under the panel: no control re-runs this cell
+    return (threshold,)
 
 
 if __name__ == "__main__":

@@ -54,29 +54,23 @@ def _():
     return
 
 
-@app.cell
-def _():
-    horizon = mo.ui.slider(10, 200, step=10, value=60, label="steps", show_value=True)
-    peak = mo.ui.slider(0.01, 1.0, step=0.01, value=0.1, label="η (peak learning rate)", show_value=True)
-    return horizon, peak
-
-
 @app.cell(hide_code=True)
 def _(horizon, peak):
     _formula, _scheduler = schedule_curves(horizon.value, peak.value)
     ui.try_it("**Schedules side by side.** Lines are the closed forms from the table; dots are the "
-        "engine's schedulers stepped once per step (plateau: a validation loss that never improves).",
-        [horizon, peak],
-        ui.chart(plot.curves(np.arange(horizon.value), _formula, dots=_scheduler, n_dots=30,
-                             x_title="step t", y_title="learning rate η_t", title="learning-rate schedules")))
+              "engine's schedulers stepped once per step (plateau: a validation loss that never improves).",
+              [horizon, peak],
+              ui.chart(plot.curves(np.arange(horizon.value), _formula, dots=_scheduler, n_dots=30,
+                                   x_title="step t", y_title="learning rate η_t", title="learning-rate schedules")))
     return
 
 
-
-@app.cell(hide_code=True)
+@app.cell
 def _():
-    formulas.tables(METADATA["id"])
-    return
+    horizon = mo.ui.slider(10, 200, step=10, value=60, label="steps", show_value=True)
+    peak = mo.ui.slider(0.01, 1.0, step=0.01, value=0.1, label="η (peak learning rate)", show_value=True)
+    formulas.tables(METADATA["id"])  # the sheet's tables, under the panel: no control re-runs this cell
+    return horizon, peak
 
 
 if __name__ == "__main__":

@@ -72,15 +72,6 @@ def _(conv_d, conv_k, conv_out_pad, conv_p, conv_s, conv_w):
     return
 
 
-@app.cell
-def _():
-    att_b = mo.ui.slider(1, 64, value=8, label="batch B", show_value=True)
-    att_l = mo.ui.slider(1, 512, value=128, label="sequence length L", show_value=True)
-    att_d = mo.ui.slider(8, 1024, step=8, value=512, label="d_model", show_value=True)
-    att_h = mo.ui.slider(1, 16, value=8, label="heads H", show_value=True)
-    return att_b, att_d, att_h, att_l
-
-
 @app.cell(hide_code=True)
 def _(att_b, att_d, att_h, att_l):
     ui.try_it("**Attention shapes.** Self-attention of a batch of sequences; the scores grow as L².",
@@ -89,11 +80,14 @@ def _(att_b, att_d, att_h, att_l):
     return
 
 
-
-@app.cell(hide_code=True)
+@app.cell
 def _():
-    formulas.tables(METADATA["id"])
-    return
+    att_b = mo.ui.slider(1, 64, value=8, label="batch B", show_value=True)
+    att_l = mo.ui.slider(1, 512, value=128, label="sequence length L", show_value=True)
+    att_d = mo.ui.slider(8, 1024, step=8, value=512, label="d_model", show_value=True)
+    att_h = mo.ui.slider(1, 16, value=8, label="heads H", show_value=True)
+    formulas.tables(METADATA["id"])  # the sheet's tables, under the panel: no control re-runs this cell
+    return att_b, att_d, att_h, att_l
 
 
 if __name__ == "__main__":
