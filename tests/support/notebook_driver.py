@@ -284,14 +284,40 @@ def marimo_check(*paths, select: str | None = None) -> str:
 
 def export_html(path, out_path) -> str:
     """``marimo export html``: asserts success (marimo exits 1 when a cell failed) and that the page
-    holds no error output; returns the page."""
-    cmd = [MARIMO, "export", "html", str(ROOT / path), "-o", str(out_path), "--no-sandbox"]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=_env())
-    assert proc.returncode == 0, f"export of {path} failed:\n{(proc.stdout + proc.stderr)[-4000:]}"
-    page = Path(out_path).read_text(encoding="utf-8")
+    holds no error output; returns the page.
+
+    A page of the table of contents is exported once per test session: where this session can
+    build the site (tests/support/site_build.py: `make site` runs the same ``marimo export html``
+    for every page), the site's static page is read instead of exporting the page a second time.
+    Without the site's tools, or when the site lacks the page, the page is exported here."""
+    page = _site_static_page(path)
+    if page is None:
+        cmd = [MARIMO, "export", "html", str(ROOT / path), "-o", str(out_path), "--no-sandbox"]
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=_env())
+        assert proc.returncode == 0, f"export of {path} failed:\n{(proc.stdout + proc.stderr)[-4000:]}"
+        page = Path(out_path).read_text(encoding="utf-8")
     assert "Traceback (most recent call last)" not in page, f"the exported {path} shows a traceback"
     assert "application/vnd.marimo+error" not in page, f"the exported {path} shows an error"
     return page
+
+
+def _site_static_page(path) -> str | None:
+    """The site build's static export of the table-of-contents page at ``path``, or None (no site
+    tools here, not a page of the table of contents, or the site lacks it)."""
+    import shutil
+
+    from engine.course import toc
+
+    entry = next((e for e in toc.entries() if Path(e.path) == Path(path)), None)
+    if entry is None:
+        return None
+    import site_build  # tests/support/site_build.py, beside this file
+
+    if not (site_build.build_site.PYODIDE_LOCK.is_file() or shutil.which("npm")):
+        return None
+    built = site_build.site_build()
+    static = built.site / site_build.build_site.static_path(entry.id)
+    return static.read_text(encoding="utf-8") if static.is_file() else None
 
 
 def exported_outputs(page: str) -> dict:
