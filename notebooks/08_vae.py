@@ -754,8 +754,10 @@ def _():
     **Remedies for collapse.** Two common fixes change the training loss, not the model:
     **KL annealing** (Bowman et al. 2016) raises the KL weight from 0 to $\beta$ over the first half
     of training, so the decoder learns to use the code while it is cheap; **free bits** (Kingma et
-    al. 2016) charge each dimension $\max(\mathrm{KL}_j, \lambda)$, so no gradient pushes a
-    dimension below $\lambda$ nats. Three VAEs with three latent dimensions are trained, one per
+    al. 2016) charge each dimension $\max(\overline{\mathrm{KL}}_j, \lambda)$, where
+    $\overline{\mathrm{KL}}_j$ is that dimension's KL averaged over the batch, so no gradient pushes
+    a dimension's batch average below $\lambda$ nats (single examples may still fall below it).
+    Kingma et al. floor groups of latent dimensions; here each group is one dimension. Three VAEs with three latent dimensions are trained, one per
     remedy (the page opens on the default settings; the button trains with the β and λ below on
     the data chosen above), and each is measured on held-out points without the remedy (the true
     KL and the $\beta = 1$ ELBO).
@@ -831,8 +833,8 @@ def _():
     answer_free_bits = ui.answer_box(exercise_free_bits, placeholder="nats")
     answer_knob = ui.answer_box(exercise_knob, placeholder="β")
     mo.md(r"""
-    At the default $\beta = 10$ free bits keep all three dimensions in use, each near $\lambda$, and
-    the held-out ELBO is far better than the plain run's. KL annealing does not move the optimum:
+    In the run shipped with the page (one seed, the default $\beta = 10$), free bits keep all three
+    dimensions in use, each near $\lambda$, and the held-out ELBO is far better than the plain run's. KL annealing does not move the optimum:
     at the end of training the weight is $\beta$ again, and its held-out ELBO is no better than the
     plain run's here. Annealing helps when collapse comes from the early dynamics (a strong
     decoder that learns to ignore $z$ before the encoder is useful), which this small model does
