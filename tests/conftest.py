@@ -39,6 +39,16 @@ except ImportError:  # hypothesis is a test extra; tests that use it import it t
     pass
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tell ``notebook_driver.export_html`` whether this session builds the site anyway (a test
+    that reads the built site is selected): only then does it read a page's export from the site
+    instead of exporting the page itself (a run of a few export tests should not build 15 pages)."""
+    import site_build
+
+    site_build.BUILT_THIS_SESSION = any(
+        item.nodeid.startswith(("tests/site/test_site.py", "tests/site/test_static_export.py")) for item in items)
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("oracle"):
         require_torch()

@@ -286,10 +286,10 @@ def export_html(path, out_path) -> str:
     """``marimo export html``: asserts success (marimo exits 1 when a cell failed) and that the page
     holds no error output; returns the page.
 
-    A page of the table of contents is exported once per test session: where this session can
-    build the site (tests/support/site_build.py: `make site` runs the same ``marimo export html``
-    for every page), the site's static page is read instead of exporting the page a second time.
-    Without the site's tools, or when the site lacks the page, the page is exported here."""
+    A page of the table of contents is exported once per test session: where this session builds
+    the site anyway (a selected test reads it, and its tools are here; tests/support/site_build.py:
+    `make site` runs the same ``marimo export html`` for every page), the site's static page is
+    read instead of exporting the page a second time. Otherwise the page is exported here."""
     page = _site_static_page(path)
     if page is None:
         cmd = [MARIMO, "export", "html", str(ROOT / path), "-o", str(out_path), "--no-sandbox"]
@@ -313,6 +313,8 @@ def _site_static_page(path) -> str | None:
         return None
     import site_build  # tests/support/site_build.py, beside this file
 
+    if not site_build.BUILT_THIS_SESSION:  # no selected test reads the site: do not build it for this
+        return None
     if not (site_build.build_site.PYODIDE_LOCK.is_file() or shutil.which("npm")):
         return None
     built = site_build.site_build()

@@ -47,6 +47,10 @@ def require_site_tools() -> None:
              "REQUIRE_BROWSER")
 
 
+# Set by tests/conftest.py at collection: whether a selected test reads the built site.
+BUILT_THIS_SESSION = False
+
+
 @functools.lru_cache(maxsize=1)
 def site_build() -> Build:
     site = Path(tempfile.mkdtemp(prefix="dlcourse-site-")) / "_site"
