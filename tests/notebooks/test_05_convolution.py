@@ -461,3 +461,148 @@ def test_05_training_loop_learns_and_the_default_is_the_shipped_run():
     assert shipped.history.test_acc[-1] == pytest.approx(conv_lab.cnn_accuracy(shipped.model, Xh, yh))
     assert len(shipped.history.loss) == conv_lab.CNN_DEFAULTS["epochs"]
     assert np.trace(shipped.confusion) / 360 == pytest.approx(shipped.history.test_acc[-1])
+
+
+def _baselines_and_cnn(defs):
+    """The three models section 8 compares, by the names its table uses."""
+    return {**defs["baselines"].models, "CNN": defs["trained_cnn"].model}
+
+
+@pytest.mark.parametrize("right, down", [(1, 0), (-2, 0), (2, 0), (1, -2), (1, 2)])
+def test_05_dense_baselines_and_moved_digits(right, down):
+    """Section 8 at its defaults and each shift slider's two ends: the table's accuracies are the
+    models' on the held-out digits moved as drawn; the model said to keep the most keeps the most;
+    the gains quoted are the table's; the shipped baselines open with the page."""
+    text, defs = notebook_text("05_convolution", shift_right=right, shift_down=down)
+    assert defs["baselines"].shipped and defs["baselines_note"] == ""
+    models = _baselines_and_cnn(defs)
+    images, labels = engine.data.load_digits("test", channel_dim=True)
+    rows = {r["model"]: r for r in defs["baseline_rows"]}
+    for name, model in models.items():
+        assert rows[name]["centred"] == conv_lab.cnn_accuracy(model, images, labels)
+        assert rows[name]["moved"] == conv_lab.cnn_accuracy(
+            model, conv_lab.shift_digits(images, right, down), labels)
+        assert rows[name]["parameters"] == sum(p.data.size for p in model.parameters())
+        assert f"{name} {rows[name]['parameters']:,} {rows[name]['centred']:.1%}" in text
+    right_count = {n: round(r["centred"] * 360) for n, r in rows.items()}
+    assert (f"the CNN reads {right_count['CNN'] - right_count['softmax regression']} more" in text
+            and f"{right_count['CNN'] - right_count['MLP']} more than the MLP" in text)
+    assert right_count["CNN"] > right_count["MLP"] > right_count["softmax regression"]  # "come close", the CNN ahead
+    assert rows["MLP"]["parameters"] > rows["CNN"]["parameters"]
+    keeps = max(rows, key=lambda n: rows[n]["moved"])
+    assert f"the model that keeps the most here is the {keeps} ." in text
+    assert conv_lab.shift_digits(images[0, 0], right, down).sum() <= images[0, 0].sum()
+
+
+def test_05_moved_digits_claims_hold_at_every_shift_of_the_sliders():
+    """The prose of section 8 on the shipped runs: moved sideways only (down 0, right ±1, ±2) the
+    CNN keeps the most; moved up or down (any right), every model keeps less than two thirds of
+    its centred accuracy; the top and bottom rows hold far more ink than the outer columns; and
+    shifting the pixels and the dense weights alike leaves the baselines' logits unchanged."""
+    nb = load_module(NB05)
+    baselines, _ = conv_lab.shipped_baselines(nb.SoftmaxRegression, nb.MLP, nb.train_cnn,
+                                              nb.train_digits_baselines)
+    cnn, _ = conv_lab.shipped_cnn(nb.CNN, nb.train_cnn, nb.train_digits_cnn)
+    models = {**baselines.models, "CNN": cnn.model}
+    centred = {n: conv_lab.shifted_accuracy(m) for n, m in models.items()}
+    for right in (-2, -1, 1, 2):
+        moved = {n: conv_lab.shifted_accuracy(m, right, 0) for n, m in models.items()}
+        assert max(moved, key=moved.get) == "CNN", (right, moved)
+    for down in (-2, -1, 1, 2):
+        for right in range(-2, 3):
+            for name, model in models.items():
+                assert conv_lab.shifted_accuracy(model, right, down) < 2 / 3 * centred[name]
+    rows, cols = conv_lab.ink_share(rows=(0, -1)), conv_lab.ink_share(rows=(), cols=(0, -1))
+    train = engine.data.load_digits("train")[0].astype(float)
+    assert rows == pytest.approx((train[:, [0, -1], :].sum()) / train.sum())
+    assert rows > 0.2 and cols < 0.01
+    text, _ = notebook_text("05_convolution")
+    assert f"hold {rows:.0%} of the training digits'" in text and f"columns {cols:.1%}" in text
+    # Neither dense model knows which pixels are neighbours: a permutation of the pixels and of
+    # the first weight matrix's columns gives the same logits.
+    x = engine.data.load_digits("test", channel_dim=True)[0][:50]
+    perm = np.random.default_rng(0).permutation(64)
+    for name, layer in (("softmax regression", "fc"), ("MLP", "fc1")):
+        model = baselines.models[name]
+        before = model(engine.Tensor(x)).data
+        weight = getattr(model, layer).weight
+        original = weight.data.copy()
+        weight.data[...] = original[:, perm]
+        shuffled = x.reshape(50, 64)[:, perm].reshape(x.shape)
+        try:
+            np.testing.assert_allclose(model(engine.Tensor(shuffled)).data, before, atol=1e-5)
+        finally:
+            weight.data[...] = original
+
+
+def test_05_baselines_train_with_the_button_and_an_edit_is_not_given_the_shipped_weights():
+    """Train the baselines runs the page's train_digits_baselines with section 7's epochs and
+    learning rate; an edited MLP is not given the shipped weights (one line, no traceback)."""
+    app, nb = load_app(NB05), load_module(NB05)
+    outputs, defs = run_app(app, baselines_train=True, cnn_epochs=1, cnn_lr=1e-2)
+    assert_no_error_outputs(outputs)
+    b = defs["baselines"]
+    assert not b.shipped and b.settings == {"epochs": 1, "lr": 1e-2}
+    assert all(len(h.loss) == 1 for h in b.histories.values())
+    assert isinstance(b.models["MLP"], defs["MLP"])
+    assert isinstance(b.models["softmax regression"], defs["SoftmaxRegression"])
+
+    class MLP(nb.MLP):
+        def __init__(self, hidden=32, n_classes=10, image_size=8):
+            super().__init__(hidden, n_classes, image_size)
+
+    outputs, defs = run_app(app, MLP=MLP)
+    assert_no_error_outputs(outputs)
+    assert defs["baselines"] is None
+    assert "The shipped model was trained with other code than this page's SoftmaxRegression , MLP ," in output_text(outputs)
+    trained = nb.train_digits_baselines(epochs=1, lr=1e-3)
+    assert set(trained) == set(conv_lab.BASELINE_NAMES) and all(len(h.loss) == 1 for _, h in trained.values())
+
+
+@pytest.mark.parametrize("digit, target", [(0, -1), (359, 0), (7, 9)])
+def test_05_saliency_maps_are_gradients_of_the_class_score(digit, target):
+    """The saliency maps shown are ∂score/∂x: against central differences for the CNN and the MLP,
+    exactly the weight row W_c for softmax regression (whatever the digit); the CNN's map changes
+    with the digit. At the ends of the digit slider and of the class menu."""
+    text, defs = notebook_text("05_convolution", saliency_digit=digit, saliency_class=target)
+    images, labels = defs["digits_heldout"]
+    c = int(labels[digit]) if target < 0 else target
+    assert f"The score of class {c} ;" in text
+    maps = defs["saliency_maps"]
+    models = _baselines_and_cnn(defs)
+    weight = models["softmax regression"].fc.weight.data
+    np.testing.assert_allclose(maps["softmax regression"], weight[c].reshape(8, 8), atol=1e-6)
+    image = images[digit, 0].astype(np.float64)
+    for name in ("CNN", "MLP"):
+        eps, numeric = 1e-3, np.zeros((8, 8))
+        for i in range(8):
+            for j in range(8):
+                up, down = image.copy(), image.copy()
+                up[i, j] += eps
+                down[i, j] -= eps
+                batch = engine.Tensor(np.stack([up, down])[:, None].astype(np.float32))
+                with engine.no_grad():
+                    z = models[name](batch).data[:, c].astype(np.float64)
+                numeric[i, j] = (z[0] - z[1]) / (2 * eps)
+        np.testing.assert_allclose(maps[name], numeric, atol=2e-2 * np.abs(numeric).max())
+    other = defs["saliency"](models["CNN"], images[(digit + 1) % 360, 0], c)
+    assert np.abs(other - maps["CNN"]).max() > 0.1
+
+
+def test_05_saliency_prompt_gradient_times_input():
+    """Section 8's prompt: saliency returning gradient × input zeroes the blank paper in every map,
+    and softmax regression's map then changes with the digit."""
+    app, nb = load_app(NB05), load_module(NB05)
+
+    def saliency(model, image, target):
+        return nb.saliency(model, image, target) * image
+
+    maps = {}
+    for digit in (0, 1):
+        outputs, defs = run_app(app, saliency=saliency, saliency_digit=digit)
+        assert_no_error_outputs(outputs)
+        image = defs["digits_heldout"][0][digit, 0]
+        for m in defs["saliency_maps"].values():
+            assert np.all(m[image == 0] == 0)
+        maps[digit] = defs["saliency_maps"]["softmax regression"]
+    assert np.abs(maps[0] - maps[1]).max() > 0.1

@@ -45,7 +45,8 @@ __all__ = [
     "Im2colBackward", "Im2colView",
     "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "confusion", "conv_grid",
     "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
-    "shipped_cnn",
+    "shipped_cnn", "BASELINE_CODE", "BASELINE_NAMES", "DigitsBaselines", "shipped_baselines",
+    "shift_digits", "shifted_accuracy", "ink_share",
     "feature_maps", "heldout_predictions", "predictions", "im2col_backward", "im2col_cells", "im2col_view", "transpose_cells", "learned_filters",
     "receptive_field_table", "round_trip_output_padding", "sample_image", "shift_equivariance",
     "two_convolutions", "uniform_stack",
@@ -997,3 +998,87 @@ def shipped_cnn(model_class, *code) -> tuple[DigitsCNN | None, str]:
     # the held-out predictions are remembered per model: the page's confusion cell reads them too
     matrix = confusion_matrix(np.asarray(y_test), heldout_predictions(model), num_classes=10)
     return DigitsCNN(model, history, matrix, settings, shipped=True), ""
+
+
+# ----------------------------------------------------------------------------- dense baselines
+# Two dense models on the same digits, trained by the page's own train_cnn (the notebook's
+# SoftmaxRegression, MLP and train_digits_baselines): what the convolutions add, and what a shift
+# of the digits costs each model.
+BASELINE_CODE = ("SoftmaxRegression", "MLP", "train_cnn", "train_digits_baselines")
+CHECKPOINTS["convolution_baselines"] = checkpoints.FromNotebook(
+    notebook="05_convolution", function="default_baselines_state", code=BASELINE_CODE)
+
+
+@dataclass(eq=False)
+class DigitsBaselines:
+    """The dense baselines trained on the UCI digits: ``models`` and their per-epoch ``histories``
+    by name (``"softmax regression"``, ``"MLP"``), the ``settings`` they were trained with and
+    whether they are the ``shipped`` checkpoint. Compared (and hashed) by identity."""
+
+    models: dict
+    histories: dict
+    settings: dict
+    shipped: bool = False
+
+
+BASELINE_NAMES = ("softmax regression", "MLP")
+
+
+@functools.lru_cache(maxsize=4)  # the same object for the same code: figures are cached per model
+def shipped_baselines(softmax_class, mlp_class, *code) -> tuple[DigitsBaselines | None, str]:
+    """``(the baselines rebuilt from the shipped checkpoint, "")`` when ``code`` (the page's lesson
+    cells named by :data:`BASELINE_CODE`, the two classes first) is the code that trained them;
+    otherwise ``(None, reason)``, one sentence for the page."""
+    import importlib
+
+    module = importlib.import_module("engine.course.checkpoints.convolution_baselines")
+    state, reason = checkpoints.load_if_fits(module, softmax_class, mlp_class, *code)
+    if state is None:
+        return None, reason
+    models, histories = {}, {}
+    try:
+        for name, make in zip(BASELINE_NAMES, (softmax_class, mlp_class)):
+            model = make()
+            model.load_state_dict(state[name]["parameters"])
+            model.eval()
+            models[name] = model
+            histories[name] = CNNHistory(*([float(v) for v in state[name]["history"][k]]
+                                           for k in ("loss", "train_acc", "test_acc")))
+    except (KeyError, ValueError, TypeError) as err:
+        return None, (f"the shipped baselines do not fit this page's classes ({err}), so they are "
+                      "not loaded: train with the button to see what your code does")
+    settings = {k: (v.item() if hasattr(v, "item") else v) for k, v in state["settings"].items()}
+    return DigitsBaselines(models, histories, settings, shipped=True), ""
+
+
+def shift_digits(images, right=0, down=0) -> np.ndarray:
+    """``images`` [..., H, W] moved ``right`` columns and ``down`` rows (negative: left, up), the
+    pixels that leave the frame dropped and the ones that enter it zero (blank paper)."""
+    images = np.asarray(images)
+    h, w = images.shape[-2:]
+    if abs(right) >= w or abs(down) >= h:
+        raise ValueError(f"shift_digits: a shift of ({right}, {down}) moves a {h}×{w} image "
+                         "out of its frame")
+    out = np.zeros_like(images)
+    out[..., max(down, 0):h + min(down, 0), max(right, 0):w + min(right, 0)] = \
+        images[..., max(-down, 0):h + min(-down, 0), max(-right, 0):w + min(-right, 0)]
+    return out
+
+
+@functools.lru_cache(maxsize=64)  # the shift sliders move back and forth over a few values
+def shifted_accuracy(model, right=0, down=0) -> float:
+    """Held-out accuracy of ``model`` on the 360 held-out digits moved by :func:`shift_digits`."""
+    images, labels = data.load_digits("test", channel_dim=True)
+    return cnn_accuracy(model, shift_digits(images, right, down), labels)
+
+
+@functools.lru_cache(maxsize=8)
+def ink_share(rows=(0, -1), cols=()) -> float:
+    """Share of the training digits' total ink that lies in the given rows and columns (the
+    pixels a vertical or horizontal shift of one pixel pushes out of the frame)."""
+    images = data.load_digits("train")[0].astype(np.float64)
+    total = images.sum(axis=0)
+    mask = np.zeros(total.shape, bool)
+    mask[list(rows), :] = True
+    mask[:, list(cols)] = True
+    return float(total[mask].sum() / total.sum())
