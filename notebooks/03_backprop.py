@@ -30,9 +30,11 @@ def _():
     - step through the backward pass of an expression, node by node, with the rule each node uses,
       and watch the shares add up at a value used several times;
     - see why deep learning differentiates in reverse: one backward pass for all inputs, against
-      one forward-mode pass per input, and what the backward pass keeps in memory;
+      one forward-mode pass per input, what the backward pass keeps in memory, and how
+      checkpointing trades that memory for a second forward pass;
     - write a dense layer's gradients by hand in NumPy and find them equal to autograd's;
-    - check gradients with finite differences and see why the step $h$ cannot be too small;
+    - check gradients with finite differences and see why the step $h$ cannot be too small, then
+      write an op's backward yourself and watch the check catch three common bugs;
     - train small networks on 2-D data in a playground, and run the "overfit one batch" check.
 
     Each piece of the lesson (the op, the sort and the walk, the difference quotient, the network
@@ -375,6 +377,94 @@ def _(mem_batch, mem_depth):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    ### Memory against recompute
+
+    When the saved activations outgrow the memory, keep fewer of them and compute the rest again.
+    **Gradient checkpointing** (Chen et al., *Training deep nets with sublinear memory cost*, 2016;
+    PyTorch's `torch.utils.checkpoint`) cuts a chain of $n$ layers into segments of $k$ layers. The
+    forward pass runs under `no_grad()`, which records nothing, and keeps only each segment's
+    input, its **checkpoint**. The backward pass then takes the segments from the last: it runs
+    one segment forward again from its checkpoint, this time recording its graph, and calls
+    `backward()` on it with the gradient that arrived from the segment above. At any moment the
+    memory holds the checkpoints below the current segment and one segment's graph, about
+    $\lceil n/k\rceil + k$ activations instead of $n + 1$: the fewest, $2\sqrt n$, at $k = \sqrt n$.
+    The price is a second forward pass of every layer.
+
+    Below, a chain $h_{i+1} = \tanh(h_i W_i^\top)$ of $n$ layers of width 32 on a batch of 16, with
+    $f = \sum h_n$, is differentiated both ways by the two functions below; `saved_floats`
+    (above) counts what each graph keeps.
+    """)
+    return
+
+
+@app.function
+def chain(h, weights):
+    """A deep chain of dense tanh layers: h_{i+1} = tanh(h_i W_iᵀ) for each W_i of ``weights``."""
+    for W in weights:
+        h = (h @ W.T).tanh()
+    return h
+
+
+@app.function
+def checkpointed_backward(x, weights, k):
+    """Gradient checkpointing of f = Σ chain(x, weights): a forward pass under no_grad() that keeps
+    the input of each segment of k layers; then, from the last segment, that segment's forward again
+    from its checkpoint, recording its graph, and backward() with the gradient from the segment
+    above (ones at the top). Leaves ∂f/∂W in each W.grad; returns the most floats held at once:
+    the checkpoints below the current segment and that segment's saved arrays."""
+    starts = list(range(0, len(weights), k))
+    checkpoints, h = [], x
+    with engine.no_grad():
+        for s in starts:
+            checkpoints.append(h.data)
+            h = chain(h, weights[s:s + k])
+    upstream, peak = np.ones(h.shape), 0
+    for j in reversed(range(len(starts))):
+        h0 = Tensor(checkpoints[j], requires_grad=True)
+        out = chain(h0, weights[starts[j]:starts[j] + k])  # the segment's second forward pass
+        segment = sum(n for _, n in saved_floats(out, weights[starts[j]:starts[j] + k]))
+        peak = max(peak, sum(c.size for c in checkpoints[:j]) + segment)
+        out.backward(upstream)
+        upstream = h0.grad.numpy()  # ∂f/∂(this segment's input): the gradient for the segment below
+    return peak
+
+
+@app.cell
+def _():
+    ck_depth = mo.ui.slider(steps=list(lab.CHAIN_DEPTHS), value=64, label="layers n", show_value=True)
+    ck_segment = mo.ui.slider(steps=list(lab.CHAIN_SEGMENTS), value=8, label="segment k", show_value=True)
+    return ck_depth, ck_segment
+
+
+@app.cell
+def _(ck_depth, ck_segment):
+    recompute = lab.checkpointing_view(chain, checkpointed_backward, saved_floats, ck_depth.value, ck_segment.value)
+    _r = recompute
+    _ks = np.array([_k for _k in lab.CHAIN_SEGMENTS if _k <= _r.depth])
+    _chart = plot.curves(_ks, {"checkpointed ⌈n/k⌉ + k": np.ceil(_r.depth / _ks) + _ks,
+                               "plain n + 1": np.full(len(_ks), _r.depth + 1.0)},
+                         x_title="segment k", y_title="activations held at once", log_x=True, log_y=True,
+                         height=200, colors={"checkpointed ⌈n/k⌉ + k": "adam", "plain n + 1": "sgd"},
+                         dashed=("plain n + 1",), title=f"Peak memory of a chain of {_r.depth} layers")
+    mo.vstack([
+        mo.hstack([ck_depth, ck_segment]),
+        mo.md("| backward | floats held at once | in activations (16 × 32) | layer forward passes |\n|---|---|---|---|\n"
+              f"| plain | {_r.plain_floats:,} | {_r.plain_floats / _r.activation:g} | {_r.depth} |\n"
+              f"| checkpointed, k = {_r.segment} | {_r.checkpointed_floats:,} | "
+              f"{_r.checkpointed_floats / _r.activation:g} | {2 * _r.depth} |"),
+        ui.chart(_chart + plot.rule(_r.segment, orient="x")),
+        mo.md(f"Checkpointing holds **{_r.checkpointed_floats / _r.plain_floats:.0%}** of plain backprop's floats "
+              f"for twice the forward work, and its gradients differ from plain backprop's by at most "
+              f"**{_r.max_difference:.1e}** (the same operations on the same numbers)."
+              + (f" A segment of {ck_segment.value} layers is longer than the chain: one segment, the plain graph "
+                 "after a forward pass that kept nothing." if ck_segment.value >= _r.depth else "")),
+    ])
+    return (recompute,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 2. A dense layer by hand
 
     We write a layer the way PyTorch stores it. A batch $X$ has shape $n\times d_{in}$, one example
@@ -565,6 +655,105 @@ def _(expr, x_val, y_val, z_val):
           f"**{grad_check_error:.1e}**" + (", within what rounding and the h² term leave: the gradients are right."
                                           if grad_check_error < 1e-6 else ": **the gradients are wrong**."))
     return (grad_check_error,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ### Write your own op
+
+    A new op is a `Function` with a forward and a backward, and the gradient check is how you know
+    its backward is right. Here is one to write: the block of a residual network, a dense layer
+    added to its own input,
+
+    $$
+    Z = X + X W^\top + b \qquad (X:\ n\times d,\quad W:\ d\times d,\quad b:\ d \text{ entries, copied to every row}).
+    $$
+
+    Its backward returns one share per input. $X$ is read twice, by the skip and by the product,
+    so its two shares add; $W$'s share is section 2's $dZ^\top X$; the bias was copied to every
+    row, so its share is summed over the rows:
+
+    $$
+    dX = dZ + dZ\,W, \qquad dW = dZ^\top X, \qquad db = \sum_{\text{rows}} dZ .
+    $$
+    """)
+    return
+
+
+@app.class_definition
+class ResidualLinear(Function):
+    """Z = X + X Wᵀ + b (W square, b broadcast over the rows):
+    dX = dZ + dZ W (X is read twice: its two shares add), dW = dZᵀ X, db = Σ_rows dZ."""
+
+    @staticmethod
+    def forward(ctx, X, W, b):
+        ctx.save_for_backward(X, W)
+        return X + X @ W.T + b
+
+    @staticmethod
+    def backward(ctx, dZ):
+        X, W = ctx.saved_tensors
+        return dZ + dZ @ W, dZ.T @ X, dZ.sum(axis=0)
+
+
+@app.function
+def with_bug(op, bug):
+    """``op`` with one of the common backward bugs put into its shares (dX, dW, db):
+    "no accumulation": dX = dZ W, the skip's share dZ not added;
+    "missing transpose": dW = Xᵀ dZ, the transpose of dZᵀ X (the same shape: W is square);
+    "broadcast not summed back": db = the bias's share of one row, dZ[0], not the sum over the rows."""
+
+    class Buggy(op):
+        @staticmethod
+        def backward(ctx, dZ):
+            dX, dW, db = op.backward(ctx, dZ)
+            if bug == "no accumulation":
+                dX = dZ @ ctx.saved_tensors[1]
+            elif bug == "missing transpose":
+                dW = dW.T
+            elif bug == "broadcast not summed back":
+                db = dZ[0]
+            return dX, dW, db
+
+    return Buggy
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    The table grades `ResidualLinear` on $\tanh(Z)$ for a random $X$ ($4\times3$), $W$ and $b$:
+    `gradient_check` (above) on each input alone, and `engine.gradcheck` on all three, which names
+    the worst element of the first input it finds wrong. The rows below it put one of three common
+    bugs into the op's backward (`with_bug`): each leaves the shapes right, so nothing fails
+    until the gradient is checked, and each shows up only in the input it touches. The third
+    would hide in a test with a batch of one row, where one row's share is the sum.
+
+    **Change this cell:** in `ResidualLinear.backward`, return `dZ @ W` as the first share (forget
+    the skip). The first row then fails on $X$ alone, like the "no accumulation" row. Or return
+    `dZ` itself as the bias's share: the row stays right, because the engine sums a share with
+    the output's shape back to the input's shape (`unbroadcast`, section 1), as PyTorch does.
+    """)
+    return
+
+
+@app.cell
+def _():
+    op_checks = [lab.check_op(gradient_check, ResidualLinear)] + [
+        lab.check_op(gradient_check, with_bug(ResidualLinear, _bug), bug=_bug) for _bug in lab.OP_BUGS]
+    _rows = "\n".join(
+        f"| {_c.bug or '**your op**'} | " + " | ".join(f"{_c.errors[_k]:.1e}" for _k in ("X", "W", "b"))
+        + f" | {'passes' if _c.gradcheck is True else _c.gradcheck} |" for _c in op_checks)
+    _mine = op_checks[0]
+    mo.vstack([
+        mo.md("| backward | largest error in dX | in dW | in db | `engine.gradcheck` |\n|---|---|---|---|---|\n" + _rows),
+        mo.callout(mo.md(
+            "Your op's backward agrees with central differences on every input." if not _mine.caught else
+            "Your op's backward is **wrong** in " + ", ".join(
+                f"d{_k}" for _k, _e in _mine.errors.items() if _e > 1e-6) + ": compare it with the rules above."),
+            kind="success" if not _mine.caught else "warn"),
+    ])
+    return (op_checks,)
 
 
 @app.cell(hide_code=True)

@@ -397,3 +397,134 @@ def test_03_the_playground_says_where_it_starts_to_overfit():
            "points lower" in text and "(overfitting)" in text
     steady = backprop_lab.overfitting_note({"val_acc": [0.5, 0.9, 0.95, 0.948]})
     assert "no sign of overfitting" in steady and "95.0 %** after epoch 3" in steady
+
+
+# ----------------------------------------------------------------------------- write your own op
+
+
+_TOUCHES = {"no accumulation": "X", "missing transpose": "W", "broadcast not summed back": "b"}
+
+
+class _ForgotTheSkip(NB.ResidualLinear):
+    """The prompt's first edit: dX = dZ W, the skip's share forgotten."""
+
+    @staticmethod
+    def backward(ctx, dZ):
+        X, W = ctx.saved_tensors
+        return dZ @ W, dZ.T @ X, dZ.sum(axis=0)
+
+
+class _BiasShareUnsummed(NB.ResidualLinear):
+    """The prompt's second edit: the bias's share returned with the output's shape, dZ itself."""
+
+    @staticmethod
+    def backward(ctx, dZ):
+        X, W = ctx.saved_tensors
+        return dZ + dZ @ W, dZ.T @ X, dZ
+
+
+def test_03_your_own_op_passes_each_injected_bug_is_caught_and_checkpointing_holds_fewer_floats():
+    """Two sections read from one run of the page at its defaults (each notebook run costs seconds)."""
+    text, defs = notebook_text("03_backprop")
+    mine, *bugs = defs["op_checks"]
+    assert mine.bug is None and not mine.caught and mine.gradcheck is True
+    assert "Your op's backward agrees with central differences on every input." in text
+    assert [c.bug for c in bugs] == list(backprop_lab.OP_BUGS) == list(_TOUCHES)
+    for c in bugs:  # the table shows the values, and engine.gradcheck names the input the bug touches
+        assert f"{c.bug} {c.errors['X']:.1e} {c.errors['W']:.1e} {c.errors['b']:.1e}" in text
+        assert f"input {'XWb'.index(_TOUCHES[c.bug])} (shape" in c.gradcheck and c.gradcheck in text
+    # "each shows up only in the input it touches", over 5 random draws; the op passes on each
+    for seed in range(5):
+        assert not backprop_lab.check_op(NB.gradient_check, NB.ResidualLinear, seed=seed).caught
+        for bug, touched in _TOUCHES.items():
+            c = backprop_lab.check_op(NB.gradient_check, NB.with_bug(NB.ResidualLinear, bug), seed=seed, bug=bug)
+            assert c.errors[touched] > 1e-2 and isinstance(c.gradcheck, str), (seed, bug)
+            assert all(e < 1e-8 for k, e in c.errors.items() if k != touched), (seed, bug)
+    # "each leaves the shapes right": every share has its input's shape before any summing back
+    inputs = backprop_lab.op_inputs()
+    for bug in _TOUCHES:
+        ctx = type("Ctx", (), {"saved_tensors": (inputs["X"], inputs["W"])})()
+        shares = NB.with_bug(NB.ResidualLinear, bug).backward(ctx, np.ones((4, 3)))
+        assert [s.shape for s in shares] == [v.shape for v in inputs.values()]
+    # "the third would hide in a test with a batch of one row"
+    one_row = backprop_lab.check_op(NB.gradient_check, NB.with_bug(NB.ResidualLinear, "broadcast not summed back"), n=1)
+    assert not one_row.caught and one_row.gradcheck is True
+    # memory against recompute, at the defaults: n = 64, k = 8
+    r = defs["recompute"]
+    a = backprop_lab.CHAIN_BATCH * backprop_lab.CHAIN_WIDTH
+    assert (r.depth, r.segment) == (64, 8) and r.plain_floats == 65 * a and r.checkpointed_floats == 16 * a
+    assert f"plain {r.plain_floats:,} 65 64" in text and f"checkpointed, k = 8 {r.checkpointed_floats:,} 16 128" in text
+    assert "Checkpointing holds 25% of plain backprop's floats" in text and r.max_difference == 0.0
+    assert "longer than the chain" not in text
+
+
+def test_03_the_prompts_edits_of_your_own_op_and_checkpointing_at_the_controls_ends():
+    """The op's two 'change this cell' edits, each run with one checkpointing control at an end."""
+    a = backprop_lab.CHAIN_BATCH * backprop_lab.CHAIN_WIDTH
+    text, defs = notebook_text("03_backprop", ResidualLinear=_ForgotTheSkip, ck_depth=4)
+    mine = defs["op_checks"][0]
+    assert mine.errors["X"] > 1e-2 and mine.errors["W"] < 1e-8 and mine.errors["b"] < 1e-8
+    assert "Your op's backward is wrong in dX:" in text
+    assert mine.errors["X"] == pytest.approx(defs["op_checks"][1].errors["X"])  # "like the no accumulation row"
+    assert defs["recompute"].checkpointed_floats == 5 * a and "longer than the chain" in text  # k = 8 > n = 4
+    text, defs = notebook_text("03_backprop", ResidualLinear=_BiasShareUnsummed, ck_segment=1)
+    assert not defs["op_checks"][0].caught and "agrees with central differences on every input" in text
+    assert defs["recompute"].checkpointed_floats == defs["recompute"].plain_floats  # n checkpoints: no saving
+    assert "Checkpointing holds 100%" in text and "longer than the chain" not in text
+    text, defs = notebook_text("03_backprop", ck_segment=64)
+    assert defs["recompute"].checkpointed_floats == defs["recompute"].plain_floats and "longer than the chain" in text
+
+
+def test_03_pytorch_sums_a_broadcast_share_back_as_the_engine_does():
+    """The prompt's 'as PyTorch does': a custom Function returning dZ for a broadcast bias."""
+    torch = pytest.importorskip("torch")
+
+    class TorchResidual(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, X, W, b):  # torch's linear, X Wᵀ + b, and the skip
+            ctx.save_for_backward(X, W)
+            return torch.nn.functional.linear(X, W, b) + X
+
+        @staticmethod
+        def backward(ctx, dZ):  # the bias's share has the output's shape, (4, 3)
+            X, W = ctx.saved_tensors
+            return torch.addmm(dZ, dZ, W), torch.mm(dZ.t(), X), dZ
+
+    inputs = [torch.tensor(v, requires_grad=True) for v in backprop_lab.op_inputs().values()]
+    TorchResidual.apply(*inputs).tanh().sum().backward()
+    ours = [Tensor(v, requires_grad=True) for v in backprop_lab.op_inputs().values()]
+    _BiasShareUnsummed.apply(*ours).tanh().sum().backward()
+    for t, o in zip(inputs, ours):
+        np.testing.assert_allclose(t.grad.numpy(), o.grad.numpy(), rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- memory against recompute
+
+
+def test_03_checkpointing_holds_n_over_k_plus_k_activations_for_a_second_forward_pass(monkeypatch):
+    """The chart's formula, ⌈n/k⌉ + k activations against n + 1, is what the page's functions
+    measure at every setting, smallest at k = √n; and every layer runs forward twice (the table's 2n)."""
+    a = backprop_lab.CHAIN_BATCH * backprop_lab.CHAIN_WIDTH
+    for n in backprop_lab.CHAIN_DEPTHS:
+        measured = {}
+        for k in backprop_lab.CHAIN_SEGMENTS:
+            c = backprop_lab.checkpointing_view(NB.chain, NB.checkpointed_backward, NB.saved_floats, n, k)
+            kk = min(k, n)
+            assert c.plain_floats == (n + 1) * a and c.checkpointed_floats == (math.ceil(n / kk) + kk) * a, (n, k)
+            assert c.max_difference < 1e-12
+            measured[k] = c.checkpointed_floats
+        best = min(measured.values())  # "the fewest, 2√n, at k = √n"
+        assert measured[round(math.sqrt(n))] == best == 2 * math.sqrt(n) * a
+    layers, chain = [], NB.chain
+
+    def counting_chain(h, weights):
+        layers.append(len(weights))
+        return chain(h, weights)
+
+    monkeypatch.setitem(NB.checkpointed_backward.__globals__, "chain", counting_chain)
+    weights = backprop_lab.chain_weights(16)
+    x = Tensor(np.random.default_rng(1).standard_normal((backprop_lab.CHAIN_BATCH, backprop_lab.CHAIN_WIDTH)))
+    for k in (1, 4, 16):
+        layers.clear()
+        NB.checkpointed_backward(x, weights, k)
+        assert sum(layers) == 2 * 16

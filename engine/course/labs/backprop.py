@@ -18,6 +18,10 @@ here needs one of them, the notebook passes it in.
   :func:`step_rule_check`, the page's rule for the best step against that measured V.
 - :func:`saved_for_backward`: one forward pass of the page's MLP on random points, with what the
   page's counting function finds kept for the backward pass.
+- :func:`checkpointing_view`: plain backprop against the page's gradient checkpointing on a deep
+  chain of its own, with the floats each holds at once.
+- :func:`check_op`: an op written on the page (or one with a bug put in) graded by the page's
+  gradient check, input by input, and by ``engine.gradcheck``.
 - :func:`stepper_graphs`, :func:`step_rule_view`, :func:`mode_view`: what a control of the page
   shows, remembered per setting and per lesson function (an edited cell is a new function, so it
   computes again), so that moving one slider does not redo the work the others' values fix.
@@ -31,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import engine.functional as F
-from engine import Tensor, nn, no_grad, optim
+from engine import GradcheckError, Tensor, gradcheck, nn, no_grad, optim
 from engine import data as toy
 from engine.course import checkpoints
 from engine.course.checkpoints import backprop_playground as playground_checkpoint  # noqa: F401  (the page loads it)
@@ -514,6 +518,106 @@ def saved_for_backward(count, model, batch: int = 32, depth: int = 2, width: int
     per_op = [(str(op), int(floats)) for op, floats in count(loss, params)]
     return SavedForBackward(int(batch), depth, width, sum(f for _, f in per_op), int(sum(p.data.size for p in params)),
                             per_op)
+
+
+CHAIN_DEPTHS = (4, 16, 64)  # the chain lengths n the page offers
+CHAIN_SEGMENTS = (1, 2, 4, 8, 16, 32, 64)  # its segment lengths k
+CHAIN_BATCH, CHAIN_WIDTH = 16, 32
+
+
+@dataclass(frozen=True)
+class Checkpointing:
+    """Plain backprop against gradient checkpointing on the page's chain: the most floats each
+    held at once (as the page's counting function found them) and how far their gradients differ."""
+
+    depth: int
+    segment: int
+    plain_floats: int
+    checkpointed_floats: int
+    max_difference: float  # largest |∂f/∂W plain − checkpointed| over every weight
+
+    @property
+    def activation(self) -> int:
+        return CHAIN_BATCH * CHAIN_WIDTH  # the floats of one activation h_i
+
+
+def chain_weights(depth: int, seed: int = 0) -> list:
+    """``depth`` weight matrices W_i (width × width), N(0, 1/width) (Xavier-like: tanh keeps its scale)."""
+    drawn = np.random.default_rng(seed).standard_normal((depth, CHAIN_WIDTH, CHAIN_WIDTH)) / np.sqrt(CHAIN_WIDTH)
+    return [Tensor(w, requires_grad=True) for w in drawn]
+
+
+def checkpointing_view(chain, checkpointed_backward, count, depth: int, segment: int, seed: int = 0) -> Checkpointing:
+    """The page's ``chain`` of ``depth`` layers on a random batch, differentiated by ``backward()``
+    on its whole graph (its saved floats counted by the page's ``count``) and by the page's
+    ``checkpointed_backward`` with segments of ``segment`` layers (at most the chain). Remembered
+    per setting and lesson function."""
+    if depth not in CHAIN_DEPTHS or segment not in CHAIN_SEGMENTS:
+        raise ValueError(f"checkpointing_view: depth must be one of {CHAIN_DEPTHS} and segment one of "
+                         f"{CHAIN_SEGMENTS}, got {depth!r} and {segment!r}")
+
+    x = Tensor(np.random.default_rng(seed + 1).standard_normal((CHAIN_BATCH, CHAIN_WIDTH)))
+
+    def plain():  # the whole graph, once per chain: (its saved floats, ∂f/∂W_i)
+        weights = chain_weights(depth, seed)
+        out = chain(x, weights)
+        floats = sum(n for _, n in count(out, weights))
+        out.backward(np.ones(out.shape))
+        return int(floats), [w.grad.numpy() for w in weights]
+
+    def make():
+        floats, grads = _remembered(("plain chain", depth, seed, chain, count), plain)
+        weights = chain_weights(depth, seed)
+        peak = checkpointed_backward(x, weights, min(segment, depth))
+        diff = max(float(np.abs(g - w.grad.numpy()).max()) for g, w in zip(grads, weights))
+        return Checkpointing(depth, segment, floats, int(peak), diff)
+
+    return _remembered(("checkpointing", depth, segment, seed, chain, checkpointed_backward, count), make)
+
+
+# ----------------------------------------------------------------------------- write your own op
+
+
+OP_BUGS = ("no accumulation", "missing transpose", "broadcast not summed back")  # the bugs the page puts in
+
+
+@dataclass(frozen=True)
+class OpCheck:
+    """One op's backward graded: the page's gradient check per input, and ``engine.gradcheck``'s
+    verdict (True, or the message of the error it raised)."""
+
+    bug: str | None  # None: the op as the page writes it
+    errors: dict  # input name -> largest |autograd − central difference| over its elements
+    gradcheck: str | bool
+
+    @property
+    def caught(self) -> bool:
+        return max(self.errors.values()) > 1e-6
+
+
+def op_inputs(n: int = 4, d: int = 3, seed: int = 0) -> dict:
+    """The random inputs the page checks an op of Z = X + X Wᵀ + b on: X (n, d), W (d, d), b (d,)."""
+    rng = np.random.default_rng(seed)
+    return {"X": rng.standard_normal((n, d)), "W": rng.standard_normal((d, d)) / np.sqrt(d),
+            "b": rng.standard_normal(d)}
+
+
+def check_op(gradient_check, op, n: int = 4, d: int = 3, seed: int = 0, bug: str | None = None) -> OpCheck:
+    """Grade ``op`` (a Function of (X, W, b)) on tanh(op(X, W, b)): the page's ``gradient_check`` run
+    on each input alone (the others held as constants), and ``engine.gradcheck`` on all three."""
+    inputs = op_inputs(n, d, seed)
+    names = list(inputs)
+
+    def on(name):  # f of one input, the others constants
+        return lambda v: op.apply(*(v if k == name else Tensor(inputs[k]) for k in names)).tanh()
+
+    errors = {k: float(gradient_check(on(k), [inputs[k]])) for k in names}
+    try:
+        verdict = gradcheck(lambda *t: op.apply(*t).tanh(), [inputs[k] for k in names])
+    except GradcheckError as err:
+        message = str(err).removeprefix("gradcheck: ")  # its worst element, and how many disagree
+        verdict = message.split(" (|difference|")[0] + "; " + message.rsplit("; ", 1)[-1]
+    return OpCheck(bug, errors, verdict)
 
 
 # ----------------------------------------------------------------------------- what a control shows
