@@ -1174,17 +1174,25 @@ def _():
              "what the next layer reads (counted once).",
         explanation="B × width: one activation matrix per layer.")
     answer_saved = ui.answer_box(exercise_saved, placeholder="e.g. 100", label="more floats =")
-    return (answer_dw, answer_h, answer_modes, answer_neuron, answer_saved, answer_uses, exercise_dw, exercise_h,
-            exercise_modes, exercise_neuron, exercise_saved, exercise_uses)
+    _held = lab.checkpointing_view(chain, checkpointed_backward, saved_floats, 16, 2)
+    exercise_held = exercises.NumberExercise(
+        question="**7.** In *Memory against recompute*, a chain of 16 layers is checkpointed with segments of 2 "
+                 "layers. How many activations (arrays of 16 × 32) does it hold at most during the backward pass?",
+        truth=_held.checkpointed_floats / _held.activation,
+        hint="While the top segment runs: the checkpoints below it, plus that segment's input and its outputs.",
+        explanation="⌈n/k⌉ + k = 8 + 2; plain backprop holds n + 1 = 17.")
+    answer_held = ui.answer_box(exercise_held, placeholder="e.g. 17", label="activations =")
+    return (answer_dw, answer_h, answer_held, answer_modes, answer_neuron, answer_saved, answer_uses, exercise_dw,
+            exercise_h, exercise_held, exercise_modes, exercise_neuron, exercise_saved, exercise_uses)
 
 
 @app.cell
-def _(answer_dw, answer_h, answer_modes, answer_neuron, answer_saved, answer_uses, exercise_dw, exercise_h,
-      exercise_modes, exercise_neuron, exercise_saved, exercise_uses):
+def _(answer_dw, answer_h, answer_held, answer_modes, answer_neuron, answer_saved, answer_uses, exercise_dw,
+      exercise_h, exercise_held, exercise_modes, exercise_neuron, exercise_saved, exercise_uses):
     mo.vstack([mo.md("## 5. Check yourself"), ui.exercise(exercise_neuron, answer_neuron),
                ui.exercise(exercise_dw, answer_dw), ui.exercise(exercise_h, answer_h),
                ui.exercise(exercise_uses, answer_uses), ui.exercise(exercise_modes, answer_modes),
-               ui.exercise(exercise_saved, answer_saved)])
+               ui.exercise(exercise_saved, answer_saved), ui.exercise(exercise_held, answer_held)])
     return
 
 

@@ -318,16 +318,17 @@ def test_03_exercises_are_graded_by_the_engine():
     text, defs = notebook_text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_dw="5", answer_h="-6",
                                answer_uses="3",
                                answer_modes=f"{NB.mode_costs(500)[1] / NB.mode_costs(500)[0]:.0f}",
-                               answer_saved="6400")
+                               answer_saved="6400", answer_held="10")
     assert defs["exercise_neuron"].truth == pytest.approx(s * (1 - s) * 2)
     assert defs["exercise_dw"].truth == 5 and -8 <= defs["exercise_h"].truth <= -4
     assert defs["exercise_uses"].truth == 3
     assert 900 < defs["exercise_modes"].truth < 1100
     assert defs["exercise_saved"].truth == 100 * 64
-    assert text.count("Right") == 6
+    assert defs["exercise_held"].truth == math.ceil(16 / 2) + 2  # the formula the section draws
+    assert text.count("Right") == 7
     text, _ = notebook_text("03_backprop", answer_neuron="0.5", answer_dw="10", answer_h="-12", answer_uses="2",
-                            answer_modes="2", answer_saved="64")
-    assert "Right" not in text and text.count("Not quite") == 6
+                            answer_modes="2", answer_saved="64", answer_held="17")
+    assert "Right" not in text and text.count("Not quite") == 7
 
 
 def test_03_playground_trains_on_a_drawn_data_set():
