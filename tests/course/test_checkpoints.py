@@ -49,6 +49,7 @@ NOISE_AMPLIFIED = {
     # free bits against 7.76 with no remedy, which leaves two of three dimensions with a KL
     # below 0.01 nats).
     "vae_remedies": 0.1,
+    "vae_remedy_seeds": 0.1,  # the same three trainings with seeds 1 to 4
 }
 
 
@@ -103,7 +104,7 @@ def test_shipped_checkpoint_is_what_its_lab_trains(name):
     made, shipped = function(), checkpoints.load_named(name)
     if name == "attention_gpt":
         made, shipped = _key_bias_left_out(made), _key_bias_left_out(shipped)
-    if name == "vae_remedies":
+    if name in ("vae_remedies", "vae_remedy_seeds"):
         noisy = "free bits"
         assert_same_state(made.pop(noisy), shipped.pop(noisy), f"{name}[{noisy!r}]", NOISE_AMPLIFIED[name])
     assert_same_state(made, shipped, name)

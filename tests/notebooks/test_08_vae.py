@@ -108,7 +108,8 @@ def test_08_every_section_opens_on_its_shipped_model():
     assert defs["vae_run"] is vae_lab.default_vae_2d(code) and defs["sweep"] is vae_lab.default_beta_sweep(code)
     assert defs["aggregate"] is vae_lab.default_aggregate_posterior(code)
     assert defs["remedies"] is vae_lab.default_remedies(code) and defs["image_vae"] is vae_lab.default_image_vae(code, defs["iwae_bound"])
-    assert text.count(SHIPPED) == 5 and "trained just now" not in text
+    assert defs["remedy_seeds"] is vae_lab.default_remedy_seeds(code)
+    assert text.count(SHIPPED) == 6 and "trained just now" not in text
     for button in ("Train the VAE", "Sweep β from 0.1 to 100", "Train at β = 0, 0.1, 1, 10",
                    "Train with each remedy", "Train the digit VAE"):
         assert f"press {button} to train with yours" in text
@@ -333,13 +334,28 @@ def test_08_free_bits_keep_dimensions_annealing_does_not_move_the_optimum():
     r = defs["remedies"]
     assert list(r) == ["none", "KL annealing", "free bits"]
     free, plain, anneal = r["free bits"], r["none"], r["KL annealing"]
-    assert (np.abs(free.kl_per_dim - 0.5) < 0.125).all()  # all three in use, each near λ = 0.5
-    assert (plain.kl_per_dim > 0.05).sum() < 3  # the plain run switched dimensions off
-    assert free.elbo > plain.elbo + 1.0  # "far better"
-    assert anneal.elbo <= plain.elbo + 0.1  # "no better than the plain run's"
     for run in r.values():
         assert f"{run.elbo:.3f}" in text and f"{run.recon:.3f}" in text
-    print("held-out ELBO none / annealing / free bits:", plain.elbo, anneal.elbo, free.elbo)
+    # issue 26: the prose's claims are of five seeds, the table below the first run's
+    seeds = defs["remedy_seeds"]
+    assert list(seeds.seeds) == [0, 1, 2, 3, 4]
+    for name in r:  # seed 0 is the run the first table shows
+        np.testing.assert_array_equal(seeds.kl_per_dim[name][0], r[name].kl_per_dim)
+        assert seeds.elbo[name][0] == r[name].elbo
+        row = f"{name} {', '.join(str(a) for a in seeds.active[name])} " \
+              f"{', '.join(f'{e:.2f}' for e in seeds.elbo[name])}"
+        assert row in text
+    free, plain, anneal = (seeds.kl_per_dim[n] for n in ("free bits", "none", "KL annealing"))
+    assert (seeds.active["none"] == 1).all()  # "the plain run keeps one dimension ... every time"
+    assert (seeds.active["free bits"] == 3).all() and (np.abs(free - 0.5) < 0.06).all()  # "within 0.06 of λ"
+    assert f"between {free.min():.2f} and {free.max():.2f} nats" in text
+    better = seeds.elbo["free bits"] - seeds.elbo["none"]
+    assert ((better > 3) & (better < 4)).all()  # "3 to 4 nats better"
+    assert (seeds.active["KL annealing"] == 1).all()  # "keeps one dimension as the plain run does"
+    anneal_gap = seeds.elbo["KL annealing"] - seeds.elbo["none"]
+    assert (np.abs(anneal_gap) < 0.75).all() and (anneal_gap < 0).sum() == 4  # "within 0.75, below in 4 of 5"
+    assert "within 0.75 nats of the plain run's, below it in four seeds of five" in text
+    print("free bits - none:", better, "annealing - none:", anneal_gap, "free bits' KL:", free.min(), free.max())
     assert "Right" in notebook_text(NB08, answer_free_bits="1.5")[0]
 
 
@@ -355,6 +371,39 @@ def test_08_dragging_the_latent_point_decodes_that_code():
     np.testing.assert_allclose(defs["decoded"].ravel(), decoded_means(lesson(), model, [[3.0, -3.0]])[0], rtol=1e-6)
     _, defs = run_app(app, latent_z1=-1.5, latent_z2=2.0)
     assert defs["latent_code"] == (-1.5, 2.0)
+
+
+def test_08_walking_between_two_digits_latent_and_pixel_paths():
+    """Issue 26: the interpolation between two held-out digits. The pixel row is the straight
+    line between the images, the latent row the decoder on the straight line between their codes;
+    the prose's claim (the latent midpoint is the closer to a held-out digit for most pairs, not
+    all) holds on the count the page shows, and at the default pair."""
+    text, defs = notebook_text(NB08)
+    text = re.sub(r" ([,;.])", r"\1", text)  # the bold numbers' spacing
+    run, walk, firsts = defs["image_vae"], defs["walk"], defs["walk_firsts"]
+    a, b = defs["walk_from"].value, defs["walk_to"].value
+    assert (run.labels[a], run.labels[b]) == (0, 7) and walk.latent_path.shape == (8, 8, 8)
+    np.testing.assert_allclose(walk.pixel_path[[0, -1]], run.images[[a, b]], atol=1e-6)
+    np.testing.assert_allclose(walk.pixel_path[4], (3 * run.images[a] + 4 * run.images[b]) / 7, atol=1e-6)
+    np.testing.assert_allclose(walk.latent_path.reshape(8, -1), decoded_means(lesson(), run.model, walk.codes),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(walk.codes[[0, -1]], run.latents[[a, b]])
+    assert walk.latent_distance < walk.pixel_distance  # at the default pair
+    assert f"latent path {walk.latent_distance:.3f}, pixel path {walk.pixel_distance:.3f}" in text
+    pairs = defs["walk_pairs"]
+    assert [int(run.labels[i]) for i in firsts] == list(range(10)) and pairs.shape == (45, 2)
+    closer = int((pairs[:, 0] < pairs[:, 1]).sum())
+    assert len(pairs) / 2 < closer < len(pairs)  # "for most pairs, not all"
+    assert f"Over the 45 pairs of the menu's digits, the latent midpoint is the closer to a held-out digit " \
+           f"for {closer};" in text
+    # the pair shown is one of the 45, scored the same way
+    row = [(i, j) for k, i in enumerate(firsts) for j in firsts[k + 1:]].index((a, b))
+    np.testing.assert_allclose(pairs[row], [walk.latent_distance, walk.pixel_distance], rtol=1e-6)
+    for steps in (3, 12):  # the slider's ends
+        _, defs = notebook_text(NB08, walk_steps=steps)
+        assert defs["walk"].latent_path.shape == (steps, 8, 8) and defs["walk"].latent_distance == pytest.approx(walk.latent_distance, rel=1e-6)
+    text, defs = notebook_text(NB08, walk_to=a)
+    assert defs["walk"] is None and "Pick two different digits" in text
 
 
 def test_08_a_drawn_digit_is_encoded_and_placed_on_the_latent_map():

@@ -26,6 +26,7 @@ from engine.course.checkpoints import vae_aggregate as _aggregate_checkpoint
 from engine.course.checkpoints import vae_digits as _digits_checkpoint
 from engine.course.checkpoints import vae_iwae as _iwae_checkpoint
 from engine.course.checkpoints import vae_remedies as _remedies_checkpoint
+from engine.course.checkpoints import vae_remedy_seeds as _remedy_seeds_checkpoint
 from engine.course.checkpoints import vae_sweep as _sweep_checkpoint
 from engine.course.checkpoints import vae_toy as _toy_checkpoint
 
@@ -43,7 +44,9 @@ __all__ = [
     "default_aggregate_posterior", "default_remedies", "default_image_vae", "image_iwae",
     "shipped_caption", "train_remedies", "toy_points", "digits", "AGGREGATE_BETAS",
     "AGGREGATE_STEPS", "TOY_DEFAULTS_TEXT", "toy_state", "sweep_state", "aggregate_state",
-    "remedies_state", "digits_state", "LESSON_CODE", "iwae_state",
+    "remedies_state", "digits_state", "LESSON_CODE", "iwae_state", "REMEDY_SEEDS", "RemedySeeds",
+    "remedies_over_seeds", "remedy_seeds_state", "default_remedy_seeds", "Interpolation", "interpolation",
+    "midpoints_to_data",
 ]
 
 
@@ -443,6 +446,66 @@ def decode_point(lesson, model, z1=0.0, z2=0.0) -> np.ndarray:
     return _decode(lesson, model, z)[0]
 
 
+@dataclass(frozen=True, eq=False)
+class Interpolation:
+    """Two held-out images joined through the latent space and through pixel space."""
+
+    codes: np.ndarray  # [steps, latent_dim]: the codes between μ(x_a) and μ(x_b)
+    latent_path: np.ndarray  # [steps, H, W]: what the decoder makes of them
+    pixel_path: np.ndarray  # [steps, H, W]: the images between x_a and x_b
+    latent_distance: float  # the latent path's midpoint (t = ½): RMS per pixel to the nearest other held-out image
+    pixel_distance: float  # the same for the pixel path's midpoint
+
+
+def _nearest_distance(images, x, exclude) -> np.ndarray:
+    """For each row of x [M, P], the RMS distance per pixel to the nearest row of ``images`` [N, P]
+    other than the two of ``exclude`` [M, 2] (the row's own end points)."""
+    d = np.sqrt(((x[:, None, :] - images[None, :, :]) ** 2).mean(-1))
+    d[np.arange(len(x))[:, None], np.asarray(exclude)] = np.inf
+    return d.min(1)
+
+
+def _midpoints(lesson, interpolate, run, pairs):
+    """(latent, pixel) midpoints, t = ½, of the held-out image pairs [M, 2] of ``run``."""
+    flat = run.images.reshape(len(run.images), -1).astype(np.float64)
+    codes = np.stack([np.asarray(interpolate(run.latents[a], run.latents[b], 3))[1] for a, b in pairs])
+    pixels = np.stack([np.asarray(interpolate(flat[a], flat[b], 3))[1] for a, b in pairs])
+    return _decode(lesson, run.model, codes).astype(np.float64), pixels, flat
+
+
+def interpolation(lesson, interpolate, run, a, b, steps=7) -> Interpolation:
+    """Held-out images ``a`` and ``b`` of an :class:`ImageVAERun` joined by ``interpolate(u, v, steps)``
+    (the notebook's straight line, ends included) two ways: the decoded codes between μ(x_a) and
+    μ(x_b), and the images between x_a and x_b. Each path's midpoint is scored by how far it is
+    from the nearest held-out image other than a and b."""
+    op = "interpolation"
+    n = len(run.images)
+    a, b, steps = _int(op, "a", a, 0), _int(op, "b", b, 0), _int(op, "steps", steps, 2)
+    if a >= n or b >= n:
+        raise ValueError(f"{op}: a and b index the {n} held-out images, got {a} and {b}")
+    flat = run.images.reshape(n, -1)
+    codes = np.asarray(interpolate(run.latents[a], run.latents[b], steps), dtype=np.float64)
+    pixels = np.asarray(interpolate(flat[a].astype(np.float64), flat[b].astype(np.float64), steps))
+    if codes.shape != (steps, run.latents.shape[1]) or pixels.shape != (steps, flat.shape[1]):
+        raise ValueError(f"{op}: interpolate(u, v, {steps}) must give [{steps}, len(u)] rows, "
+                         f"got {codes.shape} and {pixels.shape}")
+    latent_mid, pixel_mid, flat = _midpoints(lesson, interpolate, run, [(a, b)])
+    distances = _nearest_distance(flat, np.concatenate([latent_mid, pixel_mid]), [(a, b), (a, b)])
+    return Interpolation(codes=codes, latent_path=_decode(lesson, run.model, codes).reshape((steps,) + run.image_shape),
+                         pixel_path=pixels.reshape((steps,) + run.image_shape),
+                         latent_distance=float(distances[0]), pixel_distance=float(distances[1]))
+
+
+def midpoints_to_data(lesson, interpolate, run, indices) -> np.ndarray:
+    """[M, 2]: for every pair (a, b) of the held-out ``indices``, a before b in their order (the
+    midpoint of b to a is the same), the distances :func:`interpolation` reports for its latent
+    and its pixel midpoint."""
+    indices = list(indices)
+    pairs = [(a, b) for i, a in enumerate(indices) for b in indices[i + 1:]]
+    latent_mid, pixel_mid, flat = _midpoints(lesson, interpolate, run, pairs)
+    return np.stack([_nearest_distance(flat, latent_mid, pairs), _nearest_distance(flat, pixel_mid, pairs)], axis=1)
+
+
 # ----------------------------------------------------------------------------- the gap to log p(x)
 @dataclass(frozen=True, eq=False)
 class IWAEBounds:
@@ -578,6 +641,41 @@ def train_remedies(lesson, X, beta=10.0, free_bits=0.5, latent_dim=3, steps=800,
     return runs
 
 
+@dataclass(frozen=True, eq=False)
+class RemedySeeds:
+    """:func:`train_remedies` repeated over seeds: per remedy, one row per seed."""
+
+    seeds: np.ndarray
+    kl_per_dim: dict  # remedy -> [n_seeds, latent_dim], the held-out KL per dimension (nats)
+    elbo: dict  # remedy -> [n_seeds], the held-out β = 1 ELBO
+
+    @property
+    def active(self) -> dict:
+        """remedy -> [n_seeds]: the latent dimensions in use (KL > 0.05 nats) in each run."""
+        return {name: (kl > 0.05).sum(axis=1) for name, kl in self.kl_per_dim.items()}
+
+
+def _remedy_seeds(seeds, runs: list) -> RemedySeeds:
+    """The table of ``runs`` (one ``{remedy: run or numbers}`` per seed)."""
+    def column(name, what):
+        return np.asarray([r[name][what] if isinstance(r[name], dict) else getattr(r[name], what) for r in runs],
+                          dtype=np.float64)
+    return RemedySeeds(seeds=np.asarray(seeds), kl_per_dim={n: column(n, "kl_per_dim") for n in COLLAPSE_REMEDIES},
+                       elbo={n: column(n, "elbo") for n in COLLAPSE_REMEDIES})
+
+
+def remedies_over_seeds(lesson, X, seeds=(0, 1, 2, 3, 4), beta=10.0, free_bits=0.5, latent_dim=3, steps=800,
+                        obs_var=0.05, on_step=None) -> RemedySeeds:
+    """:func:`train_remedies` once per seed (same data): whether what one run shows holds
+    for others. ``on_step(done)`` counts steps over all the trainings."""
+    runs, per_seed = [], len(COLLAPSE_REMEDIES) * steps
+    for i, seed in enumerate(seeds):
+        hook = None if on_step is None else (lambda s, i=i: on_step(i * per_seed + s))
+        runs.append(train_remedies(lesson, X, beta=beta, free_bits=free_bits, latent_dim=latent_dim, steps=steps,
+                                   obs_var=obs_var, seed=seed, on_step=hook))
+    return _remedy_seeds(seeds, runs)
+
+
 # ----------------------------------------------------------------------------- one image's code
 @dataclass(frozen=True, eq=False)
 class Posterior:
@@ -614,6 +712,7 @@ SWEEP_STEPS = 500
 AGGREGATE_BETAS = (0.0, 0.1, 1.0, 10.0)
 AGGREGATE_STEPS = 600
 REMEDY_DEFAULTS = {"beta": 10.0, "free_bits": 0.5, "latent_dim": 3, "steps": 800}
+REMEDY_SEEDS = (0, 1, 2, 3, 4)  # seed 0 is the run the table shows (vae_remedies), 1-4 vae_remedy_seeds
 IMAGE_DEFAULTS = {"steps": 400, "obs_var": 0.05}
 IWAE_KS = (1, 3, 10, 30, 100, 300)  # the K the notebook offers
 TOY_DEFAULTS_TEXT = (f"{TOY_DEFAULTS['data']}, σ²ₓ = {TOY_DEFAULTS['obs_var']:g}, "
@@ -696,6 +795,14 @@ def remedies_state(lesson) -> dict:
             for name, r in runs.items()}
 
 
+def remedy_seeds_state(lesson) -> dict:
+    """The remedy runs at :data:`REMEDY_DEFAULTS` for the seeds of :data:`REMEDY_SEEDS` after the
+    first (the first is :func:`remedies_state`'s): per remedy, their held-out numbers by seed."""
+    found = remedies_over_seeds(lesson, toy_points()[0], seeds=REMEDY_SEEDS[1:], obs_var=TOY_DEFAULTS["obs_var"],
+                                **REMEDY_DEFAULTS)
+    return {name: {"kl_per_dim": found.kl_per_dim[name], "elbo": found.elbo[name]} for name in COLLAPSE_REMEDIES}
+
+
 def digits_state(lesson) -> dict:
     """The default digit VAE (:data:`IMAGE_DEFAULTS`) trained by ``lesson``: its state."""
     train, test, labels = digits()
@@ -712,7 +819,8 @@ def iwae_state(lesson, bound) -> dict:
 
 
 CHECKPOINTS = {name: checkpoints.FromNotebook(notebook="08_vae", function=f"shipped_{name[4:]}", code=LESSON_CODE)
-               for name in ("vae_toy", "vae_sweep", "vae_aggregate", "vae_remedies", "vae_digits")}
+               for name in ("vae_toy", "vae_sweep", "vae_aggregate", "vae_remedies", "vae_remedy_seeds",
+                            "vae_digits")}
 CHECKPOINTS["vae_iwae"] = checkpoints.FromNotebook(notebook="08_vae", function="shipped_iwae",
                                                    code=(*LESSON_CODE, "iwae_bound"))
 
@@ -750,6 +858,17 @@ def default_remedies(lesson) -> dict:
     return {name: VAERun(model=None, recon=numbers["recon"], kl=numbers["kl"], kl_per_dim=numbers["kl_per_dim"],
                          elbo=numbers["elbo"], beta=REMEDY_DEFAULTS["beta"])
             for name, numbers in _shipped(_remedies_checkpoint, lesson).items()}
+
+
+@cached_by_code(maxsize=4)
+def default_remedy_seeds(lesson) -> RemedySeeds:
+    """The shipped remedy runs over :data:`REMEDY_SEEDS`: seed 0 as :func:`default_remedies`
+    gives it, the others from their own checkpoint."""
+    first = {name: {"kl_per_dim": run.kl_per_dim, "elbo": run.elbo} for name, run in default_remedies(lesson).items()}
+    rest = _shipped(_remedy_seeds_checkpoint, lesson)
+    runs = [first] + [{name: {what: rest[name][what][i] for what in ("kl_per_dim", "elbo")} for name in rest}
+                      for i in range(len(REMEDY_SEEDS) - 1)]
+    return _remedy_seeds(REMEDY_SEEDS, runs)
 
 
 @cached_by_code(maxsize=4)

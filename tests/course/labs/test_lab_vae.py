@@ -250,6 +250,41 @@ def test_train_remedies_is_one_run_per_remedy():
     assert runs["none"].beta == 10.0
 
 
+def test_remedies_over_seeds_is_train_remedies_per_seed_and_the_shipped_table_starts_at_seed_0():
+    X = vae_lab.toy_data_2d("moons", 800, seed=0)
+    ticks = []
+    table = vae_lab.remedies_over_seeds(L, X, seeds=(3, 4), latent_dim=2, steps=10, on_step=ticks.append)
+    assert ticks[-1] == 60 and len(ticks) == 60 and list(table.seeds) == [3, 4]
+    alone = vae_lab.train_remedies(L, X, latent_dim=2, steps=10, seed=4)
+    for name, run in alone.items():
+        np.testing.assert_array_equal(table.kl_per_dim[name][1], run.kl_per_dim)
+        assert table.elbo[name][1] == run.elbo
+        np.testing.assert_array_equal(table.active[name], (table.kl_per_dim[name] > 0.05).sum(1))
+    shipped, first = vae_lab.default_remedy_seeds(L), vae_lab.default_remedies(L)
+    assert list(shipped.seeds) == list(vae_lab.REMEDY_SEEDS)
+    for name, run in first.items():
+        assert shipped.kl_per_dim[name].shape == (5, 3) and shipped.elbo[name][0] == run.elbo
+
+
+def test_interpolation_paths_midpoints_and_checks():
+    """The two paths between held-out images, and their midpoints' distances by brute force."""
+    run = vae_lab.default_image_vae(L)
+    walk = vae_lab.interpolation(L, NB.interpolate_codes, run, 3, 5, steps=5)
+    flat = run.images.reshape(360, -1).astype(np.float64)
+    np.testing.assert_allclose(walk.codes[2], run.latents[[3, 5]].mean(0))
+    np.testing.assert_allclose(walk.pixel_path[2].ravel(), flat[[3, 5]].mean(0))
+    others = np.delete(flat, [3, 5], axis=0)
+    for middle, distance in ((decoded(run.model, walk.codes[2:3])[0], walk.latent_distance),
+                             (flat[[3, 5]].mean(0), walk.pixel_distance)):
+        assert distance == pytest.approx(np.sqrt(((others - middle) ** 2).mean(1)).min(), rel=1e-5)
+    table = vae_lab.midpoints_to_data(L, NB.interpolate_codes, run, [5, 3, 9])  # pairs (5, 3), (5, 9), (3, 9)
+    assert table.shape == (3, 2) and table[0] == pytest.approx([walk.latent_distance, walk.pixel_distance], rel=1e-5)
+    with pytest.raises(ValueError, match="held-out images"):
+        vae_lab.interpolation(L, NB.interpolate_codes, run, 0, 360)
+    with pytest.raises(ValueError, match=r"interpolate\(u, v, 4\) must give"):
+        vae_lab.interpolation(L, lambda u, v, n: np.stack([u, v]), run, 0, 1, steps=4)
+
+
 def test_shipped_defaults_rebuild_their_models_and_leave_the_global_stream():
     """The default loaders rebuild the shipped models (parameters round-trip exactly), measure
     them as the training functions do, and draw nothing from the global streams."""
@@ -296,7 +331,7 @@ def test_a_shipped_model_that_does_not_fit_the_page_is_refused_in_one_sentence()
 
     edited = dataclasses.replace(L, model=wider)
     for loader in (vae_lab.default_vae_2d, vae_lab.default_beta_sweep, vae_lab.default_aggregate_posterior,
-                   vae_lab.default_remedies, vae_lab.default_image_vae):
+                   vae_lab.default_remedies, vae_lab.default_remedy_seeds, vae_lab.default_image_vae):
         with pytest.raises(ValueError, match="not loaded: train with the button"):
             loader(edited)
     state = vae_lab._model_state(vae_lab.default_vae_2d(L).model)  # the fingerprint passes, the shapes do not
