@@ -28,7 +28,8 @@ def _():
     - write SGD, momentum, Nesterov, RMSprop and Adam(W) as a few lines each, and race them on
       four 2-D loss surfaces, with their hyper-parameters and a learning-rate schedule under your
       control; then change one and watch the race change;
-    - measure how the condition number sets the speed of gradient descent and of momentum;
+    - measure how the condition number sets the speed of gradient descent and of momentum, and map
+      which pairs (η, μ) converge against the theory's stability line;
     - see what Adam's bias correction does to its first steps;
     - plot the common learning-rate schedules, see the noise floor of mini-batch gradients that
       decay breaks through, and find a learning rate with a range test;
@@ -362,15 +363,82 @@ def _(cond_kappa):
     _chart = lab.condition_chart(cond)  # ‖θ_t − θ*‖ of both runs on a log axis, with the theory's rᵗ dashed
     _rows = "\n".join(f"| {_names[k]} | {cond.settings[k][0]:.4g} | {cond.settings[k][1]:.4g} | "
                       f"{cond.theory[k]:.4f} | {cond.measured[k]:.4f} |" for k in ("gd", "momentum"))
-    mo.vstack([
-        cond_kappa,
-        ui.chart(_chart),
-        mo.md("| method | η | μ | theory rate | measured rate |\n|---|---|---|---|---|\n" + _rows),
-        mo.md(f"Measured against theory: GD **{cond.measured['gd'] / cond.theory['gd']:.4f}**, momentum "
-              f"**{cond.measured['momentum'] / cond.theory['momentum']:.4f}** (momentum's slowest and "
-              "fastest directions decay as t·rᵗ at this setting, which lifts the measured rate a little)."),
-    ])
+    ui.try_it("", [cond_kappa], ui.chart(_chart),
+              mo.md("| method | η | μ | theory rate | measured rate |\n|---|---|---|---|---|\n" + _rows),
+              mo.md(f"Measured against theory: GD **{cond.measured['gd'] / cond.theory['gd']:.4f}**, momentum "
+                    f"**{cond.measured['momentum'] / cond.theory['momentum']:.4f}** (momentum's slowest and "
+                    "fastest directions decay as t·rᵗ at this setting, which lifts the measured rate a little)."))
     return (cond,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ### Momentum's phase diagram: which (η, μ) converge
+
+    The two rows of that table are two points of a plane. Below, every pair $(\eta, \mu)$ of a
+    grid runs `momentum` of section 1 on the same quadratic, with curvatures $1$ and
+    $\lambda_{\max} = \kappa$, for $T$ steps from $\theta_0 = (1, 1)$; the colour is how much of the
+    loss is left, $f(\theta_T)/f(\theta_0)$ on a log scale (blue fell, red grew). Along an
+    eigen-direction of curvature $\lambda$ the buffer's update unrolls to a two-term recurrence,
+    $\theta_{t+1} = (1 + \mu - \eta\lambda)\,\theta_t - \mu\,\theta_{t-1}$, whose error shrinks by
+    the larger root $|z|$ of $z^2 - (1 + \mu - \eta\lambda)\,z + \mu = 0$ each step. Both roots lie
+    inside the unit circle exactly when
+
+    $$
+    0 < \eta\,\lambda_{\max} < 2\,(1 + \mu), \qquad 0 \le \mu < 1 ,
+    $$
+
+    the dashed line. At $\mu = 0$ it is gradient descent's limit $\eta < 2/\lambda_{\max}$ (the
+    range test of section 4 meets it again); momentum stretches the stable range to almost twice
+    that. Where the roots are complex the error rings and shrinks by $\sqrt\mu$ a step whatever
+    $\eta$ is; the diamond is the best setting $(\eta^*, \mu^*)$ of the table above, where both
+    directions ring at the same rate $\sqrt{\mu^*}$. The grid is one call of `momentum_grid`
+    below: `momentum` works elementwise, so it steps every cell of the grid at once.
+
+    What to look for: every cell right of the line grew. A few left of it grew too, near the
+    line or at $\mu$ close to 1, where the rate is above 0.85 and $T$ steps have not yet undone
+    the first swings; lengthen the run and they turn blue. With 100 steps or more the lowest
+    cell sits in (or next to) the row of $\mu^*$: the worse the conditioning, the more momentum the
+    fastest run needs, from $\mu^* = 0$ at $\kappa = 1$ to about 0.88 at $\kappa = 1000$.
+    """)
+    return
+
+
+@app.function
+def momentum_grid(rule, curvatures, lrs, mus, steps):
+    """The momentum `rule` on f(θ) = ½ Σᵢ λᵢ θᵢ² at every (η, μ) of a grid at once, from θ₀ = (1, …, 1):
+    the gradient is g = λ ⊙ θ, and each cell keeps its own buffer b_t = μ b_{t−1} + g_t. Returns
+    f(θ_T)/f(θ₀) with a row per μ and a column per η."""
+    lam = np.asarray(curvatures, dtype=np.float64)
+    eta, mu = np.meshgrid(lrs, mus)  # [len(mus), len(lrs)]
+    theta, state = np.ones(eta.shape + lam.shape), {}
+    for _ in range(steps):
+        theta = rule(theta, lam * theta, state, eta[..., None], mu=mu[..., None])
+    return np.sum(lam * theta**2, axis=-1) / np.sum(lam)
+
+
+@app.cell
+def _():
+    phase_kappa = mo.ui.slider(steps=[1, 3, 10, 30, 100, 300, 1000], value=100, label="condition number κ",
+                               show_value=True)
+    phase_steps = mo.ui.slider(steps=[10, 20, 50, 100, 200], value=100, label="steps T", show_value=True)
+    return phase_kappa, phase_steps
+
+
+@app.cell
+def _(phase_kappa, phase_steps):
+    phase = lab.phase_diagram(momentum_grid, momentum, float(phase_kappa.value), phase_steps.value)
+    _grew_right, _right = int(np.sum(phase.grew & ~phase.stable)), int(np.sum(~phase.stable))
+    _grew_left, _left = int(np.sum(phase.grew & phase.stable)), int(np.sum(phase.stable))
+    _readout = (
+        f"Lowest f(θ_T)/f(θ₀) = **{phase.ratio.min():.2e}** at ηλ_max = **{phase.best[0]:.2f}**, "
+        f"μ = **{phase.best[1]:.2f}**; the theory's best: ηλ_max = **{phase.optimum[0]:.2f}**, "
+        f"μ* = **{phase.optimum[1]:.2f}** (rate √μ* = {np.sqrt(phase.optimum[1]):.3f} a step). Cells right of the "
+        f"line that grew: **{_grew_right} of {_right}**; left of it: **{_grew_left} of {_left}**.")
+    # each cell's f(θ_T)/f(θ₀), the line ηλ_max = 2(1 + μ) and the diamond at (η*, μ*)
+    ui.try_it("", [phase_kappa, phase_steps], ui.chart(lab.phase_chart(phase)), mo.md(_readout))
+    return (phase,)
 
 
 @app.cell(hide_code=True)
@@ -416,13 +484,10 @@ def _(adam_beta1, adam_beta2, bc_noise, bc_steps):
     bc_without = lab.rule_updates(adam, _g, lr=1.0, betas=_betas, bias_correction=False)
     bc_engine = lab.engine_adam_updates(_g, lr=1.0, betas=_betas)
     _chart = lab.bias_correction_chart(bc_with, bc_without, bc_engine, _betas)  # |Δθ_t|/η of the three, step by step
-    mo.vstack([
-        mo.hstack([bc_steps, bc_noise, adam_beta1, adam_beta2]),
-        ui.chart(_chart),
-        mo.md(f"First step: **{abs(bc_with[0]):.3f} η** with the correction, "
-              f"**{abs(bc_without[0]):.3f} η** without; largest step without: "
-              f"**{np.abs(bc_without).max():.3f} η**."),
-    ])
+    ui.try_it("", [bc_steps, bc_noise, adam_beta1, adam_beta2], ui.chart(_chart),
+              mo.md(f"First step: **{abs(bc_with[0]):.3f} η** with the correction, "
+                    f"**{abs(bc_without[0]):.3f} η** without; largest step without: "
+                    f"**{np.abs(bc_without).max():.3f} η**."))
     return bc_engine, bc_with, bc_without
 
 
@@ -530,14 +595,11 @@ def _(noise_batch, noise_lr):
     noisy = lab.sgd_noise(minibatch_descent, sgd, noise_batch.value, lr=noise_lr.value, steps=400, seed=0)
     _chart = lab.noise_chart(noisy)  # the excess loss of the three runs, step by step, on a log axis
     _ratio = noisy.floor["constant"] / max(noisy.floor["decayed"], 1e-300)
-    mo.vstack([
-        mo.hstack([noise_batch, noise_lr]),
-        ui.chart(_chart),
-        mo.md("Mean excess loss over the last 40 steps: " +
-              " · ".join(f"{k} **{v:.2e}**" for k, v in noisy.floor.items()) +
-              f". The decayed run ends **{_ratio:.3g}×** " + ("below" if _ratio > 1 else "above") +
-              f" the constant one. Gradient noise at θ̂, E‖g_B − ∇L‖²: **{noisy.gradient_noise:.3g}**."),
-    ])
+    ui.try_it("", [noise_batch, noise_lr], ui.chart(_chart),
+              mo.md("Mean excess loss over the last 40 steps: " +
+                    " · ".join(f"{k} **{v:.2e}**" for k, v in noisy.floor.items()) +
+                    f". The decayed run ends **{_ratio:.3g}×** " + ("below" if _ratio > 1 else "above") +
+                    f" the constant one. Gradient noise at θ̂, E‖g_B − ∇L‖²: **{noisy.gradient_noise:.3g}**."))
     return (noisy,)
 
 
@@ -580,14 +642,11 @@ def _(range_batch, range_steps):
     _chart = lab.range_chart(lr_range, range_batch.value)  # the loss against η, and a line at 2/λ_max
     _blow = (f"it blew up at η = **{lr_range.blowup_lr:.3g}**, {lr_range.blowup_lr / lr_range.stable_limit:.2f}× "
              "the limit" if np.isfinite(lr_range.blowup_lr) else "it did not blow up within the range")
-    mo.vstack([
-        mo.hstack([range_batch, range_steps]),
-        ui.chart(_chart),
-        mo.md(f"Lowest loss at η = **{lr_range.best_lr:.3g}**; 2/λ_max = **{lr_range.stable_limit:.3g}**; {_blow}. "
-              f"Full-batch gradient descent on the same ramp blows up, in theory, at η = "
-              f"**{lr_range.full_batch_blowup_lr:.3g}** "
-              f"({lr_range.full_batch_blowup_lr / lr_range.stable_limit:.2f}× the limit)."),
-    ])
+    _theory = lr_range.full_batch_blowup_lr  # where full-batch GD on the same ramp blows up (lab.full_batch_losses)
+    _text = (f"Lowest loss at η = **{lr_range.best_lr:.3g}**; 2/λ_max = **{lr_range.stable_limit:.3g}**; {_blow}. "
+             f"Full-batch gradient descent on the same ramp blows up, in theory, at η = **{_theory:.3g}** "
+             f"({_theory / lr_range.stable_limit:.2f}× the limit).")
+    ui.try_it("", [range_batch, range_steps], ui.chart(_chart), mo.md(_text))
     return (lr_range,)
 
 
@@ -620,13 +679,10 @@ def _():
 def _(wd_lambda, wd_lr):
     wd_paths = lab.l2_vs_decoupled(race, adam, weight_decay=wd_lambda.value, lr=wd_lr.value, steps=200)
     _chart2, _chart1 = lab.weight_decay_charts(wd_paths)  # θ₂ and θ₁ of both runs, step by step
-    mo.vstack([
-        mo.hstack([wd_lambda, wd_lr]),
-        mo.hstack([ui.chart(_chart2), ui.chart(_chart1)], widths=[1, 1]),
-        mo.md(f"After 200 steps: Adam + L2 θ = ({wd_paths.adam_l2[-1, 0]:.3f}, {wd_paths.adam_l2[-1, 1]:.3f}), "
-              f"AdamW θ = ({wd_paths.adamw[-1, 0]:.3f}, {wd_paths.adamw[-1, 1]:.3f}). "
-              f"AdamW's θ₂ follows 2·(1 − ηλ)ᵗ = {2 * (1 - wd_lr.value * wd_lambda.value) ** 200:.3f} at t = 200."),
-    ])
+    ui.try_it("", [wd_lambda, wd_lr], mo.hstack([ui.chart(_chart2), ui.chart(_chart1)], widths=[1, 1]),
+              mo.md(f"After 200 steps: Adam + L2 θ = ({wd_paths.adam_l2[-1, 0]:.3f}, {wd_paths.adam_l2[-1, 1]:.3f}), "
+                    f"AdamW θ = ({wd_paths.adamw[-1, 0]:.3f}, {wd_paths.adamw[-1, 1]:.3f}). AdamW's θ₂ follows "
+                    f"2·(1 − ηλ)ᵗ = {2 * (1 - wd_lr.value * wd_lambda.value) ** 200:.3f} at t = 200."))
     return (wd_paths,)
 
 
@@ -680,7 +736,7 @@ def _(clip_lr, clip_norm):
     for _k, _r in clip_runs.items():
         _fate = f"diverged at step {len(_r.path) - 1}" if _r.diverged else f"final f = {_r.final_loss:.3g}"
         _lines.append(f"**{_k}**: largest gradient norm {np.max(_r.grad_norms):.3g}, {_fate}")
-    mo.vstack([mo.hstack([clip_norm, clip_lr]), ui.chart(_fig), mo.md(" · ".join(_lines))])
+    ui.try_it("", [clip_norm, clip_lr], ui.chart(_fig), mo.md(" · ".join(_lines)))
     return (clip_runs,)
 
 

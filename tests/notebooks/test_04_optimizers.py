@@ -262,6 +262,51 @@ def test_04_condition_number_rates_shown_match_the_prose():
         assert abs(ratio / math.sqrt(kappa) - 1) < 0.15, (kappa, ratio)
 
 
+
+def test_04_momentum_grid_steps_each_cell_as_the_rule_alone():
+    """momentum_grid steps every (η, μ) at once; each cell is the lesson's momentum run on its own,
+    and the unrolled recurrence θ_{t+1} = (1 + μ − ηλ)θ_t − μθ_{t−1} the prose gives."""
+    lrs, mus, lam = np.array([0.005, 0.02, 0.041]), np.array([0.0, 0.5, 0.9]), np.array([1.0, 50.0])
+    ratio = NB.momentum_grid(NB.momentum, lam, lrs, mus, 40)
+    assert ratio.shape == (3, 3)
+    for i, mu in enumerate(mus):
+        for j, lr in enumerate(lrs):
+            theta, state = np.ones(2), {}
+            prev, now = np.ones(2), np.ones(2)
+            for t in range(40):
+                theta = NB.momentum(theta, lam * theta, state, lr, mu=mu)
+                prev, now = now, (now - lr * lam * now if t == 0 else (1 + mu - lr * lam) * now - mu * prev)
+            np.testing.assert_allclose(theta, now, rtol=1e-9, atol=1e-300)
+            assert ratio[i, j] == pytest.approx(np.sum(lam * theta**2) / np.sum(lam), rel=1e-12)
+
+
+@pytest.mark.slow
+def test_04_phase_diagram_claims_on_the_values_shown():
+    """Every cell right of ηλ_max = 2(1 + μ) grew; the cells left of it that grew have a theory rate
+    above 0.85, fewer the longer the run; with 100 steps or more the lowest cell sits within a row
+    of μ*, which grows with κ from 0 (κ = 1) to about 0.88 (κ = 1000). At the defaults and at each
+    control's two ends."""
+    row = float(optim_lab.PHASE_MU[1] - optim_lab.PHASE_MU[0])
+    for settings in ({}, {"phase_kappa": 1}, {"phase_kappa": 1000}, {"phase_steps": 10}, {"phase_steps": 200}):
+        text, defs = notebook_text("04_optimizers", **settings)
+        p = defs["phase"]
+        right, left = ~p.stable, p.grew & p.stable
+        assert np.all(p.grew[right]) and f"right of the line that grew: {right.sum()} of {right.sum()}" in text, settings
+        assert f"left of it: {left.sum()} of {p.stable.sum()}" in text
+        assert left.sum() < 0.1 * p.stable.sum() and np.all(p.rate[left] > 0.85), settings
+        assert np.all(p.rate[right] > 1) and np.all(p.rate[p.stable] < 1)  # the line is the theory's rate = 1
+        assert f"μ = {p.best[1]:.2f}" in text and f"μ* = {p.optimum[1]:.2f}" in text
+        if p.steps >= 100:
+            assert abs(p.best[1] - p.optimum[1]) <= row * 1.01, settings
+    assert optim_lab.phase_diagram(NB.momentum_grid, NB.momentum, 1.0, 100).optimum[1] == 0
+    assert optim_lab.phase_diagram(NB.momentum_grid, NB.momentum, 1000.0, 100).optimum[1] == pytest.approx(0.88, abs=0.005)
+    counts = [np.sum(d.grew & d.stable) for d in
+              (optim_lab.phase_diagram(NB.momentum_grid, NB.momentum, 100.0, t) for t in (10, 20, 50, 100, 200))]
+    assert all(a > b for a, b in zip(counts, counts[1:])), counts  # "lengthen the run and they turn blue"
+    # gradient descent's limit at μ = 0: the row's cells fall up to ηλ_max = 2 and grow past it
+    p = optim_lab.phase_diagram(NB.momentum_grid, NB.momentum, 100.0, 200)
+    np.testing.assert_array_equal(p.grew[0], p.x > 2)
+
 @pytest.mark.slow
 def test_04_noise_floor_claims_hold_on_the_values_shown():
     shown = {}

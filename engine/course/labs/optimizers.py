@@ -21,9 +21,11 @@ the reference (:func:`engine_adam_updates`), for the schedulers and for clipping
   Nesterov's textbook form, and as Adam with an L2 penalty against AdamW's decoupled decay.
 - :func:`sgd_noise`, :func:`lr_range_test`: the notebook's mini-batch loop, passed in, on a
   least-squares problem: the noise floor that decay breaks through, and the range test.
+- :func:`phase_diagram`, :func:`momentum_rate`: the lesson's momentum rule over a grid of (η, μ) on a
+  quadratic (the lesson's grid function, passed in), beside the theory's rate and stability line.
 - :func:`clip_by_global_norm`: gradient clipping with ``nn.utils.clip_grad_norm_``.
 - :func:`surface_map`, :func:`gap_chart`, :func:`condition_chart`, :func:`bias_correction_chart`,
-  :func:`noise_chart`, :func:`range_chart`, :func:`weight_decay_charts`: the page's charts, each
+  :func:`noise_chart`, :func:`range_chart`, :func:`weight_decay_charts`, :func:`phase_chart`: the page's charts, each
   built once per run, measurement or set of values (the measurements are remembered per setting,
   so a slider moved back redraws nothing new).
 """
@@ -68,23 +70,31 @@ def _beale(t):
     return (1.5 - x + x * y) ** 2 + (2.25 - x + x * y ** 2) ** 2 + (2.625 - x + x * y ** 3) ** 2
 
 
+def _surface(label: str, fn, latex: str, *, start, minimum, box, lr) -> dict:
+    """A surface's entry; ``lr`` is the suggested η of SGD, momentum (Nesterov's too), RMSprop and
+    Adam (AdamW's too)."""
+    sgd, heavy_ball, rms, adaptive = lr
+    return dict(label=label, fn=fn, latex=latex, start=start, minimum=minimum, box=box,
+                lr=dict(sgd=sgd, momentum=heavy_ball, nesterov=heavy_ball, rmsprop=rms, adam=adaptive, adamw=adaptive))
+
+
 SURFACES = {
-    "quadratic": dict(label="ill-conditioned quadratic", fn=_quadratic,
-                      latex=r"f(\theta) = \tfrac12(\theta_1^2 + 100\,\theta_2^2)",
-                      start=(-2.8, 1.2), minimum=(0.0, 0.0), box=((-3.2, 3.2), (-1.6, 1.6)),
-                      lr=dict(sgd=0.018, momentum=0.01, nesterov=0.01, rmsprop=0.03, adam=0.1, adamw=0.1)),
-    "rosenbrock": dict(label="Rosenbrock's valley", fn=_rosenbrock,
-                       latex=r"f(\theta) = (1-\theta_1)^2 + 100\,(\theta_2-\theta_1^2)^2",
-                       start=(-1.2, 1.0), minimum=(1.0, 1.0), box=((-2.0, 2.0), (-1.0, 3.0)),
-                       lr=dict(sgd=1e-3, momentum=1e-3, nesterov=1e-3, rmsprop=3e-2, adam=0.1, adamw=0.1)),
-    "saddle": dict(label="a saddle between two minima", fn=_saddle,
-                   latex=r"f(\theta) = \tfrac12\theta_1^2 - \tfrac12\theta_2^2 + \tfrac14\theta_2^4",
-                   start=(-2.0, 0.01), minimum=(0.0, 1.0), box=((-2.5, 2.5), (-1.8, 1.8)),
-                   lr=dict(sgd=0.05, momentum=0.02, nesterov=0.02, rmsprop=0.01, adam=0.03, adamw=0.03)),
-    "beale": dict(label="Beale's function", fn=_beale,
-                  latex=r"f(\theta) = (1.5-\theta_1+\theta_1\theta_2)^2 + (2.25-\theta_1+\theta_1\theta_2^2)^2 + (2.625-\theta_1+\theta_1\theta_2^3)^2",
-                  start=(1.0, 1.4), minimum=(3.0, 0.5), box=((-0.5, 4.5), (-1.0, 2.0)),
-                  lr=dict(sgd=1e-2, momentum=3e-3, nesterov=3e-3, rmsprop=3e-2, adam=0.1, adamw=0.1)),
+    "quadratic": _surface("ill-conditioned quadratic", _quadratic, r"f(\theta) = \tfrac12(\theta_1^2 + 100\,\theta_2^2)",
+                          start=(-2.8, 1.2), minimum=(0.0, 0.0), box=((-3.2, 3.2), (-1.6, 1.6)),
+                          lr=(0.018, 0.01, 0.03, 0.1)),
+    "rosenbrock": _surface("Rosenbrock's valley", _rosenbrock,
+                           r"f(\theta) = (1-\theta_1)^2 + 100\,(\theta_2-\theta_1^2)^2",
+                           start=(-1.2, 1.0), minimum=(1.0, 1.0), box=((-2.0, 2.0), (-1.0, 3.0)),
+                           lr=(1e-3, 1e-3, 3e-2, 0.1)),
+    "saddle": _surface("a saddle between two minima", _saddle,
+                       r"f(\theta) = \tfrac12\theta_1^2 - \tfrac12\theta_2^2 + \tfrac14\theta_2^4",
+                       start=(-2.0, 0.01), minimum=(0.0, 1.0), box=((-2.5, 2.5), (-1.8, 1.8)),
+                       lr=(0.05, 0.02, 0.01, 0.03)),
+    "beale": _surface("Beale's function", _beale,
+                      r"f(\theta) = (1.5-\theta_1+\theta_1\theta_2)^2 + (2.25-\theta_1+\theta_1\theta_2^2)^2 + "
+                      r"(2.625-\theta_1+\theta_1\theta_2^3)^2",
+                      start=(1.0, 1.4), minimum=(3.0, 0.5), box=((-0.5, 4.5), (-1.0, 2.0)),
+                      lr=(1e-2, 3e-3, 3e-2, 0.1)),
 }
 
 
@@ -897,3 +907,106 @@ def clip_by_global_norm(grads, max_norm: float):
     clipped = [p.grad.numpy() for p in params]
     after = math.sqrt(sum(float(np.sum(g * g)) for g in clipped))
     return clipped, before, after
+
+
+# ----------------------------------------------------------------------------- momentum's (η, μ) phase diagram
+
+
+def momentum_rate(lr_times_curvature, mu) -> np.ndarray:
+    """The per-step rate max |z| of heavy-ball momentum along one eigen-direction of a quadratic:
+    the step there is θ_{t+1} = (1 + μ − ηλ)θ_t − μθ_{t−1}, whose roots solve
+    z² − (1 + μ − ηλ)z + μ = 0. Complex roots (the error rings) have |z| = √μ; real ones
+    (1 + μ − ηλ ± √disc)/2. Below 1 exactly when 0 < ηλ < 2(1 + μ) and 0 ≤ μ < 1."""
+    a = 1.0 + np.asarray(mu, dtype=np.float64) - np.asarray(lr_times_curvature, dtype=np.float64)
+    disc = a * a - 4.0 * np.asarray(mu, dtype=np.float64)
+    ringing = np.sqrt(np.abs(np.asarray(mu, dtype=np.float64)))
+    return np.where(disc < 0, ringing, (np.abs(a) + np.sqrt(np.maximum(disc, 0.0))) / 2.0)
+
+
+@dataclass
+class PhaseDiagram:
+    """The lesson's momentum rule at every (η, μ) of a grid on f(θ) = ½(θ₁² + κθ₂²), from θ₀ = (1, 1)."""
+
+    kappa: float
+    steps: int
+    x: np.ndarray  # ηλ_max of each column (λ_max = κ)
+    mu: np.ndarray  # μ of each row
+    ratio: np.ndarray  # f(θ_T)/f(θ₀), [rows, columns] (inf where it overflowed)
+    rate: np.ndarray  # the theory's per-step rate max over both directions of max |z|
+    best: tuple  # (ηλ_max, μ) of the cell with the lowest ratio
+    optimum: tuple  # the theory's best (η*λ_max, μ*) (Polyak), where both directions ring at √μ*
+
+    @property
+    def stable(self) -> np.ndarray:
+        """The cells left of the line ηλ_max = 2(1 + μ): the theory's rate is below 1."""
+        return self.x[None, :] < 2.0 * (1.0 + self.mu[:, None])
+
+    @property
+    def grew(self) -> np.ndarray:
+        """The cells whose loss after T steps is above the start (or overflowed)."""
+        return ~(self.ratio < 1.0)
+
+
+PHASE_X = (np.arange(32) + 0.5) * 4.2 / 32  # ηλ_max from 0.07 to 4.13: the line runs from 2 to 4
+PHASE_MU = np.linspace(0.0, 0.99, 30)
+
+
+@functools.lru_cache(maxsize=32)  # remembered per setting and per lesson function (an edited cell is a new one)
+def phase_diagram(grid, rule, kappa: float = 100.0, steps: int = 100) -> PhaseDiagram:
+    """The lesson's ``grid`` function (every (η, μ) of the grid at once) with its momentum ``rule``
+    on f(θ) = ½(θ₁² + κθ₂²), the curvatures 1 and κ = λ_max, for ``steps`` steps; beside it the
+    theory's rate (:func:`momentum_rate`) and best setting."""
+    if not (math.isfinite(kappa) and 1.0 <= kappa <= 1e4):
+        raise ValueError(f"phase_diagram: κ must be in [1, 10000], got {kappa}")
+    if not (isinstance(steps, (int, np.integer)) and 1 <= steps <= 1000):
+        raise ValueError(f"phase_diagram: steps must be an integer in [1, 1000], got {steps!r}")
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        ratio = np.asarray(grid(rule, [1.0, kappa], PHASE_X / kappa, PHASE_MU, steps), dtype=np.float64)
+    if ratio.shape != (len(PHASE_MU), len(PHASE_X)):
+        raise ValueError(f"phase_diagram: the grid function returned shape {ratio.shape}, "
+                         f"expected (len(mus), len(lrs)) = {(len(PHASE_MU), len(PHASE_X))}")
+    ratio = np.where(np.isfinite(ratio), ratio, np.inf)
+    xx, mm = np.meshgrid(PHASE_X, PHASE_MU)
+    rate = np.maximum(momentum_rate(xx / kappa, mm), momentum_rate(xx, mm))
+    i, j = np.unravel_index(int(np.argmin(ratio)), ratio.shape)
+    root = math.sqrt(kappa)
+    optimum = (kappa * (2.0 / (1.0 + root)) ** 2, ((root - 1.0) / (root + 1.0)) ** 2)
+    return PhaseDiagram(float(kappa), int(steps), PHASE_X, PHASE_MU, ratio, rate,
+                        (float(PHASE_X[j]), float(PHASE_MU[i])), optimum)
+
+
+def phase_chart(phase: PhaseDiagram):
+    """The phase diagram: each cell coloured by log₁₀ f(θ_T)/f(θ₀) (blue fell, red grew, clipped to
+    ±20), the theory's stability line ηλ_max = 2(1 + μ), and its best setting as a diamond."""
+    def build():
+        import altair as alt
+
+        from engine.course import plot
+
+        dx, dmu = float(phase.x[1] - phase.x[0]) / 2, float(phase.mu[1] - phase.mu[0]) / 2
+        xx, mm = np.meshgrid(phase.x, phase.mu)
+        with np.errstate(divide="ignore"):
+            shade = np.clip(np.log10(np.maximum(phase.ratio, 1e-300)), -20.0, 20.0)
+        cells = plot.data(x0=(xx - dx).ravel(), x1=(xx + dx).ravel(), y0=(mm - dmu).ravel(), y1=(mm + dmu).ravel(),
+                          eta=xx.ravel(), mu=mm.ravel(), shade=shade.ravel(), digits=4)
+        x_scale = alt.Scale(domain=[0.0, 4.2], nice=False, zero=False)
+        y_scale = alt.Scale(domain=[-dmu, 0.99 + dmu], nice=False, zero=False)
+        heat = alt.Chart(cells).mark_rect().encode(
+            alt.X("x0:Q", title="η·λ_max", scale=x_scale), alt.X2("x1"),
+            alt.Y("y0:Q", title="momentum μ", scale=y_scale), alt.Y2("y1"),
+            alt.Color("shade:Q", title="log₁₀ f(θ_T)/f(θ₀)",
+                      scale=alt.Scale(scheme="redblue", reverse=True, domainMid=0, domain=[-20, 20])),
+            [alt.Tooltip("eta:Q", title="η·λ_max", format=".3f"), alt.Tooltip("mu:Q", title="μ", format=".3f"),
+             alt.Tooltip("shade:Q", title="log₁₀ f(θ_T)/f(θ₀)", format=".2f")])
+        line = alt.Chart(plot.data(x=np.array([2.0, 2.0 * 1.995]), y=np.array([0.0, 0.995]))).mark_line(
+            color=plot.color("reference"), strokeWidth=2.5, strokeDash=[6, 3]).encode(
+            alt.X("x:Q", scale=x_scale), alt.Y("y:Q", scale=y_scale))
+        best = alt.Chart(plot.data(x=np.array([phase.optimum[0]]), y=np.array([phase.optimum[1]]),
+                                   label="theory's best (η*, μ*)")).mark_point(
+            shape="diamond", size=120, filled=True, color=plot.color("target"), stroke="white").encode(
+            alt.X("x:Q", scale=x_scale), alt.Y("y:Q", scale=y_scale), alt.Tooltip("label:N"))
+        return alt.layer(heat, line, best, width="container", height=300,
+                         title=f"Momentum on ½(θ₁² + {phase.kappa:g}θ₂²) after {phase.steps} steps "
+                               "(dashed: ηλ_max = 2(1 + μ); ◆ the theory's best)")
+
+    return _same_arrays_chart((phase,), ("phase",), build)

@@ -290,3 +290,21 @@ def test_loss_gap_is_the_distance_to_the_minimum_value_thinned_for_a_chart():
     np.testing.assert_allclose(gap, np.maximum(losses[steps] - 0.0, 1e-16))  # f(θ*) = 0 at (1, 1)
     short = olab.Trajectory(np.zeros((51, 2)), losses[:51], np.zeros(50), False, np.zeros(50))
     assert list(olab.loss_gap("rosenbrock", short)[0]) == list(range(51))  # short runs keep every step
+
+
+def test_momentum_rate_is_the_largest_root_and_one_on_the_line():
+    """|z| of z² − (1 + μ − ηλ)z + μ = 0, against np.roots; below 1 exactly left of ηλ = 2(1 + μ)."""
+    rng = np.random.default_rng(0)
+    for x, mu in zip(rng.uniform(0.01, 4.5, 200), rng.uniform(0, 0.99, 200)):
+        brute = max(abs(np.roots([1.0, -(1 + mu - x), mu])))
+        assert olab.momentum_rate(x, mu) == pytest.approx(brute, rel=1e-9)
+        assert (olab.momentum_rate(x, mu) < 1) == (x < 2 * (1 + mu))
+    assert olab.momentum_rate(2 * (1 + 0.5), 0.5) == pytest.approx(1.0)
+    root = math.sqrt(100.0)  # at Polyak's best setting both extreme curvatures ring at √μ*
+    lr, mu = (2 / (root + 1)) ** 2, ((root - 1) / (root + 1)) ** 2
+    for lam in (1.0, 100.0):
+        assert olab.momentum_rate(lr * lam, mu) == pytest.approx(math.sqrt(mu), rel=1e-6)
+    with pytest.raises(ValueError, match="κ must be"):
+        olab.phase_diagram(NB.momentum_grid, NB.momentum, 0.5, 10)
+    with pytest.raises(ValueError, match="returned shape"):
+        olab.phase_diagram(lambda *a: np.zeros(3), NB.momentum, 10.0, 10)
