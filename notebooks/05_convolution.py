@@ -131,7 +131,9 @@ def _():
     - **translation equivariance**, the reason convolutions suit images, and how stride and
       pooling bend it;
     - **a CNN on real handwritten digits**: its held-out accuracy, its confusion matrix, its
-      filters, and its reading of a digit you draw.
+      filters, and its reading of a digit you draw;
+    - **what the convolutions add**: two dense models on the same digits, centred and moved, and
+      the saliency maps of all three.
 
     The convolution itself, the CNN and its training loop are code cells of this page: open it
     in `marimo edit`, change them, and the figures that use them follow.
@@ -1195,9 +1197,10 @@ def _():
       $\operatorname{softmax}\big(W_2 \operatorname{ReLU}(W_1 x + b_1) + b_2\big)$.
 
     Neither knows which pixels are neighbours: shuffle the 64 pixels of every image the same way,
-    shuffle the columns of $W$ (or $W_1$) to match, and the logits are exactly the same, so
-    anything one of them can learn from the digits it can learn from the shuffled digits too.
-    The CNN's first layer reads 3×3 neighbourhoods, with one set of weights at every position.
+    shuffle the columns of $W$ (or $W_1$) to match, and the logits are the same (up to float
+    rounding), so anything one of them can learn from the digits it can learn from the shuffled
+    digits too. The CNN's first layer reads 3×3 neighbourhoods, with one set of weights at every
+    position.
     """)
     return
 
