@@ -495,6 +495,83 @@ def _(data_2d, ddpm_schedule, reverse_k, trajectory):
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
+    **What the network learned: a score field.** By Tweedie's formula (section 4) a noise
+    prediction is a rescaled score, so the trained denoiser defines a vector field at every step:
+
+    $$
+    s_\theta(x, t) = -\frac{\varepsilon_\theta(x, t)}{\sqrt{1-\bar\alpha_t}} \;\approx\; \nabla_x \log q_t(x).
+    $$
+
+    For the moons no formula gives $q_t$, but the training points do: noised to step $t$ they are a
+    mixture of one Gaussian per point, $\frac1N\sum_i \mathcal N(\sqrt{\bar\alpha_t}\,x_i,
+    (1-\bar\alpha_t) I)$, whose score is exact, and a network that drove the loss to its minimum on
+    these points would predict exactly that. The arrows below compare the two at step $t$; the
+    number is their cosine averaged over the grid with weights $q_t$, so it counts where the noised
+    data lies.
+
+    From $t/T = 0.15$ on the two fields point the same way wherever the noised data lies (a mean
+    cosine above 0.9). Move $t$ to 0 and they part: there the true field of the 2500 training
+    points is a fine-grained pull towards each single point, and the network has learned a smooth
+    field around the two moons instead.
+    """)
+    return
+
+
+@app.function
+def learned_score(model, x, t, schedule):
+    """The score a noise predictor implies (Tweedie): s_θ(x, t) = −ε_θ(x, t) / √(1 − ᾱ_t)."""
+    with engine.no_grad():
+        eps = model(engine.Tensor(x), np.full(len(x), t)).numpy()
+    return -eps / schedule.sqrt_one_minus_alpha_bars[t]
+
+
+@app.cell
+def _():
+    field_t = mo.ui.slider(0.0, 1.0, step=0.05, value=0.3, label="t / T for the score field", show_value=True)
+    return (field_t,)
+
+
+@app.cell
+def _(data_2d, ddpm, ddpm_schedule, field_t):
+    mo.stop(ddpm is None or ddpm.stopped)
+    field_step = lab.step_at(field_t.value, ddpm_schedule.T)
+    field = lab.run_score_field(ddpm, learned_score, data_2d[:-500], ddpm_schedule, field_step)  # its training rows
+    # both fields scaled alike, so that lengths compare; an arrow is capped at the grid's spacing
+    _spacing = 6.0 / 14
+    _scale = 0.9 * _spacing / max(np.percentile(np.linalg.norm(field.true, axis=1), 95), 1e-12)
+    _names = ("true score of the noised training points", "learned s_θ = −ε_θ/√(1 − ᾱ_t)")
+    _x, _y, _x2, _y2, _series = [], [], [], [], []
+    for _name, _v in zip(_names, (field.true, field.learned)):
+        _length = np.linalg.norm(_v, axis=1, keepdims=True) * _scale
+        _v = _v * _scale * np.minimum(1.0, _spacing / np.maximum(_length, 1e-12))
+        _x.append(field.points[:, 0])
+        _y.append(field.points[:, 1])
+        _x2.append(field.points[:, 0] + _v[:, 0])
+        _y2.append(field.points[:, 1] + _v[:, 1])
+        _series += [_name] * len(_v)
+    _base = alt.Chart(plot.data(x=np.concatenate(_x), y=np.concatenate(_y), x2=np.concatenate(_x2),
+                                y2=np.concatenate(_y2), field=np.array(_series)),
+                      width="container", height=400,
+                      title=f"the score field at t = {field_step + 1} of {ddpm_schedule.T}: arrows end in a dot")
+    _scale_xy = alt.Scale(domain=[-3.3, 3.3])
+    _color = alt.Color("field:N", title="", sort=list(_names), legend=alt.Legend(orient="bottom"),
+                       scale=alt.Scale(domain=list(_names), range=[plot.color("analytic"), plot.color("model")]))
+    _arrows = _base.mark_rule(strokeWidth=1.5, opacity=0.8).encode(
+        alt.X("x:Q", title="x₁", scale=_scale_xy), alt.Y("y:Q", title="x₂", scale=_scale_xy),
+        alt.X2("x2:Q"), alt.Y2("y2:Q"), _color)
+    _heads = _base.mark_circle(size=14, opacity=0.9).encode(alt.X("x2:Q", scale=_scale_xy),
+                                                           alt.Y("y2:Q", scale=_scale_xy), _color)
+    mo.vstack([field_t,
+               mo.md(f"At t = {field_step + 1} of {ddpm_schedule.T}, the two fields agree with a "
+                     f"q_t-weighted mean cosine of **{field.agreement:.3f}** (1: the same directions "
+                     "everywhere the noised data lies)."),
+               ui.chart(_arrows + _heads)])
+    return field, field_step
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     **Your own data.** Spray points on the canvas (it starts with 300 points of the data set chosen
     in section 2, which is its keyboard path: pick another set there to start over), then train a
     DDPM ($T = 50$, 1500 steps) on three quarters of those points and sample 500 new ones; the
@@ -754,25 +831,31 @@ def _():
 
 
 @app.function
-def ddim_step(model, x, t, t_next, schedule):
-    """One DDIM step (η = 0) from step t to the earlier step t_next (−1: the data, ᾱ = 1):
-    x̂_0 = (x_t − √(1 − ᾱ_t) ε̂) / √ᾱ_t,   x_{t_next} = √ᾱ_{t_next} x̂_0 + √(1 − ᾱ_{t_next}) ε̂."""
+def ddim_step(model, x, t, t_next, schedule, eta=0.0):
+    """One DDIM step from step t to the earlier step t_next (−1: the data, ᾱ = 1), z ~ N(0, I):
+    x̂_0 = (x_t − √(1 − ᾱ_t) ε̂) / √ᾱ_t,
+    x_{t_next} = √ᾱ_{t_next} x̂_0 + √(1 − ᾱ_{t_next} − σ²) ε̂ + σ z,
+    σ = η √((1 − ᾱ_{t_next})/(1 − ᾱ_t)) √(1 − ᾱ_t/ᾱ_{t_next}): η = 0 adds no noise."""
     with engine.no_grad():
         eps = model(engine.Tensor(x), np.full(len(x), t)).numpy().astype(np.float64)
     ab = schedule.alpha_bars[t]
     ab_next = schedule.alpha_bars[t_next] if t_next >= 0 else 1.0
     x0 = (x - np.sqrt(1 - ab) * eps) / np.sqrt(ab)
-    return (np.sqrt(ab_next) * x0 + np.sqrt(1 - ab_next) * eps).astype(np.float32)
+    sigma = eta * np.sqrt((1 - ab_next) / (1 - ab) * (1 - ab / ab_next))
+    x_next = np.sqrt(ab_next) * x0 + np.sqrt(1 - ab_next - sigma**2) * eps
+    if sigma > 0:
+        x_next = x_next + sigma * engine.random.generator().standard_normal(x.shape)
+    return x_next.astype(np.float32)
 
 
 @app.function
-def ddim_sample(model, schedule, steps, n, dim=2):
-    """DDIM from x_T ~ N(0, I) through `steps` evenly spaced steps τ_S > … > τ_1 of the schedule:
-    no noise is added after x_T, so the samples are a function of x_T."""
+def ddim_sample(model, schedule, steps, n, dim=2, eta=0.0):
+    """DDIM from x_T ~ N(0, I) through `steps` evenly spaced steps τ_S > … > τ_1 of the schedule.
+    With η = 0 no noise is added after x_T, so the samples are a function of x_T."""
     taus = lab.sampling_steps(schedule, steps)
     x = engine.random.generator().standard_normal((n, dim)).astype(np.float32)
     for i in reversed(range(len(taus))):
-        x = ddim_step(model, x, taus[i], taus[i - 1] if i > 0 else -1, schedule)
+        x = ddim_step(model, x, taus[i], taus[i - 1] if i > 0 else -1, schedule, eta)
     return x
 
 
@@ -792,15 +875,24 @@ def _(sampler_compare):
     sampler_data = sampler_mixture.sample(1000, seed=100)[0]
     sampler_floors = lab.sampler_floor_range()  # ten other draws of the data against the same held-out draw
     sampler_gallery, sampler_unfit = None, ""  # every slider stop, drawn ahead of time
+    sampler_spread, sampler_etas = None, None  # five seeds, and DDIM's η from 0 to 1
     if not sampler_compare.value:
         sampler_gallery, sampler_unfit = lab.shipped_sampler_gallery(
             noise_schedule, linear_schedule, ddpm_step, ddpm_sample, ddim_step, ddim_sample)
+        sampler_spread, sampler_etas, _ = lab.shipped_sampler_spread(
+            noise_schedule, linear_schedule, ddpm_step, ddpm_sample, ddim_step, ddim_sample)
     else:
-        _total = len(lab.SAMPLER_STEP_COUNTS)
+        _counts = len(lab.SAMPLER_STEP_COUNTS)
+        _total = _counts + 2 * lab.SPREAD_SEEDS
         with mo.status.progress_bar(total=_total, title="sampling", remove_on_exit=True) as _bar:
+            _tick = throttled(_bar, _total)
             sampler_gallery = lab.sampler_gallery(sampler_mixture, sampler_schedule, ddpm_sample, ddim_sample,
-                                                  on_step=throttled(_bar, _total))
-    return sampler_data, sampler_floors, sampler_gallery, sampler_unfit
+                                                  on_step=_tick)
+            sampler_spread = lab.sampler_spread(sampler_mixture, sampler_schedule, ddpm_sample, ddim_sample,
+                                                on_step=lambda _k: _tick(_counts + _k))
+            sampler_etas = lab.eta_sweep(sampler_mixture, sampler_schedule, ddim_sample,
+                                         on_step=lambda _k: _tick(_counts + lab.SPREAD_SEEDS + _k))
+    return sampler_data, sampler_etas, sampler_floors, sampler_gallery, sampler_spread, sampler_unfit
 
 
 @app.cell
@@ -835,6 +927,28 @@ def _(sampler_compare, sampler_data, sampler_floors, sampler_gallery, sampler_st
 
 
 @app.cell
+def _(sampler_floors, sampler_spread):
+    mo.stop(sampler_spread is None)
+    spread_n = len(sampler_spread.seeds)
+    spread_lower = sampler_spread.ddim_lower()
+    spread_gaps = sampler_spread.ddpm - sampler_spread.ddim  # [seeds, steps]: DDIM's lead, per seed
+    _rows = [f"| steps | DDPM (respaced), {spread_n} seeds | DDIM, {spread_n} seeds | DDIM lower | "
+             "DDIM's lead |", "|---|---|---|---|---|"] + [
+        f"| {_s} | {sampler_spread.ddpm[:, _i].min():.4f} to {sampler_spread.ddpm[:, _i].max():.4f} | "
+        f"{sampler_spread.ddim[:, _i].min():.4f} to {sampler_spread.ddim[:, _i].max():.4f} | "
+        f"{spread_lower[_i]} of {spread_n} | {spread_gaps[:, _i].min():+.4f} to {spread_gaps[:, _i].max():+.4f} |"
+        for _i, _s in enumerate(sampler_spread.steps)]
+    mo.md(f"**Over {spread_n} seeds.** The table above is one seed. Each seed draws its own $x_T$, its "
+          "own noise and its own 1000 data points to score against (seed 0 is the table above); "
+          "DDIM's lead is DDPM's score minus DDIM's, seed by seed, from the same $x_T$. A second "
+          f"draw of the data scores from {sampler_spread.floor.min():.4f} to "
+          f"{sampler_spread.floor.max():.4f} over these seeds, and from {sampler_floors[0]:.4f} to "
+          f"{sampler_floors[1]:.4f} over the ten draws above: a spread of "
+          f"{sampler_floors[1] - sampler_floors[0]:.4f}.\n\n" + "\n".join(_rows))
+    return spread_gaps, spread_lower, spread_n
+
+
+@app.cell
 def _():
     exercise_ddim = exercises.NumberExercise(
         question="**Exercise 5.** DDIM with S = 20 steps on a T = 1000 schedule: how many times is "
@@ -844,11 +958,18 @@ def _():
         explanation="Fifty times fewer than ancestral sampling on all 1000 steps.")
     answer_ddim = ui.answer_box(exercise_ddim, placeholder="evaluations")
     mo.md(r"""
-    With few steps (5 or 10) DDIM lands closer to the data than respaced DDPM: each ancestral
-    step adds fresh noise, and with few, large steps the one prediction per step cannot remove
-    all of it again. At 1000 steps both come close to the floor. (The floor itself is one draw:
-    other draws of 1000 data points score over the range given under the table, so read
-    differences smaller than that range as ties.)
+    With 5 steps DDIM lands closer to the data than respaced DDPM for every seed, by far more
+    than the floor's spread: each ancestral step adds fresh noise, and with few, large steps the
+    one prediction per step cannot remove all of it again. With 10 steps DDIM is still lower for
+    most seeds, but the two ranges overlap: one seed's table can show a clear lead or none. From
+    50 steps on, every lead, either way, is smaller than the spread of the floor itself: ties.
+
+    **Why DDPM can score worse with 1000 steps than with 50.** Each score is one draw of 1000
+    samples against one draw of 1000 data points, and so is itself random, as the floor's range
+    shows. Ancestral sampling adds fresh noise at every step, so each step count gives a new
+    draw: seed 0's 1000 steps score worse than its 50, while at other seeds 1000 steps score better.
+    DDIM adds no noise after $x_T$; as its steps shrink it follows one deterministic path from each
+    $x_T$ (the probability-flow ODE), and from 50 steps on its score hardly moves.
     """)
     return answer_ddim, exercise_ddim
 
@@ -856,6 +977,66 @@ def _():
 @app.cell
 def _(answer_ddim, exercise_ddim):
     ui.exercise(exercise_ddim, answer_ddim)
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **From DDIM to DDPM: η.** The two samplers are the ends of one family. Song et al. keep the
+    marginals $q(x_\tau \mid x_0)$ of the visited steps and choose how much of the step's
+    variance is fresh noise:
+
+    $$
+    x_{\tau_{i-1}} = \sqrt{\bar\alpha_{\tau_{i-1}}}\,\hat x_0 + \sqrt{1-\bar\alpha_{\tau_{i-1}}-\sigma^2}\;\hat\varepsilon + \sigma z,
+    \qquad
+    \sigma = \eta\,\sqrt{\frac{1-\bar\alpha_{\tau_{i-1}}}{1-\bar\alpha_{\tau_i}}}\,\sqrt{1-\frac{\bar\alpha_{\tau_i}}{\bar\alpha_{\tau_{i-1}}}} .
+    $$
+
+    $\eta = 0$ is DDIM. At $\eta = 1$, $\sigma^2$ is the posterior variance $\tilde\beta$ of the
+    respaced schedule and the step is the respaced DDPM step (its mean is the same
+    $\hat x_0$-and-$\hat\varepsilon$ combination, written the other way), so with the same $x_T$ and
+    the same draws it scores what the DDPM column scores. `ddim_step` above takes `eta`; here it
+    runs with {steps} steps, from each seed's $x_T$.
+    """.replace("{steps}", str(lab.ETA_STEPS)))
+    return
+
+
+@app.cell
+def _():
+    sampler_eta = mo.ui.slider(steps=list(lab.ETAS), value=0.0, label="η (0: DDIM, 1: DDPM)", show_value=True)
+    return (sampler_eta,)
+
+
+@app.cell
+def _(sampler_etas, sampler_floors):
+    mo.stop(sampler_etas is None)
+    eta_mean = sampler_etas.scores.mean(axis=0)  # per η, over the seeds
+    _levels = np.ones(len(sampler_etas.etas))
+    eta_curve = plot.curves(sampler_etas.etas, {"seed 0": sampler_etas.scores[0],
+                                                f"mean of {len(sampler_etas.scores)} seeds": eta_mean,
+                                                "a second draw of the data (largest of ten)": sampler_floors[1] * _levels},
+                            x_title="η", y_title="energy distance to the data",
+                            colors={"seed 0": "model", f"mean of {len(sampler_etas.scores)} seeds": "function",
+                                    "a second draw of the data (largest of ten)": "target"},
+                            dashed=("a second draw of the data (largest of ten)",), height=260,
+                            title=f"DDIM with η, {sampler_etas.steps} steps: fresh noise costs accuracy")
+    return eta_curve, eta_mean
+
+
+@app.cell
+def _(eta_curve, eta_mean, sampler_data, sampler_eta, sampler_etas):
+    mo.stop(sampler_etas is None)
+    _row = int(np.flatnonzero(np.isclose(sampler_etas.etas, sampler_eta.value))[0])
+    _x = sampler_etas.samples[_row]
+    _points = plot.point_layers({"data": (sampler_data[:300], "data"), f"η = {sampler_eta.value:g}": (_x, "model")},
+                                domain=(-3, 3), height=300, size=8,
+                                title=f"η = {sampler_eta.value:g}, seed 0: energy distance "
+                                      f"{sampler_etas.scores[0, _row]:.4f}")
+    mo.vstack([sampler_eta, mo.hstack([ui.chart(_points), ui.chart(eta_curve)], widths="equal"),
+               mo.md(f"At η = {sampler_eta.value:g} the {len(sampler_etas.scores)} seeds score "
+                     f"{sampler_etas.scores[:, _row].min():.4f} to {sampler_etas.scores[:, _row].max():.4f} "
+                     f"(mean {eta_mean[_row]:.4f}).")])
     return
 
 
@@ -1093,6 +1274,15 @@ def default_sampler_gallery():
     gallery = lab.sampler_gallery(lab.ring_mixture(), noise_schedule("linear", 1000), ddpm_sample,
                                   ddim_sample)
     return lab.gallery_state(gallery)
+
+
+@app.function
+def default_sampler_spread():
+    """Section 5's scores over five seeds: respaced DDPM and DDIM at lab.SPREAD_STEPS, and DDIM
+    at every η of lab.ETAS with lab.ETA_STEPS steps."""
+    mixture, schedule = lab.ring_mixture(), noise_schedule("linear", 1000)
+    return lab.spread_state(lab.sampler_spread(mixture, schedule, ddpm_sample, ddim_sample),
+                            lab.eta_sweep(mixture, schedule, ddim_sample))
 
 
 @app.function

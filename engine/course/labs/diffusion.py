@@ -31,6 +31,7 @@ from engine.course.checkpoints import diffusion_ddpm as _ddpm_checkpoint
 from engine.course.checkpoints import diffusion_denoiser_1d as _denoiser_1d_checkpoint
 from engine.course.checkpoints import diffusion_drawing as _drawing_checkpoint
 from engine.course.checkpoints import diffusion_guidance as _guidance_checkpoint
+from engine.course.checkpoints import diffusion_sampler_spread as _spread_checkpoint
 from engine.course.checkpoints import diffusion_samplers as _samplers_checkpoint
 from engine.distances import energy_distance
 
@@ -44,9 +45,10 @@ __all__ = [
     "mixture_1d", "mixture_moments", "mode_commitment", "reverse_trajectory", "run_trajectory",
     "sample_moments", "step_at", "toy_data_2d", "train_ddpm_tracked", "train_denoiser_1d",
     "SamplerComparison", "compare_samplers", "energy_distance", "ring_mixture", "sample_ddpm_steps",
-    "sampler_floor_range",
-    "sampling_steps", "GuidanceTrade", "guidance_trade", "MIN_DRAWN_POINTS", "drawing_held_out", "train_on_points",
-    "ExactReverse1D", "exact_reverse_study_1d",
+    "sampler_floor_range", "SPREAD_SEEDS", "SPREAD_STEPS", "SamplerSpread", "sampler_spread",
+    "shipped_sampler_spread", "spread_state", "ETAS", "ETA_STEPS", "EtaSweep", "eta_sweep",
+    "sampling_steps", "ExactEpsilon", "GuidanceTrade", "guidance_trade", "MIN_DRAWN_POINTS", "drawing_held_out", "train_on_points",
+    "ExactReverse1D", "exact_reverse_study_1d", "ScoreField", "empirical_score", "run_score_field", "score_field",
     "CHECKPOINTS", "DDPM_DEFAULT", "DDPM_DEFAULT_TEXT", "DRAW_DEFAULT", "GUIDANCE_SCALES", "MIX_DEFAULT",
     "SAMPLER_STEP_COUNTS", "GuidanceStudy", "SamplerGallery", "canvas_start", "guidance_study", "is_default",
     "run_state", "sampler_gallery", "shipped_ddpm", "shipped_denoiser_1d", "shipped_drawing_run",
@@ -154,6 +156,7 @@ class DDPMRun:
     stopped: str = ""  # why training stopped early (a non-finite loss), or empty
     samples: np.ndarray | None = None  # the 1-D runs: samples drawn with the learned model
     trajectories: dict = field(default_factory=dict, repr=False)  # run_trajectory's draws, kept
+    fields: dict = field(default_factory=dict, repr=False)  # run_score_field's grids, kept
 
 
 def train_ddpm_tracked(X, schedule, train, sample, steps=2000, hidden=64, lr=1e-2, batch_size=256,
@@ -238,6 +241,66 @@ def run_trajectory(run, sample, schedule, n=1000, dim=2, seed=0, variance="poste
         states.setflags(write=False)
         run.trajectories[key] = states
     return run.trajectories[key]
+
+
+# ----------------------------------------------------------------------------- the score field in 2-D
+@dataclass(frozen=True)
+class ScoreField:
+    """A learned score field against the true one on a grid, at one step t."""
+
+    points: np.ndarray  # [G, 2] the grid
+    true: np.ndarray  # [G, 2] ∇log q_t of the noised training points
+    learned: np.ndarray  # [G, 2] the model's score
+    density: np.ndarray  # [G] q_t at each grid point
+    agreement: float  # the cosine between the two arrows, averaged with weights q_t
+
+
+def empirical_score(X, points, schedule, t) -> tuple[np.ndarray, np.ndarray]:
+    """The exact score and density of the training points X [N, D] noised to step t, at ``points``
+    [G, D]: q_t = (1/N) Σ_i N(√ᾱ_t x_i, (1 − ᾱ_t) I), ∇log q_t(x) = (Σ_i r_i(x) √ᾱ_t x_i − x)/(1 − ᾱ_t),
+    r_i ∝ exp(−‖x − √ᾱ_t x_i‖²/(2(1 − ᾱ_t))). A network that minimised the loss on these points
+    exactly would predict ε = −√(1 − ᾱ_t) times this score."""
+    X, points = np.asarray(X, dtype=np.float64), np.asarray(points, dtype=np.float64)
+    t = _int("empirical_score", "t", t, 0)
+    if t >= schedule.T:
+        raise ValueError(f"empirical_score: t must be < T = {schedule.T}, got {t}")
+    centres, v = schedule.sqrt_alpha_bars[t] * X, 1.0 - schedule.alpha_bars[t]
+    # ‖x − c_i‖² = ‖x‖² − 2 x·c_i + ‖c_i‖²: one matrix product
+    d2 = (points**2).sum(1)[:, None] - 2 * points @ centres.T + (centres**2).sum(1)[None]
+    logits = -np.maximum(d2, 0) / (2 * v)
+    top = logits.max(1, keepdims=True)
+    w = np.exp(logits - top)
+    total = w.sum(1, keepdims=True)
+    score = ((w / total) @ centres - points) / v
+    density = (total[:, 0] * np.exp(top[:, 0])) / (len(X) * (2 * np.pi * v) ** (X.shape[1] / 2))
+    return score, density
+
+
+def score_field(learned_score, model, X, schedule, t, size=15, bound=3.0) -> ScoreField:
+    """``learned_score(model, x, t, schedule)`` (the page's) against :func:`empirical_score` of the
+    training points X on a ``size`` × ``size`` grid over [−bound, bound]², at step t."""
+    g = np.linspace(-bound, bound, _int("score_field", "size", size, 2))
+    points = np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)
+    true, density = empirical_score(X, points, schedule, t)
+    learned = np.asarray(learned_score(model, points.astype(np.float32), int(t), schedule), dtype=np.float64)
+    norms = np.linalg.norm(true, axis=1) * np.linalg.norm(learned, axis=1)
+    cosine = (true * learned).sum(1) / np.where(norms > 0, norms, 1.0)
+    return ScoreField(points=points, true=true, learned=learned, density=density,
+                      agreement=float(density @ cosine / density.sum()))
+
+
+def run_score_field(run, learned_score, X, schedule, t, size=15, bound=3.0) -> ScoreField:
+    """:func:`score_field` of ``run.model`` on its training points X, made once per step, grid and
+    code of ``learned_score`` and kept on the run (read-only): the t slider moved back re-reads it."""
+    X = np.asarray(X)
+    key = (code_key(learned_score), schedule.betas.tobytes(), int(t), int(size), float(bound), X.shape,
+           float(X.sum()))
+    if key not in run.fields:
+        f = score_field(learned_score, run.model, X, schedule, t, size, bound)
+        for a in (f.points, f.true, f.learned, f.density):
+            a.setflags(write=False)
+        run.fields[key] = f
+    return run.fields[key]
 
 
 # ----------------------------------------------------------------------------- exact reverse process in 1-D
@@ -434,6 +497,48 @@ def ring_mixture(n_modes=8, radius=1.6, std=0.15):
     return engine_data.GaussianMixture(means, _positive(op, "std", std), np.ones(n_modes))
 
 
+class ExactEpsilon:
+    """The exact ε*(x, t) = −√(1 − ᾱ_t) ∇log q_t(x) of an isotropic Gaussian mixture as a "model"
+    ``(x, t) -> Tensor``: the values of ``engine.diffusion.OptimalDenoiser``, written for speed
+    (the samplers of section 5 ask it thousands of times). q_t is the mixture with centres
+    c_k = √ᾱ_t μ_k and variances v_k = ᾱ_t σ_k² + 1 − ᾱ_t; its log-terms
+    log w_k − (D/2) log(2π v_k) − (‖x‖² − 2 x·c_k + ‖c_k‖²)/(2 v_k) need one matrix product
+    x·cᵀ per call, the rest is computed once per step of the schedule."""
+
+    def __init__(self, mixture, schedule):
+        means, stds2 = mixture.means, np.asarray(mixture.stds, dtype=np.float64) ** 2
+        ab = schedule.alpha_bars[:, None]
+        self.centres = schedule.sqrt_alpha_bars[:, None, None] * means  # [T, K, D]
+        self.spreads = ab * stds2 + (1 - ab)  # [T, K]
+        self.constant = (np.log(mixture.weights) - 0.5 * mixture.dim * np.log(2 * np.pi * self.spreads)
+                         - (self.centres ** 2).sum(-1) / (2 * self.spreads))  # [T, K]
+        self.eps_scale = -schedule.sqrt_one_minus_alpha_bars
+        self.T = schedule.T
+
+    def __call__(self, x, t) -> Tensor:
+        x = np.asarray(getattr(x, "data", x))
+        x64 = x.astype(np.float64)
+        t = np.broadcast_to(np.asarray(t, dtype=np.int64), x.shape[:1])
+        if len(t) and (t.min() < 0 or t.max() >= self.T):
+            raise ValueError(f"ExactEpsilon: steps must lie in 0 … {self.T - 1}, got {t.min()} … {t.max()}")
+        dtype = x.dtype if x.dtype.kind == "f" else np.float32
+        if len(t) and (t == t[0]).all():  # the samplers ask one step for every row
+            return Tensor(self._at(x64, int(t[0])).astype(dtype))
+        eps = np.empty(x.shape, dtype=np.float64)
+        for step in np.unique(t):
+            rows = t == step
+            eps[rows] = self._at(x64[rows], int(step))
+        return Tensor(eps.astype(dtype))
+
+    def _at(self, x, step) -> np.ndarray:
+        c, v = self.centres[step], self.spreads[step]
+        terms = self.constant[step] + (x @ c.T - 0.5 * (x * x).sum(1, keepdims=True)) / v
+        r = np.exp(terms - terms.max(1, keepdims=True))
+        r /= r.sum(1, keepdims=True)  # responsibilities r_k(x)
+        pull = r / v  # score = Σ_k r_k (c_k − x)/v_k
+        return self.eps_scale[step] * (pull @ c - pull.sum(1, keepdims=True) * x)
+
+
 def sampling_steps(schedule, steps) -> np.ndarray:
     """The ``steps`` time steps τ_1 < … < τ_S (0-based indices into the schedule, τ_S = T − 1,
     τ_1 = 0) a few-step sampler visits, evenly spaced."""
@@ -483,6 +588,100 @@ def compare_samplers(mixture, schedule, ddpm_sample, ddim_sample, steps=(10, 50,
     gallery = sampler_gallery(mixture, schedule, ddpm_sample, ddim_sample, steps=steps, n=n, shown=1, seed=seed,
                               on_step=on_step)
     return gallery.table(steps)
+
+
+SPREAD_STEPS = (5, 10, 50, 1000)  # the step counts section 5 compares over seeds
+SPREAD_SEEDS = 5
+
+
+@dataclass(frozen=True)
+class SamplerSpread:
+    """:func:`sampler_gallery`'s scores for several seeds: each seed draws its own x_T, its own
+    noise, its own 1000 data points to score against and its own second draw (the floor)."""
+
+    steps: np.ndarray  # [S] step counts
+    seeds: np.ndarray  # [R]
+    ddpm: np.ndarray  # [R, S] energy distance of the respaced DDPM samples
+    ddim: np.ndarray  # [R, S] the same for DDIM
+    floor: np.ndarray  # [R] a second draw of the data against the first, per seed
+
+    def ddim_lower(self) -> np.ndarray:
+        """[S]: for how many seeds DDIM scored below DDPM at each step count."""
+        return (self.ddim < self.ddpm).sum(axis=0)
+
+
+def sampler_spread(mixture, schedule, ddpm_sample, ddim_sample, steps=SPREAD_STEPS, seeds=SPREAD_SEEDS, n=1000,
+                   on_step=None) -> SamplerSpread:
+    """:func:`sampler_gallery` at ``steps`` for the seeds 0 … ``seeds`` − 1 (seed 0 is the page's
+    gallery): how much of a difference between the samplers outlives a new draw.
+    ``on_step(k)`` after each seed."""
+    seeds = np.arange(_int("sampler_spread", "seeds", seeds, 1))
+    ddpm, ddim, floor = [], [], []
+    for k, seed in enumerate(seeds):
+        g = sampler_gallery(mixture, schedule, ddpm_sample, ddim_sample, steps=steps, n=n, shown=1, seed=int(seed))
+        ddpm.append(g.ddpm)
+        ddim.append(g.ddim)
+        floor.append(g.floor)
+        if on_step is not None:
+            on_step(k + 1)
+    return SamplerSpread(steps=np.asarray(steps), seeds=seeds, ddpm=np.asarray(ddpm), ddim=np.asarray(ddim),
+                         floor=np.asarray(floor))
+
+
+ETAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # the η slider's stops
+ETA_STEPS = 10
+
+
+@dataclass(frozen=True)
+class EtaSweep:
+    """DDIM with η from 0 (no noise after x_T) to 1 (the respaced DDPM's noise) at one step
+    count, scored for several seeds as :func:`sampler_gallery` scores."""
+
+    steps: int
+    etas: np.ndarray  # [E]
+    scores: np.ndarray  # [R, E] energy distance to the data, per seed and η
+    samples: np.ndarray  # [E, shown, dim] seed 0's first samples at each η
+
+
+def eta_sweep(mixture, schedule, ddim_sample, steps=ETA_STEPS, etas=ETAS, seeds=SPREAD_SEEDS, n=1000, shown=300,
+              on_step=None) -> EtaSweep:
+    """``ddim_sample(model, schedule, steps, n, dim, eta)`` with the exact ε* of ``mixture`` at each
+    η of ``etas``, for the seeds 0 … ``seeds`` − 1 (x_T and the data scored against drawn as
+    :func:`sampler_gallery` draws them, so η = 0 is its DDIM). ``on_step(k)`` after each seed."""
+    model = ExactEpsilon(mixture, schedule)
+    scores, samples = [], []
+    for seed in range(_int("eta_sweep", "seeds", seeds, 1)):
+        held = mixture.sample(n, seed=seed + 100)[0]
+        row = []
+        for eta in etas:
+            with random.fork_rng(seed):
+                x = np.asarray(ddim_sample(model, schedule, steps, int(n), mixture.dim, float(eta)))
+            row.append(energy_distance(x, held))
+            if seed == 0:
+                samples.append(x[:shown].astype(np.float32))
+        scores.append(row)
+        if on_step is not None:
+            on_step(seed + 1)
+    return EtaSweep(steps=int(steps), etas=np.asarray(etas, dtype=np.float64), scores=np.asarray(scores),
+                    samples=np.stack(samples))
+
+
+def spread_state(s: SamplerSpread, e: EtaSweep) -> dict:
+    """What the shipped spread and η sweep keep."""
+    return {"steps": s.steps, "seeds": s.seeds, "ddpm": s.ddpm, "ddim": s.ddim, "floor": s.floor,
+            "eta": {"steps": e.steps, "etas": e.etas, "scores": e.scores, "samples": e.samples}}
+
+
+@cached_by_code(maxsize=4)
+def shipped_sampler_spread(*code) -> tuple[SamplerSpread | None, EtaSweep | None, str]:
+    """Section 5's scores over seeds and its η sweep as the page's ``default_sampler_spread`` drew
+    them, or ``(None, None, reason)`` as :func:`shipped_ddpm`."""
+    state, reason = checkpoints.load_if_fits(_spread_checkpoint, *code)
+    if state is None:
+        return None, None, reason
+    e = state["eta"]
+    return (SamplerSpread(**{k: state[k] for k in ("steps", "seeds", "ddpm", "ddim", "floor")}),
+            EtaSweep(steps=int(e["steps"]), etas=e["etas"], scores=e["scores"], samples=e["samples"]), "")
 
 
 # ----------------------------------------------------------------------------- classifier-free guidance
@@ -671,7 +870,7 @@ def sampler_gallery(mixture, schedule, ddpm_sample, ddim_sample, steps=SAMPLER_S
     ``steps``, from the same x_T (``seed``): respaced ancestral sampling with ``ddpm_sample``
     (:func:`sample_ddpm_steps`) and ``ddim_sample(model, schedule, steps, n, dim)``; scores on
     all ``n`` samples, the first ``shown`` kept. ``on_step(k)`` after each step count."""
-    model = D.OptimalDenoiser(mixture, schedule)
+    model = ExactEpsilon(mixture, schedule)
     held = mixture.sample(n, seed=seed + 100)[0]
     runs = {"ddpm": [], "ddim": []}
     scores = {"ddpm": [], "ddim": []}
@@ -807,4 +1006,5 @@ CHECKPOINTS = {
     "diffusion_drawing": checkpoints.FromNotebook("07_diffusion", "default_drawing", DDPM_CODE),
     "diffusion_samplers": checkpoints.FromNotebook("07_diffusion", "default_sampler_gallery", SAMPLER_CODE),
     "diffusion_guidance": checkpoints.FromNotebook("07_diffusion", "default_guidance", GUIDANCE_CODE),
+    "diffusion_sampler_spread": checkpoints.FromNotebook("07_diffusion", "default_sampler_spread", SAMPLER_CODE),
 }
