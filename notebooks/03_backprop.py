@@ -431,8 +431,8 @@ def checkpointed_backward(x, weights, k):
 
 @app.cell
 def _():
-    ck_depth = mo.ui.slider(steps=list(lab.CHAIN_DEPTHS), value=64, label="layers n", show_value=True)
-    ck_segment = mo.ui.slider(steps=list(lab.CHAIN_SEGMENTS), value=8, label="segment k", show_value=True)
+    ck_depth = mo.ui.slider(steps=list(lab.CHAIN_DEPTHS), value=16, label="layers n", show_value=True)
+    ck_segment = mo.ui.slider(steps=list(lab.CHAIN_SEGMENTS), value=4, label="segment k", show_value=True)
     return ck_depth, ck_segment
 
 
@@ -441,11 +441,11 @@ def _(ck_depth, ck_segment):
     recompute = lab.checkpointing_view(chain, checkpointed_backward, saved_floats, ck_depth.value, ck_segment.value)
     _r = recompute
     _ks = np.array([_k for _k in lab.CHAIN_SEGMENTS if _k <= _r.depth])
-    _chart = plot.curves(_ks, {"checkpointed ⌈n/k⌉ + k": np.ceil(_r.depth / _ks) + _ks,
-                               "plain n + 1": np.full(len(_ks), _r.depth + 1.0)},
-                         x_title="segment k", y_title="activations held at once", log_x=True, log_y=True,
-                         height=200, colors={"checkpointed ⌈n/k⌉ + k": "adam", "plain n + 1": "sgd"},
-                         dashed=("plain n + 1",), title=f"Peak memory of a chain of {_r.depth} layers")
+    _chart = lab.remembered(("checkpointing chart", _r.depth), lambda: plot.curves(  # the formula: once per n
+        _ks, {"checkpointed ⌈n/k⌉ + k": np.ceil(_r.depth / _ks) + _ks, "plain n + 1": np.full(len(_ks), _r.depth + 1.0)},
+        x_title="segment k", y_title="activations held at once", log_x=True, log_y=True, height=200,
+        colors={"checkpointed ⌈n/k⌉ + k": "adam", "plain n + 1": "sgd"}, dashed=("plain n + 1",),
+        title=f"Peak memory of a chain of {_r.depth} layers"))
     mo.vstack([
         mo.hstack([ck_depth, ck_segment]),
         mo.md("| backward | floats held at once | in activations (16 × 32) | layer forward passes |\n|---|---|---|---|\n"
@@ -456,7 +456,7 @@ def _(ck_depth, ck_segment):
         mo.md(f"Checkpointing holds **{_r.checkpointed_floats / _r.plain_floats:.0%}** of plain backprop's floats "
               f"for twice the forward work, and its gradients differ from plain backprop's by at most "
               f"**{_r.max_difference:.1e}** (the same operations on the same numbers)."
-              + (f" A segment of {ck_segment.value} layers is longer than the chain: one segment, the plain graph "
+              + (f" A segment of {ck_segment.value} layers covers the whole chain: one segment, the plain graph "
                  "after a forward pass that kept nothing." if ck_segment.value >= _r.depth else "")),
     ])
     return (recompute,)
@@ -727,7 +727,9 @@ def _():
     the worst element of the first input it finds wrong. The rows below it put one of three common
     bugs into the op's backward (`with_bug`): each leaves the shapes right, so nothing fails
     until the gradient is checked, and each shows up only in the input it touches. The third
-    would hide in a test with a batch of one row, where one row's share is the sum.
+    would hide in a test with a batch of one row, where one row's share is the sum. Under the
+    table, pick a bug to inject and see where in each input autograd and the central
+    difference disagree.
 
     **Change this cell:** in `ResidualLinear.backward`, return `dZ @ W` as the first share (forget
     the skip). The first row then fails on $X$ alone, like the "no accumulation" row. Or return
@@ -754,6 +756,37 @@ def _():
             kind="success" if not _mine.caught else "warn"),
     ])
     return (op_checks,)
+
+
+@app.cell
+def _():
+    op_bug = mo.ui.dropdown(options=["none", *lab.OP_BUGS], value="missing transpose", label="inject into the op")
+    return (op_bug,)
+
+
+@app.cell
+def _(op_bug):
+    # autograd minus central differences, element by element, for the op with the chosen bug put in
+    _op = ResidualLinear if op_bug.value == "none" else with_bug(ResidualLinear, op_bug.value)
+    op_errors = lab.op_error_maps(central_difference, _op)
+    _all = np.vstack([np.atleast_2d(op_errors[_k]) for _k in ("X", "W", "b")])  # X's rows, W's rows, b: one map
+    _m = max(float(np.abs(_all).max()), 0.1)  # rounding's 1e-10 stays white
+    _map = ui.chart(plot.heatmap(
+        _all, y_labels=[f"{_k} row {_i}" if _k != "b" else "b" for _k in ("X", "W", "b")
+                        for _i in range(np.atleast_2d(op_errors[_k]).shape[0])],
+        x_title="column", title="autograd − central difference, element by element", scheme="redblue",
+        domain=(-_m, _m), annotate=True, height=200))
+    _what = {
+        "none": "Every element agrees to about 10⁻¹⁰: rounding and the h² term, nothing more.",
+        "no accumulation": "Every element of dX is off, each by minus the share the skip sends it (the dZ that "
+                           "was never added); dW and db are untouched.",
+        "missing transpose": "dW's diagonal is right and the rest is wrong: a matrix and its transpose share "
+                             "their diagonal, so a test that looked only at it would pass.",
+        "broadcast not summed back": "Every entry of db is off, by minus the shares of the rows that were not "
+                                     "summed; with a batch of one row there would be none.",
+    }[op_bug.value]
+    mo.vstack([op_bug, _map, mo.md(_what)])
+    return (op_errors,)
 
 
 @app.cell(hide_code=True)

@@ -450,13 +450,13 @@ def test_03_your_own_op_passes_each_injected_bug_is_caught_and_checkpointing_hol
     # "the third would hide in a test with a batch of one row"
     one_row = backprop_lab.check_op(NB.gradient_check, NB.with_bug(NB.ResidualLinear, "broadcast not summed back"), n=1)
     assert not one_row.caught and one_row.gradcheck is True
-    # memory against recompute, at the defaults: n = 64, k = 8
+    # memory against recompute, at the defaults: n = 16, k = 4 = √n
     r = defs["recompute"]
     a = backprop_lab.CHAIN_BATCH * backprop_lab.CHAIN_WIDTH
-    assert (r.depth, r.segment) == (64, 8) and r.plain_floats == 65 * a and r.checkpointed_floats == 16 * a
-    assert f"plain {r.plain_floats:,} 65 64" in text and f"checkpointed, k = 8 {r.checkpointed_floats:,} 16 128" in text
-    assert "Checkpointing holds 25% of plain backprop's floats" in text and r.max_difference == 0.0
-    assert "longer than the chain" not in text
+    assert (r.depth, r.segment) == (16, 4) and r.plain_floats == 17 * a and r.checkpointed_floats == 8 * a
+    assert f"plain {r.plain_floats:,} 17 16" in text and f"checkpointed, k = 4 {r.checkpointed_floats:,} 8 32" in text
+    assert "Checkpointing holds 47% of plain backprop's floats" in text and r.max_difference == 0.0
+    assert "covers the whole chain" not in text
 
 
 def test_03_the_prompts_edits_of_your_own_op_and_checkpointing_at_the_controls_ends():
@@ -467,13 +467,35 @@ def test_03_the_prompts_edits_of_your_own_op_and_checkpointing_at_the_controls_e
     assert mine.errors["X"] > 1e-2 and mine.errors["W"] < 1e-8 and mine.errors["b"] < 1e-8
     assert "Your op's backward is wrong in dX:" in text
     assert mine.errors["X"] == pytest.approx(defs["op_checks"][1].errors["X"])  # "like the no accumulation row"
-    assert defs["recompute"].checkpointed_floats == 5 * a and "longer than the chain" in text  # k = 8 > n = 4
+    assert defs["recompute"].checkpointed_floats == 5 * a and "covers the whole chain" in text  # k = 4 = n
     text, defs = notebook_text("03_backprop", ResidualLinear=_BiasShareUnsummed, ck_segment=1)
     assert not defs["op_checks"][0].caught and "agrees with central differences on every input" in text
     assert defs["recompute"].checkpointed_floats == defs["recompute"].plain_floats  # n checkpoints: no saving
-    assert "Checkpointing holds 100%" in text and "longer than the chain" not in text
+    assert "Checkpointing holds 100%" in text and "covers the whole chain" not in text
     text, defs = notebook_text("03_backprop", ck_segment=64)
-    assert defs["recompute"].checkpointed_floats == defs["recompute"].plain_floats and "longer than the chain" in text
+    assert defs["recompute"].checkpointed_floats == defs["recompute"].plain_floats and "covers the whole chain" in text
+
+
+def test_03_the_injected_bug_lands_where_the_page_says():
+    """The error maps under the table, for each bug the dropdown injects; its default, the missing
+    transpose, is read from the page at its defaults."""
+    X, W, b = backprop_lab.op_inputs().values()
+    dZ = 1 - np.tanh(X + X @ W.T + b) ** 2  # the gradient arriving at Z from Σ tanh(Z)
+    bugs = ("none", *backprop_lab.OP_BUGS)
+    shown, texts = {}, {}
+    for bug in bugs:
+        texts[bug], defs = notebook_text("03_backprop", **({} if bug == "missing transpose" else {"op_bug": bug}))
+        shown[bug] = defs["op_errors"]
+        worst = {k: float(np.abs(v).max()) for k, v in shown[bug].items()}
+        assert worst == pytest.approx(defs["op_checks"][bugs.index(bug)].errors, rel=1e-12)  # the table's numbers
+    assert all(np.abs(v).max() < 1e-8 for v in shown["none"].values()) and "agrees to about 10⁻¹⁰" in texts["none"]
+    np.testing.assert_allclose(shown["no accumulation"]["X"], -dZ, atol=1e-8)  # "minus the share the skip sends it"
+    assert "Every element of dX is off" in texts["no accumulation"]
+    d = shown["missing transpose"]["W"]  # "dW's diagonal is right and the rest is wrong"
+    assert np.abs(np.diag(d)).max() < 1e-8 and np.abs(d[~np.eye(3, dtype=bool)]).min() > 1e-3
+    assert "dW's diagonal is right and the rest is wrong" in texts["missing transpose"]
+    np.testing.assert_allclose(shown["broadcast not summed back"]["b"], -dZ[1:].sum(0), atol=1e-8)  # the other rows'
+    assert "Every entry of db is off" in texts["broadcast not summed back"]
 
 
 def test_03_pytorch_sums_a_broadcast_share_back_as_the_engine_does():

@@ -21,7 +21,8 @@ here needs one of them, the notebook passes it in.
 - :func:`checkpointing_view`: plain backprop against the page's gradient checkpointing on a deep
   chain of its own, with the floats each holds at once.
 - :func:`check_op`: an op written on the page (or one with a bug put in) graded by the page's
-  gradient check, input by input, and by ``engine.gradcheck``.
+  gradient check, input by input, and by ``engine.gradcheck``; :func:`op_error_maps`, where in
+  each input its gradient is wrong.
 - :func:`stepper_graphs`, :func:`step_rule_view`, :func:`mode_view`: what a control of the page
   shows, remembered per setting and per lesson function (an edited cell is a new function, so it
   computes again), so that moving one slider does not redo the work the others' values fix.
@@ -618,6 +619,32 @@ def check_op(gradient_check, op, n: int = 4, d: int = 3, seed: int = 0, bug: str
         message = str(err).removeprefix("gradcheck: ")  # its worst element, and how many disagree
         verdict = message.split(" (|difference|")[0] + "; " + message.rsplit("; ", 1)[-1]
     return OpCheck(bug, errors, verdict)
+
+
+def op_error_maps(difference, op, n: int = 4, d: int = 3, seed: int = 0, h: float = 1e-6) -> dict:
+    """Element by element, autograd's gradient of Σ tanh(op(X, W, b)) minus the page's central
+    ``difference`` of it with step ``h``: input name -> an array of the input's shape (what the
+    page's gradient check takes the largest of). Remembered per op and difference."""
+
+    def make():
+        inputs = op_inputs(n, d, seed)
+        tensors = [Tensor(v, requires_grad=True) for v in inputs.values()]
+        op.apply(*tensors).tanh().sum().backward()
+        maps = {}
+        for (name, v), t in zip(inputs.items(), tensors):
+            numeric = np.zeros_like(v)
+            for i in np.ndindex(v.shape):
+                def total(value, name=name, i=i):  # Σ tanh(op(...)) with element i of this input set to value
+                    moved = {k: a.copy() for k, a in inputs.items()}
+                    moved[name][i] = value
+                    with no_grad():
+                        return float(op.apply(*(Tensor(a) for a in moved.values())).tanh().sum().data)
+
+                numeric[i] = difference(total, v[i], h)
+            maps[name] = (np.zeros_like(v) if t.grad is None else t.grad.numpy()) - numeric
+        return maps
+
+    return _remembered(("op error maps", n, d, seed, h, op, difference), make)
 
 
 # ----------------------------------------------------------------------------- what a control shows
