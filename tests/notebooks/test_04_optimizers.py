@@ -7,7 +7,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from notebook_driver import load_module, notebook_text, output_text, run_app
+from notebook_driver import ROOT, load_app, load_module, notebook_text, output_text, run_app
 
 import engine
 from engine import optim
@@ -306,6 +306,26 @@ def test_04_phase_diagram_claims_on_the_values_shown():
     # gradient descent's limit at μ = 0: the row's cells fall up to ηλ_max = 2 and grow past it
     p = optim_lab.phase_diagram(NB.momentum_grid, NB.momentum, 100.0, 200)
     np.testing.assert_array_equal(p.grew[0], p.x > 2)
+
+
+def test_04_nesterov_in_the_phase_diagram_turns_the_band_red_as_the_page_says(tmp_path):
+    """The page's prompt, made on a copy of the page: pass nesterov to lab.phase_diagram. Every cell
+    past Nesterov's own limit ηλ_max = 2(1 + μ)/(1 + 2μ) grows, the band up to the dashed line
+    included: 8 -> 328 cells."""
+    source = (ROOT / "notebooks/04_optimizers.py").read_text()
+    call = "lab.phase_diagram(momentum_grid, momentum,"
+    assert source.count(call) == 1, "the phase cell no longer makes this call: update the page's prompt"
+    copy = tmp_path / "04_optimizers_phase_nesterov.py"
+    copy.write_text(source.replace(call, "lab.phase_diagram(momentum_grid, nesterov,"))
+    _, before = notebook_text("04_optimizers")
+    outputs, after = run_app(load_app(copy))
+    was, now = before["phase"], after["phase"]
+    assert (was.grew & was.stable).sum() == 8 and (now.grew & now.stable).sum() == 328
+    assert "left of it: 328 of 683" in output_text(outputs)
+    limit = 2 * (1 + now.mu[:, None]) / (1 + 2 * now.mu[:, None])
+    assert np.all(now.grew[now.x[None, :] > limit]) and (now.grew & (now.x[None, :] < limit)).sum() <= 1
+    mu = np.argmin(abs(now.mu - 0.9))
+    assert 2 * (1 + now.mu[mu]) / (1 + 2 * now.mu[mu]) == pytest.approx(1.36, abs=0.01)
 
 @pytest.mark.slow
 def test_04_noise_floor_claims_hold_on_the_values_shown():
