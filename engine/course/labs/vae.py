@@ -23,6 +23,7 @@ from engine.course import checkpoints
 
 # static imports, by name: the WebAssembly bundler follows only those
 from engine.course.checkpoints import vae_aggregate as _aggregate_checkpoint
+from engine.course.checkpoints import vae_amortisation as _amortisation_checkpoint
 from engine.course.checkpoints import vae_digits as _digits_checkpoint
 from engine.course.checkpoints import vae_iwae as _iwae_checkpoint
 from engine.course.checkpoints import vae_remedies as _remedies_checkpoint
@@ -46,7 +47,8 @@ __all__ = [
     "AGGREGATE_STEPS", "TOY_DEFAULTS_TEXT", "toy_state", "sweep_state", "aggregate_state",
     "remedies_state", "digits_state", "LESSON_CODE", "iwae_state", "REMEDY_SEEDS", "RemedySeeds",
     "remedies_over_seeds", "remedy_seeds_state", "default_remedy_seeds", "Interpolation", "interpolation",
-    "midpoints_to_data",
+    "midpoints_to_data", "AmortisationGap", "amortisation_gap", "elbo_and_iwae_of_q", "amortisation_state",
+    "default_amortisation", "AMORTISATION_STEPS",
 ]
 
 
@@ -563,6 +565,64 @@ def image_iwae(bound, run, Ks=(1, 10, 100)) -> IWAEBounds:
     return _iwae_rows(table, Ks)
 
 
+def elbo_and_iwae_of_q(lesson, model, x, mu, logvar, K, rng) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of x [N, D] and its q = N(mu, diag exp(logvar)) [N, latent_dim], the ELBO and
+    IWAE_K estimated on the same K draws z_k ~ q (from ``rng``), in float64: the average of the
+    log-weights log p(x | z_k) + log p(z_k) − log q(z_k | x), and the log of the average weight
+    (the notebook's ``iwae_bound``, with any q in place of the encoder's)."""
+    x, mu, logvar = (np.asarray(v, dtype=np.float64) for v in (x, mu, logvar))
+    std = np.exp(0.5 * logvar)
+    z = mu + std * rng.standard_normal((int(K),) + mu.shape)
+    x_hat = _decode(lesson, model, z.reshape(-1, mu.shape[1])).astype(np.float64).reshape(int(K), len(x), -1)
+
+    def log_normal(v, mean, var):
+        return -0.5 * (((v - mean) ** 2) / var + np.log(2 * np.pi * var)).sum(-1)
+
+    log_w = log_normal(x, x_hat, model.obs_var) + log_normal(z, 0.0, 1.0) - log_normal(z, mu, std**2)
+    top = log_w.max(0)
+    return log_w.mean(0), top + np.log(np.exp(log_w - top).mean(0))
+
+
+@dataclass(frozen=True, eq=False)
+class AmortisationGap:
+    """Per held-out image: the ELBO with the encoder's q(z | x), with a q optimised for that image
+    alone (the decoder fixed), and IWAE_K with the optimised q as its proposal (nats)."""
+
+    steps: int  # the optimiser's steps
+    encoder_elbo: np.ndarray  # [N]
+    fitted_elbo: np.ndarray  # [N]
+    fitted_iwae: np.ndarray  # [N]: the tightest bound on log p(x) the page computes
+
+    @property
+    def amortisation(self) -> float:
+        """The amortisation gap: the average ELBO the encoder loses to a q fitted per image."""
+        return float(self.fitted_elbo.mean() - self.encoder_elbo.mean())
+
+    @property
+    def total(self) -> float:
+        """The best bound minus the encoder's ELBO: a lower estimate of log p(x) − ELBO."""
+        return float(self.fitted_iwae.mean() - self.encoder_elbo.mean())
+
+
+def amortisation_gap(lesson, fit, run, steps=200, K=300, seed=0, on_step=None) -> AmortisationGap:
+    """The amortisation gap of an :class:`ImageVAERun` on its held-out images (Cremer, Li &
+    Duvenaud 2018): ``fit(model, x, steps, on_step=)`` (the notebook's optimiser of each image's
+    μ and log σ², starting from the encoder's) runs on a forked stream (``seed``); both q are then
+    scored on K draws each (seed + 1)."""
+    op = "amortisation_gap"
+    steps, K = _int(op, "steps", steps, 1), _int(op, "K", K, 1)
+    x = run.images.reshape(len(run.images), -1).astype(np.float32)
+    with random.fork_rng(int(seed)):
+        mu, logvar = (np.asarray(v, dtype=np.float64) for v in fit(run.model, x, steps, on_step=on_step))
+    if mu.shape != run.latents.shape or logvar.shape != run.latents.shape:
+        raise ValueError(f"{op}: fit must return μ and log σ² of shape {run.latents.shape}, got {mu.shape} "
+                         f"and {logvar.shape}")
+    rng = np.random.default_rng(int(seed) + 1)
+    encoder_elbo, _ = elbo_and_iwae_of_q(lesson, run.model, x, *_encode(lesson, run.model, x), K, rng)
+    fitted_elbo, fitted_iwae = elbo_and_iwae_of_q(lesson, run.model, x, mu, logvar, K, rng)
+    return AmortisationGap(steps=steps, encoder_elbo=encoder_elbo, fitted_elbo=fitted_elbo, fitted_iwae=fitted_iwae)
+
+
 # ----------------------------------------------------------------------------- the aggregate posterior
 @dataclass(frozen=True, eq=False)
 class AggregatePosterior:
@@ -715,6 +775,7 @@ REMEDY_DEFAULTS = {"beta": 10.0, "free_bits": 0.5, "latent_dim": 3, "steps": 800
 REMEDY_SEEDS = (0, 1, 2, 3, 4)  # seed 0 is the run the table shows (vae_remedies), 1-4 vae_remedy_seeds
 IMAGE_DEFAULTS = {"steps": 400, "obs_var": 0.05}
 IWAE_KS = (1, 3, 10, 30, 100, 300)  # the K the notebook offers
+AMORTISATION_STEPS = 200  # the optimiser's steps per image's q in the shipped amortisation gap
 TOY_DEFAULTS_TEXT = (f"{TOY_DEFAULTS['data']}, σ²ₓ = {TOY_DEFAULTS['obs_var']:g}, "
                      f"{TOY_DEFAULTS['latent_dim']} latent dimensions")
 LESSON_CODE = ("vae_model", "encode", "decode", "reparameterize", "kl_to_prior", "negative_elbo", "train_vae")
@@ -818,11 +879,21 @@ def iwae_state(lesson, bound) -> dict:
     return {"K": table.K, "bound": table.bound, "standard_error": table.standard_error, "elbo": table.elbo}
 
 
+def amortisation_state(lesson, fit) -> dict:
+    """The amortisation gap of the shipped digit VAE with :data:`AMORTISATION_STEPS` steps of the
+    notebook's ``fit``: what section 7 opens on."""
+    found = amortisation_gap(lesson, fit, default_image_vae(lesson), steps=AMORTISATION_STEPS)
+    return {"steps": found.steps, "encoder_elbo": found.encoder_elbo, "fitted_elbo": found.fitted_elbo,
+            "fitted_iwae": found.fitted_iwae}
+
+
 CHECKPOINTS = {name: checkpoints.FromNotebook(notebook="08_vae", function=f"shipped_{name[4:]}", code=LESSON_CODE)
                for name in ("vae_toy", "vae_sweep", "vae_aggregate", "vae_remedies", "vae_remedy_seeds",
                             "vae_digits")}
 CHECKPOINTS["vae_iwae"] = checkpoints.FromNotebook(notebook="08_vae", function="shipped_iwae",
                                                    code=(*LESSON_CODE, "iwae_bound"))
+CHECKPOINTS["vae_amortisation"] = checkpoints.FromNotebook(notebook="08_vae", function="shipped_amortisation",
+                                                           code=(*LESSON_CODE, "fit_posterior"))
 
 
 @cached_by_code(maxsize=4)
@@ -886,6 +957,17 @@ def default_image_vae(lesson, bound=None) -> ImageVAERun:
             run.iwae_tables[code_key(bound)] = IWAEBounds(K=table["K"], bound=table["bound"],
                                                 standard_error=table["standard_error"], elbo=table["elbo"])
     return run
+
+
+@cached_by_code(maxsize=4)
+def default_amortisation(lesson, fit) -> AmortisationGap:
+    """The shipped amortisation gap of the shipped digit VAE, while ``lesson`` and ``fit`` are
+    the code that computed it; ValueError otherwise."""
+    state, reason = checkpoints.load_if_fits(_amortisation_checkpoint, *lesson.code, fit)
+    if state is None:
+        raise ValueError(reason)
+    return AmortisationGap(steps=int(state["steps"]), encoder_elbo=state["encoder_elbo"],
+                           fitted_elbo=state["fitted_elbo"], fitted_iwae=state["fitted_iwae"])
 
 
 def shipped_caption(button: str, settings: str, what: str = "the model") -> str:

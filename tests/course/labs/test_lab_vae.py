@@ -285,6 +285,22 @@ def test_interpolation_paths_midpoints_and_checks():
         vae_lab.interpolation(L, lambda u, v, n: np.stack([u, v]), run, 0, 1, steps=4)
 
 
+def test_amortisation_gap_scores_both_q_and_checks_the_fit():
+    run = vae_lab.default_image_vae(L)
+    engine.manual_seed(3)
+    before = engine.random.generator().bit_generator.state
+    ticks = []
+    gap = vae_lab.amortisation_gap(L, NB.fit_posterior, run, steps=3, K=20, on_step=ticks.append)
+    assert engine.random.generator().bit_generator.state == before and ticks == [1, 2, 3]
+    assert gap.steps == 3 and gap.fitted_elbo.shape == gap.encoder_elbo.shape == (360,)
+    assert (gap.fitted_iwae >= gap.fitted_elbo - 1e-9).all()  # log of the mean ≥ mean of the log
+    assert gap.amortisation == pytest.approx(gap.fitted_elbo.mean() - gap.encoder_elbo.mean())
+    with pytest.raises(ValueError, match="fit must return"):
+        vae_lab.amortisation_gap(L, lambda model, x, steps, on_step=None: (x, x), run, steps=1)
+    with pytest.raises(ValueError, match="not loaded"):
+        vae_lab.default_amortisation(L, lambda model, x, steps, on_step=None: NB.fit_posterior(model, x, steps))
+
+
 def test_shipped_defaults_rebuild_their_models_and_leave_the_global_stream():
     """The default loaders rebuild the shipped models (parameters round-trip exactly), measure
     them as the training functions do, and draw nothing from the global streams."""
