@@ -33,7 +33,7 @@ def _():
     - stack up to fifty layers and watch the gradient **vanish or explode**, see which
       initialisation keeps it alive, and why the same number decides the forward variance;
     - add a **residual path** and **LayerNorm**, each of which alone lets the gradient of fifty
-      ReLU layers explode, and keep it in range with both;
+      ReLU layers explode, keep it in range with both, and train fifty layers that way;
     - count the **linear pieces** a small ReLU network cuts the plane into, and what they buy.
     """)
     return
@@ -444,6 +444,58 @@ def _(depth_label, depth_phi, shipped_sweeps, sweep_run, sweeps_misfit):
     return (weight_sweep,)
 
 
+@app.function
+def mean_field(phi, scales, depth, nodes=40):
+    """Mean-field theory of the plain stack at σ_W = s/√n, width n → ∞ (Poole et al., 2016):
+    q₁ = s², q_{l+1} = s² E[φ(√q_l ξ)²] and χ_l = s² E[φ′(√q_l ξ)²], ξ ~ N(0, 1), each E a
+    Gauss–Hermite sum (an even count of nodes: none on a kink at 0), φ′ by autograd. Returns the
+    per-layer gradient factor (χ₁ ⋯ χ_{L−1})^(1/(2(L−1))) for L = 2 … depth (rows) at each s (columns)."""
+    xi, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / w.sum()
+    s2 = np.asarray(scales, dtype=np.float64) ** 2
+    q, log_chi = s2, []
+    for _ in range(depth - 1):
+        z = engine.Tensor(np.sqrt(q)[:, None] * xi, requires_grad=True)
+        a = phi(z)
+        a.backward(engine.ones_like(a))
+        log_chi.append(np.log(s2 * (z.grad.numpy() ** 2 @ w)))
+        q = s2 * (a.data ** 2 @ w)
+    return np.exp(np.cumsum(log_chi, axis=0) / (2 * np.arange(1, depth)[:, None]))
+
+
+@app.function
+def default_transient():
+    """Where tanh's per-layer gradient factor crosses 1, against depth: by `mean_field` for
+    L = 5 … 1000, and by the plain stacks of `deep_forward` (width 64) at L = 10, 20 and 50."""
+    return lab.transient(mean_field, deep_forward, "tanh")
+
+
+@app.cell(hide_code=True)
+def _():
+    shipped_transient, _misfit = lab.shipped_transient(block, deep_forward, mean_field)
+    if shipped_transient is None:
+        _shown = mo.md(f"**Why tanh crosses 1 above s = 1:** {_misfit}.")
+    else:
+        _t = shipped_transient
+        _at = {int(_d): float(_c) for _d, _c in zip(_t["depths"], _t["theory"])}
+        _measured = ", ".join(f"{_c:.2f} at L = {_d}" for _d, _c in zip(_t["measured_depths"], _t["measured"]))
+        _shown = mo.vstack([mo.md(rf"""
+    **Why tanh's sweep crosses 1 near $s = 1.25$, not at the edge of chaos $s = 1$.** The rule
+    $\chi = 1$ at $s = 1$ holds where the variance of $z$ has settled, after many layers. At $s = 1$
+    tanh's variance does shrink toward 0, but slowly: $\tanh x \approx x - x^3/3$ takes little
+    from a small variance, $q_{{l+1}} \approx q_l - 2q_l^2$, so $q_l \approx 1/(2l)$. While $q_l > 0$,
+    part of the units sit off tanh's linear middle, $\mathbb E[\phi'(z)^2] \approx 1 - 2q_l < 1$,
+    and the gradient shrinks at every layer, by a factor that reaches 1 only as the variance
+    reaches 0. In a stack of finite depth this transient has to be paid for by a larger $s$.
+    `mean_field` follows the variance layer by layer for an infinitely wide stack and gives the
+    per-layer factor at every depth $L$; the line is where it crosses 1: **{_at[20]:.2f}** at
+    L = 20, **{_at[100]:.2f}** at L = 100, **{_at[1000]:.3f}** at L = 1000. It falls toward 1
+    as the stack deepens, but slowly. The dots are the engine's stacks of width 64: {_measured}.
+    """), ui.chart(lab.transient_figure(_t))])
+    _shown
+    return (shipped_transient,)
+
+
 @app.cell(hide_code=True)
 def _(shipped_variants):
     # the section's opening contrast, at a setting no control changes: ReLU with Xavier's σ_W
@@ -531,7 +583,87 @@ def _():
     whatever $\sigma_W$, and $1.21^{49} \approx 10^4$. **Both together** keep the
     first layer's gradient within about 10× of the last layer's in every one of these cases: the
     recipe of the pre-norm Transformer block.
+    """)
+    return
 
+
+@app.function
+def deep_net(width, depth, weight_std):
+    """A classifier 2 → n → … → 1 around the stack: Linear(2, n) into the stream, ``depth`` weight
+    matrices W⁽ˡ⁾ ~ N(0, σ_W²) of shape (n, n) for the blocks, Linear(n, 1) out to the logit."""
+    layers = [nn.Linear(2, width)] + [nn.Linear(width, width, bias=False) for _ in range(depth)]
+    for layer in layers[1:]:
+        nn.init.normal_(layer.weight, 0.0, weight_std)
+    return nn.ModuleList(layers + [nn.Linear(width, 1)])
+
+
+@app.function
+def train_deep(net, X, y, phi, residual, pre_norm, steps=100, lr=0.01, on_step=None):
+    """Full-batch Adam on the binary cross-entropy of the logit s = A⁽ᴸ⁾ w_outᵀ + b_out, where
+    A⁽ᴸ⁾ = deep_forward(X W_inᵀ + b_in, W⁽¹⁾ … W⁽ᴸ⁾): L = −mean[y ln σ(s) + (1 − y) ln(1 − σ(s))].
+    Trains ``net`` in place; returns the loss before each step."""
+    optimizer = engine.optim.Adam(net.parameters(), lr=lr)
+    x, target, losses = engine.Tensor(X), y.astype(np.float64), []
+    for step in range(steps):
+        optimizer.zero_grad()
+        a, _ = deep_forward(net[0](x), [layer.weight for layer in net[1:-1]], phi, residual, pre_norm)
+        loss = F.binary_cross_entropy_with_logits(net[-1](a).reshape(-1), target)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.data))
+        if on_step is not None:
+            on_step(step)
+    return np.array(losses)
+
+
+@app.function
+def default_deep_training():
+    """The runs section 5 opens on: `deep_net` (ReLU, Xavier's σ_W from `init_std`, width 32,
+    50 layers, seed 0) trained by `train_deep` on the moons for 100 steps, plain and with both."""
+    return lab.deep_training(deep_net, train_deep, init_std)
+
+
+@app.cell(hide_code=True)
+def _():
+    deep_train = mo.ui.run_button(label="train both again with your code")
+    shipped_deep_runs, deep_runs_misfit = lab.shipped_deep_training(block, deep_forward, init_std, deep_net, train_deep)
+    mo.md(r"""
+    **Does a fifty-layer stack train?** The gradient ratios above are measured at initialisation.
+    Here the stack is trained: `deep_net` puts a layer $2 \to 32$ before 50 ReLU blocks of width
+    32 (Xavier's $\sigma_W$, the setting of the figure that opens this section) and a layer
+    $32 \to 1$ after them, and `train_deep` runs full-batch Adam ($\eta = 0.01$) on the binary
+    cross-entropy of the 200 half-moon points of section 6, once plain and once with the residual
+    path and pre-norm, from the same initial weights. The dashed line is $\ln 2$, the loss of
+    predicting $p = \tfrac12$ for every point.
+    """)
+    return deep_runs_misfit, deep_train, shipped_deep_runs
+
+
+@app.cell
+def _(deep_runs_misfit, deep_train, shipped_deep_runs):
+    deep_runs = shipped_deep_runs
+    if deep_train.value:
+        _steps = 2 * lab.DEEP_TRAINING["steps"]
+        with mo.status.progress_bar(total=_steps // 10, title="training 2 × 50 layers", remove_on_exit=True) as _bar:
+            deep_runs = lab.deep_training(deep_net, train_deep, init_std,
+                                          on_step=lambda _i: _bar.update() if _i % 10 == 9 else None)
+    mo.stop(deep_runs is None, mo.vstack([mo.md(f"**Fifty layers, trained:** {deep_runs_misfit}."), deep_train]))
+    _plain, _both = (deep_runs[_name] for _name in lab.DEEP_TRAINING_VARIANTS)
+    _source = "trained just now by your code" if deep_train.value else "shipped with the course, made by this page's code"
+    _below = np.flatnonzero(_both < 0.05)
+    _fall = (f"falls below 0.05 within **{_below[0] + 1}** steps" if _below.size else "stays above 0.05")
+    mo.vstack([ui.chart(lab.deep_training_figure(deep_runs)), mo.md(
+        f"After {len(_plain)} steps ({_source}) the plain stack's loss is **{_plain[-1]:.3f}**, "
+        f"where ln 2 = {np.log(2):.3f}: it predicts about ½ for every point and has learned nothing, since "
+        f"its forward variance halves at every layer and the gradient that reaches its first layers "
+        f"vanishes. With the residual path and pre-norm the loss {_fall} and ends at **{_both[-1]:.1e}**."),
+               deep_train])
+    return (deep_runs,)
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
     ## 6. What the bend buys
 
     A ReLU network is **piecewise linear**: each hidden unit is on or off, and inside one on/off

@@ -18,6 +18,10 @@ autograd dots; the tests check that the two agree.
   made by the notebook's ``default_variants``); :func:`scale_sweep`, the per-layer factor against
   the weight scale, whose default sweeps ship as the checkpoint ``activations_sweeps``
   (:data:`CHECKPOINTS`, made by the notebook's ``default_sweeps``).
+- :func:`transient`: where tanh's per-layer gradient factor crosses 1 against depth, by the
+  notebook's mean-field recursion and by its stacks (checkpoint ``activations_transient``);
+  :func:`deep_training`: the notebook's 50-layer classifier trained plain and with a residual
+  path and pre-norm (checkpoint ``activations_deep_training``).
 - :func:`moons` and :func:`bend_report`: the data of the notebook's small ReLU network, and the
   linear pieces it cuts the plane into (the network and its training loop are the notebook's).
 - the page's figures (:func:`activation_view`, :func:`depth_figures`, :func:`self_normalisation_figures`,
@@ -43,7 +47,9 @@ import numpy as np
 import engine.functional as F
 from engine import Tensor, no_grad
 from engine.course import checkpoints, plot
+from engine.course.checkpoints import activations_deep_training as _deep_training_checkpoint
 from engine.course.checkpoints import activations_sweeps as _sweeps_checkpoint  # static: the WebAssembly bundler
+from engine.course.checkpoints import activations_transient as _transient_checkpoint
 from engine.course.checkpoints import activations_variants as _variants_checkpoint
 
 from ._checks import is_default
@@ -640,7 +646,14 @@ CHECKPOINTS = {"activations_sweeps": checkpoints.FromNotebook(
     notebook="01_activations", function="default_sweeps", code=("block", "deep_forward")),
                # the 50-layer table at the default width, by the same forward pass and the page's init_std
                "activations_variants": checkpoints.FromNotebook(
-    notebook="01_activations", function="default_variants", code=("block", "deep_forward", "init_std"))}
+    notebook="01_activations", function="default_variants", code=("block", "deep_forward", "init_std")),
+               # where tanh's sweep crosses 1 at each depth: mean-field theory and the page's stacks
+               "activations_transient": checkpoints.FromNotebook(
+    notebook="01_activations", function="default_transient", code=("block", "deep_forward", "mean_field")),
+               # section 5's two 50-layer stacks trained on the moons, by the page's network and loop
+               "activations_deep_training": checkpoints.FromNotebook(
+    notebook="01_activations", function="default_deep_training",
+    code=("block", "deep_forward", "init_std", "deep_net", "train_deep"))}
 
 
 def shipped_sweeps(*code) -> tuple[dict | None, str]:
@@ -755,6 +768,113 @@ def _depth_variants(forward, depth, width, activation, std, n_samples, seed) -> 
     draws = _depth_draws(depth, width, n_samples, std, seed, max_samples=0)
     return {name: _depth_run(forward, draws, activation, std, 0.01, res, norm, slopes=False)
             for name, (res, norm) in DEPTH_VARIANTS.items()}
+
+
+# ----------------------------------------------------------------------------- the finite-depth transient
+
+TRANSIENT_SCALES = np.round(np.arange(0.9, 1.6001, 0.005), 3)  # fine enough to read a crossing to ±0.003
+TRANSIENT_DEPTH = 1000  # mean-field theory, every depth L = 5 … 1000
+TRANSIENT_FIRST_DEPTH = 5  # tanh crosses above s = 1.6 in shallower stacks, off the scales
+TRANSIENT_MEASURED = (10, 20, 50)  # the engine's stacks (width 64, the sweep's batch and seed)
+TRANSIENT_MEASURED_SCALES = np.round(np.arange(0.8, 1.6001, 0.05), 2)
+
+
+def crossing_of(scales, factors) -> float:
+    """Where ``factors`` (over increasing ``scales``) first crosses 1, log-linearly interpolated; NaN if never."""
+    found = ScaleSweep("", np.asarray(scales, dtype=np.float64), np.asarray(factors, dtype=np.float64)).crossing
+    return float("nan") if found is None else found
+
+
+def transient(mean_field, forward, activation: str = "tanh") -> dict:
+    """What the checkpoint ``activations_transient`` holds: the scale s* where the per-layer gradient
+    factor crosses 1, by the lesson's ``mean_field`` at every depth L = 5 … :data:`TRANSIENT_DEPTH`
+    (``"theory"``, over ``"depths"``) and by the lesson's stacks (``forward``, :func:`scale_sweep`)
+    at the depths :data:`TRANSIENT_MEASURED` (``"measured"``)."""
+    factors = mean_field(_phi(activation), TRANSIENT_SCALES, TRANSIENT_DEPTH)[TRANSIENT_FIRST_DEPTH - 2:]
+    theory = np.array([crossing_of(TRANSIENT_SCALES, row) for row in factors])
+    measured = np.array([scale_sweep(forward, activation, scales=TRANSIENT_MEASURED_SCALES, depth=d).crossing
+                         for d in TRANSIENT_MEASURED])
+    return {"depths": np.arange(TRANSIENT_FIRST_DEPTH, TRANSIENT_DEPTH + 1), "theory": theory,
+            "measured_depths": np.array(TRANSIENT_MEASURED), "measured": measured}
+
+
+def shipped_transient(*code) -> tuple[dict | None, str]:
+    """``(state, "")``, the shipped :func:`transient`, when ``code`` (the page's ``block``,
+    ``deep_forward`` and ``mean_field``) made it, else ``(None, reason)``."""
+    state, _ = checkpoints.load_if_fits(_transient_checkpoint, *code)
+    if state is None:
+        return None, ("the shipped crossings were made by other code than this page's `block`, `deep_forward` "
+                      "and `mean_field`, so they are not shown")
+    return {k: np.asarray(v) for k, v in state.items()}, ""
+
+
+def transient_figure(state: dict):
+    """s* against depth (log axis): the mean-field line, the engine's stacks as dots, a rule at s = 1."""
+    key = ("transient", _digest(state["theory"], state["measured"]))
+
+    def build():
+        line = plot.curves(state["depths"], {"mean field (n → ∞)": state["theory"]}, log_x=True,
+                           x_title="depth L", y_title="s where the factor crosses 1", height=200,
+                           colors={"mean field (n → ∞)": "analytic"},
+                           title="tanh: the crossing s* against depth")
+        return line + plot.points(state["measured_depths"], state["measured"], color_name="autograd",
+                                  label="engine, width 64") + plot.rule(1.0)
+
+    return _remember(key, build)
+
+
+# ----------------------------------------------------------------------------- fifty layers, trained
+
+# section 5's training run: ReLU with Xavier's σ_W (the setting of the section's opening figure),
+# 50 layers of width 32, full-batch Adam on the moons; the two stacks the section contrasts
+DEEP_TRAINING = {"width": 32, "depth": 50, "steps": 100, "lr": 0.01, "activation": "relu", "init": "xavier",
+                 "seed": 0}
+DEEP_TRAINING_VARIANTS = ("plain", "residual + pre-norm")
+
+
+def deep_training(deep_net, train_deep, init_std, seed: int | None = None, on_step=None) -> dict:
+    """Train the lesson's ``deep_net`` (built from ``seed``, weights σ_W = ``init_std``(Xavier) for
+    :data:`DEEP_TRAINING`'s width) with the lesson's ``train_deep`` on the moons, once plain and
+    once with a residual path and pre-norm: ``{variant: loss at every step}``. Both stacks start
+    from the same weights. ``on_step(i)`` is called after each of the 2 × steps steps."""
+    from engine.random import fork_rng
+
+    d = DEEP_TRAINING
+    seed = d["seed"] if seed is None else seed
+    X, y = moons(seed=0)
+    std = float(init_std(d["init"], d["width"], d["width"]))
+    phi = _phi(d["activation"])
+    runs = {}
+    for k, name in enumerate(DEEP_TRAINING_VARIANTS):
+        residual, pre_norm = DEPTH_VARIANTS[name]
+        with fork_rng(seed):
+            net = deep_net(d["width"], d["depth"], std)
+        step = None if on_step is None else (lambda i, k=k: on_step(k * d["steps"] + i))
+        with np.errstate(over="ignore", invalid="ignore"):
+            runs[name] = np.asarray(train_deep(net, X, y, phi, residual, pre_norm, steps=d["steps"], lr=d["lr"],
+                                               on_step=step), dtype=np.float64)
+    return runs
+
+
+def shipped_deep_training(*code) -> tuple[dict | None, str]:
+    """``(runs, "")``, the shipped :func:`deep_training` losses, when ``code`` (the page's ``block``,
+    ``deep_forward``, ``init_std``, ``deep_net`` and ``train_deep``) is the code that made them,
+    else ``(None, reason)``: one sentence for the page."""
+    state, reason = checkpoints.load_if_fits(_deep_training_checkpoint, *code)
+    if state is None:
+        return None, reason
+    return {name: np.asarray(state[name], dtype=np.float64) for name in DEEP_TRAINING_VARIANTS}, ""
+
+
+def deep_training_figure(runs: dict):
+    """The training losses of the 50-layer stacks, one curve each, on a log scale, with ln 2 (the
+    loss of p = ½ for every point) as a rule."""
+    key = ("deep-training", _digest(list(runs), list(runs.values())))
+    return _remember(key, lambda: plot.curves(
+        np.arange(1, len(next(iter(runs.values()))) + 1), runs, x_title="Adam step",
+        y_title="training loss (BCE)", log_y=True, height=220,
+        colors={"plain": "reference", "residual + pre-norm": "model"},
+        title="ReLU, Xavier's σ_W, 50 layers of width 32, trained on the moons") + plot.rule(math.log(2), color_name="analytic"))
 
 
 # ----------------------------------------------------------------------------- what the bend buys
