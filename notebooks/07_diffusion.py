@@ -31,14 +31,16 @@ def _():
     - watch the **forward process** destroy a 2-D data set and check its **closed form**
       $q(x_t \mid x_0)$ against the step-by-step chain;
     - train a small **DDPM** and step through its **reverse process** as the samples sharpen, with a
-      sample-quality number against training steps;
+      sample-quality number against training steps, and lay its learned **score field** over the
+      true one;
     - see, on a 1-D mixture whose score is known exactly, the **exact reverse process** next to the
       learned one;
-    - sample in a few steps with **DDIM**, next to ancestral DDPM at the same step counts;
+    - sample in a few steps with **DDIM**, next to ancestral DDPM at the same step counts and over
+      five seeds, and move from one to the other with **η**;
     - steer samples to a class with **classifier-free guidance**, and train on points you draw.
 
     Each of these is a short function on this page (the schedules, `q_sample`, `ddpm_loss`,
-    `train_ddpm`, `ddpm_step`, `ddim_step`, `guided_epsilon`, ...). Open the page with
+    `train_ddpm`, `ddpm_step`, `learned_score`, `ddim_step`, `guided_epsilon`, ...). Open the page with
     `marimo edit` to change one: every figure that uses it follows your edit.
     """)
     return
@@ -1038,6 +1040,74 @@ def _(eta_curve, eta_mean, sampler_data, sampler_eta, sampler_etas):
                      f"{sampler_etas.scores[:, _row].min():.4f} to {sampler_etas.scores[:, _row].max():.4f} "
                      f"(mean {eta_mean[_row]:.4f}).")])
     return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    **The paths themselves.** Follow twelve samples from the same $x_T$ through the 10 steps, with
+    the exact $\varepsilon^*$ of the ring: DDIM ($\eta = 0$) on the left, DDPM ($\eta = 1$) on the
+    right. With no fresh noise, DDIM's steps follow the probability-flow ODE, one smooth path from
+    each $x_T$ to its mode; DDPM's jump about with the noise each step adds. The crosses are the
+    clean point $\hat x_0$ each step predicts on the way: early ones sit near the middle of the
+    ring (the average of the modes a still-noisy point could become), later ones on a mode.
+    """)
+    return
+
+
+@app.function
+def ddim_path(model, schedule, steps, x_T, eta=0.0):
+    """`ddim_sample` from a given x_T, keeping every state x_τ [S + 1, n, dim] and the clean
+    point each step predicts, x̂_0 = (x_τ − √(1 − ᾱ_τ) ε̂) / √ᾱ_τ [S, n, dim]."""
+    taus = lab.sampling_steps(schedule, steps)
+    x, states, predictions = x_T, [x_T], []
+    for i in reversed(range(len(taus))):
+        with engine.no_grad():
+            eps = model(engine.Tensor(x), np.full(len(x), taus[i])).numpy().astype(np.float64)
+        ab = schedule.alpha_bars[taus[i]]
+        predictions.append((x - np.sqrt(1 - ab) * eps) / np.sqrt(ab))
+        x = ddim_step(model, x, taus[i], taus[i - 1] if i > 0 else -1, schedule, eta)
+        states.append(x)
+    return np.stack(states), np.stack(predictions)
+
+
+@app.cell
+def _(sampler_data):
+    _schedule = noise_schedule("linear", 1000)  # section 5's schedule and ring
+    _model = lab.ExactEpsilon(lab.ring_mixture(), _schedule)
+    _x_T = np.random.default_rng(4).standard_normal((12, 2)).astype(np.float32)  # the same x_T for both
+    sampler_paths = {}
+    for _eta in (0.0, 1.0):
+        with engine.random.fork_rng(4):  # the same fresh noise at every run
+            sampler_paths[_eta] = ddim_path(_model, _schedule, lab.ETA_STEPS, _x_T, _eta)
+    path_lengths = {_eta: float(np.linalg.norm(np.diff(_s, axis=0), axis=2).sum(0).mean())
+                    for _eta, (_s, _) in sampler_paths.items()}
+    _scale = alt.Scale(domain=[-3, 3])
+    _charts = []
+    for _eta, (_states, _x0) in sampler_paths.items():
+        _k = np.arange(len(_states))
+        _rows = plot.data(x=_states[:, :, 0].T.ravel(), y=_states[:, :, 1].T.ravel(),
+                          path=np.repeat(np.arange(_states.shape[1]), len(_k)), order=np.tile(_k, _states.shape[1]))
+        _preds = plot.data(x=_x0[:, :, 0].ravel(), y=_x0[:, :, 1].ravel(),
+                           step=np.repeat(np.arange(1, len(_x0) + 1), _x0.shape[1]))
+        _data = alt.Chart(plot.data(x=sampler_data[:300, 0], y=sampler_data[:300, 1])).mark_circle(
+            size=6, opacity=0.3, color=plot.color("data")).encode(alt.X("x:Q", title="x₁", scale=_scale),
+                                                                  alt.Y("y:Q", title="x₂", scale=_scale))
+        _lines = alt.Chart(_rows).mark_line(point=alt.OverlayMarkDef(size=12), strokeWidth=1,
+                                            color=plot.color("model")).encode(
+            alt.X("x:Q", scale=_scale), alt.Y("y:Q", scale=_scale), alt.Detail("path:N"), alt.Order("order:Q"))
+        _crosses = alt.Chart(_preds).mark_point(shape="cross", size=30, color=plot.color("target"), clip=True).encode(
+            alt.X("x:Q", scale=_scale), alt.Y("y:Q", scale=_scale), alt.Opacity("step:Q", legend=None),
+            [alt.Tooltip("step:Q", title="step"), alt.Tooltip("x:Q", format=".3g"), alt.Tooltip("y:Q", format=".3g")])
+        _name = "DDIM (η = 0)" if _eta == 0 else "DDPM (η = 1)"
+        _charts.append(ui.chart((_data + _lines + _crosses).properties(
+            width="container", height=300,
+            title=f"{_name}: mean path length {path_lengths[_eta]:.2f}; crosses x̂₀, darker later")))
+    mo.vstack([mo.hstack(_charts, widths="equal"),
+               mo.md(f"A DDIM path is **{path_lengths[0.0]:.2f}** long on average, a DDPM path "
+                     f"**{path_lengths[1.0]:.2f}**: the noise DDPM adds and then removes again is most of "
+                     "its travel.")])
+    return path_lengths, sampler_paths
 
 
 @app.cell(hide_code=True)

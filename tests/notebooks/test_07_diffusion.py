@@ -484,6 +484,25 @@ def test_07_eta_goes_from_ddim_to_ddpm():
     mean = defs["eta_mean"]
     assert (np.diff(mean) > 0).all()  # "fresh noise costs accuracy"
     assert f"(mean {mean[0]:.4f})" in text
+    # the paths: DDIM's (η = 0) about a tenth as long as DDPM's (η = 1), on the page and over 5 seeds;
+    # x̂_0 moves from the middle of the ring (early) to a mode (radius 1.6, late); ddim_path is ddim_sample
+    lengths = defs["path_lengths"]
+    assert f"A DDIM path is {lengths[0.0]:.2f} long on average, a DDPM path {lengths[1.0]:.2f}" in text.replace("**", "")
+    s = NB.noise_schedule("linear", 1000)
+    model = diffusion_lab.ExactEpsilon(diffusion_lab.ring_mixture(), s)
+    for seed in range(5):
+        x_T = np.random.default_rng(seed).standard_normal((12, 2)).astype(np.float32)
+        runs = {}
+        for eta in (0.0, 1.0):
+            with engine.random.fork_rng(seed):
+                runs[eta] = NB.ddim_path(model, s, 10, x_T, eta)
+        length = {eta: np.linalg.norm(np.diff(st, axis=0), axis=2).sum(0).mean() for eta, (st, _) in runs.items()}
+        assert length[1.0] > 5 * length[0.0]
+        for _, x0 in runs.values():
+            radius = np.linalg.norm(x0, axis=2).mean(axis=1)
+            assert radius[0] < 0.1 and 1.3 < radius[-1] < 1.8
+        with engine.random.fork_rng(seed):
+            np.testing.assert_array_equal(runs[0.0][0][-1], NB.ddim_sample(model, s, 10, 12))
     text, _ = notebook_text(NB07, sampler_eta=1.0)
     assert (f"At η = 1 the 5 seeds score {etas.scores[:, -1].min():.4f} to {etas.scores[:, -1].max():.4f} "
             f"(mean {mean[-1]:.4f})") in text
