@@ -48,7 +48,7 @@ def _():
 @app.cell(hide_code=True)
 def _():
     act_choice = mo.ui.dropdown(
-        options={spec["label"]: name for name, spec in lab.ACTIVATIONS.items()},
+        options={**{spec["label"]: name for name, spec in lab.ACTIVATIONS.items()}, "yours: my_activation": "mine"},
         value="GELU (exact)",
         label="activation φ",
     )
@@ -70,7 +70,9 @@ def _():
     **derivative matters as much as the function**: where $\phi'$ is zero, nothing is learned.
     Pick an activation below. The blue line is $\phi$, the orange line the derivative's formula,
     and the dark dots are $\phi'$ computed by the engine's autograd (a forward pass, then
-    `backward()`), which must sit on the orange line.
+    `backward()`), which must sit on the orange line. The last entry of the menu is your own
+    activation, the cell `my_activation` of section 4: it has no formula on file, so its orange
+    line is the central difference $(\phi(z+h) - \phi(z-h))/2h$ with $h = 10^{-5}$.
     """)
     return act_choice, elu_alpha, leaky_slope, x_span
 
@@ -79,12 +81,21 @@ def _():
 def _(act_choice, elu_alpha, leaky_slope, x_span):
     act_name = act_choice.value
     act_params = {"slope": leaky_slope.value, "alpha": elu_alpha.value}
-    act_range = lab.output_range(act_name, **act_params)
-    # φ and its derivative from the formula as lines, the engine's autograd φ′ as dots over the formula.
-    act_curves, _chart = lab.activation_view(act_name, x_span.value, **act_params)
-    act_gap = act_curves.max_derivative_gap
-    _spec = lab.ACTIVATIONS[act_name]
-    _text = mo.md(rf"""
+    if act_name == "mine":  # your own φ: autograd's φ′ as dots over the central difference
+        act_range = lab.output_range(my_activation)
+        act_curves, _chart = lab.own_activation_view(my_activation, x_span.value)
+        act_gap = act_curves.max_derivative_gap
+        _text = mo.md(f"""
+    **Output range (found numerically): {act_range.text()}** · largest gap between autograd
+    and the central difference on this plot: **{act_gap:.1e}** · your `my_activation`, from section 4.
+    """)
+    else:
+        act_range = lab.output_range(act_name, **act_params)
+        # φ and its derivative from the formula as lines, the engine's autograd φ′ as dots over the formula.
+        act_curves, _chart = lab.activation_view(act_name, x_span.value, **act_params)
+        act_gap = act_curves.max_derivative_gap
+        _spec = lab.ACTIVATIONS[act_name]
+        _text = mo.md(rf"""
     $$
     \phi(z) = {_spec["formula"]}, \qquad \phi'(z) = {_spec["derivative"]}
     $$

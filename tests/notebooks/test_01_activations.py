@@ -554,3 +554,25 @@ def test_01_mean_field_matches_an_independent_recursion_and_its_small_variance_r
     relu = NB.mean_field(engine.functional.relu, activations_lab.TRANSIENT_SCALES, 50)
     for row in relu[[0, 18, 48]]:
         assert activations_lab.crossing_of(activations_lab.TRANSIENT_SCALES, row) == pytest.approx(math.sqrt(2), abs=0.005)
+
+
+def test_01_your_own_activation_is_drawn_in_section_1():
+    """The menu's last entry draws my_activation: φ by the engine, autograd's φ′ on the central
+    difference, its range found numerically (LeCun's tanh: (−1.72, 1.72)); an edit to |z| is
+    drawn as |z| with slope ±1 (off z = 0) and range [0, ∞)."""
+    text, defs = notebook_text("01_activations", act_choice="mine", x_span=20)
+    c = defs["act_curves"]
+    np.testing.assert_allclose(c.f, 1.7159 * np.tanh(2 * c.x / 3), rtol=1e-12)
+    np.testing.assert_allclose(c.df_autograd, 1.7159 * 2 / 3 / np.cosh(2 * c.x / 3) ** 2, rtol=1e-9, atol=1e-12)
+    assert defs["act_gap"] < 1e-8 and defs["act_range"].text() == "(−1.72, 1.72)"
+    assert (f"Output range (found numerically): {defs['act_range'].text()}" in text
+            and f"largest gap between autograd and the central difference on this plot: {defs['act_gap']:.1e}" in text)
+
+    def folded(z):
+        return z.abs()
+
+    text, defs = run_edited(my_activation=folded, act_choice="mine")
+    c = defs["act_curves"]
+    np.testing.assert_allclose(c.f, np.abs(c.x))
+    np.testing.assert_allclose(np.abs(c.df_autograd[c.x != 0]), 1.0)
+    assert defs["act_range"].text().startswith("[0") and defs["act_range"].text().endswith("∞)")

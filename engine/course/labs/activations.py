@@ -1026,6 +1026,27 @@ def _activation_view(name, span, params):
     return c, chart
 
 
+def own_activation_view(phi, span: float) -> tuple[Curves, object]:
+    """Section 1 for the learner's own ``phi`` (a function of one tensor) over [−span, span]: φ and
+    autograd's φ′ by the engine and, in place of a formula, φ′ by central
+    differences (φ(z + h) − φ(z − h)) / 2h, h = 1e-5 (float64, so the gap is ~1e-10), as the
+    :class:`Curves`' ``df_formula``; and their chart. Cached per function (by identity) and span."""
+    return _own_activation_view(phi, float(span))
+
+
+@functools.lru_cache(maxsize=8)
+def _own_activation_view(phi, span):
+    x = np.linspace(-span, span, CURVE_POINTS)
+    f, df = engine_derivative(phi, x)
+    h = 1e-5
+    with no_grad():
+        central = (phi(Tensor(x + h)).data - phi(Tensor(x - h)).data) / (2 * h)
+    fn, cd, ag = "φ(z)", "φ′(z), central difference", "φ′(z), autograd"
+    chart = plot.curves(x, {fn: f, cd: central}, dots={ag: df}, x_title="z", y_title="value",
+                        colors={fn: "function", cd: "derivative"}, title="yours: my_activation", height=260)
+    return Curves(x, f, df, f, central), chart
+
+
 def depth_figures(report: DepthReport) -> tuple:
     """The depth lab's three charts for ``report``: histograms of z in up to 8 layers, the flat and
     dead shares per layer, and the gradient norm per layer (autograd dots over the product of
