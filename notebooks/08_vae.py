@@ -1317,7 +1317,9 @@ def _():
     section's default settings. A section shows them only while `vae_model`, `encode`, `decode`,
     `reparameterize`, `kl_to_prior`, `negative_elbo` and `train_vae` are the code they were trained
     with; after an edit it says so and waits for its Train button. Section 7's table is read from
-    the last one while `iwae_bound` is unchanged too, and computed by your `iwae_bound` otherwise.
+    `shipped_iwae` while `iwae_bound` is unchanged too, and computed by your `iwae_bound` otherwise;
+    its amortisation gap is read from `shipped_amortisation` while `fit_posterior` is unchanged,
+    and waits for its button otherwise.
     """)
     return
 
