@@ -9,6 +9,7 @@ charts, widgets, formula rows and table of contents live in ``engine.course``, w
 here and never the other way. The README says what to read first and how the layers fit.
 """
 
+from ._memory import keep_freed_memory as _keep_freed_memory
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import arange, eye, full, linspace, ones, ones_like, rand, randint, randn, zeros, zeros_like
 from .gradcheck import GradcheckError, gradcheck
@@ -19,6 +20,8 @@ from .tensor import Tensor, cat, log, matmul, maximum, minimum, stack, tensor, w
 
 # engine.exp, engine.softmax, engine.sum, engine.max, ...: PyTorch's free functions over the methods
 globals().update(_METHOD_FUNCTIONS)
+
+_keep_freed_memory()  # speed: the next step's arrays reuse this step's pages (engine/_memory.py)
 
 float32 = "float32"
 float64 = "float64"
