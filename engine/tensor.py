@@ -1104,21 +1104,6 @@ class Tensor:
         new = compute(before, *[before if o is self else o for o in others])
         return self._rebase(new, before, op)
 
-    def __iadd__(self, other):
-        return self._inplace("add_", Tensor.__add__, other)
-
-    def __isub__(self, other):
-        return self._inplace("sub_", Tensor.__sub__, other)
-
-    def __imul__(self, other):
-        return self._inplace("mul_", Tensor.__mul__, other)
-
-    def __itruediv__(self, other):
-        return self._inplace("div_", Tensor.__truediv__, other)
-
-    def __ipow__(self, other):
-        return self._inplace("pow_", Tensor.__pow__, other)
-
     def add_(self, other, alpha=1):
         if alpha != 1:
             return self._inplace("add_", lambda x, o: x + o * alpha, other)
@@ -1138,29 +1123,21 @@ class Tensor:
     def pow_(self, exponent):
         return self._inplace("pow_", Tensor.__pow__, exponent)
 
-    def neg_(self):
-        return self._inplace("neg_", Tensor.__neg__)
+    __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_  # x += y is x.add_(y)
 
-    def abs_(self):
-        return self._inplace("abs_", Tensor.abs)
+    def _unary_inplace(method: str):  # (a helper of the class body, deleted below)
+        """The in-place form of a method without arguments: ``x.exp_()`` writes ``x.exp()`` into x."""
 
-    def exp_(self):
-        return self._inplace("exp_", Tensor.exp)
+        def inplace(self):
+            return self._inplace(f"{method}_", lambda x: getattr(x, method)())
 
-    def log_(self):
-        return self._inplace("log_", Tensor.log)
+        inplace.__name__ = inplace.__qualname__ = f"{method}_"
+        inplace.__doc__ = f"``x.{method}()``, written into x (in place)."
+        return inplace
 
-    def sqrt_(self):
-        return self._inplace("sqrt_", Tensor.sqrt)
-
-    def sigmoid_(self):
-        return self._inplace("sigmoid_", Tensor.sigmoid)
-
-    def tanh_(self):
-        return self._inplace("tanh_", Tensor.tanh)
-
-    def relu_(self):
-        return self._inplace("relu_", Tensor.relu)
+    neg_, abs_, exp_, log_, sqrt_ = map(_unary_inplace, ("neg", "abs", "exp", "log", "sqrt"))
+    sigmoid_, tanh_, relu_ = map(_unary_inplace, ("sigmoid", "tanh", "relu"))
+    del _unary_inplace
 
     def clamp_(self, min=None, max=None):
         return self._inplace("clamp_", lambda x, lo, hi: x.clamp(lo, hi), min, max)

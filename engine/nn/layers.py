@@ -295,117 +295,110 @@ class LayerNorm(Module):
 # ---------------------------------------------------------------- activations
 
 
-class ReLU(Module):
+class _Activation(Module):
+    """A layer that applies ``function`` with the options its constructor keeps:
+    ``forward(x) = function(x, *(the attributes named in options))``, shown in the repr as
+    ``name=value``. Each activation below names its function and options and keeps PyTorch's
+    constructor (``inplace`` is accepted and has no effect: the result is always a new tensor)."""
+
+    function = staticmethod(F.relu)
+    options: tuple[str, ...] = ()
+
+    def __init__(self, **options):
+        super().__init__()
+        for name, value in options.items():
+            setattr(self, name, value)
+
+    def forward(self, x):
+        return self.function(x, *[getattr(self, name) for name in self.options])
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in self.options)
+
+
+class ReLU(_Activation):
     """max(0, x)."""
 
     def __init__(self, inplace: bool = False):
         super().__init__()
 
-    def forward(self, x):
-        return F.relu(x)
 
-
-class LeakyReLU(Module):
+class LeakyReLU(_Activation):
     """x if x > 0 else negative_slope·x."""
 
+    function, options = staticmethod(F.leaky_relu), ("negative_slope",)
+
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
-        super().__init__()
-        self.negative_slope = negative_slope
-
-    def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
-
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        super().__init__(negative_slope=negative_slope)
 
 
-class Sigmoid(Module):
+class Sigmoid(_Activation):
     """1/(1 + e⁻ˣ)."""
 
-    def forward(self, x):
-        return F.sigmoid(x)
+    function = staticmethod(F.sigmoid)
 
 
-class Tanh(Module):
-    def forward(self, x):
-        return F.tanh(x)
+class Tanh(_Activation):
+    """(eˣ − e⁻ˣ)/(eˣ + e⁻ˣ)."""
+
+    function = staticmethod(F.tanh)
 
 
-class GELU(Module):
+class GELU(_Activation):
     """x·Φ(x), or its tanh approximation with approximate='tanh'."""
 
+    function, options = staticmethod(F.gelu), ("approximate",)
+
     def __init__(self, approximate: str = "none"):
-        super().__init__()
         if approximate not in ("none", "tanh"):
             raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
-        self.approximate = approximate
-
-    def forward(self, x):
-        return F.gelu(x, self.approximate)
-
-    def extra_repr(self) -> str:
-        return f"approximate={self.approximate!r}"
+        super().__init__(approximate=approximate)
 
 
-class SiLU(Module):
+class SiLU(_Activation):
     """x·σ(x) (Swish)."""
+
+    function = staticmethod(F.silu)
 
     def __init__(self, inplace: bool = False):
         super().__init__()
 
-    def forward(self, x):
-        return F.silu(x)
 
+class ELU(_Activation):
+    """x if x > 0 else alpha·(eˣ − 1)."""
 
-class ELU(Module):
+    function, options = staticmethod(F.elu), ("alpha",)
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
-        super().__init__()
-        self.alpha = alpha
-
-    def forward(self, x):
-        return F.elu(x, self.alpha)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+        super().__init__(alpha=alpha)
 
 
-class Softplus(Module):
+class Softplus(_Activation):
+    """(1/beta)·log(1 + e^(beta·x))."""
+
+    function, options = staticmethod(F.softplus), ("beta",)
+
     def __init__(self, beta: float = 1.0):
-        super().__init__()
-        self.beta = beta
-
-    def forward(self, x):
-        return F.softplus(x, self.beta)
-
-    def extra_repr(self) -> str:
-        return f"beta={self.beta}"
+        super().__init__(beta=beta)
 
 
-class Softmax(Module):
+class Softmax(_Activation):
     """e^(xᵢ)/Σⱼ e^(xⱼ) along ``dim``; without ``dim``, PyTorch's implicit choice and its warning
     (see :func:`engine.functional.softmax`): always pass ``dim``."""
 
+    function, options = staticmethod(F.softmax), ("dim",)
+
     def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, x):
-        return F.softmax(x, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
+        super().__init__(dim=dim)
 
 
-class LogSoftmax(Module):
+class LogSoftmax(_Activation):
+    """log softmax(x) along ``dim``, computed as x − logsumexp(x) (stable)."""
+
+    function, options = staticmethod(F.log_softmax), ("dim",)
+
     def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, x):
-        return F.log_softmax(x, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
+        super().__init__(dim=dim)
 
 
 class SwiGLU(Module):

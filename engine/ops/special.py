@@ -129,7 +129,8 @@ def _normal_cdf_for_float32(x) -> np.ndarray:
     Φ(x) = ½erfc(z) with z = −x/√2, and for z ≥ 0 erfc(z) = e^(−z²)·P(t), t = 2/(2 + z): the same
     relative precision down the whole left tail. On the right, Φ = 1 − ½erfc(|z|). Speed: about 30
     passes over the array, where the series took 40-80 (its term count grows with |x|, and its
-    regions need a gather and a scatter each): a float32 GELU forward 2-3x faster.
+    regions need a gather and a scatter each): a float32 GELU forward of unit-normal inputs 1.6x
+    faster, the same on small ones (|x| < 1), whose series is short.
     """
     shape = np.shape(x)
     z = np.multiply(np.reshape(x, -1), -1.0 / np.sqrt(2.0), dtype=np.float64)  # 1-D: in-place ops work for 0-d x
