@@ -1072,7 +1072,7 @@ def ddim_path(model, schedule, steps, x_T, eta=0.0):
 
 
 @app.cell
-def _(sampler_data):
+def _():
     _schedule = noise_schedule("linear", 1000)  # section 5's schedule and ring
     _model = lab.ExactEpsilon(lab.ring_mixture(), _schedule)
     _x_T = np.random.default_rng(4).standard_normal((12, 2)).astype(np.float32)  # the same x_T for both
@@ -1090,17 +1090,15 @@ def _(sampler_data):
                           path=np.repeat(np.arange(_states.shape[1]), len(_k)), order=np.tile(_k, _states.shape[1]))
         _preds = plot.data(x=_x0[:, :, 0].ravel(), y=_x0[:, :, 1].ravel(),
                            step=np.repeat(np.arange(1, len(_x0) + 1), _x0.shape[1]))
-        _data = alt.Chart(plot.data(x=sampler_data[:300, 0], y=sampler_data[:300, 1])).mark_circle(
-            size=6, opacity=0.3, color=plot.color("data")).encode(alt.X("x:Q", title="x₁", scale=_scale),
-                                                                  alt.Y("y:Q", title="x₂", scale=_scale))
         _lines = alt.Chart(_rows).mark_line(point=alt.OverlayMarkDef(size=12), strokeWidth=1,
                                             color=plot.color("model")).encode(
-            alt.X("x:Q", scale=_scale), alt.Y("y:Q", scale=_scale), alt.Detail("path:N"), alt.Order("order:Q"))
+            alt.X("x:Q", title="x₁", scale=_scale), alt.Y("y:Q", title="x₂", scale=_scale), alt.Detail("path:N"),
+            alt.Order("order:Q"))
         _crosses = alt.Chart(_preds).mark_point(shape="cross", size=30, color=plot.color("target"), clip=True).encode(
             alt.X("x:Q", scale=_scale), alt.Y("y:Q", scale=_scale), alt.Opacity("step:Q", legend=None),
             [alt.Tooltip("step:Q", title="step"), alt.Tooltip("x:Q", format=".3g"), alt.Tooltip("y:Q", format=".3g")])
         _name = "DDIM (η = 0)" if _eta == 0 else "DDPM (η = 1)"
-        _charts.append(ui.chart((_data + _lines + _crosses).properties(
+        _charts.append(ui.chart((_lines + _crosses).properties(
             width="container", height=300,
             title=f"{_name}: mean path length {path_lengths[_eta]:.2f}; crosses x̂₀, darker later")))
     mo.vstack([mo.hstack(_charts, widths="equal"),
