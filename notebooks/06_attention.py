@@ -34,7 +34,9 @@ def _():
       its KV cache;
     - show by experiment that rotary embeddings (RoPE) make scores depend on relative position only;
     - use cross-attention, where queries and keys come from two sequences;
-    - train a tiny attention model and read its rule, then a tiny Transformer that learns a text.
+    - train a tiny attention model and read its rule, then a tiny Transformer that learns a text:
+      measure it against counting models, take out one part at a time, and read what each head
+      attends to on a prompt you type.
 
     The lesson's pieces (attention with its mask, the multi-head split, the Transformer block,
     the tiny models, their training loop and the sampler) are code cells on this page. Open it
@@ -1003,39 +1005,49 @@ class TransformerBlock(nn.Module):
     """A pre-norm decoder block (GPT-2's layout), on the residual stream x [B, L, d]:
 
         x ← x + MultiHeadAttention(LN(x), causal mask)
-        x ← x + MLP(LN(x)),     MLP = Linear(d, 4d) → GELU → Linear(4d, d)"""
+        x ← x + MLP(LN(x)),     MLP = Linear(d, 4d) → GELU → Linear(4d, d)
 
-    def __init__(self, d_model=32, heads=2):
+    residual=False drops the two "x +" (each sub-layer's output replaces the stream). The last
+    forward pass's attention weights [B, H, L, L] are kept in self.weights, to be drawn."""
+
+    def __init__(self, d_model=32, heads=2, residual=True):
         super().__init__()
+        self.residual = residual
         self.norm_attention = nn.LayerNorm(d_model)
         self.attention = MultiHeadAttention(d_model, heads)
         self.norm_mlp = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
                                  nn.Linear(4 * d_model, d_model))
+        self.weights = None
 
     def forward(self, x):
         causal = engine.attention.causal_mask(x.shape[1])      # key j <= query i
-        x = x + self.attention(self.norm_attention(x), causal)[0]
-        return x + self.mlp(self.norm_mlp(x))
+        attended, self.weights = self.attention(self.norm_attention(x), causal)
+        x = x + attended if self.residual else attended
+        out = self.mlp(self.norm_mlp(x))
+        return x + out if self.residual else out
 
 
 @app.class_definition
 class TinyGPT(nn.Module):
     """logits = W_out LN(blocks(E[x] + P[pos])): token and learned position embeddings, `layers`
-    TransformerBlocks, a final LayerNorm and a linear read-out; ids [B, L] → logits [B, L, vocab]."""
+    TransformerBlocks, a final LayerNorm and a linear read-out; ids [B, L] → logits [B, L, vocab].
+    positions=False leaves out P (the blocks see E[x] only); residual is passed to every block."""
 
-    def __init__(self, vocab, context=16, d_model=32, heads=2, layers=1):
+    def __init__(self, vocab, context=16, d_model=32, heads=2, layers=1, positions=True, residual=True):
         super().__init__()
         self.context = context
         self.token = nn.Embedding(vocab, d_model)
-        self.position = nn.Embedding(context, d_model)
-        self.blocks = nn.ModuleList([TransformerBlock(d_model, heads) for _ in range(layers)])
+        self.position = nn.Embedding(context, d_model) if positions else None
+        self.blocks = nn.ModuleList([TransformerBlock(d_model, heads, residual) for _ in range(layers)])
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab)
 
     def forward(self, ids):
         ids = np.asarray(ids)
-        x = self.token(ids) + self.position(np.arange(ids.shape[-1]))
+        x = self.token(ids)
+        if self.position is not None:
+            x = x + self.position(np.arange(ids.shape[-1]))
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x))
@@ -1051,13 +1063,13 @@ def heldout_loss(model, ids, context):
 
 @app.function
 def train_tiny_gpt(steps=400, lr=3e-3, layers=1, d_model=32, heads=2, context=16, batch_size=32,
-                   seed=0, eval_every=50, on_step=None):
+                   seed=0, eval_every=50, on_step=None, positions=True, residual=True):
     """The language model's loop: Adam (train_step) on random windows of the text, each predicting
     the next character at every position; every eval_every steps, the mean training loss and the
     held-out loss. Returns the lab's GPTRun."""
     data = lab.char_data()
     with engine.random.fork_rng(seed):
-        model = TinyGPT(len(data.chars), context, d_model, heads, layers)
+        model = TinyGPT(len(data.chars), context, d_model, heads, layers, positions, residual)
         optimizer = engine.optim.Adam(model.parameters(), lr=lr)
         rng = np.random.default_rng(seed)
         log, recent, stopped = {"steps": [], "train": [], "heldout": []}, [], ""
@@ -1086,6 +1098,32 @@ def default_tiny_gpt():
     return {"settings": dict(lab.GPT_DEFAULTS),
             "parameters": {name: p.data for name, p in run.model.state_dict().items()},
             "steps": run.steps, "train_loss": run.train_loss, "heldout_loss": run.heldout_loss}
+
+
+@app.function
+def ablate_tiny_gpt(on_step=None):
+    """The default Transformer (lab.GPT_DEFAULTS) trained again with one part taken out at a time
+    (lab.GPT_ABLATIONS: the position embedding, the second head, the residual path), from the same
+    seed on the same batches: each model's loss curves, by name."""
+    runs, steps = {}, lab.GPT_DEFAULTS["steps"]
+    for k, (name, change) in enumerate(lab.GPT_ABLATIONS.items()):
+        run = train_tiny_gpt(**{**lab.GPT_DEFAULTS, **change},
+                             on_step=None if on_step is None else lambda s, k=k: on_step(k * steps + s))
+        runs[name] = {"steps": run.steps, "train_loss": run.train_loss, "heldout_loss": run.heldout_loss}
+    return runs
+
+
+@app.function
+def default_gpt_ablations():
+    """What the ablations open on: ablate_tiny_gpt at the default settings, and the final held-out
+    loss of the full model and of the one without positions for seeds 0 to 4 (how far the seed
+    alone moves them)."""
+    runs, seeds = ablate_tiny_gpt(), {}
+    for name in ("full model", "no position embedding"):
+        change = {**lab.GPT_DEFAULTS, **lab.GPT_ABLATIONS[name]}
+        seeds[name] = np.array([runs[name]["heldout_loss"][-1]] + [
+            train_tiny_gpt(**{**change, "seed": seed}).heldout_loss[-1] for seed in range(1, 5)])
+    return {"runs": runs, "seed_heldout": seeds}
 
 
 @app.cell
@@ -1165,6 +1203,82 @@ def _(gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_train):
 
 @app.cell(hide_code=True)
 def _():
+    gpt_ablate = mo.ui.run_button(label="Retrain the ablations")
+    # The shipped ablations, loaded only if the cells above are still the code that trained them.
+    ablations_shipped, ablations_seeds, ablations_problem = lab.shipped_gpt_ablations(
+        code=(attention, split_heads, merge_heads, next_token_loss, train_step, heldout_loss, train_tiny_gpt,
+              ablate_tiny_gpt, default_gpt_ablations),
+        classes=(MultiHeadAttention, TransformerBlock, TinyGPT))
+    mo.md(r"""
+    ### Ablations: what each part is worth
+
+    Take one part out of the default model at a time, train again from the same seed on the same
+    batches, and compare the held-out losses: `TinyGPT(positions=False)` adds no position
+    embedding, so attention sees the earlier characters as a set (section 1's permutation check);
+    `heads=1` gives the block one head of width 32 instead of two of 16; `residual=False` drops
+    the two "x +" of `TransformerBlock`, so each sub-layer's output replaces the stream. This is
+    one run of each, and the seed alone moves a held-out loss too (the lines under the table say
+    by how much): below, a gap counts as clear only above 0.15 nats.
+    """)
+    return ablations_problem, ablations_seeds, ablations_shipped, gpt_ablate
+
+
+@app.cell
+def _(ablations_problem, ablations_seeds, ablations_shipped, gpt_ablate):
+    if gpt_ablate.value:
+        _total = len(lab.GPT_ABLATIONS) * lab.GPT_DEFAULTS["steps"]
+        with mo.status.progress_bar(total=_total, title="training the four models", remove_on_exit=True) as _bar:
+            ablations = lab.ablation_runs(ablate_tiny_gpt(on_step=throttled(_bar, _total)))
+        _caption = "Trained just now by the cells above, as they are on this page, at the default settings."
+    else:
+        ablations = ablations_shipped
+        _caption = ("The four runs below were trained in advance by the cells above, at the default settings, "
+                    "and ship with the course; **Retrain the ablations** runs those cells as they are now."
+                    if ablations is not None else f"{ablations_problem[0].upper()}{ablations_problem[1:]}.")
+    if ablations is None:
+        _shown = mo.callout(mo.md(_caption), kind="info")
+    else:
+        _full = ablations["full model"]
+        _ladder = {"bigram": lab.ngram_loss(2), "trigram": lab.ngram_loss(3)}
+        _chart = ui.chart(plot.curves(_full.steps, {
+            **{name: run.heldout_loss for name, run in ablations.items()},
+            **{k: np.full(len(_full.steps), v) for k, v in _ladder.items()}},
+            x_title="training step", y_title="held-out nats per character", dashed=tuple(_ladder),
+            title="held-out loss with one part taken out"))
+        _rows = ["| model | training loss | held-out loss | held-out − full model's |", "|---|---|---|---|"] + [
+            f"| {name} | {run.final_train:.2f} | {run.final_heldout:.2f} | "
+            f"{run.final_heldout - _full.final_heldout:+.2f} |" for name, run in ablations.items()]
+        _gaps = {name: run.final_heldout - _full.final_heldout for name, run in ablations.items() if name != "full model"}
+        _clear = [name for name, gap in _gaps.items() if gap > 0.15]
+        _close = [name for name, gap in _gaps.items() if abs(gap) <= 0.15]
+        _said = []
+        if _clear:
+            _said.append(f"Clearly worse: **{', '.join(_clear)}**.")
+        if _close:
+            _said.append(f"Within 0.15 nats of the full model: **{', '.join(_close)}**.")
+        _nopos = ablations["no position embedding"].final_heldout
+        if "no position embedding" in _clear and _nopos < _ladder["bigram"]:
+            _said.append(f"Without positions the model still beats the bigram ({_nopos:.2f} against "
+                         f"{_ladder['bigram']:.2f}): the character at the query arrives through the residual "
+                         "stream, and the set of characters before it still says something.")
+        _nores = ablations["no residual path"]
+        if "no residual path" in _close and _nores.final_train < _full.final_train - 0.1:
+            _said.append(f"Without the residual path the training loss even ends lower ({_nores.final_train:.2f} "
+                         f"against {_full.final_train:.2f}), and the held-out loss does not follow: a single block "
+                         "learns this text without the residual path.")
+        if ablations_seeds is not None:
+            _f, _n = ablations_seeds["full model"], ablations_seeds["no position embedding"]
+            _said.append(f"\n\nFor scale, trained from seeds 0 to 4: the full model's final held-out loss ranges "
+                         f"from {_f.min():.2f} to {_f.max():.2f} ({_f.max() - _f.min():.2f} nats); without the "
+                         f"position embedding it is higher {'for every seed' if np.all(_n > _f) else 'for only some seeds'}, "
+                         f"by {(_n - _f).min():.2f} to {(_n - _f).max():.2f} nats.")
+        _shown = mo.vstack([mo.md(_caption), _chart, mo.md("\n".join(_rows) + "\n\n" + " ".join(_said))])
+    mo.vstack([gpt_ablate, _shown])
+    return (ablations,)
+
+
+@app.cell(hide_code=True)
+def _():
     mo.md(r"""
     ### Generating text
 
@@ -1205,6 +1319,80 @@ def _(gpt, gpt_temperature):
                      f"{gpt_temperature.value:g}):"),
                mo.plain_text(gpt_sample)])
     return (gpt_sample,)
+
+
+@app.cell(hide_code=True)
+def _():
+    gpt_prompt = mo.ui.text(value="the next token", label="prompt", max_length=200)
+    mo.md(r"""
+    ### What each head reads
+
+    `TransformerBlock` keeps the weights its attention computed on its last input
+    (`self.weights`, one $L\times L$ map per head). Type a prompt: the model reads its last 16
+    characters (lower-cased; characters it never saw are left out), and each map shows, for every
+    query position $i$, the weight it gives each key position $j \le i$ (the causal mask blanks
+    the rest). The first chart averages the same weights over the whole held-out text, by how far
+    back the key sits.
+    """)
+    return (gpt_prompt,)
+
+
+@app.cell
+def _(gpt):
+    mo.stop(gpt is None or bool(gpt.stopped))
+    # How far back each head reads, over the held-out text: once per model (remembered by the lab).
+    try:
+        reach = lab.head_reach(gpt.model, gpt.data.heldout)
+    except ValueError as _err:
+        reach, _shown = None, ui.problem(_err)
+    else:
+        _blocks, _heads, _L = reach.weight.shape
+        _far = min(_L, 8)
+        _series = {f"block {b + 1}, head {h + 1}": reach.weight[b, h, :_far]
+                   for b in range(_blocks) for h in range(_heads)}
+        _chart = ui.chart(plot.curves(np.arange(_far), _series, x_title="distance back i − j",
+                                      y_title="mean weight", y_domain=(0, 1),
+                                      title="how far back each head reads (held-out text)"))
+        _share = ", ".join(f"{s} {reach.weight[b, h, 1]:.0%}" for s, (b, h) in zip(
+            _series, [(b, h) for b in range(_blocks) for h in range(_heads)]))
+        _previous = bool(np.all(reach.favourite[0] == 1))
+        _shown = mo.vstack([_chart, mo.md(
+            f"Weight on the character just before the query, on average: {_share}. " + (
+                "Every head of the first block gives that one character more weight than any other. "
+                "The character at the query itself reaches the read-out through the residual stream, "
+                "so what the model mostly reads is the last two characters, the context a trigram "
+                "counts, which fits a loss so close to the trigram's."
+                if _previous else "Not every head of the first block reads mostly the character before."))])
+    _shown
+    return (reach,)
+
+
+@app.cell
+def _(gpt, gpt_prompt):
+    mo.stop(gpt is None or bool(gpt.stopped))
+    try:
+        head_view = lab.head_maps(gpt.model, gpt.data.chars, gpt_prompt.value)
+    except ValueError as _err:
+        head_view, _shown = None, ui.problem(_err)
+    else:
+        _w = head_view.window
+        _labels = [f"{i}:{'␣' if c == ' ' else c}" for i, c in enumerate(_w.text)]
+        _maps = [ui.chart(plot.heatmap(np.where(np.tri(len(_labels), dtype=bool), head_view.weights[b, h], np.nan),
+                                       x_labels=_labels, y_labels=_labels, x_title="key j", y_title="query i",
+                                       color_title="weight", scheme="purples", domain=(0, 1),
+                                       title=f"block {b + 1}, head {h + 1}"))
+                 for b in range(head_view.weights.shape[0]) for h in range(head_view.weights.shape[1])]
+        _top = np.argsort(head_view.next_p)[::-1][:3]
+        _next = ", ".join(f"“{'␣' if gpt.data.chars[k] == ' ' else gpt.data.chars[k]}” {head_view.next_p[k]:.2f}"
+                          for k in _top)
+        _shown = mo.vstack([
+            mo.md(f"The model reads **“{_w.text}”**"
+                  + (f" (left out: {', '.join(repr(c) for c in _w.dropped)})" if _w.dropped else "")
+                  + f"; its likeliest next characters: {_next}."),
+            mo.hstack(_maps, widths="equal", wrap=True),
+        ])
+    mo.vstack([gpt_prompt, _shown])
+    return (head_view,)
 
 
 @app.cell

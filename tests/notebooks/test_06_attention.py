@@ -131,10 +131,12 @@ def test_06_editing_attention_moves_the_maps_and_unloads_the_shipped_models(tmp_
     assert before["maps"].entropy.mean() == pytest.approx(2.0, abs=0.1)
     assert after["maps"].entropy.mean() == pytest.approx(0.6, abs=0.1)
     assert np.median(after["maps"].weights.max(axis=1)) > 0.8   # "most rows give one key most of their weight"
-    assert after["tiny"] is None and after["gpt"] is None
+    assert after["tiny"] is None and after["gpt"] is None and after["ablations"] is None
     for problem in (after["tiny_problem"], after["gpt_problem"]):
         assert problem.startswith("the shipped model was trained with other code than this page's `attention`")
-    assert output_text(outputs).count("so it is not loaded: train with the button to see what your code does") == 2
+    assert after["ablations_problem"].startswith("the shipped runs were trained with other code than this page's "
+                                                 "`attention`")
+    assert output_text(outputs).count("so it is not loaded: train with the button to see what your code does") == 3
 
 
 def test_06_editing_a_model_class_unloads_its_checkpoint(tmp_path):
@@ -143,6 +145,7 @@ def test_06_editing_a_model_class_unloads_its_checkpoint(tmp_path):
     outputs, after = run_app(edited.app)
     assert_no_error_outputs(outputs)
     assert after["tiny"] is None and after["gpt"] is after["gpt_shipped"] is not None  # the Transformer does not use it
+    assert after["ablations"] is after["ablations_shipped"] is not None
     assert after["tiny_problem"].startswith("the shipped model was trained with other code than this page's `attention`")
     assert after["tiny_problem"].endswith("`default_tiny_attention`, `TinyAttention`, so it is not loaded: "
                                           "train with the button to see what your code does")
@@ -571,3 +574,166 @@ def test_06_steered_query_weights_are_softmax_of_q(q):
     e = np.exp(np.array(q) - max(q))
     np.testing.assert_allclose(defs["steered"].weights[0], e / e.sum(), atol=1e-12)
     assert ", ".join(f"{w:.3f}" for w in e / e.sum()) in text
+
+
+# ----------------------------------------------------------------------------- what each head reads
+
+
+def _heads_by_hand(model, ids):
+    """Each head's weights [blocks, H, L, L] and the next-character distribution, computed in NumPy
+    from the model's parameters (pre-norm blocks, causal softmax(q kᵀ/√d_k))."""
+    p = {name: np.asarray(value.data, dtype=np.float64) for name, value in model.state_dict().items()}
+
+    def norm(x, prefix):
+        mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + 1e-5) * p[f"{prefix}.weight"] + p[f"{prefix}.bias"]
+
+    L = len(ids)
+    x = p["token.weight"][ids] + p["position.weight"][:L]
+    maps = []
+    for b, block in enumerate(model.blocks):
+        pre, H = f"blocks.{b}.", block.attention.heads
+        d = x.shape[-1]
+        qkv = norm(x, pre + "norm_attention") @ p[pre + "attention.in_proj_weight"].T + p[pre + "attention.in_proj_bias"]
+        q, k, v = (qkv[:, i * d:(i + 1) * d].reshape(L, H, d // H).transpose(1, 0, 2) for i in range(3))
+        s = q @ k.transpose(0, 2, 1) / np.sqrt(d // H)
+        s = np.where(np.tri(L, dtype=bool), s, -np.inf)
+        w = np.exp(s - s.max(-1, keepdims=True))
+        w /= w.sum(-1, keepdims=True)
+        maps.append(w)
+        out = (w @ v).transpose(1, 0, 2).reshape(L, d) @ p[pre + "attention.out_proj.weight"].T \
+            + p[pre + "attention.out_proj.bias"]
+        x = x + out
+        h = norm(x, pre + "norm_mlp") @ p[pre + "mlp.0.weight"].T + p[pre + "mlp.0.bias"]
+        h = 0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))
+        x = x + h @ p[pre + "mlp.2.weight"].T + p[pre + "mlp.2.bias"]
+    z = norm(x, "norm") @ p["head.weight"].T + p["head.bias"]
+    z = z[-1] - z[-1].max()
+    return np.stack(maps), np.exp(z) / np.exp(z).sum()
+
+
+@pytest.mark.parametrize("prompt", ["the next token", "The NEXT token, 42!", "x" * 200])
+def test_06_head_maps_of_a_typed_prompt_are_the_models_weights(prompt):
+    """The maps shown are the shipped model's attention on the prompt's last 16 known characters
+    (lower-cased, the unknown ones named), causal, each row summing to 1; the likeliest next
+    characters are the model's."""
+    text, defs = notebook_text("06_attention", gpt_prompt=prompt)
+    gpt, view = defs["gpt"], defs["head_view"]
+    known = "".join(c for c in prompt.lower() if c in gpt.data.chars)
+    assert view.window.text == known[-16:] and f"The model reads “{known[-16:]}”" in text
+    assert view.window.dropped == "".join(dict.fromkeys(c for c in prompt.lower() if c not in gpt.data.chars))
+    assert prompt != "The NEXT token, 42!" or "left out: '4', '2', '!'" in text
+    ids = np.array([gpt.data.chars.index(c) for c in view.window.text])
+    maps, next_p = _heads_by_hand(gpt.model, ids)
+    np.testing.assert_allclose(view.weights, maps, atol=2e-5)
+    np.testing.assert_allclose(view.next_p, next_p, atol=2e-5)
+    assert np.all(np.triu(view.weights, 1) == 0)
+    np.testing.assert_allclose(view.weights.sum(-1), 1, atol=1e-5)
+    top = gpt.data.chars[int(np.argmax(next_p))]
+    assert f"likeliest next characters: “{'␣' if top == ' ' else top}” {next_p.max():.2f}" in text
+
+
+@pytest.mark.parametrize("prompt", ["", "42?!"])
+def test_06_a_prompt_with_no_known_character_is_said(prompt):
+    text, defs = notebook_text("06_attention", gpt_prompt=prompt)
+    assert defs["head_view"] is None and "the prompt has no character the model knows" in text
+
+
+def test_06_heads_read_the_character_before_on_average():
+    """The first chart: the mean weight each head gives the key δ characters back, over the
+    held-out windows, computed here from the model's own weights; both heads of the shipped model
+    give the character just before the query more weight than any other distance, and the page
+    says so with their shares."""
+    text, defs = notebook_text("06_attention")
+    gpt, reach = defs["gpt"], defs["reach"]
+    x, _ = attention_lab.heldout_windows(gpt.data.heldout, 16)
+    maps = np.stack([_heads_by_hand(gpt.model, row)[0] for row in x], axis=1)  # [blocks, B, H, L, L]
+    L = maps.shape[-1]
+    for delta in (0, 1, 2, 5, 15):
+        by_hand = np.mean([maps[0, :, :, i, i - delta] for i in range(max(delta, 1), L)], axis=(0, 1))
+        np.testing.assert_allclose(reach.weight[0, :, delta], by_hand, atol=2e-5)
+    assert reach.weight.shape == (1, 2, 16) and list(reach.favourite[0]) == [1, 1]
+    assert all(reach.weight[0, h, 1] > 0.5 for h in range(2))
+    assert (f"Weight on the character just before the query, on average: block 1, head 1 "
+            f"{reach.weight[0, 0, 1]:.0%}, block 1, head 2 {reach.weight[0, 1, 1]:.0%}. Every head of the "
+            "first block gives that one character more weight than any other") in text
+
+
+# ----------------------------------------------------------------------------- ablations
+
+
+def test_06_ablations_open_shipped_and_their_claims_hold():
+    """The four shipped runs: the full model's curves are section 6's shipped Transformer's (the
+    same training), each run differs from it in the one part its name says, the table shows their
+    last losses, and each sentence under it follows from the values shown."""
+    text, defs = notebook_text("06_attention")
+    runs, gpt = defs["ablations"], defs["gpt"]
+    assert runs is defs["ablations_shipped"] and defs["ablations_problem"] == ""
+    assert list(runs) == ["full model", "no position embedding", "one head", "no residual path"]
+    full = runs["full model"]
+    np.testing.assert_allclose(full.heldout_loss, gpt.heldout_loss, rtol=1e-5)
+    np.testing.assert_allclose(full.train_loss, gpt.train_loss, rtol=1e-5)
+    assert "were trained in advance by the cells above, at the default settings, and ship" in text
+    for name, run in runs.items():
+        assert list(run.steps) == list(gpt.steps)
+        assert (f"{name} {run.final_train:.2f} {run.final_heldout:.2f} "
+                f"{run.final_heldout - full.final_heldout:+.2f}") in text
+    gaps = {name: run.final_heldout - full.final_heldout for name, run in runs.items() if name != "full model"}
+    # the shipped runs (seed 0): only the position embedding's removal costs more than 0.15 nats
+    assert gaps["no position embedding"] > 0.15 and abs(gaps["one head"]) < 0.15 and abs(gaps["no residual path"]) < 0.15
+    assert "Clearly worse: no position embedding ." in text  # bold names: the text has a space before the stop
+    assert "Within 0.15 nats of the full model: one head, no residual path ." in text
+    bigram, nopos = attention_lab.ngram_loss(2), runs["no position embedding"].final_heldout
+    assert nopos < bigram and f"Without positions the model still beats the bigram ({nopos:.2f} against {bigram:.2f})" in text
+    nores = runs["no residual path"]
+    assert nores.final_train < full.final_train - 0.1
+    assert (f"Without the residual path the training loss even ends lower ({nores.final_train:.2f} against "
+            f"{full.final_train:.2f})") in text
+    # over five seeds (shipped; seed 0's are the runs above): the full model's spread is below the
+    # 0.15 nats the page requires of a clear gap, and without positions the loss is higher every time
+    seeds = defs["ablations_seeds"]
+    f, n = seeds["full model"], seeds["no position embedding"]
+    assert len(f) == len(n) == 5 and f[0] == pytest.approx(full.final_heldout, rel=1e-6)
+    assert n[0] == pytest.approx(nopos, rel=1e-6)
+    spread = f.max() - f.min()
+    assert 0.02 < spread < 0.15 < gaps["no position embedding"] and np.all(n > f)
+    assert (f"the full model's final held-out loss ranges from {f.min():.2f} to {f.max():.2f} ({spread:.2f} nats); "
+            f"without the position embedding it is higher for every seed, by {(n - f).min():.2f} to "
+            f"{(n - f).max():.2f} nats") in text
+
+
+def test_06_ablation_models_differ_in_the_part_named():
+    """positions=False leaves out the position embedding, residual=False the two 'x +', heads=1
+    one head: checked on the page's classes, on one input."""
+    V = len(attention_lab.char_data().chars)
+    ids = np.arange(10).reshape(1, 10) % V
+    with engine.random.fork_rng(0):
+        full = NB.TinyGPT(V)
+    with engine.random.fork_rng(0):
+        bare = NB.TinyGPT(V, positions=False)
+    assert bare.position is None and "position.weight" not in bare.state_dict()
+    # without positions, a query's output does not depend on the order of the keys before it
+    swapped = ids.copy()
+    swapped[0, [2, 5]] = swapped[0, [5, 2]]
+    with engine.no_grad():
+        assert np.allclose(bare(ids).data[0, 9], bare(swapped).data[0, 9], atol=1e-5)
+        assert not np.allclose(full(ids).data[0, 9], full(swapped).data[0, 9], atol=1e-3)
+    block = NB.TransformerBlock(32, 2, residual=False)
+    x = engine.randn(1, 5, 32)
+    with engine.no_grad():
+        attended = block.attention(block.norm_attention(x), engine.attention.causal_mask(5))[0]
+        expected = block.mlp(block.norm_mlp(attended)).data
+        np.testing.assert_allclose(block(x).data, expected, atol=1e-6)
+        assert block.weights.shape == (1, 2, 5, 5)
+    assert NB.TinyGPT(V, heads=1).blocks[0].attention.heads == 1
+
+
+@pytest.mark.slow
+def test_06_retraining_the_ablations_gives_the_shipped_runs():
+    """The button trains the four models with the page's cells: at the default settings, the
+    shipped runs again."""
+    text, defs = notebook_text("06_attention", gpt_ablate=True)
+    runs, shipped = defs["ablations"], defs["ablations_shipped"]
+    assert runs is not shipped and "Trained just now by the cells above, as they are on this page" in text
+    for name in shipped:
+        np.testing.assert_allclose(runs[name].heldout_loss, shipped[name].heldout_loss, rtol=1e-3)

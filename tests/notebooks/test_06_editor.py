@@ -8,7 +8,8 @@ with Ctrl+Enter as a learner does:
 
 - `TinyAttention` with a residual connection (same parameter names and shapes): section 5 says in
   one line that the shipped model was trained with other code and shows no map; its Train button
-  trains the edited class; section 6's Transformer, which does not use the class, stays loaded;
+  trains the edited class; section 6's Transformer and its ablations, which do not use the class,
+  stay loaded;
 - `attention` without `* scale` (the page's first prompt): section 1's mean row entropy changes,
   and section 6 falls back too;
 - no cell shows an error, and nothing reached stderr.
@@ -42,13 +43,13 @@ def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
     not_loaded = "so it is not loaded: train with the button to see what your code does"
     with editing(NOTEBOOK, tmp_path) as (page, log, outputs):
         outputs.get_by_text("trained in advance by the cells above").first.wait_for()
-        assert outputs.get_by_text("trained in advance by the cells above").count() == 2
+        assert outputs.get_by_text("trained in advance by the cells above").count() == 3  # 5, 6, ablations
         entropy = _entropy(page)
 
         replace_cell_code(page, NOTEBOOK, "TinyAttention", residual)
         assert_no_errors(page, log, "06 after editing TinyAttention")
         outputs.get_by_text(re.compile("other code than this page's .*TinyAttention`?, so it is not loaded")).first.wait_for()
-        assert outputs.get_by_text("trained in advance by the cells above").count() == 1  # section 6's
+        assert outputs.get_by_text("trained in advance by the cells above").count() == 2  # section 6's two
 
         press_and_wait(page, outputs.get_by_role("button", name="Train the attention model").first, 180_000,
                        "training the edited TinyAttention")

@@ -24,6 +24,7 @@ function here needs it, the page passes it in.
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import weakref
@@ -51,6 +52,8 @@ __all__ = [
     "heldout_windows", "ngram_loss", "random_windows", "sampled_text", "tiny_heldout", "tiny_run", "toy_qkv",
     "GPT_CLASSES", "GPT_CODE", "GPT_DEFAULTS", "TINY_CLASSES", "TINY_CODE", "TINY_DEFAULTS",
     "shipped_tiny_attention", "shipped_tiny_gpt",
+    "HeadMaps", "HeadReach", "PromptWindow", "head_maps", "head_reach", "prompt_window",
+    "ABLATION_CODE", "AblationRun", "GPT_ABLATIONS", "ablation_runs", "shipped_gpt_ablations",
 ]
 
 SENTENCE = "the cat sat on the mat because it was warm"
@@ -809,6 +812,95 @@ def _sampled_text(sample, model, chars, prompt, length, temperature, seed=0) -> 
     return sample(model, chars, prompt, length, temperature, seed=seed)
 
 
+@dataclass(frozen=True)
+class PromptWindow:
+    """What the tiny Transformer reads of a typed prompt: ``text``, the last ``context`` characters
+    of the prompt (lower-cased) that are in its vocabulary, their ``ids``, and ``dropped``, the
+    prompt's characters outside the vocabulary (each once), which it cannot read."""
+
+    text: str
+    ids: np.ndarray
+    dropped: str
+
+
+def prompt_window(prompt, chars, context) -> PromptWindow:
+    lowered = str(prompt).lower()
+    known = "".join(c for c in lowered if c in chars)
+    text = known[-_int("prompt_window", "context", context, 1):]
+    return PromptWindow(text, np.array([chars.index(c) for c in text], dtype=np.int64),
+                        "".join(dict.fromkeys(c for c in lowered if c not in chars)))
+
+
+def _block_weights(model, ids) -> np.ndarray:
+    """Run ``model`` on ``ids`` [B, L] and stack what each of its blocks kept in ``.weights``:
+    [blocks, B, H, L, L]. A ValueError when a block keeps none (its code was changed)."""
+    model = copy.deepcopy(model)  # its own copy: two sessions reading one shipped model never mix their weights
+    with no_grad():
+        logits = model(ids)
+    kept = [getattr(block, "weights", None) for block in model.blocks]
+    if any(not isinstance(w, Tensor) for w in kept):
+        raise ValueError("head maps: a TransformerBlock kept no attention weights (its forward sets "
+                         "self.weights to what its attention returns): restore that line to see them")
+    return np.stack([w.data for w in kept]), logits.data
+
+
+@dataclass(frozen=True)
+class HeadMaps:
+    """Each head's attention on one prompt: ``weights`` [blocks, H, L, L] (query i, key j ≤ i)
+    and ``next_p``, the model's distribution of the character after the prompt."""
+
+    window: PromptWindow
+    weights: np.ndarray
+    next_p: np.ndarray
+
+
+@functools.lru_cache(maxsize=32)  # a few prompts per model: each read once
+def head_maps(model, chars, prompt) -> HeadMaps:
+    """The attention maps of every block and head of the page's ``TinyGPT`` on ``prompt`` (see
+    :func:`prompt_window`), read from what each block kept; a ValueError for a prompt with no
+    character the model knows."""
+    window = prompt_window(prompt, chars, model.context)
+    if not window.text:
+        raise ValueError("head maps: the prompt has no character the model knows (lower-case letters, "
+                         "space, '.', ',' and ';'): type a few words")
+    weights, logits = _block_weights(model, window.ids[None])
+    z = logits[0, -1] - logits[0, -1].max()
+    return HeadMaps(window, weights[:, 0], np.exp(z) / np.exp(z).sum())
+
+
+@dataclass(frozen=True)
+class HeadReach:
+    """How far back each head reads, over the held-out text: ``weight[b, h, δ]`` is the mean
+    weight block b's head h gives the key δ characters before its query, over every held-out
+    window and every query with a choice (position ≥ 1) and at least δ characters before it."""
+
+    weight: np.ndarray
+
+    @property
+    def favourite(self) -> np.ndarray:
+        """[blocks, H]: the distance each head gives the most weight on average."""
+        return self.weight.argmax(-1)
+
+
+_HEAD_REACH = weakref.WeakKeyDictionary()
+
+
+def head_reach(model, heldout) -> HeadReach:
+    """:class:`HeadReach` of ``model`` on every non-overlapping held-out window, remembered per
+    model (the training settings re-run its cell without changing the model)."""
+    if model not in _HEAD_REACH:
+        x, _ = heldout_windows(heldout, model.context)
+        w = _block_weights(model, x)[0]                      # [blocks, B, H, L, L]
+        L = w.shape[-1]
+        reach = np.zeros(w.shape[:1] + w.shape[2:3] + (L,))
+        for delta in range(L):
+            queries = np.arange(max(delta, 1), L)
+            if len(queries):
+                reach[..., delta] = w[:, :, :, queries, queries - delta].mean(axis=(1, 3))
+        _HEAD_REACH[model] = HeadReach(reach)
+    return _HEAD_REACH[model]
+
+
 def block_parameters(d_model=768, heads=12) -> int:
     """Parameters of one pre-norm Transformer block, its parts counted by ``engine.shapes``:
     12d² + 13d (attention 4d² + 4d, MLP 8d² + 5d, two LayerNorms 4d), whatever the heads. By
@@ -838,11 +930,18 @@ TINY_CLASSES = ("TinyAttention",)
 GPT_CODE = ("attention", "split_heads", "merge_heads", "next_token_loss", "train_step", "heldout_loss",
             "train_tiny_gpt", "default_tiny_gpt")
 GPT_CLASSES = ("MultiHeadAttention", "TransformerBlock", "TinyGPT")
+# The ablations of section 6: the default Transformer, then one part taken out at a time (the
+# keyword arguments train_tiny_gpt is given on top of GPT_DEFAULTS).
+GPT_ABLATIONS = {"full model": {}, "no position embedding": {"positions": False}, "one head": {"heads": 1},
+                 "no residual path": {"residual": False}}
+ABLATION_CODE = GPT_CODE[:-1] + ("ablate_tiny_gpt", "default_gpt_ablations")
 CHECKPOINTS = {
     "attention_tiny": checkpoints.FromNotebook(notebook="06_attention", function="default_tiny_attention",
                                                code=TINY_CODE + TINY_CLASSES),
     "attention_gpt": checkpoints.FromNotebook(notebook="06_attention", function="default_tiny_gpt",
                                               code=GPT_CODE + GPT_CLASSES),
+    "attention_gpt_ablations": checkpoints.FromNotebook(notebook="06_attention", function="default_gpt_ablations",
+                                                        code=ABLATION_CODE + GPT_CLASSES),
 }
 
 
@@ -892,3 +991,40 @@ def shipped_tiny_gpt(code, classes) -> tuple:
         return None, reason
     _SHIPPED_GPT[model] = _gpt_checkpoint.FINGERPRINT
     return GPTRun(model, data, state["steps"], state["train_loss"], state["heldout_loss"], data.unigram, ""), ""
+
+
+@dataclass(frozen=True)
+class AblationRun:
+    """One model of the ablations: its loss curves (nats/char) every ``eval_every`` steps."""
+
+    steps: np.ndarray
+    train_loss: np.ndarray
+    heldout_loss: np.ndarray
+
+    @property
+    def final_train(self) -> float:
+        return float(self.train_loss[-1]) if len(self.train_loss) else math.nan
+
+    @property
+    def final_heldout(self) -> float:
+        return float(self.heldout_loss[-1]) if len(self.heldout_loss) else math.nan
+
+
+def ablation_runs(runs) -> dict:
+    """``{name: AblationRun}`` of what the notebook's ``ablate_tiny_gpt`` returns."""
+    return {name: AblationRun(np.asarray(r["steps"]), np.asarray(r["train_loss"]), np.asarray(r["heldout_loss"]))
+            for name, r in runs.items()}
+
+
+def shipped_gpt_ablations(code, classes) -> tuple:
+    """Section 6's ablations as the notebook's ``default_gpt_ablations`` trained them (checkpoint
+    ``attention_gpt_ablations``): ``({name: AblationRun}, {name: final held-out loss for seeds
+    0-4} of the full model and the one without positions, "")``, or ``(None, None, reason)`` when
+    ``code`` and ``classes`` (named by ``ABLATION_CODE`` and ``GPT_CLASSES``) are not the code
+    that trained them."""
+    from engine.course.checkpoints import attention_gpt_ablations as module
+
+    state, reason = checkpoints.load_if_fits(module, *code, *classes)
+    if state is None:
+        return None, None, reason.replace("the shipped model was", "the shipped runs were")
+    return ablation_runs(state["runs"]), {k: np.asarray(v) for k, v in state["seed_heldout"].items()}, ""

@@ -381,3 +381,22 @@ def test_ngram_loss_by_counting(n):
     assert attention_lab.ngram_loss(1, 1.0) == pytest.approx(data.unigram, rel=1e-12)
     with pytest.raises(ValueError, match="ngram_loss"):
         attention_lab.ngram_loss(0)
+
+
+def test_prompt_window_keeps_the_last_known_characters():
+    chars = attention_lab.char_data().chars
+    w = attention_lab.prompt_window("The NEXT token, 42!", chars, 8)
+    assert w.text == " token, " and w.dropped == "42!"
+    assert "".join(chars[i] for i in w.ids) == w.text and w.ids.dtype == np.int64
+    assert attention_lab.prompt_window("", chars, 16).text == "" and attention_lab.prompt_window("", chars, 16).ids.shape == (0,)
+    with pytest.raises(ValueError, match="prompt_window"):
+        attention_lab.prompt_window("abc", chars, 0)
+
+
+def test_ablation_runs_read_the_notebooks_dict():
+    runs = attention_lab.ablation_runs({"full model": {"steps": [50, 100], "train_loss": [2.0, 1.5],
+                                                   "heldout_loss": [2.1, 1.7]},
+                                    "stopped at once": {"steps": [], "train_loss": [], "heldout_loss": []}})
+    assert runs["full model"].final_heldout == 1.7 and runs["full model"].final_train == 1.5
+    assert np.isnan(runs["stopped at once"].final_heldout)
+    assert list(attention_lab.GPT_ABLATIONS) == ["full model", "no position embedding", "one head", "no residual path"]
