@@ -9,7 +9,9 @@ provides. The rules, checked on every file of ``engine/`` by reading its syntax 
 2. no import of threading, multiprocessing, concurrent, subprocess, socket, signal, ctypes, ...,
    nor of a standard module Pyodide leaves out (tkinter, curses, readline, ...); one exception,
    ``engine/ops/_parallel.py`` may import threading and concurrent.futures (both import under
-   Pyodide): it starts no thread there (``sys.platform == "emscripten"``);
+   Pyodide): it starts no thread there (``sys.platform == "emscripten"``); and
+   ``engine/_memory.py`` may import ctypes, inside a function that returns before it anywhere but
+   Linux (tests/engine/test_memory.py);
 3. no ``os.system``/``os.popen``/``os.fork``/``os.exec*``/``os.spawn*``/``os.kill``;
 4. third-party packages: NumPy at module level, and nothing else there; inside functions, only
    where ``LAZY_ALLOWED`` lists them: Altair, Matplotlib and Pillow in
@@ -62,9 +64,11 @@ OS_WRITES = {"remove", "unlink", "rename", "replace", "renames", "makedirs", "mk
              "removedirs", "truncate", "chmod", "link", "symlink", "mkfifo", "write"}
 WRITE_MODULES = {"tempfile", "shutil"}
 IO_MODULE = "engine/io.py"
-# The one module that may import thread modules, each named: it runs on one thread under Pyodide.
+# The modules that may import a forbidden module, each named: _parallel runs on one thread under
+# Pyodide; _memory imports ctypes only on Linux (sys.platform is "emscripten" in the browser).
 THREADS_ALLOWED = {"engine/ops/_parallel.py": {"threading", "concurrent.futures",
-                                               "concurrent.futures.ThreadPoolExecutor"}}
+                                               "concurrent.futures.ThreadPoolExecutor"},
+                   "engine/_memory.py": {"ctypes"}}
 MODULE_LEVEL_THIRD_PARTY = {"numpy"}
 LAZY_ALLOWED = {  # third-party packages imported inside functions, and where
     "PIL": {"engine/course/plot.py", "engine/course/widgets.py"},  # writes images, reads a drawing
