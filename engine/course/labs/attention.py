@@ -35,6 +35,7 @@ import numpy as np
 from engine import Tensor, attention, no_grad, shapes
 from engine.course import checkpoints
 from engine.course.checkpoints import attention_gpt as _gpt_checkpoint
+from engine.course.checkpoints import attention_gpt_ablations as _ablations_checkpoint  # static: for the bundler
 from engine.course.checkpoints import attention_tiny as _tiny_checkpoint
 from engine.nn import Module
 from engine.random import fork_rng
@@ -1022,9 +1023,7 @@ def shipped_gpt_ablations(code, classes) -> tuple:
     0-4} of the full model and the one without positions, "")``, or ``(None, None, reason)`` when
     ``code`` and ``classes`` (named by ``ABLATION_CODE`` and ``GPT_CLASSES``) are not the code
     that trained them."""
-    from engine.course.checkpoints import attention_gpt_ablations as module
-
-    state, reason = checkpoints.load_if_fits(module, *code, *classes)
+    state, reason = checkpoints.load_if_fits(_ablations_checkpoint, *code, *classes)
     if state is None:
         return None, None, reason.replace("the shipped model was", "the shipped runs were")
     return ablation_runs(state["runs"]), {k: np.asarray(v) for k, v in state["seed_heldout"].items()}, ""

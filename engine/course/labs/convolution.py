@@ -33,6 +33,7 @@ import numpy as np
 import engine.functional as F
 from engine import Tensor, data, nn, no_grad, shapes
 from engine.course import checkpoints
+from engine.course.checkpoints import convolution_baselines as _baselines_checkpoint  # static: for the bundler
 from engine.course.checkpoints import convolution_cnn as _cnn_checkpoint
 from engine.metrics import confusion_matrix
 from engine.ops.conv import col2im, conv2d, im2col
@@ -1029,10 +1030,7 @@ def shipped_baselines(softmax_class, mlp_class, *code) -> tuple[DigitsBaselines 
     """``(the baselines rebuilt from the shipped checkpoint, "")`` when ``code`` (the page's lesson
     cells named by :data:`BASELINE_CODE`, the two classes first) is the code that trained them;
     otherwise ``(None, reason)``, one sentence for the page."""
-    import importlib
-
-    module = importlib.import_module("engine.course.checkpoints.convolution_baselines")
-    state, reason = checkpoints.load_if_fits(module, softmax_class, mlp_class, *code)
+    state, reason = checkpoints.load_if_fits(_baselines_checkpoint, softmax_class, mlp_class, *code)
     if state is None:
         return None, reason
     models, histories = {}, {}
