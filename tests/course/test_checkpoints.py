@@ -50,7 +50,15 @@ NOISE_AMPLIFIED = {
     # below 0.01 nats).
     "vae_remedies": 0.1,
     "vae_remedy_seeds": 0.1,  # the same three trainings with seeds 1 to 4
+    # The plain 50-layer ReLU stack's gradient vanishes (the page's point): what reaches its first
+    # layers is float32 rounding, which Adam normalises into full-size steps, so the run branches
+    # across kernels. Its loss stays at ln 2 either way; under SandyBridge the curve moved by 0.5 %
+    # of its norm. 2 % bounds that, far below the contrast the page draws (ln 2 against the
+    # residual + pre-norm run's 2.4e-4). The residual run is compared at the default tolerance.
+    "activations_deep_training": 0.02,
 }
+# The part of each checkpoint above that the looser tolerance applies to (the rest: the default).
+NOISY_PART = {"vae_remedies": "free bits", "vae_remedy_seeds": "free bits", "activations_deep_training": "plain"}
 
 
 def _key_bias_left_out(state: dict) -> dict:
@@ -104,8 +112,8 @@ def test_shipped_checkpoint_is_what_its_lab_trains(name):
     made, shipped = function(), checkpoints.load_named(name)
     if name == "attention_gpt":
         made, shipped = _key_bias_left_out(made), _key_bias_left_out(shipped)
-    if name in ("vae_remedies", "vae_remedy_seeds"):
-        noisy = "free bits"
+    if name in NOISY_PART:
+        noisy = NOISY_PART[name]
         assert_same_state(made.pop(noisy), shipped.pop(noisy), f"{name}[{noisy!r}]", NOISE_AMPLIFIED[name])
     assert_same_state(made, shipped, name)
     module = __import__(f"engine.course.checkpoints.{name}", fromlist=["MADE_BY"])
