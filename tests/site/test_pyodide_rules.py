@@ -66,7 +66,7 @@ WRITE_MODULES = {"tempfile", "shutil"}
 IO_MODULE = "engine/io.py"
 # The modules that may import a forbidden module, each named: _parallel runs on one thread under
 # Pyodide; _memory imports ctypes only on Linux (sys.platform is "emscripten" in the browser).
-THREADS_ALLOWED = {"engine/ops/_parallel.py": {"threading", "concurrent.futures",
+FORBIDDEN_ALLOWED = {"engine/ops/_parallel.py": {"threading", "concurrent.futures",
                                                "concurrent.futures.ThreadPoolExecutor"},
                    "engine/_memory.py": {"ctypes"}}
 MODULE_LEVEL_THIRD_PARTY = {"numpy"}
@@ -135,7 +135,7 @@ def violations(relative: str, source: str) -> list[str]:
             names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
         for name in names:
             top = name.split(".")[0]
-            if name in THREADS_ALLOWED.get(relative, ()):
+            if name in FORBIDDEN_ALLOWED.get(relative, ()):
                 continue
             if name in FORBIDDEN_MODULES or top in FORBIDDEN_MODULES:
                 found.append(f"{where(node)}: imports {name} (no threads, processes or sockets in the browser)")
