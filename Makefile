@@ -6,7 +6,7 @@
 #   make test-fast  the library and the course layer: every gradient and PyTorch check (< 2 min)
 #   make test-slow  the slow tier: checkpoint retraining, headless runs and exports, site, browser
 #   make test-all   both tiers: what CI runs
-#   make lint    ruff check (pyflakes, pycodestyle's errors, import order) over the repository
+#   make lint    ruff check (pyflakes, pycodestyle's errors, import order) and ruff format --check
 #   make bench   engine vs NumPy vs PyTorch timings, at 1 and 2 threads (median of 30 samples)
 #   make bench-ui  time each page and control in Chromium under marimo run and edit (BENCH_UI_ARGS=...)
 #   make check   marimo's linter, strict, over every notebook and cheat sheet
@@ -94,6 +94,7 @@ test-all: test-tools
 
 lint: test-tools
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 bench: install
 	$(BIN)/python -m benchmarks.run

@@ -68,8 +68,8 @@ def conv_numpy():
         gx = np.zeros_like(xp)
         for i in range(k):
             for j in range(k):
-                gx[:, :, i:i + h, j:j + wd] += dcols[:, :, i, j]
-        return out, gw, gb, gx[:, :, p:p + h, p:p + wd]
+                gx[:, :, i : i + h, j : j + wd] += dcols[:, :, i, j]
+        return out, gw, gb, gx[:, :, p : p + h, p : p + wd]
 
     return step
 
@@ -128,8 +128,18 @@ def attention_torch():
 
 
 CASES = [
-    Case("conv2d 32x8x28x28 -> 16, 3x3 pad 1, fwd+bwd", engine=conv_engine, numpy=conv_numpy, torch=conv_torch,
-         torch_goal=1.5),
-    Case("causal attention B8 H4 L128 d32, fwd+bwd", engine=attention_engine, numpy=attention_numpy,
-         torch=attention_torch, torch_goal=1.5),
+    Case(
+        "conv2d 32x8x28x28 -> 16, 3x3 pad 1, fwd+bwd",
+        engine=conv_engine,
+        numpy=conv_numpy,
+        torch=conv_torch,
+        torch_goal=1.5,
+    ),
+    Case(
+        "causal attention B8 H4 L128 d32, fwd+bwd",
+        engine=attention_engine,
+        numpy=attention_numpy,
+        torch=attention_torch,
+        torch_goal=1.5,
+    ),
 ]

@@ -99,7 +99,7 @@ def numpy_epoch():
     def epoch():
         order = rng.permutation(N_POINTS)
         for start in range(0, N_POINTS, BATCH):
-            index = order[start:start + BATCH]
+            index = order[start : start + BATCH]
             loss = train_step(X[index], y[index])
         return loss
 
@@ -118,7 +118,7 @@ def torch_epoch():
     def epoch():
         order = torch.from_numpy(rng.permutation(N_POINTS))
         for start in range(0, N_POINTS, BATCH):
-            index = order[start:start + BATCH]
+            index = order[start : start + BATCH]
             loss = torch.nn.functional.cross_entropy(model(Xt[index]), yt[index])
             opt.zero_grad()
             loss.backward()
@@ -129,8 +129,12 @@ def torch_epoch():
 
 
 CASES = [
-    Case(f"MLP 2-64-64-2 spirals {N_POINTS // 1000}k, batch {BATCH}, Adam: 1 epoch", engine=engine_epoch,
-         numpy=numpy_epoch, torch=torch_epoch),
+    Case(
+        f"MLP 2-64-64-2 spirals {N_POINTS // 1000}k, batch {BATCH}, Adam: 1 epoch",
+        engine=engine_epoch,
+        numpy=numpy_epoch,
+        torch=torch_epoch,
+    ),
 ]
 
 

@@ -93,6 +93,10 @@ def block_torch():
 
 
 CASES = [
-    Case(f"Transformer block B{BATCH} L{CONTEXT} d{D_MODEL} H{HEADS}, fwd+bwd", engine=block_engine,
-         torch=block_torch, torch_goal=1.5),
+    Case(
+        f"Transformer block B{BATCH} L{CONTEXT} d{D_MODEL} H{HEADS}, fwd+bwd",
+        engine=block_engine,
+        torch=block_torch,
+        torch_goal=1.5,
+    ),
 ]

@@ -70,10 +70,23 @@ HEADROOM_READY_MARGIN = 0.5
 HEADROOM_FLOOR_MARGIN = 0.02
 
 # Container elements: their children are timed as controls of their own.
-CONTAINERS = {"dictionary", "array", "tabs", "table", "form", "batch", "accordion", "anywidget",
-              "chat", "file-browser", "data-explorer", "dataframe", "microphone", "file"}
-DRIVEN = {"slider", "range-slider", "dropdown", "radio", "number", "checkbox", "switch", "text",
-          "text-area"}
+CONTAINERS = {
+    "dictionary",
+    "array",
+    "tabs",
+    "table",
+    "form",
+    "batch",
+    "accordion",
+    "anywidget",
+    "chat",
+    "file-browser",
+    "data-explorer",
+    "dataframe",
+    "microphone",
+    "file",
+}
+DRIVEN = {"slider", "range-slider", "dropdown", "radio", "number", "checkbox", "switch", "text", "text-area"}
 
 # Timestamps in the page: every cell-op message (its arrival, and the kernel's own time stamp moved
 # to the page's clock), the kernel's ready message, the first input event after the benchmark "arms"
@@ -190,8 +203,13 @@ def _support():
 
 
 def _chromium(explicit: str | None) -> str:
-    for candidate in (explicit, os.environ.get("CHROMIUM_PATH"), "/usr/bin/chromium",
-                      shutil.which("chromium"), shutil.which("chromium-browser")):
+    for candidate in (
+        explicit,
+        os.environ.get("CHROMIUM_PATH"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if candidate and Path(candidate).exists():
             return candidate
     sys.exit("bench-ui: no Chromium (apt-get install chromium, or pass --chromium / CHROMIUM_PATH)")
@@ -204,7 +222,7 @@ def _server_env() -> dict:
     return env
 
 
-EMPTY_NOTEBOOK = '''import marimo
+EMPTY_NOTEBOOK = """import marimo
 
 __generated_with = "0.0.0"
 app = marimo.App()
@@ -231,7 +249,7 @@ def _(floor):
 
 if __name__ == "__main__":
     app.run()
-'''
+"""
 
 
 def _parse_seconds(path: Path) -> float:
@@ -271,8 +289,7 @@ def _cell_names(path: Path) -> dict[str, str]:
 def _wait_settled(page, since: float, quiet_ms: int, no_run_ms: int, timeout_ms: int) -> str:
     """'done' once cells ran after ``since`` and settled, 'none' when none ran, 'timeout'."""
     try:
-        handle = page.wait_for_function(SETTLED_JS, arg=[since, quiet_ms, no_run_ms],
-                                        timeout=timeout_ms, polling=50)
+        handle = page.wait_for_function(SETTLED_JS, arg=[since, quiet_ms, no_run_ms], timeout=timeout_ms, polling=50)
         return handle.json_value()
     except Exception as error:  # playwright's TimeoutError
         if "Timeout" in type(error).__name__ or "Timeout" in str(error):
@@ -302,8 +319,14 @@ def _runs_since(events: list, since: float) -> dict:
             kernel += duration
             if duration >= slowest[1]:
                 slowest = (cell, duration)
-    return {"cells": len(ran), "slowest": slowest[0], "slowest_s": slowest[1], "kernel_s": kernel,
-            "first_start": first, "last_send": send}
+    return {
+        "cells": len(ran),
+        "slowest": slowest[0],
+        "slowest_s": slowest[1],
+        "kernel_s": kernel,
+        "first_start": first,
+        "last_send": send,
+    }
 
 
 def _split(runs: dict, t0: float, last: float, draws: list) -> dict:
@@ -317,10 +340,13 @@ def _split(runs: dict, t0: float, last: float, draws: list) -> dict:
     latency = max(0.0, (last - t0) / 1000)
     kernel = min(runs["kernel_s"], latency)
     later = [t for t in draws if t >= t0]
-    return {"kernel": kernel, "marimo": latency - kernel,
-            "render": max(0.0, (max(later) - last) / 1000) if later else None,
-            "start": None if runs["first_start"] is None else max(0.0, (runs["first_start"] - t0) / 1000),
-            "send": None if runs["last_send"] is None else max(0.0, runs["last_send"] / 1000)}
+    return {
+        "kernel": kernel,
+        "marimo": latency - kernel,
+        "render": max(0.0, (max(later) - last) / 1000) if later else None,
+        "start": None if runs["first_start"] is None else max(0.0, (runs["first_start"] - t0) / 1000),
+        "send": None if runs["last_send"] is None else max(0.0, runs["last_send"] / 1000),
+    }
 
 
 def _errors(page, start: int) -> list[str]:
@@ -334,10 +360,18 @@ def _error_count(page) -> int:
 
 
 # ----------------------------------------------------------------------------- one change
-TARGETS = {"slider": "[role=slider]", "range-slider": "[role=slider]", "number": "input",
-           "dropdown": "select", "radio": "[role=radio], input[type=radio]",
-           "checkbox": "[role=checkbox], input[type=checkbox]", "switch": "[role=switch]",
-           "text": "input", "text-area": "textarea", "button": "button"}
+TARGETS = {
+    "slider": "[role=slider]",
+    "range-slider": "[role=slider]",
+    "number": "input",
+    "dropdown": "select",
+    "radio": "[role=radio], input[type=radio]",
+    "checkbox": "[role=checkbox], input[type=checkbox]",
+    "switch": "[role=switch]",
+    "text": "input",
+    "text-area": "textarea",
+    "button": "button",
+}
 
 
 def _element(page, control: dict):
@@ -374,9 +408,13 @@ def _unfold(page) -> int:
         try:
             closed.first.scroll_into_view_if_needed(timeout=5_000)
             closed.first.click(timeout=5_000)
-            page.wait_for_function("([sel, n]) => document.querySelectorAll('marimo-accordion').length === 0 || "
-                                   "__bt.closedSections(sel) < n", arg=["button[aria-expanded=false]", left],
-                                   timeout=5_000, polling=50)
+            page.wait_for_function(
+                "([sel, n]) => document.querySelectorAll('marimo-accordion').length === 0 || "
+                "__bt.closedSections(sel) < n",
+                arg=["button[aria-expanded=false]", left],
+                timeout=5_000,
+                polling=50,
+            )
             opened += 1
         except Exception:  # a section the driver cannot open: its controls show as hidden
             break
@@ -428,7 +466,8 @@ def _act(page, control: dict, repeat: int) -> bool:
         if control.get("original") is None:
             states = options.evaluate_all(
                 "els => els.map(e => e.getAttribute('aria-checked') === 'true' || e.checked === true "
-                "|| e.getAttribute('data-state') === 'checked')")
+                "|| e.getAttribute('data-state') === 'checked')"
+            )
             control["original"] = states.index(True) if True in states else 0
         original = control["original"]
         target = (original + 1) % options.count() if forward else original
@@ -467,14 +506,20 @@ def _measure(page, args, action) -> dict:
         return {"state": "skipped"}
     since = page.evaluate("() => __bt.t0 ?? __bt.armT")
     state = _wait_settled(page, since, args.quiet_ms, args.no_run_ms, args.timeout * 1000)
-    info = page.evaluate("() => ({t0: __bt.t0 ?? __bt.armT, last: __bt.last, events: __bt.events, "
-                         "draws: __bt.draws})")
+    info = page.evaluate("() => ({t0: __bt.t0 ?? __bt.armT, last: __bt.last, events: __bt.events, draws: __bt.draws})")
     runs = _runs_since(info["events"], info["t0"])
     done = state == "done"
     latency = max(0.0, (info["last"] - info["t0"]) / 1000) if done else None
     split = _split(runs, info["t0"], info["last"], info["draws"]) if done else None
-    return {"state": state, "latency": latency, "split": split, "cells": runs["cells"],
-            "slowest": runs["slowest"], "slowest_s": runs["slowest_s"], "errors": _errors(page, errors_before)}
+    return {
+        "state": state,
+        "latency": latency,
+        "split": split,
+        "cells": runs["cells"],
+        "slowest": runs["slowest"],
+        "slowest_s": runs["slowest_s"],
+        "errors": _errors(page, errors_before),
+    }
 
 
 # ----------------------------------------------------------------------------- one page
@@ -483,8 +528,7 @@ def _open(page, url: str, args, editor: bool = False) -> dict:
     page.goto("about:blank")
     page.goto(url, wait_until="commit")
     timeout = args.timeout * 1000
-    page.wait_for_function("() => window.__mw && __mw.kernelReady && window.__bt", timeout=timeout,
-                           polling=50)
+    page.wait_for_function("() => window.__mw && __mw.kernelReady && window.__bt", timeout=timeout, polling=50)
     clicked = None
     if editor:
         pressed = _support().editor_run_all(page, timeout)
@@ -496,8 +540,13 @@ def _open(page, url: str, args, editor: bool = False) -> dict:
         page.wait_for_function("() => __mw.completed > 0", timeout=timeout, polling=50)
         state = _wait_settled(page, 0, args.quiet_ms, timeout, timeout)
     info = page.evaluate("() => ({last: __bt.last, kernel: __bt.kernelReady, cells: __mw.cells.length})")
-    return {"state": state, "ready": info["last"] / 1000, "kernel": (info["kernel"] or 0) / 1000,
-            "run_clicked": clicked, "cells": info["cells"]}
+    return {
+        "state": state,
+        "ready": info["last"] / 1000,
+        "kernel": (info["kernel"] or 0) / 1000,
+        "run_clicked": clicked,
+        "cells": info["cells"],
+    }
 
 
 def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
@@ -507,10 +556,16 @@ def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
         page.page_errors.clear()
         loads.append(_open(page, url, args))
     load = loads[-1]
-    result = {"page": entry["id"], "ready": statistics.median(one["ready"] for one in loads),
-              "kernel": statistics.median(one["kernel"] for one in loads), "cells": load["cells"],
-              "load_state": load["state"], "controls": [], "buttons": [],
-              "errors": _errors(page, 0)}
+    result = {
+        "page": entry["id"],
+        "ready": statistics.median(one["ready"] for one in loads),
+        "kernel": statistics.median(one["kernel"] for one in loads),
+        "cells": load["cells"],
+        "load_state": load["state"],
+        "controls": [],
+        "buttons": [],
+        "errors": _errors(page, 0),
+    }
     page.wait_for_timeout(300)  # the DOM follows the last message by a frame or two
     result["unfolded"] = _unfold(page)
     controls = page.evaluate(CONTROLS_JS)
@@ -519,8 +574,17 @@ def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
         if kind in CONTAINERS or kind == "button":
             continue
         label = control["label"] or f"({kind} of {names.get(control['id'].split('-')[0], control['id'])})"
-        row = {"label": label, "kind": kind, "samples": [], "splits": [],
-               "cells": 0, "slowest": None, "slowest_s": 0.0, "errors": [], "note": ""}
+        row = {
+            "label": label,
+            "kind": kind,
+            "samples": [],
+            "splits": [],
+            "cells": 0,
+            "slowest": None,
+            "slowest_s": 0.0,
+            "errors": [],
+            "note": "",
+        }
         if kind not in DRIVEN:
             row["note"] = f"{kind}: not driven"
         elif not _visible(page, control):
@@ -570,13 +634,21 @@ def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
                 sample = _measure(page, args, press)
             finally:
                 args.timeout = saved
-            label = control["label"] or page.locator(
-                f'marimo-ui-element[object-id="{control["id"]}"]').first.inner_text().strip()[:60]
-            result["buttons"].append({"label": label, "state": sample["state"],
-                                      "latency": sample.get("latency"), "cells": sample.get("cells", 0),
-                                      "slowest": names.get(sample.get("slowest"), sample.get("slowest")),
-                                      "slowest_s": sample.get("slowest_s", 0.0),
-                                      "errors": sample.get("errors", [])})
+            label = (
+                control["label"]
+                or page.locator(f'marimo-ui-element[object-id="{control["id"]}"]').first.inner_text().strip()[:60]
+            )
+            result["buttons"].append(
+                {
+                    "label": label,
+                    "state": sample["state"],
+                    "latency": sample.get("latency"),
+                    "cells": sample.get("cells", 0),
+                    "slowest": names.get(sample.get("slowest"), sample.get("slowest")),
+                    "slowest_s": sample.get("slowest_s", 0.0),
+                    "errors": sample.get("errors", []),
+                }
+            )
     result["js_errors"] = list(page.page_errors)
     return result
 
@@ -620,10 +692,12 @@ def _mark(row: dict, floor: float | None) -> str:
 
 def _print_page(result: dict, baseline: float | None, editor: dict | None, floor: float | None) -> None:
     delta = "" if baseline is None else f" ({result['ready'] - baseline:+.2f} s vs empty)"
-    line = (f"\n## {result['page']}: ready {result['ready']:.2f} s{delta}, kernel-ready "
-            f"{result['kernel']:.2f} s, {result['cells']} cells"
-            + (f", {result['unfolded']} accordion sections opened" if result.get("unfolded") else "")
-            + (f"; marimo reads the file in {result['parse']:.2f} s CPU (3 times a load)" if result.get("parse") else ""))
+    line = (
+        f"\n## {result['page']}: ready {result['ready']:.2f} s{delta}, kernel-ready "
+        f"{result['kernel']:.2f} s, {result['cells']} cells"
+        + (f", {result['unfolded']} accordion sections opened" if result.get("unfolded") else "")
+        + (f"; marimo reads the file in {result['parse']:.2f} s CPU (3 times a load)" if result.get("parse") else "")
+    )
     if editor:
         edit_delta = ""
         if editor.get("baseline") is not None and editor.get("ready") is not None:
@@ -635,28 +709,41 @@ def _print_page(result: dict, baseline: float | None, editor: dict | None, floor
     for problem in result.get("errors", []) + [f"JavaScript: {e}" for e in result.get("js_errors", [])]:
         print(f"   ! {problem[:160]}")
     if result["controls"]:
-        print(f"   {'control':<34} {'kind':<9} {'median':>6} {'worst':>6} {'kernel':>6} {'marimo':>6} "
-              f"{'start':>6} {'send':>6} {'render':>6} {'n':>2} {'cells':>5}  slowest cell")
+        print(
+            f"   {'control':<34} {'kind':<9} {'median':>6} {'worst':>6} {'kernel':>6} {'marimo':>6} "
+            f"{'start':>6} {'send':>6} {'render':>6} {'n':>2} {'cells':>5}  slowest cell"
+        )
         for row in result["controls"]:
             slowest = f"{row['slowest_s']:.2f} s {row['slowest']}" if row["slowest"] else ""
-            print(f" {_mark(row, floor)} {row['label'][:34]:<34} {row['kind']:<9} {_fmt(row['median']):>6} "
-                  f"{_fmt(row['worst']):>6} {_fmt(row['kernel']):>6} {_fmt(row['marimo']):>6} "
-                  f"{_fmt(row['start']):>6} {_fmt(row['send']):>6} {_fmt(row['render']):>6} {len(row['samples']):>2} {row['cells']:>5}  {slowest[:60]}"
-                  + (f"  [{row['note']}]" if row["note"] else ""))
+            print(
+                f" {_mark(row, floor)} {row['label'][:34]:<34} {row['kind']:<9} {_fmt(row['median']):>6} "
+                f"{_fmt(row['worst']):>6} {_fmt(row['kernel']):>6} {_fmt(row['marimo']):>6} "
+                f"{_fmt(row['start']):>6} {_fmt(row['send']):>6} {_fmt(row['render']):>6} {len(row['samples']):>2} {row['cells']:>5}  {slowest[:60]}"
+                + (f"  [{row['note']}]" if row["note"] else "")
+            )
             for error in sorted(set(row["errors"]))[:3]:
                 print(f"     ! {error[:150]}")
     for button in result["buttons"]:
         state = "" if button["state"] == "done" else f"  [{button['state']}]"
         slowest = f"{button['slowest_s']:.2f} s {button['slowest']}" if button["slowest"] else ""
-        print(f"   button {button['label'][:34]!r:<36} {_fmt(button['latency'])} s  {button['cells']} cells  "
-              f"{slowest[:60]}{state}")
+        print(
+            f"   button {button['label'][:34]!r:<36} {_fmt(button['latency'])} s  {button['cells']} cells  "
+            f"{slowest[:60]}{state}"
+        )
 
 
 GOALS = [  # (name, controls' rule, seconds a page may take beyond the empty notebook)
-    (f"issue 16: median <= {GOAL_MEDIAN} s, worst <= {GOAL_WORST} s, ready <= empty + {GOAL_READY_MARGIN} s",
-     0, GOAL_READY_MARGIN),
-    (f"issue 29 (headroom): median <= {HEADROOM_MEDIAN} s or within {HEADROOM_FLOOR_MARGIN} s of the floor "
-     f"slider, worst <= {HEADROOM_WORST} s, ready <= empty + {HEADROOM_READY_MARGIN} s", 1, HEADROOM_READY_MARGIN),
+    (
+        f"issue 16: median <= {GOAL_MEDIAN} s, worst <= {GOAL_WORST} s, ready <= empty + {GOAL_READY_MARGIN} s",
+        0,
+        GOAL_READY_MARGIN,
+    ),
+    (
+        f"issue 29 (headroom): median <= {HEADROOM_MEDIAN} s or within {HEADROOM_FLOOR_MARGIN} s of the floor "
+        f"slider, worst <= {HEADROOM_WORST} s, ready <= empty + {HEADROOM_READY_MARGIN} s",
+        1,
+        HEADROOM_READY_MARGIN,
+    ),
 ]
 
 
@@ -664,37 +751,54 @@ def _print_summary(results: list[dict], baseline: dict, editors: dict, top: int,
     rows = [(r["page"], c) for r in results for c in r["controls"] if c["median"] is not None]
     print("\n## Worst controls overall (by worst latency)")
     for page, row in sorted(rows, key=lambda pr: -pr[1]["worst"])[:top]:
-        print(f"   {page:<22} {row['label'][:34]:<34} median {row['median']:.2f} s  worst {row['worst']:.2f} s  "
-              f"(kernel {_fmt(row['kernel']).strip()}, marimo {_fmt(row['marimo']).strip()}, "
-              f"render {_fmt(row['render']).strip()})")
+        print(
+            f"   {page:<22} {row['label'][:34]:<34} median {row['median']:.2f} s  worst {row['worst']:.2f} s  "
+            f"(kernel {_fmt(row['kernel']).strip()}, marimo {_fmt(row['marimo']).strip()}, "
+            f"render {_fmt(row['render']).strip()})"
+        )
     _print_exceptions(rows, floor)
     broken = [(r["page"], c["label"]) for r in results for c in r["controls"] if c["errors"]]
-    print(f"\n## Goals (floor: the empty notebook's slider, median {_fmt(floor).strip()} s; "
-          "'*' above misses issue 16, '+' meets it but not issue 29)")
-    print(f"   {'page':<22} {'controls':>8} {'meet 16':>8} {'meet 29':>8} {'worst':>6} {'ready vs empty':>15}"
-          f" {'16':>4} {'29':>4}")
+    print(
+        f"\n## Goals (floor: the empty notebook's slider, median {_fmt(floor).strip()} s; "
+        "'*' above misses issue 16, '+' meets it but not issue 29)"
+    )
+    print(
+        f"   {'page':<22} {'controls':>8} {'meet 16':>8} {'meet 29':>8} {'worst':>6} {'ready vs empty':>15}"
+        f" {'16':>4} {'29':>4}"
+    )
     edit_base = editors.get("_empty", {}).get("ready")
     for result in results:
         timed = [c for c in result["controls"] if c["median"] is not None]
         meets = [_meets(c, floor) for c in timed]
         extra = result["ready"] - baseline["ready"]
         worst = max((c["worst"] for c in timed), default=None)
-        print(f"   {result['page']:<22} {len(timed):>8} {sum(m[0] for m in meets):>8} {sum(m[1] for m in meets):>8} "
-              f"{_fmt(worst):>6} {extra:>+13.2f} s {'ok' if extra <= GOAL_READY_MARGIN else 'FAIL':>4} "
-              f"{'ok' if extra <= HEADROOM_READY_MARGIN else 'FAIL':>4}")
+        print(
+            f"   {result['page']:<22} {len(timed):>8} {sum(m[0] for m in meets):>8} {sum(m[1] for m in meets):>8} "
+            f"{_fmt(worst):>6} {extra:>+13.2f} s {'ok' if extra <= GOAL_READY_MARGIN else 'FAIL':>4} "
+            f"{'ok' if extra <= HEADROOM_READY_MARGIN else 'FAIL':>4}"
+        )
     for name, which, margin in GOALS:
         meeting = [pc for pc in rows if _meets(pc[1], floor)[which]]
         ready = [r for r in results if r["ready"] - baseline["ready"] <= margin]
         print(f"   {name}:")
-        print(f"      controls {'PASS' if len(meeting) == len(rows) else 'FAIL'} ({len(meeting)}/{len(rows)}); "
-              f"page ready {'PASS' if len(ready) == len(results) else 'FAIL'} ({len(ready)}/{len(results)} pages, "
-              f"empty {baseline['ready']:.2f} s)", end="")
+        print(
+            f"      controls {'PASS' if len(meeting) == len(rows) else 'FAIL'} ({len(meeting)}/{len(rows)}); "
+            f"page ready {'PASS' if len(ready) == len(results) else 'FAIL'} ({len(ready)}/{len(results)} pages, "
+            f"empty {baseline['ready']:.2f} s)",
+            end="",
+        )
         if editors:
             counted = {k: v for k, v in editors.items() if k != "_empty"}
-            fast = [k for k, v in counted.items() if edit_base is not None and v.get("ready") is not None
-                    and v["ready"] - edit_base <= margin]
-            print(f"; editor ready {'PASS' if len(fast) == len(counted) else 'FAIL'} ({len(fast)}/{len(counted)}, "
-                  f"empty {_fmt(edit_base).strip()} s)", end="")
+            fast = [
+                k
+                for k, v in counted.items()
+                if edit_base is not None and v.get("ready") is not None and v["ready"] - edit_base <= margin
+            ]
+            print(
+                f"; editor ready {'PASS' if len(fast) == len(counted) else 'FAIL'} ({len(fast)}/{len(counted)}, "
+                f"empty {_fmt(edit_base).strip()} s)",
+                end="",
+            )
         print()
     slow_editors = {k: v for k, v in editors.items() if k != "_empty" and v.get("ready") is None}
     for page, value in slow_editors.items():
@@ -711,8 +815,12 @@ def _where(row: dict) -> str:
     """The largest part of a control's median split, named: what a fix has to cut."""
     kernel, marimo, start, send = (row.get(k) or 0.0 for k in ("kernel", "marimo", "start", "send"))
     between = max(0.0, marimo - start - send)
-    parts = {"our cells (kernel)": kernel, "marimo before the first cell (start)": start,
-             "marimo between cells": between, "the last message's way to the page (send)": send}
+    parts = {
+        "our cells (kernel)": kernel,
+        "marimo before the first cell (start)": start,
+        "marimo between cells": between,
+        "the last message's way to the page (send)": send,
+    }
     name, seconds = max(parts.items(), key=lambda item: item[1])
     return f"{name} {seconds:.2f} s"
 
@@ -724,13 +832,17 @@ def _print_exceptions(rows: list[tuple[str, dict]], floor: float | None) -> None
     if not missing:
         return
     print("\n## Controls missing a goal, with their median split ('*' misses issue 16, '+' only issue 29)")
-    print(f"   {'page':<16} {'control':<34} {'median':>6} {'worst':>6} {'kernel':>6} {'start':>6} {'send':>6}"
-          f" {'render':>6}  largest part; slowest cell")
+    print(
+        f"   {'page':<16} {'control':<34} {'median':>6} {'worst':>6} {'kernel':>6} {'start':>6} {'send':>6}"
+        f" {'render':>6}  largest part; slowest cell"
+    )
     for page, row in sorted(missing, key=lambda pr: (pr[0], -pr[1]["worst"])):
         slowest = f"; {row['slowest'][:50]}" if row.get("slowest") else ""
-        print(f" {_mark(row, floor)} {page[:16]:<16} {row['label'][:34]:<34} {_fmt(row['median']):>6} "
-              f"{_fmt(row['worst']):>6} {_fmt(row['kernel']):>6} {_fmt(row['start']):>6} {_fmt(row['send']):>6} "
-              f"{_fmt(row['render']):>6}  {_where(row)}{slowest}")
+        print(
+            f" {_mark(row, floor)} {page[:16]:<16} {row['label'][:34]:<34} {_fmt(row['median']):>6} "
+            f"{_fmt(row['worst']):>6} {_fmt(row['kernel']):>6} {_fmt(row['start']):>6} {_fmt(row['send']):>6} "
+            f"{_fmt(row['render']):>6}  {_where(row)}{slowest}"
+        )
 
 
 # ----------------------------------------------------------------------------- main
@@ -785,13 +897,19 @@ def _bench_editor(browser, tools, pages: list[dict], empty: Path, args, work: Pa
             started = time.monotonic()
             try:
                 load = _open(page, base + f"?file={entry['file']}", args, editor=True)
-                results[entry["id"]] = {"ready": load["ready"] if load["state"] == "done" else None,
-                                        "state": load["state"], "run_clicked": load["run_clicked"],
-                                        "errors": _errors(page, 0)}
+                results[entry["id"]] = {
+                    "ready": load["ready"] if load["state"] == "done" else None,
+                    "state": load["state"],
+                    "run_clicked": load["run_clicked"],
+                    "errors": _errors(page, 0),
+                }
             except Exception as error:
                 results[entry["id"]] = {"ready": None, "state": f"error: {str(error).splitlines()[0][:100]}"}
-            print(f"   editor {entry['id']}: {results[entry['id']]} ({time.monotonic() - started:.0f} s)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"   editor {entry['id']}: {results[entry['id']]} ({time.monotonic() - started:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
         context.close()
     finally:
         tools.stop_process_group(server)
@@ -802,15 +920,24 @@ def _bench_editor(browser, tools, pages: list[dict], empty: Path, args, work: Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--pages", help="comma-separated page ids or prefixes (default: every page)")
     parser.add_argument("--repeats", type=int, default=5, help="changes per control (default 5)")
-    parser.add_argument("--loads", type=int, default=1,
-                        help="page loads per page (the empty baseline: at least 3); ready is their median")
+    parser.add_argument(
+        "--loads",
+        type=int,
+        default=1,
+        help="page loads per page (the empty baseline: at least 3); ready is their median",
+    )
     parser.add_argument("--quiet-ms", type=int, default=300, help="no cell-op for this long = settled")
-    parser.add_argument("--no-run-ms", type=int, default=3000,
-                        help="a change that starts no cell within this long counts as 'no cell ran'")
+    parser.add_argument(
+        "--no-run-ms",
+        type=int,
+        default=3000,
+        help="a change that starts no cell within this long counts as 'no cell ran'",
+    )
     parser.add_argument("--timeout", type=float, default=180, help="seconds per page load or change")
     parser.add_argument("--button-timeout", type=float, default=180, help="seconds per button press")
     parser.add_argument("--no-buttons", action="store_true", help="do not press run buttons")
@@ -827,9 +954,11 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     load = os.getloadavg()
-    print(f"# bench-ui: marimo {marimo.__version__}, {len(pages)} pages, {args.repeats} changes per "
-          f"control, quiet {args.quiet_ms} ms; {os.cpu_count()} CPUs, load average "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    print(
+        f"# bench-ui: marimo {marimo.__version__}, {len(pages)} pages, {args.repeats} changes per "
+        f"control, quiet {args.quiet_ms} ms; {os.cpu_count()} CPUs, load average "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {time.strftime('%Y-%m-%d %H:%M:%S')}"
+    )
     if load[0] > (os.cpu_count() or 1) / 2:
         print("# warning: the machine is busy; times are inflated and noisy")
     started = time.monotonic()
@@ -848,8 +977,13 @@ def main(argv: list[str] | None = None) -> int:
                 context, page = _new_page(browser, tools)
                 # Warm the server and the OS caches once (first imports of numpy, the engine, the widgets, ...).
                 _open(page, base + f"?file={pages[0]['file']}", args)
-                baseline = _bench_page(page, base, {"id": "(empty notebook)", "file": str(empty),
-                                                    "baseline": True}, args, _cell_names(empty))
+                baseline = _bench_page(
+                    page,
+                    base,
+                    {"id": "(empty notebook)", "file": str(empty), "baseline": True},
+                    args,
+                    _cell_names(empty),
+                )
                 floor = _floor(baseline)
                 _print_page(baseline, None, None, floor)
                 for entry in pages:
@@ -860,8 +994,7 @@ def main(argv: list[str] | None = None) -> int:
                     for row in result["controls"]:
                         _summarise(row)
                     results.append(result)
-                    print(f"   ({entry['id']} measured in {result['seconds']:.0f} s)", file=sys.stderr,
-                          flush=True)
+                    print(f"   ({entry['id']} measured in {result['seconds']:.0f} s)", file=sys.stderr, flush=True)
                 context.close()
                 if not args.no_editor:
                     tools.stop_process_group(server)
@@ -877,11 +1010,14 @@ def main(argv: list[str] | None = None) -> int:
             _print_page(result, baseline["ready"], editors.get(result["page"]), floor)
         _print_summary(results, baseline, editors, args.top, floor)
     load = os.getloadavg()
-    print(f"\n# done in {time.monotonic() - started:.0f} s; load average now {load[0]:.2f} {load[1]:.2f} "
-          f"{load[2]:.2f}")
+    print(f"\n# done in {time.monotonic() - started:.0f} s; load average now {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"baseline": baseline, "floor": floor, "pages": results, "editor": editors},
-                                        indent=1, default=str), encoding="utf-8")
+        args.json.write_text(
+            json.dumps(
+                {"baseline": baseline, "floor": floor, "pages": results, "editor": editors}, indent=1, default=str
+            ),
+            encoding="utf-8",
+        )
         print(f"# wrote {args.json}")
     return 0
 

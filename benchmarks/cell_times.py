@@ -108,8 +108,11 @@ def main(argv=None) -> int:
     parser.add_argument("--top", type=int, default=12, help="rows of slowest cells")
     parser.add_argument("--goal", type=float, default=0.1, help="mark controls above this many CPU seconds")
     parser.add_argument("--warm", action="store_true", help="time a second run (imports already loaded)")
-    parser.add_argument("--profile", metavar="CONTROL",
-                        help="cProfile the cells a change of this control re-runs (a warm run), print the top functions")
+    parser.add_argument(
+        "--profile",
+        metavar="CONTROL",
+        help="cProfile the cells a change of this control re-runs (a warm run), print the top functions",
+    )
     args = parser.parse_args(argv)
     from marimo._ast.app import InternalApp
     from notebook_driver import load_app
@@ -128,7 +131,9 @@ def main(argv=None) -> int:
     cpu = sum(t[1] for t in times.values())
     run = "second (warm) run" if args.warm else "at load"
     size = sum(t[2] for t in times.values())
-    print(f"# {args.notebook}: {len(times)} cells, {wall:.2f} s wall, {cpu:.2f} s CPU, {size / 1024:.0f} KB output, {run}")
+    print(
+        f"# {args.notebook}: {len(times)} cells, {wall:.2f} s wall, {cpu:.2f} s CPU, {size / 1024:.0f} KB output, {run}"
+    )
     print("\n| cell | wall s | CPU s | KB out | first line |\n|---|---|---|---|---|")
     for cid, (w, c, b) in sorted(times.items(), key=lambda kv: -kv[1][1])[: args.top]:
         print(f"| {cid} | {w:.3f} | {c:.3f} | {b / 1024:.0f} | `{first_line.get(cid, '')}` |")
@@ -146,13 +151,15 @@ def print_profile(app, name: str, top: int) -> None:
     profiler = cProfile.Profile()
     times, _ = timed_run(app, profile_cells=cells, profiler=profiler)
     cpu = sum(times[c][1] for c in cells if c in times)
-    print(f"# {name}: {len(cells)} cells re-run, {cpu * 1000:.1f} ms CPU (without the profiler's overhead: "
-          "see the table without --profile)")
+    print(
+        f"# {name}: {len(cells)} cells re-run, {cpu * 1000:.1f} ms CPU (without the profiler's overhead: "
+        "see the table without --profile)"
+    )
     for order in ("tottime", "cumulative"):
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).strip_dirs().sort_stats(order).print_stats(top)
         body = out.getvalue()
-        print(f"\n## by {order}\n" + body[body.find("   ncalls"):].rstrip())
+        print(f"\n## by {order}\n" + body[body.find("   ncalls") :].rstrip())
 
 
 if __name__ == "__main__":

@@ -11,8 +11,12 @@ def uniform_weights(sizes, rng) -> list:
     weights = []
     for n_in, n_out in zip(sizes[:-1], sizes[1:]):
         bound = 1 / np.sqrt(n_in)
-        weights.append((rng.uniform(-bound, bound, (n_out, n_in)).astype(np.float32),
-                        rng.uniform(-bound, bound, n_out).astype(np.float32)))
+        weights.append(
+            (
+                rng.uniform(-bound, bound, (n_out, n_in)).astype(np.float32),
+                rng.uniform(-bound, bound, n_out).astype(np.float32),
+            )
+        )
     return weights
 
 

@@ -36,14 +36,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support")]
 
 # A sample's share of the page: (label, a frame name that marks it), first match wins.
-KERNEL_PARTS = [("marimo compiles the cells", "_try_compiling_cell"),
-                ("marimo renders markdown", "markdown"),
-                ("course charts (plot)", "engine/course/plot"),
-                ("course labs", "engine/course/labs"),
-                ("engine", "/engine/")]
-SERVER_PARTS = [("load the notebook for the page", "SessionManager.app_manager"),
-                ("load the notebook for the session", "SessionManager._create_session"),
-                ("send messages", "WebSocket.send")]
+KERNEL_PARTS = [
+    ("marimo compiles the cells", "_try_compiling_cell"),
+    ("marimo renders markdown", "markdown"),
+    ("course charts (plot)", "engine/course/plot"),
+    ("course labs", "engine/course/labs"),
+    ("engine", "/engine/"),
+]
+SERVER_PARTS = [
+    ("load the notebook for the page", "SessionManager.app_manager"),
+    ("load the notebook for the session", "SessionManager._create_session"),
+    ("send messages", "WebSocket.send"),
+]
 IDLE = ("EpollSelector.select", "Condition.wait")
 
 
@@ -69,15 +73,22 @@ def summarise(raw: Path, notebook: str, loads: int, rate: int) -> str:
         elif not frames[-1].startswith(IDLE):
             server[next((label for label, mark in SERVER_PARTS if mark in stack), "other server work")] += count
     per_load = 1.0 / (rate * loads)
-    out = [f"# {notebook}: seconds per page load ({loads} loads sampled at {rate} Hz)", "",
-           "| kernel | s | | server | s |", "|---|---|---|---|---|"]
+    out = [
+        f"# {notebook}: seconds per page load ({loads} loads sampled at {rate} Hz)",
+        "",
+        "| kernel | s | | server | s |",
+        "|---|---|---|---|---|",
+    ]
     left, right = kernel.most_common(), server.most_common()
     for i in range(max(len(left), len(right))):
         k = f"{left[i][0]} | {left[i][1] * per_load:.3f}" if i < len(left) else " | "
         s = f"{right[i][0]} | {right[i][1] * per_load:.3f}" if i < len(right) else " | "
         out.append(f"| {k} | | {s} |")
-    out += ["", "our cells (by the line of the notebook they are at, at least 5 ms a load): "
-            + ", ".join(f"L{n} {c * per_load:.3f}" for n, c in cells.most_common() if c * per_load >= 0.005)]
+    out += [
+        "",
+        "our cells (by the line of the notebook they are at, at least 5 ms a load): "
+        + ", ".join(f"L{n} {c * per_load:.3f}" for n, c in cells.most_common() if c * per_load >= 0.005),
+    ]
     return "\n".join(out)
 
 
@@ -111,9 +122,24 @@ def main(argv: list[str] | None = None) -> int:
                 browser = tools.launch(playwright, args.chromium)
                 _, page = bench_ui._new_page(browser, tools)
                 bench_ui._open(page, url, Options)  # warm: imports, OS caches
-                spy = subprocess.Popen([py_spy, "record", "-p", str(server.pid), "--subprocesses", "-r",
-                                        str(args.rate), "-f", "raw", "-o", str(raw), "--nonblocking"],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                spy = subprocess.Popen(
+                    [
+                        py_spy,
+                        "record",
+                        "-p",
+                        str(server.pid),
+                        "--subprocesses",
+                        "-r",
+                        str(args.rate),
+                        "-f",
+                        "raw",
+                        "-o",
+                        str(raw),
+                        "--nonblocking",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
                 time.sleep(1.5)  # py-spy attaches
                 ready = [bench_ui._open(page, url, Options)["ready"] for _ in range(args.loads)]
                 spy.send_signal(signal.SIGINT)

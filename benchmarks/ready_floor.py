@@ -33,7 +33,7 @@ from pathlib import Path
 
 from benchmarks import bench_ui
 
-HEADER = '''import marimo
+HEADER = """import marimo
 
 __generated_with = "0.0.0"
 app = marimo.App()
@@ -41,17 +41,19 @@ app = marimo.App()
 with app.setup:
 {setup}
 
-'''
-FOOTER = '''
+"""
+FOOTER = """
 if __name__ == "__main__":
     app.run()
-'''
-PROSE = ("The gradient of the loss with respect to the logits is the difference between the "
-         "predicted probabilities and the one-hot target, $p_i - y_i$, so each step moves the "
-         "logits of the wrong classes down in proportion to the probability the model gave them. "
-         "With $n$ examples the mean loss divides that by $n$, and the learning rate $\\eta$ scales "
-         "the step: $$\\theta \\leftarrow \\theta - \\eta \\nabla_\\theta L(\\theta).$$ A larger batch "
-         "lowers the variance of the gradient estimate, not its mean.")
+"""
+PROSE = (
+    "The gradient of the loss with respect to the logits is the difference between the "
+    "predicted probabilities and the one-hot target, $p_i - y_i$, so each step moves the "
+    "logits of the wrong classes down in proportion to the probability the model gave them. "
+    "With $n$ examples the mean loss divides that by $n$, and the learning rate $\\eta$ scales "
+    "the step: $$\\theta \\leftarrow \\theta - \\eta \\nabla_\\theta L(\\theta).$$ A larger batch "
+    "lowers the variance of the gradient estimate, not its mean."
+)
 
 
 def _notebook(setup: str, cells: list[str]) -> str:
@@ -62,21 +64,26 @@ def _notebook(setup: str, cells: list[str]) -> str:
 def variants(n_cells: list[int], n_charts: list[int]) -> dict[str, str]:
     """name -> notebook source."""
     out = {}
-    imports = ("    import altair as alt\n    import marimo as mo\n    import matplotlib.pyplot as plt\n"
-               "    import numpy as np\n\n    import engine\n    from engine.course import plot, ui")
+    imports = (
+        "    import altair as alt\n    import marimo as mo\n    import matplotlib.pyplot as plt\n"
+        "    import numpy as np\n\n    import engine\n    from engine.course import plot, ui"
+    )
     out["imports"] = _notebook(imports, ["    plot, ui, alt, plt, np, engine"])
     for n in n_cells:
         out[f"cells-{n}"] = _notebook("    import marimo as mo", [f"    _x = {i}" for i in range(n)])
-        out[f"markdown-{n}"] = _notebook("    import marimo as mo",
-                                         [f'    mo.md(r"""\n    **Paragraph {i}.** {PROSE}\n    """)'
-                                          for i in range(n)])
+        out[f"markdown-{n}"] = _notebook(
+            "    import marimo as mo", [f'    mo.md(r"""\n    **Paragraph {i}.** {PROSE}\n    """)' for i in range(n)]
+        )
     for k in n_charts:
-        charts = [f"    _x = np.linspace(0, {i + 1}, 200)\n"
-                  "    _values = [{'x': float(a), 'y': float(b)} for a, b in zip(_x, np.sin(_x))]\n"
-                  "    alt.Chart(alt.Data(values=_values)).mark_line().encode(x='x:Q', y='y:Q')"
-                  for i in range(k)]
-        out[f"altair-{k}"] = _notebook("    import altair as alt\n    import marimo as mo\n    import numpy as np",
-                                       charts)
+        charts = [
+            f"    _x = np.linspace(0, {i + 1}, 200)\n"
+            "    _values = [{'x': float(a), 'y': float(b)} for a, b in zip(_x, np.sin(_x))]\n"
+            "    alt.Chart(alt.Data(values=_values)).mark_line().encode(x='x:Q', y='y:Q')"
+            for i in range(k)
+        ]
+        out[f"altair-{k}"] = _notebook(
+            "    import altair as alt\n    import marimo as mo\n    import numpy as np", charts
+        )
     return out
 
 
@@ -95,20 +102,28 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     load = os.getloadavg()
-    print(f"# ready-floor: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-          f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
+    print(
+        f"# ready-floor: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}"
+    )
     if load[0] > (os.cpu_count() or 1) / 2:
         print("# warning: the machine is busy; times are inflated and noisy")
-    sources = {"empty": bench_ui.EMPTY_NOTEBOOK,
-               **variants([int(n) for n in args.cells.split(",")], [int(k) for k in args.charts.split(",")])}
+    sources = {
+        "empty": bench_ui.EMPTY_NOTEBOOK,
+        **variants([int(n) for n in args.cells.split(",")], [int(k) for k in args.charts.split(",")]),
+    }
     with tempfile.TemporaryDirectory(prefix="ready-floor-") as temp:
         folder = Path(temp) / "pages"
         folder.mkdir()
         files = {name: folder / f"{name.replace('-', '_')}.py" for name in sources}
         for name, source in sources.items():
             files[name].write_text(source, encoding="utf-8")
-        server, base = tools.serve(tools.make_command("run", tools.free_port()) + [str(folder)],
-                                   bench_ui.ROOT, Path(temp) / "run.log", env=bench_ui._server_env())
+        server, base = tools.serve(
+            tools.make_command("run", tools.free_port()) + [str(folder)],
+            bench_ui.ROOT,
+            Path(temp) / "run.log",
+            env=bench_ui._server_env(),
+        )
         ready = {}
         with sync_playwright() as playwright:
             browser = tools.launch(playwright, executable)
@@ -117,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
                 # warm: the first load of the imports page pays the imports (marimo run keeps one process)
                 bench_ui._open(page, base + f"?file={files['imports']}", args)
                 for name, path in files.items():
-                    ready[name] = statistics.median(bench_ui._open(page, base + f"?file={path}", args)["ready"]
-                                                    for _ in range(args.loads))
+                    ready[name] = statistics.median(
+                        bench_ui._open(page, base + f"?file={path}", args)["ready"] for _ in range(args.loads)
+                    )
             finally:
                 browser.close()
                 tools.stop_process_group(server)

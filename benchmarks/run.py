@@ -191,10 +191,13 @@ def format_table(rows: list, header: tuple | None = None) -> str:
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
 
     def line(cells):
-        return "| " + " | ".join(
-            cell.ljust(width) if i == 0 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(cells, widths))
-        ) + " |"
+        return (
+            "| "
+            + " | ".join(
+                cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in enumerate(zip(cells, widths))
+            )
+            + " |"
+        )
 
     rule = "|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|"
     return "\n".join([line(header), rule, *(line(row) for row in body)])
@@ -231,9 +234,23 @@ def _measure_one(args) -> int:
 def _measure_in_child(index: int, threads: int, args, errors: list[str]) -> dict[str, Result]:
     """Each case runs in a fresh process: no heap state, cache or idle-spinning library threads
     left behind by an earlier case can bill a later one. ``threads`` goes to every library."""
-    command = [sys.executable, "-m", "benchmarks.run", "--one", str(index), "--filter", args.filter,
-               "--repeat", str(args.repeat), "--min-time", str(args.min_time),
-               "--warmup", str(args.warmup), "--dir", str(args.dir)] + (["--cpu"] if args.cpu else [])
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.run",
+        "--one",
+        str(index),
+        "--filter",
+        args.filter,
+        "--repeat",
+        str(args.repeat),
+        "--min-time",
+        str(args.min_time),
+        "--warmup",
+        str(args.warmup),
+        "--dir",
+        str(args.dir),
+    ] + (["--cpu"] if args.cpu else [])
     env = dict(os.environ, BENCH_THREADS=str(threads), **{v: str(threads) for v in THREAD_VARIABLES})
     done = subprocess.run(command, cwd=HERE.parent, capture_output=True, text=True, env=env)
     try:
@@ -249,14 +266,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n")[0])
     parser.add_argument("--filter", default="", help="run only cases whose name contains this text")
     parser.add_argument("--repeat", type=int, default=30, help="timed samples per column (median)")
-    parser.add_argument("--threads", default=THREAD_COUNTS,
-                        help="thread counts to run every case at, comma-separated (default 1,2)")
+    parser.add_argument(
+        "--threads", default=THREAD_COUNTS, help="thread counts to run every case at, comma-separated (default 1,2)"
+    )
     parser.add_argument("--min-time", type=float, default=0.05, help="seconds per sample, at least")
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")
     parser.add_argument("--dir", type=Path, default=HERE, help="where the bench_*.py modules are")
-    parser.add_argument("--cpu", action="store_true",
-                        help="time with the process's CPU time instead of the wall clock: steadier on a "
-                             "shared machine; it sums all threads' time, so use it with BENCH_THREADS=1")
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time with the process's CPU time instead of the wall clock: steadier on a "
+        "shared machine; it sums all threads' time, so use it with BENCH_THREADS=1",
+    )
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # child process
     args = parser.parse_args(argv)
     if args.cpu:

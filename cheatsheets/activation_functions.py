@@ -38,11 +38,14 @@ def activation_curves(name, x, slope):
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, r"""
+    ui.page_header(
+        METADATA,
+        r"""
     Every activation of the course with its derivative: the formula, then the same function in
     NumPy, in the course's engine and in PyTorch. The engine and PyTorch columns are often the
     same line, because the engine uses PyTorch's names.
-    """)
+    """,
+    )
     return
 
 
@@ -50,11 +53,16 @@ def _():
 def _(choice, slope, x_range):
     _x = np.linspace(-x_range.value, x_range.value, 201)
     _f, _df, _autograd = activation_curves(choice.value, _x, slope.value)
-    ui.try_it("**Try it.** The line is the formula from the table below; the dark dots are the engine's "
-              "autograd, which must sit on the derivative's line.",
-              [choice, x_range, slope],
-              ui.chart(plot.function_and_derivative(_x, _f, _df, _autograd, name="φ", var="x",
-                                                    title=f"{choice.value} and its derivative")))
+    ui.try_it(
+        "**Try it.** The line is the formula from the table below; the dark dots are the engine's "
+        "autograd, which must sit on the derivative's line.",
+        [choice, x_range, slope],
+        ui.chart(
+            plot.function_and_derivative(
+                _x, _f, _df, _autograd, name="φ", var="x", title=f"{choice.value} and its derivative"
+            )
+        ),
+    )
     return
 
 

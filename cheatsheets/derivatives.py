@@ -46,8 +46,12 @@ def run_snippets(row_id: str, seed: int, with_torch: bool) -> dict:
     backends = ["numpy", "engine"] + (["torch"] if with_torch and row.torch is not None else [])
     runs = backends
     if "torch" in backends:  # the first PyTorch run imports torch (~1 s): show that it is under way
-        runs = mo.status.progress_bar(backends, title="running the snippets",
-                                      subtitle="the first PyTorch run imports torch (about 1 s)", remove_on_exit=True)
+        runs = mo.status.progress_bar(
+            backends,
+            title="running the snippets",
+            subtitle="the first PyTorch run imports torch (about 1 s)",
+            remove_on_exit=True,
+        )
     check = {"row": row, "results": {}, "failed": None, "disagreement": None, "agree": False}
     for backend in runs:
         try:
@@ -78,31 +82,39 @@ def check_report(check: dict):
         if backend != "numpy":
             line += f" (largest difference from NumPy: {max_difference(result, results['numpy']):.2e})"
         lines.append(line)
-    verdict = (mo.callout(mo.md(f"All {len(results)} agree (rtol {row.rtol:g})."), kind="success") if check["agree"]
-               else mo.callout(mo.md(f"Disagreement: {check['disagreement']}"), kind="danger"))
+    verdict = (
+        mo.callout(mo.md(f"All {len(results)} agree (rtol {row.rtol:g})."), kind="success")
+        if check["agree"]
+        else mo.callout(mo.md(f"Disagreement: {check['disagreement']}"), kind="danger")
+    )
     return mo.vstack([mo.md(f"${row.latex}$"), mo.md("\n".join(lines)), verdict])
 
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, r"""
+    ui.page_header(
+        METADATA,
+        r"""
     What backpropagation needs from each operation: its forward function and its gradient. A
     gradient row is a vector-Jacobian product: given the upstream gradient $g = \partial L / \partial r$,
     it gives $\partial L / \partial(\text{input})$. The NumPy column is the formula; the engine and
     PyTorch columns ask autograd (`r.backward(g)`, then `.grad`). Two classic slips are corrected
     here: $\partial(a/b)/\partial b = -a/b^2$ and $\partial \log_\beta x / \partial\beta =
     -\ln x / (\beta \ln^2 \beta)$, both with a minus sign.
-    """)
+    """,
+    )
     return
 
 
 @app.cell(hide_code=True)
 def _(picked, seed, torch_button):
     row_check = run_snippets(picked.value, seed.value, torch_button.value)
-    ui.try_it("**Check a row.** Pick a row, draw new random inputs, and run its snippets: the tests do this "
-              "for every row of every sheet.",
-              [picked, seed, torch_button],
-              check_report(row_check))
+    ui.try_it(
+        "**Check a row.** Pick a row, draw new random inputs, and run its snippets: the tests do this "
+        "for every row of every sheet.",
+        [picked, seed, torch_button],
+        check_report(row_check),
+    )
     return (row_check,)
 
 
@@ -113,9 +125,13 @@ def _():
     # a button, not a switch: the first PyTorch run imports torch (~1 s), which no control should wait for;
     # without PyTorch the button says what is missing and how to add it
     torch_button = mo.ui.run_button(
-        label=("also run PyTorch (the first run imports it: about 1 s)" if formulas.torch_available()
-               else "PyTorch is not installed: pip install torch==2.13.0 adds its column"),
-        disabled=not formulas.torch_available())
+        label=(
+            "also run PyTorch (the first run imports it: about 1 s)"
+            if formulas.torch_available()
+            else "PyTorch is not installed: pip install torch==2.13.0 adds its column"
+        ),
+        disabled=not formulas.torch_available(),
+    )
     formulas.tables(METADATA["id"])  # the sheet's tables, under the panel: no control re-runs this cell
     return picked, seed, torch_button
 

@@ -38,12 +38,15 @@ def regression_losses(e, delta):
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, r"""
+    ui.page_header(
+        METADATA,
+        r"""
     Losses by task, each with its gradient, in NumPy, the course's engine and PyTorch.
     Give classification losses the raw **logits**: `cross_entropy` and
     `binary_cross_entropy_with_logits` fold the softmax or sigmoid into the loss, which keeps
     them finite where a separate softmax followed by a log would overflow.
-    """)
+    """,
+    )
     return
 
 
@@ -51,15 +54,23 @@ def _():
 def _(delta, e_range):
     _e = np.linspace(-e_range.value, e_range.value, 201)
     _losses, _grads = regression_losses(_e, delta.value)
-    ui.try_it("**Robust or not.** Beyond δ, Huber grows linearly like MAE, so an outlier pulls with a "
-              "bounded force; MSE's pull grows with the residual. Gradients come from the engine's "
-              "`backward()`.",
-              [delta, e_range],
-              mo.hstack([
-                  ui.chart(plot.curves(_e, _losses, x_title="residual e = ŷ − y", y_title="loss", title="loss")),
-                  ui.chart(plot.curves(_e, _grads, x_title="residual e = ŷ − y", y_title="∂loss/∂ŷ",
-                                       title="gradient (autograd)")),
-              ], widths="equal"))
+    ui.try_it(
+        "**Robust or not.** Beyond δ, Huber grows linearly like MAE, so an outlier pulls with a "
+        "bounded force; MSE's pull grows with the residual. Gradients come from the engine's "
+        "`backward()`.",
+        [delta, e_range],
+        mo.hstack(
+            [
+                ui.chart(plot.curves(_e, _losses, x_title="residual e = ŷ − y", y_title="loss", title="loss")),
+                ui.chart(
+                    plot.curves(
+                        _e, _grads, x_title="residual e = ŷ − y", y_title="∂loss/∂ŷ", title="gradient (autograd)"
+                    )
+                ),
+            ],
+            widths="equal",
+        ),
+    )
     return
 
 

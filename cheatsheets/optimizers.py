@@ -45,23 +45,37 @@ def schedule_curves(steps: int, lr: float):
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, r"""
+    ui.page_header(
+        METADATA,
+        r"""
     Update rules with $g = \nabla_\theta L$ and learning rate $\eta$, gradient clipping, and the
     learning-rate schedules. The NumPy column is one step of the rule; the tests run five steps of
     it against the engine's and PyTorch's optimizers, with a new random gradient at each step.
     AdamW's decay uses the weights **before** the step, as PyTorch does.
-    """)
+    """,
+    )
     return
 
 
 @app.cell(hide_code=True)
 def _(horizon, peak):
     _formula, _scheduler = schedule_curves(horizon.value, peak.value)
-    ui.try_it("**Schedules side by side.** Lines are the closed forms from the table; dots are the "
-              "engine's schedulers stepped once per step (plateau: a validation loss that never improves).",
-              [horizon, peak],
-              ui.chart(plot.curves(np.arange(horizon.value), _formula, dots=_scheduler, n_dots=30,
-                                   x_title="step t", y_title="learning rate η_t", title="learning-rate schedules")))
+    ui.try_it(
+        "**Schedules side by side.** Lines are the closed forms from the table; dots are the "
+        "engine's schedulers stepped once per step (plateau: a validation loss that never improves).",
+        [horizon, peak],
+        ui.chart(
+            plot.curves(
+                np.arange(horizon.value),
+                _formula,
+                dots=_scheduler,
+                n_dots=30,
+                x_title="step t",
+                y_title="learning rate η_t",
+                title="learning-rate schedules",
+            )
+        ),
+    )
     return
 
 

@@ -38,17 +38,22 @@ def attention_report(B: int, L: int, d_model: int, H: int):
     except ValueError as error:
         return mo.callout(mo.md(f"{error}: pick a number of heads that divides d_model."), kind="warn")
     rows = "\n".join(f"| {stage} | {list(shape)} |" for stage, shape in result.shapes.items())
-    return mo.md(f"$d_k = d_{{model}} / H$ = **{result.d_k}**; parameters: "
-                 f"**{result.params['total']:,}**\n\n| stage | shape |\n|---|---|\n{rows}")
+    return mo.md(
+        f"$d_k = d_{{model}} / H$ = **{result.d_k}**; parameters: "
+        f"**{result.params['total']:,}**\n\n| stage | shape |\n|---|---|\n{rows}"
+    )
 
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, r"""
+    ui.page_header(
+        METADATA,
+        r"""
     The size rules of dense, convolution and attention layers. Each rule is checked three ways:
     the arithmetic in NumPy, `engine.shapes` (or an engine layer run on zeros), and a real PyTorch
     layer run on zeros, with sizes drawn at random.
-    """)
+    """,
+    )
     return
 
 
@@ -65,18 +70,22 @@ def _():
 
 @app.cell(hide_code=True)
 def _(conv_d, conv_k, conv_out_pad, conv_p, conv_s, conv_w):
-    ui.try_it("**Convolution calculator.** One spatial dimension; the transposed convolution "
-              "maps size O back to W when its output padding is right.",
-              [[conv_w, conv_k, conv_s], [conv_p, conv_d, conv_out_pad]],
-              conv_report(conv_w.value, conv_k.value, conv_s.value, conv_p.value, conv_d.value, conv_out_pad.value))
+    ui.try_it(
+        "**Convolution calculator.** One spatial dimension; the transposed convolution "
+        "maps size O back to W when its output padding is right.",
+        [[conv_w, conv_k, conv_s], [conv_p, conv_d, conv_out_pad]],
+        conv_report(conv_w.value, conv_k.value, conv_s.value, conv_p.value, conv_d.value, conv_out_pad.value),
+    )
     return
 
 
 @app.cell(hide_code=True)
 def _(att_b, att_d, att_h, att_l):
-    ui.try_it("**Attention shapes.** Self-attention of a batch of sequences; the scores grow as L².",
-              [att_b, att_l, att_d, att_h],
-              attention_report(att_b.value, att_l.value, att_d.value, att_h.value))
+    ui.try_it(
+        "**Attention shapes.** Self-attention of a batch of sequences; the scores grow as L².",
+        [att_b, att_l, att_d, att_h],
+        attention_report(att_b.value, att_l.value, att_d.value, att_h.value),
+    )
     return
 
 

@@ -32,8 +32,14 @@ from .autograd import Function
 from .tensor import Tensor, _check_broadcast, as_tensor, matmul
 
 __all__ = [
-    "scaled_dot_product_attention", "attention_weights", "causal_mask", "sliding_window_mask",
-    "padding_mask", "sinusoidal_positions", "rope_frequencies", "apply_rope",
+    "scaled_dot_product_attention",
+    "attention_weights",
+    "causal_mask",
+    "sliding_window_mask",
+    "padding_mask",
+    "sinusoidal_positions",
+    "rope_frequencies",
+    "apply_rope",
 ]
 
 
@@ -180,8 +186,7 @@ class ScaledDotProductAttention(Function):
 
 def _add_into(scores: np.ndarray, extra: np.ndarray) -> np.ndarray:
     """scores + extra, in place when the shape and dtype allow it."""
-    if np.broadcast_shapes(scores.shape, extra.shape) == scores.shape and \
-            np.result_type(scores, extra) == scores.dtype:
+    if np.broadcast_shapes(scores.shape, extra.shape) == scores.shape and np.result_type(scores, extra) == scores.dtype:
         scores += extra
         return scores
     return scores + extra
@@ -253,8 +258,9 @@ def attention_weights(query, key, attn_mask=None, is_causal: bool = False, scale
     return AttentionWeights.apply(*inputs, blocked=blocked, scale=scale, bias=bias)
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
-                                 is_causal: bool = False, scale=None) -> Tensor:
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False, scale=None
+) -> Tensor:
     """softmax(q kᵀ/√d + mask) v, as ``torch.nn.functional.scaled_dot_product_attention``.
 
     query [..., L, d], key [..., S, d], value [..., S, d_v] (e.g. [B, H, L, d]) -> [..., L, d_v].

@@ -99,7 +99,9 @@ def _run_hooks(tensor, grad: np.ndarray) -> np.ndarray:
         if result is not None:
             new = result.data if isinstance(result, _tensor_class) else np.asarray(result)
             if new.shape != grad.shape:
-                raise RuntimeError(f"register_hook: the hook returned a gradient of shape {new.shape}, expected {grad.shape}")
+                raise RuntimeError(
+                    f"register_hook: the hook returned a gradient of shape {new.shape}, expected {grad.shape}"
+                )
             grad = new.astype(grad.dtype, copy=False)
     return grad
 
@@ -143,6 +145,7 @@ class _GradMode:
     def __call__(self, fn):
         mode = self.mode  # each call gets its own context (recursion and generators nest safely)
         if inspect.isgeneratorfunction(fn):
+
             @functools.wraps(fn)
             def generator(*args, **kwargs):
                 gen = fn(*args, **kwargs)
@@ -348,9 +351,7 @@ def unbroadcast(grad: np.ndarray, shape: tuple) -> np.ndarray:
     extra = grad.ndim - len(shape)
     if extra < 0:
         return np.broadcast_to(grad, shape)
-    axes = tuple(range(extra)) + tuple(
-        i + extra for i, n in enumerate(shape) if n == 1 and grad.shape[i + extra] != 1
-    )
+    axes = tuple(range(extra)) + tuple(i + extra for i, n in enumerate(shape) if n == 1 and grad.shape[i + extra] != 1)
     if axes:
         grad = grad.sum(axis=axes, keepdims=True)
     if extra:
@@ -401,7 +402,7 @@ def topological_order(root, leaves: bool = True) -> list:
                 order.append(tensor)
             continue
         stack.append((tensor, True))
-        for parent in (_parents(node) if _rebased else node.parents):
+        for parent in _parents(node) if _rebased else node.parents:
             if parent._requires_grad and parent not in visited and (leaves or parent._ctx is not None):
                 stack.append((parent, False))
     order.reverse()
@@ -472,8 +473,7 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
             node.saved_tensors = None
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
-        for parent, needs, g in zip(_parents(node) if _rebased else node.parents, node.needs_input_grad,
-                                    input_grads):
+        for parent, needs, g in zip(_parents(node) if _rebased else node.parents, node.needs_input_grad, input_grads):
             if not needs or g is None:
                 continue
             data = parent.data

@@ -72,9 +72,7 @@ def _count(op: str, name: str, value, minimum: int = 1) -> int:
 
 
 def _nonnegative(op: str, name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-        math.isfinite(value) and value >= 0
-    ):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and value >= 0):
         raise ValueError(f"{op}: {name} must be a finite number >= 0, got {value!r}")
     return float(value)
 
@@ -88,8 +86,7 @@ def _balanced_labels(n: int, n_classes: int) -> np.ndarray:
 
 def _shuffled(rng: np.random.Generator, X: np.ndarray, y: np.ndarray, *more):
     order = rng.permutation(len(X))
-    return (X[order].astype(np.float32), y[order].astype(np.int64),
-            *(m[order] for m in more))
+    return (X[order].astype(np.float32), y[order].astype(np.int64), *(m[order] for m in more))
 
 
 # ----------------------------------------------------------------------------- 2-D point sets
@@ -148,8 +145,9 @@ def make_spirals(n_samples=300, n_classes=2, noise=0.05, turns=1.25, seed=None):
     return _shuffled(rng, X, y)
 
 
-def make_blobs(n_samples=300, centers=3, noise=1.0, n_features=2, center_box=(-10.0, 10.0),
-               seed=None, return_centers=False):
+def make_blobs(
+    n_samples=300, centers=3, noise=1.0, n_features=2, center_box=(-10.0, 10.0), seed=None, return_centers=False
+):
     """Isotropic Gaussian clusters: class c ~ N(center_c, noise² I).
 
     ``centers``: a number of clusters (centres drawn uniformly in ``center_box``) or an array
@@ -168,16 +166,14 @@ def make_blobs(n_samples=300, centers=3, noise=1.0, n_features=2, center_box=(-1
     else:
         centers = np.asarray(to_array(op, "centers", centers), dtype=np.float64)
         if centers.ndim != 2 or len(centers) == 0:
-            raise ValueError(f"{op}: centers must be an int or an array [C, D], got shape "
-                             f"{centers.shape}")
+            raise ValueError(f"{op}: centers must be an int or an array [C, D], got shape {centers.shape}")
     y = _balanced_labels(n, len(centers))
     X = centers[y] + noise * rng.standard_normal((n, centers.shape[1]))
     X, y = _shuffled(rng, X, y)
     return (X, y, centers.astype(np.float32)) if return_centers else (X, y)
 
 
-def make_swiss_roll(n_samples=1000, noise=0.05, dim=2, n_segments=4, seed=None,
-                    return_t=False):
+def make_swiss_roll(n_samples=1000, noise=0.05, dim=2, n_segments=4, seed=None, return_t=False):
     """The swiss roll, as used in diffusion-model demos.
 
     t = 1.5π(1 + 2u), u ~ U(0, 1) (one and a half turns); 2-D points (t cos t, t sin t) / 10,
@@ -231,9 +227,12 @@ class GaussianMixture:
         if means.ndim != 2 or len(means) == 0:
             raise ValueError(f"GaussianMixture: means must be [K, D], got shape {means.shape}")
         k = len(means)
-        stds = np.broadcast_to(np.asarray(to_array("GaussianMixture", "stds", self.stds), dtype=np.float64), (k,)).copy()
-        weights = np.broadcast_to(np.asarray(to_array("GaussianMixture", "weights", self.weights), dtype=np.float64),
-                                  (k,)).copy()
+        stds = np.broadcast_to(
+            np.asarray(to_array("GaussianMixture", "stds", self.stds), dtype=np.float64), (k,)
+        ).copy()
+        weights = np.broadcast_to(
+            np.asarray(to_array("GaussianMixture", "weights", self.weights), dtype=np.float64), (k,)
+        ).copy()
         if not (np.isfinite(means).all() and np.isfinite(stds).all() and (stds > 0).all()):
             raise ValueError(f"GaussianMixture: means must be finite and stds > 0, got stds {stds}")
         if not (np.isfinite(weights).all() and (weights > 0).all()):
@@ -256,9 +255,7 @@ class GaussianMixture:
         if self.dim == 1 and (x.ndim == 0 or x.ndim == 1 or x.shape[-1] != 1):
             return x[..., None], True
         if x.ndim == 0 or x.shape[-1] != self.dim:
-            raise ValueError(
-                f"GaussianMixture: points must have shape [..., {self.dim}], got {x.shape}"
-            )
+            raise ValueError(f"GaussianMixture: points must have shape [..., {self.dim}], got {x.shape}")
         return x, False
 
     def _component_log_terms(self, x: np.ndarray) -> np.ndarray:
@@ -305,8 +302,7 @@ class GaussianMixture:
         return GaussianMixture(self.means * scale, stds, self.weights)
 
 
-def make_gaussian_mixture(n_samples=500, n_components=None, means=None, stds=None,
-                          weights=None, dim=2, seed=None):
+def make_gaussian_mixture(n_samples=500, n_components=None, means=None, stds=None, weights=None, dim=2, seed=None):
     """Samples of an isotropic Gaussian mixture, with the mixture itself.
 
     Returns ``(X, y, mixture)``: X float32 [N, dim], y int64 [N] (the component of each sample),
@@ -360,9 +356,7 @@ def make_shapes(n_samples=512, size=16, classes=SHAPE_CLASSES, noise=0.1, seed=N
     classes = tuple(classes)
     unknown = [c for c in classes if c not in SHAPE_CLASSES]
     if not classes or unknown or len(set(classes)) != len(classes):
-        raise ValueError(
-            f"{op}: classes must be distinct names from {SHAPE_CLASSES}, got {classes}"
-        )
+        raise ValueError(f"{op}: classes must be distinct names from {SHAPE_CLASSES}, got {classes}")
     rng = _rng(seed)
     labels = rng.permutation(_balanced_labels(n, len(classes)))
     half = rng.uniform(0.2, 0.42, n) * size
@@ -458,8 +452,7 @@ def _decode_digits(text: str, size: int, sha256: str) -> np.ndarray:
         _digits_error(f"is truncated or corrupted: it decodes to {len(blob):,} bytes, not {size:,}")
     if hashlib.sha256(blob).hexdigest() != sha256:
         _digits_error("is corrupted: the SHA-256 of its bytes is not the one recorded in it")
-    return np.loadtxt(io.StringIO(gzip.decompress(blob).decode("ascii")), delimiter=",",
-                      dtype=np.int64, ndmin=2)
+    return np.loadtxt(io.StringIO(gzip.decompress(blob).decode("ascii")), delimiter=",", dtype=np.int64, ndmin=2)
 
 
 def _digits_error(problem: str) -> NoReturn:
@@ -524,7 +517,7 @@ class DataLoader:
         else:
             order = np.arange(self.n)
         for start in range(0, len(self) * self.batch_size, self.batch_size):
-            index = order[start:start + self.batch_size]
+            index = order[start : start + self.batch_size]
             batch = tuple(a[index] for a in self.arrays)
             yield batch if len(batch) > 1 else batch[0]
 
@@ -534,8 +527,7 @@ def batches(X, y=None, batch_size=32, shuffle=True, seed=None, drop_last=False):
 
     One epoch of ``DataLoader``; every index appears exactly once (unless ``drop_last``)."""
     arrays = (X,) if y is None else (X, y)
-    yield from DataLoader(*arrays, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                          drop_last=drop_last)
+    yield from DataLoader(*arrays, batch_size=batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last)
 
 
 def train_test_split(*arrays, test_size=0.25, shuffle=True, seed=None):
@@ -551,19 +543,19 @@ def train_test_split(*arrays, test_size=0.25, shuffle=True, seed=None):
     arrays = [to_array(op, "arrays", a) for a in arrays]
     lengths = {a.shape[0] if a.ndim else None for a in arrays}
     if None in lengths or len(lengths) != 1:
-        raise ValueError(f"{op}: arrays must share their first dimension, got "
-                         f"{[a.shape for a in arrays]}")
+        raise ValueError(f"{op}: arrays must share their first dimension, got {[a.shape for a in arrays]}")
     (n,) = lengths
     if isinstance(test_size, numbers.Integral) and not isinstance(test_size, bool):
         n_test = int(test_size)
     elif isinstance(test_size, numbers.Real) and 0 < test_size < 1:
         n_test = math.ceil(test_size * n)
     else:
-        raise ValueError(f"{op}: test_size must be a fraction in (0, 1) or a count, "
-                         f"got {test_size!r}")
+        raise ValueError(f"{op}: test_size must be a fraction in (0, 1) or a count, got {test_size!r}")
     if not 1 <= n_test <= n - 1:
-        raise ValueError(f"{op}: test_size={test_size!r} leaves {n_test} of {n} rows for the "
-                         f"test set; both parts need at least one row")
+        raise ValueError(
+            f"{op}: test_size={test_size!r} leaves {n_test} of {n} rows for the "
+            f"test set; both parts need at least one row"
+        )
     order = _rng(seed).permutation(n) if shuffle else np.arange(n)
     test, train = order[:n_test], order[n_test:]
     return [part for a in arrays for part in (a[train], a[test])]

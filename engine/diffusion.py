@@ -35,10 +35,26 @@ from .distances import energy_distance
 from .tensor import Tensor
 
 __all__ = [
-    "Schedule", "linear_beta_schedule", "cosine_beta_schedule", "q_sample", "q_mean_var",
-    "q_posterior_mean_var", "ddpm_loss", "reverse_step", "sample", "timestep_embedding",
-    "Denoiser", "train_ddpm", "SampleQuality", "sample_quality", "noised_mixture", "exact_score",
-    "exact_epsilon", "OptimalDenoiser", "exact_reverse_step", "exact_sample",
+    "Schedule",
+    "linear_beta_schedule",
+    "cosine_beta_schedule",
+    "q_sample",
+    "q_mean_var",
+    "q_posterior_mean_var",
+    "ddpm_loss",
+    "reverse_step",
+    "sample",
+    "timestep_embedding",
+    "Denoiser",
+    "train_ddpm",
+    "SampleQuality",
+    "sample_quality",
+    "noised_mixture",
+    "exact_score",
+    "exact_epsilon",
+    "OptimalDenoiser",
+    "exact_reverse_step",
+    "exact_sample",
 ]
 
 VARIANCES = ("beta", "posterior")
@@ -89,14 +105,19 @@ class Schedule:
             worst = betas[~((betas > 0) & (betas < 1))]
             raise ValueError(
                 f"Schedule ({name}): every beta must lie strictly between 0 and 1, got "
-                f"{worst[:3].tolist()} (min {np.nanmin(betas):.4g}, max {np.nanmax(betas):.4g})")
+                f"{worst[:3].tolist()} (min {np.nanmin(betas):.4g}, max {np.nanmax(betas):.4g})"
+            )
         alphas = 1.0 - betas
         alpha_bars = np.cumprod(alphas)
         alpha_bars_prev = np.concatenate([[1.0], alpha_bars[:-1]])
         one_minus = 1.0 - alpha_bars
         arrays = dict(
-            betas=betas, alphas=alphas, alpha_bars=alpha_bars, alpha_bars_prev=alpha_bars_prev,
-            sqrt_alpha_bars=np.sqrt(alpha_bars), sqrt_one_minus_alpha_bars=np.sqrt(one_minus),
+            betas=betas,
+            alphas=alphas,
+            alpha_bars=alpha_bars,
+            alpha_bars_prev=alpha_bars_prev,
+            sqrt_alpha_bars=np.sqrt(alpha_bars),
+            sqrt_one_minus_alpha_bars=np.sqrt(one_minus),
             snr=alpha_bars / one_minus,
             posterior_variance=betas * (1.0 - alpha_bars_prev) / one_minus,
             posterior_mean_coef_x0=np.sqrt(alpha_bars_prev) * betas / one_minus,
@@ -107,8 +128,10 @@ class Schedule:
         return cls(name=name, **arrays)
 
     def __repr__(self) -> str:
-        return (f"Schedule({self.name}, T={self.T}, beta {self.betas[0]:.3g}..{self.betas[-1]:.3g}, "
-                f"alpha_bar_T={self.alpha_bars[-1]:.3g})")
+        return (
+            f"Schedule({self.name}, T={self.T}, beta {self.betas[0]:.3g}..{self.betas[-1]:.3g}, "
+            f"alpha_bar_T={self.alpha_bars[-1]:.3g})"
+        )
 
 
 def _steps(T, op: str) -> int:
@@ -117,8 +140,9 @@ def _steps(T, op: str) -> int:
     return int(T)
 
 
-def linear_beta_schedule(T: int = 1000, beta_start: float = 1e-4, beta_end: float = 0.02,
-                         rescale: bool = False) -> Schedule:
+def linear_beta_schedule(
+    T: int = 1000, beta_start: float = 1e-4, beta_end: float = 0.02, rescale: bool = False
+) -> Schedule:
     """β_t evenly spaced from ``beta_start`` to ``beta_end`` (DDPM: 1e-4 to 0.02 over T = 1000,
     which gives ᾱ_T ≈ 4.04e-5).
 
@@ -131,8 +155,10 @@ def linear_beta_schedule(T: int = 1000, beta_start: float = 1e-4, beta_end: floa
     scale = 1000.0 / T if rescale else 1.0
     start, end = float(beta_start) * scale, float(beta_end) * scale
     if not (0 < start < 1 and 0 < end < 1):
-        raise ValueError(f"{op}: betas must lie in (0, 1), got beta_start={start:.4g}, beta_end={end:.4g}"
-                         + (f" after rescaling by 1000/T = {scale:.4g}" if rescale else ""))
+        raise ValueError(
+            f"{op}: betas must lie in (0, 1), got beta_start={start:.4g}, beta_end={end:.4g}"
+            + (f" after rescaling by 1000/T = {scale:.4g}" if rescale else "")
+        )
     return Schedule.from_betas(np.linspace(start, end, T), name="linear")
 
 
@@ -162,8 +188,10 @@ def cosine_beta_schedule(T: int = 1000, s: float = 0.008, max_beta: float = 0.99
 # ----------------------------------------------------------------------------- forward process
 def _check_schedule(schedule, op: str) -> Schedule:
     if not isinstance(schedule, Schedule):
-        raise TypeError(f"{op}: schedule must be a Schedule (from linear_beta_schedule or "
-                        f"cosine_beta_schedule), got {type(schedule).__name__}")
+        raise TypeError(
+            f"{op}: schedule must be a Schedule (from linear_beta_schedule or "
+            f"cosine_beta_schedule), got {type(schedule).__name__}"
+        )
     return schedule
 
 
@@ -171,11 +199,14 @@ def _timesteps(t, schedule: Schedule, op: str) -> np.ndarray:
     """t as an int64 array (0-d or 1-d), each in 0..T−1."""
     t = np.asarray(getattr(t, "data", t))
     if t.dtype.kind not in "iu" or t.ndim > 1:
-        raise TypeError(f"{op}: t must be an int or a 1-D integer array of time steps, got "
-                        f"dtype {t.dtype}, shape {t.shape}")
+        raise TypeError(
+            f"{op}: t must be an int or a 1-D integer array of time steps, got dtype {t.dtype}, shape {t.shape}"
+        )
     if t.size and (t.min() < 0 or t.max() >= schedule.T):
-        raise ValueError(f"{op}: time steps must lie in 0..{schedule.T - 1} (T = {schedule.T}), "
-                         f"got values from {t.min()} to {t.max()}")
+        raise ValueError(
+            f"{op}: time steps must lie in 0..{schedule.T - 1} (T = {schedule.T}), "
+            f"got values from {t.min()} to {t.max()}"
+        )
     return t.astype(np.int64)
 
 
@@ -184,8 +215,10 @@ def _coefficient(values: np.ndarray, t: np.ndarray, like_shape: tuple, dtype, op
     picked = values[t]
     if t.ndim == 1:
         if not like_shape or like_shape[0] != t.shape[0]:
-            raise ValueError(f"{op}: {t.shape[0]} time steps for a batch of shape {like_shape}; "
-                             "give one step per sample (or a single int)")
+            raise ValueError(
+                f"{op}: {t.shape[0]} time steps for a batch of shape {like_shape}; "
+                "give one step per sample (or a single int)"
+            )
         picked = picked.reshape((-1,) + (1,) * (len(like_shape) - 1))
     return picked.astype(dtype)
 
@@ -330,8 +363,16 @@ def _sample_shape(n, dim, op: str) -> tuple:
     return (int(n),) + tuple(int(d) for d in dims)
 
 
-def sample(model, schedule: Schedule, n: int, dim=2, return_trajectory: bool = False,
-           progress: Callable | None = None, variance: str = "beta", x_T=None):
+def sample(
+    model,
+    schedule: Schedule,
+    n: int,
+    dim=2,
+    return_trajectory: bool = False,
+    progress: Callable | None = None,
+    variance: str = "beta",
+    x_T=None,
+):
     """Draw ``n`` samples by ancestral sampling from x_T ~ N(0, I) down to x_0 (under no_grad).
 
     ``model(x_t, t)`` predicts ε (x_t a float32 Tensor [n, *dim], t an int64 array [n]); see
@@ -357,8 +398,9 @@ def sample(model, schedule: Schedule, n: int, dim=2, return_trajectory: bool = F
             eps = model(Tensor._wrap(x), np.full(shape[0], t, dtype=np.int64))
             x = reverse_step(x, eps, t, schedule, variance=variance)
             if not np.isfinite(x).all():
-                raise FloatingPointError(f"{op}: the samples became NaN or infinite at t = {t}; "
-                                         "the model's noise predictions are too large")
+                raise FloatingPointError(
+                    f"{op}: the samples became NaN or infinite at t = {t}; the model's noise predictions are too large"
+                )
             if trajectory is not None:
                 trajectory.append(x)
             if progress is not None:
@@ -393,15 +435,18 @@ class Denoiser(nn.Module):
         ε_θ = W_out h + b_out.
     """
 
-    def __init__(self, dim: int = 2, hidden: int = 128, time_embedding_dim: int = 32,
-                 T: int = 1000, n_layers: int = 3):
+    def __init__(self, dim: int = 2, hidden: int = 128, time_embedding_dim: int = 32, T: int = 1000, n_layers: int = 3):
         super().__init__()
         op = "Denoiser"
         for name, value, low in (("dim", dim, 1), ("hidden", hidden, 1), ("T", T, 1), ("n_layers", n_layers, 1)):
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
                 raise ValueError(f"{op}: {name} must be an integer >= {low}, got {value!r}")
-        if isinstance(time_embedding_dim, bool) or not isinstance(time_embedding_dim, numbers.Integral) \
-                or time_embedding_dim < 2 or time_embedding_dim % 2:
+        if (
+            isinstance(time_embedding_dim, bool)
+            or not isinstance(time_embedding_dim, numbers.Integral)
+            or time_embedding_dim < 2
+            or time_embedding_dim % 2
+        ):
             raise ValueError(f"{op}: time_embedding_dim must be an even integer >= 2, got {time_embedding_dim!r}")
         self.dim, self.T, self.time_embedding_dim = int(dim), int(T), int(time_embedding_dim)
         self.input = nn.Linear(dim, hidden)
@@ -415,8 +460,10 @@ class Denoiser(nn.Module):
             raise ValueError(f"Denoiser: x must have shape [N, {self.dim}], got {x.shape}")
         t = np.broadcast_to(np.asarray(getattr(t, "data", t)), (x.shape[0],))
         if t.dtype.kind not in "iu" or (t.size and (t.min() < 0 or t.max() >= self.T)):
-            raise ValueError(f"Denoiser: t must be integers in 0..{self.T - 1}, got {t.dtype} "
-                             f"values {t.min() if t.size else ''}..{t.max() if t.size else ''}")
+            raise ValueError(
+                f"Denoiser: t must be integers in 0..{self.T - 1}, got {t.dtype} "
+                f"values {t.min() if t.size else ''}..{t.max() if t.size else ''}"
+            )
         embedding = timestep_embedding(t * (1000.0 / self.T), self.time_embedding_dim)
         h = F.silu(self.input(x) + self.time(Tensor._wrap(embedding.astype(x.dtype, copy=False))))
         for layer in self.hidden:
@@ -424,8 +471,16 @@ class Denoiser(nn.Module):
         return self.output(h)
 
 
-def train_ddpm(model, data, schedule: Schedule, steps: int = 2000, batch_size: int = 128,
-               lr: float = 1e-3, progress: Callable | None = None, optimizer=None) -> np.ndarray:
+def train_ddpm(
+    model,
+    data,
+    schedule: Schedule,
+    steps: int = 2000,
+    batch_size: int = 128,
+    lr: float = 1e-3,
+    progress: Callable | None = None,
+    optimizer=None,
+) -> np.ndarray:
     """Train ``model`` with :func:`ddpm_loss` and Adam for ``steps`` mini-batches drawn (with
     replacement) from ``data`` [N, ...]; returns the loss of every step (float64 array).
 
@@ -473,8 +528,7 @@ class SampleQuality(NamedTuple):
         return self.model / self.noise
 
 
-def sample_quality(model, schedule: Schedule, held_out, n: int | None = None,
-                   variance: str = "beta") -> SampleQuality:
+def sample_quality(model, schedule: Schedule, held_out, n: int | None = None, variance: str = "beta") -> SampleQuality:
     """Sample ``n`` points (default: as many as ``held_out``) and score them, and an equally large
     draw of N(0, I) noise (the sampler's starting point), by the energy distance to ``held_out``."""
     held_out = np.asarray(getattr(held_out, "data", held_out), dtype=np.float64)
@@ -510,8 +564,9 @@ def exact_score(mixture, x, t: int, schedule: Schedule) -> np.ndarray:
 
 def exact_epsilon(mixture, x, t: int, schedule: Schedule) -> np.ndarray:
     """The optimal noise prediction ε*(x, t) = E[ε | x_t = x] = −√(1 − ᾱ_t) ∇ log q(x)."""
-    return -schedule.sqrt_one_minus_alpha_bars[_one_step(t, schedule, "exact_epsilon")] \
-        * exact_score(mixture, x, t, schedule)
+    return -schedule.sqrt_one_minus_alpha_bars[_one_step(t, schedule, "exact_epsilon")] * exact_score(
+        mixture, x, t, schedule
+    )
 
 
 class OptimalDenoiser:
@@ -539,9 +594,24 @@ def exact_reverse_step(mixture, x_t, t: int, schedule: Schedule, noise=None, var
     return reverse_step(x_t, eps, _one_step(t, schedule, "exact_reverse_step"), schedule, noise, variance)
 
 
-def exact_sample(mixture, schedule: Schedule, n: int, return_trajectory: bool = False,
-                 progress: Callable | None = None, variance: str = "beta", x_T=None):
+def exact_sample(
+    mixture,
+    schedule: Schedule,
+    n: int,
+    return_trajectory: bool = False,
+    progress: Callable | None = None,
+    variance: str = "beta",
+    x_T=None,
+):
     """:func:`sample` with the exact ε* of ``mixture``: the reverse process a perfect denoiser
     would run (its only errors are the time discretisation and a finite T)."""
-    return sample(OptimalDenoiser(mixture, schedule), schedule, n, mixture.dim,
-                  return_trajectory=return_trajectory, progress=progress, variance=variance, x_T=x_T)
+    return sample(
+        OptimalDenoiser(mixture, schedule),
+        schedule,
+        n,
+        mixture.dim,
+        return_trajectory=return_trajectory,
+        progress=progress,
+        variance=variance,
+        x_T=x_T,
+    )

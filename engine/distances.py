@@ -52,8 +52,7 @@ def _point_sets(x, y, op: str, unbiased: bool) -> tuple[np.ndarray, np.ndarray]:
     if x.shape[1] != y.shape[1]:
         raise ValueError(f"{op}: x and y must have the same dimension D, got shapes {x.shape} and {y.shape}")
     if unbiased and min(len(x), len(y)) < 2:
-        raise ValueError(f"{op}: the unbiased estimate needs at least 2 points per set, got "
-                         f"{len(x)} and {len(y)}")
+        raise ValueError(f"{op}: the unbiased estimate needs at least 2 points per set, got {len(x)} and {len(y)}")
     return x, y
 
 
@@ -79,7 +78,7 @@ def _pair_sum(a: np.ndarray, b: np.ndarray, kernel) -> float:
     round-off of order 1e-16·‖a_i‖² there, which a square root would blow up to 1e-8."""
     total = 0.0
     for start in range(0, len(a), _BLOCK_ROWS):
-        sq = _squared_distances(a[start:start + _BLOCK_ROWS], b)
+        sq = _squared_distances(a[start : start + _BLOCK_ROWS], b)
         if b is a:
             rows = np.arange(len(sq))
             sq[rows, rows + start] = 0.0
@@ -140,8 +139,9 @@ def mmd_squared(x, y, bandwidth=None, unbiased: bool = False) -> float:
     median heuristic on the pooled sample. The V-statistic (default) is ≥ 0.
     """
     op = "mmd_squared"
-    if isinstance(bandwidth, bool) or not (bandwidth is None or isinstance(bandwidth, numbers.Real)
-                                           or np.ndim(bandwidth) == 1):
+    if isinstance(bandwidth, bool) or not (
+        bandwidth is None or isinstance(bandwidth, numbers.Real) or np.ndim(bandwidth) == 1
+    ):
         raise TypeError(f"{op}: bandwidth must be None, a number or a list of numbers, got {bandwidth!r}")
     x, y = _point_sets(x, y, op, unbiased)
     widths = _bandwidths(bandwidth, x, y, op)
@@ -151,8 +151,7 @@ def mmd_squared(x, y, bandwidth=None, unbiased: bool = False) -> float:
 
     diagonal = float(len(widths))  # k(a, a) = 1 for each bandwidth
     between = _pair_sum(x, y, kernel) / (len(x) * len(y))
-    return (_mean_within(x, kernel, unbiased, diagonal) + _mean_within(y, kernel, unbiased, diagonal)
-            - 2.0 * between)
+    return _mean_within(x, kernel, unbiased, diagonal) + _mean_within(y, kernel, unbiased, diagonal) - 2.0 * between
 
 
 def mmd(x, y, bandwidth=None) -> float:

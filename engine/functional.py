@@ -85,8 +85,9 @@ def _softmax_dim(x: Tensor, dim, op: str) -> int:
     if dim is not None:
         return dim
     warnings.warn(
-        f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X "
-        "as an argument.", UserWarning, stacklevel=3,
+        f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X as an argument.",
+        UserWarning,
+        stacklevel=3,
     )
     return 0 if x.ndim in (0, 1, 3) else 1
 
@@ -297,8 +298,9 @@ def _class_weight(weight, n_classes, dtype, op):
     return w
 
 
-def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
+def cross_entropy(
+    input, target, weight=None, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0
+) -> Tensor:
     """−log softmax(z)_y from logits z (classes on dim 1), fused and stable; ∂L/∂z = softmax(z) − y.
 
     ``target`` holds class indices (integers, shape of the input without dim 1) or class
@@ -318,8 +320,9 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
     w = _class_weight(weight, n_classes, z.dtype, op)
     t = target.data if isinstance(target, Tensor) else np.asarray(target)
     if t.dtype.kind in "iub":
-        coef, denominator, valid = _index_coefficients(t, n_classes, sample_shape, w, ignore_index,
-                                                       label_smoothing, z.dtype, op)
+        coef, denominator, valid = _index_coefficients(
+            t, n_classes, sample_shape, w, ignore_index, label_smoothing, z.dtype, op
+        )
     elif t.dtype.kind == "f":
         if t.shape != input.shape:
             raise ValueError(f"{op}: probability targets must have the input's shape {input.shape}, got {t.shape}")
@@ -340,8 +343,7 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
         denominator, valid = float(np.prod(sample_shape)), None  # an empty batch: NaN, as PyTorch
     else:
         raise TypeError(f"{op}: target must hold class indices or probabilities, got dtype {t.dtype}")
-    return loss_ops.CrossEntropy.apply(z, coef=coef, reduction=reduction, denominator=denominator,
-                                       valid=valid)
+    return loss_ops.CrossEntropy.apply(z, coef=coef, reduction=reduction, denominator=denominator, valid=valid)
 
 
 def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
@@ -354,8 +356,7 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     t = np.asarray(target.data if isinstance(target, Tensor) else target)
     if t.dtype.kind not in "iu":
         raise TypeError(f"{op}: target must hold integer class indices, got {t.dtype}")
-    coef, denominator, valid = _index_coefficients(t, n_classes, x.shape[:-1], w, ignore_index, 0.0,
-                                                   x.dtype, op)
+    coef, denominator, valid = _index_coefficients(t, n_classes, x.shape[:-1], w, ignore_index, 0.0, x.dtype, op)
     return loss_ops.NLLLoss.apply(x, coef=coef, reduction=reduction, denominator=denominator, valid=valid)
 
 
@@ -374,7 +375,9 @@ def kl_div(input, target, reduction: str = "mean", log_target: bool = False) -> 
     else:
         positive = target.data > 0
         if np.any(target.data < 0):
-            raise ValueError(f"{op}: target probabilities must be ≥ 0 (found {target.data.min()}); pass log_target=True for log-probabilities")
+            raise ValueError(
+                f"{op}: target probabilities must be ≥ 0 (found {target.data.min()}); pass log_target=True for log-probabilities"
+            )
         safe = where(positive, target, 1.0)
         per = where(positive, target * (safe.log() - input), 0.0)
     if reduction == "batchmean":
@@ -435,7 +438,9 @@ def one_hot(idx, num_classes: int = -1) -> Tensor:
     if num_classes == -1:
         num_classes = int(i.max()) + 1 if i.size else 0
     if i.size and (i.min() < 0 or i.max() >= num_classes):
-        raise IndexError(f"one_hot: index {i.max() if i.max() >= num_classes else i.min()} is out of range for {num_classes} classes")
+        raise IndexError(
+            f"one_hot: index {i.max() if i.max() >= num_classes else i.min()} is out of range for {num_classes} classes"
+        )
     return Tensor._wrap((i[..., None] == np.arange(num_classes)).astype(np.int64))
 
 
@@ -447,7 +452,9 @@ def embedding(idx, weight, padding_idx=None) -> Tensor:
     if i.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be integers, got {i.dtype}")
     if i.size and (i.min() < 0 or i.max() >= weight.shape[0]):
-        raise IndexError(f"embedding: index {i.max() if i.max() >= weight.shape[0] else i.min()} is out of range for {weight.shape[0]} embeddings")
+        raise IndexError(
+            f"embedding: index {i.max() if i.max() >= weight.shape[0] else i.min()} is out of range for {weight.shape[0]} embeddings"
+        )
     out = mv.Index.apply(weight, index=i)
     if padding_idx is None:
         return out
@@ -462,16 +469,23 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -
     """(x − μ)/√(σ² + ε)·γ + β with μ, σ² over the last len(normalized_shape) dims of each sample."""
     x = as_tensor(x)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if x.shape[x.ndim - len(shape):] != shape:
+    if x.shape[x.ndim - len(shape) :] != shape:
         raise ValueError(f"layer_norm: input shape {x.shape} does not end with normalized_shape {shape}")
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     affine = tuple(as_tensor(t) for t in (weight, bias) if t is not None)
-    return rd.LayerNorm.apply(x, *affine, dims=dims, eps=eps, has_weight=weight is not None,
-                              has_bias=bias is not None)
+    return rd.LayerNorm.apply(x, *affine, dims=dims, eps=eps, has_weight=weight is not None, has_bias=bias is not None)
 
 
-def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None, training: bool = False,
-               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+def batch_norm(
+    x,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
     """(x − μ_B)/√(σ²_B + ε)·γ + β over every dim but the channel dim 1.
 
     Training uses the batch's statistics and updates the running ones in place:

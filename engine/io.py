@@ -79,7 +79,9 @@ def save(obj, path) -> None:
     members[_STRUCTURE_KEY] = np.array(json.dumps(structure))
     if _is_file_object(path):
         if not hasattr(path, "write"):
-            raise TypeError(f"save: {type(path).__name__} has no write(); pass a path or a binary file opened for writing")
+            raise TypeError(
+                f"save: {type(path).__name__} has no write(); pass a path or a binary file opened for writing"
+            )
         np.savez(path, **members)
         return
     path = os.fspath(path)
@@ -122,7 +124,9 @@ def load(path):
     """
     if _is_file_object(path):
         if not hasattr(path, "read"):
-            raise TypeError(f"load: {type(path).__name__} has no read(); pass a path or a binary file opened for reading")
+            raise TypeError(
+                f"load: {type(path).__name__} has no read(); pass a path or a binary file opened for reading"
+            )
         start = path.tell() if hasattr(path, "tell") else None
         head = path.read(6)
         if start is not None and hasattr(path, "seek"):

@@ -70,9 +70,7 @@ def _as_labels(arr: np.ndarray, op: str, name: str) -> np.ndarray:
 
 def _check_length(op: str, y_true: np.ndarray, y_pred: np.ndarray) -> None:
     if len(y_true) != len(y_pred):
-        raise ValueError(
-            f"{op}: y_true and y_pred have different lengths, {len(y_true)} and {len(y_pred)}"
-        )
+        raise ValueError(f"{op}: y_true and y_pred have different lengths, {len(y_true)} and {len(y_pred)}")
     if len(y_true) == 0:
         raise ValueError(f"{op}: empty input (no samples); the metric is undefined")
 
@@ -108,8 +106,10 @@ def _safe_ratio(num, den, zero_division: float):
 
 
 def _check_zero_division(op: str, zero_division) -> float:
-    if isinstance(zero_division, bool) or not isinstance(zero_division, (int, float)) or not (
-        0.0 <= zero_division <= 1.0
+    if (
+        isinstance(zero_division, bool)
+        or not isinstance(zero_division, (int, float))
+        or not (0.0 <= zero_division <= 1.0)
     ):
         raise ValueError(f"{op}: zero_division must be a number in [0, 1], got {zero_division!r}")
     return float(zero_division)
@@ -140,16 +140,13 @@ def _score(op: str, y_true, y_pred, average, pos_label, zero_division, numerator
             )
         if pos_label not in classes:
             if len(classes) == 2:
-                raise ValueError(
-                    f"{op}: pos_label={pos_label!r} is not one of the labels {classes.tolist()}"
-                )
+                raise ValueError(f"{op}: pos_label={pos_label!r} is not one of the labels {classes.tolist()}")
             # One class only and it is the negative one: no positives anywhere.
             return float(_safe_ratio(*numerator_denominator(0, 0, 0), zero_division))
         i = int(np.searchsorted(classes, pos_label))
         return float(_safe_ratio(*numerator_denominator(tp[i], fp[i], fn[i]), zero_division))
     if average == "micro":
-        return float(_safe_ratio(*numerator_denominator(tp.sum(), fp.sum(), fn.sum()),
-                                 zero_division))
+        return float(_safe_ratio(*numerator_denominator(tp.sum(), fp.sum(), fn.sum()), zero_division))
     per_class = _safe_ratio(*numerator_denominator(tp, fp, fn), zero_division)
     if average is None:
         return per_class
@@ -174,8 +171,7 @@ def precision(y_true, y_pred, average="binary", pos_label=1, zero_division=0.0):
     ``average``: 'binary' (class ``pos_label``), None (per class), 'macro', 'weighted', 'micro'
     (see the module docstring). Nothing predicted positive gives ``zero_division`` (0.0).
     """
-    return _score("precision", y_true, y_pred, average, pos_label, zero_division,
-                  lambda tp, fp, fn: (tp, tp + fp))
+    return _score("precision", y_true, y_pred, average, pos_label, zero_division, lambda tp, fp, fn: (tp, tp + fp))
 
 
 def recall(y_true, y_pred, average="binary", pos_label=1, zero_division=0.0):
@@ -183,8 +179,7 @@ def recall(y_true, y_pred, average="binary", pos_label=1, zero_division=0.0):
 
     Same ``average`` choices as ``precision``; no true positives at all gives ``zero_division``.
     """
-    return _score("recall", y_true, y_pred, average, pos_label, zero_division,
-                  lambda tp, fp, fn: (tp, tp + fn))
+    return _score("recall", y_true, y_pred, average, pos_label, zero_division, lambda tp, fp, fn: (tp, tp + fn))
 
 
 def f1_score(y_true, y_pred, average="binary", pos_label=1, zero_division=0.0):
@@ -193,8 +188,9 @@ def f1_score(y_true, y_pred, average="binary", pos_label=1, zero_division=0.0):
     'macro' averages the per-class F1 values (not the F1 of the averaged P and R), as
     scikit-learn does. A class absent from both y_true and y_pred scores ``zero_division``.
     """
-    return _score("f1_score", y_true, y_pred, average, pos_label, zero_division,
-                  lambda tp, fp, fn: (2 * tp, 2 * tp + fp + fn))
+    return _score(
+        "f1_score", y_true, y_pred, average, pos_label, zero_division, lambda tp, fp, fn: (2 * tp, 2 * tp + fp + fn)
+    )
 
 
 def confusion_matrix(y_true, y_pred, num_classes=None) -> np.ndarray:
@@ -212,15 +208,11 @@ def confusion_matrix(y_true, y_pred, num_classes=None) -> np.ndarray:
     else:
         t, p = _label_pair(op, t, p)
     if len(t) and min(t.min(), p.min()) < 0:
-        raise ValueError(
-            f"{op}: labels must be class indices >= 0, found {min(t.min(), p.min())}"
-        )
+        raise ValueError(f"{op}: labels must be class indices >= 0, found {min(t.min(), p.min())}")
     largest = int(max(t.max(), p.max())) if len(t) else -1
     if num_classes is None:
         num_classes = largest + 1
-    elif isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or (
-        num_classes < 1
-    ):
+    elif isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or (num_classes < 1):
         raise ValueError(f"{op}: num_classes must be a positive integer, got {num_classes!r}")
     elif largest >= num_classes:
         raise ValueError(f"{op}: label {largest} is out of range for num_classes={num_classes}")
@@ -240,9 +232,7 @@ def _binary_targets_and_scores(op: str, y_true, y_score) -> tuple[np.ndarray, np
     _check_length(op, t, s)
     t = _as_labels(t, op, "y_true")
     if not np.isin(t, (0, 1)).all():
-        raise ValueError(
-            f"{op}: y_true must be binary (0/1 or bool), got labels {np.unique(t).tolist()}"
-        )
+        raise ValueError(f"{op}: y_true must be binary (0/1 or bool), got labels {np.unique(t).tolist()}")
     if not np.issubdtype(s.dtype, np.number) and s.dtype != bool:
         raise TypeError(f"{op}: y_score must hold numbers, got dtype {s.dtype}")
     s = s.astype(np.float64)
@@ -251,8 +241,7 @@ def _binary_targets_and_scores(op: str, y_true, y_score) -> tuple[np.ndarray, np
     n_pos = int(t.sum())
     if n_pos in (0, len(t)):
         raise ValueError(
-            f"{op}: y_true contains only one class (all {int(t[0])}); ROC-AUC needs both "
-            f"positives and negatives"
+            f"{op}: y_true contains only one class (all {int(t[0])}); ROC-AUC needs both positives and negatives"
         )
     return t, s
 
@@ -313,10 +302,7 @@ def r2_score(y_true, y_pred) -> float:
     t = to_array(op, "y_true", y_true).astype(np.float64)
     p = to_array(op, "y_pred", y_pred).astype(np.float64)
     if t.shape != p.shape or t.ndim not in (1, 2):
-        raise ValueError(
-            f"{op}: y_true and y_pred must have the same shape [N] or [N, k], got {t.shape} "
-            f"and {p.shape}"
-        )
+        raise ValueError(f"{op}: y_true and y_pred must have the same shape [N] or [N, k], got {t.shape} and {p.shape}")
     if len(t) < 2:
         raise ValueError(f"{op}: needs at least 2 samples, got {len(t)}")
     if not (np.isfinite(t).all() and np.isfinite(p).all()):
@@ -324,8 +310,7 @@ def r2_score(y_true, y_pred) -> float:
     ss_res = ((t - p) ** 2).sum(axis=0)
     ss_tot = ((t - t.mean(axis=0)) ** 2).sum(axis=0)
     constant = ss_tot == 0
-    r2 = np.where(constant, np.where(ss_res == 0, 1.0, 0.0),
-                  1.0 - ss_res / np.where(constant, 1.0, ss_tot))
+    r2 = np.where(constant, np.where(ss_res == 0, 1.0, 0.0), 1.0 - ss_res / np.where(constant, 1.0, ss_tot))
     return float(np.mean(r2))
 
 
@@ -344,10 +329,7 @@ def perplexity(nll) -> float:
     if np.isnan(values).any():
         raise ValueError(f"{op}: nll contains NaN")
     if (values < 0).any():
-        raise ValueError(
-            f"{op}: a negative log-likelihood of a discrete distribution is >= 0, got "
-            f"{values.min()!r}"
-        )
+        raise ValueError(f"{op}: a negative log-likelihood of a discrete distribution is >= 0, got {values.min()!r}")
     mean = float(values.mean())
     return math.exp(mean) if mean < 709.78 else math.inf
 
@@ -355,16 +337,14 @@ def perplexity(nll) -> float:
 def perplexity_from_logits(logits, targets) -> float:
     """Perplexity of next-token logits [..., V] against integer targets [...].
 
-        NLL_i = logsumexp(z_i) - z_i[y_i]      (computed stably, shifting by max z_i)
-        perplexity = exp(mean_i NLL_i)
+    NLL_i = logsumexp(z_i) - z_i[y_i]      (computed stably, shifting by max z_i)
+    perplexity = exp(mean_i NLL_i)
     """
     op = "perplexity_from_logits"
     z = to_array(op, "logits", logits).astype(np.float64)
     y = _as_labels(to_array(op, "targets", targets), op, "targets")
     if z.ndim < 1 or z.shape[:-1] != y.shape:
-        raise ValueError(
-            f"{op}: logits must be [..., V] with targets [...], got {z.shape} and {y.shape}"
-        )
+        raise ValueError(f"{op}: logits must be [..., V] with targets [...], got {z.shape} and {y.shape}")
     if y.size == 0:
         raise ValueError(f"{op}: empty input (no tokens)")
     vocab = z.shape[-1]

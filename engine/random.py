@@ -25,7 +25,6 @@ def generator() -> np.random.Generator:
     return _generator
 
 
-
 @contextlib.contextmanager
 def fork_rng(seed: int | None = None):
     """Run a block on its own random stream and give the global one back untouched afterwards.

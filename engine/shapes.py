@@ -74,8 +74,13 @@ def _int(op: str, name: str, value, minimum: int) -> int:
 
 def _conv_args(op: str, size, kernel, stride, padding, dilation) -> tuple[int, int, int, int, int]:
     """(W, K, S, P, D) of one dimension, checked: all >= 1 except padding >= 0."""
-    return (_int(op, "size", size, 1), _int(op, "kernel", kernel, 1), _int(op, "stride", stride, 1),
-            _int(op, "padding", padding, 0), _int(op, "dilation", dilation, 1))
+    return (
+        _int(op, "size", size, 1),
+        _int(op, "kernel", kernel, 1),
+        _int(op, "stride", stride, 1),
+        _int(op, "padding", padding, 0),
+        _int(op, "dilation", dilation, 1),
+    )
 
 
 def _per_dim(op: str, args: dict) -> list[dict] | None:
@@ -90,10 +95,7 @@ def _per_dim(op: str, args: dict) -> list[dict] | None:
         given = {k: v for k, v in args.items() if isinstance(v, (tuple, list))}
         raise ValueError(f"{op}: tuple arguments have different lengths: {given}")
     (n,) = lengths
-    return [
-        {k: (v[i] if isinstance(v, (tuple, list)) else v) for k, v in args.items()}
-        for i in range(n)
-    ]
+    return [{k: (v[i] if isinstance(v, (tuple, list)) else v) for k, v in args.items()} for i in range(n)]
 
 
 # ----------------------------------------------------------------------------- convolution sizes
@@ -122,8 +124,7 @@ def conv_output_size(size, kernel, stride=1, padding=0, dilation=1):
     or for a stride < 1, padding < 0, dilation < 1, size < 1 or kernel < 1.
     """
     op = "conv_output_size"
-    dims = _per_dim(op, dict(size=size, kernel=kernel, stride=stride, padding=padding,
-                             dilation=dilation))
+    dims = _per_dim(op, dict(size=size, kernel=kernel, stride=stride, padding=padding, dilation=dilation))
     if dims is not None:
         return tuple(conv_output_size(**d) for d in dims)
     w, k, s, p, d = _conv_args(op, size, kernel, stride, padding, dilation)
@@ -148,8 +149,12 @@ def conv_transpose_output_size(size, kernel, stride=1, padding=0, output_padding
     result would be below 1 or output_padding is out of range.
     """
     op = "conv_transpose_output_size"
-    dims = _per_dim(op, dict(size=size, kernel=kernel, stride=stride, padding=padding,
-                             output_padding=output_padding, dilation=dilation))
+    dims = _per_dim(
+        op,
+        dict(
+            size=size, kernel=kernel, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation
+        ),
+    )
     if dims is not None:
         return tuple(conv_transpose_output_size(**d) for d in dims)
     w, k, s, p, d = _conv_args(op, size, kernel, stride, padding, dilation)
@@ -191,9 +196,7 @@ def conv2d_params(c_in, c_out, kernel, bias=True, groups=1):
     kh, kw = (kernel, kernel) if not isinstance(kernel, (tuple, list)) else tuple(kernel)
     kh, kw = _int(op, "kernel", kh, 1), _int(op, "kernel", kw, 1)
     if c_in % groups or c_out % groups:
-        raise ValueError(
-            f"{op}: c_in={c_in} and c_out={c_out} must both be divisible by groups={groups}"
-        )
+        raise ValueError(f"{op}: c_in={c_in} and c_out={c_out} must both be divisible by groups={groups}")
     return c_out * (c_in // groups) * kh * kw + (c_out if bias else 0)
 
 
@@ -231,8 +234,7 @@ def attention_shapes(B, L, d_model, H):
         "output": (B, L, d_model),
     }
     one = d_model * d_model + d_model
-    params = {"W_q": one, "W_k": one, "W_v": one, "W_o": one,
-              "total": multihead_attention_params(d_model)}
+    params = {"W_q": one, "W_k": one, "W_v": one, "W_o": one, "total": multihead_attention_params(d_model)}
     return AttentionShapes(d_k, shapes, params)
 
 
@@ -240,7 +242,7 @@ def attention_shapes(B, L, d_model, H):
 def _layer_settings(op: str, index: int, layer) -> tuple[int, int, int, int]:
     """(kernel, stride, padding, dilation) of one layer given as (k, s, p) or (k, s, p, d),
     optionally named: ("conv1", (k, s, p))."""
-    if (isinstance(layer, (tuple, list)) and len(layer) == 2 and isinstance(layer[0], str)):
+    if isinstance(layer, (tuple, list)) and len(layer) == 2 and isinstance(layer[0], str):
         layer = layer[1]
     if not isinstance(layer, (tuple, list)) or len(layer) not in (3, 4):
         raise ValueError(
@@ -249,8 +251,12 @@ def _layer_settings(op: str, index: int, layer) -> tuple[int, int, int, int]:
         )
     k, s, p, *rest = layer
     d = rest[0] if rest else 1
-    return (_int(op, f"layer {index} kernel", k, 1), _int(op, f"layer {index} stride", s, 1),
-            _int(op, f"layer {index} padding", p, 0), _int(op, f"layer {index} dilation", d, 1))
+    return (
+        _int(op, f"layer {index} kernel", k, 1),
+        _int(op, f"layer {index} stride", s, 1),
+        _int(op, f"layer {index} padding", p, 0),
+        _int(op, f"layer {index} dilation", d, 1),
+    )
 
 
 def receptive_field(layers: Sequence) -> list[ReceptiveField]:
@@ -265,9 +271,7 @@ def receptive_field(layers: Sequence) -> list[ReceptiveField]:
     """
     op = "receptive_field"
     if isinstance(layers, str) or not isinstance(layers, Sequence) or len(layers) == 0:
-        raise ValueError(
-            f"{op}: layers must be a non-empty sequence of layer tuples, got {layers!r}"
-        )
+        raise ValueError(f"{op}: layers must be a non-empty sequence of layer tuples, got {layers!r}")
     size, jump, padding = 1, 1, 0
     fields = []
     for index, layer in enumerate(layers):
@@ -291,8 +295,7 @@ def _resnet50_layers(stride_on_3x3: bool) -> list[tuple[str, tuple[int, ...]]]:
             stride = 2 if (stage > 2 and block == 1) else 1
             s1, s3 = (1, stride) if stride_on_3x3 else (stride, 1)
             name = f"conv{stage}_{block}"
-            layers += [(f"{name}a 1x1", (1, s1, 0)), (f"{name}b 3x3", (3, s3, 1)),
-                       (f"{name}c 1x1", (1, 1, 0))]
+            layers += [(f"{name}a 1x1", (1, s1, 0)), (f"{name}b 3x3", (3, s3, 1)), (f"{name}c 1x1", (1, 1, 0))]
     return layers
 
 
@@ -311,9 +314,13 @@ RECEPTIVE_FIELD_PRESETS: dict[str, list[tuple[str, tuple[int, ...]]]] = {
     # Krizhevsky et al. (2012), 227x227 input: conv1 11x11/4 without padding; overlapping 3x3/2
     # max-pools. (torchvision's AlexNet pads conv1 by 2: same sizes and jumps, padding + 2.)
     "AlexNet": [
-        ("conv1", (11, 4, 0)), ("pool1", (3, 2, 0)),
-        ("conv2", (5, 1, 2)), ("pool2", (3, 2, 0)),
-        ("conv3", (3, 1, 1)), ("conv4", (3, 1, 1)), ("conv5", (3, 1, 1)),
+        ("conv1", (11, 4, 0)),
+        ("pool1", (3, 2, 0)),
+        ("conv2", (5, 1, 2)),
+        ("pool2", (3, 2, 0)),
+        ("conv3", (3, 1, 1)),
+        ("conv4", (3, 1, 1)),
+        ("conv5", (3, 1, 1)),
         ("pool5", (3, 2, 0)),
     ],
     "VGG-16": _vgg16_layers(),

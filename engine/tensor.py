@@ -302,9 +302,7 @@ class Tensor:
             own = self._ctx is None or self._retain
             grad = np.array(_tensor_data(gradient), dtype=self.data.dtype, copy=True if own else None)
             if grad.shape != self.shape:
-                raise ValueError(
-                    f"backward: gradient has shape {grad.shape} but the tensor has shape {self.shape}"
-                )
+                raise ValueError(f"backward: gradient has shape {grad.shape} but the tensor has shape {self.shape}")
         autograd.backward(self, grad, retain_graph=bool(retain_graph))
 
     def detach(self) -> "Tensor":
@@ -416,8 +414,10 @@ class Tensor:
         other = self._operand(other, op)
         a, b = (other, self) if reverse else (self, other)
         if op == "sub" and a.data.dtype == np.bool_ and b.data.dtype == np.bool_:
-            raise TypeError("sub: subtraction of two bool tensors is not supported (as in PyTorch); "
-                            "use a != b (logical xor), or convert them first: a.long() - b.long()")
+            raise TypeError(
+                "sub: subtraction of two bool tensors is not supported (as in PyTorch); "
+                "use a != b (logical xor), or convert them first: a.long() - b.long()"
+            )
         if a.data.dtype != b.data.dtype or (op == "div" and not _is_float(a.data)):
             a, b = _promote(a, b, op)
         _check_broadcast(a.shape, b.shape, op)
@@ -598,7 +598,7 @@ class Tensor:
         return ew.Sqrt.apply(_floating(self))
 
     def square(self):
-        return self ** 2
+        return self**2
 
     def abs(self):
         _no_bool(self, "abs")
@@ -657,14 +657,12 @@ class Tensor:
     # dim=None or dim=() reduces every dim, as PyTorch (NumPy's axis=() would reduce none)
 
     def sum(self, dim=None, keepdim: bool = False):
-        return rd.Sum.apply(self, axes=rd.normalize_dims(dim, self.ndim, "sum", empty_is_all=True),
-                            keepdim=keepdim)
+        return rd.Sum.apply(self, axes=rd.normalize_dims(dim, self.ndim, "sum", empty_is_all=True), keepdim=keepdim)
 
     def mean(self, dim=None, keepdim: bool = False):
         if not _is_float(self.data):
             raise TypeError(f"mean: needs a floating-point tensor, got {self.dtype}; use .float() first")
-        return rd.Mean.apply(self, axes=rd.normalize_dims(dim, self.ndim, "mean", empty_is_all=True),
-                             keepdim=keepdim)
+        return rd.Mean.apply(self, axes=rd.normalize_dims(dim, self.ndim, "mean", empty_is_all=True), keepdim=keepdim)
 
     def _var_settings(self, dim, unbiased, correction, op):
         if not _is_float(self.data):
@@ -696,12 +694,14 @@ class Tensor:
                     "to reduce along a non-empty dim"
                 )
             # as PyTorch: a NaN is the max, and the gradient is shared among the NaNs
-            return rd.Amax.apply(self, axes=tuple(range(self.ndim)), keepdim=False, use_min=use_min,
-                                 nan_is_extreme=True)
+            return rd.Amax.apply(
+                self, axes=tuple(range(self.ndim)), keepdim=False, use_min=use_min, nan_is_extreme=True
+            )
         if self.ndim == 0:  # as PyTorch: a 0-d tensor is its own max, at index 0
             rd.normalize_dims(dim, 0, op)
-            return ValuesIndices(self.reshape(1)._extreme(0, False, use_min, op).values.reshape(()),
-                                 Tensor._wrap(np.asarray(0)))
+            return ValuesIndices(
+                self.reshape(1)._extreme(0, False, use_min, op).values.reshape(()), Tensor._wrap(np.asarray(0))
+            )
         (axis,) = rd.normalize_dims(dim, self.ndim, op)
         _nonempty_dim(self, axis, op)
         values = rd.MaxAlongDim.apply(self, dim=axis, keepdim=keepdim, use_min=use_min)
@@ -813,15 +813,17 @@ class Tensor:
         (end,) = rd.normalize_dims(end_dim, self.ndim, "flatten")
         if start > end:
             raise ValueError(f"flatten: start_dim ({start_dim}) comes after end_dim ({end_dim})")
-        shape = self.shape[:start] + (-1,) + self.shape[end + 1:]
+        shape = self.shape[:start] + (-1,) + self.shape[end + 1 :]
         if 0 in self.shape:
-            shape = self.shape[:start] + (int(np.prod(self.shape[start:end + 1])),) + self.shape[end + 1:]
+            shape = self.shape[:start] + (int(np.prod(self.shape[start : end + 1])),) + self.shape[end + 1 :]
         return self.reshape(shape)
 
     def permute(self, *dims):
         dims = _shape_arg(dims, "permute")
         if sorted(d % max(self.ndim, 1) for d in dims) != list(range(self.ndim)):
-            raise ValueError(f"permute: {tuple(dims)} is not a permutation of the {self.ndim} dims of shape {self.shape}")
+            raise ValueError(
+                f"permute: {tuple(dims)} is not a permutation of the {self.ndim} dims of shape {self.shape}"
+            )
         return mv.Permute.apply(self, dims=tuple(d % self.ndim for d in dims))
 
     def transpose(self, dim0: int, dim1: int):
@@ -876,10 +878,15 @@ class Tensor:
 
     def _triangle(self, diagonal: int, lower: bool, op: str) -> "Tensor":
         if self.ndim < 2:
-            raise ValueError(f"{op}: needs a tensor with at least 2 dims (a matrix or a batch of them), got shape {self.shape}")
+            raise ValueError(
+                f"{op}: needs a tensor with at least 2 dims (a matrix or a batch of them), got shape {self.shape}"
+            )
         n, m = self.shape[-2:]
-        keep = (np.tri(n, m, _int_arg(diagonal, op, "diagonal"), dtype=bool) if lower
-                else ~np.tri(n, m, diagonal - 1, dtype=bool))
+        keep = (
+            np.tri(n, m, _int_arg(diagonal, op, "diagonal"), dtype=bool)
+            if lower
+            else ~np.tri(n, m, diagonal - 1, dtype=bool)
+        )
         return self.masked_fill(~keep, 0)
 
     def tril(self, diagonal: int = 0) -> "Tensor":
@@ -901,7 +908,9 @@ class Tensor:
         size = self.shape[axis] if self.ndim else 1
         if index.size and (index.min() < -size or index.max() >= size):
             bad = index[(index < -size) | (index >= size)].flat[0]
-            raise IndexError(f"{op}: index {bad} is out of bounds for dim {dim} of size {size} (tensor shape {self.shape})")
+            raise IndexError(
+                f"{op}: index {bad} is out of bounds for dim {dim} of size {size} (tensor shape {self.shape})"
+            )
         for d, (n, k) in enumerate(zip(index.shape, self.shape)):
             if d != axis and n > k:
                 raise ValueError(f"{op}: index shape {index.shape} exceeds the tensor's shape {self.shape} in dim {d}")
@@ -925,7 +934,9 @@ class Tensor:
         if isinstance(src, (Tensor, np.ndarray)):
             src = as_tensor(src)
             if src.ndim != len(shape) or any(n > k for n, k in zip(shape, src.shape)):
-                raise ValueError(f"scatter: src of shape {src.shape} must be at least index's shape {shape} in every dim")
+                raise ValueError(
+                    f"scatter: src of shape {src.shape} must be at least index's shape {shape} in every dim"
+                )
             src = src[tuple(slice(0, n) for n in shape)]
             if src.dtype != self.dtype:
                 src = _to_dtype(src, self.dtype)
@@ -938,7 +949,9 @@ class Tensor:
         (axis,) = rd.normalize_dims(dim, self.ndim, "index_select")
         index = np.array(index.data if isinstance(index, Tensor) else index)
         if index.ndim > 1 or index.dtype.kind not in "iu":
-            raise TypeError(f"index_select: index must be a 1-D integer tensor, got {index.dtype} of shape {index.shape}")
+            raise TypeError(
+                f"index_select: index must be a 1-D integer tensor, got {index.dtype} of shape {index.shape}"
+            )
         return self[(slice(None),) * axis + (index.reshape(-1),)]
 
     def cumsum(self, dim: int) -> "Tensor":
@@ -974,7 +987,9 @@ class Tensor:
         (axis,) = rd.normalize_dims(dim, x.ndim, "topk")
         k = _int_arg(k, "topk", "k")
         if not 0 <= k <= x.shape[axis]:
-            raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {x.shape[axis]} (tensor shape {self.shape})")
+            raise ValueError(
+                f"topk: k={k} is out of range for dim {dim} of size {x.shape[axis]} (tensor shape {self.shape})"
+            )
         order = np.take(_sort_order(x.data, axis, largest), np.arange(k), axis=axis)
         values, indices = x.gather(axis, order), Tensor._wrap(order)
         if self.ndim == 0:
@@ -999,8 +1014,7 @@ class Tensor:
         of the graph (its gradient flows to the value); into a leaf that requires grad it is an
         error outside ``no_grad``, as in PyTorch."""
         index = _clean_index(index)
-        if not (autograd._grad_enabled and (self.requires_grad
-                                            or (isinstance(value, Tensor) and value.requires_grad))):
+        if not (autograd._grad_enabled and (self.requires_grad or (isinstance(value, Tensor) and value.requires_grad))):
             try:
                 self.data[index] = value.data if isinstance(value, Tensor) else value
             except IndexError as err:
@@ -1019,8 +1033,7 @@ class Tensor:
             raise IndexError(f"setitem: {err} (tensor shape {self.shape})") from None
         _check_broadcast(value.shape, target_shape, "setitem", result=target_shape)
         before = self._before_inplace(copy=False)  # SetItem reads only its shape
-        self._rebase(mv.SetItem.apply(before, value if value is not self else before, index=index),
-                     before, "setitem")
+        self._rebase(mv.SetItem.apply(before, value if value is not self else before, index=index), before, "setitem")
 
     # ------------------------------------------------------------ in place
 
@@ -1077,7 +1090,9 @@ class Tensor:
         if values.shape != self.shape:
             raise RuntimeError(f"{op}: output with shape {self.shape} doesn't match the broadcast shape {values.shape}")
         if values.dtype != self.dtype and not np.can_cast(values.dtype, self.dtype, casting="same_kind"):
-            raise RuntimeError(f"{op}: result type {values.dtype} can't be cast to the desired output type {self.dtype}")
+            raise RuntimeError(
+                f"{op}: result type {values.dtype} can't be cast to the desired output type {self.dtype}"
+            )
         if not self.data.flags.writeable:
             raise RuntimeError(
                 f"{op}: this tensor's memory is read-only (a broadcast view, e.g. from expand()); "
@@ -1093,8 +1108,10 @@ class Tensor:
         operand requires grad, outside ``no_grad``), the op is recorded on a copy of the old value
         and this tensor becomes its output.
         """
-        if not (autograd._grad_enabled and (self.requires_grad or any(
-                isinstance(o, Tensor) and o.requires_grad for o in others))):
+        if not (
+            autograd._grad_enabled
+            and (self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad for o in others))
+        ):
             with autograd.no_grad():
                 new = compute(Tensor._wrap(self.data), *others)
             self._write(new.data, op)
@@ -1325,8 +1342,9 @@ def _clean_index(index):
     if isinstance(index, np.ndarray):
         return index.copy()
     if isinstance(index, tuple):
-        return tuple(i.data.copy() if isinstance(i, Tensor) else (i.copy() if isinstance(i, np.ndarray) else i)
-                     for i in index)
+        return tuple(
+            i.data.copy() if isinstance(i, Tensor) else (i.copy() if isinstance(i, np.ndarray) else i) for i in index
+        )
     if isinstance(index, list):
         return np.array([i.item() if isinstance(i, Tensor) else i for i in index])
     return index
@@ -1339,8 +1357,7 @@ def _check_broadcast(a: tuple, b: tuple, op: str, result=None) -> None:
     for x, y in zip(reversed(a), reversed(b)):
         if x != y and x != 1 and y != 1:
             raise ValueError(
-                f"{op}: shapes {a} and {b} cannot be broadcast together (sizes {x} and {y} differ "
-                "and neither is 1)"
+                f"{op}: shapes {a} and {b} cannot be broadcast together (sizes {x} and {y} differ and neither is 1)"
             )
     if result is not None:
         for x, y in zip(reversed(a), reversed(result)):
@@ -1382,7 +1399,9 @@ def _check_device(device, op: str) -> None:
         return
     name = str(device)
     if name.split(":")[0] != "cpu":
-        raise RuntimeError(f"{op}: the engine runs on the CPU only (NumPy); device {name!r} is not available, use 'cpu'")
+        raise RuntimeError(
+            f"{op}: the engine runs on the CPU only (NumPy); device {name!r} is not available, use 'cpu'"
+        )
 
 
 def _sort_order(data: np.ndarray, axis: int, descending: bool) -> np.ndarray:
@@ -1464,9 +1483,7 @@ def cat(tensors: Sequence, dim: int = 0) -> Tensor:
     (axis,) = rd.normalize_dims(dim, ndim, "cat")
     for t in tensors[1:]:
         if t.ndim != ndim or any(t.shape[i] != tensors[0].shape[i] for i in range(ndim) if i != axis):
-            raise ValueError(
-                f"cat: shapes {[tuple(x.shape) for x in tensors]} must match except in dim {dim}"
-            )
+            raise ValueError(f"cat: shapes {[tuple(x.shape) for x in tensors]} must match except in dim {dim}")
     dtype = tensors[0].data.dtype
     if any(t.data.dtype != dtype for t in tensors):  # PyTorch's promotion: int with float32 is float32
         for t in tensors[1:]:
@@ -1485,7 +1502,9 @@ def stack(tensors: Sequence, dim: int = 0) -> Tensor:
         raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
     ndim = tensors[0].ndim
     if not -ndim - 1 <= dim <= ndim:
-        raise IndexError(f"stack: dim {dim} is out of range for stacking tensors of shape {tensors[0].shape} (valid: {-ndim - 1} to {ndim})")
+        raise IndexError(
+            f"stack: dim {dim} is out of range for stacking tensors of shape {tensors[0].shape} (valid: {-ndim - 1} to {ndim})"
+        )
     return cat([t.unsqueeze(dim) for t in tensors], dim)
 
 
@@ -1562,18 +1581,68 @@ def _extreme_function(name: str, pairwise):
         return getattr(as_tensor(input), name)(dim, keepdim)
 
     function.__name__ = function.__qualname__ = name
-    function.__doc__ = (f"``engine.{name}(x)``, ``engine.{name}(x, dim)`` (values, indices) or "
-                        f"``engine.{name}(a, b)`` (elementwise), as ``torch.{name}``.")
+    function.__doc__ = (
+        f"``engine.{name}(x)``, ``engine.{name}(x, dim)`` (values, indices) or "
+        f"``engine.{name}(a, b)`` (elementwise), as ``torch.{name}``."
+    )
     return function
 
 
-METHOD_FUNCTIONS = {name: _method_function(name) for name in (
-    "exp", "log2", "log10", "sqrt", "square", "abs", "neg", "sin", "cos", "tanh", "sigmoid", "relu",
-    "clamp", "clip", "softmax", "log_softmax", "logsumexp", "sum", "mean", "var", "std", "prod",
-    "amax", "amin", "argmax", "argmin", "norm", "any", "all", "cumsum", "cumprod", "sort", "argsort",
-    "topk", "reshape", "flatten", "transpose", "permute", "squeeze", "unsqueeze", "flip", "t",
-    "tril", "triu", "gather", "scatter", "index_select", "masked_fill", "clone", "remainder",
-    "floor_divide",
-)}
+METHOD_FUNCTIONS = {
+    name: _method_function(name)
+    for name in (
+        "exp",
+        "log2",
+        "log10",
+        "sqrt",
+        "square",
+        "abs",
+        "neg",
+        "sin",
+        "cos",
+        "tanh",
+        "sigmoid",
+        "relu",
+        "clamp",
+        "clip",
+        "softmax",
+        "log_softmax",
+        "logsumexp",
+        "sum",
+        "mean",
+        "var",
+        "std",
+        "prod",
+        "amax",
+        "amin",
+        "argmax",
+        "argmin",
+        "norm",
+        "any",
+        "all",
+        "cumsum",
+        "cumprod",
+        "sort",
+        "argsort",
+        "topk",
+        "reshape",
+        "flatten",
+        "transpose",
+        "permute",
+        "squeeze",
+        "unsqueeze",
+        "flip",
+        "t",
+        "tril",
+        "triu",
+        "gather",
+        "scatter",
+        "index_select",
+        "masked_fill",
+        "clone",
+        "remainder",
+        "floor_divide",
+    )
+}
 METHOD_FUNCTIONS["max"] = _extreme_function("max", maximum)
 METHOD_FUNCTIONS["min"] = _extreme_function("min", minimum)

@@ -32,9 +32,20 @@ from .autograd import no_grad
 from .tensor import Tensor, as_tensor
 
 __all__ = [
-    "reparameterize", "gaussian_kl", "gaussian_kl_per_dim", "gaussian_kl_monte_carlo", "elbo",
-    "bernoulli_log_likelihood", "gaussian_log_likelihood", "VAELoss", "VAE", "ImageVAE",
-    "VAEHistory", "train_vae", "GradientEstimates", "score_function_vs_reparam_variance",
+    "reparameterize",
+    "gaussian_kl",
+    "gaussian_kl_per_dim",
+    "gaussian_kl_monte_carlo",
+    "elbo",
+    "bernoulli_log_likelihood",
+    "gaussian_log_likelihood",
+    "VAELoss",
+    "VAE",
+    "ImageVAE",
+    "VAEHistory",
+    "train_vae",
+    "GradientEstimates",
+    "score_function_vs_reparam_variance",
 ]
 
 LIKELIHOODS = ("gaussian", "bernoulli")
@@ -166,8 +177,14 @@ class VAE(nn.Module):
     reconstructions and more information in z.
     """
 
-    def __init__(self, input_dim: int = 2, hidden: int = 64, latent_dim: int = 2,
-                 likelihood: str = "gaussian", obs_var: float = 0.05):
+    def __init__(
+        self,
+        input_dim: int = 2,
+        hidden: int = 64,
+        latent_dim: int = 2,
+        likelihood: str = "gaussian",
+        obs_var: float = 0.05,
+    ):
         super().__init__()
         op = type(self).__name__
         self.input_dim = _positive_int(input_dim, "input_dim", op)
@@ -178,13 +195,16 @@ class VAE(nn.Module):
         if not (isinstance(obs_var, numbers.Real) and math.isfinite(obs_var) and obs_var > 0):
             raise ValueError(f"{op}: obs_var must be a positive number, got {obs_var!r}")
         self.likelihood, self.obs_var = likelihood, float(obs_var)
-        self.encoder = nn.Sequential(nn.Linear(self.input_dim, hidden), nn.SiLU(),
-                                     nn.Linear(hidden, hidden), nn.SiLU())
+        self.encoder = nn.Sequential(nn.Linear(self.input_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU())
         self.to_mu = nn.Linear(hidden, self.latent_dim)
         self.to_logvar = nn.Linear(hidden, self.latent_dim)
-        self.decoder = nn.Sequential(nn.Linear(self.latent_dim, hidden), nn.SiLU(),
-                                     nn.Linear(hidden, hidden), nn.SiLU(),
-                                     nn.Linear(hidden, self.input_dim))
+        self.decoder = nn.Sequential(
+            nn.Linear(self.latent_dim, hidden),
+            nn.SiLU(),
+            nn.Linear(hidden, hidden),
+            nn.SiLU(),
+            nn.Linear(hidden, self.input_dim),
+        )
 
     def _input(self, x) -> Tensor:
         """x as a Tensor of the model's input shape [N, input_dim] (a clear error otherwise)."""
@@ -229,8 +249,7 @@ class VAE(nn.Module):
         kl_per_dim = gaussian_kl_per_dim(mu, logvar).mean(dim=0)
         kl = kl_per_dim.sum()
         loss = -elbo(-recon, kl, beta)
-        return VAELoss(loss, recon.item(), kl.item(), kl_per_dim.data.astype(np.float64),
-                       -(recon.item() + kl.item()))
+        return VAELoss(loss, recon.item(), kl.item(), kl_per_dim.data.astype(np.float64), -(recon.item() + kl.item()))
 
     @no_grad()
     def reconstruct(self, x) -> np.ndarray:
@@ -264,8 +283,9 @@ class ImageVAE(VAE):
     def _input(self, x) -> Tensor:
         x = x if isinstance(x, Tensor) else Tensor(np.asarray(getattr(x, "data", x), dtype=np.float32))
         if x.ndim != 4 or tuple(x.shape[1:]) != self.image_shape:
-            raise ValueError(f"ImageVAE: images must have shape [N, {', '.join(map(str, self.image_shape))}], "
-                             f"got {x.shape}")
+            raise ValueError(
+                f"ImageVAE: images must have shape [N, {', '.join(map(str, self.image_shape))}], got {x.shape}"
+            )
         return x
 
     def _flat(self, x) -> Tensor:
@@ -296,9 +316,17 @@ class VAEHistory:
         return np.stack([values[self.epoch == e].mean(axis=0) for e in epochs])
 
 
-def train_vae(model: VAE, X, epochs: int | None = None, batch_size: int = 128, lr: float = 1e-3,
-              beta: float = 1.0, progress: Callable | None = None, optimizer=None,
-              steps: int | None = None) -> VAEHistory:
+def train_vae(
+    model: VAE,
+    X,
+    epochs: int | None = None,
+    batch_size: int = 128,
+    lr: float = 1e-3,
+    beta: float = 1.0,
+    progress: Callable | None = None,
+    optimizer=None,
+    steps: int | None = None,
+) -> VAEHistory:
     """Train ``model`` on X (rows shuffled each epoch by the engine's generator) with Adam.
 
     Give ``epochs`` (default 20) or ``steps`` (mini-batches, running as many epochs as needed).
@@ -315,8 +343,11 @@ def train_vae(model: VAE, X, epochs: int | None = None, batch_size: int = 128, l
     n_batches = math.ceil(X.shape[0] / batch_size)
     if steps is not None and epochs is not None:
         raise ValueError(f"{op}: give epochs or steps, not both")
-    total = _positive_int(steps, "steps", op) if steps is not None else \
-        n_batches * _positive_int(20 if epochs is None else epochs, "epochs", op)
+    total = (
+        _positive_int(steps, "steps", op)
+        if steps is not None
+        else n_batches * _positive_int(20 if epochs is None else epochs, "epochs", op)
+    )
     elbo(0.0, 0.0, beta)  # validates beta
     if optimizer is None:
         if not (isinstance(lr, numbers.Real) and lr > 0):
@@ -331,7 +362,7 @@ def train_vae(model: VAE, X, epochs: int | None = None, batch_size: int = 128, l
         for start in range(0, X.shape[0], batch_size):
             if step == total:
                 break
-            result = model.loss(X[order[start:start + batch_size]], beta=beta)
+            result = model.loss(X[order[start : start + batch_size]], beta=beta)
             optimizer.zero_grad()
             result.loss.backward()
             optimizer.step()
@@ -363,9 +394,9 @@ class GradientEstimates(NamedTuple):
     true_gradient: float | None
 
 
-def score_function_vs_reparam_variance(mu: float = 1.0, sigma: float = 1.0, n: int = 1000,
-                                       f: Callable | None = None, n_samples: int = 1,
-                                       seed=None) -> GradientEstimates:
+def score_function_vs_reparam_variance(
+    mu: float = 1.0, sigma: float = 1.0, n: int = 1000, f: Callable | None = None, n_samples: int = 1, seed=None
+) -> GradientEstimates:
     """Estimate ∇_μ E_{z~N(μ, σ²)}[f(z)] ``n`` times with each estimator (each estimate averages
     ``n_samples`` draws), both gradients computed by the engine's autograd:
 
@@ -403,8 +434,11 @@ def score_function_vs_reparam_variance(mu: float = 1.0, sigma: float = 1.0, n: i
     score_function = mu_score.grad.data[:, 0].copy()
 
     return GradientEstimates(
-        score_function, reparameterized,
-        float(score_function.mean()), float(score_function.var(ddof=1)) if n > 1 else 0.0,
-        float(reparameterized.mean()), float(reparameterized.var(ddof=1)) if n > 1 else 0.0,
+        score_function,
+        reparameterized,
+        float(score_function.mean()),
+        float(score_function.var(ddof=1)) if n > 1 else 0.0,
+        float(reparameterized.mean()),
+        float(reparameterized.var(ddof=1)) if n > 1 else 0.0,
         true_gradient,
     )

@@ -109,8 +109,9 @@ def _(act_choice, elu_alpha, leaky_slope, x_span):
 
 @app.cell(hide_code=True)
 def _():
-    fixed_family_rows = {_name: lab.family_row(_name) for _name, _spec in lab.ACTIVATIONS.items()
-                         if not _spec["params"]}
+    fixed_family_rows = {
+        _name: lab.family_row(_name) for _name, _spec in lab.ACTIVATIONS.items() if not _spec["params"]
+    }
     mo.md(r"""
     ## 2. The whole family and their ranges
 
@@ -125,8 +126,10 @@ def _():
 @app.cell
 def _(elu_alpha, fixed_family_rows, leaky_slope):
     _params = {"leaky_relu": {"slope": leaky_slope.value}, "elu": {"alpha": elu_alpha.value}}
-    family_rows = [fixed_family_rows[_name] if _name in fixed_family_rows else lab.family_row(_name, **_params[_name])
-                   for _name in lab.ACTIVATIONS]
+    family_rows = [
+        fixed_family_rows[_name] if _name in fixed_family_rows else lab.family_row(_name, **_params[_name])
+        for _name in lab.ACTIVATIONS
+    ]
     mo.ui.table(family_rows, selection=None, pagination=False, label="Ranges and slopes (α from the sliders above)")
     return (family_rows,)
 
@@ -138,11 +141,18 @@ def _():
     _x = np.linspace(-6, 6, 601)
     gelu_error = lab.gelu_approximation_error(_x)
     gelu_error_max = float(np.max(np.abs(gelu_error)))
-    _chart = plot.curves(_x[::4], {"tanh approximation − exact GELU": gelu_error[::4]}, x_title="z",
-                         y_title="difference", colors={"tanh approximation − exact GELU": "error"},
-                         title="GELU: the tanh approximation's error", height=200)
-    mo.vstack([
-        mo.md(rf"""
+    _chart = plot.curves(
+        _x[::4],
+        {"tanh approximation − exact GELU": gelu_error[::4]},
+        x_title="z",
+        y_title="difference",
+        colors={"tanh approximation − exact GELU": "error"},
+        title="GELU: the tanh approximation's error",
+        height=200,
+    )
+    mo.vstack(
+        [
+            mo.md(rf"""
     **The dips.** GELU and SiLU dip below zero before rising: the engine finds GELU's minimum
     **{gelu_min[1]:.4f}** at $z = {gelu_min[0]:.4f}$ and SiLU's minimum **{silu_min[1]:.4f}**
     at $z = {silu_min[0]:.4f}$ (the tables you may have seen round them to −0.17 and −0.28).
@@ -153,8 +163,9 @@ def _():
     many kernels use $\tfrac12 z\,(1+\tanh(\sqrt{{2/\pi}}\,(z+0.044715z^3)))$ instead. The
     largest difference on $[-6, 6]$ is **{gelu_error_max:.2e}**, far below what training notices.
     """),
-        _chart,
-    ])
+            _chart,
+        ]
+    )
     return gelu_error_max, gelu_min, silu_min
 
 
@@ -163,7 +174,9 @@ def _():
     logits_text = mo.ui.text(value="2.0, 1.0, 0.1, -1.0", label="logits z", full_width=True)
     temperature = mo.ui.slider(
         steps=[0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0],
-        value=1.0, label="temperature T", show_value=True,
+        value=1.0,
+        label="temperature T",
+        show_value=True,
     )
     mo.md(r"""
     ## 3. Softmax and temperature
@@ -191,11 +204,16 @@ def _(logits_text, temperature):
         _out = ui.problem(_err, "The softmax")
     else:
         softmax_result = lab.softmax_with_temperature(_z, temperature.value)
-        _out = mo.vstack([ui.chart(lab.softmax_figure(softmax_result, temperature.value)), mo.md(
-            f"Entropy **H = {softmax_result.entropy:.4f} nats** of at most ln K = "
-            f"{softmax_result.max_entropy:.4f} ({100 * softmax_result.entropy_share:.0f} %). "
-            "As T → 0 the softmax becomes an arg-max (H → 0); as T grows every class tends to 1/K."
-        )])
+        _out = mo.vstack(
+            [
+                ui.chart(lab.softmax_figure(softmax_result, temperature.value)),
+                mo.md(
+                    f"Entropy **H = {softmax_result.entropy:.4f} nats** of at most ln K = "
+                    f"{softmax_result.max_entropy:.4f} ({100 * softmax_result.entropy_share:.0f} %). "
+                    "As T → 0 the softmax becomes an arg-max (H → 0); as T grows every class tends to 1/K."
+                ),
+            ]
+        )
     mo.vstack([mo.hstack([logits_text, temperature], widths=[2, 1]), _out])
     return (softmax_result,)
 
@@ -271,15 +289,21 @@ def _():
     width = mo.ui.slider(8, 256, step=8, value=64, label="width n", show_value=True, debounce=True)
     depth_act = mo.ui.dropdown(
         options={**{lab.ACTIVATIONS[n]["label"]: n for n in lab.DEPTH_ACTIVATIONS}, "yours: my_activation": "mine"},
-        value="Tanh", label="activation",
+        value="Tanh",
+        label="activation",
     )
-    init = mo.ui.radio(options={"He": "he", "Xavier": "xavier", "custom σ_W = s/√n": "custom"},
-                       value="Xavier", label="initialisation", inline=True)
-    init_scale = mo.ui.slider(0.1, 3.0, step=0.05, value=1.0, label="custom scale s", show_value=True,
-                              debounce=True)
+    init = mo.ui.radio(
+        options={"He": "he", "Xavier": "xavier", "custom σ_W = s/√n": "custom"},
+        value="Xavier",
+        label="initialisation",
+        inline=True,
+    )
+    init_scale = mo.ui.slider(0.1, 3.0, step=0.05, value=1.0, label="custom scale s", show_value=True, debounce=True)
     depth_residual = mo.ui.switch(value=False, label="residual path a + φ(z)")
     depth_norm = mo.ui.switch(value=False, label="pre-norm: LayerNorm before each layer")
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     The figures below and the table of section 5 are computed by these cells, with your code:
     edit one in `marimo edit` and they follow. **Change `init_std`:** give He's formula a 1
     instead of its 2 (LeCun's $\sigma_W^2 = 1/n_{in}$), then pick ReLU with He: the variance of
@@ -289,8 +313,10 @@ def _():
     slope of ±1 everywhere, so $\mathbb E[\phi'(z)^2] = 1$ where ReLU's is ½, and its weight-scale
     sweep crosses 1 at $s \approx 1$, not at $\sqrt2$.
     """),
-               mo.hstack([depth, width, depth_act, init, init_scale], wrap=True),
-               mo.hstack([depth_residual, depth_norm], justify="start")])
+            mo.hstack([depth, width, depth_act, init, init_scale], wrap=True),
+            mo.hstack([depth_residual, depth_norm], justify="start"),
+        ]
+    )
     return depth, depth_act, depth_norm, depth_residual, init, init_scale, width
 
 
@@ -303,16 +329,29 @@ def _(depth_act):
 
 @app.cell
 def _(depth_act, init, init_scale, width):
-    weight_std = init_std(init.value, width.value, width.value, init_scale.value,
-                          leaky_slope=0.01 if depth_act.value == "leaky_relu" else 0.0)
+    weight_std = init_std(
+        init.value,
+        width.value,
+        width.value,
+        init_scale.value,
+        leaky_slope=0.01 if depth_act.value == "leaky_relu" else 0.0,
+    )
     return (weight_std,)
 
 
 @app.cell
 def _(depth, depth_norm, depth_phi, depth_residual, weight_std, width):
-    depth_report = lab.depth_lab(deep_forward, weight_std, depth=depth.value, width=width.value,
-                                 activation=depth_phi, seed=0, n_samples=lab.samples_for_width(width.value),
-                                 residual=depth_residual.value, norm=depth_norm.value)
+    depth_report = lab.depth_lab(
+        deep_forward,
+        weight_std,
+        depth=depth.value,
+        width=width.value,
+        activation=depth_phi,
+        seed=0,
+        n_samples=lab.samples_for_width(width.value),
+        residual=depth_residual.value,
+        norm=depth_norm.value,
+    )
     _r = depth_report
     _hist, _shares, _grads = lab.depth_figures(_r)
     _msg = [mo.callout(mo.md(f"**{_r.message}**"), kind="warn")] if _r.message else []
@@ -329,9 +368,15 @@ def _(depth, depth_norm, depth_phi, depth_residual, weight_std, width):
 
 @app.cell(hide_code=True)
 def _():
-    selu_input_std = mo.ui.slider(steps=list(lab.SELF_NORM_INPUT_STDS), value=lab.SELF_NORM_DEFAULT["input_std"],
-                                  label="input std", show_value=True)
-    mo.vstack([mo.md(r"""
+    selu_input_std = mo.ui.slider(
+        steps=list(lab.SELF_NORM_INPUT_STDS),
+        value=lab.SELF_NORM_DEFAULT["input_std"],
+        label="input std",
+        show_value=True,
+    )
+    mo.vstack(
+        [
+            mo.md(r"""
     Things to try:
 
     - **sigmoid with Xavier**: here $\sigma_W\sqrt n = 1$ and $\sigma' \le \tfrac14$, so the
@@ -375,7 +420,10 @@ def _():
     width 64 (`deep_forward`) from inputs of the standard deviation you choose: with SELU the
     activations of layer 50 have a mean within 0.1 of 0 and a variance within 0.2 of 1 from every
     input scale, while ReLU with He keeps the scale it was given.
-    """), selu_input_std])
+    """),
+            selu_input_std,
+        ]
+    )
     return (selu_input_std,)
 
 
@@ -389,16 +437,26 @@ def selu(z):
 
 @app.cell
 def _(selu_input_std):
-    selu_runs = {"SELU, LeCun σ_W² = 1/n": lab.self_normalisation(deep_forward, selu, init_std("custom", 64, 64, 1.0),
-                                                                 selu_input_std.value),
-                 "ReLU, He σ_W² = 2/n": lab.self_normalisation(deep_forward, "relu", init_std("he", 64, 64),
-                                                              selu_input_std.value)}
+    selu_runs = {
+        "SELU, LeCun σ_W² = 1/n": lab.self_normalisation(
+            deep_forward, selu, init_std("custom", 64, 64, 1.0), selu_input_std.value
+        ),
+        "ReLU, He σ_W² = 2/n": lab.self_normalisation(
+            deep_forward, "relu", init_std("he", 64, 64), selu_input_std.value
+        ),
+    }
     _var, _mean = lab.self_normalisation_figures(selu_runs)
     _selu, _relu = selu_runs.values()
-    mo.vstack([mo.hstack([ui.chart(_var), ui.chart(_mean)], widths=[1, 1]), mo.md(
-        f"Layer 50, inputs of std {selu_input_std.value:g}: SELU mean **{_selu.a_mean[-1]:.3f}**, variance "
-        f"**{_selu.a_var[-1]:.3f}** · ReLU with He mean **{_relu.a_mean[-1]:.3f}**, variance "
-        f"**{_relu.a_var[-1]:.3g}**.")])
+    mo.vstack(
+        [
+            mo.hstack([ui.chart(_var), ui.chart(_mean)], widths=[1, 1]),
+            mo.md(
+                f"Layer 50, inputs of std {selu_input_std.value:g}: SELU mean **{_selu.a_mean[-1]:.3f}**, variance "
+                f"**{_selu.a_var[-1]:.3f}** · ReLU with He mean **{_relu.a_mean[-1]:.3f}**, variance "
+                f"**{_relu.a_var[-1]:.3g}**."
+            ),
+        ]
+    )
     return (selu_runs,)
 
 
@@ -446,12 +504,22 @@ def _(depth_label, depth_phi, shipped_sweeps, sweep_run, sweeps_misfit):
     mo.stop(weight_sweep is None, mo.vstack([mo.md(f"**The weight-scale sweep:** {sweeps_misfit}."), sweep_run]))
     _name = depth_label
     _chart = lab.sweep_figure(weight_sweep, _name)
-    _where = (f"the factor crosses 1 at s ≈ **{weight_sweep.crossing:.2f}**" if weight_sweep.crossing is not None
-              else f"the factor stays below 1 for every s up to {weight_sweep.scales[-1]:g}")
-    mo.vstack([ui.chart(_chart), mo.md(f"**The weight-scale sweep** ({_name}, the activation chosen above; "
-                                       f"{_source}): {_where}. "
-                                       "Below the line the gradient vanishes with depth, above it explodes."),
-               sweep_run])
+    _where = (
+        f"the factor crosses 1 at s ≈ **{weight_sweep.crossing:.2f}**"
+        if weight_sweep.crossing is not None
+        else f"the factor stays below 1 for every s up to {weight_sweep.scales[-1]:g}"
+    )
+    mo.vstack(
+        [
+            ui.chart(_chart),
+            mo.md(
+                f"**The weight-scale sweep** ({_name}, the activation chosen above; "
+                f"{_source}): {_where}. "
+                "Below the line the gradient vanishes with depth, above it explodes."
+            ),
+            sweep_run,
+        ]
+    )
     return (weight_sweep,)
 
 
@@ -470,7 +538,7 @@ def mean_field(phi, scales, depth, nodes=40):
         a = phi(z)
         a.backward(engine.ones_like(a))
         log_chi.append(np.log(s2 * (z.grad.numpy() ** 2 @ w)))
-        q = s2 * (a.data ** 2 @ w)
+        q = s2 * (a.data**2 @ w)
     return np.exp(np.cumsum(log_chi, axis=0) / (2 * np.arange(1, depth)[:, None]))
 
 
@@ -490,7 +558,9 @@ def _():
         _t = shipped_transient
         _at = {int(_d): float(_c) for _d, _c in zip(_t["depths"], _t["theory"])}
         _measured = ", ".join(f"{_c:.2f} at L = {_d}" for _d, _c in zip(_t["measured_depths"], _t["measured"]))
-        _shown = mo.vstack([mo.md(rf"""
+        _shown = mo.vstack(
+            [
+                mo.md(rf"""
     **Why tanh's sweep crosses 1 near $s = 1.25$, not at the edge of chaos $s = 1$.** The rule
     $\chi = 1$ at $s = 1$ holds where the variance of $z$ has settled, after many layers. At $s = 1$
     tanh's variance does shrink toward 0, but slowly: $\tanh x \approx x - x^3/3$ takes little
@@ -502,7 +572,10 @@ def _():
     per-layer factor at every depth $L$; the line is where it crosses 1: **{_at[20]:.2f}** at
     L = 20, **{_at[100]:.2f}** at L = 100, **{_at[1000]:.3f}** at L = 1000. It falls toward 1
     as the stack deepens, but slowly. The dots are the engine's stacks of width 64: {_measured}.
-    """), ui.chart(lab.transient_figure(_t))])
+    """),
+                ui.chart(lab.transient_figure(_t)),
+            ]
+        )
     _shown
     return (shipped_transient,)
 
@@ -510,15 +583,23 @@ def _():
 @app.cell(hide_code=True)
 def _(shipped_variants):
     # the section's opening contrast, at a setting no control changes: ReLU with Xavier's σ_W
-    contrast_runs = lab.depth_variants(deep_forward, init_std("xavier", 64, 64), depth=50, width=64,
-                                       activation="relu", shipped=shipped_variants)
+    contrast_runs = lab.depth_variants(
+        deep_forward, init_std("xavier", 64, 64), depth=50, width=64, activation="relu", shipped=shipped_variants
+    )
     _ratio = {name: (r.gradient_ratio, r.fate()) for name, r in contrast_runs.items()}
-    _chart = plot.curves(np.arange(1, 51), {name: r.grad_norm / r.grad_norm[-1] for name, r in contrast_runs.items()},
-                         x_title="layer l", y_title="‖∂L/∂z⁽ˡ⁾‖ / ‖∂L/∂z⁽⁵⁰⁾‖", log_y=True, height=220,
-                         colors={"plain": "reference", "residual": "error", "pre-norm": "derivative",
-                                 "residual + pre-norm": "model"},
-                         title="ReLU, Xavier's σ_W, 50 layers of width 64: the gradient, layer by layer")
-    mo.vstack([mo.md(r"""
+    _chart = plot.curves(
+        np.arange(1, 51),
+        {name: r.grad_norm / r.grad_norm[-1] for name, r in contrast_runs.items()},
+        x_title="layer l",
+        y_title="‖∂L/∂z⁽ˡ⁾‖ / ‖∂L/∂z⁽⁵⁰⁾‖",
+        log_y=True,
+        height=220,
+        colors={"plain": "reference", "residual": "error", "pre-norm": "derivative", "residual + pre-norm": "model"},
+        title="ReLU, Xavier's σ_W, 50 layers of width 64: the gradient, layer by layer",
+    )
+    mo.vstack(
+        [
+            mo.md(r"""
     ## 5. Why deep nets train: residual paths and normalisation
 
     Modern deep networks do not rely on the initialisation alone. A **residual path**
@@ -532,14 +613,19 @@ def _(shipped_variants):
     layer then sees inputs of the same scale, however large the stream has grown. Below, a ReLU
     stack with Xavier's $\sigma_W$, run four ways; each curve is a layer's gradient norm over the
     last layer's, so the first layer's value is how much the gradient grew on its way down.
-    """), ui.chart(_chart), mo.md(
-        f"Plain, the gradient **{_ratio['plain'][1]}** (the first layer gets {_ratio['plain'][0]:.1e} "
-        f"of the last layer's); with the residual path alone it **{_ratio['residual'][1]}** "
-        f"({_ratio['residual'][0]:.1e}), with pre-norm alone it **{_ratio['pre-norm'][1]}** too "
-        f"({_ratio['pre-norm'][0]:.1e}); with **both** it **{_ratio['residual + pre-norm'][1]}** "
-        f"({_ratio['residual + pre-norm'][0]:.2g}). The switches above add either to the depth lab; the "
-        "table below runs all four at **50 layers** with the activation, width and initialisation chosen "
-        "there. One layer of the stack, with both options:")])
+    """),
+            ui.chart(_chart),
+            mo.md(
+                f"Plain, the gradient **{_ratio['plain'][1]}** (the first layer gets {_ratio['plain'][0]:.1e} "
+                f"of the last layer's); with the residual path alone it **{_ratio['residual'][1]}** "
+                f"({_ratio['residual'][0]:.1e}), with pre-norm alone it **{_ratio['pre-norm'][1]}** too "
+                f"({_ratio['pre-norm'][0]:.1e}); with **both** it **{_ratio['residual + pre-norm'][1]}** "
+                f"({_ratio['residual + pre-norm'][0]:.2g}). The switches above add either to the depth lab; the "
+                "table below runs all four at **50 layers** with the activation, width and initialisation chosen "
+                "there. One layer of the stack, with both options:"
+            ),
+        ]
+    )
     return (contrast_runs,)
 
 
@@ -567,15 +653,23 @@ def _():
 
 @app.cell
 def _(depth_phi, shipped_variants, weight_std, width):
-    depth_variants = lab.depth_variants(deep_forward, weight_std, depth=50, width=width.value,
-                                        activation=depth_phi, shipped=shipped_variants)
-    _rows = "\n".join(f"| {name} | {r.gradient_ratio:.3g} | {r.fate()} | ×{r.variance_factor:.3g} |"
-                      for name, r in depth_variants.items())
-    _source = ("runs shipped with the course, made by this page's `deep_forward`, `block` and `init_std`"
-               if lab.variants_are_shipped(shipped_variants, depth_phi, weight_std, width.value)
-               else "run just now by this page's `deep_forward` and `block`")
-    mo.md("| 50 layers | first / last gradient | the gradient | variance of z, per layer |\n|---|---|---|---|\n"
-          + _rows + f"\n\n<small>The four stacks: {_source}.</small>")
+    depth_variants = lab.depth_variants(
+        deep_forward, weight_std, depth=50, width=width.value, activation=depth_phi, shipped=shipped_variants
+    )
+    _rows = "\n".join(
+        f"| {name} | {r.gradient_ratio:.3g} | {r.fate()} | ×{r.variance_factor:.3g} |"
+        for name, r in depth_variants.items()
+    )
+    _source = (
+        "runs shipped with the course, made by this page's `deep_forward`, `block` and `init_std`"
+        if lab.variants_are_shipped(shipped_variants, depth_phi, weight_std, width.value)
+        else "run just now by this page's `deep_forward` and `block`"
+    )
+    mo.md(
+        "| 50 layers | first / last gradient | the gradient | variance of z, per layer |\n|---|---|---|---|\n"
+        + _rows
+        + f"\n\n<small>The four stacks: {_source}.</small>"
+    )
     return (depth_variants,)
 
 
@@ -656,19 +750,28 @@ def _(deep_runs_misfit, deep_train, shipped_deep_runs):
     if deep_train.value:
         _steps = 2 * lab.DEEP_TRAINING["steps"]
         with mo.status.progress_bar(total=_steps // 10, title="training 2 × 50 layers", remove_on_exit=True) as _bar:
-            deep_runs = lab.deep_training(deep_net, train_deep, init_std,
-                                          on_step=lambda _i: _bar.update() if _i % 10 == 9 else None)
+            deep_runs = lab.deep_training(
+                deep_net, train_deep, init_std, on_step=lambda _i: _bar.update() if _i % 10 == 9 else None
+            )
     mo.stop(deep_runs is None, mo.vstack([mo.md(f"**Fifty layers, trained:** {deep_runs_misfit}."), deep_train]))
     _plain, _both = (deep_runs[_name] for _name in lab.DEEP_TRAINING_VARIANTS)
-    _source = "trained just now by your code" if deep_train.value else "shipped with the course, made by this page's code"
+    _source = (
+        "trained just now by your code" if deep_train.value else "shipped with the course, made by this page's code"
+    )
     _below = np.flatnonzero(_both < 0.05)
-    _fall = (f"falls below 0.05 within **{_below[0] + 1}** steps" if _below.size else "stays above 0.05")
-    mo.vstack([ui.chart(lab.deep_training_figure(deep_runs)), mo.md(
-        f"After {len(_plain)} steps ({_source}) the plain stack's loss is **{_plain[-1]:.3f}**, "
-        f"where ln 2 = {np.log(2):.3f}: it predicts about ½ for every point and has learned nothing, since "
-        f"its forward variance halves at every layer and the gradient that reaches its first layers "
-        f"vanishes. With the residual path and pre-norm the loss {_fall} and ends at **{_both[-1]:.1e}**."),
-               deep_train])
+    _fall = f"falls below 0.05 within **{_below[0] + 1}** steps" if _below.size else "stays above 0.05"
+    mo.vstack(
+        [
+            ui.chart(lab.deep_training_figure(deep_runs)),
+            mo.md(
+                f"After {len(_plain)} steps ({_source}) the plain stack's loss is **{_plain[-1]:.3f}**, "
+                f"where ln 2 = {np.log(2):.3f}: it predicts about ½ for every point and has learned nothing, since "
+                f"its forward variance halves at every layer and the gradient that reaches its first layers "
+                f"vanishes. With the residual path and pre-norm the loss {_fall} and ends at **{_both[-1]:.1e}**."
+            ),
+            deep_train,
+        ]
+    )
     return (deep_runs,)
 
 
@@ -732,10 +835,12 @@ def _():
         _net = moon_net(**lab.BEND_DEFAULT)
     train_moons(_net, moons_X, moons_y, steps=lab.BEND_STEPS)
     default_bend = lab.bend_report(moon_forward, _net, moons_X, moons_y, steps=lab.BEND_STEPS)
-    bend_width = mo.ui.slider(1, 32, step=1, value=lab.BEND_DEFAULT["width"], label="width n", show_value=True,
-                              debounce=True)
-    bend_depth = mo.ui.slider(0, 4, step=1, value=lab.BEND_DEFAULT["depth"], label="hidden layers", show_value=True,
-                              debounce=True)
+    bend_width = mo.ui.slider(
+        1, 32, step=1, value=lab.BEND_DEFAULT["width"], label="width n", show_value=True, debounce=True
+    )
+    bend_depth = mo.ui.slider(
+        0, 4, step=1, value=lab.BEND_DEFAULT["depth"], label="hidden layers", show_value=True, debounce=True
+    )
     bend_train = mo.ui.run_button(label=f"train {lab.BEND_STEPS} steps")
     mo.md(r"""
     The left panel gives every linear piece its own colour (counted on a 150 × 150 grid, so a
@@ -758,23 +863,34 @@ def _(bend_depth, bend_train, bend_width, default_bend, moons_X, moons_y):
         _net = moon_net(bend_width.value, bend_depth.value)
     if bend_train.value:
         with mo.status.progress_bar(total=_steps // 40, title="training", remove_on_exit=True) as _bar:
-            train_moons(_net, moons_X, moons_y, steps=_steps,
-                        on_step=lambda _i: _bar.update() if _i % 40 == 39 else None)
+            train_moons(
+                _net, moons_X, moons_y, steps=_steps, on_step=lambda _i: _bar.update() if _i % 40 == 39 else None
+            )
         bend_report = lab.bend_report(moon_forward, _net, moons_X, moons_y, steps=_steps)
     elif bend_is_default:
         bend_report = default_bend  # trained when the page opened
     else:
         bend_report = lab.bend_report(moon_forward, _net, moons_X, moons_y, steps=0)
-    _state = (f"trained {_steps} steps" + ("" if bend_train.value else " when the page opened (the default network)")
-              if _steps else "at initialisation (the button trains it)")
-    _bound = (f" (one hidden layer of {bend_report.width} units makes at most **{bend_report.one_layer_bound}**)"
-              if bend_report.one_layer_bound is not None else "")
-    mo.vstack([
-        mo.hstack([bend_width, bend_depth, bend_train], justify="start"),
-        ui.chart(lab.bend_figure(bend_report)),
-        mo.md(f"Network {_state}: **{bend_report.pieces}** linear pieces in the box{_bound} · training accuracy "
-              f"**{100 * bend_report.accuracy:.1f} %**."),
-    ])
+    _state = (
+        f"trained {_steps} steps" + ("" if bend_train.value else " when the page opened (the default network)")
+        if _steps
+        else "at initialisation (the button trains it)"
+    )
+    _bound = (
+        f" (one hidden layer of {bend_report.width} units makes at most **{bend_report.one_layer_bound}**)"
+        if bend_report.one_layer_bound is not None
+        else ""
+    )
+    mo.vstack(
+        [
+            mo.hstack([bend_width, bend_depth, bend_train], justify="start"),
+            ui.chart(lab.bend_figure(bend_report)),
+            mo.md(
+                f"Network {_state}: **{bend_report.pieces}** linear pieces in the box{_bound} · training accuracy "
+                f"**{100 * bend_report.accuracy:.1f} %**."
+            ),
+        ]
+    )
     return bend_is_default, bend_report
 
 
@@ -787,21 +903,29 @@ def _(shipped_sweeps, shipped_variants):
         rel_tol=0.01,
     )
     answer_sigmoid = ui.answer_box(exercise_sigmoid, placeholder="e.g. 0.5", label="σ′(0) =")
-    _depth_truth = lab.depth_lab(deep_forward, init_std("xavier", 64, 64), depth=30, width=64, activation="sigmoid",
-                                 n_samples=64, seed=1, slopes=False)
+    _depth_truth = lab.depth_lab(
+        deep_forward,
+        init_std("xavier", 64, 64),
+        depth=30,
+        width=64,
+        activation="sigmoid",
+        n_samples=64,
+        seed=1,
+        slopes=False,
+    )
     exercise_depth = exercises.ChoiceExercise(
         question="**2.** A 30-layer network of **sigmoid** units with Xavier initialisation. Compared with "
-                 "the last layer, the gradient that reaches the first layer is…",
+        "the last layer, the gradient that reaches the first layer is…",
         options=lab.GRADIENT_FATES,
         truth=_depth_truth.verdict(),
         hint="think of the largest possible slope of a sigmoid, then multiply it 30 times.",
         explanation=f"The first layer's gradient is **{_depth_truth.gradient_ratio:.1e}** times the last layer's: "
-                    f"a factor of **{_depth_truth.per_layer_factor:.2f}** per layer, since σ′ ≤ ¼ and σ_W√n = 1.",
+        f"a factor of **{_depth_truth.per_layer_factor:.2f}** per layer, since σ′ ≤ ¼ and σ_W√n = 1.",
     )
     answer_depth = ui.answer_box(exercise_depth)
     exercise_softmax = exercises.NumberExercise(
         question="**3.** Logits $z = (2, 0, 0)$ at $T = 1$: what probability does the softmax give the first "
-                 "class? (Two decimals are enough.)",
+        "class? (Two decimals are enough.)",
         truth=float(lab.softmax_with_temperature([2.0, 0.0, 0.0], 1.0).probs[0]),
         hint="p₀ = e² / (e² + e⁰ + e⁰), with e² ≈ 7.39.",
         abs_tol=0.006,
@@ -810,28 +934,29 @@ def _(shipped_sweeps, shipped_variants):
     _edge_sweep = lab.scale_sweep(deep_forward, "relu", shipped=shipped_sweeps)
     exercise_edge = exercises.NumberExercise(
         question="**4.** A plain ReLU stack with σ_W = s/√n: at which scale s is the per-layer gradient factor "
-                 "exactly 1? (Two decimals; the sweep above measures it.)",
+        "exactly 1? (Two decimals; the sweep above measures it.)",
         truth=_edge_sweep.crossing,
         hint="ReLU's slope is 1 on half of the inputs and 0 on the other half, so rms φ′ = 1/√2.",
         rel_tol=0.03,
         explanation="s = √2 ≈ 1.41 is He's initialisation: σ_W² = 2/n.",
     )
     answer_edge = ui.answer_box(exercise_edge, placeholder="e.g. 1.0", label="s =")
-    _residual_truth = lab.depth_variants(deep_forward, init_std("he", 64, 64), depth=50, width=64, activation="relu",
-                                          shipped=shipped_variants)["residual"]
+    _residual_truth = lab.depth_variants(
+        deep_forward, init_std("he", 64, 64), depth=50, width=64, activation="relu", shipped=shipped_variants
+    )["residual"]
     exercise_residual = exercises.ChoiceExercise(
         question="**5.** A 50-layer ReLU stack with He initialisation gets a residual path, but no normalisation. "
-                 "Compared with the last layer, the gradient that reaches the first layer is…",
+        "Compared with the last layer, the gradient that reaches the first layer is…",
         options=lab.GRADIENT_FATES,
         truth=_residual_truth.verdict(),
         hint="each layer adds φ(z), of about the stream's own variance, to the stream.",
         explanation=f"The ratio is **{_residual_truth.gradient_ratio:.2g}**: the forward variance doubles at every layer, "
-                    "and the gradient grows with it. Pre-norm fixes it.",
+        "and the gradient grows with it. Pre-norm fixes it.",
     )
     answer_residual = ui.answer_box(exercise_residual)
     exercise_pieces = exercises.NumberExercise(
         question="**6.** A network with one hidden layer of **3** ReLU units on 2-D inputs: into how many linear "
-                 "pieces at most can it cut the plane?",
+        "pieces at most can it cut the plane?",
         truth=lab.max_pieces_one_layer(3),
         hint="each unit switches along a line; three lines in general position…",
         explanation="1 + 3 + 3: three lines, each pair crossing once, make 7 regions.",
@@ -842,21 +967,49 @@ def _(shipped_sweeps, shipped_variants):
     hidden layers bend around them and reach 99 % or more. At initialisation, width 16, two hidden
     layers already show more pieces than one: each layer folds the pieces of the one before.
     """)
-    return (answer_sigmoid, answer_depth, answer_softmax, answer_edge, answer_residual, answer_pieces,
-            exercise_sigmoid, exercise_depth, exercise_softmax, exercise_edge, exercise_residual, exercise_pieces)
+    return (
+        answer_sigmoid,
+        answer_depth,
+        answer_softmax,
+        answer_edge,
+        answer_residual,
+        answer_pieces,
+        exercise_sigmoid,
+        exercise_depth,
+        exercise_softmax,
+        exercise_edge,
+        exercise_residual,
+        exercise_pieces,
+    )
 
 
 @app.cell
-def _(answer_sigmoid, answer_depth, answer_softmax, answer_edge, answer_residual, answer_pieces,
-      exercise_sigmoid, exercise_depth, exercise_softmax, exercise_edge, exercise_residual, exercise_pieces):
+def _(
+    answer_sigmoid,
+    answer_depth,
+    answer_softmax,
+    answer_edge,
+    answer_residual,
+    answer_pieces,
+    exercise_sigmoid,
+    exercise_depth,
+    exercise_softmax,
+    exercise_edge,
+    exercise_residual,
+    exercise_pieces,
+):
     # typing an answer re-runs only this cell: six verdicts, no computation
-    mo.vstack([mo.md("## 7. Check yourself"),
-               ui.exercise(exercise_sigmoid, answer_sigmoid),
-               ui.exercise(exercise_depth, answer_depth),
-               ui.exercise(exercise_softmax, answer_softmax),
-               ui.exercise(exercise_edge, answer_edge),
-               ui.exercise(exercise_residual, answer_residual),
-               ui.exercise(exercise_pieces, answer_pieces)])
+    mo.vstack(
+        [
+            mo.md("## 7. Check yourself"),
+            ui.exercise(exercise_sigmoid, answer_sigmoid),
+            ui.exercise(exercise_depth, answer_depth),
+            ui.exercise(exercise_softmax, answer_softmax),
+            ui.exercise(exercise_edge, answer_edge),
+            ui.exercise(exercise_residual, answer_residual),
+            ui.exercise(exercise_pieces, answer_pieces),
+        ]
+    )
     return
 
 
@@ -887,10 +1040,12 @@ def _():
 
         layer = nn.Linear(256, 256)  # weight stored (out, in); layer(x) = x @ W.T + b
         nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")  # He: Var(W) = 2 / n_in
-        return (f"GELU′ on z = −4, −3, …, 4: {np.round(z.grad, 3)}\n"
-                f"softmax([2, 1, 0.1] / 0.5) = {np.round(p.data, 4)}\n"
-                f"He-initialised weight {layer.weight.shape}: std {layer.weight.data.std():.4f}, "
-                f"√(2/256) = {np.sqrt(2 / 256):.4f}")
+        return (
+            f"GELU′ on z = −4, −3, …, 4: {np.round(z.grad, 3)}\n"
+            f"softmax([2, 1, 0.1] / 0.5) = {np.round(p.data, 4)}\n"
+            f"He-initialised weight {layer.weight.shape}: std {layer.weight.data.std():.4f}, "
+            f"√(2/256) = {np.sqrt(2 / 256):.4f}"
+        )
 
     mo.plain_text(_script())
     return

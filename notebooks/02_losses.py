@@ -20,7 +20,9 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, r"""
+    ui.page_header(
+        METADATA,
+        r"""
     A loss turns "how wrong is the model?" into one number, and its **gradient** is the only thing
     the optimizer ever sees. Choosing a loss is choosing which mistakes matter. In this notebook you will
 
@@ -35,7 +37,8 @@ def _():
     - see that KL divergence is not symmetric, and why MSE on a sigmoid learns slowly;
     - learn the first check of any classifier: the initial loss should be $\ln K$;
     - score several labels at once, and a class that is rare.
-    """)
+    """,
+    )
     return
 
 
@@ -105,19 +108,29 @@ def pseudo_huber(pred, target, delta=1.0):
 @app.function
 def per_example_loss(name, delta=1.0, tau=0.5):
     """The per-example loss ℓ(ŷ, y) this page calls ``name``, its δ (Huber) or τ (pinball) bound."""
-    return {"mse": mse, "mae": mae,
-            "huber": lambda pred, target: huber(pred, target, delta),
-            "pseudo_huber": lambda pred, target: pseudo_huber(pred, target, delta),
-            "pinball": lambda pred, target: pinball(pred, target, tau)}[name]
+    return {
+        "mse": mse,
+        "mae": mae,
+        "huber": lambda pred, target: huber(pred, target, delta),
+        "pseudo_huber": lambda pred, target: pseudo_huber(pred, target, delta),
+        "pinball": lambda pred, target: pinball(pred, target, tau),
+    }[name]
 
 
 @app.cell
 def _():
-    reg_loss = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
-                              value="Huber", label="loss ℓ")
+    reg_loss = mo.ui.dropdown(
+        options={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()}, value="Huber", label="loss ℓ"
+    )
     # live while dragged: a change of δ redraws two curves and refits two lines
-    delta = mo.ui.slider(lab.LINE_DELTAS[0], lab.LINE_DELTAS[-1], step=0.1, value=lab.LINE_DEFAULT["delta"],
-                         label="δ (Huber, pseudo-Huber)", show_value=True)
+    delta = mo.ui.slider(
+        lab.LINE_DELTAS[0],
+        lab.LINE_DELTAS[-1],
+        step=0.1,
+        value=lab.LINE_DEFAULT["delta"],
+        label="δ (Huber, pseudo-Huber)",
+        show_value=True,
+    )
     return delta, reg_loss
 
 
@@ -126,41 +139,66 @@ def _(delta, reg_loss):
     reg_residuals = np.linspace(-4, 4, 161)  # steps of 0.05: every δ step (0.1) is a grid point, so each kink is drawn
 
     def _overview():
-        _curves = {spec["label"]: lab.regression_curves(per_example_loss(name, delta.value), name, reg_residuals,
-                                                        delta.value).f
-                   for name, spec in lab.REGRESSION_LOSSES.items()}
-        return _curves, plot.curves(reg_residuals, _curves, x_title="residual e = ŷ − y", y_title="loss ℓ(e)",
-                                    y_domain=(0, 8), height=240, title=f"The four losses (δ = {delta.value:g})",
-                                    colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()})
+        _curves = {
+            spec["label"]: lab.regression_curves(
+                per_example_loss(name, delta.value), name, reg_residuals, delta.value
+            ).f
+            for name, spec in lab.REGRESSION_LOSSES.items()
+        }
+        return _curves, plot.curves(
+            reg_residuals,
+            _curves,
+            x_title="residual e = ŷ − y",
+            y_title="loss ℓ(e)",
+            y_domain=(0, 8),
+            height=240,
+            title=f"The four losses (δ = {delta.value:g})",
+            colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
+        )
 
     # the four curves do not depend on the loss picked for the detail: drawn once for each δ (and the code
     # of this cell and of its lesson cells) and kept, so picking another loss reuses them
     reg_overview, reg_overview_chart = lab.remembered(
         lab.code_key(_overview, delta.value, reg_residuals.tobytes(), per_example_loss, mse, mae, huber, pseudo_huber),
-        _overview)
+        _overview,
+    )
     # δ beyond every residual drawn: Huber is ½e² on the whole plot, half the MSE curve beside it
     huber_is_half_mse = bool(np.allclose(reg_overview["Huber"], 0.5 * reg_overview["MSE (L2)"], rtol=1e-12))
     _e = reg_residuals
     reg_curves = lab.regression_curves(per_example_loss(reg_loss.value, delta.value), reg_loss.value, _e, delta.value)
     reg_gap = reg_curves.max_derivative_gap
     _spec = lab.REGRESSION_LOSSES[reg_loss.value]
-    _half = ("Here δ exceeds every residual drawn (|e| ≤ 4), so the Huber curve is exactly half the MSE curve."
-             if huber_is_half_mse else "")
+    _half = (
+        "Here δ exceeds every residual drawn (|e| ≤ 4), so the Huber curve is exactly half the MSE curve."
+        if huber_is_half_mse
+        else ""
+    )
     _lo = max(-8.0, float(min(reg_curves.f.min(), reg_curves.df_formula.min())) - 0.5)
     _hi = min(8.0, float(max(reg_curves.f.max(), reg_curves.df_formula.max())) + 0.5)
-    _detail = plot.function_and_derivative(_e, reg_curves.f, reg_curves.df_formula, reg_curves.df_autograd,
-                                           name="ℓ", var="e", title=_spec["label"], y_domain=(_lo, _hi), height=240)
-    mo.vstack([
-        mo.hstack([reg_loss, delta]),
-        mo.hstack([ui.chart(reg_overview_chart), ui.chart(_detail)], widths=[1, 1]),
-        mo.md(rf"""
+    _detail = plot.function_and_derivative(
+        _e,
+        reg_curves.f,
+        reg_curves.df_formula,
+        reg_curves.df_autograd,
+        name="ℓ",
+        var="e",
+        title=_spec["label"],
+        y_domain=(_lo, _hi),
+        height=240,
+    )
+    mo.vstack(
+        [
+            mo.hstack([reg_loss, delta]),
+            mo.hstack([ui.chart(reg_overview_chart), ui.chart(_detail)], widths=[1, 1]),
+            mo.md(rf"""
     $$
     \ell(e) = {_spec["formula"]}, \qquad \frac{{\partial \ell}}{{\partial \hat y}} = {_spec["grad"]}
     $$
 
     Largest gap between the autograd dots and the formula: **{reg_gap:.1e}**. {_half}
     """),
-    ])
+        ]
+    )
     return huber_is_half_mse, reg_curves, reg_gap, reg_overview, reg_overview_chart, reg_residuals
 
 
@@ -219,10 +257,12 @@ def fit_line(x, y, loss, steps=300, lr=0.2):
 
 @app.cell
 def _():
-    n_outliers = mo.ui.slider(0, 10, step=1, value=lab.LINE_DEFAULT["n_outliers"], label="outliers", show_value=True,
-                              debounce=True)
-    outlier_shift = mo.ui.slider(-20, 20, step=1, value=lab.LINE_DEFAULT["outlier_shift"], label="outlier shift",
-                                 show_value=True, debounce=True)
+    n_outliers = mo.ui.slider(
+        0, 10, step=1, value=lab.LINE_DEFAULT["n_outliers"], label="outliers", show_value=True, debounce=True
+    )
+    outlier_shift = mo.ui.slider(
+        -20, 20, step=1, value=lab.LINE_DEFAULT["outlier_shift"], label="outlier shift", show_value=True, debounce=True
+    )
     line_adam_button = mo.ui.run_button(label="fit these points with fit_line")
     return line_adam_button, n_outliers, outlier_shift
 
@@ -238,11 +278,11 @@ def shipped_line_fits():
 def _(n_outliers, outlier_shift):
     # the sliders are the keyboard path: they place the outliers, and the pucks start there, over the
     # inliers' chart (drawn once for each number of outliers)
-    line_base = lab.make_line_data(n=30, n_outliers=n_outliers.value, outlier_shift=float(outlier_shift.value),
-                                   seed=0)
+    line_base = lab.make_line_data(n=30, n_outliers=n_outliers.value, outlier_shift=float(outlier_shift.value), seed=0)
     _x, _y, _out = line_base
-    outlier_pucks = (widgets.draggable_points(lab.outlier_background(n_outliers.value), _x[_out], _y[_out])
-                     if _out.any() else None)
+    outlier_pucks = (
+        widgets.draggable_points(lab.outlier_background(n_outliers.value), _x[_out], _y[_out]) if _out.any() else None
+    )
     return line_base, outlier_pucks
 
 
@@ -254,37 +294,66 @@ def _(delta, line_adam_button, line_adam_default, line_base, n_outliers, outlier
     _opened = lab.default_line_data()
     line_adam = None
     if line_adam_button.value:
-        with mo.status.progress_bar(total=len(lab.LINE_LOSSES), title="fit_line under each loss",
-                                    remove_on_exit=True) as _bar:
+        with mo.status.progress_bar(
+            total=len(lab.LINE_LOSSES), title="fit_line under each loss", remove_on_exit=True
+        ) as _bar:
             line_adam = {}
             for _name in lab.LINE_LOSSES:
                 line_adam[_name] = fit_line(line_x, line_y, per_example_loss(_name, delta.value))
                 _bar.update()
         _adam_source = "Adam's columns: `fit_line` just now, on these points."
-    elif (line_adam_default is not None and delta.value == lab.LINE_DEFAULT["delta"]
-          and np.array_equal(line_x, _opened[0]) and np.array_equal(line_y, _opened[1])):
+    elif (
+        line_adam_default is not None
+        and delta.value == lab.LINE_DEFAULT["delta"]
+        and np.array_equal(line_x, _opened[0])
+        and np.array_equal(line_y, _opened[1])
+    ):
         line_adam = line_adam_default
-        _adam_source = ("Adam's columns: this page's `fit_line`, on the points as the page opens "
-                        "(fitted in advance and shipped with the course).")
+        _adam_source = (
+            "Adam's columns: this page's `fit_line`, on the points as the page opens "
+            "(fitted in advance and shipped with the course)."
+        )
     else:
         _adam_source = "Adam's columns: the button runs this page's `fit_line` on these points."
     _xs = np.array([-3.2, 3.2])
     _labels = {name: lab.REGRESSION_LOSSES[name]["label"] for name in lab.LINE_LOSSES}
     # the points in one layer: grey data, larger red outliers (their colours and sizes are the data's own)
-    _points = alt.Chart(plot.data(x=line_x, y=line_y, fill=np.where(line_out, plot.color("outlier"), plot.color("data")),
-                                  size=np.where(line_out, 70, 40))).mark_point(filled=True, opacity=1).encode(
-        alt.X("x:Q"), alt.Y("y:Q"), alt.Fill("fill:N", scale=None), alt.Size("size:Q", scale=None))
-    _chart = plot.curves(_xs, {_labels[n]: w * _xs + b for n, (w, b) in line_fits.items()}, x_title="x",
-                         y_title="y", colors={_labels[n]: n for n in line_fits}, height=280,
-                         title="Fitted lines under each loss (true line: slope 1.5, intercept 0.5)") + _points
+    _points = (
+        alt.Chart(
+            plot.data(
+                x=line_x,
+                y=line_y,
+                fill=np.where(line_out, plot.color("outlier"), plot.color("data")),
+                size=np.where(line_out, 70, 40),
+            )
+        )
+        .mark_point(filled=True, opacity=1)
+        .encode(alt.X("x:Q"), alt.Y("y:Q"), alt.Fill("fill:N", scale=None), alt.Size("size:Q", scale=None))
+    )
+    _chart = (
+        plot.curves(
+            _xs,
+            {_labels[n]: w * _xs + b for n, (w, b) in line_fits.items()},
+            x_title="x",
+            y_title="y",
+            colors={_labels[n]: n for n in line_fits},
+            height=280,
+            title="Fitted lines under each loss (true line: slope 1.5, intercept 0.5)",
+        )
+        + _points
+    )
     _adam = lambda n: "— | —" if line_adam is None else f"{line_adam[n][0]:.3f} | {line_adam[n][1]:.3f}"  # noqa: E731
     _rows = "\n".join(f"| {_labels[n]} | {w:.3f} | {b:.3f} | {_adam(n)} |" for n, (w, b) in line_fits.items())
-    mo.vstack([
-        mo.hstack([n_outliers, outlier_shift, delta, line_adam_button], wrap=True),
-        mo.hstack([outlier_pucks, ui.chart(_chart)], widths=[1, 1]) if outlier_pucks is not None else ui.chart(_chart),
-        mo.md("| loss | slope w | intercept b | Adam: w | Adam: b |\n|---|---|---|---|---|\n" + _rows),
-        mo.md(f"<small>Lines and the first two columns: the exact solvers. {_adam_source}</small>"),
-    ])
+    mo.vstack(
+        [
+            mo.hstack([n_outliers, outlier_shift, delta, line_adam_button], wrap=True),
+            mo.hstack([outlier_pucks, ui.chart(_chart)], widths=[1, 1])
+            if outlier_pucks is not None
+            else ui.chart(_chart),
+            mo.md("| loss | slope w | intercept b | Adam: w | Adam: b |\n|---|---|---|---|---|\n" + _rows),
+            mo.md(f"<small>Lines and the first two columns: the exact solvers. {_adam_source}</small>"),
+        ]
+    )
     return line_adam, line_fits, line_out, line_x, line_y
 
 
@@ -338,11 +407,21 @@ def fit_constant(y, loss, steps=400, lr=0.1):
 
 @app.cell
 def _():
-    lik_noise = mo.ui.radio(options={"Gamma(2, 1): skewed": "gamma", "Gaussian N(2, 1): symmetric": "gaussian"},
-                            value="Gamma(2, 1): skewed", label="noise", inline=True)
-    lik_tau = mo.ui.slider(0.05, 0.95, step=0.05, value=lab.LIKELIHOOD_DEFAULT["tau"], label="pinball quantile τ",
-                           show_value=True,
-                           debounce=True)
+    lik_noise = mo.ui.radio(
+        options={"Gamma(2, 1): skewed": "gamma", "Gaussian N(2, 1): symmetric": "gaussian"},
+        value="Gamma(2, 1): skewed",
+        label="noise",
+        inline=True,
+    )
+    lik_tau = mo.ui.slider(
+        0.05,
+        0.95,
+        step=0.05,
+        value=lab.LIKELIHOOD_DEFAULT["tau"],
+        label="pinball quantile τ",
+        show_value=True,
+        debounce=True,
+    )
     lik_train = mo.ui.run_button(label="fit with this page's code")
     return lik_noise, lik_tau, lik_train
 
@@ -351,18 +430,43 @@ def _():
 def _():
     # the fits of sections 2, 3, 6 and 9 as the course ships them, each if this page's code is the code that made it
     default_fits, default_fits_problem = lab.load_if_fits(
-        lab.DEFAULT_FITS_CHECKPOINT, fit, mse, mae, pinball, per_example_loss, fit_constant, cross_entropy,
-        fit_class_probabilities, bce_with_logits, focal_loss, imbalance_loss, train_logistic, shipped_default_fits)
+        lab.DEFAULT_FITS_CHECKPOINT,
+        fit,
+        mse,
+        mae,
+        pinball,
+        per_example_loss,
+        fit_constant,
+        cross_entropy,
+        fit_class_probabilities,
+        bce_with_logits,
+        focal_loss,
+        imbalance_loss,
+        train_logistic,
+        shipped_default_fits,
+    )
     kl_state, kl_problem = lab.load_if_fits(lab.KL_CHECKPOINT, fit, kl_divergence, fit_gaussian, shipped_kl_fits)
     calibration_state, calibration_problem = lab.load_if_fits(
-        lab.CALIBRATION_CHECKPOINT, fit, cross_entropy, train_softmax, fit_temperature, shipped_calibration)
-    noise_state, noise_problem = lab.load_if_fits(lab.NOISE_CHECKPOINT, fit, gaussian_nll, noise_model,
-                                                  fit_noise_model, shipped_noise_fits)
+        lab.CALIBRATION_CHECKPOINT, fit, cross_entropy, train_softmax, fit_temperature, shipped_calibration
+    )
+    noise_state, noise_problem = lab.load_if_fits(
+        lab.NOISE_CHECKPOINT, fit, gaussian_nll, noise_model, fit_noise_model, shipped_noise_fits
+    )
     # fit_line's lines on the points the outlier lab opens with, shipped when this page's code made them
-    line_adam_default = lab.shipped_line_fits(fit, fit_line, mse, mae, huber, pseudo_huber, per_example_loss,
-                                              shipped_line_fits)
-    return (calibration_problem, calibration_state, default_fits, default_fits_problem, kl_problem, kl_state,
-            line_adam_default, noise_problem, noise_state)
+    line_adam_default = lab.shipped_line_fits(
+        fit, fit_line, mse, mae, huber, pseudo_huber, per_example_loss, shipped_line_fits
+    )
+    return (
+        calibration_problem,
+        calibration_state,
+        default_fits,
+        default_fits_problem,
+        kl_problem,
+        kl_state,
+        line_adam_default,
+        noise_problem,
+        noise_state,
+    )
 
 
 @app.cell
@@ -389,31 +493,56 @@ def _(default_fits, default_fits_problem, lik_density, lik_fits_free, lik_noise,
     lik_fits = lik_fits_free + [lab.constant_fit(lik_y, "pinball", lik_tau.value, _c)]
     # the three best constants as dashed vertical lines over the density, series of the same chart
     _top = float(lik_density[1].max())
-    _rules = {f"best constant: {n}": ((f.fitted, f.fitted), (0.0, _top)) for n, f in zip(("MSE", "MAE", "pinball"), lik_fits)}
-    _chart = plot.curves(lik_density[0], {"density of the targets": lik_density[1], **_rules}, x_title="y",
-                         y_title="density", height=220, dashed=list(_rules),
-                         colors={"density of the targets": "data", **dict(zip(_rules, ("mse", "mae", "model")))},
-                         title="Targets, and the best constant under MSE (blue), MAE (brown), pinball (violet)")
-    _names = {"mse": "MSE ↔ Gaussian", "mae": "MAE ↔ Laplace", "pinball": f"pinball τ = {lik_tau.value:g} ↔ asymmetric Laplace"}
-    _span = lambda f: (f"{f.minimisers[0]:.4f}" if f.minimisers[0] == f.minimisers[1]  # noqa: E731
-                       else f"[{f.minimisers[0]:.4f}, {f.minimisers[1]:.4f}]")
-    _rows = "\n".join(f"| {_names[f.loss]} | {'—' if np.isnan(f.fitted) else f'{f.fitted:.4f}'} | {f.statistic_name} "
-                      f"| {f.statistic:.4f} | {_span(f)} |" for f in lik_fits)
-    _source = ("Best constants: fitted in advance by this page's `fit_constant` and shipped with the course."
-               if default_fits is not None else
-               f"Best constants: {'fitted just now by your code' if lik_train.value else '—'}; "
-               f"{default_fits_problem}.")
-    mo.vstack([
-        mo.hstack([lik_noise, lik_tau, lik_train], justify="start"),
-        ui.chart(_chart),
-        mo.md("| loss ↔ likelihood | best constant (engine) | statistic | its value (NumPy) | every minimiser |\n"
-              "|---|---|---|---|---|\n" + _rows),
-        mo.md("With an even count of targets (2,000 here), MAE's loss is flat between the two middle values, "
-              "and pinball's between two neighbouring values when 2,000·τ is whole: any point there is a "
-              "median or a τ-quantile, so the engine's constant and NumPy's interpolated value can differ "
-              "in the third decimal while both minimise the loss."),
-        mo.md(f"<small>{_source}</small>"),
-    ])
+    _rules = {
+        f"best constant: {n}": ((f.fitted, f.fitted), (0.0, _top)) for n, f in zip(("MSE", "MAE", "pinball"), lik_fits)
+    }
+    _chart = plot.curves(
+        lik_density[0],
+        {"density of the targets": lik_density[1], **_rules},
+        x_title="y",
+        y_title="density",
+        height=220,
+        dashed=list(_rules),
+        colors={"density of the targets": "data", **dict(zip(_rules, ("mse", "mae", "model")))},
+        title="Targets, and the best constant under MSE (blue), MAE (brown), pinball (violet)",
+    )
+    _names = {
+        "mse": "MSE ↔ Gaussian",
+        "mae": "MAE ↔ Laplace",
+        "pinball": f"pinball τ = {lik_tau.value:g} ↔ asymmetric Laplace",
+    }
+
+    def _span(f):
+        lo, hi = f.minimisers
+        return f"{lo:.4f}" if lo == hi else f"[{lo:.4f}, {hi:.4f}]"
+
+    _rows = "\n".join(
+        f"| {_names[f.loss]} | {'—' if np.isnan(f.fitted) else f'{f.fitted:.4f}'} | {f.statistic_name} "
+        f"| {f.statistic:.4f} | {_span(f)} |"
+        for f in lik_fits
+    )
+    _source = (
+        "Best constants: fitted in advance by this page's `fit_constant` and shipped with the course."
+        if default_fits is not None
+        else f"Best constants: {'fitted just now by your code' if lik_train.value else '—'}; {default_fits_problem}."
+    )
+    mo.vstack(
+        [
+            mo.hstack([lik_noise, lik_tau, lik_train], justify="start"),
+            ui.chart(_chart),
+            mo.md(
+                "| loss ↔ likelihood | best constant (engine) | statistic | its value (NumPy) | every minimiser |\n"
+                "|---|---|---|---|---|\n" + _rows
+            ),
+            mo.md(
+                "With an even count of targets (2,000 here), MAE's loss is flat between the two middle values, "
+                "and pinball's between two neighbouring values when 2,000·τ is whole: any point there is a "
+                "median or a τ-quantile, so the engine's constant and NumPy's interpolated value can differ "
+                "in the third decimal while both minimise the loss."
+            ),
+            mo.md(f"<small>{_source}</small>"),
+        ]
+    )
     return (lik_fits,)
 
 
@@ -435,22 +564,35 @@ def _(default_fits, lik_train):
     if class_fit is None and lik_train.value:
         class_fit = fit_class_probabilities(_labels, 3)
     _show = lambda v: "(" + ", ".join(f"{x:.3f}" for x in v) + ")"  # noqa: E731
-    mo.md(f"**Cross-entropy ↔ categorical.** 500 labels drawn with probabilities (0.6, 0.3, 0.1) have "
-          f"frequencies **{_show(class_frequencies)}**; constant logits fitted by `cross_entropy` (section 4) "
-          + (f"give the softmax **{_show(class_fit)}**: the frequencies, the categorical maximum-likelihood "
-             "estimate." if class_fit is not None else
-             "are fitted by `fit_class_probabilities` when you press the button above."))
+    mo.md(
+        f"**Cross-entropy ↔ categorical.** 500 labels drawn with probabilities (0.6, 0.3, 0.1) have "
+        f"frequencies **{_show(class_frequencies)}**; constant logits fitted by `cross_entropy` (section 4) "
+        + (
+            f"give the softmax **{_show(class_fit)}**: the frequencies, the categorical maximum-likelihood estimate."
+            if class_fit is not None
+            else "are fitted by `fit_class_probabilities` when you press the button above."
+        )
+    )
     return class_fit, class_frequencies
 
 
 @app.cell(hide_code=True)
 def _():
-    noise_growth = mo.ui.slider(steps=list(lab.NOISE_GROWTHS), value=lab.NOISE_DEFAULT["growth"],
-                                label="noise growth g", show_value=True)
-    noise_step = mo.ui.slider(0, lab.NOISE_STEPS, step=lab.NOISE_EVERY, value=lab.NOISE_DEFAULT["step"],
-                              label="training step t", show_value=True)
+    noise_growth = mo.ui.slider(
+        steps=list(lab.NOISE_GROWTHS), value=lab.NOISE_DEFAULT["growth"], label="noise growth g", show_value=True
+    )
+    noise_step = mo.ui.slider(
+        0,
+        lab.NOISE_STEPS,
+        step=lab.NOISE_EVERY,
+        value=lab.NOISE_DEFAULT["step"],
+        label="training step t",
+        show_value=True,
+    )
     noise_train = mo.ui.run_button(label="fit with this page's fit_noise_model")
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     **Learning the noise, too.** MSE is the Gaussian likelihood with **one** variance for every
     input. When the noise grows with $x$ (*heteroscedastic* noise), let the model predict both a
     mean $\mu(x)$ and a variance $\sigma^2(x)$, as Nix and Weigend (1994) proposed, and train
@@ -478,7 +620,10 @@ def _():
     line with weights $1/\sigma^2(x_i)$. The **one-variance** fit (MSE's line, $\sigma^2$ its
     mean squared residual) draws a band of constant width: from $g = 0.5$ on it holds 99 % or
     more of the quiet points and at most 92 % of the noisy ones.
-    """), mo.hstack([noise_growth, noise_step, noise_train], justify="start")])
+    """),
+            mo.hstack([noise_growth, noise_step, noise_train], justify="start"),
+        ]
+    )
     return noise_growth, noise_step, noise_train
 
 
@@ -526,32 +671,57 @@ def _(noise_growth, noise_problem, noise_state, noise_train):
     noise_x, noise_y = lab.noisy_line(noise_growth.value)
     if noise_train.value:
         with mo.status.progress_bar(total=1, title="fit_noise_model", remove_on_exit=True) as _bar:
-            noise_trail = fit_noise_model(noise_x, noise_y)[::lab.NOISE_EVERY]
+            noise_trail = fit_noise_model(noise_x, noise_y)[:: lab.NOISE_EVERY]
             _bar.update()
         noise_source = "Fits: by this page's `fit_noise_model` just now."
     else:
         noise_trail = lab.shipped_noise_trail(noise_state, noise_growth.value)
-        noise_source = ("Fits: made in advance by this page's `fit_noise_model` and shipped with the course; "
-                        "the button fits again." if noise_trail is not None else f"Not fitted: {noise_problem}.")
+        noise_source = (
+            "Fits: made in advance by this page's `fit_noise_model` and shipped with the course; the button fits again."
+            if noise_trail is not None
+            else f"Not fitted: {noise_problem}."
+        )
     # what the training step does not change: the true noise and the one-variance fit on the grid drawn,
     # and the data as a layer of points
     noise_grid = np.linspace(0.0, 2.0, 41)
     noise_true_sigma = lab.noise_sigma(noise_growth.value, noise_grid)
     noise_constant = lab.constant_noise_fit(noise_x, noise_y)  # (w, b, σ): MSE's line and its one σ
-    noise_constant_coverage = lab.band_coverage(noise_x, noise_y, noise_constant[0] * noise_x + noise_constant[1],
-                                                noise_constant[2])
+    noise_constant_coverage = lab.band_coverage(
+        noise_x, noise_y, noise_constant[0] * noise_x + noise_constant[1], noise_constant[2]
+    )
     noise_points = plot.points(noise_x, noise_y, size=12)
-    return (noise_constant, noise_constant_coverage, noise_grid, noise_points, noise_source, noise_trail,
-            noise_true_sigma, noise_x, noise_y)
+    return (
+        noise_constant,
+        noise_constant_coverage,
+        noise_grid,
+        noise_points,
+        noise_source,
+        noise_trail,
+        noise_true_sigma,
+        noise_x,
+        noise_y,
+    )
 
 
 @app.cell
-def _(noise_constant, noise_constant_coverage, noise_grid, noise_points, noise_source, noise_step, noise_trail,
-      noise_true_sigma, noise_x, noise_y):
+def _(
+    noise_constant,
+    noise_constant_coverage,
+    noise_grid,
+    noise_points,
+    noise_source,
+    noise_step,
+    noise_trail,
+    noise_true_sigma,
+    noise_x,
+    noise_y,
+):
     _grid, _true = noise_grid, noise_true_sigma
     _w, _b, _s = noise_constant
-    _lines = {"true μ ± 2σ": [(1.5 * _grid + 0.5) + k * 2 * _true for k in (-1, 1)],
-              "one variance: μ ± 2σ": [_w * _grid + _b + k * 2 * _s for k in (-1, 1)]}
+    _lines = {
+        "true μ ± 2σ": [(1.5 * _grid + 0.5) + k * 2 * _true for k in (-1, 1)],
+        "one variance: μ ± 2σ": [_w * _grid + _b + k * 2 * _s for k in (-1, 1)],
+    }
     _sigmas = {"true σ(x)": _true, "one variance σ": np.full_like(_grid, _s)}
     noise_fit = None
     if noise_trail is not None:
@@ -559,44 +729,87 @@ def _(noise_constant, noise_constant_coverage, noise_grid, noise_points, noise_s
         _mean, _log_var = (v.numpy() for v in noise_model(_theta, engine.tensor(_grid)))
         _at_x = [v.numpy() for v in noise_model(_theta, engine.tensor(np.asarray(noise_x)))]
         _sigma = np.exp(0.5 * _log_var)
-        noise_fit = {"theta": _theta.numpy(), "sigma": _sigma, "true_sigma": _true,
-                     "nll": float(gaussian_nll(*(engine.tensor(v) for v in _at_x), engine.tensor(noise_y)).mean().data),
-                     "coverage": lab.band_coverage(noise_x, noise_y, _at_x[0], np.exp(0.5 * _at_x[1]))}
+        noise_fit = {
+            "theta": _theta.numpy(),
+            "sigma": _sigma,
+            "true_sigma": _true,
+            "nll": float(gaussian_nll(*(engine.tensor(v) for v in _at_x), engine.tensor(noise_y)).mean().data),
+            "coverage": lab.band_coverage(noise_x, noise_y, _at_x[0], np.exp(0.5 * _at_x[1])),
+        }
         _lines["learned μ(x) ± 2σ(x)"] = [_mean - 2 * _sigma, _mean + 2 * _sigma]
         _lines["learned μ(x)"] = [_mean]
         _sigmas["learned σ(x)"] = _sigma
     _names = list(_lines)
     _rows = [(n, k, band) for n in _names for k, band in enumerate(_lines[n])]
-    _colors = {"true μ ± 2σ": "target", "one variance: μ ± 2σ": "mse", "learned μ(x) ± 2σ(x)": "model",
-               "learned μ(x)": "model"}
-    _band = alt.Chart(plot.data(x=np.tile(_grid, len(_rows)), y=np.concatenate([r[2] for r in _rows]),
-                                series=np.repeat(np.array([r[0] for r in _rows], dtype=object), len(_grid)),
-                                edge=np.repeat(np.array([f"{r[0]} {r[1]}" for r in _rows], dtype=object),
-                                               len(_grid))),
-                      width="container", height=260,
-                      title=f"Data and the bands μ ± 2σ (step {noise_step.value})").mark_line().encode(
-        alt.X("x:Q", title="x"), alt.Y("y:Q", title="y"), alt.Detail("edge:N"),
-        alt.Color("series:N", title="", legend=alt.Legend(orient="bottom"),
-                  scale=alt.Scale(domain=_names, range=[plot.color(_colors[n]) for n in _names])),
-        alt.StrokeDash("series:N", legend=None,
-                       scale=alt.Scale(domain=_names, range=[[5, 4] if "learned" not in n else [1, 0]
-                                                             for n in _names])))
+    _colors = {
+        "true μ ± 2σ": "target",
+        "one variance: μ ± 2σ": "mse",
+        "learned μ(x) ± 2σ(x)": "model",
+        "learned μ(x)": "model",
+    }
+    _band = (
+        alt.Chart(
+            plot.data(
+                x=np.tile(_grid, len(_rows)),
+                y=np.concatenate([r[2] for r in _rows]),
+                series=np.repeat(np.array([r[0] for r in _rows], dtype=object), len(_grid)),
+                edge=np.repeat(np.array([f"{r[0]} {r[1]}" for r in _rows], dtype=object), len(_grid)),
+            ),
+            width="container",
+            height=260,
+            title=f"Data and the bands μ ± 2σ (step {noise_step.value})",
+        )
+        .mark_line()
+        .encode(
+            alt.X("x:Q", title="x"),
+            alt.Y("y:Q", title="y"),
+            alt.Detail("edge:N"),
+            alt.Color(
+                "series:N",
+                title="",
+                legend=alt.Legend(orient="bottom"),
+                scale=alt.Scale(domain=_names, range=[plot.color(_colors[n]) for n in _names]),
+            ),
+            alt.StrokeDash(
+                "series:N",
+                legend=None,
+                scale=alt.Scale(domain=_names, range=[[5, 4] if "learned" not in n else [1, 0] for n in _names]),
+            ),
+        )
+    )
     _band = _band + noise_points
-    _sigma_chart = plot.curves(_grid, _sigmas, x_title="x", y_title="noise std σ(x)", height=260,
-                               colors={"true σ(x)": "target", "one variance σ": "mse", "learned σ(x)": "model"},
-                               dashed=["true σ(x)", "one variance σ"], title="The noise, and what each fit makes of it")
+    _sigma_chart = plot.curves(
+        _grid,
+        _sigmas,
+        x_title="x",
+        y_title="noise std σ(x)",
+        height=260,
+        colors={"true σ(x)": "target", "one variance σ": "mse", "learned σ(x)": "model"},
+        dashed=["true σ(x)", "one variance σ"],
+        title="The noise, and what each fit makes of it",
+    )
     _pct = lambda v: f"{100 * v:.0f} %"  # noqa: E731
-    _learned = ("" if noise_fit is None else
-                f"| learned σ(x) | {_pct(noise_fit['coverage'][0])} | {_pct(noise_fit['coverage'][1])} |\n")
-    _say = ("" if noise_fit is None else
-            f"At step {noise_step.value}: mean `gaussian_nll` **{noise_fit['nll']:.3f}**; the learned σ(x) is "
-            f"within **{100 * np.max(np.abs(noise_fit['sigma'] / _true - 1)):.0f} %** of the true one over x ∈ [0, 2].")
-    mo.vstack([
-        mo.hstack([ui.chart(_band), ui.chart(_sigma_chart)], widths=[1, 1]),
-        mo.md(f"{_say}\n\n| points inside μ ± 2σ | x < 1 (quiet) | x ≥ 1 (noisy) |\n|---|---|---|\n{_learned}"
-              f"| one variance | {_pct(noise_constant_coverage[0])} | {_pct(noise_constant_coverage[1])} |"),
-        mo.md(f"<small>{noise_source}</small>"),
-    ])
+    _learned = (
+        ""
+        if noise_fit is None
+        else f"| learned σ(x) | {_pct(noise_fit['coverage'][0])} | {_pct(noise_fit['coverage'][1])} |\n"
+    )
+    _say = (
+        ""
+        if noise_fit is None
+        else f"At step {noise_step.value}: mean `gaussian_nll` **{noise_fit['nll']:.3f}**; the learned σ(x) is "
+        f"within **{100 * np.max(np.abs(noise_fit['sigma'] / _true - 1)):.0f} %** of the true one over x ∈ [0, 2]."
+    )
+    mo.vstack(
+        [
+            mo.hstack([ui.chart(_band), ui.chart(_sigma_chart)], widths=[1, 1]),
+            mo.md(
+                f"{_say}\n\n| points inside μ ± 2σ | x < 1 (quiet) | x ≥ 1 (noisy) |\n|---|---|---|\n{_learned}"
+                f"| one variance | {_pct(noise_constant_coverage[0])} | {_pct(noise_constant_coverage[1])} |"
+            ),
+            mo.md(f"<small>{noise_source}</small>"),
+        ]
+    )
     return (noise_fit,)
 
 
@@ -663,32 +876,51 @@ def _(ce_logits, ce_target, smoothing):
         _out = ui.problem(_err, "The cross-entropy")
     else:
         _classes = [f"class {k}" for k in range(len(_z))]
-        _probs = plot.grouped_bars(_classes, {"predicted p": ce_report.probs, "target q": ce_report.target},
-                                   y_title="probability", y_domain=(0, 1),
-                                   colors={"predicted p": "model", "target q": "target"},
-                                   title="Prediction and (smoothed) target")
-        _grad = plot.bars(_classes, ce_report.grad_formula, bar_label="p − q (formula)",
-                          color_name="derivative", dots={"autograd ∂L/∂z": ce_report.grad_autograd},
-                          y_title="∂L/∂z_k", title="Gradient with respect to the logits")
-        _out = mo.vstack([
-            mo.hstack([ui.chart(_probs), ui.chart(_grad)], widths=[1, 1]),
-            mo.md(f"Cross-entropy **L = {ce_report.loss:.4f}** (`cross_entropy(z, y, "
-                  f"label_smoothing={smoothing.value:g})`); largest |autograd − (p − q)| = "
-                  f"**{np.abs(ce_report.grad_autograd - ce_report.grad_formula).max():.1e}**. "
-                  "With ε > 0 the loss cannot reach 0: the best the model can do is p = q."),
-        ])
+        _probs = plot.grouped_bars(
+            _classes,
+            {"predicted p": ce_report.probs, "target q": ce_report.target},
+            y_title="probability",
+            y_domain=(0, 1),
+            colors={"predicted p": "model", "target q": "target"},
+            title="Prediction and (smoothed) target",
+        )
+        _grad = plot.bars(
+            _classes,
+            ce_report.grad_formula,
+            bar_label="p − q (formula)",
+            color_name="derivative",
+            dots={"autograd ∂L/∂z": ce_report.grad_autograd},
+            y_title="∂L/∂z_k",
+            title="Gradient with respect to the logits",
+        )
+        _out = mo.vstack(
+            [
+                mo.hstack([ui.chart(_probs), ui.chart(_grad)], widths=[1, 1]),
+                mo.md(
+                    f"Cross-entropy **L = {ce_report.loss:.4f}** (`cross_entropy(z, y, "
+                    f"label_smoothing={smoothing.value:g})`); largest |autograd − (p − q)| = "
+                    f"**{np.abs(ce_report.grad_autograd - ce_report.grad_formula).max():.1e}**. "
+                    "With ε > 0 the loss cannot reach 0: the best the model can do is p = q."
+                ),
+            ]
+        )
     mo.vstack([ce_logits, mo.hstack([ce_target, smoothing]), _out])
     return (ce_report,)
 
 
 @app.cell(hide_code=True)
 def _():
-    calib_noise_dims = mo.ui.slider(steps=list(lab.CALIBRATION_NOISE_DIMS), value=lab.CALIBRATION_DEFAULT["noise_dims"],
-                                    label="features without signal", show_value=True)
-    calib_bins = mo.ui.slider(5, 20, step=1, value=lab.CALIBRATION_DEFAULT["n_bins"], label="bins M",
-                              show_value=True)
+    calib_noise_dims = mo.ui.slider(
+        steps=list(lab.CALIBRATION_NOISE_DIMS),
+        value=lab.CALIBRATION_DEFAULT["noise_dims"],
+        label="features without signal",
+        show_value=True,
+    )
+    calib_bins = mo.ui.slider(5, 20, step=1, value=lab.CALIBRATION_DEFAULT["n_bins"], label="bins M", show_value=True)
     calib_train = mo.ui.run_button(label="train with this page's code")
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     **Are the probabilities right? Calibration.** A classifier is *calibrated* when, of the
     predictions it makes with confidence 0.8, 80 % are right. Guo et al. (2017) found modern
     networks over-confident, and measured it with a **reliability diagram** and the **expected
@@ -712,7 +944,10 @@ def _():
     on, its test ECE is above 0.08, and the $T$ fitted on 500 validation points is above 1.5 and
     brings the ECE down, in each of 5 random draws of the data. With no such feature the model
     is close to calibrated already.
-    """), mo.hstack([calib_noise_dims, calib_bins, calib_train], justify="start")])
+    """),
+            mo.hstack([calib_noise_dims, calib_bins, calib_train], justify="start"),
+        ]
+    )
     return calib_bins, calib_noise_dims, calib_train
 
 
@@ -770,8 +1005,10 @@ def shipped_calibration():
 def _(calib_noise_dims, calib_train, calibration_problem, calibration_state):
     calib_data = lab.calibration_data(calib_noise_dims.value)
     calib_model = lab.shipped_calibration(calibration_state, calib_noise_dims.value)
-    calib_source = ("Model and T: trained in advance by this page's `train_softmax` and `fit_temperature` "
-                    "and shipped with the course; the button trains again.")
+    calib_source = (
+        "Model and T: trained in advance by this page's `train_softmax` and `fit_temperature` "
+        "and shipped with the course; the button trains again."
+    )
     if calib_train.value:
         with mo.status.progress_bar(total=2, title="train_softmax, then fit_temperature", remove_on_exit=True) as _bar:
             _w, _b = train_softmax(*calib_data["train"])
@@ -798,24 +1035,43 @@ def _(calib_bins, calib_data, calib_model, calib_source):
         for _name, _temp in (("before (T = 1)", 1.0), (f"after (T = {_t:.2f})", _t)):
             _p = lab.softmax_probabilities(_z, _temp)
             _count, _conf, _acc = calibration_bins(_p, _y, calib_bins.value)
-            _rows[_name] = {"ece": expected_calibration_error(_p, _y, calib_bins.value),
-                            "accuracy": float(np.mean(_p.argmax(axis=1) == _y)),
-                            "nll": float(-np.mean(np.log(_p[np.arange(len(_y)), _y]))),
-                            "conf": _conf, "acc": _acc, "count": _count}
+            _rows[_name] = {
+                "ece": expected_calibration_error(_p, _y, calib_bins.value),
+                "accuracy": float(np.mean(_p.argmax(axis=1) == _y)),
+                "nll": float(-np.mean(np.log(_p[np.arange(len(_y)), _y]))),
+                "conf": _conf,
+                "acc": _acc,
+                "count": _count,
+            }
         calib_report = {"T": _t, **{("before" if k.startswith("before") else "after"): v for k, v in _rows.items()}}
         _diagonal = np.array([0.0, 1.0])
-        _chart = plot.curves(_diagonal, {"perfect calibration": _diagonal,
-                                         **{f"{k}: accuracy per bin": (v["conf"], v["acc"]) for k, v in _rows.items()}},
-                             colors={"perfect calibration": "reference", **dict(zip(
-                                 (f"{k}: accuracy per bin" for k in _rows), ("error", "model")))},
-                             dashed=["perfect calibration"], x_title="mean confidence conf(B_m)",
-                             y_title="accuracy acc(B_m)", y_domain=(0, 1), height=260,
-                             title=f"Reliability diagram, {len(_y):,} test points, M = {calib_bins.value}")
-        _table = "\n".join(f"| {k} | {v['ece']:.3f} | {v['nll']:.3f} | {100 * v['accuracy']:.1f} % |"
-                            for k, v in _rows.items())
-        _out = mo.vstack([ui.chart(_chart),
-                          mo.md("| test data | ECE | cross-entropy | accuracy |\n|---|---|---|---|\n" + _table),
-                          mo.md(f"<small>{calib_source}</small>")])
+        _chart = plot.curves(
+            _diagonal,
+            {
+                "perfect calibration": _diagonal,
+                **{f"{k}: accuracy per bin": (v["conf"], v["acc"]) for k, v in _rows.items()},
+            },
+            colors={
+                "perfect calibration": "reference",
+                **dict(zip((f"{k}: accuracy per bin" for k in _rows), ("error", "model"))),
+            },
+            dashed=["perfect calibration"],
+            x_title="mean confidence conf(B_m)",
+            y_title="accuracy acc(B_m)",
+            y_domain=(0, 1),
+            height=260,
+            title=f"Reliability diagram, {len(_y):,} test points, M = {calib_bins.value}",
+        )
+        _table = "\n".join(
+            f"| {k} | {v['ece']:.3f} | {v['nll']:.3f} | {100 * v['accuracy']:.1f} % |" for k, v in _rows.items()
+        )
+        _out = mo.vstack(
+            [
+                ui.chart(_chart),
+                mo.md("| test data | ECE | cross-entropy | accuracy |\n|---|---|---|---|\n" + _table),
+                mo.md(f"<small>{calib_source}</small>"),
+            ]
+        )
     _out
     return (calib_report,)
 
@@ -864,12 +1120,16 @@ def naive_cross_entropy(z, y):
 
 @app.cell
 def _():
-    logit_scale = mo.ui.slider(steps=[1, 2, 5, 10, 20, 30, 50, 80, 100, 200, 500, 1000], value=50,
-                               label="logit scale s", show_value=True)
+    logit_scale = mo.ui.slider(
+        steps=[1, 2, 5, 10, 20, 30, 50, 80, 100, 200, 500, 1000], value=50, label="logit scale s", show_value=True
+    )
     precision = mo.ui.radio(options=["float32", "float64"], value="float32", label="precision", inline=True)
-    naive_target = mo.ui.radio(options={"class 0 (the most likely)": 0, "class 1": 1,
-                                        "class 2 (the least likely)": 2},
-                               value="class 2 (the least likely)", label="target class y", inline=True)
+    naive_target = mo.ui.radio(
+        options={"class 0 (the most likely)": 0, "class 1": 1, "class 2 (the least likely)": 2},
+        value="class 2 (the least likely)",
+        label="target class y",
+        inline=True,
+    )
     return logit_scale, naive_target, precision
 
 
@@ -877,35 +1137,53 @@ def _():
 def _(logit_scale, naive_target, precision):
     # the curves and where the naive formula breaks depend on precision and target only (computed once
     # for each): moving s just moves the rule
-    naive_scales, naive_curve, fused_curve, naive_break = lab.naive_curves(naive_cross_entropy, precision.value,
-                                                                           naive_target.value)
+    naive_scales, naive_curve, fused_curve, naive_break = lab.naive_curves(
+        naive_cross_entropy, precision.value, naive_target.value
+    )
     naive_breaks_at = naive_break.scale
-    naive_now, fused_now = (float(v[0]) for v in lab.naive_vs_fused(naive_cross_entropy, [logit_scale.value],
-                                                                      precision.value, naive_target.value))
+    naive_now, fused_now = (
+        float(v[0])
+        for v in lab.naive_vs_fused(naive_cross_entropy, [logit_scale.value], precision.value, naive_target.value)
+    )
     _fused64 = float(lab.naive_vs_fused(naive_cross_entropy, [logit_scale.value], "float64", naive_target.value)[1][0])
     # the scale s as a dashed vertical line across the curves, a series of the same chart
     _drawn = np.concatenate([fused_curve, naive_curve])
     _drawn = _drawn[np.isfinite(_drawn) & (_drawn > 0)]
-    _chart = plot.curves(naive_scales, {"fused cross_entropy": fused_curve, "naive log(softmax)": naive_curve,
-                                        "logit scale s": ((logit_scale.value,) * 2, (_drawn.min(), _drawn.max()))},
-                         x_title="logit scale s", y_title="loss", log_y=True, log_x=True,
-                         colors={"naive log(softmax)": "error", "fused cross_entropy": "target",
-                                 "logit scale s": "reference"},
-                         dashed=["naive log(softmax)", "logit scale s"], title=f"Cross-entropy in {precision.value}",
-                         height=240)
+    _chart = plot.curves(
+        naive_scales,
+        {
+            "fused cross_entropy": fused_curve,
+            "naive log(softmax)": naive_curve,
+            "logit scale s": ((logit_scale.value,) * 2, (_drawn.min(), _drawn.max())),
+        },
+        x_title="logit scale s",
+        y_title="loss",
+        log_y=True,
+        log_x=True,
+        colors={"naive log(softmax)": "error", "fused cross_entropy": "target", "logit scale s": "reference"},
+        dashed=["naive log(softmax)", "logit scale s"],
+        title=f"Cross-entropy in {precision.value}",
+        height=240,
+    )
     _shown = "nan" if np.isnan(naive_now) else ("inf" if np.isinf(naive_now) else f"{naive_now:.4g}")
     _how = {"NaN": "**NaN** (exp overflowed: inf/inf)", "+∞": "**+∞** (the probability underflowed to 0)"}
-    _where = (f"In {precision.value}, with target class {naive_target.value}, the naive formula first gives "
-              f"{_how[naive_break.kind]} at s ≈ **{naive_break.scale:.1f}**; there the red curve stops."
-              if naive_break.scale is not None
-              else f"In {precision.value} the naive formula stays finite up to s = 1000.")
-    mo.vstack([
-        mo.hstack([logit_scale, precision]),
-        naive_target,
-        ui.chart(_chart),
-        mo.md(f"At s = {logit_scale.value:g}: naive **{_shown}**, fused **{fused_now:.4g}** "
-              f"(fused in float64: {_fused64:.4g}). {_where}"),
-    ])
+    _where = (
+        f"In {precision.value}, with target class {naive_target.value}, the naive formula first gives "
+        f"{_how[naive_break.kind]} at s ≈ **{naive_break.scale:.1f}**; there the red curve stops."
+        if naive_break.scale is not None
+        else f"In {precision.value} the naive formula stays finite up to s = 1000."
+    )
+    mo.vstack(
+        [
+            mo.hstack([logit_scale, precision]),
+            naive_target,
+            ui.chart(_chart),
+            mo.md(
+                f"At s = {logit_scale.value:g}: naive **{_shown}**, fused **{fused_now:.4g}** "
+                f"(fused in float64: {_fused64:.4g}). {_where}"
+            ),
+        ]
+    )
     return fused_curve, fused_now, naive_break, naive_breaks_at, naive_curve, naive_now, naive_scales
 
 
@@ -976,15 +1254,22 @@ def shipped_kl_fits():
     p from the default start, by this page's fit_gaussian."""
     d = lab.KL_DEFAULT
     p = lab.bimodal_on_grid(lab.KL_GRID, separation=d["separation"])
-    return {direction: dict(zip(("mu", "sigma", "losses"),
-                                fit_gaussian(p, lab.KL_GRID, direction, d["mu0"], d["sigma0"], steps=lab.KL_STEPS)))
-            for direction in ("forward", "reverse")}
+    return {
+        direction: dict(
+            zip(
+                ("mu", "sigma", "losses"),
+                fit_gaussian(p, lab.KL_GRID, direction, d["mu0"], d["sigma0"], steps=lab.KL_STEPS),
+            )
+        )
+        for direction in ("forward", "reverse")
+    }
 
 
 @app.cell
 def _():
-    kl_separation = mo.ui.slider(0.0, 8.0, step=0.5, value=lab.KL_DEFAULT["separation"], label="bump separation",
-                                 show_value=True)
+    kl_separation = mo.ui.slider(
+        0.0, 8.0, step=0.5, value=lab.KL_DEFAULT["separation"], label="bump separation", show_value=True
+    )
     q_mu = mo.ui.slider(-4.0, 4.0, step=0.1, value=lab.KL_DEFAULT["mu0"], label="q: mean μ", show_value=True)
     q_sigma = mo.ui.slider(0.2, 4.0, step=0.1, value=lab.KL_DEFAULT["sigma0"], label="q: std σ", show_value=True)
     kl_fit_button = mo.ui.run_button(label="fit q both ways")
@@ -1004,8 +1289,9 @@ def _(kl_fit_button, kl_problem, kl_separation, kl_state, q_mu, q_sigma):
     if kl_fit_button.value:
         with mo.status.progress_bar(total=2, title="fit_gaussian both ways", remove_on_exit=True) as _bar:
             for _direction in ("forward", "reverse"):
-                kl_fits[_direction] = fit_gaussian(kl_p, kl_grid, _direction, q_mu.value, q_sigma.value,
-                                                   steps=lab.KL_STEPS)
+                kl_fits[_direction] = fit_gaussian(
+                    kl_p, kl_grid, _direction, q_mu.value, q_sigma.value, steps=lab.KL_STEPS
+                )
                 _bar.update()
     elif kl_fits_shipped:  # the default fits, made in advance by this page's code
         kl_fits = lab.kl_fits(kl_state)
@@ -1015,23 +1301,39 @@ def _(kl_fit_button, kl_problem, kl_separation, kl_state, q_mu, q_sigma):
         _name = f"q fitted by {'KL(p‖q)' if _direction == 'forward' else 'KL(q‖p)'}"
         _curves[_name] = lab.gaussian_on_grid(kl_grid, _mu, _sig)
         _colors[_name] = "kl_" + _direction
-    _chart = plot.curves(kl_grid, _curves, x_title="x", y_title="probability", colors=_colors, height=240,
-                         dashed=[n for n in _curves if "fitted" in n], title="p and q on a grid of 281 points")
+    _chart = plot.curves(
+        kl_grid,
+        _curves,
+        x_title="x",
+        y_title="probability",
+        colors=_colors,
+        height=240,
+        dashed=[n for n in _curves if "fitted" in n],
+        title="p and q on a grid of 281 points",
+    )
     _fit_text = "".join(
         f" · {'KL(p‖q)' if d == 'forward' else 'KL(q‖p)'} fit: μ = {m:.2f}, σ = {s:.2f}, "
         f"final {'KL(p‖q)' if d == 'forward' else 'KL(q‖p)'} = {h[-1]:.3f}"
-        for d, (m, s, h) in kl_fits.items())
-    _source = ("Fits: made in advance by this page's `fit_gaussian` from the default start and shipped with the "
-               "course; the button refits from your settings." if kl_fits_shipped else
-               "Fits: by your code, from your settings." if kl_fits else
-               f"Not fitted: {kl_problem}." if _default and kl_state is None else
-               "Not fitted from these settings yet: the button fits q both ways from here.")
-    mo.vstack([
-        mo.hstack([kl_separation, q_mu, q_sigma, kl_fit_button], wrap=True),
-        ui.chart(_chart),
-        mo.md(f"KL(p‖q) = **{kl_forward:.4f}** · KL(q‖p) = **{kl_reverse:.4f}**{_fit_text}"),
-        mo.md(f"<small>{_source}</small>"),
-    ])
+        for d, (m, s, h) in kl_fits.items()
+    )
+    _source = (
+        "Fits: made in advance by this page's `fit_gaussian` from the default start and shipped with the "
+        "course; the button refits from your settings."
+        if kl_fits_shipped
+        else "Fits: by your code, from your settings."
+        if kl_fits
+        else f"Not fitted: {kl_problem}."
+        if _default and kl_state is None
+        else "Not fitted from these settings yet: the button fits q both ways from here."
+    )
+    mo.vstack(
+        [
+            mo.hstack([kl_separation, q_mu, q_sigma, kl_fit_button], wrap=True),
+            ui.chart(_chart),
+            mo.md(f"KL(p‖q) = **{kl_forward:.4f}** · KL(q‖p) = **{kl_reverse:.4f}**{_fit_text}"),
+            mo.md(f"<small>{_source}</small>"),
+        ]
+    )
     return kl_fits, kl_fits_shipped, kl_forward, kl_reverse
 
 
@@ -1083,8 +1385,9 @@ def train_classifier(x, y, loss, w0, lr, steps=100):
 def _():
     # each change trains two classifiers 100 steps: on release, not at every step of a drag
     w0 = mo.ui.slider(-6.0, 6.0, step=0.5, value=-4.0, label="initial weight w₀", show_value=True, debounce=True)
-    clf_lr = mo.ui.slider(steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=0.3, label="learning rate η", show_value=True,
-                          debounce=True)
+    clf_lr = mo.ui.slider(
+        steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=0.3, label="learning rate η", show_value=True, debounce=True
+    )
     return clf_lr, w0
 
 
@@ -1093,11 +1396,16 @@ def _():
     def _draw():
         _grads = lab.margin_gradients(bce_with_logits, mse, np.linspace(-10, 10, 201))
         return _grads, plot.curves(
-            _grads.margins, {"CE formula": _grads.ce_formula, "MSE formula": _grads.mse_formula},
-            dots={"CE autograd": _grads.ce_autograd, "MSE autograd": _grads.mse_autograd}, n_dots=21,
+            _grads.margins,
+            {"CE formula": _grads.ce_formula, "MSE formula": _grads.mse_formula},
+            dots={"CE autograd": _grads.ce_autograd, "MSE autograd": _grads.mse_autograd},
+            n_dots=21,
             colors={"CE formula": "cross_entropy", "MSE formula": "mse", "MSE autograd": "#475569"},
-            x_title="logit z of a positive example (margin)", y_title="|∂L/∂z|", height=240,
-            title="Gradient against margin")
+            x_title="logit z of a positive example (margin)",
+            y_title="|∂L/∂z|",
+            height=240,
+            title="Gradient against margin",
+        )
 
     # no control moves this chart: drawn once for the code of this cell and of its lesson cells, and kept
     margin_grads, margin_chart = lab.remembered(lab.code_key(_draw, bce_with_logits, mse), _draw)
@@ -1109,37 +1417,61 @@ def _():
 def _(clf_lr, margin_view, w0):
     def _train():
         _x, _y = lab.sigmoid_classifier_data(100, seed=0)
-        _losses = {"cross_entropy": lambda z, y: bce_with_logits(z, y).mean(),
-                   "mse": lambda z, y: mse(F.sigmoid(z), y).mean()}
-        return {name: train_classifier(_x, _y, _loss, w0=w0.value, lr=clf_lr.value, steps=100)
-                for name, _loss in _losses.items()}
+        _losses = {
+            "cross_entropy": lambda z, y: bce_with_logits(z, y).mean(),
+            "mse": lambda z, y: mse(F.sigmoid(z), y).mean(),
+        }
+        return {
+            name: train_classifier(_x, _y, _loss, w0=w0.value, lr=clf_lr.value, steps=100)
+            for name, _loss in _losses.items()
+        }
 
     # both runs for one (w₀, η): trained once for the code of this cell and of its lesson cells, and kept
-    clf_runs = lab.remembered(lab.code_key(_train, w0.value, clf_lr.value, train_classifier, bce_with_logits, mse),
-                              _train)
+    clf_runs = lab.remembered(
+        lab.code_key(_train, w0.value, clf_lr.value, train_classifier, bce_with_logits, mse), _train
+    )
     # The training accuracy of both runs, step by step: the chart this section is about.
     _names = ["cross-entropy", "MSE on σ(z)"]
     _steps = np.arange(1, len(clf_runs["cross_entropy"].accuracy) + 1)
-    _curves = plot.data(step=np.tile(_steps, 2), name=np.repeat(np.array(_names, dtype=object), len(_steps)),
-                        accuracy=np.concatenate([clf_runs["cross_entropy"].accuracy, clf_runs["mse"].accuracy]))
-    _acc = alt.Chart(_curves, width="container", height=240, title=f"Training from w₀ = {w0.value:g}").mark_line().encode(
-        alt.X("step:Q", title="step"), alt.Y("accuracy:Q", title="training accuracy"),
-        alt.Color("name:N", title="", legend=alt.Legend(orient="bottom"),
-                  scale=alt.Scale(domain=_names, range=[plot.color("cross_entropy"), plot.color("mse")])),
-        alt.Tooltip("accuracy:Q", format=".2f"))
-    _say = " · ".join(f"{'cross-entropy' if n == 'cross_entropy' else 'MSE'}: "
-                      + (f"95 % accuracy after **{r.steps_to(0.95)}** steps" if r.steps_to(0.95) is not None
-                         else "**not** at 95 % after 100 steps")
-                      for n, r in clf_runs.items())
-    mo.vstack([mo.hstack([w0, clf_lr]), mo.hstack([margin_view, ui.chart(_acc)], widths=[1, 1]),
-               mo.md(_say)])
+    _curves = plot.data(
+        step=np.tile(_steps, 2),
+        name=np.repeat(np.array(_names, dtype=object), len(_steps)),
+        accuracy=np.concatenate([clf_runs["cross_entropy"].accuracy, clf_runs["mse"].accuracy]),
+    )
+    _acc = (
+        alt.Chart(_curves, width="container", height=240, title=f"Training from w₀ = {w0.value:g}")
+        .mark_line()
+        .encode(
+            alt.X("step:Q", title="step"),
+            alt.Y("accuracy:Q", title="training accuracy"),
+            alt.Color(
+                "name:N",
+                title="",
+                legend=alt.Legend(orient="bottom"),
+                scale=alt.Scale(domain=_names, range=[plot.color("cross_entropy"), plot.color("mse")]),
+            ),
+            alt.Tooltip("accuracy:Q", format=".2f"),
+        )
+    )
+    _say = " · ".join(
+        f"{'cross-entropy' if n == 'cross_entropy' else 'MSE'}: "
+        + (
+            f"95 % accuracy after **{r.steps_to(0.95)}** steps"
+            if r.steps_to(0.95) is not None
+            else "**not** at 95 % after 100 steps"
+        )
+        for n, r in clf_runs.items()
+    )
+    mo.vstack([mo.hstack([w0, clf_lr]), mo.hstack([margin_view, ui.chart(_acc)], widths=[1, 1]), mo.md(_say)])
     return (clf_runs,)
 
 
 @app.cell(hide_code=True)
 def _():
     point_margin = mo.ui.slider(-3.0, 6.0, step=0.25, value=4.0, label="margin m of one point", show_value=True)
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     **Hinge beside logistic.** Write the label as $t = 2y - 1 \in \{-1, +1\}$ and the
     **margin** of a point as $m = t\,z$: positive on the right side of the boundary, large far
     on it. Cross-entropy on one logit is the **logistic loss** $\ln(1 + e^{-m})$; the
@@ -1160,7 +1492,10 @@ def _():
     pulling a little. Below, `hinge` is the loss written out; the dots are autograd's
     $\partial\ell/\partial m$ through it and through `bce_with_logits` (a positive example, so
     $m = z$).
-    """), point_margin])
+    """),
+            point_margin,
+        ]
+    )
     return (point_margin,)
 
 
@@ -1175,22 +1510,30 @@ def hinge(logits, target):
 def _():
     def _draw():
         _losses = lab.margin_losses(hinge, bce_with_logits, np.linspace(-3, 6, 181))
-        _names = {"hinge max(0, 1 − m)": "#4d7c0f", "logistic ln(1 + e^{−m}) / ln 2": plot.color("cross_entropy"),
-                  "0-1 loss [m ≤ 0]": plot.color("reference")}
+        _names = {
+            "hinge max(0, 1 − m)": "#4d7c0f",
+            "logistic ln(1 + e^{−m}) / ln 2": plot.color("cross_entropy"),
+            "0-1 loss [m ≤ 0]": plot.color("reference"),
+        }
         _curves = dict(zip(_names, (_losses.hinge, _losses.logistic / np.log(2), _losses.zero_one)))
-        _grad_chart = plot.curves(_losses.margins, {"hinge formula": _losses.hinge_formula,
-                                                    "logistic formula": _losses.logistic_formula},
-                                  dots={"hinge autograd": _losses.hinge_autograd,
-                                        "logistic autograd": _losses.logistic_autograd}, n_dots=37,
-                                  colors={"hinge formula": "#4d7c0f", "logistic formula": "cross_entropy"},
-                                  x_title="margin m = t·z", y_title="∂ℓ/∂m", height=240,
-                                  title="What each loss pushes with")
+        _grad_chart = plot.curves(
+            _losses.margins,
+            {"hinge formula": _losses.hinge_formula, "logistic formula": _losses.logistic_formula},
+            dots={"hinge autograd": _losses.hinge_autograd, "logistic autograd": _losses.logistic_autograd},
+            n_dots=37,
+            colors={"hinge formula": "#4d7c0f", "logistic formula": "cross_entropy"},
+            x_title="margin m = t·z",
+            y_title="∂ℓ/∂m",
+            height=240,
+            title="What each loss pushes with",
+        )
         return _losses, _curves, _names, _grad_chart
 
     # no control moves these curves (the margin slider only moves a line over them): made once for the
     # code of this cell and of its lesson cells, and kept
     margin_losses, margin_loss_curves, margin_loss_colors, margin_grad_chart = lab.remembered(
-        lab.code_key(_draw, hinge, bce_with_logits), _draw)
+        lab.code_key(_draw, hinge, bce_with_logits), _draw
+    )
     return margin_grad_chart, margin_loss_colors, margin_loss_curves, margin_losses
 
 
@@ -1199,25 +1542,37 @@ def _(margin_grad_chart, margin_loss_colors, margin_loss_curves, margin_losses, 
     point_losses = lab.margin_losses(hinge, bce_with_logits, [point_margin.value])
     _m = point_margin.value
     # the point's margin: a dashed vertical line, on the left a series of the losses' chart itself
-    _loss_chart = plot.curves(margin_losses.margins, {**margin_loss_curves, "margin m of the point": ((_m, _m), (0, 4.5))},
-                              colors={**margin_loss_colors, "margin m of the point": "reference"},
-                              dashed=["0-1 loss [m ≤ 0]", "margin m of the point"], x_title="margin m = t·z",
-                              y_title="loss ℓ(m)", y_domain=(0, 4.5), height=240, title="Two bounds on the 0-1 loss")
-    mo.vstack([
-        mo.hstack([ui.chart(_loss_chart), ui.chart(margin_grad_chart + plot.rule(_m, orient="x"))], widths=[1, 1]),
-        # + 0.0 shows autograd's −0.0 (the hinge's −1 times a zero slope) as 0
-        mo.md(f"At m = {point_margin.value:g}: hinge ℓ = **{point_losses.hinge[0]:.4f}**, "
-              f"∂ℓ/∂m = **{point_losses.hinge_autograd[0] + 0.0:.4f}** · logistic ℓ = "
-              f"**{point_losses.logistic[0]:.4f}**, ∂ℓ/∂m = **{point_losses.logistic_autograd[0]:.4f}** (autograd)."),
-    ])
+    _loss_chart = plot.curves(
+        margin_losses.margins,
+        {**margin_loss_curves, "margin m of the point": ((_m, _m), (0, 4.5))},
+        colors={**margin_loss_colors, "margin m of the point": "reference"},
+        dashed=["0-1 loss [m ≤ 0]", "margin m of the point"],
+        x_title="margin m = t·z",
+        y_title="loss ℓ(m)",
+        y_domain=(0, 4.5),
+        height=240,
+        title="Two bounds on the 0-1 loss",
+    )
+    mo.vstack(
+        [
+            mo.hstack([ui.chart(_loss_chart), ui.chart(margin_grad_chart + plot.rule(_m, orient="x"))], widths=[1, 1]),
+            # + 0.0 shows autograd's −0.0 (the hinge's −1 times a zero slope) as 0
+            mo.md(
+                f"At m = {point_margin.value:g}: hinge ℓ = **{point_losses.hinge[0]:.4f}**, "
+                f"∂ℓ/∂m = **{point_losses.hinge_autograd[0] + 0.0:.4f}** · logistic ℓ = "
+                f"**{point_losses.logistic[0]:.4f}**, ∂ℓ/∂m = **{point_losses.logistic_autograd[0]:.4f}** (autograd)."
+            ),
+        ]
+    )
     return (point_losses,)
 
 
 @app.cell(hide_code=True)
 def _():
     n_classes = mo.ui.slider(steps=[2, 3, 5, 10, 20, 50, 100, 1000], value=10, label="classes K", show_value=True)
-    init_logit_scale = mo.ui.slider(steps=[0.001, 0.01, 0.1, 0.3, 1.0, 3.0, 10.0], value=0.01,
-                                    label="logit scale s", show_value=True)
+    init_logit_scale = mo.ui.slider(
+        steps=[0.001, 0.01, 0.1, 0.3, 1.0, 3.0, 10.0], value=0.01, label="logit scale s", show_value=True
+    )
     mo.md(r"""
     ## 8. The initial-loss check
 
@@ -1232,24 +1587,31 @@ def _():
 
 @app.cell
 def _(init_logit_scale, n_classes):
-    initial, ln_k = lab.initial_loss(n_classes.value, init_logit_scale.value, n_samples=512, seed=0,
-                                     loss=cross_entropy)
+    initial, ln_k = lab.initial_loss(n_classes.value, init_logit_scale.value, n_samples=512, seed=0, loss=cross_entropy)
     _ratio = initial / ln_k
     _kind = "success" if abs(_ratio - 1) < 0.05 else "warn"
-    mo.vstack([
-        mo.hstack([n_classes, init_logit_scale]),
-        mo.callout(mo.md(f"Initial cross-entropy **{initial:.4f}** against ln K = **{ln_k:.4f}** "
-                         f"(ratio {_ratio:.2f}). " + ("Healthy start." if _kind == "success" else
-                                                     "Too far from ln K: shrink the initial logits.")), kind=_kind),
-    ])
+    mo.vstack(
+        [
+            mo.hstack([n_classes, init_logit_scale]),
+            mo.callout(
+                mo.md(
+                    f"Initial cross-entropy **{initial:.4f}** against ln K = **{ln_k:.4f}** "
+                    f"(ratio {_ratio:.2f}). "
+                    + ("Healthy start." if _kind == "success" else "Too far from ln K: shrink the initial logits.")
+                ),
+                kind=_kind,
+            ),
+        ]
+    )
     return initial, ln_k
 
 
 @app.cell(hide_code=True)
 def _():
     ml_logits = mo.ui.text(value="2.0, -1.0, 1.5, -3.0", label="logits z (one per label)", full_width=True)
-    ml_labels = mo.ui.multiselect(options={f"label {k}": k for k in range(6)}, value=["label 0", "label 2"],
-                                  label="true labels")
+    ml_labels = mo.ui.multiselect(
+        options={f"label {k}": k for k in range(6)}, value=["label 0", "label 2"], label="true labels"
+    )
     mo.md(r"""
     ## 9. Many labels, and rare ones
 
@@ -1274,16 +1636,25 @@ def _(ml_labels, ml_logits):
         _out = ui.problem(_err, "This example")
     else:
         _names = [f"label {k}" for k in range(len(_z))]
-        _chart = plot.grouped_bars(_names, {"sigmoid σ(z_k) (multi-label)": ml_report.sigmoid_probs,
-                                            "softmax p_k": ml_report.softmax_probs},
-                                   y_title="probability", y_domain=(0, 1),
-                                   colors={"sigmoid σ(z_k) (multi-label)": "model", "softmax p_k": "cross_entropy"},
-                                   title="The same logits, read two ways")
-        _out = mo.vstack([ui.chart(_chart), mo.md(
-            f"Sigmoids sum to **{ml_report.sigmoid_probs.sum():.3f}**, the softmax to "
-            f"**{ml_report.softmax_probs.sum():.3f}**. Multi-label BCE **{ml_report.bce:.4f}** (it can reach 0) · "
-            f"softmax cross-entropy **{ml_report.softmax_ce:.4f}**, never below "
-            f"ln {len(ml_labels.value)} = **{ml_report.softmax_floor:.4f}**.")])
+        _chart = plot.grouped_bars(
+            _names,
+            {"sigmoid σ(z_k) (multi-label)": ml_report.sigmoid_probs, "softmax p_k": ml_report.softmax_probs},
+            y_title="probability",
+            y_domain=(0, 1),
+            colors={"sigmoid σ(z_k) (multi-label)": "model", "softmax p_k": "cross_entropy"},
+            title="The same logits, read two ways",
+        )
+        _out = mo.vstack(
+            [
+                ui.chart(_chart),
+                mo.md(
+                    f"Sigmoids sum to **{ml_report.sigmoid_probs.sum():.3f}**, the softmax to "
+                    f"**{ml_report.softmax_probs.sum():.3f}**. Multi-label BCE **{ml_report.bce:.4f}** (it can reach 0) · "
+                    f"softmax cross-entropy **{ml_report.softmax_ce:.4f}**, never below "
+                    f"ln {len(ml_labels.value)} = **{ml_report.softmax_floor:.4f}**."
+                ),
+            ]
+        )
     mo.vstack([mo.hstack([ml_logits, ml_labels], widths=[2, 1]), _out])
     return (ml_report,)
 
@@ -1344,16 +1715,22 @@ def shipped_default_fits():
     return lab.default_fits_state(
         constant=lambda y, name, tau: fit_constant(y, per_example_loss(name, tau=tau)),
         class_probabilities=fit_class_probabilities,
-        classifier=lambda x, y, method, gamma: train_logistic(x, y, imbalance_loss(method, y, gamma)))
+        classifier=lambda x, y, method, gamma: train_logistic(x, y, imbalance_loss(method, y, gamma)),
+    )
 
 
 @app.cell
 def _():
-    imb_share = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5], value=lab.IMBALANCE_DEFAULT["minority_share"],
-                             label="minority share",
-                             show_value=True, debounce=True)
-    focal_gamma = mo.ui.slider(0.0, 5.0, step=0.5, value=lab.IMBALANCE_DEFAULT["gamma"], label="focal γ",
-                               show_value=True, debounce=True)
+    imb_share = mo.ui.slider(
+        steps=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5],
+        value=lab.IMBALANCE_DEFAULT["minority_share"],
+        label="minority share",
+        show_value=True,
+        debounce=True,
+    )
+    focal_gamma = mo.ui.slider(
+        0.0, 5.0, step=0.5, value=lab.IMBALANCE_DEFAULT["gamma"], label="focal γ", show_value=True, debounce=True
+    )
     imb_train = mo.ui.run_button(label="train with this page's code")
     return focal_gamma, imb_share, imb_train
 
@@ -1381,17 +1758,30 @@ def _(default_fits, default_fits_problem, focal_gamma, imb_data, imb_runs_free, 
             _run = lab.score_imbalanced(*imb_data, "focal", _w, _b)
             _bar.update()
     imb_runs = {**imb_runs_free, "focal": _run}
-    _label = {"plain": "plain BCE", "weighted": "BCE, pos_weight = n_neg/n_pos", "focal": f"focal, γ = {focal_gamma.value:g}"}
+    _label = {
+        "plain": "plain BCE",
+        "weighted": "BCE, pos_weight = n_neg/n_pos",
+        "focal": f"focal, γ = {focal_gamma.value:g}",
+    }
     _pct = lambda v: "—" if not np.isfinite(v) else f"{100 * v:.0f} %"  # noqa: E731
-    _rows = "\n".join(f"| {_label[m]} | — | — | — |" if r is None else
-                      f"| {_label[m]} | {_pct(r.accuracy)} | {_pct(r.recall)} | {_pct(r.precision)} |"
-                      for m, r in imb_runs.items())
-    _source = ("Runs: trained in advance by this page's `train_logistic` and shipped with the course."
-               if default_fits is not None else
-               f"Runs: {'trained just now by your code' if imb_train.value else '—'}; {default_fits_problem}.")
-    mo.vstack([mo.hstack([imb_share, focal_gamma, imb_train], justify="start"),
-               mo.md("| loss | accuracy | minority recall | minority precision |\n|---|---|---|---|\n" + _rows),
-               mo.md(f"<small>{_source}</small>")])
+    _rows = "\n".join(
+        f"| {_label[m]} | — | — | — |"
+        if r is None
+        else f"| {_label[m]} | {_pct(r.accuracy)} | {_pct(r.recall)} | {_pct(r.precision)} |"
+        for m, r in imb_runs.items()
+    )
+    _source = (
+        "Runs: trained in advance by this page's `train_logistic` and shipped with the course."
+        if default_fits is not None
+        else f"Runs: {'trained just now by your code' if imb_train.value else '—'}; {default_fits_problem}."
+    )
+    mo.vstack(
+        [
+            mo.hstack([imb_share, focal_gamma, imb_train], justify="start"),
+            mo.md("| loss | accuracy | minority recall | minority precision |\n|---|---|---|---|\n" + _rows),
+            mo.md(f"<small>{_source}</small>"),
+        ]
+    )
     return (imb_runs,)
 
 
@@ -1399,7 +1789,7 @@ def _(default_fits, default_fits_problem, focal_gamma, imb_data, imb_runs_free, 
 def _():
     exercise_ln10 = exercises.NumberExercise(
         question="**1.** A freshly initialised 10-class classifier outputs all-zero logits. What cross-entropy "
-                 "does it start from? (Three decimals.)",
+        "does it start from? (Three decimals.)",
         truth=float(F.cross_entropy(engine.tensor(np.zeros((1, 10))), np.array([3])).data),
         hint="Every class gets 1/10.",
         abs_tol=0.002,
@@ -1414,7 +1804,7 @@ def _():
     answer_huber = ui.answer_box(exercise_huber, placeholder="e.g. 4.5", label="Huber(e = 3) =")
     exercise_bce = exercises.NumberExercise(
         question="**3.** A binary classifier gives a positive example (y = 1) the probability p̂ = 0.8. "
-                 "What is ∂L/∂z of the cross-entropy with respect to its logit?",
+        "What is ∂L/∂z of the cross-entropy with respect to its logit?",
         # margin_gradients holds |∂L/∂z| for y = 1, where ∂L/∂z = σ(z) − 1 is negative
         truth=-float(lab.margin_gradients(bce_with_logits, mse, [np.log(0.8 / 0.2)]).ce_autograd[0]),
         hint="∂L/∂z = p̂ − y; mind the sign.",
@@ -1423,7 +1813,7 @@ def _():
     answer_bce = ui.answer_box(exercise_bce, placeholder="e.g. 0.5", label="∂L/∂z =")
     exercise_median = exercises.NumberExercise(
         question="**4.** Three targets, 1, 2 and 10. What is the best constant prediction under **MAE**? "
-                 "(And under MSE?)",
+        "(And under MSE?)",
         truth=lab.quantile_interval([1.0, 2.0, 10.0], 0.5)[0],  # MAE's minimisers: the medians (one here)
         hint="MAE is the Laplace likelihood; which statistic does it estimate?",
         abs_tol=0.01,
@@ -1432,24 +1822,51 @@ def _():
     answer_median = ui.answer_box(exercise_median, placeholder="e.g. 4", label="ĉ =")
     exercise_floor = exercises.NumberExercise(
         question="**5.** An image has **three** true labels out of ten. Trained with softmax cross-entropy and "
-                 "the target spread evenly over them, what is the lowest loss the model can reach? (Three decimals.)",
+        "the target spread evenly over them, what is the lowest loss the model can reach? (Three decimals.)",
         truth=lab.multilabel_report(np.zeros(10), [1, 4, 7]).softmax_floor,
         hint="the best the model can do is p = q; the loss is then the entropy of q.",
         abs_tol=0.002,
         explanation="ln 3: the softmax must share its probability, while three sigmoids could each reach 1.",
     )
     answer_floor = ui.answer_box(exercise_floor, placeholder="e.g. 0.5", label="lowest L =")
-    return (answer_bce, answer_floor, answer_huber, answer_ln10, answer_median, exercise_bce,
-            exercise_floor, exercise_huber, exercise_ln10, exercise_median)
+    return (
+        answer_bce,
+        answer_floor,
+        answer_huber,
+        answer_ln10,
+        answer_median,
+        exercise_bce,
+        exercise_floor,
+        exercise_huber,
+        exercise_ln10,
+        exercise_median,
+    )
 
 
 @app.cell
-def _(answer_bce, answer_floor, answer_huber, answer_ln10, answer_median, exercise_bce,
-      exercise_floor, exercise_huber, exercise_ln10, exercise_median):
+def _(
+    answer_bce,
+    answer_floor,
+    answer_huber,
+    answer_ln10,
+    answer_median,
+    exercise_bce,
+    exercise_floor,
+    exercise_huber,
+    exercise_ln10,
+    exercise_median,
+):
     # typing an answer re-runs only this cell: five verdicts, no computation
-    mo.vstack([mo.md("## 10. Check yourself"), ui.exercise(exercise_ln10, answer_ln10),
-               ui.exercise(exercise_huber, answer_huber), ui.exercise(exercise_bce, answer_bce),
-               ui.exercise(exercise_median, answer_median), ui.exercise(exercise_floor, answer_floor)])
+    mo.vstack(
+        [
+            mo.md("## 10. Check yourself"),
+            ui.exercise(exercise_ln10, answer_ln10),
+            ui.exercise(exercise_huber, answer_huber),
+            ui.exercise(exercise_bce, answer_bce),
+            ui.exercise(exercise_median, answer_median),
+            ui.exercise(exercise_floor, answer_floor),
+        ]
+    )
     return
 
 
@@ -1464,8 +1881,11 @@ def _():
         pred = engine.tensor(np.array([0.5, 2.0, -3.0]), requires_grad=True)
         target = np.zeros(3)
         lines = []
-        for name, loss_fn in (("MSE", F.mse_loss), ("MAE", F.l1_loss),
-                              ("Huber", lambda p, t: F.huber_loss(p, t, delta=1.0))):
+        for name, loss_fn in (
+            ("MSE", F.mse_loss),
+            ("MAE", F.l1_loss),
+            ("Huber", lambda p, t: F.huber_loss(p, t, delta=1.0)),
+        ):
             pred.grad = None
             loss = loss_fn(pred, target)
             loss.backward()
@@ -1477,12 +1897,21 @@ def _():
         lines.append(f"cross-entropy {float(loss.data):.4f}, ∂L/∂z = {np.round(logits.grad, 4)}")
 
         z = engine.tensor([1000.0])
-        lines.append(f"BCE with logits at z = 1000, y = 0: {float(F.binary_cross_entropy_with_logits(z, engine.tensor([0.0])).data):.1f}")
+        lines.append(
+            f"BCE with logits at z = 1000, y = 0: {float(F.binary_cross_entropy_with_logits(z, engine.tensor([0.0])).data):.1f}"
+        )
         return "\n".join(lines)
 
-    mo.vstack([mo.md("## 11. The same in your own script\n\nIn a script you would call the library's losses, "
-                     "which the cells of this page equal; this cell's code runs here, in a private function."),
-               mo.plain_text(_script()), mo.md(toc.nav_md(METADATA["id"]))])
+    mo.vstack(
+        [
+            mo.md(
+                "## 11. The same in your own script\n\nIn a script you would call the library's losses, "
+                "which the cells of this page equal; this cell's code runs here, in a private function."
+            ),
+            mo.plain_text(_script()),
+            mo.md(toc.nav_md(METADATA["id"])),
+        ]
+    )
     return
 
 

@@ -21,7 +21,9 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, r"""
+    ui.page_header(
+        METADATA,
+        r"""
     Backpropagation is the chain rule, applied once per operation, in the right order. The
     engine records every operation as a node of a graph while it computes; `backward()` then
     walks that graph from the output to the inputs, and each node multiplies the gradient it
@@ -41,7 +43,8 @@ def _():
     and its training loop) is code on this page. Open it with `marimo edit`, change a cell, and
     every figure that uses it runs again: the prompts marked **Change this cell** suggest where
     to start.
-    """)
+    """,
+    )
     return
 
 
@@ -164,8 +167,11 @@ def backward_walk(root):
 
 @app.cell
 def _():
-    expr = mo.ui.dropdown(options={spec["label"]: name for name, spec in graphs.EXPRESSIONS.items()},
-                          value="f = (x·y + sin x)²", label="expression")
+    expr = mo.ui.dropdown(
+        options={spec["label"]: name for name, spec in graphs.EXPRESSIONS.items()},
+        value="f = (x·y + sin x)²",
+        label="expression",
+    )
     x_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=1.5, label="x", show_value=True)
     y_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=-0.5, label="y", show_value=True)
     z_val = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.3, label="z", show_value=True)
@@ -183,8 +189,9 @@ def _(expr):
 @app.cell
 def _(bp_step, expr, x_val, y_val, z_val):
     # the expression built with the Mul above, sorted and walked by the two functions above, beside the engine's
-    graph, input_grads, engine_grads = lab.stepper_graphs(expr.value, x_val.value, y_val.value, z_val.value,
-                                                          mul=Mul.apply, sort=topological_sort, walk=backward_walk)
+    graph, input_grads, engine_grads = lab.stepper_graphs(
+        expr.value, x_val.value, y_val.value, z_val.value, mul=Mul.apply, sort=topological_sort, walk=backward_walk
+    )
     _k = bp_step.value
     graph_step = graph.step(_k)
     _note = f"Step {_k} of {len(graph.order) - 1}."
@@ -192,25 +199,35 @@ def _(bp_step, expr, x_val, y_val, z_val):
     _grads = " · ".join(f"∂f/∂{name} = **{g:.6g}**" for name, g in sorted(input_grads.items()))
     graph_sums = graph.accumulation(_k)
     _gap = max(abs(input_grads.get(k, np.nan) - g) for k, g in engine_grads.items())
-    _agree = (f"The engine's own `backward()` gives the same (largest difference {_gap:.1e})." if _gap < 1e-9 else
-              "The engine's own `backward()` gives "
-              + " · ".join(f"∂f/∂{k} = **{g:.6g}**" for k, g in sorted(engine_grads.items()))
-              + ": **they differ**, so a cell above no longer computes the chain rule.")
-    _order = " → ".join(f"**{graph.node(i).label}**" if j == _k else graph.node(i).label
-                        for j, i in enumerate(graph.order))
-    _sums = [f"**{graph.node(i).label}** is read {n} times: {got} of {n} contributions arrived, partial sum "
-             f"**{total:.6g}**" + (" (its final gradient)." if got == n else ".")
-             for i, (total, got, n) in graph_sums.items()]
-    mo.vstack([
-        mo.hstack([expr, x_val, y_val, z_val], wrap=True),
-        mo.md(rf"""$${graphs.EXPRESSIONS[expr.value]["latex"]} = {graph.node(graph.output).value:.6g}$$"""),
-        bp_step,
-        ui.chart(_fig),
-        mo.md(f"{_note} {graph_step.text()}"),
-        mo.md(f"Backward order (a topological order, reversed: every node after all the nodes that use it): {_order}."),
-        mo.md("  \n".join(_sums) if _sums else "No value is used twice in this expression."),
-        mo.md(f"After the whole pass, `backward_walk` gives: {_grads}. " + _agree),
-    ])
+    _agree = (
+        f"The engine's own `backward()` gives the same (largest difference {_gap:.1e})."
+        if _gap < 1e-9
+        else "The engine's own `backward()` gives "
+        + " · ".join(f"∂f/∂{k} = **{g:.6g}**" for k, g in sorted(engine_grads.items()))
+        + ": **they differ**, so a cell above no longer computes the chain rule."
+    )
+    _order = " → ".join(
+        f"**{graph.node(i).label}**" if j == _k else graph.node(i).label for j, i in enumerate(graph.order)
+    )
+    _sums = [
+        f"**{graph.node(i).label}** is read {n} times: {got} of {n} contributions arrived, partial sum "
+        f"**{total:.6g}**" + (" (its final gradient)." if got == n else ".")
+        for i, (total, got, n) in graph_sums.items()
+    ]
+    mo.vstack(
+        [
+            mo.hstack([expr, x_val, y_val, z_val], wrap=True),
+            mo.md(rf"""$${graphs.EXPRESSIONS[expr.value]["latex"]} = {graph.node(graph.output).value:.6g}$$"""),
+            bp_step,
+            ui.chart(_fig),
+            mo.md(f"{_note} {graph_step.text()}"),
+            mo.md(
+                f"Backward order (a topological order, reversed: every node after all the nodes that use it): {_order}."
+            ),
+            mo.md("  \n".join(_sums) if _sums else "No value is used twice in this expression."),
+            mo.md(f"After the whole pass, `backward_walk` gives: {_grads}. " + _agree),
+        ]
+    )
     return graph, graph_step, graph_sums, input_grads
 
 
@@ -284,12 +301,20 @@ def _():
     mode_n = mo.ui.slider(steps=list(lab.MODE_INPUTS), value=100, label="inputs n", show_value=True)
     # the cost curves over n, in forward passes: the closed form, computed once
     mode_sweep = {_n: np.array(mode_costs(_n)[1:]) / mode_costs(_n)[0] for _n in lab.MODE_INPUTS}
-    mode_chart = plot.curves(np.array(list(mode_sweep)),
-                             {"forward mode": np.array([c[0] for c in mode_sweep.values()]),
-                              "reverse mode": np.array([c[1] for c in mode_sweep.values()])},
-                             x_title="inputs n", y_title="cost in forward passes", log_x=True, log_y=True,
-                             height=220, colors={"forward mode": "sgd", "reverse mode": "adam"},
-                             title="The full gradient of f: ℝⁿ → ℝ")
+    mode_chart = plot.curves(
+        np.array(list(mode_sweep)),
+        {
+            "forward mode": np.array([c[0] for c in mode_sweep.values()]),
+            "reverse mode": np.array([c[1] for c in mode_sweep.values()]),
+        },
+        x_title="inputs n",
+        y_title="cost in forward passes",
+        log_x=True,
+        log_y=True,
+        height=220,
+        colors={"forward mode": "sgd", "reverse mode": "adam"},
+        title="The full gradient of f: ℝⁿ → ℝ",
+    )
     return mode_chart, mode_n, mode_sweep
 
 
@@ -297,20 +322,28 @@ def _():
 def _(mode_chart, mode_n):
     modes = lab.mode_view(forward_mode, reverse_mode, mode_costs, mode_n.value, seed=0)
     _chart = mode_chart + plot.rule(mode_n.value, orient="x")
-    _err = max(np.abs(modes.grad_forward_mode - modes.grad_autograd).max(),
-               np.abs(modes.grad_reverse_mode - modes.grad_autograd).max())
-    mo.vstack([
-        mode_n,
-        mo.md("| mode | passes | multiply-adds | in forward passes |\n|---|---|---|---|\n"
-              f"| forward (JVPs) | {modes.jvp_passes} | {modes.jvp_madds:,} | {modes.forward_mode_in_forwards:.3g} |\n"
-              f"| reverse (VJP) | {modes.vjp_passes} (1 forward + 1 backward) | {modes.vjp_madds:,} | "
-              f"{modes.reverse_mode_in_forwards:.3g} |"),
-        ui.chart(_chart),
-        mo.md(f"Both gradients equal autograd's to **{_err:.1e}**. Reverse mode costs "
-              f"**{modes.reverse_mode_in_forwards:.3g}** forward passes whatever n is; forward mode costs "
-              f"about 2n = **{modes.forward_mode_in_forwards:.3g}**. The price of reverse mode is memory: "
-              "it keeps every intermediate value of the forward pass until the backward pass has used it."),
-    ])
+    _err = max(
+        np.abs(modes.grad_forward_mode - modes.grad_autograd).max(),
+        np.abs(modes.grad_reverse_mode - modes.grad_autograd).max(),
+    )
+    mo.vstack(
+        [
+            mode_n,
+            mo.md(
+                "| mode | passes | multiply-adds | in forward passes |\n|---|---|---|---|\n"
+                f"| forward (JVPs) | {modes.jvp_passes} | {modes.jvp_madds:,} | {modes.forward_mode_in_forwards:.3g} |\n"
+                f"| reverse (VJP) | {modes.vjp_passes} (1 forward + 1 backward) | {modes.vjp_madds:,} | "
+                f"{modes.reverse_mode_in_forwards:.3g} |"
+            ),
+            ui.chart(_chart),
+            mo.md(
+                f"Both gradients equal autograd's to **{_err:.1e}**. Reverse mode costs "
+                f"**{modes.reverse_mode_in_forwards:.3g}** forward passes whatever n is; forward mode costs "
+                f"about 2n = **{modes.forward_mode_in_forwards:.3g}**. The price of reverse mode is memory: "
+                "it keeps every intermediate value of the forward pass until the backward pass has used it."
+            ),
+        ]
+    )
     return (modes,)
 
 
@@ -357,20 +390,30 @@ def _():
 
 @app.cell
 def _(mem_batch, mem_depth):
-    saved = lab.saved_for_backward(saved_floats, mlp(2, 2, 64, mem_depth.value, "tanh", seed=0), mem_batch.value,
-                                   depth=mem_depth.value, width=64, seed=0)
+    saved = lab.saved_for_backward(
+        saved_floats,
+        mlp(2, 2, 64, mem_depth.value, "tanh", seed=0),
+        mem_batch.value,
+        depth=mem_depth.value,
+        width=64,
+        seed=0,
+    )
     _rows = "\n".join(f"| {op} | {n:,} |" for op, n in saved.per_op)
-    mo.vstack([
-        mo.hstack([mem_batch, mem_depth]),
-        mo.md(f"One forward pass on **{saved.batch}** examples leaves **{saved.activation_floats:,}** floats "
-              f"({saved.activation_bytes / 1024:,.1f} KiB in float64) for the backward pass, "
-              f"**{saved.activation_floats // saved.batch:,}** per example, against "
-              f"**{saved.parameter_floats:,}** parameters. The saved activations grow in proportion to the "
-              "batch and by B × width with each hidden layer; the parameters do not depend on the batch. "
-              "This is why a large batch runs out of memory in training but not at inference, where "
-              "`no_grad()` records nothing."),
-        mo.md("| op (backward order) | floats it saved |\n|---|---|\n" + _rows),
-    ])
+    mo.vstack(
+        [
+            mo.hstack([mem_batch, mem_depth]),
+            mo.md(
+                f"One forward pass on **{saved.batch}** examples leaves **{saved.activation_floats:,}** floats "
+                f"({saved.activation_bytes / 1024:,.1f} KiB in float64) for the backward pass, "
+                f"**{saved.activation_floats // saved.batch:,}** per example, against "
+                f"**{saved.parameter_floats:,}** parameters. The saved activations grow in proportion to the "
+                "batch and by B × width with each hidden layer; the parameters do not depend on the batch. "
+                "This is why a large batch runs out of memory in training but not at inference, where "
+                "`no_grad()` records nothing."
+            ),
+            mo.md("| op (backward order) | floats it saved |\n|---|---|\n" + _rows),
+        ]
+    )
     return (saved,)
 
 
@@ -417,12 +460,12 @@ def checkpointed_backward(x, weights, k):
     with engine.no_grad():
         for s in starts:
             checkpoints.append(h.data)
-            h = chain(h, weights[s:s + k])
+            h = chain(h, weights[s : s + k])
     upstream, peak = np.ones(h.shape), 0
     for j in reversed(range(len(starts))):
         h0 = Tensor(checkpoints[j], requires_grad=True)
-        out = chain(h0, weights[starts[j]:starts[j] + k])  # the segment's second forward pass
-        segment = sum(n for _, n in saved_floats(out, weights[starts[j]:starts[j] + k]))
+        out = chain(h0, weights[starts[j] : starts[j] + k])  # the segment's second forward pass
+        segment = sum(n for _, n in saved_floats(out, weights[starts[j] : starts[j] + k]))
         peak = max(peak, sum(c.size for c in checkpoints[:j]) + segment)
         out.backward(upstream)
         upstream = h0.grad.numpy()  # ∂f/∂(this segment's input): the gradient for the segment below
@@ -441,24 +484,44 @@ def _(ck_depth, ck_segment):
     recompute = lab.checkpointing_view(chain, checkpointed_backward, saved_floats, ck_depth.value, ck_segment.value)
     _r = recompute
     _ks = np.array([_k for _k in lab.CHAIN_SEGMENTS if _k <= _r.depth])
-    _chart = lab.remembered(("checkpointing chart", _r.depth), lambda: plot.curves(  # the formula: once per n
-        _ks, {"checkpointed ⌈n/k⌉ + k": np.ceil(_r.depth / _ks) + _ks, "plain n + 1": np.full(len(_ks), _r.depth + 1.0)},
-        x_title="segment k", y_title="activations held at once", log_x=True, log_y=True, height=200,
-        colors={"checkpointed ⌈n/k⌉ + k": "adam", "plain n + 1": "sgd"}, dashed=("plain n + 1",),
-        title=f"Peak memory of a chain of {_r.depth} layers"))
-    mo.vstack([
-        mo.hstack([ck_depth, ck_segment]),
-        mo.md("| backward | floats held at once | in activations (16 × 32) | layer forward passes |\n|---|---|---|---|\n"
-              f"| plain | {_r.plain_floats:,} | {_r.plain_floats / _r.activation:g} | {_r.depth} |\n"
-              f"| checkpointed, k = {_r.segment} | {_r.checkpointed_floats:,} | "
-              f"{_r.checkpointed_floats / _r.activation:g} | {2 * _r.depth} |"),
-        ui.chart(_chart + plot.rule(_r.segment, orient="x")),
-        mo.md(f"Checkpointing holds **{_r.checkpointed_floats / _r.plain_floats:.0%}** of plain backprop's floats "
-              f"for twice the forward work, and its gradients differ from plain backprop's by at most "
-              f"**{_r.max_difference:.1e}** (the same operations on the same numbers)."
-              + (f" A segment of {ck_segment.value} layers covers the whole chain: one segment, the plain graph "
-                 "after a forward pass that kept nothing." if ck_segment.value >= _r.depth else "")),
-    ])
+    _chart = lab.remembered(
+        ("checkpointing chart", _r.depth),
+        lambda: plot.curves(  # the formula: once per n
+            _ks,
+            {"checkpointed ⌈n/k⌉ + k": np.ceil(_r.depth / _ks) + _ks, "plain n + 1": np.full(len(_ks), _r.depth + 1.0)},
+            x_title="segment k",
+            y_title="activations held at once",
+            log_x=True,
+            log_y=True,
+            height=200,
+            colors={"checkpointed ⌈n/k⌉ + k": "adam", "plain n + 1": "sgd"},
+            dashed=("plain n + 1",),
+            title=f"Peak memory of a chain of {_r.depth} layers",
+        ),
+    )
+    mo.vstack(
+        [
+            mo.hstack([ck_depth, ck_segment]),
+            mo.md(
+                "| backward | floats held at once | in activations (16 × 32) | layer forward passes |\n|---|---|---|---|\n"
+                f"| plain | {_r.plain_floats:,} | {_r.plain_floats / _r.activation:g} | {_r.depth} |\n"
+                f"| checkpointed, k = {_r.segment} | {_r.checkpointed_floats:,} | "
+                f"{_r.checkpointed_floats / _r.activation:g} | {2 * _r.depth} |"
+            ),
+            ui.chart(_chart + plot.rule(_r.segment, orient="x")),
+            mo.md(
+                f"Checkpointing holds **{_r.checkpointed_floats / _r.plain_floats:.0%}** of plain backprop's floats "
+                f"for twice the forward work, and its gradients differ from plain backprop's by at most "
+                f"**{_r.max_difference:.1e}** (the same operations on the same numbers)."
+                + (
+                    f" A segment of {ck_segment.value} layers covers the whole chain: one segment, the plain graph "
+                    "after a forward pass that kept nothing."
+                    if ck_segment.value >= _r.depth
+                    else ""
+                )
+            ),
+        ]
+    )
     return (recompute,)
 
 
@@ -516,18 +579,43 @@ def _(dense_in, dense_n, dense_out):
     _rows = "\n".join(f"| {k} | {dense.shapes[k]} | {_diff[k]:.1e} |" for k in ("dW", "db", "dX"))
     _small = dense_in.value * dense_out.value <= 64
     _m = float(np.abs(dense.by_hand["dW"]).max()) or 1.0
-    _maps = mo.hstack([
-        ui.chart(plot.heatmap(dense.by_hand["dW"], x_title="input feature", y_title="output unit",
-                              title="dW = dZᵀX (NumPy)", scheme="redblue", domain=(-_m, _m), annotate=_small, height=160)),
-        ui.chart(plot.heatmap(dense.autograd["dW"], x_title="input feature", y_title="output unit",
-                              title="dW (autograd)", scheme="redblue", domain=(-_m, _m), annotate=_small, height=160)),
-    ], widths=[1, 1])
-    mo.vstack([
-        mo.hstack([dense_n, dense_in, dense_out]),
-        mo.md(f"X is {dense.shapes['X']}, W is {dense.shapes['W']} (out, in), Z = XWᵀ + b is {dense.shapes['Z']}."),
-        mo.md("| gradient | shape | max abs(NumPy − autograd) |\n|---|---|---|\n" + _rows),
-        _maps,
-    ])
+    _maps = mo.hstack(
+        [
+            ui.chart(
+                plot.heatmap(
+                    dense.by_hand["dW"],
+                    x_title="input feature",
+                    y_title="output unit",
+                    title="dW = dZᵀX (NumPy)",
+                    scheme="redblue",
+                    domain=(-_m, _m),
+                    annotate=_small,
+                    height=160,
+                )
+            ),
+            ui.chart(
+                plot.heatmap(
+                    dense.autograd["dW"],
+                    x_title="input feature",
+                    y_title="output unit",
+                    title="dW (autograd)",
+                    scheme="redblue",
+                    domain=(-_m, _m),
+                    annotate=_small,
+                    height=160,
+                )
+            ),
+        ],
+        widths=[1, 1],
+    )
+    mo.vstack(
+        [
+            mo.hstack([dense_n, dense_in, dense_out]),
+            mo.md(f"X is {dense.shapes['X']}, W is {dense.shapes['W']} (out, in), Z = XWᵀ + b is {dense.shapes['Z']}."),
+            mo.md("| gradient | shape | max abs(NumPy − autograd) |\n|---|---|---|\n" + _rows),
+            _maps,
+        ]
+    )
     return (dense,)
 
 
@@ -584,7 +672,7 @@ def step_rule(f_x, f3_x, eps):
 @app.cell
 def _():
     gc_x0 = mo.ui.slider(-2.0, 2.0, step=0.1, value=0.7, label="point x", show_value=True)
-    gc_h = mo.ui.slider(steps=[10.0 ** k for k in range(-12, 1)], value=1e-4, label="step h", show_value=True)
+    gc_h = mo.ui.slider(steps=[10.0**k for k in range(-12, 1)], value=1e-4, label="step h", show_value=True)
     return gc_h, gc_x0
 
 
@@ -594,11 +682,20 @@ def _(gc_h, gc_x0):
     fd, fd_best, fd_rule, _curves = lab.step_rule_view(central_difference, step_rule, gc_x0.value)
     fd_at_h = lab.finite_difference_errors(central_difference, gc_x0.value, hs=[gc_h.value])
     _chart = _curves + plot.rule(gc_h.value, orient="x")
-    _row = " · ".join(f"{dt}: error **{fd_at_h.error(dt)[0]:.2e}** at h = {gc_h.value:.0e}, smallest "
-                      f"**{fd_best[dt][1]:.1e}** at h ≈ {fd_best[dt][0]:.0e}" for dt in ("float32", "float64"))
+    _row = " · ".join(
+        f"{dt}: error **{fd_at_h.error(dt)[0]:.2e}** at h = {gc_h.value:.0e}, smallest "
+        f"**{fd_best[dt][1]:.1e}** at h ≈ {fd_best[dt][0]:.0e}"
+        for dt in ("float32", "float64")
+    )
     _rule = " · ".join(fd_rule[dt].describe() for dt in ("float32", "float64"))
-    mo.vstack([mo.hstack([gc_x0, gc_h]), ui.chart(_chart),
-               mo.md(_row + ". (Errors below 10⁻¹⁸ are drawn at 10⁻¹⁸.)"), mo.md("The rule: " + _rule + ".")])
+    mo.vstack(
+        [
+            mo.hstack([gc_x0, gc_h]),
+            ui.chart(_chart),
+            mo.md(_row + ". (Errors below 10⁻¹⁸ are drawn at 10⁻¹⁸.)"),
+            mo.md("The rule: " + _rule + "."),
+        ]
+    )
     return fd, fd_at_h, fd_best, fd_rule
 
 
@@ -648,12 +745,20 @@ def gradient_check(f, inputs, h=1e-6):
 @app.cell
 def _(expr, x_val, y_val, z_val):
     # the stepper's expression, built with the Mul of section 1, at the stepper's inputs
-    grad_check_error = gradient_check(lambda x, y, z: graphs.EXPRESSIONS[expr.value]["build"](x, y, z, Mul.apply),
-                                      [x_val.value, y_val.value, z_val.value])
-    mo.md(f"The gradient check of the stepper's expression ({graphs.EXPRESSIONS[expr.value]['label']}) at "
-          f"x = {x_val.value:g}, y = {y_val.value:g}, z = {z_val.value:g}: largest difference "
-          f"**{grad_check_error:.1e}**" + (", within what rounding and the h² term leave: the gradients are right."
-                                          if grad_check_error < 1e-6 else ": **the gradients are wrong**."))
+    grad_check_error = gradient_check(
+        lambda x, y, z: graphs.EXPRESSIONS[expr.value]["build"](x, y, z, Mul.apply),
+        [x_val.value, y_val.value, z_val.value],
+    )
+    mo.md(
+        f"The gradient check of the stepper's expression ({graphs.EXPRESSIONS[expr.value]['label']}) at "
+        f"x = {x_val.value:g}, y = {y_val.value:g}, z = {z_val.value:g}: largest difference "
+        f"**{grad_check_error:.1e}**"
+        + (
+            ", within what rounding and the h² term leave: the gradients are right."
+            if grad_check_error < 1e-6
+            else ": **the gradients are wrong**."
+        )
+    )
     return (grad_check_error,)
 
 
@@ -742,19 +847,33 @@ def _():
 @app.cell
 def _():
     op_checks = [lab.check_op(gradient_check, ResidualLinear)] + [
-        lab.check_op(gradient_check, with_bug(ResidualLinear, _bug), bug=_bug) for _bug in lab.OP_BUGS]
+        lab.check_op(gradient_check, with_bug(ResidualLinear, _bug), bug=_bug) for _bug in lab.OP_BUGS
+    ]
     _rows = "\n".join(
-        f"| {_c.bug or '**your op**'} | " + " | ".join(f"{_c.errors[_k]:.1e}" for _k in ("X", "W", "b"))
-        + f" | {'passes' if _c.gradcheck is True else _c.gradcheck} |" for _c in op_checks)
+        f"| {_c.bug or '**your op**'} | "
+        + " | ".join(f"{_c.errors[_k]:.1e}" for _k in ("X", "W", "b"))
+        + f" | {'passes' if _c.gradcheck is True else _c.gradcheck} |"
+        for _c in op_checks
+    )
     _mine = op_checks[0]
-    mo.vstack([
-        mo.md("| backward | largest error in dX | in dW | in db | `engine.gradcheck` |\n|---|---|---|---|---|\n" + _rows),
-        mo.callout(mo.md(
-            "Your op's backward agrees with central differences on every input." if not _mine.caught else
-            "Your op's backward is **wrong** in " + ", ".join(
-                f"d{_k}" for _k, _e in _mine.errors.items() if _e > 1e-6) + ": compare it with the rules above."),
-            kind="success" if not _mine.caught else "warn"),
-    ])
+    mo.vstack(
+        [
+            mo.md(
+                "| backward | largest error in dX | in dW | in db | `engine.gradcheck` |\n|---|---|---|---|---|\n"
+                + _rows
+            ),
+            mo.callout(
+                mo.md(
+                    "Your op's backward agrees with central differences on every input."
+                    if not _mine.caught
+                    else "Your op's backward is **wrong** in "
+                    + ", ".join(f"d{_k}" for _k, _e in _mine.errors.items() if _e > 1e-6)
+                    + ": compare it with the rules above."
+                ),
+                kind="success" if not _mine.caught else "warn",
+            ),
+        ]
+    )
     return (op_checks,)
 
 
@@ -771,19 +890,30 @@ def _(op_bug):
     op_errors = lab.op_error_maps(central_difference, _op)
     _all = np.vstack([np.atleast_2d(op_errors[_k]) for _k in ("X", "W", "b")])  # X's rows, W's rows, b: one map
     _m = max(float(np.abs(_all).max()), 0.1)  # rounding's 1e-10 stays white
-    _map = ui.chart(plot.heatmap(
-        _all, y_labels=[f"{_k} row {_i}" if _k != "b" else "b" for _k in ("X", "W", "b")
-                        for _i in range(np.atleast_2d(op_errors[_k]).shape[0])],
-        x_title="column", title="autograd − central difference, element by element", scheme="redblue",
-        domain=(-_m, _m), annotate=True, height=200))
+    _map = ui.chart(
+        plot.heatmap(
+            _all,
+            y_labels=[
+                f"{_k} row {_i}" if _k != "b" else "b"
+                for _k in ("X", "W", "b")
+                for _i in range(np.atleast_2d(op_errors[_k]).shape[0])
+            ],
+            x_title="column",
+            title="autograd − central difference, element by element",
+            scheme="redblue",
+            domain=(-_m, _m),
+            annotate=True,
+            height=200,
+        )
+    )
     _what = {
         "none": "Every element agrees to about 10⁻¹⁰: rounding and the h² term, nothing more.",
         "no accumulation": "Every element of dX is off, each by minus the share the skip sends it (the dZ that "
-                           "was never added); dW and db are untouched.",
+        "was never added); dW and db are untouched.",
         "missing transpose": "dW's diagonal is right and the rest is wrong: a matrix and its transpose share "
-                             "their diagonal, so a test that looked only at it would pass.",
+        "their diagonal, so a test that looked only at it would pass.",
         "broadcast not summed back": "Every entry of db is off, by minus the shares of the rows that were not "
-                                     "summed; with a batch of one row there would be none.",
+        "summed; with a batch of one row there would be none.",
     }[op_bug.value]
     mo.vstack([op_bug, _map, mo.md(_what)])
     return (op_errors,)
@@ -866,7 +996,7 @@ def train_playground(model, optimizer, data, epochs, batch_size=32, seed=1, prog
         for epoch in range(epochs):
             order = rng.permutation(len(X))
             for start in range(0, len(X), batch_size):
-                batch = order[start:start + batch_size]
+                batch = order[start : start + batch_size]
                 train_step(model, optimizer, X[batch], y[batch])
             for split, (Xs, ys) in (("train", (X, y)), ("val", (X_val, y_val))):
                 loss, accuracy = evaluate(model, Xs, ys)
@@ -896,15 +1026,25 @@ def train_default_playground():
     k = int(max(data[1].max(), data[3].max())) + 1
     model = mlp(2, k, d["width"], d["depth"], d["activation"], seed=0)
     initial_loss = evaluate(model, data[0], data[1])[0]
-    history = train_playground(model, lab.playground_optimizer(d["optimizer"], model.parameters(), d["lr"]),
-                               data, d["epochs"])
+    history = train_playground(
+        model, lab.playground_optimizer(d["optimizer"], model.parameters(), d["lr"]), data, d["epochs"]
+    )
     run = lab.playground_run(model, data, history, initial_loss, grid_size=lab.PLAYGROUND_GRID)
-    overfit = overfit_one_batch(mlp(2, k, lab.overfit_width(d["width"]), d["depth"], d["activation"], seed=0),
-                                data[0], data[1], steps=lab.OVERFIT_STEPS)
-    return {"settings": dict(d, points=lab.PLAYGROUND_POINTS, grid=lab.PLAYGROUND_GRID,
-                             overfit_steps=lab.OVERFIT_STEPS),
-            "history": {k: np.array(v) for k, v in history.items()}, "initial_loss": initial_loss,
-            "grid_x": run.grid_x, "grid_y": run.grid_y, "grid_probs": run.grid_probs, "overfit_losses": overfit}
+    overfit = overfit_one_batch(
+        mlp(2, k, lab.overfit_width(d["width"]), d["depth"], d["activation"], seed=0),
+        data[0],
+        data[1],
+        steps=lab.OVERFIT_STEPS,
+    )
+    return {
+        "settings": dict(d, points=lab.PLAYGROUND_POINTS, grid=lab.PLAYGROUND_GRID, overfit_steps=lab.OVERFIT_STEPS),
+        "history": {k: np.array(v) for k, v in history.items()},
+        "initial_loss": initial_loss,
+        "grid_x": run.grid_x,
+        "grid_y": run.grid_y,
+        "grid_probs": run.grid_probs,
+        "overfit_losses": overfit,
+    }
 
 
 @app.cell(hide_code=True)
@@ -930,16 +1070,23 @@ def _():
     pg_width = mo.ui.slider(2, 64, step=2, value=_d["width"], label="width", show_value=True)
     pg_depth = mo.ui.slider(1, 4, step=1, value=_d["depth"], label="depth", show_value=True)
     pg_act = mo.ui.dropdown(options=list(lab.ACTIVATIONS), value=_d["activation"], label="activation")
-    pg_opt = mo.ui.dropdown(options=_optimizers, label="optimizer",
-                            value=next(k for k, v in _optimizers.items() if v == _d["optimizer"]))
-    pg_lr = mo.ui.slider(steps=[0.0001, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], value=_d["lr"],
-                         label="learning rate", show_value=True)
+    pg_opt = mo.ui.dropdown(
+        options=_optimizers, label="optimizer", value=next(k for k, v in _optimizers.items() if v == _d["optimizer"])
+    )
+    pg_lr = mo.ui.slider(
+        steps=[0.0001, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0],
+        value=_d["lr"],
+        label="learning rate",
+        show_value=True,
+    )
     pg_epochs = mo.ui.slider(5, 300, step=5, value=_d["epochs"], label="epochs", show_value=True)
     train_button = mo.ui.run_button(label="train")
-    mo.vstack([
-        mo.hstack([pg_data, pg_noise, pg_width, pg_depth], wrap=True),
-        mo.hstack([pg_act, pg_opt, pg_lr, pg_epochs, train_button], wrap=True),
-    ])
+    mo.vstack(
+        [
+            mo.hstack([pg_data, pg_noise, pg_width, pg_depth], wrap=True),
+            mo.hstack([pg_act, pg_opt, pg_lr, pg_epochs, train_button], wrap=True),
+        ]
+    )
     return pg_act, pg_data, pg_depth, pg_epochs, pg_lr, pg_noise, pg_opt, pg_width, train_button
 
 
@@ -947,8 +1094,12 @@ def _():
 def _(pg_data, pg_noise):
     # the preset is the drawing's start (its keyboard path): edit it, or spray a set of your own
     pg_preset = lab.playground_preset(pg_data.value, pg_noise.value)
-    pg_canvas = widgets.scatter(lab.CANVAS_CLASSES, bounds=lab.CANVAS_BOUNDS, size=(360, 360),
-                                start=(np.concatenate(pg_preset[0::2]), np.concatenate(pg_preset[1::2])))
+    pg_canvas = widgets.scatter(
+        lab.CANVAS_CLASSES,
+        bounds=lab.CANVAS_BOUNDS,
+        size=(360, 360),
+        start=(np.concatenate(pg_preset[0::2]), np.concatenate(pg_preset[1::2])),
+    )
     pg_canvas_start = pg_canvas.value
     return pg_canvas, pg_canvas_start, pg_preset
 
@@ -964,13 +1115,18 @@ def _(pg_canvas, pg_canvas_start, pg_preset):
     elif pg_drawn.problem is None:
         pg_split = lab.split_drawn(pg_drawn.X, pg_drawn.y, seed=0)
     pg_classes = 0 if pg_split is None else int(max(pg_split[1].max(), pg_split[3].max())) + 1
-    mo.vstack([
-        mo.md("**The data** (drag to spray points of the chosen class; the preset above is the start)"),
-        pg_canvas,
-        mo.callout(mo.md(f"**No data set to train on.** {pg_drawn.problem}"), kind="warn") if pg_split is None
-        else mo.md(f"{sum(len(part) for part in pg_split[1::2])} points, "
-                   f"{len(np.unique(np.concatenate(pg_split[1::2])))} classes."),
-    ])
+    mo.vstack(
+        [
+            mo.md("**The data** (drag to spray points of the chosen class; the preset above is the start)"),
+            pg_canvas,
+            mo.callout(mo.md(f"**No data set to train on.** {pg_drawn.problem}"), kind="warn")
+            if pg_split is None
+            else mo.md(
+                f"{sum(len(part) for part in pg_split[1::2])} points, "
+                f"{len(np.unique(np.concatenate(pg_split[1::2])))} classes."
+            ),
+        ]
+    )
     return pg_classes, pg_split, pg_untouched
 
 
@@ -978,39 +1134,71 @@ def _(pg_canvas, pg_canvas_start, pg_preset):
 def _():
     # the shipped default run, loaded only if it was made by the lesson cells as they are on this page
     pg_default, pg_default_problem = lab.load_default_playground(
-        mlp, train_step, evaluate, train_playground, overfit_one_batch, train_default_playground)
+        mlp, train_step, evaluate, train_playground, overfit_one_batch, train_default_playground
+    )
     return pg_default, pg_default_problem
 
 
 @app.cell
-def _(pg_act, pg_classes, pg_data, pg_default, pg_default_problem, pg_depth, pg_epochs, pg_lr, pg_noise, pg_opt,
-      pg_split, pg_untouched, pg_width, train_button):
+def _(
+    pg_act,
+    pg_classes,
+    pg_data,
+    pg_default,
+    pg_default_problem,
+    pg_depth,
+    pg_epochs,
+    pg_lr,
+    pg_noise,
+    pg_opt,
+    pg_split,
+    pg_untouched,
+    pg_width,
+    train_button,
+):
     # the page opens on the defaults: their data, model and overfit check are shown before any click
-    _same_net = pg_untouched and lab.is_default_playground(dict(
-        data=pg_data.value, noise=pg_noise.value, width=pg_width.value, depth=pg_depth.value,
-        activation=pg_act.value))
+    _same_net = pg_untouched and lab.is_default_playground(
+        dict(
+            data=pg_data.value,
+            noise=pg_noise.value,
+            width=pg_width.value,
+            depth=pg_depth.value,
+            activation=pg_act.value,
+        )
+    )
     # the untrained network of the chosen settings: built again only when the data or the architecture changes
     pg_untrained, pg_first_loss = None, None
     if pg_split is not None:
+
         def _untrained():
             _model = mlp(2, pg_classes, pg_width.value, pg_depth.value, pg_act.value, seed=0)
-            return (lab.playground_run(_model, pg_split, initial_loss=evaluate(_model, *pg_split[:2])[0],
-                                       grid_size=lab.PLAYGROUND_GRID),
-                    lab.initial_loss(_model, pg_split[0], pg_split[1], pg_classes))  # why it is not ln K
+            return (
+                lab.playground_run(
+                    _model, pg_split, initial_loss=evaluate(_model, *pg_split[:2])[0], grid_size=lab.PLAYGROUND_GRID
+                ),
+                lab.initial_loss(_model, pg_split[0], pg_split[1], pg_classes),
+            )  # why it is not ln K
+
         pg_untrained, pg_first_loss = lab.remembered(
-            ("untrained", id(pg_split), pg_width.value, pg_depth.value, pg_act.value, mlp, evaluate), _untrained,
-            keep=pg_split)
+            ("untrained", id(pg_split), pg_width.value, pg_depth.value, pg_act.value, mlp, evaluate),
+            _untrained,
+            keep=pg_split,
+        )
     pg_run, pg_run_is_default = None, False
     if train_button.value and pg_split is not None:
         _model = mlp(2, pg_classes, pg_width.value, pg_depth.value, pg_act.value, seed=0)
         _initial = evaluate(_model, *pg_split[:2])[0]
         _optimizer = lab.playground_optimizer(pg_opt.value, _model.parameters(), pg_lr.value)
         with mo.status.progress_bar(total=pg_epochs.value, title="training", remove_on_exit=True) as _bar:
-            _history = train_playground(_model, _optimizer, pg_split, pg_epochs.value,
-                                        progress=lambda _epoch: _bar.update())
+            _history = train_playground(
+                _model, _optimizer, pg_split, pg_epochs.value, progress=lambda _epoch: _bar.update()
+            )
         pg_run = lab.playground_run(_model, pg_split, _history, _initial, grid_size=lab.PLAYGROUND_GRID)
-    elif _same_net and pg_default is not None and lab.is_default_playground(
-            dict(optimizer=pg_opt.value, lr=pg_lr.value, epochs=pg_epochs.value)):
+    elif (
+        _same_net
+        and pg_default is not None
+        and lab.is_default_playground(dict(optimizer=pg_opt.value, lr=pg_lr.value, epochs=pg_epochs.value))
+    ):
         pg_run, pg_run_is_default = pg_default.run, True
     loss_overview = None  # the loss per epoch of a run, shown with its zoom below
     if pg_run is not None and not pg_run.diverged:
@@ -1018,49 +1206,84 @@ def _(pg_act, pg_classes, pg_data, pg_default, pg_default_problem, pg_depth, pg_
         _h = pg_run.history
         _epochs = np.arange(1, len(_h["train_loss"]) + 1)
         _splits = np.array(["train", "validation"], dtype=object)
-        _curves = plot.data(epoch=np.tile(_epochs, 2), loss=np.concatenate([_h["train_loss"], _h["val_loss"]]),
-                            split=np.repeat(_splits, len(_epochs)))
+        _curves = plot.data(
+            epoch=np.tile(_epochs, 2),
+            loss=np.concatenate([_h["train_loss"], _h["val_loss"]]),
+            split=np.repeat(_splits, len(_epochs)),
+        )
         _brush = alt.selection_interval(name="epoch_zoom", encodings=["x"])
         loss_overview = ui.chart_control(
             alt.Chart(_curves, width="container", height=170, title="cross-entropy per epoch · drag across it to zoom")
-            .mark_line().encode(
+            .mark_line()
+            .encode(
                 alt.X("epoch:Q", title="epoch"),
                 alt.Y("loss:Q", title="cross-entropy", scale=alt.Scale(type="log")),
-                alt.Color("split:N", title="", legend=alt.Legend(orient="bottom"),
-                          scale=alt.Scale(domain=list(_splits), range=[plot.color("train"), plot.color("validation")])),
-            ).add_params(_brush))
+                alt.Color(
+                    "split:N",
+                    title="",
+                    legend=alt.Legend(orient="bottom"),
+                    scale=alt.Scale(domain=list(_splits), range=[plot.color("train"), plot.color("validation")]),
+                ),
+            )
+            .add_params(_brush)
+        )
     if pg_split is None:
         _out = mo.md("Draw a data set above to see the network.")
     else:
         _k = int(max(pg_split[1].max(), pg_split[3].max())) + 1
         _u, _f = pg_untrained, pg_first_loss
-        _initial = (f"Initial training loss **{_u.initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** for K = {_k} classes. "
-                    "The untrained logits z are not equal at each point, and around equal logits the loss is ln K − "
-                    f"(the true class's centred logit z_y − mean z, on average **{_f.true_class:.3f}**) + ½ (the mean "
-                    f"square of a point's centred logits, on average **{2 * _f.spread:.3f}**) ≈ **{_f.approximation:.4f}**.")
+        _initial = (
+            f"Initial training loss **{_u.initial_loss:.4f}**, ln K = **{np.log(_k):.4f}** for K = {_k} classes. "
+            "The untrained logits z are not equal at each point, and around equal logits the loss is ln K − "
+            f"(the true class's centred logit z_y − mean z, on average **{_f.true_class:.3f}**) + ½ (the mean "
+            f"square of a point's centred logits, on average **{2 * _f.spread:.3f}**) ≈ **{_f.approximation:.4f}**."
+        )
         if pg_run is None:
             _fig = lab.regions_map(_u, pg_split, title="untrained network")
-            _side = mo.md(f"{_initial} The untrained network of the `mlp` cell. " + (
-                f"{pg_default_problem[0].upper()}{pg_default_problem[1:]}." if _same_net and pg_default_problem else
-                f"These are not the settings the page opened on: **train** runs {pg_epochs.value} epochs with them."))
+            _side = mo.md(
+                f"{_initial} The untrained network of the `mlp` cell. "
+                + (
+                    f"{pg_default_problem[0].upper()}{pg_default_problem[1:]}."
+                    if _same_net and pg_default_problem
+                    else f"These are not the settings the page opened on: **train** runs {pg_epochs.value} epochs with them."
+                )
+            )
         elif pg_run.diverged:
             _fig = lab.regions_map(_u, pg_split, title="untrained network")
-            _side = mo.callout(mo.md(f"**Training diverged** after {len(pg_run.history['train_loss'])} epochs: the loss "
-                                     f"became inf or NaN. The learning rate {pg_lr.value:g} is too large for "
-                                     f"{pg_opt.value}; lower it."), kind="warn")
+            _side = mo.callout(
+                mo.md(
+                    f"**Training diverged** after {len(pg_run.history['train_loss'])} epochs: the loss "
+                    f"became inf or NaN. The learning rate {pg_lr.value:g} is too large for "
+                    f"{pg_opt.value}; lower it."
+                ),
+                kind="warn",
+            )
         else:
             _h = pg_run.history
             _fig = lab.regions_map(pg_run, pg_split, title=f"after {len(_h['train_loss'])} epochs")
-            _side = mo.vstack([
-                mo.md("Trained with the default settings above and shipped with the course: this map and the curves "
-                      "beside and below it come from the shipped checkpoint, which the lesson cells above made; **train** "
-                      "runs them as they are now, with your settings. " + _initial) if pg_run_is_default else
-                mo.md("Trained just now by the lesson cells above, with your settings. " + _initial),
-                ui.chart(plot.loss_curves({"train": _h["train_acc"], "validation": _h["val_acc"]}, y_title="accuracy",
-                                          height=150, title="Accuracy")),
-                mo.md(f"final: train loss **{_h['train_loss'][-1]:.4f}**, validation accuracy "
-                      f"**{100 * _h['val_acc'][-1]:.1f} %**. " + lab.overfitting_note(_h)),
-            ])
+            _side = mo.vstack(
+                [
+                    mo.md(
+                        "Trained with the default settings above and shipped with the course: this map and the curves "
+                        "beside and below it come from the shipped checkpoint, which the lesson cells above made; **train** "
+                        "runs them as they are now, with your settings. " + _initial
+                    )
+                    if pg_run_is_default
+                    else mo.md("Trained just now by the lesson cells above, with your settings. " + _initial),
+                    ui.chart(
+                        plot.loss_curves(
+                            {"train": _h["train_acc"], "validation": _h["val_acc"]},
+                            y_title="accuracy",
+                            height=150,
+                            title="Accuracy",
+                        )
+                    ),
+                    mo.md(
+                        f"final: train loss **{_h['train_loss'][-1]:.4f}**, validation accuracy "
+                        f"**{100 * _h['val_acc'][-1]:.1f} %**. " + lab.overfitting_note(_h)
+                    ),
+                ]
+            )
         _out = mo.hstack([ui.chart(_fig), _side], widths=[1, 1])
     _out
     return loss_overview, pg_first_loss, pg_run, pg_run_is_default, pg_untrained
@@ -1077,25 +1300,48 @@ def _(loss_overview, pg_run):
     if _last - _first < 1:  # narrower than two epochs: widen it to two
         _first = max(1, min(_first, _n - 1))
         _last = min(_n, _first + 1)
-    _train = np.asarray(_h["train_loss"][_first - 1:_last])
-    _val = np.asarray(_h["val_loss"][_first - 1:_last])
+    _train = np.asarray(_h["train_loss"][_first - 1 : _last])
+    _val = np.asarray(_h["val_loss"][_first - 1 : _last])
     _epochs = np.arange(_first, _last + 1)
-    _zoom = alt.Chart(plot.data(epoch=np.tile(_epochs, 2), loss=np.concatenate([_train, _val]),
-                                split=np.repeat(np.array(["train", "validation"], dtype=object), len(_epochs))),
-                      width="container", height=170, title=f"epochs {_first} to {_last}").mark_line(point=True).encode(
-        alt.X("epoch:Q", title="epoch", scale=alt.Scale(domain=[_first, _last], nice=False)),
-        alt.Y("loss:Q", title="cross-entropy", scale=alt.Scale(zero=False)),
-        alt.Color("split:N", title="", legend=None,
-                  scale=alt.Scale(domain=["train", "validation"], range=[plot.color("train"), plot.color("validation")])))
+    _zoom = (
+        alt.Chart(
+            plot.data(
+                epoch=np.tile(_epochs, 2),
+                loss=np.concatenate([_train, _val]),
+                split=np.repeat(np.array(["train", "validation"], dtype=object), len(_epochs)),
+            ),
+            width="container",
+            height=170,
+            title=f"epochs {_first} to {_last}",
+        )
+        .mark_line(point=True)
+        .encode(
+            alt.X("epoch:Q", title="epoch", scale=alt.Scale(domain=[_first, _last], nice=False)),
+            alt.Y("loss:Q", title="cross-entropy", scale=alt.Scale(zero=False)),
+            alt.Color(
+                "split:N",
+                title="",
+                legend=None,
+                scale=alt.Scale(domain=["train", "validation"], range=[plot.color("train"), plot.color("validation")]),
+            ),
+        )
+    )
     _overfits = _train[-1] < _train[0] and _val[-1] > _val[0]
-    mo.vstack([
-        loss_overview,
-        mo.md(f"Over epochs {_first} to {_last} the training loss went from **{_train[0]:.4f}** to "
-              f"**{_train[-1]:.4f}** and the validation loss from **{_val[0]:.4f}** to **{_val[-1]:.4f}**"
-              + (": the network is fitting its training points at the expense of new ones (overfitting)."
-                 if _overfits else ".")),
-        ui.chart(_zoom),
-    ])
+    mo.vstack(
+        [
+            loss_overview,
+            mo.md(
+                f"Over epochs {_first} to {_last} the training loss went from **{_train[0]:.4f}** to "
+                f"**{_train[-1]:.4f}** and the validation loss from **{_val[0]:.4f}** to **{_val[-1]:.4f}**"
+                + (
+                    ": the network is fitting its training points at the expense of new ones (overfitting)."
+                    if _overfits
+                    else "."
+                )
+            ),
+            ui.chart(_zoom),
+        ]
+    )
     return
 
 
@@ -1119,11 +1365,28 @@ def _():
 
 
 @app.cell
-def _(overfit_button, pg_act, pg_classes, pg_data, pg_default, pg_default_problem, pg_depth, pg_noise, pg_split,
-      pg_untouched, pg_width):
-    _same_net = pg_untouched and lab.is_default_playground(dict(
-        data=pg_data.value, noise=pg_noise.value, width=pg_width.value, depth=pg_depth.value,
-        activation=pg_act.value))
+def _(
+    overfit_button,
+    pg_act,
+    pg_classes,
+    pg_data,
+    pg_default,
+    pg_default_problem,
+    pg_depth,
+    pg_noise,
+    pg_split,
+    pg_untouched,
+    pg_width,
+):
+    _same_net = pg_untouched and lab.is_default_playground(
+        dict(
+            data=pg_data.value,
+            noise=pg_noise.value,
+            width=pg_width.value,
+            depth=pg_depth.value,
+            activation=pg_act.value,
+        )
+    )
     overfit_losses, _when = None, ""
     if overfit_button.value and pg_split is not None:
         _model = mlp(2, pg_classes, lab.overfit_width(pg_width.value), pg_depth.value, pg_act.value, seed=0)
@@ -1131,21 +1394,40 @@ def _(overfit_button, pg_act, pg_classes, pg_data, pg_default, pg_default_proble
         _when = "Run just now by the lesson cells above. "
     elif _same_net and pg_default is not None:
         overfit_losses = pg_default.overfit_losses
-        _when = ("Run on the default data and network and shipped with the course (the shipped checkpoint); the "
-                 "button reruns it with the lesson cells as they are now and the playground's width, depth and "
-                 "activation. ")
+        _when = (
+            "Run on the default data and network and shipped with the course (the shipped checkpoint); the "
+            "button reruns it with the lesson cells as they are now and the playground's width, depth and "
+            "activation. "
+        )
     if overfit_losses is not None:
         _ok = overfit_losses[-1] < 0.05
-        _out = mo.vstack([
-            ui.chart(plot.loss_curves({"train": overfit_losses}, x_title="step", y_title="loss on the batch",
-                                      log_y=True, height=180, title=f"One batch, {lab.OVERFIT_STEPS} Adam steps")),
-            mo.callout(mo.md(f"{_when}Final loss on the batch: **{overfit_losses[-1]:.2e}**. " +
-                             ("The network can memorise a batch: the pipeline works." if _ok else
-                              "It did not get below 0.05: with this activation and size the network "
-                              "struggles even to memorise (try tanh or more width), or a lesson cell above is "
-                              "broken.")),
-                       kind="success" if _ok else "warn"),
-        ])
+        _out = mo.vstack(
+            [
+                ui.chart(
+                    plot.loss_curves(
+                        {"train": overfit_losses},
+                        x_title="step",
+                        y_title="loss on the batch",
+                        log_y=True,
+                        height=180,
+                        title=f"One batch, {lab.OVERFIT_STEPS} Adam steps",
+                    )
+                ),
+                mo.callout(
+                    mo.md(
+                        f"{_when}Final loss on the batch: **{overfit_losses[-1]:.2e}**. "
+                        + (
+                            "The network can memorise a batch: the pipeline works."
+                            if _ok
+                            else "It did not get below 0.05: with this activation and size the network "
+                            "struggles even to memorise (try tanh or more width), or a lesson cell above is "
+                            "broken."
+                        )
+                    ),
+                    kind="success" if _ok else "warn",
+                ),
+            ]
+        )
     elif pg_split is None:
         _out = mo.md("Draw a data set in the playground first: the batch comes from its training points.")
     elif _same_net and pg_default_problem:
@@ -1160,72 +1442,118 @@ def _(overfit_button, pg_act, pg_classes, pg_data, pg_default, pg_default_proble
 def _():
     exercise_neuron = exercises.NumberExercise(
         question=r"**1.** For $f = \sigma(y\,x + z)$ at $x = 2$, $y = -1$, $z = 0.5$, use the local rules to find "
-                 r"$\partial f/\partial y$. (Three decimals; $\sigma(-1.5) \approx 0.1824$.)",
+        r"$\partial f/\partial y$. (Three decimals; $\sigma(-1.5) \approx 0.1824$.)",
         truth=graphs.input_gradients(graphs.expression_graph("neuron", 2.0, -1.0, 0.5))["y"],
-        hint="σ′(a) = σ(a)(1 − σ(a)), then the mul node sends g·x to y.", abs_tol=2e-3)
+        hint="σ′(a) = σ(a)(1 − σ(a)), then the mul node sends g·x to y.",
+        abs_tol=2e-3,
+    )
     answer_neuron = ui.answer_box(exercise_neuron, placeholder="e.g. 0.25", label="∂f/∂y =")
     exercise_dw = exercises.NumberExercise(
         question="**2.** `nn.Linear(10, 5)` maps a batch of 32 examples with 10 features to 5 outputs. How many "
-                 "rows does its weight gradient dW = dZᵀX have?",
+        "rows does its weight gradient dW = dZᵀX have?",
         truth=graphs.dense_layer_gradients(linear_backward, 32, 10, 5).shapes["dW"][0],
-        hint="dW has W's shape, and PyTorch stores W as (out, in).")
+        hint="dW has W's shape, and PyTorch stores W as (out, in).",
+    )
     answer_dw = ui.answer_box(exercise_dw, placeholder="e.g. 32", label="rows of dW =")
     _rule = lab.step_rule_view(central_difference, step_rule, 0.7)[2]["float64"]
     _decades = max(1.0, np.ceil(10 * _rule.decades_from_best) / 10)  # the flat bottom: the lowest dot counts too
     exercise_h = exercises.NumberExercise(
         question="**3.** In float64 at x = 0.7, around which step h is the central difference most accurate? "
-                 f"Answer with the exponent, log₁₀ h (within {_decades:.1f} decades counts: the V's bottom is flat).",
+        f"Answer with the exponent, log₁₀ h (within {_decades:.1f} decades counts: the V's bottom is flat).",
         truth=float(np.log10(_rule.h)),
         hint="Balance h²|f‴|/6 against ε|f|/h with ε ≈ 2.2·10⁻¹⁶; at x = 0.7, |f| and |f‴| are both about 0.85.",
         explanation=f"The rule gives h* = {_rule.h:.1e}; the lowest measured dot is at h ≈ {_rule.best_h:.0e}, "
-                    f"{_rule.decades_from_best:.1f} decades away, where rounding happened to be kind.",
-        abs_tol=_decades)
+        f"{_rule.decades_from_best:.1f} decades away, where rounding happened to be kind.",
+        abs_tol=_decades,
+    )
     answer_h = ui.answer_box(exercise_h, placeholder="e.g. -3", label="log₁₀ h =")
     _reuse = graphs.expression_graph("reuse", 1.0, 1.0, 0.0)
     exercise_uses = exercises.NumberExercise(
         question=r"**4.** In $f = x\,e^{x} + x\,y$, how many contributions are added up to make "
-                 r"$\partial f/\partial x$ during the backward pass?",
+        r"$\partial f/\partial x$ during the backward pass?",
         truth=_reuse.uses(next(n.id for n in _reuse.nodes if n.label == "x")),
         hint="Count every place an op reads x: each one sends x a share (step through 'x used three times').",
-        explanation="Two mul nodes and the exp node each read x.")
+        explanation="Two mul nodes and the exp node each read x.",
+    )
     answer_uses = ui.answer_box(exercise_uses, placeholder="e.g. 2", label="contributions =")
     exercise_modes = exercises.NumberExercise(
         question=r"**5.** For $f(x) = v\cdot\tanh(Wx)$ with $n = 500$ inputs and 64 hidden units, how many "
-                 "forward passes' worth of multiply-adds does **forward mode** spend on the full gradient? "
-                 "(Within 5 %.)",
+        "forward passes' worth of multiply-adds does **forward mode** spend on the full gradient? "
+        "(Within 5 %.)",
         truth=mode_costs(500)[1] / mode_costs(500)[0],
         hint="One JVP pass per input, each computing the values and their tangents (about two forwards).",
-        rel_tol=0.05, explanation="Reverse mode: about 2, whatever n is.")
+        rel_tol=0.05,
+        explanation="Reverse mode: about 2, whatever n is.",
+    )
     answer_modes = ui.answer_box(exercise_modes, placeholder="e.g. 500", label="forward passes =")
-    _one, _two = (lab.saved_for_backward(saved_floats, mlp(2, 2, 64, d, "tanh", seed=0), 100, depth=d, width=64)
-                  for d in (1, 2))
+    _one, _two = (
+        lab.saved_for_backward(saved_floats, mlp(2, 2, 64, d, "tanh", seed=0), 100, depth=d, width=64) for d in (1, 2)
+    )
     exercise_saved = exercises.NumberExercise(
         question="**6.** The MLP of *What backward keeps* gets one more hidden layer of width 64. With a batch of "
-                 "100 examples, how many more floats does its forward pass keep for the backward pass?",
+        "100 examples, how many more floats does its forward pass keep for the backward pass?",
         truth=_two.activation_floats - _one.activation_floats,
         hint="The new linear layer reads its input, a batch of width-64 activations; tanh's output is then "
-             "what the next layer reads (counted once).",
-        explanation="B × width: one activation matrix per layer.")
+        "what the next layer reads (counted once).",
+        explanation="B × width: one activation matrix per layer.",
+    )
     answer_saved = ui.answer_box(exercise_saved, placeholder="e.g. 100", label="more floats =")
     _held = lab.checkpointing_view(chain, checkpointed_backward, saved_floats, 16, 2)
     exercise_held = exercises.NumberExercise(
         question="**7.** In *Memory against recompute*, a chain of 16 layers is checkpointed with segments of 2 "
-                 "layers. How many activations (arrays of 16 × 32) does it hold at most during the backward pass?",
+        "layers. How many activations (arrays of 16 × 32) does it hold at most during the backward pass?",
         truth=_held.checkpointed_floats / _held.activation,
         hint="While the top segment runs: the checkpoints below it, plus that segment's input and its outputs.",
-        explanation="⌈n/k⌉ + k = 8 + 2; plain backprop holds n + 1 = 17.")
+        explanation="⌈n/k⌉ + k = 8 + 2; plain backprop holds n + 1 = 17.",
+    )
     answer_held = ui.answer_box(exercise_held, placeholder="e.g. 17", label="activations =")
-    return (answer_dw, answer_h, answer_held, answer_modes, answer_neuron, answer_saved, answer_uses, exercise_dw,
-            exercise_h, exercise_held, exercise_modes, exercise_neuron, exercise_saved, exercise_uses)
+    return (
+        answer_dw,
+        answer_h,
+        answer_held,
+        answer_modes,
+        answer_neuron,
+        answer_saved,
+        answer_uses,
+        exercise_dw,
+        exercise_h,
+        exercise_held,
+        exercise_modes,
+        exercise_neuron,
+        exercise_saved,
+        exercise_uses,
+    )
 
 
 @app.cell
-def _(answer_dw, answer_h, answer_held, answer_modes, answer_neuron, answer_saved, answer_uses, exercise_dw,
-      exercise_h, exercise_held, exercise_modes, exercise_neuron, exercise_saved, exercise_uses):
-    mo.vstack([mo.md("## 5. Check yourself"), ui.exercise(exercise_neuron, answer_neuron),
-               ui.exercise(exercise_dw, answer_dw), ui.exercise(exercise_h, answer_h),
-               ui.exercise(exercise_uses, answer_uses), ui.exercise(exercise_modes, answer_modes),
-               ui.exercise(exercise_saved, answer_saved), ui.exercise(exercise_held, answer_held)])
+def _(
+    answer_dw,
+    answer_h,
+    answer_held,
+    answer_modes,
+    answer_neuron,
+    answer_saved,
+    answer_uses,
+    exercise_dw,
+    exercise_h,
+    exercise_held,
+    exercise_modes,
+    exercise_neuron,
+    exercise_saved,
+    exercise_uses,
+):
+    mo.vstack(
+        [
+            mo.md("## 5. Check yourself"),
+            ui.exercise(exercise_neuron, answer_neuron),
+            ui.exercise(exercise_dw, answer_dw),
+            ui.exercise(exercise_h, answer_h),
+            ui.exercise(exercise_uses, answer_uses),
+            ui.exercise(exercise_modes, answer_modes),
+            ui.exercise(exercise_saved, answer_saved),
+            ui.exercise(exercise_held, answer_held),
+        ]
+    )
     return
 
 
@@ -1253,8 +1581,9 @@ def _():
         y = engine.tensor(np.array(-0.5), requires_grad=True)
         f = (x * y + x.sin()) ** 2
         f.backward()  # the chain rule, node by node
-        ok = engine.gradcheck(lambda a, b: (a * b + a.sin()) ** 2,
-                              (np.array([1.5]), np.array([-0.5])))  # float64 central differences
+        ok = engine.gradcheck(
+            lambda a, b: (a * b + a.sin()) ** 2, (np.array([1.5]), np.array([-0.5]))
+        )  # float64 central differences
 
         X, labels = engine.data.make_moons(200, noise=0.15, seed=0)
         with engine.random.fork_rng(0):
@@ -1266,8 +1595,10 @@ def _():
                 opt.zero_grad()  # gradients accumulate otherwise
                 loss.backward()
                 opt.step()
-        return (f"x.grad = {float(x.grad):.6g}, y.grad = {float(y.grad):.6g}; gradcheck passed: {ok}; "
-                f"last mini-batch loss after 10 epochs: {float(loss.data):.4f}")
+        return (
+            f"x.grad = {float(x.grad):.6g}, y.grad = {float(y.grad):.6g}; gradcheck passed: {ok}; "
+            f"last mini-batch loss after 10 epochs: {float(loss.data):.4f}"
+        )
 
     mo.md(f"`{_script()}`")
     return

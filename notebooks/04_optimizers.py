@@ -19,7 +19,9 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, """
+    ui.page_header(
+        METADATA,
+        """
     Backpropagation gives the gradient; the optimizer decides what to do with it. Plain gradient
     descent steps straight downhill, which is slow in long narrow valleys and stalls near saddle
     points; the optimizers used in practice add **momentum** (remember the past direction),
@@ -35,7 +37,8 @@ def _():
       decay breaks through, and find a learning rate with a range test;
     - find where Adam with an L2 penalty and AdamW's decoupled weight decay part ways;
     - clip gradients by their global norm and rescue a diverging run.
-    """)
+    """,
+    )
     return
 
 
@@ -110,10 +113,12 @@ def _():
     $\varphi_{t+1} = \varphi_t + \mu^2 v_t - (1+\mu)\,\eta\,\nabla f(\varphi_t)$ in both forms).
     """)
     lookahead = lab.nesterov_lookahead(race, nesterov, "quadratic", lr=0.01, momentum=0.9, steps=50)
-    _check = mo.md(f"Checked on the ill-conditioned quadratic below (η = 0.01, μ = 0.9, 50 steps): the look-ahead "
-                   f"points of the textbook form and the parameters of `nesterov` (raced by `race`) differ by "
-                   f"at most **{lookahead.max_difference:.1e}**, while the textbook θ_t themselves sit up to "
-                   f"**{np.max(np.abs(lookahead.theta - lookahead.engine)):.2f}** away.")
+    _check = mo.md(
+        f"Checked on the ill-conditioned quadratic below (η = 0.01, μ = 0.9, 50 steps): the look-ahead "
+        f"points of the textbook form and the parameters of `nesterov` (raced by `race`) differ by "
+        f"at most **{lookahead.max_difference:.1e}**, while the textbook θ_t themselves sit up to "
+        f"**{np.max(np.abs(lookahead.theta - lookahead.engine)):.2f}** away."
+    )
     mo.vstack([_prose, _check])
     return (lookahead,)
 
@@ -231,25 +236,50 @@ def race(f, rules, start, steps, schedules, clip=None):
 
 @app.cell
 def _():
-    surface = mo.ui.dropdown(options={spec["label"]: name for name, spec in lab.SURFACES.items()},
-                             value="Rosenbrock's valley", label="surface")
+    surface = mo.ui.dropdown(
+        options={spec["label"]: name for name, spec in lab.SURFACES.items()},
+        value="Rosenbrock's valley",
+        label="surface",
+    )
     n_steps = mo.ui.slider(10, 1000, step=10, value=200, label="steps", show_value=True, debounce=True)
     # AdamW joins when asked: at its default λ = 0 it is Adam, step for step
-    shown_opts = mo.ui.multiselect(options={lab.LABELS[n]: n for n in lab.OPTIMIZERS},
-                                   value=[lab.LABELS[n] for n in lab.OPTIMIZERS if n != "adamw"], label="optimizers")
+    shown_opts = mo.ui.multiselect(
+        options={lab.LABELS[n]: n for n in lab.OPTIMIZERS},
+        value=[lab.LABELS[n] for n in lab.OPTIMIZERS if n != "adamw"],
+        label="optimizers",
+    )
     momentum_beta = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="momentum μ", show_value=True, debounce=True)
     rms_alpha = mo.ui.slider(0.5, 0.999, step=0.001, value=0.99, label="RMSprop α", show_value=True, debounce=True)
     adam_beta1 = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="Adam β₁", show_value=True, debounce=True)
-    adam_beta2 = mo.ui.slider(steps=[0.9, 0.95, 0.99, 0.995, 0.999, 0.9999], value=0.999, label="Adam β₂",
-                              show_value=True)
+    adam_beta2 = mo.ui.slider(
+        steps=[0.9, 0.95, 0.99, 0.995, 0.999, 0.9999], value=0.999, label="Adam β₂", show_value=True
+    )
     adamw_decay = mo.ui.slider(0.0, 0.5, step=0.01, value=0.0, label="AdamW λ", show_value=True, debounce=True)
-    traj_schedule = mo.ui.dropdown(options={"constant": "constant", "step decay": "step", "cosine": "cosine",
-                                            "warm-up + cosine": "warmup_cosine", "one-cycle": "onecycle",
-                                            "reduce on plateau": "plateau"},
-                                   value="constant", label="schedule")
-    mo.vstack([mo.hstack([surface, n_steps, traj_schedule], justify="start"), shown_opts,
-               mo.accordion({"the rules' settings: momentum μ, RMSprop α, Adam β₁ and β₂, AdamW λ":
-                             mo.hstack([momentum_beta, rms_alpha, adam_beta1, adam_beta2, adamw_decay], wrap=True)})])
+    traj_schedule = mo.ui.dropdown(
+        options={
+            "constant": "constant",
+            "step decay": "step",
+            "cosine": "cosine",
+            "warm-up + cosine": "warmup_cosine",
+            "one-cycle": "onecycle",
+            "reduce on plateau": "plateau",
+        },
+        value="constant",
+        label="schedule",
+    )
+    mo.vstack(
+        [
+            mo.hstack([surface, n_steps, traj_schedule], justify="start"),
+            shown_opts,
+            mo.accordion(
+                {
+                    "the rules' settings: momentum μ, RMSprop α, Adam β₁ and β₂, AdamW λ": mo.hstack(
+                        [momentum_beta, rms_alpha, adam_beta1, adam_beta2, adamw_decay], wrap=True
+                    )
+                }
+            ),
+        ]
+    )
     return adam_beta1, adam_beta2, adamw_decay, momentum_beta, n_steps, rms_alpha, shown_opts, surface, traj_schedule
 
 
@@ -257,75 +287,150 @@ def _():
 def _(surface):
     # ranges and defaults that depend on the surface
     _spec = lab.SURFACES[surface.value]
-    start_x = mo.ui.slider(*_spec["box"][0], step=0.1, value=_spec["start"][0], label="start θ₁", show_value=True,
-                           debounce=True)
-    start_y = mo.ui.slider(*_spec["box"][1], step=0.05, value=_spec["start"][1], label="start θ₂",
-                           show_value=True, debounce=True)
-    lrs = mo.ui.dictionary({
-        name: mo.ui.slider(steps=LR_STEPS, value=_spec["lr"][name], label=f"η {lab.LABELS[name]}",
-                           show_value=True, debounce=True)
-        for name in lab.OPTIMIZERS
-    })
-    mo.accordion({"the learning rates η, and the start θ as two sliders":
-                  mo.vstack([mo.hstack(list(lrs.elements.values()), wrap=True),
-                             mo.hstack([start_x, start_y], justify="start")])})
+    start_x = mo.ui.slider(
+        *_spec["box"][0], step=0.1, value=_spec["start"][0], label="start θ₁", show_value=True, debounce=True
+    )
+    start_y = mo.ui.slider(
+        *_spec["box"][1], step=0.05, value=_spec["start"][1], label="start θ₂", show_value=True, debounce=True
+    )
+    lrs = mo.ui.dictionary(
+        {
+            name: mo.ui.slider(
+                steps=LR_STEPS, value=_spec["lr"][name], label=f"η {lab.LABELS[name]}", show_value=True, debounce=True
+            )
+            for name in lab.OPTIMIZERS
+        }
+    )
+    mo.accordion(
+        {
+            "the learning rates η, and the start θ as two sliders": mo.vstack(
+                [mo.hstack(list(lrs.elements.values()), wrap=True), mo.hstack([start_x, start_y], justify="start")]
+            )
+        }
+    )
     return lrs, start_x, start_y
 
 
 @app.cell
 def _(start_x, start_y, surface):
     # drag the start; the two sliders are its keyboard path (moving one re-creates the point there)
-    start_point = widgets.point_2d(start_x.value, start_y.value, x_bounds=lab.SURFACES[surface.value]["box"][0],
-                                   y_bounds=lab.SURFACES[surface.value]["box"][1], size=220)
+    start_point = widgets.point_2d(
+        start_x.value,
+        start_y.value,
+        x_bounds=lab.SURFACES[surface.value]["box"][0],
+        y_bounds=lab.SURFACES[surface.value]["box"][1],
+        size=220,
+    )
     mo.hstack([mo.md("**start θ** (drag)"), start_point], justify="start")
     return (start_point,)
 
 
 @app.cell
-def _(adam_beta1, adam_beta2, adamw_decay, lrs, momentum_beta, n_steps, rms_alpha, shown_opts, start_point,
-      surface, traj_schedule):
+def _(
+    adam_beta1,
+    adam_beta2,
+    adamw_decay,
+    lrs,
+    momentum_beta,
+    n_steps,
+    rms_alpha,
+    shown_opts,
+    start_point,
+    surface,
+    traj_schedule,
+):
     _rules = {"sgd": sgd, "momentum": momentum, "nesterov": nesterov, "rmsprop": rmsprop, "adam": adam, "adamw": adam}
-    _race = lab.run_race(race, _rules, surface.value, shown_opts.value, start=widgets.point(start_point.value),
-                         steps=n_steps.value, lrs=lrs.value, schedule=traj_schedule.value,
-                         momentum=momentum_beta.value, alpha=rms_alpha.value,
-                         betas=(adam_beta1.value, adam_beta2.value), weight_decay=adamw_decay.value)
+    _race = lab.run_race(
+        race,
+        _rules,
+        surface.value,
+        shown_opts.value,
+        start=widgets.point(start_point.value),
+        steps=n_steps.value,
+        lrs=lrs.value,
+        schedule=traj_schedule.value,
+        momentum=momentum_beta.value,
+        alpha=rms_alpha.value,
+        betas=(adam_beta1.value, adam_beta2.value),
+        weight_decay=adamw_decay.value,
+    )
     trajectories, trajectory_problems = _race.trajectories, _race.problems
     # what the race shows: its map, the distance to the minimum value, its table
     _spec = lab.SURFACES[surface.value]
-    _problems = [mo.callout(mo.md("  \n".join(f"**{lab.LABELS[n]} not run**: {m}"
-                                              for n, m in trajectory_problems.items())), kind="warn")
-                 ] if trajectory_problems else []
+    _problems = (
+        [
+            mo.callout(
+                mo.md("  \n".join(f"**{lab.LABELS[n]} not run**: {m}" for n, m in trajectory_problems.items())),
+                kind="warn",
+            )
+        ]
+        if trajectory_problems
+        else []
+    )
     if not trajectories:
         _out = mo.callout(mo.md("**No optimizer selected.** Pick at least one in the list above."), kind="warn")
     else:
         _paths = {lab.LABELS[n]: t.path for n, t in trajectories.items()}
         _colors = {lab.LABELS[n]: n for n in trajectories}
         _first = next(iter(trajectories.values())).path[0]
-        _fig = lab.surface_map(surface.value, _paths, _colors, start=_first,
-                               title=f"{_spec['label']} (darker is lower; ◆ the minimum, ■ the start)")
+        _fig = lab.surface_map(
+            surface.value,
+            _paths,
+            _colors,
+            start=_first,
+            title=f"{_spec['label']} (darker is lower; ◆ the minimum, ■ the start)",
+        )
         # how far each optimizer's f(θ_t) is from the minimum, on a log axis: the race's result
         _curve = lab.gap_chart(surface.value, {lab.LABELS[n]: t for n, t in trajectories.items()}, _colors)
         _rows = []
         for _n, _t in trajectories.items():
             _dist = float(np.linalg.norm(_t.path[-1] - np.array(_spec["minimum"])))
-            _state = (f"diverged at step {len(_t.path) - 1}" if _t.diverged
-                      else f"{_t.final_loss:.3g}")
+            _state = f"diverged at step {len(_t.path) - 1}" if _t.diverged else f"{_t.final_loss:.3g}"
             _rows.append(f"| {lab.LABELS[_n]} | {_t.lrs[0]:.3g} | {_state} | {_dist:.3g} |")
         _diverged = [lab.LABELS[n] for n, t in trajectories.items() if t.diverged]
-        _warn = [mo.callout(mo.md(f"**{', '.join(_diverged)} diverged**: the step overshoots the valley and "
-                                  "grows each time. Lower its learning rate."), kind="warn")] if _diverged else []
-        _decay = ([mo.md(f"AdamW runs with λ = {adamw_decay.value:g}: each step also shrinks θ toward 0 by "
-                         "ηλθ, so it settles where that shrinkage balances its adaptive step, not at θ*. Its distance to θ* "
-                         "measures that bias, not a slower optimizer; with λ = 0 AdamW is Adam.")]
-                  if adamw_decay.value > 0 and "adamw" in trajectories else
-                  [mo.md("AdamW runs with λ = 0, so it is Adam step for step and its path lies under Adam's: raise "
-                         "λ in the rules' settings to see the decay.")] if "adamw" in trajectories else [])
-        _out = mo.vstack(_warn + [
-            mo.md(rf"$${_spec['latex']}$$"),
-            ui.chart(_fig),
-            ui.chart(_curve),
-            mo.md("| optimizer | η at step 0 | final f(θ) | distance to θ* |\n|---|---|---|---|\n" + "\n".join(_rows)),
-        ] + _decay)
+        _warn = (
+            [
+                mo.callout(
+                    mo.md(
+                        f"**{', '.join(_diverged)} diverged**: the step overshoots the valley and "
+                        "grows each time. Lower its learning rate."
+                    ),
+                    kind="warn",
+                )
+            ]
+            if _diverged
+            else []
+        )
+        _decay = (
+            [
+                mo.md(
+                    f"AdamW runs with λ = {adamw_decay.value:g}: each step also shrinks θ toward 0 by "
+                    "ηλθ, so it settles where that shrinkage balances its adaptive step, not at θ*. Its distance to θ* "
+                    "measures that bias, not a slower optimizer; with λ = 0 AdamW is Adam."
+                )
+            ]
+            if adamw_decay.value > 0 and "adamw" in trajectories
+            else [
+                mo.md(
+                    "AdamW runs with λ = 0, so it is Adam step for step and its path lies under Adam's: raise "
+                    "λ in the rules' settings to see the decay."
+                )
+            ]
+            if "adamw" in trajectories
+            else []
+        )
+        _out = mo.vstack(
+            _warn
+            + [
+                mo.md(rf"$${_spec['latex']}$$"),
+                ui.chart(_fig),
+                ui.chart(_curve),
+                mo.md(
+                    "| optimizer | η at step 0 | final f(θ) | distance to θ* |\n|---|---|---|---|\n" + "\n".join(_rows)
+                ),
+            ]
+            + _decay
+        )
     mo.vstack(_problems + [_out])
     return trajectories, trajectory_problems
 
@@ -351,8 +456,9 @@ def _():
 
 @app.cell
 def _():
-    cond_kappa = mo.ui.slider(steps=[2, 4, 10, 30, 100, 300, 1000], value=100, label="condition number κ",
-                              show_value=True)
+    cond_kappa = mo.ui.slider(
+        steps=[2, 4, 10, 30, 100, 300, 1000], value=100, label="condition number κ", show_value=True
+    )
     return (cond_kappa,)
 
 
@@ -361,13 +467,22 @@ def _(cond_kappa):
     cond = lab.condition_rates(race, sgd, momentum, float(cond_kappa.value), steps=300)
     _names = {"gd": "gradient descent", "momentum": "momentum"}
     _chart = lab.condition_chart(cond)  # ‖θ_t − θ*‖ of both runs on a log axis, with the theory's rᵗ dashed
-    _rows = "\n".join(f"| {_names[k]} | {cond.settings[k][0]:.4g} | {cond.settings[k][1]:.4g} | "
-                      f"{cond.theory[k]:.4f} | {cond.measured[k]:.4f} |" for k in ("gd", "momentum"))
-    ui.try_it("", [cond_kappa], ui.chart(_chart),
-              mo.md("| method | η | μ | theory rate | measured rate |\n|---|---|---|---|---|\n" + _rows),
-              mo.md(f"Measured against theory: GD **{cond.measured['gd'] / cond.theory['gd']:.4f}**, momentum "
-                    f"**{cond.measured['momentum'] / cond.theory['momentum']:.4f}** (momentum's slowest and "
-                    "fastest directions decay as t·rᵗ at this setting, which lifts the measured rate a little)."))
+    _rows = "\n".join(
+        f"| {_names[k]} | {cond.settings[k][0]:.4g} | {cond.settings[k][1]:.4g} | "
+        f"{cond.theory[k]:.4f} | {cond.measured[k]:.4f} |"
+        for k in ("gd", "momentum")
+    )
+    ui.try_it(
+        "",
+        [cond_kappa],
+        ui.chart(_chart),
+        mo.md("| method | η | μ | theory rate | measured rate |\n|---|---|---|---|---|\n" + _rows),
+        mo.md(
+            f"Measured against theory: GD **{cond.measured['gd'] / cond.theory['gd']:.4f}**, momentum "
+            f"**{cond.measured['momentum'] / cond.theory['momentum']:.4f}** (momentum's slowest and "
+            "fastest directions decay as t·rᵗ at this setting, which lifts the measured rate a little)."
+        ),
+    )
     return (cond,)
 
 
@@ -426,8 +541,9 @@ def momentum_grid(rule, curvatures, lrs, mus, steps):
 
 @app.cell
 def _():
-    phase_kappa = mo.ui.slider(steps=[1, 3, 10, 30, 100, 300, 1000], value=100, label="condition number κ",
-                               show_value=True)
+    phase_kappa = mo.ui.slider(
+        steps=[1, 3, 10, 30, 100, 300, 1000], value=100, label="condition number κ", show_value=True
+    )
     phase_steps = mo.ui.slider(steps=[10, 20, 50, 100, 200], value=100, label="steps T", show_value=True)
     return phase_kappa, phase_steps
 
@@ -441,7 +557,8 @@ def _(phase_kappa, phase_steps):
         f"Lowest f(θ_T)/f(θ₀) = **{phase.ratio.min():.2e}** at ηλ_max = **{phase.best[0]:.2f}**, "
         f"μ = **{phase.best[1]:.2f}**; the theory's best: ηλ_max = **{phase.optimum[0]:.2f}**, "
         f"μ* = **{phase.optimum[1]:.2f}** (rate √μ* = {np.sqrt(phase.optimum[1]):.3f} a step). Cells right of the "
-        f"line that grew: **{_grew_right} of {_right}**; left of it: **{_grew_left} of {_left}**.")
+        f"line that grew: **{_grew_right} of {_right}**; left of it: **{_grew_left} of {_left}**."
+    )
     # each cell's f(θ_T)/f(θ₀), the line ηλ_max = 2(1 + μ) and the diamond at (η*, μ*)
     ui.try_it("", [phase_kappa, phase_steps], ui.chart(lab.phase_chart(phase)), mo.md(_readout))
     return (phase,)
@@ -490,10 +607,16 @@ def _(adam_beta1, adam_beta2, bc_noise, bc_steps):
     bc_without = lab.rule_updates(adam, _g, lr=1.0, betas=_betas, bias_correction=False)
     bc_engine = lab.engine_adam_updates(_g, lr=1.0, betas=_betas)
     _chart = lab.bias_correction_chart(bc_with, bc_without, bc_engine, _betas)  # |Δθ_t|/η of the three, step by step
-    ui.try_it("", [bc_steps, bc_noise, adam_beta1, adam_beta2], ui.chart(_chart),
-              mo.md(f"First step: **{abs(bc_with[0]):.3f} η** with the correction, "
-                    f"**{abs(bc_without[0]):.3f} η** without; largest step without: "
-                    f"**{np.abs(bc_without).max():.3f} η**."))
+    ui.try_it(
+        "",
+        [bc_steps, bc_noise, adam_beta1, adam_beta2],
+        ui.chart(_chart),
+        mo.md(
+            f"First step: **{abs(bc_with[0]):.3f} η** with the correction, "
+            f"**{abs(bc_without[0]):.3f} η** without; largest step without: "
+            f"**{np.abs(bc_without).max():.3f} η**."
+        ),
+    )
     return bc_engine, bc_with, bc_without
 
 
@@ -517,8 +640,7 @@ def _():
 @app.cell
 def _():
     sched_steps = mo.ui.slider(10, 500, step=10, value=100, label="total steps", show_value=True)
-    sched_lr = mo.ui.slider(steps=[0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0], value=0.1, label="base η",
-                            show_value=True)
+    sched_lr = mo.ui.slider(steps=[0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0], value=0.1, label="base η", show_value=True)
     sched_step_size = mo.ui.slider(1, 100, step=1, value=25, label="step size", show_value=True)
     sched_gamma = mo.ui.slider(0.1, 0.9, step=0.05, value=0.5, label="step γ", show_value=True)
     sched_warmup = mo.ui.slider(1, 100, step=1, value=10, label="warm-up steps", show_value=True)
@@ -529,22 +651,47 @@ def _():
 
 @app.cell
 def _(plateau_patience, sched_gamma, sched_lr, sched_pct, sched_step_size, sched_steps, sched_warmup):
-    schedules = lab.schedule_curves(steps=sched_steps.value, lr=sched_lr.value, step_size=sched_step_size.value,
-                                    gamma=sched_gamma.value, warmup=sched_warmup.value, pct_start=sched_pct.value,
-                                    factor=0.5, patience=plateau_patience.value)
-    _names = {"step": "step decay", "cosine": "cosine", "warmup_cosine": "warm-up + cosine", "onecycle": "one-cycle",
-              "plateau": "reduce on plateau"}
-    _chart = plot.curves(np.arange(sched_steps.value), {_names[k]: v for k, v in schedules.items()},
-                         x_title="step t", y_title="learning rate η_t", height=260, title="Schedules")
-    _note = ("" if sched_warmup.value < sched_steps.value else
-             f" (The warm-up of {sched_warmup.value} steps is longer than the run, so it is cut to "
-             f"{sched_steps.value - 1}.)")
-    mo.vstack([
-        mo.hstack([sched_steps, sched_lr, sched_step_size, sched_gamma], wrap=True),
-        mo.hstack([sched_warmup, sched_pct, plateau_patience], wrap=True),
-        ui.chart(_chart),
-        mo.md("Final rates: " + " · ".join(f"{_names[k]} **{v[-1]:.3g}**" for k, v in schedules.items()) + "." + _note),
-    ])
+    schedules = lab.schedule_curves(
+        steps=sched_steps.value,
+        lr=sched_lr.value,
+        step_size=sched_step_size.value,
+        gamma=sched_gamma.value,
+        warmup=sched_warmup.value,
+        pct_start=sched_pct.value,
+        factor=0.5,
+        patience=plateau_patience.value,
+    )
+    _names = {
+        "step": "step decay",
+        "cosine": "cosine",
+        "warmup_cosine": "warm-up + cosine",
+        "onecycle": "one-cycle",
+        "plateau": "reduce on plateau",
+    }
+    _chart = plot.curves(
+        np.arange(sched_steps.value),
+        {_names[k]: v for k, v in schedules.items()},
+        x_title="step t",
+        y_title="learning rate η_t",
+        height=260,
+        title="Schedules",
+    )
+    _note = (
+        ""
+        if sched_warmup.value < sched_steps.value
+        else f" (The warm-up of {sched_warmup.value} steps is longer than the run, so it is cut to "
+        f"{sched_steps.value - 1}.)"
+    )
+    mo.vstack(
+        [
+            mo.hstack([sched_steps, sched_lr, sched_step_size, sched_gamma], wrap=True),
+            mo.hstack([sched_warmup, sched_pct, plateau_patience], wrap=True),
+            ui.chart(_chart),
+            mo.md(
+                "Final rates: " + " · ".join(f"{_names[k]} **{v[-1]:.3g}**" for k, v in schedules.items()) + "." + _note
+            ),
+        ]
+    )
     return (schedules,)
 
 
@@ -590,8 +737,9 @@ def minibatch_descent(rule, X, y, batches, lrs):
 
 @app.cell
 def _():
-    noise_batch = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=8, label="batch size B",
-                               show_value=True)
+    noise_batch = mo.ui.slider(
+        steps=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=8, label="batch size B", show_value=True
+    )
     noise_lr = mo.ui.slider(steps=[0.03, 0.1, 0.3], value=0.3, label="η", show_value=True)
     return noise_batch, noise_lr
 
@@ -601,11 +749,18 @@ def _(noise_batch, noise_lr):
     noisy = lab.sgd_noise(minibatch_descent, sgd, noise_batch.value, lr=noise_lr.value, steps=400, seed=0)
     _chart = lab.noise_chart(noisy)  # the excess loss of the three runs, step by step, on a log axis
     _ratio = noisy.floor["constant"] / max(noisy.floor["decayed"], 1e-300)
-    ui.try_it("", [noise_batch, noise_lr], ui.chart(_chart),
-              mo.md("Mean excess loss over the last 40 steps: " +
-                    " · ".join(f"{k} **{v:.2e}**" for k, v in noisy.floor.items()) +
-                    f". The decayed run ends **{_ratio:.3g}×** " + ("below" if _ratio > 1 else "above") +
-                    f" the constant one. Gradient noise at θ̂, E‖g_B − ∇L‖²: **{noisy.gradient_noise:.3g}**."))
+    ui.try_it(
+        "",
+        [noise_batch, noise_lr],
+        ui.chart(_chart),
+        mo.md(
+            "Mean excess loss over the last 40 steps: "
+            + " · ".join(f"{k} **{v:.2e}**" for k, v in noisy.floor.items())
+            + f". The decayed run ends **{_ratio:.3g}×** "
+            + ("below" if _ratio > 1 else "above")
+            + f" the constant one. Gradient noise at θ̂, E‖g_B − ∇L‖²: **{noisy.gradient_noise:.3g}**."
+        ),
+    )
     return (noisy,)
 
 
@@ -646,12 +801,17 @@ def _():
 def _(range_batch, range_steps):
     lr_range = lab.lr_range_test(minibatch_descent, sgd, range_batch.value, steps=range_steps.value, seed=0)
     _chart = lab.range_chart(lr_range, range_batch.value)  # the loss against η, and a line at 2/λ_max
-    _blow = (f"it blew up at η = **{lr_range.blowup_lr:.3g}**, {lr_range.blowup_lr / lr_range.stable_limit:.2f}× "
-             "the limit" if np.isfinite(lr_range.blowup_lr) else "it did not blow up within the range")
+    _blow = (
+        f"it blew up at η = **{lr_range.blowup_lr:.3g}**, {lr_range.blowup_lr / lr_range.stable_limit:.2f}× the limit"
+        if np.isfinite(lr_range.blowup_lr)
+        else "it did not blow up within the range"
+    )
     _theory = lr_range.full_batch_blowup_lr  # where full-batch GD on the same ramp blows up (lab.full_batch_losses)
-    _text = (f"Lowest loss at η = **{lr_range.best_lr:.3g}**; 2/λ_max = **{lr_range.stable_limit:.3g}**; {_blow}. "
-             f"Full-batch gradient descent on the same ramp blows up, in theory, at η = **{_theory:.3g}** "
-             f"({_theory / lr_range.stable_limit:.2f}× the limit).")
+    _text = (
+        f"Lowest loss at η = **{lr_range.best_lr:.3g}**; 2/λ_max = **{lr_range.stable_limit:.3g}**; {_blow}. "
+        f"Full-batch gradient descent on the same ramp blows up, in theory, at η = **{_theory:.3g}** "
+        f"({_theory / lr_range.stable_limit:.2f}× the limit)."
+    )
     ui.try_it("", [range_batch, range_steps], ui.chart(_chart), mo.md(_text))
     return (lr_range,)
 
@@ -685,10 +845,16 @@ def _():
 def _(wd_lambda, wd_lr):
     wd_paths = lab.l2_vs_decoupled(race, adam, weight_decay=wd_lambda.value, lr=wd_lr.value, steps=200)
     _chart2, _chart1 = lab.weight_decay_charts(wd_paths)  # θ₂ and θ₁ of both runs, step by step
-    ui.try_it("", [wd_lambda, wd_lr], mo.hstack([ui.chart(_chart2), ui.chart(_chart1)], widths=[1, 1]),
-              mo.md(f"After 200 steps: Adam + L2 θ = ({wd_paths.adam_l2[-1, 0]:.3f}, {wd_paths.adam_l2[-1, 1]:.3f}), "
-                    f"AdamW θ = ({wd_paths.adamw[-1, 0]:.3f}, {wd_paths.adamw[-1, 1]:.3f}). AdamW's θ₂ follows "
-                    f"2·(1 − ηλ)ᵗ = {2 * (1 - wd_lr.value * wd_lambda.value) ** 200:.3f} at t = 200."))
+    ui.try_it(
+        "",
+        [wd_lambda, wd_lr],
+        mo.hstack([ui.chart(_chart2), ui.chart(_chart1)], widths=[1, 1]),
+        mo.md(
+            f"After 200 steps: Adam + L2 θ = ({wd_paths.adam_l2[-1, 0]:.3f}, {wd_paths.adam_l2[-1, 1]:.3f}), "
+            f"AdamW θ = ({wd_paths.adamw[-1, 0]:.3f}, {wd_paths.adamw[-1, 1]:.3f}). AdamW's θ₂ follows "
+            f"2·(1 − ηλ)ᵗ = {2 * (1 - wd_lr.value * wd_lambda.value) ** 200:.3f} at t = 200."
+        ),
+    )
     return (wd_paths,)
 
 
@@ -720,10 +886,10 @@ def _():
 
 @app.cell
 def _():
-    clip_norm = mo.ui.slider(steps=[0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0], value=3.0, label="max norm c",
-                             show_value=True)
-    clip_lr = mo.ui.slider(steps=[0.001, 0.003, 0.005, 0.01, 0.02, 0.05], value=0.01, label="SGD η",
-                           show_value=True)
+    clip_norm = mo.ui.slider(
+        steps=[0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0], value=3.0, label="max norm c", show_value=True
+    )
+    clip_lr = mo.ui.slider(steps=[0.001, 0.003, 0.005, 0.01, 0.02, 0.05], value=0.01, label="SGD η", show_value=True)
     return clip_lr, clip_norm
 
 
@@ -731,13 +897,18 @@ def _():
 def _(clip_lr, clip_norm):
     clip_runs = {
         "no clipping": lab.run_one(race, sgd, "rosenbrock", "sgd", steps=300, lrs={"sgd": clip_lr.value}),
-        f"clipped at {clip_norm.value:g}": lab.run_one(race, sgd, "rosenbrock", "sgd", steps=300,
-                                                       lrs={"sgd": clip_lr.value}, clip=clip_norm.value),
+        f"clipped at {clip_norm.value:g}": lab.run_one(
+            race, sgd, "rosenbrock", "sgd", steps=300, lrs={"sgd": clip_lr.value}, clip=clip_norm.value
+        ),
     }
-    _fig = lab.surface_map("rosenbrock", {k: r.path for k, r in clip_runs.items()},
-                           {"no clipping": "error", f"clipped at {clip_norm.value:g}": "sgd"},
-                           start=lab.SURFACES["rosenbrock"]["start"], title="SGD on Rosenbrock (darker is lower)",
-                           height=320)
+    _fig = lab.surface_map(
+        "rosenbrock",
+        {k: r.path for k, r in clip_runs.items()},
+        {"no clipping": "error", f"clipped at {clip_norm.value:g}": "sgd"},
+        start=lab.SURFACES["rosenbrock"]["start"],
+        title="SGD on Rosenbrock (darker is lower)",
+        height=320,
+    )
     _lines = []
     for _k, _r in clip_runs.items():
         _fate = f"diverged at step {len(_r.path) - 1}" if _r.diverged else f"final f = {_r.final_loss:.3g}"
@@ -750,67 +921,113 @@ def _(clip_lr, clip_norm):
 def _():
     exercise_adam = exercises.NumberExercise(
         question="**1.** Adam (η = 0.01, default betas) takes its first step on a parameter whose gradient is 0.3. "
-                 "How far does the parameter move?",
+        "How far does the parameter move?",
         truth=float(abs(lab.engine_adam_updates([0.3], lr=0.01)[0])),
-        hint="After bias correction m̂₁ = g and v̂₁ = g².", rel_tol=0.01)
+        hint="After bias correction m̂₁ = g and v̂₁ = g².",
+        rel_tol=0.01,
+    )
     answer_adam = ui.answer_box(exercise_adam, placeholder="e.g. 0.003", label="|Δθ₁| =")
     exercise_cosine = exercises.NumberExercise(
         question="**2.** Cosine annealing from η = 0.1 to 0 over T = 100 steps: what is the learning rate at step 50?",
-        truth=float(lab.schedule_curves(steps=100, lr=0.1)["cosine"][50]), hint="cos(π/2) = 0.", rel_tol=0.01)
+        truth=float(lab.schedule_curves(steps=100, lr=0.1)["cosine"][50]),
+        hint="cos(π/2) = 0.",
+        rel_tol=0.01,
+    )
     answer_cosine = ui.answer_box(exercise_cosine, placeholder="e.g. 0.1", label="η₅₀ =")
     _clipped, _before, _after = lab.clip_by_global_norm([np.array([3.0]), np.array([4.0])], max_norm=1.0)
     exercise_clip = exercises.NumberExercise(
         question="**3.** Two parameters have gradients g₁ = 3 and g₂ = 4. After "
-                 "`clip_grad_norm_(params, max_norm=1)`, what is g₁? (Two decimals.)",
-        truth=float(_clipped[0][0]), hint="The global norm is √(3² + 4²); both are scaled by the same factor.",
-        abs_tol=0.005)
+        "`clip_grad_norm_(params, max_norm=1)`, what is g₁? (Two decimals.)",
+        truth=float(_clipped[0][0]),
+        hint="The global norm is √(3² + 4²); both are scaled by the same factor.",
+        abs_tol=0.005,
+    )
     answer_clip = ui.answer_box(exercise_clip, placeholder="e.g. 1.5", label="clipped g₁ =")
     exercise_rate = exercises.NumberExercise(
         question="**4.** A quadratic valley has condition number κ = 100. By what factor does best-tuned "
-                 "heavy-ball momentum shrink the error per step? (Three decimals.)",
+        "heavy-ball momentum shrink the error per step? (Three decimals.)",
         truth=lab.condition_rates(race, sgd, momentum, 100.0, steps=300).theory["momentum"],
-        hint="(√κ − 1)/(√κ + 1); gradient descent's (κ − 1)/(κ + 1) would be 0.980.", abs_tol=0.002,
-        explanation="Gradient descent's is 99/101 ≈ 0.980: momentum needs about 10 = √κ times fewer steps.")
+        hint="(√κ − 1)/(√κ + 1); gradient descent's (κ − 1)/(κ + 1) would be 0.980.",
+        abs_tol=0.002,
+        explanation="Gradient descent's is 99/101 ≈ 0.980: momentum needs about 10 = √κ times fewer steps.",
+    )
     answer_rate = ui.answer_box(exercise_rate, placeholder="e.g. 0.9", label="rate per step =")
-    _small, _large = (lab.sgd_noise(minibatch_descent, sgd, b, lr=0.3, steps=400, seed=0,
-                                    only=("constant",)).floor["constant"] for b in (4, 64))
+    _small, _large = (
+        lab.sgd_noise(minibatch_descent, sgd, b, lr=0.3, steps=400, seed=0, only=("constant",)).floor["constant"]
+        for b in (4, 64)
+    )
     exercise_floor = exercises.ChoiceExercise(
         question="**5.** SGD with a constant η = 0.3 on the least-squares problem of section 4: the batch grows "
-                 "from 4 to 64. What happens to the loss floor?",
+        "from 4 to 64. What happens to the loss floor?",
         options={"it rises": "rises", "it falls": "falls", "it stays the same": "same"},
         truth="falls" if _large < _small else "rises",
         hint="The variance of a mean of B gradients is about 1/B of one gradient's.",
-        explanation=f"Measured: {_small:.2e} at B = 4, {_large:.2e} at B = 64.")
+        explanation=f"Measured: {_small:.2e} at B = 4, {_large:.2e} at B = 64.",
+    )
     answer_floor = ui.answer_box(exercise_floor)
     exercise_lookahead = exercises.NumberExercise(
         question="**6.** Nesterov momentum with μ = 0.9 is at θ = 0 with velocity v = 2 (one parameter). "
-                 "At which θ does the look-ahead form evaluate the gradient?",
+        "At which θ does the look-ahead form evaluate the gradient?",
         truth=float(lab.lookahead_point(0.0, 2.0, momentum=0.9)),
-        hint="Where momentum alone would carry θ: θ + μv.", rel_tol=1e-6)
+        hint="Where momentum alone would carry θ: θ + μv.",
+        rel_tol=1e-6,
+    )
     answer_lookahead = ui.answer_box(exercise_lookahead, placeholder="e.g. 1", label="θ + μv =")
     exercise_limit = exercises.NumberExercise(
         question="**7.** Plain gradient descent on a quadratic whose Hessian is diag(0.5, 0.1): above which "
-                 "learning rate does it diverge?",
+        "learning rate does it diverge?",
         truth=lab.gd_stability_limit(np.diag([0.5, 0.1])),
-        hint="Along the steepest direction the error is multiplied by 1 − ηλ_max each step.", rel_tol=0.01)
+        hint="Along the steepest direction the error is multiplied by 1 − ηλ_max each step.",
+        rel_tol=0.01,
+    )
     answer_limit = ui.answer_box(exercise_limit, placeholder="e.g. 1", label="η limit =")
-    return (answer_adam, answer_clip, answer_cosine, answer_floor, answer_limit, answer_lookahead, answer_rate,
-            exercise_adam, exercise_clip, exercise_cosine, exercise_floor, exercise_limit, exercise_lookahead,
-            exercise_rate)
+    return (
+        answer_adam,
+        answer_clip,
+        answer_cosine,
+        answer_floor,
+        answer_limit,
+        answer_lookahead,
+        answer_rate,
+        exercise_adam,
+        exercise_clip,
+        exercise_cosine,
+        exercise_floor,
+        exercise_limit,
+        exercise_lookahead,
+        exercise_rate,
+    )
 
 
 @app.cell
-def _(answer_adam, answer_clip, answer_cosine, answer_floor, answer_limit, answer_lookahead, answer_rate,
-      exercise_adam, exercise_clip, exercise_cosine, exercise_floor, exercise_limit, exercise_lookahead,
-      exercise_rate):
-    mo.vstack([mo.md("## 7. Check yourself"),
-               ui.exercise(exercise_adam, answer_adam),
-               ui.exercise(exercise_cosine, answer_cosine),
-               ui.exercise(exercise_clip, answer_clip),
-               ui.exercise(exercise_rate, answer_rate),
-               ui.exercise(exercise_floor, answer_floor),
-               ui.exercise(exercise_lookahead, answer_lookahead),
-               ui.exercise(exercise_limit, answer_limit)])
+def _(
+    answer_adam,
+    answer_clip,
+    answer_cosine,
+    answer_floor,
+    answer_limit,
+    answer_lookahead,
+    answer_rate,
+    exercise_adam,
+    exercise_clip,
+    exercise_cosine,
+    exercise_floor,
+    exercise_limit,
+    exercise_lookahead,
+    exercise_rate,
+):
+    mo.vstack(
+        [
+            mo.md("## 7. Check yourself"),
+            ui.exercise(exercise_adam, answer_adam),
+            ui.exercise(exercise_cosine, answer_cosine),
+            ui.exercise(exercise_clip, answer_clip),
+            ui.exercise(exercise_rate, answer_rate),
+            ui.exercise(exercise_floor, answer_floor),
+            ui.exercise(exercise_lookahead, answer_lookahead),
+            ui.exercise(exercise_limit, answer_limit),
+        ]
+    )
     return
 
 
@@ -834,13 +1051,19 @@ def _():
             sched.step()
         return f"θ after 300 steps = {np.round(theta.data, 4)}, last loss {float(loss.data):.3g}, η now {sched.get_last_lr()[0]:.3g}"
 
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     ## 8. The same in your own script
 
     AdamW with a cosine schedule and gradient clipping on Rosenbrock's valley. Other choices:
     `optim.SGD(params, lr, momentum=0.9, nesterov=True)`, `optim.RMSprop(params, lr, alpha=0.99)`,
     `optim.Adam(params, lr, weight_decay=λ)` (that one is the coupled L2 penalty).
-    """), mo.md(f"`{_script()}`"), mo.md(toc.nav_md(METADATA["id"]))])
+    """),
+            mo.md(f"`{_script()}`"),
+            mo.md(toc.nav_md(METADATA["id"])),
+        ]
+    )
     return
 
 

@@ -25,26 +25,41 @@ def cnn_summary(trained):
     """Loss and accuracy per epoch, the held-out accuracy, and where the
     model comes from (the shipped checkpoint or the learner's own training)."""
     history, matrix, settings = trained.history, trained.confusion, trained.settings
-    _described = (f"{settings['n_filters']} filters of {settings['kernel_size']}×"
-                  f"{settings['kernel_size']}, {settings['epochs']} epochs, learning rate "
-                  f"{settings['lr']:g}")
+    _described = (
+        f"{settings['n_filters']} filters of {settings['kernel_size']}×"
+        f"{settings['kernel_size']}, {settings['epochs']} epochs, learning rate "
+        f"{settings['lr']:g}"
+    )
     if trained.shipped:
-        source = (f"The CNN below was trained with the default settings ({_described}) "
-                  "by this page's `CNN` and `train_cnn` and ships with the course, so it is here "
-                  "on open; **Train the CNN** retrains it with the settings above.")
+        source = (
+            f"The CNN below was trained with the default settings ({_described}) "
+            "by this page's `CNN` and `train_cnn` and ships with the course, so it is here "
+            "on open; **Train the CNN** retrains it with the settings above."
+        )
     else:
-        source = (f"The CNN below was trained just now with your settings ({_described}), "
-                  "by the `CNN` and `train_cnn` cells as they are now.")
-    curves = plot.loss_curves({"train": history.train_acc, "held-out": history.test_acc},
-                              y_title="accuracy", title="accuracy per epoch (chance: 0.1)")
-    loss = plot.loss_curves({"train": history.loss}, y_title="cross-entropy",
-                            title="training loss per epoch")
+        source = (
+            f"The CNN below was trained just now with your settings ({_described}), "
+            "by the `CNN` and `train_cnn` cells as they are now."
+        )
+    curves = plot.loss_curves(
+        {"train": history.train_acc, "held-out": history.test_acc},
+        y_title="accuracy",
+        title="accuracy per epoch (chance: 0.1)",
+    )
+    loss = plot.loss_curves({"train": history.loss}, y_title="cross-entropy", title="training loss per epoch")
     stopped = mo.callout(mo.md(history.stopped), kind="warn") if history.stopped else mo.md("")
     final = history.test_acc[-1] if history.test_acc else float("nan")
-    return mo.vstack([
-        mo.md(source), stopped, mo.hstack([loss, curves], widths="equal"),
-        mo.md(f"Held-out accuracy after {len(history.loss)} epochs: **{final:.1%}** "
-              f"({int(np.trace(matrix))} of {int(matrix.sum())} digits).")])
+    return mo.vstack(
+        [
+            mo.md(source),
+            stopped,
+            mo.hstack([loss, curves], widths="equal"),
+            mo.md(
+                f"Held-out accuracy after {len(history.loss)} epochs: **{final:.1%}** "
+                f"({int(np.trace(matrix))} of {int(matrix.sum())} digits)."
+            ),
+        ]
+    )
 
 
 @app.function
@@ -57,13 +72,20 @@ def cnn_verdict(trained, pixels):
         return mo.callout(mo.md("The canvas is empty: draw a digit."), kind="warn")
     maps = lab.feature_maps(trained.model, digit)
     probs = maps["probs"]
-    return mo.vstack([
-        mo.md(f"The CNN reads a **{int(np.argmax(probs))}** (probability {probs.max():.0%})."),
-        plot.bars([str(d) for d in range(10)], probs, y_title="probability", y_domain=(0, 1),
-                  title="the CNN's probabilities for your drawing"),
-        mo.md("Its first-layer feature maps after ReLU (the first six channels):"),
-        plot.image_tiles({f"conv1 · {i}": m for i, m in enumerate(maps["relu1"][:6])}, width=96),
-    ])
+    return mo.vstack(
+        [
+            mo.md(f"The CNN reads a **{int(np.argmax(probs))}** (probability {probs.max():.0%})."),
+            plot.bars(
+                [str(d) for d in range(10)],
+                probs,
+                y_title="probability",
+                y_domain=(0, 1),
+                title="the CNN's probabilities for your drawing",
+            ),
+            mo.md("Its first-layer feature maps after ReLU (the first six channels):"),
+            plot.image_tiles({f"conv1 · {i}": m for i, m in enumerate(maps["relu1"][:6])}, width=96),
+        ]
+    )
 
 
 @app.function
@@ -72,9 +94,12 @@ def cnn_kernels_figure(trained):
     """The first layer's learned kernels, one panel each."""
     kernels = lab.learned_filters(trained.model)
     names = [f"filter {i}" for i in range(len(kernels))]
-    return mo.vstack([
-        mo.md("**Learned first-layer kernels** (red positive, blue negative)."),
-        plot.image_tiles(dict(zip(names, kernels)), symmetric=tuple(names), width=72)])
+    return mo.vstack(
+        [
+            mo.md("**Learned first-layer kernels** (red positive, blue negative)."),
+            plot.image_tiles(dict(zip(names, kernels)), symmetric=tuple(names), width=72),
+        ]
+    )
 
 
 @app.function
@@ -85,15 +110,25 @@ def cnn_reading(trained, index):
     image, label = images[index], int(labels[index])
     maps = lab.feature_maps(trained.model, image)
     predicted = int(np.argmax(maps["probs"]))
-    return mo.vstack([
-        mo.md(f"Held-out digit #{index}: true {label}, the CNN reads a **{predicted}** "
-              f"(probability {maps['probs'].max():.0%}). The digit and its first-layer feature "
-              "maps after ReLU (the first six channels):"),
-        plot.image_tiles({"input": image[0],
-                     **{f"conv1 · {i}": m for i, m in enumerate(maps["relu1"][:6])}}, width=96),
-        plot.bars([str(d) for d in range(10)], maps["probs"], y_title="probability",
-                  title=f"true: {label} · predicted: {predicted}",
-                  y_domain=(0, 1))])
+    return mo.vstack(
+        [
+            mo.md(
+                f"Held-out digit #{index}: true {label}, the CNN reads a **{predicted}** "
+                f"(probability {maps['probs'].max():.0%}). The digit and its first-layer feature "
+                "maps after ReLU (the first six channels):"
+            ),
+            plot.image_tiles(
+                {"input": image[0], **{f"conv1 · {i}": m for i, m in enumerate(maps["relu1"][:6])}}, width=96
+            ),
+            plot.bars(
+                [str(d) for d in range(10)],
+                maps["probs"],
+                y_title="probability",
+                title=f"true: {label} · predicted: {predicted}",
+                y_domain=(0, 1),
+            ),
+        ]
+    )
 
 
 @app.function
@@ -102,22 +137,23 @@ def confusion_heatmap(trained):
     """The held-out confusion matrix (rows: the true digit, columns: the CNN's reading), its
     counts written in; a click on a cell selects that pair of digits (``cell_pick``)."""
     digits = np.array([str(d) for d in range(10)], dtype=object)
-    cells = plot.data(actual=np.repeat(digits, 10), predicted=np.tile(digits, 10),
-                      images=trained.confusion.ravel())
+    cells = plot.data(actual=np.repeat(digits, 10), predicted=np.tile(digits, 10), images=trained.confusion.ravel())
     pick = alt.selection_point(name="cell_pick", fields=["actual", "predicted"], on="click")
-    grid = alt.Chart(cells, width="container", height=300,
-                     title="held-out confusion matrix · click a cell").encode(
+    grid = alt.Chart(cells, width="container", height=300, title="held-out confusion matrix · click a cell").encode(
         alt.X("predicted:O", sort=list(digits), title="predicted digit", axis=alt.Axis(labelAngle=0)),
-        alt.Y("actual:O", sort=list(digits), title="true digit"))
-    return (grid.mark_rect().encode(alt.Color("images:Q", scale=alt.Scale(scheme="purples"), title="images"),
-                                    alt.OpacityValue(0.4, condition={"param": "cell_pick", "value": 1.0}))
-            .add_params(pick)
-            + grid.mark_text(fontSize=11).encode(alt.Text("images:Q")))
+        alt.Y("actual:O", sort=list(digits), title="true digit"),
+    )
+    return grid.mark_rect().encode(
+        alt.Color("images:Q", scale=alt.Scale(scheme="purples"), title="images"),
+        alt.OpacityValue(0.4, condition={"param": "cell_pick", "value": 1.0}),
+    ).add_params(pick) + grid.mark_text(fontSize=11).encode(alt.Text("images:Q"))
 
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, r"""
+    ui.page_header(
+        METADATA,
+        r"""
     A convolution slides one small set of weights over an image. This notebook makes every part of
     that sentence something you can move:
 
@@ -137,7 +173,8 @@ def _():
 
     The convolution itself, the CNN and its training loop are code cells of this page: open it
     in `marimo edit`, change them, and the figures that use them follow.
-    """)
+    """,
+    )
     return
 
 
@@ -184,9 +221,12 @@ def conv2d_loops(x, w, b=None, stride=1, padding=0, dilation=1):
     for i in range(k):
         for j in range(k):
             # what tap (i, j) reads for every output pixel (p, q) at once
-            window = x_pad[:, i * dilation:i * dilation + stride * h_out:stride,
-                           j * dilation:j * dilation + stride * w_out:stride]
-            y += np.tensordot(w[:, :, i, j], window, axes=1)   # Σ_c W[o, c, i, j] · window[c]
+            window = x_pad[
+                :,
+                i * dilation : i * dilation + stride * h_out : stride,
+                j * dilation : j * dilation + stride * w_out : stride,
+            ]
+            y += np.tensordot(w[:, :, i, j], window, axes=1)  # Σ_c W[o, c, i, j] · window[c]
     return y if b is None else y + np.asarray(b)[:, None, None]
 
 
@@ -194,8 +234,11 @@ def conv2d_loops(x, w, b=None, stride=1, padding=0, dilation=1):
 def _():
     _rng = np.random.default_rng(0)
     _x, _w, _b = _rng.normal(size=(3, 9, 9)), _rng.normal(size=(4, 3, 3, 3)), _rng.normal(size=4)
-    loops_gap = float(np.abs(conv2d_loops(_x, _w, _b, stride=2, padding=1)
-                             - F.conv2d(_x[None], _w, _b, stride=2, padding=1).data[0]).max())
+    loops_gap = float(
+        np.abs(
+            conv2d_loops(_x, _w, _b, stride=2, padding=1) - F.conv2d(_x[None], _w, _b, stride=2, padding=1).data[0]
+        ).max()
+    )
     mo.md(f"""
     `conv2d_loops` against the engine's `F.conv2d` on a random 3-channel 9×9 input, four 3×3
     filters, stride 2, padding 1: largest difference **{loops_gap:.1e}**. The engine computes the
@@ -219,7 +262,9 @@ def _():
     dilation_d = mo.ui.slider(1, 3, value=1, label="dilation D", show_value=True)
     channels_in = mo.ui.slider(1, 64, value=3, label="C_in", show_value=True)
     channels_out = mo.ui.slider(1, 64, value=16, label="C_out", show_value=True)
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     ## 2. Size arithmetic
 
     A kernel with dilation $D$ spans $K_{\text{eff}} = D(K-1) + 1$ pixels. It fits into the padded
@@ -232,9 +277,10 @@ def _():
     Move the sliders: the strip shows, for each output $o$ (one row each), which input pixels its
     kernel reads. The grid below it shows the same for a 2-D output pixel.
     """),
-        mo.hstack([size_w, kernel_k, padding_p, stride_s, dilation_d], wrap=True),
-        mo.hstack([channels_in, channels_out], justify="start"),
-    ])
+            mo.hstack([size_w, kernel_k, padding_p, stride_s, dilation_d], wrap=True),
+            mo.hstack([channels_in, channels_out], justify="start"),
+        ]
+    )
     return channels_in, channels_out, dilation_d, kernel_k, padding_p, size_w, stride_s
 
 
@@ -248,9 +294,15 @@ def _(
     size_w,
     stride_s,
 ):
-    conv_setting = lab.conv_report(size_w.value, kernel_k.value, stride_s.value,
-                                   padding_p.value, dilation_d.value,
-                                   channels_in.value, channels_out.value)
+    conv_setting = lab.conv_report(
+        size_w.value,
+        kernel_k.value,
+        stride_s.value,
+        padding_p.value,
+        dilation_d.value,
+        channels_in.value,
+        channels_out.value,
+    )
     _lines = [
         f"**K_eff** = {conv_setting.effective_kernel} · **padded input** = "
         f"{conv_setting.padded_size} · **parameters** of Conv2d({channels_in.value}, "
@@ -258,15 +310,21 @@ def _(
         "",
         conv_setting.message,
     ] + [f"- {n}" for n in conv_setting.notes]
-    _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value,
-                                 padding_p.value, dilation_d.value)
-    mo.vstack([
-        mo.callout(mo.md("\n".join(_lines)), kind="info" if conv_setting.ok else "warn"),
-        plot.cell_table(_strip.kind.reshape(len(_strip.taps), -1),
-                        title="Each row: the pixels one output's kernel reads",
-                        row_title="output o", col_title="padded input position", legend=True)
-        if conv_setting.ok else mo.md("*No placement fits: nothing to draw.*"),
-    ])
+    _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value, padding_p.value, dilation_d.value)
+    mo.vstack(
+        [
+            mo.callout(mo.md("\n".join(_lines)), kind="info" if conv_setting.ok else "warn"),
+            plot.cell_table(
+                _strip.kind.reshape(len(_strip.taps), -1),
+                title="Each row: the pixels one output's kernel reads",
+                row_title="output o",
+                col_title="padded input position",
+                legend=True,
+            )
+            if conv_setting.ok
+            else mo.md("*No placement fits: nothing to draw.*"),
+        ]
+    )
     return (conv_setting,)
 
 
@@ -274,10 +332,8 @@ def _(
 def _(conv_setting):
     # Their range depends on the calculator's output size, hence a second controls cell.
     _last = max(0, (conv_setting.output_size or 1) - 1)
-    out_pixel_row = mo.ui.slider(0, max(1, _last), value=min(1, _last),
-                                 label="output row p", show_value=True)
-    out_pixel_col = mo.ui.slider(0, max(1, _last), value=0, label="output column q",
-                                 show_value=True)
+    out_pixel_row = mo.ui.slider(0, max(1, _last), value=min(1, _last), label="output row p", show_value=True)
+    out_pixel_col = mo.ui.slider(0, max(1, _last), value=0, label="output column q", show_value=True)
     mo.hstack([out_pixel_row, out_pixel_col], justify="start") if conv_setting.ok else None
     return out_pixel_col, out_pixel_row
 
@@ -294,13 +350,24 @@ def _(
     stride_s,
 ):
     mo.stop(not conv_setting.ok, mo.md("*Choose settings where the kernel fits to see the 2-D grid.*"))
-    grid = lab.conv_grid(size_w.value, kernel_k.value, stride_s.value, padding_p.value,
-                         dilation_d.value, out_pixel_row.value, out_pixel_col.value)
+    grid = lab.conv_grid(
+        size_w.value,
+        kernel_k.value,
+        stride_s.value,
+        padding_p.value,
+        dilation_d.value,
+        out_pixel_row.value,
+        out_pixel_col.value,
+    )
     _side = conv_setting.output_size
-    _input = plot.cell_table(grid.kind.reshape(conv_setting.padded_size, -1), legend=True,
-                        title=f"padded input: the taps of output ({grid.out_row}, {grid.out_col})")
-    _output = plot.cell_table(np.where(grid.selected, "selected", "output").reshape(_side, _side),
-                         title=f"output {_side}×{_side}")
+    _input = plot.cell_table(
+        grid.kind.reshape(conv_setting.padded_size, -1),
+        legend=True,
+        title=f"padded input: the taps of output ({grid.out_row}, {grid.out_col})",
+    )
+    _output = plot.cell_table(
+        np.where(grid.selected, "selected", "output").reshape(_side, _side), title=f"output {_side}×{_side}"
+    )
     mo.hstack([_input, _output], justify="start", gap=2)
     return (grid,)
 
@@ -309,7 +376,9 @@ def _(
 def _():
     transpose_w = mo.ui.slider(1, 10, value=3, label="input size W", show_value=True)
     output_padding = mo.ui.slider(0, 3, value=1, label="output_padding", show_value=True)
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     ### Transposed convolution
 
     A transposed convolution runs the picture backwards: each **input** pixel stamps a copy of the
@@ -323,7 +392,10 @@ def _():
     Here $P$ **crops** the full output on both sides. A stride-$S$ convolution sends $S$ different
     input sizes to the same output size (the floor above), so `output_padding` $\in [0, S)$ picks
     which one to return to. It uses the K, S, P and D sliders above, with its own input size.
-    """), mo.hstack([transpose_w, output_padding], justify="start")])
+    """),
+            mo.hstack([transpose_w, output_padding], justify="start"),
+        ]
+    )
     return output_padding, transpose_w
 
 
@@ -336,22 +408,31 @@ def _(
     stride_s,
     transpose_w,
 ):
-    transposed = lab.conv_transpose_placements(transpose_w.value, kernel_k.value,
-                                               stride_s.value, padding_p.value,
-                                               output_padding.value, dilation_d.value)
+    transposed = lab.conv_transpose_placements(
+        transpose_w.value, kernel_k.value, stride_s.value, padding_p.value, output_padding.value, dilation_d.value
+    )
     _r = transposed.report
     _text = "\n".join([_r.message] + [f"- {n}" for n in _r.notes])
     if not _r.ok:
         _view = mo.callout(mo.md(_text), kind="warn")
     else:
-        _stamps = plot.cell_table(**lab.transpose_cells(transposed), legend=True,
-                             row_title="input pixel i",
-                             col_title="full (uncropped) output position u = iS + kD",
-                             title="Each row: where one input pixel's kernel copy lands "
-                                   "(number = output index, × = cropped by P)")
-        _coverage = ui.chart(plot.bars(np.arange(_r.output_size), transposed.coverage,
-                                       x_title="output pixel", y_title="copies",
-                                       title="kernel copies reaching each output pixel", text_format="d"))
+        _stamps = plot.cell_table(
+            **lab.transpose_cells(transposed),
+            legend=True,
+            row_title="input pixel i",
+            col_title="full (uncropped) output position u = iS + kD",
+            title="Each row: where one input pixel's kernel copy lands (number = output index, × = cropped by P)",
+        )
+        _coverage = ui.chart(
+            plot.bars(
+                np.arange(_r.output_size),
+                transposed.coverage,
+                x_title="output pixel",
+                y_title="copies",
+                title="kernel copies reaching each output pixel",
+                text_format="d",
+            )
+        )
         _view = mo.vstack([mo.callout(mo.md(_text), kind="info"), _stamps, _coverage])
     _view
     return (transposed,)
@@ -363,45 +444,51 @@ def _():
         question="**Exercise 1.** A 28 × 28 image goes through "
         "`Conv2d(1, 8, kernel_size=5, stride=2)` with no padding. How many pixels wide is the output?",
         truth=shapes.conv_output_size(28, 5, stride=2, padding=0),
-        hint="count the starts 0, 2, 4, … at which a 5-wide window still fits in 28 pixels: "
-        "⌊(28 − 5)/2⌋ + 1.")
+        hint="count the starts 0, 2, 4, … at which a 5-wide window still fits in 28 pixels: ⌊(28 − 5)/2⌋ + 1.",
+    )
     answer_size = ui.answer_box(exercise_size, placeholder="output width")
     exercise_params = exercises.NumberExercise(
         question="**Exercise 2.** How many parameters (weights and biases) does "
         "`Conv2d(3, 16, kernel_size=5)` have? Does the answer depend on the image size?",
         truth=shapes.conv2d_params(3, 16, 5),
-        hint="each of the 16 filters has 3 × 5 × 5 weights and one bias; the image size never enters.")
+        hint="each of the 16 filters has 3 × 5 × 5 weights and one bias; the image size never enters.",
+    )
     answer_params = ui.answer_box(exercise_params, placeholder="parameter count")
     return answer_params, answer_size, exercise_params, exercise_size
 
 
 @app.cell
 def _(answer_params, answer_size, exercise_params, exercise_size):
-    mo.vstack([
-        mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     Uneven coverage (bars of different heights inside the output) is the source of the
     **checkerboard artefacts** of generators built from transposed convolutions: it appears when
     $K_{\text{eff}}$ is not a multiple of $S$. Try $K=3, S=2$, then $K=4, S=2$.
 
     ### Check yourself
     """),
-        ui.exercise(exercise_size, answer_size), ui.exercise(exercise_params, answer_params)])
+            ui.exercise(exercise_size, answer_size),
+            ui.exercise(exercise_params, answer_params),
+        ]
+    )
     return
 
 
 @app.cell
 def _():
     rf_preset = mo.ui.dropdown(
-        options=["AlexNet", "VGG-16", "ResNet-50", "custom stack"], value="VGG-16",
-        label="network")
+        options=["AlexNet", "VGG-16", "ResNet-50", "custom stack"], value="VGG-16", label="network"
+    )
     rf_layers = mo.ui.slider(1, 12, value=6, label="custom: layers", show_value=True)
     rf_kernel = mo.ui.slider(1, 7, value=3, label="custom: kernel", show_value=True)
     rf_stride = mo.ui.slider(1, 3, value=1, label="custom: stride", show_value=True)
     rf_dilation = mo.ui.slider(1, 4, value=1, label="custom: dilation", show_value=True)
-    rf_pool = mo.ui.slider(0, 4, value=2, label="custom: 2×2 pool every n convs (0: none)",
-                           show_value=True)
+    rf_pool = mo.ui.slider(0, 4, value=2, label="custom: 2×2 pool every n convs (0: none)", show_value=True)
     rf_input = mo.ui.slider(8, 512, step=8, value=224, label="input size", show_value=True)
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     ## 3. Receptive fields
 
     A unit deep in the network depends on a window of the input, its **receptive field**. With
@@ -415,7 +502,10 @@ def _():
     A kernel adds $K-1$ units of the previous layer, and each of those is $j_{l-1}$ input pixels
     apart: strides early in the network make every later layer see much further. Pick a classic
     network or build your own stack of 'same'-padded convolutions.
-    """), mo.hstack([rf_preset, rf_input], justify="start")])
+    """),
+            mo.hstack([rf_preset, rf_input], justify="start"),
+        ]
+    )
     return rf_dilation, rf_input, rf_kernel, rf_layers, rf_pool, rf_preset, rf_stride
 
 
@@ -430,37 +520,69 @@ def _(
     rf_stride,
 ):
     if rf_preset.value == "custom stack":
-        _layers = lab.uniform_stack(rf_layers.value, rf_kernel.value, rf_stride.value,
-                                    rf_dilation.value, rf_pool.value)
+        _layers = lab.uniform_stack(rf_layers.value, rf_kernel.value, rf_stride.value, rf_dilation.value, rf_pool.value)
     else:
         _layers = shapes.RECEPTIVE_FIELD_PRESETS[rf_preset.value]
     rf_rows = lab.receptive_field_table(_layers, input_size=rf_input.value)
     rf_final = rf_rows[-1].rf
     _names = [r.name for r in rf_rows]
-    _chart = ui.chart(plot.curves(
-                 np.arange(1, len(rf_rows) + 1),
-                 {"receptive field r (input pixels)": np.array([r.rf for r in rf_rows], float),
-                  "jump j (input pixels)": np.array([r.jump for r in rf_rows], float)},
-                 x_title="layer l", y_title="input pixels", colors={"receptive field r (input pixels)": "model",
-                                                                     "jump j (input pixels)": "reference"},
-                 title=f"{rf_preset.value}: the field grows to {rf_final} pixels"))
+    _chart = ui.chart(
+        plot.curves(
+            np.arange(1, len(rf_rows) + 1),
+            {
+                "receptive field r (input pixels)": np.array([r.rf for r in rf_rows], float),
+                "jump j (input pixels)": np.array([r.jump for r in rf_rows], float),
+            },
+            x_title="layer l",
+            y_title="input pixels",
+            colors={"receptive field r (input pixels)": "model", "jump j (input pixels)": "reference"},
+            title=f"{rf_preset.value}: the field grows to {rf_final} pixels",
+        )
+    )
     _collapsed = [r for r in rf_rows if r.note]
-    _warn = (mo.callout(mo.md(f"At **{_collapsed[0].name}** {_collapsed[0].note} "
-                              f"(input {rf_input.value} px). Enlarge the input or use fewer strides."),
-                        kind="warn") if _collapsed else mo.md(""))
+    _warn = (
+        mo.callout(
+            mo.md(
+                f"At **{_collapsed[0].name}** {_collapsed[0].note} "
+                f"(input {rf_input.value} px). Enlarge the input or use fewer strides."
+            ),
+            kind="warn",
+        )
+        if _collapsed
+        else mo.md("")
+    )
     _table = mo.ui.table(
-        [{"layer": r.name, "K": r.kernel, "S": r.stride, "P": r.padding,
-          "D": r.dilation, "field r": r.rf, "jump j": r.jump,
-          "feature map": "—" if r.fmap is None else f"{r.fmap}×{r.fmap}"} for r in rf_rows],
-        selection=None, page_size=12, label=f"{len(_names)} layers")
-    mo.vstack([
-        mo.hstack([rf_layers, rf_kernel, rf_stride, rf_dilation, rf_pool], wrap=True)
-        if rf_preset.value == "custom stack" else mo.md(""),
-        _warn,
-        mo.md(f"One unit after the last layer sees **{rf_final}** input pixels per side; neighbouring "
-              f"units are **{rf_rows[-1].jump}** pixels apart."),
-        _chart, _table,
-    ])
+        [
+            {
+                "layer": r.name,
+                "K": r.kernel,
+                "S": r.stride,
+                "P": r.padding,
+                "D": r.dilation,
+                "field r": r.rf,
+                "jump j": r.jump,
+                "feature map": "—" if r.fmap is None else f"{r.fmap}×{r.fmap}",
+            }
+            for r in rf_rows
+        ],
+        selection=None,
+        page_size=12,
+        label=f"{len(_names)} layers",
+    )
+    mo.vstack(
+        [
+            mo.hstack([rf_layers, rf_kernel, rf_stride, rf_dilation, rf_pool], wrap=True)
+            if rf_preset.value == "custom stack"
+            else mo.md(""),
+            _warn,
+            mo.md(
+                f"One unit after the last layer sees **{rf_final}** input pixels per side; neighbouring "
+                f"units are **{rf_rows[-1].jump}** pixels apart."
+            ),
+            _chart,
+            _table,
+        ]
+    )
     return rf_final, rf_rows
 
 
@@ -468,7 +590,9 @@ def _(
 def _():
     erf_layers = mo.ui.slider(1, 16, value=6, label="layers n", show_value=True)
     erf_relu = mo.ui.checkbox(value=True, label="ReLU between layers")
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     VGG's argument is in the first rows of its table: two stacked $3\times3$ convolutions see
     $5\times5$ pixels and three see $7\times7$, like one $7\times7$ kernel, with
     $3\cdot 9C^2 = 27C^2$ weights instead of $49C^2$ and two more non-linearities in between.
@@ -486,7 +610,10 @@ def _():
     Below, the engine's autograd computes that map for a stack of $n$ random 3×3 convolutions
     (4 channels, Kaiming-normal weights, 'same' padding), averaged over 8 initialisations and
     inputs; its standard deviation along one axis measures the effective radius.
-    """), mo.hstack([erf_layers, erf_relu], justify="start")])
+    """),
+            mo.hstack([erf_layers, erf_relu], justify="start"),
+        ]
+    )
     return erf_layers, erf_relu
 
 
@@ -497,24 +624,37 @@ def _(erf_layers, erf_relu):
     # Like with like: a field that weighted all 2n + 1 pixels equally has the std √(n(n + 1)/3).
     _uniform = [np.sqrt(e.layers * (e.layers + 1) / 3) for e in erf_sweep]
     _per_root = [e.std / np.sqrt(e.layers) for e in erf_sweep]
-    _rows = ["| layers n | theoretical width 2n + 1 | std if uniform over it | effective std | "
-             "effective / uniform | effective / √n |", "|---|---|---|---|---|---|"] + [
+    _rows = [
+        "| layers n | theoretical width 2n + 1 | std if uniform over it | effective std | "
+        "effective / uniform | effective / √n |",
+        "|---|---|---|---|---|---|",
+    ] + [
         f"| {e.layers} | {e.theoretical} | {u:.2f} | {e.std:.2f} | {e.std / u:.3f} | {r:.2f} |"
-        for e, u, r in zip(erf_sweep, _uniform, _per_root)]
-    mo.vstack([
-        mo.hstack([
-            plot.image_tiles({f"|∂y/∂x|, n = {erf.layers}": erf.grad_map}, width=240,
-                        cmaps={f"|∂y/∂x|, n = {erf.layers}": "Purples"}),
-            mo.md(f"Theoretical field: **{erf.theoretical}** pixels wide (the whole picture but "
-                  f"a margin of 4); effective std: **{erf.std:.2f}** pixels. The central square "
-                  f"half as wide as the field holds **{erf.central_share:.0%}** of the gradient."
-                  f"\n\n"
-                  + "\n".join(_rows) + "\n\nBoth stds are in pixels from the centre. A "
-                  "uniform field's std grows like n, the effective one like √n, as Luo et al. (2016) "
-                  f"predict: its ratio to √n stays between {min(_per_root):.2f} and {max(_per_root):.2f} "
-                  "while n grows eightfold, so the share effective / uniform falls with depth."),
-        ], justify="start"),
-    ])
+        for e, u, r in zip(erf_sweep, _uniform, _per_root)
+    ]
+    mo.vstack(
+        [
+            mo.hstack(
+                [
+                    plot.image_tiles(
+                        {f"|∂y/∂x|, n = {erf.layers}": erf.grad_map},
+                        width=240,
+                        cmaps={f"|∂y/∂x|, n = {erf.layers}": "Purples"},
+                    ),
+                    mo.md(
+                        f"Theoretical field: **{erf.theoretical}** pixels wide (the whole picture but "
+                        f"a margin of 4); effective std: **{erf.std:.2f}** pixels. The central square "
+                        f"half as wide as the field holds **{erf.central_share:.0%}** of the gradient."
+                        f"\n\n" + "\n".join(_rows) + "\n\nBoth stds are in pixels from the centre. A "
+                        "uniform field's std grows like n, the effective one like √n, as Luo et al. (2016) "
+                        f"predict: its ratio to √n stays between {min(_per_root):.2f} and {max(_per_root):.2f} "
+                        "while n grows eightfold, so the share effective / uniform falls with depth."
+                    ),
+                ],
+                justify="start",
+            ),
+        ]
+    )
     return erf, erf_sweep
 
 
@@ -525,7 +665,8 @@ def _(erf_sweep):
         "with stride 1. How many input pixels wide is the receptive field of one output unit?",
         truth=shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size,
         hint="layer by layer, r grows by (K − 1)·j with j the product of the strides before it: "
-        "1 + 2·1, then + 2·2, then + 2·4.")
+        "1 + 2·1, then + 2·2, then + 2·4.",
+    )
     answer_rf = ui.answer_box(exercise_rf, placeholder="receptive field")
     _eight = next(e for e in erf_sweep if e.layers == 8)
     exercise_erf = exercises.NumberExercise(
@@ -534,7 +675,8 @@ def _(erf_sweep):
         truth=shapes.receptive_field([(3, 1, 1)] * 8)[-1].size,
         hint="each layer adds K − 1 = 2 pixels to a field that starts at 1.",
         explanation=f"Its effective field is much narrower: a standard deviation of "
-                    f"{_eight.std:.1f} pixels in the table above.")
+        f"{_eight.std:.1f} pixels in the table above.",
+    )
     answer_erf = ui.answer_box(exercise_erf, placeholder="pixels")
     return answer_erf, answer_rf, exercise_erf, exercise_rf
 
@@ -552,8 +694,7 @@ def _():
     im_kernel = mo.ui.slider(1, 4, value=3, label="kernel K", show_value=True)
     im_stride = mo.ui.slider(1, 3, value=1, label="stride S", show_value=True)
     im_padding = mo.ui.slider(0, 2, value=1, label="padding P", show_value=True)
-    im_pixel = mo.ui.slider(0, 63, value=7, label="output pixel r (column r of cols)",
-                            show_value=True)
+    im_pixel = mo.ui.slider(0, 63, value=7, label="output pixel r (column r of cols)", show_value=True)
     backward_intro = mo.md(r"""
     ### The backward pass is two transposed products
 
@@ -570,7 +711,9 @@ def _():
     pixel inside several windows collects several gradient terms. The map on the left counts them;
     on the right, the gradients computed by hand from these formulas and by the engine's autograd.
     """)
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     ## 4. im2col: a convolution is a matrix product
 
     Copy every window of the padded input into one **column** of a matrix, the column matrix
@@ -587,9 +730,12 @@ def _():
     $\text{cols}^\top$, so that it reads left to right like the weights, which sit below it tap
     for tap). The output value is their dot product. The matrix drawn here is the page's
     `im2col` (the code cell above: one loop per tap, as in `conv2d_loops`).
-    """), mo.hstack([im_size, im_channels, im_kernel, im_stride, im_padding], wrap=True), im_pixel])
-    return (backward_intro, im_channels, im_kernel, im_padding, im_pixel, im_size,
-            im_stride)
+    """),
+            mo.hstack([im_size, im_channels, im_kernel, im_stride, im_padding], wrap=True),
+            im_pixel,
+        ]
+    )
+    return (backward_intro, im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride)
 
 
 @app.cell
@@ -615,48 +761,65 @@ def im2col(x, k, stride=1, padding=0, dilation=1):
     cols = np.empty((x.shape[0], k, k, h_out, w_out))
     for i in range(k):
         for j in range(k):
-            cols[:, i, j] = x_pad[:, i * dilation:i * dilation + stride * h_out:stride,
-                                  j * dilation:j * dilation + stride * w_out:stride]
+            cols[:, i, j] = x_pad[
+                :,
+                i * dilation : i * dilation + stride * h_out : stride,
+                j * dilation : j * dilation + stride * w_out : stride,
+            ]
     return cols.reshape(x.shape[0] * k * k, h_out * w_out)
 
 
 @app.cell
 def _(im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im_x):
     try:
-        _w_out = lab.conv_report(im_size.value, im_kernel.value, im_stride.value,
-                                 im_padding.value).output_size or 1
+        _w_out = lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value).output_size or 1
         _r = min(im_pixel.value, _w_out * _w_out - 1)
-        view = lab.im2col_view(im_x, im_w, im_stride.value, im_padding.value, 1,
-                               _r // _w_out, _r % _w_out, unfold=im2col)
+        view = lab.im2col_view(
+            im_x, im_w, im_stride.value, im_padding.value, 1, _r // _w_out, _r % _w_out, unfold=im2col
+        )
     except ValueError as _err:
         view = None
         _shown = ui.problem(_err)
     else:
-        _terms = " + ".join(f"{a:g}·{b:g}" if b >= 0 else f"{a:g}·({b:g})"
-                            for a, b in zip(view.row_values, view.weights))
-        _clipped = (f" (the output has only {_w_out * _w_out} pixels: showing the last)"
-                    if im_pixel.value != _r else "")
+        _terms = " + ".join(
+            f"{a:g}·{b:g}" if b >= 0 else f"{a:g}·({b:g})" for a, b in zip(view.row_values, view.weights)
+        )
+        _clipped = f" (the output has only {_w_out * _w_out} pixels: showing the last)" if im_pixel.value != _r else ""
         _cells = lab.im2col_cells(view, im_padding.value)
-        _inputs = [plot.cell_table(_c["kind"], _c["text"],
-                              title=f"padded input, channel {_name.split()[-1]}: "
-                                    f"the window of r = {view.row}")
-                   for _name, _c in _cells.items() if _name.startswith("input")]
-        _cols = plot.cell_table(_cells["cols"]["kind"], _cells["cols"]["text"],
-                           title="colsᵀ: one row per output pixel",
-                           row_title="output pixel r", col_title="tap t = (c, i, j)")
-        _weights = plot.cell_table(_cells["weights"]["kind"], _cells["weights"]["text"],
-                              title="the weights W₂[0] that row r meets",
-                              row_title="output channel 0", col_title="tap t (as in colsᵀ)")
-        _shown = mo.vstack([
-            mo.hstack([mo.vstack(_inputs), mo.vstack([_cols, _weights])], justify="start",
-                      gap=2),
-            mo.md(f"Output pixel r = {view.row} is (p, q) = ({view.out_row}, "
-                  f"{view.out_col}){_clipped}. Column r of cols times the weights:\n\n"
-                  f"{_terms} = **{view.value:g}**\n\n"
-                  f"`conv2d` gives {view.conv2d[view.out_row, view.out_col]:g} at the same "
-                  f"pixel; the whole matrix product equals `conv2d` everywhere: "
-                  f"{bool(np.allclose(view.output, view.conv2d))}."),
-        ])
+        _inputs = [
+            plot.cell_table(
+                _c["kind"], _c["text"], title=f"padded input, channel {_name.split()[-1]}: the window of r = {view.row}"
+            )
+            for _name, _c in _cells.items()
+            if _name.startswith("input")
+        ]
+        _cols = plot.cell_table(
+            _cells["cols"]["kind"],
+            _cells["cols"]["text"],
+            title="colsᵀ: one row per output pixel",
+            row_title="output pixel r",
+            col_title="tap t = (c, i, j)",
+        )
+        _weights = plot.cell_table(
+            _cells["weights"]["kind"],
+            _cells["weights"]["text"],
+            title="the weights W₂[0] that row r meets",
+            row_title="output channel 0",
+            col_title="tap t (as in colsᵀ)",
+        )
+        _shown = mo.vstack(
+            [
+                mo.hstack([mo.vstack(_inputs), mo.vstack([_cols, _weights])], justify="start", gap=2),
+                mo.md(
+                    f"Output pixel r = {view.row} is (p, q) = ({view.out_row}, "
+                    f"{view.out_col}){_clipped}. Column r of cols times the weights:\n\n"
+                    f"{_terms} = **{view.value:g}**\n\n"
+                    f"`conv2d` gives {view.conv2d[view.out_row, view.out_col]:g} at the same "
+                    f"pixel; the whole matrix product equals `conv2d` everywhere: "
+                    f"{bool(np.allclose(view.output, view.conv2d))}."
+                ),
+            ]
+        )
     _shown
     return (view,)
 
@@ -668,30 +831,42 @@ def _(backward_intro, im_kernel, im_padding, im_size, im_stride, im_w, im_x):
     _g = np.random.default_rng(6).normal(size=(1, _report.output_size, _report.output_size))
     backward = lab.im2col_backward(im_x, im_w, _g, im_stride.value, im_padding.value)
     backward_gap = backward.largest_gap
-    mo.vstack([
-        backward_intro,
-        mo.hstack([
-            plot.value_table(backward.window_count, "windows per pixel", cmap="Purples",
-                        symmetric=False, fmt="{:.0f}"),
-            plot.image_tiles({"∂L/∂x by col2im": backward.grad_input[0],
-                         "∂L/∂x by autograd": backward.autograd_input[0]},
-                        symmetric=("∂L/∂x by col2im", "∂L/∂x by autograd"), width=170),
-        ], widths=[1, 2]),
-        mo.md(f"Largest difference between the hand-written backward pass and autograd, over "
-              f"∂L/∂x and ∂L/∂W: **{backward_gap:.1e}**."),
-    ])
+    mo.vstack(
+        [
+            backward_intro,
+            mo.hstack(
+                [
+                    plot.value_table(
+                        backward.window_count, "windows per pixel", cmap="Purples", symmetric=False, fmt="{:.0f}"
+                    ),
+                    plot.image_tiles(
+                        {"∂L/∂x by col2im": backward.grad_input[0], "∂L/∂x by autograd": backward.autograd_input[0]},
+                        symmetric=("∂L/∂x by col2im", "∂L/∂x by autograd"),
+                        width=170,
+                    ),
+                ],
+                widths=[1, 2],
+            ),
+            mo.md(
+                f"Largest difference between the hand-written backward pass and autograd, over "
+                f"∂L/∂x and ∂L/∂W: **{backward_gap:.1e}**."
+            ),
+        ]
+    )
     return backward, backward_gap
 
 
 @app.cell
 def _():
-    filter_name = mo.ui.dropdown(options=list(lab.CLASSIC_FILTERS) + ["edge magnitude"],
-                                 value="vertical edges (Sobel x)", label="filter")
-    filter_noise = mo.ui.slider(0.0, 0.5, step=0.05, value=0.0, label="image noise σ",
-                                show_value=True)
+    filter_name = mo.ui.dropdown(
+        options=list(lab.CLASSIC_FILTERS) + ["edge magnitude"], value="vertical edges (Sobel x)", label="filter"
+    )
+    filter_noise = mo.ui.slider(0.0, 0.5, step=0.05, value=0.0, label="image noise σ", show_value=True)
     filter_repeat = mo.ui.slider(1, 8, value=1, label="apply n times", show_value=True)
     filter_stride = mo.ui.slider(1, 4, value=1, label="stride", show_value=True)
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     ## 5. Classic filters
 
     Before learning, people designed kernels by hand. A kernel whose weights sum to 1 keeps the
@@ -707,7 +882,10 @@ def _():
     $$
 
     Each result below is `engine.functional.conv2d` with padding $K//2$.
-    """), mo.hstack([filter_name, filter_noise, filter_repeat, filter_stride], wrap=True)])
+    """),
+            mo.hstack([filter_name, filter_noise, filter_repeat, filter_stride], wrap=True),
+        ]
+    )
     return filter_name, filter_noise, filter_repeat, filter_stride
 
 
@@ -720,22 +898,37 @@ def _(filter_noise):
 
 @app.cell
 def _(filter_name, filter_repeat, filter_stride, image):
-    filtered = lab.apply_filter(image, filter_name.value, filter_stride.value,
-                                filter_repeat.value)
-    _kernel = (lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]
-               if filter_name.value == "edge magnitude" else lab.CLASSIC_FILTERS[filter_name.value])
-    _signed = filter_name.value in ("vertical edges (Sobel x)", "horizontal edges (Sobel y)",
-                                    "Laplacian", "emboss", "sharpen")
+    filtered = lab.apply_filter(image, filter_name.value, filter_stride.value, filter_repeat.value)
+    _kernel = (
+        lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]
+        if filter_name.value == "edge magnitude"
+        else lab.CLASSIC_FILTERS[filter_name.value]
+    )
+    _signed = filter_name.value in (
+        "vertical edges (Sobel x)",
+        "horizontal edges (Sobel y)",
+        "Laplacian",
+        "emboss",
+        "sharpen",
+    )
     _result = f"result {filtered.shape[0]}×{filtered.shape[1]}"
     _kernel_title = "kernel" + (" (Sobel x, with y)" if filter_name.value == "edge magnitude" else "")
-    mo.vstack([
-        mo.hstack([plot.image_tiles({"image": image}, width=240),
-                   plot.value_table(_kernel, _kernel_title),
-                   plot.image_tiles({_result: filtered}, symmetric=(_result,) if _signed else (),
-                               width=240)], widths=[1, 1, 1]),
-        mo.md(f"Kernel weights sum to **{_kernel.sum():.3g}**; result range "
-              f"[{filtered.min():.2f}, {filtered.max():.2f}]. Red is positive, blue negative."),
-    ])
+    mo.vstack(
+        [
+            mo.hstack(
+                [
+                    plot.image_tiles({"image": image}, width=240),
+                    plot.value_table(_kernel, _kernel_title),
+                    plot.image_tiles({_result: filtered}, symmetric=(_result,) if _signed else (), width=240),
+                ],
+                widths=[1, 1, 1],
+            ),
+            mo.md(
+                f"Kernel weights sum to **{_kernel.sum():.3g}**; result range "
+                f"[{filtered.min():.2f}, {filtered.max():.2f}]. Red is positive, blue negative."
+            ),
+        ]
+    )
     return (filtered,)
 
 
@@ -743,42 +936,65 @@ def _(filter_name, filter_repeat, filter_stride, image):
 def _(filter_name):
     kernel_edit = widgets.matrix(
         lab.CLASSIC_FILTERS.get(filter_name.value, lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]),
-        min_value=-5.0, max_value=5.0, step=0.1, label="kernel (cross-correlation weights)")
-    mo.vstack([mo.md(r"""
+        min_value=-5.0,
+        max_value=5.0,
+        step=0.1,
+        label="kernel (cross-correlation weights)",
+    )
+    mo.vstack(
+        [
+            mo.md(r"""
     **Your own kernel.** The matrix below starts as the filter chosen above (Sobel $x$ for the
     edge magnitude); drag an entry or select it and type a value. The result is section 1's
     `conv2d_loops` of the image with your kernel, padding $K//2$: edit that cell and this result
     follows.
-    """), kernel_edit])
+    """),
+            kernel_edit,
+        ]
+    )
     return (kernel_edit,)
 
 
 @app.cell
 def _(image, kernel_edit):
     own_kernel = widgets.as_array(kernel_edit.value)
-    own_filtered = conv2d_loops(image[None], own_kernel[None, None],
-                                padding=own_kernel.shape[0] // 2)[0]
-    mo.vstack([
-        mo.hstack([plot.image_tiles({"image": image}, width=240),
-                   plot.value_table(own_kernel, "your kernel"),
-                   plot.image_tiles({f"result {own_filtered.shape[0]}×{own_filtered.shape[1]}":
-                                own_filtered}, width=240)], widths=[1, 1, 1]),
-        mo.md(f"Your kernel's weights sum to **{own_kernel.sum():.3g}**: "
-              + ("it keeps the brightness of flat regions." if abs(own_kernel.sum() - 1) < 1e-9
-                 else "flat regions map to zero: it answers to change only."
-                 if abs(own_kernel.sum()) < 1e-9
-                 else f"flat regions are scaled by {own_kernel.sum():.3g}.")),
-    ])
+    own_filtered = conv2d_loops(image[None], own_kernel[None, None], padding=own_kernel.shape[0] // 2)[0]
+    mo.vstack(
+        [
+            mo.hstack(
+                [
+                    plot.image_tiles({"image": image}, width=240),
+                    plot.value_table(own_kernel, "your kernel"),
+                    plot.image_tiles(
+                        {f"result {own_filtered.shape[0]}×{own_filtered.shape[1]}": own_filtered}, width=240
+                    ),
+                ],
+                widths=[1, 1, 1],
+            ),
+            mo.md(
+                f"Your kernel's weights sum to **{own_kernel.sum():.3g}**: "
+                + (
+                    "it keeps the brightness of flat regions."
+                    if abs(own_kernel.sum() - 1) < 1e-9
+                    else "flat regions map to zero: it answers to change only."
+                    if abs(own_kernel.sum()) < 1e-9
+                    else f"flat regions are scaled by {own_kernel.sum():.3g}."
+                )
+            ),
+        ]
+    )
     return (own_filtered,)
 
 
 @app.cell
 def _():
-    compose_first = mo.ui.dropdown(options=list(lab.CLASSIC_FILTERS),
-                                   value="vertical edges (Sobel x)", label="first kernel a")
-    compose_second = mo.ui.dropdown(options=list(lab.CLASSIC_FILTERS), value="box blur",
-                                    label="then kernel b")
-    mo.vstack([mo.md(r"""
+    compose_first = mo.ui.dropdown(
+        options=list(lab.CLASSIC_FILTERS), value="vertical edges (Sobel x)", label="first kernel a"
+    )
+    compose_second = mo.ui.dropdown(options=list(lab.CLASSIC_FILTERS), value="box blur", label="then kernel b")
+    mo.vstack(
+        [
+            mo.md(r"""
     ### Two convolutions in a row
 
     Cross-correlating with $a$ and then with $b$ reads $x[i+u+v]$ with weight $a[u]\,b[v]$, so it
@@ -790,40 +1006,52 @@ def _():
     $(K_a + K_b - 1)$-wide window.
 
     Below, both routes on the image above, without padding so that no border effect interferes.
-    """), mo.hstack([compose_first, compose_second], justify="start")])
+    """),
+            mo.hstack([compose_first, compose_second], justify="start"),
+        ]
+    )
     return compose_first, compose_second
 
 
 @app.cell
 def _(compose_first, compose_second, image):
     composition = lab.two_convolutions(image, compose_first.value, compose_second.value)
-    mo.vstack([
-        mo.hstack([
-            plot.image_tiles({f"one {composition.composed.shape[0]}×{composition.composed.shape[1]} "
-                         "kernel c": composition.composed}, width=180,
-                        symmetric=(f"one {composition.composed.shape[0]}×"
-                                   f"{composition.composed.shape[1]} kernel c",)),
-            mo.md(f"- b ⋆ (a ⋆ x) against c ⋆ x, largest difference: "
-                  f"**{composition.gap_linear:.1e}** (rounding only)\n"
-                  f"- b ⋆ ReLU(a ⋆ x) against c ⋆ x: **{composition.gap_relu:.3g}** "
-                  f"(the ReLU zeroed {composition.relu_changed:.0%} of a ⋆ x)"),
-        ], justify="start"),
-    ])
+    mo.vstack(
+        [
+            mo.hstack(
+                [
+                    plot.image_tiles(
+                        {
+                            f"one {composition.composed.shape[0]}×{composition.composed.shape[1]} "
+                            "kernel c": composition.composed
+                        },
+                        width=180,
+                        symmetric=(f"one {composition.composed.shape[0]}×{composition.composed.shape[1]} kernel c",),
+                    ),
+                    mo.md(
+                        f"- b ⋆ (a ⋆ x) against c ⋆ x, largest difference: "
+                        f"**{composition.gap_linear:.1e}** (rounding only)\n"
+                        f"- b ⋆ ReLU(a ⋆ x) against c ⋆ x: **{composition.gap_relu:.3g}** "
+                        f"(the ReLU zeroed {composition.relu_changed:.0%} of a ⋆ x)"
+                    ),
+                ],
+                justify="start",
+            ),
+        ]
+    )
     return (composition,)
 
 
 @app.cell
 def _():
-    cost_cin = mo.ui.slider(steps=[1, 3, 8, 16, 32, 64, 128, 256, 512], value=64, label="C_in",
-                            show_value=True)
-    cost_cout = mo.ui.slider(steps=[1, 8, 16, 32, 64, 128, 256, 512], value=128, label="C_out",
-                             show_value=True)
+    cost_cin = mo.ui.slider(steps=[1, 3, 8, 16, 32, 64, 128, 256, 512], value=64, label="C_in", show_value=True)
+    cost_cout = mo.ui.slider(steps=[1, 8, 16, 32, 64, 128, 256, 512], value=128, label="C_out", show_value=True)
     cost_kernel = mo.ui.slider(1, 7, step=2, value=3, label="kernel K", show_value=True)
-    cost_size = mo.ui.slider(steps=[1, 7, 14, 28, 56, 112, 224], value=56, label="output H = W",
-                             show_value=True)
-    cost_groups = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32], value=4, label="groups g",
-                               show_value=True)
-    mo.vstack([mo.md(r"""
+    cost_size = mo.ui.slider(steps=[1, 7, 14, 28, 56, 112, 224], value=56, label="output H = W", show_value=True)
+    cost_groups = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32], value=4, label="groups g", show_value=True)
+    mo.vstack(
+        [
+            mo.md(r"""
     ### Cheaper convolutions: 1×1, grouped, depthwise-separable
 
     A standard $K\times K$ layer connects every output channel to every input channel at every
@@ -839,24 +1067,30 @@ def _():
 
     The pair is a standard convolution whose kernel is constrained: $W[o, c] = P[o, c]\,D[c]$,
     every output channel mixing the same $C_{in}$ spatial filters.
-    """), mo.hstack([cost_cin, cost_cout, cost_kernel, cost_size, cost_groups], wrap=True)])
+    """),
+            mo.hstack([cost_cin, cost_cout, cost_kernel, cost_size, cost_groups], wrap=True),
+        ]
+    )
     return cost_cin, cost_cout, cost_groups, cost_kernel, cost_size
 
 
 @app.cell
 def _(cost_cin, cost_cout, cost_groups, cost_kernel, cost_size):
     try:
-        conv_cost_rows = lab.conv_costs(cost_cin.value, cost_cout.value, cost_kernel.value,
-                                        cost_size.value, cost_groups.value)
+        conv_cost_rows = lab.conv_costs(
+            cost_cin.value, cost_cout.value, cost_kernel.value, cost_size.value, cost_groups.value
+        )
     except ValueError as _err:
         conv_cost_rows = None
         _shown = ui.problem(_err)
     else:
         _base = conv_cost_rows[0].macs
-        _shown = mo.md("\n".join(["| layer | weights | multiply-adds | share of standard |",
-                                  "|---|---|---|---|"] + [
-            f"| {c.name} | {c.params:,} | {c.macs:,} | {c.macs / _base:.3f} |"
-            for c in conv_cost_rows]))
+        _shown = mo.md(
+            "\n".join(
+                ["| layer | weights | multiply-adds | share of standard |", "|---|---|---|---|"]
+                + [f"| {c.name} | {c.params:,} | {c.macs:,} | {c.macs / _base:.3f} |" for c in conv_cost_rows]
+            )
+        )
     _shown
     return (conv_cost_rows,)
 
@@ -864,10 +1098,12 @@ def _(cost_cin, cost_cout, cost_groups, cost_kernel, cost_size):
 @app.cell
 def _():
     separable = lab.separable_check(c_in=8, c_out=16, kernel=3, seed=0)
-    mo.md(f"A depthwise `Conv2d(8, 8, 3, groups=8)` then a pointwise `Conv2d(8, 16, 1)` against "
-          f"one `conv2d` with the kernel P[o, c]·D[c]: largest difference "
-          f"**{separable.gap:.1e}** (float32 rounding). Weights: **{separable.separable_params}** "
-          f"for the pair, **{separable.standard_params}** for a free standard 3×3 layer.")
+    mo.md(
+        f"A depthwise `Conv2d(8, 8, 3, groups=8)` then a pointwise `Conv2d(8, 16, 1)` against "
+        f"one `conv2d` with the kernel P[o, c]·D[c]: largest difference "
+        f"**{separable.gap:.1e}** (float32 rounding). Weights: **{separable.separable_params}** "
+        f"for the pair, **{separable.standard_params}** for a free standard 3×3 layer."
+    )
     return (separable,)
 
 
@@ -877,21 +1113,22 @@ def _():
         question="**Exercise 5.** A 3 × 3 blur followed by a 5 × 5 kernel, nothing in between: "
         "how many pixels wide is the one kernel that does both?",
         truth=lab.compose_kernels(np.ones((3, 3)), np.ones((5, 5))).shape[0],
-        hint="c[t] sums a[u]·b[v] over u + v = t, with u from 0 to 2 and v from 0 to 4.")
+        hint="c[t] sums a[u]·b[v] over u + v = t, with u from 0 to 2 and v from 0 to 4.",
+    )
     answer_compose = ui.answer_box(exercise_compose, placeholder="kernel width")
     exercise_separable = exercises.NumberExercise(
         question="**Exercise 6.** A depthwise-separable 3×3 layer from 64 to 128 channels, "
         "without biases: how many weights?",
         truth=lab.separable_check(64, 128, 3).separable_params,
-        hint="depthwise: one 3×3 filter per input channel; pointwise: a 128 × 64 matrix.")
+        hint="depthwise: one 3×3 filter per input channel; pointwise: a 128 × 64 matrix.",
+    )
     answer_separable = ui.answer_box(exercise_separable, placeholder="weights")
     return answer_compose, answer_separable, exercise_compose, exercise_separable
 
 
 @app.cell
 def _(answer_compose, answer_separable, exercise_compose, exercise_separable):
-    mo.vstack([ui.exercise(exercise_compose, answer_compose),
-               ui.exercise(exercise_separable, answer_separable)])
+    mo.vstack([ui.exercise(exercise_compose, answer_compose), ui.exercise(exercise_separable, answer_separable)])
     return
 
 
@@ -899,10 +1136,11 @@ def _(answer_compose, answer_separable, exercise_compose, exercise_separable):
 def _():
     equi_shift = mo.ui.slider(0, 6, value=2, label="shift k (pixels)", show_value=True)
     equi_stride = mo.ui.slider(1, 2, value=1, label="conv stride S", show_value=True)
-    equi_pool = mo.ui.dropdown(options={"none": 1, "2×2 max-pool": 2}, value="none",
-                               label="pooling")
+    equi_pool = mo.ui.dropdown(options={"none": 1, "2×2 max-pool": 2}, value="none", label="pooling")
     equi_digit = mo.ui.slider(0, 359, value=0, label="test digit #", show_value=True)
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     ## 6. Translation equivariance
 
     Weight sharing has a consequence that is the reason convolutions suit images: shift the input
@@ -919,7 +1157,10 @@ def _():
     Below, an 8×8 test digit sits in a 24×24 canvas; F is a random 3×3 convolution (padding 1)
     with the chosen stride and pooling, and the error is $\lVert F(T_k x) - T_{k'} F(x)\rVert /
     \lVert F(x)\rVert$ for the output shift $k'$ that fits best.
-    """), mo.hstack([equi_shift, equi_stride, equi_pool, equi_digit], wrap=True)])
+    """),
+            mo.hstack([equi_shift, equi_stride, equi_pool, equi_digit], wrap=True),
+        ]
+    )
     return equi_digit, equi_pool, equi_shift, equi_stride
 
 
@@ -931,20 +1172,32 @@ def _(
     equi_shift,
     equi_stride,
 ):
-    equivariance = lab.shift_equivariance(digits_heldout[0][equi_digit.value, 0], equi_shift.value,
-                                          equi_stride.value, equi_pool.value, seed=0)
+    equivariance = lab.shift_equivariance(
+        digits_heldout[0][equi_digit.value, 0], equi_shift.value, equi_stride.value, equi_pool.value, seed=0
+    )
     _e = equivariance
-    mo.vstack([
-        plot.image_tiles({"x": _e.image, f"T_{_e.shift} x": _e.shifted,
-                     "conv F(x)": _e.conv_map, f"conv F(T_{_e.shift} x)": _e.conv_map_shifted,
-                     "dense D(x)": _e.dense_map, f"dense D(T_{_e.shift} x)": _e.dense_map_shifted},
-                    width=130),
-        mo.md(f"- convolution: relative error **{_e.conv_error:.2g}** against the output shifted "
-              f"by k' = {_e.out_shift}\n"
-              f"- dense layer: relative error **{_e.dense_error:.2g}** against the output shifted "
-              f"by k = {_e.shift}\n"
-              f"- change of the conv map's global average: **{_e.conv_pooled:.2g}** of its size"),
-    ])
+    mo.vstack(
+        [
+            plot.image_tiles(
+                {
+                    "x": _e.image,
+                    f"T_{_e.shift} x": _e.shifted,
+                    "conv F(x)": _e.conv_map,
+                    f"conv F(T_{_e.shift} x)": _e.conv_map_shifted,
+                    "dense D(x)": _e.dense_map,
+                    f"dense D(T_{_e.shift} x)": _e.dense_map_shifted,
+                },
+                width=130,
+            ),
+            mo.md(
+                f"- convolution: relative error **{_e.conv_error:.2g}** against the output shifted "
+                f"by k' = {_e.out_shift}\n"
+                f"- dense layer: relative error **{_e.dense_error:.2g}** against the output shifted "
+                f"by k = {_e.shift}\n"
+                f"- change of the conv map's global average: **{_e.conv_pooled:.2g}** of its size"
+            ),
+        ]
+    )
     return (equivariance,)
 
 
@@ -956,7 +1209,8 @@ def _(digits_heldout):
         "input 4 pixels to the right: by how many cells does the output move?",
         truth=_probe.out_shift,
         hint="each output cell covers stride × pool = 4 input pixels.",
-        explanation=f"(Measured: relative error {_probe.conv_error:.1g} at that shift.)")
+        explanation=f"(Measured: relative error {_probe.conv_error:.1g} at that shift.)",
+    )
     answer_equivariance = ui.answer_box(exercise_equivariance, placeholder="cells")
     return answer_equivariance, exercise_equivariance
 
@@ -996,9 +1250,9 @@ class CNN(nn.Module):
         return F.relu(self.conv1(x))
 
     def forward(self, x):
-        h = F.max_pool2d(self.first_layer(x), 2)          # [N, C, S/2, S/2]
-        h = F.max_pool2d(F.relu(self.conv2(h)), 2)        # [N, 2C, S/4, S/4]
-        return self.fc(h.flatten(1))                      # [N, 10]
+        h = F.max_pool2d(self.first_layer(x), 2)  # [N, C, S/2, S/2]
+        h = F.max_pool2d(F.relu(self.conv2(h)), 2)  # [N, 2C, S/4, S/4]
+        return self.fc(h.flatten(1))  # [N, 10]
 
 
 @app.cell(hide_code=True)
@@ -1011,16 +1265,16 @@ def _():
 
 
 @app.function
-def train_cnn(model, X, y, X_test, y_test, epochs=12, lr=3e-3, batch_size=32, seed=0,
-              on_epoch=None):
+def train_cnn(model, X, y, X_test, y_test, epochs=12, lr=3e-3, batch_size=32, seed=0, on_epoch=None):
     """Mini-batch Adam on the cross-entropy of the logits f_θ(x):
 
         L(θ) = −(1/B) Σ_b log softmax(f_θ(x_b))[y_b],    θ ← Adam(θ, ∇_θ L)
 
     One entry per epoch in the returned history: mean loss, training and held-out accuracy."""
     opt = optim.Adam(model.parameters(), lr=lr)
-    batches = data.DataLoader(np.asarray(X, np.float32), np.asarray(y, np.int64),
-                              batch_size=batch_size, shuffle=True, seed=seed)
+    batches = data.DataLoader(
+        np.asarray(X, np.float32), np.asarray(y, np.int64), batch_size=batch_size, shuffle=True, seed=seed
+    )
     history = lab.CNNHistory()
     for epoch in range(1, epochs + 1):
         model.train()
@@ -1052,8 +1306,7 @@ def train_digits_cnn(n_filters=12, kernel_size=3, epochs=12, lr=3e-3, on_epoch=N
     X_test, y_test = data.load_digits("test", channel_dim=True)
     with engine.random.fork_rng(0):
         model = CNN(n_filters, kernel_size)
-    history = train_cnn(model, X, y, X_test, y_test, epochs=epochs, lr=lr, seed=0,
-                        on_epoch=on_epoch)
+    history = train_cnn(model, X, y, X_test, y_test, epochs=epochs, lr=lr, seed=0, on_epoch=on_epoch)
     settings = {"n_filters": n_filters, "kernel_size": kernel_size, "epochs": epochs, "lr": lr}
     return lab.DigitsCNN(model, history, lab.confusion(model, X_test, y_test), settings)
 
@@ -1064,27 +1317,37 @@ def default_cnn_state():
     its parameters by name and its history."""
     trained = train_digits_cnn(**lab.CNN_DEFAULTS)
     h = trained.history
-    return {"settings": dict(lab.CNN_DEFAULTS),
-            "parameters": {k: np.asarray(v.data) for k, v in trained.model.state_dict().items()},
-            "history": {"loss": np.asarray(h.loss), "train_acc": np.asarray(h.train_acc),
-                        "test_acc": np.asarray(h.test_acc)}}
+    return {
+        "settings": dict(lab.CNN_DEFAULTS),
+        "parameters": {k: np.asarray(v.data) for k, v in trained.model.state_dict().items()},
+        "history": {
+            "loss": np.asarray(h.loss),
+            "train_acc": np.asarray(h.train_acc),
+            "test_acc": np.asarray(h.test_acc),
+        },
+    }
 
 
 @app.cell(hide_code=True)
 def _():
     cnn_filters = mo.ui.slider(2, 16, value=12, label="filters in layer 1", show_value=True)
-    cnn_kernel = mo.ui.dropdown(options={"3×3": 3, "5×5": 5, "7×7": 7}, value="3×3",
-                                label="kernel")
+    cnn_kernel = mo.ui.dropdown(options={"3×3": 3, "5×5": 5, "7×7": 7}, value="3×3", label="kernel")
     cnn_epochs = mo.ui.slider(1, 15, value=12, label="epochs", show_value=True)
-    cnn_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2,
-                                     "1e-1": 1e-1}, value="3e-3", label="learning rate")
+    cnn_lr = mo.ui.dropdown(
+        options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2, "1e-1": 1e-1},
+        value="3e-3",
+        label="learning rate",
+    )
     cnn_train = mo.ui.run_button(label="Train the CNN")
     cnn_image = mo.ui.slider(0, 359, value=0, label="held-out digit #", show_value=True)
-    draw_start = mo.ui.dropdown(options={"blank": -1, **{f"held-out #{i}": i for i in range(10)}},
-                                value="held-out #0", label="start from")
+    draw_start = mo.ui.dropdown(
+        options={"blank": -1, **{f"held-out #{i}": i for i in range(10)}}, value="held-out #0", label="start from"
+    )
     digits_train = data.load_digits("train", channel_dim=True)
     digits_heldout = data.load_digits("test", channel_dim=True)
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     The page opens on `CNN` trained by `train_cnn` with the default settings, shipped with the
     course; the **Train the CNN** button runs `train_cnn` on your settings. The confusion matrix
     counts, for each true digit (row), the predicted digit (column); the first layer's kernels
@@ -1094,34 +1357,46 @@ def _():
     says in one line that the shipped CNN was trained with other code and does not load it;
     **Train the CNN** trains yours, and its first-layer feature maps, which ReLU kept at zero
     wherever `conv1` was negative, now go negative too.
-    """), mo.hstack([cnn_filters, cnn_kernel, cnn_epochs, cnn_lr], wrap=True), cnn_train])
-    return (cnn_epochs, cnn_filters, cnn_image, cnn_kernel, cnn_lr, cnn_train, digits_heldout, digits_train,
-            draw_start)
+    """),
+            mo.hstack([cnn_filters, cnn_kernel, cnn_epochs, cnn_lr], wrap=True),
+            cnn_train,
+        ]
+    )
+    return (cnn_epochs, cnn_filters, cnn_image, cnn_kernel, cnn_lr, cnn_train, digits_heldout, digits_train, draw_start)
 
 
 @app.cell
 def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train):
-    cnn_params = (shapes.conv2d_params(1, cnn_filters.value, cnn_kernel.value)
-                  + shapes.conv2d_params(cnn_filters.value, 2 * cnn_filters.value, 3)
-                  + shapes.linear_params(2 * cnn_filters.value * 2 * 2, 10))
+    cnn_params = (
+        shapes.conv2d_params(1, cnn_filters.value, cnn_kernel.value)
+        + shapes.conv2d_params(cnn_filters.value, 2 * cnn_filters.value, 3)
+        + shapes.linear_params(2 * cnn_filters.value * 2 * 2, 10)
+    )
     _controls = mo.md(f"{cnn_params:,} parameters · 1,437 training digits, 360 held-out digits")
     # The page opens on the default CNN as the course ships it, when the page's CNN and loop are
     # the code that trained it; the button trains with the settings above.
     if cnn_train.value:
-        with mo.status.progress_bar(total=cnn_epochs.value, title="training",
-                                    remove_on_exit=True) as _bar:
+        with mo.status.progress_bar(total=cnn_epochs.value, title="training", remove_on_exit=True) as _bar:
             try:
-                trained_cnn, cnn_note = train_digits_cnn(
-                    cnn_filters.value, cnn_kernel.value, cnn_epochs.value, cnn_lr.value,
-                    on_epoch=lambda e, h: _bar.update()), ""
+                trained_cnn, cnn_note = (
+                    train_digits_cnn(
+                        cnn_filters.value,
+                        cnn_kernel.value,
+                        cnn_epochs.value,
+                        cnn_lr.value,
+                        on_epoch=lambda e, h: _bar.update(),
+                    ),
+                    "",
+                )
             except Exception as _err:  # noqa: BLE001  (an edited CNN or loop may raise anything: one line, not a traceback)
                 trained_cnn, cnn_note = None, f"Training with this page's code failed: {_err}"
     else:
         trained_cnn, cnn_note = lab.shipped_cnn(CNN, train_cnn, train_digits_cnn)
-    mo.stop(trained_cnn is None,
-            mo.vstack([_controls, mo.callout(mo.md(cnn_note[:1].upper() + cnn_note[1:] + "."), kind="warn")]))
-    cnn, cnn_history, cnn_confusion = (trained_cnn.model, trained_cnn.history,
-                                       trained_cnn.confusion)
+    mo.stop(
+        trained_cnn is None,
+        mo.vstack([_controls, mo.callout(mo.md(cnn_note[:1].upper() + cnn_note[1:] + "."), kind="warn")]),
+    )
+    cnn, cnn_history, cnn_confusion = (trained_cnn.model, trained_cnn.history, trained_cnn.confusion)
     mo.vstack([_controls, cnn_summary(trained_cnn)])
     return cnn, cnn_confusion, cnn_history, cnn_params, trained_cnn
 
@@ -1144,12 +1419,26 @@ def _(cnn, cnn_confusion, confusion_chart, digits_heldout):
     _predicted = int(ui.selected(confusion_chart, "cell_pick", "predicted", default=[_worst[1]])[0])
     _which = np.flatnonzero((_labels == _actual) & (lab.heldout_predictions(cnn) == _predicted))
     _kind = "read correctly" if _actual == _predicted else "misread"
-    _shown = (plot.image_tiles({f"#{i}": _images[i, 0] for i in _which[:12]}, width=64) if _which.size
-              else mo.md("*No held-out digit falls in this cell.*"))
-    mo.hstack([confusion_chart, mo.vstack([
-        mo.md(f"**{_which.size}** held-out {_actual}s {_kind} as **{_predicted}**"
-              + (f" (the first {min(12, _which.size)}):" if _which.size else ".")),
-        _shown])], widths=[3, 2])
+    _shown = (
+        plot.image_tiles({f"#{i}": _images[i, 0] for i in _which[:12]}, width=64)
+        if _which.size
+        else mo.md("*No held-out digit falls in this cell.*")
+    )
+    mo.hstack(
+        [
+            confusion_chart,
+            mo.vstack(
+                [
+                    mo.md(
+                        f"**{_which.size}** held-out {_actual}s {_kind} as **{_predicted}**"
+                        + (f" (the first {min(12, _which.size)}):" if _which.size else ".")
+                    ),
+                    _shown,
+                ]
+            ),
+        ],
+        widths=[3, 2],
+    )
     return
 
 
@@ -1162,12 +1451,18 @@ def _(cnn_image, trained_cnn):
 @app.cell
 def _(digits_heldout, draw_start):
     digit_canvas = widgets.canvas(
-        size=192, start=None if draw_start.value < 0 else digits_heldout[0][draw_start.value, 0])
-    mo.vstack([mo.md("""
+        size=192, start=None if draw_start.value < 0 else digits_heldout[0][draw_start.value, 0]
+    )
+    mo.vstack(
+        [
+            mo.md("""
     **Draw a digit.** Draw on the canvas (or start from a held-out digit with the menu): the
     drawing is reduced to 8×8 the way the UCI scans were (a 32×32 scan, then the mean of each
     4×4 block) and classified by the CNN trained above.
-    """), mo.hstack([draw_start, digit_canvas], justify="start")])
+    """),
+            mo.hstack([draw_start, digit_canvas], justify="start"),
+        ]
+    )
     return (digit_canvas,)
 
 
@@ -1176,9 +1471,13 @@ def _(digit_canvas, draw_start, trained_cnn):
     # A held-out digit enlarged on the canvas comes back unchanged without fitting; a drawing
     # from blank is cropped and centred first, as the scans' digits were.
     drawn_digit = widgets.to_digit(widgets.ink(digit_canvas.value), fit=draw_start.value < 0)
-    mo.hstack([plot.image_tiles({"your drawing as 8×8": drawn_digit}, width=180),
-               cnn_verdict(trained_cnn, np.asarray(drawn_digit, dtype=float).tobytes())],
-              justify="start")
+    mo.hstack(
+        [
+            plot.image_tiles({"your drawing as 8×8": drawn_digit}, width=180),
+            cnn_verdict(trained_cnn, np.asarray(drawn_digit, dtype=float).tobytes()),
+        ],
+        justify="start",
+    )
     return (drawn_digit,)
 
 
@@ -1211,10 +1510,10 @@ class SoftmaxRegression(nn.Module):
 
     def __init__(self, n_classes=10, image_size=8):
         super().__init__()
-        self.fc = nn.Linear(image_size ** 2, n_classes)
+        self.fc = nn.Linear(image_size**2, n_classes)
 
     def forward(self, x):
-        return self.fc(x.flatten(1))                      # [N, 10]
+        return self.fc(x.flatten(1))  # [N, 10]
 
 
 @app.class_definition
@@ -1223,11 +1522,11 @@ class MLP(nn.Module):
 
     def __init__(self, hidden=64, n_classes=10, image_size=8):
         super().__init__()
-        self.fc1 = nn.Linear(image_size ** 2, hidden)
+        self.fc1 = nn.Linear(image_size**2, hidden)
         self.fc2 = nn.Linear(hidden, n_classes)
 
     def forward(self, x):
-        return self.fc2(F.relu(self.fc1(x.flatten(1))))   # [N, 10]
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))  # [N, 10]
 
 
 @app.function
@@ -1241,8 +1540,7 @@ def train_digits_baselines(epochs=12, lr=3e-3, on_epoch=None):
     for name, make in zip(lab.BASELINE_NAMES, (SoftmaxRegression, MLP)):
         with engine.random.fork_rng(0):
             model = make()
-        trained[name] = (model, train_cnn(model, X, y, X_test, y_test, epochs=epochs, lr=lr,
-                                          seed=0, on_epoch=on_epoch))
+        trained[name] = (model, train_cnn(model, X, y, X_test, y_test, epochs=epochs, lr=lr, seed=0, on_epoch=on_epoch))
     return trained
 
 
@@ -1251,11 +1549,20 @@ def default_baselines_state():
     """The two baselines with the CNN's default epochs and learning rate (`lab.CNN_DEFAULTS`), as
     the page opens on them: per model its parameters by name and its history."""
     settings = {"epochs": lab.CNN_DEFAULTS["epochs"], "lr": lab.CNN_DEFAULTS["lr"]}
-    return {"settings": settings, **{
-        name: {"parameters": {k: np.asarray(v.data) for k, v in model.state_dict().items()},
-               "history": {"loss": np.asarray(h.loss), "train_acc": np.asarray(h.train_acc),
-                           "test_acc": np.asarray(h.test_acc)}}
-        for name, (model, h) in train_digits_baselines(**settings).items()}}
+    return {
+        "settings": settings,
+        **{
+            name: {
+                "parameters": {k: np.asarray(v.data) for k, v in model.state_dict().items()},
+                "history": {
+                    "loss": np.asarray(h.loss),
+                    "train_acc": np.asarray(h.train_acc),
+                    "test_acc": np.asarray(h.test_acc),
+                },
+            }
+            for name, (model, h) in train_digits_baselines(**settings).items()
+        },
+    }
 
 
 @app.cell
@@ -1263,7 +1570,9 @@ def _():
     baselines_train = mo.ui.run_button(label="Train the baselines")
     shift_right = mo.ui.slider(-2, 2, value=1, label="shift right (pixels)", show_value=True)
     shift_down = mo.ui.slider(-2, 2, value=0, label="shift down (pixels)", show_value=True)
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     The page opens on both baselines trained with the CNN's default settings, shipped with the
     course; **Train the baselines** trains them with the epochs and learning rate of section 7.
 
@@ -1271,7 +1580,11 @@ def _():
     (blank paper fills in behind them) and score the models again. A convolution is equivariant
     (section 6), and a 2×2 max-pool absorbs part of a one-pixel move; but the CNN's last layer is
     dense over a 2×2 map, so it is not invariant either.
-    """), baselines_train, mo.hstack([shift_right, shift_down], justify="start")])
+    """),
+            baselines_train,
+            mo.hstack([shift_right, shift_down], justify="start"),
+        ]
+    )
     return baselines_train, shift_down, shift_right
 
 
@@ -1280,56 +1593,72 @@ def _(baselines_train, cnn_epochs, cnn_lr):
     # The page opens on the shipped baselines when the page's classes and loop are the code that
     # trained them; the button trains them with section 7's epochs and learning rate.
     if baselines_train.value:
-        with mo.status.progress_bar(total=2 * cnn_epochs.value, title="training the baselines",
-                                    remove_on_exit=True) as _bar:
+        with mo.status.progress_bar(
+            total=2 * cnn_epochs.value, title="training the baselines", remove_on_exit=True
+        ) as _bar:
             try:
-                _runs = train_digits_baselines(cnn_epochs.value, cnn_lr.value,
-                                               on_epoch=lambda e, h: _bar.update())
-                baselines, baselines_note = lab.DigitsBaselines(
-                    {_n: _m for _n, (_m, _h) in _runs.items()},
-                    {_n: _h for _n, (_m, _h) in _runs.items()},
-                    {"epochs": cnn_epochs.value, "lr": cnn_lr.value}), ""
+                _runs = train_digits_baselines(cnn_epochs.value, cnn_lr.value, on_epoch=lambda e, h: _bar.update())
+                baselines, baselines_note = (
+                    lab.DigitsBaselines(
+                        {_n: _m for _n, (_m, _h) in _runs.items()},
+                        {_n: _h for _n, (_m, _h) in _runs.items()},
+                        {"epochs": cnn_epochs.value, "lr": cnn_lr.value},
+                    ),
+                    "",
+                )
             except Exception as _err:  # noqa: BLE001  (an edited model or loop may raise anything: one line, not a traceback)
                 baselines, baselines_note = None, f"Training with this page's code failed: {_err}"
     else:
-        baselines, baselines_note = lab.shipped_baselines(SoftmaxRegression, MLP, train_cnn,
-                                                          train_digits_baselines)
+        baselines, baselines_note = lab.shipped_baselines(SoftmaxRegression, MLP, train_cnn, train_digits_baselines)
     return baselines, baselines_note
 
 
 @app.cell
 def _(baselines, baselines_note, digits_heldout, shift_down, shift_right, trained_cnn):
-    mo.stop(baselines is None,
-            mo.callout(mo.md(baselines_note[:1].upper() + baselines_note[1:] + "."), kind="warn"))
+    mo.stop(baselines is None, mo.callout(mo.md(baselines_note[:1].upper() + baselines_note[1:] + "."), kind="warn"))
     _models = {**baselines.models, "CNN": trained_cnn.model}
     _moved = f"moved ({shift_right.value:+d}, {shift_down.value:+d})"
     baseline_rows = [
-        {"model": _name, "parameters": sum(int(_p.data.size) for _p in _m.parameters()),
-         "centred": lab.shifted_accuracy(_m), "moved": lab.shifted_accuracy(_m, shift_right.value,
-                                                                            shift_down.value)}
-        for _name, _m in _models.items()]
-    _chart = ui.chart(plot.grouped_bars(
-        [r["model"] for r in baseline_rows],
-        {"centred": [r["centred"] for r in baseline_rows], _moved: [r["moved"] for r in baseline_rows]},
-        y_title="held-out accuracy", y_domain=(0, 1), colors={"centred": "validation", _moved: "model"},
-        title=f"360 held-out digits, centred and {_moved} (right, down)"))
+        {
+            "model": _name,
+            "parameters": sum(int(_p.data.size) for _p in _m.parameters()),
+            "centred": lab.shifted_accuracy(_m),
+            "moved": lab.shifted_accuracy(_m, shift_right.value, shift_down.value),
+        }
+        for _name, _m in _models.items()
+    ]
+    _chart = ui.chart(
+        plot.grouped_bars(
+            [r["model"] for r in baseline_rows],
+            {"centred": [r["centred"] for r in baseline_rows], _moved: [r["moved"] for r in baseline_rows]},
+            y_title="held-out accuracy",
+            y_domain=(0, 1),
+            colors={"centred": "validation", _moved: "model"},
+            title=f"360 held-out digits, centred and {_moved} (right, down)",
+        )
+    )
     _example = digits_heldout[0][0, 0]
-    _table = "\n".join(["| model | parameters | held-out accuracy, centred | " + _moved + " |",
-                        "|---|---|---|---|"] + [
-        f"| {r['model']} | {r['parameters']:,} | {r['centred']:.1%} ({round(r['centred'] * 360)} of 360) | "
-        f"{r['moved']:.1%} |" for r in baseline_rows])
+    _table = "\n".join(
+        ["| model | parameters | held-out accuracy, centred | " + _moved + " |", "|---|---|---|---|"]
+        + [
+            f"| {r['model']} | {r['parameters']:,} | {r['centred']:.1%} ({round(r['centred'] * 360)} of 360) | "
+            f"{r['moved']:.1%} |"
+            for r in baseline_rows
+        ]
+    )
     _keeps = max(baseline_rows, key=lambda r: r["moved"])["model"]
     _right = {r["model"]: round(r["centred"] * 360) for r in baseline_rows}
     _size = {r["model"]: r["parameters"] for r in baseline_rows}
+
     def _more(n):
         return f"**{abs(n)}** {'more' if n >= 0 else 'fewer'}"
 
     _ink_rows, _ink_cols = lab.ink_share(rows=(0, -1)), lab.ink_share(rows=(), cols=(0, -1))
     _said = mo.md(f"""
-    Centred, the dense models come close: the CNN reads {_more(_right['CNN'] - _right['softmax regression'])}
+    Centred, the dense models come close: the CNN reads {_more(_right["CNN"] - _right["softmax regression"])}
     of the 360 held-out digits right than softmax regression and
-    {_more(_right['CNN'] - _right['MLP'])} than the MLP, which has
-    {_size['MLP'] / _size['CNN']:.1f} times its parameters. These digits are small, centred and
+    {_more(_right["CNN"] - _right["MLP"])} than the MLP, which has
+    {_size["MLP"] / _size["CNN"]:.1f} times its parameters. These digits are small, centred and
     scaled to one size, so where a pixel sits already says much of what it means.
 
     Moved, the model that keeps the most here is the **{_keeps}**. In the shipped runs, moved
@@ -1339,13 +1668,25 @@ def _(baselines, baselines_note, digits_heldout, shift_down, shift_right, traine
     ink, the left and right columns {_ink_cols:.1%}, so a vertical move cuts off strokes that
     no model can read back.
     """)
-    mo.vstack([
-        mo.hstack([mo.vstack([mo.md(_table), _said]),
-                   plot.image_tiles({"held-out #0": _example,
-                                     _moved: lab.shift_digits(_example, shift_right.value,
-                                                              shift_down.value)}, width=110)],
-                  justify="start", gap=2),
-        _chart])
+    mo.vstack(
+        [
+            mo.hstack(
+                [
+                    mo.vstack([mo.md(_table), _said]),
+                    plot.image_tiles(
+                        {
+                            "held-out #0": _example,
+                            _moved: lab.shift_digits(_example, shift_right.value, shift_down.value),
+                        },
+                        width=110,
+                    ),
+                ],
+                justify="start",
+                gap=2,
+            ),
+            _chart,
+        ]
+    )
     return (baseline_rows,)
 
 
@@ -1372,16 +1713,21 @@ def saliency(model, image, target):
     ones lower it."""
     x = engine.Tensor(np.asarray(image, dtype=np.float32)[None, None], requires_grad=True)
     model(x)[0, target].backward()
-    model.zero_grad()                  # the parameters' gradients are not wanted here
+    model.zero_grad()  # the parameters' gradients are not wanted here
     return x.grad.numpy()[0, 0]
 
 
 @app.cell
 def _():
     saliency_digit = mo.ui.slider(0, 359, value=0, label="held-out digit #", show_value=True)
-    saliency_class = mo.ui.dropdown(options={"its true digit": -1, **{str(d): d for d in range(10)}},
-                                    value="its true digit", label="score of the class")
-    mo.vstack([mo.md(r"""
+    saliency_class = mo.ui.dropdown(
+        options={"its true digit": -1, **{str(d): d for d in range(10)}},
+        value="its true digit",
+        label="score of the class",
+    )
+    mo.vstack(
+        [
+            mo.md(r"""
     For softmax regression the score is $W_c x + b_c$, so its map is the weight row $W_c$ itself,
     the same for every digit. The MLP's and the CNN's maps change with the digit: a ReLU passes a
     gradient only where it is active, and a max-pool only through the pixel it picked.
@@ -1389,7 +1735,10 @@ def _():
     **Change this cell:** make `saliency` return `x.grad.numpy()[0, 0] * image`, the
     *gradient × input* map. Blank paper then drops out of every map (it is 0), and softmax
     regression's map now changes with the digit.
-    """), mo.hstack([saliency_digit, saliency_class], justify="start")])
+    """),
+            mo.hstack([saliency_digit, saliency_class], justify="start"),
+        ]
+    )
     return saliency_class, saliency_digit
 
 
@@ -1400,11 +1749,19 @@ def _(baselines, digits_heldout, saliency_class, saliency_digit, trained_cnn):
     _target = _label if saliency_class.value < 0 else saliency_class.value
     _models = {"CNN": trained_cnn.model, **(baselines.models if baselines is not None else {})}
     saliency_maps = {_name: saliency(_m, _image, _target) for _name, _m in _models.items()}
-    _panels = {f"held-out #{saliency_digit.value} (a {_label})": _image,
-               **{f"{_name}: ∂score[{_target}]/∂x": _s for _name, _s in saliency_maps.items()}}
-    mo.vstack([plot.image_tiles(_panels, symmetric=tuple(_panels)[1:], width=130),
-               mo.md(f"The score of class **{_target}**; red pixels raise it when they get "
-                     "brighter, blue ones lower it (each map on its own scale).")])
+    _panels = {
+        f"held-out #{saliency_digit.value} (a {_label})": _image,
+        **{f"{_name}: ∂score[{_target}]/∂x": _s for _name, _s in saliency_maps.items()},
+    }
+    mo.vstack(
+        [
+            plot.image_tiles(_panels, symmetric=tuple(_panels)[1:], width=130),
+            mo.md(
+                f"The score of class **{_target}**; red pixels raise it when they get "
+                "brighter, blue ones lower it (each map on its own scale)."
+            ),
+        ]
+    )
     return (saliency_maps,)
 
 
@@ -1415,20 +1772,24 @@ def _():
         import engine.functional as F
         from engine import nn
 
-        x = engine.randn(8, 3, 32, 32)                       # a batch of 8 RGB images
+        x = engine.randn(8, 3, 32, 32)  # a batch of 8 RGB images
         conv = nn.Conv2d(3, 16, kernel_size=5, stride=2, padding=2)
-        y = F.max_pool2d(F.relu(conv(x)), 2)                 # [8, 16, 8, 8]
+        y = F.max_pool2d(F.relu(conv(x)), 2)  # [8, 16, 8, 8]
         n_params = sum(p.data.size for p in conv.parameters())
         size = engine.shapes.conv_output_size(32, 5, stride=2, padding=2)
         field = engine.shapes.receptive_field([(5, 2, 2), (2, 2, 0)])[-1].size
-        y.sum().backward()                                   # gradients reach conv.weight
-        return (f"`y.shape` = {y.shape} · parameters = {n_params} · conv output size = {size} · "
-                f"receptive field = {field} · `conv.weight.grad.shape` = {conv.weight.grad.shape}")
+        y.sum().backward()  # gradients reach conv.weight
+        return (
+            f"`y.shape` = {y.shape} · parameters = {n_params} · conv output size = {size} · "
+            f"receptive field = {field} · `conv.weight.grad.shape` = {conv.weight.grad.shape}"
+        )
 
-    mo.md("## The same in your own script\n\nEverything above is a few lines with the engine; "
-          "the names and arguments are PyTorch's.\n\n" + _script() + "\n\n---\n\n**Where next.** "
-          "Convolutions share weights across positions; attention lets every position choose which "
-          "others to read. " + toc.nav_md(METADATA["id"]))
+    mo.md(
+        "## The same in your own script\n\nEverything above is a few lines with the engine; "
+        "the names and arguments are PyTorch's.\n\n" + _script() + "\n\n---\n\n**Where next.** "
+        "Convolutions share weights across positions; attention lets every position choose which "
+        "others to read. " + toc.nav_md(METADATA["id"])
+    )
     return
 
 

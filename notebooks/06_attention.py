@@ -21,7 +21,9 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    _header = ui.page_header(METADATA, r"""
+    _header = ui.page_header(
+        METADATA,
+        r"""
     In attention every position of a sequence decides, from the data, which other positions to
     read. By the end of this notebook you will be able to:
 
@@ -42,7 +44,8 @@ def _():
     the tiny models, their training loop and the sampler) are code cells on this page. Open it
     with `marimo edit`, change one, and every figure that uses it runs again: the prompts marked
     **Change this cell** suggest where to start.
-    """)
+    """,
+    )
     _section = mo.md(r"""
     ## 1. Queries, keys and values
 
@@ -81,7 +84,7 @@ def attention(q, k, v, mask=None, scale=None):
         weights = scores.softmax(-1)
     else:
         blocked = ~np.asarray(mask)
-        empty = blocked.all(axis=-1, keepdims=True)          # queries with no key to read
+        empty = blocked.all(axis=-1, keepdims=True)  # queries with no key to read
         weights = scores.masked_fill(blocked & ~empty, -math.inf).softmax(-1)
         weights = weights.masked_fill(empty, 0.0)
     return weights @ v, weights
@@ -103,74 +106,114 @@ def _():
     """)
     qkv_dk = mo.ui.slider(1, 64, value=4, label="d_k", show_value=True)
     qkv_seed = mo.ui.slider(0, 20, value=0, label="random weights #", show_value=True)
-    qkv_scale = mo.ui.dropdown(options=lab.SCALES, value="1/√d_k (standard)",
-                               label="scale")
-    qkv_temperature = mo.ui.slider(steps=[0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 20.0], value=1.0,
-                                   label="temperature τ", show_value=True)
+    qkv_scale = mo.ui.dropdown(options=lab.SCALES, value="1/√d_k (standard)", label="scale")
+    qkv_temperature = mo.ui.slider(
+        steps=[0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 20.0], value=1.0, label="temperature τ", show_value=True
+    )
     mask_kind = mo.ui.dropdown(options=list(lab.MASK_KINDS), value="none", label="mask")
     mask_window = mo.ui.slider(1, 10, value=2, label="window", show_value=True)
     mask_pad = mo.ui.slider(0, 10, value=3, label="padding tokens at the end", show_value=True)
-    retrieval_scale = mo.ui.slider(steps=[0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
-                                   value=1.0, label="multiplier c of the scores", show_value=True)
-    query_edit = widgets.matrix([[2.0, 0.0, 0.0, 0.0]], min_value=-5.0, max_value=5.0, step=0.5,
-                                label="query q")
+    retrieval_scale = mo.ui.slider(
+        steps=[0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0],
+        value=1.0,
+        label="multiplier c of the scores",
+        show_value=True,
+    )
+    query_edit = widgets.matrix([[2.0, 0.0, 0.0, 0.0]], min_value=-5.0, max_value=5.0, step=0.5, label="query q")
     # The two maps below without their data (the controls change only the data): a cell per
     # (query, key), its value written in. The attention map is the lesson, and a click on a cell
     # picks its query.
     _labels = [f"{i}:{w}" for i, w in enumerate(lab.SENTENCE.split())]
-    _grid = alt.Chart().encode(alt.X("key:O", sort=_labels, title="key j"),
-                               alt.Y("query:O", sort=_labels, title="query i"))
+    _grid = alt.Chart().encode(
+        alt.X("key:O", sort=_labels, title="key j"), alt.Y("query:O", sort=_labels, title="query i")
+    )
     _tooltip = [alt.Tooltip("query:O"), alt.Tooltip("key:O")]
     qkv_scores_chart = alt.layer(
-        _grid.mark_rect().encode(alt.Color("score:Q", scale=alt.Scale(scheme="blueorange"), title="score"),
-                                 [*_tooltip, alt.Tooltip("score:Q", format=".4g")]),
+        _grid.mark_rect().encode(
+            alt.Color("score:Q", scale=alt.Scale(scheme="blueorange"), title="score"),
+            [*_tooltip, alt.Tooltip("score:Q", format=".4g")],
+        ),
         _grid.mark_text(fontSize=11).encode(alt.Text("score:Q", format=".1f")),
-        width="container", height=260, title="scores q·k · scale / τ (blank: masked)")
+        width="container",
+        height=260,
+        title="scores q·k · scale / τ (blank: masked)",
+    )
     _pick = alt.selection_point(name="query_pick", fields=["query"], on="click")
     qkv_map_chart = alt.layer(
-        _grid.mark_rect().encode(
+        _grid.mark_rect()
+        .encode(
             alt.Color("weight:Q", scale=alt.Scale(scheme="purples", domain=[0, 1]), title="weight"),
             [*_tooltip, alt.Tooltip("weight:Q", format=".3f")],
-            alt.OpacityValue(0.35, condition={"param": "query_pick", "value": 1.0})).add_params(_pick),
+            alt.OpacityValue(0.35, condition={"param": "query_pick", "value": 1.0}),
+        )
+        .add_params(_pick),
         _grid.mark_text(fontSize=11).encode(alt.Text("weight:Q", format=".2f")),
-        width="container", height=260, title="attention weights (each row sums to 1) · click a row")
-    qkv_row_chart = alt.Chart(width="container", height=160).mark_bar(color=plot.color("model")).encode(
-        alt.X("key:N", sort=_labels, title="key j", axis=alt.Axis(labelAngle=0)),
-        alt.Y("weight:Q", title="weight", scale=alt.Scale(domain=[0, 1])), alt.Tooltip("weight:Q", format=".3f"))
+        width="container",
+        height=260,
+        title="attention weights (each row sums to 1) · click a row",
+    )
+    qkv_row_chart = (
+        alt.Chart(width="container", height=160)
+        .mark_bar(color=plot.color("model"))
+        .encode(
+            alt.X("key:N", sort=_labels, title="key j", axis=alt.Axis(labelAngle=0)),
+            alt.Y("weight:Q", title="weight", scale=alt.Scale(domain=[0, 1])),
+            alt.Tooltip("weight:Q", format=".3f"),
+        )
+    )
     _intro
-    return (mask_kind, mask_pad, mask_window, qkv_dk, qkv_map_chart, qkv_row_chart, qkv_scale, qkv_scores_chart,
-            qkv_seed, qkv_temperature, query_edit, retrieval_scale)
+    return (
+        mask_kind,
+        mask_pad,
+        mask_window,
+        qkv_dk,
+        qkv_map_chart,
+        qkv_row_chart,
+        qkv_scale,
+        qkv_scores_chart,
+        qkv_seed,
+        qkv_temperature,
+        query_edit,
+        retrieval_scale,
+    )
 
 
 @app.cell
-def _(mask_kind, mask_pad, mask_window, qkv, qkv_dk, qkv_map_chart, qkv_scale, qkv_scores_chart, qkv_seed,
-      qkv_temperature):
+def _(
+    mask_kind, mask_pad, mask_window, qkv, qkv_dk, qkv_map_chart, qkv_scale, qkv_scores_chart, qkv_seed, qkv_temperature
+):
     _L = len(qkv.tokens)
     mask = lab.make_mask(mask_kind.value, _L, mask_window.value, mask_pad.value)
-    maps = lab.attention_maps(attention, qkv.Q, qkv.K, qkv.V, qkv_scale.value,
-                              qkv_temperature.value, mask)
+    maps = lab.attention_maps(attention, qkv.Q, qkv.K, qkv.V, qkv_scale.value, qkv_temperature.value, mask)
     mask_counts = lab.mask_cost(mask, _L)
     _labels = np.array([f"{i}:{w}" for i, w in enumerate(qkv.tokens)], dtype=object)
     _query, _key = np.repeat(_labels, _L), np.tile(_labels, _L)
     _scores = ui.chart(qkv_scores_chart.properties(data=plot.data(query=_query, key=_key, score=maps.scores.ravel())))
-    attention_map = ui.chart_control(qkv_map_chart.properties(
-        data=plot.data(query=_query, key=_key, weight=maps.weights.ravel())))
-    _notes = [f"scale × 1/τ = **{maps.scale:.3g}** · mean row entropy "
-              f"**{maps.entropy.mean():.2f}** nats (uniform over {_L} keys: {np.log(_L):.2f}) · "
-              f"largest weight **{np.nanmax(maps.weights):.2f}**",
-              f"Scores computed: **{mask_counts.computed}** (all L² = {_L}², the mask is applied "
-              f"afterwards) · scores the mask keeps: **{mask_counts.used}**."]
+    attention_map = ui.chart_control(
+        qkv_map_chart.properties(data=plot.data(query=_query, key=_key, weight=maps.weights.ravel()))
+    )
+    _notes = [
+        f"scale × 1/τ = **{maps.scale:.3g}** · mean row entropy "
+        f"**{maps.entropy.mean():.2f}** nats (uniform over {_L} keys: {np.log(_L):.2f}) · "
+        f"largest weight **{np.nanmax(maps.weights):.2f}**",
+        f"Scores computed: **{mask_counts.computed}** (all L² = {_L}², the mask is applied "
+        f"afterwards) · scores the mask keeps: **{mask_counts.used}**.",
+    ]
     if len(maps.empty_rows):
-        _notes.append(f"Queries {list(maps.empty_rows)} may attend to no key at all. The engine "
-                      "gives them all-zero weights and a zero output, as PyTorch's "
-                      "`F.scaled_dot_product_attention` does (since 2.5); a plain softmax over "
-                      "all −∞ scores, and `nn.MultiheadAttention` with every key padded, give NaN.")
-    mo.vstack([
-        mo.hstack([qkv_dk, qkv_seed, qkv_scale, qkv_temperature], wrap=True),
-        mo.hstack([mask_kind, mask_window, mask_pad], wrap=True),
-        mo.md("\n\n".join(_notes)),
-        mo.hstack([_scores, attention_map], widths="equal"),
-    ])
+        _notes.append(
+            f"Queries {list(maps.empty_rows)} may attend to no key at all. The engine "
+            "gives them all-zero weights and a zero output, as PyTorch's "
+            "`F.scaled_dot_product_attention` does (since 2.5); a plain softmax over "
+            "all −∞ scores, and `nn.MultiheadAttention` with every key padded, give NaN."
+        )
+    mo.vstack(
+        [
+            mo.hstack([qkv_dk, qkv_seed, qkv_scale, qkv_temperature], wrap=True),
+            mo.hstack([mask_kind, mask_window, mask_pad], wrap=True),
+            mo.md("\n\n".join(_notes)),
+            mo.hstack([_scores, attention_map], widths="equal"),
+        ]
+    )
     return attention_map, mask, mask_counts, maps
 
 
@@ -182,14 +225,19 @@ def _(attention_map, maps, qkv, qkv_row_chart):
     _query = _query if _query in _labels else _labels[-1]  # a click on the map of other tokens
     _row = np.nan_to_num(maps.weights[_labels.index(_query)])
     _top = int(np.argmax(_row))
-    _bars = qkv_row_chart.properties(data=plot.data(key=np.array(_labels, dtype=object), weight=_row),
-                                     title=f"what query {_query} attends to")
-    mo.vstack([
-        mo.md(f"Query **{_query}** gives its largest weight, **{_row[_top]:.2f}**, to key **{_labels[_top]}**; "
-              f"its output is the mix Σⱼ wⱼ vⱼ of the values with these weights"
-              + (" (every key is masked: its weights are all zero)." if _row.sum() == 0 else ".")),
-        ui.chart(_bars),
-    ])
+    _bars = qkv_row_chart.properties(
+        data=plot.data(key=np.array(_labels, dtype=object), weight=_row), title=f"what query {_query} attends to"
+    )
+    mo.vstack(
+        [
+            mo.md(
+                f"Query **{_query}** gives its largest weight, **{_row[_top]:.2f}**, to key **{_labels[_top]}**; "
+                f"its output is the mix Σⱼ wⱼ vⱼ of the values with these weights"
+                + (" (every key is masked: its weights are all zero)." if _row.sum() == 0 else ".")
+            ),
+            ui.chart(_bars),
+        ]
+    )
     return
 
 
@@ -228,12 +276,14 @@ def _(qkv_dk, qkv_seed):
     # weights only, so the scale, temperature and mask controls do not re-run this check.
     qkv = lab.toy_qkv(d_model=16, d_k=qkv_dk.value, seed=qkv_seed.value)
     permutation = lab.permutation_check(attention, qkv, seed=0)
-    mo.md(f"Reordering the tokens as {permutation.order.tolist()}: largest |Attention(PX) − "
-          f"P·Attention(X)| = **{permutation.gap_plain:.1e}** without positions (rounding); "
-          f"**{permutation.gap_positions:.3f}** when the tokens are reordered before sinusoidal "
-          f"positions are added (each slot keeps its position); "
-          f"**{permutation.gap_after:.1e}** when they are reordered after (each token carries "
-          f"its position along, and the model cannot tell).")
+    mo.md(
+        f"Reordering the tokens as {permutation.order.tolist()}: largest |Attention(PX) − "
+        f"P·Attention(X)| = **{permutation.gap_plain:.1e}** without positions (rounding); "
+        f"**{permutation.gap_positions:.3f}** when the tokens are reordered before sinusoidal "
+        f"positions are added (each slot keeps its position); "
+        f"**{permutation.gap_after:.1e}** when they are reordered after (each token carries "
+        f"its position along, and the model cannot tell)."
+    )
     return permutation, qkv
 
 
@@ -253,16 +303,25 @@ def _():
 
 @app.cell
 def _(retrieval_scale):
-    retrieval = lab.designed_retrieval(L=8, d_k=16, target=3,
-                                       multipliers=(retrieval_scale.value,), seed=0)
-    mo.vstack([
-        retrieval_scale,
-        ui.chart(plot.bars([f"key {j}" for j in range(8)], retrieval.weights[0], y_title="weight",
-                           y_domain=(0, 1), title=f"c = {retrieval_scale.value:g}: weight on key 3 = "
-                           f"{retrieval.on_target[0]:.3f}")),
-        mo.md(f"Scores q·k_j/√d_k: {', '.join(f'{v:.2f}' for v in retrieval.scores)}. Weight on "
-              f"the matching key: **{retrieval.on_target[0]:.3f}** (uniform: {1 / 8:.3f})."),
-    ])
+    retrieval = lab.designed_retrieval(L=8, d_k=16, target=3, multipliers=(retrieval_scale.value,), seed=0)
+    mo.vstack(
+        [
+            retrieval_scale,
+            ui.chart(
+                plot.bars(
+                    [f"key {j}" for j in range(8)],
+                    retrieval.weights[0],
+                    y_title="weight",
+                    y_domain=(0, 1),
+                    title=f"c = {retrieval_scale.value:g}: weight on key 3 = {retrieval.on_target[0]:.3f}",
+                )
+            ),
+            mo.md(
+                f"Scores q·k_j/√d_k: {', '.join(f'{v:.2f}' for v in retrieval.scores)}. Weight on "
+                f"the matching key: **{retrieval.on_target[0]:.3f}** (uniform: {1 / 8:.3f})."
+            ),
+        ]
+    )
     return (retrieval,)
 
 
@@ -280,12 +339,21 @@ def _():
 def _(query_edit):
     _q = widgets.as_array(query_edit.value)[:1, :4]
     steered = lab.attention_maps(attention, _q, 2.0 * np.eye(4), 2.0 * np.eye(4))
-    mo.vstack([
-        query_edit,
-        ui.chart(plot.bars([f"key {j}" for j in range(4)], steered.weights[0], y_title="weight",
-                           y_domain=(0, 1), title="weights of your query over the four keys")),
-        mo.md(f"Weights: {', '.join(f'{w:.3f}' for w in steered.weights[0])}."),
-    ])
+    mo.vstack(
+        [
+            query_edit,
+            ui.chart(
+                plot.bars(
+                    [f"key {j}" for j in range(4)],
+                    steered.weights[0],
+                    y_title="weight",
+                    y_domain=(0, 1),
+                    title="weights of your query over the four keys",
+                )
+            ),
+            mo.md(f"Weights: {', '.join(f'{w:.3f}' for w in steered.weights[0])}."),
+        ]
+    )
     return (steered,)
 
 
@@ -296,7 +364,9 @@ def _():
         question="**Exercise 1.** A query scores 4 against its matching key and 0 against each of "
         "7 other keys. What weight does the softmax give the matching key? (Two decimals.)",
         truth=float(np.exp(4) / (np.exp(4) + 7)),
-        hint="softmax: e⁴ / (e⁴ + 7·e⁰).", abs_tol=0.01)
+        hint="softmax: e⁴ / (e⁴ + 7·e⁰).",
+        abs_tol=0.01,
+    )
     answer_lookup = ui.answer_box(exercise_lookup, placeholder="weight")
     # The sample is drawn once, here, not on every keystroke in the answer box.
     _sample = lab.dot_product_variance(256, n=20000, seed=1).var_raw
@@ -305,36 +375,53 @@ def _():
         "$d_k = 256$. What is the variance of a raw score $q\\cdot k$ (before scaling)?",
         truth=256.0,
         hint="each q_i k_i has variance 1·1 and the d_k products are independent: variances add.",
-        rel_tol=0.02, explanation=f"(A sample of 20 000 pairs gives {_sample:.1f}.)")
+        rel_tol=0.02,
+        explanation=f"(A sample of 20 000 pairs gives {_sample:.1f}.)",
+    )
     answer_variance = ui.answer_box(exercise_variance, placeholder="variance")
     exercise_causal = exercises.NumberExercise(
         question="**Exercise 3.** A causal mask over a sequence of $L = 6$ tokens: how many "
         "(query, key) pairs are allowed to attend?",
         truth=int(lab.make_mask("causal", 6).sum()),
-        hint="query i sees keys 0 … i, that is i + 1 of them; add 1 + 2 + … + 6.")
+        hint="query i sees keys 0 … i, that is i + 1 of them; add 1 + 2 + … + 6.",
+    )
     answer_causal = ui.answer_box(exercise_causal, placeholder="allowed pairs")
     exercise_mha = exercises.NumberExercise(
-        question="**Exercise 4.** How many parameters (weights and biases) has "
-        "`nn.MultiheadAttention(512, 8)`?",
+        question="**Exercise 4.** How many parameters (weights and biases) has `nn.MultiheadAttention(512, 8)`?",
         truth=shapes.multihead_attention_params(512),
         hint="four d_model × d_model projections (Q, K, V, output), each with d_model biases; "
-        "the number of heads does not matter.")
+        "the number of heads does not matter.",
+    )
     answer_mha = ui.answer_box(exercise_mha, placeholder="parameter count")
     exercise_kv = exercises.NumberExercise(
         question="**Exercise 5.** GPT-2 small: 12 layers, d_model = 768, a context of 1,024 tokens "
         "stored in float32. How many MiB (2²⁰ bytes) is its KV cache for one sequence?",
         truth=lab.attention_memory(1024, 768, 12, 12, 4).kv_cache_bytes / 2**20,
-        hint="2 (K and V) × layers × L × d_model numbers, 4 bytes each.", rel_tol=0.01)
+        hint="2 (K and V) × layers × L × d_model numbers, 4 bytes each.",
+        rel_tol=0.01,
+    )
     answer_kv = ui.answer_box(exercise_kv, placeholder="MiB")
     exercise_block = exercises.NumberExercise(
         question="**Exercise 8.** How many parameters has one pre-norm block with d = 768 "
         "(12 heads, MLP width 4d, biases everywhere, two LayerNorms)?",
         truth=lab.block_parameters(768, 12),
-        hint="attention: four d × d projections with biases; MLP: d × 4d + 4d and 4d × d + d; "
-        "each LayerNorm: 2d.")
+        hint="attention: four d × d projections with biases; MLP: d × 4d + 4d and 4d × d + d; each LayerNorm: 2d.",
+    )
     answer_block = ui.answer_box(exercise_block, placeholder="parameter count")
-    return (answer_block, answer_causal, answer_kv, answer_lookup, answer_mha, answer_variance, exercise_block,
-            exercise_causal, exercise_kv, exercise_lookup, exercise_mha, exercise_variance)
+    return (
+        answer_block,
+        answer_causal,
+        answer_kv,
+        answer_lookup,
+        answer_mha,
+        answer_variance,
+        exercise_block,
+        exercise_causal,
+        exercise_kv,
+        exercise_lookup,
+        exercise_mha,
+        exercise_variance,
+    )
 
 
 @app.cell
@@ -345,8 +432,7 @@ def _(answer_lookup, exercise_lookup):
 
 @app.cell(hide_code=True)
 def _():
-    variance_dk = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=64,
-                               label="d_k", show_value=True)
+    variance_dk = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=64, label="d_k", show_value=True)
     mo.md(r"""
     ## 2. Why divide by $\sqrt{d_k}$?
 
@@ -368,16 +454,32 @@ def _():
 def _(variance_dk):
     variance = lab.dot_product_variance(variance_dk.value, n=4000, seed=0)
     _lim = max(4.0, 4 * np.sqrt(variance_dk.value))
-    _hist = ui.chart(plot.histogram_grid({"q·k (raw)": variance.raw, "q·k / √d_k": variance.scaled},
-                                         bins=40, x_title="score (same axis for both)", columns=2,
-                                         range_=(-_lim, _lim),
-                                         panel_width=260, panel_height=120,
-                                         flags={"q·k (raw)": f"variance {variance.var_raw:.1f}",
-                                                "q·k / √d_k": f"variance {variance.var_scaled:.2f}"}))
-    mo.vstack([variance_dk, _hist,
-               mo.md(f"For d_k = {variance_dk.value}: sample variance of q·k = "
-                     f"**{variance.var_raw:.1f}** (theory {variance_dk.value}), after dividing by "
-                     f"√d_k = **{variance.var_scaled:.2f}** (theory 1).")])
+    _hist = ui.chart(
+        plot.histogram_grid(
+            {"q·k (raw)": variance.raw, "q·k / √d_k": variance.scaled},
+            bins=40,
+            x_title="score (same axis for both)",
+            columns=2,
+            range_=(-_lim, _lim),
+            panel_width=260,
+            panel_height=120,
+            flags={
+                "q·k (raw)": f"variance {variance.var_raw:.1f}",
+                "q·k / √d_k": f"variance {variance.var_scaled:.2f}",
+            },
+        )
+    )
+    mo.vstack(
+        [
+            variance_dk,
+            _hist,
+            mo.md(
+                f"For d_k = {variance_dk.value}: sample variance of q·k = "
+                f"**{variance.var_raw:.1f}** (theory {variance_dk.value}), after dividing by "
+                f"√d_k = **{variance.var_scaled:.2f}** (theory 1)."
+            ),
+        ]
+    )
     return (variance,)
 
 
@@ -385,16 +487,28 @@ def _(variance_dk):
 def _():
     # Does not depend on the d_k slider: its own cell, computed once.
     sweep = lab.scaling_sweep(L=16, n=300, seed=0)
-    _var = ui.chart(plot.curves(np.log2(sweep.d_k), {"raw": sweep.var_raw,
-                                                     "divided by √d_k": sweep.var_scaled},
-                                x_title="log₂ d_k", y_title="Var(score)", log_y=True,
-                                colors={"raw": "error", "divided by √d_k": "model"},
-                                title="score variance: d_k raw, 1 when scaled"))
-    _max = ui.chart(plot.curves(np.log2(sweep.d_k), {"raw": sweep.max_raw,
-                                                     "divided by √d_k": sweep.max_scaled},
-                                x_title="log₂ d_k", y_title="largest weight", y_domain=(0, 1),
-                                colors={"raw": "error", "divided by √d_k": "model"},
-                                title="average largest softmax weight over 16 keys"))
+    _var = ui.chart(
+        plot.curves(
+            np.log2(sweep.d_k),
+            {"raw": sweep.var_raw, "divided by √d_k": sweep.var_scaled},
+            x_title="log₂ d_k",
+            y_title="Var(score)",
+            log_y=True,
+            colors={"raw": "error", "divided by √d_k": "model"},
+            title="score variance: d_k raw, 1 when scaled",
+        )
+    )
+    _max = ui.chart(
+        plot.curves(
+            np.log2(sweep.d_k),
+            {"raw": sweep.max_raw, "divided by √d_k": sweep.max_scaled},
+            x_title="log₂ d_k",
+            y_title="largest weight",
+            y_domain=(0, 1),
+            colors={"raw": "error", "divided by √d_k": "model"},
+            title="average largest softmax weight over 16 keys",
+        )
+    )
     mo.hstack([_var, _max], widths="equal")
     return (sweep,)
 
@@ -460,8 +574,8 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x, mask=None):
         d = x.shape[-1]
-        qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)      # [X W_Q, X W_K, X W_V]
-        q, k, v = (split_heads(qkv[..., i * d:(i + 1) * d], self.heads) for i in range(3))
+        qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)  # [X W_Q, X W_K, X W_V]
+        q, k, v = (split_heads(qkv[..., i * d : (i + 1) * d], self.heads) for i in range(3))
         out, weights = attention(q, k, v, mask)
         return self.out_proj(merge_heads(out)), weights
 
@@ -471,8 +585,7 @@ def _():
     # Debounced: a drag sends only the value where it ends.
     mha_batch = mo.ui.slider(1, 64, value=2, label="batch B", show_value=True, debounce=True)
     mha_length = mo.ui.slider(1, 128, value=10, label="length L", show_value=True, debounce=True)
-    mha_dmodel = mo.ui.slider(8, 256, step=8, value=64, label="d_model", show_value=True,
-                              debounce=True)
+    mha_dmodel = mo.ui.slider(8, 256, step=8, value=64, label="d_model", show_value=True, debounce=True)
     mha_heads = mo.ui.slider(1, 16, value=8, label="heads H", show_value=True, debounce=True)
     mo.md(r"""
     The four projections are $d_{model}\times d_{model}$ whatever $H$, so the parameter count is
@@ -487,33 +600,36 @@ def _():
 def _(mha_batch, mha_dmodel, mha_heads, mha_length):
     _controls = mo.hstack([mha_batch, mha_length, mha_dmodel, mha_heads], wrap=True)
     try:
-        mha = lab.mha_shapes(MultiHeadAttention, mha_batch.value, mha_length.value, mha_dmodel.value,
-                             mha_heads.value)
+        mha = lab.mha_shapes(MultiHeadAttention, mha_batch.value, mha_length.value, mha_dmodel.value, mha_heads.value)
     except ValueError as _err:
         mha = None
         _shown = ui.problem(_err)
     else:
-        _table = ["| stage | shape |", "|---|---|"] + [
-            f"| {stage} | `{list(shape)}` |" for stage, shape in mha.rows]
-        _shown = mo.md("\n".join(_table) + (
-            f"\n\nd_k = d_model / H = **{mha.d_k}** · parameters by formula 4(d² + d) = "
-            f"**{mha.params['total']:,}** · counted on `MultiHeadAttention`: "
-            f"**{mha.module_params:,}** · its output {list(mha.output_shape)}, its "
-            f"per-head weights {list(mha.weights_shape)}"))
+        _table = ["| stage | shape |", "|---|---|"] + [f"| {stage} | `{list(shape)}` |" for stage, shape in mha.rows]
+        _shown = mo.md(
+            "\n".join(_table)
+            + (
+                f"\n\nd_k = d_model / H = **{mha.d_k}** · parameters by formula 4(d² + d) = "
+                f"**{mha.params['total']:,}** · counted on `MultiHeadAttention`: "
+                f"**{mha.module_params:,}** · its output {list(mha.output_shape)}, its "
+                f"per-head weights {list(mha.weights_shape)}"
+            )
+        )
     mo.vstack([_controls, _shown])
     return (mha,)
 
 
 @app.cell(hide_code=True)
 def _():
-    kv_length = mo.ui.slider(steps=[128, 512, 1024, 2048, 4096, 8192, 32768, 131072], value=1024,
-                             label="length L", show_value=True)
-    kv_dmodel = mo.ui.slider(steps=[256, 512, 768, 1024, 2048, 4096], value=768,
-                             label="d_model", show_value=True)
+    kv_length = mo.ui.slider(
+        steps=[128, 512, 1024, 2048, 4096, 8192, 32768, 131072], value=1024, label="length L", show_value=True
+    )
+    kv_dmodel = mo.ui.slider(steps=[256, 512, 768, 1024, 2048, 4096], value=768, label="d_model", show_value=True)
     kv_layers = mo.ui.slider(1, 96, value=12, label="layers", show_value=True)
     kv_heads = mo.ui.slider(1, 64, value=12, label="heads H", show_value=True)
-    kv_precision = mo.ui.dropdown(options={"float32 (4 bytes)": 4, "bfloat16 (2 bytes)": 2},
-                                  value="float32 (4 bytes)", label="numbers stored as")
+    kv_precision = mo.ui.dropdown(
+        options={"float32 (4 bytes)": 4, "bfloat16 (2 bytes)": 2}, value="float32 (4 bytes)", label="numbers stored as"
+    )
     mo.md(r"""
     ### Memory: the score tensor and the KV cache
 
@@ -535,31 +651,45 @@ def _(kv_dmodel, kv_heads, kv_layers, kv_length, kv_precision):
     kv_memory = lab.attention_memory(kv_length.value, *_args)
     kv_sweep = [lab.attention_memory(n, *_args) for n in kv_length.steps]
     _mib = 2.0**20
-    _chart = ui.chart(plot.curves(np.log2(kv_length.steps),
-                                  {"scores of one layer": [m.scores_bytes / _mib for m in kv_sweep],
-                                   "KV cache, all layers": [m.kv_cache_bytes / _mib for m in kv_sweep]},
-                                  x_title="log₂ L", y_title="MiB (log scale)", log_y=True,
-                                  title="memory against length: L² for the scores, L for the cache"))
-    mo.vstack([
-        mo.hstack([kv_length, kv_dmodel, kv_layers, kv_heads, kv_precision], wrap=True),
-        mo.md(f"At L = {kv_length.value:,}: scores of one layer **{kv_memory.scores_bytes / _mib:,.1f} "
-              f"MiB** · KV cache of {kv_layers.value} layers **{kv_memory.kv_cache_bytes / _mib:,.1f} "
-              f"MiB**. Doubling L multiplies the first by 4 and the second by 2."),
-        _chart,
-    ])
+    _chart = ui.chart(
+        plot.curves(
+            np.log2(kv_length.steps),
+            {
+                "scores of one layer": [m.scores_bytes / _mib for m in kv_sweep],
+                "KV cache, all layers": [m.kv_cache_bytes / _mib for m in kv_sweep],
+            },
+            x_title="log₂ L",
+            y_title="MiB (log scale)",
+            log_y=True,
+            title="memory against length: L² for the scores, L for the cache",
+        )
+    )
+    mo.vstack(
+        [
+            mo.hstack([kv_length, kv_dmodel, kv_layers, kv_heads, kv_precision], wrap=True),
+            mo.md(
+                f"At L = {kv_length.value:,}: scores of one layer **{kv_memory.scores_bytes / _mib:,.1f} "
+                f"MiB** · KV cache of {kv_layers.value} layers **{kv_memory.kv_cache_bytes / _mib:,.1f} "
+                f"MiB**. Doubling L multiplies the first by 4 and the second by 2."
+            ),
+            _chart,
+        ]
+    )
     return kv_memory, kv_sweep
 
 
 @app.cell
 def _():
     kv_check = lab.kv_cache_decode(length=12, d_model=8, seed=0)
-    mo.md(f"Twelve tokens decoded one at a time with a cache through one single-head attention "
-          f"layer, against one causal-masked pass: largest difference **{kv_check.max_gap:.1e}**. "
-          f"Rows of K and V projected in this layer: **{kv_check.projected_cached}** with the cache, "
-          f"**{kv_check.projected_uncached}** without (every prefix again); query-key products: "
-          f"{kv_check.scores} either way. A model repeats every count in each of its layers and heads: "
-          f"with 12 layers, {12 * kv_check.projected_cached} rows against {12 * kv_check.projected_uncached}, "
-          f"and {12 * kv_check.scores} products per head either way.")
+    mo.md(
+        f"Twelve tokens decoded one at a time with a cache through one single-head attention "
+        f"layer, against one causal-masked pass: largest difference **{kv_check.max_gap:.1e}**. "
+        f"Rows of K and V projected in this layer: **{kv_check.projected_cached}** with the cache, "
+        f"**{kv_check.projected_uncached}** without (every prefix again); query-key products: "
+        f"{kv_check.scores} either way. A model repeats every count in each of its layers and heads: "
+        f"with 12 layers, {12 * kv_check.projected_cached} rows against {12 * kv_check.projected_uncached}, "
+        f"and {12 * kv_check.scores} products per head either way."
+    )
     return (kv_check,)
 
 
@@ -572,28 +702,51 @@ def _(answer_kv, answer_mha, exercise_kv, exercise_mha):
 @app.cell(hide_code=True)
 def _():
     rope_dim = mo.ui.slider(steps=[2, 4, 8, 16, 32, 64, 128], value=16, label="d", show_value=True)
-    rope_base = mo.ui.dropdown(options={"100": 100.0, "10 000": 10000.0, "1 000 000": 1e6},
-                               value="10 000", label="base")
+    rope_base = mo.ui.dropdown(
+        options={"100": 100.0, "10 000": 10000.0, "1 000 000": 1e6}, value="10 000", label="base"
+    )
     rope_m = mo.ui.slider(0, 50, value=3, label="query position m", show_value=True)
     rope_n = mo.ui.slider(0, 50, value=7, label="key position n", show_value=True)
     rope_shift = mo.ui.slider(0, 200, value=40, label="shift both by s", show_value=True)
     # The three charts of d and the base without their data (the two controls change only the data).
     rope_decay_series = _bound, _aligned = "Su et al.'s bound 2 Σⱼ|Sⱼ| / d", "score of aligned q = k = 1, over d"
-    rope_decay_chart = alt.Chart(width="container", height=plot.HEIGHT).mark_line(clip=True).encode(
-        alt.X("distance:Q", title="distance Δ = n − m"), alt.Y("value:Q", title="over the aligned score at distance 0"),
-        alt.Color("series:N", title="", sort=[_bound, _aligned], legend=alt.Legend(orient="bottom"),
-                  scale=alt.Scale(domain=[_bound, _aligned], range=[plot.color("reference"), plot.color("model")])),
-        [alt.Tooltip("series:N"), alt.Tooltip("distance:Q"), alt.Tooltip("value:Q", format=".6g")]).properties(
-        title="RoPE's long-range decay: the aligned score stays under Su et al.'s bound")
-    rope_pe_chart = alt.Chart(width="container", height=plot.HEIGHT).mark_rect().encode(
-        alt.X("position:O", title="position m"), alt.Y("dimension:O", title="dimension"),
-        alt.Color("PE:Q", title="PE", scale=alt.Scale(scheme="blueorange", domain=[-1.0, 1.0])),
-        [alt.Tooltip("dimension:O"), alt.Tooltip("position:O"), alt.Tooltip("PE:Q", format=".4g")])
-    rope_similarity_chart = alt.Chart(width="container", height=plot.HEIGHT).mark_line(
-        clip=True, color=plot.color("function")).encode(
-        alt.X("distance:Q", title="distance n"), alt.Y("similarity:Q", title="dot product PE₀ · PEₙ"),
-        [alt.Tooltip("distance:Q"), alt.Tooltip("similarity:Q", title="PE₀ · PEₙ", format=".6g")]).properties(
-        title="sinusoidal: similarity of two positions against their distance")
+    rope_decay_chart = (
+        alt.Chart(width="container", height=plot.HEIGHT)
+        .mark_line(clip=True)
+        .encode(
+            alt.X("distance:Q", title="distance Δ = n − m"),
+            alt.Y("value:Q", title="over the aligned score at distance 0"),
+            alt.Color(
+                "series:N",
+                title="",
+                sort=[_bound, _aligned],
+                legend=alt.Legend(orient="bottom"),
+                scale=alt.Scale(domain=[_bound, _aligned], range=[plot.color("reference"), plot.color("model")]),
+            ),
+            [alt.Tooltip("series:N"), alt.Tooltip("distance:Q"), alt.Tooltip("value:Q", format=".6g")],
+        )
+        .properties(title="RoPE's long-range decay: the aligned score stays under Su et al.'s bound")
+    )
+    rope_pe_chart = (
+        alt.Chart(width="container", height=plot.HEIGHT)
+        .mark_rect()
+        .encode(
+            alt.X("position:O", title="position m"),
+            alt.Y("dimension:O", title="dimension"),
+            alt.Color("PE:Q", title="PE", scale=alt.Scale(scheme="blueorange", domain=[-1.0, 1.0])),
+            [alt.Tooltip("dimension:O"), alt.Tooltip("position:O"), alt.Tooltip("PE:Q", format=".4g")],
+        )
+    )
+    rope_similarity_chart = (
+        alt.Chart(width="container", height=plot.HEIGHT)
+        .mark_line(clip=True, color=plot.color("function"))
+        .encode(
+            alt.X("distance:Q", title="distance n"),
+            alt.Y("similarity:Q", title="dot product PE₀ · PEₙ"),
+            [alt.Tooltip("distance:Q"), alt.Tooltip("similarity:Q", title="PE₀ · PEₙ", format=".6g")],
+        )
+        .properties(title="sinusoidal: similarity of two positions against their distance")
+    )
     mo.md(r"""
     ## 4. Where is each token? Positions
 
@@ -619,31 +772,45 @@ def _():
     Rotations compose, $R_m^\top R_n = R_{n-m}$, so $\langle R_m q, R_n k\rangle = \langle q, R_{n-m}k\rangle$:
     the score depends on the positions only through their **offset**. Check it below.
     """)
-    return (rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_m, rope_n, rope_pe_chart, rope_shift,
-            rope_similarity_chart)
+    return (
+        rope_base,
+        rope_decay_chart,
+        rope_decay_series,
+        rope_dim,
+        rope_m,
+        rope_n,
+        rope_pe_chart,
+        rope_shift,
+        rope_similarity_chart,
+    )
 
 
 @app.cell
 def _(rope_base, rope_dim, rope_k, rope_m, rope_n, rope_q, rope_shift):
-    shift_check = lab.rope_shift_check(rope_q, rope_k, rope_m.value, rope_n.value,
-                                       rope_shift.value, rope_base.value)
-    mo.vstack([
-        mo.hstack([rope_dim, rope_base], justify="start"),
-        mo.hstack([rope_m, rope_n, rope_shift], wrap=True),
-        mo.md("\n".join([
-            "| positions | RoPE score ⟨R_m q, R_n k⟩ | absolute: (q + PE_m)·(k + PE_n) |",
-            "|---|---|---|",
-            f"| m = {rope_m.value}, n = {rope_n.value} | {shift_check.rope:.6f} | "
-            f"{shift_check.absolute:.6f} |",
-            f"| m = {rope_m.value + rope_shift.value}, n = {rope_n.value + rope_shift.value} | "
-            f"{shift_check.rope_shifted:.6f} | {shift_check.absolute_shifted:.6f} |",
-            "",
-            f"Shifting both positions by {rope_shift.value} changes the RoPE score by "
-            f"**{abs(shift_check.rope_shifted - shift_check.rope):.1e}** (rounding only) "
-            f"and the absolute one by "
-            f"**{abs(shift_check.absolute_shifted - shift_check.absolute):.3f}**.",
-        ])),
-    ])
+    shift_check = lab.rope_shift_check(rope_q, rope_k, rope_m.value, rope_n.value, rope_shift.value, rope_base.value)
+    mo.vstack(
+        [
+            mo.hstack([rope_dim, rope_base], justify="start"),
+            mo.hstack([rope_m, rope_n, rope_shift], wrap=True),
+            mo.md(
+                "\n".join(
+                    [
+                        "| positions | RoPE score ⟨R_m q, R_n k⟩ | absolute: (q + PE_m)·(k + PE_n) |",
+                        "|---|---|---|",
+                        f"| m = {rope_m.value}, n = {rope_n.value} | {shift_check.rope:.6f} | "
+                        f"{shift_check.absolute:.6f} |",
+                        f"| m = {rope_m.value + rope_shift.value}, n = {rope_n.value + rope_shift.value} | "
+                        f"{shift_check.rope_shifted:.6f} | {shift_check.absolute_shifted:.6f} |",
+                        "",
+                        f"Shifting both positions by {rope_shift.value} changes the RoPE score by "
+                        f"**{abs(shift_check.rope_shifted - shift_check.rope):.1e}** (rounding only) "
+                        f"and the absolute one by "
+                        f"**{abs(shift_check.absolute_shifted - shift_check.absolute):.3f}**.",
+                    ]
+                )
+            ),
+        ]
+    )
     return (shift_check,)
 
 
@@ -661,44 +828,71 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
         "(Three decimals suffice.)",
         truth=lab.rope_shift_check(rope_q, rope_k, 103, 107, 0, rope_base.value).rope,
         hint="both positions moved by the same 100: only the offset n − m = 4 enters the score. "
-        "Set m = 3, n = 7 and read the table.", abs_tol=1e-3)
+        "Set m = 3, n = 7 and read the table.",
+        abs_tol=1e-3,
+    )
     answer_rope = ui.answer_box(exercise_rope, placeholder="score")
     _pairs = {}
     for _i in sorted({0, rope_dim.value // 4, rope_dim.value // 2 - 1}):
         _t = lab.rope_pair_trajectory(rope_dim.value, _i, 32, rope_base.value)
-        _pairs[f"pair {_i} (θ = {_t.theta:.3g} rad per position)"] = (
-            _t.xy[:, 0], _t.xy[:, 1], _t.positions)
-    _turns = ui.chart(plot.paths_2d(_pairs, x_title="x₂ᵢ (rotated)", y_title="x₂ᵢ₊₁ (rotated)", height=340,
-                                    title="a vector of ones at positions 0…31: each pair turns at its own speed"))
+        _pairs[f"pair {_i} (θ = {_t.theta:.3g} rad per position)"] = (_t.xy[:, 0], _t.xy[:, 1], _t.positions)
+    _turns = ui.chart(
+        plot.paths_2d(
+            _pairs,
+            x_title="x₂ᵢ (rotated)",
+            y_title="x₂ᵢ₊₁ (rotated)",
+            height=340,
+            title="a vector of ones at positions 0…31: each pair turns at its own speed",
+        )
+    )
     rope_distance = lab.rope_score_vs_distance(rope_dim.value, rope_base.value, 256)
     sinusoid = lab.sinusoidal_similarity(64, rope_dim.value, rope_base.value)
     # Both over the aligned score at distance 0 (d): the bound on |score| is 2 Σⱼ|Sⱼ| for q = k = 1.
     _n = len(rope_distance.distance)
-    _decay = ui.chart(rope_decay_chart.properties(data=plot.data(
-        distance=np.tile(rope_distance.distance, 2),
-        value=np.concatenate([rope_distance.bound, rope_distance.aligned_relative]),
-        series=np.repeat(np.array(rope_decay_series, dtype=object), _n))))
+    _decay = ui.chart(
+        rope_decay_chart.properties(
+            data=plot.data(
+                distance=np.tile(rope_distance.distance, 2),
+                value=np.concatenate([rope_distance.bound, rope_distance.aligned_relative]),
+                series=np.repeat(np.array(rope_decay_series, dtype=object), _n),
+            )
+        )
+    )
     _dims = lab.shown_dimensions(rope_dim.value)  # at most 32 rows: every k-th pair beyond
     _every = "" if len(_dims) == rope_dim.value else f", one pair in {_dims[2] // 2}"
-    _pe = ui.chart(rope_pe_chart.properties(
-        data=plot.data(dimension=np.repeat(_dims, 32), position=np.tile(np.arange(32), len(_dims)),
-                       PE=sinusoid.pe[:32, _dims].T.ravel()),
-        title=f"sinusoidal positions PE (dimensions × positions{_every})"))
-    _sim = ui.chart(rope_similarity_chart.properties(
-        data=plot.data(distance=np.arange(64), similarity=sinusoid.similarity[0])))
+    _pe = ui.chart(
+        rope_pe_chart.properties(
+            data=plot.data(
+                dimension=np.repeat(_dims, 32),
+                position=np.tile(np.arange(32), len(_dims)),
+                PE=sinusoid.pe[:32, _dims].T.ravel(),
+            ),
+            title=f"sinusoidal positions PE (dimensions × positions{_every})",
+        )
+    )
+    _sim = ui.chart(
+        rope_similarity_chart.properties(data=plot.data(distance=np.arange(64), similarity=sinusoid.similarity[0]))
+    )
     _sim0 = sinusoid.similarity[0]
     _rise = int(np.argmax(np.diff(_sim0) > 0)) + 1  # the first distance where it goes up again
     _near, _far = _sim0[1:32].mean(), _sim0[32:].mean()
-    mo.vstack([_turns, _decay,
-               mo.md(f"At distances 200 to 256 the bound is at most "
-                     f"**{rope_distance.bound_relative[200:].max():.2f}** of its value at 0 "
-                     f"(d = {rope_dim.value}). The more pairs, the deeper the decay: with d = 2 "
-                     f"a single pair turns forever and nothing decays. The sinusoidal similarity "
-                     f"(right) {'falls only on average' if _near > _far else 'does not even fall on average'} "
-                     f"(mean {_near:.2f} over distances 1 to 31, {_far:.2f} over 32 to 63): it ripples, "
-                     f"and already at distance {_rise} it rises again, from {_sim0[_rise - 1]:.2f} to "
-                     f"{_sim0[_rise]:.2f}."),
-               mo.hstack([_pe, _sim], widths="equal")])
+    mo.vstack(
+        [
+            _turns,
+            _decay,
+            mo.md(
+                f"At distances 200 to 256 the bound is at most "
+                f"**{rope_distance.bound_relative[200:].max():.2f}** of its value at 0 "
+                f"(d = {rope_dim.value}). The more pairs, the deeper the decay: with d = 2 "
+                f"a single pair turns forever and nothing decays. The sinusoidal similarity "
+                f"(right) {'falls only on average' if _near > _far else 'does not even fall on average'} "
+                f"(mean {_near:.2f} over distances 1 to 31, {_far:.2f} over 32 to 63): it ripples, "
+                f"and already at distance {_rise} it rises again, from {_sim0[_rise - 1]:.2f} to "
+                f"{_sim0[_rise]:.2f}."
+            ),
+            mo.hstack([_pe, _sim], widths="equal"),
+        ]
+    )
     return answer_rope, exercise_rope, rope_distance, rope_k, rope_q, sinusoid
 
 
@@ -808,8 +1002,18 @@ def train_step(model, optimizer, x, y):
 
 
 @app.function
-def train_tiny_attention(task="reverse", steps=300, lr=1e-2, length=6, d_model=32, vocab=8,
-                         batch_size=64, seed=0, eval_every=25, on_step=None):
+def train_tiny_attention(
+    task="reverse",
+    steps=300,
+    lr=1e-2,
+    length=6,
+    d_model=32,
+    vocab=8,
+    batch_size=64,
+    seed=0,
+    eval_every=25,
+    on_step=None,
+):
     """Adam on fresh random batches of the task; every eval_every steps, the mean training loss
     and the per-token accuracy on a fixed held-out set. Returns the lab's TinyRun."""
     with engine.random.fork_rng(seed):
@@ -840,52 +1044,62 @@ def default_tiny_attention():
     """The model this section opens on: train_tiny_attention at the page's default settings, as
     its parameters and history (the course ships them, trained by the cells above)."""
     run = train_tiny_attention(**lab.TINY_DEFAULTS)
-    return {"settings": dict(lab.TINY_DEFAULTS),
-            "parameters": {name: p.data for name, p in run.model.state_dict().items()},
-            "history": {"step": run.history.step, "loss": run.history.loss,
-                        "accuracy": run.history.accuracy}}
+    return {
+        "settings": dict(lab.TINY_DEFAULTS),
+        "parameters": {name: p.data for name, p in run.model.state_dict().items()},
+        "history": {"step": run.history.step, "loss": run.history.loss, "accuracy": run.history.accuracy},
+    }
 
 
 @app.cell
 def _():
-    tiny_task = mo.ui.dropdown(options=list(lab.TASKS), value=lab.TINY_DEFAULTS["task"],
-                               label="task")
-    tiny_length = mo.ui.slider(2, 12, value=lab.TINY_DEFAULTS["length"], label="sequence length",
-                               show_value=True)
-    tiny_steps = mo.ui.slider(25, 1000, step=25, value=lab.TINY_DEFAULTS["steps"],
-                              label="training steps", show_value=True)
-    tiny_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "1e-2": 1e-2, "1e-1": 1e-1,
-                                      "1": 1.0}, value="1e-2", label="learning rate")
+    tiny_task = mo.ui.dropdown(options=list(lab.TASKS), value=lab.TINY_DEFAULTS["task"], label="task")
+    tiny_length = mo.ui.slider(2, 12, value=lab.TINY_DEFAULTS["length"], label="sequence length", show_value=True)
+    tiny_steps = mo.ui.slider(
+        25, 1000, step=25, value=lab.TINY_DEFAULTS["steps"], label="training steps", show_value=True
+    )
+    tiny_lr = mo.ui.dropdown(
+        options={"1e-4": 1e-4, "1e-3": 1e-3, "1e-2": 1e-2, "1e-1": 1e-1, "1": 1.0}, value="1e-2", label="learning rate"
+    )
     tiny_train = mo.ui.run_button(label="Train the attention model")
-    cross_noise = mo.ui.slider(0.0, 4.0, step=0.5, value=0.5, label="noise on the copies",
-                               show_value=True)
+    cross_noise = mo.ui.slider(0.0, 4.0, step=0.5, value=0.5, label="noise on the copies", show_value=True)
     # The default model the cells above trained, loaded only if they are still the code that trained it.
     tiny_shipped, tiny_problem = lab.shipped_tiny_attention(
         code=(attention, next_token_loss, train_step, train_tiny_attention, default_tiny_attention),
-        classes=(TinyAttention,))
+        classes=(TinyAttention,),
+    )
     return cross_noise, tiny_length, tiny_lr, tiny_problem, tiny_shipped, tiny_steps, tiny_task, tiny_train
 
 
 @app.cell
 def _(tiny_length, tiny_lr, tiny_problem, tiny_shipped, tiny_steps, tiny_task, tiny_train):
     if tiny_train.value:
-        with mo.status.progress_bar(total=tiny_steps.value, title="training",
-                                    remove_on_exit=True) as _bar:
-            tiny = train_tiny_attention(tiny_task.value, steps=tiny_steps.value, lr=tiny_lr.value,
-                                        length=tiny_length.value, seed=0,
-                                        on_step=throttled(_bar, tiny_steps.value))
-        _caption = (f"Trained just now by the cells above, as they are on this page, with your "
-                    f"settings ({tiny_task.value}, length {tiny_length.value}, "
-                    f"{tiny_steps.value} steps, learning rate {tiny_lr.value:g}).")
+        with mo.status.progress_bar(total=tiny_steps.value, title="training", remove_on_exit=True) as _bar:
+            tiny = train_tiny_attention(
+                tiny_task.value,
+                steps=tiny_steps.value,
+                lr=tiny_lr.value,
+                length=tiny_length.value,
+                seed=0,
+                on_step=throttled(_bar, tiny_steps.value),
+            )
+        _caption = (
+            f"Trained just now by the cells above, as they are on this page, with your "
+            f"settings ({tiny_task.value}, length {tiny_length.value}, "
+            f"{tiny_steps.value} steps, learning rate {tiny_lr.value:g})."
+        )
     else:
         tiny = tiny_shipped
         _d = lab.TINY_DEFAULTS
-        _caption = (f"The map and the accuracy curve below are the default model's "
-                    f"({_d['task']}, length {_d['length']}, {_d['steps']} steps, learning "
-                    f"rate {_d['lr']:g}), trained in advance by the cells above and shipped "
-                    "with the course; **Train the attention model** runs those cells as they "
-                    "are now, with the settings above."
-                    if tiny is not None else f"{tiny_problem[0].upper()}{tiny_problem[1:]}.")
+        _caption = (
+            f"The map and the accuracy curve below are the default model's "
+            f"({_d['task']}, length {_d['length']}, {_d['steps']} steps, learning "
+            f"rate {_d['lr']:g}), trained in advance by the cells above and shipped "
+            "with the course; **Train the attention model** runs those cells as they "
+            "are now, with the settings above."
+            if tiny is not None
+            else f"{tiny_problem[0].upper()}{tiny_problem[1:]}."
+        )
     # The model shown (the shipped one until the button is pressed): its map and accuracy curve.
     _controls = mo.vstack([mo.hstack([tiny_task, tiny_length, tiny_steps, tiny_lr], wrap=True), tiny_train])
     if tiny is None:
@@ -895,20 +1109,43 @@ def _(tiny_length, tiny_lr, tiny_problem, tiny_shipped, tiny_steps, tiny_task, t
         _h = tiny.history
         _labels_in = [f"{i}:{t}" for i, t in enumerate(tiny.example)]
         _labels_out = [f"{i}→{p}" for i, p in enumerate(tiny.prediction)]
-        _map = ui.chart(plot.heatmap(tiny.weights, x_labels=_labels_in, y_labels=_labels_out,
-                                     x_title="input position : token", y_title="output position → predicted",
-                                     color_title="weight", scheme="purples", domain=(0, 1), annotate=True,
-                                     fmt=".2f", title="learned attention map for one held-out sequence"))
-        _acc = ui.chart(plot.curves(_h.step, {"validation": _h.accuracy}, x_title="training step",
-                                    y_title="token accuracy", y_domain=(0, 1), title="held-out accuracy"))
+        _map = ui.chart(
+            plot.heatmap(
+                tiny.weights,
+                x_labels=_labels_in,
+                y_labels=_labels_out,
+                x_title="input position : token",
+                y_title="output position → predicted",
+                color_title="weight",
+                scheme="purples",
+                domain=(0, 1),
+                annotate=True,
+                fmt=".2f",
+                title="learned attention map for one held-out sequence",
+            )
+        )
+        _acc = ui.chart(
+            plot.curves(
+                _h.step,
+                {"validation": _h.accuracy},
+                x_title="training step",
+                y_title="token accuracy",
+                y_domain=(0, 1),
+                title="held-out accuracy",
+            )
+        )
         tiny_accuracy = float(_h.accuracy[-1]) if len(_h.accuracy) else float("nan")
-        _shown = mo.vstack([
-            mo.callout(mo.md(tiny.stopped), kind="warn") if tiny.stopped else mo.md(""),
-            mo.md(f"{_caption}\n\ninput `{tiny.example.tolist()}` · target "
-                  f"`{tiny.target.tolist()}` · predicted `{tiny.prediction.tolist()}` · held-out "
-                  f"token accuracy **{tiny_accuracy:.1%}**"),
-            mo.hstack([_map, _acc], widths="equal"),
-        ])
+        _shown = mo.vstack(
+            [
+                mo.callout(mo.md(tiny.stopped), kind="warn") if tiny.stopped else mo.md(""),
+                mo.md(
+                    f"{_caption}\n\ninput `{tiny.example.tolist()}` · target "
+                    f"`{tiny.target.tolist()}` · predicted `{tiny.prediction.tolist()}` · held-out "
+                    f"token accuracy **{tiny_accuracy:.1%}**"
+                ),
+                mo.hstack([_map, _acc], widths="equal"),
+            ]
+        )
     mo.vstack([_controls, _shown])
     return tiny, tiny_accuracy
 
@@ -934,16 +1171,30 @@ def _():
 def _(cross_noise):
     cross = lab.cross_attention(cross_noise.value, seed=0)
     _found = int((cross.weights.argmax(axis=1) == cross.aligned).sum())
-    mo.vstack([
-        cross_noise,
-        ui.chart(plot.heatmap(cross.weights, x_labels=[f"{j}:{w}" for j, w in enumerate(cross.source)],
-                              y_labels=[f"copy of {w}" for w in cross.target], x_title="source key",
-                              y_title="target query", color_title="weight", scheme="purples",
-                              domain=(0, 1), annotate=True, fmt=".2f",
-                              title=f"cross-attention weights {cross.weights.shape[0]}×{cross.weights.shape[1]}")),
-        mo.md(f"Queries whose largest weight is on the word they copy: **{_found} of "
-              f"{len(cross.target)}** · output shape {list(cross.output.shape)}."),
-    ])
+    mo.vstack(
+        [
+            cross_noise,
+            ui.chart(
+                plot.heatmap(
+                    cross.weights,
+                    x_labels=[f"{j}:{w}" for j, w in enumerate(cross.source)],
+                    y_labels=[f"copy of {w}" for w in cross.target],
+                    x_title="source key",
+                    y_title="target query",
+                    color_title="weight",
+                    scheme="purples",
+                    domain=(0, 1),
+                    annotate=True,
+                    fmt=".2f",
+                    title=f"cross-attention weights {cross.weights.shape[0]}×{cross.weights.shape[1]}",
+                )
+            ),
+            mo.md(
+                f"Queries whose largest weight is on the word they copy: **{_found} of "
+                f"{len(cross.target)}** · output shape {list(cross.output.shape)}."
+            ),
+        ]
+    )
     return (cross,)
 
 
@@ -953,7 +1204,8 @@ def _():
         question="**Exercise 7.** Cross-attention with queries from a 7-token sequence and keys "
         "and values from a 12-token one, one head: how many attention weights are there?",
         truth=lab.attention_maps(attention, np.zeros((7, 4)), np.zeros((12, 4)), np.zeros((12, 4))).weights.size,
-        hint="one weight per (query, key) pair: L_tgt × L_src.")
+        hint="one weight per (query, key) pair: L_tgt × L_src.",
+    )
     answer_cross = ui.answer_box(exercise_cross, placeholder="weights")
     return answer_cross, exercise_cross
 
@@ -1016,12 +1268,11 @@ class TransformerBlock(nn.Module):
         self.norm_attention = nn.LayerNorm(d_model)
         self.attention = MultiHeadAttention(d_model, heads)
         self.norm_mlp = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
-                                 nn.Linear(4 * d_model, d_model))
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
         self.weights = None
 
     def forward(self, x):
-        causal = engine.attention.causal_mask(x.shape[1])      # key j <= query i
+        causal = engine.attention.causal_mask(x.shape[1])  # key j <= query i
         attended, self.weights = self.attention(self.norm_attention(x), causal)
         x = x + attended if self.residual else attended
         out = self.mlp(self.norm_mlp(x))
@@ -1062,8 +1313,20 @@ def heldout_loss(model, ids, context):
 
 
 @app.function
-def train_tiny_gpt(steps=400, lr=3e-3, layers=1, d_model=32, heads=2, context=16, batch_size=32,
-                   seed=0, eval_every=50, on_step=None, positions=True, residual=True):
+def train_tiny_gpt(
+    steps=400,
+    lr=3e-3,
+    layers=1,
+    d_model=32,
+    heads=2,
+    context=16,
+    batch_size=32,
+    seed=0,
+    eval_every=50,
+    on_step=None,
+    positions=True,
+    residual=True,
+):
     """The language model's loop: Adam (train_step) on random windows of the text, each predicting
     the next character at every position; every eval_every steps, the mean training loss and the
     held-out loss. Returns the lab's GPTRun."""
@@ -1086,8 +1349,15 @@ def train_tiny_gpt(steps=400, lr=3e-3, layers=1, d_model=32, heads=2, context=16
                 recent = []
             if on_step is not None:
                 on_step(step)
-    return lab.GPTRun(model, data, np.asarray(log["steps"]), np.asarray(log["train"]),
-                      np.asarray(log["heldout"]), data.unigram, stopped)
+    return lab.GPTRun(
+        model,
+        data,
+        np.asarray(log["steps"]),
+        np.asarray(log["train"]),
+        np.asarray(log["heldout"]),
+        data.unigram,
+        stopped,
+    )
 
 
 @app.function
@@ -1095,9 +1365,13 @@ def default_tiny_gpt():
     """The Transformer this section opens on: train_tiny_gpt at the page's default settings, as
     its parameters and loss curves (the course ships them, trained by the cells above)."""
     run = train_tiny_gpt(**lab.GPT_DEFAULTS)
-    return {"settings": dict(lab.GPT_DEFAULTS),
-            "parameters": {name: p.data for name, p in run.model.state_dict().items()},
-            "steps": run.steps, "train_loss": run.train_loss, "heldout_loss": run.heldout_loss}
+    return {
+        "settings": dict(lab.GPT_DEFAULTS),
+        "parameters": {name: p.data for name, p in run.model.state_dict().items()},
+        "steps": run.steps,
+        "train_loss": run.train_loss,
+        "heldout_loss": run.heldout_loss,
+    }
 
 
 @app.function
@@ -1107,8 +1381,9 @@ def ablate_tiny_gpt(on_step=None):
     seed on the same batches: each model's loss curves, by name."""
     runs, steps = {}, lab.GPT_DEFAULTS["steps"]
     for k, (name, change) in enumerate(lab.GPT_ABLATIONS.items()):
-        run = train_tiny_gpt(**{**lab.GPT_DEFAULTS, **change},
-                             on_step=None if on_step is None else lambda s, k=k: on_step(k * steps + s))
+        run = train_tiny_gpt(
+            **{**lab.GPT_DEFAULTS, **change}, on_step=None if on_step is None else lambda s, k=k: on_step(k * steps + s)
+        )
         runs[name] = {"steps": run.steps, "train_loss": run.train_loss, "heldout_loss": run.heldout_loss}
     return runs
 
@@ -1121,8 +1396,10 @@ def default_gpt_ablations():
     runs, seeds = ablate_tiny_gpt(), {}
     for name in ("full model", "no position embedding"):
         change = {**lab.GPT_DEFAULTS, **lab.GPT_ABLATIONS[name]}
-        seeds[name] = np.array([runs[name]["heldout_loss"][-1]] + [
-            train_tiny_gpt(**{**change, "seed": seed}).heldout_loss[-1] for seed in range(1, 5)])
+        seeds[name] = np.array(
+            [runs[name]["heldout_loss"][-1]]
+            + [train_tiny_gpt(**{**change, "seed": seed}).heldout_loss[-1] for seed in range(1, 5)]
+        )
     return {"runs": runs, "seed_heldout": seeds}
 
 
@@ -1134,42 +1411,60 @@ def _(answer_block, exercise_block):
 
 @app.cell
 def _():
-    gpt_steps = mo.ui.slider(50, 600, step=50, value=lab.GPT_DEFAULTS["steps"],
-                             label="training steps", show_value=True)
-    gpt_layers = mo.ui.slider(1, 2, value=lab.GPT_DEFAULTS["layers"], label="blocks",
-                              show_value=True)
-    gpt_lr = mo.ui.dropdown(options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2,
-                                     "1": 1.0}, value="3e-3", label="learning rate")
+    gpt_steps = mo.ui.slider(50, 600, step=50, value=lab.GPT_DEFAULTS["steps"], label="training steps", show_value=True)
+    gpt_layers = mo.ui.slider(1, 2, value=lab.GPT_DEFAULTS["layers"], label="blocks", show_value=True)
+    gpt_lr = mo.ui.dropdown(
+        options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2, "1": 1.0}, value="3e-3", label="learning rate"
+    )
     gpt_train = mo.ui.run_button(label="Train the tiny Transformer")
-    gpt_temperature = mo.ui.dropdown(options={"0.2": 0.2, "0.5": 0.5, "0.8": 0.8, "1": 1.0, "1.5": 1.5},
-                                     value="0.8", label="sampling temperature T")
+    gpt_temperature = mo.ui.dropdown(
+        options={"0.2": 0.2, "0.5": 0.5, "0.8": 0.8, "1": 1.0, "1.5": 1.5}, value="0.8", label="sampling temperature T"
+    )
     # The default Transformer the cells above trained, loaded only if they are still the code that trained it.
     gpt_shipped, gpt_problem = lab.shipped_tiny_gpt(
-        code=(attention, split_heads, merge_heads, next_token_loss, train_step, heldout_loss,
-              train_tiny_gpt, default_tiny_gpt),
-        classes=(MultiHeadAttention, TransformerBlock, TinyGPT))
+        code=(
+            attention,
+            split_heads,
+            merge_heads,
+            next_token_loss,
+            train_step,
+            heldout_loss,
+            train_tiny_gpt,
+            default_tiny_gpt,
+        ),
+        classes=(MultiHeadAttention, TransformerBlock, TinyGPT),
+    )
     return gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_temperature, gpt_train
 
 
 @app.cell
 def _(gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_train):
     if gpt_train.value:
-        with mo.status.progress_bar(total=gpt_steps.value, title="training",
-                                    remove_on_exit=True) as _bar:
-            gpt = train_tiny_gpt(steps=gpt_steps.value, lr=gpt_lr.value, layers=gpt_layers.value,
-                                 seed=0, on_step=throttled(_bar, gpt_steps.value))
-        _caption = (f"Trained just now by the cells above, as they are on this page, with your "
-                    f"settings ({gpt_steps.value} steps, {gpt_layers.value} "
-                    f"block{'s' * (gpt_layers.value > 1)}, learning rate {gpt_lr.value:g}).")
+        with mo.status.progress_bar(total=gpt_steps.value, title="training", remove_on_exit=True) as _bar:
+            gpt = train_tiny_gpt(
+                steps=gpt_steps.value,
+                lr=gpt_lr.value,
+                layers=gpt_layers.value,
+                seed=0,
+                on_step=throttled(_bar, gpt_steps.value),
+            )
+        _caption = (
+            f"Trained just now by the cells above, as they are on this page, with your "
+            f"settings ({gpt_steps.value} steps, {gpt_layers.value} "
+            f"block{'s' * (gpt_layers.value > 1)}, learning rate {gpt_lr.value:g})."
+        )
     else:
         gpt = gpt_shipped
         _d = lab.GPT_DEFAULTS
-        _caption = (f"The loss curves below are the default model's ({_d['steps']} steps, "
-                    f"{_d['layers']} block, learning rate {_d['lr']:g}), trained in advance by "
-                    "the cells above and shipped with the course; the text is sampled from it "
-                    "by the `sample` cell as it is on this page. **Train the tiny Transformer** "
-                    "runs the training cells as they are now, with the settings above."
-                    if gpt is not None else f"{gpt_problem[0].upper()}{gpt_problem[1:]}.")
+        _caption = (
+            f"The loss curves below are the default model's ({_d['steps']} steps, "
+            f"{_d['layers']} block, learning rate {_d['lr']:g}), trained in advance by "
+            "the cells above and shipped with the course; the text is sampled from it "
+            "by the `sample` cell as it is on this page. **Train the tiny Transformer** "
+            "runs the training cells as they are now, with the settings above."
+            if gpt is not None
+            else f"{gpt_problem[0].upper()}{gpt_problem[1:]}."
+        )
     # The model shown (the shipped one until the button is pressed): its loss curves against the baselines.
     _controls = mo.vstack([mo.hstack([gpt_steps, gpt_layers, gpt_lr], wrap=True), gpt_train])
     if gpt is None:
@@ -1179,24 +1474,45 @@ def _(gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_train):
     else:
         _ladder = {"unigram baseline": gpt.unigram, "bigram": lab.ngram_loss(2), "trigram": lab.ngram_loss(3)}
         _last, _best = gpt.heldout_loss[-1], int(np.argmin(gpt.heldout_loss))
-        _shown = mo.vstack([
-            mo.md(_caption),
-            ui.chart(plot.curves(gpt.steps, {"train": gpt.train_loss, "held-out": gpt.heldout_loss,
-                                             **{k: np.full(len(gpt.steps), v) for k, v in _ladder.items()}},
-                                 x_title="training step", y_title="nats per character",
-                                 dashed=tuple(_ladder), title="next-character cross-entropy")),
-            mo.md(f"Held-out loss **{_last:.2f}** nats per character against **{gpt.unigram:.2f}** for "
-                  f"the unigram baseline, **{_ladder['bigram']:.2f}** for the bigram and "
-                  f"**{_ladder['trigram']:.2f}** for the trigram. " + (
-                      f"The Transformer beats the trigram by only {_ladder['trigram'] - _last:.2f} nats: "
-                      f"on {len(gpt.data.train):,} characters of training text, two characters of context "
-                      "already tell most of what it learns." if _last < _ladder["trigram"] else
-                      f"It does not beat the trigram: on {len(gpt.data.train):,} characters of training "
-                      "text, two characters of context tell as much as its sixteen.") + (
-                      f" Its held-out loss was lowest at step {gpt.steps[_best]} ({gpt.heldout_loss[_best]:.2f}) "
-                      "and has risen since, while the training loss kept falling: it begins to memorise "
-                      "the training text." if _best < len(gpt.steps) - 1 else "")),
-        ])
+        _shown = mo.vstack(
+            [
+                mo.md(_caption),
+                ui.chart(
+                    plot.curves(
+                        gpt.steps,
+                        {
+                            "train": gpt.train_loss,
+                            "held-out": gpt.heldout_loss,
+                            **{k: np.full(len(gpt.steps), v) for k, v in _ladder.items()},
+                        },
+                        x_title="training step",
+                        y_title="nats per character",
+                        dashed=tuple(_ladder),
+                        title="next-character cross-entropy",
+                    )
+                ),
+                mo.md(
+                    f"Held-out loss **{_last:.2f}** nats per character against **{gpt.unigram:.2f}** for "
+                    f"the unigram baseline, **{_ladder['bigram']:.2f}** for the bigram and "
+                    f"**{_ladder['trigram']:.2f}** for the trigram. "
+                    + (
+                        f"The Transformer beats the trigram by only {_ladder['trigram'] - _last:.2f} nats: "
+                        f"on {len(gpt.data.train):,} characters of training text, two characters of context "
+                        "already tell most of what it learns."
+                        if _last < _ladder["trigram"]
+                        else f"It does not beat the trigram: on {len(gpt.data.train):,} characters of training "
+                        "text, two characters of context tell as much as its sixteen."
+                    )
+                    + (
+                        f" Its held-out loss was lowest at step {gpt.steps[_best]} ({gpt.heldout_loss[_best]:.2f}) "
+                        "and has risen since, while the training loss kept falling: it begins to memorise "
+                        "the training text."
+                        if _best < len(gpt.steps) - 1
+                        else ""
+                    )
+                ),
+            ]
+        )
     mo.vstack([_controls, _shown])
     return (gpt,)
 
@@ -1206,9 +1522,19 @@ def _():
     gpt_ablate = mo.ui.run_button(label="Retrain the ablations")
     # The shipped ablations, loaded only if the cells above are still the code that trained them.
     ablations_shipped, ablations_seeds, ablations_problem = lab.shipped_gpt_ablations(
-        code=(attention, split_heads, merge_heads, next_token_loss, train_step, heldout_loss, train_tiny_gpt,
-              ablate_tiny_gpt, default_gpt_ablations),
-        classes=(MultiHeadAttention, TransformerBlock, TinyGPT))
+        code=(
+            attention,
+            split_heads,
+            merge_heads,
+            next_token_loss,
+            train_step,
+            heldout_loss,
+            train_tiny_gpt,
+            ablate_tiny_gpt,
+            default_gpt_ablations,
+        ),
+        classes=(MultiHeadAttention, TransformerBlock, TinyGPT),
+    )
     mo.md(r"""
     ### Ablations: what each part is worth
 
@@ -1232,23 +1558,38 @@ def _(ablations_problem, ablations_seeds, ablations_shipped, gpt_ablate):
         _caption = "Trained just now by the cells above, as they are on this page, at the default settings."
     else:
         ablations = ablations_shipped
-        _caption = ("The four runs below were trained in advance by the cells above, at the default settings, "
-                    "and ship with the course; **Retrain the ablations** runs those cells as they are now."
-                    if ablations is not None else f"{ablations_problem[0].upper()}{ablations_problem[1:]}.")
+        _caption = (
+            "The four runs below were trained in advance by the cells above, at the default settings, "
+            "and ship with the course; **Retrain the ablations** runs those cells as they are now."
+            if ablations is not None
+            else f"{ablations_problem[0].upper()}{ablations_problem[1:]}."
+        )
     if ablations is None:
         _shown = mo.callout(mo.md(_caption), kind="info")
     else:
         _full = ablations["full model"]
         _ladder = {"bigram": lab.ngram_loss(2), "trigram": lab.ngram_loss(3)}
-        _chart = ui.chart(plot.curves(_full.steps, {
-            **{name: run.heldout_loss for name, run in ablations.items()},
-            **{k: np.full(len(_full.steps), v) for k, v in _ladder.items()}},
-            x_title="training step", y_title="held-out nats per character", dashed=tuple(_ladder),
-            title="held-out loss with one part taken out"))
+        _chart = ui.chart(
+            plot.curves(
+                _full.steps,
+                {
+                    **{name: run.heldout_loss for name, run in ablations.items()},
+                    **{k: np.full(len(_full.steps), v) for k, v in _ladder.items()},
+                },
+                x_title="training step",
+                y_title="held-out nats per character",
+                dashed=tuple(_ladder),
+                title="held-out loss with one part taken out",
+            )
+        )
         _rows = ["| model | training loss | held-out loss | held-out − full model's |", "|---|---|---|---|"] + [
             f"| {name} | {run.final_train:.2f} | {run.final_heldout:.2f} | "
-            f"{run.final_heldout - _full.final_heldout:+.2f} |" for name, run in ablations.items()]
-        _gaps = {name: run.final_heldout - _full.final_heldout for name, run in ablations.items() if name != "full model"}
+            f"{run.final_heldout - _full.final_heldout:+.2f} |"
+            for name, run in ablations.items()
+        ]
+        _gaps = {
+            name: run.final_heldout - _full.final_heldout for name, run in ablations.items() if name != "full model"
+        }
         _clear = [name for name, gap in _gaps.items() if gap > 0.15]
         _close = [name for name, gap in _gaps.items() if abs(gap) <= 0.15]
         _said = []
@@ -1258,20 +1599,26 @@ def _(ablations_problem, ablations_seeds, ablations_shipped, gpt_ablate):
             _said.append(f"Within 0.15 nats of the full model: **{', '.join(_close)}**.")
         _nopos = ablations["no position embedding"].final_heldout
         if "no position embedding" in _clear and _nopos < _ladder["bigram"]:
-            _said.append(f"Without positions the model still beats the bigram ({_nopos:.2f} against "
-                         f"{_ladder['bigram']:.2f}): the character at the query arrives through the residual "
-                         "stream, and the set of characters before it still says something.")
+            _said.append(
+                f"Without positions the model still beats the bigram ({_nopos:.2f} against "
+                f"{_ladder['bigram']:.2f}): the character at the query arrives through the residual "
+                "stream, and the set of characters before it still says something."
+            )
         _nores = ablations["no residual path"]
         if "no residual path" in _close and _nores.final_train < _full.final_train - 0.1:
-            _said.append(f"Without the residual path the training loss even ends lower ({_nores.final_train:.2f} "
-                         f"against {_full.final_train:.2f}), and the held-out loss does not follow: a single block "
-                         "learns this text without the residual path.")
+            _said.append(
+                f"Without the residual path the training loss even ends lower ({_nores.final_train:.2f} "
+                f"against {_full.final_train:.2f}), and the held-out loss does not follow: a single block "
+                "learns this text without the residual path."
+            )
         if ablations_seeds is not None:
             _f, _n = ablations_seeds["full model"], ablations_seeds["no position embedding"]
-            _said.append(f"\n\nFor scale, trained from seeds 0 to 4: the full model's final held-out loss ranges "
-                         f"from {_f.min():.2f} to {_f.max():.2f} ({_f.max() - _f.min():.2f} nats); without the "
-                         f"position embedding it is higher {'for every seed' if np.all(_n > _f) else 'for only some seeds'}, "
-                         f"by {(_n - _f).min():.2f} to {(_n - _f).max():.2f} nats.")
+            _said.append(
+                f"\n\nFor scale, trained from seeds 0 to 4: the full model's final held-out loss ranges "
+                f"from {_f.min():.2f} to {_f.max():.2f} ({_f.max() - _f.min():.2f} nats); without the "
+                f"position embedding it is higher {'for every seed' if np.all(_n > _f) else 'for only some seeds'}, "
+                f"by {(_n - _f).min():.2f} to {(_n - _f).max():.2f} nats."
+            )
         _shown = mo.vstack([mo.md(_caption), _chart, mo.md("\n".join(_rows) + "\n\n" + " ".join(_said))])
     mo.vstack([gpt_ablate, _shown])
     return (ablations,)
@@ -1304,7 +1651,7 @@ def sample(model, chars, prompt="a query ", length=120, temperature=0.8, seed=0)
     ids = [chars.index(c) for c in prompt if c in chars]
     with engine.no_grad():
         for _ in range(length):
-            logits = model(np.array([ids[-model.context:]])).data[0, -1] / temperature
+            logits = model(np.array([ids[-model.context :]])).data[0, -1] / temperature
             p = np.exp(logits - logits.max())
             ids.append(int(rng.choice(len(p), p=p / p.sum())))
     return "".join(chars[i] for i in ids)
@@ -1314,10 +1661,13 @@ def sample(model, chars, prompt="a query ", length=120, temperature=0.8, seed=0)
 def _(gpt, gpt_temperature):
     mo.stop(gpt is None or bool(gpt.stopped))
     gpt_sample = lab.sampled_text(sample, gpt.model, gpt.data.chars, "a query ", 120, gpt_temperature.value, seed=0)
-    mo.vstack([gpt_temperature,
-               mo.md(f"Sampled by the model above after the prompt *a query* (temperature "
-                     f"{gpt_temperature.value:g}):"),
-               mo.plain_text(gpt_sample)])
+    mo.vstack(
+        [
+            gpt_temperature,
+            mo.md(f"Sampled by the model above after the prompt *a query* (temperature {gpt_temperature.value:g}):"),
+            mo.plain_text(gpt_sample),
+        ]
+    )
     return (gpt_sample,)
 
 
@@ -1348,21 +1698,40 @@ def _(gpt):
     else:
         _blocks, _heads, _L = reach.weight.shape
         _far = min(_L, 8)
-        _series = {f"block {b + 1}, head {h + 1}": reach.weight[b, h, :_far]
-                   for b in range(_blocks) for h in range(_heads)}
-        _chart = ui.chart(plot.curves(np.arange(_far), _series, x_title="distance back i − j",
-                                      y_title="mean weight", y_domain=(0, 1),
-                                      title="how far back each head reads (held-out text)"))
-        _share = ", ".join(f"{s} {reach.weight[b, h, 1]:.0%}" for s, (b, h) in zip(
-            _series, [(b, h) for b in range(_blocks) for h in range(_heads)]))
+        _series = {
+            f"block {b + 1}, head {h + 1}": reach.weight[b, h, :_far] for b in range(_blocks) for h in range(_heads)
+        }
+        _chart = ui.chart(
+            plot.curves(
+                np.arange(_far),
+                _series,
+                x_title="distance back i − j",
+                y_title="mean weight",
+                y_domain=(0, 1),
+                title="how far back each head reads (held-out text)",
+            )
+        )
+        _share = ", ".join(
+            f"{s} {reach.weight[b, h, 1]:.0%}"
+            for s, (b, h) in zip(_series, [(b, h) for b in range(_blocks) for h in range(_heads)])
+        )
         _previous = bool(np.all(reach.favourite[0] == 1))
-        _shown = mo.vstack([_chart, mo.md(
-            f"Weight on the character just before the query, on average: {_share}. " + (
-                "Every head of the first block gives that one character more weight than any other. "
-                "The character at the query itself reaches the read-out through the residual stream, "
-                "so what the model mostly reads is the last two characters, the context a trigram "
-                "counts, which fits a loss so close to the trigram's."
-                if _previous else "Not every head of the first block reads mostly the character before."))])
+        _shown = mo.vstack(
+            [
+                _chart,
+                mo.md(
+                    f"Weight on the character just before the query, on average: {_share}. "
+                    + (
+                        "Every head of the first block gives that one character more weight than any other. "
+                        "The character at the query itself reaches the read-out through the residual stream, "
+                        "so what the model mostly reads is the last two characters, the context a trigram "
+                        "counts, which fits a loss so close to the trigram's."
+                        if _previous
+                        else "Not every head of the first block reads mostly the character before."
+                    )
+                ),
+            ]
+        )
     _shown
     return (reach,)
 
@@ -1377,20 +1746,37 @@ def _(gpt, gpt_prompt):
     else:
         _w = head_view.window
         _labels = [f"{i}:{'␣' if c == ' ' else c}" for i, c in enumerate(_w.text)]
-        _maps = [ui.chart(plot.heatmap(np.where(np.tri(len(_labels), dtype=bool), head_view.weights[b, h], np.nan),
-                                       x_labels=_labels, y_labels=_labels, x_title="key j", y_title="query i",
-                                       color_title="weight", scheme="purples", domain=(0, 1),
-                                       title=f"block {b + 1}, head {h + 1}"))
-                 for b in range(head_view.weights.shape[0]) for h in range(head_view.weights.shape[1])]
+        _maps = [
+            ui.chart(
+                plot.heatmap(
+                    np.where(np.tri(len(_labels), dtype=bool), head_view.weights[b, h], np.nan),
+                    x_labels=_labels,
+                    y_labels=_labels,
+                    x_title="key j",
+                    y_title="query i",
+                    color_title="weight",
+                    scheme="purples",
+                    domain=(0, 1),
+                    title=f"block {b + 1}, head {h + 1}",
+                )
+            )
+            for b in range(head_view.weights.shape[0])
+            for h in range(head_view.weights.shape[1])
+        ]
         _top = np.argsort(head_view.next_p)[::-1][:3]
-        _next = ", ".join(f"“{'␣' if gpt.data.chars[k] == ' ' else gpt.data.chars[k]}” {head_view.next_p[k]:.2f}"
-                          for k in _top)
-        _shown = mo.vstack([
-            mo.md(f"The model reads **“{_w.text}”**"
-                  + (f" (left out: {', '.join(repr(c) for c in _w.dropped)})" if _w.dropped else "")
-                  + f"; its likeliest next characters: {_next}."),
-            mo.hstack(_maps, widths="equal", wrap=True),
-        ])
+        _next = ", ".join(
+            f"“{'␣' if gpt.data.chars[k] == ' ' else gpt.data.chars[k]}” {head_view.next_p[k]:.2f}" for k in _top
+        )
+        _shown = mo.vstack(
+            [
+                mo.md(
+                    f"The model reads **“{_w.text}”**"
+                    + (f" (left out: {', '.join(repr(c) for c in _w.dropped)})" if _w.dropped else "")
+                    + f"; its likeliest next characters: {_next}."
+                ),
+                mo.hstack(_maps, widths="equal", wrap=True),
+            ]
+        )
     mo.vstack([gpt_prompt, _shown])
     return (head_view,)
 
@@ -1403,19 +1789,20 @@ def _():
         from engine import nn
         from engine.attention import apply_rope, causal_mask
 
-        q = engine.randn(2, 4, 10, 16)                 # [B, H, L, d_k]
+        q = engine.randn(2, 4, 10, 16)  # [B, H, L, d_k]
         k, v = engine.randn(2, 4, 10, 16), engine.randn(2, 4, 10, 16)
-        out = F.scaled_dot_product_attention(apply_rope(q), apply_rope(k), v,
-                                             attn_mask=causal_mask(10))
+        out = F.scaled_dot_product_attention(apply_rope(q), apply_rope(k), v, attn_mask=causal_mask(10))
         mha_layer = nn.MultiheadAttention(64, num_heads=4, batch_first=True)
         x = engine.randn(2, 10, 64)
-        y, w = mha_layer(x, x, x)                      # self-attention, weights averaged over heads
+        y, w = mha_layer(x, x, x)  # self-attention, weights averaged over heads
         return f"`out.shape` = {out.shape} · `y.shape` = {y.shape} · `w.shape` = {w.shape}"
 
-    mo.md("## The same in your own script\n\nThe engine's attention functions take PyTorch's arguments "
-          "(a boolean mask is True where attention is allowed).\n\n" + _script() + "\n\n---\n\n"
-          "**Where next.** Attention mixes information across positions; generative models learn "
-          "whole distributions. " + toc.nav_md(METADATA["id"]))
+    mo.md(
+        "## The same in your own script\n\nThe engine's attention functions take PyTorch's arguments "
+        "(a boolean mask is True where attention is allowed).\n\n" + _script() + "\n\n---\n\n"
+        "**Where next.** Attention mixes information across positions; generative models learn "
+        "whole distributions. " + toc.nav_md(METADATA["id"])
+    )
     return
 
 

@@ -21,7 +21,9 @@ with app.setup:
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, r"""
+    ui.page_header(
+        METADATA,
+        r"""
     A diffusion model learns to undo noise. Data is destroyed step by step until it is pure
     Gaussian noise; a network learns to predict the noise at every step; running the process
     backwards then turns fresh noise into new data. In this notebook you will:
@@ -42,7 +44,8 @@ def _():
     Each of these is a short function on this page (the schedules, `q_sample`, `ddpm_loss`,
     `train_ddpm`, `ddpm_step`, `learned_score`, `ddim_step`, `guided_epsilon`, ...). Open the page with
     `marimo edit` to change one: every figure that uses it follows your edit.
-    """)
+    """,
+    )
     return
 
 
@@ -109,8 +112,7 @@ def noise_schedule(kind, T):
 
 @app.cell
 def _():
-    schedule_T = mo.ui.slider(steps=[10, 20, 50, 100, 200, 500, 1000], value=100, label="steps T",
-                              show_value=True)
+    schedule_T = mo.ui.slider(steps=[10, 20, 50, 100, 200, 500, 1000], value=100, label="steps T", show_value=True)
     schedule_rescale = mo.ui.switch(value=True, label="rescale the linear bounds with T")
     mo.hstack([schedule_T, schedule_rescale], justify="start")
     return schedule_T, schedule_rescale
@@ -119,29 +121,56 @@ def _():
 @app.cell
 def _(schedule_T, schedule_rescale):
     schedules = {
-        "linear": noise_schedule("linear" if schedule_rescale.value else "linear (fixed bounds)",
-                                 schedule_T.value),
+        "linear": noise_schedule("linear" if schedule_rescale.value else "linear (fixed bounds)", schedule_T.value),
         "cosine": noise_schedule("cosine", schedule_T.value),
     }
     _T = schedules["cosine"].T
     _shown = np.unique(np.linspace(0, _T - 1, min(_T, 60)).round().astype(int))  # ≤ 60 points a line (smooth curves)
     _x = (_shown + 1) / _T
     _colors = {"linear": "function", "cosine": "derivative"}
-    _alpha = plot.curves(_x, {k: s.alpha_bars[_shown] for k, s in schedules.items()}, x_title="t / T",
-                         y_title="ᾱ_t", colors=_colors, y_domain=(0, 1),
-                         title="ᾱ_t: the share of the data's variance left", height=220)
-    _beta = plot.curves(_x, {k: s.betas[_shown] for k, s in schedules.items()}, x_title="t / T",
-                        y_title="β_t", colors=_colors, log_y=True, title="β_t (log scale)",
-                        height=220)
-    _snr = plot.curves(_x, {k: np.log(s.snr[_shown]) for k, s in schedules.items()}, x_title="t / T",
-                       y_title="log SNR", colors=_colors, title="log SNR(t) = log ᾱ/(1 − ᾱ)",
-                       height=220)
+    _alpha = plot.curves(
+        _x,
+        {k: s.alpha_bars[_shown] for k, s in schedules.items()},
+        x_title="t / T",
+        y_title="ᾱ_t",
+        colors=_colors,
+        y_domain=(0, 1),
+        title="ᾱ_t: the share of the data's variance left",
+        height=220,
+    )
+    _beta = plot.curves(
+        _x,
+        {k: s.betas[_shown] for k, s in schedules.items()},
+        x_title="t / T",
+        y_title="β_t",
+        colors=_colors,
+        log_y=True,
+        title="β_t (log scale)",
+        height=220,
+    )
+    _snr = plot.curves(
+        _x,
+        {k: np.log(s.snr[_shown]) for k, s in schedules.items()},
+        x_title="t / T",
+        y_title="log SNR",
+        colors=_colors,
+        title="log SNR(t) = log ᾱ/(1 − ᾱ)",
+        height=220,
+    )
     _end = " · ".join(f"{k}: ᾱ_T = {s.alpha_bars[-1]:.2g}" for k, s in schedules.items())
-    _warn = (mo.callout(mo.md(f"With fixed bounds and T = {_T}, the linear schedule "
-                              f"ends at ᾱ_T = {schedules['linear'].alpha_bars[-1]:.2f}: the last step "
-                              "is far from pure noise, so sampling from N(0, I) would start in the "
-                              "wrong place."), kind="warn")
-             if schedules["linear"].alpha_bars[-1] > 0.01 else mo.md(""))
+    _warn = (
+        mo.callout(
+            mo.md(
+                f"With fixed bounds and T = {_T}, the linear schedule "
+                f"ends at ᾱ_T = {schedules['linear'].alpha_bars[-1]:.2f}: the last step "
+                "is far from pure noise, so sampling from N(0, I) would start in the "
+                "wrong place."
+            ),
+            kind="warn",
+        )
+        if schedules["linear"].alpha_bars[-1] > 0.01
+        else mo.md("")
+    )
     mo.vstack([mo.md(_end), _warn, mo.hstack([ui.chart(_alpha), ui.chart(_beta), ui.chart(_snr)], widths="equal")])
     return (schedules,)
 
@@ -152,7 +181,9 @@ def _():
         question=r"**Exercise 1.** A schedule keeps $\beta_t = 0.02$ at every step. What is "
         r"$\bar\alpha_t$ after $t = 50$ steps? (Three decimals.)",
         truth=float(diffusion.Schedule.from_betas(np.full(50, 0.02)).alpha_bars[-1]),
-        hint="ᾱ is a product: fifty factors α = 1 − β = 0.98.", abs_tol=0.0015)
+        hint="ᾱ is a product: fifty factors α = 1 − β = 0.98.",
+        abs_tol=0.0015,
+    )
     answer_alpha_bar = ui.answer_box(exercise_alpha_bar, placeholder="ᾱ after 50 steps")
     return answer_alpha_bar, exercise_alpha_bar
 
@@ -210,19 +241,26 @@ def _():
 @app.cell
 def _(data_2d, forward_data, forward_schedule, forward_step):
     # the same ε for every t (seed 1), so moving t morphs one picture into the other; 300 a layer
-    forward_xt = q_sample(data_2d[:300], forward_step, np.random.default_rng(1).standard_normal((300, 2)),
-                          forward_schedule)
+    forward_xt = q_sample(
+        data_2d[:300], forward_step, np.random.default_rng(1).standard_normal((300, 2)), forward_schedule
+    )
     _ab = forward_schedule.alpha_bars[forward_step]
-    _chart = plot.point_layers({"x_0 (data)": (data_2d[:300], "data"),
-                                f"x_t, t = {forward_step + 1}": (forward_xt, "model")},
-                               domain=(-4, 4), height=380,
-                               title=f"{forward_data.value}: the data and its noised version at "
-                                     f"t = {forward_step + 1} of {forward_schedule.T}")
-    mo.vstack([
-        mo.md(f"ᾱ_t = **{_ab:.3f}** · data factor √ᾱ_t = **{np.sqrt(_ab):.3f}** · noise std "
-              f"√(1 − ᾱ_t) = **{np.sqrt(1 - _ab):.3f}** · SNR = **{_ab / (1 - _ab):.3g}**"),
-        ui.chart(_chart),
-    ])
+    _chart = plot.point_layers(
+        {"x_0 (data)": (data_2d[:300], "data"), f"x_t, t = {forward_step + 1}": (forward_xt, "model")},
+        domain=(-4, 4),
+        height=380,
+        title=f"{forward_data.value}: the data and its noised version at "
+        f"t = {forward_step + 1} of {forward_schedule.T}",
+    )
+    mo.vstack(
+        [
+            mo.md(
+                f"ᾱ_t = **{_ab:.3f}** · data factor √ᾱ_t = **{np.sqrt(_ab):.3f}** · noise std "
+                f"√(1 − ᾱ_t) = **{np.sqrt(1 - _ab):.3f}** · SNR = **{_ab / (1 - _ab):.3g}**"
+            ),
+            ui.chart(_chart),
+        ]
+    )
     return (forward_xt,)
 
 
@@ -242,23 +280,33 @@ def _(forward_kind, forward_t, schedules):
     forward_step = lab.step_at(forward_t.value, forward_schedule.T)
     chain = lab.chain_vs_closed_form([1.5, -1.0], forward_schedule, forward_step, n=4000, seed=2)
     _grid = np.linspace(-4, 4, 81)
-    _density = np.exp(-(_grid - chain.closed_mean[0]) ** 2 / (2 * chain.closed_var)) / np.sqrt(
-        2 * np.pi * chain.closed_var)
+    _density = np.exp(-((_grid - chain.closed_mean[0]) ** 2) / (2 * chain.closed_var)) / np.sqrt(
+        2 * np.pi * chain.closed_var
+    )
     _counts, _edges = np.histogram(chain.samples[:, 0], bins=50, range=(-4, 4), density=True)
-    _hist = plot.curves(None, {"chain, step by step (histogram)": (0.5 * (_edges[1:] + _edges[:-1]), _counts),
-                               "closed form q(x_t | x_0)": (_grid, _density)},
-                        x_title="first coordinate of x_t", y_title="density",
-                        colors={"chain, step by step (histogram)": "data",
-                                "closed form q(x_t | x_0)": "analytic"},
-                        title="4000 chains from x₀ = (1.5, −1) against the closed form")
-    mo.vstack([
-        mo.md("| | mean (coordinate 1, 2) | variance (1, 2) |\n|---|---|---|\n"
-              f"| chain, step by step | {chain.mean[0]:.3f}, {chain.mean[1]:.3f} | "
-              f"{chain.var[0]:.3f}, {chain.var[1]:.3f} |\n"
-              f"| closed form | {chain.closed_mean[0]:.3f}, {chain.closed_mean[1]:.3f} | "
-              f"{chain.closed_var:.3f} |"),
-        ui.chart(_hist),
-    ])
+    _hist = plot.curves(
+        None,
+        {
+            "chain, step by step (histogram)": (0.5 * (_edges[1:] + _edges[:-1]), _counts),
+            "closed form q(x_t | x_0)": (_grid, _density),
+        },
+        x_title="first coordinate of x_t",
+        y_title="density",
+        colors={"chain, step by step (histogram)": "data", "closed form q(x_t | x_0)": "analytic"},
+        title="4000 chains from x₀ = (1.5, −1) against the closed form",
+    )
+    mo.vstack(
+        [
+            mo.md(
+                "| | mean (coordinate 1, 2) | variance (1, 2) |\n|---|---|---|\n"
+                f"| chain, step by step | {chain.mean[0]:.3f}, {chain.mean[1]:.3f} | "
+                f"{chain.var[0]:.3f}, {chain.var[1]:.3f} |\n"
+                f"| closed form | {chain.closed_mean[0]:.3f}, {chain.closed_mean[1]:.3f} | "
+                f"{chain.closed_var:.3f} |"
+            ),
+            ui.chart(_hist),
+        ]
+    )
     return chain, forward_schedule, forward_step
 
 
@@ -269,11 +317,16 @@ def _():
     exercise_mean = exercises.NumberExercise(
         question=r"**Exercise 2.** One coordinate of $x_0$ equals $2$ and $\bar\alpha_t = 0.36$. "
         r"What is the mean of that coordinate of $x_t$?",
-        truth=float(_mean[0]), hint="the mean is the data factor √ᾱ_t times x_0.", abs_tol=1e-3)
+        truth=float(_mean[0]),
+        hint="the mean is the data factor √ᾱ_t times x_0.",
+        abs_tol=1e-3,
+    )
     exercise_std = exercises.NumberExercise(
         question="**Exercise 3.** And its standard deviation?",
-        truth=float(np.sqrt(_var)), hint="the variance is 1 − ᾱ_t; take its square root.",
-        abs_tol=1e-3)
+        truth=float(np.sqrt(_var)),
+        hint="the variance is 1 − ᾱ_t; take its square root.",
+        abs_tol=1e-3,
+    )
     answer_mean = ui.answer_box(exercise_mean, placeholder="mean of x_t")
     answer_std = ui.answer_box(exercise_std, placeholder="std of x_t")
     return answer_mean, answer_std, exercise_mean, exercise_std
@@ -394,38 +447,52 @@ def ddpm_sample(model, schedule, n, dim=2, variance="posterior", trajectory=Fals
 
 @app.cell
 def _():
-    ddpm_steps = mo.ui.slider(100, 8000, step=100, value=2000, label="training steps",
-                              show_value=True)
-    ddpm_T = mo.ui.dropdown(options={"20": 20, "50": 50, "100": 100, "200": 200}, value="50",
-                            label="diffusion steps T")
-    ddpm_hidden = mo.ui.dropdown(options={"32": 32, "64": 64, "128": 128}, value="64",
-                                 label="hidden width")
-    ddpm_lr = mo.ui.dropdown(options={"1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2, "3e-2": 3e-2,
-                                      "1": 1.0}, value="1e-2", label="learning rate")
+    ddpm_steps = mo.ui.slider(100, 8000, step=100, value=2000, label="training steps", show_value=True)
+    ddpm_T = mo.ui.dropdown(options={"20": 20, "50": 50, "100": 100, "200": 200}, value="50", label="diffusion steps T")
+    ddpm_hidden = mo.ui.dropdown(options={"32": 32, "64": 64, "128": 128}, value="64", label="hidden width")
+    ddpm_lr = mo.ui.dropdown(
+        options={"1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2, "3e-2": 3e-2, "1": 1.0}, value="1e-2", label="learning rate"
+    )
     ddpm_train = mo.ui.run_button(label="Train the DDPM")
-    mo.vstack([mo.hstack([ddpm_steps, ddpm_T, ddpm_hidden, ddpm_lr], wrap=True),
-               mo.hstack([ddpm_train, mo.md("trains with these settings and the code above")],
-                         justify="start")])
+    mo.vstack(
+        [
+            mo.hstack([ddpm_steps, ddpm_T, ddpm_hidden, ddpm_lr], wrap=True),
+            mo.hstack([ddpm_train, mo.md("trains with these settings and the code above")], justify="start"),
+        ]
+    )
     return ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train
 
 
 @app.cell
 def _(data_2d, ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train, forward_data, forward_kind):
     ddpm_schedule = noise_schedule(forward_kind.value, ddpm_T.value)
-    ddpm_settings = {"data": forward_data.value, "kind": forward_kind.value, "T": ddpm_T.value,
-                     "steps": ddpm_steps.value, "hidden": ddpm_hidden.value, "lr": ddpm_lr.value}
+    ddpm_settings = {
+        "data": forward_data.value,
+        "kind": forward_kind.value,
+        "T": ddpm_T.value,
+        "steps": ddpm_steps.value,
+        "hidden": ddpm_hidden.value,
+        "lr": ddpm_lr.value,
+    }
     ddpm, ddpm_unfit = None, ""  # None: other settings or other code, not trained yet
     if not ddpm_train.value and lab.is_default(ddpm_settings, lab.DDPM_DEFAULT):
-        ddpm, ddpm_unfit = lab.shipped_ddpm(noise_schedule, linear_schedule, q_sample, ddpm_loss,
-                                            train_ddpm, ddpm_step, ddpm_sample)
+        ddpm, ddpm_unfit = lab.shipped_ddpm(
+            noise_schedule, linear_schedule, q_sample, ddpm_loss, train_ddpm, ddpm_step, ddpm_sample
+        )
     ddpm_shipped = ddpm is not None
     if ddpm_train.value:
-        with mo.status.progress_bar(total=ddpm_steps.value, title="training",
-                                    remove_on_exit=True) as _bar:
-            ddpm = lab.train_ddpm_tracked(data_2d, ddpm_schedule, train_ddpm, ddpm_sample,
-                                          steps=ddpm_steps.value, hidden=ddpm_hidden.value,
-                                          lr=ddpm_lr.value, seed=0,
-                                          on_step=throttled(_bar, ddpm_steps.value))
+        with mo.status.progress_bar(total=ddpm_steps.value, title="training", remove_on_exit=True) as _bar:
+            ddpm = lab.train_ddpm_tracked(
+                data_2d,
+                ddpm_schedule,
+                train_ddpm,
+                ddpm_sample,
+                steps=ddpm_steps.value,
+                hidden=ddpm_hidden.value,
+                lr=ddpm_lr.value,
+                seed=0,
+                on_step=throttled(_bar, ddpm_steps.value),
+            )
     trajectory, _shown = None, None
     if ddpm is not None and not ddpm.stopped:
         try:  # 300 samples a chart, as in section 2
@@ -438,46 +505,75 @@ def _(data_2d, ddpm_T, ddpm_hidden, ddpm_lr, ddpm_steps, ddpm_train, forward_dat
 
 @app.cell
 def _(ddpm, ddpm_shipped, ddpm_unfit):
-    mo.stop(ddpm is None, mo.md(f"*{ddpm_unfit[:1].upper()}{ddpm_unfit[1:]}.*" if ddpm_unfit else
-                                f"*These settings differ from the shipped default model's "
-                                f"({lab.DDPM_DEFAULT_TEXT}): **Train the DDPM** trains one with yours.*"))
+    mo.stop(
+        ddpm is None,
+        mo.md(
+            f"*{ddpm_unfit[:1].upper()}{ddpm_unfit[1:]}.*"
+            if ddpm_unfit
+            else f"*These settings differ from the shipped default model's "
+            f"({lab.DDPM_DEFAULT_TEXT}): **Train the DDPM** trains one with yours.*"
+        ),
+    )
     _window = max(1, len(ddpm.losses) // 50)
     _smooth = np.convolve(ddpm.losses, np.ones(_window) / _window, mode="valid")
     _every = max(1, len(_smooth) // 200)  # 200 points are enough for a smooth line
     # The denoiser's training loss, a moving average: the curve of this section, written here.
-    _loss = alt.Chart(plot.data(step=np.arange(len(_smooth))[::_every] + _window, loss=_smooth[::_every]),
-                      width="container", height=260, title=f"training loss (moving average of {_window} steps)"
-                      ).mark_line(color=plot.color("train")).encode(
-        alt.X("step:Q", title="training step"), alt.Y("loss:Q", title="loss ‖ε − ε_θ‖²"),
-        [alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".4f")])
+    _loss = (
+        alt.Chart(
+            plot.data(step=np.arange(len(_smooth))[::_every] + _window, loss=_smooth[::_every]),
+            width="container",
+            height=260,
+            title=f"training loss (moving average of {_window} steps)",
+        )
+        .mark_line(color=plot.color("train"))
+        .encode(
+            alt.X("step:Q", title="training step"),
+            alt.Y("loss:Q", title="loss ‖ε − ε_θ‖²"),
+            [alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".4f")],
+        )
+    )
     _levels = np.ones(len(ddpm.checkpoints))  # the two references as flat lines: one chart, no layers
-    _quality = plot.curves(ddpm.checkpoints, {"model samples": ddpm.quality,
-                                              "pure noise": ddpm.noise_quality * _levels,
-                                              "a second draw of the data": ddpm.floor * _levels},
-                           x_title="training step", y_title="energy distance to held-out data",
-                           colors={"model samples": "model", "pure noise": "error",
-                                   "a second draw of the data": "target"}, log_y=True,
-                           dashed=("pure noise", "a second draw of the data"),
-                           title="sample quality (lower is better)")
+    _quality = plot.curves(
+        ddpm.checkpoints,
+        {
+            "model samples": ddpm.quality,
+            "pure noise": ddpm.noise_quality * _levels,
+            "a second draw of the data": ddpm.floor * _levels,
+        },
+        x_title="training step",
+        y_title="energy distance to held-out data",
+        colors={"model samples": "model", "pure noise": "error", "a second draw of the data": "target"},
+        log_y=True,
+        dashed=("pure noise", "a second draw of the data"),
+        title="sample quality (lower is better)",
+    )
     ddpm_final = float(ddpm.quality[-1]) if len(ddpm.quality) else float("nan")
-    _source = (f"*The default model ({lab.DDPM_DEFAULT_TEXT}), trained by the code above and "
-               "shipped with the course: its loss, its quality and the samples below. The button "
-               "trains one here with your settings and your code.*" if ddpm_shipped else
-               "*Trained just now by the code above, with your settings.*")
-    mo.vstack([
-        mo.callout(mo.md(ddpm.stopped), kind="warn") if ddpm.stopped else mo.md(_source),
-        mo.md(f"Energy distance after {len(ddpm.losses)} steps: **{ddpm_final:.4f}** · pure "
-              f"noise (red line): {ddpm.noise_quality:.4f} · a second draw of the data (green "
-              f"line): {ddpm.floor:.4f}"),
-        mo.hstack([ui.chart(_loss), ui.chart(_quality)], widths="equal"),
-    ])
+    _source = (
+        f"*The default model ({lab.DDPM_DEFAULT_TEXT}), trained by the code above and "
+        "shipped with the course: its loss, its quality and the samples below. The button "
+        "trains one here with your settings and your code.*"
+        if ddpm_shipped
+        else "*Trained just now by the code above, with your settings.*"
+    )
+    mo.vstack(
+        [
+            mo.callout(mo.md(ddpm.stopped), kind="warn") if ddpm.stopped else mo.md(_source),
+            mo.md(
+                f"Energy distance after {len(ddpm.losses)} steps: **{ddpm_final:.4f}** · pure "
+                f"noise (red line): {ddpm.noise_quality:.4f} · a second draw of the data (green "
+                f"line): {ddpm.floor:.4f}"
+            ),
+            mo.hstack([ui.chart(_loss), ui.chart(_quality)], widths="equal"),
+        ]
+    )
     return (ddpm_final,)
 
 
 @app.cell
 def _(ddpm_T):
-    reverse_k = mo.ui.slider(0, ddpm_T.value, value=ddpm_T.value,
-                             label="reverse steps taken (0: pure noise, T: samples)", show_value=True)
+    reverse_k = mo.ui.slider(
+        0, ddpm_T.value, value=ddpm_T.value, label="reverse steps taken (0: pure noise, T: samples)", show_value=True
+    )
     return (reverse_k,)
 
 
@@ -486,10 +582,12 @@ def _(data_2d, ddpm_schedule, reverse_k, trajectory):
     mo.stop(trajectory is None)
     _k = min(reverse_k.value, len(trajectory) - 1)
     _t = ddpm_schedule.T - _k
-    _chart = plot.point_layers({"held-out data": (data_2d[-300:], "data"),
-                                f"samples after {_k} reverse steps": (trajectory[_k], "model")},
-                               domain=(-4, 4), height=400,
-                               title=f"after {_k} of {ddpm_schedule.T} reverse steps (now at t = {_t})")
+    _chart = plot.point_layers(
+        {"held-out data": (data_2d[-300:], "data"), f"samples after {_k} reverse steps": (trajectory[_k], "model")},
+        domain=(-4, 4),
+        height=400,
+        title=f"after {_k} of {ddpm_schedule.T} reverse steps (now at t = {_t})",
+    )
     mo.vstack([reverse_k, ui.chart(_chart)])
     return
 
@@ -551,23 +649,47 @@ def _(data_2d, ddpm, ddpm_schedule, field_t):
         _x2.append(field.points[:, 0] + _v[:, 0])
         _y2.append(field.points[:, 1] + _v[:, 1])
         _series += [_name] * len(_v)
-    _base = alt.Chart(plot.data(x=np.concatenate(_x), y=np.concatenate(_y), x2=np.concatenate(_x2),
-                                y2=np.concatenate(_y2), field=np.array(_series)),
-                      width="container", height=400,
-                      title=f"the score field at t = {field_step + 1} of {ddpm_schedule.T}: arrows end in a dot")
+    _base = alt.Chart(
+        plot.data(
+            x=np.concatenate(_x),
+            y=np.concatenate(_y),
+            x2=np.concatenate(_x2),
+            y2=np.concatenate(_y2),
+            field=np.array(_series),
+        ),
+        width="container",
+        height=400,
+        title=f"the score field at t = {field_step + 1} of {ddpm_schedule.T}: arrows end in a dot",
+    )
     _scale_xy = alt.Scale(domain=[-3.3, 3.3])
-    _color = alt.Color("field:N", title="", sort=list(_names), legend=alt.Legend(orient="bottom"),
-                       scale=alt.Scale(domain=list(_names), range=[plot.color("analytic"), plot.color("model")]))
+    _color = alt.Color(
+        "field:N",
+        title="",
+        sort=list(_names),
+        legend=alt.Legend(orient="bottom"),
+        scale=alt.Scale(domain=list(_names), range=[plot.color("analytic"), plot.color("model")]),
+    )
     _arrows = _base.mark_rule(strokeWidth=1.5, opacity=0.8).encode(
-        alt.X("x:Q", title="x₁", scale=_scale_xy), alt.Y("y:Q", title="x₂", scale=_scale_xy),
-        alt.X2("x2:Q"), alt.Y2("y2:Q"), _color)
-    _heads = _base.mark_circle(size=14, opacity=0.9).encode(alt.X("x2:Q", scale=_scale_xy),
-                                                           alt.Y("y2:Q", scale=_scale_xy), _color)
-    mo.vstack([field_t,
-               mo.md(f"At t = {field_step + 1} of {ddpm_schedule.T}, the two fields agree with a "
-                     f"q_t-weighted mean cosine of **{field.agreement:.3f}** (1: the same directions "
-                     "everywhere the noised data lies)."),
-               ui.chart(_arrows + _heads)])
+        alt.X("x:Q", title="x₁", scale=_scale_xy),
+        alt.Y("y:Q", title="x₂", scale=_scale_xy),
+        alt.X2("x2:Q"),
+        alt.Y2("y2:Q"),
+        _color,
+    )
+    _heads = _base.mark_circle(size=14, opacity=0.9).encode(
+        alt.X("x2:Q", scale=_scale_xy), alt.Y("y2:Q", scale=_scale_xy), _color
+    )
+    mo.vstack(
+        [
+            field_t,
+            mo.md(
+                f"At t = {field_step + 1} of {ddpm_schedule.T}, the two fields agree with a "
+                f"q_t-weighted mean cosine of **{field.agreement:.3f}** (1: the same directions "
+                "everywhere the noised data lies)."
+            ),
+            ui.chart(_arrows + _heads),
+        ]
+    )
     return field, field_step
 
 
@@ -587,8 +709,12 @@ def _():
 @app.cell
 def _(forward_data):
     data_2d = lab.toy_data_2d(forward_data.value, n=3000, seed=0)  # section 2's data set, for every section
-    draw_canvas = widgets.scatter(n_classes=1, bounds=((-3.0, 3.0), (-3.0, 3.0)), size=(360, 360),
-                                  start=(data_2d[:300], np.zeros(300, dtype=np.int64)))
+    draw_canvas = widgets.scatter(
+        n_classes=1,
+        bounds=((-3.0, 3.0), (-3.0, 3.0)),
+        size=(360, 360),
+        start=(data_2d[:300], np.zeros(300, dtype=np.int64)),
+    )
     draw_train = mo.ui.run_button(label="Train on my drawing")
     mo.vstack([draw_canvas, draw_train])
     return data_2d, draw_canvas, draw_train
@@ -596,54 +722,77 @@ def _(forward_data):
 
 @app.cell
 def _(draw_canvas, draw_train):
-    drawn = widgets.scatter_data(draw_canvas.value, bounds=((-3.0, 3.0), (-3.0, 3.0)),
-                                 min_points=lab.MIN_DRAWN_POINTS, min_classes=1)
+    drawn = widgets.scatter_data(
+        draw_canvas.value, bounds=((-3.0, 3.0), (-3.0, 3.0)), min_points=lab.MIN_DRAWN_POINTS, min_classes=1
+    )
     drawn_run, _source = None, ""
     if drawn.problem:
         _shown = mo.callout(mo.md(drawn.problem), kind="warn")
     elif draw_train.value:
         with mo.status.progress_bar(total=1500, title="training", remove_on_exit=True) as _bar:
-            drawn_run = lab.train_on_points(drawn.X, noise_schedule("linear", 50), train_ddpm, ddpm_sample,
-                                            steps=1500, seed=0, on_step=throttled(_bar, 1500))
+            drawn_run = lab.train_on_points(
+                drawn.X,
+                noise_schedule("linear", 50),
+                train_ddpm,
+                ddpm_sample,
+                steps=1500,
+                seed=0,
+                on_step=throttled(_bar, 1500),
+            )
         _source = "trained just now by the code above, on your drawing"
     else:  # the canvas as it starts (moons): its model is shipped
-        drawn_run, _unfit = lab.shipped_drawing_run(drawn.X, noise_schedule, linear_schedule, q_sample,
-                                                    ddpm_loss, train_ddpm, ddpm_step, ddpm_sample)
-        _source = ("the canvas's starting points, trained by the code above and shipped with the "
-                   "course; draw, then train on your drawing")
-        _shown = mo.md(f"*{_unfit[:1].upper()}{_unfit[1:]}.*" if _unfit else
-                       "*Train on my drawing fits a DDPM to these points.*")
+        drawn_run, _unfit = lab.shipped_drawing_run(
+            drawn.X, noise_schedule, linear_schedule, q_sample, ddpm_loss, train_ddpm, ddpm_step, ddpm_sample
+        )
+        _source = (
+            "the canvas's starting points, trained by the code above and shipped with the "
+            "course; draw, then train on your drawing"
+        )
+        _shown = mo.md(
+            f"*{_unfit[:1].upper()}{_unfit[1:]}.*" if _unfit else "*Train on my drawing fits a DDPM to these points.*"
+        )
     if drawn_run is not None and drawn_run.stopped:
         _shown = mo.callout(mo.md(drawn_run.stopped), kind="warn")
     elif drawn_run is not None:
-        _shown = mo.vstack([
-            mo.md(f"{len(drawn.X)} drawn points, {len(drawn.X) - lab.drawing_held_out(len(drawn.X))} "
-                  f"trained on ({_source}) · energy distance of the samples to the "
-                  f"{lab.drawing_held_out(len(drawn.X))} held out: **{drawn_run.quality[-1]:.4f}** (pure noise: "
-                  f"{drawn_run.noise_quality:.4f})"),
-            ui.chart(plot.point_layers({"your points": (drawn.X, "data"),
-                                        "500 samples of the DDPM": (drawn_run.samples, "model")},
-                                       domain=(-3, 3), height=360, size=8,
-                                       title="what the DDPM learned from your drawing"))])
+        _shown = mo.vstack(
+            [
+                mo.md(
+                    f"{len(drawn.X)} drawn points, {len(drawn.X) - lab.drawing_held_out(len(drawn.X))} "
+                    f"trained on ({_source}) · energy distance of the samples to the "
+                    f"{lab.drawing_held_out(len(drawn.X))} held out: **{drawn_run.quality[-1]:.4f}** (pure noise: "
+                    f"{drawn_run.noise_quality:.4f})"
+                ),
+                ui.chart(
+                    plot.point_layers(
+                        {"your points": (drawn.X, "data"), "500 samples of the DDPM": (drawn_run.samples, "model")},
+                        domain=(-3, 3),
+                        height=360,
+                        size=8,
+                        title="what the DDPM learned from your drawing",
+                    )
+                ),
+            ]
+        )
     _shown
     return drawn, drawn_run
 
 
 @app.cell
 def _():
-    mix_separation = mo.ui.slider(0.0, 5.0, step=0.25, value=3.0, label="distance between modes",
-                                  show_value=True)
-    mix_std = mo.ui.slider(0.05, 1.0, step=0.05, value=0.3, label="std of each mode",
-                           show_value=True)
-    mix_weight = mo.ui.slider(0.05, 0.95, step=0.05, value=0.3, label="weight of the left mode",
-                              show_value=True)
-    mix_T = mo.ui.dropdown(options={"10": 10, "50": 50, "200": 200, "1000": 1000}, value="50",
-                           label="steps T")
-    mix_variance = mo.ui.dropdown(options={"σ²_t = β_t": "beta", "σ²_t = β̃_t (posterior)": "posterior"},
-                                  value="σ²_t = β_t", label="reverse-step noise")
+    mix_separation = mo.ui.slider(0.0, 5.0, step=0.25, value=3.0, label="distance between modes", show_value=True)
+    mix_std = mo.ui.slider(0.05, 1.0, step=0.05, value=0.3, label="std of each mode", show_value=True)
+    mix_weight = mo.ui.slider(0.05, 0.95, step=0.05, value=0.3, label="weight of the left mode", show_value=True)
+    mix_T = mo.ui.dropdown(options={"10": 10, "50": 50, "200": 200, "1000": 1000}, value="50", label="steps T")
+    mix_variance = mo.ui.dropdown(
+        options={"σ²_t = β_t": "beta", "σ²_t = β̃_t (posterior)": "posterior"},
+        value="σ²_t = β_t",
+        label="reverse-step noise",
+    )
     mix_train = mo.ui.run_button(label="Train a 1-D denoiser")
     mix_t = mo.ui.slider(0.0, 1.0, step=0.02, value=0.2, label="t / T for ε*", show_value=True)
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     ## 4. The exact reverse process, in 1-D
 
     Why does predicting noise work? For a given $x_t$, the best possible prediction in squared
@@ -659,8 +808,10 @@ def _():
     reverse process can run with it: the best any network could do. Below, a two-component mixture
     in 1-D: the exact reverse process (no training), and a network trained on samples of it.
     """),
-               mo.hstack([mix_separation, mix_std, mix_weight], wrap=True),
-               mo.hstack([mix_T, mix_variance, mix_train], justify="start")])
+            mo.hstack([mix_separation, mix_std, mix_weight], wrap=True),
+            mo.hstack([mix_T, mix_variance, mix_train], justify="start"),
+        ]
+    )
     return (mix_T, mix_separation, mix_std, mix_t, mix_train, mix_variance, mix_weight)
 
 
@@ -669,74 +820,127 @@ def _(mix_T, mix_separation, mix_std, mix_variance, mix_weight):
     mixture = lab.mixture_1d(mix_separation.value, mix_std.value, mix_weight.value)
     mix_schedule = noise_schedule("linear", mix_T.value)
     # one run of the exact reverse process: its samples here, its states for the coarse-to-fine chart
-    exact_study = lab.exact_reverse_study_1d(noise_schedule, mix_separation.value, mix_std.value,
-                                             mix_weight.value, mix_T.value, mix_variance.value, n=4000,
-                                             seed=0)
+    exact_study = lab.exact_reverse_study_1d(
+        noise_schedule,
+        mix_separation.value,
+        mix_std.value,
+        mix_weight.value,
+        mix_T.value,
+        mix_variance.value,
+        n=4000,
+        seed=0,
+    )
     exact_samples = exact_study.samples
     return exact_samples, exact_study, mix_schedule, mixture
 
 
 @app.cell
 def _(exact_samples, mix_T, mix_schedule, mix_separation, mix_std, mix_train, mix_variance, mix_weight, mixture):
-    _settings = {"separation": mix_separation.value, "std": mix_std.value,
-                 "weight_left": mix_weight.value, "T": mix_T.value, "variance": mix_variance.value,
-                 "steps": 1500}
+    _settings = {
+        "separation": mix_separation.value,
+        "std": mix_std.value,
+        "weight_left": mix_weight.value,
+        "T": mix_T.value,
+        "variance": mix_variance.value,
+        "steps": 1500,
+    }
     learned_1d, learned_1d_unfit = None, ""
     if not mix_train.value and lab.is_default(_settings, lab.MIX_DEFAULT):
         learned_1d, learned_1d_unfit = lab.shipped_denoiser_1d(
-            noise_schedule, linear_schedule, q_sample, ddpm_loss, train_ddpm, ddpm_step, ddpm_sample)
+            noise_schedule, linear_schedule, q_sample, ddpm_loss, train_ddpm, ddpm_step, ddpm_sample
+        )
     learned_1d_shipped = learned_1d is not None
     if mix_train.value:
         with mo.status.progress_bar(total=1500, title="training", remove_on_exit=True) as _bar:
-            learned_1d = lab.train_denoiser_1d(mixture, mix_schedule, train_ddpm, ddpm_sample, steps=1500,
-                                               seed=0, variance=mix_variance.value,
-                                               on_step=throttled(_bar, 1500))
+            learned_1d = lab.train_denoiser_1d(
+                mixture,
+                mix_schedule,
+                train_ddpm,
+                ddpm_sample,
+                steps=1500,
+                seed=0,
+                variance=mix_variance.value,
+                on_step=throttled(_bar, 1500),
+            )
     # its samples next to the exact reverse process's and the data's density
     _grid = np.linspace(-4, 4, 161)
     _edges = np.linspace(-4, 4, 61)
     _centres = 0.5 * (_edges[1:] + _edges[:-1])
-    _hists = {"true density": (_grid, mixture.prob(_grid)),
-              "exact reverse process": (_centres, np.histogram(exact_samples, _edges, density=True)[0])}
+    _hists = {
+        "true density": (_grid, mixture.prob(_grid)),
+        "exact reverse process": (_centres, np.histogram(exact_samples, _edges, density=True)[0]),
+    }
     if learned_1d is not None:
         _hists["learned ε_θ"] = (_centres, np.histogram(learned_1d.samples, _edges, density=True)[0])
-    _samples = plot.curves(None, _hists, x_title="x", y_title="density",
-                           colors={"true density": "target", "exact reverse process": "analytic",
-                                   "learned ε_θ": "model"},
-                           title="samples of the reverse process (histograms) and the data density")
-    mix_moments = {"data (exact)": lab.mixture_moments(mixture),
-                   "exact reverse process": lab.sample_moments(exact_samples)}
+    _samples = plot.curves(
+        None,
+        _hists,
+        x_title="x",
+        y_title="density",
+        colors={"true density": "target", "exact reverse process": "analytic", "learned ε_θ": "model"},
+        title="samples of the reverse process (histograms) and the data density",
+    )
+    mix_moments = {
+        "data (exact)": lab.mixture_moments(mixture),
+        "exact reverse process": lab.sample_moments(exact_samples),
+    }
     if learned_1d is not None:
         mix_moments["learned reverse process"] = lab.sample_moments(learned_1d.samples)
     _rows = ["| | mean | variance | share left of 0 |", "|---|---|---|---|"] + [
-        f"| {_name} | {_m.mean:.3f} | {_m.var:.3f} | {_m.share_left:.1%} |"
-        for _name, _m in mix_moments.items()]
-    mo.vstack([
-        mo.md("\n".join(_rows) + "\n\n" + (
-            "*The learned ε_θ of the default mixture, trained (1500 steps) by the code of section 3 "
-            "and shipped with the course; the button trains one on the mixture you set.*"
-            if learned_1d_shipped else "*Learned ε_θ trained just now by the code of section 3, on "
-            "this mixture.*" if learned_1d is not None else
-            f"*{learned_1d_unfit[:1].upper()}{learned_1d_unfit[1:]}.*" if learned_1d_unfit else
-            "*Train a 1-D denoiser to compare a network trained on samples of this mixture.*")),
-        ui.chart(_samples),
-    ])
+        f"| {_name} | {_m.mean:.3f} | {_m.var:.3f} | {_m.share_left:.1%} |" for _name, _m in mix_moments.items()
+    ]
+    mo.vstack(
+        [
+            mo.md(
+                "\n".join(_rows)
+                + "\n\n"
+                + (
+                    "*The learned ε_θ of the default mixture, trained (1500 steps) by the code of section 3 "
+                    "and shipped with the course; the button trains one on the mixture you set.*"
+                    if learned_1d_shipped
+                    else "*Learned ε_θ trained just now by the code of section 3, on this mixture.*"
+                    if learned_1d is not None
+                    else f"*{learned_1d_unfit[:1].upper()}{learned_1d_unfit[1:]}.*"
+                    if learned_1d_unfit
+                    else "*Train a 1-D denoiser to compare a network trained on samples of this mixture.*"
+                )
+            ),
+            ui.chart(_samples),
+        ]
+    )
     return learned_1d, learned_1d_shipped, learned_1d_unfit, mix_moments
 
 
 @app.cell
 def _(learned_1d, mix_schedule, mix_t, mixture):
     mix_step = lab.step_at(mix_t.value, mix_schedule.T)
-    mix_curves = lab.epsilon_curves(mixture, mix_schedule, mix_step, grid=np.linspace(-4, 4, 201),
-                                    model=None if learned_1d is None else learned_1d.model)
+    mix_curves = lab.epsilon_curves(
+        mixture,
+        mix_schedule,
+        mix_step,
+        grid=np.linspace(-4, 4, 201),
+        model=None if learned_1d is None else learned_1d.model,
+    )
     _eps = {"ε*(x, t), exact": mix_curves.exact}
     if mix_curves.learned is not None:
         _eps["ε_θ(x, t), learned"] = mix_curves.learned
-    _eps_chart = plot.curves(mix_curves.x, _eps, x_title="x_t", y_title="predicted noise",
-                             colors={"ε*(x, t), exact": "analytic", "ε_θ(x, t), learned": "model"},
-                             title=f"the noise prediction at t = {mix_step + 1} of {mix_schedule.T}")
-    _q = plot.curves(mix_curves.x, {"q_t(x)": mix_curves.density}, x_title="x_t",
-                     y_title="density", colors={"q_t(x)": "data"},
-                     title=f"the noised density q_t at t = {mix_step + 1}", height=160)
+    _eps_chart = plot.curves(
+        mix_curves.x,
+        _eps,
+        x_title="x_t",
+        y_title="predicted noise",
+        colors={"ε*(x, t), exact": "analytic", "ε_θ(x, t), learned": "model"},
+        title=f"the noise prediction at t = {mix_step + 1} of {mix_schedule.T}",
+    )
+    _q = plot.curves(
+        mix_curves.x,
+        {"q_t(x)": mix_curves.density},
+        x_title="x_t",
+        y_title="density",
+        colors={"q_t(x)": "data"},
+        title=f"the noised density q_t at t = {mix_step + 1}",
+        height=160,
+    )
     mo.vstack([mix_t, mo.hstack([ui.chart(_eps_chart), ui.chart(_q)], widths=[2, 1])])
     return mix_curves, mix_step
 
@@ -770,15 +974,25 @@ def _(exact_study):
     _k = np.unique(np.linspace(0, len(commitment) - 1, 101).round().astype(int))  # ≤ 101 points
     commitment_half = float(commitment[len(commitment) // 2])
     commitment_late = float(commitment[int(0.9 * (len(commitment) - 1))])
-    _chart = plot.curves(_k / (len(commitment) - 1), {"on their final side": commitment[_k]},
-                         x_title="share of the reverse steps taken", y_title="share of samples",
-                         colors={"on their final side": "analytic"}, y_domain=(0, 1), height=220,
-                         title="the exact reverse process: when each sample picks its mode")
-    mo.vstack([
-        mo.md(f"After half the reverse steps **{commitment_half:.0%}** of the samples are on the "
-              f"side of the valley where they end; after 90 % of them, **{commitment_late:.0%}**."),
-        ui.chart(_chart),
-    ])
+    _chart = plot.curves(
+        _k / (len(commitment) - 1),
+        {"on their final side": commitment[_k]},
+        x_title="share of the reverse steps taken",
+        y_title="share of samples",
+        colors={"on their final side": "analytic"},
+        y_domain=(0, 1),
+        height=220,
+        title="the exact reverse process: when each sample picks its mode",
+    )
+    mo.vstack(
+        [
+            mo.md(
+                f"After half the reverse steps **{commitment_half:.0%}** of the samples are on the "
+                f"side of the valley where they end; after 90 % of them, **{commitment_late:.0%}**."
+            ),
+            ui.chart(_chart),
+        ]
+    )
     return commitment, commitment_half, commitment_late
 
 
@@ -792,7 +1006,8 @@ def _():
         hint="inside a mode ε* grows with x − μ_k; crossing the valley, x switches from being far "
         "right of the left mode to far left of the right one.",
         explanation="The responsibility passes from one mode to the other, so the predicted noise "
-        "jumps from large positive to large negative: the tooth of the saw.")
+        "jumps from large positive to large negative: the tooth of the saw.",
+    )
     answer_sawtooth = ui.answer_box(exercise_sawtooth)
     return answer_sawtooth, exercise_sawtooth
 
@@ -863,8 +1078,9 @@ def ddim_sample(model, schedule, steps, n, dim=2, eta=0.0):
 
 @app.cell
 def _():
-    sampler_steps = mo.ui.slider(steps=list(lab.SAMPLER_STEP_COUNTS), value=10,
-                                 label="sampling steps S", show_value=True)
+    sampler_steps = mo.ui.slider(
+        steps=list(lab.SAMPLER_STEP_COUNTS), value=10, label="sampling steps S", show_value=True
+    )
     sampler_compare = mo.ui.run_button(label="Sample at every step count")
     mo.hstack([sampler_steps, sampler_compare], justify="start")
     return sampler_compare, sampler_steps
@@ -880,20 +1096,28 @@ def _(sampler_compare):
     sampler_spread, sampler_etas = None, None  # five seeds, and DDIM's η from 0 to 1
     if not sampler_compare.value:
         sampler_gallery, sampler_unfit = lab.shipped_sampler_gallery(
-            noise_schedule, linear_schedule, ddpm_step, ddpm_sample, ddim_step, ddim_sample)
+            noise_schedule, linear_schedule, ddpm_step, ddpm_sample, ddim_step, ddim_sample
+        )
         sampler_spread, sampler_etas, _ = lab.shipped_sampler_spread(
-            noise_schedule, linear_schedule, ddpm_step, ddpm_sample, ddim_step, ddim_sample)
+            noise_schedule, linear_schedule, ddpm_step, ddpm_sample, ddim_step, ddim_sample
+        )
     else:
         _counts = len(lab.SAMPLER_STEP_COUNTS)
         _total = _counts + 2 * lab.SPREAD_SEEDS
         with mo.status.progress_bar(total=_total, title="sampling", remove_on_exit=True) as _bar:
             _tick = throttled(_bar, _total)
-            sampler_gallery = lab.sampler_gallery(sampler_mixture, sampler_schedule, ddpm_sample, ddim_sample,
-                                                  on_step=_tick)
-            sampler_spread = lab.sampler_spread(sampler_mixture, sampler_schedule, ddpm_sample, ddim_sample,
-                                                on_step=lambda _k: _tick(_counts + _k))
-            sampler_etas = lab.eta_sweep(sampler_mixture, sampler_schedule, ddim_sample,
-                                         on_step=lambda _k: _tick(_counts + lab.SPREAD_SEEDS + _k))
+            sampler_gallery = lab.sampler_gallery(
+                sampler_mixture, sampler_schedule, ddpm_sample, ddim_sample, on_step=_tick
+            )
+            sampler_spread = lab.sampler_spread(
+                sampler_mixture, sampler_schedule, ddpm_sample, ddim_sample, on_step=lambda _k: _tick(_counts + _k)
+            )
+            sampler_etas = lab.eta_sweep(
+                sampler_mixture,
+                sampler_schedule,
+                ddim_sample,
+                on_step=lambda _k: _tick(_counts + lab.SPREAD_SEEDS + _k),
+            )
     return sampler_data, sampler_etas, sampler_floors, sampler_gallery, sampler_spread, sampler_unfit
 
 
@@ -901,30 +1125,47 @@ def _(sampler_compare):
 def _(sampler_compare, sampler_data, sampler_floors, sampler_gallery, sampler_steps, sampler_unfit):
     mo.stop(sampler_gallery is None, mo.md(f"*{sampler_unfit[:1].upper()}{sampler_unfit[1:]}.*"))
     _row = sampler_gallery.at(sampler_steps.value)
-    sampler_runs = {"DDPM (respaced)": sampler_gallery.ddpm_samples[_row],
-                    "DDIM": sampler_gallery.ddim_samples[_row]}
-    sampler_scores = {"DDPM (respaced)": float(sampler_gallery.ddpm[_row]),
-                      "DDIM": float(sampler_gallery.ddim[_row])}
+    sampler_runs = {"DDPM (respaced)": sampler_gallery.ddpm_samples[_row], "DDIM": sampler_gallery.ddim_samples[_row]}
+    sampler_scores = {"DDPM (respaced)": float(sampler_gallery.ddpm[_row]), "DDIM": float(sampler_gallery.ddim[_row])}
     sampler_table = sampler_gallery.table((10, 50, 1000))  # the table below the charts
     _source = "" if sampler_compare.value else "*The button draws them again here and gets the same numbers.*"
     _rows = ["| steps | DDPM (respaced) | DDIM |", "|---|---|---|"] + [
         f"| {_s} | {_a:.4f} | {_b:.4f} |"
-        for _s, _a, _b in zip(sampler_table.steps, sampler_table.ddpm, sampler_table.ddim)]
+        for _s, _a, _b in zip(sampler_table.steps, sampler_table.ddpm, sampler_table.ddim)
+    ]
     # 300 points a layer: two charts that every move of the slider sends again
-    _charts = [plot.point_layers({"data": (sampler_data[:300], "data"), _k: (_x[:300], "model")},
-                                 domain=(-3, 3), height=300, size=8,
-                                 title=f"{_k}, {sampler_steps.value} steps: energy distance "
-                                       f"{sampler_scores[_k]:.4f}")
-               for _k, _x in sampler_runs.items()]
-    mo.vstack([mo.md(f"{sampler_steps.value} steps, energy distance to the data: " + " · ".join(
-        f"{_k} **{_v:.4f}**" for _k, _v in sampler_scores.items())), mo.hstack([ui.chart(_c) for _c in _charts], widths="equal"),
-               mo.md(("*Drawn just now by the code above, " if sampler_compare.value else
-                      "*Drawn by the code above and shipped with the course, ")
-                     + "for every step count of the slider (1000 samples each, seed 0): the scores "
-                       "use all 1000 samples, the charts show 300 of them and 300 data points.*"),
-               mo.md("\n".join(_rows) + f"\n\nA second draw of the data scores {sampler_table.floor:.4f}; "
-                     f"ten other draws score from {sampler_floors[0]:.4f} to {sampler_floors[1]:.4f}. "
-                     + _source)])
+    _charts = [
+        plot.point_layers(
+            {"data": (sampler_data[:300], "data"), _k: (_x[:300], "model")},
+            domain=(-3, 3),
+            height=300,
+            size=8,
+            title=f"{_k}, {sampler_steps.value} steps: energy distance {sampler_scores[_k]:.4f}",
+        )
+        for _k, _x in sampler_runs.items()
+    ]
+    mo.vstack(
+        [
+            mo.md(
+                f"{sampler_steps.value} steps, energy distance to the data: "
+                + " · ".join(f"{_k} **{_v:.4f}**" for _k, _v in sampler_scores.items())
+            ),
+            mo.hstack([ui.chart(_c) for _c in _charts], widths="equal"),
+            mo.md(
+                (
+                    "*Drawn just now by the code above, "
+                    if sampler_compare.value
+                    else "*Drawn by the code above and shipped with the course, "
+                )
+                + "for every step count of the slider (1000 samples each, seed 0): the scores "
+                "use all 1000 samples, the charts show 300 of them and 300 data points.*"
+            ),
+            mo.md(
+                "\n".join(_rows) + f"\n\nA second draw of the data scores {sampler_table.floor:.4f}; "
+                f"ten other draws score from {sampler_floors[0]:.4f} to {sampler_floors[1]:.4f}. " + _source
+            ),
+        ]
+    )
     return sampler_runs, sampler_scores, sampler_table
 
 
@@ -934,19 +1175,24 @@ def _(sampler_floors, sampler_spread):
     spread_n = len(sampler_spread.seeds)
     spread_lower = sampler_spread.ddim_lower()
     spread_gaps = sampler_spread.ddpm - sampler_spread.ddim  # [seeds, steps]: DDIM's lead, per seed
-    _rows = [f"| steps | DDPM (respaced), {spread_n} seeds | DDIM, {spread_n} seeds | DDIM lower | "
-             "DDIM's lead |", "|---|---|---|---|---|"] + [
+    _rows = [
+        f"| steps | DDPM (respaced), {spread_n} seeds | DDIM, {spread_n} seeds | DDIM lower | DDIM's lead |",
+        "|---|---|---|---|---|",
+    ] + [
         f"| {_s} | {sampler_spread.ddpm[:, _i].min():.4f} to {sampler_spread.ddpm[:, _i].max():.4f} | "
         f"{sampler_spread.ddim[:, _i].min():.4f} to {sampler_spread.ddim[:, _i].max():.4f} | "
         f"{spread_lower[_i]} of {spread_n} | {spread_gaps[:, _i].min():+.4f} to {spread_gaps[:, _i].max():+.4f} |"
-        for _i, _s in enumerate(sampler_spread.steps)]
-    mo.md(f"**Over {spread_n} seeds.** The table above is one seed. Each seed draws its own $x_T$, its "
-          "own noise and its own 1000 data points to score against (seed 0 is the table above); "
-          "DDIM's lead is DDPM's score minus DDIM's, seed by seed, from the same $x_T$. A second "
-          f"draw of the data scores from {sampler_spread.floor.min():.4f} to "
-          f"{sampler_spread.floor.max():.4f} over these seeds, and from {sampler_floors[0]:.4f} to "
-          f"{sampler_floors[1]:.4f} over the ten draws above: a spread of "
-          f"{sampler_floors[1] - sampler_floors[0]:.4f}.\n\n" + "\n".join(_rows))
+        for _i, _s in enumerate(sampler_spread.steps)
+    ]
+    mo.md(
+        f"**Over {spread_n} seeds.** The table above is one seed. Each seed draws its own $x_T$, its "
+        "own noise and its own 1000 data points to score against (seed 0 is the table above); "
+        "DDIM's lead is DDPM's score minus DDIM's, seed by seed, from the same $x_T$. A second "
+        f"draw of the data scores from {sampler_spread.floor.min():.4f} to "
+        f"{sampler_spread.floor.max():.4f} over these seeds, and from {sampler_floors[0]:.4f} to "
+        f"{sampler_floors[1]:.4f} over the ten draws above: a spread of "
+        f"{sampler_floors[1] - sampler_floors[0]:.4f}.\n\n" + "\n".join(_rows)
+    )
     return spread_gaps, spread_lower, spread_n
 
 
@@ -957,7 +1203,8 @@ def _():
         "the network evaluated per sample?",
         truth=len(lab.sampling_steps(noise_schedule("linear", 1000), 20)),
         hint="one prediction ε̂ per visited step τ_i.",
-        explanation="Fifty times fewer than ancestral sampling on all 1000 steps.")
+        explanation="Fifty times fewer than ancestral sampling on all 1000 steps.",
+    )
     answer_ddim = ui.answer_box(exercise_ddim, placeholder="evaluations")
     mo.md(r"""
     With 5 steps DDIM lands closer to the data than respaced DDPM for every seed, by far more
@@ -984,7 +1231,8 @@ def _(answer_ddim, exercise_ddim):
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(r"""
+    mo.md(
+        r"""
     **From DDIM to DDPM: η.** The two samplers are the ends of one family. Song et al. keep the
     marginals $q(x_\tau \mid x_0)$ of the visited steps and choose how much of the step's
     variance is fresh noise:
@@ -1000,7 +1248,8 @@ def _():
     $\hat x_0$-and-$\hat\varepsilon$ combination, written the other way), so with the same $x_T$ and
     the same draws it scores what the DDPM column scores. `ddim_step` above takes `eta`; here it
     runs with {steps} steps, from each seed's $x_T$.
-    """.replace("{steps}", str(lab.ETA_STEPS)))
+    """.replace("{steps}", str(lab.ETA_STEPS))
+    )
     return
 
 
@@ -1015,14 +1264,24 @@ def _(sampler_etas, sampler_floors):
     mo.stop(sampler_etas is None)
     eta_mean = sampler_etas.scores.mean(axis=0)  # per η, over the seeds
     _levels = np.ones(len(sampler_etas.etas))
-    eta_curve = plot.curves(sampler_etas.etas, {"seed 0": sampler_etas.scores[0],
-                                                f"mean of {len(sampler_etas.scores)} seeds": eta_mean,
-                                                "a second draw of the data (largest of ten)": sampler_floors[1] * _levels},
-                            x_title="η", y_title="energy distance to the data",
-                            colors={"seed 0": "model", f"mean of {len(sampler_etas.scores)} seeds": "function",
-                                    "a second draw of the data (largest of ten)": "target"},
-                            dashed=("a second draw of the data (largest of ten)",), height=260,
-                            title=f"DDIM with η, {sampler_etas.steps} steps: fresh noise costs accuracy")
+    eta_curve = plot.curves(
+        sampler_etas.etas,
+        {
+            "seed 0": sampler_etas.scores[0],
+            f"mean of {len(sampler_etas.scores)} seeds": eta_mean,
+            "a second draw of the data (largest of ten)": sampler_floors[1] * _levels,
+        },
+        x_title="η",
+        y_title="energy distance to the data",
+        colors={
+            "seed 0": "model",
+            f"mean of {len(sampler_etas.scores)} seeds": "function",
+            "a second draw of the data (largest of ten)": "target",
+        },
+        dashed=("a second draw of the data (largest of ten)",),
+        height=260,
+        title=f"DDIM with η, {sampler_etas.steps} steps: fresh noise costs accuracy",
+    )
     return eta_curve, eta_mean
 
 
@@ -1031,14 +1290,24 @@ def _(eta_curve, eta_mean, sampler_data, sampler_eta, sampler_etas):
     mo.stop(sampler_etas is None)
     _row = int(np.flatnonzero(np.isclose(sampler_etas.etas, sampler_eta.value))[0])
     _x = sampler_etas.samples[_row]
-    _points = plot.point_layers({"data": (sampler_data[:300], "data"), f"η = {sampler_eta.value:g}": (_x, "model")},
-                                domain=(-3, 3), height=300, size=8,
-                                title=f"η = {sampler_eta.value:g}, seed 0: energy distance "
-                                      f"{sampler_etas.scores[0, _row]:.4f}")
-    mo.vstack([sampler_eta, mo.hstack([ui.chart(_points), ui.chart(eta_curve)], widths="equal"),
-               mo.md(f"At η = {sampler_eta.value:g} the {len(sampler_etas.scores)} seeds score "
-                     f"{sampler_etas.scores[:, _row].min():.4f} to {sampler_etas.scores[:, _row].max():.4f} "
-                     f"(mean {eta_mean[_row]:.4f}).")])
+    _points = plot.point_layers(
+        {"data": (sampler_data[:300], "data"), f"η = {sampler_eta.value:g}": (_x, "model")},
+        domain=(-3, 3),
+        height=300,
+        size=8,
+        title=f"η = {sampler_eta.value:g}, seed 0: energy distance {sampler_etas.scores[0, _row]:.4f}",
+    )
+    mo.vstack(
+        [
+            sampler_eta,
+            mo.hstack([ui.chart(_points), ui.chart(eta_curve)], widths="equal"),
+            mo.md(
+                f"At η = {sampler_eta.value:g} the {len(sampler_etas.scores)} seeds score "
+                f"{sampler_etas.scores[:, _row].min():.4f} to {sampler_etas.scores[:, _row].max():.4f} "
+                f"(mean {eta_mean[_row]:.4f})."
+            ),
+        ]
+    )
     return
 
 
@@ -1080,31 +1349,67 @@ def _():
     for _eta in (0.0, 1.0):
         with engine.random.fork_rng(4):  # the same fresh noise at every run
             sampler_paths[_eta] = ddim_path(_model, _schedule, lab.ETA_STEPS, _x_T, _eta)
-    path_lengths = {_eta: float(np.linalg.norm(np.diff(_s, axis=0), axis=2).sum(0).mean())
-                    for _eta, (_s, _) in sampler_paths.items()}
+    path_lengths = {
+        _eta: float(np.linalg.norm(np.diff(_s, axis=0), axis=2).sum(0).mean())
+        for _eta, (_s, _) in sampler_paths.items()
+    }
     _scale = alt.Scale(domain=[-3, 3])
     _charts = []
     for _eta, (_states, _x0) in sampler_paths.items():
         _k = np.arange(len(_states))
-        _rows = plot.data(x=_states[:, :, 0].T.ravel(), y=_states[:, :, 1].T.ravel(),
-                          path=np.repeat(np.arange(_states.shape[1]), len(_k)), order=np.tile(_k, _states.shape[1]))
-        _preds = plot.data(x=_x0[:, :, 0].ravel(), y=_x0[:, :, 1].ravel(),
-                           step=np.repeat(np.arange(1, len(_x0) + 1), _x0.shape[1]))
-        _lines = alt.Chart(_rows).mark_line(point=alt.OverlayMarkDef(size=12), strokeWidth=1,
-                                            color=plot.color("model")).encode(
-            alt.X("x:Q", title="x₁", scale=_scale), alt.Y("y:Q", title="x₂", scale=_scale), alt.Detail("path:N"),
-            alt.Order("order:Q"))
-        _crosses = alt.Chart(_preds).mark_point(shape="cross", size=30, color=plot.color("target"), clip=True).encode(
-            alt.X("x:Q", scale=_scale), alt.Y("y:Q", scale=_scale), alt.Opacity("step:Q", legend=None),
-            [alt.Tooltip("step:Q", title="step"), alt.Tooltip("x:Q", format=".3g"), alt.Tooltip("y:Q", format=".3g")])
+        _rows = plot.data(
+            x=_states[:, :, 0].T.ravel(),
+            y=_states[:, :, 1].T.ravel(),
+            path=np.repeat(np.arange(_states.shape[1]), len(_k)),
+            order=np.tile(_k, _states.shape[1]),
+        )
+        _preds = plot.data(
+            x=_x0[:, :, 0].ravel(), y=_x0[:, :, 1].ravel(), step=np.repeat(np.arange(1, len(_x0) + 1), _x0.shape[1])
+        )
+        _lines = (
+            alt.Chart(_rows)
+            .mark_line(point=alt.OverlayMarkDef(size=12), strokeWidth=1, color=plot.color("model"))
+            .encode(
+                alt.X("x:Q", title="x₁", scale=_scale),
+                alt.Y("y:Q", title="x₂", scale=_scale),
+                alt.Detail("path:N"),
+                alt.Order("order:Q"),
+            )
+        )
+        _crosses = (
+            alt.Chart(_preds)
+            .mark_point(shape="cross", size=30, color=plot.color("target"), clip=True)
+            .encode(
+                alt.X("x:Q", scale=_scale),
+                alt.Y("y:Q", scale=_scale),
+                alt.Opacity("step:Q", legend=None),
+                [
+                    alt.Tooltip("step:Q", title="step"),
+                    alt.Tooltip("x:Q", format=".3g"),
+                    alt.Tooltip("y:Q", format=".3g"),
+                ],
+            )
+        )
         _name = "DDIM (η = 0)" if _eta == 0 else "DDPM (η = 1)"
-        _charts.append(ui.chart((_lines + _crosses).properties(
-            width="container", height=300,
-            title=f"{_name}: mean path length {path_lengths[_eta]:.2f}; crosses x̂₀, darker later")))
-    mo.vstack([mo.hstack(_charts, widths="equal"),
-               mo.md(f"A DDIM path is **{path_lengths[0.0]:.2f}** long on average, a DDPM path "
-                     f"**{path_lengths[1.0]:.2f}**: the noise DDPM adds and then removes again is most of "
-                     "its travel.")])
+        _charts.append(
+            ui.chart(
+                (_lines + _crosses).properties(
+                    width="container",
+                    height=300,
+                    title=f"{_name}: mean path length {path_lengths[_eta]:.2f}; crosses x̂₀, darker later",
+                )
+            )
+        )
+    mo.vstack(
+        [
+            mo.hstack(_charts, widths="equal"),
+            mo.md(
+                f"A DDIM path is **{path_lengths[0.0]:.2f}** long on average, a DDPM path "
+                f"**{path_lengths[1.0]:.2f}**: the noise DDPM adds and then removes again is most of "
+                "its travel."
+            ),
+        ]
+    )
     return path_lengths, sampler_paths
 
 
@@ -1208,10 +1513,10 @@ def guided_sample(model, schedule, label, w, n, dim=2):
 @app.cell
 def _():
     guide_train = mo.ui.run_button(label="Train the conditional denoiser")
-    guide_label = mo.ui.dropdown(options={"upper moon (0)": 0, "lower moon (1)": 1},
-                                 value="upper moon (0)", label="label y")
-    guide_scale = mo.ui.slider(steps=list(lab.GUIDANCE_SCALES), value=2.0,
-                               label="guidance scale w", show_value=True)
+    guide_label = mo.ui.dropdown(
+        options={"upper moon (0)": 0, "lower moon (1)": 1}, value="upper moon (0)", label="label y"
+    )
+    guide_scale = mo.ui.slider(steps=list(lab.GUIDANCE_SCALES), value=2.0, label="guidance scale w", show_value=True)
     mo.hstack([guide_train, guide_label, guide_scale], justify="start")
     return guide_label, guide_scale, guide_train
 
@@ -1221,15 +1526,27 @@ def _(guide_train):
     guide_study, guide_unfit = None, ""
     if not guide_train.value:
         guide_study, guide_unfit = lab.shipped_guidance(
-            noise_schedule, linear_schedule, q_sample, conditional_denoiser, train_conditional,
-            guided_epsilon, guided_sample, ddpm_step, ddpm_sample)
+            noise_schedule,
+            linear_schedule,
+            q_sample,
+            conditional_denoiser,
+            train_conditional,
+            guided_epsilon,
+            guided_sample,
+            ddpm_step,
+            ddpm_sample,
+        )
     else:
         _total = 1500 + 2 * len(lab.GUIDANCE_SCALES)  # training steps, then each label and scale
-        with mo.status.progress_bar(total=_total, title="training, then sampling",
-                                    remove_on_exit=True) as _bar:
-            guide_study = lab.guidance_study(conditional_denoiser, train_conditional, guided_sample,
-                                             noise_schedule("linear", 50), steps=1500,
-                                             on_step=throttled(_bar, _total))
+        with mo.status.progress_bar(total=_total, title="training, then sampling", remove_on_exit=True) as _bar:
+            guide_study = lab.guidance_study(
+                conditional_denoiser,
+                train_conditional,
+                guided_sample,
+                noise_schedule("linear", 50),
+                steps=1500,
+                on_step=throttled(_bar, _total),
+            )
     return guide_study, guide_unfit
 
 
@@ -1237,19 +1554,27 @@ def _(guide_train):
 def _(guide_label, guide_study, guide_train, guide_unfit):
     mo.stop(guide_study is None, mo.md(f"*{guide_unfit[:1].upper()}{guide_unfit[1:]}.*"))
     guide_trade = guide_study.trades[guide_label.value]
-    _trade = plot.curves(guide_trade.scales, {"fidelity": guide_trade.fidelity,
-                                              "spread": guide_trade.spread},
-                         x_title="guidance scale w", y_title="share / ratio",
-                         colors={"fidelity": "target", "spread": "model"}, height=260,
-                         title="fidelity rises, spread falls")
+    _trade = plot.curves(
+        guide_trade.scales,
+        {"fidelity": guide_trade.fidelity, "spread": guide_trade.spread},
+        x_title="guidance scale w",
+        y_title="share / ratio",
+        colors={"fidelity": "target", "spread": "model"},
+        height=260,
+        title="fidelity rises, spread falls",
+    )
     guide_heights = guide_study.samples[guide_label.value][:, :, 1].mean(axis=1)  # per w, the samples shown
     _rows = ["| w | fidelity | spread | mean y |", "|---|---|---|---|"] + [
         f"| {_w:g} | {_f:.1%} | {_s:.2f} | {_h:.2f} |"
-        for _w, _f, _s, _h in zip(guide_trade.scales, guide_trade.fidelity, guide_trade.spread, guide_heights)]
-    _source = ("*Trained and sampled just now by the code above.*" if guide_train.value else
-               "*The conditional denoiser (1500 steps) and its 1000 samples per label and scale "
-               "were made by the code above and shipped with the course; the button trains and "
-               "samples again here.*")
+        for _w, _f, _s, _h in zip(guide_trade.scales, guide_trade.fidelity, guide_trade.spread, guide_heights)
+    ]
+    _source = (
+        "*Trained and sampled just now by the code above.*"
+        if guide_train.value
+        else "*The conditional denoiser (1500 steps) and its 1000 samples per label and scale "
+        "were made by the code above and shipped with the course; the button trains and "
+        "samples again here.*"
+    )
     mo.vstack([mo.hstack([mo.md("\n".join(_rows)), ui.chart(_trade)], widths=[1, 2]), mo.md(_source)])
     return guide_heights, guide_trade
 
@@ -1259,10 +1584,15 @@ def _(guide_label, guide_scale, guide_study):
     mo.stop(guide_study is None)
     _row = list(guide_study.scales).index(guide_scale.value)
     _x = guide_study.samples[guide_label.value][_row]
-    ui.chart(plot.point_layers({"data": (guide_study.X[:300], "data"),
-                                f"samples, w = {guide_scale.value:g}": (_x, "model")},
-                               domain=(-3, 3), height=340, size=8,
-                               title=f"guided samples at w = {guide_scale.value:g} ({len(_x)} of 1000 shown)"))
+    ui.chart(
+        plot.point_layers(
+            {"data": (guide_study.X[:300], "data"), f"samples, w = {guide_scale.value:g}": (_x, "model")},
+            domain=(-3, 3),
+            height=340,
+            size=8,
+            title=f"guided samples at w = {guide_scale.value:g} ({len(_x)} of 1000 shown)",
+        )
+    )
     return
 
 
@@ -1271,9 +1601,11 @@ def _():
     exercise_guidance = exercises.NumberExercise(
         question="**Exercise 6.** With guidance scale w = 3, the conditional prediction is "
         "ε_c = 0.5 and the unconditional one ε_u = 0.2. What is the guided ε̃?",
-        truth=(1 + 3) * 0.5 - 3 * 0.2, hint="ε̃ = (1 + w) ε_c − w ε_u.", abs_tol=1e-6,
-        explanation="Guidance extrapolates past the conditional prediction, away from the "
-        "unconditional one.")
+        truth=(1 + 3) * 0.5 - 3 * 0.2,
+        hint="ε̃ = (1 + w) ε_c − w ε_u.",
+        abs_tol=1e-6,
+        explanation="Guidance extrapolates past the conditional prediction, away from the unconditional one.",
+    )
     answer_guidance = ui.answer_box(exercise_guidance, placeholder="ε̃")
     mo.md(r"""
     Without guidance ($w = 0$) the conditional model already puts almost every sample on the
@@ -1311,8 +1643,16 @@ def default_ddpm():
     `ddpm_sample` on the way."""
     d = lab.DDPM_DEFAULT
     X = lab.toy_data_2d(d["data"], n=3000, seed=0)
-    run = lab.train_ddpm_tracked(X, noise_schedule(d["kind"], d["T"]), train_ddpm, ddpm_sample,
-                                 steps=d["steps"], hidden=d["hidden"], lr=d["lr"], seed=0)
+    run = lab.train_ddpm_tracked(
+        X,
+        noise_schedule(d["kind"], d["T"]),
+        train_ddpm,
+        ddpm_sample,
+        steps=d["steps"],
+        hidden=d["hidden"],
+        lr=d["lr"],
+        seed=0,
+    )
     return lab.run_state(run)
 
 
@@ -1321,8 +1661,9 @@ def default_drawing():
     """The DDPM of the drawing the canvas starts with (section 3, your own data)."""
     d = lab.DRAW_DEFAULT
     points = lab.drawing_start()
-    run = lab.train_on_points(points, noise_schedule("linear", d["T"]), train_ddpm, ddpm_sample,
-                              steps=d["steps"], seed=0)
+    run = lab.train_on_points(
+        points, noise_schedule("linear", d["T"]), train_ddpm, ddpm_sample, steps=d["steps"], seed=0
+    )
     return {"points": points, "run": lab.run_state(run)}
 
 
@@ -1331,16 +1672,22 @@ def default_denoiser_1d():
     """Section 4's learned ε_θ of the mixture of lab.MIX_DEFAULT."""
     d = lab.MIX_DEFAULT
     mixture = lab.mixture_1d(d["separation"], d["std"], d["weight_left"])
-    run = lab.train_denoiser_1d(mixture, noise_schedule("linear", d["T"]), train_ddpm, ddpm_sample,
-                                steps=d["steps"], seed=0, variance=d["variance"])
+    run = lab.train_denoiser_1d(
+        mixture,
+        noise_schedule("linear", d["T"]),
+        train_ddpm,
+        ddpm_sample,
+        steps=d["steps"],
+        seed=0,
+        variance=d["variance"],
+    )
     return lab.run_state(run)
 
 
 @app.function
 def default_sampler_gallery():
     """Section 5's samples: respaced DDPM and DDIM at every step count of its slider."""
-    gallery = lab.sampler_gallery(lab.ring_mixture(), noise_schedule("linear", 1000), ddpm_sample,
-                                  ddim_sample)
+    gallery = lab.sampler_gallery(lab.ring_mixture(), noise_schedule("linear", 1000), ddpm_sample, ddim_sample)
     return lab.gallery_state(gallery)
 
 
@@ -1349,15 +1696,17 @@ def default_sampler_spread():
     """Section 5's scores over five seeds: respaced DDPM and DDIM at lab.SPREAD_STEPS, and DDIM
     at every η of lab.ETAS with lab.ETA_STEPS steps."""
     mixture, schedule = lab.ring_mixture(), noise_schedule("linear", 1000)
-    return lab.spread_state(lab.sampler_spread(mixture, schedule, ddpm_sample, ddim_sample),
-                            lab.eta_sweep(mixture, schedule, ddim_sample))
+    return lab.spread_state(
+        lab.sampler_spread(mixture, schedule, ddpm_sample, ddim_sample), lab.eta_sweep(mixture, schedule, ddim_sample)
+    )
 
 
 @app.function
 def default_guidance():
     """Section 6's conditional denoiser (1500 steps) and its guided samples, scored."""
-    study = lab.guidance_study(conditional_denoiser, train_conditional, guided_sample,
-                               noise_schedule("linear", 50), steps=1500)
+    study = lab.guidance_study(
+        conditional_denoiser, train_conditional, guided_sample, noise_schedule("linear", 50), steps=1500
+    )
     return lab.guidance_state(study)
 
 
@@ -1370,14 +1719,13 @@ def _():
         with engine.random.fork_rng(0):
             X, _ = data.make_moons(2000, noise=0.05)
             X = (X - X.mean(0)) / X.std(0)
-            schedule = diffusion.linear_beta_schedule(50, rescale=True)   # β_t, ᾱ_t, SNR, ...
-            x_t = diffusion.q_sample(X[:5], t=25, schedule=schedule)      # jump to step 25
+            schedule = diffusion.linear_beta_schedule(50, rescale=True)  # β_t, ᾱ_t, SNR, ...
+            x_t = diffusion.q_sample(X[:5], t=25, schedule=schedule)  # jump to step 25
             model = diffusion.Denoiser(dim=2, hidden=64, T=50)
             # a few steps to show the calls (section 3's model takes 2000)
             losses = diffusion.train_ddpm(model, X, schedule, steps=5, batch_size=256, lr=1e-2)
             samples = diffusion.sample(model, schedule, n=100, dim=2, variance="posterior")
-        return (f"x_t.shape = {x_t.shape} · last loss {losses[-1]:.3f} · "
-                f"samples.shape = {samples.shape}")
+        return f"x_t.shape = {x_t.shape} · last loss {losses[-1]:.3f} · samples.shape = {samples.shape}"
 
     mo.md(f"## The same in your own script\n\n`{_script()}`")
     return

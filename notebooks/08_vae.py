@@ -32,34 +32,64 @@ def source_caption(shipped, button, settings, what="the model"):
 def vae_view(run, shipped):
     """The 2-D VAE's held-out budget, KL per dimension, reconstructions, samples and codes."""
     latent_dim = len(run.kl_per_dim)
-    bars = plot.bars([f"z{j + 1}" for j in range(latent_dim)], run.kl_per_dim, y_title="KL (nats)",
-                     color_name="model", title="KL per latent dimension", text_format=".2f")
+    bars = plot.bars(
+        [f"z{j + 1}" for j in range(latent_dim)],
+        run.kl_per_dim,
+        y_title="KL (nats)",
+        color_name="model",
+        title="KL per latent dimension",
+        text_format=".2f",
+    )
     # the budget uses all 500 held-out points; the chart draws 250 of each set, to 0.01 (less to send and render)
-    points = plot.point_layers({"data": (np.round(run.held_out[:250], 2), "data"),
-                                "reconstructions": (np.round(run.reconstructions[:250], 2), "model"),
-                                "decoded samples z ~ N(0, I)": (np.round(run.samples[:250], 2), "target")},
-                               domain=(-3, 3), height=360, size=8,
-                               title="held-out data, their reconstructions, and new samples")
+    points = plot.point_layers(
+        {
+            "data": (np.round(run.held_out[:250], 2), "data"),
+            "reconstructions": (np.round(run.reconstructions[:250], 2), "model"),
+            "decoded samples z ~ N(0, I)": (np.round(run.samples[:250], 2), "target"),
+        },
+        domain=(-3, 3),
+        height=360,
+        size=8,
+        title="held-out data, their reconstructions, and new samples",
+    )
     # the two most informative latent dimensions (largest KL), coloured by the data's classes
     order = np.argsort(-run.kl_per_dim)
-    shown = np.round(np.stack([run.latents[:, order[0]], run.latents[:, order[1]] if latent_dim > 1
-                               else np.zeros(len(run.latents))], axis=1), 2)
+    shown = np.round(
+        np.stack(
+            [run.latents[:, order[0]], run.latents[:, order[1]] if latent_dim > 1 else np.zeros(len(run.latents))],
+            axis=1,
+        ),
+        2,
+    )
     codes = plot.scatter_classes(
-        shown, run.labels, height=300,
+        shown,
+        run.labels,
+        height=300,
         x_title=f"μ of z{order[0] + 1} (KL {run.kl_per_dim[order[0]]:.2f})",
-        y_title=(f"μ of z{order[1] + 1} (KL {run.kl_per_dim[order[1]]:.2f})"
-                 if latent_dim > 1 else "(one latent dimension)"),
-        title="held-out points placed at their codes, coloured by class")
+        y_title=(
+            f"μ of z{order[1] + 1} (KL {run.kl_per_dim[order[1]]:.2f})" if latent_dim > 1 else "(one latent dimension)"
+        ),
+        title="held-out points placed at their codes, coloured by class",
+    )
     defaults = lab.TOY_DEFAULTS
-    return mo.vstack([
-        mo.md(f"Held-out budget at β = {run.beta:g}: reconstruction **{run.recon:.3f}** "
-              f"nats + KL **{run.kl:.3f}** nats; ELBO (β = 1) = **{run.elbo:.3f}** · "
-              f"active dimensions (KL > 0.05): **{int((run.kl_per_dim > 0.05).sum())}** of {latent_dim}"),
-        mo.hstack([ui.chart(bars), ui.chart(points)], widths=[1, 2]),
-        ui.chart(codes),
-        mo.md(source_caption(shipped, "Train the VAE",
-                             f"{lab.TOY_DEFAULTS_TEXT}, β = {defaults['beta']:g}, {defaults['steps']} steps")),
-    ])
+    return mo.vstack(
+        [
+            mo.md(
+                f"Held-out budget at β = {run.beta:g}: reconstruction **{run.recon:.3f}** "
+                f"nats + KL **{run.kl:.3f}** nats; ELBO (β = 1) = **{run.elbo:.3f}** · "
+                f"active dimensions (KL > 0.05): **{int((run.kl_per_dim > 0.05).sum())}** of {latent_dim}"
+            ),
+            mo.hstack([ui.chart(bars), ui.chart(points)], widths=[1, 2]),
+            ui.chart(codes),
+            mo.md(
+                source_caption(
+                    shipped,
+                    "Train the VAE",
+                    f"{lab.TOY_DEFAULTS_TEXT}, β = {defaults['beta']:g}, {defaults['steps']} steps",
+                )
+            ),
+        ]
+    )
 
 
 @app.function
@@ -69,20 +99,35 @@ def sweep_view(sweep, shipped):
     x = np.log10(sweep.betas)
     ranks = ["largest", "2nd largest", "3rd largest"] + [f"{j + 1}th largest" for j in range(3, 6)]
     # each model numbers its dimensions its own way: compared across β, they are ranked by KL
-    kl = plot.curves(x, {f"{ranks[j]} KL": sweep.kl_ranked[:, j] for j in range(sweep.kl_ranked.shape[1])},
-                     x_title="log₁₀ β", y_title="KL (nats)",
-                     title="KL per dimension against β, ranked: dimensions switch off one by one")
-    recon = plot.curves(x, {"reconstruction": sweep.recon, "total KL": sweep.kl},
-                        x_title="log₁₀ β", y_title="nats",
-                        colors={"reconstruction": "error", "total KL": "model"},
-                        title="the budget: reconstruction cost rises as KL is squeezed out")
-    return mo.vstack([
-        mo.hstack([ui.chart(kl), ui.chart(recon)], widths="equal"),
-        mo.md("active dimensions: " + " · ".join(
-            f"β = {b:g}: **{a}**" for b, a in zip(sweep.betas, sweep.active))),
-        mo.md(source_caption(shipped, "Sweep β from 0.1 to 100",
-                             f"{lab.TOY_DEFAULTS_TEXT}, {lab.SWEEP_STEPS} steps per β", "the six models")),
-    ])
+    kl = plot.curves(
+        x,
+        {f"{ranks[j]} KL": sweep.kl_ranked[:, j] for j in range(sweep.kl_ranked.shape[1])},
+        x_title="log₁₀ β",
+        y_title="KL (nats)",
+        title="KL per dimension against β, ranked: dimensions switch off one by one",
+    )
+    recon = plot.curves(
+        x,
+        {"reconstruction": sweep.recon, "total KL": sweep.kl},
+        x_title="log₁₀ β",
+        y_title="nats",
+        colors={"reconstruction": "error", "total KL": "model"},
+        title="the budget: reconstruction cost rises as KL is squeezed out",
+    )
+    return mo.vstack(
+        [
+            mo.hstack([ui.chart(kl), ui.chart(recon)], widths="equal"),
+            mo.md("active dimensions: " + " · ".join(f"β = {b:g}: **{a}**" for b, a in zip(sweep.betas, sweep.active))),
+            mo.md(
+                source_caption(
+                    shipped,
+                    "Sweep β from 0.1 to 100",
+                    f"{lab.TOY_DEFAULTS_TEXT}, {lab.SWEEP_STEPS} steps per β",
+                    "the six models",
+                )
+            ),
+        ]
+    )
 
 
 @app.function
@@ -91,18 +136,35 @@ def aggregate_view(aggregate, shipped):
     """The codes over the prior at each β, and the two energy distances."""
     # the distances use all 500 codes; the charts draw 160 of each set, to 0.01 (less to send and render)
     prior = np.round(np.random.default_rng(5).standard_normal((160, 2)), 2)
-    charts = [plot.point_layers({"prior N(0, I)": (prior, "reference"),
-                                 "codes z ~ q(z | x)": (np.round(z[:160], 2), "model")},
-                                domain=(-4, 4), height=230, size=6, title=f"β = {b:g}")
-              for b, z in zip(aggregate.betas, aggregate.codes)]
+    charts = [
+        plot.point_layers(
+            {"prior N(0, I)": (prior, "reference"), "codes z ~ q(z | x)": (np.round(z[:160], 2), "model")},
+            domain=(-4, 4),
+            height=230,
+            size=6,
+            title=f"β = {b:g}",
+        )
+        for b, z in zip(aggregate.betas, aggregate.codes)
+    ]
     rows = ["| β | codes to prior | decoded prior samples to data |", "|---|---|---|"] + [
         f"| {b:g} | {p:.3f} | {d:.3f} |"
-        for b, p, d in zip(aggregate.betas, aggregate.to_prior, aggregate.samples_to_data)]
+        for b, p, d in zip(aggregate.betas, aggregate.to_prior, aggregate.samples_to_data)
+    ]
     defaults = lab.TOY_DEFAULTS
-    return mo.vstack([mo.hstack([ui.chart(c) for c in charts], widths="equal"), mo.md("\n".join(rows)),
-                      mo.md(source_caption(shipped, "Train at β = 0, 0.1, 1, 10",
-                                           f"{defaults['data']}, σ²ₓ = {defaults['obs_var']:g}, "
-                                           f"{lab.AGGREGATE_STEPS} steps per β", "the four models"))])
+    return mo.vstack(
+        [
+            mo.hstack([ui.chart(c) for c in charts], widths="equal"),
+            mo.md("\n".join(rows)),
+            mo.md(
+                source_caption(
+                    shipped,
+                    "Train at β = 0, 0.1, 1, 10",
+                    f"{defaults['data']}, σ²ₓ = {defaults['obs_var']:g}, {lab.AGGREGATE_STEPS} steps per β",
+                    "the four models",
+                )
+            ),
+        ]
+    )
 
 
 @app.function
@@ -123,31 +185,51 @@ def decoded_map(run, z1, z2):
 @functools.lru_cache(maxsize=4)
 def digits_view(run, shipped):
     """The digit VAE: held-out codes by digit, decoded grid, reconstructions, held-out ELBO."""
-    scatter = plot.scatter_classes(np.round(run.latents, 2), run.labels, x_title="z₁ = μ₁(x)", y_title="z₂ = μ₂(x)",
-                                   class_names=[str(d) for d in range(10)],
-                                   title="held-out digits placed at their codes", height=360)
+    scatter = plot.scatter_classes(
+        np.round(run.latents, 2),
+        run.labels,
+        x_title="z₁ = μ₁(x)",
+        y_title="z₂ = μ₂(x)",
+        class_names=[str(d) for d in range(10)],
+        title="held-out digits placed at their codes",
+        height=360,
+    )
     # each figure is one picture of tiles, white lines between them
-    grid = lab.latent_grid(lesson_cells(), run.model, run.image_shape, n=8, limit=2.5).images.reshape((-1,) + run.image_shape)
-    tiles = digit_image(plot.tile_images(grid, ncols=8), "decoded codes on a grid: z₁ from −2.5 (left) to 2.5, "
-                        "z₂ from 2.5 (top) to −2.5", scale=4)
-    pairs = np.concatenate([run.images[:8], run.reconstructions[:8], run.images[8:16],
-                            run.reconstructions[8:16]])
-    recon = digit_image(plot.tile_images(pairs, ncols=8), "held-out digits (rows 1, 3) and their "
-                        "reconstructions (rows 2, 4)", scale=5)
+    grid = lab.latent_grid(lesson_cells(), run.model, run.image_shape, n=8, limit=2.5).images.reshape(
+        (-1,) + run.image_shape
+    )
+    tiles = digit_image(
+        plot.tile_images(grid, ncols=8),
+        "decoded codes on a grid: z₁ from −2.5 (left) to 2.5, z₂ from 2.5 (top) to −2.5",
+        scale=4,
+    )
+    pairs = np.concatenate([run.images[:8], run.reconstructions[:8], run.images[8:16], run.reconstructions[8:16]])
+    recon = digit_image(
+        plot.tile_images(pairs, ncols=8), "held-out digits (rows 1, 3) and their reconstructions (rows 2, 4)", scale=5
+    )
     defaults = lab.IMAGE_DEFAULTS
-    return mo.vstack([
-        mo.md(f"Held-out ELBO: **{run.elbo:.1f}** nats per image, a lower bound on the log "
-              "density log p(x) of its 64 pixel values."),
-        mo.hstack([ui.chart(scatter), tiles], widths="equal"),
-        recon,
-        mo.md(source_caption(shipped, "Train the digit VAE",
-                             f"{defaults['steps']} steps, σ²ₓ = {defaults['obs_var']:g}")),
-    ])
+    return mo.vstack(
+        [
+            mo.md(
+                f"Held-out ELBO: **{run.elbo:.1f}** nats per image, a lower bound on the log "
+                "density log p(x) of its 64 pixel values."
+            ),
+            mo.hstack([ui.chart(scatter), tiles], widths="equal"),
+            recon,
+            mo.md(
+                source_caption(
+                    shipped, "Train the digit VAE", f"{defaults['steps']} steps, σ²ₓ = {defaults['obs_var']:g}"
+                )
+            ),
+        ]
+    )
 
 
 @app.cell(hide_code=True)
 def _():
-    ui.page_header(METADATA, r"""
+    ui.page_header(
+        METADATA,
+        r"""
     A variational autoencoder compresses each input into a small random code $z$ and learns to
     rebuild the input from it; because the codes are pushed to look like samples of $\mathcal N(0, I)$,
     decoding fresh noise produces new data. In this notebook you will:
@@ -165,7 +247,8 @@ def _():
 
     The VAE itself, its loss, its training loop and the bound are the code cells of this page:
     open it with `marimo edit` to change them, and every figure that uses them follows.
-    """)
+    """,
+    )
     return
 
 
@@ -201,8 +284,9 @@ def vae_model(input_dim, hidden, latent_dim, obs_var=0.05):
     model.encoder = nn.Sequential(nn.Linear(input_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU())
     model.to_mu = nn.Linear(hidden, latent_dim)
     model.to_logvar = nn.Linear(hidden, latent_dim)
-    model.decoder = nn.Sequential(nn.Linear(latent_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
-                                  nn.Linear(hidden, input_dim))
+    model.decoder = nn.Sequential(
+        nn.Linear(latent_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(), nn.Linear(hidden, input_dim)
+    )
     model.input_dim, model.latent_dim, model.obs_var = input_dim, latent_dim, obs_var
     return model
 
@@ -277,8 +361,9 @@ def _():
 def _():
     q_mu = mo.ui.slider(-3.0, 3.0, step=0.1, value=1.0, label="μ", show_value=True)
     q_sigma = mo.ui.slider(0.05, 3.0, step=0.05, value=0.5, label="σ", show_value=True)
-    q_samples = mo.ui.slider(steps=[10, 30, 100, 300, 1000, 3000, 10000], value=1000,
-                             label="samples of ε", show_value=True)
+    q_samples = mo.ui.slider(
+        steps=[10, 30, 100, 300, 1000, 3000, 10000], value=1000, label="samples of ε", show_value=True
+    )
     mo.hstack([q_mu, q_sigma, q_samples], wrap=True)
     return q_mu, q_samples, q_sigma
 
@@ -288,15 +373,24 @@ def _(q_mu, q_samples, q_sigma):
     reparam = lab.reparam_gradients(reparameterize, q_mu.value, q_sigma.value, n=q_samples.value, seed=0)
     _edges = np.linspace(-6, 6, 61)
     _centres = 0.5 * (_edges[1:] + _edges[:-1])
-    _hist = plot.curves(None, {
-        "ε ~ N(0, 1)": (_centres, np.histogram(reparam.eps, _edges, density=True)[0]),
-        "z = μ + σε": (_centres, np.histogram(reparam.z, _edges, density=True)[0]),
-    }, x_title="value", y_title="density", colors={"ε ~ N(0, 1)": "data", "z = μ + σε": "model"},
-        title="the same draws ε, shifted by μ and stretched by σ")
-    _rows = ["| | estimate (autograd through z) | exact |", "|---|---|---|",
-             f"| E[z²] | {reparam.estimate:.4f} | μ² + σ² = {reparam.value:.4f} |",
-             f"| ∂/∂μ | {reparam.grad_mu:.4f} | 2μ = {reparam.exact_grad_mu:.4f} |",
-             f"| ∂/∂σ | {reparam.grad_sigma:.4f} | 2σ = {reparam.exact_grad_sigma:.4f} |"]
+    _hist = plot.curves(
+        None,
+        {
+            "ε ~ N(0, 1)": (_centres, np.histogram(reparam.eps, _edges, density=True)[0]),
+            "z = μ + σε": (_centres, np.histogram(reparam.z, _edges, density=True)[0]),
+        },
+        x_title="value",
+        y_title="density",
+        colors={"ε ~ N(0, 1)": "data", "z = μ + σε": "model"},
+        title="the same draws ε, shifted by μ and stretched by σ",
+    )
+    _rows = [
+        "| | estimate (autograd through z) | exact |",
+        "|---|---|---|",
+        f"| E[z²] | {reparam.estimate:.4f} | μ² + σ² = {reparam.value:.4f} |",
+        f"| ∂/∂μ | {reparam.grad_mu:.4f} | 2μ = {reparam.exact_grad_mu:.4f} |",
+        f"| ∂/∂σ | {reparam.grad_sigma:.4f} | 2σ = {reparam.exact_grad_sigma:.4f} |",
+    ]
     mo.vstack([mo.md("\n".join(_rows)), ui.chart(_hist)])
     return (reparam,)
 
@@ -338,14 +432,23 @@ def kl_to_prior(mu, logvar):
 @app.cell
 def _(q_mu, q_samples, q_sigma):
     kl = lab.kl_check(kl_to_prior, q_mu.value, q_sigma.value, n_samples=max(2, q_samples.value), seed=1)
-    _dens = plot.curves(kl.x, {"q = N(μ, σ²)": kl.q, "p = N(0, 1)": kl.p}, x_title="z",
-                        y_title="density", colors={"q = N(μ, σ²)": "model", "p = N(0, 1)": "reference"},
-                        title="the code's distribution q against the prior p")
-    mo.vstack([
-        mo.md(f"Closed form: **{kl.closed:.4f}** nats · Monte Carlo over {max(2, q_samples.value)} "
-              f"samples: **{kl.mc:.4f} ± {kl.mc_se:.4f}** (one standard error)"),
-        ui.chart(_dens),
-    ])
+    _dens = plot.curves(
+        kl.x,
+        {"q = N(μ, σ²)": kl.q, "p = N(0, 1)": kl.p},
+        x_title="z",
+        y_title="density",
+        colors={"q = N(μ, σ²)": "model", "p = N(0, 1)": "reference"},
+        title="the code's distribution q against the prior p",
+    )
+    mo.vstack(
+        [
+            mo.md(
+                f"Closed form: **{kl.closed:.4f}** nats · Monte Carlo over {max(2, q_samples.value)} "
+                f"samples: **{kl.mc:.4f} ± {kl.mc_se:.4f}** (one standard error)"
+            ),
+            ui.chart(_dens),
+        ]
+    )
     return (kl,)
 
 
@@ -354,12 +457,22 @@ def _():
     # kl_to_prior over a grid of (μ, σ), one latent dimension each
     _mus = np.linspace(-3, 3, 25)
     _sigmas = np.linspace(0.1, 3, 30)
-    _surface = kl_to_prior(engine.tensor(np.repeat(_mus[None, :], 30, axis=0)),
-                           engine.tensor(np.log(np.repeat(_sigmas[:, None], 25, axis=1) ** 2))).numpy()
-    ui.chart(plot.heatmap(np.log10(_surface[::-1] + 1e-3), x_labels=[f"{m:.1f}" for m in _mus],
-                 y_labels=[f"{s:.1f}" for s in _sigmas[::-1]], x_title="μ", y_title="σ",
-                 color_title="log₁₀ KL", scheme="purples",
-                 title="KL over (μ, σ): zero only at μ = 0, σ = 1"))
+    _surface = kl_to_prior(
+        engine.tensor(np.repeat(_mus[None, :], 30, axis=0)),
+        engine.tensor(np.log(np.repeat(_sigmas[:, None], 25, axis=1) ** 2)),
+    ).numpy()
+    ui.chart(
+        plot.heatmap(
+            np.log10(_surface[::-1] + 1e-3),
+            x_labels=[f"{m:.1f}" for m in _mus],
+            y_labels=[f"{s:.1f}" for s in _sigmas[::-1]],
+            x_title="μ",
+            y_title="σ",
+            color_title="log₁₀ KL",
+            scheme="purples",
+            title="KL over (μ, σ): zero only at μ = 0, σ = 1",
+        )
+    )
     return
 
 
@@ -368,12 +481,15 @@ def _():
     exercise_kl_shift = exercises.NumberExercise(
         question=r"**Exercise 1.** What is $D_{\mathrm{KL}}\big(\mathcal N(1, 1)\,\Vert\,\mathcal N(0, 1)\big)$ in nats?",
         truth=float(vae.gaussian_kl(np.array([1.0]), np.array([0.0])).data),
-        hint="with σ = 1 the terms 1 + log σ² − σ² cancel: only −½(−μ²) remains.", abs_tol=1e-3)
+        hint="with σ = 1 the terms 1 + log σ² − σ² cancel: only −½(−μ²) remains.",
+        abs_tol=1e-3,
+    )
     exercise_kl_narrow = exercises.NumberExercise(
         question=r"**Exercise 2.** And $D_{\mathrm{KL}}\big(\mathcal N(0, 0.5^2)\,\Vert\,\mathcal N(0, 1)\big)$? (Three decimals.)",
         truth=float(vae.gaussian_kl(np.array([0.0]), np.log(np.array([0.25]))).data),
         hint="put μ = 0 and σ² = 0.25 into −½(1 + log σ² − μ² − σ²); log 0.25 ≈ −1.386.",
-        abs_tol=1.5e-3)
+        abs_tol=1.5e-3,
+    )
     answer_kl_shift = ui.answer_box(exercise_kl_shift, placeholder="KL in nats")
     answer_kl_narrow = ui.answer_box(exercise_kl_narrow, placeholder="KL in nats")
     return answer_kl_narrow, answer_kl_shift, exercise_kl_narrow, exercise_kl_shift
@@ -381,8 +497,13 @@ def _():
 
 @app.cell
 def _(answer_kl_narrow, answer_kl_shift, exercise_kl_narrow, exercise_kl_shift):
-    mo.vstack([mo.md("### Check yourself"), ui.exercise(exercise_kl_shift, answer_kl_shift),
-               ui.exercise(exercise_kl_narrow, answer_kl_narrow)])
+    mo.vstack(
+        [
+            mo.md("### Check yourself"),
+            ui.exercise(exercise_kl_shift, answer_kl_shift),
+            ui.exercise(exercise_kl_narrow, answer_kl_narrow),
+        ]
+    )
     return
 
 
@@ -437,37 +558,56 @@ def score_function_gradient(f, mu, sigma, eps, baseline=0.0):
 @app.cell
 def _():
     est_function = mo.ui.dropdown(options=list(lab.ESTIMATOR_FUNCTIONS), value="z²", label="f(z)")
-    est_samples = mo.ui.slider(steps=[1, 2, 5, 10, 50, 100], value=1, label="samples per estimate",
-                               show_value=True)
+    est_samples = mo.ui.slider(steps=[1, 2, 5, 10, 50, 100], value=1, label="samples per estimate", show_value=True)
     mo.hstack([est_function, est_samples], justify="start")
     return est_function, est_samples
 
 
 @app.cell
 def _(est_function, est_samples, q_mu, q_sigma):
-    estimates = lab.estimator_comparison(score_function_gradient, reparameterize, q_mu.value, q_sigma.value,
-                                         est_function.value, n_samples=est_samples.value, n=2000, seed=2)
-    _panels = {"score function (REINFORCE)": estimates.score_function,
-               "score function, baseline f(μ)": estimates.baseline,
-               "reparameterised (pathwise)": estimates.reparameterized}
+    estimates = lab.estimator_comparison(
+        score_function_gradient,
+        reparameterize,
+        q_mu.value,
+        q_sigma.value,
+        est_function.value,
+        n_samples=est_samples.value,
+        n=2000,
+        seed=2,
+    )
+    _panels = {
+        "score function (REINFORCE)": estimates.score_function,
+        "score function, baseline f(μ)": estimates.baseline,
+        "reparameterised (pathwise)": estimates.reparameterized,
+    }
     _vars = dict(zip(_panels, (estimates.score_var, estimates.baseline_var, estimates.reparam_var)))
     _all = np.concatenate(list(_panels.values()))
     _lo, _hi = np.percentile(_all, [1, 99])
     _pad = max(1e-3, 0.1 * (_hi - _lo))
-    _hist = plot.histogram_grid(_panels, bins=40, columns=3, range_=(_lo - _pad, _hi + _pad),
-                                x_title="estimate of ∂/∂μ E[f(z)]", panel_width=220,
-                                panel_height=120,
-                                flags={k: f"variance {v:.3g}" for k, v in _vars.items()})
+    _hist = plot.histogram_grid(
+        _panels,
+        bins=40,
+        columns=3,
+        range_=(_lo - _pad, _hi + _pad),
+        x_title="estimate of ∂/∂μ E[f(z)]",
+        panel_width=220,
+        panel_height=120,
+        flags={k: f"variance {v:.3g}" for k, v in _vars.items()},
+    )
     variance_ratio = estimates.score_var / max(estimates.reparam_var, 1e-300)
     baseline_ratio = estimates.score_var / max(estimates.baseline_var, 1e-300)
-    mo.vstack([
-        mo.md(f"exact gradient **{estimates.exact:.4f}** · means: score function "
-              f"{estimates.score_function.mean():.4f}, with baseline {estimates.baseline.mean():.4f}, "
-              f"pathwise {estimates.reparameterized.mean():.4f} · variance ratio score/pathwise: "
-              f"**{variance_ratio:.3g}**, score/baseline: **{baseline_ratio:.3g}** (μ and σ from "
-              "section 2)"),
-        ui.chart(_hist),
-    ])
+    mo.vstack(
+        [
+            mo.md(
+                f"exact gradient **{estimates.exact:.4f}** · means: score function "
+                f"{estimates.score_function.mean():.4f}, with baseline {estimates.baseline.mean():.4f}, "
+                f"pathwise {estimates.reparameterized.mean():.4f} · variance ratio score/pathwise: "
+                f"**{variance_ratio:.3g}**, score/baseline: **{baseline_ratio:.3g}** (μ and σ from "
+                "section 2)"
+            ),
+            ui.chart(_hist),
+        ]
+    )
     return baseline_ratio, estimates, variance_ratio
 
 
@@ -477,15 +617,16 @@ def _():
         question=r"**Exercise 3.** For $z \sim \mathcal N(\mu, \sigma^2)$ with $\mu = 1.5$ and "
         r"$\sigma = 0.5$: what is the exact $\partial/\partial\mu\; \mathbb E[z^2]$?",
         truth=lab.reparam_gradients(reparameterize, 1.5, 0.5, n=10).exact_grad_mu,
-        hint="E[z²] = μ² + σ²; differentiate in μ.", abs_tol=1e-3)
+        hint="E[z²] = μ² + σ²; differentiate in μ.",
+        abs_tol=1e-3,
+    )
     exercise_baseline = exercises.ChoiceExercise(
-        question="**Exercise 4.** Subtracting a baseline b from f(z) in the score-function "
-        "estimator changes…",
-        options={"its mean": "mean", "its variance, not its mean": "variance",
-                 "both": "both"},
+        question="**Exercise 4.** Subtracting a baseline b from f(z) in the score-function estimator changes…",
+        options={"its mean": "mean", "its variance, not its mean": "variance", "both": "both"},
         truth="variance",
         hint="E[∇_μ log q(z)] = 0, so E[b·∇_μ log q(z)] = 0 for any b that does not depend on z.",
-        explanation="The baseline is a control variate: unbiased, and as good as it is close to f(z).")
+        explanation="The baseline is a control variate: unbiased, and as good as it is close to f(z).",
+    )
     answer_gradient = ui.answer_box(exercise_gradient, placeholder="gradient")
     answer_baseline = ui.answer_box(exercise_baseline)
     mo.md(r"""
@@ -506,8 +647,7 @@ def _():
 
 @app.cell
 def _(answer_baseline, answer_gradient, exercise_baseline, exercise_gradient):
-    mo.vstack([ui.exercise(exercise_gradient, answer_gradient),
-               ui.exercise(exercise_baseline, answer_baseline)])
+    mo.vstack([ui.exercise(exercise_gradient, answer_gradient), ui.exercise(exercise_baseline, answer_baseline)])
     return
 
 
@@ -559,8 +699,9 @@ def negative_elbo(model, x, beta=1.0, free_bits=0.0):
     x = engine.tensor(x)
     mu, logvar = encode(model, x)
     x_hat = decode(model, reparameterize(mu, logvar))
-    recon = ((x - x_hat) ** 2).sum(dim=1).mean() / (2 * model.obs_var) \
-        + 0.5 * x.shape[1] * math.log(2 * math.pi * model.obs_var)
+    recon = ((x - x_hat) ** 2).sum(dim=1).mean() / (2 * model.obs_var) + 0.5 * x.shape[1] * math.log(
+        2 * math.pi * model.obs_var
+    )
     kl = kl_to_prior(mu, logvar).mean(dim=0)
     charged = kl.clamp(min=free_bits) if free_bits > 0 else kl
     return recon + beta * charged.sum(), recon, kl
@@ -578,7 +719,7 @@ def train_vae(model, X, steps, lr=3e-3, beta=1.0, batch_size=128, free_bits=0.0,
             order = engine.random.generator().permutation(len(X))
         start = step % per_epoch * batch_size
         weight = beta * min(1.0, 2 * (step + 1) / steps) if anneal else beta
-        loss, _, _ = negative_elbo(model, X[order[start:start + batch_size]], weight, free_bits)
+        loss, _, _ = negative_elbo(model, X[order[start : start + batch_size]], weight, free_bits)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -599,18 +740,30 @@ def lesson_cells():
 def _():
     # the defaults are the settings of the models the page opens on (shipped checkpoints)
     vae_data = mo.ui.dropdown(options=list(lab.DATASETS_2D), value=lab.TOY_DEFAULTS["data"], label="data")
-    vae_beta = mo.ui.slider(steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0],
-                            value=lab.TOY_DEFAULTS["beta"], label="β", show_value=True)
-    vae_obs_var = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], value=lab.TOY_DEFAULTS["obs_var"],
-                               label="decoder variance σ²ₓ", show_value=True)
-    vae_latent = mo.ui.slider(1, 6, value=lab.TOY_DEFAULTS["latent_dim"], label="latent dimensions",
-                              show_value=True)
-    vae_steps = mo.ui.slider(100, 4000, step=100, value=lab.TOY_DEFAULTS["steps"], label="training steps",
-                             show_value=True)
+    vae_beta = mo.ui.slider(
+        steps=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0],
+        value=lab.TOY_DEFAULTS["beta"],
+        label="β",
+        show_value=True,
+    )
+    vae_obs_var = mo.ui.slider(
+        steps=[0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0],
+        value=lab.TOY_DEFAULTS["obs_var"],
+        label="decoder variance σ²ₓ",
+        show_value=True,
+    )
+    vae_latent = mo.ui.slider(1, 6, value=lab.TOY_DEFAULTS["latent_dim"], label="latent dimensions", show_value=True)
+    vae_steps = mo.ui.slider(
+        100, 4000, step=100, value=lab.TOY_DEFAULTS["steps"], label="training steps", show_value=True
+    )
     vae_train = mo.ui.run_button(label="Train the VAE")
     vae_sweep = mo.ui.run_button(label="Sweep β from 0.1 to 100")
-    mo.vstack([mo.hstack([vae_data, vae_beta, vae_obs_var, vae_latent, vae_steps], wrap=True),
-               mo.hstack([vae_train, vae_sweep], justify="start")])
+    mo.vstack(
+        [
+            mo.hstack([vae_data, vae_beta, vae_obs_var, vae_latent, vae_steps], wrap=True),
+            mo.hstack([vae_train, vae_sweep], justify="start"),
+        ]
+    )
     return vae_beta, vae_data, vae_latent, vae_obs_var, vae_steps, vae_sweep, vae_train
 
 
@@ -637,8 +790,19 @@ def _():
 
 
 @app.cell
-def _(set_trained_sweep, set_trained_vae, trained_sweep, trained_vae, vae_beta, vae_data, vae_latent,
-      vae_obs_var, vae_steps, vae_sweep, vae_train):
+def _(
+    set_trained_sweep,
+    set_trained_vae,
+    trained_sweep,
+    trained_vae,
+    vae_beta,
+    vae_data,
+    vae_latent,
+    vae_obs_var,
+    vae_steps,
+    vae_sweep,
+    vae_train,
+):
     # a button trains with the settings above; a model stays shown until they or the lesson cells change
     _lesson = lesson_cells()
     _toy = (_lesson, vae_data.value, vae_beta.value, vae_obs_var.value, vae_latent.value, vae_steps.value)
@@ -646,23 +810,49 @@ def _(set_trained_sweep, set_trained_vae, trained_sweep, trained_vae, vae_beta, 
     if vae_train.value:
         _points, _labels = lab.toy_points(vae_data.value)
         with mo.status.progress_bar(total=vae_steps.value, title="training", remove_on_exit=True) as _bar:
-            set_trained_vae((_toy, lab.train_vae_2d(_lesson, _points, beta=vae_beta.value, latent_dim=vae_latent.value,
-                                                    steps=vae_steps.value, obs_var=vae_obs_var.value, seed=0,
-                                                    on_step=throttled(_bar, vae_steps.value), labels=_labels)))
+            set_trained_vae(
+                (
+                    _toy,
+                    lab.train_vae_2d(
+                        _lesson,
+                        _points,
+                        beta=vae_beta.value,
+                        latent_dim=vae_latent.value,
+                        steps=vae_steps.value,
+                        obs_var=vae_obs_var.value,
+                        seed=0,
+                        on_step=throttled(_bar, vae_steps.value),
+                        labels=_labels,
+                    ),
+                )
+            )
     elif trained_vae() is not None and trained_vae()[0] != _toy:
         set_trained_vae(None)
     if vae_sweep.value:
         _total = lab.SWEEP_STEPS * len(lab.SWEEP_BETAS)
         with mo.status.progress_bar(total=_total, title="sweep", remove_on_exit=True) as _bar:
-            set_trained_sweep((_sweep, lab.beta_sweep(_lesson, lab.toy_points(vae_data.value)[0], lab.SWEEP_BETAS,
-                                                      latent_dim=vae_latent.value, steps=lab.SWEEP_STEPS,
-                                                      obs_var=vae_obs_var.value, seed=0,
-                                                      on_step=throttled(_bar, _total))))
+            set_trained_sweep(
+                (
+                    _sweep,
+                    lab.beta_sweep(
+                        _lesson,
+                        lab.toy_points(vae_data.value)[0],
+                        lab.SWEEP_BETAS,
+                        latent_dim=vae_latent.value,
+                        steps=lab.SWEEP_STEPS,
+                        obs_var=vae_obs_var.value,
+                        seed=0,
+                        on_step=throttled(_bar, _total),
+                    ),
+                )
+            )
     elif trained_sweep() is not None and trained_sweep()[0] != _sweep:
         set_trained_sweep(None)
     vae_equivalent = lab.equivalent_beta(vae_beta.value, vae_obs_var.value, reference_var=0.05)
-    mo.md(f"β = {vae_beta.value:g} with σ²ₓ = {vae_obs_var.value:g} trains the same model as "
-          f"β = **{vae_equivalent:.3g}** with σ²ₓ = 0.05.")
+    mo.md(
+        f"β = {vae_beta.value:g} with σ²ₓ = {vae_obs_var.value:g} trains the same model as "
+        f"β = **{vae_equivalent:.3g}** with σ²ₓ = 0.05."
+    )
     return (vae_equivalent,)
 
 
@@ -698,7 +888,9 @@ def _(trained_sweep):
 @app.cell
 def _():
     aggregate_run = mo.ui.run_button(label="Train at β = 0, 0.1, 1, 10")
-    mo.vstack([mo.md(r"""
+    mo.vstack(
+        [
+            mo.md(r"""
     **Where the codes go.** Decoding $z \sim \mathcal N(0, I)$ produces data only if the codes
     the encoder actually uses, the **aggregate posterior** $q(z) = \frac1N\sum_n q(z\mid x_n)$,
     fill the prior. Below, a VAE with a 2-D code is trained at four values of $\beta$ (the page
@@ -706,7 +898,10 @@ def _():
     plain autoencoder whose codes are merely noisy, and each draws one
     $z \sim q(z\mid x)$ per held-out point over draws of the prior. Two energy distances score it:
     codes to prior, and decoded prior samples to the data.
-    """), aggregate_run])
+    """),
+            aggregate_run,
+        ]
+    )
     return (aggregate_run,)
 
 
@@ -717,10 +912,20 @@ def _(aggregate_run, set_trained_aggregate, trained_aggregate, vae_data, vae_obs
         _total = lab.AGGREGATE_STEPS * len(lab.AGGREGATE_BETAS)
         try:
             with mo.status.progress_bar(total=_total, title="training", remove_on_exit=True) as _bar:
-                set_trained_aggregate((_key, lab.aggregate_posterior(
-                    _key[0], lab.toy_points(vae_data.value)[0], betas=lab.AGGREGATE_BETAS,
-                    steps=lab.AGGREGATE_STEPS, obs_var=vae_obs_var.value, seed=0,
-                    on_step=throttled(_bar, _total))))
+                set_trained_aggregate(
+                    (
+                        _key,
+                        lab.aggregate_posterior(
+                            _key[0],
+                            lab.toy_points(vae_data.value)[0],
+                            betas=lab.AGGREGATE_BETAS,
+                            steps=lab.AGGREGATE_STEPS,
+                            obs_var=vae_obs_var.value,
+                            seed=0,
+                            on_step=throttled(_bar, _total),
+                        ),
+                    )
+                )
         except ValueError as _err:
             set_trained_aggregate(None)
             mo.stop(True, ui.problem(_err, "This training"))
@@ -767,10 +972,12 @@ def _():
 
 @app.cell
 def _():
-    remedy_beta = mo.ui.slider(steps=[1.0, 3.0, 10.0, 30.0], value=lab.REMEDY_DEFAULTS["beta"], label="β",
-                               show_value=True)
-    remedy_bits = mo.ui.slider(steps=[0.1, 0.25, 0.5, 1.0], value=lab.REMEDY_DEFAULTS["free_bits"],
-                               label="free bits λ (nats)", show_value=True)
+    remedy_beta = mo.ui.slider(
+        steps=[1.0, 3.0, 10.0, 30.0], value=lab.REMEDY_DEFAULTS["beta"], label="β", show_value=True
+    )
+    remedy_bits = mo.ui.slider(
+        steps=[0.1, 0.25, 0.5, 1.0], value=lab.REMEDY_DEFAULTS["free_bits"], label="free bits λ (nats)", show_value=True
+    )
     remedy_run = mo.ui.run_button(label="Train with each remedy")
     mo.hstack([remedy_beta, remedy_bits, remedy_run], justify="start")
     return remedy_beta, remedy_bits, remedy_run
@@ -783,10 +990,22 @@ def _(remedy_beta, remedy_bits, remedy_run, set_trained_remedies, trained_remedi
     if remedy_run.value:
         _total = len(lab.COLLAPSE_REMEDIES) * _d["steps"]
         with mo.status.progress_bar(total=_total, title="training", remove_on_exit=True) as _bar:
-            set_trained_remedies((_key, lab.train_remedies(
-                _key[0], lab.toy_points(vae_data.value)[0], beta=remedy_beta.value, free_bits=remedy_bits.value,
-                latent_dim=_d["latent_dim"], steps=_d["steps"], obs_var=vae_obs_var.value, seed=0,
-                on_step=throttled(_bar, _total))))
+            set_trained_remedies(
+                (
+                    _key,
+                    lab.train_remedies(
+                        _key[0],
+                        lab.toy_points(vae_data.value)[0],
+                        beta=remedy_beta.value,
+                        free_bits=remedy_bits.value,
+                        latent_dim=_d["latent_dim"],
+                        steps=_d["steps"],
+                        obs_var=vae_obs_var.value,
+                        seed=0,
+                        on_step=throttled(_bar, _total),
+                    ),
+                )
+            )
     elif trained_remedies() is not None and trained_remedies()[0] != _key:
         set_trained_remedies(None)
     return
@@ -803,17 +1022,21 @@ def _(trained_remedies):
     else:
         remedies = trained_remedies()[1]
     _caption = source_caption(
-        trained_remedies() is None, "Train with each remedy",
+        trained_remedies() is None,
+        "Train with each remedy",
         f"{lab.TOY_DEFAULTS['data']}, β = {_d['beta']:g}, λ = {_d['free_bits']:g} nats, "
-        f"σ²ₓ = {lab.TOY_DEFAULTS['obs_var']:g}, {_d['steps']} steps", "the three models")
-    _rows = ["| remedy | KL per dimension (nats) | active | reconstruction | ELBO (β = 1) |",
-             "|---|---|---|---|---|"]
+        f"σ²ₓ = {lab.TOY_DEFAULTS['obs_var']:g}, {_d['steps']} steps",
+        "the three models",
+    )
+    _rows = ["| remedy | KL per dimension (nats) | active | reconstruction | ELBO (β = 1) |", "|---|---|---|---|---|"]
     for _name, _r in remedies.items():
         if _r.stopped:
             _rows.append(f"| {_name} | {_r.stopped} | | | |")
         else:
-            _rows.append(f"| {_name} | {', '.join(f'{_k:.2f}' for _k in _r.kl_per_dim)} | "
-                         f"{int((_r.kl_per_dim > 0.05).sum())} | {_r.recon:.3f} | {_r.elbo:.3f} |")
+            _rows.append(
+                f"| {_name} | {', '.join(f'{_k:.2f}' for _k in _r.kl_per_dim)} | "
+                f"{int((_r.kl_per_dim > 0.05).sum())} | {_r.recon:.3f} | {_r.elbo:.3f} |"
+            )
     mo.md("\n".join(_rows) + "\n\n" + _caption)
     return (remedies,)
 
@@ -826,15 +1049,22 @@ def _():
     except ValueError:
         mo.stop(True, mo.md("*The runs with seeds 1 to 4 are shipped too, for the page's own cells only.*"))
     _free = remedy_seeds.kl_per_dim["free bits"]
-    _rows = ["| remedy | dimensions in use (KL > 0.05), seeds 0–4 | held-out ELBO (β = 1), seeds 0–4 |",
-             "|---|---|---|"] + [
+    _rows = [
+        "| remedy | dimensions in use (KL > 0.05), seeds 0–4 | held-out ELBO (β = 1), seeds 0–4 |",
+        "|---|---|---|",
+    ] + [
         f"| {_name} | {', '.join(str(_a) for _a in remedy_seeds.active[_name])} | "
-        f"{', '.join(f'{_e:.2f}' for _e in remedy_seeds.elbo[_name])} |" for _name in lab.COLLAPSE_REMEDIES]
-    mo.md("**Five seeds** at the defaults (β = 10, λ = 0.5; seed 0 is the run above):\n\n" + "\n".join(_rows)
-          + f"\n\nWith free bits, the KL of each of the 15 dimensions (3 per run) lies between "
-          f"**{_free.min():.2f}** and **{_free.max():.2f}** nats.\n\n*Shown: the fifteen models shipped "
-          "with the course, trained by this page's cells with the default settings; the button above "
-          "trains seed 0 with yours.*")
+        f"{', '.join(f'{_e:.2f}' for _e in remedy_seeds.elbo[_name])} |"
+        for _name in lab.COLLAPSE_REMEDIES
+    ]
+    mo.md(
+        "**Five seeds** at the defaults (β = 10, λ = 0.5; seed 0 is the run above):\n\n"
+        + "\n".join(_rows)
+        + f"\n\nWith free bits, the KL of each of the 15 dimensions (3 per run) lies between "
+        f"**{_free.min():.2f}** and **{_free.max():.2f}** nats.\n\n*Shown: the fifteen models shipped "
+        "with the course, trained by this page's cells with the default settings; the button above "
+        "trains seed 0 with yours.*"
+    )
     return (remedy_seeds,)
 
 
@@ -843,13 +1073,17 @@ def _():
     exercise_free_bits = exercises.NumberExercise(
         question="**Exercise 5.** Free bits with λ = 0.5 nats and three latent dimensions: what is "
         "the smallest KL term (in nats, before β) the loss can charge?",
-        truth=3 * 0.5, hint="each dimension counts as max(KL_j, λ), never less than λ.",
-        abs_tol=1e-6)
+        truth=3 * 0.5,
+        hint="each dimension counts as max(KL_j, λ), never less than λ.",
+        abs_tol=1e-6,
+    )
     exercise_knob = exercises.NumberExercise(
         question="**Exercise 6.** A VAE trains with decoder variance σ²ₓ = 0.2 and β = 1. With "
         "σ²ₓ = 0.05, which β trains the same model?",
         truth=lab.equivalent_beta(1.0, 0.2, reference_var=0.05),
-        hint="multiply the loss ‖x − x̂‖²/(2σ²ₓ) + β·KL by σ²ₓ/0.05.", rel_tol=1e-3)
+        hint="multiply the loss ‖x − x̂‖²/(2σ²ₓ) + β·KL by σ²ₓ/0.05.",
+        rel_tol=1e-3,
+    )
     answer_free_bits = ui.answer_box(exercise_free_bits, placeholder="nats")
     answer_knob = ui.answer_box(exercise_knob, placeholder="β")
     mo.md(r"""
@@ -891,13 +1125,17 @@ def _():
 
 @app.cell
 def _():
-    image_steps = mo.ui.slider(50, 2000, step=50, value=lab.IMAGE_DEFAULTS["steps"], label="training steps",
-                               show_value=True)
-    image_obs_var = mo.ui.slider(steps=[0.01, 0.02, 0.05, 0.1, 0.2], value=lab.IMAGE_DEFAULTS["obs_var"],
-                                 label="decoder variance σ²ₓ", show_value=True)
+    image_steps = mo.ui.slider(
+        50, 2000, step=50, value=lab.IMAGE_DEFAULTS["steps"], label="training steps", show_value=True
+    )
+    image_obs_var = mo.ui.slider(
+        steps=[0.01, 0.02, 0.05, 0.1, 0.2],
+        value=lab.IMAGE_DEFAULTS["obs_var"],
+        label="decoder variance σ²ₓ",
+        show_value=True,
+    )
     image_train = mo.ui.run_button(label="Train the digit VAE")
-    iwae_K = mo.ui.slider(steps=list(lab.IWAE_KS), value=30,
-                          label="importance samples K", show_value=True)
+    iwae_K = mo.ui.slider(steps=list(lab.IWAE_KS), value=30, label="importance samples K", show_value=True)
     latent_z1 = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.0, label="z₁", show_value=True)
     latent_z2 = mo.ui.slider(-3.0, 3.0, step=0.1, value=0.0, label="z₂", show_value=True)
     mo.hstack([image_steps, image_obs_var, image_train], justify="start")
@@ -912,15 +1150,28 @@ def _():
 
 
 @app.cell
-def _(digit_labels, digits_test, digits_train, image_obs_var, image_steps, image_train, set_trained_digits,
-      trained_digits):
+def _(
+    digit_labels, digits_test, digits_train, image_obs_var, image_steps, image_train, set_trained_digits, trained_digits
+):
     # the button trains with the settings above; the model stays shown until they or the lesson cells change
     _key = (lesson_cells(), image_steps.value, image_obs_var.value)
     if image_train.value:
         with mo.status.progress_bar(total=image_steps.value, title="training", remove_on_exit=True) as _bar:
-            set_trained_digits((_key, lab.train_image_vae(_key[0], digits_train, digits_test, digit_labels,
-                                                          steps=image_steps.value, obs_var=image_obs_var.value,
-                                                          seed=0, on_step=throttled(_bar, image_steps.value))))
+            set_trained_digits(
+                (
+                    _key,
+                    lab.train_image_vae(
+                        _key[0],
+                        digits_train,
+                        digits_test,
+                        digit_labels,
+                        steps=image_steps.value,
+                        obs_var=image_obs_var.value,
+                        seed=0,
+                        on_step=throttled(_bar, image_steps.value),
+                    ),
+                )
+            )
     elif trained_digits() is not None and trained_digits()[0] != _key:
         set_trained_digits(None)
     return
@@ -951,16 +1202,25 @@ def _(image_vae):
     mo.stop(bool(image_vae.stopped))
     # Every held-out digit at its code μ(x), coloured by digit; a click picks one (read in the next cell).
     _digits = [str(d) for d in range(10)]
-    _codes = plot.data(index=np.arange(len(image_vae.latents)), z1=image_vae.latents[:, 0],
-                       z2=image_vae.latents[:, 1], digit=np.array(_digits, dtype=object)[image_vae.labels])
+    _codes = plot.data(
+        index=np.arange(len(image_vae.latents)),
+        z1=image_vae.latents[:, 0],
+        z2=image_vae.latents[:, 1],
+        digit=np.array(_digits, dtype=object)[image_vae.labels],
+    )
     _pick = alt.selection_point(name="code_pick", fields=["index"], on="click")
     latent_scatter = ui.chart_control(
         alt.Chart(_codes, width="container", height=320, title="held-out digits at their codes · click one")
-        .mark_circle(size=30).encode(
-            alt.X("z1:Q", title="z₁ = μ₁(x)"), alt.Y("z2:Q", title="z₂ = μ₂(x)"),
+        .mark_circle(size=30)
+        .encode(
+            alt.X("z1:Q", title="z₁ = μ₁(x)"),
+            alt.Y("z2:Q", title="z₂ = μ₂(x)"),
             alt.Color("digit:N", sort=_digits, scale=alt.Scale(domain=_digits, range=list(plot.CLASS_COLORS))),
-            alt.Tooltip("digit:N"), opacity=alt.condition(_pick, alt.value(0.9), alt.value(0.25)),
-        ).add_params(_pick))
+            alt.Tooltip("digit:N"),
+            opacity=alt.condition(_pick, alt.value(0.9), alt.value(0.25)),
+        )
+        .add_params(_pick)
+    )
     return (latent_scatter,)
 
 
@@ -971,19 +1231,33 @@ def _(image_vae, latent_scatter):
     # decoder makes of its code μ(x), the reconstruction the ELBO's first term scores.
     _i = int(ui.selected(latent_scatter, "code_pick", "index", default=[0])[0])
     _z1, _z2 = (float(v) for v in image_vae.latents[_i])
-    mo.hstack([latent_scatter, mo.vstack([
-        mo.md(f"Held-out digit **{image_vae.labels[_i]}** (#{_i}), code μ(x) = ({_z1:.2f}, {_z2:.2f})"),
-        mo.hstack([digit_image(image_vae.images[_i], "the digit", scale=16),
-                   digit_image(image_vae.reconstructions[_i], "decoded from μ(x)", scale=16)], justify="start"),
-    ])], widths=[3, 2])
+    mo.hstack(
+        [
+            latent_scatter,
+            mo.vstack(
+                [
+                    mo.md(f"Held-out digit **{image_vae.labels[_i]}** (#{_i}), code μ(x) = ({_z1:.2f}, {_z2:.2f})"),
+                    mo.hstack(
+                        [
+                            digit_image(image_vae.images[_i], "the digit", scale=16),
+                            digit_image(image_vae.reconstructions[_i], "decoded from μ(x)", scale=16),
+                        ],
+                        justify="start",
+                    ),
+                ]
+            ),
+        ],
+        widths=[3, 2],
+    )
     return
 
 
 @app.cell
 def _(latent_z1, latent_z2):
     # drag the point; the two sliders above are the keyboard path to the same code
-    latent_point = widgets.point_2d(x=latent_z1.value, y=latent_z2.value, x_bounds=(-3.0, 3.0),
-                                    y_bounds=(-3.0, 3.0), size=220)
+    latent_point = widgets.point_2d(
+        x=latent_z1.value, y=latent_z2.value, x_bounds=(-3.0, 3.0), y_bounds=(-3.0, 3.0), size=220
+    )
     return (latent_point,)
 
 
@@ -992,12 +1266,17 @@ def _(image_vae, latent_point, latent_z1, latent_z2):
     mo.stop(bool(image_vae.stopped))
     latent_code = widgets.point(latent_point.value)
     decoded = lab.decode_point(lesson_cells(), image_vae.model, *latent_code).reshape(image_vae.image_shape)
-    mo.vstack([
-        mo.md("**Latent explorer**: drag the point (or use the sliders) to choose a code, and see "
-              "what the decoder makes of it."),
-        mo.hstack([mo.vstack([latent_point, latent_z1, latent_z2]), decoded_map(image_vae, *latent_code)],
-                  justify="start"),
-    ])
+    mo.vstack(
+        [
+            mo.md(
+                "**Latent explorer**: drag the point (or use the sliders) to choose a code, and see "
+                "what the decoder makes of it."
+            ),
+            mo.hstack(
+                [mo.vstack([latent_point, latent_z1, latent_z2]), decoded_map(image_vae, *latent_code)], justify="start"
+            ),
+        ]
+    )
     return decoded, latent_code
 
 
@@ -1046,16 +1325,22 @@ def _(image_vae, walk_from, walk_steps, walk_to):
         walk = None
         _shown = mo.md("*Pick two different digits: from a digit to itself, both paths stand still.*")
     else:
-        walk = lab.interpolation(lesson_cells(), interpolate_codes, image_vae, walk_from.value, walk_to.value,
-                                 steps=walk_steps.value)
-        _shown = mo.vstack([
-            digit_image(plot.tile_images(np.concatenate([walk.latent_path, walk.pixel_path]),
-                                         ncols=walk_steps.value),
-                        "row 1: decoded codes z(t) from μ(x_a) to μ(x_b); row 2: the pixels (1 − t)x_a + t x_b",
-                        scale=5),
-            mo.md(f"Distance of each midpoint to the nearest other held-out digit (RMS per pixel): "
-                  f"latent path **{walk.latent_distance:.3f}**, pixel path **{walk.pixel_distance:.3f}**."),
-        ])
+        walk = lab.interpolation(
+            lesson_cells(), interpolate_codes, image_vae, walk_from.value, walk_to.value, steps=walk_steps.value
+        )
+        _shown = mo.vstack(
+            [
+                digit_image(
+                    plot.tile_images(np.concatenate([walk.latent_path, walk.pixel_path]), ncols=walk_steps.value),
+                    "row 1: decoded codes z(t) from μ(x_a) to μ(x_b); row 2: the pixels (1 − t)x_a + t x_b",
+                    scale=5,
+                ),
+                mo.md(
+                    f"Distance of each midpoint to the nearest other held-out digit (RMS per pixel): "
+                    f"latent path **{walk.latent_distance:.3f}**, pixel path **{walk.pixel_distance:.3f}**."
+                ),
+            ]
+        )
     _shown
     return (walk,)
 
@@ -1066,33 +1351,40 @@ def _(image_vae, walk_firsts):
     # every pair of the menu's ten digits, scored as above
     walk_pairs = lab.midpoints_to_data(lesson_cells(), interpolate_codes, image_vae, walk_firsts)
     _closer = walk_pairs[:, 0] < walk_pairs[:, 1]
-    mo.md(f"Over the {len(walk_pairs)} pairs of the menu's digits, the latent midpoint is the "
-          f"closer to a held-out digit for **{int(_closer.sum())}**; the median ratio latent/pixel "
-          f"distance is **{np.median(walk_pairs[:, 0] / walk_pairs[:, 1]):.2f}**.")
+    mo.md(
+        f"Over the {len(walk_pairs)} pairs of the menu's digits, the latent midpoint is the "
+        f"closer to a held-out digit for **{int(_closer.sum())}**; the median ratio latent/pixel "
+        f"distance is **{np.median(walk_pairs[:, 0] / walk_pairs[:, 1]):.2f}**."
+    )
     return (walk_pairs,)
 
 
 @app.cell
 def _(digit_labels):
     draw_start = mo.ui.dropdown(
-        options={"blank": -1, **{f"a held-out {_d}": int(np.flatnonzero(digit_labels == _d)[0])
-                                 for _d in range(10)}},
-        value="a held-out 3", label="start from")
-    mo.vstack([mo.md(r"""
+        options={"blank": -1, **{f"a held-out {_d}": int(np.flatnonzero(digit_labels == _d)[0]) for _d in range(10)}},
+        value="a held-out 3",
+        label="start from",
+    )
+    mo.vstack(
+        [
+            mo.md(r"""
     **Draw a digit.** Draw on the canvas (it starts with a held-out digit; the menu is the
     keyboard path to another one, or to a blank canvas). The drawing is scanned as the UCI digits
     were (`widgets.to_digit`: fitted to the frame, then 32×32 cells and 4×4 blocks; a held-out
     digit left as it starts is already fitted, and is scanned as it is) and encoded: its
     $q(z\mid x)$ appears as a 2σ ellipse among the codes of the held-out digits, next to what the
     decoder makes of its mean.
-    """), draw_start])
+    """),
+            draw_start,
+        ]
+    )
     return (draw_start,)
 
 
 @app.cell
 def _(digits_test, draw_start):
-    digit_canvas = widgets.canvas(size=192, start=None if draw_start.value < 0
-                                  else digits_test[draw_start.value])
+    digit_canvas = widgets.canvas(size=192, start=None if draw_start.value < 0 else digits_test[draw_start.value])
     digit_canvas
     return (digit_canvas,)
 
@@ -1107,18 +1399,33 @@ def _(digit_canvas, digits_test, draw_start, image_vae):
     _untouched = draw_start.value >= 0 and np.allclose(_as_is, digits_test[draw_start.value], atol=0.005)
     drawn_digit = _as_is if _untouched else widgets.to_digit(_ink)
     drawn_code = lab.encode_image(lesson_cells(), image_vae.model, drawn_digit)
-    _map = plot.point_layers({"held-out digits' codes μ(x)": (np.round(image_vae.latents, 2), "data"),
-                              "your drawing: 2σ ellipse of q(z | x)": (np.round(drawn_code.ellipse, 2), "model")},
-                             domain=(-4, 4), height=320, size=8,
-                             title="where your drawing lands in the latent space")
-    _images = mo.hstack([digit_image(drawn_digit, "as the model sees it (8×8)", scale=16),
-                         digit_image(drawn_code.reconstruction, "decoded from μ", scale=16)], justify="start")
-    mo.vstack([
-        mo.md(f"μ = ({drawn_code.mean[0]:.2f}, {drawn_code.mean[1]:.2f}) · σ = "
-              f"({drawn_code.std[0]:.2f}, {drawn_code.std[1]:.2f})" + (
-                  " · the canvas is blank: draw a digit." if not drawn_digit.any() else "")),
-        mo.hstack([ui.chart(_map), _images], widths=[3, 2]),
-    ])
+    _map = plot.point_layers(
+        {
+            "held-out digits' codes μ(x)": (np.round(image_vae.latents, 2), "data"),
+            "your drawing: 2σ ellipse of q(z | x)": (np.round(drawn_code.ellipse, 2), "model"),
+        },
+        domain=(-4, 4),
+        height=320,
+        size=8,
+        title="where your drawing lands in the latent space",
+    )
+    _images = mo.hstack(
+        [
+            digit_image(drawn_digit, "as the model sees it (8×8)", scale=16),
+            digit_image(drawn_code.reconstruction, "decoded from μ", scale=16),
+        ],
+        justify="start",
+    )
+    mo.vstack(
+        [
+            mo.md(
+                f"μ = ({drawn_code.mean[0]:.2f}, {drawn_code.mean[1]:.2f}) · σ = "
+                f"({drawn_code.std[0]:.2f}, {drawn_code.std[1]:.2f})"
+                + (" · the canvas is blank: draw a digit." if not drawn_digit.any() else "")
+            ),
+            mo.hstack([ui.chart(_map), _images], widths=[3, 2]),
+        ]
+    )
     return drawn_code, drawn_digit
 
 
@@ -1189,12 +1496,22 @@ def _(image_vae, iwae_K):
     _mine = list(iwae.K).index(iwae_K.value)
     _rows = ["| K | IWAE_K (nats per image) | IWAE_K − ELBO |", "|---|---|---|"] + [
         f"| {_k} | {_b:.3f} ± {_se:.2f} | {_g:.3f} |"
-        for _k, _b, _se, _g in zip(iwae.K, iwae.bound, iwae.standard_error, iwae_gap)]
-    mo.vstack([mo.md(f"ELBO (IWAE_1, the row K = 1): **{iwae.bound[0]:.3f}** nats per image. With your "
-                     f"K = {iwae_K.value}: IWAE = **{iwae.bound[_mine]:.3f}**, "
-                     f"**{iwae_gap[_mine]:.3f}** nats above the ELBO."),
-               iwae_K, mo.md("\n".join(_rows) + "\n\n(± one standard error of the average over the "
-                                                  "360 images; each row draws its own z.)")])
+        for _k, _b, _se, _g in zip(iwae.K, iwae.bound, iwae.standard_error, iwae_gap)
+    ]
+    mo.vstack(
+        [
+            mo.md(
+                f"ELBO (IWAE_1, the row K = 1): **{iwae.bound[0]:.3f}** nats per image. With your "
+                f"K = {iwae_K.value}: IWAE = **{iwae.bound[_mine]:.3f}**, "
+                f"**{iwae_gap[_mine]:.3f}** nats above the ELBO."
+            ),
+            iwae_K,
+            mo.md(
+                "\n".join(_rows) + "\n\n(± one standard error of the average over the "
+                "360 images; each row draws its own z.)"
+            ),
+        ]
+    )
     return iwae, iwae_gap
 
 
@@ -1247,8 +1564,12 @@ def fit_posterior(model, x, steps, lr=0.05, on_step=None):
 
 @app.cell
 def _():
-    amortise_steps = mo.ui.slider(steps=[10, 25, 50, 100, 200, 400, 800], value=lab.AMORTISATION_STEPS,
-                                  label="Adam steps per image", show_value=True)
+    amortise_steps = mo.ui.slider(
+        steps=[10, 25, 50, 100, 200, 400, 800],
+        value=lab.AMORTISATION_STEPS,
+        label="Adam steps per image",
+        show_value=True,
+    )
     amortise_run = mo.ui.run_button(label="Optimise q for each image")
     mo.hstack([amortise_steps, amortise_run], justify="start")
     return amortise_run, amortise_steps
@@ -1259,8 +1580,13 @@ def _(amortise_run, amortise_steps, image_shipped, image_vae):
     mo.stop(bool(image_vae.stopped))
     if amortise_run.value:
         with mo.status.progress_bar(total=amortise_steps.value, title="optimising", remove_on_exit=True) as _bar:
-            amortisation = lab.amortisation_gap(lesson_cells(), fit_posterior, image_vae, steps=amortise_steps.value,
-                                                on_step=throttled(_bar, amortise_steps.value))
+            amortisation = lab.amortisation_gap(
+                lesson_cells(),
+                fit_posterior,
+                image_vae,
+                steps=amortise_steps.value,
+                on_step=throttled(_bar, amortise_steps.value),
+            )
     else:
         mo.stop(not image_shipped, mo.md("*Press **Optimise q for each image** to measure the model trained above.*"))
         try:
@@ -1268,23 +1594,39 @@ def _(amortise_run, amortise_steps, image_shipped, image_vae):
         except ValueError as _err:
             mo.stop(True, ui.not_loaded(_err))
     _a = amortisation
-    _rows = ["| q(z \\| x) | ELBO (nats per image, 300 draws) |", "|---|---|",
-             f"| the encoder's, amortised | {_a.encoder_elbo.mean():.3f} |",
-             f"| optimised for each image ({_a.steps} Adam steps) | {_a.fitted_elbo.mean():.3f} |",
-             f"| the same, IWAE₃₀₀ | {_a.fitted_iwae.mean():.3f} |"]
-    _hist = plot.histogram_grid({"ELBO(q*) − ELBO(encoder's q)": _a.fitted_elbo - _a.encoder_elbo}, bins=40,
-                                columns=1, x_title="amortisation gap of one image (nats)", panel_width=420,
-                                panel_height=120)
-    mo.vstack([
-        mo.md("\n".join(_rows) + f"\n\nAmortisation gap **{_a.amortisation:.3f}** nats, "
-              f"**{100 * _a.amortisation / _a.total:.0f} %** of the **{_a.total:.3f}** nats between the "
-              f"encoder's ELBO and IWAE₃₀₀ with q*; the ELBO rose for "
-              f"**{100 * (_a.fitted_elbo > _a.encoder_elbo).mean():.0f} %** of the 360 images."),
-        ui.chart(_hist),
-        mo.md("*Shown: computed just now by this page's cells.*" if amortise_run.value else
-              lab.shipped_caption("Optimise q for each image", f"{lab.AMORTISATION_STEPS} steps",
-                                  "the optimised q")),
-    ])
+    _rows = [
+        "| q(z \\| x) | ELBO (nats per image, 300 draws) |",
+        "|---|---|",
+        f"| the encoder's, amortised | {_a.encoder_elbo.mean():.3f} |",
+        f"| optimised for each image ({_a.steps} Adam steps) | {_a.fitted_elbo.mean():.3f} |",
+        f"| the same, IWAE₃₀₀ | {_a.fitted_iwae.mean():.3f} |",
+    ]
+    _hist = plot.histogram_grid(
+        {"ELBO(q*) − ELBO(encoder's q)": _a.fitted_elbo - _a.encoder_elbo},
+        bins=40,
+        columns=1,
+        x_title="amortisation gap of one image (nats)",
+        panel_width=420,
+        panel_height=120,
+    )
+    mo.vstack(
+        [
+            mo.md(
+                "\n".join(_rows) + f"\n\nAmortisation gap **{_a.amortisation:.3f}** nats, "
+                f"**{100 * _a.amortisation / _a.total:.0f} %** of the **{_a.total:.3f}** nats between the "
+                f"encoder's ELBO and IWAE₃₀₀ with q*; the ELBO rose for "
+                f"**{100 * (_a.fitted_elbo > _a.encoder_elbo).mean():.0f} %** of the 360 images."
+            ),
+            ui.chart(_hist),
+            mo.md(
+                "*Shown: computed just now by this page's cells.*"
+                if amortise_run.value
+                else lab.shipped_caption(
+                    "Optimise q for each image", f"{lab.AMORTISATION_STEPS} steps", "the optimised q"
+                )
+            ),
+        ]
+    )
     return (amortisation,)
 
 
@@ -1292,12 +1634,16 @@ def _(amortise_run, amortise_steps, image_shipped, image_vae):
 def _():
     exercise_iwae = exercises.ChoiceExercise(
         question="**Exercise 7.** As K grows, IWAE_K − ELBO approaches…",
-        options={"0": "zero", "KL(q(z|x) ‖ p(z|x)), averaged over the data": "posterior kl",
-                 "KL(q(z|x) ‖ N(0, I))": "prior kl"},
+        options={
+            "0": "zero",
+            "KL(q(z|x) ‖ p(z|x)), averaged over the data": "posterior kl",
+            "KL(q(z|x) ‖ N(0, I))": "prior kl",
+        },
         truth="posterior kl",
         hint="log p(x) = ELBO + KL(q(z|x) ‖ p(z|x)), and IWAE_K tends to log p(x).",
         explanation="The gap is the distance from the encoder's Gaussian to the true posterior, "
-        "not the KL term of the ELBO.")
+        "not the KL term of the ELBO.",
+    )
     answer_iwae = ui.answer_box(exercise_iwae)
     return answer_iwae, exercise_iwae
 
@@ -1382,16 +1728,18 @@ def _():
         with engine.random.fork_rng(0):
             mu = engine.zeros(4, 2, requires_grad=True)
             logvar = engine.zeros(4, 2, requires_grad=True)
-            z = vae.reparameterize(mu, logvar)                    # z = μ + σ·ε, differentiable
-            kl_terms = vae.gaussian_kl(mu, logvar)                # −½ Σ (1 + log σ² − μ² − σ²), per sample
+            z = vae.reparameterize(mu, logvar)  # z = μ + σ·ε, differentiable
+            kl_terms = vae.gaussian_kl(mu, logvar)  # −½ Σ (1 + log σ² − μ² − σ²), per sample
             (F.mse_loss(z, engine.ones(4, 2)) + kl_terms.mean()).backward()
             model = vae.VAE(input_dim=2, hidden=64, latent_dim=2, obs_var=0.05)  # Gaussian decoder
             X, _ = data.make_moons(500, noise=0.05)
             # a few steps to show the calls (section 5's model takes 800)
             history = vae.train_vae(model, X, steps=5, lr=3e-3, beta=1.0)
             generated = model.generate(3)
-        return (f"mu.grad.shape = {mu.grad.shape} · last ELBO {history.elbo[-1]:.2f} · "
-                f"model.generate(3).shape = {generated.shape}")
+        return (
+            f"mu.grad.shape = {mu.grad.shape} · last ELBO {history.elbo[-1]:.2f} · "
+            f"model.generate(3).shape = {generated.shape}"
+        )
 
     mo.md(f"## The same in your own script\n\n`{_script()}`")
     return
@@ -1399,10 +1747,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    mo.md(
-        "---\n\n**The end of the course.** Back to the start, or to the formulas: "
-        + toc.nav_md(METADATA["id"])
-    )
+    mo.md("---\n\n**The end of the course.** Back to the start, or to the formulas: " + toc.nav_md(METADATA["id"]))
     return
 
 

@@ -72,8 +72,10 @@ STATIC_PREFIX = "static"
 # fetches from PyPI at the versions pyproject.toml pins (copied from there).
 WIDGET_PACKAGES = ("wigglystuff", "anywidget", "drawdata")
 WIDGET_DEPENDENCIES = tuple(
-    d for d in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
-    if d.split("==")[0] in WIDGET_PACKAGES)
+    d
+    for d in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    if d.split("==")[0] in WIDGET_PACKAGES
+)
 WASM_DEPENDENCIES = ("numpy", "pillow", "altair", "matplotlib") + WIDGET_DEPENDENCIES
 SITE_TITLE = "Deep learning, from the gradient up"
 
@@ -114,13 +116,25 @@ def ensure_pyodide_lock(version: str = PYODIDE_VERSION) -> Path:
             return PYODIDE_LOCK
     npm = shutil.which("npm")
     if npm is None:
-        raise SystemExit("build_site: npm is needed to fetch the Pyodide lock file (pyodide@"
-                         f"{version} from the npm registry); install Node.js and npm")
+        raise SystemExit(
+            "build_site: npm is needed to fetch the Pyodide lock file (pyodide@"
+            f"{version} from the npm registry); install Node.js and npm"
+        )
     PYODIDE_DIR.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [npm, "install", "--prefix", str(PYODIDE_DIR), "--no-save", "--no-audit", "--no-fund",
-         "--no-package-lock", f"pyodide@{version}"],
-        check=True, timeout=600,
+        [
+            npm,
+            "install",
+            "--prefix",
+            str(PYODIDE_DIR),
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            "--no-package-lock",
+            f"pyodide@{version}",
+        ],
+        check=True,
+        timeout=600,
     )
     installed = json.loads(package_json.read_text())["version"]
     if installed != version:
@@ -160,8 +174,7 @@ def stage(entry) -> Path:
     """
     target = STAGE_DIR / entry.path
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(with_wasm_header((ROOT / entry.path).read_text(encoding="utf-8")),
-                      encoding="utf-8")
+    target.write_text(with_wasm_header((ROOT / entry.path).read_text(encoding="utf-8")), encoding="utf-8")
     return target
 
 
@@ -175,8 +188,9 @@ class Result:
 
 
 def _run(command: list, env: dict, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
 def _tail(process: subprocess.CompletedProcess, lines: int = 25) -> str:
@@ -189,13 +203,24 @@ def export_wasm(entry, out: Path, env: dict, lock: threading.Lock) -> Result:
     started = time.monotonic()
     staged = stage(entry)
     target = out / wasm_path(entry.id)
-    command = [sys.executable, "-m", "marimo", "export", "html-wasm", str(staged), "-o",
-               str(target), "--mode", "run", "--no-sandbox", "-f"]
+    command = [
+        sys.executable,
+        "-m",
+        "marimo",
+        "export",
+        "html-wasm",
+        str(staged),
+        "-o",
+        str(target),
+        "--mode",
+        "run",
+        "--no-sandbox",
+        "-f",
+    ]
     with lock:  # pages of one folder share its assets/ and public/wheels/: one export at a time
         process = _run(command, env, timeout=600)
     if process.returncode != 0 or not target.is_file():
-        result.errors.append(f"marimo export html-wasm failed (exit {process.returncode}):\n"
-                             + _tail(process))
+        result.errors.append(f"marimo export html-wasm failed (exit {process.returncode}):\n" + _tail(process))
     result.seconds = time.monotonic() - started
     return result
 
@@ -205,12 +230,13 @@ def export_static(entry, out: Path, env: dict) -> Result:
     started = time.monotonic()
     target = out / static_path(entry.id)
     target.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "marimo", "export", "html", entry.path, "-o", str(target),
-               "--no-sandbox", "-f"]
+    command = [sys.executable, "-m", "marimo", "export", "html", entry.path, "-o", str(target), "--no-sandbox", "-f"]
     process = _run(command, env, timeout=900)
     if process.returncode != 0 or not target.is_file():
-        result.errors.append(f"marimo export html failed (exit {process.returncode}); a cell "
-                             f"raised or the export broke:\n" + _tail(process))
+        result.errors.append(
+            f"marimo export html failed (exit {process.returncode}); a cell "
+            f"raised or the export broke:\n" + _tail(process)
+        )
     result.seconds = time.monotonic() - started
     return result
 
@@ -292,8 +318,7 @@ def page_wheels(out: Path, entry) -> dict[str, Path]:
     page = out / wasm_path(entry.id)
     requirements = wheel_requirements(embedded_notebook(page.read_text(encoding="utf-8")))
     base = page.parent / "assets" / "x"  # the Pyodide worker script's location
-    return {name: Path(os.path.normpath(base.parent / urllib.parse.unquote(url)))
-            for name, url in requirements.items()}
+    return {name: Path(os.path.normpath(base.parent / urllib.parse.unquote(url))) for name, url in requirements.items()}
 
 
 def select_entries(only, allow_missing: bool) -> tuple[list, list]:
@@ -304,8 +329,11 @@ def select_entries(only, allow_missing: bool) -> tuple[list, list]:
         raise SystemExit(f"build_site: unknown page id(s) {sorted(unknown)}")
     missing = [e.path for e in entries if not (ROOT / e.path).is_file()]
     if missing and not allow_missing:
-        raise SystemExit("build_site: pages listed in engine/course/toc.py are missing: "
-                         + ", ".join(missing) + " (--allow-missing builds the others)")
+        raise SystemExit(
+            "build_site: pages listed in engine/course/toc.py are missing: "
+            + ", ".join(missing)
+            + " (--allow-missing builds the others)"
+        )
     return [e for e in entries if (ROOT / e.path).is_file()], missing
 
 
@@ -332,8 +360,7 @@ def export_env(lock_file: Path) -> dict:
 def fresh_out(out: Path) -> None:
     """Empty the output folder, refusing to delete anything this script did not build."""
     if out.exists():
-        if out == ROOT or ROOT.is_relative_to(out) or (
-                any(out.iterdir()) and not (out / "site.json").is_file()):
+        if out == ROOT or ROOT.is_relative_to(out) or (any(out.iterdir()) and not (out / "site.json").is_file()):
             raise SystemExit(f"build_site: refusing to replace {out}: not a site this script built")
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -344,8 +371,7 @@ def export_pages(entries, out: Path, env: dict, jobs: int, static: bool) -> list
     folder_locks = {folder: threading.Lock() for folder in ("notebooks", "cheatsheets")}
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = [pool.submit(export_wasm, e, out, env, folder_locks[e.path.split("/")[0]])
-                       for e in entries]
+            futures = [pool.submit(export_wasm, e, out, env, folder_locks[e.path.split("/")[0]]) for e in entries]
             if static:
                 futures += [pool.submit(export_static, e, out, env) for e in entries]
             results = [f.result() for f in futures]
@@ -364,16 +390,19 @@ def check_wheels(out: Path, entries) -> tuple[set, list]:
             continue
         found = page_wheels(out, e)
         if "engine" not in found or not found["engine"].is_file():
-            failures.append(Result(e.id, "wheel", errors=[
-                f"{wasm_path(e.id)} does not name an existing engine wheel: {found}"]))
+            failures.append(
+                Result(e.id, "wheel", errors=[f"{wasm_path(e.id)} does not name an existing engine wheel: {found}"])
+            )
         else:
             wheels.add(found["engine"].name)
     if len(wheels) > 1:
         # Each page bundles only the engine modules it reaches; engine/__init__.py and
         # engine/course/__init__.py must import every submodule for the pages to share one wheel.
-        print(f"build_site: warning: the pages bundle {len(wheels)} different engine wheels "
-              f"({', '.join(sorted(wheels))}); engine/__init__.py and engine/course/__init__.py should "
-              "import every submodule")
+        print(
+            f"build_site: warning: the pages bundle {len(wheels)} different engine wheels "
+            f"({', '.join(sorted(wheels))}); engine/__init__.py and engine/course/__init__.py should "
+            "import every submodule"
+        )
     return wheels, failures
 
 
@@ -389,16 +418,23 @@ def write_index_and_manifest(out: Path, entries, wheels: set, missing: list, sta
         "pyodide": PYODIDE_VERSION,
         "wasm_dependencies": list(WASM_DEPENDENCIES),
         "engine_wheels": sorted(wheels),
-        "pages": [{"id": e.id, "kind": e.kind, "title": e.title, "source": e.path,
-                   "wasm": wasm_path(e.id), "static": static_path(e.id) if static else None}
-                  for e in entries],
+        "pages": [
+            {
+                "id": e.id,
+                "kind": e.kind,
+                "title": e.title,
+                "source": e.path,
+                "wasm": wasm_path(e.id),
+                "static": static_path(e.id) if static else None,
+            }
+            for e in entries
+        ],
         "missing": missing,
     }
     (out / "site.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
-def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
-          static: bool = True) -> int:
+def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False, static: bool = True) -> int:
     """Build the site into ``out``; 0 when every export succeeded, 1 otherwise (failures on stderr)."""
     started = time.monotonic()
     entries, missing = select_entries(only, allow_missing)
@@ -408,8 +444,10 @@ def build(out: Path, only=None, jobs: int = 2, allow_missing: bool = False,
     wheels, wheel_failures = check_wheels(out, entries)
     write_index_and_manifest(out, entries, wheels, missing, static)
 
-    print(f"site: {len(entries)} pages ({len(missing)} missing) in {out}, "
-          f"{folder_size(out) / 2**20:.1f} MiB, built in {time.monotonic() - started:.0f} s")
+    print(
+        f"site: {len(entries)} pages ({len(missing)} missing) in {out}, "
+        f"{folder_size(out) / 2**20:.1f} MiB, built in {time.monotonic() - started:.0f} s"
+    )
     failures = [r for r in results if r.errors] + wheel_failures
     if failures:
         for r in failures:
@@ -424,20 +462,20 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "_site", help="output folder (_site)")
     parser.add_argument("--only", nargs="+", metavar="ID", help="build only these page ids")
     parser.add_argument("--jobs", type=int, default=2, help="exports run at once (2)")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="build the pages that exist when some listed pages are missing")
-    parser.add_argument("--no-static", dest="static", action="store_false",
-                        help="skip the static (non-WASM) exports")
-    parser.add_argument("--tools-only", action="store_true",
-                        help="only fetch the Pyodide lock file (npm) and check for uv, then stop")
+    parser.add_argument(
+        "--allow-missing", action="store_true", help="build the pages that exist when some listed pages are missing"
+    )
+    parser.add_argument("--no-static", dest="static", action="store_false", help="skip the static (non-WASM) exports")
+    parser.add_argument(
+        "--tools-only", action="store_true", help="only fetch the Pyodide lock file (npm) and check for uv, then stop"
+    )
     args = parser.parse_args(argv)
     if args.tools_only:
         print(f"Pyodide lock file: {ensure_pyodide_lock()}")
         require_uv()
         return 0
     out = args.out if args.out.is_absolute() else Path.cwd() / args.out
-    return build(out, only=args.only, jobs=args.jobs, allow_missing=args.allow_missing,
-                 static=args.static)
+    return build(out, only=args.only, jobs=args.jobs, allow_missing=args.allow_missing, static=args.static)
 
 
 if __name__ == "__main__":

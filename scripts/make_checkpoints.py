@@ -107,8 +107,10 @@ def main(argv=None) -> int:
         started = time.perf_counter()
         function, fingerprint = recipe(train)
         path = write(name, function(), made_by=made_by(lab, train), fingerprint=fingerprint)
-        print(f"{name}: {time.perf_counter() - started:.1f} s, {path.stat().st_size / 1024:.0f} KiB -> "
-              f"{path.relative_to(checkpoints.FOLDER.parents[2])}")
+        print(
+            f"{name}: {time.perf_counter() - started:.1f} s, {path.stat().st_size / 1024:.0f} KiB -> "
+            f"{path.relative_to(checkpoints.FOLDER.parents[2])}"
+        )
     return 0
 
 

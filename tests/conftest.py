@@ -31,9 +31,7 @@ from oracle import browser_available, require_browser, require_torch, torch_avai
 try:
     from hypothesis import HealthCheck, settings
 
-    settings.register_profile(
-        "course", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
-    )
+    settings.register_profile("course", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "course"))
 except ImportError:  # hypothesis is a test extra; tests that use it import it themselves
     pass
@@ -46,7 +44,8 @@ def pytest_collection_modifyitems(config, items):
     import site_build
 
     site_build.BUILT_THIS_SESSION = any(
-        item.nodeid.startswith(("tests/site/test_site.py", "tests/site/test_static_export.py")) for item in items)
+        item.nodeid.startswith(("tests/site/test_site.py", "tests/site/test_static_export.py")) for item in items
+    )
 
 
 def pytest_runtest_setup(item):
@@ -78,8 +77,10 @@ def pytest_report_header(config):
         lines.append(f"oracle: torch {torch.__version__}")
     else:
         lines.append("oracle: torch not installed -> oracle tests will be skipped")
-    lines.append("browser: " + ("chromium + playwright found" if browser_available()
-                                else "unavailable -> browser tests will be skipped"))
+    lines.append(
+        "browser: "
+        + ("chromium + playwright found" if browser_available() else "unavailable -> browser tests will be skipped")
+    )
     for variable in ("REQUIRE_ORACLE", "REQUIRE_BROWSER"):
         if os.environ.get(variable):
             lines.append(f"{variable}={os.environ[variable]}")

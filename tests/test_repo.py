@@ -72,7 +72,10 @@ def _free_port() -> int:
 def _make_dry_run(target: str, *variables: str) -> str:
     result = subprocess.run(
         ["make", "-n", target, f"VENV={sys.prefix}", *variables],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -101,15 +104,16 @@ def test_the_test_tiers_are_markers_and_the_readme_names_each():
 @pytest.mark.slow
 def test_make_run_serves_the_gallery_on_localhost_only():
     port = _free_port()
-    command = next(
-        line for line in _make_dry_run("run", f"PORT={port}").splitlines() if "marimo run" in line
-    )
+    command = next(line for line in _make_dry_run("run", f"PORT={port}").splitlines() if "marimo run" in line)
     folders = [name for name in ("notebooks", "cheatsheets") if (ROOT / name).is_dir()]
     if not folders:
         pytest.fail("neither notebooks/ nor cheatsheets/ exists: nothing for `make run` to serve")
     assert f"marimo run {' '.join(folders)} " in command and "--host 127.0.0.1" in command
     server = subprocess.Popen(
-        shlex.split(command), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        shlex.split(command),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     try:
@@ -126,7 +130,8 @@ def test_make_run_serves_the_gallery_on_localhost_only():
                 time.sleep(0.5)
         psutil = pytest.importorskip("psutil")
         listening = {
-            c.laddr.ip for c in psutil.Process(server.pid).net_connections(kind="inet")
+            c.laddr.ip
+            for c in psutil.Process(server.pid).net_connections(kind="inet")
             if c.status == psutil.CONN_LISTEN
         }
         assert listening == {"127.0.0.1"}, f"marimo listens on {listening}"
@@ -190,7 +195,12 @@ def test_benchmark_runner_times_every_column_and_reports_errors(tmp_path):
     table = run.format_table([("fast engine", fast), ("broken column", broken)])
     lines = table.splitlines()
     assert [c.strip() for c in lines[0].split("|")[1:-1]] == [
-        "case", "engine ms", "numpy ms", "torch ms", "engine/numpy", "engine/torch",
+        "case",
+        "engine ms",
+        "numpy ms",
+        "torch ms",
+        "engine/numpy",
+        "engine/torch",
     ]
     ratio = fast["engine"].seconds / fast["numpy"].seconds
     assert f"{ratio:.2f}x" in lines[2]

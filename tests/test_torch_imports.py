@@ -73,9 +73,12 @@ def torch_imports_outside_the_mechanism(source: str, filename: str = "<test>") -
             return True
         if func.name.startswith("test_") or func.name in seen:
             return False
-        callers = [(f, c) for f, c in functions.values()
-                   if f is not func and any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == func.name
-                                            for n in ast.walk(f))]
+        callers = [
+            (f, c)
+            for f, c in functions.values()
+            if f is not func
+            and any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == func.name for n in ast.walk(f))
+        ]
         return bool(callers) and all(allowed(f, c, seen + (func.name,)) for f, c in callers)
 
     bad = []
@@ -96,25 +99,30 @@ def torch_imports_outside_the_mechanism(source: str, filename: str = "<test>") -
 
 
 def test_every_torch_import_in_the_tests_goes_through_the_oracle_mechanism():
-    files = [p for p in TESTS.rglob("*.py")
-             if "support" not in p.relative_to(TESTS).parts and p.name != "conftest.py"]
+    files = [p for p in TESTS.rglob("*.py") if "support" not in p.relative_to(TESTS).parts and p.name != "conftest.py"]
     assert len(files) > 50
-    bad = [line for p in files for line in torch_imports_outside_the_mechanism(
-        p.read_text(encoding="utf-8"), str(p.relative_to(TESTS.parent)))]
+    bad = [
+        line
+        for p in files
+        for line in torch_imports_outside_the_mechanism(p.read_text(encoding="utf-8"), str(p.relative_to(TESTS.parent)))
+    ]
     assert not bad, "import torch only under the oracle marker or the torch fixture:\n" + "\n".join(bad)
 
 
-@pytest.mark.parametrize("source, found", [
-    ("import torch\n", 1),
-    ("def test_a():\n    import torch\n", 1),
-    ("def helper():\n    from torch import nn\n\ndef test_a():\n    helper()\n", 1),
-    ("def test_a(torch):\n    import torch.nn.functional as F\n", 0),
-    ("import pytest\n@pytest.mark.oracle\ndef test_a():\n    import torch\n", 0),
-    ("import pytest\npytestmark = [pytest.mark.oracle]\nimport torch\n", 0),
-    ("def test_a():\n    torch = require_torch()\n    import torch.nn\n", 0),
-    ("def helper():\n    import torch\n\ndef test_a(torch):\n    helper()\n", 0),
-    ("def helper():\n    import torch\n\ndef test_a(torch):\n    helper()\n\ndef test_b():\n    helper()\n", 1),
-    ("def helper():\n    import torch\n", 1),  # a helper nobody calls is no excuse
-])
+@pytest.mark.parametrize(
+    "source, found",
+    [
+        ("import torch\n", 1),
+        ("def test_a():\n    import torch\n", 1),
+        ("def helper():\n    from torch import nn\n\ndef test_a():\n    helper()\n", 1),
+        ("def test_a(torch):\n    import torch.nn.functional as F\n", 0),
+        ("import pytest\n@pytest.mark.oracle\ndef test_a():\n    import torch\n", 0),
+        ("import pytest\npytestmark = [pytest.mark.oracle]\nimport torch\n", 0),
+        ("def test_a():\n    torch = require_torch()\n    import torch.nn\n", 0),
+        ("def helper():\n    import torch\n\ndef test_a(torch):\n    helper()\n", 0),
+        ("def helper():\n    import torch\n\ndef test_a(torch):\n    helper()\n\ndef test_b():\n    helper()\n", 1),
+        ("def helper():\n    import torch\n", 1),  # a helper nobody calls is no excuse
+    ],
+)
 def test_the_check_finds_what_it_should(source, found):
     assert len(torch_imports_outside_the_mechanism(source)) == found

@@ -43,4 +43,3 @@ __all__ = ["check_number", "metadata", "render", "throttled", "verdict"]
 # leaves the collector only what pages create afterwards (gc.freeze; frozen objects are never freed,
 # which is what imported modules are anyway).
 gc.freeze()
-

@@ -39,8 +39,9 @@ def parse_number(answer):
     return value if math.isfinite(value) else None
 
 
-def check_number(answer, truth: float, hint: str, rel_tol: float = 0.0, abs_tol: float = 0.0,
-                 unit: str = "") -> tuple[bool | None, str]:
+def check_number(
+    answer, truth: float, hint: str, rel_tol: float = 0.0, abs_tol: float = 0.0, unit: str = ""
+) -> tuple[bool | None, str]:
     """Grade one numeric answer.
 
     Returns ``(None, prompt)`` when there is no usable answer yet, ``(True, praise)`` when
@@ -92,8 +93,9 @@ class NumberExercise(Exercise):
     explanation: str = ""
 
     def check(self, answer) -> tuple[bool | None, str]:
-        ok, message = check_number(answer, self.truth, self.hint, rel_tol=self.rel_tol,
-                                   abs_tol=self.abs_tol, unit=self.unit)
+        ok, message = check_number(
+            answer, self.truth, self.hint, rel_tol=self.rel_tol, abs_tol=self.abs_tol, unit=self.unit
+        )
         if ok and self.explanation:
             message = f"{message} {self.explanation}"
         return ok, message
@@ -112,8 +114,9 @@ class ChoiceExercise(Exercise):
 
     def __post_init__(self):
         if self.truth not in self.options.values():
-            raise ValueError(f"ChoiceExercise: the truth {self.truth!r} is not one of the options "
-                             f"{list(self.options.values())}")
+            raise ValueError(
+                f"ChoiceExercise: the truth {self.truth!r} is not one of the options {list(self.options.values())}"
+            )
 
     def check(self, answer) -> tuple[bool | None, str]:
         if answer is None:

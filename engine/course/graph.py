@@ -27,6 +27,7 @@ from engine.autograd import topological_order
 
 # ----------------------------------------------------------------------------- expressions
 
+
 def _engine_mul(a, b):
     return a * b
 
@@ -34,15 +35,26 @@ def _engine_mul(a, b):
 # Each expression is built with ``mul`` for its products, so that a page can pass its own
 # multiplication op (notebook 03's ``Mul.apply``) and the stepper runs that op's forward and backward.
 EXPRESSIONS = {
-    "square": dict(label="f = (x·y + sin x)²", latex=r"f = (x\,y + \sin x)^2",
-                   build=lambda x, y, z, mul=_engine_mul: (mul(x, y) + x.sin()) ** 2),
-    "neuron": dict(label="f = σ(w·x + b), with w = y, b = z", latex=r"f = \sigma(y\,x + z)",
-                   build=lambda x, y, z, mul=_engine_mul: (mul(y, x) + z).sigmoid()),
-    "quotient": dict(label="f = ln(x² + 1)·y / (y² + z² + 1)", latex=r"f = \frac{\ln(x^2 + 1)\,y}{y^2 + z^2 + 1}",
-                     build=lambda x, y, z, mul=_engine_mul: mul((mul(x, x) + 1.0).log(), y)
-                     / (mul(y, y) + mul(z, z) + 1.0)),
-    "reuse": dict(label="f = x·eˣ + x·y (x used three times)", latex=r"f = x\,e^{x} + x\,y",
-                  build=lambda x, y, z, mul=_engine_mul: mul(x, x.exp()) + mul(x, y)),
+    "square": dict(
+        label="f = (x·y + sin x)²",
+        latex=r"f = (x\,y + \sin x)^2",
+        build=lambda x, y, z, mul=_engine_mul: (mul(x, y) + x.sin()) ** 2,
+    ),
+    "neuron": dict(
+        label="f = σ(w·x + b), with w = y, b = z",
+        latex=r"f = \sigma(y\,x + z)",
+        build=lambda x, y, z, mul=_engine_mul: (mul(y, x) + z).sigmoid(),
+    ),
+    "quotient": dict(
+        label="f = ln(x² + 1)·y / (y² + z² + 1)",
+        latex=r"f = \frac{\ln(x^2 + 1)\,y}{y^2 + z^2 + 1}",
+        build=lambda x, y, z, mul=_engine_mul: mul((mul(x, x) + 1.0).log(), y) / (mul(y, y) + mul(z, z) + 1.0),
+    ),
+    "reuse": dict(
+        label="f = x·eˣ + x·y (x used three times)",
+        latex=r"f = x\,e^{x} + x\,y",
+        build=lambda x, y, z, mul=_engine_mul: mul(x, x.exp()) + mul(x, y),
+    ),
 }
 
 
@@ -50,8 +62,20 @@ def _label(ctx) -> str:
     name = type(ctx).__name__
     if name == "PowScalar":
         return f"pow {ctx.exponent:g}"
-    return {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Neg": "neg", "Exp": "exp", "Log": "log",
-            "Sin": "sin", "Cos": "cos", "Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}.get(name, name.lower())
+    return {
+        "Add": "add",
+        "Sub": "sub",
+        "Mul": "mul",
+        "Div": "div",
+        "Neg": "neg",
+        "Exp": "exp",
+        "Log": "log",
+        "Sin": "sin",
+        "Cos": "cos",
+        "Sigmoid": "sigmoid",
+        "Tanh": "tanh",
+        "Relu": "relu",
+    }.get(name, name.lower())
 
 
 def local_rule(ctx) -> tuple:
@@ -88,11 +112,15 @@ class Step:
 
     def text(self) -> str:
         if self.node.kind != "op":
-            return (f"**{self.node.label}** is an input: it receives its gradient "
-                    f"**∂f/∂{self.node.label} = {self.upstream:.6g}** (the sum of what its users sent).")
+            return (
+                f"**{self.node.label}** is an input: it receives its gradient "
+                f"**∂f/∂{self.node.label} = {self.upstream:.6g}** (the sum of what its users sent)."
+            )
         parts = ", ".join(f"{c:.6g} to **{label}**" for _, label, c in self.sends)
-        return (f"At **{self.node.label}** ({self.node.forward}), the gradient is g = ∂f/∂r = "
-                f"**{self.upstream:.6g}**. Local rule: {self.node.rule}. It sends g × local gradient: {parts}.")
+        return (
+            f"At **{self.node.label}** ({self.node.forward}), the gradient is g = ∂f/∂r = "
+            f"**{self.upstream:.6g}**. Local rule: {self.node.rule}. It sends g × local gradient: {parts}."
+        )
 
 
 @dataclass
@@ -135,8 +163,11 @@ class Graph:
         """For each node read more than once: {id: (partial sum, contributions arrived, expected)}
         after steps 0..k: accumulation made visible (the sum equals ``grad`` once all arrived)."""
         got = self.received(k)
-        return {n.id: (sum(c for _, c in got.get(n.id, [])), len(got.get(n.id, [])), self.uses(n.id))
-                for n in self.nodes if self.uses(n.id) > 1}
+        return {
+            n.id: (sum(c for _, c in got.get(n.id, [])), len(got.get(n.id, [])), self.uses(n.id))
+            for n in self.nodes
+            if self.uses(n.id) > 1
+        }
 
     def uses(self, id: int) -> int:
         """How many inputs of ops read node ``id`` (x·x reads x twice): the contributions it will receive."""
@@ -150,8 +181,17 @@ class Graph:
         """Arguments for ``engine.course.plot.graph_chart``: grads hidden for nodes not
         yet reached."""
         known = self.known_after(k) if k is not None else set(self.order)
-        nodes = [dict(id=n.id, label=n.label, value=n.value, depth=n.depth, kind=n.kind,
-                      grad=n.grad if n.id in known else None) for n in self.nodes]
+        nodes = [
+            dict(
+                id=n.id,
+                label=n.label,
+                value=n.value,
+                depth=n.depth,
+                kind=n.kind,
+                grad=n.grad if n.id in known else None,
+            )
+            for n in self.nodes
+        ]
         return dict(nodes=nodes, edges=self.edges, highlight=self.order[k] if k is not None else None, done=known)
 
 
@@ -172,7 +212,7 @@ def trace(output: Tensor, names: dict | None = None, backward: bool = True, sort
     order = topological_order(output)
     tensors, seen = list(order), {id(t) for t in order}
     for t in order:
-        for p in (t._ctx.parents if t._ctx is not None else ()):
+        for p in t._ctx.parents if t._ctx is not None else ():
             if id(p) not in seen:
                 seen.add(id(p))
                 tensors.append(p)
@@ -184,7 +224,7 @@ def trace(output: Tensor, names: dict | None = None, backward: bool = True, sort
         output.backward(retain_graph=True)  # step() replays each node's backward afterwards
     ids = {id(t): i for i, t in enumerate(tensors)}
     depth: dict = {}  # column: longest path from an input; parents come later in the order
-    for t in [*tensors[len(order):], *reversed(order)]:
+    for t in [*tensors[len(order) :], *reversed(order)]:
         parents = t._ctx.parents if t._ctx is not None else ()
         depth[id(t)] = 1 + max((depth[id(p)] for p in parents), default=-1)
 
@@ -219,7 +259,9 @@ def expression_graph(name: str, x: float, y: float, z: float, mul=None, sort=Non
         raise ValueError(f"graph.expression_graph: unknown expression {name!r}; choose one of {', '.join(EXPRESSIONS)}")
     leaves = {v: Tensor(np.array(val, dtype=np.float64), requires_grad=True) for v, val in zip("xyz", (x, y, z))}
     out = EXPRESSIONS[name]["build"](leaves["x"], leaves["y"], leaves["z"], mul or _engine_mul)
-    return trace(out, {t: v for v, t in leaves.items()}, sort=sort, walk=walk)  # a leaf f does not use is not in the graph
+    return trace(
+        out, {t: v for v, t in leaves.items()}, sort=sort, walk=walk
+    )  # a leaf f does not use is not in the graph
 
 
 def input_gradients(graph: Graph) -> dict:
@@ -260,8 +302,16 @@ def dense_layer_gradients(by_hand, n: int = 4, d_in: int = 3, d_out: int = 2, se
     Z = F.linear(Xt, Wt, bt)
     (Z * G).sum().backward()
     auto = {"dW": Wt.grad.numpy(), "db": bt.grad.numpy(), "dX": Xt.grad.numpy()}
-    shapes = {"X": X.shape, "W": W.shape, "b": b.shape, "Z": Z.shape, "dZ": G.shape,
-              "dW": by_hand["dW"].shape, "db": by_hand["db"].shape, "dX": by_hand["dX"].shape}
+    shapes = {
+        "X": X.shape,
+        "W": W.shape,
+        "b": b.shape,
+        "Z": Z.shape,
+        "dZ": G.shape,
+        "dW": by_hand["dW"].shape,
+        "db": by_hand["db"].shape,
+        "dX": by_hand["dX"].shape,
+    }
     return DenseGradients(shapes, by_hand, auto)
 
 

@@ -88,10 +88,17 @@ MEANINGS = {
     "validation": "computed on held-out data",
     "float32": "single precision",
     "float64": "double precision",
-    "sgd": "plain SGD", "momentum": "SGD with momentum", "nesterov": "SGD with Nesterov momentum",
-    "rmsprop": "RMSprop", "adam": "Adam", "adamw": "AdamW (decoupled weight decay)",
-    "mse": "mean squared error", "mae": "mean absolute error", "huber": "Huber loss",
-    "pseudo_huber": "pseudo-Huber loss", "cross_entropy": "cross-entropy",
+    "sgd": "plain SGD",
+    "momentum": "SGD with momentum",
+    "nesterov": "SGD with Nesterov momentum",
+    "rmsprop": "RMSprop",
+    "adam": "Adam",
+    "adamw": "AdamW (decoupled weight decay)",
+    "mse": "mean squared error",
+    "mae": "mean absolute error",
+    "huber": "Huber loss",
+    "pseudo_huber": "pseudo-Huber loss",
+    "cross_entropy": "cross-entropy",
     "kl_forward": "fitted by minimising KL(p‖q) (mode-covering)",
     "kl_reverse": "fitted by minimising KL(q‖p) (mode-seeking)",
 }
@@ -100,8 +107,18 @@ MEANINGS = {
 CLASS_COLORS = ("#2563eb", "#ea580c", "#16a34a", "#9333ea", "#0891b2", "#ca8a04", "#db2777", "#4b5563")
 
 # A second set of distinct colours for curves that have no fixed meaning (several activations).
-SERIES_COLORS = ("#2563eb", "#ea580c", "#16a34a", "#9333ea", "#0891b2", "#ca8a04", "#db2777",
-                 "#4b5563", "#65a30d", "#be123c")
+SERIES_COLORS = (
+    "#2563eb",
+    "#ea580c",
+    "#16a34a",
+    "#9333ea",
+    "#0891b2",
+    "#ca8a04",
+    "#db2777",
+    "#4b5563",
+    "#65a30d",
+    "#be123c",
+)
 
 HEIGHT = 260
 
@@ -211,15 +228,21 @@ def _series_colors(names, colors=None, *, field="series", title="", palette=None
     import altair as alt
 
     names = list(names)
-    return alt.Color(f"{field}:N", title=title, sort=names, legend=alt.Legend(orient="bottom") if legend else None,
-                     scale=alt.Scale(domain=names, range=list(palette or _color_range(names, colors))))
+    return alt.Color(
+        f"{field}:N",
+        title=title,
+        sort=names,
+        legend=alt.Legend(orient="bottom") if legend else None,
+        scale=alt.Scale(domain=names, range=list(palette or _color_range(names, colors))),
+    )
 
 
 def _color_range(names, colors=None) -> list:
     """The colour of each series name: ``colors[name]``, else its palette colour, else the next series colour."""
     colors = colors or {}
-    return [color(colors.get(n, n if n in PALETTE else SERIES_COLORS[i % len(SERIES_COLORS)]))
-            for i, n in enumerate(names)]
+    return [
+        color(colors.get(n, n if n in PALETTE else SERIES_COLORS[i % len(SERIES_COLORS)])) for i, n in enumerate(names)
+    ]
 
 
 def _tooltip(*fields):
@@ -253,17 +276,33 @@ def _stacked(series: dict, **columns) -> dict:
     other keyword adds a column of one value per series (``dash=[...]``)."""
     parts = list(series.values())
     lengths = [len(next(iter(p.values()))) for p in parts]
-    out = {k: np.concatenate([np.asarray(p[k]) for p in parts]) if parts else np.array([])
-           for k in (parts[0] if parts else {})}
+    out = {
+        k: np.concatenate([np.asarray(p[k]) for p in parts]) if parts else np.array([])
+        for k in (parts[0] if parts else {})
+    }
     out["series"] = np.repeat(np.asarray(list(series), dtype=object), lengths)
     for name, per_series in columns.items():
         out[name] = np.repeat(np.asarray(per_series), lengths)
     return out
 
 
-def curves(x, ys: dict, *, x_title: str = "x", y_title: str = "y", title=None, colors=None,
-           dashed=(), y_domain=None, height=HEIGHT, legend_title: str = "", log_y: bool = False,
-           dots: dict | None = None, n_dots: int = 41, log_x: bool = False):
+def curves(
+    x,
+    ys: dict,
+    *,
+    x_title: str = "x",
+    y_title: str = "y",
+    title=None,
+    colors=None,
+    dashed=(),
+    y_domain=None,
+    height=HEIGHT,
+    legend_title: str = "",
+    log_y: bool = False,
+    dots: dict | None = None,
+    n_dots: int = 41,
+    log_x: bool = False,
+):
     """Several curves y(x) on one chart with one legend; optionally dots on top.
 
     ``ys`` maps a series name to its values over ``x`` (or to ``(x_i, y_i)`` for its own x);
@@ -282,7 +321,7 @@ def curves(x, ys: dict, *, x_title: str = "x", y_title: str = "y", title=None, c
         colors.setdefault(name, "autograd")
     lines = {}
     for name, v in ys.items():
-        xs, yv = (v if isinstance(v, tuple) else (x, v))
+        xs, yv = v if isinstance(v, tuple) else (x, v)
         lines[name] = {"x": np.asarray(xs, dtype=float), "y": _mask(yv, y_domain, log_y)}
     encoding = [
         alt.X("x:Q", title=x_title, scale=_scale(type="log") if log_x else alt.Undefined),
@@ -297,19 +336,44 @@ def curves(x, ys: dict, *, x_title: str = "x", y_title: str = "y", title=None, c
     marks = {name: dict(zip(("x", "y"), _subsample(x, v, n_dots))) for name, v in dots.items()}
     marks = {name: {"x": m["x"], "y": _mask(m["y"], y_domain, log_y)} for name, m in marks.items()}
     # Sized as a whole (layers that carry a size are copied by Altair to move it up).
-    return alt.layer(alt.Chart(source).mark_line(clip=True).encode(*encoding, dash),
-                     alt.Chart(data(**_stacked(marks))).mark_point(filled=True, size=24, opacity=1, clip=True)
-                     .encode(*encoding), width="container", height=height, title=_title(title))
+    return alt.layer(
+        alt.Chart(source).mark_line(clip=True).encode(*encoding, dash),
+        alt.Chart(data(**_stacked(marks))).mark_point(filled=True, size=24, opacity=1, clip=True).encode(*encoding),
+        width="container",
+        height=height,
+        title=_title(title),
+    )
 
 
-def function_and_derivative(x, f, df_analytic, df_autograd, *, name: str = "f", var: str = "x",
-                            x_title=None, title=None, y_domain=None, n_dots: int = 41, height=HEIGHT):
+def function_and_derivative(
+    x,
+    f,
+    df_analytic,
+    df_autograd,
+    *,
+    name: str = "f",
+    var: str = "x",
+    x_title=None,
+    title=None,
+    y_domain=None,
+    n_dots: int = 41,
+    height=HEIGHT,
+):
     """A function (blue), its derivative from the formula (orange line), and the derivative
     computed by the engine's autograd (dark dots, every few points) drawn over the formula."""
     f_name, d_name, a_name = f"{name}({var})", f"{name}′({var}), formula", f"{name}′({var}), autograd"
-    return curves(x, {f_name: f, d_name: df_analytic}, dots={a_name: df_autograd}, n_dots=n_dots,
-                  x_title=x_title or var, y_title="value", colors={f_name: "function", d_name: "derivative"},
-                  y_domain=y_domain, title=title, height=height)
+    return curves(
+        x,
+        {f_name: f, d_name: df_analytic},
+        dots={a_name: df_autograd},
+        n_dots=n_dots,
+        x_title=x_title or var,
+        y_title="value",
+        colors={f_name: "function", d_name: "derivative"},
+        y_domain=y_domain,
+        title=title,
+        height=height,
+    )
 
 
 def _label_axis(labels, title):
@@ -319,9 +383,20 @@ def _label_axis(labels, title):
     return alt.X("label:N", title=title, sort=labels, axis=alt.Axis(labelAngle=0))
 
 
-def bars(labels, values, *, x_title: str = "", y_title: str = "", title=None, color_name: str = "model",
-         y_domain=None, height=200, text_format: str = ".3f", dots: dict | None = None,
-         bar_label: str | None = None):
+def bars(
+    labels,
+    values,
+    *,
+    x_title: str = "",
+    y_title: str = "",
+    title=None,
+    color_name: str = "model",
+    y_domain=None,
+    height=200,
+    text_format: str = ".3f",
+    dots: dict | None = None,
+    bar_label: str | None = None,
+):
     """Vertical bars with their value written on top (probabilities, per-layer shares...).
 
     ``dots`` maps a name to one value per label, drawn as dark 'autograd' dots on the bars (the
@@ -338,33 +413,59 @@ def bars(labels, values, *, x_title: str = "", y_title: str = "", title=None, co
     size = {"width": "container", "height": height, "title": _title(title)}
     if not dots:  # the bars and their labels read the one data of the layer
         base = alt.Chart().encode(x, y, tooltip)
-        return alt.layer(base.mark_bar(color=color(color_name)),
-                         base.mark_text(dy=-6, fontSize=11).encode(alt.Text("value:Q", format=text_format)),
-                         data=source, **size)
+        return alt.layer(
+            base.mark_bar(color=color(color_name)),
+            base.mark_text(dy=-6, fontSize=11).encode(alt.Text("value:Q", format=text_format)),
+            data=source,
+            **size,
+        )
     paint = _series_colors([name, *dots], {name: color_name, **{n: "autograd" for n in dots}})
     dot_columns = {n: {"label": label_column, "value": np.asarray(v, dtype=float)} for n, v in dots.items()}
     on_top = alt.Chart(data(**_stacked(dot_columns))).mark_point(filled=True, size=60, opacity=1)
-    return alt.layer(alt.Chart(source).mark_bar().encode(x, y, tooltip, paint),
-                     on_top.encode(x, y, paint, _tooltip("series:N", ("value:Q", ".6g"))), **size)
+    return alt.layer(
+        alt.Chart(source).mark_bar().encode(x, y, tooltip, paint),
+        on_top.encode(x, y, paint, _tooltip("series:N", ("value:Q", ".6g"))),
+        **size,
+    )
 
 
-def grouped_bars(labels, series: dict, *, x_title: str = "", y_title: str = "", title=None, colors=None,
-                 y_domain=None, height=200):
+def grouped_bars(
+    labels, series: dict, *, x_title: str = "", y_title: str = "", title=None, colors=None, y_domain=None, height=200
+):
     """Bars side by side per label, one colour per series (e.g. predicted p and target q per class)."""
     import altair as alt
 
     labels = np.asarray([str(s) for s in labels], dtype=object)
     columns = {name: {"label": labels, "value": np.asarray(v, dtype=float)} for name, v in series.items()}
     names = list(series)
-    return _chart(data(**_stacked(columns)), title=title, height=height).mark_bar().encode(
-        _label_axis(labels.tolist(), x_title), alt.XOffset("series:N", sort=names),
-        alt.Y("value:Q", title=y_title, scale=_scale(y_domain)), _series_colors(names, colors),
-        _tooltip("label:N", "series:N", ("value:Q", ".4g")))
+    return (
+        _chart(data(**_stacked(columns)), title=title, height=height)
+        .mark_bar()
+        .encode(
+            _label_axis(labels.tolist(), x_title),
+            alt.XOffset("series:N", sort=names),
+            alt.Y("value:Q", title=y_title, scale=_scale(y_domain)),
+            _series_colors(names, colors),
+            _tooltip("label:N", "series:N", ("value:Q", ".4g")),
+        )
+    )
 
 
-def heatmap(z, *, x_labels=None, y_labels=None, x_title: str = "", y_title: str = "", color_title: str = "",
-            title=None, scheme: str = "viridis", domain=None, annotate: bool = False, fmt: str = ".2f",
-            height=HEIGHT):
+def heatmap(
+    z,
+    *,
+    x_labels=None,
+    y_labels=None,
+    x_title: str = "",
+    y_title: str = "",
+    color_title: str = "",
+    title=None,
+    scheme: str = "viridis",
+    domain=None,
+    annotate: bool = False,
+    fmt: str = ".2f",
+    height=HEIGHT,
+):
     """A matrix as coloured cells (row 0 at the top), optionally with each value written in."""
     import altair as alt
 
@@ -375,20 +476,26 @@ def heatmap(z, *, x_labels=None, y_labels=None, x_title: str = "", y_title: str 
     xl = [str(s) for s in (x_labels if x_labels is not None else range(cols))]
     yl = [str(s) for s in (y_labels if y_labels is not None else range(rows))]
     ii, jj = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-    source = data(x=np.asarray(xl, dtype=object)[jj.ravel()], y=np.asarray(yl, dtype=object)[ii.ravel()],
-                  z=z.ravel())
-    cells = [alt.Color("z:Q", title=color_title, scale=_scale(domain, scheme=scheme)),
-             _tooltip("y:O", "x:O", ("z:Q", ".4g"))]
+    source = data(x=np.asarray(xl, dtype=object)[jj.ravel()], y=np.asarray(yl, dtype=object)[ii.ravel()], z=z.ravel())
+    cells = [
+        alt.Color("z:Q", title=color_title, scale=_scale(domain, scheme=scheme)),
+        _tooltip("y:O", "x:O", ("z:Q", ".4g")),
+    ]
     position = [alt.X("x:O", title=x_title, sort=xl), alt.Y("y:O", title=y_title, sort=yl)]
     if not annotate:
         return _chart(source, title=title, height=height).mark_rect().encode(*position, *cells)
     base = alt.Chart().encode(*position)  # the cells and their numbers read the one data of the layer
-    return alt.layer(base.mark_rect().encode(*cells), base.mark_text(fontSize=11).encode(alt.Text("z:Q", format=fmt)),
-                     data=source, width="container", height=height, title=_title(title))
+    return alt.layer(
+        base.mark_rect().encode(*cells),
+        base.mark_text(fontSize=11).encode(alt.Text("z:Q", format=fmt)),
+        data=source,
+        width="container",
+        height=height,
+        title=_title(title),
+    )
 
 
-def scatter_classes(X, y, *, x_title: str = "x₁", y_title: str = "x₂", title=None, height=HEIGHT,
-                    class_names=None):
+def scatter_classes(X, y, *, x_title: str = "x₁", y_title: str = "x₂", title=None, height=HEIGHT, class_names=None):
     """2-D points coloured by class (class k in CLASS_COLORS[k])."""
     import altair as alt
 
@@ -396,13 +503,27 @@ def scatter_classes(X, y, *, x_title: str = "x₁", y_title: str = "x₂", title
     y = np.asarray(y).astype(int)
     names = class_names or [f"class {k}" for k in range(int(y.max()) + 1 if y.size else 1)]
     source = data(x1=X[:, 0], x2=X[:, 1], label=np.asarray(names, dtype=object)[y])
-    return _chart(source, title=title, height=height).mark_circle(size=28, opacity=0.8).encode(
-        alt.X("x1:Q", title=x_title), alt.Y("x2:Q", title=y_title),
-        _series_colors(names, field="label", palette=CLASS_COLORS[:len(names)]))
+    return (
+        _chart(source, title=title, height=height)
+        .mark_circle(size=28, opacity=0.8)
+        .encode(
+            alt.X("x1:Q", title=x_title),
+            alt.Y("x2:Q", title=y_title),
+            _series_colors(names, field="label", palette=CLASS_COLORS[: len(names)]),
+        )
+    )
 
 
-def loss_curves(history: dict, *, x_title: str = "epoch", y_title: str = "loss", title=None, log_y: bool = False,
-                colors=None, height=HEIGHT):
+def loss_curves(
+    history: dict,
+    *,
+    x_title: str = "epoch",
+    y_title: str = "loss",
+    title=None,
+    log_y: bool = False,
+    colors=None,
+    height=HEIGHT,
+):
     """Learning curves: ``history`` maps a series ('train', 'validation', an optimizer...) to values per step."""
     import altair as alt
 
@@ -410,14 +531,31 @@ def loss_curves(history: dict, *, x_title: str = "epoch", y_title: str = "loss",
     for name, vals in history.items():
         v = np.asarray(vals, dtype=float)
         columns[name] = {"step": np.arange(1, len(v) + 1), "y": np.where(v > 0, v, np.nan) if log_y else v}
-    return _chart(data(**_stacked(columns)), title=title, height=height).mark_line().encode(
-        alt.X("step:Q", title=x_title), alt.Y("y:Q", title=y_title, scale=_scale(type="log") if log_y else alt.Undefined),
-        _series_colors(history, colors), _tooltip("series:N", "step:Q", ("y:Q", ".4g")))
+    return (
+        _chart(data(**_stacked(columns)), title=title, height=height)
+        .mark_line()
+        .encode(
+            alt.X("step:Q", title=x_title),
+            alt.Y("y:Q", title=y_title, scale=_scale(type="log") if log_y else alt.Undefined),
+            _series_colors(history, colors),
+            _tooltip("series:N", "step:Q", ("y:Q", ".4g")),
+        )
+    )
 
 
-def histogram_grid(panels: dict, *, bins: int = 30, x_title: str = "value", columns: int = 4,
-                   range_=None, color_name: str = "function", panel_width: int = 150, panel_height: int = 90,
-                   title=None, flags: dict | None = None):
+def histogram_grid(
+    panels: dict,
+    *,
+    bins: int = 30,
+    x_title: str = "value",
+    columns: int = 4,
+    range_=None,
+    color_name: str = "function",
+    panel_width: int = 150,
+    panel_height: int = 90,
+    title=None,
+    flags: dict | None = None,
+):
     """Small multiples of histograms, one per entry of ``panels`` (name -> samples), on one shared x range.
 
     ``flags`` may map a panel name to a short note shown in its header (e.g. '62% dead').
@@ -438,10 +576,16 @@ def histogram_grid(panels: dict, *, bins: int = 30, x_title: str = "value", colu
         shares[label] = {"lo": edges[:-1], "hi": edges[1:], "share": counts / max(1, a.size)}
     columns_ = _stacked(shares)
     columns_["panel"] = columns_.pop("series")
-    panel = alt.Chart(data(**columns_), width=panel_width, height=panel_height).mark_rect(
-        color=color(color_name)).encode(
-        alt.X("lo:Q", title=x_title, scale=_scale(range_)), alt.X2("hi"), alt.Y("share:Q", title="share"),
-        _tooltip(("lo:Q", ".3g"), ("share:Q", ".3f")))
+    panel = (
+        alt.Chart(data(**columns_), width=panel_width, height=panel_height)
+        .mark_rect(color=color(color_name))
+        .encode(
+            alt.X("lo:Q", title=x_title, scale=_scale(range_)),
+            alt.X2("hi"),
+            alt.Y("share:Q", title="share"),
+            _tooltip(("lo:Q", ".3g"), ("share:Q", ".3f")),
+        )
+    )
     grid = panel.facet(alt.Facet("panel:N", sort=labels, title=None), columns=columns, title=_title(title))
     return grid.resolve_scale(y="independent")
 
@@ -461,16 +605,22 @@ def points(x, y, *, color_name: str = "data", size: int = 40, label: str | None 
     import altair as alt
 
     source = data(x=np.asarray(x, float), y=np.asarray(y, float), label=label or color_name)
-    return alt.Chart(source).mark_point(filled=filled, size=size, color=color(color_name)).encode(
-        alt.X("x:Q"), alt.Y("y:Q"), _tooltip(("x:Q", ".4g"), ("y:Q", ".4g")))
+    return (
+        alt.Chart(source)
+        .mark_point(filled=filled, size=size, color=color(color_name))
+        .encode(alt.X("x:Q"), alt.Y("y:Q"), _tooltip(("x:Q", ".4g"), ("y:Q", ".4g")))
+    )
 
 
 def _axis(channel, field: str, title, values):
     """A quantitative position channel (``alt.X`` or ``alt.Y``) whose domain is exactly the extent of ``values``."""
     import altair as alt
 
-    return channel(f"{field}:Q", title=title, scale=alt.Scale(domain=[float(np.min(values)), float(np.max(values))],
-                                                               nice=False, zero=False))
+    return channel(
+        f"{field}:Q",
+        title=title,
+        scale=alt.Scale(domain=[float(np.min(values)), float(np.max(values))], nice=False, zero=False),
+    )
 
 
 def _grid_cells(chart, xx, yy, x_title, y_title):
@@ -482,7 +632,10 @@ def _grid_cells(chart, xx, yy, x_title, y_title):
     dx = float((xs[-1] - xs[0]) / max(len(xs) - 1, 1) / 2)
     dy = float((ys[-1] - ys[0]) / max(len(ys) - 1, 1) / 2)
     return chart.transform_calculate(
-        x0=f"datum.x - {dx!r}", x1=f"datum.x + {dx!r}", y0=f"datum.y - {dy!r}", y1=f"datum.y + {dy!r}",
+        x0=f"datum.x - {dx!r}",
+        x1=f"datum.x + {dx!r}",
+        y0=f"datum.y - {dy!r}",
+        y1=f"datum.y + {dy!r}",
     ).encode(_axis(alt.X, "x0", x_title, xx), alt.X2("x1"), _axis(alt.Y, "y0", y_title, yy), alt.Y2("y1"))
 
 
@@ -497,8 +650,12 @@ def _surface_cells(xx, yy, zz, x_title, y_title, log_levels):
     import altair as alt
 
     z = np.asarray(zz, dtype=float)
-    key = (hashlib.sha1(b"".join(np.ascontiguousarray(a, dtype=float).tobytes() for a in (xx, yy, z))).hexdigest(),
-           x_title, y_title, log_levels)
+    key = (
+        hashlib.sha1(b"".join(np.ascontiguousarray(a, dtype=float).tobytes() for a in (xx, yy, z))).hexdigest(),
+        x_title,
+        y_title,
+        log_levels,
+    )
     if key in _SURFACE_CELLS:
         return _SURFACE_CELLS[key]
     finite = z[np.isfinite(z)]
@@ -506,7 +663,8 @@ def _surface_cells(xx, yy, zz, x_title, y_title, log_levels):
     source = data(x=np.ravel(xx), y=np.ravel(yy), f=z.ravel(), shade=shade.ravel(), digits=4)
     cells = _grid_cells(alt.Chart(source).mark_rect(opacity=0.7), xx, yy, x_title, y_title).encode(
         alt.Color("shade:Q", legend=None, scale=alt.Scale(scheme="greys", reverse=True)),
-        alt.Tooltip("f:Q", title="f(θ)", format=".4g"))
+        alt.Tooltip("f:Q", title="f(θ)", format=".4g"),
+    )
     return remember(_SURFACE_CELLS, key, cells, size=16)
 
 
@@ -523,9 +681,22 @@ def _path_rows(path, max_points: int) -> tuple:
     return steps, p[steps, 0], p[steps, 1]
 
 
-def surface_paths(xx, yy, zz, trajectories: dict, *, start=None, minimum=None, title=None, colors=None,
-                  x_title: str = "θ₁", y_title: str = "θ₂", log_levels: bool = True, max_points: int = 200,
-                  height=HEIGHT):
+def surface_paths(
+    xx,
+    yy,
+    zz,
+    trajectories: dict,
+    *,
+    start=None,
+    minimum=None,
+    title=None,
+    colors=None,
+    x_title: str = "θ₁",
+    y_title: str = "θ₂",
+    log_levels: bool = True,
+    max_points: int = 200,
+    height=HEIGHT,
+):
     """A loss surface as shaded cells (darker is lower; log-spaced shades by default) with one
     optimizer path per entry of ``trajectories`` (name -> [N, 2]), cheap enough to redraw at every
     slider move.
@@ -547,15 +718,24 @@ def surface_paths(xx, yy, zz, trajectories: dict, *, start=None, minimum=None, t
     tooltip = _tooltip("series:N", "step:Q", ("x:Q", ".3g"), ("y:Q", ".3g"))
     if paths:
         ends = {name: {k: v[-1:] for k, v in p.items()} for name, p in paths.items()}
-        layers.append(alt.Chart(data(**_stacked(paths), digits=4)).mark_line(strokeWidth=1.8, clip=True).encode(
-            x_enc, y_enc, alt.Order("step:Q"), paint, tooltip))
-        layers.append(alt.Chart(data(**_stacked(ends), digits=4)).mark_circle(size=60, opacity=1, stroke="white", clip=True)
-                      .encode(x_enc, y_enc, unlabelled, tooltip))
+        layers.append(
+            alt.Chart(data(**_stacked(paths), digits=4))
+            .mark_line(strokeWidth=1.8, clip=True)
+            .encode(x_enc, y_enc, alt.Order("step:Q"), paint, tooltip)
+        )
+        layers.append(
+            alt.Chart(data(**_stacked(ends), digits=4))
+            .mark_circle(size=60, opacity=1, stroke="white", clip=True)
+            .encode(x_enc, y_enc, unlabelled, tooltip)
+        )
     marks = [(start, "start", "square", "#111827", 70), (minimum, "minimum", "diamond", PALETTE["target"], 120)]
     for where, label, shape, fill, size in marks:
         if where is not None:
-            layers.append(alt.Chart(data(x=[float(where[0])], y=[float(where[1])], label=label)).mark_point(
-                shape=shape, filled=True, color=fill, size=size, opacity=1).encode(x_enc, y_enc, alt.Tooltip("label:N")))
+            layers.append(
+                alt.Chart(data(x=[float(where[0])], y=[float(where[1])], label=label))
+                .mark_point(shape=shape, filled=True, color=fill, size=size, opacity=1)
+                .encode(x_enc, y_enc, alt.Tooltip("label:N"))
+            )
     return alt.layer(*layers, width="container", height=height, title=_title(title))
 
 
@@ -575,17 +755,29 @@ def class_regions(xx, yy, probs, X, y, *, title=None, height=HEIGHT):
     # the bytes' hex string cut into 6-character pieces. One to_hex per cell cost 8 ms of 40×40.
     hex6 = np.frombuffer(np.round(rgb * 255).astype(np.uint8).tobytes().hex().encode(), dtype="S6")
     flat = probs.reshape(-1, k)
-    grid = data(x=np.ravel(xx), y=np.ravel(yy), fill=np.char.add("#", hex6.astype("U6")),
-                cls=flat.argmax(1), p=flat.max(1), digits=4)
+    grid = data(
+        x=np.ravel(xx),
+        y=np.ravel(yy),
+        fill=np.char.add("#", hex6.astype("U6")),
+        cls=flat.argmax(1),
+        p=flat.max(1),
+        digits=4,
+    )
     cells = _grid_cells(alt.Chart(grid).mark_rect(), xx, yy, "x₁", "x₂").encode(
         alt.Color("fill:N", scale=None),
-        [alt.Tooltip("cls:Q", title="class"), alt.Tooltip("p:Q", title="probability", format=".2f")])
+        [alt.Tooltip("cls:Q", title="class"), alt.Tooltip("p:Q", title="probability", format=".2f")],
+    )
     X, y = np.asarray(X, dtype=float), np.asarray(y).astype(int)
     names = [f"class {c}" for c in range(k)]
-    dots = alt.Chart(data(x=X[:, 0], y=X[:, 1], label=np.asarray(names, dtype=object)[y], digits=4)).mark_circle(
-        size=36, opacity=1, stroke="white", strokeWidth=1, clip=True).encode(
-        _axis(alt.X, "x", "x₁", xx), _axis(alt.Y, "y", "x₂", yy),
-        _series_colors(names, field="label", palette=[CLASS_COLORS[c % len(CLASS_COLORS)] for c in range(k)]))
+    dots = (
+        alt.Chart(data(x=X[:, 0], y=X[:, 1], label=np.asarray(names, dtype=object)[y], digits=4))
+        .mark_circle(size=36, opacity=1, stroke="white", strokeWidth=1, clip=True)
+        .encode(
+            _axis(alt.X, "x", "x₁", xx),
+            _axis(alt.Y, "y", "x₂", yy),
+            _series_colors(names, field="label", palette=[CLASS_COLORS[c % len(CLASS_COLORS)] for c in range(k)]),
+        )
+    )
     return alt.layer(cells, dots, width="container", height=height, title=_title(title))
 
 
@@ -616,22 +808,30 @@ def piece_regions(report, *, max_side: int = 40, height: int = 260):
     x_enc, y_enc = _axis(alt.X, "x", "x₁", xx), _axis(alt.Y, "y", "x₂", yy)
     grid = data(x=xx.ravel(), y=yy.ravel(), piece=shuffled.ravel(), p=probs.ravel(), digits=3)
     edge = _boundary_cells(probs)
-    boundary = alt.Chart(data(x=xx[edge], y=yy[edge], digits=3)).mark_square(size=6, color="#111827", opacity=0.9).encode(
-        x_enc, y_enc)
+    boundary = (
+        alt.Chart(data(x=xx[edge], y=yy[edge], digits=3))
+        .mark_square(size=6, color="#111827", opacity=0.9)
+        .encode(x_enc, y_enc)
+    )
     # Both panels read the grid, sent once at the top level (their cells name no data of their own).
     pieces = _grid_cells(alt.Chart().mark_rect(), xx, yy, "x₁", "x₂").encode(
-        alt.Color("piece:N", legend=None, scale=alt.Scale(scheme="tableau20")), alt.Tooltip("piece:Q", title="piece"))
+        alt.Color("piece:N", legend=None, scale=alt.Scale(scheme="tableau20")), alt.Tooltip("piece:Q", title="piece")
+    )
     decision = _grid_cells(alt.Chart().mark_rect(opacity=0.6), xx, yy, "x₁", "x₂").encode(
         alt.Color("p:Q", title="P(class 1)", scale=alt.Scale(scheme="blueorange", domain=[0, 1])),
-        alt.Tooltip("p:Q", title="P(class 1)", format=".2f"))
+        alt.Tooltip("p:Q", title="P(class 1)", format=".2f"),
+    )
     names = ["class 0", "class 1"]
     labels = np.asarray(names, dtype=object)[np.asarray(report.y).astype(int)]
-    dots = alt.Chart(data(x=report.X[:, 0], y=report.X[:, 1], label=labels, digits=4)).mark_circle(
-        size=22, opacity=1, stroke="white", strokeWidth=0.6, clip=True).encode(
-        x_enc, y_enc, _series_colors(names, field="label", palette=["#1d4ed8", "#c2410c"]))
+    dots = (
+        alt.Chart(data(x=report.X[:, 0], y=report.X[:, 1], label=labels, digits=4))
+        .mark_circle(size=22, opacity=1, stroke="white", strokeWidth=0.6, clip=True)
+        .encode(x_enc, y_enc, _series_colors(names, field="label", palette=["#1d4ed8", "#c2410c"]))
+    )
     left = alt.layer(pieces, boundary, width=300, height=height, title=f"{report.pieces} linear pieces")
-    right = alt.layer(decision, boundary, dots, width=300, height=height,
-                      title=f"decision, accuracy {100 * report.accuracy:.0f} %")
+    right = alt.layer(
+        decision, boundary, dots, width=300, height=height, title=f"decision, accuracy {100 * report.accuracy:.0f} %"
+    )
     return alt.hconcat(left, right, data=grid).resolve_scale(color="independent")
 
 
@@ -674,8 +874,11 @@ def image_tiles(panels: dict, *, symmetric=(), cmaps=None, width=120):
             low, high, cmap = float(np.nanmin(img)), float(np.nanmax(img)), "gray"
         scaled = np.clip((img - low) / ((high - low) or 1.0), 0.0, 1.0)
         rgba = _rgba((cmaps or {}).get(name, cmap), scaled, "plot.image_tiles")
-        tiles.append(mo.image(png(rgba), caption=name, width=width,
-                              style={"image-rendering": "pixelated", "min-width": f"{width}px"}))
+        tiles.append(
+            mo.image(
+                png(rgba), caption=name, width=width, style={"image-rendering": "pixelated", "min-width": f"{width}px"}
+            )
+        )
     return mo.hstack(tiles, justify="start", wrap=True)
 
 
@@ -693,25 +896,31 @@ def html_grid(fills, text, *, title, row_title="row", col_title="column", legend
     scope = "grid" + hashlib.sha1(repr(list(classes)).encode()).hexdigest()[:10]
 
     def ink(hex_colour):  # the perceived brightness of the fill decides the text colour
-        r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+        r, g, b = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
         return "#fff" if 0.299 * r + 0.587 * g + 0.114 * b < 140 else "#111"
 
     css = "".join(f".{scope} .{c}{{background:{f};color:{ink(f)}}}" for f, c in classes.items())
-    css += (f".{scope} td,.{scope} th{{padding:0 4px;min-width:14px;height:16px;"
-            f"text-align:center;font-size:11px}}.{scope} th{{color:#64748b;font-weight:normal}}")
+    css += (
+        f".{scope} td,.{scope} th{{padding:0 4px;min-width:14px;height:16px;"
+        f"text-align:center;font-size:11px}}.{scope} th{{color:#64748b;font-weight:normal}}"
+    )
     head = "".join(f"<th>{j}</th>" for j in range(fills.shape[1]))
-    body = "".join(f"<tr><th>{i}</th>" + "".join(f"<td class={classes[f]}>{t}</td>"
-                                                 for f, t in zip(row_fills, row_text)) + "</tr>"
-                   for i, (row_fills, row_text) in enumerate(zip(fills, text)))
-    swatches = "".join(f"<span style='margin-right:10px'><span style='display:inline-block;"
-                       f"width:10px;height:10px;background:{c}'></span> {label}</span>"
-                       for c, label in legend)
+    body = "".join(
+        f"<tr><th>{i}</th>" + "".join(f"<td class={classes[f]}>{t}</td>" for f, t in zip(row_fills, row_text)) + "</tr>"
+        for i, (row_fills, row_text) in enumerate(zip(fills, text))
+    )
+    swatches = "".join(
+        f"<span style='margin-right:10px'><span style='display:inline-block;"
+        f"width:10px;height:10px;background:{c}'></span> {label}</span>"
+        for c, label in legend
+    )
     return mo.Html(
         f"<div class={scope} style='margin-bottom:6px'><style>{css}</style>"
         f"<div style='font-size:12px;font-weight:600'>{title}</div>"
         f"<div style='font-size:11px;color:#64748b'>rows: {row_title} · columns: {col_title}</div>"
         f"<table style='border-collapse:separate;border-spacing:1px'><tr><th></th>{head}</tr>"
-        f"{body}</table><div style='font-size:11px'>{swatches}</div></div>")
+        f"{body}</table><div style='font-size:11px'>{swatches}</div></div>"
+    )
 
 
 def cell_table(kind, text=None, *, legend=False, **labels):
@@ -722,8 +931,7 @@ def cell_table(kind, text=None, *, legend=False, **labels):
     colours = {k: color(c) for k, c in GRID_COLORS.items()}
     present = set(kind.ravel().tolist())
     swatches = [(colours[k], k) for k in colours if legend and k != "empty" and k in present]
-    return html_grid(np.vectorize(colours.get, otypes=[object])(kind), text, legend=swatches,
-                     **labels)
+    return html_grid(np.vectorize(colours.get, otypes=[object])(kind), text, legend=swatches, **labels)
 
 
 def value_table(values, title, *, cmap="RdBu_r", symmetric=True, fmt="{:.2f}"):
@@ -738,8 +946,9 @@ def value_table(values, title, *, cmap="RdBu_r", symmetric=True, fmt="{:.2f}"):
         low, high = float(values.min()), float(values.max())
     scaled = (values - low) / ((high - low) or 1.0)
     rgba = _rgba(cmap, scaled, "plot.value_table")
-    fills = np.array(["#%02x%02x%02x" % tuple(px[:3]) for px in rgba.reshape(-1, 4)],
-                     dtype=object).reshape(values.shape)
+    fills = np.array(["#%02x%02x%02x" % tuple(px[:3]) for px in rgba.reshape(-1, 4)], dtype=object).reshape(
+        values.shape
+    )
     text = np.vectorize(fmt.format, otypes=[object])(values)
     return html_grid(fills, text, title=title)
 
@@ -756,7 +965,7 @@ def tile_images(images, ncols=8, gap=1, fill=1.0) -> np.ndarray:
     out = np.full((nrows * (h + gap) - gap, ncols * (w + gap) - gap), float(fill))
     for i, image in enumerate(images):
         r, c = divmod(i, ncols)
-        out[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = image
+        out[r * (h + gap) : r * (h + gap) + h, c * (w + gap) : c * (w + gap) + w] = image
     return out
 
 
@@ -804,8 +1013,14 @@ def _graph_layout(nodes, edges) -> dict:
     ypos: dict = {}
     for d in sorted(cols, reverse=True):
         ids = cols[d]
-        key = {i: (np.mean([ypos[c] for c in consumers.get(i, []) if c in ypos])
-                   if any(c in ypos for c in consumers.get(i, [])) else 0.5) for i in ids}
+        key = {
+            i: (
+                np.mean([ypos[c] for c in consumers.get(i, []) if c in ypos])
+                if any(c in ypos for c in consumers.get(i, []))
+                else 0.5
+            )
+            for i in ids
+        }
         ids = sorted(ids, key=lambda i: -key[i])
         for j, i in enumerate(ids):
             ypos[i] = 1 - (j + 1) / (len(ids) + 1)
@@ -851,35 +1066,64 @@ def graph_chart(nodes, edges, *, highlight=None, done=(), height: int = 240, wid
         gap = 6 / per_x  # the arrow starts and ends a few pixels off the boxes
         xs, xe = x0 + half_w[a] + gap, x1 - half_w[b] - gap
         ys, ye = (y0 + (y1 - y0) * (v - x0) / max(x1 - x0, 1e-9) for v in (xs, xe))
-        for key, value in (("x", xs), ("y", ys), ("x2", xe), ("y2", ye),
-                           ("angle", -math.degrees(math.atan2((ye - ys) * per_y, (xe - xs) * per_x))),
-                           ("times", f"×{count}" if count > 1 else ""), ("mx", (x0 + x1) / 2),
-                           ("my", (y0 + y1) / 2 + 0.05)):
+        for key, value in (
+            ("x", xs),
+            ("y", ys),
+            ("x2", xe),
+            ("y2", ye),
+            ("angle", -math.degrees(math.atan2((ye - ys) * per_y, (xe - xs) * per_x))),
+            ("times", f"×{count}" if count > 1 else ""),
+            ("mx", (x0 + x1) / 2),
+            ("my", (y0 + y1) / 2 + 0.05),
+        ):
             links[key].append(value)
     boxes = {k: [] for k in ("x", "x2", "y", "y2", "cx", "text", "edge", "face", "lw")}
     for n in nodes:
         x, y = pos[n["id"]]
         text, edge, face = looks[n["id"]]
         half_h = (len(text.split("\n")) * 15.0 + 12) / per_y / 2  # the text's lineHeight is 15 px
-        for key, value in (("x", x - half_w[n["id"]]), ("x2", x + half_w[n["id"]]), ("y", y - half_h),
-                           ("y2", y + half_h), ("cx", x), ("text", text), ("edge", edge), ("face", face),
-                           ("lw", 2.2 if n["id"] == highlight else 1.2)):
+        for key, value in (
+            ("x", x - half_w[n["id"]]),
+            ("x2", x + half_w[n["id"]]),
+            ("y", y - half_h),
+            ("y2", y + half_h),
+            ("cx", x),
+            ("text", text),
+            ("edge", edge),
+            ("face", face),
+            ("lw", 2.2 if n["id"] == highlight else 1.2),
+        ):
             boxes[key].append(value)
     grey = "#9ca3af"
     link_data = data(**{k: np.asarray(v, dtype=object if k == "times" else float) for k, v in links.items()})
-    box_data = data(**{k: np.asarray(v, dtype=object if k in ("text", "edge", "face") else float)
-                       for k, v in boxes.items()})
+    box_data = data(
+        **{k: np.asarray(v, dtype=object if k in ("text", "edge", "face") else float) for k, v in boxes.items()}
+    )
     arrows, nodes_ = alt.Chart(link_data), alt.Chart(box_data)  # each data written once, read by its layers
     layers = [
         arrows.mark_rule(color=grey, strokeWidth=1.2).encode(*at("x", "y"), alt.X2("x2"), alt.Y2("y2")),
         arrows.mark_point(shape="triangle-right", filled=True, color=grey, size=45, opacity=1).encode(
-            *at("x2", "y2"), alt.Angle("angle:Q", scale=None)),
+            *at("x2", "y2"), alt.Angle("angle:Q", scale=None)
+        ),
         arrows.mark_text(fontSize=11, color="#6b7280").encode(*at("mx", "my"), alt.Text("times:N")),
         nodes_.mark_rect(cornerRadius=5).encode(
-            *at("x", "y"), alt.X2("x2"), alt.Y2("y2"), alt.Fill("face:N", scale=None),
-            alt.Stroke("edge:N", scale=None), alt.StrokeWidth("lw:Q", scale=None)),
-        nodes_.mark_text(font="monospace", fontSize=12, lineBreak="\n", lineHeight=15, baseline="top", dy=7,
-                         align="center", color="#111827").encode(*at("cx", "y2"), alt.Text("text:N")),  # top down
+            *at("x", "y"),
+            alt.X2("x2"),
+            alt.Y2("y2"),
+            alt.Fill("face:N", scale=None),
+            alt.Stroke("edge:N", scale=None),
+            alt.StrokeWidth("lw:Q", scale=None),
+        ),
+        nodes_.mark_text(
+            font="monospace",
+            fontSize=12,
+            lineBreak="\n",
+            lineHeight=15,
+            baseline="top",
+            dy=7,
+            align="center",
+            color="#111827",
+        ).encode(*at("cx", "y2"), alt.Text("text:N")),  # top down
     ]
     return alt.layer(*layers, width="container", height=height).configure_view(stroke=None)
 
@@ -921,8 +1165,17 @@ def _extent(*arrays) -> float:
     return float(finite.max()) if finite.size else 0.0
 
 
-def paths_2d(series: dict, *, x_title: str = "x", y_title: str = "y", title=None, colors=None,
-             height=HEIGHT, square: bool = True, points: bool = True):
+def paths_2d(
+    series: dict,
+    *,
+    x_title: str = "x",
+    y_title: str = "y",
+    title=None,
+    colors=None,
+    height=HEIGHT,
+    square: bool = True,
+    points: bool = True,
+):
     """2-D paths drawn in their own order (not sorted by x): ``series`` maps a name to ``(x, y)``
     or to ``(x, y, t)`` with ``t`` the value shown in the tooltip (a position, a time step).
     ``square`` gives both axes the same range, so circles look round."""
@@ -935,13 +1188,30 @@ def paths_2d(series: dict, *, x_title: str = "x", y_title: str = "y", title=None
         columns[name] = {"x": x, "y": y, "t": t, "order": np.arange(len(x))}
         lim = max(lim, _extent(x, y))
     scale = _square_scale(lim, square)
-    return _chart(data(**_stacked(columns)), title=title, height=height).mark_line(point=points, clip=True).encode(
-        alt.X("x:Q", title=x_title, scale=scale), alt.Y("y:Q", title=y_title, scale=scale), alt.Order("order:Q"),
-        _series_colors(series, colors), _tooltip("series:N", "t:Q", ("x:Q", ".3g"), ("y:Q", ".3g")))
+    return (
+        _chart(data(**_stacked(columns)), title=title, height=height)
+        .mark_line(point=points, clip=True)
+        .encode(
+            alt.X("x:Q", title=x_title, scale=scale),
+            alt.Y("y:Q", title=y_title, scale=scale),
+            alt.Order("order:Q"),
+            _series_colors(series, colors),
+            _tooltip("series:N", "t:Q", ("x:Q", ".3g"), ("y:Q", ".3g")),
+        )
+    )
 
 
-def point_layers(layers: dict, *, x_title: str = "x₁", y_title: str = "x₂", title=None, height=360,
-                 square: bool = True, size: int = 10, domain=None):
+def point_layers(
+    layers: dict,
+    *,
+    x_title: str = "x₁",
+    y_title: str = "x₂",
+    title=None,
+    height=360,
+    square: bool = True,
+    size: int = 10,
+    domain=None,
+):
     """Several 2-D point sets on one chart with a legend: ``layers`` maps a name to ``(X, colour)``
     with X [N, 2] and a palette name ('data', 'model', ...). ``square`` (with ``domain``, or the
     data's extent) gives both axes the same range, so shapes are not distorted."""
@@ -954,7 +1224,13 @@ def point_layers(layers: dict, *, x_title: str = "x₁", y_title: str = "x₂", 
         colors[name] = colour
         lim = max(lim, _extent(X[np.isfinite(X).all(axis=1)]))
     scale = _scale(domain) if domain is not None else _square_scale(lim, square)
-    return _chart(data(**_stacked(columns)), title=title, height=height).mark_circle(
-        size=size, opacity=0.7, clip=True).encode(
-        alt.X("x:Q", title=x_title, scale=scale), alt.Y("y:Q", title=y_title, scale=scale),
-        _series_colors(layers, colors), _tooltip("series:N", ("x:Q", ".3g"), ("y:Q", ".3g")))
+    return (
+        _chart(data(**_stacked(columns)), title=title, height=height)
+        .mark_circle(size=size, opacity=0.7, clip=True)
+        .encode(
+            alt.X("x:Q", title=x_title, scale=scale),
+            alt.Y("y:Q", title=y_title, scale=scale),
+            _series_colors(layers, colors),
+            _tooltip("series:N", ("x:Q", ".3g"), ("y:Q", ".3g")),
+        )
+    )

@@ -26,8 +26,19 @@ import posixpath
 from dataclasses import dataclass
 
 __all__ = [
-    "Entry", "ENTRIES", "HUB_ID", "entry", "entries", "notebooks", "cheatsheets", "site_path",
-    "detect_mode", "link", "nav_md", "MODES", "metadata",
+    "Entry",
+    "ENTRIES",
+    "HUB_ID",
+    "entry",
+    "entries",
+    "notebooks",
+    "cheatsheets",
+    "site_path",
+    "detect_mode",
+    "link",
+    "nav_md",
+    "MODES",
+    "metadata",
 ]
 
 MODES = ("auto", "server", "site")
@@ -61,73 +72,163 @@ def _cs(id, title, summary, topics, related=()):
 
 
 ENTRIES: tuple = (
-    _nb("01_activations", "Activation functions",
+    _nb(
+        "01_activations",
+        "Activation functions",
         "ReLU to SwiGLU with their derivatives and ranges, softmax with temperature, a depth lab where "
         "gradients vanish or explode, residual paths and LayerNorm, and the linear pieces a ReLU "
         "network cuts the plane into.",
-        ["activations", "initialisation", "softmax", "vanishing_gradients", "residual_connections",
-         "normalisation", "linear_pieces"], ["activation_functions", "derivatives"]),
-    _nb("02_losses", "Loss functions",
+        [
+            "activations",
+            "initialisation",
+            "softmax",
+            "vanishing_gradients",
+            "residual_connections",
+            "normalisation",
+            "linear_pieces",
+        ],
+        ["activation_functions", "derivatives"],
+    ),
+    _nb(
+        "02_losses",
+        "Loss functions",
         "Regression and classification losses with their gradients, robust fits with outliers, losses "
         "read as likelihoods, label smoothing and why losses take logits, KL divergence, the "
         "initial-loss check, and multi-label and imbalanced classes.",
-        ["losses", "cross_entropy", "kl_divergence", "robust_regression", "label_smoothing",
-         "likelihoods", "multi_label", "class_imbalance"], ["loss_functions"]),
-    _nb("03_backprop", "Backpropagation",
+        [
+            "losses",
+            "cross_entropy",
+            "kl_divergence",
+            "robust_regression",
+            "label_smoothing",
+            "likelihoods",
+            "multi_label",
+            "class_imbalance",
+        ],
+        ["loss_functions"],
+    ),
+    _nb(
+        "03_backprop",
+        "Backpropagation",
         "The chain rule walked in reverse on a computation graph, why reverse mode and what it keeps in "
         "memory, a dense layer's gradients by hand, the gradient check's V-shaped error, and an MLP "
         "playground on 2-D data.",
         ["backpropagation", "autograd", "chain_rule", "reverse_mode", "memory", "gradient_check", "mlp"],
-        ["derivatives"]),
-    _nb("04_optimizers", "Optimizers",
+        ["derivatives"],
+    ),
+    _nb(
+        "04_optimizers",
+        "Optimizers",
         "SGD, momentum, Nesterov, RMSprop, Adam and AdamW on loss surfaces, the condition number, "
         "bias correction, learning-rate schedules with the noise floor and a range test, weight decay "
         "and gradient clipping.",
-        ["optimization", "sgd", "momentum", "adam", "condition_number", "lr_schedules", "noise_floor",
-         "lr_range_test", "regularisation", "weight_decay", "gradient_clipping"], ["optimizers"]),
-    _nb("05_convolution", "Convolution",
+        [
+            "optimization",
+            "sgd",
+            "momentum",
+            "adam",
+            "condition_number",
+            "lr_schedules",
+            "noise_floor",
+            "lr_range_test",
+            "regularisation",
+            "weight_decay",
+            "gradient_clipping",
+        ],
+        ["optimizers"],
+    ),
+    _nb(
+        "05_convolution",
+        "Convolution",
         "Convolution arithmetic and (effective) receptive fields, im2col forward and backward, classic "
         "filters and depthwise-separable layers, translation equivariance, and a small CNN reading "
         "handwritten digits.",
-        ["convolution", "receptive_field", "effective_receptive_field", "im2col", "depthwise_separable",
-         "equivariance", "cnn", "digits"], ["tensor_shapes", "derivatives"]),
-    _nb("06_attention", "Attention",
+        [
+            "convolution",
+            "receptive_field",
+            "effective_receptive_field",
+            "im2col",
+            "depthwise_separable",
+            "equivariance",
+            "cnn",
+            "digits",
+        ],
+        ["tensor_shapes", "derivatives"],
+    ),
+    _nb(
+        "06_attention",
+        "Attention",
         "Scaled dot-product attention, masks, multi-head shapes with the KV cache, RoPE and sinusoidal "
         "positions, cross-attention, a tiny attention model and a tiny Transformer.",
         ["attention", "transformer", "positional_encoding", "kv_cache", "cross_attention"],
-        ["tensor_shapes"]),
-    _nb("07_diffusion", "Diffusion models",
+        ["tensor_shapes"],
+    ),
+    _nb(
+        "07_diffusion",
+        "Diffusion models",
         "Noise schedules, the forward process in closed form, a small DDPM trained on 2-D data next to "
         "the exact reverse process, DDIM sampling in few steps, and classifier-free guidance.",
-        ["diffusion", "generative_models", "ddpm", "ddim", "classifier_free_guidance"], []),
-    _nb("08_vae", "Variational autoencoders",
+        ["diffusion", "generative_models", "ddpm", "ddim", "classifier_free_guidance"],
+        [],
+    ),
+    _nb(
+        "08_vae",
+        "Variational autoencoders",
         "The reparameterisation trick, the KL term and the ELBO budget, posterior collapse and the "
         "aggregate posterior, a VAE on handwritten digits with its latent space, and the IWAE bound.",
         ["vae", "generative_models", "elbo", "posterior_collapse", "aggregate_posterior", "iwae", "digits"],
-        []),
-    _cs(HUB_ID, "Deep learning essential formulas",
+        [],
+    ),
+    _cs(
+        HUB_ID,
+        "Deep learning essential formulas",
         "The hub: the training path from input to update, every formula family with NumPy, engine "
         "and PyTorch code checked to agree, and links to every notebook.",
         ["deep_learning", "neural_networks", "backpropagation", "optimization"],
-        ["activation_functions", "loss_functions", "derivatives", "optimizers", "metrics", "tensor_shapes"]),
-    _cs("activation_functions", "Activation functions",
+        ["activation_functions", "loss_functions", "derivatives", "optimizers", "metrics", "tensor_shapes"],
+    ),
+    _cs(
+        "activation_functions",
+        "Activation functions",
         "Each activation and its derivative in LaTeX, NumPy, engine and PyTorch.",
-        ["activations", "derivatives"], ["01_activations"]),
-    _cs("loss_functions", "Loss functions",
+        ["activations", "derivatives"],
+        ["01_activations"],
+    ),
+    _cs(
+        "loss_functions",
+        "Loss functions",
         "Regression and classification losses with their gradients, in every spelling.",
-        ["losses", "cross_entropy"], ["02_losses"]),
-    _cs("derivatives", "Derivatives and gradients",
+        ["losses", "cross_entropy"],
+        ["02_losses"],
+    ),
+    _cs(
+        "derivatives",
+        "Derivatives and gradients",
         "Every primitive's forward and gradient functions, the chain rule and the gradient check.",
-        ["derivatives", "backpropagation", "autograd"], ["03_backprop"]),
-    _cs("optimizers", "Optimizers and schedules",
+        ["derivatives", "backpropagation", "autograd"],
+        ["03_backprop"],
+    ),
+    _cs(
+        "optimizers",
+        "Optimizers and schedules",
         "Update rules from SGD to AdamW, gradient clipping and learning-rate schedules.",
-        ["optimization", "lr_schedules", "regularisation"], ["04_optimizers"]),
-    _cs("metrics", "Metrics",
+        ["optimization", "lr_schedules", "regularisation"],
+        ["04_optimizers"],
+    ),
+    _cs(
+        "metrics",
+        "Metrics",
         "Accuracy, precision, recall, F1, confusion matrix, ROC-AUC, R² and perplexity.",
-        ["metrics", "evaluation"], []),
-    _cs("tensor_shapes", "Tensor shapes",
+        ["metrics", "evaluation"],
+        [],
+    ),
+    _cs(
+        "tensor_shapes",
+        "Tensor shapes",
         "Dimension rules for dense, convolution and attention layers, with parameter counts.",
-        ["shapes", "convolution", "attention"], ["05_convolution", "06_attention"]),
+        ["shapes", "convolution", "attention"],
+        ["05_convolution", "06_attention"],
+    ),
 )
 
 _BY_ID = {e.id: e for e in ENTRIES}
@@ -228,10 +329,11 @@ def nav_md(id: str, mode: str = "auto") -> str:
             parts.append("← previous: " + _md_link(order[i - 1], id, mode))
     if id != HUB_ID:
         parts.append("cheat sheet: " + _md_link(HUB_ID, id, mode, "Deep learning formulas (hub)"))
-    parts += [f"see also: {_md_link(r, id, mode)} ({entry(r).kind.replace('cheatsheet', 'cheat sheet')})"
-              for r in here.related]
+    parts += [
+        f"see also: {_md_link(r, id, mode)} ({entry(r).kind.replace('cheatsheet', 'cheat sheet')})"
+        for r in here.related
+    ]
     if here.kind == "notebook":
         if i + 1 < len(order):
             parts.append("next: " + _md_link(order[i + 1], id, mode) + " →")
     return " · ".join(parts)
-

@@ -77,7 +77,9 @@ def page_header(metadata: dict, intro: str = ""):
     from engine.course import toc
 
     parts = [f"# {metadata['name']}", inspect.cleandoc(intro), toc.nav_md(metadata["id"])]
-    return cached_md("\n\n".join(part for part in parts if part))  # the next visitor's page opens without converting it again
+    return cached_md(
+        "\n\n".join(part for part in parts if part)
+    )  # the next visitor's page opens without converting it again
 
 
 def try_it(caption: str, controls, *shown):

@@ -88,8 +88,9 @@ def _figure(figsize):
 
     fig = Figure(figsize=figsize, dpi=_DPI)
     (width, height), m = figsize, _MARGINS
-    fig.subplots_adjust(left=m["left"] / width, right=1 - m["right"] / width, bottom=m["bottom"] / height,
-                        top=1 - m["top"] / height)
+    fig.subplots_adjust(
+        left=m["left"] / width, right=1 - m["right"] / width, bottom=m["bottom"] / height, top=1 - m["top"] / height
+    )
     return fig
 
 
@@ -126,8 +127,7 @@ def puck_background(draw, *, x_bounds, y_bounds, figsize=(5.0, 3.6)) -> PuckBack
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     (x0, x1), (y0, y1) = map(float, x_bounds), map(float, y_bounds)
-    fig = _background(lambda ax, _points: draw(ax), np.empty((0, 2)), (x0, x1), (y0, y1),
-                      tuple(map(float, figsize)))
+    fig = _background(lambda ax, _points: draw(ax), np.empty((0, 2)), (x0, x1), (y0, y1), tuple(map(float, figsize)))
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
     image = np.asarray(canvas.buffer_rgba()).copy()
@@ -190,22 +190,32 @@ def draggable_points(draw, x, y, *, x_bounds=None, y_bounds=None, figsize=(5.0, 
         if isinstance(draw, PuckBackground):
             fig = _image_figure(draw)
         else:
-            fig = _background(draw, np.column_stack([x, y]).astype(np.float64), (x0, x1), (y0, y1),
-                              tuple(map(float, figsize)))
-        puck = ChartPuck(fig, x=x, y=y, puck_color=palette_color(color), throttle=throttle,
-                         drag_x_bounds=(x0, x1), drag_y_bounds=(y0, y1))
+            fig = _background(
+                draw, np.column_stack([x, y]).astype(np.float64), (x0, x1), (y0, y1), tuple(map(float, figsize))
+            )
+        puck = ChartPuck(
+            fig,
+            x=x,
+            y=y,
+            puck_color=palette_color(color),
+            throttle=throttle,
+            drag_x_bounds=(x0, x1),
+            drag_y_bounds=(y0, y1),
+        )
     n = len(x)
-    return _wrap(puck, [
-        {"x": [x0] * n, "y": [y0] * n},
-        {"x": [x1] * n, "y": [y1] * n},
-        {"x": [(x0, x1)[i % 2] for i in range(n)], "y": [(y1, y0)[i % 2] for i in range(n)]},
-    ])
+    return _wrap(
+        puck,
+        [
+            {"x": [x0] * n, "y": [y0] * n},
+            {"x": [x1] * n, "y": [y1] * n},
+            {"x": [(x0, x1)[i % 2] for i in range(n)], "y": [(y1, y0)[i % 2] for i in range(n)]},
+        ],
+    )
 
 
 def puck_points(value) -> np.ndarray:
     """The pucks of a :func:`draggable_points` value as float64 [n, 2] (x, y) rows."""
-    return np.column_stack([np.asarray(value["x"], np.float64),
-                            np.asarray(value["y"], np.float64)]).reshape(-1, 2)
+    return np.column_stack([np.asarray(value["x"], np.float64), np.asarray(value["y"], np.float64)]).reshape(-1, 2)
 
 
 # ----------------------------------------------------------------------------- a 2-D point
@@ -218,10 +228,15 @@ def point_2d(x=0.0, y=0.0, *, x_bounds=(-1.0, 1.0), y_bounds=(-1.0, 1.0), size=3
     from wigglystuff import Slider2D
 
     (x0, x1), (y0, y1) = map(float, x_bounds), map(float, y_bounds)
-    widget = Slider2D(x=float(np.clip(x, x0, x1)), y=float(np.clip(y, y0, y1)), width=size,
-                      height=size, x_bounds=(x0, x1), y_bounds=(y0, y1))
-    return _wrap(widget, [{"x": x0, "y": y0}, {"x": x1, "y": y1}, {"x": x0, "y": y1},
-                          {"x": x1, "y": y0}])
+    widget = Slider2D(
+        x=float(np.clip(x, x0, x1)),
+        y=float(np.clip(y, y0, y1)),
+        width=size,
+        height=size,
+        x_bounds=(x0, x1),
+        y_bounds=(y0, y1),
+    )
+    return _wrap(widget, [{"x": x0, "y": y0}, {"x": x1, "y": y1}, {"x": x0, "y": y1}, {"x": x1, "y": y0}])
 
 
 def point(value) -> tuple[float, float]:
@@ -271,11 +286,17 @@ def canvas(size=256, start=None):
     widget = Paint(width=size, height=size, brush=False, color_picker=False, store_background=True)
     widget.base64 = _png(first)
     dot, bar = np.zeros((size, size)), np.zeros((size, size))
-    dot[size // 2 - 1:size // 2 + 2, size // 2 - 1:size // 2 + 2] = 1
-    bar[size // 8:-size // 8, size // 2 - size // 16:size // 2 + size // 16] = 1
-    return _wrap(widget, [{"base64": _png(np.zeros((size, size)))},
-                          {"base64": _png(np.ones((size, size)))},
-                          {"base64": _png(dot)}, {"base64": _png(bar)}])
+    dot[size // 2 - 1 : size // 2 + 2, size // 2 - 1 : size // 2 + 2] = 1
+    bar[size // 8 : -size // 8, size // 2 - size // 16 : size // 2 + size // 16] = 1
+    return _wrap(
+        widget,
+        [
+            {"base64": _png(np.zeros((size, size)))},
+            {"base64": _png(np.ones((size, size)))},
+            {"base64": _png(dot)},
+            {"base64": _png(bar)},
+        ],
+    )
 
 
 def ink(value) -> np.ndarray:
@@ -318,15 +339,16 @@ def to_digit(drawing, *, fit=True) -> np.ndarray:
     drawing = np.clip(drawing, 0, 1)
     if fit and (drawing > 0).any():
         rows, cols = np.flatnonzero(drawing.any(axis=1)), np.flatnonzero(drawing.any(axis=0))
-        drawing = drawing[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+        drawing = drawing[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1]
         side = max(drawing.shape)
         square = np.zeros((side, side))
         top, left = (side - drawing.shape[0]) // 2, (side - drawing.shape[1]) // 2
-        square[top:top + drawing.shape[0], left:left + drawing.shape[1]] = drawing
+        square[top : top + drawing.shape[0], left : left + drawing.shape[1]] = drawing
         drawing = square
     # Enlarge a drawing smaller than the scan first, so that every cell of the scan gets pixels.
-    drawing = np.repeat(np.repeat(drawing, -(-DIGIT_SCAN // drawing.shape[0]), axis=0),
-                        -(-DIGIT_SCAN // drawing.shape[1]), axis=1)
+    drawing = np.repeat(
+        np.repeat(drawing, -(-DIGIT_SCAN // drawing.shape[0]), axis=0), -(-DIGIT_SCAN // drawing.shape[1]), axis=1
+    )
     scan = np.zeros((DIGIT_SCAN, DIGIT_SCAN))
     rows = np.arange(drawing.shape[0]) * DIGIT_SCAN // drawing.shape[0]
     cols = np.arange(drawing.shape[1]) * DIGIT_SCAN // drawing.shape[1]
@@ -348,8 +370,7 @@ def matrix(value, *, min_value=-5.0, max_value=5.0, step=0.1, label=""):
     value = np.asarray(value, np.float64)
     if value.ndim != 2:
         raise ValueError(f"matrix: expected a 2-D value, got shape {value.shape}")
-    element = mo.ui.matrix(value.tolist(), min_value=min_value, max_value=max_value, step=step,
-                           label=label)
+    element = mo.ui.matrix(value.tolist(), min_value=min_value, max_value=max_value, step=step, label=label)
     fills = [min_value, max_value] + ([0.0] if min_value <= 0 <= max_value else [])
     element.test_values = [np.full(value.shape, float(f)).tolist() for f in fills]
     return element
@@ -373,8 +394,16 @@ class Drawn(NamedTuple):
 def _scatter_rows(X, y, width, height, bounds):
     (x0, x1), (y0, y1) = bounds
     X = np.asarray(X, np.float64).reshape(-1, 2)
-    return [{"x": float((a - x0) / (x1 - x0) * width), "y": float((b - y0) / (y1 - y0) * height),
-             "color": SCATTER_COLORS[int(c)], "label": SCATTER_CLASSES[int(c)], "batch": 0} for (a, b), c in zip(X, y)]
+    return [
+        {
+            "x": float((a - x0) / (x1 - x0) * width),
+            "y": float((b - y0) / (y1 - y0) * height),
+            "color": SCATTER_COLORS[int(c)],
+            "label": SCATTER_CLASSES[int(c)],
+            "batch": 0,
+        }
+        for (a, b), c in zip(X, y)
+    ]
 
 
 def scatter(n_classes=2, *, bounds=((-1.0, 1.0), (-1.0, 1.0)), size=(400, 400), start=None):
@@ -399,12 +428,15 @@ def scatter(n_classes=2, *, bounds=((-1.0, 1.0), (-1.0, 1.0)), size=(400, 400), 
     one_class = np.column_stack([line * (x1 - x0) / 2 + (x0 + x1) / 2, line * (y1 - y0) / 2 + (y0 + y1) / 2])
     corners = np.array([[x0, y0], [x1, y1]])
     middle = np.array([[(x0 + x1) / 2, (y0 + y1) / 2]])
-    return _wrap(widget, [
-        {"data": []},
-        {"data": _scatter_rows(middle, [0], width, height, bounds)},
-        {"data": _scatter_rows(one_class, [0] * 8, width, height, bounds)},
-        {"data": _scatter_rows(corners, [0, min(1, n_classes - 1)], width, height, bounds)},
-    ])
+    return _wrap(
+        widget,
+        [
+            {"data": []},
+            {"data": _scatter_rows(middle, [0], width, height, bounds)},
+            {"data": _scatter_rows(one_class, [0] * 8, width, height, bounds)},
+            {"data": _scatter_rows(corners, [0, min(1, n_classes - 1)], width, height, bounds)},
+        ],
+    )
 
 
 def scatter_data(value, *, bounds=((-1.0, 1.0), (-1.0, 1.0)), min_points=2, min_classes=2) -> Drawn:
@@ -427,6 +459,8 @@ def scatter_data(value, *, bounds=((-1.0, 1.0), (-1.0, 1.0)), min_points=2, min_
         problem = f"Draw at least {min_points} point{'s' * (min_points != 1)}: the canvas has {len(y)}."
     elif len(classes) < min_classes:
         have = ", ".join(SCATTER_CLASSES[c] for c in classes) or "none"
-        problem = (f"Draw points of at least {min_classes} classes (pick a colour above the canvas): "
-                   f"the canvas has class {have} only.")
+        problem = (
+            f"Draw points of at least {min_classes} classes (pick a colour above the canvas): "
+            f"the canvas has class {have} only."
+        )
     return Drawn(X.astype(np.float32), y, problem)

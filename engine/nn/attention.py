@@ -43,8 +43,15 @@ class MultiheadAttention(Module):
     as a Linear layer's (U(−1/√E, 1/√E)).
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 batch_first: bool = False, dtype=None):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        batch_first: bool = False,
+        dtype=None,
+    ):
         super().__init__()
         op = "MultiheadAttention"
         embed_dim, num_heads = positive_int(op, "embed_dim", embed_dim), positive_int(op, "num_heads", num_heads)
@@ -72,8 +79,17 @@ class MultiheadAttention(Module):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
 
     # ------------------------------------------------------------------ forward
-    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True,
-                attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
+    def forward(
+        self,
+        query,
+        key,
+        value,
+        key_padding_mask=None,
+        need_weights: bool = True,
+        attn_mask=None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ):
         """Attention of ``query`` over ``key``/``value``; returns ``(output, weights or None)``.
 
         Shapes: query [L, B, E], key and value [S, B, E] -> output [L, B, E] (the default, as
@@ -172,7 +188,9 @@ class MultiheadAttention(Module):
                 pass
             else:
                 expected = f"({L}, {S}) or ({B * H}, {L}, {S})" if batched else f"({L}, {S}) or ({H}, {L}, {S})"
-                raise ValueError(f"{op}: attn_mask must have shape {expected} (L, S or B·num_heads, L, S), got {m.shape}")
+                raise ValueError(
+                    f"{op}: attn_mask must have shape {expected} (L, S or B·num_heads, L, S), got {m.shape}"
+                )
             total = m
         if key_padding_mask is not None:
             m = _additive(op, "key_padding_mask", key_padding_mask, dtype)
@@ -192,4 +210,3 @@ def _additive(op: str, name: str, mask, dtype) -> np.ndarray:
     if m.dtype.kind != "f":
         raise TypeError(f"{op}: {name} must be boolean (True = blocked) or float (added), got {m.dtype}")
     return m.astype(dtype, copy=False)
-

@@ -27,8 +27,21 @@ class _ConvNd(Module):
 
     _op = ""
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                 bias, padding_mode, output_padding, dtype, transposed):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        groups,
+        bias,
+        padding_mode,
+        output_padding,
+        dtype,
+        transposed,
+    ):
         super().__init__()
         op = type(self).__name__
         self.in_channels = positive_int(op, "in_channels", in_channels)
@@ -69,8 +82,7 @@ class _ConvNd(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def extra_repr(self) -> str:
-        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}")
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         if self.padding != (0, 0):
             text += f", padding={self.padding!r}" if isinstance(self.padding, str) else f", padding={self.padding}"
         if self.dilation != (1, 1):
@@ -91,10 +103,33 @@ class Conv2d(_ConvNd):
     Parameter count C_out·(C_in/groups)·kh·kw + C_out (``engine.shapes.conv2d_params``).
     """
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, padding_mode, 0, dtype, transposed=False)
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        padding_mode="zeros",
+        dtype=None,
+    ):
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            0,
+            dtype,
+            transposed=False,
+        )
 
     def forward(self, input):
         return C.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -109,28 +144,55 @@ class ConvTranspose2d(_ConvNd):
     picks output_padding so that the output has that size (as PyTorch).
     """
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups=1, bias=True, dilation=1, padding_mode="zeros", dtype=None):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        bias=True,
+        dilation=1,
+        padding_mode="zeros",
+        dtype=None,
+    ):
         if isinstance(padding, str):
             raise ValueError(f"ConvTranspose2d: padding must be an int or a pair, got {padding!r}")
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, padding_mode, output_padding, dtype, transposed=True)
-        shapes.conv_transpose_output_size(1, self.kernel_size, self.stride, (0, 0), self.output_padding,
-                                          self.dilation)  # output_padding < max(stride, dilation)
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            output_padding,
+            dtype,
+            transposed=True,
+        )
+        shapes.conv_transpose_output_size(
+            1, self.kernel_size, self.stride, (0, 0), self.output_padding, self.dilation
+        )  # output_padding < max(stride, dilation)
 
     def forward(self, input, output_size=None):
         output_padding = self.output_padding
         if output_padding is not None and output_size is not None:
             output_padding = self._output_padding_for(input, output_size)
-        return C.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  output_padding, self.groups, self.dilation)
+        return C.conv_transpose2d(
+            input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
+        )
 
     def _output_padding_for(self, input, output_size) -> tuple[int, int]:
         """The output_padding that makes the output [..., H, W] = output_size."""
         size = tuple(int(s) for s in tuple(output_size)[-2:])
         pads = []
-        for n, want, k, s, p, d in zip(input.shape[-2:], size, self.kernel_size, self.stride,
-                                       self.padding, self.dilation):
+        for n, want, k, s, p, d in zip(
+            input.shape[-2:], size, self.kernel_size, self.stride, self.padding, self.dilation
+        ):
             smallest = (n - 1) * s - 2 * p + d * (k - 1) + 1
             extra = want - smallest
             if not 0 <= extra < max(s, d):
@@ -157,19 +219,23 @@ class MaxPool2d(Module):
         C._pool_settings("MaxPool2d", _Probe, kernel_size, stride, padding, dilation, ceil_mode)
 
     def forward(self, input):
-        return C.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode, self.return_indices)
+        return C.max_pool2d(
+            input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices
+        )
 
     def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
 
 
 class AvgPool2d(Module):
     """Mean over each kernel_size window (stride defaults to kernel_size); no parameters."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
+    def __init__(
+        self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None
+    ):
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = kernel_size if stride is None else stride
@@ -178,8 +244,15 @@ class AvgPool2d(Module):
         C._pool_settings("AvgPool2d", _Probe, kernel_size, stride, padding, 1, ceil_mode)
 
     def forward(self, input):
-        return C.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return C.avg_pool2d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"

@@ -21,8 +21,17 @@ import numpy as np
 from .. import random as _random
 from ..tensor import Tensor
 
-_LINEAR_LIKE = ("linear", "identity", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-                "conv_transpose2d", "conv_transpose3d", "sigmoid")
+_LINEAR_LIKE = (
+    "linear",
+    "identity",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "sigmoid",
+)
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
@@ -41,7 +50,7 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
             slope = float(param)
         else:
             raise ValueError(f"calculate_gain: negative_slope {param!r} is not a number")
-        return math.sqrt(2.0 / (1 + slope ** 2))
+        return math.sqrt(2.0 / (1 + slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
     raise ValueError(

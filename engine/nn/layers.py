@@ -109,7 +109,7 @@ class Unflatten(Module):
     def forward(self, x):
         x = as_tensor(x)
         d = self.dim % x.ndim
-        return x.reshape(x.shape[:d] + self.unflattened_size + x.shape[d + 1:])
+        return x.reshape(x.shape[:d] + self.unflattened_size + x.shape[d + 1 :])
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
@@ -145,7 +145,9 @@ class Embedding(Module):
         self.embedding_dim = positive_int("Embedding", "embedding_dim", embedding_dim)
         if padding_idx is not None:
             if not -self.num_embeddings <= padding_idx < self.num_embeddings:
-                raise ValueError(f"Embedding: padding_idx {padding_idx} must be within num_embeddings ({self.num_embeddings})")
+                raise ValueError(
+                    f"Embedding: padding_idx {padding_idx} must be within num_embeddings ({self.num_embeddings})"
+                )
             padding_idx %= self.num_embeddings
         self.padding_idx = padding_idx
         self.weight = Parameter(np.empty((self.num_embeddings, self.embedding_dim), dtype=_dtype(dtype)))
@@ -177,8 +179,17 @@ class _BatchNorm(Module):
 
     _allowed_ndims: tuple = ()
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype=None, *, bias: bool = True):
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum=0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        dtype=None,
+        *,
+        bias: bool = True,
+    ):
         super().__init__()
         name = type(self).__name__
         self.num_features = positive_int(name, "num_features", num_features)
@@ -268,8 +279,9 @@ class LayerNorm(Module):
     """y = (x − μ)/√(σ² + ε)·γ + β, μ and σ² (biased) over the last dims ``normalized_shape`` of each
     sample; the same in training and evaluation. γ = 1, β = 0 initially."""
 
-    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, dtype=None):
+    def __init__(
+        self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True, dtype=None
+    ):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
         self.normalized_shape = tuple(positive_int("LayerNorm", "normalized_shape", n) for n in shape)
@@ -288,8 +300,10 @@ class LayerNorm(Module):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
-                f"bias={self.bias is not None}")
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 # ---------------------------------------------------------------- activations

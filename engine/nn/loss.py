@@ -11,8 +11,17 @@ from __future__ import annotations
 from .. import functional as F
 from .module import Module
 
-__all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "KLDivLoss", "L1Loss",
-           "MSELoss", "NLLLoss", "SmoothL1Loss"]
+__all__ = [
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CrossEntropyLoss",
+    "HuberLoss",
+    "KLDivLoss",
+    "L1Loss",
+    "MSELoss",
+    "NLLLoss",
+    "SmoothL1Loss",
+]
 
 
 class _Loss(Module):
@@ -97,10 +106,8 @@ class CrossEntropyLoss(_Loss):
 
     function = staticmethod(F.cross_entropy)
 
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean",
-                 label_smoothing: float = 0.0):
-        super().__init__(weight=weight, ignore_index=ignore_index, reduction=reduction,
-                         label_smoothing=label_smoothing)
+    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0):
+        super().__init__(weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
 class NLLLoss(_Loss):

@@ -125,8 +125,11 @@ class Module:
     def __setattr__(self, name: str, value) -> None:
         """As PyTorch: a parameter's attribute takes only a Parameter or None (a plain tensor
         there would silently leave ``parameters()`` and ``state_dict()``)."""
-        if isinstance(value, Tensor) and not isinstance(value, Parameter) and isinstance(
-                self.__dict__.get(name), Parameter):
+        if (
+            isinstance(value, Tensor)
+            and not isinstance(value, Parameter)
+            and isinstance(self.__dict__.get(name), Parameter)
+        ):
             raise TypeError(
                 f"cannot assign a {type(value).__name__} as parameter {name!r} of "
                 f"{type(self).__name__} (engine.nn.Parameter or None expected); wrap it, "
@@ -143,7 +146,9 @@ class Module:
             if isinstance(tensor, np.ndarray):
                 tensor = Tensor._wrap(tensor)
             else:
-                raise TypeError(f"register_buffer: {name!r} must be a Tensor, an array or None, got {type(tensor).__name__}")
+                raise TypeError(
+                    f"register_buffer: {name!r} must be a Tensor, an array or None, got {type(tensor).__name__}"
+                )
         if "_buffers" not in self.__dict__:
             self._buffers, self._non_persistent = {}, set()
         self._buffers[name] = True
@@ -253,7 +258,9 @@ class Module:
         for part in target.split(".") if target else []:
             found = dict(module._own()[1]).get(part)
             if found is None:
-                raise AttributeError(f"get_submodule: {type(module).__name__} has no sub-module {part!r} (in {target!r})")
+                raise AttributeError(
+                    f"get_submodule: {type(module).__name__} has no sub-module {part!r} (in {target!r})"
+                )
             module = found
         return module
 
@@ -363,12 +370,12 @@ class Module:
             else:
                 arrays[key] = arr
         if strict:
-            problems += [f"  missing key {k!r} (shape {targets[k].data.shape}) is not in the state dict" for k in missing]
+            problems += [
+                f"  missing key {k!r} (shape {targets[k].data.shape}) is not in the state dict" for k in missing
+            ]
             problems += [f"  unexpected key {k!r} is not a parameter or buffer of the model" for k in unexpected]
         if problems:
-            raise ValueError(
-                f"load_state_dict: cannot load into {type(self).__name__}:\n" + "\n".join(problems)
-            )
+            raise ValueError(f"load_state_dict: cannot load into {type(self).__name__}:\n" + "\n".join(problems))
         for key, arr in arrays.items():
             target = targets[key]
             target.data[...] = arr  # in place: optimizers keep pointing at the same parameters

@@ -121,6 +121,6 @@ def vector_to_parameters(vec, parameters) -> None:
     offset = 0
     for p in params:
         n = p.data.size
-        p.data[...] = v[offset:offset + n].reshape(p.shape)
+        p.data[...] = v[offset : offset + n].reshape(p.shape)
         p._bump_version()
         offset += n

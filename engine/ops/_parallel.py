@@ -43,8 +43,9 @@ def default_threads(platform: str = sys.platform, environ=os.environ, cpus: int 
         return 1
     wanted = environ.get("ENGINE_NUM_THREADS")
     if wanted is None:
-        blas = next((environ[v] for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-                     if v in environ), None)
+        blas = next(
+            (environ[v] for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS") if v in environ), None
+        )
         wanted = "2" if blas is not None and blas.strip() == "1" else "1"
     if not wanted.strip().isdigit() or int(wanted) < 1:
         raise ValueError(f"ENGINE_NUM_THREADS must be a positive integer, got {wanted!r}")
@@ -106,8 +107,9 @@ def even_chunks(n: int, count: int) -> list[tuple[int, int]]:
     return list(zip(edges[:-1], edges[1:]))
 
 
-def for_chunks(make_worker: Callable[[], Callable[[int, int, int], None]], bounds: list[tuple[int, int]],
-               work: int) -> None:
+def for_chunks(
+    make_worker: Callable[[], Callable[[int, int, int], None]], bounds: list[tuple[int, int]], work: int
+) -> None:
     """Call ``run(index, start, stop)`` once for each chunk ``bounds[index]``, in any order and on
     up to THREADS threads when ``work`` (the op's multiply-adds) pays for a second one; each thread
     taking part gets its own ``run = make_worker()`` (which may own scratch buffers). ``run`` must

@@ -49,8 +49,16 @@ from ..autograd import Function
 from . import _parallel
 
 __all__ = [
-    "im2col", "col2im", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d",
-    "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d",
+    "im2col",
+    "col2im",
+    "conv2d",
+    "conv_transpose2d",
+    "max_pool2d",
+    "avg_pool2d",
+    "Conv2d",
+    "ConvTranspose2d",
+    "MaxPool2d",
+    "AvgPool2d",
 ]
 
 
@@ -94,7 +102,7 @@ def _pad(x: np.ndarray, widths, value=0.0) -> np.ndarray:
     (top, bottom), (left, right) = widths
     n, c, h, w = x.shape
     out = np.full((n, c, h + top + bottom, w + left + right), value, dtype=x.dtype)
-    out[:, :, top:top + h, left:left + w] = x
+    out[:, :, top : top + h, left : left + w] = x
     return out
 
 
@@ -133,8 +141,8 @@ def _col2im(cols6, x_shape, kernel, stride, widths, dilation) -> np.ndarray:
         rows = slice(r0, r0 + stride[0] * (ho - 1) + 1, stride[0])
         for j in range(kernel[1]):
             c0 = j * dilation[1]
-            out[:, :, rows, c0:c0 + stride[1] * (wo - 1) + 1:stride[1]] += cols6[:, :, i, j]
-    return out[:, :, top:top + h, left:left + w]
+            out[:, :, rows, c0 : c0 + stride[1] * (wo - 1) + 1 : stride[1]] += cols6[:, :, i, j]
+    return out[:, :, top : top + h, left : left + w]
 
 
 def _product_col2im(w2t, rhs, x_shape, kernel, stride, widths, dilation, out_hw) -> np.ndarray:
@@ -161,8 +169,8 @@ def _product_col2im(w2t, rhs, x_shape, kernel, stride, widths, dilation, out_hw)
         for j in range(kernel[1]):
             c0 = j * dilation[1]
             np.matmul(w5[:, :, i, j, :], rhs, out=buf)
-            out[:, :, rows, c0:c0 + stride[1] * (wo - 1) + 1:stride[1]] += piece
-    return out[:, :, top:top + h, left:left + w]
+            out[:, :, rows, c0 : c0 + stride[1] * (wo - 1) + 1 : stride[1]] += piece
+    return out[:, :, top : top + h, left : left + w]
 
 
 D_CHUNK_BYTES = 1 << 20  # of W₂ᵀ g per step of _input_grad_stride1: it stays in cache
@@ -216,23 +224,24 @@ def _stride1_input_grad_filler(w2t, g, x_shape, kernel, widths, dilation, items,
     grid4 = grid.reshape(items, groups, c_group_out, ho * wp)
     d = _parallel.scratch(("D", slot), (items, groups, k, row), dtype)
     d[..., :lead] = 0
-    d[..., lead + ho * wp:] = 0
+    d[..., lead + ho * wp :] = 0
     sn, _, sr, se = d.strides
     view = as_strided(  # view[n, c, i, j, u] = D[n, (c, i, j), lead − off_ij + u]
-        d[:, 0, 0, lead:], shape=(items, c_in, kh, kw, hp * wp),
+        d[:, 0, 0, lead:],
+        shape=(items, c_in, kh, kw, hp * wp),
         strides=(sn, kh * kw * sr, kw * sr - dilation[0] * wp * se, sr - dilation[1] * se, se),
         writeable=False,
     )
     padded = _parallel.scratch(("padded", slot), (items, c_in, hp * wp), dtype)
-    inside = padded.reshape(items, c_in, hp, wp)[:, :, top:top + h, left:left + w]
+    inside = padded.reshape(items, c_in, hp, wp)[:, :, top : top + h, left : left + w]
 
     def fill(out, start, stop):
         for first in range(start, stop, items):
             m = min(items, stop - first)
-            grid[:m, :, :, :wo] = g[first:first + m]
-            np.matmul(w2t, grid4[:m], out=d[:m, :, :, lead:lead + ho * wp])
+            grid[:m, :, :, :wo] = g[first : first + m]
+            np.matmul(w2t, grid4[:m], out=d[:m, :, :, lead : lead + ho * wp])
             view[:m].sum(axis=(2, 3), out=padded[:m])
-            out[first:first + m] = inside[:m]
+            out[first : first + m] = inside[:m]
 
     return fill
 
@@ -278,7 +287,9 @@ def col2im(cols, output_size, kernel_size, stride=1, padding=0, dilation=1) -> n
     widths = _widths(padding, kernel, stride, dilation, op)
     batched = cols if cols.ndim == 3 else cols[None]
     if cols.ndim not in (2, 3) or batched.shape[1] % (kernel[0] * kernel[1]):
-        raise ValueError(f"{op}: cols must be [N, C·kh·kw, L] with kh·kw = {kernel[0] * kernel[1]}, got shape {cols.shape}")
+        raise ValueError(
+            f"{op}: cols must be [N, C·kh·kw, L] with kh·kw = {kernel[0] * kernel[1]}, got shape {cols.shape}"
+        )
     n, rows, length = batched.shape
     c = rows // (kernel[0] * kernel[1])
     ho, wo = _output_hw(op, (n, c, h, w), kernel, stride, widths, dilation)
@@ -363,8 +374,11 @@ class Conv2d(Function):
         def backward_worker():
             # one per thread: the stride-1 input gradient's buffers are made once, here
             items = max(stop - start for start, stop in bounds)
-            fill_gx = (_stride1_input_grad_filler(w2t, g, x_shape, (kh, kw), widths, dilation, items, next(slots))
-                       if gx is not None and stride == (1, 1) else None)
+            fill_gx = (
+                _stride1_input_grad_filler(w2t, g, x_shape, (kh, kw), widths, dilation, items, next(slots))
+                if gx is not None and stride == (1, 1)
+                else None
+            )
 
             def backward_chunk(index, start, stop):
                 if sums is not None:
@@ -372,8 +386,16 @@ class Conv2d(Function):
                 if fill_gx is not None:  # col2im(W₂ᵀ g)
                     fill_gx(gx, start, stop)
                 elif gx is not None:
-                    gx[start:stop] = _product_col2im(w2t, g4[start:stop], (stop - start, *x_shape[1:]), (kh, kw),
-                                                     stride, widths, dilation, g.shape[-2:])
+                    gx[start:stop] = _product_col2im(
+                        w2t,
+                        g4[start:stop],
+                        (stop - start, *x_shape[1:]),
+                        (kh, kw),
+                        stride,
+                        widths,
+                        dilation,
+                        g.shape[-2:],
+                    )
 
             return backward_chunk
 
@@ -550,7 +572,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             "[C_out, C_in/groups, kh, kw])"
         )
     if weight.shape[0] % groups:
-        raise ValueError(f"{op}: C_out = {weight.shape[0]} (weight shape {weight.shape}) is not divisible by groups={groups}")
+        raise ValueError(
+            f"{op}: C_out = {weight.shape[0]} (weight shape {weight.shape}) is not divisible by groups={groups}"
+        )
     bias = _check_bias(op, bias, weight.shape[0])
     _check_dtypes(op, x, weight, bias)
     kernel = weight.shape[2:]
@@ -602,7 +626,11 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def _pool_settings(op, x, kernel_size, stride, padding, dilation, ceil_mode):
     kernel = int_pair(op, "kernel_size", kernel_size, 1)
-    stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) else int_pair(op, "stride", stride, 1)
+    stride = (
+        kernel
+        if stride is None or (isinstance(stride, (tuple, list)) and not stride)
+        else int_pair(op, "stride", stride, 1)
+    )
     padding = int_pair(op, "padding", padding, 0)
     dilation = int_pair(op, "dilation", dilation, 1)
     if any(p > k // 2 for p, k in zip(padding, kernel)):
@@ -658,8 +686,9 @@ def _max_offsets(x, kernel, stride, widths, dilation, out_hw) -> np.ndarray:
     return view.reshape(*x.shape[:2], kernel[0] * kernel[1], *out_hw).argmax(axis=2)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool2d(
+    input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None
+):
     """Mean over each window, as ``torch.nn.functional.avg_pool2d`` (stride defaults to kernel_size).
 
     Zero padding; the divisor is kh·kw when ``count_include_pad`` (padding counts), else the
@@ -670,7 +699,11 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     unbatched = _check_input(op, x)
     kernel, stride, widths, _, out_hw = _pool_settings(op, x, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None:
-        if isinstance(divisor_override, bool) or not isinstance(divisor_override, numbers.Integral) or divisor_override < 1:
+        if (
+            isinstance(divisor_override, bool)
+            or not isinstance(divisor_override, numbers.Integral)
+            or divisor_override < 1
+        ):
             raise ValueError(f"{op}: divisor_override must be a positive int, got {divisor_override!r}")
         divisor = np.asarray(divisor_override, dtype=x.dtype)
     elif not any(hi for _, hi in widths) or (count_include_pad and all(lo == hi for lo, hi in widths)):

@@ -80,8 +80,7 @@ class CrossEntropy(Function):
     @staticmethod
     def backward(ctx, g):
         log_p, coef = ctx.saved_tensors
-        g_sample = _reduction_grad(g, ctx.sample_shape, ctx.reduction, ctx.denominator, log_p.dtype,
-                                   ctx.valid)
+        g_sample = _reduction_grad(g, ctx.sample_shape, ctx.reduction, ctx.denominator, log_p.dtype, ctx.valid)
         dz = np.exp(log_p) * np.add.reduce(coef, axis=-1, keepdims=True) - coef
         return dz * g_sample[..., None]
 
@@ -100,8 +99,7 @@ class NLLLoss(Function):
     @staticmethod
     def backward(ctx, g):
         (coef,) = ctx.saved_tensors
-        g_sample = _reduction_grad(g, ctx.sample_shape, ctx.reduction, ctx.denominator, coef.dtype,
-                                   ctx.valid)
+        g_sample = _reduction_grad(g, ctx.sample_shape, ctx.reduction, ctx.denominator, coef.dtype, ctx.valid)
         return -coef * g_sample[..., None]
 
 

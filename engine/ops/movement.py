@@ -83,9 +83,7 @@ class Index(Function):
 def _is_advanced(index) -> bool:
     """True when ``index`` holds an integer array, whose entries may repeat (boolean masks cannot)."""
     parts = index if isinstance(index, tuple) else (index,)
-    return any(
-        isinstance(p, (list, np.ndarray)) and np.asarray(p).dtype != bool for p in parts
-    )
+    return any(isinstance(p, (list, np.ndarray)) and np.asarray(p).dtype != bool for p in parts)
 
 
 class Cat(Function):

@@ -21,7 +21,8 @@ def normalize_dims(dim, ndim: int, op: str, empty_is_all: bool = False) -> tuple
     if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
         dims = (dim,)
     elif isinstance(dim, (tuple, list)) and all(
-            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dim):
+        isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dim
+    ):
         dims = tuple(dim)
     else:
         raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {type(dim).__name__} {dim!r}")

@@ -28,10 +28,10 @@ _SWITCH = 2.5
 
 
 # the relative size of the first series term left out, per dtype of the result (module docstring)
-_SERIES_TOLERANCE = {np.dtype(np.float64): 2.0 ** -56, np.dtype(np.float32): 2.0 ** -36}
+_SERIES_TOLERANCE = {np.dtype(np.float64): 2.0**-56, np.dtype(np.float32): 2.0**-36}
 
 
-def _series_terms(x_max: float, tolerance: float = 2.0 ** -56) -> int:
+def _series_terms(x_max: float, tolerance: float = 2.0**-56) -> int:
     """How many series terms bring erf to ``tolerance`` (relative) for every |x| <= ``x_max``: the
     ratio of term n to the sum (at least x) is prod 2x²/(2k+1), largest at ``x_max``; stop once it
     is below ``tolerance`` and the terms shrink at least twofold (the rest then adds less than it)."""
@@ -47,7 +47,7 @@ def _erf_series(x, precision=np.float64):
     """The series, summed by Horner's rule from its last term: x·Σₙ cₙuⁿ with u = 2x² and
     cₙ = 1/(1·3···(2n+1)). Speed: two in-place passes per term and no temporary (adding term by
     term took three passes and a new array per term: twice the time of a GELU layer)."""
-    n_terms = _series_terms(float(np.max(np.abs(x))), _SERIES_TOLERANCE.get(np.dtype(precision), 2.0 ** -56))
+    n_terms = _series_terms(float(np.max(np.abs(x))), _SERIES_TOLERANCE.get(np.dtype(precision), 2.0**-56))
     coefficients = [1.0]
     for n in range(1, n_terms):
         coefficients.append(coefficients[-1] / (2 * n + 1))
@@ -96,8 +96,7 @@ def erfc(x, precision=np.float64) -> np.ndarray:
     """Complementary error function 1 − erf(x), float64, accurate to ~1e-15 relative (to float32's
     rounding with ``precision=np.float32``, in fewer series terms)."""
     # erfc(−x) = 2 − erfc(x) on the left
-    return _by_region(x, lambda s: 1.0 - _erf_series(s, precision),
-                      lambda v, tail: np.where(v > 0, tail, 2.0 - tail))
+    return _by_region(x, lambda s: 1.0 - _erf_series(s, precision), lambda v, tail: np.where(v > 0, tail, 2.0 - tail))
 
 
 def erf(x) -> np.ndarray:

@@ -33,11 +33,27 @@ class Adam(Optimizer):
 
     _decoupled = False
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
-                 foreach: bool | None = None):
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize, foreach=foreach)
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+    ):
+        defaults = dict(
+            lr=lr,
+            betas=tuple(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            foreach=foreach,
+        )
         super().__init__(params, defaults)
 
     def _check_hyperparameters(self, group: dict) -> None:
@@ -92,14 +108,14 @@ class Adam(Optimizer):
             np.maximum(v_max, v, out=v_max)
             v = v_max
         denominator = np.sqrt(v, out=scratch)  # √v/√(1 − β₂ᵗ) + ε
-        denominator /= math.sqrt(1 - beta2 ** t)
+        denominator /= math.sqrt(1 - beta2**t)
         denominator += eps
-        step = np.multiply(lr / (1 - beta1 ** t), m, out=g)  # (η/(1 − β₁ᵗ))·m / denominator
+        step = np.multiply(lr / (1 - beta1**t), m, out=g)  # (η/(1 − β₁ᵗ))·m / denominator
         step /= denominator
         start = 0
         for p in params:
             size = p.data.size
-            p.data -= step[start:start + size].reshape(p.data.shape)
+            p.data -= step[start : start + size].reshape(p.data.shape)
             start += size
 
     def _moments(self, group, params):
@@ -123,15 +139,21 @@ class Adam(Optimizer):
         ``state[p][name]`` made views of them."""
         dtype = params[0].data.dtype
         states = [self.state.setdefault(p, {"step": 0}) for p in params]
-        flats = [np.concatenate([np.asarray(state[name], dtype=dtype).reshape(-1) if name in state
-                                 else np.zeros(p.data.size, dtype) for p, state in zip(params, states)])
-                 for name in names]
+        flats = [
+            np.concatenate(
+                [
+                    np.asarray(state[name], dtype=dtype).reshape(-1) if name in state else np.zeros(p.data.size, dtype)
+                    for p, state in zip(params, states)
+                ]
+            )
+            for name in names
+        ]
         views = []
         start = 0
         for p, state in zip(params, states):
             size = p.data.size
             for name, flat in zip(names, flats):
-                state[name] = flat[start:start + size].reshape(p.data.shape)
+                state[name] = flat[start : start + size].reshape(p.data.shape)
                 views.append(state[name])
             start += size
         return views, flats
@@ -161,8 +183,25 @@ class AdamW(Adam):
 
     _decoupled = True
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
-                 foreach: bool | None = None):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize, foreach=foreach)
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+    ):
+        super().__init__(
+            params,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            foreach=foreach,
+        )

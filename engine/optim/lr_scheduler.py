@@ -24,9 +24,22 @@ from .._checks import positive_int
 from .optimizer import Optimizer
 
 __all__ = [
-    "LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
-    "ExponentialLR", "PolynomialLR", "CosineAnnealingLR", "SequentialLR", "ChainedScheduler",
-    "ReduceLROnPlateau", "OneCycleLR", "warmup_cosine", "schedule_values",
+    "LRScheduler",
+    "LambdaLR",
+    "MultiplicativeLR",
+    "StepLR",
+    "MultiStepLR",
+    "ConstantLR",
+    "LinearLR",
+    "ExponentialLR",
+    "PolynomialLR",
+    "CosineAnnealingLR",
+    "SequentialLR",
+    "ChainedScheduler",
+    "ReduceLROnPlateau",
+    "OneCycleLR",
+    "warmup_cosine",
+    "schedule_values",
 ]
 
 
@@ -76,7 +89,9 @@ class LRScheduler:
                 "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 "
                 "and later (and in the engine), you should call them in the opposite order: "
                 "`optimizer.step()` before `lr_scheduler.step()`. Failure to do this will result in "
-                "skipping the first value of the learning rate schedule.", UserWarning, stacklevel=2,
+                "skipping the first value of the learning rate schedule.",
+                UserWarning,
+                stacklevel=2,
             )
         self._step_count += 1
         self._update_lr(epoch)
@@ -134,7 +149,9 @@ class _LambdaBase(LRScheduler):
     def state_dict(self) -> dict:
         out = super().state_dict()
         # functions are not data; a callable object's attributes are (as PyTorch)
-        out["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else dict(fn.__dict__) for fn in self.lr_lambdas]
+        out["lr_lambdas"] = [
+            None if isinstance(fn, types.FunctionType) else dict(fn.__dict__) for fn in self.lr_lambdas
+        ]
         return out
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -213,7 +230,9 @@ class ConstantLR(LRScheduler):
         return [g["lr"] * (1.0 / self.factor) for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list:
-        return [base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)) for base in self.base_lrs]
+        return [
+            base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)) for base in self.base_lrs
+        ]
 
 
 class LinearLR(LRScheduler):
@@ -222,8 +241,14 @@ class LinearLR(LRScheduler):
     Chainable form (PyTorch's): η_t = η_{t−1} · (1 + (e − s)/(T·s + (t − 1)(e − s))) for 0 < t ≤ T.
     """
 
-    def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
-                 total_iters: int = 5, last_epoch: int = -1):
+    def __init__(
+        self,
+        optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ):
         if not 0 < start_factor <= 1:
             raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
         if not 0 <= end_factor <= 1:
@@ -259,7 +284,7 @@ class ExponentialLR(LRScheduler):
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list:
-        return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
+        return [base * self.gamma**self.last_epoch for base in self.base_lrs]
 
 
 class PolynomialLR(LRScheduler):
@@ -272,12 +297,16 @@ class PolynomialLR(LRScheduler):
     def get_lr(self) -> list:
         if self._is_initial or self.last_epoch > self.total_iters:
             return _lrs(self.optimizer)
-        factor = ((1.0 - self.last_epoch / self.total_iters) / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        factor = (
+            (1.0 - self.last_epoch / self.total_iters) / (1.0 - (self.last_epoch - 1) / self.total_iters)
+        ) ** self.power
         return [g["lr"] * factor for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list:
-        return [base * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
-                for base in self.base_lrs]
+        return [
+            base * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+            for base in self.base_lrs
+        ]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -300,14 +329,18 @@ class CosineAnnealingLR(LRScheduler):
         if self._step_count == 1 and t > 0:  # resumed at epoch t: closed form
             return [lo + (base - lo) * (1 + math.cos(t * math.pi / T)) / 2 for base in self.base_lrs]
         if (t - 1 - T) % (2 * T) == 0:
-            return [g["lr"] + (base - lo) * (1 - math.cos(math.pi / T)) / 2
-                    for base, g in zip(self.base_lrs, self.optimizer.param_groups)]
+            return [
+                g["lr"] + (base - lo) * (1 - math.cos(math.pi / T)) / 2
+                for base, g in zip(self.base_lrs, self.optimizer.param_groups)
+            ]
         ratio = (1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T))
         return [ratio * (g["lr"] - lo) + lo for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list:
-        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base in self.base_lrs]
+        return [
+            self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+            for base in self.base_lrs
+        ]
 
 
 class SequentialLR(LRScheduler):
@@ -322,7 +355,9 @@ class SequentialLR(LRScheduler):
             raise ValueError("SequentialLR: expects at least one scheduler")
         for i, s in enumerate(schedulers):
             if isinstance(s, ReduceLROnPlateau):
-                raise ValueError(f"SequentialLR: scheduler {i} is ReduceLROnPlateau, which needs a metric; not supported")
+                raise ValueError(
+                    f"SequentialLR: scheduler {i} is ReduceLROnPlateau, which needs a metric; not supported"
+                )
             if getattr(s, "optimizer", None) is not optimizer:
                 raise ValueError(f"SequentialLR: scheduler {i} ({type(s).__name__}) belongs to a different optimizer")
         milestones = list(milestones)
@@ -384,7 +419,9 @@ class ChainedScheduler(LRScheduler):
         optimizer = optimizer or schedulers[0].optimizer
         for i, s in enumerate(schedulers):
             if isinstance(s, ReduceLROnPlateau):
-                raise ValueError(f"ChainedScheduler: scheduler {i} is ReduceLROnPlateau, which needs a metric; not supported")
+                raise ValueError(
+                    f"ChainedScheduler: scheduler {i} is ReduceLROnPlateau, which needs a metric; not supported"
+                )
             if s.optimizer is not optimizer:
                 raise ValueError(f"ChainedScheduler: scheduler {i} belongs to a different optimizer")
         self._schedulers, self.optimizer = schedulers, optimizer
@@ -408,9 +445,18 @@ class ReduceLROnPlateau(LRScheduler):
     ``min_lr``, and a reduction smaller than ``eps`` is skipped.
     """
 
-    def __init__(self, optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
-                 threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
-                 min_lr=0, eps: float = 1e-8):
+    def __init__(
+        self,
+        optimizer,
+        mode: str = "min",
+        factor: float = 0.1,
+        patience: int = 10,
+        threshold: float = 1e-4,
+        threshold_mode: str = "rel",
+        cooldown: int = 0,
+        min_lr=0,
+        eps: float = 1e-8,
+    ):
         if factor >= 1.0:
             raise ValueError(f"ReduceLROnPlateau: factor must be < 1.0, got {factor}")
         if not isinstance(optimizer, Optimizer):
@@ -488,7 +534,9 @@ def _one_cycle_total_steps(total_steps, epochs, steps_per_epoch) -> int:
     if total_steps is not None:
         return positive_int("OneCycleLR", "total_steps", total_steps)
     if epochs is not None and steps_per_epoch is not None:
-        return positive_int("OneCycleLR", "epochs", epochs) * positive_int("OneCycleLR", "steps_per_epoch", steps_per_epoch)
+        return positive_int("OneCycleLR", "epochs", epochs) * positive_int(
+            "OneCycleLR", "steps_per_epoch", steps_per_epoch
+        )
     raise ValueError("OneCycleLR: give total_steps, or both epochs and steps_per_epoch")
 
 
@@ -496,17 +544,41 @@ def _one_cycle_phases(total_steps: int, pct_start: float, three_phase: bool) -> 
     """The phases as PyTorch lists them: the step each ends at, and which stored rate and momentum
     it goes from and to (warm-up, then annealing; or warm-up, back down, final annihilation)."""
     up_end = float(pct_start * total_steps) - 1
-    warm_up = {"end_step": up_end, "start_lr": "initial_lr", "end_lr": "max_lr",
-               "start_momentum": "max_momentum", "end_momentum": "base_momentum"}
+    warm_up = {
+        "end_step": up_end,
+        "start_lr": "initial_lr",
+        "end_lr": "max_lr",
+        "start_momentum": "max_momentum",
+        "end_momentum": "base_momentum",
+    }
     if not three_phase:
-        return [warm_up,
-                {"end_step": total_steps - 1, "start_lr": "max_lr", "end_lr": "min_lr",
-                 "start_momentum": "base_momentum", "end_momentum": "max_momentum"}]
-    return [warm_up,
-            {"end_step": float(2 * pct_start * total_steps) - 2, "start_lr": "max_lr", "end_lr": "initial_lr",
-             "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
-            {"end_step": total_steps - 1, "start_lr": "initial_lr", "end_lr": "min_lr",
-             "start_momentum": "max_momentum", "end_momentum": "max_momentum"}]
+        return [
+            warm_up,
+            {
+                "end_step": total_steps - 1,
+                "start_lr": "max_lr",
+                "end_lr": "min_lr",
+                "start_momentum": "base_momentum",
+                "end_momentum": "max_momentum",
+            },
+        ]
+    return [
+        warm_up,
+        {
+            "end_step": float(2 * pct_start * total_steps) - 2,
+            "start_lr": "max_lr",
+            "end_lr": "initial_lr",
+            "start_momentum": "base_momentum",
+            "end_momentum": "max_momentum",
+        },
+        {
+            "end_step": total_steps - 1,
+            "start_lr": "initial_lr",
+            "end_lr": "min_lr",
+            "start_momentum": "max_momentum",
+            "end_momentum": "max_momentum",
+        },
+    ]
 
 
 class OneCycleLR(LRScheduler):
@@ -519,11 +591,23 @@ class OneCycleLR(LRScheduler):
     (up, back down to the initial rate, then the final annihilation).
     """
 
-    def __init__(self, optimizer, max_lr, total_steps: int | None = None, epochs: int | None = None,
-                 steps_per_epoch: int | None = None, pct_start: float = 0.3, anneal_strategy: str = "cos",
-                 cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95,
-                 div_factor: float = 25.0, final_div_factor: float = 1e4, three_phase: bool = False,
-                 last_epoch: int = -1):
+    def __init__(
+        self,
+        optimizer,
+        max_lr,
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum=0.85,
+        max_momentum=0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"OneCycleLR: expected an engine Optimizer, got {type(optimizer).__name__}")
         self.optimizer = optimizer
@@ -598,8 +682,9 @@ class OneCycleLR(LRScheduler):
 # ---------------------------------------------------------------- helpers for notebooks
 
 
-def warmup_cosine(optimizer, warmup_steps: int, total_steps: int, start_factor: float = 0.1,
-                  eta_min: float = 0.0) -> SequentialLR:
+def warmup_cosine(
+    optimizer, warmup_steps: int, total_steps: int, start_factor: float = 0.1, eta_min: float = 0.0
+) -> SequentialLR:
     """Linear warm-up over ``warmup_steps`` then cosine decay to ``eta_min`` until ``total_steps``:
     ``SequentialLR([LinearLR, CosineAnnealingLR], milestones=[warmup_steps])``."""
     if not 0 < warmup_steps < total_steps:

@@ -64,7 +64,9 @@ class Optimizer:
             if p.data.dtype.kind != "f":
                 raise TypeError(f"{name}: can only optimize floating-point tensors, got {p.data.dtype}")
             if not p.is_leaf:
-                raise ValueError(f"{name}: can't optimize a non-leaf Tensor (the result of an operation); use .detach()")
+                raise ValueError(
+                    f"{name}: can't optimize a non-leaf Tensor (the result of an operation); use .detach()"
+                )
         if len({id(p) for p in params}) != len(params):
             raise ValueError(f"{name}: a parameter appears twice in the same group")
         existing = {id(p) for g in self.param_groups for p in g["params"]}

@@ -68,7 +68,7 @@ def _key_bias_left_out(state: dict) -> dict:
         value = value.data if isinstance(value, Tensor) else value
         if name.endswith("in_proj_bias"):
             d = len(value) // 3
-            value = np.concatenate([value[:d], value[2 * d:]])  # query and value biases
+            value = np.concatenate([value[:d], value[2 * d :]])  # query and value biases
         parameters[name] = value
     return {**state, "parameters": parameters}
 
@@ -89,13 +89,15 @@ def assert_same_state(made, shipped, where="state", rtol=RELATIVE_TOLERANCE):
             assert_same_state(a, b, f"{where}[{i}]", rtol)
     elif isinstance(made, np.ndarray):
         assert isinstance(shipped, np.ndarray), f"{where}: shipped {type(shipped).__name__}, made an array"
-        assert made.shape == shipped.shape and made.dtype == shipped.dtype, \
+        assert made.shape == shipped.shape and made.dtype == shipped.dtype, (
             f"{where}: made {made.dtype}{made.shape}, shipped {shipped.dtype}{shipped.shape}"
+        )
         if made.dtype.kind in "fc":
             gap = np.linalg.norm((made.astype(np.float64) - shipped).ravel())
             size = np.linalg.norm(shipped.astype(np.float64).ravel())
-            assert gap <= rtol * size + 1e-6 * np.sqrt(made.size), \
+            assert gap <= rtol * size + 1e-6 * np.sqrt(made.size), (
                 f"{where}: ||made - shipped|| = {gap:.3g}, {gap / max(size, 1e-30):.3g} of ||shipped||"
+            )
         else:
             np.testing.assert_array_equal(made, shipped, err_msg=where)
     elif isinstance(made, float):
@@ -137,8 +139,9 @@ def test_attention_key_bias_has_no_effect_on_the_model():
     from engine.course.labs import attention
 
     page = make_checkpoints.notebook_module("06_attention")
-    run, reason = attention.shipped_tiny_gpt([getattr(page, n) for n in attention.GPT_CODE],
-                                             [getattr(page, n) for n in attention.GPT_CLASSES])
+    run, reason = attention.shipped_tiny_gpt(
+        [getattr(page, n) for n in attention.GPT_CODE], [getattr(page, n) for n in attention.GPT_CLASSES]
+    )
     assert run is not None, reason
     model = run.model
     tokens = np.arange(12).reshape(1, 12) % model.token.weight.shape[0]
@@ -148,7 +151,7 @@ def test_attention_key_bias_has_no_effect_on_the_model():
         before = model(tokens).data.copy()
         for p in key_biases:
             d = p.data.shape[0] // 3
-            p.data[d:2 * d] += 0.5
+            p.data[d : 2 * d] += 0.5
         after = model(tokens).data
     np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5)
 
@@ -199,16 +202,21 @@ def _defined_in(tmp_path, name: str, source: str, what: str = "loss"):
 
 def test_the_fingerprint_ignores_prose_and_sees_code(tmp_path):
     plain = _defined_in(tmp_path, "plain", 'def loss(x):\n    """Squared error."""\n    return x * x  # e²\n')
-    reworded = _defined_in(tmp_path, "reworded", "import functools\n\n\n@functools.cache\ndef loss(x):\n"
-                          '    """The square of the error, in other words."""\n    # a note\n    return x * x\n')
+    reworded = _defined_in(
+        tmp_path,
+        "reworded",
+        "import functools\n\n\n@functools.cache\ndef loss(x):\n"
+        '    """The square of the error, in other words."""\n    # a note\n    return x * x\n',
+    )
     changed = _defined_in(tmp_path, "changed", 'def loss(x):\n    """Squared error."""\n    return x * abs(x)\n')
     assert checkpoints.code_fingerprint(reworded) == checkpoints.code_fingerprint(plain)
     assert checkpoints.code_fingerprint(changed) != checkpoints.code_fingerprint(plain)
     assert checkpoints.code_fingerprint(plain, changed) != checkpoints.code_fingerprint(changed, plain)
 
     state = {"w": np.ones(2, dtype=np.float32)}
-    path = make_checkpoints.write("probe", state, made_by="probe", folder=tmp_path,
-                                  fingerprint=checkpoints.code_fingerprint(plain))
+    path = make_checkpoints.write(
+        "probe", state, made_by="probe", folder=tmp_path, fingerprint=checkpoints.code_fingerprint(plain)
+    )
     namespace: dict = {}
     exec(path.read_text(), namespace)
     module = types.SimpleNamespace(__name__="probe", **{k: v for k, v in namespace.items() if k.isupper()})
@@ -241,8 +249,13 @@ def test_a_class_is_fingerprinted_by_its_methods_code(tmp_path):
     head = "class Net(object):\n    '''A net.'''\n    width = 4\n\n"
     doubles = "    def forward(self, x):\n        return x * 2\n"
     plain = _defined_in(tmp_path, "net_plain", head + doubles, "Net")
-    reworded = _defined_in(tmp_path, "net_words", head.replace("A net.", "Other words.")
-                           + "    def forward(self, x):\n        '''Doubles.'''\n        return x * 2  # why\n", "Net")
+    reworded = _defined_in(
+        tmp_path,
+        "net_words",
+        head.replace("A net.", "Other words.")
+        + "    def forward(self, x):\n        '''Doubles.'''\n        return x * 2  # why\n",
+        "Net",
+    )
     wider = _defined_in(tmp_path, "net_wider", head.replace("4", "5") + doubles, "Net")
     changed = _defined_in(tmp_path, "net_changed", head + doubles.replace("2", "3"), "Net")
     fingerprint = checkpoints.code_fingerprint

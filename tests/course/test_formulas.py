@@ -77,8 +77,11 @@ SEED_CHECKLIST = {
     "M log with base (∂/∂base = −ln arg/(base ln² base), corrected)": ["deriv.log_base", "deriv.log_base.grad"],
     "M natural log": ["deriv.ln", "deriv.ln.grad"],
     "M matmul ∇a = ∇r bᵀ, ∇b = aᵀ ∇r": ["deriv.matmul", "deriv.matmul.grad"],
-    "M convolution and its gradients (rotated kernels)": ["deriv.conv2d", "deriv.conv2d.grad_input",
-                                                          "deriv.conv2d.grad_weight"],
+    "M convolution and its gradients (rotated kernels)": [
+        "deriv.conv2d",
+        "deriv.conv2d.grad_input",
+        "deriv.conv2d.grad_weight",
+    ],
     "M linear activation": ["deriv.identity"],
     "M sigmoid and σ(1 − σ)": ["act.sigmoid", "act.sigmoid.grad"],
     "M tanh (e^2t − 1)/(e^2t + 1) and 1 − tanh²": ["act.tanh.exp2", "act.tanh.grad"],
@@ -193,7 +196,7 @@ def test_every_seed_is_represented_in_the_checklist():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_numpy_and_engine_agree(row, seed):
     results = formulas.check_row(row, backends=["numpy", "engine"], seed=seed)
-    for value in (results["numpy"] if isinstance(results["numpy"], tuple) else (results["numpy"],)):
+    for value in results["numpy"] if isinstance(results["numpy"], tuple) else (results["numpy"],):
         assert np.all(np.isfinite(np.asarray(value, dtype=float))), f"{row.id}: non-finite result"
 
 
@@ -210,8 +213,13 @@ def test_snippet_counts():
     assert counts["torch"] == len(TORCH_ROWS)
     # Rows without PyTorch code are the few where PyTorch has no counterpart to run.
     assert {r.id for r in ROWS if r.torch is None} == {
-        "shape.receptive_field", "shape.rope.frequencies", "shape.rope", "shape.rope.relative",
-        "shape.sinusoidal", "dl.diffusion.cosine"}
+        "shape.receptive_field",
+        "shape.rope.frequencies",
+        "shape.rope",
+        "shape.rope.relative",
+        "shape.sinusoidal",
+        "dl.diffusion.cosine",
+    }
 
 
 # ----------------------------------------------------------------------------- rows are well formed
@@ -273,8 +281,9 @@ def test_log_base_gradient_has_the_minus_sign():
     row = formulas.row("deriv.log_base.grad")
     assert "-g * np.log(x) / (base * np.log(base) ** 2)" in row.numpy
     assert r"-\frac{\ln x}{\beta\,\ln^2\beta}" in row.latex
-    _engine_disagrees_with("deriv.log_base.grad",
-                           "(g / (x * np.log(base)), g * np.log(x) / (base * np.log(base) ** 2))")
+    _engine_disagrees_with(
+        "deriv.log_base.grad", "(g / (x * np.log(base)), g * np.log(x) / (base * np.log(base) ** 2))"
+    )
     # d log_b(x) / db at x = e, b = e is −1/e.
     e = np.array([math.e])
     got = formulas.evaluate_with(row, "engine", {"x": e, "base": e.copy(), "g": np.array([1.0])})
@@ -294,8 +303,10 @@ def test_adamw_decays_the_weights_before_the_step():
     row = formulas.row("opt.adamw")
     assert "p = p - lr * wd * p - lr * (m" in row.numpy
     # The seed's line applies the decay to the already-stepped θ_n; it disagrees with the engine.
-    adam_then_decay = ("m = b1 * m + (1 - b1) * g; v = b2 * v + (1 - b2) * g ** 2; "
-                       "p = p - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps); p = p - lr * wd * p")
+    adam_then_decay = (
+        "m = b1 * m + (1 - b1) * g; v = b2 * v + (1 - b2) * g ** 2; "
+        "p = p - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps); p = p - lr * wd * p"
+    )
     _engine_disagrees_with("opt.adamw", adam_then_decay)
 
 
@@ -319,8 +330,10 @@ DENSE_LAYER_ROWS = {
     "dl.residual": {"W": lambda v: v["x"].shape[-1]},
     "deriv.residual.grad": {"W": lambda v: v["x"].shape[-1]},
     "dl.diffusion.loss": {"W": lambda v: v["x0"].shape[-1]},
-    "dl.transformer_block": {**{w: (lambda v: v["x"].shape[-1]) for w in ("Wq", "Wk", "Wv", "Wo", "W1")},
-                             "W2": lambda v: v["W1"].shape[0]},
+    "dl.transformer_block": {
+        **{w: (lambda v: v["x"].shape[-1]) for w in ("Wq", "Wk", "Wv", "Wo", "W1")},
+        "W2": lambda v: v["W1"].shape[0],
+    },
 }
 
 
@@ -361,12 +374,23 @@ def test_every_row_writes_dense_weights_one_way(row):
 
 
 def test_the_convention_check_catches_the_old_spellings():
-    for old in (r"\mathbf z^{(l)} = W^{(l)} \mathbf a^{(l-1)} + \mathbf b^{(l)}", r"Z = XW + b",
-                r"\operatorname{SiLU}(x W_{gate})", "Z = X @ W + b", "s = x @ Wg; s", "z = W @ a + b",
-                'pre = X @ params["W1"] + params["b1"]'):
+    for old in (
+        r"\mathbf z^{(l)} = W^{(l)} \mathbf a^{(l-1)} + \mathbf b^{(l)}",
+        r"Z = XW + b",
+        r"\operatorname{SiLU}(x W_{gate})",
+        "Z = X @ W + b",
+        "s = x @ Wg; s",
+        "z = W @ a + b",
+        'pre = X @ params["W1"] + params["b1"]',
+    ):
         assert _other_convention(old), old
-    for new in (r"Z = X W^\top + \mathbf b", r"\operatorname{SiLU}(X W_{gate}^\top)", "X @ W.T + b",
-                'X @ params["W1"].T', r"(X W_1^\top) W_2^\top"):
+    for new in (
+        r"Z = X W^\top + \mathbf b",
+        r"\operatorname{SiLU}(X W_{gate}^\top)",
+        "X @ W.T + b",
+        'X @ params["W1"].T',
+        r"(X W_1^\top) W_2^\top",
+    ):
         assert _other_convention(new) is None, new
 
 
@@ -415,7 +439,9 @@ def test_adams_first_step_moves_every_coordinate_by_about_eta():
 
 
 def test_initial_loss_is_ln_k_and_ddpm_alpha_bar_ends_near_4e_5():
-    assert float(formulas.evaluate(formulas.row("dl.tips.initial_loss"), "engine")) == pytest.approx(math.log(10), rel=1e-6)
+    assert float(formulas.evaluate(formulas.row("dl.tips.initial_loss"), "engine")) == pytest.approx(
+        math.log(10), rel=1e-6
+    )
     alpha_bars = formulas.evaluate(formulas.row("dl.diffusion.alpha_bar"), "numpy")
     assert alpha_bars.shape == (1000,) and alpha_bars[-1] == pytest.approx(4.04e-5, rel=0.01)
 
@@ -470,8 +496,10 @@ def test_rmsnorm_is_layernorm_on_zero_mean_rows():
     ln = _value("dl.layernorm", "engine", x=x, gamma=gamma, beta=np.zeros(5), eps=1e-5)
     np.testing.assert_allclose(rms, ln, rtol=1e-12)
     x_shifted = x + 3.0  # and differs once the mean is not 0
-    assert not np.allclose(_value("dl.rmsnorm", x=x_shifted, gamma=gamma, eps=1e-5),
-                           _value("dl.layernorm", x=x_shifted, gamma=gamma, beta=np.zeros(5), eps=1e-5))
+    assert not np.allclose(
+        _value("dl.rmsnorm", x=x_shifted, gamma=gamma, eps=1e-5),
+        _value("dl.layernorm", x=x_shifted, gamma=gamma, beta=np.zeros(5), eps=1e-5),
+    )
 
 
 def test_the_transformer_block_is_causal_and_residual():
@@ -517,15 +545,19 @@ def test_ddim_with_the_true_noise_jumps_exactly_along_the_forward_process():
     x0, eps = rng.standard_normal((8, 2)), rng.standard_normal((8, 2))
     for t, s in ((999, 0), (999, 900), (10, 3)):
         xt = diffusion.q_sample(x0, t, eps, sch)
-        np.testing.assert_allclose(_value("dl.diffusion.ddim_step", xt=xt, eps=eps, t=t, s=s),
-                                   diffusion.q_sample(x0, s, eps, sch), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(
+            _value("dl.diffusion.ddim_step", xt=xt, eps=eps, t=t, s=s),
+            diffusion.q_sample(x0, s, eps, sch),
+            rtol=1e-9,
+            atol=1e-12,
+        )
 
 
 def test_the_ddpm_loss_is_zero_only_for_a_perfect_noise_prediction():
     rng = np.random.default_rng(6)
     x0, eps, t = rng.standard_normal((8, 2)), rng.standard_normal((8, 2)), rng.integers(0, 1000, 8)
     loss = float(_value("dl.diffusion.loss", "engine", x0=x0, eps=eps, t=t, W=np.zeros((2, 2))))
-    assert loss == pytest.approx(float((eps ** 2).mean()))  # predicting 0: the noise's own power
+    assert loss == pytest.approx(float((eps**2).mean()))  # predicting 0: the noise's own power
 
 
 def test_tweedie_tends_to_the_data_mean_as_the_noise_grows():
@@ -538,8 +570,16 @@ def test_tweedie_tends_to_the_data_mean_as_the_noise_grows():
 
 def _iwae(mu, sigma, K, seed, x=0.8):
     rng = np.random.default_rng(seed)
-    return float(_value("dl.vae.iwae", "engine", x=np.array([[x]]), mu=np.array([[mu]]),
-                        sigma=np.array([[sigma]]), eps=rng.standard_normal((1, K)))[0])
+    return float(
+        _value(
+            "dl.vae.iwae",
+            "engine",
+            x=np.array([[x]]),
+            mu=np.array([[mu]]),
+            sigma=np.array([[sigma]]),
+            eps=rng.standard_normal((1, K)),
+        )[0]
+    )
 
 
 def test_iwae_tightens_with_k_and_is_exact_for_the_true_posterior():
@@ -558,8 +598,13 @@ def test_the_elbo_row_uses_a_normalised_gaussian_decoder():
     row = formulas.row("dl.vae.elbo")
     assert "gaussian_log_likelihood" in row.engine and "bernoulli" not in row.engine
     grid = np.linspace(-3, 4, 20001)[:, None]
-    values = {"x_hat": np.full_like(grid, 0.5), "x": grid, "mu": np.zeros((len(grid), 3)),
-              "logvar": np.zeros((len(grid), 3)), "var": 0.05}  # KL = 0: the ELBO is log N(x; 0.5, 0.05)
+    values = {
+        "x_hat": np.full_like(grid, 0.5),
+        "x": grid,
+        "mu": np.zeros((len(grid), 3)),
+        "logvar": np.zeros((len(grid), 3)),
+        "var": 0.05,
+    }  # KL = 0: the ELBO is log N(x; 0.5, 0.05)
     density = np.exp(formulas.evaluate_with(row, "engine", values))
     assert np.trapezoid(density, grid[:, 0]) == pytest.approx(1.0, abs=1e-6)
 
@@ -598,8 +643,17 @@ def test_assert_close_checks_structure_shape_and_value():
 
 
 def test_row_validation_is_clear():
-    base = dict(id="t.x", sheet="derivatives", section="s", name="n", latex="x", numpy="x",
-                engine="x", torch=None, inputs=spec(x=N(2)))
+    base = dict(
+        id="t.x",
+        sheet="derivatives",
+        section="s",
+        name="n",
+        latex="x",
+        numpy="x",
+        engine="x",
+        torch=None,
+        inputs=spec(x=N(2)),
+    )
     with pytest.raises(ValueError, match="one line"):
         FormulaRow(**{**base, "numpy": "a = 1\nb"})
     with pytest.raises(ValueError, match="empty"):
@@ -616,8 +670,17 @@ def test_row_validation_is_clear():
 
 
 def test_a_snippet_ending_in_a_statement_needs_result():
-    row = FormulaRow(id="t.y", sheet="derivatives", section="s", name="n", latex="x", numpy="y = x",
-                     engine="y = x", torch=None, inputs=spec(x=N(2)))
+    row = FormulaRow(
+        id="t.y",
+        sheet="derivatives",
+        section="s",
+        name="n",
+        latex="x",
+        numpy="y = x",
+        engine="y = x",
+        torch=None,
+        inputs=spec(x=N(2)),
+    )
     with pytest.raises(ValueError, match="result="):
         formulas.evaluate(row, "numpy")
     assert formulas.evaluate(dataclasses.replace(row, result="y"), "numpy").shape == (2,)
@@ -693,12 +756,23 @@ def test_the_hub_sections_cover_its_rows_and_link_every_notebook_and_sheet():
     assert linked_notebooks == {e.id for e in toc.notebooks()}
     assert linked_sheets == {e.id for e in toc.cheatsheets()} - {"deep_learning"}
     titles = [s.title for s in hub.HUB_SECTIONS]
-    for expected in ("Neuron and dense layer", "Activations", "Output layers and losses", "Backpropagation",
-                     "Parameter updates", "Initialisation and regularisation",
-                     "Normalisation and residual connections", "Convolution arithmetic",
-                     "Attention, the Transformer block and RoPE", "Learning-rate schedules", "Metrics",
-                     "Training tips", "The minimal training loop", "Diffusion: forward process, loss and samplers",
-                     "VAE: ELBO, KL and the IWAE bound"):
+    for expected in (
+        "Neuron and dense layer",
+        "Activations",
+        "Output layers and losses",
+        "Backpropagation",
+        "Parameter updates",
+        "Initialisation and regularisation",
+        "Normalisation and residual connections",
+        "Convolution arithmetic",
+        "Attention, the Transformer block and RoPE",
+        "Learning-rate schedules",
+        "Metrics",
+        "Training tips",
+        "The minimal training loop",
+        "Diffusion: forward process, loss and samplers",
+        "VAE: ELBO, KL and the IWAE bound",
+    ):
         assert expected in titles
 
 

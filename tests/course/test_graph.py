@@ -33,7 +33,10 @@ def test_every_expression_against_central_differences():
     for name, spec in graphs.EXPRESSIONS.items():
         vals = (0.8, -1.3, 0.4)
         g = graphs.expression_graph(name, *vals)
-        f = lambda a, b, c: float(spec["build"](*(engine.tensor(np.array(v, dtype=np.float64)) for v in (a, b, c))).data)  # noqa: E731
+
+        def f(a, b, c, spec=spec):
+            return float(spec["build"](*(engine.tensor(np.array(v, dtype=np.float64)) for v in (a, b, c))).data)
+
         for i, label in enumerate("xyz"):
             if label not in graphs.input_gradients(g):
                 continue
@@ -91,6 +94,7 @@ def test_local_rules_come_from_the_op_docstrings():
     assert rules["sin"] == "∂r/∂a = cos a"
     assert rules["add"] == "∂r/∂a = 1, ∂r/∂b = 1"
     from engine.ops.elementwise import Mul
+
     assert Mul.__doc__.startswith("r = a·b;")
     drawing = g.drawing(0)
     known = [n for n in drawing["nodes"] if n["grad"] is not None]
@@ -176,9 +180,12 @@ def test_a_page_passes_its_own_mul_sort_and_walk():
 
     g = graphs.expression_graph("reuse", 1.2, 0.5, 0.0, mul=mul, sort=sort)
     assert len(used) == 2 and graphs.input_gradients(g) == pytest.approx(
-        graphs.input_gradients(graphs.expression_graph("reuse", 1.2, 0.5, 0.0)))
-    assert graphs.expression_graph("reuse", 1.2, 0.5, 0.0, sort=lambda root: topological_order(root)[::-1]).order[0] \
-        != g.output  # the order drawn is the one the page's sort gives
+        graphs.input_gradients(graphs.expression_graph("reuse", 1.2, 0.5, 0.0))
+    )
+    assert (
+        graphs.expression_graph("reuse", 1.2, 0.5, 0.0, sort=lambda root: topological_order(root)[::-1]).order[0]
+        != g.output
+    )  # the order drawn is the one the page's sort gives
     leaves = [engine.tensor(np.array(v), requires_grad=True) for v in (1.2, 0.5)]
     out = graphs.EXPRESSIONS["reuse"]["build"](*leaves, None, mul)
     for t in topological_order(out):

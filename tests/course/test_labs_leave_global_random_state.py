@@ -34,8 +34,11 @@ def _public_functions():
         for fname, fn in vars(module).items():
             if fname.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
                 continue
-            required = [p for p in inspect.signature(fn).parameters.values()
-                        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            required = [
+                p
+                for p in inspect.signature(fn).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
             if not required:
                 yield pytest.param(fn, id=f"{name}.{fname}")
 
@@ -52,5 +55,7 @@ def test_a_lab_function_leaves_the_global_streams_as_they_were(fn):
         fn()
     except (ValueError, TypeError):
         pass  # a function whose defaults are not a valid setting still must not touch the streams
-    assert engine_random.generator().bit_generator.state == engine_state, f"{fn.__name__} drew from or reseeded engine's stream"
+    assert engine_random.generator().bit_generator.state == engine_state, (
+        f"{fn.__name__} drew from or reseeded engine's stream"
+    )
     np.testing.assert_array_equal(np.random.get_state()[1], legacy_state)

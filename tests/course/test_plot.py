@@ -104,7 +104,9 @@ def test_every_chart_is_an_altair_chart_valid_against_the_vega_lite_schema():
         assert "/vega-lite/v6" in spec["$schema"], name
         assert "vegalite" in mo_html(chart), name
     with pytest.raises(Exception, match="nope"):  # the validation does fail on an invalid chart
-        (namespace["charts"]["curves"] + alt.Chart().mark_point().encode(alt.X("x:Q", scale={"type": "nope"}))).to_dict()
+        (
+            namespace["charts"]["curves"] + alt.Chart().mark_point().encode(alt.X("x:Q", scale={"type": "nope"}))
+        ).to_dict()
 
 
 def mo_html(chart) -> str:
@@ -131,8 +133,13 @@ def test_charts_layer_with_plus_as_altair_charts_do():
 
 
 def test_data_writes_non_finite_values_as_gaps_and_reads_back_as_the_columns():
-    source = plot.data(x=np.array([0.0, 1.0, 2.0]), y=np.array([1.5, np.nan, np.inf]), n=np.array([1, -2, 3]),
-                       ok=np.array([True, False, True]), s="a, \"quoted\"\nline")
+    source = plot.data(
+        x=np.array([0.0, 1.0, 2.0]),
+        y=np.array([1.5, np.nan, np.inf]),
+        n=np.array([1, -2, 3]),
+        ok=np.array([True, False, True]),
+        s='a, "quoted"\nline',
+    )
     assert source.format.parse == {"x": "number", "y": "number", "n": "number", "ok": "boolean"}
     back = rows(alt.Chart(source))
     assert back[0] == {"x": 0.0, "y": 1.5, "n": 1, "ok": True, "s": 'a, "quoted"\nline'}
@@ -204,11 +211,19 @@ def test_loss_curves_on_a_log_axis_drop_non_positive_values():
 
 def test_surface_paths_sends_a_coarse_grid_and_thinned_paths_as_valid_vega_lite():
     xx, yy = np.meshgrid(np.linspace(-2, 2, 40), np.linspace(-1, 3, 40))
-    zz = (1 - xx) ** 2 + 100 * (yy - xx ** 2) ** 2
+    zz = (1 - xx) ** 2 + 100 * (yy - xx**2) ** 2
     long = np.stack([np.linspace(-1.5, 1, 1001), np.linspace(2, 1, 1001)], 1)
     broken = np.array([[-1.0, 1.0], [0.0, 0.5], [np.inf, np.nan], [1.0, 1.0]])
-    chart = plot.surface_paths(xx, yy, zz, {"SGD": long, "Adam": broken}, colors={"SGD": "sgd", "Adam": "adam"},
-                               start=(-1.5, 2.0), minimum=(1.0, 1.0), title="R")
+    chart = plot.surface_paths(
+        xx,
+        yy,
+        zz,
+        {"SGD": long, "Adam": broken},
+        colors={"SGD": "sgd", "Adam": "adam"},
+        start=(-1.5, 2.0),
+        minimum=(1.0, 1.0),
+        title="R",
+    )
     spec = chart.to_dict()  # validates
     cells, lines, ends = spec["layer"][:3]  # then the start and the minimum
     grid = rows(chart.layer[0])
@@ -240,7 +255,7 @@ def test_class_regions_mix_class_colours_by_probability():
     spec = chart.to_dict()  # validates
     fill = {(r["x"], r["y"]): r["fill"] for r in rows(chart.layer[0])}
     assert fill[(1.0, 2.0)] != fill[(0.5, 1.0)]  # class 1 and class 0 cells differ
-    sure, unsure = (np.array([int(fill[k][i:i + 2], 16) for i in (1, 3, 5)]) for k in ((0.5, 1.0), (0.0, 0.0)))
+    sure, unsure = (np.array([int(fill[k][i : i + 2], 16) for i in (1, 3, 5)]) for k in ((0.5, 1.0), (0.0, 0.0)))
     assert unsure.min() > sure.min()  # paler where the model is unsure
     assert [r["label"] for r in rows(chart.layer[1])] == ["class 0", "class 1"]
     assert spec["layer"][1]["encoding"]["color"]["scale"]["range"] == list(plot.CLASS_COLORS[:2])
@@ -266,8 +281,16 @@ def test_piece_regions_shows_the_pieces_the_decision_and_where_it_crosses_one_ha
     xx, yy = np.meshgrid(np.linspace(-1, 1, 80), np.linspace(-1, 1, 80))
     probs = 1 / (1 + np.exp(-8 * xx))  # class 1 to the right of x = 0
     piece_ids = (xx > 0).astype(int) + 2 * (yy > 0)  # four quadrants, four pieces
-    report = SimpleNamespace(xx=xx, yy=yy, probs=probs, piece_ids=piece_ids, pieces=4, accuracy=0.75,
-                             X=np.array([[-0.5, 0.0], [0.5, 0.0]]), y=np.array([0, 1]))
+    report = SimpleNamespace(
+        xx=xx,
+        yy=yy,
+        probs=probs,
+        piece_ids=piece_ids,
+        pieces=4,
+        accuracy=0.75,
+        X=np.array([[-0.5, 0.0], [0.5, 0.0]]),
+        y=np.array([0, 1]),
+    )
     chart = plot.piece_regions(report, max_side=40)
     assert isinstance(chart, alt.HConcatChart)
     spec = chart.to_dict()  # validates
@@ -282,16 +305,21 @@ def test_piece_regions_shows_the_pieces_the_decision_and_where_it_crosses_one_ha
 
 
 def test_graph_chart_draws_each_node_its_text_and_colour_and_each_edge_once():
-    nodes = [dict(id="a", label="x", value=2.0, grad=None, depth=0), dict(id="c", label="", value=3.0, grad=None,
-                                                                          depth=0, kind="const"),
-             dict(id="b", label="mul", value=6.0, grad=1.0, depth=1)]
+    nodes = [
+        dict(id="a", label="x", value=2.0, grad=None, depth=0),
+        dict(id="c", label="", value=3.0, grad=None, depth=0, kind="const"),
+        dict(id="b", label="mul", value=6.0, grad=1.0, depth=1),
+    ]
     edges = [("a", "b"), ("a", "b"), ("c", "b")]
     chart = plot.graph_chart(nodes, edges, highlight="b", done={"b"})
     chart.to_dict()  # validates
     rules, heads, times, boxes, texts = chart.layer
     shown = {r["text"]: (r["edge"], r["lw"]) for r in rows(boxes)}
-    assert shown == {"x\n2\ngrad ?": ("#9ca3af", 1.2), "const\n3": ("#d1d5db", 1.2),
-                     "mul\n6\ngrad 1": (plot.PALETTE["derivative"], 2.2)}  # the current node is orange
+    assert shown == {
+        "x\n2\ngrad ?": ("#9ca3af", 1.2),
+        "const\n3": ("#d1d5db", 1.2),
+        "mul\n6\ngrad 1": (plot.PALETTE["derivative"], 2.2),
+    }  # the current node is orange
     links = rows(rules)
     assert len(links) == 2 and sorted(r["times"] for r in links) == ["", "×2"]  # a repeated edge drawn once
     for r, box in ((r, b) for r in links for b in rows(boxes) if b["text"].startswith("mul")):
@@ -310,7 +338,7 @@ def test_html_tables_write_each_value_in_its_colour():
     say what the prose says (red positive, blue negative; the course's kind colours)."""
     text, fills = _table(plot.value_table(np.array([[-2.0, 0.0], [1.0, 2.0]]), "k").text)
     assert text == ["-2.00", "0.00", "1.00", "2.00"]
-    rgb = [tuple(int(f[i:i + 2], 16) for i in (1, 3, 5)) for f in fills]
+    rgb = [tuple(int(f[i : i + 2], 16) for i in (1, 3, 5)) for f in fills]
     assert rgb[0][2] > rgb[0][0] and rgb[3][0] > rgb[3][2] and rgb[1][0] == max(rgb[1])  # blue, red, white-ish
     kind = np.array([["tap", "padding"], ["input", "selected"]], dtype=object)
     text, fills = _table(plot.cell_table(kind, np.array([["1", ""], ["2", "3"]], dtype=object), title="t").text)
@@ -372,8 +400,9 @@ def test_colour_maps_are_matplotlibs_and_an_unknown_one_is_refused_by_name():
     assert fills == [f"#{r:02x}{g:02x}{b:02x}" for r, g, b, _ in expected]
     tiles = plot.image_tiles({"a": np.array([[0.0, 1.0]])}, cmaps={"a": "viridis"}).text
     png = base64.b64decode(re.search(r"data:image/png;base64,([A-Za-z0-9+/=]+)", tiles).group(1))
-    np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png))),
-                                  mpl["viridis"](np.array([[0.0, 1.0]]), bytes=True))
+    np.testing.assert_array_equal(
+        np.asarray(Image.open(io.BytesIO(png))), mpl["viridis"](np.array([[0.0, 1.0]]), bytes=True)
+    )
     with pytest.raises(ValueError, match="plot.value_table: unknown colour map 'nope'"):
         plot.value_table(np.eye(2), "t", cmap="nope")
     with pytest.raises(ValueError, match="plot.image_tiles: unknown colour map 'nope'"):

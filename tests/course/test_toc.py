@@ -9,10 +9,25 @@ from engine.course import toc
 
 ROOT = Path(__file__).resolve().parents[2]
 
-NOTEBOOK_IDS = ["01_activations", "02_losses", "03_backprop", "04_optimizers",
-                "05_convolution", "06_attention", "07_diffusion", "08_vae"]
-CHEATSHEET_IDS = ["deep_learning", "activation_functions", "loss_functions", "derivatives",
-                  "optimizers", "metrics", "tensor_shapes"]
+NOTEBOOK_IDS = [
+    "01_activations",
+    "02_losses",
+    "03_backprop",
+    "04_optimizers",
+    "05_convolution",
+    "06_attention",
+    "07_diffusion",
+    "08_vae",
+]
+CHEATSHEET_IDS = [
+    "deep_learning",
+    "activation_functions",
+    "loss_functions",
+    "derivatives",
+    "optimizers",
+    "metrics",
+    "tensor_shapes",
+]
 
 
 def test_the_course_lists_the_eight_notebooks_in_order_and_the_seven_sheets():
@@ -108,8 +123,11 @@ def test_every_nav_bar_is_well_formed(e):
         assert links, e.id
         for label, url in links:
             assert label.strip()
-            assert re.fullmatch(r"\?file=(notebooks|cheatsheets)/\w+\.py", url) if mode == "server" \
+            assert (
+                re.fullmatch(r"\?file=(notebooks|cheatsheets)/\w+\.py", url)
+                if mode == "server"
                 else re.fullmatch(r"\.\./(notebooks|cheatsheets)/\w+\.html", url)
+            )
 
 
 def test_the_reading_guide_names_files_that_exist():

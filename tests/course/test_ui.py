@@ -1,7 +1,6 @@
 """engine.course.ui: the verdict callout, the throttled progress callback, the page header and the
 live panel the pages share."""
 
-
 import pytest
 
 from engine.course import toc
@@ -38,9 +37,12 @@ def test_verdict_colours_each_outcome(answer, ok):
 
 def test_page_header_shows_the_title_then_the_introduction_then_the_navigation():
     meta = toc.metadata("loss_functions")
-    page = page_header(meta, r"""
+    page = page_header(
+        meta,
+        r"""
         Losses by task, with $\partial L / \partial \hat y$.
-        """).text
+        """,
+    ).text
     title, intro = page.index(meta["name"]), page.index("Losses by task")
     hub_link = page.index(toc.link(toc.HUB_ID, from_id="loss_functions"))
     assert "<h1" in page[:title] and title < intro < hub_link
@@ -99,8 +101,11 @@ def test_chart_hands_a_spec_json_cannot_carry_to_marimo_s_chart_element():
 
     from engine.course import plot, ui
 
-    chart = alt.Chart(plot.data(x=np.array([0.0, 1.0]))).mark_tick().encode(
-        alt.X("x:Q", scale=alt.Scale(domain=[0.0, float("nan")])))
+    chart = (
+        alt.Chart(plot.data(x=np.array([0.0, 1.0])))
+        .mark_tick()
+        .encode(alt.X("x:Q", scale=alt.Scale(domain=[0.0, float("nan")])))
+    )
     shown = ui.chart(chart)
     assert isinstance(shown, mo.ui.altair_chart) and "vega" in mo.as_html(shown).text
 

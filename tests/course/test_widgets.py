@@ -41,8 +41,9 @@ def test_draggable_points_are_a_chart_puck_made_by_its_constructor():
     from engine.course import plot
 
     calls = []
-    pucks = widgets.draggable_points(lambda ax, pts: calls.append(pts), [0.5, -1.0], [0.0, 2.0],
-                                     x_bounds=BOUNDS[0], y_bounds=BOUNDS[1], throttle=80)
+    pucks = widgets.draggable_points(
+        lambda ax, pts: calls.append(pts), [0.5, -1.0], [0.0, 2.0], x_bounds=BOUNDS[0], y_bounds=BOUNDS[1], throttle=80
+    )
     assert type(pucks).__name__ == "anywidget"
     # wigglystuff's own class (anywidget's add_traits gives each instance a subclass holding only
     # traits), made by ChartPuck.__init__: no subclass of ours in between, no __init__ replaced
@@ -51,14 +52,16 @@ def test_draggable_points_are_a_chart_puck_made_by_its_constructor():
     puck = pucks.widget
     assert (puck.x_bounds, puck.y_bounds) == BOUNDS and (puck.drag_x_bounds, puck.drag_y_bounds) == BOUNDS
     assert puck.throttle == 80 and puck.puck_color == [plot.color("outlier")]
-    assert widgets.draggable_points(lambda ax, pts: None, [0.0], [0.0], x_bounds=(0, 1), y_bounds=(0, 1),
-                                    color="model").widget.puck_color == [plot.color("model")]
+    assert widgets.draggable_points(
+        lambda ax, pts: None, [0.0], [0.0], x_bounds=(0, 1), y_bounds=(0, 1), color="model"
+    ).widget.puck_color == [plot.color("model")]
     assert len(calls) == 1 and calls[0].dtype == np.float64 and calls[0].tolist() == [[0.5, 0.0], [-1.0, 2.0]]
 
 
 def test_draggable_points_read_as_n_by_2_and_reach_every_corner():
-    pucks = widgets.draggable_points(lambda ax, pts: None, [0.5, -1.0, 1.5], [0.0, 2.0, 1.0],
-                                     x_bounds=BOUNDS[0], y_bounds=BOUNDS[1])
+    pucks = widgets.draggable_points(
+        lambda ax, pts: None, [0.5, -1.0, 1.5], [0.0, 2.0, 1.0], x_bounds=BOUNDS[0], y_bounds=BOUNDS[1]
+    )
     default = widgets.puck_points(pucks.value)
     assert default.dtype == np.float64 and default.tolist() == [[0.5, 0.0], [-1.0, 2.0], [1.5, 1.0]]
     seen = set()
@@ -104,8 +107,7 @@ def test_a_press_on_the_background_maps_to_the_data_coordinates_drawn_there(bbox
         ax.set_title("a title", fontsize=10)
 
     with matplotlib.rc_context({"savefig.bbox": bbox}):
-        pucks = widgets.draggable_points(draw, [0.0], [1.0], x_bounds=BOUNDS[0], y_bounds=BOUNDS[1],
-                                         figsize=(5.0, 3.2))
+        pucks = widgets.draggable_points(draw, [0.0], [1.0], x_bounds=BOUNDS[0], y_bounds=BOUNDS[1], figsize=(5.0, 3.2))
     puck = pucks.widget
     assert (puck.width, puck.height) == (500, 320) and (puck.x_bounds, puck.y_bounds) == BOUNDS
     rgb = _background_rgb(puck)
@@ -126,19 +128,20 @@ def test_a_press_on_the_background_maps_to_the_data_coordinates_drawn_there(bbox
     left, top, right, bottom = (int(v) for v in puck.axes_pixel_bounds)
     dark = rgb.sum(axis=-1) < 100
     middle, centre = (top + bottom) // 2, (left + right) // 2
-    assert dark[middle, left - 1:left + 2].any() and dark[middle, right - 1:right + 2].any()
-    assert dark[top - 1:top + 2, centre].any() and dark[bottom - 1:bottom + 2, centre].any()
-    assert not dark[middle, left + 3:right - 3].any() and not dark[top + 3:bottom - 3, centre].any()
+    assert dark[middle, left - 1 : left + 2].any() and dark[middle, right - 1 : right + 2].any()
+    assert dark[top - 1 : top + 2, centre].any() and dark[bottom - 1 : bottom + 2, centre].any()
+    assert not dark[middle, left + 3 : right - 3].any() and not dark[top + 3 : bottom - 3, centre].any()
     # every label fits: nothing drawn on the image's outer two pixels, the title and the axis labels inside
     edge = np.ones_like(dark)
     edge[2:-2, 2:-2] = False
     assert not (dark & edge).any()
-    assert dark[:top - 2].any() and dark[bottom + 12:].any() and dark[:, :left - 20].any()
+    assert dark[: top - 2].any() and dark[bottom + 12 :].any() and dark[:, : left - 20].any()
 
 
 def test_pucks_over_a_background_drawn_beforehand_show_the_same_pixels_in_the_same_box():
     """A slider that re-creates the pucks re-uses a chart drawn once (widgets.puck_background): the
     widget shows the very PNG the chart drawn under it would give, and maps through the same box."""
+
     def draw(ax):
         ax.plot([-2, 2], [-1, 3], color="#1d4ed8")
         ax.scatter([0.5, -1.0], [0.0, 2.0], s=14)
@@ -164,11 +167,15 @@ def test_the_background_figure_is_not_one_of_pyplots():
     import subprocess
     import sys
 
-    build = ("from engine.course import widgets\n"
-             "w = widgets.draggable_points(lambda ax, p: ax.scatter(p[:, 0], p[:, 1]), [0.0, 1.0], [0.0, 1.0],"
-             " x_bounds=(-1, 2), y_bounds=(-1, 2))\n")
-    script = ("import sys\n" + build + "print('pyplot' if 'matplotlib.pyplot' in sys.modules else 'no pyplot')\n"
-              "import matplotlib.pyplot as plt\n" + build + "print(plt.get_fignums())\n")
+    build = (
+        "from engine.course import widgets\n"
+        "w = widgets.draggable_points(lambda ax, p: ax.scatter(p[:, 0], p[:, 1]), [0.0, 1.0], [0.0, 1.0],"
+        " x_bounds=(-1, 2), y_bounds=(-1, 2))\n"
+    )
+    script = (
+        "import sys\n" + build + "print('pyplot' if 'matplotlib.pyplot' in sys.modules else 'no pyplot')\n"
+        "import matplotlib.pyplot as plt\n" + build + "print(plt.get_fignums())\n"
+    )
     env = {**__import__("os").environ, "MPLBACKEND": "agg"}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.split() == ["no", "pyplot", "[]"]
@@ -196,8 +203,11 @@ def _white_canvas_with_black_square(size=40):
     rgb[10:20, 5:15] = 0
     buffer = io.BytesIO()
     Image.fromarray(rgb, "RGB").convert("RGBA").save(buffer, format="PNG")
-    return {"base64": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode(),
-            "width": size, "height": size}
+    return {
+        "base64": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode(),
+        "width": size,
+        "height": size,
+    }
 
 
 def test_canvas_extremes_read_as_blank_full_dot_and_bar():
@@ -304,15 +314,24 @@ def test_scatter_maps_pixels_to_bounds_and_clips_the_spray_past_the_edge():
 # One control per widget and a cell that reads each, as docs/notebook-convention.md has it:
 # (name, the expression that builds the control, what the reading cell shows).
 PROBES = [
-    ("start", "w.point_2d(0.0, 0.0, x_bounds=(-2.0, 2.0), y_bounds=(-1.0, 3.0))",
-     'mo.md("start at ({:.2f}, {:.2f})".format(*w.point(start.value)))'),
-    ("drawing", "w.scatter(2)",
-     'data = w.scatter_data(drawing.value)\n    '
-     'mo.callout(data.problem, kind="warn") if data.problem else mo.md(f"{len(data.y)} points drawn")'),
+    (
+        "start",
+        "w.point_2d(0.0, 0.0, x_bounds=(-2.0, 2.0), y_bounds=(-1.0, 3.0))",
+        'mo.md("start at ({:.2f}, {:.2f})".format(*w.point(start.value)))',
+    ),
+    (
+        "drawing",
+        "w.scatter(2)",
+        "data = w.scatter_data(drawing.value)\n    "
+        'mo.callout(data.problem, kind="warn") if data.problem else mo.md(f"{len(data.y)} points drawn")',
+    ),
     ("pad", "w.canvas(128)", 'mo.md(f"ink total {float(w.to_digit(w.ink(pad.value)).sum()):.2f}")'),
-    ("pucks", 'w.draggable_points(lambda ax, p: ax.scatter(p[:, 0], p[:, 1]), [0.0], [1.0], '
-              "x_bounds=(-2, 2), y_bounds=(-1, 3))",
-     'mo.md(f"puck at {w.puck_points(pucks.value).round(2).tolist()}")'),
+    (
+        "pucks",
+        "w.draggable_points(lambda ax, p: ax.scatter(p[:, 0], p[:, 1]), [0.0], [1.0], "
+        "x_bounds=(-2, 2), y_bounds=(-1, 3))",
+        'mo.md(f"puck at {w.puck_points(pucks.value).round(2).tolist()}")',
+    ),
 ]
 PROBE_CELLS = """
 
@@ -328,7 +347,7 @@ def _({readers}):
     {show}
     return
 """
-PROBE_NOTEBOOK = '''
+PROBE_NOTEBOOK = """
 import marimo
 
 __generated_with = "0.25.2"
@@ -340,8 +359,10 @@ def _():
     import marimo as mo
     from engine.course import widgets as w
     return mo, w
-''' + "".join(PROBE_CELLS.format(name=name, build=build, show=show, readers=", ".join(sorted(["mo", name, "w"])))
-                for name, build, show in PROBES)
+""" + "".join(
+    PROBE_CELLS.format(name=name, build=build, show=show, readers=", ".join(sorted(["mo", name, "w"])))
+    for name, build, show in PROBES
+)
 
 
 @pytest.fixture(scope="module")
@@ -384,8 +405,12 @@ def test_dragging_each_widget_in_chromium_changes_its_dependent_output(chromium,
     port = bt.free_port()
     marimo_bin = Path(sys.executable).parent / "marimo"
     env = dict(os.environ, PYTHONPATH=str(bt.ROOT))
-    server, base = bt.serve([str(marimo_bin), "run", str(probe), "--headless", "--port", str(port),
-                             "--host", "127.0.0.1", "--no-token"], tmp_path, tmp_path / "server.log", env=env)
+    server, base = bt.serve(
+        [str(marimo_bin), "run", str(probe), "--headless", "--port", str(port), "--host", "127.0.0.1", "--no-token"],
+        tmp_path,
+        tmp_path / "server.log",
+        env=env,
+    )
     try:
         with sync_playwright() as p:
             browser = bt.launch(p, chromium)
@@ -393,8 +418,7 @@ def test_dragging_each_widget_in_chromium_changes_its_dependent_output(chromium,
             page.add_init_script(bt.KERNEL_HOOK)
             page.goto(base)
             page.wait_for_function("() => window.__mw && __mw.idleAfter(0)", timeout=90_000)
-            page.wait_for_function("() => document.querySelectorAll('marimo-anywidget').length === 4",
-                                   timeout=30_000)
+            page.wait_for_function("() => document.querySelectorAll('marimo-anywidget').length === 4", timeout=30_000)
 
             def app_text():  # callouts draw in shadow roots: SNAPSHOT_JS walks them
                 return "\n".join(area["text"] for area in page.evaluate(bt.SNAPSHOT_JS))
@@ -402,8 +426,12 @@ def test_dragging_each_widget_in_chromium_changes_its_dependent_output(chromium,
             first = app_text()
             for before in ("start at (0.00, 0.00)", "the canvas has 0", "ink total 0.00", "puck at [[0.0, 1.0]]"):
                 assert before in first, before
-            paths = [[(0.5, 0.75), (0.98, 0.02)], [(0.2, 0.5), (0.8, 0.5)], [(0.3, 0.2), (0.3, 0.8)],
-                     [(0.5, 0.5), (0.7, 0.3)]]  # the puck starts near the middle of the chart
+            paths = [
+                [(0.5, 0.75), (0.98, 0.02)],
+                [(0.2, 0.5), (0.8, 0.5)],
+                [(0.3, 0.2), (0.3, 0.8)],
+                [(0.5, 0.5), (0.7, 0.3)],
+            ]  # the puck starts near the middle of the chart
             for i, path in enumerate(paths):
                 completed = page.evaluate("() => __mw.completed")
                 bt.drag_on_widget(page, page.locator("marimo-anywidget").nth(i), path)

@@ -24,8 +24,12 @@ ACTIVATIONS = [
     ("relu", F.relu, lambda x: TF().relu(x), "away"),
     ("leaky_relu_default", F.leaky_relu, lambda x: TF().leaky_relu(x), "away"),
     ("leaky_relu_0.2", lambda x: F.leaky_relu(x, 0.2), lambda x: TF().leaky_relu(x, 0.2), "away"),
-    ("leaky_relu_keyword", lambda x: F.leaky_relu(x, negative_slope=0.3),
-     lambda x: TF().leaky_relu(x, negative_slope=0.3), "away"),
+    (
+        "leaky_relu_keyword",
+        lambda x: F.leaky_relu(x, negative_slope=0.3),
+        lambda x: TF().leaky_relu(x, negative_slope=0.3),
+        "away",
+    ),
     ("sigmoid", F.sigmoid, lambda x: require_torch().sigmoid(x), "normal"),
     ("tanh", F.tanh, lambda x: require_torch().tanh(x), "normal"),
     ("gelu_exact", F.gelu, lambda x: TF().gelu(x), "normal"),
@@ -81,8 +85,11 @@ def test_float32_normal_cdf_fit_is_a_hundredth_of_a_float32_rounding_step():
 
 def test_kinks_at_zero_match_torch():
     x = np.array([-1.0, 0.0, 0.0, 1.0])
-    for fn, torch_fn in [(F.relu, lambda t: TF().relu(t)), (F.leaky_relu, lambda t: TF().leaky_relu(t)),
-                         (F.elu, lambda t: TF().elu(t))]:
+    for fn, torch_fn in [
+        (F.relu, lambda t: TF().relu(t)),
+        (F.leaky_relu, lambda t: TF().leaky_relu(t)),
+        (F.elu, lambda t: TF().elu(t)),
+    ]:
         oracle(fn, torch_fn, [x])
 
 

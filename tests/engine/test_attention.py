@@ -44,7 +44,8 @@ def test_sdpa_causal(L, S):
     q, k, v = random_arrays((2, 2, L, 4), (2, 2, S, 4), (2, 2, S, 3), seed=3)
     check_against_torch(
         lambda *t: F.scaled_dot_product_attention(*t, is_causal=True),
-        lambda *t: sdpa_torch(torch)(*t, is_causal=True), [q, k, v],
+        lambda *t: sdpa_torch(torch)(*t, is_causal=True),
+        [q, k, v],
     )
 
 
@@ -56,7 +57,8 @@ def test_sdpa_boolean_mask_true_means_attend(mask_shape):
     mask[..., 0] = True  # every query keeps at least one key (torch's math kernel would give NaN)
     check_against_torch(
         lambda *t: F.scaled_dot_product_attention(*t, attn_mask=mask),
-        lambda *t: sdpa_torch(torch)(*t, attn_mask=torch.tensor(mask)), [q, k, v],
+        lambda *t: sdpa_torch(torch)(*t, attn_mask=torch.tensor(mask)),
+        [q, k, v],
     )
 
 
@@ -66,7 +68,8 @@ def test_sdpa_additive_float_mask_and_its_gradient():
     bias[0, 1, 2] = -np.inf  # a blocked entry inside a float mask
     check_against_torch(
         lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
-        lambda q, k, v, m: sdpa_torch(torch)(q, k, v, attn_mask=m), [q, k, v, bias],
+        lambda q, k, v, m: sdpa_torch(torch)(q, k, v, attn_mask=m),
+        [q, k, v, bias],
     )
 
 
@@ -75,7 +78,8 @@ def test_sdpa_custom_scale_and_unbatched():
     q, k, v = random_arrays((5, 4), (6, 4), (6, 2), seed=7)
     check_against_torch(
         lambda *t: F.scaled_dot_product_attention(*t, scale=0.3),
-        lambda *t: sdpa_torch(torch)(*t, scale=0.3), [q, k, v],
+        lambda *t: sdpa_torch(torch)(*t, scale=0.3),
+        [q, k, v],
     )
 
 
@@ -299,8 +303,7 @@ def test_mha_cross_attention_with_masks_matches_torch():
     blocked[:, 0] = False
     padded = np.zeros((2, 6), dtype=bool)
     padded[1, 4:] = True
-    _compare_mha(torch, mine, theirs, q, k, v, attn_mask=blocked, key_padding_mask=padded,
-                 average_attn_weights=False)
+    _compare_mha(torch, mine, theirs, q, k, v, attn_mask=blocked, key_padding_mask=padded, average_attn_weights=False)
 
 
 def test_mha_default_layout_is_sequence_first_as_torch(torch):
@@ -346,8 +349,12 @@ def test_mha_gradcheck():
 
     def with_parameters(w_in, b_in, w_out, b_out):
         # gradcheck differentiates its own float64 tensors: put them in the module's place
-        for module, name, value in ((mha, "in_proj_weight", w_in), (mha, "in_proj_bias", b_in),
-                                    (mha.out_proj, "weight", w_out), (mha.out_proj, "bias", b_out)):
+        for module, name, value in (
+            (mha, "in_proj_weight", w_in),
+            (mha, "in_proj_bias", b_in),
+            (mha.out_proj, "weight", w_out),
+            (mha.out_proj, "bias", b_out),
+        ):
             if isinstance(getattr(module, name), nn.Parameter):
                 delattr(module, name)  # as in PyTorch: a Parameter's attribute takes only a Parameter
             setattr(module, name, value)
@@ -359,7 +366,12 @@ def test_mha_gradcheck():
 def test_mha_init_and_parameter_count():
     engine.manual_seed(2)
     m = nn.MultiheadAttention(16, 4)
-    assert [n for n, _ in m.named_parameters()] == ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
+    assert [n for n, _ in m.named_parameters()] == [
+        "in_proj_weight",
+        "in_proj_bias",
+        "out_proj.weight",
+        "out_proj.bias",
+    ]
     assert sum(p.data.size for p in m.parameters()) == multihead_attention_params(16)
     bound = math.sqrt(6 / (16 + 48))  # Xavier-uniform on [3E, E]
     assert np.abs(m.in_proj_weight.data).max() <= bound and np.abs(m.in_proj_weight.data).max() > 0.9 * bound

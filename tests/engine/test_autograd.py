@@ -22,7 +22,7 @@ def test_a_10000_node_chain_backpropagates_without_recursion():
     for _ in range(10_000):
         y = y * 1.0001 + 0.0
     y.backward()
-    np.testing.assert_allclose(x.grad.numpy(), 1.0001 ** 10_000, rtol=1e-10)
+    np.testing.assert_allclose(x.grad.numpy(), 1.0001**10_000, rtol=1e-10)
 
 
 def test_a_wide_and_deep_graph():
@@ -67,7 +67,7 @@ def test_gradients_accumulate_across_two_backward_calls():
 
 def test_backward_twice_through_the_same_graph_accumulates():
     x = leaf(2.0)
-    y = x ** 3
+    y = x**3
     y.backward(retain_graph=True)  # as PyTorch: without it the saved arrays are freed
     y.backward()
     assert x.grad.numpy() == 2 * 12.0
@@ -118,10 +118,17 @@ def test_gradient_arrays_are_not_aliased_between_leaves():
     assert a.grad.numpy()[1] == -1.0
 
 
-@pytest.mark.parametrize("make", [
-    lambda x: x, lambda x: x.reshape(3, 2), lambda x: x.permute(1, 0), lambda x: x + 0.0,
-    lambda x: (x * 1.0).retain_grad(),
-], ids=["leaf_root", "reshape", "permute", "add", "retained_root"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: x,
+        lambda x: x.reshape(3, 2),
+        lambda x: x.permute(1, 0),
+        lambda x: x + 0.0,
+        lambda x: (x * 1.0).retain_grad(),
+    ],
+    ids=["leaf_root", "reshape", "permute", "add", "retained_root"],
+)
 def test_the_callers_gradient_array_never_becomes_a_grad(make):
     """backward(g) copies g only when the root keeps it (a leaf, retain_grad); below the root every
     array passed on unchanged, or as a view, is copied before a tensor keeps it."""
@@ -148,9 +155,16 @@ def test_retained_gradient_is_not_shared_with_a_leaf():
     np.testing.assert_array_equal(y.grad.numpy(), [5.0, 5.0])
 
 
-@pytest.mark.parametrize("make", [
-    lambda x: x.sum(), lambda x: x.mean(), lambda x: x.expand(4, 3).sum(), lambda x: (x * 2.0).sum(dim=0).sum(),
-], ids=["sum", "mean", "expand", "mul_sum"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: x.sum(),
+        lambda x: x.mean(),
+        lambda x: x.expand(4, 3).sum(),
+        lambda x: (x * 2.0).sum(dim=0).sum(),
+    ],
+    ids=["sum", "mean", "expand", "mul_sum"],
+)
 def test_leaf_gradient_is_a_writable_array_of_its_own(make):
     """Reductions hand back broadcast (read-only) views; a leaf's .grad must take in-place updates."""
     x = leaf(np.ones(3))
@@ -170,10 +184,18 @@ def test_the_gradient_of_a_0d_leaf_is_an_array():
 
 
 # ---------------------------------------------------------------- broadcasting is undone centrally
-@pytest.mark.parametrize("grad_shape, shape", [
-    ((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((2, 3), ()),
-    ((4, 2, 3), (2, 1)), ((4, 1, 3), (1,)),
-])
+@pytest.mark.parametrize(
+    "grad_shape, shape",
+    [
+        ((2, 3), (2, 3)),
+        ((2, 3), (3,)),
+        ((2, 3), (1, 3)),
+        ((2, 3), (2, 1)),
+        ((2, 3), ()),
+        ((4, 2, 3), (2, 1)),
+        ((4, 1, 3), (1,)),
+    ],
+)
 def test_unbroadcast_sums_over_broadcast_axes(grad_shape, shape):
     g = np.random.default_rng(0).standard_normal(grad_shape)
     out = unbroadcast(g, shape)
@@ -256,7 +278,9 @@ def test_requires_grad_false_on_a_non_leaf_is_an_error():
 # ---------------------------------------------------------------- backward() errors and gradients
 def test_backward_on_a_non_scalar_without_gradient_says_what_to_do():
     y = leaf([1.0, 2.0]) * 2
-    with pytest.raises(RuntimeError, match=r"backward: the tensor has shape \(2,\).*loss.mean\(\).*backward\(gradient\)"):
+    with pytest.raises(
+        RuntimeError, match=r"backward: the tensor has shape \(2,\).*loss.mean\(\).*backward\(gradient\)"
+    ):
         y.backward()
 
 
@@ -295,7 +319,7 @@ class Cube(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return a ** 3
+        return a**3
 
     @staticmethod
     def backward(ctx, g):

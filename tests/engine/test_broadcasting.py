@@ -32,7 +32,7 @@ BINARY = [
     ("sub", lambda a, b: a - b, "normal", "normal"),
     ("mul", lambda a, b: a * b, "normal", "normal"),
     ("div", lambda a, b: a / b, "normal", "away"),
-    ("pow", lambda a, b: a ** b, "positive", "normal"),
+    ("pow", lambda a, b: a**b, "positive", "normal"),
     ("maximum", engine.maximum, "normal", "normal"),
     ("minimum", engine.minimum, "normal", "normal"),
     ("log_base", lambda a, b: engine.log(a, b + 1.0), "positive", "positive"),
@@ -66,9 +66,12 @@ def test_where_broadcasts_condition_and_both_sides(shapes, seed):
 
 
 @EXAMPLES
-@given(batch=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3),
-       nkm=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)),
-       vector=st.sampled_from(["none", "left", "right"]), seed=SEEDS)
+@given(
+    batch=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3),
+    nkm=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)),
+    vector=st.sampled_from(["none", "left", "right"]),
+    seed=SEEDS,
+)
 def test_matmul_broadcasts_batch_axes_like_torch(batch, nkm, vector, seed):
     (batch_a, batch_b), (n, k, m) = batch.input_shapes, nkm
     shape_a = (k,) if vector == "left" else batch_a + (n, k)
@@ -86,8 +89,13 @@ def shape_and_dims(draw_, single=False):
     if single:
         dim = draw_(st.integers(-ndim, ndim - 1))
     else:
-        dim = draw_(st.one_of(st.none(), st.integers(-ndim, ndim - 1),
-                              st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True).map(tuple)))
+        dim = draw_(
+            st.one_of(
+                st.none(),
+                st.integers(-ndim, ndim - 1),
+                st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True).map(tuple),
+            )
+        )
     return shape, dim, draw_(st.booleans())
 
 
@@ -126,5 +134,5 @@ SINGLE_DIM = [
 def test_single_dim_reductions_like_torch(name, fn, case, seed):
     shape, dim, keepdim = case
     if name in ("var_unbiased", "std") and shape[dim] == 1:
-        shape = shape[:dim % len(shape)] + (2,) + shape[dim % len(shape) + 1:]  # needs 2 values
+        shape = shape[: dim % len(shape)] + (2,) + shape[dim % len(shape) + 1 :]  # needs 2 values
     check_op(lambda x: fn(x, dim, keepdim), SAME, [draw(shape, seed=seed)])

@@ -22,7 +22,7 @@ def naive_im2col(x, k, s, p, d):
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = k, s, p, d
     n, c, h, w = x.shape
     xp = np.zeros((n, c, h + 2 * ph, w + 2 * pw))
-    xp[:, :, ph:ph + h, pw:pw + w] = x
+    xp[:, :, ph : ph + h, pw : pw + w] = x
     ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
     wo = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
     cols = np.zeros((n, c * kh * kw, ho * wo))
@@ -52,9 +52,18 @@ def test_im2col_matches_the_definition(k, s, p, d):
 
 
 @settings(max_examples=40)
-@given(h=st.integers(1, 9), w=st.integers(1, 9), kh=st.integers(1, 4), kw=st.integers(1, 4),
-       sh=st.integers(1, 3), sw=st.integers(1, 3), ph=st.integers(0, 2), pw=st.integers(0, 2),
-       dh=st.integers(1, 3), dw=st.integers(1, 3))
+@given(
+    h=st.integers(1, 9),
+    w=st.integers(1, 9),
+    kh=st.integers(1, 4),
+    kw=st.integers(1, 4),
+    sh=st.integers(1, 3),
+    sw=st.integers(1, 3),
+    ph=st.integers(0, 2),
+    pw=st.integers(0, 2),
+    dh=st.integers(1, 3),
+    dw=st.integers(1, 3),
+)
 def test_im2col_and_conv2d_shapes_for_any_valid_setting(h, w, kh, kw, sh, sw, ph, pw, dh, dw):
     assume(dh * (kh - 1) + 1 <= h + 2 * ph and dw * (kw - 1) + 1 <= w + 2 * pw)
     x = np.random.default_rng(h * 100 + w).standard_normal((1, 2, h, w))
@@ -83,7 +92,7 @@ def test_im2col_of_a_small_image_shows_each_window_as_a_column():
 @pytest.mark.parametrize("k, s, p, d", IM2COL_CASES)
 def test_col2im_is_the_adjoint_of_im2col(k, s, p, d):
     # <im2col(x), c> = <x, col2im(c)> for every x, c: col2im adds each entry back where it came from
-    x, = random_arrays((2, 3, 7, 8), seed=3)
+    (x,) = random_arrays((2, 3, 7, 8), seed=3)
     cols = im2col(x, k, s, p, d)
     (c,) = random_arrays(cols.shape, seed=4)
     back = col2im(c, (7, 8), k, s, p, d)
@@ -127,9 +136,7 @@ def test_conv2d_matches_torch_with_a_random_upstream_gradient(x_shape, w_shape, 
     torch = require_torch()
     shapes = [x_shape, w_shape] + ([(w_shape[0],)] if bias else [])
     arrays = random_arrays(*shapes, seed=5)
-    check_against_torch(
-        lambda *t: F.conv2d(*t, **kw), lambda *t: torch.nn.functional.conv2d(*t, **kw), arrays
-    )
+    check_against_torch(lambda *t: F.conv2d(*t, **kw), lambda *t: torch.nn.functional.conv2d(*t, **kw), arrays)
 
 
 @pytest.mark.parametrize("x_shape, w_shape, kw, bias", [CONV_CASES[1], CONV_CASES[4], CONV_CASES[6], CONV_CASES[7]])
@@ -156,7 +163,9 @@ def test_conv2d_is_the_matrix_product_of_the_weight_and_im2col():
 
 def test_conv2d_errors_name_shapes_and_numbers():
     x = engine.zeros(2, 3, 8, 8)
-    with pytest.raises(ValueError, match=r"conv2d: input of shape \(2, 3, 8, 8\) has 3 channels.*weight of shape \(4, 2, 3, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"conv2d: input of shape \(2, 3, 8, 8\) has 3 channels.*weight of shape \(4, 2, 3, 3\)"
+    ):
         F.conv2d(x, engine.zeros(4, 2, 3, 3))
     with pytest.raises(ValueError, match=r"conv2d.*kernel.*10.*larger than the padded input.*8"):
         F.conv2d(x, engine.zeros(4, 3, 10, 10))
@@ -200,7 +209,8 @@ def test_conv_transpose2d_matches_torch(x_shape, w_shape, kw, bias):
     groups = kw.get("groups", 1)
     shapes = [x_shape, w_shape] + ([(w_shape[1] * groups,)] if bias else [])
     check_against_torch(
-        lambda *t: F.conv_transpose2d(*t, **kw), lambda *t: torch.nn.functional.conv_transpose2d(*t, **kw),
+        lambda *t: F.conv_transpose2d(*t, **kw),
+        lambda *t: torch.nn.functional.conv_transpose2d(*t, **kw),
         random_arrays(*shapes, seed=9),
     )
 
@@ -224,7 +234,9 @@ def test_conv_transpose2d_is_the_adjoint_of_conv2d():
 
 
 def test_conv_transpose2d_errors():
-    with pytest.raises(ValueError, match=r"conv_transpose2d: input of shape \(1, 3, 4, 4\) has 3 channels.*\(2, 5, 3, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"conv_transpose2d: input of shape \(1, 3, 4, 4\) has 3 channels.*\(2, 5, 3, 3\)"
+    ):
         F.conv_transpose2d(engine.zeros(1, 3, 4, 4), engine.zeros(2, 5, 3, 3))
     with pytest.raises(ValueError, match="conv_transpose2d.*output_padding must be smaller"):
         F.conv_transpose2d(engine.zeros(1, 3, 4, 4), engine.zeros(3, 5, 3, 3), stride=2, output_padding=2)
@@ -271,8 +283,9 @@ def test_conv_transpose2d_module_and_output_size():
         m(engine.Tensor(x), output_size=(12, 12))
 
 
-@pytest.mark.parametrize("cls, args", [(nn.Conv2d, (6, 8, (3, 5))), (nn.ConvTranspose2d, (6, 8, (3, 5))),
-                                       (nn.Conv2d, (6, 8, 3, 1, 0, 1, 2))])
+@pytest.mark.parametrize(
+    "cls, args", [(nn.Conv2d, (6, 8, (3, 5))), (nn.ConvTranspose2d, (6, 8, (3, 5))), (nn.Conv2d, (6, 8, 3, 1, 0, 1, 2))]
+)
 def test_conv_modules_use_pytorch_default_initialisation(cls, args):
     engine.manual_seed(1)
     m = cls(*args)
@@ -282,7 +295,7 @@ def test_conv_modules_use_pytorch_default_initialisation(cls, args):
         assert p.dtype == np.float32
         assert np.abs(p.data).max() <= bound and np.abs(p.data).max() > 0.8 * bound
     # uniform on [-b, b] has variance b²/3
-    assert abs(m.weight.data.var() - bound ** 2 / 3) < 0.25 * bound ** 2 / 3
+    assert abs(m.weight.data.var() - bound**2 / 3) < 0.25 * bound**2 / 3
     groups = args[6] if len(args) > 6 else 1
     assert sum(p.data.size for p in m.parameters()) == conv2d_params(6, 8, args[2], groups=groups)
 
@@ -307,9 +320,14 @@ def test_small_cnn_learns_the_shapes_images():
     X, y = make_shapes(2000, size=16, seed=1)
     X_test, y_test = make_shapes(600, size=16, seed=2)
     model = nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(16 * 4 * 4, 4),
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 4 * 4, 4),
     )
     opt = optim.Adam(model.parameters(), lr=3e-3)
     rng = np.random.default_rng(0)
@@ -317,7 +335,7 @@ def test_small_cnn_learns_the_shapes_images():
     for _ in range(15):
         order = rng.permutation(len(X))
         for i in range(0, len(X), 64):
-            batch = order[i:i + 64]
+            batch = order[i : i + 64]
             loss = F.cross_entropy(model(engine.Tensor(X[batch])), y[batch])
             opt.zero_grad()
             loss.backward()

@@ -28,16 +28,21 @@ def tensors(x_dtype, w_dtype, b_dtype=None, transpose=False):
 
 
 @pytest.mark.parametrize("op, transpose", [(F.conv2d, False), (F.conv_transpose2d, True)])
-@pytest.mark.parametrize("x_dtype, w_dtype, b_dtype, culprit", [
-    (F32, F64, None, "weight is float64"),
-    (F64, F32, None, "weight is float32"),
-    (F32, F32, F64, "bias is float64"),
-    (F64, F64, F32, "bias is float32"),
-])
+@pytest.mark.parametrize(
+    "x_dtype, w_dtype, b_dtype, culprit",
+    [
+        (F32, F64, None, "weight is float64"),
+        (F64, F32, None, "weight is float32"),
+        (F32, F32, F64, "bias is float64"),
+        (F64, F64, F32, "bias is float32"),
+    ],
+)
 def test_mixed_float32_float64_is_a_clear_error(op, transpose, x_dtype, w_dtype, b_dtype, culprit):
     x, w, b = tensors(x_dtype, w_dtype, b_dtype, transpose)
     name = op.__name__
-    with pytest.raises(TypeError, match=rf"{name}: input is {np.dtype(x_dtype)} but {culprit}.*same dtype.*\.float\(\) or \.double\(\)"):
+    with pytest.raises(
+        TypeError, match=rf"{name}: input is {np.dtype(x_dtype)} but {culprit}.*same dtype.*\.float\(\) or \.double\(\)"
+    ):
         op(x, w, b, padding=1)
 
 
@@ -66,8 +71,9 @@ def test_a_float32_module_on_float64_input_is_the_same_error():
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
-@pytest.mark.parametrize("op, transpose, stride", [(F.conv2d, False, 1), (F.conv2d, False, 2),
-                                                    (F.conv_transpose2d, True, 2)])
+@pytest.mark.parametrize(
+    "op, transpose, stride", [(F.conv2d, False, 1), (F.conv2d, False, 2), (F.conv_transpose2d, True, 2)]
+)
 def test_one_dtype_in_is_the_same_dtype_out_and_in_every_gradient(dtype, op, transpose, stride):
     x, w, b = tensors(dtype, dtype, dtype, transpose)
     out = op(x, w, b, stride=stride, padding=1)

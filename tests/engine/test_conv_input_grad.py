@@ -30,22 +30,34 @@ def both_paths(n, c_in, c_out, groups, h, w, kernel, padding, dilation, dtype=np
     w2t = weight.reshape(groups, c_out // groups, k).transpose(0, 2, 1)
     x_shape = (n, c_in, h, w)
     fast = _input_grad_stride1(w2t, g, x_shape, kernel, widths, dilation)
-    general = _product_col2im(w2t, g.reshape(n, groups, c_out // groups, ho * wo), x_shape, kernel,
-                              (1, 1), widths, dilation, (ho, wo))
+    general = _product_col2im(
+        w2t, g.reshape(n, groups, c_out // groups, ho * wo), x_shape, kernel, (1, 1), widths, dilation, (ho, wo)
+    )
     return fast, general
 
 
-@given(n=st.integers(1, 3), c_group=st.integers(1, 3), groups=st.integers(1, 3), out_per_group=st.integers(1, 3),
-       h=st.integers(1, 9), w=st.integers(1, 9), kh=st.integers(1, 4), kw=st.integers(1, 4),
-       ph=st.integers(0, 3), pw=st.integers(0, 3), dh=st.integers(1, 3), dw=st.integers(1, 3),
-       same=st.booleans())
-def test_the_stride1_path_equals_the_general_path_for_any_setting(n, c_group, groups, out_per_group, h, w,
-                                                                  kh, kw, ph, pw, dh, dw, same):
+@given(
+    n=st.integers(1, 3),
+    c_group=st.integers(1, 3),
+    groups=st.integers(1, 3),
+    out_per_group=st.integers(1, 3),
+    h=st.integers(1, 9),
+    w=st.integers(1, 9),
+    kh=st.integers(1, 4),
+    kw=st.integers(1, 4),
+    ph=st.integers(0, 3),
+    pw=st.integers(0, 3),
+    dh=st.integers(1, 3),
+    dw=st.integers(1, 3),
+    same=st.booleans(),
+)
+def test_the_stride1_path_equals_the_general_path_for_any_setting(
+    n, c_group, groups, out_per_group, h, w, kh, kw, ph, pw, dh, dw, same
+):
     padding = "same" if same else (ph, pw)  # 'same' pads asymmetrically for an even kernel
     reach_h, reach_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
     assume(same or (reach_h <= h + 2 * ph and reach_w <= w + 2 * pw))
-    fast, general = both_paths(n, c_group * groups, out_per_group * groups, groups, h, w, (kh, kw),
-                               padding, (dh, dw))
+    fast, general = both_paths(n, c_group * groups, out_per_group * groups, groups, h, w, (kh, kw), padding, (dh, dw))
     assert fast.shape == general.shape == (n, c_group * groups, h, w)
     np.testing.assert_allclose(fast, general, rtol=1e-12, atol=1e-12)
 
@@ -62,7 +74,10 @@ def test_batches_larger_than_one_chunk_and_a_partial_last_chunk():
 def test_stride1_conv2d_with_several_chunks_matches_torch_and_finite_differences():
     torch = require_torch()
     x, w, b = random_arrays((5, 12, 14, 13), (6, 12, 3, 3), (6,), seed=11)  # chunks of 4 items
-    check_against_torch(lambda *t: F.conv2d(*t, padding=1, dilation=(1, 2)),
-                        lambda *t: torch.nn.functional.conv2d(*t, padding=1, dilation=(1, 2)), [x, w, b])
+    check_against_torch(
+        lambda *t: F.conv2d(*t, padding=1, dilation=(1, 2)),
+        lambda *t: torch.nn.functional.conv2d(*t, padding=1, dilation=(1, 2)),
+        [x, w, b],
+    )
     small = random_arrays((2, 2, 5, 4), (3, 2, 2, 3), (3,), seed=12)
     check_gradcheck(lambda *t: F.conv2d(*t, padding=(1, 0)), small)

@@ -43,8 +43,9 @@ CASES = [
 def test_chunked_and_threaded_conv2d_matches_torch(one_item_chunks, x_shape, w_shape, kw, bias):
     torch = require_torch()
     shapes = [x_shape, w_shape] + ([(w_shape[0],)] if bias else [])
-    check_against_torch(lambda *t: F.conv2d(*t, **kw), lambda *t: torch.nn.functional.conv2d(*t, **kw),
-                        random_arrays(*shapes, seed=21))
+    check_against_torch(
+        lambda *t: F.conv2d(*t, **kw), lambda *t: torch.nn.functional.conv2d(*t, **kw), random_arrays(*shapes, seed=21)
+    )
 
 
 @pytest.mark.parametrize("grad", [(True, False, True), (False, False, True), (True, True, False)])
@@ -52,15 +53,18 @@ def test_the_bias_gradient_alone_or_without_it_matches_torch(one_item_chunks, gr
     # the bias gradient comes out of the weight-gradient products (a row of ones in the columns)
     torch = require_torch()
     arrays = random_arrays((3, 2, 6, 6), (4, 2, 3, 3), (4,), seed=22)
-    check_against_torch(lambda *t: F.conv2d(*t, padding=1), lambda *t: torch.nn.functional.conv2d(*t, padding=1),
-                        arrays, grad=grad)
+    check_against_torch(
+        lambda *t: F.conv2d(*t, padding=1), lambda *t: torch.nn.functional.conv2d(*t, padding=1), arrays, grad=grad
+    )
 
 
 def conv_step(dtype, stride):
     """Output and the three gradients of one float layer (batch 7), as arrays."""
     rng = np.random.default_rng(23)
-    x, w, b = (engine.Tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True)
-               for shape in [(7, 3, 9, 9), (5, 3, 3, 3), (5,)])
+    x, w, b = (
+        engine.Tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True)
+        for shape in [(7, 3, 9, 9), (5, 3, 3, 3), (5,)]
+    )
     out = F.conv2d(x, w, b, stride=stride, padding=1)
     out.backward(rng.standard_normal(out.shape).astype(dtype))
     return [out.data, x.grad.numpy(), w.grad.numpy(), b.grad.numpy()]
@@ -80,9 +84,11 @@ def test_two_threads_give_the_bits_of_one(one_item_chunks, monkeypatch, dtype, s
 @pytest.mark.parametrize("stride", [1, 2])
 def test_an_empty_batch_gives_an_empty_output_and_zero_gradients_as_torch(stride):
     torch = require_torch()
-    check_against_torch(lambda *t: F.conv2d(*t, padding=1, stride=stride),
-                        lambda *t: torch.nn.functional.conv2d(*t, padding=1, stride=stride),
-                        [np.zeros((0, 3, 5, 5)), *random_arrays((4, 3, 3, 3), (4,), seed=26)])
+    check_against_torch(
+        lambda *t: F.conv2d(*t, padding=1, stride=stride),
+        lambda *t: torch.nn.functional.conv2d(*t, padding=1, stride=stride),
+        [np.zeros((0, 3, 5, 5)), *random_arrays((4, 3, 3, 3), (4,), seed=26)],
+    )
 
 
 def test_the_benchmark_layer_is_large_enough_for_two_threads_and_cut_in_seven():
@@ -99,8 +105,11 @@ def test_a_layer_after_another_with_the_same_scratch_shapes_is_still_right():
     x, w, g = random_arrays((2, 3, 8, 8), (4, 3, 1, 1), (2, 4, 8, 8), seed=24)
     out = F.conv2d(engine.Tensor(x, requires_grad=True), w)
     out.backward(g)
-    check_against_torch(lambda *t: F.conv2d(*t, padding=1), lambda *t: torch.nn.functional.conv2d(*t, padding=1),
-                        random_arrays((2, 3, 8, 6), (4, 3, 3, 3), seed=25))
+    check_against_torch(
+        lambda *t: F.conv2d(*t, padding=1),
+        lambda *t: torch.nn.functional.conv2d(*t, padding=1),
+        random_arrays((2, 3, 8, 6), (4, 3, 3, 3), seed=25),
+    )
 
 
 def test_scratch_arrays_are_kept_per_slot_and_shape_and_the_oldest_dropped():
@@ -151,8 +160,11 @@ def test_small_work_one_thread_and_nested_calls_stay_on_the_calling_thread(monke
 
     def outer(index, start, stop):  # a chunk that cuts its own work in chunks: no deadlock
         inner = []
-        _parallel.for_chunks(lambda: lambda i, a, b: inner.append(threading.current_thread().name), [(0, 1), (1, 2)],
-                             work=_parallel.MIN_WORK)
+        _parallel.for_chunks(
+            lambda: lambda i, a, b: inner.append(threading.current_thread().name),
+            [(0, 1), (1, 2)],
+            work=_parallel.MIN_WORK,
+        )
         assert inner == [threading.current_thread().name] * 2
 
     _parallel.for_chunks(lambda: outer, [(0, 1), (1, 2), (2, 3)], work=_parallel.MIN_WORK)
@@ -166,14 +178,18 @@ def test_when_no_thread_can_start_the_caller_runs_every_chunk(monkeypatch):
     monkeypatch.setattr(_parallel, "THREADS", 2)
     monkeypatch.setattr(_parallel, "_helpers", NoThreads)
     me, seen = threading.current_thread().name, []
-    _parallel.for_chunks(lambda: lambda i, a, b: seen.append((i, threading.current_thread().name)),
-                         _parallel.even_chunks(4, 4), work=_parallel.MIN_WORK)
+    _parallel.for_chunks(
+        lambda: lambda i, a, b: seen.append((i, threading.current_thread().name)),
+        _parallel.even_chunks(4, 4),
+        work=_parallel.MIN_WORK,
+    )
     assert seen == [(i, me) for i in range(4)]
 
 
 def test_an_error_in_any_chunk_reaches_the_caller(monkeypatch):
     monkeypatch.setattr(_parallel, "THREADS", 2)
     for bad in range(4):
+
         def run(index, start, stop, bad=bad):
             if index == bad:
                 raise ValueError(f"chunk {index} failed")

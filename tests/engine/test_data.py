@@ -134,8 +134,7 @@ def test_swiss_roll_follows_t_cos_t():
     X3, _, t3 = make_swiss_roll(500, noise=0.0, dim=3, seed=5, return_t=True)
     t3 = t3.astype(np.float64)
     assert X3.shape == (500, 3)
-    np.testing.assert_allclose(X3[:, [0, 2]] * 10, np.stack([t3 * np.cos(t3), t3 * np.sin(t3)], 1),
-                               atol=1e-4)
+    np.testing.assert_allclose(X3[:, [0, 2]] * 10, np.stack([t3 * np.cos(t3), t3 * np.sin(t3)], 1), atol=1e-4)
     assert 0 <= X3[:, 1].min() and X3[:, 1].max() <= 2.1 and X3[:, 1].std() > 0.4
 
 
@@ -151,8 +150,7 @@ def _reference_density(mixture, x):
 
 
 def test_gaussian_mixture_density_matches_direct_formula():
-    gm = GaussianMixture(means=[[0.0, 0.0], [2.0, -1.0], [-1.0, 3.0]], stds=[0.5, 1.0, 0.8],
-                         weights=[1.0, 2.0, 1.0])
+    gm = GaussianMixture(means=[[0.0, 0.0], [2.0, -1.0], [-1.0, 3.0]], stds=[0.5, 1.0, 0.8], weights=[1.0, 2.0, 1.0])
     np.testing.assert_allclose(gm.weights, [0.25, 0.5, 0.25])
     x = np.random.default_rng(0).normal(size=(50, 2)) * 2
     np.testing.assert_allclose(gm.prob(x), _reference_density(gm, x), rtol=1e-12)
@@ -205,8 +203,9 @@ def test_one_dimensional_points_keep_their_shape():
 
 
 def test_gaussian_mixture_samples_follow_the_mixture():
-    X, y, gm = make_gaussian_mixture(20000, means=[[0.0, 0.0], [4.0, 0.0]], stds=[0.5, 1.0],
-                                     weights=[0.25, 0.75], seed=3)
+    X, y, gm = make_gaussian_mixture(
+        20000, means=[[0.0, 0.0], [4.0, 0.0]], stds=[0.5, 1.0], weights=[0.25, 0.75], seed=3
+    )
     assert X.dtype == np.float32 and y.dtype == np.int64 and X.shape == (20000, 2)
     assert np.mean(y == 1) == pytest.approx(0.75, abs=0.015)
     np.testing.assert_allclose(X[y == 0].std(axis=0), 0.5, atol=0.03)
@@ -249,11 +248,11 @@ def _shape_features(images):
     box = (bottom - top + 1) * (right - left + 1)
     row_index = np.arange(size)[None, :, None]
     middle = ((top + bottom) / 2)[:, None, None]
-    balance = ((mask & (row_index < middle)).sum((1, 2)) - (mask & (row_index > middle)).sum(
-        (1, 2))) / area
+    balance = ((mask & (row_index < middle)).sum((1, 2)) - (mask & (row_index > middle)).sum((1, 2))) / area
     i = np.arange(n)
-    corners = (mask[i, top, left].astype(int) + mask[i, top, right] + mask[i, bottom, left]
-               + mask[i, bottom, right]) / 4
+    corners = (
+        mask[i, top, left].astype(int) + mask[i, top, right] + mask[i, bottom, left] + mask[i, bottom, right]
+    ) / 4
     return np.stack([area / box, balance, corners], axis=1)
 
 

@@ -71,16 +71,19 @@ def test_schedule_derived_quantities(make):
         s.betas[0] = 0.5  # read-only: schedules are shared
 
 
-@pytest.mark.parametrize("call", [
-    lambda: D.linear_beta_schedule(0),
-    lambda: D.linear_beta_schedule(2.5),
-    lambda: D.linear_beta_schedule(10, beta_start=0.0),
-    lambda: D.linear_beta_schedule(10, beta_end=1.5),
-    lambda: D.cosine_beta_schedule(0),
-    lambda: D.cosine_beta_schedule(10, s=-1.0),
-    lambda: D.Schedule.from_betas([0.1, np.nan]),
-    lambda: D.Schedule.from_betas([]),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: D.linear_beta_schedule(0),
+        lambda: D.linear_beta_schedule(2.5),
+        lambda: D.linear_beta_schedule(10, beta_start=0.0),
+        lambda: D.linear_beta_schedule(10, beta_end=1.5),
+        lambda: D.cosine_beta_schedule(0),
+        lambda: D.cosine_beta_schedule(10, s=-1.0),
+        lambda: D.Schedule.from_betas([0.1, np.nan]),
+        lambda: D.Schedule.from_betas([]),
+    ],
+)
 def test_bad_schedules_are_clear_errors(call):
     with pytest.raises(ValueError, match="T must|beta|s must|betas"):
         call()
@@ -126,8 +129,9 @@ def test_q_sample_gradients_gradcheck_and_torch():
     a = s.sqrt_alpha_bars[t][:, None]
     b = s.sqrt_one_minus_alpha_bars[t][:, None]
     torch = require_torch()
-    check_against_torch(lambda x, e: D.q_sample(x, t, e, s),
-                        lambda x, e: x * torch.from_numpy(a) + e * torch.from_numpy(b), [x0, noise])
+    check_against_torch(
+        lambda x, e: D.q_sample(x, t, e, s), lambda x, e: x * torch.from_numpy(a) + e * torch.from_numpy(b), [x0, noise]
+    )
 
 
 def test_posterior_is_the_bayes_update():
@@ -139,7 +143,9 @@ def test_posterior_is_the_bayes_update():
     for t in (1, 7, 29):
         prior_var = 1 - s.alpha_bars_prev[t]
         precision = 1 / prior_var + s.alphas[t] / s.betas[t]
-        mean = (math.sqrt(s.alpha_bars_prev[t]) * x0 / prior_var + math.sqrt(s.alphas[t]) * x_t / s.betas[t]) / precision
+        mean = (
+            math.sqrt(s.alpha_bars_prev[t]) * x0 / prior_var + math.sqrt(s.alphas[t]) * x_t / s.betas[t]
+        ) / precision
         got_mean, got_var = D.q_posterior_mean_var(x0, x_t, t, s)
         np.testing.assert_allclose(got_mean, mean, rtol=1e-10)
         assert float(got_var) == pytest.approx(1 / precision, rel=1e-10)
@@ -164,18 +170,21 @@ def test_reverse_step_with_the_true_noise_gives_the_posterior_mean():
     np.testing.assert_allclose(D.reverse_step(x_1, eps, 0, s), x0, atol=1e-12)
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda s: D.q_sample(np.zeros((3, 2)), 100, None, s), ValueError, "0..99"),
-    (lambda s: D.q_sample(np.zeros((3, 2)), -1, None, s), ValueError, "0..99"),
-    (lambda s: D.q_sample(np.zeros((3, 2)), 1.5, None, s), TypeError, "integer"),
-    (lambda s: D.q_sample(np.zeros((3, 2)), np.array([1, 2]), None, s), ValueError, "one step per sample"),
-    (lambda s: D.q_sample(np.zeros((3, 2)), 1, np.zeros((3, 3)), s), ValueError, "noise has shape"),
-    (lambda s: D.q_sample(np.zeros((3, 2)), 1, None, "linear"), TypeError, "Schedule"),
-    (lambda s: D.reverse_step(np.zeros((3, 2)), np.zeros((3, 2)), 100, s), ValueError, "0..99"),
-    (lambda s: D.reverse_step(np.zeros((3, 2)), np.zeros((3, 2)), 5, s, variance="fixed"), ValueError, "variance"),
-    (lambda s: D.sample(lambda x, t: x, s, 0, 2), ValueError, "n must"),
-    (lambda s: D.sample(lambda x, t: x, s, 4, 2, x_T=np.zeros((3, 2))), ValueError, "x_T"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda s: D.q_sample(np.zeros((3, 2)), 100, None, s), ValueError, "0..99"),
+        (lambda s: D.q_sample(np.zeros((3, 2)), -1, None, s), ValueError, "0..99"),
+        (lambda s: D.q_sample(np.zeros((3, 2)), 1.5, None, s), TypeError, "integer"),
+        (lambda s: D.q_sample(np.zeros((3, 2)), np.array([1, 2]), None, s), ValueError, "one step per sample"),
+        (lambda s: D.q_sample(np.zeros((3, 2)), 1, np.zeros((3, 3)), s), ValueError, "noise has shape"),
+        (lambda s: D.q_sample(np.zeros((3, 2)), 1, None, "linear"), TypeError, "Schedule"),
+        (lambda s: D.reverse_step(np.zeros((3, 2)), np.zeros((3, 2)), 100, s), ValueError, "0..99"),
+        (lambda s: D.reverse_step(np.zeros((3, 2)), np.zeros((3, 2)), 5, s, variance="fixed"), ValueError, "variance"),
+        (lambda s: D.sample(lambda x, t: x, s, 0, 2), ValueError, "n must"),
+        (lambda s: D.sample(lambda x, t: x, s, 4, 2, x_T=np.zeros((3, 2))), ValueError, "x_T"),
+    ],
+)
 def test_bad_arguments_are_clear_errors(call, error, message):
     with pytest.raises(error, match=message):
         call(D.linear_beta_schedule(100))
@@ -186,8 +195,9 @@ def test_sampler_trajectory_progress_and_last_step():
     s = D.cosine_beta_schedule(15)
     calls = []
     engine.manual_seed(0)
-    trajectory = D.sample(lambda x, t: x * 0.1, s, 8, 3, return_trajectory=True,
-                          progress=lambda done, total: calls.append((done, total)))
+    trajectory = D.sample(
+        lambda x, t: x * 0.1, s, 8, 3, return_trajectory=True, progress=lambda done, total: calls.append((done, total))
+    )
     assert trajectory.shape == (16, 8, 3) and trajectory.dtype == np.float32
     assert calls == [(i, 15) for i in range(1, 16)]
     # with T = 1 the only step is the last one: no noise, so the result ignores the seed
@@ -263,7 +273,8 @@ def test_exact_reverse_process_recovers_the_mixture(schedule):
     z = np.ones_like(x_t)
     np.testing.assert_allclose(
         D.exact_reverse_step(mixture, x_t, 20, schedule, noise=z),
-        D.reverse_step(x_t, D.exact_epsilon(mixture, x_t, 20, schedule), 20, schedule, noise=z))
+        D.reverse_step(x_t, D.exact_epsilon(mixture, x_t, 20, schedule), 20, schedule, noise=z),
+    )
 
 
 # ----------------------------------------------------------------------------- denoiser and training
@@ -315,8 +326,9 @@ def test_train_ddpm_on_two_moons_beats_noise_by_far():
     schedule = D.linear_beta_schedule(100, rescale=True)
     model = D.Denoiser(dim=2, hidden=64, time_embedding_dim=16, T=100)
     ticks = []
-    losses = D.train_ddpm(model, train, schedule, steps=1500, batch_size=128, lr=3e-3,
-                          progress=lambda done, total: ticks.append(done))
+    losses = D.train_ddpm(
+        model, train, schedule, steps=1500, batch_size=128, lr=3e-3, progress=lambda done, total: ticks.append(done)
+    )
     assert len(losses) == 1500 and ticks[-1] == 1500
     assert losses[-200:].mean() < 0.8 * losses[:50].mean()
     quality = D.sample_quality(model, schedule, held_out)

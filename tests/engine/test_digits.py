@@ -56,14 +56,17 @@ def test_the_split_is_1437_360_stratified_and_a_partition_of_the_set():
     assert (len(X_train), len(y_train), len(X_test), len(y_test)) == (1437, 1437, 360, 360)
     assert np.bincount(y_test).tolist() == TEST_CLASS_COUNTS
     assert (np.bincount(y_train) + np.bincount(y_test)).tolist() == CLASS_COUNTS
+
     # train and test together are exactly the whole set (as a multiset of labelled images), so no
     # image is in both: compare the sorted rows [64 pixels, label]
     def rows(X, y):
         table = np.concatenate([X.reshape(len(X), -1) * 16, y[:, None]], axis=1).astype(np.int64)
         return table[np.lexsort(table.T[::-1])]
+
     X_all, y_all = load_digits("all")
-    np.testing.assert_array_equal(rows(np.concatenate([X_train, X_test]), np.concatenate([y_train, y_test])),
-                                  rows(X_all, y_all))
+    np.testing.assert_array_equal(
+        rows(np.concatenate([X_train, X_test]), np.concatenate([y_train, y_test])), rows(X_all, y_all)
+    )
 
 
 def test_the_split_is_fixed_across_calls_and_seeds_and_returns_new_arrays():
@@ -92,13 +95,16 @@ def _stored():
     return digits_data.BASE64, digits_data.SIZE, digits_data.SHA256
 
 
-@pytest.mark.parametrize("damage, words", [
-    (lambda text: text[: len(text) // 2], "truncated or corrupted"),      # cut in the middle
-    (lambda text: text[: text.index("\n", 5000)], "truncated or corrupted"),  # cut at a line end
-    (lambda text: text.replace("A", "B", 1), "corrupted: the SHA-256"),    # one character changed
-    (lambda text: text.strip()[:-3], "not valid base64"),                 # cut mid-quantum
-    (lambda text: "", "truncated or corrupted"),                          # emptied
-])
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda text: text[: len(text) // 2], "truncated or corrupted"),  # cut in the middle
+        (lambda text: text[: text.index("\n", 5000)], "truncated or corrupted"),  # cut at a line end
+        (lambda text: text.replace("A", "B", 1), "corrupted: the SHA-256"),  # one character changed
+        (lambda text: text.strip()[:-3], "not valid base64"),  # cut mid-quantum
+        (lambda text: "", "truncated or corrupted"),  # emptied
+    ],
+)
 def test_a_damaged_copy_is_a_clear_error_naming_the_file(damage, words):
     text, size, sha256 = _stored()
     with pytest.raises(RuntimeError, match=words) as error:
@@ -127,8 +133,9 @@ def test_a_truncated_data_file_in_an_installed_copy_is_a_clear_error(tmp_path):
     target.write_text(text[: len(text) // 3], encoding="utf-8")
     probe = "import engine\ntry:\n    engine.data.load_digits()\nexcept RuntimeError as e:\n    print(e)\n"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     assert "load_digits: the data file" in run.stdout and str(target) in run.stdout, run.stdout
 

@@ -16,11 +16,14 @@ from engine import distances as D
 
 def _loop_energy(x, y, unbiased):
     """The definition, literally: three means of Euclidean norms over pairs."""
+
     def mean_norm(a, b, skip_diagonal):
-        values = [np.linalg.norm(a[i] - b[j]) for i in range(len(a)) for j in range(len(b))
-                  if not (skip_diagonal and i == j)]
+        values = [
+            np.linalg.norm(a[i] - b[j]) for i in range(len(a)) for j in range(len(b)) if not (skip_diagonal and i == j)
+        ]
         return float(np.mean(values))
-    return (2 * mean_norm(x, y, False) - mean_norm(x, x, unbiased) - mean_norm(y, y, unbiased))
+
+    return 2 * mean_norm(x, y, False) - mean_norm(x, x, unbiased) - mean_norm(y, y, unbiased)
 
 
 def _loop_mmd2(x, y, h, unbiased):
@@ -28,9 +31,9 @@ def _loop_mmd2(x, y, h, unbiased):
         return math.exp(-float(np.sum((a - b) ** 2)) / (2 * h * h))
 
     def mean_k(a, b, skip_diagonal):
-        values = [k(a[i], b[j]) for i in range(len(a)) for j in range(len(b))
-                  if not (skip_diagonal and i == j)]
+        values = [k(a[i], b[j]) for i in range(len(a)) for j in range(len(b)) if not (skip_diagonal and i == j)]
         return float(np.mean(values))
+
     return mean_k(x, x, unbiased) + mean_k(y, y, unbiased) - 2 * mean_k(x, y, False)
 
 
@@ -74,8 +77,9 @@ def test_energy_distance_estimates_the_population_value_for_gaussians():
     delta = 1.0
     exact = 2 * _mean_abs_normal(delta, math.sqrt(2)) - 2 * _mean_abs_normal(0.0, math.sqrt(2))
     rng = np.random.default_rng(3)
-    estimates = [D.energy_distance(rng.normal(size=200), rng.normal(delta, size=200), unbiased=True)
-                 for _ in range(100)]
+    estimates = [
+        D.energy_distance(rng.normal(size=200), rng.normal(delta, size=200), unbiased=True) for _ in range(100)
+    ]
     spread = np.std(estimates) / math.sqrt(len(estimates))
     assert abs(np.mean(estimates) - exact) < 4 * spread + 1e-3, (np.mean(estimates), exact, spread)
 
@@ -86,8 +90,10 @@ def test_mmd_estimates_the_population_value_for_gaussians():
     s2 = h * h + 2 * sigma * sigma
     exact = 2 * h / math.sqrt(s2) * (1 - math.exp(-delta * delta / (2 * s2)))
     rng = np.random.default_rng(4)
-    estimates = [D.mmd_squared(rng.normal(0, sigma, size=200), rng.normal(delta, sigma, size=200),
-                               bandwidth=h, unbiased=True) for _ in range(100)]
+    estimates = [
+        D.mmd_squared(rng.normal(0, sigma, size=200), rng.normal(delta, sigma, size=200), bandwidth=h, unbiased=True)
+        for _ in range(100)
+    ]
     spread = np.std(estimates) / math.sqrt(len(estimates))
     assert abs(np.mean(estimates) - exact) < 4 * spread + 1e-3, (np.mean(estimates), exact, spread)
 
@@ -124,15 +130,18 @@ def test_tensors_and_arrays_agree_and_the_median_heuristic():
     assert D.pairwise_distances(x, y).shape == (30, 20)
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: D.energy_distance(np.zeros((3, 2)), np.zeros((3, 3))), "same dimension"),
-    (lambda: D.energy_distance(np.zeros((0, 2)), np.zeros((3, 2))), "non-empty"),
-    (lambda: D.energy_distance([[np.nan, 0.0]], np.zeros((3, 2))), "NaN"),
-    (lambda: D.energy_distance(np.zeros((1, 2)), np.zeros((3, 2)), unbiased=True), "at least 2"),
-    (lambda: D.mmd_squared(np.zeros((3, 2)), np.ones((3, 2)), bandwidth=0.0), "bandwidth"),
-    (lambda: D.mmd_squared(np.zeros((3, 2)), np.ones((3, 2)), bandwidth=-1.0), "bandwidth"),
-    (lambda: D.energy_distance(np.zeros((2, 2, 2)), np.zeros((3, 2))), "shape"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: D.energy_distance(np.zeros((3, 2)), np.zeros((3, 3))), "same dimension"),
+        (lambda: D.energy_distance(np.zeros((0, 2)), np.zeros((3, 2))), "non-empty"),
+        (lambda: D.energy_distance([[np.nan, 0.0]], np.zeros((3, 2))), "NaN"),
+        (lambda: D.energy_distance(np.zeros((1, 2)), np.zeros((3, 2)), unbiased=True), "at least 2"),
+        (lambda: D.mmd_squared(np.zeros((3, 2)), np.ones((3, 2)), bandwidth=0.0), "bandwidth"),
+        (lambda: D.mmd_squared(np.zeros((3, 2)), np.ones((3, 2)), bandwidth=-1.0), "bandwidth"),
+        (lambda: D.energy_distance(np.zeros((2, 2, 2)), np.zeros((3, 2))), "shape"),
+    ],
+)
 def test_bad_input_is_a_clear_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()

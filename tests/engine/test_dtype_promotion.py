@@ -179,13 +179,23 @@ def test_binary_promotion_matches_torch(name, pair):
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=RuntimeWarning)  # x/0 is the user's division
             got = BINARY[name](ea, eb)
-    assert got.dtype == np.dtype(str(want.dtype).removeprefix("torch.")), \
+    assert got.dtype == np.dtype(str(want.dtype).removeprefix("torch.")), (
         f"{name}({a.dtype}{'[0-d]' if a.ndim == 0 else ''}, {b.dtype}{'[0-d]' if b.ndim == 0 else ''})"
+    )
     np.testing.assert_allclose(got.data, want.numpy(), rtol=1e-6, equal_nan=True)
 
 
-@pytest.mark.parametrize("dtypes", [("int64", "float32"), ("int64", "float64"), ("bool", "int64"),
-                                    ("uint8", "int8"), ("float32", "float64"), ("int32", "bool", "float32")])
+@pytest.mark.parametrize(
+    "dtypes",
+    [
+        ("int64", "float32"),
+        ("int64", "float64"),
+        ("bool", "int64"),
+        ("uint8", "int8"),
+        ("float32", "float64"),
+        ("int32", "bool", "float32"),
+    ],
+)
 def test_cat_promotes_as_torch(dtypes, torch):
     parts = [np.arange(3).astype(d) for d in dtypes]
     want = torch.cat([torch.from_numpy(p) for p in parts])
@@ -211,11 +221,14 @@ def test_a_float64_scalar_tensor_does_not_widen_a_float32_tensor(torch):
     assert s.grad.dtype == np.float64 and s.grad.numpy() == 3.0
 
 
-@pytest.mark.parametrize("make", [
-    lambda lib: lib.ones(2, 3) @ lib.ones(3, 2, dtype=lib.float64),
-    lambda lib: lib.ones(3) @ lib.ones(3, dtype=lib.float64),
-    lambda lib: lib.matmul(lib.ones(2, 2, dtype=lib.float64), lib.ones(2, 2)),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.ones(2, 3) @ lib.ones(3, 2, dtype=lib.float64),
+        lambda lib: lib.ones(3) @ lib.ones(3, dtype=lib.float64),
+        lambda lib: lib.matmul(lib.ones(2, 2, dtype=lib.float64), lib.ones(2, 2)),
+    ],
+)
 def test_matmul_of_float32_and_float64_raises_as_torch(make, torch):
     with pytest.raises(RuntimeError):
         make(torch)
@@ -226,8 +239,12 @@ def test_matmul_of_float32_and_float64_raises_as_torch(make, torch):
 def test_integer_to_a_negative_integer_power_is_a_clear_error(torch):
     with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
         torch.tensor([2]) ** -1
-    for fn in (lambda: 2 ** engine.tensor([-1]), lambda: engine.tensor([2]) ** -1,
-               lambda: engine.tensor([2]) ** engine.tensor([-1]), lambda: engine.tensor([2]).pow(-2)):
+    for fn in (
+        lambda: 2 ** engine.tensor([-1]),
+        lambda: engine.tensor([2]) ** -1,
+        lambda: engine.tensor([2]) ** engine.tensor([-1]),
+        lambda: engine.tensor([2]).pow(-2),
+    ):
         with pytest.raises(RuntimeError, match="pow: Integers to negative integer powers are not allowed"):
             fn()
     assert (2.0 ** engine.tensor([-1])).data.tolist() == [0.5]

@@ -42,8 +42,17 @@ def test_kaiming_normal_relu_is_he(shape, mode):
     _check_variance(w.data, 2.0 / fan, "normal")  # He: 2/n
 
 
-@pytest.mark.parametrize("nonlinearity,a,gain2", [("relu", 0, 2.0), ("leaky_relu", 0, 2.0), ("leaky_relu", 0.2, 2 / 1.04),
-                                                  ("tanh", 0, 25 / 9), ("linear", 0, 1.0), ("sigmoid", 0, 1.0)])
+@pytest.mark.parametrize(
+    "nonlinearity,a,gain2",
+    [
+        ("relu", 0, 2.0),
+        ("leaky_relu", 0, 2.0),
+        ("leaky_relu", 0.2, 2 / 1.04),
+        ("tanh", 0, 25 / 9),
+        ("linear", 0, 1.0),
+        ("sigmoid", 0, 1.0),
+    ],
+)
 def test_kaiming_uniform_variance_and_bound(nonlinearity, a, gain2):
     engine.manual_seed(1)
     w = _weight(300, 500)
@@ -65,7 +74,7 @@ def test_kaiming_default_is_relu_gain():
 @pytest.mark.parametrize("gain", [1.0, 5 / 3])
 def test_xavier_variances(shape, gain):
     receptive = int(np.prod(shape[2:])) if len(shape) > 2 else 1
-    var = gain ** 2 * 2.0 / ((shape[0] + shape[1]) * receptive)  # gain²·2/(n_in + n_out)
+    var = gain**2 * 2.0 / ((shape[0] + shape[1]) * receptive)  # gain²·2/(n_in + n_out)
     engine.manual_seed(3)
     w = _weight(*shape)
     init.xavier_normal_(w, gain=gain)
@@ -115,15 +124,23 @@ def test_linear_and_embedding_default_init():
     bound = 1 / math.sqrt(400)  # kaiming_uniform_(a=√5) gives U(−1/√in, 1/√in)
     for p in (lin.weight, lin.bias):
         assert np.abs(p.data).max() <= bound
-    _check_variance(lin.weight.data.astype(np.float64), bound ** 2 / 3, "uniform")
+    _check_variance(lin.weight.data.astype(np.float64), bound**2 / 3, "uniform")
     emb = nn.Embedding(1000, 50)
     _check_variance(emb.weight.data.astype(np.float64), 1.0, "normal")
 
 
 def test_gains_and_fans_match_torch():
     torch = require_torch()
-    for name, param in [("linear", None), ("sigmoid", None), ("tanh", None), ("relu", None), ("leaky_relu", None),
-                        ("leaky_relu", 0.3), ("selu", None), ("conv2d", None)]:
+    for name, param in [
+        ("linear", None),
+        ("sigmoid", None),
+        ("tanh", None),
+        ("relu", None),
+        ("leaky_relu", None),
+        ("leaky_relu", 0.3),
+        ("selu", None),
+        ("conv2d", None),
+    ]:
         assert init.calculate_gain(name, param) == pytest.approx(torch.nn.init.calculate_gain(name, param), rel=1e-15)
     for shape in [(5, 3), (8, 4, 3, 3), (2, 6, 5), (7, 1, 2, 2, 2)]:
         ours = init._calculate_fan_in_and_fan_out(np.zeros(shape))

@@ -45,8 +45,10 @@ def test_hand_written_sgd_trains(torch):
     x, y = rng.standard_normal((32, 3)), rng.standard_normal(32)
     w_e, w_t = leaf(np.zeros(3)), torch.zeros(3, dtype=torch.float64, requires_grad=True)
     for _ in range(20):
-        for w, lib, xs, ys in ((w_e, engine, engine.tensor(x), engine.tensor(y)),
-                               (w_t, torch, torch.tensor(x), torch.tensor(y))):
+        for w, lib, xs, ys in (
+            (w_e, engine, engine.tensor(x), engine.tensor(y)),
+            (w_t, torch, torch.tensor(x), torch.tensor(y)),
+        ):
             loss = ((xs @ w - ys) ** 2).mean()
             loss.backward()
             with lib.no_grad():
@@ -56,8 +58,23 @@ def test_hand_written_sgd_trains(torch):
     assert np.abs(w_e.data).sum() > 0.1
 
 
-@pytest.mark.parametrize("op", ["__iadd__", "__isub__", "__imul__", "__itruediv__", "add_", "sub_", "mul_",
-                                "div_", "zero_", "fill_", "copy_", "clamp_"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "__iadd__",
+        "__isub__",
+        "__imul__",
+        "__itruediv__",
+        "add_",
+        "sub_",
+        "mul_",
+        "div_",
+        "zero_",
+        "fill_",
+        "copy_",
+        "clamp_",
+    ],
+)
 def test_in_place_on_a_leaf_that_requires_grad_raises_as_torch(op, torch):
     args = {"zero_": (), "fill_": (1.0,), "copy_": (np.ones(3),), "clamp_": (0.0, 1.0)}.get(op, (2.0,))
     t_args = tuple(torch.ones(3, dtype=torch.float64) if isinstance(a, np.ndarray) else a for a in args)
@@ -85,22 +102,25 @@ def test_setitem_on_a_leaf_that_requires_grad_raises_and_no_longer_recommends_th
     assert w.data.tolist() == [1.0, 0.0, 0.0] and w._version == 1
 
 
-@pytest.mark.parametrize("name, args, torch_args", [
-    ("add_", (np.array([1.0, 2.0, 3.0]),), None),
-    ("sub_", (2.5,), None),
-    ("mul_", (np.array([1.0, -2.0, 3.0]),), None),
-    ("div_", (4.0,), None),
-    ("pow_", (2,), None),
-    ("clamp_", (-0.5, 0.5), None),
-    ("fill_", (7.0,), None),
-    ("zero_", (), None),
-    ("neg_", (), None),
-    ("exp_", (), None),
-    ("tanh_", (), None),
-    ("sigmoid_", (), None),
-    ("relu_", (), None),
-    ("abs_", (), None),
-])
+@pytest.mark.parametrize(
+    "name, args, torch_args",
+    [
+        ("add_", (np.array([1.0, 2.0, 3.0]),), None),
+        ("sub_", (2.5,), None),
+        ("mul_", (np.array([1.0, -2.0, 3.0]),), None),
+        ("div_", (4.0,), None),
+        ("pow_", (2,), None),
+        ("clamp_", (-0.5, 0.5), None),
+        ("fill_", (7.0,), None),
+        ("zero_", (), None),
+        ("neg_", (), None),
+        ("exp_", (), None),
+        ("tanh_", (), None),
+        ("sigmoid_", (), None),
+        ("relu_", (), None),
+        ("abs_", (), None),
+    ],
+)
 def test_in_place_methods_without_a_graph_match_torch(name, args, torch_args, torch):
     x = np.array([0.3, -1.2, 2.0])
     e, t = engine.tensor(x.copy()), torch.tensor(x.copy())
@@ -120,7 +140,9 @@ def test_in_place_dtype_and_shape_rules_as_torch(torch):
     i *= 2
     assert i.data.tolist() == [0, 2, 4] and i.dtype == np.int64
     f = engine.ones(3)
-    with pytest.raises(RuntimeError, match=r"add_: output with shape \(3,\) doesn't match the broadcast shape \(2, 3\)"):
+    with pytest.raises(
+        RuntimeError, match=r"add_: output with shape \(3,\) doesn't match the broadcast shape \(2, 3\)"
+    ):
         f += engine.ones(2, 3)
     f += np.float64(1.0)  # a NumPy scalar acts as a Python number: float32 stays float32
     assert f.dtype == np.float32 and f.data.tolist() == [2.0, 2.0, 2.0]
@@ -165,10 +187,12 @@ def test_setitem_gradients_for_every_kind_of_index(index, torch):
         idx = index
         if lib is torch and isinstance(index, np.ndarray):
             idx = torch.tensor(index)
+
         def f(b, v):
             out = b * 1.0
             out[idx] = v
             return out.exp()
+
         return f
 
     check_op(make(engine), make(torch), [base, value])
@@ -191,6 +215,7 @@ def test_in_place_ops_on_a_non_leaf_record_their_gradient(op, torch):
             else:
                 getattr(h, op)(b)
             return h * a
+
         return f
 
     oracle(make(engine), make(torch), [x, y])
@@ -207,6 +232,7 @@ def test_operator_forms_on_a_non_leaf(torch):
             h -= 1.0
             h /= 2.0
             return h
+
         return f
 
     check_op(make(engine), make(torch), [np.array([0.1, 0.5, -0.7]), np.array([1.0, 2.0, 3.0])])
@@ -214,12 +240,14 @@ def test_operator_forms_on_a_non_leaf(torch):
 
 def test_ops_recorded_before_an_in_place_op_keep_the_old_value(torch):
     """z used y before y.mul_(3): z's gradient flows to the old y (PyTorch keeps that edge)."""
+
     def make(lib):
         def f(x):
             y = x * 2.0
             z = y + 3.0
             y.mul_(3.0)
             return z * 1.0 + y
+
         return f
 
     check_op(make(engine), make(torch), [np.array([1.0, 2.0, 3.0])])
@@ -240,10 +268,12 @@ def test_masked_fill_in_place_and_with_a_tensor_value(torch):
 
     def make(lib):
         m = lib.tensor(mask) if lib is torch else mask
+
         def f(x, v):
             out = x * 1.0
             out.masked_fill_(m, v.sum())
             return out.masked_fill(~m, (v * 2).sum())
+
         return f
 
     check_op(make(engine), make(torch), [np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.25])])
@@ -270,7 +300,10 @@ def test_setitem_under_no_grad_after_the_forward_pass_is_caught(torch):
     y = (w * w).sum()
     with engine.no_grad():
         w[0] = 5.0
-    with pytest.raises(RuntimeError, match=r"modified by an inplace operation.*Mul saved \(input [01]\) was written after the forward pass \(it is now at version 1\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"modified by an inplace operation.*Mul saved \(input [01]\) was written after the forward pass \(it is now at version 1\)",
+    ):
         y.backward()
     w_t = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y_t = (w_t * w_t).sum()
@@ -370,12 +403,12 @@ def test_numpy_constants_in_functional_ops_are_copied():
 
 def test_second_backward_through_a_freed_graph_raises_as_torch(torch):
     x = leaf(2.0)
-    y = x ** 3
+    y = x**3
     y.backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time.*PowScalar.*retain_graph=True"):
         y.backward()
     x_t = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
-    y_t = x_t ** 3
+    y_t = x_t**3
     y_t.backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         y_t.backward()
@@ -384,7 +417,7 @@ def test_second_backward_through_a_freed_graph_raises_as_torch(torch):
 def test_retain_graph_allows_a_second_backward_that_accumulates(torch):
     x, x_t = leaf(2.0), torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
     for t in (x, x_t):
-        y = t ** 3
+        y = t**3
         y.backward(retain_graph=True)
         y.backward()
     assert x.grad.numpy() == x_t.grad.numpy().item() == 24.0

@@ -173,7 +173,7 @@ def test_a_zip_with_a_corrupt_member_is_a_clear_value_error(tmp_path):
         names = z.namelist()
     raw = bytearray(path.read_bytes())
     middle = len(raw) // 2
-    raw[middle:middle + 64] = bytes(64)  # zeroed bytes inside the array member
+    raw[middle : middle + 64] = bytes(64)  # zeroed bytes inside the array member
     path.write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="not a readable engine checkpoint"):
         engine.load(path)

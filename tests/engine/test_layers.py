@@ -63,8 +63,7 @@ IMPORT_PROBE = textwrap.dedent(
 
 
 def _probe() -> dict:
-    result = subprocess.run([sys.executable, "-c", IMPORT_PROBE], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", IMPORT_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -81,8 +80,9 @@ def test_import_engine_loads_no_course_plotting_or_widget_module():
     assert report["library_third_party"] == [], f"importing engine loaded {report['library_third_party']}"
     course_loaded = [m for m in report["library_loaded"] if m == "engine.course" or m.startswith("engine.course.")]
     assert course_loaded == [], f"importing the library loaded the course layer: {course_loaded}"
-    library = {_dotted(p) for p in ENGINE.rglob("*.py")
-               if "__pycache__" not in p.parts and not p.is_relative_to(COURSE)}
+    library = {
+        _dotted(p) for p in ENGINE.rglob("*.py") if "__pycache__" not in p.parts and not p.is_relative_to(COURSE)
+    }
     assert library <= set(report["library"]), f"not imported: {sorted(library - set(report['library']))}"
     assert "engine.nn" in report["library"] and "engine.course" not in report["library"]
 
@@ -103,15 +103,18 @@ def _imports_of(source: str, module: str, is_package: bool = False) -> list[tupl
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else []
+            base = package[: len(package) - node.level + 1] if node.level else []
             name = ".".join(base + ([node.module] if node.module else []))
             found += [(node.lineno, name)] + [(node.lineno, f"{name}.{a.name}") for a in node.names]
     return found
 
 
 def _course_imports(source: str, module: str, is_package: bool = False) -> list[str]:
-    return [f"{line}: {name}" for line, name in _imports_of(source, module, is_package)
-            if name == "engine.course" or name.startswith("engine.course.")]
+    return [
+        f"{line}: {name}"
+        for line, name in _imports_of(source, module, is_package)
+        if name == "engine.course" or name.startswith("engine.course.")
+    ]
 
 
 def test_no_library_module_imports_the_course_layer():
@@ -121,8 +124,10 @@ def test_no_library_module_imports_the_course_layer():
         if "__pycache__" in path.parts or path.is_relative_to(COURSE):
             continue
         source = path.read_text(encoding="utf-8")
-        offenders += [f"{path.relative_to(ROOT)}:{hit}"
-                      for hit in _course_imports(source, _dotted(path), path.name == "__init__.py")]
+        offenders += [
+            f"{path.relative_to(ROOT)}:{hit}"
+            for hit in _course_imports(source, _dotted(path), path.name == "__init__.py")
+        ]
     assert offenders == [], "the library imports the course layer:\n" + "\n".join(offenders)
 
 

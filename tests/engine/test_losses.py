@@ -43,73 +43,170 @@ def T(array):
 
 
 def torch_pseudo_huber(x, y, reduction="mean", delta=1.0):
-    per = delta ** 2 * (((x - y) / delta) ** 2 + 1).sqrt() - delta ** 2
+    per = delta**2 * (((x - y) / delta) ** 2 + 1).sqrt() - delta**2
     return {"mean": per.mean, "sum": per.sum, "none": lambda: per}[reduction]()
 
 
 # (id, engine fn(reduction), torch fn(reduction), inputs)
 LOSSES = [
-    ("mse", lambda r: lambda x, y: F.mse_loss(x, y, reduction=r),
-     lambda r: lambda x, y: TF().mse_loss(x, y, reduction=r), [LOGITS, TARGET]),
-    ("l1", lambda r: lambda x, y: F.l1_loss(x, y, reduction=r),
-     lambda r: lambda x, y: TF().l1_loss(x, y, reduction=r), [LOGITS, TARGET]),
-    ("huber", lambda r: lambda x, y: F.huber_loss(x, y, reduction=r),
-     lambda r: lambda x, y: TF().huber_loss(x, y, reduction=r), [LOGITS, TARGET]),
-    ("huber_delta", lambda r: lambda x, y: F.huber_loss(x, y, reduction=r, delta=0.6),
-     lambda r: lambda x, y: TF().huber_loss(x, y, reduction=r, delta=0.6), [LOGITS, TARGET]),
-    ("pseudo_huber", lambda r: lambda x, y: F.pseudo_huber_loss(x, y, reduction=r),
-     lambda r: lambda x, y: torch_pseudo_huber(x, y, r), [LOGITS, TARGET]),
-    ("pseudo_huber_delta", lambda r: lambda x, y: F.pseudo_huber_loss(x, y, reduction=r, delta=0.3),
-     lambda r: lambda x, y: torch_pseudo_huber(x, y, r, delta=0.3), [LOGITS, TARGET]),
-    ("bce", lambda r: lambda p, y: F.binary_cross_entropy(p, y, reduction=r),
-     lambda r: lambda p, y: TF().binary_cross_entropy(p, y, reduction=r), [PROBS, SOFT]),
-    ("bce_weight", lambda r: lambda p, y: F.binary_cross_entropy(p, y, weight=ELEMENT_W, reduction=r),
-     lambda r: lambda p, y: TF().binary_cross_entropy(p, y, weight=T(ELEMENT_W), reduction=r), [PROBS, SOFT]),
-    ("bce_logits", lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction=r),
-     lambda r: lambda z, y: TF().binary_cross_entropy_with_logits(z, y, reduction=r), [LOGITS, SOFT]),
-    ("bce_logits_weight", lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, weight=ELEMENT_W, reduction=r),
-     lambda r: lambda z, y: TF().binary_cross_entropy_with_logits(z, y, weight=T(ELEMENT_W), reduction=r),
-     [LOGITS, SOFT]),
-    ("bce_logits_pos_weight", lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction=r, pos_weight=POS_W),
-     lambda r: lambda z, y: TF().binary_cross_entropy_with_logits(z, y, reduction=r, pos_weight=T(POS_W)),
-     [LOGITS, SOFT]),
-    ("bce_logits_both_weights",
-     lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, CLASS_W, reduction=r, pos_weight=POS_W),
-     lambda r: lambda z, y: TF().binary_cross_entropy_with_logits(z, y, T(CLASS_W), reduction=r, pos_weight=T(POS_W)),
-     [LOGITS, SOFT]),
-    ("ce_indices", lambda r: lambda z, t: F.cross_entropy(z, t, reduction=r),
-     lambda r: lambda z, t: TF().cross_entropy(z, t, reduction=r), [LOGITS, INDICES]),
-    ("ce_ignore_index", lambda r: lambda z, t: F.cross_entropy(z, t, reduction=r),
-     lambda r: lambda z, t: TF().cross_entropy(z, t, reduction=r), [LOGITS, INDICES_IGNORED]),
-    ("ce_custom_ignore_index", lambda r: lambda z, t: F.cross_entropy(z, t, ignore_index=1, reduction=r),
-     lambda r: lambda z, t: TF().cross_entropy(z, t, ignore_index=1, reduction=r), [LOGITS, INDICES]),
-    ("ce_weight", lambda r: lambda z, t: F.cross_entropy(z, t, weight=CLASS_W, reduction=r),
-     lambda r: lambda z, t: TF().cross_entropy(z, t, weight=T(CLASS_W), reduction=r), [LOGITS, INDICES_IGNORED]),
-    ("ce_label_smoothing", lambda r: lambda z, t: F.cross_entropy(z, t, label_smoothing=0.2, reduction=r),
-     lambda r: lambda z, t: TF().cross_entropy(z, t, label_smoothing=0.2, reduction=r), [LOGITS, INDICES_IGNORED]),
-    ("ce_weight_smoothing",
-     lambda r: lambda z, t: F.cross_entropy(z, t, weight=CLASS_W, label_smoothing=0.1, reduction=r),
-     lambda r: lambda z, t: TF().cross_entropy(z, t, weight=T(CLASS_W), label_smoothing=0.1, reduction=r),
-     [LOGITS, INDICES_IGNORED]),
-    ("ce_probabilities", lambda r: lambda z, q: F.cross_entropy(z, q, reduction=r),
-     lambda r: lambda z, q: TF().cross_entropy(z, q, reduction=r), [LOGITS, DIST]),
-    ("ce_probabilities_weight_smoothing",
-     lambda r: lambda z, q: F.cross_entropy(z, q, weight=CLASS_W, label_smoothing=0.3, reduction=r),
-     lambda r: lambda z, q: TF().cross_entropy(z, q, weight=T(CLASS_W), label_smoothing=0.3, reduction=r),
-     [LOGITS, DIST]),
-    ("ce_nd_indices", lambda r: lambda z, t: F.cross_entropy(z, t, weight=CLASS_W, label_smoothing=0.05, reduction=r),
-     lambda r: lambda z, t: TF().cross_entropy(z, t, weight=T(CLASS_W), label_smoothing=0.05, reduction=r),
-     [LOGITS_ND, INDICES_ND]),
-    ("ce_nd_probabilities", lambda r: lambda z, q: F.cross_entropy(z, q, reduction=r),
-     lambda r: lambda z, q: TF().cross_entropy(z, q, reduction=r), [LOGITS_ND, DIST_ND]),
-    ("ce_single_sample", lambda r: lambda z, t: F.cross_entropy(z, t, reduction=r),
-     lambda r: lambda z, t: TF().cross_entropy(z, t, reduction=r), [LOGITS[0], np.array(3)]),
-    ("nll", lambda r: lambda x, t: F.nll_loss(x, t, reduction=r),
-     lambda r: lambda x, t: TF().nll_loss(x, t, reduction=r), [LOGITS, INDICES_IGNORED]),
-    ("nll_weight", lambda r: lambda x, t: F.nll_loss(x, t, weight=CLASS_W, reduction=r),
-     lambda r: lambda x, t: TF().nll_loss(x, t, weight=T(CLASS_W), reduction=r), [LOGITS, INDICES_IGNORED]),
-    ("nll_nd", lambda r: lambda x, t: F.nll_loss(x, t, ignore_index=2, reduction=r),
-     lambda r: lambda x, t: TF().nll_loss(x, t, ignore_index=2, reduction=r), [LOGITS_ND, INDICES_ND]),
+    (
+        "mse",
+        lambda r: lambda x, y: F.mse_loss(x, y, reduction=r),
+        lambda r: lambda x, y: TF().mse_loss(x, y, reduction=r),
+        [LOGITS, TARGET],
+    ),
+    (
+        "l1",
+        lambda r: lambda x, y: F.l1_loss(x, y, reduction=r),
+        lambda r: lambda x, y: TF().l1_loss(x, y, reduction=r),
+        [LOGITS, TARGET],
+    ),
+    (
+        "huber",
+        lambda r: lambda x, y: F.huber_loss(x, y, reduction=r),
+        lambda r: lambda x, y: TF().huber_loss(x, y, reduction=r),
+        [LOGITS, TARGET],
+    ),
+    (
+        "huber_delta",
+        lambda r: lambda x, y: F.huber_loss(x, y, reduction=r, delta=0.6),
+        lambda r: lambda x, y: TF().huber_loss(x, y, reduction=r, delta=0.6),
+        [LOGITS, TARGET],
+    ),
+    (
+        "pseudo_huber",
+        lambda r: lambda x, y: F.pseudo_huber_loss(x, y, reduction=r),
+        lambda r: lambda x, y: torch_pseudo_huber(x, y, r),
+        [LOGITS, TARGET],
+    ),
+    (
+        "pseudo_huber_delta",
+        lambda r: lambda x, y: F.pseudo_huber_loss(x, y, reduction=r, delta=0.3),
+        lambda r: lambda x, y: torch_pseudo_huber(x, y, r, delta=0.3),
+        [LOGITS, TARGET],
+    ),
+    (
+        "bce",
+        lambda r: lambda p, y: F.binary_cross_entropy(p, y, reduction=r),
+        lambda r: lambda p, y: TF().binary_cross_entropy(p, y, reduction=r),
+        [PROBS, SOFT],
+    ),
+    (
+        "bce_weight",
+        lambda r: lambda p, y: F.binary_cross_entropy(p, y, weight=ELEMENT_W, reduction=r),
+        lambda r: lambda p, y: TF().binary_cross_entropy(p, y, weight=T(ELEMENT_W), reduction=r),
+        [PROBS, SOFT],
+    ),
+    (
+        "bce_logits",
+        lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction=r),
+        lambda r: lambda z, y: TF().binary_cross_entropy_with_logits(z, y, reduction=r),
+        [LOGITS, SOFT],
+    ),
+    (
+        "bce_logits_weight",
+        lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, weight=ELEMENT_W, reduction=r),
+        lambda r: lambda z, y: TF().binary_cross_entropy_with_logits(z, y, weight=T(ELEMENT_W), reduction=r),
+        [LOGITS, SOFT],
+    ),
+    (
+        "bce_logits_pos_weight",
+        lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction=r, pos_weight=POS_W),
+        lambda r: lambda z, y: TF().binary_cross_entropy_with_logits(z, y, reduction=r, pos_weight=T(POS_W)),
+        [LOGITS, SOFT],
+    ),
+    (
+        "bce_logits_both_weights",
+        lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, CLASS_W, reduction=r, pos_weight=POS_W),
+        lambda r: (
+            lambda z, y: TF().binary_cross_entropy_with_logits(z, y, T(CLASS_W), reduction=r, pos_weight=T(POS_W))
+        ),
+        [LOGITS, SOFT],
+    ),
+    (
+        "ce_indices",
+        lambda r: lambda z, t: F.cross_entropy(z, t, reduction=r),
+        lambda r: lambda z, t: TF().cross_entropy(z, t, reduction=r),
+        [LOGITS, INDICES],
+    ),
+    (
+        "ce_ignore_index",
+        lambda r: lambda z, t: F.cross_entropy(z, t, reduction=r),
+        lambda r: lambda z, t: TF().cross_entropy(z, t, reduction=r),
+        [LOGITS, INDICES_IGNORED],
+    ),
+    (
+        "ce_custom_ignore_index",
+        lambda r: lambda z, t: F.cross_entropy(z, t, ignore_index=1, reduction=r),
+        lambda r: lambda z, t: TF().cross_entropy(z, t, ignore_index=1, reduction=r),
+        [LOGITS, INDICES],
+    ),
+    (
+        "ce_weight",
+        lambda r: lambda z, t: F.cross_entropy(z, t, weight=CLASS_W, reduction=r),
+        lambda r: lambda z, t: TF().cross_entropy(z, t, weight=T(CLASS_W), reduction=r),
+        [LOGITS, INDICES_IGNORED],
+    ),
+    (
+        "ce_label_smoothing",
+        lambda r: lambda z, t: F.cross_entropy(z, t, label_smoothing=0.2, reduction=r),
+        lambda r: lambda z, t: TF().cross_entropy(z, t, label_smoothing=0.2, reduction=r),
+        [LOGITS, INDICES_IGNORED],
+    ),
+    (
+        "ce_weight_smoothing",
+        lambda r: lambda z, t: F.cross_entropy(z, t, weight=CLASS_W, label_smoothing=0.1, reduction=r),
+        lambda r: lambda z, t: TF().cross_entropy(z, t, weight=T(CLASS_W), label_smoothing=0.1, reduction=r),
+        [LOGITS, INDICES_IGNORED],
+    ),
+    (
+        "ce_probabilities",
+        lambda r: lambda z, q: F.cross_entropy(z, q, reduction=r),
+        lambda r: lambda z, q: TF().cross_entropy(z, q, reduction=r),
+        [LOGITS, DIST],
+    ),
+    (
+        "ce_probabilities_weight_smoothing",
+        lambda r: lambda z, q: F.cross_entropy(z, q, weight=CLASS_W, label_smoothing=0.3, reduction=r),
+        lambda r: lambda z, q: TF().cross_entropy(z, q, weight=T(CLASS_W), label_smoothing=0.3, reduction=r),
+        [LOGITS, DIST],
+    ),
+    (
+        "ce_nd_indices",
+        lambda r: lambda z, t: F.cross_entropy(z, t, weight=CLASS_W, label_smoothing=0.05, reduction=r),
+        lambda r: lambda z, t: TF().cross_entropy(z, t, weight=T(CLASS_W), label_smoothing=0.05, reduction=r),
+        [LOGITS_ND, INDICES_ND],
+    ),
+    (
+        "ce_nd_probabilities",
+        lambda r: lambda z, q: F.cross_entropy(z, q, reduction=r),
+        lambda r: lambda z, q: TF().cross_entropy(z, q, reduction=r),
+        [LOGITS_ND, DIST_ND],
+    ),
+    (
+        "ce_single_sample",
+        lambda r: lambda z, t: F.cross_entropy(z, t, reduction=r),
+        lambda r: lambda z, t: TF().cross_entropy(z, t, reduction=r),
+        [LOGITS[0], np.array(3)],
+    ),
+    (
+        "nll",
+        lambda r: lambda x, t: F.nll_loss(x, t, reduction=r),
+        lambda r: lambda x, t: TF().nll_loss(x, t, reduction=r),
+        [LOGITS, INDICES_IGNORED],
+    ),
+    (
+        "nll_weight",
+        lambda r: lambda x, t: F.nll_loss(x, t, weight=CLASS_W, reduction=r),
+        lambda r: lambda x, t: TF().nll_loss(x, t, weight=T(CLASS_W), reduction=r),
+        [LOGITS, INDICES_IGNORED],
+    ),
+    (
+        "nll_nd",
+        lambda r: lambda x, t: F.nll_loss(x, t, ignore_index=2, reduction=r),
+        lambda r: lambda x, t: TF().nll_loss(x, t, ignore_index=2, reduction=r),
+        [LOGITS_ND, INDICES_ND],
+    ),
 ]
 
 CASES = [(name, r, fn(r), torch_fn(r), inputs) for name, fn, torch_fn, inputs in LOSSES for r in REDUCTIONS]
@@ -128,8 +225,11 @@ def test_kl_div(reduction, log_target):
     log_q = np.log(RNG.dirichlet(np.ones(C), N))
     p = RNG.dirichlet(np.ones(C), N)
     target = np.log(p) if log_target else p
-    check_op(lambda x, t: F.kl_div(x, t, reduction=reduction, log_target=log_target),
-             lambda x, t: TF().kl_div(x, t, reduction=reduction, log_target=log_target), [log_q, target])
+    check_op(
+        lambda x, t: F.kl_div(x, t, reduction=reduction, log_target=log_target),
+        lambda x, t: TF().kl_div(x, t, reduction=reduction, log_target=log_target),
+        [log_q, target],
+    )
 
 
 @pytest.mark.parametrize("reduction", ["batchmean", "sum", "none"])
@@ -138,8 +238,12 @@ def test_kl_div_with_zero_target_probabilities(reduction):
     log_q = np.log(RNG.dirichlet(np.ones(C), N))
     p = RNG.dirichlet(np.ones(C), N)
     p[0, 1] = p[2, 3] = 0.0
-    out, _ = oracle(lambda x, t: F.kl_div(x, t, reduction=reduction),
-                    lambda x, t: TF().kl_div(x, t, reduction=reduction), [log_q, p], grad=[True, False])
+    out, _ = oracle(
+        lambda x, t: F.kl_div(x, t, reduction=reduction),
+        lambda x, t: TF().kl_div(x, t, reduction=reduction),
+        [log_q, p],
+        grad=[True, False],
+    )
     assert np.all(np.isfinite(out.data))
 
 
@@ -174,29 +278,45 @@ def test_all_targets_ignored_gives_nan_as_torch_and_a_zero_gradient():
 def test_cross_entropy_with_logits_of_1e4(dtype):
     logits = np.array([[1e4, -1e4, 0.0], [-1e4, 1e4, 0.0], [1e4, 1e4, -1e4]], dtype=dtype)
     target = np.array([1, 1, 2])
-    _check_extreme(lambda z: F.cross_entropy(z, target, reduction="none"),
-                   lambda z: TF().cross_entropy(z, T(target), reduction="none"), logits)
-    _check_extreme(lambda z: F.cross_entropy(z, target, label_smoothing=0.1),
-                   lambda z: TF().cross_entropy(z, T(target), label_smoothing=0.1), logits)
+    _check_extreme(
+        lambda z: F.cross_entropy(z, target, reduction="none"),
+        lambda z: TF().cross_entropy(z, T(target), reduction="none"),
+        logits,
+    )
+    _check_extreme(
+        lambda z: F.cross_entropy(z, target, label_smoothing=0.1),
+        lambda z: TF().cross_entropy(z, T(target), label_smoothing=0.1),
+        logits,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_bce_with_logits_of_1e4(dtype):
     z = np.array([1e4, -1e4, 1e4, -1e4, 0.0], dtype=dtype)
     y = np.array([1.0, 0.0, 0.0, 1.0, 0.5], dtype=dtype)
-    _check_extreme(lambda t: F.binary_cross_entropy_with_logits(t, y, reduction="none"),
-                   lambda t: TF().binary_cross_entropy_with_logits(t, T(y), reduction="none"), z)
+    _check_extreme(
+        lambda t: F.binary_cross_entropy_with_logits(t, y, reduction="none"),
+        lambda t: TF().binary_cross_entropy_with_logits(t, T(y), reduction="none"),
+        z,
+    )
     pw = np.array([2.0], dtype=dtype)
-    _check_extreme(lambda t: F.binary_cross_entropy_with_logits(t, y, reduction="none", pos_weight=pw),
-                   lambda t: TF().binary_cross_entropy_with_logits(t, T(y), reduction="none", pos_weight=T(pw)), z)
+    _check_extreme(
+        lambda t: F.binary_cross_entropy_with_logits(t, y, reduction="none", pos_weight=pw),
+        lambda t: TF().binary_cross_entropy_with_logits(t, T(y), reduction="none", pos_weight=T(pw)),
+        z,
+    )
 
 
 def test_bce_at_p_0_and_1_clamps_the_log_at_minus_100_like_torch():
     p = np.array([0.0, 1.0, 0.0, 1.0, 0.3])
     y = np.array([0.0, 1.0, 1.0, 0.0, 1.0])
     # where p(1 − p) is clamped at 1e-12 the gradient is ~1e12: torch rounds that clamp at ~4e-9
-    out, _ = _check_extreme(lambda t: F.binary_cross_entropy(t, y, reduction="none"),
-                            lambda t: TF().binary_cross_entropy(t, T(y), reduction="none"), p, rtol=1e-8)
+    out, _ = _check_extreme(
+        lambda t: F.binary_cross_entropy(t, y, reduction="none"),
+        lambda t: TF().binary_cross_entropy(t, T(y), reduction="none"),
+        p,
+        rtol=1e-8,
+    )
     np.testing.assert_array_equal(out.data[:4], [0.0, 0.0, 100.0, 100.0])
 
 
@@ -219,16 +339,19 @@ def _check_extreme(fn, torch_fn, x, rtol=1e-10):
 
 
 # ---------------------------------------------------------------- dtypes
-@pytest.mark.parametrize("fn", [
-    lambda x: F.mse_loss(x, np.zeros(3, np.float32)),
-    lambda x: F.huber_loss(x, np.zeros(3, np.float32)),
-    lambda x: F.pseudo_huber_loss(x, np.zeros(3, np.float32)),
-    lambda x: F.binary_cross_entropy_with_logits(x, np.ones(3, np.float32)),
-    lambda x: F.binary_cross_entropy(x.sigmoid(), np.ones(3, np.float32)),
-    lambda x: F.cross_entropy(x.reshape(1, 3), np.array([2])),
-    lambda x: F.nll_loss(x.reshape(1, 3), np.array([2])),
-    lambda x: F.kl_div(x, np.full(3, 1 / 3, np.float32)),
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: F.mse_loss(x, np.zeros(3, np.float32)),
+        lambda x: F.huber_loss(x, np.zeros(3, np.float32)),
+        lambda x: F.pseudo_huber_loss(x, np.zeros(3, np.float32)),
+        lambda x: F.binary_cross_entropy_with_logits(x, np.ones(3, np.float32)),
+        lambda x: F.binary_cross_entropy(x.sigmoid(), np.ones(3, np.float32)),
+        lambda x: F.cross_entropy(x.reshape(1, 3), np.array([2])),
+        lambda x: F.nll_loss(x.reshape(1, 3), np.array([2])),
+        lambda x: F.kl_div(x, np.full(3, 1 / 3, np.float32)),
+    ],
+)
 def test_float32_losses_stay_float32(fn):
     x = Tensor(np.array([0.2, -0.5, 1.0], dtype=np.float32), requires_grad=True)
     loss = fn(x)
@@ -239,12 +362,23 @@ def test_float32_losses_stay_float32(fn):
 MIXED = {  # loss -> (engine, torch, result dtype) for a float32 input and a float64 target
     "mse": (F.mse_loss, "mse_loss", np.float64),
     "l1": (F.l1_loss, "l1_loss", np.float64),
-    "smooth_l1": (lambda x, y: F.smooth_l1_loss(x, y, beta=0.5), lambda tf, x, y: tf.smooth_l1_loss(x, y, beta=0.5), np.float64),
+    "smooth_l1": (
+        lambda x, y: F.smooth_l1_loss(x, y, beta=0.5),
+        lambda tf, x, y: tf.smooth_l1_loss(x, y, beta=0.5),
+        np.float64,
+    ),
     "huber": (lambda x, y: F.huber_loss(x, y, delta=0.5), lambda tf, x, y: tf.huber_loss(x, y, delta=0.5), np.float32),
     "bce_with_logits": (F.binary_cross_entropy_with_logits, "binary_cross_entropy_with_logits", np.float64),
-    "cross_entropy": (lambda x, y: F.cross_entropy(x, y.softmax(-1)), lambda tf, x, y: tf.cross_entropy(x, y.softmax(-1)), np.float64),
-    "kl_div": (lambda x, y: F.kl_div(x, y.softmax(-1), reduction="batchmean"),
-               lambda tf, x, y: tf.kl_div(x, y.softmax(-1), reduction="batchmean"), np.float64),
+    "cross_entropy": (
+        lambda x, y: F.cross_entropy(x, y.softmax(-1)),
+        lambda tf, x, y: tf.cross_entropy(x, y.softmax(-1)),
+        np.float64,
+    ),
+    "kl_div": (
+        lambda x, y: F.kl_div(x, y.softmax(-1), reduction="batchmean"),
+        lambda tf, x, y: tf.kl_div(x, y.softmax(-1), reduction="batchmean"),
+        np.float64,
+    ),
 }
 
 
@@ -281,15 +415,34 @@ def test_binary_cross_entropy_refuses_mixed_dtypes_as_torch(torch):
 
 
 # ---------------------------------------------------------------- errors
-@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss", "pseudo_huber_loss",
-                                  "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mse_loss",
+        "l1_loss",
+        "huber_loss",
+        "pseudo_huber_loss",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "kl_div",
+    ],
+)
 def test_shape_mismatch_names_the_loss_and_both_shapes(name):
     with pytest.raises(ValueError, match=rf"{name}: input shape \(4, 1\) and target shape \(4,\) differ"):
         getattr(F, name)(Tensor(np.full((4, 1), 0.5)), Tensor(np.full(4, 0.5)))
 
 
-@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss", "pseudo_huber_loss",
-                                  "binary_cross_entropy", "binary_cross_entropy_with_logits"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mse_loss",
+        "l1_loss",
+        "huber_loss",
+        "pseudo_huber_loss",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+    ],
+)
 def test_unknown_reduction_is_named(name):
     with pytest.raises(ValueError, match=rf"{name}: reduction must be one of .* got 'avg'"):
         getattr(F, name)(Tensor(np.full(3, 0.5)), Tensor(np.full(3, 0.5)), reduction="avg")
@@ -297,7 +450,9 @@ def test_unknown_reduction_is_named(name):
 
 def test_cross_entropy_errors():
     z = Tensor(LOGITS)
-    with pytest.raises(ValueError, match=r"cross_entropy: target of class indices has shape \(3,\) but the input implies \(4,\)"):
+    with pytest.raises(
+        ValueError, match=r"cross_entropy: target of class indices has shape \(3,\) but the input implies \(4,\)"
+    ):
         F.cross_entropy(z, np.array([0, 1, 2]))
     with pytest.raises(IndexError, match="cross_entropy: target class 5 is out of range for 5 classes"):
         F.cross_entropy(z, np.array([0, 1, 5, 2]))
@@ -322,7 +477,9 @@ def test_nll_and_bce_and_kl_errors():
         F.binary_cross_entropy(Tensor(np.array([0.5, 1.5])), Tensor(np.array([0.0, 1.0])))
     with pytest.raises(ValueError, match="binary_cross_entropy: input must be probabilities.*found nan"):
         F.binary_cross_entropy(Tensor(np.array([0.5, np.nan])), Tensor(np.array([0.0, 1.0])))
-    with pytest.raises(ValueError, match=r"binary_cross_entropy_with_logits: pos_weight of shape \(3,\) does not broadcast to \(4, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"binary_cross_entropy_with_logits: pos_weight of shape \(3,\) does not broadcast to \(4, 5\)"
+    ):
         F.binary_cross_entropy_with_logits(Tensor(LOGITS), Tensor(SOFT), pos_weight=np.ones(3))
     with pytest.raises(ValueError, match="kl_div: target probabilities must be ≥ 0"):
         F.kl_div(Tensor(np.zeros(2)), Tensor(np.array([0.5, -0.1])))
@@ -333,8 +490,9 @@ def test_nll_and_bce_and_kl_errors():
 PROBABILITY_ROWS = [c for c in CASES if "probabilities" in c[0]]
 
 
-@pytest.mark.parametrize("name, reduction, fn, torch_fn, inputs", PROBABILITY_ROWS,
-                         ids=[f"{c[0]}-{c[1]}" for c in PROBABILITY_ROWS])
+@pytest.mark.parametrize(
+    "name, reduction, fn, torch_fn, inputs", PROBABILITY_ROWS, ids=[f"{c[0]}-{c[1]}" for c in PROBABILITY_ROWS]
+)
 def test_probability_targets_as_constants_use_the_fused_op(name, reduction, fn, torch_fn, inputs):
     """A target that needs no gradient (the usual case) goes through the fused CrossEntropy node."""
     out, _ = check_op(fn, torch_fn, inputs, grad=[True, False])
@@ -356,13 +514,20 @@ LOSS_MODULES = [  # (name, options, input shape, target kind)
 ]
 
 
-@pytest.mark.parametrize("name, options, shape, kind", LOSS_MODULES, ids=[f"{r[0]}-{i}" for i, r in enumerate(LOSS_MODULES)])
+@pytest.mark.parametrize(
+    "name, options, shape, kind", LOSS_MODULES, ids=[f"{r[0]}-{i}" for i, r in enumerate(LOSS_MODULES)]
+)
 def test_loss_modules_match_torch(name, options, shape, kind, torch):
     a, b = random_arrays(shape, shape, seed=9)
     extra = {"@pos": np.array([1.0, 2.0, 0.5]), "@class": np.array([1.0, 0.5, 2.0])}  # tensor options
-    target = {"real": b, "prob": 1 / (1 + np.exp(-b)), "prob_input": 1 / (1 + np.exp(-b)),
-              "class": np.array([0, 2, 1, 1]), "class_logp": np.array([0, 2, 1, 1]),
-              "kl": np.exp(b) / np.exp(b).sum(1, keepdims=True)}[kind]
+    target = {
+        "real": b,
+        "prob": 1 / (1 + np.exp(-b)),
+        "prob_input": 1 / (1 + np.exp(-b)),
+        "class": np.array([0, 2, 1, 1]),
+        "class_logp": np.array([0, 2, 1, 1]),
+        "kl": np.exp(b) / np.exp(b).sum(1, keepdims=True),
+    }[kind]
     if kind == "prob_input":
         a = 1 / (1 + np.exp(-a))
     if kind in ("class_logp", "kl"):

@@ -28,18 +28,23 @@ FACTORIES = {
     "Cosine-T10-past-Tmax": lambda L, o: L.CosineAnnealingLR(o, T_max=10, eta_min=0.001),
     "Cosine-T7": lambda L, o: L.CosineAnnealingLR(o, T_max=7),
     "Cosine-T30": lambda L, o: L.CosineAnnealingLR(o, T_max=30, eta_min=1e-4),
-    "LambdaLR": lambda L, o: L.LambdaLR(o, lr_lambda=lambda e: 0.95 ** e / (1 + 0.1 * e)),
+    "LambdaLR": lambda L, o: L.LambdaLR(o, lr_lambda=lambda e: 0.95**e / (1 + 0.1 * e)),
     "MultiplicativeLR": lambda L, o: L.MultiplicativeLR(o, lr_lambda=lambda e: 0.97),
     "OneCycleLR": lambda L, o: L.OneCycleLR(o, max_lr=0.5, total_steps=STEPS),
-    "OneCycleLR-groups-linear": lambda L, o: L.OneCycleLR(o, max_lr=[0.5, 0.2], epochs=3, steps_per_epoch=10,
-                                                          pct_start=0.25, anneal_strategy="linear"),
-    "OneCycleLR-three-phase": lambda L, o: L.OneCycleLR(o, max_lr=1.0, total_steps=STEPS + 5, three_phase=True,
-                                                        div_factor=10.0, final_div_factor=100.0),
+    "OneCycleLR-groups-linear": lambda L, o: L.OneCycleLR(
+        o, max_lr=[0.5, 0.2], epochs=3, steps_per_epoch=10, pct_start=0.25, anneal_strategy="linear"
+    ),
+    "OneCycleLR-three-phase": lambda L, o: L.OneCycleLR(
+        o, max_lr=1.0, total_steps=STEPS + 5, three_phase=True, div_factor=10.0, final_div_factor=100.0
+    ),
     "Sequential-warmup-cosine": lambda L, o: L.SequentialLR(
-        o, [L.LinearLR(o, start_factor=0.1, total_iters=5), L.CosineAnnealingLR(o, T_max=25)], milestones=[5]),
+        o, [L.LinearLR(o, start_factor=0.1, total_iters=5), L.CosineAnnealingLR(o, T_max=25)], milestones=[5]
+    ),
     "Sequential-three": lambda L, o: L.SequentialLR(
-        o, [L.ConstantLR(o, factor=0.5, total_iters=3), L.ExponentialLR(o, gamma=0.9), L.StepLR(o, 4)],
-        milestones=[6, 15]),
+        o,
+        [L.ConstantLR(o, factor=0.5, total_iters=3), L.ExponentialLR(o, gamma=0.9), L.StepLR(o, 4)],
+        milestones=[6, 15],
+    ),
     "Chained": lambda L, o: L.ChainedScheduler([L.ExponentialLR(o, gamma=0.95), L.StepLR(o, step_size=5, gamma=0.5)]),
 }
 
@@ -58,7 +63,10 @@ def _engine_opt(kind="sgd"):
 
 
 def _torch_opt(torch, kind="sgd"):
-    params = [torch.nn.Parameter(torch.zeros(2, dtype=torch.float64)), torch.nn.Parameter(torch.zeros(3, dtype=torch.float64))]
+    params = [
+        torch.nn.Parameter(torch.zeros(2, dtype=torch.float64)),
+        torch.nn.Parameter(torch.zeros(3, dtype=torch.float64)),
+    ]
     groups = _param_groups(None, params)
     return torch.optim.SGD(groups, lr=0.1, momentum=0.9) if kind == "sgd" else torch.optim.Adam(groups, lr=0.1)
 
@@ -116,15 +124,47 @@ def test_one_cycle_past_total_steps_is_an_error():
         s.step()
 
 
-METRICS = [1.0, 0.9, 0.95, 0.9, 0.92, 0.93, 0.94, 0.8, 0.85, 0.85, 0.85, 0.85, 0.7, 0.7, 0.70001,
-           0.7, 0.9, 0.9, 0.9, 0.9, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]
+METRICS = [
+    1.0,
+    0.9,
+    0.95,
+    0.9,
+    0.92,
+    0.93,
+    0.94,
+    0.8,
+    0.85,
+    0.85,
+    0.85,
+    0.85,
+    0.7,
+    0.7,
+    0.70001,
+    0.7,
+    0.9,
+    0.9,
+    0.9,
+    0.9,
+    0.6,
+    0.6,
+    0.6,
+    0.6,
+    0.6,
+    0.6,
+    0.6,
+    0.6,
+    0.6,
+    0.6,
+]
 
 PLATEAU = {
     "min-rel": lambda L, o: L.ReduceLROnPlateau(o, patience=2),
-    "min-abs-cooldown": lambda L, o: L.ReduceLROnPlateau(o, factor=0.5, patience=1, threshold=0.05,
-                                                         threshold_mode="abs", cooldown=2, min_lr=0.01),
-    "max-rel-minlrs": lambda L, o: L.ReduceLROnPlateau(o, mode="max", factor=0.3, patience=0, threshold=0.01,
-                                                       min_lr=[0.005, 0.02]),
+    "min-abs-cooldown": lambda L, o: L.ReduceLROnPlateau(
+        o, factor=0.5, patience=1, threshold=0.05, threshold_mode="abs", cooldown=2, min_lr=0.01
+    ),
+    "max-rel-minlrs": lambda L, o: L.ReduceLROnPlateau(
+        o, mode="max", factor=0.3, patience=0, threshold=0.01, min_lr=[0.005, 0.02]
+    ),
     "max-abs": lambda L, o: L.ReduceLROnPlateau(o, mode="max", patience=3, threshold_mode="abs", threshold=0.0),
 }
 
@@ -167,8 +207,11 @@ def test_warmup_cosine_equals_torch_sequential():
     lrs, _ = _run(sched.warmup_cosine(opt, warmup_steps=6, total_steps=STEPS, start_factor=0.2, eta_min=1e-3), opt)
 
     def make(L, o):
-        return L.SequentialLR(o, [L.LinearLR(o, start_factor=0.2, total_iters=6),
-                                  L.CosineAnnealingLR(o, T_max=STEPS - 6, eta_min=1e-3)], milestones=[6])
+        return L.SequentialLR(
+            o,
+            [L.LinearLR(o, start_factor=0.2, total_iters=6), L.CosineAnnealingLR(o, T_max=STEPS - 6, eta_min=1e-3)],
+            milestones=[6],
+        )
 
     np.testing.assert_allclose(lrs, _torch_run(torch, make)[0], rtol=RTOL)
 
@@ -176,8 +219,9 @@ def test_warmup_cosine_equals_torch_sequential():
 def test_schedule_values_helper():
     values = sched.schedule_values(lambda o: sched.StepLR(o, step_size=3, gamma=0.5), 7, lr=1.0)
     np.testing.assert_allclose(values, [1, 1, 1, 0.5, 0.5, 0.5, 0.25])
-    plateau = sched.schedule_values(lambda o: sched.ReduceLROnPlateau(o, patience=0, factor=0.5), 4, lr=1.0,
-                                    metrics=[1.0, 2.0, 3.0, 4.0])
+    plateau = sched.schedule_values(
+        lambda o: sched.ReduceLROnPlateau(o, patience=0, factor=0.5), 4, lr=1.0, metrics=[1.0, 2.0, 3.0, 4.0]
+    )
     np.testing.assert_allclose(plateau, [1.0, 1.0, 0.5, 0.25])
     with pytest.raises(ValueError, match="metrics"):
         sched.schedule_values(lambda o: sched.ReduceLROnPlateau(o), 4)
@@ -214,16 +258,19 @@ def test_plateau_state_dict_with_infinite_best_saves(tmp_path):
     assert math.isinf(engine.load(tmp_path / "p.npz")["best"])
 
 
-@pytest.mark.parametrize("make,match", [
-    (lambda o: sched.StepLR(o, step_size=0), "step_size"),
-    (lambda o: sched.CosineAnnealingLR(o, T_max=0), "T_max"),
-    (lambda o: sched.LinearLR(o, start_factor=0.0), "start_factor"),
-    (lambda o: sched.OneCycleLR(o, max_lr=0.1), "total_steps"),
-    (lambda o: sched.OneCycleLR(o, max_lr=[0.1], total_steps=5), "max_lr"),
-    (lambda o: sched.ReduceLROnPlateau(o, factor=1.5), "factor"),
-    (lambda o: sched.ReduceLROnPlateau(o, mode="up"), "mode"),
-    (lambda o: sched.SequentialLR(o, [sched.StepLR(o, 2)], milestones=[3]), "milestone"),
-])
+@pytest.mark.parametrize(
+    "make,match",
+    [
+        (lambda o: sched.StepLR(o, step_size=0), "step_size"),
+        (lambda o: sched.CosineAnnealingLR(o, T_max=0), "T_max"),
+        (lambda o: sched.LinearLR(o, start_factor=0.0), "start_factor"),
+        (lambda o: sched.OneCycleLR(o, max_lr=0.1), "total_steps"),
+        (lambda o: sched.OneCycleLR(o, max_lr=[0.1], total_steps=5), "max_lr"),
+        (lambda o: sched.ReduceLROnPlateau(o, factor=1.5), "factor"),
+        (lambda o: sched.ReduceLROnPlateau(o, mode="up"), "mode"),
+        (lambda o: sched.SequentialLR(o, [sched.StepLR(o, 2)], milestones=[3]), "milestone"),
+    ],
+)
 def test_bad_arguments(make, match):
     with pytest.raises(ValueError, match=match):
         make(_engine_opt())

@@ -68,8 +68,7 @@ MC_PRED = [0, 1, 1, 1, 2, 2, 2, 2, 0]
 
 
 def test_multiclass_metrics_by_hand():
-    np.testing.assert_array_equal(confusion_matrix(MC_TRUE, MC_PRED),
-                                  [[1, 2, 0], [0, 1, 1], [1, 0, 3]])
+    np.testing.assert_array_equal(confusion_matrix(MC_TRUE, MC_PRED), [[1, 2, 0], [0, 1, 1], [1, 0, 3]])
     np.testing.assert_allclose(precision(MC_TRUE, MC_PRED, average=None), [1 / 2, 1 / 3, 3 / 4])
     np.testing.assert_allclose(recall(MC_TRUE, MC_PRED, average=None), [1 / 3, 1 / 2, 3 / 4])
     np.testing.assert_allclose(f1_score(MC_TRUE, MC_PRED, average=None), [2 / 5, 2 / 5, 3 / 4])
@@ -88,14 +87,12 @@ def test_multiclass_metrics_by_hand():
 def test_scores_become_argmax_predictions():
     logits = np.array([[2.0, 0.1, 0.3], [0.0, -1.0, 3.0], [0.2, 0.9, 0.1]])  # argmax 0, 2, 1
     assert accuracy([0, 2, 2], logits) == pytest.approx(2 / 3)
-    np.testing.assert_array_equal(confusion_matrix([0, 2, 2], logits, num_classes=3),
-                                  [[1, 0, 0], [0, 0, 0], [0, 1, 1]])
+    np.testing.assert_array_equal(confusion_matrix([0, 2, 2], logits, num_classes=3), [[1, 0, 0], [0, 0, 0], [0, 1, 1]])
 
 
 def test_inputs_may_be_lists_arrays_floats_bools_or_tensors():
     expected = 2 / 3
-    assert precision(np.array(BIN_TRUE, dtype=bool), np.array(BIN_PRED, dtype=bool)) == (
-        pytest.approx(expected))
+    assert precision(np.array(BIN_TRUE, dtype=bool), np.array(BIN_PRED, dtype=bool)) == (pytest.approx(expected))
     assert precision(np.array(BIN_TRUE, dtype=np.float32), BIN_PRED) == pytest.approx(expected)
     assert precision(DuckTensor(BIN_TRUE), DuckTensor(BIN_PRED)) == pytest.approx(expected)
     assert roc_auc(DuckTensor([0, 1]), DuckTensor([0.2, 0.7])) == 1.0
@@ -115,8 +112,10 @@ def _ratio(num, den):
 
 
 label_pairs = st.integers(1, 40).flatmap(
-    lambda n: st.tuples(st.lists(st.integers(0, 4), min_size=n, max_size=n),
-                        st.lists(st.integers(0, 4), min_size=n, max_size=n)))
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 4), min_size=n, max_size=n), st.lists(st.integers(0, 4), min_size=n, max_size=n)
+    )
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -213,8 +212,7 @@ def test_r2_matches_numpy_reference():
 def test_perplexity():
     # Guessing uniformly among 10 tokens: NLL = ln 10 per token, perplexity 10.
     assert perplexity(math.log(10)) == pytest.approx(10)
-    assert perplexity_from_logits(np.zeros((3, 4, 10)), np.zeros((3, 4), dtype=int)) == (
-        pytest.approx(10))
+    assert perplexity_from_logits(np.zeros((3, 4, 10)), np.zeros((3, 4), dtype=int)) == (pytest.approx(10))
     # Per-token NLLs are averaged before exp: exp((ln 2 + ln 8) / 2) = sqrt(16) = 4.
     assert perplexity([math.log(2), math.log(8)]) == pytest.approx(4)
     assert perplexity(DuckTensor(np.float32(0.0))) == 1.0  # certain and right

@@ -42,8 +42,17 @@ def test_named_parameters_dotted_names_and_order():
     m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), Block())
     names = [n for n, _ in m.named_parameters()]
     assert names == [
-        "0.weight", "0.bias", "2.scale", "2.fc.weight", "2.fc.bias", "2.heads.0.weight", "2.heads.0.bias",
-        "2.heads.1.weight", "2.heads.1.bias", "2.extra.out.weight", "2.extra.out.bias",
+        "0.weight",
+        "0.bias",
+        "2.scale",
+        "2.fc.weight",
+        "2.fc.bias",
+        "2.heads.0.weight",
+        "2.heads.0.bias",
+        "2.heads.1.weight",
+        "2.heads.1.bias",
+        "2.extra.out.weight",
+        "2.extra.out.bias",
     ]
     assert len(list(m.parameters())) == len(names)
     assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in m.parameters())
@@ -77,10 +86,24 @@ def test_repr_matches_torch():
 
     def build(n):
         return n.Sequential(
-            n.Linear(4, 8), n.BatchNorm1d(8), n.ReLU(), n.Dropout(0.25), n.LayerNorm(8), n.LeakyReLU(0.2),
-            n.GELU(), n.SiLU(), n.Tanh(), n.Sigmoid(), n.Softmax(dim=-1), n.Flatten(), n.Embedding(10, 4),
-            n.BatchNorm2d(3, momentum=None, affine=False), n.Linear(3, 2, bias=False), n.Identity(),
-            n.LayerNorm((2, 3), elementwise_affine=False), n.ModuleList([n.Linear(2, 2)]),
+            n.Linear(4, 8),
+            n.BatchNorm1d(8),
+            n.ReLU(),
+            n.Dropout(0.25),
+            n.LayerNorm(8),
+            n.LeakyReLU(0.2),
+            n.GELU(),
+            n.SiLU(),
+            n.Tanh(),
+            n.Sigmoid(),
+            n.Softmax(dim=-1),
+            n.Flatten(),
+            n.Embedding(10, 4),
+            n.BatchNorm2d(3, momentum=None, affine=False),
+            n.Linear(3, 2, bias=False),
+            n.Identity(),
+            n.LayerNorm((2, 3), elementwise_affine=False),
+            n.ModuleList([n.Linear(2, 2)]),
         )
 
     assert str(build(nn)) == str(build(torch.nn))
@@ -131,7 +154,9 @@ def test_state_dict_contents_and_buffers():
 def test_load_state_dict_from_torch_reproduces_its_outputs():
     torch = require_torch()
     torch.manual_seed(0)
-    t = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.Tanh(), torch.nn.Linear(6, 2)).double()
+    t = torch.nn.Sequential(
+        torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.Tanh(), torch.nn.Linear(6, 2)
+    ).double()
     x = _rng().standard_normal((10, 4))
     t.train()
     t(torch.from_numpy(x))  # move the running stats away from their initial values
@@ -219,7 +244,7 @@ def _torch_module_like(torch, ours, theirs):
     """Copy our parameters into the torch module (float64)."""
     theirs.double()
     with torch.no_grad():
-        for (name, p) in ours.named_parameters():
+        for name, p in ours.named_parameters():
             dict(theirs.named_parameters())[name].copy_(torch.from_numpy(p.data.astype(np.float64)))
     return theirs
 
@@ -236,7 +261,9 @@ def _compare_module(torch, ours, theirs, x, upstream_seed=1):
     np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg="input gradient")
     tparams = dict(theirs.named_parameters())
     for name, p in ours.named_parameters():
-        np.testing.assert_allclose(p.grad.numpy(), tparams[name].grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=f"grad of {name}")
+        np.testing.assert_allclose(
+            p.grad.numpy(), tparams[name].grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=f"grad of {name}"
+        )
         tparams[name].grad = None
         p.grad = None
 
@@ -248,8 +275,12 @@ def test_linear_matches_torch_batched():
     _compare_module(torch, ours, theirs, _rng().standard_normal((2, 4, 5)))
     no_bias = nn.Linear(5, 3, bias=False).double()
     assert no_bias.bias is None and [n for n, _ in no_bias.named_parameters()] == ["weight"]
-    _compare_module(torch, no_bias, _torch_module_like(torch, no_bias, torch.nn.Linear(5, 3, bias=False)),
-                    _rng(2).standard_normal((6, 5)))
+    _compare_module(
+        torch,
+        no_bias,
+        _torch_module_like(torch, no_bias, torch.nn.Linear(5, 3, bias=False)),
+        _rng(2).standard_normal((6, 5)),
+    )
 
 
 def test_linear_gradcheck_and_errors():
@@ -264,9 +295,13 @@ def test_linear_gradcheck_and_errors():
 # ---------------------------------------------------------------- BatchNorm
 
 
-@pytest.mark.parametrize("cls,shape", [("BatchNorm1d", (8, 4)), ("BatchNorm1d", (6, 4, 5)), ("BatchNorm2d", (5, 4, 3, 3))])
-@pytest.mark.parametrize("kwargs", [{}, {"momentum": 0.3, "eps": 1e-3}, {"momentum": None}, {"affine": False},
-                                    {"track_running_stats": False}])
+@pytest.mark.parametrize(
+    "cls,shape", [("BatchNorm1d", (8, 4)), ("BatchNorm1d", (6, 4, 5)), ("BatchNorm2d", (5, 4, 3, 3))]
+)
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"momentum": 0.3, "eps": 1e-3}, {"momentum": None}, {"affine": False}, {"track_running_stats": False}],
+)
 def test_batchnorm_train_and_eval_match_torch(cls, shape, kwargs):
     torch = require_torch()
     rng = _rng(3)
@@ -339,8 +374,10 @@ def test_layernorm_gradcheck_and_error():
     check_gradcheck(lambda x: ln(x), [_rng().standard_normal((3, 4))])
     # the fused op's gradients for the weight and the bias too, over two normalised dims
     rng = _rng(7)
-    check_gradcheck(lambda x, w, b: F.layer_norm(x, (2, 3), w, b, eps=1e-3),
-                    [rng.standard_normal((4, 2, 3)), rng.uniform(0.5, 2, (2, 3)), rng.standard_normal((2, 3))])
+    check_gradcheck(
+        lambda x, w, b: F.layer_norm(x, (2, 3), w, b, eps=1e-3),
+        [rng.standard_normal((4, 2, 3)), rng.uniform(0.5, 2, (2, 3)), rng.standard_normal((2, 3))],
+    )
     check_gradcheck(lambda x, b: F.layer_norm(x, 3, None, b), [rng.standard_normal((2, 3)), rng.standard_normal(3)])
     with pytest.raises(ValueError, match="normalized_shape"):
         ln(engine.randn(3, 5))
@@ -416,9 +453,23 @@ def test_flatten_matches_torch():
         nn.Flatten(5)(engine.Tensor(x))
 
 
-@pytest.mark.parametrize("name,args", [("ReLU", ()), ("LeakyReLU", (0.2,)), ("Sigmoid", ()), ("Tanh", ()),
-                                       ("GELU", ()), ("GELU", ("tanh",)), ("SiLU", ()), ("Softmax", (1,)),
-                                       ("LogSoftmax", (-1,)), ("ELU", (0.5,)), ("Softplus", (2.0,)), ("Identity", ())])
+@pytest.mark.parametrize(
+    "name,args",
+    [
+        ("ReLU", ()),
+        ("LeakyReLU", (0.2,)),
+        ("Sigmoid", ()),
+        ("Tanh", ()),
+        ("GELU", ()),
+        ("GELU", ("tanh",)),
+        ("SiLU", ()),
+        ("Softmax", (1,)),
+        ("LogSoftmax", (-1,)),
+        ("ELU", (0.5,)),
+        ("Softplus", (2.0,)),
+        ("Identity", ()),
+    ],
+)
 def test_activation_modules_match_torch(name, args):
     torch = require_torch()
     x = _rng().standard_normal((4, 6)) * 3
@@ -475,7 +526,9 @@ def test_clip_grad_norm_is_the_square_root_of_the_sum_of_squares():
     a.grad, b.grad = np.array([3.0, 0.0]), np.array([4.0])
     total = nn.utils.clip_grad_norm_([a, b], max_norm=1.0)
     assert total.item() == pytest.approx(5.0)  # √(9 + 16), not 25
-    np.testing.assert_allclose(np.concatenate([a.grad.numpy(), b.grad.numpy()]), np.array([3.0, 0.0, 4.0]) / (5.0 + 1e-6))
+    np.testing.assert_allclose(
+        np.concatenate([a.grad.numpy(), b.grad.numpy()]), np.array([3.0, 0.0, 4.0]) / (5.0 + 1e-6)
+    )
     c = nn.Parameter(np.zeros(1))  # no grad: ignored
     assert nn.utils.clip_grad_norm_([c], 1.0).item() == 0.0
     with pytest.raises(ValueError, match="max_norm"):

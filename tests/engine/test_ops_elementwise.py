@@ -30,23 +30,39 @@ BINARY = [
     ("mul_broadcast", lambda a, b: a * b, SAME, ((1, 4), (3, 1)), "normal", "normal"),
     ("div", lambda a, b: a / b, SAME, ((3, 4), (3, 4)), "normal", "away"),
     ("div_broadcast", lambda a, b: a / b, SAME, ((2, 3), (3,)), "normal", "away"),
-    ("pow_tensor", lambda a, b: a ** b, SAME, ((3, 4), (3, 4)), "positive", "normal"),
-    ("pow_broadcast", lambda a, b: a ** b, SAME, ((3, 1), (4,)), "positive", "normal"),
+    ("pow_tensor", lambda a, b: a**b, SAME, ((3, 4), (3, 4)), "positive", "normal"),
+    ("pow_broadcast", lambda a, b: a**b, SAME, ((3, 1), (4,)), "positive", "normal"),
     ("method_add", lambda a, b: a.add(b), SAME, ((3,), (3,)), "normal", "normal"),
     ("method_sub", lambda a, b: a.sub(b), SAME, ((3,), (3,)), "normal", "normal"),
     ("method_mul", lambda a, b: a.mul(b), SAME, ((3,), (3,)), "normal", "normal"),
     ("method_div", lambda a, b: a.div(b), SAME, ((3,), (3,)), "normal", "away"),
     ("method_pow", lambda a, b: a.pow(b), SAME, ((3,), (3,)), "positive", "normal"),
-    ("maximum", engine.maximum, lambda a, b: require_torch().maximum(a, b),
-     ((3, 4), (3, 4)), "normal", "normal"),
-    ("maximum_broadcast", engine.maximum, lambda a, b: require_torch().maximum(a, b),
-     ((3, 4), (4,)), "normal", "normal"),
-    ("minimum", engine.minimum, lambda a, b: require_torch().minimum(a, b),
-     ((3, 4), (3, 4)), "normal", "normal"),
-    ("log_tensor_base", lambda a, b: engine.log(a, b), lambda a, b: a.log() / b.log(),
-     ((3, 4), (3, 4)), "positive", "positive"),
-    ("log_tensor_base_broadcast", lambda a, b: engine.log(a, b), lambda a, b: a.log() / b.log(),
-     ((3, 4), (1,)), "positive", "positive"),
+    ("maximum", engine.maximum, lambda a, b: require_torch().maximum(a, b), ((3, 4), (3, 4)), "normal", "normal"),
+    (
+        "maximum_broadcast",
+        engine.maximum,
+        lambda a, b: require_torch().maximum(a, b),
+        ((3, 4), (4,)),
+        "normal",
+        "normal",
+    ),
+    ("minimum", engine.minimum, lambda a, b: require_torch().minimum(a, b), ((3, 4), (3, 4)), "normal", "normal"),
+    (
+        "log_tensor_base",
+        lambda a, b: engine.log(a, b),
+        lambda a, b: a.log() / b.log(),
+        ((3, 4), (3, 4)),
+        "positive",
+        "positive",
+    ),
+    (
+        "log_tensor_base_broadcast",
+        lambda a, b: engine.log(a, b),
+        lambda a, b: a.log() / b.log(),
+        ((3, 4), (1,)),
+        "positive",
+        "positive",
+    ),
 ]
 
 
@@ -70,17 +86,17 @@ SCALAR = [
     ("div_scalar", lambda x: x / 4.0, "normal"),
     ("rdiv", lambda x: 1 / x, "away"),
     ("neg", lambda x: -x, "normal"),
-    ("pow_2", lambda x: x ** 2, "normal"),
-    ("pow_3", lambda x: x ** 3, "normal"),
-    ("pow_int_negative", lambda x: x ** -2, "away"),
-    ("pow_half", lambda x: x ** 0.5, "positive"),
-    ("pow_fraction", lambda x: x ** 1.7, "positive"),
-    ("pow_float_negative", lambda x: x ** -0.5, "positive"),
-    ("pow_zero", lambda x: x ** 0, "normal"),
-    ("pow_one", lambda x: x ** 1, "normal"),
-    ("rpow_2", lambda x: 2 ** x, "normal"),
-    ("rpow_fraction", lambda x: 0.3 ** x, "normal"),
-    ("rpow_e", lambda x: math.e ** x, "normal"),
+    ("pow_2", lambda x: x**2, "normal"),
+    ("pow_3", lambda x: x**3, "normal"),
+    ("pow_int_negative", lambda x: x**-2, "away"),
+    ("pow_half", lambda x: x**0.5, "positive"),
+    ("pow_fraction", lambda x: x**1.7, "positive"),
+    ("pow_float_negative", lambda x: x**-0.5, "positive"),
+    ("pow_zero", lambda x: x**0, "normal"),
+    ("pow_one", lambda x: x**1, "normal"),
+    ("rpow_2", lambda x: 2**x, "normal"),
+    ("rpow_fraction", lambda x: 0.3**x, "normal"),
+    ("rpow_e", lambda x: math.e**x, "normal"),
     ("square", lambda x: x.square(), "normal"),
 ]
 
@@ -92,7 +108,7 @@ def test_tensor_with_python_number(name, fn, domain):
 
 def test_python_number_keeps_the_tensor_dtype():
     x = Tensor(np.ones(3, dtype=np.float32), requires_grad=True)
-    for y in (x + 1.5, 2.0 - x, x * 3, 1 / x, x ** 2.5, 2 ** x):
+    for y in (x + 1.5, 2.0 - x, x * 3, 1 / x, x**2.5, 2**x):
         assert y.dtype == np.float32
     (x * 2.0).sum().backward()
     assert x.grad.dtype == np.float32
@@ -126,7 +142,9 @@ def test_unary_method(name, fn, domain):
     check_op(fn, SAME, [x])
 
 
-@pytest.mark.parametrize("base, torch_name", [(2.0, "log2"), (10.0, "log10"), (math.e, "log"), (3.0, None), (0.5, None)])
+@pytest.mark.parametrize(
+    "base, torch_name", [(2.0, "log2"), (10.0, "log10"), (math.e, "log"), (3.0, None), (0.5, None)]
+)
 def test_log_with_number_base(base, torch_name):
     def torch_fn(x):
         return getattr(x, torch_name)() if torch_name else x.log() / math.log(base)
@@ -147,15 +165,15 @@ def test_div_gradient_wrt_divisor_is_minus_a_over_b_squared():
     a = Tensor(np.array([3.0, -2.0]), requires_grad=True)
     b = Tensor(np.array([2.0, 0.5]), requires_grad=True)
     (a / b).backward(np.ones(2))
-    np.testing.assert_allclose(b.grad.numpy(), -a.data / b.data ** 2, rtol=1e-15)
+    np.testing.assert_allclose(b.grad.numpy(), -a.data / b.data**2, rtol=1e-15)
     np.testing.assert_allclose(a.grad.numpy(), 1 / b.data, rtol=1e-15)
 
 
 def test_pow_exponent_gradient_is_a_to_the_b_times_ln_a():
     a = Tensor(np.array([3.0, 0.5]), requires_grad=True)
     b = Tensor(np.array([1.5, -2.0]), requires_grad=True)
-    (a ** b).backward(np.ones(2))
-    np.testing.assert_allclose(b.grad.numpy(), a.data ** b.data * np.log(a.data), rtol=1e-14)
+    (a**b).backward(np.ones(2))
+    np.testing.assert_allclose(b.grad.numpy(), a.data**b.data * np.log(a.data), rtol=1e-14)
 
 
 # ---------------------------------------------------------------- special points (torch only)
@@ -163,18 +181,18 @@ def test_pow_with_zero_base_matches_torch():
     """0^b: the exponent's gradient is 0 (limit of aᵇ ln a), the base's is 0 when b = 0, b when b = 1."""
     a = np.array([0.0, 0.0, 0.0, 0.0, 2.0])
     b = np.array([0.0, 1.0, 2.0, 3.5, 0.5])
-    oracle(lambda x, y: x ** y, SAME, [a, b])
-    oracle(lambda x: x ** 0, SAME, [a])  # constant exponent 0: gradient 0, not 0·0⁻¹ = NaN
-    oracle(lambda x: x ** 2, SAME, [a])
-    oracle(lambda x: 0 ** x, SAME, [np.array([0.0, 1.0, 2.5])])
+    oracle(lambda x, y: x**y, SAME, [a, b])
+    oracle(lambda x: x**0, SAME, [a])  # constant exponent 0: gradient 0, not 0·0⁻¹ = NaN
+    oracle(lambda x: x**2, SAME, [a])
+    oracle(lambda x: 0**x, SAME, [np.array([0.0, 1.0, 2.5])])
 
 
 def test_pow_negative_base_with_integer_exponent_needs_no_log():
     a = np.array([-2.0, -0.5, 3.0])
-    oracle(lambda x: x ** 3, SAME, [a])
-    oracle(lambda x: x ** -1, SAME, [a])
+    oracle(lambda x: x**3, SAME, [a])
+    oracle(lambda x: x**-1, SAME, [a])
     # a tensor exponent that is a constant: only the base's gradient is asked for
-    oracle(lambda x, y: x ** y, SAME, [a, np.array([2.0, 3.0, 2.0])], grad=[True, False])
+    oracle(lambda x, y: x**y, SAME, [a, np.array([2.0, 3.0, 2.0])], grad=[True, False])
 
 
 def test_pow_exponent_gradient_at_negative_and_zero_bases_matches_torch(torch):
@@ -183,7 +201,7 @@ def test_pow_exponent_gradient_at_negative_and_zero_bases_matches_torch(torch):
     exponent = np.array([2.0, 1.5, 0.0, 1.5, 3.0])
     g = np.random.default_rng(3).standard_normal(5)
     a, b = Tensor(base), Tensor(exponent, requires_grad=True)
-    (a ** b).backward(g)
+    (a**b).backward(g)
     tb = torch.tensor(exponent, requires_grad=True)
     (torch.tensor(base) ** tb).backward(torch.tensor(g))
     np.testing.assert_array_equal(np.isnan(np.asarray(b.grad.numpy())), [True, False, False, False, True])
@@ -211,7 +229,9 @@ def test_maximum_minimum_split_ties_like_torch(fn, torch_name):
     oracle(fn, getattr(torch, torch_name), [a, b])
     x, y = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
     fn(x, y).backward(np.full(4, 2.0))
-    assert x.grad.numpy()[0] == y.grad.numpy()[0] == 1.0 and x.grad.numpy()[3] == y.grad.numpy()[3] == 1.0  # ties share half each
+    assert (
+        x.grad.numpy()[0] == y.grad.numpy()[0] == 1.0 and x.grad.numpy()[3] == y.grad.numpy()[3] == 1.0
+    )  # ties share half each
 
 
 def test_maximum_with_a_number_and_an_array():
@@ -285,8 +305,18 @@ def test_masked_fill_rejects_a_non_boolean_mask():
 
 
 # ---------------------------------------------------------------- dtypes
-@pytest.mark.parametrize("fn", [lambda x: x.exp(), lambda x: x.sigmoid(), lambda x: x * x, lambda x: x / 3,
-                                lambda x: x ** 1.5, lambda x: 2 ** x, lambda x: engine.log(x, 2.0)])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.exp(),
+        lambda x: x.sigmoid(),
+        lambda x: x * x,
+        lambda x: x / 3,
+        lambda x: x**1.5,
+        lambda x: 2**x,
+        lambda x: engine.log(x, 2.0),
+    ],
+)
 def test_float32_in_float32_out_and_float32_gradient(fn):
     x = Tensor(np.array([0.5, 1.5, 2.0], dtype=np.float32), requires_grad=True)
     out = fn(x)
@@ -295,14 +325,25 @@ def test_float32_in_float32_out_and_float32_gradient(fn):
     assert x.grad.dtype == np.float32
 
 
-@pytest.mark.parametrize("fn, torch_fn", [
-    (lambda t: engine.where(t > 0, t, 0), lambda t: require_torch().where(t > 0, t, 0)),
-    (lambda t: engine.where(t > 0, 0.5, t), lambda t: require_torch().where(t > 0, 0.5, t)),
-    (lambda t: engine.where(t > 0, t, np.float64(0)), lambda t: require_torch().where(t > 0, t, np.float64(0))),
-    (lambda t: engine.maximum(t, 0), lambda t: require_torch().clamp(t, min=0)),
-    (lambda t: t.clamp(np.float64(0), np.float64(1)), lambda t: t.clamp(np.float64(0), np.float64(1))),
-    (lambda t: engine.minimum(np.float64(0.5), t), lambda t: require_torch().clamp(t, max=0.5)),
-], ids=["where_int_zero", "where_float_left", "where_numpy_scalar", "maximum_int", "clamp_numpy_scalars", "minimum_numpy_scalar_left"])
+@pytest.mark.parametrize(
+    "fn, torch_fn",
+    [
+        (lambda t: engine.where(t > 0, t, 0), lambda t: require_torch().where(t > 0, t, 0)),
+        (lambda t: engine.where(t > 0, 0.5, t), lambda t: require_torch().where(t > 0, 0.5, t)),
+        (lambda t: engine.where(t > 0, t, np.float64(0)), lambda t: require_torch().where(t > 0, t, np.float64(0))),
+        (lambda t: engine.maximum(t, 0), lambda t: require_torch().clamp(t, min=0)),
+        (lambda t: t.clamp(np.float64(0), np.float64(1)), lambda t: t.clamp(np.float64(0), np.float64(1))),
+        (lambda t: engine.minimum(np.float64(0.5), t), lambda t: require_torch().clamp(t, max=0.5)),
+    ],
+    ids=[
+        "where_int_zero",
+        "where_float_left",
+        "where_numpy_scalar",
+        "maximum_int",
+        "clamp_numpy_scalars",
+        "minimum_numpy_scalar_left",
+    ],
+)
 def test_free_functions_with_numbers_keep_float32(fn, torch_fn):
     torch = require_torch()
     x = np.array([-1.0, 0.25, 2.0], dtype=np.float32)
@@ -318,10 +359,12 @@ def test_remainder_and_floor_divide_match_torch():
     check_op(lambda x, y: x % y, SAME, [a, b])
     check_op(lambda x: x % 1.5, SAME, [a])
     oracle(lambda x: 10.0 % x, SAME, [b], grad=False)  # torch has no gradient for a number % tensor
-    for ours, theirs in ((Tensor(a) // Tensor(b), torch.tensor(a) // torch.tensor(b)),
-                         (engine.tensor([7, -7]) // 2, torch.tensor([7, -7]) // 2),
-                         (engine.tensor([7, -7]) % 3, torch.tensor([7, -7]) % 3),
-                         (7 // engine.tensor([2, -3]), 7 // torch.tensor([2, -3]))):
+    for ours, theirs in (
+        (Tensor(a) // Tensor(b), torch.tensor(a) // torch.tensor(b)),
+        (engine.tensor([7, -7]) // 2, torch.tensor([7, -7]) // 2),
+        (engine.tensor([7, -7]) % 3, torch.tensor([7, -7]) % 3),
+        (7 // engine.tensor([2, -3]), 7 // torch.tensor([2, -3])),
+    ):
         assert ours.dtype == np.dtype(str(theirs.dtype).removeprefix("torch."))
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     assert not (Tensor(a, requires_grad=True) // 2).requires_grad  # a step function: no gradient (listed)

@@ -55,15 +55,23 @@ MOVEMENT = [
     ("index_none", lambda x: x[:, None, 1], SAME, (3, 4)),
     ("index_int_array_repeated", lambda x: x[np.array([0, 2, 0, 0])], lambda x: x[[0, 2, 0, 0]], (3, 4)),
     ("index_list_repeated", lambda x: x[[1, 1, 2]], SAME, (3, 4)),
-    ("index_two_arrays_repeated", lambda x: x[np.array([0, 0, 2]), np.array([1, 1, 3])],
-     lambda x: x[[0, 0, 2], [1, 1, 3]], (3, 4)),
+    (
+        "index_two_arrays_repeated",
+        lambda x: x[np.array([0, 0, 2]), np.array([1, 1, 3])],
+        lambda x: x[[0, 0, 2], [1, 1, 3]],
+        (3, 4),
+    ),
     ("index_slice_and_array", lambda x: x[:, np.array([3, 0, 3])], lambda x: x[:, [3, 0, 3]], (3, 4)),
     ("index_array_2d", lambda x: x[np.array([[0, 1], [1, 1]])], lambda x: x[_torch().tensor([[0, 1], [1, 1]])], (3, 4)),
     ("index_negative_array", lambda x: x[np.array([-1, -1, 0])], lambda x: x[[-1, -1, 0]], (3, 4)),
     ("index_int_tensor", lambda x: x[engine.tensor(np.array([2, 2]))], lambda x: x[[2, 2]], (3, 4)),
     ("index_bool_mask", lambda x: x[MASK], lambda x: x[_torch().tensor(MASK)], (3, 4)),
-    ("index_bool_rows", lambda x: x[np.array([True, False, True])],
-     lambda x: x[_torch().tensor([True, False, True])], (3, 4)),
+    (
+        "index_bool_rows",
+        lambda x: x[np.array([True, False, True])],
+        lambda x: x[_torch().tensor([True, False, True])],
+        (3, 4),
+    ),
     ("index_bool_tensor", lambda x: x[x > 0], lambda x: x[x > 0], (3, 4)),
 ]
 MASK = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
@@ -89,18 +97,37 @@ def test_getitem_results_are_not_views_that_leak_writes_to_the_gradient():
 
 # ---------------------------------------------------------------- cat / stack
 CAT = [
-    ("cat_dim0", lambda a, b, c: engine.cat([a, b, c], 0), lambda a, b, c: _torch().cat([a, b, c], 0),
-     [(2, 3), (1, 3), (4, 3)]),
-    ("cat_dim1", lambda a, b, c: engine.cat([a, b, c], dim=1), lambda a, b, c: _torch().cat([a, b, c], dim=1),
-     [(2, 1), (2, 3), (2, 2)]),
-    ("cat_dim_negative", lambda a, b: engine.cat((a, b), -1), lambda a, b: _torch().cat((a, b), -1),
-     [(2, 3, 1), (2, 3, 2)]),
-    ("stack_dim0", lambda a, b, c: engine.stack([a, b, c]), lambda a, b, c: _torch().stack([a, b, c]),
-     [(2, 3), (2, 3), (2, 3)]),
-    ("stack_dim_last", lambda a, b: engine.stack([a, b], dim=-1), lambda a, b: _torch().stack([a, b], dim=-1),
-     [(2, 3), (2, 3)]),
-    ("stack_dim1", lambda a, b: engine.stack([a, b], dim=1), lambda a, b: _torch().stack([a, b], dim=1),
-     [(4,), (4,)]),
+    (
+        "cat_dim0",
+        lambda a, b, c: engine.cat([a, b, c], 0),
+        lambda a, b, c: _torch().cat([a, b, c], 0),
+        [(2, 3), (1, 3), (4, 3)],
+    ),
+    (
+        "cat_dim1",
+        lambda a, b, c: engine.cat([a, b, c], dim=1),
+        lambda a, b, c: _torch().cat([a, b, c], dim=1),
+        [(2, 1), (2, 3), (2, 2)],
+    ),
+    (
+        "cat_dim_negative",
+        lambda a, b: engine.cat((a, b), -1),
+        lambda a, b: _torch().cat((a, b), -1),
+        [(2, 3, 1), (2, 3, 2)],
+    ),
+    (
+        "stack_dim0",
+        lambda a, b, c: engine.stack([a, b, c]),
+        lambda a, b, c: _torch().stack([a, b, c]),
+        [(2, 3), (2, 3), (2, 3)],
+    ),
+    (
+        "stack_dim_last",
+        lambda a, b: engine.stack([a, b], dim=-1),
+        lambda a, b: _torch().stack([a, b], dim=-1),
+        [(2, 3), (2, 3)],
+    ),
+    ("stack_dim1", lambda a, b: engine.stack([a, b], dim=1), lambda a, b: _torch().stack([a, b], dim=1), [(4,), (4,)]),
 ]
 
 
@@ -129,8 +156,11 @@ def test_pad_matches_torch(pad):
 
 def test_pad_with_a_value():
     torch = _torch()
-    check_op(lambda x: F.pad(x, (1, 1), value=-2.5), lambda x: torch.nn.functional.pad(x, (1, 1), value=-2.5),
-             [draw((2, 3), seed=31)])
+    check_op(
+        lambda x: F.pad(x, (1, 1), value=-2.5),
+        lambda x: torch.nn.functional.pad(x, (1, 1), value=-2.5),
+        [draw((2, 3), seed=31)],
+    )
 
 
 # ---------------------------------------------------------------- errors name the op and shapes
@@ -145,7 +175,9 @@ def test_index_out_of_range_names_the_shape():
 
 
 def test_reshape_error_names_both_shapes():
-    with pytest.raises(ValueError, match=r"reshape: cannot reshape a tensor of shape \(2, 3\) \(6 elements\) into shape \(4, 2\)"):
+    with pytest.raises(
+        ValueError, match=r"reshape: cannot reshape a tensor of shape \(2, 3\) \(6 elements\) into shape \(4, 2\)"
+    ):
         Tensor(np.ones((2, 3))).reshape(4, 2)
 
 
@@ -196,23 +228,26 @@ GATHER_INDEX = np.array([[0, 2, 2], [1, 0, 3]])  # repeats accumulate their grad
 PICK = np.array([2, 0, 2])
 
 
-@pytest.mark.parametrize("name, fn", [
-    ("clone", lambda x: x.clone()),
-    ("contiguous_of_transpose", lambda x: x.T.contiguous().view(-1)),
-    ("t", lambda x: x.t()),
-    ("tril", lambda x: x.tril()),
-    ("triu_offset", lambda x: x.triu(1)),
-    ("tril_negative", lambda x: x.tril(-1)),
-    ("gather_dim1", lambda x: x.gather(1, _index(x, GATHER_INDEX))),
-    ("gather_dim0", lambda x: x.gather(0, _index(x, GATHER_INDEX[:, :2]))),
-    ("index_select", lambda x: x.index_select(1, _index(x, PICK))),
-    ("scatter_src", lambda x: x.scatter(1, _index(x, np.array([[3], [0], [1]])), x[:, :1] * 2)),
-    ("scatter_value", lambda x: x.scatter(0, _index(x, np.array([[2, 1, 0, 2]])), 0.5)),
-    ("sort_values", lambda x: x.sort(dim=1).values),
-    ("sort_descending_dim0", lambda x: x.sort(0, descending=True).values),
-    ("topk", lambda x: x.topk(2, dim=1).values),
-    ("topk_smallest", lambda x: x.topk(2, dim=0, largest=False).values),
-])
+@pytest.mark.parametrize(
+    "name, fn",
+    [
+        ("clone", lambda x: x.clone()),
+        ("contiguous_of_transpose", lambda x: x.T.contiguous().view(-1)),
+        ("t", lambda x: x.t()),
+        ("tril", lambda x: x.tril()),
+        ("triu_offset", lambda x: x.triu(1)),
+        ("tril_negative", lambda x: x.tril(-1)),
+        ("gather_dim1", lambda x: x.gather(1, _index(x, GATHER_INDEX))),
+        ("gather_dim0", lambda x: x.gather(0, _index(x, GATHER_INDEX[:, :2]))),
+        ("index_select", lambda x: x.index_select(1, _index(x, PICK))),
+        ("scatter_src", lambda x: x.scatter(1, _index(x, np.array([[3], [0], [1]])), x[:, :1] * 2)),
+        ("scatter_value", lambda x: x.scatter(0, _index(x, np.array([[2, 1, 0, 2]])), 0.5)),
+        ("sort_values", lambda x: x.sort(dim=1).values),
+        ("sort_descending_dim0", lambda x: x.sort(0, descending=True).values),
+        ("topk", lambda x: x.topk(2, dim=1).values),
+        ("topk_smallest", lambda x: x.topk(2, dim=0, largest=False).values),
+    ],
+)
 def test_selection_methods_match_torch(name, fn):
     check_op(fn, SAME, [draw((3, 4), seed=31)])
 
@@ -225,10 +260,12 @@ def _index(x, index):
 def test_sort_and_topk_indices_match_torch():
     torch = _torch()
     a = draw((4, 5), seed=32)
-    for ours, theirs in ((Tensor(a).sort(1), torch.tensor(a).sort(1)),
-                         (Tensor(a).sort(0, descending=True), torch.tensor(a).sort(0, descending=True)),
-                         (Tensor(a).topk(3), torch.tensor(a).topk(3)),
-                         (engine.topk(a, 2, dim=0, largest=False), torch.topk(torch.tensor(a), 2, dim=0, largest=False))):
+    for ours, theirs in (
+        (Tensor(a).sort(1), torch.tensor(a).sort(1)),
+        (Tensor(a).sort(0, descending=True), torch.tensor(a).sort(0, descending=True)),
+        (Tensor(a).topk(3), torch.tensor(a).topk(3)),
+        (engine.topk(a, 2, dim=0, largest=False), torch.topk(torch.tensor(a), 2, dim=0, largest=False)),
+    ):
         np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())
         np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
     with pytest.raises(ValueError, match=r"topk: k=6 is out of range for dim -1 of size 5"):
@@ -241,10 +278,17 @@ def test_free_functions_follow_torch():
     torch = _torch()
     (a,) = [draw((3, 4), seed=33)]
     x, t = Tensor(a), torch.tensor(a)
-    pairs = [(engine.max(x, 1).values, torch.max(t, 1).values), (engine.max(x, 1).indices, torch.max(t, 1).indices),
-             (engine.min(x), torch.min(t)), (engine.max(x, Tensor(-a)), torch.max(t, torch.tensor(-a))),
-             (engine.softmax(x, 1), torch.softmax(t, 1)), (engine.exp(x), torch.exp(t)),
-             (engine.sum(x, 0), torch.sum(t, 0)), (engine.cumsum(x, 1), torch.cumsum(t, 1)),
-             (engine.sqrt(engine.abs(x)), torch.sqrt(torch.abs(t))), (engine.tril(x), torch.tril(t))]
+    pairs = [
+        (engine.max(x, 1).values, torch.max(t, 1).values),
+        (engine.max(x, 1).indices, torch.max(t, 1).indices),
+        (engine.min(x), torch.min(t)),
+        (engine.max(x, Tensor(-a)), torch.max(t, torch.tensor(-a))),
+        (engine.softmax(x, 1), torch.softmax(t, 1)),
+        (engine.exp(x), torch.exp(t)),
+        (engine.sum(x, 0), torch.sum(t, 0)),
+        (engine.cumsum(x, 1), torch.cumsum(t, 1)),
+        (engine.sqrt(engine.abs(x)), torch.sqrt(torch.abs(t))),
+        (engine.tril(x), torch.tril(t)),
+    ]
     for ours, theirs in pairs:
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)

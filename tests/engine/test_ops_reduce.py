@@ -71,11 +71,19 @@ def test_reductions_of_a_0d_and_1d_tensor():
 TIES = np.array([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 1.0], [0.0, -1.0, 0.0, 0.0]])
 
 
-@pytest.mark.parametrize("fn", [
-    lambda x: x.max(), lambda x: x.min(),  # the whole tensor: split evenly among the ties
-    lambda x: x.amax(dim=1), lambda x: x.amin(dim=1), lambda x: x.amax(dim=(0, 1)),
-    lambda x: x.max(dim=1).values, lambda x: x.min(dim=1).values,  # along a dim: the returned index
-], ids=["max", "min", "amax_dim", "amin_dim", "amax_all", "max_dim", "min_dim"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.max(),
+        lambda x: x.min(),  # the whole tensor: split evenly among the ties
+        lambda x: x.amax(dim=1),
+        lambda x: x.amin(dim=1),
+        lambda x: x.amax(dim=(0, 1)),
+        lambda x: x.max(dim=1).values,
+        lambda x: x.min(dim=1).values,  # along a dim: the returned index
+    ],
+    ids=["max", "min", "amax_dim", "amin_dim", "amax_all", "max_dim", "min_dim"],
+)
 def test_ties_share_the_gradient_like_torch(fn):
     oracle(fn, SAME, [TIES])
 
@@ -90,9 +98,12 @@ def test_max_tie_values():
     np.testing.assert_allclose(x.grad.numpy().sum(axis=1), [1, 1, 1])  # exactly one element per row
 
 
-INDEX_CASES = [(op, dim, keepdim) for op in ("argmax", "argmin", "max", "min")
-               for dim, keepdim in ((None, False), (0, False), (1, True), (-1, False))
-               if not (dim is None and op in ("max", "min"))]  # max() without dim is a value
+INDEX_CASES = [
+    (op, dim, keepdim)
+    for op in ("argmax", "argmin", "max", "min")
+    for dim, keepdim in ((None, False), (0, False), (1, True), (-1, False))
+    if not (dim is None and op in ("max", "min"))
+]  # max() without dim is a value
 
 
 @pytest.mark.parametrize("op, dim, keepdim", INDEX_CASES)
@@ -115,11 +126,15 @@ def test_indices_match_torch(op, dim, keepdim):
 
 
 # ---------------------------------------------------------------- prod with zeros
-@pytest.mark.parametrize("x", [
-    np.array([2.0, 0.0, 3.0, -1.5]),
-    np.array([0.0, 2.0, 0.0, 3.0]),
-    np.array([[1.0, 0.0, 3.0], [2.0, -3.0, 4.0], [0.0, 0.0, 5.0]]),
-], ids=["one_zero", "two_zeros", "matrix"])
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([2.0, 0.0, 3.0, -1.5]),
+        np.array([0.0, 2.0, 0.0, 3.0]),
+        np.array([[1.0, 0.0, 3.0], [2.0, -3.0, 4.0], [0.0, 0.0, 5.0]]),
+    ],
+    ids=["one_zero", "two_zeros", "matrix"],
+)
 def test_prod_with_zeros_matches_torch(x):
     oracle(lambda t: t.prod(), SAME, [x])
     oracle(lambda t: t.prod(dim=-1), SAME, [x])
@@ -137,10 +152,18 @@ def test_prod_gradient_with_one_zero_is_the_product_of_the_others():
 EXTREME = np.array([[1e4, -1e4, 0.0, 3.0], [-1e4, -1e4, -1e4, -1e4], [1e4, 1e4, -3.0, 2.0]])
 
 
-@pytest.mark.parametrize("fn", [
-    lambda x: x.logsumexp(dim=1), lambda x: x.softmax(dim=1), lambda x: x.log_softmax(dim=1),
-    lambda x: x.logsumexp(dim=0, keepdim=True), lambda x: x.softmax(dim=0), lambda x: x.log_softmax(dim=0),
-], ids=["logsumexp", "softmax", "log_softmax", "logsumexp_dim0", "softmax_dim0", "log_softmax_dim0"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.logsumexp(dim=1),
+        lambda x: x.softmax(dim=1),
+        lambda x: x.log_softmax(dim=1),
+        lambda x: x.logsumexp(dim=0, keepdim=True),
+        lambda x: x.softmax(dim=0),
+        lambda x: x.log_softmax(dim=0),
+    ],
+    ids=["logsumexp", "softmax", "log_softmax", "logsumexp_dim0", "softmax_dim0", "log_softmax_dim0"],
+)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_fused_ops_stay_finite_at_plus_minus_1e4(fn, dtype):
     torch = require_torch()
@@ -214,9 +237,18 @@ def test_integer_sum_stays_integer_like_torch():
     np.testing.assert_array_equal(got.data, torch.tensor(x).sum(dim=0).numpy())
 
 
-@pytest.mark.parametrize("fn", [lambda x: x.sum(), lambda x: x.mean(dim=0), lambda x: x.var(),
-                                lambda x: x.softmax(0), lambda x: x.logsumexp(0), lambda x: x.prod(),
-                                lambda x: x.amax()])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.sum(),
+        lambda x: x.mean(dim=0),
+        lambda x: x.var(),
+        lambda x: x.softmax(0),
+        lambda x: x.logsumexp(0),
+        lambda x: x.prod(),
+        lambda x: x.amax(),
+    ],
+)
 def test_float32_reductions_keep_float32(fn):
     x = Tensor(np.array([0.5, 1.5, 2.0], dtype=np.float32), requires_grad=True)
     out = fn(x)
@@ -233,16 +265,19 @@ def test_reduction_results_carry_a_gradient_only_when_asked():
 
 
 # ---------------------------------------------------------------- issue 27: scans, norm, any/all
-@pytest.mark.parametrize("name, fn", [
-    ("cumsum_dim1", lambda x: x.cumsum(1)),
-    ("cumsum_dim0", lambda x: x.cumsum(dim=0)),
-    ("cumprod_dim1", lambda x: x.cumprod(1)),
-    ("cumprod_dim_neg", lambda x: x.cumprod(-2)),
-    ("norm", lambda x: x.norm()),
-    ("norm_dim", lambda x: x.norm(dim=1)),
-    ("norm_p1_keepdim", lambda x: x.norm(p=1, dim=0, keepdim=True)),
-    ("norm_p3", lambda x: x.norm(p=3, dim=1)),
-])
+@pytest.mark.parametrize(
+    "name, fn",
+    [
+        ("cumsum_dim1", lambda x: x.cumsum(1)),
+        ("cumsum_dim0", lambda x: x.cumsum(dim=0)),
+        ("cumprod_dim1", lambda x: x.cumprod(1)),
+        ("cumprod_dim_neg", lambda x: x.cumprod(-2)),
+        ("norm", lambda x: x.norm()),
+        ("norm_dim", lambda x: x.norm(dim=1)),
+        ("norm_p1_keepdim", lambda x: x.norm(p=1, dim=0, keepdim=True)),
+        ("norm_p3", lambda x: x.norm(p=3, dim=1)),
+    ],
+)
 def test_scans_and_norms_match_torch(name, fn):
     check_op(fn, SAME, [draw((3, 4), seed=41)])
 

@@ -59,7 +59,9 @@ def _batches(seed=0):
     return [(rng.standard_normal((16, 4)), rng.integers(0, 3, 16)) for _ in range(STEPS)]
 
 
-@pytest.mark.parametrize("name,kwargs", CONFIGS, ids=[f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}" for n, kw in CONFIGS])
+@pytest.mark.parametrize(
+    "name,kwargs", CONFIGS, ids=[f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}" for n, kw in CONFIGS]
+)
 def test_optimizer_matches_torch(name, kwargs):
     torch = require_torch()
     engine.manual_seed(1)
@@ -76,11 +78,15 @@ def test_optimizer_matches_torch(name, kwargs):
         tloss.backward()
         np.testing.assert_allclose(loss.item(), tloss.item(), rtol=RTOL, err_msg=f"loss at step {step}")
         for (pname, p), tp in zip(model.named_parameters(), tmodel.parameters()):
-            np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=f"grad {pname} step {step}")
+            np.testing.assert_allclose(
+                p.grad.numpy(), tp.grad.numpy(), rtol=RTOL, atol=ATOL, err_msg=f"grad {pname} step {step}"
+            )
         opt.step()
         topt.step()
     for (pname, p), tp in zip(model.named_parameters(), tmodel.parameters()):
-        np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=RTOL, atol=ATOL, err_msg=f"{pname} after {STEPS} steps")
+        np.testing.assert_allclose(
+            p.data, tp.detach().numpy(), rtol=RTOL, atol=ATOL, err_msg=f"{pname} after {STEPS} steps"
+        )
         assert p.data.dtype == np.float64
 
 
@@ -135,25 +141,31 @@ def test_zero_grad_none_and_zeros():
     assert a.grad is None
 
 
-@pytest.mark.parametrize("make", [
-    lambda p: optim.SGD(p, lr=-0.1),
-    lambda p: optim.Adam(p, lr=-1e-3),
-    lambda p: optim.AdamW(p, lr=-1.0),
-    lambda p: optim.RMSprop(p, lr=-0.01),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: optim.SGD(p, lr=-0.1),
+        lambda p: optim.Adam(p, lr=-1e-3),
+        lambda p: optim.AdamW(p, lr=-1.0),
+        lambda p: optim.RMSprop(p, lr=-0.01),
+    ],
+)
 def test_negative_lr_is_an_error_naming_lr(make):
     with pytest.raises(ValueError, match="lr=-"):
         make([nn.Parameter(np.ones(2))])
 
 
-@pytest.mark.parametrize("make,match", [
-    (lambda p: optim.SGD(p, lr=0.1, nesterov=True), "Nesterov"),
-    (lambda p: optim.SGD(p, lr=0.1, momentum=-0.5), "momentum"),
-    (lambda p: optim.Adam(p, betas=(1.0, 0.999)), "beta1"),
-    (lambda p: optim.Adam(p, betas=(0.9, -0.1)), "beta2"),
-    (lambda p: optim.Adam(p, weight_decay=-1), "weight_decay"),
-    (lambda p: optim.RMSprop(p, alpha=-0.5), "alpha"),
-])
+@pytest.mark.parametrize(
+    "make,match",
+    [
+        (lambda p: optim.SGD(p, lr=0.1, nesterov=True), "Nesterov"),
+        (lambda p: optim.SGD(p, lr=0.1, momentum=-0.5), "momentum"),
+        (lambda p: optim.Adam(p, betas=(1.0, 0.999)), "beta1"),
+        (lambda p: optim.Adam(p, betas=(0.9, -0.1)), "beta2"),
+        (lambda p: optim.Adam(p, weight_decay=-1), "weight_decay"),
+        (lambda p: optim.RMSprop(p, alpha=-0.5), "alpha"),
+    ],
+)
 def test_bad_hyperparameters(make, match):
     with pytest.raises(ValueError, match=match):
         make([nn.Parameter(np.ones(2))])
@@ -179,8 +191,15 @@ def _train(model, opt, batches):
     return losses
 
 
-@pytest.mark.parametrize("name,kwargs", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.01, amsgrad=True)),
-                                         ("RMSprop", dict(centered=True, momentum=0.5)), ("AdamW", dict(lr=0.01))])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("SGD", dict(lr=0.1, momentum=0.9)),
+        ("Adam", dict(lr=0.01, amsgrad=True)),
+        ("RMSprop", dict(centered=True, momentum=0.5)),
+        ("AdamW", dict(lr=0.01)),
+    ],
+)
 def test_save_load_model_and_optimizer_then_continue_identically(tmp_path, name, kwargs):
     batches = _batches(5)
     engine.manual_seed(3)
@@ -271,8 +290,14 @@ def test_float32_parameters_stay_float32():
     assert all(v.dtype == np.float32 for s in opt.state.values() for v in s.values() if isinstance(v, np.ndarray))
 
 
-@pytest.mark.parametrize("name,kwargs", [("Adam", dict(lr=0.1)), ("Adam", dict(lr=0.1, weight_decay=0.1, amsgrad=True)),
-                                         ("AdamW", dict(lr=0.1, maximize=True))])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("Adam", dict(lr=0.1)),
+        ("Adam", dict(lr=0.1, weight_decay=0.1, amsgrad=True)),
+        ("AdamW", dict(lr=0.1, maximize=True)),
+    ],
+)
 def test_adam_on_a_single_0d_parameter_matches_torch(name, kwargs):
     # a 0-d parameter once crashed: NumPy turns 0-d arithmetic into scalars, which take no out=
     torch = require_torch()
@@ -299,8 +324,15 @@ def _adam_by_hand(name, kwargs, params, grads, state):
     for i, (p, g) in enumerate(zip(params, grads)):
         if g is None:
             continue
-        s = state.setdefault(i, {"step": 0, "exp_avg": np.zeros_like(p), "exp_avg_sq": np.zeros_like(p),
-                                 "max_exp_avg_sq": np.zeros_like(p)})
+        s = state.setdefault(
+            i,
+            {
+                "step": 0,
+                "exp_avg": np.zeros_like(p),
+                "exp_avg_sq": np.zeros_like(p),
+                "max_exp_avg_sq": np.zeros_like(p),
+            },
+        )
         s["step"] += 1
         t = s["step"]
         g = -g if kwargs.get("maximize") else g
@@ -315,13 +347,19 @@ def _adam_by_hand(name, kwargs, params, grads, state):
         if kwargs.get("amsgrad"):
             np.maximum(s["max_exp_avg_sq"], v, out=s["max_exp_avg_sq"])
             v = s["max_exp_avg_sq"]
-        denominator = np.sqrt(v) / math.sqrt(1 - beta2 ** t) + eps
-        p -= (lr / (1 - beta1 ** t)) * s["exp_avg"] / denominator
+        denominator = np.sqrt(v) / math.sqrt(1 - beta2**t) + eps
+        p -= (lr / (1 - beta1**t)) * s["exp_avg"] / denominator
 
 
-@pytest.mark.parametrize("name,kwargs", [("Adam", dict(lr=0.01)), ("Adam", dict(lr=0.02, weight_decay=0.1, amsgrad=True)),
-                                         ("AdamW", dict(lr=0.01, weight_decay=0.1, maximize=True)),
-                                         ("AdamW", dict(lr=0.01, amsgrad=True))])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("Adam", dict(lr=0.01)),
+        ("Adam", dict(lr=0.02, weight_decay=0.1, amsgrad=True)),
+        ("AdamW", dict(lr=0.01, weight_decay=0.1, maximize=True)),
+        ("AdamW", dict(lr=0.01, amsgrad=True)),
+    ],
+)
 @pytest.mark.parametrize("foreach", [None, False, True])
 def test_adam_flat_step_gives_the_formulas_bits(name, kwargs, foreach):
     """Adam steps a whole group at once on flat moments: the same parameters and moments, to the

@@ -25,7 +25,11 @@ def _run_pytest(tmp_path, body: str, env_extra: dict[str, str]):
     env.update(env_extra)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", str(test_file), "-q", "-rs", "-p", "no:cacheprovider"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     return result.returncode, result.stdout + result.stderr
 

@@ -19,8 +19,9 @@ pytestmark = pytest.mark.oracle
 
 
 def _same(ours, theirs, **kw):
-    np.testing.assert_allclose(np.asarray(ours.data if isinstance(ours, engine.Tensor) else ours),
-                               theirs.detach().numpy(), **kw)
+    np.testing.assert_allclose(
+        np.asarray(ours.data if isinstance(ours, engine.Tensor) else ours), theirs.detach().numpy(), **kw
+    )
 
 
 # ---------------------------------------------------------------- grad modes
@@ -144,7 +145,9 @@ def test_clip_grad_norm_inf_is_nan_when_any_gradient_is_nan(torch):
                 nn.utils.clip_grad_norm_(ours, 1.0, norm_type=math.inf, error_if_nonfinite=True)
             continue
         total = nn.utils.clip_grad_norm_(ours, 1.0, norm_type=math.inf)
-        assert math.isnan(float(total)) and math.isnan(float(torch.nn.utils.clip_grad_norm_(theirs, 1.0, norm_type=math.inf)))
+        assert math.isnan(float(total)) and math.isnan(
+            float(torch.nn.utils.clip_grad_norm_(theirs, 1.0, norm_type=math.inf))
+        )
         for p, q in zip(ours, theirs):
             _same(p.grad, q.grad)
 
@@ -251,7 +254,12 @@ def test_format_devices_and_randint(torch):
         x.to("cuda")
     engine.manual_seed(0)
     r = engine.randint(5, (3, 4))
-    assert r.shape == tuple(torch.randint(5, (3, 4)).shape) and r.dtype == np.int64 and 0 <= int(r.min()) and int(r.max()) < 5
+    assert (
+        r.shape == tuple(torch.randint(5, (3, 4)).shape)
+        and r.dtype == np.int64
+        and 0 <= int(r.min())
+        and int(r.max()) < 5
+    )
 
 
 def test_embedding_padding_idx_is_zero_and_gets_no_gradient(torch):
@@ -290,8 +298,12 @@ def test_tensor_and_module_hooks_as_torch(torch):
         h1.remove()
         h2.remove()
         layer(lib.ones(4, 3))
-        seen[lib.__name__] = ([g.tolist() for g in grads], x.grad.tolist(), [tuple(s) for s in outs],
-                              np.allclose(out.detach().numpy(), layer.bias.detach().numpy()))
+        seen[lib.__name__] = (
+            [g.tolist() for g in grads],
+            x.grad.tolist(),
+            [tuple(s) for s in outs],
+            np.allclose(out.detach().numpy(), layer.bias.detach().numpy()),
+        )
     assert seen["engine"] == seen["torch"]
     assert seen["engine"][0] == [[80.0] * 3, [8.0] * 3] and seen["engine"][2] == [(4, 2)]
 

@@ -64,7 +64,11 @@ def test_max_pool2d_padding_never_wins():
 def test_max_pool2d_return_indices_match_torch():
     torch = require_torch()
     x = np.random.default_rng(4).integers(0, 3, size=(2, 2, 7, 6)).astype(np.float64)
-    for kw in [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, dilation=2, stride=1)]:
+    for kw in [
+        dict(kernel_size=2),
+        dict(kernel_size=3, stride=2, padding=1),
+        dict(kernel_size=2, dilation=2, stride=1),
+    ]:
         out, idx = F.max_pool2d(x, return_indices=True, **kw)
         t_out, t_idx = torch.nn.functional.max_pool2d(torch.tensor(x), return_indices=True, **kw)
         np.testing.assert_array_equal(out.data, t_out.numpy())
@@ -111,8 +115,9 @@ def test_avg_pool2d_gradcheck(shape, kw):
 def test_avg_pool2d_is_the_window_mean():
     x = np.arange(16.0).reshape(1, 1, 4, 4)
     out = F.avg_pool2d(x, 2).data[0, 0]
-    np.testing.assert_array_equal(out, [[np.mean([0, 1, 4, 5]), np.mean([2, 3, 6, 7])],
-                                        [np.mean([8, 9, 12, 13]), np.mean([10, 11, 14, 15])]])
+    np.testing.assert_array_equal(
+        out, [[np.mean([0, 1, 4, 5]), np.mean([2, 3, 6, 7])], [np.mean([8, 9, 12, 13]), np.mean([10, 11, 14, 15])]]
+    )
 
 
 # ----------------------------------------------------------------------------- errors, modules
@@ -135,8 +140,10 @@ def test_pool_modules_match_torch_modules():
     (x,) = random_arrays((2, 3, 9, 9), seed=9)
     pairs = [
         (nn.MaxPool2d(3, stride=2, padding=1), torch.nn.MaxPool2d(3, stride=2, padding=1)),
-        (nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
-         torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False)),
+        (
+            nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+            torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+        ),
         (nn.MaxPool2d(2), torch.nn.MaxPool2d(2)),
     ]
     for mine, theirs in pairs:
@@ -153,13 +160,26 @@ def test_unbatched_pooling_and_float32():
 
 
 # ----------------------------------------------------------------------------- ceil_mode (issue 27)
-@pytest.mark.parametrize("kw", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
-                                {"kernel_size": 3, "stride": 2}, {"kernel_size": 2, "stride": 3, "padding": 1}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"kernel_size": 2},
+        {"kernel_size": 3, "stride": 2, "padding": 1},
+        {"kernel_size": 3, "stride": 2},
+        {"kernel_size": 2, "stride": 3, "padding": 1},
+    ],
+)
 def test_ceil_mode_pools_match_torch(kw, torch):
     (x,) = random_arrays((2, 2, 5, 6), seed=51)
-    check_against_torch(lambda t: F.max_pool2d(t, ceil_mode=True, **kw),
-                        lambda t: torch.nn.functional.max_pool2d(t, ceil_mode=True, **kw), [x])
+    check_against_torch(
+        lambda t: F.max_pool2d(t, ceil_mode=True, **kw),
+        lambda t: torch.nn.functional.max_pool2d(t, ceil_mode=True, **kw),
+        [x],
+    )
     for include in (True, False):
-        check_against_torch(lambda t, c=include: nn.AvgPool2d(ceil_mode=True, count_include_pad=c, **kw)(t),
-                            lambda t, c=include: torch.nn.AvgPool2d(ceil_mode=True, count_include_pad=c, **kw)(t), [x])
+        check_against_torch(
+            lambda t, c=include: nn.AvgPool2d(ceil_mode=True, count_include_pad=c, **kw)(t),
+            lambda t, c=include: torch.nn.AvgPool2d(ceil_mode=True, count_include_pad=c, **kw)(t),
+            [x],
+        )
     check_gradcheck(lambda t: F.avg_pool2d(t, ceil_mode=True, **kw), [x])

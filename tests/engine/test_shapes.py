@@ -171,9 +171,7 @@ def test_attention_shapes():
     assert result.shapes["q, k, v (per head)"] == (2, 8, 10, 8)
     assert result.shapes["scores"] == (2, 8, 10, 10)
     assert result.shapes["output"] == (2, 10, 64)
-    assert result.params["total"] == 4 * (64 * 64 + 64) == sum(
-        v for k, v in result.params.items() if k != "total"
-    )
+    assert result.params["total"] == 4 * (64 * 64 + 64) == sum(v for k, v in result.params.items() if k != "total")
 
 
 # ----------------------------------------------------------------------------- receptive fields
@@ -230,8 +228,7 @@ def test_resnet50_receptive_field():
     assert receptive_field(RECEPTIVE_FIELD_PRESETS["ResNet-50"])[-1] == (483, 32, 241)
     # torchvision v1.5 strides in the 3x3, so each stage's first 3x3 still runs at the old jump:
     # 4 at jump 4, 4 at 8, 6 at 16, 2 at 32 -> 11 + 2*(16 + 32 + 96 + 64) = 427, padding 213.
-    assert receptive_field(RECEPTIVE_FIELD_PRESETS["ResNet-50 (torchvision v1.5)"])[-1] == (
-        427, 32, 213)
+    assert receptive_field(RECEPTIVE_FIELD_PRESETS["ResNet-50 (torchvision v1.5)"])[-1] == (427, 32, 213)
     assert len(RECEPTIVE_FIELD_PRESETS["ResNet-50"]) == 2 + 3 * 16
 
 
@@ -244,8 +241,7 @@ def _input_pixels_seen(layers, output_index):
     return seen
 
 
-layer_strategy = st.tuples(st.integers(1, 5), st.integers(1, 3), st.integers(0, 2),
-                           st.integers(1, 3))
+layer_strategy = st.tuples(st.integers(1, 5), st.integers(1, 3), st.integers(0, 2), st.integers(1, 3))
 
 
 @settings(max_examples=200, deadline=None)
@@ -265,9 +261,13 @@ def test_sizes_match_pytorch_layers():
     rng = np.random.default_rng(0)
     checked = 0
     for _ in range(40):
-        size, k, s, p, d = (int(rng.integers(1, 12)), int(rng.integers(1, 5)),
-                            int(rng.integers(1, 4)), int(rng.integers(0, 3)),
-                            int(rng.integers(1, 3)))
+        size, k, s, p, d = (
+            int(rng.integers(1, 12)),
+            int(rng.integers(1, 5)),
+            int(rng.integers(1, 4)),
+            int(rng.integers(0, 3)),
+            int(rng.integers(1, 3)),
+        )
         x = torch.zeros(1, 1, size, size)
         w = torch.zeros(1, 1, k, k)
         if _placements(size, k, s, p, d) == 0:
@@ -281,8 +281,7 @@ def test_sizes_match_pytorch_layers():
         a = int(rng.integers(0, max(s, d)))
         expected = (size - 1) * s - 2 * p + d * (k - 1) + a + 1
         if expected >= 1:
-            t = torch.nn.functional.conv_transpose2d(
-                x, w, stride=s, padding=p, output_padding=a, dilation=d)
+            t = torch.nn.functional.conv_transpose2d(x, w, stride=s, padding=p, output_padding=a, dilation=d)
             assert t.shape[-1] == conv_transpose_output_size(size, k, s, p, a, d)
         checked += 1
     assert checked > 20

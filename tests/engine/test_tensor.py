@@ -12,10 +12,22 @@ from engine import Tensor
 
 
 # ---------------------------------------------------------------- dtypes follow torch.tensor
-@pytest.mark.parametrize("data", [1.5, [1.0, 2.0], [[1, 2.5]], 3, [1, 2], True, [True, False], [],
-                                  np.float64(2.0), np.float32(2.0)],
-                         ids=["float", "float_list", "mixed_list", "int", "int_list", "bool", "bool_list",
-                              "empty", "np_float64", "np_float32"])
+@pytest.mark.parametrize(
+    "data",
+    [1.5, [1.0, 2.0], [[1, 2.5]], 3, [1, 2], True, [True, False], [], np.float64(2.0), np.float32(2.0)],
+    ids=[
+        "float",
+        "float_list",
+        "mixed_list",
+        "int",
+        "int_list",
+        "bool",
+        "bool_list",
+        "empty",
+        "np_float64",
+        "np_float32",
+    ],
+)
 def test_python_data_gets_torchs_dtype(data):
     """engine.tensor infers the dtype as torch.tensor; engine.Tensor gives float32 as torch.Tensor."""
     torch = require_torch()
@@ -45,8 +57,10 @@ def test_numpy_arrays_keep_their_dtype(dtype):
     assert engine.tensor(arr).dtype == dtype
 
 
-@pytest.mark.parametrize("dtype, expected", [("float64", np.float64), (np.float32, np.float32),
-                                             (engine.float64, np.float64), (engine.int64, np.int64)])
+@pytest.mark.parametrize(
+    "dtype, expected",
+    [("float64", np.float64), (np.float32, np.float32), (engine.float64, np.float64), (engine.int64, np.int64)],
+)
 def test_dtype_argument_overrides(dtype, expected):
     assert Tensor([1.0, 2.0], dtype=dtype).dtype == expected
     assert Tensor(np.ones(2, dtype=np.float32), dtype=dtype).dtype == expected
@@ -169,16 +183,19 @@ def test_tensor_is_hashable_by_identity():
 
 
 # ---------------------------------------------------------------- factories
-@pytest.mark.parametrize("make, shape, value", [
-    (lambda: engine.zeros(2, 3), (2, 3), 0.0),
-    (lambda: engine.zeros((2, 3)), (2, 3), 0.0),
-    (lambda: engine.ones(4), (4,), 1.0),
-    (lambda: engine.ones([2, 2]), (2, 2), 1.0),
-    (lambda: engine.full((2, 3), 1.5), (2, 3), 1.5),
-    (lambda: engine.full(3, -2.0), (3,), -2.0),
-    (lambda: engine.zeros_like(Tensor(np.ones((3, 1), dtype=np.float32))), (3, 1), 0.0),
-    (lambda: engine.ones_like(Tensor(np.zeros((1, 2), dtype=np.float32))), (1, 2), 1.0),
-])
+@pytest.mark.parametrize(
+    "make, shape, value",
+    [
+        (lambda: engine.zeros(2, 3), (2, 3), 0.0),
+        (lambda: engine.zeros((2, 3)), (2, 3), 0.0),
+        (lambda: engine.ones(4), (4,), 1.0),
+        (lambda: engine.ones([2, 2]), (2, 2), 1.0),
+        (lambda: engine.full((2, 3), 1.5), (2, 3), 1.5),
+        (lambda: engine.full(3, -2.0), (3,), -2.0),
+        (lambda: engine.zeros_like(Tensor(np.ones((3, 1), dtype=np.float32))), (3, 1), 0.0),
+        (lambda: engine.ones_like(Tensor(np.zeros((1, 2), dtype=np.float32))), (1, 2), 1.0),
+    ],
+)
 def test_constant_factories(make, shape, value):
     t = make()
     assert t.shape == shape and t.dtype == np.float32 and not t.requires_grad
@@ -188,12 +205,17 @@ def test_constant_factories(make, shape, value):
 def test_factory_dtypes_match_torch():
     torch = require_torch()
     pairs = [
-        (engine.zeros(2), torch.zeros(2)), (engine.full((2,), 3), torch.full((2,), 3)),
-        (engine.full((2,), 3.0), torch.full((2,), 3.0)), (engine.arange(5), torch.arange(5)),
-        (engine.arange(0, 1, 0.25), torch.arange(0, 1, 0.25)), (engine.linspace(0, 1, 5), torch.linspace(0, 1, 5)),
-        (engine.eye(3), torch.eye(3)), (engine.eye(2, 3), torch.eye(2, 3)),
+        (engine.zeros(2), torch.zeros(2)),
+        (engine.full((2,), 3), torch.full((2,), 3)),
+        (engine.full((2,), 3.0), torch.full((2,), 3.0)),
+        (engine.arange(5), torch.arange(5)),
+        (engine.arange(0, 1, 0.25), torch.arange(0, 1, 0.25)),
+        (engine.linspace(0, 1, 5), torch.linspace(0, 1, 5)),
+        (engine.eye(3), torch.eye(3)),
+        (engine.eye(2, 3), torch.eye(2, 3)),
         (engine.zeros_like(engine.tensor([1, 2])), torch.zeros_like(torch.tensor([1, 2]))),
-        (engine.randint(0, 5, (3,)), torch.randint(0, 5, (3,))), (engine.randn(2), torch.randn(2)),
+        (engine.randint(0, 5, (3,)), torch.randint(0, 5, (3,))),
+        (engine.randn(2), torch.randn(2)),
         (engine.rand(2), torch.rand(2)),
     ]
     for ours, theirs in pairs:
@@ -258,15 +280,77 @@ def test_factory_errors():
 
 
 def test_public_names_exist():
-    for name in ["Tensor", "tensor", "cat", "stack", "where", "maximum", "minimum", "matmul", "log", "zeros",
-                 "ones", "full", "zeros_like", "ones_like", "randn", "rand", "randint", "arange", "linspace",
-                 "eye", "manual_seed", "no_grad", "is_grad_enabled", "gradcheck", "save", "load"]:
+    for name in [
+        "Tensor",
+        "tensor",
+        "cat",
+        "stack",
+        "where",
+        "maximum",
+        "minimum",
+        "matmul",
+        "log",
+        "zeros",
+        "ones",
+        "full",
+        "zeros_like",
+        "ones_like",
+        "randn",
+        "rand",
+        "randint",
+        "arange",
+        "linspace",
+        "eye",
+        "manual_seed",
+        "no_grad",
+        "is_grad_enabled",
+        "gradcheck",
+        "save",
+        "load",
+    ]:
         assert callable(getattr(engine, name)), name
-    for method in ["backward", "numpy", "item", "detach", "requires_grad_", "reshape", "view", "flatten",
-                   "transpose", "permute", "squeeze", "unsqueeze", "expand", "sum", "mean", "var", "std", "max",
-                   "min", "amax", "argmax", "argmin", "prod", "exp", "log", "log2", "log10", "sqrt", "abs", "sin",
-                   "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "softmax", "log_softmax", "logsumexp",
-                   "masked_fill"]:
+    for method in [
+        "backward",
+        "numpy",
+        "item",
+        "detach",
+        "requires_grad_",
+        "reshape",
+        "view",
+        "flatten",
+        "transpose",
+        "permute",
+        "squeeze",
+        "unsqueeze",
+        "expand",
+        "sum",
+        "mean",
+        "var",
+        "std",
+        "max",
+        "min",
+        "amax",
+        "argmax",
+        "argmin",
+        "prod",
+        "exp",
+        "log",
+        "log2",
+        "log10",
+        "sqrt",
+        "abs",
+        "sin",
+        "cos",
+        "tanh",
+        "sigmoid",
+        "relu",
+        "clamp",
+        "clip",
+        "softmax",
+        "log_softmax",
+        "logsumexp",
+        "masked_fill",
+    ]:
         assert callable(getattr(Tensor, method)), method
 
 
@@ -291,10 +375,10 @@ PROMOTION = [
     ("int_reflected_division", np.int64, lambda t, T: 6 / t),
     ("int_over_int_tensor", np.int64, lambda t, T: t / T(np.array([2, 4, 8]))),
     ("int_times_int", np.int64, lambda t, T: t * 2),
-    ("int_pow_float", np.int64, lambda t, T: t ** 0.5),
-    ("int_pow_int", np.int64, lambda t, T: t ** 2),
-    ("float_base_pow_int", np.int64, lambda t, T: 1.5 ** t),
-    ("int_base_pow_int", np.int64, lambda t, T: 2 ** t),
+    ("int_pow_float", np.int64, lambda t, T: t**0.5),
+    ("int_pow_int", np.int64, lambda t, T: t**2),
+    ("float_base_pow_int", np.int64, lambda t, T: 1.5**t),
+    ("int_base_pow_int", np.int64, lambda t, T: 2**t),
     ("int_plus_bool", np.int64, lambda t, T: t + True),
 ]
 
@@ -368,7 +452,7 @@ def test_clamp_with_tensor_bounds_matches_torch_and_gradcheck():
     assert engine.gradcheck(lambda a, b, c: a.clamp(b, c), [engine.tensor(a, requires_grad=True) for a in (x, lo, hi)])
 
 
-@pytest.mark.parametrize("data", [2.7, [0.1, 2.7], [[1e-300, 1.0 + 2.0 ** -40]]])
+@pytest.mark.parametrize("data", [2.7, [0.1, 2.7], [[1e-300, 1.0 + 2.0**-40]]])
 def test_tensor_with_a_dtype_casts_python_floats_once(data):
     """``engine.tensor(data, dtype=float64)`` holds the Python floats exactly, as torch.tensor
     does; they were once rounded to float32 first (2.7 became 2.700000047683716)."""
@@ -381,8 +465,12 @@ def test_tensor_with_a_dtype_casts_python_floats_once(data):
 def test_tensor_with_a_dtype_matches_torch_tensor():
     torch = require_torch()
     for data in (2.7, [0.1, 2.7], 3, [1, 2], True, [[0.5, 1e-8]]):
-        for ours, theirs in ((None, None), (engine.float64, torch.float64), (engine.float32, torch.float32),
-                             (engine.int64, torch.int64)):
+        for ours, theirs in (
+            (None, None),
+            (engine.float64, torch.float64),
+            (engine.float32, torch.float32),
+            (engine.int64, torch.int64),
+        ):
             a, b = engine.tensor(data, dtype=ours), torch.tensor(data, dtype=theirs)
             assert str(a.dtype) == str(b.dtype).removeprefix("torch."), (data, ours)
             np.testing.assert_array_equal(a.data, b.numpy())

@@ -39,18 +39,27 @@ def test_cross_entropy_with_minus_inf_non_target_logits_is_finite(torch):
     z = np.array([[0.0, -INF, 1.0, 0.5], [-INF, 2.0, -INF, 0.0], [0.3, 0.1, -0.2, -INF]])
     target = np.array([2, 1, 0])
     for reduction in ("mean", "sum", "none"):
-        out, _ = oracle(lambda x: F.cross_entropy(x, target, reduction=reduction),
-                        lambda x: TF().cross_entropy(x, torch.tensor(target), reduction=reduction), [z])
+        out, _ = oracle(
+            lambda x: F.cross_entropy(x, target, reduction=reduction),
+            lambda x: TF().cross_entropy(x, torch.tensor(target), reduction=reduction),
+            [z],
+        )
         assert np.all(np.isfinite(out.data))
-    check_op(lambda x: F.cross_entropy(x, target, label_smoothing=0.0),
-             lambda x: TF().cross_entropy(x, torch.tensor(target)), [z])
+    check_op(
+        lambda x: F.cross_entropy(x, target, label_smoothing=0.0),
+        lambda x: TF().cross_entropy(x, torch.tensor(target)),
+        [z],
+    )
 
 
 def test_nll_loss_with_minus_inf_log_probabilities_elsewhere_is_finite(torch):
     log_p = np.array([[-0.1, -INF, -2.5], [-INF, -0.3, -1.0]])
     target = np.array([0, 2])
-    out, _ = oracle(lambda x: F.nll_loss(x, target, reduction="none"),
-                    lambda x: TF().nll_loss(x, torch.tensor(target), reduction="none"), [log_p])
+    out, _ = oracle(
+        lambda x: F.nll_loss(x, target, reduction="none"),
+        lambda x: TF().nll_loss(x, torch.tensor(target), reduction="none"),
+        [log_p],
+    )
     assert np.all(np.isfinite(out.data))
 
 
@@ -61,8 +70,9 @@ def test_cross_entropy_of_a_minus_inf_target_logit_is_inf_as_torch(torch):
     assert e.item() == t.item() == INF
 
 
-@pytest.mark.parametrize("case", ["all ignored", "zero total weight", "empty batch", "empty probabilities",
-                                  "nll all ignored"])
+@pytest.mark.parametrize(
+    "case", ["all ignored", "zero total weight", "empty batch", "empty probabilities", "nll all ignored"]
+)
 def test_mean_over_nothing_is_nan_as_torch(case, torch):
     rng = np.random.default_rng(0)
     z = rng.standard_normal((3, 4))
@@ -103,7 +113,8 @@ def test_kl_div_default_reduction_is_torchs_mean(torch):
         warnings.simplefilter("ignore", UserWarning)  # torch warns that 'mean' is not the KL
         oracle(lambda x: F.kl_div(x, p), lambda x: TF().kl_div(x, torch.tensor(p)), [log_q])
     assert F.kl_div(engine.tensor(log_q), p).item() == pytest.approx(
-        F.kl_div(engine.tensor(log_q), p, reduction="sum").item() / 4)
+        F.kl_div(engine.tensor(log_q), p, reduction="sum").item() / 4
+    )
 
 
 # ---------------------------------------------------------------- reductions
@@ -115,8 +126,11 @@ def test_std_gradient_is_zero_at_zero_variance(torch):
         oracle(lambda t: t.std(dim=dim), lambda t: t.std(dim=dim), [x])
     x = np.array([[1.0, 1.0, 1.0], [0.5, 2.0, -1.0]])  # one constant row, one not
     oracle(lambda t: t.std(dim=1), lambda t: t.std(dim=1), [x])
-    check_op(lambda t: t.std(dim=0, correction=0), lambda t: t.std(dim=0, correction=0),
-             [np.random.default_rng(1).standard_normal((4, 3))])
+    check_op(
+        lambda t: t.std(dim=0, correction=0),
+        lambda t: t.std(dim=0, correction=0),
+        [np.random.default_rng(1).standard_normal((4, 3))],
+    )
 
 
 @pytest.mark.parametrize("method", ["sum", "mean", "var", "std", "amax", "amin"])
@@ -126,7 +140,9 @@ def test_an_empty_dim_tuple_reduces_every_dim_as_torch(method, torch):
     if method in ("var", "std"):
         # torch 2.13's var/std(dim=()) give the right value but an infinite gradient: compare with
         # var()/std() over every dim, and with central differences
-        assert getattr(torch.tensor(x), method)(dim=()).item() == pytest.approx(getattr(torch.tensor(x), method)().item())
+        assert getattr(torch.tensor(x), method)(dim=()).item() == pytest.approx(
+            getattr(torch.tensor(x), method)().item()
+        )
         check_op(e_fn, lambda t: getattr(t, method)(), [x])
     else:
         oracle(e_fn, e_fn, [x])
@@ -165,9 +181,11 @@ def test_flip_returns_a_copy(torch):
 
 def test_masked_fill_with_a_tensor_value_gets_its_gradient(torch):
     mask = np.array([[True, False, True], [False, False, True]])
-    check_op(lambda x, v: x.masked_fill(mask, v.sum()),
-             lambda x, v: x.masked_fill(torch.tensor(mask), v.sum()),
-             [np.random.default_rng(3).standard_normal((2, 3)), np.array([0.5, 1.5])])
+    check_op(
+        lambda x, v: x.masked_fill(mask, v.sum()),
+        lambda x, v: x.masked_fill(torch.tensor(mask), v.sum()),
+        [np.random.default_rng(3).standard_normal((2, 3)), np.array([0.5, 1.5])],
+    )
 
 
 # ---------------------------------------------------------------- empty sizes
@@ -179,8 +197,12 @@ def test_max_along_a_non_empty_dim_of_an_empty_tensor(torch):
     assert v.shape == tuple(v_t.shape) == (0,) and i.shape == (0,)
     with pytest.raises(IndexError):
         torch.zeros(0, 3).max(dim=0)
-    for fn, op in ((lambda t: t.max(dim=0), "max"), (lambda t: t.amax(dim=0), "amax"),
-                   (lambda t: t.argmax(dim=0), "argmax"), (lambda t: t.min(dim=0), "min")):
+    for fn, op in (
+        (lambda t: t.max(dim=0), "max"),
+        (lambda t: t.amax(dim=0), "amax"),
+        (lambda t: t.argmax(dim=0), "argmax"),
+        (lambda t: t.min(dim=0), "min"),
+    ):
         with pytest.raises(IndexError, match=f"{op}: Expected reduction dim 0 to have non-zero size"):
             fn(engine.zeros(0, 3))
     with pytest.raises(ValueError, match="max: the tensor is empty"):
@@ -199,12 +221,17 @@ def test_reductions_over_an_empty_dim_as_torch(method, torch):
 def test_attention_with_no_keys_as_torch(torch):
     rng = np.random.default_rng(4)
     q, k, v = rng.standard_normal((2, 3, 4)), np.zeros((2, 0, 4)), np.zeros((2, 0, 5))
-    oracle(lambda a, b, c: F.scaled_dot_product_attention(a, b, c),
-           lambda a, b, c: TF().scaled_dot_product_attention(a, b, c), [q, k, v])
+    oracle(
+        lambda a, b, c: F.scaled_dot_product_attention(a, b, c),
+        lambda a, b, c: TF().scaled_dot_product_attention(a, b, c),
+        [q, k, v],
+    )
     q0 = np.zeros((2, 0, 4))
-    oracle(lambda a, b, c: F.scaled_dot_product_attention(a, b, c),
-           lambda a, b, c: TF().scaled_dot_product_attention(a, b, c), [q0, rng.standard_normal((2, 3, 4)),
-                                                                         rng.standard_normal((2, 3, 5))])
+    oracle(
+        lambda a, b, c: F.scaled_dot_product_attention(a, b, c),
+        lambda a, b, c: TF().scaled_dot_product_attention(a, b, c),
+        [q0, rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 5))],
+    )
 
 
 # ---------------------------------------------------------------- implicit dims and defaults
@@ -272,6 +299,7 @@ def test_tied_parameters_keep_both_keys_in_the_state_dict(torch):
                 self.emb = mod.Embedding(5, 3)
                 self.head = mod.Linear(3, 5, bias=False)
                 self.head.weight = self.emb.weight
+
         return Tied()
 
     ours, theirs = build(engine), build(torch)
@@ -300,6 +328,7 @@ def test_plain_lists_of_modules_are_not_registered_as_torch(torch):
                 self.named = mod.ModuleDict({"enc": mod.Linear(1, 2), "dec": mod.Linear(2, 1)})
                 self.extra = mod.ParameterList([mod.Parameter(lib.zeros(2))])
                 self.by_key = mod.ParameterDict({"bias": mod.Parameter(lib.zeros(1))})
+
         return Net()
 
     ours, theirs = build(engine), build(torch)
@@ -326,15 +355,18 @@ def test_numpy_interop(torch):
     assert (np.float32(2.0) * t).data.tolist() == [2.0, 4.0]  # NumPy still defers to our operators
 
 
-@pytest.mark.parametrize("call, error, torch_call", [
-    (lambda e: e.tensor("abc"), TypeError, lambda t: t.tensor("abc")),
-    (lambda e: e.zeros(2, 3).sum(dim=1.5), TypeError, lambda t: t.zeros(2, 3).sum(dim=1.5)),
-    (lambda e: e.zeros(2, 3).unsqueeze(1.0), TypeError, lambda t: t.zeros(2, 3).unsqueeze(1.0)),
-    (lambda e: e.zeros(2, 3).flatten(5), IndexError, lambda t: t.zeros(2, 3).flatten(5)),
-    (lambda e: e.zeros(2, 3).flatten(0, 7), IndexError, lambda t: t.zeros(2, 3).flatten(0, 7)),
-    (lambda e: e.randn(2.5), TypeError, lambda t: t.randn(2.5)),
-    (lambda e: e.zeros(2).reshape(2.0), TypeError, lambda t: t.zeros(2).reshape(2.0)),
-])
+@pytest.mark.parametrize(
+    "call, error, torch_call",
+    [
+        (lambda e: e.tensor("abc"), TypeError, lambda t: t.tensor("abc")),
+        (lambda e: e.zeros(2, 3).sum(dim=1.5), TypeError, lambda t: t.zeros(2, 3).sum(dim=1.5)),
+        (lambda e: e.zeros(2, 3).unsqueeze(1.0), TypeError, lambda t: t.zeros(2, 3).unsqueeze(1.0)),
+        (lambda e: e.zeros(2, 3).flatten(5), IndexError, lambda t: t.zeros(2, 3).flatten(5)),
+        (lambda e: e.zeros(2, 3).flatten(0, 7), IndexError, lambda t: t.zeros(2, 3).flatten(0, 7)),
+        (lambda e: e.randn(2.5), TypeError, lambda t: t.randn(2.5)),
+        (lambda e: e.zeros(2).reshape(2.0), TypeError, lambda t: t.zeros(2).reshape(2.0)),
+    ],
+)
 def test_bad_arguments_raise_errors_that_name_the_op(call, error, torch_call, torch):
     with pytest.raises(Exception):
         torch_call(torch)
@@ -394,8 +426,12 @@ def test_loading_the_wrong_file_is_a_clear_error_that_never_mentions_pickle(tmp_
     with open(tmp_path / "objects.npz", "wb") as f:  # a pickled object array under an .npz name
         np.save(f, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     np.savez(tmp_path / "plain.npz", x=np.zeros(2))
-    for name, phrase in (("array.npy", ".npy format"), ("notes.npz", "not a zip archive"),
-                         ("objects.npz", ".npy format"), ("plain.npz", "no engine structure record")):
+    for name, phrase in (
+        ("array.npy", ".npy format"),
+        ("notes.npz", "not a zip archive"),
+        ("objects.npz", ".npy format"),
+        ("plain.npz", "no engine structure record"),
+    ):
         with pytest.raises(ValueError) as info:
             engine.load(tmp_path / name)
         message = str(info.value)
@@ -412,10 +448,12 @@ WARNING_CASES = {
     "std at zero variance (backward)": lambda: engine.ones(3, requires_grad=True).std().backward(),
     "std over dims at zero variance": lambda: engine.ones(2, 3, requires_grad=True).std(dim=1).sum().backward(),
     "cross-entropy with -inf": lambda: F.cross_entropy(
-        engine.tensor([[0.0, -INF, 1.0]], requires_grad=True), np.array([2])).backward(),
+        engine.tensor([[0.0, -INF, 1.0]], requires_grad=True), np.array([2])
+    ).backward(),
     "nll with -inf": lambda: F.nll_loss(engine.tensor([[-0.1, -INF]], requires_grad=True), np.array([0])).backward(),
     "cross-entropy all ignored": lambda: F.cross_entropy(
-        engine.ones(2, 3, requires_grad=True), np.array([-100, -100])).backward(),
+        engine.ones(2, 3, requires_grad=True), np.array([-100, -100])
+    ).backward(),
     "amax with NaN": lambda: engine.tensor([1.0, NAN], requires_grad=True).amax().backward(),
     "max with NaN": lambda: engine.tensor([1.0, NAN], requires_grad=True).max().backward(),
     "logsumexp of -inf": lambda: engine.tensor([-INF, -INF], requires_grad=True).logsumexp(0),
@@ -423,10 +461,14 @@ WARNING_CASES = {
     "log_softmax over an empty dim": lambda: engine.zeros(2, 0).log_softmax(1),
     "sqrt at 0 (backward)": lambda: engine.zeros(2, requires_grad=True).sqrt().sum().backward(),
     "log of integers with 0": lambda: engine.arange(3).log2(),
-    "attention with no keys": lambda: F.scaled_dot_product_attention(
-        engine.ones(1, 2, 4, requires_grad=True), engine.zeros(1, 0, 4), engine.zeros(1, 0, 4)).sum().backward(),
-    "clip_grad_norm_ with NaN": lambda: nn.utils.clip_grad_norm_(
-        [_with_grad(np.array([NAN, 1.0]))], 1.0),
+    "attention with no keys": lambda: (
+        F.scaled_dot_product_attention(
+            engine.ones(1, 2, 4, requires_grad=True), engine.zeros(1, 0, 4), engine.zeros(1, 0, 4)
+        )
+        .sum()
+        .backward()
+    ),
+    "clip_grad_norm_ with NaN": lambda: nn.utils.clip_grad_norm_([_with_grad(np.array([NAN, 1.0]))], 1.0),
 }
 
 

@@ -64,8 +64,11 @@ def test_reparameterize_gradient_with_a_fixed_eps():
     eps = np.random.default_rng(4).normal(size=(3, 2))
     check_gradcheck(lambda m, lv: V.reparameterize(m, lv, eps), [mu, logvar])
     torch = require_torch()
-    check_against_torch(lambda m, lv: V.reparameterize(m, lv, eps),
-                        lambda m, lv: m + torch.exp(0.5 * lv) * torch.from_numpy(eps), [mu, logvar])
+    check_against_torch(
+        lambda m, lv: V.reparameterize(m, lv, eps),
+        lambda m, lv: m + torch.exp(0.5 * lv) * torch.from_numpy(eps),
+        [mu, logvar],
+    )
     # ∂z/∂μ = 1 and ∂z/∂(log σ²) = ½ σ ε, read off directly
     m = engine.Tensor(mu, requires_grad=True)
     lv = engine.Tensor(logvar, requires_grad=True)
@@ -93,13 +96,17 @@ def test_log_likelihoods_against_torch_distributions():
     check_against_torch(
         V.bernoulli_log_likelihood,
         lambda z, t: torch.distributions.Bernoulli(logits=z, validate_args=False).log_prob(t).sum((1, 2)),
-        [logits, x], grad=[True, False])
+        [logits, x],
+        grad=[True, False],
+    )
     check_gradcheck(V.bernoulli_log_likelihood, [logits, x], grad=[True, False])
     x_hat, target = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
     check_against_torch(
         lambda a, b: V.gaussian_log_likelihood(a, b, var=0.3),
         lambda a, b: torch.distributions.Normal(a, math.sqrt(0.3)).log_prob(b).sum(-1),
-        [x_hat, target], atol=1e-9)
+        [x_hat, target],
+        atol=1e-9,
+    )
     check_gradcheck(lambda a, b: V.gaussian_log_likelihood(a, b, var=0.3), [x_hat, target])
 
 
@@ -152,17 +159,20 @@ def test_image_vae_round_trip_shapes_and_pixel_probabilities():
     assert np.isfinite(model.loss(images).loss.item())
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: V.gaussian_kl(np.zeros((2, 3)), np.zeros((2, 2))), "same shape"),
-    (lambda: V.reparameterize(np.zeros((2, 3)), np.zeros((2, 3)), eps=np.zeros((3, 2))), "eps"),
-    (lambda: V.VAE(likelihood="poisson"), "likelihood"),
-    (lambda: V.VAE(latent_dim=0), "latent_dim"),
-    (lambda: V.VAE(input_dim=2)(np.zeros((4, 3))), r"\[N, 2\]"),
-    (lambda: V.ImageVAE((1, 16, 16))(np.zeros((4, 1, 8, 8))), "1, 16, 16"),
-    (lambda: V.gaussian_log_likelihood(np.zeros(3), np.zeros(3), var=0.0), "var"),
-    (lambda: V.train_vae(V.VAE(), np.zeros((8, 2)), epochs=1, steps=3), "not both"),
-    (lambda: V.score_function_vs_reparam_variance(sigma=0.0), "sigma"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: V.gaussian_kl(np.zeros((2, 3)), np.zeros((2, 2))), "same shape"),
+        (lambda: V.reparameterize(np.zeros((2, 3)), np.zeros((2, 3)), eps=np.zeros((3, 2))), "eps"),
+        (lambda: V.VAE(likelihood="poisson"), "likelihood"),
+        (lambda: V.VAE(latent_dim=0), "latent_dim"),
+        (lambda: V.VAE(input_dim=2)(np.zeros((4, 3))), r"\[N, 2\]"),
+        (lambda: V.ImageVAE((1, 16, 16))(np.zeros((4, 1, 8, 8))), "1, 16, 16"),
+        (lambda: V.gaussian_log_likelihood(np.zeros(3), np.zeros(3), var=0.0), "var"),
+        (lambda: V.train_vae(V.VAE(), np.zeros((8, 2)), epochs=1, steps=3), "not both"),
+        (lambda: V.score_function_vs_reparam_variance(sigma=0.0), "sigma"),
+    ],
+)
 def test_bad_input_is_a_clear_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
@@ -174,8 +184,9 @@ def test_elbo_rises_during_training_on_two_moons():
     X, _ = data.make_moons(1000, noise=0.05, seed=0)
     model = V.VAE(input_dim=2, hidden=32, latent_dim=2)
     ticks = []
-    history = V.train_vae(model, X, epochs=15, batch_size=100, lr=3e-3,
-                          progress=lambda done, total: ticks.append((done, total)))
+    history = V.train_vae(
+        model, X, epochs=15, batch_size=100, lr=3e-3, progress=lambda done, total: ticks.append((done, total))
+    )
     assert len(history.elbo) == 150 and ticks[-1] == (150, 150)
     per_epoch = history.per_epoch("elbo")
     assert per_epoch.shape == (15,)
@@ -217,7 +228,7 @@ def test_both_estimators_are_unbiased_and_reparam_has_lower_variance(mu, sigma):
 def test_estimators_with_a_custom_function_and_several_samples():
     """f = sin: ∇_μ E[sin z] = cos(μ)·exp(−σ²/2). Averaging K draws divides the variance by K."""
     mu, sigma, n = 0.3, 0.8, 20000
-    exact = math.cos(mu) * math.exp(-sigma**2 / 2)
+    exact = math.cos(mu) * math.exp(-(sigma**2) / 2)
     one = V.score_function_vs_reparam_variance(mu, sigma, n=n, f=lambda z: z.sin(), seed=1)
     four = V.score_function_vs_reparam_variance(mu, sigma, n=n, f=lambda z: z.sin(), n_samples=4, seed=2)
     assert one.true_gradient is None

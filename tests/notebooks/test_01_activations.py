@@ -1,5 +1,4 @@
-"""Notebook 01_activations: the values it shows are the engine's, and its claims hold on them.
-"""
+"""Notebook 01_activations: the values it shows are the engine's, and its claims hold on them."""
 
 import math
 import re
@@ -41,6 +40,7 @@ def bend(width, depth, steps, train=None):
 
 
 # ----------------------------------------------------------------------------- 01_activations
+
 
 def test_01_shows_each_activation_with_engine_values():
     app = load_app("notebooks/01_activations.py")
@@ -97,8 +97,6 @@ def test_01_exercises_are_graded_by_the_engine():
     assert "Right" not in text and text.count("Not quite") == 2 and "Not this one" in text
     text, _ = notebook_text("01_activations", answer_sigmoid="a quarter")
     assert "is not a number I can read" in text
-
-
 
 
 # ----------------------------------------------------------------------------- issue 13: fixes
@@ -177,14 +175,21 @@ def _variant_rows(text):
     return rows
 
 
-@pytest.mark.parametrize("act, init, scale, plain_fate", [
-    ("sigmoid", "xavier", 1.0, "vanishes"), ("sigmoid", "he", 1.0, "vanishes"), ("relu", "xavier", 1.0, "vanishes"),
-    ("tanh", "custom", 2.0, "explodes")])
+@pytest.mark.parametrize(
+    "act, init, scale, plain_fate",
+    [
+        ("sigmoid", "xavier", 1.0, "vanishes"),
+        ("sigmoid", "he", 1.0, "vanishes"),
+        ("relu", "xavier", 1.0, "vanishes"),
+        ("tanh", "custom", 2.0, "explodes"),
+    ],
+)
 def test_01_residual_plus_prenorm_keeps_fifty_layers_alive(act, init, scale, plain_fate):
     text, defs = notebook_text("01_activations", width=64, depth_act=act, init=init, init_scale=scale)
     rows = _variant_rows(text)
-    lab_rows = activations_lab.depth_variants(NB.deep_forward, NB.init_std(init, 64, 64, scale), depth=50, width=64,
-                                              activation=act)
+    lab_rows = activations_lab.depth_variants(
+        NB.deep_forward, NB.init_std(init, 64, 64, scale), depth=50, width=64, activation=act
+    )
     for name, (ratio, _, var) in rows.items():
         assert ratio == float(f"{lab_rows[name].gradient_ratio:.3g}")
         assert var == float(f"{lab_rows[name].variance_factor:.3g}")
@@ -222,18 +227,22 @@ def test_01_section_5_opens_on_its_contrast():
     runs = defs["contrast_runs"]
     fates = {name: r.verdict() for name, r in runs.items()}
     assert fates == {"plain": "vanish", "residual": "explode", "pre-norm": "explode", "residual + pre-norm": "stable"}
-    fresh = activations_lab._depth_variants.__wrapped__(NB.deep_forward, 50, 64, "relu", float(NB.init_std("xavier", 64, 64)),
-                                                        32, 0)
+    fresh = activations_lab._depth_variants.__wrapped__(
+        NB.deep_forward, 50, 64, "relu", float(NB.init_std("xavier", 64, 64)), 32, 0
+    )
     for name, r in runs.items():
         np.testing.assert_allclose(r.grad_norm, fresh[name].grad_norm, rtol=1e-6)
-    assert (f"Plain, the gradient vanishes (the first layer gets {runs['plain'].gradient_ratio:.1e}" in text
-            and f"with pre-norm alone it explodes too ({runs['pre-norm'].gradient_ratio:.1e})" in text
-            and f"with both it stays in range ({runs['residual + pre-norm'].gradient_ratio:.2g})" in text)
+    assert (
+        f"Plain, the gradient vanishes (the first layer gets {runs['plain'].gradient_ratio:.1e}" in text
+        and f"with pre-norm alone it explodes too ({runs['pre-norm'].gradient_ratio:.1e})" in text
+        and f"with both it stays in range ({runs['residual + pre-norm'].gradient_ratio:.2g})" in text
+    )
 
 
 def test_01_switches_drive_the_depth_lab():
-    _, defs = notebook_text("01_activations", depth=50, width=64, depth_act="relu", init="he",
-                            depth_residual=True, depth_norm=True)
+    _, defs = notebook_text(
+        "01_activations", depth=50, width=64, depth_act="relu", init="he", depth_residual=True, depth_norm=True
+    )
     r = depth_lab(depth=50, width=64, activation="relu", init="he", n_samples=128, seed=0, residual=True, norm=True)
     np.testing.assert_allclose(defs["depth_report"].grad_norm, r.grad_norm, rtol=1e-12)
     assert defs["depth_report"].predicted_grad_norm is None
@@ -260,7 +269,11 @@ def test_01_new_exercises_are_graded():
 def test_01_the_bend_buys_accuracy_and_pieces():
     text, defs = notebook_text("01_activations", answer_pieces="7")  # default: width 8, one layer, trained at load
     r = defs["bend_report"]
-    assert defs["bend_is_default"] and r.steps == activations_lab.BEND_STEPS and "trained 400 steps when the page opened" in text
+    assert (
+        defs["bend_is_default"]
+        and r.steps == activations_lab.BEND_STEPS
+        and "trained 400 steps when the page opened" in text
+    )
     assert r.pieces <= r.one_layer_bound == 37 and f"makes at most {r.one_layer_bound}" in text
     same = bend(8, 1, steps=400)
     assert same.pieces == r.pieces and f"{r.pieces} linear pieces" in text
@@ -288,8 +301,10 @@ def run_edited(**values):
     (run_app drives controls only): the visible text and the definitions."""
     app = load_app("notebooks/01_activations.py")
     base = default_defs(app)
-    defs = {name: v if callable(v) and not hasattr(base[name], "value") else Driven(base[name], v)
-            for name, v in values.items()}
+    defs = {
+        name: v if callable(v) and not hasattr(base[name], "value") else Driven(base[name], v)
+        for name, v in values.items()
+    }
     for cell_defs in _defs_by_cell(app):
         if cell_defs & set(values):
             defs.update({other: base[other] for other in cell_defs - set(values)})
@@ -334,12 +349,16 @@ def test_01_editing_block_changes_the_residual_row_and_the_sweep_falls_back():
     assert "run the sweep with your code" in text and defs["weight_sweep"] is None
     text, defs = run_edited(block=_scaled_residual_block, sweep_run=True, depth_act="relu")
     assert "computed just now with your code" in text
-    np.testing.assert_allclose(defs["weight_sweep"].per_layer_factor,  # a plain stack: the edit changes nothing
-                               activations_lab.scale_sweep(NB.deep_forward, "relu").per_layer_factor, rtol=1e-12)
+    np.testing.assert_allclose(
+        defs["weight_sweep"].per_layer_factor,  # a plain stack: the edit changes nothing
+        activations_lab.scale_sweep(NB.deep_forward, "relu").per_layer_factor,
+        rtol=1e-12,
+    )
 
 
 def test_01_editing_init_std_changes_the_depth_figures():
     """The init_std prompt: He with 1 instead of 2 (LeCun) halves the variance of z at every ReLU layer."""
+
     def lecun(init, fan_in, fan_out, scale=1.0, leaky_slope=0.0):
         return NB.init_std(init, fan_in, fan_out, scale, leaky_slope) / (np.sqrt(2) if init == "he" else 1.0)
 
@@ -379,7 +398,8 @@ def test_01_teaching_copies_agree_with_the_library():
     for fan_in, fan_out in [(64, 64), (300, 100)]:
         assert NB.init_std("he", fan_in, fan_out) == pytest.approx(nn.init.calculate_gain("relu") / math.sqrt(fan_in))
         assert NB.init_std("he", fan_in, fan_out, leaky_slope=0.2) == pytest.approx(
-            nn.init.calculate_gain("leaky_relu", 0.2) / math.sqrt(fan_in))
+            nn.init.calculate_gain("leaky_relu", 0.2) / math.sqrt(fan_in)
+        )
         w = engine.zeros(fan_out, fan_in)
         with engine.random.fork_rng(0):
             nn.init.xavier_normal_(w)  # std = √(2/(n_in + n_out)): the sample's std within 3 %
@@ -408,7 +428,10 @@ def test_01_your_own_activation_runs_through_the_depth_lab_as_its_prompt_says():
     text, defs = notebook_text("01_activations", depth_act="mine", depth=20, width=64, init="xavier")
     z = np.linspace(-3, 3, 7)
     np.testing.assert_allclose(NB.my_activation(engine.tensor(z)).data, 1.7159 * np.tanh(2 * z / 3), rtol=1e-12)
-    assert defs["depth_report"].activation.__name__ == "my_activation" and "The weight-scale sweep (my_activation, the activation chosen above" in text
+    assert (
+        defs["depth_report"].activation.__name__ == "my_activation"
+        and "The weight-scale sweep (my_activation, the activation chosen above" in text
+    )
     assert "computed just now with your code" in text and callable(defs["weight_sweep"].activation)
 
     def folded(z):
@@ -437,7 +460,7 @@ def test_01_selu_equals_pytorch_and_has_its_fixed_point():
     np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12, atol=1e-15)
     grid = np.linspace(-12, 12, 240_001)  # E over N(0, 1) by the trapezoid rule
-    density = np.exp(-grid**2 / 2) / math.sqrt(2 * math.pi)
+    density = np.exp(-(grid**2) / 2) / math.sqrt(2 * math.pi)
     values = NB.selu(engine.tensor(grid)).numpy()
     mean = np.trapezoid(values * density, grid)
     assert abs(mean) < 1e-6 and np.trapezoid(values**2 * density, grid) - mean**2 == pytest.approx(1.0, abs=1e-6)
@@ -462,11 +485,14 @@ def test_01_selu_normalises_itself_and_relu_with_he_keeps_the_scale_it_is_given(
 
 def defs_at_unit_inputs():
     """The two runs of the SELU figure with inputs of std 1."""
-    return tuple(activations_lab.self_normalisation(NB.deep_forward, phi, std, 1.0)
-                 for phi, std in ((NB.selu, NB.init_std("custom", 64, 64, 1.0)), ("relu", NB.init_std("he", 64, 64))))
+    return tuple(
+        activations_lab.self_normalisation(NB.deep_forward, phi, std, 1.0)
+        for phi, std in ((NB.selu, NB.init_std("custom", 64, 64, 1.0)), ("relu", NB.init_std("he", 64, 64)))
+    )
 
 
 # ----------------------------------------------------------------------------- fifty layers, trained
+
 
 def test_01_fifty_layers_trained_plain_learns_nothing_and_residual_prenorm_fits():
     """Section 5's training figure opens on the shipped runs (the page's code made them): the plain
@@ -481,9 +507,11 @@ def test_01_fifty_layers_trained_plain_learns_nothing_and_residual_prenorm_fits(
     assert len(plain) == len(both) == steps
     assert abs(plain[-1] - math.log(2)) < 0.005 and np.all(np.abs(plain - math.log(2)) < 0.05)
     first = int(np.flatnonzero(both < 0.05)[0]) + 1
-    assert both[-1] < 1e-2 and np.all(both[first - 1:] < both[0])
-    assert (f"the plain stack's loss is {plain[-1]:.3f} , where ln 2 = {math.log(2):.3f}" in text
-            and f"falls below 0.05 within {first} steps and ends at {both[-1]:.1e}" in text)
+    assert both[-1] < 1e-2 and np.all(both[first - 1 :] < both[0])
+    assert (
+        f"the plain stack's loss is {plain[-1]:.3f} , where ln 2 = {math.log(2):.3f}" in text
+        and f"falls below 0.05 within {first} steps and ends at {both[-1]:.1e}" in text
+    )
     at_init = depth_lab(depth=50, width=32, activation="relu", n_samples=64, seed=0)
     assert 0.4 < at_init.variance_factor < 0.6 and at_init.verdict() == "vanish"
 
@@ -500,6 +528,7 @@ def test_01_fifty_layers_trained_hold_over_seeds(seed):
 
 def test_01_fifty_layers_trained_falls_back_to_the_button_for_edited_code():
     """An edited train_deep does not fit the shipped runs: the page says so and offers its button."""
+
     def train_deep_sgd(net, X, y, phi, residual, pre_norm, steps=100, lr=0.01, on_step=None):
         return NB.train_deep(net, X, y, phi, residual, pre_norm, steps, lr, on_step)
 
@@ -509,6 +538,7 @@ def test_01_fifty_layers_trained_falls_back_to_the_button_for_edited_code():
 
 
 # ----------------------------------------------------------------------------- the finite-depth transient
+
 
 def test_01_tanh_crosses_one_above_the_edge_of_chaos_by_a_finite_depth_transient():
     """The page's tanh sweep (depth 20) crosses 1 near s = 1.25; mean-field theory, shipped as the
@@ -527,8 +557,11 @@ def test_01_tanh_crosses_one_above_the_edge_of_chaos_by_a_finite_depth_transient
     measured = ", ".join(f"{c:.2f} at L = {d}" for d, c in zip(t["measured_depths"], t["measured"]))
     assert f"The dots are the engine's stacks of width 64: {measured}." in text
     fresh = NB.mean_field(engine.functional.tanh, activations_lab.TRANSIENT_SCALES, 60)[3:]  # L = 5 … 60
-    np.testing.assert_allclose([activations_lab.crossing_of(activations_lab.TRANSIENT_SCALES, row) for row in fresh],
-                               t["theory"][:56], rtol=1e-12)
+    np.testing.assert_allclose(
+        [activations_lab.crossing_of(activations_lab.TRANSIENT_SCALES, row) for row in fresh],
+        t["theory"][:56],
+        rtol=1e-12,
+    )
 
 
 def test_01_mean_field_matches_an_independent_recursion_and_its_small_variance_rules():
@@ -553,7 +586,9 @@ def test_01_mean_field_matches_an_independent_recursion_and_its_small_variance_r
     assert (1 - np.tanh(np.sqrt(small) * xi) ** 2) ** 2 @ w == pytest.approx(1 - 2 * small, abs=small**2 * 10)
     relu = NB.mean_field(engine.functional.relu, activations_lab.TRANSIENT_SCALES, 50)
     for row in relu[[0, 18, 48]]:
-        assert activations_lab.crossing_of(activations_lab.TRANSIENT_SCALES, row) == pytest.approx(math.sqrt(2), abs=0.005)
+        assert activations_lab.crossing_of(activations_lab.TRANSIENT_SCALES, row) == pytest.approx(
+            math.sqrt(2), abs=0.005
+        )
 
 
 def test_01_your_own_activation_is_drawn_in_section_1():
@@ -565,8 +600,10 @@ def test_01_your_own_activation_is_drawn_in_section_1():
     np.testing.assert_allclose(c.f, 1.7159 * np.tanh(2 * c.x / 3), rtol=1e-12)
     np.testing.assert_allclose(c.df_autograd, 1.7159 * 2 / 3 / np.cosh(2 * c.x / 3) ** 2, rtol=1e-9, atol=1e-12)
     assert defs["act_gap"] < 1e-8 and defs["act_range"].text() == "(−1.72, 1.72)"
-    assert (f"Output range (found numerically): {defs['act_range'].text()}" in text
-            and f"largest gap between autograd and the central difference on this plot: {defs['act_gap']:.1e}" in text)
+    assert (
+        f"Output range (found numerically): {defs['act_range'].text()}" in text
+        and f"largest gap between autograd and the central difference on this plot: {defs['act_gap']:.1e}" in text
+    )
 
     def folded(z):
         return z.abs()

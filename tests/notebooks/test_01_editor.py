@@ -57,7 +57,11 @@ def test_editing_block_in_the_editor_changes_the_table_and_the_sweep_falls_back(
         outputs.get_by_text(re.compile("the shipped sweep was made by other code than this page's")).first.wait_for()
         assert outputs.get_by_text("shipped with the course, made by this page's").count() == 0
 
-        press_and_wait(page, outputs.get_by_role("button", name="run the sweep with your code").first, 180_000,
-                       "the sweep with the edited code")
+        press_and_wait(
+            page,
+            outputs.get_by_role("button", name="run the sweep with your code").first,
+            180_000,
+            "the sweep with the edited code",
+        )
         outputs.get_by_text("computed just now with your code").first.wait_for()
         assert_no_errors(page, log, "01 after running the sweep with the edited block")

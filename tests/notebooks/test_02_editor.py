@@ -27,8 +27,9 @@ NOTEBOOK = "notebooks/02_losses.py"
 
 def test_editing_losses_in_the_editor_changes_their_figures_and_retires_the_shipped_fits(tmp_path):
     huber = edited_cell_code(NOTEBOOK, "huber", "0.5 * e * e, delta", "e * e, delta")
-    pinball = edited_cell_code(NOTEBOOK, "pinball", "tau * F.relu(e) + (1 - tau) * F.relu(-e)",
-                               "(1 - tau) * F.relu(e) + tau * F.relu(-e)")
+    pinball = edited_cell_code(
+        NOTEBOOK, "pinball", "tau * F.relu(e) + (1 - tau) * F.relu(-e)", "(1 - tau) * F.relu(e) + tau * F.relu(-e)"
+    )
     with editing(NOTEBOOK, tmp_path) as (page, log, outputs):
         gap = re.compile(r"Largest gap between the autograd dots and the formula: (\S+)\.")
         outputs.get_by_text(gap).first.wait_for()
@@ -44,10 +45,16 @@ def test_editing_losses_in_the_editor_changes_their_figures_and_retires_the_ship
         outputs.get_by_text("trained with other code than this page's").first.wait_for()
         assert outputs.get_by_text("fitted in advance by this page's fit_constant").count() == 0
 
-        press_and_wait(page, outputs.get_by_role("button", name="fit with this page's code").first, 300_000,
-                       "fitting with the edited pinball")
+        press_and_wait(
+            page,
+            outputs.get_by_role("button", name="fit with this page's code").first,
+            300_000,
+            "fitting with the edited pinball",
+        )
         outputs.get_by_text("fitted just now by your code").first.wait_for()
         row = outputs.get_by_text(re.compile(r"pinball τ = 0\.9 ↔ asymmetric Laplace")).first
-        fitted = float(re.search(r"asymmetric Laplace\s+(\S+)", row.locator("xpath=ancestor::tr").inner_text()).group(1))
+        fitted = float(
+            re.search(r"asymmetric Laplace\s+(\S+)", row.locator("xpath=ancestor::tr").inner_text()).group(1)
+        )
         assert 0.45 < fitted < 0.6, fitted
         assert_no_errors(page, log, "02 after fitting with the edited pinball")

@@ -27,9 +27,12 @@ def test_02_teaching_losses_equal_the_library():
     lesson = nb()
     rng = np.random.default_rng(0)
     pred, target = rng.normal(0, 3, 40), rng.normal(0, 1, 40)
-    library = {"mse": lambda p, t, d: F.mse_loss(p, t), "mae": lambda p, t, d: F.l1_loss(p, t),
-               "huber": lambda p, t, d: F.huber_loss(p, t, delta=d),
-               "pseudo_huber": lambda p, t, d: F.pseudo_huber_loss(p, t, delta=d)}
+    library = {
+        "mse": lambda p, t, d: F.mse_loss(p, t),
+        "mae": lambda p, t, d: F.l1_loss(p, t),
+        "huber": lambda p, t, d: F.huber_loss(p, t, delta=d),
+        "pseudo_huber": lambda p, t, d: F.pseudo_huber_loss(p, t, delta=d),
+    }
     for name, reference in library.items():
         for delta in (0.3, 2.0):
             mine, theirs = (engine.tensor(pred, requires_grad=True) for _ in range(2))
@@ -55,9 +58,14 @@ def test_02_teaching_losses_equal_the_library():
         assert float(ours.data) == pytest.approx(float(ref.data), rel=1e-12)
     focal = lesson.focal_loss(z, engine.tensor(y), 0.0)  # γ = 0: plain BCE
     np.testing.assert_allclose(focal.numpy(), lesson.bce_with_logits(z, engine.tensor(y)).numpy(), rtol=1e-12)
-    p, q = losses_lab.bimodal_on_grid(losses_lab.KL_GRID, 5.0), losses_lab.gaussian_on_grid(losses_lab.KL_GRID, 1.0, 1.0)
+    p, q = (
+        losses_lab.bimodal_on_grid(losses_lab.KL_GRID, 5.0),
+        losses_lab.gaussian_on_grid(losses_lab.KL_GRID, 1.0, 1.0),
+    )
     ours = lesson.kl_divergence(engine.tensor(np.log(p)), engine.tensor(np.log(q)))
-    assert float(ours.data) == pytest.approx(float(F.kl_div(engine.tensor(np.log(q)), p, reduction="sum").data), rel=1e-12)
+    assert float(ours.data) == pytest.approx(
+        float(F.kl_div(engine.tensor(np.log(q)), p, reduction="sum").data), rel=1e-12
+    )
     # pinball: its closed form, and its gradient by central differences
     tau, c = 0.25, engine.tensor(np.array([0.7]), requires_grad=True)
     value = lesson.pinball(c, engine.tensor(target), tau).mean()
@@ -73,11 +81,18 @@ def test_02_the_fitting_loop_reaches_each_losses_minimum():
     for name, delta in (("mse", 1.0), ("mae", 1.0), ("huber", 0.5), ("pseudo_huber", 2.0)):
         # "the engine's Adam (300 steps, cosine-annealed) reaches the solvers' lines to about 10⁻³"
         assert lesson.fit_line(x, y, lesson.per_example_loss(name, delta)) == pytest.approx(
-            losses_lab.best_line(x, y, name, delta=delta), abs=2e-3), name
+            losses_lab.best_line(x, y, name, delta=delta), abs=2e-3
+        ), name
     t = losses_lab.skewed_targets("gamma", n=500, seed=3)
-    for name, tau, statistic in (("mse", 0.5, np.mean(t)), ("mae", 0.5, np.median(t)), ("pinball", 0.9, np.quantile(t, 0.9))):
+    for name, tau, statistic in (
+        ("mse", 0.5, np.mean(t)),
+        ("mae", 0.5, np.median(t)),
+        ("pinball", 0.9, np.quantile(t, 0.9)),
+    ):
         found = lesson.fit_constant(t, lesson.per_example_loss(name, tau=tau))
-        assert losses_lab.constant_fit(t, name, tau, found).is_a_minimiser and found == pytest.approx(statistic, abs=2e-2)
+        assert losses_lab.constant_fit(t, name, tau, found).is_a_minimiser and found == pytest.approx(
+            statistic, abs=2e-2
+        )
     labels = losses_lab.sample_labels((0.2, 0.5, 0.3), n=400, seed=1)
     np.testing.assert_allclose(lesson.fit_class_probabilities(labels, 3), np.bincount(labels) / 400, atol=1e-3)
     grid = np.linspace(-12, 12, 481)  # wide enough that q is not cut off at the edges
@@ -138,6 +153,7 @@ def test_02_an_edited_pinball_does_not_load_the_shipped_fits_and_trains_on_the_b
     """The edit the page suggests: pinball with its two weights swapped. The shipped fits were made
     by other code, so the page says so in one line and fits with the learner's code on the button:
     at τ = 0.9 the constant is then the 0.1-quantile."""
+
     def pinball(pred, target, tau):
         e = target - pred
         return (1 - tau) * F.relu(e) + tau * F.relu(-e)
@@ -170,6 +186,7 @@ def test_02_an_edited_fit_gaussian_does_not_load_the_shipped_kl_fits():
 
 def test_02_an_edited_huber_moves_its_curve_and_its_gradient_gap():
     """The learner's edit the page suggests: Huber without the ½ on its quadratic branch."""
+
     def huber(pred, target, delta=1.0):
         e = pred - target
         a = e.abs()
@@ -225,6 +242,7 @@ def test_02_naive_cross_entropy_fails_by_nan_for_the_likeliest_class_and_by_inf_
 
 def test_02_a_max_shifted_naive_cross_entropy_loses_its_nan_but_not_its_infinity():
     """The edit the page suggests: the naive formula with the largest logit subtracted first."""
+
     def naive_cross_entropy(z, y):
         z = z - z.max(axis=-1, keepdims=True)
         e = np.exp(z)
@@ -233,7 +251,9 @@ def test_02_a_max_shifted_naive_cross_entropy_loses_its_nan_but_not_its_infinity
     _, defs = notebook_text("02_losses", naive_target=0, precision="float32", naive_cross_entropy=naive_cross_entropy)
     assert defs["naive_break"].scale is None  # "follows the fused one all the way to s = 1000"
     np.testing.assert_allclose(defs["naive_curve"], defs["fused_curve"], rtol=1e-4, atol=1e-6)
-    text, defs = notebook_text("02_losses", naive_target=2, precision="float32", naive_cross_entropy=naive_cross_entropy)
+    text, defs = notebook_text(
+        "02_losses", naive_target=2, precision="float32", naive_cross_entropy=naive_cross_entropy
+    )
     assert defs["naive_break"].kind == "+∞" and 51 < defs["naive_breaks_at"] < 53  # "still breaks at s ≈ 52"
 
 
@@ -278,7 +298,11 @@ def test_02_reverse_kl_started_at_zero_stays_on_the_symmetric_stationary_point()
     p = losses_lab.bimodal_on_grid(grid, separation=5.0)
     _, _, from_one = nb().fit_gaussian(p, grid, "reverse", 1.0, 1.0, steps=300)
     assert 1.7 < hist[-1] / from_one[-1] < 2.3  # "about twice as large" as the fit on one bump
-    at = lambda m, s: np.sum(losses_lab.gaussian_on_grid(grid, m, s) * np.log(losses_lab.gaussian_on_grid(grid, m, s) / p))  # noqa: E731
+
+    def at(m, s):
+        q = losses_lab.gaussian_on_grid(grid, m, s)
+        return np.sum(q * np.log(q / p))  # KL(q || p) on the grid
+
     here = at(0.0, sigma)
     for m, s in ((0.2, sigma), (-0.2, sigma), (0.0, 1.1 * sigma), (0.0, sigma / 1.1), (0.2, 1.1 * sigma)):
         assert at(m, s) > here  # a local minimum, as the prose says, not a saddle
@@ -319,14 +343,15 @@ def test_02_exercises_are_graded_by_the_engine():
     assert "Right" not in text and text.count("Not quite") == 3
 
 
-
-
 # ----------------------------------------------------------------------------- issue 13: losses are likelihoods
 
 
 def _likelihood_rows(text):
-    found = re.findall(r"(MSE ↔ Gaussian|MAE ↔ Laplace|pinball τ = \S+ ↔ asymmetric Laplace) (\S+) "
-                       r"(mean|median|\S+-quantile) (\S+) (\[\S+ \S+\]|\S+)", text)
+    found = re.findall(
+        r"(MSE ↔ Gaussian|MAE ↔ Laplace|pinball τ = \S+ ↔ asymmetric Laplace) (\S+) "
+        r"(mean|median|\S+-quantile) (\S+) (\[\S+ \S+\]|\S+)",
+        text,
+    )
     rows = {}
     for name, fit, stat, value, span in found:
         lo, hi = (float(v) for v in span.strip("[]").split(", ")) if "[" in span else (float(span),) * 2
@@ -338,7 +363,11 @@ def test_02_three_losses_three_answers_on_skewed_noise():
     text, defs = notebook_text("02_losses", lik_noise="gamma", lik_tau=0.9)
     rows = _likelihood_rows(text)
     y = losses_lab.skewed_targets("gamma", n=2000, seed=0)
-    expected = {"MSE": ("mean", np.mean(y)), "MAE": ("median", np.median(y)), "pinball": ("0.9-quantile", np.quantile(y, 0.9))}
+    expected = {
+        "MSE": ("mean", np.mean(y)),
+        "MAE": ("median", np.median(y)),
+        "pinball": ("0.9-quantile", np.quantile(y, 0.9)),
+    }
     for name, (stat, value) in expected.items():
         fit, shown_stat, shown_value, lo, hi = rows[name]
         assert shown_stat == stat and shown_value == pytest.approx(value, abs=5e-5)
@@ -416,7 +445,9 @@ def test_02_imbalance_accuracy_hides_a_zero_recall_and_weights_restore_it():
     assert runs["plain"].recall == pytest.approx(again.recall, rel=1e-9, abs=1e-12)
     np.testing.assert_allclose(runs["plain"].w, again.w, rtol=1e-9, atol=1e-12)
     assert runs["plain"].accuracy == pytest.approx(0.99, abs=0.005) and runs["plain"].recall == 0.0
-    assert runs["weighted"].recall > 0.8 and runs["weighted"].precision < 0.5 * runs["weighted"].recall  # paid in precision
+    assert (
+        runs["weighted"].recall > 0.8 and runs["weighted"].precision < 0.5 * runs["weighted"].recall
+    )  # paid in precision
     assert "plain BCE 99 % 0 % —" in text
     for share in (0.01, 0.05):
         _, defs = notebook_text("02_losses", imb_share=share, focal_gamma=2.0)
@@ -455,14 +486,18 @@ def test_02_dragged_outliers_are_the_data_the_lines_are_fitted_to():
     assert defs["outlier_pucks"] is None and not defs["line_out"].any()
 
 
-
 def test_02_gaussian_nll_equals_pytorch_and_is_least_at_the_squared_residual():
     """gaussian_nll against torch's gaussian_nll_loss (full=False): values and the gradients in μ and
     s = ln σ² with a random upstream gradient; and, for one point, ℓ is least at σ² = (y − μ)²."""
     torch = pytest.importorskip("torch")
     lesson = nb()
     rng = np.random.default_rng(0)
-    mean, log_var, target, upstream = rng.normal(0, 1, 30), rng.normal(0, 1.5, 30), rng.normal(0, 2, 30), rng.normal(size=30)
+    mean, log_var, target, upstream = (
+        rng.normal(0, 1, 30),
+        rng.normal(0, 1.5, 30),
+        rng.normal(0, 2, 30),
+        rng.normal(size=30),
+    )
     m, s = engine.tensor(mean, requires_grad=True), engine.tensor(log_var, requires_grad=True)
     ours = lesson.gaussian_nll(m, s, engine.tensor(target))
     (ours * engine.tensor(upstream)).sum().backward()
@@ -509,7 +544,7 @@ def test_02_the_noise_fit_at_other_training_steps(step):
 def test_02_the_shipped_noise_fits_are_the_page_code_and_an_edit_trains_on_the_button():
     lesson = nb()
     _, defs = notebook_text("02_losses", noise_growth=0.5)
-    fresh = lesson.fit_noise_model(*losses_lab.noisy_line(0.5))[::losses_lab.NOISE_EVERY]
+    fresh = lesson.fit_noise_model(*losses_lab.noisy_line(0.5))[:: losses_lab.NOISE_EVERY]
     np.testing.assert_allclose(defs["noise_trail"], fresh, rtol=0, atol=1e-12)
 
     def gaussian_nll(mean, log_var, target):  # an edit: the ln σ² term dropped, so σ² only grows
@@ -598,7 +633,10 @@ def test_02_temperature_scaling_on_the_values_shown(noise_dims, n_bins):
     r = defs["calib_report"]
     assert "shipped with the course" in text and "Traceback" not in text
     assert r["after"]["accuracy"] == r["before"]["accuracy"]
-    assert f"before (T = 1) {r['before']['ece']:.3f}" in text and f"after (T = {r['T']:.2f}) {r['after']['ece']:.3f}" in text
+    assert (
+        f"before (T = 1) {r['before']['ece']:.3f}" in text
+        and f"after (T = {r['T']:.2f}) {r['after']['ece']:.3f}" in text
+    )
     if noise_dims >= 10:
         assert r["before"]["ece"] > 0.08 and r["T"] > 1.5 and r["after"]["ece"] < r["before"]["ece"]
     if noise_dims == 0:
@@ -614,8 +652,10 @@ def test_02_temperature_scaling_holds_over_five_draws_of_the_data(noise_dims):
         x_val, y_val = data["validation"]
         temperature = lesson.fit_temperature(x_val @ weights + bias, y_val)
         x, y = data["test"]
-        before, after = (lesson.expected_calibration_error(losses_lab.softmax_probabilities(x @ weights + bias, t), y)
-                         for t in (1.0, temperature))
+        before, after = (
+            lesson.expected_calibration_error(losses_lab.softmax_probabilities(x @ weights + bias, t), y)
+            for t in (1.0, temperature)
+        )
         assert before > 0.08 and temperature > 1.5 and after < before, (noise_dims, seed)
 
 

@@ -1,5 +1,4 @@
-"""Notebook 03_backprop: the values it shows are the engine's, and its claims hold on them.
-"""
+"""Notebook 03_backprop: the values it shows are the engine's, and its claims hold on them."""
 
 import math
 
@@ -22,8 +21,9 @@ def _trained(split, width=16, depth=2, activation="tanh", optimizer="adam", lr=0
     """The training history the page's own cells give for these settings."""
     k = int(max(split[1].max(), split[3].max())) + 1
     model = NB.mlp(2, k, width, depth, activation, seed=0)
-    return NB.train_playground(model, backprop_lab.playground_optimizer(optimizer, model.parameters(), lr), split,
-                               epochs)
+    return NB.train_playground(
+        model, backprop_lab.playground_optimizer(optimizer, model.parameters(), lr), split, epochs
+    )
 
 
 def _overfit(split, width=16, activation="tanh"):
@@ -72,6 +72,7 @@ def test_03_the_teaching_copies_agree_with_the_library():
     assert NB.gradient_check(lambda u, v: _SwappedMul.apply(u, v).tanh(), xs) > 0.1
     # the lesson calls the engine's backward() and an optimizer's step()
     import inspect
+
     assert ".backward()" in inspect.getsource(NB.train_step) and ".step()" in inspect.getsource(NB.train_step)
 
 
@@ -126,12 +127,13 @@ def test_03_an_edited_training_step_is_not_shown_the_shipped_model():
     text, defs = notebook_text("03_backprop", train_step=train_step, train_button=True, overfit_button=True)
     losses = defs["pg_run"].history["train_loss"]
     shipped = checkpoints.load_named("backprop_playground")
-    assert max(losses[len(losses) // 2:]) > 1 and shipped["history"]["train_loss"][-1] < 0.1  # it jumps about
+    assert max(losses[len(losses) // 2 :]) > 1 and shipped["history"]["train_loss"][-1] < 0.1  # it jumps about
     assert defs["overfit_losses"][-1] > 0.5 and shipped["overfit_losses"][-1] < 0.05  # it stalls far above 0
     assert "Trained just now by the lesson cells above" in text and "a lesson cell above is broken" in text
 
 
 # ----------------------------------------------------------------------------- the page
+
 
 def test_03_graph_step_through_shows_the_engine_gradients():
     for name in graphs.EXPRESSIONS:
@@ -255,8 +257,17 @@ def test_03_playground_retrains_behind_the_button():
     history = _trained((Xtr, ytr, Xva, yva), epochs=20)
     np.testing.assert_allclose(defs["pg_run"].history["train_loss"], history["train_loss"])
     assert not defs["pg_run_is_default"] and f"train loss {history['train_loss'][-1]:.4f}" in text
-    text, defs = notebook_text("03_backprop", train_button=True, pg_epochs=50, pg_opt="sgd", pg_lr=3.0, pg_act="relu",
-                               pg_depth=4, pg_width=64, pg_data="spirals")
+    text, defs = notebook_text(
+        "03_backprop",
+        train_button=True,
+        pg_epochs=50,
+        pg_opt="sgd",
+        pg_lr=3.0,
+        pg_act="relu",
+        pg_depth=4,
+        pg_width=64,
+        pg_data="spirals",
+    )
     assert defs["pg_run"].diverged and "Training diverged" in text
     text, defs = notebook_text("03_backprop", overfit_button=True, pg_width=8, pg_act="relu")
     want = _overfit((Xtr, ytr, Xva, yva), width=8, activation="relu")
@@ -285,8 +296,10 @@ def test_03_the_step_rule_finds_the_bottom_of_the_v():
             assert rule.h == pytest.approx((3 * float(np.finfo(dt).eps) * abs(f) / abs(f3)) ** (1 / 3), rel=1e-9)
             at_h = backprop_lab.finite_difference_errors(NB.central_difference, x0, hs=[rule.h]).error(dt)[0]
             assert rule.error_at_h == at_h and (rule.best_h, rule.best_error) == defs["fd_best"][dt]
-            assert f"{dt}: h* = {rule.h:.1e} , error there {rule.error_at_h:.1e} ; the lowest dot: " \
-                   f"{rule.best_error:.1e} at h ≈ {rule.best_h:.0e}, {rule.decades_from_best:.1f} decades away" in text
+            assert (
+                f"{dt}: h* = {rule.h:.1e} , error there {rule.error_at_h:.1e} ; the lowest dot: "
+                f"{rule.best_error:.1e} at h ≈ {rule.best_h:.0e}, {rule.decades_from_best:.1f} decades away" in text
+            )
             assert rule.decades_from_best <= 1.2 and 0.1 < rule.error_at_h / rule.best_error < 5
         if x0 == 0.7:
             default_text, default_rule, exercise = text, defs["fd_rule"]["float64"], defs["exercise_h"]
@@ -315,10 +328,16 @@ def test_03_the_step_rule_finds_the_bottom_of_the_v():
 
 def test_03_exercises_are_graded_by_the_engine():
     s = 1 / (1 + math.exp(1.5))
-    text, defs = notebook_text("03_backprop", answer_neuron=f"{s * (1 - s) * 2:.4f}", answer_dw="5", answer_h="-6",
-                               answer_uses="3",
-                               answer_modes=f"{NB.mode_costs(500)[1] / NB.mode_costs(500)[0]:.0f}",
-                               answer_saved="6400", answer_held="10")
+    text, defs = notebook_text(
+        "03_backprop",
+        answer_neuron=f"{s * (1 - s) * 2:.4f}",
+        answer_dw="5",
+        answer_h="-6",
+        answer_uses="3",
+        answer_modes=f"{NB.mode_costs(500)[1] / NB.mode_costs(500)[0]:.0f}",
+        answer_saved="6400",
+        answer_held="10",
+    )
     assert defs["exercise_neuron"].truth == pytest.approx(s * (1 - s) * 2)
     assert defs["exercise_dw"].truth == 5 and -8 <= defs["exercise_h"].truth <= -4
     assert defs["exercise_uses"].truth == 3
@@ -326,8 +345,16 @@ def test_03_exercises_are_graded_by_the_engine():
     assert defs["exercise_saved"].truth == 100 * 64
     assert defs["exercise_held"].truth == math.ceil(16 / 2) + 2  # the formula the section draws
     assert text.count("Right") == 7
-    text, _ = notebook_text("03_backprop", answer_neuron="0.5", answer_dw="10", answer_h="-12", answer_uses="2",
-                            answer_modes="2", answer_saved="64", answer_held="17")
+    text, _ = notebook_text(
+        "03_backprop",
+        answer_neuron="0.5",
+        answer_dw="10",
+        answer_h="-12",
+        answer_uses="2",
+        answer_modes="2",
+        answer_saved="64",
+        answer_held="17",
+    )
     assert "Right" not in text and text.count("Not quite") == 7
 
 
@@ -337,8 +364,9 @@ def test_03_playground_trains_on_a_drawn_data_set():
     rng = np.random.default_rng(5)  # two clusters, as a learner would spray them
     X = np.concatenate([rng.normal((-1.5, -1.0), 0.3, (12, 2)), rng.normal((1.0, 1.5), 0.3, (12, 2))])
     y = np.repeat([0, 1], 12)
-    drawing = widgets.scatter(backprop_lab.CANVAS_CLASSES, bounds=backprop_lab.CANVAS_BOUNDS, size=(360, 360),
-                              start=(X, y)).value
+    drawing = widgets.scatter(
+        backprop_lab.CANVAS_CLASSES, bounds=backprop_lab.CANVAS_BOUNDS, size=(360, 360), start=(X, y)
+    ).value
     text, defs = notebook_text("03_backprop", pg_canvas=drawing, train_button=True, pg_epochs=30)
     drawn = widgets.scatter_data(drawing, bounds=backprop_lab.CANVAS_BOUNDS)
     np.testing.assert_allclose(drawn.X, X, atol=1e-5)  # the canvas gives back what was drawn
@@ -361,8 +389,10 @@ def test_03_loss_zoom_shows_the_second_half_of_training_until_a_stretch_is_brush
     history = defs["pg_run"].history
     n = len(history["train_loss"])
     first = int(np.ceil(n / 2))
-    assert (f"Over epochs {first} to {n} the training loss went from {history['train_loss'][first - 1]:.4f} to "
-            f"{history['train_loss'][-1]:.4f}") in text
+    assert (
+        f"Over epochs {first} to {n} the training loss went from {history['train_loss'][first - 1]:.4f} to "
+        f"{history['train_loss'][-1]:.4f}"
+    ) in text
     assert defs["loss_overview"].selections == {}
 
 
@@ -394,8 +424,12 @@ def test_03_the_playground_says_where_it_starts_to_overfit():
     val = np.asarray(defs["pg_run"].history["val_acc"])
     peak = int(np.argmax(val))
     assert val[peak] - val[-1] > 0.05  # the shipped run overfits
-    assert f"peaked at {100 * val[peak]:.1f} % after epoch {peak + 1} and ends {100 * (val[peak] - val[-1]):.1f} " \
-           "points lower" in text and "(overfitting)" in text
+    assert (
+        f"peaked at {100 * val[peak]:.1f} % after epoch {peak + 1} and ends {100 * (val[peak] - val[-1]):.1f} "
+        "points lower"
+        in text
+        and "(overfitting)" in text
+    )
     steady = backprop_lab.overfitting_note({"val_acc": [0.5, 0.9, 0.95, 0.948]})
     assert "no sign of overfitting" in steady and "95.0 %** after epoch 3" in steady
 

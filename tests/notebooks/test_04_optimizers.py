@@ -1,5 +1,4 @@
-"""Notebook 04_optimizers: the values it shows are the engine's, and its claims hold on them.
-"""
+"""Notebook 04_optimizers: the values it shows are the engine's, and its claims hold on them."""
 
 import inspect
 import math
@@ -15,18 +14,26 @@ from engine.course.labs import optimizers as optim_lab
 from engine.nn.utils import clip_grad_norm_
 
 NB = load_module("notebooks/04_optimizers.py")  # the lesson's update rules and race loop
-RULES = {"sgd": NB.sgd, "momentum": NB.momentum, "nesterov": NB.nesterov, "rmsprop": NB.rmsprop,
-         "adam": NB.adam, "adamw": NB.adam}
+RULES = {
+    "sgd": NB.sgd,
+    "momentum": NB.momentum,
+    "nesterov": NB.nesterov,
+    "rmsprop": NB.rmsprop,
+    "adam": NB.adam,
+    "adamw": NB.adam,
+}
 
 
 def engine_optimizer(name, params, lr, momentum=0.9, alpha=0.99, betas=(0.9, 0.999), weight_decay=0.0):
     """The library's optimizer for racer ``name``: what each lesson rule must agree with."""
-    return {"sgd": lambda: optim.SGD(params, lr=lr),
-            "momentum": lambda: optim.SGD(params, lr=lr, momentum=momentum),
-            "nesterov": lambda: optim.SGD(params, lr=lr, momentum=momentum, nesterov=True),
-            "rmsprop": lambda: optim.RMSprop(params, lr=lr, alpha=alpha),
-            "adam": lambda: optim.Adam(params, lr=lr, betas=betas),
-            "adamw": lambda: optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay)}[name]()
+    return {
+        "sgd": lambda: optim.SGD(params, lr=lr),
+        "momentum": lambda: optim.SGD(params, lr=lr, momentum=momentum),
+        "nesterov": lambda: optim.SGD(params, lr=lr, momentum=momentum, nesterov=True),
+        "rmsprop": lambda: optim.RMSprop(params, lr=lr, alpha=alpha),
+        "adam": lambda: optim.Adam(params, lr=lr, betas=betas),
+        "adamw": lambda: optim.AdamW(params, lr=lr, betas=betas, weight_decay=weight_decay),
+    }[name]()
 
 
 def engine_path(surface, name, start=None, steps=100, lr=None, schedule="constant", clip=None, **hyper):
@@ -92,8 +99,17 @@ def test_04_the_race_loop_follows_engine_optim_racer_by_racer(surface):
     lrs = {**optim_lab.SURFACES[surface]["lr"], "sgd": 0.05}  # SGD blows up on the walls
     hyper = {"momentum": 0.8, "alpha": 0.9, "betas": (0.8, 0.99), "weight_decay": 0.1}
     for schedule in optim_lab.SCHEDULES:
-        raced = optim_lab.run_race(NB.race, RULES, surface, optim_lab.OPTIMIZERS, start=(1.0, 1.5), steps=60,
-                                   lrs=lrs, schedule=schedule, **hyper).trajectories
+        raced = optim_lab.run_race(
+            NB.race,
+            RULES,
+            surface,
+            optim_lab.OPTIMIZERS,
+            start=(1.0, 1.5),
+            steps=60,
+            lrs=lrs,
+            schedule=schedule,
+            **hyper,
+        ).trajectories
         for name in optim_lab.OPTIMIZERS:
             alone = engine_path(surface, name, start=(1.0, 1.5), steps=60, lr=lrs[name], schedule=schedule, **hyper)
             np.testing.assert_allclose(raced[name].path, alone, rtol=1e-9, atol=1e-12, err_msg=(schedule, name))
@@ -121,8 +137,9 @@ def test_04_clipping_in_the_race_loop_is_clip_grad_norm_and_rescues_sgd():
     free = run("rosenbrock", "sgd", steps=300, lrs={"sgd": 0.01})
     held = run("rosenbrock", "sgd", steps=300, lrs={"sgd": 0.01}, clip=3.0)
     assert free.diverged and not held.diverged and held.final_loss < 1.0
-    np.testing.assert_allclose(held.path, engine_path("rosenbrock", "sgd", steps=300, lr=0.01, clip=3.0),
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        held.path, engine_path("rosenbrock", "sgd", steps=300, lr=0.01, clip=3.0), rtol=1e-9, atol=1e-12
+    )
 
 
 def test_04_editing_adam_moves_the_bias_correction_chart_and_the_race():
@@ -146,8 +163,11 @@ def test_04_editing_adam_moves_the_bias_correction_chart_and_the_race():
 
 def test_04_averaged_momentum_falls_behind_as_the_page_says():
     """The page's other suggested edit: momentum's buffer as an average of the gradients."""
-    averaged = edited(NB.momentum, 'state["b"] = mu * state["b"] + g if "b" in state else g',
-                      'state["b"] = mu * state.get("b", 0.0) + (1 - mu) * g')
+    averaged = edited(
+        NB.momentum,
+        'state["b"] = mu * state["b"] + g if "b" in state else g',
+        'state["b"] = mu * state.get("b", 0.0) + (1 - mu) * g',
+    )
     _, before = notebook_text("04_optimizers")
     outputs, after = run_app(NB.app, momentum=averaged)
     was, now = (d["trajectories"]["momentum"].final_loss for d in (before, after))
@@ -160,9 +180,13 @@ def test_04_averaged_momentum_falls_behind_as_the_page_says():
 
 def test_04_clipping_each_coordinate_stalls_as_the_page_says():
     """The page's third suggested edit, in race: np.clip per coordinate instead of the global norm."""
-    per_coordinate = edited(NB.race, """            if clip is not None and norm > clip:
-                g = g * (clip / (norm + 1e-6))""", """            if clip is not None:
-                g = np.clip(g, -clip, clip)""")
+    per_coordinate = edited(
+        NB.race,
+        """            if clip is not None and norm > clip:
+                g = g * (clip / (norm + 1e-6))""",
+        """            if clip is not None:
+                g = np.clip(g, -clip, clip)""",
+    )
     _, before = notebook_text("04_optimizers")
     outputs, after = run_app(NB.app, race=per_coordinate)
     was, now = (d["clip_runs"]["clipped at 3"] for d in (before, after))
@@ -174,22 +198,33 @@ def test_04_clipping_each_coordinate_stalls_as_the_page_says():
 
 # ----------------------------------------------------------------------------- what the page shows
 
+
 def test_04_trajectories_come_from_the_engine_optimizers():
     lrs = {n: optim_lab.SURFACES["beale"]["lr"][n] for n in optim_lab.OPTIMIZERS}
-    text, defs = notebook_text("04_optimizers", surface="beale", start_x=0.5, start_y=1.0, n_steps=80, lrs=lrs,
-                       traj_schedule="warmup_cosine", adamw_decay=0.2, shown_opts=list(optim_lab.OPTIMIZERS))
+    text, defs = notebook_text(
+        "04_optimizers",
+        surface="beale",
+        start_x=0.5,
+        start_y=1.0,
+        n_steps=80,
+        lrs=lrs,
+        traj_schedule="warmup_cosine",
+        adamw_decay=0.2,
+        shown_opts=list(optim_lab.OPTIMIZERS),
+    )
     hyper = dict(momentum=0.9, alpha=0.99, betas=(0.9, 0.999), weight_decay=0.2)
     for name in optim_lab.OPTIMIZERS:
-        path = engine_path("beale", name, start=(0.5, 1.0), steps=80, lr=lrs[name], schedule="warmup_cosine",
-                           **hyper)
+        path = engine_path("beale", name, start=(0.5, 1.0), steps=80, lr=lrs[name], schedule="warmup_cosine", **hyper)
         np.testing.assert_allclose(defs["trajectories"][name].path, path, rtol=1e-9, atol=1e-12)
         assert f"{optim_lab.surface_value('beale', path[-1]):.3g}" in text
     text, defs = notebook_text("04_optimizers", shown_opts=[])
     assert "No optimizer selected" in text and defs["trajectories"] == {}
     text, defs = notebook_text("04_optimizers", momentum_beta=0.0)
     assert "Nesterov not run" in text and "nesterov" not in defs["trajectories"]
-    assert "AdamW runs with λ = 0.2" in notebook_text("04_optimizers", adamw_decay=0.2,
-                                                       shown_opts=list(optim_lab.OPTIMIZERS))[0]
+    assert (
+        "AdamW runs with λ = 0.2"
+        in notebook_text("04_optimizers", adamw_decay=0.2, shown_opts=list(optim_lab.OPTIMIZERS))[0]
+    )
 
 
 def test_04_the_race_defaults_to_adamw_without_decay():
@@ -204,8 +239,7 @@ def test_04_the_race_defaults_to_adamw_without_decay():
     assert "AdamW runs with λ = 0, so it is Adam step for step" in text and len(traj) == 6
     # with the old default λ = 0.05 the note's claim holds: AdamW settles away from θ* = (1, 1)
     # where Adam, with the same η and betas, gets close
-    text, defs = notebook_text("04_optimizers", adamw_decay=0.05, n_steps=1000,
-                               shown_opts=list(optim_lab.OPTIMIZERS))
+    text, defs = notebook_text("04_optimizers", adamw_decay=0.05, n_steps=1000, shown_opts=list(optim_lab.OPTIMIZERS))
     theta_star = np.array(optim_lab.SURFACES["rosenbrock"]["minimum"])
     assert "AdamW runs with λ = 0.05" in text
     adamw, adam = defs["trajectories"]["adamw"], defs["trajectories"]["adam"]
@@ -228,8 +262,9 @@ def test_04_bias_correction_schedules_decay_and_clipping():
     assert "First step: 1.000 η with the correction, 3.162 η without" in text
     text, defs = notebook_text("04_optimizers", sched_steps=10, sched_warmup=100)
     assert all(len(v) == 10 for v in defs["schedules"].values()) and "cut to 9" in text
-    c = optim_lab.schedule_curves(steps=100, lr=0.1, step_size=25, gamma=0.5, warmup=10, pct_start=0.3,
-                                  factor=0.5, patience=5)
+    c = optim_lab.schedule_curves(
+        steps=100, lr=0.1, step_size=25, gamma=0.5, warmup=10, pct_start=0.3, factor=0.5, patience=5
+    )
     _, defs = notebook_text("04_optimizers")
     for k in c:
         np.testing.assert_allclose(defs["schedules"][k], c[k])
@@ -262,7 +297,6 @@ def test_04_condition_number_rates_shown_match_the_prose():
         assert abs(ratio / math.sqrt(kappa) - 1) < 0.15, (kappa, ratio)
 
 
-
 def test_04_momentum_grid_steps_each_cell_as_the_rule_alone():
     """momentum_grid steps every (η, μ) at once; each cell is the lesson's momentum run on its own,
     and the unrolled recurrence θ_{t+1} = (1 + μ − ηλ)θ_t − μθ_{t−1} the prose gives."""
@@ -291,7 +325,9 @@ def test_04_phase_diagram_claims_on_the_values_shown():
         text, defs = notebook_text("04_optimizers", **settings)
         p = defs["phase"]
         right, left = ~p.stable, p.grew & p.stable
-        assert np.all(p.grew[right]) and f"right of the line that grew: {right.sum()} of {right.sum()}" in text, settings
+        assert np.all(p.grew[right]) and f"right of the line that grew: {right.sum()} of {right.sum()}" in text, (
+            settings
+        )
         assert f"left of it: {left.sum()} of {p.stable.sum()}" in text
         assert left.sum() < 0.1 * p.stable.sum() and np.all(p.rate[left] > 0.85), settings
         assert np.all(p.rate[right] > 1) and np.all(p.rate[p.stable] < 1)  # the line is the theory's rate = 1
@@ -299,9 +335,13 @@ def test_04_phase_diagram_claims_on_the_values_shown():
         if p.steps >= 100:
             assert abs(p.best[1] - p.optimum[1]) <= row * 1.01, settings
     assert optim_lab.phase_diagram(NB.momentum_grid, NB.momentum, 1.0, 100).optimum[1] == 0
-    assert optim_lab.phase_diagram(NB.momentum_grid, NB.momentum, 1000.0, 100).optimum[1] == pytest.approx(0.88, abs=0.005)
-    counts = [np.sum(d.grew & d.stable) for d in
-              (optim_lab.phase_diagram(NB.momentum_grid, NB.momentum, 100.0, t) for t in (10, 20, 50, 100, 200))]
+    assert optim_lab.phase_diagram(NB.momentum_grid, NB.momentum, 1000.0, 100).optimum[1] == pytest.approx(
+        0.88, abs=0.005
+    )
+    counts = [
+        np.sum(d.grew & d.stable)
+        for d in (optim_lab.phase_diagram(NB.momentum_grid, NB.momentum, 100.0, t) for t in (10, 20, 50, 100, 200))
+    ]
     assert all(a > b for a, b in zip(counts, counts[1:])), counts  # "lengthen the run and they turn blue"
     # gradient descent's limit at μ = 0: the row's cells fall up to ηλ_max = 2 and grow past it
     p = optim_lab.phase_diagram(NB.momentum_grid, NB.momentum, 100.0, 200)
@@ -326,6 +366,7 @@ def test_04_nesterov_in_the_phase_diagram_turns_the_band_red_as_the_page_says(tm
     assert np.all(now.grew[now.x[None, :] > limit]) and (now.grew & (now.x[None, :] < limit)).sum() <= 1
     mu = np.argmin(abs(now.mu - 0.9))
     assert 2 * (1 + now.mu[mu]) / (1 + 2 * now.mu[mu]) == pytest.approx(1.36, abs=0.01)
+
 
 @pytest.mark.slow
 def test_04_noise_floor_claims_hold_on_the_values_shown():
@@ -382,9 +423,16 @@ def test_04_range_test_claims_on_the_values_shown():
 
 
 def test_04_exercises_are_graded_by_the_engine():
-    text, defs = notebook_text("04_optimizers", answer_adam="0.01", answer_cosine="0.05", answer_clip="0.6",
-                               answer_rate="0.818", answer_floor="falls",
-                               answer_lookahead="1.8", answer_limit="4")
+    text, defs = notebook_text(
+        "04_optimizers",
+        answer_adam="0.01",
+        answer_cosine="0.05",
+        answer_clip="0.6",
+        answer_rate="0.818",
+        answer_floor="falls",
+        answer_lookahead="1.8",
+        answer_limit="4",
+    )
     assert defs["exercise_rate"].truth == pytest.approx(9 / 11)
     assert defs["exercise_adam"].truth == pytest.approx(0.01, rel=1e-6)
     assert defs["exercise_cosine"].truth == pytest.approx(0.05)
@@ -393,9 +441,16 @@ def test_04_exercises_are_graded_by_the_engine():
     assert defs["exercise_lookahead"].truth == pytest.approx(1.8)
     assert defs["exercise_limit"].truth == pytest.approx(4.0)
     assert text.count("Right") == 7
-    text, _ = notebook_text("04_optimizers", answer_adam="0.003", answer_cosine="0.1", answer_clip="3",
-                            answer_rate="0.980", answer_floor="rises",
-                            answer_lookahead="2", answer_limit="2")
+    text, _ = notebook_text(
+        "04_optimizers",
+        answer_adam="0.003",
+        answer_cosine="0.1",
+        answer_clip="3",
+        answer_rate="0.980",
+        answer_floor="rises",
+        answer_lookahead="2",
+        answer_limit="2",
+    )
     assert "Right" not in text and text.count("Not quite") == 6 and text.count("Not this one") == 1
 
 

@@ -1,5 +1,4 @@
-"""Notebook 05_convolution: the values it shows are the engine's, and its claims hold on them.
-"""
+"""Notebook 05_convolution: the values it shows are the engine's, and its claims hold on them."""
 
 import math
 
@@ -15,11 +14,11 @@ from engine.course.labs import convolution as conv_lab
 NB05 = "notebooks/05_convolution.py"
 
 
-@pytest.mark.parametrize("w, k, p, s, d", [(7, 3, 1, 2, 1), (16, 7, 0, 1, 3), (1, 1, 0, 4, 1),
-                                           (2, 7, 0, 1, 3), (16, 3, 4, 4, 2)])
+@pytest.mark.parametrize(
+    "w, k, p, s, d", [(7, 3, 1, 2, 1), (16, 7, 0, 1, 3), (1, 1, 0, 4, 1), (2, 7, 0, 1, 3), (16, 3, 4, 4, 2)]
+)
 def test_05_calculator_agrees_with_engine_shapes(w, k, p, s, d):
-    outputs, defs = run_app(load_app(NB05), size_w=w, kernel_k=k, padding_p=p, stride_s=s,
-                            dilation_d=d)
+    outputs, defs = run_app(load_app(NB05), size_w=w, kernel_k=k, padding_p=p, stride_s=s, dilation_d=d)
     assert_no_error_outputs(outputs)
     report = defs["conv_setting"]
     k_eff = shapes.effective_kernel_size(k, d)
@@ -35,11 +34,20 @@ def test_05_calculator_agrees_with_engine_shapes(w, k, p, s, d):
 
 
 def test_05_transposed_and_params_agree_with_torch_shapes(torch):
-    outputs, defs = run_app(load_app(NB05), transpose_w=4, kernel_k=4, stride_s=2, padding_p=1,
-                            output_padding=1, channels_in=64, channels_out=1)
+    outputs, defs = run_app(
+        load_app(NB05),
+        transpose_w=4,
+        kernel_k=4,
+        stride_s=2,
+        padding_p=1,
+        output_padding=1,
+        channels_in=64,
+        channels_out=1,
+    )
     assert_no_error_outputs(outputs)
-    y = torch.nn.functional.conv_transpose1d(torch.ones(1, 1, 4), torch.ones(1, 1, 4), stride=2,
-                                             padding=1, output_padding=1)
+    y = torch.nn.functional.conv_transpose1d(
+        torch.ones(1, 1, 4), torch.ones(1, 1, 4), stride=2, padding=1, output_padding=1
+    )
     assert defs["transposed"].report.output_size == y.shape[-1]
     np.testing.assert_array_equal(defs["transposed"].coverage, y[0, 0].numpy())
     conv = torch.nn.Conv2d(64, 1, 4)
@@ -56,8 +64,9 @@ def test_05_receptive_field_presets(preset):
 
 
 def test_05_receptive_field_custom_collapse_is_a_warning():
-    outputs, defs = run_app(load_app(NB05), rf_preset="custom stack", rf_layers=12, rf_stride=3,
-                            rf_kernel=7, rf_input=8)
+    outputs, defs = run_app(
+        load_app(NB05), rf_preset="custom stack", rf_layers=12, rf_stride=3, rf_kernel=7, rf_input=8
+    )
     assert_no_error_outputs(outputs)
     assert "cannot go on" in output_text(outputs)
 
@@ -65,9 +74,11 @@ def test_05_receptive_field_custom_collapse_is_a_warning():
 def test_05_exercises_graded_by_the_engine():
     app = load_app(NB05)
     _, defs = run_app(app)
-    truths = {"answer_size": shapes.conv_output_size(28, 5, 2, 0),
-              "answer_params": shapes.conv2d_params(3, 16, 5),
-              "answer_rf": shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size}
+    truths = {
+        "answer_size": shapes.conv_output_size(28, 5, 2, 0),
+        "answer_params": shapes.conv2d_params(3, 16, 5),
+        "answer_rf": shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size,
+    }
     assert tuple(defs[n.replace("answer", "exercise")].truth for n in truths) == tuple(truths.values())
     assert truths["answer_rf"] == 15 and truths["answer_size"] == 12 and truths["answer_params"] == 1216
     for name, truth in truths.items():
@@ -77,11 +88,9 @@ def test_05_exercises_graded_by_the_engine():
         assert "Not quite" in text and "Hint" in text
 
 
-@pytest.mark.parametrize("size, k, s, p, r", [(5, 3, 1, 1, 7), (8, 4, 3, 2, 63), (3, 4, 1, 0, 0),
-                                              (6, 2, 2, 0, 5)])
+@pytest.mark.parametrize("size, k, s, p, r", [(5, 3, 1, 1, 7), (8, 4, 3, 2, 63), (3, 4, 1, 0, 0), (6, 2, 2, 0, 5)])
 def test_05_im2col_view_agrees_with_conv2d(size, k, s, p, r):
-    outputs, defs = run_app(load_app(NB05), im_size=size, im_kernel=k, im_stride=s, im_padding=p,
-                            im_pixel=r)
+    outputs, defs = run_app(load_app(NB05), im_size=size, im_kernel=k, im_stride=s, im_padding=p, im_pixel=r)
     assert_no_error_outputs(outputs)
     view = defs["view"]
     report = conv_lab.conv_report(size, k, s, p)
@@ -103,8 +112,7 @@ def test_05_filters_agree_with_engine():
     for name in ["Gaussian blur", "edge magnitude", "Laplacian"]:
         outputs, defs = run_app(load_app(NB05), filter_name=name, filter_stride=2, filter_repeat=2)
         assert_no_error_outputs(outputs)
-        np.testing.assert_allclose(defs["filtered"],
-                                   conv_lab.apply_filter(conv_lab.sample_image(48), name, 2, 2))
+        np.testing.assert_allclose(defs["filtered"], conv_lab.apply_filter(conv_lab.sample_image(48), name, 2, 2))
 
 
 def test_05_cnn_on_open_is_the_shipped_default_and_the_button_retrains():
@@ -145,8 +153,6 @@ def test_05_training_with_a_huge_learning_rate_says_so():
     outputs, defs = run_app(load_app(NB05), cnn_train=True, cnn_epochs=1, cnn_lr=1e-1)
     assert_no_error_outputs(outputs)
     assert math.isfinite(defs["cnn_history"].loss[0]) or "non-finite" in output_text(outputs)
-
-
 
 
 def test_05_two_convolutions_collapse_only_without_a_nonlinearity():
@@ -196,11 +202,11 @@ def test_05_translation_equivariance_claims_hold_on_the_shown_values(k, stride, 
     # the conv map by a loop over windows, independent of the engine
     padded = np.pad(e.shifted, 1)
     kernel = np.random.default_rng(0).standard_normal((1, 1, 3, 3))[0, 0]
-    full = np.array([[(padded[i:i + 3, j:j + 3] * kernel).sum() for j in range(24)] for i in range(24)])
+    full = np.array([[(padded[i : i + 3, j : j + 3] * kernel).sum() for j in range(24)] for i in range(24)])
     full = full[::stride, ::stride]
     if pool > 1:
         n = full.shape[0] // pool
-        full = full[:n * pool, :n * pool].reshape(n, pool, n, pool).max(axis=(1, 3))
+        full = full[: n * pool, : n * pool].reshape(n, pool, n, pool).max(axis=(1, 3))
     np.testing.assert_allclose(e.conv_map_shifted, full, atol=1e-12)
 
 
@@ -219,8 +225,7 @@ def test_05_cnn_reads_the_real_digits():
     X, y = defs["digits_heldout"]
     with engine.no_grad():
         pred = defs["cnn"](engine.Tensor(X)).data.argmax(1)
-    np.testing.assert_array_equal(defs["cnn_confusion"],
-                                  engine.metrics.confusion_matrix(y, pred, num_classes=10))
+    np.testing.assert_array_equal(defs["cnn_confusion"], engine.metrics.confusion_matrix(y, pred, num_classes=10))
     assert np.trace(defs["cnn_confusion"]) / 360 == pytest.approx(acc)
     assert f"{acc:.1%}" in text and f"{int(np.trace(defs['cnn_confusion']))} of 360 digits" in text
 
@@ -228,8 +233,9 @@ def test_05_cnn_reads_the_real_digits():
 @pytest.mark.parametrize("cin, cout, k, g", [(64, 128, 3, 4), (512, 512, 7, 32), (1, 1, 1, 1)])
 def test_05_cheaper_convolutions_counted(torch, cin, cout, k, g):
     """The table's weights against torch modules; the separable share is exactly 1/C_out + 1/K²."""
-    text, defs = notebook_text("05_convolution", cost_cin=cin, cost_cout=cout, cost_kernel=k,
-                               cost_groups=g, cost_size=7)
+    text, defs = notebook_text(
+        "05_convolution", cost_cin=cin, cost_cout=cout, cost_kernel=k, cost_groups=g, cost_size=7
+    )
     rows = defs["conv_cost_rows"]
     count = lambda *ms: sum(p.numel() for m in ms for p in m.parameters())  # noqa: E731
     assert rows[0].params == count(torch.nn.Conv2d(cin, cout, k))
@@ -267,10 +273,10 @@ def test_05_effective_receptive_field_claims(relu):
     m = erf.grad_map
     centre = m.shape[0] // 2
     outside = np.ones(m.shape, bool)
-    outside[centre - 16:centre + 17, centre - 16:centre + 17] = False
-    assert m[outside].max() == 0.0             # nothing beyond the theoretical field
+    outside[centre - 16 : centre + 17, centre - 16 : centre + 17] = False
+    assert m[outside].max() == 0.0  # nothing beyond the theoretical field
     assert m.sum() == pytest.approx(1.0)
-    inner = m[centre - 8:centre + 9, centre - 8:centre + 9].sum()   # half the width: 17 of 33
+    inner = m[centre - 8 : centre + 9, centre - 8 : centre + 9].sum()  # half the width: 17 of 33
     assert inner == pytest.approx(erf.central_share) and inner > 0.8
     assert f"{inner:.0%} of the gradient" in text
     assert m[centre, centre + 16] < 1e-3 * m.max()  # fades well before the edge
@@ -285,8 +291,9 @@ def test_05_effective_receptive_field_claims(relu):
     shares, per_root = effective / uniform, effective / np.sqrt(n)
     assert all(b < a for a, b in zip(shares, shares[1:])) and np.all(shares < 1)
     assert per_root.max() / per_root.min() < 1.35 < (uniform / np.sqrt(n)).max() / (uniform / np.sqrt(n)).min()
-    assert f"{erf.std:.2f}" in text and all(f"{u:.2f} {e:.2f} {s:.3f} {r:.2f}" in text
-                                            for u, e, s, r in zip(uniform, effective, shares, per_root))
+    assert f"{erf.std:.2f}" in text and all(
+        f"{u:.2f} {e:.2f} {s:.3f} {r:.2f}" in text for u, e, s, r in zip(uniform, effective, shares, per_root)
+    )
     assert f"its ratio to √n stays between {per_root.min():.2f} and {per_root.max():.2f}" in text
 
 
@@ -318,8 +325,9 @@ def test_05_own_kernel_matrix_drives_the_result():
     engine's conv of the image."""
     k = [[0.0, 1.0, 0.0], [1.0, -4.0, 1.0], [0.0, 1.0, 0.0]]
     text, defs = notebook_text("05_convolution", kernel_edit=k)
-    np.testing.assert_allclose(defs["own_filtered"],
-                               conv_lab.apply_filter(conv_lab.sample_image(48), np.array(k)), atol=1e-12)
+    np.testing.assert_allclose(
+        defs["own_filtered"], conv_lab.apply_filter(conv_lab.sample_image(48), np.array(k)), atol=1e-12
+    )
     assert "answers to change only" in text
 
 
@@ -343,13 +351,13 @@ def test_05_held_out_digit_reading_is_the_cnns(index):
     X, y = defs["digits_heldout"]
     maps = conv_lab.feature_maps(defs["cnn"], X[index])
     with engine.no_grad():
-        logits = defs["cnn"](engine.Tensor(X[index:index + 1])).data[0]
+        logits = defs["cnn"](engine.Tensor(X[index : index + 1])).data[0]
     assert int(np.argmax(maps["probs"])) == int(np.argmax(logits))
-    assert (f"Held-out digit #{index}: true {int(y[index])}, the CNN reads a "
-            f"{int(np.argmax(logits))} (probability {maps['probs'].max():.0%})") in text
+    assert (
+        f"Held-out digit #{index}: true {int(y[index])}, the CNN reads a "
+        f"{int(np.argmax(logits))} (probability {maps['probs'].max():.0%})"
+    ) in text
     assert all(f"conv1 · {i}" in text for i in range(6)) and "filter 11" in text
-
-
 
 
 def test_05_confusion_cell_shows_the_digits_of_the_cnns_most_frequent_mistake_until_one_is_clicked():
@@ -372,10 +380,14 @@ def test_05_conv2d_loops_is_the_engines_conv2d(torch, stride, padding, dilation)
     rng = np.random.default_rng(stride + padding)
     x, w, b = rng.normal(size=(2, 11, 10)), rng.normal(size=(3, 2, 3, 3)), rng.normal(size=3)
     y = conv2d_loops(x, w, b, stride, padding, dilation)
-    np.testing.assert_allclose(y, engine.functional.conv2d(x[None], w, b, stride=stride, padding=padding,
-                                                           dilation=dilation).data[0], atol=1e-12)
-    ref = torch.nn.functional.conv2d(torch.tensor(x[None]), torch.tensor(w), torch.tensor(b), stride=stride,
-                                     padding=padding, dilation=dilation)[0].numpy()
+    np.testing.assert_allclose(
+        y,
+        engine.functional.conv2d(x[None], w, b, stride=stride, padding=padding, dilation=dilation).data[0],
+        atol=1e-12,
+    )
+    ref = torch.nn.functional.conv2d(
+        torch.tensor(x[None]), torch.tensor(w), torch.tensor(b), stride=stride, padding=padding, dilation=dilation
+    )[0].numpy()
     np.testing.assert_allclose(y, ref, atol=1e-12)
 
 
@@ -384,8 +396,9 @@ def test_05_im2col_is_the_engines_and_draws_section_4(k, stride, padding, dilati
     """The teaching im2col against engine.ops.conv.im2col; the section's column matrix is the page's."""
     nb = load_module(NB05)
     x = np.random.default_rng(k).normal(size=(2, 9, 8))
-    np.testing.assert_array_equal(nb.im2col(x, k, stride, padding, dilation),
-                                  engine.ops.conv.im2col(x, k, stride, padding, dilation))
+    np.testing.assert_array_equal(
+        nb.im2col(x, k, stride, padding, dilation), engine.ops.conv.im2col(x, k, stride, padding, dilation)
+    )
     _, defs = run_app(load_app(NB05), im2col=lambda *a: nb.im2col(*a) + 1.0)  # an edited im2col
     np.testing.assert_allclose(defs["view"].rows, run_app(load_app(NB05))[1]["view"].rows + 1.0)
 
@@ -397,8 +410,9 @@ def test_05_flipping_the_kernel_in_conv2d_loops_turns_your_kernels_result_over()
     outputs, defs = run_app(app)
     assert defs["loops_gap"] < 1e-12 and f"{defs['loops_gap']:.1e}" in output_text(outputs)
     before = defs["own_filtered"]
-    np.testing.assert_allclose(before, conv_lab.apply_filter(conv_lab.sample_image(48), "vertical edges (Sobel x)"),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        before, conv_lab.apply_filter(conv_lab.sample_image(48), "vertical edges (Sobel x)"), atol=1e-12
+    )
 
     def conv2d_loops(x, w, b=None, stride=1, padding=0, dilation=1):
         return nb.conv2d_loops(x, w[:, :, ::-1, ::-1], b, stride, padding, dilation)
@@ -480,13 +494,14 @@ def test_05_dense_baselines_and_moved_digits(right, down):
     rows = {r["model"]: r for r in defs["baseline_rows"]}
     for name, model in models.items():
         assert rows[name]["centred"] == conv_lab.cnn_accuracy(model, images, labels)
-        assert rows[name]["moved"] == conv_lab.cnn_accuracy(
-            model, conv_lab.shift_digits(images, right, down), labels)
+        assert rows[name]["moved"] == conv_lab.cnn_accuracy(model, conv_lab.shift_digits(images, right, down), labels)
         assert rows[name]["parameters"] == sum(p.data.size for p in model.parameters())
         assert f"{name} {rows[name]['parameters']:,} {rows[name]['centred']:.1%}" in text
     right_count = {n: round(r["centred"] * 360) for n, r in rows.items()}
-    assert (f"the CNN reads {right_count['CNN'] - right_count['softmax regression']} more" in text
-            and f"{right_count['CNN'] - right_count['MLP']} more than the MLP" in text)
+    assert (
+        f"the CNN reads {right_count['CNN'] - right_count['softmax regression']} more" in text
+        and f"{right_count['CNN'] - right_count['MLP']} more than the MLP" in text
+    )
     assert right_count["CNN"] > right_count["MLP"] > right_count["softmax regression"]  # "come close", the CNN ahead
     assert rows["MLP"]["parameters"] > rows["CNN"]["parameters"]
     keeps = max(rows, key=lambda n: rows[n]["moved"])
@@ -500,8 +515,7 @@ def test_05_moved_digits_claims_hold_at_every_shift_of_the_sliders():
     its centred accuracy; the top and bottom rows hold far more ink than the outer columns; and
     shifting the pixels and the dense weights alike leaves the baselines' logits unchanged."""
     nb = load_module(NB05)
-    baselines, _ = conv_lab.shipped_baselines(nb.SoftmaxRegression, nb.MLP, nb.train_cnn,
-                                              nb.train_digits_baselines)
+    baselines, _ = conv_lab.shipped_baselines(nb.SoftmaxRegression, nb.MLP, nb.train_cnn, nb.train_digits_baselines)
     cnn, _ = conv_lab.shipped_cnn(nb.CNN, nb.train_cnn, nb.train_digits_cnn)
     models = {**baselines.models, "CNN": cnn.model}
     centred = {n: conv_lab.shifted_accuracy(m) for n, m in models.items()}
@@ -554,7 +568,9 @@ def test_05_baselines_train_with_the_button_and_an_edit_is_not_given_the_shipped
     outputs, defs = run_app(app, MLP=MLP)
     assert_no_error_outputs(outputs)
     assert defs["baselines"] is None
-    assert "The shipped model was trained with other code than this page's SoftmaxRegression , MLP ," in output_text(outputs)
+    assert "The shipped model was trained with other code than this page's SoftmaxRegression , MLP ," in output_text(
+        outputs
+    )
     trained = nb.train_digits_baselines(epochs=1, lr=1e-3)
     assert set(trained) == set(conv_lab.BASELINE_NAMES) and all(len(h.loss) == 1 for _, h in trained.values())
 

@@ -39,8 +39,12 @@ def _loops_gap(page, above: float = 0.0, timeout_s: float = 30.0) -> float:
 
 def test_editing_the_convolution_and_the_cnn_in_the_editor(tmp_path):
     # the page's two prompts, made on the cells' current code
-    flipped = edited_cell_code(NOTEBOOK, "conv2d_loops", "    c_out, _, k, _ = w.shape",
-                               "    w = w[:, :, ::-1, ::-1]\n    c_out, _, k, _ = w.shape")
+    flipped = edited_cell_code(
+        NOTEBOOK,
+        "conv2d_loops",
+        "    c_out, _, k, _ = w.shape",
+        "    w = w[:, :, ::-1, ::-1]\n    c_out, _, k, _ = w.shape",
+    )
     tanh = edited_cell_code(NOTEBOOK, "CNN", "return F.relu(self.conv1(x))", "return F.tanh(self.conv1(x))")
     with editing(NOTEBOOK, tmp_path) as (page, log, _):
         assert _loops_gap(page) < 1e-12

@@ -1,5 +1,4 @@
-"""Notebook 06_attention: the values it shows are the engine's, and its claims hold on them.
-"""
+"""Notebook 06_attention: the values it shows are the engine's, and its claims hold on them."""
 
 import math
 import re
@@ -55,8 +54,9 @@ def test_06_attention_cell_is_the_library_attention(kind):
     out, weights = NB.attention(*mine, mask, scale=0.7)
     expected = engine.attention.scaled_dot_product_attention(*ref, attn_mask=mask, scale=0.7)
     np.testing.assert_allclose(out.data, expected.data, atol=1e-12)
-    np.testing.assert_allclose(weights.data, engine.attention.attention_weights(
-        *qkv[:2], attn_mask=mask, scale=0.7).data, atol=1e-12)
+    np.testing.assert_allclose(
+        weights.data, engine.attention.attention_weights(*qkv[:2], attn_mask=mask, scale=0.7).data, atol=1e-12
+    )
     upstream = rng.standard_normal(out.shape)
     (out * engine.tensor(upstream)).sum().backward()
     (expected * engine.tensor(upstream)).sum().backward()
@@ -102,8 +102,9 @@ def test_06_transformer_block_and_tiny_gpt():
     assert np.abs(a[0, 5:] - b[0, 5:]).max() > 1e-4
     optimizer = engine.optim.Adam(model.parameters(), lr=1e-2)
     first = NB.train_step(model, optimizer, x, y)
-    assert first == pytest.approx(engine.functional.cross_entropy(
-        engine.tensor(a.reshape(-1, 10)), y.reshape(-1)).item(), rel=1e-5)
+    assert first == pytest.approx(
+        engine.functional.cross_entropy(engine.tensor(a.reshape(-1, 10)), y.reshape(-1)).item(), rel=1e-5
+    )
     assert NB.train_step(model, optimizer, x, y) < first
 
 
@@ -130,12 +131,13 @@ def test_06_editing_attention_moves_the_maps_and_unloads_the_shipped_models(tmp_
     assert_no_error_outputs(outputs)
     assert before["maps"].entropy.mean() == pytest.approx(2.0, abs=0.1)
     assert after["maps"].entropy.mean() == pytest.approx(0.6, abs=0.1)
-    assert np.median(after["maps"].weights.max(axis=1)) > 0.8   # "most rows give one key most of their weight"
+    assert np.median(after["maps"].weights.max(axis=1)) > 0.8  # "most rows give one key most of their weight"
     assert after["tiny"] is None and after["gpt"] is None and after["ablations"] is None
     for problem in (after["tiny_problem"], after["gpt_problem"]):
         assert problem.startswith("the shipped model was trained with other code than this page's `attention`")
-    assert after["ablations_problem"].startswith("the shipped runs were trained with other code than this page's "
-                                                 "`attention`")
+    assert after["ablations_problem"].startswith(
+        "the shipped runs were trained with other code than this page's `attention`"
+    )
     assert output_text(outputs).count("so it is not loaded: train with the button to see what your code does") == 3
 
 
@@ -146,9 +148,13 @@ def test_06_editing_a_model_class_unloads_its_checkpoint(tmp_path):
     assert_no_error_outputs(outputs)
     assert after["tiny"] is None and after["gpt"] is after["gpt_shipped"] is not None  # the Transformer does not use it
     assert after["ablations"] is after["ablations_shipped"] is not None
-    assert after["tiny_problem"].startswith("the shipped model was trained with other code than this page's `attention`")
-    assert after["tiny_problem"].endswith("`default_tiny_attention`, `TinyAttention`, so it is not loaded: "
-                                          "train with the button to see what your code does")
+    assert after["tiny_problem"].startswith(
+        "the shipped model was trained with other code than this page's `attention`"
+    )
+    assert after["tiny_problem"].endswith(
+        "`default_tiny_attention`, `TinyAttention`, so it is not loaded: "
+        "train with the button to see what your code does"
+    )
 
 
 def test_06_greedy_sampling_repeats_itself(tmp_path):
@@ -158,7 +164,7 @@ def test_06_greedy_sampling_repeats_itself(tmp_path):
     gpt, _ = attention_lab.shipped_tiny_gpt(GPT_CODE, GPT_CLASSES)
     cold, hot = (edited.sample(gpt.model, gpt.data.chars, temperature=t) for t in (0.2, 1.5))
     assert cold == hot and cold != NB.sample(gpt.model, gpt.data.chars)
-    assert any(cold[-n:] * 2 == cold[-2 * n:] for n in range(5, 31)), cold  # the end: one phrase, twice in a row
+    assert any(cold[-n:] * 2 == cold[-2 * n :] for n in range(5, 31)), cold  # the end: one phrase, twice in a row
 
 
 def _softmax_rows(scores, mask):
@@ -173,15 +179,17 @@ def _softmax_rows(scores, mask):
 @pytest.mark.parametrize("kind", attention_lab.MASK_KINDS)
 @pytest.mark.parametrize("tau", [0.05, 20.0])
 def test_06_weights_agree_with_a_numpy_softmax(kind, tau):
-    outputs, defs = run_app(load_app(NB06), mask_kind=kind, qkv_temperature=tau, mask_window=1,
-                            mask_pad=10 if tau > 1 else 0, qkv_dk=64)
+    outputs, defs = run_app(
+        load_app(NB06), mask_kind=kind, qkv_temperature=tau, mask_window=1, mask_pad=10 if tau > 1 else 0, qkv_dk=64
+    )
     assert_no_error_outputs(outputs)
     qkv, maps, mask = defs["qkv"], defs["maps"], defs["mask"]
     expected = _softmax_rows(qkv.Q @ qkv.K.T / np.sqrt(64) / tau, mask)
     np.testing.assert_allclose(maps.weights, expected, atol=1e-10)
     np.testing.assert_allclose(maps.output, expected @ qkv.V, atol=1e-10)
-    ref = engine.functional.scaled_dot_product_attention(qkv.Q, qkv.K, qkv.V,
-                                                         attn_mask=mask, scale=1 / np.sqrt(64) / tau)
+    ref = engine.functional.scaled_dot_product_attention(
+        qkv.Q, qkv.K, qkv.V, attn_mask=mask, scale=1 / np.sqrt(64) / tau
+    )
     np.testing.assert_allclose(maps.output, ref.data, atol=1e-10)
     if kind == "padding" and tau > 1:  # every key is padding: the notebook says so, no NaN
         assert "may attend to no key" in output_text(outputs)
@@ -190,12 +198,12 @@ def test_06_weights_agree_with_a_numpy_softmax(kind, tau):
 
 def test_06_scale_options_and_attention_against_torch(torch):
     for label, factor in [("1 (no scaling)", 1.0), ("1/d_k", 1 / 8)]:
-        outputs, defs = run_app(load_app(NB06), qkv_scale=attention_lab.SCALES[label], qkv_dk=8,
-                                mask_kind="causal")
+        outputs, defs = run_app(load_app(NB06), qkv_scale=attention_lab.SCALES[label], qkv_dk=8, mask_kind="causal")
         assert_no_error_outputs(outputs)
         q, k, v = (torch.tensor(getattr(defs["qkv"], n)) for n in "QKV")
         ref = torch.nn.functional.scaled_dot_product_attention(
-            q, k, v, attn_mask=torch.tensor(defs["mask"]), scale=factor)
+            q, k, v, attn_mask=torch.tensor(defs["mask"]), scale=factor
+        )
         np.testing.assert_allclose(defs["maps"].output, ref.numpy(), atol=1e-10)
         assert defs["maps"].scale == pytest.approx(factor)
 
@@ -213,8 +221,7 @@ def test_06_variance_experiment(dk):
 
 
 def test_06_multihead_shapes_against_torch(torch):
-    outputs, defs = run_app(load_app(NB06), mha_dmodel=96, mha_heads=16, mha_batch=3,
-                            mha_length=128)
+    outputs, defs = run_app(load_app(NB06), mha_dmodel=96, mha_heads=16, mha_batch=3, mha_length=128)
     assert_no_error_outputs(outputs)
     mha = defs["mha"]
     assert mha.d_k == 6
@@ -251,10 +258,13 @@ def test_06_exercises_graded_by_the_engine():
     # the lookup exercise: its truth is the weight the retrieval chart shows at c = 1 for scores
     # 4 and 0 ... recomputed from the definition of the softmax
     assert truth["lookup"] == pytest.approx(math.exp(4) / (math.exp(4) + 7))
-    for name, truth in [("answer_variance", 256), ("answer_causal", 21),
-                        ("answer_mha", truth["mha"]),
-                        ("answer_rope", round(truth["rope"], 4)),
-                        ("answer_lookup", round(truth["lookup"], 2))]:
+    for name, truth in [
+        ("answer_variance", 256),
+        ("answer_causal", 21),
+        ("answer_mha", truth["mha"]),
+        ("answer_rope", round(truth["rope"], 4)),
+        ("answer_lookup", round(truth["lookup"], 2)),
+    ]:
         assert "Right" in output_text(run_app(app, **{name: str(truth)})[0])
         assert "Not quite" in output_text(run_app(app, **{name: str(truth * 1.5 + 5)})[0])
     # the 20,000-sample estimate is computed when the exercise is built, never per keystroke
@@ -272,12 +282,18 @@ def test_06_opens_on_the_shipped_models_and_their_claims_hold():
     text, defs = notebook_text("06_attention")
     assert defs["tiny_problem"] == defs["gpt_problem"] == ""
     d = attention_lab.TINY_DEFAULTS
-    assert (defs["tiny_task"].value, defs["tiny_length"].value, defs["tiny_steps"].value,
-            defs["tiny_lr"].value) == (d["task"], d["length"], d["steps"], d["lr"])
+    assert (defs["tiny_task"].value, defs["tiny_length"].value, defs["tiny_steps"].value, defs["tiny_lr"].value) == (
+        d["task"],
+        d["length"],
+        d["steps"],
+        d["lr"],
+    )
     tiny = defs["tiny"]
     assert tiny is defs["tiny_shipped"]
-    assert ("The map and the accuracy curve below are the default model's (reverse, length 6, "
-            "300 steps, learning rate 0.01), trained in advance by the cells above and shipped") in text
+    assert (
+        "The map and the accuracy curve below are the default model's (reverse, length 6, "
+        "300 steps, learning rate 0.01), trained in advance by the cells above and shipped"
+    ) in text
     with engine.no_grad():
         pred = tiny.model(tiny.x_test).data.argmax(-1)
     assert defs["tiny_accuracy"] == pytest.approx(float((pred == tiny.y_test).mean()))
@@ -288,18 +304,25 @@ def test_06_opens_on_the_shipped_models_and_their_claims_hold():
     # the Transformer: the loss shown is the loaded model's, below the unigram baseline
     g = attention_lab.GPT_DEFAULTS
     assert (defs["gpt_steps"].value, defs["gpt_layers"].value, defs["gpt_lr"].value) == (
-        g["steps"], g["layers"], g["lr"])
+        g["steps"],
+        g["layers"],
+        g["lr"],
+    )
     gpt = defs["gpt"]
     assert gpt is defs["gpt_shipped"] and not gpt.stopped
     assert gpt.heldout_loss[-1] == pytest.approx(NB.heldout_loss(gpt.model, gpt.data.heldout, g["context"]), rel=1e-5)
     assert gpt.heldout_loss[-1] < gpt.unigram - 0.8, (gpt.heldout_loss[-1], gpt.unigram)
-    assert (f"Held-out loss {gpt.heldout_loss[-1]:.2f} nats per character against "
-            f"{gpt.unigram:.2f} for the unigram baseline") in text
+    assert (
+        f"Held-out loss {gpt.heldout_loss[-1]:.2f} nats per character against "
+        f"{gpt.unigram:.2f} for the unigram baseline"
+    ) in text
     # the text shown is what the page's sampler draws from the loaded model after the prompt
     assert defs["gpt_sample"].startswith("a query ") and defs["gpt_sample"] in text
     assert defs["gpt_sample"] == NB.sample(gpt.model, gpt.data.chars, "a query ", 120, 0.8, seed=0)
-    assert ("The loss curves below are the default model's (400 steps, 1 block, learning rate 0.003), "
-            "trained in advance by the cells above and shipped") in text
+    assert (
+        "The loss curves below are the default model's (400 steps, 1 block, learning rate 0.003), "
+        "trained in advance by the cells above and shipped"
+    ) in text
     assert defs["exercise_block"].truth == 12 * 768**2 + 13 * 768
 
 
@@ -339,13 +362,13 @@ def test_06_a_transformer_without_its_causal_mask_copies_the_next_character(tmp_
 
 
 def test_06_tiny_model_extremes():
-    for kwargs in [dict(tiny_lr=1.0, tiny_steps=25, tiny_length=12, tiny_task="sort"),
-                   dict(tiny_lr=1e-4, tiny_steps=25, tiny_length=2, tiny_task="rotate by 1")]:
+    for kwargs in [
+        dict(tiny_lr=1.0, tiny_steps=25, tiny_length=12, tiny_task="sort"),
+        dict(tiny_lr=1e-4, tiny_steps=25, tiny_length=2, tiny_task="rotate by 1"),
+    ]:
         outputs, defs = run_app(load_app(NB06), tiny_train=True, **kwargs)
         assert_no_error_outputs(outputs)
         assert 0.0 <= defs["tiny_accuracy"] <= 1.0 or "non-finite" in output_text(outputs)
-
-
 
 
 def test_06_rope_decay_chart_is_su_et_al_bound():
@@ -367,8 +390,10 @@ def test_06_rope_decay_chart_is_su_et_al_bound():
     text2, defs2 = notebook_text("06_attention", rope_dim=2)
     assert defs2["rope_distance"].bound_relative.min() == pytest.approx(1.0)
     assert "1.00 of its value" in text2
-    fars = [attention_lab.rope_score_vs_distance(d, 10000.0, 256).bound_relative[200:].max()
-            for d in (2, 4, 8, 16, 32, 64, 128)]
+    fars = [
+        attention_lab.rope_score_vs_distance(d, 10000.0, 256).bound_relative[200:].max()
+        for d in (2, 4, 8, 16, 32, 64, 128)
+    ]
     assert all(b <= a + 1e-12 for a, b in zip(fars, fars[1:])) and fars[-1] < 0.35
 
 
@@ -408,8 +433,10 @@ def test_06_sinusoidal_similarity_falls_only_on_average(d, base):
     near, far = sim[1:32].mean(), sim[32:].mean()
     rise = next(n for n in range(1, 64) if sim[n] > sim[n - 1])
     said = "falls only on average" if near > far else "does not even fall on average"
-    assert (f"{said} (mean {near:.2f} over distances 1 to 31, {far:.2f} over 32 to 63): it ripples, and "
-            f"already at distance {rise} it rises again, from {sim[rise - 1]:.2f} to {sim[rise]:.2f}") in text
+    assert (
+        f"{said} (mean {near:.2f} over distances 1 to 31, {far:.2f} over 32 to 63): it ripples, and "
+        f"already at distance {rise} it rises again, from {sim[rise - 1]:.2f} to {sim[rise]:.2f}"
+    ) in text
     assert (d, base) != (16, 10000.0) or said == "falls only on average"
     assert (d, base) != (4, 100.0) or said == "does not even fall on average"
 
@@ -419,8 +446,10 @@ def test_06_kv_cache_counts_are_per_layer():
     text, defs = notebook_text("06_attention")
     c = defs["kv_check"]
     assert "Rows of K and V projected in this layer: 12 with the cache, 78 without" in text
-    assert (f"with 12 layers, {12 * c.projected_cached} rows against {12 * c.projected_uncached}, and "
-            f"{12 * c.scores} products per head either way") in text
+    assert (
+        f"with 12 layers, {12 * c.projected_cached} rows against {12 * c.projected_uncached}, and "
+        f"{12 * c.scores} products per head either way"
+    ) in text
     assert "with 12 layers, 144 rows against 936, and 936 products" in text
 
 
@@ -432,9 +461,11 @@ def test_06_the_transformer_is_measured_against_an_ngram_ladder():
     uni, bi, tri = gpt.unigram, attention_lab.ngram_loss(2), attention_lab.ngram_loss(3)
     last, best = gpt.heldout_loss[-1], int(np.argmin(gpt.heldout_loss))
     assert uni > bi > tri > last and tri - last < 0.1
-    assert (f"Held-out loss {last:.2f} nats per character against {uni:.2f} for the unigram baseline, "
-            f"{bi:.2f} for the bigram and {tri:.2f} for the trigram. The Transformer beats the trigram "
-            f"by only {tri - last:.2f} nats") in text
+    assert (
+        f"Held-out loss {last:.2f} nats per character against {uni:.2f} for the unigram baseline, "
+        f"{bi:.2f} for the bigram and {tri:.2f} for the trigram. The Transformer beats the trigram "
+        f"by only {tri - last:.2f} nats"
+    ) in text
     assert best < len(gpt.steps) - 1 and gpt.train_loss[-1] < gpt.train_loss[best]
     assert f"lowest at step {gpt.steps[best]} ({gpt.heldout_loss[best]:.2f}) and has risen since" in text
 
@@ -479,9 +510,10 @@ def test_06_fully_masked_row_said_as_pytorch_does(torch):
     qkv, mask = defs["qkv"], defs["mask"]
     assert not mask.any() and np.all(defs["maps"].output == 0)
     ref = torch.nn.functional.scaled_dot_product_attention(
-        *(torch.tensor(getattr(qkv, n)) for n in "QKV"), attn_mask=torch.tensor(mask))
-    assert torch.all(ref == 0)                                       # SDPA: zeros, as the engine
-    assert torch.isnan(torch.softmax(torch.full((3,), -math.inf), 0)).all()   # softmax: NaN
+        *(torch.tensor(getattr(qkv, n)) for n in "QKV"), attn_mask=torch.tensor(mask)
+    )
+    assert torch.all(ref == 0)  # SDPA: zeros, as the engine
+    assert torch.isnan(torch.softmax(torch.full((3,), -math.inf), 0)).all()  # softmax: NaN
     layer = torch.nn.MultiheadAttention(4, 1, batch_first=True)
     x = torch.randn(1, 3, 4)
     assert torch.isnan(layer(x, x, x, key_padding_mask=torch.ones(1, 3, dtype=torch.bool))[0]).all()
@@ -500,7 +532,7 @@ def test_06_designed_lookup_concentrates_as_the_scale_grows(c):
     if c == 8.0:
         assert r.on_target[0] > 0.99
     else:
-        assert abs(r.on_target[0] - 1 / 8) < 0.1   # near uniform
+        assert abs(r.on_target[0] - 1 / 8) < 0.1  # near uniform
 
 
 @pytest.mark.parametrize("L", [128, 131072])
@@ -531,7 +563,8 @@ def test_06_kv_cache_decodes_exactly_and_counts_projections(torch):
     X = rng.standard_normal((12, 8))
     Wq, Wk, Wv = rng.standard_normal((3, 8, 8)) / np.sqrt(8)
     full = torch.nn.functional.scaled_dot_product_attention(
-        *(torch.tensor(X @ W) for W in (Wq, Wk, Wv)), is_causal=True).numpy()
+        *(torch.tensor(X @ W) for W in (Wq, Wk, Wv)), is_causal=True
+    ).numpy()
     last = attention_lab.kv_cache_decode(12, 8, seed=0)
     assert last.max_gap < 1e-12
     step = X[5] @ Wq @ (X[:6] @ Wk).T / np.sqrt(8)
@@ -563,7 +596,7 @@ def test_06_cross_attention_shown(torch, noise):
     np.testing.assert_allclose(c.output, (ref @ source).numpy(), atol=1e-10)
     found = int((c.weights.argmax(1) == c.aligned).sum())
     assert f"{found} of 4" in text
-    if noise <= 1.0:   # "with little noise each query puts its largest weight on its word"
+    if noise <= 1.0:  # "with little noise each query puts its largest weight on its word"
         assert found == 4
     assert defs["exercise_cross"].truth == 84 and "Right: 84" in text
 
@@ -594,15 +627,18 @@ def _heads_by_hand(model, ids):
     for b, block in enumerate(model.blocks):
         pre, H = f"blocks.{b}.", block.attention.heads
         d = x.shape[-1]
-        qkv = norm(x, pre + "norm_attention") @ p[pre + "attention.in_proj_weight"].T + p[pre + "attention.in_proj_bias"]
-        q, k, v = (qkv[:, i * d:(i + 1) * d].reshape(L, H, d // H).transpose(1, 0, 2) for i in range(3))
+        qkv = (
+            norm(x, pre + "norm_attention") @ p[pre + "attention.in_proj_weight"].T + p[pre + "attention.in_proj_bias"]
+        )
+        q, k, v = (qkv[:, i * d : (i + 1) * d].reshape(L, H, d // H).transpose(1, 0, 2) for i in range(3))
         s = q @ k.transpose(0, 2, 1) / np.sqrt(d // H)
         s = np.where(np.tri(L, dtype=bool), s, -np.inf)
         w = np.exp(s - s.max(-1, keepdims=True))
         w /= w.sum(-1, keepdims=True)
         maps.append(w)
-        out = (w @ v).transpose(1, 0, 2).reshape(L, d) @ p[pre + "attention.out_proj.weight"].T \
-            + p[pre + "attention.out_proj.bias"]
+        out = (w @ v).transpose(1, 0, 2).reshape(L, d) @ p[pre + "attention.out_proj.weight"].T + p[
+            pre + "attention.out_proj.bias"
+        ]
         x = x + out
         h = norm(x, pre + "norm_mlp") @ p[pre + "mlp.0.weight"].T + p[pre + "mlp.0.bias"]
         h = 0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))
@@ -654,9 +690,11 @@ def test_06_heads_read_the_character_before_on_average():
         np.testing.assert_allclose(reach.weight[0, :, delta], by_hand, atol=2e-5)
     assert reach.weight.shape == (1, 2, 16) and list(reach.favourite[0]) == [1, 1]
     assert all(reach.weight[0, h, 1] > 0.5 for h in range(2))
-    assert (f"Weight on the character just before the query, on average: block 1, head 1 "
-            f"{reach.weight[0, 0, 1]:.0%}, block 1, head 2 {reach.weight[0, 1, 1]:.0%}. Every head of the "
-            "first block gives that one character more weight than any other") in text
+    assert (
+        f"Weight on the character just before the query, on average: block 1, head 1 "
+        f"{reach.weight[0, 0, 1]:.0%}, block 1, head 2 {reach.weight[0, 1, 1]:.0%}. Every head of the "
+        "first block gives that one character more weight than any other"
+    ) in text
 
 
 # ----------------------------------------------------------------------------- ablations
@@ -676,19 +714,27 @@ def test_06_ablations_open_shipped_and_their_claims_hold():
     assert "were trained in advance by the cells above, at the default settings, and ship" in text
     for name, run in runs.items():
         assert list(run.steps) == list(gpt.steps)
-        assert (f"{name} {run.final_train:.2f} {run.final_heldout:.2f} "
-                f"{run.final_heldout - full.final_heldout:+.2f}") in text
+        assert (
+            f"{name} {run.final_train:.2f} {run.final_heldout:.2f} {run.final_heldout - full.final_heldout:+.2f}"
+        ) in text
     gaps = {name: run.final_heldout - full.final_heldout for name, run in runs.items() if name != "full model"}
     # the shipped runs (seed 0): only the position embedding's removal costs more than 0.15 nats
-    assert gaps["no position embedding"] > 0.15 and abs(gaps["one head"]) < 0.15 and abs(gaps["no residual path"]) < 0.15
+    assert (
+        gaps["no position embedding"] > 0.15 and abs(gaps["one head"]) < 0.15 and abs(gaps["no residual path"]) < 0.15
+    )
     assert "Clearly worse: no position embedding ." in text  # bold names: the text has a space before the stop
     assert "Within 0.15 nats of the full model: one head, no residual path ." in text
     bigram, nopos = attention_lab.ngram_loss(2), runs["no position embedding"].final_heldout
-    assert nopos < bigram and f"Without positions the model still beats the bigram ({nopos:.2f} against {bigram:.2f})" in text
+    assert (
+        nopos < bigram
+        and f"Without positions the model still beats the bigram ({nopos:.2f} against {bigram:.2f})" in text
+    )
     nores = runs["no residual path"]
     assert nores.final_train < full.final_train - 0.1
-    assert (f"Without the residual path the training loss even ends lower ({nores.final_train:.2f} against "
-            f"{full.final_train:.2f})") in text
+    assert (
+        f"Without the residual path the training loss even ends lower ({nores.final_train:.2f} against "
+        f"{full.final_train:.2f})"
+    ) in text
     # over five seeds (shipped; seed 0's are the runs above): the full model's spread is below the
     # 0.15 nats the page requires of a clear gap, and without positions the loss is higher every time
     seeds = defs["ablations_seeds"]
@@ -697,9 +743,11 @@ def test_06_ablations_open_shipped_and_their_claims_hold():
     assert n[0] == pytest.approx(nopos, rel=1e-6)
     spread = f.max() - f.min()
     assert 0.02 < spread < 0.15 < gaps["no position embedding"] and np.all(n > f)
-    assert (f"the full model's final held-out loss ranges from {f.min():.2f} to {f.max():.2f} ({spread:.2f} nats); "
-            f"without the position embedding it is higher for every seed, by {(n - f).min():.2f} to "
-            f"{(n - f).max():.2f} nats") in text
+    assert (
+        f"the full model's final held-out loss ranges from {f.min():.2f} to {f.max():.2f} ({spread:.2f} nats); "
+        f"without the position embedding it is higher for every seed, by {(n - f).min():.2f} to "
+        f"{(n - f).max():.2f} nats"
+    ) in text
 
 
 def test_06_ablation_models_differ_in_the_part_named():

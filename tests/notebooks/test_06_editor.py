@@ -36,10 +36,12 @@ def _entropy(page) -> float:
 
 
 def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
-    residual = edited_cell_code(NOTEBOOK, "TinyAttention", "return self.out(out), weights",
-                                "return self.out(out + h), weights")
-    unscaled = edited_cell_code(NOTEBOOK, "attention", "scores = q @ k.transpose(-2, -1) * scale",
-                                "scores = q @ k.transpose(-2, -1)")
+    residual = edited_cell_code(
+        NOTEBOOK, "TinyAttention", "return self.out(out), weights", "return self.out(out + h), weights"
+    )
+    unscaled = edited_cell_code(
+        NOTEBOOK, "attention", "scores = q @ k.transpose(-2, -1) * scale", "scores = q @ k.transpose(-2, -1)"
+    )
     not_loaded = "so it is not loaded: train with the button to see what your code does"
     with editing(NOTEBOOK, tmp_path) as (page, log, outputs):
         outputs.get_by_text("trained in advance by the cells above").first.wait_for()
@@ -48,11 +50,17 @@ def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
 
         replace_cell_code(page, NOTEBOOK, "TinyAttention", residual)
         assert_no_errors(page, log, "06 after editing TinyAttention")
-        outputs.get_by_text(re.compile("other code than this page's .*TinyAttention`?, so it is not loaded")).first.wait_for()
+        outputs.get_by_text(
+            re.compile("other code than this page's .*TinyAttention`?, so it is not loaded")
+        ).first.wait_for()
         assert outputs.get_by_text("trained in advance by the cells above").count() == 2  # section 6's two
 
-        press_and_wait(page, outputs.get_by_role("button", name="Train the attention model").first, 180_000,
-                       "training the edited TinyAttention")
+        press_and_wait(
+            page,
+            outputs.get_by_role("button", name="Train the attention model").first,
+            180_000,
+            "training the edited TinyAttention",
+        )
         outputs.get_by_text("Trained just now by the cells above").first.wait_for()
         assert_no_errors(page, log, "06 after training the edited TinyAttention")
 

@@ -1,5 +1,4 @@
-"""Notebook 07_diffusion: the values it shows are the engine's, and its claims hold on them.
-"""
+"""Notebook 07_diffusion: the values it shows are the engine's, and its claims hold on them."""
 
 import math
 import warnings
@@ -61,11 +60,10 @@ def test_07_forward_chain_matches_closed_form(t, kind):
 def test_07_exercises_graded_by_the_engine():
     app = load_app(NB07)
     _, defs = run_app(app)
-    assert defs["exercise_alpha_bar"].truth == pytest.approx(0.98 ** 50)
+    assert defs["exercise_alpha_bar"].truth == pytest.approx(0.98**50)
     assert defs["exercise_mean"].truth == pytest.approx(1.2)
     assert defs["exercise_std"].truth == pytest.approx(0.8)
-    for name, truth in [("answer_alpha_bar", f"{0.98 ** 50:.3f}"), ("answer_mean", "1.2"),
-                        ("answer_std", "0.8")]:
+    for name, truth in [("answer_alpha_bar", f"{0.98**50:.3f}"), ("answer_mean", "1.2"), ("answer_std", "0.8")]:
         assert "Right" in output_text(run_app(app, **{name: truth})[0])
         assert "Not quite" in output_text(run_app(app, **{name: "0.1"})[0])
 
@@ -107,12 +105,14 @@ def test_07_ddpm_extremes_never_raise():
         assert_no_error_outputs(outputs)
 
 
-@pytest.mark.parametrize("sep, std, w, T, variance", [(3.0, 0.3, 0.3, 1000, "beta"),
-                                                       (0.0, 1.0, 0.5, 1000, "beta"),
-                                                       (5.0, 0.05, 0.05, 10, "posterior")])
+@pytest.mark.parametrize(
+    "sep, std, w, T, variance",
+    [(3.0, 0.3, 0.3, 1000, "beta"), (0.0, 1.0, 0.5, 1000, "beta"), (5.0, 0.05, 0.05, 10, "posterior")],
+)
 def test_07_exact_reverse_process(sep, std, w, T, variance):
-    outputs, defs = run_app(load_app(NB07), mix_separation=sep, mix_std=std, mix_weight=w, mix_T=T,
-                            mix_variance=variance)
+    outputs, defs = run_app(
+        load_app(NB07), mix_separation=sep, mix_std=std, mix_weight=w, mix_T=T, mix_variance=variance
+    )
     assert_no_error_outputs(outputs)
     mixture, samples = defs["mixture"], defs["exact_samples"]
     means = np.array([-sep / 2, sep / 2])
@@ -122,7 +122,8 @@ def test_07_exact_reverse_process(sep, std, w, T, variance):
     assert (true.mean, true.var) == pytest.approx((mean, var))
     # the share left of 0 is the mixture's mass there, Σ w_k Φ(−μ_k/σ), not just the left weight
     left = w * 0.5 * math.erfc(means[0] / (std * math.sqrt(2))) + (1 - w) * 0.5 * math.erfc(
-        means[1] / (std * math.sqrt(2)))
+        means[1] / (std * math.sqrt(2))
+    )
     assert true.share_left == pytest.approx(left)
     assert f"{true.share_left:.1%}" in output_text(outputs)
     if T == 1000:  # fine steps: the exact reverse process reproduces the mixture
@@ -132,8 +133,9 @@ def test_07_exact_reverse_process(sep, std, w, T, variance):
     curves, schedule = defs["mix_curves"], defs["mix_schedule"]
     t = round(0.2 * (schedule.T - 1))
     noised = mixture.diffused(np.sqrt(schedule.alpha_bars[t]), np.sqrt(1 - schedule.alpha_bars[t]))
-    np.testing.assert_allclose(curves.exact, -np.sqrt(1 - schedule.alpha_bars[t])
-                               * noised.score(curves.x[:, None])[:, 0], atol=1e-10)
+    np.testing.assert_allclose(
+        curves.exact, -np.sqrt(1 - schedule.alpha_bars[t]) * noised.score(curves.x[:, None])[:, 0], atol=1e-10
+    )
 
 
 def test_07_learned_1d_denoiser_tracks_the_exact_one():
@@ -180,11 +182,13 @@ def test_07_exact_reverse_process_is_coarse_to_fine():
     c = defs["commitment"]
     assert len(c) == 51 and c[-1] == 1.0
     # counted on the histogram's own samples, step by step
-    states = diffusion_lab.exact_reverse_1d(defs["mixture"], defs["mix_schedule"], n=4000, seed=0,
-                                            variance="beta", return_trajectory=True)
+    states = diffusion_lab.exact_reverse_1d(
+        defs["mixture"], defs["mix_schedule"], n=4000, seed=0, variance="beta", return_trajectory=True
+    )
     np.testing.assert_array_equal(states[-1], defs["exact_samples"])
-    np.testing.assert_array_equal(c, diffusion_lab.mode_commitment(defs["mixture"], defs["mix_schedule"],
-                                                                   states=states))
+    np.testing.assert_array_equal(
+        c, diffusion_lab.mode_commitment(defs["mixture"], defs["mix_schedule"], states=states)
+    )
     assert c[0] < 0.75  # at pure noise the side is close to a coin flip (weights 0.3 / 0.7)
     assert defs["commitment_late"] >= 0.95  # settled before the last tenth of the steps
     assert defs["commitment_half"] > c[0] + 0.05
@@ -216,8 +220,10 @@ def test_07_ddim_against_ddpm_at_the_same_step_counts():
     assert f"ten other draws score from {low:.4f} to {high:.4f}" in text
     assert high > 2 * low and low < table.floor * 3 and high > table.floor  # a spread, not one number
     held = diffusion_lab.ring_mixture().sample(1000, seed=100)[0]  # the data the scores are measured on
-    others = [diffusion_lab.energy_distance(diffusion_lab.ring_mixture().sample(1000, seed=300 + k)[0], held)
-              for k in range(10)]
+    others = [
+        diffusion_lab.energy_distance(diffusion_lab.ring_mixture().sample(1000, seed=300 + k)[0], held)
+        for k in range(10)
+    ]
     assert (low, high) == (pytest.approx(min(others)), pytest.approx(max(others)))
     print("energy distance DDPM / DDIM at 10, 50, 1000 steps:", table.ddpm, table.ddim, "floor", table.floor)
     # the scatter titles show the scores of the default step count (10), the table's first row
@@ -291,8 +297,11 @@ def test_07_train_on_a_drawing():
     assert "three quarters of those points" in text
     assert trained["drawn_run"].quality[-1] == pytest.approx(run.quality[-1], rel=1e-4)
     np.testing.assert_allclose(trained["drawn_run"].samples, run.samples, rtol=1e-4, atol=1e-5)
-    few = {"data": [{"x": 10.0 * i, "y": 10.0, "color": "#1f77b4", "label": "a", "batch": 0} for i in range(5)],
-           "width": 360, "height": 360}
+    few = {
+        "data": [{"x": 10.0 * i, "y": 10.0, "color": "#1f77b4", "label": "a", "batch": 0} for i in range(5)],
+        "width": 360,
+        "height": 360,
+    }
     text, defs = notebook_text(NB07, draw_canvas=few, draw_train=True)
     assert defs["drawn_run"] is None and f"Draw at least {20} points" in text
     text, defs = notebook_text(NB07, forward_data="swiss roll")  # another drawing, untrained
@@ -323,7 +332,7 @@ def run_edited(functions, **controls):
 
 def scaled_linear_schedule(T, beta_start=1e-4, beta_end=0.02):
     """Section 1's invited change: √β_t evenly spaced (the "scaled linear" schedule)."""
-    betas = np.linspace(beta_start ** 0.5, beta_end ** 0.5, T) ** 2
+    betas = np.linspace(beta_start**0.5, beta_end**0.5, T) ** 2
     return diffusion.Schedule.from_betas(betas, name="linear")
 
 
@@ -375,14 +384,19 @@ def test_07_teaching_copies_agree_with_the_library():
         mine = NB.ddpm_step(exact, x0, step, s)
         engine.manual_seed(4)
         eps = exact(engine.Tensor(x0), np.full(8, step)).numpy()
-        np.testing.assert_allclose(mine, diffusion.reverse_step(x0, eps, step, s, variance="posterior"), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            mine, diffusion.reverse_step(x0, eps, step, s, variance="posterior"), rtol=1e-5, atol=1e-6
+        )
     engine.manual_seed(5)
     mine = NB.ddpm_sample(exact, s, 64, 2)
     engine.manual_seed(5)
     np.testing.assert_allclose(mine, diffusion.sample(exact, s, 64, 2, variance="posterior"), rtol=1e-5, atol=1e-6)
     # the training loop is the lesson's own: a backward pass and an optimizer step per batch
     import inspect
-    assert "loss.backward()" in inspect.getsource(NB.train_ddpm) and "optimizer.step()" in inspect.getsource(NB.train_ddpm)
+
+    assert "loss.backward()" in inspect.getsource(NB.train_ddpm) and "optimizer.step()" in inspect.getsource(
+        NB.train_ddpm
+    )
     assert "loss.backward()" in inspect.getsource(NB.train_conditional)
 
 
@@ -465,9 +479,11 @@ def test_07_samplers_over_seeds_claim_only_what_holds():
     assert np.abs(spread.ddim[:, i1000] - spread.ddim[:, i50]).max() < width / 10  # DDIM's score settles
     flat = " ".join(text.split())
     for i, s in enumerate(steps):  # the table's cells, row by row
-        assert (f"{s} {spread.ddpm[:, i].min():.4f} to {spread.ddpm[:, i].max():.4f} "
-                f"{spread.ddim[:, i].min():.4f} to {spread.ddim[:, i].max():.4f} "
-                f"{defs['spread_lower'][i]} of 5 {gaps[:, i].min():+.4f} to {gaps[:, i].max():+.4f}") in flat
+        assert (
+            f"{s} {spread.ddpm[:, i].min():.4f} to {spread.ddpm[:, i].max():.4f} "
+            f"{spread.ddim[:, i].min():.4f} to {spread.ddim[:, i].max():.4f} "
+            f"{defs['spread_lower'][i]} of 5 {gaps[:, i].min():+.4f} to {gaps[:, i].max():+.4f}"
+        ) in flat
     print("DDIM's lead per seed at", steps, "\n", gaps, "\nfloor spread", low, high)
 
 
@@ -487,7 +503,9 @@ def test_07_eta_goes_from_ddim_to_ddpm():
     # the paths: DDIM's (η = 0) about a tenth as long as DDPM's (η = 1), on the page and over 5 seeds;
     # x̂_0 moves from the middle of the ring (early) to a mode (radius 1.6, late); ddim_path is ddim_sample
     lengths = defs["path_lengths"]
-    assert f"A DDIM path is {lengths[0.0]:.2f} long on average, a DDPM path {lengths[1.0]:.2f}" in text.replace("**", "")
+    assert f"A DDIM path is {lengths[0.0]:.2f} long on average, a DDPM path {lengths[1.0]:.2f}" in text.replace(
+        "**", ""
+    )
     s = NB.noise_schedule("linear", 1000)
     model = diffusion_lab.ExactEpsilon(diffusion_lab.ring_mixture(), s)
     for seed in range(5):
@@ -504,8 +522,10 @@ def test_07_eta_goes_from_ddim_to_ddpm():
         with engine.random.fork_rng(seed):
             np.testing.assert_array_equal(runs[0.0][0][-1], NB.ddim_sample(model, s, 10, 12))
     text, _ = notebook_text(NB07, sampler_eta=1.0)
-    assert (f"At η = 1 the 5 seeds score {etas.scores[:, -1].min():.4f} to {etas.scores[:, -1].max():.4f} "
-            f"(mean {mean[-1]:.4f})") in text
+    assert (
+        f"At η = 1 the 5 seeds score {etas.scores[:, -1].min():.4f} to {etas.scores[:, -1].max():.4f} "
+        f"(mean {mean[-1]:.4f})"
+    ) in text
 
 
 def test_07_learned_score_field_against_the_true_one():
@@ -532,8 +552,9 @@ def test_07_learned_score_field_against_the_true_one():
     x = field.points.astype(np.float32)
     with engine.no_grad():
         eps = ddpm.model(engine.Tensor(x), np.full(len(x), defs["field_step"])).numpy()
-    np.testing.assert_allclose(field.learned, -eps / np.sqrt(1 - defs["ddpm_schedule"].alpha_bars[defs["field_step"]]),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        field.learned, -eps / np.sqrt(1 - defs["ddpm_schedule"].alpha_bars[defs["field_step"]]), rtol=1e-5
+    )
     assert f"mean cosine of {field.agreement:.3f}" in text.replace("**", "")
     text0, at0 = notebook_text(NB07, field_t=0.0)  # the slider's low end, as shown
     assert f"mean cosine of {at0['field'].agreement:.3f}" in text0.replace("**", "")
@@ -541,7 +562,8 @@ def test_07_learned_score_field_against_the_true_one():
     for frac in np.arange(0.15, 1.001, 0.05):  # the other stops the prose speaks of, as the cell computes them
         step = diffusion_lab.step_at(frac, 50)
         agreement[round(frac, 2)] = diffusion_lab.run_score_field(
-            ddpm, NB.learned_score, defs["data_2d"][:-500], defs["ddpm_schedule"], step).agreement
+            ddpm, NB.learned_score, defs["data_2d"][:-500], defs["ddpm_schedule"], step
+        ).agreement
     print("score-field agreement by t/T:", agreement)
     assert min(v for f, v in agreement.items() if f >= 0.15) > 0.9
     assert agreement[0.0] < 0.75
@@ -613,8 +635,14 @@ def test_07_guidance_without_dropped_labels_does_what_the_page_says():
 
     X = diffusion_lab.toy_data_2d("moons", n=3000, seed=0)
     assert np.abs(X).max() < 2.5  # "the data ends within about 2"
-    study = diffusion_lab.guidance_study(NB.conditional_denoiser, functools.partial(NB.train_conditional, p_drop=0.0),
-                                         NB.guided_sample, NB.noise_schedule("linear", 50), steps=1500, n=300)
+    study = diffusion_lab.guidance_study(
+        NB.conditional_denoiser,
+        functools.partial(NB.train_conditional, p_drop=0.0),
+        NB.guided_sample,
+        NB.noise_schedule("linear", 50),
+        steps=1500,
+        n=300,
+    )
     for label in (0, 1):
         assert study.trades[label].fidelity[0] > 0.95 and study.trades[label].spread[0] > 0.8  # w = 0: as before
         assert np.linalg.norm(study.samples[label][-1].mean(0)) > 4  # w = 8: far off the moons

@@ -50,7 +50,11 @@ def test_editing_the_schedule_in_the_editor_changes_its_figure_and_retires_the_s
         assert outputs.get_by_text(FALLBACK).count() == 5  # DDPM, drawing, 1-D denoiser, samplers, guidance
         assert outputs.get_by_text("trained by the code above and shipped with the course").count() == 0
 
-        press_and_wait(page, outputs.get_by_role("button", name="Train the DDPM").first, 300_000,
-                       "training the DDPM with the edited schedule")
+        press_and_wait(
+            page,
+            outputs.get_by_role("button", name="Train the DDPM").first,
+            300_000,
+            "training the DDPM with the edited schedule",
+        )
         outputs.get_by_text("Trained just now by the code above").first.wait_for()
         assert_no_errors(page, log, "07 after training with the edited schedule")

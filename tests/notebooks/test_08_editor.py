@@ -30,8 +30,9 @@ from browser_tools import (
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOK = "notebooks/08_vae.py"
-WITHOUT_KL = edited_cell_code(NOTEBOOK, "negative_elbo", "return recon + beta * charged.sum(), recon, kl",
-                              "return recon, recon, kl")
+WITHOUT_KL = edited_cell_code(
+    NOTEBOOK, "negative_elbo", "return recon + beta * charged.sum(), recon, kl", "return recon, recon, kl"
+)
 FALLBACK = "The shipped model was trained with other code than this page's"
 SHIPPED = "shipped with the course, trained by this page's cells"
 
@@ -60,8 +61,12 @@ def test_editing_the_elbo_in_the_editor_retires_the_shipped_models_and_trains_wi
         assert outputs.get_by_text(FALLBACK).count() == 5
         assert outputs.get_by_text(SHIPPED).count() == 0 and _budget(page) == ""
 
-        press_and_wait(page, outputs.get_by_role("button", name="Train the VAE").first, 300_000,
-                       "training the VAE with the edited loss")
+        press_and_wait(
+            page,
+            outputs.get_by_role("button", name="Train the VAE").first,
+            300_000,
+            "training the VAE with the edited loss",
+        )
         trained = changed_reading(page, _budget, "")
         assert _kl(trained) > 2 * _kl(shipped) and _kl(trained) > 4, (shipped, trained)
         outputs.get_by_text("trained just now by this page's cells").first.wait_for()

@@ -1,5 +1,4 @@
-"""Notebook 08_vae: the values it shows are the engine's, and its claims hold on them.
-"""
+"""Notebook 08_vae: the values it shows are the engine's, and its claims hold on them."""
 
 import re
 
@@ -87,12 +86,18 @@ def test_08_exercises_graded_by_the_engine():
     assert defs["exercise_knob"].truth == pytest.approx(4.0)  # (0.2, β = 1) ≡ (0.05, β = 4)
     assert defs["exercise_baseline"].truth == "variance"
     # two runs (each runs the whole page): every answer right, then every answer wrong
-    truths = {"answer_kl_shift": "0.5", "answer_kl_narrow": "0.318", "answer_gradient": "3", "answer_knob": "4",
-              "answer_baseline": "variance"}
+    truths = {
+        "answer_kl_shift": "0.5",
+        "answer_kl_narrow": "0.318",
+        "answer_gradient": "3",
+        "answer_knob": "4",
+        "answer_baseline": "variance",
+    }
     right = output_text(run_app(app, **truths)[0])
     assert len(re.findall(r"\bRight\b", right)) == 5 and "Not quite" not in right
-    wrong = output_text(run_app(app, **{name: "7" for name in truths if name != "answer_baseline"},
-                                answer_baseline="mean")[0])
+    wrong = output_text(
+        run_app(app, **{name: "7" for name in truths if name != "answer_baseline"}, answer_baseline="mean")[0]
+    )
     assert wrong.count("Not quite") == 4 and wrong.count("Not this one") == 1 and not re.search(r"\bRight\b", wrong)
 
 
@@ -107,19 +112,35 @@ def test_08_every_section_opens_on_its_shipped_model():
     code = defs["lesson_cells"]()  # the lesson as this run of the page defined it
     assert defs["vae_run"] is vae_lab.default_vae_2d(code) and defs["sweep"] is vae_lab.default_beta_sweep(code)
     assert defs["aggregate"] is vae_lab.default_aggregate_posterior(code)
-    assert defs["remedies"] is vae_lab.default_remedies(code) and defs["image_vae"] is vae_lab.default_image_vae(code, defs["iwae_bound"])
+    assert defs["remedies"] is vae_lab.default_remedies(code) and defs["image_vae"] is vae_lab.default_image_vae(
+        code, defs["iwae_bound"]
+    )
     assert defs["remedy_seeds"] is vae_lab.default_remedy_seeds(code)
     assert text.count(SHIPPED) == 7 and "trained just now" not in text
-    for button in ("Train the VAE", "Sweep β from 0.1 to 100", "Train at β = 0, 0.1, 1, 10",
-                   "Train with each remedy", "Train the digit VAE"):
+    for button in (
+        "Train the VAE",
+        "Sweep β from 0.1 to 100",
+        "Train at β = 0, 0.1, 1, 10",
+        "Train with each remedy",
+        "Train the digit VAE",
+    ):
         assert f"press {button} to train with yours" in text
     toy = vae_lab.TOY_DEFAULTS
-    assert (defs["vae_data"].value, defs["vae_beta"].value, defs["vae_obs_var"].value, defs["vae_latent"].value,
-            defs["vae_steps"].value) == (toy["data"], toy["beta"], toy["obs_var"], toy["latent_dim"], toy["steps"])
-    assert (defs["remedy_beta"].value, defs["remedy_bits"].value) == (vae_lab.REMEDY_DEFAULTS["beta"],
-                                                                       vae_lab.REMEDY_DEFAULTS["free_bits"])
-    assert (defs["image_steps"].value, defs["image_obs_var"].value) == (vae_lab.IMAGE_DEFAULTS["steps"],
-                                                                         vae_lab.IMAGE_DEFAULTS["obs_var"])
+    assert (
+        defs["vae_data"].value,
+        defs["vae_beta"].value,
+        defs["vae_obs_var"].value,
+        defs["vae_latent"].value,
+        defs["vae_steps"].value,
+    ) == (toy["data"], toy["beta"], toy["obs_var"], toy["latent_dim"], toy["steps"])
+    assert (defs["remedy_beta"].value, defs["remedy_bits"].value) == (
+        vae_lab.REMEDY_DEFAULTS["beta"],
+        vae_lab.REMEDY_DEFAULTS["free_bits"],
+    )
+    assert (defs["image_steps"].value, defs["image_obs_var"].value) == (
+        vae_lab.IMAGE_DEFAULTS["steps"],
+        vae_lab.IMAGE_DEFAULTS["obs_var"],
+    )
     assert "moons, σ²ₓ = 0.05, 3 latent dimensions, β = 1, 800 steps" in text
 
 
@@ -171,8 +192,10 @@ def test_08_beta_sweep_shown_on_open_switches_dimensions_off():
 
 def test_08_vae_extremes_never_raise():
     app = load_app(NB08)
-    for kwargs in [dict(vae_beta=0.01, vae_latent=1, vae_steps=100, vae_data="swiss roll"),
-                   dict(vae_beta=0.01, vae_latent=6, vae_steps=100, vae_data="8 Gaussians")]:
+    for kwargs in [
+        dict(vae_beta=0.01, vae_latent=1, vae_steps=100, vae_data="swiss roll"),
+        dict(vae_beta=0.01, vae_latent=6, vae_steps=100, vae_data="8 Gaussians"),
+    ]:
         outputs, _ = run_app(app, vae_train=True, **kwargs)
         assert_no_error_outputs(outputs)
 
@@ -377,8 +400,9 @@ def test_08_free_bits_keep_dimensions_annealing_does_not_move_the_optimum():
     for name in r:  # seed 0 is the run the first table shows
         np.testing.assert_array_equal(seeds.kl_per_dim[name][0], r[name].kl_per_dim)
         assert seeds.elbo[name][0] == r[name].elbo
-        row = f"{name} {', '.join(str(a) for a in seeds.active[name])} " \
-              f"{', '.join(f'{e:.2f}' for e in seeds.elbo[name])}"
+        row = (
+            f"{name} {', '.join(str(a) for a in seeds.active[name])} {', '.join(f'{e:.2f}' for e in seeds.elbo[name])}"
+        )
         assert row in text
     free, plain, anneal = (seeds.kl_per_dim[n] for n in ("free bits", "none", "KL annealing"))
     assert (seeds.active["none"] == 1).all()  # "the plain run keeps one dimension ... every time"
@@ -401,7 +425,9 @@ def test_08_dragging_the_latent_point_decodes_that_code():
     outputs, defs = run_app(app, image_train=True, image_steps=50, latent_point={"x": 3.0, "y": -3.0})
     assert_no_error_outputs(outputs)
     assert defs["latent_code"] == (3.0, -3.0)
-    assert defs["image_vae"] is not vae_lab.default_image_vae(defs["lesson_cells"](), defs["iwae_bound"]) and "trained just now" in output_text(outputs)
+    assert defs["image_vae"] is not vae_lab.default_image_vae(
+        defs["lesson_cells"](), defs["iwae_bound"]
+    ) and "trained just now" in output_text(outputs)
     model = defs["image_vae"].model
     np.testing.assert_allclose(defs["decoded"].ravel(), decoded_means(lesson(), model, [[3.0, -3.0]])[0], rtol=1e-6)
     _, defs = run_app(app, latent_z1=-1.5, latent_z2=2.0)
@@ -420,8 +446,9 @@ def test_08_walking_between_two_digits_latent_and_pixel_paths():
     assert (run.labels[a], run.labels[b]) == (0, 7) and walk.latent_path.shape == (8, 8, 8)
     np.testing.assert_allclose(walk.pixel_path[[0, -1]], run.images[[a, b]], atol=1e-6)
     np.testing.assert_allclose(walk.pixel_path[4], (3 * run.images[a] + 4 * run.images[b]) / 7, atol=1e-6)
-    np.testing.assert_allclose(walk.latent_path.reshape(8, -1), decoded_means(lesson(), run.model, walk.codes),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        walk.latent_path.reshape(8, -1), decoded_means(lesson(), run.model, walk.codes), rtol=1e-5, atol=1e-6
+    )
     np.testing.assert_allclose(walk.codes[[0, -1]], run.latents[[a, b]])
     assert walk.latent_distance < walk.pixel_distance  # at the default pair
     assert f"latent path {walk.latent_distance:.3f}, pixel path {walk.pixel_distance:.3f}" in text
@@ -429,14 +456,18 @@ def test_08_walking_between_two_digits_latent_and_pixel_paths():
     assert [int(run.labels[i]) for i in firsts] == list(range(10)) and pairs.shape == (45, 2)
     closer = int((pairs[:, 0] < pairs[:, 1]).sum())
     assert len(pairs) / 2 < closer < len(pairs)  # "for most pairs, not all"
-    assert f"Over the 45 pairs of the menu's digits, the latent midpoint is the closer to a held-out digit " \
-           f"for {closer};" in text
+    assert (
+        f"Over the 45 pairs of the menu's digits, the latent midpoint is the closer to a held-out digit "
+        f"for {closer};" in text
+    )
     # the pair shown is one of the 45, scored the same way
-    row = [(i, j) for k, i in enumerate(firsts) for j in firsts[k + 1:]].index((a, b))
+    row = [(i, j) for k, i in enumerate(firsts) for j in firsts[k + 1 :]].index((a, b))
     np.testing.assert_allclose(pairs[row], [walk.latent_distance, walk.pixel_distance], rtol=1e-6)
     for steps in (3, 12):  # the slider's ends
         _, defs = notebook_text(NB08, walk_steps=steps)
-        assert defs["walk"].latent_path.shape == (steps, 8, 8) and defs["walk"].latent_distance == pytest.approx(walk.latent_distance, rel=1e-6)
+        assert defs["walk"].latent_path.shape == (steps, 8, 8) and defs["walk"].latent_distance == pytest.approx(
+            walk.latent_distance, rel=1e-6
+        )
     text, defs = notebook_text(NB08, walk_to=a)
     assert defs["walk"] is None and "Pick two different digits" in text
 
@@ -498,8 +529,9 @@ def test_08_teaching_copies_agree_with_the_library():
         z = engine.randn(5, 3)
         np.testing.assert_allclose(nb.decode(mine, z).data, library.decode(z).data, rtol=1e-6)
     mu, logvar, eps = engine.randn(4, 3), engine.randn(4, 3), engine.randn(4, 3)
-    np.testing.assert_allclose(nb.reparameterize(mu, logvar, eps).data, vae.reparameterize(mu, logvar, eps).data,
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        nb.reparameterize(mu, logvar, eps).data, vae.reparameterize(mu, logvar, eps).data, rtol=1e-6
+    )
     np.testing.assert_allclose(nb.kl_to_prior(mu, logvar).data, vae.gaussian_kl_per_dim(mu, logvar).data, rtol=1e-6)
     with engine.random.fork_rng(1):
         expected = library.loss(X[:64], beta=2.0)

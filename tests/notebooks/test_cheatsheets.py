@@ -82,8 +82,9 @@ def test_sheet_follows_the_notebook_conventions(sheet):
     assert meta == toc.metadata(sheet), "METADATA must be toc.metadata(id): the table of contents is the one source"
     assert f'METADATA = metadata("{sheet}")' in source, "METADATA is built in the setup cell, from engine.course"
     tree = ast.parse(source)
-    decorators = [ast.unparse(d) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
-                  for d in node.decorator_list]
+    decorators = [
+        ast.unparse(d) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) for d in node.decorator_list
+    ]
     assert "app.function" in decorators
     assert any(d == "app.cell(hide_code=True)" for d in decorators)
     outputs, _ = run(sheet)
@@ -161,11 +162,21 @@ def test_hub_shows_every_section_the_training_path_and_the_loops():
         for i in section.rows:
             assert formulas.row(i).name in text
     assert "The training path" in text and "backpropagation" in text
-    for tip in ("Overfit one batch", "validation loss climbs while the training loss keeps falling",
-                "Check the initial loss", "Normalise the inputs", "gradcheck", "No gradient"):
+    for tip in (
+        "Overfit one batch",
+        "validation loss climbs while the training loss keeps falling",
+        "Check the initial loss",
+        "Normalise the inputs",
+        "gradcheck",
+        "No gradient",
+    ):
         assert tip in text
     code = html.unescape(re.sub(r"<[^>]+>", "", output_html(outputs)))  # highlighted code, tags dropped
-    assert "loss.backward()" in code and "params[name] -= lr * grads[name]" in code and "import torch.nn.functional as F" in code
+    assert (
+        "loss.backward()" in code
+        and "params[name] -= lr * grads[name]" in code
+        and "import torch.nn.functional as F" in code
+    )
 
 
 def test_hub_filter_narrows_the_rows_by_name():
@@ -244,8 +255,11 @@ def test_derivatives_sheet_checks_every_row_it_shows():
     module = load_module(path("derivatives"))
     for name, row_id in module.SHEET_ROWS.items():
         check = module.run_snippets(row_id, seed=5, with_torch=False)
-        assert check["agree"] and list(check["results"]) == ["numpy", "engine"], (row_id, check["failed"],
-                                                                                    check["disagreement"])
+        assert check["agree"] and list(check["results"]) == ["numpy", "engine"], (
+            row_id,
+            check["failed"],
+            check["disagreement"],
+        )
     _, defs = run("derivatives", picked="deriv.log_base.grad", seed=99)
     shown = defs["row_check"]
     assert shown["row"].id == "deriv.log_base.grad" and shown["agree"] and len(shown["results"]) == 2

@@ -135,8 +135,9 @@ def test_complete_on_open_no_cell_stops(nb, monkeypatch):
 
     def record(self, *args, **kwargs):
         cell = [f for f in traceback.extract_stack() if "__marimo__" in f.filename][-1:]
-        stops.append(f"cell {cell[0].filename.split('__marimo__')[-1]} line {cell[0].lineno}: "
-                     f"{cell[0].line}" if cell else "?")
+        stops.append(
+            f"cell {cell[0].filename.split('__marimo__')[-1]} line {cell[0].lineno}: {cell[0].line}" if cell else "?"
+        )
         original_init(self, *args, **kwargs)
 
     monkeypatch.setattr(MarimoStopError, "__init__", record)

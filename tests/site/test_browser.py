@@ -60,6 +60,7 @@ _CHART_HEIGHTS = """() => {
   return found;
 }"""
 
+
 def _open(page, gallery, entry) -> None:
     page.page_errors.clear()
     page.goto(gallery["base"] + toc.link(entry.id, mode="server"), wait_until="domcontentloaded")
@@ -109,15 +110,18 @@ def _check_page(page, gallery, entry) -> None:
     wait_settled(page)
     headings = [h.strip() for h in page.locator("#App h1").all_inner_texts()]
     assert any(entry.title.casefold() in h.casefold() for h in headings), (
-        f"{entry.id}: no H1 names {entry.title!r}; H1s: {headings}")
+        f"{entry.id}: no H1 names {entry.title!r}; H1s: {headings}"
+    )
     formulas = page.locator("marimo-tex")
     assert formulas.count() > 0, f"{entry.id}: no formula on the page"
     page.locator(".katex").first.wait_for(state="attached", timeout=30_000)
     unrendered = page.locator("marimo-tex").evaluate_all(
-        "els => els.filter(e => !(e.shadowRoot || e).querySelector('.katex')).map(e => e.textContent.slice(0, 80))")
+        "els => els.filter(e => !(e.shadowRoot || e).querySelector('.katex')).map(e => e.textContent.slice(0, 80))"
+    )
     assert not unrendered, f"{entry.id}: formulas not rendered by KaTeX: {unrendered[:5]}"
     assert page.locator(".katex-error").count() == 0, (
-        f"{entry.id}: KaTeX errors: {page.locator('.katex-error').all_inner_texts()[:5]}")
+        f"{entry.id}: KaTeX errors: {page.locator('.katex-error').all_inner_texts()[:5]}"
+    )
     assert_no_errors(page, gallery["log"], f"{entry.id} after loading")
     # Every chart draws: Vega reports a spec it cannot run (a bad data format, say) only in the
     # console, and leaves an empty, zero-height chart.
@@ -129,7 +133,8 @@ def _check_page(page, gallery, entry) -> None:
     # Links to other pages: the gallery form, each served.
     hrefs = page.locator("#App a[href]").evaluate_all("els => els.map(e => e.getAttribute('href'))")
     assert not [h for h in hrefs if h.endswith(".html") and "://" not in h], (
-        f"{entry.id}: site-style .html links under marimo run: {hrefs}")
+        f"{entry.id}: site-style .html links under marimo run: {hrefs}"
+    )
     broken_links = []
     for href in sorted({h for h in hrefs if h.startswith("?file=")}):
         target = urllib.parse.unquote(href.removeprefix("?file="))
@@ -211,8 +216,11 @@ def _check_page(page, gallery, entry) -> None:
         # the cell's result when the run ended (the cell is idle, without error, by now).
         stalled = {cell: high for cell, high in bars.items() if high < 1}
         assert not stalled, f"{entry.id}: progress bars that never advanced: {stalled}"
-        unfinished = {cell: f"{state['progress']}/{state['total']}" for cell, state in final.items()
-                      if cell in bars and state is not None and state["progress"] < state["total"]}
+        unfinished = {
+            cell: f"{state['progress']}/{state['total']}"
+            for cell, state in final.items()
+            if cell in bars and state is not None and state["progress"] < state["total"]
+        }
         assert not unfinished, f"{entry.id}: progress bars left short of their total: {unfinished}"
         wait_settled(page)
 
@@ -221,10 +229,10 @@ def _check_page(page, gallery, entry) -> None:
 
 def test_some_page_trains_behind_a_button():
     """The course has training runs behind buttons (checked page by page above)."""
-    sources = [(ROOT / e.path).read_text(encoding="utf-8") for e in toc.entries()
-               if (ROOT / e.path).is_file()]
+    sources = [(ROOT / e.path).read_text(encoding="utf-8") for e in toc.entries() if (ROOT / e.path).is_file()]
     assert any("run_button" in s and "progress_bar" in s for s in sources), (
-        "no page has a mo.ui.run_button with mo.status.progress_bar")
+        "no page has a mo.ui.run_button with mo.status.progress_bar"
+    )
 
 
 HARNESS_NOTEBOOK = """
@@ -287,8 +295,20 @@ def test_the_harness_sees_errors_changes_and_progress(browser_page, tmp_path):
     folder = tmp_path / "harness"
     folder.mkdir()
     (folder / "harness.py").write_text(HARNESS_NOTEBOOK, encoding="utf-8")
-    command = [sys.executable, "-m", "marimo", "run", str(folder), "--host", "127.0.0.1",
-               "--port", str(free_port()), "--headless", "--no-token", "--no-sandbox"]
+    command = [
+        sys.executable,
+        "-m",
+        "marimo",
+        "run",
+        str(folder),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(free_port()),
+        "--headless",
+        "--no-token",
+        "--no-sandbox",
+    ]
     server, base = serve(command, tmp_path, tmp_path / "server.log")
     page = browser_page
     try:

@@ -27,7 +27,12 @@ CASES = [  # page, selection name, gesture: one point (a click) or two (a drag),
     ("03_backprop", "epoch_zoom", [(0.2, 0.5), (0.45, 0.5)], "the training loss went from"),
     ("05_convolution", "cell_pick", [(0.5, 0.45)], re.compile(r"held-out \d+s (misread|read correctly) as")),
     ("06_attention", "query_pick", [(0.5, 0.3)], "gives its largest weight"),
-    ("08_vae", "code_pick", None, re.compile(r"Held-out digit \d+ \(#\d+\)")),  # clicks near the centre until one hits a code
+    (
+        "08_vae",
+        "code_pick",
+        None,
+        re.compile(r"Held-out digit \d+ \(#\d+\)"),
+    ),  # clicks near the centre until one hits a code
 ]
 
 
@@ -41,8 +46,9 @@ def _output_text(page, phrase: str) -> str:
 
 
 @pytest.mark.parametrize("nb, selection, gesture, phrase", CASES, ids=[c[0] for c in CASES])
-def test_a_gesture_on_a_chart_changes_the_output_its_selection_drives(nb, selection, gesture, phrase, gallery,
-                                                                        browser_page):
+def test_a_gesture_on_a_chart_changes_the_output_its_selection_drives(
+    nb, selection, gesture, phrase, gallery, browser_page
+):
     page = browser_page
     page.page_errors.clear()
     page.goto(gallery["base"] + toc.link(nb, mode="server"), wait_until="domcontentloaded")
@@ -53,8 +59,11 @@ def test_a_gesture_on_a_chart_changes_the_output_its_selection_drives(nb, select
     before = _output_text(page, phrase)
     box = chart.bounding_box()
     assert box and box["height"] > 0, f"{nb}: the chart of {selection!r} is not drawn"
-    candidates = [gesture] if gesture else [[(0.5 + dx, 0.45 + dy)] for dy in (0, 0.04, -0.04, 0.08)
-                                             for dx in (0, 0.03, -0.03, 0.06, -0.06)]
+    candidates = (
+        [gesture]
+        if gesture
+        else [[(0.5 + dx, 0.45 + dy)] for dy in (0, 0.04, -0.04, 0.08) for dx in (0, 0.03, -0.03, 0.06, -0.06)]
+    )
     for points in candidates:
         completed = page.evaluate("() => __mw.completed")
         (x0, y0), *rest = [(box["x"] + fx * box["width"], box["y"] + fy * box["height"]) for fx, fy in points]

@@ -43,41 +43,138 @@ ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "engine"
 
 FORBIDDEN_MODULES = {
-    "threading", "_thread", "multiprocessing", "concurrent", "subprocess", "socket", "socketserver",
-    "ssl", "select", "selectors", "signal", "ctypes", "mmap", "pty", "tty", "termios", "fcntl",
-    "resource", "asyncio", "http", "urllib.request", "ftplib", "smtplib", "telnetlib", "xmlrpc",
-    "webbrowser", "sched",
+    "threading",
+    "_thread",
+    "multiprocessing",
+    "concurrent",
+    "subprocess",
+    "socket",
+    "socketserver",
+    "ssl",
+    "select",
+    "selectors",
+    "signal",
+    "ctypes",
+    "mmap",
+    "pty",
+    "tty",
+    "termios",
+    "fcntl",
+    "resource",
+    "asyncio",
+    "http",
+    "urllib.request",
+    "ftplib",
+    "smtplib",
+    "telnetlib",
+    "xmlrpc",
+    "webbrowser",
+    "sched",
 }
 NOT_IN_PYODIDE = {  # standard modules Pyodide's CPython does not ship
-    "tkinter", "turtle", "turtledemo", "curses", "readline", "dbm", "idlelib", "ensurepip", "venv",
-    "lib2to3", "grp", "pwd", "syslog", "crypt", "nis", "spwd", "ossaudiodev", "winreg", "winsound",
+    "tkinter",
+    "turtle",
+    "turtledemo",
+    "curses",
+    "readline",
+    "dbm",
+    "idlelib",
+    "ensurepip",
+    "venv",
+    "lib2to3",
+    "grp",
+    "pwd",
+    "syslog",
+    "crypt",
+    "nis",
+    "spwd",
+    "ossaudiodev",
+    "winreg",
+    "winsound",
     "msvcrt",
 }
-PROCESS_CALLS = {"system", "popen", "fork", "forkpty", "kill", "killpg", "execv", "execve", "execl",
-                 "execlp", "execvp", "execvpe", "execle", "execlpe", "spawnl", "spawnle", "spawnv",
-                 "spawnve", "spawnlp", "spawnvp", "posix_spawn", "posix_spawnp", "startfile"}
+PROCESS_CALLS = {
+    "system",
+    "popen",
+    "fork",
+    "forkpty",
+    "kill",
+    "killpg",
+    "execv",
+    "execve",
+    "execl",
+    "execlp",
+    "execvp",
+    "execvpe",
+    "execle",
+    "execlpe",
+    "spawnl",
+    "spawnle",
+    "spawnv",
+    "spawnve",
+    "spawnlp",
+    "spawnvp",
+    "posix_spawn",
+    "posix_spawnp",
+    "startfile",
+}
 # Methods that write whatever object they are called on (Path, ndarray, np).
-WRITE_METHODS = {"write_text", "write_bytes", "tofile", "savetxt", "savez", "savez_compressed",
-                 "touch", "mkdir", "unlink", "symlink_to", "hardlink_to"}
+WRITE_METHODS = {
+    "write_text",
+    "write_bytes",
+    "tofile",
+    "savetxt",
+    "savez",
+    "savez_compressed",
+    "touch",
+    "mkdir",
+    "unlink",
+    "symlink_to",
+    "hardlink_to",
+}
 # os functions that change the file system (str.replace, list.remove are not writes: os. only).
-OS_WRITES = {"remove", "unlink", "rename", "replace", "renames", "makedirs", "mkdir", "rmdir",
-             "removedirs", "truncate", "chmod", "link", "symlink", "mkfifo", "write"}
+OS_WRITES = {
+    "remove",
+    "unlink",
+    "rename",
+    "replace",
+    "renames",
+    "makedirs",
+    "mkdir",
+    "rmdir",
+    "removedirs",
+    "truncate",
+    "chmod",
+    "link",
+    "symlink",
+    "mkfifo",
+    "write",
+}
 WRITE_MODULES = {"tempfile", "shutil"}
 IO_MODULE = "engine/io.py"
 # The modules that may import a forbidden module, each named: _parallel runs on one thread under
 # Pyodide; _memory imports ctypes only on Linux (sys.platform is "emscripten" in the browser).
-FORBIDDEN_ALLOWED = {"engine/ops/_parallel.py": {"threading", "concurrent.futures",
-                                               "concurrent.futures.ThreadPoolExecutor"},
-                   "engine/_memory.py": {"ctypes"}}
+FORBIDDEN_ALLOWED = {
+    "engine/ops/_parallel.py": {"threading", "concurrent.futures", "concurrent.futures.ThreadPoolExecutor"},
+    "engine/_memory.py": {"ctypes"},
+}
 MODULE_LEVEL_THIRD_PARTY = {"numpy"}
 LAZY_ALLOWED = {  # third-party packages imported inside functions, and where
     "PIL": {"engine/course/plot.py", "engine/course/widgets.py"},  # writes images, reads a drawing
-    "altair": {"engine/course/plot.py", "engine/course/ui.py",  # charts; ui.chart's one conversion
-               "engine/course/labs/optimizers.py"},  # 04's surface map, built on its cached grid
+    "altair": {
+        "engine/course/plot.py",
+        "engine/course/ui.py",  # charts; ui.chart's one conversion
+        "engine/course/labs/optimizers.py",
+    },  # 04's surface map, built on its cached grid
     "matplotlib": {"engine/course/plot.py", "engine/course/widgets.py"},  # charts; the pucks' background
     "anywidget": {"engine/course/widgets.py"},
-    "marimo": {"engine/course/plot.py", "engine/course/toc.py", "engine/course/ui.py", "engine/course/widgets.py",
-               "engine/course/formulas/page.py"},  # a sheet's try-it panel and its tables
+    "marimo": {
+        "engine/course/plot.py",
+        "engine/course/toc.py",
+        "engine/course/ui.py",
+        "engine/course/widgets.py",
+        "engine/course/formulas/page.py",
+    },  # a sheet's try-it panel and its tables
     "torch": {"engine/course/formulas/evaluate.py"},
     "wigglystuff": {"engine/course/widgets.py"},
     "drawdata": {"engine/course/widgets.py"},
@@ -104,8 +201,7 @@ def _name(node) -> str:
 
 def _open_mode(call: ast.Call):
     """The mode of an ``open(...)`` call: a string, None when it cannot be known, 'r' by default."""
-    mode = call.args[1] if len(call.args) > 1 else next(
-        (k.value for k in call.keywords if k.arg == "mode"), None)
+    mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
     if mode is None:
         return "r"
     if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
@@ -149,8 +245,10 @@ def violations(relative: str, source: str) -> list[str]:
                 continue
             elif relative in LAZY_ALLOWED.get(top, ()):
                 if id(node) not in function_nodes:
-                    found.append(f"{where(node)}: imports {top} at module level (import it inside the "
-                                 "function that needs it: `import engine` needs only NumPy)")
+                    found.append(
+                        f"{where(node)}: imports {top} at module level (import it inside the "
+                        "function that needs it: `import engine` needs only NumPy)"
+                    )
             else:
                 found.append(f"{where(node)}: imports third-party {top} (the engine is pure Python over NumPy)")
 
@@ -164,8 +262,16 @@ def violations(relative: str, source: str) -> list[str]:
         if relative == IO_MODULE:
             continue
         # File writes.
-        if last == "open" and callee in ("open", "io.open", "os.open", "os.fdopen", "gzip.open",
-                                         "bz2.open", "lzma.open", "zipfile.ZipFile"):
+        if last == "open" and callee in (
+            "open",
+            "io.open",
+            "os.open",
+            "os.fdopen",
+            "gzip.open",
+            "bz2.open",
+            "lzma.open",
+            "zipfile.ZipFile",
+        ):
             mode = _open_mode(node)
             if callee == "os.open" or mode is None or any(c in mode for c in "wax+"):
                 found.append(f"{where(node)}: {callee}(...) may write a file (writes belong in {IO_MODULE})")
@@ -174,15 +280,20 @@ def violations(relative: str, source: str) -> list[str]:
             if mode is None or any(c in mode for c in "wax"):
                 found.append(f"{where(node)}: writes a zip file (writes belong in {IO_MODULE})")
         elif isinstance(node.func, ast.Attribute) and last in WRITE_METHODS:
-            found.append(f"{where(node)}: calls {callee or '...'}.{last}() "
-                         f"(file writes belong in {IO_MODULE})" if not callee else
-                         f"{where(node)}: calls {callee} (file writes belong in {IO_MODULE})")
+            found.append(
+                f"{where(node)}: calls {callee or '...'}.{last}() (file writes belong in {IO_MODULE})"
+                if not callee
+                else f"{where(node)}: calls {callee} (file writes belong in {IO_MODULE})"
+            )
         elif callee.startswith("os.") and last in OS_WRITES:
             found.append(f"{where(node)}: calls {callee} (file writes belong in {IO_MODULE})")
         elif callee in ("np.save", "numpy.save"):
             found.append(f"{where(node)}: calls {callee} (file writes belong in {IO_MODULE})")
-        elif last == "savefig" and node.args and not (
-                isinstance(node.args[0], ast.Name) and "buf" in node.args[0].id.lower()):
+        elif (
+            last == "savefig"
+            and node.args
+            and not (isinstance(node.args[0], ast.Name) and "buf" in node.args[0].id.lower())
+        ):
             target = node.args[0]
             if isinstance(target, (ast.Constant, ast.JoinedStr)) or "path" in ast.dump(target).lower():
                 found.append(f"{where(node)}: savefig to a file (draw into a BytesIO instead)")
@@ -194,8 +305,11 @@ def engine_files() -> list[Path]:
 
 
 def test_the_engine_is_pure_python():
-    compiled = [p.relative_to(ROOT).as_posix() for p in engine_files() if p.is_file()
-                and p.suffix in {".so", ".pyd", ".dll", ".dylib", ".c", ".cpp", ".pyx", ".pxd", ".f90"}]
+    compiled = [
+        p.relative_to(ROOT).as_posix()
+        for p in engine_files()
+        if p.is_file() and p.suffix in {".so", ".pyd", ".dll", ".dylib", ".c", ".cpp", ".pyx", ".pxd", ".f90"}
+    ]
     assert not compiled, f"files that need compiling: {compiled}"
     assert (ENGINE / "__init__.py").is_file()
     assert len(list(ENGINE.rglob("*.py"))) > 10
@@ -203,9 +317,14 @@ def test_the_engine_is_pure_python():
 
 def test_the_scan_covers_the_library_and_the_course_layer():
     scanned = {p.relative_to(ROOT).as_posix() for p in engine_files() if p.suffix == ".py"}
-    for path in ("engine/tensor.py", "engine/course/toc.py", "engine/course/plot.py",
-                 "engine/course/ui.py", "engine/course/formulas/evaluate.py",
-                 "engine/course/labs/convolution.py"):
+    for path in (
+        "engine/tensor.py",
+        "engine/course/toc.py",
+        "engine/course/plot.py",
+        "engine/course/ui.py",
+        "engine/course/formulas/evaluate.py",
+        "engine/course/labs/convolution.py",
+    ):
         assert path in scanned, f"{path} is not scanned"
     for paths in LAZY_ALLOWED.values():
         assert all((ROOT / path).is_file() for path in paths), f"LAZY_ALLOWED names a missing file: {paths}"
@@ -232,53 +351,63 @@ def test_every_package_the_engine_imports_ships_with_pyodide():
     needed = imported - IN_BROWSER_WITHOUT_LOCK - OPTIONAL_OUTSIDE_BROWSER - FROM_PYPI_IN_BROWSER
     assert needed <= shipped, f"not in Pyodide {build_site.PYODIDE_VERSION}: {needed - shipped}"
     # The site's pages install exactly these (their PEP 723 header), the widgets at exact pins.
-    assert set(build_site.WASM_DEPENDENCIES) == ({PACKAGE_OF.get(n, n) for n in needed}
-                                                 | set(build_site.WIDGET_DEPENDENCIES))
+    assert set(build_site.WASM_DEPENDENCIES) == (
+        {PACKAGE_OF.get(n, n) for n in needed} | set(build_site.WIDGET_DEPENDENCIES)
+    )
     assert FROM_PYPI_IN_BROWSER <= {d.split("==")[0] for d in build_site.WIDGET_DEPENDENCIES}
     assert all("==" in d for d in build_site.WIDGET_DEPENDENCIES)
 
 
 # ----------------------------------------------------------------------------- the checker itself
-@pytest.mark.parametrize("source, expected", [
-    ("import threading", "no threads"),
-    ("from concurrent.futures import ThreadPoolExecutor", "no threads"),
-    ("import multiprocessing as mp", "no threads"),
-    ("import subprocess\nsubprocess.run(['ls'])", "no threads"),
-    ("import socket", "no threads"),
-    ("from urllib.request import urlopen", "no threads"),
-    ("import os\nos.system('ls')", "calls os.system"),
-    ("import os\nos.popen('ls')", "calls os.popen"),
-    ("import tkinter", "Pyodide does not ship"),
-    ("import scipy", "third-party scipy"),
-    ("import torch", "third-party torch"),
-    ("import matplotlib.pyplot as plt", "third-party matplotlib"),
-    ("open('x.txt', 'w').write('1')", "may write a file"),
-    ("open(name, mode)", "may write a file"),
-    ("with open(p, mode='a') as f: pass", "may write a file"),
-    ("from pathlib import Path\nPath('x').write_text('1')", "write_text"),
-    ("import numpy as np\nnp.save('x.npy', a)", "np.save"),
-    ("import numpy as np\nnp.savez(path, a=a)", "np.savez"),
-    ("import tempfile", "writes belong in engine/io.py"),
-    ("import os\nos.remove(p)", "os.remove"),
-    ("import os\nos.replace(a, b)", "os.replace"),
-    ("arr.tofile('x.bin')", "arr.tofile"),
-    ("fig.savefig('out.png')", "savefig to a file"),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("import threading", "no threads"),
+        ("from concurrent.futures import ThreadPoolExecutor", "no threads"),
+        ("import multiprocessing as mp", "no threads"),
+        ("import subprocess\nsubprocess.run(['ls'])", "no threads"),
+        ("import socket", "no threads"),
+        ("from urllib.request import urlopen", "no threads"),
+        ("import os\nos.system('ls')", "calls os.system"),
+        ("import os\nos.popen('ls')", "calls os.popen"),
+        ("import tkinter", "Pyodide does not ship"),
+        ("import scipy", "third-party scipy"),
+        ("import torch", "third-party torch"),
+        ("import matplotlib.pyplot as plt", "third-party matplotlib"),
+        ("open('x.txt', 'w').write('1')", "may write a file"),
+        ("open(name, mode)", "may write a file"),
+        ("with open(p, mode='a') as f: pass", "may write a file"),
+        ("from pathlib import Path\nPath('x').write_text('1')", "write_text"),
+        ("import numpy as np\nnp.save('x.npy', a)", "np.save"),
+        ("import numpy as np\nnp.savez(path, a=a)", "np.savez"),
+        ("import tempfile", "writes belong in engine/io.py"),
+        ("import os\nos.remove(p)", "os.remove"),
+        ("import os\nos.replace(a, b)", "os.replace"),
+        ("arr.tofile('x.bin')", "arr.tofile"),
+        ("fig.savefig('out.png')", "savefig to a file"),
+    ],
+)
 def test_the_checker_catches(source, expected):
     found = violations("engine/example.py", source)
     assert any(expected in message for message in found), found
 
 
-@pytest.mark.parametrize("relative, source", [
-    ("engine/example.py", "import numpy as np\nimport math, dataclasses\nfrom engine import nn"),
-    ("engine/example.py", "with open(p) as f: f.read()\nopen(p, 'rb')"),
-    ("engine/example.py", "name.replace('_', ' ')\nitems.remove(x)\ns.rename(columns=c)"),
-    ("engine/course/widgets.py", "def read():\n    from PIL import Image\n    import anywidget\n"
-                          "    buf = io.BytesIO()\n    fig.savefig(buf, format='png')"),
-    ("engine/io.py", "import os, tempfile\nopen(p, 'wb')\nos.replace(a, b)"),
-    ("engine/course/formulas/evaluate.py", "def f():\n    import torch"),
-    ("engine/ops/_parallel.py", "import threading\nfrom concurrent.futures import ThreadPoolExecutor"),
-])
+@pytest.mark.parametrize(
+    "relative, source",
+    [
+        ("engine/example.py", "import numpy as np\nimport math, dataclasses\nfrom engine import nn"),
+        ("engine/example.py", "with open(p) as f: f.read()\nopen(p, 'rb')"),
+        ("engine/example.py", "name.replace('_', ' ')\nitems.remove(x)\ns.rename(columns=c)"),
+        (
+            "engine/course/widgets.py",
+            "def read():\n    from PIL import Image\n    import anywidget\n"
+            "    buf = io.BytesIO()\n    fig.savefig(buf, format='png')",
+        ),
+        ("engine/io.py", "import os, tempfile\nopen(p, 'wb')\nos.replace(a, b)"),
+        ("engine/course/formulas/evaluate.py", "def f():\n    import torch"),
+        ("engine/ops/_parallel.py", "import threading\nfrom concurrent.futures import ThreadPoolExecutor"),
+    ],
+)
 def test_the_checker_allows(relative, source):
     assert violations(relative, source) == []
 

@@ -48,13 +48,25 @@ def shared_server(tmp_path_factory):
     folders = [name for name in ("notebooks", "cheatsheets") if (ROOT / name).is_dir()]
     assert folders, "neither notebooks/ nor cheatsheets/ exists: nothing to share"
     port = free_port()
-    command = [sys.executable, "-m", "marimo", "run", *folders, "--host", "127.0.0.1",
-               "--port", str(port), "--headless", "--token", "--token-password", PASSWORD,
-               "--no-sandbox"]
+    command = [
+        sys.executable,
+        "-m",
+        "marimo",
+        "run",
+        *folders,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--headless",
+        "--token",
+        "--token-password",
+        PASSWORD,
+        "--no-sandbox",
+    ]
     log_path = tmp_path_factory.mktemp("shared") / "server.log"
     with open(log_path, "wb") as log:
-        server = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        server = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -94,8 +106,12 @@ def _websocket_handshake(base: str, path: str, cookie: str = "") -> int:
 
     host = urllib.parse.urlparse(base)
     connection = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
-    headers = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
-               "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode()}
+    headers = {
+        "Upgrade": "websocket",
+        "Connection": "Upgrade",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(),
+    }
     if cookie:
         headers["Cookie"] = cookie
     try:

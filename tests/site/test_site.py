@@ -46,8 +46,9 @@ def built():
 
 def _lock_versions() -> dict[str, str]:
     """``{package: version}`` of Pyodide's lock file, names in lower case (it spells 'Pillow')."""
-    return {name.lower(): version for name, version in
-            build_site.lock_versions(build_site.ensure_pyodide_lock()).items()}
+    return {
+        name.lower(): version for name, version in build_site.lock_versions(build_site.ensure_pyodide_lock()).items()
+    }
 
 
 def test_make_site_builds_every_page(built):
@@ -95,7 +96,9 @@ def test_each_page_is_a_wasm_page_with_its_notebook_and_the_engine_wheel(built, 
             assert f'"{package}"' in source, f"{package} is missing from the page: {source[:400]}"
             continue
         pin = f'"{package}=={versions[package]}"'
-        assert pin.lower() in source.lower(), f"{package} is not pinned to Pyodide's {versions[package]}: {source[:400]}"
+        assert pin.lower() in source.lower(), (
+            f"{package} is not pinned to Pyodide's {versions[package]}: {source[:400]}"
+        )
 
 
 def test_the_wasm_header_adds_the_widget_packages_at_pyprojects_pins_once():
@@ -160,8 +163,7 @@ def test_every_page_reaches_the_whole_engine_package(monkeypatch):
     if shutil.which("uv") is None and not (Path(sys.executable).parent / "uv").is_file():
         from oracle import _missing
 
-        _missing("uv not found: `make site-tools` installs it; the wheel-contents test skipped",
-                 "REQUIRE_BROWSER")
+        _missing("uv not found: `make site-tools` installs it; the wheel-contents test skipped", "REQUIRE_BROWSER")
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     package = {p.resolve() for p in (ROOT / "engine").rglob("*.py") if "__pycache__" not in p.parts}
     for entry in ENTRIES:
@@ -172,29 +174,43 @@ def test_every_page_reaches_the_whole_engine_package(monkeypatch):
 
 
 def test_every_page_shares_one_complete_engine_wheel(built):
-    wheels = {e.id: build_site.page_wheels(built.site, e).get("engine")
-              for e in ENTRIES if (built.site / build_site.wasm_path(e.id)).is_file()}
+    wheels = {
+        e.id: build_site.page_wheels(built.site, e).get("engine")
+        for e in ENTRIES
+        if (built.site / build_site.wasm_path(e.id)).is_file()
+    }
     assert wheels, "no WASM page was built"
     names = {w.name for w in wheels.values() if w is not None}
-    assert len(names) == 1, (f"pages bundle different engine wheels {names}: engine/__init__.py must "
-                             "import every submodule so that each page reaches the whole package")
+    assert len(names) == 1, (
+        f"pages bundle different engine wheels {names}: engine/__init__.py must "
+        "import every submodule so that each page reaches the whole package"
+    )
     wheel = next(iter(wheels.values()))
     with zipfile.ZipFile(wheel) as archive:
         packed = {n for n in archive.namelist() if n.endswith(".py")}
-    package = {p.relative_to(ROOT).as_posix() for p in (ROOT / "engine").rglob("*.py")
-               if "__pycache__" not in p.parts}
+    package = {p.relative_to(ROOT).as_posix() for p in (ROOT / "engine").rglob("*.py") if "__pycache__" not in p.parts}
     assert package <= packed, f"the wheel lacks {sorted(package - packed)}"
 
 
 def test_the_wheel_installs_into_a_clean_venv_and_imports(built, tmp_path):
-    wheel = next((build_site.page_wheels(built.site, e)["engine"] for e in ENTRIES
-                  if (built.site / build_site.wasm_path(e.id)).is_file()), None)
+    wheel = next(
+        (
+            build_site.page_wheels(built.site, e)["engine"]
+            for e in ENTRIES
+            if (built.site / build_site.wasm_path(e.id)).is_file()
+        ),
+        None,
+    )
     assert wheel is not None and wheel.is_file(), "no engine wheel in the site"
     venv = tmp_path / "clean"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
-    install = subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheel), "numpy"],
-                             capture_output=True, text=True, timeout=600)
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", str(wheel), "numpy"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert install.returncode == 0, install.stdout + install.stderr
     probe = (
         "import importlib, json, pathlib, engine\n"
@@ -207,14 +223,16 @@ def test_the_wheel_installs_into_a_clean_venv_and_imports(built, tmp_path):
         "print(json.dumps({'file': engine.__file__, 'modules': names, 'grad': x.grad.tolist()}))\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    run = subprocess.run([str(python), "-c", probe], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=300, env=env)
+    run = subprocess.run([str(python), "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])
     assert Path(report["file"]).resolve().is_relative_to(venv.resolve()), report["file"]
     assert report["grad"] == [2.0, -4.0, 6.0]
-    expected = {".".join(p.relative_to(ROOT).with_suffix("").parts) for p in (ROOT / "engine").rglob("*.py")
-                if p.stem != "__init__" and "__pycache__" not in p.parts}
+    expected = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for p in (ROOT / "engine").rglob("*.py")
+        if p.stem != "__init__" and "__pycache__" not in p.parts
+    }
     assert expected <= set(report["modules"]), sorted(expected - set(report["modules"]))
 
 
@@ -263,13 +281,19 @@ def test_make_serve_site_serves_the_site_on_localhost(built):
     from browser_tools import free_port, stop_process_group
 
     port = free_port()
-    dry = subprocess.run(["make", "-n", "serve-site", f"VENV={sys.prefix}", f"SITE_DIR={built.site}",
-                          f"SITE_PORT={port}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    dry = subprocess.run(
+        ["make", "-n", "serve-site", f"VENV={sys.prefix}", f"SITE_DIR={built.site}", f"SITE_PORT={port}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert dry.returncode == 0, dry.stderr
     command = next(line for line in dry.stdout.splitlines() if "http.server" in line)
     assert "--bind 127.0.0.1" in command
-    server = subprocess.Popen(shlex.split(command), cwd=ROOT, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen(
+        shlex.split(command), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         base = f"http://127.0.0.1:{port}/"
         deadline = time.monotonic() + 60

@@ -37,8 +37,10 @@ def test_static_page_renders(entry, static_page):
     require_site_tools()
     built = site_build()
     path = built.site / build_site.static_path(entry.id)
-    assert path.is_file(), (f"the site lacks {build_site.static_path(entry.id)} "
-                            f"(make site exit {built.returncode}):\n{built.output[-2000:]}")
+    assert path.is_file(), (
+        f"the site lacks {build_site.static_path(entry.id)} "
+        f"(make site exit {built.returncode}):\n{built.output[-2000:]}"
+    )
     page = static_page
     cdn = CdnFromPackage()
     errors: list[str] = []
@@ -58,9 +60,11 @@ def test_static_page_renders(entry, static_page):
         assert cdn.served, "the page loaded nothing from the CDN: not a marimo export?"
         headings = [h.strip() for h in page.locator("#App h1").all_inner_texts()]
         assert any(entry.title.casefold() in h.casefold() for h in headings), (
-            f"no H1 names {entry.title!r}; H1s: {headings}")
+            f"no H1 names {entry.title!r}; H1s: {headings}"
+        )
         unrendered = page.locator("marimo-tex").evaluate_all(
-            "els => els.filter(e => !(e.shadowRoot || e).querySelector('.katex')).map(e => e.textContent.slice(0, 80))")
+            "els => els.filter(e => !(e.shadowRoot || e).querySelector('.katex')).map(e => e.textContent.slice(0, 80))"
+        )
         assert page.locator("marimo-tex").count() > 0, "no formula on the page"
         assert not unrendered, f"formulas not rendered by KaTeX: {unrendered[:5]}"
         assert page.locator(".katex-error").count() == 0, page.locator(".katex-error").all_inner_texts()[:5]

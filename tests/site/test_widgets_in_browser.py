@@ -97,8 +97,7 @@ def test_a_stroke_on_the_canvas_changes_the_digit_the_cnn_reads(app):
     page, gallery = app
     _open(page, gallery, "05_convolution")
     canvas = _widget_near(page, "start from")
-    before, after, own = _drag(page, gallery, canvas, [(0.05, 0.5), (0.95, 0.5), (0.95, 0.95)],
-                               "05: canvas stroke")
+    before, after, own = _drag(page, gallery, canvas, [(0.05, 0.5), (0.95, 0.5), (0.95, 0.95)], "05: canvas stroke")
     changes = [c for c in changed_areas(before, after) if not c.startswith(f"{own}:")]
     assert changes, "05_convolution: drawing on the canvas changed no other output"
     assert any("img" in c for c in changes), f"05_convolution: the 8x8 digit image is unchanged: {changes}"
@@ -191,8 +190,9 @@ def test_dragging_a_query_entry_changes_the_attention_weights(app):
 
     _run(page, gallery, drag, "06: query entry")
     wait_settled(page)
-    query = np.array([float(area.locator(f'[data-testid="matrix-cell-0-{j}"]').get_attribute("aria-valuenow"))
-                      for j in range(4)])
+    query = np.array(
+        [float(area.locator(f'[data-testid="matrix-cell-0-{j}"]').get_attribute("aria-valuenow")) for j in range(4)]
+    )
     weights_after = _weights(page, area)
     assert query[3] > 0, f"06_attention: dragging key 3's entry right left it at {query[3]}"
     assert weights_after[3] > weights_before[3], f"06_attention: key 3's weight did not grow: {weights_after}"
@@ -205,8 +205,11 @@ def test_the_ddpm_trains_on_the_points_sprayed_on_the_drawing(app):
     page, gallery = app
     _open(page, gallery, "07_diffusion")
     train = page.locator("#App marimo-button button", has_text="Train on my drawing")
-    canvas = page.locator("#App .output-area").filter(
-        has=page.locator("marimo-button button", has_text="Train on my drawing")).locator("marimo-anywidget")
+    canvas = (
+        page.locator("#App .output-area")
+        .filter(has=page.locator("marimo-button button", has_text="Train on my drawing"))
+        .locator("marimo-anywidget")
+    )
     canvas.first.locator("svg").first.wait_for(state="visible")
     dots_before = _circles(canvas)
     _drag(page, gallery, canvas, [(0.1, 0.1), (0.9, 0.1), (0.9, 0.5)], "07: spray")

@@ -24,8 +24,14 @@ ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "build" / "screenshots"
 
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 VIEWPORT = {"width": 1280, "height": 900}
 
@@ -178,7 +184,7 @@ def server_log_for(log_path: Path, errors) -> str:
     hits = [i for i, line in enumerate(log) if any(i_d and i_d in line for i_d in ids)]
     if not hits:
         return "\n".join(log[-40:])
-    return "\n".join(log[max(0, hits[0] - 2): hits[0] + 40])
+    return "\n".join(log[max(0, hits[0] - 2) : hits[0] + 40])
 
 
 def assert_no_errors(page, log_path: Path, where: str) -> None:
@@ -186,10 +192,8 @@ def assert_no_errors(page, log_path: Path, where: str) -> None:
     JavaScript page error on ``page`` so far; ``log_path`` is the server's log, quoted on failure."""
     state = page.evaluate("() => ({errors: __mw.errors, stderr: __mw.stderr})")
     errors = [e for e in state["errors"] if e["type"] not in INTENTIONAL_ERRORS]
-    assert not errors, (f"{where}: marimo error output {errors}\nserver log:\n"
-                        + server_log_for(log_path, errors))
-    tracebacks = [s for s in state["stderr"]
-                  if any(word in s["text"] for word in ("Traceback", "Error", "Exception"))]
+    assert not errors, f"{where}: marimo error output {errors}\nserver log:\n" + server_log_for(log_path, errors)
+    tracebacks = [s for s in state["stderr"] if any(word in s["text"] for word in ("Traceback", "Error", "Exception"))]
     assert not tracebacks, f"{where}: a cell wrote an error to stderr: {tracebacks}"
     warnings = [s for s in state["stderr"] if s not in tracebacks]
     if warnings:
@@ -203,20 +207,24 @@ def wait_idle_after(page, completed_before: int, timeout_ms: int, what: str) -> 
     """Wait until the kernel has finished a run since ``completed_before`` runs and no cell is queued
     or running; on a timeout, fail with what the kernel was doing."""
     try:
-        page.wait_for_function(f"() => window.__mw && __mw.idleAfter({completed_before})",
-                               timeout=timeout_ms, polling=100)
+        page.wait_for_function(
+            f"() => window.__mw && __mw.idleAfter({completed_before})", timeout=timeout_ms, polling=100
+        )
     except Exception as error:  # playwright TimeoutError: say what the kernel was doing
-        state = page.evaluate("() => window.__mw ? {status: __mw.status, completed: __mw.completed, "
-                              "ready: __mw.kernelReady} : null")
-        raise AssertionError(f"{what}: the kernel did not finish within {timeout_ms / 1000:.0f} s; "
-                             f"state {state}") from error
+        state = page.evaluate(
+            "() => window.__mw ? {status: __mw.status, completed: __mw.completed, ready: __mw.kernelReady} : null"
+        )
+        raise AssertionError(
+            f"{what}: the kernel did not finish within {timeout_ms / 1000:.0f} s; state {state}"
+        ) from error
 
 
 def run_started(page, completed_before: int, timeout_ms: int = 30_000) -> bool:
     """Whether the kernel started (or already finished) a run since ``completed_before`` runs."""
     try:
-        page.wait_for_function(f"() => __mw.busy() > 0 || __mw.completed > {completed_before}",
-                               timeout=timeout_ms, polling=50)
+        page.wait_for_function(
+            f"() => __mw.busy() > 0 || __mw.completed > {completed_before}", timeout=timeout_ms, polling=50
+        )
         return True
     except Exception:  # playwright's TimeoutError
         return False
@@ -274,13 +282,16 @@ class CdnFromPackage:
     def __call__(self, route):
         url = route.request.url
         if url.startswith(self.prefix):
-            relative = url[len(self.prefix):].split("?")[0].split("#")[0]
+            relative = url[len(self.prefix) :].split("?")[0].split("#")[0]
             target = (self.static / relative).resolve()
             if target.is_file() and target.is_relative_to(self.static.resolve()):
                 self.served.append(relative)
                 kind = mimetypes.guess_type(str(target))[0] or "application/octet-stream"
-                return route.fulfill(status=200, body=target.read_bytes(),
-                                     headers={"content-type": kind, "access-control-allow-origin": "*"})
+                return route.fulfill(
+                    status=200,
+                    body=target.read_bytes(),
+                    headers={"content-type": kind, "access-control-allow-origin": "*"},
+                )
             self.missing.append(url)
             return route.fulfill(status=404, body="not in marimo/_static")
         if url.startswith(("file://", "data:", "blob:")):
@@ -322,8 +333,14 @@ def make_command(target: str, port: int, **variables: str) -> list[str]:
     import subprocess
     import sys
 
-    arguments = ["make", "-n", target, f"VENV={sys.prefix}", f"PORT={port}",
-                 *(f"{name}={value}" for name, value in variables.items())]
+    arguments = [
+        "make",
+        "-n",
+        target,
+        f"VENV={sys.prefix}",
+        f"PORT={port}",
+        *(f"{name}={value}" for name, value in variables.items()),
+    ]
     result = subprocess.run(arguments, cwd=ROOT, capture_output=True, text=True, timeout=60)
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(arguments)} failed: {result.stderr}")
@@ -333,8 +350,7 @@ def make_command(target: str, port: int, **variables: str) -> list[str]:
     return shlex.split(line)
 
 
-def serve(command: list[str], cwd: Path, log_path: Path, timeout: float = 120.0,
-          env: dict | None = None):
+def serve(command: list[str], cwd: Path, log_path: Path, timeout: float = 120.0, env: dict | None = None):
     """Start a marimo server (its own process group); return it and its base URL once it answers.
 
     Stop it with :func:`stop_process_group`. The server's output goes to ``log_path``.
@@ -345,8 +361,9 @@ def serve(command: list[str], cwd: Path, log_path: Path, timeout: float = 120.0,
 
     port = command[command.index("--port") + 1]
     with open(log_path, "wb") as log:
-        server = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True, env=env)
+        server = subprocess.Popen(
+            command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
+        )
     base = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + timeout
     while True:
@@ -401,7 +418,8 @@ def editor_run_all(page, timeout_ms: float = 60_000) -> float | None:
     config = page.evaluate(
         "() => { const c = window.__MARIMO_MOUNT_CONFIG__ || {};"
         " const runtime = k => ((c[k] || {}).runtime || {}).auto_instantiate;"
-        " return [runtime('configOverrides'), runtime('config')]; }")
+        " return [runtime('configOverrides'), runtime('config')]; }"
+    )
     overridden, user = config
     if overridden if overridden is not None else user:
         return None
@@ -494,8 +512,11 @@ def notebook_in_editor(executable: str, notebook: str, folder: Path, timeout_ms:
     shutil.copy2(ROOT / "pyproject.toml", copy / "pyproject.toml")
 
     def pages():
-        return {path.relative_to(copy).as_posix(): path.read_bytes()
-                for name in ("notebooks", "cheatsheets") for path in sorted((copy / name).rglob("*.py"))}
+        return {
+            path.relative_to(copy).as_posix(): path.read_bytes()
+            for name in ("notebooks", "cheatsheets")
+            for path in sorted((copy / name).rglob("*.py"))
+        }
 
     before = pages()
     log = folder / "edit.log"
@@ -505,14 +526,18 @@ def notebook_in_editor(executable: str, notebook: str, folder: Path, timeout_ms:
         page.goto(base + f"?file={notebook}", wait_until="commit")
         page.wait_for_function("() => window.__mw && __mw.kernelReady", timeout=timeout_ms, polling=100)
         assert editor_run_all(page, timeout_ms) is None, (
-            "the editor waits for 'Run all stale cells': pyproject.toml's runtime.auto_instantiate is not in effect")
-        page.wait_for_function("() => __mw.completed > 0 && __mw.busy() === 0"
-                               " && __mw.cells.every(id => __mw.status[id] === 'idle')",
-                               timeout=timeout_ms, polling=100)
+            "the editor waits for 'Run all stale cells': pyproject.toml's runtime.auto_instantiate is not in effect"
+        )
+        page.wait_for_function(
+            "() => __mw.completed > 0 && __mw.busy() === 0 && __mw.cells.every(id => __mw.status[id] === 'idle')",
+            timeout=timeout_ms,
+            polling=100,
+        )
         after = pages()
         changed = sorted(name for name in after if after[name] != before.get(name))
         assert not changed and set(after) == set(before), (
-            f"marimo edit rewrote {changed} or created {sorted(set(after) - set(before))} on open")
+            f"marimo edit rewrote {changed} or created {sorted(set(after) - set(before))} on open"
+        )
         yield page, log
 
 

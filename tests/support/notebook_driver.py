@@ -160,8 +160,7 @@ def run_app(app, **values):
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(err):
         warnings.simplefilter("always")
         outputs, out_defs = app.run(defs=defs or None)
-    problems = [f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in caught
-                if not _ignorable(w)]
+    problems = [f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in caught if not _ignorable(w)]
     assert not problems, "warnings while running the notebook:\n" + "\n".join(problems)
     assert not err.getvalue().strip(), "stderr while running the notebook:\n" + err.getvalue()
     return outputs, out_defs
@@ -197,8 +196,11 @@ def control_values(control) -> list:
         return [[], list(control.options.values())]
     if cls in ("dictionary", "array"):
         # each element's own minimum, maximum and default, all elements together
-        parts = {k: control_values(v) for k, v in control.elements.items()} if cls == "dictionary" \
+        parts = (
+            {k: control_values(v) for k, v in control.elements.items()}
+            if cls == "dictionary"
             else {i: control_values(v) for i, v in enumerate(control.elements)}
+        )
         runs = [{k: vs[min(j, len(vs) - 1)] for k, vs in parts.items()} for j in range(3)]
         return runs if cls == "dictionary" else [list(r.values()) for r in runs]
     raise TypeError(f"control_values: don't know how to drive a {cls}")
@@ -265,8 +267,9 @@ def _env():
 def run_headless(path, timeout: float = 120) -> float:
     """``python <notebook>``: asserts exit code 0 and empty stderr; returns the wall time in seconds."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(ROOT / path)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env=_env())
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / path)], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=_env()
+    )
     seconds = time.perf_counter() - start
     assert proc.returncode == 0, f"{path} exited with {proc.returncode}:\n{proc.stderr[-3000:]}"
     assert not proc.stderr.strip(), f"{path} wrote to stderr:\n{proc.stderr[-3000:]}"
@@ -327,9 +330,11 @@ def exported_outputs(page: str) -> dict:
     what the static page shows in each cell, mimetype -> payload)."""
     start = page.find('"session": ')
     assert start >= 0, "the exported page holds no session record"
-    session, _ = json.JSONDecoder().raw_decode(page[start + len('"session": '):])
-    return {cell["id"]: {k: v for o in cell["outputs"] for k, v in (o.get("data") or {}).items()}
-            for cell in session["cells"]}
+    session, _ = json.JSONDecoder().raw_decode(page[start + len('"session": ') :])
+    return {
+        cell["id"]: {k: v for o in cell["outputs"] for k, v in (o.get("data") or {}).items()}
+        for cell in session["cells"]
+    }
 
 
 # ----------------------------------------------------------------------------- the convention
@@ -347,8 +352,11 @@ def controls(app) -> dict:
     """Every input control a notebook defines, by name (run buttons excluded: see run_buttons)."""
     from marimo._plugins.ui._core.ui_element import UIElement
 
-    return {n: v for n, v in default_defs(app).items()
-            if isinstance(v, UIElement) and type(v).__name__ not in PASSIVE + ("run_button",)}
+    return {
+        n: v
+        for n, v in default_defs(app).items()
+        if isinstance(v, UIElement) and type(v).__name__ not in PASSIVE + ("run_button",)
+    }
 
 
 def run_buttons(app) -> dict:
@@ -364,8 +372,11 @@ def extreme_runs(app) -> list[dict]:
     values = {name: control_values(c) for name, c in found.items()}
     pressed = {name: True for name in run_buttons(app)}
     runs = [{**{n: v[min(k, len(v) - 1)] for n, v in values.items()}, **pressed} for k in (0, 1)]
-    choices = {n: vs for n, vs in values.items()
-               if type(found[n]).__name__ in ("dropdown", "radio") or hasattr(found[n], "test_values")}
+    choices = {
+        n: vs
+        for n, vs in values.items()
+        if type(found[n]).__name__ in ("dropdown", "radio") or hasattr(found[n], "test_values")
+    }
     for i in range(max((len(vs) for vs in choices.values()), default=0)):
         runs.append({n: vs[i % len(vs)] for n, vs in choices.items()})
     return runs
@@ -381,5 +392,4 @@ def notebook_text(nb: str, **values) -> tuple[str, dict]:
 def script_cells(app) -> list:
     """The "same in your own script" cells: visible code that defines a private ``_script``."""
     app._maybe_initialize()
-    return [cd for cd in app._cell_manager.cell_data()
-            if cd.cell is not None and "def _script(" in cd.code]
+    return [cd for cd in app._cell_manager.cell_data() if cd.cell is not None and "def _script(" in cd.code]

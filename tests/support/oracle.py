@@ -177,9 +177,7 @@ def check_against_torch(
         f"engine_fn returned {type(engine_out).__name__}, expected engine.Tensor"
     )
     expected = torch_out.detach().numpy()
-    assert engine_out.shape == expected.shape, (
-        f"forward shape: engine {engine_out.shape} vs torch {expected.shape}"
-    )
+    assert engine_out.shape == expected.shape, f"forward shape: engine {engine_out.shape} vs torch {expected.shape}"
     if check_dtype:
         assert engine_out.data.dtype == np.dtype(_torch_dtype_name(torch_out.dtype)), (
             f"forward dtype: engine {engine_out.data.dtype} vs torch {torch_out.dtype}"
@@ -188,9 +186,7 @@ def check_against_torch(
         engine_out.data, expected, atol=atol, rtol=rtol, err_msg="forward output differs from torch"
     )
     for i, (before, tensor) in enumerate(zip(originals, engine_inputs)):
-        np.testing.assert_array_equal(
-            tensor.data, before, err_msg=f"engine_fn modified input {i} in place"
-        )
+        np.testing.assert_array_equal(tensor.data, before, err_msg=f"engine_fn modified input {i} in place")
     assert bool(engine_out.requires_grad) == bool(torch_out.requires_grad), (
         f"requires_grad of the output: engine {engine_out.requires_grad} vs torch {torch_out.requires_grad}"
     )
@@ -228,9 +224,6 @@ def check_gradcheck(fn: Callable, inputs: Sequence[np.ndarray], grad: bool | Seq
 
     arrays = [np.asarray(a) for a in inputs]
     flags = _grad_flags(arrays, grad)
-    tensors = [
-        engine.Tensor(a.astype(np.float64) if f else a.copy(), requires_grad=f)
-        for a, f in zip(arrays, flags)
-    ]
+    tensors = [engine.Tensor(a.astype(np.float64) if f else a.copy(), requires_grad=f) for a, f in zip(arrays, flags)]
     assert any(flags), "check_gradcheck needs at least one floating input to differentiate"
     assert engine.gradcheck(fn, tensors, **kwargs) is True

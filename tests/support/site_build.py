@@ -43,8 +43,7 @@ def require_site_tools() -> None:
         return
     from oracle import _missing
 
-    _missing("npm not found: `make site` needs it once for Pyodide's lock file; site tests skipped",
-             "REQUIRE_BROWSER")
+    _missing("npm not found: `make site` needs it once for Pyodide's lock file; site tests skipped", "REQUIRE_BROWSER")
 
 
 # Set by tests/conftest.py at collection: whether a selected test reads the built site.
@@ -58,7 +57,10 @@ def site_build() -> Build:
     started = time.monotonic()
     process = subprocess.run(
         ["make", "site", f"VENV={sys.prefix}", f"SITE_DIR={site}", "SITE_ARGS=--allow-missing"],
-        cwd=ROOT, capture_output=True, text=True, timeout=1800,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     seconds = time.monotonic() - started
     manifest_path = site / "site.json"

@@ -21,8 +21,9 @@ RTOL = 1e-10
 ATOL = 1e-12
 
 
-def check_op(engine_fn, torch_fn, inputs, grad=True, rtol=RTOL, atol=ATOL, gradcheck=True,
-             gradcheck_kwargs=None, seed=0):
+def check_op(
+    engine_fn, torch_fn, inputs, grad=True, rtol=RTOL, atol=ATOL, gradcheck=True, gradcheck_kwargs=None, seed=0
+):
     """gradcheck (float64) and the torch oracle on the same float64 ``inputs``."""
     torch_fn = engine_fn if torch_fn is SAME else torch_fn
     inputs = [np.asarray(a) for a in inputs]
@@ -35,8 +36,9 @@ def oracle(engine_fn, torch_fn, inputs, grad=True, rtol=RTOL, atol=ATOL, seed=0)
     """Only the torch comparison (for points where central differences are meaningless: kinks,
     ties, values next to a singularity)."""
     torch_fn = engine_fn if torch_fn is SAME else torch_fn
-    return check_against_torch(engine_fn, torch_fn, [np.asarray(a) for a in inputs],
-                               atol=atol, rtol=rtol, grad=grad, seed=seed)
+    return check_against_torch(
+        engine_fn, torch_fn, [np.asarray(a) for a in inputs], atol=atol, rtol=rtol, grad=grad, seed=seed
+    )
 
 
 def draw(shape, domain="normal", seed=0):

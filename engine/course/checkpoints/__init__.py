@@ -60,8 +60,9 @@ def load(module):
     ``load_state_dict``, which takes arrays), where ``engine.load`` gives Tensors."""
     blob = base64.b64decode(module.ARCHIVE)
     if len(blob) != module.SIZE or hashlib.sha256(blob).hexdigest() != module.SHA256:
-        raise ValueError(f"checkpoint {module.__name__} is corrupted (size or SHA-256 differs); "
-                         "rebuild it with `make checkpoints`")
+        raise ValueError(
+            f"checkpoint {module.__name__} is corrupted (size or SHA-256 differs); rebuild it with `make checkpoints`"
+        )
     return _arrays(engine.load(io.BytesIO(blob)))
 
 
@@ -139,8 +140,12 @@ def _parsed_tree(function) -> bytes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             node.decorator_list = []
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(getattr(body[0], "value", None), ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
     return ast.dump(tree, annotate_fields=False).encode()
 
@@ -171,8 +176,10 @@ def load_if_fits(module, *code) -> tuple[object, str]:
         return load(module), ""
     if found != expected:
         names = ", ".join(f"`{getattr(c, '__name__', '?')}`" for c in code)
-        return None, (f"the shipped model was trained with other code than this page's {names}, "
-                      "so it is not loaded: train with the button to see what your code does")
+        return None, (
+            f"the shipped model was trained with other code than this page's {names}, "
+            "so it is not loaded: train with the button to see what your code does"
+        )
     return load(module), ""
 
 

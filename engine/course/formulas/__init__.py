@@ -28,9 +28,25 @@ from .evaluate import (
 )
 
 __all__ = [
-    "FormulaRow", "FormulaMismatch", "ROWS", "SHEETS", "BACKENDS", "KINDS", "rows", "row", "search",
-    "evaluate", "evaluate_with", "check_row", "assert_close", "run_snippet", "to_numpy",
-    "torch_available", "snippet_count", "render", "tables",
+    "FormulaRow",
+    "FormulaMismatch",
+    "ROWS",
+    "SHEETS",
+    "BACKENDS",
+    "KINDS",
+    "rows",
+    "row",
+    "search",
+    "evaluate",
+    "evaluate_with",
+    "check_row",
+    "assert_close",
+    "run_snippet",
+    "to_numpy",
+    "torch_available",
+    "snippet_count",
+    "render",
+    "tables",
 ]
 
 _MODULES = (activation_functions, loss_functions, derivatives, optimizers, metrics, tensor_shapes, deep_learning)

@@ -24,8 +24,15 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .core import BACKENDS, FormulaRow
 
 __all__ = [
-    "FormulaMismatch", "evaluate", "evaluate_with", "check_row", "namespace", "run_snippet", "to_numpy",
-    "assert_close", "torch_available",
+    "FormulaMismatch",
+    "evaluate",
+    "evaluate_with",
+    "check_row",
+    "namespace",
+    "run_snippet",
+    "to_numpy",
+    "assert_close",
+    "torch_available",
 ]
 
 
@@ -272,10 +279,13 @@ def check_row(row: FormulaRow, backends=None, seed: int = 0) -> dict:
             continue
         results[backend] = evaluate(row, backend, seed)
         try:
-            assert_close(results[backend], results["numpy"], row.rtol, row.atol,
-                         what=f"{row.id} ({row.name}): {backend} vs numpy")
+            assert_close(
+                results[backend],
+                results["numpy"],
+                row.rtol,
+                row.atol,
+                what=f"{row.id} ({row.name}): {backend} vs numpy",
+            )
         except FormulaMismatch as error:
-            raise FormulaMismatch(
-                f"{error}\n  numpy:  {row.numpy}\n  {backend}: {getattr(row, backend)}"
-            ) from None
+            raise FormulaMismatch(f"{error}\n  numpy:  {row.numpy}\n  {backend}: {getattr(row, backend)}") from None
     return results

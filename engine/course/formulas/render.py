@@ -13,8 +13,18 @@ from collections.abc import Callable, Iterable
 from .. import toc
 from .core import FormulaRow
 
-__all__ = ["LEGEND", "KIND_NOTES", "table_md", "sheet_sections", "sheet_md", "EXTRA_SECTIONS", "links_md",
-           "hub_section_md", "search_found", "search_md"]
+__all__ = [
+    "LEGEND",
+    "KIND_NOTES",
+    "table_md",
+    "sheet_sections",
+    "sheet_md",
+    "EXTRA_SECTIONS",
+    "links_md",
+    "hub_section_md",
+    "search_found",
+    "search_md",
+]
 
 LEGEND = (
     "Every row is checked by the tests: the NumPy, engine and PyTorch snippets run on random "
@@ -27,20 +37,31 @@ LEGEND = (
 
 KIND_NOTES = {
     "update": "NumPy: one step (t = 1, 2, …; state starts at 0). engine/PyTorch: build once, "
-              "then `opt.zero_grad(); loss.backward(); opt.step()` per batch.",
-    "schedule": "η at step t = 0, 1, …; engine/PyTorch: `scheduler.step()` after each "
-                "`opt.step()`.",
+    "then `opt.zero_grad(); loss.backward(); opt.step()` per batch.",
+    "schedule": "η at step t = 0, 1, …; engine/PyTorch: `scheduler.step()` after each `opt.step()`.",
 }
 
 # Rows a sheet shows under its own headings besides its own rows (borrowed from other sheets).
 EXTRA_SECTIONS = {
     "derivatives": (
-        ("Activation functions (forward and gradient)",
-         ("act.sigmoid", "act.sigmoid.grad", "act.tanh.exp2", "act.tanh.grad", "act.relu", "act.relu.grad",
-          "act.leaky_relu", "act.leaky_relu.grad", "act.softmax")),
-        ("Optimizer and model functions",
-         ("opt.sgd", "opt.adam", "opt.adamw", "opt.clip_grad_norm.total", "opt.clip_grad_norm",
-          "opt.soft_update")),
+        (
+            "Activation functions (forward and gradient)",
+            (
+                "act.sigmoid",
+                "act.sigmoid.grad",
+                "act.tanh.exp2",
+                "act.tanh.grad",
+                "act.relu",
+                "act.relu.grad",
+                "act.leaky_relu",
+                "act.leaky_relu.grad",
+                "act.softmax",
+            ),
+        ),
+        (
+            "Optimizer and model functions",
+            ("opt.sgd", "opt.adam", "opt.adamw", "opt.clip_grad_norm.total", "opt.clip_grad_norm", "opt.soft_update"),
+        ),
     ),
 }
 
@@ -77,7 +98,7 @@ def table_md(rows: Iterable[FormulaRow], sheet: str | None = None, link: Callabl
         if notes:
             name += f"<br><small>{_cell(notes)}</small>"
         if sheet is not None and r.sheet != sheet:
-                    name += f"<br><small>→ [{_cell(toc.entry(r.sheet).title)}]({link(r.sheet)})</small>"
+            name += f"<br><small>→ [{_cell(toc.entry(r.sheet).title)}]({link(r.sheet)})</small>"
         lines.append(f"| {name} | ${_cell(r.latex)}$ | {_code(r.numpy)} | {_code(r.engine)} | {_code(r.torch)} |")
     return "\n".join(lines)
 
@@ -102,8 +123,9 @@ def sheet_md(sheet: str) -> str:
     return "\n\n".join([LEGEND, *tables])
 
 
-def links_md(notebooks: Iterable[str] = (), sheets: Iterable[str] = (), from_id: str | None = None,
-             link: Callable | None = None) -> str:
+def links_md(
+    notebooks: Iterable[str] = (), sheets: Iterable[str] = (), from_id: str | None = None, link: Callable | None = None
+) -> str:
     """'Explained in: [notebook] · Cheat sheet: [sheet]' with course titles and links."""
     link = link or _default_link(from_id)
     parts = []
@@ -115,8 +137,9 @@ def links_md(notebooks: Iterable[str] = (), sheets: Iterable[str] = (), from_id:
     return " · ".join(parts)
 
 
-def hub_section_md(key: str, query: str = "", prose: str = "", from_id: str = "deep_learning",
-                   link: Callable | None = None) -> str:
+def hub_section_md(
+    key: str, query: str = "", prose: str = "", from_id: str = "deep_learning", link: Callable | None = None
+) -> str:
     """One hub section as markdown: heading, links, the sheet's ``prose`` and the rows matching
     ``query``.
 
@@ -133,8 +156,11 @@ def hub_section_md(key: str, query: str = "", prose: str = "", from_id: str = "d
     matching = list(search(query, rows)) if query else rows
     if query and not matching and not all(w in section.title.lower() for w in query.lower().split()):
         return ""
-    parts = [f"## {number}. {section.title}", links_md(section.notebooks, section.sheets, from_id, link),
-             inspect.cleandoc(prose)]
+    parts = [
+        f"## {number}. {section.title}",
+        links_md(section.notebooks, section.sheets, from_id, link),
+        inspect.cleandoc(prose),
+    ]
     if rows:
         parts.append(table_md(matching, sheet=from_id, link=link))
     return "\n\n".join(p for p in parts if p)
@@ -165,8 +191,10 @@ def search_md(query: str, from_id: str = "deep_learning", link: Callable | None 
     if not query:
         return ""
     found = search_found(query, from_id)
-    head = (f"**{len(found['here'])}** of {found['on_page']} rows on this page match “{_cell(query)}”; "
-            f"**{len(found['everywhere'])}** of {len(ROWS)} on all sheets.")
+    head = (
+        f"**{len(found['here'])}** of {found['on_page']} rows on this page match “{_cell(query)}”; "
+        f"**{len(found['everywhere'])}** of {len(ROWS)} on all sheets."
+    )
     if not found["elsewhere"]:
         return head
     return head + "\n\nOnly on the focused sheets:\n\n" + table_md(found["elsewhere"], sheet=from_id, link=link)

@@ -33,8 +33,12 @@ def is_default(op, settings: dict, default: dict) -> bool:
         raise ValueError(f"{op}: unknown settings {sorted(unknown)}; known: {sorted(default)}")
 
     def same(value, shipped) -> bool:
-        numeric = (isinstance(value, numbers.Real) and isinstance(shipped, numbers.Real)
-                   and not isinstance(value, bool) and not isinstance(shipped, bool))
+        numeric = (
+            isinstance(value, numbers.Real)
+            and isinstance(shipped, numbers.Real)
+            and not isinstance(value, bool)
+            and not isinstance(shipped, bool)
+        )
         return math.isclose(value, shipped, rel_tol=1e-9, abs_tol=1e-12) if numeric else value == shipped
 
     return all(same(value, default[key]) for key, value in settings.items())

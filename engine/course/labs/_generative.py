@@ -51,8 +51,12 @@ def code_key(function):
     code = getattr(function, "__code__", None)
     if code is None:
         return function
-    key = (getattr(function, "__qualname__", None), code, function.__defaults__,
-           tuple(sorted((function.__kwdefaults__ or {}).items())))
+    key = (
+        getattr(function, "__qualname__", None),
+        code,
+        function.__defaults__,
+        tuple(sorted((function.__kwdefaults__ or {}).items())),
+    )
     try:
         hash(key)
     except TypeError:  # an unhashable default (a list): the function itself

@@ -89,50 +89,106 @@ def _softplus(x):
 
 
 def _spec(label, formula, derivative, f, df, engine, params=(), note=""):
-    return dict(label=label, formula=formula, derivative=derivative, f=f, df=df, engine=engine,
-                params=params, note=note)
+    return dict(
+        label=label, formula=formula, derivative=derivative, f=f, df=df, engine=engine, params=params, note=note
+    )
 
 
 # name -> label, LaTeX of f and f', NumPy f and f' (analytic), engine function, parameter names
 ACTIVATIONS = {
-    "relu": _spec("ReLU", r"\max(0, z)", r"\begin{cases}1 & z>0\\0 & z\le 0\end{cases}",
-                  lambda x: np.maximum(x, 0.0), lambda x: (x > 0).astype(float), lambda t: F.relu(t),
-                  note="cheap and sparse; a unit whose input stays negative gets no gradient (dead)"),
-    "leaky_relu": _spec("Leaky ReLU", r"\max(\alpha z, z)", r"\begin{cases}1 & z>0\\ \alpha & z\le 0\end{cases}",
-                        lambda x, slope=0.01: np.where(x > 0, x, slope * x),
-                        lambda x, slope=0.01: np.where(x > 0, 1.0, slope),
-                        lambda t, slope=0.01: F.leaky_relu(t, slope), params=("slope",),
-                        note="a small slope α for z < 0 keeps every unit trainable"),
-    "sigmoid": _spec("Sigmoid", r"\sigma(z) = \frac{1}{1+e^{-z}}", r"\sigma(z)\,(1-\sigma(z))",
-                     _sigmoid, lambda x: _sigmoid(x) * (1 - _sigmoid(x)), lambda t: F.sigmoid(t),
-                     note="a probability for a binary output; its slope is at most 1/4, so stacks of it vanish"),
-    "tanh": _spec("Tanh", r"\tanh z = \frac{e^{2z}-1}{e^{2z}+1}", r"1-\tanh^2 z",
-                  np.tanh, lambda x: 1 - np.tanh(x) ** 2, lambda t: F.tanh(t),
-                  note="zero-centred; saturates at ±1 where the slope vanishes"),
-    "gelu": _spec("GELU (exact)", r"z\,\Phi(z)", r"\Phi(z) + z\,\varphi(z)",
-                  lambda x: x * _phi_cdf(x), lambda x: _phi_cdf(x) + x * _phi_pdf(x), lambda t: F.gelu(t),
-                  note="BERT's and GPT-2's choice (the 2017 Transformer used ReLU): z weighted by Φ(z), the "
-                       "probability that a standard normal falls below z"),
-    "gelu_tanh": _spec("GELU (tanh approximation)", r"\tfrac12 z\left(1+\tanh\!\left(\sqrt{2/\pi}\,(z+0.044715z^3)\right)\right)",
-                       r"\tfrac12(1+\tanh u) + \tfrac12 z\,(1-\tanh^2 u)\sqrt{2/\pi}\,(1+3\cdot 0.044715z^2),\ u = \sqrt{2/\pi}\,(z+0.044715z^3)",
-                       _gelu_tanh, _gelu_tanh_d, lambda t: F.gelu(t, approximate="tanh"),
-                       note="the fast approximation used by GPT-2; within 5·10⁻⁴ of the exact GELU"),
-    "silu": _spec("SiLU / Swish", r"z\,\sigma(z)", r"\sigma(z)\,(1 + z(1-\sigma(z)))",
-                  lambda x: x * _sigmoid(x), lambda x: _sigmoid(x) * (1 + x * (1 - _sigmoid(x))),
-                  lambda t: F.silu(t), note="self-gated and non-monotonic; the gate of SwiGLU"),
-    "softplus": _spec("Softplus", r"\ln(1+e^{z})", r"\sigma(z)", _softplus, _sigmoid, lambda t: F.softplus(t),
-                      note="a smooth ReLU that is never exactly zero"),
-    "elu": _spec("ELU", r"\begin{cases}z & z>0\\ \alpha(e^{z}-1) & z\le 0\end{cases}",
-                 r"\begin{cases}1 & z>0\\ \alpha e^{z} & z\le 0\end{cases}",
-                 lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))),
-                 lambda x, alpha=1.0: np.where(x > 0, 1.0, alpha * np.exp(np.minimum(x, 0))),
-                 lambda t, alpha=1.0: F.elu(t, alpha), params=("alpha",),
-                 note="smooth for z < 0, saturating at −α, so mean activations move toward zero"),
-    "swiglu": _spec("SwiGLU (1-D slice)", r"\operatorname{SiLU}(z w_g)\,(z w_u),\ w_g = w_u = 1:\ z^2\sigma(z)",
-                    r"2z\,\sigma(z) + z^2\sigma(z)(1-\sigma(z))",
-                    lambda x: x * x * _sigmoid(x), lambda x: 2 * x * _sigmoid(x) + x * x * _sigmoid(x) * (1 - _sigmoid(x)),
-                    lambda t: F.swiglu(t.reshape(-1, 1), np.ones((1, 1), t.dtype), np.ones((1, 1), t.dtype)).reshape(-1),
-                    note="a gated unit with two weight matrices (LLaMA's MLP); shown with both weights set to 1"),
+    "relu": _spec(
+        "ReLU",
+        r"\max(0, z)",
+        r"\begin{cases}1 & z>0\\0 & z\le 0\end{cases}",
+        lambda x: np.maximum(x, 0.0),
+        lambda x: (x > 0).astype(float),
+        lambda t: F.relu(t),
+        note="cheap and sparse; a unit whose input stays negative gets no gradient (dead)",
+    ),
+    "leaky_relu": _spec(
+        "Leaky ReLU",
+        r"\max(\alpha z, z)",
+        r"\begin{cases}1 & z>0\\ \alpha & z\le 0\end{cases}",
+        lambda x, slope=0.01: np.where(x > 0, x, slope * x),
+        lambda x, slope=0.01: np.where(x > 0, 1.0, slope),
+        lambda t, slope=0.01: F.leaky_relu(t, slope),
+        params=("slope",),
+        note="a small slope α for z < 0 keeps every unit trainable",
+    ),
+    "sigmoid": _spec(
+        "Sigmoid",
+        r"\sigma(z) = \frac{1}{1+e^{-z}}",
+        r"\sigma(z)\,(1-\sigma(z))",
+        _sigmoid,
+        lambda x: _sigmoid(x) * (1 - _sigmoid(x)),
+        lambda t: F.sigmoid(t),
+        note="a probability for a binary output; its slope is at most 1/4, so stacks of it vanish",
+    ),
+    "tanh": _spec(
+        "Tanh",
+        r"\tanh z = \frac{e^{2z}-1}{e^{2z}+1}",
+        r"1-\tanh^2 z",
+        np.tanh,
+        lambda x: 1 - np.tanh(x) ** 2,
+        lambda t: F.tanh(t),
+        note="zero-centred; saturates at ±1 where the slope vanishes",
+    ),
+    "gelu": _spec(
+        "GELU (exact)",
+        r"z\,\Phi(z)",
+        r"\Phi(z) + z\,\varphi(z)",
+        lambda x: x * _phi_cdf(x),
+        lambda x: _phi_cdf(x) + x * _phi_pdf(x),
+        lambda t: F.gelu(t),
+        note="BERT's and GPT-2's choice (the 2017 Transformer used ReLU): z weighted by Φ(z), the "
+        "probability that a standard normal falls below z",
+    ),
+    "gelu_tanh": _spec(
+        "GELU (tanh approximation)",
+        r"\tfrac12 z\left(1+\tanh\!\left(\sqrt{2/\pi}\,(z+0.044715z^3)\right)\right)",
+        r"\tfrac12(1+\tanh u) + \tfrac12 z\,(1-\tanh^2 u)\sqrt{2/\pi}\,(1+3\cdot 0.044715z^2),\ u = \sqrt{2/\pi}\,(z+0.044715z^3)",
+        _gelu_tanh,
+        _gelu_tanh_d,
+        lambda t: F.gelu(t, approximate="tanh"),
+        note="the fast approximation used by GPT-2; within 5·10⁻⁴ of the exact GELU",
+    ),
+    "silu": _spec(
+        "SiLU / Swish",
+        r"z\,\sigma(z)",
+        r"\sigma(z)\,(1 + z(1-\sigma(z)))",
+        lambda x: x * _sigmoid(x),
+        lambda x: _sigmoid(x) * (1 + x * (1 - _sigmoid(x))),
+        lambda t: F.silu(t),
+        note="self-gated and non-monotonic; the gate of SwiGLU",
+    ),
+    "softplus": _spec(
+        "Softplus",
+        r"\ln(1+e^{z})",
+        r"\sigma(z)",
+        _softplus,
+        _sigmoid,
+        lambda t: F.softplus(t),
+        note="a smooth ReLU that is never exactly zero",
+    ),
+    "elu": _spec(
+        "ELU",
+        r"\begin{cases}z & z>0\\ \alpha(e^{z}-1) & z\le 0\end{cases}",
+        r"\begin{cases}1 & z>0\\ \alpha e^{z} & z\le 0\end{cases}",
+        lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))),
+        lambda x, alpha=1.0: np.where(x > 0, 1.0, alpha * np.exp(np.minimum(x, 0))),
+        lambda t, alpha=1.0: F.elu(t, alpha),
+        params=("alpha",),
+        note="smooth for z < 0, saturating at −α, so mean activations move toward zero",
+    ),
+    "swiglu": _spec(
+        "SwiGLU (1-D slice)",
+        r"\operatorname{SiLU}(z w_g)\,(z w_u),\ w_g = w_u = 1:\ z^2\sigma(z)",
+        r"2z\,\sigma(z) + z^2\sigma(z)(1-\sigma(z))",
+        lambda x: x * x * _sigmoid(x),
+        lambda x: 2 * x * _sigmoid(x) + x * x * _sigmoid(x) * (1 - _sigmoid(x)),
+        lambda t: F.swiglu(t.reshape(-1, 1), np.ones((1, 1), t.dtype), np.ones((1, 1), t.dtype)).reshape(-1),
+        note="a gated unit with two weight matrices (LLaMA's MLP); shown with both weights set to 1",
+    ),
 }
 
 DEPTH_ACTIVATIONS = ("relu", "leaky_relu", "tanh", "sigmoid", "gelu", "silu", "elu")
@@ -279,7 +335,7 @@ def _output_range(name, span: float, params: tuple) -> Range:
         lo, lo_kind = interior[1], "attained"
     elif lo_kind == "approached" and np.any(df[: len(x) // 2] == 0) and np.all(f[: len(x) // 2] == f[0]):
         lo_kind = "attained"  # flat and reached: ReLU's 0 for every x ≤ 0
-    if hi_kind == "approached" and np.all(df[len(x) // 2:] == 0):
+    if hi_kind == "approached" and np.all(df[len(x) // 2 :] == 0):
         hi_kind = "attained"
     # values reached only in the limit are rounded to it (σ(−60) ≈ 9e−27 reads as 0)
     if lo_kind == "approached":
@@ -315,16 +371,20 @@ def family_row(name: str, **params) -> dict:
     """One row of the notebook's family table: label, range, minimum and steepest slope (a new
     dict each time, from cached parts)."""
     peak = derivative_peak(name, **params)
-    return {"activation": ACTIVATIONS[name]["label"], "range": output_range(name, **params).text(),
-            "minimum": minimum_text(name, **params),
-            "steepest slope": f"{peak:.4f}" if np.isfinite(peak) else "unbounded"}
+    return {
+        "activation": ACTIVATIONS[name]["label"],
+        "range": output_range(name, **params).text(),
+        "minimum": minimum_text(name, **params),
+        "steepest slope": f"{peak:.4f}" if np.isfinite(peak) else "unbounded",
+    }
 
 
 # ----------------------------------------------------------------------------- softmax
 
 
-def parse_numbers(text: str, name: str = "logits", min_count: int = 2, max_count: int = 12,
-                  limit: float = 1e6) -> np.ndarray:
+def parse_numbers(
+    text: str, name: str = "logits", min_count: int = 2, max_count: int = 12, limit: float = 1e6
+) -> np.ndarray:
     """'2, 1, 0.1' -> array([2., 1., .1]); a ValueError that says what is wrong otherwise."""
     parts = [p for p in str(text).replace(";", ",").replace(" ", ",").split(",") if p.strip()]
     try:
@@ -423,12 +483,17 @@ class DepthReport:
 
     def fate(self) -> str:
         """The verdict as the page words it: "the gradient vanishes / explodes / stays in range / is lost"."""
-        return {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}[self.verdict()]
+        return {"vanish": "vanishes", "explode": "explodes", "stable": "stays in range", "broken": "is lost"}[
+            self.verdict()
+        ]
 
 
 # the choices of a "what happens to the gradient?" exercise, labels -> DepthReport.verdict() values
-GRADIENT_FATES = {"much smaller (it vanishes)": "vanish", "about the same": "stable",
-                  "much larger (it explodes)": "explode"}
+GRADIENT_FATES = {
+    "much smaller (it vanishes)": "vanish",
+    "about the same": "stable",
+    "much larger (it explodes)": "explode",
+}
 
 
 def _phi(activation, slope: float = 0.01):
@@ -441,9 +506,20 @@ def _phi(activation, slope: float = 0.01):
     return lambda z: fn(z, **kw)
 
 
-def depth_lab(forward, weight_std: float, depth: int = 10, width: int = 128, activation: str = "tanh",
-              n_samples: int = 256, slope: float = 0.01, seed: int = 0, max_samples: int = 2000,
-              residual: bool = False, norm: bool = False, slopes: bool = True) -> DepthReport:
+def depth_lab(
+    forward,
+    weight_std: float,
+    depth: int = 10,
+    width: int = 128,
+    activation: str = "tanh",
+    n_samples: int = 256,
+    slope: float = 0.01,
+    seed: int = 0,
+    max_samples: int = 2000,
+    residual: bool = False,
+    norm: bool = False,
+    slopes: bool = True,
+) -> DepthReport:
     """Run the lesson's deep forward pass ``forward(x, weights, φ, residual, pre_norm) -> (a_L, [z_l])``
     (the notebook's ``deep_forward``, passed in) on a batch x ~ N(0, I) through ``depth`` layers of
     weights N(0, ``weight_std``²) stored (out, in), then backpropagate L = Σ a_L ⊙ G (G a fixed
@@ -461,13 +537,26 @@ def depth_lab(forward, weight_std: float, depth: int = 10, width: int = 128, act
     """
     _check_stack(activation, depth, width)
     _check_std(weight_std)
-    return _depth_lab(forward, float(weight_std), depth, width, activation, n_samples, float(slope), seed,
-                      max_samples, bool(residual), bool(norm), bool(slopes))
+    return _depth_lab(
+        forward,
+        float(weight_std),
+        depth,
+        width,
+        activation,
+        n_samples,
+        float(slope),
+        seed,
+        max_samples,
+        bool(residual),
+        bool(norm),
+        bool(slopes),
+    )
 
 
 @functools.lru_cache(maxsize=16)  # a setting shown before (a control moved back) is shown again without a run
-def _depth_lab(forward, weight_std, depth, width, activation, n_samples, slope, seed, max_samples, residual, norm,
-               slopes) -> DepthReport:
+def _depth_lab(
+    forward, weight_std, depth, width, activation, n_samples, slope, seed, max_samples, residual, norm, slopes
+) -> DepthReport:
     draws = _depth_draws(depth, width, n_samples, weight_std, seed, max_samples)
     return _depth_run(forward, draws, activation, weight_std, slope, residual, norm, slopes=slopes)
 
@@ -535,12 +624,15 @@ def _depth_run(forward, draws: _DepthDraws, activation, std, slope, residual, no
             predicted = grad_norm[-1] * tail
 
     samples = [z.data.ravel()[draws.pick] for z in zs]
-    report = DepthReport(activation, std, z_std, z_mean, flat_share, dead_share, deriv_rms, grad_norm,
-                         predicted, samples)
+    report = DepthReport(
+        activation, std, z_std, z_mean, flat_share, dead_share, deriv_rms, grad_norm, predicted, samples
+    )
     bad = not (np.all(np.isfinite(z_std)) and np.all(np.isfinite(grad_norm)))
     if bad:
-        report.message = ("the activations or gradients overflowed to inf/NaN: the weights are far too large "
-                          "for this depth; lower the scale")
+        report.message = (
+            "the activations or gradients overflowed to inf/NaN: the weights are far too large "
+            "for this depth; lower the scale"
+        )
     elif grad_norm[-1] == 0:
         report.message = "every unit of the last layer is flat: no gradient reaches the network at all"
     return report
@@ -570,8 +662,16 @@ def _unit_draws(depth: int, width: int, n_samples: int, seed: int) -> tuple:
     return x, weights
 
 
-def self_normalisation(forward, activation, weight_std: float, input_std: float = 1.0, depth: int = 50,
-                       width: int = 64, n_samples: int = 64, seed: int = 0) -> NormalisationRun:
+def self_normalisation(
+    forward,
+    activation,
+    weight_std: float,
+    input_std: float = 1.0,
+    depth: int = 50,
+    width: int = 64,
+    n_samples: int = 64,
+    seed: int = 0,
+) -> NormalisationRun:
     """The page's ``forward`` (``deep_forward``) on inputs x ~ N(0, input_std²·I) through ``depth``
     plain layers of weights N(0, ``weight_std``²), ``activation`` a name of :data:`DEPTH_ACTIVATIONS`
     or a function of one tensor (the page's ``selu``); forward only. Inputs and
@@ -617,8 +717,16 @@ SWEEP_SCALES = np.linspace(0.25, 5.0, 20)
 SWEEP_DEFAULT = {"depth": 20, "width": 64, "n_samples": 32, "seed": 0}
 
 
-def scale_sweep(forward, activation: str = "tanh", scales=None, depth: int = 20, width: int = 64,
-                n_samples: int = 32, seed: int = 0, shipped: dict | None = None) -> ScaleSweep:
+def scale_sweep(
+    forward,
+    activation: str = "tanh",
+    scales=None,
+    depth: int = 20,
+    width: int = 64,
+    n_samples: int = 32,
+    seed: int = 0,
+    shipped: dict | None = None,
+) -> ScaleSweep:
     """Run :func:`depth_lab` with the lesson's ``forward`` (plain stack, σ_W = s/√n) at each weight
     scale s and record its per-layer gradient factor: below 1 the gradient vanishes with depth,
     above 1 it explodes. Every scale draws the same numbers (σ_W·N(0, 1) from one seed).
@@ -642,18 +750,25 @@ def default_sweeps(forward) -> dict:
 
 
 # the sweeps the page opens on, made by the notebook's own forward pass (its block and deep_forward)
-CHECKPOINTS = {"activations_sweeps": checkpoints.FromNotebook(
-    notebook="01_activations", function="default_sweeps", code=("block", "deep_forward")),
-               # the 50-layer table at the default width, by the same forward pass and the page's init_std
-               "activations_variants": checkpoints.FromNotebook(
-    notebook="01_activations", function="default_variants", code=("block", "deep_forward", "init_std")),
-               # where tanh's sweep crosses 1 at each depth: mean-field theory and the page's stacks
-               "activations_transient": checkpoints.FromNotebook(
-    notebook="01_activations", function="default_transient", code=("block", "deep_forward", "mean_field")),
-               # section 5's two 50-layer stacks trained on the moons, by the page's network and loop
-               "activations_deep_training": checkpoints.FromNotebook(
-    notebook="01_activations", function="default_deep_training",
-    code=("block", "deep_forward", "init_std", "deep_net", "train_deep"))}
+CHECKPOINTS = {
+    "activations_sweeps": checkpoints.FromNotebook(
+        notebook="01_activations", function="default_sweeps", code=("block", "deep_forward")
+    ),
+    # the 50-layer table at the default width, by the same forward pass and the page's init_std
+    "activations_variants": checkpoints.FromNotebook(
+        notebook="01_activations", function="default_variants", code=("block", "deep_forward", "init_std")
+    ),
+    # where tanh's sweep crosses 1 at each depth: mean-field theory and the page's stacks
+    "activations_transient": checkpoints.FromNotebook(
+        notebook="01_activations", function="default_transient", code=("block", "deep_forward", "mean_field")
+    ),
+    # section 5's two 50-layer stacks trained on the moons, by the page's network and loop
+    "activations_deep_training": checkpoints.FromNotebook(
+        notebook="01_activations",
+        function="default_deep_training",
+        code=("block", "deep_forward", "init_std", "deep_net", "train_deep"),
+    ),
+}
 
 
 def shipped_sweeps(*code) -> tuple[dict | None, str]:
@@ -661,8 +776,10 @@ def shipped_sweeps(*code) -> tuple[dict | None, str]:
     ``deep_forward``) is the code that made it, else ``(None, reason)``: one sentence for the page."""
     state, _ = checkpoints.load_if_fits(_sweeps_checkpoint, *code)
     if state is None:
-        return None, ("the shipped sweep was made by other code than this page's `block` and `deep_forward`, "
-                      "so it is not shown: the button runs the sweep with yours")
+        return None, (
+            "the shipped sweep was made by other code than this page's `block` and `deep_forward`, "
+            "so it is not shown: the button runs the sweep with yours"
+        )
     return {name: np.asarray(v, dtype=np.float64) for name, v in state.items()}, ""
 
 
@@ -693,12 +810,24 @@ def samples_for_width(width: int, values_per_layer: int = 8192, most: int = 128)
     return int(max(8, min(most, values_per_layer // width)))
 
 
-DEPTH_VARIANTS = {"plain": (False, False), "residual": (True, False), "pre-norm": (False, True),
-                  "residual + pre-norm": (True, True)}
+DEPTH_VARIANTS = {
+    "plain": (False, False),
+    "residual": (True, False),
+    "pre-norm": (False, True),
+    "residual + pre-norm": (True, True),
+}
 
 
-def depth_variants(forward, weight_std: float, depth: int = 50, width: int = 64, activation: str = "tanh",
-                   n_samples: int | None = None, seed: int = 0, shipped: dict | None = None) -> dict:
+def depth_variants(
+    forward,
+    weight_std: float,
+    depth: int = 50,
+    width: int = 64,
+    activation: str = "tanh",
+    n_samples: int | None = None,
+    seed: int = 0,
+    shipped: dict | None = None,
+) -> dict:
     """The same stack (same weights and inputs, drawn once) run by the lesson's ``forward`` plain,
     with a residual path, with pre-norm, and with both: variant name -> :class:`DepthReport`, each
     as :func:`depth_lab` gives but without the histogram samples (``z_samples`` empty) and the
@@ -746,28 +875,37 @@ def default_variants(forward, init_std) -> dict:
 def variants_are_shipped(shipped, activation, weight_std, width: int) -> bool:
     """Whether :func:`depth_variants` at this setting (default depth, batch and seed) reads ``shipped``."""
     d = VARIANTS_DEFAULT
-    return _shipped_variant_runs(shipped, activation, float(weight_std), d["depth"], width, d["n_samples"],
-                                 d["seed"]) is not None
+    return (
+        _shipped_variant_runs(shipped, activation, float(weight_std), d["depth"], width, d["n_samples"], d["seed"])
+        is not None
+    )
 
 
 def _shipped_variant_runs(shipped, activation, std, depth, width, n_samples, seed) -> dict | None:
     """The shipped :func:`depth_variants` reports for this setting, or None where none is shipped."""
-    if shipped is None or callable(activation) or \
-            {"depth": depth, "width": width, "n_samples": n_samples, "seed": seed} != VARIANTS_DEFAULT:
+    if (
+        shipped is None
+        or callable(activation)
+        or {"depth": depth, "width": width, "n_samples": n_samples, "seed": seed} != VARIANTS_DEFAULT
+    ):
         return None
     for init in VARIANTS_INITS:
         if float(shipped.get(f"{activation}/{init}/std", [np.nan])[0]) == std:
             runs = shipped[f"{activation}/{init}"]
-            return {name: DepthReport(activation, std, z_std, z_mean, None, None, None, grad_norm, None)
-                    for name, (z_std, z_mean, grad_norm) in zip(DEPTH_VARIANTS, runs)}
+            return {
+                name: DepthReport(activation, std, z_std, z_mean, None, None, None, grad_norm, None)
+                for name, (z_std, z_mean, grad_norm) in zip(DEPTH_VARIANTS, runs)
+            }
     return None
 
 
 @functools.lru_cache(maxsize=64)
 def _depth_variants(forward, depth, width, activation, std, n_samples, seed) -> dict:
     draws = _depth_draws(depth, width, n_samples, std, seed, max_samples=0)
-    return {name: _depth_run(forward, draws, activation, std, 0.01, res, norm, slopes=False)
-            for name, (res, norm) in DEPTH_VARIANTS.items()}
+    return {
+        name: _depth_run(forward, draws, activation, std, 0.01, res, norm, slopes=False)
+        for name, (res, norm) in DEPTH_VARIANTS.items()
+    }
 
 
 # ----------------------------------------------------------------------------- the finite-depth transient
@@ -790,12 +928,20 @@ def transient(mean_field, forward, activation: str = "tanh") -> dict:
     factor crosses 1, by the lesson's ``mean_field`` at every depth L = 5 … :data:`TRANSIENT_DEPTH`
     (``"theory"``, over ``"depths"``) and by the lesson's stacks (``forward``, :func:`scale_sweep`)
     at the depths :data:`TRANSIENT_MEASURED` (``"measured"``)."""
-    factors = mean_field(_phi(activation), TRANSIENT_SCALES, TRANSIENT_DEPTH)[TRANSIENT_FIRST_DEPTH - 2:]
+    factors = mean_field(_phi(activation), TRANSIENT_SCALES, TRANSIENT_DEPTH)[TRANSIENT_FIRST_DEPTH - 2 :]
     theory = np.array([crossing_of(TRANSIENT_SCALES, row) for row in factors])
-    measured = np.array([scale_sweep(forward, activation, scales=TRANSIENT_MEASURED_SCALES, depth=d).crossing
-                         for d in TRANSIENT_MEASURED])
-    return {"depths": np.arange(TRANSIENT_FIRST_DEPTH, TRANSIENT_DEPTH + 1), "theory": theory,
-            "measured_depths": np.array(TRANSIENT_MEASURED), "measured": measured}
+    measured = np.array(
+        [
+            scale_sweep(forward, activation, scales=TRANSIENT_MEASURED_SCALES, depth=d).crossing
+            for d in TRANSIENT_MEASURED
+        ]
+    )
+    return {
+        "depths": np.arange(TRANSIENT_FIRST_DEPTH, TRANSIENT_DEPTH + 1),
+        "theory": theory,
+        "measured_depths": np.array(TRANSIENT_MEASURED),
+        "measured": measured,
+    }
 
 
 def shipped_transient(*code) -> tuple[dict | None, str]:
@@ -803,8 +949,10 @@ def shipped_transient(*code) -> tuple[dict | None, str]:
     ``deep_forward`` and ``mean_field``) made it, else ``(None, reason)``."""
     state, _ = checkpoints.load_if_fits(_transient_checkpoint, *code)
     if state is None:
-        return None, ("the shipped crossings were made by other code than this page's `block`, `deep_forward` "
-                      "and `mean_field`, so they are not shown")
+        return None, (
+            "the shipped crossings were made by other code than this page's `block`, `deep_forward` "
+            "and `mean_field`, so they are not shown"
+        )
     return {k: np.asarray(v) for k, v in state.items()}, ""
 
 
@@ -816,12 +964,21 @@ def transient_figure(state: dict):
     def build():
         depths = np.asarray(state["depths"])  # about 100 points, evenly spaced on the log axis
         pick = np.unique(np.searchsorted(depths, np.geomspace(depths[0], depths[-1], 100).round()))
-        line = plot.curves(depths[pick], {"mean field (n → ∞)": np.asarray(state["theory"])[pick]}, log_x=True,
-                           x_title="depth L", y_title="s where the factor crosses 1", height=200,
-                           colors={"mean field (n → ∞)": "analytic"},
-                           title="tanh: the crossing s* against depth")
-        return line + plot.points(state["measured_depths"], state["measured"], color_name="autograd",
-                                  label="engine, width 64") + plot.rule(1.0)
+        line = plot.curves(
+            depths[pick],
+            {"mean field (n → ∞)": np.asarray(state["theory"])[pick]},
+            log_x=True,
+            x_title="depth L",
+            y_title="s where the factor crosses 1",
+            height=200,
+            colors={"mean field (n → ∞)": "analytic"},
+            title="tanh: the crossing s* against depth",
+        )
+        return (
+            line
+            + plot.points(state["measured_depths"], state["measured"], color_name="autograd", label="engine, width 64")
+            + plot.rule(1.0)
+        )
 
     return _remember(key, build)
 
@@ -830,8 +987,7 @@ def transient_figure(state: dict):
 
 # section 5's training run: ReLU with Xavier's σ_W (the setting of the section's opening figure),
 # 50 layers of width 32, full-batch Adam on the moons; the two stacks the section contrasts
-DEEP_TRAINING = {"width": 32, "depth": 50, "steps": 100, "lr": 0.01, "activation": "relu", "init": "xavier",
-                 "seed": 0}
+DEEP_TRAINING = {"width": 32, "depth": 50, "steps": 100, "lr": 0.01, "activation": "relu", "init": "xavier", "seed": 0}
 DEEP_TRAINING_VARIANTS = ("plain", "residual + pre-norm")
 
 
@@ -854,8 +1010,10 @@ def deep_training(deep_net, train_deep, init_std, seed: int | None = None, on_st
             net = deep_net(d["width"], d["depth"], std)
         step = None if on_step is None else (lambda i, k=k: on_step(k * d["steps"] + i))
         with np.errstate(over="ignore", invalid="ignore"):
-            runs[name] = np.asarray(train_deep(net, X, y, phi, residual, pre_norm, steps=d["steps"], lr=d["lr"],
-                                               on_step=step), dtype=np.float64)
+            runs[name] = np.asarray(
+                train_deep(net, X, y, phi, residual, pre_norm, steps=d["steps"], lr=d["lr"], on_step=step),
+                dtype=np.float64,
+            )
     return runs
 
 
@@ -873,11 +1031,22 @@ def deep_training_figure(runs: dict):
     """The training losses of the 50-layer stacks, one curve each, on a log scale, with ln 2 (the
     loss of p = ½ for every point) as a rule."""
     key = ("deep-training", _digest(list(runs), list(runs.values())))
-    return _remember(key, lambda: plot.curves(
-        np.arange(1, len(next(iter(runs.values()))) + 1), runs, x_title="Adam step",
-        y_title="training loss (BCE)", log_y=True, height=220,
-        colors={"plain": "reference", "residual + pre-norm": "model"},
-        title="ReLU, Xavier's σ_W, 50 layers of width 32, trained on the moons") + plot.rule(math.log(2), color_name="analytic"))
+    return _remember(
+        key,
+        lambda: (
+            plot.curves(
+                np.arange(1, len(next(iter(runs.values()))) + 1),
+                runs,
+                x_title="Adam step",
+                y_title="training loss (BCE)",
+                log_y=True,
+                height=220,
+                colors={"plain": "reference", "residual + pre-norm": "model"},
+                title="ReLU, Xavier's σ_W, 50 layers of width 32, trained on the moons",
+            )
+            + plot.rule(math.log(2), color_name="analytic")
+        ),
+    )
 
 
 # ----------------------------------------------------------------------------- what the bend buys
@@ -964,9 +1133,19 @@ def _bend_report(forward, net, X, y, steps: int, grid: int) -> BendReport:
     piece_ids = _pattern_ids(np.concatenate(bits, axis=1)) if bits else np.zeros(len(points), dtype=int)
     accuracy = float(np.mean((train_logits.data.reshape(-1) > 0) == (y == 1)))
     width = zs[0].shape[-1] if zs else 0
-    return BendReport(width, len(zs), steps, int(piece_ids.max()) + 1, accuracy, xx, yy,
-                      _sigmoid(logits.data.reshape(-1).astype(np.float64)).reshape(xx.shape),
-                      piece_ids.reshape(xx.shape), X, y)
+    return BendReport(
+        width,
+        len(zs),
+        steps,
+        int(piece_ids.max()) + 1,
+        accuracy,
+        xx,
+        yy,
+        _sigmoid(logits.data.reshape(-1).astype(np.float64)).reshape(xx.shape),
+        piece_ids.reshape(xx.shape),
+        X,
+        y,
+    )
 
 
 # ----------------------------------------------------------------------------- the page's figures
@@ -1024,8 +1203,9 @@ def activation_view(name: str, span: float, **params) -> tuple[Curves, object]:
 @functools.lru_cache(maxsize=64)
 def _activation_view(name, span, params):
     c = evaluate(name, np.linspace(-span, span, CURVE_POINTS), **dict(params))
-    chart = plot.function_and_derivative(c.x, c.f, c.df_formula, c.df_autograd, name="φ", var="z",
-                                         title=ACTIVATIONS[name]["label"], height=260)
+    chart = plot.function_and_derivative(
+        c.x, c.f, c.df_formula, c.df_autograd, name="φ", var="z", title=ACTIVATIONS[name]["label"], height=260
+    )
     return c, chart
 
 
@@ -1045,8 +1225,16 @@ def _own_activation_view(phi, span):
     with no_grad():
         central = (phi(Tensor(x + h)).data - phi(Tensor(x - h)).data) / (2 * h)
     fn, cd, ag = "φ(z)", "φ′(z), central difference", "φ′(z), autograd"
-    chart = plot.curves(x, {fn: f, cd: central}, dots={ag: df}, x_title="z", y_title="value",
-                        colors={fn: "function", cd: "derivative"}, title="yours: my_activation", height=260)
+    chart = plot.curves(
+        x,
+        {fn: f, cd: central},
+        dots={ag: df},
+        x_title="z",
+        y_title="value",
+        colors={fn: "function", cd: "derivative"},
+        title="yours: my_activation",
+        height=260,
+    )
     return Curves(x, f, df, f, central), chart
 
 
@@ -1056,8 +1244,12 @@ def depth_figures(report: DepthReport) -> tuple:
     factors on the plain stack, the autograd line alone off it)."""
     r = report
     show = sorted(set(np.linspace(0, r.depth - 1, min(r.depth, 8)).round().astype(int)))
-    key = ("depth", _digest(r.z_std, r.grad_norm, r.flat_share, r.dead_share, r.predicted_grad_norm,
-                            [r.z_samples[i] for i in show]))
+    key = (
+        "depth",
+        _digest(
+            r.z_std, r.grad_norm, r.flat_share, r.dead_share, r.predicted_grad_norm, [r.z_samples[i] for i in show]
+        ),
+    )
     return _remember(key, lambda: _depth_figures(r, show))
 
 
@@ -1065,22 +1257,43 @@ def _depth_figures(r: DepthReport, show) -> tuple:
     layers = np.arange(1, r.depth + 1)
     panels = {f"layer {i + 1}": r.z_samples[i] for i in show}
     flags = {f"layer {i + 1}": f"{100 * r.flat_share[i]:.0f}% flat" for i in show}
-    hist = plot.histogram_grid(panels, bins=30, x_title="pre-activation z", flags=flags,
-                               title="Pre-activations, layer by layer")
-    shares = plot.curves(layers, {"flat share": r.flat_share, "dead units": r.dead_share},
-                         x_title="layer l", y_title="share", y_domain=(0, 1), height=180,
-                         colors={"flat share": "reference", "dead units": "error"},
-                         title="Units with (almost) no slope")
+    hist = plot.histogram_grid(
+        panels, bins=30, x_title="pre-activation z", flags=flags, title="Pre-activations, layer by layer"
+    )
+    shares = plot.curves(
+        layers,
+        {"flat share": r.flat_share, "dead units": r.dead_share},
+        x_title="layer l",
+        y_title="share",
+        y_domain=(0, 1),
+        height=180,
+        colors={"flat share": "reference", "dead units": "error"},
+        title="Units with (almost) no slope",
+    )
     if r.predicted_grad_norm is not None:
-        grads = plot.curves(layers, {"product of factors σ_W√n·rms φ′": r.predicted_grad_norm},
-                            dots={"autograd ‖∂L/∂z‖": r.grad_norm}, n_dots=60,
-                            x_title="layer l", y_title="‖∂L/∂z‖", log_y=True, height=180,
-                            colors={"product of factors σ_W√n·rms φ′": "analytic"},
-                            title="Gradient norm per layer")
+        grads = plot.curves(
+            layers,
+            {"product of factors σ_W√n·rms φ′": r.predicted_grad_norm},
+            dots={"autograd ‖∂L/∂z‖": r.grad_norm},
+            n_dots=60,
+            x_title="layer l",
+            y_title="‖∂L/∂z‖",
+            log_y=True,
+            height=180,
+            colors={"product of factors σ_W√n·rms φ′": "analytic"},
+            title="Gradient norm per layer",
+        )
     else:  # off the plain stack the product of factors no longer predicts the norm
-        grads = plot.curves(layers, {"autograd ‖∂L/∂z‖": r.grad_norm}, x_title="layer l", y_title="‖∂L/∂z‖",
-                            log_y=True, height=180, colors={"autograd ‖∂L/∂z‖": "autograd"},
-                            title="Gradient norm per layer")
+        grads = plot.curves(
+            layers,
+            {"autograd ‖∂L/∂z‖": r.grad_norm},
+            x_title="layer l",
+            y_title="‖∂L/∂z‖",
+            log_y=True,
+            height=180,
+            colors={"autograd ‖∂L/∂z‖": "autograd"},
+            title="Gradient norm per layer",
+        )
     return hist, shares, grads
 
 
@@ -1092,10 +1305,25 @@ def self_normalisation_figures(runs: dict) -> tuple:
     def build():
         layers = np.arange(1, len(next(iter(runs.values())).a_var) + 1)
         colors = dict(zip(runs, plot.SERIES_COLORS))
-        var = plot.curves(layers, {k: r.a_var for k, r in runs.items()}, colors=colors, log_y=True, height=220,
-                          x_title="layer l", y_title="Var A⁽ˡ⁾", title="Variance of the activations")
-        mean = plot.curves(layers, {k: r.a_mean for k, r in runs.items()}, colors=colors, height=220,
-                           x_title="layer l", y_title="mean A⁽ˡ⁾", title="Mean of the activations")
+        var = plot.curves(
+            layers,
+            {k: r.a_var for k, r in runs.items()},
+            colors=colors,
+            log_y=True,
+            height=220,
+            x_title="layer l",
+            y_title="Var A⁽ˡ⁾",
+            title="Variance of the activations",
+        )
+        mean = plot.curves(
+            layers,
+            {k: r.a_mean for k, r in runs.items()},
+            colors=colors,
+            height=220,
+            x_title="layer l",
+            y_title="mean A⁽ˡ⁾",
+            title="Mean of the activations",
+        )
         return var, mean
 
     return _remember(key, build)
@@ -1104,24 +1332,50 @@ def self_normalisation_figures(runs: dict) -> tuple:
 def sweep_figure(sweep: ScaleSweep, name: str):
     """The weight-scale sweep's chart: the per-layer gradient factor against s, a rule at 1."""
     key = ("sweep", name, _digest(sweep.scales, sweep.per_layer_factor))
-    return _remember(key, lambda: plot.curves(
-        sweep.scales, {"per-layer gradient factor": sweep.per_layer_factor},
-        x_title="custom weight scale s (σ_W = s/√n)", y_title="factor per layer", log_y=True,
-        colors={"per-layer gradient factor": "model"}, height=200,
-        title=f"{name}: plain stack, depth 20, width 64") + plot.rule(1.0))
+    return _remember(
+        key,
+        lambda: (
+            plot.curves(
+                sweep.scales,
+                {"per-layer gradient factor": sweep.per_layer_factor},
+                x_title="custom weight scale s (σ_W = s/√n)",
+                y_title="factor per layer",
+                log_y=True,
+                colors={"per-layer gradient factor": "model"},
+                height=200,
+                title=f"{name}: plain stack, depth 20, width 64",
+            )
+            + plot.rule(1.0)
+        ),
+    )
 
 
 def bend_figure(report: BendReport):
     """The two panels of section 6 for ``report`` (:func:`engine.course.plot.piece_regions`), drawn as
     30 × 30 cells, every fifth point of the 150 × 150 grid the pieces are counted on."""
-    key = ("bend", report.width, report.depth, report.steps, report.pieces, report.accuracy,
-           _digest(report.probs, report.piece_ids, report.X, report.y))
+    key = (
+        "bend",
+        report.width,
+        report.depth,
+        report.steps,
+        report.pieces,
+        report.accuracy,
+        _digest(report.probs, report.piece_ids, report.X, report.y),
+    )
     return _remember(key, lambda: plot.piece_regions(report, max_side=30))
 
 
 def softmax_figure(result: SoftmaxResult, temperature: float):
     """Section 3's bars: the probability of each class at temperature ``temperature``."""
     key = ("softmax", float(temperature), _digest(result.probs))
-    return _remember(key, lambda: plot.bars([f"class {k}" for k in range(len(result.probs))], result.probs,
-                                            y_title="probability p", y_domain=(0, 1), color_name="model",
-                                            title=f"softmax(z / {temperature:g})"))
+    return _remember(
+        key,
+        lambda: plot.bars(
+            [f"class {k}" for k in range(len(result.probs))],
+            result.probs,
+            y_title="probability p",
+            y_domain=(0, 1),
+            color_name="model",
+            title=f"softmax(z / {temperature:g})",
+        ),
+    )

@@ -43,18 +43,76 @@ from engine.random import fork_rng
 from ._checks import _int, _positive
 
 __all__ = [
-    "CROSS_SOURCE", "CrossAttention", "MASK_KINDS", "SCALES", "TASKS", "AttentionMaps", "AttentionMemory", "KVDecode", "DotProductVariance", "MHAShapes", "MaskCost",
-    "PermutationCheck", "QKV", "Retrieval",
-    "RopeDistance", "RopeShift", "RopeTrajectory", "ScalingSweep", "SinusoidalSimilarity",
-    "TinyHistory", "TinyRun", "attention_maps", "dot_product_variance",
-    "attention_memory", "cross_attention", "kv_cache_decode", "make_mask", "make_sequence_task", "mask_cost", "mha_shapes", "permutation_check", "rope_pair_trajectory",
-    "random_scores", "shown_dimensions", "rope_score_vs_distance", "rope_shift_check", "scaling_sweep", "sinusoidal_similarity",
-    "TEXT", "CharData", "GPTRun", "block_parameters", "char_data", "designed_retrieval",
-    "heldout_windows", "ngram_loss", "random_windows", "sampled_text", "tiny_heldout", "tiny_run", "toy_qkv",
-    "GPT_CLASSES", "GPT_CODE", "GPT_DEFAULTS", "TINY_CLASSES", "TINY_CODE", "TINY_DEFAULTS",
-    "shipped_tiny_attention", "shipped_tiny_gpt",
-    "HeadMaps", "HeadReach", "PromptWindow", "head_maps", "head_reach", "prompt_window",
-    "ABLATION_CODE", "AblationRun", "GPT_ABLATIONS", "ablation_runs", "shipped_gpt_ablations",
+    "CROSS_SOURCE",
+    "CrossAttention",
+    "MASK_KINDS",
+    "SCALES",
+    "TASKS",
+    "AttentionMaps",
+    "AttentionMemory",
+    "KVDecode",
+    "DotProductVariance",
+    "MHAShapes",
+    "MaskCost",
+    "PermutationCheck",
+    "QKV",
+    "Retrieval",
+    "RopeDistance",
+    "RopeShift",
+    "RopeTrajectory",
+    "ScalingSweep",
+    "SinusoidalSimilarity",
+    "TinyHistory",
+    "TinyRun",
+    "attention_maps",
+    "dot_product_variance",
+    "attention_memory",
+    "cross_attention",
+    "kv_cache_decode",
+    "make_mask",
+    "make_sequence_task",
+    "mask_cost",
+    "mha_shapes",
+    "permutation_check",
+    "rope_pair_trajectory",
+    "random_scores",
+    "shown_dimensions",
+    "rope_score_vs_distance",
+    "rope_shift_check",
+    "scaling_sweep",
+    "sinusoidal_similarity",
+    "TEXT",
+    "CharData",
+    "GPTRun",
+    "block_parameters",
+    "char_data",
+    "designed_retrieval",
+    "heldout_windows",
+    "ngram_loss",
+    "random_windows",
+    "sampled_text",
+    "tiny_heldout",
+    "tiny_run",
+    "toy_qkv",
+    "GPT_CLASSES",
+    "GPT_CODE",
+    "GPT_DEFAULTS",
+    "TINY_CLASSES",
+    "TINY_CODE",
+    "TINY_DEFAULTS",
+    "shipped_tiny_attention",
+    "shipped_tiny_gpt",
+    "HeadMaps",
+    "HeadReach",
+    "PromptWindow",
+    "head_maps",
+    "head_reach",
+    "prompt_window",
+    "ABLATION_CODE",
+    "AblationRun",
+    "GPT_ABLATIONS",
+    "ablation_runs",
+    "shipped_gpt_ablations",
 ]
 
 SENTENCE = "the cat sat on the mat because it was warm"
@@ -167,14 +225,15 @@ def attention_maps(attend, Q, K, V, scale="sqrt", temperature=1.0, mask=None) ->
     temperature = _positive(op, "temperature", temperature)
     factor = _scale_value(scale, Q.shape[-1], op) / temperature
     raw = Q @ K.T * factor
-    output, weights = (np.asarray(t.data if isinstance(t, Tensor) else t, dtype=np.float64)
-                       for t in attend(Tensor(Q), Tensor(K), Tensor(V), mask=mask, scale=factor))
+    output, weights = (
+        np.asarray(t.data if isinstance(t, Tensor) else t, dtype=np.float64)
+        for t in attend(Tensor(Q), Tensor(K), Tensor(V), mask=mask, scale=factor)
+    )
     scores = raw if mask is None else np.where(mask, raw, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         plogp = np.where(weights > 0, weights * np.log(np.where(weights > 0, weights, 1.0)), 0.0)
     allowed = np.ones(raw.shape, bool) if mask is None else np.broadcast_to(mask, raw.shape)
-    return AttentionMaps(scores, weights, output, -plogp.sum(axis=-1), factor,
-                         np.flatnonzero(~allowed.any(axis=-1)))
+    return AttentionMaps(scores, weights, output, -plogp.sum(axis=-1), factor, np.flatnonzero(~allowed.any(axis=-1)))
 
 
 @dataclass(frozen=True)
@@ -291,8 +350,7 @@ def cross_attention(noise=0.5, target_positions=(2, 1, 3, 7), d=16, seed=0) -> C
     if not (math.isfinite(noise) and noise >= 0):
         raise ValueError(f"{op}: noise must be a finite number >= 0, got {noise}")
     positions = np.asarray(target_positions, dtype=int)
-    if positions.ndim != 1 or len(positions) == 0 or positions.min() < 0 \
-            or positions.max() >= len(CROSS_SOURCE):
+    if positions.ndim != 1 or len(positions) == 0 or positions.min() < 0 or positions.max() >= len(CROSS_SOURCE):
         raise ValueError(f"{op}: target_positions must index the {len(CROSS_SOURCE)} source words")
     d = _int(op, "d", d, 1)
     rng = np.random.default_rng(seed)
@@ -300,8 +358,9 @@ def cross_attention(noise=0.5, target_positions=(2, 1, 3, 7), d=16, seed=0) -> C
     source = np.stack([table[w] for w in CROSS_SOURCE])
     target = source[positions] + noise * rng.standard_normal((len(positions), d))
     weights = attention.attention_weights(target, source).data
-    return CrossAttention(list(CROSS_SOURCE), [CROSS_SOURCE[p] for p in positions], weights,
-                          weights @ source, positions)
+    return CrossAttention(
+        list(CROSS_SOURCE), [CROSS_SOURCE[p] for p in positions], weights, weights @ source, positions
+    )
 
 
 # ----------------------------------------------------------------------------- why √d_k
@@ -400,11 +459,17 @@ def mha_shapes(module_class, B, L, d_model, H) -> MHAShapes:
         info = shapes.attention_shapes(B, L, d_model, H)
     except ValueError as error:
         divisors = ", ".join(str(h) for h in range(1, 17) if int(d_model) % h == 0)
-        raise ValueError(f"mha_shapes: {str(error).replace('attention_shapes: ', '')}. Each head "
-                         f"gets d_model / H columns, so H must divide d_model = {d_model}: "
-                         f"try H = {divisors}.") from None
-    return MHAShapes(info.d_k, list(info.shapes.items()), dict(info.params),
-                     *_run_multihead_attention(module_class, int(B), int(L), int(d_model), int(H)))
+        raise ValueError(
+            f"mha_shapes: {str(error).replace('attention_shapes: ', '')}. Each head "
+            f"gets d_model / H columns, so H must divide d_model = {d_model}: "
+            f"try H = {divisors}."
+        ) from None
+    return MHAShapes(
+        info.d_k,
+        list(info.shapes.items()),
+        dict(info.params),
+        *_run_multihead_attention(module_class, int(B), int(L), int(d_model), int(H)),
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -467,16 +532,13 @@ def kv_cache_decode(length=12, d_model=8, seed=0) -> KVDecode:
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((L, d))
     Wq, Wk, Wv = rng.standard_normal((3, d, d)) / math.sqrt(d)
-    full = attention.scaled_dot_product_attention(
-        X @ Wq, X @ Wk, X @ Wv, attn_mask=attention.causal_mask(L)).data
+    full = attention.scaled_dot_product_attention(X @ Wq, X @ Wk, X @ Wv, attn_mask=attention.causal_mask(L)).data
     keys, values, rows = [], [], []
     for t in range(L):
-        keys.append(X[t] @ Wk)            # one new row per step: the cache
+        keys.append(X[t] @ Wk)  # one new row per step: the cache
         values.append(X[t] @ Wv)
-        rows.append(attention.scaled_dot_product_attention(
-            (X[t] @ Wq)[None], np.array(keys), np.array(values)).data[0])
-    return KVDecode(float(np.abs(np.array(rows) - full).max()), L, L * (L + 1) // 2,
-                    L * (L + 1) // 2)
+        rows.append(attention.scaled_dot_product_attention((X[t] @ Wq)[None], np.array(keys), np.array(values)).data[0])
+    return KVDecode(float(np.abs(np.array(rows) - full).max()), L, L * (L + 1) // 2, L * (L + 1) // 2)
 
 
 # ----------------------------------------------------------------------------- RoPE
@@ -502,12 +564,11 @@ def rope_pair_trajectory(d=8, pair=0, positions=16, base=10000.0, x=None) -> Rop
     x = np.ones(d) if x is None else np.asarray(x, dtype=np.float64)
     rotated = attention.apply_rope(np.broadcast_to(x, (P, d)).copy(), base=base).data
     theta = attention.rope_frequencies(d, base)[pair]
-    return RopeTrajectory(np.arange(P), rotated[:, 2 * pair:2 * pair + 2], float(theta))
+    return RopeTrajectory(np.arange(P), rotated[:, 2 * pair : 2 * pair + 2], float(theta))
 
 
 def _rope_at(x, m, base):
-    return attention.apply_rope(np.asarray(x, dtype=np.float64)[None], positions=np.array([m]),
-                                base=base).data[0]
+    return attention.apply_rope(np.asarray(x, dtype=np.float64)[None], positions=np.array([m]), base=base).data[0]
 
 
 @dataclass(frozen=True)
@@ -572,13 +633,14 @@ def rope_score_vs_distance(d=64, base=10000.0, max_distance=256) -> RopeDistance
     D = _int(op, "max_distance", max_distance, 1)
     dist = np.arange(D + 1)
     ones = np.ones(d)
-    rot_ones = attention.apply_rope(np.broadcast_to(ones, (D + 1, d)).copy(), positions=dist,
-                                    base=base).data.astype(np.float64)
+    rot_ones = attention.apply_rope(np.broadcast_to(ones, (D + 1, d)).copy(), positions=dist, base=base).data.astype(
+        np.float64
+    )
     theta = attention.rope_frequencies(d, base)
-    partial = np.cumsum(np.exp(1j * dist[:, None] * theta[None, :]), axis=1)   # S_1 … S_{d/2}
-    return RopeDistance(dist, rot_ones @ ones,
-                        2 * np.cos(dist[:, None] * theta[None, :]).sum(axis=1),
-                        np.abs(partial).mean(axis=1))
+    partial = np.cumsum(np.exp(1j * dist[:, None] * theta[None, :]), axis=1)  # S_1 … S_{d/2}
+    return RopeDistance(
+        dist, rot_ones @ ones, 2 * np.cos(dist[:, None] * theta[None, :]).sum(axis=1), np.abs(partial).mean(axis=1)
+    )
 
 
 @dataclass(frozen=True)
@@ -669,8 +731,9 @@ def tiny_run(model, history, stopped, x_test, y_test) -> TinyRun:
         history = TinyHistory(**{k: np.asarray(v) for k, v in history.items()})
     with no_grad():
         logits, weights = model.attend(x_test[:1])
-    return TinyRun(model, history, x_test[0], y_test[0], logits.data[0].argmax(-1),
-                   weights.data[0], stopped, x_test, y_test)
+    return TinyRun(
+        model, history, x_test[0], y_test[0], logits.data[0].argmax(-1), weights.data[0], stopped, x_test, y_test
+    )
 
 
 # ----------------------------------------------------------------------------- a Transformer's data
@@ -748,8 +811,7 @@ def ngram_loss(n=2, alpha=0.1, text=TEXT) -> float:
 
 
 def _windows(ids, context, starts):
-    return (np.stack([ids[s:s + context] for s in starts]),
-            np.stack([ids[s + 1:s + context + 1] for s in starts]))
+    return (np.stack([ids[s : s + context] for s in starts]), np.stack([ids[s + 1 : s + context + 1] for s in starts]))
 
 
 def random_windows(ids, context, batch_size, rng):
@@ -827,9 +889,12 @@ class PromptWindow:
 def prompt_window(prompt, chars, context) -> PromptWindow:
     lowered = str(prompt).lower()
     known = "".join(c for c in lowered if c in chars)
-    text = known[-_int("prompt_window", "context", context, 1):]
-    return PromptWindow(text, np.array([chars.index(c) for c in text], dtype=np.int64),
-                        "".join(dict.fromkeys(c for c in lowered if c not in chars)))
+    text = known[-_int("prompt_window", "context", context, 1) :]
+    return PromptWindow(
+        text,
+        np.array([chars.index(c) for c in text], dtype=np.int64),
+        "".join(dict.fromkeys(c for c in lowered if c not in chars)),
+    )
 
 
 def _block_weights(model, ids) -> np.ndarray:
@@ -840,8 +905,10 @@ def _block_weights(model, ids) -> np.ndarray:
         logits = model(ids)
     kept = [getattr(block, "weights", None) for block in model.blocks]
     if any(not isinstance(w, Tensor) for w in kept):
-        raise ValueError("head maps: a TransformerBlock kept no attention weights (its forward sets "
-                         "self.weights to what its attention returns): restore that line to see them")
+        raise ValueError(
+            "head maps: a TransformerBlock kept no attention weights (its forward sets "
+            "self.weights to what its attention returns): restore that line to see them"
+        )
     return np.stack([w.data for w in kept]), logits.data
 
 
@@ -862,8 +929,10 @@ def head_maps(model, chars, prompt) -> HeadMaps:
     character the model knows."""
     window = prompt_window(prompt, chars, model.context)
     if not window.text:
-        raise ValueError("head maps: the prompt has no character the model knows (lower-case letters, "
-                         "space, '.', ',' and ';'): type a few words")
+        raise ValueError(
+            "head maps: the prompt has no character the model knows (lower-case letters, "
+            "space, '.', ',' and ';'): type a few words"
+        )
     weights, logits = _block_weights(model, window.ids[None])
     z = logits[0, -1] - logits[0, -1].max()
     return HeadMaps(window, weights[:, 0], np.exp(z) / np.exp(z).sum())
@@ -891,7 +960,7 @@ def head_reach(model, heldout) -> HeadReach:
     model (the training settings re-run its cell without changing the model)."""
     if model not in _HEAD_REACH:
         x, _ = heldout_windows(heldout, model.context)
-        w = _block_weights(model, x)[0]                      # [blocks, B, H, L, L]
+        w = _block_weights(model, x)[0]  # [blocks, B, H, L, L]
         L = w.shape[-1]
         reach = np.zeros(w.shape[:1] + w.shape[2:3] + (L,))
         for delta in range(L):
@@ -919,30 +988,43 @@ def block_parameters(d_model=768, heads=12) -> int:
 # Sections 5 and 6 open on these models, trained with the notebook's default settings by the
 # notebook's own lesson cells (engine/course/checkpoints/), so the page shows a trained model
 # without training in the browser; the run buttons retrain with the learner's settings.
-TINY_DEFAULTS = {"task": "reverse", "steps": 300, "lr": 1e-2, "length": 6, "d_model": 32,
-                 "vocab": 8, "seed": 0}
-GPT_DEFAULTS = {"steps": 400, "lr": 3e-3, "layers": 1, "d_model": 32, "heads": 2, "context": 16,
-                "seed": 0}
+TINY_DEFAULTS = {"task": "reverse", "steps": 300, "lr": 1e-2, "length": 6, "d_model": 32, "vocab": 8, "seed": 0}
+GPT_DEFAULTS = {"steps": 400, "lr": 3e-3, "layers": 1, "d_model": 32, "heads": 2, "context": 16, "seed": 0}
 # The lesson cells each default model depends on, in the order the page passes them to
 # shipped_tiny_attention / shipped_tiny_gpt: the functions, then the classes (the model's class
 # last). Their fingerprint is the checkpoint's (checkpoints.load_if_fits).
 TINY_CODE = ("attention", "next_token_loss", "train_step", "train_tiny_attention", "default_tiny_attention")
 TINY_CLASSES = ("TinyAttention",)
-GPT_CODE = ("attention", "split_heads", "merge_heads", "next_token_loss", "train_step", "heldout_loss",
-            "train_tiny_gpt", "default_tiny_gpt")
+GPT_CODE = (
+    "attention",
+    "split_heads",
+    "merge_heads",
+    "next_token_loss",
+    "train_step",
+    "heldout_loss",
+    "train_tiny_gpt",
+    "default_tiny_gpt",
+)
 GPT_CLASSES = ("MultiHeadAttention", "TransformerBlock", "TinyGPT")
 # The ablations of section 6: the default Transformer, then one part taken out at a time (the
 # keyword arguments train_tiny_gpt is given on top of GPT_DEFAULTS).
-GPT_ABLATIONS = {"full model": {}, "no position embedding": {"positions": False}, "one head": {"heads": 1},
-                 "no residual path": {"residual": False}}
+GPT_ABLATIONS = {
+    "full model": {},
+    "no position embedding": {"positions": False},
+    "one head": {"heads": 1},
+    "no residual path": {"residual": False},
+}
 ABLATION_CODE = GPT_CODE[:-1] + ("ablate_tiny_gpt", "default_gpt_ablations")
 CHECKPOINTS = {
-    "attention_tiny": checkpoints.FromNotebook(notebook="06_attention", function="default_tiny_attention",
-                                               code=TINY_CODE + TINY_CLASSES),
-    "attention_gpt": checkpoints.FromNotebook(notebook="06_attention", function="default_tiny_gpt",
-                                              code=GPT_CODE + GPT_CLASSES),
-    "attention_gpt_ablations": checkpoints.FromNotebook(notebook="06_attention", function="default_gpt_ablations",
-                                                        code=ABLATION_CODE + GPT_CLASSES),
+    "attention_tiny": checkpoints.FromNotebook(
+        notebook="06_attention", function="default_tiny_attention", code=TINY_CODE + TINY_CLASSES
+    ),
+    "attention_gpt": checkpoints.FromNotebook(
+        notebook="06_attention", function="default_tiny_gpt", code=GPT_CODE + GPT_CLASSES
+    ),
+    "attention_gpt_ablations": checkpoints.FromNotebook(
+        notebook="06_attention", function="default_gpt_ablations", code=ABLATION_CODE + GPT_CLASSES
+    ),
 }
 
 
@@ -959,9 +1041,15 @@ def _load_into(module, code, classes, build):
             model = build(model_class, state["settings"])
         model.load_state_dict(state["parameters"])
     except (KeyError, ValueError, TypeError, RuntimeError) as error:
-        return None, None, (f"the shipped parameters do not fit this page's `{model_class.__name__}` "
-                            f"({str(error).splitlines()[0][:120]}), so it is not loaded: train "
-                            "with the button to see what your code does")
+        return (
+            None,
+            None,
+            (
+                f"the shipped parameters do not fit this page's `{model_class.__name__}` "
+                f"({str(error).splitlines()[0][:120]}), so it is not loaded: train "
+                "with the button to see what your code does"
+            ),
+        )
     return state, model, ""
 
 
@@ -971,8 +1059,9 @@ def shipped_tiny_attention(code, classes) -> tuple:
     parameters and history: ``(TinyRun, "")``, or ``(None, reason)`` when ``code`` and
     ``classes`` (the page's lesson objects named by ``TINY_CODE`` and ``TINY_CLASSES``, in that
     order) are not the code that trained it."""
-    state, model, reason = _load_into(_tiny_checkpoint, code, classes,
-                                      lambda cls, s: cls(s["vocab"], s["length"], s["d_model"]))
+    state, model, reason = _load_into(
+        _tiny_checkpoint, code, classes, lambda cls, s: cls(s["vocab"], s["length"], s["d_model"])
+    )
     if state is None:
         return None, reason
     s = state["settings"]
@@ -986,8 +1075,11 @@ def shipped_tiny_gpt(code, classes) -> tuple:
     are not the code that trained it."""
     data = char_data()
     state, model, reason = _load_into(
-        _gpt_checkpoint, code, classes,
-        lambda cls, s: cls(len(data.chars), s["context"], s["d_model"], s["heads"], s["layers"]))
+        _gpt_checkpoint,
+        code,
+        classes,
+        lambda cls, s: cls(len(data.chars), s["context"], s["d_model"], s["heads"], s["layers"]),
+    )
     if state is None:
         return None, reason
     _SHIPPED_GPT[model] = _gpt_checkpoint.FINGERPRINT
@@ -1013,8 +1105,10 @@ class AblationRun:
 
 def ablation_runs(runs) -> dict:
     """``{name: AblationRun}`` of what the notebook's ``ablate_tiny_gpt`` returns."""
-    return {name: AblationRun(np.asarray(r["steps"]), np.asarray(r["train_loss"]), np.asarray(r["heldout_loss"]))
-            for name, r in runs.items()}
+    return {
+        name: AblationRun(np.asarray(r["steps"]), np.asarray(r["train_loss"]), np.asarray(r["heldout_loss"]))
+        for name, r in runs.items()
+    }
 
 
 def shipped_gpt_ablations(code, classes) -> tuple:

@@ -62,6 +62,7 @@ def _remembered(key, make, size: int = 32):
         cache[key] = hit
     return hit
 
+
 # ----------------------------------------------------------------------------- MLP playground
 
 DATASETS = ("moons", "circles", "spirals", "blobs")
@@ -160,15 +161,20 @@ def class_grid(model, X, size: int = 60, margin: float = 0.5):
     return gx, gy, probs.reshape(size, size, -1)
 
 
-def playground_run(model, split, history: dict | None = None, initial_loss: float = float("nan"),
-                   grid_size: int = 60) -> PlaygroundRun:
+def playground_run(
+    model, split, history: dict | None = None, initial_loss: float = float("nan"), grid_size: int = 60
+) -> PlaygroundRun:
     """What the page draws of ``model`` (the notebook's MLP) on ``split`` = (Xtr, ytr, Xva, yva):
     its training ``history`` (none for an untrained model), flagged ``diverged`` when the last
     training loss is not finite, and its class probabilities over a grid unless it diverged."""
     history = {k: list(v) for k, v in (history or {}).items()}
     losses = history.get("train_loss", [])
-    run = PlaygroundRun(history=history, model=model, initial_loss=float(initial_loss),
-                        diverged=bool(losses) and not math.isfinite(losses[-1]))
+    run = PlaygroundRun(
+        history=history,
+        model=model,
+        initial_loss=float(initial_loss),
+        diverged=bool(losses) and not math.isfinite(losses[-1]),
+    )
     if not run.diverged:
         run.grid_x, run.grid_y, run.grid_probs = class_grid(model, np.concatenate([split[0], split[2]]), grid_size)
     return run
@@ -196,8 +202,12 @@ def initial_loss(model, X, y, classes: int) -> InitialLoss:
         z = model(Tensor(X)).data
     centred = z - z.mean(axis=1, keepdims=True)
     loss = float(F.cross_entropy(Tensor(z), y).data)
-    return InitialLoss(loss, int(classes), float(np.mean(centred[np.arange(len(y)), y])),
-                       float(0.5 * np.mean(np.mean(centred ** 2, axis=1))))
+    return InitialLoss(
+        loss,
+        int(classes),
+        float(np.mean(centred[np.arange(len(y)), y])),
+        float(0.5 * np.mean(np.mean(centred**2, axis=1))),
+    )
 
 
 def overfitting_note(history: dict) -> str:
@@ -209,9 +219,11 @@ def overfitting_note(history: dict) -> str:
     peak = int(np.argmax(val))
     line = f"Validation accuracy peaked at **{100 * val[peak]:.1f} %** after epoch {peak + 1}"
     if val[peak] - val[-1] > 0.01:
-        return (line + f" and ends {100 * (val[peak] - val[-1]):.1f} points lower: after that epoch the network "
-                "fits its training points at the expense of new ones (overfitting). Stopping at the best "
-                "validation epoch (early stopping) would keep the better network.")
+        return (
+            line + f" and ends {100 * (val[peak] - val[-1]):.1f} points lower: after that epoch the network "
+            "fits its training points at the expense of new ones (overfitting). Stopping at the best "
+            "validation epoch (early stopping) would keep the better network."
+        )
     return line + ", and it ends within a point of that: no sign of overfitting."
 
 
@@ -230,15 +242,23 @@ def regions_map(run: PlaygroundRun, split, title: str, height: int = 300):
     hit = _MAPS.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], arrays)):
         return hit[1]
-    chart = plot.class_regions(run.grid_x, run.grid_y, run.grid_probs, np.concatenate([split[0], split[2]]),
-                               np.concatenate([split[1], split[3]]), title=title, height=height)
+    chart = plot.class_regions(
+        run.grid_x,
+        run.grid_y,
+        run.grid_probs,
+        np.concatenate([split[0], split[2]]),
+        np.concatenate([split[1], split[3]]),
+        title=title,
+        height=height,
+    )
     return plot.remember(_MAPS, key, (arrays, chart), size=8)[1]
 
 
 # The playground's opening settings: the notebook's controls start here, and the page shows the
 # model trained with them as soon as it opens (the train button retrains with the learner's).
-PLAYGROUND_DEFAULTS = dict(data="moons", noise=0.15, width=16, depth=2, activation="tanh", optimizer="adam",
-                           lr=0.03, epochs=60)
+PLAYGROUND_DEFAULTS = dict(
+    data="moons", noise=0.15, width=16, depth=2, activation="tanh", optimizer="adam", lr=0.03, epochs=60
+)
 PLAYGROUND_POINTS = 240  # points in a preset data set
 PLAYGROUND_GRID = 40  # the decision-boundary grid: 40×40 cells are what the browser redraws
 OVERFIT_STEPS = 300
@@ -267,9 +287,13 @@ def overfit_width(width: int) -> int:
 # The notebook's train_default_playground trains the default model and its overfit check from a
 # fixed seed with its lesson cells; `make checkpoints` runs it, and the page loads the result with
 # checkpoints.load_if_fits(playground_checkpoint, *those cells).
-CHECKPOINTS = {"backprop_playground": checkpoints.FromNotebook(
-    notebook="03_backprop", function="train_default_playground",
-    code=("mlp", "train_step", "evaluate", "train_playground", "overfit_one_batch", "train_default_playground"))}
+CHECKPOINTS = {
+    "backprop_playground": checkpoints.FromNotebook(
+        notebook="03_backprop",
+        function="train_default_playground",
+        code=("mlp", "train_step", "evaluate", "train_playground", "overfit_one_batch", "train_default_playground"),
+    )
+}
 
 
 def default_playground(state: dict) -> DefaultPlayground:
@@ -277,9 +301,13 @@ def default_playground(state: dict) -> DefaultPlayground:
     ``backprop_playground`` as :func:`checkpoints.load_if_fits` gave it, on the default data."""
     d = PLAYGROUND_DEFAULTS
     split = make_playground_data(d["data"], n=PLAYGROUND_POINTS, noise=d["noise"], seed=0)
-    run = PlaygroundRun(history={k: v.tolist() for k, v in state["history"].items()}, grid_x=state["grid_x"],
-                        grid_y=state["grid_y"], grid_probs=state["grid_probs"],
-                        initial_loss=float(state["initial_loss"]))
+    run = PlaygroundRun(
+        history={k: v.tolist() for k, v in state["history"].items()},
+        grid_x=state["grid_x"],
+        grid_y=state["grid_y"],
+        grid_probs=state["grid_probs"],
+        initial_loss=float(state["initial_loss"]),
+    )
     return DefaultPlayground(split, run, state["overfit_losses"])
 
 
@@ -414,8 +442,10 @@ class StepRule:
         """The page's line for this dtype."""
         if self.h != self.h:
             return f"{self.dtype}: one of the two terms vanishes at this x, so there is no h* to find"
-        return (f"{self.dtype}: h* = **{self.h:.1e}**, error there **{self.error_at_h:.1e}**; the lowest dot: "
-                f"{self.best_error:.1e} at h ≈ {self.best_h:.0e}, {self.decades_from_best:.1f} decades away")
+        return (
+            f"{self.dtype}: h* = **{self.h:.1e}**, error there **{self.error_at_h:.1e}**; the lowest dot: "
+            f"{self.best_error:.1e} at h ≈ {self.best_h:.0e}, {self.decades_from_best:.1f} decades away"
+        )
 
 
 def step_rule_check(difference, rule, errors: FiniteDifferenceErrors, x0: float) -> dict:
@@ -472,8 +502,9 @@ def mode_problem(n: int = 100, hidden: int = 64, seed: int = 0):
     return rng.standard_normal((hidden, n)) / math.sqrt(n), rng.standard_normal(hidden), rng.standard_normal(n)
 
 
-def forward_vs_reverse(forward_mode, reverse_mode, mode_costs, n: int = 100, hidden: int = 64,
-                       seed: int = 0) -> ModeCost:
+def forward_vs_reverse(
+    forward_mode, reverse_mode, mode_costs, n: int = 100, hidden: int = 64, seed: int = 0
+) -> ModeCost:
     """The page's ``forward_mode`` and ``reverse_mode`` (each ``(W, v, x) -> (gradient, multiply-adds)``)
     on :func:`mode_problem`, beside the engine's ``backward()``; a plain forward pass costs what
     the page's ``mode_costs(n, hidden)`` says."""
@@ -482,8 +513,18 @@ def forward_vs_reverse(forward_mode, reverse_mode, mode_costs, n: int = 100, hid
     grad_rev, vjp_madds = reverse_mode(W, v, x)
     xt = Tensor(x.copy(), requires_grad=True)
     (Tensor(v) * (Tensor(W) @ xt).tanh()).sum().backward()
-    return ModeCost(int(n), int(hidden), int(mode_costs(n, hidden)[0]), int(n), int(jvp_madds), 2, int(vjp_madds),
-                    np.asarray(grad_fwd), np.asarray(grad_rev), xt.grad.numpy().copy())
+    return ModeCost(
+        int(n),
+        int(hidden),
+        int(mode_costs(n, hidden)[0]),
+        int(n),
+        int(jvp_madds),
+        2,
+        int(vjp_madds),
+        np.asarray(grad_fwd),
+        np.asarray(grad_rev),
+        xt.grad.numpy().copy(),
+    )
 
 
 # ----------------------------------------------------------------------------- what backward keeps
@@ -506,8 +547,9 @@ class SavedForBackward:
         return 8 * self.activation_floats  # float64
 
 
-def saved_for_backward(count, model, batch: int = 32, depth: int = 2, width: int = 16,
-                       seed: int = 0) -> SavedForBackward:
+def saved_for_backward(
+    count, model, batch: int = 32, depth: int = 2, width: int = 16, seed: int = 0
+) -> SavedForBackward:
     """Run ``model`` (the page's MLP with 2 inputs, 2 classes, ``depth`` hidden layers of ``width``)
     forward on ``batch`` standard-normal points with a cross-entropy loss, and add up what the
     page's ``count(loss, parameters)`` (a list of (op, floats)) finds saved for the backward pass."""
@@ -517,8 +559,9 @@ def saved_for_backward(count, model, batch: int = 32, depth: int = 2, width: int
     x = np.random.default_rng(seed).standard_normal((batch, 2))
     loss = F.cross_entropy(model(Tensor(x)), np.zeros(batch, dtype=np.int64))
     per_op = [(str(op), int(floats)) for op, floats in count(loss, params)]
-    return SavedForBackward(int(batch), depth, width, sum(f for _, f in per_op), int(sum(p.data.size for p in params)),
-                            per_op)
+    return SavedForBackward(
+        int(batch), depth, width, sum(f for _, f in per_op), int(sum(p.data.size for p in params)), per_op
+    )
 
 
 CHAIN_DEPTHS = (4, 16, 64)  # the chain lengths n the page offers
@@ -554,8 +597,10 @@ def checkpointing_view(chain, checkpointed_backward, count, depth: int, segment:
     ``checkpointed_backward`` with segments of ``segment`` layers (at most the chain). Remembered
     per setting and lesson function."""
     if depth not in CHAIN_DEPTHS or segment not in CHAIN_SEGMENTS:
-        raise ValueError(f"checkpointing_view: depth must be one of {CHAIN_DEPTHS} and segment one of "
-                         f"{CHAIN_SEGMENTS}, got {depth!r} and {segment!r}")
+        raise ValueError(
+            f"checkpointing_view: depth must be one of {CHAIN_DEPTHS} and segment one of "
+            f"{CHAIN_SEGMENTS}, got {depth!r} and {segment!r}"
+        )
 
     x = Tensor(np.random.default_rng(seed + 1).standard_normal((CHAIN_BATCH, CHAIN_WIDTH)))
 
@@ -599,8 +644,11 @@ class OpCheck:
 def op_inputs(n: int = 4, d: int = 3, seed: int = 0) -> dict:
     """The random inputs the page checks an op of Z = X + X Wᵀ + b on: X (n, d), W (d, d), b (d,)."""
     rng = np.random.default_rng(seed)
-    return {"X": rng.standard_normal((n, d)), "W": rng.standard_normal((d, d)) / np.sqrt(d),
-            "b": rng.standard_normal(d)}
+    return {
+        "X": rng.standard_normal((n, d)),
+        "W": rng.standard_normal((d, d)) / np.sqrt(d),
+        "b": rng.standard_normal(d),
+    }
 
 
 def check_op(gradient_check, op, n: int = 4, d: int = 3, seed: int = 0, bug: str | None = None) -> OpCheck:
@@ -634,6 +682,7 @@ def op_error_maps(difference, op, n: int = 4, d: int = 3, seed: int = 0, h: floa
         for (name, v), t in zip(inputs.items(), tensors):
             numeric = np.zeros_like(v)
             for i in np.ndindex(v.shape):
+
                 def total(value, name=name, i=i):  # Σ tanh(op(...)) with element i of this input set to value
                     moved = {k: a.copy() for k, a in inputs.items()}
                     moved[name][i] = value
@@ -677,8 +726,11 @@ def stepper_chart(graph, k: int, height: int = 260):
     chart already built (building one costs about 20 ms)."""
     from engine.course import plot
 
-    return remembered(("stepper chart", id(graph), int(k), height),
-                      lambda: plot.graph_chart(**graph.drawing(k), height=height), keep=graph)
+    return remembered(
+        ("stepper chart", id(graph), int(k), height),
+        lambda: plot.graph_chart(**graph.drawing(k), height=height),
+        keep=graph,
+    )
 
 
 def step_rule_view(difference, rule, x0: float):
@@ -694,12 +746,24 @@ def step_rule_view(difference, rule, x0: float):
         best = {dt: best_step(fd, dt) for dt in ("float32", "float64")}
         floor = 1e-18  # the chart's floor: an error of exactly 0 has no place on a log axis
         curves = {dt: np.maximum(fd.error(dt), floor) for dt in ("float32", "float64")}
-        curves.update({f"autograd error, {dt}": np.full_like(fd.h, max(fd.autograd_error(dt), floor))
-                       for dt in ("float32", "float64")})
-        chart = plot.curves(fd.h, curves, x_title="step h", y_title="|error|", log_x=True, log_y=True,
-                            colors={"autograd error, float32": "float32", "autograd error, float64": "float64"},
-                            dashed=["autograd error, float32", "autograd error, float64"], height=260,
-                            title=f"Central difference against the exact derivative at x = {x0:g}")
+        curves.update(
+            {
+                f"autograd error, {dt}": np.full_like(fd.h, max(fd.autograd_error(dt), floor))
+                for dt in ("float32", "float64")
+            }
+        )
+        chart = plot.curves(
+            fd.h,
+            curves,
+            x_title="step h",
+            y_title="|error|",
+            log_x=True,
+            log_y=True,
+            colors={"autograd error, float32": "float32", "autograd error, float64": "float64"},
+            dashed=["autograd error, float32", "autograd error, float64"],
+            height=260,
+            title=f"Central difference against the exact derivative at x = {x0:g}",
+        )
         return fd, best, step_rule_check(difference, rule, fd, x0), chart
 
     return _remembered(("v", difference, rule, float(x0)), make)
@@ -708,5 +772,7 @@ def step_rule_view(difference, rule, x0: float):
 def mode_view(forward_mode, reverse_mode, mode_costs, n: int, seed: int = 0) -> ModeCost:
     """:func:`forward_vs_reverse` of the page's functions at ``n`` inputs, remembered per ``n`` and
     lesson functions (forward mode at n = 1000 runs a thousand passes)."""
-    return _remembered(("modes", forward_mode, reverse_mode, mode_costs, int(n), seed),
-                       lambda: forward_vs_reverse(forward_mode, reverse_mode, mode_costs, n, seed=seed))
+    return _remembered(
+        ("modes", forward_mode, reverse_mode, mode_costs, int(n), seed),
+        lambda: forward_vs_reverse(forward_mode, reverse_mode, mode_costs, n, seed=seed),
+    )

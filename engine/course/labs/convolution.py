@@ -40,17 +40,59 @@ from engine.ops.conv import col2im, conv2d, im2col
 from engine.random import fork_rng
 
 __all__ = [
-    "CHECKPOINTS", "CLASSIC_FILTERS", "CNN_CODE", "CNN_DEFAULTS", "CNNHistory", "DigitsCNN", "ConvCost", "FieldRow", "Grid", "Placements",
-    "TransposePlacements", "ConvReport", "EQUIVARIANCE_CANVAS", "Equivariance",
-    "EffectiveField", "SeparableCheck", "conv_costs", "effective_receptive_field", "separable_check",
-    "Im2colBackward", "Im2colView",
-    "TwoConvolutions", "apply_filter", "cnn_accuracy", "compose_kernels", "confusion", "conv_grid",
-    "conv_placements", "conv_report", "conv_transpose_placements", "conv_transpose_report",
-    "shipped_cnn", "BASELINE_CODE", "BASELINE_NAMES", "DigitsBaselines", "shipped_baselines",
-    "shift_digits", "shifted_accuracy", "ink_share",
-    "feature_maps", "heldout_predictions", "predictions", "im2col_backward", "im2col_cells", "im2col_view", "transpose_cells", "learned_filters",
-    "receptive_field_table", "round_trip_output_padding", "sample_image", "shift_equivariance",
-    "two_convolutions", "uniform_stack",
+    "CHECKPOINTS",
+    "CLASSIC_FILTERS",
+    "CNN_CODE",
+    "CNN_DEFAULTS",
+    "CNNHistory",
+    "DigitsCNN",
+    "ConvCost",
+    "FieldRow",
+    "Grid",
+    "Placements",
+    "TransposePlacements",
+    "ConvReport",
+    "EQUIVARIANCE_CANVAS",
+    "Equivariance",
+    "EffectiveField",
+    "SeparableCheck",
+    "conv_costs",
+    "effective_receptive_field",
+    "separable_check",
+    "Im2colBackward",
+    "Im2colView",
+    "TwoConvolutions",
+    "apply_filter",
+    "cnn_accuracy",
+    "compose_kernels",
+    "confusion",
+    "conv_grid",
+    "conv_placements",
+    "conv_report",
+    "conv_transpose_placements",
+    "conv_transpose_report",
+    "shipped_cnn",
+    "BASELINE_CODE",
+    "BASELINE_NAMES",
+    "DigitsBaselines",
+    "shipped_baselines",
+    "shift_digits",
+    "shifted_accuracy",
+    "ink_share",
+    "feature_maps",
+    "heldout_predictions",
+    "predictions",
+    "im2col_backward",
+    "im2col_cells",
+    "im2col_view",
+    "transpose_cells",
+    "learned_filters",
+    "receptive_field_table",
+    "round_trip_output_padding",
+    "sample_image",
+    "shift_equivariance",
+    "two_convolutions",
+    "uniform_stack",
 ]
 
 
@@ -74,8 +116,16 @@ class ConvReport:
 
 def _settings(op, **values):
     """Validate integer settings (a clear ValueError naming op and value)."""
-    minimums = {"size": 1, "kernel": 1, "stride": 1, "padding": 0, "dilation": 1,
-                "output_padding": 0, "c_in": 1, "c_out": 1}
+    minimums = {
+        "size": 1,
+        "kernel": 1,
+        "stride": 1,
+        "padding": 0,
+        "dilation": 1,
+        "output_padding": 0,
+        "c_in": 1,
+        "c_out": 1,
+    }
     out = {}
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -97,35 +147,43 @@ def conv_report(size, kernel, stride=1, padding=0, dilation=1, c_in=1, c_out=1) 
     that see padding only.
     """
     op = "conv_report"
-    s = _settings(op, size=size, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
-                  c_in=c_in, c_out=c_out)
+    s = _settings(
+        op, size=size, kernel=kernel, stride=stride, padding=padding, dilation=dilation, c_in=c_in, c_out=c_out
+    )
     w, k, st, p, d = s["size"], s["kernel"], s["stride"], s["padding"], s["dilation"]
     k_eff = shapes.effective_kernel_size(k, d)
     padded = w + 2 * p
     params = shapes.conv2d_params(s["c_in"], s["c_out"], k)
     if k_eff > padded:
         need = math.ceil((k_eff - w) / 2)
-        message = (f"Impossible: the kernel spans K_eff = {d}·({k}−1)+1 = {k_eff} pixels but the "
-                   f"padded input has only W+2P = {w}+2·{p} = {padded}. No placement fits. "
-                   f"Use padding ≥ {need}, a smaller kernel or a smaller dilation.")
+        message = (
+            f"Impossible: the kernel spans K_eff = {d}·({k}−1)+1 = {k_eff} pixels but the "
+            f"padded input has only W+2P = {w}+2·{p} = {padded}. No placement fits. "
+            f"Use padding ≥ {need}, a smaller kernel or a smaller dilation."
+        )
         return ConvReport(False, None, k_eff, padded, params, message)
     out = shapes.conv_output_size(w, k, st, p, d)
-    message = (f"O = ⌊(W + 2P − K_eff)/S⌋ + 1 = ⌊({w} + {2 * p} − {k_eff})/{st}⌋ + 1 = {out}")
+    message = f"O = ⌊(W + 2P − K_eff)/S⌋ + 1 = ⌊({w} + {2 * p} − {k_eff})/{st}⌋ + 1 = {out}"
     notes = []
     leftover = (padded - k_eff) % st
     if leftover:
-        notes.append(f"The last {leftover} padded pixel(s) are never reached: the stride {st} does "
-                     f"not divide W + 2P − K_eff = {padded - k_eff}, so the floor drops them.")
+        notes.append(
+            f"The last {leftover} padded pixel(s) are never reached: the stride {st} does "
+            f"not divide W + 2P − K_eff = {padded - k_eff}, so the floor drops them."
+        )
     if p >= k_eff:
-        notes.append(f"Padding {p} ≥ K_eff {k_eff}: the first and last windows see padding only "
-                     f"(their outputs are just the bias).")
+        notes.append(
+            f"Padding {p} ≥ K_eff {k_eff}: the first and last windows see padding only "
+            f"(their outputs are just the bias)."
+        )
     if out == w:
         notes.append("'Same' size: the output is as wide as the input.")
     return ConvReport(True, out, k_eff, padded, params, message, tuple(notes))
 
 
-def conv_transpose_report(size, kernel, stride=1, padding=0, output_padding=0, dilation=1,
-                          c_in=1, c_out=1) -> ConvReport:
+def conv_transpose_report(
+    size, kernel, stride=1, padding=0, output_padding=0, dilation=1, c_in=1, c_out=1
+) -> ConvReport:
     """Output size of ``ConvTranspose2d`` along one dimension, with the reason when impossible.
 
         O = (W - 1)S - 2P + D(K - 1) + output_padding + 1
@@ -134,34 +192,51 @@ def conv_transpose_report(size, kernel, stride=1, padding=0, output_padding=0, d
     convolution crops P from each side of its full output instead of padding its input).
     """
     op = "conv_transpose_report"
-    s = _settings(op, size=size, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
-                  output_padding=output_padding, c_in=c_in, c_out=c_out)
-    w, k, st, p, d, a = (s["size"], s["kernel"], s["stride"], s["padding"], s["dilation"],
-                         s["output_padding"])
+    s = _settings(
+        op,
+        size=size,
+        kernel=kernel,
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        output_padding=output_padding,
+        c_in=c_in,
+        c_out=c_out,
+    )
+    w, k, st, p, d, a = (s["size"], s["kernel"], s["stride"], s["padding"], s["dilation"], s["output_padding"])
     k_eff = shapes.effective_kernel_size(k, d)
     # ConvTranspose2d(c_in, c_out) stores a [c_in, c_out, K, K] weight and c_out biases.
     params = s["c_in"] * s["c_out"] * k * k + s["c_out"]
     if a >= max(st, d):
-        message = (f"Impossible: output_padding must be smaller than the stride or the dilation "
-                   f"(here {a} ≥ max({st}, {d})). It only picks among the {st} input sizes that a "
-                   f"stride-{st} convolution maps to the same output.")
+        message = (
+            f"Impossible: output_padding must be smaller than the stride or the dilation "
+            f"(here {a} ≥ max({st}, {d})). It only picks among the {st} input sizes that a "
+            f"stride-{st} convolution maps to the same output."
+        )
         return ConvReport(False, None, k_eff, None, params, message)
     full = (w - 1) * st + k_eff + a
     out = full - 2 * p
     if out < 1:
-        message = (f"Impossible: (W−1)S − 2P + D(K−1) + output_padding + 1 = {(w - 1) * st} − "
-                   f"{2 * p} + {d * (k - 1)} + {a} + 1 = {out} < 1: the padding {p} crops more "
-                   f"than the full output of {full} pixels.")
+        message = (
+            f"Impossible: (W−1)S − 2P + D(K−1) + output_padding + 1 = {(w - 1) * st} − "
+            f"{2 * p} + {d * (k - 1)} + {a} + 1 = {out} < 1: the padding {p} crops more "
+            f"than the full output of {full} pixels."
+        )
         return ConvReport(False, None, k_eff, None, params, message)
-    message = (f"O = (W−1)S − 2P + D(K−1) + output_padding + 1 = {(w - 1) * st} − {2 * p} + "
-               f"{d * (k - 1)} + {a} + 1 = {out}")
+    message = (
+        f"O = (W−1)S − 2P + D(K−1) + output_padding + 1 = {(w - 1) * st} − {2 * p} + {d * (k - 1)} + {a} + 1 = {out}"
+    )
     notes = []
     if st > k_eff:
-        notes.append(f"Stride {st} > K_eff {k_eff}: the kernel's copies do not touch, leaving "
-                     f"output pixels that receive nothing (only the bias).")
+        notes.append(
+            f"Stride {st} > K_eff {k_eff}: the kernel's copies do not touch, leaving "
+            f"output pixels that receive nothing (only the bias)."
+        )
     elif st > 1 and k_eff % st:
-        notes.append(f"K_eff {k_eff} is not a multiple of the stride {st}: some output pixels "
-                     f"receive more kernel copies than others (the checkerboard pattern).")
+        notes.append(
+            f"K_eff {k_eff} is not a multiple of the stride {st}: some output pixels "
+            f"receive more kernel copies than others (the checkerboard pattern)."
+        )
     return ConvReport(True, out, k_eff, None, params, message, tuple(notes))
 
 
@@ -206,17 +281,19 @@ def conv_placements(size, kernel, stride=1, padding=0, dilation=1) -> Placements
         z = np.zeros(0, int)
         return Placements(z, z, z, np.zeros(0, object), np.zeros((0, k), int), report)
     out, padded = report.output_size, report.padded_size
-    taps = np.arange(out)[:, None] * stride + np.arange(k)[None, :] * dilation   # [O, K]
+    taps = np.arange(out)[:, None] * stride + np.arange(k)[None, :] * dilation  # [O, K]
     position = np.broadcast_to(np.arange(padded), (out, padded))
     output = np.broadcast_to(np.arange(out)[:, None], (out, padded))
     pixel = position - padding
     in_padding = (pixel < 0) | (pixel >= size)
     is_tap = np.zeros((out, padded), bool)
     np.put_along_axis(is_tap, taps, True, axis=1)
-    kind = np.where(is_tap, np.where(in_padding, "tap on padding", "tap"),
-                    np.where(in_padding, "padding", "input")).astype(object)
-    return Placements(output.ravel(), position.ravel(), np.where(in_padding, -1, pixel).ravel(),
-                      kind.ravel(), taps, report)
+    kind = np.where(
+        is_tap, np.where(in_padding, "tap on padding", "tap"), np.where(in_padding, "padding", "input")
+    ).astype(object)
+    return Placements(
+        output.ravel(), position.ravel(), np.where(in_padding, -1, pixel).ravel(), kind.ravel(), taps, report
+    )
 
 
 @dataclass(frozen=True)
@@ -233,8 +310,7 @@ class TransposePlacements:
     report: ConvReport
 
 
-def conv_transpose_placements(size, kernel, stride=1, padding=0, output_padding=0,
-                              dilation=1) -> TransposePlacements:
+def conv_transpose_placements(size, kernel, stride=1, padding=0, output_padding=0, dilation=1) -> TransposePlacements:
     """Where each input pixel's copy of the kernel lands in a transposed convolution's output.
 
     Input pixel i writes to the full (uncropped) positions ``u = i·S + k·D`` for k = 0..K-1; the
@@ -252,8 +328,9 @@ def conv_transpose_placements(size, kernel, stride=1, padding=0, output_padding=
     out = full - padding
     kept = (out >= 0) & (out < report.output_size)
     coverage = np.bincount(out[kept].ravel(), minlength=report.output_size)
-    return TransposePlacements(inp.ravel(), tap.ravel(), full.ravel(),
-                               np.where(kept, out, -1).ravel(), kept.ravel(), coverage, report)
+    return TransposePlacements(
+        inp.ravel(), tap.ravel(), full.ravel(), np.where(kept, out, -1).ravel(), kept.ravel(), coverage, report
+    )
 
 
 def transpose_cells(placements: TransposePlacements) -> dict:
@@ -265,8 +342,7 @@ def transpose_cells(placements: TransposePlacements) -> dict:
     kind = np.full((rows, cols), "empty", dtype=object)
     text = np.full((rows, cols), "", dtype=object)
     kind[placements.input, placements.full] = np.where(placements.kept, "kept", "cropped")
-    text[placements.input, placements.full] = [str(o) if k else "×"
-                                               for o, k in zip(placements.output, placements.kept)]
+    text[placements.input, placements.full] = [str(o) if k else "×" for o, k in zip(placements.output, placements.kept)]
     return {"kind": kind, "text": text}
 
 
@@ -302,17 +378,18 @@ def conv_grid(size, kernel, stride=1, padding=0, dilation=1, out_row=0, out_col=
     out_row = int(np.clip(out_row, 0, o - 1))
     out_col = int(np.clip(out_col, 0, o - 1))
     rows, cols = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-    in_padding = ((rows < padding) | (rows >= padding + size)
-                  | (cols < padding) | (cols >= padding + size))
+    in_padding = (rows < padding) | (rows >= padding + size) | (cols < padding) | (cols >= padding + size)
     tap_rows = out_row * stride + np.arange(kernel) * dilation
     tap_cols = out_col * stride + np.arange(kernel) * dilation
     is_tap = np.isin(rows, tap_rows) & np.isin(cols, tap_cols)
-    kind = np.where(is_tap, np.where(in_padding, "tap on padding", "tap"),
-                    np.where(in_padding, "padding", "input")).astype(object)
+    kind = np.where(
+        is_tap, np.where(in_padding, "tap on padding", "tap"), np.where(in_padding, "padding", "input")
+    ).astype(object)
     orow, ocol = np.meshgrid(np.arange(o), np.arange(o), indexing="ij")
     selected = (orow == out_row) & (ocol == out_col)
-    return Grid(rows.ravel(), cols.ravel(), kind.ravel(), orow.ravel(), ocol.ravel(),
-                selected.ravel(), out_row, out_col, report)
+    return Grid(
+        rows.ravel(), cols.ravel(), kind.ravel(), orow.ravel(), ocol.ravel(), selected.ravel(), out_row, out_col, report
+    )
 
 
 # ----------------------------------------------------------------------------- receptive fields
@@ -362,7 +439,7 @@ def receptive_field_table(layers, input_size=None) -> list[FieldRow]:
     rows = []
     fmap = input_size
     for index, (layer, rf) in enumerate(zip(layers, fields)):
-        name, setting = (layer if isinstance(layer[0], str) else (f"layer {index + 1}", layer))
+        name, setting = layer if isinstance(layer[0], str) else (f"layer {index + 1}", layer)
         k, s, p, *rest = setting
         d = rest[0] if rest else 1
         note = ""
@@ -410,8 +487,7 @@ class Im2colView:
     out_shape: tuple
 
 
-def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0,
-                unfold=im2col) -> Im2colView:
+def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0, unfold=im2col) -> Im2colView:
     """One convolution as a matrix product, with one output pixel's path through it lit.
 
     ``x``: [C, H, W] (or [H, W]); ``weight``: [C_out, C, K, K]. With ``cols = im2col(x)``
@@ -438,8 +514,9 @@ def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0
     c, h, w = x.shape
     k = weight.shape[-1]
     if weight.ndim != 4 or weight.shape[1] != c or weight.shape[2] != k:
-        raise ValueError(f"{op}: weight must be [C_out, {c}, K, K] for an input with {c} channels, "
-                         f"got shape {weight.shape}")
+        raise ValueError(
+            f"{op}: weight must be [C_out, {c}, K, K] for an input with {c} channels, got shape {weight.shape}"
+        )
     h_out = shapes.conv_output_size(h, k, stride, padding, dilation)
     w_out = shapes.conv_output_size(w, k, stride, padding, dilation)
     out_row = int(np.clip(out_row, 0, h_out - 1))
@@ -456,12 +533,22 @@ def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0
     labels = [f"{a},{b},{d}" for a, b, d in zip(ci.ravel(), ii.ravel(), jj.ravel())]
     products = cols[:, r] * w2[0]
     return Im2colView(
-        message=report.message, rows=cols.T, row=r, row_values=cols[:, r], weights=w2[0],
-        products=products, value=float(products.sum()), x_pad=x_pad, patch=patch,
-        tap_labels=labels, output=(w2 @ cols)[0].reshape(h_out, w_out),
-        conv2d=conv2d(x[None], weight, stride=stride, padding=padding,
-                      dilation=dilation).data[0, 0].astype(np.float64),
-        out_row=out_row, out_col=out_col, out_shape=(h_out, w_out))
+        message=report.message,
+        rows=cols.T,
+        row=r,
+        row_values=cols[:, r],
+        weights=w2[0],
+        products=products,
+        value=float(products.sum()),
+        x_pad=x_pad,
+        patch=patch,
+        tap_labels=labels,
+        output=(w2 @ cols)[0].reshape(h_out, w_out),
+        conv2d=conv2d(x[None], weight, stride=stride, padding=padding, dilation=dilation).data[0, 0].astype(np.float64),
+        out_row=out_row,
+        out_col=out_col,
+        out_shape=(h_out, w_out),
+    )
 
 
 def im2col_cells(view: Im2colView, padding=0, text_limit=400) -> dict:
@@ -483,14 +570,12 @@ def im2col_cells(view: Im2colView, padding=0, text_limit=400) -> dict:
         i, j = np.indices(x_pad[ch].shape)
         in_padding = (i < p) | (j < p) | (i >= x_pad.shape[1] - p) | (j >= x_pad.shape[2] - p)
         lit = view.patch[ch]
-        kind = np.where(lit, np.where(in_padding, "tap on padding", "tap"),
-                        np.where(in_padding, "padding", "input"))
+        kind = np.where(lit, np.where(in_padding, "tap on padding", "tap"), np.where(in_padding, "padding", "input"))
         panels[f"input {ch}"] = _cells(kind, x_pad[ch], lit, text_limit)
     lit = np.arange(rows.shape[0])[:, None] == r
     panels["cols"] = _cells(np.where(lit, "selected", "output"), rows, lit, text_limit)
     weights = np.asarray(view.weights, dtype=float)[None]
-    panels["weights"] = _cells(np.full(weights.shape, "tap"), weights,
-                               np.ones(weights.shape, bool), text_limit)
+    panels["weights"] = _cells(np.full(weights.shape, "tap"), weights, np.ones(weights.shape, bool), text_limit)
     return panels
 
 
@@ -498,8 +583,9 @@ def _cells(kind, values, lit, text_limit):
     """One panel of :func:`im2col_cells`."""
     lit = np.broadcast_to(lit, values.shape)
     shown = lit | (values.size <= text_limit)
-    text = np.array([f"{v:g}" if s else "" for v, s in zip(values.ravel(), shown.ravel())],
-                    dtype=object).reshape(values.shape)
+    text = np.array([f"{v:g}" if s else "" for v, s in zip(values.ravel(), shown.ravel())], dtype=object).reshape(
+        values.shape
+    )
     return {"kind": np.broadcast_to(np.asarray(kind, dtype=object), values.shape).copy(), "text": text}
 
 
@@ -516,8 +602,10 @@ class Im2colBackward:
     @property
     def largest_gap(self) -> float:
         """The largest |by hand − autograd| over ∂L/∂x and ∂L/∂W."""
-        return max(float(np.abs(self.grad_input - self.autograd_input).max()),
-                   float(np.abs(self.grad_weight - self.autograd_weight).max()))
+        return max(
+            float(np.abs(self.grad_input - self.autograd_input).max()),
+            float(np.abs(self.grad_weight - self.autograd_weight).max()),
+        )
 
 
 def im2col_backward(x, weight, grad_output, stride=1, padding=0, dilation=1) -> Im2colBackward:
@@ -544,8 +632,7 @@ def im2col_backward(x, weight, grad_output, stride=1, padding=0, dilation=1) -> 
     g = np.asarray(grad_output, dtype=np.float64)
     g2 = g.reshape(weight.shape[0], -1)
     if g2.shape[1] != cols.shape[1]:
-        raise ValueError(f"{op}: grad_output has {g2.shape[1]} positions per channel, the "
-                         f"output has {cols.shape[1]}")
+        raise ValueError(f"{op}: grad_output has {g2.shape[1]} positions per channel, the output has {cols.shape[1]}")
     grad_weight = (g2 @ cols.T).reshape(weight.shape)
     grad_input = col2im(w2.T @ g2, x.shape[1:], k, stride, padding, dilation)
     xt = Tensor(x[None], requires_grad=True)
@@ -553,15 +640,14 @@ def im2col_backward(x, weight, grad_output, stride=1, padding=0, dilation=1) -> 
     out = conv2d(xt, wt, stride=stride, padding=padding, dilation=dilation)
     out.backward(g.reshape(out.shape))
     ones = np.ones((1,) + x.shape[1:])
-    count = col2im(im2col(ones, k, stride, padding, dilation), x.shape[1:], k, stride, padding,
-                   dilation)[0]
+    count = col2im(im2col(ones, k, stride, padding, dilation), x.shape[1:], k, stride, padding, dilation)[0]
     return Im2colBackward(grad_weight, grad_input, wt.grad.numpy(), xt.grad.numpy()[0], count)
 
 
 # ----------------------------------------------------------------------------- classic filters
 def _gaussian_kernel(size: int, sigma: float) -> np.ndarray:
     t = np.arange(size) - (size - 1) / 2
-    g = np.exp(-t**2 / (2 * sigma**2))
+    g = np.exp(-(t**2) / (2 * sigma**2))
     k = np.outer(g, g)
     return k / k.sum()
 
@@ -616,8 +702,7 @@ def apply_filter(image, kernel, stride=1, repeat=1) -> np.ndarray:
         return np.sqrt(gx**2 + gy**2)
     if isinstance(kernel, str):
         if kernel not in CLASSIC_FILTERS:
-            raise ValueError(f"{op}: unknown filter {kernel!r}; known: "
-                             f"{', '.join(CLASSIC_FILTERS)}, edge magnitude")
+            raise ValueError(f"{op}: unknown filter {kernel!r}; known: {', '.join(CLASSIC_FILTERS)}, edge magnitude")
         kernel = CLASSIC_FILTERS[kernel]
     kernel = np.asarray(kernel, dtype=np.float64)
     if kernel.ndim != 2 or kernel.shape[0] != kernel.shape[1]:
@@ -645,7 +730,7 @@ def compose_kernels(first, second) -> np.ndarray:
         raise ValueError(f"compose_kernels: kernels must be 2-D, got shapes {a.shape} and {b.shape}")
     out = np.zeros((a.shape[0] + b.shape[0] - 1, a.shape[1] + b.shape[1] - 1))
     for (i, j), w in np.ndenumerate(b):
-        out[i:i + a.shape[0], j:j + a.shape[1]] += w * a
+        out[i : i + a.shape[0], j : j + a.shape[1]] += w * a
     return out
 
 
@@ -665,8 +750,7 @@ class TwoConvolutions:
 def two_convolutions(image, first="vertical edges (Sobel x)", second="box blur") -> TwoConvolutions:
     """Apply ``first`` then ``second`` (names in :data:`CLASSIC_FILTERS` or arrays) with no
     padding, with and without a ReLU between, and compare with :func:`compose_kernels`."""
-    kernels = [CLASSIC_FILTERS[k] if isinstance(k, str) else np.asarray(k, float)
-               for k in (first, second)]
+    kernels = [CLASSIC_FILTERS[k] if isinstance(k, str) else np.asarray(k, float) for k in (first, second)]
     x = np.asarray(image, dtype=np.float64)[None, None]
     a, b = (k[None, None] for k in kernels)
     composed = compose_kernels(*kernels)
@@ -674,8 +758,9 @@ def two_convolutions(image, first="vertical edges (Sobel x)", second="box blur")
     linear = conv2d(hidden, b).data
     relu = conv2d(np.maximum(hidden, 0.0), b).data
     once = conv2d(x, composed[None, None]).data
-    return TwoConvolutions(composed, float(np.abs(linear - once).max()),
-                           float(np.abs(relu - once).max()), float((hidden < 0).mean()))
+    return TwoConvolutions(
+        composed, float(np.abs(linear - once).max()), float(np.abs(relu - once).max()), float((hidden < 0).mean())
+    )
 
 
 # ----------------------------------------------------------------------------- cheaper convolutions
@@ -706,8 +791,7 @@ def conv_costs(c_in=64, c_out=128, kernel=3, size=32, groups=4) -> list:
         ConvCost(f"standard {k}×{k}", co * ci * k * k + co, hw * co * ci * k * k),
         ConvCost("1×1 (pointwise)", co * ci + co, hw * co * ci),
         ConvCost(f"grouped {k}×{k}, g = {g}", co * (ci // g) * k * k + co, hw * co * (ci // g) * k * k),
-        ConvCost(f"depthwise {k}×{k} + pointwise", ci * k * k + ci + co * ci + co,
-                 hw * (ci * k * k + ci * co)),
+        ConvCost(f"depthwise {k}×{k} + pointwise", ci * k * k + ci + co * ci + co, hw * (ci * k * k + ci * co)),
     ]
 
 
@@ -733,15 +817,14 @@ def separable_check(c_in=8, c_out=16, kernel=3, seed=0) -> SeparableCheck:
         pointwise = nn.Conv2d(ci, co, 1, bias=False)
         standard = nn.Conv2d(ci, co, k, padding=k // 2, bias=False)
     x = Tensor(np.random.default_rng(seed).standard_normal((2, ci, 10, 10)).astype(np.float32))
-    d = np.asarray(depthwise.weight.data, np.float64)[:, 0]          # [C_in, K, K]
-    p = np.asarray(pointwise.weight.data, np.float64)[:, :, 0, 0]    # [C_out, C_in]
-    merged = p[:, :, None, None] * d[None]                           # [C_out, C_in, K, K]
+    d = np.asarray(depthwise.weight.data, np.float64)[:, 0]  # [C_in, K, K]
+    p = np.asarray(pointwise.weight.data, np.float64)[:, :, 0, 0]  # [C_out, C_in]
+    merged = p[:, :, None, None] * d[None]  # [C_out, C_in, K, K]
     with no_grad():
         two = pointwise(depthwise(x)).data
     one = conv2d(x.data, merged.astype(two.dtype), padding=k // 2).data
     count = lambda m: int(sum(q.data.size for q in m.parameters()))  # noqa: E731
-    return SeparableCheck(float(np.abs(two - one).max()), count(depthwise) + count(pointwise),
-                          count(standard))
+    return SeparableCheck(float(np.abs(two - one).max()), count(depthwise) + count(pointwise), count(standard))
 
 
 # ----------------------------------------------------------------------------- effective receptive field
@@ -761,7 +844,7 @@ class EffectiveField:
     def central_share(self) -> float:
         """The gradient mass inside the central square half as wide as the theoretical field."""
         c, r = self.grad_map.shape[0] // 2, self.layers // 2
-        return float(self.grad_map[c - r:c + r + 1, c - r:c + r + 1].sum())
+        return float(self.grad_map[c - r : c + r + 1, c - r : c + r + 1].sum())
 
 
 @functools.lru_cache(maxsize=64)  # a page toggles between a few settings: each computed once
@@ -775,7 +858,7 @@ def effective_receptive_field(layers=4, relu=True, channels=4, trials=8, seed=0)
     n = _settings(op, size=layers)["size"]
     c = _settings(op, c_in=channels)["c_in"]
     t = _settings(op, size=trials)["size"]
-    side = 2 * n + 9                          # the theoretical field plus a margin of 4
+    side = 2 * n + 9  # the theoretical field plus a margin of 4
     centre = side // 2
     rng = np.random.default_rng(seed)
     total = np.zeros((side, side))
@@ -796,7 +879,7 @@ def effective_receptive_field(layers=4, relu=True, channels=4, trials=8, seed=0)
 
 
 # ----------------------------------------------------------------------------- equivariance
-EQUIVARIANCE_CANVAS = 24   # an 8x8 digit at (8, 8) in a 24x24 zero canvas: shifts up to 6 stay inside
+EQUIVARIANCE_CANVAS = 24  # an 8x8 digit at (8, 8) in a 24x24 zero canvas: shifts up to 6 stay inside
 
 
 @dataclass(frozen=True)
@@ -887,11 +970,18 @@ def shift_equivariance(image, shift=2, stride=1, pool=1, seed=0) -> Equivariance
     best = int(np.argmin(errors))
     dx, dtx = dense_layer(canvas), dense_layer(moved)
     return Equivariance(
-        shift=shift, out_shift=candidates[best], conv_error=float(errors[best]),
+        shift=shift,
+        out_shift=candidates[best],
+        conv_error=float(errors[best]),
         dense_error=float(np.linalg.norm(dtx - _shift_right(dx, shift)) / np.linalg.norm(dx)),
         conv_pooled=float(abs(ftx.mean() - fx.mean()) / np.abs(fx).mean()),
-        image=canvas, shifted=moved, conv_map=fx, conv_map_shifted=ftx, dense_map=dx,
-        dense_map_shifted=dtx)
+        image=canvas,
+        shifted=moved,
+        conv_map=fx,
+        conv_map_shifted=ftx,
+        dense_map=dx,
+        dense_map_shifted=dtx,
+    )
 
 
 # ----------------------------------------------------------------------------- a small CNN
@@ -918,11 +1008,14 @@ def predictions(model, X, batch_size=256) -> np.ndarray:
     """The class ``model`` predicts for each image of ``X`` (the argmax of its logits), int [N]."""
     X = np.asarray(X, dtype=np.float32)
     with no_grad():
-        return np.concatenate([model(Tensor(X[i:i + batch_size])).data.argmax(axis=1)
-                               for i in range(0, len(X), batch_size)])
+        return np.concatenate(
+            [model(Tensor(X[i : i + batch_size])).data.argmax(axis=1) for i in range(0, len(X), batch_size)]
+        )
 
 
-@functools.lru_cache(maxsize=8)  # a click on the confusion matrix or a training setting re-runs its cell, not the model (section 8 reads it for three models)
+@functools.lru_cache(
+    maxsize=8
+)  # a click on the confusion matrix or a training setting re-runs its cell, not the model (section 8 reads it for three models)
 def heldout_predictions(model) -> np.ndarray:
     """:func:`predictions` of ``model`` on the 360 held-out digits, remembered per model."""
     return predictions(model, data.load_digits("test", channel_dim=True)[0])
@@ -973,8 +1066,9 @@ class DigitsCNN:
 # The notebook's default_cnn_state trains the CNN with CNN_DEFAULTS through its lesson cells;
 # `make checkpoints` runs it, and the page reads it back with shipped_cnn.
 CNN_CODE = ("CNN", "train_cnn", "train_digits_cnn")
-CHECKPOINTS = {"convolution_cnn": checkpoints.FromNotebook(
-    notebook="05_convolution", function="default_cnn_state", code=CNN_CODE)}
+CHECKPOINTS = {
+    "convolution_cnn": checkpoints.FromNotebook(notebook="05_convolution", function="default_cnn_state", code=CNN_CODE)
+}
 
 
 @functools.lru_cache(maxsize=4)  # the same object for the same code: the page's figures are cached per model
@@ -990,11 +1084,12 @@ def shipped_cnn(model_class, *code) -> tuple[DigitsCNN | None, str]:
         model = model_class(settings["n_filters"], settings["kernel_size"])
         model.load_state_dict(state["parameters"])
     except (KeyError, ValueError, TypeError) as err:
-        return None, (f"the shipped CNN does not fit this page's `{model_class.__name__}` ({err}), "
-                      "so it is not loaded: train with the button to see what your code does")
+        return None, (
+            f"the shipped CNN does not fit this page's `{model_class.__name__}` ({err}), "
+            "so it is not loaded: train with the button to see what your code does"
+        )
     model.eval()
-    history = CNNHistory(*([float(v) for v in state["history"][k]]
-                           for k in ("loss", "train_acc", "test_acc")))
+    history = CNNHistory(*([float(v) for v in state["history"][k]] for k in ("loss", "train_acc", "test_acc")))
     y_test = data.load_digits("test", channel_dim=True)[1]
     # the held-out predictions are remembered per model: the page's confusion cell reads them too
     matrix = confusion_matrix(np.asarray(y_test), heldout_predictions(model), num_classes=10)
@@ -1007,7 +1102,8 @@ def shipped_cnn(model_class, *code) -> tuple[DigitsCNN | None, str]:
 # of the digits costs each model.
 BASELINE_CODE = ("SoftmaxRegression", "MLP", "train_cnn", "train_digits_baselines")
 CHECKPOINTS["convolution_baselines"] = checkpoints.FromNotebook(
-    notebook="05_convolution", function="default_baselines_state", code=BASELINE_CODE)
+    notebook="05_convolution", function="default_baselines_state", code=BASELINE_CODE
+)
 
 
 @dataclass(eq=False)
@@ -1040,11 +1136,14 @@ def shipped_baselines(softmax_class, mlp_class, *code) -> tuple[DigitsBaselines 
             model.load_state_dict(state[name]["parameters"])
             model.eval()
             models[name] = model
-            histories[name] = CNNHistory(*([float(v) for v in state[name]["history"][k]]
-                                           for k in ("loss", "train_acc", "test_acc")))
+            histories[name] = CNNHistory(
+                *([float(v) for v in state[name]["history"][k]] for k in ("loss", "train_acc", "test_acc"))
+            )
     except (KeyError, ValueError, TypeError) as err:
-        return None, (f"the shipped baselines do not fit this page's classes ({err}), so they are "
-                      "not loaded: train with the button to see what your code does")
+        return None, (
+            f"the shipped baselines do not fit this page's classes ({err}), so they are "
+            "not loaded: train with the button to see what your code does"
+        )
     settings = {k: (v.item() if hasattr(v, "item") else v) for k, v in state["settings"].items()}
     return DigitsBaselines(models, histories, settings, shipped=True), ""
 
@@ -1055,11 +1154,11 @@ def shift_digits(images, right=0, down=0) -> np.ndarray:
     images = np.asarray(images)
     h, w = images.shape[-2:]
     if abs(right) >= w or abs(down) >= h:
-        raise ValueError(f"shift_digits: a shift of ({right}, {down}) moves a {h}×{w} image "
-                         "out of its frame")
+        raise ValueError(f"shift_digits: a shift of ({right}, {down}) moves a {h}×{w} image out of its frame")
     out = np.zeros_like(images)
-    out[..., max(down, 0):h + min(down, 0), max(right, 0):w + min(right, 0)] = \
-        images[..., max(-down, 0):h + min(-down, 0), max(-right, 0):w + min(-right, 0)]
+    out[..., max(down, 0) : h + min(down, 0), max(right, 0) : w + min(right, 0)] = images[
+        ..., max(-down, 0) : h + min(-down, 0), max(-right, 0) : w + min(-right, 0)
+    ]
     return out
 
 

@@ -40,19 +40,74 @@ from ._checks import _int, _positive
 from ._generative import DATASETS_2D, cached_by_code, code_key, toy_data_2d
 
 __all__ = [
-    "DATASETS_2D", "LINEAR_MAX_SCALE", "ChainCheck", "DDPMRun", "EpsilonCurves", "Moments",
-    "chain_vs_closed_form", "epsilon_curves", "exact_reverse_1d", "linear_scale",
-    "mixture_1d", "mixture_moments", "mode_commitment", "reverse_trajectory", "run_trajectory",
-    "sample_moments", "step_at", "toy_data_2d", "train_ddpm_tracked", "train_denoiser_1d",
-    "SamplerComparison", "compare_samplers", "energy_distance", "ring_mixture", "sample_ddpm_steps",
-    "sampler_floor_range", "SPREAD_SEEDS", "SPREAD_STEPS", "SamplerSpread", "sampler_spread",
-    "shipped_sampler_spread", "spread_state", "ETAS", "ETA_STEPS", "EtaSweep", "eta_sweep",
-    "sampling_steps", "ExactEpsilon", "GuidanceTrade", "guidance_trade", "MIN_DRAWN_POINTS", "drawing_held_out", "train_on_points",
-    "ExactReverse1D", "exact_reverse_study_1d", "ScoreField", "empirical_score", "run_score_field", "score_field",
-    "CHECKPOINTS", "DDPM_DEFAULT", "DDPM_DEFAULT_TEXT", "DRAW_DEFAULT", "GUIDANCE_SCALES", "MIX_DEFAULT",
-    "SAMPLER_STEP_COUNTS", "GuidanceStudy", "SamplerGallery", "canvas_start", "guidance_study", "is_default",
-    "run_state", "sampler_gallery", "shipped_ddpm", "shipped_denoiser_1d", "shipped_drawing_run",
-    "shipped_guidance", "shipped_sampler_gallery",
+    "DATASETS_2D",
+    "LINEAR_MAX_SCALE",
+    "ChainCheck",
+    "DDPMRun",
+    "EpsilonCurves",
+    "Moments",
+    "chain_vs_closed_form",
+    "epsilon_curves",
+    "exact_reverse_1d",
+    "linear_scale",
+    "mixture_1d",
+    "mixture_moments",
+    "mode_commitment",
+    "reverse_trajectory",
+    "run_trajectory",
+    "sample_moments",
+    "step_at",
+    "toy_data_2d",
+    "train_ddpm_tracked",
+    "train_denoiser_1d",
+    "SamplerComparison",
+    "compare_samplers",
+    "energy_distance",
+    "ring_mixture",
+    "sample_ddpm_steps",
+    "sampler_floor_range",
+    "SPREAD_SEEDS",
+    "SPREAD_STEPS",
+    "SamplerSpread",
+    "sampler_spread",
+    "shipped_sampler_spread",
+    "spread_state",
+    "ETAS",
+    "ETA_STEPS",
+    "EtaSweep",
+    "eta_sweep",
+    "sampling_steps",
+    "ExactEpsilon",
+    "GuidanceTrade",
+    "guidance_trade",
+    "MIN_DRAWN_POINTS",
+    "drawing_held_out",
+    "train_on_points",
+    "ExactReverse1D",
+    "exact_reverse_study_1d",
+    "ScoreField",
+    "empirical_score",
+    "run_score_field",
+    "score_field",
+    "CHECKPOINTS",
+    "DDPM_DEFAULT",
+    "DDPM_DEFAULT_TEXT",
+    "DRAW_DEFAULT",
+    "GUIDANCE_SCALES",
+    "MIX_DEFAULT",
+    "SAMPLER_STEP_COUNTS",
+    "GuidanceStudy",
+    "SamplerGallery",
+    "canvas_start",
+    "guidance_study",
+    "is_default",
+    "run_state",
+    "sampler_gallery",
+    "shipped_ddpm",
+    "shipped_denoiser_1d",
+    "shipped_drawing_run",
+    "shipped_guidance",
+    "shipped_sampler_gallery",
 ]
 
 
@@ -112,8 +167,13 @@ def chain_vs_closed_form(x0, schedule, t, n=4000, seed=0) -> ChainCheck:
         except (StopIteration, RuntimeError):  # another session changed the store meanwhile
             break
     mean, var = D.q_mean_var(x0[None], t, schedule)
-    return ChainCheck(samples=x, mean=x.mean(0), var=x.var(0), closed_mean=np.asarray(mean)[0],
-                      closed_var=float(np.asarray(var).reshape(-1)[0]))
+    return ChainCheck(
+        samples=x,
+        mean=x.mean(0),
+        var=x.var(0),
+        closed_mean=np.asarray(mean)[0],
+        closed_var=float(np.asarray(var).reshape(-1)[0]),
+    )
 
 
 class _ChainRun:
@@ -159,8 +219,21 @@ class DDPMRun:
     fields: dict = field(default_factory=dict, repr=False)  # run_score_field's grids, kept
 
 
-def train_ddpm_tracked(X, schedule, train, sample, steps=2000, hidden=64, lr=1e-2, batch_size=256,
-                       n_checkpoints=8, n_eval=500, seed=0, variance="posterior", on_step=None) -> DDPMRun:
+def train_ddpm_tracked(
+    X,
+    schedule,
+    train,
+    sample,
+    steps=2000,
+    hidden=64,
+    lr=1e-2,
+    batch_size=256,
+    n_checkpoints=8,
+    n_eval=500,
+    seed=0,
+    variance="posterior",
+    on_step=None,
+) -> DDPMRun:
     """Train ``engine.diffusion.Denoiser`` on X [N, D] (the last ``n_eval`` rows held out) with
     the page's training loop, ``train(model, X, schedule, steps, lr, batch_size, on_step)``, and
     measure the sample quality ``n_checkpoints`` times on the way with the page's sampler,
@@ -176,8 +249,7 @@ def train_ddpm_tracked(X, schedule, train, sample, steps=2000, hidden=64, lr=1e-
     X = np.asarray(X, dtype=np.float32)
     n_eval = _int(op, "n_eval", n_eval, 2)
     if X.ndim != 2 or X.shape[0] < 2 * n_eval + 2:
-        raise ValueError(f"{op}: X must be [N, D] with N >= 2·n_eval + 2 = {2 * n_eval + 2}, "
-                         f"got shape {X.shape}")
+        raise ValueError(f"{op}: X must be [N, D] with N >= 2·n_eval + 2 = {2 * n_eval + 2}, got shape {X.shape}")
     train_rows, held = X[:-n_eval], X[-n_eval:].astype(np.float64)
     measured_at = sorted({max(1, round(steps * k / n_checkpoints)) for k in range(1, n_checkpoints + 1)})
     quality = []
@@ -198,9 +270,16 @@ def train_ddpm_tracked(X, schedule, train, sample, steps=2000, hidden=64, lr=1e-
     rng = np.random.default_rng(seed + 1)
     noise = rng.standard_normal(held.shape)
     floor = energy_distance(train_rows[rng.choice(len(train_rows), n_eval, replace=False)].astype(np.float64), held)
-    return DDPMRun(model=model, losses=losses, checkpoints=np.asarray(measured_at[:len(quality)]),
-                   quality=np.asarray(quality), noise_quality=energy_distance(noise, held), floor=floor,
-                   held_out=held, stopped=stopped)
+    return DDPMRun(
+        model=model,
+        losses=losses,
+        checkpoints=np.asarray(measured_at[: len(quality)]),
+        quality=np.asarray(quality),
+        noise_quality=energy_distance(noise, held),
+        floor=floor,
+        held_out=held,
+        stopped=stopped,
+    )
 
 
 def _quality(sample, model, schedule, held, variance) -> float:
@@ -212,8 +291,11 @@ def _quality(sample, model, schedule, held, variance) -> float:
 def _finite_samples(sample, model, schedule, n, dim, variance, trajectory=False):
     """``sample``'s draw, or None when it is not finite (a diverged model overflows)."""
     with np.errstate(all="ignore"):
-        x = sample(model, schedule, n, dim, variance, trajectory) if trajectory else \
-            sample(model, schedule, n, dim, variance)
+        x = (
+            sample(model, schedule, n, dim, variance, trajectory)
+            if trajectory
+            else sample(model, schedule, n, dim, variance)
+        )
     x = np.asarray(x)
     return x if np.isfinite(x).all() else None
 
@@ -226,8 +308,10 @@ def reverse_trajectory(sample, model, schedule, n=1000, dim=2, seed=0, variance=
     with random.fork_rng(int(seed)):
         states = _finite_samples(sample, model, schedule, int(n), dim, variance, trajectory=True)
     if states is None:
-        raise ValueError("reverse_trajectory: the samples became NaN or infinite; the model's noise "
-                         "predictions are too large: lower the learning rate")
+        raise ValueError(
+            "reverse_trajectory: the samples became NaN or infinite; the model's noise "
+            "predictions are too large: lower the learning rate"
+        )
     return states
 
 
@@ -285,16 +369,16 @@ def score_field(learned_score, model, X, schedule, t, size=15, bound=3.0) -> Sco
     learned = np.asarray(learned_score(model, points.astype(np.float32), int(t), schedule), dtype=np.float64)
     norms = np.linalg.norm(true, axis=1) * np.linalg.norm(learned, axis=1)
     cosine = (true * learned).sum(1) / np.where(norms > 0, norms, 1.0)
-    return ScoreField(points=points, true=true, learned=learned, density=density,
-                      agreement=float(density @ cosine / density.sum()))
+    return ScoreField(
+        points=points, true=true, learned=learned, density=density, agreement=float(density @ cosine / density.sum())
+    )
 
 
 def run_score_field(run, learned_score, X, schedule, t, size=15, bound=3.0) -> ScoreField:
     """:func:`score_field` of ``run.model`` on its training points X, made once per step, grid and
     code of ``learned_score`` and kept on the run (read-only): the t slider moved back re-reads it."""
     X = np.asarray(X)
-    key = (code_key(learned_score), schedule.betas.tobytes(), int(t), int(size), float(bound), X.shape,
-           float(X.sum()))
+    key = (code_key(learned_score), schedule.betas.tobytes(), int(t), int(size), float(bound), X.shape, float(X.sum()))
     if key not in run.fields:
         f = score_field(learned_score, run.model, X, schedule, t, size, bound)
         for a in (f.points, f.true, f.learned, f.density):
@@ -357,12 +441,12 @@ def _exact_reverse_states_1d(mixture, schedule, n, variance="posterior", keep_st
     means = mixture.means[:, 0]
     stds2 = np.broadcast_to(np.asarray(mixture.stds, dtype=np.float64).reshape(-1), means.shape) ** 2
     ab = schedule.alpha_bars[:, None]
-    centres = schedule.sqrt_alpha_bars[:, None] * means            # [T, K] √ᾱ_t μ_k
-    spreads = ab * stds2 + (1 - ab)                                # [T, K] v_k
+    centres = schedule.sqrt_alpha_bars[:, None] * means  # [T, K] √ᾱ_t μ_k
+    spreads = ab * stds2 + (1 - ab)  # [T, K] v_k
     # log-weight of component k at step t: a + b x + c x²; its score term (centre − x)/v = b + 2c x
     a = np.log(mixture.weights) - 0.5 * np.log(2 * np.pi * spreads) - centres**2 / (2 * spreads)
     b, c = centres / spreads, -0.5 / spreads
-    eps_scale = -schedule.sqrt_one_minus_alpha_bars                # ε* = eps_scale · score
+    eps_scale = -schedule.sqrt_one_minus_alpha_bars  # ε* = eps_scale · score
     step_scale = schedule.betas / schedule.sqrt_one_minus_alpha_bars
     inv_sqrt_alpha = 1.0 / np.sqrt(schedule.alphas)
     rng = random.generator()
@@ -391,8 +475,7 @@ def _exact_reverse_states_1d(mixture, schedule, n, variance="posterior", keep_st
     return np.stack(states) if keep_states else x
 
 
-def exact_reverse_1d(mixture, schedule, n=4000, seed=0, variance="posterior",
-                     return_trajectory=False) -> np.ndarray:
+def exact_reverse_1d(mixture, schedule, n=4000, seed=0, variance="posterior", return_trajectory=False) -> np.ndarray:
     """Samples [n] of the reverse process run with the exact ε* = −√(1 − ᾱ_t) ∇log q_t of the
     mixture (what ``engine.diffusion.exact_sample`` draws); seeded. With ``return_trajectory``
     every state [T + 1, n] (index k: after k reverse steps; the samples are the last)."""
@@ -400,14 +483,26 @@ def exact_reverse_1d(mixture, schedule, n=4000, seed=0, variance="posterior",
         return _exact_reverse_states_1d(mixture, schedule, n, variance, keep_states=return_trajectory)
 
 
-
-def train_denoiser_1d(mixture, schedule, train, sample, steps=1500, hidden=64, lr=1e-2, n=4000, seed=0,
-                      variance="posterior", on_step=None) -> DDPMRun:
+def train_denoiser_1d(
+    mixture, schedule, train, sample, steps=1500, hidden=64, lr=1e-2, n=4000, seed=0, variance="posterior", on_step=None
+) -> DDPMRun:
     """A learned ε_θ for the 1-D mixture: :func:`train_ddpm_tracked` on ``n`` samples of it, with
     ``samples`` [n] drawn with the learned model (NaN, and ``stopped`` says why, if they diverge)."""
     X = mixture.sample(n + 600, seed=seed)[0].astype(np.float64)
-    run = train_ddpm_tracked(X, schedule, train, sample, steps=steps, hidden=hidden, lr=lr, n_checkpoints=4,
-                             n_eval=300, seed=seed, variance=variance, on_step=on_step)
+    run = train_ddpm_tracked(
+        X,
+        schedule,
+        train,
+        sample,
+        steps=steps,
+        hidden=hidden,
+        lr=lr,
+        n_checkpoints=4,
+        n_eval=300,
+        seed=seed,
+        variance=variance,
+        on_step=on_step,
+    )
     with random.fork_rng(int(seed) + 7):
         x = _finite_samples(sample, run.model, schedule, n, 1, variance)
     if x is None:
@@ -436,11 +531,17 @@ def epsilon_curves(mixture, schedule, t, model=None, grid=None) -> EpsilonCurves
     learned = None
     if model is not None:
         with no_grad():
-            learned = model(Tensor(grid[:, None].astype(np.float32)),
-                            np.full(len(grid), t, dtype=np.int64)).data[:, 0].astype(np.float64)
-    return EpsilonCurves(x=grid, exact=D.exact_epsilon(mixture, grid[:, None], t, schedule)[:, 0],
-                         density=D.noised_mixture(mixture, t, schedule).prob(grid[:, None]),
-                         learned=learned)
+            learned = (
+                model(Tensor(grid[:, None].astype(np.float32)), np.full(len(grid), t, dtype=np.int64))
+                .data[:, 0]
+                .astype(np.float64)
+            )
+    return EpsilonCurves(
+        x=grid,
+        exact=D.exact_epsilon(mixture, grid[:, None], t, schedule)[:, 0],
+        density=D.noised_mixture(mixture, t, schedule).prob(grid[:, None]),
+        learned=learned,
+    )
 
 
 def mode_commitment(mixture, schedule, n=2000, seed=0, variance="posterior", states=None) -> np.ndarray:
@@ -471,8 +572,9 @@ class ExactReverse1D:
 
 
 @cached_by_code(maxsize=32)
-def exact_reverse_study_1d(schedule_of, separation, std, weight_left, T, variance="posterior", n=4000,
-                           seed=0) -> ExactReverse1D:
+def exact_reverse_study_1d(
+    schedule_of, separation, std, weight_left, T, variance="posterior", n=4000, seed=0
+) -> ExactReverse1D:
     """:func:`exact_reverse_1d` on ``mixture_1d(separation, std, weight_left)`` and the page's
     linear schedule of ``T`` steps, ``schedule_of("linear", T)``, with the coarse-to-fine count of
     the same run. Kept per setting (read-only arrays): a control moved back to a value it had
@@ -510,8 +612,11 @@ class ExactEpsilon:
         ab = schedule.alpha_bars[:, None]
         self.centres = schedule.sqrt_alpha_bars[:, None, None] * means  # [T, K, D]
         self.spreads = ab * stds2 + (1 - ab)  # [T, K]
-        self.constant = (np.log(mixture.weights) - 0.5 * mixture.dim * np.log(2 * np.pi * self.spreads)
-                         - (self.centres ** 2).sum(-1) / (2 * self.spreads))  # [T, K]
+        self.constant = (
+            np.log(mixture.weights)
+            - 0.5 * mixture.dim * np.log(2 * np.pi * self.spreads)
+            - (self.centres**2).sum(-1) / (2 * self.spreads)
+        )  # [T, K]
         self.eps_scale = -schedule.sqrt_one_minus_alpha_bars
         self.T = schedule.T
 
@@ -555,7 +660,6 @@ def _respaced(schedule, taus):
     return D.Schedule.from_betas(1 - ab / np.concatenate([[1.0], ab[:-1]]))
 
 
-
 def sample_ddpm_steps(sample, model, schedule, steps, n=1000, dim=2, seed=0) -> np.ndarray:
     """The page's ancestral sampler ``sample`` (σ² = β̃, the posterior variance) on ``steps``
     evenly spaced steps of ``schedule``: the respaced schedule, with the model asked at the
@@ -579,14 +683,15 @@ class SamplerComparison:
     floor: float  # a second draw of the data against the first: the score of a perfect sampler
 
 
-
-def compare_samplers(mixture, schedule, ddpm_sample, ddim_sample, steps=(10, 50, 1000), n=1000, seed=0,
-                     on_step=None) -> SamplerComparison:
+def compare_samplers(
+    mixture, schedule, ddpm_sample, ddim_sample, steps=(10, 50, 1000), n=1000, seed=0, on_step=None
+) -> SamplerComparison:
     """Both of the page's samplers at each step count, from the same x_T (``seed``), with the
     exact ε* of ``mixture``: respaced ancestral sampling (:func:`sample_ddpm_steps`) and
     ``ddim_sample(model, schedule, steps, n, dim)``."""
-    gallery = sampler_gallery(mixture, schedule, ddpm_sample, ddim_sample, steps=steps, n=n, shown=1, seed=seed,
-                              on_step=on_step)
+    gallery = sampler_gallery(
+        mixture, schedule, ddpm_sample, ddim_sample, steps=steps, n=n, shown=1, seed=seed, on_step=on_step
+    )
     return gallery.table(steps)
 
 
@@ -610,8 +715,9 @@ class SamplerSpread:
         return (self.ddim < self.ddpm).sum(axis=0)
 
 
-def sampler_spread(mixture, schedule, ddpm_sample, ddim_sample, steps=SPREAD_STEPS, seeds=SPREAD_SEEDS, n=1000,
-                   on_step=None) -> SamplerSpread:
+def sampler_spread(
+    mixture, schedule, ddpm_sample, ddim_sample, steps=SPREAD_STEPS, seeds=SPREAD_SEEDS, n=1000, on_step=None
+) -> SamplerSpread:
     """:func:`sampler_gallery` at ``steps`` for the seeds 0 … ``seeds`` − 1 (seed 0 is the page's
     gallery): how much of a difference between the samplers outlives a new draw.
     ``on_step(k)`` after each seed."""
@@ -624,8 +730,9 @@ def sampler_spread(mixture, schedule, ddpm_sample, ddim_sample, steps=SPREAD_STE
         floor.append(g.floor)
         if on_step is not None:
             on_step(k + 1)
-    return SamplerSpread(steps=np.asarray(steps), seeds=seeds, ddpm=np.asarray(ddpm), ddim=np.asarray(ddim),
-                         floor=np.asarray(floor))
+    return SamplerSpread(
+        steps=np.asarray(steps), seeds=seeds, ddpm=np.asarray(ddpm), ddim=np.asarray(ddim), floor=np.asarray(floor)
+    )
 
 
 ETAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # the η slider's stops
@@ -643,8 +750,9 @@ class EtaSweep:
     samples: np.ndarray  # [E, shown, dim] seed 0's first samples at each η
 
 
-def eta_sweep(mixture, schedule, ddim_sample, steps=ETA_STEPS, etas=ETAS, seeds=SPREAD_SEEDS, n=1000, shown=300,
-              on_step=None) -> EtaSweep:
+def eta_sweep(
+    mixture, schedule, ddim_sample, steps=ETA_STEPS, etas=ETAS, seeds=SPREAD_SEEDS, n=1000, shown=300, on_step=None
+) -> EtaSweep:
     """``ddim_sample(model, schedule, steps, n, dim, eta)`` with the exact ε* of ``mixture`` at each
     η of ``etas``, for the seeds 0 … ``seeds`` − 1 (x_T and the data scored against drawn as
     :func:`sampler_gallery` draws them, so η = 0 is its DDIM). ``on_step(k)`` after each seed."""
@@ -662,14 +770,21 @@ def eta_sweep(mixture, schedule, ddim_sample, steps=ETA_STEPS, etas=ETAS, seeds=
         scores.append(row)
         if on_step is not None:
             on_step(seed + 1)
-    return EtaSweep(steps=int(steps), etas=np.asarray(etas, dtype=np.float64), scores=np.asarray(scores),
-                    samples=np.stack(samples))
+    return EtaSweep(
+        steps=int(steps), etas=np.asarray(etas, dtype=np.float64), scores=np.asarray(scores), samples=np.stack(samples)
+    )
 
 
 def spread_state(s: SamplerSpread, e: EtaSweep) -> dict:
     """What the shipped spread and η sweep keep."""
-    return {"steps": s.steps, "seeds": s.seeds, "ddpm": s.ddpm, "ddim": s.ddim, "floor": s.floor,
-            "eta": {"steps": e.steps, "etas": e.etas, "scores": e.scores, "samples": e.samples}}
+    return {
+        "steps": s.steps,
+        "seeds": s.seeds,
+        "ddpm": s.ddpm,
+        "ddim": s.ddim,
+        "floor": s.floor,
+        "eta": {"steps": e.steps, "etas": e.etas, "scores": e.scores, "samples": e.samples},
+    }
 
 
 @cached_by_code(maxsize=4)
@@ -680,8 +795,11 @@ def shipped_sampler_spread(*code) -> tuple[SamplerSpread | None, EtaSweep | None
     if state is None:
         return None, None, reason
     e = state["eta"]
-    return (SamplerSpread(**{k: state[k] for k in ("steps", "seeds", "ddpm", "ddim", "floor")}),
-            EtaSweep(steps=int(e["steps"]), etas=e["etas"], scores=e["scores"], samples=e["samples"]), "")
+    return (
+        SamplerSpread(**{k: state[k] for k in ("steps", "seeds", "ddpm", "ddim", "floor")}),
+        EtaSweep(steps=int(e["steps"]), etas=e["etas"], scores=e["scores"], samples=e["samples"]),
+        "",
+    )
 
 
 # ----------------------------------------------------------------------------- classifier-free guidance
@@ -693,7 +811,6 @@ class GuidanceTrade:
     scales: np.ndarray
     fidelity: np.ndarray
     spread: np.ndarray
-
 
 
 def guidance_trade(X, y, label, samples_by_scale: dict) -> GuidanceTrade:
@@ -732,9 +849,18 @@ def train_on_points(X, schedule, train, sample, steps=1500, seed=0, on_step=None
     if len(X) < MIN_DRAWN_POINTS:
         raise ValueError(f"{op}: draw at least {MIN_DRAWN_POINTS} points, got {len(X)}")
     X = X[np.random.default_rng(seed).permutation(len(X))]
-    run = train_ddpm_tracked(X, schedule, train, sample, steps=steps, n_checkpoints=2,
-                             n_eval=drawing_held_out(len(X)), batch_size=min(256, len(X)), seed=seed,
-                             on_step=on_step)
+    run = train_ddpm_tracked(
+        X,
+        schedule,
+        train,
+        sample,
+        steps=steps,
+        n_checkpoints=2,
+        n_eval=drawing_held_out(len(X)),
+        batch_size=min(256, len(X)),
+        seed=seed,
+        on_step=on_step,
+    )
     with random.fork_rng(int(seed) + 5):
         x = _finite_samples(sample, run.model, schedule, 500, 2, "posterior")
     if x is None:
@@ -749,9 +875,11 @@ def train_on_points(X, schedule, train, sample, steps=1500, seed=0, on_step=None
 # would cost more than the page's budget, the samples and scores the figures show), made by the
 # notebook's default_* functions and shipped as engine/course/checkpoints/diffusion_*.py.
 DDPM_DEFAULT = {"data": "moons", "kind": "linear", "T": 50, "steps": 2000, "hidden": 64, "lr": 1e-2}
-DDPM_DEFAULT_TEXT = (f"{DDPM_DEFAULT['data']}, {DDPM_DEFAULT['kind']} schedule, T = {DDPM_DEFAULT['T']}, "
-                     f"{DDPM_DEFAULT['steps']} steps, width {DDPM_DEFAULT['hidden']}, "
-                     f"learning rate {DDPM_DEFAULT['lr']:.0e}".replace("e-0", "e-"))  # as the dropdown says 1e-2
+DDPM_DEFAULT_TEXT = (
+    f"{DDPM_DEFAULT['data']}, {DDPM_DEFAULT['kind']} schedule, T = {DDPM_DEFAULT['T']}, "
+    f"{DDPM_DEFAULT['steps']} steps, width {DDPM_DEFAULT['hidden']}, "
+    f"learning rate {DDPM_DEFAULT['lr']:.0e}".replace("e-0", "e-")
+)  # as the dropdown says 1e-2
 MIX_DEFAULT = {"separation": 3.0, "std": 0.3, "weight_left": 0.3, "T": 50, "variance": "beta", "steps": 1500}
 DRAW_DEFAULT = {"data": "moons", "points": 300, "bound": 3.0, "T": 50, "steps": 1500}
 SAMPLER_STEP_COUNTS = (2, 5, 10, 20, 50, 100, 200, 1000)  # the notebook's slider stops
@@ -766,9 +894,15 @@ def is_default(settings: dict, default: dict) -> bool:
 
 def run_state(run: DDPMRun) -> dict:
     """What a shipped DDPMRun keeps: the network and every number its figures show."""
-    state = {"model": dict(run.model.state_dict()), "losses": run.losses, "checkpoints": run.checkpoints,
-             "quality": run.quality, "noise_quality": float(run.noise_quality), "floor": float(run.floor),
-             "stopped": run.stopped}
+    state = {
+        "model": dict(run.model.state_dict()),
+        "losses": run.losses,
+        "checkpoints": run.checkpoints,
+        "quality": run.quality,
+        "noise_quality": float(run.noise_quality),
+        "floor": float(run.floor),
+        "stopped": run.stopped,
+    }
     if run.samples is not None:
         state["samples"] = run.samples
     return state
@@ -776,10 +910,17 @@ def run_state(run: DDPMRun) -> dict:
 
 def _run_from_state(state, model, held_out) -> DDPMRun:
     model.load_state_dict(state["model"])
-    return DDPMRun(model=model, losses=state["losses"], checkpoints=state["checkpoints"],
-                   quality=state["quality"], noise_quality=float(state["noise_quality"]),
-                   floor=float(state["floor"]), held_out=held_out, stopped=state["stopped"],
-                   samples=state.get("samples"))
+    return DDPMRun(
+        model=model,
+        losses=state["losses"],
+        checkpoints=state["checkpoints"],
+        quality=state["quality"],
+        noise_quality=float(state["noise_quality"]),
+        floor=float(state["floor"]),
+        held_out=held_out,
+        stopped=state["stopped"],
+        samples=state.get("samples"),
+    )
 
 
 @cached_by_code(maxsize=4)
@@ -814,7 +955,7 @@ def canvas_start(X, bound=3.0) -> np.ndarray:
 def drawing_start() -> np.ndarray:
     """The drawing the canvas starts with: the first points of the moons, clipped to it."""
     d = DRAW_DEFAULT
-    return canvas_start(toy_data_2d(d["data"], n=3000, seed=0)[:d["points"]], d["bound"])
+    return canvas_start(toy_data_2d(d["data"], n=3000, seed=0)[: d["points"]], d["bound"])
 
 
 @cached_by_code(maxsize=4)
@@ -859,13 +1000,12 @@ class SamplerGallery:
     def table(self, steps) -> SamplerComparison:
         """The rows of ``steps`` as a :class:`SamplerComparison`."""
         rows = [self.at(s) for s in steps]
-        return SamplerComparison(steps=self.steps[rows], ddpm=self.ddpm[rows], ddim=self.ddim[rows],
-                                 floor=self.floor)
+        return SamplerComparison(steps=self.steps[rows], ddpm=self.ddpm[rows], ddim=self.ddim[rows], floor=self.floor)
 
 
-
-def sampler_gallery(mixture, schedule, ddpm_sample, ddim_sample, steps=SAMPLER_STEP_COUNTS, n=1000, shown=500,
-                    seed=0, on_step=None) -> SamplerGallery:
+def sampler_gallery(
+    mixture, schedule, ddpm_sample, ddim_sample, steps=SAMPLER_STEP_COUNTS, n=1000, shown=500, seed=0, on_step=None
+) -> SamplerGallery:
     """The page's two samplers with the exact ε* of ``mixture`` at every step count of
     ``steps``, from the same x_T (``seed``): respaced ancestral sampling with ``ddpm_sample``
     (:func:`sample_ddpm_steps`) and ``ddim_sample(model, schedule, steps, n, dim)``; scores on
@@ -884,8 +1024,14 @@ def sampler_gallery(mixture, schedule, ddpm_sample, ddim_sample, steps=SAMPLER_S
         if on_step is not None:
             on_step(k + 1)
     floor = energy_distance(mixture.sample(n, seed=seed + 200)[0], held)
-    return SamplerGallery(steps=np.asarray(steps), ddpm=np.asarray(scores["ddpm"]), ddim=np.asarray(scores["ddim"]),
-                          floor=float(floor), ddpm_samples=np.stack(runs["ddpm"]), ddim_samples=np.stack(runs["ddim"]))
+    return SamplerGallery(
+        steps=np.asarray(steps),
+        ddpm=np.asarray(scores["ddpm"]),
+        ddim=np.asarray(scores["ddim"]),
+        floor=float(floor),
+        ddpm_samples=np.stack(runs["ddpm"]),
+        ddim_samples=np.stack(runs["ddim"]),
+    )
 
 
 # sampler_floor_range() at its defaults, as _draw_floor_range drew it (tests draw it again and compare):
@@ -912,8 +1058,14 @@ def _draw_floor_range(n, draws, seed) -> tuple[float, float]:
 
 def gallery_state(g: SamplerGallery) -> dict:
     """What the shipped gallery keeps."""
-    return {"steps": g.steps, "ddpm": g.ddpm, "ddim": g.ddim, "floor": g.floor,
-            "ddpm_samples": g.ddpm_samples, "ddim_samples": g.ddim_samples}
+    return {
+        "steps": g.steps,
+        "ddpm": g.ddpm,
+        "ddim": g.ddim,
+        "floor": g.floor,
+        "ddpm_samples": g.ddpm_samples,
+        "ddim_samples": g.ddim_samples,
+    }
 
 
 @cached_by_code(maxsize=4)
@@ -923,9 +1075,14 @@ def shipped_sampler_gallery(*code) -> tuple[SamplerGallery | None, str]:
     state, reason = checkpoints.load_if_fits(_samplers_checkpoint, *code)
     if state is None:
         return None, reason
-    return SamplerGallery(steps=state["steps"], ddpm=state["ddpm"], ddim=state["ddim"],
-                          floor=float(state["floor"]), ddpm_samples=state["ddpm_samples"],
-                          ddim_samples=state["ddim_samples"]), ""
+    return SamplerGallery(
+        steps=state["steps"],
+        ddpm=state["ddpm"],
+        ddim=state["ddim"],
+        floor=float(state["floor"]),
+        ddpm_samples=state["ddpm_samples"],
+        ddim_samples=state["ddim_samples"],
+    ), ""
 
 
 @dataclass(frozen=True)
@@ -939,9 +1096,9 @@ class GuidanceStudy:
     y: np.ndarray  # its labels [N]
 
 
-
-def guidance_study(make_model, train, sample, schedule, steps, n=1000, shown=500, seed=0,
-                   on_step=None) -> GuidanceStudy:
+def guidance_study(
+    make_model, train, sample, schedule, steps, n=1000, shown=500, seed=0, on_step=None
+) -> GuidanceStudy:
     """Section 6 with the page's code: on the two moons, ``make_model(dim, n_classes, T)``
     trained by ``train(model, X, y, schedule, steps, on_step=...)`` (seed ``seed``), then
     ``sample(model, schedule, label, w, n, dim)`` for each label at every scale of
@@ -965,15 +1122,19 @@ def guidance_study(make_model, train, sample, schedule, steps, n=1000, shown=500
                 on_step(done)
         trades[label] = guidance_trade(X, y, label, by_scale)
         samples[label] = np.stack([by_scale[w][:shown] for w in GUIDANCE_SCALES]).astype(np.float32)
-    return GuidanceStudy(scales=np.asarray(GUIDANCE_SCALES), samples=samples, trades=trades,
-                         X=X.astype(np.float64), y=y)
+    return GuidanceStudy(
+        scales=np.asarray(GUIDANCE_SCALES), samples=samples, trades=trades, X=X.astype(np.float64), y=y
+    )
 
 
 def guidance_state(g: GuidanceStudy) -> dict:
     """What the shipped study keeps."""
-    return {"scales": g.scales,
-            "labels": {str(k): {"samples": g.samples[k], "fidelity": t.fidelity, "spread": t.spread}
-                       for k, t in g.trades.items()}}
+    return {
+        "scales": g.scales,
+        "labels": {
+            str(k): {"samples": g.samples[k], "fidelity": t.fidelity, "spread": t.spread} for k, t in g.trades.items()
+        },
+    }
 
 
 @cached_by_code(maxsize=4)
@@ -988,17 +1149,28 @@ def shipped_guidance(*code) -> tuple[GuidanceStudy | None, str]:
     X = X.astype(np.float32).astype(np.float64)  # as guidance_study keeps it
     labels = {int(k): v for k, v in state["labels"].items()}
     return GuidanceStudy(
-        scales=scales, samples={k: v["samples"] for k, v in labels.items()},
-        trades={k: GuidanceTrade(scales=scales, fidelity=v["fidelity"], spread=v["spread"])
-                for k, v in labels.items()}, X=X, y=y), ""
+        scales=scales,
+        samples={k: v["samples"] for k, v in labels.items()},
+        trades={k: GuidanceTrade(scales=scales, fidelity=v["fidelity"], spread=v["spread"]) for k, v in labels.items()},
+        X=X,
+        y=y,
+    ), ""
 
 
 # The lesson cells each shipped state depends on, in the order the page passes them to shipped_*.
-DDPM_CODE = ("noise_schedule", "linear_schedule", "q_sample", "ddpm_loss", "train_ddpm", "ddpm_step",
-             "ddpm_sample")
+DDPM_CODE = ("noise_schedule", "linear_schedule", "q_sample", "ddpm_loss", "train_ddpm", "ddpm_step", "ddpm_sample")
 SAMPLER_CODE = ("noise_schedule", "linear_schedule", "ddpm_step", "ddpm_sample", "ddim_step", "ddim_sample")
-GUIDANCE_CODE = ("noise_schedule", "linear_schedule", "q_sample", "conditional_denoiser", "train_conditional",
-                 "guided_epsilon", "guided_sample", "ddpm_step", "ddpm_sample")
+GUIDANCE_CODE = (
+    "noise_schedule",
+    "linear_schedule",
+    "q_sample",
+    "conditional_denoiser",
+    "train_conditional",
+    "guided_epsilon",
+    "guided_sample",
+    "ddpm_step",
+    "ddpm_sample",
+)
 
 CHECKPOINTS = {
     "diffusion_ddpm": checkpoints.FromNotebook("07_diffusion", "default_ddpm", DDPM_CODE),

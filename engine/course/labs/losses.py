@@ -60,17 +60,28 @@ def _huber(e, delta):
 
 # The closed forms the page prints and checks autograd against: ℓ(e, δ) and ℓ'(e, δ).
 REGRESSION_LOSSES = {
-    "mse": dict(label="MSE (L2)", formula=r"e^2", grad=r"2e",
-                f=lambda e, d: e * e, df=lambda e, d: 2 * e),
-    "mae": dict(label="MAE (L1)", formula=r"|e|", grad=r"\operatorname{sign}(e)",
-                f=lambda e, d: np.abs(e), df=lambda e, d: np.sign(e)),
-    "huber": dict(label="Huber", formula=r"\begin{cases}\tfrac12 e^2 & |e|\le\delta\\ \delta(|e|-\tfrac12\delta) & |e|>\delta\end{cases}",
-                  grad=r"\begin{cases}e & |e|\le\delta\\ \delta\,\operatorname{sign}(e) & |e|>\delta\end{cases}",
-                  f=_huber, df=lambda e, d: np.clip(e, -d, d)),
-    "pseudo_huber": dict(label="pseudo-Huber", formula=r"\delta^2\left(\sqrt{1+(e/\delta)^2}-1\right)",
-                         grad=r"\frac{e}{\sqrt{1+(e/\delta)^2}}",
-                         f=lambda e, d: d * d * (np.sqrt(1 + (e / d) ** 2) - 1),
-                         df=lambda e, d: e / np.sqrt(1 + (e / d) ** 2)),
+    "mse": dict(label="MSE (L2)", formula=r"e^2", grad=r"2e", f=lambda e, d: e * e, df=lambda e, d: 2 * e),
+    "mae": dict(
+        label="MAE (L1)",
+        formula=r"|e|",
+        grad=r"\operatorname{sign}(e)",
+        f=lambda e, d: np.abs(e),
+        df=lambda e, d: np.sign(e),
+    ),
+    "huber": dict(
+        label="Huber",
+        formula=r"\begin{cases}\tfrac12 e^2 & |e|\le\delta\\ \delta(|e|-\tfrac12\delta) & |e|>\delta\end{cases}",
+        grad=r"\begin{cases}e & |e|\le\delta\\ \delta\,\operatorname{sign}(e) & |e|>\delta\end{cases}",
+        f=_huber,
+        df=lambda e, d: np.clip(e, -d, d),
+    ),
+    "pseudo_huber": dict(
+        label="pseudo-Huber",
+        formula=r"\delta^2\left(\sqrt{1+(e/\delta)^2}-1\right)",
+        grad=r"\frac{e}{\sqrt{1+(e/\delta)^2}}",
+        f=lambda e, d: d * d * (np.sqrt(1 + (e / d) ** 2) - 1),
+        df=lambda e, d: e / np.sqrt(1 + (e / d) ** 2),
+    ),
 }
 
 
@@ -114,8 +125,10 @@ def cross_entropy_report(loss, logits, target: int, label_smoothing: float = 0.0
     if not isinstance(target, (int, np.integer)) or isinstance(target, bool):
         raise ValueError(f"cross_entropy_report: the target class must be an integer in [0, {k - 1}], got {target!r}")
     if not 0 <= target < k:
-        raise ValueError(f"cross_entropy_report: there are only {k} classes (0 to {k - 1}), so class {target} "
-                         "does not exist; lower the true class y or add logits")
+        raise ValueError(
+            f"cross_entropy_report: there are only {k} classes (0 to {k - 1}), so class {target} "
+            "does not exist; lower the true class y or add logits"
+        )
     t = Tensor(z[None, :], requires_grad=True)
     value = loss(t, np.array([target]), label_smoothing=label_smoothing)
     value.backward()
@@ -280,7 +293,9 @@ def gaussian_on_grid(grid, mu: float, sigma: float):
 
 def bimodal_on_grid(grid, separation: float = 4.0, weight: float = 0.5, sigma: float = 0.7):
     """p: a mixture of two normals at ±separation/2 (left weight ``weight``), on the grid."""
-    g = weight * gaussian_on_grid(grid, -separation / 2, sigma) + (1 - weight) * gaussian_on_grid(grid, separation / 2, sigma)
+    g = weight * gaussian_on_grid(grid, -separation / 2, sigma) + (1 - weight) * gaussian_on_grid(
+        grid, separation / 2, sigma
+    )
     return g / g.sum()
 
 
@@ -305,8 +320,10 @@ def is_default_kl(settings: dict) -> bool:
 
 def kl_fits(state) -> dict:
     """The shipped fits (the state of ``losses_kl_fits``): 'forward' / 'reverse' -> (μ, σ, losses)."""
-    return {direction: (float(fit["mu"]), float(fit["sigma"]), np.asarray(fit["losses"]))
-            for direction, fit in state.items()}
+    return {
+        direction: (float(fit["mu"]), float(fit["sigma"]), np.asarray(fit["losses"]))
+        for direction, fit in state.items()
+    }
 
 
 # ----------------------------------------------------------------------------- MSE vs CE on a sigmoid
@@ -337,7 +354,9 @@ def margin_gradients(bce_with_logits, mse, margins) -> MarginGradients:
     mse_t = Tensor(m, requires_grad=True)
     mse(F.sigmoid(mse_t), ones).sum().backward()
     s = 1 / (1 + np.exp(-m))
-    return MarginGradients(m, np.abs(ce_t.grad.numpy()), np.abs(s - 1), np.abs(mse_t.grad.numpy()), np.abs(2 * (s - 1) * s * (1 - s)))
+    return MarginGradients(
+        m, np.abs(ce_t.grad.numpy()), np.abs(s - 1), np.abs(mse_t.grad.numpy()), np.abs(2 * (s - 1) * s * (1 - s))
+    )
 
 
 @dataclass
@@ -423,8 +442,15 @@ def initial_loss(n_classes: int, logit_scale: float, n_samples: int = 512, seed:
 LINE_LOSSES = ("mse", "mae", "huber", "pseudo_huber")
 
 
-def make_line_data(n: int = 30, slope: float = 1.5, intercept: float = 0.5, noise: float = 0.4,
-                   n_outliers: int = 0, outlier_shift: float = 8.0, seed: int = 0):
+def make_line_data(
+    n: int = 30,
+    slope: float = 1.5,
+    intercept: float = 0.5,
+    noise: float = 0.4,
+    n_outliers: int = 0,
+    outlier_shift: float = 8.0,
+    seed: int = 0,
+):
     """Points y = slope·x + intercept + noise on x ∈ [−3, 3]; the ``n_outliers`` right-most
     points are moved up by ``outlier_shift``. Returns (x, y, is_outlier)."""
     if not 0 <= n_outliers <= n // 2:
@@ -585,8 +611,10 @@ def multilabel_report(logits, labels) -> MultiLabelReport:
     k = len(z)
     labels = sorted(set(int(v) for v in labels))
     if not labels:
-        raise ValueError("multilabel_report: softmax cross-entropy needs at least one true label to spread its "
-                         "target over; pick one or more labels")
+        raise ValueError(
+            "multilabel_report: softmax cross-entropy needs at least one true label to spread its "
+            "target over; pick one or more labels"
+        )
     if labels[-1] >= k or labels[0] < 0:
         raise ValueError(f"multilabel_report: there are only {k} labels (0 to {k - 1}), got label {labels[-1]}")
     t = np.zeros(k)
@@ -598,8 +626,15 @@ def multilabel_report(logits, labels) -> MultiLabelReport:
     zs = Tensor(z[None, :], requires_grad=True)
     ce = -(F.log_softmax(zs, dim=-1) * q[None, :]).sum()
     ce.backward()
-    return MultiLabelReport(F.sigmoid(Tensor(z)).data, F.softmax(Tensor(z), dim=-1).data, float(bce.data),
-                            float(ce.data), math.log(len(labels)), zb.grad.numpy().copy(), zs.grad.numpy()[0].copy())
+    return MultiLabelReport(
+        F.sigmoid(Tensor(z)).data,
+        F.softmax(Tensor(z), dim=-1).data,
+        float(bce.data),
+        float(ce.data),
+        math.log(len(labels)),
+        zb.grad.numpy().copy(),
+        zs.grad.numpy()[0].copy(),
+    )
 
 
 IMBALANCE_METHODS = ("plain", "weighted", "focal")
@@ -633,8 +668,9 @@ def score_imbalanced(x, y, method: str, w, b: float) -> ImbalanceRun:
     pred = (x @ w.T + b).reshape(-1) > 0
     hits = float(np.sum(pred & (y == 1)))
     precision = hits / pred.sum() if pred.sum() else float("nan")
-    return ImbalanceRun(method, float(np.mean(pred == (y == 1))), float(hits / max((y == 1).sum(), 1)), float(precision),
-                        w, float(b))
+    return ImbalanceRun(
+        method, float(np.mean(pred == (y == 1))), float(hits / max((y == 1).sum(), 1)), float(precision), w, float(b)
+    )
 
 
 # ----------------------------------------------------------------------------- the defaults, shipped
@@ -659,8 +695,9 @@ DEFAULT_FITS_CHECKPOINT = _defaults_checkpoint
 
 def default_line_data():
     """The outlier lab's data at its default settings: (x, y, is_outlier)."""
-    return make_line_data(n=30, n_outliers=LINE_DEFAULT["n_outliers"], outlier_shift=LINE_DEFAULT["outlier_shift"],
-                          seed=0)
+    return make_line_data(
+        n=30, n_outliers=LINE_DEFAULT["n_outliers"], outlier_shift=LINE_DEFAULT["outlier_shift"], seed=0
+    )
 
 
 def default_class_labels() -> np.ndarray:
@@ -682,10 +719,14 @@ def default_fits_state(constant, class_probabilities, classifier) -> dict:
     best constant (each noise kind's targets; MSE, MAE, and pinball at every τ step);
     ``class_probabilities(labels, k)`` (the default labels); ``classifier(x, y, method, gamma)``,
     the (w, b) of a logistic regression (every minority share; the focal loss at every γ step)."""
+
     def constants(kind):
         y = targets(kind)
-        return {"mse": constant(y, "mse", 0.5), "mae": constant(y, "mae", 0.5),
-                "pinball": {_key(tau): constant(y, "pinball", tau) for tau in LIKELIHOOD_TAUS}}
+        return {
+            "mse": constant(y, "mse", 0.5),
+            "mae": constant(y, "mae", 0.5),
+            "pinball": {_key(tau): constant(y, "pinball", tau) for tau in LIKELIHOOD_TAUS},
+        }
 
     def imbalance(share):
         x, y = imbalance_data(share)
@@ -717,14 +758,27 @@ def imbalance_data(share: float) -> tuple:
 
 
 KL_CODE = ("fit", "kl_divergence", "fit_gaussian", "shipped_kl_fits")
-DEFAULT_FITS_CODE = ("fit", "mse", "mae", "pinball", "per_example_loss", "fit_constant", "cross_entropy",
-                     "fit_class_probabilities", "bce_with_logits", "focal_loss", "imbalance_loss", "train_logistic",
-                     "shipped_default_fits")
+DEFAULT_FITS_CODE = (
+    "fit",
+    "mse",
+    "mae",
+    "pinball",
+    "per_example_loss",
+    "fit_constant",
+    "cross_entropy",
+    "fit_class_probabilities",
+    "bce_with_logits",
+    "focal_loss",
+    "imbalance_loss",
+    "train_logistic",
+    "shipped_default_fits",
+)
 LINE_CODE = ("fit", "fit_line", "mse", "mae", "huber", "pseudo_huber", "per_example_loss", "shipped_line_fits")
 CHECKPOINTS = {
     "losses_kl_fits": checkpoints.FromNotebook(notebook="02_losses", function="shipped_kl_fits", code=KL_CODE),
-    "losses_default_fits": checkpoints.FromNotebook(notebook="02_losses", function="shipped_default_fits",
-                                                    code=DEFAULT_FITS_CODE),
+    "losses_default_fits": checkpoints.FromNotebook(
+        notebook="02_losses", function="shipped_default_fits", code=DEFAULT_FITS_CODE
+    ),
     "losses_line_fits": checkpoints.FromNotebook(notebook="02_losses", function="shipped_line_fits", code=LINE_CODE),
 }
 
@@ -734,8 +788,9 @@ def line_fits_state(fit_line_under) -> dict:
     (the page's fitting loop on the line) under each of :data:`LINE_LOSSES`, on the outlier lab's
     points and δ as the page opens: ``{loss: [w, b]}``."""
     x, y, _ = default_line_data()
-    return {name: np.asarray(fit_line_under(x, y, name, LINE_DEFAULT["delta"]), dtype=np.float64)
-            for name in LINE_LOSSES}
+    return {
+        name: np.asarray(fit_line_under(x, y, name, LINE_DEFAULT["delta"]), dtype=np.float64) for name in LINE_LOSSES
+    }
 
 
 def shipped_line_fits(*code) -> dict | None:
@@ -777,8 +832,9 @@ def shipped_class_probabilities(state, labels, n_classes: int) -> np.ndarray | N
 def shipped_imbalance_run(state, x, y, method: str, gamma: float) -> ImbalanceRun | None:
     """The shipped run on the data of a minority-share step (the focal loss at a γ step), scored
     on ``x, y``; or None."""
-    share = next((s for s in IMBALANCE_SHARES if _equal(x, imbalance_data(s)[0]) and _equal(y, imbalance_data(s)[1])),
-                 None)
+    share = next(
+        (s for s in IMBALANCE_SHARES if _equal(x, imbalance_data(s)[0]) and _equal(y, imbalance_data(s)[1])), None
+    )
     if state is None or share is None or (method == "focal" and not _on_step(gamma, FOCAL_GAMMAS)):
         return None
     run = state["imbalance"][_key(share)][f"focal {_key(gamma)}" if method == "focal" else method]
@@ -793,8 +849,9 @@ CALIBRATION_SIZES = {"train": 100, "validation": 500, "test": 2000}
 CALIBRATION_CENTRES = np.array([[0.0, 1.0], [-0.9, -0.5], [0.9, -0.5]])  # three classes in the first two features
 CALIBRATION_CODE = ("fit", "cross_entropy", "train_softmax", "fit_temperature", "shipped_calibration")
 CALIBRATION_CHECKPOINT = _calibration_checkpoint
-CHECKPOINTS["losses_calibration"] = checkpoints.FromNotebook(notebook="02_losses", function="shipped_calibration",
-                                                             code=CALIBRATION_CODE)
+CHECKPOINTS["losses_calibration"] = checkpoints.FromNotebook(
+    notebook="02_losses", function="shipped_calibration", code=CALIBRATION_CODE
+)
 
 
 @functools.lru_cache(maxsize=None)
@@ -808,8 +865,10 @@ def calibration_data(noise_dims: int, seed: int = 0) -> dict:
     splits = {}
     for split, n in CALIBRATION_SIZES.items():
         y = rng.integers(0, len(CALIBRATION_CENTRES), n)
-        x = np.concatenate([CALIBRATION_CENTRES[y] + 0.8 * rng.standard_normal((n, 2)),
-                            rng.standard_normal((n, int(noise_dims)))], axis=1)
+        x = np.concatenate(
+            [CALIBRATION_CENTRES[y] + 0.8 * rng.standard_normal((n, 2)), rng.standard_normal((n, int(noise_dims)))],
+            axis=1,
+        )
         x.flags.writeable = y.flags.writeable = False
         splits[split] = (x, y)
     return splits
@@ -832,8 +891,11 @@ def calibration_state(train_softmax, fit_temperature) -> dict:
         weights, bias = train_softmax(*data["train"])
         x_val, y_val = data["validation"]
         temperature = fit_temperature(x_val @ weights + bias, y_val)
-        state[str(dims)] = {"W": np.asarray(weights, dtype=np.float64), "b": np.asarray(bias, dtype=np.float64),
-                            "T": float(temperature)}
+        state[str(dims)] = {
+            "W": np.asarray(weights, dtype=np.float64),
+            "b": np.asarray(bias, dtype=np.float64),
+            "T": float(temperature),
+        }
     return state
 
 
@@ -854,8 +916,9 @@ NOISE_EVERY = 10  # the shipped fits keep θ every this many steps
 NOISE_DEFAULT = {"growth": 0.75, "step": NOISE_STEPS}
 NOISE_CODE = ("fit", "gaussian_nll", "noise_model", "fit_noise_model", "shipped_noise_fits")
 NOISE_CHECKPOINT = _noise_checkpoint
-CHECKPOINTS["losses_noise_fits"] = checkpoints.FromNotebook(notebook="02_losses", function="shipped_noise_fits",
-                                                            code=NOISE_CODE)
+CHECKPOINTS["losses_noise_fits"] = checkpoints.FromNotebook(
+    notebook="02_losses", function="shipped_noise_fits", code=NOISE_CODE
+)
 
 
 def noise_sigma(growth: float, x):
@@ -902,8 +965,9 @@ def band_coverage(x, y, mean, sigma, split: float = 1.0) -> tuple:
 def noise_fits_state(fit_noise_model) -> dict:
     """The state of ``losses_noise_fits``, made by the page's ``fit_noise_model(x, y)`` (θ before
     each step and after the last) on the data of every growth step: θ every NOISE_EVERY steps."""
-    return {_key(g): np.asarray(fit_noise_model(*noisy_line(g)), dtype=np.float64)[::NOISE_EVERY]
-            for g in NOISE_GROWTHS}
+    return {
+        _key(g): np.asarray(fit_noise_model(*noisy_line(g)), dtype=np.float64)[::NOISE_EVERY] for g in NOISE_GROWTHS
+    }
 
 
 def shipped_noise_trail(state, growth: float) -> np.ndarray | None:
@@ -923,8 +987,11 @@ def with_dragged_outliers(x, y, is_outlier, points):
     x, y, is_outlier = (np.asarray(v) for v in (x, y, is_outlier))
     points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
     keep = ~is_outlier
-    return (np.concatenate([x[keep], points[:, 0]]), np.concatenate([y[keep], points[:, 1]]),
-            np.concatenate([np.zeros(keep.sum(), dtype=bool), np.ones(len(points), dtype=bool)]))
+    return (
+        np.concatenate([x[keep], points[:, 0]]),
+        np.concatenate([y[keep], points[:, 1]]),
+        np.concatenate([np.zeros(keep.sum(), dtype=bool), np.ones(len(points), dtype=bool)]),
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -934,8 +1001,12 @@ def outlier_background(n_outliers: int):
     from engine.course import widgets
 
     x, y, out = make_line_data(n=30, n_outliers=n_outliers, seed=0)
-    return widgets.puck_background(lambda ax: draw_inliers(ax, x[~out], y[~out]), x_bounds=LINE_BOUNDS[0],
-                                   y_bounds=LINE_BOUNDS[1], figsize=(5.0, 3.2))
+    return widgets.puck_background(
+        lambda ax: draw_inliers(ax, x[~out], y[~out]),
+        x_bounds=LINE_BOUNDS[0],
+        y_bounds=LINE_BOUNDS[1],
+        figsize=(5.0, 3.2),
+    )
 
 
 def draw_inliers(ax, x, y, slope: float = 1.5, intercept: float = 0.5):

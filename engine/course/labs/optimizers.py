@@ -44,8 +44,14 @@ from engine.nn.utils import clip_grad_norm_
 from engine.optim import lr_scheduler
 
 OPTIMIZERS = ("sgd", "momentum", "nesterov", "rmsprop", "adam", "adamw")
-LABELS = {"sgd": "SGD", "momentum": "momentum", "nesterov": "Nesterov", "rmsprop": "RMSprop",
-          "adam": "Adam", "adamw": "AdamW"}
+LABELS = {
+    "sgd": "SGD",
+    "momentum": "momentum",
+    "nesterov": "Nesterov",
+    "rmsprop": "RMSprop",
+    "adam": "Adam",
+    "adamw": "AdamW",
+}
 SCHEDULES = ("constant", "step", "cosine", "warmup_cosine", "onecycle", "plateau")
 
 # ----------------------------------------------------------------------------- surfaces
@@ -57,44 +63,72 @@ def _quadratic(t):
 
 def _rosenbrock(t):
     x, y = t[0], t[1]  # index once: each index is a node of the graph
-    return (1.0 - x) ** 2 + 100.0 * (y - x ** 2) ** 2
+    return (1.0 - x) ** 2 + 100.0 * (y - x**2) ** 2
 
 
 def _saddle(t):
     x, y = t[0], t[1]
-    return 0.5 * x ** 2 - 0.5 * y ** 2 + 0.25 * y ** 4
+    return 0.5 * x**2 - 0.5 * y**2 + 0.25 * y**4
 
 
 def _beale(t):
     x, y = t[0], t[1]
-    return (1.5 - x + x * y) ** 2 + (2.25 - x + x * y ** 2) ** 2 + (2.625 - x + x * y ** 3) ** 2
+    return (1.5 - x + x * y) ** 2 + (2.25 - x + x * y**2) ** 2 + (2.625 - x + x * y**3) ** 2
 
 
 def _surface(label: str, fn, latex: str, *, start, minimum, box, lr) -> dict:
     """A surface's entry; ``lr`` is the suggested η of SGD, momentum (Nesterov's too), RMSprop and
     Adam (AdamW's too)."""
     sgd, heavy_ball, rms, adaptive = lr
-    return dict(label=label, fn=fn, latex=latex, start=start, minimum=minimum, box=box,
-                lr=dict(sgd=sgd, momentum=heavy_ball, nesterov=heavy_ball, rmsprop=rms, adam=adaptive, adamw=adaptive))
+    return dict(
+        label=label,
+        fn=fn,
+        latex=latex,
+        start=start,
+        minimum=minimum,
+        box=box,
+        lr=dict(sgd=sgd, momentum=heavy_ball, nesterov=heavy_ball, rmsprop=rms, adam=adaptive, adamw=adaptive),
+    )
 
 
 SURFACES = {
-    "quadratic": _surface("ill-conditioned quadratic", _quadratic, r"f(\theta) = \tfrac12(\theta_1^2 + 100\,\theta_2^2)",
-                          start=(-2.8, 1.2), minimum=(0.0, 0.0), box=((-3.2, 3.2), (-1.6, 1.6)),
-                          lr=(0.018, 0.01, 0.03, 0.1)),
-    "rosenbrock": _surface("Rosenbrock's valley", _rosenbrock,
-                           r"f(\theta) = (1-\theta_1)^2 + 100\,(\theta_2-\theta_1^2)^2",
-                           start=(-1.2, 1.0), minimum=(1.0, 1.0), box=((-2.0, 2.0), (-1.0, 3.0)),
-                           lr=(1e-3, 1e-3, 3e-2, 0.1)),
-    "saddle": _surface("a saddle between two minima", _saddle,
-                       r"f(\theta) = \tfrac12\theta_1^2 - \tfrac12\theta_2^2 + \tfrac14\theta_2^4",
-                       start=(-2.0, 0.01), minimum=(0.0, 1.0), box=((-2.5, 2.5), (-1.8, 1.8)),
-                       lr=(0.05, 0.02, 0.01, 0.03)),
-    "beale": _surface("Beale's function", _beale,
-                      r"f(\theta) = (1.5-\theta_1+\theta_1\theta_2)^2 + (2.25-\theta_1+\theta_1\theta_2^2)^2 + "
-                      r"(2.625-\theta_1+\theta_1\theta_2^3)^2",
-                      start=(1.0, 1.4), minimum=(3.0, 0.5), box=((-0.5, 4.5), (-1.0, 2.0)),
-                      lr=(1e-2, 3e-3, 3e-2, 0.1)),
+    "quadratic": _surface(
+        "ill-conditioned quadratic",
+        _quadratic,
+        r"f(\theta) = \tfrac12(\theta_1^2 + 100\,\theta_2^2)",
+        start=(-2.8, 1.2),
+        minimum=(0.0, 0.0),
+        box=((-3.2, 3.2), (-1.6, 1.6)),
+        lr=(0.018, 0.01, 0.03, 0.1),
+    ),
+    "rosenbrock": _surface(
+        "Rosenbrock's valley",
+        _rosenbrock,
+        r"f(\theta) = (1-\theta_1)^2 + 100\,(\theta_2-\theta_1^2)^2",
+        start=(-1.2, 1.0),
+        minimum=(1.0, 1.0),
+        box=((-2.0, 2.0), (-1.0, 3.0)),
+        lr=(1e-3, 1e-3, 3e-2, 0.1),
+    ),
+    "saddle": _surface(
+        "a saddle between two minima",
+        _saddle,
+        r"f(\theta) = \tfrac12\theta_1^2 - \tfrac12\theta_2^2 + \tfrac14\theta_2^4",
+        start=(-2.0, 0.01),
+        minimum=(0.0, 1.0),
+        box=((-2.5, 2.5), (-1.8, 1.8)),
+        lr=(0.05, 0.02, 0.01, 0.03),
+    ),
+    "beale": _surface(
+        "Beale's function",
+        _beale,
+        r"f(\theta) = (1.5-\theta_1+\theta_1\theta_2)^2 + (2.25-\theta_1+\theta_1\theta_2^2)^2 + "
+        r"(2.625-\theta_1+\theta_1\theta_2^3)^2",
+        start=(1.0, 1.4),
+        minimum=(3.0, 0.5),
+        box=((-0.5, 4.5), (-1.0, 2.0)),
+        lr=(1e-2, 3e-3, 3e-2, 0.1),
+    ),
 }
 
 
@@ -146,12 +180,24 @@ def _shaded_layer(name: str, size: int):
     cells = plot.data(x=xx.ravel(), y=yy.ravel(), f=zz.ravel(), shade=shade.ravel(), digits=4)
     dx, dy = float(xx[0, 1] - xx[0, 0]) / 2, float(yy[1, 0] - yy[0, 0]) / 2
     (x0, x1), (y0, y1) = SURFACES[name]["box"]
-    return alt.Chart(cells).mark_rect(opacity=0.7).transform_calculate(
-        x0=f"datum.x - {dx!r}", x1=f"datum.x + {dx!r}", y0=f"datum.y - {dy!r}", y1=f"datum.y + {dy!r}",
-    ).encode(alt.X("x0:Q", title="θ₁", scale=_box_scale(x0, x1)), alt.X2("x1"),
-             alt.Y("y0:Q", title="θ₂", scale=_box_scale(y0, y1)), alt.Y2("y1"),
-             alt.Color("shade:Q", legend=None, scale=alt.Scale(scheme="greys", reverse=True)),
-             alt.Tooltip("f:Q", title="f(θ)", format=".4g"))
+    return (
+        alt.Chart(cells)
+        .mark_rect(opacity=0.7)
+        .transform_calculate(
+            x0=f"datum.x - {dx!r}",
+            x1=f"datum.x + {dx!r}",
+            y0=f"datum.y - {dy!r}",
+            y1=f"datum.y + {dy!r}",
+        )
+        .encode(
+            alt.X("x0:Q", title="θ₁", scale=_box_scale(x0, x1)),
+            alt.X2("x1"),
+            alt.Y("y0:Q", title="θ₂", scale=_box_scale(y0, y1)),
+            alt.Y2("y1"),
+            alt.Color("shade:Q", legend=None, scale=alt.Scale(scheme="greys", reverse=True)),
+            alt.Tooltip("f:Q", title="f(θ)", format=".4g"),
+        )
+    )
 
 
 def _box_scale(low: float, high: float):
@@ -176,18 +222,40 @@ def _same_arrays_chart(arrays: tuple, settings: tuple, build):
     return remember(_CHARTS, key, (build(), arrays), 64)[0]
 
 
-def surface_map(surface: str, paths: dict, colors: dict, *, start, title=None, height: int = 340,
-                grid: int = 24, max_points: int = 150):
+def surface_map(
+    surface: str,
+    paths: dict,
+    colors: dict,
+    *,
+    start,
+    title=None,
+    height: int = 340,
+    grid: int = 24,
+    max_points: int = 150,
+):
     """The surface (darker is lower) with one path per entry of ``paths`` (label -> [N, 2], cut at
     its first non-finite point and thinned to ``max_points``) in its palette colour ``colors[label]``,
     each path's last point as a dot, the start as a square and the minimum as a diamond. An Altair
     layer of three layers, the view fixed to the surface's box (the same chart object again for
     the same path arrays and settings: do not change it)."""
     _check_surface(surface)
-    settings = (surface, tuple(paths), tuple(colors.items()), tuple(float(v) for v in start), title, height, grid,
-                max_points)
-    return _same_arrays_chart(tuple(paths.values()), settings, lambda: _surface_map(
-        surface, paths, colors, start=start, title=title, height=height, grid=grid, max_points=max_points))
+    settings = (
+        surface,
+        tuple(paths),
+        tuple(colors.items()),
+        tuple(float(v) for v in start),
+        title,
+        height,
+        grid,
+        max_points,
+    )
+    return _same_arrays_chart(
+        tuple(paths.values()),
+        settings,
+        lambda: _surface_map(
+            surface, paths, colors, start=start, title=title, height=height, grid=grid, max_points=max_points
+        ),
+    )
 
 
 def _surface_map(surface: str, paths: dict, colors: dict, *, start, title, height: int, grid: int, max_points: int):
@@ -213,26 +281,58 @@ def _surface_map(surface: str, paths: dict, colors: dict, *, start, title, heigh
         ys.append(p[keep, 1])
         for key, value in zip(ends, (p[-1, 0], p[-1, 1], plot.color(colors[name]), "circle", f"{name}: last point")):
             ends[key].append(value)
-    for where, shape, fill, label in ((start, "square", "#111827", "start"),
-                                      (spec["minimum"], "diamond", plot.color("target"), "minimum")):
+    for where, shape, fill, label in (
+        (start, "square", "#111827", "start"),
+        (spec["minimum"], "diamond", plot.color("target"), "minimum"),
+    ):
         for key, value in zip(ends, (where[0], where[1], fill, shape, label)):
             ends[key].append(value)
     order = list(paths)
     layers = [_shaded_layer(surface, grid)]
     if names:
-        lines = plot.data(step=np.concatenate(steps), x=np.concatenate(xs), y=np.concatenate(ys),
-                          series=np.array(names, dtype=object), digits=4)
-        layers.append(alt.Chart(lines).mark_line(strokeWidth=1.8, clip=True).encode(
-            alt.X("x:Q", scale=x_scale), alt.Y("y:Q", scale=y_scale), alt.Order("step:Q"),
-            alt.Color("series:N", title="", sort=order, legend=alt.Legend(orient="bottom"),
-                      scale=alt.Scale(domain=order, range=[plot.color(colors[n]) for n in order])),
-            [alt.Tooltip("series:N"), alt.Tooltip("step:Q")]))
-    markers = plot.data(x=np.array(ends["x"], dtype=np.float64), y=np.array(ends["y"], dtype=np.float64),
-                        fill=np.array(ends["fill"], dtype=object), shape=np.array(ends["shape"], dtype=object),
-                        label=np.array(ends["label"], dtype=object), digits=4)
-    layers.append(alt.Chart(markers).mark_point(filled=True, size=80, opacity=1, stroke="white", clip=True).encode(
-        alt.X("x:Q", scale=x_scale), alt.Y("y:Q", scale=y_scale), alt.Fill("fill:N", scale=None),
-        alt.Shape("shape:N", scale=None), alt.Tooltip("label:N")))
+        lines = plot.data(
+            step=np.concatenate(steps),
+            x=np.concatenate(xs),
+            y=np.concatenate(ys),
+            series=np.array(names, dtype=object),
+            digits=4,
+        )
+        layers.append(
+            alt.Chart(lines)
+            .mark_line(strokeWidth=1.8, clip=True)
+            .encode(
+                alt.X("x:Q", scale=x_scale),
+                alt.Y("y:Q", scale=y_scale),
+                alt.Order("step:Q"),
+                alt.Color(
+                    "series:N",
+                    title="",
+                    sort=order,
+                    legend=alt.Legend(orient="bottom"),
+                    scale=alt.Scale(domain=order, range=[plot.color(colors[n]) for n in order]),
+                ),
+                [alt.Tooltip("series:N"), alt.Tooltip("step:Q")],
+            )
+        )
+    markers = plot.data(
+        x=np.array(ends["x"], dtype=np.float64),
+        y=np.array(ends["y"], dtype=np.float64),
+        fill=np.array(ends["fill"], dtype=object),
+        shape=np.array(ends["shape"], dtype=object),
+        label=np.array(ends["label"], dtype=object),
+        digits=4,
+    )
+    layers.append(
+        alt.Chart(markers)
+        .mark_point(filled=True, size=80, opacity=1, stroke="white", clip=True)
+        .encode(
+            alt.X("x:Q", scale=x_scale),
+            alt.Y("y:Q", scale=y_scale),
+            alt.Fill("fill:N", scale=None),
+            alt.Shape("shape:N", scale=None),
+            alt.Tooltip("label:N"),
+        )
+    )
     return alt.layer(*layers, width="container", height=height, title=title or alt.Undefined)
 
 
@@ -243,13 +343,20 @@ def _surface_map(surface: str, paths: dict, colors: dict, *, start, title, heigh
 
 # The keyword each lesson rule takes its hyper-parameters by, per racer: a run is cached on these
 # only, so moving μ re-runs momentum and Nesterov, not Adam (the race's sliders stay fast).
-HYPER_USED = {"sgd": (), "momentum": ("momentum",), "nesterov": ("momentum",), "rmsprop": ("alpha",),
-              "adam": ("betas",), "adamw": ("betas", "weight_decay")}
+HYPER_USED = {
+    "sgd": (),
+    "momentum": ("momentum",),
+    "nesterov": ("momentum",),
+    "rmsprop": ("alpha",),
+    "adam": ("betas",),
+    "adamw": ("betas", "weight_decay"),
+}
 _KEYWORDS = {"momentum": "mu", "alpha": "alpha", "betas": "betas", "weight_decay": "weight_decay"}
 
 
-def rule_keywords(name: str, momentum: float = 0.9, alpha: float = 0.99, betas=(0.9, 0.999),
-                  weight_decay: float = 0.0) -> dict:
+def rule_keywords(
+    name: str, momentum: float = 0.9, alpha: float = 0.99, betas=(0.9, 0.999), weight_decay: float = 0.0
+) -> dict:
     """The keyword arguments racer ``name`` calls its rule with (AdamW is the rule ``adam`` with
     ``weight_decay``; Adam runs it with none). ValueError for a setting a racer refuses."""
     if name not in HYPER_USED:
@@ -282,8 +389,16 @@ class Schedule:
             self._sched.step(loss) if self._plateau else self._sched.step()
 
 
-def make_lr_scheduler(name: str, opt, steps: int, warmup: int | None = None, step_size: int | None = None,
-                      gamma: float = 0.5, factor: float = 0.5, patience: int = 10):
+def make_lr_scheduler(
+    name: str,
+    opt,
+    steps: int,
+    warmup: int | None = None,
+    step_size: int | None = None,
+    gamma: float = 0.5,
+    factor: float = 0.5,
+    patience: int = 10,
+):
     """A scheduler from ``engine.optim.lr_scheduler`` for a run of ``steps`` steps (None for 'constant')."""
     warmup = warmup if warmup is not None else max(1, steps // 10)
     step_size = step_size if step_size is not None else max(1, steps // 4)
@@ -321,8 +436,9 @@ def _trajectory(surface: str, log: dict) -> Trajectory:
     path = np.array(log["path"], dtype=np.float64)
     diverged = not np.all(np.abs(path[-1]) <= 1e6)  # also true for inf and NaN
     last = float("nan") if diverged else surface_value(surface, path[-1])
-    return Trajectory(path, np.array(list(log["losses"]) + [last]), np.array(log["lrs"]), diverged,
-                      np.array(log["norms"]))
+    return Trajectory(
+        path, np.array(list(log["losses"]) + [last]), np.array(log["lrs"]), diverged, np.array(log["norms"])
+    )
 
 
 def _check_run(surface: str, steps) -> None:
@@ -346,8 +462,9 @@ def gap_chart(surface: str, runs: dict, colors: dict, *, max_points: int = 100, 
     line per entry of ``runs`` (label -> Trajectory) in its palette colour ``colors[label]``: the
     race's result. The same chart object again for the same runs (do not change it)."""
     settings = (surface, tuple(runs), tuple(colors.items()), max_points, height)
-    return _same_arrays_chart(tuple(runs.values()), settings, lambda: _gap_chart(surface, runs, colors, max_points,
-                                                                                   height))
+    return _same_arrays_chart(
+        tuple(runs.values()), settings, lambda: _gap_chart(surface, runs, colors, max_points, height)
+    )
 
 
 def _gap_chart(surface: str, runs: dict, colors: dict, max_points: int, height: int):
@@ -357,15 +474,27 @@ def _gap_chart(surface: str, runs: dict, colors: dict, max_points: int, height: 
 
     gaps = {label: loss_gap(surface, run, max_points=max_points) for label, run in runs.items()}
     names = list(gaps)
-    rows = plot.data(step=np.concatenate([steps for steps, _ in gaps.values()]),
-                     gap=np.concatenate([gap for _, gap in gaps.values()]),
-                     optimizer=np.repeat(np.array(names, dtype=object), [len(g) for _, g in gaps.values()]))
-    return alt.Chart(rows, width="container", height=height, title="Distance to the minimum value").mark_line(
-        clip=True).encode(
-        alt.X("step:Q", title="step"), alt.Y("gap:Q", title="f(θ) − f(θ*)", scale=alt.Scale(type="log")),
-        alt.Color("optimizer:N", title="", sort=names, legend=alt.Legend(orient="bottom"),
-                  scale=alt.Scale(domain=names, range=[plot.color(colors[n]) for n in names])),
-        alt.Tooltip("gap:Q", format=".3g"))
+    rows = plot.data(
+        step=np.concatenate([steps for steps, _ in gaps.values()]),
+        gap=np.concatenate([gap for _, gap in gaps.values()]),
+        optimizer=np.repeat(np.array(names, dtype=object), [len(g) for _, g in gaps.values()]),
+    )
+    return (
+        alt.Chart(rows, width="container", height=height, title="Distance to the minimum value")
+        .mark_line(clip=True)
+        .encode(
+            alt.X("step:Q", title="step"),
+            alt.Y("gap:Q", title="f(θ) − f(θ*)", scale=alt.Scale(type="log")),
+            alt.Color(
+                "optimizer:N",
+                title="",
+                sort=names,
+                legend=alt.Legend(orient="bottom"),
+                scale=alt.Scale(domain=names, range=[plot.color(colors[n]) for n in names]),
+            ),
+            alt.Tooltip("gap:Q", format=".3g"),
+        )
+    )
 
 
 _RUNS: dict = {}  # run key -> Trajectory, the last 512 runs (oldest dropped first)
@@ -375,8 +504,18 @@ def _run_key(loop, rule, surface, name, start, steps, lr, schedule, clip, keywor
     """What a run depends on: the lesson's loop and rule (an edited cell is a new function), the
     settings, and only the hyper-parameters ``name`` reads."""
     used = tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else float(v)) for k, v in keywords.items()))
-    return (loop, rule, surface, name, tuple(float(v) for v in start), int(steps), float(lr), schedule,
-            None if clip is None else float(clip), used)
+    return (
+        loop,
+        rule,
+        surface,
+        name,
+        tuple(float(v) for v in start),
+        int(steps),
+        float(lr),
+        schedule,
+        None if clip is None else float(clip),
+        used,
+    )
 
 
 def _remember(key: tuple, run: Trajectory) -> None:
@@ -393,8 +532,18 @@ class Race:
     problems: dict = field(default_factory=dict)  # name -> the ValueError's message
 
 
-def run_race(loop, rules: dict, surface: str, names, start=None, steps: int = 100, lrs: dict | None = None,
-             schedule: str = "constant", clip: float | None = None, **hyper) -> Race:
+def run_race(
+    loop,
+    rules: dict,
+    surface: str,
+    names,
+    start=None,
+    steps: int = 100,
+    lrs: dict | None = None,
+    schedule: str = "constant",
+    clip: float | None = None,
+    **hyper,
+) -> Race:
     """Race the racers of ``names`` (in :data:`OPTIMIZERS` order) on ``surface`` with the lesson's
     ``loop`` and update ``rules`` (``{racer: rule}``), each with its own learning rate (the
     surface's suggestion when ``lrs`` has none) and the hyper-parameters it reads
@@ -420,8 +569,14 @@ def run_race(loop, rules: dict, surface: str, names, start=None, steps: int = 10
             fresh[name] = (functools.partial(rules[name], **keywords), Schedule(schedule, lr, steps))
     if fresh:
         with np.errstate(over="ignore", invalid="ignore"):
-            logs = loop(spec["fn"], {n: r for n, (r, _) in fresh.items()}, start, steps,
-                        {n: s for n, (_, s) in fresh.items()}, clip=clip)
+            logs = loop(
+                spec["fn"],
+                {n: r for n, (r, _) in fresh.items()},
+                start,
+                steps,
+                {n: s for n, (_, s) in fresh.items()},
+                clip=clip,
+            )
         for name, log in logs.items():
             _remember(keys[name], _trajectory(surface, log))
     result.trajectories = {n: _RUNS[k] for n, k in keys.items()}
@@ -468,8 +623,9 @@ def lookahead_point(theta, velocity, momentum: float):
     return np.asarray(theta, dtype=np.float64) + momentum * np.asarray(velocity, dtype=np.float64)
 
 
-def nesterov_lookahead(loop, rule, surface: str = "quadratic", lr: float = 0.01, momentum: float = 0.9,
-                       steps: int = 50) -> LookAhead:
+def nesterov_lookahead(
+    loop, rule, surface: str = "quadratic", lr: float = 0.01, momentum: float = 0.9, steps: int = 50
+) -> LookAhead:
     """The look-ahead form v ← μv − η∇f(θ + μv), θ ← θ + v takes the gradient where momentum is
     about to carry θ, so it brakes before it overshoots. PyTorch's form, the lesson's ``rule``
     (b ← μb + g, θ ← θ − η(g + μb), with g at its own parameters) run by the lesson's ``loop``, is
@@ -483,8 +639,14 @@ def nesterov_lookahead(loop, rule, surface: str = "quadratic", lr: float = 0.01,
         theta = theta + v
         thetas.append(theta.copy())
         points.append(lookahead_point(theta, v, momentum))
-    pytorch = constant_paths(loop, SURFACES[surface]["fn"], {"nesterov": functools.partial(rule, mu=momentum)},
-                             start, steps, {"nesterov": lr})["nesterov"]
+    pytorch = constant_paths(
+        loop,
+        SURFACES[surface]["fn"],
+        {"nesterov": functools.partial(rule, mu=momentum)},
+        start,
+        steps,
+        {"nesterov": lr},
+    )["nesterov"]
     return LookAhead(np.array(thetas), np.array(points), pytorch)
 
 
@@ -563,7 +725,7 @@ def epoch_batches(n: int, batch_size: int, steps: int, rng) -> list:
     batches = []
     while len(batches) < steps:
         order = rng.permutation(n)
-        batches += [order[k * batch_size:(k + 1) * batch_size] for k in range(per_epoch)]
+        batches += [order[k * batch_size : (k + 1) * batch_size] for k in range(per_epoch)]
     return batches[:steps]
 
 
@@ -571,8 +733,16 @@ _NOISY_RUNS = ("constant", "decayed", "full batch")
 
 
 @functools.lru_cache(maxsize=32)  # remembered per setting and per lesson function (an edited cell is a new one)
-def sgd_noise(loop, rule, batch_size: int = 8, lr: float = 0.1, steps: int = 400, n: int = 512,
-              seed: int = 0, only: tuple = _NOISY_RUNS) -> NoisyRuns:
+def sgd_noise(
+    loop,
+    rule,
+    batch_size: int = 8,
+    lr: float = 0.1,
+    steps: int = 400,
+    n: int = 512,
+    seed: int = 0,
+    only: tuple = _NOISY_RUNS,
+) -> NoisyRuns:
     """L(θ) = ‖Xθ − y‖²/2n on 2-D data with label noise, trained by the lesson's mini-batch
     ``loop`` with its update ``rule``. A mini-batch gradient is unbiased but noisy, with variance
     about 1/B of one example's: at a constant η, SGD stops falling at a floor that rises as B
@@ -597,21 +767,27 @@ def sgd_noise(loop, rule, batch_size: int = 8, lr: float = 0.1, steps: int = 400
 
     floor_loss = float(losses(best[None])[0])
     batches = epoch_batches(n, batch_size, steps, np.random.default_rng(seed + 1))
-    runs = {"constant": lambda: (batches, [lr] * steps),
-            "decayed": lambda: (batches, lr_scheduler.schedule_values(
-                lambda o: lr_scheduler.CosineAnnealingLR(o, T_max=steps), steps, lr)),
-            "full batch": lambda: ([slice(None)] * steps, [lr] * steps)}
+    runs = {
+        "constant": lambda: (batches, [lr] * steps),
+        "decayed": lambda: (
+            batches,
+            lr_scheduler.schedule_values(lambda o: lr_scheduler.CosineAnnealingLR(o, T_max=steps), steps, lr),
+        ),
+        "full batch": lambda: ([slice(None)] * steps, [lr] * steps),
+    }
     excess, floor = {}, {}
     for name in (name for name in _NOISY_RUNS if name in only):
         chosen, rates = runs[name]()
         path = np.asarray(loop(rule, X, y, chosen, rates), dtype=np.float64)
         excess[name] = np.maximum(losses(path) - floor_loss, 0.0)
-        floor[name] = float(np.mean(excess[name][-max(1, steps // 10):]))
+        floor[name] = float(np.mean(excess[name][-max(1, steps // 10) :]))
     if set(only) != set(_NOISY_RUNS):  # a partial measurement (an exercise's floors) skips the noise estimate
         return NoisyRuns(int(batch_size), n, excess, floor, float("nan"))
     rng = np.random.default_rng(seed + 2)
-    noise = [np.sum((X[i].T @ (X[i] @ best - y[i]) / batch_size) ** 2)
-             for i in (rng.choice(n, batch_size, replace=False) for _ in range(200))]
+    noise = [
+        np.sum((X[i].T @ (X[i] @ best - y[i]) / batch_size) ** 2)
+        for i in (rng.choice(n, batch_size, replace=False) for _ in range(200))
+    ]
     return NoisyRuns(int(batch_size), n, excess, floor, float(np.mean(noise)))
 
 
@@ -661,8 +837,16 @@ def gd_stability_limit(hessian) -> float:
 
 
 @functools.lru_cache(maxsize=32)  # remembered per setting and per lesson function (an edited cell is a new one)
-def lr_range_test(loop, rule, batch_size: int = 32, steps: int = 120, lr_min: float = 1e-4, lr_max: float = 30.0,
-                  n: int = 512, seed: int = 0) -> RangeTest:
+def lr_range_test(
+    loop,
+    rule,
+    batch_size: int = 32,
+    steps: int = 120,
+    lr_min: float = 1e-4,
+    lr_max: float = 30.0,
+    n: int = 512,
+    seed: int = 0,
+) -> RangeTest:
     """The lesson's mini-batch ``loop`` with its ``rule`` on the least-squares problem of
     :func:`sgd_noise`, with η_t = lr_min·(lr_max/lr_min)^(t/steps). The test stops at the first
     step whose loss exceeds 4× the lowest seen (as ``lr_find`` does) or is not finite. Beside it,
@@ -676,15 +860,21 @@ def lr_range_test(loop, rule, batch_size: int = 32, steps: int = 120, lr_min: fl
     X, y = _least_squares_data(n, seed)
     batches = epoch_batches(n, batch_size, steps, np.random.default_rng(seed + 1))
     growth = (lr_max / lr_min) ** (1.0 / steps)
-    rates = np.array([lr_min * growth ** t for t in range(steps)])
+    rates = np.array([lr_min * growth**t for t in range(steps)])
     with np.errstate(over="ignore", invalid="ignore"):
         path = np.asarray(loop(rule, X, y, batches, rates), dtype=np.float64)
         all_losses = 0.5 * np.mean((path[1:] @ X.T - y) ** 2, axis=1)
         _, _, theory = _blowup(full_batch_losses(X, y, rates))
     end, best, over = _blowup(all_losses)
     nan = float("nan")
-    return RangeTest(rates[:end], all_losses[:end], float(rates[best]), nan if over is None else float(rates[over]),
-                     gd_stability_limit(X.T @ X / n), nan if theory is None else float(rates[theory]))
+    return RangeTest(
+        rates[:end],
+        all_losses[:end],
+        float(rates[best]),
+        nan if over is None else float(rates[over]),
+        gd_stability_limit(X.T @ X / n),
+        nan if theory is None else float(rates[theory]),
+    )
 
 
 # ----------------------------------------------------------------------------- condition number
@@ -718,12 +908,20 @@ def condition_rates(loop, gd_rule, momentum_rule, kappa: float = 100.0, steps: i
     if not (isinstance(steps, (int, np.integer)) and 10 <= steps <= 2000):
         raise ValueError(f"condition_rates: steps must be an integer in [10, 2000], got {steps!r}")
     root = math.sqrt(kappa)
-    settings = {"gd": (2.0 / (kappa + 1.0), 0.0),
-                "momentum": ((2.0 / (root + 1.0)) ** 2, ((root - 1.0) / (root + 1.0)) ** 2)}
+    settings = {
+        "gd": (2.0 / (kappa + 1.0), 0.0),
+        "momentum": ((2.0 / (root + 1.0)) ** 2, ((root - 1.0) / (root + 1.0)) ** 2),
+    }
     theory = {"gd": (kappa - 1.0) / (kappa + 1.0), "momentum": (root - 1.0) / (root + 1.0)}
     rules = {"gd": gd_rule, "momentum": functools.partial(momentum_rule, mu=settings["momentum"][1])}
-    paths = constant_paths(loop, lambda t: 0.5 * (t[0] ** 2 + kappa * t[1] ** 2), rules, (1.0, 1.0), steps,
-                           {name: lr for name, (lr, _) in settings.items()})
+    paths = constant_paths(
+        loop,
+        lambda t: 0.5 * (t[0] ** 2 + kappa * t[1] ** 2),
+        rules,
+        (1.0, 1.0),
+        steps,
+        {name: lr for name, (lr, _) in settings.items()},
+    )
     norms, measured = {}, {}
     for name, path in paths.items():
         norms[name] = np.linalg.norm(path, axis=1)
@@ -744,9 +942,17 @@ def plateau_metric(steps: int, seed: int = 0) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=32)  # remembered per setting: the engine's schedulers do not change while a page runs
-def schedule_curves(steps: int = 100, lr: float = 0.1, step_size: int = 25, gamma: float = 0.5,
-                    warmup: int = 10, pct_start: float = 0.3, factor: float = 0.5, patience: int = 5,
-                    seed: int = 0) -> dict:
+def schedule_curves(
+    steps: int = 100,
+    lr: float = 0.1,
+    step_size: int = 25,
+    gamma: float = 0.5,
+    warmup: int = 10,
+    pct_start: float = 0.3,
+    factor: float = 0.5,
+    patience: int = 5,
+    seed: int = 0,
+) -> dict:
     """{schedule name: learning rate at steps 0 … steps − 1} from the engine's schedulers."""
     if not (isinstance(steps, (int, np.integer)) and steps >= 2):
         raise ValueError(f"schedule_curves: steps must be an integer ≥ 2, got {steps!r}")
@@ -756,10 +962,15 @@ def schedule_curves(steps: int = 100, lr: float = 0.1, step_size: int = 25, gamm
         "step": sv(lambda o: lr_scheduler.StepLR(o, step_size=max(1, step_size), gamma=gamma), steps, lr),
         "cosine": sv(lambda o: lr_scheduler.CosineAnnealingLR(o, T_max=steps), steps, lr),
         "warmup_cosine": sv(lambda o: lr_scheduler.warmup_cosine(o, warmup_steps=warmup, total_steps=steps), steps, lr),
-        "onecycle": sv(lambda o: lr_scheduler.OneCycleLR(o, max_lr=lr, total_steps=steps, pct_start=pct_start),
-                       steps, lr),
-        "plateau": sv(lambda o: lr_scheduler.ReduceLROnPlateau(o, factor=factor, patience=patience), steps, lr,
-                      metrics=plateau_metric(steps, seed)),
+        "onecycle": sv(
+            lambda o: lr_scheduler.OneCycleLR(o, max_lr=lr, total_steps=steps, pct_start=pct_start), steps, lr
+        ),
+        "plateau": sv(
+            lambda o: lr_scheduler.ReduceLROnPlateau(o, factor=factor, patience=patience),
+            steps,
+            lr,
+            metrics=plateau_metric(steps, seed),
+        ),
     }
 
 
@@ -778,8 +989,9 @@ class WeightDecayPaths:
 
 
 @functools.lru_cache(maxsize=32)  # remembered per setting and per lesson function (an edited cell is a new one)
-def l2_vs_decoupled(loop, rule, weight_decay: float = 0.1, lr: float = 0.05, steps: int = 200,
-                    start=(0.0, 2.0)) -> WeightDecayPaths:
+def l2_vs_decoupled(
+    loop, rule, weight_decay: float = 0.1, lr: float = 0.05, steps: int = 200, start=(0.0, 2.0)
+) -> WeightDecayPaths:
     """The lesson's Adam ``rule`` (keyword ``weight_decay``) in the lesson's ``loop``, two ways:
     with an L2 penalty, the loss f + ½λ‖θ‖², whose gradient g + λθ is then normalised by √v̂ (as
     ``engine.optim.Adam(weight_decay=λ)`` does), and with AdamW's decoupled decay
@@ -791,6 +1003,7 @@ def l2_vs_decoupled(loop, rule, weight_decay: float = 0.1, lr: float = 0.05, ste
     Both race on f in one call of ``loop`` (the penalty's gradient λθ is added to the L2 racer's g).
     Returns both paths, each [steps + 1, 2].
     """
+
     def with_l2_penalty(theta, g, state, lr):  # ∇(f + ½λ‖θ‖²) = g + λθ, then Adam's step
         return rule(theta, g + weight_decay * theta, state, lr)
 
@@ -808,6 +1021,7 @@ def condition_chart(cond: ConditionRates):
     """‖θ_t − θ*‖ of gradient descent and momentum (:func:`condition_rates`) on a log axis, every
     third step (the curves are smooth), with each theory rate √2·rᵗ dashed (a straight line on this
     axis, drawn from its two ends)."""
+
     def build():
         from engine.course import plot
 
@@ -816,11 +1030,17 @@ def condition_chart(cond: ConditionRates):
         ends = np.array([0, len(cond.norms["gd"]) - 1])
         curves = {names[k]: np.maximum(v[t], 1e-300) for k, v in cond.norms.items()}
         curves.update({f"{names[k]}, theory rᵗ": (ends, np.sqrt(2) * cond.theory[k] ** ends) for k in cond.theory})
-        return plot.curves(t, curves, x_title="step t", y_title="‖θ_t − θ*‖", log_y=True, height=240,
-                           colors={"gradient descent": "sgd", "gradient descent, theory rᵗ": "sgd",
-                                   "momentum, theory rᵗ": "momentum"},
-                           dashed=["gradient descent, theory rᵗ", "momentum, theory rᵗ"],
-                           title=f"Best-tuned GD and momentum on a quadratic with κ = {cond.kappa:g}")
+        return plot.curves(
+            t,
+            curves,
+            x_title="step t",
+            y_title="‖θ_t − θ*‖",
+            log_y=True,
+            height=240,
+            colors={"gradient descent": "sgd", "gradient descent, theory rᵗ": "sgd", "momentum, theory rᵗ": "momentum"},
+            dashed=["gradient descent, theory rᵗ", "momentum, theory rᵗ"],
+            title=f"Best-tuned GD and momentum on a quadratic with κ = {cond.kappa:g}",
+        )
 
     return _same_arrays_chart((cond,), ("condition",), build)
 
@@ -835,11 +1055,18 @@ def bias_correction_chart(with_correction, without, engine_updates, betas):
         from engine.course import plot
 
         t = np.arange(1, len(arrays[0]) + 1)
-        return plot.curves(t, {"with correction": np.abs(arrays[0]), "without": np.abs(arrays[1])},
-                           dots={"engine.optim.Adam": np.abs(arrays[2])}, n_dots=min(len(t), 40),
-                           colors={"with correction": "adam", "without": "error"}, dashed=["without"],
-                           x_title="step t", y_title="|Δθ| / η", height=240,
-                           title=f"Adam's step size for gradients ≈ 1 (β₁ = {betas[0]:g}, β₂ = {betas[1]:g})")
+        return plot.curves(
+            t,
+            {"with correction": np.abs(arrays[0]), "without": np.abs(arrays[1])},
+            dots={"engine.optim.Adam": np.abs(arrays[2])},
+            n_dots=min(len(t), 40),
+            colors={"with correction": "adam", "without": "error"},
+            dashed=["without"],
+            x_title="step t",
+            y_title="|Δθ| / η",
+            height=240,
+            title=f"Adam's step size for gradients ≈ 1 (β₁ = {betas[0]:g}, β₂ = {betas[1]:g})",
+        )
 
     settings = ("bias correction", tuple(a.tobytes() for a in arrays), tuple(float(b) for b in betas))
     return _same_arrays_chart((), settings, build)
@@ -848,14 +1075,21 @@ def bias_correction_chart(with_correction, without, engine_updates, betas):
 def noise_chart(noisy: NoisyRuns):
     """The excess loss L(θ_t) − L(θ̂) of the runs of :func:`sgd_noise`, step by step, on a log axis
     (values below 10⁻¹² drawn at 10⁻¹²)."""
+
     def build():
         from engine.course import plot
 
         steps = len(next(iter(noisy.excess.values())))
-        return plot.curves(np.arange(steps), {k: np.maximum(v, 1e-12) for k, v in noisy.excess.items()},
-                           colors={"constant": "sgd", "decayed": "adam", "full batch": "autograd"},
-                           x_title="step", y_title="L(θ_t) − L(θ̂)", log_y=True, height=240,
-                           title=f"SGD with batches of {noisy.batch_size} of {noisy.n} (drawn at 10⁻¹² when below)")
+        return plot.curves(
+            np.arange(steps),
+            {k: np.maximum(v, 1e-12) for k, v in noisy.excess.items()},
+            colors={"constant": "sgd", "decayed": "adam", "full batch": "autograd"},
+            x_title="step",
+            y_title="L(θ_t) − L(θ̂)",
+            log_y=True,
+            height=240,
+            title=f"SGD with batches of {noisy.batch_size} of {noisy.n} (drawn at 10⁻¹² when below)",
+        )
 
     return _same_arrays_chart((noisy,), ("noise",), build)
 
@@ -863,12 +1097,21 @@ def noise_chart(noisy: NoisyRuns):
 def range_chart(test: RangeTest, batch_size: int):
     """The loss of a range test (:func:`lr_range_test`) against η, both axes logarithmic, with a
     vertical line at the stability limit 2/λ_max."""
+
     def build():
         from engine.course import plot
 
-        chart = plot.curves(test.lrs, {"loss": test.losses}, x_title="learning rate η (growing each step)",
-                            y_title="L(θ)", log_x=True, log_y=True, height=230, colors={"loss": "sgd"},
-                            title=f"Range test, batches of {batch_size}")
+        chart = plot.curves(
+            test.lrs,
+            {"loss": test.losses},
+            x_title="learning rate η (growing each step)",
+            y_title="L(θ)",
+            log_x=True,
+            log_y=True,
+            height=230,
+            colors={"loss": "sgd"},
+            title=f"Range test, batches of {batch_size}",
+        )
         return chart + plot.rule(test.stable_limit, orient="x")
 
     return _same_arrays_chart((test,), ("range", int(batch_size)), build)
@@ -876,18 +1119,32 @@ def range_chart(test: RangeTest, batch_size: int):
 
 def weight_decay_charts(paths: WeightDecayPaths) -> tuple:
     """(θ₂ chart, θ₁ chart): each coordinate of both runs of :func:`l2_vs_decoupled`, step by step."""
+
     def build():
         from engine.course import plot
 
         runs = {"Adam + L2": paths.adam_l2, "AdamW": paths.adamw}
         t = np.arange(len(paths.adamw))
-        return (plot.curves(t, {f"{k}: θ₂": p[:, 1] for k, p in runs.items()}, x_title="step",
-                            y_title="θ₂ (no loss gradient)", height=220,
-                            colors={"Adam + L2: θ₂": "adam", "AdamW: θ₂": "adamw"}, title="The weight the loss ignores"),
-                plot.curves(t, {f"{k}: θ₁": p[:, 0] for k, p in runs.items()}, x_title="step",
-                            y_title="θ₁ (loss minimum at 2)", height=220,
-                            colors={"Adam + L2: θ₁": "adam", "AdamW: θ₁": "adamw"},
-                            title="The weight the loss wants at 2"))
+        return (
+            plot.curves(
+                t,
+                {f"{k}: θ₂": p[:, 1] for k, p in runs.items()},
+                x_title="step",
+                y_title="θ₂ (no loss gradient)",
+                height=220,
+                colors={"Adam + L2: θ₂": "adam", "AdamW: θ₂": "adamw"},
+                title="The weight the loss ignores",
+            ),
+            plot.curves(
+                t,
+                {f"{k}: θ₁": p[:, 0] for k, p in runs.items()},
+                x_title="step",
+                y_title="θ₁ (loss minimum at 2)",
+                height=220,
+                colors={"Adam + L2: θ₁": "adam", "AdamW: θ₁": "adamw"},
+                title="The weight the loss wants at 2",
+            ),
+        )
 
     return _same_arrays_chart((paths,), ("weight decay",), build)
 
@@ -963,21 +1220,25 @@ def phase_diagram(grid, rule, kappa: float = 100.0, steps: int = 100) -> PhaseDi
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         ratio = np.asarray(grid(rule, [1.0, kappa], PHASE_X / kappa, PHASE_MU, steps), dtype=np.float64)
     if ratio.shape != (len(PHASE_MU), len(PHASE_X)):
-        raise ValueError(f"phase_diagram: the grid function returned shape {ratio.shape}, "
-                         f"expected (len(mus), len(lrs)) = {(len(PHASE_MU), len(PHASE_X))}")
+        raise ValueError(
+            f"phase_diagram: the grid function returned shape {ratio.shape}, "
+            f"expected (len(mus), len(lrs)) = {(len(PHASE_MU), len(PHASE_X))}"
+        )
     ratio = np.where(np.isfinite(ratio), ratio, np.inf)
     xx, mm = np.meshgrid(PHASE_X, PHASE_MU)
     rate = np.maximum(momentum_rate(xx / kappa, mm), momentum_rate(xx, mm))
     i, j = np.unravel_index(int(np.argmin(ratio)), ratio.shape)
     root = math.sqrt(kappa)
     optimum = (kappa * (2.0 / (1.0 + root)) ** 2, ((root - 1.0) / (root + 1.0)) ** 2)
-    return PhaseDiagram(float(kappa), int(steps), PHASE_X, PHASE_MU, ratio, rate,
-                        (float(PHASE_X[j]), float(PHASE_MU[i])), optimum)
+    return PhaseDiagram(
+        float(kappa), int(steps), PHASE_X, PHASE_MU, ratio, rate, (float(PHASE_X[j]), float(PHASE_MU[i])), optimum
+    )
 
 
 def phase_chart(phase: PhaseDiagram):
     """The phase diagram: each cell coloured by log₁₀ f(θ_T)/f(θ₀) (blue fell, red grew, clipped to
     ±20), the theory's stability line ηλ_max = 2(1 + μ), and its best setting as a diamond."""
+
     def build():
         import altair as alt
 
@@ -991,24 +1252,54 @@ def phase_chart(phase: PhaseDiagram):
         cells = plot.data(eta=xx.ravel(), mu=mm.ravel(), shade=shade.ravel(), digits=4)
         x_scale = alt.Scale(domain=[0.0, 4.2], nice=False, zero=False)
         y_scale = alt.Scale(domain=[-dmu, 0.99 + dmu], nice=False, zero=False)
-        heat = alt.Chart(cells).mark_rect().transform_calculate(
-            x0=f"datum.eta - {dx!r}", x1=f"datum.eta + {dx!r}", y0=f"datum.mu - {dmu!r}", y1=f"datum.mu + {dmu!r}",
-        ).encode(
-            alt.X("x0:Q", title="η·λ_max", scale=x_scale), alt.X2("x1"),
-            alt.Y("y0:Q", title="momentum μ", scale=y_scale), alt.Y2("y1"),
-            alt.Color("shade:Q", title="log₁₀ f(θ_T)/f(θ₀)",
-                      scale=alt.Scale(scheme="redblue", reverse=True, domainMid=0, domain=[-20, 20])),
-            [alt.Tooltip("eta:Q", title="η·λ_max", format=".3f"), alt.Tooltip("mu:Q", title="μ", format=".3f"),
-             alt.Tooltip("shade:Q", title="log₁₀ f(θ_T)/f(θ₀)", format=".2f")])
-        line = alt.Chart(plot.data(x=np.array([2.0, 2.0 * 1.995]), y=np.array([0.0, 0.995]))).mark_line(
-            color=plot.color("reference"), strokeWidth=2.5, strokeDash=[6, 3]).encode(
-            alt.X("x:Q", scale=x_scale), alt.Y("y:Q", scale=y_scale))
-        best = alt.Chart(plot.data(x=np.array([phase.optimum[0]]), y=np.array([phase.optimum[1]]),
-                                   label="theory's best (η*, μ*)")).mark_point(
-            shape="diamond", size=120, filled=True, color=plot.color("target"), stroke="white").encode(
-            alt.X("x:Q", scale=x_scale), alt.Y("y:Q", scale=y_scale), alt.Tooltip("label:N"))
-        return alt.layer(heat, line, best, width="container", height=300,
-                         title=f"Momentum on ½(θ₁² + {phase.kappa:g}θ₂²) after {phase.steps} steps "
-                               "(dashed: ηλ_max = 2(1 + μ); ◆ the theory's best)")
+        heat = (
+            alt.Chart(cells)
+            .mark_rect()
+            .transform_calculate(
+                x0=f"datum.eta - {dx!r}",
+                x1=f"datum.eta + {dx!r}",
+                y0=f"datum.mu - {dmu!r}",
+                y1=f"datum.mu + {dmu!r}",
+            )
+            .encode(
+                alt.X("x0:Q", title="η·λ_max", scale=x_scale),
+                alt.X2("x1"),
+                alt.Y("y0:Q", title="momentum μ", scale=y_scale),
+                alt.Y2("y1"),
+                alt.Color(
+                    "shade:Q",
+                    title="log₁₀ f(θ_T)/f(θ₀)",
+                    scale=alt.Scale(scheme="redblue", reverse=True, domainMid=0, domain=[-20, 20]),
+                ),
+                [
+                    alt.Tooltip("eta:Q", title="η·λ_max", format=".3f"),
+                    alt.Tooltip("mu:Q", title="μ", format=".3f"),
+                    alt.Tooltip("shade:Q", title="log₁₀ f(θ_T)/f(θ₀)", format=".2f"),
+                ],
+            )
+        )
+        line = (
+            alt.Chart(plot.data(x=np.array([2.0, 2.0 * 1.995]), y=np.array([0.0, 0.995])))
+            .mark_line(color=plot.color("reference"), strokeWidth=2.5, strokeDash=[6, 3])
+            .encode(alt.X("x:Q", scale=x_scale), alt.Y("y:Q", scale=y_scale))
+        )
+        best = (
+            alt.Chart(
+                plot.data(
+                    x=np.array([phase.optimum[0]]), y=np.array([phase.optimum[1]]), label="theory's best (η*, μ*)"
+                )
+            )
+            .mark_point(shape="diamond", size=120, filled=True, color=plot.color("target"), stroke="white")
+            .encode(alt.X("x:Q", scale=x_scale), alt.Y("y:Q", scale=y_scale), alt.Tooltip("label:N"))
+        )
+        return alt.layer(
+            heat,
+            line,
+            best,
+            width="container",
+            height=300,
+            title=f"Momentum on ½(θ₁² + {phase.kappa:g}θ₂²) after {phase.steps} steps "
+            "(dashed: ηλ_max = 2(1 + μ); ◆ the theory's best)",
+        )
 
     return _same_arrays_chart((phase,), ("phase",), build)

@@ -35,20 +35,75 @@ from ._checks import _int, _positive
 from ._generative import DATASETS_2D, cached_by_code, code_key, toy_data_2d
 
 __all__ = [
-    "DATASETS_2D", "ESTIMATOR_FUNCTIONS", "BetaSweep", "EstimatorComparison", "ImageVAERun",
-    "KLCheck", "LatentGrid", "Lesson", "ReparamGradients", "VAERun", "beta_sweep", "decode_point",
-    "equivalent_beta", "estimator_comparison", "kl_check", "latent_grid", "reparam_gradients",
-    "toy_data_2d", "train_image_vae", "train_vae_2d", "IWAEBounds", "iwae_bounds",
-    "AggregatePosterior", "aggregate_posterior", "COLLAPSE_REMEDIES", "train_vae_remedy",
-    "Posterior", "encode_image", "CHECKPOINTS", "TOY_DEFAULTS", "SWEEP_BETAS", "SWEEP_STEPS",
-    "REMEDY_DEFAULTS", "IMAGE_DEFAULTS", "IWAE_KS", "default_vae_2d", "default_beta_sweep",
-    "default_aggregate_posterior", "default_remedies", "default_image_vae", "image_iwae",
-    "shipped_caption", "train_remedies", "toy_points", "digits", "AGGREGATE_BETAS",
-    "AGGREGATE_STEPS", "TOY_DEFAULTS_TEXT", "toy_state", "sweep_state", "aggregate_state",
-    "remedies_state", "digits_state", "LESSON_CODE", "iwae_state", "REMEDY_SEEDS", "RemedySeeds",
-    "remedies_over_seeds", "remedy_seeds_state", "default_remedy_seeds", "Interpolation", "interpolation",
-    "midpoints_to_data", "AmortisationGap", "amortisation_gap", "elbo_and_iwae_of_q", "amortisation_state",
-    "default_amortisation", "AMORTISATION_STEPS",
+    "DATASETS_2D",
+    "ESTIMATOR_FUNCTIONS",
+    "BetaSweep",
+    "EstimatorComparison",
+    "ImageVAERun",
+    "KLCheck",
+    "LatentGrid",
+    "Lesson",
+    "ReparamGradients",
+    "VAERun",
+    "beta_sweep",
+    "decode_point",
+    "equivalent_beta",
+    "estimator_comparison",
+    "kl_check",
+    "latent_grid",
+    "reparam_gradients",
+    "toy_data_2d",
+    "train_image_vae",
+    "train_vae_2d",
+    "IWAEBounds",
+    "iwae_bounds",
+    "AggregatePosterior",
+    "aggregate_posterior",
+    "COLLAPSE_REMEDIES",
+    "train_vae_remedy",
+    "Posterior",
+    "encode_image",
+    "CHECKPOINTS",
+    "TOY_DEFAULTS",
+    "SWEEP_BETAS",
+    "SWEEP_STEPS",
+    "REMEDY_DEFAULTS",
+    "IMAGE_DEFAULTS",
+    "IWAE_KS",
+    "default_vae_2d",
+    "default_beta_sweep",
+    "default_aggregate_posterior",
+    "default_remedies",
+    "default_image_vae",
+    "image_iwae",
+    "shipped_caption",
+    "train_remedies",
+    "toy_points",
+    "digits",
+    "AGGREGATE_BETAS",
+    "AGGREGATE_STEPS",
+    "TOY_DEFAULTS_TEXT",
+    "toy_state",
+    "sweep_state",
+    "aggregate_state",
+    "remedies_state",
+    "digits_state",
+    "LESSON_CODE",
+    "iwae_state",
+    "REMEDY_SEEDS",
+    "RemedySeeds",
+    "remedies_over_seeds",
+    "remedy_seeds_state",
+    "default_remedy_seeds",
+    "Interpolation",
+    "interpolation",
+    "midpoints_to_data",
+    "AmortisationGap",
+    "amortisation_gap",
+    "elbo_and_iwae_of_q",
+    "amortisation_state",
+    "default_amortisation",
+    "AMORTISATION_STEPS",
 ]
 
 
@@ -149,9 +204,16 @@ def reparam_gradients(reparameterize, mu=1.0, sigma=1.0, n=2000, seed=0) -> Repa
     estimate = (z * z).mean()
     estimate.backward()
     grad = [0.0 if t.grad is None else float(t.grad) for t in (mu_t, sigma_t)]  # no path: no gradient
-    return ReparamGradients(eps=eps, z=z.numpy(), estimate=float(estimate.item()), grad_mu=grad[0],
-                            grad_sigma=grad[1], value=mu**2 + sigma**2, exact_grad_mu=2 * mu,
-                            exact_grad_sigma=2 * sigma)
+    return ReparamGradients(
+        eps=eps,
+        z=z.numpy(),
+        estimate=float(estimate.item()),
+        grad_mu=grad[0],
+        grad_sigma=grad[1],
+        value=mu**2 + sigma**2,
+        exact_grad_mu=2 * mu,
+        exact_grad_sigma=2 * sigma,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -175,11 +237,10 @@ def kl_check(kl_to_prior, mu=1.0, sigma=0.5, n_samples=1000, seed=0) -> KLCheck:
     mu = np.array([[float(mu)]])
     logvar = np.log(np.array([[sigma**2]]))
     closed = float(np.asarray(kl_to_prior(Tensor(mu), Tensor(logvar)).numpy()).sum())
-    mc, se = vae.gaussian_kl_monte_carlo(mu, logvar, n_samples=_int(op, "n_samples", n_samples, 2),
-                                         seed=seed)
+    mc, se = vae.gaussian_kl_monte_carlo(mu, logvar, n_samples=_int(op, "n_samples", n_samples, 2), seed=seed)
     # an even grid for the prior, denser over μ ± 4σ where q lives: ~100 points resolve any σ
     x = np.union1d(np.linspace(-6, 6, 61), np.clip(np.linspace(-4, 4, 41) * sigma + mu[0, 0], -6, 6))
-    q = np.exp(-(x - mu[0, 0]) ** 2 / (2 * sigma**2)) / (sigma * math.sqrt(2 * math.pi))
+    q = np.exp(-((x - mu[0, 0]) ** 2) / (2 * sigma**2)) / (sigma * math.sqrt(2 * math.pi))
     p = np.exp(-(x**2) / 2) / math.sqrt(2 * math.pi)
     return KLCheck(closed=closed, mc=float(mc[0]), mc_se=float(se[0]), x=x, q=q, p=p)
 
@@ -220,8 +281,9 @@ def _pathwise(reparameterize, f, mu, sigma, eps) -> np.ndarray:
     return np.zeros(eps.shape[0]) if mu_rows.grad is None else mu_rows.grad.numpy()[:, 0].copy()
 
 
-def estimator_comparison(score_function, reparameterize, mu=1.0, sigma=1.0, f_name="z²", n_samples=1, n=2000,
-                         seed=0) -> EstimatorComparison:
+def estimator_comparison(
+    score_function, reparameterize, mu=1.0, sigma=1.0, f_name="z²", n_samples=1, n=2000, seed=0
+) -> EstimatorComparison:
     """``n`` estimates of ∂/∂μ E_{z~N(μ, σ²)}[f(z)] of ``n_samples`` draws each, all on the same
     draws ε (``seed``), by the notebook's cells: ``score_function(f, μ, σ, ε, baseline)``
     (REINFORCE, bare and with the baseline f(μ)) and the pathwise gradient through
@@ -233,8 +295,9 @@ def estimator_comparison(score_function, reparameterize, mu=1.0, sigma=1.0, f_na
     mu, sigma = float(mu), _positive(op, "sigma", sigma)
     if f_name not in _FUNCTIONS:
         raise ValueError(f"{op}: f_name must be one of {ESTIMATOR_FUNCTIONS}, got {f_name!r}")
-    exact = {"z²": 2 * mu, "sin z": math.cos(mu) * math.exp(-sigma**2 / 2),
-             "exp z": math.exp(mu + sigma**2 / 2)}[f_name]
+    exact = {"z²": 2 * mu, "sin z": math.cos(mu) * math.exp(-(sigma**2) / 2), "exp z": math.exp(mu + sigma**2 / 2)}[
+        f_name
+    ]
     f = _FUNCTIONS[f_name]
     eps = np.random.default_rng(seed).standard_normal((_int(op, "n", n, 2), _int(op, "n_samples", n_samples, 1)))
     with no_grad():
@@ -242,7 +305,9 @@ def estimator_comparison(score_function, reparameterize, mu=1.0, sigma=1.0, f_na
     return EstimatorComparison(
         score_function=np.asarray(score_function(f, mu, sigma, eps), dtype=np.float64),
         baseline=np.asarray(score_function(f, mu, sigma, eps, baseline=at_mu), dtype=np.float64),
-        reparameterized=_pathwise(reparameterize, f, mu, sigma, eps), exact=exact)
+        reparameterized=_pathwise(reparameterize, f, mu, sigma, eps),
+        exact=exact,
+    )
 
 
 @dataclass(eq=False)
@@ -268,8 +333,11 @@ def equivalent_beta(beta, obs_var, reference_var=0.05) -> float:
     ‖x − x̂‖²/(2σ²) + β·KL times σ²/σ₀² is ‖x − x̂‖²/(2σ₀²) + β(σ²/σ₀²)·KL (plus a constant), and
     Adam's steps do not change when the loss is multiplied by a constant. So the decoder variance
     σ² is the same knob as β: β' = β·σ²/σ₀²."""
-    return float(beta) * _positive("equivalent_beta", "obs_var", obs_var) / _positive(
-        "equivalent_beta", "reference_var", reference_var)
+    return (
+        float(beta)
+        * _positive("equivalent_beta", "obs_var", obs_var)
+        / _positive("equivalent_beta", "reference_var", reference_var)
+    )
 
 
 def _rows(op, X, n_eval, spare=1):
@@ -281,36 +349,69 @@ def _rows(op, X, n_eval, spare=1):
     return X[:-n_eval], X[-n_eval:]
 
 
-def _train(lesson, op, input_dim, train, *, hidden, latent_dim, obs_var, steps, lr, batch_size, seed,
-           on_step, **loss_settings):
+def _train(
+    lesson, op, input_dim, train, *, hidden, latent_dim, obs_var, steps, lr, batch_size, seed, on_step, **loss_settings
+):
     """A new ``lesson.model`` trained by ``lesson.train`` on a forked stream (``seed``): the model,
     and why training stopped ("" when it did not)."""
     with random.fork_rng(int(seed)):
-        model = lesson.model(input_dim, int(hidden), _int(op, "latent_dim", latent_dim, 1),
-                             _positive(op, "obs_var", obs_var))
+        model = lesson.model(
+            input_dim, int(hidden), _int(op, "latent_dim", latent_dim, 1), _positive(op, "obs_var", obs_var)
+        )
         try:
-            lesson.train(model, train, _int(op, "steps", steps, 1), lr=_positive(op, "lr", lr),
-                         batch_size=batch_size, on_step=on_step, **loss_settings)
+            lesson.train(
+                model,
+                train,
+                _int(op, "steps", steps, 1),
+                lr=_positive(op, "lr", lr),
+                batch_size=batch_size,
+                on_step=on_step,
+                **loss_settings,
+            )
         except FloatingPointError as error:
             return model, str(error)
     return model, ""
 
 
-def train_vae_2d(lesson, X, beta=1.0, latent_dim=2, steps=800, lr=3e-3, hidden=64, obs_var=0.05,
-                 n_eval=500, seed=0, on_step=None, labels=None) -> VAERun:
+def train_vae_2d(
+    lesson,
+    X,
+    beta=1.0,
+    latent_dim=2,
+    steps=800,
+    lr=3e-3,
+    hidden=64,
+    obs_var=0.05,
+    n_eval=500,
+    seed=0,
+    on_step=None,
+    labels=None,
+) -> VAERun:
     """The lesson's VAE with a Gaussian decoder p(x | z) = N(x̂(z), obs_var·I) trained by the
     lesson's loop on 2-D points (the last ``n_eval`` rows held out), with the held-out budget
     measured at the end. ``labels`` (one per row, optional) are kept for the held-out rows, to
     colour them. Seeded on a forked stream (the global one is left as it was)."""
     op = "train_vae_2d"
     train, held = _rows(op, X, n_eval)
-    model, stopped = _train(lesson, op, train.shape[1], train, hidden=hidden, latent_dim=latent_dim,
-                            obs_var=obs_var, steps=steps, lr=lr, batch_size=128, seed=seed, on_step=on_step,
-                            beta=float(beta))
+    model, stopped = _train(
+        lesson,
+        op,
+        train.shape[1],
+        train,
+        hidden=hidden,
+        latent_dim=latent_dim,
+        obs_var=obs_var,
+        steps=steps,
+        lr=lr,
+        batch_size=128,
+        seed=seed,
+        on_step=on_step,
+        beta=float(beta),
+    )
     if stopped:
         return VAERun(model=model, stopped=stopped)
     run = _held_out_run(lesson, model, held, beta, seed)
-    run.labels = None if labels is None else np.asarray(labels)[-len(held):]
+    run.labels = None if labels is None else np.asarray(labels)[-len(held) :]
     return run
 
 
@@ -322,8 +423,15 @@ def _held_out_run(lesson, model, held, beta, seed) -> VAERun:
     latents = _encode(lesson, model, held)[0]
     with random.fork_rng(int(seed) + 2):
         samples = _prior_samples(lesson, model, len(held))
-    return VAERun(model=model, latents=latents, held_out=held, reconstructions=_decode(lesson, model, latents),
-                  samples=samples, beta=float(beta), **final)
+    return VAERun(
+        model=model,
+        latents=latents,
+        held_out=held,
+        reconstructions=_decode(lesson, model, latents),
+        samples=samples,
+        beta=float(beta),
+        **final,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -345,8 +453,9 @@ class BetaSweep:
         return -np.sort(-self.kl_per_dim, axis=1)
 
 
-def beta_sweep(lesson, X, betas=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0), latent_dim=3, steps=600, obs_var=0.05,
-               seed=0, on_step=None) -> BetaSweep:
+def beta_sweep(
+    lesson, X, betas=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0), latent_dim=3, steps=600, obs_var=0.05, seed=0, on_step=None
+) -> BetaSweep:
     """:func:`train_vae_2d` once per β (same seed, same data). As β grows the KL is squeezed out
     dimension by dimension (posterior collapse) and the reconstruction worsens. ``on_step(done)``
     counts steps over the whole sweep."""
@@ -354,8 +463,9 @@ def beta_sweep(lesson, X, betas=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0), latent_dim=3, 
     recon, kl_dims, elbos = [], [], []
     for i, beta in enumerate(betas):
         hook = None if on_step is None else (lambda s, i=i: on_step(i * steps + s))
-        run = train_vae_2d(lesson, X, beta=beta, latent_dim=latent_dim, steps=steps, obs_var=obs_var,
-                           seed=seed, on_step=hook)
+        run = train_vae_2d(
+            lesson, X, beta=beta, latent_dim=latent_dim, steps=steps, obs_var=obs_var, seed=seed, on_step=hook
+        )
         failed = bool(run.stopped)
         recon.append(math.nan if failed else run.recon)
         kl_dims.append(np.full(latent_dim, np.nan) if failed else run.kl_per_dim)
@@ -366,9 +476,14 @@ def beta_sweep(lesson, X, betas=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0), latent_dim=3, 
 def _sweep(betas, recon, kl_per_dim, elbo) -> BetaSweep:
     """The sweep's table from its measured columns (the totals and the active counts follow)."""
     kl_per_dim = np.asarray(kl_per_dim, dtype=np.float64)
-    return BetaSweep(betas=np.asarray(betas, dtype=np.float64), recon=np.asarray(recon, dtype=np.float64),
-                     kl_per_dim=kl_per_dim, kl=kl_per_dim.sum(axis=1), elbo=np.asarray(elbo, dtype=np.float64),
-                     active=(kl_per_dim > 0.05).sum(axis=1))
+    return BetaSweep(
+        betas=np.asarray(betas, dtype=np.float64),
+        recon=np.asarray(recon, dtype=np.float64),
+        kl_per_dim=kl_per_dim,
+        kl=kl_per_dim.sum(axis=1),
+        elbo=np.asarray(elbo, dtype=np.float64),
+        active=(kl_per_dim > 0.05).sum(axis=1),
+    )
 
 
 @dataclass(eq=False)
@@ -386,8 +501,19 @@ class ImageVAERun:
     iwae_tables: dict = field(default_factory=dict)  # per IWAE bound's code_key: the rows computed so far
 
 
-def train_image_vae(lesson, train_images, test_images, test_labels, steps=400, latent_dim=2, hidden=128,
-                    lr=2e-3, obs_var=0.05, seed=0, on_step=None) -> ImageVAERun:
+def train_image_vae(
+    lesson,
+    train_images,
+    test_images,
+    test_labels,
+    steps=400,
+    latent_dim=2,
+    hidden=128,
+    lr=2e-3,
+    obs_var=0.05,
+    seed=0,
+    on_step=None,
+) -> ImageVAERun:
     """The lesson's VAE on flattened images [N, H, W] with a Gaussian decoder
     p(x | z) = N(x̂(z), obs_var·I): grey pixels are intensities, not coin flips, and the Gaussian
     is a normalised density on them, so the held-out ELBO is a bound on log p(x). Trained on
@@ -399,9 +525,20 @@ def train_image_vae(lesson, train_images, test_images, test_labels, steps=400, l
         raise ValueError(f"{op}: images must be [N, H, W] of one size, got {train.shape} and {test.shape}")
     shape = train.shape[1:]
     flat = int(np.prod(shape))
-    model, stopped = _train(lesson, op, flat, train.reshape(len(train), flat), hidden=hidden,
-                            latent_dim=latent_dim, obs_var=obs_var, steps=steps, lr=lr, batch_size=64,
-                            seed=seed, on_step=on_step)
+    model, stopped = _train(
+        lesson,
+        op,
+        flat,
+        train.reshape(len(train), flat),
+        hidden=hidden,
+        latent_dim=latent_dim,
+        obs_var=obs_var,
+        steps=steps,
+        lr=lr,
+        batch_size=64,
+        seed=seed,
+        on_step=on_step,
+    )
     if stopped:
         return ImageVAERun(model=model, image_shape=shape, stopped=stopped)
     return _held_out_images(lesson, model, test, test_labels, seed)
@@ -415,8 +552,15 @@ def _held_out_images(lesson, model, test, test_labels, seed) -> ImageVAERun:
     mu, _ = _encode(lesson, model, held)
     with random.fork_rng(int(seed) + 1):
         elbo = _measure(lesson, model, held)["elbo"]
-    return ImageVAERun(model=model, image_shape=test.shape[1:], latents=mu, labels=np.asarray(test_labels),
-                       images=test, reconstructions=_decode(lesson, model, mu).reshape(test.shape), elbo=elbo)
+    return ImageVAERun(
+        model=model,
+        image_shape=test.shape[1:],
+        latents=mu,
+        labels=np.asarray(test_labels),
+        images=test,
+        reconstructions=_decode(lesson, model, mu).reshape(test.shape),
+        elbo=elbo,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -489,13 +633,18 @@ def interpolation(lesson, interpolate, run, a, b, steps=7) -> Interpolation:
     codes = np.asarray(interpolate(run.latents[a], run.latents[b], steps), dtype=np.float64)
     pixels = np.asarray(interpolate(flat[a].astype(np.float64), flat[b].astype(np.float64), steps))
     if codes.shape != (steps, run.latents.shape[1]) or pixels.shape != (steps, flat.shape[1]):
-        raise ValueError(f"{op}: interpolate(u, v, {steps}) must give [{steps}, len(u)] rows, "
-                         f"got {codes.shape} and {pixels.shape}")
+        raise ValueError(
+            f"{op}: interpolate(u, v, {steps}) must give [{steps}, len(u)] rows, got {codes.shape} and {pixels.shape}"
+        )
     latent_mid, pixel_mid, flat = _midpoints(lesson, interpolate, run, [(a, b)])
     distances = _nearest_distance(flat, np.concatenate([latent_mid, pixel_mid]), [(a, b), (a, b)])
-    return Interpolation(codes=codes, latent_path=_decode(lesson, run.model, codes).reshape((steps,) + run.image_shape),
-                         pixel_path=pixels.reshape((steps,) + run.image_shape),
-                         latent_distance=float(distances[0]), pixel_distance=float(distances[1]))
+    return Interpolation(
+        codes=codes,
+        latent_path=_decode(lesson, run.model, codes).reshape((steps,) + run.image_shape),
+        pixel_path=pixels.reshape((steps,) + run.image_shape),
+        latent_distance=float(distances[0]),
+        pixel_distance=float(distances[1]),
+    )
 
 
 def midpoints_to_data(lesson, interpolate, run, indices) -> np.ndarray:
@@ -503,7 +652,7 @@ def midpoints_to_data(lesson, interpolate, run, indices) -> np.ndarray:
     midpoint of b to a is the same), the distances :func:`interpolation` reports for its latent
     and its pixel midpoint."""
     indices = list(indices)
-    pairs = [(a, b) for i, a in enumerate(indices) for b in indices[i + 1:]]
+    pairs = [(a, b) for i, a in enumerate(indices) for b in indices[i + 1 :]]
     latent_mid, pixel_mid, flat = _midpoints(lesson, interpolate, run, pairs)
     return np.stack([_nearest_distance(flat, latent_mid, pairs), _nearest_distance(flat, pixel_mid, pairs)], axis=1)
 
@@ -536,16 +685,18 @@ def iwae_bounds(bound, model, X, Ks=(1, 10, 100), seed=0) -> IWAEBounds:
         per_image = np.asarray(bound(model, X, K, np.random.default_rng((int(seed), stream))), dtype=np.float64)
         means.append(per_image.mean())
         errors.append(per_image.std(ddof=1) / math.sqrt(len(X)) if len(X) > 1 else math.nan)
-    return IWAEBounds(K=np.asarray(Ks), bound=np.asarray(means[1:]), standard_error=np.asarray(errors[1:]),
-                      elbo=float(means[0]))
+    return IWAEBounds(
+        K=np.asarray(Ks), bound=np.asarray(means[1:]), standard_error=np.asarray(errors[1:]), elbo=float(means[0])
+    )
 
 
 def _iwae_rows(table: IWAEBounds, Ks) -> IWAEBounds:
     """The rows ``Ks`` of a table :func:`iwae_bounds` made (each row has its own stream, so the
     rows are what a new call with these ``Ks`` would compute)."""
     where = [int(np.flatnonzero(table.K == k)[0]) for k in Ks]
-    return IWAEBounds(K=table.K[where], bound=table.bound[where], standard_error=table.standard_error[where],
-                      elbo=table.elbo)
+    return IWAEBounds(
+        K=table.K[where], bound=table.bound[where], standard_error=table.standard_error[where], elbo=table.elbo
+    )
 
 
 def image_iwae(bound, run, Ks=(1, 10, 100)) -> IWAEBounds:
@@ -558,9 +709,12 @@ def image_iwae(bound, run, Ks=(1, 10, 100)) -> IWAEBounds:
     if missing:
         new = iwae_bounds(bound, run.model, run.images, Ks=missing, seed=0)
         if table is not None:  # the ELBO row has its own stream too: the same in both
-            new = IWAEBounds(K=np.concatenate([table.K, new.K]), bound=np.concatenate([table.bound, new.bound]),
-                             standard_error=np.concatenate([table.standard_error, new.standard_error]),
-                             elbo=table.elbo)
+            new = IWAEBounds(
+                K=np.concatenate([table.K, new.K]),
+                bound=np.concatenate([table.bound, new.bound]),
+                standard_error=np.concatenate([table.standard_error, new.standard_error]),
+                elbo=table.elbo,
+            )
         table = run.iwae_tables[code_key(bound)] = new
     return _iwae_rows(table, Ks)
 
@@ -615,8 +769,9 @@ def amortisation_gap(lesson, fit, run, steps=200, K=300, seed=0, on_step=None) -
     with random.fork_rng(int(seed)):
         mu, logvar = (np.asarray(v, dtype=np.float64) for v in fit(run.model, x, steps, on_step=on_step))
     if mu.shape != run.latents.shape or logvar.shape != run.latents.shape:
-        raise ValueError(f"{op}: fit must return μ and log σ² of shape {run.latents.shape}, got {mu.shape} "
-                         f"and {logvar.shape}")
+        raise ValueError(
+            f"{op}: fit must return μ and log σ² of shape {run.latents.shape}, got {mu.shape} and {logvar.shape}"
+        )
     rng = np.random.default_rng(int(seed) + 1)
     encoder_elbo, _ = elbo_and_iwae_of_q(lesson, run.model, x, *_encode(lesson, run.model, x), K, rng)
     fitted_elbo, fitted_iwae = elbo_and_iwae_of_q(lesson, run.model, x, mu, logvar, K, rng)
@@ -635,8 +790,9 @@ class AggregatePosterior:
     samples_to_data: np.ndarray  # energy distance of decoded z ~ N(0, I) to the held-out data
 
 
-def aggregate_posterior(lesson, X, betas=(0.0, 0.1, 1.0, 10.0), steps=600, obs_var=0.05, n_eval=500, seed=0,
-                        on_step=None) -> AggregatePosterior:
+def aggregate_posterior(
+    lesson, X, betas=(0.0, 0.1, 1.0, 10.0), steps=600, obs_var=0.05, n_eval=500, seed=0, on_step=None
+) -> AggregatePosterior:
     """Train the lesson's VAE with a 2-D code per β (β = 0: a plain autoencoder with noisy codes)
     and draw one z ~ q(z | x) per held-out x: the aggregate posterior q(z), which the prior
     N(0, I) should match for decoded prior samples to look like data."""
@@ -646,8 +802,9 @@ def aggregate_posterior(lesson, X, betas=(0.0, 0.1, 1.0, 10.0), steps=600, obs_v
     rng = np.random.default_rng(seed + 3)
     for i, beta in enumerate(betas):
         hook = None if on_step is None else (lambda s, i=i: on_step(i * steps + s))
-        run = train_vae_2d(lesson, X, beta=beta, latent_dim=2, steps=steps, obs_var=obs_var, n_eval=n_eval,
-                           seed=seed, on_step=hook)
+        run = train_vae_2d(
+            lesson, X, beta=beta, latent_dim=2, steps=steps, obs_var=obs_var, n_eval=n_eval, seed=seed, on_step=hook
+        )
         if run.stopped:
             raise ValueError(f"aggregate_posterior: training at β = {beta:g} failed: {run.stopped}")
         logvar = _encode(lesson, run.model, run.held_out)[1]
@@ -655,16 +812,33 @@ def aggregate_posterior(lesson, X, betas=(0.0, 0.1, 1.0, 10.0), steps=600, obs_v
         codes.append(z)
         to_prior.append(energy_distance(z, rng.standard_normal(z.shape)))
         to_data.append(energy_distance(run.samples.astype(np.float64), run.held_out.astype(np.float64)))
-    return AggregatePosterior(betas=np.asarray(betas, dtype=np.float64), codes=codes,
-                              to_prior=np.asarray(to_prior), samples_to_data=np.asarray(to_data))
+    return AggregatePosterior(
+        betas=np.asarray(betas, dtype=np.float64),
+        codes=codes,
+        to_prior=np.asarray(to_prior),
+        samples_to_data=np.asarray(to_data),
+    )
 
 
 # ----------------------------------------------------------------------------- remedies for collapse
 COLLAPSE_REMEDIES = ("none", "KL annealing", "free bits")
 
 
-def train_vae_remedy(lesson, X, beta=10.0, remedy="free bits", free_bits=0.5, latent_dim=3, steps=800,
-                     lr=3e-3, hidden=64, obs_var=0.05, n_eval=500, seed=0, on_step=None) -> VAERun:
+def train_vae_remedy(
+    lesson,
+    X,
+    beta=10.0,
+    remedy="free bits",
+    free_bits=0.5,
+    latent_dim=3,
+    steps=800,
+    lr=3e-3,
+    hidden=64,
+    obs_var=0.05,
+    n_eval=500,
+    seed=0,
+    on_step=None,
+) -> VAERun:
     """:func:`train_vae_2d` with a remedy for posterior collapse, which the lesson's loop applies:
 
     - "KL annealing" (Bowman et al. 2016): ``anneal=True``, the KL weight rises linearly from 0
@@ -678,10 +852,23 @@ def train_vae_remedy(lesson, X, beta=10.0, remedy="free bits", free_bits=0.5, la
     if remedy not in COLLAPSE_REMEDIES:
         raise ValueError(f"{op}: remedy must be one of {COLLAPSE_REMEDIES}, got {remedy!r}")
     train, held = _rows(op, X, n_eval, spare=128)
-    model, stopped = _train(lesson, op, train.shape[1], train, hidden=hidden, latent_dim=latent_dim,
-                            obs_var=obs_var, steps=steps, lr=lr, batch_size=128, seed=seed, on_step=on_step,
-                            beta=float(beta), free_bits=float(free_bits) if remedy == "free bits" else 0.0,
-                            anneal=remedy == "KL annealing")
+    model, stopped = _train(
+        lesson,
+        op,
+        train.shape[1],
+        train,
+        hidden=hidden,
+        latent_dim=latent_dim,
+        obs_var=obs_var,
+        steps=steps,
+        lr=lr,
+        batch_size=128,
+        seed=seed,
+        on_step=on_step,
+        beta=float(beta),
+        free_bits=float(free_bits) if remedy == "free bits" else 0.0,
+        anneal=remedy == "KL annealing",
+    )
     if stopped:
         return VAERun(model=model, stopped=stopped)
     run = _held_out_run(lesson, model, held, 1.0, seed)
@@ -689,15 +876,26 @@ def train_vae_remedy(lesson, X, beta=10.0, remedy="free bits", free_bits=0.5, la
     return run
 
 
-def train_remedies(lesson, X, beta=10.0, free_bits=0.5, latent_dim=3, steps=800, obs_var=0.05, seed=0,
-                   on_step=None) -> dict:
+def train_remedies(
+    lesson, X, beta=10.0, free_bits=0.5, latent_dim=3, steps=800, obs_var=0.05, seed=0, on_step=None
+) -> dict:
     """:func:`train_vae_remedy` once per remedy of :data:`COLLAPSE_REMEDIES` (same seed, same
     data): ``{remedy: VAERun}``. ``on_step(done)`` counts steps over the three trainings."""
     runs = {}
     for i, remedy in enumerate(COLLAPSE_REMEDIES):
         hook = None if on_step is None else (lambda s, i=i: on_step(i * steps + s))
-        runs[remedy] = train_vae_remedy(lesson, X, beta=beta, remedy=remedy, free_bits=free_bits,
-                                        latent_dim=latent_dim, steps=steps, obs_var=obs_var, seed=seed, on_step=hook)
+        runs[remedy] = train_vae_remedy(
+            lesson,
+            X,
+            beta=beta,
+            remedy=remedy,
+            free_bits=free_bits,
+            latent_dim=latent_dim,
+            steps=steps,
+            obs_var=obs_var,
+            seed=seed,
+            on_step=hook,
+        )
     return runs
 
 
@@ -717,22 +915,40 @@ class RemedySeeds:
 
 def _remedy_seeds(seeds, runs: list) -> RemedySeeds:
     """The table of ``runs`` (one ``{remedy: run or numbers}`` per seed)."""
+
     def column(name, what):
-        return np.asarray([r[name][what] if isinstance(r[name], dict) else getattr(r[name], what) for r in runs],
-                          dtype=np.float64)
-    return RemedySeeds(seeds=np.asarray(seeds), kl_per_dim={n: column(n, "kl_per_dim") for n in COLLAPSE_REMEDIES},
-                       elbo={n: column(n, "elbo") for n in COLLAPSE_REMEDIES})
+        return np.asarray(
+            [r[name][what] if isinstance(r[name], dict) else getattr(r[name], what) for r in runs], dtype=np.float64
+        )
+
+    return RemedySeeds(
+        seeds=np.asarray(seeds),
+        kl_per_dim={n: column(n, "kl_per_dim") for n in COLLAPSE_REMEDIES},
+        elbo={n: column(n, "elbo") for n in COLLAPSE_REMEDIES},
+    )
 
 
-def remedies_over_seeds(lesson, X, seeds=(0, 1, 2, 3, 4), beta=10.0, free_bits=0.5, latent_dim=3, steps=800,
-                        obs_var=0.05, on_step=None) -> RemedySeeds:
+def remedies_over_seeds(
+    lesson, X, seeds=(0, 1, 2, 3, 4), beta=10.0, free_bits=0.5, latent_dim=3, steps=800, obs_var=0.05, on_step=None
+) -> RemedySeeds:
     """:func:`train_remedies` once per seed (same data): whether what one run shows holds
     for others. ``on_step(done)`` counts steps over all the trainings."""
     runs, per_seed = [], len(COLLAPSE_REMEDIES) * steps
     for i, seed in enumerate(seeds):
         hook = None if on_step is None else (lambda s, i=i: on_step(i * per_seed + s))
-        runs.append(train_remedies(lesson, X, beta=beta, free_bits=free_bits, latent_dim=latent_dim, steps=steps,
-                                   obs_var=obs_var, seed=seed, on_step=hook))
+        runs.append(
+            train_remedies(
+                lesson,
+                X,
+                beta=beta,
+                free_bits=free_bits,
+                latent_dim=latent_dim,
+                steps=steps,
+                obs_var=obs_var,
+                seed=seed,
+                on_step=hook,
+            )
+        )
     return _remedy_seeds(seeds, runs)
 
 
@@ -776,8 +992,9 @@ REMEDY_SEEDS = (0, 1, 2, 3, 4)  # seed 0 is the run the table shows (vae_remedie
 IMAGE_DEFAULTS = {"steps": 400, "obs_var": 0.05}
 IWAE_KS = (1, 3, 10, 30, 100, 300)  # the K the notebook offers
 AMORTISATION_STEPS = 200  # the optimiser's steps per image's q in the shipped amortisation gap
-TOY_DEFAULTS_TEXT = (f"{TOY_DEFAULTS['data']}, σ²ₓ = {TOY_DEFAULTS['obs_var']:g}, "
-                     f"{TOY_DEFAULTS['latent_dim']} latent dimensions")
+TOY_DEFAULTS_TEXT = (
+    f"{TOY_DEFAULTS['data']}, σ²ₓ = {TOY_DEFAULTS['obs_var']:g}, {TOY_DEFAULTS['latent_dim']} latent dimensions"
+)
 LESSON_CODE = ("vae_model", "encode", "decode", "reparameterize", "kl_to_prior", "negative_elbo", "train_vae")
 
 
@@ -796,9 +1013,13 @@ def digits():
 
 def _model_state(model) -> dict:
     """What rebuilds a Gaussian-decoder VAE: its sizes, decoder variance and parameters."""
-    return {"input_dim": model.input_dim, "hidden": int(model.to_mu.weight.shape[1]),
-            "latent_dim": model.latent_dim, "obs_var": model.obs_var,
-            "parameters": {name: p.data for name, p in model.state_dict().items()}}
+    return {
+        "input_dim": model.input_dim,
+        "hidden": int(model.to_mu.weight.shape[1]),
+        "latent_dim": model.latent_dim,
+        "obs_var": model.obs_var,
+        "parameters": {name: p.data for name, p in model.state_dict().items()},
+    }
 
 
 def _model_from_state(lesson, state):
@@ -810,9 +1031,10 @@ def _model_from_state(lesson, state):
             raise TypeError(f"it made a {type(model).__name__}, not a module")
         model.load_state_dict(state["parameters"])
     except (AttributeError, KeyError, TypeError, ValueError) as error:
-        raise ValueError(f"the shipped parameters do not fit this page's `{getattr(lesson.model, '__name__', '?')}` "
-                         f"({error}), so they are not loaded: train with the button to see what your code does") \
-            from None
+        raise ValueError(
+            f"the shipped parameters do not fit this page's `{getattr(lesson.model, '__name__', '?')}` "
+            f"({error}), so they are not loaded: train with the button to see what your code does"
+        ) from None
     return model
 
 
@@ -828,39 +1050,60 @@ def _shipped(module, lesson):
 def toy_state(lesson) -> dict:
     """Section 5's default VAE (:data:`TOY_DEFAULTS`, seed 0) trained by ``lesson``: its state."""
     d = TOY_DEFAULTS
-    run = train_vae_2d(lesson, toy_points()[0], beta=d["beta"], latent_dim=d["latent_dim"], steps=d["steps"],
-                       obs_var=d["obs_var"], seed=0)
+    run = train_vae_2d(
+        lesson,
+        toy_points()[0],
+        beta=d["beta"],
+        latent_dim=d["latent_dim"],
+        steps=d["steps"],
+        obs_var=d["obs_var"],
+        seed=0,
+    )
     return _model_state(run.model)
 
 
 def sweep_state(lesson) -> dict:
     """The default β sweep (:data:`SWEEP_BETAS`) trained by ``lesson``: its table."""
     d = TOY_DEFAULTS
-    sweep = beta_sweep(lesson, toy_points()[0], SWEEP_BETAS, latent_dim=d["latent_dim"], steps=SWEEP_STEPS,
-                       obs_var=d["obs_var"], seed=0)
+    sweep = beta_sweep(
+        lesson,
+        toy_points()[0],
+        SWEEP_BETAS,
+        latent_dim=d["latent_dim"],
+        steps=SWEEP_STEPS,
+        obs_var=d["obs_var"],
+        seed=0,
+    )
     return {"betas": sweep.betas, "recon": sweep.recon, "kl_per_dim": sweep.kl_per_dim, "elbo": sweep.elbo}
 
 
 def aggregate_state(lesson) -> dict:
     """The default aggregate posteriors (:data:`AGGREGATE_BETAS`) trained by ``lesson``."""
-    found = aggregate_posterior(lesson, toy_points()[0], betas=AGGREGATE_BETAS, steps=AGGREGATE_STEPS,
-                                obs_var=TOY_DEFAULTS["obs_var"], seed=0)
-    return {"betas": found.betas, "codes": np.stack(found.codes), "to_prior": found.to_prior,
-            "samples_to_data": found.samples_to_data}
+    found = aggregate_posterior(
+        lesson, toy_points()[0], betas=AGGREGATE_BETAS, steps=AGGREGATE_STEPS, obs_var=TOY_DEFAULTS["obs_var"], seed=0
+    )
+    return {
+        "betas": found.betas,
+        "codes": np.stack(found.codes),
+        "to_prior": found.to_prior,
+        "samples_to_data": found.samples_to_data,
+    }
 
 
 def remedies_state(lesson) -> dict:
     """The default remedy runs (:data:`REMEDY_DEFAULTS`) trained by ``lesson``: their numbers."""
     runs = train_remedies(lesson, toy_points()[0], obs_var=TOY_DEFAULTS["obs_var"], seed=0, **REMEDY_DEFAULTS)
-    return {name: {"recon": r.recon, "kl": r.kl, "kl_per_dim": r.kl_per_dim, "elbo": r.elbo}
-            for name, r in runs.items()}
+    return {
+        name: {"recon": r.recon, "kl": r.kl, "kl_per_dim": r.kl_per_dim, "elbo": r.elbo} for name, r in runs.items()
+    }
 
 
 def remedy_seeds_state(lesson) -> dict:
     """The remedy runs at :data:`REMEDY_DEFAULTS` for the seeds of :data:`REMEDY_SEEDS` after the
     first (the first is :func:`remedies_state`'s): per remedy, their held-out numbers by seed."""
-    found = remedies_over_seeds(lesson, toy_points()[0], seeds=REMEDY_SEEDS[1:], obs_var=TOY_DEFAULTS["obs_var"],
-                                **REMEDY_DEFAULTS)
+    found = remedies_over_seeds(
+        lesson, toy_points()[0], seeds=REMEDY_SEEDS[1:], obs_var=TOY_DEFAULTS["obs_var"], **REMEDY_DEFAULTS
+    )
     return {name: {"kl_per_dim": found.kl_per_dim[name], "elbo": found.elbo[name]} for name in COLLAPSE_REMEDIES}
 
 
@@ -883,17 +1126,24 @@ def amortisation_state(lesson, fit) -> dict:
     """The amortisation gap of the shipped digit VAE with :data:`AMORTISATION_STEPS` steps of the
     notebook's ``fit``: what section 7 opens on."""
     found = amortisation_gap(lesson, fit, default_image_vae(lesson), steps=AMORTISATION_STEPS)
-    return {"steps": found.steps, "encoder_elbo": found.encoder_elbo, "fitted_elbo": found.fitted_elbo,
-            "fitted_iwae": found.fitted_iwae}
+    return {
+        "steps": found.steps,
+        "encoder_elbo": found.encoder_elbo,
+        "fitted_elbo": found.fitted_elbo,
+        "fitted_iwae": found.fitted_iwae,
+    }
 
 
-CHECKPOINTS = {name: checkpoints.FromNotebook(notebook="08_vae", function=f"shipped_{name[4:]}", code=LESSON_CODE)
-               for name in ("vae_toy", "vae_sweep", "vae_aggregate", "vae_remedies", "vae_remedy_seeds",
-                            "vae_digits")}
-CHECKPOINTS["vae_iwae"] = checkpoints.FromNotebook(notebook="08_vae", function="shipped_iwae",
-                                                   code=(*LESSON_CODE, "iwae_bound"))
-CHECKPOINTS["vae_amortisation"] = checkpoints.FromNotebook(notebook="08_vae", function="shipped_amortisation",
-                                                           code=(*LESSON_CODE, "fit_posterior"))
+CHECKPOINTS = {
+    name: checkpoints.FromNotebook(notebook="08_vae", function=f"shipped_{name[4:]}", code=LESSON_CODE)
+    for name in ("vae_toy", "vae_sweep", "vae_aggregate", "vae_remedies", "vae_remedy_seeds", "vae_digits")
+}
+CHECKPOINTS["vae_iwae"] = checkpoints.FromNotebook(
+    notebook="08_vae", function="shipped_iwae", code=(*LESSON_CODE, "iwae_bound")
+)
+CHECKPOINTS["vae_amortisation"] = checkpoints.FromNotebook(
+    notebook="08_vae", function="shipped_amortisation", code=(*LESSON_CODE, "fit_posterior")
+)
 
 
 @cached_by_code(maxsize=4)
@@ -919,16 +1169,28 @@ def default_beta_sweep(lesson) -> BetaSweep:
 def default_aggregate_posterior(lesson) -> AggregatePosterior:
     """The shipped aggregate posteriors (:data:`AGGREGATE_BETAS`, the default data)."""
     state = _shipped(_aggregate_checkpoint, lesson)
-    return AggregatePosterior(betas=state["betas"], codes=list(state["codes"]), to_prior=state["to_prior"],
-                              samples_to_data=state["samples_to_data"])
+    return AggregatePosterior(
+        betas=state["betas"],
+        codes=list(state["codes"]),
+        to_prior=state["to_prior"],
+        samples_to_data=state["samples_to_data"],
+    )
 
 
 @cached_by_code(maxsize=4)
 def default_remedies(lesson) -> dict:
     """The shipped remedy runs (:data:`REMEDY_DEFAULTS`): their held-out numbers, no models."""
-    return {name: VAERun(model=None, recon=numbers["recon"], kl=numbers["kl"], kl_per_dim=numbers["kl_per_dim"],
-                         elbo=numbers["elbo"], beta=REMEDY_DEFAULTS["beta"])
-            for name, numbers in _shipped(_remedies_checkpoint, lesson).items()}
+    return {
+        name: VAERun(
+            model=None,
+            recon=numbers["recon"],
+            kl=numbers["kl"],
+            kl_per_dim=numbers["kl_per_dim"],
+            elbo=numbers["elbo"],
+            beta=REMEDY_DEFAULTS["beta"],
+        )
+        for name, numbers in _shipped(_remedies_checkpoint, lesson).items()
+    }
 
 
 @cached_by_code(maxsize=4)
@@ -937,8 +1199,10 @@ def default_remedy_seeds(lesson) -> RemedySeeds:
     gives it, the others from their own checkpoint."""
     first = {name: {"kl_per_dim": run.kl_per_dim, "elbo": run.elbo} for name, run in default_remedies(lesson).items()}
     rest = _shipped(_remedy_seeds_checkpoint, lesson)
-    runs = [first] + [{name: {what: rest[name][what][i] for what in ("kl_per_dim", "elbo")} for name in rest}
-                      for i in range(len(REMEDY_SEEDS) - 1)]
+    runs = [first] + [
+        {name: {what: rest[name][what][i] for what in ("kl_per_dim", "elbo")} for name in rest}
+        for i in range(len(REMEDY_SEEDS) - 1)
+    ]
     return _remedy_seeds(REMEDY_SEEDS, runs)
 
 
@@ -949,13 +1213,15 @@ def default_image_vae(lesson, bound=None) -> ImageVAERun:
     also its shipped IWAE table when that is what ``bound`` computes (else :func:`image_iwae`
     computes the rows asked for)."""
     _, test, labels = digits()
-    run = _held_out_images(lesson, _model_from_state(lesson, _shipped(_digits_checkpoint, lesson)), test, labels,
-                           seed=0)
+    run = _held_out_images(
+        lesson, _model_from_state(lesson, _shipped(_digits_checkpoint, lesson)), test, labels, seed=0
+    )
     if bound is not None:
         table, _ = checkpoints.load_if_fits(_iwae_checkpoint, *lesson.code, bound)
         if table is not None:
-            run.iwae_tables[code_key(bound)] = IWAEBounds(K=table["K"], bound=table["bound"],
-                                                standard_error=table["standard_error"], elbo=table["elbo"])
+            run.iwae_tables[code_key(bound)] = IWAEBounds(
+                K=table["K"], bound=table["bound"], standard_error=table["standard_error"], elbo=table["elbo"]
+            )
     return run
 
 
@@ -966,12 +1232,18 @@ def default_amortisation(lesson, fit) -> AmortisationGap:
     state, reason = checkpoints.load_if_fits(_amortisation_checkpoint, *lesson.code, fit)
     if state is None:
         raise ValueError(reason)
-    return AmortisationGap(steps=int(state["steps"]), encoder_elbo=state["encoder_elbo"],
-                           fitted_elbo=state["fitted_elbo"], fitted_iwae=state["fitted_iwae"])
+    return AmortisationGap(
+        steps=int(state["steps"]),
+        encoder_elbo=state["encoder_elbo"],
+        fitted_elbo=state["fitted_elbo"],
+        fitted_iwae=state["fitted_iwae"],
+    )
 
 
 def shipped_caption(button: str, settings: str, what: str = "the model") -> str:
     """The caption of a figure that shows shipped default models (``what``: "the model", "the
     six models"...)."""
-    return (f"*Shown: {what} shipped with the course, trained by this page's cells with the default "
-            f"settings ({settings}); press **{button}** to train with yours.*")
+    return (
+        f"*Shown: {what} shipped with the course, trained by this page's cells with the default "
+        f"settings ({settings}); press **{button}** to train with yours.*"
+    )

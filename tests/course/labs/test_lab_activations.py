@@ -67,7 +67,7 @@ def test_closed_forms_match_independent_definitions():
 def test_gelu_minimum_found_by_bisection_is_where_the_derivative_vanishes():
     x_star, f_star = act.activation_minimum("gelu")
     cdf = 0.5 * (1 + math.erf(x_star / math.sqrt(2)))
-    pdf = math.exp(-x_star**2 / 2) / math.sqrt(2 * math.pi)
+    pdf = math.exp(-(x_star**2) / 2) / math.sqrt(2 * math.pi)
     assert abs(cdf + x_star * pdf) < 1e-12  # Φ(x) + xφ(x) = 0
     assert f_star == pytest.approx(x_star * cdf, abs=1e-14)
     assert f_star == pytest.approx(-0.16997, abs=5e-5) and x_star == pytest.approx(-0.75179, abs=5e-5)
@@ -88,11 +88,20 @@ def test_monotone_activations_have_no_interior_minimum():
         assert act.activation_minimum(name) is None
 
 
-@pytest.mark.parametrize("name, params, text", [
-    ("relu", {}, "[0, ∞)"), ("leaky_relu", {"slope": 0.1}, "(−∞, ∞)"), ("sigmoid", {}, "(0, 1)"),
-    ("tanh", {}, "(−1, 1)"), ("softplus", {}, "(0, ∞)"), ("elu", {"alpha": 2.0}, "(−2, ∞)"),
-    ("gelu", {}, "[−0.17, ∞)"), ("silu", {}, "[−0.278, ∞)"), ("swiglu", {}, "[0, ∞)"),
-])
+@pytest.mark.parametrize(
+    "name, params, text",
+    [
+        ("relu", {}, "[0, ∞)"),
+        ("leaky_relu", {"slope": 0.1}, "(−∞, ∞)"),
+        ("sigmoid", {}, "(0, 1)"),
+        ("tanh", {}, "(−1, 1)"),
+        ("softplus", {}, "(0, ∞)"),
+        ("elu", {"alpha": 2.0}, "(−2, ∞)"),
+        ("gelu", {}, "[−0.17, ∞)"),
+        ("silu", {}, "[−0.278, ∞)"),
+        ("swiglu", {}, "[0, ∞)"),
+    ],
+)
 def test_output_ranges_found_numerically(name, params, text):
     assert act.output_range(name, **params).text() == text
 
@@ -206,8 +215,6 @@ def test_depth_lab_extremes_are_finite_or_explained():
         depth_lab(activation="swish2")
 
 
-
-
 def test_swiglu_slice_minimum_is_zero_at_zero_past_its_local_maximum():
     """z²σ(z): derivative zσ(z)(2 + z(1 − σ(z))) is positive on (−2.2, …) only after z = 0; a
     bracket search from −4 met a positive slope at both ends and missed the minimum."""
@@ -243,8 +250,9 @@ def test_per_layer_factors_are_the_geometric_means_of_the_stack():
 def test_depth_lab_residual_and_prenorm_gradients_against_pytorch(residual, norm):
     torch = pytest.importorskip("torch")
     depth, width, n, seed = 6, 16, 32, 7
-    r = depth_lab(depth=depth, width=width, activation="tanh", init="xavier", n_samples=n, seed=seed,
-                      residual=residual, norm=norm)
+    r = depth_lab(
+        depth=depth, width=width, activation="tanh", init="xavier", n_samples=n, seed=seed, residual=residual, norm=norm
+    )
     rng = np.random.default_rng(seed)  # the lab's draws, in its order: inputs, weights, upstream gradient
     x = torch.tensor(rng.standard_normal((n, width)))
     std = math.sqrt(2.0 / (2 * width))
@@ -264,8 +272,12 @@ def test_depth_lab_residual_and_prenorm_gradients_against_pytorch(residual, norm
 
 
 def test_residual_plus_prenorm_keeps_fifty_layers_trainable_where_the_parts_do_not():
-    for activation, init, scale in (("sigmoid", "xavier", 1.0), ("relu", "xavier", 1.0), ("relu", "he", 1.0),
-                                    ("tanh", "custom", 2.0)):
+    for activation, init, scale in (
+        ("sigmoid", "xavier", 1.0),
+        ("relu", "xavier", 1.0),
+        ("relu", "he", 1.0),
+        ("tanh", "custom", 2.0),
+    ):
         v = depth_variants(depth=50, width=64, activation=activation, init=init, scale=scale)
         assert set(v) == {"plain", "residual", "pre-norm", "residual + pre-norm"}
         assert 1.0 < v["residual + pre-norm"].gradient_ratio < 15, activation
@@ -279,8 +291,9 @@ def test_residual_plus_prenorm_keeps_fifty_layers_trainable_where_the_parts_do_n
 def test_scale_sweep_crosses_one_at_he_for_relu():
     sweep = act.scale_sweep(NB.deep_forward, "relu")
     assert sweep.crossing == pytest.approx(math.sqrt(2), rel=0.03)  # s·rms φ′ = s/√2 = 1
-    direct = depth_lab(depth=20, width=64, activation="relu", init="custom", scale=float(sweep.scales[3]),
-                           n_samples=32, seed=0)
+    direct = depth_lab(
+        depth=20, width=64, activation="relu", init="custom", scale=float(sweep.scales[3]), n_samples=32, seed=0
+    )
     assert sweep.per_layer_factor[3] == direct.per_layer_factor
     assert act.scale_sweep(NB.deep_forward, "sigmoid").crossing is None  # σ′ ≤ ¼: no scale up to 5 reaches 1
     assert 1.0 < act.scale_sweep(NB.deep_forward, "tanh").crossing < 1.5
@@ -297,8 +310,9 @@ def test_shipped_sweeps_are_the_notebook_code_s_and_refused_for_other_code():
     assert reason == "" and set(shipped) == set(act.DEPTH_ACTIVATIONS)
     for name in ("relu", "tanh"):
         computed = act.scale_sweep(NB.deep_forward, name).per_layer_factor
-        np.testing.assert_allclose(act.scale_sweep(NB.deep_forward, name, shipped=shipped).per_layer_factor,
-                                   computed, rtol=1e-3)
+        np.testing.assert_allclose(
+            act.scale_sweep(NB.deep_forward, name, shipped=shipped).per_layer_factor, computed, rtol=1e-3
+        )
     refused, reason = act.shipped_sweeps(_edited_block, NB.deep_forward)
     assert refused is None and "other code than this page's `block` and `deep_forward`" in reason
 
@@ -358,8 +372,10 @@ def test_moons_and_bend_report_leave_the_global_stream_and_are_reproducible():
 def test_scale_sweep_equals_one_depth_lab_per_scale():
     """Each factor of the sweep is depth_lab's for that scale (the same draws, σ_W = s/√n)."""
     sweep = act.scale_sweep(NB.deep_forward, "tanh", scales=[0.5, 1.3, 2.7], depth=6, width=16, n_samples=8, seed=3)
-    direct = [depth_lab(depth=6, width=16, activation="tanh", init="custom", scale=s, n_samples=8,
-                            seed=3).per_layer_factor for s in (0.5, 1.3, 2.7)]
+    direct = [
+        depth_lab(depth=6, width=16, activation="tanh", init="custom", scale=s, n_samples=8, seed=3).per_layer_factor
+        for s in (0.5, 1.3, 2.7)
+    ]
     np.testing.assert_allclose(sweep.per_layer_factor, direct, rtol=1e-12)
     with pytest.raises(ValueError, match="unknown activation"):
         act.scale_sweep(NB.deep_forward, "swiglu")
@@ -368,16 +384,18 @@ def test_scale_sweep_equals_one_depth_lab_per_scale():
 def test_depth_variants_are_depth_lab_runs_on_shared_draws():
     v = depth_variants(depth=7, width=16, activation="relu", init="he", n_samples=12, seed=2)
     for name, (residual, norm) in act.DEPTH_VARIANTS.items():
-        alone = depth_lab(depth=7, width=16, activation="relu", init="he", n_samples=12, seed=2,
-                              residual=residual, norm=norm)
+        alone = depth_lab(
+            depth=7, width=16, activation="relu", init="he", n_samples=12, seed=2, residual=residual, norm=norm
+        )
         np.testing.assert_allclose(v[name].grad_norm, alone.grad_norm, rtol=1e-12)
         np.testing.assert_allclose(v[name].z_std, alone.z_std, rtol=1e-12)
         assert v[name].flat_share is None and v[name].predicted_grad_norm is None  # the table shows no slopes
     # by default 2,048 pre-activations per layer, at most 32 examples: at width 64, the run of 32
     default = depth_variants(depth=7, width=64, activation="relu", init="he")
-    np.testing.assert_array_equal(default["plain"].grad_norm,
-                                  depth_variants(depth=7, width=64, activation="relu", init="he",
-                                                     n_samples=32)["plain"].grad_norm)
+    np.testing.assert_array_equal(
+        default["plain"].grad_norm,
+        depth_variants(depth=7, width=64, activation="relu", init="he", n_samples=32)["plain"].grad_norm,
+    )
 
 
 def test_pattern_ids_label_the_distinct_rows_as_np_unique_does():
@@ -411,8 +429,10 @@ def test_a_function_of_ones_own_runs_as_the_named_activation_does():
     passed = depth_lab(depth=6, width=16, activation=F.tanh, n_samples=8, seed=2)
     np.testing.assert_allclose(passed.grad_norm, named.grad_norm, rtol=1e-12)
     np.testing.assert_allclose(passed.flat_share, named.flat_share)
-    np.testing.assert_allclose(act.scale_sweep(NB.deep_forward, F.tanh, scales=[0.5, 2.0], depth=5, width=16).per_layer_factor,
-                               act.scale_sweep(NB.deep_forward, "tanh", scales=[0.5, 2.0], depth=5, width=16).per_layer_factor)
+    np.testing.assert_allclose(
+        act.scale_sweep(NB.deep_forward, F.tanh, scales=[0.5, 2.0], depth=5, width=16).per_layer_factor,
+        act.scale_sweep(NB.deep_forward, "tanh", scales=[0.5, 2.0], depth=5, width=16).per_layer_factor,
+    )
     folded = depth_lab(depth=6, width=16, activation=lambda z: z.abs(), n_samples=8, seed=2)
     assert np.all(folded.flat_share == 0) and folded.deriv_rms == pytest.approx(np.ones(6))
     f, df = act.engine_derivative(lambda z: z * z, np.array([-1.0, 3.0]))

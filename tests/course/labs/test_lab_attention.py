@@ -17,8 +17,10 @@ from engine.course.labs import attention as attention_lab
 
 def library_attention(q, k, v, mask=None, scale=None):
     """A stand-in for the notebook's attention cell: the library's, as (output, weights)."""
-    return (engine.attention.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale),
-            engine.attention.attention_weights(q, k, attn_mask=mask, scale=scale))
+    return (
+        engine.attention.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale),
+        engine.attention.attention_weights(q, k, attn_mask=mask, scale=scale),
+    )
 
 
 class LibraryMultiHeadAttention(engine.nn.Module):
@@ -49,10 +51,8 @@ def test_make_mask_definitions():
     assert attention_lab.make_mask("none", L) is None
     np.testing.assert_array_equal(attention_lab.make_mask("causal", L), j <= i)
     np.testing.assert_array_equal(attention_lab.make_mask("padding", L, n_pad=2), j < L - 2)
-    np.testing.assert_array_equal(attention_lab.make_mask("sliding window", L, window=2),
-                                  np.abs(i - j) < 2)
-    np.testing.assert_array_equal(attention_lab.make_mask("causal sliding window", L, window=3),
-                                  (j <= i) & (i - j < 3))
+    np.testing.assert_array_equal(attention_lab.make_mask("sliding window", L, window=2), np.abs(i - j) < 2)
+    np.testing.assert_array_equal(attention_lab.make_mask("causal sliding window", L, window=3), (j <= i) & (i - j < 3))
     assert not attention_lab.make_mask("padding", L, n_pad=9).any()
     with pytest.raises(ValueError, match="kind"):
         attention_lab.make_mask("diagonal", L)
@@ -86,6 +86,7 @@ def test_attention_maps_against_numpy():
         calls.append(scale)
         w = np.full((q.shape[0], k.shape[0]), 1 / k.shape[0])
         return w @ v.data, w
+
     r = attention_lab.attention_maps(uniform, Q, K, V, "none", 4.0)
     assert calls == [0.25] and np.allclose(r.weights, 0.2) and np.allclose(r.output, V.mean(0))
 
@@ -113,8 +114,7 @@ def test_random_scores_have_the_law_of_explicit_dot_products():
         assert fast.var() == pytest.approx(d, rel=0.02)
         assert (fast**4).mean() == pytest.approx(3 * d * (d + 2), rel=0.06)
         levels = [0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99]
-        np.testing.assert_allclose(np.quantile(fast, levels), np.quantile(slow, levels),
-                                   atol=0.03 * np.sqrt(d))
+        np.testing.assert_allclose(np.quantile(fast, levels), np.quantile(slow, levels), atol=0.03 * np.sqrt(d))
     # one query against several keys: the scores share |q|, so they are uncorrelated but not
     # independent (their squares correlate), as dot products with one common q are
     many = attention_lab.random_scores(4, n, keys=2, seed=3)
@@ -241,6 +241,7 @@ def test_tiny_run_reads_the_first_heldout_sequence():
 
 def test_shipped_models_refuse_code_that_did_not_train_them():
     """The page's lesson objects decide: other code gives (None, one sentence), never a model."""
+
     def other(x):
         return x
 
@@ -284,8 +285,13 @@ def test_attention_memory_and_kv_decode():
 
 def test_block_parameters_match_torch_layers(torch):
     d = 48
-    layers = [torch.nn.LayerNorm(d), torch.nn.MultiheadAttention(d, 4, batch_first=True),
-              torch.nn.LayerNorm(d), torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)]
+    layers = [
+        torch.nn.LayerNorm(d),
+        torch.nn.MultiheadAttention(d, 4, batch_first=True),
+        torch.nn.LayerNorm(d),
+        torch.nn.Linear(d, 4 * d),
+        torch.nn.Linear(4 * d, d),
+    ]
     expected = sum(p.numel() for m in layers for p in m.parameters())
     assert attention_lab.block_parameters(d, 4) == expected == 12 * d * d + 13 * d
     with pytest.raises(ValueError, match="heads"):
@@ -294,6 +300,7 @@ def test_block_parameters_match_torch_layers(torch):
 
 def test_char_data_unigram_by_hand():
     import collections
+
     d = attention_lab.char_data()
     text = attention_lab.TEXT
     cut = int(0.9 * len(text))
@@ -333,7 +340,7 @@ def test_sampled_text_draws_once_per_sampler_model_and_temperature():
     assert attention_lab.sampled_text(sample, model, "abc", "p ", 2, 0.8) == "p ab@0.8"
     assert attention_lab.sampled_text(sample, model, "abc", "p ", 2, 0.8) == "p ab@0.8"
     assert attention_lab.sampled_text(sample, model, "abc", "p ", 2, 1.5) == "p ab@1.5"
-    attention_lab.sampled_text(sample, object(), "abc", "p ", 2, 0.8)   # another model draws again
+    attention_lab.sampled_text(sample, object(), "abc", "p ", 2, 0.8)  # another model draws again
     assert calls == [0.8, 1.5, 0.8]
 
 
@@ -373,7 +380,7 @@ def test_ngram_loss_by_counting(n):
     V = len(data.chars)
 
     def grams(ids):
-        return [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1)]
+        return [tuple(ids[i : i + n]) for i in range(len(ids) - n + 1)]
 
     full, context = Counter(grams(data.train)), Counter(g[:-1] for g in grams(data.train))
     nll = [-math.log((full[g] + alpha) / (context[g[:-1]] + alpha * V)) for g in grams(data.heldout)]
@@ -388,15 +395,20 @@ def test_prompt_window_keeps_the_last_known_characters():
     w = attention_lab.prompt_window("The NEXT token, 42!", chars, 8)
     assert w.text == " token, " and w.dropped == "42!"
     assert "".join(chars[i] for i in w.ids) == w.text and w.ids.dtype == np.int64
-    assert attention_lab.prompt_window("", chars, 16).text == "" and attention_lab.prompt_window("", chars, 16).ids.shape == (0,)
+    assert attention_lab.prompt_window("", chars, 16).text == "" and attention_lab.prompt_window(
+        "", chars, 16
+    ).ids.shape == (0,)
     with pytest.raises(ValueError, match="prompt_window"):
         attention_lab.prompt_window("abc", chars, 0)
 
 
 def test_ablation_runs_read_the_notebooks_dict():
-    runs = attention_lab.ablation_runs({"full model": {"steps": [50, 100], "train_loss": [2.0, 1.5],
-                                                   "heldout_loss": [2.1, 1.7]},
-                                    "stopped at once": {"steps": [], "train_loss": [], "heldout_loss": []}})
+    runs = attention_lab.ablation_runs(
+        {
+            "full model": {"steps": [50, 100], "train_loss": [2.0, 1.5], "heldout_loss": [2.1, 1.7]},
+            "stopped at once": {"steps": [], "train_loss": [], "heldout_loss": []},
+        }
+    )
     assert runs["full model"].final_heldout == 1.7 and runs["full model"].final_train == 1.5
     assert np.isnan(runs["stopped at once"].final_heldout)
     assert list(attention_lab.GPT_ABLATIONS) == ["full model", "no position embedding", "one head", "no residual path"]

@@ -38,14 +38,16 @@ def test_finite_difference_error_has_the_v_shape():
     fd = backprop_lab.finite_difference_errors(_central, 0.7)
     exact = backprop_lab.probe_derivative_exact(0.7)
     h = 1e-5
-    numeric = (math.sin(0.7 + h) * math.exp(0.7 + h) / (1 + (0.7 + h) ** 2)
-               - math.sin(0.7 - h) * math.exp(0.7 - h) / (1 + (0.7 - h) ** 2)) / (2 * h)
+    numeric = (
+        math.sin(0.7 + h) * math.exp(0.7 + h) / (1 + (0.7 + h) ** 2)
+        - math.sin(0.7 - h) * math.exp(0.7 - h) / (1 + (0.7 - h) ** 2)
+    ) / (2 * h)
     assert exact == pytest.approx(numeric, rel=1e-8)
     for dtype, eps in (("float32", 1.2e-7), ("float64", 2.2e-16)):
         h_best, e_best = backprop_lab.best_step(fd, dtype)
         e = fd.error(dtype)
         assert e[-1] > 100 * e_best and e[0] > 100 * e_best  # both arms of the V rise
-        assert eps ** 0.5 / 100 < h_best < eps ** 0.25  # the bottom sits near ε^(1/3)
+        assert eps**0.5 / 100 < h_best < eps**0.25  # the bottom sits near ε^(1/3)
     assert backprop_lab.best_step(fd, "float64")[1] < 1e-9 < backprop_lab.best_step(fd, "float32")[1]
     assert fd.autograd_float64 < 1e-14 and fd.autograd_float32 < 1e-6
     with pytest.raises(ValueError, match="dtype must be"):
@@ -111,8 +113,12 @@ def test_default_playground_reads_the_checkpoint_on_the_default_data():
     split = backprop_lab.make_playground_data(d["data"], n=backprop_lab.PLAYGROUND_POINTS, noise=d["noise"], seed=0)
     for got, want in zip(shown.split, split):
         np.testing.assert_array_equal(got, want)
-    assert state["settings"] == dict(d, points=backprop_lab.PLAYGROUND_POINTS, grid=backprop_lab.PLAYGROUND_GRID,
-                                     overfit_steps=backprop_lab.OVERFIT_STEPS)
+    assert state["settings"] == dict(
+        d,
+        points=backprop_lab.PLAYGROUND_POINTS,
+        grid=backprop_lab.PLAYGROUND_GRID,
+        overfit_steps=backprop_lab.OVERFIT_STEPS,
+    )
     assert all(len(v) == d["epochs"] for v in shown.run.history.values()) and not shown.run.diverged
     assert shown.run.grid_probs.shape == (40, 40, 2) and shown.overfit_losses.shape == (300,)
     assert backprop_lab.is_default_playground(dict(d)) and backprop_lab.is_default_playground({})
@@ -123,8 +129,7 @@ def test_default_playground_reads_the_checkpoint_on_the_default_data():
 
 
 def _modes(n, hidden=16, seed=3):
-    return backprop_lab.forward_vs_reverse(NB.forward_mode, NB.reverse_mode, NB.mode_costs, n, hidden=hidden,
-                                           seed=seed)
+    return backprop_lab.forward_vs_reverse(NB.forward_mode, NB.reverse_mode, NB.mode_costs, n, hidden=hidden, seed=seed)
 
 
 @pytest.mark.parametrize("n", [1, 7, 300])
@@ -177,6 +182,7 @@ def test_saved_for_backward_grows_with_batch_and_depth_not_parameters():
     assert big.per_op[-1] == ("Linear", 50 * 2)
     # the lesson's walk finds what the engine's own topological order finds
     from engine.autograd import topological_order
+
     model = _mlp()
     loss = engine.functional.cross_entropy(model(engine.Tensor(np.ones((4, 2)))), np.zeros(4, dtype=np.int64))
     ops = [type(t._ctx).__name__ for t in topological_order(loss) if t._ctx is not None]

@@ -20,8 +20,9 @@ def _brute_output_size(w, k, s, p, d):
 
 
 @pytest.mark.parametrize("w", [1, 2, 5, 7, 12])
-@pytest.mark.parametrize("k, s, p, d", [(1, 1, 0, 1), (3, 1, 1, 1), (3, 2, 0, 1), (4, 3, 2, 1),
-                                        (3, 2, 1, 2), (5, 1, 0, 3), (2, 4, 3, 1)])
+@pytest.mark.parametrize(
+    "k, s, p, d", [(1, 1, 0, 1), (3, 1, 1, 1), (3, 2, 0, 1), (4, 3, 2, 1), (3, 2, 1, 2), (5, 1, 0, 3), (2, 4, 3, 1)]
+)
 def test_conv_report_counts_placements(w, k, s, p, d):
     report = conv_lab.conv_report(w, k, s, p, d)
     expected = _brute_output_size(w, k, s, p, d)
@@ -84,13 +85,17 @@ def test_conv_grid_lights_the_selected_window():
 
 
 def test_conv_transpose_report_and_coverage(torch):
-    for w, k, s, p, a, d in [(3, 3, 2, 1, 1, 1), (4, 4, 2, 1, 0, 1), (2, 3, 3, 0, 2, 1),
-                             (5, 3, 1, 2, 0, 2), (3, 2, 2, 0, 1, 1)]:
+    for w, k, s, p, a, d in [
+        (3, 3, 2, 1, 1, 1),
+        (4, 4, 2, 1, 0, 1),
+        (2, 3, 3, 0, 2, 1),
+        (5, 3, 1, 2, 0, 2),
+        (3, 2, 2, 0, 1, 1),
+    ]:
         r = conv_lab.conv_transpose_report(w, k, s, p, a, d)
         x = torch.ones(1, 1, w, dtype=torch.float64)
         weight = torch.ones(1, 1, k, dtype=torch.float64)
-        y = torch.nn.functional.conv_transpose1d(x, weight, stride=s, padding=p,
-                                                 output_padding=a, dilation=d)
+        y = torch.nn.functional.conv_transpose1d(x, weight, stride=s, padding=p, output_padding=a, dilation=d)
         assert r.ok and r.output_size == y.shape[-1]
         cov = conv_lab.conv_transpose_placements(w, k, s, p, a, d).coverage
         np.testing.assert_array_equal(cov, y[0, 0].numpy())
@@ -175,8 +180,9 @@ def _naive_patch(x_pad, k, s, d, row, col):
     return np.array(values)
 
 
-@pytest.mark.parametrize("c, h, k, s, p, d", [(1, 5, 3, 1, 1, 1), (2, 6, 3, 2, 0, 1),
-                                              (1, 7, 2, 3, 2, 1), (2, 7, 3, 1, 1, 2)])
+@pytest.mark.parametrize(
+    "c, h, k, s, p, d", [(1, 5, 3, 1, 1, 1), (2, 6, 3, 2, 0, 1), (1, 7, 2, 3, 2, 1), (2, 7, 3, 1, 1, 2)]
+)
 def test_im2col_view_row_is_the_naive_patch(c, h, k, s, p, d):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(c, h, h))
@@ -224,9 +230,8 @@ def test_im2col_backward_matches_autograd_and_counts_windows():
     count = np.zeros((8, 8))
     for r in range(3):
         for c in range(3):
-            count[2 * r:2 * r + 3, 2 * c:2 * c + 3] += 1
+            count[2 * r : 2 * r + 3, 2 * c : 2 * c + 3] += 1
     np.testing.assert_array_equal(b.window_count, count[1:7, 1:7])
-
 
 
 @pytest.mark.parametrize("c, size, k, s, p, r", [(1, 5, 3, 1, 1, 7), (2, 4, 2, 2, 1, 3)])
@@ -243,11 +248,10 @@ def test_im2col_cells_light_the_window_row_and_weights(c, size, k, s, p, r):
         g = cells[f"input {ch}"]
         # the window of output (r // o, r % o) by hand: rows/cols i·S .. i·S + K − 1 of the padded grid
         lit = np.zeros((n, n), bool)
-        lit[(r // o) * s:(r // o) * s + k, (r % o) * s:(r % o) * s + k] = True
+        lit[(r // o) * s : (r // o) * s + k, (r % o) * s : (r % o) * s + k] = True
         border = np.ones((n, n), bool)
-        border[p:p + size, p:p + size] = False
-        expected = np.where(lit, np.where(border, "tap on padding", "tap"),
-                            np.where(border, "padding", "input"))
+        border[p : p + size, p : p + size] = False
+        expected = np.where(lit, np.where(border, "tap on padding", "tap"), np.where(border, "padding", "input"))
         np.testing.assert_array_equal(g["kind"], expected)
         assert list(g["text"][g["text"] != ""]) == [f"{v:g}" for v in view.x_pad[ch][lit]]  # lit only
     cols = cells["cols"]
@@ -266,7 +270,7 @@ def _naive_correlate(image, kernel):
     out = np.zeros_like(image)
     for i in range(k):
         for j in range(k):
-            out += kernel[i, j] * padded[i:i + image.shape[0], j:j + image.shape[1]]
+            out += kernel[i, j] * padded[i : i + image.shape[0], j : j + image.shape[1]]
     return out
 
 
@@ -274,8 +278,7 @@ def _naive_correlate(image, kernel):
 def test_apply_filter_is_cross_correlation(name):
     img = conv_lab.sample_image(24, noise=0.05, seed=3)
     kernel = conv_lab.CLASSIC_FILTERS[name]
-    np.testing.assert_allclose(conv_lab.apply_filter(img, name), _naive_correlate(img, kernel),
-                               atol=1e-12)
+    np.testing.assert_allclose(conv_lab.apply_filter(img, name), _naive_correlate(img, kernel), atol=1e-12)
 
 
 def test_filters_sum_and_special_cases():
@@ -287,14 +290,14 @@ def test_filters_sum_and_special_cases():
         assert conv_lab.CLASSIC_FILTERS[name].sum() == pytest.approx(0.0)
     gx = _naive_correlate(img, conv_lab.CLASSIC_FILTERS["vertical edges (Sobel x)"])
     gy = _naive_correlate(img, conv_lab.CLASSIC_FILTERS["horizontal edges (Sobel y)"])
-    np.testing.assert_allclose(conv_lab.apply_filter(img, "edge magnitude"), np.hypot(gx, gy),
-                               atol=1e-12)
+    np.testing.assert_allclose(conv_lab.apply_filter(img, "edge magnitude"), np.hypot(gx, gy), atol=1e-12)
     twice = conv_lab.apply_filter(img, "box blur", repeat=2)
     k = conv_lab.CLASSIC_FILTERS["box blur"]
     np.testing.assert_allclose(twice, _naive_correlate(_naive_correlate(img, k), k), atol=1e-12)
     strided = conv_lab.apply_filter(img, "sharpen", stride=3)
-    np.testing.assert_allclose(strided, _naive_correlate(img, conv_lab.CLASSIC_FILTERS["sharpen"])[::3, ::3],
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        strided, _naive_correlate(img, conv_lab.CLASSIC_FILTERS["sharpen"])[::3, ::3], atol=1e-12
+    )
     with pytest.raises(ValueError, match="unknown filter"):
         conv_lab.apply_filter(img, "blurry")
 
@@ -325,8 +328,6 @@ def test_check_number():
     assert parse_number("1/0") is None and parse_number(True) is None
 
 
-
-
 def test_compose_kernels_is_the_pair_of_cross_correlations():
     rng = np.random.default_rng(4)
     a, b = rng.normal(size=(3, 3)), rng.normal(size=(2, 4))
@@ -341,7 +342,7 @@ def test_compose_kernels_is_the_pair_of_cross_correlations():
 def _naive_valid(x, k):
     out = np.zeros((x.shape[0] - k.shape[0] + 1, x.shape[1] - k.shape[1] + 1))
     for i, j in np.ndindex(out.shape):
-        out[i, j] = (x[i:i + k.shape[0], j:j + k.shape[1]] * k).sum()
+        out[i, j] = (x[i : i + k.shape[0], j : j + k.shape[1]] * k).sum()
     return out
 
 
@@ -368,7 +369,7 @@ def test_shift_equivariance_against_torch(torch):
             if pool > 1:
                 y = torch.nn.functional.max_pool2d(y, pool)
             np.testing.assert_allclose(shown, y[0, 0].numpy(), atol=1e-10)
-        np.testing.assert_array_equal(e.shifted[:, k:], e.image[:, :24 - k])
+        np.testing.assert_array_equal(e.shifted[:, k:], e.image[:, : 24 - k])
     with pytest.raises(ValueError, match="shift must be in 0..6"):
         conv_lab.shift_equivariance(img, 7)
     with pytest.raises(ValueError, match="8x8"):
@@ -420,7 +421,6 @@ def test_separable_check_against_torch(torch):
         conv_lab.conv_costs(c_in=6, c_out=8, groups=4)
 
 
-
 def test_feature_maps_and_filters_are_the_models():
     X, y = engine.data.load_digits("test", channel_dim=True)
     with engine.random.fork_rng(2):
@@ -449,7 +449,10 @@ def test_shipped_cnn_says_in_one_line_when_the_code_differs():
     declared = conv_lab.CHECKPOINTS["convolution_cnn"]
     assert isinstance(declared, checkpoints.FromNotebook)
     assert (declared.notebook, declared.function, declared.code) == (
-        "05_convolution", "default_cnn_state", ("CNN", "train_cnn", "train_digits_cnn"))
+        "05_convolution",
+        "default_cnn_state",
+        ("CNN", "train_cnn", "train_digits_cnn"),
+    )
     model, reason = conv_lab.shipped_cnn(_TinyCNN, test_feature_maps_and_filters_are_the_models)
     assert model is None and reason.startswith("the shipped model was trained with other code")
     assert "\n" not in reason

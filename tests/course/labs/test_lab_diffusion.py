@@ -23,7 +23,6 @@ def schedule(kind, T):
     return NB.noise_schedule(kind, T)
 
 
-
 @pytest.mark.parametrize("name", diffusion_lab.DATASETS_2D)
 def test_toy_data_2d_is_standardised(name):
     X = diffusion_lab.toy_data_2d(name, n=500, seed=1)
@@ -44,7 +43,7 @@ def test_linear_scale_keeps_the_last_beta_below_one():
 def test_chain_vs_closed_form_constant_beta():
     s = diffusion.Schedule.from_betas(np.full(30, 0.05))
     c = diffusion_lab.chain_vs_closed_form([2.0], s, 29, n=20000, seed=0)
-    ab = 0.95 ** 30
+    ab = 0.95**30
     assert c.closed_mean[0] == pytest.approx(np.sqrt(ab) * 2.0)
     assert c.closed_var == pytest.approx(1 - ab)
     assert c.mean[0] == pytest.approx(np.sqrt(ab) * 2.0, abs=5 * np.sqrt((1 - ab) / 20000))
@@ -57,8 +56,9 @@ def test_train_ddpm_tracked_improves_and_is_reproducible():
     X = diffusion_lab.toy_data_2d("8 Gaussians", 1400, seed=0)
     s = schedule("linear", 20)
     ticks = []
-    a = diffusion_lab.train_ddpm_tracked(X, s, NB.train_ddpm, NB.ddpm_sample, steps=400, n_checkpoints=4,
-                                         n_eval=300, on_step=ticks.append)
+    a = diffusion_lab.train_ddpm_tracked(
+        X, s, NB.train_ddpm, NB.ddpm_sample, steps=400, n_checkpoints=4, n_eval=300, on_step=ticks.append
+    )
     b = diffusion_lab.train_ddpm_tracked(X, s, NB.train_ddpm, NB.ddpm_sample, steps=400, n_checkpoints=4, n_eval=300)
     assert ticks == list(range(1, 401))
     np.testing.assert_array_equal(a.losses, b.losses)
@@ -74,8 +74,9 @@ def test_train_ddpm_tracked_improves_and_is_reproducible():
 
 def test_a_diverging_run_stops_and_says_why():
     X = diffusion_lab.toy_data_2d("moons", 1000, seed=0)
-    run = diffusion_lab.train_ddpm_tracked(X, schedule("linear", 10), NB.train_ddpm, NB.ddpm_sample, steps=300,
-                                           lr=1e4, n_checkpoints=1, n_eval=200)
+    run = diffusion_lab.train_ddpm_tracked(
+        X, schedule("linear", 10), NB.train_ddpm, NB.ddpm_sample, steps=300, lr=1e4, n_checkpoints=1, n_eval=200
+    )
     assert not np.isfinite(run.losses[-1]) and "non-finite" in run.stopped and len(run.losses) < 300
 
 
@@ -100,8 +101,10 @@ def test_reverse_trajectory_of_a_diverged_model_is_a_clear_error():
     run = diffusion_lab.train_ddpm_tracked(X, s, NB.train_ddpm, NB.ddpm_sample, steps=5, n_checkpoints=1, n_eval=200)
     for p in run.model.parameters():
         p.data[...] = 1e30  # predictions overflow: the states cannot stay finite
-    with np.errstate(over="ignore", invalid="ignore"), \
-            pytest.raises(ValueError, match="reverse_trajectory: .*lower the learning rate"):
+    with (
+        np.errstate(over="ignore", invalid="ignore"),
+        pytest.raises(ValueError, match="reverse_trajectory: .*lower the learning rate"),
+    ):
         diffusion_lab.reverse_trajectory(NB.ddpm_sample, run.model, s, n=8)
 
 
@@ -120,14 +123,16 @@ def test_exact_reverse_1d_reproduces_the_mixture():
 @pytest.mark.parametrize("components", [2, 3])  # two: the page's mixtures (a logistic responsibility)
 def test_exact_reverse_1d_is_the_engines_exact_sampler(variance, components):
     from engine import data
+
     m = data.GaussianMixture(np.array([[-2.0], [0.5], [2.5]]), np.array([0.2, 0.6, 0.3]), np.array([1.0, 2.0, 1.0]))
     if components == 2:
         m = diffusion_lab.mixture_1d(3.0, 0.3, 0.3)
     s = schedule("cosine", 40)
     engine.manual_seed(4)
     expected = diffusion.exact_sample(m, s, 300, variance=variance)[:, 0]
-    np.testing.assert_allclose(diffusion_lab.exact_reverse_1d(m, s, n=300, seed=4, variance=variance),
-                               expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        diffusion_lab.exact_reverse_1d(m, s, n=300, seed=4, variance=variance), expected, rtol=1e-5, atol=1e-5
+    )
     with pytest.raises(ValueError, match="variance must be one of"):
         diffusion_lab.exact_reverse_1d(m, s, n=10, variance="fixed")
 
@@ -143,7 +148,7 @@ def test_epsilon_curves_exact_formula_and_learned_model():
     x = c.x
     mu = np.sqrt(ab) * np.array([-1.0, 1.0])
     v = ab * 0.25 + 1 - ab
-    dens = np.exp(-(x[:, None] - mu) ** 2 / (2 * v))
+    dens = np.exp(-((x[:, None] - mu) ** 2) / (2 * v))
     r = dens / dens.sum(1, keepdims=True)
     score = (r * (mu - x[:, None]) / v).sum(1)
     np.testing.assert_allclose(c.exact, -np.sqrt(1 - ab) * score, atol=1e-12)
@@ -260,8 +265,17 @@ def test_guidance_study_keeps_the_scored_samples():
     s = schedule("linear", 50)
     engine.manual_seed(9)
     stream = engine.random.generator().bit_generator.state
-    g = diffusion_lab.guidance_study(NB.conditional_denoiser, NB.train_conditional, NB.guided_sample, s,
-                                     steps=20, n=60, shown=10, seed=1, on_step=ticks.append)
+    g = diffusion_lab.guidance_study(
+        NB.conditional_denoiser,
+        NB.train_conditional,
+        NB.guided_sample,
+        s,
+        steps=20,
+        n=60,
+        shown=10,
+        seed=1,
+        on_step=ticks.append,
+    )
     assert engine.random.generator().bit_generator.state == stream  # seeded on forked streams only
     assert ticks == list(range(1, 20 + 2 * 6 + 1))  # the training steps, then each label and scale
     assert list(g.scales) == list(diffusion_lab.GUIDANCE_SCALES) and sorted(g.samples) == [0, 1]
@@ -292,7 +306,9 @@ def test_shipped_defaults_load_at_the_pages_code_and_only_there():
     assert one_d.samples.shape == (4000,) and one_d.model.dim == 1
     # the drawing's model answers only for the canvas's starting points
     start = diffusion_lab.drawing_start()
-    np.testing.assert_array_equal(start, diffusion_lab.canvas_start(diffusion_lab.toy_data_2d("moons", 3000, seed=0)[:300]))
+    np.testing.assert_array_equal(
+        start, diffusion_lab.canvas_start(diffusion_lab.toy_data_2d("moons", 3000, seed=0)[:300])
+    )
     assert diffusion_lab.shipped_drawing_run(start, *code)[0].samples.shape == (500, 2)
     assert diffusion_lab.shipped_drawing_run(start[:299], *code) == (None, "")
     assert diffusion_lab.shipped_drawing_run(start + 0.01, *code) == (None, "")
@@ -320,10 +336,14 @@ def test_exact_reverse_study_1d_is_one_run_kept_per_setting():
 def test_sampler_floor_range_stored_is_a_fresh_draw():
     """The page's floor range is stored ahead of time: drawn again here, it is the same."""
     held = diffusion_lab.ring_mixture().sample(1000, seed=100)[0]
-    values = [diffusion_lab.energy_distance(diffusion_lab.ring_mixture().sample(1000, seed=300 + k)[0], held)
-              for k in range(10)]
-    assert diffusion_lab.sampler_floor_range() == (pytest.approx(min(values), rel=1e-9),
-                                                   pytest.approx(max(values), rel=1e-9))
+    values = [
+        diffusion_lab.energy_distance(diffusion_lab.ring_mixture().sample(1000, seed=300 + k)[0], held)
+        for k in range(10)
+    ]
+    assert diffusion_lab.sampler_floor_range() == (
+        pytest.approx(min(values), rel=1e-9),
+        pytest.approx(max(values), rel=1e-9),
+    )
     # other arguments are drawn, not looked up
     low, high = diffusion_lab.sampler_floor_range(n=200, draws=3)
     assert 0 < low <= high and (low, high) != diffusion_lab.sampler_floor_range()

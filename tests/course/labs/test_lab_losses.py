@@ -121,8 +121,11 @@ def test_kl_divergence_properties():
 
 def test_margin_gradients_show_mse_saturating():
     m = np.linspace(-10, 10, 41)
-    g = losses.margin_gradients(lambda z, t: F.binary_cross_entropy_with_logits(z, t, reduction="none"),
-                                lambda p, t: F.mse_loss(p, t, reduction="none"), m)
+    g = losses.margin_gradients(
+        lambda z, t: F.binary_cross_entropy_with_logits(z, t, reduction="none"),
+        lambda p, t: F.mse_loss(p, t, reduction="none"),
+        m,
+    )
     for auto, formula in ((g.ce_autograd, g.ce_formula), (g.mse_autograd, g.mse_formula)):
         np.testing.assert_allclose(auto, formula, rtol=1e-10, atol=1e-15)
     s = 1 / (1 + np.exp(-m))
@@ -142,6 +145,7 @@ def test_initial_loss_is_ln_k_for_small_logits():
 
 
 # ============================================================================ losses lab (02): line fits
+
 
 @pytest.mark.parametrize("n_outliers, shift", [(3, 10.0), (6, -15.0), (10, 20.0)])
 def test_best_line_is_the_minimum_of_each_loss(n_outliers, shift):
@@ -175,7 +179,11 @@ def test_robust_lines_resist_outliers_and_the_data_refuses_too_many():
 
 def test_constant_fit_names_the_statistic_of_each_likelihood():
     y = losses.skewed_targets("gamma", n=500, seed=3)
-    for loss, tau, stat in (("mse", 0.5, np.mean(y)), ("mae", 0.5, np.median(y)), ("pinball", 0.9, np.quantile(y, 0.9))):
+    for loss, tau, stat in (
+        ("mse", 0.5, np.mean(y)),
+        ("mae", 0.5, np.median(y)),
+        ("pinball", 0.9, np.quantile(y, 0.9)),
+    ):
         found = losses.constant_fit(y, loss, tau, fitted=stat)
         assert found.statistic == pytest.approx(stat, rel=1e-12) and found.is_a_minimiser
     assert np.isnan(losses.constant_fit(y, "mse", 0.5, None).fitted)  # not fitted: shown as a dash
@@ -262,8 +270,9 @@ def test_the_shipped_fits_cover_every_step_and_nothing_else():
     run = losses.shipped_imbalance_run(made, xi, yi, "weighted", 2.0)  # weighted BCE does not read γ
     shipped = made["imbalance"]["0.05"]["weighted"]
     assert run.recall == losses.score_imbalanced(xi, yi, "weighted", shipped["w"], shipped["b"]).recall
-    np.testing.assert_allclose(losses.shipped_class_probabilities(made, losses.default_class_labels(), 3),
-                               made["class_probabilities"], rtol=0)
+    np.testing.assert_allclose(
+        losses.shipped_class_probabilities(made, losses.default_class_labels(), 3), made["class_probabilities"], rtol=0
+    )
     assert losses.shipped_class_probabilities(made, losses.default_class_labels()[1:], 3) is None
 
 
@@ -327,7 +336,10 @@ def test_margin_losses_by_formula_and_through_the_given_losses():
 def test_calibration_data_softmax_and_the_shipped_state():
     data = losses.calibration_data(5)
     assert {k: (v[0].shape, v[1].shape) for k, v in data.items()} == {
-        "train": ((100, 7), (100,)), "validation": ((500, 7), (500,)), "test": ((2000, 7), (2000,))}
+        "train": ((100, 7), (100,)),
+        "validation": ((500, 7), (500,)),
+        "test": ((2000, 7), (2000,)),
+    }
     x, y = data["test"]
     for k, centre in enumerate(losses.CALIBRATION_CENTRES):  # the first two features hold the class
         np.testing.assert_allclose(x[y == k, :2].mean(axis=0), centre, atol=0.1)
@@ -336,7 +348,9 @@ def test_calibration_data_softmax_and_the_shipped_state():
         losses.calibration_data(2.5)
     z = np.array([[1000.0, 0.0, -1.0], [0.0, 0.0, 0.0]])
     np.testing.assert_allclose(losses.softmax_probabilities(z)[1], np.full(3, 1 / 3), rtol=1e-15)
-    np.testing.assert_allclose(losses.softmax_probabilities(z, 2.0)[0], F.softmax(engine.tensor(z / 2), dim=-1).numpy()[0])
+    np.testing.assert_allclose(
+        losses.softmax_probabilities(z, 2.0)[0], F.softmax(engine.tensor(z / 2), dim=-1).numpy()[0]
+    )
 
     def train(x, y):  # stand-ins that record what they were given
         return np.full((x.shape[1], 3), float(len(y))), np.zeros(3)

@@ -97,7 +97,7 @@ def test_sgd_noise_floor_falls_with_the_batch_and_decay_breaks_through():
     # the excess is measured against the least-squares optimum, computed independently here
     X, y = olab._least_squares_data(512, 0)
     best = np.linalg.solve(X.T @ X, X.T @ y)
-    assert runs[8].excess["constant"][0] == pytest.approx(0.5 * np.mean(y ** 2) - 0.5 * np.mean((X @ best - y) ** 2))
+    assert runs[8].excess["constant"][0] == pytest.approx(0.5 * np.mean(y**2) - 0.5 * np.mean((X @ best - y) ** 2))
     with pytest.raises(ValueError, match="batch size must be"):
         olab.sgd_noise(NB.minibatch_descent, NB.sgd, 0)
     with pytest.raises(ValueError, match="η must be"):
@@ -112,7 +112,7 @@ def test_sgd_noise_steps_as_engine_sgd_with_autograd_gradients():
     order, p = np.random.default_rng(1).permutation(512), engine.nn.Parameter(np.zeros(2))  # epoch 1's shuffle
     opt, best = engine.optim.SGD([p], lr=0.3), np.linalg.lstsq(X, y, rcond=None)[0]
     for step in range(10):
-        b = order[8 * step:8 * step + 8]
+        b = order[8 * step : 8 * step + 8]
         r = engine.tensor(X[b]) @ p - engine.tensor(y[b])
         opt.zero_grad()
         (0.5 * (r * r).mean()).backward()
@@ -190,6 +190,7 @@ def _heavy_ball(theta, g, state, lr, mu=0.9):
 def _recording_loop(calls):
     """A race loop that takes one plain step per racer (θ − η_0·∇f at the start, then stops) and
     records which racers and settings it was given."""
+
     def loop(f, rules, start, steps, schedules, clip=None):
         calls.append(sorted(rules))
         logs = {}
@@ -200,9 +201,14 @@ def _recording_loop(calls):
             g = t.grad.numpy()
             lr = schedules[name].lr
             new = rule(theta, g, {}, lr)
-            logs[name] = {"path": [theta, new], "losses": [float(f(engine.tensor(theta)).data)], "lrs": [lr],
-                          "norms": [float(np.linalg.norm(g))]}
+            logs[name] = {
+                "path": [theta, new],
+                "losses": [float(f(engine.tensor(theta)).data)],
+                "lrs": [lr],
+                "norms": [float(np.linalg.norm(g))],
+            }
         return logs
+
     return loop
 
 
@@ -215,6 +221,7 @@ def test_run_race_gives_each_racer_its_hyper_parameters_and_caches_what_it_reads
     def spy(theta, g, state, lr, mu):
         seen["mu"] = mu
         return theta
+
     rules["nesterov"] = spy
     first = olab.run_race(loop, rules, "beale", ["sgd", "momentum", "nesterov"], steps=5, momentum=0.7)
     assert calls == [["momentum", "nesterov", "sgd"]] and seen["mu"] == 0.7
@@ -260,7 +267,7 @@ def test_schedule_gives_the_engine_schedulers_rates_step_by_step():
     for _ in range(30):
         constant.step(1.0)
         plateau.step(1.0)  # a loss that never improves: cut by half after `patience` (10) steps
-    assert constant.lr == 0.3 and plateau.lr == pytest.approx(0.3 * 0.5 ** 2)
+    assert constant.lr == 0.3 and plateau.lr == pytest.approx(0.3 * 0.5**2)
     with pytest.raises(ValueError, match="schedule must be one of"):
         olab.Schedule("exponential", 0.1, 10)
 

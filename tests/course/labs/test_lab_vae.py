@@ -51,8 +51,9 @@ def test_reparam_gradients_are_the_pathwise_derivatives():
 def test_kl_check_closed_form_monte_carlo_and_torch(torch):
     for mu, sigma in [(0.0, 1.0), (1.0, 1.0), (-2.0, 0.3), (0.5, 2.5), (2.9, 0.05)]:
         k = vae_lab.kl_check(NB.kl_to_prior, mu, sigma, n_samples=20000, seed=1)
-        ref = torch.distributions.kl_divergence(torch.distributions.Normal(mu, sigma),
-                                                torch.distributions.Normal(0.0, 1.0))
+        ref = torch.distributions.kl_divergence(
+            torch.distributions.Normal(mu, sigma), torch.distributions.Normal(0.0, 1.0)
+        )
         assert k.closed == pytest.approx(float(ref), rel=1e-6, abs=1e-7)  # torch: float32
         assert abs(k.mc - k.closed) < 5 * k.mc_se + 1e-12
         assert np.all(np.diff(k.x) > 0) and len(k.x) <= 182  # sorted, and few points to draw
@@ -121,8 +122,9 @@ def test_the_pages_estimators_are_the_librarys(name):
     """The page's score_function_gradient and the pathwise gradient through its reparameterize
     give engine.vae.score_function_vs_reparam_variance's estimates on the same draws."""
     e = vae_lab.estimator_comparison(*ESTIMATORS, 0.4, 1.3, name, n_samples=4, n=300, seed=8)
-    ref = engine.vae.score_function_vs_reparam_variance(0.4, 1.3, n=300, f=vae_lab._FUNCTIONS[name], n_samples=4,
-                                                        seed=8)
+    ref = engine.vae.score_function_vs_reparam_variance(
+        0.4, 1.3, n=300, f=vae_lab._FUNCTIONS[name], n_samples=4, seed=8
+    )
     np.testing.assert_allclose(e.score_function, ref.score_function, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(e.reparameterized, ref.reparameterized, rtol=1e-9, atol=1e-12)
 
@@ -194,8 +196,9 @@ def test_aggregate_posterior_codes_are_draws_of_q():
 
 def test_train_vae_remedy_free_bits_floor_and_checks():
     X = vae_lab.toy_data_2d("moons", 1200, seed=0)
-    free = vae_lab.train_vae_remedy(L, X, beta=30.0, remedy="free bits", free_bits=0.5, latent_dim=2,
-                                    steps=300, n_eval=300)
+    free = vae_lab.train_vae_remedy(
+        L, X, beta=30.0, remedy="free bits", free_bits=0.5, latent_dim=2, steps=300, n_eval=300
+    )
     plain = vae_lab.train_vae_remedy(L, X, beta=30.0, remedy="none", latent_dim=2, steps=300, n_eval=300)
     assert free.kl_per_dim.min() > 0.3 and plain.kl_per_dim.min() < 0.05
     # the held-out numbers are the model's own β = 1 loss on the held-out rows
@@ -274,8 +277,10 @@ def test_interpolation_paths_midpoints_and_checks():
     np.testing.assert_allclose(walk.codes[2], run.latents[[3, 5]].mean(0))
     np.testing.assert_allclose(walk.pixel_path[2].ravel(), flat[[3, 5]].mean(0))
     others = np.delete(flat, [3, 5], axis=0)
-    for middle, distance in ((decoded(run.model, walk.codes[2:3])[0], walk.latent_distance),
-                             (flat[[3, 5]].mean(0), walk.pixel_distance)):
+    for middle, distance in (
+        (decoded(run.model, walk.codes[2:3])[0], walk.latent_distance),
+        (flat[[3, 5]].mean(0), walk.pixel_distance),
+    ):
         assert distance == pytest.approx(np.sqrt(((others - middle) ** 2).mean(1)).min(), rel=1e-5)
     table = vae_lab.midpoints_to_data(L, NB.interpolate_codes, run, [5, 3, 9])  # pairs (5, 3), (5, 9), (3, 9)
     assert table.shape == (3, 2) and table[0] == pytest.approx([walk.latent_distance, walk.pixel_distance], rel=1e-5)
@@ -304,8 +309,13 @@ def test_amortisation_gap_scores_both_q_and_checks_the_fit():
 def test_shipped_defaults_rebuild_their_models_and_leave_the_global_stream():
     """The default loaders rebuild the shipped models (parameters round-trip exactly), measure
     them as the training functions do, and draw nothing from the global streams."""
-    for loader in (vae_lab.default_vae_2d, vae_lab.default_beta_sweep, vae_lab.default_aggregate_posterior,
-                   vae_lab.default_remedies, vae_lab.default_image_vae):
+    for loader in (
+        vae_lab.default_vae_2d,
+        vae_lab.default_beta_sweep,
+        vae_lab.default_aggregate_posterior,
+        vae_lab.default_remedies,
+        vae_lab.default_image_vae,
+    ):
         loader.cache_clear()
     engine.manual_seed(7)
     before = engine.random.generator().bit_generator.state
@@ -346,8 +356,14 @@ def test_a_shipped_model_that_does_not_fit_the_page_is_refused_in_one_sentence()
         return NB.vae_model(input_dim, hidden + 1, latent_dim, obs_var)
 
     edited = dataclasses.replace(L, model=wider)
-    for loader in (vae_lab.default_vae_2d, vae_lab.default_beta_sweep, vae_lab.default_aggregate_posterior,
-                   vae_lab.default_remedies, vae_lab.default_remedy_seeds, vae_lab.default_image_vae):
+    for loader in (
+        vae_lab.default_vae_2d,
+        vae_lab.default_beta_sweep,
+        vae_lab.default_aggregate_posterior,
+        vae_lab.default_remedies,
+        vae_lab.default_remedy_seeds,
+        vae_lab.default_image_vae,
+    ):
         with pytest.raises(ValueError, match="not loaded: train with the button"):
             loader(edited)
     state = vae_lab._model_state(vae_lab.default_vae_2d(L).model)  # the fingerprint passes, the shapes do not
