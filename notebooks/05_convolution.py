@@ -423,15 +423,12 @@ def _(
             col_title="full (uncropped) output position u = iS + kD",
             title="Each row: where one input pixel's kernel copy lands (number = output index, × = cropped by P)",
         )
-        _coverage = ui.chart(
-            plot.bars(
-                np.arange(_r.output_size),
-                transposed.coverage,
-                x_title="output pixel",
-                y_title="copies",
-                title="kernel copies reaching each output pixel",
-                text_format="d",
-            )
+        _coverage = plot.value_table(
+            transposed.coverage[None],
+            "kernel copies reaching each output pixel (column: output pixel)",
+            cmap="Purples",
+            symmetric=False,
+            fmt="{:.0f}",
         )
         _view = mo.vstack([mo.callout(mo.md(_text), kind="info"), _stamps, _coverage])
     _view
@@ -525,7 +522,6 @@ def _(
         _layers = shapes.RECEPTIVE_FIELD_PRESETS[rf_preset.value]
     rf_rows = lab.receptive_field_table(_layers, input_size=rf_input.value)
     rf_final = rf_rows[-1].rf
-    _names = [r.name for r in rf_rows]
     _chart = ui.chart(
         plot.curves(
             np.arange(1, len(rf_rows) + 1),
@@ -551,23 +547,16 @@ def _(
         if _collapsed
         else mo.md("")
     )
-    _table = mo.ui.table(
-        [
-            {
-                "layer": r.name,
-                "K": r.kernel,
-                "S": r.stride,
-                "P": r.padding,
-                "D": r.dilation,
-                "field r": r.rf,
-                "jump j": r.jump,
-                "feature map": "—" if r.fmap is None else f"{r.fmap}×{r.fmap}",
-            }
-            for r in rf_rows
-        ],
-        selection=None,
-        page_size=12,
-        label=f"{len(_names)} layers",
+    _table = mo.md(
+        "\n".join(
+            ["| layer | K | S | P | D | field r | jump j | feature map |", "|---|---|---|---|---|---|---|---|"]
+            + [
+                f"| {r.name} | {r.kernel} | {r.stride} | {r.padding} | {r.dilation} | {r.rf} | {r.jump} | "
+                + ("—" if r.fmap is None else f"{r.fmap}×{r.fmap}")
+                + " |"
+                for r in rf_rows
+            ]
+        )
     )
     mo.vstack(
         [
@@ -659,7 +648,7 @@ def _(erf_layers, erf_relu):
 
 
 @app.cell
-def _(erf_sweep):
+def _():
     exercise_rf = exercises.NumberExercise(
         question="**Exercise 3.** Three 3 × 3 convolutions: the first two with stride 2, the last "
         "with stride 1. How many input pixels wide is the receptive field of one output unit?",
@@ -668,14 +657,14 @@ def _(erf_sweep):
         "1 + 2·1, then + 2·2, then + 2·4.",
     )
     answer_rf = ui.answer_box(exercise_rf, placeholder="receptive field")
-    _eight = next(e for e in erf_sweep if e.layers == 8)
+    _eight = lab.effective_receptive_field(8, True, seed=0)
     exercise_erf = exercises.NumberExercise(
         question="**Exercise 4.** Eight stacked 3×3 convolutions with stride 1: how many pixels "
         "wide is the theoretical receptive field of one unit?",
         truth=shapes.receptive_field([(3, 1, 1)] * 8)[-1].size,
         hint="each layer adds K − 1 = 2 pixels to a field that starts at 1.",
         explanation=f"Its effective field is much narrower: a standard deviation of "
-        f"{_eight.std:.1f} pixels in the table above.",
+        f"{_eight.std:.1f} pixels with ReLU between the layers (the table above).",
     )
     answer_erf = ui.answer_box(exercise_erf, placeholder="pixels")
     return answer_erf, answer_rf, exercise_erf, exercise_rf
@@ -1345,6 +1334,9 @@ def _():
     )
     digits_train = data.load_digits("train", channel_dim=True)
     digits_heldout = data.load_digits("test", channel_dim=True)
+    # what the Train buttons trained, with the settings and lesson code they trained with
+    cnn_run, set_cnn_run = mo.state(None)
+    baselines_run, set_baselines_run = mo.state(None)
     mo.vstack(
         [
             mo.md(r"""
@@ -1362,43 +1354,58 @@ def _():
             cnn_train,
         ]
     )
-    return (cnn_epochs, cnn_filters, cnn_image, cnn_kernel, cnn_lr, cnn_train, digits_heldout, digits_train, draw_start)
+    return (
+        baselines_run,
+        cnn_epochs,
+        cnn_filters,
+        cnn_image,
+        cnn_kernel,
+        cnn_lr,
+        cnn_run,
+        cnn_train,
+        digits_heldout,
+        digits_train,
+        draw_start,
+        set_baselines_run,
+        set_cnn_run,
+    )
 
 
 @app.cell
-def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_train):
+def _(cnn_epochs, cnn_filters, cnn_kernel, cnn_lr, cnn_run, cnn_train, set_cnn_run):
     cnn_params = (
         shapes.conv2d_params(1, cnn_filters.value, cnn_kernel.value)
         + shapes.conv2d_params(cnn_filters.value, 2 * cnn_filters.value, 3)
         + shapes.linear_params(2 * cnn_filters.value * 2 * 2, 10)
     )
-    _controls = mo.md(f"{cnn_params:,} parameters · 1,437 training digits, 360 held-out digits")
-    # The page opens on the default CNN as the course ships it, when the page's CNN and loop are
-    # the code that trained it; the button trains with the settings above.
+    # The button trains with the settings above; its CNN stays shown until they or the lesson
+    # cells change, then the shipped one returns.
+    _key = (CNN, train_cnn, train_digits_cnn, cnn_filters.value, cnn_kernel.value, cnn_epochs.value, cnn_lr.value)
     if cnn_train.value:
         with mo.status.progress_bar(total=cnn_epochs.value, title="training", remove_on_exit=True) as _bar:
             try:
-                trained_cnn, cnn_note = (
-                    train_digits_cnn(
-                        cnn_filters.value,
-                        cnn_kernel.value,
-                        cnn_epochs.value,
-                        cnn_lr.value,
-                        on_epoch=lambda e, h: _bar.update(),
-                    ),
-                    "",
-                )
+                _run = train_digits_cnn(*_key[3:], on_epoch=lambda e, h: _bar.update())
+                set_cnn_run((_key, _run, ""))
             except Exception as _err:  # noqa: BLE001  (an edited CNN or loop may raise anything: one line, not a traceback)
-                trained_cnn, cnn_note = None, f"Training with this page's code failed: {_err}"
-    else:
+                set_cnn_run((_key, None, f"Training with this page's code failed: {_err}"))
+    elif cnn_run() is not None and cnn_run()[0] != _key:
+        set_cnn_run(None)
+    mo.md(f"{cnn_params:,} parameters · 1,437 training digits, 360 held-out digits")
+    return (cnn_params,)
+
+
+@app.cell
+def _(cnn_run):
+    # The page opens on the default CNN as the course ships it, when the page's CNN and loop are
+    # the code that trained it.
+    if cnn_run() is None:
         trained_cnn, cnn_note = lab.shipped_cnn(CNN, train_cnn, train_digits_cnn)
-    mo.stop(
-        trained_cnn is None,
-        mo.vstack([_controls, mo.callout(mo.md(cnn_note[:1].upper() + cnn_note[1:] + "."), kind="warn")]),
-    )
+    else:
+        trained_cnn, cnn_note = cnn_run()[1:]
+    mo.stop(trained_cnn is None, mo.callout(mo.md(cnn_note[:1].upper() + cnn_note[1:] + "."), kind="warn"))
     cnn, cnn_history, cnn_confusion = (trained_cnn.model, trained_cnn.history, trained_cnn.confusion)
-    mo.vstack([_controls, cnn_summary(trained_cnn)])
-    return cnn, cnn_confusion, cnn_history, cnn_params, trained_cnn
+    cnn_summary(trained_cnn)
+    return cnn, cnn_confusion, cnn_history, trained_cnn
 
 
 @app.cell
@@ -1589,27 +1596,37 @@ def _():
 
 
 @app.cell
-def _(baselines_train, cnn_epochs, cnn_lr):
-    # The page opens on the shipped baselines when the page's classes and loop are the code that
-    # trained them; the button trains them with section 7's epochs and learning rate.
+def _(baselines_run, baselines_train, cnn_epochs, cnn_lr, set_baselines_run):
+    # The button trains the baselines with section 7's epochs and learning rate; they stay shown
+    # until those or the lesson cells change.
+    _key = (SoftmaxRegression, MLP, train_cnn, train_digits_baselines, cnn_epochs.value, cnn_lr.value)
     if baselines_train.value:
         with mo.status.progress_bar(
             total=2 * cnn_epochs.value, title="training the baselines", remove_on_exit=True
         ) as _bar:
             try:
                 _runs = train_digits_baselines(cnn_epochs.value, cnn_lr.value, on_epoch=lambda e, h: _bar.update())
-                baselines, baselines_note = (
-                    lab.DigitsBaselines(
-                        {_n: _m for _n, (_m, _h) in _runs.items()},
-                        {_n: _h for _n, (_m, _h) in _runs.items()},
-                        {"epochs": cnn_epochs.value, "lr": cnn_lr.value},
-                    ),
-                    "",
+                _trained = lab.DigitsBaselines(
+                    {_n: _m for _n, (_m, _h) in _runs.items()},
+                    {_n: _h for _n, (_m, _h) in _runs.items()},
+                    {"epochs": cnn_epochs.value, "lr": cnn_lr.value},
                 )
+                set_baselines_run((_key, _trained, ""))
             except Exception as _err:  # noqa: BLE001  (an edited model or loop may raise anything: one line, not a traceback)
-                baselines, baselines_note = None, f"Training with this page's code failed: {_err}"
-    else:
+                set_baselines_run((_key, None, f"Training with this page's code failed: {_err}"))
+    elif baselines_run() is not None and baselines_run()[0] != _key:
+        set_baselines_run(None)
+    return
+
+
+@app.cell
+def _(baselines_run):
+    # The page opens on the shipped baselines when the page's classes and loop are the code that
+    # trained them.
+    if baselines_run() is None:
         baselines, baselines_note = lab.shipped_baselines(SoftmaxRegression, MLP, train_cnn, train_digits_baselines)
+    else:
+        baselines, baselines_note = baselines_run()[1:]
     return baselines, baselines_note
 
 
