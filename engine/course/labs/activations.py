@@ -579,15 +579,24 @@ class _DepthDraws:
     """The random numbers of one depth-lab run, drawn in this order from ``default_rng(seed)``."""
 
     x: np.ndarray  # (n_samples, width) inputs
-    weights: list  # depth × (width, width), std σ_W, stored (out, in)
+    weights: np.ndarray  # (depth, width, width), std σ_W, each stored (out, in)
     upstream: np.ndarray  # (n_samples, width) the upstream gradient G
     pick: np.ndarray  # indices of the pre-activations kept for the histograms
 
 
 def _depth_draws(depth, width, n_samples, std, seed, max_samples) -> _DepthDraws:
+    """The draws with weights σ_W · N(0, 1): the numbers ``rng.normal(0, σ_W)`` gives, to the bit,
+    scaled from unit draws kept for the last few stacks (a change of σ_W, the activation or the
+    switches draws nothing; at width 256 the 50 weight matrices cost more than the run)."""
+    unit = _unit_depth_draws(depth, width, n_samples, seed, max_samples)
+    return _DepthDraws(unit.x, std * unit.weights, unit.upstream, unit.pick)
+
+
+@functools.lru_cache(maxsize=4)  # up to 26 MB each (50 layers of width 256)
+def _unit_depth_draws(depth, width, n_samples, seed, max_samples) -> _DepthDraws:
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n_samples, width))
-    weights = [rng.normal(0.0, std, (width, width)) for _ in range(depth)]
+    weights = rng.standard_normal((depth, width, width))  # layer by layer, the stream's order
     upstream = rng.standard_normal((n_samples, width))
     pick = rng.permutation(n_samples * width)[: min(max_samples, n_samples * width)]
     return _DepthDraws(x, weights, upstream, pick)
@@ -600,7 +609,7 @@ def _depth_run(forward, draws: _DepthDraws, activation, std, slope, residual, no
     depth, width = len(draws.weights), draws.x.shape[1]
     params = {"slope": slope} if activation == "leaky_relu" else {}
     peak = derivative_peak(activation, **params)
-    weights = [Tensor(w) for w in draws.weights]
+    weights = [Tensor._wrap(w) for w in draws.weights]  # constants, no copy: the draws are never written
     x = Tensor(draws.x, requires_grad=True)  # so that every z_l is in the graph and keeps its gradient
     with np.errstate(over="ignore", invalid="ignore"):
         a, zs = forward(x, weights, _phi(activation, slope), residual, norm)
@@ -798,7 +807,7 @@ def _sweep_factors(forward, activation, scales: tuple, depth, width, n_samples, 
     factors = []
     for s in scales:
         std = s / math.sqrt(width)
-        scaled = _DepthDraws(draws.x, [std * w for w in draws.weights], draws.upstream, draws.pick)
+        scaled = _DepthDraws(draws.x, std * draws.weights, draws.upstream, draws.pick)
         factors.append(_depth_run(forward, scaled, activation, std, 0.01, False, False, slopes=False).per_layer_factor)
     return tuple(factors)
 
@@ -1239,11 +1248,12 @@ def _own_activation_view(phi, span):
 
 
 def depth_figures(report: DepthReport) -> tuple:
-    """The depth lab's three charts for ``report``: histograms of z in up to 8 layers, the flat and
+    """The depth lab's three charts for ``report``: histograms of z in up to 4 layers (one row: the
+    first, the last and two between; each panel is 30 rects the browser redraws at every change), the flat and
     dead shares per layer, and the gradient norm per layer (autograd dots over the product of
     factors on the plain stack, the autograd line alone off it)."""
     r = report
-    show = sorted(set(np.linspace(0, r.depth - 1, min(r.depth, 8)).round().astype(int)))
+    show = sorted(set(np.linspace(0, r.depth - 1, min(r.depth, 4)).round().astype(int)))
     key = (
         "depth",
         _digest(
