@@ -125,38 +125,45 @@ def _(schedule_T, schedule_rescale):
         "cosine": noise_schedule("cosine", schedule_T.value),
     }
     _T = schedules["cosine"].T
-    _shown = np.unique(np.linspace(0, _T - 1, min(_T, 60)).round().astype(int))  # ≤ 60 points a line (smooth curves)
+    _shown = np.unique(np.linspace(0, _T - 1, min(_T, 40)).round().astype(int))  # ≤ 40 points a line (smooth curves)
     _x = (_shown + 1) / _T
     _colors = {"linear": "function", "cosine": "derivative"}
-    _alpha = plot.curves(
-        _x,
-        {k: s.alpha_bars[_shown] for k, s in schedules.items()},
-        x_title="t / T",
-        y_title="ᾱ_t",
-        colors=_colors,
-        y_domain=(0, 1),
-        title="ᾱ_t: the share of the data's variance left",
-        height=220,
-    )
-    _beta = plot.curves(
-        _x,
-        {k: s.betas[_shown] for k, s in schedules.items()},
-        x_title="t / T",
-        y_title="β_t",
-        colors=_colors,
-        log_y=True,
-        title="β_t (log scale)",
-        height=220,
-    )
-    _snr = plot.curves(
-        _x,
-        {k: np.log(s.snr[_shown]) for k, s in schedules.items()},
-        x_title="t / T",
-        y_title="log SNR",
-        colors=_colors,
-        title="log SNR(t) = log ᾱ/(1 − ᾱ)",
-        height=220,
-    )
+
+    def _charts():
+        _alpha = plot.curves(
+            _x,
+            {k: s.alpha_bars[_shown] for k, s in schedules.items()},
+            x_title="t / T",
+            y_title="ᾱ_t",
+            colors=_colors,
+            y_domain=(0, 1),
+            title="ᾱ_t: the share of the data's variance left",
+            height=220,
+        )
+        _beta = plot.curves(
+            _x,
+            {k: s.betas[_shown] for k, s in schedules.items()},
+            x_title="t / T",
+            y_title="β_t",
+            colors=_colors,
+            log_y=True,
+            title="β_t (log scale)",
+            height=220,
+        )
+        _snr = plot.curves(
+            _x,
+            {k: np.log(s.snr[_shown]) for k, s in schedules.items()},
+            x_title="t / T",
+            y_title="log SNR",
+            colors=_colors,
+            title="log SNR(t) = log ᾱ/(1 − ᾱ)",
+            height=220,
+        )
+        return _alpha, _beta, _snr
+
+    # drawn once for each pair of schedules (their β: an edited schedule function is another key)
+    _key = tuple(s.betas.tobytes() for s in schedules.values())
+    _alpha, _beta, _snr = lab.remembered(("schedule charts", *_key), _charts)
     _end = " · ".join(f"{k}: ᾱ_T = {s.alpha_bars[-1]:.2g}" for k, s in schedules.items())
     _warn = (
         mo.callout(
@@ -863,8 +870,8 @@ def _(exact_samples, mix_T, mix_schedule, mix_separation, mix_std, mix_train, mi
                 on_step=throttled(_bar, 1500),
             )
     # its samples next to the exact reverse process's and the data's density
-    _grid = np.linspace(-4, 4, 161)
-    _edges = np.linspace(-4, 4, 61)
+    _grid = np.linspace(-4, 4, 81)
+    _edges = np.linspace(-4, 4, 41)
     _centres = 0.5 * (_edges[1:] + _edges[:-1])
     _hists = {
         "true density": (_grid, mixture.prob(_grid)),
@@ -918,7 +925,7 @@ def _(learned_1d, mix_schedule, mix_t, mixture):
         mixture,
         mix_schedule,
         mix_step,
-        grid=np.linspace(-4, 4, 201),
+        grid=np.linspace(-4, 4, 101),
         model=None if learned_1d is None else learned_1d.model,
     )
     _eps = {"ε*(x, t), exact": mix_curves.exact}
@@ -971,7 +978,7 @@ def _():
 @app.cell
 def _(exact_study):
     commitment = exact_study.commitment
-    _k = np.unique(np.linspace(0, len(commitment) - 1, 101).round().astype(int))  # ≤ 101 points
+    _k = np.unique(np.linspace(0, len(commitment) - 1, 51).round().astype(int))  # ≤ 51 points
     commitment_half = float(commitment[len(commitment) // 2])
     commitment_late = float(commitment[int(0.9 * (len(commitment) - 1))])
     _chart = plot.curves(

@@ -53,6 +53,7 @@ __all__ = [
     "mixture_1d",
     "mixture_moments",
     "mode_commitment",
+    "remembered",
     "reverse_trajectory",
     "run_trajectory",
     "sample_moments",
@@ -109,6 +110,22 @@ __all__ = [
     "shipped_guidance",
     "shipped_sampler_gallery",
 ]
+
+
+_REMEMBERED: dict = {}
+
+
+def remembered(key, build, size: int = 32):
+    """``build()``, made once for each ``key`` and kept (the latest ``size`` keys, for every session):
+    a chart that depends only on the values in ``key``, so a control moved back to a value it had
+    shows it without building it again. ``key`` must hold everything the result depends on (the
+    arrays a chart draws, as bytes); nothing may modify the result."""
+    from engine.course import plot
+
+    try:
+        return _REMEMBERED[key]
+    except KeyError:
+        return plot.remember(_REMEMBERED, key, build(), size)
 
 
 # ----------------------------------------------------------------------------- schedules
