@@ -93,6 +93,8 @@ __all__ = [
     "shift_equivariance",
     "two_convolutions",
     "uniform_stack",
+    "BlockGradients",
+    "block_gradients",
 ]
 
 
@@ -1182,3 +1184,43 @@ def ink_share(rows=(0, -1), cols=()) -> float:
     mask[list(rows), :] = True
     mask[:, list(cols)] = True
     return float(total[mask].sum() / total.sum())
+
+
+# ----------------------------------------------------------------------------- residual blocks
+@dataclass(frozen=True, eq=False)
+class BlockGradients:
+    """How much of a gradient reaching the top of a stack of blocks arrives below each block:
+    ``ratio[kind][s, k - 1]`` = ‖∂L/∂h‖ / ‖∂L/∂y‖ for the input h of the block k blocks below the
+    output y (seed ``seeds[s]``), ``kind`` "plain" (y = F(x)) or "residual" (y = x + F(x))."""
+
+    blocks: np.ndarray  # 1 .. depth
+    seeds: tuple
+    ratio: dict
+
+
+@functools.lru_cache(maxsize=4)  # the page's figure: once per block class
+def block_gradients(block_class, depth=12, channels=8, seeds=(0, 1, 2, 3, 4), n_images=8) -> BlockGradients:
+    """Backpropagate a random upstream gradient g through a stem convolution (1 → ``channels``)
+    and ``depth`` blocks ``block_class(channels, skip)`` built with each seed (the layers' default
+    initialisation), on the first ``n_images`` held-out digits, with L = ⟨g, y⟩; the norm of the
+    gradient at every block's input, relative to ‖g‖."""
+    depth = _settings("block_gradients", size=depth)["size"]
+    x = Tensor(data.load_digits("test", channel_dim=True)[0][:n_images].astype(np.float32))
+    ratio = {}
+    for kind, skip in (("plain", False), ("residual", True)):
+        rows = []
+        for seed in seeds:
+            with fork_rng(seed):
+                stem = nn.Conv2d(1, channels, 3, padding=1)
+                blocks = [block_class(channels, skip) for _ in range(depth)]
+            inputs = [stem(x).detach()]
+            inputs[0].requires_grad = True
+            for block in blocks:
+                inputs[-1].retain_grad()
+                inputs.append(block(inputs[-1]))
+            g = np.random.default_rng(seed).standard_normal(inputs[-1].shape).astype(np.float32)
+            (inputs[-1] * Tensor(g)).sum().backward()
+            norms = [float(np.linalg.norm(h.grad.numpy())) for h in inputs[:-1]]
+            rows.append(np.array(norms[::-1]) / float(np.linalg.norm(g)))
+        ratio[kind] = np.array(rows)
+    return BlockGradients(np.arange(1, depth + 1), tuple(seeds), ratio)

@@ -456,3 +456,22 @@ def test_shipped_cnn_says_in_one_line_when_the_code_differs():
     model, reason = conv_lab.shipped_cnn(_TinyCNN, test_feature_maps_and_filters_are_the_models)
     assert model is None and reason.startswith("the shipped model was trained with other code")
     assert "\n" not in reason
+
+
+def test_block_gradients_through_identity_and_halving_blocks():
+    """A block that passes its input on keeps the gradient's norm; one that halves it halves it
+    at every block."""
+    from engine import nn
+
+    class Passing(nn.Module):
+        def __init__(self, channels, skip):
+            super().__init__()
+            self.skip = skip
+
+        def forward(self, x):
+            return x if self.skip else 0.5 * x
+
+    r = conv_lab.block_gradients(Passing, depth=3, seeds=(0, 1))
+    np.testing.assert_allclose(r.ratio["residual"], 1, rtol=1e-6)
+    np.testing.assert_allclose(r.ratio["plain"], [[0.5, 0.25, 0.125]] * 2, rtol=1e-6)
+    np.testing.assert_array_equal(r.blocks, [1, 2, 3])
