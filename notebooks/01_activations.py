@@ -34,7 +34,8 @@ def _():
       initialisation keeps it alive, and why the same number decides the forward variance;
     - add a **residual path** and **LayerNorm**, each of which alone lets the gradient of fifty
       ReLU layers explode, keep it in range with both, and train fifty layers that way;
-    - count the **linear pieces** a small ReLU network cuts the plane into, and what they buy.
+    - count the **linear pieces** a small ReLU network cuts the plane into, and what they buy;
+    - train it at learning rates from 0.001 to 1 and count the **dead ReLUs** each leaves behind.
     """)
     return
 
@@ -981,6 +982,94 @@ def _(shipped_sweeps, shipped_variants):
         exercise_residual,
         exercise_pieces,
     )
+
+
+@app.function
+def dead_units(net, X):
+    """The share of each hidden layer's ReLUs dead on the data X: z_j ≤ 0 for every example, so
+    ReLU′(z_j) = 0 on all of them and no gradient reaches the unit's weights or bias."""
+    with engine.no_grad():
+        _, zs = moon_forward(net, engine.Tensor(X))
+    return np.array([float(np.mean(np.all(z.data <= 0, axis=0))) for z in zs])
+
+
+@app.function
+def default_dead_relus():
+    """The sweep the section opens on: `moon_net` (two hidden layers of 32, seeds 0 … 4) trained by
+    `train_moons` for 400 steps at each η from 0.001 to 1, its dead units counted by `dead_units`."""
+    return lab.dead_relu_sweep(moon_net, moon_forward, train_moons, dead_units)
+
+
+@app.cell(hide_code=True)
+def _():
+    dead_lr = mo.ui.slider(steps=list(lab.DEAD_RELU["lrs"]), value=0.3, label="learning rate η", show_value=True)
+    dead_train = mo.ui.run_button(label="run the 35 trainings again with your code")
+    shipped_dead, dead_misfit = lab.shipped_dead_relus(moon_net, moon_forward, train_moons, dead_units)
+    mo.md(r"""
+    ### Dead units: a learning rate too large switches ReLUs off for good
+
+    A ReLU unit is **dead** on a data set when its pre-activation is negative for every example:
+    $\operatorname{relu}'$ is 0 on all of them, so its weights and bias get no gradient and gradient
+    descent cannot bring it back (a unit of the second layer can still revive when the layer below
+    it changes). One large step can push a unit there, and Adam moves every parameter by about
+    $\eta$ per step whatever the gradient's size, so $\eta$ sets how far one step throws a bias.
+    Below, the network of this section with two hidden layers of 32 units, trained by `train_moons`
+    for 400 steps at seven learning rates, five seeds each; `dead_units` counts the dead units on
+    the 200 training points.
+    """)
+    return dead_lr, dead_misfit, dead_train, shipped_dead
+
+
+@app.cell
+def _(dead_misfit, dead_train, shipped_dead):
+    dead_sweep = shipped_dead
+    if dead_train.value:
+        _runs = len(lab.DEAD_RELU["lrs"]) * lab.DEAD_RELU["seeds"]
+        with mo.status.progress_bar(total=_runs, title="training 35 networks", remove_on_exit=True) as _bar:
+            dead_sweep = lab.dead_relu_sweep(
+                moon_net, moon_forward, train_moons, dead_units, on_run=lambda _i: _bar.update()
+            )
+    mo.stop(dead_sweep is None, mo.vstack([mo.md(f"**Dead units:** {dead_misfit}."), dead_train]))
+    _lrs, _mean = dead_sweep["lrs"], dead_sweep["dead"].mean(axis=1)
+    _low, _high = _mean[_lrs <= 0.03].max(), _mean[_lrs >= 0.3].min()
+    _acc = dead_sweep["accuracy"]
+    _source = (
+        "trained just now by your code" if dead_train.value else "shipped with the course, made by this page's code"
+    )
+    mo.vstack(
+        [
+            ui.chart(lab.dead_relu_figure(dead_sweep)),
+            mo.md(
+                f"Before any step **{dead_sweep['dead_init'].mean():.0%}** of the units are already dead "
+                f"(mean of the 5 seeds; {_source}). Trained at η ≤ 0.03, at most **{_low:.0%}** are dead on "
+                f"average; at η ≥ 0.3 at least **{_high:.0%}**, {_high / _low:.1f} times as many. The survivors "
+                f"still fit the moons up to η = 0.3 (lowest accuracy of any seed "
+                f"**{_acc[_lrs <= 0.3].min():.0%}**), but at η = 1 every seed ends below 95 % (at best "
+                f"**{_acc[_lrs == 1.0].max():.0%}**) with no more dead units than at η = 0.3: there the steps "
+                "themselves are too large to settle in a minimum."
+            ),
+            dead_train,
+        ]
+    )
+    return (dead_sweep,)
+
+
+@app.cell
+def _(dead_lr, dead_sweep):
+    _k = int(np.argmin(np.abs(dead_sweep["lrs"] - dead_lr.value)))
+    _dead, _acc = dead_sweep["dead"][_k], dead_sweep["accuracy"][_k]
+    mo.vstack(
+        [
+            dead_lr,
+            mo.md(
+                f"At η = {dead_lr.value:g}, the five seeds: dead shares "
+                + ", ".join(f"{d:.0%}" for d in _dead)
+                + f" (mean **{_dead.mean():.0%}**) · training accuracy "
+                + ", ".join(f"{a:.0%}" for a in _acc)
+            ),
+        ]
+    )
+    return
 
 
 @app.cell

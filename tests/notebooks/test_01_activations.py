@@ -613,3 +613,37 @@ def test_01_your_own_activation_is_drawn_in_section_1():
     np.testing.assert_allclose(c.f, np.abs(c.x))
     np.testing.assert_allclose(np.abs(c.df_autograd[c.x != 0]), 1.0)
     assert defs["act_range"].text().startswith("[0") and defs["act_range"].text().endswith("∞)")
+
+
+def test_01_dead_relus_rise_with_the_learning_rate_as_the_page_says():
+    """Section 6's dead units: the claims of its caption on the sweep the page shows (5 seeds each)."""
+    text, defs = notebook_text("01_activations")
+    d = defs["dead_sweep"]
+    lrs, dead, acc = d["lrs"], d["dead"], d["accuracy"]
+    assert dead.shape == acc.shape == (len(activations_lab.DEAD_RELU["lrs"]), 5)
+    mean = dead.mean(axis=1)
+    low, high = mean[lrs <= 0.03].max(), mean[lrs >= 0.3].min()
+    assert high > 2 * low  # "... times as many" (2.5 shipped)
+    assert dead.min() >= d["dead_init"].min() - 1e-12 and mean.min() > d["dead_init"].mean()  # training adds dead units
+    assert acc[lrs <= 0.3].min() >= 0.95  # "the survivors still fit the moons up to η = 0.3"
+    assert acc[lrs == 1.0].max() < 0.95  # "at η = 1 every seed ends below 95 %"
+    assert mean[lrs == 1.0][0] <= mean[lrs == 0.3][0]  # "with no more dead units than at η = 0.3"
+    assert f"at most {low:.0%} are dead" in text and f"at least {high:.0%}" in text
+    # the slider's two ends show the seeds of that rate
+    for lr in (lrs[0], lrs[-1]):
+        text, _ = notebook_text("01_activations", dead_lr=float(lr))
+        k = list(lrs).index(lr)
+        assert f"At η = {lr:g}, the five seeds: dead shares " + ", ".join(f"{v:.0%}" for v in dead[k]) in text
+
+
+def test_01_dead_units_counts_units_off_on_every_example():
+    """The lesson's dead_units against a count by hand on a network with one unit forced off."""
+    X, _ = activations_lab.moons(seed=0)
+    with engine.random.fork_rng(0):
+        net = NB.moon_net(4, 1)
+    net[0].weight.data[2] = 0.0
+    net[0].bias.data[2] = -1.0  # z = -1 on every point: dead
+    net[0].weight.data[1] = 0.0
+    net[0].bias.data[1] = 1.0  # z = 1 everywhere: alive
+    z = X @ net[0].weight.data.T + net[0].bias.data
+    assert NB.dead_units(net, X)[0] == np.mean(np.all(z <= 0, axis=0)) >= 0.25

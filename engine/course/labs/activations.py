@@ -47,6 +47,7 @@ import numpy as np
 import engine.functional as F
 from engine import Tensor, no_grad
 from engine.course import checkpoints, plot
+from engine.course.checkpoints import activations_dead_relus as _dead_relus_checkpoint
 from engine.course.checkpoints import activations_deep_training as _deep_training_checkpoint
 from engine.course.checkpoints import activations_sweeps as _sweeps_checkpoint  # static: the WebAssembly bundler
 from engine.course.checkpoints import activations_transient as _transient_checkpoint
@@ -777,6 +778,12 @@ CHECKPOINTS = {
         function="default_deep_training",
         code=("block", "deep_forward", "init_std", "deep_net", "train_deep"),
     ),
+    # section 6's dead units after training at each learning rate, 5 seeds, by the page's code
+    "activations_dead_relus": checkpoints.FromNotebook(
+        notebook="01_activations",
+        function="default_dead_relus",
+        code=("moon_net", "moon_forward", "train_moons", "dead_units"),
+    ),
 }
 
 
@@ -1389,3 +1396,87 @@ def softmax_figure(result: SoftmaxResult, temperature: float):
             title=f"softmax(z / {temperature:g})",
         ),
     )
+
+
+# ----------------------------------------------------------------------------- dead ReLUs during training
+
+# section 6's network (two hidden layers of 32 ReLUs) trained by the page's loop at each rate, 5 seeds
+DEAD_RELU = {"width": 32, "depth": 2, "steps": 400, "lrs": (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0), "seeds": 5}
+
+
+def dead_relu_sweep(moon_net, moon_forward, train_moons, dead_units, on_run=None) -> dict:
+    """What the checkpoint ``activations_dead_relus`` holds: the lesson's ``moon_net`` (built from
+    seeds 0 … 4, :data:`DEAD_RELU`'s width and depth) trained by the lesson's ``train_moons`` on the
+    moons at every learning rate of :data:`DEAD_RELU`, with the share of dead hidden units by the
+    lesson's ``dead_units`` before and after training and the training accuracy after:
+    ``{"lrs": (K,), "dead_init": (S,), "dead": (K, S), "accuracy": (K, S)}``. Every rate starts
+    from the same initial weights of each seed. ``on_run(i)`` is called after each of the K × S runs."""
+    from engine.random import fork_rng
+
+    d = DEAD_RELU
+    X, y = moons(seed=0)
+    lrs = np.asarray(d["lrs"], dtype=np.float64)
+    dead = np.zeros((len(lrs), d["seeds"]))
+    accuracy = np.zeros_like(dead)
+    dead_init = np.zeros(d["seeds"])
+    for s in range(d["seeds"]):
+        for k, lr in enumerate(lrs):
+            with fork_rng(s):
+                net = moon_net(d["width"], d["depth"])
+            dead_init[s] = float(np.mean(dead_units(net, X)))
+            with np.errstate(over="ignore", invalid="ignore"):
+                train_moons(net, X, y, steps=d["steps"], lr=float(lr))
+                with no_grad():
+                    logit, _ = moon_forward(net, Tensor(X))
+            dead[k, s] = float(np.mean(dead_units(net, X)))
+            accuracy[k, s] = float(np.mean((logit.data.reshape(-1) > 0) == (y == 1)))
+            if on_run is not None:
+                on_run(s * len(lrs) + k)
+    return {"lrs": lrs, "dead_init": dead_init, "dead": dead, "accuracy": accuracy}
+
+
+def shipped_dead_relus(*code) -> tuple[dict | None, str]:
+    """``(sweep, "")``, the shipped :func:`dead_relu_sweep`, when ``code`` (the page's ``moon_net``,
+    ``moon_forward``, ``train_moons`` and ``dead_units``) is the code that made it, else
+    ``(None, reason)``: one sentence for the page."""
+    state, reason = checkpoints.load_if_fits(_dead_relus_checkpoint, *code)
+    if state is None:
+        return None, reason
+    return {k: np.asarray(v, dtype=np.float64) for k, v in state.items()}, ""
+
+
+def dead_relu_figure(sweep: dict):
+    """The share of dead hidden units after training against the learning rate (log axis): each
+    seed a dot, their mean a line, the mean share at initialisation a dashed rule."""
+    key = ("dead-relus", _digest(sweep["lrs"], sweep["dead"], sweep["dead_init"]))
+
+    def build():
+        import altair as alt
+
+        lrs, dead = sweep["lrs"], sweep["dead"]
+        mean = "mean of 5 seeds"
+        line = (
+            alt.Chart(plot.data(lr=lrs, dead=dead.mean(axis=1)))
+            .mark_line(color=plot.color("error"), point=True)
+            .encode(
+                alt.X("lr:Q", title="learning rate η (Adam, 400 steps)", scale=alt.Scale(type="log")),
+                alt.Y("dead:Q", title="share of hidden units dead", scale=alt.Scale(domain=[0, 1])),
+                alt.Tooltip("dead:Q", title=mean, format=".2f"),
+            )
+        )
+        seeds = (
+            alt.Chart(plot.data(lr=np.repeat(lrs, dead.shape[1]), dead=dead.ravel()))
+            .mark_circle(size=30, color=plot.color("data"), opacity=0.6)
+            .encode(alt.X("lr:Q"), alt.Y("dead:Q"), alt.Tooltip("dead:Q", title="one seed", format=".2f"))
+        )
+        start = plot.rule(float(sweep["dead_init"].mean()))
+        return alt.layer(
+            start,
+            seeds,
+            line,
+            width="container",
+            height=220,
+            title="Dead ReLUs after training (dots: seeds; dashed: at initialisation)",
+        )
+
+    return _remember(key, build)
