@@ -124,34 +124,36 @@ def _():
     # (query, key), its value written in. The attention map is the lesson, and a click on a cell
     # picks its query.
     _labels = [f"{i}:{w}" for i, w in enumerate(lab.SENTENCE.split())]
-    _grid = alt.Chart().encode(
-        alt.X("key:O", sort=_labels, title="key j"), alt.Y("query:O", sort=_labels, title="query i")
-    )
+    # The key and query axes are the layers' shared encoding, set once on each layered chart.
+    _axes = (alt.X("key:O", sort=_labels, title="key j"), alt.Y("query:O", sort=_labels, title="query i"))
     _tooltip = [alt.Tooltip("query:O"), alt.Tooltip("key:O")]
     qkv_scores_chart = alt.layer(
-        _grid.mark_rect().encode(
+        alt.Chart()
+        .mark_rect()
+        .encode(
             alt.Color("score:Q", scale=alt.Scale(scheme="blueorange"), title="score"),
             [*_tooltip, alt.Tooltip("score:Q", format=".4g")],
         ),
-        _grid.mark_text(fontSize=11).encode(alt.Text("score:Q", format=".1f")),
+        alt.Chart().mark_text(fontSize=11).encode(alt.Text("score:Q", format=".1f")),
         width="container",
         height=260,
         title="scores q·k · scale / τ (blank: masked)",
-    )
+    ).encode(*_axes)
     _pick = alt.selection_point(name="query_pick", fields=["query"], on="click")
     qkv_map_chart = alt.layer(
-        _grid.mark_rect()
+        alt.Chart()
+        .mark_rect()
         .encode(
             alt.Color("weight:Q", scale=alt.Scale(scheme="purples", domain=[0, 1]), title="weight"),
             [*_tooltip, alt.Tooltip("weight:Q", format=".3f")],
             alt.OpacityValue(0.35, condition={"param": "query_pick", "value": 1.0}),
         )
         .add_params(_pick),
-        _grid.mark_text(fontSize=11).encode(alt.Text("weight:Q", format=".2f")),
+        alt.Chart().mark_text(fontSize=11).encode(alt.Text("weight:Q", format=".2f")),
         width="container",
         height=260,
         title="attention weights (each row sums to 1) · click a row",
-    )
+    ).encode(*_axes)
     qkv_row_chart = (
         alt.Chart(width="container", height=160)
         .mark_bar(color=plot.color("model"))
