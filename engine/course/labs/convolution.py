@@ -35,6 +35,7 @@ from engine import Tensor, data, nn, no_grad, shapes
 from engine.course import checkpoints
 from engine.course.checkpoints import convolution_baselines as _baselines_checkpoint  # static: for the bundler
 from engine.course.checkpoints import convolution_cnn as _cnn_checkpoint
+from engine.course.checkpoints import convolution_seeds as _seeds_checkpoint
 from engine.metrics import confusion_matrix
 from engine.ops.conv import col2im, conv2d, im2col
 from engine.random import fork_rng
@@ -95,6 +96,13 @@ __all__ = [
     "uniform_stack",
     "BlockGradients",
     "block_gradients",
+    "SEED_CODE",
+    "SEED_MODELS",
+    "SEED_SHIFTS",
+    "SEEDS",
+    "SeedShifts",
+    "seed_shift_accuracy",
+    "shipped_seed_shifts",
 ]
 
 
@@ -1224,3 +1232,71 @@ def block_gradients(block_class, depth=12, channels=8, seeds=(0, 1, 2, 3, 4), n_
             rows.append(np.array(norms[::-1]) / float(np.linalg.norm(g)))
         ratio[kind] = np.array(rows)
     return BlockGradients(np.arange(1, depth + 1), tuple(seeds), ratio)
+
+
+# ----------------------------------------------------------------------------- section 8 over seeds
+# The three models of section 8, each trained with seeds 0 to 4 (initial weights and batch order)
+# by the notebook's train_over_seeds, scored on the held-out digits moved one axis at a time: the
+# claims of the section hold over these runs, not only over the shipped ones.
+SEED_MODELS = ("CNN",) + BASELINE_NAMES
+SEEDS = (0, 1, 2, 3, 4)
+SEED_SHIFTS = ((0, 0), (-2, 0), (-1, 0), (1, 0), (2, 0), (0, -2), (0, -1), (0, 1), (0, 2))  # (right, down)
+SEED_CODE = ("CNN", "SoftmaxRegression", "MLP", "train_cnn", "train_over_seeds")
+CHECKPOINTS["convolution_seeds"] = checkpoints.FromNotebook(
+    notebook="05_convolution", function="seeds_state", code=SEED_CODE
+)
+
+
+def seed_shift_accuracy(runs) -> np.ndarray:
+    """Held-out accuracy [model, seed, shift] of ``runs`` ({name: [model per seed]}, the names of
+    :data:`SEED_MODELS`) on the 360 held-out digits moved by each of :data:`SEED_SHIFTS`."""
+    images, labels = data.load_digits("test", channel_dim=True)
+    moved = [shift_digits(images, r, d) for r, d in SEED_SHIFTS]
+    return np.array([[[cnn_accuracy(model, m, labels) for m in moved] for model in runs[name]] for name in SEED_MODELS])
+
+
+@dataclass(frozen=True, eq=False)
+class SeedShifts:
+    """Section 8's comparison over seeds: ``accuracy`` [model, seed, shift] (:data:`SEED_MODELS`,
+    the seeds, :data:`SEED_SHIFTS`) and what the prose says of it:
+
+    - ``sideways_cnn_best``: in how many (seed, sideways shift) pairs the CNN keeps the most,
+      of ``sideways_runs``;
+    - ``vertical_kept``: the largest share of its centred accuracy any model keeps moved up or down;
+    - ``centred_lead``: {baseline: (fewest, most) more digits the CNN reads right, centred, per seed}."""
+
+    accuracy: np.ndarray
+    shipped: bool = False
+
+    @property
+    def sideways_cnn_best(self) -> int:
+        side = self.accuracy[:, :, 1:5]
+        return int((side.argmax(axis=0) == SEED_MODELS.index("CNN")).sum())
+
+    @property
+    def sideways_runs(self) -> int:
+        return int(self.accuracy.shape[1] * 4)
+
+    @property
+    def vertical_kept(self) -> float:
+        return float((self.accuracy[:, :, 5:] / self.accuracy[:, :, :1]).max())
+
+    @property
+    def centred_lead(self) -> dict:
+        right = np.round(self.accuracy[:, :, 0] * 360).astype(int)
+        cnn = right[SEED_MODELS.index("CNN")]
+        return {
+            name: (int((cnn - right[i]).min()), int((cnn - right[i]).max()))
+            for i, name in enumerate(SEED_MODELS)
+            if name != "CNN"
+        }
+
+
+@functools.lru_cache(maxsize=4)  # the same object for the same code
+def shipped_seed_shifts(*code) -> tuple[SeedShifts | None, str]:
+    """``(the shipped comparison over seeds, "")`` when ``code`` (the page's lesson cells named by
+    :data:`SEED_CODE`) is the code that trained it; otherwise ``(None, reason)``."""
+    state, reason = checkpoints.load_if_fits(_seeds_checkpoint, *code)
+    if state is None:
+        return None, reason
+    return SeedShifts(np.asarray(state["accuracy"], dtype=float), shipped=True), ""
