@@ -136,7 +136,7 @@ def _():
 
 @app.cell
 def _(delta, reg_loss):
-    reg_residuals = np.linspace(-4, 4, 161)  # steps of 0.05: every δ step (0.1) is a grid point, so each kink is drawn
+    reg_residuals = np.linspace(-4, 4, 81)  # steps of 0.1: every δ step (0.1) is a grid point, so each kink is drawn
 
     def _overview():
         _curves = {
@@ -173,23 +173,35 @@ def _(delta, reg_loss):
         if huber_is_half_mse
         else ""
     )
-    _lo = max(-8.0, float(min(reg_curves.f.min(), reg_curves.df_formula.min())) - 0.5)
-    _hi = min(8.0, float(max(reg_curves.f.max(), reg_curves.df_formula.max())) + 0.5)
-    _detail = plot.function_and_derivative(
-        _e,
-        reg_curves.f,
-        reg_curves.df_formula,
-        reg_curves.df_autograd,
-        name="ℓ",
-        var="e",
-        title=_spec["label"],
-        y_domain=(_lo, _hi),
-        height=240,
+
+    def _detail():
+        _lo = max(-8.0, float(min(reg_curves.f.min(), reg_curves.df_formula.min())) - 0.5)
+        _hi = min(8.0, float(max(reg_curves.f.max(), reg_curves.df_formula.max())) + 0.5)
+        return plot.function_and_derivative(
+            _e,
+            reg_curves.f,
+            reg_curves.df_formula,
+            reg_curves.df_autograd,
+            name="ℓ",
+            var="e",
+            title=_spec["label"],
+            y_domain=(_lo, _hi),
+            height=240,
+        )
+
+    # the detail chart of one loss at one δ, drawn once and kept (its values, the page's code, are the key)
+    _detail_chart = lab.remembered(
+        (
+            "detail",
+            reg_loss.value,
+            *(a.tobytes() for a in (_e, reg_curves.f, reg_curves.df_formula, reg_curves.df_autograd)),
+        ),
+        _detail,
     )
     mo.vstack(
         [
             mo.hstack([reg_loss, delta]),
-            mo.hstack([ui.chart(reg_overview_chart), ui.chart(_detail)], widths=[1, 1]),
+            mo.hstack([ui.chart(reg_overview_chart), ui.chart(_detail_chart)], widths=[1, 1]),
             mo.md(rf"""
     $$
     \ell(e) = {_spec["formula"]}, \qquad \frac{{\partial \ell}}{{\partial \hat y}} = {_spec["grad"]}
@@ -317,30 +329,37 @@ def _(delta, line_adam_button, line_adam_default, line_base, n_outliers, outlier
         _adam_source = "Adam's columns: the button runs this page's `fit_line` on these points."
     _xs = np.array([-3.2, 3.2])
     _labels = {name: lab.REGRESSION_LOSSES[name]["label"] for name in lab.LINE_LOSSES}
-    # the points in one layer: grey data, larger red outliers (their colours and sizes are the data's own)
-    _points = (
-        alt.Chart(
-            plot.data(
-                x=line_x,
-                y=line_y,
-                fill=np.where(line_out, plot.color("outlier"), plot.color("data")),
-                size=np.where(line_out, 70, 40),
+
+    def _fits_chart():
+        # the points in one layer: grey data, larger red outliers (their colours and sizes are the data's own)
+        _points = (
+            alt.Chart(
+                plot.data(
+                    x=line_x,
+                    y=line_y,
+                    fill=np.where(line_out, plot.color("outlier"), plot.color("data")),
+                    size=np.where(line_out, 70, 40),
+                )
             )
+            .mark_point(filled=True, opacity=1)
+            .encode(alt.X("x:Q"), alt.Y("y:Q"), alt.Fill("fill:N", scale=None), alt.Size("size:Q", scale=None))
         )
-        .mark_point(filled=True, opacity=1)
-        .encode(alt.X("x:Q"), alt.Y("y:Q"), alt.Fill("fill:N", scale=None), alt.Size("size:Q", scale=None))
-    )
-    _chart = (
-        plot.curves(
-            _xs,
-            {_labels[n]: w * _xs + b for n, (w, b) in line_fits.items()},
-            x_title="x",
-            y_title="y",
-            colors={_labels[n]: n for n in line_fits},
-            height=280,
-            title="Fitted lines under each loss (true line: slope 1.5, intercept 0.5)",
+        return (
+            plot.curves(
+                _xs,
+                {_labels[n]: w * _xs + b for n, (w, b) in line_fits.items()},
+                x_title="x",
+                y_title="y",
+                colors={_labels[n]: n for n in line_fits},
+                height=280,
+                title="Fitted lines under each loss (true line: slope 1.5, intercept 0.5)",
+            )
+            + _points
         )
-        + _points
+
+    # drawn once for each set of points and lines (moving a slider back, or δ with no effect on the fits)
+    _chart = lab.remembered(
+        ("line fits", line_x.tobytes(), line_y.tobytes(), line_out.tobytes(), tuple(line_fits.items())), _fits_chart
     )
     _adam = lambda n: "— | —" if line_adam is None else f"{line_adam[n][0]:.3f} | {line_adam[n][1]:.3f}"  # noqa: E731
     _rows = "\n".join(f"| {_labels[n]} | {w:.3f} | {b:.3f} | {_adam(n)} |" for n, (w, b) in line_fits.items())
