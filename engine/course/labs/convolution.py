@@ -1206,13 +1206,24 @@ class BlockGradients:
     ratio: dict
 
 
-@functools.lru_cache(maxsize=4)  # the page's figure: once per block class
+_BLOCK_GRADIENTS: dict = {}
+
+
 def block_gradients(block_class, depth=12, channels=8, seeds=(0, 1, 2, 3, 4), n_images=8) -> BlockGradients:
     """Backpropagate a random upstream gradient g through a stem convolution (1 → ``channels``)
     and ``depth`` blocks ``block_class(channels, skip)`` built with each seed (the layers' default
     initialisation), on the first ``n_images`` held-out digits, with L = ⟨g, y⟩; the norm of the
     gradient at every block's input, relative to ‖g‖."""
     depth = _settings("block_gradients", size=depth)["size"]
+    # remembered per process by the block's code, not the class object: every page session
+    # defines the lesson class anew, and the figure costs about 0.1 s
+    key = (checkpoints.code_fingerprint(block_class), depth, channels, tuple(seeds), n_images)
+    if key not in _BLOCK_GRADIENTS:
+        _BLOCK_GRADIENTS[key] = _block_gradients(block_class, depth, channels, tuple(seeds), n_images)
+    return _BLOCK_GRADIENTS[key]
+
+
+def _block_gradients(block_class, depth, channels, seeds, n_images) -> BlockGradients:
     x = Tensor(data.load_digits("test", channel_dim=True)[0][:n_images].astype(np.float32))
     ratio = {}
     for kind, skip in (("plain", False), ("residual", True)):
