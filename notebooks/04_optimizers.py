@@ -35,6 +35,8 @@ def _():
     - see what Adam's bias correction does to its first steps;
     - plot the common learning-rate schedules, see the noise floor of mini-batch gradients that
       decay breaks through, and find a learning rate with a range test;
+    - scale η with the batch size, and find where the linear scaling rule breaks;
+    - watch full-batch descent drive a network's sharpness to 2/η and hold it there;
     - find where Adam with an L2 penalty and AdamW's decoupled weight decay part ways;
     - clip gradients by their global norm and rescue a diverging run.
     """,
@@ -814,6 +816,212 @@ def _(range_batch, range_steps):
     )
     ui.try_it("", [range_batch, range_steps], ui.chart(_chart), mo.md(_text))
     return (lr_range,)
+
+
+@app.function
+def default_batch_scaling():
+    """The sweep the linear-scaling section opens on: `minibatch_descent` with `sgd` for 4 epochs at
+    every batch size B from 1 to 512, at η = η₁·B and at η = η₁, for four base rates η₁, 5 shuffles."""
+    return lab.batch_scaling(minibatch_descent, sgd)
+
+
+@app.cell(hide_code=True)
+def _():
+    scaling_lr = mo.ui.slider(
+        steps=list(lab.SCALING["base_lrs"]), value=0.01, label="base rate η₁ (at B = 1)", show_value=True
+    )
+    scaling_train = mo.ui.run_button(label="run the sweep again with your code")
+    shipped_scaling, scaling_misfit = lab.shipped_batch_scaling(minibatch_descent, sgd)
+    mo.md(r"""
+    ### Batch size and learning rate: the linear scaling rule
+
+    A larger batch averages more examples, so why not train with it at the same $\eta$? Because an
+    epoch then takes $B$ times fewer steps, and each step moves $\theta$ no further. The **linear
+    scaling rule** (Goyal et al., 2017, who trained ImageNet in an hour with it) multiplies $\eta$
+    by $B$ as well: $B$ small steps of $\eta_1$ on $B$ examples then move $\theta$ about as far as one
+    step of $\eta_1 B$ on all of them, and the gradient noise an epoch adds is the same too. Along a
+    direction of curvature $\lambda$ the small steps multiply the error by
+    $(1 - \eta_1\lambda)^B \approx 1 - \eta_1 B\lambda$, the large one by exactly
+    $1 - \eta_1 B\lambda$: the two agree while $\eta_1 B\lambda \ll 1$, and part ways as
+    $\eta_1 B\lambda_{\max}$ nears 1; past $\eta_1 B = 2/\lambda_{\max}$ (the dashed line) the large
+    step diverges. Below, the least-squares problem of this section, 4 epochs of `minibatch_descent`
+    at every batch size, the mean of 5 shuffles (a geometric mean: the losses span decades).
+    """)
+    return scaling_lr, scaling_misfit, scaling_train, shipped_scaling
+
+
+@app.cell
+def _(scaling_train, shipped_scaling):
+    batch_scaling = shipped_scaling
+    if scaling_train.value:
+        with mo.status.progress_bar(
+            total=len(lab.SCALING["base_lrs"]), title="4 base rates", remove_on_exit=True
+        ) as _bar:
+            batch_scaling = lab.batch_scaling(minibatch_descent, sgd, on_run=lambda _i: _bar.update())
+    return (batch_scaling,)
+
+
+@app.cell
+def _(batch_scaling, scaling_lr, scaling_misfit, scaling_train):
+    mo.stop(
+        batch_scaling is None,
+        mo.vstack([mo.md(f"**The linear scaling rule:** {scaling_misfit}."), scaling_train]),
+    )
+    _r = list(batch_scaling["base_lrs"]).index(scaling_lr.value)
+    _sizes = batch_scaling["batch_sizes"]
+    _scaled, _fixed = (np.exp(np.log(batch_scaling[_k][_r]).mean(axis=1)) for _k in ("scaled", "fixed"))
+    _lam = float(batch_scaling["lambda_max"][0])
+    _held = _sizes * scaling_lr.value * _lam <= 1
+    _spread = _scaled[_held].max() / _scaled[_held].min()
+    _past = _sizes * scaling_lr.value > 2 / _lam
+    _broke = (
+        f" Past the dashed line (B > {2 / _lam / scaling_lr.value:.0f}) the scaled run diverges: its final loss is "
+        f"**{_scaled[_past].min():.3g}** or more, above the **{batch_scaling['start'][0]:.3g}** it started from."
+        if _past.any()
+        else f" At this η₁ even B = {_sizes[-1]:.0f} stays below the dashed line."
+    )
+    mo.vstack(
+        [
+            mo.hstack([scaling_lr, scaling_train], justify="start"),
+            ui.chart(lab.scaling_chart(batch_scaling, scaling_lr.value)),
+            mo.md(
+                f"With η = η₁·B the loss after 4 epochs stays within a factor **{_spread:.2f}** across every B with "
+                f"η₁Bλ_max ≤ 1 (λ_max = {_lam:.3f}, so B ≤ {1 / _lam / scaling_lr.value:.0f}); with η = η₁ held fixed "
+                f"it grows from **{_fixed[0]:.3g}** at B = 1 to **{_fixed[-1]:.3g}** at B = {_sizes[-1]:.0f}, "
+                f"{_fixed[-1] / _fixed[0]:.0f} times as high, since 4 epochs of large batches are too few steps."
+                + _broke
+            ),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _():
+    mo.md(r"""
+    ### The edge of stability
+
+    On a quadratic, gradient descent diverges once $\eta > 2/\lambda_{\max}$: the range test above
+    showed it. A network's loss is not a quadratic, and its **sharpness**, the Hessian's top
+    eigenvalue $\lambda_{\max}(\nabla^2 L(\theta))$, changes as $\theta$ moves. Cohen et al. (2021)
+    found that full-batch gradient descent drives it to the limit: the sharpness rises during
+    training (*progressive sharpening*) until it reaches $2/\eta$, and then **hovers there**, while
+    the loss keeps falling, though no longer at every step. The step never lets the curvature
+    grow past the point where it would diverge; where it starts above that point, the sharpness
+    falls to it. Below, a network $2 \to 32 \to 32 \to 1$ with tanh between (`loss_grad`, its
+    weights one flat vector) fits the moons' labels by squared error, by full-batch descent
+    (`gd_with_sharpness`), and `sharpness` measures $\lambda_{\max}$ every 50 steps by power
+    iteration. The engine's autograd gives gradients, not Hessians, so the Hessian-vector product
+    comes from two gradients:
+
+    $$
+    H v \approx \frac{\nabla L(\theta + \varepsilon v) - \nabla L(\theta - \varepsilon v)}{2\varepsilon},
+    \qquad v \leftarrow \frac{Hv}{\lVert Hv\rVert}, \qquad \lambda_{\max} \approx v^\top H v .
+    $$
+    """)
+    return
+
+
+@app.function
+def loss_grad(theta, X, y, width):
+    """The squared error L(θ) = mean (f_θ(x) − y)² of the network f_θ: 2 → n → n → 1 with tanh
+    between, its weights the flat vector θ (W₁, b₁, W₂, b₂, W₃, b₃, each W stored (out, in)), and
+    ∇L by autograd. Returns (L, ∇L)."""
+    t = engine.tensor(theta, requires_grad=True)
+    shapes = [(width, 2), (width,), (width, width), (width,), (1, width), (1,)]
+    params, start = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape))
+        params.append(t[start : start + size].reshape(shape))
+        start += size
+    h = engine.tensor(X)
+    for k in (0, 2, 4):
+        h = h @ params[k].T + params[k + 1]
+        h = h.tanh() if k < 4 else h
+    loss = ((h.reshape(-1) - engine.tensor(y)) ** 2).mean()
+    loss.backward()
+    return float(loss.data), t.grad.numpy()
+
+
+@app.function
+def sharpness(loss_grad, theta, v, iters=5, eps=1e-4):
+    """The sharpness λ_max(∇²L(θ)) by power iteration, v ← Hv/‖Hv‖, with the Hessian-vector product
+    from two gradients, Hv ≈ (∇L(θ + εv) − ∇L(θ − εv))/2ε. Returns (vᵀHv, v): pass v back in to
+    start the next measurement where this one ended."""
+    lam = 0.0
+    for _ in range(iters):
+        v = v / np.linalg.norm(v)
+        hv = (loss_grad(theta + eps * v)[1] - loss_grad(theta - eps * v)[1]) / (2 * eps)
+        lam, v = float(v @ hv), hv
+    return lam, v
+
+
+@app.function
+def gd_with_sharpness(loss_grad, theta, lr, steps, every=50):
+    """Full-batch gradient descent θ_{t+1} = θ_t − η∇L(θ_t), the sharpness measured every ``every``
+    steps (20 power iterations the first time, then 5 from the last v). Returns the steps measured,
+    the sharpness and the loss at each."""
+    v = np.random.default_rng(0).standard_normal(theta.shape)
+    at, sharp, losses = [], [], []
+    for t in range(steps + 1):
+        loss, g = loss_grad(theta)
+        if t % every == 0:
+            lam, v = sharpness(loss_grad, theta, v, iters=20 if t == 0 else 5)
+            at.append(t)
+            sharp.append(lam)
+            losses.append(loss)
+        theta = theta - lr * g
+    return np.array(at), np.array(sharp), np.array(losses)
+
+
+@app.function
+def default_edge():
+    """The runs the section opens on: `gd_with_sharpness` on `loss_grad` for 1,000 steps at η = 0.2
+    and η = 0.3, from the initial weights of seeds 0 … 4."""
+    return lab.edge_runs(loss_grad, gd_with_sharpness)
+
+
+@app.cell
+def _():
+    edge_lr = mo.ui.slider(steps=list(lab.EDGE["lrs"]), value=0.2, label="learning rate η", show_value=True)
+    edge_train = mo.ui.run_button(label="run the 10 trainings again with your code")
+    shipped_edge_runs, edge_misfit = lab.shipped_edge(loss_grad, sharpness, gd_with_sharpness)
+    return edge_lr, edge_misfit, edge_train, shipped_edge_runs
+
+
+@app.cell
+def _(edge_train, shipped_edge_runs):
+    edge_runs = shipped_edge_runs
+    if edge_train.value:
+        _total = len(lab.EDGE["lrs"]) * lab.EDGE["seeds"]
+        with mo.status.progress_bar(total=_total, title="full-batch descent", remove_on_exit=True) as _bar:
+            edge_runs = lab.edge_runs(loss_grad, gd_with_sharpness, on_run=lambda _i: _bar.update())
+    return (edge_runs,)
+
+
+@app.cell
+def _(edge_lr, edge_misfit, edge_runs, edge_train):
+    mo.stop(edge_runs is None, mo.vstack([mo.md(f"**The edge of stability:** {edge_misfit}."), edge_train]))
+    _r = list(edge_runs["lrs"]).index(edge_lr.value)
+    _sharp, _loss, _steps = edge_runs["sharpness"][_r], edge_runs["loss"][_r], edge_runs["steps"]
+    _late = _steps >= _steps[-1] / 2
+    _gap = np.abs(_sharp[:, _late].mean(axis=1) * edge_lr.value / 2 - 1).max()
+    _ups = int(np.sum(np.diff(_loss[:, _late], axis=1) > 0))
+    mo.vstack(
+        [
+            mo.hstack([edge_lr, edge_train], justify="start"),
+            ui.chart(lab.edge_chart(edge_runs, edge_lr.value)),
+            mo.md(
+                f"At η = {edge_lr.value:g} the sharpness starts at **{_sharp[:, 0].min():.2f}–{_sharp[:, 0].max():.2f}**; "
+                f"over the second half of the runs its mean is within **{100 * _gap:.1f} %** of 2/η = "
+                f"{2 / edge_lr.value:.3g} for every seed. The loss there falls from "
+                f"**{_loss[:, _late][:, 0].mean():.4f}** to **{_loss[:, -1].mean():.4f}** (mean of the seeds), "
+                f"yet it rose over {_ups} of the {_loss[:, _late].size - len(_loss)} intervals between two "
+                "measurements (all seeds): gradient descent at the quadratic theory's limit, stable all the same."
+            ),
+        ]
+    )
+    return
 
 
 @app.cell(hide_code=True)

@@ -463,3 +463,61 @@ def test_04_dragging_the_start_point_restarts_every_trajectory():
         np.testing.assert_allclose(t.path, ref, rtol=1e-9, atol=1e-12)
     _, defs = notebook_text("04_optimizers", start_x=0.5, start_y=2.5)  # the keyboard path
     assert {tuple(t.path[0]) for t in defs["trajectories"].values()} == {(0.5, 2.5)}
+
+
+def test_04_linear_scaling_holds_then_breaks_as_the_page_says():
+    """The batch-size section's claims, on the shipped sweep the page shows, at every base rate of
+    its slider (its ends included); the losses are geometric means of 5 shuffles, and the
+    divergence past 2/λ_max holds for every shuffle."""
+    _, defs = notebook_text("04_optimizers")
+    s = defs["batch_scaling"]
+    sizes, lam, start = s["batch_sizes"], float(s["lambda_max"][0]), float(s["start"][0])
+    assert s["scaled"].shape == s["fixed"].shape == (len(s["base_lrs"]), len(sizes), 5)
+    for r, base in enumerate(s["base_lrs"]):
+        scaled, fixed = (np.exp(np.log(s[k][r]).mean(axis=1)) for k in ("scaled", "fixed"))
+        held = sizes * base * lam <= 1
+        assert held.sum() >= 5 and scaled[held].max() / scaled[held].min() < 2  # "stays within a factor ..."
+        assert fixed[-1] / fixed[0] > 10  # "with η held fixed it grows ... times as high"
+        past = sizes * base > 2 / lam
+        assert np.all(s["scaled"][r][past] > start)  # "past the dashed line the scaled run diverges"
+        text, _ = notebook_text("04_optimizers", scaling_lr=float(base))
+        assert f"stays within a factor {scaled[held].max() / scaled[held].min():.2f}" in text
+    assert (s["batch_sizes"] * s["base_lrs"][-1] > 2 / lam).any()  # the slider reaches the break
+
+
+def test_04_sharpness_settles_at_two_over_eta_as_the_page_says():
+    """The edge-of-stability section's claims on the shipped runs it shows (5 seeds, both ends of
+    its slider): the sharpness's mean over the second half is within 5 % of 2/η for every seed;
+    at η = 0.2 every seed starts below 2/η (it climbs), at η = 0.3 above (it falls); the loss
+    falls over the second half, but not at every measurement."""
+    _, defs = notebook_text("04_optimizers")
+    e = defs["edge_runs"]
+    late = e["steps"] >= e["steps"][-1] / 2
+    assert e["sharpness"].shape[:2] == (2, 5) and np.all(np.isfinite(e["sharpness"]))
+    for r, lr in enumerate(e["lrs"]):
+        sharp, loss = e["sharpness"][r], e["loss"][r]
+        gap = np.abs(sharp[:, late].mean(axis=1) * lr / 2 - 1)
+        assert gap.max() < 0.05
+        assert np.all(loss[:, -1] < loss[:, late][:, 0])
+        assert np.sum(np.diff(loss[:, late], axis=1) > 0) > 0
+        text, _ = notebook_text("04_optimizers", edge_lr=float(lr))
+        assert f"within {100 * gap.max():.1f} % of 2/η" in text
+    assert np.all(e["sharpness"][0][:, 0] < 2 / e["lrs"][0]) and np.all(e["sharpness"][1][:, 0] > 2 / e["lrs"][1])
+
+
+def test_04_sharpness_finds_the_top_eigenvalue_and_loss_grad_is_autograd():
+    """The lesson's power iteration on a quadratic with a known Hessian, and loss_grad's gradient
+    against central differences of its loss."""
+    rng = np.random.default_rng(0)
+    q, _ = np.linalg.qr(rng.standard_normal((6, 6)))
+    hessian = q @ np.diag([5.0, 2.0, 1.0, 0.5, 0.1, 0.0]) @ q.T
+    lam, _ = NB.sharpness(lambda t: (0.5 * t @ hessian @ t, hessian @ t), np.ones(6), rng.standard_normal(6), iters=60)
+    assert lam == pytest.approx(5.0, rel=1e-6)
+    X, y = optim_lab.edge_data()
+    theta = optim_lab.edge_start(4, 0)
+    _, g = NB.loss_grad(theta, X, y, 4)
+    for i in (0, 7, len(theta) - 1):
+        step = np.zeros_like(theta)
+        step[i] = 1e-6
+        central = (NB.loss_grad(theta + step, X, y, 4)[0] - NB.loss_grad(theta - step, X, y, 4)[0]) / 2e-6
+        assert g[i] == pytest.approx(central, rel=1e-5, abs=1e-9)

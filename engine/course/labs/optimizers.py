@@ -24,6 +24,10 @@ the reference (:func:`engine_adam_updates`), for the schedulers and for clipping
 - :func:`phase_diagram`, :func:`momentum_rate`: the lesson's momentum rule over a grid of (η, μ) on a
   quadratic (the lesson's grid function, passed in), beside the theory's rate and stability line.
 - :func:`clip_by_global_norm`: gradient clipping with ``nn.utils.clip_grad_norm_``.
+- :func:`batch_scaling`: the mini-batch loop over batch sizes with η scaled linearly or fixed
+  (the linear scaling rule and where it breaks), shipped in :data:`CHECKPOINTS`.
+- :func:`edge_runs`: full-batch GD with its sharpness on a small network (the edge of stability),
+  shipped in :data:`CHECKPOINTS`.
 - :func:`surface_map`, :func:`gap_chart`, :func:`condition_chart`, :func:`bias_correction_chart`,
   :func:`noise_chart`, :func:`range_chart`, :func:`weight_decay_charts`, :func:`phase_chart`: the page's charts, each
   built once per run, measurement or set of values (the measurements are remembered per setting,
@@ -39,6 +43,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine import Tensor, optim
+from engine.course import checkpoints
+
+# static imports of the checkpoints: marimo's WebAssembly bundler follows only these
+from engine.course.checkpoints import optimizers_batch_scaling as _batch_scaling_checkpoint
+from engine.course.checkpoints import optimizers_edge as _edge_checkpoint
 from engine.nn.module import Parameter
 from engine.nn.utils import clip_grad_norm_
 from engine.optim import lr_scheduler
@@ -1303,3 +1312,211 @@ def phase_chart(phase: PhaseDiagram):
         )
 
     return _same_arrays_chart((phase,), ("phase",), build)
+
+
+# ----------------------------------------------------------------------------- batch size and learning rate
+
+CHECKPOINTS = {
+    # the linear scaling sweep the page opens on, by the page's minibatch_descent and sgd
+    "optimizers_batch_scaling": checkpoints.FromNotebook(
+        notebook="04_optimizers", function="default_batch_scaling", code=("minibatch_descent", "sgd")
+    ),
+    # full-batch GD's sharpness on a small network, by the page's loss_grad, sharpness and loop
+    "optimizers_edge": checkpoints.FromNotebook(
+        notebook="04_optimizers", function="default_edge", code=("loss_grad", "sharpness", "gd_with_sharpness")
+    ),
+}
+
+# the linear scaling rule on the least-squares problem of sgd_noise: 4 epochs at each batch size B,
+# η = η₁·B (scaled) or η = η₁ (fixed), 5 shuffles; one η₁ per slider step
+SCALING = {"batch_sizes": (1, 2, 4, 8, 16, 32, 64, 128, 256, 512), "base_lrs": (0.001, 0.003, 0.01, 0.03)}
+SCALING.update(epochs=4, seeds=5, n=512)
+
+
+def batch_scaling(loop, rule, on_run=None) -> dict:
+    """What the checkpoint ``optimizers_batch_scaling`` holds: the lesson's mini-batch ``loop``
+    with its ``rule`` on L(θ) = ‖Xθ − y‖²/2n (:func:`sgd_noise`'s data), for :data:`SCALING`'s
+    epochs at every batch size B (so n·epochs/B steps, batches by :func:`epoch_batches` from
+    ``default_rng(100 + seed)``), once with η = η₁·B and once with η = η₁, for every base rate η₁:
+    the excess loss L(θ_T) − L(θ̂) at the end, ``{"batch_sizes": (K,), "base_lrs": (R,),
+    "scaled": (R, K, S), "fixed": (R, K, S), "start": L(0) − L(θ̂), "lambda_max": λ_max(XᵀX/n)}``.
+    ``on_run(i)`` is called after each of the R base rates."""
+    c = SCALING
+    X, y = _least_squares_data(c["n"], 0)
+    best = np.linalg.lstsq(X, y, rcond=None)[0]
+
+    def excess(theta):
+        return float(0.5 * np.mean((X @ theta - y) ** 2) - 0.5 * np.mean((X @ best - y) ** 2))
+
+    sizes, bases = np.array(c["batch_sizes"]), np.array(c["base_lrs"], dtype=np.float64)
+    scaled = np.zeros((len(bases), len(sizes), c["seeds"]))
+    fixed = np.zeros_like(scaled)
+    for r, base in enumerate(bases):
+        for k, size in enumerate(sizes):
+            steps = c["epochs"] * c["n"] // int(size)
+            for s in range(c["seeds"]):
+                batches = epoch_batches(c["n"], int(size), steps, np.random.default_rng(100 + s))
+                with np.errstate(over="ignore", invalid="ignore"):
+                    scaled[r, k, s] = excess(np.asarray(loop(rule, X, y, batches, [base * size] * steps))[-1])
+                    fixed[r, k, s] = excess(np.asarray(loop(rule, X, y, batches, [base] * steps))[-1])
+        if on_run is not None:
+            on_run(r)
+    return {
+        "batch_sizes": sizes.astype(np.float64),
+        "base_lrs": bases,
+        "scaled": scaled,
+        "fixed": fixed,
+        "start": np.array([excess(np.zeros(X.shape[1]))]),
+        "lambda_max": np.array([float(np.linalg.eigvalsh(X.T @ X / len(X)).max())]),
+    }
+
+
+def shipped_batch_scaling(*code) -> tuple[dict | None, str]:
+    """``(state, "")``, the shipped :func:`batch_scaling`, when ``code`` (the page's
+    ``minibatch_descent`` and ``sgd``) is the code that made it, else ``(None, reason)``."""
+    state, reason = checkpoints.load_if_fits(_batch_scaling_checkpoint, *code)
+    if state is None:
+        return None, reason
+    return {k: np.asarray(v, dtype=np.float64) for k, v in state.items()}, ""
+
+
+def scaling_chart(state: dict, base_lr: float):
+    """The excess loss after the epochs against B (both axes log) at base rate η₁ = ``base_lr``: the
+    mean of the seeds with η = η₁·B and with η = η₁, a dashed rule where η₁·B = 2/λ_max. Losses
+    above the start's (a diverged run) are cut off the view."""
+    import altair as alt
+
+    from engine.course import plot
+
+    r = int(np.argmin(np.abs(state["base_lrs"] - base_lr)))
+    sizes, top = state["batch_sizes"], float(state["start"][0]) * 10
+    scaled, fixed = (np.exp(np.log(np.maximum(state[k][r], 1e-300)).mean(axis=1)) for k in ("scaled", "fixed"))
+    lines = {"η = η₁·B (linear scaling)": scaled, "η = η₁ (fixed)": fixed}
+    limit = 2.0 / float(state["lambda_max"][0]) / base_lr
+    chart = plot.curves(
+        sizes,
+        lines,
+        x_title="batch size B",
+        y_title="L(θ) − L(θ̂) after 4 epochs",
+        log_x=True,
+        log_y=True,
+        y_domain=(1e-4, top),
+        colors={"η = η₁·B (linear scaling)": "model", "η = η₁ (fixed)": "reference"},
+        height=220,
+        title=f"η₁ = {base_lr:g}: the final loss against the batch size",
+    )
+    rule = (
+        alt.Chart(plot.data(v=[limit], label=["η₁·B = 2/λ_max"]))
+        .mark_rule(color=plot.color("error"), strokeDash=[4, 3])
+        .encode(alt.X("v:Q"), alt.Tooltip("label:N", title=""))
+    )
+    return alt.layer(chart, rule) if limit <= sizes[-1] else chart
+
+
+# ----------------------------------------------------------------------------- the edge of stability
+
+# full-batch GD on a small tanh network (2 → 32 → 32 → 1, squared error) on the standardised moons
+EDGE = {"width": 32, "lrs": (0.2, 0.3), "seeds": 5, "steps": 1000, "every": 50}
+
+
+def edge_data() -> tuple[np.ndarray, np.ndarray]:
+    """The edge-of-stability section's data: the 200 two-moons points of notebook 01 (noise 0.15),
+    each coordinate standardised, and their labels 0 and 1 as regression targets."""
+    from engine.data import make_moons
+
+    X, y = make_moons(200, noise=0.15, seed=0)
+    X = np.asarray(X, dtype=np.float64)
+    return (X - X.mean(axis=0)) / X.std(axis=0), y.astype(np.float64)
+
+
+def edge_start(width: int, seed: int) -> np.ndarray:
+    """The initial weights of the network 2 → n → n → 1 as one flat float64 vector, layer by layer
+    (W₁ stored (out, in), b₁, W₂, b₂, W₃, b₃), drawn as ``nn.Linear`` draws them from ``seed``."""
+    from engine import nn
+    from engine.random import fork_rng
+
+    with fork_rng(seed):
+        layers = [nn.Linear(2, width), nn.Linear(width, width), nn.Linear(width, 1)]
+    return np.concatenate([p.data.astype(np.float64).ravel() for layer in layers for p in (layer.weight, layer.bias)])
+
+
+def edge_runs(loss_grad, gd_with_sharpness, on_run=None) -> dict:
+    """What the checkpoint ``optimizers_edge`` holds: the lesson's ``gd_with_sharpness`` on the
+    lesson's ``loss_grad`` (bound to :func:`edge_data`) from :func:`edge_start` of seeds 0 … 4,
+    for :data:`EDGE`'s steps at each of its learning rates: ``{"lrs": (R,), "steps": (M,),
+    "sharpness": (R, S, M), "loss": (R, S, M)}``, measured every ``EDGE["every"]`` steps.
+    ``on_run(i)`` is called after each of the R × S runs."""
+    e = EDGE
+    X, y = edge_data()
+    sharp, loss = [], []
+    for r, lr in enumerate(e["lrs"]):
+        rows = []
+        for s in range(e["seeds"]):
+            with np.errstate(over="ignore", invalid="ignore"):
+                rows.append(
+                    gd_with_sharpness(
+                        lambda theta: loss_grad(theta, X, y, e["width"]),
+                        edge_start(e["width"], s),
+                        lr,
+                        e["steps"],
+                        every=e["every"],
+                    )
+                )
+            if on_run is not None:
+                on_run(r * e["seeds"] + s)
+        sharp.append([row[1] for row in rows])
+        loss.append([row[2] for row in rows])
+    return {
+        "lrs": np.array(e["lrs"], dtype=np.float64),
+        "steps": np.asarray(rows[0][0], dtype=np.float64),
+        "sharpness": np.array(sharp, dtype=np.float64),
+        "loss": np.array(loss, dtype=np.float64),
+    }
+
+
+def shipped_edge(*code) -> tuple[dict | None, str]:
+    """``(runs, "")``, the shipped :func:`edge_runs`, when ``code`` (the page's ``loss_grad``,
+    ``sharpness`` and ``gd_with_sharpness``) is the code that made them, else ``(None, reason)``."""
+    state, reason = checkpoints.load_if_fits(_edge_checkpoint, *code)
+    if state is None:
+        return None, reason
+    return {k: np.asarray(v, dtype=np.float64) for k, v in state.items()}, ""
+
+
+def edge_chart(runs: dict, lr: float):
+    """The sharpness λ_max(∇²L) of every seed's run at learning rate ``lr`` against the step, with
+    2/η as a dashed rule; and the loss of the same runs on a log axis, below it. The same chart
+    object again for the same runs and rate (do not change it)."""
+    arrays = (runs["sharpness"], runs["loss"], runs["steps"])
+    return _same_arrays_chart(arrays, ("edge", float(lr)), lambda: _edge_chart(runs, lr))
+
+
+def _edge_chart(runs: dict, lr: float):
+    import altair as alt
+
+    from engine.course import plot
+
+    r = int(np.argmin(np.abs(runs["lrs"] - lr)))
+    steps, seeds = runs["steps"], runs["sharpness"].shape[1]
+    names = [f"seed {s}" for s in range(seeds)]
+    colors = dict(zip(names, plot.SERIES_COLORS))
+    sharp = plot.curves(
+        steps,
+        dict(zip(names, runs["sharpness"][r])),
+        colors=colors,
+        x_title="step t",
+        y_title="sharpness λ_max",
+        height=200,
+        title=f"η = {lr:g}: the sharpness climbs or falls to 2/η = {2 / lr:.3g} and stays there",
+    ) + plot.rule(2.0 / lr)
+    loss = plot.curves(
+        steps,
+        dict(zip(names, runs["loss"][r])),
+        colors=colors,
+        x_title="step t",
+        y_title="L(θ)",
+        log_y=True,
+        height=140,
+        title="the loss, which keeps falling, not monotonically",
+    )
+    return alt.vconcat(sharp, loss)
