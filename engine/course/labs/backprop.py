@@ -234,7 +234,7 @@ def regions_map(run: PlaygroundRun, split, title: str, height: int = 300):
     """``plot.class_regions`` of ``run``'s grid with every point of ``split`` = (Xtr, ytr, Xva, yva),
     remembered for the last few runs: the optimizer, η and the epochs do not change the map the
     page shows until **train** is pressed, so moving them shows the same map without building it
-    again (a 40×40 map costs about 20 ms to build)."""
+    again (a 30×30 map costs about 15 ms to build)."""
     from engine.course import plot
 
     arrays = (run.grid_probs, *split)
@@ -260,7 +260,7 @@ PLAYGROUND_DEFAULTS = dict(
     data="moons", noise=0.15, width=16, depth=2, activation="tanh", optimizer="adam", lr=0.03, epochs=60
 )
 PLAYGROUND_POINTS = 240  # points in a preset data set
-PLAYGROUND_GRID = 40  # the decision-boundary grid: 40×40 cells are what the browser redraws
+PLAYGROUND_GRID = 30  # the decision-boundary grid: 30×30 cells are what the browser redraws at each change
 OVERFIT_STEPS = 300
 
 

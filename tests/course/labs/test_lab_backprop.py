@@ -120,7 +120,7 @@ def test_default_playground_reads_the_checkpoint_on_the_default_data():
         overfit_steps=backprop_lab.OVERFIT_STEPS,
     )
     assert all(len(v) == d["epochs"] for v in shown.run.history.values()) and not shown.run.diverged
-    assert shown.run.grid_probs.shape == (40, 40, 2) and shown.overfit_losses.shape == (300,)
+    assert shown.run.grid_probs.shape == (30, 30, 2) and shown.overfit_losses.shape == (300,)
     assert backprop_lab.is_default_playground(dict(d)) and backprop_lab.is_default_playground({})
     assert not backprop_lab.is_default_playground({"width": 8})
     with pytest.raises(ValueError, match="unknown settings \\['colour'\\]"):
