@@ -978,7 +978,7 @@ def gd_with_sharpness(loss_grad, theta, lr, steps, every=50):
 def default_edge():
     """The runs the section opens on: `gd_with_sharpness` on `loss_grad` for 1,000 steps at η = 0.2
     and η = 0.3, from the initial weights of seeds 0 … 4."""
-    return lab.edge_runs(loss_grad, gd_with_sharpness)
+    return lab.edge_runs(loss_grad, gd_with_sharpness, sharpness)
 
 
 @app.cell
@@ -995,7 +995,7 @@ def _(edge_train, shipped_edge_runs):
     if edge_train.value:
         _total = len(lab.EDGE["lrs"]) * lab.EDGE["seeds"]
         with mo.status.progress_bar(total=_total, title="full-batch descent", remove_on_exit=True) as _bar:
-            edge_runs = lab.edge_runs(loss_grad, gd_with_sharpness, on_run=lambda _i: _bar.update())
+            edge_runs = lab.edge_runs(loss_grad, gd_with_sharpness, sharpness, on_run=lambda _i: _bar.update())
     return (edge_runs,)
 
 

@@ -1405,6 +1405,18 @@ DEAD_RELU = {"width": 32, "depth": 2, "steps": 400, "lrs": (0.001, 0.003, 0.01, 
 
 
 def dead_relu_sweep(moon_net, moon_forward, train_moons, dead_units, on_run=None) -> dict:
+    """:func:`_dead_relu_sweep`, remembered per process by the code of the four lesson functions
+    (a second press of the page's button, or the tests' second run, trains nothing new)."""
+    key = ("dead-relus", checkpoints.code_fingerprint(moon_net, moon_forward, train_moons, dead_units))
+    return _remember(
+        key, lambda: _dead_relu_sweep(moon_net, moon_forward, train_moons, dead_units, on_run), _RETRAINED, 4
+    )
+
+
+_RETRAINED: OrderedDict = OrderedDict()  # the runs a page's buttons made, by the code that made them
+
+
+def _dead_relu_sweep(moon_net, moon_forward, train_moons, dead_units, on_run=None) -> dict:
     """What the checkpoint ``activations_dead_relus`` holds: the lesson's ``moon_net`` (built from
     seeds 0 … 4, :data:`DEAD_RELU`'s width and depth) trained by the lesson's ``train_moons`` on the
     moons at every learning rate of :data:`DEAD_RELU`, with the share of dead hidden units by the

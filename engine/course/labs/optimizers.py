@@ -1333,7 +1333,24 @@ SCALING = {"batch_sizes": (1, 2, 4, 8, 16, 32, 64, 128, 256, 512), "base_lrs": (
 SCALING.update(epochs=4, seeds=5, n=512)
 
 
+_RETRAINED: dict = {}  # the runs a page's buttons made, by the code that made them (the last 4)
+
+
+def _by_code(name: str, code: tuple, build):
+    """``build()`` once per process for this ``name`` and the code of the lesson functions ``code``
+    (a second press of a page's button, or the tests' second run, trains nothing new)."""
+    from engine.course.plot import remember
+
+    key = (name, checkpoints.code_fingerprint(*code))
+    return _RETRAINED[key] if key in _RETRAINED else remember(_RETRAINED, key, build(), 4)
+
+
 def batch_scaling(loop, rule, on_run=None) -> dict:
+    """:func:`_batch_scaling`, remembered per process by the code of ``loop`` and ``rule``."""
+    return _by_code("batch-scaling", (loop, rule), lambda: _batch_scaling(loop, rule, on_run))
+
+
+def _batch_scaling(loop, rule, on_run=None) -> dict:
     """What the checkpoint ``optimizers_batch_scaling`` holds: the lesson's mini-batch ``loop``
     with its ``rule`` on L(θ) = ‖Xθ − y‖²/2n (:func:`sgd_noise`'s data), for :data:`SCALING`'s
     epochs at every batch size B (so n·epochs/B steps, batches by :func:`epoch_batches` from
@@ -1440,7 +1457,14 @@ def edge_start(width: int, seed: int) -> np.ndarray:
     return np.concatenate([p.data.astype(np.float64).ravel() for layer in layers for p in (layer.weight, layer.bias)])
 
 
-def edge_runs(loss_grad, gd_with_sharpness, on_run=None) -> dict:
+def edge_runs(loss_grad, gd_with_sharpness, sharpness=None, on_run=None) -> dict:
+    """:func:`_edge_runs`, remembered per process by the code of ``loss_grad``, ``gd_with_sharpness``
+    and ``sharpness`` (the function the loop calls, passed for the key alone)."""
+    code = tuple(f for f in (loss_grad, gd_with_sharpness, sharpness) if f is not None)
+    return _by_code("edge", code, lambda: _edge_runs(loss_grad, gd_with_sharpness, on_run))
+
+
+def _edge_runs(loss_grad, gd_with_sharpness, on_run=None) -> dict:
     """What the checkpoint ``optimizers_edge`` holds: the lesson's ``gd_with_sharpness`` on the
     lesson's ``loss_grad`` (bound to :func:`edge_data`) from :func:`edge_start` of seeds 0 … 4,
     for :data:`EDGE`'s steps at each of its learning rates: ``{"lrs": (R,), "steps": (M,),
