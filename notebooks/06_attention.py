@@ -711,7 +711,9 @@ def _():
     rope_n = mo.ui.slider(0, 50, value=7, label="key position n", show_value=True)
     rope_shift = mo.ui.slider(0, 200, value=40, label="shift both by s", show_value=True)
     # The three charts of d and the base without their data (the two controls change only the data).
-    rope_decay_series = _bound, _aligned = "Su et al.'s bound 2 Σⱼ|Sⱼ| / d", "score of aligned q = k = 1, over d"
+    # short series names in the data (one per row, 514 rows), the legend's long ones from labelExpr
+    rope_decay_series = _bound, _aligned = "bound", "aligned"
+    _legend = "datum.label == 'bound' ? \"Su et al.'s bound 2 Σⱼ|Sⱼ| / d\" : 'score of aligned q = k = 1, over d'"
     rope_decay_chart = (
         alt.Chart(width="container", height=plot.HEIGHT)
         .mark_line(clip=True)
@@ -722,7 +724,7 @@ def _():
                 "series:N",
                 title="",
                 sort=[_bound, _aligned],
-                legend=alt.Legend(orient="bottom"),
+                legend=alt.Legend(orient="bottom", labelExpr=_legend),
                 scale=alt.Scale(domain=[_bound, _aligned], range=[plot.color("reference"), plot.color("model")]),
             ),
             [alt.Tooltip("series:N"), alt.Tooltip("distance:Q"), alt.Tooltip("value:Q", format=".6g")],
