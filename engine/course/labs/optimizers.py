@@ -171,40 +171,38 @@ def surface_grid(name: str, size: int = 120):
 
 # ----------------------------------------------------------------------------- the race's map
 # The race and clipping charts redraw at every move of a race control. This map is three layers
-# (the shaded surface, the paths, and one layer of markers: each path's end, the start, the
-# minimum), where plot.surface_paths draws five: each layer costs about 4 ms to build and send.
+# (the shaded surface as one image, the paths, and one layer of markers: each path's end, the
+# start, the minimum), where plot.surface_paths draws five: each layer costs about 4 ms to build
+# and send.
 
 
 @functools.lru_cache(maxsize=8)
 def _shaded_layer(name: str, size: int):
-    """The surface's grid as a chart layer of shaded cells (darker is lower, on a log scale, f in
-    the tooltip) over the surface's box: built once per surface, not at every redraw (a layered
-    chart copies its layers, so this one is never changed)."""
+    """The surface as a chart layer: one grey image (darker is lower, on a log scale) of 4·``size``
+    pixels a side stretched over the surface's box, built once per surface, not at every redraw
+    (a layered chart copies its layers, so this one is never changed). One image mark, where a
+    rect per grid cell made the browser redraw 576 marks at every move of a race control (bench-ui's
+    render column: 0.15-0.25 s for the race's sliders)."""
+    import base64
+
     import altair as alt
 
     from engine.course import plot
 
-    xx, yy, zz = surface_grid(name, size)
+    xx, yy, zz = surface_grid(name, 4 * size)
     shade = np.log10(zz - zz.min() + 1e-3)
-    cells = plot.data(x=xx.ravel(), y=yy.ravel(), f=zz.ravel(), shade=shade.ravel(), digits=4)
-    dx, dy = float(xx[0, 1] - xx[0, 0]) / 2, float(yy[1, 0] - yy[0, 0]) / 2
+    shade = (shade - shade.min()) / max(float(np.ptp(shade)), 1e-12)
+    pixels = np.round(255 * shade[::-1]).astype(np.uint8)  # row 0 of an image is its top: θ₂ at its largest
+    url = "data:image/png;base64," + base64.b64encode(plot.png(pixels)).decode("ascii")
     (x0, x1), (y0, y1) = SURFACES[name]["box"]
     return (
-        alt.Chart(cells)
-        .mark_rect(opacity=0.7)
-        .transform_calculate(
-            x0=f"datum.x - {dx!r}",
-            x1=f"datum.x + {dx!r}",
-            y0=f"datum.y - {dy!r}",
-            y1=f"datum.y + {dy!r}",
-        )
+        alt.Chart(plot.data(x=[x0], x2=[x1], y=[y0], y2=[y1]))
+        .mark_image(url=url, aspect=False, opacity=0.7)
         .encode(
-            alt.X("x0:Q", title="θ₁", scale=_box_scale(x0, x1)),
-            alt.X2("x1"),
-            alt.Y("y0:Q", title="θ₂", scale=_box_scale(y0, y1)),
-            alt.Y2("y1"),
-            alt.Color("shade:Q", legend=None, scale=alt.Scale(scheme="greys", reverse=True)),
-            alt.Tooltip("f:Q", title="f(θ)", format=".4g"),
+            alt.X("x:Q", title="θ₁", scale=_box_scale(x0, x1)),
+            alt.X2("x2"),
+            alt.Y("y:Q", title="θ₂", scale=_box_scale(y0, y1)),
+            alt.Y2("y2"),
         )
     )
 
