@@ -646,7 +646,9 @@ def _(data_2d, ddpm, ddpm_schedule, field_t):
     # both fields scaled alike, so that lengths compare; an arrow is capped at the grid's spacing
     _spacing = 6.0 / 14
     _scale = 0.9 * _spacing / max(np.percentile(np.linalg.norm(field.true, axis=1), 95), 1e-12)
-    _names = ("true score of the noised training points", "learned s_θ = −ε_θ/√(1 − ᾱ_t)")
+    # short names in the data (one per arrow), the legend's long ones from labelExpr
+    _names = ("true", "learned")
+    _legend = "datum.label == 'true' ? 'true score of the noised training points' : 'learned s_θ = −ε_θ/√(1 − ᾱ_t)'"
     _x, _y, _x2, _y2, _series = [], [], [], [], []
     for _name, _v in zip(_names, (field.true, field.learned)):
         _length = np.linalg.norm(_v, axis=1, keepdims=True) * _scale
@@ -673,7 +675,7 @@ def _(data_2d, ddpm, ddpm_schedule, field_t):
         "field:N",
         title="",
         sort=list(_names),
-        legend=alt.Legend(orient="bottom"),
+        legend=alt.Legend(orient="bottom", labelExpr=_legend),
         scale=alt.Scale(domain=list(_names), range=[plot.color("analytic"), plot.color("model")]),
     )
     _arrows = _base.mark_rule(strokeWidth=1.5, opacity=0.8).encode(
