@@ -24,6 +24,7 @@ from engine.course import checkpoints
 # static imports, by name: the WebAssembly bundler follows only those
 from engine.course.checkpoints import vae_aggregate as _aggregate_checkpoint
 from engine.course.checkpoints import vae_amortisation as _amortisation_checkpoint
+from engine.course.checkpoints import vae_ddpm as _ddpm_checkpoint
 from engine.course.checkpoints import vae_digits as _digits_checkpoint
 from engine.course.checkpoints import vae_iwae as _iwae_checkpoint
 from engine.course.checkpoints import vae_remedies as _remedies_checkpoint
@@ -35,6 +36,13 @@ from ._checks import _int, _positive
 from ._generative import DATASETS_2D, cached_by_code, code_key, toy_data_2d
 
 __all__ = [
+    "VS_DDPM",
+    "VaeAgainstDdpm",
+    "vae_against_ddpm",
+    "vae_ddpm_state",
+    "off_data_share",
+    "OFF_DATA",
+    "default_vae_against_ddpm",
     "DATASETS_2D",
     "ESTIMATOR_FUNCTIONS",
     "BetaSweep",
@@ -1246,4 +1254,143 @@ def shipped_caption(button: str, settings: str, what: str = "the model") -> str:
     return (
         f"*Shown: {what} shipped with the course, trained by this page's cells with the default "
         f"settings ({settings}); press **{button}** to train with yours.*"
+    )
+
+
+# ----------------------------------------------------------------------------- a VAE against a DDPM
+# Section 8: the page's VAE (section 5's settings) and engine.diffusion's DDPM (notebook 07's small
+# denoiser) trained on the same moons, their samples scored against the same held-out points.
+VS_DDPM = {"seeds": (0, 1, 2, 3, 4), "T": 50, "hidden": 64, "steps": 1500, "lr": 1e-2, "n_eval": 500, "samples": 2000}
+OFF_DATA = 0.25  # a sample this far (standardised units) from every training point lies off the data
+
+
+@dataclass(frozen=True, eq=False)
+class VaeAgainstDdpm:
+    """Per seed, the energy distance to the 500 held-out points of 2,000 VAE samples (decoded
+    z ~ N(0, I)) and of 2,000 DDPM samples, and the share of each lying off the data (farther than
+    :data:`OFF_DATA` from every training point); ``floor`` and ``floor_off``: the same for the
+    2,000 training points themselves (distance) and the held-out points (share), what a perfect
+    sampler would get; the held-out points and 500 of seed 0's samples, for the figure."""
+
+    seeds: tuple
+    held_out: np.ndarray
+    vae_samples: np.ndarray
+    ddpm_samples: np.ndarray
+    vae: np.ndarray
+    ddpm: np.ndarray
+    floor: float
+    vae_off: np.ndarray
+    ddpm_off: np.ndarray
+    floor_off: float
+    shipped: bool = False
+
+
+def vae_against_ddpm(lesson, seeds=VS_DDPM["seeds"], on_step=None) -> VaeAgainstDdpm:
+    """For each seed: the lesson's VAE trained by :func:`train_vae_2d` at section 5's defaults
+    (:data:`TOY_DEFAULTS`; seed 0 is the shipped model of section 5) and an
+    ``engine.diffusion.Denoiser`` trained by ``engine.diffusion.train_ddpm`` (:data:`VS_DDPM`) on
+    the same training rows; both sampled 500 times and scored by the energy distance to the same
+    500 held-out rows. ``on_step(done)`` counts the training steps of all runs."""
+    from engine import diffusion
+    from engine.distances import energy_distance
+
+    d, v = TOY_DEFAULTS, VS_DDPM
+    points = toy_points()[0]
+    train, held = _rows("vae_against_ddpm", points, v["n_eval"])
+    held64 = held.astype(np.float64)
+    schedule = diffusion.linear_beta_schedule(v["T"], rescale=True)
+    per_seed = d["steps"] + v["steps"]
+    found = {"vae": [], "ddpm": [], "vae_off": [], "ddpm_off": [], "vae_samples": None, "ddpm_samples": None}
+    for i, seed in enumerate(seeds):
+        done = i * per_seed
+
+        def vae_hook(s, done=done):
+            on_step(done + s)
+
+        run = train_vae_2d(
+            lesson,
+            points,
+            beta=d["beta"],
+            latent_dim=d["latent_dim"],
+            steps=d["steps"],
+            obs_var=d["obs_var"],
+            n_eval=v["n_eval"],
+            seed=seed,
+            on_step=None if on_step is None else vae_hook,
+        )
+        if run.stopped:
+            raise ValueError(f"vae_against_ddpm: the VAE's training failed at seed {seed}: {run.stopped}")
+        with random.fork_rng(int(seed) + 2):
+            vae_samples = _prior_samples(lesson, run.model, v["samples"]).astype(np.float64)
+        with random.fork_rng(int(seed)):
+            model = diffusion.Denoiser(2, v["hidden"], T=v["T"])
+            progress = None if on_step is None else (lambda s, total, done=done: on_step(done + d["steps"] + s))
+            diffusion.train_ddpm(model, train, schedule, steps=v["steps"], lr=v["lr"], progress=progress)
+        with random.fork_rng(int(seed) + 2):
+            ddpm_samples = np.asarray(diffusion.sample(model, schedule, v["samples"], 2), dtype=np.float64)
+        for name, samples in (("vae", vae_samples), ("ddpm", ddpm_samples)):
+            found[name].append(energy_distance(samples, held64))
+            found[f"{name}_off"].append(off_data_share(samples, train))
+        if i == 0:
+            shown = slice(0, v["n_eval"])  # the figure draws 500 of each
+            found["vae_samples"] = vae_samples[shown].astype(np.float32)
+            found["ddpm_samples"] = ddpm_samples[shown].astype(np.float32)
+    return VaeAgainstDdpm(
+        seeds=tuple(int(s) for s in seeds),
+        held_out=held,
+        vae_samples=found["vae_samples"],
+        ddpm_samples=found["ddpm_samples"],
+        vae=np.asarray(found["vae"]),
+        ddpm=np.asarray(found["ddpm"]),
+        floor=energy_distance(train.astype(np.float64), held64),
+        vae_off=np.asarray(found["vae_off"]),
+        ddpm_off=np.asarray(found["ddpm_off"]),
+        floor_off=off_data_share(held64, train),
+    )
+
+
+def off_data_share(points, reference, radius=OFF_DATA) -> float:
+    """The share of ``points`` [n, 2] farther than ``radius`` from every row of ``reference``."""
+    points, reference = np.asarray(points, dtype=np.float64), np.asarray(reference, dtype=np.float64)
+    squared = (points**2).sum(1)[:, None] + (reference**2).sum(1)[None, :] - 2 * points @ reference.T
+    nearest = squared.min(axis=1)
+    return float(np.mean(nearest > radius**2))
+
+
+def vae_ddpm_state(lesson) -> dict:
+    """Section 8's comparison at its defaults, as shipped: the samples of seed 0 and the distances
+    of every seed."""
+    found = vae_against_ddpm(lesson)
+    return {
+        "seeds": np.asarray(found.seeds),
+        "vae_samples": found.vae_samples,
+        "ddpm_samples": found.ddpm_samples,
+        "vae": found.vae,
+        "ddpm": found.ddpm,
+        "floor": found.floor,
+        "vae_off": found.vae_off,
+        "ddpm_off": found.ddpm_off,
+        "floor_off": found.floor_off,
+    }
+
+
+CHECKPOINTS["vae_ddpm"] = checkpoints.FromNotebook(notebook="08_vae", function="shipped_vae_ddpm", code=LESSON_CODE)
+
+
+@cached_by_code(maxsize=4)
+def default_vae_against_ddpm(lesson) -> VaeAgainstDdpm:
+    """The shipped comparison; ValueError when ``lesson`` is not the code it was trained with."""
+    state = _shipped(_ddpm_checkpoint, lesson)
+    return VaeAgainstDdpm(
+        seeds=tuple(int(s) for s in state["seeds"]),
+        held_out=toy_points()[0][-VS_DDPM["n_eval"] :].astype(np.float32),
+        vae_samples=state["vae_samples"],
+        ddpm_samples=state["ddpm_samples"],
+        vae=state["vae"],
+        ddpm=state["ddpm"],
+        floor=float(state["floor"]),
+        vae_off=state["vae_off"],
+        ddpm_off=state["ddpm_off"],
+        floor_off=float(state["floor_off"]),
+        shipped=True,
     )

@@ -403,3 +403,12 @@ def test_a_page_opened_again_finds_its_shipped_models_cached():
     assert vae_lab.default_vae_2d(second) is vae_lab.default_vae_2d(first)
     edited = _compiled("def negative_elbo(model, x, beta=1.0, free_bits=0.0):\n    return None\n", "negative_elbo")
     assert vae_lab.Lesson(L.model, L.encode, L.decode, edited, L.train, L.parts) != L
+
+
+def test_off_data_share_against_brute_force():
+    """The share of points farther than the radius from every reference point, by a double loop."""
+    rng = np.random.default_rng(0)
+    points, reference = rng.normal(size=(40, 2)), rng.normal(size=(30, 2))
+    far = [all(np.hypot(*(p - q)) > 0.3 for q in reference) for p in points]
+    assert vae_lab.off_data_share(points, reference, radius=0.3) == pytest.approx(np.mean(far))
+    assert vae_lab.off_data_share(reference, reference) == 0.0
