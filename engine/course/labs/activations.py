@@ -1368,8 +1368,11 @@ def sweep_figure(sweep: ScaleSweep, name: str):
 
 
 def bend_figure(report: BendReport):
-    """The two panels of section 6 for ``report`` (:func:`engine.course.plot.piece_regions`), drawn as
-    30 × 30 cells, every fifth point of the 150 × 150 grid the pieces are counted on."""
+    """The two panels of section 6 for ``report``: its linear pieces (one colour each) and its
+    decision (the probability of class 1, blue to orange, with the data), each one image of the
+    150 × 150 grid the pieces are counted on, the cells where the probability crosses ½ drawn dark
+    on both. Two image marks where a rect per cell made the browser redraw 1,800 marks at every
+    move of the width or depth slider; kept for the last few reports."""
     key = (
         "bend",
         report.width,
@@ -1379,7 +1382,83 @@ def bend_figure(report: BendReport):
         report.accuracy,
         _digest(report.probs, report.piece_ids, report.X, report.y),
     )
-    return _remember(key, lambda: plot.piece_regions(report, max_side=30))
+    return _remember(key, lambda: _bend_figure(report))
+
+
+# Vega's tableau20, the colours the pieces take (shuffled with a fixed seed, so neighbours rarely match)
+_PIECE_COLOURS = np.array(
+    [
+        [int(c[i : i + 2], 16) for i in (1, 3, 5)]
+        for c in (
+            "#4c78a8 #9ecae9 #f58518 #ffbf79 #54a24b #88d27a #b79a20 #f2cf5b #439894 #83bcb6 "
+            "#e45756 #ff9d98 #79706e #bab0ac #d67195 #fcbfd2 #b279a2 #d6a5c9 #9e765f #d8b5a5"
+        ).split()
+    ],
+    dtype=np.float64,
+)
+# P(class 1) from 0 to 1: class 0's blue, white at ½, class 1's orange (the dots' colours, lightened)
+_DECISION_STOPS = np.array([[29, 78, 216], [247, 247, 247], [194, 65, 12]], dtype=np.float64)
+
+
+def _image_url(rgb: np.ndarray) -> str:
+    """A data URL of the PNG of uint8 RGB pixels [H, W, 3] whose row 0 is the grid's lowest x₂."""
+    import base64
+
+    return "data:image/png;base64," + base64.b64encode(plot.png(np.ascontiguousarray(rgb[::-1]))).decode("ascii")
+
+
+def _bend_figure(report: BendReport, height: int = 260):
+    import altair as alt
+
+    side = report.probs >= 0.5
+    edge = np.zeros_like(side)
+    edge[:, :-1] |= side[:, :-1] != side[:, 1:]
+    edge[:-1, :] |= side[:-1, :] != side[1:, :]
+    shuffled = np.random.default_rng(0).permutation(report.pieces)[report.piece_ids]
+    pieces = _PIECE_COLOURS[shuffled % len(_PIECE_COLOURS)]
+    p = np.clip(report.probs, 0.0, 1.0)[..., None]
+    decision = np.where(p < 0.5, (1 - 2 * p) * _DECISION_STOPS[0] + 2 * p * _DECISION_STOPS[1], 0.0)
+    decision = decision + np.where(p >= 0.5, (2 - 2 * p) * _DECISION_STOPS[1] + (2 * p - 1) * _DECISION_STOPS[2], 0.0)
+    decision = 0.6 * decision + 0.4 * 255  # at the old panel's opacity over white
+    dark = np.array([17, 24, 39], dtype=np.float64)
+    pieces[edge], decision[edge] = dark, dark
+    (x0, x1), (y0, y1) = (
+        (float(report.xx.min()), float(report.xx.max())),
+        (float(report.yy.min()), float(report.yy.max())),
+    )
+    x_enc = alt.X("x:Q", title="x₁", scale=alt.Scale(domain=[x0, x1], nice=False, zero=False))
+    y_enc = alt.Y("y:Q", title="x₂", scale=alt.Scale(domain=[y0, y1], nice=False, zero=False))
+    box = plot.data(x=[x0], x2=[x1], y=[y0], y2=[y1])
+
+    def image(rgb):
+        url = _image_url(np.round(rgb).astype(np.uint8))
+        return alt.Chart(box).mark_image(url=url, aspect=False).encode(x_enc, alt.X2("x2"), y_enc, alt.Y2("y2"))
+
+    names = ["class 0", "class 1"]
+    labels = np.asarray(names, dtype=object)[np.asarray(report.y).astype(int)]
+    dots = (
+        alt.Chart(plot.data(x=report.X[:, 0], y=report.X[:, 1], label=labels, digits=4))
+        .mark_circle(size=22, opacity=1, stroke="white", strokeWidth=0.6, clip=True)
+        .encode(
+            x_enc,
+            y_enc,
+            alt.Color(
+                "label:N",
+                title="",
+                scale=alt.Scale(domain=names, range=["#1d4ed8", "#c2410c"]),
+                legend=alt.Legend(orient="bottom"),
+            ),
+        )
+    )
+    left = image(pieces).properties(width=300, height=height, title=f"{report.pieces} linear pieces")
+    right = alt.layer(
+        image(decision),
+        dots,
+        width=300,
+        height=height,
+        title=f"decision, accuracy {100 * report.accuracy:.0f} %",
+    )
+    return alt.hconcat(left, right)
 
 
 def softmax_figure(result: SoftmaxResult, temperature: float):
