@@ -684,22 +684,6 @@ def _():
     im_stride = mo.ui.slider(1, 3, value=1, label="stride S", show_value=True)
     im_padding = mo.ui.slider(0, 2, value=1, label="padding P", show_value=True)
     im_pixel = mo.ui.slider(0, 63, value=7, label="output pixel r (column r of cols)", show_value=True)
-    backward_intro = mo.md(r"""
-    ### The backward pass is two transposed products
-
-    Given the upstream gradient $G = \partial L/\partial Y \in \mathbb{R}^{C_{out}\times L}$, the
-    chain rule through $Y = W_2\,\text{cols}$ gives
-
-    $$
-    \frac{\partial L}{\partial W_2} = G\,\text{cols}^\top, \qquad
-    \frac{\partial L}{\partial\,\text{cols}} = W_2^\top G, \qquad
-    \frac{\partial L}{\partial x} = \operatorname{col2im}\!\Big(W_2^\top G\Big).
-    $$
-
-    `col2im` adds each entry of the column matrix back onto the pixel it was copied from, so a
-    pixel inside several windows collects several gradient terms. The map on the left counts them;
-    on the right, the gradients computed by hand from these formulas and by the engine's autograd.
-    """)
     mo.vstack(
         [
             mo.md(r"""
@@ -724,7 +708,7 @@ def _():
             im_pixel,
         ]
     )
-    return (backward_intro, im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride)
+    return (im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride)
 
 
 @app.cell
@@ -813,8 +797,30 @@ def _(im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im_x):
     return (view,)
 
 
+@app.cell(hide_code=True)
+def _():
+    # its own cell: the sliders below re-run the figure, not this prose and its formulas
+    mo.md(r"""
+    ### The backward pass is two transposed products
+
+    Given the upstream gradient $G = \partial L/\partial Y \in \mathbb{R}^{C_{out}\times L}$, the
+    chain rule through $Y = W_2\,\text{cols}$ gives
+
+    $$
+    \frac{\partial L}{\partial W_2} = G\,\text{cols}^\top, \qquad
+    \frac{\partial L}{\partial\,\text{cols}} = W_2^\top G, \qquad
+    \frac{\partial L}{\partial x} = \operatorname{col2im}\!\Big(W_2^\top G\Big).
+    $$
+
+    `col2im` adds each entry of the column matrix back onto the pixel it was copied from, so a
+    pixel inside several windows collects several gradient terms. The map on the left counts them;
+    on the right, the gradients computed by hand from these formulas and by the engine's autograd.
+    """)
+    return
+
+
 @app.cell
-def _(backward_intro, im_kernel, im_padding, im_size, im_stride, im_w, im_x):
+def _(im_kernel, im_padding, im_size, im_stride, im_w, im_x):
     _report = lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value)
     mo.stop(not _report.ok, mo.md("*No valid convolution with these settings.*"))
     _g = np.random.default_rng(6).normal(size=(1, _report.output_size, _report.output_size))
@@ -822,7 +828,6 @@ def _(backward_intro, im_kernel, im_padding, im_size, im_stride, im_w, im_x):
     backward_gap = backward.largest_gap
     mo.vstack(
         [
-            backward_intro,
             mo.hstack(
                 [
                     plot.value_table(
