@@ -1763,12 +1763,6 @@ def _(vs_train):
     return (vs_ddpm,)
 
 
-@app.function
-def shipped_vae_ddpm():
-    """Section 8's comparison: section 5's VAE and engine.diffusion's DDPM, seeds 0 to 4."""
-    return lab.vae_ddpm_state(lesson_cells())
-
-
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
@@ -1831,6 +1825,12 @@ def shipped_amortisation():
 def shipped_iwae():
     """Section 7's table: iwae_bound on that model, K from 1 to 300."""
     return lab.iwae_state(lesson_cells(), iwae_bound)
+
+
+@app.function
+def shipped_vae_ddpm():
+    """Section 8's comparison: section 5's VAE and engine.diffusion's DDPM, seeds 0 to 4."""
+    return lab.vae_ddpm_state(lesson_cells())
 
 
 @app.cell
