@@ -771,8 +771,9 @@ def _(
             plot.data(
                 x=np.tile(_grid, len(_rows)),
                 y=np.concatenate([r[2] for r in _rows]),
-                series=np.repeat(np.array([r[0] for r in _rows], dtype=object), len(_grid)),
-                edge=np.repeat(np.array([f"{r[0]} {r[1]}" for r in _rows], dtype=object), len(_grid)),
+                # each row's series as its index (short, on every row), named in the legend by labelExpr
+                series=np.repeat(np.array([_names.index(r[0]) for r in _rows]), len(_grid)).astype(str).astype(object),
+                edge=np.repeat(np.array([f"{_names.index(r[0])}{r[1]}" for r in _rows], dtype=object), len(_grid)),
             ),
             width="container",
             height=260,
@@ -786,13 +787,21 @@ def _(
             alt.Color(
                 "series:N",
                 title="",
-                legend=alt.Legend(orient="bottom"),
-                scale=alt.Scale(domain=_names, range=[plot.color(_colors[n]) for n in _names]),
+                legend=alt.Legend(
+                    orient="bottom",
+                    labelExpr=" : ".join(f"datum.label == '{i}' ? '{n}'" for i, n in enumerate(_names)) + " : ''",
+                ),
+                scale=alt.Scale(
+                    domain=[str(i) for i in range(len(_names))], range=[plot.color(_colors[n]) for n in _names]
+                ),
             ),
             alt.StrokeDash(
                 "series:N",
                 legend=None,
-                scale=alt.Scale(domain=_names, range=[[5, 4] if "learned" not in n else [1, 0] for n in _names]),
+                scale=alt.Scale(
+                    domain=[str(i) for i in range(len(_names))],
+                    range=[[5, 4] if "learned" not in n else [1, 0] for n in _names],
+                ),
             ),
         )
     )
