@@ -1008,7 +1008,7 @@ def _():
     mo.md(r"""
     ### Dead units: a learning rate too large switches ReLUs off for good
 
-    A ReLU unit is **dead** on a data set when its pre-activation is negative for every example:
+    A ReLU unit is **dead** on a data set when its pre-activation is at most 0 for every example:
     $\operatorname{relu}'$ is 0 on all of them, so its weights and bias get no gradient and gradient
     descent cannot bring it back (a unit of the second layer can still revive when the layer below
     it changes). One large step can push a unit there, and Adam moves every parameter by about

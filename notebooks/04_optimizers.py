@@ -906,9 +906,8 @@ def _():
     eigenvalue $\lambda_{\max}(\nabla^2 L(\theta))$, changes as $\theta$ moves. Cohen et al. (2021)
     found that full-batch gradient descent drives it to the limit: the sharpness rises during
     training (*progressive sharpening*) until it reaches $2/\eta$, and then **hovers there**, while
-    the loss keeps falling, though no longer at every step. The step never lets the curvature
-    grow past the point where it would diverge; where it starts above that point, the sharpness
-    falls to it. Below, a network $2 \to 32 \to 32 \to 1$ with tanh between (`loss_grad`, its
+    the loss keeps falling, though no longer at every step. The sharpness can overshoot $2/\eta$
+    for a while, but it comes back; where it starts above $2/\eta$, it falls to it. Below, a network $2 \to 32 \to 32 \to 1$ with tanh between (`loss_grad`, its
     weights one flat vector) fits the moons' labels by squared error, by full-batch descent
     (`gd_with_sharpness`), and `sharpness` measures $\lambda_{\max}$ every 50 steps by power
     iteration. The engine's autograd gives gradients, not Hessians, so the Hessian-vector product

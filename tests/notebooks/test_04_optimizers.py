@@ -498,6 +498,7 @@ def test_04_sharpness_settles_at_two_over_eta_as_the_page_says():
         sharp, loss = e["sharpness"][r], e["loss"][r]
         gap = np.abs(sharp[:, late].mean(axis=1) * lr / 2 - 1)
         assert gap.max() < 0.05
+        assert np.all(np.abs(sharp[:, -1] * lr / 2 - 1) < 0.1)  # "it comes back": every seed ends near 2/η
         assert np.all(loss[:, -1] < loss[:, late][:, 0])
         assert np.sum(np.diff(loss[:, late], axis=1) > 0) > 0
         text, _ = notebook_text("04_optimizers", edge_lr=float(lr))
