@@ -231,18 +231,16 @@ _MAPS: dict = {}  # (ids of a run's grid probabilities and of its data, title, h
 
 
 def regions_map(run: PlaygroundRun, split, title: str, height: int = 300):
-    """``plot.class_regions`` of ``run``'s grid with every point of ``split`` = (Xtr, ytr, Xva, yva),
-    remembered for the last few runs: the optimizer, η and the epochs do not change the map the
-    page shows until **train** is pressed, so moving them shows the same map without building it
-    again (a 30×30 map costs about 15 ms to build)."""
-    from engine.course import plot
-
+    """The predicted class regions of ``run``'s grid (:func:`regions_chart`) with every point of
+    ``split`` = (Xtr, ytr, Xva, yva), remembered for the last few runs: the optimizer, η and the
+    epochs do not change the map the page shows until **train** is pressed, so moving them shows
+    the same map without building it again."""
     arrays = (run.grid_probs, *split)
     key = tuple(id(a) for a in arrays) + (title, height)
     hit = _MAPS.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], arrays)):
         return hit[1]
-    chart = plot.class_regions(
+    chart = regions_chart(
         run.grid_x,
         run.grid_y,
         run.grid_probs,
@@ -251,7 +249,61 @@ def regions_map(run: PlaygroundRun, split, title: str, height: int = 300):
         title=title,
         height=height,
     )
+    from engine.course import plot
+
     return plot.remember(_MAPS, key, (arrays, chart), size=8)[1]
+
+
+def regions_chart(xx, yy, probs, X, y, *, title=None, height: int = 300):
+    """``plot.class_regions`` drawn as one image: each grid cell the class colours mixed by
+    probability, paler where the model is unsure (the same colours), as a PNG of 4 × 4 pixels a
+    cell stretched over the grid's box by Vega-Lite's image mark, with the data on top. One image
+    mark where one rect per cell made the browser redraw 900 marks at every change of the data,
+    the noise or the network (and send them: about 50 KB); the cells' tooltips are gone."""
+    import base64
+
+    import altair as alt
+    from matplotlib.colors import to_rgb
+
+    from engine.course import plot
+
+    probs = np.asarray(probs, dtype=float)  # [rows (x₂ rising), columns (x₁ rising), K]
+    k = probs.shape[-1]
+    cols = np.array([to_rgb(plot.CLASS_COLORS[j % len(plot.CLASS_COLORS)]) for j in range(k)])
+    conf = (probs.max(-1, keepdims=True) - 1 / k) / (1 - 1 / k)
+    rgb = np.clip(1 - (1 - probs @ cols) * (0.15 + 0.55 * conf), 0, 1)
+    pixels = np.round(255 * rgb[::-1]).astype(np.uint8).repeat(4, axis=0).repeat(4, axis=1)  # image row 0: top
+    url = "data:image/png;base64," + base64.b64encode(plot.png(pixels)).decode("ascii")
+    xs, ys = np.asarray(xx, dtype=float)[0], np.asarray(yy, dtype=float)[:, 0]
+    dx, dy = (xs[-1] - xs[0]) / max(len(xs) - 1, 1) / 2, (ys[-1] - ys[0]) / max(len(ys) - 1, 1) / 2
+    x_scale = alt.Scale(domain=[float(xs[0]), float(xs[-1])], nice=False, zero=False)
+    y_scale = alt.Scale(domain=[float(ys[0]), float(ys[-1])], nice=False, zero=False)
+    # each cell centred on its grid point, as the rects were: the box reaches half a cell past the extremes
+    image = (
+        alt.Chart(plot.data(x=[xs[0] - dx], x2=[xs[-1] + dx], y=[ys[0] - dy], y2=[ys[-1] + dy]))
+        .mark_image(url=url, aspect=False, clip=True)
+        .encode(
+            alt.X("x:Q", title="x₁", scale=x_scale), alt.X2("x2"), alt.Y("y:Q", title="x₂", scale=y_scale), alt.Y2("y2")
+        )
+    )
+    X, y = np.asarray(X, dtype=float), np.asarray(y).astype(int)
+    names = [f"class {c}" for c in range(k)]
+    dots = (
+        alt.Chart(plot.data(x=X[:, 0], y=X[:, 1], label=np.asarray(names, dtype=object)[y], digits=4))
+        .mark_circle(size=36, opacity=1, stroke="white", strokeWidth=1, clip=True)
+        .encode(
+            alt.X("x:Q", title="x₁", scale=x_scale),
+            alt.Y("y:Q", title="x₂", scale=y_scale),
+            alt.Color(
+                "label:N",
+                title="",
+                sort=names,
+                legend=alt.Legend(orient="bottom"),
+                scale=alt.Scale(domain=names, range=[plot.CLASS_COLORS[c % len(plot.CLASS_COLORS)] for c in range(k)]),
+            ),
+        )
+    )
+    return alt.layer(image, dots, width="container", height=height, title=title or alt.Undefined)
 
 
 # The playground's opening settings: the notebook's controls start here, and the page shows the
