@@ -63,7 +63,6 @@ def cnn_summary(trained):
 
 
 @app.function
-@functools.lru_cache(maxsize=64)
 def cnn_verdict(trained, pixels):
     """The CNN's reading of a drawn 8×8 digit (``pixels``: its float64 bytes, a hashable key):
     its verdict, probabilities and first-layer feature maps."""
@@ -75,12 +74,11 @@ def cnn_verdict(trained, pixels):
     return mo.vstack(
         [
             mo.md(f"The CNN reads a **{int(np.argmax(probs))}** (probability {probs.max():.0%})."),
-            plot.bars(
-                [str(d) for d in range(10)],
-                probs,
-                y_title="probability",
-                y_domain=(0, 1),
-                title="the CNN's probabilities for your drawing",
+            plot.value_table(
+                probs[None],
+                "the CNN's probability of each digit (column) for your drawing",
+                cmap="Purples",
+                symmetric=False,
             ),
             mo.md("Its first-layer feature maps after ReLU (the first six channels):"),
             plot.image_tiles({f"conv1 · {i}": m for i, m in enumerate(maps["relu1"][:6])}, width=96),
@@ -103,7 +101,6 @@ def cnn_kernels_figure(trained):
 
 
 @app.function
-@functools.lru_cache(maxsize=64)
 def cnn_reading(trained, index):
     """Held-out digit ``index``, its first-layer feature maps and the CNN's probabilities."""
     images, labels = data.load_digits("test", channel_dim=True)
@@ -120,12 +117,11 @@ def cnn_reading(trained, index):
             plot.image_tiles(
                 {"input": image[0], **{f"conv1 · {i}": m for i, m in enumerate(maps["relu1"][:6])}}, width=96
             ),
-            plot.bars(
-                [str(d) for d in range(10)],
-                maps["probs"],
-                y_title="probability",
-                title=f"true: {label} · predicted: {predicted}",
-                y_domain=(0, 1),
+            plot.value_table(
+                maps["probs"][None],
+                f"the CNN's probability of each digit (column) · true: {label} · predicted: {predicted}",
+                cmap="Purples",
+                symmetric=False,
             ),
         ]
     )
@@ -1333,7 +1329,6 @@ def _():
         label="learning rate",
     )
     cnn_train = mo.ui.run_button(label="Train the CNN")
-    cnn_image = mo.ui.slider(0, 359, value=0, label="held-out digit #", show_value=True)
     draw_start = mo.ui.dropdown(
         options={"blank": -1, **{f"held-out #{i}": i for i in range(10)}}, value="held-out #0", label="start from"
     )
@@ -1363,7 +1358,6 @@ def _():
         baselines_run,
         cnn_epochs,
         cnn_filters,
-        cnn_image,
         cnn_kernel,
         cnn_lr,
         cnn_run,
@@ -1409,7 +1403,7 @@ def _(cnn_run):
         trained_cnn, cnn_note = cnn_run()[1:]
     mo.stop(trained_cnn is None, mo.callout(mo.md(cnn_note[:1].upper() + cnn_note[1:] + "."), kind="warn"))
     cnn, cnn_history, cnn_confusion = (trained_cnn.model, trained_cnn.history, trained_cnn.confusion)
-    cnn_summary(trained_cnn)
+    mo.vstack([cnn_summary(trained_cnn), cnn_kernels_figure(trained_cnn)])
     return cnn, cnn_confusion, cnn_history, trained_cnn
 
 
@@ -1455,8 +1449,16 @@ def _(cnn, cnn_confusion, confusion_chart, digits_heldout):
 
 
 @app.cell
+def _():
+    # the digit slider is made in a cell of its own, so that moving it re-sends only the reading below
+    cnn_image = mo.ui.slider(0, 359, value=0, label="held-out digit #", show_value=True)
+    cnn_image
+    return (cnn_image,)
+
+
+@app.cell
 def _(cnn_image, trained_cnn):
-    mo.vstack([cnn_kernels_figure(trained_cnn), cnn_image, cnn_reading(trained_cnn, cnn_image.value)])
+    cnn_reading(trained_cnn, cnn_image.value)
     return
 
 
