@@ -164,9 +164,15 @@ LAZY_ALLOWED = {  # third-party packages imported inside functions, and where
     "altair": {
         "engine/course/plot.py",
         "engine/course/ui.py",  # charts; ui.chart's one conversion
-        "engine/course/labs/optimizers.py",
-    },  # 04's surface map, built on its cached grid
-    "matplotlib": {"engine/course/plot.py", "engine/course/widgets.py"},  # charts; the pucks' background
+        "engine/course/labs/optimizers.py",  # 04's surface map, built on its cached grid
+        "engine/course/labs/activations.py",  # 01's decision-region images and dead-ReLU sweep
+        "engine/course/labs/backprop.py",  # 03's class regions as one image
+    },
+    "matplotlib": {
+        "engine/course/plot.py",
+        "engine/course/widgets.py",  # charts; the pucks' background
+        "engine/course/labs/backprop.py",  # matplotlib.colors.to_rgb for the regions image
+    },
     "anywidget": {"engine/course/widgets.py"},
     "marimo": {
         "engine/course/plot.py",

@@ -365,9 +365,10 @@ def run_buttons(app) -> dict:
 
 def extreme_runs(app) -> list[dict]:
     """Settings that drive every control to its extremes in a few runs: all controls at their first
-    value (minimum), all at their second (maximum), then every option of every choice control
-    and every test value of every widget (run i sets each to its option i, cycling). Each run also
-    presses every run button, so the training controls act at their extremes."""
+    value (minimum), all at their second (maximum), then every further option of every choice
+    control and every further test value of every widget (run i sets each to its option i,
+    cycling, from i = 2: the first two runs already set options 0 and 1). Each run also presses
+    every run button, so the training controls act at their extremes."""
     found = controls(app)
     values = {name: control_values(c) for name, c in found.items()}
     pressed = {name: True for name in run_buttons(app)}
@@ -377,7 +378,7 @@ def extreme_runs(app) -> list[dict]:
         for n, vs in values.items()
         if type(found[n]).__name__ in ("dropdown", "radio") or hasattr(found[n], "test_values")
     }
-    for i in range(max((len(vs) for vs in choices.values()), default=0)):
+    for i in range(2, max((len(vs) for vs in choices.values()), default=0)):
         runs.append({n: vs[i % len(vs)] for n, vs in choices.items()})
     return runs
 
