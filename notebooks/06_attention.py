@@ -731,14 +731,16 @@ def _():
         )
         .properties(title="RoPE's long-range decay: the aligned score stays under Su et al.'s bound")
     )
+    # the PE table as one image (lab.blue_orange_url) stretched over positions × dimensions
     rope_pe_chart = (
         alt.Chart(width="container", height=plot.HEIGHT)
-        .mark_rect()
+        .mark_image(aspect=False)
         .encode(
-            alt.X("position:O", title="position m"),
-            alt.Y("dimension:O", title="dimension"),
-            alt.Color("PE:Q", title="PE", scale=alt.Scale(scheme="blueorange", domain=[-1.0, 1.0])),
-            [alt.Tooltip("dimension:O"), alt.Tooltip("position:O"), alt.Tooltip("PE:Q", format=".4g")],
+            alt.X("x:Q", title="position m", scale=alt.Scale(domain=[-0.5, 31.5], nice=False, zero=False)),
+            alt.X2("x2"),
+            alt.Y("y:Q", title="dimension", scale=alt.Scale(reverse=True, nice=False, zero=False)),
+            alt.Y2("y2"),
+            alt.Url("url:N"),
         )
     )
     rope_similarity_chart = (
@@ -866,12 +868,15 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
     _every = "" if len(_dims) == rope_dim.value else f", one pair in {_dims[2] // 2}"
     _pe = ui.chart(
         rope_pe_chart.properties(
+            # each drawn row stretched over the pairs it stands for: the rows span dimensions 0 to d
             data=plot.data(
-                dimension=np.repeat(_dims, 32),
-                position=np.tile(np.arange(32), len(_dims)),
-                PE=sinusoid.pe[:32, _dims].T.ravel(),
+                x=[-0.5],
+                x2=[31.5],
+                y=[0.0],
+                y2=[float(rope_dim.value)],
+                url=[lab.blue_orange_url(sinusoid.pe[:32, _dims].T)],
             ),
-            title=f"sinusoidal positions PE (dimensions × positions{_every})",
+            title=f"sinusoidal positions PE (dimensions × positions{_every}): blue −1, orange +1",
         )
     )
     _sim = ui.chart(

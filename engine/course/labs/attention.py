@@ -77,6 +77,7 @@ __all__ = [
     "rope_pair_trajectory",
     "random_scores",
     "shown_dimensions",
+    "blue_orange_url",
     "rope_score_vs_distance",
     "rope_shift_check",
     "scaling_sweep",
@@ -659,6 +660,26 @@ def shown_dimensions(d, most=32) -> np.ndarray:
     step = -(-d // _int("shown_dimensions", "most", most, 2))
     pairs = np.arange(0, d // 2, step)
     return np.stack([2 * pairs, 2 * pairs + 1], axis=1).ravel()
+
+
+# Vega's "blueorange" scheme (vega-scale), the colours the page's other maps of signed values use
+BLUE_ORANGE = "134b852f78b35da2cb9dcae1d2e5eff2f0ebfce0bafbbf74e8932fc5690d994a07"
+
+
+def blue_orange_url(values, low: float = -1.0, high: float = 1.0, cell: int = 8) -> str:
+    """A matrix of values in [low, high] as a PNG data URL in Vega's blueorange colours (blue at
+    ``low``, orange at ``high``), ``cell`` × ``cell`` pixels a value, row 0 at the top: one image
+    mark for a heatmap that a control redraws, where a rect per value made the browser redraw
+    hundreds of marks (the cells' tooltips are the price)."""
+    import base64
+
+    from engine.course import plot
+
+    stops = np.array([[int(BLUE_ORANGE[i + j : i + j + 2], 16) for j in (0, 2, 4)] for i in range(0, 66, 6)], float)
+    t = np.clip((np.asarray(values, dtype=float) - low) / (high - low), 0.0, 1.0) * (len(stops) - 1)
+    rgb = np.stack([np.interp(t, np.arange(len(stops)), stops[:, c]) for c in range(3)], axis=-1)
+    pixels = np.round(rgb).astype(np.uint8).repeat(cell, axis=0).repeat(cell, axis=1)
+    return "data:image/png;base64," + base64.b64encode(plot.png(pixels)).decode("ascii")
 
 
 def sinusoidal_similarity(L=64, d=64, base=10000.0) -> SinusoidalSimilarity:
