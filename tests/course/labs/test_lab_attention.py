@@ -412,3 +412,21 @@ def test_ablation_runs_read_the_notebooks_dict():
     assert runs["full model"].final_heldout == 1.7 and runs["full model"].final_train == 1.5
     assert np.isnan(runs["stopped at once"].final_heldout)
     assert list(attention_lab.GPT_ABLATIONS) == ["full model", "no position embedding", "one head", "no residual path"]
+
+
+def test_blue_orange_url_draws_vegas_scheme_row_0_on_top():
+    """The PE table's image: −1 the scheme's first colour (dark blue), 0 its middle, +1 its last
+    (dark orange), values clipped to [−1, 1], 8 × 8 pixels a value, row 0 of the matrix at the top."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    scheme = "134b852f78b35da2cb9dcae1d2e5eff2f0ebfce0bafbbf74e8932fc5690d994a07"  # vega-scale's blueOrange
+    url = attention_lab.blue_orange_url(np.array([[-1.0, 0.0, 1.0], [5.0, -5.0, 0.0]]))
+    assert url.startswith("data:image/png;base64,")
+    pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB"))
+    assert pixels.shape == (16, 24, 3)
+    hexes = [["#" + bytes(pixels[8 * i + 3, 8 * j + 3]).hex() for j in range(3)] for i in range(2)]
+    first, middle, last = "#" + scheme[:6], "#" + scheme[30:36], "#" + scheme[-6:]
+    assert hexes == [[first, middle, last], [last, first, middle]]

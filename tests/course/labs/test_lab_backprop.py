@@ -5,6 +5,8 @@ Each expected value is computed independently here (closed forms with math/NumPy
 constants), never by the function under test.
 """
 
+import csv
+import io
 import math
 
 import numpy as np
@@ -247,3 +249,35 @@ def test_check_op_grades_each_input_and_checkpointing_view_refuses_other_sizes()
     assert right.errors == {"X": 0.5, "W": 0.5, "b": 0.5} and right.caught and right.gradcheck is True
     with pytest.raises(ValueError, match="depth must be one of"):
         backprop_lab.checkpointing_view(None, None, None, depth=5, segment=1)
+
+
+def _png_pixels(url):
+    """The RGB pixels of a ``data:image/png;base64,...`` URL."""
+    import base64
+
+    from PIL import Image
+
+    assert url.startswith("data:image/png;base64,")
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB"))
+
+
+def test_regions_chart_is_one_image_of_the_class_colours_with_x2_rising_upwards():
+    """The playground's map: one image mark (not a rect per cell) under the data, each cell 4 × 4
+    pixels in the colour plot.class_regions gives it, row 0 of the image the grid's top row."""
+    xx, yy = np.meshgrid(np.linspace(-1, 1, 5), np.linspace(-2, 2, 4))  # 4 rows (x₂) × 5 columns (x₁)
+    p1 = 1 / (1 + np.exp(-(3 * xx + yy)))
+    probs = np.stack([1 - p1, p1], axis=-1)
+    X, y = np.array([[0.0, 0.0], [0.5, 1.0]]), np.array([0, 1])
+    spec = backprop_lab.regions_chart(xx, yy, probs, X, y, title="t").to_dict()
+    image, dots = spec["layer"]
+    assert image["mark"]["type"] == "image" and dots["mark"]["type"] == "circle"
+    pixels = _png_pixels(image["mark"]["url"])
+    assert pixels.shape == (16, 20, 3)
+    # the same cell colours as the rect version (plot.class_regions: one '#rrggbb' per grid point, in ravel order)
+    rects = engine.course.plot.class_regions(xx, yy, probs, X, y).to_dict()
+    values = rects["datasets"][rects["layer"][0]["data"]["name"]]
+    fills = [row["fill"] for row in csv.DictReader(io.StringIO(values))]
+    assert len(fills) == 20
+    for i in range(4):  # grid row i (x₂ = yy[i, 0], rising) is image row 3 − i: the top is the largest x₂
+        for j in range(5):
+            assert "#" + bytes(pixels[4 * (3 - i) + 1, 4 * j + 2]).hex() == fills[5 * i + j]
