@@ -1669,9 +1669,10 @@ def _():
     Notebook 07's DDPM learns what this page's VAE learns, a way to draw new points like the data,
     by another route. The VAE draws $z \sim \mathcal N(0, I)$ and decodes it in one step (its
     samples are the decoder's means $\hat x(z)$); the DDPM also starts from noise, and removes it
-    in $T = 50$ small steps, each predicted by a network. Below, both learn the same 2,000 points
-    of the moons: section 5's VAE (the cells above), and `engine.diffusion`'s small `Denoiser`
-    trained by `engine.diffusion.train_ddpm`, as in notebook 07. Each draws 2,000 samples, scored
+    in $T = 50$ small steps, a network predicting the noise at each. Below, both learn the same
+    2,000 points of the moons: section 5's VAE (the cells above), and `engine.diffusion`'s small
+    `Denoiser` trained by `engine.diffusion.train_ddpm` (notebook 07's, here for 1,500 steps).
+    Each draws 2,000 samples, scored
     by the **energy distance** to the same 500 held-out points,
 
     $$
