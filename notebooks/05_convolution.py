@@ -543,16 +543,26 @@ def _(
         if _collapsed
         else mo.md("")
     )
-    _table = mo.md(
-        "\n".join(
-            ["| layer | K | S | P | D | field r | jump j | feature map |", "|---|---|---|---|---|---|---|---|"]
-            + [
-                f"| {r.name} | {r.kernel} | {r.stride} | {r.padding} | {r.dilation} | {r.rf} | {r.jump} | "
-                + ("—" if r.fmap is None else f"{r.fmap}×{r.fmap}")
-                + " |"
-                for r in rf_rows
-            ]
+    # plain HTML: a markdown table of up to 20 rows costs the slider about 10 ms to parse
+    _cells = [
+        (
+            r.name,
+            r.kernel,
+            r.stride,
+            r.padding,
+            r.dilation,
+            r.rf,
+            r.jump,
+            "—" if r.fmap is None else f"{r.fmap}×{r.fmap}",
         )
+        for r in rf_rows
+    ]
+    _table = mo.Html(
+        "<table><thead><tr>"
+        + "".join(f"<th>{h}</th>" for h in ("layer", "K", "S", "P", "D", "field r", "jump j", "feature map"))
+        + "</tr></thead><tbody>"
+        + "".join("<tr>" + "".join(f"<td>{v}</td>" for v in row) + "</tr>" for row in _cells)
+        + "</tbody></table>"
     )
     mo.vstack(
         [
