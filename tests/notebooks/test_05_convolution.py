@@ -691,4 +691,4 @@ def test_05_seed_button_trains_and_an_edit_is_not_given_the_shipped_runs():
     outputs, defs = run_app(load_app(NB05), train_over_seeds=train_over_seeds, seeds_train=True)
     text = output_text(outputs)
     assert not defs["seed_shifts"].shipped and defs["seed_shifts"].accuracy.shape == (3, 1, 9)
-    assert "trained just now" in text
+    assert "trained by the button with this page's code" in text

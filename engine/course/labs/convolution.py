@@ -103,6 +103,7 @@ __all__ = [
     "SeedShifts",
     "seed_shift_accuracy",
     "shipped_seed_shifts",
+    "remembered_seed_shifts",
 ]
 
 
@@ -1311,3 +1312,18 @@ def shipped_seed_shifts(*code) -> tuple[SeedShifts | None, str]:
     if state is None:
         return None, reason
     return SeedShifts(np.asarray(state["accuracy"], dtype=float), shipped=True), ""
+
+
+_SEED_RUNS: dict = {}
+
+
+def remembered_seed_shifts(cnn_class, softmax_class, mlp_class, train_cnn, train_over_seeds, on_run=None) -> SeedShifts:
+    """The comparison over seeds trained by the page's ``train_over_seeds`` (the arguments: the
+    lesson cells named by :data:`SEED_CODE`) at its defaults and scored by
+    :func:`seed_shift_accuracy`, remembered per process by that code: the runs are seeded, so a
+    second press of the page's button with the same code would train the same fifteen models
+    again (about 12 s CPU); it shows the first press's result instead."""
+    key = checkpoints.code_fingerprint(cnn_class, softmax_class, mlp_class, train_cnn, train_over_seeds)
+    if key not in _SEED_RUNS:
+        _SEED_RUNS[key] = SeedShifts(seed_shift_accuracy(train_over_seeds(on_run=on_run)))
+    return _SEED_RUNS[key]
