@@ -385,13 +385,16 @@ def _(q_mu, q_samples, q_sigma):
         title="the same draws ε, shifted by μ and stretched by σ",
     )
     _rows = [
-        "| | estimate (autograd through z) | exact |",
-        "|---|---|---|",
-        f"| E[z²] | {reparam.estimate:.4f} | μ² + σ² = {reparam.value:.4f} |",
-        f"| ∂/∂μ | {reparam.grad_mu:.4f} | 2μ = {reparam.exact_grad_mu:.4f} |",
-        f"| ∂/∂σ | {reparam.grad_sigma:.4f} | 2σ = {reparam.exact_grad_sigma:.4f} |",
+        ("", "estimate (autograd through z)", "exact"),
+        ("E[z²]", f"{reparam.estimate:.4f}", f"μ² + σ² = {reparam.value:.4f}"),
+        ("∂/∂μ", f"{reparam.grad_mu:.4f}", f"2μ = {reparam.exact_grad_mu:.4f}"),
+        ("∂/∂σ", f"{reparam.grad_sigma:.4f}", f"2σ = {reparam.exact_grad_sigma:.4f}"),
     ]
-    mo.vstack([mo.md("\n".join(_rows)), ui.chart(_hist)])
+    # plain HTML, not markdown: μ and σ re-run this cell, and parsing a markdown table costs more
+    _table = mo.Html(
+        "<table>" + "".join("<tr>" + "".join(f"<td>{v}</td>" for v in row) + "</tr>" for row in _rows) + "</table>"
+    )
+    mo.vstack([_table, ui.chart(_hist)])
     return (reparam,)
 
 
@@ -1689,12 +1692,12 @@ def _():
 @app.cell
 def _(vs_train):
     # The page opens on the shipped runs while the lesson cells are the code that trained them;
-    # the button trains all ten models again (about 15 s).
+    # the button trains all ten models again (about 15 s; once per process for the same code).
     if vs_train.value:
         _total = len(lab.VS_DDPM["seeds"]) * (lab.TOY_DEFAULTS["steps"] + lab.VS_DDPM["steps"])
         with mo.status.progress_bar(total=_total, title="training", remove_on_exit=True) as _bar:
             try:
-                vs_ddpm = lab.vae_against_ddpm(lesson_cells(), on_step=throttled(_bar, _total))
+                vs_ddpm = lab.remembered_vae_against_ddpm(lesson_cells(), throttled(_bar, _total))
             except ValueError as _err:
                 mo.stop(True, mo.vstack([ui.problem(_err, "This training"), vs_train]))
     else:
@@ -1754,7 +1757,7 @@ def _(vs_train):
     A sample lies *off the data* when no training point is within {lab.OFF_DATA} of it. By energy distance neither model wins every time: the DDPM's samples
     are closer for {_count(_closer)}, and the two ranges overlap. Both put a share of their samples
     off the arcs, where the held-out points never lie; the DDPM fewer, for {_count(_fewer)}.
-    ({"Shipped with the course" if vs_ddpm.shipped else "Trained just now"}.) At this size (a small
+    ({"Shipped with the course" if vs_ddpm.shipped else "Trained by the button with this page's code"}.) At this size (a small
     denoiser trained for 1,500 steps, the VAE for 800, on 2-D points) the DDPM's 50 sampling steps
     buy no clear gain in distance over the VAE's one.
     """),

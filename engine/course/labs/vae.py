@@ -43,6 +43,7 @@ __all__ = [
     "off_data_share",
     "OFF_DATA",
     "default_vae_against_ddpm",
+    "remembered_vae_against_ddpm",
     "DATASETS_2D",
     "ESTIMATOR_FUNCTIONS",
     "BetaSweep",
@@ -1394,3 +1395,11 @@ def default_vae_against_ddpm(lesson) -> VaeAgainstDdpm:
         floor_off=float(state["floor_off"]),
         shipped=True,
     )
+
+
+@cached_by_code(maxsize=2)
+def remembered_vae_against_ddpm(lesson, on_step=None) -> VaeAgainstDdpm:
+    """:func:`vae_against_ddpm` at its defaults, remembered per process by the lesson cells' code:
+    the runs are seeded, so a second press of the page's button with the same code would train
+    the same models again (about 14 s CPU); it shows the first press's result instead."""
+    return vae_against_ddpm(lesson, on_step=on_step)
