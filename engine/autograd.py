@@ -37,12 +37,16 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import operator
 import weakref
+from heapq import heappop, heappush
 
 import numpy as np
 
 _grad_enabled = True
 _tensor_class = None  # set by engine.tensor on import (avoids a circular import per op call)
+_new_object = object.__new__
+_data_of, _requires_grad_of = operator.attrgetter("data"), operator.attrgetter("_requires_grad")
 # Every recorded node, every in-place write and every in-place rebase takes the next number, so
 # that backward can tell whether a write (or a new history) came after a node used the tensor.
 _sequence = itertools.count(1)
@@ -254,8 +258,9 @@ class Function:
         """Run the op on Tensors ``inputs`` (keyword arguments are non-differentiable settings)."""
         ctx = cls.__new__(cls)
         # needs is known before forward, so that forward saves only what backward will need.
-        # Speed: one and two inputs (nearly every op) are spelled out; a list comprehension builds a
-        # function and a frame per call, which cost a tiny MLP step ~1.5 % of its instructions
+        # Speed: one and two inputs (nearly every op) are spelled out, more (a Linear with its bias)
+        # go through map and attrgetter; a list comprehension builds a function and a frame per
+        # call, which cost a tiny MLP step ~1.5 % of its instructions
         if len(inputs) == 2:
             a, b = inputs
             arrays = (a.data, b.data)
@@ -264,16 +269,27 @@ class Function:
             arrays = (inputs[0].data,)
             needs = (inputs[0]._requires_grad,) if _grad_enabled else ()
         else:
-            arrays = [t.data for t in inputs]
-            needs = tuple([t._requires_grad for t in inputs]) if _grad_enabled else ()
+            arrays = tuple(map(_data_of, inputs))
+            needs = tuple(map(_requires_grad_of, inputs)) if _grad_enabled else ()
         ctx.needs_input_grad = needs
         recorded = True in needs
-        out = _tensor_class._wrap(cls.forward(ctx, *arrays, **kwargs))
+        data = cls.forward(ctx, *arrays, **kwargs)
+        # Tensor._wrap spelled out (keep the two in step). Speed: one call less per op, and the
+        # graph slots are written once (~0.1 µs of an op's ~1.5 µs of bookkeeping)
+        out = _new_object(_tensor_class)
+        out.data = data if isinstance(data, np.ndarray) else np.asarray(data)
+        out._grad = None
+        out._retain = False
+        out._vc = [0, False, 0]
+        out._history = None
         if recorded:
             ctx.parents = inputs
             ctx._seq = next(_sequence)
             out._ctx = ctx
             out._requires_grad = True
+        else:
+            out._ctx = None
+            out._requires_grad = False
         if cls.shares_input:
             _share_version(out, inputs[0], recorded)
         return out
@@ -450,13 +466,21 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
     keeps its gradient only after ``retain_grad()``. Saved arrays are checked (not freed, not
     modified in place since the forward pass) before each op's backward, and freed after it
     unless ``retain_graph``.
+
+    The walk visits the tensors in the order :func:`topological_order` guarantees (each after
+    all its consumers) without computing that order first: every recorded node takes the next
+    number of one sequence, so an op that uses a tensor always has a higher number than the op
+    that made it. The walk takes the tensors that have received a gradient from a heap, highest
+    node number first, as PyTorch's engine does. Speed: one pass over the graph instead of two
+    (the depth-first sort was ~10 % of a small graph's backward).
     """
     grads = {root: gradient}
     handed_out = {id(gradient)}  # arrays already stored once: a second owner gets a copy
-    for tensor in topological_order(root, leaves=False):
-        grad = grads.pop(tensor, None)
-        if grad is None:
-            continue
+    # heap entries (-node number, id, tensor): the id breaks ties, so tensors are never compared
+    ready = [] if root._ctx is None else [(-root._ctx._seq, id(root), root)]
+    while ready:
+        tensor = heappop(ready)[2]
+        grad = grads.pop(tensor)
         if _tensor_hooks and id(tensor) in _tensor_hooks:
             grad = _run_hooks(tensor, grad)
         if tensor._retain:
@@ -469,7 +493,7 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
         if saved is None or (_last_write > node._seq and saved):
             _check_saved(node, tensor)
         input_grads = type(node).backward(node, grad)
-        if not retain_graph and node.saved_tensors:
+        if not retain_graph and saved:
             node.saved_tensors = None
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
@@ -479,16 +503,19 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
             data = parent.data
             if g.shape != data.shape:
                 g = unbroadcast(g, data.shape)
-            if g.dtype != data.dtype:
+            if g.dtype is not data.dtype and g.dtype != data.dtype:  # (identity first: the usual case)
                 g = g.astype(data.dtype)
             earlier = grads.get(parent)
             if earlier is not None:
                 grads[parent] = earlier + g
-            else:
-                if id(g) in handed_out:
-                    g = g.copy()
-                handed_out.add(id(g))
-                grads[parent] = g
+                continue
+            if id(g) in handed_out:
+                g = g.copy()
+            handed_out.add(id(g))
+            grads[parent] = g
+            made_by = parent._ctx
+            if made_by is not None:  # a leaf waits in grads for the end
+                heappush(ready, (-made_by._seq, id(parent), parent))
     # what is left are the leaves, each holding the sum over all its consumers
     for leaf, grad in grads.items():
         if _tensor_hooks and id(leaf) in _tensor_hooks:

@@ -157,8 +157,8 @@ class PowScalar(Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         p = ctx.exponent
-        if p == 2:
-            return g * 2 * a
+        if p == 2:  # (a + a is 2a exactly; speed: an op with a Python number costs ~0.3 µs more)
+            return g * (a + a)
         if p == 0:  # a⁰ = 1 is constant; 0·a⁻¹ would give NaN at a = 0
             return np.zeros_like(g)
         return g * p * np.power(a, p - 1)

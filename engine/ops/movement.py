@@ -82,6 +82,8 @@ class Index(Function):
 
 def _is_advanced(index) -> bool:
     """True when ``index`` holds an integer array, whose entries may repeat (boolean masks cannot)."""
+    if isinstance(index, (int, slice)):  # speed: x[0] and x[i:j] skip the scan below
+        return False
     parts = index if isinstance(index, tuple) else (index,)
     return any(isinstance(p, (list, np.ndarray)) and np.asarray(p).dtype != bool for p in parts)
 
