@@ -19,6 +19,7 @@ import re
 
 import pytest
 from browser_tools import assert_no_errors, changed_reading, editing, press_and_wait, replace_cell_code
+from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -55,7 +56,7 @@ def test_editing_block_in_the_editor_changes_the_table_and_the_sweep_falls_back(
         assert after["residual"][0] < before["residual"][0] / 10, (before, after)
         assert after["residual"][1] == "stays in range"
         outputs.get_by_text(re.compile("the shipped sweep was made by other code than this page's")).first.wait_for()
-        assert outputs.get_by_text("shipped with the course, made by this page's").count() == 0
+        expect(outputs.get_by_text("shipped with the course, made by this page's")).to_have_count(0, timeout=60_000)
 
         press_and_wait(
             page,

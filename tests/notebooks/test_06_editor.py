@@ -21,6 +21,7 @@ import re
 
 import pytest
 from browser_tools import assert_no_errors, edited_cell_code, editing, press_and_wait, replace_cell_code
+from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -45,7 +46,9 @@ def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
     not_loaded = "so it is not loaded: train with the button to see what your code does"
     with editing(NOTEBOOK, tmp_path) as (page, log, outputs):
         outputs.get_by_text("trained in advance by the cells above").first.wait_for()
-        assert outputs.get_by_text("trained in advance by the cells above").count() == 3  # 5, 6, ablations
+        expect(outputs.get_by_text("trained in advance by the cells above")).to_have_count(
+            3, timeout=60_000
+        )  # 5, 6, ablations
         entropy = _entropy(page)
 
         replace_cell_code(page, NOTEBOOK, "TinyAttention", residual)
@@ -53,7 +56,9 @@ def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
         outputs.get_by_text(
             re.compile("other code than this page's .*TinyAttention`?, so it is not loaded")
         ).first.wait_for()
-        assert outputs.get_by_text("trained in advance by the cells above").count() == 2  # section 6's two
+        expect(outputs.get_by_text("trained in advance by the cells above")).to_have_count(
+            2, timeout=60_000
+        )  # section 6's two
 
         press_and_wait(
             page,
@@ -69,4 +74,4 @@ def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
         assert _entropy(page) < entropy
         outputs.get_by_text(re.compile("other code than this page's `?attention")).first.wait_for()
         assert outputs.get_by_text(re.compile(not_loaded)).count() >= 1
-        assert outputs.get_by_text("trained in advance by the cells above").count() == 0
+        expect(outputs.get_by_text("trained in advance by the cells above")).to_have_count(0, timeout=60_000)

@@ -19,6 +19,7 @@ import re
 
 import pytest
 from browser_tools import assert_no_errors, changed_reading, editing, press_and_wait, replace_cell_code
+from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -46,9 +47,9 @@ def test_editing_the_schedule_in_the_editor_changes_its_figure_and_retires_the_s
         after = changed_reading(page, _end_values, before)
         assert "linear: ᾱ_T = 0.00046" in after, after
         assert after.split("cosine")[1] == before.split("cosine")[1]  # the cosine schedule is not the edited cell
-        outputs.get_by_text(FALLBACK).first.wait_for()
-        assert outputs.get_by_text(FALLBACK).count() == 5  # DDPM, drawing, 1-D denoiser, samplers, guidance
-        assert outputs.get_by_text("trained by the code above and shipped with the course").count() == 0
+        # The sections redraw one after another once the kernel's run is over: wait for all five.
+        expect(outputs.get_by_text(FALLBACK)).to_have_count(5, timeout=60_000)  # DDPM, drawing, 1-D, samplers, guidance
+        expect(outputs.get_by_text("trained by the code above and shipped with the course")).to_have_count(0)
 
         press_and_wait(
             page,
