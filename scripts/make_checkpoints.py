@@ -61,6 +61,16 @@ def recipe(train):
     return train, None
 
 
+def retrain_archive(name: str) -> bytes:
+    """Checkpoint ``name`` trained again, as the engine.save archive that ``make checkpoints`` would
+    write (a function of this module so that tests can run it in worker processes)."""
+    _, train = checkpoints.registry()[name]
+    function, _ = recipe(train)
+    buffer = io.BytesIO()
+    engine.save(function(), buffer)
+    return buffer.getvalue()
+
+
 def module_text(name: str, state, made_by: str, fingerprint: str | None = None) -> str:
     """The source of checkpoint module ``name`` holding ``state`` (what :func:`write` writes)."""
     buffer = io.BytesIO()

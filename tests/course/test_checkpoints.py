@@ -4,13 +4,18 @@ code makes: each is retrained here from its fixed seed and compared with the shi
 from __future__ import annotations
 
 import importlib.util
+import io
+import multiprocessing
+import os
 import sys
 import types
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import engine
 from engine import Tensor
 from engine.course import checkpoints
 
@@ -106,12 +111,30 @@ def assert_same_state(made, shipped, where="state", rtol=RELATIVE_TOLERANCE):
         assert made == shipped, f"{where}: made {made!r}, shipped {shipped!r}"
 
 
+@pytest.fixture(scope="module")
+def retrained(request):
+    """{name: future of its retrained archive} for every checkpoint this session's selected tests
+    compare, trained in worker processes, one per core, from the first such test on: each training
+    is single-threaded, so on 2 cores the retraining takes about half as long as one after the
+    other. "spawn" starts clean interpreters (no fork of a process that may hold torch's threads)."""
+    names = sorted(
+        {
+            item.callspec.params["name"]
+            for item in request.session.items
+            if item.originalname == "test_shipped_checkpoint_is_what_its_lab_trains"
+        }
+    )
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(len(names), os.cpu_count() or 1), mp_context=context) as pool:
+        yield {name: pool.submit(make_checkpoints.retrain_archive, name) for name in names}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(DECLARED))
-def test_shipped_checkpoint_is_what_its_lab_trains(name):
+def test_shipped_checkpoint_is_what_its_lab_trains(name, retrained):
     lab, train = DECLARED[name]
-    function, _ = make_checkpoints.recipe(train)
-    made, shipped = function(), checkpoints.load_named(name)
+    made = checkpoints._arrays(engine.load(io.BytesIO(retrained[name].result())))
+    shipped = checkpoints.load_named(name)
     if name == "attention_gpt":
         made, shipped = _key_bias_left_out(made), _key_bias_left_out(shipped)
     if name in NOISY_PART:
