@@ -1530,19 +1530,20 @@ def _(gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_train):
 def _():
     gpt_ablate = mo.ui.run_button(label="Retrain the ablations")
     # The shipped ablations, loaded only if the cells above are still the code that trained them.
+    ablation_code = (
+        attention,
+        split_heads,
+        merge_heads,
+        next_token_loss,
+        train_step,
+        heldout_loss,
+        train_tiny_gpt,
+        ablate_tiny_gpt,
+        default_gpt_ablations,
+    )
+    ablation_classes = (MultiHeadAttention, TransformerBlock, TinyGPT)
     ablations_shipped, ablations_seeds, ablations_problem = lab.shipped_gpt_ablations(
-        code=(
-            attention,
-            split_heads,
-            merge_heads,
-            next_token_loss,
-            train_step,
-            heldout_loss,
-            train_tiny_gpt,
-            ablate_tiny_gpt,
-            default_gpt_ablations,
-        ),
-        classes=(MultiHeadAttention, TransformerBlock, TinyGPT),
+        code=ablation_code, classes=ablation_classes
     )
     mo.md(r"""
     ### Ablations: what each part is worth
@@ -1555,16 +1556,32 @@ def _():
     one run of each, and the seed alone moves a held-out loss too (the lines under the table say
     by how much): below, a gap counts as clear only above 0.15 nats.
     """)
-    return ablations_problem, ablations_seeds, ablations_shipped, gpt_ablate
+    return (
+        ablation_classes,
+        ablation_code,
+        ablations_problem,
+        ablations_seeds,
+        ablations_shipped,
+        gpt_ablate,
+    )
 
 
 @app.cell
-def _(ablations_problem, ablations_seeds, ablations_shipped, gpt_ablate):
+def _(
+    ablation_classes,
+    ablation_code,
+    ablations_problem,
+    ablations_seeds,
+    ablations_shipped,
+    gpt_ablate,
+):
     if gpt_ablate.value:
         _total = len(lab.GPT_ABLATIONS) * lab.GPT_DEFAULTS["steps"]
         with mo.status.progress_bar(total=_total, title="training the four models", remove_on_exit=True) as _bar:
-            ablations = lab.ablation_runs(ablate_tiny_gpt(on_step=throttled(_bar, _total)))
-        _caption = "Trained just now by the cells above, as they are on this page, at the default settings."
+            ablations = lab.remembered_ablations(
+                ablation_code, ablation_classes, lambda: ablate_tiny_gpt(on_step=throttled(_bar, _total))
+            )
+        _caption = "Trained by the button with the cells above, as they are on this page, at the default settings."
     else:
         ablations = ablations_shipped
         _caption = (

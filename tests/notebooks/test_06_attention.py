@@ -782,6 +782,6 @@ def test_06_retraining_the_ablations_gives_the_shipped_runs():
     shipped runs again."""
     text, defs = notebook_text("06_attention", gpt_ablate=True)
     runs, shipped = defs["ablations"], defs["ablations_shipped"]
-    assert runs is not shipped and "Trained just now by the cells above, as they are on this page" in text
+    assert runs is not shipped and "Trained by the button with the cells above, as they are on this page" in text
     for name in shipped:
         np.testing.assert_allclose(runs[name].heldout_loss, shipped[name].heldout_loss, rtol=1e-3)

@@ -1132,6 +1132,21 @@ def ablation_runs(runs) -> dict:
     }
 
 
+# Section 6's retrained ablations, by the code that trained them (see remembered_ablations).
+_ABLATION_RUNS: dict = {}
+
+
+def remembered_ablations(code, classes, train) -> dict:
+    """``ablation_runs(train())``, remembered per process by the code of ``code`` and ``classes``
+    (named by ``ABLATION_CODE`` and ``GPT_CLASSES``): the four runs are seeded and use the default
+    settings, so a second press of the page's button with the same code would train the same
+    models again (about 10 s CPU); it shows the first press's runs instead."""
+    key = checkpoints.code_fingerprint(*code, *classes)
+    if key not in _ABLATION_RUNS:
+        _ABLATION_RUNS[key] = ablation_runs(train())
+    return _ABLATION_RUNS[key]
+
+
 def shipped_gpt_ablations(code, classes) -> tuple:
     """Section 6's ablations as the notebook's ``default_gpt_ablations`` trained them (checkpoint
     ``attention_gpt_ablations``): ``({name: AblationRun}, {name: final held-out loss for seeds
