@@ -6,26 +6,13 @@ gradient g) with the derivative's formula written in NumPy.
 
 from __future__ import annotations
 
-from .core import SAME, FormulaRow, N, spec
+from .core import N, sheet_row, spec
 
 SHEET = "activation_functions"
 BACKWARD = "r = {f}; r.backward(g); x.grad"
 
 
-def _act(id, section, name, latex, numpy, engine, torch=SAME, notes="", inputs=None, **kw):
-    return FormulaRow(
-        id=id,
-        sheet=SHEET,
-        section=section,
-        name=name,
-        latex=latex,
-        numpy=numpy,
-        engine=engine,
-        torch=engine if torch == SAME else torch,
-        inputs=inputs or spec(x=N(4, 6, scale=2.0)),
-        notes=notes,
-        **kw,
-    )
+_act = sheet_row(SHEET, ("torch", "notes", "inputs"), inputs=spec(x=N(4, 6, scale=2.0)))
 
 
 def _grad(id, section, name, latex, numpy, call, notes="", inputs=None, **kw):

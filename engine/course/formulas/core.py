@@ -108,6 +108,24 @@ class FormulaRow:
 # and passes alpha through. Arrays are float64 so that the three backends agree to ~1e-12.
 
 
+def sheet_row(sheet: str, after_engine: tuple = ("torch", "inputs", "notes"), torch_from: str = "engine", **defaults):
+    """The row constructor of one sheet module: ``row(id, section, name, latex, numpy, engine, *rest,
+    **fields)`` makes a :class:`FormulaRow` of ``sheet``. ``rest`` fills the fields named by
+    ``after_engine`` in order; a field a call leaves out takes its value from ``defaults``; a
+    ``torch`` left out or given as :data:`SAME` is the snippet named by ``torch_from`` (the
+    engine's, or NumPy's where PyTorch code would be plain NumPy)."""
+
+    def row(id, section, name, latex, numpy, engine, *rest, **fields):
+        fields = {**defaults, **dict(zip(after_engine, rest)), **fields}
+        if fields.get("torch", SAME) == SAME:
+            fields["torch"] = {"engine": engine, "numpy": numpy}[torch_from]
+        return FormulaRow(
+            id=id, sheet=sheet, section=section, name=name, latex=latex, numpy=numpy, engine=engine, **fields
+        )
+
+    return row
+
+
 @dataclass(frozen=True)
 class N:
     """Standard-normal float64 array of this shape, times ``scale``."""

@@ -12,27 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core import SAME, FormulaRow, Ints, N, U, spec
+from .core import Ints, N, U, sheet_row, spec
 
 SHEET = "deep_learning"
 
 # ----------------------------------------------------------------------------- rows
 
 
-def _row(id, section, name, latex, numpy, engine, torch=SAME, inputs=None, notes="", **kw):
-    return FormulaRow(
-        id=id,
-        sheet=SHEET,
-        section=section,
-        name=name,
-        latex=latex,
-        numpy=numpy,
-        engine=engine,
-        torch=engine if torch == SAME else torch,
-        inputs=inputs,
-        notes=notes,
-        **kw,
-    )
+_row = sheet_row(SHEET, inputs=None)
 
 
 NEURON = "Neuron and dense layer"

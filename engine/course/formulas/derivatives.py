@@ -9,25 +9,12 @@ of a/b with respect to b is −a/b², and the gradient of log_base(x) with respe
 
 from __future__ import annotations
 
-from .core import SAME, FormulaRow, N, Probs, U, spec
+from .core import N, Probs, U, sheet_row, spec
 
 SHEET = "derivatives"
 
 
-def _row(id, section, name, latex, numpy, engine, torch=SAME, inputs=None, notes="", **kw):
-    return FormulaRow(
-        id=id,
-        sheet=SHEET,
-        section=section,
-        name=name,
-        latex=latex,
-        numpy=numpy,
-        engine=engine,
-        torch=engine if torch == SAME else torch,
-        inputs=inputs,
-        notes=notes,
-        **kw,
-    )
+_row = sheet_row(SHEET, inputs=None)
 
 
 EW = "Element-wise operations"

@@ -8,25 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import SAME, FormulaRow, Ints, N, Probs, U, spec
+from .core import Ints, N, Probs, U, sheet_row, spec
 
 SHEET = "loss_functions"
 
 
-def _loss(id, section, name, latex, numpy, engine, torch=SAME, inputs=None, notes="", **kw):
-    return FormulaRow(
-        id=id,
-        sheet=SHEET,
-        section=section,
-        name=name,
-        latex=latex,
-        numpy=numpy,
-        engine=engine,
-        torch=engine if torch == SAME else torch,
-        inputs=inputs,
-        notes=notes,
-        **kw,
-    )
+_loss = sheet_row(SHEET, inputs=None)
 
 
 def _binary_targets(rng, n=(8,)):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import FormulaRow, Ints, N, spec
+from .core import Ints, N, sheet_row, spec
 
 SHEET = "metrics"
 CLS = "Classification"
@@ -29,21 +29,7 @@ def _scores(rng):
     return np.round(rng.standard_normal(40), 1)
 
 
-def _metric(id, section, name, latex, numpy, engine, torch=None, inputs=BINARY, notes="", rtol=1e-9, **kw):
-    return FormulaRow(
-        id=id,
-        sheet=SHEET,
-        section=section,
-        name=name,
-        latex=latex,
-        numpy=numpy,
-        engine=engine,
-        torch=numpy if torch is None else torch,
-        inputs=inputs,
-        notes=notes,
-        rtol=rtol,
-        **kw,
-    )
+_metric = sheet_row(SHEET, ("torch", "inputs", "notes", "rtol"), torch_from="numpy", inputs=BINARY, rtol=1e-9)
 
 
 ROWS = [

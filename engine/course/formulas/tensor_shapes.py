@@ -7,7 +7,7 @@ convolution produces. Sizes are drawn at random for each check.
 
 from __future__ import annotations
 
-from .core import FormulaRow, N, spec
+from .core import N, sheet_row, spec
 
 SHEET = "tensor_shapes"
 DENSE = "Dense layers"
@@ -16,20 +16,7 @@ ATT = "Attention"
 POS = "Positions"
 
 
-def _row(id, section, name, latex, numpy, engine, torch, inputs, notes="", **kw):
-    return FormulaRow(
-        id=id,
-        sheet=SHEET,
-        section=section,
-        name=name,
-        latex=latex,
-        numpy=numpy,
-        engine=engine,
-        torch=torch,
-        inputs=inputs,
-        notes=notes,
-        **kw,
-    )
+_row = sheet_row(SHEET)
 
 
 def _conv_sizes(rng):
