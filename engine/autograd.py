@@ -258,16 +258,21 @@ class Function:
         """Run the op on Tensors ``inputs`` (keyword arguments are non-differentiable settings)."""
         ctx = cls.__new__(cls)
         # needs is known before forward, so that forward saves only what backward will need.
-        # Speed: one and two inputs (nearly every op) are spelled out, more (a Linear with its bias)
-        # go through map and attrgetter; a list comprehension builds a function and a frame per
-        # call, which cost a tiny MLP step ~1.5 % of its instructions
-        if len(inputs) == 2:
+        # Speed: one to three inputs (nearly every op; three: a Linear with its bias) are spelled
+        # out, more go through map and attrgetter; a list comprehension builds a function and a
+        # frame per call, which cost a tiny MLP step ~1.5 % of its instructions
+        n = len(inputs)
+        if n == 2:
             a, b = inputs
             arrays = (a.data, b.data)
             needs = (a._requires_grad, b._requires_grad) if _grad_enabled else ()
-        elif len(inputs) == 1:
+        elif n == 1:
             arrays = (inputs[0].data,)
             needs = (inputs[0]._requires_grad,) if _grad_enabled else ()
+        elif n == 3:
+            a, b, c = inputs
+            arrays = (a.data, b.data, c.data)
+            needs = (a._requires_grad, b._requires_grad, c._requires_grad) if _grad_enabled else ()
         else:
             arrays = tuple(map(_data_of, inputs))
             needs = tuple(map(_requires_grad_of, inputs)) if _grad_enabled else ()

@@ -73,7 +73,7 @@ def _spread(g, shape: tuple):
 
 def _count(shape: tuple, axes: tuple) -> int:
     """How many elements each reduced value summarises (1 when no axis is reduced)."""
-    return math.prod([shape[i] for i in axes])
+    return math.prod(map(shape.__getitem__, axes))  # (speed: a list comprehension adds a frame)
 
 
 def _degrees_of_freedom(shape: tuple, axes: tuple, correction, op: str):
