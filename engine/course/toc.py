@@ -141,8 +141,9 @@ ENTRIES: tuple = (
         "05_convolution",
         "Convolution",
         "Convolution arithmetic and (effective) receptive fields, im2col forward and backward, classic "
-        "filters and depthwise-separable layers, translation equivariance, and a small CNN reading "
-        "handwritten digits.",
+        "filters and depthwise-separable layers, translation equivariance, a small CNN reading "
+        "handwritten digits against softmax-regression and MLP baselines, saliency maps, and the "
+        "gradient through residual blocks.",
         [
             "convolution",
             "receptive_field",
@@ -152,6 +153,8 @@ ENTRIES: tuple = (
             "equivariance",
             "cnn",
             "digits",
+            "saliency",
+            "residual_block",
         ],
         ["tensor_shapes", "derivatives"],
     ),
@@ -175,8 +178,19 @@ ENTRIES: tuple = (
         "08_vae",
         "Variational autoencoders",
         "The reparameterisation trick, the KL term and the ELBO budget, posterior collapse and the "
-        "aggregate posterior, a VAE on handwritten digits with its latent space, and the IWAE bound.",
-        ["vae", "generative_models", "elbo", "posterior_collapse", "aggregate_posterior", "iwae", "digits"],
+        "aggregate posterior, a VAE on handwritten digits with its latent space, the IWAE bound, the "
+        "amortisation gap, and a VAE against a DDPM on the same data.",
+        [
+            "vae",
+            "generative_models",
+            "elbo",
+            "posterior_collapse",
+            "aggregate_posterior",
+            "iwae",
+            "digits",
+            "amortisation_gap",
+            "diffusion",
+        ],
         [],
     ),
     _cs(
