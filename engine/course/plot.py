@@ -1105,7 +1105,6 @@ def graph_chart(nodes, edges, *, highlight=None, done=(), height: int = 240, wid
         arrows.mark_point(shape="triangle-right", filled=True, color=grey, size=45, opacity=1).encode(
             *at("x2", "y2"), alt.Angle("angle:Q", scale=None)
         ),
-        arrows.mark_text(fontSize=11, color="#6b7280").encode(*at("mx", "my"), alt.Text("times:N")),
         nodes_.mark_rect(cornerRadius=5).encode(
             *at("x", "y"),
             alt.X2("x2"),
@@ -1125,6 +1124,8 @@ def graph_chart(nodes, edges, *, highlight=None, done=(), height: int = 240, wid
             color="#111827",
         ).encode(*at("cx", "y2"), alt.Text("text:N")),  # top down
     ]
+    if any(links["times"]):  # "×n" on an edge taken more than once; a layer costs a few ms to show
+        layers.insert(2, arrows.mark_text(fontSize=11, color="#6b7280").encode(*at("mx", "my"), alt.Text("times:N")))
     return alt.layer(*layers, width="container", height=height).configure_view(stroke=None)
 
 
