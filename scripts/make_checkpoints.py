@@ -17,6 +17,7 @@ import functools
 import hashlib
 import importlib.util
 import io
+import json
 import sys
 import time
 from pathlib import Path
@@ -76,17 +77,19 @@ def module_text(name: str, state, made_by: str, fingerprint: str | None = None) 
     buffer = io.BytesIO()
     engine.save(state, buffer)
     blob = buffer.getvalue()
-    fingerprint_line = f"FINGERPRINT = {fingerprint!r}\n" if fingerprint else ""
+    # Double-quoted (json.dumps of ASCII text is a Python string literal): the module is already in
+    # ruff's format, which `make lint` checks.
+    fingerprint_line = f"FINGERPRINT = {json.dumps(fingerprint)}\n" if fingerprint else ""
     return (
         f'"""Checkpoint `{name}`: the state {made_by}() returns, saved with engine.save.\n\n'
         "Written by `make checkpoints` (scripts/make_checkpoints.py); do not edit by hand.\n"
         "tests/course/test_checkpoints.py retrains it and compares. See __init__.py for why it is a\n"
         'Python module.\n"""\n\n'
-        f"MADE_BY = {made_by!r}\n"
+        f"MADE_BY = {json.dumps(made_by)}\n"
         f"{fingerprint_line}"
         f"SIZE = {len(blob)}\n"
-        f"SHA256 = {hashlib.sha256(blob).hexdigest()!r}\n"
-        f"ARCHIVE = {base64.b64encode(blob).decode('ascii')!r}\n"
+        f"SHA256 = {json.dumps(hashlib.sha256(blob).hexdigest())}\n"
+        f"ARCHIVE = {json.dumps(base64.b64encode(blob).decode('ascii'))}\n"
     )
 
 
