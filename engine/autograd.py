@@ -477,7 +477,7 @@ def backward(root, gradient: np.ndarray, retain_graph: bool = False) -> None:
     number of one sequence, so an op that uses a tensor always has a higher number than the op
     that made it. The walk takes the tensors that have received a gradient from a heap, highest
     node number first, as PyTorch's engine does. Speed: one pass over the graph instead of two
-    (the depth-first sort was ~10 % of a small graph's backward).
+    (a depth-first sort, then the walk): −3 % instructions on 04's race step alone.
     """
     grads = {root: gradient}
     # The arrays a tensor's .grad holds, and the caller's: a second owner gets a copy. Only .grad
