@@ -61,9 +61,30 @@ NOISE_AMPLIFIED = {
     # of its norm. 2 % bounds that, far below the contrast the page draws (ln 2 against the
     # residual + pre-norm run's 2.4e-4). The residual run is compared at the default tolerance.
     "activations_deep_training": 0.02,
+    # Three experiments are about unstable training, so a rounding difference grows into another
+    # run; retrained under SandyBridge (the checkpoints were trained under Haswell) they moved by:
+    # - 01's dead ReLUs: the dead share 8.4 % of its norm and the accuracy 0.35 % (at η = 0.3 and
+    #   1 units die or revive on a rounding); the means per rate stay within 0.03 (0.56 and 0.51
+    #   at η = 0.3 and 1 against 0.58 and 0.54 shipped), the contrast with 0.19-0.21 at η <= 0.03;
+    # - 04's edge of stability: the sharpness 4.2 % and the loss curve 26 % (gradient descent at
+    #   the edge of stability is chaotic: Cohen et al. 2021); every seed's second-half sharpness
+    #   stays within 3.9 % of 2/η (3.5 % shipped);
+    # - 05's five seeds: 7 of 135 held-out accuracies moved, by up to 3 digits of 360 (0.19 %).
+    # Each is compared at three times what was measured; the rest of each checkpoint (rates, step
+    # counts, the share at initialisation) at the default tolerance.
+    "activations_dead_relus": {"dead": 0.25, "accuracy": 0.01},
+    "optimizers_edge": {"sharpness": 0.12, "loss": 0.8},
+    "convolution_seeds": {"accuracy": 0.006},
 }
-# The part of each checkpoint above that the looser tolerance applies to (the rest: the default).
-NOISY_PART = {"vae_remedies": "free bits", "vae_remedy_seeds": "free bits", "activations_deep_training": "plain"}
+# The parts of each checkpoint above that the looser tolerance applies to (the rest: the default).
+NOISY_PART = {
+    "vae_remedies": ("free bits",),
+    "vae_remedy_seeds": ("free bits",),
+    "activations_deep_training": ("plain",),
+    "activations_dead_relus": ("dead", "accuracy"),
+    "optimizers_edge": ("sharpness", "loss"),
+    "convolution_seeds": ("accuracy",),
+}
 
 
 def _key_bias_left_out(state: dict) -> dict:
@@ -137,9 +158,10 @@ def test_shipped_checkpoint_is_what_its_lab_trains(name, retrained):
     shipped = checkpoints.load_named(name)
     if name == "attention_gpt":
         made, shipped = _key_bias_left_out(made), _key_bias_left_out(shipped)
-    if name in NOISY_PART:
-        noisy = NOISY_PART[name]
-        assert_same_state(made.pop(noisy), shipped.pop(noisy), f"{name}[{noisy!r}]", NOISE_AMPLIFIED[name])
+    for noisy in NOISY_PART.get(name, ()):
+        tolerance = NOISE_AMPLIFIED[name]
+        tolerance = tolerance[noisy] if isinstance(tolerance, dict) else tolerance
+        assert_same_state(made.pop(noisy), shipped.pop(noisy), f"{name}[{noisy!r}]", tolerance)
     assert_same_state(made, shipped, name)
     module = __import__(f"engine.course.checkpoints.{name}", fromlist=["MADE_BY"])
     assert module.MADE_BY == make_checkpoints.made_by(lab, train), "rebuild with `make checkpoints`"
