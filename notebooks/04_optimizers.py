@@ -220,19 +220,18 @@ def race(f, rules, start, steps, schedules, clip=None):
         x = engine.tensor(np.stack([theta[name] for name in running], axis=1), requires_grad=True)
         loss = f(x)
         loss.sum().backward()  # column j of x.grad is ∇f at racer j's θ alone
-        for j, name in enumerate(running):
-            g = x.grad.numpy()[:, j]
+        for name, g, f_value in zip(running, x.grad.numpy().T, loss.data.tolist()):
             norm = float(np.sqrt(g @ g))
             if clip is not None and norm > clip:
                 g = g * (clip / (norm + 1e-6))
-            lr, f_value = schedules[name].lr, float(loss.data[j])
+            lr = schedules[name].lr
             theta[name] = rules[name](theta[name], g, state[name], lr)
             schedules[name].step(f_value)  # a plateau schedule reads the loss
             log[name]["path"].append(theta[name])
             log[name]["losses"].append(f_value)
             log[name]["lrs"].append(lr)
             log[name]["norms"].append(norm)
-        running = [name for name in running if np.all(np.abs(theta[name]) <= 1e6)]
+        running = [name for name in running if np.abs(theta[name]).max() <= 1e6]
     return log
 
 
@@ -254,7 +253,7 @@ def _():
     rms_alpha = mo.ui.slider(0.5, 0.999, step=0.001, value=0.99, label="RMSprop α", show_value=True, debounce=True)
     adam_beta1 = mo.ui.slider(0.0, 0.99, step=0.01, value=0.9, label="Adam β₁", show_value=True, debounce=True)
     adam_beta2 = mo.ui.slider(
-        steps=[0.9, 0.95, 0.99, 0.995, 0.999, 0.9999], value=0.999, label="Adam β₂", show_value=True
+        steps=[0.9, 0.95, 0.99, 0.995, 0.999, 0.9999], value=0.999, label="Adam β₂", show_value=True, debounce=True
     )
     adamw_decay = mo.ui.slider(0.0, 0.5, step=0.01, value=0.0, label="AdamW λ", show_value=True, debounce=True)
     traj_schedule = mo.ui.dropdown(
@@ -1094,9 +1093,11 @@ def _():
 @app.cell
 def _():
     clip_norm = mo.ui.slider(
-        steps=[0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0], value=3.0, label="max norm c", show_value=True
+        steps=[0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0], value=3.0, label="max norm c", show_value=True, debounce=True
     )
-    clip_lr = mo.ui.slider(steps=[0.001, 0.003, 0.005, 0.01, 0.02, 0.05], value=0.01, label="SGD η", show_value=True)
+    clip_lr = mo.ui.slider(
+        steps=[0.001, 0.003, 0.005, 0.01, 0.02, 0.05], value=0.01, label="SGD η", show_value=True, debounce=True
+    )
     return clip_lr, clip_norm
 
 

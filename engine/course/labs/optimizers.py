@@ -1507,7 +1507,7 @@ def shipped_edge(*code) -> tuple[dict | None, str]:
 
 def edge_chart(runs: dict, lr: float):
     """The sharpness λ_max(∇²L) of every seed's run at learning rate ``lr`` against the step, with
-    2/η as a dashed rule; and the loss of the same runs on a log axis, below it. The same chart
+    2/η as a dashed line; and the loss of the same runs on a log axis, below it. The same chart
     object again for the same runs and rate (do not change it)."""
     arrays = (runs["sharpness"], runs["loss"], runs["steps"])
     return _same_arrays_chart(arrays, ("edge", float(lr)), lambda: _edge_chart(runs, lr))
@@ -1522,15 +1522,19 @@ def _edge_chart(runs: dict, lr: float):
     steps, seeds = runs["steps"], runs["sharpness"].shape[1]
     names = [f"seed {s}" for s in range(seeds)]
     colors = dict(zip(names, plot.SERIES_COLORS))
+    # 2/η is a dashed series of the same chart (two points), not a layer: a layer costs the page
+    # another copy and conversion of the chart at every change of η
+    limit = "2/η"
     sharp = plot.curves(
         steps,
-        dict(zip(names, runs["sharpness"][r])),
-        colors=colors,
+        {**dict(zip(names, runs["sharpness"][r])), limit: (steps[[0, -1]], np.full(2, 2.0 / lr))},
+        colors={**colors, limit: "reference"},
+        dashed=[limit],
         x_title="step t",
         y_title="sharpness λ_max",
         height=200,
         title=f"η = {lr:g}: the sharpness climbs or falls to 2/η = {2 / lr:.3g} and stays there",
-    ) + plot.rule(2.0 / lr)
+    )
     loss = plot.curves(
         steps,
         dict(zip(names, runs["loss"][r])),
