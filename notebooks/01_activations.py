@@ -299,7 +299,6 @@ def _():
         label="initialisation",
         inline=True,
     )
-    init_scale = mo.ui.slider(0.1, 3.0, step=0.05, value=1.0, label="custom scale s", show_value=True, debounce=True)
     depth_residual = mo.ui.switch(value=False, label="residual path a + φ(z)")
     depth_norm = mo.ui.switch(value=False, label="pre-norm: LayerNorm before each layer")
     mo.vstack(
@@ -314,11 +313,28 @@ def _():
     slope of ±1 everywhere, so $\mathbb E[\phi'(z)^2] = 1$ where ReLU's is ½, and its weight-scale
     sweep crosses 1 at $s \approx 1$, not at $\sqrt2$.
     """),
-            mo.hstack([depth, width, depth_act, init, init_scale], wrap=True),
+            mo.hstack([depth, width, depth_act, init], wrap=True),
             mo.hstack([depth_residual, depth_norm], justify="start"),
         ]
     )
-    return depth, depth_act, depth_norm, depth_residual, init, init_scale, width
+    return depth, depth_act, depth_norm, depth_residual, init, width
+
+
+@app.cell(hide_code=True)
+def _(init):
+    # only the custom initialisation reads s: its slider is live when that one is chosen
+    init_scale = mo.ui.slider(
+        0.1,
+        3.0,
+        step=0.05,
+        value=1.0,
+        label="custom scale s",
+        show_value=True,
+        debounce=True,
+        disabled=init.value != "custom",
+    )
+    init_scale
+    return (init_scale,)
 
 
 @app.cell

@@ -1206,7 +1206,7 @@ def _remember(key, build, store: OrderedDict | None = None, kept: int | None = N
     return found
 
 
-CURVE_POINTS = 201  # section 1's curves: smooth at the chart's width over any x range of the slider
+CURVE_POINTS = 121  # section 1's curves: smooth at the chart's width over any x range (a step of at most 0.33)
 
 
 def activation_view(name: str, span: float, **params) -> tuple[Curves, object]:
