@@ -127,43 +127,47 @@ def _(schedule_T, schedule_rescale):
     _T = schedules["cosine"].T
     _shown = np.unique(np.linspace(0, _T - 1, min(_T, 40)).round().astype(int))  # ≤ 40 points a line (smooth curves)
     _x = (_shown + 1) / _T
-    _colors = {"linear": "function", "cosine": "derivative"}
+    _panels = {  # each panel's curve of a schedule; log β on a linear axis keeps the three in one chart
+        "ᾱ_t: the share of the data's variance left": lambda s: s.alpha_bars,
+        "log₁₀ β_t": lambda s: np.log10(s.betas),
+        "log SNR(t) = log ᾱ/(1 − ᾱ)": lambda s: np.log(s.snr),
+    }
 
-    def _charts():
-        _alpha = plot.curves(
-            _x,
-            {k: s.alpha_bars[_shown] for k, s in schedules.items()},
-            x_title="t / T",
-            y_title="ᾱ_t",
-            colors=_colors,
-            y_domain=(0, 1),
-            title="ᾱ_t: the share of the data's variance left",
-            height=220,
+    def _charts():  # one chart, three panels: one view to send and redraw
+        _lines = [(k, i, f(s)[_shown]) for i, f in enumerate(_panels.values()) for k, s in schedules.items()]
+        _label = "".join(f"datum.value == {i} ? '{n}' : " for i, n in enumerate(list(_panels)[:-1]))
+        _chart = (
+            alt.Chart(
+                plot.data(
+                    t=np.tile(_x, len(_lines)),
+                    value=np.concatenate([v for *_, v in _lines]),
+                    series=np.repeat(np.array([k for k, *_ in _lines], dtype=object), len(_x)),
+                    panel=np.repeat([i for _, i, _ in _lines], len(_x)),
+                ),
+                width=220,
+                height=180,
+            )
+            .mark_line()
+            .encode(
+                alt.X("t:Q", title="t / T"),
+                alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
+                alt.Color(
+                    "series:N",
+                    title=None,
+                    sort=list(schedules),
+                    scale=alt.Scale(domain=list(schedules), range=[plot.color("function"), plot.color("derivative")]),
+                    legend=alt.Legend(orient="bottom"),
+                ),
+                [alt.Tooltip("series:N"), alt.Tooltip("t:Q", format=".3g"), alt.Tooltip("value:Q", format=".4g")],
+            )
+            .facet(alt.Column("panel:O", title=None, header=alt.Header(labelExpr=_label + f"'{list(_panels)[-1]}'")))
+            .resolve_scale(y="independent")
         )
-        _beta = plot.curves(
-            _x,
-            {k: s.betas[_shown] for k, s in schedules.items()},
-            x_title="t / T",
-            y_title="β_t",
-            colors=_colors,
-            log_y=True,
-            title="β_t (log scale)",
-            height=220,
-        )
-        _snr = plot.curves(
-            _x,
-            {k: np.log(s.snr[_shown]) for k, s in schedules.items()},
-            x_title="t / T",
-            y_title="log SNR",
-            colors=_colors,
-            title="log SNR(t) = log ᾱ/(1 − ᾱ)",
-            height=220,
-        )
-        return _alpha, _beta, _snr
+        return lab.compact_chart(_chart)
 
     # drawn once for each pair of schedules (their β: an edited schedule function is another key)
     _key = tuple(s.betas.tobytes() for s in schedules.values())
-    _alpha, _beta, _snr = lab.remembered(("schedule charts", *_key), _charts)
+    _chart = lab.remembered(("schedule charts", *_key), _charts)
     _end = " · ".join(f"{k}: ᾱ_T = {s.alpha_bars[-1]:.2g}" for k, s in schedules.items())
     _warn = (
         mo.callout(
@@ -178,7 +182,7 @@ def _(schedule_T, schedule_rescale):
         if schedules["linear"].alpha_bars[-1] > 0.01
         else mo.md("")
     )
-    mo.vstack([mo.md(_end), _warn, mo.hstack([ui.chart(_alpha), ui.chart(_beta), ui.chart(_snr)], widths="equal")])
+    mo.vstack([mo.md(_end), _warn, ui.chart(_chart)])
     return (schedules,)
 
 
@@ -252,12 +256,18 @@ def _(data_2d, forward_data, forward_schedule, forward_step):
         data_2d[:300], forward_step, np.random.default_rng(1).standard_normal((300, 2)), forward_schedule
     )
     _ab = forward_schedule.alpha_bars[forward_step]
-    _chart = plot.point_layers(
-        {"x_0 (data)": (data_2d[:300], "data"), f"x_t, t = {forward_step + 1}": (forward_xt, "model")},
-        domain=(-4, 4),
-        height=380,
-        title=f"{forward_data.value}: the data and its noised version at "
-        f"t = {forward_step + 1} of {forward_schedule.T}",
+    _chart = lab.remembered(  # built once per picture: moving t back and forth redraws, not rebuilds
+        ("forward", forward_data.value, forward_step, forward_schedule.T, forward_xt.tobytes()),
+        lambda: lab.compact_chart(  # 3 digits: 0.01 of 8 units, under a pixel
+            plot.point_layers(
+                {"x_0 (data)": (data_2d[:300], "data"), f"x_t, t = {forward_step + 1}": (forward_xt, "model")},
+                domain=(-4, 4),
+                height=380,
+                title=f"{forward_data.value}: the data and its noised version at "
+                f"t = {forward_step + 1} of {forward_schedule.T}",
+            ),
+            digits=3,
+        ),
     )
     mo.vstack(
         [
@@ -291,16 +301,21 @@ def _(forward_kind, forward_t, schedules):
         2 * np.pi * chain.closed_var
     )
     _counts, _edges = np.histogram(chain.samples[:, 0], bins=50, range=(-4, 4), density=True)
-    _hist = plot.curves(
-        None,
-        {
-            "chain, step by step (histogram)": (0.5 * (_edges[1:] + _edges[:-1]), _counts),
-            "closed form q(x_t | x_0)": (_grid, _density),
-        },
-        x_title="first coordinate of x_t",
-        y_title="density",
-        colors={"chain, step by step (histogram)": "data", "closed form q(x_t | x_0)": "analytic"},
-        title="4000 chains from x₀ = (1.5, −1) against the closed form",
+    _hist = lab.remembered(
+        ("chain", _counts.tobytes(), _density.tobytes()),
+        lambda: lab.compact_chart(
+            plot.curves(
+                None,
+                {
+                    "chain, step by step (histogram)": (0.5 * (_edges[1:] + _edges[:-1]), _counts),
+                    "closed form q(x_t | x_0)": (_grid, _density),
+                },
+                x_title="first coordinate of x_t",
+                y_title="density",
+                colors={"chain, step by step (histogram)": "data", "closed form q(x_t | x_0)": "analytic"},
+                title="4000 chains from x₀ = (1.5, −1) against the closed form",
+            )
+        ),
     )
     mo.vstack(
         [
@@ -523,36 +538,53 @@ def _(ddpm, ddpm_shipped, ddpm_unfit):
     )
     _window = max(1, len(ddpm.losses) // 50)
     _smooth = np.convolve(ddpm.losses, np.ones(_window) / _window, mode="valid")
-    _every = max(1, len(_smooth) // 200)  # 200 points are enough for a smooth line
-    # The denoiser's training loss, a moving average: the curve of this section, written here.
-    _loss = (
-        alt.Chart(
-            plot.data(step=np.arange(len(_smooth))[::_every] + _window, loss=_smooth[::_every]),
-            width="container",
-            height=260,
-            title=f"training loss (moving average of {_window} steps)",
+
+    def _draw():
+        _every = max(1, len(_smooth) // 200)  # 200 points are enough for a smooth line
+        # The denoiser's training loss, a moving average: the curve of this section, written here.
+        _loss = (
+            alt.Chart(
+                plot.data(step=np.arange(len(_smooth))[::_every] + _window, loss=_smooth[::_every]),
+                width="container",
+                height=260,
+                title=f"training loss (moving average of {_window} steps)",
+            )
+            .mark_line(color=plot.color("train"))
+            .encode(
+                alt.X("step:Q", title="training step"),
+                alt.Y("loss:Q", title="loss ‖ε − ε_θ‖²"),
+                [alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".4f")],
+            )
         )
-        .mark_line(color=plot.color("train"))
-        .encode(
-            alt.X("step:Q", title="training step"),
-            alt.Y("loss:Q", title="loss ‖ε − ε_θ‖²"),
-            [alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".4f")],
+        _levels = np.ones(len(ddpm.checkpoints))  # the two references as flat lines: one chart, no layers
+        _quality = plot.curves(
+            ddpm.checkpoints,
+            {
+                "model samples": ddpm.quality,
+                "pure noise": ddpm.noise_quality * _levels,
+                "a second draw of the data": ddpm.floor * _levels,
+            },
+            x_title="training step",
+            y_title="energy distance to held-out data",
+            colors={"model samples": "model", "pure noise": "error", "a second draw of the data": "target"},
+            log_y=True,
+            dashed=("pure noise", "a second draw of the data"),
+            title="sample quality (lower is better)",
         )
-    )
-    _levels = np.ones(len(ddpm.checkpoints))  # the two references as flat lines: one chart, no layers
-    _quality = plot.curves(
-        ddpm.checkpoints,
-        {
-            "model samples": ddpm.quality,
-            "pure noise": ddpm.noise_quality * _levels,
-            "a second draw of the data": ddpm.floor * _levels,
-        },
-        x_title="training step",
-        y_title="energy distance to held-out data",
-        colors={"model samples": "model", "pure noise": "error", "a second draw of the data": "target"},
-        log_y=True,
-        dashed=("pure noise", "a second draw of the data"),
-        title="sample quality (lower is better)",
+        _loss, _quality = lab.compact_chart(_loss), lab.compact_chart(_quality)
+        return _loss, _quality
+
+    _loss, _quality = lab.remembered(  # built once per model
+        (
+            "ddpm curves",
+            len(ddpm.losses),
+            _smooth.tobytes(),
+            np.asarray(ddpm.checkpoints).tobytes(),
+            np.asarray(ddpm.quality).tobytes(),
+            ddpm.noise_quality,
+            ddpm.floor,
+        ),
+        _draw,
     )
     ddpm_final = float(ddpm.quality[-1]) if len(ddpm.quality) else float("nan")
     _source = (
@@ -589,11 +621,20 @@ def _(data_2d, ddpm_schedule, reverse_k, trajectory):
     mo.stop(trajectory is None)
     _k = min(reverse_k.value, len(trajectory) - 1)
     _t = ddpm_schedule.T - _k
-    _chart = plot.point_layers(
-        {"held-out data": (data_2d[-300:], "data"), f"samples after {_k} reverse steps": (trajectory[_k], "model")},
-        domain=(-4, 4),
-        height=400,
-        title=f"after {_k} of {ddpm_schedule.T} reverse steps (now at t = {_t})",
+    _chart = lab.remembered(
+        ("reverse", data_2d[-300:].tobytes(), trajectory[_k].tobytes(), _k, ddpm_schedule.T),
+        lambda: lab.compact_chart(
+            plot.point_layers(
+                {
+                    "held-out data": (data_2d[-300:], "data"),
+                    f"samples after {_k} reverse steps": (trajectory[_k], "model"),
+                },
+                domain=(-4, 4),
+                height=400,
+                title=f"after {_k} of {ddpm_schedule.T} reverse steps (now at t = {_t})",
+            ),
+            digits=3,
+        ),
     )
     mo.vstack([reverse_k, ui.chart(_chart)])
     return
@@ -643,50 +684,60 @@ def _(data_2d, ddpm, ddpm_schedule, field_t):
     mo.stop(ddpm is None or ddpm.stopped)
     field_step = lab.step_at(field_t.value, ddpm_schedule.T)
     field = lab.run_score_field(ddpm, learned_score, data_2d[:-500], ddpm_schedule, field_step)  # its training rows
-    # both fields scaled alike, so that lengths compare; an arrow is capped at the grid's spacing
-    _spacing = 6.0 / 14
-    _scale = 0.9 * _spacing / max(np.percentile(np.linalg.norm(field.true, axis=1), 95), 1e-12)
-    # short names in the data (one per arrow), the legend's long ones from labelExpr
-    _names = ("true", "learned")
-    _legend = "datum.label == 'true' ? 'true score of the noised training points' : 'learned s_θ = −ε_θ/√(1 − ᾱ_t)'"
-    _x, _y, _x2, _y2, _series = [], [], [], [], []
-    for _name, _v in zip(_names, (field.true, field.learned)):
-        _length = np.linalg.norm(_v, axis=1, keepdims=True) * _scale
-        _v = _v * _scale * np.minimum(1.0, _spacing / np.maximum(_length, 1e-12))
-        _x.append(field.points[:, 0])
-        _y.append(field.points[:, 1])
-        _x2.append(field.points[:, 0] + _v[:, 0])
-        _y2.append(field.points[:, 1] + _v[:, 1])
-        _series += [_name] * len(_v)
-    _base = alt.Chart(
-        plot.data(
-            x=np.concatenate(_x),
-            y=np.concatenate(_y),
-            x2=np.concatenate(_x2),
-            y2=np.concatenate(_y2),
-            field=np.array(_series),
-        ),
-        width="container",
-        height=400,
-        title=f"the score field at t = {field_step + 1} of {ddpm_schedule.T}: arrows end in a dot",
-    )
-    _scale_xy = alt.Scale(domain=[-3.3, 3.3])
-    _color = alt.Color(
-        "field:N",
-        title="",
-        sort=list(_names),
-        legend=alt.Legend(orient="bottom", labelExpr=_legend),
-        scale=alt.Scale(domain=list(_names), range=[plot.color("analytic"), plot.color("model")]),
-    )
-    _arrows = _base.mark_rule(strokeWidth=1.5, opacity=0.8).encode(
-        alt.X("x:Q", title="x₁", scale=_scale_xy),
-        alt.Y("y:Q", title="x₂", scale=_scale_xy),
-        alt.X2("x2:Q"),
-        alt.Y2("y2:Q"),
-        _color,
-    )
-    _heads = _base.mark_circle(size=14, opacity=0.9).encode(
-        alt.X("x2:Q", scale=_scale_xy), alt.Y("y2:Q", scale=_scale_xy), _color
+
+    def _draw():
+        # both fields scaled alike, so that lengths compare; an arrow is capped at the grid's spacing
+        _spacing = 6.0 / 14
+        _scale = 0.9 * _spacing / max(np.percentile(np.linalg.norm(field.true, axis=1), 95), 1e-12)
+        # short names in the data (one per arrow), the legend's long ones from labelExpr
+        _names = ("true", "learned")
+        _legend = "datum.label == 'true' ? 'true score of the noised training points' : 'learned s_θ = −ε_θ/√(1 − ᾱ_t)'"
+        _x, _y, _x2, _y2, _series = [], [], [], [], []
+        for _name, _v in zip(_names, (field.true, field.learned)):
+            _length = np.linalg.norm(_v, axis=1, keepdims=True) * _scale
+            _v = _v * _scale * np.minimum(1.0, _spacing / np.maximum(_length, 1e-12))
+            _x.append(field.points[:, 0])
+            _y.append(field.points[:, 1])
+            _x2.append(field.points[:, 0] + _v[:, 0])
+            _y2.append(field.points[:, 1] + _v[:, 1])
+            _series += [_name] * len(_v)
+        _base = alt.Chart(
+            plot.data(
+                x=np.concatenate(_x),
+                y=np.concatenate(_y),
+                x2=np.concatenate(_x2),
+                y2=np.concatenate(_y2),
+                field=np.array(_series),
+                digits=3,
+            ),
+            width="container",
+            height=400,
+            title=f"the score field at t = {field_step + 1} of {ddpm_schedule.T}: arrows end in a dot",
+        )
+        _scale_xy = alt.Scale(domain=[-3.3, 3.3])
+        _color = alt.Color(
+            "field:N",
+            title="",
+            sort=list(_names),
+            legend=alt.Legend(orient="bottom", labelExpr=_legend),
+            scale=alt.Scale(domain=list(_names), range=[plot.color("analytic"), plot.color("model")]),
+        )
+        _arrows = _base.mark_rule(strokeWidth=1.5, opacity=0.8).encode(
+            alt.X("x:Q", title="x₁", scale=_scale_xy),
+            alt.Y("y:Q", title="x₂", scale=_scale_xy),
+            alt.X2("x2:Q"),
+            alt.Y2("y2:Q"),
+            _color,
+        )
+        _heads = _base.mark_circle(size=14, opacity=0.9).encode(
+            alt.X("x2:Q", scale=_scale_xy), alt.Y("y2:Q", scale=_scale_xy), _color
+        )
+        return _arrows + _heads
+
+    # built once per field: moving t back to a value it had redraws without building
+    _field_chart = lab.remembered(
+        ("field", field.points.tobytes(), field.true.tobytes(), field.learned.tobytes(), field_step, ddpm_schedule.T),
+        _draw,
     )
     mo.vstack(
         [
@@ -696,7 +747,7 @@ def _(data_2d, ddpm, ddpm_schedule, field_t):
                 f"q_t-weighted mean cosine of **{field.agreement:.3f}** (1: the same directions "
                 "everywhere the noised data lies)."
             ),
-            ui.chart(_arrows + _heads),
+            ui.chart(_field_chart),
         ]
     )
     return field, field_step
@@ -772,12 +823,21 @@ def _(draw_canvas, draw_train):
                     f"{drawn_run.noise_quality:.4f})"
                 ),
                 ui.chart(
-                    plot.point_layers(
-                        {"your points": (drawn.X, "data"), "500 samples of the DDPM": (drawn_run.samples, "model")},
-                        domain=(-3, 3),
-                        height=360,
-                        size=8,
-                        title="what the DDPM learned from your drawing",
+                    lab.remembered(
+                        ("drawing", drawn.X.tobytes(), drawn_run.samples.tobytes()),
+                        lambda: lab.compact_chart(
+                            plot.point_layers(
+                                {
+                                    "your points": (drawn.X, "data"),
+                                    "500 samples of the DDPM": (drawn_run.samples, "model"),
+                                },
+                                domain=(-3, 3),
+                                height=360,
+                                size=8,
+                                title="what the DDPM learned from your drawing",
+                            ),
+                            digits=3,
+                        ),
                     )
                 ),
             ]
@@ -881,13 +941,18 @@ def _(exact_samples, mix_T, mix_schedule, mix_separation, mix_std, mix_train, mi
     }
     if learned_1d is not None:
         _hists["learned ε_θ"] = (_centres, np.histogram(learned_1d.samples, _edges, density=True)[0])
-    _samples = plot.curves(
-        None,
-        _hists,
-        x_title="x",
-        y_title="density",
-        colors={"true density": "target", "exact reverse process": "analytic", "learned ε_θ": "model"},
-        title="samples of the reverse process (histograms) and the data density",
+    _samples = lab.remembered(  # built once per set of histograms
+        ("mixture samples", *(v.tobytes() for _xy in _hists.values() for v in _xy)),
+        lambda: lab.compact_chart(
+            plot.curves(
+                None,
+                _hists,
+                x_title="x",
+                y_title="density",
+                colors={"true density": "target", "exact reverse process": "analytic", "learned ε_θ": "model"},
+                title="samples of the reverse process (histograms) and the data density",
+            )
+        ),
     )
     mix_moments = {
         "data (exact)": lab.mixture_moments(mixture),
@@ -930,27 +995,63 @@ def _(learned_1d, mix_schedule, mix_t, mixture):
         grid=np.linspace(-4, 4, 101),
         model=None if learned_1d is None else learned_1d.model,
     )
-    _eps = {"ε*(x, t), exact": mix_curves.exact}
-    if mix_curves.learned is not None:
-        _eps["ε_θ(x, t), learned"] = mix_curves.learned
-    _eps_chart = plot.curves(
-        mix_curves.x,
-        _eps,
-        x_title="x_t",
-        y_title="predicted noise",
-        colors={"ε*(x, t), exact": "analytic", "ε_θ(x, t), learned": "model"},
-        title=f"the noise prediction at t = {mix_step + 1} of {mix_schedule.T}",
+
+    def _draw():  # one chart, two panels (the noise predictions, the density they act on): one view
+        _lines = {"ε*(x, t), exact": (0, mix_curves.exact), "q_t(x)": (1, mix_curves.density)}
+        if mix_curves.learned is not None:
+            _lines["ε_θ(x, t), learned"] = (0, mix_curves.learned)
+        _names, _n = list(_lines), len(mix_curves.x)
+        _colors = {"ε*(x, t), exact": "analytic", "q_t(x)": "data", "ε_θ(x, t), learned": "model"}
+        _titles = (
+            f"the noise prediction at t = {mix_step + 1} of {mix_schedule.T}",
+            f"the noised density q_t at t = {mix_step + 1}",
+        )
+        _chart = (
+            alt.Chart(
+                plot.data(
+                    x=np.tile(mix_curves.x, len(_lines)),
+                    y=np.concatenate([v for _, v in _lines.values()]),
+                    series=np.repeat(np.array(_names, dtype=object), _n),
+                    panel=np.repeat([p for p, _ in _lines.values()], _n),
+                ),
+                width=330,
+                height=220,
+            )
+            .mark_line()
+            .encode(
+                alt.X("x:Q", title="x_t"),
+                alt.Y("y:Q", title=None),
+                alt.Color(
+                    "series:N",
+                    title=None,
+                    sort=_names,
+                    scale=alt.Scale(domain=_names, range=[plot.color(_colors[k]) for k in _names]),
+                    legend=alt.Legend(orient="bottom"),
+                ),
+                [alt.Tooltip("series:N"), alt.Tooltip("x:Q", format=".3g"), alt.Tooltip("y:Q", format=".4g")],
+            )
+            .facet(
+                alt.Column(
+                    "panel:O",
+                    title=None,
+                    header=alt.Header(labelExpr=f"datum.value == 0 ? '{_titles[0]}' : '{_titles[1]}'"),
+                )
+            )
+            .resolve_scale(y="independent")
+        )
+        return lab.compact_chart(_chart)
+
+    _eps_charts = lab.remembered(  # built once per ε curves: t moved back redraws, not rebuilds
+        (
+            "mixture eps",
+            mix_step,
+            mix_schedule.T,
+            *(np.asarray(v).tobytes() for v in (mix_curves.x, mix_curves.exact, mix_curves.density)),
+            None if mix_curves.learned is None else mix_curves.learned.tobytes(),
+        ),
+        _draw,
     )
-    _q = plot.curves(
-        mix_curves.x,
-        {"q_t(x)": mix_curves.density},
-        x_title="x_t",
-        y_title="density",
-        colors={"q_t(x)": "data"},
-        title=f"the noised density q_t at t = {mix_step + 1}",
-        height=160,
-    )
-    mo.vstack([mix_t, mo.hstack([ui.chart(_eps_chart), ui.chart(_q)], widths=[2, 1])])
+    mo.vstack([mix_t, ui.chart(_eps_charts)])
     return mix_curves, mix_step
 
 
@@ -983,15 +1084,20 @@ def _(exact_study):
     _k = np.unique(np.linspace(0, len(commitment) - 1, 51).round().astype(int))  # ≤ 51 points
     commitment_half = float(commitment[len(commitment) // 2])
     commitment_late = float(commitment[int(0.9 * (len(commitment) - 1))])
-    _chart = plot.curves(
-        _k / (len(commitment) - 1),
-        {"on their final side": commitment[_k]},
-        x_title="share of the reverse steps taken",
-        y_title="share of samples",
-        colors={"on their final side": "analytic"},
-        y_domain=(0, 1),
-        height=220,
-        title="the exact reverse process: when each sample picks its mode",
+    _chart = lab.remembered(
+        ("commitment", commitment.tobytes()),
+        lambda: lab.compact_chart(
+            plot.curves(
+                _k / (len(commitment) - 1),
+                {"on their final side": commitment[_k]},
+                x_title="share of the reverse steps taken",
+                y_title="share of samples",
+                colors={"on their final side": "analytic"},
+                y_domain=(0, 1),
+                height=220,
+                title="the exact reverse process: when each sample picks its mode",
+            )
+        ),
     )
     mo.vstack(
         [

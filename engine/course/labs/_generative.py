@@ -3,7 +3,9 @@ sets, and caches keyed on what the page's lesson functions compute."""
 
 from __future__ import annotations
 
+import csv
 import functools
+import io
 
 import numpy as np
 
@@ -11,7 +13,7 @@ from engine import data as engine_data
 
 from ._checks import _int
 
-__all__ = ["DATASETS_2D", "cached_by_code", "code_key", "toy_data_2d"]
+__all__ = ["DATASETS_2D", "cached_by_code", "code_key", "compact_chart", "toy_data_2d"]
 
 
 # ----------------------------------------------------------------------------- data
@@ -23,8 +25,24 @@ def toy_data_2d(name="moons", n=3000, seed=0, return_labels=False):
     it lives on the same scale as the N(0, I) noise the diffusion ends in. float64 [n, 2]; with
     ``return_labels`` also the int64 labels [n] (moon, Gaussian component, or segment of the
     roll), for colouring."""
+    n = _int("toy_data_2d", "n", n, 2)
+    if isinstance(seed, (int, np.integer)):  # a fixed draw: made once, callers get copies
+        X, y = _toy_data_2d_once(name, n, int(seed))
+        X, y = X.copy(), y.copy()
+    else:
+        X, y = _toy_data_2d(name, n, seed)
+    return (X, y) if return_labels else X
+
+
+@functools.lru_cache(maxsize=8)
+def _toy_data_2d_once(name, n, seed):
+    """:func:`_toy_data_2d` for an integer seed, kept: 07 redraws several sections from it at
+    every change of its data set."""
+    return _toy_data_2d(name, n, seed)
+
+
+def _toy_data_2d(name, n, seed):
     op = "toy_data_2d"
-    n = _int(op, "n", n, 2)
     if name == "moons":
         X, y = engine_data.make_moons(n, noise=0.05, seed=seed)
     elif name == "swiss roll":
@@ -35,7 +53,49 @@ def toy_data_2d(name="moons", n=3000, seed=0, return_labels=False):
         raise ValueError(f"{op}: name must be one of {DATASETS_2D}, got {name!r}")
     X = np.asarray(X, dtype=np.float64)
     X = (X - X.mean(0)) / X.std(0)
-    return (X, np.asarray(y, dtype=np.int64)) if return_labels else X
+    return X, np.asarray(y, dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------- smaller charts
+def compact_chart(chart, digits: int = 4):
+    """``chart`` (an Altair chart from ``engine.course.plot``, one layer or several, each with its
+    data inline as CSV), rewritten in place to send less to the page at every redraw: numbers with
+    ``digits`` significant digits (plot.data writes 6), and the ``series`` column's names (long,
+    and with Greek letters escaped twice, in JSON and in HTML, they can be most of a chart's
+    bytes) as one-digit codes that a ``calculate`` transform turns back into the names in the
+    browser, so encodings, legend and tooltips are unchanged. Returns ``chart``."""
+    import altair as alt
+
+    for part in getattr(chart, "layer", None) or [chart]:
+        source = part.data
+        if not isinstance(source, alt.InlineData) or not isinstance(source.values, str):
+            continue
+        parse = dict(source.format.parse) if source.format is not alt.Undefined else {}
+        rows = list(csv.reader(io.StringIO(source.values)))
+        head, body = rows[0], rows[1:]
+        calculate = None
+        for j, name in enumerate(head):
+            column = [r[j] for r in body]
+            if parse.get(name) == "number":
+                form = f"%.{digits}g"
+                column = [form % float(v) if v else v for v in column]
+            elif name == "series" and len(set(column)) <= 10:
+                names = list(dict.fromkeys(column))
+                codes = {n: str(i) for i, n in enumerate(names)}
+                column = [codes[v] for v in column]
+                head[j] = "series_code"
+                quoted = ["'" + n.replace("\\", "\\\\").replace("'", "\\'") + "'" for n in names]
+                calculate = "".join(f"datum.series_code == '{i}' ? {q} : " for i, q in enumerate(quoted[:-1]))
+                calculate += quoted[-1] if quoted else "''"
+            for r, v in zip(body, column):
+                r[j] = v
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows([head, *body])
+        part.data = alt.InlineData(values=out.getvalue().rstrip("\n"), format=source.format)
+        if calculate is not None:
+            transforms = [] if part.transform is alt.Undefined else list(part.transform)
+            part.transform = [alt.CalculateTransform(calculate=calculate, **{"as": "series"}), *transforms]
+    return chart
 
 
 # ----------------------------------------------------------------------------- caches keyed on code

@@ -37,7 +37,7 @@ from engine.distances import energy_distance
 
 from . import _checks
 from ._checks import _int, _positive
-from ._generative import DATASETS_2D, cached_by_code, code_key, toy_data_2d
+from ._generative import DATASETS_2D, cached_by_code, code_key, compact_chart, toy_data_2d
 
 __all__ = [
     "DATASETS_2D",
@@ -47,6 +47,7 @@ __all__ = [
     "EpsilonCurves",
     "Moments",
     "chain_vs_closed_form",
+    "compact_chart",
     "epsilon_curves",
     "exact_reverse_1d",
     "linear_scale",
@@ -115,7 +116,7 @@ __all__ = [
 _REMEMBERED: dict = {}
 
 
-def remembered(key, build, size: int = 32):
+def remembered(key, build, size: int = 64):
     """``build()``, made once for each ``key`` and kept (the latest ``size`` keys, for every session):
     a chart that depends only on the values in ``key``, so a control moved back to a value it had
     shows it without building it again. ``key`` must hold everything the result depends on (the

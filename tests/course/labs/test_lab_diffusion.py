@@ -31,6 +31,22 @@ def test_toy_data_2d_is_standardised(name):
     np.testing.assert_allclose(X.std(0), 1, atol=1e-12)
     with pytest.raises(ValueError, match="name"):
         diffusion_lab.toy_data_2d("spiral galaxy")
+    X[:] = 0  # each call gets its own copy of the kept draw
+    assert diffusion_lab.toy_data_2d(name, n=500, seed=1).std() > 0.5
+
+
+def test_compact_chart_keeps_the_values_and_the_series_names():
+    """Fewer digits, and the series names as codes that the chart turns back into the names."""
+    from engine.course import plot
+
+    x = np.linspace(0, 1, 5)
+    chart = plot.curves(x, {"ε*, it's exact": np.pi * x, "learned": -x}, dashed=("learned",))
+    shown = diffusion_lab.compact_chart(chart, digits=3)
+    assert shown is chart
+    head, *rows = [line.split(",") for line in chart.data.values.split("\n")]
+    assert head == ["x", "y", "series_code", "dash"] and rows[4] == ["1", "3.14", "0", "false"]
+    (calc,) = chart.to_dict()["transform"]
+    assert calc == {"calculate": "datum.series_code == '0' ? 'ε*, it\\'s exact' : 'learned'", "as": "series"}
 
 
 def test_linear_scale_keeps_the_last_beta_below_one():
