@@ -131,6 +131,8 @@ def _():
         label="δ (Huber, pseudo-Huber)",
         show_value=True,
     )
+    # shown here, above the charts: the cell they re-run sends its charts, not the controls again
+    mo.hstack([reg_loss, delta])
     return delta, reg_loss
 
 
@@ -200,7 +202,6 @@ def _(delta, reg_loss):
     )
     mo.vstack(
         [
-            mo.hstack([reg_loss, delta]),
             mo.hstack([ui.chart(reg_overview_chart), ui.chart(_detail_chart)], widths=[1, 1]),
             mo.md(rf"""
     $$
@@ -1158,6 +1159,8 @@ def _():
         label="target class y",
         inline=True,
     )
+    # shown here, above the chart: the cell they re-run sends its chart, not the controls again
+    mo.vstack([mo.hstack([logit_scale, precision]), naive_target])
     return logit_scale, naive_target, precision
 
 
@@ -1203,8 +1206,6 @@ def _(logit_scale, naive_target, precision):
     )
     mo.vstack(
         [
-            mo.hstack([logit_scale, precision]),
-            naive_target,
             ui.chart(_chart),
             mo.md(
                 f"At s = {logit_scale.value:g}: naive **{_shown}**, fused **{fused_now:.4g}** "
