@@ -80,9 +80,10 @@ define pytest_tier
 	if [ $$status -eq 5 ]; then echo "pytest: no tests collected"; exit 0; fi; exit $$status
 endef
 
-# The tiers of in-process tests run on every core (pytest-xdist; TEST_JOBS=1 for one process):
-# their tests are CPU-bound Python on one BLAS thread each. The slow tier stays in one process:
-# its tests start servers, browsers and exports of their own, and share one site build.
+# The tiers run on every core (pytest-xdist; TEST_JOBS=1 for one process): the in-process tests
+# are CPU-bound Python on one BLAS thread each. The slow tier's tests start servers, browsers and
+# exports of their own; they go to the workers a file at a time (one server per test module), and
+# the workers share one site build (tests/support/site_build.py).
 TEST_JOBS ?= auto
 test: test-tools
 	$(call pytest_tier,-n $(TEST_JOBS) -m "not slow" $(TESTS))
@@ -91,7 +92,7 @@ test-fast: test-tools
 	$(call pytest_tier,-n $(TEST_JOBS) -m "not slow and not browser" $(or $(TESTS),$(FAST_TESTS)))
 
 test-slow: test-tools
-	$(call pytest_tier,-m slow $(TESTS))
+	$(call pytest_tier,-n $(TEST_JOBS) --dist loadfile -m slow $(TESTS))
 
 test-all: test-tools
 	$(call pytest_tier,$(TESTS))

@@ -37,6 +37,15 @@ except ImportError:  # hypothesis is a test extra; tests that use it import it t
     pass
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own configure has made its temporary-folder factory
+def pytest_configure(config):
+    """In a pytest-xdist worker, build the site in the folder all workers share (site_build.py)."""
+    if hasattr(config, "workerinput"):
+        import site_build
+
+        site_build.SHARED_DIR = config._tmp_path_factory.getbasetemp().parent
+
+
 def pytest_collection_modifyitems(config, items):
     """Tell ``notebook_driver.export_html`` whether this session builds the site anyway (a test
     that reads the built site is selected): only then does it read a page's export from the site

@@ -178,6 +178,7 @@ def test_dragging_a_query_entry_changes_the_attention_weights(app):
     assert area.count() == 1, f"06_attention: expected one output with a matrix, found {area.count()}"
     entry = area.locator('[data-testid="matrix-cell-0-3"]')
     entry.scroll_into_view_if_needed()
+    wait_settled(page)  # charts still drawing above would move the entry after its box is read
     weights_before = _weights(page, area)
     box = entry.bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2

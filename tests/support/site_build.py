@@ -2,7 +2,8 @@
 
 The site is built into a fresh temporary folder (not _site/, which stays the user's; not a fixed
 folder, which a second test run at the same time would rebuild under this one's feet), removed
-when the session ends. ``--allow-missing`` lets the pages that exist be checked while others are
+when the session ends. Under pytest-xdist (the slow tier runs on two workers) the workers share
+one build in pytest's base temporary folder. ``--allow-missing`` lets the pages that exist be checked while others are
 still being written; test_site.py fails on any page the course lists but the site lacks.
 """
 
@@ -49,11 +50,40 @@ def require_site_tools() -> None:
 # Set by tests/conftest.py at collection: whether a selected test reads the built site.
 BUILT_THIS_SESSION = False
 
+# Set by tests/conftest.py in a pytest-xdist worker: a folder every worker of this run shares
+# (pytest's base temporary folder, which pytest itself prunes), so that the run builds the site once.
+SHARED_DIR: Path | None = None
+
 
 @functools.lru_cache(maxsize=1)
 def site_build() -> Build:
-    site = Path(tempfile.mkdtemp(prefix="dlcourse-site-")) / "_site"
-    atexit.register(shutil.rmtree, site.parent, True)
+    """The site, built once per test run: by this process, or under xdist by the first worker that
+    asks (the others wait on a file lock and read its result)."""
+    if SHARED_DIR is None:
+        site = Path(tempfile.mkdtemp(prefix="dlcourse-site-")) / "_site"
+        atexit.register(shutil.rmtree, site.parent, True)
+        return _build(site)
+    import fcntl
+
+    record = SHARED_DIR / "site-build.json"
+    with open(SHARED_DIR / "site-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not record.is_file():
+            (SHARED_DIR / "site").mkdir(parents=True, exist_ok=True)
+            built = _build(SHARED_DIR / "site" / "_site")
+            fields = {"returncode": built.returncode, "output": built.output, "seconds": built.seconds}
+            record.write_text(json.dumps(fields), encoding="utf-8")
+    fields = json.loads(record.read_text(encoding="utf-8"))
+    site = SHARED_DIR / "site" / "_site"
+    return Build(site, fields["returncode"], fields["output"], fields["seconds"], _manifest(site))
+
+
+def _manifest(site: Path) -> dict:
+    path = site / "site.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _build(site: Path) -> Build:
     started = time.monotonic()
     process = subprocess.run(
         ["make", "site", f"VENV={sys.prefix}", f"SITE_DIR={site}", "SITE_ARGS=--allow-missing"],
@@ -63,8 +93,6 @@ def site_build() -> Build:
         timeout=1800,
     )
     seconds = time.monotonic() - started
-    manifest_path = site / "site.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     output = process.stdout + process.stderr
     print(f"make site: exit {process.returncode} in {seconds:.0f} s\n{output[-3000:]}")
-    return Build(site, process.returncode, output, seconds, manifest)
+    return Build(site, process.returncode, output, seconds, _manifest(site))
