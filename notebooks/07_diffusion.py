@@ -135,7 +135,7 @@ def _(schedule_T, schedule_rescale):
 
     def _charts():  # one chart, three panels: one view to send and redraw
         _lines = [(k, i, f(s)[_shown]) for i, f in enumerate(_panels.values()) for k, s in schedules.items()]
-        _label = "".join(f"datum.value == {i} ? '{n}' : " for i, n in enumerate(list(_panels)[:-1]))
+        _label = "".join(f"datum.value == {i} ? {lab.vega_text(n)} : " for i, n in enumerate(_panels))
         _chart = (
             alt.Chart(
                 plot.data(
@@ -160,7 +160,7 @@ def _(schedule_T, schedule_rescale):
                 ),
                 [alt.Tooltip("series:N"), alt.Tooltip("t:Q", format=".3g"), alt.Tooltip("value:Q", format=".4g")],
             )
-            .facet(alt.Column("panel:O", title=None, header=alt.Header(labelExpr=_label + f"'{list(_panels)[-1]}'")))
+            .facet(alt.Column("panel:O", title=None, header=alt.Header(labelExpr=_label + "''")))
             .resolve_scale(y="independent")
         )
         return lab.compact_chart(_chart)
@@ -1034,7 +1034,9 @@ def _(learned_1d, mix_schedule, mix_t, mixture):
                 alt.Column(
                     "panel:O",
                     title=None,
-                    header=alt.Header(labelExpr=f"datum.value == 0 ? '{_titles[0]}' : '{_titles[1]}'"),
+                    header=alt.Header(
+                        labelExpr=f"datum.value == 0 ? {lab.vega_text(_titles[0])} : {lab.vega_text(_titles[1])}"
+                    ),
                 )
             )
             .resolve_scale(y="independent")

@@ -13,7 +13,7 @@ from engine import data as engine_data
 
 from ._checks import _int
 
-__all__ = ["DATASETS_2D", "cached_by_code", "code_key", "compact_chart", "toy_data_2d"]
+__all__ = ["DATASETS_2D", "cached_by_code", "code_key", "compact_chart", "toy_data_2d", "vega_text"]
 
 
 # ----------------------------------------------------------------------------- data
@@ -57,6 +57,12 @@ def _toy_data_2d(name, n, seed):
 
 
 # ----------------------------------------------------------------------------- smaller charts
+def vega_text(text) -> str:
+    """``text`` as a string literal of a Vega expression (a ``labelExpr``, a ``calculate``):
+    single-quoted, its backslashes and quotes escaped."""
+    return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def compact_chart(chart, digits: int = 4):
     """``chart`` (an Altair chart from ``engine.course.plot``, one layer or several, each with its
     data inline as CSV), rewritten in place to send less to the page at every redraw: numbers with
@@ -84,7 +90,7 @@ def compact_chart(chart, digits: int = 4):
                 codes = {n: str(i) for i, n in enumerate(names)}
                 column = [codes[v] for v in column]
                 head[j] = "series_code"
-                quoted = ["'" + n.replace("\\", "\\\\").replace("'", "\\'") + "'" for n in names]
+                quoted = [vega_text(n) for n in names]
                 calculate = "".join(f"datum.series_code == '{i}' ? {q} : " for i, q in enumerate(quoted[:-1]))
                 calculate += quoted[-1] if quoted else "''"
             for r, v in zip(body, column):

@@ -37,7 +37,7 @@ from engine.distances import energy_distance
 
 from . import _checks
 from ._checks import _int, _positive
-from ._generative import DATASETS_2D, cached_by_code, code_key, compact_chart, toy_data_2d
+from ._generative import DATASETS_2D, cached_by_code, code_key, compact_chart, toy_data_2d, vega_text
 
 __all__ = [
     "DATASETS_2D",
@@ -85,6 +85,7 @@ __all__ = [
     "MIN_DRAWN_POINTS",
     "drawing_held_out",
     "train_on_points",
+    "vega_text",
     "ExactReverse1D",
     "exact_reverse_study_1d",
     "ScoreField",
