@@ -101,15 +101,16 @@ def _():
 
 @app.cell(hide_code=True)
 def _(query):
-    mo.vstack([query, ui.cached_md(render.search_md(query.value, from_id=METADATA["id"])), ui.cached_md(render.LEGEND)])
-    return
-
-
-@app.cell(hide_code=True)
-def _(query):
-    # sections 1-12 in one cell: a filter query re-runs one cell here, not twelve
+    # the filter, its summary and sections 1-12 in one cell: a filter query re-runs one cell here, not thirteen
     sections_shown(
         [
+            mo.vstack(
+                [
+                    query,
+                    ui.cached_md(render.search_md(query.value, from_id=METADATA["id"])),
+                    ui.cached_md(render.LEGEND),
+                ]
+            ),
             show_section(
                 "neuron",
                 query.value,
