@@ -843,12 +843,14 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
         _t = lab.rope_pair_trajectory(rope_dim.value, _i, 32, rope_base.value)
         _pairs[f"pair {_i} (θ = {_t.theta:.3g} rad per position)"] = (_t.xy[:, 0], _t.xy[:, 1], _t.positions)
     _turns = ui.chart(
-        plot.paths_2d(
-            _pairs,
-            x_title="x₂ᵢ (rotated)",
-            y_title="x₂ᵢ₊₁ (rotated)",
-            height=340,
-            title="a vector of ones at positions 0…31: each pair turns at its own speed",
+        lab.compact_chart(  # fewer digits and coded series names: less to send at every move of d or base
+            plot.paths_2d(
+                _pairs,
+                x_title="x₂ᵢ (rotated)",
+                y_title="x₂ᵢ₊₁ (rotated)",
+                height=340,
+                title="a vector of ones at positions 0…31: each pair turns at its own speed",
+            )
         )
     )
     rope_distance = lab.rope_score_vs_distance(rope_dim.value, rope_base.value, 256)
@@ -856,11 +858,13 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
     # Both over the aligned score at distance 0 (d): the bound on |score| is 2 Σⱼ|Sⱼ| for q = k = 1.
     _n = len(rope_distance.distance)
     _decay = ui.chart(
-        rope_decay_chart.properties(
-            data=plot.data(
-                distance=np.tile(rope_distance.distance, 2),
-                value=np.concatenate([rope_distance.bound, rope_distance.aligned_relative]),
-                series=np.repeat(np.array(rope_decay_series, dtype=object), _n),
+        lab.compact_chart(
+            rope_decay_chart.properties(
+                data=plot.data(
+                    distance=np.tile(rope_distance.distance, 2),
+                    value=np.concatenate([rope_distance.bound, rope_distance.aligned_relative]),
+                    series=np.repeat(np.array(rope_decay_series, dtype=object), _n),
+                )
             )
         )
     )
@@ -1772,23 +1776,42 @@ def _(gpt, gpt_prompt):
     else:
         _w = head_view.window
         _labels = [f"{i}:{'␣' if c == ' ' else c}" for i, c in enumerate(_w.text)]
-        _maps = [
-            ui.chart(
-                plot.heatmap(
-                    np.where(np.tri(len(_labels), dtype=bool), head_view.weights[b, h], np.nan),
-                    x_labels=_labels,
-                    y_labels=_labels,
-                    x_title="key j",
-                    y_title="query i",
-                    color_title="weight",
-                    scheme="purples",
-                    domain=(0, 1),
-                    title=f"block {b + 1}, head {h + 1}",
-                )
+        # every head's map in one chart, a panel each (one element to send, one view to redraw)
+        _blocks, _heads, _L = head_view.weights.shape[:3]
+        _weights = np.where(np.tri(_L, dtype=bool), head_view.weights, np.nan)  # the causal mask blanks j > i
+        _query, _key = np.meshgrid(np.arange(_L), np.arange(_L), indexing="ij")
+        _names = [f"block {b + 1}, head {h + 1}" for b in range(_blocks) for h in range(_heads)]
+        _maps = ui.chart(
+            alt.Chart(
+                plot.data(
+                    query=np.tile(np.asarray(_labels, dtype=object)[_query.ravel()], len(_names)),
+                    key=np.tile(np.asarray(_labels, dtype=object)[_key.ravel()], len(_names)),
+                    weight=_weights.reshape(-1),
+                    head=np.repeat(np.arange(len(_names)), _L * _L),
+                    digits=3,
+                ),
+                width=260,
+                height=260,
             )
-            for b in range(head_view.weights.shape[0])
-            for h in range(head_view.weights.shape[1])
-        ]
+            .mark_rect()
+            .encode(
+                alt.X("key:O", sort=_labels, title="key j"),
+                alt.Y("query:O", sort=_labels, title="query i"),
+                alt.Color("weight:Q", title="weight", scale=alt.Scale(scheme="purples", domain=[0, 1])),
+                [alt.Tooltip("query:O"), alt.Tooltip("key:O"), alt.Tooltip("weight:Q", format=".3f")],
+            )
+            .facet(
+                alt.Facet(
+                    "head:O",
+                    title=None,
+                    header=alt.Header(
+                        labelExpr="".join(f"datum.value == {i} ? {lab.vega_text(n)} : " for i, n in enumerate(_names))
+                        + "''"
+                    ),
+                ),
+                columns=2,
+            )
+        )
         _top = np.argsort(head_view.next_p)[::-1][:3]
         _next = ", ".join(
             f"“{'␣' if gpt.data.chars[k] == ' ' else gpt.data.chars[k]}” {head_view.next_p[k]:.2f}" for k in _top
@@ -1800,7 +1823,7 @@ def _(gpt, gpt_prompt):
                     + (f" (left out: {', '.join(repr(c) for c in _w.dropped)})" if _w.dropped else "")
                     + f"; its likeliest next characters: {_next}."
                 ),
-                mo.hstack(_maps, widths="equal", wrap=True),
+                _maps,
             ]
         )
     mo.vstack([gpt_prompt, _shown])

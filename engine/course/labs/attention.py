@@ -41,9 +41,12 @@ from engine.nn import Module
 from engine.random import fork_rng
 
 from ._checks import _int, _positive
+from ._generative import compact_chart, vega_text  # shared with 07's lab: smaller charts
 
 __all__ = [
     "CROSS_SOURCE",
+    "compact_chart",
+    "vega_text",
     "CrossAttention",
     "MASK_KINDS",
     "SCALES",
