@@ -569,6 +569,8 @@ def _():
     dense_n = mo.ui.slider(1, 64, step=1, value=4, label="batch n", show_value=True)
     dense_in = mo.ui.slider(1, 32, step=1, value=3, label="d_in", show_value=True)
     dense_out = mo.ui.slider(1, 32, step=1, value=2, label="d_out", show_value=True)
+    # shown here: the cell they re-run sends its table and maps, not the sliders again
+    mo.hstack([dense_n, dense_in, dense_out])
     return dense_in, dense_n, dense_out
 
 
@@ -610,7 +612,6 @@ def _(dense_in, dense_n, dense_out):
     )
     mo.vstack(
         [
-            mo.hstack([dense_n, dense_in, dense_out]),
             mo.md(f"X is {dense.shapes['X']}, W is {dense.shapes['W']} (out, in), Z = XWᵀ + b is {dense.shapes['Z']}."),
             mo.md("| gradient | shape | max abs(NumPy − autograd) |\n|---|---|---|\n" + _rows),
             _maps,
