@@ -1339,9 +1339,6 @@ def _():
         label="learning rate",
     )
     cnn_train = mo.ui.run_button(label="Train the CNN")
-    draw_start = mo.ui.dropdown(
-        options={"blank": -1, **{f"held-out #{i}": i for i in range(10)}}, value="held-out #0", label="start from"
-    )
     digits_train = data.load_digits("train", channel_dim=True)
     digits_heldout = data.load_digits("test", channel_dim=True)
     # what the Train buttons trained, with the settings and lesson code they trained with
@@ -1374,7 +1371,6 @@ def _():
         cnn_train,
         digits_heldout,
         digits_train,
-        draw_start,
         set_baselines_run,
         set_cnn_run,
     )
@@ -1473,9 +1469,10 @@ def _(cnn_image, trained_cnn):
 
 
 @app.cell
-def _(digits_heldout, draw_start):
-    digit_canvas = widgets.canvas(
-        size=192, start=None if draw_start.value < 0 else digits_heldout[0][draw_start.value, 0]
+def _():
+    # made and shown here: a choice re-creates the canvas below, not this menu and its prose
+    draw_start = mo.ui.dropdown(
+        options={"blank": -1, **{f"held-out #{i}": i for i in range(10)}}, value="held-out #0", label="start from"
     )
     mo.vstack(
         [
@@ -1484,9 +1481,18 @@ def _(digits_heldout, draw_start):
     drawing is reduced to 8×8 the way the UCI scans were (a 32×32 scan, then the mean of each
     4×4 block) and classified by the CNN trained above.
     """),
-            mo.hstack([draw_start, digit_canvas], justify="start"),
+            draw_start,
         ]
     )
+    return (draw_start,)
+
+
+@app.cell
+def _(digits_heldout, draw_start):
+    digit_canvas = widgets.canvas(
+        size=192, start=None if draw_start.value < 0 else digits_heldout[0][draw_start.value, 0]
+    )
+    digit_canvas
     return (digit_canvas,)
 
 
