@@ -144,7 +144,7 @@ def _(schedule_T, schedule_rescale):
                     series=np.repeat(np.array([k for k, *_ in _lines], dtype=object), len(_x)),
                     panel=np.repeat([i for _, i, _ in _lines], len(_x)),
                 ),
-                width=220,
+                width=250,
                 height=180,
             )
             .mark_line()
@@ -1014,7 +1014,7 @@ def _(learned_1d, mix_schedule, mix_t, mixture):
                     series=np.repeat(np.array(_names, dtype=object), _n),
                     panel=np.repeat([p for p, _ in _lines.values()], _n),
                 ),
-                width=330,
+                width=400,
                 height=220,
             )
             .mark_line()
