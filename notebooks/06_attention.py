@@ -870,21 +870,20 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
     )
     _dims = lab.shown_dimensions(rope_dim.value)  # at most 32 rows: every k-th pair beyond
     _every = "" if len(_dims) == rope_dim.value else f", one pair in {_dims[2] // 2}"
-    _pe = ui.chart(
-        rope_pe_chart.properties(
-            # each drawn row stretched over the pairs it stands for: the rows span dimensions 0 to d
-            data=plot.data(
-                x=[-0.5],
-                x2=[31.5],
-                y=[0.0],
-                y2=[float(rope_dim.value)],
-                url=[lab.blue_orange_url(sinusoid.pe[:32, _dims].T)],
-            ),
-            title=f"sinusoidal positions PE (dimensions × positions{_every}): blue −1, orange +1",
-        )
+    _pe = rope_pe_chart.properties(
+        # each drawn row stretched over the pairs it stands for: the rows span dimensions 0 to d
+        data=plot.data(
+            x=[-0.5],
+            x2=[31.5],
+            y=[0.0],
+            y2=[float(rope_dim.value)],
+            url=[lab.blue_orange_url(sinusoid.pe[:32, _dims].T)],
+        ),
+        title=f"sinusoidal positions PE (dimensions × positions{_every}): blue −1, orange +1",
+        width=430,
     )
-    _sim = ui.chart(
-        rope_similarity_chart.properties(data=plot.data(distance=np.arange(64), similarity=sinusoid.similarity[0]))
+    _sim = rope_similarity_chart.properties(
+        data=plot.data(distance=np.arange(64), similarity=sinusoid.similarity[0]), width=430
     )
     _sim0 = sinusoid.similarity[0]
     _rise = int(np.argmax(np.diff(_sim0) > 0)) + 1  # the first distance where it goes up again
@@ -903,7 +902,7 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
                 f"and already at distance {_rise} it rises again, from {_sim0[_rise - 1]:.2f} to "
                 f"{_sim0[_rise]:.2f}."
             ),
-            mo.hstack([_pe, _sim], widths="equal"),
+            ui.chart(alt.hconcat(_pe, _sim)),  # side by side in one view
         ]
     )
     return answer_rope, exercise_rope, rope_distance, rope_k, rope_q, sinusoid
