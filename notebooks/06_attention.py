@@ -858,13 +858,12 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
     # Both over the aligned score at distance 0 (d): the bound on |score| is 2 Σⱼ|Sⱼ| for q = k = 1.
     _n = len(rope_distance.distance)
     _decay = ui.chart(
-        lab.compact_chart(
-            rope_decay_chart.properties(
-                data=plot.data(
-                    distance=np.tile(rope_distance.distance, 2),
-                    value=np.concatenate([rope_distance.bound, rope_distance.aligned_relative]),
-                    series=np.repeat(np.array(rope_decay_series, dtype=object), _n),
-                )
+        rope_decay_chart.properties(
+            data=plot.data(
+                distance=np.tile(rope_distance.distance, 2),
+                value=np.concatenate([rope_distance.bound, rope_distance.aligned_relative]),
+                series=np.repeat(np.array(rope_decay_series, dtype=object), _n),
+                digits=4,
             )
         )
     )
