@@ -147,15 +147,17 @@ def _(delta, reg_loss):
             ).f
             for name, spec in lab.REGRESSION_LOSSES.items()
         }
-        return _curves, plot.curves(
-            reg_residuals,
-            _curves,
-            x_title="residual e = ŷ − y",
-            y_title="loss ℓ(e)",
-            y_domain=(0, 8),
-            height=240,
-            title=f"The four losses (δ = {delta.value:g})",
-            colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
+        return _curves, lab.compact_chart(
+            plot.curves(
+                reg_residuals,
+                _curves,
+                x_title="residual e = ŷ − y",
+                y_title="loss ℓ(e)",
+                y_domain=(0, 8),
+                height=240,
+                title=f"The four losses (δ = {delta.value:g})",
+                colors={spec["label"]: name for name, spec in lab.REGRESSION_LOSSES.items()},
+            )
         )
 
     # the four curves do not depend on the loss picked for the detail: drawn once for each δ (and the code
@@ -179,16 +181,18 @@ def _(delta, reg_loss):
     def _detail():
         _lo = max(-8.0, float(min(reg_curves.f.min(), reg_curves.df_formula.min())) - 0.5)
         _hi = min(8.0, float(max(reg_curves.f.max(), reg_curves.df_formula.max())) + 0.5)
-        return plot.function_and_derivative(
-            _e,
-            reg_curves.f,
-            reg_curves.df_formula,
-            reg_curves.df_autograd,
-            name="ℓ",
-            var="e",
-            title=_spec["label"],
-            y_domain=(_lo, _hi),
-            height=240,
+        return lab.compact_chart(
+            plot.function_and_derivative(
+                _e,
+                reg_curves.f,
+                reg_curves.df_formula,
+                reg_curves.df_autograd,
+                name="ℓ",
+                var="e",
+                title=_spec["label"],
+                y_domain=(_lo, _hi),
+                height=240,
+            )
         )
 
     # the detail chart of one loss at one δ, drawn once and kept (its values, the page's code, are the key)
