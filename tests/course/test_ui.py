@@ -93,6 +93,42 @@ def test_chart_shows_an_altair_chart_unvalidated_and_chart_control_reads_its_nam
     assert ui.selected(element, "zoom", "other") is None
 
 
+def test_a_chart_shown_again_is_not_converted_again_and_gives_marimo_s_own_element():
+    """ui.chart remembers each chart object's spec: shown again, the element is marimo's own (the
+    same HTML as ``mo.ui.altair_chart`` gives, but for the element's ids) without a second
+    ``to_dict``; another chart object is converted for itself, and a spec goes with its chart."""
+    import gc
+    import re
+    from unittest import mock
+
+    import altair as alt
+    import marimo as mo
+    import numpy as np
+
+    from engine.course import plot, ui
+
+    def html(element):
+        return re.sub(r"(object-id|random-id)='[^']*'", "", element.text)
+
+    base = alt.Chart(plot.data(x=np.linspace(0, 1, 5), y=np.arange(5.0)))
+    chart = alt.layer(base.mark_line().encode(x="x:Q", y="y:Q"), base.mark_point().encode(x="x:Q", y="y:Q"))
+    first = ui.chart(chart)
+    with mock.patch.object(type(chart), "to_dict", side_effect=AssertionError("converted again")):
+        again = ui.chart(chart)
+    marimo_own = mo.ui.altair_chart(chart, chart_selection=False, legend_selection=False)
+    assert html(again) == html(first) == html(marimo_own)
+    assert again._chart is chart and again.dataframe == marimo_own.dataframe
+    other = chart.properties(title="another chart")
+    assert "another chart" in html(ui.chart(other))
+    remembered = ui._shown_chart_class()
+    assert isinstance(again, mo.ui.altair_chart) and isinstance(again, remembered)
+    specs = next(c.cell_contents for c in remembered.__init__.__closure__ if isinstance(c.cell_contents, dict))
+    held = len(specs)
+    del other, chart, first, again, marimo_own
+    gc.collect()
+    assert len(specs) <= held - 2  # both charts' specs went with them
+
+
 def test_chart_hands_a_spec_json_cannot_carry_to_marimo_s_chart_element():
     """NaN in a spec (a scale's domain, say) is no JSON: marimo's element writes it as null."""
     import altair as alt
