@@ -124,6 +124,8 @@ def test_a_chart_shown_again_is_not_converted_again_and_gives_marimo_s_own_eleme
     assert isinstance(again, mo.ui.altair_chart) and isinstance(again, remembered)
     specs = next(c.cell_contents for c in remembered.__init__.__closure__ if isinstance(c.cell_contents, dict))
     held = len(specs)
+    ui.chart(alt.Chart("points.csv").mark_point().encode(x="x:Q"))  # data from a file: never remembered
+    assert len(specs) == held
     del other, chart, first, again, marimo_own
     gc.collect()
     assert len(specs) <= held - 2  # both charts' specs went with them
