@@ -3,9 +3,7 @@ sets, and caches keyed on what the page's lesson functions compute."""
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 
 import numpy as np
 
@@ -13,7 +11,7 @@ from engine import data as engine_data
 
 from ._checks import _int
 
-__all__ = ["DATASETS_2D", "cached_by_code", "code_key", "compact_chart", "toy_data_2d", "vega_text"]
+__all__ = ["DATASETS_2D", "cached_by_code", "code_key", "toy_data_2d"]
 
 
 # ----------------------------------------------------------------------------- data
@@ -54,54 +52,6 @@ def _toy_data_2d(name, n, seed):
     X = np.asarray(X, dtype=np.float64)
     X = (X - X.mean(0)) / X.std(0)
     return X, np.asarray(y, dtype=np.int64)
-
-
-# ----------------------------------------------------------------------------- smaller charts
-def vega_text(text) -> str:
-    """``text`` as a string literal of a Vega expression (a ``labelExpr``, a ``calculate``):
-    single-quoted, its backslashes and quotes escaped."""
-    return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def compact_chart(chart, digits: int = 4):
-    """``chart`` (an Altair chart from ``engine.course.plot``, one layer or several, each with its
-    data inline as CSV), rewritten in place to send less to the page at every redraw: numbers with
-    ``digits`` significant digits (plot.data writes 6), and the ``series`` column's names (long,
-    and with Greek letters escaped twice, in JSON and in HTML, they can be most of a chart's
-    bytes) as one-digit codes that a ``calculate`` transform turns back into the names in the
-    browser, so encodings, legend and tooltips are unchanged. Returns ``chart``."""
-    import altair as alt
-
-    for part in getattr(chart, "layer", None) or [chart]:
-        source = part.data
-        if not isinstance(source, alt.InlineData) or not isinstance(source.values, str):
-            continue
-        parse = dict(source.format.parse) if source.format is not alt.Undefined else {}
-        rows = list(csv.reader(io.StringIO(source.values)))
-        head, body = rows[0], rows[1:]
-        calculate = None
-        for j, name in enumerate(head):
-            column = [r[j] for r in body]
-            if parse.get(name) == "number":
-                form = f"%.{digits}g"
-                column = [form % float(v) if v else v for v in column]
-            elif name == "series" and len(set(column)) <= 10:
-                names = list(dict.fromkeys(column))
-                codes = {n: str(i) for i, n in enumerate(names)}
-                column = [codes[v] for v in column]
-                head[j] = "series_code"
-                quoted = [vega_text(n) for n in names]
-                calculate = "".join(f"datum.series_code == '{i}' ? {q} : " for i, q in enumerate(quoted[:-1]))
-                calculate += quoted[-1] if quoted else "''"
-            for r, v in zip(body, column):
-                r[j] = v
-        out = io.StringIO()
-        csv.writer(out, lineterminator="\n").writerows([head, *body])
-        part.data = alt.InlineData(values=out.getvalue().rstrip("\n"), format=source.format)
-        if calculate is not None:
-            transforms = [] if part.transform is alt.Undefined else list(part.transform)
-            part.transform = [alt.CalculateTransform(calculate=calculate, **{"as": "series"}), *transforms]
-    return chart
 
 
 # ----------------------------------------------------------------------------- caches keyed on code

@@ -40,8 +40,8 @@ from engine.course.checkpoints import attention_tiny as _tiny_checkpoint
 from engine.nn import Module
 from engine.random import fork_rng
 
+from ..plot import compact_chart, vega_text  # re-exported: the page's charts send less
 from ._checks import _int, _positive
-from ._generative import compact_chart, vega_text  # shared with 07's lab: smaller charts
 
 __all__ = [
     "CROSS_SOURCE",

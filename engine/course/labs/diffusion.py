@@ -35,9 +35,10 @@ from engine.course.checkpoints import diffusion_sampler_spread as _spread_checkp
 from engine.course.checkpoints import diffusion_samplers as _samplers_checkpoint
 from engine.distances import energy_distance
 
+from ..plot import compact_chart, vega_text  # re-exported: the page's charts send less
 from . import _checks
 from ._checks import _int, _positive
-from ._generative import DATASETS_2D, cached_by_code, code_key, compact_chart, toy_data_2d, vega_text
+from ._generative import DATASETS_2D, cached_by_code, code_key, toy_data_2d
 
 __all__ = [
     "DATASETS_2D",

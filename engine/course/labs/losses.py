@@ -46,8 +46,8 @@ from engine.course.checkpoints import losses_kl_fits as _kl_checkpoint  # WebAss
 from engine.course.checkpoints import losses_line_fits as _line_checkpoint
 from engine.course.checkpoints import losses_noise_fits as _noise_checkpoint
 
+from ..plot import compact_chart as compact_chart  # re-exported: 02's charts send coded series names
 from ._checks import is_default
-from ._generative import compact_chart as compact_chart  # re-exported: 02's charts send coded series names
 from .activations import Curves
 from .activations import parse_numbers as parse_numbers  # re-exported: 02 reads logits typed as text
 
