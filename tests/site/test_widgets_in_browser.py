@@ -62,6 +62,22 @@ def _widget_near(page, text: str):
     return widget
 
 
+def _widget_after(page, text: str):
+    """The anywidget of the first output area below the one that shows ``text`` (a control made in
+    a cell of its own above the widget it drives)."""
+    anchor = page.locator("#App .output-area", has_text=text).first
+    anchor.wait_for(state="visible")
+    top = anchor.bounding_box()["y"]
+    areas = page.locator("#App .output-area").filter(has=page.locator("marimo-anywidget"))
+    for i in range(areas.count()):
+        box = areas.nth(i).bounding_box()
+        if box and box["y"] > top:
+            widget = areas.nth(i).locator("marimo-anywidget")
+            widget.first.locator("canvas, svg, img").first.wait_for(state="visible")
+            return widget
+    raise AssertionError(f"no widget below the output that shows {text!r}")
+
+
 def _run(page, gallery, act, what: str):
     """Do ``act()``, wait for the run it starts; return its result."""
     completed = page.evaluate("() => __mw.completed")
@@ -96,7 +112,7 @@ def test_dragging_the_start_point_redraws_the_race(app):
 def test_a_stroke_on_the_canvas_changes_the_digit_the_cnn_reads(app):
     page, gallery = app
     _open(page, gallery, "05_convolution")
-    canvas = _widget_near(page, "start from")
+    canvas = _widget_after(page, "start from")  # the menu has a cell of its own above the canvas
     before, after, own = _drag(page, gallery, canvas, [(0.05, 0.5), (0.95, 0.5), (0.95, 0.95)], "05: canvas stroke")
     changes = [c for c in changed_areas(before, after) if not c.startswith(f"{own}:")]
     assert changes, "05_convolution: drawing on the canvas changed no other output"
