@@ -175,8 +175,8 @@ def control_values(control) -> list:
     """Values to drive a control with: its minimum, maximum and default (in ``.value`` space).
 
     Sliders and numbers: start, stop, value. Dropdowns and radios: every option's value.
-    Dictionaries and arrays of controls: every element at its minimum, then at its maximum, then
-    at its default. Switches, checkboxes and run buttons: False, True (a pressed run button). Text: '', the default, and a 200-character junk string.
+    Dictionaries, batches and arrays of controls: every element at its minimum, then at its maximum,
+    then at its default; a form: its element's values (as if submitted). Switches, checkboxes and run buttons: False, True (a pressed run button). Text: '', the default, and a 200-character junk string.
     Widgets made by engine/course/widgets.py (anywidgets, matrices): their ``test_values`` (an
     empty drawing, a full one, a corner point, one class...), then their default.
     """
@@ -194,15 +194,18 @@ def control_values(control) -> list:
         return ["", control.value, "x" * 200]
     if cls == "multiselect":
         return [[], list(control.options.values())]
-    if cls in ("dictionary", "array"):
+    if cls == "form":
+        # a form's value is its element's, once submitted (None before: the default run covers it)
+        return control_values(control.element)
+    if cls in ("dictionary", "array", "batch"):
         # each element's own minimum, maximum and default, all elements together
         parts = (
             {k: control_values(v) for k, v in control.elements.items()}
-            if cls == "dictionary"
+            if cls in ("dictionary", "batch")
             else {i: control_values(v) for i, v in enumerate(control.elements)}
         )
         runs = [{k: vs[min(j, len(vs) - 1)] for k, vs in parts.items()} for j in range(3)]
-        return runs if cls == "dictionary" else [list(r.values()) for r in runs]
+        return runs if cls != "array" else [list(r.values()) for r in runs]
     raise TypeError(f"control_values: don't know how to drive a {cls}")
 
 
