@@ -126,9 +126,13 @@ def test_a_chart_shown_again_is_not_converted_again_and_gives_marimo_s_own_eleme
     held = len(specs)
     ui.chart(alt.Chart("points.csv").mark_point().encode(x="x:Q"))  # data from a file: never remembered
     assert len(specs) == held
-    del other, chart, first, again, marimo_own
+    images = alt.Chart(plot.data(x=np.arange(2.0), u=np.array(["a.png", "b.png"]))).mark_image()
+    images = images.encode(x="x:Q", url="u:N")  # a "url" channel is no file of marimo's: remembered
+    ui.chart(images)
+    assert len(specs) == held + 1
+    del other, chart, first, again, marimo_own, images
     gc.collect()
-    assert len(specs) <= held - 2  # both charts' specs went with them
+    assert len(specs) <= held - 2  # the three charts' specs went with them (held counted two of them)
 
 
 def test_chart_hands_a_spec_json_cannot_carry_to_marimo_s_chart_element():

@@ -1,10 +1,11 @@
-"""One `make site` per test session, shared by tests/site/test_site.py and tests/site/test_static_export.py.
+"""One `make site` per test session, shared by tests/site/test_site.py and test_static_export.py.
 
 The site is built into a fresh temporary folder (not _site/, which stays the user's; not a fixed
 folder, which a second test run at the same time would rebuild under this one's feet), removed
 when the session ends. Under pytest-xdist (the slow tier runs on two workers) the workers share
-one build in pytest's base temporary folder. ``--allow-missing`` lets the pages that exist be checked while others are
-still being written; test_site.py fails on any page the course lists but the site lacks.
+one build in pytest's base temporary folder. ``--allow-missing`` lets the pages that exist be
+checked while others are still being written; test_site.py fails on any page the course lists
+but the site lacks.
 """
 
 from __future__ import annotations
