@@ -47,169 +47,70 @@ def torch_pseudo_huber(x, y, reduction="mean", delta=1.0):
     return {"mean": per.mean, "sum": per.sum, "none": lambda: per}[reduction]()
 
 
-# (id, engine fn(reduction), torch fn(reduction), inputs)
+# (id, the name in engine.functional and torch.nn.functional, keyword arguments, inputs): arrays
+# among the keyword arguments reach torch as tensors. The pseudo-Huber loss has no torch function:
+# its oracle is its formula written in torch (torch_pseudo_huber).
 LOSSES = [
-    (
-        "mse",
-        lambda r: lambda x, y: F.mse_loss(x, y, reduction=r),
-        lambda r: lambda x, y: TF().mse_loss(x, y, reduction=r),
-        [LOGITS, TARGET],
-    ),
-    (
-        "l1",
-        lambda r: lambda x, y: F.l1_loss(x, y, reduction=r),
-        lambda r: lambda x, y: TF().l1_loss(x, y, reduction=r),
-        [LOGITS, TARGET],
-    ),
-    (
-        "huber",
-        lambda r: lambda x, y: F.huber_loss(x, y, reduction=r),
-        lambda r: lambda x, y: TF().huber_loss(x, y, reduction=r),
-        [LOGITS, TARGET],
-    ),
-    (
-        "huber_delta",
-        lambda r: lambda x, y: F.huber_loss(x, y, reduction=r, delta=0.6),
-        lambda r: lambda x, y: TF().huber_loss(x, y, reduction=r, delta=0.6),
-        [LOGITS, TARGET],
-    ),
-    (
-        "pseudo_huber",
-        lambda r: lambda x, y: F.pseudo_huber_loss(x, y, reduction=r),
-        lambda r: lambda x, y: torch_pseudo_huber(x, y, r),
-        [LOGITS, TARGET],
-    ),
-    (
-        "pseudo_huber_delta",
-        lambda r: lambda x, y: F.pseudo_huber_loss(x, y, reduction=r, delta=0.3),
-        lambda r: lambda x, y: torch_pseudo_huber(x, y, r, delta=0.3),
-        [LOGITS, TARGET],
-    ),
-    (
-        "bce",
-        lambda r: lambda p, y: F.binary_cross_entropy(p, y, reduction=r),
-        lambda r: lambda p, y: TF().binary_cross_entropy(p, y, reduction=r),
-        [PROBS, SOFT],
-    ),
-    (
-        "bce_weight",
-        lambda r: lambda p, y: F.binary_cross_entropy(p, y, weight=ELEMENT_W, reduction=r),
-        lambda r: lambda p, y: TF().binary_cross_entropy(p, y, weight=T(ELEMENT_W), reduction=r),
-        [PROBS, SOFT],
-    ),
-    (
-        "bce_logits",
-        lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction=r),
-        lambda r: lambda z, y: TF().binary_cross_entropy_with_logits(z, y, reduction=r),
-        [LOGITS, SOFT],
-    ),
-    (
-        "bce_logits_weight",
-        lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, weight=ELEMENT_W, reduction=r),
-        lambda r: lambda z, y: TF().binary_cross_entropy_with_logits(z, y, weight=T(ELEMENT_W), reduction=r),
-        [LOGITS, SOFT],
-    ),
-    (
-        "bce_logits_pos_weight",
-        lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction=r, pos_weight=POS_W),
-        lambda r: lambda z, y: TF().binary_cross_entropy_with_logits(z, y, reduction=r, pos_weight=T(POS_W)),
-        [LOGITS, SOFT],
-    ),
+    ("mse", "mse_loss", {}, [LOGITS, TARGET]),
+    ("l1", "l1_loss", {}, [LOGITS, TARGET]),
+    ("huber", "huber_loss", {}, [LOGITS, TARGET]),
+    ("huber_delta", "huber_loss", {"delta": 0.6}, [LOGITS, TARGET]),
+    ("pseudo_huber", "pseudo_huber_loss", {}, [LOGITS, TARGET]),
+    ("pseudo_huber_delta", "pseudo_huber_loss", {"delta": 0.3}, [LOGITS, TARGET]),
+    ("bce", "binary_cross_entropy", {}, [PROBS, SOFT]),
+    ("bce_weight", "binary_cross_entropy", {"weight": ELEMENT_W}, [PROBS, SOFT]),
+    ("bce_logits", "binary_cross_entropy_with_logits", {}, [LOGITS, SOFT]),
+    ("bce_logits_weight", "binary_cross_entropy_with_logits", {"weight": ELEMENT_W}, [LOGITS, SOFT]),
+    ("bce_logits_pos_weight", "binary_cross_entropy_with_logits", {"pos_weight": POS_W}, [LOGITS, SOFT]),
     (
         "bce_logits_both_weights",
-        lambda r: lambda z, y: F.binary_cross_entropy_with_logits(z, y, CLASS_W, reduction=r, pos_weight=POS_W),
-        lambda r: (
-            lambda z, y: TF().binary_cross_entropy_with_logits(z, y, T(CLASS_W), reduction=r, pos_weight=T(POS_W))
-        ),
+        "binary_cross_entropy_with_logits",
+        {"weight": CLASS_W, "pos_weight": POS_W},
         [LOGITS, SOFT],
     ),
-    (
-        "ce_indices",
-        lambda r: lambda z, t: F.cross_entropy(z, t, reduction=r),
-        lambda r: lambda z, t: TF().cross_entropy(z, t, reduction=r),
-        [LOGITS, INDICES],
-    ),
-    (
-        "ce_ignore_index",
-        lambda r: lambda z, t: F.cross_entropy(z, t, reduction=r),
-        lambda r: lambda z, t: TF().cross_entropy(z, t, reduction=r),
-        [LOGITS, INDICES_IGNORED],
-    ),
-    (
-        "ce_custom_ignore_index",
-        lambda r: lambda z, t: F.cross_entropy(z, t, ignore_index=1, reduction=r),
-        lambda r: lambda z, t: TF().cross_entropy(z, t, ignore_index=1, reduction=r),
-        [LOGITS, INDICES],
-    ),
-    (
-        "ce_weight",
-        lambda r: lambda z, t: F.cross_entropy(z, t, weight=CLASS_W, reduction=r),
-        lambda r: lambda z, t: TF().cross_entropy(z, t, weight=T(CLASS_W), reduction=r),
-        [LOGITS, INDICES_IGNORED],
-    ),
-    (
-        "ce_label_smoothing",
-        lambda r: lambda z, t: F.cross_entropy(z, t, label_smoothing=0.2, reduction=r),
-        lambda r: lambda z, t: TF().cross_entropy(z, t, label_smoothing=0.2, reduction=r),
-        [LOGITS, INDICES_IGNORED],
-    ),
+    ("ce_indices", "cross_entropy", {}, [LOGITS, INDICES]),
+    ("ce_ignore_index", "cross_entropy", {}, [LOGITS, INDICES_IGNORED]),
+    ("ce_custom_ignore_index", "cross_entropy", {"ignore_index": 1}, [LOGITS, INDICES]),
+    ("ce_weight", "cross_entropy", {"weight": CLASS_W}, [LOGITS, INDICES_IGNORED]),
+    ("ce_label_smoothing", "cross_entropy", {"label_smoothing": 0.2}, [LOGITS, INDICES_IGNORED]),
     (
         "ce_weight_smoothing",
-        lambda r: lambda z, t: F.cross_entropy(z, t, weight=CLASS_W, label_smoothing=0.1, reduction=r),
-        lambda r: lambda z, t: TF().cross_entropy(z, t, weight=T(CLASS_W), label_smoothing=0.1, reduction=r),
+        "cross_entropy",
+        {"weight": CLASS_W, "label_smoothing": 0.1},
         [LOGITS, INDICES_IGNORED],
     ),
-    (
-        "ce_probabilities",
-        lambda r: lambda z, q: F.cross_entropy(z, q, reduction=r),
-        lambda r: lambda z, q: TF().cross_entropy(z, q, reduction=r),
-        [LOGITS, DIST],
-    ),
+    ("ce_probabilities", "cross_entropy", {}, [LOGITS, DIST]),
     (
         "ce_probabilities_weight_smoothing",
-        lambda r: lambda z, q: F.cross_entropy(z, q, weight=CLASS_W, label_smoothing=0.3, reduction=r),
-        lambda r: lambda z, q: TF().cross_entropy(z, q, weight=T(CLASS_W), label_smoothing=0.3, reduction=r),
+        "cross_entropy",
+        {"weight": CLASS_W, "label_smoothing": 0.3},
         [LOGITS, DIST],
     ),
-    (
-        "ce_nd_indices",
-        lambda r: lambda z, t: F.cross_entropy(z, t, weight=CLASS_W, label_smoothing=0.05, reduction=r),
-        lambda r: lambda z, t: TF().cross_entropy(z, t, weight=T(CLASS_W), label_smoothing=0.05, reduction=r),
-        [LOGITS_ND, INDICES_ND],
-    ),
-    (
-        "ce_nd_probabilities",
-        lambda r: lambda z, q: F.cross_entropy(z, q, reduction=r),
-        lambda r: lambda z, q: TF().cross_entropy(z, q, reduction=r),
-        [LOGITS_ND, DIST_ND],
-    ),
-    (
-        "ce_single_sample",
-        lambda r: lambda z, t: F.cross_entropy(z, t, reduction=r),
-        lambda r: lambda z, t: TF().cross_entropy(z, t, reduction=r),
-        [LOGITS[0], np.array(3)],
-    ),
-    (
-        "nll",
-        lambda r: lambda x, t: F.nll_loss(x, t, reduction=r),
-        lambda r: lambda x, t: TF().nll_loss(x, t, reduction=r),
-        [LOGITS, INDICES_IGNORED],
-    ),
-    (
-        "nll_weight",
-        lambda r: lambda x, t: F.nll_loss(x, t, weight=CLASS_W, reduction=r),
-        lambda r: lambda x, t: TF().nll_loss(x, t, weight=T(CLASS_W), reduction=r),
-        [LOGITS, INDICES_IGNORED],
-    ),
-    (
-        "nll_nd",
-        lambda r: lambda x, t: F.nll_loss(x, t, ignore_index=2, reduction=r),
-        lambda r: lambda x, t: TF().nll_loss(x, t, ignore_index=2, reduction=r),
-        [LOGITS_ND, INDICES_ND],
-    ),
+    ("ce_nd_indices", "cross_entropy", {"weight": CLASS_W, "label_smoothing": 0.05}, [LOGITS_ND, INDICES_ND]),
+    ("ce_nd_probabilities", "cross_entropy", {}, [LOGITS_ND, DIST_ND]),
+    ("ce_single_sample", "cross_entropy", {}, [LOGITS[0], np.array(3)]),
+    ("nll", "nll_loss", {}, [LOGITS, INDICES_IGNORED]),
+    ("nll_weight", "nll_loss", {"weight": CLASS_W}, [LOGITS, INDICES_IGNORED]),
+    ("nll_nd", "nll_loss", {"ignore_index": 2}, [LOGITS_ND, INDICES_ND]),
 ]
 
-CASES = [(name, r, fn(r), torch_fn(r), inputs) for name, fn, torch_fn, inputs in LOSSES for r in REDUCTIONS]
+
+def _engine_loss(name, kwargs, reduction):
+    return lambda x, t: getattr(F, name)(x, t, reduction=reduction, **kwargs)
+
+
+def _torch_loss(name, kwargs, reduction):
+    if name == "pseudo_huber_loss":
+        return lambda x, t: torch_pseudo_huber(x, t, reduction, **kwargs)
+    as_torch = {k: T(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    return lambda x, t: getattr(TF(), name)(x, t, reduction=reduction, **as_torch)
+
+
+CASES = [
+    (case, r, _engine_loss(name, kw, r), _torch_loss(name, kw, r), inputs)
+    for case, name, kw, inputs in LOSSES
+    for r in REDUCTIONS
+]
 
 
 @pytest.mark.parametrize("name, reduction, fn, torch_fn, inputs", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
