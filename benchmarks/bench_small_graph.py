@@ -88,19 +88,25 @@ def _expression(x, y, tanh, sin, exp):
     return tanh(e) + 2.0 * a
 
 
-def scalar_engine():
-    import engine
-
-    x = engine.tensor(0.5, dtype=np.float64, requires_grad=True)
-    y = engine.tensor(-1.5, dtype=np.float64, requires_grad=True)
+def _scalar_autograd(leaf, tanh, sin, exp):
+    """The expression's forward and backward on two float64 leaves made by ``leaf(value)``."""
+    x, y = leaf(0.5), leaf(-1.5)
 
     def step():
         x.grad = y.grad = None
-        out = _expression(x, y, engine.tanh, engine.sin, engine.exp)
+        out = _expression(x, y, tanh, sin, exp)
         out.backward()
         return out
 
     return step
+
+
+def scalar_engine():
+    import engine
+
+    return _scalar_autograd(
+        lambda v: engine.tensor(v, dtype=np.float64, requires_grad=True), engine.tanh, engine.sin, engine.exp
+    )
 
 
 def scalar_numpy():
@@ -131,16 +137,9 @@ def scalar_numpy():
 def scalar_torch():
     import torch
 
-    x = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
-    y = torch.tensor(-1.5, dtype=torch.float64, requires_grad=True)
-
-    def step():
-        x.grad = y.grad = None
-        out = _expression(x, y, torch.tanh, torch.sin, torch.exp)
-        out.backward()
-        return out
-
-    return step
+    return _scalar_autograd(
+        lambda v: torch.tensor(v, dtype=torch.float64, requires_grad=True), torch.tanh, torch.sin, torch.exp
+    )
 
 
 CASES = [

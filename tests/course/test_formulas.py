@@ -642,18 +642,22 @@ def test_assert_close_checks_structure_shape_and_value():
         formulas.assert_close(np.array([True]), np.array([False]))
 
 
+# the smallest valid row: one input x, its snippets return x itself
+MINIMAL_ROW = dict(
+    id="t.x",
+    sheet="derivatives",
+    section="s",
+    name="n",
+    latex="x",
+    numpy="x",
+    engine="x",
+    torch=None,
+    inputs=spec(x=N(2)),
+)
+
+
 def test_row_validation_is_clear():
-    base = dict(
-        id="t.x",
-        sheet="derivatives",
-        section="s",
-        name="n",
-        latex="x",
-        numpy="x",
-        engine="x",
-        torch=None,
-        inputs=spec(x=N(2)),
-    )
+    base = MINIMAL_ROW
     with pytest.raises(ValueError, match="one line"):
         FormulaRow(**{**base, "numpy": "a = 1\nb"})
     with pytest.raises(ValueError, match="empty"):
@@ -670,17 +674,7 @@ def test_row_validation_is_clear():
 
 
 def test_a_snippet_ending_in_a_statement_needs_result():
-    row = FormulaRow(
-        id="t.y",
-        sheet="derivatives",
-        section="s",
-        name="n",
-        latex="x",
-        numpy="y = x",
-        engine="y = x",
-        torch=None,
-        inputs=spec(x=N(2)),
-    )
+    row = FormulaRow(**{**MINIMAL_ROW, "id": "t.y", "numpy": "y = x", "engine": "y = x"})
     with pytest.raises(ValueError, match="result="):
         formulas.evaluate(row, "numpy")
     assert formulas.evaluate(dataclasses.replace(row, result="y"), "numpy").shape == (2,)
