@@ -120,40 +120,36 @@ def _():
         show_value=True,
     )
     query_edit = widgets.matrix([[2.0, 0.0, 0.0, 0.0]], min_value=-5.0, max_value=5.0, step=0.5, label="query q")
-    # The two maps below without their data (the controls change only the data): a cell per
-    # (query, key), its value written in. The attention map is the lesson, and a click on a cell
-    # picks its query.
+    # The two maps below without their data (the controls change only the data, the positions
+    # i, j and one value per cell, which the browser names "i:token"): its value in the tooltip.
+    # A click on a cell of the attention map picks its query, whose weights the bars below show.
     _labels = [f"{i}:{w}" for i, w in enumerate(lab.SENTENCE.split())]
-    # The key and query axes are the layers' shared encoding, set once on each layered chart.
+    _names = f"{_labels}"
     _axes = (alt.X("key:O", sort=_labels, title="key j"), alt.Y("query:O", sort=_labels, title="query i"))
     _tooltip = [alt.Tooltip("query:O"), alt.Tooltip("key:O")]
-    qkv_scores_chart = alt.layer(
-        alt.Chart()
+    qkv_scores_chart = (
+        alt.Chart(width="container", height=260, title="scores q·k · scale / τ (blank: masked)")
+        .transform_calculate(query=f"{_names}[datum.i]", key=f"{_names}[datum.j]")
         .mark_rect()
         .encode(
+            *_axes,
             alt.Color("score:Q", scale=alt.Scale(scheme="blueorange"), title="score"),
             [*_tooltip, alt.Tooltip("score:Q", format=".4g")],
-        ),
-        alt.Chart().mark_text(fontSize=11).encode(alt.Text("score:Q", format=".1f")),
-        width="container",
-        height=260,
-        title="scores q·k · scale / τ (blank: masked)",
-    ).encode(*_axes)
+        )
+    )
     _pick = alt.selection_point(name="query_pick", fields=["query"], on="click")
-    qkv_map_chart = alt.layer(
-        alt.Chart()
+    qkv_map_chart = (
+        alt.Chart(width="container", height=260, title="attention weights (each row sums to 1) · click a row")
+        .transform_calculate(query=f"{_names}[datum.i]", key=f"{_names}[datum.j]")
         .mark_rect()
         .encode(
+            *_axes,
             alt.Color("weight:Q", scale=alt.Scale(scheme="purples", domain=[0, 1]), title="weight"),
             [*_tooltip, alt.Tooltip("weight:Q", format=".3f")],
             alt.OpacityValue(0.35, condition={"param": "query_pick", "value": 1.0}),
         )
-        .add_params(_pick),
-        alt.Chart().mark_text(fontSize=11).encode(alt.Text("weight:Q", format=".2f")),
-        width="container",
-        height=260,
-        title="attention weights (each row sums to 1) · click a row",
-    ).encode(*_axes)
+        .add_params(_pick)
+    )
     qkv_row_chart = (
         alt.Chart(width="container", height=160)
         .mark_bar(color=plot.color("model"))
@@ -163,7 +159,13 @@ def _():
             alt.Tooltip("weight:Q", format=".3f"),
         )
     )
-    _intro
+    mo.vstack(
+        [
+            _intro,
+            mo.hstack([qkv_dk, qkv_seed, qkv_scale, qkv_temperature], wrap=True),
+            mo.hstack([mask_kind, mask_window, mask_pad], wrap=True),
+        ]
+    )
     return (
         mask_kind,
         mask_pad,
@@ -181,18 +183,15 @@ def _():
 
 
 @app.cell
-def _(
-    mask_kind, mask_pad, mask_window, qkv, qkv_dk, qkv_map_chart, qkv_scale, qkv_scores_chart, qkv_seed, qkv_temperature
-):
+def _(mask_kind, mask_pad, mask_window, qkv, qkv_map_chart, qkv_scale, qkv_scores_chart, qkv_temperature):
     _L = len(qkv.tokens)
     mask = lab.make_mask(mask_kind.value, _L, mask_window.value, mask_pad.value)
     maps = lab.attention_maps(attention, qkv.Q, qkv.K, qkv.V, qkv_scale.value, qkv_temperature.value, mask)
     mask_counts = lab.mask_cost(mask, _L)
-    _labels = np.array([f"{i}:{w}" for i, w in enumerate(qkv.tokens)], dtype=object)
-    _query, _key = np.repeat(_labels, _L), np.tile(_labels, _L)
-    _scores = ui.chart(qkv_scores_chart.properties(data=plot.data(query=_query, key=_key, score=maps.scores.ravel())))
+    _i, _j = np.repeat(np.arange(_L), _L), np.tile(np.arange(_L), _L)
+    _scores = ui.chart(qkv_scores_chart.properties(data=plot.data(i=_i, j=_j, score=maps.scores.ravel(), digits=3)))
     attention_map = ui.chart_control(
-        qkv_map_chart.properties(data=plot.data(query=_query, key=_key, weight=maps.weights.ravel()))
+        qkv_map_chart.properties(data=plot.data(i=_i, j=_j, weight=maps.weights.ravel(), digits=3))
     )
     _notes = [
         f"scale × 1/τ = **{maps.scale:.3g}** · mean row entropy "
@@ -208,14 +207,7 @@ def _(
             "`F.scaled_dot_product_attention` does (since 2.5); a plain softmax over "
             "all −∞ scores, and `nn.MultiheadAttention` with every key padded, give NaN."
         )
-    mo.vstack(
-        [
-            mo.hstack([qkv_dk, qkv_seed, qkv_scale, qkv_temperature], wrap=True),
-            mo.hstack([mask_kind, mask_window, mask_pad], wrap=True),
-            mo.md("\n\n".join(_notes)),
-            mo.hstack([_scores, attention_map], widths="equal"),
-        ]
-    )
+    mo.vstack([mo.md("\n\n".join(_notes)), mo.hstack([_scores, attention_map], widths="equal")])
     return attention_map, mask, mask_counts, maps
 
 
@@ -711,11 +703,13 @@ def _():
     rope_n = mo.ui.slider(0, 50, value=7, label="key position n", show_value=True)
     rope_shift = mo.ui.slider(0, 200, value=40, label="shift both by s", show_value=True)
     # The three charts of d and the base without their data (the two controls change only the data).
-    # short series names in the data (one per row, 514 rows), the legend's long ones from labelExpr
-    rope_decay_series = _bound, _aligned = "bound", "aligned"
+    # the data one row per distance, a column per series (folded into rows in the browser); the
+    # legend's long names from labelExpr
+    _bound, _aligned = "bound", "aligned"
     _legend = "datum.label == 'bound' ? \"Su et al.'s bound 2 Σⱼ|Sⱼ| / d\" : 'score of aligned q = k = 1, over d'"
     rope_decay_chart = (
         alt.Chart(width="container", height=plot.HEIGHT)
+        .transform_fold([_bound, _aligned], as_=["series", "value"])
         .mark_line(clip=True)
         .encode(
             alt.X("distance:Q", title="distance Δ = n − m"),
@@ -781,7 +775,6 @@ def _():
     return (
         rope_base,
         rope_decay_chart,
-        rope_decay_series,
         rope_dim,
         rope_m,
         rope_n,
@@ -821,7 +814,7 @@ def _(rope_base, rope_dim, rope_k, rope_m, rope_n, rope_q, rope_shift):
 
 
 @app.cell
-def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, rope_similarity_chart):
+def _(rope_base, rope_decay_chart, rope_dim, rope_pe_chart, rope_similarity_chart):
     # Its own cell: moving m, n or s does not redraw these charts, nor draw new q and k (the table above).
     _rng = np.random.default_rng(3)
     rope_q = _rng.standard_normal(rope_dim.value)
@@ -856,14 +849,13 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
     rope_distance = lab.rope_score_vs_distance(rope_dim.value, rope_base.value, 256)
     sinusoid = lab.sinusoidal_similarity(64, rope_dim.value, rope_base.value)
     # Both over the aligned score at distance 0 (d): the bound on |score| is 2 Σⱼ|Sⱼ| for q = k = 1.
-    _n = len(rope_distance.distance)
     _decay = ui.chart(
         rope_decay_chart.properties(
             data=plot.data(
-                distance=np.tile(rope_distance.distance, 2),
-                value=np.concatenate([rope_distance.bound, rope_distance.aligned_relative]),
-                series=np.repeat(np.array(rope_decay_series, dtype=object), _n),
-                digits=4,
+                distance=rope_distance.distance,
+                bound=rope_distance.bound,
+                aligned=rope_distance.aligned_relative,
+                digits=3,
             )
         )
     )
@@ -882,7 +874,7 @@ def _(rope_base, rope_decay_chart, rope_decay_series, rope_dim, rope_pe_chart, r
         width=430,
     )
     _sim = rope_similarity_chart.properties(
-        data=plot.data(distance=np.arange(64), similarity=sinusoid.similarity[0]), width=430
+        data=plot.data(distance=np.arange(64), similarity=sinusoid.similarity[0], digits=4), width=430
     )
     _sim0 = sinusoid.similarity[0]
     _rise = int(np.argmax(np.diff(_sim0) > 0)) + 1  # the first distance where it goes up again
@@ -1422,12 +1414,22 @@ def _(answer_block, exercise_block):
 
 @app.cell
 def _():
-    gpt_steps = mo.ui.slider(50, 600, step=50, value=lab.GPT_DEFAULTS["steps"], label="training steps", show_value=True)
-    gpt_layers = mo.ui.slider(1, 2, value=lab.GPT_DEFAULTS["layers"], label="blocks", show_value=True)
-    gpt_lr = mo.ui.dropdown(
-        options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2, "1": 1.0}, value="3e-3", label="learning rate"
-    )
-    gpt_train = mo.ui.run_button(label="Train the tiny Transformer")
+    # The training settings and the button in one form: moving a setting runs nothing; the form's
+    # value is None until it is submitted, then the settings the training cell below uses.
+    gpt_train = mo.ui.batch(
+        mo.md("{steps} {blocks} {lr}"),
+        {
+            "steps": mo.ui.slider(
+                50, 600, step=50, value=lab.GPT_DEFAULTS["steps"], label="training steps", show_value=True
+            ),
+            "blocks": mo.ui.slider(1, 2, value=lab.GPT_DEFAULTS["layers"], label="blocks", show_value=True),
+            "lr": mo.ui.dropdown(
+                options={"1e-4": 1e-4, "1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2, "1": 1.0},
+                value="3e-3",
+                label="learning rate",
+            ),
+        },
+    ).form(submit_button_label="Train the tiny Transformer")
     gpt_temperature = mo.ui.dropdown(
         options={"0.2": 0.2, "0.5": 0.5, "0.8": 0.8, "1": 1.0, "1.5": 1.5}, value="0.8", label="sampling temperature T"
     )
@@ -1445,24 +1447,25 @@ def _():
         ),
         classes=(MultiHeadAttention, TransformerBlock, TinyGPT),
     )
-    return gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_temperature, gpt_train
+    return gpt_problem, gpt_shipped, gpt_temperature, gpt_train
 
 
 @app.cell
-def _(gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_train):
+def _(gpt_problem, gpt_shipped, gpt_train):
     if gpt_train.value:
-        with mo.status.progress_bar(total=gpt_steps.value, title="training", remove_on_exit=True) as _bar:
+        _set = gpt_train.value
+        with mo.status.progress_bar(total=_set["steps"], title="training", remove_on_exit=True) as _bar:
             gpt = train_tiny_gpt(
-                steps=gpt_steps.value,
-                lr=gpt_lr.value,
-                layers=gpt_layers.value,
+                steps=_set["steps"],
+                lr=_set["lr"],
+                layers=_set["blocks"],
                 seed=0,
-                on_step=throttled(_bar, gpt_steps.value),
+                on_step=throttled(_bar, _set["steps"]),
             )
         _caption = (
             f"Trained just now by the cells above, as they are on this page, with your "
-            f"settings ({gpt_steps.value} steps, {gpt_layers.value} "
-            f"block{'s' * (gpt_layers.value > 1)}, learning rate {gpt_lr.value:g})."
+            f"settings ({_set['steps']} steps, {_set['blocks']} "
+            f"block{'s' * (_set['blocks'] > 1)}, learning rate {_set['lr']:g})."
         )
     else:
         gpt = gpt_shipped
@@ -1477,7 +1480,6 @@ def _(gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_train):
             else f"{gpt_problem[0].upper()}{gpt_problem[1:]}."
         )
     # The model shown (the shipped one until the button is pressed): its loss curves against the baselines.
-    _controls = mo.vstack([mo.hstack([gpt_steps, gpt_layers, gpt_lr], wrap=True), gpt_train])
     if gpt is None:
         _shown = mo.callout(mo.md(_caption), kind="info")
     elif gpt.stopped:
@@ -1524,7 +1526,7 @@ def _(gpt_layers, gpt_lr, gpt_problem, gpt_shipped, gpt_steps, gpt_train):
                 ),
             ]
         )
-    mo.vstack([_controls, _shown])
+    mo.vstack([gpt_train, _shown])
     return (gpt,)
 
 

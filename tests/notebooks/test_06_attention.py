@@ -303,11 +303,9 @@ def test_06_opens_on_the_shipped_models_and_their_claims_hold():
     assert f"predicted {tiny.prediction.tolist()}" in text
     # the Transformer: the loss shown is the loaded model's, below the unigram baseline
     g = attention_lab.GPT_DEFAULTS
-    assert (defs["gpt_steps"].value, defs["gpt_layers"].value, defs["gpt_lr"].value) == (
-        g["steps"],
-        g["layers"],
-        g["lr"],
-    )
+    # the settings shown in the Train form are the shipped model's, and nothing trains until it is submitted
+    assert defs["gpt_train"].value is None
+    assert defs["gpt_train"].element.value == {"steps": g["steps"], "blocks": g["layers"], "lr": g["lr"]}
     gpt = defs["gpt"]
     assert gpt is defs["gpt_shipped"] and not gpt.stopped
     assert gpt.heldout_loss[-1] == pytest.approx(NB.heldout_loss(gpt.model, gpt.data.heldout, g["context"]), rel=1e-5)
@@ -573,7 +571,7 @@ def test_06_kv_cache_decodes_exactly_and_counts_projections(torch):
 
 
 def test_06_transformer_button_trains_with_the_settings_shown():
-    text, defs = notebook_text("06_attention", gpt_train=True, gpt_steps=50, gpt_layers=2)
+    text, defs = notebook_text("06_attention", gpt_train={"steps": 50, "blocks": 2, "lr": 3e-3})
     gpt = defs["gpt"]
     assert gpt is not defs["gpt_shipped"] and len(gpt.model.blocks) == 2
     assert list(gpt.steps) == [50] and "Trained just now by the cells above" in text
