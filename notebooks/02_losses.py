@@ -297,9 +297,7 @@ def _(n_outliers, outlier_shift):
     # inliers' chart (drawn once for each number of outliers)
     line_base = lab.make_line_data(n=30, n_outliers=n_outliers.value, outlier_shift=float(outlier_shift.value), seed=0)
     _x, _y, _out = line_base
-    outlier_pucks = (
-        widgets.draggable_points(lab.outlier_background(n_outliers.value), _x[_out], _y[_out]) if _out.any() else None
-    )
+    outlier_pucks = lab.outlier_pucks(n_outliers.value, _x[_out], _y[_out]) if _out.any() else None
     return line_base, outlier_pucks
 
 
@@ -1210,7 +1208,7 @@ def _(logit_scale, naive_target, precision):
     )
     mo.vstack(
         [
-            ui.chart(_chart),
+            ui.chart(plot.compact_chart(_chart)),
             mo.md(
                 f"At s = {logit_scale.value:g}: naive **{_shown}**, fused **{fused_now:.4g}** "
                 f"(fused in float64: {_fused64:.4g}). {_where}"
@@ -1334,9 +1332,9 @@ def _(kl_fit_button, kl_problem, kl_separation, kl_state, q_mu, q_sigma):
         _name = f"q fitted by {'KL(p‖q)' if _direction == 'forward' else 'KL(q‖p)'}"
         _curves[_name] = lab.gaussian_on_grid(kl_grid, _mu, _sig)
         _colors[_name] = "kl_" + _direction
-    _chart = plot.curves(  # every second grid point drawn (the KLs sum over all 281): half the data to send
+    _chart = plot.curves(  # every second grid point drawn (the KLs sum over all 281), to 10⁻⁵: less to send
         kl_grid[::2],
-        {_n: _c[::2] for _n, _c in _curves.items()},
+        {_n: np.round(_c[::2], 5) for _n, _c in _curves.items()},
         x_title="x",
         y_title="probability",
         colors=_colors,
@@ -1362,7 +1360,7 @@ def _(kl_fit_button, kl_problem, kl_separation, kl_state, q_mu, q_sigma):
     mo.vstack(
         [
             mo.hstack([kl_separation, q_mu, q_sigma, kl_fit_button], wrap=True),
-            ui.chart(_chart),
+            ui.chart(plot.compact_chart(_chart)),
             mo.md(f"KL(p‖q) = **{kl_forward:.4f}** · KL(q‖p) = **{kl_reverse:.4f}**{_fit_text}"),
             mo.md(f"<small>{_source}</small>"),
         ]
@@ -1542,7 +1540,7 @@ def hinge(logits, target):
 @app.cell
 def _():
     def _draw():
-        _losses = lab.margin_losses(hinge, bce_with_logits, np.linspace(-3, 6, 91))  # steps of 0.1: m = 0 and 1 on it
+        _losses = lab.margin_losses(hinge, bce_with_logits, np.linspace(-3, 6, 46))  # steps of 0.2: m = 0 and 1 on it
         _names = {
             "hinge max(0, 1 − m)": "#4d7c0f",
             "logistic ln(1 + e^{−m}) / ln 2": plot.color("cross_entropy"),
@@ -1560,7 +1558,7 @@ def _():
             height=240,
             title="What each loss pushes with",
         )
-        return _losses, _curves, _names, _grad_chart
+        return _losses, _curves, _names, plot.compact_chart(_grad_chart)
 
     # no control moves these curves (the margin slider only moves a line over them): made once for the
     # code of this cell and of its lesson cells, and kept
@@ -1574,7 +1572,8 @@ def _():
 def _(margin_grad_chart, margin_loss_colors, margin_loss_curves, margin_losses, point_margin):
     point_losses = lab.margin_losses(hinge, bce_with_logits, [point_margin.value])
     _m = point_margin.value
-    # the point's margin: a dashed vertical line, on the left a series of the losses' chart itself
+    # the point's margin: a dashed vertical line, on the left a series of the losses' chart itself (one
+    # layer: a layered chart costs Altair a copy of every layer at each move)
     _loss_chart = plot.curves(
         margin_losses.margins,
         {**margin_loss_curves, "margin m of the point": ((_m, _m), (0, 4.5))},

@@ -360,3 +360,17 @@ def test_calibration_data_softmax_and_the_shipped_state():
     weights, _, temperature = losses.shipped_calibration(state, 20)
     assert weights.shape == (22, 3) and weights[0, 0] == 100 and temperature == 500  # train, then validation
     assert losses.shipped_calibration(None, 20) is None
+
+
+def test_outlier_pucks_are_draggable_points_made_without_drawing_again():
+    """The sliders' pucks, built from the widget made once per count, are the widget that
+    widgets.draggable_points makes for the same points: the same state and test values."""
+    from engine.course import widgets
+
+    x, y = [-1.0, 0.5, 2.0], [4.0, -2.0, 0.0]
+    fast = losses.outlier_pucks(3, x, y)
+    full = widgets.draggable_points(losses.outlier_background(3), x, y)
+    assert type(fast) is type(full) and type(fast.widget).__name__ == type(full.widget).__name__ == "ChartPuck"
+    assert fast.widget is not losses.outlier_pucks(3, x, y).widget  # a new widget at each move
+    assert fast.value == full.value
+    assert fast.test_values == full.test_values
