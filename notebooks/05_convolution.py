@@ -258,6 +258,9 @@ def _():
     dilation_d = mo.ui.slider(1, 3, value=1, label="dilation D", show_value=True)
     channels_in = mo.ui.slider(1, 64, value=3, label="C_in", show_value=True)
     channels_out = mo.ui.slider(1, 64, value=16, label="C_out", show_value=True)
+    # up to the largest output these sliders allow (W + 2P = 24 starts); the grid clips to the output
+    out_pixel_row = mo.ui.slider(0, 23, value=1, label="output row p", show_value=True)
+    out_pixel_col = mo.ui.slider(0, 23, value=0, label="output column q", show_value=True)
     mo.vstack(
         [
             mo.md(r"""
@@ -275,9 +278,20 @@ def _():
     """),
             mo.hstack([size_w, kernel_k, padding_p, stride_s, dilation_d], wrap=True),
             mo.hstack([channels_in, channels_out], justify="start"),
+            mo.hstack([out_pixel_row, out_pixel_col], justify="start"),
         ]
     )
-    return channels_in, channels_out, dilation_d, kernel_k, padding_p, size_w, stride_s
+    return (
+        channels_in,
+        channels_out,
+        dilation_d,
+        kernel_k,
+        out_pixel_col,
+        out_pixel_row,
+        padding_p,
+        size_w,
+        stride_s,
+    )
 
 
 @app.cell
@@ -286,6 +300,8 @@ def _(
     channels_out,
     dilation_d,
     kernel_k,
+    out_pixel_col,
+    out_pixel_row,
     padding_p,
     size_w,
     stride_s,
@@ -306,66 +322,53 @@ def _(
         "",
         conv_setting.message,
     ] + [f"- {n}" for n in conv_setting.notes]
-    _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value, padding_p.value, dilation_d.value)
-    mo.vstack(
-        [
-            mo.callout(mo.md("\n".join(_lines)), kind="info" if conv_setting.ok else "warn"),
+    _shown = [mo.callout(mo.md("\n".join(_lines)), kind="info" if conv_setting.ok else "warn")]
+    if conv_setting.ok:
+        _strip = lab.conv_placements(size_w.value, kernel_k.value, stride_s.value, padding_p.value, dilation_d.value)
+        _side = conv_setting.output_size
+        grid = lab.conv_grid(
+            size_w.value,
+            kernel_k.value,
+            stride_s.value,
+            padding_p.value,
+            dilation_d.value,
+            min(out_pixel_row.value, _side - 1),
+            min(out_pixel_col.value, _side - 1),
+        )
+        _clipped = (
+            f" (the output has {_side} rows and columns: the last is shown)"
+            if max(out_pixel_row.value, out_pixel_col.value) >= _side
+            else ""
+        )
+        _shown += [
             plot.cell_table(
                 _strip.kind.reshape(len(_strip.taps), -1),
                 title="Each row: the pixels one output's kernel reads",
                 row_title="output o",
                 col_title="padded input position",
                 legend=True,
-            )
-            if conv_setting.ok
-            else mo.md("*No placement fits: nothing to draw.*"),
+            ),
+            mo.hstack(
+                [
+                    plot.cell_table(
+                        grid.kind.reshape(conv_setting.padded_size, -1),
+                        legend=True,
+                        title=f"padded input: the taps of output ({grid.out_row}, {grid.out_col}){_clipped}",
+                    ),
+                    plot.cell_table(
+                        np.where(grid.selected, "selected", "output").reshape(_side, _side),
+                        title=f"output {_side}×{_side}",
+                    ),
+                ],
+                justify="start",
+                gap=2,
+            ),
         ]
-    )
-    return (conv_setting,)
-
-
-@app.cell
-def _(conv_setting):
-    # Their range depends on the calculator's output size, hence a second controls cell.
-    _last = max(0, (conv_setting.output_size or 1) - 1)
-    out_pixel_row = mo.ui.slider(0, max(1, _last), value=min(1, _last), label="output row p", show_value=True)
-    out_pixel_col = mo.ui.slider(0, max(1, _last), value=0, label="output column q", show_value=True)
-    mo.hstack([out_pixel_row, out_pixel_col], justify="start") if conv_setting.ok else None
-    return out_pixel_col, out_pixel_row
-
-
-@app.cell
-def _(
-    conv_setting,
-    dilation_d,
-    kernel_k,
-    out_pixel_col,
-    out_pixel_row,
-    padding_p,
-    size_w,
-    stride_s,
-):
-    mo.stop(not conv_setting.ok, mo.md("*Choose settings where the kernel fits to see the 2-D grid.*"))
-    grid = lab.conv_grid(
-        size_w.value,
-        kernel_k.value,
-        stride_s.value,
-        padding_p.value,
-        dilation_d.value,
-        out_pixel_row.value,
-        out_pixel_col.value,
-    )
-    _side = conv_setting.output_size
-    _input = plot.cell_table(
-        grid.kind.reshape(conv_setting.padded_size, -1),
-        legend=True,
-        title=f"padded input: the taps of output ({grid.out_row}, {grid.out_col})",
-    )
-    _output = plot.cell_table(
-        np.where(grid.selected, "selected", "output").reshape(_side, _side), title=f"output {_side}×{_side}"
-    )
-    mo.hstack([_input, _output], justify="start", gap=2)
-    return (grid,)
+    else:
+        grid = None
+        _shown.append(mo.md("*No placement fits: nothing to draw.*"))
+    mo.vstack(_shown)
+    return conv_setting, grid
 
 
 @app.cell
@@ -717,16 +720,6 @@ def _():
     return (im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride)
 
 
-@app.cell
-def _(im_channels, im_kernel, im_size):
-    # Small integers, so every product can be checked by hand. Their own cell: the output pixel,
-    # stride and padding do not redraw the backward pass below.
-    _rng = np.random.default_rng(5)
-    im_x = _rng.integers(0, 10, size=(im_channels.value, im_size.value, im_size.value)).astype(float)
-    im_w = _rng.integers(-1, 3, size=(1, im_channels.value, im_kernel.value, im_kernel.value)).astype(float)
-    return im_w, im_x
-
-
 @app.function
 def im2col(x, k, stride=1, padding=0, dilation=1):
     """Every K×K window of the padded input as one column, the layout of `torch.nn.functional.unfold`:
@@ -749,7 +742,9 @@ def im2col(x, k, stride=1, padding=0, dilation=1):
 
 
 @app.cell
-def _(im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im_x):
+def _(im_channels, im_kernel, im_padding, im_pixel, im_size, im_stride):
+    # Small integers, so every product can be checked by hand (the backward pass below draws the same).
+    im_x, im_w = lab.im2col_example(im_channels.value, im_size.value, im_kernel.value)
     try:
         _w_out = lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value).output_size or 1
         _r = min(im_pixel.value, _w_out * _w_out - 1)
@@ -800,7 +795,7 @@ def _(im_kernel, im_padding, im_pixel, im_size, im_stride, im_w, im_x):
             ]
         )
     _shown
-    return (view,)
+    return im_w, im_x, view
 
 
 @app.cell(hide_code=True)
@@ -826,11 +821,12 @@ def _():
 
 
 @app.cell
-def _(im_kernel, im_padding, im_size, im_stride, im_w, im_x):
+def _(im_channels, im_kernel, im_padding, im_size, im_stride):
     _report = lab.conv_report(im_size.value, im_kernel.value, im_stride.value, im_padding.value)
     mo.stop(not _report.ok, mo.md("*No valid convolution with these settings.*"))
+    _x, _w = lab.im2col_example(im_channels.value, im_size.value, im_kernel.value)  # the x and W above
     _g = np.random.default_rng(6).normal(size=(1, _report.output_size, _report.output_size))
-    backward = lab.im2col_backward(im_x, im_w, _g, im_stride.value, im_padding.value)
+    backward = lab.im2col_backward(_x, _w, _g, im_stride.value, im_padding.value)
     backward_gap = backward.largest_gap
     mo.vstack(
         [
@@ -890,15 +886,11 @@ def _():
 
 
 @app.cell
-def _(filter_noise):
-    # Its own cell: the other filter controls do not redraw the image.
-    image = lab.sample_image(48, noise=filter_noise.value, seed=0)
-    return (image,)
-
-
-@app.cell
-def _(filter_name, filter_repeat, filter_stride, image):
-    filtered = lab.apply_filter(image, filter_name.value, filter_stride.value, filter_repeat.value)
+def _(filter_name, filter_noise, filter_repeat, filter_stride):
+    # The image is drawn again in each figure that shows it (a seeded draw, under a millisecond), so
+    # that the noise re-runs only these figures and the filter controls only theirs.
+    _image = lab.sample_image(48, noise=filter_noise.value, seed=0)
+    filtered = lab.apply_filter(_image, filter_name.value, filter_stride.value, filter_repeat.value)
     _kernel = (
         lab.CLASSIC_FILTERS["vertical edges (Sobel x)"]
         if filter_name.value == "edge magnitude"
@@ -917,7 +909,7 @@ def _(filter_name, filter_repeat, filter_stride, image):
         [
             mo.hstack(
                 [
-                    plot.image_tiles({"image": image}, width=240),
+                    plot.image_tiles({"image": _image}, width=240),
                     plot.value_table(_kernel, _kernel_title),
                     plot.image_tiles({_result: filtered}, symmetric=(_result,) if _signed else (), width=240),
                 ],
@@ -956,14 +948,15 @@ def _(filter_name):
 
 
 @app.cell
-def _(image, kernel_edit):
+def _(filter_noise, kernel_edit):
     own_kernel = widgets.as_array(kernel_edit.value)
-    own_filtered = conv2d_loops(image[None], own_kernel[None, None], padding=own_kernel.shape[0] // 2)[0]
+    _image = lab.sample_image(48, noise=filter_noise.value, seed=0)  # the image above
+    own_filtered = conv2d_loops(_image[None], own_kernel[None, None], padding=own_kernel.shape[0] // 2)[0]
     mo.vstack(
         [
             mo.hstack(
                 [
-                    plot.image_tiles({"image": image}, width=240),
+                    plot.image_tiles({"image": _image}, width=240),
                     plot.value_table(own_kernel, "your kernel"),
                     plot.image_tiles(
                         {f"result {own_filtered.shape[0]}×{own_filtered.shape[1]}": own_filtered}, width=240
@@ -1014,8 +1007,10 @@ def _():
 
 
 @app.cell
-def _(compose_first, compose_second, image):
-    composition = lab.two_convolutions(image, compose_first.value, compose_second.value)
+def _(compose_first, compose_second, filter_noise):
+    composition = lab.two_convolutions(
+        lab.sample_image(48, noise=filter_noise.value, seed=0), compose_first.value, compose_second.value
+    )
     mo.vstack(
         [
             mo.hstack(

@@ -106,6 +106,23 @@ def test_05_im2col_view_agrees_with_conv2d(size, k, s, p, r):
     assert f"**{view.value:g}**" not in output_text(outputs)  # rendered bold, not raw markdown
     assert f"{view.value:g}" in output_text(outputs)
     assert defs["backward_gap"] < 1e-9
+    # the backward pass draws the same x and W as the figure above it
+    g = np.random.default_rng(6).normal(size=(1, o, o))
+    by_hand = conv_lab.im2col_backward(defs["im_x"], defs["im_w"], g, s, p)
+    np.testing.assert_array_equal(defs["backward"].grad_input, by_hand.grad_input)
+    np.testing.assert_array_equal(defs["backward"].grad_weight, by_hand.grad_weight)
+
+
+def test_05_output_pixel_beyond_the_output_shows_the_last():
+    # W = 5, K = 3, no padding, stride 2: a 2×2 output, while the sliders reach 23
+    outputs, defs = run_app(
+        load_app(NB05), size_w=5, kernel_k=3, padding_p=0, stride_s=2, out_pixel_row=23, out_pixel_col=1
+    )
+    assert_no_error_outputs(outputs)
+    assert (defs["grid"].out_row, defs["grid"].out_col) == (1, 1)
+    assert "the taps of output (1, 1) (the output has 2 rows and columns: the last is shown)" in output_text(outputs)
+    outputs, defs = run_app(load_app(NB05), out_pixel_row=1, out_pixel_col=2)
+    assert (defs["grid"].out_row, defs["grid"].out_col) == (1, 2) and "the last is shown" not in output_text(outputs)
 
 
 def test_05_filters_agree_with_engine():
@@ -113,6 +130,16 @@ def test_05_filters_agree_with_engine():
         outputs, defs = run_app(load_app(NB05), filter_name=name, filter_stride=2, filter_repeat=2)
         assert_no_error_outputs(outputs)
         np.testing.assert_allclose(defs["filtered"], conv_lab.apply_filter(conv_lab.sample_image(48), name, 2, 2))
+    # the noise reaches each figure that draws the image: the filter, your kernel, the composition
+    outputs, defs = run_app(load_app(NB05), filter_noise=0.3)
+    noisy = conv_lab.sample_image(48, noise=0.3, seed=0)
+    np.testing.assert_allclose(defs["filtered"], conv_lab.apply_filter(noisy, "vertical edges (Sobel x)", 1, 1))
+    own = defs["own_kernel"]
+    np.testing.assert_allclose(
+        defs["own_filtered"], defs["conv2d_loops"](noisy[None], own[None, None], padding=own.shape[0] // 2)[0]
+    )
+    ref = conv_lab.two_convolutions(noisy, "vertical edges (Sobel x)", "box blur")
+    assert defs["composition"].gap_relu == ref.gap_relu
 
 
 def test_05_cnn_on_open_is_the_shipped_default_and_the_button_retrains():

@@ -498,6 +498,16 @@ class Im2colView:
     out_shape: tuple
 
 
+def im2col_example(channels, size, kernel):
+    """Section 4's input x [channels, size, size] (integers 0..9) and weights [1, channels, kernel,
+    kernel] (integers -1..2), drawn from one seeded generator: small integers, so that every
+    product can be checked by hand, and the same arrays for the figure and its backward pass."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 10, size=(channels, size, size)).astype(float)
+    w = rng.integers(-1, 3, size=(1, channels, kernel, kernel)).astype(float)
+    return x, w
+
+
 def im2col_view(x, weight, stride=1, padding=0, dilation=1, out_row=0, out_col=0, unfold=im2col) -> Im2colView:
     """One convolution as a matrix product, with one output pixel's path through it lit.
 
