@@ -404,7 +404,7 @@ def _(
         )
         _decay = (
             [
-                mo.md(
+                ui.cached_md(
                     f"AdamW runs with λ = {adamw_decay.value:g}: each step also shrinks θ toward 0 by "
                     "ηλθ, so it settles where that shrinkage balances its adaptive step, not at θ*. Its distance to θ* "
                     "measures that bias, not a slower optimizer; with λ = 0 AdamW is Adam."
@@ -412,7 +412,7 @@ def _(
             ]
             if adamw_decay.value > 0 and "adamw" in trajectories
             else [
-                mo.md(
+                ui.cached_md(
                     "AdamW runs with λ = 0, so it is Adam step for step and its path lies under Adam's: raise "
                     "λ in the rules' settings to see the decay."
                 )
@@ -423,10 +423,10 @@ def _(
         _out = mo.vstack(
             _warn
             + [
-                mo.md(rf"$${_spec['latex']}$$"),
+                ui.cached_md(rf"$${_spec['latex']}$$"),
                 ui.chart(_fig),
                 ui.chart(_curve),
-                mo.md(
+                ui.cached_md(
                     "| optimizer | η at step 0 | final f(θ) | distance to θ* |\n|---|---|---|---|\n" + "\n".join(_rows)
                 ),
             ]
@@ -612,7 +612,7 @@ def _(adam_beta1, adam_beta2, bc_noise, bc_steps):
         "",
         [bc_steps, bc_noise, adam_beta1, adam_beta2],
         ui.chart(_chart),
-        mo.md(
+        ui.cached_md(
             f"First step: **{abs(bc_with[0]):.3f} η** with the correction, "
             f"**{abs(bc_without[0]):.3f} η** without; largest step without: "
             f"**{np.abs(bc_without).max():.3f} η**."
@@ -1121,7 +1121,7 @@ def _(clip_lr, clip_norm):
     for _k, _r in clip_runs.items():
         _fate = f"diverged at step {len(_r.path) - 1}" if _r.diverged else f"final f = {_r.final_loss:.3g}"
         _lines.append(f"**{_k}**: largest gradient norm {np.max(_r.grad_norms):.3g}, {_fate}")
-    ui.try_it("", [clip_norm, clip_lr], ui.chart(_fig), mo.md(" · ".join(_lines)))
+    ui.try_it("", [clip_norm, clip_lr], ui.chart(_fig), ui.cached_md(" · ".join(_lines)))
     return (clip_runs,)
 
 

@@ -207,12 +207,59 @@ def _shaded_layer(name: str, size: int):
     )
 
 
+def simplify_path(points, tolerance: float) -> np.ndarray:
+    """The indices of the points of a polyline ``points`` ([N, 2]) that a chart must draw: the
+    Ramer-Douglas-Peucker simplification, which keeps the two ends and every point farther than
+    ``tolerance`` from the segment between the points kept around it. In the chart's own units
+    (each axis scaled to [0, 1] of its view) a tolerance of a few thousandths is under a pixel or
+    two: a zig-zag keeps every corner, a straight or converged stretch keeps its ends, and the
+    chart sends a fraction of the points. Vectorised by rounds: each round splits every segment
+    at its farthest point, so a run takes about as many rounds as the recursion is deep."""
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    n = len(p)
+    keep = np.zeros(n, dtype=bool)
+    keep[[0, -1]] = True
+    every = np.arange(n)
+    while True:
+        kept = np.flatnonzero(keep)
+        seg = np.minimum(np.searchsorted(kept, every, side="right") - 1, len(kept) - 2)
+        a, b = p[kept[seg]], p[kept[seg + 1]]
+        d, off = b - a, p - a
+        length2 = np.einsum("ij,ij->i", d, d)
+        along = np.clip(np.einsum("ij,ij->i", off, d) / np.where(length2 > 0, length2, 1.0), 0.0, 1.0)
+        off -= along[:, None] * d
+        far = np.einsum("ij,ij->i", off, off)
+        far[keep] = 0.0
+        top = np.maximum.reduceat(far, kept[:-1])[seg]  # each segment's farthest point
+        split = (far == top) & (far > tolerance * tolerance)
+        if not split.any():
+            return kept
+        keep |= split
+
+
+_KEPT: dict = {}  # (id of a path array, its view) -> (the array, the indices simplify_path keeps): the last 64
+
+
+def _kept_points(array, view: tuple, points) -> np.ndarray:
+    """:func:`simplify_path` of ``points()`` (``array`` in the view's units), remembered for this
+    very array (a cached run's path or losses) and ``view``: a slider that re-runs one racer
+    simplifies one path, not every racer's."""
+    from engine.course.plot import remember
+
+    key = (id(array), view)
+    hit = _KEPT.get(key)
+    if hit is not None and hit[0] is array:
+        return hit[1]
+    return remember(_KEPT, key, (array, simplify_path(points(), _PIXEL)), 64)[1]
+
+
 def _box_scale(low: float, high: float):
     import altair as alt
 
     return alt.Scale(domain=[low, high], nice=False, zero=False)
 
 
+_PIXEL = 0.003  # a path's simplification tolerance, a fraction of the chart's side: about a pixel or two
 _CHARTS: dict = {}  # a chart's settings and the ids of its arrays -> (chart, the arrays): the last 64
 
 
@@ -241,7 +288,8 @@ def surface_map(
     max_points: int = 150,
 ):
     """The surface (darker is lower) with one path per entry of ``paths`` (label -> [N, 2], cut at
-    its first non-finite point and thinned to ``max_points``) in its palette colour ``colors[label]``,
+    its first non-finite point, simplified to the points the eye can tell apart
+    (:func:`simplify_path`) and thinned to ``max_points``) in its palette colour ``colors[label]``,
     each path's last point as a dot, the start as a square and the minimum as a diamond. An Altair
     layer of three layers, the view fixed to the surface's box (the same chart object again for
     the same path arrays and settings: do not change it)."""
@@ -281,7 +329,9 @@ def _surface_map(surface: str, paths: dict, colors: dict, *, start, title, heigh
         p = p if ok.all() else p[: np.argmin(ok)]
         if not len(p):
             continue
-        keep = np.unique(np.linspace(0, len(p) - 1, min(len(p), max_points)).round().astype(int))
+        keep = _kept_points(path, spec["box"], lambda p=p: (p - (x0, y0)) / (x1 - x0, y1 - y0))
+        if len(keep) > max_points:
+            keep = keep[np.unique(np.linspace(0, len(keep) - 1, max_points).round().astype(int))]
         names += [name] * len(keep)
         steps.append(keep)
         xs.append(p[keep, 0])
@@ -480,11 +530,21 @@ def _gap_chart(surface: str, runs: dict, colors: dict, max_points: int, height: 
     from engine.course import plot
 
     gaps = {label: loss_gap(surface, run, max_points=max_points) for label, run in runs.items()}
+    # only the points the eye can tell apart: each run in units of its own steps and decades (the
+    # chart's axes span at least as much, so no dropped point is farther than a pixel or two)
+    for label, (steps, gap) in gaps.items():
+        logs = np.log10(gap)
+        units = (max(int(steps[-1]), 1), max(float(np.ptp(logs)), 1e-3))
+        keep = _kept_points(
+            runs[label].losses, ("gap", max_points), lambda: np.stack([steps / units[0], logs / units[1]], 1)
+        )
+        gaps[label] = steps[keep], gap[keep]
     names = list(gaps)
     rows = plot.data(
         step=np.concatenate([steps for steps, _ in gaps.values()]),
         gap=np.concatenate([gap for _, gap in gaps.values()]),
         optimizer=np.repeat(np.array(names, dtype=object), [len(g) for _, g in gaps.values()]),
+        digits=3,
     )
     return (
         alt.Chart(rows, width="container", height=height, title="Distance to the minimum value")
@@ -1062,7 +1122,7 @@ def bias_correction_chart(with_correction, without, engine_updates, betas):
         from engine.course import plot
 
         t = np.arange(1, len(arrays[0]) + 1)
-        return plot.curves(
+        chart = plot.curves(
             t,
             {"with correction": np.abs(arrays[0]), "without": np.abs(arrays[1])},
             dots={"engine.optim.Adam": np.abs(arrays[2])},
@@ -1074,6 +1134,7 @@ def bias_correction_chart(with_correction, without, engine_updates, betas):
             height=240,
             title=f"Adam's step size for gradients ≈ 1 (β₁ = {betas[0]:g}, β₂ = {betas[1]:g})",
         )
+        return plot.compact_chart(chart, digits=3)  # 3 digits: under a pixel; short series codes
 
     settings = ("bias correction", tuple(a.tobytes() for a in arrays), tuple(float(b) for b in betas))
     return _same_arrays_chart((), settings, build)

@@ -299,6 +299,25 @@ def test_loss_gap_is_the_distance_to_the_minimum_value_thinned_for_a_chart():
     assert list(olab.loss_gap("rosenbrock", short)[0]) == list(range(51))  # short runs keep every step
 
 
+def test_simplify_path_keeps_ends_and_corners_and_drops_nothing_farther_than_the_tolerance():
+    """Every dropped point lies within the tolerance of the kept polyline (brute force over its
+    segments); a decaying zig-zag keeps its corners, a straight line only its ends."""
+    rng = np.random.default_rng(0)
+    t = np.arange(200)
+    zigzag = np.stack([t / 200, 0.5 + 0.4 * (-1.0) ** t * 0.97**t], 1)
+    walk = np.cumsum(rng.normal(0, 0.01, (300, 2)), 0)
+    for path, tol in ((zigzag, 0.003), (walk, 0.003), (walk, 0.02)):
+        keep = olab.simplify_path(path, tol)
+        assert keep[0] == 0 and keep[-1] == len(path) - 1 and np.all(np.diff(keep) > 0)
+        a, b = path[keep[:-1]], path[keep[1:]]
+        d = b - a
+        for p in path:
+            u = np.clip(np.einsum("ij,ij->i", p - a, d) / np.maximum(np.einsum("ij,ij->i", d, d), 1e-300), 0, 1)
+            assert np.min(np.linalg.norm(p - a - u[:, None] * d, axis=1)) <= tol + 1e-12
+    assert len(olab.simplify_path(zigzag, 0.003)) > 100  # corners larger than the tolerance stay
+    assert list(olab.simplify_path(np.stack([t, 2.0 * t], 1) / 200, 0.003)) == [0, 199]
+
+
 def test_momentum_rate_is_the_largest_root_and_one_on_the_line():
     """|z| of z² − (1 + μ − ηλ)z + μ = 0, against np.roots; below 1 exactly left of ηλ = 2(1 + μ)."""
     rng = np.random.default_rng(0)
