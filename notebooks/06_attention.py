@@ -1056,40 +1056,49 @@ def default_tiny_attention():
 
 @app.cell
 def _():
-    tiny_task = mo.ui.dropdown(options=list(lab.TASKS), value=lab.TINY_DEFAULTS["task"], label="task")
-    tiny_length = mo.ui.slider(2, 12, value=lab.TINY_DEFAULTS["length"], label="sequence length", show_value=True)
-    tiny_steps = mo.ui.slider(
-        25, 1000, step=25, value=lab.TINY_DEFAULTS["steps"], label="training steps", show_value=True
-    )
-    tiny_lr = mo.ui.dropdown(
-        options={"1e-4": 1e-4, "1e-3": 1e-3, "1e-2": 1e-2, "1e-1": 1e-1, "1": 1.0}, value="1e-2", label="learning rate"
-    )
-    tiny_train = mo.ui.run_button(label="Train the attention model")
+    # The training settings and the button in one form: moving a setting runs nothing; the form's
+    # value is None until it is submitted, then the settings the training cell below uses.
+    tiny_train = mo.ui.batch(
+        mo.md("{task} {length} {steps} {lr}"),
+        {
+            "task": mo.ui.dropdown(options=list(lab.TASKS), value=lab.TINY_DEFAULTS["task"], label="task"),
+            "length": mo.ui.slider(2, 12, value=lab.TINY_DEFAULTS["length"], label="sequence length", show_value=True),
+            "steps": mo.ui.slider(
+                25, 1000, step=25, value=lab.TINY_DEFAULTS["steps"], label="training steps", show_value=True
+            ),
+            "lr": mo.ui.dropdown(
+                options={"1e-4": 1e-4, "1e-3": 1e-3, "1e-2": 1e-2, "1e-1": 1e-1, "1": 1.0},
+                value="1e-2",
+                label="learning rate",
+            ),
+        },
+    ).form(submit_button_label="Train the attention model")
     cross_noise = mo.ui.slider(0.0, 4.0, step=0.5, value=0.5, label="noise on the copies", show_value=True)
     # The default model the cells above trained, loaded only if they are still the code that trained it.
     tiny_shipped, tiny_problem = lab.shipped_tiny_attention(
         code=(attention, next_token_loss, train_step, train_tiny_attention, default_tiny_attention),
         classes=(TinyAttention,),
     )
-    return cross_noise, tiny_length, tiny_lr, tiny_problem, tiny_shipped, tiny_steps, tiny_task, tiny_train
+    return cross_noise, tiny_problem, tiny_shipped, tiny_train
 
 
 @app.cell
-def _(tiny_length, tiny_lr, tiny_problem, tiny_shipped, tiny_steps, tiny_task, tiny_train):
+def _(tiny_problem, tiny_shipped, tiny_train):
     if tiny_train.value:
-        with mo.status.progress_bar(total=tiny_steps.value, title="training", remove_on_exit=True) as _bar:
+        _set = tiny_train.value
+        with mo.status.progress_bar(total=_set["steps"], title="training", remove_on_exit=True) as _bar:
             tiny = train_tiny_attention(
-                tiny_task.value,
-                steps=tiny_steps.value,
-                lr=tiny_lr.value,
-                length=tiny_length.value,
+                _set["task"],
+                steps=_set["steps"],
+                lr=_set["lr"],
+                length=_set["length"],
                 seed=0,
-                on_step=throttled(_bar, tiny_steps.value),
+                on_step=throttled(_bar, _set["steps"]),
             )
         _caption = (
             f"Trained just now by the cells above, as they are on this page, with your "
-            f"settings ({tiny_task.value}, length {tiny_length.value}, "
-            f"{tiny_steps.value} steps, learning rate {tiny_lr.value:g})."
+            f"settings ({_set['task']}, length {_set['length']}, "
+            f"{_set['steps']} steps, learning rate {_set['lr']:g})."
         )
     else:
         tiny = tiny_shipped
@@ -1104,7 +1113,6 @@ def _(tiny_length, tiny_lr, tiny_problem, tiny_shipped, tiny_steps, tiny_task, t
             else f"{tiny_problem[0].upper()}{tiny_problem[1:]}."
         )
     # The model shown (the shipped one until the button is pressed): its map and accuracy curve.
-    _controls = mo.vstack([mo.hstack([tiny_task, tiny_length, tiny_steps, tiny_lr], wrap=True), tiny_train])
     if tiny is None:
         tiny_accuracy = float("nan")
         _shown = mo.callout(mo.md(_caption), kind="info")
@@ -1149,7 +1157,7 @@ def _(tiny_length, tiny_lr, tiny_problem, tiny_shipped, tiny_steps, tiny_task, t
                 mo.hstack([_map, _acc], widths="equal"),
             ]
         )
-    mo.vstack([_controls, _shown])
+    mo.vstack([tiny_train, _shown])
     return tiny, tiny_accuracy
 
 

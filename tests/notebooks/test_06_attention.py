@@ -282,12 +282,9 @@ def test_06_opens_on_the_shipped_models_and_their_claims_hold():
     text, defs = notebook_text("06_attention")
     assert defs["tiny_problem"] == defs["gpt_problem"] == ""
     d = attention_lab.TINY_DEFAULTS
-    assert (defs["tiny_task"].value, defs["tiny_length"].value, defs["tiny_steps"].value, defs["tiny_lr"].value) == (
-        d["task"],
-        d["length"],
-        d["steps"],
-        d["lr"],
-    )
+    # the settings shown in the Train form are the shipped model's, and nothing trains until it is submitted
+    assert defs["tiny_train"].value is None
+    assert defs["tiny_train"].element.value == {k: d[k] for k in ("task", "length", "steps", "lr")}
     tiny = defs["tiny"]
     assert tiny is defs["tiny_shipped"]
     assert (
@@ -326,7 +323,8 @@ def test_06_opens_on_the_shipped_models_and_their_claims_hold():
 
 def test_06_tiny_model_learns_reversal():
     """The button retrains with the settings shown; at the defaults it makes the shipped model."""
-    outputs, defs = run_app(load_app(NB06), tiny_train=True)
+    d = attention_lab.TINY_DEFAULTS
+    outputs, defs = run_app(load_app(NB06), tiny_train={k: d[k] for k in ("task", "length", "steps", "lr")})
     assert_no_error_outputs(outputs)
     tiny = defs["tiny"]
     assert tiny is not defs["tiny_shipped"] and "Trained just now by the cells above" in output_text(outputs)
@@ -361,10 +359,10 @@ def test_06_a_transformer_without_its_causal_mask_copies_the_next_character(tmp_
 
 def test_06_tiny_model_extremes():
     for kwargs in [
-        dict(tiny_lr=1.0, tiny_steps=25, tiny_length=12, tiny_task="sort"),
-        dict(tiny_lr=1e-4, tiny_steps=25, tiny_length=2, tiny_task="rotate by 1"),
+        dict(lr=1.0, steps=25, length=12, task="sort"),
+        dict(lr=1e-4, steps=25, length=2, task="rotate by 1"),
     ]:
-        outputs, defs = run_app(load_app(NB06), tiny_train=True, **kwargs)
+        outputs, defs = run_app(load_app(NB06), tiny_train=kwargs)
         assert_no_error_outputs(outputs)
         assert 0.0 <= defs["tiny_accuracy"] <= 1.0 or "non-finite" in output_text(outputs)
 
