@@ -325,6 +325,19 @@ def test_08_iwae_gap_shrinks_as_K_grows():
     assert abs(iwae.bound[0] - iwae.elbo) < 3 * iwae.standard_error[0]  # the lab's own ELBO draw agrees
     for b in iwae.bound:
         assert f"{b:.3f}" in text
+    # the gap's ± pairs each image with itself in the K = 1 row: recomputed from the page's own
+    # iwae_bound, image by image, on the rows' streams (seed 0, K)
+    bound = load_module(NB08).iwae_bound
+    first = bound(run.model, run.images.reshape(len(run.images), -1), 1, np.random.default_rng((0, 1)))
+    top = bound(run.model, run.images.reshape(len(run.images), -1), 300, np.random.default_rng((0, 300)))
+    paired = (top - first).std(ddof=1) / np.sqrt(len(first))
+    assert iwae.gap_standard_error[3] == pytest.approx(paired, rel=1e-6)
+    assert f"{gap[3]:.3f} ± {paired:.3f}" in text
+    # "every gap stands more than five of its standard errors above zero": at every K the slider offers
+    table = vae_lab.image_iwae(bound, run, Ks=vae_lab.IWAE_KS)
+    rise = table.bound[1:] - table.bound[0]
+    assert (rise > 5 * table.gap_standard_error[1:]).all(), (rise, table.gap_standard_error)
+    assert (table.gap_standard_error[1:] < table.standard_error[1:] / 2).all()  # pairing narrows it
     assert f"IWAE = {iwae.bound[-1]:.3f}" in text and f"ELBO (IWAE_1, the row K = 1): {iwae.bound[0]:.3f}" in text
     for k, rows in ((10, [1, 10, 100]), (30, [1, 10, 30, 100]), (1, [1, 10, 100])):  # sorted, no row twice
         text, defs = notebook_text(NB08, iwae_K=k)
