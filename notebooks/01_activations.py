@@ -901,7 +901,7 @@ def _(bend_depth, bend_train, bend_width, default_bend, moons_X, moons_y):
     mo.vstack(
         [
             mo.hstack([bend_width, bend_depth, bend_train], justify="start"),
-            ui.chart(lab.bend_figure(bend_report)),
+            mo.hstack([ui.chart(_panel) for _panel in lab.bend_figure(bend_report)], justify="start"),
             mo.md(
                 f"Network {_state}: **{bend_report.pieces}** linear pieces in the box{_bound} · training accuracy "
                 f"**{100 * bend_report.accuracy:.1f} %**."

@@ -1368,7 +1368,7 @@ def sweep_figure(sweep: ScaleSweep, name: str):
 
 
 def bend_figure(report: BendReport):
-    """The two panels of section 6 for ``report``: its linear pieces (one colour each) and its
+    """The two panels of section 6 for ``report``, two charts (left, right): its linear pieces (one colour each) and its
     decision (the probability of class 1, blue to orange, with the data), each one image of the
     150 × 150 grid the pieces are counted on, the cells where the probability crosses ½ drawn dark
     on both. Two image marks where a rect per cell made the browser redraw 1,800 marks at every
@@ -1458,7 +1458,7 @@ def _bend_figure(report: BendReport, height: int = 260):
         height=height,
         title=f"decision, accuracy {100 * report.accuracy:.0f} %",
     )
-    return alt.hconcat(left, right)
+    return left, right  # two charts side by side: Altair copies every part of a concatenation to build and show it
 
 
 def softmax_figure(result: SoftmaxResult, temperature: float):
