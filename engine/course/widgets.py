@@ -49,6 +49,7 @@ pucks is drawn by the cell that reads them.
 from __future__ import annotations
 
 import base64
+import functools
 import io
 from typing import NamedTuple
 
@@ -247,7 +248,7 @@ def point(value) -> tuple[float, float]:
 # ----------------------------------------------------------------------------- drawing
 # The drawings this module encoded (base64 PNG -> ink as uint8 opacity), so that reading a canvas
 # the course itself drew, its start image or a test value, never decodes a PNG. A few, oldest
-# dropped first: each canvas adds five.
+# dropped first: each canvas adds its start (its four test drawings are shared by size).
 _ENCODED: dict[str, np.ndarray] = {}
 _ENCODED_MAX = 40
 
@@ -263,6 +264,18 @@ def _png(ink: np.ndarray) -> str:
     return encoded
 
 
+@functools.lru_cache(maxsize=4)
+def _test_drawings(size: int) -> tuple:
+    """A ``size`` canvas's test values as (PNG, ink) pairs: blank, inked everywhere, a dot at the
+    centre, a vertical bar. The same for every canvas of that size: encoded once (a re-created
+    canvas, such as one whose start a menu changes, skips four of its five PNGs)."""
+    dot, bar = np.zeros((size, size)), np.zeros((size, size))
+    dot[size // 2 - 1 : size // 2 + 2, size // 2 - 1 : size // 2 + 2] = 1
+    bar[size // 8 : -size // 8, size // 2 - size // 16 : size // 2 + size // 16] = 1
+    drawings = (np.zeros((size, size)), np.ones((size, size)), dot, bar)
+    return tuple((_png(d), np.round(d * 255).astype(np.uint8)) for d in drawings)
+
+
 def canvas(size=256, start=None):
     """A ``size`` x ``size`` canvas to draw on in black (marker and eraser; no colour picker).
 
@@ -276,6 +289,8 @@ def canvas(size=256, start=None):
     """
     from wigglystuff import Paint
 
+    from engine.course.plot import remember
+
     size = int(size)
     first = np.zeros((size, size))
     if start is not None:
@@ -285,18 +300,10 @@ def canvas(size=256, start=None):
         first = start[np.ix_(rows, cols)]
     widget = Paint(width=size, height=size, brush=False, color_picker=False, store_background=True)
     widget.base64 = _png(first)
-    dot, bar = np.zeros((size, size)), np.zeros((size, size))
-    dot[size // 2 - 1 : size // 2 + 2, size // 2 - 1 : size // 2 + 2] = 1
-    bar[size // 8 : -size // 8, size // 2 - size // 16 : size // 2 + size // 16] = 1
-    return _wrap(
-        widget,
-        [
-            {"base64": _png(np.zeros((size, size)))},
-            {"base64": _png(np.ones((size, size)))},
-            {"base64": _png(dot)},
-            {"base64": _png(bar)},
-        ],
-    )
+    tests = _test_drawings(size)
+    for encoded, alpha in tests:  # remembered again, so that ink() reads them without decoding
+        remember(_ENCODED, encoded, alpha, size=_ENCODED_MAX)
+    return _wrap(widget, [{"base64": encoded} for encoded, _ in tests])
 
 
 def ink(value) -> np.ndarray:
