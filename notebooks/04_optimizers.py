@@ -669,13 +669,15 @@ def _(plateau_patience, sched_gamma, sched_lr, sched_pct, sched_step_size, sched
         "onecycle": "one-cycle",
         "plateau": "reduce on plateau",
     }
-    _chart = plot.curves(
-        np.arange(sched_steps.value),
-        {_names[k]: v for k, v in schedules.items()},
-        x_title="step t",
-        y_title="learning rate η_t",
-        height=260,
-        title="Schedules",
+    _chart = plot.compact_chart(  # each curve's corners only, 4 digits: a fraction of the bytes
+        plot.curves(
+            None,
+            lab.drawn_curves(np.arange(sched_steps.value), {_names[k]: v for k, v in schedules.items()}),
+            x_title="step t",
+            y_title="learning rate η_t",
+            height=260,
+            title="Schedules",
+        )
     )
     _note = (
         ""
@@ -688,7 +690,7 @@ def _(plateau_patience, sched_gamma, sched_lr, sched_pct, sched_step_size, sched
             mo.hstack([sched_steps, sched_lr, sched_step_size, sched_gamma], wrap=True),
             mo.hstack([sched_warmup, sched_pct, plateau_patience], wrap=True),
             ui.chart(_chart),
-            mo.md(
+            ui.cached_md(
                 "Final rates: " + " · ".join(f"{_names[k]} **{v[-1]:.3g}**" for k, v in schedules.items()) + "." + _note
             ),
         ]
@@ -754,7 +756,7 @@ def _(noise_batch, noise_lr):
         "",
         [noise_batch, noise_lr],
         ui.chart(_chart),
-        mo.md(
+        ui.cached_md(
             "Mean excess loss over the last 40 steps: "
             + " · ".join(f"{k} **{v:.2e}**" for k, v in noisy.floor.items())
             + f". The decayed run ends **{_ratio:.3g}×** "

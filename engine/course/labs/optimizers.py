@@ -253,6 +253,22 @@ def _kept_points(array, view: tuple, points) -> np.ndarray:
     return remember(_KEPT, key, (array, simplify_path(points(), _PIXEL)), 64)[1]
 
 
+def drawn_curves(x, curves: dict, log_y: bool = False) -> dict:
+    """``{name: (x, y)}`` of the curves ``{name: y}`` over the shared ``x``, each cut to the points
+    the eye can tell apart (:func:`simplify_path`) on the chart's axes: x over its range, y over
+    the range all the curves span (in decades when ``log_y``: ys must then be positive)."""
+    x = np.asarray(x, dtype=np.float64)
+    ys = {k: np.asarray(v, dtype=np.float64) for k, v in curves.items()}
+    seen = {k: np.log10(v) if log_y else v for k, v in ys.items()}
+    span = max(float(np.ptp(np.concatenate(list(seen.values())))), 1e-12)
+    width = max(float(np.ptp(x)), 1e-12)
+    out = {}
+    for k, v in ys.items():
+        keep = simplify_path(np.stack([(x - x[0]) / width, seen[k] / span], 1), _PIXEL)
+        out[k] = (x[keep], v[keep])
+    return out
+
+
 def _box_scale(low: float, high: float):
     import altair as alt
 
@@ -1147,10 +1163,11 @@ def noise_chart(noisy: NoisyRuns):
     def build():
         from engine.course import plot
 
-        steps = len(next(iter(noisy.excess.values())))
-        return plot.curves(
-            np.arange(steps),
-            {k: np.maximum(v, 1e-12) for k, v in noisy.excess.items()},
+        excess = {k: np.maximum(v, 1e-12) for k, v in noisy.excess.items()}
+        curves = drawn_curves(np.arange(len(next(iter(excess.values())))), excess, log_y=True)  # a third of 3 x 401
+        chart = plot.curves(
+            None,
+            curves,
             colors={"constant": "sgd", "decayed": "adam", "full batch": "autograd"},
             x_title="step",
             y_title="L(θ_t) − L(θ̂)",
@@ -1158,6 +1175,7 @@ def noise_chart(noisy: NoisyRuns):
             height=240,
             title=f"SGD with batches of {noisy.batch_size} of {noisy.n} (drawn at 10⁻¹² when below)",
         )
+        return plot.compact_chart(chart, digits=3)
 
     return _same_arrays_chart((noisy,), ("noise",), build)
 
@@ -1193,10 +1211,10 @@ def weight_decay_charts(paths: WeightDecayPaths) -> tuple:
 
         runs = {"Adam + L2": paths.adam_l2, "AdamW": paths.adamw}
         t = np.arange(len(paths.adamw))
-        return (
+        charts = (
             plot.curves(
-                t,
-                {f"{k}: θ₂": p[:, 1] for k, p in runs.items()},
+                None,
+                drawn_curves(t, {f"{k}: θ₂": p[:, 1] for k, p in runs.items()}),
                 x_title="step",
                 y_title="θ₂ (no loss gradient)",
                 height=220,
@@ -1204,8 +1222,8 @@ def weight_decay_charts(paths: WeightDecayPaths) -> tuple:
                 title="The weight the loss ignores",
             ),
             plot.curves(
-                t,
-                {f"{k}: θ₁": p[:, 0] for k, p in runs.items()},
+                None,
+                drawn_curves(t, {f"{k}: θ₁": p[:, 0] for k, p in runs.items()}),
                 x_title="step",
                 y_title="θ₁ (loss minimum at 2)",
                 height=220,
@@ -1213,6 +1231,7 @@ def weight_decay_charts(paths: WeightDecayPaths) -> tuple:
                 title="The weight the loss wants at 2",
             ),
         )
+        return tuple(plot.compact_chart(c, digits=4) for c in charts)
 
     return _same_arrays_chart((paths,), ("weight decay",), build)
 

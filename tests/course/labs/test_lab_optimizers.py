@@ -316,6 +316,11 @@ def test_simplify_path_keeps_ends_and_corners_and_drops_nothing_farther_than_the
             assert np.min(np.linalg.norm(p - a - u[:, None] * d, axis=1)) <= tol + 1e-12
     assert len(olab.simplify_path(zigzag, 0.003)) > 100  # corners larger than the tolerance stay
     assert list(olab.simplify_path(np.stack([t, 2.0 * t], 1) / 200, 0.003)) == [0, 199]
+    decay = {"decay": np.exp(-t / 20), "flat": np.ones(200)}
+    on_log = olab.drawn_curves(t, decay, log_y=True)
+    assert [len(x) for x, _ in on_log.values()] == [2, 2]  # straight lines on a log axis
+    curve = olab.drawn_curves(t, decay)["decay"]
+    assert 5 < len(curve[0]) < 40 and np.allclose(curve[1], np.exp(-curve[0] / 20))
 
 
 def test_momentum_rate_is_the_largest_root_and_one_on_the_line():
