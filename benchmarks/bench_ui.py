@@ -19,7 +19,8 @@ latency is marimo's **floor**, measured in the same run), it prints
   way to the page), within it **start** (input to the first cell running) and **send** (the last
   message's way from the kernel to the page), and **render** (after the last message, until the last
   Vega view finished redrawing: the page hooks the canvas renderer and watches SVG charts; ``-``
-  when no chart redrew);
+  when no chart redrew); a control inside a form (``.form()``: its value reaches Python only when
+  the form is submitted, as training settings do) is listed but not driven;
 - each button (run buttons that start training) pressed once, after the controls, timed the same
   way up to ``--button-timeout`` (``--no-buttons`` skips them);
 - **editor**: the same page in ``marimo edit`` (as ``make edit``, headless, on a copy of the
@@ -169,6 +170,14 @@ CONTROLS_JS = r"""
     div.innerHTML = raw;
     return div.textContent.replace(/\s+/g, ' ').trim();
   };
+  // whether an element sits in a marimo form (its value goes to Python only on submit), across
+  // the shadow roots between them
+  const inForm = (el) => {
+    for (let n = el.parentNode; n; n = n.parentNode || n.host) {
+      if (n.tagName === 'MARIMO-FORM') return true;
+    }
+    return false;
+  };
   const walk = (root) => {
     for (const el of root.querySelectorAll('*')) {
       if (el.tagName === 'MARIMO-UI-ELEMENT') {
@@ -181,6 +190,7 @@ CONTROLS_JS = r"""
           if (!label && kind === 'button') label = text(inner.getAttribute('data-label') || el.textContent);
           found.push({id, kind, label: label.slice(0, 60),
                       debounce: inner.getAttribute('data-debounce'),
+                      inForm: inForm(el),
                       cell: (el.closest('[data-cell-id]') || {}).dataset?.cellId || null});
         }
       }
@@ -585,7 +595,9 @@ def _bench_page(page, base: str, entry, args, names: dict[str, str]) -> dict:
             "errors": [],
             "note": "",
         }
-        if kind not in DRIVEN:
+        if control.get("inForm"):
+            row["note"] = "in a form: sent on submit (not driven)"
+        elif kind not in DRIVEN:
             row["note"] = f"{kind}: not driven"
         elif not _visible(page, control):
             row["note"] = "hidden (not driven)"
