@@ -163,7 +163,7 @@ def _(schedule_T, schedule_rescale):
             .facet(alt.Column("panel:O", title=None, header=alt.Header(labelExpr=_label + "''")))
             .resolve_scale(y="independent")
         )
-        return lab.compact_chart(_chart)
+        return lab.packed_chart(_chart)
 
     # drawn once for each pair of schedules (their β: an edited schedule function is another key)
     _key = tuple(s.betas.tobytes() for s in schedules.values())
@@ -258,15 +258,12 @@ def _(data_2d, forward_data, forward_schedule, forward_step):
     _ab = forward_schedule.alpha_bars[forward_step]
     _chart = lab.remembered(  # built once per picture: moving t back and forth redraws, not rebuilds
         ("forward", forward_data.value, forward_step, forward_schedule.T, forward_xt.tobytes()),
-        lambda: lab.compact_chart(  # 3 digits: 0.01 of 8 units, under a pixel
-            plot.point_layers(
-                {"x_0 (data)": (data_2d[:300], "data"), f"x_t, t = {forward_step + 1}": (forward_xt, "model")},
-                domain=(-4, 4),
-                height=380,
-                title=f"{forward_data.value}: the data and its noised version at "
-                f"t = {forward_step + 1} of {forward_schedule.T}",
-            ),
-            digits=3,
+        lambda: lab.point_chart(  # x, y in hundredths: 0.01 of 8 units, under a pixel
+            {"x_0 (data)": (data_2d[:300], "data"), f"x_t, t = {forward_step + 1}": (forward_xt, "model")},
+            domain=(-4, 4),
+            height=380,
+            title=f"{forward_data.value}: the data and its noised version at "
+            f"t = {forward_step + 1} of {forward_schedule.T}",
         ),
     )
     mo.vstack(
@@ -303,7 +300,7 @@ def _(forward_kind, forward_t, schedules):
     _counts, _edges = np.histogram(chain.samples[:, 0], bins=50, range=(-4, 4), density=True)
     _hist = lab.remembered(
         ("chain", _counts.tobytes(), _density.tobytes()),
-        lambda: lab.compact_chart(
+        lambda: lab.packed_chart(
             plot.curves(
                 None,
                 {
@@ -571,7 +568,7 @@ def _(ddpm, ddpm_shipped, ddpm_unfit):
             dashed=("pure noise", "a second draw of the data"),
             title="sample quality (lower is better)",
         )
-        _loss, _quality = lab.compact_chart(_loss), lab.compact_chart(_quality)
+        _loss, _quality = lab.packed_chart(_loss), lab.packed_chart(_quality)
         return _loss, _quality
 
     _loss, _quality = lab.remembered(  # built once per model
@@ -623,17 +620,14 @@ def _(data_2d, ddpm_schedule, reverse_k, trajectory):
     _t = ddpm_schedule.T - _k
     _chart = lab.remembered(
         ("reverse", data_2d[-300:].tobytes(), trajectory[_k].tobytes(), _k, ddpm_schedule.T),
-        lambda: lab.compact_chart(
-            plot.point_layers(
-                {
-                    "held-out data": (data_2d[-300:], "data"),
-                    f"samples after {_k} reverse steps": (trajectory[_k], "model"),
-                },
-                domain=(-4, 4),
-                height=400,
-                title=f"after {_k} of {ddpm_schedule.T} reverse steps (now at t = {_t})",
-            ),
-            digits=3,
+        lambda: lab.point_chart(
+            {
+                "held-out data": (data_2d[-300:], "data"),
+                f"samples after {_k} reverse steps": (trajectory[_k], "model"),
+            },
+            domain=(-4, 4),
+            height=400,
+            title=f"after {_k} of {ddpm_schedule.T} reverse steps (now at t = {_t})",
         ),
     )
     mo.vstack([reverse_k, ui.chart(_chart)])
@@ -701,18 +695,20 @@ def _(data_2d, ddpm, ddpm_schedule, field_t):
             _x2.append(field.points[:, 0] + _v[:, 0])
             _y2.append(field.points[:, 1] + _v[:, 1])
             _series += [_name] * len(_v)
-        _base = alt.Chart(
-            plot.data(
-                x=np.concatenate(_x),
-                y=np.concatenate(_y),
-                x2=np.concatenate(_x2),
-                y2=np.concatenate(_y2),
-                field=np.array(_series),
-                digits=3,
+        _base = lab.packed_chart(  # each field's arrows as arrays of hundredths: a third of the bytes
+            alt.Chart(
+                plot.data(
+                    x=np.concatenate(_x),
+                    y=np.concatenate(_y),
+                    x2=np.concatenate(_x2),
+                    y2=np.concatenate(_y2),
+                    field=np.array(_series),
+                ),
+                width="container",
+                height=400,
+                title=f"the score field at t = {field_step + 1} of {ddpm_schedule.T}: arrows end in a dot",
             ),
-            width="container",
-            height=400,
-            title=f"the score field at t = {field_step + 1} of {ddpm_schedule.T}: arrows end in a dot",
+            per_unit={"x": 100, "y": 100, "x2": 100, "y2": 100},
         )
         _scale_xy = alt.Scale(domain=[-3.3, 3.3])
         _color = alt.Color(
@@ -825,18 +821,15 @@ def _(draw_canvas, draw_train):
                 ui.chart(
                     lab.remembered(
                         ("drawing", drawn.X.tobytes(), drawn_run.samples.tobytes()),
-                        lambda: lab.compact_chart(
-                            plot.point_layers(
-                                {
-                                    "your points": (drawn.X, "data"),
-                                    "500 samples of the DDPM": (drawn_run.samples, "model"),
-                                },
-                                domain=(-3, 3),
-                                height=360,
-                                size=8,
-                                title="what the DDPM learned from your drawing",
-                            ),
-                            digits=3,
+                        lambda: lab.point_chart(
+                            {
+                                "your points": (drawn.X, "data"),
+                                "500 samples of the DDPM": (drawn_run.samples, "model"),
+                            },
+                            domain=(-3, 3),
+                            height=360,
+                            size=8,
+                            title="what the DDPM learned from your drawing",
                         ),
                     )
                 ),
@@ -943,7 +936,7 @@ def _(exact_samples, mix_T, mix_schedule, mix_separation, mix_std, mix_train, mi
         _hists["learned ε_θ"] = (_centres, np.histogram(learned_1d.samples, _edges, density=True)[0])
     _samples = lab.remembered(  # built once per set of histograms
         ("mixture samples", *(v.tobytes() for _xy in _hists.values() for v in _xy)),
-        lambda: lab.compact_chart(
+        lambda: lab.packed_chart(
             plot.curves(
                 None,
                 _hists,
@@ -1041,7 +1034,7 @@ def _(learned_1d, mix_schedule, mix_t, mixture):
             )
             .resolve_scale(y="independent")
         )
-        return lab.compact_chart(_chart)
+        return lab.packed_chart(_chart)
 
     _eps_charts = lab.remembered(  # built once per ε curves: t moved back redraws, not rebuilds
         (
@@ -1088,7 +1081,7 @@ def _(exact_study):
     commitment_late = float(commitment[int(0.9 * (len(commitment) - 1))])
     _chart = lab.remembered(
         ("commitment", commitment.tobytes()),
-        lambda: lab.compact_chart(
+        lambda: lab.packed_chart(
             plot.curves(
                 _k / (len(commitment) - 1),
                 {"on their final side": commitment[_k]},

@@ -50,6 +50,9 @@ __all__ = [
     "chain_vs_closed_form",
     "compact_chart",
     "epsilon_curves",
+    "packed_chart",
+    "point_chart",
+    "point_chart",
     "exact_reverse_1d",
     "linear_scale",
     "mixture_1d",
@@ -129,6 +132,66 @@ def remembered(key, build, size: int = 64):
         return _REMEMBERED[key]
     except KeyError:
         return plot.remember(_REMEMBERED, key, build(), size)
+
+
+def packed_chart(chart, per_unit=None, digits: int = 4):
+    """``chart`` (an Altair chart, one view or layers, its data inline as CSV from ``plot.data`` or
+    :func:`compact_chart`), rewritten in place to send each group of rows (those that share their
+    text and boolean columns: a series) as one object of arrays, ``{"series_code": "0", "x": [...],
+    "y": [...]}``. Numbers keep ``digits`` significant digits, or travel as whole 1/``per_unit[c]``
+    steps for the columns ``c`` of the dict ``per_unit`` (a hundredth of an 8-unit axis is a
+    fraction of a pixel: ``-0.707`` travels as ``-71``). In the browser a ``flatten`` transform
+    turns the arrays back into rows and a ``calculate`` divides the whole steps back. On the page
+    a CSV row costs its fields plus a six-character line break (``&#92;n``: the spec is JSON inside
+    an HTML attribute), an array entry its digits and a comma: a 600-point scatter takes about
+    5 KB where compact CSV took 14. Encodings, tooltips and legend are unchanged. Returns ``chart``."""
+    import csv
+    import io
+
+    per_unit = per_unit or {}
+    for part in getattr(chart, "layer", None) or [chart]:
+        source = part.data  # plain dicts below: the labs build no Altair objects (test_pyodide_rules)
+        if not isinstance(getattr(source, "values", None), str):
+            continue
+        parse = dict(getattr(getattr(source, "format", None), "parse", None) or {})
+        rows = list(csv.reader(io.StringIO(source.values)))
+        head, body = rows[0], rows[1:]
+        arrays = [c for c in head if parse.get(c) == "number"]
+        keys = [c for c in head if c not in arrays]
+        names = {c: f"{c}_q" if c in per_unit else c for c in arrays}
+        groups: dict = {}
+        for row in body:
+            row = dict(zip(head, row))
+            key = tuple(row[c] for c in keys)
+            if key not in groups:
+                fields = {c: row[c] == "true" if parse.get(c) == "boolean" else row[c] for c in keys}
+                groups[key] = {**fields, **{names[c]: [] for c in arrays}}
+            group = groups[key]
+            for c in arrays:
+                v = row[c]
+                v = (
+                    None
+                    if not v
+                    else round(float(v) * per_unit[c])
+                    if c in per_unit
+                    else float(f"{float(v):.{digits}g}")
+                )
+                group[names[c]].append(v)
+        part.data = {"values": list(groups.values())}
+        part.transform = [
+            {"flatten": [names[c] for c in arrays]},
+            *({"calculate": f"datum.{c}_q / {per_unit[c]}", "as": c} for c in per_unit if c in arrays),
+            *(part.transform if isinstance(part.transform, list) else []),
+        ]
+    return chart
+
+
+def point_chart(layers: dict, **options):
+    """``plot.point_layers(layers, **options)`` as the page sends it: each layer's points as two
+    arrays of hundredths (:func:`packed_chart`)."""
+    from engine.course import plot
+
+    return packed_chart(plot.point_layers(layers, **options), per_unit={"x": 100, "y": 100})
 
 
 # ----------------------------------------------------------------------------- schedules

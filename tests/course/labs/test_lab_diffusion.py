@@ -49,6 +49,29 @@ def test_compact_chart_keeps_the_values_and_the_series_names():
     assert calc == {"calculate": "datum.series_code == '0' ? 'ε*, it\\'s exact' : 'learned'", "as": "series"}
 
 
+def test_packed_chart_sends_each_series_as_arrays_that_the_chart_turns_back_into_its_rows():
+    """Flattening the arrays and dividing the whole steps back (as the chart's transforms do in the
+    browser) gives every row: x, y within half a hundredth, other numbers to 4 digits, each
+    series' name and dash flag once per series."""
+    from engine.course import plot
+
+    rng = np.random.default_rng(0)
+    x = np.linspace(-3.0, 3.0, 50)
+    ys = {"ε*, it's exact": np.exp(x), "learned": rng.normal(size=50)}
+    chart = diffusion_lab.packed_chart(plot.curves(x, ys, dashed=("learned",)), per_unit={"x": 100})
+    spec = chart.to_dict()
+    (values,) = spec["datasets"].values()
+    flatten, divide = spec["transform"][:2]
+    assert flatten == {"flatten": ["x_q", "y"]} and divide == {"calculate": "datum.x_q / 100", "as": "x"}
+    assert [(g["series"], g["dash"]) for g in values] == [("ε*, it's exact", False), ("learned", True)]
+    for group, y in zip(values, ys.values()):
+        assert np.abs(np.array(group["x_q"]) / 100 - x).max() <= 0.005 + 1e-12
+        np.testing.assert_allclose(group["y"], y, rtol=5e-4)
+    points = diffusion_lab.point_chart({"data": (np.stack([x, -x], 1), "data")}, domain=(-4, 4))
+    (values,) = points.to_dict()["datasets"].values()
+    assert values[0]["series"] == "data" and values[0]["y_q"][:2] == [300, 288]
+
+
 def test_linear_scale_keeps_the_last_beta_below_one():
     for T in (10, 20, 21, 50, 1000):
         assert diffusion_lab.linear_scale(T) == min(1000 / T, 0.999 / 0.02)
