@@ -601,9 +601,9 @@ def _():
     The formula says which pixels a unit *can* depend on, not how much. Luo et al. (2016)
     measure the **effective** receptive field: the gradient $|\partial y / \partial x|$ of one
     centre output unit with respect to every input pixel. Each path from a pixel to the unit
-    multiplies weights along the way, and a pixel near the centre has many more paths than one
-    at the border of the field, so the map is concentrated near the centre and fades well
-    before the theoretical edge.
+    multiplies weights along the way. With one layer every pixel of the 3×3 field has one path;
+    stack more and a pixel near the centre has many more paths than one at the border of the
+    field, so the map concentrates near the centre and fades well before the theoretical edge.
 
     Below, the engine's autograd computes that map for a stack of $n$ random 3×3 convolutions
     (4 channels, Kaiming-normal weights, 'same' padding), averaged over 8 initialisations and
@@ -622,6 +622,8 @@ def _(erf_layers, erf_relu):
     # Like with like: a field that weighted all 2n + 1 pixels equally has the std √(n(n + 1)/3).
     _uniform = [np.sqrt(e.layers * (e.layers + 1) / 3) for e in erf_sweep]
     _per_root = [e.std / np.sqrt(e.layers) for e in erf_sweep]
+    _side, _c = 2 * (erf.layers // 2) + 1, erf.grad_map.shape[0] // 2  # the square central_share sums
+    _edge = erf.grad_map[_c, _c + erf.layers] / erf.grad_map.max()
     _rows = [
         "| layers n | theoretical width 2n + 1 | std if uniform over it | effective std | "
         "effective / uniform | effective / √n |",
@@ -641,8 +643,10 @@ def _(erf_layers, erf_relu):
                     ),
                     mo.md(
                         f"Theoretical field: **{erf.theoretical}** pixels wide (the whole picture but "
-                        f"a margin of 4); effective std: **{erf.std:.2f}** pixels. The central square "
-                        f"half as wide as the field holds **{erf.central_share:.0%}** of the gradient."
+                        f"a margin of 4); effective std: **{erf.std:.2f}** pixels. The central "
+                        f"{_side}×{_side} square holds **{erf.central_share:.0%}** of the gradient, where "
+                        f"a field spread evenly would put {_side**2 / erf.theoretical**2:.0%}; at the "
+                        f"field's edge, {erf.layers} pixel{'s' * (erf.layers > 1)} out, the gradient is {_edge:.2g} of its peak."
                         f"\n\n" + "\n".join(_rows) + "\n\nBoth stds are in pixels from the centre. A "
                         "uniform field's std grows like n, the effective one like √n, as Luo et al. (2016) "
                         f"predict: its ratio to √n stays between {min(_per_root):.2f} and {max(_per_root):.2f} "

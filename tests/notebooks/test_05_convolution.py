@@ -322,6 +322,37 @@ def test_05_effective_receptive_field_claims(relu):
         f"{u:.2f} {e:.2f} {s:.3f} {r:.2f}" in text for u, e, s, r in zip(uniform, effective, shares, per_root)
     )
     assert f"its ratio to √n stays between {per_root.min():.2f} and {per_root.max():.2f}" in text
+    assert_effective_field_sentence(text, erf)
+
+
+def assert_effective_field_sentence(text, erf):
+    """The sentence beside the map, on the map shown: its central square (the one central_share
+    sums), the share an even field would put there, and the gradient at the field's edge."""
+    n, m = erf.layers, erf.grad_map
+    c, side = m.shape[0] // 2, 2 * (n // 2) + 1
+    share = m[c - n // 2 : c + n // 2 + 1, c - n // 2 : c + n // 2 + 1].sum()
+    even, edge = side**2 / (2 * n + 1) ** 2, m[c, c + n] / m.max()
+    assert share == pytest.approx(erf.central_share)
+    assert (
+        f"The central {side}×{side} square holds {share:.0%} of the gradient, where a field spread evenly "
+        f"would put {even:.0%}; at the field's edge, {n} pixel{'s' * (n > 1)} out, the gradient is "
+        f"{edge:.2g} of its peak."
+    ) in text
+    return share, even, edge
+
+
+@pytest.mark.parametrize("n, relu", [(1, True), (6, True), (6, False)])
+def test_05_effective_receptive_field_sentence_at_the_slider_ends(n, relu):
+    """Issue 26 (audit item 10): the sentence beside the map at the default n = 6 and the low end
+    n = 1 (n = 16 in the test above). With one layer every pixel of the 3×3 field has one path, so
+    the map is no more central than an even field, as the prose says; at n = 6 it is concentrated
+    and fades towards the edge."""
+    text, defs = notebook_text("05_convolution", erf_layers=n, erf_relu=relu)
+    share, even, edge = assert_effective_field_sentence(text, defs["erf"])
+    if n == 1:
+        assert share == pytest.approx(even, abs=0.02) and edge > 0.3
+    else:
+        assert share > 2 * even and edge < 0.15
 
 
 def test_05_effective_field_gradient_against_torch(torch):
