@@ -133,6 +133,51 @@ def color(name: str) -> str:
         raise ValueError(f"plot.color: unknown palette name {name!r}; known: {', '.join(PALETTE)}") from None
 
 
+# ----------------------------------------------------------------------------- building fast
+@functools.cache
+def build_fast() -> None:
+    """Two process-wide Altair settings that make charts cheap to build and show, set by the first
+    chart data (:func:`data`) or chart shown (``ui.chart``) of a process:
+
+    - **Debug mode off.** Altair checks every schema object against the Vega-Lite schema as it is
+      built, and again for each object the copy that ``mo.ui.altair_chart`` makes: 03's
+      class-region map cost 19 ms to build with the checks and 6 ms without, its display 12 ms and
+      6 ms. The tests validate every chart a page shows in full instead
+      (tests/notebooks/test_every_chart_is_valid.py), and a bare chart a learner shows is still
+      validated by marimo's formatter.
+    - **One schema table for every ``from_dict``.** An encoding written as a string
+      (``.encode(x="x:Q")``, Altair's own idiom) becomes a channel object through
+      ``SchemaBase.from_dict``, and Altair 6 builds a fresh ``_FromDict`` for each call: it hashes
+      the schemas of all ~570 schema classes, about 4 ms per channel here (a two-layer chart of five
+      string channels: 17-22 ms to build, against 1.3-1.6 ms with ``alt.X(...)`` objects and the
+      same spec). The table depends only on the classes, so one is built and kept. Altair's
+      pending change vega/altair#3547 does the same; this is skipped unless ``from_dict`` is still
+      the function it replaces.
+    """
+    from altair.utils import schemapi
+
+    schemapi.disable_debug_mode()
+    original = schemapi.SchemaBase.__dict__.get("from_dict")
+    converter = getattr(schemapi, "_FromDict", None)
+    if not isinstance(original, classmethod) or converter is None or getattr(original, "_course", False):
+        return
+    tables: dict = {}
+
+    def from_dict(cls, dct, validate=True):
+        if validate:
+            cls.validate(dct)
+        kind = cls._default_wrapper_classes.__func__  # the function that lists the candidate classes
+        table = tables.get(kind)
+        if table is None:
+            table = tables[kind] = converter(cls._default_wrapper_classes())
+        return table.from_dict(dct, cls)
+
+    from_dict.__doc__ = original.__func__.__doc__
+    patched = classmethod(from_dict)
+    patched._course, patched._original = True, original
+    schemapi.SchemaBase.from_dict = patched
+
+
 # ----------------------------------------------------------------------------- data
 
 
@@ -142,6 +187,8 @@ def data(*, digits: int = 6, **columns):
     empty fields (gaps in the chart), booleans as ``true``/``false``; Vega is told each numeric and
     boolean column's type, text columns stay text. ``data(x=x, y=np.sin(x), series="sin")``."""
     import altair as alt
+
+    build_fast()
 
     arrays = {k: np.asarray(v) for k, v in columns.items()}
     n = max((len(a) for a in arrays.values() if a.ndim), default=1)

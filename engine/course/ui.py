@@ -207,18 +207,12 @@ def _refers_to_files(spec) -> bool:
     return any(_refers_to_files(v) for v in spec if isinstance(v, (dict, list)))
 
 
-@functools.cache
 def _build_unchecked() -> None:
-    """Altair checks every schema object against the Vega-Lite schema as it is built, and again for
-    each object the copy that ``mo.ui.altair_chart`` makes (its "debug mode", on by default):
-    03's class-region map cost 19 ms to build with the checks and 6 ms without, its display 12 ms
-    and 6 ms. The tests validate every chart a page shows in full instead
-    (tests/notebooks/test_every_chart_is_valid.py), and a bare chart a learner shows is still
-    validated by marimo's formatter, so once a page has shown a chart the process builds without
-    them. Process-wide: Altair keeps the setting in one module global."""
-    from altair.utils import schemapi
+    """Altair's build-time checks off and its schema table kept, for the process
+    (:func:`engine.course.plot.build_fast`)."""
+    from engine.course import plot
 
-    schemapi.disable_debug_mode()
+    plot.build_fast()
 
 
 def chart_control(altair_chart):
