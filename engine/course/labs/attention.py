@@ -1152,8 +1152,9 @@ def remembered_ablations(code, classes, train) -> dict:
 
 def shipped_gpt_ablations(code, classes) -> tuple:
     """Section 6's ablations as the notebook's ``default_gpt_ablations`` trained them (checkpoint
-    ``attention_gpt_ablations``): ``({name: AblationRun}, {name: final held-out loss for seeds
-    0-4} of the full model and the one without positions, "")``, or ``(None, None, reason)`` when
+    ``attention_gpt_ablations``): ``({name: AblationRun}, {name: held-out loss curves for seeds
+    0-4, one row per seed, at the AblationRun's steps} of the full model and the one without
+    positions, "")``, or ``(None, None, reason)`` when
     ``code`` and ``classes`` (named by ``ABLATION_CODE`` and ``GPT_CLASSES``) are not the code
     that trained them."""
     state, reason = checkpoints.load_if_fits(_ablations_checkpoint, *code, *classes)
