@@ -51,6 +51,7 @@ from __future__ import annotations
 import base64
 import functools
 import io
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -116,6 +117,7 @@ class PuckBackground(NamedTuple):
     x_bounds: tuple[float, float]
     y_bounds: tuple[float, float]
     figsize: tuple[float, float]
+    png: bytes = b""  # the same figure as Matplotlib saves it to PNG (what ChartPuck shows)
 
 
 def puck_background(draw, *, x_bounds, y_bounds, figsize=(5.0, 3.6)) -> PuckBackground:
@@ -124,7 +126,8 @@ def puck_background(draw, *, x_bounds, y_bounds, figsize=(5.0, 3.6)) -> PuckBack
 
     Drawn in a cell of its own that reads only what the chart shows, so that re-creating the pucks
     (a slider that places them) does not draw the chart again: the widget is then built over a
-    figure that only shows this image, in the same box (about 12 ms instead of 35 to 50)."""
+    figure whose canvas prints this chart's PNG, in the same box (a few ms instead of 35 to 50)."""
+    import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     (x0, x1), (y0, y1) = map(float, x_bounds), map(float, y_bounds)
@@ -133,14 +136,45 @@ def puck_background(draw, *, x_bounds, y_bounds, figsize=(5.0, 3.6)) -> PuckBack
     canvas.draw()
     image = np.asarray(canvas.buffer_rgba()).copy()
     image.flags.writeable = False
-    return PuckBackground(image, (x0, x1), (y0, y1), tuple(map(float, figsize)))
+    png = io.BytesIO()
+    with matplotlib.rc_context({"savefig.bbox": "standard"}):
+        fig.savefig(png, format="png", dpi=fig.dpi)  # as ChartPuck saves its figure
+    return PuckBackground(image, (x0, x1), (y0, y1), tuple(map(float, figsize)), png.getvalue())
+
+
+_FIGURE_LOCK = threading.Lock()
+_IMAGE_FIGURES: dict = {}  # id(background) -> (background, its figure): a few, oldest dropped first
 
 
 def _image_figure(background: PuckBackground):
-    """A figure that shows ``background``'s pixels, with an empty, invisible axes in the box they were
-    drawn in (what ChartPuck measures): the same PNG, drawn without the chart's artists."""
+    """:func:`_printed_figure` of ``background``, made once (its axes cost about 6 ms to build) and
+    kept with the background while a few newer ones are not made."""
+    from engine.course.plot import remember
+
+    kept = _IMAGE_FIGURES.get(id(background))
+    if kept is None or kept[0] is not background:
+        kept = remember(_IMAGE_FIGURES, id(background), (background, _printed_figure(background)), size=8)
+    return kept[1]
+
+
+def _printed_figure(background: PuckBackground):
+    """A figure with an empty, invisible axes in the box ``background`` was drawn in (what ChartPuck
+    measures), whose canvas saves ``background``'s PNG as the figure's: Matplotlib's own PNG of
+    the chart, drawn once. ChartPuck's constructor renders its figure to a PNG (a 500 x 360 image:
+    about 12 ms to draw and 8 ms to encode); a canvas is Matplotlib's extension point for how a
+    figure is printed, so the constructor runs as it is and gets the chart's PNG at once."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    class PrintedCanvas(FigureCanvasAgg):
+        def print_png(self, filename_or_obj, **_kwargs):
+            if hasattr(filename_or_obj, "write"):
+                filename_or_obj.write(background.png)
+            else:
+                with open(filename_or_obj, "wb") as file:
+                    file.write(background.png)
+
     fig = _figure(background.figsize)
-    fig.figimage(background.image, origin="upper")
+    PrintedCanvas(fig)
     ax = fig.add_subplot()
     ax.set_xlim(background.x_bounds)
     ax.set_ylim(background.y_bounds)
@@ -187,7 +221,9 @@ def draggable_points(draw, x, y, *, x_bounds=None, y_bounds=None, figsize=(5.0, 
         x_bounds, y_bounds = draw.x_bounds, draw.y_bounds
     (x0, x1), (y0, y1) = map(float, x_bounds), map(float, y_bounds)
     # The image must keep the figure's size, so that the axes' box is where ChartPuck measured it.
-    with matplotlib.rc_context({"savefig.bbox": "standard"}):
+    # One figure per background serves every widget made over it; a figure is not safe to draw from
+    # two threads at once (marimo run: a thread per session), hence the lock.
+    with _FIGURE_LOCK, matplotlib.rc_context({"savefig.bbox": "standard"}):
         if isinstance(draw, PuckBackground):
             fig = _image_figure(draw)
         else:
