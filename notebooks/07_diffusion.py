@@ -1245,7 +1245,7 @@ def _(sampler_compare, sampler_data, sampler_floors, sampler_gallery, sampler_st
     ]
     # 300 points a layer: two charts that every move of the slider sends again
     _charts = [
-        plot.point_layers(
+        lab.point_chart(
             {"data": (sampler_data[:300], "data"), _k: (_x[:300], "model")},
             domain=(-3, 3),
             height=300,
@@ -1400,7 +1400,7 @@ def _(eta_curve, eta_mean, sampler_data, sampler_eta, sampler_etas):
     mo.stop(sampler_etas is None)
     _row = int(np.flatnonzero(np.isclose(sampler_etas.etas, sampler_eta.value))[0])
     _x = sampler_etas.samples[_row]
-    _points = plot.point_layers(
+    _points = lab.point_chart(
         {"data": (sampler_data[:300], "data"), f"η = {sampler_eta.value:g}": (_x, "model")},
         domain=(-3, 3),
         height=300,
@@ -1695,7 +1695,7 @@ def _(guide_label, guide_scale, guide_study):
     _row = list(guide_study.scales).index(guide_scale.value)
     _x = guide_study.samples[guide_label.value][_row]
     ui.chart(
-        plot.point_layers(
+        lab.point_chart(
             {"data": (guide_study.X[:300], "data"), f"samples, w = {guide_scale.value:g}": (_x, "model")},
             domain=(-3, 3),
             height=340,

@@ -137,8 +137,8 @@ def remembered(key, build, size: int = 64):
 def packed_chart(chart, per_unit=None, digits: int = 4):
     """``chart`` (an Altair chart, one view or layers, its data inline as CSV from ``plot.data`` or
     :func:`compact_chart`), rewritten in place to send each group of rows (those that share their
-    text and boolean columns: a series) as one object of arrays, ``{"series_code": "0", "x": [...],
-    "y": [...]}``. Numbers keep ``digits`` significant digits, or travel as whole 1/``per_unit[c]``
+    text and boolean columns: a series) as one object of arrays, ``{"series": "data", "x_q": [...],
+    "y_q": [...]}``. Numbers keep ``digits`` significant digits, or travel as whole 1/``per_unit[c]``
     steps for the columns ``c`` of the dict ``per_unit`` (a hundredth of an 8-unit axis is a
     fraction of a pixel: ``-0.707`` travels as ``-71``). In the browser a ``flatten`` transform
     turns the arrays back into rows and a ``calculate`` divides the whole steps back. On the page
@@ -154,29 +154,22 @@ def packed_chart(chart, per_unit=None, digits: int = 4):
         if not isinstance(getattr(source, "values", None), str):
             continue
         parse = dict(getattr(getattr(source, "format", None), "parse", None) or {})
-        rows = list(csv.reader(io.StringIO(source.values)))
-        head, body = rows[0], rows[1:]
+        head, *body = csv.reader(io.StringIO(source.values))
+        columns = dict(zip(head, zip(*body))) if body else {c: () for c in head}
         arrays = [c for c in head if parse.get(c) == "number"]
         keys = [c for c in head if c not in arrays]
         names = {c: f"{c}_q" if c in per_unit else c for c in arrays}
-        groups: dict = {}
-        for row in body:
-            row = dict(zip(head, row))
-            key = tuple(row[c] for c in keys)
-            if key not in groups:
-                fields = {c: row[c] == "true" if parse.get(c) == "boolean" else row[c] for c in keys}
-                groups[key] = {**fields, **{names[c]: [] for c in arrays}}
-            group = groups[key]
+        rows_of: dict = {}  # each group's rows, in order
+        for i, key in enumerate(zip(*(columns[c] for c in keys)) if keys else [()] * len(body)):
+            rows_of.setdefault(key, []).append(i)
+        numbers = {c: np.array([float(v) if v else np.nan for v in columns[c]]) for c in arrays}
+        numbers = {c: np.round(v * per_unit[c]) if c in per_unit else v for c, v in numbers.items()}
+        groups = {}
+        for key, rows in rows_of.items():
+            group = {c: k == "true" if parse.get(c) == "boolean" else k for c, k in zip(keys, key)}
             for c in arrays:
-                v = row[c]
-                v = (
-                    None
-                    if not v
-                    else round(float(v) * per_unit[c])
-                    if c in per_unit
-                    else float(f"{float(v):.{digits}g}")
-                )
-                group[names[c]].append(v)
+                group[names[c]] = _json_numbers(numbers[c][rows], c in per_unit, digits)
+            groups[key] = group
         part.data = {"values": list(groups.values())}
         part.transform = [
             {"flatten": [names[c] for c in arrays]},
@@ -184,6 +177,13 @@ def packed_chart(chart, per_unit=None, digits: int = 4):
             *(part.transform if isinstance(part.transform, list) else []),
         ]
     return chart
+
+
+def _json_numbers(v: np.ndarray, whole: bool, digits: int) -> list:
+    """``v`` as a JSON list: whole numbers as ints, others with ``digits`` significant digits, NaN as null."""
+    if whole and np.isfinite(v).all():
+        return v.astype(np.int64).tolist()
+    return [None if not np.isfinite(x) else int(x) if whole else float(f"{x:.{digits}g}") for x in v]
 
 
 def point_chart(layers: dict, **options):
