@@ -213,18 +213,32 @@ def simplify_path(points, tolerance: float) -> np.ndarray:
     ``tolerance`` from the segment between the points kept around it. In the chart's own units
     (each axis scaled to [0, 1] of its view) a tolerance of a few thousandths is under a pixel or
     two: a zig-zag keeps every corner, a straight or converged stretch keeps its ends, and the
-    chart sends a fraction of the points. Vectorised by rounds: each round splits every segment
-    at its farthest point, so a run takes about as many rounds as the recursion is deep."""
-    p = np.asarray(points, dtype=np.float64).reshape(-1, 2)
-    n = len(p)
-    keep = np.zeros(n, dtype=bool)
-    keep[[0, -1]] = True
-    every = np.arange(n)
+    chart sends a fraction of the points."""
+    return simplify_paths([points], tolerance)[0]
+
+
+def simplify_paths(paths: list, tolerance: float) -> list:
+    """:func:`simplify_path` of each polyline of ``paths``, all in one pass: vectorised by rounds,
+    each round splitting every segment of every path at its farthest point, so a call takes about
+    as many rounds as the deepest recursion, whatever the number of paths."""
+    p = [np.asarray(a, dtype=np.float64).reshape(-1, 2) for a in paths]
+    sizes = [len(a) for a in p]
+    if not sum(sizes):
+        return [np.zeros(0, dtype=np.int64) for _ in p]
+    p_all = np.concatenate(p)
+    starts = np.cumsum([0] + sizes[:-1])
+    keep = np.zeros(len(p_all), dtype=bool)
+    for start, n in zip(starts, sizes):
+        if n:
+            keep[[start, start + n - 1]] = True  # each path's ends: no segment spans two paths
+    every = np.arange(len(p_all))
     while True:
         kept = np.flatnonzero(keep)
+        if len(kept) < 2:
+            break
         seg = np.minimum(np.searchsorted(kept, every, side="right") - 1, len(kept) - 2)
-        a, b = p[kept[seg]], p[kept[seg + 1]]
-        d, off = b - a, p - a
+        a, b = p_all[kept[seg]], p_all[kept[seg + 1]]
+        d, off = b - a, p_all - a
         length2 = np.einsum("ij,ij->i", d, d)
         along = np.clip(np.einsum("ij,ij->i", off, d) / np.where(length2 > 0, length2, 1.0), 0.0, 1.0)
         off -= along[:, None] * d
@@ -233,24 +247,31 @@ def simplify_path(points, tolerance: float) -> np.ndarray:
         top = np.maximum.reduceat(far, kept[:-1])[seg]  # each segment's farthest point
         split = (far == top) & (far > tolerance * tolerance)
         if not split.any():
-            return kept
+            break
         keep |= split
+    return [np.flatnonzero(keep[start : start + n]) for start, n in zip(starts, sizes)]
 
 
 _KEPT: dict = {}  # (id of a path array, its view) -> (the array, the indices simplify_path keeps): the last 64
 
 
-def _kept_points(array, view: tuple, points) -> np.ndarray:
-    """:func:`simplify_path` of ``points()`` (``array`` in the view's units), remembered for this
-    very array (a cached run's path or losses) and ``view``: a slider that re-runs one racer
-    simplifies one path, not every racer's."""
+def _kept_points(items: list) -> list:
+    """:func:`simplify_paths` of the ``(array, view, points)`` of ``items`` (``points`` is
+    ``array`` in the view's units), each remembered for this very array (a cached run's path or
+    losses) and ``view``: a slider that re-runs one racer simplifies one path, not every racer's,
+    and the paths not remembered are simplified together."""
     from engine.course.plot import remember
 
-    key = (id(array), view)
-    hit = _KEPT.get(key)
-    if hit is not None and hit[0] is array:
-        return hit[1]
-    return remember(_KEPT, key, (array, simplify_path(points(), _PIXEL)), 64)[1]
+    found = {}
+    for i, (array, view, _) in enumerate(items):
+        hit = _KEPT.get((id(array), view))
+        if hit is not None and hit[0] is array:
+            found[i] = hit[1]
+    todo = [i for i in range(len(items)) if i not in found]
+    for i, keep in zip(todo, simplify_paths([items[i][2] for i in todo], _PIXEL)):
+        array, view, _ = items[i]
+        found[i] = remember(_KEPT, (id(array), view), (array, keep), 64)[1]
+    return [found[i] for i in range(len(items))]
 
 
 def drawn_curves(x, curves: dict, log_y: bool = False) -> dict:
@@ -262,11 +283,8 @@ def drawn_curves(x, curves: dict, log_y: bool = False) -> dict:
     seen = {k: np.log10(v) if log_y else v for k, v in ys.items()}
     span = max(float(np.ptp(np.concatenate(list(seen.values())))), 1e-12)
     width = max(float(np.ptp(x)), 1e-12)
-    out = {}
-    for k, v in ys.items():
-        keep = simplify_path(np.stack([(x - x[0]) / width, seen[k] / span], 1), _PIXEL)
-        out[k] = (x[keep], v[keep])
-    return out
+    kept = simplify_paths([np.stack([(x - x[0]) / width, seen[k] / span], 1) for k in ys], _PIXEL)
+    return {k: (x[keep], v[keep]) for (k, v), keep in zip(ys.items(), kept)}
 
 
 def _box_scale(low: float, high: float):
@@ -339,13 +357,15 @@ def _surface_map(surface: str, paths: dict, colors: dict, *, start, title, heigh
     x_scale, y_scale = _box_scale(x0, x1), _box_scale(y0, y1)
     names, steps, xs, ys = [], [], [], []
     ends = {"x": [], "y": [], "fill": [], "shape": [], "label": []}
+    finite = {}  # each path up to its first non-finite point
     for name, path in paths.items():
         p = np.asarray(path, dtype=np.float64).reshape(-1, 2)
         ok = np.all(np.isfinite(p), axis=1)
-        p = p if ok.all() else p[: np.argmin(ok)]
-        if not len(p):
-            continue
-        keep = _kept_points(path, spec["box"], lambda p=p: (p - (x0, y0)) / (x1 - x0, y1 - y0))
+        finite[name] = p if ok.all() else p[: np.argmin(ok)]
+    finite = {name: p for name, p in finite.items() if len(p)}
+    in_box = [(paths[name], spec["box"], (p - (x0, y0)) / (x1 - x0, y1 - y0)) for name, p in finite.items()]
+    kept = _kept_points(in_box)  # in the chart's units: the box is the view
+    for (name, p), keep in zip(finite.items(), kept):
         if len(keep) > max_points:
             keep = keep[np.unique(np.linspace(0, len(keep) - 1, max_points).round().astype(int))]
         names += [name] * len(keep)
@@ -546,15 +566,15 @@ def _gap_chart(surface: str, runs: dict, colors: dict, max_points: int, height: 
     from engine.course import plot
 
     gaps = {label: loss_gap(surface, run, max_points=max_points) for label, run in runs.items()}
+
     # only the points the eye can tell apart: each run in units of its own steps and decades (the
     # chart's axes span at least as much, so no dropped point is farther than a pixel or two)
-    for label, (steps, gap) in gaps.items():
+    def units(steps, gap):
         logs = np.log10(gap)
-        units = (max(int(steps[-1]), 1), max(float(np.ptp(logs)), 1e-3))
-        keep = _kept_points(
-            runs[label].losses, ("gap", max_points), lambda: np.stack([steps / units[0], logs / units[1]], 1)
-        )
-        gaps[label] = steps[keep], gap[keep]
+        return np.stack([steps / max(int(steps[-1]), 1), logs / max(float(np.ptp(logs)), 1e-3)], 1)
+
+    kept = _kept_points([(runs[label].losses, ("gap", max_points), units(*g)) for label, g in gaps.items()])
+    gaps = {label: (steps[keep], gap[keep]) for (label, (steps, gap)), keep in zip(gaps.items(), kept)}
     names = list(gaps)
     rows = plot.data(
         step=np.concatenate([steps for steps, _ in gaps.values()]),

@@ -315,6 +315,8 @@ def test_simplify_path_keeps_ends_and_corners_and_drops_nothing_farther_than_the
             u = np.clip(np.einsum("ij,ij->i", p - a, d) / np.maximum(np.einsum("ij,ij->i", d, d), 1e-300), 0, 1)
             assert np.min(np.linalg.norm(p - a - u[:, None] * d, axis=1)) <= tol + 1e-12
     assert len(olab.simplify_path(zigzag, 0.003)) > 100  # corners larger than the tolerance stay
+    together = olab.simplify_paths([zigzag, walk, walk[:1]], 0.003)  # one pass for several paths, as alone
+    assert [k.tolist() for k in together] == [olab.simplify_path(p, 0.003).tolist() for p in (zigzag, walk)] + [[0]]
     assert list(olab.simplify_path(np.stack([t, 2.0 * t], 1) / 200, 0.003)) == [0, 199]
     decay = {"decay": np.exp(-t / 20), "flat": np.ones(200)}
     on_log = olab.drawn_curves(t, decay, log_y=True)
