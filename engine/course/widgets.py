@@ -51,7 +51,6 @@ from __future__ import annotations
 import base64
 import functools
 import io
-import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -142,7 +141,6 @@ def puck_background(draw, *, x_bounds, y_bounds, figsize=(5.0, 3.6)) -> PuckBack
     return PuckBackground(image, (x0, x1), (y0, y1), tuple(map(float, figsize)), png.getvalue())
 
 
-_FIGURE_LOCK = threading.Lock()
 _IMAGE_FIGURES: dict = {}  # id(background) -> (background, its figure): a few, oldest dropped first
 
 
@@ -167,11 +165,9 @@ def _printed_figure(background: PuckBackground):
 
     class PrintedCanvas(FigureCanvasAgg):
         def print_png(self, filename_or_obj, **_kwargs):
-            if hasattr(filename_or_obj, "write"):
-                filename_or_obj.write(background.png)
-            else:
-                with open(filename_or_obj, "wb") as file:
-                    file.write(background.png)
+            if not hasattr(filename_or_obj, "write"):  # ChartPuck saves to a BytesIO
+                raise TypeError(f"the pucks' background figure prints to a file object, not {filename_or_obj!r}")
+            filename_or_obj.write(background.png)
 
     fig = _figure(background.figsize)
     PrintedCanvas(fig)
@@ -221,9 +217,11 @@ def draggable_points(draw, x, y, *, x_bounds=None, y_bounds=None, figsize=(5.0, 
         x_bounds, y_bounds = draw.x_bounds, draw.y_bounds
     (x0, x1), (y0, y1) = map(float, x_bounds), map(float, y_bounds)
     # The image must keep the figure's size, so that the axes' box is where ChartPuck measured it.
-    # One figure per background serves every widget made over it; a figure is not safe to draw from
-    # two threads at once (marimo run: a thread per session), hence the lock.
-    with _FIGURE_LOCK, matplotlib.rc_context({"savefig.bbox": "standard"}):
+    # One figure per background serves every widget made over it, in every session (marimo run: a
+    # thread per session). ChartPuck draws it only to measure its axes' box: its pixels (a blank page,
+    # the axes are off) are never used, since its canvas prints the stored PNG, so two sessions
+    # drawing it at once cannot change what either gets.
+    with matplotlib.rc_context({"savefig.bbox": "standard"}):
         if isinstance(draw, PuckBackground):
             fig = _image_figure(draw)
         else:
