@@ -304,8 +304,8 @@ def _():
     mo.vstack(
         [
             mo.md(r"""
-    The figures below and the table of section 5 are computed by these cells, with your code:
-    edit one in `marimo edit` and they follow. **Change `init_std`:** give He's formula a 1
+    The figures below, and section 5's table and training, are computed by these cells, with your
+    code: edit one in `marimo edit` and they follow. **Change `init_std`:** give He's formula a 1
     instead of its 2 (LeCun's $\sigma_W^2 = 1/n_{in}$), then pick ReLU with He: the variance of
     $z$ now halves at every layer and the gradient vanishes, as it does with Xavier.
     **Change `my_activation`** to `z.abs()` and pick *yours* in the menu: with Xavier the gradient
@@ -750,6 +750,11 @@ def default_deep_training():
 @app.cell(hide_code=True)
 def _():
     deep_train = mo.ui.run_button(label="train both again with your code")
+    deep_act = mo.ui.dropdown(
+        options={**{lab.ACTIVATIONS[n]["label"]: n for n in lab.DEPTH_ACTIVATIONS}, "yours: my_activation": "mine"},
+        value="ReLU",
+        label="activation the button trains",
+    )
     shipped_deep_runs, deep_runs_misfit = lab.shipped_deep_training(block, deep_forward, init_std, deep_net, train_deep)
     mo.md(r"""
     **Does a fifty-layer stack train?** The gradient ratios above are measured at initialisation.
@@ -758,40 +763,54 @@ def _():
     $32 \to 1$ after them, and `train_deep` runs full-batch Adam ($\eta = 0.01$) on the binary
     cross-entropy of the 200 half-moon points of section 6, once plain and once with the residual
     path and pre-norm, from the same initial weights. The dashed line is $\ln 2$, the loss of
-    predicting $p = \tfrac12$ for every point.
+    predicting $p = \tfrac12$ for every point. The page opens on ReLU's runs; the menu by the button
+    picks the activation it trains both stacks with, your `my_activation` of section 4 included.
     """)
-    return deep_runs_misfit, deep_train, shipped_deep_runs
+    return deep_act, deep_runs_misfit, deep_train, shipped_deep_runs
 
 
 @app.cell
-def _(deep_runs_misfit, deep_train, shipped_deep_runs):
-    deep_runs = shipped_deep_runs
+def _(deep_act, deep_runs_misfit, deep_train, shipped_deep_runs):
+    deep_runs, deep_runs_act = shipped_deep_runs, "relu"
     if deep_train.value:
+        deep_runs_act = deep_act.value
         _steps = 2 * lab.DEEP_TRAINING["steps"]
         with mo.status.progress_bar(total=_steps // 10, title="training 2 × 50 layers", remove_on_exit=True) as _bar:
             deep_runs = lab.deep_training(
-                deep_net, train_deep, init_std, on_step=lambda _i: _bar.update() if _i % 10 == 9 else None
+                deep_net,
+                train_deep,
+                init_std,
+                activation=my_activation if deep_runs_act == "mine" else deep_runs_act,
+                on_step=lambda _i: _bar.update() if _i % 10 == 9 else None,
             )
-    mo.stop(deep_runs is None, mo.vstack([mo.md(f"**Fifty layers, trained:** {deep_runs_misfit}."), deep_train]))
+    _controls = mo.hstack([deep_act, deep_train], justify="start")
+    mo.stop(deep_runs is None, mo.vstack([mo.md(f"**Fifty layers, trained:** {deep_runs_misfit}."), _controls]))
     _plain, _both = (deep_runs[_name] for _name in lab.DEEP_TRAINING_VARIANTS)
+    _label = "my_activation" if deep_runs_act == "mine" else lab.ACTIVATIONS[deep_runs_act]["label"]
     _source = (
-        "trained just now by your code" if deep_train.value else "shipped with the course, made by this page's code"
+        f"trained just now by your code with {_label}"
+        if deep_train.value
+        else "shipped with the course, made by this page's code"
     )
     _below = np.flatnonzero(_both < 0.05)
     _fall = f"falls below 0.05 within **{_below[0] + 1}** steps" if _below.size else "stays above 0.05"
+    _why = (
+        f"where ln 2 = {np.log(2):.3f}: it predicts about ½ for every point and has learned nothing, since "
+        "its forward variance halves at every layer and the gradient that reaches its first layers vanishes."
+        if deep_runs_act == "relu"
+        else f"against ln 2 = {np.log(2):.3f} for predicting ½ at every point."
+    )
     mo.vstack(
         [
-            ui.chart(lab.deep_training_figure(deep_runs)),
+            ui.chart(lab.deep_training_figure(deep_runs, _label)),
             mo.md(
-                f"After {len(_plain)} steps ({_source}) the plain stack's loss is **{_plain[-1]:.3f}**, "
-                f"where ln 2 = {np.log(2):.3f}: it predicts about ½ for every point and has learned nothing, since "
-                f"its forward variance halves at every layer and the gradient that reaches its first layers "
-                f"vanishes. With the residual path and pre-norm the loss {_fall} and ends at **{_both[-1]:.1e}**."
+                f"After {len(_plain)} steps ({_source}) the plain stack's loss is **{_plain[-1]:.3f}**, {_why} "
+                f"With the residual path and pre-norm the loss {_fall} and ends at **{_both[-1]:.1e}**."
             ),
-            deep_train,
+            _controls,
         ]
     )
-    return (deep_runs,)
+    return deep_runs, deep_runs_act
 
 
 @app.cell(hide_code=True)

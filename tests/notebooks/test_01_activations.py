@@ -572,6 +572,30 @@ def test_01_fifty_layers_trained_falls_back_to_the_button_for_edited_code():
     assert "Fifty layers, trained:" in text and "train both again with your code" in text
 
 
+def test_01_the_fifty_layer_training_trains_your_own_activation(monkeypatch):
+    """Issue 25: the learner's own φ is trained. With the menu on "yours" the button trains both
+    stacks with my_activation (5 steps here, to be quick): the losses are lab.deep_training's with
+    that φ, an edit of my_activation changes them, and the sentence names it."""
+    monkeypatch.setitem(activations_lab.DEEP_TRAINING, "steps", 5)
+
+    def my_activation(z):  # an edit: the absolute value
+        return z.abs()
+
+    runs = []
+    for phi in (NB.my_activation, my_activation):
+        text, defs = run_edited(my_activation=phi, deep_act="mine", deep_train=True)
+        expected = activations_lab.deep_training(NB.deep_net, NB.train_deep, NB.init_std, activation=phi)
+        for name in activations_lab.DEEP_TRAINING_VARIANTS:
+            np.testing.assert_allclose(defs["deep_runs"][name], expected[name], rtol=1e-12)
+        plain = defs["deep_runs"]["plain"]
+        assert len(plain) == 5 and "trained just now by your code with my_activation" in text
+        assert f"the plain stack's loss is {plain[-1]:.3f} , against ln 2" in text
+        assert defs["deep_runs_act"] == "mine"
+        runs.append(defs["deep_runs"])
+    assert not np.allclose(runs[0]["plain"], runs[1]["plain"])
+    assert not np.allclose(runs[0]["plain"], defs["shipped_deep_runs"]["plain"][:5])
+
+
 # ----------------------------------------------------------------------------- the finite-depth transient
 
 

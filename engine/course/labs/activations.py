@@ -1007,18 +1007,22 @@ DEEP_TRAINING = {"width": 32, "depth": 50, "steps": 100, "lr": 0.01, "activation
 DEEP_TRAINING_VARIANTS = ("plain", "residual + pre-norm")
 
 
-def deep_training(deep_net, train_deep, init_std, seed: int | None = None, on_step=None) -> dict:
+def deep_training(deep_net, train_deep, init_std, seed: int | None = None, on_step=None, activation=None) -> dict:
     """Train the lesson's ``deep_net`` (built from ``seed``, weights σ_W = ``init_std``(Xavier) for
     :data:`DEEP_TRAINING`'s width) with the lesson's ``train_deep`` on the moons, once plain and
     once with a residual path and pre-norm: ``{variant: loss at every step}``. Both stacks start
-    from the same weights. ``on_step(i)`` is called after each of the 2 × steps steps."""
+    from the same weights. ``activation``: a name of :data:`DEPTH_ACTIVATIONS` or a function of
+    one tensor (the learner's own φ); ReLU if None. ``on_step(i)`` is called after each of the
+    2 × steps steps."""
     from engine.random import fork_rng
 
     d = DEEP_TRAINING
     seed = d["seed"] if seed is None else seed
     X, y = moons(seed=0)
     std = float(init_std(d["init"], d["width"], d["width"]))
-    phi = _phi(d["activation"])
+    activation = d["activation"] if activation is None else activation
+    _check_name(activation, DEPTH_ACTIVATIONS)
+    phi = _phi(activation)
     runs = {}
     for k, name in enumerate(DEEP_TRAINING_VARIANTS):
         residual, pre_norm = DEPTH_VARIANTS[name]
@@ -1043,10 +1047,10 @@ def shipped_deep_training(*code) -> tuple[dict | None, str]:
     return {name: np.asarray(state[name], dtype=np.float64) for name in DEEP_TRAINING_VARIANTS}, ""
 
 
-def deep_training_figure(runs: dict):
+def deep_training_figure(runs: dict, activation_label: str = "ReLU"):
     """The training losses of the 50-layer stacks, one curve each, on a log scale, with ln 2 (the
-    loss of p = ½ for every point) as a rule."""
-    key = ("deep-training", _digest(list(runs), list(runs.values())))
+    loss of p = ½ for every point) as a rule; ``activation_label`` names the φ they were trained with."""
+    key = ("deep-training", activation_label, _digest(list(runs), list(runs.values())))
     return _remember(
         key,
         lambda: (
@@ -1058,7 +1062,7 @@ def deep_training_figure(runs: dict):
                 log_y=True,
                 height=220,
                 colors={"plain": "reference", "residual + pre-norm": "model"},
-                title="ReLU, Xavier's σ_W, 50 layers of width 32, trained on the moons",
+                title=f"{activation_label}, Xavier's σ_W, 50 layers of width 32, trained on the moons",
             )
             + plot.rule(math.log(2), color_name="analytic")
         ),
