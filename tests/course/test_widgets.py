@@ -138,6 +138,23 @@ def test_a_press_on_the_background_maps_to_the_data_coordinates_drawn_there(bbox
     assert dark[: top - 2].any() and dark[bottom + 12 :].any() and dark[:, : left - 20].any()
 
 
+def test_the_course_makes_every_widget_through_its_constructor():
+    """Issue 23: the drag widgets are made by their packages' public constructors; a widget made by
+    ``cls.__new__`` and a base class's ``__init__`` holds only at one version of the package. No
+    module of the course layer calls ``__new__``."""
+    import ast
+    from pathlib import Path
+
+    course = Path(widgets.__file__).parent
+    found = [
+        f"{path.relative_to(course)}:{node.lineno}"
+        for path in sorted(course.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr == "__new__"
+    ]
+    assert not found, f"widgets made around their constructors: {found}"
+
+
 def test_pucks_over_a_background_drawn_beforehand_show_the_same_pixels_in_the_same_box():
     """A slider that re-creates the pucks re-uses a chart drawn once (widgets.puck_background): the
     widget shows the very PNG the chart drawn under it would give, and maps through the same box."""

@@ -1011,33 +1011,12 @@ def outlier_background(n_outliers: int):
 
 
 def outlier_pucks(n_outliers: int, x, y):
-    """``widgets.draggable_points`` over :func:`outlier_background` with pucks at ``(x[i], y[i])``
-    (one per outlier), for the sliders that place them: a new widget at each move.
-
-    ChartPuck's constructor renders its figure to a PNG at every call (about 20 ms of the slider's
-    30); the PNG and the box it maps through depend only on the number of outliers, so the widget is
-    made in full once per count and, for new positions, built from that one's traits (about 1 ms):
-    the same widget and element classes."""
-    template, widget_base, traits = _outlier_puck_template(int(n_outliers))
-    puck = type(template.widget).__new__(type(template.widget))
-    widget_base.__init__(puck, x=[float(v) for v in x], y=[float(v) for v in y], **traits)
-    element = type(template)(puck)
-    element.test_values = template.test_values  # each sets every trait, the positions included
-    return element
-
-
-@functools.lru_cache(maxsize=None)
-def _outlier_puck_template(n_outliers: int):
-    """``widgets.draggable_points`` with ``n_outliers`` pucks over :func:`outlier_background`, and
-    the constructor ChartPuck's own calls (anywidget's) with the synced traits that ChartPuck adds,
-    but the positions (the PNG, its box, the style)."""
+    """``widgets.draggable_points`` over :func:`outlier_background` (drawn once per count) with pucks
+    at ``(x[i], y[i])``, one per outlier, for the sliders that place them: a new widget at each move,
+    made by ChartPuck's constructor over the chart's stored PNG (a few ms)."""
     from engine.course import widgets
 
-    element = widgets.draggable_points(outlier_background(n_outliers), [0.0] * n_outliers, [0.0] * n_outliers)
-    widget_class = type(element.widget)
-    base = next(c for c in widget_class.__mro__ if c.__name__ == "AnyWidget")
-    names = set(widget_class.class_trait_names(sync=True)) - set(base.class_trait_names(sync=True)) - {"x", "y"}
-    return element, base, {n: getattr(element.widget, n) for n in sorted(names)}
+    return widgets.draggable_points(outlier_background(int(n_outliers)), x, y)
 
 
 def draw_inliers(ax, x, y, slope: float = 1.5, intercept: float = 0.5):

@@ -363,8 +363,8 @@ def test_calibration_data_softmax_and_the_shipped_state():
 
 
 def test_outlier_pucks_are_draggable_points_made_without_drawing_again():
-    """The sliders' pucks, built from the widget made once per count, are the widget that
-    widgets.draggable_points makes for the same points: the same state and test values."""
+    """The sliders' pucks are widgets.draggable_points over the count's background, drawn once:
+    the same state and test values as a widget made over a background drawn again."""
     from engine.course import widgets
 
     x, y = [-1.0, 0.5, 2.0], [4.0, -2.0, 0.0]
