@@ -542,10 +542,11 @@ def momentum_grid(rule, curvatures, lrs, mus, steps):
 
 @app.cell
 def _():
+    # debounced: a new (κ, T) runs the whole grid of momentum runs (up to 0.3 s at T = 200)
     phase_kappa = mo.ui.slider(
-        steps=[1, 3, 10, 30, 100, 300, 1000], value=100, label="condition number κ", show_value=True
+        steps=[1, 3, 10, 30, 100, 300, 1000], value=100, label="condition number κ", show_value=True, debounce=True
     )
-    phase_steps = mo.ui.slider(steps=[10, 20, 50, 100, 200], value=100, label="steps T", show_value=True)
+    phase_steps = mo.ui.slider(steps=[10, 20, 50, 100, 200], value=100, label="steps T", show_value=True, debounce=True)
     return phase_kappa, phase_steps
 
 
