@@ -612,9 +612,7 @@ def _run_key(loop, rule, surface, name, start, steps, lr, schedule, clip, keywor
         rule,
         surface,
         name,
-        # to 1e-9: the drag widget hands back its start through the browser, where a float may come
-        # back a rounding error away from the slider's value (a miss that re-ran the whole race)
-        tuple(round(float(v), 9) for v in start),
+        tuple(float(v) for v in start),
         int(steps),
         float(lr),
         schedule,

@@ -232,11 +232,6 @@ def test_run_race_gives_each_racer_its_hyper_parameters_and_caches_what_it_reads
     # μ is read by momentum and Nesterov only: moving it runs those two again, sgd comes from the cache
     moved = olab.run_race(loop, rules, "beale", ["sgd", "momentum", "nesterov"], steps=5, momentum=0.5)
     assert calls[-1] == ["momentum", "nesterov"] and moved.trajectories["sgd"] is first.trajectories["sgd"]
-    # a start a rounding error away (the drag widget's value back from the browser) is the same run
-    start = tuple(theta0 * (1 + 1e-15) + 1e-14)
-    assert tuple(theta0) != start
-    again = olab.run_race(loop, rules, "beale", ["sgd"], start=start, steps=5, momentum=0.5)
-    assert calls[-1] == ["momentum", "nesterov"] and again.trajectories["sgd"] is first.trajectories["sgd"]
     # an edited rule (a new function) runs again; nothing else does
     rules["sgd"] = lambda theta, g, state, lr: theta - 2 * lr * g
     olab.run_race(loop, rules, "beale", ["sgd", "momentum", "nesterov"], steps=5, momentum=0.5)
