@@ -785,7 +785,7 @@ def _():
     far past the line: the theory below multiplies the factors out, and the run with $B = n$ (the
     full batch) matches it, except on the slow 400-step ramp, where rounding errors of about
     $10^{-16}$ seed that direction and it blows up sooner. Mini-batch noise keeps every direction's
-    error alive, so with batches of 32 or more the blow-up comes soon after the line; with a batch
+    error alive, so with batches of 32 or 128 the blow-up comes soon after the line; with a batch
     of one it can come before it, since one example's curvature can far exceed the average. The
     loss can even keep falling past the line for a few steps (with the full batch its lowest point
     lies there): the bottom of the curve is a rate that worked briefly, not a stable one, which is
