@@ -180,11 +180,18 @@ def _():
     learning rates start at values that suit each surface; move them (they and the start's two
     sliders are folded under the race's controls, with each rule's own settings), drag the start
     point, switch on a schedule. AdamW joins the race when you pick it and give it a decay
-    $\lambda > 0$: with $\lambda = 0$ it is Adam. What to look for: SGD zig-zags across the
+    $\lambda > 0$: with $\lambda = 0$ it is Adam.
+
+    The race opens on **Rosenbrock's** curved valley, 200 steps from $(-1.2, 1)$, and tells one
+    story: in a long, narrow, bending valley, velocity pays. Each gradient points mostly across
+    the valley, so a plain step makes little progress along its floor; momentum adds up the small
+    along-floor parts of many steps. In the table below momentum and Nesterov end nearest the
+    minimum ($f \approx 0.035$ and $0.053$), Adam reaches about 1, RMSprop about 2, and plain SGD
+    stays above 3. The other surfaces tell other stories: SGD zig-zags across the
     **ill-conditioned** quadratic (one direction 100× steeper than the other; at η = 0.02 the
-    zig-zag never dies down, above it explodes) while momentum and Adam cut through; in
-    **Rosenbrock's** curved valley everything is slow and momentum pays off; at the **saddle**
-    the gradient is almost zero and plain SGD waits; **Beale** has flat plateaus and steep walls.
+    zig-zag never dies down, above it explodes) while momentum and Adam cut through; at the
+    **saddle** the gradient is almost zero and plain SGD waits; **Beale** has flat plateaus and
+    steep walls.
 
     The race itself is the loop below: the rules of section 1 in a dict, one gradient for each,
     one step each, and a record of where each went. It is the loop of every training run, with a

@@ -161,6 +161,23 @@ def test_04_editing_adam_moves_the_bias_correction_chart_and_the_race():
     np.testing.assert_array_equal(after["trajectories"]["sgd"].path, before["trajectories"]["sgd"].path)
 
 
+def test_04_the_default_race_tells_the_story_the_page_tells():
+    """Issue 25: the race opens on Rosenbrock's valley, 200 steps from (-1.2, 1), and its table
+    ranks momentum and Nesterov first (f about 0.035 and 0.053), then Adam (about 1), RMSprop
+    (about 2) and SGD (above 3)."""
+    text, defs = notebook_text("04_optimizers")
+    runs = defs["trajectories"]
+    assert defs["surface"].value == "rosenbrock" and defs["n_steps"].value == 200 and "adamw" not in runs
+    assert all(len(t.path) == 201 and not t.diverged for t in runs.values())
+    np.testing.assert_array_equal(runs["sgd"].path[0], [-1.2, 1.0])
+    final = {n: t.final_loss for n, t in runs.items()}
+    assert sorted(final, key=final.get) == ["momentum", "nesterov", "adam", "rmsprop", "sgd"]
+    assert f"{final['momentum']:.2g}" == "0.035" and f"{final['nesterov']:.2g}" == "0.053"
+    assert round(final["adam"]) == 1 and round(final["rmsprop"]) == 2 and final["sgd"] > 3
+    for n in final:  # the table's rows
+        assert f"{optim_lab.LABELS[n]} {runs[n].lrs[0]:.3g} {final[n]:.3g}" in text
+
+
 def test_04_averaged_momentum_falls_behind_as_the_page_says():
     """The page's other suggested edit: momentum's buffer as an average of the gradients."""
     averaged = edited(
