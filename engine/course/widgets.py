@@ -110,13 +110,12 @@ def _background(draw, points, x_bounds, y_bounds, figsize):
 
 
 class PuckBackground(NamedTuple):
-    """A pucks' chart drawn once (:func:`puck_background`): its pixels and the box they map through."""
+    """A pucks' chart drawn once (:func:`puck_background`): its PNG and the box it maps through."""
 
-    image: np.ndarray  # uint8 RGBA [H, W, 4], the figure as Matplotlib rendered it
+    png: bytes  # the figure as Matplotlib saves it to PNG (what ChartPuck shows)
     x_bounds: tuple[float, float]
     y_bounds: tuple[float, float]
     figsize: tuple[float, float]
-    png: bytes = b""  # the same figure as Matplotlib saves it to PNG (what ChartPuck shows)
 
 
 def puck_background(draw, *, x_bounds, y_bounds, figsize=(5.0, 3.6)) -> PuckBackground:
@@ -127,18 +126,13 @@ def puck_background(draw, *, x_bounds, y_bounds, figsize=(5.0, 3.6)) -> PuckBack
     (a slider that places them) does not draw the chart again: the widget is then built over a
     figure whose canvas prints this chart's PNG, in the same box (a few ms instead of 35 to 50)."""
     import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     (x0, x1), (y0, y1) = map(float, x_bounds), map(float, y_bounds)
     fig = _background(lambda ax, _points: draw(ax), np.empty((0, 2)), (x0, x1), (y0, y1), tuple(map(float, figsize)))
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    image = np.asarray(canvas.buffer_rgba()).copy()
-    image.flags.writeable = False
     png = io.BytesIO()
     with matplotlib.rc_context({"savefig.bbox": "standard"}):
         fig.savefig(png, format="png", dpi=fig.dpi)  # as ChartPuck saves its figure
-    return PuckBackground(image, (x0, x1), (y0, y1), tuple(map(float, figsize)), png.getvalue())
+    return PuckBackground(png.getvalue(), (x0, x1), (y0, y1), tuple(map(float, figsize)))
 
 
 _IMAGE_FIGURES: dict = {}  # id(background) -> (background, its figure): a few, oldest dropped first
