@@ -208,3 +208,27 @@ def test_altair_builds_string_encodings_from_one_schema_table_and_the_same_spec(
         for _ in range(2):
             alt.Chart(plot.data(x=[0.0])).mark_point().encode(x="x:Q", y="x:Q", color="x:N", size="x:Q", shape="x:N")
     assert len(hashed) < 100, len(hashed)  # Altair alone: about 570 per channel (2,840 for these five)
+
+
+def test_build_fast_keeps_altair_s_own_from_dict_when_its_private_class_changes():
+    """The schema table is built from a private class of Altair's; if a release changes it so that
+    the shortcut fails, charts still build through Altair's own from_dict."""
+    from unittest import mock
+
+    import altair as alt
+    from altair.utils import schemapi
+
+    from engine.course import plot
+
+    plot.build_fast()
+    original = schemapi.SchemaBase.__dict__["from_dict"]._original
+
+    class Changed:  # a _FromDict whose constructor takes other arguments
+        def __init__(self):
+            pass
+
+    with mock.patch.object(schemapi.SchemaBase, "from_dict", original):
+        with mock.patch.object(schemapi, "_FromDict", Changed):
+            plot.build_fast.__wrapped__()
+        assert schemapi.SchemaBase.__dict__["from_dict"] is original  # the shortcut was taken back
+        assert alt.Chart(plot.data(x=[0.0])).mark_point().encode(x="x:Q").to_dict()["encoding"]["x"]["field"] == "x"
