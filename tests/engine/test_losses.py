@@ -100,10 +100,15 @@ def _engine_loss(name, kwargs, reduction):
 
 
 def _torch_loss(name, kwargs, reduction):
+    """The torch call of a case; it reaches torch only when called (collection runs without torch)."""
     if name == "pseudo_huber_loss":
         return lambda x, t: torch_pseudo_huber(x, t, reduction, **kwargs)
-    as_torch = {k: T(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
-    return lambda x, t: getattr(TF(), name)(x, t, reduction=reduction, **as_torch)
+
+    def loss(x, t):
+        as_torch = {k: T(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        return getattr(TF(), name)(x, t, reduction=reduction, **as_torch)
+
+    return loss
 
 
 CASES = [
