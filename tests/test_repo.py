@@ -218,3 +218,22 @@ def test_readme_links_every_page_of_the_course():
     linked = set(re.findall(r"\]\(((?:notebooks|cheatsheets)/[^)]+\.py)\)", readme))
     listed = {entry.path for entry in toc.entries()}
     assert linked == listed, f"missing from README: {listed - linked}; unknown: {linked - listed}"
+
+
+# ----------------------------------------------------------------------------- public names
+def test_every_module_names_each_public_name_once_and_defines_it():
+    """``__all__`` of every module of the library and the course layer: no name twice (07's lab
+    listed one twice), none it does not define (a `from module import *` would fail on it)."""
+    import importlib
+    import pkgutil
+    from collections import Counter
+
+    import engine
+
+    found = []
+    for info in pkgutil.walk_packages(engine.__path__, "engine."):
+        module = importlib.import_module(info.name)
+        names = getattr(module, "__all__", ())
+        found += [f"{info.name}: {n} listed twice" for n, k in Counter(names).items() if k > 1]
+        found += [f"{info.name}: {n} not defined" for n in names if not hasattr(module, n)]
+    assert not found, found

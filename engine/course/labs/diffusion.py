@@ -52,7 +52,6 @@ __all__ = [
     "epsilon_curves",
     "packed_chart",
     "point_chart",
-    "point_chart",
     "exact_reverse_1d",
     "linear_scale",
     "mixture_1d",
