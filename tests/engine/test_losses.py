@@ -321,34 +321,24 @@ def test_binary_cross_entropy_refuses_mixed_dtypes_as_torch(torch):
 
 
 # ---------------------------------------------------------------- errors
-@pytest.mark.parametrize(
-    "name",
-    [
-        "mse_loss",
-        "l1_loss",
-        "huber_loss",
-        "pseudo_huber_loss",
-        "binary_cross_entropy",
-        "binary_cross_entropy_with_logits",
-        "kl_div",
-    ],
-)
+# The losses of an input and a target of one shape, compared element by element.
+ELEMENTWISE_LOSSES = [
+    "mse_loss",
+    "l1_loss",
+    "huber_loss",
+    "pseudo_huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+]
+
+
+@pytest.mark.parametrize("name", [*ELEMENTWISE_LOSSES, "kl_div"])
 def test_shape_mismatch_names_the_loss_and_both_shapes(name):
     with pytest.raises(ValueError, match=rf"{name}: input shape \(4, 1\) and target shape \(4,\) differ"):
         getattr(F, name)(Tensor(np.full((4, 1), 0.5)), Tensor(np.full(4, 0.5)))
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "mse_loss",
-        "l1_loss",
-        "huber_loss",
-        "pseudo_huber_loss",
-        "binary_cross_entropy",
-        "binary_cross_entropy_with_logits",
-    ],
-)
+@pytest.mark.parametrize("name", ELEMENTWISE_LOSSES)
 def test_unknown_reduction_is_named(name):
     with pytest.raises(ValueError, match=rf"{name}: reduction must be one of .* got 'avg'"):
         getattr(F, name)(Tensor(np.full(3, 0.5)), Tensor(np.full(3, 0.5)), reduction="avg")
