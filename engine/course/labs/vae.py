@@ -400,28 +400,22 @@ def train_vae_2d(
     lesson's loop on 2-D points (the last ``n_eval`` rows held out), with the held-out budget
     measured at the end. ``labels`` (one per row, optional) are kept for the held-out rows, to
     colour them. Seeded on a forked stream (the global one is left as it was)."""
-    op = "train_vae_2d"
-    train, held = _rows(op, X, n_eval)
-    model, stopped = _train(
-        lesson,
-        op,
-        train.shape[1],
-        train,
-        hidden=hidden,
-        latent_dim=latent_dim,
-        obs_var=obs_var,
-        steps=steps,
-        lr=lr,
-        batch_size=128,
-        seed=seed,
-        on_step=on_step,
-        beta=float(beta),
-    )
+    settings = dict(hidden=hidden, latent_dim=latent_dim, obs_var=obs_var, steps=steps, lr=lr, on_step=on_step)
+    run = _train_2d(lesson, "train_vae_2d", X, n_eval, seed, settings, measured_beta=beta, beta=float(beta))
+    if labels is not None and not run.stopped:
+        run.labels = np.asarray(labels)[-len(run.held_out) :]
+    return run
+
+
+def _train_2d(lesson, op, X, n_eval, seed, settings, *, measured_beta, spare=1, **loss_settings) -> VAERun:
+    """The lesson's VAE trained on X's rows but the last ``n_eval`` (``settings``: :func:`_train`'s,
+    ``loss_settings``: the lesson loop's loss terms) and measured on those at ``measured_beta``; a
+    run with only ``model`` and ``stopped`` when training stopped."""
+    train, held = _rows(op, X, n_eval, spare)
+    model, stopped = _train(lesson, op, train.shape[1], train, batch_size=128, seed=seed, **settings, **loss_settings)
     if stopped:
         return VAERun(model=model, stopped=stopped)
-    run = _held_out_run(lesson, model, held, beta, seed)
-    run.labels = None if labels is None else np.asarray(labels)[-len(held) :]
-    return run
+    return _held_out_run(lesson, model, held, measured_beta, seed)
 
 
 def _held_out_run(lesson, model, held, beta, seed) -> VAERun:
@@ -877,28 +871,13 @@ def train_vae_remedy(
     op = "train_vae_remedy"
     if remedy not in COLLAPSE_REMEDIES:
         raise ValueError(f"{op}: remedy must be one of {COLLAPSE_REMEDIES}, got {remedy!r}")
-    train, held = _rows(op, X, n_eval, spare=128)
-    model, stopped = _train(
-        lesson,
-        op,
-        train.shape[1],
-        train,
-        hidden=hidden,
-        latent_dim=latent_dim,
-        obs_var=obs_var,
-        steps=steps,
-        lr=lr,
-        batch_size=128,
-        seed=seed,
-        on_step=on_step,
-        beta=float(beta),
-        free_bits=float(free_bits) if remedy == "free bits" else 0.0,
-        anneal=remedy == "KL annealing",
+    settings = dict(hidden=hidden, latent_dim=latent_dim, obs_var=obs_var, steps=steps, lr=lr, on_step=on_step)
+    remedy_terms = dict(free_bits=float(free_bits) if remedy == "free bits" else 0.0, anneal=remedy == "KL annealing")
+    run = _train_2d(
+        lesson, op, X, n_eval, seed, settings, measured_beta=1.0, spare=128, beta=float(beta), **remedy_terms
     )
-    if stopped:
-        return VAERun(model=model, stopped=stopped)
-    run = _held_out_run(lesson, model, held, 1.0, seed)
-    run.beta = float(beta)
+    if not run.stopped:
+        run.beta = float(beta)
     return run
 
 
