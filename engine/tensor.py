@@ -76,6 +76,25 @@ def _new_version() -> list:
     return [0, False, 0]
 
 
+def _arithmetic(function, op: str, reverse: bool = False):
+    """The operator method ``self <op> other`` (``other <op> self`` when ``reverse``) of Tensor:
+    ``self._binary(function, other, op, reverse)``."""
+
+    def operator(self, other):
+        return self._binary(function, other, op, reverse)
+
+    return operator
+
+
+def _comparison(fn):
+    """The comparison method of Tensor that gives ``fn(self, other)``: a bool tensor, no gradient."""
+
+    def compare(self, other):
+        return self._compare(other, fn)
+
+    return compare
+
+
 class Tensor:
     """An n-dimensional array that can record the operations applied to it, for ``backward()``.
 
@@ -429,29 +448,15 @@ class Tensor:
             _check_broadcast(ad.shape, bd.shape, op)
         return fn.apply(a, b)
 
-    def __add__(self, other):
-        return self._binary(ew.Add, other, "add")
-
-    def __radd__(self, other):
-        return self._binary(ew.Add, other, "add", reverse=True)
-
-    def __sub__(self, other):
-        return self._binary(ew.Sub, other, "sub")
-
-    def __rsub__(self, other):
-        return self._binary(ew.Sub, other, "sub", reverse=True)
-
-    def __mul__(self, other):
-        return self._binary(ew.Mul, other, "mul")
-
-    def __rmul__(self, other):
-        return self._binary(ew.Mul, other, "mul", reverse=True)
-
-    def __truediv__(self, other):
-        return self._binary(ew.Div, other, "div")
-
-    def __rtruediv__(self, other):
-        return self._binary(ew.Div, other, "div", reverse=True)
+    # t + u, 2 - t, ...: (the op's Function, its name in error messages, reflected?)
+    __add__ = _arithmetic(ew.Add, "add")
+    __radd__ = _arithmetic(ew.Add, "add", reverse=True)
+    __sub__ = _arithmetic(ew.Sub, "sub")
+    __rsub__ = _arithmetic(ew.Sub, "sub", reverse=True)
+    __mul__ = _arithmetic(ew.Mul, "mul")
+    __rmul__ = _arithmetic(ew.Mul, "mul", reverse=True)
+    __truediv__ = _arithmetic(ew.Div, "div")
+    __rtruediv__ = _arithmetic(ew.Div, "div", reverse=True)
 
     def __pow__(self, exponent):
         if isinstance(exponent, np.generic) and exponent.dtype.kind in "iuf":
@@ -509,23 +514,12 @@ class Tensor:
         _check_broadcast(self.shape, np.shape(other), fn.__name__)
         return Tensor._wrap(fn(self.data, other))
 
-    def __lt__(self, other):
-        return self._compare(other, np.less)
-
-    def __le__(self, other):
-        return self._compare(other, np.less_equal)
-
-    def __gt__(self, other):
-        return self._compare(other, np.greater)
-
-    def __ge__(self, other):
-        return self._compare(other, np.greater_equal)
-
-    def __eq__(self, other):
-        return self._compare(other, np.equal)
-
-    def __ne__(self, other):
-        return self._compare(other, np.not_equal)
+    __lt__ = _comparison(np.less)
+    __le__ = _comparison(np.less_equal)
+    __gt__ = _comparison(np.greater)
+    __ge__ = _comparison(np.greater_equal)
+    __eq__ = _comparison(np.equal)
+    __ne__ = _comparison(np.not_equal)
 
     def __invert__(self):
         """``~t``: logical not of a bool tensor, bitwise not of an integer one (as PyTorch)."""
@@ -760,28 +754,13 @@ class Tensor:
 
     def logsumexp(self, dim, keepdim: bool = False):
         """log Σ exp along ``dim``; over an empty dim it is log 0 = −inf, as PyTorch."""
-        x = _floating(self)
-        if x.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
-            rd.normalize_dims(dim, 0, "logsumexp")
-            return x.reshape(1).logsumexp(0).reshape(())
-        (axis,) = rd.normalize_dims(dim, x.ndim, "logsumexp")
-        return rd.LogSumExp.apply(x, dim=axis, keepdim=keepdim)
+        return _along_one_dim(rd.LogSumExp, _floating(self), dim, "logsumexp", keepdim=keepdim)
 
     def softmax(self, dim):
-        x = _floating(self)
-        if x.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
-            rd.normalize_dims(dim, 0, "softmax")
-            return x.reshape(1).softmax(0).reshape(())
-        (axis,) = rd.normalize_dims(dim, x.ndim, "softmax")
-        return rd.Softmax.apply(x, dim=axis)
+        return _along_one_dim(rd.Softmax, _floating(self), dim, "softmax")
 
     def log_softmax(self, dim):
-        x = _floating(self)
-        if x.ndim == 0:  # as PyTorch: a 0-d tensor is a one-element axis
-            rd.normalize_dims(dim, 0, "log_softmax")
-            return x.reshape(1).log_softmax(0).reshape(())
-        (axis,) = rd.normalize_dims(dim, x.ndim, "log_softmax")
-        return rd.LogSoftmax.apply(x, dim=axis)
+        return _along_one_dim(rd.LogSoftmax, _floating(self), dim, "log_softmax")
 
     # ------------------------------------------------------------ movement
 
@@ -1271,6 +1250,16 @@ def _floating(x: Tensor) -> Tensor:
     if x.data.dtype.kind in "fc":
         return x
     return Tensor._wrap(x.data.astype(_DEFAULT_FLOAT))
+
+
+def _along_one_dim(function, x: Tensor, dim, op: str, **options) -> Tensor:
+    """``function.apply(x, dim=axis, ...)`` along the one dim ``dim`` (logsumexp, softmax,
+    log_softmax); a 0-d tensor counts as a one-element axis, as PyTorch."""
+    if x.ndim == 0:
+        rd.normalize_dims(dim, 0, op)
+        return _along_one_dim(function, x.reshape(1), 0, op, **options).reshape(())
+    (axis,) = rd.normalize_dims(dim, x.ndim, op)
+    return function.apply(x, dim=axis, **options)
 
 
 def _no_bool(x: Tensor, op: str, hint: str = "convert it first, e.g. t.float() or t.long()") -> None:
