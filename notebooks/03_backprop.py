@@ -1443,120 +1443,89 @@ def _(
 
 @app.cell
 def _():
-    exercise_neuron = exercises.NumberExercise(
-        question=r"**1.** For $f = \sigma(y\,x + z)$ at $x = 2$, $y = -1$, $z = 0.5$, use the local rules to find "
-        r"$\partial f/\partial y$. (Three decimals; $\sigma(-1.5) \approx 0.1824$.)",
-        truth=graphs.input_gradients(graphs.expression_graph("neuron", 2.0, -1.0, 0.5))["y"],
-        hint="σ′(a) = σ(a)(1 − σ(a)), then the mul node sends g·x to y.",
-        abs_tol=2e-3,
-    )
-    answer_neuron = ui.answer_box(exercise_neuron, placeholder="e.g. 0.25", label="∂f/∂y =")
-    exercise_dw = exercises.NumberExercise(
-        question="**2.** `nn.Linear(10, 5)` maps a batch of 32 examples with 10 features to 5 outputs. How many "
-        "rows does its weight gradient dW = dZᵀX have?",
-        truth=graphs.dense_layer_gradients(linear_backward, 32, 10, 5).shapes["dW"][0],
-        hint="dW has W's shape, and PyTorch stores W as (out, in).",
-    )
-    answer_dw = ui.answer_box(exercise_dw, placeholder="e.g. 32", label="rows of dW =")
     _rule = lab.step_rule_view(central_difference, step_rule, 0.7)[2]["float64"]
-    _decades = max(1.0, np.ceil(10 * _rule.decades_from_best) / 10)  # the flat bottom: the lowest dot counts too
-    exercise_h = exercises.NumberExercise(
-        question="**3.** In float64 at x = 0.7, around which step h is the central difference most accurate? "
-        f"Answer with the exponent, log₁₀ h (within {_decades:.1f} decades counts: the V's bottom is flat).",
-        truth=float(np.log10(_rule.h)),
-        hint="Balance h²|f‴|/6 against ε|f|/h with ε ≈ 2.2·10⁻¹⁶; at x = 0.7, |f| and |f‴| are both about 0.85.",
-        explanation=f"The rule gives h* = {_rule.h:.1e}; the lowest measured dot is at h ≈ {_rule.best_h:.0e}, "
-        f"{_rule.decades_from_best:.1f} decades away, where rounding happened to be kind.",
-        abs_tol=_decades,
-    )
-    answer_h = ui.answer_box(exercise_h, placeholder="e.g. -3", label="log₁₀ h =")
+    _decades = max(1.0, np.ceil(10 * _rule.decades_from_best) / 10)
     _reuse = graphs.expression_graph("reuse", 1.0, 1.0, 0.0)
-    exercise_uses = exercises.NumberExercise(
-        question=r"**4.** In $f = x\,e^{x} + x\,y$, how many contributions are added up to make "
-        r"$\partial f/\partial x$ during the backward pass?",
-        truth=_reuse.uses(next(n.id for n in _reuse.nodes if n.label == "x")),
-        hint="Count every place an op reads x: each one sends x a share (step through 'x used three times').",
-        explanation="Two mul nodes and the exp node each read x.",
-    )
-    answer_uses = ui.answer_box(exercise_uses, placeholder="e.g. 2", label="contributions =")
-    exercise_modes = exercises.NumberExercise(
-        question=r"**5.** For $f(x) = v\cdot\tanh(Wx)$ with $n = 500$ inputs and 64 hidden units, how many "
-        "forward passes' worth of multiply-adds does **forward mode** spend on the full gradient? "
-        "(Within 5 %.)",
-        truth=mode_costs(500)[1] / mode_costs(500)[0],
-        hint="One JVP pass per input, each computing the values and their tangents (about two forwards).",
-        rel_tol=0.05,
-        explanation="Reverse mode: about 2, whatever n is.",
-    )
-    answer_modes = ui.answer_box(exercise_modes, placeholder="e.g. 500", label="forward passes =")
     _one, _two = (
         lab.saved_for_backward(saved_floats, mlp(2, 2, 64, d, "tanh", seed=0), 100, depth=d, width=64) for d in (1, 2)
     )
-    exercise_saved = exercises.NumberExercise(
-        question="**6.** The MLP of *What backward keeps* gets one more hidden layer of width 64. With a batch of "
-        "100 examples, how many more floats does its forward pass keep for the backward pass?",
-        truth=_two.activation_floats - _one.activation_floats,
-        hint="The new linear layer reads its input, a batch of width-64 activations; tanh's output is then "
-        "what the next layer reads (counted once).",
-        explanation="B × width: one activation matrix per layer.",
-    )
-    answer_saved = ui.answer_box(exercise_saved, placeholder="e.g. 100", label="more floats =")
     _held = lab.checkpointing_view(chain, checkpointed_backward, saved_floats, 16, 2)
-    exercise_held = exercises.NumberExercise(
-        question="**7.** In *Memory against recompute*, a chain of 16 layers is checkpointed with segments of 2 "
-        "layers. How many activations (arrays of 16 × 32) does it hold at most during the backward pass?",
-        truth=_held.checkpointed_floats / _held.activation,
-        hint="While the top segment runs: the checkpoints below it, plus that segment's input and its outputs.",
-        explanation="⌈n/k⌉ + k = 8 + 2; plain backprop holds n + 1 = 17.",
-    )
-    answer_held = ui.answer_box(exercise_held, placeholder="e.g. 17", label="activations =")
-    return (
-        answer_dw,
-        answer_h,
-        answer_held,
-        answer_modes,
-        answer_neuron,
-        answer_saved,
-        answer_uses,
-        exercise_dw,
-        exercise_h,
-        exercise_held,
-        exercise_modes,
-        exercise_neuron,
-        exercise_saved,
-        exercise_uses,
-    )
+    exercises_check = {
+        "neuron": exercises.NumberExercise(
+            question=r"**1.** For $f = \sigma(y\,x + z)$ at $x = 2$, $y = -1$, $z = 0.5$, use the local rules to find "
+            r"$\partial f/\partial y$. (Three decimals; $\sigma(-1.5) \approx 0.1824$.)",
+            truth=graphs.input_gradients(graphs.expression_graph("neuron", 2.0, -1.0, 0.5))["y"],
+            hint="σ′(a) = σ(a)(1 − σ(a)), then the mul node sends g·x to y.",
+            abs_tol=2e-3,
+            placeholder="e.g. 0.25",
+            label="∂f/∂y =",
+        ),
+        "dw": exercises.NumberExercise(
+            question="**2.** `nn.Linear(10, 5)` maps a batch of 32 examples with 10 features to 5 outputs. How many "
+            "rows does its weight gradient dW = dZᵀX have?",
+            truth=graphs.dense_layer_gradients(linear_backward, 32, 10, 5).shapes["dW"][0],
+            hint="dW has W's shape, and PyTorch stores W as (out, in).",
+            placeholder="e.g. 32",
+            label="rows of dW =",
+        ),
+        "h": exercises.NumberExercise(
+            question="**3.** In float64 at x = 0.7, around which step h is the central difference most accurate? "
+            f"Answer with the exponent, log₁₀ h (within {_decades:.1f} decades counts: the V's bottom is flat).",
+            truth=float(np.log10(_rule.h)),
+            hint="Balance h²|f‴|/6 against ε|f|/h with ε ≈ 2.2·10⁻¹⁶; at x = 0.7, |f| and |f‴| are both about 0.85.",
+            explanation=f"The rule gives h* = {_rule.h:.1e}; the lowest measured dot is at h ≈ {_rule.best_h:.0e}, "
+            f"{_rule.decades_from_best:.1f} decades away, where rounding happened to be kind.",
+            abs_tol=_decades,
+            placeholder="e.g. -3",
+            label="log₁₀ h =",
+        ),
+        "uses": exercises.NumberExercise(
+            question=r"**4.** In $f = x\,e^{x} + x\,y$, how many contributions are added up to make "
+            r"$\partial f/\partial x$ during the backward pass?",
+            truth=_reuse.uses(next(n.id for n in _reuse.nodes if n.label == "x")),
+            hint="Count every place an op reads x: each one sends x a share (step through 'x used three times').",
+            explanation="Two mul nodes and the exp node each read x.",
+            placeholder="e.g. 2",
+            label="contributions =",
+        ),
+        "modes": exercises.NumberExercise(
+            question=r"**5.** For $f(x) = v\cdot\tanh(Wx)$ with $n = 500$ inputs and 64 hidden units, how many "
+            "forward passes' worth of multiply-adds does **forward mode** spend on the full gradient? "
+            "(Within 5 %.)",
+            truth=mode_costs(500)[1] / mode_costs(500)[0],
+            hint="One JVP pass per input, each computing the values and their tangents (about two forwards).",
+            rel_tol=0.05,
+            explanation="Reverse mode: about 2, whatever n is.",
+            placeholder="e.g. 500",
+            label="forward passes =",
+        ),
+        "saved": exercises.NumberExercise(
+            question="**6.** The MLP of *What backward keeps* gets one more hidden layer of width 64. With a batch of "
+            "100 examples, how many more floats does its forward pass keep for the backward pass?",
+            truth=_two.activation_floats - _one.activation_floats,
+            hint="The new linear layer reads its input, a batch of width-64 activations; tanh's output is then "
+            "what the next layer reads (counted once).",
+            explanation="B × width: one activation matrix per layer.",
+            placeholder="e.g. 100",
+            label="more floats =",
+        ),
+        "held": exercises.NumberExercise(
+            question="**7.** In *Memory against recompute*, a chain of 16 layers is checkpointed with segments of 2 "
+            "layers. How many activations (arrays of 16 × 32) does it hold at most during the backward pass?",
+            truth=_held.checkpointed_floats / _held.activation,
+            hint="While the top segment runs: the checkpoints below it, plus that segment's input and its outputs.",
+            explanation="⌈n/k⌉ + k = 8 + 2; plain backprop holds n + 1 = 17.",
+            placeholder="e.g. 17",
+            label="activations =",
+        ),
+    }
+    answers_check = ui.answer_boxes(exercises_check)
+    return answers_check, exercises_check
 
 
 @app.cell
-def _(
-    answer_dw,
-    answer_h,
-    answer_held,
-    answer_modes,
-    answer_neuron,
-    answer_saved,
-    answer_uses,
-    exercise_dw,
-    exercise_h,
-    exercise_held,
-    exercise_modes,
-    exercise_neuron,
-    exercise_saved,
-    exercise_uses,
-):
-    mo.vstack(
-        [
-            mo.md("## 5. Check yourself"),
-            ui.exercise(exercise_neuron, answer_neuron),
-            ui.exercise(exercise_dw, answer_dw),
-            ui.exercise(exercise_h, answer_h),
-            ui.exercise(exercise_uses, answer_uses),
-            ui.exercise(exercise_modes, answer_modes),
-            ui.exercise(exercise_saved, answer_saved),
-            ui.exercise(exercise_held, answer_held),
-        ]
-    )
+def _(answers_check, exercises_check):
+    ui.exercise_list("## 5. Check yourself", exercises_check, answers_check)
     return
 
 

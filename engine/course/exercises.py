@@ -91,6 +91,8 @@ class NumberExercise(Exercise):
     abs_tol: float = 0.0
     unit: str = ""
     explanation: str = ""
+    placeholder: str = "your answer"  # what the empty answer box shows
+    label: str = ""  # the answer box's label
 
     def check(self, answer) -> tuple[bool | None, str]:
         ok, message = check_number(
@@ -111,6 +113,7 @@ class ChoiceExercise(Exercise):
     truth: object
     hint: str
     explanation: str = ""
+    label: str = ""  # the radio's label
 
     def __post_init__(self):
         if self.truth not in self.options.values():

@@ -34,21 +34,47 @@ def throttled(bar, total: int):
     return tick
 
 
-def answer_box(exercise, placeholder: str = "your answer", label: str = ""):
+def answer_box(exercise, placeholder: str | None = None, label: str | None = None):
     """The input a learner answers ``exercise`` in: a radio for a :class:`ChoiceExercise`, a text
-    box otherwise. Create it in the cell that builds the exercise (docs/notebook-convention.md)."""
+    box otherwise, with the exercise's own placeholder and label unless given here. Create it in
+    the cell that builds the exercise (docs/notebook-convention.md)."""
     import marimo as mo
 
+    label = getattr(exercise, "label", "") if label is None else label
     if hasattr(exercise, "options"):
         return mo.ui.radio(options=exercise.options, value=None, label=label)
+    placeholder = getattr(exercise, "placeholder", "your answer") if placeholder is None else placeholder
     return mo.ui.text(placeholder=placeholder, label=label)
+
+
+def answer_boxes(exercises: dict):
+    """One answer box per exercise of ``exercises`` (name -> exercise), as one
+    ``mo.ui.dictionary`` under the same names: a section's exercises travel to the cell that
+    grades them as two names, the exercises and their boxes (see :func:`exercise_list`)."""
+    import marimo as mo
+
+    return mo.ui.dictionary({name: answer_box(e) for name, e in exercises.items()})
 
 
 def exercise(exercise, box):
     """The question, the answer box and the verdict on what the learner entered."""
+    return _graded(exercise, box, box.value)
+
+
+def exercise_list(title: str, exercises: dict, boxes):
+    """``title`` (markdown), then each exercise of ``exercises`` with its box from ``boxes`` (the
+    dictionary :func:`answer_boxes` made) and its verdict, in order."""
     import marimo as mo
 
-    return mo.vstack([mo.md(exercise.question), box, verdict(exercise.check(box.value))])
+    answers = boxes.value  # the dictionary's value, read once: the tests drive it as a whole
+    shown = [_graded(e, boxes.elements[name], answers[name]) for name, e in exercises.items()]
+    return mo.vstack([mo.md(title), *shown])
+
+
+def _graded(exercise, box, answer):
+    import marimo as mo
+
+    return mo.vstack([mo.md(exercise.question), box, verdict(exercise.check(answer))])
 
 
 def problem(error: Exception, what: str = "This setting"):

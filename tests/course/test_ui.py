@@ -232,3 +232,31 @@ def test_build_fast_keeps_altair_s_own_from_dict_when_its_private_class_changes(
             plot.build_fast.__wrapped__()
         assert schemapi.SchemaBase.__dict__["from_dict"] is original  # the shortcut was taken back
         assert alt.Chart(plot.data(x=[0.0])).mark_point().encode(x="x:Q").to_dict()["encoding"]["x"]["field"] == "x"
+
+
+def test_answer_boxes_and_exercise_list_grade_each_exercise_of_a_section_in_order():
+    from engine.course import exercises, ui
+
+    section = {
+        "count": exercises.NumberExercise(question="**1.** Placements?", truth=12, hint="count them", label="n ="),
+        "fate": exercises.ChoiceExercise(
+            question="**2.** The gradient…",
+            options={"vanishes": "vanish", "explodes": "explode"},
+            truth="vanish",
+            hint="σ′ ≤ ¼",
+        ),
+    }
+    boxes = ui.answer_boxes(section)
+    assert type(boxes).__name__ == "dictionary" and list(boxes.elements) == ["count", "fate"]
+    assert type(boxes["count"]).__name__ == "text" and type(boxes["fate"]).__name__ == "radio"
+    assert "your answer" in boxes["count"].text and "n =" in boxes["count"].text  # the exercise's own
+    shown = ui.exercise_list("## Check yourself", section, boxes).text
+    assert shown.index("Check yourself") < shown.index("Placements") < shown.index("The gradient")
+    assert shown.count(VERDICT_KINDS[None]) == 2  # no answer yet, each
+
+    class Answered:  # the dictionary as a test drives it: its value set, its elements shown
+        value = {"count": "12", "fate": "explode"}
+        elements = boxes.elements
+
+    graded = ui.exercise_list("## Check yourself", section, Answered()).text
+    assert "Right: 12." in graded and "Not this one. Hint: σ′ ≤ ¼" in graded

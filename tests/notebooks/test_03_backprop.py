@@ -302,7 +302,7 @@ def test_03_the_step_rule_finds_the_bottom_of_the_v():
             )
             assert rule.decades_from_best <= 1.2 and 0.1 < rule.error_at_h / rule.best_error < 5
         if x0 == 0.7:
-            default_text, default_rule, exercise = text, defs["fd_rule"]["float64"], defs["exercise_h"]
+            default_text, default_rule, exercise = text, defs["fd_rule"]["float64"], defs["exercises_check"]["h"]
     text, defs = notebook_text("03_backprop", gc_x0=0.0)  # f(0) = 0: no round-off to balance
     assert "no h* to find" in text and np.isnan(defs["fd_rule"]["float64"].h)
     # every point of the slider: "within about a decade", "typically within a factor of five"
@@ -328,33 +328,27 @@ def test_03_the_step_rule_finds_the_bottom_of_the_v():
 
 def test_03_exercises_are_graded_by_the_engine():
     s = 1 / (1 + math.exp(1.5))
-    text, defs = notebook_text(
-        "03_backprop",
-        answer_neuron=f"{s * (1 - s) * 2:.4f}",
-        answer_dw="5",
-        answer_h="-6",
-        answer_uses="3",
-        answer_modes=f"{NB.mode_costs(500)[1] / NB.mode_costs(500)[0]:.0f}",
-        answer_saved="6400",
-        answer_held="10",
-    )
-    assert defs["exercise_neuron"].truth == pytest.approx(s * (1 - s) * 2)
-    assert defs["exercise_dw"].truth == 5 and -8 <= defs["exercise_h"].truth <= -4
-    assert defs["exercise_uses"].truth == 3
-    assert 900 < defs["exercise_modes"].truth < 1100
-    assert defs["exercise_saved"].truth == 100 * 64
-    assert defs["exercise_held"].truth == math.ceil(16 / 2) + 2  # the formula the section draws
+    modes = f"{NB.mode_costs(500)[1] / NB.mode_costs(500)[0]:.0f}"
+    answers = {  # exercise: (a right answer, a wrong one)
+        "neuron": (f"{s * (1 - s) * 2:.4f}", "0.5"),
+        "dw": ("5", "10"),
+        "h": ("-6", "-12"),
+        "uses": ("3", "2"),
+        "modes": (modes, "2"),
+        "saved": ("6400", "64"),
+        "held": ("10", "17"),
+    }
+    right, wrong = ({k: pair[i] for k, pair in answers.items()} for i in (0, 1))
+    text, defs = notebook_text("03_backprop", answers_check=right)
+    truth = {k: e.truth for k, e in defs["exercises_check"].items()}
+    assert truth["neuron"] == pytest.approx(s * (1 - s) * 2)
+    assert truth["dw"] == 5 and -8 <= truth["h"] <= -4
+    assert truth["uses"] == 3
+    assert 900 < truth["modes"] < 1100
+    assert truth["saved"] == 100 * 64
+    assert truth["held"] == math.ceil(16 / 2) + 2  # the formula the section draws
     assert text.count("Right") == 7
-    text, _ = notebook_text(
-        "03_backprop",
-        answer_neuron="0.5",
-        answer_dw="10",
-        answer_h="-12",
-        answer_uses="2",
-        answer_modes="2",
-        answer_saved="64",
-        answer_held="17",
-    )
+    text, _ = notebook_text("03_backprop", answers_check=wrong)
     assert "Right" not in text and text.count("Not quite") == 7
 
 

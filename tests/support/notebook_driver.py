@@ -138,7 +138,8 @@ def run_app(app, **values):
     """Run ``app`` with the named controls set to ``values``; return ``(outputs, defs)``.
 
     A value is wrapped in :class:`Driven` around the control's default object; the value for a
-    lesson function or class (``run_app(app, loss=my_loss)``) replaces it as it is. Names defined in
+    lesson function or class (``run_app(app, loss=my_loss)``) replaces it as it is; a dict for a
+    ``mo.ui.dictionary`` sets the entries it names (``answers_check={"dw": "5"}``). Names defined in
     the same cell as a driven control keep their default objects. Fails (raises AssertionError)
     on warnings or stderr output; exceptions from cells propagate.
     """
@@ -151,6 +152,8 @@ def run_app(app, **values):
             # a lesson cell (@app.function / @app.class_definition) is swapped for the function or
             # class given, as a learner's edit replaces it; a control gets a Driven stand-in
             lesson = inspect.isfunction(base[name]) or inspect.isclass(base[name])
+            if type(base[name]).__name__ == "dictionary" and isinstance(v, dict):
+                v = {**base[name].value, **v}  # the entries not named keep their defaults
             defs[name] = v if isinstance(v, Driven) or lesson else Driven(base[name], v)
         for cell_defs in _defs_by_cell(app):
             if cell_defs & set(values):
