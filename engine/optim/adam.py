@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .. import autograd
-from .optimizer import Optimizer
+from .optimizer import Optimizer, hyperparameters
 
 
 class Adam(Optimizer):
@@ -45,15 +45,8 @@ class Adam(Optimizer):
         maximize: bool = False,
         foreach: bool | None = None,
     ):
-        defaults = dict(
-            lr=lr,
-            betas=tuple(betas),
-            eps=eps,
-            weight_decay=weight_decay,
-            amsgrad=amsgrad,
-            maximize=maximize,
-            foreach=foreach,
-        )
+        defaults = hyperparameters(locals())
+        defaults["betas"] = tuple(betas)
         super().__init__(params, defaults)
 
     def _check_hyperparameters(self, group: dict) -> None:
@@ -195,13 +188,4 @@ class AdamW(Adam):
         maximize: bool = False,
         foreach: bool | None = None,
     ):
-        super().__init__(
-            params,
-            lr=lr,
-            betas=betas,
-            eps=eps,
-            weight_decay=weight_decay,
-            amsgrad=amsgrad,
-            maximize=maximize,
-            foreach=foreach,
-        )
+        super().__init__(params, **hyperparameters(locals()))

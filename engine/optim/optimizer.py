@@ -3,9 +3,11 @@
 As ``torch.optim.Optimizer``: ``param_groups`` is a list of dicts, each with its ``"params"`` and
 its own hyper-parameters (``lr``, ``momentum``, ...) filled in from the optimizer's defaults;
 ``state[p]`` holds the running quantities of parameter ``p`` (moments, step count). Subclasses
-implement ``_update(group, p, grad, state)`` (Adam: ``_step_group``, a whole group at once), which
-changes ``p.data`` in place with NumPy only, so a step never builds a graph; ``step()`` then bumps each updated parameter's version counter, so
-a backward through a graph recorded before the step is an error rather than a wrong gradient.
+take their hyper-parameters with PyTorch's signature (``hyperparameters(locals())`` makes them
+the defaults) and implement ``_update(group, p, grad, state)`` (Adam: ``_step_group``, a whole
+group at once), which changes ``p.data`` in place with NumPy only, so a step never builds a graph;
+``step()`` then bumps each updated parameter's version counter, so a backward through a graph
+recorded before the step is an error rather than a wrong gradient.
 """
 
 from __future__ import annotations
@@ -14,6 +16,13 @@ import numpy as np
 
 from .. import autograd
 from ..tensor import Tensor
+
+
+def hyperparameters(arguments: dict) -> dict:
+    """A subclass constructor's hyper-parameters, the defaults of its groups, from the
+    ``locals()`` it passes before assigning any other name: every argument but ``self`` and
+    ``params`` (and the ``__class__`` cell that ``super()`` adds), in the signature's order."""
+    return {name: value for name, value in arguments.items() if name not in ("self", "params", "__class__")}
 
 
 class Optimizer:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, hyperparameters
 
 
 class RMSprop(Optimizer):
@@ -30,16 +30,7 @@ class RMSprop(Optimizer):
         *,
         maximize: bool = False,
     ):
-        defaults = dict(
-            lr=lr,
-            alpha=alpha,
-            eps=eps,
-            weight_decay=weight_decay,
-            momentum=momentum,
-            centered=centered,
-            maximize=maximize,
-        )
-        super().__init__(params, defaults)
+        super().__init__(params, hyperparameters(locals()))
 
     def _check_hyperparameters(self, group: dict) -> None:
         super()._check_hyperparameters(group)

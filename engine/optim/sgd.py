@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, hyperparameters
 
 
 class SGD(Optimizer):
@@ -28,15 +28,7 @@ class SGD(Optimizer):
         *,
         maximize: bool = False,
     ):
-        defaults = dict(
-            lr=lr,
-            momentum=momentum,
-            dampening=dampening,
-            weight_decay=weight_decay,
-            nesterov=nesterov,
-            maximize=maximize,
-        )
-        super().__init__(params, defaults)
+        super().__init__(params, hyperparameters(locals()))
 
     def _check_hyperparameters(self, group: dict) -> None:
         super()._check_hyperparameters(group)
