@@ -23,24 +23,26 @@ __all__ = ["Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d"]
 
 
 class _ConvNd(Module):
-    """Shared parts of Conv2d and ConvTranspose2d: settings, parameters, initialisation, repr."""
+    """Shared parts of Conv2d and ConvTranspose2d: settings, parameters, initialisation, repr.
 
-    _op = ""
+    The constructor is Conv2d's; ConvTranspose2d orders PyTorch's arguments its own way, passes
+    these on and adds output_padding.
+    """
+
+    transposed = False  # the weight's first two axes: [C_out, C_in/groups], or [C_in, C_out/groups]
 
     def __init__(
         self,
         in_channels,
         out_channels,
         kernel_size,
-        stride,
-        padding,
-        dilation,
-        groups,
-        bias,
-        padding_mode,
-        output_padding,
-        dtype,
-        transposed,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        padding_mode="zeros",
+        dtype=None,
     ):
         super().__init__()
         op = type(self).__name__
@@ -62,11 +64,10 @@ class _ConvNd(Module):
             self.padding = padding
         else:
             self.padding = int_pair(op, "padding", padding, 0)
-        self.output_padding = int_pair(op, "output_padding", output_padding, 0)
+        self.output_padding = (0, 0)
         self.padding_mode = padding_mode
-        self.transposed = transposed
         dtype = np.dtype(np.float32 if dtype is None else dtype)
-        if transposed:
+        if self.transposed:
             shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
         else:
             shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
@@ -99,37 +100,11 @@ class _ConvNd(Module):
 class Conv2d(_ConvNd):
     """2-D convolution (cross-correlation) over [N, C_in, H, W] -> [N, C_out, H_out, W_out].
 
+    ``Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+    bias=True, padding_mode='zeros', dtype=None)``, as PyTorch.
     weight [C_out, C_in/groups, kh, kw], bias [C_out]; H_out = ⌊(H + 2P − D(kh − 1) − 1)/S⌋ + 1.
     Parameter count C_out·(C_in/groups)·kh·kw + C_out (``engine.shapes.conv2d_params``).
     """
-
-    def __init__(
-        self,
-        in_channels,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        dilation=1,
-        groups=1,
-        bias=True,
-        padding_mode="zeros",
-        dtype=None,
-    ):
-        super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            groups,
-            bias,
-            padding_mode,
-            0,
-            dtype,
-            transposed=False,
-        )
 
     def forward(self, input):
         return C.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -143,6 +118,8 @@ class ConvTranspose2d(_ConvNd):
     H_out = (H − 1)S − 2P + D(kh − 1) + output_padding + 1. ``forward(x, output_size=(H, W))``
     picks output_padding so that the output has that size (as PyTorch).
     """
+
+    transposed = True
 
     def __init__(
         self,
@@ -160,20 +137,11 @@ class ConvTranspose2d(_ConvNd):
     ):
         if isinstance(padding, str):
             raise ValueError(f"ConvTranspose2d: padding must be an int or a pair, got {padding!r}")
+        output_padding = int_pair("ConvTranspose2d", "output_padding", output_padding, 0)
         super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            groups,
-            bias,
-            padding_mode,
-            output_padding,
-            dtype,
-            transposed=True,
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, dtype
         )
+        self.output_padding = output_padding
         shapes.conv_transpose_output_size(
             1, self.kernel_size, self.stride, (0, 0), self.output_padding, self.dilation
         )  # output_padding < max(stride, dilation)
