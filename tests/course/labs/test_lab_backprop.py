@@ -227,25 +227,15 @@ def test_split_drawn_standardises_on_its_training_part_shuffles_and_keeps_both_s
 
 
 def test_check_op_grades_each_input_and_checkpointing_view_refuses_other_sizes():
-    """check_op against engine.gradcheck on an op whose backward is the engine's own composition;
-    checkpointing_view's sizes are the page's."""
-    from engine.autograd import Function
-
-    class Affine(Function):  # Z = X + X Wᵀ + b, backward by hand, right
-        @staticmethod
-        def forward(ctx, X, W, b):
-            ctx.save_for_backward(X, W)
-            return X + X @ W.T + b
-
-        @staticmethod
-        def backward(ctx, dZ):
-            X, W = ctx.saved_tensors
-            return dZ @ (np.eye(len(W)) + W), np.einsum("ni,nj->ij", dZ, X), np.einsum("nj->j", dZ)
+    """check_op against engine.gradcheck on an op whose backward is right: the library's own dense
+    layer (engine.ops.matmul.Linear, Z = X Wᵀ + b, checked in the engine's tests); checkpointing_view's
+    sizes are the page's."""
+    from engine.ops.matmul import Linear
 
     def check(f, inputs, h=1e-6):  # a gradient check that always finds 0.5 wrong
         return 0.5
 
-    right = backprop_lab.check_op(check, Affine, n=5, d=2)
+    right = backprop_lab.check_op(check, Linear, n=5, d=2)
     assert right.errors == {"X": 0.5, "W": 0.5, "b": 0.5} and right.caught and right.gradcheck is True
     with pytest.raises(ValueError, match="depth must be one of"):
         backprop_lab.checkpointing_view(None, None, None, depth=5, segment=1)
