@@ -6,10 +6,9 @@ gradient g) with the derivative's formula written in NumPy.
 
 from __future__ import annotations
 
-from .core import N, sheet_row, spec
+from .core import N, backward_snippet, sheet_row, spec
 
 SHEET = "activation_functions"
-BACKWARD = "r = {f}; r.backward(g); x.grad"
 
 
 _act = sheet_row(SHEET, ("torch", "notes", "inputs"), inputs=spec(x=N(4, 6, scale=2.0)))
@@ -17,7 +16,7 @@ _act = sheet_row(SHEET, ("torch", "notes", "inputs"), inputs=spec(x=N(4, 6, scal
 
 def _grad(id, section, name, latex, numpy, call, notes="", inputs=None, **kw):
     """A derivative row: NumPy formula of g·φ'(x) against autograd through ``call``."""
-    code = BACKWARD.format(f=call)
+    code = backward_snippet(call, ("x",))
     return _act(
         id,
         section,

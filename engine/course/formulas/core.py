@@ -126,6 +126,57 @@ def sheet_row(sheet: str, after_engine: tuple = ("torch", "inputs", "notes"), to
     return row
 
 
+def backward_snippet(forward: str, wrt: tuple, out: str = "r", upstream: str = "g") -> str:
+    """Autograd through the snippet ``forward``: ``r = <forward>; r.backward(g); x.grad``, the
+    ``.grad`` of each name in ``wrt`` (a tuple of them for several)."""
+    grads = ", ".join(f"{name}.grad" for name in wrt)
+    return f"{out} = {forward}; {out}.backward({upstream}); {grads if len(wrt) == 1 else f'({grads})'}"
+
+
+def gradient_row(
+    forward: FormulaRow,
+    name: str,
+    latex: str,
+    numpy: str,
+    wrt: tuple,
+    *,
+    suffix: str = ".grad",
+    out: str = "r",
+    upstream: str = "g",
+    grad: tuple | None = None,
+    **fields,
+) -> FormulaRow:
+    """The gradient row of ``forward`` (id ``forward.id + suffix``, same sheet, section and inputs
+    unless ``fields`` give others): ``numpy`` is the gradient's formula, and the engine and PyTorch
+    snippets differentiate ``forward``'s own with :func:`backward_snippet`, so the forward code is
+    written once. ``grad`` (the inputs that need a gradient) defaults to ``wrt``."""
+    engine = backward_snippet(forward.engine, wrt, out, upstream)
+    if forward.torch is None:
+        torch = None
+    elif forward.torch == forward.engine:
+        torch = engine
+    else:
+        torch = backward_snippet(forward.torch, wrt, out, upstream)
+    fields.setdefault("inputs", forward.inputs)
+    return FormulaRow(
+        id=forward.id + suffix,
+        sheet=forward.sheet,
+        section=forward.section,
+        name=name,
+        latex=latex,
+        numpy=numpy,
+        engine=engine,
+        torch=torch,
+        grad=wrt if grad is None else grad,
+        **fields,
+    )
+
+
+def with_gradient(forward: FormulaRow, *args, **kwargs) -> tuple[FormulaRow, FormulaRow]:
+    """``forward`` followed by its :func:`gradient_row`."""
+    return forward, gradient_row(forward, *args, **kwargs)
+
+
 @dataclass(frozen=True)
 class N:
     """Standard-normal float64 array of this shape, times ``scale``."""

@@ -2,14 +2,15 @@
 
 A gradient row is a vector-Jacobian product: given the upstream gradient g = ∂L/∂r (random in the
 tests), the NumPy snippet is the gradient formula and the engine and PyTorch snippets are autograd
-(``r.backward(g)`` then ``.grad``). Two formulas of the seed list are corrected here: the gradient
+through the forward row's own code (``r.backward(g)`` then ``.grad``, built by
+:func:`~.core.gradient_row`). Two formulas of the seed list are corrected here: the gradient
 of a/b with respect to b is −a/b², and the gradient of log_base(x) with respect to the base is
 −ln(x)/(base·ln²(base)).
 """
 
 from __future__ import annotations
 
-from .core import N, Probs, U, sheet_row, spec
+from .core import N, Probs, U, gradient_row, sheet_row, spec, with_gradient
 
 SHEET = "derivatives"
 
@@ -30,18 +31,32 @@ T_PROBS = spec(t=N(3, 4), y=Probs(3, 4))  # logits and one distribution per row
 CONV = spec(x=N(2, 3, 7, 6), w=N(4, 3, 3, 2), g=N(2, 4, 5, 5))
 WIN = "sliding_window_view"
 
+# its two gradients sit either side of the transposed convolution
+CONV2D = _row(
+    "deriv.conv2d",
+    CX,
+    "Convolution (cross-correlation)",
+    r"r[n, o, i, j] = \sum_{c, u, v} x[n, c, i + u, j + v]\; w[o, c, u, v]",
+    f"np.einsum('nchwuv,ocuv->nohw', {WIN}(x, w.shape[2:], axis=(2, 3)), w)",
+    "F.conv2d(x, w)",
+    inputs=CONV,
+    notes=f"Deep-learning 'convolution' does not flip the kernel; {WIN} is "
+    "numpy.lib.stride_tricks.sliding_window_view.",
+    keywords=("conv", "im2col", "correlation"),
+)
+CONV2D_GRAD_INPUT = (
+    "kh, kw = w.shape[2:]; gp = np.pad(g, ((0, 0), (0, 0), (kh - 1, kh - 1), (kw - 1, kw - 1))); "
+    f"np.einsum('nohwuv,ocuv->nchw', {WIN}(gp, (kh, kw), axis=(2, 3)), w[:, :, ::-1, ::-1])"
+)
+
 ROWS = [
     # ---------------------------------------------------------------- element-wise
-    _row("deriv.add", EW, "Addition", r"r = a + b", "a + b", "a + b", inputs=AB),
-    _row(
-        "deriv.add.grad",
-        EW,
+    *with_gradient(
+        _row("deriv.add", EW, "Addition", r"r = a + b", "a + b", "a + b", inputs=AB),
         "Addition gradient",
         r"\frac{\partial r}{\partial a} = 1,\quad \frac{\partial r}{\partial b} = 1",
         "(g, g)",
-        "r = a + b; r.backward(g); (a.grad, b.grad)",
-        inputs=AB,
-        grad=("a", "b"),
+        ("a", "b"),
     ),
     _row(
         "deriv.broadcast.grad",
@@ -55,161 +70,125 @@ ROWS = [
         notes="A broadcast input's gradient is summed back to its own shape.",
         keywords=("unbroadcast", "bias"),
     ),
-    _row("deriv.sub", EW, "Subtraction", r"r = a - b", "a - b", "a - b", inputs=AB),
-    _row(
-        "deriv.sub.grad",
-        EW,
+    *with_gradient(
+        _row("deriv.sub", EW, "Subtraction", r"r = a - b", "a - b", "a - b", inputs=AB),
         "Subtraction gradient",
         r"\frac{\partial r}{\partial a} = 1,\quad \frac{\partial r}{\partial b} = -1",
         "(g, -g)",
-        "r = a - b; r.backward(g); (a.grad, b.grad)",
-        inputs=AB,
-        grad=("a", "b"),
+        ("a", "b"),
     ),
-    _row("deriv.mul", EW, "Multiplication", r"r = a \cdot b", "a * b", "a * b", inputs=AB),
-    _row(
-        "deriv.mul.grad",
-        EW,
+    *with_gradient(
+        _row("deriv.mul", EW, "Multiplication", r"r = a \cdot b", "a * b", "a * b", inputs=AB),
         "Multiplication gradient",
         r"\frac{\partial r}{\partial a} = b,\quad \frac{\partial r}{\partial b} = a",
         "(g * b, g * a)",
-        "r = a * b; r.backward(g); (a.grad, b.grad)",
-        inputs=AB,
-        grad=("a", "b"),
+        ("a", "b"),
     ),
-    _row("deriv.div", EW, "Division", r"r = \frac{a}{b}", "a / b", "a / b", inputs=AB_POS),
-    _row(
-        "deriv.div.grad",
-        EW,
+    *with_gradient(
+        _row("deriv.div", EW, "Division", r"r = \frac{a}{b}", "a / b", "a / b", inputs=AB_POS),
         "Division gradient",
         r"\frac{\partial r}{\partial a} = \frac{1}{b},\quad \frac{\partial r}{\partial b} = -\frac{a}{b^2}",
         "(g / b, -g * a / b ** 2)",
-        "r = a / b; r.backward(g); (a.grad, b.grad)",
-        inputs=AB_POS,
-        grad=("a", "b"),
+        ("a", "b"),
         notes="Note the minus sign: a larger b makes a/b smaller.",
         keywords=("quotient",),
     ),
-    _row(
-        "deriv.pow",
-        EW,
-        "Power",
-        r"r = a^{e}",
-        "a ** e",
-        "a ** e",
-        inputs=spec(a=U(0.5, 2.0, 3, 4), e=U(-1.5, 2.5, 3, 4), g=N(3, 4)),
-        keywords=("exponentiation",),
-    ),
-    _row(
-        "deriv.pow.grad",
-        EW,
+    *with_gradient(
+        _row(
+            "deriv.pow",
+            EW,
+            "Power",
+            r"r = a^{e}",
+            "a ** e",
+            "a ** e",
+            inputs=spec(a=U(0.5, 2.0, 3, 4), e=U(-1.5, 2.5, 3, 4), g=N(3, 4)),
+            keywords=("exponentiation",),
+        ),
         "Power gradient",
         r"\frac{\partial r}{\partial a} = e\,a^{e - 1},\quad \frac{\partial r}{\partial e} = a^{e}\ln a",
         "(g * e * a ** (e - 1), g * a ** e * np.log(a))",
-        "r = a ** e; r.backward(g); (a.grad, e.grad)",
-        inputs=spec(a=U(0.5, 2.0, 3, 4), e=U(-1.5, 2.5, 3, 4), g=N(3, 4)),
-        grad=("a", "e"),
+        ("a", "e"),
         notes="The exponent's gradient needs a > 0 (ln a).",
         keywords=("exponentiation",),
     ),
-    _row("deriv.exp", EW, "Exponential", r"r = e^{t}", "np.exp(t)", "t.exp()", inputs=T),
-    _row(
-        "deriv.exp.grad",
-        EW,
+    *with_gradient(
+        _row("deriv.exp", EW, "Exponential", r"r = e^{t}", "np.exp(t)", "t.exp()", inputs=T),
         "Exponential gradient",
         r"\frac{\partial r}{\partial t} = e^{t}",
         "g * np.exp(t)",
-        "r = t.exp(); r.backward(g); t.grad",
-        inputs=T,
-        grad=("t",),
+        ("t",),
     ),
-    _row(
-        "deriv.log_base",
-        EW,
-        "Logarithm with a base",
-        r"r = \log_{\beta}(x) = \frac{\ln x}{\ln \beta}",
-        "np.log(x) / np.log(base)",
-        "engine.log(x, base)",
-        "torch.log(x) / torch.log(base)",
-        inputs=spec(x=U(0.5, 3.0, 3, 4), base=U(1.5, 4.0, 3, 4), g=N(3, 4)),
-    ),
-    _row(
-        "deriv.log_base.grad",
-        EW,
+    *with_gradient(
+        _row(
+            "deriv.log_base",
+            EW,
+            "Logarithm with a base",
+            r"r = \log_{\beta}(x) = \frac{\ln x}{\ln \beta}",
+            "np.log(x) / np.log(base)",
+            "engine.log(x, base)",
+            "torch.log(x) / torch.log(base)",
+            inputs=spec(x=U(0.5, 3.0, 3, 4), base=U(1.5, 4.0, 3, 4), g=N(3, 4)),
+        ),
         "Logarithm-with-base gradient",
         r"\frac{\partial r}{\partial x} = \frac{1}{x \ln\beta},\quad \frac{\partial r}{\partial \beta} = -\frac{\ln x}{\beta\,\ln^2\beta}",
         "(g / (x * np.log(base)), -g * np.log(x) / (base * np.log(base) ** 2))",
-        "r = engine.log(x, base); r.backward(g); (x.grad, base.grad)",
-        "r = torch.log(x) / torch.log(base); r.backward(g); (x.grad, base.grad)",
-        inputs=spec(x=U(0.5, 3.0, 3, 4), base=U(1.5, 4.0, 3, 4), g=N(3, 4)),
-        grad=("x", "base"),
+        ("x", "base"),
         notes="Note the minus sign: a larger base makes the logarithm smaller (for x > 1).",
     ),
-    _row("deriv.ln", EW, "Natural logarithm", r"r = \ln t", "np.log(t)", "t.log()", inputs=spec(t=U(0.2, 3.0, 3, 4))),
-    _row(
-        "deriv.ln.grad",
-        EW,
+    *with_gradient(
+        _row(
+            "deriv.ln", EW, "Natural logarithm", r"r = \ln t", "np.log(t)", "t.log()", inputs=spec(t=U(0.2, 3.0, 3, 4))
+        ),
         "Natural-logarithm gradient",
         r"\frac{\partial r}{\partial t} = \frac{1}{t}",
         "g / t",
-        "r = t.log(); r.backward(g); t.grad",
+        ("t",),
         inputs=spec(t=U(0.2, 3.0, 3, 4), g=N(3, 4)),
-        grad=("t",),
     ),
-    _row(
-        "deriv.clip",
-        EW,
-        "Clip",
-        r"r = \min(\max(t, lo), hi)",
-        "np.clip(t, lo, hi)",
-        "t.clamp(lo, hi)",
-        inputs=spec(t=N(3, 4, scale=2.0), lo=-1.0, hi=1.5),
-        keywords=("clamp",),
-    ),
-    _row(
-        "deriv.clip.grad",
-        EW,
+    *with_gradient(
+        _row(
+            "deriv.clip",
+            EW,
+            "Clip",
+            r"r = \min(\max(t, lo), hi)",
+            "np.clip(t, lo, hi)",
+            "t.clamp(lo, hi)",
+            inputs=spec(t=N(3, 4, scale=2.0), lo=-1.0, hi=1.5),
+            keywords=("clamp",),
+        ),
         "Clip gradient",
         r"\frac{\partial r}{\partial t} = \begin{cases}1 & lo \le t \le hi\\ 0 & \text{otherwise}\end{cases}",
         "g * ((t >= lo) & (t <= hi))",
-        "r = t.clamp(lo, hi); r.backward(g); t.grad",
+        ("t",),
         inputs=spec(t=N(3, 4, scale=2.0), g=N(3, 4), lo=-1.0, hi=1.5),
-        grad=("t",),
         keywords=("clamp",),
     ),
     # ---------------------------------------------------------------- matmul and convolution
-    _row("deriv.matmul", CX, "Matrix multiplication", r"r = a\,b", "a @ b", "a @ b", inputs=spec(a=N(3, 4), b=N(4, 5))),
-    _row(
-        "deriv.matmul.grad",
-        CX,
+    *with_gradient(
+        _row(
+            "deriv.matmul",
+            CX,
+            "Matrix multiplication",
+            r"r = a\,b",
+            "a @ b",
+            "a @ b",
+            inputs=spec(a=N(3, 4), b=N(4, 5)),
+        ),
         "Matrix-multiplication gradient",
         r"\nabla a = \nabla r\, b^{\top},\quad \nabla b = a^{\top} \nabla r",
         "(g @ b.T, a.T @ g)",
-        "r = a @ b; r.backward(g); (a.grad, b.grad)",
+        ("a", "b"),
         inputs=spec(a=N(3, 4), b=N(4, 5), g=N(3, 5)),
-        grad=("a", "b"),
         notes="Shapes decide the order: ∇a has a's shape (3×5 · 5×4).",
     ),
-    _row(
-        "deriv.conv2d",
-        CX,
-        "Convolution (cross-correlation)",
-        r"r[n, o, i, j] = \sum_{c, u, v} x[n, c, i + u, j + v]\; w[o, c, u, v]",
-        f"np.einsum('nchwuv,ocuv->nohw', {WIN}(x, w.shape[2:], axis=(2, 3)), w)",
-        "F.conv2d(x, w)",
-        inputs=CONV,
-        notes=f"Deep-learning 'convolution' does not flip the kernel; {WIN} is "
-        "numpy.lib.stride_tricks.sliding_window_view.",
-        keywords=("conv", "im2col", "correlation"),
-    ),
-    _row(
-        "deriv.conv2d.grad_input",
-        CX,
+    CONV2D,
+    gradient_row(
+        CONV2D,
         "Convolution gradient w.r.t. the input",
         r"\nabla x = \nabla r \star_{\text{full}} \operatorname{rot180}(w)",
-        f"kh, kw = w.shape[2:]; gp = np.pad(g, ((0, 0), (0, 0), (kh - 1, kh - 1), (kw - 1, kw - 1))); np.einsum('nohwuv,ocuv->nchw', {WIN}(gp, (kh, kw), axis=(2, 3)), w[:, :, ::-1, ::-1])",
-        "r = F.conv2d(x, w); r.backward(g); x.grad",
-        inputs=CONV,
+        CONV2D_GRAD_INPUT,
+        ("x",),
+        suffix=".grad_input",
         grad=("x", "w"),
         notes="A full correlation of the upstream gradient with the kernel rotated by 180°.",
         keywords=("conv", "rotated kernel"),
@@ -219,20 +198,19 @@ ROWS = [
         CX,
         "…which is a transposed convolution",
         r"\nabla x = \operatorname{conv\_transpose2d}(\nabla r, w)",
-        f"kh, kw = w.shape[2:]; gp = np.pad(g, ((0, 0), (0, 0), (kh - 1, kh - 1), (kw - 1, kw - 1))); np.einsum('nohwuv,ocuv->nchw', {WIN}(gp, (kh, kw), axis=(2, 3)), w[:, :, ::-1, ::-1])",
+        CONV2D_GRAD_INPUT,
         "F.conv_transpose2d(g, w)",
         inputs=CONV,
         notes="Why a transposed convolution is also called the gradient of a convolution.",
         keywords=("conv", "deconvolution"),
     ),
-    _row(
-        "deriv.conv2d.grad_weight",
-        CX,
+    gradient_row(
+        CONV2D,
         "Convolution gradient w.r.t. the kernel",
         r"\nabla w[o, c, u, v] = \sum_{n, i, j} x[n, c, i + u, j + v]\; \nabla r[n, o, i, j]",
         f"np.einsum('nchwuv,nohw->ocuv', {WIN}(x, w.shape[2:], axis=(2, 3)), g)",
-        "r = F.conv2d(x, w); r.backward(g); w.grad",
-        inputs=CONV,
+        ("w",),
+        suffix=".grad_weight",
         grad=("x", "w"),
         notes="A correlation of the input with the upstream gradient.",
         keywords=("conv", "kernel"),
@@ -290,69 +268,62 @@ ROWS = [
         notes="No K×K Jacobian is built: O(K) per row.",
         keywords=("jacobian", "jvp", "vjp"),
     ),
-    _row(
-        "deriv.mse",
-        ACT,
-        "Squared error (per element)",
-        r"L = (t - y)^2",
-        "(t - y) ** 2",
-        "F.mse_loss(t, y, reduction='none')",
-        inputs=spec(t=N(3, 4), y=N(3, 4)),
-    ),
-    _row(
-        "deriv.mse.grad",
-        ACT,
+    *with_gradient(
+        _row(
+            "deriv.mse",
+            ACT,
+            "Squared error (per element)",
+            r"L = (t - y)^2",
+            "(t - y) ** 2",
+            "F.mse_loss(t, y, reduction='none')",
+            inputs=spec(t=N(3, 4), y=N(3, 4)),
+        ),
         "Squared-error gradient",
         r"\frac{\partial L}{\partial t} = 2\,(t - y)",
         "2 * (t - y) * g",
-        "L = F.mse_loss(t, y, reduction='none'); L.backward(g); t.grad",
+        ("t",),
+        out="L",
         inputs=spec(t=N(3, 4), y=N(3, 4), g=N(3, 4)),
-        grad=("t",),
     ),
-    _row(
-        "deriv.pseudo_huber",
-        ACT,
-        "Pseudo-Huber (per element)",
-        r"L = \delta^2\left(\sqrt{1 + \left(\tfrac{y - t}{\delta}\right)^2} - 1\right)",
-        "d ** 2 * (np.sqrt(1 + ((y - t) / d) ** 2) - 1)",
-        "F.pseudo_huber_loss(t, y, reduction='none', delta=d)",
-        "d ** 2 * (torch.sqrt(1 + ((y - t) / d) ** 2) - 1)",
-        inputs=spec(t=N(3, 4, scale=2.0), y=N(3, 4), d=1.5),
-        keywords=("huber",),
-    ),
-    _row(
-        "deriv.pseudo_huber.grad",
-        ACT,
+    *with_gradient(
+        _row(
+            "deriv.pseudo_huber",
+            ACT,
+            "Pseudo-Huber (per element)",
+            r"L = \delta^2\left(\sqrt{1 + \left(\tfrac{y - t}{\delta}\right)^2} - 1\right)",
+            "d ** 2 * (np.sqrt(1 + ((y - t) / d) ** 2) - 1)",
+            "F.pseudo_huber_loss(t, y, reduction='none', delta=d)",
+            "d ** 2 * (torch.sqrt(1 + ((y - t) / d) ** 2) - 1)",
+            inputs=spec(t=N(3, 4, scale=2.0), y=N(3, 4), d=1.5),
+            keywords=("huber",),
+        ),
         "Pseudo-Huber gradient",
         r"\frac{\partial L}{\partial t} = -\frac{y - t}{\sqrt{1 + \left(\frac{y - t}{\delta}\right)^2}}",
         "-g * (y - t) / np.sqrt(1 + ((y - t) / d) ** 2)",
-        "L = F.pseudo_huber_loss(t, y, reduction='none', delta=d); L.backward(g); t.grad",
-        "L = d ** 2 * (torch.sqrt(1 + ((y - t) / d) ** 2) - 1); L.backward(g); t.grad",
+        ("t",),
+        out="L",
         inputs=spec(t=N(3, 4, scale=2.0), y=N(3, 4), d=1.5, g=N(3, 4)),
-        grad=("t",),
         notes="Bounded by δ in size, like Huber's clip.",
         keywords=("huber",),
     ),
-    _row(
-        "deriv.softmax_ce",
-        ACT,
-        "Softmax cross-entropy (summed)",
-        r"L = -\sum_i y_i \ln p_i,\quad p = \operatorname{softmax}(t)",
-        "m = t.max(-1, keepdims=True); -(y * (t - m - np.log(np.exp(t - m).sum(-1, keepdims=True)))).sum()",
-        "F.cross_entropy(t, y, reduction='sum')",
-        inputs=T_PROBS,
-        notes="y holds one probability distribution per row (one-hot or soft).",
-        keywords=("cross entropy", "log loss"),
-    ),
-    _row(
-        "deriv.softmax_ce.grad",
-        ACT,
+    *with_gradient(
+        _row(
+            "deriv.softmax_ce",
+            ACT,
+            "Softmax cross-entropy (summed)",
+            r"L = -\sum_i y_i \ln p_i,\quad p = \operatorname{softmax}(t)",
+            "m = t.max(-1, keepdims=True); -(y * (t - m - np.log(np.exp(t - m).sum(-1, keepdims=True)))).sum()",
+            "F.cross_entropy(t, y, reduction='sum')",
+            inputs=T_PROBS,
+            notes="y holds one probability distribution per row (one-hot or soft).",
+            keywords=("cross entropy", "log loss"),
+        ),
         "Softmax cross-entropy gradient",
         r"\frac{\partial L}{\partial t_i} = p_i - y_i",
         "p = np.exp(t - t.max(-1, keepdims=True)); p / p.sum(-1, keepdims=True) - y",
-        "L = F.cross_entropy(t, y, reduction='sum'); L.backward(); t.grad",
-        inputs=T_PROBS,
-        grad=("t",),
+        ("t",),
+        out="L",
+        upstream="",
         notes="Fusing softmax and log-loss gives this simple, stable gradient.",
         keywords=("cross entropy",),
     ),

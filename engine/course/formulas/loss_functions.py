@@ -8,12 +8,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Ints, N, Probs, U, sheet_row, spec
+from .core import Ints, N, Probs, U, gradient_row, sheet_row, spec
 
 SHEET = "loss_functions"
 
 
 _loss = sheet_row(SHEET, inputs=None)
+
+
+def _grad_row(forward, name, latex, numpy, wrt, **fields):
+    """The gradient of a (batch-mean) loss row: its NumPy formula against ``L.backward()`` through
+    the loss's own code."""
+    return gradient_row(forward, name, latex, numpy, wrt, out="L", upstream="", **fields)
+
+
+def _with_grad(forward, *args, **fields):
+    """A loss row followed by its :func:`_grad_row`."""
+    return forward, _grad_row(forward, *args, **fields)
 
 
 def _binary_targets(rng, n=(8,)):
@@ -28,70 +39,73 @@ def _log_probs(rng):
 REG = spec(y_hat=N(8, 3, scale=2.0), y=N(8, 3))
 BIN_LOGITS = spec(z=N(8, scale=3.0), y=_binary_targets)
 LOGITS = spec(z=N(6, 5, scale=2.0), y=Ints(5, 6))
+
+# shown before its stable form, its gradient after
+BCE_LOGITS = _loss(
+    "loss.bce_logits",
+    "Binary classification",
+    "Binary cross-entropy from logits",
+    r"J = -\frac1n\sum_i \left[y_i \log \sigma(z_i) + (1 - y_i)\log(1 - \sigma(z_i))\right]",
+    "p = 1 / (1 + np.exp(-z)); -(y * np.log(p) + (1 - y) * np.log(1 - p)).mean()",
+    "F.binary_cross_entropy_with_logits(z, y)",
+    inputs=BIN_LOGITS,
+    notes="Pass the logit z, not σ(z): the fused form stays finite and accurate for any z, "
+    "where log σ(z) computed after the sigmoid rounds to log 0.",
+    keywords=("log loss", "bce", "sigmoid"),
+)
+
 ROWS = [
     # ---------------------------------------------------------------- regression
-    _loss(
-        "loss.mse",
-        "Regression",
-        "MSE (L2 loss)",
-        r"\operatorname{MSE} = \frac1n\sum_i (\hat y_i - y_i)^2",
-        "((y_hat - y) ** 2).mean()",
-        "F.mse_loss(y_hat, y)",
-        inputs=REG,
-        notes="Squares the residuals, so one large error outweighs many small ones; pair it with an identity output ŷ = z.",
-        keywords=("mean squared error", "regression"),
-    ),
-    _loss(
-        "loss.mse.grad",
-        "Regression",
+    *_with_grad(
+        _loss(
+            "loss.mse",
+            "Regression",
+            "MSE (L2 loss)",
+            r"\operatorname{MSE} = \frac1n\sum_i (\hat y_i - y_i)^2",
+            "((y_hat - y) ** 2).mean()",
+            "F.mse_loss(y_hat, y)",
+            inputs=REG,
+            notes="Squares the residuals, so one large error outweighs many small ones; pair it with an identity output ŷ = z.",
+            keywords=("mean squared error", "regression"),
+        ),
         "MSE gradient",
         r"\frac{\partial\,\operatorname{MSE}}{\partial \hat y_i} = \frac{2}{n}(\hat y_i - y_i)",
         "2 * (y_hat - y) / y.size",
-        "L = F.mse_loss(y_hat, y); L.backward(); y_hat.grad",
-        inputs=REG,
-        grad=("y_hat",),
+        ("y_hat",),
         keywords=("mean squared error",),
     ),
-    _loss(
-        "loss.mae",
-        "Regression",
-        "MAE (L1 loss)",
-        r"\operatorname{MAE} = \frac1n\sum_i \lvert \hat y_i - y_i\rvert",
-        "np.abs(y_hat - y).mean()",
-        "F.l1_loss(y_hat, y)",
-        inputs=REG,
-        notes="Outliers count linearly, not quadratically: every residual pulls with the same force.",
-        keywords=("mean absolute error",),
-    ),
-    _loss(
-        "loss.mae.grad",
-        "Regression",
+    *_with_grad(
+        _loss(
+            "loss.mae",
+            "Regression",
+            "MAE (L1 loss)",
+            r"\operatorname{MAE} = \frac1n\sum_i \lvert \hat y_i - y_i\rvert",
+            "np.abs(y_hat - y).mean()",
+            "F.l1_loss(y_hat, y)",
+            inputs=REG,
+            notes="Outliers count linearly, not quadratically: every residual pulls with the same force.",
+            keywords=("mean absolute error",),
+        ),
         "MAE gradient",
         r"\frac{\partial\,\operatorname{MAE}}{\partial \hat y_i} = \frac1n \operatorname{sign}(\hat y_i - y_i)",
         "np.sign(y_hat - y) / y.size",
-        "L = F.l1_loss(y_hat, y); L.backward(); y_hat.grad",
-        inputs=REG,
-        grad=("y_hat",),
+        ("y_hat",),
     ),
-    _loss(
-        "loss.huber",
-        "Regression",
-        "Huber",
-        r"\ell_\delta(e) = \begin{cases}\tfrac12 e^2 & \lvert e\rvert \le \delta\\ \delta(\lvert e\rvert - \tfrac12\delta) & \text{otherwise}\end{cases},\ e = \hat y - y",
-        "a = np.abs(y_hat - y); np.where(a <= d, 0.5 * a ** 2, d * (a - 0.5 * d)).mean()",
-        "F.huber_loss(y_hat, y, delta=d)",
-        inputs=spec(y_hat=N(8, 3, scale=2.0), y=N(8, 3), d=1.0),
-        notes="Quadratic near 0, linear beyond δ: MSE's smoothness, MAE's robustness.",
-    ),
-    _loss(
-        "loss.huber.grad",
-        "Regression",
+    *_with_grad(
+        _loss(
+            "loss.huber",
+            "Regression",
+            "Huber",
+            r"\ell_\delta(e) = \begin{cases}\tfrac12 e^2 & \lvert e\rvert \le \delta\\ \delta(\lvert e\rvert - \tfrac12\delta) & \text{otherwise}\end{cases},\ e = \hat y - y",
+            "a = np.abs(y_hat - y); np.where(a <= d, 0.5 * a ** 2, d * (a - 0.5 * d)).mean()",
+            "F.huber_loss(y_hat, y, delta=d)",
+            inputs=spec(y_hat=N(8, 3, scale=2.0), y=N(8, 3), d=1.0),
+            notes="Quadratic near 0, linear beyond δ: MSE's smoothness, MAE's robustness.",
+        ),
         "Huber gradient",
         r"\frac{\partial \ell_\delta}{\partial \hat y} = \operatorname{clip}(e, -\delta, \delta)",
         "np.clip(y_hat - y, -d, d) / y.size",
-        "L = F.huber_loss(y_hat, y, delta=d); L.backward(); y_hat.grad",
-        inputs=spec(y_hat=N(8, 3, scale=2.0), y=N(8, 3), d=1.0),
-        grad=("y_hat",),
+        ("y_hat",),
     ),
     _loss(
         "loss.pseudo_huber",
@@ -142,18 +156,7 @@ ROWS = [
         notes="The log loss of a Bernoulli model; takes p = σ(z) ∈ (0, 1).",
         keywords=("log loss", "bce", "logistic"),
     ),
-    _loss(
-        "loss.bce_logits",
-        "Binary classification",
-        "Binary cross-entropy from logits",
-        r"J = -\frac1n\sum_i \left[y_i \log \sigma(z_i) + (1 - y_i)\log(1 - \sigma(z_i))\right]",
-        "p = 1 / (1 + np.exp(-z)); -(y * np.log(p) + (1 - y) * np.log(1 - p)).mean()",
-        "F.binary_cross_entropy_with_logits(z, y)",
-        inputs=BIN_LOGITS,
-        notes="Pass the logit z, not σ(z): the fused form stays finite and accurate for any z, "
-        "where log σ(z) computed after the sigmoid rounds to log 0.",
-        keywords=("log loss", "bce", "sigmoid"),
-    ),
+    BCE_LOGITS,
     _loss(
         "loss.bce_logits.stable",
         "Binary classification",
@@ -165,15 +168,12 @@ ROWS = [
         notes="What the fused loss computes: finite even for |z| = 100, where σ(z) rounds to 0 or 1.",
         keywords=("bce", "overflow"),
     ),
-    _loss(
-        "loss.bce_logits.grad",
-        "Binary classification",
+    _grad_row(
+        BCE_LOGITS,
         "Sigmoid + log loss gradient",
         r"\frac{\partial J}{\partial z_i} = \frac1n(\sigma(z_i) - y_i) = \frac1n(\hat p_i - y_i)",
         "(1 / (1 + np.exp(-z)) - y) / y.size",
-        "L = F.binary_cross_entropy_with_logits(z, y); L.backward(); z.grad",
-        inputs=BIN_LOGITS,
-        grad=("z",),
+        ("z",),
         notes="The prediction error itself: no σ' factor to vanish.",
         keywords=("bce",),
     ),
@@ -207,26 +207,22 @@ ROWS = [
         keywords=("class imbalance", "retinanet", "hard examples"),
     ),
     # ---------------------------------------------------------------- multiclass classification
-    _loss(
-        "loss.ce",
-        "Multiclass classification",
-        "Cross-entropy from logits",
-        r"L = -\log \operatorname{softmax}(z)_y = -z_y + \log\sum_j e^{z_j}",
-        "m = z.max(1); (m + np.log(np.exp(z - m[:, None]).sum(1)) - z[np.arange(len(y)), y]).mean()",
-        "F.cross_entropy(z, y)",
-        inputs=LOGITS,
-        notes="Targets are class indices; the logits go in raw (no softmax first).",
-        keywords=("softmax", "categorical", "log loss"),
-    ),
-    _loss(
-        "loss.ce.grad",
-        "Multiclass classification",
+    *_with_grad(
+        _loss(
+            "loss.ce",
+            "Multiclass classification",
+            "Cross-entropy from logits",
+            r"L = -\log \operatorname{softmax}(z)_y = -z_y + \log\sum_j e^{z_j}",
+            "m = z.max(1); (m + np.log(np.exp(z - m[:, None]).sum(1)) - z[np.arange(len(y)), y]).mean()",
+            "F.cross_entropy(z, y)",
+            inputs=LOGITS,
+            notes="Targets are class indices; the logits go in raw (no softmax first).",
+            keywords=("softmax", "categorical", "log loss"),
+        ),
         "Softmax + cross-entropy gradient",
         r"\frac{\partial L}{\partial z_k} = \operatorname{softmax}(z)_k - [k = y]",
         "e = np.exp(z - z.max(1, keepdims=True)); (e / e.sum(1, keepdims=True) - np.eye(z.shape[1])[y]) / len(y)",
-        "L = F.cross_entropy(z, y); L.backward(); z.grad",
-        inputs=LOGITS,
-        grad=("z",),
+        ("z",),
         notes="p − onehot(y), divided by the batch size for the mean.",
         keywords=("softmax", "onehot"),
     ),
