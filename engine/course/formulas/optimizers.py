@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import FormulaRow, N, spec
+from .core import N, sheet_row, spec
 
 SHEET = "optimizers"
 UPD = "Update rules"
@@ -23,35 +23,37 @@ SCHED = "Learning-rate schedules"
 STEPS = 5
 
 
-def _update(id, name, latex, numpy, engine, state, notes="", **hyper):
-    return FormulaRow(
-        id=id,
-        sheet=SHEET,
-        section=UPD,
-        name=name,
-        latex=latex,
-        numpy=numpy,
-        engine=engine,
-        torch=engine,
-        inputs=spec(p=N(3, 4), G=N(STEPS, 3, 4), **hyper),
+_row = sheet_row(SHEET)
+
+
+def _update(id, name, latex, numpy, engine, state, notes="", steps=STEPS, keywords=(), **hyper):
+    """An update rule run ``steps`` times on p with gradients G[0], G[1], ...; PyTorch builds the
+    optimizer with the engine's code."""
+    return _row(
+        id,
+        UPD,
+        name,
+        latex,
+        numpy,
+        engine,
+        inputs=spec(p=N(3, 4), G=N(steps, 3, 4), **hyper),
         notes=notes,
         kind="update",
-        steps=STEPS,
+        steps=steps,
         state=state,
-        keywords=("optimizer", "step"),
+        keywords=("optimizer", "step", *keywords),
     )
 
 
 def _schedule(id, name, latex, numpy, engine, steps=20, notes="", rtol=1e-9, **hyper):
-    return FormulaRow(
-        id=id,
-        sheet=SHEET,
-        section=SCHED,
-        name=name,
-        latex=latex,
-        numpy=numpy,
-        engine=engine,
-        torch=engine,
+    """A learning-rate schedule over ``steps`` steps; PyTorch builds the scheduler with the engine's code."""
+    return _row(
+        id,
+        SCHED,
+        name,
+        latex,
+        numpy,
+        engine,
         inputs=spec(**hyper),
         notes=notes,
         kind="schedule",
@@ -73,8 +75,24 @@ def _hessian(rng):
     return {"H": q @ np.diag([0.5, 1.0, 2.0, 8.0]) @ q.T}
 
 
-CLIP_INPUTS = spec(p1=N(3, 4), p2=N(5), g1=N(3, 4), g2=N(5), max_norm=1.0)
 GLOBAL_NORM = "np.sqrt((g1 ** 2).sum() + (g2 ** 2).sum())"
+
+
+def _global_norm(id, name, latex, numpy, engine, notes):
+    """A row on two parameters whose gradients g1, g2 are clipped together by their global norm."""
+    return _row(
+        id,
+        CLIP,
+        name,
+        latex,
+        numpy,
+        engine,
+        inputs=spec(p1=N(3, 4), p2=N(5), g1=N(3, 4), g2=N(5), max_norm=1.0),
+        notes=notes,
+        grads={"p1": "g1", "p2": "g2"},
+        keywords=("clip", "exploding"),
+    )
+
 
 ROWS = [
     # ---------------------------------------------------------------- update rules
@@ -145,22 +163,18 @@ ROWS = [
         **ADAM_HYPER,
         notes="Momentum (m) plus RMSprop (v); the bias correction undoes the zero start of m and v.",
     ),
-    FormulaRow(
-        id="opt.adam.first_step",
-        sheet=SHEET,
-        section=UPD,
-        name="Adam's first step (bias-corrected)",
-        latex=r"t = 1:\ \hat m = g,\ \hat v = g^2 \Rightarrow \theta \leftarrow \theta - \frac{\eta\, g}{\lvert g\rvert + \varepsilon} \approx \theta - \eta \operatorname{sign}(g)",
-        numpy="p = p - lr * g / (np.abs(g) + eps)",
-        engine="optim.Adam([p], lr=lr, betas=(b1, b2), eps=eps)",
-        torch="optim.Adam([p], lr=lr, betas=(b1, b2), eps=eps)",
-        inputs=spec(p=N(3, 4), G=N(1, 3, 4), **ADAM_HYPER),
+    _update(
+        "opt.adam.first_step",
+        "Adam's first step (bias-corrected)",
+        r"t = 1:\ \hat m = g,\ \hat v = g^2 \Rightarrow \theta \leftarrow \theta - \frac{\eta\, g}{\lvert g\rvert + \varepsilon} \approx \theta - \eta \operatorname{sign}(g)",
+        "p = p - lr * g / (np.abs(g) + eps)",
+        "optim.Adam([p], lr=lr, betas=(b1, b2), eps=eps)",
+        {},
         notes="Whatever the gradient's size, every parameter moves by about η at the first step: "
         "without the correction, m = (1 − β₁)g and v = (1 − β₂)g² would give (1 − β₁)/√(1 − β₂) times that.",
-        kind="update",
         steps=1,
-        state={},
-        keywords=("optimizer", "step", "bias correction"),
+        keywords=("bias correction",),
+        **ADAM_HYPER,
     ),
     _update(
         "opt.adam_l2",
@@ -184,67 +198,51 @@ ROWS = [
         **ADAM_HYPER,
         notes="Every weight shrinks by the same factor 1 − ηλ, whatever its gradient.",
     ),
-    FormulaRow(
-        id="opt.stability",
-        sheet=SHEET,
-        section=UPD,
-        name="Largest stable step of gradient descent",
-        latex=r"\theta \leftarrow \theta - \eta H\theta \text{ on } \tfrac12 \theta^\top H \theta \text{ converges iff } \eta < \frac{2}{\lambda_{\max}(H)}",
-        numpy="2 / np.linalg.eigvalsh(H).max()",
-        engine="v = engine.ones(H.shape[0], dtype=engine.float64); [v := (H @ v) / (H @ v).norm() for _ in range(100)]; 2 / (v @ H @ v).item()",
-        torch="2 / torch.linalg.eigvalsh(H).max()",
-        inputs=_hessian,
+    _row(
+        "opt.stability",
+        UPD,
+        "Largest stable step of gradient descent",
+        r"\theta \leftarrow \theta - \eta H\theta \text{ on } \tfrac12 \theta^\top H \theta \text{ converges iff } \eta < \frac{2}{\lambda_{\max}(H)}",
+        "2 / np.linalg.eigvalsh(H).max()",
+        "v = engine.ones(H.shape[0], dtype=engine.float64); [v := (H @ v) / (H @ v).norm() for _ in range(100)]; 2 / (v @ H @ v).item()",
+        "2 / torch.linalg.eigvalsh(H).max()",
+        _hessian,
         notes="Each eigen-direction is multiplied by 1 − ηλᵢ per step; the steepest one flips sign and "
         "grows once η > 2/λ_max. Near a minimum H is the loss's Hessian. The engine finds λ_max "
         "by power iteration.",
         keywords=("learning rate", "curvature", "hessian", "divergence", "eigenvalue"),
     ),
     # ---------------------------------------------------------------- clipping and target nets
-    FormulaRow(
+    _global_norm(
         "opt.clip_grad_norm.total",
-        SHEET,
-        CLIP,
         "Global gradient norm",
         r"\lVert \nabla \rVert_2 = \sqrt{\textstyle\sum_{\theta}\sum_i (\nabla\theta_i)^2}",
         GLOBAL_NORM,
         "nn.utils.clip_grad_norm_([p1, p2], max_norm)",
-        "nn.utils.clip_grad_norm_([p1, p2], max_norm)",
-        CLIP_INPUTS,
-        notes="Over all parameters together; the square root makes it a length.",
-        grads={"p1": "g1", "p2": "g2"},
-        keywords=("clip", "exploding"),
+        "Over all parameters together; the square root makes it a length.",
     ),
-    FormulaRow(
+    _global_norm(
         "opt.clip_grad_norm",
-        SHEET,
-        CLIP,
         "Clip gradients by global norm",
         r"\nabla\theta \leftarrow \nabla\theta \cdot \min\left(1, \frac{c}{\lVert \nabla \rVert_2 + \epsilon}\right)",
         f"k = min(1.0, max_norm / ({GLOBAL_NORM} + 1e-6)); (g1 * k, g2 * k)",
         "nn.utils.clip_grad_norm_([p1, p2], max_norm); (p1.grad, p2.grad)",
-        "nn.utils.clip_grad_norm_([p1, p2], max_norm); (p1.grad, p2.grad)",
-        CLIP_INPUTS,
-        notes="Rescales every gradient by one factor, so the direction is kept; call it between backward() and step().",
-        grads={"p1": "g1", "p2": "g2"},
-        keywords=("clip", "exploding"),
+        "Rescales every gradient by one factor, so the direction is kept; call it between backward() and step().",
     ),
-    FormulaRow(
+    _row(
         "opt.clip_grad_value",
-        SHEET,
         CLIP,
         "Clip gradients by value",
         r"\nabla\theta_i \leftarrow \operatorname{clip}(\nabla\theta_i, -c, c)",
         "np.clip(g1, -c, c)",
         "nn.utils.clip_grad_value_([p1], c); p1.grad",
-        "nn.utils.clip_grad_value_([p1], c); p1.grad",
-        spec(p1=N(3, 4), g1=N(3, 4, scale=2.0), c=0.5),
+        inputs=spec(p1=N(3, 4), g1=N(3, 4, scale=2.0), c=0.5),
         notes="Element by element: changes the gradient's direction.",
         grads={"p1": "g1"},
         keywords=("clip",),
     ),
-    FormulaRow(
+    _row(
         "opt.soft_update",
-        SHEET,
         CLIP,
         "Soft update of a target network",
         r"\theta_{target} \leftarrow \tau\,\theta_{agent} + (1 - \tau)\,\theta_{target}",
