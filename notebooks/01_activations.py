@@ -934,13 +934,6 @@ def _(bend_depth, bend_train, bend_width, default_bend, moons_X, moons_y):
 
 @app.cell
 def _(shipped_sweeps, shipped_variants):
-    exercise_sigmoid = exercises.NumberExercise(
-        question="**1.** What is the sigmoid's slope at $z = 0$, its steepest point? (A fraction is fine.)",
-        truth=float(lab.engine_derivative("sigmoid", np.array([0.0]))[1][0]),
-        hint="σ(0) = ½ and σ′ = σ(1 − σ).",
-        rel_tol=0.01,
-    )
-    answer_sigmoid = ui.answer_box(exercise_sigmoid, placeholder="e.g. 0.5", label="σ′(0) =")
     _depth_truth = lab.depth_lab(
         deep_forward,
         init_std("xavier", 64, 64),
@@ -951,74 +944,73 @@ def _(shipped_sweeps, shipped_variants):
         seed=1,
         slopes=False,
     )
-    exercise_depth = exercises.ChoiceExercise(
-        question="**2.** A 30-layer network of **sigmoid** units with Xavier initialisation. Compared with "
-        "the last layer, the gradient that reaches the first layer is…",
-        options=lab.GRADIENT_FATES,
-        truth=_depth_truth.verdict(),
-        hint="think of the largest possible slope of a sigmoid, then multiply it 30 times.",
-        explanation=f"The first layer's gradient is **{_depth_truth.gradient_ratio:.1e}** times the last layer's: "
-        f"a factor of **{_depth_truth.per_layer_factor:.2f}** per layer, since σ′ ≤ ¼ and σ_W√n = 1.",
-    )
-    answer_depth = ui.answer_box(exercise_depth)
-    exercise_softmax = exercises.NumberExercise(
-        question="**3.** Logits $z = (2, 0, 0)$ at $T = 1$: what probability does the softmax give the first "
-        "class? (Two decimals are enough.)",
-        truth=float(lab.softmax_with_temperature([2.0, 0.0, 0.0], 1.0).probs[0]),
-        hint="p₀ = e² / (e² + e⁰ + e⁰), with e² ≈ 7.39.",
-        abs_tol=0.006,
-    )
-    answer_softmax = ui.answer_box(exercise_softmax, placeholder="e.g. 0.33", label="p₀ =")
     _edge_sweep = lab.scale_sweep(deep_forward, "relu", shipped=shipped_sweeps)
-    exercise_edge = exercises.NumberExercise(
-        question="**4.** A plain ReLU stack with σ_W = s/√n: at which scale s is the per-layer gradient factor "
-        "exactly 1? (Two decimals; the sweep above measures it.)",
-        truth=_edge_sweep.crossing,
-        hint="ReLU's slope is 1 on half of the inputs and 0 on the other half, so rms φ′ = 1/√2.",
-        rel_tol=0.03,
-        explanation="s = √2 ≈ 1.41 is He's initialisation: σ_W² = 2/n.",
-    )
-    answer_edge = ui.answer_box(exercise_edge, placeholder="e.g. 1.0", label="s =")
     _residual_truth = lab.depth_variants(
         deep_forward, init_std("he", 64, 64), depth=50, width=64, activation="relu", shipped=shipped_variants
     )["residual"]
-    exercise_residual = exercises.ChoiceExercise(
-        question="**5.** A 50-layer ReLU stack with He initialisation gets a residual path, but no normalisation. "
-        "Compared with the last layer, the gradient that reaches the first layer is…",
-        options=lab.GRADIENT_FATES,
-        truth=_residual_truth.verdict(),
-        hint="each layer adds φ(z), of about the stream's own variance, to the stream.",
-        explanation=f"The ratio is **{_residual_truth.gradient_ratio:.2g}**: the forward variance doubles at every layer, "
-        "and the gradient grows with it. Pre-norm fixes it.",
-    )
-    answer_residual = ui.answer_box(exercise_residual)
-    exercise_pieces = exercises.NumberExercise(
-        question="**6.** A network with one hidden layer of **3** ReLU units on 2-D inputs: into how many linear "
-        "pieces at most can it cut the plane?",
-        truth=lab.max_pieces_one_layer(3),
-        hint="each unit switches along a line; three lines in general position…",
-        explanation="1 + 3 + 3: three lines, each pair crossing once, make 7 regions.",
-    )
-    answer_pieces = ui.answer_box(exercise_pieces, placeholder="e.g. 4", label="pieces =")
+    exercises_check = {
+        "sigmoid": exercises.NumberExercise(
+            question="**1.** What is the sigmoid's slope at $z = 0$, its steepest point? (A fraction is fine.)",
+            truth=float(lab.engine_derivative("sigmoid", np.array([0.0]))[1][0]),
+            hint="σ(0) = ½ and σ′ = σ(1 − σ).",
+            rel_tol=0.01,
+            placeholder="e.g. 0.5",
+            label="σ′(0) =",
+        ),
+        "depth": exercises.ChoiceExercise(
+            question="**2.** A 30-layer network of **sigmoid** units with Xavier initialisation. Compared with "
+            "the last layer, the gradient that reaches the first layer is…",
+            options=lab.GRADIENT_FATES,
+            truth=_depth_truth.verdict(),
+            hint="think of the largest possible slope of a sigmoid, then multiply it 30 times.",
+            explanation=f"The first layer's gradient is **{_depth_truth.gradient_ratio:.1e}** times the last layer's: "
+            f"a factor of **{_depth_truth.per_layer_factor:.2f}** per layer, since σ′ ≤ ¼ and σ_W√n = 1.",
+        ),
+        "softmax": exercises.NumberExercise(
+            question="**3.** Logits $z = (2, 0, 0)$ at $T = 1$: what probability does the softmax give the first "
+            "class? (Two decimals are enough.)",
+            truth=float(lab.softmax_with_temperature([2.0, 0.0, 0.0], 1.0).probs[0]),
+            hint="p₀ = e² / (e² + e⁰ + e⁰), with e² ≈ 7.39.",
+            abs_tol=0.006,
+            placeholder="e.g. 0.33",
+            label="p₀ =",
+        ),
+        "edge": exercises.NumberExercise(
+            question="**4.** A plain ReLU stack with σ_W = s/√n: at which scale s is the per-layer gradient factor "
+            "exactly 1? (Two decimals; the sweep above measures it.)",
+            truth=_edge_sweep.crossing,
+            hint="ReLU's slope is 1 on half of the inputs and 0 on the other half, so rms φ′ = 1/√2.",
+            rel_tol=0.03,
+            explanation="s = √2 ≈ 1.41 is He's initialisation: σ_W² = 2/n.",
+            placeholder="e.g. 1.0",
+            label="s =",
+        ),
+        "residual": exercises.ChoiceExercise(
+            question="**5.** A 50-layer ReLU stack with He initialisation gets a residual path, but no normalisation. "
+            "Compared with the last layer, the gradient that reaches the first layer is…",
+            options=lab.GRADIENT_FATES,
+            truth=_residual_truth.verdict(),
+            hint="each layer adds φ(z), of about the stream's own variance, to the stream.",
+            explanation=f"The ratio is **{_residual_truth.gradient_ratio:.2g}**: the forward variance doubles at every layer, "
+            "and the gradient grows with it. Pre-norm fixes it.",
+        ),
+        "pieces": exercises.NumberExercise(
+            question="**6.** A network with one hidden layer of **3** ReLU units on 2-D inputs: into how many linear "
+            "pieces at most can it cut the plane?",
+            truth=lab.max_pieces_one_layer(3),
+            hint="each unit switches along a line; three lines in general position…",
+            explanation="1 + 3 + 3: three lines, each pair crossing once, make 7 regions.",
+            placeholder="e.g. 4",
+            label="pieces =",
+        ),
+    }
+    answers_check = ui.answer_boxes(exercises_check)
     mo.md(r"""
     Trained, the straight line of depth 0 stops below 90 % on the moons, while 16 units in two
     hidden layers bend around them and reach 99 % or more. At initialisation, width 16, two hidden
     layers already show more pieces than one: each layer folds the pieces of the one before.
     """)
-    return (
-        answer_sigmoid,
-        answer_depth,
-        answer_softmax,
-        answer_edge,
-        answer_residual,
-        answer_pieces,
-        exercise_sigmoid,
-        exercise_depth,
-        exercise_softmax,
-        exercise_edge,
-        exercise_residual,
-        exercise_pieces,
-    )
+    return answers_check, exercises_check
 
 
 @app.function
@@ -1110,32 +1102,8 @@ def _(dead_lr, dead_sweep):
 
 
 @app.cell
-def _(
-    answer_sigmoid,
-    answer_depth,
-    answer_softmax,
-    answer_edge,
-    answer_residual,
-    answer_pieces,
-    exercise_sigmoid,
-    exercise_depth,
-    exercise_softmax,
-    exercise_edge,
-    exercise_residual,
-    exercise_pieces,
-):
-    # typing an answer re-runs only this cell: six verdicts, no computation
-    mo.vstack(
-        [
-            mo.md("## 7. Check yourself"),
-            ui.exercise(exercise_sigmoid, answer_sigmoid),
-            ui.exercise(exercise_depth, answer_depth),
-            ui.exercise(exercise_softmax, answer_softmax),
-            ui.exercise(exercise_edge, answer_edge),
-            ui.exercise(exercise_residual, answer_residual),
-            ui.exercise(exercise_pieces, answer_pieces),
-        ]
-    )
+def _(answers_check, exercises_check):
+    ui.exercise_list("## 7. Check yourself", exercises_check, answers_check)
     return
 
 

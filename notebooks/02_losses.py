@@ -1822,86 +1822,62 @@ def _(default_fits, default_fits_problem, focal_gamma, imb_data, imb_runs_free, 
 
 @app.cell
 def _():
-    exercise_ln10 = exercises.NumberExercise(
-        question="**1.** A freshly initialised 10-class classifier outputs all-zero logits. What cross-entropy "
-        "does it start from? (Three decimals.)",
-        truth=float(F.cross_entropy(engine.tensor(np.zeros((1, 10))), np.array([3])).data),
-        hint="Every class gets 1/10.",
-        abs_tol=0.002,
-    )
-    answer_ln10 = ui.answer_box(exercise_ln10, placeholder="e.g. 1.0", label="L₀ =")
-    exercise_huber = exercises.NumberExercise(
-        question="**2.** Huber loss with δ = 1 for a residual e = 3?",
-        truth=float(F.huber_loss(engine.tensor([3.0]), engine.tensor([0.0]), delta=1.0).data),
-        hint="|e| > δ, so the linear branch δ(|e| − δ/2) applies.",
-        abs_tol=1e-3,
-    )
-    answer_huber = ui.answer_box(exercise_huber, placeholder="e.g. 4.5", label="Huber(e = 3) =")
-    exercise_bce = exercises.NumberExercise(
-        question="**3.** A binary classifier gives a positive example (y = 1) the probability p̂ = 0.8. "
-        "What is ∂L/∂z of the cross-entropy with respect to its logit?",
-        # margin_gradients holds |∂L/∂z| for y = 1, where ∂L/∂z = σ(z) − 1 is negative
-        truth=-float(lab.margin_gradients(bce_with_logits, mse, [np.log(0.8 / 0.2)]).ce_autograd[0]),
-        hint="∂L/∂z = p̂ − y; mind the sign.",
-        abs_tol=1e-3,
-    )
-    answer_bce = ui.answer_box(exercise_bce, placeholder="e.g. 0.5", label="∂L/∂z =")
-    exercise_median = exercises.NumberExercise(
-        question="**4.** Three targets, 1, 2 and 10. What is the best constant prediction under **MAE**? "
-        "(And under MSE?)",
-        truth=lab.quantile_interval([1.0, 2.0, 10.0], 0.5)[0],  # MAE's minimisers: the medians (one here)
-        hint="MAE is the Laplace likelihood; which statistic does it estimate?",
-        abs_tol=0.01,
-        explanation="MAE's minimiser is the median, 2; MSE's is the mean, 13/3 ≈ 4.33, pulled up by the 10.",
-    )
-    answer_median = ui.answer_box(exercise_median, placeholder="e.g. 4", label="ĉ =")
-    exercise_floor = exercises.NumberExercise(
-        question="**5.** An image has **three** true labels out of ten. Trained with softmax cross-entropy and "
-        "the target spread evenly over them, what is the lowest loss the model can reach? (Three decimals.)",
-        truth=lab.multilabel_report(np.zeros(10), [1, 4, 7]).softmax_floor,
-        hint="the best the model can do is p = q; the loss is then the entropy of q.",
-        abs_tol=0.002,
-        explanation="ln 3: the softmax must share its probability, while three sigmoids could each reach 1.",
-    )
-    answer_floor = ui.answer_box(exercise_floor, placeholder="e.g. 0.5", label="lowest L =")
-    return (
-        answer_bce,
-        answer_floor,
-        answer_huber,
-        answer_ln10,
-        answer_median,
-        exercise_bce,
-        exercise_floor,
-        exercise_huber,
-        exercise_ln10,
-        exercise_median,
-    )
+    exercises_check = {
+        "ln10": exercises.NumberExercise(
+            question="**1.** A freshly initialised 10-class classifier outputs all-zero logits. What cross-entropy "
+            "does it start from? (Three decimals.)",
+            truth=float(F.cross_entropy(engine.tensor(np.zeros((1, 10))), np.array([3])).data),
+            hint="Every class gets 1/10.",
+            abs_tol=0.002,
+            placeholder="e.g. 1.0",
+            label="L₀ =",
+        ),
+        "huber": exercises.NumberExercise(
+            question="**2.** Huber loss with δ = 1 for a residual e = 3?",
+            truth=float(F.huber_loss(engine.tensor([3.0]), engine.tensor([0.0]), delta=1.0).data),
+            hint="|e| > δ, so the linear branch δ(|e| − δ/2) applies.",
+            abs_tol=1e-3,
+            placeholder="e.g. 4.5",
+            label="Huber(e = 3) =",
+        ),
+        "bce": exercises.NumberExercise(
+            question="**3.** A binary classifier gives a positive example (y = 1) the probability p̂ = 0.8. "
+            "What is ∂L/∂z of the cross-entropy with respect to its logit?",
+            # margin_gradients holds |∂L/∂z| for y = 1, where ∂L/∂z = σ(z) − 1 is negative
+            truth=-float(lab.margin_gradients(bce_with_logits, mse, [np.log(0.8 / 0.2)]).ce_autograd[0]),
+            hint="∂L/∂z = p̂ − y; mind the sign.",
+            abs_tol=1e-3,
+            placeholder="e.g. 0.5",
+            label="∂L/∂z =",
+        ),
+        "median": exercises.NumberExercise(
+            question="**4.** Three targets, 1, 2 and 10. What is the best constant prediction under **MAE**? "
+            "(And under MSE?)",
+            truth=lab.quantile_interval([1.0, 2.0, 10.0], 0.5)[0],  # MAE's minimisers: the medians (one here)
+            hint="MAE is the Laplace likelihood; which statistic does it estimate?",
+            abs_tol=0.01,
+            explanation="MAE's minimiser is the median, 2; MSE's is the mean, 13/3 ≈ 4.33, pulled up by the 10.",
+            placeholder="e.g. 4",
+            label="ĉ =",
+        ),
+        "floor": exercises.NumberExercise(
+            question="**5.** An image has **three** true labels out of ten. Trained with softmax cross-entropy and "
+            "the target spread evenly over them, what is the lowest loss the model can reach? (Three decimals.)",
+            truth=lab.multilabel_report(np.zeros(10), [1, 4, 7]).softmax_floor,
+            hint="the best the model can do is p = q; the loss is then the entropy of q.",
+            abs_tol=0.002,
+            explanation="ln 3: the softmax must share its probability, while three sigmoids could each reach 1.",
+            placeholder="e.g. 0.5",
+            label="lowest L =",
+        ),
+    }
+    answers_check = ui.answer_boxes(exercises_check)
+    return answers_check, exercises_check
 
 
 @app.cell
-def _(
-    answer_bce,
-    answer_floor,
-    answer_huber,
-    answer_ln10,
-    answer_median,
-    exercise_bce,
-    exercise_floor,
-    exercise_huber,
-    exercise_ln10,
-    exercise_median,
-):
-    # typing an answer re-runs only this cell: five verdicts, no computation
-    mo.vstack(
-        [
-            mo.md("## 10. Check yourself"),
-            ui.exercise(exercise_ln10, answer_ln10),
-            ui.exercise(exercise_huber, answer_huber),
-            ui.exercise(exercise_bce, answer_bce),
-            ui.exercise(exercise_median, answer_median),
-            ui.exercise(exercise_floor, answer_floor),
-        ]
-    )
+def _(answers_check, exercises_check):
+    ui.exercise_list("## 10. Check yourself", exercises_check, answers_check)
     return
 
 

@@ -87,15 +87,15 @@ def test_01_depth_lab_reports_the_engine_numbers():
 
 
 def test_01_exercises_are_graded_by_the_engine():
-    text, defs = notebook_text("01_activations", answer_sigmoid="1/4", answer_softmax="0.79", answer_depth="vanish")
-    assert defs["exercise_sigmoid"].truth == pytest.approx(0.25)
+    text, defs = notebook_text("01_activations", answers_check={"sigmoid": "1/4", "softmax": "0.79", "depth": "vanish"})
+    assert defs["exercises_check"]["sigmoid"].truth == pytest.approx(0.25)
     p0 = math.exp(2) / (math.exp(2) + 2)
-    assert defs["exercise_softmax"].truth == pytest.approx(p0)
-    assert defs["exercise_depth"].truth == "vanish"
+    assert defs["exercises_check"]["softmax"].truth == pytest.approx(p0)
+    assert defs["exercises_check"]["depth"].truth == "vanish"
     assert text.count("Right") == 3
-    text, _ = notebook_text("01_activations", answer_sigmoid="0.5", answer_softmax="0.33", answer_depth="explode")
+    text, _ = notebook_text("01_activations", answers_check={"sigmoid": "0.5", "softmax": "0.33", "depth": "explode"})
     assert "Right" not in text and text.count("Not quite") == 2 and "Not this one" in text
-    text, _ = notebook_text("01_activations", answer_sigmoid="a quarter")
+    text, _ = notebook_text("01_activations", answers_check={"sigmoid": "a quarter"})
     assert "is not a number I can read" in text
 
 
@@ -274,16 +274,17 @@ def test_01_weight_scale_sweep_crosses_one_where_the_notebook_says():
 
 
 def test_01_new_exercises_are_graded():
-    text, defs = notebook_text("01_activations", answer_edge="1.41", answer_residual="explode")
-    assert defs["exercise_edge"].truth == pytest.approx(math.sqrt(2), rel=0.03)
-    assert defs["exercise_residual"].truth == "explode"
+    text, defs = notebook_text("01_activations", answers_check={"edge": "1.41", "residual": "explode"})
+    assert defs["exercises_check"]["edge"].truth == pytest.approx(math.sqrt(2), rel=0.03)
+    assert defs["exercises_check"]["residual"].truth == "explode"
     assert text.count("Right") == 2
-    text, _ = notebook_text("01_activations", answer_edge="1", answer_residual="stable")
+    text, _ = notebook_text("01_activations", answers_check={"edge": "1", "residual": "stable"})
     assert "Right" not in text and "Not quite" in text and "Not this one" in text
 
 
 def test_01_the_bend_buys_accuracy_and_pieces():
-    text, defs = notebook_text("01_activations", answer_pieces="7")  # default: width 8, one layer, trained at load
+    # default: width 8, one layer, trained at load
+    text, defs = notebook_text("01_activations", answers_check={"pieces": "7"})
     r = defs["bend_report"]
     assert (
         defs["bend_is_default"]
@@ -295,7 +296,7 @@ def test_01_the_bend_buys_accuracy_and_pieces():
     assert same.pieces == r.pieces and f"{r.pieces} linear pieces" in text
     assert same.accuracy == r.accuracy and f"training accuracy {100 * r.accuracy:.1f} %" in text
     assert r.accuracy > bend(8, 1, steps=0).accuracy  # the figure shows a trained model
-    assert defs["exercise_pieces"].truth == 7 and text.count("Right") == 1
+    assert defs["exercises_check"]["pieces"].truth == 7 and text.count("Right") == 1
     text, defs = notebook_text("01_activations", bend_width=9)  # another width: at initialisation until trained
     assert defs["bend_report"].steps == 0 and "at initialisation (the button trains it)" in text
     text, defs = notebook_text("01_activations", bend_width=8, bend_depth=0, bend_train=True)

@@ -335,11 +335,12 @@ def test_02_mse_vs_cross_entropy_and_initial_loss():
 
 
 def test_02_exercises_are_graded_by_the_engine():
-    text, defs = notebook_text("02_losses", answer_ln10="2.303", answer_huber="2.5", answer_bce="-0.2")
-    assert defs["exercise_ln10"].truth == pytest.approx(math.log(10))
-    assert defs["exercise_huber"].truth == pytest.approx(2.5) and defs["exercise_bce"].truth == pytest.approx(-0.2)
+    text, defs = notebook_text("02_losses", answers_check={"ln10": "2.303", "huber": "2.5", "bce": "-0.2"})
+    built = defs["exercises_check"]
+    assert built["ln10"].truth == pytest.approx(math.log(10))
+    assert built["huber"].truth == pytest.approx(2.5) and built["bce"].truth == pytest.approx(-0.2)
     assert text.count("Right") == 3
-    text, _ = notebook_text("02_losses", answer_ln10="1", answer_huber="4.5", answer_bce="0.2")
+    text, _ = notebook_text("02_losses", answers_check={"ln10": "1", "huber": "4.5", "bce": "0.2"})
     assert "Right" not in text and text.count("Not quite") == 3
 
 
@@ -401,10 +402,10 @@ def test_02_cross_entropy_with_constant_logits_recovers_the_class_frequencies():
 
 
 def test_02_median_exercise_is_graded():
-    text, defs = notebook_text("02_losses", answer_median="2")
-    assert defs["exercise_median"].truth == pytest.approx(2.0, abs=1e-3)
+    text, defs = notebook_text("02_losses", answers_check={"median": "2"})
+    assert defs["exercises_check"]["median"].truth == pytest.approx(2.0, abs=1e-3)
     assert "Right" in text and "median, 2" in text
-    text, _ = notebook_text("02_losses", answer_median="4.33")
+    text, _ = notebook_text("02_losses", answers_check={"median": "4.33"})
     assert "Not quite" in text
 
 
@@ -459,8 +460,8 @@ def test_02_imbalance_accuracy_hides_a_zero_recall_and_weights_restore_it():
 
 
 def test_02_softmax_floor_exercise_is_graded():
-    text, defs = notebook_text("02_losses", answer_floor="1.099")
-    assert defs["exercise_floor"].truth == pytest.approx(math.log(3))
+    text, defs = notebook_text("02_losses", answers_check={"floor": "1.099"})
+    assert defs["exercises_check"]["floor"].truth == pytest.approx(math.log(3))
     assert "Right" in text
 
 
