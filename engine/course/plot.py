@@ -278,7 +278,7 @@ def _scale(domain=None, **more):
     return alt.Scale(**more) if more else alt.Undefined
 
 
-def _series_colors(names, colors=None, *, field="series", title="", palette=None, legend=True):
+def series_colors(names, colors=None, *, field="series", title="", palette=None, legend=True):
     """The colour channel of named series with their legend at the bottom (none if not ``legend``):
     each name in its colour (``palette``, else ``colors[name]``, its palette colour or the next
     series colour)."""
@@ -383,7 +383,7 @@ def curves(
     encoding = [
         alt.X("x:Q", title=x_title, scale=_scale(type="log") if log_x else alt.Undefined),
         alt.Y("y:Q", title=y_title, scale=_scale(y_domain, **{"type": "log"} if log_y else {})),
-        _series_colors(list(ys) + list(dots), colors, title=legend_title),
+        series_colors(list(ys) + list(dots), colors, title=legend_title),
         _tooltip("series:N", ("x:Q", ".4g"), ("y:Q", ".6g")),
     ]
     dash = alt.StrokeDash("dash:N", legend=None, scale=alt.Scale(domain=[False, True], range=[[1, 0], [5, 4]]))
@@ -476,7 +476,7 @@ def bars(
             data=source,
             **size,
         )
-    paint = _series_colors([name, *dots], {name: color_name, **{n: "autograd" for n in dots}})
+    paint = series_colors([name, *dots], {name: color_name, **{n: "autograd" for n in dots}})
     dot_columns = {n: {"label": label_column, "value": np.asarray(v, dtype=float)} for n, v in dots.items()}
     on_top = alt.Chart(data(**_stacked(dot_columns))).mark_point(filled=True, size=60, opacity=1)
     return alt.layer(
@@ -502,7 +502,7 @@ def grouped_bars(
             _label_axis(labels.tolist(), x_title),
             alt.XOffset("series:N", sort=names),
             alt.Y("value:Q", title=y_title, scale=_scale(y_domain)),
-            _series_colors(names, colors),
+            series_colors(names, colors),
             _tooltip("label:N", "series:N", ("value:Q", ".4g")),
         )
     )
@@ -566,7 +566,7 @@ def scatter_classes(X, y, *, x_title: str = "x₁", y_title: str = "x₂", title
         .encode(
             alt.X("x1:Q", title=x_title),
             alt.Y("x2:Q", title=y_title),
-            _series_colors(names, field="label", palette=CLASS_COLORS[: len(names)]),
+            series_colors(names, field="label", palette=CLASS_COLORS[: len(names)]),
         )
     )
 
@@ -594,7 +594,7 @@ def loss_curves(
         .encode(
             alt.X("step:Q", title=x_title),
             alt.Y("y:Q", title=y_title, scale=_scale(type="log") if log_y else alt.Undefined),
-            _series_colors(history, colors),
+            series_colors(history, colors),
             _tooltip("series:N", "step:Q", ("y:Q", ".4g")),
         )
     )
@@ -770,8 +770,8 @@ def surface_paths(
         steps, px, py = _path_rows(path, max_points)
         if len(steps):
             paths[name] = {"step": steps, "x": px, "y": py}
-    paint = _series_colors(list(trajectories), colors)
-    unlabelled = _series_colors(list(trajectories), colors, legend=False)  # the ends: the lines' legend suffices
+    paint = series_colors(list(trajectories), colors)
+    unlabelled = series_colors(list(trajectories), colors, legend=False)  # the ends: the lines' legend suffices
     tooltip = _tooltip("series:N", "step:Q", ("x:Q", ".3g"), ("y:Q", ".3g"))
     if paths:
         ends = {name: {k: v[-1:] for k, v in p.items()} for name, p in paths.items()}
@@ -832,7 +832,7 @@ def class_regions(xx, yy, probs, X, y, *, title=None, height=HEIGHT):
         .encode(
             _axis(alt.X, "x", "x₁", xx),
             _axis(alt.Y, "y", "x₂", yy),
-            _series_colors(names, field="label", palette=[CLASS_COLORS[c % len(CLASS_COLORS)] for c in range(k)]),
+            series_colors(names, field="label", palette=[CLASS_COLORS[c % len(CLASS_COLORS)] for c in range(k)]),
         )
     )
     return alt.layer(cells, dots, width="container", height=height, title=_title(title))
@@ -883,7 +883,7 @@ def piece_regions(report, *, max_side: int = 40, height: int = 260):
     dots = (
         alt.Chart(data(x=report.X[:, 0], y=report.X[:, 1], label=labels, digits=4))
         .mark_circle(size=22, opacity=1, stroke="white", strokeWidth=0.6, clip=True)
-        .encode(x_enc, y_enc, _series_colors(names, field="label", palette=["#1d4ed8", "#c2410c"]))
+        .encode(x_enc, y_enc, series_colors(names, field="label", palette=["#1d4ed8", "#c2410c"]))
     )
     left = alt.layer(pieces, boundary, width=300, height=height, title=f"{report.pieces} linear pieces")
     right = alt.layer(
@@ -1253,7 +1253,7 @@ def paths_2d(
             alt.X("x:Q", title=x_title, scale=scale),
             alt.Y("y:Q", title=y_title, scale=scale),
             alt.Order("order:Q"),
-            _series_colors(series, colors),
+            series_colors(series, colors),
             _tooltip("series:N", "t:Q", ("x:Q", ".3g"), ("y:Q", ".3g")),
         )
     )
@@ -1288,7 +1288,7 @@ def point_layers(
         .encode(
             alt.X("x:Q", title=x_title, scale=scale),
             alt.Y("y:Q", title=y_title, scale=scale),
-            _series_colors(layers, colors),
+            series_colors(layers, colors),
             _tooltip("series:N", ("x:Q", ".3g"), ("y:Q", ".3g")),
         )
     )

@@ -294,12 +294,8 @@ def regions_chart(xx, yy, probs, X, y, *, title=None, height: int = 300):
         .encode(
             alt.X("x:Q", title="x₁", scale=x_scale),
             alt.Y("y:Q", title="x₂", scale=y_scale),
-            alt.Color(
-                "label:N",
-                title="",
-                sort=names,
-                legend=alt.Legend(orient="bottom"),
-                scale=alt.Scale(domain=names, range=[plot.CLASS_COLORS[c % len(plot.CLASS_COLORS)] for c in range(k)]),
+            plot.series_colors(
+                names, field="label", palette=[plot.CLASS_COLORS[c % len(plot.CLASS_COLORS)] for c in range(k)]
             ),
         )
     )

@@ -397,13 +397,7 @@ def _surface_map(surface: str, paths: dict, colors: dict, *, start, title, heigh
                 alt.X("x:Q", scale=x_scale),
                 alt.Y("y:Q", scale=y_scale),
                 alt.Order("step:Q"),
-                alt.Color(
-                    "series:N",
-                    title="",
-                    sort=order,
-                    legend=alt.Legend(orient="bottom"),
-                    scale=alt.Scale(domain=order, range=[plot.color(colors[n]) for n in order]),
-                ),
+                plot.series_colors(order, colors),
                 [alt.Tooltip("series:N"), alt.Tooltip("step:Q")],
             )
         )
@@ -588,13 +582,7 @@ def _gap_chart(surface: str, runs: dict, colors: dict, max_points: int, height: 
         .encode(
             alt.X("step:Q", title="step"),
             alt.Y("gap:Q", title="f(θ) − f(θ*)", scale=alt.Scale(type="log")),
-            alt.Color(
-                "optimizer:N",
-                title="",
-                sort=names,
-                legend=alt.Legend(orient="bottom"),
-                scale=alt.Scale(domain=names, range=[plot.color(colors[n]) for n in names]),
-            ),
+            plot.series_colors(names, colors, field="optimizer"),
             alt.Tooltip("gap:Q", format=".3g"),
         )
     )
