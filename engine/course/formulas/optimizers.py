@@ -68,6 +68,11 @@ ADAM_STEP = "lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)"
 ADAM_HYPER = dict(lr=0.1, b1=0.8, b2=0.9, eps=1e-3)  # a large ε, so its place in the formula matters
 
 
+def _adam(id, name, latex, numpy, engine, notes, **hyper):
+    """An Adam-family rule: moments m and v from 0, with :data:`ADAM_HYPER`'s settings (and ``hyper``)."""
+    return _update(id, name, latex, numpy, engine, {"m": 0.0, "v": 0.0}, notes, **hyper, **ADAM_HYPER)
+
+
 def _hessian(rng):
     """A symmetric positive definite H = Q diag(½, 1, 2, 8) Qᵀ in a random basis: a quadratic
     bowl whose largest curvature is 8, well apart from the next (power iteration converges fast)."""
@@ -151,7 +156,7 @@ ROWS = [
         eps=1e-3,
         notes="Divides by a running RMS of the gradient: one step size per parameter.",
     ),
-    _update(
+    _adam(
         "opt.adam",
         "Adam",
         r"m \leftarrow \beta_1 m + (1 - \beta_1) g,\ v \leftarrow \beta_2 v + (1 - \beta_2) g^2,\ "
@@ -159,9 +164,7 @@ ROWS = [
         r"\theta \leftarrow \theta - \frac{\eta\,\hat m}{\sqrt{\hat v} + \varepsilon}",
         ADAM_MOMENTS + "p = p - " + ADAM_STEP,
         "optim.Adam([p], lr=lr, betas=(b1, b2), eps=eps)",
-        {"m": 0.0, "v": 0.0},
-        **ADAM_HYPER,
-        notes="Momentum (m) plus RMSprop (v); the bias correction undoes the zero start of m and v.",
+        "Momentum (m) plus RMSprop (v); the bias correction undoes the zero start of m and v.",
     ),
     _update(
         "opt.adam.first_step",
@@ -176,27 +179,23 @@ ROWS = [
         keywords=("bias correction",),
         **ADAM_HYPER,
     ),
-    _update(
+    _adam(
         "opt.adam_l2",
         "Adam with L2 (coupled decay)",
         r"g \leftarrow g + \lambda\theta,\ \text{then Adam}",
         "g = g + wd * p; " + ADAM_MOMENTS + "p = p - " + ADAM_STEP,
         "optim.Adam([p], lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd)",
-        {"m": 0.0, "v": 0.0},
+        "The decay is divided by √v̂ like the gradient: large-gradient weights decay less.",
         wd=0.1,
-        **ADAM_HYPER,
-        notes="The decay is divided by √v̂ like the gradient: large-gradient weights decay less.",
     ),
-    _update(
+    _adam(
         "opt.adamw",
         "AdamW (decoupled decay)",
         r"\theta \leftarrow \theta - \eta\lambda\theta - \frac{\eta\,\hat m}{\sqrt{\hat v} + \varepsilon}\quad(\theta\text{ before the step on the right})",
         ADAM_MOMENTS + "p = p - lr * wd * p - " + ADAM_STEP,
         "optim.AdamW([p], lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd)",
-        {"m": 0.0, "v": 0.0},
+        "Every weight shrinks by the same factor 1 − ηλ, whatever its gradient.",
         wd=0.1,
-        **ADAM_HYPER,
-        notes="Every weight shrinks by the same factor 1 − ηλ, whatever its gradient.",
     ),
     _row(
         "opt.stability",
