@@ -32,6 +32,15 @@ def _grad(id, section, name, latex, numpy, call, notes="", inputs=None, **kw):
     )
 
 
+def _descent(backend: str, f: str) -> str:
+    """Gradient descent on the activation ``f`` itself (``F.gelu``) from x0, with autograd: the
+    snippet that finds its minimum value, in ``backend`` ("engine" or "torch")."""
+    return (
+        f"x = {backend}.tensor(x0, dtype={backend}.float64, requires_grad=True); opt = optim.SGD([x], lr=lr); "
+        f"[(opt.zero_grad(), {f}(x).backward(), opt.step()) for _ in range(steps)]; {f}(x).item()"
+    )
+
+
 R = r"\operatorname{ReLU}"
 ROWS = [
     # ---------------------------------------------------------------- piecewise linear
@@ -161,10 +170,8 @@ ROWS = [
         r"\operatorname{GELU}(x^*) \approx -0.1700",
         "x = x0; [x := x - lr * (0.5 * (1 + math.erf(x / math.sqrt(2))) + x * math.exp(-x * x / 2) / math.sqrt(2 * math.pi)) "
         "for _ in range(steps)]; 0.5 * x * (1 + math.erf(x / math.sqrt(2)))",
-        "x = engine.tensor(x0, dtype=engine.float64, requires_grad=True); opt = optim.SGD([x], lr=lr); "
-        "[(opt.zero_grad(), F.gelu(x).backward(), opt.step()) for _ in range(steps)]; F.gelu(x).item()",
-        "x = torch.tensor(x0, dtype=torch.float64, requires_grad=True); opt = optim.SGD([x], lr=lr); "
-        "[(opt.zero_grad(), F.gelu(x).backward(), opt.step()) for _ in range(steps)]; F.gelu(x).item()",
+        _descent("engine", "F.gelu"),
+        _descent("torch", "F.gelu"),
         inputs=spec(x0=-1.0, lr=0.5, steps=200),
         notes="Solved by gradient descent on GELU itself (NumPy with the derivative written out, the "
         "engine and PyTorch with autograd): so GELU's range is [−0.1700, ∞).",
@@ -197,10 +204,8 @@ ROWS = [
         r"x^* \approx -1.2785,\ \operatorname{SiLU}(x^*) = x^* + 1 \approx -0.2785",
         "x = x0; [x := x - lr * (1 + x * (1 - 1 / (1 + math.exp(-x)))) / (1 + math.exp(-x)) for _ in range(steps)]; "
         "x / (1 + math.exp(-x))",
-        "x = engine.tensor(x0, dtype=engine.float64, requires_grad=True); opt = optim.SGD([x], lr=lr); "
-        "[(opt.zero_grad(), F.silu(x).backward(), opt.step()) for _ in range(steps)]; F.silu(x).item()",
-        "x = torch.tensor(x0, dtype=torch.float64, requires_grad=True); opt = optim.SGD([x], lr=lr); "
-        "[(opt.zero_grad(), F.silu(x).backward(), opt.step()) for _ in range(steps)]; F.silu(x).item()",
+        _descent("engine", "F.silu"),
+        _descent("torch", "F.silu"),
         inputs=spec(x0=-1.0, lr=2.0, steps=200),
         notes="Solved by gradient descent, as GELU's. At the minimum 1 − σ(x*) = −1/x*, so "
         "SiLU(x*) = x* + 1: SiLU's range is [−0.2785, ∞).",
