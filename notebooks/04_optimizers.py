@@ -889,18 +889,16 @@ def _(batch_scaling, scaling_lr, scaling_misfit, scaling_train):
         if _past.any()
         else f" At this η₁ even B = {_sizes[-1]:.0f} stays below the dashed line."
     )
-    mo.vstack(
-        [
-            mo.hstack([scaling_lr, scaling_train], justify="start"),
-            ui.chart(lab.scaling_chart(batch_scaling, scaling_lr.value)),
-            mo.md(
-                f"With η = η₁·B the loss after 4 epochs stays within a factor **{_spread:.2f}** across every B with "
-                f"η₁Bλ_max ≤ 1 (λ_max = {_lam:.3f}, so B ≤ {1 / _lam / scaling_lr.value:.0f}); with η = η₁ held fixed "
-                f"it grows from **{_fixed[0]:.3g}** at B = 1 to **{_fixed[-1]:.3g}** at B = {_sizes[-1]:.0f}, "
-                f"{_fixed[-1] / _fixed[0]:.0f} times as high, since 4 epochs of large batches are too few steps."
-                + _broke
-            ),
-        ]
+    ui.try_it(
+        "",
+        [scaling_lr, scaling_train],
+        ui.chart(lab.scaling_chart(batch_scaling, scaling_lr.value)),
+        mo.md(
+            f"With η = η₁·B the loss after 4 epochs stays within a factor **{_spread:.2f}** across every B with "
+            f"η₁Bλ_max ≤ 1 (λ_max = {_lam:.3f}, so B ≤ {1 / _lam / scaling_lr.value:.0f}); with η = η₁ held fixed "
+            f"it grows from **{_fixed[0]:.3g}** at B = 1 to **{_fixed[-1]:.3g}** at B = {_sizes[-1]:.0f}, "
+            f"{_fixed[-1] / _fixed[0]:.0f} times as high, since 4 epochs of large batches are too few steps." + _broke
+        ),
     )
     return
 
@@ -1015,19 +1013,18 @@ def _(edge_lr, edge_misfit, edge_runs, edge_train):
     _late = _steps >= _steps[-1] / 2
     _gap = np.abs(_sharp[:, _late].mean(axis=1) * edge_lr.value / 2 - 1).max()
     _ups = int(np.sum(np.diff(_loss[:, _late], axis=1) > 0))
-    mo.vstack(
-        [
-            mo.hstack([edge_lr, edge_train], justify="start"),
-            ui.chart(lab.edge_chart(edge_runs, edge_lr.value)),
-            mo.md(
-                f"At η = {edge_lr.value:g} the sharpness starts at **{_sharp[:, 0].min():.2f}–{_sharp[:, 0].max():.2f}**; "
-                f"over the second half of the runs its mean is within **{100 * _gap:.1f} %** of 2/η = "
-                f"{2 / edge_lr.value:.3g} for every seed. The loss there falls from "
-                f"**{_loss[:, _late][:, 0].mean():.4f}** to **{_loss[:, -1].mean():.4f}** (mean of the seeds), "
-                f"yet it rose over {_ups} of the {_loss[:, _late].size - len(_loss)} intervals between two "
-                "measurements (all seeds): gradient descent at the quadratic theory's limit, stable all the same."
-            ),
-        ]
+    ui.try_it(
+        "",
+        [edge_lr, edge_train],
+        ui.chart(lab.edge_chart(edge_runs, edge_lr.value)),
+        mo.md(
+            f"At η = {edge_lr.value:g} the sharpness starts at **{_sharp[:, 0].min():.2f}–{_sharp[:, 0].max():.2f}**; "
+            f"over the second half of the runs its mean is within **{100 * _gap:.1f} %** of 2/η = "
+            f"{2 / edge_lr.value:.3g} for every seed. The loss there falls from "
+            f"**{_loss[:, _late][:, 0].mean():.4f}** to **{_loss[:, -1].mean():.4f}** (mean of the seeds), "
+            f"yet it rose over {_ups} of the {_loss[:, _late].size - len(_loss)} intervals between two "
+            "measurements (all seeds): gradient descent at the quadratic theory's limit, stable all the same."
+        ),
     )
     return
 
@@ -1137,115 +1134,82 @@ def _(clip_lr, clip_norm):
 
 @app.cell
 def _():
-    exercise_adam = exercises.NumberExercise(
-        question="**1.** Adam (η = 0.01, default betas) takes its first step on a parameter whose gradient is 0.3. "
-        "How far does the parameter move?",
-        truth=float(abs(lab.engine_adam_updates([0.3], lr=0.01)[0])),
-        hint="After bias correction m̂₁ = g and v̂₁ = g².",
-        rel_tol=0.01,
-    )
-    answer_adam = ui.answer_box(exercise_adam, placeholder="e.g. 0.003", label="|Δθ₁| =")
-    exercise_cosine = exercises.NumberExercise(
-        question="**2.** Cosine annealing from η = 0.1 to 0 over T = 100 steps: what is the learning rate at step 50?",
-        truth=float(lab.schedule_curves(steps=100, lr=0.1)["cosine"][50]),
-        hint="cos(π/2) = 0.",
-        rel_tol=0.01,
-    )
-    answer_cosine = ui.answer_box(exercise_cosine, placeholder="e.g. 0.1", label="η₅₀ =")
     _clipped, _before, _after = lab.clip_by_global_norm([np.array([3.0]), np.array([4.0])], max_norm=1.0)
-    exercise_clip = exercises.NumberExercise(
-        question="**3.** Two parameters have gradients g₁ = 3 and g₂ = 4. After "
-        "`clip_grad_norm_(params, max_norm=1)`, what is g₁? (Two decimals.)",
-        truth=float(_clipped[0][0]),
-        hint="The global norm is √(3² + 4²); both are scaled by the same factor.",
-        abs_tol=0.005,
-    )
-    answer_clip = ui.answer_box(exercise_clip, placeholder="e.g. 1.5", label="clipped g₁ =")
-    exercise_rate = exercises.NumberExercise(
-        question="**4.** A quadratic valley has condition number κ = 100. By what factor does best-tuned "
-        "heavy-ball momentum shrink the error per step? (Three decimals.)",
-        truth=lab.condition_rates(race, sgd, momentum, 100.0, steps=300).theory["momentum"],
-        hint="(√κ − 1)/(√κ + 1); gradient descent's (κ − 1)/(κ + 1) would be 0.980.",
-        abs_tol=0.002,
-        explanation="Gradient descent's is 99/101 ≈ 0.980: momentum needs about 10 = √κ times fewer steps.",
-    )
-    answer_rate = ui.answer_box(exercise_rate, placeholder="e.g. 0.9", label="rate per step =")
     _small, _large = (
         lab.sgd_noise(minibatch_descent, sgd, b, lr=0.3, steps=400, seed=0, only=("constant",)).floor["constant"]
         for b in (4, 64)
     )
-    exercise_floor = exercises.ChoiceExercise(
-        question="**5.** SGD with a constant η = 0.3 on the least-squares problem of section 4: the batch grows "
-        "from 4 to 64. What happens to the loss floor?",
-        options={"it rises": "rises", "it falls": "falls", "it stays the same": "same"},
-        truth="falls" if _large < _small else "rises",
-        hint="The variance of a mean of B gradients is about 1/B of one gradient's.",
-        explanation=f"Measured: {_small:.2e} at B = 4, {_large:.2e} at B = 64.",
-    )
-    answer_floor = ui.answer_box(exercise_floor)
-    exercise_lookahead = exercises.NumberExercise(
-        question="**6.** Nesterov momentum with μ = 0.9 is at θ = 0 with velocity v = 2 (one parameter). "
-        "At which θ does the look-ahead form evaluate the gradient?",
-        truth=float(lab.lookahead_point(0.0, 2.0, momentum=0.9)),
-        hint="Where momentum alone would carry θ: θ + μv.",
-        rel_tol=1e-6,
-    )
-    answer_lookahead = ui.answer_box(exercise_lookahead, placeholder="e.g. 1", label="θ + μv =")
-    exercise_limit = exercises.NumberExercise(
-        question="**7.** Plain gradient descent on a quadratic whose Hessian is diag(0.5, 0.1): above which "
-        "learning rate does it diverge?",
-        truth=lab.gd_stability_limit(np.diag([0.5, 0.1])),
-        hint="Along the steepest direction the error is multiplied by 1 − ηλ_max each step.",
-        rel_tol=0.01,
-    )
-    answer_limit = ui.answer_box(exercise_limit, placeholder="e.g. 1", label="η limit =")
-    return (
-        answer_adam,
-        answer_clip,
-        answer_cosine,
-        answer_floor,
-        answer_limit,
-        answer_lookahead,
-        answer_rate,
-        exercise_adam,
-        exercise_clip,
-        exercise_cosine,
-        exercise_floor,
-        exercise_limit,
-        exercise_lookahead,
-        exercise_rate,
-    )
+    exercises_check = {
+        "adam": exercises.NumberExercise(
+            question="**1.** Adam (η = 0.01, default betas) takes its first step on a parameter whose gradient is 0.3. "
+            "How far does the parameter move?",
+            truth=float(abs(lab.engine_adam_updates([0.3], lr=0.01)[0])),
+            hint="After bias correction m̂₁ = g and v̂₁ = g².",
+            rel_tol=0.01,
+            placeholder="e.g. 0.003",
+            label="|Δθ₁| =",
+        ),
+        "cosine": exercises.NumberExercise(
+            question="**2.** Cosine annealing from η = 0.1 to 0 over T = 100 steps: what is the learning rate at step 50?",
+            truth=float(lab.schedule_curves(steps=100, lr=0.1)["cosine"][50]),
+            hint="cos(π/2) = 0.",
+            rel_tol=0.01,
+            placeholder="e.g. 0.1",
+            label="η₅₀ =",
+        ),
+        "clip": exercises.NumberExercise(
+            question="**3.** Two parameters have gradients g₁ = 3 and g₂ = 4. After "
+            "`clip_grad_norm_(params, max_norm=1)`, what is g₁? (Two decimals.)",
+            truth=float(_clipped[0][0]),
+            hint="The global norm is √(3² + 4²); both are scaled by the same factor.",
+            abs_tol=0.005,
+            placeholder="e.g. 1.5",
+            label="clipped g₁ =",
+        ),
+        "rate": exercises.NumberExercise(
+            question="**4.** A quadratic valley has condition number κ = 100. By what factor does best-tuned "
+            "heavy-ball momentum shrink the error per step? (Three decimals.)",
+            truth=lab.condition_rates(race, sgd, momentum, 100.0, steps=300).theory["momentum"],
+            hint="(√κ − 1)/(√κ + 1); gradient descent's (κ − 1)/(κ + 1) would be 0.980.",
+            abs_tol=0.002,
+            explanation="Gradient descent's is 99/101 ≈ 0.980: momentum needs about 10 = √κ times fewer steps.",
+            placeholder="e.g. 0.9",
+            label="rate per step =",
+        ),
+        "floor": exercises.ChoiceExercise(
+            question="**5.** SGD with a constant η = 0.3 on the least-squares problem of section 4: the batch grows "
+            "from 4 to 64. What happens to the loss floor?",
+            options={"it rises": "rises", "it falls": "falls", "it stays the same": "same"},
+            truth="falls" if _large < _small else "rises",
+            hint="The variance of a mean of B gradients is about 1/B of one gradient's.",
+            explanation=f"Measured: {_small:.2e} at B = 4, {_large:.2e} at B = 64.",
+        ),
+        "lookahead": exercises.NumberExercise(
+            question="**6.** Nesterov momentum with μ = 0.9 is at θ = 0 with velocity v = 2 (one parameter). "
+            "At which θ does the look-ahead form evaluate the gradient?",
+            truth=float(lab.lookahead_point(0.0, 2.0, momentum=0.9)),
+            hint="Where momentum alone would carry θ: θ + μv.",
+            rel_tol=1e-6,
+            placeholder="e.g. 1",
+            label="θ + μv =",
+        ),
+        "limit": exercises.NumberExercise(
+            question="**7.** Plain gradient descent on a quadratic whose Hessian is diag(0.5, 0.1): above which "
+            "learning rate does it diverge?",
+            truth=lab.gd_stability_limit(np.diag([0.5, 0.1])),
+            hint="Along the steepest direction the error is multiplied by 1 − ηλ_max each step.",
+            rel_tol=0.01,
+            placeholder="e.g. 1",
+            label="η limit =",
+        ),
+    }
+    answers_check = ui.answer_boxes(exercises_check)
+    return answers_check, exercises_check
 
 
 @app.cell
-def _(
-    answer_adam,
-    answer_clip,
-    answer_cosine,
-    answer_floor,
-    answer_limit,
-    answer_lookahead,
-    answer_rate,
-    exercise_adam,
-    exercise_clip,
-    exercise_cosine,
-    exercise_floor,
-    exercise_limit,
-    exercise_lookahead,
-    exercise_rate,
-):
-    mo.vstack(
-        [
-            mo.md("## 7. Check yourself"),
-            ui.exercise(exercise_adam, answer_adam),
-            ui.exercise(exercise_cosine, answer_cosine),
-            ui.exercise(exercise_clip, answer_clip),
-            ui.exercise(exercise_rate, answer_rate),
-            ui.exercise(exercise_floor, answer_floor),
-            ui.exercise(exercise_lookahead, answer_lookahead),
-            ui.exercise(exercise_limit, answer_limit),
-        ]
-    )
+def _(answers_check, exercises_check):
+    ui.exercise_list("## 7. Check yourself", exercises_check, answers_check)
     return
 
 

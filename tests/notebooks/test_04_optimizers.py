@@ -440,34 +440,20 @@ def test_04_range_test_claims_on_the_values_shown():
 
 
 def test_04_exercises_are_graded_by_the_engine():
-    text, defs = notebook_text(
-        "04_optimizers",
-        answer_adam="0.01",
-        answer_cosine="0.05",
-        answer_clip="0.6",
-        answer_rate="0.818",
-        answer_floor="falls",
-        answer_lookahead="1.8",
-        answer_limit="4",
-    )
-    assert defs["exercise_rate"].truth == pytest.approx(9 / 11)
-    assert defs["exercise_adam"].truth == pytest.approx(0.01, rel=1e-6)
-    assert defs["exercise_cosine"].truth == pytest.approx(0.05)
-    assert defs["exercise_clip"].truth == pytest.approx(0.6, rel=1e-5)
-    assert defs["exercise_floor"].truth == "falls"
-    assert defs["exercise_lookahead"].truth == pytest.approx(1.8)
-    assert defs["exercise_limit"].truth == pytest.approx(4.0)
+    answers = {  # exercise: (its truth, a right answer, a wrong one)
+        "adam": (pytest.approx(0.01, rel=1e-6), "0.01", "0.003"),
+        "cosine": (pytest.approx(0.05), "0.05", "0.1"),
+        "clip": (pytest.approx(0.6, rel=1e-5), "0.6", "3"),
+        "rate": (pytest.approx(9 / 11), "0.818", "0.980"),
+        "floor": ("falls", "falls", "rises"),
+        "lookahead": (pytest.approx(1.8), "1.8", "2"),
+        "limit": (pytest.approx(4.0), "4", "2"),
+    }
+    truth, right, wrong = ({k: row[i] for k, row in answers.items()} for i in (0, 1, 2))
+    text, defs = notebook_text("04_optimizers", answers_check=right)
+    assert {k: e.truth for k, e in defs["exercises_check"].items()} == truth
     assert text.count("Right") == 7
-    text, _ = notebook_text(
-        "04_optimizers",
-        answer_adam="0.003",
-        answer_cosine="0.1",
-        answer_clip="3",
-        answer_rate="0.980",
-        answer_floor="rises",
-        answer_lookahead="2",
-        answer_limit="2",
-    )
+    text, _ = notebook_text("04_optimizers", answers_check=wrong)
     assert "Right" not in text and text.count("Not quite") == 6 and text.count("Not this one") == 1
 
 
