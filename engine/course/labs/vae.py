@@ -382,6 +382,12 @@ def _train(
     return model, ""
 
 
+def _after(on_step, done):
+    """A sweep's ``on_step(done)`` for one of its runs, which starts after ``done`` of the sweep's
+    steps (None stays None)."""
+    return None if on_step is None else (lambda s: on_step(done + s))
+
+
 def train_vae_2d(
     lesson,
     X,
@@ -465,7 +471,7 @@ def beta_sweep(
     betas = [float(b) for b in betas]
     recon, kl_dims, elbos = [], [], []
     for i, beta in enumerate(betas):
-        hook = None if on_step is None else (lambda s, i=i: on_step(i * steps + s))
+        hook = _after(on_step, i * steps)
         run = train_vae_2d(
             lesson, X, beta=beta, latent_dim=latent_dim, steps=steps, obs_var=obs_var, seed=seed, on_step=hook
         )
@@ -821,7 +827,7 @@ def aggregate_posterior(
     codes, to_prior, to_data = [], [], []
     rng = np.random.default_rng(seed + 3)
     for i, beta in enumerate(betas):
-        hook = None if on_step is None else (lambda s, i=i: on_step(i * steps + s))
+        hook = _after(on_step, i * steps)
         run = train_vae_2d(
             lesson, X, beta=beta, latent_dim=2, steps=steps, obs_var=obs_var, n_eval=n_eval, seed=seed, on_step=hook
         )
@@ -888,7 +894,7 @@ def train_remedies(
     data): ``{remedy: VAERun}``. ``on_step(done)`` counts steps over the three trainings."""
     runs = {}
     for i, remedy in enumerate(COLLAPSE_REMEDIES):
-        hook = None if on_step is None else (lambda s, i=i: on_step(i * steps + s))
+        hook = _after(on_step, i * steps)
         runs[remedy] = train_vae_remedy(
             lesson,
             X,
@@ -940,7 +946,7 @@ def remedies_over_seeds(
     for others. ``on_step(done)`` counts steps over all the trainings."""
     runs, per_seed = [], len(COLLAPSE_REMEDIES) * steps
     for i, seed in enumerate(seeds):
-        hook = None if on_step is None else (lambda s, i=i: on_step(i * per_seed + s))
+        hook = _after(on_step, i * per_seed)
         runs.append(
             train_remedies(
                 lesson,
@@ -1304,10 +1310,6 @@ def vae_against_ddpm(lesson, seeds=VS_DDPM["seeds"], on_step=None) -> VaeAgainst
     found = {"vae": [], "ddpm": [], "vae_off": [], "ddpm_off": [], "vae_samples": None, "ddpm_samples": None}
     for i, seed in enumerate(seeds):
         done = i * per_seed
-
-        def vae_hook(s, done=done):
-            on_step(done + s)
-
         run = train_vae_2d(
             lesson,
             points,
@@ -1317,7 +1319,7 @@ def vae_against_ddpm(lesson, seeds=VS_DDPM["seeds"], on_step=None) -> VaeAgainst
             obs_var=d["obs_var"],
             n_eval=v["n_eval"],
             seed=seed,
-            on_step=None if on_step is None else vae_hook,
+            on_step=_after(on_step, done),
         )
         if run.stopped:
             raise ValueError(f"vae_against_ddpm: the VAE's training failed at seed {seed}: {run.stopped}")
