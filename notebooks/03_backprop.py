@@ -1134,6 +1134,21 @@ def _(pg_canvas, pg_canvas_start, pg_preset):
 
 
 @app.cell
+def _(pg_act, pg_data, pg_depth, pg_noise, pg_untouched, pg_width):
+    # the page opens on the defaults: their data, model and overfit check are shown before any click
+    pg_same_net = pg_untouched and lab.is_default_playground(
+        dict(
+            data=pg_data.value,
+            noise=pg_noise.value,
+            width=pg_width.value,
+            depth=pg_depth.value,
+            activation=pg_act.value,
+        )
+    )
+    return (pg_same_net,)
+
+
+@app.cell
 def _():
     # the shipped default run, loaded only if it was made by the lesson cells as they are on this page
     pg_default, pg_default_problem = lab.load_default_playground(
@@ -1146,29 +1161,17 @@ def _():
 def _(
     pg_act,
     pg_classes,
-    pg_data,
     pg_default,
     pg_default_problem,
     pg_depth,
     pg_epochs,
     pg_lr,
-    pg_noise,
     pg_opt,
+    pg_same_net,
     pg_split,
-    pg_untouched,
     pg_width,
     train_button,
 ):
-    # the page opens on the defaults: their data, model and overfit check are shown before any click
-    _same_net = pg_untouched and lab.is_default_playground(
-        dict(
-            data=pg_data.value,
-            noise=pg_noise.value,
-            width=pg_width.value,
-            depth=pg_depth.value,
-            activation=pg_act.value,
-        )
-    )
     # the untrained network of the chosen settings: built again only when the data or the architecture changes
     pg_untrained, pg_first_loss = None, None
     if pg_split is not None:
@@ -1198,7 +1201,7 @@ def _(
             )
         pg_run = lab.playground_run(_model, pg_split, _history, _initial, grid_size=lab.PLAYGROUND_GRID)
     elif (
-        _same_net
+        pg_same_net
         and pg_default is not None
         and lab.is_default_playground(dict(optimizer=pg_opt.value, lr=pg_lr.value, epochs=pg_epochs.value))
     ):
@@ -1247,7 +1250,7 @@ def _(
                 f"{_initial} The untrained network of the `mlp` cell. "
                 + (
                     f"{pg_default_problem[0].upper()}{pg_default_problem[1:]}."
-                    if _same_net and pg_default_problem
+                    if pg_same_net and pg_default_problem
                     else f"These are not the settings the page opened on: **train** runs {pg_epochs.value} epochs with them."
                 )
             )
@@ -1372,30 +1375,19 @@ def _(
     overfit_button,
     pg_act,
     pg_classes,
-    pg_data,
     pg_default,
     pg_default_problem,
     pg_depth,
-    pg_noise,
+    pg_same_net,
     pg_split,
-    pg_untouched,
     pg_width,
 ):
-    _same_net = pg_untouched and lab.is_default_playground(
-        dict(
-            data=pg_data.value,
-            noise=pg_noise.value,
-            width=pg_width.value,
-            depth=pg_depth.value,
-            activation=pg_act.value,
-        )
-    )
     overfit_losses, _when = None, ""
     if overfit_button.value and pg_split is not None:
         _model = mlp(2, pg_classes, lab.overfit_width(pg_width.value), pg_depth.value, pg_act.value, seed=0)
         overfit_losses = overfit_one_batch(_model, pg_split[0], pg_split[1], steps=lab.OVERFIT_STEPS)
         _when = "Run just now by the lesson cells above. "
-    elif _same_net and pg_default is not None:
+    elif pg_same_net and pg_default is not None:
         overfit_losses = pg_default.overfit_losses
         _when = (
             "Run on the default data and network and shipped with the course (the shipped checkpoint); the "
@@ -1433,7 +1425,7 @@ def _(
         )
     elif pg_split is None:
         _out = mo.md("Draw a data set in the playground first: the batch comes from its training points.")
-    elif _same_net and pg_default_problem:
+    elif pg_same_net and pg_default_problem:
         _out = mo.md(f"{pg_default_problem[0].upper()}{pg_default_problem[1:]}.")
     else:
         _out = mo.md("The button runs the check with the playground's width, depth and activation.")
