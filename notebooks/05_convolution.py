@@ -436,37 +436,38 @@ def _(
 
 @app.cell
 def _():
-    exercise_size = exercises.NumberExercise(
-        question="**Exercise 1.** A 28 × 28 image goes through "
-        "`Conv2d(1, 8, kernel_size=5, stride=2)` with no padding. How many pixels wide is the output?",
-        truth=shapes.conv_output_size(28, 5, stride=2, padding=0),
-        hint="count the starts 0, 2, 4, … at which a 5-wide window still fits in 28 pixels: ⌊(28 − 5)/2⌋ + 1.",
-    )
-    answer_size = ui.answer_box(exercise_size, placeholder="output width")
-    exercise_params = exercises.NumberExercise(
-        question="**Exercise 2.** How many parameters (weights and biases) does "
-        "`Conv2d(3, 16, kernel_size=5)` have? Does the answer depend on the image size?",
-        truth=shapes.conv2d_params(3, 16, 5),
-        hint="each of the 16 filters has 3 × 5 × 5 weights and one bias; the image size never enters.",
-    )
-    answer_params = ui.answer_box(exercise_params, placeholder="parameter count")
-    return answer_params, answer_size, exercise_params, exercise_size
+    exercises_shapes = {
+        "size": exercises.NumberExercise(
+            question="**Exercise 1.** A 28 × 28 image goes through "
+            "`Conv2d(1, 8, kernel_size=5, stride=2)` with no padding. How many pixels wide is the output?",
+            truth=shapes.conv_output_size(28, 5, stride=2, padding=0),
+            hint="count the starts 0, 2, 4, … at which a 5-wide window still fits in 28 pixels: ⌊(28 − 5)/2⌋ + 1.",
+            placeholder="output width",
+        ),
+        "params": exercises.NumberExercise(
+            question="**Exercise 2.** How many parameters (weights and biases) does "
+            "`Conv2d(3, 16, kernel_size=5)` have? Does the answer depend on the image size?",
+            truth=shapes.conv2d_params(3, 16, 5),
+            hint="each of the 16 filters has 3 × 5 × 5 weights and one bias; the image size never enters.",
+            placeholder="parameter count",
+        ),
+    }
+    answers_shapes = ui.answer_boxes(exercises_shapes)
+    return answers_shapes, exercises_shapes
 
 
 @app.cell
-def _(answer_params, answer_size, exercise_params, exercise_size):
-    mo.vstack(
-        [
-            mo.md(r"""
+def _(answers_shapes, exercises_shapes):
+    ui.exercise_list(
+        r"""
     Uneven coverage (bars of different heights inside the output) is the source of the
     **checkerboard artefacts** of generators built from transposed convolutions: it appears when
     $K_{\text{eff}}$ is not a multiple of $S$. Try $K=3, S=2$, then $K=4, S=2$.
 
     ### Check yourself
-    """),
-            ui.exercise(exercise_size, answer_size),
-            ui.exercise(exercise_params, answer_params),
-        ]
+    """,
+        exercises_shapes,
+        answers_shapes,
     )
     return
 
@@ -662,30 +663,33 @@ def _(erf_layers, erf_relu):
 
 @app.cell
 def _():
-    exercise_rf = exercises.NumberExercise(
-        question="**Exercise 3.** Three 3 × 3 convolutions: the first two with stride 2, the last "
-        "with stride 1. How many input pixels wide is the receptive field of one output unit?",
-        truth=shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size,
-        hint="layer by layer, r grows by (K − 1)·j with j the product of the strides before it: "
-        "1 + 2·1, then + 2·2, then + 2·4.",
-    )
-    answer_rf = ui.answer_box(exercise_rf, placeholder="receptive field")
     _eight = lab.effective_receptive_field(8, True, seed=0)
-    exercise_erf = exercises.NumberExercise(
-        question="**Exercise 4.** Eight stacked 3×3 convolutions with stride 1: how many pixels "
-        "wide is the theoretical receptive field of one unit?",
-        truth=shapes.receptive_field([(3, 1, 1)] * 8)[-1].size,
-        hint="each layer adds K − 1 = 2 pixels to a field that starts at 1.",
-        explanation=f"Its effective field is much narrower: a standard deviation of "
-        f"{_eight.std:.1f} pixels with ReLU between the layers (the table above).",
-    )
-    answer_erf = ui.answer_box(exercise_erf, placeholder="pixels")
-    return answer_erf, answer_rf, exercise_erf, exercise_rf
+    exercises_field = {
+        "rf": exercises.NumberExercise(
+            question="**Exercise 3.** Three 3 × 3 convolutions: the first two with stride 2, the last "
+            "with stride 1. How many input pixels wide is the receptive field of one output unit?",
+            truth=shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size,
+            hint="layer by layer, r grows by (K − 1)·j with j the product of the strides before it: "
+            "1 + 2·1, then + 2·2, then + 2·4.",
+            placeholder="receptive field",
+        ),
+        "erf": exercises.NumberExercise(
+            question="**Exercise 4.** Eight stacked 3×3 convolutions with stride 1: how many pixels "
+            "wide is the theoretical receptive field of one unit?",
+            truth=shapes.receptive_field([(3, 1, 1)] * 8)[-1].size,
+            hint="each layer adds K − 1 = 2 pixels to a field that starts at 1.",
+            explanation=f"Its effective field is much narrower: a standard deviation of "
+            f"{_eight.std:.1f} pixels with ReLU between the layers (the table above).",
+            placeholder="pixels",
+        ),
+    }
+    answers_field = ui.answer_boxes(exercises_field)
+    return answers_field, exercises_field
 
 
 @app.cell
-def _(answer_erf, answer_rf, exercise_erf, exercise_rf):
-    mo.vstack([ui.exercise(exercise_rf, answer_rf), ui.exercise(exercise_erf, answer_erf)])
+def _(answers_field, exercises_field):
+    ui.exercise_list("", exercises_field, answers_field)
     return
 
 
@@ -1108,26 +1112,29 @@ def _():
 
 @app.cell
 def _():
-    exercise_compose = exercises.NumberExercise(
-        question="**Exercise 5.** A 3 × 3 blur followed by a 5 × 5 kernel, nothing in between: "
-        "how many pixels wide is the one kernel that does both?",
-        truth=lab.compose_kernels(np.ones((3, 3)), np.ones((5, 5))).shape[0],
-        hint="c[t] sums a[u]·b[v] over u + v = t, with u from 0 to 2 and v from 0 to 4.",
-    )
-    answer_compose = ui.answer_box(exercise_compose, placeholder="kernel width")
-    exercise_separable = exercises.NumberExercise(
-        question="**Exercise 6.** A depthwise-separable 3×3 layer from 64 to 128 channels, "
-        "without biases: how many weights?",
-        truth=lab.separable_check(64, 128, 3).separable_params,
-        hint="depthwise: one 3×3 filter per input channel; pointwise: a 128 × 64 matrix.",
-    )
-    answer_separable = ui.answer_box(exercise_separable, placeholder="weights")
-    return answer_compose, answer_separable, exercise_compose, exercise_separable
+    exercises_kernels = {
+        "compose": exercises.NumberExercise(
+            question="**Exercise 5.** A 3 × 3 blur followed by a 5 × 5 kernel, nothing in between: "
+            "how many pixels wide is the one kernel that does both?",
+            truth=lab.compose_kernels(np.ones((3, 3)), np.ones((5, 5))).shape[0],
+            hint="c[t] sums a[u]·b[v] over u + v = t, with u from 0 to 2 and v from 0 to 4.",
+            placeholder="kernel width",
+        ),
+        "separable": exercises.NumberExercise(
+            question="**Exercise 6.** A depthwise-separable 3×3 layer from 64 to 128 channels, "
+            "without biases: how many weights?",
+            truth=lab.separable_check(64, 128, 3).separable_params,
+            hint="depthwise: one 3×3 filter per input channel; pointwise: a 128 × 64 matrix.",
+            placeholder="weights",
+        ),
+    }
+    answers_kernels = ui.answer_boxes(exercises_kernels)
+    return answers_kernels, exercises_kernels
 
 
 @app.cell
-def _(answer_compose, answer_separable, exercise_compose, exercise_separable):
-    mo.vstack([ui.exercise(exercise_compose, answer_compose), ui.exercise(exercise_separable, answer_separable)])
+def _(answers_kernels, exercises_kernels):
+    ui.exercise_list("", exercises_kernels, answers_kernels)
     return
 
 

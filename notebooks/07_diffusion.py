@@ -331,29 +331,32 @@ def _(forward_kind, forward_t, schedules):
 
 @app.cell
 def _():
-    _one_step = diffusion.Schedule.from_betas([0.64])  # ᾱ = 1 − 0.64 = 0.36 after one step
+    _one_step = diffusion.Schedule.from_betas([0.64])
     _mean, _var = diffusion.q_mean_var(np.array([2.0]), 0, _one_step)
-    exercise_mean = exercises.NumberExercise(
-        question=r"**Exercise 2.** One coordinate of $x_0$ equals $2$ and $\bar\alpha_t = 0.36$. "
-        r"What is the mean of that coordinate of $x_t$?",
-        truth=float(_mean[0]),
-        hint="the mean is the data factor √ᾱ_t times x_0.",
-        abs_tol=1e-3,
-    )
-    exercise_std = exercises.NumberExercise(
-        question="**Exercise 3.** And its standard deviation?",
-        truth=float(np.sqrt(_var)),
-        hint="the variance is 1 − ᾱ_t; take its square root.",
-        abs_tol=1e-3,
-    )
-    answer_mean = ui.answer_box(exercise_mean, placeholder="mean of x_t")
-    answer_std = ui.answer_box(exercise_std, placeholder="std of x_t")
-    return answer_mean, answer_std, exercise_mean, exercise_std
+    exercises_noising = {
+        "mean": exercises.NumberExercise(
+            question=r"**Exercise 2.** One coordinate of $x_0$ equals $2$ and $\bar\alpha_t = 0.36$. "
+            r"What is the mean of that coordinate of $x_t$?",
+            truth=float(_mean[0]),
+            hint="the mean is the data factor √ᾱ_t times x_0.",
+            abs_tol=1e-3,
+            placeholder="mean of x_t",
+        ),
+        "std": exercises.NumberExercise(
+            question="**Exercise 3.** And its standard deviation?",
+            truth=float(np.sqrt(_var)),
+            hint="the variance is 1 − ᾱ_t; take its square root.",
+            abs_tol=1e-3,
+            placeholder="std of x_t",
+        ),
+    }
+    answers_noising = ui.answer_boxes(exercises_noising)
+    return answers_noising, exercises_noising
 
 
 @app.cell
-def _(answer_mean, answer_std, exercise_mean, exercise_std):
-    mo.vstack([ui.exercise(exercise_mean, answer_mean), ui.exercise(exercise_std, answer_std)])
+def _(answers_noising, exercises_noising):
+    ui.exercise_list("", exercises_noising, answers_noising)
     return
 
 

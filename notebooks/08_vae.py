@@ -469,32 +469,29 @@ def _():
 
 @app.cell
 def _():
-    exercise_kl_shift = exercises.NumberExercise(
-        question=r"**Exercise 1.** What is $D_{\mathrm{KL}}\big(\mathcal N(1, 1)\,\Vert\,\mathcal N(0, 1)\big)$ in nats?",
-        truth=float(vae.gaussian_kl(np.array([1.0]), np.array([0.0])).data),
-        hint="with σ = 1 the terms 1 + log σ² − σ² cancel: only −½(−μ²) remains.",
-        abs_tol=1e-3,
-    )
-    exercise_kl_narrow = exercises.NumberExercise(
-        question=r"**Exercise 2.** And $D_{\mathrm{KL}}\big(\mathcal N(0, 0.5^2)\,\Vert\,\mathcal N(0, 1)\big)$? (Three decimals.)",
-        truth=float(vae.gaussian_kl(np.array([0.0]), np.log(np.array([0.25]))).data),
-        hint="put μ = 0 and σ² = 0.25 into −½(1 + log σ² − μ² − σ²); log 0.25 ≈ −1.386.",
-        abs_tol=1.5e-3,
-    )
-    answer_kl_shift = ui.answer_box(exercise_kl_shift, placeholder="KL in nats")
-    answer_kl_narrow = ui.answer_box(exercise_kl_narrow, placeholder="KL in nats")
-    return answer_kl_narrow, answer_kl_shift, exercise_kl_narrow, exercise_kl_shift
+    exercises_kl = {
+        "shift": exercises.NumberExercise(
+            question=r"**Exercise 1.** What is $D_{\mathrm{KL}}\big(\mathcal N(1, 1)\,\Vert\,\mathcal N(0, 1)\big)$ in nats?",
+            truth=float(vae.gaussian_kl(np.array([1.0]), np.array([0.0])).data),
+            hint="with σ = 1 the terms 1 + log σ² − σ² cancel: only −½(−μ²) remains.",
+            abs_tol=1e-3,
+            placeholder="KL in nats",
+        ),
+        "narrow": exercises.NumberExercise(
+            question=r"**Exercise 2.** And $D_{\mathrm{KL}}\big(\mathcal N(0, 0.5^2)\,\Vert\,\mathcal N(0, 1)\big)$? (Three decimals.)",
+            truth=float(vae.gaussian_kl(np.array([0.0]), np.log(np.array([0.25]))).data),
+            hint="put μ = 0 and σ² = 0.25 into −½(1 + log σ² − μ² − σ²); log 0.25 ≈ −1.386.",
+            abs_tol=1.5e-3,
+            placeholder="KL in nats",
+        ),
+    }
+    answers_kl = ui.answer_boxes(exercises_kl)
+    return answers_kl, exercises_kl
 
 
 @app.cell
-def _(answer_kl_narrow, answer_kl_shift, exercise_kl_narrow, exercise_kl_shift):
-    mo.vstack(
-        [
-            mo.md("### Check yourself"),
-            ui.exercise(exercise_kl_shift, answer_kl_shift),
-            ui.exercise(exercise_kl_narrow, answer_kl_narrow),
-        ]
-    )
+def _(answers_kl, exercises_kl):
+    ui.exercise_list("### Check yourself", exercises_kl, answers_kl)
     return
 
 
@@ -1079,22 +1076,25 @@ def _():
 
 @app.cell
 def _():
-    exercise_free_bits = exercises.NumberExercise(
-        question="**Exercise 5.** Free bits with λ = 0.5 nats and three latent dimensions: what is "
-        "the smallest KL term (in nats, before β) the loss can charge?",
-        truth=3 * 0.5,
-        hint="each dimension counts as max(KL_j, λ), never less than λ.",
-        abs_tol=1e-6,
-    )
-    exercise_knob = exercises.NumberExercise(
-        question="**Exercise 6.** A VAE trains with decoder variance σ²ₓ = 0.2 and β = 1. With "
-        "σ²ₓ = 0.05, which β trains the same model?",
-        truth=lab.equivalent_beta(1.0, 0.2, reference_var=0.05),
-        hint="multiply the loss ‖x − x̂‖²/(2σ²ₓ) + β·KL by σ²ₓ/0.05.",
-        rel_tol=1e-3,
-    )
-    answer_free_bits = ui.answer_box(exercise_free_bits, placeholder="nats")
-    answer_knob = ui.answer_box(exercise_knob, placeholder="β")
+    exercises_collapse = {
+        "free_bits": exercises.NumberExercise(
+            question="**Exercise 5.** Free bits with λ = 0.5 nats and three latent dimensions: what is "
+            "the smallest KL term (in nats, before β) the loss can charge?",
+            truth=3 * 0.5,
+            hint="each dimension counts as max(KL_j, λ), never less than λ.",
+            abs_tol=1e-6,
+            placeholder="nats",
+        ),
+        "knob": exercises.NumberExercise(
+            question="**Exercise 6.** A VAE trains with decoder variance σ²ₓ = 0.2 and β = 1. With "
+            "σ²ₓ = 0.05, which β trains the same model?",
+            truth=lab.equivalent_beta(1.0, 0.2, reference_var=0.05),
+            hint="multiply the loss ‖x − x̂‖²/(2σ²ₓ) + β·KL by σ²ₓ/0.05.",
+            rel_tol=1e-3,
+            placeholder="β",
+        ),
+    }
+    answers_collapse = ui.answer_boxes(exercises_collapse)
     mo.md(r"""
     Over the five seeds at the defaults ($\beta = 10$, $\lambda = 0.5$), the plain run keeps one
     dimension in use and switches the other two off, every time. Free bits keep all three in use in
@@ -1105,12 +1105,12 @@ def _():
     collapse comes from the early dynamics (a strong decoder that learns to ignore $z$ before the
     encoder is useful), which this small model does not show.
     """)
-    return answer_free_bits, answer_knob, exercise_free_bits, exercise_knob
+    return answers_collapse, exercises_collapse
 
 
 @app.cell
-def _(answer_free_bits, answer_knob, exercise_free_bits, exercise_knob):
-    mo.vstack([ui.exercise(exercise_free_bits, answer_free_bits), ui.exercise(exercise_knob, answer_knob)])
+def _(answers_collapse, exercises_collapse):
+    ui.exercise_list("", exercises_collapse, answers_collapse)
     return
 
 

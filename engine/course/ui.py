@@ -62,13 +62,13 @@ def exercise(exercise, box):
 
 
 def exercise_list(title: str, exercises: dict, boxes):
-    """``title`` (markdown), then each exercise of ``exercises`` with its box from ``boxes`` (the
-    dictionary :func:`answer_boxes` made) and its verdict, in order."""
+    """``title`` (markdown, none when empty), then each exercise of ``exercises`` with its box from
+    ``boxes`` (the dictionary :func:`answer_boxes` made) and its verdict, in order."""
     import marimo as mo
 
     answers = boxes.value  # the dictionary's value, read once: the tests drive it as a whole
     shown = [_graded(e, boxes.elements[name], answers[name]) for name, e in exercises.items()]
-    return mo.vstack([mo.md(title), *shown])
+    return mo.vstack([mo.md(title), *shown] if title else shown)
 
 
 def _graded(exercise, box, answer):

@@ -74,17 +74,17 @@ def test_05_receptive_field_custom_collapse_is_a_warning():
 def test_05_exercises_graded_by_the_engine():
     app = load_app(NB05)
     _, defs = run_app(app)
-    truths = {
-        "answer_size": shapes.conv_output_size(28, 5, 2, 0),
-        "answer_params": shapes.conv2d_params(3, 16, 5),
-        "answer_rf": shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size,
+    truths = {  # (the section's exercises, the exercise): its truth
+        ("shapes", "size"): shapes.conv_output_size(28, 5, 2, 0),
+        ("shapes", "params"): shapes.conv2d_params(3, 16, 5),
+        ("field", "rf"): shapes.receptive_field([(3, 2, 1), (3, 2, 1), (3, 1, 1)])[-1].size,
     }
-    assert tuple(defs[n.replace("answer", "exercise")].truth for n in truths) == tuple(truths.values())
-    assert truths["answer_rf"] == 15 and truths["answer_size"] == 12 and truths["answer_params"] == 1216
-    for name, truth in truths.items():
-        text = output_text(run_app(app, **{name: str(truth)})[0])
+    assert tuple(defs[f"exercises_{section}"][n].truth for section, n in truths) == tuple(truths.values())
+    assert tuple(truths.values()) == (12, 1216, 15)
+    for (section, name), truth in truths.items():
+        text = output_text(run_app(app, **{f"answers_{section}": {name: str(truth)}})[0])
         assert f"Right: {truth}" in text
-        text = output_text(run_app(app, **{name: str(truth + 1)})[0])
+        text = output_text(run_app(app, **{f"answers_{section}": {name: str(truth + 1)}})[0])
         assert "Not quite" in text and "Hint" in text
 
 
@@ -197,7 +197,7 @@ def test_05_two_convolutions_collapse_only_without_a_nonlinearity():
     assert c.gap_linear < 1e-12 and c.gap_relu > 0.1
     assert f"{c.gap_linear:.1e}" in text and f"{c.gap_relu:.3g}" in text
     assert "what a CNN's stacked layers exploit" not in text
-    assert "Right: 7" in notebook_text("05_convolution", answer_compose="7")[0]
+    assert "Right: 7" in notebook_text("05_convolution", answers_kernels={"compose": "7"})[0]
 
 
 def test_05_sobel_and_im2col_words_match_the_formulas():
@@ -282,11 +282,11 @@ def test_05_groups_that_do_not_divide_are_a_clear_message():
 
 
 def test_05_separable_pair_is_one_constrained_convolution():
-    text, defs = notebook_text("05_convolution", answer_separable="8768")
+    text, defs = notebook_text("05_convolution", answers_kernels={"separable": "8768"})
     s = defs["separable"]
     assert s.gap < 1e-5 and f"{s.gap:.1e}" in text
     assert (s.separable_params, s.standard_params) == (8 * 9 + 16 * 8, 16 * 8 * 9)
-    assert defs["exercise_separable"].truth == 64 * 9 + 128 * 64 and "Right: 8768" in text
+    assert defs["exercises_kernels"]["separable"].truth == 64 * 9 + 128 * 64 and "Right: 8768" in text
 
 
 @pytest.mark.parametrize("relu", [True, False])
@@ -373,8 +373,8 @@ def test_05_effective_field_gradient_against_torch(torch):
 
 
 def test_05_erf_exercise():
-    text, defs = notebook_text("05_convolution", answer_erf="17")
-    assert defs["exercise_erf"].truth == 17 and "Right: 17" in text
+    text, defs = notebook_text("05_convolution", answers_field={"erf": "17"})
+    assert defs["exercises_field"]["erf"].truth == 17 and "Right: 17" in text
     assert f"{defs['erf_sweep'][2].std:.1f} pixels" in text
 
 

@@ -61,11 +61,16 @@ def test_07_exercises_graded_by_the_engine():
     app = load_app(NB07)
     _, defs = run_app(app)
     assert defs["exercise_alpha_bar"].truth == pytest.approx(0.98**50)
-    assert defs["exercise_mean"].truth == pytest.approx(1.2)
-    assert defs["exercise_std"].truth == pytest.approx(0.8)
-    for name, truth in [("answer_alpha_bar", f"{0.98**50:.3f}"), ("answer_mean", "1.2"), ("answer_std", "0.8")]:
-        assert "Right" in output_text(run_app(app, **{name: truth})[0])
-        assert "Not quite" in output_text(run_app(app, **{name: "0.1"})[0])
+    assert defs["exercises_noising"]["mean"].truth == pytest.approx(1.2)
+    assert defs["exercises_noising"]["std"].truth == pytest.approx(0.8)
+    answers = [
+        ("answer_alpha_bar", f"{0.98**50:.3f}", "0.1"),
+        ("answers_noising", {"mean": "1.2"}, {"mean": "0.1"}),
+        ("answers_noising", {"std": "0.8"}, {"std": "0.1"}),
+    ]
+    for name, right, wrong in answers:
+        assert "Right" in output_text(run_app(app, **{name: right})[0])
+        assert "Not quite" in output_text(run_app(app, **{name: wrong})[0])
 
 
 def test_07_ddpm_default_is_on_the_page_and_the_button_retrains():

@@ -80,24 +80,22 @@ def test_08_estimators_are_unbiased_and_compared(f):
 def test_08_exercises_graded_by_the_engine():
     app = load_app(NB08)
     _, defs = run_app(app)
-    assert defs["exercise_kl_shift"].truth == pytest.approx(0.5)
-    assert defs["exercise_kl_narrow"].truth == pytest.approx(-0.5 * (1 + np.log(0.25) - 0.25))
+    assert defs["exercises_kl"]["shift"].truth == pytest.approx(0.5)
+    assert defs["exercises_kl"]["narrow"].truth == pytest.approx(-0.5 * (1 + np.log(0.25) - 0.25))
     assert defs["exercise_gradient"].truth == pytest.approx(3.0)
-    assert defs["exercise_knob"].truth == pytest.approx(4.0)  # (0.2, β = 1) ≡ (0.05, β = 4)
+    assert defs["exercises_collapse"]["knob"].truth == pytest.approx(4.0)  # (0.2, β = 1) ≡ (0.05, β = 4)
     assert defs["exercise_baseline"].truth == "variance"
     # two runs (each runs the whole page): every answer right, then every answer wrong
     truths = {
-        "answer_kl_shift": "0.5",
-        "answer_kl_narrow": "0.318",
+        "answers_kl": {"shift": "0.5", "narrow": "0.318"},
         "answer_gradient": "3",
-        "answer_knob": "4",
+        "answers_collapse": {"knob": "4"},
         "answer_baseline": "variance",
     }
     right = output_text(run_app(app, **truths)[0])
     assert len(re.findall(r"\bRight\b", right)) == 5 and "Not quite" not in right
-    wrong = output_text(
-        run_app(app, **{name: "7" for name in truths if name != "answer_baseline"}, answer_baseline="mean")[0]
-    )
+    wrong = {"answers_kl": {"shift": "7", "narrow": "7"}, "answer_gradient": "7", "answers_collapse": {"knob": "7"}}
+    wrong = output_text(run_app(app, **wrong, answer_baseline="mean")[0])
     assert wrong.count("Not quite") == 4 and wrong.count("Not this one") == 1 and not re.search(r"\bRight\b", wrong)
 
 
@@ -429,7 +427,7 @@ def test_08_free_bits_keep_dimensions_annealing_does_not_move_the_optimum():
     assert (np.abs(anneal_gap) < 0.75).all() and (anneal_gap < 0).sum() == 4  # "within 0.75, below in 4 of 5"
     assert "within 0.75 nats of the plain run's, below it in four seeds of five" in text
     print("free bits - none:", better, "annealing - none:", anneal_gap, "free bits' KL:", free.min(), free.max())
-    assert "Right" in notebook_text(NB08, answer_free_bits="1.5")[0]
+    assert "Right" in notebook_text(NB08, answers_collapse={"free_bits": "1.5"})[0]
 
 
 def test_08_dragging_the_latent_point_decodes_that_code():
