@@ -401,6 +401,41 @@ def test_the_sheets_prose_writes_dense_weights_one_way():
             assert _other_convention(line) is None, f"{path.name}:{number}: {line.strip()}"
 
 
+# ----------------------------------------------------------------------------- one L2 convention
+# The sheets write an L2 penalty as ½λ‖θ‖², whose gradient λθ is PyTorch's weight_decay=λ (dl.l2,
+# opt.sgd_weight_decay, 04 §5). A λ‖θ‖² without the ½ (λ meaning 2 × weight_decay) must not come back.
+SQUARED_NORM = r"(?:\\(?:lVert|\|)[^$]{1,40}?\\(?:rVert|\|)(?:_2)?\^\{?2\}?|‖[^‖]{1,20}‖₂?²)"
+HALF = re.compile(r"\\t?frac\{?1\}?\{?2\}?|\\t?frac\{\\lambda\}\{2\}|½|(?:\\lambda|λ)\s*/\s*2")
+# a λ, what stands up to 14 characters before it and up to 6 after it, then a squared norm
+PENALTY = re.compile(rf".{{0,14}}(?:\\lambda|λ)[^=]{{0,6}}?{SQUARED_NORM}")
+
+
+def _unhalved_penalty(text: str):
+    """The first λ‖·‖² in ``text`` with no ½ (or λ/2) beside its λ, else None."""
+    return next((m.group(0) for m in PENALTY.finditer(text) if not HALF.search(m.group(0))), None)
+
+
+def test_every_sheet_writes_the_l2_penalty_with_its_half():
+    seen = 0
+    for row in ROWS:
+        for part in (row.latex, row.notes or ""):
+            seen += bool(PENALTY.search(part))
+            assert _unhalved_penalty(part) is None, f"{row.id}: {_unhalved_penalty(part)!r} in {part!r}"
+    root = pathlib.Path(__file__).resolve().parents[2]
+    for path in sorted((root / "cheatsheets").glob("*.py")) + sorted((root / "notebooks").glob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            seen += bool(PENALTY.search(line))
+            assert _unhalved_penalty(line) is None, f"{path.name}:{number}: {line.strip()}"
+    assert seen >= 3  # dl.l2, opt.sgd_weight_decay and 04 §5 state the penalty: the check reads them
+
+
+def test_the_l2_check_catches_a_penalty_without_its_half():
+    for old in (r"\lambda \lVert W\rVert_2^2", r"+ \lambda \|\theta\|^2", "an L2 penalty λ‖θ‖²"):
+        assert _unhalved_penalty(old), old
+    for new in (r"\tfrac{\lambda}{2} \lVert W\rVert_2^2", r"\frac12 \lambda \|\theta\|^2", "an L2 penalty ½λ‖θ‖²"):
+        assert _unhalved_penalty(new) is None, new
+
+
 def test_the_numpy_training_loop_stores_weights_as_nn_linear_does():
     code = hub.NUMPY_TRAINING_LOOP
     assert "rng.standard_normal((hidden, d))" in code and "rng.standard_normal((classes, hidden))" in code
