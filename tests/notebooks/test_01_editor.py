@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_tools import assert_no_errors, changed_reading, editing, press_and_wait, replace_cell_code
+from browser_tools import assert_no_errors, changed_reading, editing, press_run_button, replace_cell_code
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -59,11 +59,12 @@ def test_editing_block_in_the_editor_changes_the_table_and_the_sweep_falls_back(
         # One stays: section 6's dead-ReLU runs, whose network does not use `block`.
         expect(outputs.get_by_text("shipped with the course, made by this page's")).to_have_count(1, timeout=60_000)
 
-        press_and_wait(
+        press_run_button(
             page,
-            outputs.get_by_role("button", name="run the sweep with your code").first,
+            log,
+            outputs,
+            "run the sweep with your code",
+            "computed just now with your code",
             180_000,
-            "the sweep with the edited code",
+            "01's sweep with the edited block",
         )
-        outputs.get_by_text("computed just now with your code").first.wait_for()
-        assert_no_errors(page, log, "01 after running the sweep with the edited block")

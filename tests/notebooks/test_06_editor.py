@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_tools import assert_no_errors, edited_cell_code, editing, press_and_wait, replace_cell_code
+from browser_tools import assert_no_errors, edited_cell_code, editing, press_run_button, replace_cell_code
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -60,14 +60,15 @@ def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
             2, timeout=60_000
         )  # section 6's two
 
-        press_and_wait(
+        press_run_button(
             page,
-            outputs.get_by_role("button", name="Train the attention model").first,
+            log,
+            outputs,
+            "Train the attention model",
+            "Trained just now by the cells above",
             180_000,
-            "training the edited TinyAttention",
+            "06's training of the edited TinyAttention",
         )
-        outputs.get_by_text("Trained just now by the cells above").first.wait_for()
-        assert_no_errors(page, log, "06 after training the edited TinyAttention")
 
         replace_cell_code(page, NOTEBOOK, "attention", unscaled)
         assert_no_errors(page, log, "06 after editing attention")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_tools import assert_no_errors, changed_reading, editing, press_and_wait, replace_cell_code
+from browser_tools import assert_no_errors, changed_reading, editing, press_run_button, replace_cell_code
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -51,11 +51,12 @@ def test_editing_the_schedule_in_the_editor_changes_its_figure_and_retires_the_s
         expect(outputs.get_by_text(FALLBACK)).to_have_count(5, timeout=60_000)  # DDPM, drawing, 1-D, samplers, guidance
         expect(outputs.get_by_text("trained by the code above and shipped with the course")).to_have_count(0)
 
-        press_and_wait(
+        press_run_button(
             page,
-            outputs.get_by_role("button", name="Train the DDPM").first,
+            log,
+            outputs,
+            "Train the DDPM",
+            "Trained just now by the code above",
             300_000,
-            "training the DDPM with the edited schedule",
+            "07's training of the DDPM with the edited schedule",
         )
-        outputs.get_by_text("Trained just now by the code above").first.wait_for()
-        assert_no_errors(page, log, "07 after training with the edited schedule")

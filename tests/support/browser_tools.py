@@ -596,6 +596,15 @@ def press_and_wait(page, button, timeout_ms: float, what: str) -> None:
     wait_idle_after(page, completed, timeout_ms, what)
 
 
+def press_run_button(page, log, outputs, name: str, done: str, timeout_ms: float, what: str) -> None:
+    """Press the run button labelled ``name`` among the cells' ``outputs``, wait until the cells it
+    ran are over and the text ``done`` shows, and check the page shows no error (``what`` says
+    what ran, for the messages)."""
+    press_and_wait(page, outputs.get_by_role("button", name=name).first, timeout_ms, what)
+    outputs.get_by_text(done).first.wait_for()
+    assert_no_errors(page, log, f"after {what}")
+
+
 @contextlib.contextmanager
 def editing(notebook: str, folder: Path, timeout_ms: float = 180_000):
     """An editor test's opening: ``notebook`` in ``marimo edit`` (:func:`notebook_in_editor`, in the
