@@ -364,37 +364,43 @@ def _():
     answer_lookup = ui.answer_box(exercise_lookup, placeholder="weight")
     # The sample is drawn once, here, not on every keystroke in the answer box.
     _sample = lab.dot_product_variance(256, n=20000, seed=1).var_raw
-    exercise_variance = exercises.NumberExercise(
-        question="**Exercise 2.** Queries and keys have independent entries of variance 1 and "
-        "$d_k = 256$. What is the variance of a raw score $q\\cdot k$ (before scaling)?",
-        truth=256.0,
-        hint="each q_i k_i has variance 1·1 and the d_k products are independent: variances add.",
-        rel_tol=0.02,
-        explanation=f"(A sample of 20 000 pairs gives {_sample:.1f}.)",
-    )
-    answer_variance = ui.answer_box(exercise_variance, placeholder="variance")
-    exercise_causal = exercises.NumberExercise(
-        question="**Exercise 3.** A causal mask over a sequence of $L = 6$ tokens: how many "
-        "(query, key) pairs are allowed to attend?",
-        truth=int(lab.make_mask("causal", 6).sum()),
-        hint="query i sees keys 0 … i, that is i + 1 of them; add 1 + 2 + … + 6.",
-    )
-    answer_causal = ui.answer_box(exercise_causal, placeholder="allowed pairs")
-    exercise_mha = exercises.NumberExercise(
-        question="**Exercise 4.** How many parameters (weights and biases) has `nn.MultiheadAttention(512, 8)`?",
-        truth=shapes.multihead_attention_params(512),
-        hint="four d_model × d_model projections (Q, K, V, output), each with d_model biases; "
-        "the number of heads does not matter.",
-    )
-    answer_mha = ui.answer_box(exercise_mha, placeholder="parameter count")
-    exercise_kv = exercises.NumberExercise(
-        question="**Exercise 5.** GPT-2 small: 12 layers, d_model = 768, a context of 1,024 tokens "
-        "stored in float32. How many MiB (2²⁰ bytes) is its KV cache for one sequence?",
-        truth=lab.attention_memory(1024, 768, 12, 12, 4).kv_cache_bytes / 2**20,
-        hint="2 (K and V) × layers × L × d_model numbers, 4 bytes each.",
-        rel_tol=0.01,
-    )
-    answer_kv = ui.answer_box(exercise_kv, placeholder="MiB")
+    exercises_scaling = {
+        "variance": exercises.NumberExercise(
+            question="**Exercise 2.** Queries and keys have independent entries of variance 1 and "
+            "$d_k = 256$. What is the variance of a raw score $q\\cdot k$ (before scaling)?",
+            truth=256.0,
+            hint="each q_i k_i has variance 1·1 and the d_k products are independent: variances add.",
+            rel_tol=0.02,
+            explanation=f"(A sample of 20 000 pairs gives {_sample:.1f}.)",
+            placeholder="variance",
+        ),
+        "causal": exercises.NumberExercise(
+            question="**Exercise 3.** A causal mask over a sequence of $L = 6$ tokens: how many "
+            "(query, key) pairs are allowed to attend?",
+            truth=int(lab.make_mask("causal", 6).sum()),
+            hint="query i sees keys 0 … i, that is i + 1 of them; add 1 + 2 + … + 6.",
+            placeholder="allowed pairs",
+        ),
+    }
+    answers_scaling = ui.answer_boxes(exercises_scaling)
+    exercises_heads = {
+        "mha": exercises.NumberExercise(
+            question="**Exercise 4.** How many parameters (weights and biases) has `nn.MultiheadAttention(512, 8)`?",
+            truth=shapes.multihead_attention_params(512),
+            hint="four d_model × d_model projections (Q, K, V, output), each with d_model biases; "
+            "the number of heads does not matter.",
+            placeholder="parameter count",
+        ),
+        "kv": exercises.NumberExercise(
+            question="**Exercise 5.** GPT-2 small: 12 layers, d_model = 768, a context of 1,024 tokens "
+            "stored in float32. How many MiB (2²⁰ bytes) is its KV cache for one sequence?",
+            truth=lab.attention_memory(1024, 768, 12, 12, 4).kv_cache_bytes / 2**20,
+            hint="2 (K and V) × layers × L × d_model numbers, 4 bytes each.",
+            rel_tol=0.01,
+            placeholder="MiB",
+        ),
+    }
+    answers_heads = ui.answer_boxes(exercises_heads)
     exercise_block = exercises.NumberExercise(
         question="**Exercise 8.** How many parameters has one pre-norm block with d = 768 "
         "(12 heads, MLP width 4d, biases everywhere, two LayerNorms)?",
@@ -404,17 +410,13 @@ def _():
     answer_block = ui.answer_box(exercise_block, placeholder="parameter count")
     return (
         answer_block,
-        answer_causal,
-        answer_kv,
         answer_lookup,
-        answer_mha,
-        answer_variance,
+        answers_heads,
+        answers_scaling,
         exercise_block,
-        exercise_causal,
-        exercise_kv,
         exercise_lookup,
-        exercise_mha,
-        exercise_variance,
+        exercises_heads,
+        exercises_scaling,
     )
 
 
@@ -508,8 +510,8 @@ def _():
 
 
 @app.cell
-def _(answer_causal, answer_variance, exercise_causal, exercise_variance):
-    mo.vstack([ui.exercise(exercise_variance, answer_variance), ui.exercise(exercise_causal, answer_causal)])
+def _(answers_scaling, exercises_scaling):
+    ui.exercise_list("", exercises_scaling, answers_scaling)
     return
 
 
@@ -688,8 +690,8 @@ def _():
 
 
 @app.cell
-def _(answer_kv, answer_mha, exercise_kv, exercise_mha):
-    mo.vstack([ui.exercise(exercise_mha, answer_mha), ui.exercise(exercise_kv, answer_kv)])
+def _(answers_heads, exercises_heads):
+    ui.exercise_list("", exercises_heads, answers_heads)
     return
 
 

@@ -251,24 +251,27 @@ def test_06_rope_shift_invariance_shown():
 def test_06_exercises_graded_by_the_engine():
     app = load_app(NB06)
     _, defs = run_app(app)
-    truth = {n: defs[f"exercise_{n}"].truth for n in ("variance", "causal", "mha", "rope", "lookup")}
+    built = {**defs["exercises_scaling"], **defs["exercises_heads"]}
+    built.update(rope=defs["exercise_rope"], lookup=defs["exercise_lookup"])
+    truth = {n: e.truth for n, e in built.items()}
     assert truth["variance"] == 256 and truth["causal"] == 21
     assert truth["mha"] == 4 * (512 * 512 + 512)
     assert truth["rope"] == pytest.approx(defs["shift_check"].rope, abs=1e-9)  # m=3, n=7
     # the lookup exercise: its truth is the weight the retrieval chart shows at c = 1 for scores
     # 4 and 0 ... recomputed from the definition of the softmax
     assert truth["lookup"] == pytest.approx(math.exp(4) / (math.exp(4) + 7))
-    for name, truth in [
-        ("answer_variance", 256),
-        ("answer_causal", 21),
-        ("answer_mha", truth["mha"]),
-        ("answer_rope", round(truth["rope"], 4)),
-        ("answer_lookup", round(truth["lookup"], 2)),
+    for box, name, truth in [  # a section's dictionary of boxes and the entry, or a box of its own
+        ("answers_scaling", "variance", 256),
+        ("answers_scaling", "causal", 21),
+        ("answers_heads", "mha", truth["mha"]),
+        ("answer_rope", None, round(truth["rope"], 4)),
+        ("answer_lookup", None, round(truth["lookup"], 2)),
     ]:
-        assert "Right" in output_text(run_app(app, **{name: str(truth)})[0])
-        assert "Not quite" in output_text(run_app(app, **{name: str(truth * 1.5 + 5)})[0])
+        for answer, verdict in ((str(truth), "Right"), (str(truth * 1.5 + 5), "Not quite")):
+            value = answer if name is None else {name: answer}
+            assert verdict in output_text(run_app(app, **{box: value})[0])
     # the 20,000-sample estimate is computed when the exercise is built, never per keystroke
-    text = output_text(run_app(app, answer_variance="256")[0])
+    text = output_text(run_app(app, answers_scaling={"variance": "256"})[0])
     shown = re.search(r"20 000 pairs gives ([0-9]+\.[0-9])", text)
     sample = attention_lab.dot_product_variance(256, n=20000, seed=1).var_raw
     assert float(shown.group(1)) == pytest.approx(sample, abs=0.05)
@@ -569,11 +572,11 @@ def test_06_memory_counts_and_growth(L):
 
 
 def test_06_kv_cache_decodes_exactly_and_counts_projections(torch):
-    text, defs = notebook_text("06_attention", answer_kv="72")
+    text, defs = notebook_text("06_attention", answers_heads={"kv": "72"})
     c = defs["kv_check"]
     assert c.max_gap < 1e-12 and f"{c.max_gap:.1e}" in text
     assert (c.projected_cached, c.projected_uncached, c.scores) == (12, 78, 78)
-    assert defs["exercise_kv"].truth == 72 and "Right: 72" in text
+    assert defs["exercises_heads"]["kv"].truth == 72 and "Right: 72" in text
     # the cache against PyTorch's causal attention on the same projections
     rng = np.random.default_rng(0)
     X = rng.standard_normal((12, 8))
