@@ -379,7 +379,7 @@ def _(depth, depth_norm, depth_phi, depth_residual, weight_std, width):
         f"**{_r.per_layer_factor:.3f}** and the variance of z by **{_r.variance_factor:.3f}** "
         f"(geometric means) · std of z in the last layer: **{_r.z_std[-1]:.3g}**"
     )
-    mo.vstack(_msg + [_summary, ui.chart(_hist), mo.hstack([ui.chart(_shares), ui.chart(_grads)], widths=[1, 1])])
+    mo.vstack(_msg + [_summary, ui.chart(_hist), ui.chart_row(_shares, _grads)])
     return (depth_report,)
 
 
@@ -467,7 +467,7 @@ def _(selu_input_std):
     _selu, _relu = selu_runs.values()
     mo.vstack(
         [
-            mo.hstack([ui.chart(_var), ui.chart(_mean)], widths=[1, 1]),
+            ui.chart_row(_var, _mean),
             mo.md(
                 f"Layer 50, inputs of std {selu_input_std.value:g}: SELU mean **{_selu.a_mean[-1]:.3f}**, variance "
                 f"**{_selu.a_var[-1]:.3f}** · ReLU with He mean **{_relu.a_mean[-1]:.3f}**, variance "

@@ -206,7 +206,7 @@ def _(delta, reg_loss):
     )
     mo.vstack(
         [
-            mo.hstack([ui.chart(reg_overview_chart), ui.chart(_detail_chart)], widths=[1, 1]),
+            ui.chart_row(reg_overview_chart, _detail_chart),
             mo.md(rf"""
     $$
     \ell(e) = {_spec["formula"]}, \qquad \frac{{\partial \ell}}{{\partial \hat y}} = {_spec["grad"]}
@@ -836,7 +836,7 @@ def _(
     )
     mo.vstack(
         [
-            mo.hstack([ui.chart(_band), ui.chart(_sigma_chart)], widths=[1, 1]),
+            ui.chart_row(_band, _sigma_chart),
             mo.md(
                 f"{_say}\n\n| points inside μ ± 2σ | x < 1 (quiet) | x ≥ 1 (noisy) |\n|---|---|---|\n{_learned}"
                 f"| one variance | {_pct(noise_constant_coverage[0])} | {_pct(noise_constant_coverage[1])} |"
@@ -929,7 +929,7 @@ def _(ce_logits, ce_target, smoothing):
         )
         _out = mo.vstack(
             [
-                mo.hstack([ui.chart(_probs), ui.chart(_grad)], widths=[1, 1]),
+                ui.chart_row(_probs, _grad),
                 mo.md(
                     f"Cross-entropy **L = {ce_report.loss:.4f}** (`cross_entropy(z, y, "
                     f"label_smoothing={smoothing.value:g})`); largest |autograd − (p − q)| = "
@@ -1590,7 +1590,7 @@ def _(margin_grad_chart, margin_loss_colors, margin_loss_curves, margin_losses, 
     )
     mo.vstack(
         [
-            mo.hstack([ui.chart(_loss_chart), ui.chart(margin_grad_chart + plot.rule(_m, orient="x"))], widths=[1, 1]),
+            ui.chart_row(_loss_chart, margin_grad_chart + plot.rule(_m, orient="x")),
             # + 0.0 shows autograd's −0.0 (the hinge's −1 times a zero slope) as 0
             mo.md(
                 f"At m = {point_margin.value:g}: hinge ℓ = **{point_losses.hinge[0]:.4f}**, "

@@ -1061,7 +1061,7 @@ def _(wd_lambda, wd_lr):
     ui.try_it(
         "",
         [wd_lambda, wd_lr],
-        mo.hstack([ui.chart(_chart2), ui.chart(_chart1)], widths=[1, 1]),
+        ui.chart_row(_chart2, _chart1),
         mo.md(
             f"After 200 steps: Adam + L2 θ = ({wd_paths.adam_l2[-1, 0]:.3f}, {wd_paths.adam_l2[-1, 1]:.3f}), "
             f"AdamW θ = ({wd_paths.adamw[-1, 0]:.3f}, {wd_paths.adamw[-1, 1]:.3f}). AdamW's θ₂ follows "

@@ -602,7 +602,7 @@ def _(ddpm, ddpm_shipped, ddpm_unfit):
                 f"noise (red line): {ddpm.noise_quality:.4f} · a second draw of the data (green "
                 f"line): {ddpm.floor:.4f}"
             ),
-            mo.hstack([ui.chart(_loss), ui.chart(_quality)], widths="equal"),
+            ui.chart_row(_loss, _quality),
         ]
     )
     return (ddpm_final,)
@@ -1263,7 +1263,7 @@ def _(sampler_compare, sampler_data, sampler_floors, sampler_gallery, sampler_st
                 f"{sampler_steps.value} steps, energy distance to the data: "
                 + " · ".join(f"{_k} **{_v:.4f}**" for _k, _v in sampler_scores.items())
             ),
-            mo.hstack([ui.chart(_c) for _c in _charts], widths="equal"),
+            ui.chart_row(*_charts),
             mo.md(
                 (
                     "*Drawn just now by the code above, "
@@ -1413,7 +1413,7 @@ def _(eta_curve, eta_mean, sampler_data, sampler_eta, sampler_etas):
     mo.vstack(
         [
             sampler_eta,
-            mo.hstack([ui.chart(_points), ui.chart(eta_curve)], widths="equal"),
+            ui.chart_row(_points, eta_curve),
             mo.md(
                 f"At η = {sampler_eta.value:g} the {len(sampler_etas.scores)} seeds score "
                 f"{sampler_etas.scores[:, _row].min():.4f} to {sampler_etas.scores[:, _row].max():.4f} "

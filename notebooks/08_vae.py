@@ -116,7 +116,7 @@ def sweep_view(sweep, shipped):
     )
     return mo.vstack(
         [
-            mo.hstack([ui.chart(kl), ui.chart(recon)], widths="equal"),
+            ui.chart_row(kl, recon),
             mo.md("active dimensions: " + " · ".join(f"β = {b:g}: **{a}**" for b, a in zip(sweep.betas, sweep.active))),
             mo.md(
                 source_caption(
@@ -153,7 +153,7 @@ def aggregate_view(aggregate, shipped):
     defaults = lab.TOY_DEFAULTS
     return mo.vstack(
         [
-            mo.hstack([ui.chart(c) for c in charts], widths="equal"),
+            ui.chart_row(*charts),
             mo.md("\n".join(rows)),
             mo.md(
                 source_caption(

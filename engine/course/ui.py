@@ -241,6 +241,13 @@ def _build_unchecked() -> None:
     plot.build_fast()
 
 
+def chart_row(*altair_charts):
+    """Altair charts side by side, each shown with :func:`chart`, in columns of equal width."""
+    import marimo as mo
+
+    return mo.hstack([chart(c) for c in altair_charts], widths="equal")
+
+
 def chart_control(altair_chart):
     """``mo.ui.altair_chart(altair_chart)`` for a chart whose named selections are a control: a
     cell that reads them with :func:`selected` re-runs when the learner clicks or brushes. Headless

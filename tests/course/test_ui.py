@@ -260,3 +260,15 @@ def test_answer_boxes_and_exercise_list_grade_each_exercise_of_a_section_in_orde
 
     graded = ui.exercise_list("## Check yourself", section, Answered()).text
     assert "Right: 12." in graded and "Not this one. Hint: σ′ ≤ ¼" in graded
+
+
+def test_chart_row_shows_charts_side_by_side_in_equal_columns():
+    import altair as alt
+    import numpy as np
+
+    from engine.course import plot, ui
+
+    left, right = (alt.Chart(plot.data(x=np.arange(3.0), y=np.arange(3.0) * k)).mark_line() for k in (1, 2))
+    row = ui.chart_row(left, right).text
+    assert row.count("<marimo-vega") == 2 and "flex-direction: row" in row
+    assert row.count("flex: 1") >= 2  # one equal column each
