@@ -1636,9 +1636,9 @@ def _():
 
 @app.cell
 def _(guide_train):
-    guide_study, guide_unfit = None, ""
+    guide_study, guide_unfit, guide_seeds = None, "", None
     if not guide_train.value:
-        guide_study, guide_unfit = lab.shipped_guidance(
+        _code = (
             noise_schedule,
             linear_schedule,
             q_sample,
@@ -1649,6 +1649,9 @@ def _(guide_train):
             ddpm_step,
             ddpm_sample,
         )
+        guide_study, guide_unfit = lab.shipped_guidance(*_code)
+        # the same model trained from seeds 0 to 4 (seed 0 is the study above), if it is still this code
+        guide_seeds = lab.shipped_guidance_seeds(*_code)[0]
     else:
         _total = 1500 + 2 * len(lab.GUIDANCE_SCALES)  # training steps, then each label and scale
         with mo.status.progress_bar(total=_total, title="training, then sampling", remove_on_exit=True) as _bar:
@@ -1660,11 +1663,11 @@ def _(guide_train):
                 steps=1500,
                 on_step=throttled(_bar, _total),
             )
-    return guide_study, guide_unfit
+    return guide_seeds, guide_study, guide_unfit
 
 
 @app.cell
-def _(guide_label, guide_study, guide_train, guide_unfit):
+def _(guide_label, guide_seeds, guide_study, guide_train, guide_unfit):
     mo.stop(guide_study is None, mo.md(f"*{guide_unfit[:1].upper()}{guide_unfit[1:]}.*"))
     guide_trade = guide_study.trades[guide_label.value]
     _trade = plot.curves(
@@ -1688,8 +1691,26 @@ def _(guide_label, guide_study, guide_train, guide_unfit):
         "were made by the code above and shipped with the course; the button trains and "
         "samples again here.*"
     )
-    mo.vstack([mo.hstack([mo.md("\n".join(_rows)), ui.chart(_trade)], widths=[1, 2]), mo.md(_source)])
-    return guide_heights, guide_trade
+    guide_seeds_text = ""
+    if guide_seeds is not None:  # every seed and label: [10, W] arrays, w = 0 first, w = 8 last
+        _f, _s, _h = (
+            np.concatenate(list(_p.values())) for _p in (guide_seeds.fidelity, guide_seeds.spread, guide_seeds.height)
+        )
+        _ratio, _rise = _s[:, -1] / _s[:, 0], _h[:, -1] - _h[:, 0]
+        guide_seeds_text = (
+            f"**Over {len(guide_seeds.seeds)} trained models** (seeds 0 to {guide_seeds.seeds[-1]}; each range "
+            f"spans both labels): at w = 0 fidelity is {_f[:, 0].min():.1%} to {_f[:, 0].max():.1%} and spread "
+            f"{_s[:, 0].min():.2f} to {_s[:, 0].max():.2f}. From w = 0 to 2 every one's fidelity rises to 100 %, "
+            "its spread falls and its mean outward height (y on the upper moon, −y on the lower) rises. At w = 8 "
+            f"fidelity is {_f[:, -1].min():.1%} to {_f[:, -1].max():.1%}, the spread is {_ratio.min():.2f} to "
+            f"{_ratio.max():.2f} of its w = 0 value (at most half in {(_ratio <= 0.5).sum()} of the "
+            f"{len(_ratio)} model-label pairs) and the mean outward height {_rise.min():.2f} to "
+            f"{_rise.max():.2f} above it."
+        )
+    mo.vstack(
+        [mo.hstack([mo.md("\n".join(_rows)), ui.chart(_trade)], widths=[1, 2]), mo.md(_source), mo.md(guide_seeds_text)]
+    )
+    return guide_heights, guide_seeds_text, guide_trade
 
 
 @app.cell
@@ -1722,11 +1743,15 @@ def _():
     answer_guidance = ui.answer_box(exercise_guidance, placeholder="ε̃")
     mo.md(r"""
     Without guidance ($w = 0$) the conditional model already puts almost every sample on the
-    right moon, spread over all of it. As $w$ grows the samples stay on the moon but are pushed
-    away from the other moon, towards the outer apex of their arc (the top of the upper moon, the
-    bottom of the lower one), and crowd there: their mean height moves from the middle of the
-    moon towards its apex, fidelity creeps up to 100 % and the spread falls several-fold. This is
-    the trade image models make with $w$: samples unmistakably of their class, for less variety.
+    right moon, spread over all of it. As $w$ grows to 2 the samples stay on the moon but are
+    pushed away from the other moon, towards the outer apex of their arc (the top of the upper
+    moon, the bottom of the lower one), and crowd there: their mean height moves from the middle
+    of the moon towards its apex, fidelity reaches 100 % and the spread falls. Larger $w$ pushes
+    further on most trained models (on seed 0's, in the table, the spread at $w = 8$ is several
+    times smaller than at $w = 0$), but not on every one: the five models under the table agree
+    up to $w = 2$, and at $w = 8$ only in that the spread is smaller and the mean height nearer
+    the apex than at $w = 0$. This is the trade image models make with $w$: samples unmistakably
+    of their class, for less variety.
     """)
     return answer_guidance, exercise_guidance
 
@@ -1821,6 +1846,19 @@ def default_guidance():
         conditional_denoiser, train_conditional, guided_sample, noise_schedule("linear", 50), steps=1500
     )
     return lab.guidance_state(study)
+
+
+@app.function
+def default_guidance_seeds():
+    """Section 6's study again at seeds 1 to 4 (seed 0 is `default_guidance`): per seed and label,
+    only the fidelity, spread and mean outward height at each guidance scale."""
+    schedule = noise_schedule("linear", 50)
+    return lab.guidance_seeds_state(
+        [
+            lab.guidance_study(conditional_denoiser, train_conditional, guided_sample, schedule, steps=1500, seed=s)
+            for s in lab.GUIDANCE_SEEDS
+        ]
+    )
 
 
 @app.cell

@@ -31,6 +31,7 @@ from engine.course.checkpoints import diffusion_ddpm as _ddpm_checkpoint
 from engine.course.checkpoints import diffusion_denoiser_1d as _denoiser_1d_checkpoint
 from engine.course.checkpoints import diffusion_drawing as _drawing_checkpoint
 from engine.course.checkpoints import diffusion_guidance as _guidance_checkpoint
+from engine.course.checkpoints import diffusion_guidance_seeds as _guidance_seeds_checkpoint
 from engine.course.checkpoints import diffusion_sampler_spread as _spread_checkpoint
 from engine.course.checkpoints import diffusion_samplers as _samplers_checkpoint
 from engine.distances import energy_distance
@@ -103,6 +104,11 @@ __all__ = [
     "MIX_DEFAULT",
     "SAMPLER_STEP_COUNTS",
     "GuidanceStudy",
+    "GUIDANCE_SEEDS",
+    "GuidanceSeeds",
+    "guidance_seeds_state",
+    "guidance_summary",
+    "shipped_guidance_seeds",
     "SamplerGallery",
     "canvas_start",
     "guidance_study",
@@ -1239,6 +1245,73 @@ def shipped_guidance(*code) -> tuple[GuidanceStudy | None, str]:
     ), ""
 
 
+# Section 6's claims over five trained models: seed 0 is the shipped study, these the others.
+GUIDANCE_SEEDS = (1, 2, 3, 4)
+
+
+@dataclass(frozen=True)
+class GuidanceSeeds:
+    """Section 6's study at seeds 0 to 4, per label ``{label: [seeds, W]}``: fidelity, spread and
+    the mean outward height of the samples shown (y for the upper moon, −y for the lower one) at
+    each guidance scale, and ``middle`` {label: [seeds]}, the class's own mean outward height."""
+
+    seeds: np.ndarray
+    scales: np.ndarray
+    fidelity: dict
+    spread: dict
+    height: dict
+    middle: dict
+
+
+def _outward(label) -> float:
+    return 1.0 if int(label) == 0 else -1.0
+
+
+def guidance_summary(g: GuidanceStudy) -> dict:
+    """What section 6's claims read of one study, per label: fidelity, spread and mean outward
+    height (of the samples shown) at each scale, and the class's own mean outward height."""
+    return {
+        str(k): {
+            "fidelity": t.fidelity,
+            "spread": t.spread,
+            "height": _outward(k) * g.samples[k][:, :, 1].astype(np.float64).mean(axis=1),
+            "middle": _outward(k) * float(g.X[g.y == k, 1].mean()),
+        }
+        for k, t in g.trades.items()
+    }
+
+
+def guidance_seeds_state(studies) -> dict:
+    """What the shipped seeds keep of the studies at :data:`GUIDANCE_SEEDS`: small arrays, no samples."""
+    summaries = [guidance_summary(g) for g in studies]
+    return {
+        "seeds": np.asarray(GUIDANCE_SEEDS),
+        "labels": {
+            k: {
+                part: np.asarray([s[k][part] for s in summaries]) for part in ("fidelity", "spread", "height", "middle")
+            }
+            for k in summaries[0]
+        },
+    }
+
+
+@cached_by_code(maxsize=4)
+def shipped_guidance_seeds(*code) -> tuple[GuidanceSeeds | None, str]:
+    """Section 6's study at seeds 0 (the shipped :func:`shipped_guidance`) to 4 (the page's
+    ``default_guidance_seeds``), or ``(None, reason)`` when the page's code is not the code that
+    made them."""
+    study, reason = shipped_guidance(*code)
+    state, reason = (None, reason) if study is None else checkpoints.load_if_fits(_guidance_seeds_checkpoint, *code)
+    if state is None:
+        return None, reason
+    first = guidance_summary(study)
+    parts = {
+        part: {int(k): np.concatenate([np.asarray(first[k][part])[None], v[part]]) for k, v in state["labels"].items()}
+        for part in ("fidelity", "spread", "height", "middle")
+    }
+    return GuidanceSeeds(seeds=np.concatenate([[0], state["seeds"]]), scales=study.scales, **parts), ""
+
+
 # The lesson cells each shipped state depends on, in the order the page passes them to shipped_*.
 DDPM_CODE = ("noise_schedule", "linear_schedule", "q_sample", "ddpm_loss", "train_ddpm", "ddpm_step", "ddpm_sample")
 SAMPLER_CODE = ("noise_schedule", "linear_schedule", "ddpm_step", "ddpm_sample", "ddim_step", "ddim_sample")
@@ -1261,4 +1334,5 @@ CHECKPOINTS = {
     "diffusion_samplers": checkpoints.FromNotebook("07_diffusion", "default_sampler_gallery", SAMPLER_CODE),
     "diffusion_guidance": checkpoints.FromNotebook("07_diffusion", "default_guidance", GUIDANCE_CODE),
     "diffusion_sampler_spread": checkpoints.FromNotebook("07_diffusion", "default_sampler_spread", SAMPLER_CODE),
+    "diffusion_guidance_seeds": checkpoints.FromNotebook("07_diffusion", "default_guidance_seeds", GUIDANCE_CODE),
 }
