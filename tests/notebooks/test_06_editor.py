@@ -10,8 +10,9 @@ with Ctrl+Enter as a learner does:
   one line that the shipped model was trained with other code and shows no map; its Train button
   trains the edited class; section 6's Transformer and its ablations, which do not use the class,
   stay loaded;
-- `attention` without `* scale` (the page's first prompt): section 1's mean row entropy changes,
-  and section 6 falls back too;
+- `attention` without `* scale` (the page's first prompt), after that training: section 1's mean
+  row entropy changes, section 6 falls back too, and section 5 drops the model its button trained
+  with the old code and offers the button again, without training on its own;
 - no cell shows an error, and nothing reached stderr.
 """
 
@@ -20,7 +21,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_tools import assert_no_errors, edited_cell_code, editing, press_run_button, replace_cell_code
+from browser_tools import (
+    assert_no_errors,
+    edited_cell_code,
+    editing,
+    press_run_button,
+    replace_cell_code,
+    wait_settled,
+)
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -70,9 +78,21 @@ def test_editing_a_model_class_and_attention_in_the_editor(tmp_path):
             "06's training of the edited TinyAttention",
         )
 
+        # train, then edit: the model the button trained with the old code is dropped with it.
+        # Section 5's form is made in the cell that reads the lesson code, so the edit makes a new,
+        # unpressed form: the section falls back and offers its button again, and nothing retrains.
         replace_cell_code(page, NOTEBOOK, "attention", unscaled)
         assert_no_errors(page, log, "06 after editing attention")
         assert _entropy(page) < entropy
         outputs.get_by_text(re.compile("other code than this page's `?attention")).first.wait_for()
-        assert outputs.get_by_text(re.compile(not_loaded)).count() >= 1
         expect(outputs.get_by_text("trained in advance by the cells above")).to_have_count(0, timeout=60_000)
+        wait_settled(page)
+        assert outputs.get_by_text("Trained just now by the cells above").count() == 0
+        # section 5's own line (it names TinyAttention, section 6's does not): shown only while its
+        # form is unpressed, never while it trains
+        outputs.get_by_text(
+            re.compile("other code than this page's .*TinyAttention`?, so it is not loaded")
+        ).first.wait_for()
+        assert outputs.get_by_text(re.compile(not_loaded)).count() >= 2  # section 5 and section 6
+        expect(outputs.get_by_role("button", name="Train the attention model").first).to_be_enabled()
+        assert_no_errors(page, log, "06 after the edit that follows a training")
