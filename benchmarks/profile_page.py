@@ -11,8 +11,9 @@ where the samples fell, per load:
 - the server's event loop: loading the notebook file for the page and for the session (marimo
   parses and compiles the whole file each time), and sending messages.
 
-What it showed (marimo 0.25.2, this 2-core machine): marimo compiles a notebook three times per
-page load (twice in the server, once in the kernel), about 0.38 s a load for 08_vae (42 kB, 62 cells),
+What it showed (marimo 0.25.2, this 2-core machine): marimo compiles a notebook's cells three
+times per page load (twice in the server, once in the kernel; the kernel also parses the file twice
+for line numbers), about 0.38 s a load for 08_vae (42 kB, 62 cells),
 which is most of what a page costs beyond an empty notebook; the first profile of 02_losses also
 showed Altair (0.2 s a load) and marimo's per-cell Matplotlib clean-up, both gone since.
 
