@@ -1663,11 +1663,27 @@ def _(guide_train):
                 steps=1500,
                 on_step=throttled(_bar, _total),
             )
-    return guide_seeds, guide_study, guide_unfit
+    guide_seeds_text = ""
+    if guide_seeds is not None:  # every seed and label: [10, W] arrays, w = 0 first, w = 8 last
+        _f, _s, _h = (
+            np.concatenate(list(_p.values())) for _p in (guide_seeds.fidelity, guide_seeds.spread, guide_seeds.height)
+        )
+        _ratio, _rise = _s[:, -1] / _s[:, 0], _h[:, -1] - _h[:, 0]
+        guide_seeds_text = (
+            f"**Over {len(guide_seeds.seeds)} trained models** (seeds 0 to {guide_seeds.seeds[-1]}; each range "
+            f"spans both labels): at w = 0 fidelity is {_f[:, 0].min():.1%} to {_f[:, 0].max():.1%} and spread "
+            f"{_s[:, 0].min():.2f} to {_s[:, 0].max():.2f}. From w = 0 to 2 every one's fidelity rises to 100 %, "
+            "its spread falls and its mean outward height (y on the upper moon, −y on the lower) rises. At w = 8 "
+            f"fidelity is {_f[:, -1].min():.1%} to {_f[:, -1].max():.1%}, the spread is {_ratio.min():.2f} to "
+            f"{_ratio.max():.2f} of its w = 0 value (at most half in {(_ratio <= 0.5).sum()} of the "
+            f"{len(_ratio)} model-label pairs) and the mean outward height {_rise.min():.2f} to "
+            f"{_rise.max():.2f} above it."
+        )
+    return guide_seeds, guide_seeds_text, guide_study, guide_unfit
 
 
 @app.cell
-def _(guide_label, guide_seeds, guide_study, guide_train, guide_unfit):
+def _(guide_label, guide_seeds_text, guide_study, guide_train, guide_unfit):
     mo.stop(guide_study is None, mo.md(f"*{guide_unfit[:1].upper()}{guide_unfit[1:]}.*"))
     guide_trade = guide_study.trades[guide_label.value]
     _trade = plot.curves(
@@ -1691,26 +1707,10 @@ def _(guide_label, guide_seeds, guide_study, guide_train, guide_unfit):
         "were made by the code above and shipped with the course; the button trains and "
         "samples again here.*"
     )
-    guide_seeds_text = ""
-    if guide_seeds is not None:  # every seed and label: [10, W] arrays, w = 0 first, w = 8 last
-        _f, _s, _h = (
-            np.concatenate(list(_p.values())) for _p in (guide_seeds.fidelity, guide_seeds.spread, guide_seeds.height)
-        )
-        _ratio, _rise = _s[:, -1] / _s[:, 0], _h[:, -1] - _h[:, 0]
-        guide_seeds_text = (
-            f"**Over {len(guide_seeds.seeds)} trained models** (seeds 0 to {guide_seeds.seeds[-1]}; each range "
-            f"spans both labels): at w = 0 fidelity is {_f[:, 0].min():.1%} to {_f[:, 0].max():.1%} and spread "
-            f"{_s[:, 0].min():.2f} to {_s[:, 0].max():.2f}. From w = 0 to 2 every one's fidelity rises to 100 %, "
-            "its spread falls and its mean outward height (y on the upper moon, −y on the lower) rises. At w = 8 "
-            f"fidelity is {_f[:, -1].min():.1%} to {_f[:, -1].max():.1%}, the spread is {_ratio.min():.2f} to "
-            f"{_ratio.max():.2f} of its w = 0 value (at most half in {(_ratio <= 0.5).sum()} of the "
-            f"{len(_ratio)} model-label pairs) and the mean outward height {_rise.min():.2f} to "
-            f"{_rise.max():.2f} above it."
-        )
     mo.vstack(
         [mo.hstack([mo.md("\n".join(_rows)), ui.chart(_trade)], widths=[1, 2]), mo.md(_source), mo.md(guide_seeds_text)]
     )
-    return guide_heights, guide_seeds_text, guide_trade
+    return guide_heights, guide_trade
 
 
 @app.cell
