@@ -1263,6 +1263,9 @@ class GuidanceSeeds:
     middle: dict
 
 
+_SEED_PARTS = ("fidelity", "spread", "height", "middle")  # what the seeds keep of a study, per label
+
+
 def _outward(label) -> float:
     return 1.0 if int(label) == 0 else -1.0
 
@@ -1287,10 +1290,7 @@ def guidance_seeds_state(studies) -> dict:
     return {
         "seeds": np.asarray(GUIDANCE_SEEDS),
         "labels": {
-            k: {
-                part: np.asarray([s[k][part] for s in summaries]) for part in ("fidelity", "spread", "height", "middle")
-            }
-            for k in summaries[0]
+            k: {part: np.asarray([s[k][part] for s in summaries]) for part in _SEED_PARTS} for k in summaries[0]
         },
     }
 
@@ -1307,7 +1307,7 @@ def shipped_guidance_seeds(*code) -> tuple[GuidanceSeeds | None, str]:
     first = guidance_summary(study)
     parts = {
         part: {int(k): np.concatenate([np.asarray(first[k][part])[None], v[part]]) for k, v in state["labels"].items()}
-        for part in ("fidelity", "spread", "height", "middle")
+        for part in _SEED_PARTS
     }
     return GuidanceSeeds(seeds=np.concatenate([[0], state["seeds"]]), scales=study.scales, **parts), ""
 
